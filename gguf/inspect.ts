@@ -1,0 +1,89 @@
+import { describeModel, type ModelLayout } from './model'
+import { type GgufFile, readGguf } from './reader'
+
+export interface ModelReport {
+  readonly file: string
+  readonly fileBytes: number
+  readonly ggufVersion: number
+  readonly alignment: number
+  readonly architecture: string
+  readonly name: string
+  readonly hparams: ModelLayout['hparams']
+  readonly parameters: number
+  readonly tensorCount: number
+  readonly tensorBytes: number
+  /** Count and bytes of tensors per ggml type, e.g. { Q8_0: { tensors: 154, bytes: … } }. */
+  readonly tensorTypes: Record<string, { tensors: number; bytes: number }>
+  readonly bytesPerBlock: readonly number[]
+  readonly embedBytes: number
+  readonly headBytes: number
+  readonly kvBytesPerTokenPerBlock: number
+  readonly tiedEmbeddings: boolean
+}
+
+/** What `neuron inspect` shows: enough to plan how a model spreads over hosts. */
+export async function inspectModel(path: string): Promise<ModelReport> {
+  const file: GgufFile = await readGguf(path)
+  const model = describeModel(file)
+  const tensorTypes: Record<string, { tensors: number; bytes: number }> = {}
+  for (const t of file.tensors) {
+    const entry = tensorTypes[t.type.name] ?? { tensors: 0, bytes: 0 }
+    tensorTypes[t.type.name] = entry
+    entry.tensors += 1
+    entry.bytes += t.bytes
+  }
+  const sum = (ts: readonly { bytes: number }[]) => ts.reduce((s, t) => s + t.bytes, 0)
+  return {
+    file: path,
+    fileBytes: file.fileBytes,
+    ggufVersion: file.version,
+    alignment: file.alignment,
+    architecture: model.architecture,
+    name: model.name,
+    hparams: model.hparams,
+    parameters: model.parameters,
+    tensorCount: file.tensors.length,
+    tensorBytes: model.tensorBytes,
+    tensorTypes,
+    bytesPerBlock: model.bytesPerBlock,
+    embedBytes: sum(model.embed),
+    headBytes: sum(model.head),
+    kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
+    tiedEmbeddings: model.tiedEmbeddings,
+  }
+}
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
+  let v = n
+  let u = 0
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024
+    u++
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(v < 10 ? 2 : 1)} ${units[u]}`
+}
+
+export function formatReport(r: ModelReport): string {
+  const h = r.hparams
+  const blocks = r.bytesPerBlock
+  const min = Math.min(...blocks)
+  const max = Math.max(...blocks)
+  const types = Object.entries(r.tensorTypes)
+    .map(([name, t]) => `${name} ×${t.tensors} (${formatBytes(t.bytes)})`)
+    .join(', ')
+  return [
+    `${r.file}`,
+    `  model         ${r.name} — ${r.architecture}, ${(r.parameters / 1e6).toFixed(r.parameters < 1e7 ? 2 : 0)}M parameters, GGUF v${r.ggufVersion}`,
+    `  blocks        ${h.nLayer} × ${min === max ? formatBytes(min) : `${formatBytes(min)}–${formatBytes(max)}`}`,
+    `  embedding     ${h.nEmbd} wide, vocabulary ${h.nVocab}, context ${h.contextLength}`,
+    `  attention     ${h.nHead} heads, ${h.nHeadKv} KV heads, head size ${h.headDimK}${h.headDimV === h.headDimK ? '' : `/${h.headDimV}`}`,
+    `  feed-forward  ${h.nFf}`,
+    `  rope base     ${h.ropeFreqBase ?? 'default'}, rms eps ${h.rmsEps === undefined ? 'default' : Number(h.rmsEps.toPrecision(6))}`,
+    `  tensor types  ${types}`,
+    `  embed         ${formatBytes(r.embedBytes)}`,
+    `  head          ${formatBytes(r.headBytes)}${r.tiedEmbeddings ? ' (tied: reuses the token embedding)' : ''}`,
+    `  KV cache      ${formatBytes(r.kvBytesPerTokenPerBlock)} per token per block (f16)`,
+    `  total         ${formatBytes(r.fileBytes)} on disk, ${formatBytes(r.tensorBytes)} of tensors`,
+  ].join('\n')
+}

@@ -1,0 +1,203 @@
+import { createHash } from 'node:crypto'
+import { access, mkdir, open, rename, rm, writeFile } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
+import { GGUFValueType } from '@huggingface/gguf'
+import { MANIFEST_FORMAT, Manifest, type ManifestArtifact, NeuronError } from '../protocol'
+import { describeModel, type ModelLayout } from './model'
+import { type GgufFile, type GgufKv, type GgufTensor, readGguf } from './reader'
+import { sha256File } from './source-hash'
+import { serializeHeader } from './writer'
+
+export interface PackOptions {
+  readonly source: string
+  /** Directory to create; it must not exist. */
+  readonly out: string
+  /** Blocks per artifact file (default 1), or… */
+  readonly blocksPerArtifact?: number
+  /** …as many whole blocks as fit in this many bytes (at least one). */
+  readonly maxArtifactBytes?: number
+  readonly modelId?: string
+  readonly onProgress?: (copiedBytes: number, totalBytes: number) => void
+}
+
+interface ArtifactPlan {
+  readonly file: string
+  readonly role: ManifestArtifact['role']
+  readonly blocks: [number, number] | null
+  readonly tensors: readonly GgufTensor[]
+}
+
+/** Bytes copied per read; bounds the packer's memory whatever the model's size. */
+const CHUNK = 8 << 20
+
+/**
+ * Cuts a GGUF model into artifacts (embed, block ranges, head), each a valid GGUF with the full
+ * metadata, plus manifest.json. Deterministic: the same input and options give the same bytes.
+ * Writes into a temporary sibling directory and renames it into place, so a failure leaves nothing.
+ */
+export async function packModel(options: PackOptions): Promise<Manifest> {
+  const { source, out } = options
+  if (await exists(out)) {
+    throw new NeuronError('output_exists', `${out} already exists; choose a new --out directory or remove it first.`, { out })
+  }
+  if (options.blocksPerArtifact !== undefined && !(Number.isInteger(options.blocksPerArtifact) && options.blocksPerArtifact > 0)) {
+    throw new NeuronError('bad_option', `--blocks-per-artifact must be a whole number above 0, not ${options.blocksPerArtifact}.`)
+  }
+  if (options.maxArtifactBytes !== undefined && !(Number.isInteger(options.maxArtifactBytes) && options.maxArtifactBytes > 0)) {
+    throw new NeuronError('bad_option', `--max-artifact-bytes must be a whole number above 0, not ${options.maxArtifactBytes}.`)
+  }
+  const file = await readGguf(source)
+  const model = describeModel(file)
+  const plans = planArtifacts(model, options)
+  const modelId = options.modelId ?? slug(basename(source).replace(/\.gguf$/i, ''))
+
+  const staging = join(dirname(out), `.${basename(out)}.partial-${process.pid}`)
+  await rm(staging, { recursive: true, force: true })
+  await mkdir(staging, { recursive: true })
+  try {
+    const sourceHash = sha256File(source)
+    const total = plans.reduce((sum, p) => sum + p.tensors.reduce((s, t) => s + t.bytes, 0), 0)
+    let copied = 0
+    const buffer = Buffer.allocUnsafe(CHUNK)
+    const artifacts: ManifestArtifact[] = []
+    const sourceHandle = await open(source, 'r')
+    try {
+      for (const plan of plans) {
+        const written = await writeArtifact(join(staging, plan.file), file, plan, model.hparams.nLayer, sourceHandle, buffer, (n) => {
+          copied += n
+          options.onProgress?.(copied, total)
+        })
+        artifacts.push({
+          file: plan.file,
+          role: plan.role,
+          blocks: plan.blocks,
+          bytes: written.bytes,
+          sha256: written.sha256,
+          tensors: plan.tensors.map((t) => t.name),
+        })
+      }
+    } finally {
+      await sourceHandle.close()
+    }
+    const { sha256, bytes } = await sourceHash
+    const manifest = Manifest.parse({
+      format: MANIFEST_FORMAT,
+      modelId,
+      name: model.name,
+      architecture: model.architecture,
+      nLayer: model.hparams.nLayer,
+      nEmbd: model.hparams.nEmbd,
+      nVocab: model.hparams.nVocab,
+      contextLength: model.hparams.contextLength,
+      bytesPerBlock: [...model.bytesPerBlock],
+      kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
+      tiedEmbeddings: model.tiedEmbeddings,
+      alignment: file.alignment,
+      source: { file: basename(source), bytes, sha256 },
+      artifacts,
+    } satisfies Manifest)
+    await writeFile(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`)
+    await rename(staging, out)
+    return manifest
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true })
+    throw error
+  }
+}
+
+function planArtifacts(model: ModelLayout, options: PackOptions): ArtifactPlan[] {
+  const n = model.hparams.nLayer
+  const width = String(n).length
+  const pad = (i: number) => String(i).padStart(width, '0')
+  const ranges: [number, number][] = []
+  let begin = 0
+  while (begin < n) {
+    let end = begin + 1
+    if (options.maxArtifactBytes !== undefined) {
+      let size = model.bytesPerBlock[begin] ?? 0
+      while (end < n && size + (model.bytesPerBlock[end] ?? 0) <= options.maxArtifactBytes) size += model.bytesPerBlock[end++] ?? 0
+    } else {
+      end = Math.min(n, begin + (options.blocksPerArtifact ?? 1))
+    }
+    ranges.push([begin, end])
+    begin = end
+  }
+  const tokenEmbd = model.embed.filter((t) => t.name === 'token_embd.weight')
+  return [
+    { file: 'embed.gguf', role: 'embed', blocks: null, tensors: model.embed },
+    ...ranges.map(
+      ([a, b]): ArtifactPlan => ({
+        file: `blocks-${pad(a)}-${pad(b)}.gguf`,
+        role: 'blocks',
+        blocks: [a, b],
+        // Tensors outside any block (rope_freqs.weight, …) are needed by every block, so every range carries them.
+        tensors: [...model.shared, ...model.blocks.slice(a, b).flat()],
+      }),
+    ),
+    // A tied-embedding model computes logits with token_embd.weight, so its head carries a copy.
+    { file: 'head.gguf', role: 'head', blocks: null, tensors: model.tiedEmbeddings ? [...model.head, ...tokenEmbd] : model.head },
+  ]
+}
+
+async function writeArtifact(
+  path: string,
+  source: GgufFile,
+  plan: ArtifactPlan,
+  nLayer: number,
+  sourceHandle: Awaited<ReturnType<typeof open>>,
+  buffer: Buffer,
+  progress: (bytes: number) => void,
+): Promise<{ bytes: number; sha256: string }> {
+  const kvs: GgufKv[] = [
+    ...source.kvs,
+    { key: 'neuron.format', type: GGUFValueType.UINT32, value: 1 },
+    { key: 'neuron.role', type: GGUFValueType.STRING, value: plan.role },
+    { key: 'neuron.block_begin', type: GGUFValueType.UINT32, value: plan.blocks?.[0] ?? 0 },
+    { key: 'neuron.block_end', type: GGUFValueType.UINT32, value: plan.blocks?.[1] ?? 0 },
+    { key: 'neuron.block_count', type: GGUFValueType.UINT32, value: nLayer },
+  ]
+  const header = serializeHeader(kvs, plan.tensors, source.alignment)
+  const hash = createHash('sha256')
+  const out = await open(path, 'wx')
+  let written = 0
+  const emit = async (bytes: Buffer) => {
+    await out.write(bytes, 0, bytes.length, written)
+    hash.update(bytes)
+    written += bytes.length
+  }
+  try {
+    await emit(header.bytes)
+    for (const [i, tensor] of plan.tensors.entries()) {
+      const start = header.bytes.length + (header.dataOffsets[i] ?? 0)
+      if (start > written) await emit(Buffer.alloc(start - written))
+      for (let done = 0; done < tensor.bytes; ) {
+        const want = Math.min(buffer.length, tensor.bytes - done)
+        const { bytesRead } = await sourceHandle.read(buffer, 0, want, tensor.offset + done)
+        if (bytesRead === 0) throw new NeuronError('truncated', `${source.path} ended while copying tensor ${tensor.name}; was it changed during packing?`)
+        await emit(buffer.subarray(0, bytesRead))
+        done += bytesRead
+        progress(bytesRead)
+      }
+    }
+  } finally {
+    await out.close()
+  }
+  return { bytes: written, sha256: hash.digest('hex') }
+}
+
+function slug(s: string): string {
+  const cleaned = s
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+  return cleaned || 'model'
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,71 @@
+import { z } from 'zod'
+
+/** What one artifact file holds: the token embedding, a range of blocks, or the output head. */
+export const ArtifactRole = z.enum(['embed', 'blocks', 'head'])
+export type ArtifactRole = z.infer<typeof ArtifactRole>
+
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 is 64 lowercase hex digits')
+const Count = z.number().int().nonnegative()
+
+export const ManifestArtifact = z
+  .object({
+    /** File name inside the model's directory (and its torrent). */
+    file: z.string().regex(/^[A-Za-z0-9._-]+\.gguf$/, 'an artifact file is a plain name ending in .gguf'),
+    role: ArtifactRole,
+    /** Half-open block range [begin, end) for `blocks`; null for `embed` and `head`. */
+    blocks: z.tuple([Count, Count]).nullable(),
+    bytes: Count,
+    sha256: Sha256,
+    tensors: z.array(z.string()).min(1),
+  })
+  .refine((a) => (a.role === 'blocks') === (a.blocks !== null), {
+    message: 'blocks artifacts carry a block range; embed and head artifacts carry none',
+  })
+  .refine((a) => a.blocks === null || a.blocks[0] < a.blocks[1], {
+    message: 'a block range [begin, end) must have begin < end',
+  })
+export type ManifestArtifact = z.infer<typeof ManifestArtifact>
+
+export const MANIFEST_FORMAT = 'neuron-manifest/1'
+
+export const Manifest = z
+  .object({
+    format: z.literal(MANIFEST_FORMAT),
+    modelId: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -'),
+    name: z.string(),
+    architecture: z.string().min(1),
+    nLayer: z.number().int().positive(),
+    nEmbd: z.number().int().positive(),
+    nVocab: z.number().int().positive(),
+    contextLength: Count,
+    /** Bytes of each block's tensors, index = block. */
+    bytesPerBlock: z.array(Count),
+    /** KV-cache bytes one token costs in one block, at f16 keys and values. */
+    kvBytesPerTokenPerBlock: Count,
+    /** True when the model has no output.weight and the head reuses the token embedding. */
+    tiedEmbeddings: z.boolean(),
+    alignment: z.number().int().positive(),
+    source: z.object({ file: z.string(), bytes: Count, sha256: Sha256 }),
+    artifacts: z.array(ManifestArtifact).min(1),
+  })
+  .superRefine((m, ctx) => {
+    if (m.bytesPerBlock.length !== m.nLayer) {
+      ctx.addIssue({ code: 'custom', message: `bytesPerBlock has ${m.bytesPerBlock.length} entries for ${m.nLayer} blocks` })
+    }
+    // Blocks artifacts must tile [0, nLayer) exactly, in order.
+    let next = 0
+    for (const a of m.artifacts) {
+      if (a.blocks === null) continue
+      if (a.blocks[0] !== next) {
+        ctx.addIssue({ code: 'custom', message: `block artifacts leave a gap or overlap at block ${next} (${a.file} starts at ${a.blocks[0]})` })
+        return
+      }
+      next = a.blocks[1]
+    }
+    if (next !== m.nLayer) ctx.addIssue({ code: 'custom', message: `block artifacts cover [0, ${next}) of ${m.nLayer} blocks` })
+    for (const role of ['embed', 'head'] as const) {
+      const n = m.artifacts.filter((a) => a.role === role).length
+      if (n !== 1) ctx.addIssue({ code: 'custom', message: `a manifest has exactly one ${role} artifact, this one has ${n}` })
+    }
+  })
+export type Manifest = z.infer<typeof Manifest>
