@@ -58,12 +58,12 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
     const sourceHash = sha256File(source)
     const total = plans.reduce((sum, p) => sum + p.tensors.reduce((s, t) => s + t.bytes, 0), 0)
     let copied = 0
-    const buffer = Buffer.allocUnsafe(CHUNK)
+    const buffers = [Buffer.allocUnsafe(CHUNK), Buffer.allocUnsafe(CHUNK)] as const
     const artifacts: ManifestArtifact[] = []
     const sourceHandle = await open(source, 'r')
     try {
       for (const plan of plans) {
-        const written = await writeArtifact(join(staging, plan.file), file, plan, model.hparams.nLayer, sourceHandle, buffer, (n) => {
+        const written = await writeArtifact(join(staging, plan.file), file, plan, model.hparams.nLayer, sourceHandle, buffers, (n) => {
           copied += n
           options.onProgress?.(copied, total)
         })
@@ -145,7 +145,7 @@ async function writeArtifact(
   plan: ArtifactPlan,
   nLayer: number,
   sourceHandle: Awaited<ReturnType<typeof open>>,
-  buffer: Buffer,
+  buffers: readonly [Buffer, Buffer],
   progress: (bytes: number) => void,
 ): Promise<{ bytes: number; sha256: string }> {
   const kvs: GgufKv[] = [
@@ -157,33 +157,47 @@ async function writeArtifact(
     { key: 'neuron.block_count', type: GGUFValueType.UINT32, value: nLayer },
   ]
   const header = serializeHeader(kvs, plan.tensors, source.alignment)
+  // The artifact as a list of pieces: header, then each tensor's source range after its padding.
+  const pieces: Piece[] = [{ bytes: header.bytes }]
+  let length = header.bytes.length
+  for (const [i, tensor] of plan.tensors.entries()) {
+    const start = header.bytes.length + (header.dataOffsets[i] ?? 0)
+    if (start > length) pieces.push({ bytes: Buffer.alloc(start - length) })
+    for (let done = 0; done < tensor.bytes; done += CHUNK) {
+      pieces.push({ sourceOffset: tensor.offset + done, length: Math.min(CHUNK, tensor.bytes - done), tensor: tensor.name })
+    }
+    length = start + tensor.bytes
+  }
+
   const hash = createHash('sha256')
   const out = await open(path, 'wx')
-  let written = 0
-  const emit = async (bytes: Buffer) => {
-    await out.write(bytes, 0, bytes.length, written)
-    hash.update(bytes)
-    written += bytes.length
+  const read = async (piece: Piece, into: Buffer): Promise<Buffer> => {
+    if ('bytes' in piece) return piece.bytes
+    const { bytesRead } = await sourceHandle.read(into, 0, piece.length, piece.sourceOffset)
+    if (bytesRead !== piece.length)
+      throw new NeuronError('truncated', `${source.path} ended while copying tensor ${piece.tensor}; was it changed during packing?`)
+    return into.subarray(0, bytesRead)
   }
   try {
-    await emit(header.bytes)
-    for (const [i, tensor] of plan.tensors.entries()) {
-      const start = header.bytes.length + (header.dataOffsets[i] ?? 0)
-      if (start > written) await emit(Buffer.alloc(start - written))
-      for (let done = 0; done < tensor.bytes; ) {
-        const want = Math.min(buffer.length, tensor.bytes - done)
-        const { bytesRead } = await sourceHandle.read(buffer, 0, want, tensor.offset + done)
-        if (bytesRead === 0) throw new NeuronError('truncated', `${source.path} ended while copying tensor ${tensor.name}; was it changed during packing?`)
-        await emit(buffer.subarray(0, bytesRead))
-        done += bytesRead
-        progress(bytesRead)
-      }
+    // Two buffers: the next piece is read while this one is hashed and written.
+    let written = 0
+    let next = pieces[0] === undefined ? undefined : read(pieces[0], buffers[0])
+    for (let i = 0; next !== undefined; i++) {
+      const chunk = await next
+      const following = pieces[i + 1]
+      next = following === undefined ? undefined : read(following, buffers[(i + 1) % 2] as Buffer)
+      hash.update(chunk)
+      await out.write(chunk, 0, chunk.length, written)
+      written += chunk.length
+      if ('sourceOffset' in (pieces[i] as Piece)) progress(chunk.length)
     }
+    return { bytes: written, sha256: hash.digest('hex') }
   } finally {
     await out.close()
   }
-  return { bytes: written, sha256: hash.digest('hex') }
 }
+
+type Piece = { readonly bytes: Buffer } | { readonly sourceOffset: number; readonly length: number; readonly tensor: string }
 
 function slug(s: string): string {
   const cleaned = s
