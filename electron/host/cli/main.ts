@@ -1,4 +1,5 @@
 import { NeuronError } from '../../../protocol'
+import { demoCommand } from './demo'
 import { genModelCommand } from './gen-model'
 import { inspectCommand } from './inspect'
 import { packCommand } from './pack'
@@ -10,7 +11,7 @@ export interface Command {
   run(args: string[]): Promise<number>
 }
 
-const COMMANDS: readonly Command[] = [inspectCommand, packCommand, genModelCommand]
+const COMMANDS: readonly Command[] = [demoCommand, inspectCommand, packCommand, genModelCommand]
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length))
