@@ -1,2 +1,6 @@
 // Hosts speak BitTorrent over TCP; exporting no RTCPeerConnection turns webtorrent's WebRTC off.
-module.exports = {}
+// simple-peer imports these three names, so they exist, as undefined.
+export const RTCPeerConnection = undefined
+export const RTCSessionDescription = undefined
+export const RTCIceCandidate = undefined
+export default {}

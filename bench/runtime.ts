@@ -1,0 +1,169 @@
+// npm run bench:runtime — ShardRuntime over all blocks vs node-llama-cpp on the same file and
+// thread count, in the same run: decode tok/s (128 tokens after a 64-token prompt) and prefill
+// tok/s (512 tokens in one batch). Then RSS after loading blocks [0, L/2) vs the whole model.
+// One JSON line per measurement; the last line holds decode_ratio / prefill_ratio per case.
+//
+// Options: --types q8_0,q4_0  --threads 1,2  --decode 128  --prompt 64  --prefill 512  --tiny
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
+import { ShardRuntime } from '../native'
+import { benchModel, LLAMA_1B } from './models'
+
+type Case = { type: 'q8_0' | 'q4_0'; threads: number }
+type Rates = { decode_tps: number; prefill_tps: number }
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback
+}
+
+/** Deterministic prompt tokens, past the special and byte tokens. */
+function promptTokens(n: number, vocab: number, seed: number): number[] {
+  let s = seed >>> 0
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
+    return 259 + (s % (vocab - 259))
+  })
+}
+
+function emit(record: object): void {
+  process.stdout.write(`${JSON.stringify(record)}\n`)
+}
+
+async function benchOurs(
+  path: string,
+  nLayer: number,
+  threads: number,
+  prompt: number[],
+  decode: number,
+  prefill: number[],
+): Promise<Rates> {
+  const rt = await ShardRuntime.load({ artifacts: [path], layers: [0, nLayer], embed: true, head: true, threads, device: 'cpu' })
+  try {
+    const s = rt.openSession({ maxTokens: 1024 })
+    await s.forward(Int32Array.from(prompt.slice(0, 8))) // warm-up: page in weights, size buffers
+    s.truncate(0)
+    await s.forward(Int32Array.from(prompt.slice(0, -1)))
+    let next = prompt[prompt.length - 1] as number
+    let t0 = performance.now()
+    for (let i = 0; i < decode; i++) {
+      await s.forward(Int32Array.of(next))
+      next = s.sample({ temperature: 0 }).token
+    }
+    const decodeS = (performance.now() - t0) / 1000
+    s.truncate(0)
+    t0 = performance.now()
+    await s.forward(Int32Array.from(prefill))
+    const prefillS = (performance.now() - t0) / 1000
+    s.close()
+    return { decode_tps: decode / decodeS, prefill_tps: prefill.length / prefillS }
+  } finally {
+    rt.dispose()
+  }
+}
+
+async function benchLlama(model: LlamaModel, threads: number, prompt: number[], decode: number, prefill: number[]): Promise<Rates> {
+  const context = await model.createContext({ contextSize: 1024, batchSize: 512, threads, flashAttention: true, sequences: 1 })
+  try {
+    const seq = context.getSequence()
+    await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, 8) as Token[]) // warm-up
+    await seq.clearHistory()
+    await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1) as Token[])
+    let n = 0
+    let t0 = performance.now()
+    for await (const _ of seq.evaluate(prompt.slice(-1) as Token[], { temperature: 0 })) {
+      if (++n >= decode) break
+    }
+    const decodeS = (performance.now() - t0) / 1000
+    await seq.clearHistory()
+    t0 = performance.now()
+    await seq.evaluateWithoutGeneratingNewTokens(prefill as Token[])
+    const prefillS = (performance.now() - t0) / 1000
+    return { decode_tps: decode / decodeS, prefill_tps: prefill.length / prefillS }
+  } finally {
+    await context.dispose()
+  }
+}
+
+/** RSS growth of a fresh process that loads blocks [from, to) and opens one 1024-token session. */
+function rssOf(path: string, layers: [number, number], embed: boolean, head: boolean): number {
+  const res = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(import.meta.url), '--rss-child', path, String(layers[0]), String(layers[1]), String(embed), String(head)],
+    { encoding: 'utf8' },
+  )
+  const line = res.stdout.trim().split('\n').pop() ?? ''
+  if (res.status !== 0 || !line.startsWith('{')) throw new Error(`rss child failed: ${res.stderr}`)
+  return (JSON.parse(line) as { rss_delta: number }).rss_delta
+}
+
+async function rssChild(): Promise<void> {
+  const [path, from, to, embed, head] = process.argv.slice(process.argv.indexOf('--rss-child') + 1)
+  // register backends first so their code pages are not counted as weights
+  const before = process.memoryUsage().rss
+  const rt = await ShardRuntime.load({
+    artifacts: [path as string],
+    layers: [Number(from), Number(to)],
+    embed: embed === 'true',
+    head: head === 'true',
+    threads: 1,
+    device: 'cpu',
+  })
+  const s = rt.openSession({ maxTokens: 1024 })
+  const info = rt.info()
+  const after = process.memoryUsage().rss
+  emit({ rss_delta: after - before, weight_bytes: info.weightBytes, kv_bytes: s.kvBytes })
+  rt.dispose()
+}
+
+async function main(): Promise<void> {
+  const types = arg('types', 'q8_0,q4_0').split(',') as Case['type'][]
+  const threadList = arg('threads', '1,2').split(',').map(Number)
+  const decode = Number(arg('decode', '128'))
+  const promptLen = Number(arg('prompt', '64'))
+  const prefillLen = Number(arg('prefill', '512'))
+  const shape = process.argv.includes('--tiny')
+    ? { ...LLAMA_1B, layers: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 }
+    : LLAMA_1B
+
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: Math.max(...threadList) })
+  const cases: object[] = []
+  let memory: object | undefined
+  for (const type of types) {
+    const path = await benchModel(type, shape)
+    const prompt = promptTokens(promptLen, shape.vocab, 1)
+    const prefill = promptTokens(prefillLen, shape.vocab, 2)
+    const model = await llama.loadModel({ modelPath: path })
+    try {
+      for (const threads of threadList) {
+        const llamaRates = await benchLlama(model, threads, prompt, decode, prefill)
+        const ours = await benchOurs(path, shape.layers, threads, prompt, decode, prefill)
+        const record = {
+          type,
+          threads,
+          ours,
+          llama_cpp: llamaRates,
+          decode_ratio: ours.decode_tps / llamaRates.decode_tps,
+          prefill_ratio: ours.prefill_tps / llamaRates.prefill_tps,
+        }
+        emit(record)
+        cases.push(record)
+      }
+    } finally {
+      await model.dispose()
+    }
+    if (!memory) {
+      const half = Math.floor(shape.layers / 2)
+      const firstHalf = rssOf(path, [0, half], true, false)
+      const whole = rssOf(path, [0, shape.layers], true, true)
+      memory = { type, layers: [0, half], rss_first_half: firstHalf, rss_whole: whole, ratio: firstHalf / whole }
+      emit({ memory })
+    }
+  }
+  await llama.dispose()
+  emit({ bench: 'runtime', model: { ...shape }, decode: decode, prompt: promptLen, prefill: prefillLen, cases, memory })
+}
+
+if (process.argv.includes('--rss-child')) await rssChild()
+else await main()
