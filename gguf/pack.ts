@@ -3,6 +3,7 @@ import { access, mkdir, open, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { GGUFValueType } from '@huggingface/gguf'
 import { MANIFEST_FORMAT, Manifest, type ManifestArtifact, NeuronError } from '../protocol'
+import { alignUp } from './ggml-types'
 import { describeModel, type ModelLayout } from './model'
 import { type GgufFile, type GgufKv, type GgufTensor, readGguf } from './reader'
 import { sha256File } from './source-hash'
@@ -49,6 +50,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
   const file = await readGguf(source)
   const model = describeModel(file)
   const plans = planArtifacts(model, options)
+  const pieceBytes = torrentPieceBytes(model.tensorBytes)
   const modelId = options.modelId ?? slug(basename(source).replace(/\.gguf$/i, ''))
 
   const staging = join(dirname(out), `.${basename(out)}.partial-${process.pid}`)
@@ -63,7 +65,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
     const sourceHandle = await open(source, 'r')
     try {
       for (const plan of plans) {
-        const written = await writeArtifact(join(staging, plan.file), file, plan, model.hparams.nLayer, sourceHandle, buffers, (n) => {
+        const written = await writeArtifact(join(staging, plan.file), file, plan, model.hparams.nLayer, sourceHandle, buffers, pieceBytes, (n) => {
           copied += n
           options.onProgress?.(copied, total)
         })
@@ -93,6 +95,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
       kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
       tiedEmbeddings: model.tiedEmbeddings,
       alignment: file.alignment,
+      pieceBytes,
       source: { file: basename(source), bytes, sha256 },
       artifacts,
     } satisfies Manifest)
@@ -146,6 +149,7 @@ async function writeArtifact(
   nLayer: number,
   sourceHandle: Awaited<ReturnType<typeof open>>,
   buffers: readonly [Buffer, Buffer],
+  pieceBytes: number,
   progress: (bytes: number) => void,
 ): Promise<{ bytes: number; sha256: string }> {
   const kvs: GgufKv[] = [
@@ -168,6 +172,10 @@ async function writeArtifact(
     }
     length = start + tensor.bytes
   }
+  // Zeros after the last tensor (GGUF readers ignore them) end the file on a torrent piece
+  // boundary, so no piece spans two artifacts and a host fetches only its own files.
+  const padded = alignUp(length, pieceBytes)
+  if (padded > length) pieces.push({ bytes: Buffer.alloc(padded - length) })
 
   const hash = createHash('sha256')
   const out = await open(path, 'wx')
@@ -198,6 +206,17 @@ async function writeArtifact(
 }
 
 type Piece = { readonly bytes: Buffer } | { readonly sourceOffset: number; readonly length: number; readonly tensor: string }
+
+/**
+ * BitTorrent piece size for a model: a power of two from 16 KiB to 4 MiB aiming at about 2000
+ * pieces, so the torrent stays small and padding each artifact to a piece boundary costs little.
+ */
+export function torrentPieceBytes(modelBytes: number): number {
+  const target = modelBytes / 2000
+  let piece = 16 * 1024
+  while (piece < target && piece < 4 * 1024 * 1024) piece *= 2
+  return piece
+}
 
 function slug(s: string): string {
   const cleaned = s

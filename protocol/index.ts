@@ -1,2 +1,5 @@
 export * from './errors'
+export * from './identity'
 export * from './manifest'
+export * from './rpc'
+export * from './swarm'

@@ -45,10 +45,18 @@ export const Manifest = z
     /** True when the model has no output.weight and the head reuses the token embedding. */
     tiedEmbeddings: z.boolean(),
     alignment: z.number().int().positive(),
+    /** Torrent piece size; every artifact's size is a multiple of it, so pieces never span two files. */
+    pieceBytes: z
+      .number()
+      .int()
+      .refine((n) => n >= 16384 && (n & (n - 1)) === 0, 'pieceBytes is a power of two of at least 16 KiB'),
     source: z.object({ file: z.string(), bytes: Count, sha256: Sha256 }),
     artifacts: z.array(ManifestArtifact).min(1),
   })
   .superRefine((m, ctx) => {
+    for (const a of m.artifacts) {
+      if (a.bytes % m.pieceBytes !== 0) ctx.addIssue({ code: 'custom', message: `${a.file} is ${a.bytes} bytes, not a multiple of pieceBytes ${m.pieceBytes}` })
+    }
     if (m.bytesPerBlock.length !== m.nLayer) {
       ctx.addIssue({ code: 'custom', message: `bytesPerBlock has ${m.bytesPerBlock.length} entries for ${m.nLayer} blocks` })
     }

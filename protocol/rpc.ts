@@ -1,0 +1,109 @@
+import { z } from 'zod'
+import { NeuronError } from './errors'
+
+/** The error half of every acknowledgement: what went wrong, as data a program can branch on. */
+export const WireError = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() })
+export type WireError = z.infer<typeof WireError>
+
+export type Ack<T> = { ok: true; value: T } | { ok: false; error: WireError }
+
+/** One request/acknowledgement pair carried by Socket.IO: both sides parse with the same schemas. */
+export interface RpcEvent<Req extends z.ZodType, Res extends z.ZodType> {
+  readonly request: Req
+  readonly response: Res
+}
+
+export function rpc<Req extends z.ZodType, Res extends z.ZodType>(request: Req, response: Res): RpcEvent<Req, Res> {
+  return { request, response }
+}
+
+export type RpcTable = Record<string, RpcEvent<z.ZodType, z.ZodType>>
+export type RpcRequest<T extends RpcTable, K extends keyof T> = z.input<T[K]['request']>
+export type RpcResponse<T extends RpcTable, K extends keyof T> = z.output<T[K]['response']>
+export type RpcHandlers<T extends RpcTable, Ctx> = {
+  [K in keyof T]: (request: z.output<T[K]['request']>, context: Ctx) => Promise<z.input<T[K]['response']>> | z.input<T[K]['response']>
+}
+
+/** The few members of a Socket.IO socket this module needs, so protocol/ imports no Socket.IO. */
+export interface RpcSocket {
+  on(event: string, listener: (...args: unknown[]) => void): unknown
+  timeout(ms: number): { emitWithAck(event: string, ...args: unknown[]): Promise<unknown> }
+}
+
+export function toWireError(error: unknown): WireError {
+  if (error instanceof NeuronError) return { code: error.code, message: error.message, details: { ...error.details } }
+  const message = error instanceof Error ? error.message : String(error)
+  return { code: 'internal', message: `internal error: ${message}` }
+}
+
+/** A zod failure as one line naming the event and each bad field. */
+export function describeIssues(event: string, error: z.ZodError): string {
+  const fields = error.issues.map((i) => `${i.path.length === 0 ? '(payload)' : i.path.join('.')}: ${i.message}`)
+  return `${event}: ${fields.join('; ')}`
+}
+
+/**
+ * Serves every event of `table` on `socket`. Each payload is parsed before its handler runs; a
+ * malformed one, an unknown event or a throwing handler gets a typed error ack, and the socket
+ * keeps serving.
+ */
+export function serveRpc<T extends RpcTable, Ctx>(
+  socket: RpcSocket,
+  table: T,
+  handlers: RpcHandlers<T, Ctx>,
+  context: Ctx,
+  onError?: (event: string, error: WireError) => void,
+): void {
+  for (const [event, spec] of Object.entries(table)) {
+    socket.on(event, async (...args: unknown[]) => {
+      const ack = args.at(-1)
+      if (typeof ack !== 'function') {
+        onError?.(event, { code: 'no_ack', message: `${event} was sent without an acknowledgement callback; use emitWithAck` })
+        return
+      }
+      const reply = ack as (a: Ack<unknown>) => void
+      const parsed = spec.request.safeParse(args.length > 1 ? args[0] : undefined)
+      if (!parsed.success) {
+        const error = { code: 'bad_request', message: describeIssues(event, parsed.error) }
+        onError?.(event, error)
+        reply({ ok: false, error })
+        return
+      }
+      try {
+        const handler = handlers[event as keyof T] as (r: unknown, c: Ctx) => unknown
+        const value = spec.response.parse(await handler(parsed.data, context))
+        reply({ ok: true, value })
+      } catch (error) {
+        const wire = toWireError(error)
+        onError?.(event, wire)
+        reply({ ok: false, error: wire })
+      }
+    })
+  }
+}
+
+const AckShape = z.union([z.object({ ok: z.literal(true), value: z.unknown() }), z.object({ ok: z.literal(false), error: WireError })])
+
+/** Calls an event and returns its parsed value, or throws the peer's typed error as a NeuronError. */
+export async function callRpc<T extends RpcTable, K extends keyof T & string>(
+  socket: RpcSocket,
+  table: T,
+  event: K,
+  request: RpcRequest<T, K>,
+  timeoutMs = 30_000,
+): Promise<RpcResponse<T, K>> {
+  const spec = table[event] as T[K]
+  const payload = spec.request.parse(request)
+  let raw: unknown
+  try {
+    raw = await socket.timeout(timeoutMs).emitWithAck(event, payload)
+  } catch {
+    throw new NeuronError('timeout', `${event}: no answer within ${timeoutMs} ms; is the tracker reachable?`, { event, timeoutMs })
+  }
+  const ack = AckShape.safeParse(raw)
+  if (!ack.success) throw new NeuronError('bad_response', describeIssues(`${event} acknowledgement`, ack.error))
+  if (!ack.data.ok) throw new NeuronError(ack.data.error.code, ack.data.error.message, ack.data.error.details ?? {})
+  const value = spec.response.safeParse(ack.data.value)
+  if (!value.success) throw new NeuronError('bad_response', describeIssues(`${event} response`, value.error))
+  return value.data as RpcResponse<T, K>
+}

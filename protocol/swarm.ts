@@ -1,0 +1,127 @@
+import { z } from 'zod'
+import { NodeId } from './identity'
+import { Manifest } from './manifest'
+import { rpc } from './rpc'
+
+const Count = z.number().int().nonnegative()
+const BlockRange = z.tuple([Count, Count]).refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
+export type BlockRange = readonly [number, number]
+const ModelId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
+/** Raw bytes: Socket.IO carries Buffers as binary attachments. */
+export const Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected binary data')
+
+export const HardwareProfile = z.object({
+  cpu: z.object({ model: z.string(), cores: Count, physicalCores: Count, flags: z.array(z.string()) }),
+  memory: z.object({ totalBytes: Count, availableBytes: Count }),
+  gpus: z.array(z.object({ vendor: z.string(), model: z.string(), vramBytes: Count })),
+  disk: z.object({ path: z.string(), freeBytes: Count, readBytesPerSecond: Count }),
+  /** Threads the host gives its runtime. */
+  threads: z.number().int().positive(),
+})
+export type HardwareProfile = z.infer<typeof HardwareProfile>
+
+export const HostStatus = z.enum(['idle', 'downloading', 'loading', 'ready', 'draining'])
+export type HostStatus = z.infer<typeof HostStatus>
+
+export const ServingState = z.object({
+  modelId: ModelId.nullable(),
+  blocks: BlockRange.nullable(),
+  status: HostStatus,
+  /** Download or load progress, 0..1. */
+  progress: z.number().min(0).max(1),
+  kvCapacityTokens: Count,
+  activeSessions: Count,
+  maxSessions: Count,
+  /** Measured compute time per block per decoded token, ms; null until measured. */
+  msPerBlock: z.number().positive().nullable(),
+  /** The data-plane WebSocket address, or null when the host is reached through the tracker's relay. */
+  endpoint: z.string().url().nullable(),
+})
+export type ServingState = z.infer<typeof ServingState>
+
+export const IDLE_STATE: ServingState = {
+  modelId: null,
+  blocks: null,
+  status: 'idle',
+  progress: 0,
+  kvCapacityTokens: 0,
+  activeSessions: 0,
+  maxSessions: 0,
+  msPerBlock: null,
+  endpoint: null,
+}
+
+export const ModelSummary = z.object({
+  modelId: ModelId,
+  name: z.string(),
+  architecture: z.string(),
+  nLayer: z.number().int().positive(),
+  bytes: Count,
+  infoHash: z.string().regex(/^[0-9a-f]{40}$/),
+  /** Ready hosts serving each block. */
+  coverage: z.array(Count),
+})
+export type ModelSummary = z.infer<typeof ModelSummary>
+
+export const HostSummary = z.object({ hostId: NodeId, online: z.boolean(), profile: HardwareProfile, state: ServingState, lastSeen: z.number() })
+export type HostSummary = z.infer<typeof HostSummary>
+
+export const RouteHop = z.object({ hostId: NodeId, blocks: BlockRange, endpoint: z.string().url().nullable() })
+export type RouteHop = z.infer<typeof RouteHop>
+export const Route = z.object({ modelId: ModelId, hops: z.array(RouteHop).min(1), expectedMsPerToken: z.number().nonnegative() })
+export type Route = z.infer<typeof Route>
+
+const PlacementOption = z.object({
+  blocks: BlockRange,
+  bytesToDownload: Count,
+  memoryBytes: Count,
+  expectedTokensPerSecond: z.number().nonnegative(),
+  why: z.string(),
+})
+export const PlacementProposal = z.object({
+  modelId: ModelId,
+  /** null when this host should not serve this model; `reason` says why. */
+  proposal: PlacementOption.nullable(),
+  reason: z.string().optional(),
+  /** Served throughput per block (tokens/s) and hosts per block, before joining. */
+  coverage: z.array(z.object({ hosts: Count, tokensPerSecond: z.number().nonnegative() })),
+  alternatives: z.array(PlacementOption),
+})
+export type PlacementProposal = z.infer<typeof PlacementProposal>
+
+const Empty = z.object({}).strict()
+
+/** Events a host sends the tracker on the /hosts namespace. */
+export const HostToTracker = {
+  'host.hello': rpc(z.object({ profile: HardwareProfile, state: ServingState }), z.object({ hostId: NodeId, heartbeatMs: z.number().int().positive() })),
+  'host.state': rpc(ServingState, Empty),
+  'host.heartbeat': rpc(z.object({ activeSessions: Count }), Empty),
+  'placement.request': rpc(z.object({ modelId: ModelId }), PlacementProposal),
+  'model.get': rpc(z.object({ modelId: ModelId }), z.object({ manifest: Manifest, torrent: Bytes, infoHash: z.string() })),
+}
+
+/** Events the tracker sends a host: frames relayed for hosts that accept no connections. */
+export const TrackerToHost = {
+  'relay.frame': rpc(z.object({ frame: Bytes }), z.object({ frame: Bytes })),
+}
+
+/** Events an app or client sends the tracker on the /clients namespace. */
+export const ClientToTracker = {
+  'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary) })),
+  'model.get': HostToTracker['model.get'],
+  'model.publish': rpc(z.object({ manifest: Manifest, torrent: Bytes }), z.object({ modelId: ModelId, infoHash: z.string() })),
+  'hosts.list': rpc(Empty, z.object({ hosts: z.array(HostSummary) })),
+  'route.plan': rpc(
+    z.object({
+      modelId: ModelId,
+      maxTokens: z.number().int().positive(),
+      /** Hosts not to use (e.g. one that just failed). */
+      exclude: z.array(NodeId).default([]),
+      /** Plan only these blocks (failover of one span); default the whole model. */
+      span: BlockRange.optional(),
+    }),
+    Route,
+  ),
+  'placement.preview': rpc(z.object({ modelId: ModelId, profile: HardwareProfile }), PlacementProposal),
+  'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),
+}

@@ -1,0 +1,138 @@
+import Database from 'better-sqlite3'
+import { type HardwareProfile, Manifest } from '../protocol'
+
+export interface StoredModel {
+  readonly manifest: Manifest
+  readonly torrent: Buffer
+  readonly infoHash: string
+  readonly publishedBy: string
+  readonly publishedAt: number
+}
+
+export interface StoredHost {
+  readonly hostId: string
+  readonly publicKey: string
+  readonly profile: HardwareProfile
+  readonly firstSeen: number
+  readonly lastSeen: number
+}
+
+/**
+ * The tracker's durable state behind one narrow interface, so a PostgreSQL implementation can
+ * replace SQLite when one machine is outgrown; callers never see SQL.
+ */
+export interface TrackerStore {
+  putModel(model: StoredModel): void
+  getModel(modelId: string): StoredModel | undefined
+  listModels(): StoredModel[]
+  upsertHost(host: StoredHost): void
+  getHost(hostId: string): StoredHost | undefined
+  close(): void
+}
+
+/** Versioned migrations: each runs once, in order, inside a transaction. Append, never edit. */
+const MIGRATIONS: readonly string[] = [
+  `create table models (
+     model_id text primary key,
+     manifest text not null,
+     torrent blob not null,
+     info_hash text not null unique,
+     published_by text not null,
+     published_at integer not null
+   );
+   create table hosts (
+     host_id text primary key,
+     public_key text not null unique,
+     profile text not null,
+     first_seen integer not null,
+     last_seen integer not null
+   );`,
+]
+
+export class SqliteTrackerStore implements TrackerStore {
+  private readonly db: Database.Database
+
+  constructor(path: string) {
+    this.db = new Database(path)
+    this.db.pragma('journal_mode = WAL')
+    this.db.pragma('synchronous = NORMAL')
+    this.migrate()
+  }
+
+  /** The schema version now in force (number of migrations applied). */
+  get schemaVersion(): number {
+    return (this.db.prepare('select max(version) as v from schema_migrations').get() as { v: number | null }).v ?? 0
+  }
+
+  private migrate(): void {
+    this.db.exec('create table if not exists schema_migrations (version integer primary key, applied_at integer not null)')
+    const current = this.schemaVersion
+    MIGRATIONS.forEach((sql, i) => {
+      const version = i + 1
+      if (version <= current) return
+      this.db.transaction(() => {
+        this.db.exec(sql)
+        this.db.prepare('insert into schema_migrations (version, applied_at) values (?, ?)').run(version, Date.now())
+      })()
+    })
+  }
+
+  putModel(m: StoredModel): void {
+    this.db
+      .prepare(
+        `insert into models (model_id, manifest, torrent, info_hash, published_by, published_at) values (?, ?, ?, ?, ?, ?)
+         on conflict(model_id) do update set manifest = excluded.manifest, torrent = excluded.torrent, info_hash = excluded.info_hash,
+           published_by = excluded.published_by, published_at = excluded.published_at`,
+      )
+      .run(m.manifest.modelId, JSON.stringify(m.manifest), m.torrent, m.infoHash, m.publishedBy, m.publishedAt)
+  }
+
+  getModel(modelId: string): StoredModel | undefined {
+    const row = this.db.prepare('select * from models where model_id = ?').get(modelId) as ModelRow | undefined
+    return row === undefined ? undefined : modelFromRow(row)
+  }
+
+  listModels(): StoredModel[] {
+    return (this.db.prepare('select * from models order by model_id').all() as ModelRow[]).map(modelFromRow)
+  }
+
+  upsertHost(h: StoredHost): void {
+    this.db
+      .prepare(
+        `insert into hosts (host_id, public_key, profile, first_seen, last_seen) values (?, ?, ?, ?, ?)
+         on conflict(host_id) do update set profile = excluded.profile, last_seen = excluded.last_seen`,
+      )
+      .run(h.hostId, h.publicKey, JSON.stringify(h.profile), h.firstSeen, h.lastSeen)
+  }
+
+  getHost(hostId: string): StoredHost | undefined {
+    const row = this.db.prepare('select * from hosts where host_id = ?').get(hostId) as HostRow | undefined
+    if (row === undefined) return undefined
+    return { hostId: row.host_id, publicKey: row.public_key, profile: JSON.parse(row.profile), firstSeen: row.first_seen, lastSeen: row.last_seen }
+  }
+
+  close(): void {
+    this.db.close()
+  }
+}
+
+interface ModelRow {
+  model_id: string
+  manifest: string
+  torrent: Buffer
+  info_hash: string
+  published_by: string
+  published_at: number
+}
+
+interface HostRow {
+  host_id: string
+  public_key: string
+  profile: string
+  first_seen: number
+  last_seen: number
+}
+
+function modelFromRow(row: ModelRow): StoredModel {
+  return { manifest: Manifest.parse(JSON.parse(row.manifest)), torrent: row.torrent, infoHash: row.info_hash, publishedBy: row.published_by, publishedAt: row.published_at }
+}
