@@ -4,7 +4,10 @@ import { Manifest } from './manifest'
 import { rpc } from './rpc'
 
 const Count = z.number().int().nonnegative()
-const BlockRange = z.tuple([Count, Count]).refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
+const BlockRange = z
+  .tuple([Count, Count])
+  .refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
+  .readonly()
 export type BlockRange = readonly [number, number]
 const ModelId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
 /** Raw bytes: Socket.IO carries Buffers as binary attachments. */
@@ -15,6 +18,8 @@ export const HardwareProfile = z.object({
   memory: z.object({ totalBytes: Count, availableBytes: Count }),
   gpus: z.array(z.object({ vendor: z.string(), model: z.string(), vramBytes: Count })),
   disk: z.object({ path: z.string(), freeBytes: Count, readBytesPerSecond: Count }),
+  /** Measured memory copy bandwidth: decoding is memory-bound, so it predicts time per block before loading. */
+  memoryBytesPerSecond: Count,
   /** Threads the host gives its runtime. */
   threads: z.number().int().positive(),
 })
@@ -75,17 +80,24 @@ const PlacementOption = z.object({
   blocks: BlockRange,
   bytesToDownload: Count,
   memoryBytes: Count,
+  /** What this host adds to each block of its range, tokens/s. */
   expectedTokensPerSecond: z.number().nonnegative(),
-  why: z.string(),
+  /** The swarm's weakest block once this host serves the range, tokens/s. */
+  swarmTokensPerSecond: z.number().nonnegative(),
+  /** The fastest route through this host on this range, ms per token; null while no complete route exists. */
+  bestRouteMsPerToken: z.number().nonnegative().nullable(),
 })
+export type PlacementOption = z.infer<typeof PlacementOption>
+const Served = z.object({ tokensPerSecond: z.number().nonnegative(), hosts: Count })
 export const PlacementProposal = z.object({
   modelId: ModelId,
-  /** null when this host should not serve this model; `reason` says why. */
+  /** null when this host should not serve this model; `refusal` says why. */
   proposal: PlacementOption.nullable(),
-  reason: z.string().optional(),
-  /** Served throughput per block (tokens/s) and hosts per block, before joining. */
-  coverage: z.array(z.object({ hosts: Count, tokensPerSecond: z.number().nonnegative() })),
-  alternatives: z.array(PlacementOption),
+  refusal: z.object({ code: z.string(), reason: z.string() }).nullable(),
+  /** The swarm's weakest block today, tokens/s (0 while a block is not served). */
+  swarmTokensPerSecond: z.number().nonnegative(),
+  coverage: z.array(z.object({ block: Count, before: Served, after: Served })),
+  alternatives: z.array(PlacementOption.extend({ why: z.string() })),
 })
 export type PlacementProposal = z.infer<typeof PlacementProposal>
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { nodeIdOf, verifySignature } from '../identity/keys'
-import { type AuthChallenge, HandshakeAuth, NeuronError, challengeMessage } from '../protocol'
+import { type AuthChallenge, challengeMessage, HandshakeAuth, NeuronError } from '../protocol'
 
 /** Single-use nonces for the signed-challenge handshake. */
 export class ChallengeIssuer {
@@ -22,11 +22,13 @@ export class ChallengeIssuer {
    */
   verify(namespace: string, auth: unknown, now = Date.now()): { nodeId: string; publicKey: string } {
     const parsed = HandshakeAuth.safeParse(auth)
-    if (!parsed.success) throw new NeuronError('unauthenticated', 'connect with auth { publicKey, nonce, signature }: fetch a nonce from GET /auth/challenge and sign it.')
+    if (!parsed.success)
+      throw new NeuronError('unauthenticated', 'connect with auth { publicKey, nonce, signature }: fetch a nonce from GET /auth/challenge and sign it.')
     const { publicKey, nonce, signature } = parsed.data
     const expiresAt = this.open.get(nonce)
     this.open.delete(nonce)
-    if (expiresAt === undefined || expiresAt < now) throw new NeuronError('unauthenticated', 'the challenge nonce is unknown, used or expired; fetch a fresh one from GET /auth/challenge.')
+    if (expiresAt === undefined || expiresAt < now)
+      throw new NeuronError('unauthenticated', 'the challenge nonce is unknown, used or expired; fetch a fresh one from GET /auth/challenge.')
     if (!verifySignature(publicKey, challengeMessage(namespace, nonce), signature)) {
       throw new NeuronError('unauthenticated', `the signature does not match public key ${publicKey.slice(0, 8)}… for namespace ${namespace}.`)
     }

@@ -134,5 +134,11 @@ interface HostRow {
 }
 
 function modelFromRow(row: ModelRow): StoredModel {
-  return { manifest: Manifest.parse(JSON.parse(row.manifest)), torrent: row.torrent, infoHash: row.info_hash, publishedBy: row.published_by, publishedAt: row.published_at }
+  return {
+    manifest: Manifest.parse(JSON.parse(row.manifest)),
+    torrent: row.torrent,
+    infoHash: row.info_hash,
+    publishedBy: row.published_by,
+    publishedAt: row.published_at,
+  }
 }

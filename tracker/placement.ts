@@ -1,0 +1,406 @@
+/**
+ * Placement: which blocks a joining host should serve.
+ *
+ * Throughput model. A decode token crosses a host's whole span before the host can take the next one,
+ * so a host serving L blocks at msPerBlock m adds 1000 / (m × L) tokens/s to each block of its span.
+ * A block's served throughput is the sum over the hosts covering it that are ready, loading or
+ * downloading (draining hosts are leaving); the swarm's throughput is that of its weakest block.
+ *
+ * Choice. The host serves as many blocks as fit its free memory (weights + KV budget) and disk
+ * (artifacts to download), starting where the swarm gains most: candidates are compared by their
+ * per-block throughput after placement, sorted ascending (raise the weakest block first, then the
+ * next weakest; covering more of a gap wins), then the longer range, then the lower start block.
+ *
+ * Exclusion. A host slows every route it joins when even the fastest route through it, serving its
+ * whole proposed range, takes more than `maxSlowdown` × the swarm's current best route per token.
+ * Such a range is shortened until it passes; a host with no passing range is refused. While the swarm
+ * has no complete route, every host that fits is welcome: it can only help close a gap.
+ */
+import { type Manifest, type ManifestArtifact, NeuronError } from '../protocol'
+import { DEFAULT_ROUTE_COSTS, hopComputeMs, LOW_REPUTATION_PENALTY_MS, type RouteCosts } from './routing'
+import type { BlockRange, ServedSpan, SwarmView } from './swarm-view'
+
+export interface JoiningHost {
+  /** Set when an already registered host asks again: its current span is left out of the swarm it is placed into. */
+  hostId?: string
+  /** Memory the runtime may use: VRAM for a GPU host, RAM otherwise, in bytes. */
+  freeMemoryBytes: number
+  freeDiskBytes: number
+  /** Measured compute time per block per decode token, in ms. */
+  msPerBlock: number
+  relay: boolean
+}
+
+/** What placement needs from a model's manifest; a Manifest fits as is. */
+export type PlacementModel = Pick<Manifest, 'nLayer' | 'bytesPerBlock' | 'kvBytesPerTokenPerBlock'> & {
+  /** When given, downloads are counted in whole artifacts and the first and last hops include the embed and head. */
+  artifacts?: readonly Pick<ManifestArtifact, 'role' | 'blocks' | 'bytes'>[]
+}
+
+export interface PlacementOptions {
+  /** KV-cache tokens the host keeps room for in every block it serves (sessions × context). */
+  kvBudgetTokens: number
+  /** Refuse a range when the fastest route through it is more than this many times the current best route. */
+  maxSlowdown?: number
+  costs?: RouteCosts
+}
+
+export const DEFAULT_MAX_SLOWDOWN = 2
+
+export interface PlacementProposal {
+  blocks: BlockRange
+  /** Artifact bytes the host must fetch for this range. */
+  bytesToDownload: number
+  /** Weights plus the KV budget, in bytes. */
+  memoryBytes: number
+  /** What this host adds to each block of its range: 1000 / (msPerBlock × blocks). */
+  expectedTokensPerSecond: number
+  /** The swarm's weakest block once this host serves the range, in tokens/s. */
+  swarmTokensPerSecond: number
+  /** The fastest route through this host on this range, in ms per token; null while the swarm has no complete route. */
+  bestRouteMsPerToken: number | null
+}
+
+export interface PlacementAlternative extends PlacementProposal {
+  why: string
+}
+
+export type PlacementDecision =
+  | { serve: true; proposal: PlacementProposal }
+  | { serve: false; code: 'too_little_memory' | 'too_little_disk' | 'too_slow'; reason: string; details: Record<string, unknown> }
+
+export interface ServedThroughput {
+  tokensPerSecond: number
+  hosts: number
+}
+
+export interface BlockCoverage {
+  block: number
+  before: ServedThroughput
+  /** With the proposal in place; equal to before when the host is refused. */
+  after: ServedThroughput
+}
+
+export interface PlacementPreview {
+  decision: PlacementDecision
+  /** The swarm's weakest block today, in tokens/s (0 while some block is not served). */
+  swarmTokensPerSecond: number
+  coverage: BlockCoverage[]
+  /** Other ranges the host could take instead: the next-best starts and a smaller range. */
+  alternatives: PlacementAlternative[]
+}
+
+/** Tokens/s one host adds to each block it serves (see the throughput model above). */
+export function spanTokensPerSecond(msPerBlock: number, blocks: number): number {
+  return 1000 / (msPerBlock * blocks)
+}
+
+/** Relative tolerance under which two throughputs count as equal, so float noise never decides a placement. */
+const SAME = 1e-9
+
+interface Candidate {
+  blocks: BlockRange
+  bytesToDownload: number
+  memoryBytes: number
+  tokensPerSecond: number
+  /** Per-block throughput after placement, ascending: the comparison key. */
+  sortedAfter: Float64Array
+  bestRouteMsPerToken: number | null
+}
+
+export function previewPlacement(view: SwarmView, model: PlacementModel, host: JoiningHost, options: PlacementOptions): PlacementPreview {
+  const n = view.nBlocks
+  checkRequest(view, model, host, options)
+  const costs = options.costs ?? DEFAULT_ROUTE_COSTS
+  const maxSlowdown = options.maxSlowdown ?? DEFAULT_MAX_SLOWDOWN
+  const spans = view.spans
+    .filter((s) => s.hostId !== host.hostId && s.blocks[0] >= 0 && s.blocks[0] < s.blocks[1] && s.blocks[1] <= n && s.msPerBlock > 0)
+    .sort((a, b) => (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0))
+
+  const before = new Float64Array(n)
+  const hostsBefore = new Int32Array(n)
+  for (const s of spans) {
+    if (s.status === 'draining') continue
+    const t = spanTokensPerSecond(s.msPerBlock, s.blocks[1] - s.blocks[0])
+    for (let b = s.blocks[0]; b < s.blocks[1]; b++) {
+      before[b] = (before[b] as number) + t
+      hostsBefore[b] = (hostsBefore[b] as number) + 1
+    }
+  }
+  const swarmBefore = Math.min(...before)
+  const routes = new RouteBounds(spans, n, costs)
+  const newHostPenaltyMs = host.relay ? costs.relayPenaltyMs : 0
+  const sizes = new RangeSizes(model, options.kvBudgetTokens)
+
+  const candidates: Candidate[] = []
+  let fitsMemory = false
+  let slowest: { blocks: BlockRange; routeMs: number } | undefined
+  for (let a = 0; a < n; a++) {
+    // The longest range from a that fits memory and disk; memory and download grow with the end block.
+    let end = a
+    for (let e = a + 1; e <= n; e++) {
+      const memory = sizes.memoryBytes(a, e)
+      if (memory > host.freeMemoryBytes) break
+      fitsMemory = true
+      if (sizes.downloadBytes(a, e) > host.freeDiskBytes) break
+      end = e
+    }
+    // Shorten until the fastest route through the host, serving the whole range, is not too slow.
+    for (; end > a; end--) {
+      const routeMs = routes.throughNewHost(a, end, host.msPerBlock * (end - a) + newHostPenaltyMs)
+      if (routes.bestMs === Number.POSITIVE_INFINITY || routeMs <= maxSlowdown * routes.bestMs) {
+        candidates.push(candidate(a, end, routeMs))
+        break
+      }
+      if (slowest === undefined || routeMs < slowest.routeMs) slowest = { blocks: [a, end], routeMs }
+    }
+  }
+
+  function candidate(a: number, e: number, routeMs: number): Candidate {
+    const tokensPerSecond = spanTokensPerSecond(host.msPerBlock, e - a)
+    const after = Float64Array.from(before)
+    for (let b = a; b < e; b++) after[b] = (after[b] as number) + tokensPerSecond
+    return {
+      blocks: [a, e],
+      bytesToDownload: sizes.downloadBytes(a, e),
+      memoryBytes: sizes.memoryBytes(a, e),
+      tokensPerSecond,
+      sortedAfter: after.sort(),
+      bestRouteMsPerToken: Number.isFinite(routeMs) ? routeMs : null,
+    }
+  }
+
+  candidates.sort(compareCandidates)
+  const best = candidates[0]
+  const coverageWith = (placed: Candidate | undefined): BlockCoverage[] =>
+    Array.from(before, (tokensPerSecond, block) => {
+      const inside = placed !== undefined && block >= placed.blocks[0] && block < placed.blocks[1]
+      const hosts = hostsBefore[block] as number
+      return {
+        block,
+        before: { tokensPerSecond, hosts },
+        after: inside ? { tokensPerSecond: tokensPerSecond + placed.tokensPerSecond, hosts: hosts + 1 } : { tokensPerSecond, hosts },
+      }
+    })
+
+  if (best === undefined) {
+    return { decision: refusal(), swarmTokensPerSecond: swarmBefore, coverage: coverageWith(undefined), alternatives: [] }
+  }
+
+  const alternatives: PlacementAlternative[] = []
+  for (const other of candidates.slice(1)) {
+    if (alternatives.length === 2) break
+    alternatives.push({ ...proposal(other), why: `next-best start: covers blocks [${other.blocks[0]}, ${other.blocks[1]})` })
+  }
+  // The bottleneck run inside the chosen range alone: fewer blocks, so more tokens/s on each of them.
+  const [a, e] = best.blocks
+  let weakest = a
+  for (let b = a; b < e; b++) if ((before[b] as number) < (before[weakest] as number) * (1 - SAME)) weakest = b
+  let runBegin = weakest
+  let runEnd = weakest + 1
+  const isWeakest = (b: number) => (before[b] as number) <= (before[weakest] as number) * (1 + SAME)
+  while (runBegin > a && isWeakest(runBegin - 1)) runBegin--
+  while (runEnd < e && isWeakest(runEnd)) runEnd++
+  if (runEnd - runBegin < e - a) {
+    const smaller = candidate(runBegin, runEnd, routes.throughNewHost(runBegin, runEnd, host.msPerBlock * (runEnd - runBegin) + newHostPenaltyMs))
+    alternatives.push({ ...proposal(smaller), why: `smaller range: only the weakest blocks [${runBegin}, ${runEnd}), less memory and more tokens/s on each` })
+  }
+
+  return {
+    decision: { serve: true, proposal: proposal(best) },
+    swarmTokensPerSecond: swarmBefore,
+    coverage: coverageWith(best),
+    alternatives,
+  }
+
+  function refusal(): PlacementDecision {
+    const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`
+    if (!fitsMemory) {
+      let cheapest = 0
+      for (let b = 1; b < n; b++) if (sizes.memoryBytes(b, b + 1) < sizes.memoryBytes(cheapest, cheapest + 1)) cheapest = b
+      const needed = sizes.memoryBytes(cheapest, cheapest + 1)
+      return {
+        serve: false,
+        code: 'too_little_memory',
+        reason: `${gb(host.freeMemoryBytes)} of free memory holds no block: the smallest, block ${cheapest}, needs ${gb(needed)} (weights + KV for ${options.kvBudgetTokens} tokens); free memory or lower the KV budget`,
+        details: { freeMemoryBytes: host.freeMemoryBytes, neededBytes: needed, block: cheapest, kvBudgetTokens: options.kvBudgetTokens },
+      }
+    }
+    if (slowest === undefined) {
+      let cheapest = 0
+      for (let b = 1; b < n; b++) if (sizes.downloadBytes(b, b + 1) < sizes.downloadBytes(cheapest, cheapest + 1)) cheapest = b
+      const needed = sizes.downloadBytes(cheapest, cheapest + 1)
+      return {
+        serve: false,
+        code: 'too_little_disk',
+        reason: `${gb(host.freeDiskBytes)} of free disk holds no block's artifacts: the smallest download, for block ${cheapest}, is ${gb(needed)}; free disk space or raise the disk quota`,
+        details: { freeDiskBytes: host.freeDiskBytes, neededBytes: needed, block: cheapest },
+      }
+    }
+    const slowdown = slowest.routeMs / routes.bestMs
+    return {
+      serve: false,
+      code: 'too_slow',
+      reason:
+        `at ${host.msPerBlock} ms per block this host would slow every route it joins: the fastest route through it (blocks [${slowest.blocks[0]}, ${slowest.blocks[1]})) ` +
+        `takes ${slowest.routeMs.toFixed(1)} ms per token, ${slowdown.toFixed(2)}× the swarm's best ${routes.bestMs.toFixed(1)} ms (limit ${maxSlowdown}×); ` +
+        'serve on a faster device (GPU) or use this one as a client',
+      details: { msPerBlock: host.msPerBlock, blocks: slowest.blocks, routeMsPerToken: slowest.routeMs, bestRouteMsPerToken: routes.bestMs, slowdown, maxSlowdown },
+    }
+  }
+
+  function proposal(c: Candidate): PlacementProposal {
+    return {
+      blocks: c.blocks,
+      bytesToDownload: c.bytesToDownload,
+      memoryBytes: c.memoryBytes,
+      expectedTokensPerSecond: c.tokensPerSecond,
+      swarmTokensPerSecond: c.sortedAfter[0] as number,
+      bestRouteMsPerToken: c.bestRouteMsPerToken,
+    }
+  }
+}
+
+/** The range a joining host should serve, or why it should not serve this model. */
+export function planPlacement(view: SwarmView, model: PlacementModel, host: JoiningHost, options: PlacementOptions): PlacementDecision {
+  return previewPlacement(view, model, host, options).decision
+}
+
+function compareCandidates(x: Candidate, y: Candidate): number {
+  for (let i = 0; i < x.sortedAfter.length; i++) {
+    const a = x.sortedAfter[i] as number
+    const b = y.sortedAfter[i] as number
+    if (Math.abs(a - b) > SAME * Math.max(Math.abs(a), Math.abs(b))) return b - a
+  }
+  const lengthX = x.blocks[1] - x.blocks[0]
+  const lengthY = y.blocks[1] - y.blocks[0]
+  return lengthY - lengthX || x.blocks[0] - y.blocks[0]
+}
+
+function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost, options: PlacementOptions): void {
+  const fail = (message: string, details: Record<string, unknown>) => {
+    throw new NeuronError('bad_placement_request', message, details)
+  }
+  if (model.nLayer !== view.nBlocks || model.bytesPerBlock.length !== model.nLayer) {
+    fail(`the model has ${model.nLayer} blocks and ${model.bytesPerBlock.length} block sizes but the swarm view has ${view.nBlocks}; pass the manifest of the swarm's model`, {
+      nLayer: model.nLayer,
+      bytesPerBlock: model.bytesPerBlock.length,
+      nBlocks: view.nBlocks,
+    })
+  }
+  if (!(host.msPerBlock > 0 && Number.isFinite(host.msPerBlock))) {
+    fail(`a host's measured time per block must be a positive number of ms, got ${host.msPerBlock}; run the compute benchmark first`, { msPerBlock: host.msPerBlock })
+  }
+  if (!(options.kvBudgetTokens >= 0 && Number.isFinite(options.kvBudgetTokens))) {
+    fail(`the KV budget must be 0 or more tokens, got ${options.kvBudgetTokens}`, { kvBudgetTokens: options.kvBudgetTokens })
+  }
+}
+
+/** Memory and download sizes of a range, from prefix sums over the blocks. */
+class RangeSizes {
+  private readonly weights: Float64Array
+  /** Without a list of artifacts, downloads are counted per block. */
+  private readonly wholeArtifacts: boolean
+  private readonly embedBytes: number
+  private readonly headBytes: number
+  private readonly kvPerBlock: number
+  private readonly artifacts: readonly Pick<ManifestArtifact, 'role' | 'blocks' | 'bytes'>[]
+  private readonly n: number
+
+  constructor(model: PlacementModel, kvBudgetTokens: number) {
+    this.n = model.nLayer
+    this.weights = new Float64Array(this.n + 1)
+    model.bytesPerBlock.forEach((bytes, b) => {
+      this.weights[b + 1] = (this.weights[b] as number) + bytes
+    })
+    this.artifacts = model.artifacts ?? []
+    this.embedBytes = this.artifacts.filter((x) => x.role === 'embed').reduce((sum, x) => sum + x.bytes, 0)
+    this.headBytes = this.artifacts.filter((x) => x.role === 'head').reduce((sum, x) => sum + x.bytes, 0)
+    this.wholeArtifacts = model.artifacts !== undefined
+    this.kvPerBlock = kvBudgetTokens * model.kvBytesPerTokenPerBlock
+  }
+
+  /** Embed on the first hop and head on the last: the runtime loads them with the blocks. */
+  private ends(a: number, e: number): number {
+    return (a === 0 ? this.embedBytes : 0) + (e === this.n ? this.headBytes : 0)
+  }
+
+  memoryBytes(a: number, e: number): number {
+    return (this.weights[e] as number) - (this.weights[a] as number) + this.ends(a, e) + this.kvPerBlock * (e - a)
+  }
+
+  /** Artifacts are fetched whole, so a range that cuts one still downloads all of it. */
+  downloadBytes(a: number, e: number): number {
+    if (!this.wholeArtifacts) return (this.weights[e] as number) - (this.weights[a] as number)
+    let bytes = this.ends(a, e)
+    for (const x of this.artifacts) if (x.role === 'blocks' && x.blocks !== null && x.blocks[0] < e && x.blocks[1] > a) bytes += x.bytes
+    return bytes
+  }
+}
+
+/**
+ * Best route costs around a joining host, for the exclusion rule. The new host has no latency
+ * measurements yet, so every link here costs the default estimate. reach[b]: the cheapest way to
+ * have the hidden state after block b - 1 ready to send (0 at the client for b = 0); leave[b]: the
+ * cheapest way from sending that state to the token reaching the client. Ready hosts only, at their load.
+ */
+class RouteBounds {
+  readonly bestMs: number
+  private readonly reach: Float64Array
+  private readonly leave: Float64Array
+  private readonly linkMs: number
+
+  constructor(spans: readonly ServedSpan[], n: number, costs: RouteCosts) {
+    this.linkMs = costs.defaultLatencyMs
+    const ready = spans.filter((s) => s.status === 'ready')
+    const step = ready.map((s) => hopComputeMs(s, 1) + (s.reputation < costs.minReputation ? LOW_REPUTATION_PENALTY_MS : 0))
+    const penalty = ready.map((s) => (s.relay ? costs.relayPenaltyMs : 0))
+    // Hosts covering each block, as compressed rows.
+    const rowStart = new Int32Array(n + 1)
+    for (const s of ready) for (let b = s.blocks[0]; b < s.blocks[1]; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + 1
+    for (let b = 0; b < n; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + (rowStart[b] as number)
+    const next = rowStart.slice(0, n)
+    const rows = new Int32Array(rowStart[n] as number)
+    ready.forEach((s, h) => {
+      for (let b = s.blocks[0]; b < s.blocks[1]; b++) {
+        rows[next[b] as number] = h
+        next[b] = (next[b] as number) + 1
+      }
+    })
+
+    this.reach = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY)
+    this.reach[0] = 0
+    const cur = new Float64Array(ready.length).fill(Number.POSITIVE_INFINITY)
+    for (let b = 0; b < n; b++) {
+      let best = Number.POSITIVE_INFINITY
+      for (let k = rowStart[b] as number; k < (rowStart[b + 1] as number); k++) {
+        const h = rows[k] as number
+        const ms = Math.min(cur[h] as number, (this.reach[b] as number) + this.linkMs + (penalty[h] as number)) + (step[h] as number)
+        cur[h] = ms
+        if (ms < best) best = ms
+      }
+      this.reach[b + 1] = best
+    }
+
+    this.leave = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY)
+    this.leave[n] = this.linkMs
+    cur.fill(Number.POSITIVE_INFINITY)
+    for (let b = n - 1; b >= 0; b--) {
+      let best = Number.POSITIVE_INFINITY
+      for (let k = rowStart[b] as number; k < (rowStart[b + 1] as number); k++) {
+        const h = rows[k] as number
+        const ms = (step[h] as number) + Math.min(cur[h] as number, this.leave[b + 1] as number)
+        cur[h] = ms
+        const entered = this.linkMs + (penalty[h] as number) + ms
+        if (entered < best) best = entered
+      }
+      this.leave[b] = best
+    }
+    this.bestMs = this.leave[0] as number
+  }
+
+  /** The fastest route in which the new host serves exactly [a, e), its hop costing hopMs. */
+  throughNewHost(a: number, e: number, hopMs: number): number {
+    return (this.reach[a] as number) + this.linkMs + hopMs + (this.leave[e] as number)
+  }
+}

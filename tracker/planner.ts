@@ -1,0 +1,106 @@
+import { type HardwareProfile, NeuronError, type PlacementProposal, type Route } from '../protocol'
+import type { ModelCatalog } from './catalog'
+import { previewPlacement } from './placement'
+import type { HostRegistry } from './registry'
+import { planRoute } from './routing'
+import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
+
+/** KV room a placed host keeps per block: four sessions of 2048 tokens. */
+const KV_BUDGET_TOKENS = 8192
+/** Of the memory a host reports free, the share its runtime may plan to use. */
+const MEMORY_HEADROOM = 0.8
+
+/** Turns the live registry into the planners' view, and their answers into protocol messages. */
+export class SwarmPlanner {
+  constructor(
+    private readonly registry: HostRegistry,
+    private readonly catalog: ModelCatalog,
+  ) {}
+
+  view(modelId: string): SwarmView {
+    const manifest = this.catalog.get(modelId).manifest
+    const meanBlockBytes = manifest.bytesPerBlock.reduce((s, b) => s + b, 0) / manifest.nLayer
+    const spans: ServedSpan[] = []
+    for (const h of this.registry.serving(modelId)) {
+      const { state } = h
+      if (state.blocks === null || state.status === 'idle') continue
+      spans.push({
+        hostId: h.hostId,
+        blocks: state.blocks,
+        msPerBlock: state.msPerBlock ?? estimateMsPerBlock(meanBlockBytes, h.profile),
+        relay: state.endpoint === null,
+        activeSessions: state.activeSessions,
+        maxSessions: state.maxSessions,
+        kvFreeTokens: state.kvCapacityTokens,
+        reputation: 1,
+        status: state.status,
+      })
+    }
+    return { nBlocks: manifest.nLayer, spans, latency: NO_LATENCIES }
+  }
+
+  route(request: { modelId: string; maxTokens: number; exclude: string[]; span?: readonly [number, number] | undefined }): Route {
+    const planned = planRoute(this.view(request.modelId), {
+      tokens: request.maxTokens,
+      exclude: new Set(request.exclude),
+      ...(request.span === undefined ? {} : { span: request.span }),
+    })
+    return {
+      modelId: request.modelId,
+      expectedMsPerToken: planned.expectedMsPerToken,
+      hops: planned.hops.map((hop) => {
+        const host = this.registry.get(hop.hostId)
+        if (host === undefined) throw new NeuronError('no_route', `host ${hop.hostId} left while the route was planned; ask again.`)
+        return { hostId: hop.hostId, blocks: hop.blocks, endpoint: host.state.endpoint }
+      }),
+    }
+  }
+
+  /** A placement preview for a host with this profile; `hostId` set when the host already serves. */
+  placement(modelId: string, profile: HardwareProfile, msPerBlock: number | null, hostId: string | null): PlacementProposal {
+    const model = this.catalog.get(modelId).manifest
+    const meanBlockBytes = model.bytesPerBlock.reduce((s, b) => s + b, 0) / model.nLayer
+    const vram = profile.gpus.reduce((s, g) => s + g.vramBytes, 0)
+    const preview = previewPlacement(
+      this.view(modelId),
+      model,
+      {
+        ...(hostId === null ? {} : { hostId }),
+        freeMemoryBytes: Math.floor(MEMORY_HEADROOM * (vram > 0 ? vram : profile.memory.availableBytes)),
+        freeDiskBytes: profile.disk.freeBytes,
+        msPerBlock: msPerBlock ?? estimateMsPerBlock(meanBlockBytes, profile),
+        relay: false,
+      },
+      { kvBudgetTokens: KV_BUDGET_TOKENS },
+    )
+    const option = (p: {
+      blocks: readonly [number, number]
+      bytesToDownload: number
+      memoryBytes: number
+      expectedTokensPerSecond: number
+      swarmTokensPerSecond: number
+      bestRouteMsPerToken: number | null
+    }) => ({
+      blocks: p.blocks,
+      bytesToDownload: p.bytesToDownload,
+      memoryBytes: p.memoryBytes,
+      expectedTokensPerSecond: p.expectedTokensPerSecond,
+      swarmTokensPerSecond: p.swarmTokensPerSecond,
+      bestRouteMsPerToken: p.bestRouteMsPerToken,
+    })
+    const d = preview.decision
+    return {
+      modelId,
+      proposal: d.serve ? option(d.proposal) : null,
+      refusal: d.serve ? null : { code: d.code, reason: d.reason },
+      swarmTokensPerSecond: preview.swarmTokensPerSecond,
+      coverage: preview.coverage.map((c) => ({ block: c.block, before: c.before, after: c.after })),
+      alternatives: preview.alternatives.map((a) => ({ ...option(a), why: a.why })),
+    }
+  }
+}
+
+/** Before a host has measured a model, decode time per block is about its bytes over memory bandwidth. */
+function estimateMsPerBlock(blockBytes: number, profile: HardwareProfile): number {
+  return (1000 * blockBytes) / Math.max(1, profile.memoryBytesPerSecond)
+}

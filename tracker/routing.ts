@@ -1,0 +1,435 @@
+/**
+ * Route planning: which hosts, serving which sub-ranges, carry a session's hidden states
+ * through blocks [a, b) fastest.
+ *
+ * Cost of a route, in expected ms per decode token:
+ *   Σ hops (msPerBlock × blocks in the hop × load factor)  — compute
+ * + Σ links (latency previous → hop1 → … → hopN → next)     — network, measured or the default estimate
+ * + relay penalty per hop whose host is behind the tracker's relay.
+ * Blocks on hosts under the reputation threshold carry a penalty larger than any real route, so those
+ * hosts serve only the blocks nothing else serves.
+ *
+ * Like Petals this is a shortest path over block boundaries, but hops only move forward, so the graph is
+ * a DAG and one sweep over the boundaries in order replaces Dijkstra. The state is (host, boundary):
+ * a host either continues its hop by one block or a new hop starts at the boundary. Entering a hop takes
+ * the cheapest arrival at that boundary plus the link latency; only measured links differ from the
+ * default, so each entry looks at the few cheapest arrivals and the host's measured in-links instead of
+ * every other host: O(Σ span lengths × measured links per host) rather than O(hosts² × blocks).
+ */
+import { NeuronError } from '../protocol'
+import { type BlockRange, CLIENT, type ServedSpan, type SwarmView } from './swarm-view'
+
+export interface RouteCosts {
+  /** One-way latency assumed for a pair nobody has measured, in ms. */
+  defaultLatencyMs: number
+  /** Added per hop whose host is relayed: its frames take an extra trip through the tracker, in ms. */
+  relayPenaltyMs: number
+  /** Hosts with a lower reputation are used only when no other host serves their blocks. */
+  minReputation: number
+}
+
+export const DEFAULT_ROUTE_COSTS: RouteCosts = { defaultLatencyMs: 40, relayPenaltyMs: 25, minReputation: 0.5 }
+
+/** Per block on a low-reputation host: larger than any real route (hours per token), so the count of such blocks decides before time does. */
+export const LOW_REPUTATION_PENALTY_MS = 1e7
+
+export interface RouteRequest {
+  /** KV-cache tokens the session needs in every hop (prompt + tokens to generate). */
+  tokens: number
+  /** Hosts that must not be used (a failed hop, hosts already on the route). */
+  exclude?: ReadonlySet<string>
+  /** Blocks to cover; default the whole model. A part of a route is a failover replacement. */
+  span?: BlockRange
+  /** Who sends the span's input: the client's id (default), or the host before the span on a route being repaired. */
+  previousHop?: string
+  /** Who receives the span's output: the client's id (default), or the host after the span. */
+  nextHop?: string
+}
+
+export interface RouteHop {
+  hostId: string
+  /** The blocks this hop computes: its host's range or part of it. */
+  blocks: BlockRange
+  /** Expected compute time for one decode token through this hop, load included, in ms. */
+  computeMs: number
+  relay: boolean
+}
+
+export interface PlannedRoute {
+  blocks: BlockRange
+  hops: RouteHop[]
+  /** Expected time per decode token: compute + latency of every link + relay penalties, in ms. */
+  expectedMsPerToken: number
+}
+
+/**
+ * How much slower a decode step runs on a host already serving others. A host declares how many
+ * sessions it runs at once (maxSessions); batched decode is memory-bound, so a full host is taken as
+ * twice as slow per token as an idle one, growing linearly in between.
+ */
+export function loadFactor(span: Pick<ServedSpan, 'activeSessions' | 'maxSessions'>): number {
+  return 1 + Math.min(1, span.activeSessions / Math.max(1, span.maxSessions))
+}
+
+/** Expected ms per decode token for `blocks` blocks on this host at its current load. */
+export function hopComputeMs(span: Pick<ServedSpan, 'msPerBlock' | 'activeSessions' | 'maxSessions'>, blocks: number): number {
+  return span.msPerBlock * loadFactor(span) * blocks
+}
+
+/** A span the planner can use at all: sane numbers, a non-empty range inside the model. */
+function usable(span: ServedSpan, nBlocks: number): boolean {
+  const [begin, end] = span.blocks
+  return Number.isInteger(begin) && Number.isInteger(end) && begin >= 0 && begin < end && end <= nBlocks && span.msPerBlock > 0 && Number.isFinite(span.msPerBlock)
+}
+
+const NONE = -2
+/** Predecessor index for "the span's previous hop" (the client, or the host before a repaired span). */
+const PREVIOUS = -1
+/** How many of the cheapest arrivals each hop entry looks at before falling back to a scan. */
+const TOP = 4
+
+/**
+ * Plans routes over one snapshot of a swarm. Building it compiles the snapshot into arrays (about
+ * a millisecond for 10 000 hosts); each `plan` then runs one sweep. Rebuild when the snapshot changes.
+ */
+export class RoutePlanner {
+  private readonly nBlocks: number
+  private readonly spans: ServedSpan[]
+  private readonly view: SwarmView
+  private readonly costs: RouteCosts
+  private readonly indexOf = new Map<string, number>()
+  private readonly begin: Int32Array
+  private readonly end: Int32Array
+  private readonly stepMs: Float64Array
+  private readonly entryPenaltyMs: Float64Array
+  /** Host indices by begin block, then host id. */
+  private readonly byBegin: Int32Array
+  // Measured in-links, compressed rows: host h's in-links are inFrom/inMs[inStart[h] .. inStart[h + 1]).
+  private readonly inStart: Int32Array
+  private readonly inFrom: Int32Array
+  private readonly inMs: Float64Array
+  private readonly minInMs: Float64Array
+  // (host, boundary) states, at stateBase[h] + boundary - begin[h]: where the hop running there started, and who fed it.
+  private readonly stateBase: Int32Array
+  private readonly hopStartAt: Int32Array
+  private readonly fromAt: Int32Array
+  // Per-plan scratch, reused.
+  private readonly eligible: Uint8Array
+  private readonly cur: Float64Array
+  private readonly hopStart: Int32Array
+  private readonly arrivalMs: Float64Array
+  private readonly arrivedAt: Int32Array
+  private readonly arrivals: Int32Array
+  private readonly active: Int32Array
+
+  constructor(view: SwarmView, costs: RouteCosts = DEFAULT_ROUTE_COSTS) {
+    this.view = view
+    this.costs = costs
+    this.nBlocks = view.nBlocks
+    // Sorting by host id makes every tie break the same way whatever order the registry listed hosts in.
+    this.spans = view.spans.filter((s) => usable(s, view.nBlocks)).sort((a, b) => (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0))
+    const n = this.spans.length
+    this.begin = new Int32Array(n)
+    this.end = new Int32Array(n)
+    this.stepMs = new Float64Array(n)
+    this.entryPenaltyMs = new Float64Array(n)
+    this.stateBase = new Int32Array(n)
+    let states = 0
+    for (let h = 0; h < n; h++) {
+      const span = this.spans[h] as ServedSpan
+      if (this.indexOf.has(span.hostId)) {
+        throw new NeuronError('duplicate_host', `host ${span.hostId} appears twice in the swarm view; the registry must list one span per host and model`, {
+          hostId: span.hostId,
+        })
+      }
+      this.indexOf.set(span.hostId, h)
+      this.begin[h] = span.blocks[0]
+      this.end[h] = span.blocks[1]
+      // Charged per block, so a low-reputation host serves only the blocks nobody else can.
+      this.stepMs[h] = hopComputeMs(span, 1) + (span.reputation < costs.minReputation ? LOW_REPUTATION_PENALTY_MS : 0)
+      this.entryPenaltyMs[h] = span.relay ? costs.relayPenaltyMs : 0
+      this.stateBase[h] = states
+      states += span.blocks[1] - span.blocks[0] + 1
+    }
+    this.byBegin = Int32Array.from(this.spans.keys()).sort((a, b) => (this.begin[a] as number) - (this.begin[b] as number) || a - b)
+
+    this.inStart = new Int32Array(n + 1)
+    const from: number[] = []
+    const ms: number[] = []
+    this.minInMs = new Float64Array(n).fill(costs.defaultLatencyMs)
+    for (let h = 0; h < n; h++) {
+      const id = (this.spans[h] as ServedSpan).hostId
+      for (const peer of view.latency.measuredInto(id)) {
+        const g = this.indexOf.get(peer)
+        const latency = view.latency.ms(peer, id)
+        if (g === undefined || g === h || latency === undefined) continue
+        from.push(g)
+        ms.push(latency)
+        if (latency < (this.minInMs[h] as number)) this.minInMs[h] = latency
+      }
+      this.inStart[h + 1] = from.length
+    }
+    this.inFrom = Int32Array.from(from)
+    this.inMs = Float64Array.from(ms)
+
+    this.hopStartAt = new Int32Array(states)
+    this.fromAt = new Int32Array(states)
+    this.eligible = new Uint8Array(n)
+    this.cur = new Float64Array(n)
+    this.hopStart = new Int32Array(n)
+    this.arrivalMs = new Float64Array(n)
+    this.arrivedAt = new Int32Array(n)
+    this.arrivals = new Int32Array(n)
+    this.active = new Int32Array(n)
+  }
+
+  /** The fastest route for the request; throws NeuronError 'no_route' naming the blocks nobody can serve. */
+  plan(request: RouteRequest): PlannedRoute {
+    const [spanBegin, spanEnd] = request.span ?? [0, this.nBlocks]
+    if (!(Number.isInteger(spanBegin) && Number.isInteger(spanEnd) && spanBegin >= 0 && spanBegin < spanEnd && spanEnd <= this.nBlocks)) {
+      throw new NeuronError('bad_route_request', `cannot plan blocks [${spanBegin}, ${spanEnd}) of a ${this.nBlocks}-block model; ask for [a, b) with 0 ≤ a < b ≤ ${this.nBlocks}`, {
+        span: [spanBegin, spanEnd],
+        nBlocks: this.nBlocks,
+      })
+    }
+    if (!(request.tokens >= 0 && Number.isFinite(request.tokens))) {
+      throw new NeuronError('bad_route_request', `a session needs a KV size of 0 or more tokens, got ${request.tokens}`, { tokens: request.tokens })
+    }
+    const previousHop = request.previousHop ?? CLIENT
+    const nextHop = request.nextHop ?? CLIENT
+    this.markEligible(request, spanBegin, spanEnd)
+
+    const { cur, arrivalMs, arrivedAt, arrivals, active, hopStart, eligible } = this
+    const defaultMs = this.costs.defaultLatencyMs
+    arrivedAt.fill(-1)
+    const top = new Int32Array(TOP)
+    let activeCount = 0
+    let nextToAdd = 0
+    let finalMs = Number.POSITIVE_INFINITY
+    let finalHost = NONE
+
+    for (let b = spanBegin; b <= spanEnd; b++) {
+      // Arrivals at boundary b: hosts whose running hop has computed block b - 1.
+      let arrivalCount = 0
+      let topCount = 0
+      for (let k = 0; k < activeCount; k++) {
+        const g = active[k] as number
+        const ms = cur[g] as number
+        if (ms === Number.POSITIVE_INFINITY) continue
+        arrivalMs[g] = ms
+        arrivedAt[g] = b
+        arrivals[arrivalCount++] = g
+        // Keep the TOP cheapest, in order (ties keep host-id order).
+        let at = topCount < TOP ? topCount++ : TOP
+        while (at > 0 && (arrivalMs[top[at - 1] as number] as number) > ms) {
+          if (at < TOP) top[at] = top[at - 1] as number
+          at--
+        }
+        if (at < TOP) top[at] = g
+      }
+
+      if (b === spanEnd) {
+        for (let k = 0; k < arrivalCount; k++) {
+          const g = arrivals[k] as number
+          const ms = (arrivalMs[g] as number) + this.linkMs(this.idOf(g), nextHop)
+          if (ms < finalMs) {
+            finalMs = ms
+            finalHost = g
+          }
+        }
+        break
+      }
+
+      // The hosts covering block b: drop those whose range ended, add those whose range starts.
+      let kept = 0
+      for (let k = 0; k < activeCount; k++) {
+        const h = active[k] as number
+        if ((this.end[h] as number) > b) active[kept++] = h
+      }
+      activeCount = kept
+      while (nextToAdd < this.byBegin.length && (this.begin[this.byBegin[nextToAdd] as number] as number) <= b) {
+        const h = this.byBegin[nextToAdd++] as number
+        if (eligible[h] === 1 && (this.end[h] as number) > b) {
+          active[activeCount++] = h
+          cur[h] = Number.POSITIVE_INFINITY
+        }
+      }
+
+      const cheapestArrival = topCount > 0 ? (arrivalMs[top[0] as number] as number) : 0
+      for (let k = 0; k < activeCount; k++) {
+        const h = active[k] as number
+        const continuing = cur[h] as number
+        const penalty = this.entryPenaltyMs[h] as number
+        let entryMs = Number.POSITIVE_INFINITY
+        let from = NONE
+        if (b === spanBegin) {
+          entryMs = this.linkMs(previousHop, this.idOf(h)) + penalty
+          from = PREVIOUS
+        } else if (continuing > cheapestArrival + (this.minInMs[h] as number) + penalty) {
+          // Cheapest unmeasured link: the first of the cheapest arrivals that is neither h nor measured into h.
+          let unmeasuredFound = false
+          for (let t = 0; t < topCount; t++) {
+            const g = top[t] as number
+            if (g === h || this.measuredMs(g, h) !== undefined) continue
+            entryMs = (arrivalMs[g] as number) + defaultMs
+            from = g
+            unmeasuredFound = true
+            break
+          }
+          if (!unmeasuredFound && arrivalCount > topCount) {
+            for (let a = 0; a < arrivalCount; a++) {
+              const g = arrivals[a] as number
+              if (g === h || this.measuredMs(g, h) !== undefined) continue
+              const ms = (arrivalMs[g] as number) + defaultMs
+              if (ms < entryMs) {
+                entryMs = ms
+                from = g
+              }
+            }
+          }
+          const last = this.inStart[h + 1] as number
+          for (let e = this.inStart[h] as number; e < last; e++) {
+            const g = this.inFrom[e] as number
+            if (arrivedAt[g] !== b) continue
+            const ms = (arrivalMs[g] as number) + (this.inMs[e] as number)
+            if (ms < entryMs) {
+              entryMs = ms
+              from = g
+            }
+          }
+          entryMs += penalty
+        }
+        // A host serves one hop per route: re-entering after other hops would need two KV caches for one session.
+        if (entryMs < continuing && !(continuing !== Number.POSITIVE_INFINITY && this.chainVisits(from, b, h))) {
+          cur[h] = entryMs
+          hopStart[h] = b
+          this.fromAt[(this.stateBase[h] as number) + b - (this.begin[h] as number)] = from
+        }
+        if (cur[h] !== Number.POSITIVE_INFINITY) {
+          cur[h] = (cur[h] as number) + (this.stepMs[h] as number)
+          this.hopStartAt[(this.stateBase[h] as number) + b + 1 - (this.begin[h] as number)] = hopStart[h] as number
+        }
+      }
+    }
+
+    if (finalHost === NONE) throw this.noRoute(request, spanBegin, spanEnd)
+    return this.route(finalHost, spanBegin, spanEnd, previousHop, nextHop)
+  }
+
+  private idOf(h: number): string {
+    return (this.spans[h] as ServedSpan).hostId
+  }
+
+  private linkMs(from: string, to: string): number {
+    if (from === to) return 0
+    return this.view.latency.ms(from, to) ?? this.costs.defaultLatencyMs
+  }
+
+  private measuredMs(g: number, h: number): number | undefined {
+    const last = this.inStart[h + 1] as number
+    for (let e = this.inStart[h] as number; e < last; e++) if (this.inFrom[e] === g) return this.inMs[e]
+    return undefined
+  }
+
+  private markEligible(request: RouteRequest, spanBegin: number, spanEnd: number): void {
+    const { eligible } = this
+    for (let h = 0; h < this.spans.length; h++) {
+      const span = this.spans[h] as ServedSpan
+      eligible[h] =
+        span.status === 'ready' &&
+        span.activeSessions < span.maxSessions &&
+        span.kvFreeTokens >= request.tokens &&
+        (this.begin[h] as number) < spanEnd &&
+        (this.end[h] as number) > spanBegin
+          ? 1
+          : 0
+    }
+    for (const id of request.exclude ?? []) {
+      const h = this.indexOf.get(id)
+      if (h !== undefined) eligible[h] = 0
+    }
+  }
+
+  /** Whether the best path arriving at boundary b from host g already used host h. */
+  private chainVisits(g: number, b: number, h: number): boolean {
+    let host = g
+    let at = b
+    // Each step goes back one hop, and hops are non-empty, so this ends within the span's block count.
+    while (host >= 0) {
+      if (host === h) return true
+      const start = this.hopStartAt[(this.stateBase[host] as number) + at - (this.begin[host] as number)] as number
+      const from = this.fromAt[(this.stateBase[host] as number) + start - (this.begin[host] as number)] as number
+      host = from
+      at = start
+    }
+    return false
+  }
+
+  private route(last: number, spanBegin: number, spanEnd: number, previousHop: string, nextHop: string): PlannedRoute {
+    const hops: RouteHop[] = []
+    let host = last
+    let at = spanEnd
+    while (host >= 0) {
+      const span = this.spans[host] as ServedSpan
+      const start = this.hopStartAt[(this.stateBase[host] as number) + at - (this.begin[host] as number)] as number
+      hops.push({ hostId: span.hostId, blocks: [start, at], computeMs: hopComputeMs(span, at - start), relay: span.relay })
+      host = this.fromAt[(this.stateBase[host] as number) + start - (this.begin[host] as number)] as number
+      at = start
+    }
+    hops.reverse()
+    // Report the time a user will see: penalties that only order the search (reputation) are left out.
+    let expectedMsPerToken = 0
+    let sender = previousHop
+    for (const hop of hops) {
+      expectedMsPerToken += this.linkMs(sender, hop.hostId) + hop.computeMs + (hop.relay ? this.costs.relayPenaltyMs : 0)
+      sender = hop.hostId
+    }
+    expectedMsPerToken += this.linkMs(sender, nextHop)
+    return { blocks: [spanBegin, spanEnd], hops, expectedMsPerToken }
+  }
+
+  private noRoute(request: RouteRequest, spanBegin: number, spanEnd: number): NeuronError {
+    const covered = new Uint8Array(this.nBlocks)
+    for (let h = 0; h < this.spans.length; h++) {
+      if (this.eligible[h] !== 1) continue
+      for (let b = Math.max(spanBegin, this.begin[h] as number); b < Math.min(spanEnd, this.end[h] as number); b++) covered[b] = 1
+    }
+    const uncovered: [number, number][] = []
+    for (let b = spanBegin; b < spanEnd; b++) {
+      if (covered[b] === 1) continue
+      const lastRange = uncovered.at(-1)
+      if (lastRange !== undefined && lastRange[1] === b) lastRange[1] = b + 1
+      else uncovered.push([b, b + 1])
+    }
+    // Why the hosts that do serve those blocks could not take the session, so the user knows whether to wait or add hosts.
+    const unavailable: Record<string, number> = {}
+    const excluded = request.exclude ?? new Set<string>()
+    for (const span of this.spans) {
+      const [begin, end] = span.blocks
+      if (!uncovered.some(([a, b]) => begin < b && end > a)) continue
+      const why = excluded.has(span.hostId)
+        ? 'excluded'
+        : span.status !== 'ready'
+          ? span.status
+          : span.activeSessions >= span.maxSessions
+            ? 'no free session'
+            : span.kvFreeTokens < request.tokens
+              ? 'too little free KV'
+              : 'other'
+      unavailable[why] = (unavailable[why] ?? 0) + 1
+    }
+    const ranges = uncovered.map(([a, b]) => `[${a}, ${b})`).join(', ')
+    const servedBy = Object.entries(unavailable)
+      .map(([why, count]) => `${count} ${why}`)
+      .join(', ')
+    const message =
+      `no route for blocks ${ranges} of ${this.nBlocks}: no ready host with a free session and ${request.tokens} free KV tokens serves them` +
+      (servedBy === '' ? '; no host serves them at all, so a host must be placed there' : ` (the hosts that serve them: ${servedBy}); retry when one is free or add a host there`)
+    return new NeuronError('no_route', message, { uncovered, span: [spanBegin, spanEnd], tokens: request.tokens, unavailable })
+  }
+}
+
+/** Plan one route over a swarm snapshot. To plan many on the same snapshot, build one RoutePlanner and reuse it. */
+export function planRoute(view: SwarmView, request: RouteRequest, costs: RouteCosts = DEFAULT_ROUTE_COSTS): PlannedRoute {
+  return new RoutePlanner(view, costs).plan(request)
+}
