@@ -121,7 +121,9 @@ export const TrackerToHost = {
 export const ClientToTracker = {
   'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary) })),
   'model.get': HostToTracker['model.get'],
-  'model.publish': rpc(z.object({ manifest: Manifest, torrent: Bytes }), z.object({ modelId: ModelId, infoHash: z.string() })),
+  /** `tokenizer`: the model's metadata-only GGUF (vocabulary, chat template), for clients. */
+  'model.publish': rpc(z.object({ manifest: Manifest, torrent: Bytes, tokenizer: Bytes }), z.object({ modelId: ModelId, infoHash: z.string() })),
+  'model.tokenizer': rpc(z.object({ modelId: ModelId }), z.object({ tokenizer: Bytes })),
   'hosts.list': rpc(Empty, z.object({ hosts: z.array(HostSummary) })),
   'route.plan': rpc(
     z.object({

@@ -21,7 +21,7 @@ export class ModelCatalog {
    * Registers a model. The torrent must be the model's: named by its id, one file per artifact in
    * manifest order with the manifest's sizes, pieces of the manifest's size, so hosts can trust it.
    */
-  async publish(manifest: Manifest, torrent: Uint8Array, publishedBy: string): Promise<StoredModel> {
+  async publish(manifest: Manifest, torrent: Uint8Array, tokenizer: Uint8Array, publishedBy: string): Promise<StoredModel> {
     let parsed: ParsedTorrent
     try {
       // parse-torrent 11 is async; its @types describe an older, synchronous version.
@@ -47,7 +47,7 @@ export class ModelCatalog {
         `model ${manifest.modelId} is already published with other artifacts (infohash ${existing.infoHash}); publish under a new --model-id.`,
       )
     }
-    const model: StoredModel = { manifest, torrent: Buffer.from(torrent), infoHash: parsed.infoHash as string, publishedBy, publishedAt: Date.now() }
+    const model: StoredModel = { manifest, torrent: Buffer.from(torrent), tokenizer: Buffer.from(tokenizer), infoHash: parsed.infoHash as string, publishedBy, publishedAt: Date.now() }
     this.store.putModel(model)
     return model
   }

@@ -104,10 +104,11 @@ export class RoutePlanner {
   private readonly entryPenaltyMs: Float64Array
   /** Host indices by begin block, then host id. */
   private readonly byBegin: Int32Array
-  // Measured in-links, compressed rows: host h's in-links are inFrom/inMs[inStart[h] .. inStart[h + 1]).
-  private readonly inStart: Int32Array
-  private readonly inFrom: Int32Array
-  private readonly inMs: Float64Array
+  // Measured links out of each host, compressed rows: g's links are outTo/outMs[outStart[g] .. outStart[g + 1]).
+  private readonly outStart: Int32Array
+  private readonly outTo: Int32Array
+  private readonly outMs: Float64Array
+  /** The cheapest link into each host: the default estimate or a faster measured one. */
   private readonly minInMs: Float64Array
   // (host, boundary) states, at stateBase[h] + boundary - begin[h]: where the hop running there started, and who fed it.
   private readonly stateBase: Int32Array
@@ -118,9 +119,14 @@ export class RoutePlanner {
   private readonly cur: Float64Array
   private readonly hopStart: Int32Array
   private readonly arrivalMs: Float64Array
-  private readonly arrivedAt: Int32Array
   private readonly arrivals: Int32Array
   private readonly active: Int32Array
+  private readonly coveringAt: Int32Array
+  private readonly pushedMs: Float64Array
+  private readonly pushedFrom: Int32Array
+  private readonly pushedAt: Int32Array
+  private readonly topLinks: Uint8Array
+  private readonly topLinksAt: Int32Array
 
   constructor(view: SwarmView, costs: RouteCosts = DEFAULT_ROUTE_COSTS) {
     this.view = view
@@ -153,24 +159,33 @@ export class RoutePlanner {
     }
     this.byBegin = Int32Array.from(this.spans.keys()).sort((a, b) => (this.begin[a] as number) - (this.begin[b] as number) || a - b)
 
-    this.inStart = new Int32Array(n + 1)
-    const from: number[] = []
-    const ms: number[] = []
+    // Links are listed by the table per receiver; the sweep pushes along them per sender.
+    const linkFrom: number[] = []
+    const linkTo: number[] = []
+    const linkMs: number[] = []
     this.minInMs = new Float64Array(n).fill(costs.defaultLatencyMs)
+    this.outStart = new Int32Array(n + 1)
     for (let h = 0; h < n; h++) {
-      const id = (this.spans[h] as ServedSpan).hostId
-      for (const peer of view.latency.measuredInto(id)) {
+      for (const [peer, latency] of view.latency.measuredInto((this.spans[h] as ServedSpan).hostId)) {
         const g = this.indexOf.get(peer)
-        const latency = view.latency.ms(peer, id)
-        if (g === undefined || g === h || latency === undefined) continue
-        from.push(g)
-        ms.push(latency)
+        if (g === undefined || g === h || !(latency >= 0)) continue
+        linkFrom.push(g)
+        linkTo.push(h)
+        linkMs.push(latency)
+        this.outStart[g + 1] = (this.outStart[g + 1] as number) + 1
         if (latency < (this.minInMs[h] as number)) this.minInMs[h] = latency
       }
-      this.inStart[h + 1] = from.length
     }
-    this.inFrom = Int32Array.from(from)
-    this.inMs = Float64Array.from(ms)
+    for (let g = 0; g < n; g++) this.outStart[g + 1] = (this.outStart[g + 1] as number) + (this.outStart[g] as number)
+    this.outTo = new Int32Array(linkTo.length)
+    this.outMs = new Float64Array(linkTo.length)
+    const nextOut = this.outStart.slice(0, n)
+    for (let k = 0; k < linkTo.length; k++) {
+      const at = nextOut[linkFrom[k] as number] as number
+      this.outTo[at] = linkTo[k] as number
+      this.outMs[at] = linkMs[k] as number
+      nextOut[linkFrom[k] as number] = at + 1
+    }
 
     this.hopStartAt = new Int32Array(states)
     this.fromAt = new Int32Array(states)
@@ -178,9 +193,14 @@ export class RoutePlanner {
     this.cur = new Float64Array(n)
     this.hopStart = new Int32Array(n)
     this.arrivalMs = new Float64Array(n)
-    this.arrivedAt = new Int32Array(n)
     this.arrivals = new Int32Array(n)
     this.active = new Int32Array(n)
+    this.coveringAt = new Int32Array(n)
+    this.pushedMs = new Float64Array(n)
+    this.pushedFrom = new Int32Array(n)
+    this.pushedAt = new Int32Array(n)
+    this.topLinks = new Uint8Array(n)
+    this.topLinksAt = new Int32Array(n)
   }
 
   /** The fastest route for the request; throws NeuronError 'no_route' naming the blocks nobody can serve. */
@@ -199,9 +219,12 @@ export class RoutePlanner {
     const nextHop = request.nextHop ?? CLIENT
     this.markEligible(request, spanBegin, spanEnd)
 
-    const { cur, arrivalMs, arrivedAt, arrivals, active, hopStart, eligible } = this
+    const { cur, arrivalMs, arrivals, active, hopStart, eligible, coveringAt, pushedMs, pushedFrom, pushedAt, topLinks, topLinksAt } = this
+    const { outStart, outTo, outMs } = this
     const defaultMs = this.costs.defaultLatencyMs
-    arrivedAt.fill(-1)
+    coveringAt.fill(-1)
+    pushedAt.fill(-1)
+    topLinksAt.fill(-1)
     const top = new Int32Array(TOP)
     let activeCount = 0
     let nextToAdd = 0
@@ -217,7 +240,6 @@ export class RoutePlanner {
         const ms = cur[g] as number
         if (ms === Number.POSITIVE_INFINITY) continue
         arrivalMs[g] = ms
-        arrivedAt[g] = b
         arrivals[arrivalCount++] = g
         // Keep the TOP cheapest, in order (ties keep host-id order).
         let at = topCount < TOP ? topCount++ : TOP
@@ -254,6 +276,34 @@ export class RoutePlanner {
           cur[h] = Number.POSITIVE_INFINITY
         }
       }
+      for (let k = 0; k < activeCount; k++) coveringAt[active[k] as number] = b
+
+      // Push arrivals along their measured links. An arrival costlier than the TOP-th cheapest plus the
+      // default latency cannot beat the default link from one of the TOP cheapest, so it stays put.
+      const pushBelow = topCount < TOP ? Number.POSITIVE_INFINITY : (arrivalMs[top[TOP - 1] as number] as number) + defaultMs
+      for (let k = 0; k < arrivalCount; k++) {
+        const g = arrivals[k] as number
+        const ms = arrivalMs[g] as number
+        if (ms >= pushBelow) continue
+        let topBit = 0
+        for (let t = 0; t < topCount; t++) if (top[t] === g) topBit = 1 << t
+        const last = outStart[g + 1] as number
+        for (let e = outStart[g] as number; e < last; e++) {
+          const h = outTo[e] as number
+          if (coveringAt[h] !== b) continue
+          if (topBit !== 0) {
+            // Remember which of the cheapest arrivals reach h by a measured link: their default estimate does not apply.
+            topLinks[h] = topLinksAt[h] === b ? (topLinks[h] as number) | topBit : topBit
+            topLinksAt[h] = b
+          }
+          const via = ms + (outMs[e] as number)
+          if (pushedAt[h] !== b || via < (pushedMs[h] as number)) {
+            pushedMs[h] = via
+            pushedFrom[h] = g
+            pushedAt[h] = b
+          }
+        }
+      }
 
       const cheapestArrival = topCount > 0 ? (arrivalMs[top[0] as number] as number) : 0
       for (let k = 0; k < activeCount; k++) {
@@ -266,36 +316,32 @@ export class RoutePlanner {
           entryMs = this.linkMs(previousHop, this.idOf(h)) + penalty
           from = PREVIOUS
         } else if (continuing > cheapestArrival + (this.minInMs[h] as number) + penalty) {
-          // Cheapest unmeasured link: the first of the cheapest arrivals that is neither h nor measured into h.
-          let unmeasuredFound = false
+          // The default link: from the cheapest arrival that is neither h nor linked to h by a measurement.
+          const measured = topLinksAt[h] === b ? (topLinks[h] as number) : 0
+          let found = false
           for (let t = 0; t < topCount; t++) {
             const g = top[t] as number
-            if (g === h || this.measuredMs(g, h) !== undefined) continue
+            if (g === h || (measured & (1 << t)) !== 0) continue
             entryMs = (arrivalMs[g] as number) + defaultMs
             from = g
-            unmeasuredFound = true
+            found = true
             break
           }
-          if (!unmeasuredFound && arrivalCount > topCount) {
+          if (!found && arrivalCount > topCount) {
+            // Rare: every one of the cheapest is h or measured into h, so look at all arrivals, links included.
             for (let a = 0; a < arrivalCount; a++) {
               const g = arrivals[a] as number
-              if (g === h || this.measuredMs(g, h) !== undefined) continue
-              const ms = (arrivalMs[g] as number) + defaultMs
+              if (g === h) continue
+              const ms = (arrivalMs[g] as number) + (this.measuredMs(g, h) ?? defaultMs)
               if (ms < entryMs) {
                 entryMs = ms
                 from = g
               }
             }
           }
-          const last = this.inStart[h + 1] as number
-          for (let e = this.inStart[h] as number; e < last; e++) {
-            const g = this.inFrom[e] as number
-            if (arrivedAt[g] !== b) continue
-            const ms = (arrivalMs[g] as number) + (this.inMs[e] as number)
-            if (ms < entryMs) {
-              entryMs = ms
-              from = g
-            }
+          if (pushedAt[h] === b && (pushedMs[h] as number) < entryMs) {
+            entryMs = pushedMs[h] as number
+            from = pushedFrom[h] as number
           }
           entryMs += penalty
         }
@@ -326,8 +372,8 @@ export class RoutePlanner {
   }
 
   private measuredMs(g: number, h: number): number | undefined {
-    const last = this.inStart[h + 1] as number
-    for (let e = this.inStart[h] as number; e < last; e++) if (this.inFrom[e] === g) return this.inMs[e]
+    const last = this.outStart[g + 1] as number
+    for (let e = this.outStart[g] as number; e < last; e++) if (this.outTo[e] === h) return this.outMs[e]
     return undefined
   }
 

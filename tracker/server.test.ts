@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connectTracker } from '../client/tracker-connection'
 import { createModelTorrent } from '../electron/host/artifacts/model-torrent'
 import { packModel } from '../gguf/pack'
+import { tokenizerGguf } from '../gguf/tokenizer'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, type HardwareProfile, HostToTracker, type Manifest, type ServingState } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
@@ -37,6 +38,7 @@ let cleanup: () => Promise<void> = async () => {}
 let tracker: Tracker
 let manifest: Manifest
 let torrent: Buffer
+let tokenizer: Buffer
 
 describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
   beforeAll(async () => {
@@ -44,6 +46,7 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
     tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 200 })
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'stories'), blocksPerArtifact: 2 })
     torrent = await createModelTorrent(join(dir, 'stories'), manifest, [tracker.announceUrl])
+    tokenizer = await tokenizerGguf(join(dir, 'stories', 'head.gguf'))
   })
   afterAll(async () => {
     await tracker?.close()
@@ -53,7 +56,7 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
   it('publishes a model and lists it with its coverage; the same files give the same infohash', async () => {
     const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
     try {
-      const published = await callRpc(client, ClientToTracker, 'model.publish', { manifest, torrent })
+      const published = await callRpc(client, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer })
       expect(published.modelId).toBe('stories260k')
       const again = await createModelTorrent(join(dir, 'stories'), manifest, [tracker.announceUrl])
       expect(again.equals(torrent)).toBe(true)
@@ -61,6 +64,8 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
       expect(models).toEqual([expect.objectContaining({ modelId: 'stories260k', nLayer: 5, infoHash: published.infoHash, coverage: [0, 0, 0, 0, 0] })])
       const got = await callRpc(client, ClientToTracker, 'model.get', { modelId: 'stories260k' })
       expect(Buffer.from(got.torrent).equals(torrent)).toBe(true)
+      const tok = await callRpc(client, ClientToTracker, 'model.tokenizer', { modelId: 'stories260k' })
+      expect(Buffer.from(tok.tokenizer).equals(tokenizer)).toBe(true)
       await expect(callRpc(client, ClientToTracker, 'model.get', { modelId: 'nope' })).rejects.toMatchObject({
         code: 'unknown_model',
         message: expect.stringContaining('stories260k'),
@@ -74,7 +79,7 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
     const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
     try {
       const other = await createModelTorrent(join(dir, 'stories'), { ...manifest, modelId: 'renamed' }, [tracker.announceUrl])
-      await expect(callRpc(client, ClientToTracker, 'model.publish', { manifest, torrent: other })).rejects.toMatchObject({ code: 'bad_torrent' })
+      await expect(callRpc(client, ClientToTracker, 'model.publish', { manifest, torrent: other, tokenizer })).rejects.toMatchObject({ code: 'bad_torrent' })
     } finally {
       client.close()
     }
@@ -175,7 +180,7 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
     const path = join(dir, 'restart.sqlite')
     const first = await Tracker.start({ dbPath: path })
     const c1 = await connectTracker(first.url, '/clients', NodeIdentity.generate())
-    await callRpc(c1, ClientToTracker, 'model.publish', { manifest, torrent })
+    await callRpc(c1, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer })
     c1.close()
     await first.close()
     const second = await Tracker.start({ dbPath: path })

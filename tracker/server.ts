@@ -181,11 +181,12 @@ export class Tracker {
     const handlers: RpcHandlers<typeof ClientToTracker, Peer> = {
       'models.list': () => ({ models: this.catalog.summaries() }),
       'model.get': ({ modelId }) => this.modelFiles(modelId),
-      'model.publish': async ({ manifest, torrent }, peer) => {
-        const model = await this.catalog.publish(manifest, torrent, peer.nodeId)
+      'model.publish': async ({ manifest, torrent, tokenizer }, peer) => {
+        const model = await this.catalog.publish(manifest, torrent, tokenizer, peer.nodeId)
         this.log(`model ${manifest.modelId} published by ${peer.nodeId} (infohash ${model.infoHash})`)
         return { modelId: manifest.modelId, infoHash: model.infoHash }
       },
+      'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
       'hosts.list': () => ({ hosts: this.registry.summaries() }),
       'route.plan': (request) => this.planner.route(request),
       'placement.preview': ({ modelId, profile }) => this.planner.placement(modelId, profile, null, null),

@@ -4,6 +4,7 @@ import { type HardwareProfile, Manifest } from '../protocol'
 export interface StoredModel {
   readonly manifest: Manifest
   readonly torrent: Buffer
+  readonly tokenizer: Buffer
   readonly infoHash: string
   readonly publishedBy: string
   readonly publishedAt: number
@@ -47,6 +48,8 @@ const MIGRATIONS: readonly string[] = [
      first_seen integer not null,
      last_seen integer not null
    );`,
+  // Clients tokenize and render chats with the model's own vocabulary: a metadata-only GGUF.
+  'alter table models add column tokenizer blob',
 ]
 
 export class SqliteTrackerStore implements TrackerStore {
@@ -80,11 +83,11 @@ export class SqliteTrackerStore implements TrackerStore {
   putModel(m: StoredModel): void {
     this.db
       .prepare(
-        `insert into models (model_id, manifest, torrent, info_hash, published_by, published_at) values (?, ?, ?, ?, ?, ?)
-         on conflict(model_id) do update set manifest = excluded.manifest, torrent = excluded.torrent, info_hash = excluded.info_hash,
+        `insert into models (model_id, manifest, torrent, tokenizer, info_hash, published_by, published_at) values (?, ?, ?, ?, ?, ?, ?)
+         on conflict(model_id) do update set manifest = excluded.manifest, torrent = excluded.torrent, tokenizer = excluded.tokenizer, info_hash = excluded.info_hash,
            published_by = excluded.published_by, published_at = excluded.published_at`,
       )
-      .run(m.manifest.modelId, JSON.stringify(m.manifest), m.torrent, m.infoHash, m.publishedBy, m.publishedAt)
+      .run(m.manifest.modelId, JSON.stringify(m.manifest), m.torrent, m.tokenizer, m.infoHash, m.publishedBy, m.publishedAt)
   }
 
   getModel(modelId: string): StoredModel | undefined {
@@ -120,6 +123,7 @@ interface ModelRow {
   model_id: string
   manifest: string
   torrent: Buffer
+  tokenizer: Buffer | null
   info_hash: string
   published_by: string
   published_at: number
@@ -137,6 +141,7 @@ function modelFromRow(row: ModelRow): StoredModel {
   return {
     manifest: Manifest.parse(JSON.parse(row.manifest)),
     torrent: row.torrent,
+    tokenizer: row.tokenizer ?? Buffer.alloc(0),
     infoHash: row.info_hash,
     publishedBy: row.published_by,
     publishedAt: row.published_at,

@@ -33,8 +33,8 @@ export const CLIENT = 'client'
 /** One-way latency between peers, in ms, as measured; the planners use a default estimate for unmeasured pairs. */
 export interface LatencyTable {
   ms(from: string, to: string): number | undefined
-  /** Every peer with a measured latency towards `to`: routing visits only these instead of all n² pairs. */
-  measuredInto(to: string): Iterable<string>
+  /** Every measured link towards `to`, as [from, ms]: routing visits only these instead of all n² pairs. */
+  measuredInto(to: string): Iterable<readonly [from: string, ms: number]>
 }
 
 /** A swarm for one model: its block count, the spans served, and the latencies between peers. */
@@ -66,8 +66,8 @@ export class LatencyMatrix implements LatencyTable {
     return this.into.get(to)?.get(from)
   }
 
-  measuredInto(to: string): Iterable<string> {
-    return this.into.get(to)?.keys() ?? []
+  measuredInto(to: string): Iterable<readonly [from: string, ms: number]> {
+    return this.into.get(to)?.entries() ?? []
   }
 }
 

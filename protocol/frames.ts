@@ -1,0 +1,154 @@
+import { z } from 'zod'
+import { NeuronError } from './errors'
+import { WireError } from './rpc'
+
+/**
+ * The data plane: binary frames between a client and the hops of its route, over WebSocket (or
+ * relayed through the tracker). A 48-byte little-endian header, then the payload.
+ *
+ *  0 magic "NRN1" · 4 kind u8 · 5 dtype u8 · 6 flags u16 · 8 session id (16 bytes) · 24 step u32
+ * 28 position u32 · 32 tokens u32 · 36 width u32 · 40 payload bytes u32 · 44 reserved u32 · 48 payload
+ */
+export const FRAME_HEADER_BYTES = 48
+const MAGIC = 0x314e524e // "NRN1"
+
+export const FrameKind = { open: 1, forward: 2, hidden: 3, token: 4, close: 5, error: 6, ok: 7 } as const
+export type FrameKind = keyof typeof FrameKind
+export const Dtype = { json: 0, f32: 1, f16: 2, i32: 3 } as const
+export type Dtype = keyof typeof Dtype
+const BYTES_PER: Record<Dtype, number> = { json: 1, f32: 4, f16: 2, i32: 4 }
+
+/** Flag on a forward: refill the KV cache only (failover replay); the last hop does not sample. */
+export const FLAG_NO_SAMPLE = 1
+
+export interface Frame {
+  readonly kind: FrameKind
+  readonly dtype: Dtype
+  readonly flags: number
+  /** 32 hex digits. */
+  readonly session: string
+  readonly step: number
+  readonly position: number
+  readonly tokens: number
+  readonly width: number
+  readonly payload: Uint8Array
+}
+
+export const SamplingParams = z.object({
+  temperature: z.number().min(0).max(10).default(0),
+  topK: z.number().int().nonnegative().optional(),
+  topP: z.number().gt(0).max(1).optional(),
+  minP: z.number().min(0).max(1).optional(),
+  repeatPenalty: z.number().positive().optional(),
+  seed: z.number().int().nonnegative().default(0),
+})
+export type SamplingParams = z.input<typeof SamplingParams>
+
+export const OpenSession = z.object({
+  modelId: z.string(),
+  blocks: z.tuple([z.number().int().nonnegative(), z.number().int().positive()]),
+  maxTokens: z.number().int().positive(),
+  /** How this hop sends hidden states on (f16 halves the bytes; f32 is exact). */
+  hiddenDtype: z.enum(['f16', 'f32']).default('f16'),
+  /** Last hop only. */
+  sampling: SamplingParams.optional(),
+})
+export type OpenSession = z.infer<typeof OpenSession>
+
+export const SampledToken = z.object({ token: z.number().int().nonnegative(), logprob: z.number(), computeMs: z.number().nonnegative() })
+export type SampledToken = z.infer<typeof SampledToken>
+
+const KIND_BY_CODE = new Map<number, FrameKind>(Object.entries(FrameKind).map(([k, v]) => [v, k as FrameKind]))
+const DTYPE_BY_CODE = new Map<number, Dtype>(Object.entries(Dtype).map(([k, v]) => [v, k as Dtype]))
+
+export function encodeFrame(frame: Frame): Uint8Array {
+  if (!/^[0-9a-f]{32}$/.test(frame.session)) throw new NeuronError('bad_frame', `session id must be 32 hex digits, not "${frame.session}"`)
+  const out = new Uint8Array(FRAME_HEADER_BYTES + frame.payload.byteLength)
+  const view = new DataView(out.buffer)
+  view.setUint32(0, MAGIC, true)
+  view.setUint8(4, FrameKind[frame.kind])
+  view.setUint8(5, Dtype[frame.dtype])
+  view.setUint16(6, frame.flags, true)
+  for (let i = 0; i < 16; i++) out[8 + i] = Number.parseInt(frame.session.slice(2 * i, 2 * i + 2), 16)
+  view.setUint32(24, frame.step, true)
+  view.setUint32(28, frame.position, true)
+  view.setUint32(32, frame.tokens, true)
+  view.setUint32(36, frame.width, true)
+  view.setUint32(40, frame.payload.byteLength, true)
+  out.set(frame.payload, FRAME_HEADER_BYTES)
+  return out
+}
+
+/** Parses and checks a frame: a malformed one is a `bad_frame` error naming what is wrong. */
+export function decodeFrame(bytes: Uint8Array): Frame {
+  if (bytes.byteLength < FRAME_HEADER_BYTES) throw new NeuronError('bad_frame', `a frame is at least ${FRAME_HEADER_BYTES} bytes; got ${bytes.byteLength}`)
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (view.getUint32(0, true) !== MAGIC) throw new NeuronError('bad_frame', 'not a Neuron frame (bad magic)')
+  const kind = KIND_BY_CODE.get(view.getUint8(4))
+  const dtype = DTYPE_BY_CODE.get(view.getUint8(5))
+  if (kind === undefined) throw new NeuronError('bad_frame', `unknown frame kind ${view.getUint8(4)}`)
+  if (dtype === undefined) throw new NeuronError('bad_frame', `unknown dtype ${view.getUint8(5)}`)
+  const payloadBytes = view.getUint32(40, true)
+  if (bytes.byteLength !== FRAME_HEADER_BYTES + payloadBytes) {
+    throw new NeuronError('bad_frame', `header says ${payloadBytes} payload bytes, frame carries ${bytes.byteLength - FRAME_HEADER_BYTES}`)
+  }
+  const tokens = view.getUint32(32, true)
+  const width = view.getUint32(36, true)
+  if (dtype !== 'json' && tokens * width * BYTES_PER[dtype] !== payloadBytes) {
+    throw new NeuronError('bad_frame', `shape ${tokens}×${width} of ${dtype} needs ${tokens * width * BYTES_PER[dtype]} bytes, payload has ${payloadBytes}`, { tokens, width, payloadBytes })
+  }
+  let session = ''
+  for (let i = 0; i < 16; i++) session += (bytes[8 + i] ?? 0).toString(16).padStart(2, '0')
+  return {
+    kind,
+    dtype,
+    flags: view.getUint16(6, true),
+    session,
+    step: view.getUint32(24, true),
+    position: view.getUint32(28, true),
+    tokens,
+    width,
+    payload: bytes.subarray(FRAME_HEADER_BYTES),
+  }
+}
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** A frame whose payload is a JSON message. */
+export function jsonFrame(kind: FrameKind, session: string, step: number, body: unknown): Uint8Array {
+  return encodeFrame({ kind, dtype: 'json', flags: 0, session, step, position: 0, tokens: 0, width: 0, payload: encoder.encode(JSON.stringify(body)) })
+}
+
+export function readJson<T extends z.ZodType>(frame: Frame, schema: T): z.output<T> {
+  if (frame.dtype !== 'json') throw new NeuronError('bad_frame', `a ${frame.kind} frame carries JSON, not ${frame.dtype}`)
+  let raw: unknown
+  try {
+    raw = JSON.parse(decoder.decode(frame.payload))
+  } catch {
+    throw new NeuronError('bad_frame', `the ${frame.kind} frame's payload is not JSON`)
+  }
+  const parsed = schema.safeParse(raw)
+  if (!parsed.success) throw new NeuronError('bad_frame', `${frame.kind} frame: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ')}`)
+  return parsed.data
+}
+
+export function errorFrame(session: string, step: number, error: WireError): Uint8Array {
+  return jsonFrame('error', session, step, error)
+}
+
+/** Typed views over a frame's numeric payload (copied when unaligned). */
+export function payloadAs(frame: Frame): Int32Array | Float32Array | Uint16Array {
+  const p = frame.payload
+  const aligned = p.byteOffset % 4 === 0 ? p : p.slice()
+  switch (frame.dtype) {
+    case 'i32':
+      return new Int32Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 4)
+    case 'f32':
+      return new Float32Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 4)
+    case 'f16':
+      return new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 2)
+    default:
+      throw new NeuronError('bad_frame', `a ${frame.kind} frame with ${frame.dtype} payload has no numbers`)
+  }
+}
