@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { NeuronError } from './errors'
-import { WireError } from './rpc'
+import type { WireError } from './rpc'
 
 /**
  * The data plane: binary frames between a client and the hops of its route, over WebSocket (or
@@ -95,7 +95,11 @@ export function decodeFrame(bytes: Uint8Array): Frame {
   const tokens = view.getUint32(32, true)
   const width = view.getUint32(36, true)
   if (dtype !== 'json' && tokens * width * BYTES_PER[dtype] !== payloadBytes) {
-    throw new NeuronError('bad_frame', `shape ${tokens}×${width} of ${dtype} needs ${tokens * width * BYTES_PER[dtype]} bytes, payload has ${payloadBytes}`, { tokens, width, payloadBytes })
+    throw new NeuronError('bad_frame', `shape ${tokens}×${width} of ${dtype} needs ${tokens * width * BYTES_PER[dtype]} bytes, payload has ${payloadBytes}`, {
+      tokens,
+      width,
+      payloadBytes,
+    })
   }
   let session = ''
   for (let i = 0; i < 16; i++) session += (bytes[8 + i] ?? 0).toString(16).padStart(2, '0')
@@ -129,7 +133,8 @@ export function readJson<T extends z.ZodType>(frame: Frame, schema: T): z.output
     throw new NeuronError('bad_frame', `the ${frame.kind} frame's payload is not JSON`)
   }
   const parsed = schema.safeParse(raw)
-  if (!parsed.success) throw new NeuronError('bad_frame', `${frame.kind} frame: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ')}`)
+  if (!parsed.success)
+    throw new NeuronError('bad_frame', `${frame.kind} frame: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ')}`)
   return parsed.data
 }
 
@@ -140,7 +145,8 @@ export function errorFrame(session: string, step: number, error: WireError): Uin
 /** Typed views over a frame's numeric payload (copied when unaligned). */
 export function payloadAs(frame: Frame): Int32Array | Float32Array | Uint16Array {
   const p = frame.payload
-  const aligned = p.byteOffset % 4 === 0 ? p : p.slice()
+  // A copy when unaligned (Buffer.slice would only make a view).
+  const aligned = p.byteOffset % 4 === 0 ? p : new Uint8Array(p)
   switch (frame.dtype) {
     case 'i32':
       return new Int32Array(aligned.buffer, aligned.byteOffset, aligned.byteLength / 4)

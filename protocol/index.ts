@@ -1,6 +1,6 @@
 export * from './errors'
+export * from './frames'
 export * from './identity'
 export * from './manifest'
 export * from './rpc'
 export * from './swarm'
-export * from './frames'

@@ -1,0 +1,313 @@
+import { randomBytes } from 'node:crypto'
+import type { Socket } from 'socket.io-client'
+import type { NodeIdentity } from '../identity/keys'
+import {
+  ClientToTracker,
+  callRpc,
+  type Dtype,
+  encodeFrame,
+  FLAG_NO_SAMPLE,
+  type Frame,
+  jsonFrame,
+  NeuronError,
+  type Route,
+  type RouteHop,
+  type RpcSocket,
+  readJson,
+  SampledToken,
+  type SamplingParams,
+} from '../protocol'
+import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
+import { ModelTokenizer } from './tokenizer'
+import { connectTracker } from './tracker-connection'
+
+export interface GenerateRequest {
+  readonly modelId: string
+  /** Plain text (BOS added as the model wants) or token ids. */
+  readonly prompt: string | readonly number[]
+  readonly maxTokens: number
+  readonly sampling?: SamplingParams
+  /** How hidden states travel between hops (default f16). */
+  readonly hiddenDtype?: 'f16' | 'f32'
+  /** Stop early at an end-of-generation token (default true). */
+  readonly stopAtEog?: boolean
+  readonly signal?: AbortSignal
+}
+
+export interface GeneratedToken {
+  readonly token: number
+  /** Text this token adds (may be empty while a multi-byte character is incomplete). */
+  readonly text: string
+  readonly logprob: number
+  readonly position: number
+}
+
+export interface HopStats {
+  readonly hostId: string
+  readonly blocks: readonly [number, number]
+  /** Median round trip to this hop per decode step, ms (compute + transfer). */
+  readonly medianMs: number
+}
+
+export interface GenerationSummary {
+  readonly promptTokens: number
+  readonly completionTokens: number
+  readonly finishReason: 'stop' | 'length'
+  readonly route: readonly HopStats[]
+  readonly decodeTokensPerSecond: number
+  readonly failovers: readonly { readonly hostId: string; readonly blocks: readonly [number, number]; readonly recoveryMs: number }[]
+}
+
+interface HopInput {
+  dtype: Dtype
+  tokens: number
+  width: number
+  payload: Uint8Array
+}
+
+/** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay. */
+interface HopState {
+  hop: RouteHop
+  link: HopLink
+  inputs: HopInput[]
+  stepMs: number[]
+}
+
+const MAX_FAILOVERS = 4
+
+/**
+ * Drives one generation across a route of hosts: tokenizes with the model's own tokenizer, asks
+ * the tracker for a route, opens the session on every hop, prefills, decodes. When a hop fails it
+ * asks for a replacement span, replays that span's inputs so the KV caches are rebuilt, and
+ * carries on with the same tokens.
+ */
+export class SwarmClient {
+  private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>()
+
+  private constructor(
+    readonly tracker: Socket & RpcSocket,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  static async connect(trackerUrl: string, identity: NodeIdentity, log: (line: string) => void = () => {}): Promise<SwarmClient> {
+    return new SwarmClient(await connectTracker(trackerUrl, '/clients', identity), log)
+  }
+
+  tokenizer(modelId: string): Promise<ModelTokenizer> {
+    let t = this.tokenizers.get(modelId)
+    if (t === undefined) {
+      t = callRpc(this.tracker, ClientToTracker, 'model.tokenizer', { modelId }).then(({ tokenizer }) => ModelTokenizer.load(modelId, tokenizer))
+      this.tokenizers.set(modelId, t)
+    }
+    return t
+  }
+
+  /** Streams tokens; the generator's return value summarises the run. */
+  async *generate(request: GenerateRequest): AsyncGenerator<GeneratedToken, GenerationSummary> {
+    const tokenizer = await this.tokenizer(request.modelId)
+    const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
+    if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
+    const maxTokens = promptTokens.length + request.maxTokens
+    const session = randomBytes(16).toString('hex')
+    const failed: string[] = []
+    const failovers: { hostId: string; blocks: readonly [number, number]; recoveryMs: number }[] = []
+    const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', { modelId: request.modelId, maxTokens, exclude: [] })
+    let hops = await this.openHops(route.hops, session, request, maxTokens, true)
+
+    const generated: number[] = []
+    let text = ''
+    let step = 1
+    let finishReason: 'stop' | 'length' = 'length'
+    let decodeStarted = 0
+    try {
+      let input: Int32Array = Int32Array.from(promptTokens)
+      let position = 0
+      while (generated.length < request.maxTokens) {
+        if (request.signal?.aborted) break
+        let sampled: SampledToken | undefined
+        let from = 0
+        let pending: HopInput = { dtype: 'i32', tokens: input.length, width: 1, payload: new Uint8Array(input.buffer, input.byteOffset, input.byteLength) }
+        while (sampled === undefined) {
+          try {
+            sampled = await this.step(hops, from, session, step, position, pending)
+          } catch (error) {
+            if (!(error instanceof HopFailure) || failovers.length >= MAX_FAILOVERS) throw error
+            const dead = hops.find((h) => h.hop.hostId === error.hostId)
+            if (dead === undefined) throw error
+            const started = performance.now()
+            failed.push(dead.hop.hostId)
+            this.log(`hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`)
+            const repaired = await this.replace(hops, dead, session, request, maxTokens, failed)
+            hops = repaired.hops
+            from = repaired.from
+            pending = repaired.pending
+            failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
+            this.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
+          }
+        }
+        if (sampled === undefined) throw new NeuronError('internal', 'the last hop returned no token')
+        if (generated.length === 0) decodeStarted = performance.now()
+        position += input.length
+        step++
+        generated.push(sampled.token)
+        if ((request.stopAtEog ?? true) && tokenizer.isEndOfGeneration(sampled.token)) {
+          finishReason = 'stop'
+          break
+        }
+        const full = tokenizer.decode(generated)
+        // Hold back a trailing replacement character: the rest of a multi-byte character is coming.
+        const stable = full.endsWith('\uFFFD') ? full.slice(0, full.lastIndexOf('\uFFFD')) : full
+        const piece = stable.startsWith(text) ? stable.slice(text.length) : ''
+        if (stable.startsWith(text)) text = stable
+        yield { token: sampled.token, text: piece, logprob: sampled.logprob, position: position }
+        input = Int32Array.of(sampled.token)
+      }
+    } finally {
+      await this.closeHops(hops, session)
+    }
+    const decodeSeconds = (performance.now() - decodeStarted) / 1000
+    return {
+      promptTokens: promptTokens.length,
+      completionTokens: generated.length,
+      finishReason,
+      route: hops.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks, medianMs: median(h.stepMs) })),
+      decodeTokensPerSecond: generated.length > 1 ? (generated.length - 1) / decodeSeconds : 0,
+      failovers,
+    }
+  }
+
+  close(): void {
+    this.tracker.close()
+  }
+
+  /** Runs one step from hop `from` on, starting with `input`; returns the last hop's token. */
+  private async step(hops: HopState[], from: number, session: string, step: number, position: number, first: HopInput): Promise<SampledToken> {
+    let input = first
+    for (let i = from; i < hops.length; i++) {
+      const h = hops[i] as HopState
+      // Recorded before sending: if this hop fails, its replacement replays all but this and retries it.
+      h.inputs.push(input)
+      const started = performance.now()
+      const answer = await h.link.request(
+        encodeFrame({
+          kind: 'forward',
+          dtype: input.dtype,
+          flags: 0,
+          session,
+          step,
+          position,
+          tokens: input.tokens,
+          width: input.width,
+          payload: input.payload,
+        }),
+      )
+      if (input.tokens === 1) h.stepMs.push(performance.now() - started)
+      if (answer.kind === 'token') return readJson(answer, SampledToken)
+      if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
+      input = { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) }
+    }
+    throw new NeuronError('internal', 'the route ended without a last hop')
+  }
+
+  /** Opens the session on each hop; the last one samples when `endsRoute`. */
+  private async openHops(route: Route['hops'], session: string, request: GenerateRequest, maxTokens: number, endsRoute: boolean): Promise<HopState[]> {
+    const states: HopState[] = []
+    try {
+      for (const [i, hop] of route.entries()) {
+        const link: HopLink = hop.endpoint === null ? new RelayHopLink(hop.hostId, this.tracker) : await WebSocketHopLink.connect(hop.hostId, hop.endpoint)
+        states.push({ hop, link, inputs: [], stepMs: [] })
+        await expectOk(
+          await link.request(
+            jsonFrame('open', session, 0, {
+              modelId: request.modelId,
+              blocks: hop.blocks,
+              maxTokens,
+              hiddenDtype: request.hiddenDtype ?? 'f16',
+              ...(endsRoute && i === route.length - 1 ? { sampling: request.sampling ?? {} } : {}),
+            }),
+          ),
+        )
+      }
+    } catch (error) {
+      await this.closeHops(states, session)
+      throw error
+    }
+    return states
+  }
+
+  /**
+   * Swaps `dead` for hosts covering its span and replays everything it had been sent, but the
+   * step in flight, through them (no sampling), so their KV caches hold the same positions.
+   * Returns the new route, where to resume, and the input to resume with.
+   */
+  private async replace(
+    hops: HopState[],
+    dead: HopState,
+    session: string,
+    request: GenerateRequest,
+    maxTokens: number,
+    failed: string[],
+  ): Promise<{ hops: HopState[]; from: number; pending: HopInput }> {
+    dead.link.close()
+    const pending = dead.inputs.at(-1)
+    if (pending === undefined) throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
+    const replacement = await callRpc(this.tracker, ClientToTracker, 'route.plan', {
+      modelId: request.modelId,
+      maxTokens,
+      exclude: failed,
+      span: dead.hop.blocks,
+    })
+    const isLast = hops.at(-1) === dead
+    const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
+    let chunks = dead.inputs.slice(0, -1)
+    let replayStep = 0x80000000
+    for (const h of fresh) {
+      let position = 0
+      const outputs: HopInput[] = []
+      for (const chunk of chunks) {
+        h.inputs.push(chunk)
+        const answer: Frame = await h.link.request(
+          encodeFrame({
+            kind: 'forward',
+            dtype: chunk.dtype,
+            flags: FLAG_NO_SAMPLE,
+            session,
+            step: replayStep++,
+            position,
+            tokens: chunk.tokens,
+            width: chunk.width,
+            payload: chunk.payload,
+          }),
+        )
+        position += chunk.tokens
+        if (answer.kind === 'hidden') outputs.push({ dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) })
+      }
+      chunks = outputs
+    }
+    const index = hops.indexOf(dead)
+    return { hops: [...hops.slice(0, index), ...fresh, ...hops.slice(index + 1)], from: index, pending }
+  }
+
+  private async closeHops(hops: HopState[], session: string): Promise<void> {
+    await Promise.all(
+      hops.map(async (h) => {
+        try {
+          await h.link.request(jsonFrame('close', session, 0xfffffffe, {}))
+        } catch {
+          // A hop that is gone has nothing left to close.
+        }
+        h.link.close()
+      }),
+    )
+  }
+}
+
+async function expectOk(frame: Frame): Promise<void> {
+  if (frame.kind !== 'ok') throw new NeuronError('bad_frame', `expected ok, got ${frame.kind}`)
+}
+
+function median(xs: number[]): number {
+  if (xs.length === 0) return 0
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)] ?? 0
+}

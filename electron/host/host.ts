@@ -1,0 +1,231 @@
+import { EventEmitter } from 'node:events'
+import { join } from 'node:path'
+import type { Socket } from 'socket.io-client'
+import { connectTracker } from '../../client/tracker-connection'
+import { NodeIdentity } from '../../identity/keys'
+import { ShardRuntime } from '../../native'
+import {
+  callRpc,
+  encodeFrame,
+  HostToTracker,
+  IDLE_STATE,
+  type Manifest,
+  NeuronError,
+  type RpcSocket,
+  type ServingState,
+  serveRpc,
+  TrackerToHost,
+} from '../../protocol'
+import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
+import { hardwareProfile } from './hardware'
+import { ShardServer } from './serving/shard-server'
+
+export interface HostOptions {
+  readonly trackerUrl: string
+  /** Keys, hardware cache and artifacts live here. */
+  readonly dataDir: string
+  readonly modelId?: string
+  /** Blocks [a, b) to serve, or 'auto' to take the tracker's placement. */
+  readonly layers?: readonly [number, number] | 'auto'
+  readonly threads: number
+  readonly maxSessions?: number
+  /** KV-cache capacity per session, tokens. */
+  readonly maxSessionTokens?: number
+  readonly quotaBytes?: number
+  /** Accept no connections: clients reach this host through the tracker's relay. */
+  readonly relay?: boolean
+  readonly listenHost?: string
+  readonly log?: (line: string) => void
+}
+
+export interface HostEvents {
+  state: [ServingState]
+  progress: [FetchProgress]
+}
+
+/**
+ * A volunteer host: joins a tracker, takes a block range (given or placed), fetches and verifies
+ * only that range's artifacts over BitTorrent, loads them into the native runtime and serves
+ * sessions until told to drain. A plain library: the CLI and the Electron app both drive it.
+ */
+export class Host extends EventEmitter<HostEvents> {
+  state: ServingState = IDLE_STATE
+  hostId = ''
+  private socket: (Socket & RpcSocket) | undefined
+  private store: ArtifactStore | undefined
+  private runtime: ShardRuntime | undefined
+  private server: ShardServer | undefined
+  private heartbeat: NodeJS.Timeout | undefined
+  private stopped = false
+
+  constructor(readonly options: HostOptions) {
+    super()
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line)
+  }
+
+  /** Connects and, when a model is named, fetches, loads and serves it; resolves once ready. */
+  async start(): Promise<void> {
+    const { options } = this
+    const identity = await NodeIdentity.loadOrCreate(options.dataDir)
+    const profile = await hardwareProfile(options.dataDir, { threads: options.threads })
+    const socket = await connectTracker(options.trackerUrl, '/hosts', identity)
+    this.socket = socket
+    socket.on('disconnect', (reason) => {
+      if (!this.stopped) this.log(`lost the tracker (${reason})`)
+    })
+    serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame }) => ({ frame: await this.handleRelayed(frame) }) }, undefined)
+    const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.state })
+    this.hostId = hello.hostId
+    this.log(`joined ${options.trackerUrl} as ${hello.hostId}`)
+    this.heartbeat = setInterval(() => {
+      callRpc(socket, HostToTracker, 'host.heartbeat', { activeSessions: this.server?.activeSessions ?? 0 }, hello.heartbeatMs).catch((e: Error) =>
+        this.log(`heartbeat failed: ${e.message}`),
+      )
+    }, hello.heartbeatMs)
+    this.heartbeat.unref()
+    if (options.modelId !== undefined) await this.serve(options.modelId, options.layers ?? 'auto')
+  }
+
+  /** Fetches, verifies, loads and serves blocks of a model. */
+  async serve(modelId: string, layers: readonly [number, number] | 'auto'): Promise<void> {
+    const socket = this.requireSocket()
+    const { manifest, torrent } = await callRpc(socket, HostToTracker, 'model.get', { modelId })
+    const blocks = layers === 'auto' ? await this.placed(modelId) : layers
+    if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
+      throw new NeuronError('bad_option', `--layers ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
+    }
+    const files = artifactsFor(manifest, blocks)
+    await this.publishState({ ...IDLE_STATE, modelId, blocks, status: 'downloading' })
+    this.store ??= new ArtifactStore({
+      dataDir: this.options.dataDir,
+      ...(this.options.quotaBytes === undefined ? {} : { quotaBytes: this.options.quotaBytes }),
+      log: (l) => this.log(l),
+    })
+    const total = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
+    const done = new Map<string, number>()
+    let lastReport = 0
+    const paths = await this.store.fetch(manifest, Buffer.from(torrent), files, (p) => {
+      this.emit('progress', p)
+      done.set(p.file, p.downloadedBytes)
+      const now = Date.now()
+      if (now - lastReport > 500) {
+        lastReport = now
+        const progress = Math.min(1, [...done.values()].reduce((s, b) => s + b, 0) / total)
+        void this.publishState({ ...this.state, progress })
+      }
+    })
+    this.log(`fetched and verified ${files.join(', ')}`)
+    await this.publishState({ ...this.state, status: 'loading', progress: 1 })
+    const embed = blocks[0] === 0
+    const head = blocks[1] === manifest.nLayer
+    this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads })
+    const maxSessions = this.options.maxSessions ?? 4
+    this.server = new ShardServer(this.runtime, { modelId, blocks, embed, head, nEmbd: manifest.nEmbd, maxSessions, log: (l) => this.log(l) })
+    const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1')
+    const msPerBlock = await this.measure(manifest, blocks, embed)
+    await this.publishState({
+      modelId,
+      blocks,
+      status: 'ready',
+      progress: 1,
+      kvCapacityTokens: this.options.maxSessionTokens ?? Math.min(4096, manifest.contextLength || 4096),
+      activeSessions: 0,
+      maxSessions,
+      msPerBlock,
+      endpoint,
+    })
+    this.log(`serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) at ${endpoint ?? 'the tracker relay'}, ${msPerBlock.toFixed(2)} ms/block`)
+  }
+
+  /** Drains: tells the tracker, lets open sessions finish (up to `timeoutMs`), then leaves. */
+  async stop(timeoutMs = 10_000): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    if (this.server !== undefined && this.socket?.connected) {
+      await this.publishState({ ...this.state, status: 'draining' }).catch(() => {})
+      await this.server.drain(timeoutMs)
+    }
+    clearInterval(this.heartbeat)
+    await this.server?.close()
+    this.runtime?.dispose()
+    await this.store?.close()
+    this.socket?.close()
+  }
+
+  private async placed(modelId: string): Promise<readonly [number, number]> {
+    const placement = await callRpc(this.requireSocket(), HostToTracker, 'placement.request', { modelId })
+    if (placement.proposal === null)
+      throw new NeuronError(
+        placement.refusal?.code ?? 'not_placed',
+        `the tracker proposes no range of ${modelId} for this computer: ${placement.refusal?.reason ?? 'no reason given'}`,
+      )
+    this.log(`placement: blocks [${placement.proposal.blocks[0]}, ${placement.proposal.blocks[1]}), ${placement.proposal.bytesToDownload} bytes to fetch`)
+    return placement.proposal.blocks
+  }
+
+  /** Compute time per block for one decoded token: the median of a few steps on a scratch session. */
+  private async measure(manifest: Manifest, blocks: readonly [number, number], embed: boolean): Promise<number> {
+    const runtime = this.runtime
+    if (runtime === undefined) return 1
+    const session = runtime.openSession({ maxTokens: 8 })
+    const times: number[] = []
+    try {
+      for (let i = 0; i < 5; i++) {
+        const input = embed ? Int32Array.of(1) : new Float32Array(manifest.nEmbd).fill(0.01)
+        const started = performance.now()
+        await session.forward(input, { positions: i })
+        times.push(performance.now() - started)
+      }
+    } finally {
+      session.close()
+    }
+    times.sort((a, b) => a - b)
+    return Math.max(1e-3, (times[2] ?? 1) / (blocks[1] - blocks[0]))
+  }
+
+  private async handleRelayed(frame: Uint8Array): Promise<Uint8Array> {
+    if (this.server === undefined) {
+      return encodeFrame({
+        kind: 'error',
+        dtype: 'json',
+        flags: 0,
+        session: '0'.repeat(32),
+        step: 0,
+        position: 0,
+        tokens: 0,
+        width: 0,
+        payload: new TextEncoder().encode(JSON.stringify({ code: 'not_serving', message: 'this host serves no model yet' })),
+      })
+    }
+    return this.server.handle(frame)
+  }
+
+  private async publishState(state: ServingState): Promise<void> {
+    this.state = state
+    this.emit('state', state)
+    if (this.socket?.connected) await callRpc(this.socket, HostToTracker, 'host.state', state)
+  }
+
+  private requireSocket(): Socket & RpcSocket {
+    if (this.socket === undefined) throw new NeuronError('not_started', 'start the host before serving')
+    return this.socket
+  }
+}
+
+/** The artifact files a block range needs: embed for block 0, every overlapping blocks file, head for the last. */
+export function artifactsFor(manifest: Manifest, blocks: readonly [number, number]): string[] {
+  return manifest.artifacts
+    .filter((a) => {
+      if (a.role === 'embed') return blocks[0] === 0
+      if (a.role === 'head') return blocks[1] === manifest.nLayer
+      return a.blocks !== null && a.blocks[0] < blocks[1] && a.blocks[1] > blocks[0]
+    })
+    .map((a) => a.file)
+}
+
+export function defaultDataDir(): string {
+  return join(process.env.HOME ?? '.', '.neuron')
+}
