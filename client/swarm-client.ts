@@ -32,6 +32,8 @@ export interface GenerateRequest {
   /** Stop early at an end-of-generation token (default true). */
   readonly stopAtEog?: boolean
   readonly signal?: AbortSignal
+  /** Told the route when it is opened and again after each failover. */
+  readonly onRoute?: (hops: readonly RouteHop[]) => void
 }
 
 export interface GeneratedToken {
@@ -113,6 +115,7 @@ export class SwarmClient {
     const failovers: { hostId: string; blocks: readonly [number, number]; recoveryMs: number }[] = []
     const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', { modelId: request.modelId, maxTokens, exclude: [] })
     let hops = await this.openHops(route.hops, session, request, maxTokens, true)
+    request.onRoute?.(hops.map((h) => h.hop))
 
     const generated: number[] = []
     let text = ''
@@ -142,6 +145,7 @@ export class SwarmClient {
             from = repaired.from
             pending = repaired.pending
             failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
+            request.onRoute?.(hops.map((h) => h.hop))
             this.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
           }
         }

@@ -94,7 +94,7 @@ export class ArtifactStore {
     await this.ready
     for (let attempt = 0; ; attempt++) {
       const t = await this.addTorrent(torrent)
-      await Promise.all(wanted.map((a) => this.download(t, a, onProgress)))
+      await this.download(t, wanted, onProgress)
       const bad: ManifestArtifact[] = []
       for (const a of wanted) {
         try {
@@ -141,21 +141,34 @@ export class ArtifactStore {
     return t
   }
 
-  private download(t: WebTorrent.Torrent, artifact: ManifestArtifact, onProgress?: (p: FetchProgress) => void): Promise<void> {
-    const file = t.files.find((f) => f.name === artifact.file)
-    if (file === undefined) return Promise.reject(new NeuronError('bad_torrent', `the torrent has no file ${artifact.file}.`))
-    if (isDone(file)) return Promise.resolve()
-    file.select()
-    return new Promise((resolve) => {
-      const report = () =>
-        onProgress?.({ file: artifact.file, downloadedBytes: file.downloaded, totalBytes: file.length, bytesPerSecond: t.downloadSpeed, peers: t.numPeers })
-      t.on('download', report)
-      file.once('done', () => {
-        t.off('download', report)
-        report()
-        resolve()
-      })
+  /** Selects the wanted files and resolves when all are downloaded (and piece-verified by BitTorrent). */
+  private async download(t: WebTorrent.Torrent, wanted: readonly ManifestArtifact[], onProgress?: (p: FetchProgress) => void): Promise<void> {
+    const files = wanted.map((artifact) => {
+      const file = t.files.find((f) => f.name === artifact.file)
+      if (file === undefined) throw new NeuronError('bad_torrent', `the torrent has no file ${artifact.file}.`)
+      return file
     })
+    const pending = files.filter((f) => !isDone(f))
+    if (pending.length === 0) return
+    const report = () => {
+      for (const file of pending)
+        onProgress?.({ file: file.name, downloadedBytes: file.downloaded, totalBytes: file.length, bytesPerSecond: t.downloadSpeed, peers: t.numPeers })
+    }
+    t.on('download', report)
+    try {
+      await Promise.all(
+        pending.map(
+          (file) =>
+            new Promise<void>((resolve) => {
+              file.once('done', () => resolve())
+              file.select()
+            }),
+        ),
+      )
+    } finally {
+      t.off('download', report)
+    }
+    report()
   }
 
   private async checkQuota(manifest: Manifest, wanted: readonly ManifestArtifact[]): Promise<void> {

@@ -1,41 +1,91 @@
-import { mkdtemp } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { formatReport, inspectModel } from '../../../gguf/inspect'
+import { SwarmClient } from '../../../client/swarm-client'
+import { formatBytes } from '../../../gguf/inspect'
 import { packModel } from '../../../gguf/pack'
+import { NodeIdentity } from '../../../identity/keys'
 import { NeuronError } from '../../../protocol'
-import { parseCommandArgs } from './args'
+import { Tracker } from '../../../tracker/server'
+import { Host } from '../host'
+import { publishModel } from '../publish'
+import { intOption, parseCommandArgs } from './args'
 import type { Command } from './main'
 
 /** The embedded default: the real tiny model shared beside the repository. */
 export const DEFAULT_MODEL = resolve(fileURLToPath(new URL('../../../', import.meta.url)), '../shared/models/stories260K.gguf')
 
+/** Splits [0, n) into `parts` contiguous ranges as even as they can be. */
+export function splitBlocks(n: number, parts: number): [number, number][] {
+  const out: [number, number][] = []
+  for (let i = 0; i < parts; i++) out.push([Math.floor((i * n) / parts), Math.floor(((i + 1) * n) / parts)])
+  return out.filter(([a, b]) => a < b)
+}
+
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'inspect a model and pack it into artifacts, end to end (the embedded default)',
-  usage: `Usage: neuron demo [--model <file.gguf>]
+  summary: 'a whole swarm on this machine: tracker, publisher, three hosts, a streamed completion',
+  usage: `Usage: neuron demo [--model <file.gguf>] [--prompt TEXT] [--max-tokens N] [--hosts N]
 
-Inspects the model (default: ${DEFAULT_MODEL}), packs it into artifacts of one
-block each in a fresh temporary directory, and prints what a host would download.
+Starts a tracker, packs and publishes the model (default: ${DEFAULT_MODEL}),
+starts hosts that each fetch only their artifacts from the swarm over BitTorrent, and streams a
+greedy completion through the route, printing the route and tokens/s. Everything runs on
+127.0.0.1 in a temporary directory that is removed at the end.
 
-Example: neuron demo`,
+Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
   async run(args) {
-    const { values } = parseCommandArgs(args, { model: { type: 'string' } })
+    const { values } = parseCommandArgs(args, {
+      model: { type: 'string' },
+      prompt: { type: 'string' },
+      'max-tokens': { type: 'string' },
+      hosts: { type: 'string' },
+    })
     const model = values.model ?? DEFAULT_MODEL
-    console.log(formatReport(await inspectModel(model)))
-    const out = join(await mkdtemp(join(tmpdir(), 'neuron-demo-')), 'artifacts')
-    const manifest = await packModel({ source: model, out })
-    if (manifest.artifacts.length < 3)
-      throw new NeuronError('demo_failed', `packing ${model} gave ${manifest.artifacts.length} artifacts; expected embed, blocks and head.`)
-    console.log(`\nPacked into ${out}:`)
-    for (const a of manifest.artifacts) {
-      const what = a.blocks === null ? a.role : `blocks [${a.blocks[0]}, ${a.blocks[1]})`
-      console.log(`  ${a.file.padEnd(20)} ${what.padEnd(16)} ${String(a.bytes).padStart(10)} bytes  sha256 ${a.sha256.slice(0, 16)}…`)
+    const nHosts = intOption('hosts', values.hosts, { min: 1 }) ?? 3
+    const work = await mkdtemp(join(tmpdir(), 'neuron-demo-'))
+    const hosts: Host[] = []
+    let tracker: Tracker | undefined
+    let publication: Awaited<ReturnType<typeof publishModel>> | undefined
+    let client: SwarmClient | undefined
+    try {
+      tracker = await Tracker.start({ dbPath: join(work, 'tracker.sqlite') })
+      console.log(`tracker      ${tracker.url}`)
+      const manifest = await packModel({ source: model, out: join(work, 'artifacts'), blocksPerArtifact: 1 })
+      if (manifest.nLayer < nHosts) throw new NeuronError('bad_option', `${model} has ${manifest.nLayer} blocks; use --hosts ${manifest.nLayer} or fewer.`)
+      publication = await publishModel(join(work, 'artifacts'), tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
+      console.log(`published    ${manifest.modelId}: ${manifest.nLayer} blocks in ${manifest.artifacts.length} artifacts, infohash ${publication.infoHash}`)
+      for (const [i, blocks] of splitBlocks(manifest.nLayer, nHosts).entries()) {
+        const dataDir = join(work, `host-${i + 1}`)
+        const host = new Host({ trackerUrl: tracker.url, dataDir, modelId: manifest.modelId, layers: blocks, threads: 1 })
+        hosts.push(host)
+        await host.start()
+        const files = await readdir(join(dataDir, 'models', manifest.modelId))
+        const bytes = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
+        console.log(
+          `host ${i + 1}       blocks [${blocks[0]}, ${blocks[1]}) fetched ${files.length} of ${manifest.artifacts.length} artifacts (${formatBytes(bytes)}): ${files.sort().join(', ')}`,
+        )
+      }
+      client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
+      const prompt = values.prompt ?? 'Once upon a time'
+      process.stdout.write(`\n${prompt}`)
+      const generation = client.generate({ modelId: manifest.modelId, prompt, maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 64 })
+      let next = await generation.next()
+      while (!next.done) {
+        process.stdout.write(next.value.text)
+        next = await generation.next()
+      }
+      const s = next.value
+      console.log('\n\nroute')
+      for (const hop of s.route) console.log(`  ${hop.hostId}  blocks [${hop.blocks[0]}, ${hop.blocks[1]})  ${hop.medianMs.toFixed(2)} ms per step`)
+      console.log(`${s.completionTokens} tokens at ${s.decodeTokensPerSecond.toFixed(1)} tokens/s through ${s.route.length} hops`)
+      return 0
+    } finally {
+      client?.close()
+      for (const h of hosts) await h.stop(1000)
+      await publication?.close()
+      await tracker?.close()
+      await rm(work, { recursive: true, force: true })
     }
-    console.log(
-      `\nA host serving blocks [0, 2) downloads ${manifest.artifacts.filter((a) => a.role === 'embed' || (a.blocks !== null && a.blocks[0] < 2)).length} of these ${manifest.artifacts.length} files.`,
-    )
-    return 0
   },
 }

@@ -1,0 +1,72 @@
+// npm run bench:torrent — fetching a ~1 GB artifact set over BitTorrent from two seeding hosts on
+// loopback (sha256 checks included) against `cp` of the same bytes, in the same run.
+// Prints one JSON line per measurement; the last line holds the ratio.
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ArtifactStore } from '../electron/host/artifacts/artifact-store'
+import { createModelTorrent } from '../electron/host/artifacts/model-torrent'
+import { readManifest } from '../electron/host/publish'
+import { packModel } from '../gguf/pack'
+import { Tracker } from '../tracker/server'
+import { BENCH_DIR, benchModel } from './models'
+
+const source = await benchModel('q8_0')
+const packed = join(BENCH_DIR, 'packed-llama-1b-q8_0')
+if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
+const manifest = await readManifest(packed)
+const bytes = manifest.artifacts.reduce((s, a) => s + a.bytes, 0)
+const work = await mkdtemp(join(BENCH_DIR, 'torrent-'))
+const tracker = await Tracker.start({ dbPath: ':memory:' })
+const stores: ArtifactStore[] = []
+try {
+  const torrent = await createModelTorrent(packed, manifest, [tracker.announceUrl])
+  for (const name of ['seeder-a', 'seeder-b']) {
+    const seeder = new ArtifactStore({ dataDir: join(work, name) })
+    stores.push(seeder)
+    await seeder.seedDirectory(packed, manifest, torrent)
+  }
+  // Warm the page cache for both sides.
+  spawnSync(
+    'cat',
+    manifest.artifacts.map((a) => join(packed, a.file)),
+    { stdio: 'ignore' },
+  )
+
+  const cpStarted = performance.now()
+  const cp = spawnSync('cp', ['-r', packed, join(work, 'copy')])
+  if (cp.status !== 0) throw new Error(`cp failed: ${cp.stderr}`)
+  const cpSeconds = (performance.now() - cpStarted) / 1000
+  console.log(JSON.stringify({ tool: 'cp', seconds: cpSeconds, mb_s: bytes / 1e6 / cpSeconds }))
+
+  const leecher = new ArtifactStore({ dataDir: join(work, 'leecher') })
+  stores.push(leecher)
+  let peers = 0
+  const started = performance.now()
+  await leecher.fetch(
+    manifest,
+    torrent,
+    manifest.artifacts.map((a) => a.file),
+    (p) => {
+      peers = Math.max(peers, p.peers)
+    },
+  )
+  const seconds = (performance.now() - started) / 1000
+  console.log(JSON.stringify({ tool: 'bittorrent (2 seeders, sha256 checked)', seconds, mb_s: bytes / 1e6 / seconds, peers }))
+  console.log(
+    JSON.stringify({
+      bench: 'torrent',
+      bytes,
+      artifacts: manifest.artifacts.length,
+      seeders: 2,
+      cp_mb_s: bytes / 1e6 / cpSeconds,
+      torrent_mb_s: bytes / 1e6 / seconds,
+      torrent_vs_cp_ratio: cpSeconds / seconds,
+    }),
+  )
+} finally {
+  await Promise.all(stores.map((s) => s.close()))
+  await tracker.close()
+  await rm(work, { recursive: true, force: true })
+}

@@ -1,0 +1,175 @@
+import { availableParallelism } from 'node:os'
+import { join } from 'node:path'
+import { SwarmClient } from '../../../client/swarm-client'
+import { NodeIdentity } from '../../../identity/keys'
+import { NeuronError } from '../../../protocol'
+import { Tracker } from '../../../tracker/server'
+import { defaultDataDir, Host } from '../host'
+import { publishModel } from '../publish'
+import { intOption, parseCommandArgs, requireOption } from './args'
+import type { Command } from './main'
+
+/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
+function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => resolve(s))
+  })
+}
+
+function layersOption(raw: string | undefined): readonly [number, number] | 'auto' {
+  if (raw === undefined || raw === 'auto') return 'auto'
+  const m = /^(\d+):(\d+)$/.exec(raw)
+  if (m === null || Number(m[1]) >= Number(m[2])) throw new NeuronError('bad_option', `--layers takes a:b with a < b (blocks [a, b)) or auto, not "${raw}".`)
+  return [Number(m[1]), Number(m[2])]
+}
+
+const defaultThreads = () => Math.max(1, Math.min(2, availableParallelism()))
+
+export const trackerCommand: Command = {
+  name: 'tracker',
+  summary: 'run a tracker: registry, placement, routing, relay and a BitTorrent tracker on one port',
+  usage: `Usage: neuron tracker [--port 7070] [--host 127.0.0.1] [--db tracker.sqlite] [--heartbeat-ms 5000]
+
+Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
+  async run(args) {
+    const { values } = parseCommandArgs(args, {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      db: { type: 'string' },
+      'heartbeat-ms': { type: 'string' },
+    })
+    const tracker = await Tracker.start({
+      port: intOption('port', values.port) ?? 7070,
+      host: values.host ?? '127.0.0.1',
+      dbPath: values.db ?? 'tracker.sqlite',
+      heartbeatMs: intOption('heartbeat-ms', values['heartbeat-ms'], { min: 50 }) ?? 5000,
+      log: (l) => console.error(`[tracker] ${l}`),
+    })
+    console.log(`tracker listening on ${tracker.url} (announce ${tracker.announceUrl})`)
+    await untilSignal()
+    await tracker.close()
+    return 0
+  },
+}
+
+export const publishCommand: Command = {
+  name: 'publish',
+  summary: 'publish a packed model to a tracker and seed its artifacts',
+  usage: `Usage: neuron publish <dir with manifest.json> --tracker URL [--data-dir D]
+
+Creates the model's torrent (deterministic infohash), registers the model and its tokenizer with
+the tracker, and seeds until stopped (Ctrl-C) so hosts can fetch their artifacts.
+
+Example: neuron publish /tmp/stories --tracker http://127.0.0.1:7070`,
+  async run(args) {
+    const { values, positionals } = parseCommandArgs(args, { tracker: { type: 'string' }, 'data-dir': { type: 'string' } })
+    const [dir] = positionals
+    if (dir === undefined) throw new NeuronError('bad_option', 'publish takes the directory neuron pack wrote. See neuron publish --help.')
+    const dataDir = values['data-dir'] ?? defaultDataDir()
+    const publication = await publishModel(dir, requireOption('tracker', values.tracker), await NodeIdentity.loadOrCreate(dataDir), join(dataDir, 'publisher'))
+    console.log(`published ${publication.manifest.modelId} (infohash ${publication.infoHash}); seeding, Ctrl-C to stop`)
+    await untilSignal()
+    await publication.close()
+    return 0
+  },
+}
+
+export const hostCommand: Command = {
+  name: 'host',
+  summary: 'serve blocks of a model to the swarm',
+  usage: `Usage: neuron host --tracker URL [--model ID] [--layers a:b|auto] [--data-dir D] [--threads N]
+                  [--max-sessions N] [--quota BYTES] [--relay]
+
+Joins the tracker, takes blocks [a, b) (or the tracker's placement), fetches and verifies only
+their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains and leaves.
+
+  --relay   accept no connections; clients reach this host through the tracker
+
+Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --layers 0:2 --threads 1`,
+  async run(args) {
+    const { values } = parseCommandArgs(args, {
+      tracker: { type: 'string' },
+      model: { type: 'string' },
+      layers: { type: 'string' },
+      'data-dir': { type: 'string' },
+      threads: { type: 'string' },
+      'max-sessions': { type: 'string' },
+      quota: { type: 'string' },
+      relay: { type: 'boolean' },
+    })
+    const maxSessions = intOption('max-sessions', values['max-sessions'], { min: 1 })
+    const quotaBytes = intOption('quota', values.quota, { min: 1 })
+    const host = new Host({
+      trackerUrl: requireOption('tracker', values.tracker),
+      dataDir: values['data-dir'] ?? defaultDataDir(),
+      ...(values.model === undefined ? {} : { modelId: values.model }),
+      layers: layersOption(values.layers),
+      threads: intOption('threads', values.threads, { min: 1 }) ?? defaultThreads(),
+      ...(maxSessions === undefined ? {} : { maxSessions }),
+      ...(quotaBytes === undefined ? {} : { quotaBytes }),
+      relay: values.relay ?? false,
+      log: (l) => console.error(`[host] ${l}`),
+    })
+    const stop = untilSignal()
+    await host.start()
+    console.log(
+      `host ${host.hostId} ${host.state.status}${host.state.blocks ? ` blocks [${host.state.blocks[0]}, ${host.state.blocks[1]})` : ''} ${host.state.endpoint ?? ''}`.trim(),
+    )
+    console.error(`[host] stopping on ${await stop}: draining`)
+    await host.stop()
+    return 0
+  },
+}
+
+export const chatCommand: Command = {
+  name: 'chat',
+  summary: 'generate from a swarm model, streaming tokens',
+  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--f32]
+
+Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
+
+Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once upon a time"`,
+  async run(args) {
+    const { values, positionals } = parseCommandArgs(args, {
+      tracker: { type: 'string' },
+      model: { type: 'string' },
+      'max-tokens': { type: 'string' },
+      temperature: { type: 'string' },
+      seed: { type: 'string' },
+      'data-dir': { type: 'string' },
+      f32: { type: 'boolean' },
+    })
+    const prompt = positionals.join(' ')
+    if (prompt === '') throw new NeuronError('bad_option', 'give a prompt. See neuron chat --help.')
+    const temperature = values.temperature === undefined ? 0 : Number(values.temperature)
+    if (!Number.isFinite(temperature) || temperature < 0)
+      throw new NeuronError('bad_option', `--temperature must be a number ≥ 0, not "${values.temperature}".`)
+    const client = await SwarmClient.connect(
+      requireOption('tracker', values.tracker),
+      await NodeIdentity.loadOrCreate(values['data-dir'] ?? defaultDataDir()),
+      (l) => console.error(`[client] ${l}`),
+    )
+    try {
+      const generation = client.generate({
+        modelId: requireOption('model', values.model),
+        prompt,
+        maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 128,
+        sampling: { temperature, seed: intOption('seed', values.seed) ?? 0 },
+        hiddenDtype: values.f32 ? 'f32' : 'f16',
+      })
+      let next = await generation.next()
+      while (!next.done) {
+        process.stdout.write(next.value.text)
+        next = await generation.next()
+      }
+      process.stdout.write('\n')
+      const s = next.value
+      for (const hop of s.route) console.error(`  hop ${hop.hostId} blocks [${hop.blocks[0]}, ${hop.blocks[1]}) ${hop.medianMs.toFixed(2)} ms/step`)
+      for (const f of s.failovers) console.error(`  failover: ${f.hostId} [${f.blocks[0]}, ${f.blocks[1]}) replaced in ${f.recoveryMs.toFixed(0)} ms`)
+      console.error(`  ${s.completionTokens} tokens (${s.finishReason}), ${s.decodeTokensPerSecond.toFixed(1)} tokens/s`)
+    } finally {
+      client.close()
+    }
+    return 0
+  },
+}

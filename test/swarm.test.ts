@@ -1,0 +1,114 @@
+// The swarm end to end with real processes on loopback: a tracker, a publisher, hosts that fetch
+// only their artifacts over BitTorrent, and a client whose greedy completion must equal llama.cpp's.
+import { readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { LlamaModel } from 'node-llama-cpp'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type GenerationSummary, SwarmClient } from '../client/swarm-client'
+import { packModel } from '../gguf/pack'
+import { NodeIdentity } from '../identity/keys'
+import { oracleGreedy, oracleModel } from '../native/oracle'
+import type { Manifest, RouteHop } from '../protocol'
+import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { type NeuronProcess, startNeuron } from './processes'
+
+const TOKENS = 64
+let dir = ''
+let cleanup: () => Promise<void> = async () => {}
+const processes: NeuronProcess[] = []
+let trackerUrl = ''
+let manifest: Manifest
+let oracle: number[] = []
+let promptTokens: number[] = []
+
+function start(args: string[]): NeuronProcess {
+  const p = startNeuron(args)
+  processes.push(p)
+  return p
+}
+
+async function startHost(name: string, layers: string): Promise<NeuronProcess> {
+  const host = start(['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--layers', layers, '--data-dir', join(dir, name), '--threads', '1'])
+  await host.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)
+  return host
+}
+
+async function generate(
+  client: SwarmClient,
+  onToken?: (n: number, route: readonly RouteHop[]) => void,
+): Promise<{ tokens: number[]; summary: GenerationSummary }> {
+  let route: readonly RouteHop[] = []
+  const run = client.generate({ modelId: manifest.modelId, prompt: promptTokens, maxTokens: TOKENS, stopAtEog: false, onRoute: (hops) => (route = hops) })
+  const tokens: number[] = []
+  let next = await run.next()
+  while (!next.done) {
+    tokens.push(next.value.token)
+    onToken?.(tokens.length, route)
+    next = await run.next()
+  }
+  return { tokens, summary: next.value }
+}
+
+describe.skipIf(!HAVE_STORIES)(`swarm of real processes on loopback${NEEDS_STORIES}`, () => {
+  beforeAll(async () => {
+    ;({ dir, cleanup } = await scratchDir())
+    manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
+    const tracker = start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500'])
+    trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
+    const publisher = start(['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')])
+    await publisher.waitFor(/published stories260k/)
+    const model: LlamaModel = await oracleModel(STORIES_260K)
+    promptTokens = [...model.tokenize('Once upon a time', true)]
+    oracle = (await oracleGreedy(model, promptTokens, TOKENS, manifest.nVocab)).map((s) => s.token)
+    await model.dispose()
+  }, 180_000)
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop()))
+    await cleanup()
+  })
+
+  it('three hosts fetch only their own artifacts, and the streamed greedy completion equals llama.cpp’s', async () => {
+    await Promise.all([startHost('host-a', '0:2'), startHost('host-b', '2:4'), startHost('host-c', '4:5')])
+    const expectFiles = { 'host-a': ['blocks-0-2.gguf', 'embed.gguf'], 'host-b': ['blocks-2-4.gguf'], 'host-c': ['blocks-4-5.gguf', 'head.gguf'] }
+    for (const [name, files] of Object.entries(expectFiles)) expect((await readdir(join(dir, name, 'models', manifest.modelId))).sort()).toEqual(files)
+
+    const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
+    try {
+      const { tokens, summary } = await generate(client)
+      expect(tokens).toEqual(oracle)
+      expect(summary.route.map((h) => h.blocks)).toEqual([
+        [0, 2],
+        [2, 4],
+        [4, 5],
+      ])
+      console.log(
+        `3-hop route: ${summary.decodeTokensPerSecond.toFixed(1)} tokens/s; per hop ${summary.route.map((h) => `${h.medianMs.toFixed(2)} ms`).join(', ')}`,
+      )
+    } finally {
+      client.close()
+    }
+  })
+
+  it('survives a host killed (SIGKILL) mid-generation: a spare takes its span and the completion still equals llama.cpp’s', async () => {
+    const spare = await startHost('host-spare', '2:4')
+    const hostB = processes.find((p) => p.output().includes('blocks [2, 4)') && p !== spare)
+    const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
+    try {
+      let killed = ''
+      const { tokens, summary } = await generate(client, (n, route) => {
+        if (n !== 20 || killed !== '') return
+        // Kill whichever [2, 4) host the route uses, between two steps.
+        const onRoute = route.find((h) => h.blocks[0] === 2)?.hostId ?? ''
+        const victim = [hostB, spare].find((p) => p?.output().includes(onRoute))
+        killed = onRoute
+        victim?.child.kill('SIGKILL')
+      })
+      expect(killed).not.toBe('')
+      expect(tokens).toEqual(oracle)
+      expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[killed, [2, 4]]])
+      console.log(`failover: host ${killed} replaced in ${summary.failovers[0]?.recoveryMs.toFixed(0)} ms`)
+    } finally {
+      client.close()
+    }
+  })
+})
