@@ -198,7 +198,10 @@ export class ShardServer {
 
   private async compute(served: ServedSession, frame: Frame): Promise<Uint8Array> {
     const started = performance.now()
-    const output = await served.runtime.forward(payloadAs(frame) as Int32Array | Float32Array | Uint16Array, { positions: frame.position })
+    const output = await served.runtime.forward(payloadAs(frame) as Int32Array | Float32Array | Uint16Array, {
+      positions: frame.position,
+      hiddenType: served.open.hiddenDtype,
+    })
     const computeMs = performance.now() - started
     if (frame.tokens === 1) {
       this.recentComputeMs.push(computeMs)
@@ -220,11 +223,10 @@ export class ShardServer {
       const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs }
       return jsonFrame('token', frame.session, frame.step, body)
     }
-    const f16 = served.open.hiddenDtype === 'f16'
-    const payload = f16 ? toF16(output.data) : output.data
+    const payload = output.data
     return encodeFrame({
       kind: 'hidden',
-      dtype: f16 ? 'f16' : 'f32',
+      dtype: output.dtype,
       flags: 0,
       session: frame.session,
       step: frame.step,
