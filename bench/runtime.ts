@@ -5,6 +5,7 @@
 //
 // Options: --types q8_0,q4_0  --threads 1,2  --decode 128  --prompt 64  --prefill 512  --rounds 3  --tiny
 import { spawnSync } from 'node:child_process'
+import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
 import { ShardRuntime } from '../native'
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
   const rounds = Number(arg('rounds', '3'))
   const shape = process.argv.includes('--tiny') ? { ...LLAMA_1B, layers: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 } : LLAMA_1B
 
+  const loadStart = loadavg()
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: Math.max(...threadList) })
   const cases: object[] = []
   let memory: object | undefined
@@ -191,7 +193,8 @@ async function main(): Promise<void> {
     }
   }
   await llama.dispose()
-  emit({ bench: 'runtime', model: { ...shape }, decode: decode, prompt: promptLen, prefill: prefillLen, cases, memory })
+  // other processes on a small machine stall ggml's spinning threads: say how busy it was
+  emit({ bench: 'runtime', model: { ...shape }, decode, prompt: promptLen, prefill: prefillLen, rounds, loadavg: [loadStart, loadavg()], cases, memory })
 }
 
 if (process.argv.includes('--rss-child')) await rssChild()

@@ -57,6 +57,7 @@ export class Host extends EventEmitter<HostEvents> {
   private server: ShardServer | undefined
   private heartbeat: NodeJS.Timeout | undefined
   private stopped = false
+  private identity: NodeIdentity | undefined
 
   constructor(readonly options: HostOptions) {
     super()
@@ -70,6 +71,7 @@ export class Host extends EventEmitter<HostEvents> {
   async start(): Promise<void> {
     const { options } = this
     const identity = await NodeIdentity.loadOrCreate(options.dataDir)
+    this.identity = identity
     const profile = await hardwareProfile(options.dataDir, { threads: options.threads })
     const socket = await connectTracker(options.trackerUrl, '/hosts', identity)
     this.socket = socket
@@ -123,7 +125,16 @@ export class Host extends EventEmitter<HostEvents> {
     const head = blocks[1] === manifest.nLayer
     this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads })
     const maxSessions = this.options.maxSessions ?? 4
-    this.server = new ShardServer(this.runtime, { modelId, blocks, embed, head, nEmbd: manifest.nEmbd, maxSessions, log: (l) => this.log(l) })
+    this.server = new ShardServer(this.runtime, {
+      modelId,
+      blocks,
+      embed,
+      head,
+      nEmbd: manifest.nEmbd,
+      maxSessions,
+      log: (l) => this.log(l),
+      ...(this.identity === undefined ? {} : { signer: this.identity }),
+    })
     const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1')
     const msPerBlock = await this.measure(manifest, blocks, embed)
     await this.publishState({

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { type ShardRuntime, ShardRuntimeError, type ShardSession, toF16 } from '../../../native'
@@ -11,7 +12,9 @@ import {
   NeuronError,
   OpenSession,
   payloadAs,
+  type ReceiptBody,
   readJson,
+  receiptMessage,
   type SampledToken,
   SamplingParams,
   toWireError,
@@ -29,6 +32,14 @@ export interface ShardServerOptions {
   /** A session nobody has used for this long is closed and its KV cache freed. */
   readonly idleSessionMs?: number
   readonly log?: (line: string) => void
+  /** Signs a receipt for every step it serves (the host's NodeIdentity); without it, answers carry none. */
+  readonly signer?: ReceiptSigner
+}
+
+/** The part of a NodeIdentity that signs receipts. */
+export interface ReceiptSigner {
+  readonly id: string
+  sign(message: string): string
 }
 
 interface ServedSession {
@@ -208,7 +219,7 @@ export class ShardServer {
       if (this.recentComputeMs.length > 64) this.recentComputeMs.shift()
     }
     if (output.kind === 'logits') {
-      if (frame.flags & FLAG_NO_SAMPLE) return jsonFrame('ok', frame.session, frame.step, {})
+      if (frame.flags & FLAG_NO_SAMPLE) return this.seal(frame, jsonAnswer('ok', frame, {}))
       const s = served.sampling
       // The draw depends on (seed, position) only, so a replacement hop after failover draws the same token.
       const next = frame.position + frame.tokens
@@ -221,10 +232,10 @@ export class ShardServer {
         seed: (Math.imul(s.seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(next, 0xc2b2ae35)) >>> 0,
       })
       const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs }
-      return jsonFrame('token', frame.session, frame.step, body)
+      return this.seal(frame, jsonAnswer('token', frame, body))
     }
     const payload = output.data
-    return encodeFrame({
+    return this.seal(frame, {
       kind: 'hidden',
       dtype: output.dtype,
       flags: 0,
@@ -235,6 +246,23 @@ export class ShardServer {
       width: output.cols,
       payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength),
     })
+  }
+
+  /** Encodes an answer with this host's signed receipt for the step as its trailer. */
+  private seal(request: Frame, answer: Frame): Uint8Array {
+    const signer = this.options.signer
+    if (signer === undefined) return encodeFrame(answer)
+    const body: ReceiptBody = {
+      session: request.session,
+      step: request.step,
+      hostId: signer.id,
+      blocks: [this.options.blocks[0], this.options.blocks[1]],
+      tokens: request.tokens,
+      input: sha256(request.payload),
+      output: sha256(answer.payload),
+    }
+    const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
+    return encodeFrame({ ...answer, trailer: new TextEncoder().encode(JSON.stringify(receipt)) })
   }
 
   private closeSession(id: string): void {
@@ -254,6 +282,15 @@ export class ShardServer {
       }
     }
   }
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+function jsonAnswer(kind: 'ok' | 'token', request: Frame, body: unknown): Frame {
+  const payload = new TextEncoder().encode(JSON.stringify(body))
+  return { kind, dtype: 'json', flags: 0, session: request.session, step: request.step, position: 0, tokens: 0, width: 0, payload }
 }
 
 /** Runtime errors keep their code and numbers on the wire. */

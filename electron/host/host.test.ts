@@ -1,0 +1,97 @@
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SwarmClient } from '../../client/swarm-client'
+import { packModel } from '../../gguf/pack'
+import { NodeIdentity } from '../../identity/keys'
+import { ClientToTracker, callRpc, type Manifest } from '../../protocol'
+import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { Tracker } from '../../tracker/server'
+import { Host } from './host'
+import { type Publication, publishModel } from './publish'
+
+let dir = ''
+let cleanup: () => Promise<void> = async () => {}
+let tracker: Tracker
+let publication: Publication
+let manifest: Manifest
+let client: SwarmClient
+
+async function complete(maxTokens = 24): Promise<{ text: string; hops: number }> {
+  const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens })
+  let text = ''
+  let next = await run.next()
+  while (!next.done) {
+    text += next.value.text
+    next = await run.next()
+  }
+  return { text, hops: next.value.route.length }
+}
+
+describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIES}`, () => {
+  beforeAll(async () => {
+    ;({ dir, cleanup } = await scratchDir())
+    tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 300 })
+    await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
+    publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
+    manifest = publication.manifest
+    client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
+  })
+  afterAll(async () => {
+    client?.close()
+    await publication?.close()
+    await tracker?.close()
+    await cleanup()
+  })
+
+  it('a host that accepts no connections serves through the tracker relay, with the same text', async () => {
+    const direct = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'direct'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    await direct.start()
+    const viaDirect = await complete()
+    await direct.stop(1000)
+
+    const relayed = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'relayed'), modelId: manifest.modelId, layers: [0, 5], threads: 1, relay: true })
+    await relayed.start()
+    try {
+      expect(relayed.state.endpoint).toBeNull()
+      const viaRelay = await complete()
+      expect(viaRelay.text).toBe(viaDirect.text)
+      expect(viaRelay.text).toMatch(/^, there was a little girl named Lily/)
+    } finally {
+      await relayed.stop(1000)
+    }
+  })
+
+  it('with --layers auto a host takes the range the tracker proposes and serves it', async () => {
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'auto'), modelId: manifest.modelId, layers: 'auto', threads: 1 })
+    await host.start()
+    try {
+      // Alone in the swarm, the bottleneck is every block: the proposal covers the whole model.
+      expect(host.state.blocks).toEqual([0, 5])
+      expect(host.state.status).toBe('ready')
+      expect((await complete(8)).hops).toBe(1)
+    } finally {
+      await host.stop(1000)
+    }
+  })
+
+  it('a draining host leaves routing at once and lets the session in flight finish', async () => {
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'drain'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    await host.start()
+    const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens: 40 })
+    await run.next()
+    const stopping = host.stop(10_000)
+    // The tracker hears "draining" before the host waits for its sessions.
+    await new Promise((r) => setTimeout(r, 100))
+    await expect(callRpc(client.tracker, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 10 })).rejects.toMatchObject({
+      code: 'no_route',
+    })
+    let tokens = 1
+    let next = await run.next()
+    while (!next.done) {
+      tokens++
+      next = await run.next()
+    }
+    expect(tokens).toBe(40)
+    await stopping
+  })
+})
