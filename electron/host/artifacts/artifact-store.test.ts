@@ -91,6 +91,22 @@ describe.skipIf(!HAVE_STORIES)(`artifact store over BitTorrent on loopback${NEED
     expect(await sha256(again as string)).toBe(artifact('blocks-2-4.gguf').sha256)
   })
 
+  it('resumes after a restart from what is on disk, with no seeder left to ask', async () => {
+    const first = new ArtifactStore({ dataDir: join(dir, 'host-resume') })
+    await first.fetch(manifest, torrent, ['head.gguf'])
+    await first.close()
+    // Every other peer gone: a tracker that knows no one.
+    const lonely = await Tracker.start({ dbPath: ':memory:' })
+    try {
+      const alone = await createModelTorrent(join(dir, 'packed'), manifest, [lonely.announceUrl])
+      const again = store('host-resume')
+      const [path] = await again.fetch(manifest, alone, ['head.gguf'])
+      expect(await sha256(path as string)).toBe(artifact('head.gguf').sha256)
+    } finally {
+      await lonely.close()
+    }
+  })
+
   it('refuses a range that does not fit the disk quota, before downloading', async () => {
     const tiny = store('host-small', 1000)
     await expect(tiny.fetch(manifest, torrent, ['blocks-0-2.gguf'])).rejects.toMatchObject({
