@@ -108,6 +108,11 @@ interface Candidate {
   bestRouteMsPerToken: number | null
 }
 
+/**
+ * What a host would serve if it joined now, before anything is downloaded: the proposal (or why not), the
+ * coverage of every block before and after, and other ranges it could take. Pure and deterministic: the
+ * same swarm, model and host give the same preview, whatever order the registry lists the hosts in.
+ */
 export function previewPlacement(view: SwarmView, model: PlacementModel, host: JoiningHost, options: PlacementOptions): PlacementPreview {
   const n = view.nBlocks
   checkRequest(view, model, host, options)
@@ -134,7 +139,8 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
 
   const candidates: Candidate[] = []
   let fitsMemory = false
-  let slowest: { blocks: BlockRange; routeMs: number } | undefined
+  /** Of the ranges refused as too slow, the one with the fastest route through it: what a refusal quotes. */
+  let leastSlow: { blocks: BlockRange; routeMs: number } | undefined
   for (let a = 0; a < n; a++) {
     // The longest range from a that fits memory and disk; memory and download grow with the end block.
     let end = a
@@ -152,7 +158,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
         candidates.push(candidate(a, end, routeMs))
         break
       }
-      if (slowest === undefined || routeMs < slowest.routeMs) slowest = { blocks: [a, end], routeMs }
+      if (leastSlow === undefined || routeMs < leastSlow.routeMs) leastSlow = { blocks: [a, end], routeMs }
     }
   }
 
@@ -226,7 +232,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
         details: { freeMemoryBytes: host.freeMemoryBytes, neededBytes: needed, block: cheapest, kvBudgetTokens: options.kvBudgetTokens },
       }
     }
-    if (slowest === undefined) {
+    if (leastSlow === undefined) {
       let cheapest = 0
       for (let b = 1; b < n; b++) if (sizes.downloadBytes(b, b + 1) < sizes.downloadBytes(cheapest, cheapest + 1)) cheapest = b
       const needed = sizes.downloadBytes(cheapest, cheapest + 1)
@@ -237,15 +243,22 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
         details: { freeDiskBytes: host.freeDiskBytes, neededBytes: needed, block: cheapest },
       }
     }
-    const slowdown = slowest.routeMs / routes.bestMs
+    const slowdown = leastSlow.routeMs / routes.bestMs
     return {
       serve: false,
       code: 'too_slow',
       reason:
-        `at ${host.msPerBlock} ms per block this host would slow every route it joins: the fastest route through it (blocks [${slowest.blocks[0]}, ${slowest.blocks[1]})) ` +
-        `takes ${slowest.routeMs.toFixed(1)} ms per token, ${slowdown.toFixed(2)}× the swarm's best ${routes.bestMs.toFixed(1)} ms (limit ${maxSlowdown}×); ` +
+        `at ${host.msPerBlock} ms per block this host would slow every route it joins: the fastest route through it (blocks [${leastSlow.blocks[0]}, ${leastSlow.blocks[1]})) ` +
+        `takes ${leastSlow.routeMs.toFixed(1)} ms per token, ${slowdown.toFixed(2)}× the swarm's best ${routes.bestMs.toFixed(1)} ms (limit ${maxSlowdown}×); ` +
         'serve on a faster device (GPU) or use this one as a client',
-      details: { msPerBlock: host.msPerBlock, blocks: slowest.blocks, routeMsPerToken: slowest.routeMs, bestRouteMsPerToken: routes.bestMs, slowdown, maxSlowdown },
+      details: {
+        msPerBlock: host.msPerBlock,
+        blocks: leastSlow.blocks,
+        routeMsPerToken: leastSlow.routeMs,
+        bestRouteMsPerToken: routes.bestMs,
+        slowdown,
+        maxSlowdown,
+      },
     }
   }
 
@@ -282,14 +295,19 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
     throw new NeuronError('bad_placement_request', message, details)
   }
   if (model.nLayer !== view.nBlocks || model.bytesPerBlock.length !== model.nLayer) {
-    fail(`the model has ${model.nLayer} blocks and ${model.bytesPerBlock.length} block sizes but the swarm view has ${view.nBlocks}; pass the manifest of the swarm's model`, {
-      nLayer: model.nLayer,
-      bytesPerBlock: model.bytesPerBlock.length,
-      nBlocks: view.nBlocks,
-    })
+    fail(
+      `the model has ${model.nLayer} blocks and ${model.bytesPerBlock.length} block sizes but the swarm view has ${view.nBlocks}; pass the manifest of the swarm's model`,
+      {
+        nLayer: model.nLayer,
+        bytesPerBlock: model.bytesPerBlock.length,
+        nBlocks: view.nBlocks,
+      },
+    )
   }
   if (!(host.msPerBlock > 0 && Number.isFinite(host.msPerBlock))) {
-    fail(`a host's measured time per block must be a positive number of ms, got ${host.msPerBlock}; run the compute benchmark first`, { msPerBlock: host.msPerBlock })
+    fail(`a host's measured time per block must be a positive number of ms, got ${host.msPerBlock}; run the compute benchmark first`, {
+      msPerBlock: host.msPerBlock,
+    })
   }
   if (!(options.kvBudgetTokens >= 0 && Number.isFinite(options.kvBudgetTokens))) {
     fail(`the KV budget must be 0 or more tokens, got ${options.kvBudgetTokens}`, { kvBudgetTokens: options.kvBudgetTokens })
@@ -353,8 +371,8 @@ class RouteBounds {
   constructor(spans: readonly ServedSpan[], n: number, costs: RouteCosts) {
     this.linkMs = costs.defaultLatencyMs
     const ready = spans.filter((s) => s.status === 'ready')
-    const step = ready.map((s) => hopComputeMs(s, 1) + (s.reputation < costs.minReputation ? LOW_REPUTATION_PENALTY_MS : 0))
-    const penalty = ready.map((s) => (s.relay ? costs.relayPenaltyMs : 0))
+    const step = Float64Array.from(ready, (s) => hopComputeMs(s, 1) + (s.reputation < costs.minReputation ? LOW_REPUTATION_PENALTY_MS : 0))
+    const penalty = Float64Array.from(ready, (s) => (s.relay ? costs.relayPenaltyMs : 0))
     // Hosts covering each block, as compressed rows.
     const rowStart = new Int32Array(n + 1)
     for (const s of ready) for (let b = s.blocks[0]; b < s.blocks[1]; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + 1

@@ -125,25 +125,33 @@ describe('planRoute', () => {
 
   it('plans a failover replacement for one span, next to the hops that stay', () => {
     const latency = new LatencyMatrix().setBoth('a', 'spare-near', 2).setBoth('spare-near', 'c', 2)
-    const view = swarm(6, [host('a', [0, 2], 5), host('b', [2, 4], 5), host('c', [4, 6], 5), host('spare-far', [1, 5], 4), host('spare-near', [2, 4], 5)], latency)
+    const view = swarm(
+      6,
+      [host('a', [0, 2], 5), host('b', [2, 4], 5), host('c', [4, 6], 5), host('spare-far', [1, 5], 4), host('spare-near', [2, 4], 5)],
+      latency,
+    )
     // b died: find hosts for [2, 4) other than b, between a and c.
     const replacement = planRoute(view, { tokens: 100, span: [2, 4], exclude: new Set(['b']), previousHop: 'a', nextHop: 'c' })
     expect(replacement.blocks).toEqual([2, 4])
     expect(replacement.hops.map((h) => [h.hostId, h.blocks])).toEqual([['spare-near', [2, 4]]])
     expect(replacement.expectedMsPerToken).toBe(2 + 2 * 5 + 2)
     // With both spares gone too, the error names the span's blocks only.
-    const error = noRoute(() => planRoute(view, { tokens: 100, span: [2, 4], exclude: new Set(['b', 'spare-near', 'spare-far']), previousHop: 'a', nextHop: 'c' }))
+    const error = noRoute(() =>
+      planRoute(view, { tokens: 100, span: [2, 4], exclude: new Set(['b', 'spare-near', 'spare-far']), previousHop: 'a', nextHop: 'c' }),
+    )
     expect(error.details.uncovered).toEqual([[2, 4]])
     expect(error.details.unavailable).toEqual({ excluded: 3 })
   })
 
   it('never puts one host on a route twice, even when a detour through a fast host would save time', () => {
     const latency = new LatencyMatrix().setBoth('big', 'quick', 1)
-    const view = swarm(6, [host('big', [0, 6], 100), host('quick', [2, 3], 1)])
+    // big → quick → big would save 99 ms of compute for 2 ms of links, but big would hold two KV caches for one session.
+    const view = swarm(6, [host('big', [0, 6], 100), host('quick', [2, 3], 1)], latency)
     const route = planRoute(view, { tokens: 1 })
     const hosts = route.hops.map((h) => h.hostId)
     expect(new Set(hosts).size).toBe(hosts.length)
     expect(route.hops.map((h) => [h.hostId, h.blocks])).toEqual([['big', [0, 6]]])
+    expect(route.expectedMsPerToken).toBe(6 * 100 + 2 * LINK)
   })
 
   it('gives the same route whatever order the registry lists hosts in', () => {

@@ -9,12 +9,17 @@
  * Blocks on hosts under the reputation threshold carry a penalty larger than any real route, so those
  * hosts serve only the blocks nothing else serves.
  *
- * Like Petals this is a shortest path over block boundaries, but hops only move forward, so the graph is
- * a DAG and one sweep over the boundaries in order replaces Dijkstra. The state is (host, boundary):
- * a host either continues its hop by one block or a new hop starts at the boundary. Entering a hop takes
- * the cheapest arrival at that boundary plus the link latency; only measured links differ from the
- * default, so each entry looks at the few cheapest arrivals and the host's measured in-links instead of
- * every other host: O(Σ span lengths × measured links per host) rather than O(hosts² × blocks).
+ * Like Petals this is a shortest path over block boundaries, but hops only move forward, so the graph is a
+ * DAG and one sweep over the boundaries in order replaces Dijkstra. The state is (host, boundary): a host
+ * either continues its hop by one block or starts a new hop at the boundary. A new hop's cost is the best
+ * arrival at that boundary plus the link to it. Unmeasured links all cost the default, so the best of them
+ * comes from the TOP cheapest arrivals; measured links are pushed from each arrival that could still beat
+ * that (links sorted by latency, so the push stops early). Work per plan: O(Σ span lengths + measured links
+ * pushed) instead of O(hosts² × blocks), and the route found is the fastest (tests check it against a full
+ * search over every host sequence), but for the rare merged detour below.
+ *
+ * A host keeps one KV cache per session, so a route uses it for one hop: a route that would come back to a
+ * host after a detour is merged into one hop on that host (its range is contiguous, so it covers the detour).
  */
 import { NeuronError } from '../protocol'
 import { type BlockRange, CLIENT, type ServedSpan, type SwarmView } from './swarm-view'
@@ -79,18 +84,22 @@ export function hopComputeMs(span: Pick<ServedSpan, 'msPerBlock' | 'activeSessio
 /** A span the planner can use at all: sane numbers, a non-empty range inside the model. */
 function usable(span: ServedSpan, nBlocks: number): boolean {
   const [begin, end] = span.blocks
-  return Number.isInteger(begin) && Number.isInteger(end) && begin >= 0 && begin < end && end <= nBlocks && span.msPerBlock > 0 && Number.isFinite(span.msPerBlock)
+  return (
+    Number.isInteger(begin) && Number.isInteger(end) && begin >= 0 && begin < end && end <= nBlocks && span.msPerBlock > 0 && Number.isFinite(span.msPerBlock)
+  )
 }
 
 const NONE = -2
 /** Predecessor index for "the span's previous hop" (the client, or the host before a repaired span). */
 const PREVIOUS = -1
 /** How many of the cheapest arrivals each hop entry looks at before falling back to a scan. */
-const TOP = 4
+const TOP = 2
 
 /**
- * Plans routes over one snapshot of a swarm. Building it compiles the snapshot into arrays (about
- * a millisecond for 10 000 hosts); each `plan` then runs one sweep. Rebuild when the snapshot changes.
+ * Plans routes over one snapshot of a swarm. Building it compiles the snapshot into typed arrays (tens of ms
+ * for 10 000 hosts, mostly looking up measured links by host id); each `plan` then runs one sweep of a few ms.
+ * Build once per registry change (or per second under churn) and plan every session against it. A plan reads
+ * each span's status, sessions and free KV afresh; speed, load factor and latencies are as of the build.
  */
 export class RoutePlanner {
   private readonly nBlocks: number
@@ -102,18 +111,18 @@ export class RoutePlanner {
   private readonly end: Int32Array
   private readonly stepMs: Float64Array
   private readonly entryPenaltyMs: Float64Array
-  /** Host indices by begin block, then host id. */
-  private readonly byBegin: Int32Array
   // Measured links out of each host, compressed rows: g's links are outTo/outMs[outStart[g] .. outStart[g + 1]).
   private readonly outStart: Int32Array
   private readonly outTo: Int32Array
   private readonly outMs: Float64Array
   /** The cheapest link into each host: the default estimate or a faster measured one. */
   private readonly minInMs: Float64Array
-  // (host, boundary) states, at stateBase[h] + boundary - begin[h]: where the hop running there started, and who fed it.
+  /** The cheapest measured link out of each host (infinite when none). */
+  private readonly minOutMs: Float64Array
+  // Hop entries, at stateBase[h] + boundary - begin[h]: the host that fed the hop, and where that host's own hop started.
   private readonly stateBase: Int32Array
-  private readonly hopStartAt: Int32Array
   private readonly fromAt: Int32Array
+  private readonly fromStartAt: Int32Array
   // Per-plan scratch, reused.
   private readonly eligible: Uint8Array
   private readonly cur: Float64Array
@@ -121,7 +130,8 @@ export class RoutePlanner {
   private readonly arrivalMs: Float64Array
   private readonly arrivals: Int32Array
   private readonly active: Int32Array
-  private readonly coveringAt: Int32Array
+  private readonly arrivalStart: Int32Array
+  private finalStart = 0
   private readonly pushedMs: Float64Array
   private readonly pushedFrom: Int32Array
   private readonly pushedAt: Int32Array
@@ -132,8 +142,11 @@ export class RoutePlanner {
     this.view = view
     this.costs = costs
     this.nBlocks = view.nBlocks
-    // Sorting by host id makes every tie break the same way whatever order the registry listed hosts in.
-    this.spans = view.spans.filter((s) => usable(s, view.nBlocks)).sort((a, b) => (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0))
+    // Hosts are numbered by begin block, then host id: ties break the same way whatever order the registry listed
+    // hosts in, and the hosts covering a block sit close together in memory, which is most of the sweep's speed.
+    this.spans = view.spans
+      .filter((s) => usable(s, view.nBlocks))
+      .sort((a, b) => a.blocks[0] - b.blocks[0] || (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0))
     const n = this.spans.length
     this.begin = new Int32Array(n)
     this.end = new Int32Array(n)
@@ -157,37 +170,66 @@ export class RoutePlanner {
       this.stateBase[h] = states
       states += span.blocks[1] - span.blocks[0] + 1
     }
-    this.byBegin = Int32Array.from(this.spans.keys()).sort((a, b) => (this.begin[a] as number) - (this.begin[b] as number) || a - b)
 
-    // Links are listed by the table per receiver; the sweep pushes along them per sender.
-    const linkFrom: number[] = []
-    const linkTo: number[] = []
-    const linkMs: number[] = []
+    // Links are listed by the table per receiver; the sweep pushes along them per sender. Typed buffers, grown by
+    // doubling, keep this to a few ms for 10 000 hosts with a dozen measured links each.
+    let linkFrom = new Int32Array(1024)
+    let linkTo = new Int32Array(1024)
+    let linkMs = new Float64Array(1024)
+    let links = 0
     this.minInMs = new Float64Array(n).fill(costs.defaultLatencyMs)
+    this.minOutMs = new Float64Array(n).fill(Number.POSITIVE_INFINITY)
     this.outStart = new Int32Array(n + 1)
     for (let h = 0; h < n; h++) {
       for (const [peer, latency] of view.latency.measuredInto((this.spans[h] as ServedSpan).hostId)) {
         const g = this.indexOf.get(peer)
         if (g === undefined || g === h || !(latency >= 0)) continue
-        linkFrom.push(g)
-        linkTo.push(h)
-        linkMs.push(latency)
+        if (links === linkTo.length) {
+          const grow = <T extends Int32Array | Float64Array>(from: T, to: T): T => {
+            to.set(from)
+            return to
+          }
+          linkFrom = grow(linkFrom, new Int32Array(links * 2))
+          linkTo = grow(linkTo, new Int32Array(links * 2))
+          linkMs = grow(linkMs, new Float64Array(links * 2))
+        }
+        linkFrom[links] = g
+        linkTo[links] = h
+        linkMs[links] = latency
+        links++
         this.outStart[g + 1] = (this.outStart[g + 1] as number) + 1
         if (latency < (this.minInMs[h] as number)) this.minInMs[h] = latency
+        if (latency < (this.minOutMs[g] as number)) this.minOutMs[g] = latency
       }
     }
     for (let g = 0; g < n; g++) this.outStart[g + 1] = (this.outStart[g + 1] as number) + (this.outStart[g] as number)
-    this.outTo = new Int32Array(linkTo.length)
-    this.outMs = new Float64Array(linkTo.length)
+    this.outTo = new Int32Array(links)
+    this.outMs = new Float64Array(links)
     const nextOut = this.outStart.slice(0, n)
-    for (let k = 0; k < linkTo.length; k++) {
+    for (let k = 0; k < links; k++) {
       const at = nextOut[linkFrom[k] as number] as number
       this.outTo[at] = linkTo[k] as number
       this.outMs[at] = linkMs[k] as number
       nextOut[linkFrom[k] as number] = at + 1
     }
+    // Fastest links first, so a push can stop at the first link too slow to matter. Rows are short: insertion sort.
+    for (let g = 0; g < n; g++) {
+      const first = this.outStart[g] as number
+      for (let e = first + 1; e < (this.outStart[g + 1] as number); e++) {
+        const to = this.outTo[e] as number
+        const ms = this.outMs[e] as number
+        let at = e
+        while (at > first && (this.outMs[at - 1] as number) > ms) {
+          this.outTo[at] = this.outTo[at - 1] as number
+          this.outMs[at] = this.outMs[at - 1] as number
+          at--
+        }
+        this.outTo[at] = to
+        this.outMs[at] = ms
+      }
+    }
 
-    this.hopStartAt = new Int32Array(states)
+    this.fromStartAt = new Int32Array(states)
     this.fromAt = new Int32Array(states)
     this.eligible = new Uint8Array(n)
     this.cur = new Float64Array(n)
@@ -195,7 +237,7 @@ export class RoutePlanner {
     this.arrivalMs = new Float64Array(n)
     this.arrivals = new Int32Array(n)
     this.active = new Int32Array(n)
-    this.coveringAt = new Int32Array(n)
+    this.arrivalStart = new Int32Array(n)
     this.pushedMs = new Float64Array(n)
     this.pushedFrom = new Int32Array(n)
     this.pushedAt = new Int32Array(n)
@@ -207,10 +249,14 @@ export class RoutePlanner {
   plan(request: RouteRequest): PlannedRoute {
     const [spanBegin, spanEnd] = request.span ?? [0, this.nBlocks]
     if (!(Number.isInteger(spanBegin) && Number.isInteger(spanEnd) && spanBegin >= 0 && spanBegin < spanEnd && spanEnd <= this.nBlocks)) {
-      throw new NeuronError('bad_route_request', `cannot plan blocks [${spanBegin}, ${spanEnd}) of a ${this.nBlocks}-block model; ask for [a, b) with 0 ≤ a < b ≤ ${this.nBlocks}`, {
-        span: [spanBegin, spanEnd],
-        nBlocks: this.nBlocks,
-      })
+      throw new NeuronError(
+        'bad_route_request',
+        `cannot plan blocks [${spanBegin}, ${spanEnd}) of a ${this.nBlocks}-block model; ask for [a, b) with 0 ≤ a < b ≤ ${this.nBlocks}`,
+        {
+          span: [spanBegin, spanEnd],
+          nBlocks: this.nBlocks,
+        },
+      )
     }
     if (!(request.tokens >= 0 && Number.isFinite(request.tokens))) {
       throw new NeuronError('bad_route_request', `a session needs a KV size of 0 or more tokens, got ${request.tokens}`, { tokens: request.tokens })
@@ -219,10 +265,16 @@ export class RoutePlanner {
     const nextHop = request.nextHop ?? CLIENT
     this.markEligible(request, spanBegin, spanEnd)
 
-    const { cur, arrivalMs, arrivals, active, hopStart, eligible, coveringAt, pushedMs, pushedFrom, pushedAt, topLinks, topLinksAt } = this
+    const finalHost = this.sweep(spanBegin, spanEnd, previousHop, nextHop)
+    if (finalHost === NONE) throw this.noRoute(request, spanBegin, spanEnd)
+    return this.route(finalHost, spanBegin, spanEnd, previousHop, nextHop)
+  }
+
+  /** One pass over boundaries spanBegin..spanEnd; returns the last hop's host, or NONE when no route exists. */
+  private sweep(spanBegin: number, spanEnd: number, previousHop: string, nextHop: string): number {
+    const { cur, arrivalMs, arrivalStart, arrivals, active, hopStart, eligible, pushedMs, pushedFrom, pushedAt, topLinks, topLinksAt } = this
     const { outStart, outTo, outMs } = this
     const defaultMs = this.costs.defaultLatencyMs
-    coveringAt.fill(-1)
     pushedAt.fill(-1)
     topLinksAt.fill(-1)
     const top = new Int32Array(TOP)
@@ -233,13 +285,17 @@ export class RoutePlanner {
 
     for (let b = spanBegin; b <= spanEnd; b++) {
       // Arrivals at boundary b: hosts whose running hop has computed block b - 1.
+      // The same pass drops hosts whose range ends at b from the hosts covering block b.
       let arrivalCount = 0
       let topCount = 0
+      let kept = 0
       for (let k = 0; k < activeCount; k++) {
         const g = active[k] as number
+        if ((this.end[g] as number) > b) active[kept++] = g
         const ms = cur[g] as number
         if (ms === Number.POSITIVE_INFINITY) continue
         arrivalMs[g] = ms
+        arrivalStart[g] = hopStart[g] as number
         arrivals[arrivalCount++] = g
         // Keep the TOP cheapest, in order (ties keep host-id order).
         let at = topCount < TOP ? topCount++ : TOP
@@ -257,26 +313,21 @@ export class RoutePlanner {
           if (ms < finalMs) {
             finalMs = ms
             finalHost = g
+            this.finalStart = arrivalStart[g] as number
           }
         }
         break
       }
 
-      // The hosts covering block b: drop those whose range ended, add those whose range starts.
-      let kept = 0
-      for (let k = 0; k < activeCount; k++) {
-        const h = active[k] as number
-        if ((this.end[h] as number) > b) active[kept++] = h
-      }
+      // Then add the hosts whose range starts here.
       activeCount = kept
-      while (nextToAdd < this.byBegin.length && (this.begin[this.byBegin[nextToAdd] as number] as number) <= b) {
-        const h = this.byBegin[nextToAdd++] as number
+      while (nextToAdd < this.spans.length && (this.begin[nextToAdd] as number) <= b) {
+        const h = nextToAdd++
         if (eligible[h] === 1 && (this.end[h] as number) > b) {
           active[activeCount++] = h
           cur[h] = Number.POSITIVE_INFINITY
         }
       }
-      for (let k = 0; k < activeCount; k++) coveringAt[active[k] as number] = b
 
       // Push arrivals along their measured links. An arrival costlier than the TOP-th cheapest plus the
       // default latency cannot beat the default link from one of the TOP cheapest, so it stays put.
@@ -287,16 +338,19 @@ export class RoutePlanner {
         if (ms >= pushBelow) continue
         let topBit = 0
         for (let t = 0; t < topCount; t++) if (top[t] === g) topBit = 1 << t
+        if (topBit === 0 && ms + (this.minOutMs[g] as number) >= pushBelow) continue
         const last = outStart[g + 1] as number
         for (let e = outStart[g] as number; e < last; e++) {
+          const via = ms + (outMs[e] as number)
+          // Links are sorted: the rest cannot beat a default link either. The cheapest arrivals go on, to mark every link.
+          if (via >= pushBelow && topBit === 0) break
           const h = outTo[e] as number
-          if (coveringAt[h] !== b) continue
+          if (eligible[h] === 0 || (this.begin[h] as number) > b || (this.end[h] as number) <= b) continue
           if (topBit !== 0) {
             // Remember which of the cheapest arrivals reach h by a measured link: their default estimate does not apply.
             topLinks[h] = topLinksAt[h] === b ? (topLinks[h] as number) | topBit : topBit
             topLinksAt[h] = b
           }
-          const via = ms + (outMs[e] as number)
           if (pushedAt[h] !== b || via < (pushedMs[h] as number)) {
             pushedMs[h] = via
             pushedFrom[h] = g
@@ -345,21 +399,18 @@ export class RoutePlanner {
           }
           entryMs += penalty
         }
-        // A host serves one hop per route: re-entering after other hops would need two KV caches for one session.
-        if (entryMs < continuing && !(continuing !== Number.POSITIVE_INFINITY && this.chainVisits(from, b, h))) {
+        if (entryMs < continuing) {
           cur[h] = entryMs
           hopStart[h] = b
-          this.fromAt[(this.stateBase[h] as number) + b - (this.begin[h] as number)] = from
+          const state = (this.stateBase[h] as number) + b - (this.begin[h] as number)
+          this.fromAt[state] = from
+          this.fromStartAt[state] = from >= 0 ? (arrivalStart[from] as number) : PREVIOUS
         }
-        if (cur[h] !== Number.POSITIVE_INFINITY) {
-          cur[h] = (cur[h] as number) + (this.stepMs[h] as number)
-          this.hopStartAt[(this.stateBase[h] as number) + b + 1 - (this.begin[h] as number)] = hopStart[h] as number
-        }
+        cur[h] = (cur[h] as number) + (this.stepMs[h] as number)
       }
     }
 
-    if (finalHost === NONE) throw this.noRoute(request, spanBegin, spanEnd)
-    return this.route(finalHost, spanBegin, spanEnd, previousHop, nextHop)
+    return finalHost
   }
 
   private idOf(h: number): string {
@@ -396,33 +447,32 @@ export class RoutePlanner {
     }
   }
 
-  /** Whether the best path arriving at boundary b from host g already used host h. */
-  private chainVisits(g: number, b: number, h: number): boolean {
-    let host = g
-    let at = b
-    // Each step goes back one hop, and hops are non-empty, so this ends within the span's block count.
-    while (host >= 0) {
-      if (host === h) return true
-      const start = this.hopStartAt[(this.stateBase[host] as number) + at - (this.begin[host] as number)] as number
-      const from = this.fromAt[(this.stateBase[host] as number) + start - (this.begin[host] as number)] as number
-      host = from
-      at = start
-    }
-    return false
-  }
-
   private route(last: number, spanBegin: number, spanEnd: number, previousHop: string, nextHop: string): PlannedRoute {
     const hops: RouteHop[] = []
     let host = last
+    let start = this.finalStart
     let at = spanEnd
+    // Each step goes back one non-empty hop, so this ends within the span's block count.
     while (host >= 0) {
       const span = this.spans[host] as ServedSpan
-      const start = this.hopStartAt[(this.stateBase[host] as number) + at - (this.begin[host] as number)] as number
       hops.push({ hostId: span.hostId, blocks: [start, at], computeMs: hopComputeMs(span, at - start), relay: span.relay })
-      host = this.fromAt[(this.stateBase[host] as number) + start - (this.begin[host] as number)] as number
+      const state = (this.stateBase[host] as number) + start - (this.begin[host] as number)
+      host = this.fromAt[state] as number
       at = start
+      start = this.fromStartAt[state] as number
     }
     hops.reverse()
+    // A host keeps one KV cache per session, so it serves one hop per route. The search may return to a host
+    // after a detour through faster ones (rare: two extra links must cost less than the blocks saved); its range
+    // is contiguous, so it serves the detour's blocks too and the hops between merge into one.
+    for (let i = 0; i < hops.length; i++) {
+      const id = (hops[i] as RouteHop).hostId
+      const again = hops.findLastIndex((hop) => hop.hostId === id)
+      if (again <= i) continue
+      const span = this.spans[this.indexOf.get(id) as number] as ServedSpan
+      const blocks: BlockRange = [(hops[i] as RouteHop).blocks[0], (hops[again] as RouteHop).blocks[1]]
+      hops.splice(i, again - i + 1, { hostId: id, blocks, computeMs: hopComputeMs(span, blocks[1] - blocks[0]), relay: span.relay })
+    }
     // Report the time a user will see: penalties that only order the search (reputation) are left out.
     let expectedMsPerToken = 0
     let sender = previousHop
@@ -437,7 +487,7 @@ export class RoutePlanner {
   private noRoute(request: RouteRequest, spanBegin: number, spanEnd: number): NeuronError {
     const covered = new Uint8Array(this.nBlocks)
     for (let h = 0; h < this.spans.length; h++) {
-      if (this.eligible[h] !== 1) continue
+      if (this.eligible[h] === 0) continue
       for (let b = Math.max(spanBegin, this.begin[h] as number); b < Math.min(spanEnd, this.end[h] as number); b++) covered[b] = 1
     }
     const uncovered: [number, number][] = []
@@ -470,7 +520,9 @@ export class RoutePlanner {
       .join(', ')
     const message =
       `no route for blocks ${ranges} of ${this.nBlocks}: no ready host with a free session and ${request.tokens} free KV tokens serves them` +
-      (servedBy === '' ? '; no host serves them at all, so a host must be placed there' : ` (the hosts that serve them: ${servedBy}); retry when one is free or add a host there`)
+      (servedBy === ''
+        ? '; no host serves them at all, so a host must be placed there'
+        : ` (the hosts that serve them: ${servedBy}); retry when one is free or add a host there`)
     return new NeuronError('no_route', message, { uncovered, span: [spanBegin, spanEnd], tokens: request.tokens, unavailable })
   }
 }
