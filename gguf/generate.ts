@@ -229,13 +229,30 @@ function* tensorChunks(spec: TensorSpec, rng: Sfc32): Generator<Uint8Array> {
         yield quantBlocks(n / 32, 34, 8, std / 73.9, rng)
         break
       case GgmlTypeId.Q4_0:
-        // 4-bit quants (q - 8) uniform on [-8, 7] have a standard deviation of about 4.61 steps.
-        yield quantBlocks(n / 32, 18, 4, std / 4.61, rng)
+        // 4-bit quants (q - 8) uniform on [-7, 7] have a standard deviation of about 4.32 steps.
+        yield q4Blocks(n / 32, std / 4.32, rng)
         break
       default:
         throw new Error(`cannot generate ${spec.type.name} tensors`)
     }
   }
+}
+
+/**
+ * Q4_0 blocks with quants drawn on [-7, 7]: the format allows -8 too, but uniform draws on
+ * [-8, 7] average -0.5 steps, a bias every dot product sums up until the model emits one token.
+ */
+function q4Blocks(blocks: number, scale: number, rng: Sfc32): Uint8Array {
+  const out = Buffer.allocUnsafe(blocks * 18)
+  for (let b = 0, at = 0; b < blocks; b++, at += 18) {
+    out.writeUInt16LE(toHalf(scale * (0.75 + 0.25 * (rng.signed() + 1))), at)
+    for (let i = 0; i < 16; i += 2) {
+      const r = rng.next()
+      out[at + 2 + i] = (1 + ((r & 0xff) % 15)) | ((1 + (((r >>> 8) & 0xff) % 15)) << 4)
+      out[at + 3 + i] = (1 + (((r >>> 16) & 0xff) % 15)) | ((1 + ((r >>> 24) % 15)) << 4)
+    }
+  }
+  return out
 }
 
 /** Blocks of an f16 scale followed by random quants: `words` random 32-bit words per block. */
