@@ -1,0 +1,122 @@
+// Loads the compiled addon and registers ggml's backends (once per process).
+import { existsSync, readdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ShardRuntimeError, toShardRuntimeError } from './errors'
+
+export type NativeInfo = {
+  arch: string
+  nEmbd: number
+  nVocab: number
+  nLayer: number
+  nHead: number
+  nHeadKv: number
+  layers: [number, number]
+  embed: boolean
+  head: boolean
+  device: string
+  deviceDescription: string
+  backend: string
+  threads: number
+  flashAttention: boolean
+  weightBytes: number
+  /** Weight bytes per ggml buffer type (CPU_REPACK: matmul weights repacked the way llama.cpp does). */
+  weightBuffers: Record<string, number>
+  kvBytesPerToken: number
+}
+
+export type NativeForwardResult = { data: Float32Array | Uint16Array; rows: number; cols: number }
+
+export interface NativeSession {
+  forward(input: Int32Array | Float32Array | Uint16Array, start: number, allOutputs: boolean, f16Output: boolean): Promise<NativeForwardResult>
+  truncate(nPast: number): void
+  close(): void
+  readonly nPast: number
+  readonly kvBytes: number
+}
+
+export interface NativeRuntime {
+  info(): NativeInfo
+  openSession(maxTokens: number): NativeSession
+  dispose(): void
+}
+
+type NativeModule = {
+  initBackends(o: { dirs: string[]; libs: string[] }): { devices: string[]; problems: string[] }
+  loadRuntime(o: {
+    artifacts: string[]
+    from: number
+    to: number
+    embed: boolean
+    head: boolean
+    threads: number
+    device?: string
+    flashAttention?: boolean
+  }): Promise<NativeRuntime>
+}
+
+const here = dirname(fileURLToPath(import.meta.url))
+const require = createRequire(import.meta.url)
+
+function pkgDir(name: string): string | undefined {
+  for (const base of require.resolve.paths(name) ?? []) {
+    const dir = join(base, name)
+    if (existsSync(join(dir, 'package.json'))) return dir
+  }
+  return undefined
+}
+
+/** Folders of node-llama-cpp's prebuilt ggml for this platform: the CPU build, then GPU builds. */
+export function ggmlBinDirs(): { cpu: string[]; gpuLibs: string[] } {
+  if (process.env.NEURON_GGML_BINS) return { cpu: [process.env.NEURON_GGML_BINS], gpuLibs: [] }
+  const { platform, arch } = process
+  const os = platform === 'darwin' ? 'mac' : platform
+  const cpu: string[] = []
+  const gpuLibs: string[] = []
+  const base = platform === 'darwin' && arch === 'arm64' ? 'mac-arm64-metal' : `${os}-${arch}`
+  const cpuPkg = pkgDir(`@node-llama-cpp/${base}`)
+  if (cpuPkg) {
+    const bins = join(cpuPkg, 'bins')
+    for (const d of existsSync(bins) ? readdirSync(bins) : []) cpu.push(join(bins, d))
+  }
+  for (const gpu of ['cuda', 'vulkan']) {
+    const dir = pkgDir(`@node-llama-cpp/${os}-${arch}-${gpu}`)
+    if (!dir) continue
+    const bins = join(dir, 'bins')
+    for (const d of existsSync(bins) ? readdirSync(bins) : []) {
+      const lib = join(bins, d, platform === 'win32' ? `ggml-${gpu}.dll` : `libggml-${gpu}.so`)
+      if (existsSync(lib)) gpuLibs.push(lib)
+    }
+  }
+  return { cpu, gpuLibs }
+}
+
+let native: NativeModule | undefined
+/** Why GPU builds that are installed could not be used (missing driver / runtime), across calls. */
+const backendProblems: string[] = []
+
+/**
+ * The addon, with ggml's backends registered: the best CPU variant always; node-llama-cpp's
+ * CUDA / Vulkan builds (when installed) only once a caller may want a GPU.
+ */
+export function nativeModule(wantGpu: boolean): { native: NativeModule; devices: string[]; problems: string[] } {
+  if (!native) {
+    const path = join(here, 'build', 'Release', 'neuron_native.node')
+    if (!existsSync(path)) {
+      throw new ShardRuntimeError('NATIVE_NOT_BUILT', `the native runtime is not built (${path}); run: node native/build.mjs`, {
+        path,
+      })
+    }
+    native = require(path) as NativeModule
+  }
+  const { cpu, gpuLibs } = ggmlBinDirs()
+  const libs = wantGpu ? gpuLibs : []
+  try {
+    const { devices, problems } = native.initBackends({ dirs: cpu, libs })
+    backendProblems.push(...problems)
+    return { native, devices, problems: backendProblems }
+  } catch (err) {
+    throw toShardRuntimeError(err)
+  }
+}

@@ -1,0 +1,237 @@
+// The layer-range runtime: blocks [a, b) of a GGUF model on ggml, with a hidden-state seam.
+import { availableParallelism } from 'node:os'
+import { type NativeForwardResult, type NativeInfo, type NativeRuntime, type NativeSession, nativeModule } from './binding'
+import { ShardRuntimeError, typed } from './errors'
+import { type Sampled, type SampleParams, SeededRandom, sampleToken } from './sampler'
+
+export type ShardRuntimeOptions = {
+  /** GGUF files, each with the model's full metadata and some of its tensors (an artifact set or one whole model). */
+  artifacts: string[]
+  /** Blocks [from, to) this runtime serves. */
+  layers: [number, number]
+  /** First hop: takes token ids and owns token_embd.weight. */
+  embed: boolean
+  /** Last hop: output norm + lm_head; returns logits and samples. */
+  head: boolean
+  /** CPU threads; never more than the machine's cores (ggml slows down badly when oversubscribed). */
+  threads: number
+  /** 'auto' (a GPU when one is registered, else the CPU), 'cpu', or a ggml device name such as 'CUDA0'. */
+  device?: string
+  /** Flash attention, as llama.cpp picks by default on CPU (default true). */
+  flashAttention?: boolean
+}
+
+export type ShardRuntimeInfo = NativeInfo & {
+  /** ggml devices registered in this process. */
+  devices: string[]
+  /** Why installed GPU builds could not be loaded (e.g. libcublas.so.13 missing), if any. */
+  backendProblems: string[]
+}
+
+export type ForwardOptions = {
+  /** Position of the first input token (a number), or every token's position (contiguous). Default: the session's nPast. */
+  positions?: number | Int32Array
+  /** With `head`: logits for every position instead of the last one only. */
+  allLogits?: boolean
+  /** Hidden states as f16 bits, ready for the wire (converted off the JS thread). Logits stay f32. */
+  hiddenType?: 'f32' | 'f16'
+}
+
+/** Hidden states [rows = nTokens x cols = nEmbd] for the next hop, or logits [rows x nVocab] at the last hop. */
+export type ForwardOutput =
+  | { kind: 'logits'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
+  | { kind: 'hidden'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
+  | { kind: 'hidden'; dtype: 'f16'; data: Uint16Array; rows: number; cols: number }
+
+export class ShardRuntime {
+  private readonly sessions = new Set<ShardSession>()
+  private disposed = false
+
+  private constructor(
+    private readonly native: NativeRuntime,
+    private readonly devices: string[],
+    private readonly backendProblems: string[],
+  ) {}
+
+  static async load(options: ShardRuntimeOptions): Promise<ShardRuntime> {
+    return typed(async () => {
+      const [from, to] = options.layers
+      if (!Number.isInteger(options.threads) || options.threads < 1) {
+        throw new ShardRuntimeError('BAD_OPTIONS', `threads must be a positive integer, got ${options.threads}`, {
+          threads: String(options.threads),
+        })
+      }
+      // ggml's threads spin at barriers: more threads than cores is 20-1000x slower, never faster
+      const cores = availableParallelism()
+      if (options.threads > cores) {
+        throw new ShardRuntimeError('BAD_OPTIONS', `threads ${options.threads} exceeds this machine's ${cores} cores`, {
+          threads: options.threads,
+          cores,
+        })
+      }
+      const device = options.device ?? 'auto'
+      const { native, devices, problems } = nativeModule(device.toLowerCase() !== 'cpu')
+      const rt = await native.loadRuntime({
+        artifacts: options.artifacts,
+        from,
+        to,
+        embed: options.embed,
+        head: options.head,
+        threads: options.threads,
+        device,
+        flashAttention: options.flashAttention ?? true,
+      })
+      return new ShardRuntime(rt, devices, problems)
+    })
+  }
+
+  info(): ShardRuntimeInfo {
+    this.check()
+    return { ...this.native.info(), devices: this.devices, backendProblems: this.backendProblems }
+  }
+
+  /** A session with its own f16 KV cache for this runtime's blocks, sized for `maxTokens` positions. */
+  openSession(options: { maxTokens: number }): ShardSession {
+    this.check()
+    if (!Number.isInteger(options.maxTokens) || options.maxTokens < 1) {
+      throw new ShardRuntimeError('BAD_OPTIONS', `maxTokens must be a positive integer, got ${options.maxTokens}`, {
+        maxTokens: String(options.maxTokens),
+      })
+    }
+    let s: NativeSession
+    try {
+      s = this.native.openSession(options.maxTokens)
+    } catch (err) {
+      throw typedSync(err)
+    }
+    const info = this.native.info()
+    const session = new ShardSession(s, info, options.maxTokens, () => this.sessions.delete(session))
+    this.sessions.add(session)
+    return session
+  }
+
+  /** Frees the weights and every session's cache (waits for a forward pass in flight). */
+  dispose(): void {
+    if (this.disposed) return
+    for (const s of [...this.sessions]) s.close()
+    this.native.dispose()
+    this.disposed = true
+  }
+
+  private check(): void {
+    if (this.disposed) throw new ShardRuntimeError('RUNTIME_DISPOSED', 'the runtime was disposed')
+  }
+}
+
+function typedSync(err: unknown): ShardRuntimeError {
+  // same mapping as typed(), for synchronous calls
+  if (err instanceof ShardRuntimeError) return err
+  const e = err as Error & { code?: string; details?: Record<string, number | string | string[]> }
+  return new ShardRuntimeError((e.code ?? 'INTERNAL') as ShardRuntimeError['code'], e.message ?? String(err), e.details ?? {})
+}
+
+export class ShardSession {
+  private lastLogits: Float32Array | undefined
+  private history: number[] = []
+  private rng: SeededRandom | undefined
+  private closed = false
+
+  constructor(
+    private readonly native: NativeSession,
+    private readonly info: NativeInfo,
+    readonly maxTokens: number,
+    private readonly onClose: () => void,
+  ) {}
+
+  /** Positions cached so far; the next forward starts here unless told otherwise. */
+  get nPast(): number {
+    return this.closed ? 0 : this.native.nPast
+  }
+
+  get kvBytes(): number {
+    return this.closed ? 0 : this.native.kvBytes
+  }
+
+  /**
+   * Runs this runtime's blocks over n tokens: token ids (Int32Array) at the first hop, else hidden
+   * states [n x nEmbd] as Float32Array or f16 bits (Uint16Array, as they travel on the wire).
+   * Starting before nPast rolls the cache back to that position first.
+   */
+  async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
+    return typed(async () => {
+      if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
+      const start = startOf(options.positions, this.native.nPast, input, this.info.nEmbd)
+      const f16 = options.hiddenType === 'f16' && !this.info.head
+      const res: NativeForwardResult = await this.native.forward(input, start, options.allLogits ?? false, f16)
+      if (input instanceof Int32Array) {
+        this.history.length = Math.min(this.history.length, start)
+        this.history.push(...input)
+      }
+      const { data, rows, cols } = res
+      if (data instanceof Uint16Array) return { kind: 'hidden', dtype: 'f16', data, rows, cols }
+      if (this.info.head) {
+        this.lastLogits = data.subarray((rows - 1) * cols)
+        return { kind: 'logits', dtype: 'f32', data, rows, cols }
+      }
+      return { kind: 'hidden', dtype: 'f32', data, rows, cols }
+    })
+  }
+
+  /** Samples the next token from the last forward's logits (last hop only). */
+  sample(params: SampleParams = {}, history?: readonly number[]): Sampled {
+    if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
+    if (!this.lastLogits) {
+      throw new ShardRuntimeError('NO_LOGITS', this.info.head ? 'sample() needs a forward() first' : 'this runtime has no head; only the last hop samples')
+    }
+    if (params.seed !== undefined && this.rng?.seed !== params.seed) this.rng = new SeededRandom(params.seed)
+    this.rng ??= new SeededRandom(Date.now() >>> 0)
+    const rng = this.rng
+    const out = sampleToken(this.lastLogits, params, history ?? this.history, () => rng.next())
+    if (!history) this.history.push(out.token)
+    return out
+  }
+
+  /** Rolls the cache back to the first `nPast` positions. */
+  truncate(nPast: number): void {
+    if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
+    try {
+      this.native.truncate(nPast)
+    } catch (err) {
+      throw typedSync(err)
+    }
+    this.history.length = Math.min(this.history.length, nPast)
+    this.lastLogits = undefined
+  }
+
+  /** Frees the cache; later calls throw SESSION_CLOSED. */
+  close(): void {
+    if (this.closed) return
+    this.native.close()
+    this.closed = true
+    this.lastLogits = undefined
+    this.onClose()
+  }
+}
+
+function startOf(positions: ForwardOptions['positions'], nPast: number, input: Int32Array | Float32Array | Uint16Array, nEmbd: number): number {
+  if (positions === undefined) return nPast
+  if (typeof positions === 'number') return positions
+  const n = input instanceof Int32Array ? input.length : Math.floor(input.length / nEmbd)
+  if (positions.length !== n) {
+    throw new ShardRuntimeError('BAD_POSITIONS', `${positions.length} positions for ${n} tokens`, {
+      positions: positions.length,
+      tokens: n,
+    })
+  }
+  const first = positions[0] ?? nPast
+  for (let i = 1; i < positions.length; i++) {
+    if (positions[i] !== first + i) {
+      throw new ShardRuntimeError('BAD_POSITIONS', `positions must be contiguous; got ${positions[i]} at index ${i} after ${first}`, {
+        index: i,
+        position: positions[i] as number,
+        first,
+      })
+    }
+  }
+  return first
+}

@@ -1,0 +1,362 @@
+// N-API surface of the runtime. Loading and forward passes run on libuv's worker pool;
+// everything else is quick and synchronous. Typed errors become JS Errors with `code` and `details`.
+#include <napi.h>
+
+#include <cstring>
+
+#include "backend.h"
+#include "errors.h"
+#include "runtime.h"
+
+using namespace neuron;
+
+namespace {
+
+Napi::Error to_js_error(Napi::Env env, const RuntimeError & e) {
+    Napi::Error err = Napi::Error::New(env, e.what());
+    err.Set("code", Napi::String::New(env, e.code));
+    Napi::Object details = Napi::Object::New(env);
+    for (const auto & [k, v] : e.numbers) details.Set(k, Napi::Number::New(env, v));
+    for (const auto & [k, v] : e.strings) details.Set(k, Napi::String::New(env, v));
+    for (const auto & [k, v] : e.lists) {
+        Napi::Array a = Napi::Array::New(env, v.size());
+        for (size_t i = 0; i < v.size(); ++i) a.Set(i, Napi::String::New(env, v[i]));
+        details.Set(k, a);
+    }
+    err.Set("details", details);
+    return err;
+}
+
+template <typename F>
+auto guard(Napi::Env env, F && f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const RuntimeError & e) {
+        throw to_js_error(env, e);
+    } catch (const Napi::Error &) {
+        throw;
+    } catch (const std::exception & e) {
+        throw to_js_error(env, RuntimeError("INTERNAL", e.what()));
+    }
+}
+
+// An AsyncWorker that settles a promise and keeps typed errors typed.
+class Job : public Napi::AsyncWorker {
+  public:
+    explicit Job(Napi::Env env) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {}
+    Napi::Promise promise() { return deferred_.Promise(); }
+
+  protected:
+    virtual void run() = 0;
+    virtual Napi::Value result(Napi::Env env) = 0;
+    virtual void settled() {}
+
+    void Execute() override {
+        try {
+            run();
+        } catch (const RuntimeError & e) {
+            error_ = std::make_unique<RuntimeError>(e);
+            SetError(e.what());
+        } catch (const std::exception & e) {
+            error_ = std::make_unique<RuntimeError>("INTERNAL", e.what());
+            SetError(e.what());
+        }
+    }
+    void OnOK() override {
+        settled();
+        Napi::HandleScope scope(Env());
+        try {
+            deferred_.Resolve(result(Env()));
+        } catch (const Napi::Error & e) {
+            deferred_.Reject(e.Value());
+        }
+    }
+    void OnError(const Napi::Error & e) override {
+        settled();
+        Napi::HandleScope scope(Env());
+        deferred_.Reject(error_ ? to_js_error(Env(), *error_).Value() : e.Value());
+    }
+
+  private:
+    Napi::Promise::Deferred deferred_;
+    std::unique_ptr<RuntimeError> error_;
+};
+
+std::vector<std::string> string_array(const Napi::Value & v) {
+    std::vector<std::string> out;
+    if (!v.IsArray()) return out;
+    auto a = v.As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i) out.push_back(a.Get(i).As<Napi::String>().Utf8Value());
+    return out;
+}
+
+class SessionWrap;
+
+class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
+  public:
+    static Napi::FunctionReference ctor;
+    std::shared_ptr<RuntimeCore> core;
+
+    static void Init(Napi::Env env, Napi::Object exports) {
+        Napi::Function f = DefineClass(env, "NativeRuntime",
+                                       {InstanceMethod("info", &RuntimeWrap::Info), InstanceMethod("openSession", &RuntimeWrap::OpenSession),
+                                        InstanceMethod("dispose", &RuntimeWrap::Dispose)});
+        ctor = Napi::Persistent(f);
+        exports.Set("NativeRuntime", f);
+    }
+
+    explicit RuntimeWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<RuntimeWrap>(info) {
+        if (info.Length() > 0 && info[0].IsExternal()) {
+            core = *info[0].As<Napi::External<std::shared_ptr<RuntimeCore>>>().Data();
+        }
+    }
+
+    Napi::Value Info(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        return guard(env, [&]() -> Napi::Value {
+            if (core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
+            const Model & m = *core->model;
+            const HParams & hp = m.hp;
+            Napi::Object o = Napi::Object::New(env);
+            o.Set("arch", hp.arch_str);
+            o.Set("nEmbd", (double) hp.n_embd);
+            o.Set("nVocab", (double) hp.n_vocab);
+            o.Set("nLayer", (double) hp.n_layer);
+            o.Set("nHead", (double) hp.n_head);
+            o.Set("nHeadKv", (double) hp.n_head_kv);
+            Napi::Array layers = Napi::Array::New(env, 2);
+            layers.Set((uint32_t) 0, (double) m.il0);
+            layers.Set((uint32_t) 1, (double) m.il1);
+            o.Set("layers", layers);
+            o.Set("embed", m.embed);
+            o.Set("head", m.head);
+            o.Set("device", ggml_backend_dev_name(core->dev));
+            o.Set("deviceDescription", ggml_backend_dev_description(core->dev));
+            o.Set("backend", ggml_backend_name(core->backend));
+            o.Set("threads", core->threads);
+            o.Set("flashAttention", core->flash_attn);
+            o.Set("weightBytes", (double) m.weight_bytes);
+            Napi::Object bufs = Napi::Object::New(env);
+            for (const auto & [name, bytes] : m.weight_buffers) bufs.Set(name, (double) bytes);
+            o.Set("weightBuffers", bufs);
+            // f16 K and V for each block of the range
+            o.Set("kvBytesPerToken", (double) (2 * hp.n_embd_kv() * ggml_type_size(GGML_TYPE_F16) * (m.il1 - m.il0)));
+            return o;
+        });
+    }
+
+    Napi::Value OpenSession(const Napi::CallbackInfo & info);
+
+    Napi::Value Dispose(const Napi::CallbackInfo & info) {
+        if (core) core->dispose();
+        return info.Env().Undefined();
+    }
+};
+Napi::FunctionReference RuntimeWrap::ctor;
+
+class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
+  public:
+    static Napi::FunctionReference ctor;
+    std::shared_ptr<SessionState> state;
+
+    static void Init(Napi::Env env, Napi::Object exports) {
+        Napi::Function f = DefineClass(env, "NativeSession",
+                                       {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
+                                        InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+                                        InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr)});
+        ctor = Napi::Persistent(f);
+        exports.Set("NativeSession", f);
+    }
+
+    explicit SessionWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<SessionWrap>(info) {
+        if (info.Length() > 0 && info[0].IsExternal()) state = *info[0].As<Napi::External<std::shared_ptr<SessionState>>>().Data();
+    }
+
+    Napi::Value NPast(const Napi::CallbackInfo & info) { return Napi::Number::New(info.Env(), (double) state->n_past); }
+    Napi::Value KvBytes(const Napi::CallbackInfo & info) {
+        return Napi::Number::New(info.Env(), state->kv ? (double) state->kv->bytes() : 0.0);
+    }
+
+    // forward(input: Int32Array | Float32Array | Uint16Array, start, allOutputs, f16Output) -> Promise<{ data, rows, cols }>
+    Napi::Value Forward(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        return guard(env, [&]() -> Napi::Value {
+            if (state->closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
+            if (state->busy.load()) throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
+            if (!info[0].IsTypedArray()) throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
+            auto ta = info[0].As<Napi::TypedArray>();
+            ForwardRequest req;
+            req.start = (int64_t) info[1].As<Napi::Number>().Int64Value();
+            req.all_outputs = info[2].ToBoolean().Value();
+            req.f16_output = info.Length() > 3 && info[3].ToBoolean().Value();
+            const int64_t n_embd = state->core->disposed ? 1 : state->core->model->hp.n_embd;
+            switch (ta.TypedArrayType()) {
+                case napi_int32_array: {
+                    auto a = ta.As<Napi::Int32Array>();
+                    req.kind = InputKind::Tokens;
+                    req.tokens.assign(a.Data(), a.Data() + a.ElementLength());
+                    req.n_tokens = (int64_t) a.ElementLength();
+                    break;
+                }
+                case napi_float32_array: {
+                    auto a = ta.As<Napi::Float32Array>();
+                    req.kind = InputKind::HiddenF32;
+                    req.hidden.assign(a.Data(), a.Data() + a.ElementLength());
+                    req.n_tokens = std::max<int64_t>(1, (int64_t) a.ElementLength() / n_embd);
+                    break;
+                }
+                case napi_uint16_array: {
+                    auto a = ta.As<Napi::Uint16Array>();
+                    req.kind = InputKind::HiddenF16;
+                    req.hidden.resize(a.ElementLength());
+                    for (size_t i = 0; i < a.ElementLength(); ++i) req.hidden[i] = ggml_fp16_to_fp32(a.Data()[i]);
+                    req.n_tokens = std::max<int64_t>(1, (int64_t) a.ElementLength() / n_embd);
+                    break;
+                }
+                default: throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
+            }
+            validate_forward(*state, req);
+            auto * job = new ForwardJob(env, state, std::move(req));
+            state->busy.store(true);
+            state->core->in_flight++;
+            Napi::Promise p = job->promise();
+            job->Queue();
+            return p;
+        });
+    }
+
+    Napi::Value Truncate(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        return guard(env, [&]() -> Napi::Value {
+            if (state->closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
+            if (state->busy.load()) throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
+            const int64_t n = info[0].As<Napi::Number>().Int64Value();
+            if (n < 0 || n > state->n_past) {
+                throw RuntimeError("BAD_TRUNCATE", "cannot truncate to " + std::to_string(n) + " positions; the session holds " +
+                                                       std::to_string(state->n_past))
+                    .num("nPast", (double) state->n_past)
+                    .num("to", (double) n);
+            }
+            state->n_past = n;  // later cells are masked out and overwritten
+            return env.Undefined();
+        });
+    }
+
+    Napi::Value Close(const Napi::CallbackInfo & info) {
+        state->closed = true;
+        if (!state->busy) state->kv.reset();  // else the forward pass in flight frees it when it settles
+        return info.Env().Undefined();
+    }
+
+  private:
+    class ForwardJob : public Job {
+      public:
+        ForwardJob(Napi::Env env, std::shared_ptr<SessionState> s, ForwardRequest req) : Job(env), s_(std::move(s)), req_(std::move(req)) {}
+
+      protected:
+        void run() override { out_ = forward(*s_, req_); }
+        void settled() override {
+            s_->busy.store(false);
+            if (s_->closed) s_->kv.reset();
+            RuntimeCore & core = *s_->core;
+            if (--core.in_flight == 0 && core.disposed) core.release();
+        }
+        Napi::Value result(Napi::Env env) override {
+            Napi::Object o = Napi::Object::New(env);
+            if (req_.f16_output) {
+                Napi::Uint16Array data = Napi::Uint16Array::New(env, out_.half.size());
+                std::memcpy(data.Data(), out_.half.data(), out_.half.size() * sizeof(ggml_fp16_t));
+                o.Set("data", data);
+            } else {
+                Napi::Float32Array data = Napi::Float32Array::New(env, out_.data.size());
+                std::memcpy(data.Data(), out_.data.data(), out_.data.size() * sizeof(float));
+                o.Set("data", data);
+            }
+            o.Set("rows", (double) out_.rows);
+            o.Set("cols", (double) out_.cols);
+            return o;
+        }
+
+      private:
+        std::shared_ptr<SessionState> s_;
+        ForwardRequest req_;
+        ForwardResult out_;
+    };
+};
+Napi::FunctionReference SessionWrap::ctor;
+
+Napi::Value RuntimeWrap::OpenSession(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    return guard(env, [&]() -> Napi::Value {
+        const int64_t max_tokens = info[0].As<Napi::Number>().Int64Value();
+        auto s = open_session(core, max_tokens);
+        return SessionWrap::ctor.New({Napi::External<std::shared_ptr<SessionState>>::New(env, &s)});
+    });
+}
+
+class LoadJob : public Job {
+  public:
+    LoadJob(Napi::Env env, RuntimeOptions opts) : Job(env), opts_(std::move(opts)) {}
+
+  protected:
+    void run() override { core_ = RuntimeCore::load(opts_); }
+    Napi::Value result(Napi::Env env) override {
+        return RuntimeWrap::ctor.New({Napi::External<std::shared_ptr<RuntimeCore>>::New(env, &core_)});
+    }
+
+  private:
+    RuntimeOptions opts_;
+    std::shared_ptr<RuntimeCore> core_;
+};
+
+Napi::Array to_js_array(Napi::Env env, const std::vector<std::string> & v) {
+    Napi::Array a = Napi::Array::New(env, v.size());
+    for (size_t i = 0; i < v.size(); ++i) a.Set(i, v[i]);
+    return a;
+}
+
+// initBackends({ dirs: string[], libs: string[] }) -> { devices, problems }
+Napi::Value InitBackends(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    return guard(env, [&]() -> Napi::Value {
+        auto o = info[0].As<Napi::Object>();
+        auto problems = load_backends(string_array(o.Get("dirs")), string_array(o.Get("libs")));
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("devices", to_js_array(env, device_names()));
+        out.Set("problems", to_js_array(env, problems));
+        return out;
+    });
+}
+
+// loadRuntime({ artifacts, from, to, embed, head, threads, device, flashAttention }) -> Promise<NativeRuntime>
+Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    return guard(env, [&]() -> Napi::Value {
+        auto o = info[0].As<Napi::Object>();
+        RuntimeOptions opts;
+        opts.load.artifacts = string_array(o.Get("artifacts"));
+        opts.load.il0 = o.Get("from").As<Napi::Number>().Int32Value();
+        opts.load.il1 = o.Get("to").As<Napi::Number>().Int32Value();
+        opts.load.embed = o.Get("embed").ToBoolean().Value();
+        opts.load.head = o.Get("head").ToBoolean().Value();
+        opts.threads = o.Get("threads").As<Napi::Number>().Int32Value();
+        if (o.Has("device") && o.Get("device").IsString()) opts.device = o.Get("device").As<Napi::String>().Utf8Value();
+        if (o.Has("flashAttention")) opts.flash_attn = o.Get("flashAttention").ToBoolean().Value();
+        auto * job = new LoadJob(env, std::move(opts));
+        Napi::Promise p = job->promise();
+        job->Queue();
+        return p;
+    });
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+    RuntimeWrap::Init(env, exports);
+    SessionWrap::Init(env, exports);
+    exports.Set("initBackends", Napi::Function::New(env, InitBackends));
+    exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime));
+    return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(neuron_native, Init)

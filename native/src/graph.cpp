@@ -1,0 +1,131 @@
+#include "graph.h"
+
+namespace neuron {
+
+GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf,
+                           int64_t n_tokens, int64_t n_kv, int64_t n_outputs, bool flash_attn)
+    : model(model), hp(model.hp), kv(kv), ctx0(ctx0), gf(gf), n_tokens(n_tokens), n_kv(n_kv), n_outputs(n_outputs),
+      flash_attn(flash_attn) {
+    if (n_outputs < n_tokens) {
+        inp_out_ids = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_outputs);
+        ggml_set_name(inp_out_ids, "inp_out_ids");
+        ggml_set_input(inp_out_ids);
+    }
+    if (model.il1 > model.il0) {
+        inp_kq_mask = ggml_new_tensor_2d(ctx0, flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv, n_tokens);
+        ggml_set_name(inp_kq_mask, "inp_kq_mask");
+        ggml_set_input(inp_kq_mask);
+        inp_kv_idxs = ggml_new_tensor_1d(ctx0, GGML_TYPE_I64, n_tokens);
+        ggml_set_name(inp_kv_idxs, "inp_kv_idxs");
+        ggml_set_input(inp_kv_idxs);
+    }
+}
+
+ggml_tensor * GraphBuilder::input(InputKind kind) {
+    if (kind == InputKind::Tokens) {
+        inp_tokens = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_tokens);
+        ggml_set_name(inp_tokens, "inp_tokens");
+        ggml_set_input(inp_tokens);
+        return ggml_get_rows(ctx0, model.tok_embd, inp_tokens);
+    }
+    // f16 from the wire is widened to f32 on the host before upload
+    inp_embd = ggml_new_tensor_2d(ctx0, GGML_TYPE_F32, hp.n_embd, n_tokens);
+    ggml_set_name(inp_embd, "inp_embd");
+    ggml_set_input(inp_embd);
+    return inp_embd;
+}
+
+ggml_tensor * GraphBuilder::positions() {
+    if (!pos_) {
+        pos_ = inp_pos = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_tokens);
+        ggml_set_name(inp_pos, "inp_pos");
+        ggml_set_input(inp_pos);
+    }
+    return pos_;
+}
+
+ggml_tensor * GraphBuilder::rms_norm(ggml_tensor * x, ggml_tensor * w) const {
+    x = ggml_rms_norm(ctx0, x, hp.rms_eps);
+    return w ? ggml_mul(ctx0, x, w) : x;
+}
+
+ggml_tensor * GraphBuilder::rope(ggml_tensor * x) const {
+    return ggml_rope_ext(ctx0, x, pos_, model.rope_freqs, (int) hp.n_rot, hp.rope_type, hp.n_ctx_orig, hp.freq_base,
+                         hp.freq_scale, hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
+}
+
+void GraphBuilder::qkv(const Layer & L, ggml_tensor * x, ggml_tensor *& q, ggml_tensor *& k, ggml_tensor *& v) const {
+    q = ggml_mul_mat(ctx0, L.wq, x);
+    if (L.bq) q = ggml_add(ctx0, q, L.bq);
+    k = ggml_mul_mat(ctx0, L.wk, x);
+    if (L.bk) k = ggml_add(ctx0, k, L.bk);
+    v = ggml_mul_mat(ctx0, L.wv, x);
+    if (L.bv) v = ggml_add(ctx0, v, L.bv);
+    q = ggml_reshape_3d(ctx0, q, hp.n_embd_head, hp.n_head, n_tokens);
+    k = ggml_reshape_3d(ctx0, k, hp.n_embd_head, hp.n_head_kv, n_tokens);
+    v = ggml_reshape_3d(ctx0, v, hp.n_embd_head, hp.n_head_kv, n_tokens);
+}
+
+ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v) {
+    const Layer & L = model.layer(il);
+    ggml_tensor * cache_k = kv.k[il - model.il0];
+    ggml_tensor * cache_v = kv.v[il - model.il0];
+    const int64_t n_embd_kv = hp.n_embd_kv();
+
+    // same insertion order as llama.cpp (q, v, k) so the scheduler sees the same graph
+    ggml_build_forward_expand(gf, q);
+    ggml_build_forward_expand(gf, v);
+    ggml_build_forward_expand(gf, k);
+
+    // store this batch's K and V at their cells
+    ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_k, ggml_view_2d(ctx0, k, n_embd_kv, n_tokens, k->nb[2], 0), inp_kv_idxs));
+    ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_v, ggml_view_2d(ctx0, v, n_embd_kv, n_tokens, v->nb[2], 0), inp_kv_idxs));
+
+    ggml_tensor * kc = ggml_view_3d(ctx0, cache_k, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_k->type, hp.n_embd_head),
+                                    ggml_row_size(cache_k->type, n_embd_kv), 0);
+    ggml_tensor * vc = ggml_view_3d(ctx0, cache_v, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_v->type, hp.n_embd_head),
+                                    ggml_row_size(cache_v->type, n_embd_kv), 0);
+
+    q = ggml_permute(ctx0, q, 0, 2, 1, 3);    // [head_dim, n_tokens, n_head]
+    kc = ggml_permute(ctx0, kc, 0, 2, 1, 3);  // [head_dim, n_kv, n_head_kv]
+    vc = ggml_permute(ctx0, vc, 0, 2, 1, 3);
+
+    ggml_tensor * cur;
+    if (flash_attn) {
+        cur = ggml_flash_attn_ext(ctx0, q, kc, vc, inp_kq_mask, hp.kq_scale, 0.0f, 0.0f);
+        ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
+        cur = ggml_reshape_2d(ctx0, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
+    } else {
+        ggml_tensor * kq = ggml_mul_mat(ctx0, kc, q);  // [n_kv, n_tokens, n_head]
+        ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
+        kq = ggml_soft_max_ext(ctx0, kq, inp_kq_mask, hp.kq_scale, 0.0f);
+        ggml_tensor * vt = ggml_cont(ctx0, ggml_transpose(ctx0, vc));  // [n_kv, head_dim, n_head_kv]
+        ggml_tensor * kqv = ggml_mul_mat(ctx0, vt, kq);                 // [head_dim, n_tokens, n_head]
+        cur = ggml_permute(ctx0, kqv, 0, 2, 1, 3);
+        cur = ggml_cont_2d(ctx0, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
+    }
+    ggml_build_forward_expand(gf, cur);
+
+    cur = ggml_mul_mat(ctx0, L.wo, cur);
+    if (L.bo) cur = ggml_add(ctx0, cur, L.bo);
+    return cur;
+}
+
+ggml_tensor * GraphBuilder::ffn_swiglu(const Layer & L, ggml_tensor * x) const {
+    ggml_tensor * up = ggml_mul_mat(ctx0, L.ffn_up, x);
+    ggml_tensor * gate = ggml_mul_mat(ctx0, L.ffn_gate, x);
+    ggml_tensor * cur = ggml_swiglu_split(ctx0, gate, up);
+    return ggml_mul_mat(ctx0, L.ffn_down, cur);
+}
+
+ggml_tensor * GraphBuilder::output(ggml_tensor * cur) {
+    if (!model.head) return cur;
+    // a head-only range (no blocks) selects its output rows here
+    if (inp_out_ids && model.il1 <= model.il0) cur = out_rows(cur);
+    cur = rms_norm(cur, model.output_norm);
+    cur = ggml_mul_mat(ctx0, model.output, cur);
+    if (model.output_b) cur = ggml_add(ctx0, cur, model.output_b);
+    return cur;
+}
+
+}  // namespace neuron

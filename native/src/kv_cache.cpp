@@ -1,0 +1,39 @@
+#include "kv_cache.h"
+
+#include <string>
+
+#include "errors.h"
+
+namespace neuron {
+
+KvCache::~KvCache() {
+    if (buffer) ggml_backend_buffer_free(buffer);
+    if (ctx) ggml_free(ctx);
+}
+
+std::unique_ptr<KvCache> make_kv_cache(const Model & model, int64_t size, ggml_type type, ggml_backend_buffer_type_t buft) {
+    auto kv = std::make_unique<KvCache>();
+    kv->size = size;
+    const int n_layers = model.il1 - model.il0;
+    if (n_layers == 0) return kv;  // a head-only shard keeps no cache
+    ggml_init_params p = {ggml_tensor_overhead() * (2 * n_layers + 1), nullptr, true};
+    kv->ctx = ggml_init(p);
+    for (int il = model.il0; il < model.il1; ++il) {
+        ggml_tensor * k = ggml_new_tensor_2d(kv->ctx, type, model.hp.n_embd_kv(), size);
+        ggml_tensor * v = ggml_new_tensor_2d(kv->ctx, type, model.hp.n_embd_kv(), size);
+        ggml_format_name(k, "cache_k_l%d", il);
+        ggml_format_name(v, "cache_v_l%d", il);
+        kv->k.push_back(k);
+        kv->v.push_back(v);
+    }
+    kv->buffer = ggml_backend_alloc_ctx_tensors_from_buft(kv->ctx, buft);
+    if (!kv->buffer) {
+        throw RuntimeError("OUT_OF_MEMORY", "cannot allocate the KV cache for " + std::to_string(size) + " tokens")
+            .num("maxTokens", (double) size);
+    }
+    ggml_backend_buffer_set_usage(kv->buffer, GGML_BACKEND_BUFFER_USAGE_ANY);
+    ggml_backend_buffer_clear(kv->buffer, 0);
+    return kv;
+}
+
+}  // namespace neuron

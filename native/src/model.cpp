@@ -1,0 +1,404 @@
+#include "model.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "backend.h"
+#include "errors.h"
+#include "gguf.h"
+
+namespace neuron {
+
+const char * arch_name(Arch arch) {
+    switch (arch) {
+        case Arch::Llama: return "llama";
+        case Arch::Qwen2: return "qwen2";
+        case Arch::Qwen3: return "qwen3";
+    }
+    return "?";
+}
+
+Model::~Model() {
+    for (auto * b : buffers) ggml_backend_buffer_free(b);
+    for (auto * c : ctxs) ggml_free(c);
+}
+
+namespace {
+
+struct Artifact {
+    std::string path;
+    gguf_context * gguf = nullptr;
+    ggml_context * meta = nullptr;
+    ~Artifact() {
+        if (gguf) gguf_free(gguf);
+        if (meta) ggml_free(meta);
+    }
+};
+
+std::optional<int64_t> get_int(const gguf_context * g, const std::string & key) {
+    const int64_t id = gguf_find_key(g, key.c_str());
+    if (id < 0) return std::nullopt;
+    switch (gguf_get_kv_type(g, id)) {
+        case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, id);
+        case GGUF_TYPE_INT8: return gguf_get_val_i8(g, id);
+        case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
+        case GGUF_TYPE_INT16: return gguf_get_val_i16(g, id);
+        case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
+        case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
+        case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
+        case GGUF_TYPE_INT64: return gguf_get_val_i64(g, id);
+        case GGUF_TYPE_ARRAY: {
+            // per-layer arrays (e.g. head_count_kv): only uniform ones are supported
+            const size_t n = gguf_get_arr_n(g, id);
+            const auto t = gguf_get_arr_type(g, id);
+            if (n == 0 || (t != GGUF_TYPE_UINT32 && t != GGUF_TYPE_INT32)) break;
+            const auto * data = (const int32_t *) gguf_get_arr_data(g, id);
+            for (size_t i = 1; i < n; ++i) {
+                if (data[i] != data[0]) {
+                    throw RuntimeError("UNSUPPORTED_MODEL", "metadata " + key + " varies per layer; not supported");
+                }
+            }
+            return data[0];
+        }
+        default: break;
+    }
+    throw RuntimeError("BAD_METADATA", "metadata " + key + " is not an integer").str("key", key);
+}
+
+std::optional<float> get_float(const gguf_context * g, const std::string & key) {
+    const int64_t id = gguf_find_key(g, key.c_str());
+    if (id < 0) return std::nullopt;
+    switch (gguf_get_kv_type(g, id)) {
+        case GGUF_TYPE_FLOAT32: return gguf_get_val_f32(g, id);
+        case GGUF_TYPE_FLOAT64: return (float) gguf_get_val_f64(g, id);
+        default: break;
+    }
+    if (auto v = get_int(g, key)) return (float) *v;
+    return std::nullopt;
+}
+
+std::optional<std::string> get_str(const gguf_context * g, const std::string & key) {
+    const int64_t id = gguf_find_key(g, key.c_str());
+    if (id < 0 || gguf_get_kv_type(g, id) != GGUF_TYPE_STRING) return std::nullopt;
+    return std::string(gguf_get_val_str(g, id));
+}
+
+int64_t require_int(const gguf_context * g, const std::string & key, const std::string & path) {
+    if (auto v = get_int(g, key)) return *v;
+    throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + key).str("key", key).str("file", path);
+}
+
+HParams read_hparams(const gguf_context * g, const std::string & path) {
+    HParams hp;
+    auto arch = get_str(g, "general.architecture");
+    if (!arch) throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks general.architecture").str("file", path);
+    hp.arch_str = *arch;
+    if (*arch == "llama") {
+        hp.arch = Arch::Llama;
+        hp.rope_type = 0;  // LLAMA_ROPE_TYPE_NORM
+    } else if (*arch == "qwen2") {
+        hp.arch = Arch::Qwen2;
+        hp.rope_type = GGML_ROPE_TYPE_NEOX;
+    } else if (*arch == "qwen3") {
+        hp.arch = Arch::Qwen3;
+        hp.rope_type = GGML_ROPE_TYPE_NEOX;
+    } else {
+        throw RuntimeError("UNSUPPORTED_ARCH", "architecture '" + *arch + "' is not supported; supported: llama, qwen2, qwen3")
+            .str("arch", *arch)
+            .list("supported", {"llama", "qwen2", "qwen3"});
+    }
+    const std::string a = *arch + ".";
+    hp.n_embd = require_int(g, a + "embedding_length", path);
+    hp.n_layer = require_int(g, a + "block_count", path);
+    hp.n_head = require_int(g, a + "attention.head_count", path);
+    hp.n_head_kv = get_int(g, a + "attention.head_count_kv").value_or(hp.n_head);
+    hp.n_ff = require_int(g, a + "feed_forward_length", path);
+    hp.n_ctx_train = get_int(g, a + "context_length").value_or(0);
+    hp.n_embd_head = get_int(g, a + "attention.key_length").value_or(hp.n_embd / hp.n_head);
+    if (get_int(g, a + "attention.value_length").value_or(hp.n_embd_head) != hp.n_embd_head) {
+        throw RuntimeError("UNSUPPORTED_MODEL", "key_length != value_length is not supported");
+    }
+    hp.n_rot = get_int(g, a + "rope.dimension_count").value_or(hp.n_embd_head);
+    if (hp.n_rot != hp.n_embd_head) throw RuntimeError("UNSUPPORTED_MODEL", "partial rotary embeddings are not supported");
+    if (auto v = get_int(g, a + "vocab_size")) {
+        hp.n_vocab = *v;
+    } else {
+        const int64_t id = gguf_find_key(g, "tokenizer.ggml.tokens");
+        if (id >= 0) hp.n_vocab = (int64_t) gguf_get_arr_n(g, id);
+    }
+    hp.rms_eps = get_float(g, a + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
+    hp.freq_base = get_float(g, a + "rope.freq_base").value_or(10000.0f);
+
+    // rope scaling, as llama_model::load_hparams + llama_context resolve it
+    const std::string scaling = get_str(g, a + "rope.scaling.type").value_or("linear");
+    float factor = get_float(g, a + "rope.scaling.factor").value_or(0.0f);
+    if (factor == 0.0f) factor = get_float(g, a + "rope.scale_linear").value_or(0.0f);
+    hp.freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    if (scaling == "none") hp.freq_scale = 1.0f;
+    hp.n_ctx_orig = (int) get_int(g, a + "rope.scaling.original_context_length").value_or(hp.n_ctx_train);
+    hp.ext_factor = scaling == "yarn" ? 1.0f : 0.0f;
+    hp.attn_factor = 1.0f;
+    if (hp.ext_factor != 0.0f) {
+        const float f = 1.0f / hp.freq_scale;
+        const float mscale = f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f;
+        hp.attn_factor = mscale * (1.0f / (1.0f + 0.1f * logf(f)));
+    }
+    hp.attn_factor *= get_float(g, a + "rope.scaling.attn_factor").value_or(1.0f);
+    hp.beta_fast = get_float(g, a + "rope.scaling.yarn_beta_fast").value_or(32.0f);
+    hp.beta_slow = get_float(g, a + "rope.scaling.yarn_beta_slow").value_or(1.0f);
+    hp.kq_scale = 1.0f / sqrtf(float(hp.n_embd_head));
+    if (hp.arch == Arch::Llama) {
+        if (auto s = get_float(g, a + "attention.scale"); s && *s != 0.0f) hp.kq_scale = *s;
+    }
+    return hp;
+}
+
+// What the graph needs from a GGUF tensor and where the weight goes.
+struct Want {
+    std::string name;       // name in the GGUF
+    ggml_tensor ** slot;    // where the model keeps it
+    bool required;
+    ggml_op op;             // how the graph uses it (picks the buffer type)
+};
+
+// llama.cpp's weight_buft_supported for matmul weights: ask the device with a dummy buffer.
+bool buft_supports(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft, ggml_tensor * w, ggml_op op) {
+    if (op != GGML_OP_MUL_MAT) return false;
+    ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, w->ne[0], 512, w->ne[2], w->ne[3]);
+    ggml_tensor * mm = ggml_mul_mat(ctx, w, b);
+    w->buffer = ggml_backend_buft_alloc_buffer(buft, 0);
+    const bool ok = ggml_backend_dev_supports_op(dev, mm);
+    ggml_backend_buffer_free(w->buffer);
+    w->buffer = nullptr;
+    ggml_free(ctx);
+    return ok;
+}
+
+void read_exact(int fd, void * dst, size_t n, size_t offset, const std::string & path, const std::string & name) {
+    auto * p = (uint8_t *) dst;
+    while (n > 0) {
+        const ssize_t r = pread(fd, p, std::min(n, (size_t) 1 << 30), (off_t) offset);
+        if (r <= 0) {
+            throw RuntimeError("ARTIFACT_READ", "reading tensor " + name + " from " + path + " failed: " +
+                                                    (r == 0 ? std::string("unexpected end of file") : strerror(errno)))
+                .str("file", path)
+                .str("tensor", name);
+        }
+        p += r;
+        n -= (size_t) r;
+        offset += (size_t) r;
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const LoadOptions & opts) {
+    if (opts.artifacts.empty()) throw RuntimeError("BAD_OPTIONS", "no artifacts given");
+    std::vector<std::unique_ptr<Artifact>> arts;
+    for (const auto & path : opts.artifacts) {
+        auto art = std::make_unique<Artifact>();
+        art->path = path;
+        gguf_init_params p = {true, &art->meta};
+        art->gguf = gguf_init_from_file(path.c_str(), p);
+        if (!art->gguf) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot read GGUF " + path).str("file", path);
+        arts.push_back(std::move(art));
+    }
+
+    auto model = std::make_unique<Model>();
+    HParams & hp = model->hp;
+    hp = read_hparams(arts[0]->gguf, arts[0]->path);
+    if (opts.il0 < 0 || opts.il1 > hp.n_layer || opts.il0 > opts.il1) {
+        throw RuntimeError("BAD_RANGE", "layer range [" + std::to_string(opts.il0) + ", " + std::to_string(opts.il1) +
+                                            ") is outside the model's " + std::to_string(hp.n_layer) + " blocks")
+            .num("from", opts.il0)
+            .num("to", opts.il1)
+            .num("blocks", (double) hp.n_layer);
+    }
+    if (opts.embed && opts.il0 != 0) {
+        throw RuntimeError("BAD_RANGE", "embed needs the range to start at block 0, not " + std::to_string(opts.il0)).num("from", opts.il0);
+    }
+    if (opts.head && opts.il1 != hp.n_layer) {
+        throw RuntimeError("BAD_RANGE", "head needs the range to end at the last block (" + std::to_string(hp.n_layer) + "), not " +
+                                            std::to_string(opts.il1))
+            .num("to", opts.il1)
+            .num("blocks", (double) hp.n_layer);
+    }
+    model->il0 = opts.il0;
+    model->il1 = opts.il1;
+    model->embed = opts.embed;
+    model->head = opts.head;
+    model->layers.resize(opts.il1 - opts.il0);
+
+    std::vector<Want> wants;
+    if (opts.embed) wants.push_back({"token_embd.weight", &model->tok_embd, true, GGML_OP_GET_ROWS});
+    const bool qkv_bias = hp.arch == Arch::Qwen2;
+    const bool qk_norm = hp.arch == Arch::Qwen3;
+    for (int il = opts.il0; il < opts.il1; ++il) {
+        Layer & L = model->layers[il - opts.il0];
+        const std::string b = "blk." + std::to_string(il) + ".";
+        wants.push_back({b + "attn_norm.weight", &L.attn_norm, true, GGML_OP_MUL});
+        wants.push_back({b + "attn_q.weight", &L.wq, true, GGML_OP_MUL_MAT});
+        wants.push_back({b + "attn_k.weight", &L.wk, true, GGML_OP_MUL_MAT});
+        wants.push_back({b + "attn_v.weight", &L.wv, true, GGML_OP_MUL_MAT});
+        wants.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT});
+        wants.push_back({b + "attn_q.bias", &L.bq, qkv_bias, GGML_OP_ADD});
+        wants.push_back({b + "attn_k.bias", &L.bk, qkv_bias, GGML_OP_ADD});
+        wants.push_back({b + "attn_v.bias", &L.bv, qkv_bias, GGML_OP_ADD});
+        wants.push_back({b + "attn_output.bias", &L.bo, false, GGML_OP_ADD});
+        if (qk_norm) {
+            wants.push_back({b + "attn_q_norm.weight", &L.q_norm, true, GGML_OP_MUL});
+            wants.push_back({b + "attn_k_norm.weight", &L.k_norm, true, GGML_OP_MUL});
+        }
+        wants.push_back({b + "ffn_norm.weight", &L.ffn_norm, true, GGML_OP_MUL});
+        wants.push_back({b + "ffn_gate.weight", &L.ffn_gate, true, GGML_OP_MUL_MAT});
+        wants.push_back({b + "ffn_up.weight", &L.ffn_up, true, GGML_OP_MUL_MAT});
+        wants.push_back({b + "ffn_down.weight", &L.ffn_down, true, GGML_OP_MUL_MAT});
+    }
+    if (hp.arch == Arch::Llama && opts.il1 > opts.il0) {
+        wants.push_back({"rope_freqs.weight", &model->rope_freqs, false, GGML_OP_ROPE});  // llama 3.1+
+    }
+    if (opts.head) {
+        wants.push_back({"output_norm.weight", &model->output_norm, true, GGML_OP_MUL});
+        bool has_output = false;
+        for (auto & art : arts) has_output = has_output || gguf_find_tensor(art->gguf, "output.weight") >= 0;
+        // no output.weight anywhere: tied embeddings (llama.cpp duplicates token_embd.weight)
+        wants.push_back({has_output ? "output.weight" : "token_embd.weight", &model->output, true, GGML_OP_MUL_MAT});
+        if (hp.arch == Arch::Qwen2) wants.push_back({"output.bias", &model->output_b, false, GGML_OP_ADD});
+    }
+
+    // locate every tensor
+    struct Found {
+        Want want;
+        int art;
+        int64_t tid;
+        ggml_tensor * meta;
+    };
+    std::vector<Found> found;
+    std::vector<std::string> missing;
+    for (const auto & w : wants) {
+        int where = -1;
+        int64_t tid = -1;
+        for (size_t i = 0; i < arts.size() && where < 0; ++i) {
+            tid = gguf_find_tensor(arts[i]->gguf, w.name.c_str());
+            if (tid >= 0) where = (int) i;
+        }
+        if (where < 0) {
+            if (w.required) missing.push_back(w.name);
+            continue;
+        }
+        found.push_back({w, where, tid, ggml_get_tensor(arts[where]->meta, w.name.c_str())});
+    }
+    if (!missing.empty()) {
+        std::string files;
+        for (const auto & p : opts.artifacts) files += (files.empty() ? "" : ", ") + p;
+        throw RuntimeError("MISSING_TENSOR", "tensor " + missing[0] + " of layers [" + std::to_string(opts.il0) + ", " +
+                                                 std::to_string(opts.il1) + ") is in none of the artifacts (" + files + ")" +
+                                                 (missing.size() > 1 ? "; " + std::to_string(missing.size() - 1) + " more missing" : ""))
+            .str("tensor", missing[0])
+            .list("missing", missing)
+            .list("files", opts.artifacts)
+            .num("from", opts.il0)
+            .num("to", opts.il1);
+    }
+    for (const auto & f : found) {
+        if (f.meta->ne[0] != hp.n_embd && f.want.name.find("norm") != std::string::npos && f.want.op == GGML_OP_MUL &&
+            f.want.name.find("q_norm") == std::string::npos && f.want.name.find("k_norm") == std::string::npos) {
+            throw RuntimeError("BAD_TENSOR", "tensor " + f.want.name + " has " + std::to_string(f.meta->ne[0]) +
+                                                 " elements, expected n_embd " + std::to_string(hp.n_embd));
+        }
+    }
+    if (hp.n_vocab == 0) {
+        for (const auto & f : found) {
+            if (f.want.slot == &model->tok_embd || f.want.slot == &model->output) hp.n_vocab = f.meta->ne[1];
+        }
+    }
+
+    // choose a buffer type per tensor, the way llama.cpp does: the CPU's repacking buffer
+    // types first for matmul weights, then the device's own; the embedding stays on the CPU
+    ggml_backend_dev_t dev = opts.device;
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    const bool on_cpu = ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU;
+    const auto extras = on_cpu ? cpu_extra_bufts() : std::vector<ggml_backend_buffer_type_t>{};
+    ggml_backend_buffer_type_t cpu_buft = ggml_backend_dev_buffer_type(cpu);
+    ggml_backend_buffer_type_t dev_buft = ggml_backend_dev_buffer_type(dev);
+
+    std::map<ggml_backend_buffer_type_t, ggml_context *> ctx_of;
+    std::vector<std::pair<const Found *, ggml_tensor *>> placed;
+    auto ctx_for = [&](ggml_backend_buffer_type_t buft) {
+        auto it = ctx_of.find(buft);
+        if (it != ctx_of.end()) return it->second;
+        ggml_init_params p = {ggml_tensor_overhead() * (found.size() + 1), nullptr, true};
+        ggml_context * c = ggml_init(p);
+        model->ctxs.push_back(c);
+        ctx_of[buft] = c;
+        return c;
+    };
+    for (const auto & f : found) {
+        ggml_backend_buffer_type_t buft = dev_buft;
+        if (f.want.op == GGML_OP_GET_ROWS) {
+            buft = cpu_buft;
+        } else if (on_cpu && f.want.op == GGML_OP_MUL_MAT) {
+            for (auto * extra : extras) {
+                if (buft_supports(cpu, extra, f.meta, f.want.op)) {
+                    buft = extra;
+                    break;
+                }
+            }
+        }
+        ggml_tensor * t = ggml_dup_tensor(ctx_for(buft), f.meta);
+        ggml_set_name(t, f.want.name.c_str());
+        *f.want.slot = t;
+        placed.emplace_back(&f, t);
+    }
+    for (auto & [buft, c] : ctx_of) {
+        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(c, buft);
+        if (!buf) {
+            throw RuntimeError("OUT_OF_MEMORY", std::string("cannot allocate ") + std::to_string(ggml_backend_alloc_ctx_tensors_from_buft_size(c, buft)) +
+                                                    " bytes of weights in " + ggml_backend_buft_name(buft));
+        }
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        model->buffers.push_back(buf);
+        model->weight_bytes += ggml_backend_buffer_get_size(buf);
+        model->weight_buffers.emplace_back(ggml_backend_buft_name(buft), ggml_backend_buffer_get_size(buf));
+    }
+
+    // read the bytes: straight into host memory when possible, else through a staging buffer
+    std::vector<int> fds(arts.size(), -1);
+    std::vector<uint8_t> staging;
+    try {
+        for (auto & [f, t] : placed) {
+            const auto & art = arts[f->art];
+            if (fds[f->art] < 0) {
+                fds[f->art] = open(art->path.c_str(), O_RDONLY);
+                if (fds[f->art] < 0) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot open " + art->path).str("file", art->path);
+            }
+            const size_t offset = gguf_get_data_offset(art->gguf) + gguf_get_tensor_offset(art->gguf, f->tid);
+            const size_t n = ggml_nbytes(t);
+            const bool direct = ggml_backend_buffer_is_host(t->buffer) &&
+                                ggml_backend_buffer_get_type(t->buffer) == cpu_buft;
+            if (direct) {
+                read_exact(fds[f->art], t->data, n, offset, art->path, f->want.name);
+            } else {
+                staging.resize(n);
+                read_exact(fds[f->art], staging.data(), n, offset, art->path, f->want.name);
+                ggml_backend_tensor_set(t, staging.data(), 0, n);
+            }
+        }
+    } catch (...) {
+        for (int fd : fds) if (fd >= 0) close(fd);
+        throw;
+    }
+    for (int fd : fds) if (fd >= 0) close(fd);
+    return model;
+}
+
+}  // namespace neuron

@@ -1,0 +1,101 @@
+#pragma once
+// The weights of one layer range [il0, il1) of a model, read from GGUF artifacts.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+namespace neuron {
+
+enum class Arch { Llama, Qwen2, Qwen3 };
+
+const char * arch_name(Arch arch);
+
+struct HParams {
+    Arch arch = Arch::Llama;
+    std::string arch_str;
+    int64_t n_embd = 0;
+    int64_t n_layer = 0;
+    int64_t n_head = 0;
+    int64_t n_head_kv = 0;
+    int64_t n_embd_head = 0;  // per head, K and V
+    int64_t n_rot = 0;
+    int64_t n_ff = 0;
+    int64_t n_vocab = 0;
+    int64_t n_ctx_train = 0;
+    float rms_eps = 1e-5f;
+    int rope_type = 0;  // GGML_ROPE_TYPE_NORM (llama) or NEOX (qwen2/qwen3), as llama.cpp picks per arch
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;
+    int n_ctx_orig = 0;
+    float ext_factor = 0.0f;
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+    float kq_scale = 0.0f;
+
+    int64_t n_embd_q() const { return n_embd_head * n_head; }
+    int64_t n_embd_kv() const { return n_embd_head * n_head_kv; }
+};
+
+struct Layer {
+    ggml_tensor * attn_norm = nullptr;
+    ggml_tensor * wq = nullptr;
+    ggml_tensor * wk = nullptr;
+    ggml_tensor * wv = nullptr;
+    ggml_tensor * wo = nullptr;
+    ggml_tensor * bq = nullptr;
+    ggml_tensor * bk = nullptr;
+    ggml_tensor * bv = nullptr;
+    ggml_tensor * bo = nullptr;
+    ggml_tensor * q_norm = nullptr;
+    ggml_tensor * k_norm = nullptr;
+    ggml_tensor * ffn_norm = nullptr;
+    ggml_tensor * ffn_gate = nullptr;
+    ggml_tensor * ffn_up = nullptr;
+    ggml_tensor * ffn_down = nullptr;
+};
+
+struct LoadOptions {
+    std::vector<std::string> artifacts;
+    int il0 = 0;
+    int il1 = 0;
+    bool embed = false;
+    bool head = false;
+    ggml_backend_dev_t device = nullptr;
+};
+
+struct Model {
+    HParams hp;
+    int il0 = 0;
+    int il1 = 0;
+    bool embed = false;
+    bool head = false;
+
+    ggml_tensor * tok_embd = nullptr;
+    ggml_tensor * output_norm = nullptr;
+    ggml_tensor * output = nullptr;  // token_embd.weight when the embeddings are tied
+    ggml_tensor * output_b = nullptr;
+    ggml_tensor * rope_freqs = nullptr;
+    std::vector<Layer> layers;  // layers[il - il0]
+
+    std::vector<ggml_context *> ctxs;
+    std::vector<ggml_backend_buffer_t> buffers;
+    size_t weight_bytes = 0;
+    std::vector<std::pair<std::string, size_t>> weight_buffers;  // buffer type name -> bytes (CPU_REPACK = repacked for faster matmul)
+
+    const Layer & layer(int il) const { return layers[il - il0]; }
+
+    Model() = default;
+    Model(const Model &) = delete;
+    Model & operator=(const Model &) = delete;
+    ~Model();
+};
+
+std::unique_ptr<Model> load_model(const LoadOptions & opts);
+
+}  // namespace neuron

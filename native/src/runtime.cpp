@@ -1,0 +1,197 @@
+#include "runtime.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend.h"
+#include "errors.h"
+
+namespace neuron {
+
+std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
+    auto core = std::make_shared<RuntimeCore>();
+    core->dev = pick_device(opts.device);
+    if (!core->dev) throw RuntimeError("NO_BACKEND", "no ggml device available");
+    LoadOptions lo = opts.load;
+    lo.device = core->dev;
+    core->model = load_model(lo);
+    core->threads = std::max(1, opts.threads);
+    core->flash_attn = opts.flash_attn;
+
+    core->backend = ggml_backend_dev_init(core->dev, nullptr);
+    if (!core->backend) throw RuntimeError("NO_BACKEND", std::string("cannot start device ") + ggml_backend_dev_name(core->dev));
+    std::vector<ggml_backend_t> backends = {core->backend};
+    if (ggml_backend_dev_type(core->dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+        core->cpu = core->backend;
+    } else {
+        core->cpu = ggml_backend_dev_init(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), nullptr);
+        backends.push_back(core->cpu);
+    }
+    set_n_threads(core->cpu, core->threads);
+
+    const int n_layers = core->model->il1 - core->model->il0;
+    core->graph_size = std::max<size_t>(1024, (size_t) n_layers * 64 + 256);
+    core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->graph_size, false, true);
+    if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
+    return core;
+}
+
+void RuntimeCore::dispose() {
+    disposed = true;
+    if (in_flight == 0) release();
+}
+
+void RuntimeCore::release() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (sched) ggml_backend_sched_free(sched);
+    sched = nullptr;
+    model.reset();
+    if (cpu && cpu != backend) ggml_backend_free(cpu);
+    if (backend) ggml_backend_free(backend);
+    backend = cpu = nullptr;
+}
+
+RuntimeCore::~RuntimeCore() { release(); }
+
+std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & core, int64_t max_tokens) {
+    // JS thread only, like dispose(): no lock needed to read the model, so a long forward pass elsewhere does not block it
+    if (core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
+    if (max_tokens <= 0) {
+        throw RuntimeError("BAD_OPTIONS", "maxTokens must be positive, got " + std::to_string(max_tokens)).num("maxTokens", (double) max_tokens);
+    }
+    auto s = std::make_shared<SessionState>();
+    s->core = core;
+    s->max_tokens = max_tokens;
+    s->kv = make_kv_cache(*core->model, max_tokens, GGML_TYPE_F16, ggml_backend_dev_buffer_type(core->dev));
+    return s;
+}
+
+void validate_forward(const SessionState & s, const ForwardRequest & req) {
+    if (s.closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
+    if (s.core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
+    const Model & m = *s.core->model;
+    if (req.n_tokens <= 0) throw RuntimeError("EMPTY_INPUT", "forward needs at least one token").num("tokens", (double) req.n_tokens);
+    if (req.kind == InputKind::Tokens) {
+        if (!m.embed) {
+            throw RuntimeError("INPUT_KIND", "this range starts at block " + std::to_string(m.il0) +
+                                                 " without the embedding; it takes hidden states, not token ids");
+        }
+        for (size_t i = 0; i < req.tokens.size(); ++i) {
+            const int32_t t = req.tokens[i];
+            if (t < 0 || t >= m.hp.n_vocab) {
+                throw RuntimeError("TOKEN_OUT_OF_RANGE", "token id " + std::to_string(t) + " at index " + std::to_string(i) +
+                                                             " is outside the vocabulary [0, " + std::to_string(m.hp.n_vocab) + ")")
+                    .num("token", t)
+                    .num("index", (double) i)
+                    .num("vocab", (double) m.hp.n_vocab);
+            }
+        }
+    } else {
+        if (m.embed) throw RuntimeError("INPUT_KIND", "this range embeds tokens; it takes token ids, not hidden states");
+        if ((int64_t) req.hidden.size() != req.n_tokens * m.hp.n_embd) {
+            throw RuntimeError("HIDDEN_SIZE", "hidden states hold " + std::to_string(req.hidden.size()) + " values, expected " +
+                                                  std::to_string(req.n_tokens) + " tokens x n_embd " + std::to_string(m.hp.n_embd))
+                .num("got", (double) req.hidden.size())
+                .num("expected", (double) (req.n_tokens * m.hp.n_embd))
+                .num("nEmbd", (double) m.hp.n_embd);
+        }
+    }
+    if (req.start < 0 || req.start > s.n_past) {
+        throw RuntimeError("POSITION_GAP", "first position " + std::to_string(req.start) + " leaves a gap after the " +
+                                               std::to_string(s.n_past) + " cached positions")
+            .num("position", (double) req.start)
+            .num("nPast", (double) s.n_past);
+    }
+    if (req.start + req.n_tokens > s.max_tokens) {
+        throw RuntimeError("POSITION_PAST_MAX", "position " + std::to_string(req.start + req.n_tokens - 1) +
+                                                    " is past the session's maxTokens " + std::to_string(s.max_tokens))
+            .num("position", (double) (req.start + req.n_tokens - 1))
+            .num("maxTokens", (double) s.max_tokens);
+    }
+}
+
+ForwardResult forward(SessionState & s, const ForwardRequest & req) {
+    RuntimeCore & core = *s.core;
+    std::lock_guard<std::mutex> lock(core.mu);
+    validate_forward(s, req);
+    const Model & m = *core.model;
+    const int64_t n = req.n_tokens;
+    const int64_t n_end = req.start + n;
+    // llama.cpp pads the attended cells to 256 so graphs repeat; same here (masked cells cost nothing in flash attention)
+    const int64_t n_kv = std::min<int64_t>(s.kv->size, std::max<int64_t>(256, (n_end + 255) / 256 * 256));
+    const int64_t n_outputs = (m.head && !req.all_outputs) ? 1 : n;
+
+    ggml_init_params p = {ggml_tensor_overhead() * core.graph_size + ggml_graph_overhead_custom(core.graph_size, false), nullptr, true};
+    ggml_context * ctx0 = ggml_init(p);
+    struct CtxGuard {
+        ggml_context * c;
+        ~CtxGuard() { ggml_free(c); }
+    } guard{ctx0};
+    ggml_cgraph * gf = ggml_new_graph_custom(ctx0, core.graph_size, false);
+
+    GraphBuilder g(m, *s.kv, ctx0, gf, n, n_kv, n_outputs, core.flash_attn);
+    ggml_tensor * res = nullptr;
+    switch (m.hp.arch) {
+        case Arch::Llama: res = build_llama(g, req.kind); break;
+        case Arch::Qwen2: res = build_qwen2(g, req.kind); break;
+        case Arch::Qwen3: res = build_qwen3(g, req.kind); break;
+    }
+    ggml_set_output(res);
+    ggml_build_forward_expand(gf, res);
+
+    ggml_backend_sched_reset(core.sched);
+    if (!ggml_backend_sched_alloc_graph(core.sched, gf)) throw RuntimeError("OUT_OF_MEMORY", "cannot allocate the compute graph");
+
+    // inputs the graph does not use (e.g. positions in a head-only range) have no buffer
+    auto used = [](ggml_tensor * t) { return t && t->buffer; };
+    if (used(g.inp_tokens)) ggml_backend_tensor_set(g.inp_tokens, req.tokens.data(), 0, n * sizeof(int32_t));
+    if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, req.hidden.data(), 0, n * m.hp.n_embd * sizeof(float));
+    if (used(g.inp_pos)) {
+        std::vector<int32_t> pos(n);
+        for (int64_t i = 0; i < n; ++i) pos[i] = (int32_t) (req.start + i);
+        ggml_backend_tensor_set(g.inp_pos, pos.data(), 0, n * sizeof(int32_t));
+    }
+    if (used(g.inp_kv_idxs)) {
+        std::vector<int64_t> idx(n);
+        for (int64_t i = 0; i < n; ++i) idx[i] = req.start + i;
+        ggml_backend_tensor_set(g.inp_kv_idxs, idx.data(), 0, n * sizeof(int64_t));
+    }
+    if (used(g.inp_kq_mask)) {
+        // causal: token at position p sees cells [0, p]
+        if (core.flash_attn) {
+            const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f), ninf = ggml_fp32_to_fp16(-INFINITY);
+            std::vector<ggml_fp16_t> mask(n_kv * n);
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t j = 0; j < n_kv; ++j) mask[i * n_kv + j] = j <= req.start + i ? zero : ninf;
+            ggml_backend_tensor_set(g.inp_kq_mask, mask.data(), 0, mask.size() * sizeof(ggml_fp16_t));
+        } else {
+            std::vector<float> mask(n_kv * n);
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t j = 0; j < n_kv; ++j) mask[i * n_kv + j] = j <= req.start + i ? 0.0f : -INFINITY;
+            ggml_backend_tensor_set(g.inp_kq_mask, mask.data(), 0, mask.size() * sizeof(float));
+        }
+    }
+    if (used(g.inp_out_ids)) {
+        std::vector<int32_t> ids(n_outputs);
+        for (int64_t i = 0; i < n_outputs; ++i) ids[i] = (int32_t) (n - n_outputs + i);
+        ggml_backend_tensor_set(g.inp_out_ids, ids.data(), 0, n_outputs * sizeof(int32_t));
+    }
+
+    if (ggml_backend_sched_graph_compute(core.sched, gf) != GGML_STATUS_SUCCESS) {
+        throw RuntimeError("COMPUTE_FAILED", "ggml graph compute failed");
+    }
+    ForwardResult out;
+    out.cols = res->ne[0];
+    out.rows = res->ne[1];
+    out.data.resize(out.cols * out.rows);
+    ggml_backend_tensor_get(res, out.data.data(), 0, out.data.size() * sizeof(float));
+    if (req.f16_output) {
+        out.half.resize(out.data.size());
+        ggml_fp32_to_fp16_row(out.data.data(), out.half.data(), (int64_t) out.data.size());
+        out.data = {};
+    }
+    s.n_past = n_end;
+    return out;
+}
+
+}  // namespace neuron

@@ -1,0 +1,79 @@
+#pragma once
+// A loaded layer range plus its compute scheduler, and the sessions computing on it.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "graph.h"
+#include "kv_cache.h"
+#include "model.h"
+
+namespace neuron {
+
+struct RuntimeOptions {
+    LoadOptions load;
+    std::string device = "auto";
+    int threads = 1;
+    bool flash_attn = true;
+};
+
+struct RuntimeCore {
+    std::unique_ptr<Model> model;
+    ggml_backend_dev_t dev = nullptr;
+    ggml_backend_t backend = nullptr;  // the chosen device
+    ggml_backend_t cpu = nullptr;      // CPU fallback (== backend on CPU)
+    ggml_backend_sched_t sched = nullptr;
+    size_t graph_size = 0;
+    int threads = 1;
+    bool flash_attn = true;
+    std::atomic<bool> disposed{false};
+    // One graph at a time per runtime: the scheduler and its compute buffers are shared.
+    // Workers only read the model; only dispose() (JS thread) changes it, under this lock.
+    std::mutex mu;
+
+    int in_flight = 0;  // forward passes queued or running (JS thread only)
+
+    static std::shared_ptr<RuntimeCore> load(const RuntimeOptions & opts);
+    // JS thread: frees the weights now, or when the last forward pass in flight settles,
+    // so a long prefill elsewhere never blocks the event loop
+    void dispose();
+    void release();
+    ~RuntimeCore();
+};
+
+struct SessionState {
+    std::shared_ptr<RuntimeCore> core;
+    std::unique_ptr<KvCache> kv;
+    int64_t max_tokens = 0;
+    int64_t n_past = 0;
+    std::atomic<bool> closed{false};
+    std::atomic<bool> busy{false};  // a forward pass is queued or running (set and cleared on the JS thread)
+};
+
+std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & core, int64_t max_tokens);
+
+struct ForwardRequest {
+    InputKind kind = InputKind::Tokens;
+    std::vector<int32_t> tokens;
+    std::vector<float> hidden;  // f32 (f16 input is widened on the JS thread)
+    int64_t n_tokens = 0;
+    int64_t start = 0;
+    bool all_outputs = false;
+    bool f16_output = false;  // hidden states for the wire: converted on the worker thread
+};
+
+struct ForwardResult {
+    std::vector<float> data;
+    std::vector<ggml_fp16_t> half;  // instead of data when f16_output
+    int64_t rows = 0;
+    int64_t cols = 0;
+};
+
+// Checks everything about a request that can be checked before compute (throws RuntimeError).
+void validate_forward(const SessionState & s, const ForwardRequest & req);
+ForwardResult forward(SessionState & s, const ForwardRequest & req);
+
+}  // namespace neuron
