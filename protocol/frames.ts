@@ -7,7 +7,8 @@ import type { WireError } from './rpc'
  * relayed through the tracker). A 48-byte little-endian header, then the payload.
  *
  *  0 magic "NRN1" · 4 kind u8 · 5 dtype u8 · 6 flags u16 · 8 session id (16 bytes) · 24 step u32
- * 28 position u32 · 32 tokens u32 · 36 width u32 · 40 payload bytes u32 · 44 reserved u32 · 48 payload
+ * 28 position u32 · 32 tokens u32 · 36 width u32 · 40 payload bytes u32 · 44 trailer bytes u32 · 48 payload
+ * · then the trailer: JSON a host appends to its answer (its signed receipt), absent when 0 bytes.
  */
 export const FRAME_HEADER_BYTES = 48
 const MAGIC = 0x314e524e // "NRN1"
@@ -32,6 +33,8 @@ export interface Frame {
   readonly tokens: number
   readonly width: number
   readonly payload: Uint8Array
+  /** JSON after the payload: the hop's signed receipt on hidden and token answers. */
+  readonly trailer?: Uint8Array
 }
 
 export const SamplingParams = z.object({
@@ -63,7 +66,8 @@ const DTYPE_BY_CODE = new Map<number, Dtype>(Object.entries(Dtype).map(([k, v]) 
 
 export function encodeFrame(frame: Frame): Uint8Array {
   if (!/^[0-9a-f]{32}$/.test(frame.session)) throw new NeuronError('bad_frame', `session id must be 32 hex digits, not "${frame.session}"`)
-  const out = new Uint8Array(FRAME_HEADER_BYTES + frame.payload.byteLength)
+  const trailer = frame.trailer ?? new Uint8Array(0)
+  const out = new Uint8Array(FRAME_HEADER_BYTES + frame.payload.byteLength + trailer.byteLength)
   const view = new DataView(out.buffer)
   view.setUint32(0, MAGIC, true)
   view.setUint8(4, FrameKind[frame.kind])
@@ -75,7 +79,9 @@ export function encodeFrame(frame: Frame): Uint8Array {
   view.setUint32(32, frame.tokens, true)
   view.setUint32(36, frame.width, true)
   view.setUint32(40, frame.payload.byteLength, true)
+  view.setUint32(44, trailer.byteLength, true)
   out.set(frame.payload, FRAME_HEADER_BYTES)
+  out.set(trailer, FRAME_HEADER_BYTES + frame.payload.byteLength)
   return out
 }
 
@@ -89,8 +95,10 @@ export function decodeFrame(bytes: Uint8Array): Frame {
   if (kind === undefined) throw new NeuronError('bad_frame', `unknown frame kind ${view.getUint8(4)}`)
   if (dtype === undefined) throw new NeuronError('bad_frame', `unknown dtype ${view.getUint8(5)}`)
   const payloadBytes = view.getUint32(40, true)
-  if (bytes.byteLength !== FRAME_HEADER_BYTES + payloadBytes) {
-    throw new NeuronError('bad_frame', `header says ${payloadBytes} payload bytes, frame carries ${bytes.byteLength - FRAME_HEADER_BYTES}`)
+  const trailerBytes = view.getUint32(44, true)
+  if (bytes.byteLength !== FRAME_HEADER_BYTES + payloadBytes + trailerBytes) {
+    const trailer = trailerBytes === 0 ? '' : ` and ${trailerBytes} trailer bytes`
+    throw new NeuronError('bad_frame', `header says ${payloadBytes} payload bytes${trailer}, frame carries ${bytes.byteLength - FRAME_HEADER_BYTES}`)
   }
   const tokens = view.getUint32(32, true)
   const width = view.getUint32(36, true)
@@ -112,8 +120,26 @@ export function decodeFrame(bytes: Uint8Array): Frame {
     position: view.getUint32(28, true),
     tokens,
     width,
-    payload: bytes.subarray(FRAME_HEADER_BYTES),
+    payload: bytes.subarray(FRAME_HEADER_BYTES, FRAME_HEADER_BYTES + payloadBytes),
+    ...(trailerBytes === 0 ? {} : { trailer: bytes.subarray(FRAME_HEADER_BYTES + payloadBytes) }),
   }
+}
+
+/** The frame's trailer parsed with `schema`; undefined when it has none or it does not parse. */
+export function readTrailer<T extends z.ZodType>(frame: Frame, schema: T): z.output<T> | undefined {
+  if (frame.trailer === undefined) return undefined
+  try {
+    const parsed = schema.safeParse(JSON.parse(decoder.decode(frame.trailer)))
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The same frame with `body` as its JSON trailer. */
+export function withTrailer(frame: Uint8Array, body: unknown): Uint8Array {
+  const f = decodeFrame(frame)
+  return encodeFrame({ ...f, trailer: encoder.encode(JSON.stringify(body)) })
 }
 
 const encoder = new TextEncoder()

@@ -1,0 +1,41 @@
+import { z } from 'zod'
+import { NodeId } from './identity'
+
+/** Steps at or above this number are failover replays: they rebuild a KV cache already paid for. */
+export const REPLAY_STEP_BASE = 0x80000000
+
+const Hex32 = z.string().regex(/^[0-9a-f]{32}$/, 'a session id is 32 hex digits')
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 is 64 hex digits')
+
+/**
+ * What one hop proves it did for one step: it ran `blocks` over `tokens` positions of `session`,
+ * taking the input whose sha256 is `input` and answering the output whose sha256 is `output`.
+ * Signed with the host's ed25519 key; the tracker pays for blocks × tokens it can verify.
+ */
+export const ReceiptBody = z.object({
+  session: Hex32,
+  step: z.number().int().nonnegative().max(0xffffffff),
+  hostId: NodeId,
+  blocks: z.tuple([z.number().int().nonnegative(), z.number().int().positive()]),
+  tokens: z.number().int().positive(),
+  /** sha256 of the forward frame's payload. */
+  input: Sha256,
+  /** sha256 of the answer's payload (hidden states, or the sampled token's JSON). */
+  output: Sha256,
+})
+export type ReceiptBody = z.infer<typeof ReceiptBody>
+
+export const Receipt = ReceiptBody.extend({
+  signature: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url'),
+})
+export type Receipt = z.infer<typeof Receipt>
+
+/** The exact bytes a host signs: every field, in a fixed order, so no JSON canonicalisation is needed. */
+export function receiptMessage(r: ReceiptBody): string {
+  return `neuron-receipt/1 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ${r.input} ${r.output}`
+}
+
+/** Block-tokens a receipt proves: the unit hosts are paid in. */
+export function blockTokens(r: Pick<ReceiptBody, 'blocks' | 'tokens'>): number {
+  return (r.blocks[1] - r.blocks[0]) * r.tokens
+}
