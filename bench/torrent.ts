@@ -1,5 +1,5 @@
-// npm run bench:torrent — fetching a ~1 GB artifact set over BitTorrent from two seeding hosts on
-// loopback (sha256 checks included) against `cp` of the same bytes, in the same run.
+// npm run bench:torrent — fetching a ~1 GB artifact set over BitTorrent from two seeding hosts
+// (separate processes) on loopback, sha256 checks included, against `cp` of the same bytes, same run.
 // Prints one JSON line per measurement; the last line holds the ratio.
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -9,6 +9,7 @@ import { ArtifactStore } from '../electron/host/artifacts/artifact-store'
 import { createModelTorrent } from '../electron/host/artifacts/model-torrent'
 import { readManifest } from '../electron/host/publish'
 import { packModel } from '../gguf/pack'
+import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
 
@@ -20,12 +21,14 @@ const bytes = manifest.artifacts.reduce((s, a) => s + a.bytes, 0)
 const work = await mkdtemp(join(BENCH_DIR, 'torrent-'))
 const tracker = await Tracker.start({ dbPath: ':memory:' })
 const stores: ArtifactStore[] = []
+const seeders: NeuronProcess[] = []
 try {
   const torrent = await createModelTorrent(packed, manifest, [tracker.announceUrl])
+  // Two seeding hosts, each its own process as on a real swarm (`neuron publish` seeds what it publishes).
   for (const name of ['seeder-a', 'seeder-b']) {
-    const seeder = new ArtifactStore({ dataDir: join(work, name) })
-    stores.push(seeder)
-    await seeder.seedDirectory(packed, manifest, torrent)
+    const seeder = startNeuron(['publish', packed, '--tracker', tracker.url, '--data-dir', join(work, name)])
+    seeders.push(seeder)
+    await seeder.waitFor(/seeding/, 120_000)
   }
   // Warm the page cache for both sides.
   spawnSync(
@@ -67,6 +70,7 @@ try {
   )
 } finally {
   await Promise.all(stores.map((s) => s.close()))
+  await Promise.all(seeders.map((s) => s.stop()))
   await tracker.close()
   await rm(work, { recursive: true, force: true })
 }
