@@ -10,10 +10,12 @@ import {
   type Frame,
   jsonFrame,
   NeuronError,
+  Receipt,
   type Route,
   type RouteHop,
   type RpcSocket,
   readJson,
+  readTrailer,
   SampledToken,
   type SamplingParams,
 } from '../protocol'
@@ -34,6 +36,13 @@ export interface GenerateRequest {
   readonly signal?: AbortSignal
   /** Told the route when it is opened and again after each failover. */
   readonly onRoute?: (hops: readonly RouteHop[]) => void
+  /**
+   * Told each step's signed receipts, one per hop, before the step's token is yielded (awaited:
+   * the gateway commits its ledger entries here). Replay steps after a failover are told too.
+   */
+  readonly onReceipts?: (session: string, receipts: readonly Receipt[]) => void | Promise<void>
+  /** The session id to use (32 hex digits); default a random one. */
+  readonly session?: string
 }
 
 export interface GeneratedToken {
@@ -58,6 +67,9 @@ export interface GenerationSummary {
   readonly route: readonly HopStats[]
   readonly decodeTokensPerSecond: number
   readonly failovers: readonly { readonly hostId: string; readonly blocks: readonly [number, number]; readonly recoveryMs: number }[]
+  readonly session: string
+  /** Every hop's signed receipt for every step, in order (hosts that sign none add none). */
+  readonly receipts: readonly Receipt[]
 }
 
 interface HopInput {
@@ -110,10 +122,15 @@ export class SwarmClient {
     const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
     if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
     const maxTokens = promptTokens.length + request.maxTokens
-    const session = randomBytes(16).toString('hex')
+    const session = request.session ?? randomBytes(16).toString('hex')
     const failed: string[] = []
     const failovers: { hostId: string; blocks: readonly [number, number]; recoveryMs: number }[] = []
-    const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', { modelId: request.modelId, maxTokens, exclude: [] })
+    const receipts: Receipt[] = []
+    const collect = async (step: Receipt[]) => {
+      receipts.push(...step)
+      if (step.length > 0) await request.onReceipts?.(session, step)
+    }
+    const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', { modelId: request.modelId, maxTokens, exclude: [], session })
     let hops = await this.openHops(route.hops, session, request, maxTokens, true)
     request.onRoute?.(hops.map((h) => h.hop))
 
@@ -131,16 +148,20 @@ export class SwarmClient {
         let from = 0
         let pending: HopInput = { dtype: 'i32', tokens: input.length, width: 1, payload: new Uint8Array(input.buffer, input.byteOffset, input.byteLength) }
         while (sampled === undefined) {
+          // Hops before a failing one did their work: their receipts count even when the step is retried.
+          const stepReceipts: Receipt[] = []
           try {
-            sampled = await this.step(hops, from, session, step, position, pending)
+            sampled = await this.step(hops, from, session, step, position, pending, stepReceipts)
+            await collect(stepReceipts)
           } catch (error) {
+            await collect(stepReceipts)
             if (!(error instanceof HopFailure) || failovers.length >= MAX_FAILOVERS) throw error
             const dead = hops.find((h) => h.hop.hostId === error.hostId)
             if (dead === undefined) throw error
             const started = performance.now()
             failed.push(dead.hop.hostId)
             this.log(`hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`)
-            const repaired = await this.replace(hops, dead, session, request, maxTokens, failed)
+            const repaired = await this.replace(hops, dead, session, request, maxTokens, failed, collect)
             hops = repaired.hops
             from = repaired.from
             pending = repaired.pending
@@ -177,7 +198,17 @@ export class SwarmClient {
       route: hops.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks, medianMs: median(h.stepMs) })),
       decodeTokensPerSecond: generated.length > 1 ? (generated.length - 1) / decodeSeconds : 0,
       failovers,
+      session,
+      receipts,
     }
+  }
+
+  /**
+   * Hands a session's receipts to the tracker, which pays the hosts from the account of this
+   * client's key pair (an app's account); returns the tracker's verdict on each.
+   */
+  submitReceipts(session: string, receipts: readonly Receipt[]) {
+    return callRpc(this.tracker, ClientToTracker, 'receipts.submit', { session, receipts: [...receipts] })
   }
 
   close(): void {
@@ -185,7 +216,15 @@ export class SwarmClient {
   }
 
   /** Runs one step from hop `from` on, starting with `input`; returns the last hop's token. */
-  private async step(hops: HopState[], from: number, session: string, step: number, position: number, first: HopInput): Promise<SampledToken> {
+  private async step(
+    hops: HopState[],
+    from: number,
+    session: string,
+    step: number,
+    position: number,
+    first: HopInput,
+    receipts: Receipt[],
+  ): Promise<SampledToken> {
     let input = first
     for (let i = from; i < hops.length; i++) {
       const h = hops[i] as HopState
@@ -206,6 +245,8 @@ export class SwarmClient {
         }),
       )
       if (input.tokens === 1) h.stepMs.push(performance.now() - started)
+      const receipt = readTrailer(answer, Receipt)
+      if (receipt !== undefined) receipts.push(receipt)
       if (answer.kind === 'token') return readJson(answer, SampledToken)
       if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
       input = { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) }
@@ -251,15 +292,23 @@ export class SwarmClient {
     request: GenerateRequest,
     maxTokens: number,
     failed: string[],
+    collect: (receipts: Receipt[]) => Promise<void>,
   ): Promise<{ hops: HopState[]; from: number; pending: HopInput }> {
     dead.link.close()
     const pending = dead.inputs.at(-1)
     if (pending === undefined) throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
+    const at = hops.indexOf(dead)
+    const previousHop = hops[at - 1]?.hop.hostId
+    const nextHop = hops[at + 1]?.hop.hostId
     const replacement = await callRpc(this.tracker, ClientToTracker, 'route.plan', {
       modelId: request.modelId,
       maxTokens,
-      exclude: failed,
+      // Hosts already on the route hold this session, and a host opens one session per id.
+      exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
       span: dead.hop.blocks,
+      ...(previousHop === undefined ? {} : { previousHop }),
+      ...(nextHop === undefined ? {} : { nextHop }),
+      session,
     })
     const isLast = hops.at(-1) === dead
     const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
@@ -284,6 +333,8 @@ export class SwarmClient {
           }),
         )
         position += chunk.tokens
+        const receipt = readTrailer(answer, Receipt)
+        if (receipt !== undefined) await collect([receipt])
         if (answer.kind === 'hidden') outputs.push({ dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) })
       }
       chunks = outputs

@@ -133,9 +133,40 @@ export const ClientToTracker = {
       exclude: z.array(NodeId).default([]),
       /** Plan only these blocks (failover of one span); default the whole model. */
       span: BlockRange.optional(),
+      /** With `span`: the hosts before and after it on the route, so their links count. */
+      previousHop: NodeId.optional(),
+      nextHop: NodeId.optional(),
+      /** The session the route is for: the tracker remembers it to check the hops' receipts. */
+      session: z
+        .string()
+        .regex(/^[0-9a-f]{32}$/)
+        .optional(),
     }),
     Route,
   ),
   'placement.preview': rpc(z.object({ modelId: ModelId, profile: HardwareProfile }), PlacementProposal),
   'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),
+  /** An app's SwarmClient hands in its session's signed receipts; its key pair's account pays. */
+  'receipts.submit': rpc(
+    z.object({ session: z.string().regex(/^[0-9a-f]{32}$/), receipts: z.array(z.unknown()).max(4096) }),
+    z.object({ verdicts: z.array(z.object({ hostId: z.string(), step: z.number(), ok: z.boolean(), code: z.string().optional(), charged: Count })) }),
+  ),
+  /** Join the dashboard pushes of these hosts (your own account's come without asking). */
+  'dashboard.subscribe': rpc(z.object({ hostIds: z.array(NodeId).max(64) }), z.object({ hostIds: z.array(NodeId) })),
 }
+
+/** Pushed by the tracker on /clients (no acknowledgement): a receipt settled or refused. */
+export const DashboardReceipt = z.object({
+  hostId: z.string(),
+  session: z.string(),
+  step: z.number(),
+  ok: z.boolean(),
+  code: z.string().optional(),
+  modelId: z.string().nullable(),
+  chargedMicro: Count,
+  hostBalanceMicro: z.number().int(),
+  /** Present on the paying account's own pushes. */
+  accountBalanceMicro: z.number().int().optional(),
+})
+export type DashboardReceipt = z.infer<typeof DashboardReceipt>
+export const TrackerToClientPush = { 'dashboard.receipt': DashboardReceipt } as const

@@ -47,7 +47,14 @@ export class ModelCatalog {
         `model ${manifest.modelId} is already published with other artifacts (infohash ${existing.infoHash}); publish under a new --model-id.`,
       )
     }
-    const model: StoredModel = { manifest, torrent: Buffer.from(torrent), tokenizer: Buffer.from(tokenizer), infoHash: parsed.infoHash as string, publishedBy, publishedAt: Date.now() }
+    const model: StoredModel = {
+      manifest,
+      torrent: Buffer.from(torrent),
+      tokenizer: Buffer.from(tokenizer),
+      infoHash: parsed.infoHash as string,
+      publishedBy,
+      publishedAt: Date.now(),
+    }
     this.store.putModel(model)
     return model
   }

@@ -2,9 +2,11 @@ import { type HardwareProfile, NeuronError, type PlacementProposal, type Route }
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
 import type { HostRegistry } from './registry'
-import { planRoute } from './routing'
+import { RoutePlanner } from './routing'
 import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
+/** A compiled route planner is reused for at most this long, so load and reputation stay fresh. */
+const PLANNER_MAX_AGE_MS = 1000
 /** KV room a placed host keeps per block: four sessions of 2048 tokens. */
 const KV_BUDGET_TOKENS = 8192
 /** Of the memory a host reports free, the share its runtime may plan to use. */
@@ -15,7 +17,22 @@ export class SwarmPlanner {
   constructor(
     private readonly registry: HostRegistry,
     private readonly catalog: ModelCatalog,
-  ) {}
+    /** Each host's reputation 0..1 (routing uses low scores last); absent, everyone is 1. */
+    private readonly reputationOf: (hostId: string) => number = () => 1,
+  ) {
+    registry.on('changed', () => this.planners.clear())
+  }
+
+  /** One compiled planner per model, rebuilt when a host changes or after a second (load, reputation). */
+  private readonly planners = new Map<string, { planner: RoutePlanner; builtAt: number }>()
+
+  private plannerFor(modelId: string): RoutePlanner {
+    const cached = this.planners.get(modelId)
+    if (cached !== undefined && Date.now() - cached.builtAt < PLANNER_MAX_AGE_MS) return cached.planner
+    const planner = new RoutePlanner(this.view(modelId))
+    this.planners.set(modelId, { planner, builtAt: Date.now() })
+    return planner
+  }
 
   view(modelId: string): SwarmView {
     const manifest = this.catalog.get(modelId).manifest
@@ -32,18 +49,27 @@ export class SwarmPlanner {
         activeSessions: state.activeSessions,
         maxSessions: state.maxSessions,
         kvFreeTokens: state.kvCapacityTokens,
-        reputation: 1,
+        reputation: this.reputationOf(h.hostId),
         status: state.status,
       })
     }
     return { nBlocks: manifest.nLayer, spans, latency: NO_LATENCIES }
   }
 
-  route(request: { modelId: string; maxTokens: number; exclude: string[]; span?: readonly [number, number] | undefined }): Route {
-    const planned = planRoute(this.view(request.modelId), {
+  route(request: {
+    modelId: string
+    maxTokens: number
+    exclude: string[]
+    span?: readonly [number, number] | undefined
+    previousHop?: string | undefined
+    nextHop?: string | undefined
+  }): Route {
+    const planned = this.plannerFor(request.modelId).plan({
       tokens: request.maxTokens,
       exclude: new Set(request.exclude),
       ...(request.span === undefined ? {} : { span: request.span }),
+      ...(request.previousHop === undefined ? {} : { previousHop: request.previousHop }),
+      ...(request.nextHop === undefined ? {} : { nextHop: request.nextHop }),
     })
     return {
       modelId: request.modelId,

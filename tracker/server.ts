@@ -2,11 +2,18 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
+import { SwarmClient } from '../client/swarm-client'
+import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, HostToTracker, NeuronError, type RpcHandlers, serveRpc, TrackerToHost, type WireError } from '../protocol'
 import { ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
+import { Gateway, type GatewayOptions } from './gateway/gateway'
+import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
+import { Metering, type ReceiptVerdict } from './ledger/metering'
+import { MICRO, pricingFromEnv } from './ledger/pricing'
 import { SwarmPlanner } from './planner'
 import { HostRegistry } from './registry'
+import { Reputation } from './reputation/reputation'
 import { SqliteTrackerStore, type TrackerStore } from './store'
 
 export interface TrackerOptions {
@@ -21,7 +28,14 @@ export interface TrackerOptions {
   /** Largest Socket.IO message (relayed frames included), bytes. */
   readonly maxMessageBytes?: number
   readonly log?: (line: string) => void
+  /** The OpenAI-compatible gateway; its admin token defaults to $NEURON_ADMIN_TOKEN. */
+  readonly gateway?: GatewayOptions
+  /** Micro-credits a new account starts with (default $NEURON_STARTING_GRANT_MICRO, else 10 credits). */
+  readonly startingGrantMicro?: number
 }
+
+/** Receipt refusals that count against the host that signed (or is claimed to have signed) it. */
+const HOST_FAULTS = new Set(['bad_receipt', 'bad_signature', 'route_mismatch', 'replayed', 'unknown_session'])
 
 interface Peer {
   readonly nodeId: string
@@ -38,6 +52,10 @@ export class Tracker {
   readonly registry: HostRegistry
   readonly catalog: ModelCatalog
   readonly planner: SwarmPlanner
+  readonly accounts: Accounts
+  readonly metering: Metering
+  readonly reputation: Reputation
+  readonly gateway: Gateway
   /** Malformed or failed requests, counted per code (for tests and the operator). */
   readonly rejected = new Map<string, number>()
   private readonly issuer = new ChallengeIssuer()
@@ -45,6 +63,9 @@ export class Tracker {
   private readonly http = createServer((req, res) => this.onHttp(req, res))
   private readonly io: SocketServer
   private readonly bittorrent = new BitTorrentTracker({ http: false, udp: false, ws: false, stats: false })
+  private clientNamespace: Namespace | undefined
+  /** The gateway's own client of this swarm, connected on first use. */
+  private ownClient: Promise<SwarmClient> | undefined
 
   private constructor(
     readonly store: TrackerStore,
@@ -52,7 +73,34 @@ export class Tracker {
   ) {
     this.registry = new HostRegistry(options.heartbeatMs ?? 5000)
     this.catalog = new ModelCatalog(store, this.registry)
-    this.planner = new SwarmPlanner(this.registry, this.catalog)
+    this.reputation = new Reputation(store.ledger, this.registry, options.heartbeatMs ?? 5000)
+    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId))
+    const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
+    this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
+    const pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
+    this.metering = new Metering(
+      store.ledger,
+      (modelId) => this.catalog.get(modelId).manifest,
+      (hostId) => this.registry.get(hostId)?.publicKey ?? store.getHost(hostId)?.publicKey,
+      pricing,
+    )
+    this.metering.on('verdict', (session, verdict, accountId, modelId) => this.onVerdict(session, verdict, accountId, modelId))
+    const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
+    this.gateway = new Gateway(
+      {
+        catalog: this.catalog,
+        accounts: this.accounts,
+        ledger: store.ledger,
+        metering: this.metering,
+        reputation: this.reputation,
+        client: () => {
+          this.ownClient ??= SwarmClient.connect(this.url, NodeIdentity.generate(), (l) => this.log(`gateway: ${l}`))
+          return this.ownClient
+        },
+        log: (l) => this.log(l),
+      },
+      { ...options.gateway, pricing, ...(adminToken === undefined || adminToken === '' ? {} : { adminToken }) },
+    )
     this.bittorrent.on('warning', (e: Error) => this.log(`bittorrent: ${e.message}`))
     this.io = new SocketServer(this.http, { serveClient: false, maxHttpBufferSize: options.maxMessageBytes ?? 64 * 1024 * 1024 })
     this.setUpHosts(this.io.of('/hosts'))
@@ -83,6 +131,8 @@ export class Tracker {
 
   async close(): Promise<void> {
     this.registry.close()
+    this.reputation.close()
+    if (this.ownClient !== undefined) (await this.ownClient.catch(() => undefined))?.close()
     this.io.disconnectSockets(true)
     await new Promise<void>((resolve) => this.io.close(() => resolve()))
     await new Promise<void>((resolve) => this.bittorrent.close(() => resolve()))
@@ -100,9 +150,13 @@ export class Tracker {
   }
 
   private onHttp(req: IncomingMessage, res: ServerResponse): void {
-    const path = (req.url ?? '/').split('?')[0]
+    const path = (req.url ?? '/').split('?')[0] ?? '/'
     if (path === '/announce' || path === '/scrape') {
       this.bittorrent.onHttpRequest(req, res, { action: path.slice(1) })
+      return
+    }
+    if (this.gateway.handles(path)) {
+      void this.gateway.handle(req, res, path)
       return
     }
     const json = (status: number, body: unknown) => {
@@ -188,7 +242,16 @@ export class Tracker {
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
       'hosts.list': () => ({ hosts: this.registry.summaries() }),
-      'route.plan': (request) => this.planner.route(request),
+      'route.plan': (request, peer) => {
+        const route = this.planner.route(request)
+        if (request.session !== undefined) {
+          this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId)
+          // A span asked again after a failure: the host the client just gave up on failed a step.
+          const failed = request.span === undefined ? undefined : request.exclude.at(-1)
+          if (failed !== undefined) this.reputation.failed(failed)
+        }
+        return route
+      },
       'placement.preview': ({ modelId, profile }) => this.planner.placement(modelId, profile, null, null),
       'relay.forward': async ({ hostId, frame }) => {
         const socket = this.hostSockets.get(hostId)
@@ -197,11 +260,58 @@ export class Tracker {
         }
         return callRpc(socket, TrackerToHost, 'relay.frame', { frame })
       },
+      'receipts.submit': ({ session, receipts }, peer) => {
+        const issuedTo = this.metering.issuedTo(session)
+        if (issuedTo !== undefined && issuedTo !== peer.nodeId) {
+          throw new NeuronError('not_your_session', `session ${session} was issued to another client; submit receipts for your own sessions.`)
+        }
+        const account = this.accounts.byPublicKey(peer.publicKey)
+        if (account !== undefined) this.metering.bind(session, account.accountId)
+        const verdicts = this.metering.settle(session, receipts)
+        return {
+          verdicts: verdicts.map((v) => ({ hostId: v.hostId, step: v.step, ok: v.ok, ...(v.code === undefined ? {} : { code: v.code }), charged: v.charged })),
+        }
+      },
+      'dashboard.subscribe': ({ hostIds }, peer) => {
+        for (const id of hostIds) void peer.socket.join(`host:${id}`)
+        return { hostIds }
+      },
     }
+    this.clientNamespace = namespace
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
+      const account = this.accounts.byPublicKey(peer.publicKey)
+      if (account !== undefined) void socket.join(`account:${account.accountId}`)
       serveRpc(socket, ClientToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
     })
+  }
+
+  /** Reputation and dashboard pushes follow every settled or refused receipt. */
+  private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
+    if (v.ok) this.reputation.completed(v.hostId)
+    else if (v.code !== undefined && HOST_FAULTS.has(v.code)) {
+      this.reputation.failed(v.hostId)
+      this.log(`receipt from ${v.hostId} for session ${session} step ${v.step} refused: ${v.code}: ${v.message ?? ''}`)
+    }
+    const ns = this.clientNamespace
+    const hostRoom = `host:${v.hostId}`
+    const accountRoom = accountId === null ? undefined : `account:${accountId}`
+    const listening = (room: string | undefined) => room !== undefined && (ns?.adapter.rooms.get(room)?.size ?? 0) > 0
+    // Balances are sums over the ledger: computed only when a dashboard is listening.
+    if (ns === undefined || !(listening(hostRoom) || listening(accountRoom))) return
+    const push = {
+      hostId: v.hostId,
+      session,
+      step: v.step,
+      ok: v.ok,
+      ...(v.code === undefined ? {} : { code: v.code }),
+      modelId,
+      chargedMicro: v.charged,
+      hostBalanceMicro: this.store.ledger.balance(hostAccount(v.hostId)),
+    }
+    if (listening(hostRoom)) ns.to(hostRoom).emit('dashboard.receipt', push)
+    if (accountId !== null && listening(accountRoom))
+      ns.to(`account:${accountId}`).emit('dashboard.receipt', { ...push, accountBalanceMicro: this.store.ledger.balance(consumerAccount(accountId)) })
   }
 
   private requireHello(peer: Peer) {

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
 import { type HardwareProfile, Manifest } from '../protocol'
+import { type LedgerStore, SqliteLedgerStore } from './ledger/ledger-store'
 
 export interface StoredModel {
   readonly manifest: Manifest
@@ -28,6 +29,8 @@ export interface TrackerStore {
   listModels(): StoredModel[]
   upsertHost(host: StoredHost): void
   getHost(hostId: string): StoredHost | undefined
+  /** Accounts, keys, the ledger, receipts and reputation history. */
+  readonly ledger: LedgerStore
   close(): void
 }
 
@@ -50,16 +53,83 @@ const MIGRATIONS: readonly string[] = [
    );`,
   // Clients tokenize and render chats with the model's own vocabulary: a metadata-only GGUF.
   'alter table models add column tokenizer blob',
+  // Accounts, API keys (sha256 only) and the append-only double-entry ledger (integer micro-credits).
+  `create table accounts (
+     account_id text primary key,
+     name text not null,
+     public_key text unique,
+     created_at integer not null
+   );
+   create table api_keys (
+     key_hash text primary key,
+     account_id text not null references accounts(account_id),
+     created_at integer not null
+   );
+   create table ledger_transactions (
+     txn_id integer primary key autoincrement,
+     kind text not null,
+     idempotency_key text unique,
+     model_id text,
+     created_at integer not null
+   );
+   create table ledger_entries (
+     entry_id integer primary key autoincrement,
+     txn_id integer not null references ledger_transactions(txn_id),
+     account text not null,
+     amount integer not null,
+     created_at integer not null
+   );
+   create index ledger_entries_account on ledger_entries(account, created_at);
+   -- Running balances, kept in the same SQLite transaction as the entries they sum.
+   create table ledger_balances (
+     account text primary key,
+     amount integer not null
+   );
+   create table receipts (
+     idempotency_key text primary key,
+     session text not null,
+     step integer not null,
+     host_id text not null,
+     block_begin integer not null,
+     block_end integer not null,
+     tokens integer not null,
+     model_id text not null,
+     account_id text,
+     txn_id integer,
+     host_earned integer not null,
+     body text not null,
+     created_at integer not null
+   );
+   create index receipts_host on receipts(host_id, created_at);
+   create table receipt_rejections (
+     rejection_id integer primary key autoincrement,
+     host_id text not null,
+     session text,
+     step integer,
+     code text not null,
+     message text not null,
+     created_at integer not null
+   );
+   create index receipt_rejections_host on receipt_rejections(host_id, created_at);
+   create table reputation_history (
+     host_id text not null,
+     at integer not null,
+     score real not null,
+     components text not null
+   );
+   create index reputation_history_host on reputation_history(host_id, at);`,
 ]
 
 export class SqliteTrackerStore implements TrackerStore {
   private readonly db: Database.Database
+  readonly ledger: LedgerStore
 
   constructor(path: string) {
     this.db = new Database(path)
     this.db.pragma('journal_mode = WAL')
     this.db.pragma('synchronous = NORMAL')
     this.migrate()
+    this.ledger = new SqliteLedgerStore(this.db)
   }
 
   /** The schema version now in force (number of migrations applied). */

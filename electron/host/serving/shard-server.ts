@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
-import { type ShardRuntime, ShardRuntimeError, type ShardSession, toF16 } from '../../../native'
+import { type ShardRuntime, ShardRuntimeError, type ShardSession } from '../../../native'
 import {
   decodeFrame,
   encodeFrame,

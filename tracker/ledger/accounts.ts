@@ -1,0 +1,69 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { NeuronError } from '../../protocol'
+import type { LedgerStore, StoredAccount } from './ledger-store'
+
+/** The ledger account names: a consumer, a host, the swarm's fee and where grants come from. */
+export const consumerAccount = (accountId: string) => `consumer:${accountId}`
+export const hostAccount = (hostId: string) => `host:${hostId}`
+export const FEE_ACCOUNT = 'swarm:fee'
+export const GRANTS_ACCOUNT = 'swarm:grants'
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex')
+}
+
+export interface CreatedAccount {
+  readonly account: StoredAccount
+  /** Shown once: only its sha256 is stored. */
+  readonly apiKey: string
+  readonly grantMicro: number
+}
+
+/** Accounts with API keys (`nk-…`, stored hashed) or an app's key pair, and their starting grant. */
+export class Accounts {
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly startingGrantMicro: number,
+  ) {}
+
+  create(options: { name?: string; grantMicro?: number; publicKey?: string | null } = {}, now = Date.now()): CreatedAccount {
+    const accountId = `acct_${randomBytes(8).toString('hex')}`
+    const apiKey = `nk-${randomBytes(24).toString('base64url')}`
+    const account: StoredAccount = { accountId, name: options.name ?? accountId, publicKey: options.publicKey ?? null, createdAt: now }
+    if (options.publicKey != null && this.store.accountByPublicKey(options.publicKey) !== undefined) {
+      throw new NeuronError('account_exists', `key ${options.publicKey.slice(0, 8)}… already has an account.`)
+    }
+    this.store.createAccount(account, hashApiKey(apiKey))
+    const grantMicro = options.grantMicro ?? this.startingGrantMicro
+    if (grantMicro > 0) this.grant(accountId, grantMicro, now)
+    return { account, apiKey, grantMicro }
+  }
+
+  /** Credits an account from the swarm's grants account (which goes negative: credits issued). */
+  grant(accountId: string, micro: number, now = Date.now()): void {
+    if (!Number.isSafeInteger(micro) || micro <= 0) throw new NeuronError('bad_request', `a grant is a positive whole number of micro-credits, not ${micro}.`)
+    if (this.store.getAccount(accountId) === undefined) throw new NeuronError('unknown_account', `no account ${accountId}.`)
+    this.store.post({
+      kind: 'grant',
+      idempotencyKey: null,
+      modelId: null,
+      entries: [
+        { account: GRANTS_ACCOUNT, amount: -micro },
+        { account: consumerAccount(accountId), amount: micro },
+      ],
+      at: now,
+    })
+  }
+
+  byApiKey(key: string): StoredAccount | undefined {
+    return this.store.accountByKeyHash(hashApiKey(key))
+  }
+
+  byPublicKey(publicKey: string): StoredAccount | undefined {
+    return this.store.accountByPublicKey(publicKey)
+  }
+
+  balance(accountId: string): number {
+    return this.store.balance(consumerAccount(accountId))
+  }
+}

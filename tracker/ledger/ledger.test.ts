@@ -1,0 +1,168 @@
+// The ledger and receipt settlement on a real SQLite file, with hosts' real ed25519 keys: money is
+// conserved, a step is paid once, balances never go negative, bad receipts are refused and logged.
+import { createHash, randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { NodeIdentity } from '../../identity/keys'
+import { REPLAY_STEP_BASE, type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
+import { scratchDir } from '../../test/models'
+import { SqliteTrackerStore } from '../store'
+import { Accounts, consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { Metering } from './metering'
+import { defaultPrice, feeOf, hopCharge, pricingFromEnv } from './pricing'
+
+const MODEL = { modelId: 'toy', nLayer: 4, bytesPerBlock: [1e9, 1e9, 1e9, 1e9] }
+const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }
+const sha = (s: string) => createHash('sha256').update(s).digest('hex')
+
+function sign(host: NodeIdentity, body: Omit<ReceiptBody, 'hostId' | 'input' | 'output'>): Receipt {
+  const full: ReceiptBody = { ...body, hostId: host.id, input: sha(`in ${body.step}`), output: sha(`out ${body.step}`) }
+  return { ...full, signature: host.sign(receiptMessage(full)) }
+}
+
+let dir = ''
+let cleanup: () => Promise<void> = async () => {}
+let store: SqliteTrackerStore
+let metering: Metering
+let accounts: Accounts
+const hostA = NodeIdentity.generate()
+const hostB = NodeIdentity.generate()
+const keys = new Map([
+  [hostA.id, hostA.publicKey],
+  [hostB.id, hostB.publicKey],
+])
+
+describe('ledger and receipt settlement', () => {
+  beforeEach(async () => {
+    ;({ dir, cleanup } = await scratchDir())
+    store = new SqliteTrackerStore(join(dir, 'ledger.sqlite'))
+    accounts = new Accounts(store.ledger, 1_000_000)
+    metering = new Metering(
+      store.ledger,
+      () => MODEL,
+      (id) => keys.get(id),
+      { prices: { toy: PRICE }, feeBps: 1000 },
+    )
+  })
+  afterEach(async () => {
+    store.close()
+    await cleanup()
+  })
+
+  function session(accountId: string | null): string {
+    const id = randomBytes(16).toString('hex')
+    metering.issue(id, 'toy', [
+      { hostId: hostA.id, blocks: [0, 3] },
+      { hostId: hostB.id, blocks: [3, 4] },
+    ])
+    if (accountId !== null) metering.bind(id, accountId)
+    return id
+  }
+
+  it('splits each step between the hops by blocks, keeps a fee, and every transaction sums to zero', () => {
+    const { account } = accounts.create({ name: 'alice' })
+    const s = session(account.accountId)
+    const receipts = [1, 2, 3].flatMap((step) => [
+      sign(hostA, { session: s, step, blocks: [0, 3], tokens: step === 1 ? 10 : 1 }),
+      sign(hostB, { session: s, step, blocks: [3, 4], tokens: step === 1 ? 10 : 1 }),
+    ])
+    const verdicts = metering.settle(s, receipts)
+    expect(verdicts.every((v) => v.ok)).toBe(true)
+    const charges = receipts.map((r) => hopCharge(PRICE, 4, r))
+    // Step 1: 10 prompt tokens × 40 + one completion token × 160 = 560, split 3:1 between the hops.
+    expect(charges.slice(0, 2)).toEqual([420, 140])
+    const spent = charges.reduce((s, c) => s + c, 0)
+    expect(accounts.balance(account.accountId)).toBe(1_000_000 - spent)
+    const earnedA = receipts.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r) - feeOf(hopCharge(PRICE, 4, r), 1000), 0)
+    expect(store.ledger.balance(hostAccount(hostA.id))).toBe(earnedA)
+    expect(store.ledger.balance(FEE_ACCOUNT)).toBe(charges.reduce((s, c) => s + feeOf(c, 1000), 0))
+    expect(store.ledger.total()).toBe(0)
+    expect(store.ledger.unbalancedTransactions()).toEqual([])
+    expect(store.ledger.driftedBalances()).toEqual([])
+    expect(store.ledger.servedBlockTokens(hostA.id)).toBe(3 * 10 + 3 + 3)
+    expect(store.ledger.earnings(hostA.id, 'hour', 0)).toEqual([expect.objectContaining({ modelId: 'toy', earned: earnedA, receipts: 3 })])
+  })
+
+  it('refuses a replayed receipt, a forged one and one for a hop the tracker never issued; each is logged against the host', () => {
+    const { account } = accounts.create()
+    const s = session(account.accountId)
+    const other = session(account.accountId)
+    const good = sign(hostA, { session: s, step: 1, blocks: [0, 3], tokens: 5 })
+    expect(metering.settle(s, [good])[0]?.ok).toBe(true)
+    const balance = accounts.balance(account.accountId)
+    const [replayed, forged, wrongBlocks, wrongSession, unknown, garbage] = metering.settle(s, [
+      good,
+      { ...sign(hostA, { session: s, step: 2, blocks: [0, 3], tokens: 1 }), tokens: 50 },
+      sign(hostA, { session: s, step: 3, blocks: [0, 4], tokens: 1 }),
+      sign(hostB, { session: other, step: 1, blocks: [3, 4], tokens: 5 }),
+      { ...sign(NodeIdentity.generate(), { session: s, step: 4, blocks: [0, 3], tokens: 1 }), hostId: hostA.id },
+      { hostId: hostB.id, step: 'x' },
+    ])
+    expect(replayed?.code).toBe('replayed')
+    expect(forged?.code).toBe('bad_signature')
+    expect(wrongBlocks?.code).toBe('route_mismatch')
+    expect(wrongSession?.code).toBe('route_mismatch')
+    expect(unknown?.code).toBe('bad_signature')
+    expect(garbage?.code).toBe('bad_receipt')
+    expect(metering.settle(randomBytes(16).toString('hex'), [good])[0]?.code).toBe('route_mismatch')
+    expect(accounts.balance(account.accountId)).toBe(balance)
+    expect(
+      store.ledger
+        .rejections(hostA.id)
+        .map((r) => r.code)
+        .sort(),
+    ).toEqual(['bad_signature', 'bad_signature', 'replayed', 'route_mismatch', 'route_mismatch'].sort())
+    expect(
+      store.ledger
+        .rejections(hostB.id)
+        .map((r) => r.code)
+        .sort(),
+    ).toEqual(['bad_receipt', 'route_mismatch'])
+  })
+
+  it('pays a step once per span however often it is handed in, and replay steps not at all', () => {
+    const { account } = accounts.create()
+    const s = session(account.accountId)
+    const step = sign(hostB, { session: s, step: 7, blocks: [3, 4], tokens: 1 })
+    const replay = sign(hostB, { session: s, step: REPLAY_STEP_BASE + 3, blocks: [3, 4], tokens: 6 })
+    metering.settle(s, [step, replay, step, replay])
+    expect(store.ledger.receipts({ session: s })).toHaveLength(2)
+    expect(store.ledger.balance(hostAccount(hostB.id))).toBe(hopCharge(PRICE, 4, step) - feeOf(hopCharge(PRICE, 4, step), 1000))
+    expect(store.ledger.total()).toBe(0)
+  })
+
+  it('never lets a balance go below zero', () => {
+    const { account } = accounts.create({ grantMicro: 100 })
+    const s = session(account.accountId)
+    const verdicts = metering.settle(s, [
+      sign(hostA, { session: s, step: 1, blocks: [0, 3], tokens: 1 }),
+      sign(hostB, { session: s, step: 1, blocks: [3, 4], tokens: 1 }),
+    ])
+    // 40 + 160 = 200 per step: the first hop's 150 does not fit in 100; the second's 50 does.
+    expect(verdicts.map((v) => v.code ?? 'ok')).toEqual(['insufficient_credits', 'ok'])
+    expect(accounts.balance(account.accountId)).toBe(50)
+    expect(store.ledger.rejections(hostA.id)).toEqual([])
+  })
+
+  it('keeps accounts by hashed API key and by an app’s public key', () => {
+    const app = NodeIdentity.generate()
+    const created = accounts.create({ name: 'app', publicKey: app.publicKey })
+    expect(created.apiKey).toMatch(/^nk-/)
+    expect(accounts.byApiKey(created.apiKey)?.accountId).toBe(created.account.accountId)
+    expect(accounts.byApiKey(`${created.apiKey}x`)).toBeUndefined()
+    expect(accounts.byPublicKey(app.publicKey)?.accountId).toBe(created.account.accountId)
+    expect(store.ledger.balance(consumerAccount(created.account.accountId))).toBe(1_000_000)
+    expect(() => accounts.create({ publicKey: app.publicKey })).toThrow(/already has an account/)
+  })
+
+  it('prices by model size unless configured, and reads prices and fee from the environment', () => {
+    expect(defaultPrice({ bytesPerBlock: [1e6] })).toEqual({ promptMicroPerToken: 25, completionMicroPerToken: 100 })
+    expect(defaultPrice({ bytesPerBlock: Array(10).fill(7e9) })).toEqual({ promptMicroPerToken: 1750, completionMicroPerToken: 7000 })
+    expect(pricingFromEnv({ NEURON_PRICES: '{"toy":{"prompt":5,"completion":20}}', NEURON_FEE_BPS: '500' })).toEqual({
+      prices: { toy: { promptMicroPerToken: 5, completionMicroPerToken: 20 } },
+      feeBps: 500,
+    })
+    expect(() => pricingFromEnv({ NEURON_FEE_BPS: '20000' })).toThrow(/basis points/)
+    expect(() => pricingFromEnv({ NEURON_PRICES: '{"toy":{"prompt":-1}}' })).toThrow(/NEURON_PRICES/)
+  })
+})

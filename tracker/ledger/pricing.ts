@@ -1,0 +1,86 @@
+import { z } from 'zod'
+import { type Manifest, NeuronError } from '../../protocol'
+
+/** 1 credit = 1,000,000 micro-credits; the ledger holds integers only. */
+export const MICRO = 1_000_000
+
+/** A model's price, micro-credits per token. */
+export interface Price {
+  readonly promptMicroPerToken: number
+  readonly completionMicroPerToken: number
+}
+
+export interface PricingOptions {
+  /** Explicit prices per model id; others get the size-scaled default. */
+  readonly prices?: Readonly<Record<string, Price>>
+  /** The swarm's share of every charge, basis points (default 1000 = 10%). */
+  readonly feeBps?: number
+}
+
+/**
+ * Default price: a completion token costs 100 micro-credits per GB of weights (at least 100), a
+ * prompt token a quarter of that — prefill is batched, so cheaper per token to serve.
+ */
+export function defaultPrice(manifest: Pick<Manifest, 'bytesPerBlock'>): Price {
+  const gb = manifest.bytesPerBlock.reduce((s, b) => s + b, 0) / 1e9
+  const completion = Math.max(100, Math.round(100 * gb))
+  return { promptMicroPerToken: Math.max(25, Math.round(completion / 4)), completionMicroPerToken: completion }
+}
+
+export function priceOf(manifest: Pick<Manifest, 'modelId' | 'bytesPerBlock'>, options: PricingOptions): Price {
+  return options.prices?.[manifest.modelId] ?? defaultPrice(manifest)
+}
+
+/**
+ * What one hop's receipt for one step costs the consumer, micro-credits. Step 1 is the prefill: it
+ * carries the prompt and yields the first completion token; every later step yields one more. The
+ * step's price is shared by the hops in proportion to the blocks each ran.
+ */
+export function hopCharge(price: Price, nLayer: number, r: { step: number; tokens: number; blocks: readonly [number, number] }): number {
+  const stepMicro = (r.step === 1 ? r.tokens * price.promptMicroPerToken : 0) + price.completionMicroPerToken
+  return Math.round((stepMicro * (r.blocks[1] - r.blocks[0])) / nLayer)
+}
+
+/** The swarm's fee out of a charge; the host earns the rest. */
+export function feeOf(charge: number, feeBps: number): number {
+  return Math.floor((charge * feeBps) / 10_000)
+}
+
+/**
+ * The most a generation can cost: its prompt and every completion token it may produce, plus a
+ * micro-credit per hop per step for rounding (at most one hop per block).
+ */
+export function maxCost(price: Price, nLayer: number, promptTokens: number, maxTokens: number): number {
+  return promptTokens * price.promptMicroPerToken + maxTokens * (price.completionMicroPerToken + nLayer)
+}
+
+/** How many completion tokens `available` micro-credits cover after the prompt; 0 when not even one. */
+export function affordableTokens(price: Price, nLayer: number, promptTokens: number, available: number): number {
+  const left = available - promptTokens * price.promptMicroPerToken
+  return left <= 0 ? 0 : Math.floor(left / (price.completionMicroPerToken + nLayer))
+}
+
+const EnvPrices = z.record(z.string(), z.object({ prompt: z.number().int().nonnegative(), completion: z.number().int().nonnegative() }))
+
+/**
+ * Prices and fee from the environment of `neuron tracker`: NEURON_PRICES is JSON
+ * `{ "<model id>": { "prompt": <micro per token>, "completion": <micro per token> } }`,
+ * NEURON_FEE_BPS the swarm's share in basis points.
+ */
+export function pricingFromEnv(env: NodeJS.ProcessEnv): PricingOptions {
+  const out: { prices?: Record<string, Price>; feeBps?: number } = {}
+  if (env.NEURON_PRICES !== undefined && env.NEURON_PRICES !== '') {
+    const parsed = EnvPrices.safeParse(JSON.parse(env.NEURON_PRICES))
+    if (!parsed.success) throw new NeuronError('bad_option', `NEURON_PRICES: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
+    out.prices = Object.fromEntries(
+      Object.entries(parsed.data).map(([id, p]) => [id, { promptMicroPerToken: p.prompt, completionMicroPerToken: p.completion }]),
+    )
+  }
+  const fee = Number(env.NEURON_FEE_BPS)
+  if (env.NEURON_FEE_BPS !== undefined && env.NEURON_FEE_BPS !== '') {
+    if (!Number.isInteger(fee) || fee < 0 || fee > 10_000)
+      throw new NeuronError('bad_option', `NEURON_FEE_BPS is basis points 0..10000, not "${env.NEURON_FEE_BPS}".`)
+    out.feeBps = fee
+  }
+  return out
+}

@@ -1,0 +1,66 @@
+// Reputation from completed and failed steps, latency against advertised speed and uptime; kept
+// as history and fed to the route planner, which routes low scores last.
+import { afterEach, describe, expect, it } from 'vitest'
+import type { HardwareProfile, ServingState } from '../../protocol'
+import { HostRegistry } from '../registry'
+import { SqliteTrackerStore } from '../store'
+import { Reputation } from './reputation'
+
+const PROFILE: HardwareProfile = {
+  cpu: { model: 'test', cores: 2, physicalCores: 2, flags: [] },
+  memory: { totalBytes: 8e9, availableBytes: 4e9 },
+  gpus: [],
+  disk: { path: '/tmp', freeBytes: 1e10, readBytesPerSecond: 1e9 },
+  memoryBytesPerSecond: 1e10,
+  threads: 1,
+}
+const STATE: ServingState = {
+  modelId: 'toy',
+  blocks: [0, 4],
+  status: 'ready',
+  progress: 1,
+  kvCapacityTokens: 1024,
+  activeSessions: 0,
+  maxSessions: 4,
+  msPerBlock: 2,
+  endpoint: 'ws://127.0.0.1:1/',
+}
+
+let store: SqliteTrackerStore
+let registry: HostRegistry
+let reputation: Reputation
+
+afterEach(() => {
+  reputation.close()
+  registry.close()
+  store.close()
+})
+
+describe('host reputation', () => {
+  it('starts a new host at 1, lowers it for failed steps and slow round trips, and keeps the history', async () => {
+    store = new SqliteTrackerStore(':memory:')
+    registry = new HostRegistry(1000)
+    reputation = new Reputation(store.ledger, registry, 20)
+    registry.hello('aaaaaaaaaaaaaaaaaaaa', 'k1', PROFILE, STATE)
+    registry.hello('bbbbbbbbbbbbbbbbbbbb', 'k2', PROFILE, STATE)
+    expect(reputation.score('aaaaaaaaaaaaaaaaaaaa')).toBeCloseTo(1)
+    reputation.completed('aaaaaaaaaaaaaaaaaaaa', 100)
+    reputation.completed('bbbbbbbbbbbbbbbbbbbb', 100)
+    reputation.failed('bbbbbbbbbbbbbbbbbbbb', 30)
+    // Advertised 4 blocks × 2 ms; a 60 ms round trip is far slower than that.
+    for (let i = 0; i < 10; i++) reputation.observedLatency('bbbbbbbbbbbbbbbbbbbb', 4, 60)
+    registry.markOffline('bbbbbbbbbbbbbbbbbbbb', 'test')
+    await new Promise((r) => setTimeout(r, 100))
+    const good = reputation.of('aaaaaaaaaaaaaaaaaaaa')
+    const bad = reputation.of('bbbbbbbbbbbbbbbbbbbb')
+    expect(good.score).toBeGreaterThan(0.95)
+    expect(bad.score).toBeLessThan(0.7)
+    expect(bad.components.completion).toBeCloseTo(120 / 150)
+    expect(bad.components.latency).toBeLessThan(0.4)
+    expect(bad.components.uptime).toBeLessThan(0.5)
+    expect(bad.failedSteps).toBe(30)
+    const history = reputation.history('bbbbbbbbbbbbbbbbbbbb')
+    expect(history.length).toBeGreaterThan(0)
+    expect(history[0]?.components).toMatchObject({ failedSteps: 30 })
+  })
+})

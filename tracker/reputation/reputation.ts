@@ -1,0 +1,130 @@
+import type { LedgerStore } from '../ledger/ledger-store'
+import type { HostRegistry } from '../registry'
+
+/** Each component is 0..1; 1 is a host that does everything right. */
+export interface ReputationComponents {
+  /** Share of the tracker's samples in which the host was online since it joined. */
+  readonly uptime: number
+  /** Completed steps over completed + failed (rejected receipts, failovers away from it), with a prior of a few good steps. */
+  readonly completion: number
+  /** Advertised compute time against the round trips clients measured, capped at 1. */
+  readonly latency: number
+  /** Audits re-running sampled steps elsewhere: not built yet, so neutral. */
+  readonly audits: number
+}
+
+export interface HostReputation {
+  readonly hostId: string
+  readonly score: number
+  readonly components: ReputationComponents
+  readonly completedSteps: number
+  readonly failedSteps: number
+}
+
+const WEIGHTS = { uptime: 0.25, completion: 0.45, latency: 0.2, audits: 0.1 } as const
+/** A new host starts as if it had completed this many steps: one failure does not sink it. */
+const PRIOR_STEPS = 20
+/** Network time a round trip may add on top of compute before it counts against a host, ms. */
+const LATENCY_ALLOWANCE_MS = 5
+const HISTORY_EVERY_MS = 10_000
+
+interface Tally {
+  completed: number
+  failed: number
+  samples: number
+  onlineSamples: number
+  /** Exponentially weighted ratio of advertised to observed time per step. */
+  latency: number
+  lastRecorded: number
+}
+
+/**
+ * A score per host from uptime, completed vs failed steps and latency against its advertised speed
+ * (audits later). The planner routes low scores last; components and history are exposed.
+ */
+export class Reputation {
+  private readonly tallies = new Map<string, Tally>()
+  private readonly timer: NodeJS.Timeout
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly registry: HostRegistry,
+    sampleMs = 5_000,
+  ) {
+    this.timer = setInterval(() => this.sampleUptime(), sampleMs)
+    this.timer.unref()
+  }
+
+  completed(hostId: string, steps = 1): void {
+    this.tally(hostId).completed += steps
+    this.maybeRecord(hostId)
+  }
+
+  failed(hostId: string, steps = 1): void {
+    this.tally(hostId).failed += steps
+    this.record(hostId)
+  }
+
+  /** A client's measured round trip to a hop for one decode step, against what the host advertises. */
+  observedLatency(hostId: string, blocks: number, medianMs: number): void {
+    const advertised = this.registry.get(hostId)?.state.msPerBlock
+    if (advertised == null || medianMs <= 0) return
+    const ratio = Math.min(1, (advertised * blocks + LATENCY_ALLOWANCE_MS) / medianMs)
+    const t = this.tally(hostId)
+    t.latency = 0.8 * t.latency + 0.2 * ratio
+    this.maybeRecord(hostId)
+  }
+
+  of(hostId: string): HostReputation {
+    const t = this.tally(hostId)
+    const components: ReputationComponents = {
+      uptime: t.samples === 0 ? 1 : t.onlineSamples / t.samples,
+      completion: (t.completed + PRIOR_STEPS) / (t.completed + t.failed + PRIOR_STEPS),
+      latency: t.latency,
+      audits: 1,
+    }
+    const score = (Object.keys(WEIGHTS) as (keyof ReputationComponents)[]).reduce((s, k) => s + WEIGHTS[k] * components[k], 0)
+    return { hostId, score, components, completedSteps: t.completed, failedSteps: t.failed }
+  }
+
+  /** The score alone, 0..1, for the route planner. */
+  score(hostId: string): number {
+    return this.of(hostId).score
+  }
+
+  history(hostId: string, limit?: number) {
+    return this.store.reputationHistory(hostId, limit)
+  }
+
+  close(): void {
+    clearInterval(this.timer)
+  }
+
+  private tally(hostId: string): Tally {
+    let t = this.tallies.get(hostId)
+    if (t === undefined) {
+      t = { completed: 0, failed: 0, samples: 0, onlineSamples: 0, latency: 1, lastRecorded: 0 }
+      this.tallies.set(hostId, t)
+    }
+    return t
+  }
+
+  private sampleUptime(): void {
+    for (const h of this.registry.summaries()) {
+      const t = this.tally(h.hostId)
+      t.samples++
+      if (h.online) t.onlineSamples++
+    }
+  }
+
+  private maybeRecord(hostId: string): void {
+    if (Date.now() - this.tally(hostId).lastRecorded >= HISTORY_EVERY_MS) this.record(hostId)
+  }
+
+  private record(hostId: string): void {
+    const now = Date.now()
+    const r = this.of(hostId)
+    this.tally(hostId).lastRecorded = now
+    this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps })
+  }
+}
