@@ -8,6 +8,7 @@ import { LlamaCompletion } from 'node-llama-cpp'
 import { SwarmClient } from '../client/swarm-client'
 import { sharedLlama } from '../client/tokenizer'
 import { splitBlocks } from '../electron/host/cli/demo'
+import { artifactsFor } from '../electron/host/host'
 import { publishModel, readManifest } from '../electron/host/publish'
 import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
@@ -15,7 +16,10 @@ import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
 
-const THREADS = 2
+// `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
+// threads spin between ops), so 1 thread per compute is the fair comparison there.
+const threadsArg = process.argv.indexOf('--threads')
+const THREADS = threadsArg > 0 ? Number(process.argv[threadsArg + 1]) : 1
 const PROMPT = 'Once upon a time, in a land far away,'
 const DECODE = 64
 
@@ -66,7 +70,7 @@ try {
         // Pre-seed the host's store with hard links: this bench measures serving, not downloading.
         const modelDir = join(dataDir, 'models', manifest.modelId)
         await mkdir(modelDir, { recursive: true })
-        for (const art of manifest.artifacts) await link(join(packed, art.file), join(modelDir, art.file))
+        for (const file of artifactsFor(manifest, [a, b])) await link(join(packed, file), join(modelDir, file))
         const host = startNeuron([
           'host',
           '--tracker',

@@ -1,8 +1,8 @@
 import { open, rename, rm } from 'node:fs/promises'
 import { GGUFValueType } from '@huggingface/gguf'
-import { NeuronError } from '../protocol'
+import { f32ToF16, NeuronError } from '../protocol'
 import { alignUp, type GgmlType, GgmlTypeId, ggmlType, tensorBytes } from './ggml-types'
-import { hashName, Sfc32, toHalf } from './random'
+import { hashName, Sfc32 } from './random'
 import type { GgufKv } from './reader'
 import { serializeHeader } from './writer'
 
@@ -220,7 +220,7 @@ function* tensorChunks(spec: TensorSpec, rng: Sfc32): Generator<Uint8Array> {
       }
       case GgmlTypeId.F16: {
         const out = new Uint16Array(n)
-        for (let i = 0; i < n; i++) out[i] = toHalf(centre + amplitude * rng.signed())
+        for (let i = 0; i < n; i++) out[i] = f32ToF16(centre + amplitude * rng.signed())
         yield new Uint8Array(out.buffer)
         break
       }
@@ -245,7 +245,7 @@ function* tensorChunks(spec: TensorSpec, rng: Sfc32): Generator<Uint8Array> {
 function q4Blocks(blocks: number, scale: number, rng: Sfc32): Uint8Array {
   const out = Buffer.allocUnsafe(blocks * 18)
   for (let b = 0, at = 0; b < blocks; b++, at += 18) {
-    out.writeUInt16LE(toHalf(scale * (0.75 + 0.25 * (rng.signed() + 1))), at)
+    out.writeUInt16LE(f32ToF16(scale * (0.75 + 0.25 * (rng.signed() + 1))), at)
     for (let i = 0; i < 16; i += 2) {
       const r = rng.next()
       out[at + 2 + i] = (1 + ((r & 0xff) % 15)) | ((1 + (((r >>> 8) & 0xff) % 15)) << 4)
@@ -260,7 +260,7 @@ function quantBlocks(blocks: number, blockBytes: number, words: number, scale: n
   const out = Buffer.allocUnsafe(blocks * blockBytes)
   for (let b = 0, at = 0; b < blocks; b++, at += blockBytes) {
     // Scales vary from block to block, as they do in a quantized trained model.
-    out.writeUInt16LE(toHalf(scale * (0.75 + 0.25 * (rng.signed() + 1))), at)
+    out.writeUInt16LE(f32ToF16(scale * (0.75 + 0.25 * (rng.signed() + 1))), at)
     for (let w = 0; w < words; w++) out.writeUInt32LE(rng.next(), at + 2 + w * 4)
   }
   return out

@@ -44,39 +44,3 @@ export function hashName(name: string): number {
   }
   return h >>> 0
 }
-
-const f32 = new Float32Array(1)
-const u32 = new Uint32Array(f32.buffer)
-
-/** IEEE half-precision bits of a number, rounded to nearest even (as ggml's GGML_FP32_TO_FP16). */
-export function toHalf(value: number): number {
-  f32[0] = value
-  const x = u32[0] ?? 0
-  const sign = (x >>> 16) & 0x8000
-  const exp = (x >>> 23) & 0xff
-  let mant = x & 0x7fffff
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0)
-  let e = exp - 127 + 15
-  if (e >= 0x1f) return sign | 0x7c00
-  if (e <= 0) {
-    if (e < -10) return sign
-    mant |= 0x800000
-    const shift = 14 - e
-    const half = 1 << (shift - 1)
-    let m = mant >>> shift
-    const rest = mant & ((1 << shift) - 1)
-    if (rest > half || (rest === half && m & 1)) m++
-    return sign | m
-  }
-  let m = mant >>> 13
-  const rest = mant & 0x1fff
-  if (rest > 0x1000 || (rest === 0x1000 && m & 1)) {
-    m++
-    if (m === 0x400) {
-      m = 0
-      e++
-      if (e >= 0x1f) return sign | 0x7c00
-    }
-  }
-  return sign | (e << 10) | m
-}

@@ -1,6 +1,6 @@
+export { fromF16, toF16 } from '../protocol/f16'
 export type { ShardRuntimeErrorCode, ShardRuntimeErrorDetails } from './errors'
 export { ShardRuntimeError } from './errors'
-export { fromF16, toF16 } from './f16'
 export type { Sampled, SampleParams } from './sampler'
 export type { ForwardOptions, ForwardOutput, ShardRuntimeInfo, ShardRuntimeOptions } from './shard-runtime'
 export { ShardRuntime, ShardSession } from './shard-runtime'

@@ -1,4 +1,5 @@
 export * from './errors'
+export * from './f16'
 export * from './frames'
 export * from './identity'
 export * from './manifest'

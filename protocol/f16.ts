@@ -1,4 +1,4 @@
-// IEEE half precision for hidden states on the wire (round to nearest even, like F16C).
+// IEEE half precision, as hidden states travel on the wire and as GGUF stores F16 (round to nearest even, like F16C).
 
 const f32 = new Float32Array(1)
 const u32 = new Uint32Array(f32.buffer)
