@@ -135,7 +135,8 @@ export class SwarmClient {
     request.onRoute?.(hops.map((h) => h.hop))
 
     const generated: number[] = []
-    let text = ''
+    /** Tokens of `generated` whose text has been yielded. */
+    let shown = 0
     let step = 1
     let finishReason: 'stop' | 'length' = 'length'
     let decodeStarted = 0
@@ -179,12 +180,12 @@ export class SwarmClient {
           finishReason = 'stop'
           break
         }
-        const full = tokenizer.decode(generated)
-        // Hold back a trailing replacement character: the rest of a multi-byte character is coming.
-        const stable = full.endsWith('\uFFFD') ? full.slice(0, full.lastIndexOf('\uFFFD')) : full
-        const piece = stable.startsWith(text) ? stable.slice(text.length) : ''
-        if (stable.startsWith(text)) text = stable
-        yield { token: sampled.token, text: piece, logprob: sampled.logprob, position: position }
+        // Only the tokens not yet shown are decoded (with a few before them for spacing), and a
+        // piece ending in U+FFFD waits: the rest of a multi-byte character is coming.
+        const piece = tokenizer.decode(generated.slice(shown), generated.slice(Math.max(0, shown - 4), shown))
+        const ready = !piece.endsWith('\uFFFD')
+        if (ready) shown = generated.length
+        yield { token: sampled.token, text: ready ? piece : '', logprob: sampled.logprob, position: position }
         input = Int32Array.of(sampled.token)
       }
     } finally {

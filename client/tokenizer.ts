@@ -35,8 +35,9 @@ export class ModelTokenizer {
     return bos !== null && this.model.tokens.shouldPrependBosToken ? [bos, ...ids] : ids
   }
 
-  decode(tokens: readonly number[]): string {
-    return this.model.detokenize(tokens as readonly Token[])
+  /** Text of `tokens`; `before`, the tokens preceding them, decides leading spaces as SentencePiece does. */
+  decode(tokens: readonly number[], before: readonly number[] = []): string {
+    return this.model.detokenize(tokens as readonly Token[], false, before as readonly Token[])
   }
 
   isEndOfGeneration(token: number): boolean {
