@@ -57,6 +57,7 @@ export class Host extends EventEmitter<HostEvents> {
   private server: ShardServer | undefined
   private heartbeat: NodeJS.Timeout | undefined
   private stopped = false
+  private hasGpu = false
   private identity: NodeIdentity | undefined
 
   constructor(readonly options: HostOptions) {
@@ -73,6 +74,7 @@ export class Host extends EventEmitter<HostEvents> {
     const identity = await NodeIdentity.loadOrCreate(options.dataDir)
     this.identity = identity
     const profile = await hardwareProfile(options.dataDir, { threads: options.threads })
+    this.hasGpu = profile.gpus.length > 0
     const socket = await connectTracker(options.trackerUrl, '/hosts', identity)
     this.socket = socket
     socket.on('disconnect', (reason) => {
@@ -123,7 +125,9 @@ export class Host extends EventEmitter<HostEvents> {
     await this.publishState({ ...this.state, status: 'loading', progress: 1 })
     const embed = blocks[0] === 0
     const head = blocks[1] === manifest.nLayer
-    this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads })
+    // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
+    const device = this.hasGpu ? 'auto' : 'cpu'
+    this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
     const maxSessions = this.options.maxSessions ?? 4
     this.server = new ShardServer(this.runtime, {
       modelId,
