@@ -94,4 +94,22 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     expect(tokens).toBe(40)
     await stopping
   })
+
+  it('joins the tracker again after the tracker restarts, and serves as before', async () => {
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'rejoin'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    await host.start()
+    try {
+      const { port } = tracker
+      client.close()
+      await tracker.close()
+      tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), port, heartbeatMs: 300 })
+      client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
+      // The restarted tracker knows the model from SQLite and the host from its new hello.
+      for (let i = 0; i < 100 && tracker.registry.get(host.hostId)?.online !== true; i++) await new Promise((r) => setTimeout(r, 100))
+      expect(tracker.registry.get(host.hostId)?.state.status).toBe('ready')
+      expect((await complete(8)).text).toMatch(/^, there was/)
+    } finally {
+      await host.stop(1000)
+    }
+  })
 })

@@ -7,6 +7,7 @@ import { ShardRuntime } from '../../native'
 import {
   callRpc,
   encodeFrame,
+  type HardwareProfile,
   HostToTracker,
   IDLE_STATE,
   type Manifest,
@@ -59,6 +60,7 @@ export class Host extends EventEmitter<HostEvents> {
   private stopped = false
   private hasGpu = false
   private identity: NodeIdentity | undefined
+  private profile: HardwareProfile | undefined
 
   constructor(readonly options: HostOptions) {
     super()
@@ -71,26 +73,53 @@ export class Host extends EventEmitter<HostEvents> {
   /** Connects and, when a model is named, fetches, loads and serves it; resolves once ready. */
   async start(): Promise<void> {
     const { options } = this
-    const identity = await NodeIdentity.loadOrCreate(options.dataDir)
-    this.identity = identity
-    const profile = await hardwareProfile(options.dataDir, { threads: options.threads })
-    this.hasGpu = profile.gpus.length > 0
-    const socket = await connectTracker(options.trackerUrl, '/hosts', identity)
+    this.identity = await NodeIdentity.loadOrCreate(options.dataDir)
+    this.profile = await hardwareProfile(options.dataDir, { threads: options.threads })
+    this.hasGpu = this.profile.gpus.length > 0
+    await this.join()
+    if (options.modelId !== undefined) await this.serve(options.modelId, options.layers ?? 'auto')
+  }
+
+  /**
+   * Opens an authenticated connection, says hello with the current state and starts heartbeats.
+   * A lost tracker is joined again (fresh challenge, backing off to 30 s) while sessions carry on.
+   */
+  private async join(): Promise<void> {
+    const identity = this.identity
+    const profile = this.profile
+    if (identity === undefined || profile === undefined) throw new NeuronError('not_started', 'start the host first')
+    const socket = await connectTracker(this.options.trackerUrl, '/hosts', identity)
     this.socket = socket
-    socket.on('disconnect', (reason) => {
-      if (!this.stopped) this.log(`lost the tracker (${reason})`)
-    })
     serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame }) => ({ frame: await this.handleRelayed(frame) }) }, undefined)
     const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.state })
     this.hostId = hello.hostId
-    this.log(`joined ${options.trackerUrl} as ${hello.hostId}`)
+    this.log(`joined ${this.options.trackerUrl} as ${hello.hostId}`)
+    clearInterval(this.heartbeat)
     this.heartbeat = setInterval(() => {
       callRpc(socket, HostToTracker, 'host.heartbeat', { activeSessions: this.server?.activeSessions ?? 0 }, hello.heartbeatMs).catch((e: Error) =>
         this.log(`heartbeat failed: ${e.message}`),
       )
     }, hello.heartbeatMs)
     this.heartbeat.unref()
-    if (options.modelId !== undefined) await this.serve(options.modelId, options.layers ?? 'auto')
+    socket.once('disconnect', (reason) => {
+      clearInterval(this.heartbeat)
+      if (this.stopped) return
+      this.log(`lost the tracker (${reason}); joining again`)
+      void this.rejoin()
+    })
+  }
+
+  private async rejoin(): Promise<void> {
+    for (let delayMs = 250; !this.stopped; delayMs = Math.min(30_000, delayMs * 2)) {
+      await new Promise((r) => setTimeout(r, delayMs))
+      if (this.stopped) return
+      try {
+        await this.join()
+        return
+      } catch (error) {
+        this.log(`tracker still unreachable (${error instanceof Error ? error.message : error}); retrying in ${Math.min(30_000, delayMs * 2)} ms`)
+      }
+    }
   }
 
   /** Fetches, verifies, loads and serves blocks of a model. */
