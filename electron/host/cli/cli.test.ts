@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readGguf } from '../../../gguf/reader'
 import { serializeHeader } from '../../../gguf/writer'
 import { HAVE_STORIES, NEEDS_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../../../test/models'
+import { Tracker } from '../../../tracker/server'
 
 const NEURON = join(REPO_ROOT, 'bin/neuron.js')
 
@@ -51,6 +52,28 @@ describe('neuron command', () => {
     const badType = await neuron(...base, '--embd', '64', '--type', 'q5_k')
     expect(badType.stderr).toMatch(/--type must be one of f32, f16, q8_0, q4_0/)
     expect(await readdir(dir)).not.toContain('never.gguf')
+  })
+})
+
+describe('neuron account', () => {
+  it('creates an account in a running tracker’s database whose key the gateway accepts', async () => {
+    const db = join(dir, 'accounts.sqlite')
+    const tracker = await Tracker.start({ dbPath: db })
+    try {
+      const r = await neuron('account', 'create', '--db', db, '--name', 'me', '--grant-micro', '5000000')
+      expect(r.code).toBe(0)
+      const created = JSON.parse(r.stdout) as { api_key: string; grant_micro: number; name: string }
+      expect(created).toMatchObject({ name: 'me', grant_micro: 5_000_000, api_key: expect.stringMatching(/^nk-/) })
+      const models = await fetch(`${tracker.url}/v1/models`, { headers: { authorization: `Bearer ${created.api_key}` } })
+      expect(models.status).toBe(200)
+      const wrong = await fetch(`${tracker.url}/v1/models`, { headers: { authorization: 'Bearer nk-not-a-key' } })
+      expect(wrong.status).toBe(401)
+    } finally {
+      await tracker.close()
+    }
+    const missing = await neuron('account', 'create', '--db', join(dir, 'no-such.sqlite'))
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toMatch(/no-such\.sqlite does not exist/)
   })
 })
 

@@ -3,7 +3,7 @@ import { demoCommand } from './demo'
 import { genModelCommand } from './gen-model'
 import { inspectCommand } from './inspect'
 import { packCommand } from './pack'
-import { chatCommand, hostCommand, publishCommand, trackerCommand } from './swarm-commands'
+import { accountCommand, chatCommand, hostCommand, publishCommand, trackerCommand } from './swarm-commands'
 
 export interface Command {
   readonly name: string
@@ -12,7 +12,17 @@ export interface Command {
   run(args: string[]): Promise<number>
 }
 
-const COMMANDS: readonly Command[] = [demoCommand, trackerCommand, publishCommand, hostCommand, chatCommand, inspectCommand, packCommand, genModelCommand]
+const COMMANDS: readonly Command[] = [
+  demoCommand,
+  trackerCommand,
+  publishCommand,
+  hostCommand,
+  chatCommand,
+  accountCommand,
+  inspectCommand,
+  packCommand,
+  genModelCommand,
+]
 
 function help(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length))
