@@ -38,7 +38,8 @@ export interface NativeSession {
 
 export interface NativeRuntime {
   info(): NativeInfo
-  openSession(maxTokens: number): NativeSession
+  /** from/to: the session's blocks, a sub-range of the runtime's (default: all of them). */
+  openSession(maxTokens: number, from?: number, to?: number): NativeSession
   dispose(): void
 }
 

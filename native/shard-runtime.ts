@@ -43,6 +43,13 @@ export type ForwardOutput =
   | { kind: 'hidden'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
   | { kind: 'hidden'; dtype: 'f16'; data: Uint16Array; rows: number; cols: number }
 
+export type SessionOptions = {
+  /** Positions the session's KV cache holds. */
+  maxTokens: number
+  /** The blocks [from, to) this session runs, within the runtime's range (default: all of it). */
+  blocks?: [number, number]
+}
+
 export class ShardRuntime {
   private readonly sessions = new Set<ShardSession>()
   private disposed = false
@@ -90,22 +97,53 @@ export class ShardRuntime {
     return { ...this.native.info(), devices: this.devices, backendProblems: this.backendProblems }
   }
 
-  /** A session with its own f16 KV cache for this runtime's blocks, sized for `maxTokens` positions. */
-  openSession(options: { maxTokens: number }): ShardSession {
+  /**
+   * A session with its own f16 KV cache, sized for `maxTokens` positions, running `blocks` [from, to)
+   * (default: the runtime's whole range; else runtime.from <= from < to <= runtime.to, or BAD_RANGE).
+   * It takes token ids only when from = 0 on a runtime with `embed` (else hidden states), and returns
+   * logits (and samples) only when to = nLayer on a runtime with `head` (else hidden states).
+   * The KV cache holds only the session's blocks.
+   */
+  openSession(options: SessionOptions): ShardSession {
     this.check()
     if (!Number.isInteger(options.maxTokens) || options.maxTokens < 1) {
       throw new ShardRuntimeError('BAD_OPTIONS', `maxTokens must be a positive integer, got ${options.maxTokens}`, {
         maxTokens: String(options.maxTokens),
       })
     }
+    const info = this.native.info()
+    const [a, b] = info.layers
+    const blocks = options.blocks
+    if (blocks !== undefined) {
+      const [from, to] = Array.isArray(blocks) ? blocks : []
+      if (!Number.isInteger(from) || !Number.isInteger(to) || !(a <= (from as number) && (from as number) < (to as number) && (to as number) <= b)) {
+        throw new ShardRuntimeError(
+          'BAD_RANGE',
+          `session blocks [${String(from)}, ${String(to)}) must be a non-empty sub-range of the runtime's blocks [${a}, ${b})`,
+          {
+            from: Number.isInteger(from) ? (from as number) : String(from),
+            to: Number.isInteger(to) ? (to as number) : String(to),
+            runtimeFrom: a,
+            runtimeTo: b,
+          },
+        )
+      }
+    }
     let s: NativeSession
     try {
-      s = this.native.openSession(options.maxTokens)
+      s = blocks === undefined ? this.native.openSession(options.maxTokens) : this.native.openSession(options.maxTokens, blocks[0], blocks[1])
     } catch (err) {
       throw typedSync(err)
     }
-    const info = this.native.info()
-    const session = new ShardSession(s, info, options.maxTokens, () => this.sessions.delete(session))
+    // the session's view: its blocks, and whether it embeds / has the head (same rule as the native side)
+    const [from, to] = blocks ?? [a, b]
+    const view: NativeInfo = {
+      ...info,
+      layers: [from, to],
+      embed: blocks === undefined ? info.embed : info.embed && from === 0,
+      head: blocks === undefined ? info.head : info.head && to === info.nLayer,
+    }
+    const session = new ShardSession(s, view, options.maxTokens, () => this.sessions.delete(session))
     this.sessions.add(session)
     return session
   }
@@ -143,6 +181,21 @@ export class ShardSession {
     private readonly onClose: () => void,
   ) {}
 
+  /** The blocks [from, to) this session runs. */
+  get blocks(): [number, number] {
+    return [this.info.layers[0], this.info.layers[1]]
+  }
+
+  /** Whether forward() takes token ids (first hop: from = 0 with the embedding); else hidden states. */
+  get takesTokens(): boolean {
+    return this.info.embed
+  }
+
+  /** Whether forward() returns logits and sample() works (last hop: to = nLayer with the head); else hidden states. */
+  get returnsLogits(): boolean {
+    return this.info.head
+  }
+
   /** Positions cached so far; the next forward starts here unless told otherwise. */
   get nPast(): number {
     return this.closed ? 0 : this.native.nPast
@@ -153,7 +206,7 @@ export class ShardSession {
   }
 
   /**
-   * Runs this runtime's blocks over n tokens: token ids (Int32Array) at the first hop, else hidden
+   * Runs this session's blocks over n tokens: token ids (Int32Array) at the first hop, else hidden
    * states [n x nEmbd] as Float32Array or f16 bits (Uint16Array, as they travel on the wire).
    * Starting before nPast rolls the cache back to that position first.
    */
@@ -181,7 +234,10 @@ export class ShardSession {
   sample(params: SampleParams = {}, history?: readonly number[]): Sampled {
     if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
     if (!this.lastLogits) {
-      throw new ShardRuntimeError('NO_LOGITS', this.info.head ? 'sample() needs a forward() first' : 'this runtime has no head; only the last hop samples')
+      throw new ShardRuntimeError(
+        'NO_LOGITS',
+        this.info.head ? 'sample() needs a forward() first' : 'this session does not end at the last block with the head; only the last hop samples',
+      )
     }
     if (params.seed !== undefined && this.rng?.seed !== params.seed) this.rng = new SeededRandom(params.seed)
     this.rng ??= new SeededRandom(Date.now() >>> 0)

@@ -61,6 +61,28 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     }
   })
 
+  it('routes through part of a host’s span when hosts overlap, with the same text', async () => {
+    const reference = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'whole'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    await reference.start()
+    const whole = await complete()
+    await reference.stop(1000)
+
+    const a = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-a'), modelId: manifest.modelId, layers: [0, 3], threads: 1 })
+    const b = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-b'), modelId: manifest.modelId, layers: [2, 5], threads: 1 })
+    await a.start()
+    await b.start()
+    try {
+      const route = await callRpc(client.tracker, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64 })
+      // Whichever host takes block 2, one of them serves only part of its span.
+      expect(route.hops.map((h) => h.blocks[1] - h.blocks[0]).reduce((x, y) => x + y, 0)).toBe(5)
+      expect(route.hops).toHaveLength(2)
+      expect((await complete()).text).toBe(whole.text)
+    } finally {
+      await a.stop(1000)
+      await b.stop(1000)
+    }
+  })
+
   it('with --layers auto a host takes the range the tracker proposes and serves it', async () => {
     const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'auto'), modelId: manifest.modelId, layers: 'auto', threads: 1 })
     await host.start()

@@ -99,6 +99,7 @@ export class Host extends EventEmitter<HostEvents> {
       callRpc(socket, HostToTracker, 'host.heartbeat', { activeSessions: this.server?.activeSessions ?? 0 }, hello.heartbeatMs).catch((e: Error) =>
         this.log(`heartbeat failed: ${e.message}`),
       )
+      this.reportMeasuredSpeed()
     }, hello.heartbeatMs)
     this.heartbeat.unref()
     socket.once('disconnect', (reason) => {
@@ -107,6 +108,15 @@ export class Host extends EventEmitter<HostEvents> {
       this.log(`lost the tracker (${reason}); joining again`)
       void this.rejoin()
     })
+  }
+
+  /** Routing plans with ms per block: once real traffic says the load-time figure is off by 20 %, tell the tracker. */
+  private reportMeasuredSpeed(): void {
+    const measured = this.server?.msPerBlock
+    const reported = this.state.msPerBlock
+    if (measured === undefined || reported === null || this.state.status !== 'ready') return
+    if (Math.abs(measured - reported) / reported < 0.2) return
+    void this.publishState({ ...this.state, msPerBlock: measured }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
   }
 
   private async rejoin(): Promise<void> {

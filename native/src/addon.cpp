@@ -288,8 +288,12 @@ Napi::FunctionReference SessionWrap::ctor;
 Napi::Value RuntimeWrap::OpenSession(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     return guard(env, [&]() -> Napi::Value {
+        // openSession(maxTokens, from?, to?): blocks [from, to) of the runtime's range (default: all of it)
         const int64_t max_tokens = info[0].As<Napi::Number>().Int64Value();
-        auto s = open_session(core, max_tokens);
+        std::pair<int64_t, int64_t> blocks;
+        const bool sub = info.Length() > 2 && info[1].IsNumber() && info[2].IsNumber();
+        if (sub) blocks = {info[1].As<Napi::Number>().Int64Value(), info[2].As<Napi::Number>().Int64Value()};
+        auto s = open_session(core, max_tokens, sub ? &blocks : nullptr);
         return SessionWrap::ctor.New({Napi::External<std::shared_ptr<SessionState>>::New(env, &s)});
     });
 }

@@ -3,15 +3,16 @@
 namespace neuron {
 
 GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf,
-                           int64_t n_tokens, int64_t n_kv, int64_t n_outputs, bool flash_attn)
+                           int64_t n_tokens, int64_t n_kv, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed,
+                           bool head)
     : model(model), hp(model.hp), kv(kv), ctx0(ctx0), gf(gf), n_tokens(n_tokens), n_kv(n_kv), n_outputs(n_outputs),
-      flash_attn(flash_attn) {
+      flash_attn(flash_attn), il0(il0), il1(il1), embed(embed), head(head) {
     if (n_outputs < n_tokens) {
         inp_out_ids = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_outputs);
         ggml_set_name(inp_out_ids, "inp_out_ids");
         ggml_set_input(inp_out_ids);
     }
-    if (model.il1 > model.il0) {
+    if (il1 > il0) {
         inp_kq_mask = ggml_new_tensor_2d(ctx0, flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv, n_tokens);
         ggml_set_name(inp_kq_mask, "inp_kq_mask");
         ggml_set_input(inp_kq_mask);
@@ -68,8 +69,8 @@ void GraphBuilder::qkv(const Layer & L, ggml_tensor * x, ggml_tensor *& q, ggml_
 
 ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v) {
     const Layer & L = model.layer(il);
-    ggml_tensor * cache_k = kv.k[il - model.il0];
-    ggml_tensor * cache_v = kv.v[il - model.il0];
+    ggml_tensor * cache_k = kv.k[il - kv.il0];
+    ggml_tensor * cache_v = kv.v[il - kv.il0];
     const int64_t n_embd_kv = hp.n_embd_kv();
 
     // same insertion order as llama.cpp (q, v, k) so the scheduler sees the same graph
@@ -119,9 +120,9 @@ ggml_tensor * GraphBuilder::ffn_swiglu(const Layer & L, ggml_tensor * x) const {
 }
 
 ggml_tensor * GraphBuilder::output(ggml_tensor * cur) {
-    if (!model.head) return cur;
+    if (!head) return cur;
     // a head-only range (no blocks) selects its output rows here
-    if (inp_out_ids && model.il1 <= model.il0) cur = out_rows(cur);
+    if (inp_out_ids && il1 <= il0) cur = out_rows(cur);
     cur = rms_norm(cur, model.output_norm);
     cur = ggml_mul_mat(ctx0, model.output, cur);
     if (model.output_b) cur = ggml_add(ctx0, cur, model.output_b);

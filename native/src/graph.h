@@ -22,6 +22,11 @@ struct GraphBuilder {
     int64_t n_kv;       // cache cells the attention reads
     int64_t n_outputs;  // rows of the result (n_tokens, or 1 for last-position logits)
     bool flash_attn;
+    // the blocks this graph runs ([il0, il1) within the model's range) and whether it embeds / has the head
+    int il0;
+    int il1;
+    bool embed;
+    bool head;
 
     // inputs, filled by the caller after allocation
     ggml_tensor * inp_tokens = nullptr;  // I32 [n_tokens]
@@ -32,7 +37,7 @@ struct GraphBuilder {
     ggml_tensor * inp_out_ids = nullptr; // I32 [n_outputs], only when n_outputs < n_tokens
 
     GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf, int64_t n_tokens,
-                 int64_t n_kv, int64_t n_outputs, bool flash_attn);
+                 int64_t n_kv, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
 
     ggml_tensor * input(InputKind kind);  // token embeddings or the previous hop's hidden states
     ggml_tensor * positions();
@@ -44,7 +49,7 @@ struct GraphBuilder {
     ggml_tensor * attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v);
     ggml_tensor * ffn_swiglu(const Layer & L, ggml_tensor * x) const;
     // at the model's last block with a head: keep only the rows that become logits
-    bool is_output_layer(int il) const { return model.head && il == model.hp.n_layer - 1 && inp_out_ids; }
+    bool is_output_layer(int il) const { return head && il == model.hp.n_layer - 1 && inp_out_ids; }
     ggml_tensor * out_rows(ggml_tensor * x) const { return ggml_get_rows(ctx0, x, inp_out_ids); }
     // after the range: hidden states for the next hop, or output norm + lm_head
     ggml_tensor * output(ggml_tensor * cur);

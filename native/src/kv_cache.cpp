@@ -11,14 +11,16 @@ KvCache::~KvCache() {
     if (ctx) ggml_free(ctx);
 }
 
-std::unique_ptr<KvCache> make_kv_cache(const Model & model, int64_t size, ggml_type type, ggml_backend_buffer_type_t buft) {
+std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, int64_t size, ggml_type type,
+                                       ggml_backend_buffer_type_t buft) {
     auto kv = std::make_unique<KvCache>();
     kv->size = size;
-    const int n_layers = model.il1 - model.il0;
-    if (n_layers == 0) return kv;  // a head-only shard keeps no cache
+    kv->il0 = il0;
+    const int n_layers = il1 - il0;
+    if (n_layers <= 0) return kv;  // a session without blocks (embed-only / head-only) keeps no cache
     ggml_init_params p = {ggml_tensor_overhead() * (2 * n_layers + 1), nullptr, true};
     kv->ctx = ggml_init(p);
-    for (int il = model.il0; il < model.il1; ++il) {
+    for (int il = il0; il < il1; ++il) {
         ggml_tensor * k = ggml_new_tensor_2d(kv->ctx, type, model.hp.n_embd_kv(), size);
         ggml_tensor * v = ggml_new_tensor_2d(kv->ctx, type, model.hp.n_embd_kv(), size);
         ggml_format_name(k, "cache_k_l%d", il);

@@ -1,5 +1,5 @@
 #pragma once
-// One session's K/V cache for the layers of its runtime. Cell i holds position i.
+// One session's K/V cache for the blocks it runs (its sub-range of the runtime's). Cell i holds position i.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -11,6 +11,7 @@ namespace neuron {
 
 struct KvCache {
     int64_t size = 0;                // cells (= the session's maxTokens)
+    int il0 = 0;                     // first block cached: k[il - il0], v[il - il0]
     std::vector<ggml_tensor *> k;    // per layer: [n_embd_kv, size]
     std::vector<ggml_tensor *> v;    // per layer: [n_embd_kv, size], not transposed
     ggml_context * ctx = nullptr;
@@ -24,6 +25,8 @@ struct KvCache {
     size_t bytes() const { return buffer ? ggml_backend_buffer_get_size(buffer) : 0; }
 };
 
-std::unique_ptr<KvCache> make_kv_cache(const Model & model, int64_t size, ggml_type type, ggml_backend_buffer_type_t buft);
+// blocks [il0, il1) only (a session's sub-range of the runtime's range)
+std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, int64_t size, ggml_type type,
+                                       ggml_backend_buffer_type_t buft);
 
 }  // namespace neuron

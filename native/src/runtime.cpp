@@ -53,16 +53,37 @@ void RuntimeCore::release() {
 
 RuntimeCore::~RuntimeCore() { release(); }
 
-std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & core, int64_t max_tokens) {
+std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & core, int64_t max_tokens,
+                                           const std::pair<int64_t, int64_t> * blocks) {
     // JS thread only, like dispose(): no lock needed to read the model, so a long forward pass elsewhere does not block it
     if (core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
     if (max_tokens <= 0) {
         throw RuntimeError("BAD_OPTIONS", "maxTokens must be positive, got " + std::to_string(max_tokens)).num("maxTokens", (double) max_tokens);
     }
+    const Model & m = *core->model;
+    int64_t from = m.il0, to = m.il1;
+    if (blocks) {
+        from = blocks->first;
+        to = blocks->second;
+        if (!(m.il0 <= from && from < to && to <= m.il1)) {
+            throw RuntimeError("BAD_RANGE", "session blocks [" + std::to_string(from) + ", " + std::to_string(to) +
+                                                ") must be a non-empty sub-range of the runtime's blocks [" + std::to_string(m.il0) +
+                                                ", " + std::to_string(m.il1) + ")")
+                .num("from", (double) from)
+                .num("to", (double) to)
+                .num("runtimeFrom", m.il0)
+                .num("runtimeTo", m.il1);
+        }
+    }
     auto s = std::make_shared<SessionState>();
     s->core = core;
     s->max_tokens = max_tokens;
-    s->kv = make_kv_cache(*core->model, max_tokens, GGML_TYPE_F16, ggml_backend_dev_buffer_type(core->dev));
+    s->il0 = (int) from;
+    s->il1 = (int) to;
+    s->embed = m.embed && from == 0;
+    s->head = m.head && to == m.hp.n_layer;
+    // the cache holds only the session's blocks, not the runtime's whole range
+    s->kv = make_kv_cache(m, s->il0, s->il1, max_tokens, GGML_TYPE_F16, ggml_backend_dev_buffer_type(core->dev));
     return s;
 }
 
@@ -72,9 +93,10 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
     const Model & m = *s.core->model;
     if (req.n_tokens <= 0) throw RuntimeError("EMPTY_INPUT", "forward needs at least one token").num("tokens", (double) req.n_tokens);
     if (req.kind == InputKind::Tokens) {
-        if (!m.embed) {
-            throw RuntimeError("INPUT_KIND", "this range starts at block " + std::to_string(m.il0) +
-                                                 " without the embedding; it takes hidden states, not token ids");
+        if (!s.embed) {
+            throw RuntimeError("INPUT_KIND", "this range starts at block " + std::to_string(s.il0) +
+                                                 " without the embedding; it takes hidden states, not token ids")
+                .num("from", s.il0);
         }
         for (size_t i = 0; i < req.tokens.size(); ++i) {
             const int32_t t = req.tokens[i];
@@ -87,7 +109,7 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
             }
         }
     } else {
-        if (m.embed) throw RuntimeError("INPUT_KIND", "this range embeds tokens; it takes token ids, not hidden states");
+        if (s.embed) throw RuntimeError("INPUT_KIND", "this range embeds tokens; it takes token ids, not hidden states").num("from", s.il0);
         if ((int64_t) req.hidden.size() != req.n_tokens * m.hp.n_embd) {
             throw RuntimeError("HIDDEN_SIZE", "hidden states hold " + std::to_string(req.hidden.size()) + " values, expected " +
                                                   std::to_string(req.n_tokens) + " tokens x n_embd " + std::to_string(m.hp.n_embd))
@@ -119,7 +141,7 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
     const int64_t n_end = req.start + n;
     // llama.cpp pads the attended cells to 256 so graphs repeat; same here (masked cells cost nothing in flash attention)
     const int64_t n_kv = std::min<int64_t>(s.kv->size, std::max<int64_t>(256, (n_end + 255) / 256 * 256));
-    const int64_t n_outputs = (m.head && !req.all_outputs) ? 1 : n;
+    const int64_t n_outputs = (s.head && !req.all_outputs) ? 1 : n;
 
     ggml_init_params p = {ggml_tensor_overhead() * core.graph_size + ggml_graph_overhead_custom(core.graph_size, false), nullptr, true};
     ggml_context * ctx0 = ggml_init(p);
@@ -129,7 +151,7 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
     } guard{ctx0};
     ggml_cgraph * gf = ggml_new_graph_custom(ctx0, core.graph_size, false);
 
-    GraphBuilder g(m, *s.kv, ctx0, gf, n, n_kv, n_outputs, core.flash_attn);
+    GraphBuilder g(m, *s.kv, ctx0, gf, n, n_kv, n_outputs, core.flash_attn, s.il0, s.il1, s.embed, s.head);
     ggml_tensor * res = nullptr;
     switch (m.hp.arch) {
         case Arch::Llama: res = build_llama(g, req.kind); break;

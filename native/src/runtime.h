@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -49,11 +50,20 @@ struct SessionState {
     std::unique_ptr<KvCache> kv;
     int64_t max_tokens = 0;
     int64_t n_past = 0;
+    // the blocks this session runs: a sub-range [il0, il1) of the runtime's range (the route may
+    // use only part of a host's blocks); embeds / has the head only when it starts at block 0 /
+    // ends at the last block and the runtime holds those weights
+    int il0 = 0;
+    int il1 = 0;
+    bool embed = false;
+    bool head = false;
     std::atomic<bool> closed{false};
     std::atomic<bool> busy{false};  // a forward pass is queued or running (set and cleared on the JS thread)
 };
 
-std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & core, int64_t max_tokens);
+// blocks: [from, to) with il0 <= from < to <= il1 of the runtime (BAD_RANGE otherwise); nullptr = the whole range
+std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & core, int64_t max_tokens,
+                                           const std::pair<int64_t, int64_t> * blocks = nullptr);
 
 struct ForwardRequest {
     InputKind kind = InputKind::Tokens;

@@ -104,7 +104,7 @@ describe.skipIf(!HAVE_STORIES)(`shard server on loopback${NEEDS_STORIES}`, () =>
       [tokens(session(1), 1, 0, [manifest.nVocab + 5]), 'token_out_of_range', /517/],
       [tokens(session(1), 1, 63, [1, 2]), 'position_(gap|past_max)', /6[345]/],
       [open(session(2), { ...good, modelId: 'other' }), 'wrong_model', /serves stories260k, not other/],
-      [open(session(3), { ...good, blocks: [0, 2] }), 'range_unsupported', /as one span/],
+      [open(session(3), { ...good, blocks: [3, 7] }), 'range_not_served', /\[3, 7\) must lie inside it/],
       [open(session(1), good), 'session_exists', /already open/],
       [open(session(4), { modelId: 7 }), 'bad_frame', /modelId/],
       [new Uint8Array(MAX_FRAME + 1), 'frame_too_large', /exceeds this host's 65536/],

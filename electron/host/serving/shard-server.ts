@@ -63,8 +63,8 @@ export class ShardServer {
   private wss: WebSocketServer | undefined
   private draining = false
   private readonly reaper: NodeJS.Timeout
-  /** Compute time of the last forwards, for the measured ms per block. */
-  private readonly recentComputeMs: number[] = []
+  /** Compute time per block of the last single-token steps, for the measured speed. */
+  private readonly recentMsPerBlock: number[] = []
 
   constructor(
     private readonly runtime: ShardRuntime,
@@ -80,9 +80,9 @@ export class ShardServer {
 
   /** Median compute time per block of recent single-token steps, ms; undefined before any. */
   get msPerBlock(): number | undefined {
-    if (this.recentComputeMs.length === 0) return undefined
-    const sorted = [...this.recentComputeMs].sort((a, b) => a - b)
-    return (sorted[Math.floor(sorted.length / 2)] ?? 0) / (this.options.blocks[1] - this.options.blocks[0])
+    if (this.recentMsPerBlock.length === 0) return undefined
+    const sorted = [...this.recentMsPerBlock].sort((a, b) => a - b)
+    return sorted[Math.floor(sorted.length / 2)]
   }
 
   async listen(port = 0, host = '127.0.0.1'): Promise<string> {
@@ -160,20 +160,18 @@ export class ShardServer {
     const { modelId, blocks } = this.options
     if (this.draining) throw new NeuronError('draining', 'this host is draining and takes no new sessions; ask the tracker for another route.')
     if (request.modelId !== modelId) throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
-    if (request.blocks[0] !== blocks[0] || request.blocks[1] !== blocks[1]) {
+    // A route may use part of this host's span: the session then runs only its blocks.
+    if (request.blocks[0] < blocks[0] || request.blocks[1] > blocks[1]) {
       throw new NeuronError(
-        'range_unsupported',
-        `this host serves blocks [${blocks[0]}, ${blocks[1]}) as one span; a session for [${request.blocks[0]}, ${request.blocks[1]}) needs a route that uses the whole span.`,
-        {
-          served: [...blocks],
-          requested: request.blocks,
-        },
+        'range_not_served',
+        `this host serves blocks [${blocks[0]}, ${blocks[1]}); a session for [${request.blocks[0]}, ${request.blocks[1]}) must lie inside it.`,
+        { served: [...blocks], requested: request.blocks },
       )
     }
     if (this.sessions.has(frame.session)) throw new NeuronError('session_exists', `session ${frame.session} is already open here.`)
     if (this.sessions.size >= this.options.maxSessions)
       throw new NeuronError('busy', `this host runs its maximum of ${this.options.maxSessions} sessions; ask the tracker for another route.`)
-    const runtime = this.runtime.openSession({ maxTokens: request.maxTokens })
+    const runtime = this.runtime.openSession({ maxTokens: request.maxTokens, blocks: [request.blocks[0], request.blocks[1]] })
     this.sessions.set(frame.session, {
       runtime,
       open: request,
@@ -190,11 +188,12 @@ export class ShardServer {
       throw new NeuronError('unknown_session', `no open session ${frame.session} on this host; open it first (it may have idled out).`, {
         session: frame.session,
       })
-    const { embed, nEmbd } = this.options
-    if (embed && (frame.dtype !== 'i32' || frame.width !== 1)) {
+    const { nEmbd } = this.options
+    const takesTokens = served.runtime.takesTokens
+    if (takesTokens && (frame.dtype !== 'i32' || frame.width !== 1)) {
       throw new NeuronError('bad_frame', `the first hop takes token ids (i32, width 1), not ${frame.dtype} × ${frame.width}.`)
     }
-    if (!embed && (frame.dtype === 'i32' || frame.dtype === 'json' || frame.width !== nEmbd)) {
+    if (!takesTokens && (frame.dtype === 'i32' || frame.dtype === 'json' || frame.width !== nEmbd)) {
       throw new NeuronError('bad_frame', `this hop takes hidden states (f32 or f16, width ${nEmbd}), not ${frame.dtype} × ${frame.width}.`, {
         expectedWidth: nEmbd,
         width: frame.width,
@@ -215,11 +214,12 @@ export class ShardServer {
     })
     const computeMs = performance.now() - started
     if (frame.tokens === 1) {
-      this.recentComputeMs.push(computeMs)
-      if (this.recentComputeMs.length > 64) this.recentComputeMs.shift()
+      const [from, to] = served.runtime.blocks
+      this.recentMsPerBlock.push(computeMs / (to - from))
+      if (this.recentMsPerBlock.length > 64) this.recentMsPerBlock.shift()
     }
     if (output.kind === 'logits') {
-      if (frame.flags & FLAG_NO_SAMPLE) return this.seal(frame, jsonAnswer('ok', frame, {}))
+      if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, jsonAnswer('ok', frame, {}))
       const s = served.sampling
       // The draw depends on (seed, position) only, so a replacement hop after failover draws the same token.
       const next = frame.position + frame.tokens
@@ -232,10 +232,10 @@ export class ShardServer {
         seed: (Math.imul(s.seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(next, 0xc2b2ae35)) >>> 0,
       })
       const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs }
-      return this.seal(frame, jsonAnswer('token', frame, body))
+      return this.seal(served, frame, jsonAnswer('token', frame, body))
     }
     const payload = output.data
-    return this.seal(frame, {
+    return this.seal(served, frame, {
       kind: 'hidden',
       dtype: output.dtype,
       flags: 0,
@@ -249,14 +249,15 @@ export class ShardServer {
   }
 
   /** Encodes an answer with this host's signed receipt for the step as its trailer. */
-  private seal(request: Frame, answer: Frame): Uint8Array {
+  private seal(served: ServedSession, request: Frame, answer: Frame): Uint8Array {
     const signer = this.options.signer
     if (signer === undefined) return encodeFrame(answer)
     const body: ReceiptBody = {
       session: request.session,
       step: request.step,
       hostId: signer.id,
-      blocks: [this.options.blocks[0], this.options.blocks[1]],
+      // What this step actually ran: a session may use part of the host's span.
+      blocks: [served.runtime.blocks[0], served.runtime.blocks[1]],
       tokens: request.tokens,
       input: sha256(request.payload),
       output: sha256(answer.payload),

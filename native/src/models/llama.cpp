@@ -8,7 +8,7 @@ ggml_tensor * build_llama(GraphBuilder & g, InputKind kind) {
     ggml_tensor * inpL = g.input(kind);
     g.positions();
 
-    for (int il = g.model.il0; il < g.model.il1; ++il) {
+    for (int il = g.il0; il < g.il1; ++il) {
         const Layer & L = g.model.layer(il);
         ggml_tensor * inpSA = inpL;
 
