@@ -58,7 +58,6 @@ export class Host extends EventEmitter<HostEvents> {
   private server: ShardServer | undefined
   private heartbeat: NodeJS.Timeout | undefined
   private stopped = false
-  private hasGpu = false
   private identity: NodeIdentity | undefined
   private profile: HardwareProfile | undefined
 
@@ -75,7 +74,6 @@ export class Host extends EventEmitter<HostEvents> {
     const { options } = this
     this.identity = await NodeIdentity.loadOrCreate(options.dataDir)
     this.profile = await hardwareProfile(options.dataDir, { threads: options.threads })
-    this.hasGpu = this.profile.gpus.length > 0
     await this.join()
     if (options.modelId !== undefined) await this.serve(options.modelId, options.layers ?? 'auto')
   }
@@ -165,7 +163,7 @@ export class Host extends EventEmitter<HostEvents> {
     const embed = blocks[0] === 0
     const head = blocks[1] === manifest.nLayer
     // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
-    const device = this.hasGpu ? 'auto' : 'cpu'
+    const device = (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
     this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
     const maxSessions = this.options.maxSessions ?? 4
     this.server = new ShardServer(this.runtime, {
