@@ -89,9 +89,28 @@ describe.skipIf(!HAVE_STORIES)(`swarm of real processes on loopback${NEEDS_STORI
     }
   })
 
+  it('neuron chat streams the same greedy text from the command line', async () => {
+    const chat = startNeuron([
+      'chat',
+      '--tracker',
+      trackerUrl,
+      '--model',
+      manifest.modelId,
+      '--max-tokens',
+      '16',
+      '--data-dir',
+      join(dir, 'chat'),
+      'Once upon a time',
+    ])
+    processes.push(chat)
+    await chat.waitFor(/16 tokens \(length\), [\d.]+ tokens\/s/)
+    expect(chat.output()).toMatch(/^, there was a little girl named Lily/)
+    expect(chat.output()).toMatch(/hop [0-9a-f]{20} blocks \[0, 2\)/)
+  })
+
   it('survives a host killed (SIGKILL) mid-generation: a spare takes its span and the completion still equals llama.cpp’s', async () => {
     const spare = await startHost('host-spare', '2:4')
-    const hostB = processes.find((p) => p.output().includes('blocks [2, 4)') && p !== spare)
+    const hostB = processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {
       let killed = ''

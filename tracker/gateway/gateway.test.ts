@@ -3,6 +3,7 @@
 // the ledger's invariants and a failover that is not paid twice.
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { connectTracker } from '../../client/tracker-connection'
 import { NodeIdentity, verifySignature } from '../../identity/keys'
@@ -10,7 +11,6 @@ import { ClientToTracker, callRpc, DashboardReceipt, REPLAY_STEP_BASE, type Rece
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { consumerAccount, FEE_ACCOUNT, hostAccount } from '../ledger/accounts'
 import { feeOf, hopCharge, priceOf } from '../ledger/pricing'
-import { renderChat } from './chat-template'
 import { createAccount, type InProcessSwarm, startSwarm } from './test-swarm'
 
 const ADMIN = 'admin-token-for-tests'

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
+import { renderChat } from '../../../client/chat-template'
 import { SwarmClient } from '../../../client/swarm-client'
 import { NodeIdentity } from '../../../identity/keys'
 import { NeuronError } from '../../../protocol'
@@ -128,9 +129,12 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --layer
 export const chatCommand: Command = {
   name: 'chat',
   summary: 'generate from a swarm model, streaming tokens',
-  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--f32]
+  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32]
 
 Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
+
+  --chat   send the prompt as a user message, rendered with the model's own chat template
+  --f32    hidden states travel as f32 between hops (default f16)
 
 Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once upon a time"`,
   async run(args) {
@@ -142,6 +146,7 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
       seed: { type: 'string' },
       'data-dir': { type: 'string' },
       f32: { type: 'boolean' },
+      chat: { type: 'boolean' },
     })
     const prompt = positionals.join(' ')
     if (prompt === '') throw new NeuronError('bad_option', 'give a prompt. See neuron chat --help.')
@@ -154,9 +159,10 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
       (l) => console.error(`[client] ${l}`),
     )
     try {
+      const modelId = requireOption('model', values.model)
       const generation = client.generate({
-        modelId: requireOption('model', values.model),
-        prompt,
+        modelId,
+        prompt: values.chat ? renderChat(await client.tokenizer(modelId), [{ role: 'user', content: prompt }]) : prompt,
         maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 128,
         sampling: { temperature, seed: intOption('seed', values.seed) ?? 0 },
         hiddenDtype: values.f32 ? 'f32' : 'f16',

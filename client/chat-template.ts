@@ -1,5 +1,5 @@
 import { type ChatHistoryItem, type ChatWrapper, resolveChatWrapper } from 'node-llama-cpp'
-import type { ModelTokenizer } from '../../client/tokenizer'
+import type { ModelTokenizer } from './tokenizer'
 
 export interface ChatMessage {
   readonly role: 'system' | 'developer' | 'user' | 'assistant'
