@@ -129,19 +129,14 @@ export class Gateway {
         object: 'chat.completion.chunk',
         choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
       })
-      let next = first
-      while (!next.done) {
-        const c = next.value
-        if ('done' in c) {
-          sse(res, { ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: c.finishReason }] })
-          if (body.stream_options?.include_usage === true)
-            sse(res, { ...base, object: 'chat.completion.chunk', choices: [], usage: usage(promptTokens.length, c.completionTokens) })
-        } else if (c.text !== '') {
-          sse(res, { ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: c.text }, logprobs: null, finish_reason: null }] })
-        }
-        next = await stream.next()
-      }
-      res.end('data: [DONE]\n\n')
+      await streamSse(res, first, stream, {
+        text: (text) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }] }),
+        finish: (reason) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: reason }] }),
+        usage:
+          body.stream_options?.include_usage === true
+            ? (n) => ({ ...base, object: 'chat.completion.chunk', choices: [], usage: usage(promptTokens.length, n) })
+            : undefined,
+      })
       return
     }
     const { text, finishReason, completionTokens } = await collect(stream)
@@ -167,17 +162,13 @@ export class Gateway {
     const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
     const stream = this.run(account, generation, abortOnClose(res))
     if (body.stream === true) {
-      let next = await stream.next()
+      const first = await stream.next()
       startSse(res)
-      while (!next.done) {
-        const c = next.value
-        if ('done' in c) {
-          sse(res, { ...base, choices: [{ index: 0, text: '', logprobs: null, finish_reason: c.finishReason }] })
-          if (body.stream_options?.include_usage === true) sse(res, { ...base, choices: [], usage: usage(promptTokens.length, c.completionTokens) })
-        } else if (c.text !== '') sse(res, { ...base, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: null }] })
-        next = await stream.next()
-      }
-      res.end('data: [DONE]\n\n')
+      await streamSse(res, first, stream, {
+        text: (text) => ({ ...base, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }),
+        finish: (reason) => ({ ...base, choices: [{ index: 0, text: '', logprobs: null, finish_reason: reason }] }),
+        usage: body.stream_options?.include_usage === true ? (n) => ({ ...base, choices: [], usage: usage(promptTokens.length, n) }) : undefined,
+      })
       return
     }
     const { text, finishReason, completionTokens } = await collect(stream)
@@ -433,6 +424,23 @@ async function collect(stream: AsyncGenerator<Chunk, void>): Promise<{ text: str
     text += c.text
   }
   throw new GatewayError(500, 'server_error', 'internal', 'the generation ended without a finish reason')
+}
+
+/** Streams a generation as SSE chunks in OpenAI's order: text deltas, the finish chunk, usage, [DONE]. */
+async function streamSse(
+  res: ServerResponse,
+  first: IteratorResult<Chunk, void>,
+  stream: AsyncGenerator<Chunk, void>,
+  chunk: { text: (text: string) => unknown; finish: (reason: 'stop' | 'length') => unknown; usage: ((completionTokens: number) => unknown) | undefined },
+): Promise<void> {
+  for (let next = first; !next.done; next = await stream.next()) {
+    const c = next.value
+    if ('done' in c) {
+      sse(res, chunk.finish(c.finishReason))
+      if (chunk.usage !== undefined) sse(res, chunk.usage(c.completionTokens))
+    } else if (c.text !== '') sse(res, chunk.text(c.text))
+  }
+  res.end('data: [DONE]\n\n')
 }
 
 function startSse(res: ServerResponse): void {
