@@ -309,6 +309,7 @@ export class SwarmClient {
       span: dead.hop.blocks,
       ...(previousHop === undefined ? {} : { previousHop }),
       ...(nextHop === undefined ? {} : { nextHop }),
+      failedHost: dead.hop.hostId,
       session,
     })
     const isLast = hops.at(-1) === dead

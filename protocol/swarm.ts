@@ -136,6 +136,8 @@ export const ClientToTracker = {
       /** With `span`: the hosts before and after it on the route, so their links count. */
       previousHop: NodeId.optional(),
       nextHop: NodeId.optional(),
+      /** With `span`: the host that just failed it (counted against its reputation). */
+      failedHost: NodeId.optional(),
       /** The session the route is for: the tracker remembers it to check the hops' receipts. */
       session: z
         .string()

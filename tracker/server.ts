@@ -246,9 +246,8 @@ export class Tracker {
         const route = this.planner.route(request)
         if (request.session !== undefined) {
           this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId)
-          // A span asked again after a failure: the host the client just gave up on failed a step.
-          const failed = request.span === undefined ? undefined : request.exclude.at(-1)
-          if (failed !== undefined) this.reputation.failed(failed)
+          // A span asked again after a failure: the host the client gave up on failed a step.
+          if (request.span !== undefined && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
         }
         return route
       },

@@ -319,6 +319,7 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
 
   it('pays a step retried after a failover once, and the replay that rebuilt the cache not at all', async () => {
     const spare = await swarm.addHost([2, 4])
+    const failedBefore = new Map(swarm.hosts.map((h) => [h.hostId, swarm.tracker.reputation.of(h.hostId).failedSteps]))
     const stream = await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 40, temperature: 0, stream: true })
     let chunks = 0
     let killed = ''
@@ -342,6 +343,11 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     for (const r of paid) blocksPerStep.set(r.receipt.step, (blocksPerStep.get(r.receipt.step) ?? 0) + r.receipt.blocks[1] - r.receipt.blocks[0])
     expect([...blocksPerStep.values()].every((n) => n === swarm.manifest.nLayer)).toBe(true)
     expect(ledger.total()).toBe(0)
+    // The failover counts against the host that failed, and only against it.
+    for (const h of swarm.hosts) {
+      const more = swarm.tracker.reputation.of(h.hostId).failedSteps - (failedBefore.get(h.hostId) ?? 0)
+      expect(more, h.hostId).toBe(h.hostId === killed ? 1 : 0)
+    }
   })
 
   it('answers 429 past the rate limit and 503 naming the uncovered blocks', async () => {
