@@ -8,10 +8,10 @@ import { LlamaCompletion } from 'node-llama-cpp'
 import { SwarmClient } from '../client/swarm-client'
 import { sharedLlama } from '../client/tokenizer'
 import { splitBlocks } from '../electron/host/cli/demo'
-import { artifactsFor } from '../electron/host/host'
 import { publishModel, readManifest } from '../electron/host/publish'
 import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
+import { artifactsForBlocks } from '../protocol'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
@@ -70,7 +70,7 @@ try {
         // Pre-seed the host's store with hard links: this bench measures serving, not downloading.
         const modelDir = join(dataDir, 'models', manifest.modelId)
         await mkdir(modelDir, { recursive: true })
-        for (const file of artifactsFor(manifest, [a, b])) await link(join(packed, file), join(modelDir, file))
+        for (const { file } of artifactsForBlocks(manifest, [a, b])) await link(join(packed, file), join(modelDir, file))
         const host = startNeuron([
           'host',
           '--tracker',

@@ -79,8 +79,8 @@ describe.skipIf(storiesMissing)(`sessions on stories260K ${storiesMissing ?? ''}
 
   it('truncate then re-feed equals a fresh session, also across a seam', async () => {
     const { manifest, dir } = await packedStories()
-    const first = await load(artifactsFor(manifest, dir, { layers: [0, 3], embed: true, head: false }), [0, 3], true, false)
-    const second = await load(artifactsFor(manifest, dir, { layers: [3, 5], embed: false, head: true }), [3, 5], false, true)
+    const first = await load(artifactsFor(manifest, dir, [0, 3]), [0, 3], true, false)
+    const second = await load(artifactsFor(manifest, dir, [3, 5]), [3, 5], false, true)
     const run = async (steps: Array<{ tokens: Int32Array; truncate?: number }>) => {
       const s1 = first.openSession({ maxTokens: 128 })
       const s2 = second.openSession({ maxTokens: 128 })
@@ -215,7 +215,7 @@ describe.skipIf(storiesMissing)(`typed errors ${storiesMissing ?? ''}`, () => {
   it('an artifact set missing a tensor of the range', async () => {
     const { manifest, dir } = await packedStories()
     // blocks [0, 3) but only the artifacts for [0, 2)
-    const files = artifactsFor(manifest, dir, { layers: [0, 2], embed: true, head: false })
+    const files = artifactsFor(manifest, dir, [0, 2])
     const err = await expectCode(load(files, [0, 3], true, false), 'MISSING_TENSOR')
     expect(err.details.tensor).toBe('blk.2.attn_norm.weight')
     expect(err.details.files).toEqual(files)

@@ -60,7 +60,7 @@ describe.skipIf(storiesMissing)(`per-session block sub-ranges on stories260K ${s
   let a: ShardRuntime // [0, 3) embed
   let b: ShardRuntime // [2, 5) head
   const load = (layers: [number, number], embed: boolean, head: boolean) =>
-    ShardRuntime.load({ artifacts: artifactsFor(manifest, dir, { layers, embed, head }), layers, embed, head, threads: THREADS, device: 'cpu' })
+    ShardRuntime.load({ artifacts: artifactsFor(manifest, dir, layers), layers, embed, head, threads: THREADS, device: 'cpu' })
 
   beforeAll(async () => {
     const model = await oracleModel(STORIES)

@@ -80,7 +80,7 @@ export class RuntimePool {
 }
 
 export function packedPool(manifest: Manifest, dir: string): RuntimePool {
-  return new RuntimePool((layers, embed, head) => artifactsFor(manifest, dir, { layers, embed, head }), manifest.nLayer)
+  return new RuntimePool((layers) => artifactsFor(manifest, dir, layers), manifest.nLayer)
 }
 
 export type RouteStep = { token: number; probs: Float64Array }

@@ -77,3 +77,17 @@ export const Manifest = z
     }
   })
 export type Manifest = z.infer<typeof Manifest>
+
+/**
+ * The artifacts blocks [a, b) need: the embed artifact when a = 0, every blocks artifact overlapping
+ * the range (fetched whole), and the head artifact when b is the last block (for a tied model it
+ * carries the token embedding, so the head needs no embed artifact).
+ */
+export function artifactsForBlocks(manifest: Pick<Manifest, 'artifacts' | 'nLayer'>, blocks: readonly [number, number]): ManifestArtifact[] {
+  const [a, b] = blocks
+  return manifest.artifacts.filter((x) => {
+    if (x.role === 'embed') return a === 0
+    if (x.role === 'head') return b === manifest.nLayer
+    return x.blocks !== null && x.blocks[0] < b && x.blocks[1] > a
+  })
+}

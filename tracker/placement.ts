@@ -222,8 +222,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   function refusal(): PlacementDecision {
     const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`
     if (!fitsMemory) {
-      let cheapest = 0
-      for (let b = 1; b < n; b++) if (sizes.memoryBytes(b, b + 1) < sizes.memoryBytes(cheapest, cheapest + 1)) cheapest = b
+      const cheapest = cheapestBlock(n, (b) => sizes.memoryBytes(b, b + 1))
       const needed = sizes.memoryBytes(cheapest, cheapest + 1)
       return {
         serve: false,
@@ -233,8 +232,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       }
     }
     if (leastSlow === undefined) {
-      let cheapest = 0
-      for (let b = 1; b < n; b++) if (sizes.downloadBytes(b, b + 1) < sizes.downloadBytes(cheapest, cheapest + 1)) cheapest = b
+      const cheapest = cheapestBlock(n, (b) => sizes.downloadBytes(b, b + 1))
       const needed = sizes.downloadBytes(cheapest, cheapest + 1)
       return {
         serve: false,
@@ -354,6 +352,13 @@ class RangeSizes {
     for (const x of this.artifacts) if (x.role === 'blocks' && x.blocks !== null && x.blocks[0] < e && x.blocks[1] > a) bytes += x.bytes
     return bytes
   }
+}
+
+/** The block of [0, n) whose `cost` is lowest (the first on a tie). */
+function cheapestBlock(n: number, cost: (block: number) => number): number {
+  let cheapest = 0
+  for (let b = 1; b < n; b++) if (cost(b) < cost(cheapest)) cheapest = b
+  return cheapest
 }
 
 /**

@@ -5,6 +5,7 @@ import { connectTracker } from '../../client/tracker-connection'
 import { NodeIdentity } from '../../identity/keys'
 import { ShardRuntime } from '../../native'
 import {
+  artifactsForBlocks,
   callRpc,
   encodeFrame,
   type HardwareProfile,
@@ -138,7 +139,7 @@ export class Host extends EventEmitter<HostEvents> {
     if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
       throw new NeuronError('bad_option', `--layers ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
     }
-    const files = artifactsFor(manifest, blocks)
+    const files = artifactsForBlocks(manifest, blocks).map((a) => a.file)
     await this.publishState({ ...IDLE_STATE, modelId, blocks, status: 'downloading' })
     this.store ??= new ArtifactStore({
       dataDir: this.options.dataDir,
@@ -265,17 +266,6 @@ export class Host extends EventEmitter<HostEvents> {
     if (this.socket === undefined) throw new NeuronError('not_started', 'start the host before serving')
     return this.socket
   }
-}
-
-/** The artifact files a block range needs: embed for block 0, every overlapping blocks file, head for the last. */
-export function artifactsFor(manifest: Manifest, blocks: readonly [number, number]): string[] {
-  return manifest.artifacts
-    .filter((a) => {
-      if (a.role === 'embed') return blocks[0] === 0
-      if (a.role === 'head') return blocks[1] === manifest.nLayer
-      return a.blocks !== null && a.blocks[0] < blocks[1] && a.blocks[1] > blocks[0]
-    })
-    .map((a) => a.file)
 }
 
 export function defaultDataDir(): string {
