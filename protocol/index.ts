@@ -1,3 +1,4 @@
+export * from './app'
 export * from './errors'
 export * from './f16'
 export * from './frames'

@@ -1,0 +1,304 @@
+import { z } from 'zod'
+import { NeuronError } from './errors'
+import { NodeId, PublicKey } from './identity'
+import { type Ack, describeIssues, type RpcHandlers, rpc, toWireError, WireError } from './rpc'
+import { HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from './swarm'
+
+/*
+ * The one contract between the app's renderer and its host backend. Electron carries it over IPC
+ * (preload → ipcMain), the browser mode over a WebSocket; both sides parse every message with these
+ * schemas. Methods are request/answer pairs; events are pushed by the backend without an answer.
+ */
+
+const Count = z.number().int().nonnegative()
+const Micro = z.number().int()
+const Empty = z.object({}).strict()
+const ModelId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
+const Blocks = z
+  .tuple([Count, Count])
+  .refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
+  .readonly()
+const ChatId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a chat id is 1–64 letters, digits, _ or -')
+
+/** What the user allows the app to use. null: no limit beyond what the computer has. */
+export const Limits = z.object({
+  /** Disk the artifacts may take, bytes. */
+  diskBytes: z.number().int().positive().nullable(),
+  /** Memory the loaded layers may take, bytes. */
+  memoryBytes: z.number().int().positive().nullable(),
+  /** Threads for the runtime; more than the physical cores makes ggml many times slower. */
+  threads: z.number().int().positive().max(256),
+  /** Use detected GPUs (CUDA / Vulkan / Metal) when the runtime can. */
+  useGpu: z.boolean(),
+})
+export type Limits = z.infer<typeof Limits>
+
+export const Settings = z.object({
+  /** null: the embedded default, a private tracker in this process. */
+  trackerUrl: z.string().url().nullable(),
+  /** The tracker the backend is connected to now (the embedded one's loopback URL when trackerUrl is null). */
+  connectedTrackerUrl: z.string().url(),
+  /** Keys, artifacts, hardware cache and settings live here. */
+  dataDir: z.string().min(1),
+  publicKey: PublicKey,
+  /** This computer's host id on the swarm (derived from the public key). */
+  hostId: NodeId,
+  limits: Limits,
+})
+export type Settings = z.infer<typeof Settings>
+
+/** A change to settings: every field optional; absent fields keep their value. */
+export const SettingsUpdate = z
+  .object({
+    trackerUrl: z.string().url('the tracker URL must be a full URL such as http://127.0.0.1:7070').nullable(),
+    dataDir: z.string().min(1, 'give a folder for the data dir'),
+    limits: Limits.partial(),
+  })
+  .partial()
+  .strict()
+export type SettingsUpdate = z.infer<typeof SettingsUpdate>
+
+export const ComputerView = z.object({
+  profile: HardwareProfile,
+  /** Bytes of layers this computer can serve within its limits (memory for weights and KV, disk for artifacts). */
+  servableBytes: Count,
+  /** One sentence for the user: what the numbers mean for hosting. */
+  summary: z.string(),
+  limits: Limits,
+})
+export type ComputerView = z.infer<typeof ComputerView>
+
+export const ArtifactProgress = z.object({
+  file: z.string(),
+  downloadedBytes: Count,
+  totalBytes: Count,
+  bytesPerSecond: z.number().nonnegative(),
+  peers: Count,
+  /** Seconds left at the current speed; null while the speed is unknown. */
+  etaSeconds: z.number().nonnegative().nullable(),
+})
+export type ArtifactProgress = z.infer<typeof ArtifactProgress>
+
+export const HostingPhase = z.enum(['idle', 'downloading', 'loading', 'serving', 'paused', 'stopping', 'failed'])
+export type HostingPhase = z.infer<typeof HostingPhase>
+
+export const HostingStatus = z.object({
+  phase: HostingPhase,
+  modelId: ModelId.nullable(),
+  blocks: Blocks.nullable(),
+  /** Per artifact while downloading (and after, at 100 %). */
+  artifacts: z.array(ArtifactProgress),
+  serving: z
+    .object({
+      activeSessions: Count,
+      maxSessions: Count,
+      /** Decode speed of this host's range, tokens/s, from its measured time per block. */
+      tokensPerSecond: z.number().nonnegative(),
+      /** Block-tokens served since hosting started (from settled receipts). */
+      servedBlockTokens: Count,
+      startedAt: z.number(),
+      endpoint: z.string().nullable(),
+    })
+    .nullable(),
+  /** Why hosting failed (phase 'failed'); null otherwise. */
+  error: WireError.nullable(),
+})
+export type HostingStatus = z.infer<typeof HostingStatus>
+
+/** The tracker's placement proposal plus what it means in credits for this computer. */
+export const HostingPreview = z.object({
+  placement: PlacementProposal,
+  /** Expected micro-credits per hour for the proposed range at full load; null without a proposal. */
+  creditsPerHourMicro: Micro.nullable(),
+})
+export type HostingPreview = z.infer<typeof HostingPreview>
+
+export const EarningsPoint = z.object({ start: z.number(), modelId: z.string(), earnedMicro: Micro, blockTokens: Count, receipts: Count })
+export const RecentReceipt = z.object({
+  at: z.number(),
+  session: z.string(),
+  step: Count,
+  modelId: z.string(),
+  blocks: Blocks,
+  tokens: Count,
+  earnedMicro: Micro,
+})
+export const Earnings = z.object({
+  hostId: NodeId,
+  balanceMicro: Micro,
+  servedBlockTokens: Count,
+  byHour: z.array(EarningsPoint),
+  byDay: z.array(EarningsPoint),
+  recent: z.array(RecentReceipt),
+  /** The app's own consumer account (what chat spends); null when the tracker has none for this key. */
+  account: z.object({ accountId: z.string(), balanceMicro: Micro }).nullable(),
+})
+export type Earnings = z.infer<typeof Earnings>
+
+export const ReputationComponents = z.object({
+  uptime: z.number().min(0).max(1),
+  completion: z.number().min(0).max(1),
+  latency: z.number().min(0).max(1),
+  audits: z.number().min(0).max(1),
+})
+export const ReputationView = z.object({
+  hostId: NodeId,
+  score: z.number().min(0).max(1),
+  components: ReputationComponents,
+  completedSteps: Count,
+  failedSteps: Count,
+  history: z.array(z.object({ at: z.number(), score: z.number() })),
+})
+export type ReputationView = z.infer<typeof ReputationView>
+
+export const ChatMessage = z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string() })
+export type ChatMessage = z.infer<typeof ChatMessage>
+
+export const ChatRequest = z.object({
+  chatId: ChatId,
+  modelId: ModelId,
+  /** The conversation so far, ending with the user's turn; rendered with the model's chat template. */
+  messages: z.array(ChatMessage).min(1).max(512),
+  maxTokens: z.number().int().positive().max(4096).default(128),
+  /** 0: greedy. */
+  temperature: z.number().min(0).max(2).default(0),
+  seed: z.number().int().nonnegative().default(0),
+})
+export type ChatRequest = z.input<typeof ChatRequest>
+
+export const ChatHop = z.object({ hostId: NodeId, blocks: Blocks, medianMs: z.number().nonnegative().nullable() })
+export type ChatHop = z.infer<typeof ChatHop>
+
+export const ChatSummary = z.object({
+  chatId: ChatId,
+  promptTokens: Count,
+  completionTokens: Count,
+  finishReason: z.enum(['stop', 'length', 'aborted']),
+  tokensPerSecond: z.number().nonnegative(),
+  route: z.array(ChatHop),
+  /** Micro-credits the account paid for this answer (settled receipts). */
+  chargedMicro: Count,
+})
+export type ChatSummary = z.infer<typeof ChatSummary>
+
+export const SwarmView = z.object({ trackerUrl: z.string().url(), hosts: z.array(HostSummary), models: z.array(ModelSummary) })
+export type SwarmView = z.infer<typeof SwarmView>
+
+/** Methods the renderer calls. Errors come back as WireError codes (see APP_ERROR_CODES). */
+export const AppApi = {
+  'computer.get': rpc(z.object({ refresh: z.boolean().default(false) }).strict(), ComputerView),
+  'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary) })),
+  /** Packs a GGUF on this computer and publishes it to the tracker (this app seeds it). */
+  'models.add': rpc(z.object({ path: z.string().min(1, 'give the path of a .gguf file') }).strict(), z.object({ modelId: ModelId })),
+  'hosting.preview': rpc(z.object({ modelId: ModelId }).strict(), HostingPreview),
+  'hosting.start': rpc(z.object({ modelId: ModelId, blocks: Blocks }).strict(), HostingStatus),
+  /** Drains and unloads, keeping the artifacts; resume loads them again. */
+  'hosting.pause': rpc(Empty, HostingStatus),
+  'hosting.resume': rpc(Empty, HostingStatus),
+  'hosting.stop': rpc(Empty, HostingStatus),
+  'hosting.status': rpc(Empty, HostingStatus),
+  'earnings.get': rpc(Empty, Earnings),
+  'reputation.get': rpc(Empty, ReputationView),
+  /** Starts an answer; tokens arrive as chat.token events, then chat.done or chat.error. */
+  'chat.send': rpc(ChatRequest, z.object({ chatId: ChatId })),
+  'chat.stop': rpc(z.object({ chatId: ChatId }).strict(), Empty),
+  'swarm.get': rpc(Empty, SwarmView),
+  'settings.get': rpc(Empty, Settings),
+  /** Checks everything first (a tracker URL must answer); on any error nothing changes. */
+  'settings.update': rpc(SettingsUpdate, Settings),
+  /** The identity's private key (PKCS#8 PEM) for a backup. */
+  'identity.export': rpc(Empty, z.object({ pem: z.string(), publicKey: PublicKey })),
+  /** Replaces the identity (hosting must be stopped). */
+  'identity.import': rpc(z.object({ pem: z.string().min(1, 'paste a PEM private key') }).strict(), Settings),
+} as const
+export type AppApi = typeof AppApi
+
+/** Events the backend pushes to the renderer. */
+export const AppEvents = {
+  'hosting.status': HostingStatus,
+  'chat.token': z.object({ chatId: ChatId, text: z.string(), token: Count }),
+  'chat.route': z.object({ chatId: ChatId, hops: z.array(ChatHop) }),
+  'chat.done': ChatSummary,
+  'chat.error': z.object({ chatId: ChatId, error: WireError }),
+  /** A receipt for this computer's host settled (or was refused): earnings changed. */
+  'earnings.receipt': z.object({ hostId: z.string(), ok: z.boolean(), modelId: z.string().nullable(), earnedMicro: Micro, balanceMicro: Micro }),
+} as const
+export type AppEvents = typeof AppEvents
+export type AppEventName = keyof AppEvents
+export type AppEventData<E extends AppEventName> = z.output<AppEvents[E]>
+export type AppMethod = keyof AppApi
+export type AppInput<M extends AppMethod> = z.input<AppApi[M]['request']>
+export type AppOutput<M extends AppMethod> = z.output<AppApi[M]['response']>
+
+/** Error codes the renderer shows with a tailored message. */
+export const APP_ERROR_CODES = [
+  'bad_request',
+  'no_route',
+  'insufficient_credits',
+  'tracker_unreachable',
+  'not_gguf',
+  'hosting_busy',
+  'not_placed',
+  'timeout',
+] as const
+
+/** What the renderer's bridge exposes, in Electron (preload) and in the browser (WebSocket). */
+export interface NeuronBridge {
+  call<M extends AppMethod>(method: M, input: AppInput<M>): Promise<AppOutput<M>>
+  on<E extends AppEventName>(event: E, listener: (data: AppEventData<E>) => void): () => void
+}
+
+/** The WebSocket framing of the browser mode (Electron's IPC carries the same payloads). */
+export const AppCallFrame = z.object({ kind: z.literal('call'), id: Count, method: z.string(), input: z.unknown() })
+export const AppReplyFrame = z.union([
+  z.object({ kind: z.literal('reply'), id: Count, ok: z.literal(true), value: z.unknown() }),
+  z.object({ kind: z.literal('reply'), id: Count, ok: z.literal(false), error: WireError }),
+])
+export const AppEventFrame = z.object({ kind: z.literal('event'), event: z.string(), data: z.unknown() })
+export type AppCallFrame = z.infer<typeof AppCallFrame>
+export type AppReplyFrame = z.infer<typeof AppReplyFrame>
+export type AppEventFrame = z.infer<typeof AppEventFrame>
+
+/** The IPC channel names Electron's preload and main agree on. */
+export const IPC_CALL = 'neuron:call'
+export const IPC_EVENT = 'neuron:event'
+
+export type AppHandlers = RpcHandlers<AppApi, void>
+
+/**
+ * Runs one call from the renderer: parses the input, runs the handler, parses its answer. Never
+ * throws: an unknown method, bad input or a failing handler comes back as a typed error, and the
+ * backend keeps serving. Electron's ipcMain handler and the WebSocket server both use it.
+ */
+export async function dispatchAppCall(handlers: AppHandlers, method: string, input: unknown): Promise<Ack<unknown>> {
+  if (!Object.hasOwn(AppApi, method)) {
+    return { ok: false, error: { code: 'bad_request', message: `unknown method "${method}"; the app's methods are ${Object.keys(AppApi).join(', ')}.` } }
+  }
+  const spec = AppApi[method as AppMethod]
+  const parsed = spec.request.safeParse(input ?? {})
+  if (!parsed.success) return { ok: false, error: { code: 'bad_request', message: describeIssues(method, parsed.error) } }
+  try {
+    const handler = handlers[method as AppMethod] as (request: unknown, context: undefined) => unknown
+    return { ok: true, value: spec.response.parse(await handler(parsed.data, undefined)) }
+  } catch (error) {
+    return { ok: false, error: toWireError(error) }
+  }
+}
+
+/** The renderer's side of a reply: the parsed value, or the backend's typed error as a NeuronError. */
+export function readAppReply<M extends AppMethod>(method: M, ack: unknown): AppOutput<M> {
+  const shape = z.union([z.object({ ok: z.literal(true), value: z.unknown() }), z.object({ ok: z.literal(false), error: WireError })]).safeParse(ack)
+  if (!shape.success) throw new NeuronError('bad_response', describeIssues(`${method} reply`, shape.error))
+  if (!shape.data.ok) throw new NeuronError(shape.data.error.code, shape.data.error.message, shape.data.error.details ?? {})
+  const value = AppApi[method].response.safeParse(shape.data.value)
+  if (!value.success) throw new NeuronError('bad_response', describeIssues(`${method} reply`, value.error))
+  return value.data as AppOutput<M>
+}
+
+/** Parses a pushed event; undefined (and the reason) for one this contract does not know or a malformed payload. */
+export function readAppEvent(event: string, data: unknown): { event: AppEventName; data: unknown } | { error: string } {
+  if (!Object.hasOwn(AppEvents, event)) return { error: `unknown event "${event}"` }
+  const parsed = AppEvents[event as AppEventName].safeParse(data)
+  if (!parsed.success) return { error: describeIssues(event, parsed.error) }
+  return { event: event as AppEventName, data: parsed.data }
+}
