@@ -66,6 +66,11 @@ export class Host extends EventEmitter<HostEvents> {
     super()
   }
 
+  /** Sessions open on this host now (0 before it serves). */
+  get activeSessions(): number {
+    return this.server?.activeSessions ?? 0
+  }
+
   private log(line: string): void {
     this.options.log?.(line)
   }

@@ -1,4 +1,5 @@
 import { NeuronError } from '../../../protocol'
+import { appCommand } from './app-command'
 import { demoCommand } from './demo'
 import { genModelCommand } from './gen-model'
 import { inspectCommand } from './inspect'
@@ -13,6 +14,7 @@ export interface Command {
 }
 
 const COMMANDS: readonly Command[] = [
+  appCommand,
   demoCommand,
   trackerCommand,
   publishCommand,

@@ -11,6 +11,7 @@ import { Tracker } from '../../../tracker/server'
 import { SqliteTrackerStore } from '../../../tracker/store'
 import { defaultDataDir, Host } from '../host'
 import { publishModel } from '../publish'
+import { runBrowserMode } from './app-command'
 import { intOption, parseCommandArgs, requireOption } from './args'
 import type { Command } from './main'
 
@@ -84,13 +85,17 @@ export const hostCommand: Command = {
   summary: 'serve blocks of a model to the swarm',
   usage: `Usage: neuron host --tracker URL [--model ID] [--layers a:b|auto] [--data-dir D] [--threads N]
                   [--max-sessions N] [--quota BYTES] [--relay]
+       neuron host --ui [--tracker URL] [--model ID [--layers a:b|auto]] [--data-dir D] [--port N]
 
 Joins the tracker, takes blocks [a, b) (or the tracker's placement), fetches and verifies only
 their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains and leaves.
 
   --relay   accept no connections; clients reach this host through the tracker
+  --ui      run the app's backend and serve its UI at http://127.0.0.1:<port> for a browser
+            (without --tracker: the saved setting, else a private swarm in this process)
 
-Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --layers 0:2 --threads 1`,
+Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --layers 0:2 --threads 1
+         neuron host --ui --tracker http://127.0.0.1:7070 --model stories260k --port 7071`,
   async run(args) {
     const { values } = parseCommandArgs(args, {
       tracker: { type: 'string' },
@@ -101,7 +106,10 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --layer
       'max-sessions': { type: 'string' },
       quota: { type: 'string' },
       relay: { type: 'boolean' },
+      ui: { type: 'boolean' },
+      port: { type: 'string' },
     })
+    if (values.ui) return hostWithUi(values)
     const maxSessions = intOption('max-sessions', values['max-sessions'], { min: 1 })
     const quotaBytes = intOption('quota', values.quota, { min: 1 })
     const host = new Host({
@@ -124,6 +132,45 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --layer
     await host.stop()
     return 0
   },
+}
+
+/** `neuron host --ui`: the app's browser mode on a headless host, hosting --model when given. */
+async function hostWithUi(values: {
+  tracker?: string
+  model?: string
+  layers?: string
+  'data-dir'?: string
+  threads?: string
+  port?: string
+}): Promise<number> {
+  const threads = intOption('threads', values.threads, { min: 1 })
+  const port = intOption('port', values.port)
+  const layers = layersOption(values.layers)
+  const modelId = values.model
+  if (modelId === undefined && values.layers !== undefined) throw new NeuronError('bad_option', '--layers needs --model.')
+  return runBrowserMode({
+    dataDir: values['data-dir'] ?? defaultDataDir(),
+    ...(values.tracker === undefined ? {} : { trackerUrl: values.tracker }),
+    ...(threads === undefined ? {} : { threads }),
+    ...(port === undefined ? {} : { port }),
+    afterStart: async (backend) => {
+      if (modelId === undefined) return
+      let blocks = layers
+      if (blocks === 'auto') {
+        const preview = await backend.handlers['hosting.preview']({ modelId }, undefined)
+        const proposal = preview.placement.proposal
+        if (proposal === null)
+          throw new NeuronError(
+            'not_placed',
+            `the tracker proposes no range of ${modelId} for this computer: ${preview.placement.refusal?.reason ?? 'no reason given'}`,
+          )
+        blocks = proposal.blocks
+      }
+      const ack = await backend.call('hosting.start', { modelId, blocks })
+      if (!ack.ok) throw new NeuronError(ack.error.code, ack.error.message)
+      console.error(`[app] hosting ${modelId} blocks [${blocks[0]}, ${blocks[1]}): follow it in the UI`)
+    },
+  })
 }
 
 export const chatCommand: Command = {

@@ -1,0 +1,165 @@
+// The app in its browser mode, as a volunteer uses it: `neuron app --headless` (an embedded private
+// tracker that publishes stories260K, and this computer's host) plus a second real host process, driven
+// in Debian's Chromium. Each step saves a screenshot under test-results/screenshots.
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { renderChat } from '../client/chat-template'
+import { SwarmClient } from '../client/swarm-client'
+import { NodeIdentity } from '../identity/keys'
+import { HAVE_STORIES, NEEDS_STORIES, scratchDir } from '../test/models'
+import { type NeuronProcess, startNeuron } from '../test/processes'
+import { HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, screenshot } from './browser'
+import { buildUi } from './build-ui'
+
+const MODEL = 'stories260k'
+const PROMPT = 'Tell me a story about a cat.'
+let dir = ''
+let cleanup: () => Promise<void> = async () => {}
+const processes: NeuronProcess[] = []
+let browser: Browser | undefined
+let page: Page
+let appUrl = ''
+let trackerUrl = ''
+
+async function open(screen: string): Promise<void> {
+  await page.getByTestId(`nav-${screen}`).click()
+  await page.getByTestId(`screen-${screen}`).waitFor()
+}
+
+describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_STORIES}${NEEDS_CHROMIUM}`, () => {
+  beforeAll(async () => {
+    ;({ dir, cleanup } = await scratchDir('neuron-e2e-'))
+    await buildUi()
+    const app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--port', '0', '--threads', '1'])
+    processes.push(app)
+    appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+)/, 120_000))[1] ?? ''
+    trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
+    // Another volunteer already serves the first two blocks: the preview must show them covered.
+    const other = startNeuron(['host', '--tracker', trackerUrl, '--data-dir', join(dir, 'other'), '--model', MODEL, '--layers', '0:2', '--threads', '1'])
+    processes.push(other)
+    await other.waitFor(/host [0-9a-f]{20} ready/, 120_000)
+    browser = await launchChromium()
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+    await page.goto(appUrl)
+    await page.getByTestId('app-ready').waitFor()
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    for (const p of processes.reverse()) await p.stop(5000)
+    await cleanup()
+  })
+
+  it('shows this computer as detected', async () => {
+    await open('computer')
+    await expect.poll(() => page.getByTestId('computer-cpu').textContent()).toMatch(/\d+ (cores|threads)/)
+    await expect.poll(() => page.getByTestId('computer-servable').textContent()).toMatch(/\d+(\.\d+)? [GMK]B/)
+    await screenshot(page, 'computer')
+  })
+
+  it('hosts a model: placement preview over the existing coverage, then progress, then serving', async () => {
+    await open('host')
+    await page.getByTestId(`model-option-${MODEL}`).click()
+    const bar = page.getByTestId('placement-bar')
+    await bar.waitFor()
+    // Blocks 0 and 1 are served by the other host; the proposal is the uncovered rest.
+    await expect.poll(() => page.getByTestId('placement-block-0').getAttribute('data-before')).toBe('1')
+    expect(await page.getByTestId('placement-block-4').getAttribute('data-before')).toBe('0')
+    expect(await page.getByTestId('placement-block-4').getAttribute('data-proposed')).toBe('true')
+    expect(await page.getByTestId('preview-download').textContent()).toMatch(/\d/)
+    expect(await page.getByTestId('preview-credits-per-hour').textContent()).toMatch(/\d/)
+    await screenshot(page, 'host-preview')
+    await page.getByTestId('hosting-confirm').click()
+    await page.getByTestId('hosting-phase').waitFor()
+    await screenshot(page, 'host-progress')
+    await page.locator('[data-testid="hosting-phase"][data-phase="serving"]').waitFor({ timeout: 90_000 })
+    await page.getByTestId('serving-panel').waitFor()
+    expect(await page.getByTestId('artifact-row').count()).toBeGreaterThan(0)
+    await screenshot(page, 'host-serving')
+  })
+
+  it("streams a chat answer equal to the swarm client's greedy output", async () => {
+    await open('chat')
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-model-select').selectOption(MODEL)
+    await page.getByTestId('chat-input').fill(PROMPT)
+    await page.getByTestId('chat-send').click()
+    const answer = page.locator('[data-testid="chat-message"][data-role="assistant"]').last()
+    await answer.locator('xpath=self::*[@data-status="done" or @data-status="error"]').waitFor({ timeout: 90_000 })
+    expect(await answer.getAttribute('data-status')).toBe('done')
+    const shown = await answer.getByTestId('chat-message-text').textContent()
+
+    const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
+    try {
+      const prompt = renderChat(await client.tokenizer(MODEL), [{ role: 'user', content: PROMPT }])
+      const generation = client.generate({ modelId: MODEL, prompt, maxTokens: 64, sampling: { temperature: 0, seed: 0 }, stopAtEog: true })
+      let expected = ''
+      for (let next = await generation.next(); !next.done; next = await generation.next()) expected += next.value.text
+      expect(expected.length).toBeGreaterThan(0)
+      expect(shown).toBe(expected)
+    } finally {
+      client.close()
+    }
+    // The route that served it: two hosts, the other volunteer's and this computer's.
+    expect(await page.getByTestId('chat-route').last().isVisible()).toBe(true)
+    expect(await page.getByTestId('chat-hop').count()).toBeGreaterThanOrEqual(2)
+    await screenshot(page, 'chat')
+  })
+
+  it('shows on the earnings screen the credits that chat earned this host', async () => {
+    await open('settings')
+    const hostId = ((await page.getByTestId('settings-host-id').textContent()) ?? '').match(/[0-9a-f]{20}/)?.[0] ?? ''
+    expect(hostId).toMatch(/^[0-9a-f]{20}$/)
+    const ledger = async () => ((await (await fetch(`${trackerUrl}/v1/dashboard/hosts/${hostId}`)).json()) as { balance_micro: number }).balance_micro
+    await expect.poll(ledger, { timeout: 20_000 }).toBeGreaterThan(0)
+    await open('earnings')
+    const balance = page.getByTestId('earnings-balance')
+    await expect.poll(async () => Number(await balance.getAttribute('data-micro')), { timeout: 20_000 }).toBe(await ledger())
+    expect(await page.getByTestId('earnings-receipt').count()).toBeGreaterThan(0)
+    await screenshot(page, 'earnings')
+  })
+
+  it('shows reputation and the swarm', async () => {
+    await open('reputation')
+    await expect.poll(async () => Number(await page.getByTestId('reputation-score').getAttribute('data-score'))).toBeGreaterThan(0)
+    await screenshot(page, 'reputation')
+    await open('swarm')
+    await expect.poll(() => page.getByTestId('swarm-host').count()).toBe(2)
+    await page.getByTestId(`swarm-coverage-${MODEL}`).waitFor()
+    await screenshot(page, 'swarm')
+  })
+
+  it('refuses bad form input with a clear message and changes nothing', async () => {
+    await open('settings')
+    const threadsBefore = await page.getByTestId('settings-limit-threads').inputValue()
+    await page.getByTestId('settings-limit-disk').fill('twenty')
+    await page.getByTestId('settings-limits-save').click()
+    await expect.poll(() => page.getByTestId('settings-limits-error').textContent()).toMatch(/disk/i)
+
+    await page.getByTestId('settings-tracker-url').fill('http://127.0.0.1:9')
+    await page.getByTestId('settings-tracker-save').click()
+    await expect.poll(() => page.getByTestId('settings-tracker-error').textContent(), { timeout: 15_000 }).toMatch(/127\.0\.0\.1:9/)
+    await screenshot(page, 'settings-errors')
+
+    // A fresh load shows what the backend kept: nothing changed.
+    await page.reload()
+    await page.getByTestId('app-ready').waitFor()
+    await open('settings')
+    expect(await page.getByTestId('settings-tracker-url').inputValue()).toBe('')
+    expect(await page.getByTestId('settings-limit-threads').inputValue()).toBe(threadsBefore)
+    expect(await page.getByTestId('settings-limit-disk').inputValue()).toBe('')
+    await screenshot(page, 'settings')
+
+    const notGguf = join(dir, 'notes.gguf')
+    await writeFile(notGguf, 'these are notes, not a model')
+    await open('host')
+    const models = await page.locator('[data-testid^="model-option-"]').count()
+    await page.getByTestId('add-model-path').fill(notGguf)
+    await page.getByTestId('add-model-submit').click()
+    await expect.poll(() => page.getByTestId('add-model-error').textContent()).toMatch(/not a GGUF/i)
+    expect(await page.locator('[data-testid^="model-option-"]').count()).toBe(models)
+    expect(await page.locator('[data-testid="hosting-phase"][data-phase="serving"]').count()).toBe(1)
+  })
+})

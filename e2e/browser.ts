@@ -1,0 +1,23 @@
+import { existsSync } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { type Browser, chromium, type Page } from 'playwright-core'
+import { REPO_ROOT } from '../test/models'
+
+/** Debian's Chromium: Playwright's own browser downloads are not reachable from CI machines. */
+export const CHROMIUM = '/usr/bin/chromium'
+export const HAVE_CHROMIUM = existsSync(CHROMIUM)
+export const NEEDS_CHROMIUM = HAVE_CHROMIUM ? '' : ` (skipped: ${CHROMIUM} is absent; apt-get install -y chromium)`
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run']
+
+/** Screenshots land here; CI keeps the folder as an artifact. */
+export const SCREENSHOTS = join(REPO_ROOT, 'test-results', 'screenshots')
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true })
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await mkdir(SCREENSHOTS, { recursive: true })
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+}
