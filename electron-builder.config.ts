@@ -1,0 +1,42 @@
+import type { Configuration } from 'electron-builder'
+
+/**
+ * Installers: AppImage + deb (Linux), NSIS (Windows), dmg (macOS). Built from the app Forge packaged,
+ * `electron-builder --prepackaged out/Neuron-<platform>-<arch> -c electron-builder.config.ts`, so the
+ * `files` and `asarUnpack` below apply only when electron-builder packages by itself.
+ */
+const config: Configuration = {
+  appId: 'dev.neuron.app',
+  productName: 'Neuron',
+  executableName: 'neuron',
+  copyright: 'MIT License',
+  directories: { buildResources: 'build', output: 'out/installers' },
+  files: [
+    '**/*',
+    '!{test,bench,e2e,test-results,out,renderer,.cache,.bench,.ci}/**',
+    '!electron/__mocks__/**',
+    '!electron/main/testing.ts',
+    '!**/*.test.{ts,tsx}',
+    '!**/*.map',
+    '!native/{src,.build}/**',
+    '!native/{binding.gyp,build.mjs}',
+    '!native/build/Release/obj.target/**',
+    '!{tsconfig*.json,biome.json,vite*.config.ts,vitest.config.ts,forge.config.ts,electron-builder.config.ts}',
+  ],
+  asarUnpack: ['**/*.{node,so,dylib,dll,metal}'],
+  // better-sqlite3 is the one addon built against V8's ABI (see forge.config.ts rebuildConfig).
+  npmRebuild: true,
+  linux: {
+    target: ['AppImage', 'deb'],
+    category: 'Utility',
+    desktop: { entry: { Categories: 'Utility;Network;', StartupWMClass: 'Neuron' } },
+    synopsis: 'Run very large language models together on home computers',
+  },
+  deb: { packageCategory: 'net' },
+  win: { target: 'nsis' },
+  nsis: { oneClick: false, allowToChangeInstallationDirectory: true, perMachine: false },
+  mac: { target: 'dmg', category: 'public.app-category.utilities', darkModeSupport: true },
+  dmg: { title: 'Neuron' },
+}
+
+export default config

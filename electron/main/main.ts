@@ -1,0 +1,79 @@
+// The Electron adapter's composition root: lifecycle, the window, the tray, the menu and IPC. The
+// backend (electron/host/app) does the work; everything here only connects it to Electron.
+import { app, BrowserWindow, dialog, ipcMain, Menu, nativeTheme } from 'electron'
+import { startAppBackend } from './backend'
+import { wireAppIpc } from './ipc'
+import { appMenuTemplate, type ScreenId } from './menu'
+import { appPaths, dataDirOverride } from './paths'
+import { createHostingTray } from './tray'
+import { createMainWindow } from './window'
+
+const log = (line: string) => console.log(`[neuron] ${line}`)
+
+// Electron emits `ready` only once this entry module (and index.js's import of it) has finished, so
+// the pre-ready work runs here at the top level and nothing here may await whenReady (it would hang).
+// The data dir is set before the lock: Electron keys the single-instance lock on userData.
+const dataDir = dataDirOverride(process.argv, process.env)
+if (dataDir) app.setPath('userData', dataDir)
+
+if (!app.requestSingleInstanceLock()) {
+  app.quit()
+} else {
+  nativeTheme.themeSource = 'system'
+  app.on('window-all-closed', () => {
+    if (process.platform !== 'darwin') app.quit()
+  })
+  app
+    .whenReady()
+    .then(run)
+    .catch((error: unknown) => {
+      dialog.showErrorBox('Neuron could not start', error instanceof Error ? error.message : String(error))
+      app.exit(1)
+    })
+}
+
+async function run(): Promise<void> {
+  let win: BrowserWindow | null = null
+  const showWindow = () => {
+    if (!win || win.isDestroyed()) win = createMainWindow(appPaths)
+    if (win.isMinimized()) win.restore()
+    win.show()
+    win.focus()
+  }
+  // The renderer routes on `#/<screen>`; setting the hash switches screens without a reload.
+  const showScreen = (screen: ScreenId) => {
+    showWindow()
+    void win?.webContents.executeJavaScript(`location.hash = ${JSON.stringify(`#/${screen}`)}`)
+  }
+  app.on('second-instance', showWindow)
+  Menu.setApplicationMenu(Menu.buildFromTemplate(appMenuTemplate(process.platform, showScreen)))
+
+  const backend = await startAppBackend({ dataDir: app.getPath('userData'), log })
+  log(`data in ${app.getPath('userData')}; tracker ${backend.trackerUrl}`)
+
+  const unwire = wireAppIpc(ipcMain, backend, () => (win && !win.isDestroyed() ? win.webContents : null))
+  const tray = createHostingTray({ icon: appPaths.trayIcon, backend, open: showWindow, quit: () => app.quit(), log })
+  showWindow()
+  app.on('activate', () => {
+    if (BrowserWindow.getAllWindows().length === 0) showWindow()
+  })
+
+  // Quitting waits for the backend to drain and close (it holds sockets, a database and loaded layers).
+  let closing = false
+  let closed = false
+  app.on('before-quit', (event) => {
+    if (closed) return
+    event.preventDefault()
+    if (closing) return
+    closing = true
+    tray.destroy()
+    unwire()
+    backend
+      .close()
+      .catch((error: unknown) => log(`backend close failed: ${String(error)}`))
+      .finally(() => {
+        closed = true
+        app.quit()
+      })
+  })
+}
