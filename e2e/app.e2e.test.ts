@@ -59,6 +59,19 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await screenshot(page, 'computer')
   })
 
+  it('refuses a file that is not a GGUF with a clear message, and adds nothing', async () => {
+    const notGguf = join(dir, 'notes.gguf')
+    await writeFile(notGguf, 'these are notes, not a model')
+    await open('host')
+    await page.getByTestId(`model-option-${MODEL}`).waitFor()
+    const models = await page.locator('[data-testid^="model-option-"]').count()
+    await page.getByTestId('add-model-path').fill(notGguf)
+    await page.getByTestId('add-model-submit').click()
+    await expect.poll(() => page.getByTestId('add-model-error').textContent()).toMatch(/not a GGUF/i)
+    expect(await page.locator('[data-testid^="model-option-"]').count()).toBe(models)
+    await screenshot(page, 'host-not-gguf')
+  })
+
   it('hosts a model: placement preview over the existing coverage, then progress, then serving', async () => {
     await open('host')
     await page.getByTestId(`model-option-${MODEL}`).click()
@@ -71,12 +84,18 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await page.getByTestId('preview-download').textContent()).toMatch(/\d/)
     expect(await page.getByTestId('preview-credits-per-hour').textContent()).toMatch(/\d/)
     await screenshot(page, 'host-preview')
+    // Take the uncovered blocks only, so answers need both volunteers: a two-hop route.
+    await page.getByTestId('preview-alternative').filter({ hasText: '[2, 5)' }).first().click()
+    await expect.poll(() => page.getByTestId('placement-block-1').getAttribute('data-proposed')).toBe('false')
+    expect(await page.getByTestId('placement-block-2').getAttribute('data-proposed')).toBe('true')
     await page.getByTestId('hosting-confirm').click()
     await page.getByTestId('hosting-phase').waitFor()
     await screenshot(page, 'host-progress')
     await page.locator('[data-testid="hosting-phase"][data-phase="serving"]').waitFor({ timeout: 90_000 })
     await page.getByTestId('serving-panel').waitFor()
-    expect(await page.getByTestId('artifact-row').count()).toBeGreaterThan(0)
+    // Only the range's artifacts were fetched: blocks 2–4 and the head, not the embedding or blocks 0–1.
+    const files = await page.getByTestId('artifact-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-file')))
+    expect(files.sort()).toEqual(['blocks-2-3.gguf', 'blocks-3-4.gguf', 'blocks-4-5.gguf', 'head.gguf'])
     await screenshot(page, 'host-serving')
   })
 
@@ -104,7 +123,7 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     }
     // The route that served it: two hosts, the other volunteer's and this computer's.
     expect(await page.getByTestId('chat-route').last().isVisible()).toBe(true)
-    expect(await page.getByTestId('chat-hop').count()).toBeGreaterThanOrEqual(2)
+    expect(await page.getByTestId('chat-route').last().getByTestId('chat-hop').count()).toBe(2)
     await screenshot(page, 'chat')
   })
 
@@ -151,15 +170,5 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await page.getByTestId('settings-limit-threads').inputValue()).toBe(threadsBefore)
     expect(await page.getByTestId('settings-limit-disk').inputValue()).toBe('')
     await screenshot(page, 'settings')
-
-    const notGguf = join(dir, 'notes.gguf')
-    await writeFile(notGguf, 'these are notes, not a model')
-    await open('host')
-    const models = await page.locator('[data-testid^="model-option-"]').count()
-    await page.getByTestId('add-model-path').fill(notGguf)
-    await page.getByTestId('add-model-submit').click()
-    await expect.poll(() => page.getByTestId('add-model-error').textContent()).toMatch(/not a GGUF/i)
-    expect(await page.locator('[data-testid^="model-option-"]').count()).toBe(models)
-    expect(await page.locator('[data-testid="hosting-phase"][data-phase="serving"]').count()).toBe(1)
   })
 })

@@ -1,0 +1,85 @@
+import { RefreshCw } from 'lucide-react'
+import { useEffect } from 'react'
+import { useStore } from 'zustand'
+import { ErrorNote } from '../components/ErrorNote'
+import { Loading } from '../components/Loading'
+import { Panel } from '../components/Panel'
+import { ScreenHeader } from '../components/ScreenHeader'
+import { useStores } from '../stores/context'
+import { phaseText, showsPicker } from '../stores/hosting/selectors'
+import { AddModelForm } from './host/AddModelForm'
+import { HostingProgress } from './host/HostingProgress'
+import { ModelList } from './host/ModelList'
+import { PlacementPreview } from './host/PlacementPreview'
+
+export function HostScreen() {
+  const { hosting } = useStores()
+  const state = useStore(hosting)
+  const { status } = state
+  const phase = status?.phase ?? 'idle'
+
+  useEffect(() => {
+    void hosting.getState().loadModels()
+    void hosting.getState().loadStatus()
+  }, [hosting])
+
+  return (
+    <div className="screen" data-testid="screen-host">
+      <ScreenHeader
+        title="Host a model"
+        subtitle="Serve a range of a model's blocks for the swarm and earn credits for every token."
+        actions={
+          <span className={`phase-pill phase-${phase}`} data-testid="hosting-phase" data-phase={phase}>
+            {phaseText(phase)}
+          </span>
+        }
+      />
+      {status?.phase === 'failed' && (
+        <ErrorNote error={{ code: status.error?.code ?? 'failed', message: status.error?.message ?? 'Hosting failed.' }} testId="hosting-error" />
+      )}
+      <ErrorNote error={state.actionError} />
+      {showsPicker(status) ? (
+        <div className="two-columns">
+          <Panel
+            title="Models on the tracker"
+            actions={
+              <button type="button" className="icon-button" onClick={() => void state.loadModels()} title="Reload the list">
+                <RefreshCw size={16} aria-label="Reload the list" />
+              </button>
+            }
+          >
+            <ErrorNote error={state.modelsError} />
+            <ModelList models={state.models} selectedModelId={state.selectedModelId} onSelect={(id) => void state.selectModel(id)} />
+            <AddModelForm adding={state.adding} error={state.addError} onAdd={(path) => void state.addModel(path)} />
+          </Panel>
+          <Panel title="Placement preview">
+            {state.selectedModelId === null && <p className="muted empty">Pick a model to see which blocks this computer should serve.</p>}
+            {state.previewLoading && <Loading text="Asking the tracker where this computer helps most…" />}
+            <ErrorNote error={state.previewError} />
+            {state.preview !== null && (
+              <PlacementPreview
+                preview={state.preview}
+                chosen={state.chosenBlocks}
+                acting={state.acting}
+                onChoose={state.chooseBlocks}
+                onConfirm={() => void state.start()}
+              />
+            )}
+          </Panel>
+        </div>
+      ) : (
+        status !== null && (
+          <Panel title="Hosting">
+            <HostingProgress
+              status={status}
+              acting={state.acting}
+              onPause={() => void state.pause()}
+              onResume={() => void state.resume()}
+              onStop={() => void state.stop()}
+            />
+          </Panel>
+        )
+      )}
+    </div>
+  )
+}

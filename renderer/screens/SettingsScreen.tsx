@@ -1,0 +1,83 @@
+import { Check } from 'lucide-react'
+import { useStore } from 'zustand'
+import { ErrorNote } from '../components/ErrorNote'
+import { Loading } from '../components/Loading'
+import { Panel } from '../components/Panel'
+import { ScreenHeader } from '../components/ScreenHeader'
+import { useNow } from '../components/useNow'
+import { useStores } from '../stores/context'
+import { identityFileName, showsSaved } from '../stores/settings/selectors'
+import { IdentitySection } from './settings/IdentitySection'
+import { LimitsSection } from './settings/LimitsSection'
+import { TrackerSection } from './settings/TrackerSection'
+
+/** Saves the PEM through a Blob link: works the same in Electron and in a browser. */
+function download(fileName: string, text: string) {
+  const url = URL.createObjectURL(new Blob([text], { type: 'application/x-pem-file' }))
+  const link = document.createElement('a')
+  link.href = url
+  link.download = fileName
+  link.click()
+  setTimeout(() => URL.revokeObjectURL(url), 1_000)
+}
+
+export function SettingsScreen() {
+  const { settings: store } = useStores()
+  const state = useStore(store)
+  const now = useNow(500)
+  const { settings } = state
+
+  return (
+    <div className="screen" data-testid="screen-settings">
+      <ScreenHeader
+        title="Settings"
+        subtitle="Where this app connects, who it is, and how much of this computer it may use."
+        actions={
+          showsSaved(state.savedAt, now) && (
+            <span className="saved" data-testid="settings-saved" role="status">
+              <Check size={16} aria-hidden /> Saved
+            </span>
+          )
+        }
+      />
+      <ErrorNote error={state.loadError} />
+      {settings === null ? (
+        <Loading text="Loading settings…" />
+      ) : (
+        <div className="settings-grid">
+          <TrackerSection
+            key={`tracker-${settings.trackerUrl}`}
+            settings={settings}
+            saving={state.saving === 'tracker'}
+            error={state.trackerError}
+            onSave={(text) => void state.saveTracker(text)}
+          />
+          <Panel title="Data">
+            <div className="field-label">Data folder</div>
+            <div className="mono path" data-testid="settings-data-dir">
+              {settings.dataDir}
+            </div>
+            <p className="muted small">Keys, downloaded artifacts, the hardware cache and these settings live here.</p>
+          </Panel>
+          <IdentitySection
+            settings={settings}
+            saving={state.saving === 'identity'}
+            error={state.identityError}
+            onExport={async () => {
+              const exported = await state.exportIdentity()
+              if (exported !== null) download(identityFileName(settings), exported.pem)
+            }}
+            onImport={(pem) => void state.importIdentity(pem)}
+          />
+          <LimitsSection
+            key={JSON.stringify(settings.limits)}
+            limits={settings.limits}
+            saving={state.saving === 'limits'}
+            error={state.limitsError}
+            onSave={(form) => void state.saveLimits(form)}
+          />
+        </div>
+      )}
+    </div>
+  )
+}

@@ -1,0 +1,44 @@
+import { FilePlus2 } from 'lucide-react'
+import { useState } from 'react'
+import type { ShownError } from '../../api/errorText'
+import { ErrorNote } from '../../components/ErrorNote'
+
+interface AddModelFormProps {
+  adding: boolean
+  error: ShownError | null
+  onAdd(path: string): void
+}
+
+/** Publishes a GGUF on this computer; in Electron a file picker can fill the same field later. */
+export function AddModelForm({ adding, error, onAdd }: AddModelFormProps) {
+  const [path, setPath] = useState('')
+  return (
+    <form
+      className="add-model"
+      onSubmit={(event) => {
+        event.preventDefault()
+        onAdd(path)
+      }}
+    >
+      <label htmlFor="add-model-path" className="field-label">
+        Add a GGUF file
+      </label>
+      <div className="inline-field">
+        <input
+          id="add-model-path"
+          className="input mono"
+          placeholder="/path/to/model.gguf"
+          value={path}
+          onChange={(event) => setPath(event.target.value)}
+          data-testid="add-model-path"
+          spellCheck={false}
+        />
+        <button type="submit" className="button" disabled={adding} data-testid="add-model-submit">
+          <FilePlus2 size={16} aria-hidden /> {adding ? 'Packing…' : 'Add'}
+        </button>
+      </div>
+      <p className="muted small">The file is split into per-block artifacts and published to the tracker; this app seeds it.</p>
+      <ErrorNote error={error} testId="add-model-error" />
+    </form>
+  )
+}

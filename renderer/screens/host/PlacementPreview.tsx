@@ -1,0 +1,96 @@
+import { Check } from 'lucide-react'
+import type { HostingPreview } from '../../../protocol/app'
+import { CoverageBar } from '../../components/CoverageBar'
+import { Stat } from '../../components/Stat'
+import { formatBlocks, formatBytes, formatTokensPerSecond } from '../../format'
+import type { BlockRange } from '../../stores/hosting/initialState'
+import { chosenOption, creditsPerHour, placementCells, sameRange } from '../../stores/hosting/selectors'
+
+interface PlacementPreviewProps {
+  preview: HostingPreview
+  chosen: BlockRange | null
+  acting: boolean
+  onChoose(blocks: BlockRange): void
+  onConfirm(): void
+}
+
+export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm }: PlacementPreviewProps) {
+  const { placement } = preview
+  const option = chosenOption(preview, chosen)
+  const credits = creditsPerHour(preview, option)
+  const isProposal = option !== null && placement.proposal !== null && sameRange(option.blocks, placement.proposal.blocks)
+  return (
+    <div className="placement">
+      <div className="placement-legend">
+        <span>Swarm coverage today, one cell per block</span>
+        <span className="legend">
+          <i className="swatch empty" /> no host <i className="swatch full" /> more hosts <i className="swatch proposed" /> this computer
+        </span>
+      </div>
+      <CoverageBar cells={placementCells(preview, option?.blocks ?? null)} testId="placement-bar" cellTestId="placement-block" />
+      {option === null ? (
+        <div className="refusal" data-testid="preview-refusal">
+          {placement.refusal?.reason ?? 'The tracker has no placement for this computer on this model.'}
+        </div>
+      ) : (
+        <>
+          <p className="placement-range">
+            {isProposal ? 'Proposed' : 'Chosen'}: blocks <strong>{formatBlocks(option.blocks)}</strong> ({option.blocks[1] - option.blocks[0]} of{' '}
+            {placement.coverage.length})
+          </p>
+          <div className="stat-grid">
+            <Stat label="To download" value={formatBytes(option.bytesToDownload)} testId="preview-download" />
+            <Stat label="Memory needed" value={formatBytes(option.memoryBytes)} testId="preview-memory" />
+            <Stat
+              label="Expected speed"
+              value={formatTokensPerSecond(option.expectedTokensPerSecond)}
+              hint={`swarm's weakest block after: ${formatTokensPerSecond(option.swarmTokensPerSecond)} (today ${formatTokensPerSecond(placement.swarmTokensPerSecond)})`}
+              testId="preview-tokens-per-second"
+            />
+            <Stat
+              label="Credits per hour"
+              value={credits === null ? '—' : `${isProposal ? '' : '≈ '}${credits.toFixed(credits < 1 ? 4 : 2)}`}
+              hint="at full load"
+              testId="preview-credits-per-hour"
+            />
+          </div>
+        </>
+      )}
+      {placement.alternatives.length > 0 && (
+        <div className="alternatives">
+          <div className="field-label">Other ranges</div>
+          {placement.proposal !== null && (
+            <button
+              type="button"
+              className={`alternative ${isProposal ? 'selected' : ''}`}
+              onClick={() => placement.proposal && onChoose(placement.proposal.blocks)}
+            >
+              <span className="mono">{formatBlocks(placement.proposal.blocks)}</span>
+              <span className="muted">the tracker's proposal</span>
+            </button>
+          )}
+          {placement.alternatives.map((alt) => (
+            <button
+              type="button"
+              key={formatBlocks(alt.blocks)}
+              className={`alternative ${option !== null && sameRange(option.blocks, alt.blocks) ? 'selected' : ''}`}
+              onClick={() => onChoose(alt.blocks)}
+              data-testid="preview-alternative"
+            >
+              <span className="mono">{formatBlocks(alt.blocks)}</span>
+              <span className="muted">{alt.why}</span>
+              <span className="small muted">{formatTokensPerSecond(alt.expectedTokensPerSecond)}</span>
+            </button>
+          ))}
+        </div>
+      )}
+      {option !== null && (
+        <div className="confirm-row">
+          <button type="button" className="button primary" onClick={onConfirm} disabled={acting} data-testid="hosting-confirm">
+            <Check size={16} aria-hidden /> {acting ? 'Starting…' : `Host blocks ${formatBlocks(option.blocks)}`}
+          </button>
+        </div>
+      )}
+    </div>
+  )
+}

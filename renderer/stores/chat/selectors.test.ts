@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest'
+import type { ChatEntry, Conversation } from './initialState'
+import { answerStats, canRegenerate, conversationList, hopViews, requestMessages, titleFrom } from './selectors'
+
+const user = (content: string): ChatEntry => ({ id: content, role: 'user', content, createdAt: 0 })
+const answer = (content: string, status: ChatEntry['status']): ChatEntry => ({ id: content, role: 'assistant', content, createdAt: 0, status })
+const conversation = (messages: ChatEntry[], updatedAt = 0): Conversation => ({
+  id: `c${updatedAt}`,
+  title: 't',
+  modelId: 'm',
+  messages,
+  createdAt: 0,
+  updatedAt,
+})
+
+describe('chat selectors', () => {
+  it('leaves failed and empty answers out of what the model sees', () => {
+    expect(requestMessages([user('a'), answer('', 'error'), user('b'), answer('ok', 'done'), user('c')])).toEqual([
+      { role: 'user', content: 'a' },
+      { role: 'user', content: 'b' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'c' },
+    ])
+  })
+
+  it('offers regenerate only for a finished last answer', () => {
+    expect(canRegenerate(conversation([user('a'), answer('x', 'done')]))).toBe(true)
+    expect(canRegenerate(conversation([user('a'), answer('x', 'streaming')]))).toBe(false)
+    expect(canRegenerate(conversation([user('a')]))).toBe(false)
+  })
+
+  it('shows the route hop by hop with a short host id, its blocks and ms per step', () => {
+    const entry = { ...answer('x', 'done'), route: [{ hostId: '0123456789abcdef0123', blocks: [0, 3] as const, medianMs: 4.25 }] }
+    expect(hopViews(entry)).toEqual([{ hostId: '0123456789abcdef0123', shortId: '01234567', blocks: '[0, 3)', ms: '4.3 ms/step' }])
+  })
+
+  it('summarises an answer and titles a conversation by its first words', () => {
+    const summary = { chatId: 'c', promptTokens: 3, completionTokens: 20, finishReason: 'aborted' as const, tokensPerSecond: 8.25, route: [], chargedMicro: 0 }
+    expect(answerStats(summary)).toBe('20 tokens · 8.3 tok/s · stopped')
+    expect(titleFrom('  Tell me\na story about a dragon who learned to fly over the sea ')).toBe('Tell me a story about a dragon who lear…')
+    expect(conversationList([conversation([], 1), conversation([], 3)]).map((c) => c.id)).toEqual(['c3', 'c1'])
+  })
+})

@@ -1,0 +1,56 @@
+import type { ChatMessage, ChatSummary } from '../../../protocol/app'
+import { formatBlocks, formatCredits, formatTokensPerSecond, shortId } from '../../format'
+import type { ChatEntry, ChatState, Conversation } from './initialState'
+
+export function activeConversation(state: Pick<ChatState, 'conversations' | 'activeId'>): Conversation | null {
+  return state.conversations.find((c) => c.id === state.activeId) ?? null
+}
+
+/** Most recently used first. */
+export function conversationList(conversations: Conversation[]): Conversation[] {
+  return [...conversations].sort((a, b) => b.updatedAt - a.updatedAt)
+}
+
+export function streamingAnswer(conversation: Conversation | null): ChatEntry | null {
+  const last = conversation?.messages.at(-1)
+  return last?.role === 'assistant' && last.status === 'streaming' ? last : null
+}
+
+export function canRegenerate(conversation: Conversation | null): boolean {
+  const last = conversation?.messages.at(-1)
+  return last !== undefined && last.role === 'assistant' && last.status !== 'streaming'
+}
+
+/** The turns chat.send carries: failed or empty answers are left out, so the model never sees them. */
+export function requestMessages(messages: ChatEntry[]): ChatMessage[] {
+  return messages.filter((m) => m.role === 'user' || (m.status !== 'error' && m.content !== '')).map((m) => ({ role: m.role, content: m.content }))
+}
+
+export function titleFrom(text: string): string {
+  const line = text.trim().replace(/\s+/g, ' ')
+  return line.length > 40 ? `${line.slice(0, 39)}…` : line || 'New chat'
+}
+
+export interface HopView {
+  hostId: string
+  shortId: string
+  blocks: string
+  ms: string
+}
+
+export function hopViews(entry: ChatEntry): HopView[] {
+  return (entry.route ?? []).map((hop) => ({
+    hostId: hop.hostId,
+    shortId: shortId(hop.hostId),
+    blocks: formatBlocks(hop.blocks),
+    ms: hop.medianMs === null ? '— ms/step' : `${hop.medianMs.toFixed(1)} ms/step`,
+  }))
+}
+
+export function answerStats(summary: ChatSummary): string {
+  const parts = [`${summary.completionTokens} tokens`, formatTokensPerSecond(summary.tokensPerSecond)]
+  if (summary.chargedMicro > 0) parts.push(`${formatCredits(summary.chargedMicro)} credits`)
+  if (summary.finishReason === 'aborted') parts.push('stopped')
+  if (summary.finishReason === 'length') parts.push('hit the token limit')
+  return parts.join(' · ')
+}

@@ -1,0 +1,10 @@
+import type { Earnings } from '../../../protocol/app'
+import type { ShownError } from '../../api/errorText'
+
+export interface EarningsState {
+  earnings: Earnings | null
+  loading: boolean
+  error: ShownError | null
+}
+
+export const initialEarningsState: EarningsState = { earnings: null, loading: false, error: null }

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest'
+import { someEarnings } from './fixtures'
+import { balanceText, byDay, byModel, creditsOverTime } from './selectors'
+
+describe('earnings selectors', () => {
+  it('shows a small balance to 6 significant decimals', () => {
+    expect(balanceText(someEarnings.balanceMicro)).toBe('0.00425 credits')
+  })
+
+  it('charts credits per hour across models, oldest first, with a running total', () => {
+    expect(creditsOverTime(someEarnings.byHour)).toEqual([
+      { start: 3_600_000, credits: 0.002, total: 0.002 },
+      { start: 7_200_000, credits: 0.00225, total: 0.00425 },
+    ])
+  })
+
+  it('totals per model (best first) and per day (newest first)', () => {
+    expect(byModel(someEarnings.byDay).map((r) => [r.key, r.earnedMicro])).toEqual([
+      ['stories260k', 3_000],
+      ['llama-70b', 1_250],
+    ])
+    expect(byDay(someEarnings.byDay).map((r) => r.start)).toEqual([86_400_000, 0])
+  })
+})

@@ -1,0 +1,60 @@
+import type { Earnings } from '../../../protocol/app'
+import { formatCredits } from '../../format'
+
+type Point = Earnings['byDay'][number]
+
+export function balanceText(balanceMicro: number): string {
+  return `${formatCredits(balanceMicro)} credits`
+}
+
+export interface ChartPoint {
+  start: number
+  /** Credits earned in this hour, all models together. */
+  credits: number
+  /** Credits earned from the first hour shown up to the end of this one. */
+  total: number
+}
+
+export function creditsOverTime(byHour: Point[]): ChartPoint[] {
+  const perHour = new Map<number, number>()
+  for (const p of byHour) perHour.set(p.start, (perHour.get(p.start) ?? 0) + p.earnedMicro)
+  let total = 0
+  return [...perHour.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([start, micro]) => {
+      total += micro
+      return { start, credits: micro / 1e6, total: total / 1e6 }
+    })
+}
+
+export interface TotalsRow {
+  key: string
+  start: number
+  earnedMicro: number
+  blockTokens: number
+  receipts: number
+}
+
+function totals(points: Point[], keyOf: (p: Point) => string): TotalsRow[] {
+  const rows = new Map<string, TotalsRow>()
+  for (const p of points) {
+    const key = keyOf(p)
+    const row = rows.get(key) ?? { key, start: p.start, earnedMicro: 0, blockTokens: 0, receipts: 0 }
+    row.earnedMicro += p.earnedMicro
+    row.blockTokens += p.blockTokens
+    row.receipts += p.receipts
+    row.start = Math.min(row.start, p.start)
+    rows.set(key, row)
+  }
+  return [...rows.values()]
+}
+
+/** Per model, best earner first. */
+export function byModel(byDay: Point[]): TotalsRow[] {
+  return totals(byDay, (p) => p.modelId).sort((a, b) => b.earnedMicro - a.earnedMicro)
+}
+
+/** Per day, newest first. */
+export function byDay(points: Point[]): TotalsRow[] {
+  return totals(points, (p) => String(p.start)).sort((a, b) => b.start - a.start)
+}

@@ -1,0 +1,22 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { fakeBridge } from '../fakeBridge'
+import { someEarnings } from './fixtures'
+import { createEarningsStore } from './store'
+
+describe('earnings store', () => {
+  beforeEach(() => vi.useFakeTimers())
+  afterEach(() => vi.useRealTimers())
+
+  it('shows the new balance at once and reloads the tables once after a burst of receipts', async () => {
+    const bridge = fakeBridge({ 'earnings.get': () => someEarnings })
+    const store = createEarningsStore(bridge)
+    await store.getState().load()
+    store.getState().subscribe(500)
+    const receipt = { hostId: someEarnings.hostId, ok: true, modelId: 'stories260k', earnedMicro: 10, balanceMicro: 4_260 }
+    bridge.emit('earnings.receipt', receipt)
+    bridge.emit('earnings.receipt', { ...receipt, balanceMicro: 4_270 })
+    expect(store.getState().earnings?.balanceMicro).toBe(4_270)
+    await vi.advanceTimersByTimeAsync(500)
+    expect(bridge.calls.filter((c) => c.method === 'earnings.get')).toHaveLength(2)
+  })
+})

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest'
+import { downloading, tinyPreview } from './fixtures'
+import { artifactRow, canResume, chosenOption, creditsPerHour, phaseText, placementCells, showsPicker, uptimeText } from './selectors'
+
+describe('hosting selectors', () => {
+  it('draws one cell per block with the hosts before and the proposed range highlighted', () => {
+    const cells = placementCells(tinyPreview, [3, 6])
+    expect(cells.map((c) => c.before)).toEqual([2, 2, 1, 0, 0, 0])
+    expect(cells.map((c) => c.proposed)).toEqual([false, false, false, true, true, true])
+  })
+
+  it('shows the figures of the alternative the user picked, credits scaled by its block-tokens', () => {
+    const option = chosenOption(tinyPreview, [2, 4])
+    expect(option?.blocks).toEqual([2, 4])
+    expect(creditsPerHour(tinyPreview, option)).toBeCloseTo(2)
+    expect(creditsPerHour(tinyPreview, chosenOption(tinyPreview, [3, 6]))).toBe(3)
+  })
+
+  it('describes a download row with its progress, speed and time left', () => {
+    const artifact = downloading.artifacts[0]
+    if (artifact === undefined) throw new Error('fixture has an artifact')
+    expect(artifactRow(artifact)).toEqual({ file: 'blk-03-06.gguf', fraction: 0.5, bytes: '300 kB / 600 kB', speed: '100 kB/s', peers: 2, eta: '3s' })
+    expect(artifactRow({ ...artifact, etaSeconds: null }).eta).toBe('estimating…')
+  })
+
+  it('names each phase for people and shows the picker again after a failure', () => {
+    expect(phaseText('loading')).toBe('Loading layers into memory')
+    expect(showsPicker({ ...downloading, phase: 'failed' })).toBe(true)
+    expect(showsPicker(downloading)).toBe(false)
+    expect(canResume({ ...downloading, phase: 'paused' })).toBe(true)
+    expect(uptimeText(0, 65_000)).toBe('1m 05s')
+  })
+})

@@ -1,0 +1,104 @@
+import type { ArtifactProgress, HostingPhase, HostingPreview, HostingStatus } from '../../../protocol/app'
+import type { PlacementOption } from '../../../protocol/swarm'
+import { formatBytes, formatDuration, formatRate } from '../../format'
+import type { BlockRange } from './initialState'
+
+export interface PlacementCell {
+  block: number
+  /** Hosts serving this block before this computer joins. */
+  before: number
+  proposed: boolean
+}
+
+export function placementCells(preview: HostingPreview, chosen: BlockRange | null): PlacementCell[] {
+  return preview.placement.coverage.map((c) => ({
+    block: c.block,
+    before: c.before.hosts,
+    proposed: chosen !== null && c.block >= chosen[0] && c.block < chosen[1],
+  }))
+}
+
+/** 0..1 colour strength of a block's coverage, relative to the best covered block (0 stays empty). */
+export function coverageIntensity(hosts: number, maxHosts: number): number {
+  if (hosts <= 0) return 0
+  return 0.25 + 0.75 * (hosts / Math.max(1, maxHosts))
+}
+
+export function sameRange(a: BlockRange | null, b: BlockRange | null): boolean {
+  return a !== null && b !== null && a[0] === b[0] && a[1] === b[1]
+}
+
+/** The option the user has chosen: the tracker's proposal or one of its alternatives. */
+export function chosenOption(preview: HostingPreview, chosen: BlockRange | null): PlacementOption | null {
+  const { proposal, alternatives } = preview.placement
+  if (proposal !== null && (chosen === null || sameRange(proposal.blocks, chosen))) return proposal
+  return alternatives.find((a) => sameRange(a.blocks, chosen)) ?? proposal
+}
+
+/**
+ * Credits per hour for the chosen option. The backend prices the proposal; an alternative is estimated
+ * from it by the block-tokens per second it would serve (credits are paid per block-token).
+ */
+export function creditsPerHour(preview: HostingPreview, option: PlacementOption | null): number | null {
+  const { proposal } = preview.placement
+  if (preview.creditsPerHourMicro === null || proposal === null || option === null) return null
+  const rate = (o: PlacementOption) => (o.blocks[1] - o.blocks[0]) * o.expectedTokensPerSecond
+  const scale = rate(proposal) === 0 ? 1 : rate(option) / rate(proposal)
+  return (preview.creditsPerHourMicro * scale) / 1e6
+}
+
+const PHASE_TEXT: Record<HostingPhase, string> = {
+  idle: 'Not hosting',
+  downloading: 'Downloading layers',
+  loading: 'Loading layers into memory',
+  serving: 'Serving',
+  paused: 'Paused',
+  stopping: 'Stopping',
+  failed: 'Failed',
+}
+
+export function phaseText(phase: HostingPhase): string {
+  return PHASE_TEXT[phase]
+}
+
+/** The picker and preview show while nothing is hosted (or hosting failed); otherwise the progress view. */
+export function showsPicker(status: HostingStatus | null): boolean {
+  return status === null || status.phase === 'idle' || status.phase === 'failed'
+}
+
+export interface ArtifactRow {
+  file: string
+  fraction: number
+  bytes: string
+  speed: string
+  peers: number
+  eta: string
+}
+
+export function artifactRow(artifact: ArtifactProgress): ArtifactRow {
+  const done = artifact.totalBytes > 0 && artifact.downloadedBytes >= artifact.totalBytes
+  return {
+    file: artifact.file,
+    fraction: artifact.totalBytes === 0 ? 1 : Math.min(1, artifact.downloadedBytes / artifact.totalBytes),
+    bytes: `${formatBytes(artifact.downloadedBytes)} / ${formatBytes(artifact.totalBytes)}`,
+    speed: done ? '—' : formatRate(artifact.bytesPerSecond),
+    peers: artifact.peers,
+    eta: done ? 'done' : artifact.etaSeconds === null ? 'estimating…' : formatDuration(artifact.etaSeconds),
+  }
+}
+
+export function uptimeText(startedAt: number, now: number): string {
+  return formatDuration((now - startedAt) / 1000)
+}
+
+export function canPause(status: HostingStatus | null): boolean {
+  return status !== null && (status.phase === 'serving' || status.phase === 'downloading' || status.phase === 'loading')
+}
+
+export function canResume(status: HostingStatus | null): boolean {
+  return status?.phase === 'paused'
+}
+
+export function canStop(status: HostingStatus | null): boolean {
+  return status !== null && status.phase !== 'idle' && status.phase !== 'stopping'
+}

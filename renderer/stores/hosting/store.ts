@@ -1,0 +1,88 @@
+import { createStore } from 'zustand/vanilla'
+import type { HostingStatus, NeuronBridge } from '../../../protocol/app'
+import { shownError } from '../../api/errorText'
+import { type BlockRange, type HostingState, initialHostingState } from './initialState'
+
+export interface HostingActions {
+  loadModels(): Promise<void>
+  /** Packs and publishes a GGUF; on success the new model is listed and selected. */
+  addModel(path: string): Promise<void>
+  selectModel(modelId: string): Promise<void>
+  chooseBlocks(blocks: BlockRange): void
+  start(): Promise<void>
+  pause(): Promise<void>
+  resume(): Promise<void>
+  stop(): Promise<void>
+  loadStatus(): Promise<void>
+  /** Follows the backend's hosting.status pushes; returns the unsubscribe. */
+  subscribe(): () => void
+}
+export type HostingStore = HostingState & HostingActions
+
+export function createHostingStore(bridge: NeuronBridge) {
+  return createStore<HostingStore>()((set, get) => {
+    const act = async (run: () => Promise<HostingStatus>) => {
+      set({ acting: true, actionError: null })
+      try {
+        set({ status: await run(), acting: false })
+      } catch (error) {
+        set({ actionError: shownError(error), acting: false })
+      }
+    }
+    return {
+      ...initialHostingState,
+      async loadModels() {
+        try {
+          const { models } = await bridge.call('models.list', {})
+          set({ models, modelsError: null })
+        } catch (error) {
+          set({ modelsError: shownError(error) })
+        }
+      },
+      async addModel(path) {
+        const trimmed = path.trim()
+        if (trimmed === '') return set({ addError: { code: 'bad_request', message: 'Give the path of a .gguf file on this computer.' } })
+        set({ adding: true, addError: null })
+        try {
+          const { modelId } = await bridge.call('models.add', { path: trimmed })
+          set({ adding: false })
+          await get().loadModels()
+          await get().selectModel(modelId)
+        } catch (error) {
+          set({ adding: false, addError: shownError(error) })
+        }
+      },
+      async selectModel(modelId) {
+        set({ selectedModelId: modelId, preview: null, previewError: null, previewLoading: true, chosenBlocks: null })
+        try {
+          const preview = await bridge.call('hosting.preview', { modelId })
+          if (get().selectedModelId !== modelId) return
+          set({ preview, previewLoading: false, chosenBlocks: preview.placement.proposal?.blocks ?? null })
+        } catch (error) {
+          if (get().selectedModelId === modelId) set({ previewError: shownError(error), previewLoading: false })
+        }
+      },
+      chooseBlocks(blocks) {
+        set({ chosenBlocks: blocks })
+      },
+      async start() {
+        const { selectedModelId, chosenBlocks } = get()
+        if (selectedModelId === null || chosenBlocks === null) return
+        await act(() => bridge.call('hosting.start', { modelId: selectedModelId, blocks: [chosenBlocks[0], chosenBlocks[1]] }))
+      },
+      pause: () => act(() => bridge.call('hosting.pause', {})),
+      resume: () => act(() => bridge.call('hosting.resume', {})),
+      stop: () => act(() => bridge.call('hosting.stop', {})),
+      async loadStatus() {
+        try {
+          set({ status: await bridge.call('hosting.status', {}) })
+        } catch (error) {
+          set({ actionError: shownError(error) })
+        }
+      },
+      subscribe() {
+        return bridge.on('hosting.status', (status) => set({ status }))
+      },
+    }
+  })
+}

@@ -1,0 +1,24 @@
+import type { ConnectedBridge } from '../api/socketBridge'
+import { createChatStore } from './chat/store'
+import { createComputerStore } from './computer/store'
+import { createConnectionStore } from './connection/store'
+import { createEarningsStore } from './earnings/store'
+import { createHostingStore } from './hosting/store'
+import { createReputationStore } from './reputation/store'
+import { createSettingsStore } from './settings/store'
+import { createSwarmStore } from './swarm/store'
+
+/** Every store of the app, built over one bridge. */
+export function createStores(bridge: ConnectedBridge) {
+  return {
+    connection: createConnectionStore(bridge),
+    computer: createComputerStore(bridge),
+    hosting: createHostingStore(bridge),
+    earnings: createEarningsStore(bridge),
+    reputation: createReputationStore(bridge),
+    chat: createChatStore(bridge, { storage: localStorage }),
+    swarm: createSwarmStore(bridge),
+    settings: createSettingsStore(bridge),
+  }
+}
+export type Stores = ReturnType<typeof createStores>

@@ -1,0 +1,37 @@
+import type { Settings } from '../../../protocol/app'
+
+export const EMBEDDED_SWARM = 'Embedded private swarm on this computer'
+
+/** What the tracker field means: the configured URL or the embedded swarm. */
+export function trackerLabel(settings: Settings): string {
+  return settings.trackerUrl ?? EMBEDDED_SWARM
+}
+
+/** The status line's short form: where the backend is connected, and whether that is the embedded tracker. */
+export function trackerShort(settings: Settings): string {
+  let host = settings.connectedTrackerUrl
+  try {
+    host = new URL(settings.connectedTrackerUrl).host
+  } catch {}
+  return settings.trackerUrl === null ? `Embedded swarm · ${host}` : `Tracker · ${host}`
+}
+
+/** Why a typed tracker URL cannot be right, before asking the backend; null when it may be. */
+export function trackerUrlProblem(text: string): string | null {
+  if (text === '') return null
+  try {
+    const url = new URL(text)
+    if (url.protocol === 'http:' || url.protocol === 'https:') return null
+  } catch {}
+  return 'The tracker URL must be a full http(s) URL such as http://127.0.0.1:7070 (leave it empty for the embedded private swarm).'
+}
+
+/** The PEM backup's file name: the host id tells backups of several computers apart. */
+export function identityFileName(settings: Settings): string {
+  return `neuron-identity-${settings.hostId}.pem`
+}
+
+/** The "Saved" note shows for a moment after a successful save. */
+export function showsSaved(savedAt: number | null, now: number, forMs = 2_500): boolean {
+  return savedAt !== null && now - savedAt < forMs
+}

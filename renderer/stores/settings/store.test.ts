@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest'
+import { NeuronError } from '../../../protocol/errors'
+import { fakeBridge } from '../fakeBridge'
+import { someSettings } from './fixtures'
+import { limitsToForm } from './limitsForm'
+import { createSettingsStore } from './store'
+
+const loaded = async (handlers: Parameters<typeof fakeBridge>[0] = {}) => {
+  const bridge = fakeBridge({ 'settings.get': () => someSettings, ...handlers })
+  const store = createSettingsStore(bridge, () => 42)
+  await store.getState().load()
+  return { bridge, store }
+}
+
+describe('settings store', () => {
+  it('rejects invalid limits without calling the backend or changing the settings', async () => {
+    const { bridge, store } = await loaded()
+    await store.getState().saveLimits({ ...limitsToForm(someSettings.limits), diskGb: 'abc' })
+    expect(store.getState().limitsError?.message).toContain('Disk limit must be a number of GB greater than 0, like 20')
+    expect(bridge.calls.map((c) => c.method)).toEqual(['settings.get'])
+    expect(store.getState().settings).toEqual(someSettings)
+  })
+
+  it('saves valid limits in bytes and confirms', async () => {
+    const { bridge, store } = await loaded({ 'settings.update': () => ({ ...someSettings, limits: { ...someSettings.limits, memoryBytes: 12e9 } }) })
+    await store.getState().saveLimits({ ...limitsToForm(someSettings.limits), memoryGb: '12' })
+    expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { limits: { diskBytes: 20e9, memoryBytes: 12e9, threads: 8, useGpu: true } } })
+    expect(store.getState().settings?.limits.memoryBytes).toBe(12e9)
+    expect(store.getState().savedAt).toBe(42)
+  })
+
+  it("shows the backend's tracker_unreachable next to the tracker field and keeps the previous settings", async () => {
+    const { store } = await loaded({
+      'settings.update': () => {
+        throw new NeuronError('tracker_unreachable', 'http://10.0.0.9:7070 did not answer within 5 s')
+      },
+    })
+    await store.getState().saveTracker('http://10.0.0.9:7070')
+    expect(store.getState().trackerError?.code).toBe('tracker_unreachable')
+    expect(store.getState().settings?.trackerUrl).toBeNull()
+    expect(store.getState().savedAt).toBeNull()
+  })
+
+  it('sends an empty tracker URL as the embedded swarm (null)', async () => {
+    const { bridge, store } = await loaded({ 'settings.update': () => someSettings })
+    await store.getState().saveTracker('   ')
+    expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { trackerUrl: null } })
+  })
+
+  it('refuses to import text that is not a PEM', async () => {
+    const { bridge, store } = await loaded()
+    await store.getState().importIdentity('my secret')
+    expect(store.getState().identityError?.message).toContain('Paste a PEM private key')
+    expect(bridge.calls).toHaveLength(1)
+  })
+})

@@ -1,0 +1,70 @@
+import { createStore } from 'zustand/vanilla'
+import type { NeuronBridge, Settings } from '../../../protocol/app'
+import { shownError } from '../../api/errorText'
+import { initialSettingsState, type SettingsSection, type SettingsState } from './initialState'
+import { type LimitsForm, limitsFromForm } from './limitsForm'
+import { trackerUrlProblem } from './selectors'
+
+export interface SettingsActions {
+  load(): Promise<void>
+  /** Empty text means the embedded private swarm. */
+  saveTracker(text: string): Promise<void>
+  saveLimits(form: LimitsForm): Promise<void>
+  importIdentity(pem: string): Promise<void>
+  /** The private key PEM for a backup file, or null (and identityError) when the backend refused. */
+  exportIdentity(): Promise<{ pem: string; publicKey: string } | null>
+}
+export type SettingsStore = SettingsState & SettingsActions
+
+const ERROR_FIELD = { tracker: 'trackerError', identity: 'identityError', limits: 'limitsError' } as const
+
+export function createSettingsStore(bridge: NeuronBridge, now: () => number = Date.now) {
+  return createStore<SettingsStore>()((set) => {
+    const fail = (section: SettingsSection, message: string, code = 'bad_request') => set({ [ERROR_FIELD[section]]: { code, message } })
+    /** On any error the previous settings stay: the backend changes nothing either. */
+    const save = async (section: SettingsSection, run: () => Promise<Settings>) => {
+      set({ saving: section, [ERROR_FIELD[section]]: null })
+      try {
+        set({ settings: await run(), saving: null, savedAt: now() })
+      } catch (error) {
+        set({ saving: null, [ERROR_FIELD[section]]: shownError(error) })
+      }
+    }
+    return {
+      ...initialSettingsState,
+      async load() {
+        try {
+          set({ settings: await bridge.call('settings.get', {}), loadError: null })
+        } catch (error) {
+          set({ loadError: shownError(error) })
+        }
+      },
+      async saveTracker(text) {
+        const trimmed = text.trim()
+        const problem = trackerUrlProblem(trimmed)
+        if (problem !== null) return fail('tracker', problem)
+        await save('tracker', () => bridge.call('settings.update', { trackerUrl: trimmed === '' ? null : trimmed }))
+      },
+      async saveLimits(form) {
+        const parsed = limitsFromForm(form)
+        if ('error' in parsed) return fail('limits', parsed.error)
+        await save('limits', () => bridge.call('settings.update', { limits: parsed.limits }))
+      },
+      async importIdentity(pem) {
+        const trimmed = pem.trim()
+        if (!trimmed.startsWith('-----BEGIN'))
+          return fail('identity', 'Paste a PEM private key: the text from -----BEGIN PRIVATE KEY----- to -----END PRIVATE KEY-----.')
+        await save('identity', () => bridge.call('identity.import', { pem: trimmed }))
+      },
+      async exportIdentity() {
+        set({ identityError: null })
+        try {
+          return await bridge.call('identity.export', {})
+        } catch (error) {
+          set({ identityError: shownError(error) })
+          return null
+        }
+      },
+    }
+  })
+}

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest'
+import type { SwarmView } from '../../../protocol/app'
+import { IDLE_STATE } from '../../../protocol/swarm'
+import { desktopView } from '../computer/fixtures'
+import { hostRows, missingBlocks, onlineCount } from './selectors'
+
+const host = (hostId: string, online: boolean) => ({ hostId, online, profile: desktopView.profile, state: IDLE_STATE, lastSeen: 0 })
+
+const view: SwarmView = {
+  trackerUrl: 'http://127.0.0.1:7070',
+  hosts: [
+    host('bbbbbbbbbbbbbbbbbbbb', false),
+    {
+      ...host('aaaaaaaaaaaaaaaaaaaa', true),
+      state: { ...IDLE_STATE, modelId: 'stories260k', blocks: [0, 3] as const, status: 'ready' as const, msPerBlock: 2.345, activeSessions: 1, maxSessions: 4 },
+    },
+  ],
+  models: [],
+}
+
+describe('swarm selectors', () => {
+  it('lists online hosts first with their model, range and speed', () => {
+    const rows = hostRows(view)
+    expect(rows.map((r) => r.shortId)).toEqual(['aaaaaaaa', 'bbbbbbbb'])
+    expect(rows[0]).toMatchObject({ model: 'stories260k', blocks: '[0, 3)', status: 'ready', msPerBlock: '2.3 ms', cpu: '8c/16t', ram: '32.0 GB' })
+    expect(rows[1]).toMatchObject({ model: '—', blocks: '—', msPerBlock: '—' })
+    expect(onlineCount(view)).toBe(1)
+  })
+
+  it('counts the blocks nobody serves', () => {
+    expect(missingBlocks([2, 0, 1, 0])).toBe(2)
+  })
+})
