@@ -34,7 +34,8 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await buildUi()
     const app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--port', '0', '--threads', '1'])
     processes.push(app)
-    appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+)/, 120_000))[1] ?? ''
+    // The printed link carries this run's key; the page swaps it for a cookie.
+    appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
     trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     // Another volunteer already serves the first two blocks: the preview must show them covered.
     const other = startNeuron(['host', '--tracker', trackerUrl, '--data-dir', join(dir, 'other'), '--model', MODEL, '--layers', '0:2', '--threads', '1'])

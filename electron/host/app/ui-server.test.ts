@@ -1,5 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises'
-import { request } from 'node:http'
+import { type IncomingHttpHeaders, request } from 'node:http'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
@@ -16,24 +16,35 @@ let ui: AppUiServer
 const INDEX = '<!doctype html><title>Neuron</title><div id="root"></div>'
 
 /** A raw GET, so the path reaches the server as written (fetch would normalise `..`). */
-function get(path: string): Promise<{ status: number; type: string | undefined; body: string }> {
+function get(
+  path: string,
+  cookie: string | null = keyCookie(),
+): Promise<{ status: number; type: string | undefined; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const { hostname, port } = new URL(ui.url)
-    const req = request({ hostname, port, path, method: 'GET' }, (res) => {
+    const req = request({ hostname, port, path, method: 'GET', headers: cookie === null ? {} : { cookie } }, (res) => {
       let body = ''
       res.on('data', (c: Buffer) => {
         body += c.toString()
       })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body }))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body, headers: res.headers }))
     })
     req.on('error', reject)
     req.end()
   })
 }
 
+/** The cookie a browser holds after opening the printed link. */
+function keyCookie(): string {
+  return `neuron-key-${new URL(ui.url).port}=${ui.key}`
+}
+
 /** An API socket as the UI's own page opens it. */
-async function open(origin = ui.url): Promise<{ ws: WebSocket; frames: unknown[]; next: (match: (f: unknown) => boolean) => Promise<unknown> }> {
-  const ws = new WebSocket(`${ui.url.replace('http', 'ws')}/api`, { origin })
+async function open(
+  origin = ui.url,
+  cookie: string | null = keyCookie(),
+): Promise<{ ws: WebSocket; frames: unknown[]; next: (match: (f: unknown) => boolean) => Promise<unknown> }> {
+  const ws = new WebSocket(`${ui.url.replace('http', 'ws')}/api`, { origin, headers: cookie === null ? {} : { cookie } })
   const frames: unknown[] = []
   const waiting = new Set<() => void>()
   ws.on('message', (data) => {
@@ -82,7 +93,7 @@ describe('the browser mode’s UI server', () => {
 
   it('serves the built renderer with MIME types, falls back to index.html for app routes, and nothing outside its folder', async () => {
     expect(ui.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
-    expect(await get('/')).toEqual({ status: 200, type: 'text/html; charset=utf-8', body: INDEX })
+    expect(await get('/')).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', body: INDEX })
     expect(await get('/assets/app-1234.js')).toMatchObject({ status: 200, type: 'text/javascript; charset=utf-8' })
     expect(await get('/assets/app-1234.css')).toMatchObject({ status: 200, type: 'text/css; charset=utf-8' })
     expect(await get('/earnings')).toMatchObject({ status: 200, body: INDEX })
@@ -117,6 +128,22 @@ describe('the browser mode’s UI server', () => {
       a.ws.close()
       b.ws.close()
     }
+  })
+
+  it('admits only the browser given this run’s key: the printed link sets it as a cookie', async () => {
+    expect(ui.openUrl).toBe(`${ui.url}/?key=${ui.key}`)
+    const bare = await get('/', null)
+    expect(bare.status).toBe(401)
+    expect(bare.body).toContain('Open Neuron from its link')
+    expect((await get('/?key=wrong', null)).status).toBe(401)
+    const opened = await get(`/?key=${ui.key}`, null)
+    expect(opened.status).toBe(303)
+    expect(opened.headers.location).toBe('/')
+    expect(String(opened.headers['set-cookie'])).toContain(`${keyCookie()}; HttpOnly; SameSite=Strict`)
+    // Assets are the public build; the API is not.
+    expect((await get('/assets/app-1234.js', null)).status).toBe(200)
+    expect(String(await open(ui.url, null).catch((e: unknown) => e))).toMatch(/401/)
+    expect(String(await open(ui.url, `neuron-key-${new URL(ui.url).port}=${'x'.repeat(ui.key.length)}`).catch((e: unknown) => e))).toMatch(/401/)
   })
 
   it('refuses a socket from a page on another origin', async () => {

@@ -1,3 +1,4 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -26,7 +27,12 @@ export interface AppUiOptions {
 }
 
 export interface AppUiServer {
+  /** The server's origin, e.g. http://127.0.0.1:7071. */
   readonly url: string
+  /** What a person opens: the origin with this run's key, which the page swaps for a cookie. */
+  readonly openUrl: string
+  /** This run's key: the API socket admits only browsers that were given it. */
+  readonly key: string
   close(): Promise<void>
 }
 
@@ -57,15 +63,19 @@ const MIME: Record<string, string> = {
 
 /**
  * The browser mode: serves the built renderer and, at /api, a WebSocket speaking the app contract's
- * frames (protocol/app.ts) to the backend. Only pages served by this server (its own origin) may
- * open the socket, and it listens on loopback unless told otherwise.
+ * frames (protocol/app.ts) to the backend. It listens on loopback unless told otherwise, and the socket
+ * admits only pages served by this server (its own origin) in a browser holding this run's key: the
+ * printed link carries it once, and it lives on as an HttpOnly cookie. Without the key, any local
+ * process could drive the host (export its identity, change its settings).
  */
 export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Promise<AppUiServer> {
   const root = resolve(options.staticDir)
   const index = await builtIndex(root)
   const host = options.host ?? '127.0.0.1'
+  const key = randomBytes(24).toString('base64url')
+  let cookieName = ''
   const http = createServer((req, res) => {
-    void serveStatic(root, index, req, res).catch(() => {
+    void serveStatic(root, index, req, res, { key, cookieName }).catch(() => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
       res.end('internal error')
     })
@@ -76,6 +86,8 @@ export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Prom
     http.listen(options.port ?? 0, host, () => ok())
   })
   const port = (http.address() as AddressInfo).port
+  // Cookies are not kept apart by port: the name carries it, so two apps on one machine don't collide.
+  cookieName = `neuron-key-${port}`
   const shownHost = host.includes(':') ? `[${host}]` : host
   const url = `http://${shownHost}:${port}`
   const origins = new Set([url, ...(host === '127.0.0.1' || host === '::1' ? [`http://localhost:${port}`] : []), ...(options.allowedOrigins ?? [])])
@@ -89,6 +101,9 @@ export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Prom
     // Browsers always send Origin: a page from anywhere else must not drive this host. (Non-browser clients send none.)
     const origin = req.headers.origin
     if (origin !== undefined && !origins.has(origin)) return refuse('403 Forbidden', `origin ${origin} may not use this app's API; open ${url} instead`)
+    if (!sameKey(cookieOf(req, cookieName), key)) {
+      return refuse('401 Unauthorized', `this app's API needs the key from the link neuron printed (${url}/?key=…); open that link`)
+    }
     sockets.handleUpgrade(req, socket, head, (ws) => sockets.emit('connection', ws, req))
   })
 
@@ -129,6 +144,8 @@ export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Prom
 
   return {
     url,
+    openUrl: `${url}/?key=${key}`,
+    key,
     async close() {
       unsubscribe()
       for (const ws of sockets.clients) ws.terminate()
@@ -152,16 +169,45 @@ function send(ws: WebSocket, frame: AppReplyFrame): void {
   if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame))
 }
 
-/** A file under `root`, or index.html for app routes (paths without an extension); nothing outside `root`. */
-async function serveStatic(root: string, index: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function cookieOf(req: IncomingMessage, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const at = part.indexOf('=')
+    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim()
+  }
+  return undefined
+}
+
+function sameKey(given: string | undefined, key: string): boolean {
+  if (given === undefined) return false
+  const a = Buffer.from(given)
+  const b = Buffer.from(key)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+const NEEDS_KEY_PAGE = `<!doctype html><meta charset="utf-8"><title>Neuron</title>
+<body style="font: 16px system-ui, sans-serif; margin: 3rem; max-width: 40rem">
+<h1>Open Neuron from its link</h1>
+<p>This Neuron host only answers the browser that opens the link it printed when it started
+(<code>Neuron is running at http://127.0.0.1:…/?key=…</code>). Open that link; the key keeps other
+programs on this computer from driving your host.</p></body>`
+
+/**
+ * A file under `root`, or index.html for app routes (paths without an extension); nothing outside
+ * `root`. The page itself needs the run's key: from `?key=` (then kept as a cookie, and dropped from
+ * the address bar by a redirect) or from that cookie. Assets are the public build and need none.
+ */
+async function serveStatic(root: string, index: string, req: IncomingMessage, res: ServerResponse, auth: { key: string; cookieName: string }): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' })
     res.end('only GET and HEAD\n')
     return
   }
   let path: string
+  let given: string | null
   try {
-    path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)
+    const parsed = new URL(req.url ?? '/', 'http://x')
+    path = decodeURIComponent(parsed.pathname)
+    given = parsed.searchParams.get('key')
   } catch {
     res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' })
     res.end('bad path\n')
@@ -182,6 +228,22 @@ async function serveStatic(root: string, index: string, req: IncomingMessage, re
       return
     }
     target = index
+  }
+  if (target === index) {
+    if (given !== null && sameKey(given, auth.key)) {
+      res.writeHead(303, {
+        location: path,
+        'set-cookie': `${auth.cookieName}=${auth.key}; HttpOnly; SameSite=Strict; Path=/`,
+        'cache-control': 'no-store',
+      })
+      res.end()
+      return
+    }
+    if (!sameKey(cookieOf(req, auth.cookieName), auth.key)) {
+      res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+      res.end(NEEDS_KEY_PAGE)
+      return
+    }
   }
   const size = target === file && info !== undefined ? info.size : (await stat(target)).size
   res.writeHead(200, {

@@ -62,7 +62,7 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<numbe
   try {
     const ui = await serveAppUi(backend, { staticDir, ...(options.port === undefined ? {} : { port: options.port }) })
     try {
-      console.log(`Neuron is running at ${ui.url}`)
+      console.log(`Neuron is running at ${ui.openUrl}`)
       await options.afterStart?.(backend)
       console.error(`[app] stopping on ${await stop}`)
     } finally {
@@ -83,7 +83,8 @@ Opens the Neuron app. By default it runs a private swarm in this process (a trac
 127.0.0.1 with the tiny stories260K model published); --tracker joins another swarm instead.
 
   --headless   no Electron window: serve the UI at http://127.0.0.1:<port> for a browser
-               (also what happens when Electron's binary is not installed)
+               (also what happens when Electron's binary is not installed); open the printed
+               link: it carries this run's key, without which the page and its API refuse
   --port N     the browser mode's port (default: a free one)
   --threads N  runtime threads for this run (default: the saved limit, else the physical cores)
 
