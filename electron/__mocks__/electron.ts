@@ -12,6 +12,16 @@ import { types } from 'node:util'
 type InvokeHandler = (event: MockInvokeEvent, ...args: unknown[]) => unknown
 interface MockInvokeEvent {
   sender: typeof webContents
+  senderFrame: { url: string }
+}
+
+/** The page the mocked window shows: the app's own, unless a test navigates it elsewhere. */
+export const APP_PAGE = 'file:///opt/neuron/dist/renderer/index.html'
+let pageUrl = APP_PAGE
+
+/** Points the mocked window at another page (as a navigation would), for tests of who may call. */
+export function navigatePage(url: string): void {
+  pageUrl = url
 }
 
 const handlers = new Map<string, InvokeHandler>()
@@ -64,7 +74,7 @@ export const ipcRenderer = {
     const handler = handlers.get(channel)
     if (!handler) throw new Error(`Error invoking remote method '${channel}': Error: No handler registered for '${channel}'`)
     try {
-      return structuredClone(await handler({ sender: webContents }, ...structuredClone(args)))
+      return structuredClone(await handler({ sender: webContents, senderFrame: { url: pageUrl } }, ...structuredClone(args)))
     } catch (error) {
       throw new Error(`Error invoking remote method '${channel}': ${String(error)}`)
     }
@@ -104,6 +114,7 @@ export function resetElectronMock(): void {
   rendererEvents.removeAllListeners()
   for (const key of Object.keys(mainWorld)) delete mainWorld[key]
   destroyed = false
+  pageUrl = APP_PAGE
 }
 
 export default { contextBridge, ipcMain, ipcRenderer, webContents }

@@ -1,7 +1,8 @@
 // The Electron adapter's composition root: lifecycle, the window, the tray, the menu and IPC. The
 // backend (electron/host/app) does the work; everything here only connects it to Electron.
+import { pathToFileURL } from 'node:url'
 import { app, BrowserWindow, dialog, ipcMain, Menu, nativeTheme } from 'electron'
-import { startAppBackend } from './backend'
+import { type AppBackendHandle, startAppBackend } from './backend'
 import { wireAppIpc } from './ipc'
 import { appMenuTemplate, type ScreenId } from './menu'
 import { appPaths, dataDirOverride } from './paths'
@@ -16,13 +17,18 @@ const log = (line: string) => console.log(`[neuron] ${line}`)
 const dataDir = dataDirOverride(process.argv, process.env)
 if (dataDir) app.setPath('userData', dataDir)
 
+/** The backend once `run` starts it: quitting, even during start-up, waits for it to close. */
+let backendStarting: Promise<AppBackendHandle> | undefined
+let unwire = () => {}
+let destroyTray = () => {}
+
 if (!app.requestSingleInstanceLock()) {
   app.quit()
 } else {
   nativeTheme.themeSource = 'system'
-  app.on('window-all-closed', () => {
-    if (process.platform !== 'darwin') app.quit()
-  })
+  // Closing the window does not stop hosting: the app lives on in the tray until Quit.
+  app.on('window-all-closed', () => log('window closed; still hosting from the tray (Quit from the tray or the menu)'))
+  quitAfterBackendCloses()
   app
     .whenReady()
     .then(run)
@@ -48,28 +54,32 @@ async function run(): Promise<void> {
   app.on('second-instance', showWindow)
   Menu.setApplicationMenu(Menu.buildFromTemplate(appMenuTemplate(process.platform, showScreen)))
 
-  const backend = await startAppBackend({ dataDir: app.getPath('userData'), log })
+  backendStarting = startAppBackend({ dataDir: app.getPath('userData'), log })
+  const backend = await backendStarting
   log(`data in ${app.getPath('userData')}; tracker ${backend.trackerUrl}`)
 
-  const unwire = wireAppIpc(ipcMain, backend, () => (win && !win.isDestroyed() ? win.webContents : null))
+  unwire = wireAppIpc(ipcMain, backend, () => (win && !win.isDestroyed() ? win.webContents : null), pathToFileURL(appPaths.rendererIndex).href)
   const tray = createHostingTray({ icon: appPaths.trayIcon, backend, open: showWindow, quit: () => app.quit(), log })
+  destroyTray = () => tray.destroy()
   showWindow()
   app.on('activate', () => {
     if (BrowserWindow.getAllWindows().length === 0) showWindow()
   })
+}
 
-  // Quitting waits for the backend to drain and close (it holds sockets, a database and loaded layers).
+/** Quitting waits for the backend to drain and close (it holds sockets, a database and loaded layers). */
+function quitAfterBackendCloses(): void {
   let closing = false
   let closed = false
   app.on('before-quit', (event) => {
-    if (closed) return
+    if (closed || backendStarting === undefined) return
     event.preventDefault()
     if (closing) return
     closing = true
-    tray.destroy()
+    destroyTray()
     unwire()
-    backend
-      .close()
+    backendStarting
+      .then((backend) => backend.close())
       .catch((error: unknown) => log(`backend close failed: ${String(error)}`))
       .finally(() => {
         closed = true

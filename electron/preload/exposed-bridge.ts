@@ -3,7 +3,7 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { NeuronBridge } from '../../protocol/app'
 import { NeuronError } from '../../protocol/errors'
-import { ipcMain, mainWorld, webContents } from '../__mocks__/electron'
+import { APP_PAGE, ipcMain, mainWorld, webContents } from '../__mocks__/electron'
 import { wireAppIpc } from '../main/ipc'
 import { type FakeBackend, fakeBackend, servingStatus } from '../main/testing'
 
@@ -14,7 +14,7 @@ export function describeExposedBridge(label: string, expose: () => unknown): voi
     let unwire = () => {}
     const wire = (b: FakeBackend) => {
       backend = b
-      unwire = wireAppIpc(ipcMain, backend, () => webContents)
+      unwire = wireAppIpc(ipcMain, backend, () => webContents, APP_PAGE)
     }
 
     beforeAll(async () => {
