@@ -28,8 +28,11 @@ export function electronBinary(): { path: string } | { missing: string } {
     if (typeof path !== 'string') return { missing: 'the electron package gives no binary path' }
     if (!existsSync(path)) return { missing: `the Electron binary ${path} is not there` }
     return { path }
-  } catch (error) {
-    return { missing: `the Electron binary is not installed (${error instanceof Error ? error.message.split('\n')[0] : error})` }
+  } catch {
+    // Its postinstall download is off (allowScripts in package.json): expected wherever GitHub is out of reach.
+    return {
+      missing: `Electron's binary is not installed (its download is switched off in package.json's allowScripts; allow it and reinstall electron to get the window)`,
+    }
   }
 }
 
@@ -103,7 +106,7 @@ Example: neuron app --headless --port 7071 --data-dir /tmp/neuron-app`,
     if (port !== undefined && port > 65535) throw new NeuronError('bad_option', `--port must be at most 65535, not ${port}.`)
     const electron = values.headless ? { missing: '--headless' } : electronBinary()
     if ('path' in electron) return runElectron(electron.path, dataDir, values.tracker)
-    console.error(`[app] browser mode: ${electron.missing}`)
+    console.error(`[app] browser mode, the same UI in your browser: ${electron.missing}`)
     return runBrowserMode({
       dataDir,
       ...(values.tracker === undefined ? {} : { trackerUrl: values.tracker }),
