@@ -4,6 +4,7 @@ import { ConnectingScreen } from './components/ConnectingScreen'
 import { Sidebar } from './components/Sidebar'
 import { StatusLine } from './components/StatusLine'
 import { SCREENS, type ScreenId, screenFromHash } from './screens/registry'
+import { catchUpOnReconnect } from './stores/connection/catchUp'
 import { useStores } from './stores/context'
 
 export function App({ problem }: { problem?: string }) {
@@ -18,9 +19,10 @@ export function App({ problem }: { problem?: string }) {
     if (connection === 'open') void stores.settings.getState().load()
   }, [connection, stores])
 
-  // Events are followed app-wide so nothing is missed while another screen is shown.
+  // Events are followed app-wide so nothing is missed while another screen is shown; after a dropped
+  // connection, what was pushed meanwhile is caught up on.
   useEffect(() => {
-    const offs = [stores.hosting.getState().subscribe(), stores.earnings.getState().subscribe(), stores.chat.getState().subscribe()]
+    const offs = [stores.hosting.getState().subscribe(), stores.earnings.getState().subscribe(), stores.chat.getState().subscribe(), catchUpOnReconnect(stores)]
     return () => {
       for (const off of offs) off()
     }

@@ -16,6 +16,11 @@ export function streamingAnswer(conversation: Conversation | null): ChatEntry | 
   return last?.role === 'assistant' && last.status === 'streaming' ? last : null
 }
 
+/** Ids of the answers still streaming, across all conversations (only a conversation's last entry can be). */
+export function streamingAnswerIds(conversations: Conversation[]): string[] {
+  return conversations.flatMap((c) => streamingAnswer(c)?.id ?? [])
+}
+
 export function canRegenerate(conversation: Conversation | null): boolean {
   const last = conversation?.messages.at(-1)
   return last !== undefined && last.role === 'assistant' && last.status !== 'streaming'

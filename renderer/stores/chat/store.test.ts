@@ -132,6 +132,27 @@ describe('chat store', () => {
     expect(messages[1]?.status).toBe('error')
   })
 
+  it('interrupt ends only the named answers still streaming and asks the backend to stop them', async () => {
+    const { bridge, store } = setup()
+    await store.getState().loadModels()
+    const first = store.getState().newConversation()
+    await store.getState().send('One')
+    const cut = thread(store).at(-1)?.id ?? ''
+    const second = store.getState().newConversation()
+    await store.getState().send('Two')
+    store.getState().interrupt([cut])
+    const answerOf = (id: string) =>
+      store
+        .getState()
+        .conversations.find((c) => c.id === id)
+        ?.messages.at(-1)
+    expect(answerOf(first)).toMatchObject({ status: 'error', error: { code: 'interrupted' } })
+    expect(answerOf(second)?.status).toBe('streaming')
+    expect(bridge.calls.filter((c) => c.method === 'chat.stop')).toEqual([{ method: 'chat.stop', input: { chatId: first } }])
+    bridge.emit('chat.token', { chatId: first, text: 'late', token: 0 })
+    expect(answerOf(first)?.content).toBe('')
+  })
+
   it('generates chat ids the contract accepts', () => {
     expect(randomChatId()).toMatch(/^[A-Za-z0-9_-]{1,64}$/)
   })

@@ -17,6 +17,11 @@ export interface ChatActions {
   stop(): Promise<void>
   /** Drops the last answer and asks again with the same turns. */
   regenerate(): Promise<void>
+  /**
+   * Ends these answers, if still streaming, as cut off by a dropped connection (their chat.done or
+   * chat.error may have been pushed while it was down), and asks the backend to stop them.
+   */
+  interrupt(answerIds: readonly string[]): void
   /** Routes chat.token/route/done/error events into their conversations; returns the unsubscribe. */
   subscribe(): () => void
 }
@@ -38,6 +43,10 @@ const memoryStorage = (): StateStorage => {
 }
 
 const INTERRUPTED: ShownError = { code: 'interrupted', message: 'This answer was interrupted when the app closed. Regenerate to ask again.' }
+const CONNECTION_DROPPED: ShownError = {
+  code: 'interrupted',
+  message: 'The connection to the Neuron host dropped while this answer was streaming; regenerate to try again.',
+}
 
 export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions = {}) {
   const newId = options.newId ?? randomChatId
@@ -153,6 +162,16 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
             update(target.conversation.id, (c) => ({ ...c, messages: c.messages.slice(0, -1) }))
             const conversation = activeConversation(get())
             if (conversation !== null) await answer(conversation, target.modelId)
+          },
+          interrupt(answerIds) {
+            const cut = new Set(answerIds)
+            for (const conversation of get().conversations) {
+              const answer = streamingAnswer(conversation)
+              if (answer === null || !cut.has(answer.id)) continue
+              fail(conversation.id, CONNECTION_DROPPED)
+              // The backend may still be generating it, and would refuse the regenerate as chat_busy.
+              bridge.call('chat.stop', { chatId: conversation.id }).catch(() => {})
+            }
           },
           subscribe() {
             const offs = [

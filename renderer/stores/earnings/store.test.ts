@@ -19,4 +19,13 @@ describe('earnings store', () => {
     await vi.advanceTimersByTimeAsync(500)
     expect(bridge.calls.filter((c) => c.method === 'earnings.get')).toHaveLength(2)
   })
+
+  it("never shows a receipt's own earnedMicro: the tables change only when earnings are reloaded", async () => {
+    const bridge = fakeBridge({ 'earnings.get': () => someEarnings })
+    const store = createEarningsStore(bridge)
+    await store.getState().load()
+    store.getState().subscribe(500)
+    bridge.emit('earnings.receipt', { hostId: someEarnings.hostId, ok: true, modelId: 'stories260k', earnedMicro: 999_999, balanceMicro: 4_260 })
+    expect(store.getState().earnings).toEqual({ ...someEarnings, balanceMicro: 4_260 })
+  })
 })

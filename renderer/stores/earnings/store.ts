@@ -23,6 +23,7 @@ export function createEarningsStore(bridge: NeuronBridge) {
     },
     subscribe(debounceMs = 800) {
       let timer: ReturnType<typeof setTimeout> | null = null
+      // The receipt's earnedMicro is not shown: the tables come from earnings.get, the one account of record.
       const off = bridge.on('earnings.receipt', (receipt) => {
         const { earnings } = get()
         if (earnings !== null && receipt.ok && receipt.hostId === earnings.hostId) set({ earnings: { ...earnings, balanceMicro: receipt.balanceMicro } })

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import type { HostingStatus } from '../../../protocol/app'
 import { NeuronError } from '../../../protocol/errors'
 import { fakeBridge } from '../fakeBridge'
 import { downloading, serving, tinyModel, tinyPreview } from './fixtures'
@@ -36,6 +37,40 @@ describe('hosting store', () => {
     unsubscribe()
     bridge.emit('hosting.status', downloading)
     expect(store.getState().status?.phase).toBe('serving')
+  })
+
+  it("keeps a status push that arrived while a call was in flight over the call's older reply", async () => {
+    let answer: (status: HostingStatus) => void = () => {}
+    const bridge = fakeBridge({ 'hosting.status': () => new Promise<HostingStatus>((resolve) => (answer = resolve)) })
+    const store = createHostingStore(bridge)
+    store.getState().subscribe()
+    const loading = store.getState().loadStatus()
+    bridge.emit('hosting.status', serving)
+    answer(downloading)
+    await loading
+    // Pushes come only on changes: had the reply won, 'downloading' would stay on screen while serving.
+    expect(store.getState().status?.phase).toBe('serving')
+  })
+
+  it("takes a call's reply when no push arrived while it was in flight", async () => {
+    let answer: (status: HostingStatus) => void = () => {}
+    const bridge = fakeBridge({
+      'hosting.preview': () => tinyPreview,
+      'hosting.start': () => new Promise<HostingStatus>((resolve) => (answer = resolve)),
+      'hosting.pause': () => ({ ...serving, phase: 'paused', serving: null }),
+    })
+    const store = createHostingStore(bridge)
+    store.getState().subscribe()
+    await store.getState().selectModel('stories260k')
+    bridge.emit('hosting.status', { ...downloading, phase: 'idle' })
+    const starting = store.getState().start()
+    answer(downloading)
+    await starting
+    expect(store.getState().status?.phase).toBe('downloading')
+    bridge.emit('hosting.status', serving)
+    await store.getState().pause()
+    expect(store.getState().status?.phase).toBe('paused')
+    expect(store.getState().acting).toBe(false)
   })
 
   it('shows a not_gguf error inline and changes nothing else', async () => {

@@ -21,10 +21,21 @@ export type HostingStore = HostingState & HostingActions
 
 export function createHostingStore(bridge: NeuronBridge) {
   return createStore<HostingStore>()((set, get) => {
+    // hosting.status pushes received. The backend pushes every change (throttled ones a moment later),
+    // so once a push arrives while a call is in flight the pushes alone end on the newest status. The
+    // call's reply may be older than that push and must not overwrite it: pushes come only on changes,
+    // so a stale phase would stay on screen.
+    let pushes = 0
+    /** The call's status to set, or nothing when a push arrived while the call was in flight. */
+    const unlessPushed = async (run: () => Promise<HostingStatus>): Promise<{ status?: HostingStatus }> => {
+      const before = pushes
+      const status = await run()
+      return pushes === before ? { status } : {}
+    }
     const act = async (run: () => Promise<HostingStatus>) => {
       set({ acting: true, actionError: null })
       try {
-        set({ status: await run(), acting: false })
+        set({ ...(await unlessPushed(run)), acting: false })
       } catch (error) {
         set({ actionError: shownError(error), acting: false })
       }
@@ -75,13 +86,16 @@ export function createHostingStore(bridge: NeuronBridge) {
       stop: () => act(() => bridge.call('hosting.stop', {})),
       async loadStatus() {
         try {
-          set({ status: await bridge.call('hosting.status', {}) })
+          set(await unlessPushed(() => bridge.call('hosting.status', {})))
         } catch (error) {
           set({ actionError: shownError(error) })
         }
       },
       subscribe() {
-        return bridge.on('hosting.status', (status) => set({ status }))
+        return bridge.on('hosting.status', (status) => {
+          pushes++
+          set({ status })
+        })
       },
     }
   })

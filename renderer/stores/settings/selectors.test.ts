@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { someSettings } from './fixtures'
-import { limitsFromForm, limitsToForm } from './limitsForm'
+import { gbText, limitsFromForm, limitsToForm } from './limitsForm'
 import { EMBEDDED_SWARM, identityFileName, showsSaved, trackerLabel, trackerShort, trackerUrlProblem } from './selectors'
 
 describe('settings selectors', () => {
@@ -28,17 +28,35 @@ describe('settings selectors', () => {
 })
 
 describe('limits form', () => {
-  it('round-trips the limits through the form in GB, empty meaning no limit', () => {
+  it('round-trips the limits through the form in GB, empty meaning no limit, changing nothing', () => {
     const form = limitsToForm(someSettings.limits)
     expect(form).toEqual({ diskGb: '20', memoryGb: '', threads: '8', useGpu: true })
-    expect(limitsFromForm(form)).toEqual({ limits: someSettings.limits })
+    expect(limitsFromForm(form, someSettings.limits)).toEqual({ changes: {} })
+  })
+
+  it('shows odd byte sizes exactly, so an untouched form saves the same bytes back', () => {
+    const limits = { diskBytes: 17_179_869_184, memoryBytes: 4_000_001, threads: 4, useGpu: false }
+    const form = limitsToForm(limits)
+    expect(form).toMatchObject({ diskGb: '17.179869184', memoryGb: '0.004000001' })
+    expect(limitsFromForm(form, limits)).toEqual({ changes: {} })
+    expect(gbText(1)).toBe('0.000000001')
+  })
+
+  it('sends only the fields the user changed, in bytes', () => {
+    const form = limitsToForm(someSettings.limits)
+    expect(limitsFromForm({ ...form, memoryGb: '12.5' }, someSettings.limits)).toEqual({ changes: { memoryBytes: 12_500_000_000 } })
+    expect(limitsFromForm({ ...form, diskGb: ' ', useGpu: false }, someSettings.limits)).toEqual({ changes: { diskBytes: null, useGpu: false } })
+    expect(limitsFromForm({ ...form, threads: '4' }, someSettings.limits)).toEqual({ changes: { threads: 4 } })
+    expect(limitsFromForm({ ...form, diskGb: '1.0000000006' }, someSettings.limits)).toEqual({ changes: { diskBytes: 1_000_000_001 } })
   })
 
   it('explains each bad value', () => {
     const form = limitsToForm(someSettings.limits)
-    expect(limitsFromForm({ ...form, diskGb: 'lots' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0, like 20') })
-    expect(limitsFromForm({ ...form, diskGb: '0' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0') })
-    expect(limitsFromForm({ ...form, memoryGb: '-4' })).toEqual({ error: expect.stringContaining('Memory limit must be a number of GB greater than 0') })
-    expect(limitsFromForm({ ...form, threads: '2.5' })).toEqual({ error: expect.stringContaining('Threads must be a whole number from 1 to 256') })
+    const from = (change: Partial<typeof form>) => limitsFromForm({ ...form, ...change }, someSettings.limits)
+    expect(from({ diskGb: 'lots' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0, like 20') })
+    expect(from({ diskGb: '0' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0') })
+    expect(from({ diskGb: '0.0000000001' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0') })
+    expect(from({ memoryGb: '-4' })).toEqual({ error: expect.stringContaining('Memory limit must be a number of GB greater than 0') })
+    expect(from({ threads: '2.5' })).toEqual({ error: expect.stringContaining('Threads must be a whole number from 1 to 256') })
   })
 })

@@ -21,11 +21,22 @@ describe('settings store', () => {
     expect(store.getState().settings).toEqual(someSettings)
   })
 
-  it('saves valid limits in bytes and confirms', async () => {
+  it('saves only the changed limit, in bytes, and confirms', async () => {
     const { bridge, store } = await loaded({ 'settings.update': () => ({ ...someSettings, limits: { ...someSettings.limits, memoryBytes: 12e9 } }) })
     await store.getState().saveLimits({ ...limitsToForm(someSettings.limits), memoryGb: '12' })
-    expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { limits: { diskBytes: 20e9, memoryBytes: 12e9, threads: 8, useGpu: true } } })
+    // threads may be a one-run --threads override: left out, the saved value stays.
+    expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { limits: { memoryBytes: 12e9 } } })
     expect(store.getState().settings?.limits.memoryBytes).toBe(12e9)
+    expect(store.getState().savedAt).toBe(42)
+  })
+
+  it('saving an untouched form changes nothing, even a limit of a few odd bytes', async () => {
+    const settings = { ...someSettings, limits: { diskBytes: 4_321_987, memoryBytes: 8_589_934_592, threads: 3, useGpu: false } }
+    const { bridge, store } = await loaded({ 'settings.get': () => settings })
+    await store.getState().saveLimits(limitsToForm(settings.limits))
+    expect(store.getState().limitsError).toBeNull()
+    expect(bridge.calls.map((c) => c.method)).toEqual(['settings.get'])
+    expect(store.getState().settings).toEqual(settings)
     expect(store.getState().savedAt).toBe(42)
   })
 

@@ -9,6 +9,7 @@ export interface SettingsActions {
   load(): Promise<void>
   /** Empty text means the embedded private swarm. */
   saveTracker(text: string): Promise<void>
+  /** Sends only the limits the form changed from the loaded settings. */
   saveLimits(form: LimitsForm): Promise<void>
   importIdentity(pem: string): Promise<void>
   /** The private key PEM for a backup file, or null (and identityError) when the backend refused. */
@@ -19,7 +20,7 @@ export type SettingsStore = SettingsState & SettingsActions
 const ERROR_FIELD = { tracker: 'trackerError', identity: 'identityError', limits: 'limitsError' } as const
 
 export function createSettingsStore(bridge: NeuronBridge, now: () => number = Date.now) {
-  return createStore<SettingsStore>()((set) => {
+  return createStore<SettingsStore>()((set, get) => {
     const fail = (section: SettingsSection, message: string, code = 'bad_request') => set({ [ERROR_FIELD[section]]: { code, message } })
     /** On any error the previous settings stay: the backend changes nothing either. */
     const save = async (section: SettingsSection, run: () => Promise<Settings>) => {
@@ -46,9 +47,13 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
         await save('tracker', () => bridge.call('settings.update', { trackerUrl: trimmed === '' ? null : trimmed }))
       },
       async saveLimits(form) {
-        const parsed = limitsFromForm(form)
+        const loaded = get().settings
+        if (loaded === null) return fail('limits', 'The settings have not loaded yet; wait for them, then save again.')
+        const parsed = limitsFromForm(form, loaded.limits)
         if ('error' in parsed) return fail('limits', parsed.error)
-        await save('limits', () => bridge.call('settings.update', { limits: parsed.limits }))
+        // Nothing changed: the settings already are what the form shows.
+        if (Object.keys(parsed.changes).length === 0) return set({ limitsError: null, savedAt: now() })
+        await save('limits', () => bridge.call('settings.update', { limits: parsed.changes }))
       },
       async importIdentity(pem) {
         const trimmed = pem.trim()
