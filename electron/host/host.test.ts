@@ -117,6 +117,46 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     await stopping
   })
 
+  it('a host stopped while it downloads gives up at once: start rejects with "stopped" and the tracker sees it leave', async () => {
+    // Published, then no longer seeded: a download of it never finishes.
+    await packModel({ source: STORIES_260K, out: join(dir, 'orphan-packed'), blocksPerArtifact: 2, modelId: 'orphan' })
+    const orphan = await publishModel(join(dir, 'orphan-packed'), tracker.url, NodeIdentity.generate(), join(dir, 'orphan-publisher'))
+    await orphan.close()
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'orphan-host'), modelId: 'orphan', layers: [0, 5], threads: 1 })
+    const downloading = new Promise<void>((resolve) => host.on('state', (s) => s.status === 'downloading' && resolve()))
+    const outcome = host.start().then(
+      () => 'ready',
+      (e: { code?: string }) => e.code,
+    )
+    await downloading
+    await new Promise((r) => setTimeout(r, 300))
+    const stopping = performance.now()
+    await host.stop(1000)
+    expect(performance.now() - stopping).toBeLessThan(5000)
+    expect(await outcome).toBe('stopped')
+    for (let i = 0; i < 50 && tracker.registry.get(host.hostId)?.online === true; i++) await new Promise((r) => setTimeout(r, 100))
+    expect(tracker.registry.get(host.hostId)?.online).toBe(false)
+  })
+
+  it('a host stopped while it loads lets the load finish, then lets it go instead of serving', async () => {
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'stop-loading'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    const states: string[] = []
+    let stopping: Promise<void> | undefined
+    host.on('state', (s) => {
+      states.push(s.status)
+      if (s.status === 'loading') stopping ??= host.stop(1000)
+    })
+    const outcome = host.start().then(
+      () => 'ready',
+      (e: { code?: string }) => e.code,
+    )
+    expect(await outcome).toBe('stopped')
+    await stopping
+    expect(states).not.toContain('ready')
+    expect(host.activeSessions).toBe(0)
+    expect(tracker.registry.get(host.hostId)?.state.status).not.toBe('ready')
+  })
+
   it('joins the tracker again after the tracker restarts, and serves as before', async () => {
     const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'rejoin'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
     await host.start()

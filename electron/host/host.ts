@@ -34,6 +34,8 @@ export interface HostOptions {
   /** KV-cache capacity per session, tokens. */
   readonly maxSessionTokens?: number
   readonly quotaBytes?: number
+  /** 'cpu' keeps the layers off the GPUs (the user's choice); 'auto' (default) uses a detected GPU. */
+  readonly device?: 'auto' | 'cpu'
   /** Accept no connections: clients reach this host through the tracker's relay. */
   readonly relay?: boolean
   readonly listenHost?: string
@@ -59,6 +61,13 @@ export class Host extends EventEmitter<HostEvents> {
   private server: ShardServer | undefined
   private heartbeat: NodeJS.Timeout | undefined
   private stopped = false
+  private starting: Promise<void> | undefined
+  private stopping: Promise<void> | undefined
+  private stopRequested: () => void = () => {}
+  /** Settles when stop() is called: a download in progress is given up then (it never ends on its own). */
+  private readonly stopRequest = new Promise<void>((resolve) => {
+    this.stopRequested = resolve
+  })
   private identity: NodeIdentity | undefined
   private profile: HardwareProfile | undefined
 
@@ -75,11 +84,23 @@ export class Host extends EventEmitter<HostEvents> {
     this.options.log?.(line)
   }
 
-  /** Connects and, when a model is named, fetches, loads and serves it; resolves once ready. */
-  async start(): Promise<void> {
+  /**
+   * Connects and, when a model is named, fetches, loads and serves it; resolves once ready. A stop()
+   * meanwhile makes it reject with code 'stopped' at its next step.
+   */
+  start(): Promise<void> {
+    this.starting ??= this.startSteps()
+    return this.starting
+  }
+
+  private async startSteps(): Promise<void> {
     const { options } = this
+    this.throwIfStopped()
     this.identity = await NodeIdentity.loadOrCreate(options.dataDir)
-    this.profile = await hardwareProfile(options.dataDir, { threads: options.threads })
+    const profile = await hardwareProfile(options.dataDir, { threads: options.threads })
+    // The tracker places by what the host will use: no GPUs when told to stay on the CPU.
+    this.profile = options.device === 'cpu' ? { ...profile, gpus: [] } : profile
+    this.throwIfStopped()
     await this.join()
     if (options.modelId !== undefined) await this.serve(options.modelId, options.layers ?? 'auto')
   }
@@ -93,9 +114,15 @@ export class Host extends EventEmitter<HostEvents> {
     const profile = this.profile
     if (identity === undefined || profile === undefined) throw new NeuronError('not_started', 'start the host first')
     const socket = await connectTracker(this.options.trackerUrl, '/hosts', identity)
+    if (this.stopped) {
+      socket.close()
+      throw this.stoppedError()
+    }
     this.socket = socket
     serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame }) => ({ frame: await this.handleRelayed(frame) }) }, undefined)
     const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.state })
+    // stop() closed the socket meanwhile: start no heartbeats.
+    this.throwIfStopped()
     this.hostId = hello.hostId
     this.log(`joined ${this.options.trackerUrl} as ${hello.hostId}`)
     clearInterval(this.heartbeat)
@@ -136,16 +163,22 @@ export class Host extends EventEmitter<HostEvents> {
     }
   }
 
-  /** Fetches, verifies, loads and serves blocks of a model. */
+  /**
+   * Fetches, verifies, loads and serves blocks of a model. Checks for stop() after every step and
+   * throws 'stopped' then; what it made so far (runtime, server) is let go by stop().
+   */
   async serve(modelId: string, layers: readonly [number, number] | 'auto'): Promise<void> {
     const socket = this.requireSocket()
     const { manifest, torrent } = await callRpc(socket, HostToTracker, 'model.get', { modelId })
+    this.throwIfStopped()
     const blocks = layers === 'auto' ? await this.placed(modelId) : layers
+    this.throwIfStopped()
     if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
       throw new NeuronError('bad_option', `--layers ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
     }
     const files = artifactsForBlocks(manifest, blocks).map((a) => a.file)
     await this.publishState({ ...IDLE_STATE, modelId, blocks, status: 'downloading' })
+    this.throwIfStopped()
     this.store ??= new ArtifactStore({
       dataDir: this.options.dataDir,
       ...(this.options.quotaBytes === undefined ? {} : { quotaBytes: this.options.quotaBytes }),
@@ -154,7 +187,7 @@ export class Host extends EventEmitter<HostEvents> {
     const total = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
     const done = new Map<string, number>()
     let lastReport = 0
-    const paths = await this.store.fetch(manifest, Buffer.from(torrent), files, (p) => {
+    const fetching = this.store.fetch(manifest, Buffer.from(torrent), files, (p) => {
       this.emit('progress', p)
       done.set(p.file, p.downloadedBytes)
       const now = Date.now()
@@ -164,13 +197,16 @@ export class Host extends EventEmitter<HostEvents> {
         void this.publishState({ ...this.state, progress })
       }
     })
+    const paths = await this.unlessStopped(fetching)
     this.log(`fetched and verified ${files.join(', ')}`)
     await this.publishState({ ...this.state, status: 'loading', progress: 1 })
+    this.throwIfStopped()
     const embed = blocks[0] === 0
     const head = blocks[1] === manifest.nLayer
     // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
-    const device = (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
+    const device = this.options.device !== 'cpu' && (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
     this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
+    this.throwIfStopped()
     const maxSessions = this.options.maxSessions ?? 4
     this.server = new ShardServer(this.runtime, {
       modelId,
@@ -183,7 +219,9 @@ export class Host extends EventEmitter<HostEvents> {
       ...(this.identity === undefined ? {} : { signer: this.identity }),
     })
     const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1')
+    this.throwIfStopped()
     const msPerBlock = await this.measure(manifest, blocks, embed)
+    this.throwIfStopped()
     await this.publishState({
       modelId,
       blocks,
@@ -198,10 +236,19 @@ export class Host extends EventEmitter<HostEvents> {
     this.log(`serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) at ${endpoint ?? 'the tracker relay'}, ${msPerBlock.toFixed(2)} ms/block`)
   }
 
-  /** Drains: tells the tracker, lets open sessions finish (up to `timeoutMs`), then leaves. */
-  async stop(timeoutMs = 10_000): Promise<void> {
-    if (this.stopped) return
+  /**
+   * Drains: tells the tracker, lets open sessions finish (up to `timeoutMs`), then leaves. A start in
+   * progress gives up first (a download at once, a load once loaded), so nothing it made stays open.
+   */
+  stop(timeoutMs = 10_000): Promise<void> {
+    this.stopping ??= this.shutdown(timeoutMs)
+    return this.stopping
+  }
+
+  private async shutdown(timeoutMs: number): Promise<void> {
     this.stopped = true
+    this.stopRequested()
+    await this.starting?.catch(() => {})
     if (this.server !== undefined && this.socket?.connected) {
       await this.publishState({ ...this.state, status: 'draining' }).catch(() => {})
       await this.server.drain(timeoutMs)
@@ -211,6 +258,27 @@ export class Host extends EventEmitter<HostEvents> {
     this.runtime?.dispose()
     await this.store?.close()
     this.socket?.close()
+  }
+
+  private throwIfStopped(): void {
+    if (this.stopped) throw this.stoppedError()
+  }
+
+  private stoppedError(): NeuronError {
+    return new NeuronError(
+      'stopped',
+      `the host was stopped before it was ready to serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
+    )
+  }
+
+  /** Awaits `work` unless stop() comes first; then throws 'stopped' and leaves `work` behind. */
+  private async unlessStopped<T>(work: Promise<T>): Promise<T> {
+    const settled = work.then((value) => ({ value }))
+    // Work given up on may still fail later, with nobody waiting: that must not be an unhandled rejection.
+    settled.catch(() => {})
+    const done = await Promise.race([settled, this.stopRequest])
+    if (done === undefined || this.stopped) throw this.stoppedError()
+    return done.value
   }
 
   private async placed(modelId: string): Promise<readonly [number, number]> {

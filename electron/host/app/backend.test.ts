@@ -1,15 +1,17 @@
-import { writeFile } from 'node:fs/promises'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { renderChat } from '../../../client/chat-template'
 import { SwarmClient } from '../../../client/swarm-client'
 import { NodeIdentity } from '../../../identity/keys'
 import { type AppEventData, type AppEventName, type AppInput, type AppMethod, type AppOutput, readAppReply, type WireError } from '../../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../../test/models'
 import { hostAccount } from '../../../tracker/ledger/accounts'
+import { Tracker } from '../../../tracker/server'
 import { Host } from '../host'
 import { AppBackend } from './backend'
+import { SettingsStore } from './settings-store'
 
 let dir = ''
 let cleanup: () => Promise<void> = async () => {}
@@ -41,6 +43,25 @@ async function until(what: string, check: () => boolean, timeoutMs = 60_000): Pr
   }
 }
 
+/** The backend's Hosts started and not yet told to stop, from now on (real Hosts, counted as they start and stop). */
+function liveHosts(): Set<Host> {
+  const live = new Set<Host>()
+  const { start, stop } = Host.prototype
+  vi.spyOn(Host.prototype, 'start').mockImplementation(function (this: Host) {
+    live.add(this)
+    return start.call(this)
+  })
+  vi.spyOn(Host.prototype, 'stop').mockImplementation(function (this: Host, timeoutMs?: number) {
+    live.delete(this)
+    return stop.call(this, timeoutMs)
+  })
+  return live
+}
+
+async function savedHosting(): Promise<unknown> {
+  return (await SettingsStore.open(join(dir, 'app'))).value.hosting
+}
+
 async function closedPort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
@@ -57,6 +78,9 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: null, defaultModels: [STORIES_260K], threads: 1 })
     console.log(`backend started (embedded tracker, stories260K packed and published) in ${(performance.now() - started).toFixed(0)} ms`)
     backend.onEvent((event, data) => events.push({ event, data, at: performance.now() }))
+  })
+  afterEach(() => {
+    vi.restoreAllMocks()
   })
   afterAll(async () => {
     await extra?.stop(1000)
@@ -148,6 +172,9 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     const pushed = seen('earnings.receipt')
     expect(pushed.length).toBeGreaterThan(0)
     expect(pushed.at(-1)?.balanceMicro).toBe(earnings.balanceMicro)
+    // Each push says what that receipt earned, the first one too: together, the whole balance of this new host.
+    expect(pushed.every((p) => !p.ok || p.earnedMicro > 0)).toBe(true)
+    expect(pushed.reduce((sum, p) => sum + p.earnedMicro, 0)).toBe(earnings.balanceMicro)
     await until('served block-tokens in the status', () => (backend.hostingStatus.serving?.servedBlockTokens ?? 0) > 0, 5000)
     const reputation = await call('reputation.get', {})
     expect(reputation.hostId).toBe(backend.hostId)
@@ -162,6 +189,119 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     await until('serving again', () => seen('hosting.status').some((s) => s.phase === 'serving'))
     expect((await call('hosting.stop', {})).phase).toBe('idle')
     expect((await call('hosting.status', {})).modelId).toBeNull()
+  })
+
+  it('runs hosting changes in the order called: two stops and a start at once leave one host, serving what is saved', async () => {
+    const live = liveHosts()
+    await call('hosting.start', { modelId: MODEL, blocks: [2, 5] })
+    await until('serving', () => backend.hostingStatus.phase === 'serving')
+    const [first, second, started] = await Promise.all([
+      call('hosting.stop', {}),
+      call('hosting.stop', {}),
+      call('hosting.start', { modelId: MODEL, blocks: [1, 5] }),
+    ])
+    expect([first.phase, second.phase]).toEqual(['idle', 'idle'])
+    expect(started).toMatchObject({ phase: 'downloading', blocks: [1, 5] })
+    await until('serving again', () => backend.hostingStatus.phase === 'serving')
+    expect(backend.hostingStatus).toMatchObject({ modelId: MODEL, blocks: [1, 5] })
+    expect(live.size).toBe(1)
+    expect(await savedHosting()).toEqual({ modelId: MODEL, blocks: [1, 5], paused: false })
+  })
+
+  it('a pause and a start of another range at once: the pause lands first, then the new range serves', async () => {
+    const live = liveHosts()
+    const [paused, started] = await Promise.all([call('hosting.pause', {}), call('hosting.start', { modelId: MODEL, blocks: [3, 5] })])
+    expect(paused).toMatchObject({ phase: 'paused', blocks: [1, 5] })
+    expect(started).toMatchObject({ phase: 'downloading', blocks: [3, 5] })
+    await until('serving the new range', () => backend.hostingStatus.phase === 'serving')
+    expect(backend.hostingStatus.blocks).toEqual([3, 5])
+    expect(live.size).toBe(1)
+    expect(await savedHosting()).toEqual({ modelId: MODEL, blocks: [3, 5], paused: false })
+    await call('hosting.stop', {})
+  })
+
+  it('stopping while the host starts lets it go: no host stays, and the tracker sees it leave', async () => {
+    const tracker = backend.embeddedTracker
+    if (tracker === null) throw new Error('not embedded')
+    const live = liveHosts()
+    expect((await call('hosting.start', { modelId: MODEL, blocks: [0, 5] })).phase).toBe('downloading')
+    expect(await call('hosting.stop', {})).toMatchObject({ phase: 'idle', modelId: null, serving: null })
+    expect(live.size).toBe(0)
+    await until('the host offline', () => tracker.registry.get(backend.hostId)?.online !== true, 5000)
+    events.length = 0
+    await new Promise((r) => setTimeout(r, 500))
+    expect(seen('hosting.status').map((s) => s.phase)).toEqual([])
+    expect(await savedHosting()).toBeNull()
+  })
+
+  it('refuses a range over the memory limit, hosts on the CPU when GPUs are off, and counts no more than the computer has', async () => {
+    await call('settings.update', { limits: { memoryBytes: 1000, useGpu: false } })
+    const error = await failure('hosting.start', { modelId: MODEL, blocks: [0, 5] })
+    expect(error.code).toBe('memory_limit')
+    expect(error.message).toMatch(
+      /^blocks \[0, 5\) of stories260k need about [\d.]+ (bytes|MB|GB) of memory .* over this computer's memory limit of 1000 bytes/,
+    )
+    expect(backend.hostingStatus.phase).toBe('idle')
+    expect(await savedHosting()).toBeNull()
+
+    await call('settings.update', { limits: { memoryBytes: 1e12, diskBytes: 1e15 } })
+    const computer = await call('computer.get', {})
+    expect(computer.servableBytes).toBeLessThanOrEqual(Math.min(computer.profile.memory.availableBytes, computer.profile.disk.freeBytes))
+
+    const live = liveHosts()
+    await call('hosting.start', { modelId: MODEL, blocks: [3, 5] })
+    expect([...live].map((h) => h.options.device)).toEqual(['cpu'])
+    await until('serving on the CPU', () => backend.hostingStatus.phase === 'serving')
+    await call('hosting.stop', {})
+    await call('settings.update', { limits: { memoryBytes: null, diskBytes: null, useGpu: true } })
+  })
+
+  it('changes nothing when the settings cannot be saved, though the new tracker answers', async () => {
+    const other = await Tracker.start({ dbPath: join(dir, 'other.sqlite'), host: '127.0.0.1', port: 0 })
+    // The store writes this file, then renames it over settings.json: a folder in its place fails the write.
+    const temp = join(dir, 'app', `settings.json.${process.pid}.tmp`)
+    try {
+      await call('hosting.start', { modelId: MODEL, blocks: [2, 5] })
+      await until('serving', () => backend.hostingStatus.phase === 'serving')
+      const before = await call('settings.get', {})
+      await mkdir(temp)
+      await failure('settings.update', { trackerUrl: other.url, limits: { threads: 2 } })
+      expect(await call('settings.get', {})).toEqual(before)
+      expect(backend.hostingStatus).toMatchObject({ phase: 'serving', blocks: [2, 5] })
+      expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
+      expect(await savedHosting()).toEqual({ modelId: MODEL, blocks: [2, 5], paused: false })
+    } finally {
+      await rm(temp, { recursive: true, force: true })
+      await other.close()
+    }
+  })
+
+  it('a switch of tracker stops hosting and ends a chat saying the connection changed; the same URL with a slash is no switch', async () => {
+    const other = await Tracker.start({ dbPath: join(dir, 'other-2.sqlite'), host: '127.0.0.1', port: 0 })
+    try {
+      expect(backend.hostingStatus.phase).toBe('serving')
+      await call('chat.send', { chatId: 'switch-1', modelId: MODEL, messages: MESSAGES, maxTokens: 2000 })
+      await until('the first token', () => seen('chat.token').some((t) => t.chatId === 'switch-1') || seen('chat.error').some((e) => e.chatId === 'switch-1'))
+      expect(seen('chat.error').map((e) => e.error.message)).toEqual([])
+      const settings = await call('settings.update', { trackerUrl: `${other.url}/` })
+      expect(settings).toMatchObject({ trackerUrl: other.url, connectedTrackerUrl: other.url })
+      await until('the chat ended', () => seen('chat.error').some((e) => e.chatId === 'switch-1') || seen('chat.done').some((d) => d.chatId === 'switch-1'))
+      expect(seen('chat.error').find((e) => e.chatId === 'switch-1')?.error).toMatchObject({
+        code: 'swarm_changed',
+        message: expect.stringMatching(/swarm connection changed/),
+      })
+      expect(backend.hostingStatus).toMatchObject({ phase: 'idle', modelId: null })
+      expect(await savedHosting()).toBeNull()
+      // On a remote tracker the app's own account is unknown: no invented id.
+      expect((await call('earnings.get', {})).account).toBeNull()
+      const url = backend.trackerUrl
+      expect(await call('settings.update', { trackerUrl: `${other.url}//` })).toMatchObject({ connectedTrackerUrl: url })
+      expect(backend.trackerUrl).toBe(url)
+    } finally {
+      await call('hosting.stop', {}).catch(() => {})
+      await call('settings.update', { trackerUrl: null }).catch(() => {})
+      await other.close()
+    }
   })
 
   it('refuses a tracker URL where no tracker answers, and changes nothing', async () => {

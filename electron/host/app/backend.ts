@@ -1,5 +1,5 @@
 import { constants } from 'node:fs'
-import { access, chmod, copyFile, mkdir, stat, writeFile } from 'node:fs/promises'
+import { access, chmod, copyFile, mkdir, rename, stat, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { NodeIdentity, nodeIdOf } from '../../../identity/keys'
 import {
@@ -27,11 +27,11 @@ import { DEFAULT_MODEL } from '../cli/demo'
 import { hardwareProfile } from '../hardware'
 import { ChatRunner } from './chat'
 import { computerView, limitedProfile } from './computer'
-import { fetchHostDashboard, toEarnings, toReputation } from './dashboard'
+import { fetchHostDashboard, type HostDashboard, toEarnings, toReputation } from './dashboard'
 import { HostingController } from './hosting'
-import { withCredits } from './preview'
+import { hostShare, withCredits } from './preview'
 import { SettingsStore } from './settings-store'
-import { probeTracker, SwarmConnection } from './swarm-connection'
+import { SwarmConnection, trackerBase } from './swarm-connection'
 
 export interface AppBackendOptions {
   readonly dataDir: string
@@ -63,10 +63,15 @@ export class AppBackend {
   private readonly manifests = new Map<string, Promise<Manifest>>()
   /** The tracker setting in force: the saved one, or this run's override. */
   private trackerSetting: string | null
-  /** Seen in dashboard pushes: the app's consumer balance (remote trackers) and this host's balance. */
-  private accountBalanceSeen: { accountId: string; balanceMicro: number } | null = null
+  /** This host's balance as last told (dashboard or receipt push): a push's earnings are its balance less this. */
   private hostBalanceSeen: number | null = null
-  /** Settings and identity changes run one at a time. */
+  /** Receipt pushes for this host so far: a dashboard fetched while one arrived has an older balance than the push. */
+  private receiptPushes = 0
+  /** The last tracker connected to, for messages and settings while `connection` is null. */
+  private lastTrackerUrl: string
+  /** Why there is no swarm connection, when the embedded swarm failed to start again after a failed switch. */
+  private lost: string | null = null
+  /** Settings, identity and hosting changes run one at a time. */
   private exclusive: Promise<unknown> = Promise.resolve()
   private closing = false
 
@@ -74,19 +79,21 @@ export class AppBackend {
     readonly dataDir: string,
     private readonly settings: SettingsStore,
     private identity: NodeIdentity,
-    private connection: SwarmConnection,
+    /** null only while the embedded swarm is switched to another identity, or after it failed to start again. */
+    private connection: SwarmConnection | null,
     private limits: Limits,
     private readonly defaultModels: readonly string[],
     private readonly log: (line: string) => void,
     trackerSetting: string | null,
   ) {
     this.trackerSetting = trackerSetting
+    this.lastTrackerUrl = connection?.trackerUrl ?? ''
     this.hosting = new HostingController({
       dataDir,
-      trackerUrl: () => this.connection.trackerUrl,
+      trackerUrl: () => this.swarm.trackerUrl,
       limits: () => this.limits,
       manifest: (modelId) => this.manifest(modelId),
-      servedBlockTokens: async () => (await fetchHostDashboard(this.connection.trackerUrl, this.hostId)).served_block_tokens,
+      servedBlockTokens: async () => (await this.hostDashboard()).served_block_tokens,
       remember: async (choice) => {
         await this.settings.update({ hosting: choice === null ? null : { ...choice } })
       },
@@ -94,8 +101,8 @@ export class AppBackend {
       log,
     })
     this.chats = new ChatRunner({
-      client: () => this.connection.client,
-      trackerUrl: () => this.connection.trackerUrl,
+      client: () => this.swarm.client,
+      trackerUrl: () => this.trackerUrl,
       emit: (event, data) => this.emit(event, data),
       log,
     })
@@ -118,7 +125,9 @@ export class AppBackend {
       ...saved.limits,
       ...(threads === undefined ? {} : { threads }),
     })
-    const trackerSetting = options.trackerUrl === undefined ? saved.trackerUrl : options.trackerUrl
+    const chosen = options.trackerUrl === undefined ? saved.trackerUrl : options.trackerUrl
+    // Kept as settings.update keeps it, so picking the same tracker there is no change.
+    const trackerSetting = chosen === null ? null : trackerBase(chosen)
     const defaultModels = options.defaultModels ?? [DEFAULT_MODEL]
     const connection = await SwarmConnection.open({ dataDir, trackerUrl: trackerSetting, identity, defaultModels, addedModels: saved.addedModels, log })
     const backend = new AppBackend(dataDir, settings, identity, connection, limits, defaultModels, log, trackerSetting)
@@ -127,19 +136,19 @@ export class AppBackend {
       log(
         `${saved.hosting.paused ? 'hosting paused' : 'resuming hosting'}: ${saved.hosting.modelId} blocks [${saved.hosting.blocks[0]}, ${saved.hosting.blocks[1]})`,
       )
-      backend.hosting.restore(saved.hosting)
+      void backend.hosting.restore(saved.hosting)
     }
     return backend
   }
 
   /** The tracker this backend is connected to now. */
   get trackerUrl(): string {
-    return this.connection.trackerUrl
+    return this.connection?.trackerUrl ?? this.lastTrackerUrl
   }
 
   /** The in-process tracker of the embedded default; null on a remote tracker. */
   get embeddedTracker(): Tracker | null {
-    return this.connection.embedded
+    return this.connection?.embedded ?? null
   }
 
   get hostId(): string {
@@ -162,14 +171,20 @@ export class AppBackend {
     this.closing = true
     this.chats.stopAll()
     await this.hosting.close()
-    await this.connection.close()
+    await this.connection?.close()
     this.listeners.clear()
   }
 
   private emit<E extends AppEventName>(event: E, data: AppEventData<E>): void {
     const parsed = AppEvents[event].safeParse(data)
     if (!parsed.success) {
-      this.log(`not sent: ${describeIssues(event, parsed.error)}`)
+      const issues = describeIssues(event, parsed.error)
+      this.log(`not sent: ${issues}`)
+      // The renderer shows an answer as streaming until chat.done or chat.error: end it either way.
+      if (event === 'chat.done') {
+        const { chatId } = data as AppEventData<'chat.done'>
+        this.emit('chat.error', { chatId, error: { code: 'internal', message: `the answer ended, but its summary was malformed (${issues}); send again` } })
+      }
       return
     }
     for (const l of this.listeners) {
@@ -187,7 +202,7 @@ export class AppBackend {
       'models.list': () => this.rpc('models.list', {}),
       'models.add': async ({ path }) => {
         const source = resolve(path)
-        const modelId = await this.connection.publish(source)
+        const modelId = await this.swarm.publish(source)
         const added = this.settings.value.addedModels
         if (!added.includes(source) && !this.defaultModels.includes(source)) await this.settings.update({ addedModels: [...added, source] })
         return { modelId }
@@ -197,26 +212,18 @@ export class AppBackend {
         const [placement, manifest] = await Promise.all([this.rpc('placement.preview', { modelId, profile }), this.manifest(modelId)])
         return withCredits(placement, manifest)
       },
-      'hosting.start': async ({ modelId, blocks }) => {
-        const manifest = await this.manifest(modelId)
-        if (blocks[1] > manifest.nLayer) {
-          throw new NeuronError(
-            'bad_request',
-            `blocks [${blocks[0]}, ${blocks[1]}) run past ${modelId}'s ${manifest.nLayer} blocks; pick a range within [0, ${manifest.nLayer})`,
-          )
-        }
-        return this.hosting.start(modelId, blocks)
-      },
-      'hosting.pause': () => this.hosting.pause(),
-      'hosting.resume': () => this.hosting.resume(),
-      'hosting.stop': () => this.hosting.stop(),
+      // In line with settings and identity changes: a start never lands in the middle of a switch of swarm.
+      'hosting.start': ({ modelId, blocks }) => this.one(() => this.hosting.start(modelId, blocks)),
+      'hosting.pause': () => this.one(() => this.hosting.pause()),
+      'hosting.resume': () => this.one(() => this.hosting.resume()),
+      'hosting.stop': () => this.one(() => this.hosting.stop()),
       'hosting.status': () => this.hosting.status(),
       'earnings.get': async () => {
-        const board = await fetchHostDashboard(this.trackerUrl, this.hostId)
-        const account = this.connection.accountBalance(this.identity.publicKey)
-        return toEarnings(this.hostId, board, account === undefined ? this.accountBalanceSeen : account)
+        const board = await this.hostDashboard()
+        // Only the embedded tracker tells the app's account: a remote one's pushes carry its balance, never its id.
+        return toEarnings(this.hostId, board, this.connection?.accountBalance(this.identity.publicKey) ?? null)
       },
-      'reputation.get': async () => toReputation(this.hostId, await fetchHostDashboard(this.trackerUrl, this.hostId)),
+      'reputation.get': async () => toReputation(this.hostId, await this.hostDashboard()),
       'chat.send': (request) => this.chats.send(request),
       'chat.stop': ({ chatId }) => this.chats.stop(chatId),
       'swarm.get': async () => {
@@ -241,26 +248,35 @@ export class AppBackend {
     }
   }
 
-  /** Checks every field first (a tracker URL must answer); only then changes anything. */
+  /**
+   * Checks every field (a tracker URL must answer) and saves them before anything changes: on any
+   * error the settings, the connection and hosting are as they were.
+   */
   private async updateSettings(update: SettingsUpdate): Promise<Settings> {
-    const limits = Limits.safeParse({ ...this.limits, ...update.limits })
-    if (!limits.success) throw new NeuronError('bad_request', describeIssues('settings.update limits', limits.error))
+    // SettingsUpdate's schema has checked each limit; absent ones keep their value.
+    const limits: Limits = { ...this.limits, ...update.limits }
     if (update.dataDir !== undefined) await checkWritableDir(update.dataDir)
-    const trackerUrl = update.trackerUrl === undefined ? this.trackerSetting : update.trackerUrl === null ? null : update.trackerUrl.replace(/\/+$/, '')
-    if (trackerUrl !== this.trackerSetting) {
-      if (trackerUrl !== null) await probeTracker(trackerUrl)
-      await this.reconnect(trackerUrl, this.identity)
-      this.trackerSetting = trackerUrl
-    }
-    this.limits = limits.data
+    const trackerSetting = update.trackerUrl === undefined ? this.trackerSetting : update.trackerUrl === null ? null : trackerBase(update.trackerUrl)
     const dataDir = update.dataDir === undefined ? this.settings.value.dataDir : resolve(update.dataDir)
-    if (dataDir !== this.settings.value.dataDir && dataDir !== null) this.log(`data dir ${dataDir} takes effect at the next start`)
-    // A --tracker override for this run is saved only when the user picks a tracker here.
-    await this.settings.update({
-      ...(update.trackerUrl === undefined ? {} : { trackerUrl }),
-      dataDir,
-      limits: { ...this.settings.value.limits, ...update.limits },
-    })
+    const switching = trackerSetting !== this.trackerSetting
+    const moved = dataDir !== this.settings.value.dataDir
+    const save = () =>
+      this.settings.update({
+        // A --tracker override for this run is saved only when the user picks a tracker here.
+        ...(update.trackerUrl === undefined ? {} : { trackerUrl: trackerSetting }),
+        dataDir,
+        limits: { ...this.settings.value.limits, ...update.limits },
+        // Hosting stops on a switch: the next start must not resume it on the new swarm.
+        ...(switching ? { hosting: null } : {}),
+      })
+    if (switching) {
+      await this.reconnect(trackerSetting, this.identity, save)
+      this.trackerSetting = trackerSetting
+    } else {
+      await save()
+    }
+    this.limits = limits
+    if (moved) this.log(`data dir ${dataDir} takes effect at the next start`)
     return this.currentSettings()
   }
 
@@ -277,58 +293,93 @@ export class AppBackend {
       )
     }
     const path = join(this.dataDir, 'identity.pem')
-    const previous = this.identity
-    await this.reconnect(this.trackerSetting, identity)
-    try {
-      await writeFile(path, identity.exportPrivatePem(), { mode: 0o600 })
-      await chmod(path, 0o600)
-    } catch (error) {
-      await this.reconnect(this.trackerSetting, previous).catch(() => {})
-      throw error
-    }
+    await this.reconnect(this.trackerSetting, identity, async () => {
+      // Written aside and renamed over: a failed write leaves the previous key whole.
+      const temp = `${path}.${process.pid}.tmp`
+      await writeFile(temp, identity.exportPrivatePem(), { mode: 0o600 })
+      await chmod(temp, 0o600)
+      await rename(temp, path)
+    })
     this.log(`identity replaced: now ${identity.id}`)
     return this.currentSettings()
   }
 
   /**
-   * Moves to another tracker or identity; hosting stops there. The new swarm is joined before the
-   * old one is left, so a failure changes nothing, except when both are the embedded one (they share
-   * its database): that is left first, and rejoined on failure.
+   * Moves to another tracker or identity; hosting stops there. `save` records the change (settings,
+   * identity) once the new swarm is joined and before the old one is left, so a failure up to then
+   * changes nothing, and nothing fails after it. The embedded swarm shares its database with its
+   * successor: see reopenEmbedded.
    */
-  private async reconnect(trackerUrl: string | null, identity: NodeIdentity): Promise<void> {
+  private async reconnect(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>): Promise<void> {
+    const old = this.connection
+    if (old?.embedded != null && trackerUrl === null) return this.reopenEmbedded(identity, save)
+    const next = await this.open(trackerUrl, identity)
+    try {
+      await save()
+    } catch (error) {
+      await next.close().catch((e: Error) => this.log(`closing the unused connection: ${e.message}`))
+      throw error
+    }
+    // Saved: the switch goes through from here (a host that fails to stop is logged and let go).
+    await this.leave().catch((e: Error) => this.log(`leaving the previous swarm: ${e.message}`))
+    this.adopt(next, identity)
+    await old?.close().catch((e: Error) => this.log(`closing the previous swarm connection: ${e.message}`))
+  }
+
+  /**
+   * The embedded swarm with another identity: its tracker's database can have one owner, so the old
+   * one is left first and joined again on failure. Should that fail too, the backend has no swarm
+   * (calls say why) rather than a closed one.
+   */
+  private async reopenEmbedded(identity: NodeIdentity, save: () => Promise<unknown>): Promise<void> {
     const old = this.connection
     const oldIdentity = this.identity
-    const open = (url: string | null, id: NodeIdentity) =>
-      SwarmConnection.open({
-        dataDir: this.dataDir,
-        trackerUrl: url,
-        identity: id,
-        defaultModels: this.defaultModels,
-        addedModels: this.settings.value.addedModels,
-        log: this.log,
-      })
-    const sharesDatabase = old.embedded !== null && trackerUrl === null
-    const next = sharesDatabase ? undefined : await open(trackerUrl, identity)
-    this.chats.stopAll()
-    if (!this.hosting.idle) await this.hosting.stop()
-    await old.close()
-    if (next !== undefined) {
-      this.adopt(next, identity)
-      return
-    }
+    await this.leave()
+    this.connection = null
+    await old?.close().catch((e: Error) => this.log(`closing the previous swarm connection: ${e.message}`))
     try {
-      this.adopt(await open(trackerUrl, identity), identity)
+      const next = await this.open(null, identity)
+      try {
+        await save()
+      } catch (error) {
+        await next.close().catch((e: Error) => this.log(`closing the unused connection: ${e.message}`))
+        throw error
+      }
+      this.adopt(next, identity)
     } catch (error) {
       this.log(`could not switch (${error instanceof Error ? error.message : error}); back to the previous swarm`)
-      this.adopt(await open(null, oldIdentity), oldIdentity)
+      try {
+        this.adopt(await this.open(null, oldIdentity), oldIdentity)
+      } catch (again) {
+        this.lost = `the embedded swarm did not start again (${again instanceof Error ? again.message : again}); restart the app`
+        this.log(this.lost)
+      }
       throw error
     }
   }
 
+  /** Ends what ran on the swarm being left: chats (each says why) and hosting (already saved as stopped). */
+  private async leave(): Promise<void> {
+    this.chats.stopAll("the app's swarm connection changed (a new tracker or identity); send again")
+    await this.hosting.release()
+  }
+
+  private open(trackerUrl: string | null, identity: NodeIdentity): Promise<SwarmConnection> {
+    return SwarmConnection.open({
+      dataDir: this.dataDir,
+      trackerUrl,
+      identity,
+      defaultModels: this.defaultModels,
+      addedModels: this.settings.value.addedModels,
+      log: this.log,
+    })
+  }
+
   private adopt(next: SwarmConnection, identity: NodeIdentity): void {
     this.connection = next
+    this.lastTrackerUrl = next.trackerUrl
+    this.lost = null
     this.identity = identity
-    this.accountBalanceSeen = null
     this.hostBalanceSeen = null
     this.manifests.clear()
     this.watch(next)
@@ -338,9 +389,13 @@ export class AppBackend {
   private watch(connection: SwarmConnection): void {
     const socket = connection.client.tracker
     socket.on('dashboard.receipt', (raw: unknown) => this.onReceipt(raw))
-    callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [this.hostId] }, RPC_TIMEOUT_MS).catch((e: Error) =>
-      this.log(`dashboard pushes unavailable: ${e.message}`),
-    )
+    callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [this.hostId] }, RPC_TIMEOUT_MS)
+      .then(
+        // The balance the first push's earnings are counted from.
+        () => this.hostDashboard(),
+        (e: Error) => this.log(`dashboard pushes unavailable: ${e.message}`),
+      )
+      .catch((e: Error) => this.log(`this host's balance unknown until its next receipt: ${e.message}`))
     socket.once('disconnect', (reason) => {
       if (this.closing || this.connection !== connection || reason === 'io client disconnect') return
       this.log(`lost the tracker ${connection.trackerUrl} (${reason}); joining again`)
@@ -368,16 +423,24 @@ export class AppBackend {
     const parsed = DashboardReceipt.safeParse(raw)
     if (!parsed.success) return
     const p = parsed.data
-    const account = this.connection.accountBalance(this.identity.publicKey)
-    if (p.accountBalanceMicro !== undefined && account === undefined) {
-      this.accountBalanceSeen = { accountId: this.accountBalanceSeen?.accountId ?? `key:${this.hostId}`, balanceMicro: p.accountBalanceMicro }
-    }
     // This host's room gets every receipt it signs; the account room's copy of the same one is skipped.
     if (p.hostId !== this.hostId || p.accountBalanceMicro !== undefined) return
-    const earnedMicro = this.hostBalanceSeen === null ? 0 : p.hostBalanceMicro - this.hostBalanceSeen
+    this.receiptPushes++
+    // The tracker's balance change; before any balance is known, the host's share of the charge at the default fee.
+    const earnedMicro = this.hostBalanceSeen !== null ? p.hostBalanceMicro - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0
     this.hostBalanceSeen = p.hostBalanceMicro
     this.emit('earnings.receipt', { hostId: p.hostId, ok: p.ok, modelId: p.modelId, earnedMicro, balanceMicro: p.hostBalanceMicro })
     this.hosting.receiptSettled()
+  }
+
+  /** This host's dashboard; its balance becomes the one the next push's earnings are counted from. */
+  private async hostDashboard(): Promise<HostDashboard> {
+    const hostId = this.hostId
+    const pushes = this.receiptPushes
+    const board = await fetchHostDashboard(this.trackerUrl, hostId)
+    // A push that came meanwhile told a newer balance than this answer may hold.
+    if (pushes === this.receiptPushes && hostId === this.hostId) this.hostBalanceSeen = board.balance_micro
+    return board
   }
 
   private manifest(modelId: string): Promise<Manifest> {
@@ -394,7 +457,7 @@ export class AppBackend {
     event: K,
     request: RpcRequest<typeof ClientToTracker, K>,
   ): Promise<RpcResponse<typeof ClientToTracker, K>> {
-    const socket = this.connection.client.tracker
+    const socket = this.swarm.client.tracker
     if (!socket.connected) {
       throw new NeuronError('tracker_unreachable', `not connected to the tracker at ${this.trackerUrl}; joining it again, try in a moment`)
     }
@@ -405,6 +468,12 @@ export class AppBackend {
     const run = this.exclusive.then(task, task)
     this.exclusive = run.catch(() => {})
     return run
+  }
+
+  /** The swarm connection in use; throws (saying why) while there is none. */
+  private get swarm(): SwarmConnection {
+    if (this.connection === null) throw new NeuronError('tracker_unreachable', this.lost ?? 'the app is switching its swarm connection; try again in a moment')
+    return this.connection
   }
 
   /** For tests and adapters: the current status without a call. */

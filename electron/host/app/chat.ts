@@ -36,13 +36,15 @@ export class ChatRunner {
     return {}
   }
 
-  stopAll(): void {
-    for (const c of this.running.values()) c.abort()
+  /** Ends every answer in flight; with `because`, each ends with a chat.error saying so instead of chat.done. */
+  stopAll(because?: string): void {
+    for (const c of this.running.values()) c.abort(because === undefined ? undefined : new NeuronError('swarm_changed', because))
   }
 
   private async answer(request: z.output<typeof ChatRequest>, controller: AbortController): Promise<void> {
     const { chatId } = request
     const client = this.deps.client()
+    const trackerUrl = this.deps.trackerUrl()
     let chargedMicro = 0
     let creditsOut: WireError | null = null
     try {
@@ -74,8 +76,10 @@ export class ChatRunner {
         if (creditsOut === null) this.deps.emit('chat.token', { chatId, text: next.value.text, token: next.value.token })
         next = await generation.next()
       }
-      if (creditsOut !== null) {
-        this.deps.emit('chat.error', { chatId, error: creditsOut })
+      // Out of credits, or stopped because the swarm connection changed: no summary, the reason.
+      const ended = creditsOut ?? stopReason(controller)
+      if (ended !== null) {
+        this.deps.emit('chat.error', { chatId, error: ended })
         return
       }
       const s = next.value
@@ -90,16 +94,23 @@ export class ChatRunner {
         chargedMicro,
       })
     } catch (error) {
-      const wire = this.describe(error, client)
+      const wire = stopReason(controller) ?? describe(error, client, trackerUrl)
       this.deps.log(`chat ${chatId} failed: ${wire.code}: ${wire.message}`)
       this.deps.emit('chat.error', { chatId, error: wire })
     }
   }
+}
 
-  private describe(error: unknown, client: SwarmClient): WireError {
-    if (!client.tracker.connected || (error instanceof NeuronError && error.code === 'tracker_unreachable')) {
-      return { code: 'tracker_unreachable', message: `lost the tracker at ${this.deps.trackerUrl()}; check that it is running, then send again` }
-    }
-    return toWireError(error)
+/** Why the backend stopped an answer (stopAll with a reason); null when it ran out or the user stopped it. */
+function stopReason(controller: AbortController): WireError | null {
+  const reason: unknown = controller.signal.reason
+  return controller.signal.aborted && reason instanceof NeuronError ? toWireError(reason) : null
+}
+
+/** `trackerUrl`: the tracker the answer was asked of, not the one connected now. */
+function describe(error: unknown, client: SwarmClient, trackerUrl: string): WireError {
+  if (!client.tracker.connected || (error instanceof NeuronError && error.code === 'tracker_unreachable')) {
+    return { code: 'tracker_unreachable', message: `lost the tracker at ${trackerUrl}; check that it is running, then send again` }
   }
+  return toWireError(error)
 }

@@ -11,6 +11,7 @@ import {
   type WireError,
 } from '../../../protocol'
 import { Host } from '../host'
+import { rangeMemoryBytes } from './computer'
 
 type Blocks = readonly [number, number]
 
@@ -43,13 +44,12 @@ const PHASE_OF: Record<HostStatus, HostingPhase> = {
 /** Progress pushes are throttled to this many per second; phase changes go at once. */
 const PUSHES_PER_SECOND = 4
 const SESSION_POLL_MS = 1000
-/** How long a pause waits for a load in progress to finish before stopping it. */
-const LOAD_WAIT_MS = 30_000
 
 /**
  * This computer's hosting: one Host at a time, driven through downloading → loading → serving,
  * paused (drained, artifacts kept) and resumed, or stopped. Calls return at once; the phases and
- * download progress arrive as status pushes.
+ * download progress arrive as status pushes. Changes run one at a time, in the order called: a stop
+ * that waits for a host to drain is never overtaken by a start or another stop.
  */
 export class HostingController {
   private phase: HostingPhase = 'idle'
@@ -59,6 +59,9 @@ export class HostingController {
   private error: WireError | null = null
   private host: Host | undefined
   private started: Promise<void> = Promise.resolve()
+  /** The last change queued (start, pause, resume, stop, release, close, restore); the next runs after it. */
+  private queue: Promise<unknown> = Promise.resolve()
+  private closed = false
   /** Bumped whenever a Host is started or let go: events of an older one are ignored. */
   private run = 0
   private startedAt = 0
@@ -82,56 +85,65 @@ export class HostingController {
   }
 
   /** Puts back a remembered choice: serving again, or paused where it was paused. */
-  restore(choice: HostingChoice): void {
-    this.modelId = choice.modelId
-    this.blocks = choice.blocks
-    if (choice.paused) this.phase = 'paused'
-    else this.begin(choice.modelId, choice.blocks)
+  restore(choice: HostingChoice): Promise<void> {
+    return this.serial(async () => {
+      this.modelId = choice.modelId
+      this.blocks = choice.blocks
+      if (choice.paused) {
+        this.phase = 'paused'
+        return
+      }
+      try {
+        await this.check(choice.modelId, choice.blocks)
+      } catch (error) {
+        this.fail(choice.modelId, error)
+        return
+      }
+      this.begin(choice.modelId, choice.blocks)
+    })
   }
 
-  async start(modelId: string, blocks: Blocks): Promise<HostingStatus> {
-    if (!['idle', 'paused', 'failed'].includes(this.phase)) {
-      throw new NeuronError(
-        'hosting_busy',
-        `this computer is already hosting (${this.phase} ${this.modelId} blocks [${this.blocks?.[0]}, ${this.blocks?.[1]})); stop it before starting another range`,
-      )
-    }
-    this.begin(modelId, blocks)
-    await this.deps.remember({ modelId, blocks, paused: false })
-    return this.status()
+  start(modelId: string, blocks: Blocks): Promise<HostingStatus> {
+    return this.serial(() => this.startNow(modelId, blocks))
   }
 
-  async pause(): Promise<HostingStatus> {
-    if (this.phase === 'idle' || this.phase === 'paused') return this.status()
-    if (this.modelId === null || this.blocks === null) return this.stop()
-    const choice = { modelId: this.modelId, blocks: this.blocks, paused: true }
-    await this.halt('paused')
-    await this.deps.remember(choice)
-    return this.status()
+  pause(): Promise<HostingStatus> {
+    return this.serial(async () => {
+      if (this.phase === 'idle' || this.phase === 'paused') return this.status()
+      if (this.modelId === null || this.blocks === null) return this.stopNow(true)
+      const choice = { modelId: this.modelId, blocks: this.blocks, paused: true }
+      await this.halt('paused')
+      await this.deps.remember(choice)
+      return this.status()
+    })
   }
 
-  async resume(): Promise<HostingStatus> {
-    if (this.phase !== 'paused' && this.phase !== 'failed') return this.status()
-    if (this.modelId === null || this.blocks === null) throw new NeuronError('bad_request', 'nothing to resume: start hosting a model first')
-    return this.start(this.modelId, this.blocks)
+  resume(): Promise<HostingStatus> {
+    return this.serial(async () => {
+      if (this.phase !== 'paused' && this.phase !== 'failed') return this.status()
+      if (this.modelId === null || this.blocks === null) throw new NeuronError('bad_request', 'nothing to resume: start hosting a model first')
+      return this.startNow(this.modelId, this.blocks)
+    })
   }
 
-  async stop(): Promise<HostingStatus> {
-    await this.halt('idle')
-    this.modelId = null
-    this.blocks = null
-    this.artifacts.clear()
-    await this.deps.remember(null)
-    this.push(true)
-    return this.status()
+  stop(): Promise<HostingStatus> {
+    return this.serial(() => this.stopNow(true))
+  }
+
+  /** Stops hosting without saving that: the caller (a switch of swarm or identity) has saved hosting: null already. */
+  release(): Promise<HostingStatus> {
+    return this.serial(() => this.stopNow(false))
   }
 
   /** Drains the host on shutdown; the remembered choice stays, so the next start resumes. */
-  async close(): Promise<void> {
-    clearInterval(this.sessionPoll)
-    clearTimeout(this.servedTimer)
-    if (this.host !== undefined) await this.halt(this.phase === 'serving' ? 'paused' : this.phase === 'failed' ? 'failed' : 'idle', false)
-    clearTimeout(this.pushTimer)
+  close(): Promise<void> {
+    this.closed = true
+    return this.serial(async () => {
+      clearInterval(this.sessionPoll)
+      clearTimeout(this.servedTimer)
+      if (this.host !== undefined) await this.halt(this.phase === 'serving' ? 'paused' : this.phase === 'failed' ? 'failed' : 'idle', false)
+      clearTimeout(this.pushTimer)
+    })
   }
 
   get idle(): boolean {
@@ -179,7 +191,75 @@ export class HostingController {
     }
   }
 
+  private async startNow(modelId: string, blocks: Blocks): Promise<HostingStatus> {
+    if (this.closed) throw new NeuronError('closing', 'the app is closing; start hosting again after it restarts')
+    if (!this.idle) {
+      throw new NeuronError(
+        'hosting_busy',
+        `this computer is already hosting (${this.phase} ${this.modelId} blocks [${this.blocks?.[0]}, ${this.blocks?.[1]})); stop it before starting another range`,
+      )
+    }
+    await this.check(modelId, blocks)
+    // Saved before the host starts: a choice that cannot be saved starts nothing.
+    await this.deps.remember({ modelId, blocks, paused: false })
+    this.begin(modelId, blocks)
+    return this.status()
+  }
+
+  private async stopNow(save: boolean): Promise<HostingStatus> {
+    await this.halt('idle')
+    this.modelId = null
+    this.blocks = null
+    this.artifacts.clear()
+    if (save) await this.deps.remember(null)
+    this.push(true)
+    return this.status()
+  }
+
+  /** Refuses a range the model does not have, or one whose layers and KV cache would not fit the memory limit. */
+  private async check(modelId: string, blocks: Blocks): Promise<void> {
+    const manifest = await this.deps.manifest(modelId)
+    if (blocks[1] > manifest.nLayer) {
+      throw new NeuronError(
+        'bad_request',
+        `blocks [${blocks[0]}, ${blocks[1]}) run past ${modelId}'s ${manifest.nLayer} blocks; pick a range within [0, ${manifest.nLayer})`,
+      )
+    }
+    const limit = this.deps.limits().memoryBytes
+    const needed = rangeMemoryBytes(manifest, blocks)
+    if (limit !== null && needed > limit) {
+      throw new NeuronError(
+        'memory_limit',
+        `blocks [${blocks[0]}, ${blocks[1]}) of ${modelId} need about ${size(needed)} of memory (weights and KV cache), over this computer's memory limit of ${size(limit)}; raise the limit in Settings or pick a smaller range`,
+        { neededBytes: needed, limitBytes: limit },
+      )
+    }
+  }
+
+  private fail(modelId: string, error: unknown): void {
+    this.run++
+    this.phase = 'failed'
+    this.error = toWireError(error)
+    this.host = undefined
+    this.deps.log(`hosting ${modelId} failed: ${this.error.message}`)
+    this.push(true)
+  }
+
   private begin(modelId: string, blocks: Blocks): void {
+    // Callers halt the previous host first; replacing it here would leave it serving.
+    if (this.host !== undefined) throw new NeuronError('hosting_busy', `a host for ${this.modelId} is still running; stop it first`)
+    const limits = this.deps.limits()
+    // Made before any state changes: without a swarm connection this throws, and nothing has changed.
+    const host = new Host({
+      trackerUrl: this.deps.trackerUrl(),
+      dataDir: this.deps.dataDir,
+      modelId,
+      layers: blocks,
+      threads: limits.threads,
+      device: limits.useGpu ? 'auto' : 'cpu',
+      ...(limits.diskBytes === null ? {} : { quotaBytes: limits.diskBytes }),
+      log: (l) => this.deps.log(`host: ${l}`),
+    })
     const run = ++this.run
     this.phase = 'downloading'
     this.modelId = modelId
@@ -188,16 +268,6 @@ export class HostingController {
     this.served = 0
     this.startedAt = 0
     this.artifacts.clear()
-    const limits = this.deps.limits()
-    const host = new Host({
-      trackerUrl: this.deps.trackerUrl(),
-      dataDir: this.deps.dataDir,
-      modelId,
-      layers: blocks,
-      threads: limits.threads,
-      ...(limits.diskBytes === null ? {} : { quotaBytes: limits.diskBytes }),
-      log: (l) => this.deps.log(`host: ${l}`),
-    })
     this.host = host
     host.on('progress', (p) => {
       if (run !== this.run) return
@@ -238,12 +308,7 @@ export class HostingController {
       },
       (error: unknown) => {
         if (run !== this.run) return
-        this.run++
-        this.phase = 'failed'
-        this.error = toWireError(error)
-        this.host = undefined
-        this.deps.log(`hosting ${modelId} failed: ${this.error.message}`)
-        this.push(true)
+        this.fail(modelId, error)
         void host.stop(0).catch(() => {})
       },
     )
@@ -253,15 +318,16 @@ export class HostingController {
   /** Lets the current host go (draining its sessions) and settles in `next`. */
   private async halt(next: HostingPhase, announce = true): Promise<void> {
     const host = this.host
-    const loading = this.phase === 'loading'
-    this.run++
+    const run = ++this.run
     this.host = undefined
     if (host !== undefined) {
       this.phase = 'stopping'
       if (announce) this.push(true)
-      // A host stopped mid-load would leave its runtime open: let the load finish first.
-      if (loading) await Promise.race([this.started, new Promise((r) => setTimeout(r, LOAD_WAIT_MS).unref())]).catch(() => {})
+      // Host.stop() first lets a start in progress give up, so nothing it loaded stays open.
       await host.stop().catch((e: Error) => this.deps.log(`stopping the host: ${e.message}`))
+      await this.started
+      // Changes are serialized, so this is a guard: a newer run's state is not this halt's to settle.
+      if (run !== this.run) return
     }
     this.phase = next
     if (announce) this.push(true)
@@ -269,6 +335,12 @@ export class HostingController {
 
   private completeArtifacts(): void {
     for (const [file, a] of this.artifacts) this.artifacts.set(file, { ...a, downloadedBytes: a.totalBytes, etaSeconds: 0 })
+  }
+
+  private serial<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(change, change)
+    this.queue = run.catch(() => {})
+    return run
   }
 
   private push(force: boolean): void {
@@ -284,4 +356,9 @@ export class HostingController {
       this.pushTimer.unref()
     }
   }
+}
+
+function size(bytes: number): string {
+  if (bytes < 1e6) return `${bytes} bytes`
+  return bytes < 1e9 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e9).toFixed(1)} GB`
 }

@@ -1,9 +1,10 @@
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { describeIssues, Limits, NeuronError } from '../../../protocol'
+import { AppApi, describeIssues, Limits, NeuronError } from '../../../protocol'
 
-const Blocks = z.tuple([z.number().int().nonnegative(), z.number().int().positive()]).readonly()
+/** A saved hosting choice is what hosting.start accepts (the same model id and block range schemas), plus whether it was paused. */
+const SavedHosting = AppApi['hosting.start'].request.extend({ paused: z.boolean() })
 
 /** What the app remembers between runs: the user's choices, not what it measured. */
 export const SavedSettings = z.object({
@@ -16,7 +17,7 @@ export const SavedSettings = z.object({
   /** GGUFs added with models.add: this app publishes and seeds them again at every start. */
   addedModels: z.array(z.string()).default([]),
   /** The range this computer serves, so a restart resumes it (paused: stays paused). */
-  hosting: z.object({ modelId: z.string(), blocks: Blocks, paused: z.boolean() }).nullable().default(null),
+  hosting: SavedHosting.nullable().default(null),
 })
 export type SavedSettings = z.infer<typeof SavedSettings>
 

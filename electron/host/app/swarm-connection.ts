@@ -48,7 +48,7 @@ export class SwarmConnection {
       } else {
         await probeTracker(options.trackerUrl)
       }
-      const url = embedded?.url ?? (options.trackerUrl as string).replace(/\/+$/, '')
+      const url = embedded?.url ?? trackerBase(options.trackerUrl as string)
       for (const model of options.addedModels ?? []) {
         await publisher.publish(model, url, options.identity).catch((e: Error) => log(`not seeding ${model}: ${e.message}`))
       }
@@ -95,12 +95,17 @@ function ensureAccount(tracker: Tracker, identity: NodeIdentity): void {
   if (tracker.accounts.byPublicKey(identity.publicKey) === undefined) tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
 }
 
+/** A tracker URL as the app keeps and compares it: without trailing slashes. */
+export function trackerBase(url: string): string {
+  return url.replace(/\/+$/, '')
+}
+
 /**
  * Checks that a Neuron tracker answers at `url` (its challenge endpoint, within `timeoutMs`), or
  * throws tracker_unreachable saying why.
  */
 export async function probeTracker(url: string, timeoutMs = 3000): Promise<void> {
-  const base = url.replace(/\/+$/, '')
+  const base = trackerBase(url)
   let reason: string
   try {
     const res = await fetch(`${base}/auth/challenge`, { signal: AbortSignal.timeout(timeoutMs) })
