@@ -184,7 +184,12 @@ export type ChatSummary = z.infer<typeof ChatSummary>
 export const SwarmView = z.object({ trackerUrl: z.string().url(), hosts: z.array(HostSummary), models: z.array(ModelSummary) })
 export type SwarmView = z.infer<typeof SwarmView>
 
-/** Methods the renderer calls. Errors come back as WireError codes (see APP_ERROR_CODES). */
+/**
+ * Methods the renderer calls. Errors come back as WireError codes: bad_request (input that fails
+ * these schemas), tracker_unreachable, not_gguf, hosting_busy, memory_limit, bad_identity, chat_busy,
+ * and the swarm's own (no_route, insufficient_credits, …); renderer/api/errorText.ts words the ones a
+ * user can act on.
+ */
 export const AppApi = {
   'computer.get': rpc(z.object({ refresh: z.boolean().default(false) }).strict(), ComputerView),
   'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary) })),
@@ -229,18 +234,6 @@ export type AppEventData<E extends AppEventName> = z.output<AppEvents[E]>
 export type AppMethod = keyof AppApi
 export type AppInput<M extends AppMethod> = z.input<AppApi[M]['request']>
 export type AppOutput<M extends AppMethod> = z.output<AppApi[M]['response']>
-
-/** Error codes the renderer shows with a tailored message. */
-export const APP_ERROR_CODES = [
-  'bad_request',
-  'no_route',
-  'insufficient_credits',
-  'tracker_unreachable',
-  'not_gguf',
-  'hosting_busy',
-  'not_placed',
-  'timeout',
-] as const
 
 /** What the renderer's bridge exposes, in Electron (preload) and in the browser (WebSocket). */
 export interface NeuronBridge {
@@ -295,7 +288,7 @@ export function readAppReply<M extends AppMethod>(method: M, ack: unknown): AppO
   return value.data as AppOutput<M>
 }
 
-/** Parses a pushed event; undefined (and the reason) for one this contract does not know or a malformed payload. */
+/** Parses a pushed event; `{ error }` (the reason) for an event this contract does not know or a malformed payload. */
 export function readAppEvent(event: string, data: unknown): { event: AppEventName; data: unknown } | { error: string } {
   if (!Object.hasOwn(AppEvents, event)) return { error: `unknown event "${event}"` }
   const parsed = AppEvents[event as AppEventName].safeParse(data)
