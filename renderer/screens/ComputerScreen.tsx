@@ -52,7 +52,9 @@ export function ComputerScreen() {
             <Panel title={<IconTitle icon={<Cpu size={16} />} text="Processor" />} testId="computer-cpu">
               <div className="big-line">{view.profile.cpu.model}</div>
               <div className="muted">{cpuLine(view).split(' · ')[1]}</div>
-              <div className="muted small">Runtime uses {view.profile.threads} threads</div>
+              <div className="muted small">
+                Runtime uses {view.profile.threads} {view.profile.threads === 1 ? 'thread' : 'threads'}
+              </div>
             </Panel>
             <Panel title={<IconTitle icon={<MemoryStick size={16} />} text="Memory" />} testId="computer-memory">
               <div className="big-line">{formatBytes(view.profile.memory.totalBytes)}</div>

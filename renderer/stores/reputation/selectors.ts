@@ -13,7 +13,7 @@ const LABELS: Record<ComponentKey, [string, string]> = {
   uptime: ['Uptime', 'share of the time this host answered heartbeats'],
   completion: ['Completion', 'success rate of the steps it was given'],
   latency: ['Latency', 'how its time per block compares with the swarm'],
-  audits: ['Audits', 'share of spot-checked answers that matched'],
+  audits: ['Audits', 'steps re-run on another host that matched (trackers do not audit yet: neutral)'],
 }
 
 export function componentBars(view: ReputationView): ComponentBar[] {
