@@ -86,6 +86,8 @@ const PlacementOption = z.object({
   swarmTokensPerSecond: z.number().nonnegative(),
   /** The fastest route through this host on this range, ms per token; null while no complete route exists. */
   bestRouteMsPerToken: z.number().nonnegative().nullable(),
+  /** What this range would earn the host in an hour at `expectedTokensPerSecond`, micro-credits, at the tracker's price and fee. */
+  hostMicroPerHour: Count.optional(),
 })
 export type PlacementOption = z.infer<typeof PlacementOption>
 const Served = z.object({ tokensPerSecond: z.number().nonnegative(), hosts: Count })

@@ -4,13 +4,24 @@ import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, HostToTracker, NeuronError, type RpcHandlers, serveRpc, TrackerToHost, type WireError } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  HostToTracker,
+  NeuronError,
+  type PlacementOption,
+  type PlacementProposal,
+  type RpcHandlers,
+  serveRpc,
+  TrackerToHost,
+  type WireError,
+} from '../protocol'
 import { ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import { Gateway, type GatewayOptions } from './gateway/gateway'
 import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
 import { Metering, type ReceiptVerdict } from './ledger/metering'
-import { MICRO, pricingFromEnv } from './ledger/pricing'
+import { DEFAULT_FEE_BPS, hostMicroPerHour, MICRO, type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { SwarmPlanner } from './planner'
 import { HostRegistry } from './registry'
 import { Reputation } from './reputation/reputation'
@@ -58,6 +69,7 @@ export class Tracker {
   readonly gateway: Gateway
   /** Malformed or failed requests, counted per code (for tests and the operator). */
   readonly rejected = new Map<string, number>()
+  private readonly pricing: PricingOptions
   private readonly issuer = new ChallengeIssuer()
   private readonly hostSockets = new Map<string, Socket>()
   private readonly http = createServer((req, res) => this.onHttp(req, res))
@@ -78,6 +90,7 @@ export class Tracker {
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
     const pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
+    this.pricing = pricing
     this.metering = new Metering(
       store.ledger,
       (modelId) => this.catalog.get(modelId).manifest,
@@ -216,7 +229,7 @@ export class Tracker {
       },
       'placement.request': ({ modelId }, peer) => {
         const host = this.requireHello(peer)
-        return this.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId)
+        return this.priced(this.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId))
       },
       'model.get': ({ modelId }) => this.modelFiles(modelId),
     }
@@ -251,7 +264,7 @@ export class Tracker {
         }
         return route
       },
-      'placement.preview': ({ modelId, profile }) => this.planner.placement(modelId, profile, null, null),
+      'placement.preview': ({ modelId, profile }) => this.priced(this.planner.placement(modelId, profile, null, null)),
       'relay.forward': async ({ hostId, frame }) => {
         const socket = this.hostSockets.get(hostId)
         if (socket === undefined || !this.registry.get(hostId)?.online) {
@@ -286,6 +299,17 @@ export class Tracker {
   }
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
+  /** A placement with what each option would earn the host at this tracker's price and fee. */
+  private priced(placement: PlacementProposal): PlacementProposal {
+    const { manifest } = this.catalog.get(placement.modelId)
+    const price = priceOf(manifest, this.pricing)
+    const earn = <T extends PlacementOption>(o: T): T => ({
+      ...o,
+      hostMicroPerHour: hostMicroPerHour(price, this.pricing.feeBps ?? DEFAULT_FEE_BPS, manifest.nLayer, o.blocks, o.expectedTokensPerSecond),
+    })
+    return { ...placement, proposal: placement.proposal === null ? null : earn(placement.proposal), alternatives: placement.alternatives.map(earn) }
+  }
+
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
     if (v.ok) this.reputation.completed(v.hostId)
     else if (v.code !== undefined && HOST_FAULTS.has(v.code)) {

@@ -9,7 +9,7 @@ import { scratchDir } from '../../test/models'
 import { SqliteTrackerStore } from '../store'
 import { Accounts, consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import { Metering } from './metering'
-import { defaultPrice, feeOf, hopCharge, pricingFromEnv } from './pricing'
+import { defaultPrice, feeOf, hopCharge, hostMicroPerHour, pricingFromEnv } from './pricing'
 
 const MODEL = { modelId: 'toy', nLayer: 4, bytesPerBlock: [1e9, 1e9, 1e9, 1e9] }
 const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }
@@ -164,5 +164,12 @@ describe('ledger and receipt settlement', () => {
     })
     expect(() => pricingFromEnv({ NEURON_FEE_BPS: '20000' })).toThrow(/basis points/)
     expect(() => pricingFromEnv({ NEURON_PRICES: '{"toy":{"prompt":-1}}' })).toThrow(/NEURON_PRICES/)
+  })
+
+  it('tells a host what a range earns in an hour: its share of each completion token, less the fee', () => {
+    const price = { promptMicroPerToken: 25, completionMicroPerToken: 1000 }
+    // Half of a 10-block model: 500 micro-credits a token, 450 after a 10 % fee, 2 tokens/s for 3600 s.
+    expect(hostMicroPerHour(price, 1000, 10, [0, 5], 2)).toBe(450 * 2 * 3600)
+    expect(hostMicroPerHour(price, 0, 10, [0, 10], 1)).toBe(1000 * 3600)
   })
 })

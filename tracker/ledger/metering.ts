@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events'
 import { type Manifest, NeuronError, REPLAY_STEP_BASE, type Receipt, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
 import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import type { LedgerStore } from './ledger-store'
-import { feeOf, hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
+import { DEFAULT_FEE_BPS, feeOf, hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
 
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
 interface IssuedSession {
@@ -141,7 +141,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     issued.lastUsed = now
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
     const charge = paid ? hopCharge(issued.price, issued.nLayer, r) : 0
-    const fee = feeOf(charge, this.pricing.feeBps ?? 1000)
+    const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
     const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
     const result = this.store.post({
       kind: 'charge',

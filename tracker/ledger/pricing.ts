@@ -3,6 +3,8 @@ import { type Manifest, NeuronError } from '../../protocol'
 
 /** 1 credit = 1,000,000 micro-credits; the ledger holds integers only. */
 export const MICRO = 1_000_000
+/** The swarm's share of every charge unless configured: 10 %. */
+export const DEFAULT_FEE_BPS = 1000
 
 /** A model's price, micro-credits per token. */
 export interface Price {
@@ -13,7 +15,7 @@ export interface Price {
 export interface PricingOptions {
   /** Explicit prices per model id; others get the size-scaled default. */
   readonly prices?: Readonly<Record<string, Price>>
-  /** The swarm's share of every charge, basis points (default 1000 = 10%). */
+  /** The swarm's share of every charge, basis points (default DEFAULT_FEE_BPS). */
   readonly feeBps?: number
 }
 
@@ -39,6 +41,15 @@ export function priceOf(manifest: Pick<Manifest, 'modelId' | 'bytesPerBlock'>, o
 export function hopCharge(price: Price, nLayer: number, r: { step: number; tokens: number; blocks: readonly [number, number] }): number {
   const stepMicro = (r.step === 1 ? r.tokens * price.promptMicroPerToken : 0) + price.completionMicroPerToken
   return Math.round((stepMicro * (r.blocks[1] - r.blocks[0])) / nLayer)
+}
+
+/**
+ * What serving `blocks` earns a host in an hour at `tokensPerSecond` decoded tokens, micro-credits,
+ * net of the swarm's fee: the price of a completion token's share of those blocks, per token.
+ */
+export function hostMicroPerHour(price: Price, feeBps: number, nLayer: number, blocks: readonly [number, number], tokensPerSecond: number): number {
+  const perToken = hopCharge(price, nLayer, { step: 2, tokens: 1, blocks })
+  return Math.round((perToken - feeOf(perToken, feeBps)) * tokensPerSecond * 3600)
 }
 
 /** The swarm's fee out of a charge; the host earns the rest. */

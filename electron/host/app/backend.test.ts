@@ -108,7 +108,10 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     const proposal = preview.placement.proposal
     if (proposal === null) throw new Error(`no proposal: ${preview.placement.refusal?.reason}`)
     expect(proposal.blocks[1]).toBe(5)
+    // Priced by the tracker: the proposal and every alternative say what they would earn.
     expect(preview.creditsPerHourMicro).toBeGreaterThan(0)
+    expect(preview.creditsPerHourMicro).toBe(proposal.hostMicroPerHour)
+    for (const alternative of preview.placement.alternatives) expect(alternative.hostMicroPerHour).toBeGreaterThan(0)
 
     const started = performance.now()
     const status = await call('hosting.start', { modelId: MODEL, blocks: proposal.blocks })

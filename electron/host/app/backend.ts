@@ -209,8 +209,7 @@ export class AppBackend {
       },
       'hosting.preview': async ({ modelId }) => {
         const profile = limitedProfile(await hardwareProfile(this.dataDir, { threads: this.limits.threads }), this.limits)
-        const [placement, manifest] = await Promise.all([this.rpc('placement.preview', { modelId, profile }), this.manifest(modelId)])
-        return withCredits(placement, manifest)
+        return withCredits(await this.rpc('placement.preview', { modelId, profile }))
       },
       // In line with settings and identity changes: a start never lands in the middle of a switch of swarm.
       'hosting.start': ({ modelId, blocks }) => this.one(() => this.hosting.start(modelId, blocks)),

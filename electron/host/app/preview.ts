@@ -1,21 +1,12 @@
-import type { HostingPreview, Manifest, PlacementProposal } from '../../../protocol'
-import { defaultPrice, feeOf, hopCharge } from '../../../tracker/ledger/pricing'
+import type { HostingPreview, PlacementProposal } from '../../../protocol'
+import { DEFAULT_FEE_BPS, feeOf } from '../../../tracker/ledger/pricing'
 
-/** The tracker's default swarm fee, basis points (a remote tracker may charge another). */
-const SWARM_FEE_BPS = 1000
-
-/** What a host keeps of a charge at the default swarm fee, micro-credits. */
+/** What a host keeps of a charge at the default swarm fee, micro-credits (when the tracker has not said). */
 export function hostShare(chargedMicro: number): number {
-  return chargedMicro - feeOf(chargedMicro, SWARM_FEE_BPS)
+  return chargedMicro - feeOf(chargedMicro, DEFAULT_FEE_BPS)
 }
 
-/**
- * What the proposed range would earn in an hour at full load: its expected tokens/s times what one
- * decoded token through those blocks pays the host (default price, net of the swarm fee).
- */
-export function withCredits(placement: PlacementProposal, manifest: Manifest): HostingPreview {
-  const proposal = placement.proposal
-  if (proposal === null) return { placement, creditsPerHourMicro: null }
-  const charge = hopCharge(defaultPrice(manifest), manifest.nLayer, { step: 2, tokens: 1, blocks: proposal.blocks })
-  return { placement, creditsPerHourMicro: Math.round(proposal.expectedTokensPerSecond * hostShare(charge) * 3600) }
+/** The proposal's credits per hour at full load, as the tracker priced it (null without a proposal or a price). */
+export function withCredits(placement: PlacementProposal): HostingPreview {
+  return { placement, creditsPerHourMicro: placement.proposal?.hostMicroPerHour ?? null }
 }

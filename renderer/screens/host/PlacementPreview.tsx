@@ -49,7 +49,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
             />
             <Stat
               label="Credits per hour"
-              value={credits === null ? '—' : `${isProposal ? '' : '≈ '}${credits.toFixed(credits < 1 ? 4 : 2)}`}
+              value={credits === null ? '—' : `${credits.estimated ? '≈ ' : ''}${credits.credits.toFixed(credits.credits < 1 ? 4 : 2)}`}
               hint="at full load"
               testId="preview-credits-per-hour"
             />

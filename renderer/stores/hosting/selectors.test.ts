@@ -9,11 +9,21 @@ describe('hosting selectors', () => {
     expect(cells.map((c) => c.proposed)).toEqual([false, false, false, true, true, true])
   })
 
-  it('shows the figures of the alternative the user picked, credits scaled by its block-tokens', () => {
+  it('shows the figures of the alternative the user picked; without the tracker’s price, credits are scaled by its block-tokens', () => {
     const option = chosenOption(tinyPreview, [2, 4])
     expect(option?.blocks).toEqual([2, 4])
-    expect(creditsPerHour(tinyPreview, option)).toBeCloseTo(2)
-    expect(creditsPerHour(tinyPreview, chosenOption(tinyPreview, [3, 6]))).toBe(3)
+    expect(creditsPerHour(tinyPreview, option)?.credits).toBeCloseTo(2)
+    expect(creditsPerHour(tinyPreview, option)?.estimated).toBe(true)
+    expect(creditsPerHour(tinyPreview, chosenOption(tinyPreview, [3, 6]))).toEqual({ credits: 3, estimated: false })
+  })
+
+  it('takes each option’s credits per hour from the tracker’s price when it gives one', () => {
+    const { placement } = tinyPreview
+    const priced = {
+      ...tinyPreview,
+      placement: { ...placement, alternatives: placement.alternatives.map((a) => ({ ...a, hostMicroPerHour: 1_250_000 })) },
+    }
+    expect(creditsPerHour(priced, chosenOption(priced, [2, 4]))).toEqual({ credits: 1.25, estimated: false })
   })
 
   it('describes a download row with its progress, speed and time left', () => {

@@ -36,15 +36,18 @@ export function chosenOption(preview: HostingPreview, chosen: BlockRange | null)
 }
 
 /**
- * Credits per hour for the chosen option. The backend prices the proposal; an alternative is estimated
- * from it by the block-tokens per second it would serve (credits are paid per block-token).
+ * Credits per hour for the chosen option, and whether it is only an estimate. The tracker prices each
+ * option (`hostMicroPerHour`); from a tracker that does not, an alternative is estimated from the
+ * proposal's figure by the block-tokens per second it would serve (credits are paid per block-token).
  */
-export function creditsPerHour(preview: HostingPreview, option: PlacementOption | null): number | null {
+export function creditsPerHour(preview: HostingPreview, option: PlacementOption | null): { credits: number; estimated: boolean } | null {
+  if (option === null) return null
+  if (option.hostMicroPerHour !== undefined) return { credits: option.hostMicroPerHour / 1e6, estimated: false }
   const { proposal } = preview.placement
-  if (preview.creditsPerHourMicro === null || proposal === null || option === null) return null
+  if (preview.creditsPerHourMicro === null || proposal === null) return null
   const rate = (o: PlacementOption) => (o.blocks[1] - o.blocks[0]) * o.expectedTokensPerSecond
   const scale = rate(proposal) === 0 ? 1 : rate(option) / rate(proposal)
-  return (preview.creditsPerHourMicro * scale) / 1e6
+  return { credits: (preview.creditsPerHourMicro * scale) / 1e6, estimated: !sameRange(option.blocks, proposal.blocks) }
 }
 
 const PHASE_TEXT: Record<HostingPhase, string> = {
