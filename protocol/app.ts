@@ -130,8 +130,11 @@ export const Earnings = z.object({
   byHour: z.array(EarningsPoint),
   byDay: z.array(EarningsPoint),
   recent: z.array(RecentReceipt),
-  /** The app's own consumer account (what chat spends); null when the tracker has none for this key. */
-  account: z.object({ accountId: z.string(), balanceMicro: Micro }).nullable(),
+  /**
+   * The app's own consumer account (what chat spends); null while unknown. A remote tracker tells only
+   * its balance (in the pushes that follow the app's paid answers), so accountId is null there.
+   */
+  account: z.object({ accountId: z.string().nullable(), balanceMicro: Micro }).nullable(),
 })
 export type Earnings = z.infer<typeof Earnings>
 

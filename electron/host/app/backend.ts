@@ -65,6 +65,8 @@ export class AppBackend {
   private trackerSetting: string | null
   /** This host's balance as last told (dashboard or receipt push): a push's earnings are its balance less this. */
   private hostBalanceSeen: number | null = null
+  /** The app account's balance as a remote tracker's last push told it. */
+  private accountBalanceSeen: number | null = null
   /** Receipt pushes for this host so far: a dashboard fetched while one arrived has an older balance than the push. */
   private receiptPushes = 0
   /** The last tracker connected to, for messages and settings while `connection` is null. */
@@ -219,8 +221,10 @@ export class AppBackend {
       'hosting.status': () => this.hosting.status(),
       'earnings.get': async () => {
         const board = await this.hostDashboard()
-        // Only the embedded tracker tells the app's account: a remote one's pushes carry its balance, never its id.
-        return toEarnings(this.hostId, board, this.connection?.accountBalance(this.identity.publicKey) ?? null)
+        // The embedded tracker tells the app's account; a remote one only its balance, in the pushes after a paid answer.
+        const embedded = this.connection?.accountBalance(this.identity.publicKey)
+        const account = embedded !== undefined ? embedded : this.accountBalanceSeen === null ? null : { accountId: null, balanceMicro: this.accountBalanceSeen }
+        return toEarnings(this.hostId, board, account)
       },
       'reputation.get': async () => toReputation(this.hostId, await this.hostDashboard()),
       'chat.send': (request) => this.chats.send(request),
@@ -380,6 +384,7 @@ export class AppBackend {
     this.lost = null
     this.identity = identity
     this.hostBalanceSeen = null
+    this.accountBalanceSeen = null
     this.manifests.clear()
     this.watch(next)
   }
@@ -422,8 +427,12 @@ export class AppBackend {
     const parsed = DashboardReceipt.safeParse(raw)
     if (!parsed.success) return
     const p = parsed.data
-    // This host's room gets every receipt it signs; the account room's copy of the same one is skipped.
-    if (p.hostId !== this.hostId || p.accountBalanceMicro !== undefined) return
+    // The account room's pushes (receipts this app paid for) carry its balance; this host's room, what it earned.
+    if (p.accountBalanceMicro !== undefined) {
+      this.accountBalanceSeen = p.accountBalanceMicro
+      return
+    }
+    if (p.hostId !== this.hostId) return
     this.receiptPushes++
     // The tracker's balance change; before any balance is known, the host's share of the charge at the default fee.
     const earnedMicro = this.hostBalanceSeen !== null ? p.hostBalanceMicro - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0
