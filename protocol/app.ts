@@ -44,6 +44,8 @@ export const Settings = z.object({
   /** This computer's host id on the swarm (derived from the public key). */
   hostId: NodeId,
   limits: Limits,
+  /** The backend can show this computer's file dialog (models.pick): true in Electron, false in a browser. */
+  canPickFiles: z.boolean(),
 })
 export type Settings = z.infer<typeof Settings>
 
@@ -198,6 +200,8 @@ export const AppApi = {
   'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary) })),
   /** Packs a GGUF on this computer and publishes it to the tracker (this app seeds it). */
   'models.add': rpc(z.object({ path: z.string().min(1, 'give the path of a .gguf file') }).strict(), z.object({ modelId: ModelId })),
+  /** Shows the OS file dialog for a .gguf (where Settings.canPickFiles); null when the user cancels. */
+  'models.pick': rpc(Empty, z.object({ path: z.string().nullable() })),
   'hosting.preview': rpc(z.object({ modelId: ModelId }).strict(), HostingPreview),
   'hosting.start': rpc(z.object({ modelId: ModelId, blocks: Blocks }).strict(), HostingStatus),
   /** Drains and unloads, keeping the artifacts; resume loads them again. */

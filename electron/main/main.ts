@@ -54,7 +54,7 @@ async function run(): Promise<void> {
   app.on('second-instance', showWindow)
   Menu.setApplicationMenu(Menu.buildFromTemplate(appMenuTemplate(process.platform, showScreen)))
 
-  backendStarting = startAppBackend({ dataDir: app.getPath('userData'), log })
+  backendStarting = startAppBackend({ dataDir: app.getPath('userData'), log, pickFile: () => pickGguf(win) })
   const backend = await backendStarting
   log(`data in ${app.getPath('userData')}; tracker ${backend.trackerUrl}`)
 
@@ -86,4 +86,11 @@ function quitAfterBackendCloses(): void {
         app.quit()
       })
   })
+}
+
+/** The OS file dialog for a model, over the app's window when it has one. */
+async function pickGguf(parent: BrowserWindow | null): Promise<string | null> {
+  const options = { title: 'Add a GGUF model', properties: ['openFile' as const], filters: [{ name: 'GGUF models', extensions: ['gguf'] }] }
+  const picked = parent && !parent.isDestroyed() ? await dialog.showOpenDialog(parent, options) : await dialog.showOpenDialog(options)
+  return picked.canceled ? null : (picked.filePaths[0] ?? null)
 }

@@ -13,8 +13,9 @@ import { ModelList } from './host/ModelList'
 import { PlacementPreview } from './host/PlacementPreview'
 
 export function HostScreen() {
-  const { hosting } = useStores()
+  const { hosting, settings } = useStores()
   const state = useStore(hosting)
+  const canPickFiles = useStore(settings, (s) => s.settings?.canPickFiles ?? false)
   const { status } = state
   const phase = status?.phase ?? 'idle'
 
@@ -50,7 +51,12 @@ export function HostScreen() {
           >
             <ErrorNote error={state.modelsError} />
             <ModelList models={state.models} selectedModelId={state.selectedModelId} onSelect={(id) => void state.selectModel(id)} />
-            <AddModelForm adding={state.adding} error={state.addError} onAdd={(path) => void state.addModel(path)} />
+            <AddModelForm
+              adding={state.adding}
+              error={state.addError}
+              onAdd={(path) => void state.addModel(path)}
+              onPick={canPickFiles ? () => state.pickModelFile() : null}
+            />
           </Panel>
           <Panel title="Placement preview">
             {state.selectedModelId === null && <p className="muted empty">Pick a model to see which blocks this computer should serve.</p>}

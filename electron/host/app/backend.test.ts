@@ -324,6 +324,28 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
   })
 
+  it('offers the file dialog only where its adapter has one (Electron), and says what to do where not', async () => {
+    expect((await call('settings.get', {})).canPickFiles).toBe(false)
+    expect(await failure('models.pick', {})).toMatchObject({ code: 'not_available', message: expect.stringMatching(/type the path/) })
+    const chosen = [join(dir, 'picked.gguf'), null]
+    const withDialog = await AppBackend.start({
+      dataDir: join(dir, 'dialog'),
+      trackerUrl: null,
+      defaultModels: [],
+      threads: 1,
+      pickFile: async () => chosen.shift() ?? null,
+    })
+    try {
+      const settings = await withDialog.call('settings.get', {})
+      expect(settings.ok && (settings.value as { canPickFiles: boolean }).canPickFiles).toBe(true)
+      expect(await withDialog.call('models.pick', {})).toEqual({ ok: true, value: { path: join(dir, 'picked.gguf') } })
+      // Cancelled: no path, and no error.
+      expect(await withDialog.call('models.pick', {})).toEqual({ ok: true, value: { path: null } })
+    } finally {
+      await withDialog.close()
+    }
+  })
+
   it('answers malformed calls with bad_request and keeps serving', async () => {
     expect((await failure('hosting.start', { modelId: MODEL, blocks: [3, 1] })).code).toBe('bad_request')
     expect((await failure('chat.send', { chatId: 'x', modelId: MODEL, messages: [] })).code).toBe('bad_request')

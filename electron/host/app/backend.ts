@@ -41,6 +41,8 @@ export interface AppBackendOptions {
   readonly defaultModels?: readonly string[]
   /** Runtime threads for this run, over the saved limit. */
   readonly threads?: number
+  /** This computer's file dialog for a .gguf, where the adapter has one (Electron); null when cancelled. */
+  readonly pickFile?: () => Promise<string | null>
   readonly log?: (line: string) => void
 }
 
@@ -87,6 +89,7 @@ export class AppBackend {
     private readonly defaultModels: readonly string[],
     private readonly log: (line: string) => void,
     trackerSetting: string | null,
+    private readonly pickFile: (() => Promise<string | null>) | undefined,
   ) {
     this.trackerSetting = trackerSetting
     this.lastTrackerUrl = connection?.trackerUrl ?? ''
@@ -132,7 +135,7 @@ export class AppBackend {
     const trackerSetting = chosen === null ? null : trackerBase(chosen)
     const defaultModels = options.defaultModels ?? [DEFAULT_MODEL]
     const connection = await SwarmConnection.open({ dataDir, trackerUrl: trackerSetting, identity, defaultModels, addedModels: saved.addedModels, log })
-    const backend = new AppBackend(dataDir, settings, identity, connection, limits, defaultModels, log, trackerSetting)
+    const backend = new AppBackend(dataDir, settings, identity, connection, limits, defaultModels, log, trackerSetting, options.pickFile)
     backend.watch(connection)
     if (saved.hosting !== null) {
       log(
@@ -209,6 +212,15 @@ export class AppBackend {
         if (!added.includes(source) && !this.defaultModels.includes(source)) await this.settings.update({ addedModels: [...added, source] })
         return { modelId }
       },
+      'models.pick': async () => {
+        if (this.pickFile === undefined) {
+          throw new NeuronError(
+            'not_available',
+            'this window cannot show the computer’s file dialog (a browser cannot); type the path of the .gguf file instead',
+          )
+        }
+        return { path: await this.pickFile() }
+      },
       'hosting.preview': async ({ modelId }) => {
         const profile = limitedProfile(await hardwareProfile(this.dataDir, { threads: this.limits.threads }), this.limits)
         return withCredits(await this.rpc('placement.preview', { modelId, profile }))
@@ -248,6 +260,7 @@ export class AppBackend {
       publicKey: this.identity.publicKey,
       hostId: this.hostId,
       limits: this.limits,
+      canPickFiles: this.pickFile !== undefined,
     }
   }
 

@@ -1,4 +1,4 @@
-import { FilePlus2 } from 'lucide-react'
+import { FilePlus2, FolderOpen } from 'lucide-react'
 import { useState } from 'react'
 import type { ShownError } from '../../api/errorText'
 import { ErrorNote } from '../../components/ErrorNote'
@@ -7,10 +7,12 @@ interface AddModelFormProps {
   adding: boolean
   error: ShownError | null
   onAdd(path: string): void
+  /** The OS file dialog, where the backend has one (Electron); null in a browser, which cannot give a path. */
+  onPick: (() => Promise<string | null>) | null
 }
 
-/** Publishes a GGUF on this computer; in Electron a file picker can fill the same field later. */
-export function AddModelForm({ adding, error, onAdd }: AddModelFormProps) {
+/** Publishes a GGUF on this computer, by its path or (in Electron) picked with the file dialog. */
+export function AddModelForm({ adding, error, onAdd, onPick }: AddModelFormProps) {
   const [path, setPath] = useState('')
   return (
     <form
@@ -33,6 +35,21 @@ export function AddModelForm({ adding, error, onAdd }: AddModelFormProps) {
           data-testid="add-model-path"
           spellCheck={false}
         />
+        {onPick !== null && (
+          <button
+            type="button"
+            className="button"
+            disabled={adding}
+            data-testid="add-model-browse"
+            onClick={() =>
+              void onPick().then((picked) => {
+                if (picked !== null) setPath(picked)
+              })
+            }
+          >
+            <FolderOpen size={16} aria-hidden /> Browse…
+          </button>
+        )}
         <button type="submit" className="button" disabled={adding} data-testid="add-model-submit">
           <FilePlus2 size={16} aria-hidden /> {adding ? 'Packing…' : 'Add'}
         </button>

@@ -16,6 +16,21 @@ describe('hosting store', () => {
     expect(store.getState().status?.phase).toBe('downloading')
   })
 
+  it('fills the path from the file dialog, and shows why when there is none', async () => {
+    const picked = createHostingStore(fakeBridge({ 'models.pick': () => ({ path: '/models/llama.gguf' }) }))
+    expect(await picked.getState().pickModelFile()).toBe('/models/llama.gguf')
+    expect(picked.getState().addError).toBeNull()
+    const browser = createHostingStore(
+      fakeBridge({
+        'models.pick': () => {
+          throw new NeuronError('not_available', 'type the path of the .gguf file instead')
+        },
+      }),
+    )
+    expect(await browser.getState().pickModelFile()).toBeNull()
+    expect(browser.getState().addError).toMatchObject({ code: 'not_available', message: 'type the path of the .gguf file instead' })
+  })
+
   it('starts the alternative the user selected instead of the proposal', async () => {
     const bridge = fakeBridge({ 'hosting.preview': () => tinyPreview, 'hosting.start': () => downloading })
     const store = createHostingStore(bridge)

@@ -7,6 +7,8 @@ export interface HostingActions {
   loadModels(): Promise<void>
   /** Packs and publishes a GGUF; on success the new model is listed and selected. */
   addModel(path: string): Promise<void>
+  /** The OS file dialog (Electron); the chosen path, or null when cancelled or refused (then addError says why). */
+  pickModelFile(): Promise<string | null>
   selectModel(modelId: string): Promise<void>
   chooseBlocks(blocks: BlockRange): void
   start(): Promise<void>
@@ -48,6 +50,15 @@ export function createHostingStore(bridge: NeuronBridge) {
           set({ models, modelsError: null })
         } catch (error) {
           set({ modelsError: shownError(error) })
+        }
+      },
+      async pickModelFile() {
+        set({ addError: null })
+        try {
+          return (await bridge.call('models.pick', {})).path
+        } catch (error) {
+          set({ addError: shownError(error) })
+          return null
         }
       },
       async addModel(path) {

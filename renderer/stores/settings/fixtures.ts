@@ -7,4 +7,5 @@ export const someSettings: Settings = {
   publicKey: 'A'.repeat(43),
   hostId: '0123456789abcdef0123',
   limits: { diskBytes: 20e9, memoryBytes: null, threads: 8, useGpu: true },
+  canPickFiles: false,
 }
