@@ -71,6 +71,9 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await expect.poll(() => page.getByTestId('add-model-error').textContent()).toMatch(/not a GGUF/i)
     expect(await page.locator('[data-testid^="model-option-"]').count()).toBe(models)
     await screenshot(page, 'host-not-gguf')
+    // Editing the path clears the message about the old one.
+    await page.getByTestId('add-model-path').fill('')
+    await expect.poll(() => page.getByTestId('add-model-error').count()).toBe(0)
   })
 
   it('hosts a model: placement preview over the existing coverage, then progress, then serving', async () => {
@@ -84,6 +87,10 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await page.getByTestId('placement-block-4').getAttribute('data-proposed')).toBe('true')
     expect(await page.getByTestId('preview-download').textContent()).toMatch(/\d/)
     expect(await page.getByTestId('preview-credits-per-hour').textContent()).toMatch(/\d/)
+    // Each alternative range is offered once.
+    const ranges = (await page.getByTestId('preview-alternative').allTextContents()).map((text) => text.match(/\[\d+, \d+\)/)?.[0])
+    expect(ranges.length).toBeGreaterThan(0)
+    expect(new Set(ranges).size).toBe(ranges.length)
     await screenshot(page, 'host-preview')
     // Take the uncovered blocks only, so answers need both volunteers: a two-hop route.
     await page.getByTestId('preview-alternative').filter({ hasText: '[2, 5)' }).first().click()
@@ -126,6 +133,10 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await page.getByTestId('chat-route').last().isVisible()).toBe(true)
     expect(await page.getByTestId('chat-route').last().getByTestId('chat-hop').count()).toBe(2)
     await screenshot(page, 'chat')
+    // The theme follows the OS.
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await screenshot(page, 'chat-dark')
+    await page.emulateMedia({ colorScheme: 'light' })
   })
 
   it('shows on the earnings screen the credits that chat earned this host', async () => {

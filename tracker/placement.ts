@@ -207,7 +207,9 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   const isWeakest = (b: number) => (before[b] as number) <= (before[weakest] as number) * (1 + SAME)
   while (runBegin > a && isWeakest(runBegin - 1)) runBegin--
   while (runEnd < e && isWeakest(runEnd)) runEnd++
-  if (runEnd - runBegin < e - a) {
+  // Offered once: the smaller range may be one of the next-best starts already listed.
+  const listed = alternatives.some((o) => o.blocks[0] === runBegin && o.blocks[1] === runEnd)
+  if (runEnd - runBegin < e - a && !listed) {
     const smaller = candidate(runBegin, runEnd, routes.throughNewHost(runBegin, runEnd, host.msPerBlock * (runEnd - runBegin) + newHostPenaltyMs))
     alternatives.push({ ...proposal(smaller), why: `smaller range: only the weakest blocks [${runBegin}, ${runEnd}), less memory and more tokens/s on each` })
   }

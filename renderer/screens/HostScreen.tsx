@@ -55,6 +55,7 @@ export function HostScreen() {
               adding={state.adding}
               error={state.addError}
               onAdd={(path) => void state.addModel(path)}
+              onEdit={state.clearAddError}
               onPick={canPickFiles ? () => state.pickModelFile() : null}
             />
           </Panel>

@@ -7,12 +7,14 @@ interface AddModelFormProps {
   adding: boolean
   error: ShownError | null
   onAdd(path: string): void
+  /** The path changed: an error about the old one goes. */
+  onEdit(): void
   /** The OS file dialog, where the backend has one (Electron); null in a browser, which cannot give a path. */
   onPick: (() => Promise<string | null>) | null
 }
 
 /** Publishes a GGUF on this computer, by its path or (in Electron) picked with the file dialog. */
-export function AddModelForm({ adding, error, onAdd, onPick }: AddModelFormProps) {
+export function AddModelForm({ adding, error, onAdd, onEdit, onPick }: AddModelFormProps) {
   const [path, setPath] = useState('')
   return (
     <form
@@ -31,7 +33,10 @@ export function AddModelForm({ adding, error, onAdd, onPick }: AddModelFormProps
           className="input mono"
           placeholder="/path/to/model.gguf"
           value={path}
-          onChange={(event) => setPath(event.target.value)}
+          onChange={(event) => {
+            setPath(event.target.value)
+            onEdit()
+          }}
           data-testid="add-model-path"
           spellCheck={false}
         />
@@ -43,7 +48,9 @@ export function AddModelForm({ adding, error, onAdd, onPick }: AddModelFormProps
             data-testid="add-model-browse"
             onClick={() =>
               void onPick().then((picked) => {
-                if (picked !== null) setPath(picked)
+                if (picked === null) return
+                setPath(picked)
+                onEdit()
               })
             }
           >

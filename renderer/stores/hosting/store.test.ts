@@ -29,6 +29,9 @@ describe('hosting store', () => {
     )
     expect(await browser.getState().pickModelFile()).toBeNull()
     expect(browser.getState().addError).toMatchObject({ code: 'not_available', message: 'type the path of the .gguf file instead' })
+    // Editing the path makes the old error go.
+    browser.getState().clearAddError()
+    expect(browser.getState().addError).toBeNull()
   })
 
   it('starts the alternative the user selected instead of the proposal', async () => {

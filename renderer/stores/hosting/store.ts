@@ -7,6 +7,8 @@ export interface HostingActions {
   loadModels(): Promise<void>
   /** Packs and publishes a GGUF; on success the new model is listed and selected. */
   addModel(path: string): Promise<void>
+  /** The path was edited: its old error no longer applies. */
+  clearAddError(): void
   /** The OS file dialog (Electron); the chosen path, or null when cancelled or refused (then addError says why). */
   pickModelFile(): Promise<string | null>
   selectModel(modelId: string): Promise<void>
@@ -51,6 +53,9 @@ export function createHostingStore(bridge: NeuronBridge) {
         } catch (error) {
           set({ modelsError: shownError(error) })
         }
+      },
+      clearAddError() {
+        if (get().addError !== null) set({ addError: null })
       },
       async pickModelFile() {
         set({ addError: null })
