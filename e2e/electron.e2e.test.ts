@@ -2,29 +2,24 @@
 // exposes window.neuron, the React renderer drives the real backend until this computer serves
 // stories260K. Needs `npm run build` (dist/renderer, dist/electron/preload.cjs) and Electron's binary.
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { _electron, type ElectronApplication } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
+import { electronBinary } from '../electron/host/cli/app-command'
 
 const root = resolve(import.meta.dirname, '..')
 const screenshots = join(root, 'test-results', 'screenshots')
 
-/** The Electron executable `npm install` downloaded, or null where that download did not happen. */
-function findElectronBinary(): string | null {
-  try {
-    const path: unknown = createRequire(import.meta.url)('electron')
-    return typeof path === 'string' && existsSync(path) ? path : null
-  } catch {
-    return null
-  }
-}
-const electronBinary = findElectronBinary()
-const reason = electronBinary ? '' : ' (skipped: Electron binary not installed — its download from GitHub is blocked here)'
+/** The Electron executable `npm install` downloaded (the same lookup `neuron app` makes), or null. */
+const found = electronBinary()
+const binary = 'path' in found ? found.path : null
+const reason = binary ? '' : ' (skipped: Electron binary not installed — its download from GitHub is blocked here)'
+// The reporter lists a skipped file without its tests' names: say why here too.
+if (!('path' in found)) console.warn(`e2e/electron.e2e.test.ts skipped: ${found.missing}`)
 
 describe('Electron app', () => {
-  it.skipIf(!electronBinary)(
+  it.skipIf(!binary)(
     `hosts stories260K from the desktop app until it serves${reason}`,
     async () => {
       for (const built of ['dist/renderer/index.html', 'dist/electron/preload.cjs']) {
@@ -35,7 +30,7 @@ describe('Electron app', () => {
       let app: ElectronApplication | null = null
       try {
         app = await _electron.launch({
-          executablePath: electronBinary ?? undefined,
+          executablePath: binary ?? undefined,
           args: ['.', `--data-dir=${dataDir}`],
           cwd: root,
           env: { ...process.env, NEURON_DATA_DIR: dataDir },
