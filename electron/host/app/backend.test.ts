@@ -324,18 +324,19 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
   })
 
-  it('offers the file dialog only where its adapter has one (Electron), and says what to do where not', async () => {
+  it('starts with an empty swarm when the default model is missing, and offers the file dialog only where its adapter has one', async () => {
     expect((await call('settings.get', {})).canPickFiles).toBe(false)
     expect(await failure('models.pick', {})).toMatchObject({ code: 'not_available', message: expect.stringMatching(/type the path/) })
     const chosen = [join(dir, 'picked.gguf'), null]
     const withDialog = await AppBackend.start({
       dataDir: join(dir, 'dialog'),
       trackerUrl: null,
-      defaultModels: [],
+      defaultModels: [join(dir, 'no-such-model.gguf')],
       threads: 1,
       pickFile: async () => chosen.shift() ?? null,
     })
     try {
+      expect(await withDialog.call('models.list', {})).toEqual({ ok: true, value: { models: [] } })
       const settings = await withDialog.call('settings.get', {})
       expect(settings.ok && (settings.value as { canPickFiles: boolean }).canPickFiles).toBe(true)
       expect(await withDialog.call('models.pick', {})).toEqual({ ok: true, value: { path: join(dir, 'picked.gguf') } })

@@ -43,7 +43,12 @@ export class SwarmConnection {
     try {
       if (options.trackerUrl === null) {
         embedded = await Tracker.start({ dbPath: join(options.dataDir, 'tracker.sqlite'), host: '127.0.0.1', port: 0 })
-        for (const model of options.defaultModels) await publisher.publish(model, embedded.url, options.identity)
+        // A packaged app, or a checkout without ../shared, may lack the default model: the swarm starts empty then.
+        for (const model of options.defaultModels) {
+          await publisher
+            .publish(model, embedded.url, options.identity)
+            .catch((e: Error) => log(`not publishing the default model ${model} (${e.message}); add a GGUF under Host a model`))
+        }
         ensureAccount(embedded, options.identity)
       } else {
         await probeTracker(options.trackerUrl)
