@@ -126,7 +126,14 @@ export class SwarmPlanner {
   }
 }
 
-/** Before a host has measured a model, decode time per block is about its bytes over memory bandwidth. */
+/**
+ * Fixed cost of running one block for one token, whatever its size: graph building, ~15 ggml ops and
+ * thread syncs. stories260K measures 0.1–0.2 ms per block (2-core EPYC, 1 thread) where its bytes over
+ * bandwidth predict 0.005 ms; for a 70B block (~0.5 GB) it is noise.
+ */
+const BLOCK_OVERHEAD_MS = 0.1
+
+/** Before a host has measured a model, decode time per block is about its bytes over memory bandwidth, plus the fixed cost. */
 function estimateMsPerBlock(blockBytes: number, profile: HardwareProfile): number {
-  return (1000 * blockBytes) / Math.max(1, profile.memoryBytesPerSecond)
+  return BLOCK_OVERHEAD_MS + (1000 * blockBytes) / Math.max(1, profile.memoryBytesPerSecond)
 }
