@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react'
+import { useCallback, useEffect, useState } from 'react'
 import { useStore } from 'zustand'
 import { ConnectingScreen } from './components/ConnectingScreen'
 import { Sidebar } from './components/Sidebar'
@@ -34,10 +34,10 @@ export function App({ problem }: { problem?: string }) {
     return () => window.removeEventListener('hashchange', onHash)
   }, [])
 
-  const go = (id: ScreenId) => {
+  const go = useCallback((id: ScreenId) => {
     setScreen(id)
     history.replaceState(null, '', `#/${id}`)
-  }
+  }, [])
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
@@ -45,12 +45,11 @@ export function App({ problem }: { problem?: string }) {
       const target = SCREENS[Number(event.key) - 1]
       if (target === undefined) return
       event.preventDefault()
-      setScreen(target.id)
-      history.replaceState(null, '', `#/${target.id}`)
+      go(target.id)
     }
     window.addEventListener('keydown', onKey)
     return () => window.removeEventListener('keydown', onKey)
-  }, [])
+  }, [go])
 
   if (!ready) return <ConnectingScreen reconnecting={connection === 'reconnecting'} error={loadError} problem={problem} />
   const entry = SCREENS.find((s) => s.id === screen) ?? SCREENS[0]

@@ -53,6 +53,11 @@ export function shortId(id: string): string {
   return id.slice(0, 8)
 }
 
+/** A chart's time axis and tooltip: the user's locale, to the minute. */
+export function formatHour(ms: number): string {
+  return new Date(ms).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })
+}
+
 export function formatTokensPerSecond(value: number): string {
   return `${value >= 10 ? value.toFixed(0) : value.toFixed(1)} tok/s`
 }

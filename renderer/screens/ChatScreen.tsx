@@ -89,7 +89,7 @@ export function ChatScreen() {
             conversation.messages.map((message) => <MessageView key={message.id} message={message} />)
           )}
         </div>
-        {state.composerError !== null && <ErrorNote error={state.composerError} testId="chat-error" />}
+        <ErrorNote error={state.composerError} testId="chat-error" />
         <Composer
           streaming={streaming}
           canRegenerate={canRegenerate(conversation)}

@@ -8,7 +8,7 @@ import { Meter } from '../components/Meter'
 import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
 import { formatBytes, formatGb } from '../format'
-import { bandwidthLine, cpuLine, diskLine, gpuLines, memoryLine, memoryUsedFraction } from '../stores/computer/selectors'
+import { bandwidthLine, coresLine, diskLine, gpuLines, memoryLine, memoryUsedFraction } from '../stores/computer/selectors'
 import { useStores } from '../stores/context'
 
 export function ComputerScreen() {
@@ -51,7 +51,7 @@ export function ComputerScreen() {
           <div className="card-grid">
             <Panel title={<IconTitle icon={<Cpu size={16} />} text="Processor" />} testId="computer-cpu">
               <div className="big-line">{view.profile.cpu.model}</div>
-              <div className="muted">{cpuLine(view).split(' · ')[1]}</div>
+              <div className="muted">{coresLine(view)}</div>
               <div className="muted small">
                 Runtime uses {view.profile.threads} {view.profile.threads === 1 ? 'thread' : 'threads'}
               </div>

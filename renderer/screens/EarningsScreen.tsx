@@ -8,11 +8,10 @@ import { Loading } from '../components/Loading'
 import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
 import { Stat } from '../components/Stat'
-import { formatBlocks, formatCredits, formatNumber, shortId } from '../format'
+import { formatBlocks, formatCredits, formatHour, formatNumber, shortId } from '../format'
 import { useStores } from '../stores/context'
 import { balanceText, byDay, byModel, creditsOverTime, type TotalsRow } from '../stores/earnings/selectors'
 
-const hourLabel = (ms: number) => new Date(ms).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })
 const dayLabel = (ms: number) => new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
 
 export function EarningsScreen() {
@@ -69,11 +68,11 @@ export function EarningsScreen() {
               <ChartFrame testId="earnings-chart">
                 <AreaChart data={creditsOverTime(earnings.byHour)} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
                   <CartesianGrid vertical={false} />
-                  <XAxis dataKey="start" tickFormatter={hourLabel} minTickGap={40} />
+                  <XAxis dataKey="start" tickFormatter={formatHour} minTickGap={40} />
                   <YAxis width={72} tickFormatter={(v: number) => formatCredits(v * 1e6)} />
                   <Tooltip
                     contentStyle={tooltipStyle}
-                    labelFormatter={(v) => hourLabel(Number(v))}
+                    labelFormatter={(v) => formatHour(Number(v))}
                     formatter={(v) => [`${formatCredits(Number(v) * 1e6)} credits`]}
                   />
                   <Area type="monotone" dataKey="total" name="total earned" isAnimationActive={false} />

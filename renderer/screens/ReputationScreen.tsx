@@ -9,11 +9,9 @@ import { Meter, toneFor } from '../components/Meter'
 import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
 import { Stat } from '../components/Stat'
-import { formatNumber, formatPercent, shortId } from '../format'
+import { formatHour, formatNumber, formatPercent, shortId } from '../format'
 import { useStores } from '../stores/context'
 import { componentBars, historySeries, scoreGrade, scorePercent, successRate } from '../stores/reputation/selectors'
-
-const timeLabel = (ms: number) => new Date(ms).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })
 
 export function ReputationScreen() {
   const { reputation } = useStores()
@@ -71,9 +69,9 @@ export function ReputationScreen() {
               <ChartFrame testId="reputation-history">
                 <LineChart data={historySeries(view)} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
                   <CartesianGrid vertical={false} />
-                  <XAxis dataKey="at" tickFormatter={timeLabel} minTickGap={40} />
+                  <XAxis dataKey="at" tickFormatter={formatHour} minTickGap={40} />
                   <YAxis width={48} domain={[0, 100]} tickFormatter={(v: number) => `${v}%`} />
-                  <Tooltip contentStyle={tooltipStyle} labelFormatter={(v) => timeLabel(Number(v))} formatter={(v) => [`${v}%`, 'score']} />
+                  <Tooltip contentStyle={tooltipStyle} labelFormatter={(v) => formatHour(Number(v))} formatter={(v) => [`${v}%`, 'score']} />
                   <Line type="monotone" dataKey="score" dot={false} isAnimationActive={false} />
                 </LineChart>
               </ChartFrame>

@@ -21,10 +21,20 @@ function download(fileName: string, text: string) {
   setTimeout(() => URL.revokeObjectURL(url), 1_000)
 }
 
+/** The transient "Saved" note; it alone ticks, so the forms below do not re-render twice a second. */
+function SavedNote({ savedAt }: { savedAt: number | null }) {
+  const now = useNow(500)
+  if (!showsSaved(savedAt, now)) return null
+  return (
+    <span className="saved" data-testid="settings-saved" role="status">
+      <Check size={16} aria-hidden /> Saved
+    </span>
+  )
+}
+
 export function SettingsScreen() {
   const { settings: store } = useStores()
   const state = useStore(store)
-  const now = useNow(500)
   const { settings } = state
 
   return (
@@ -32,13 +42,7 @@ export function SettingsScreen() {
       <ScreenHeader
         title="Settings"
         subtitle="Where this app connects, who it is, and how much of this computer it may use."
-        actions={
-          showsSaved(state.savedAt, now) && (
-            <span className="saved" data-testid="settings-saved" role="status">
-              <Check size={16} aria-hidden /> Saved
-            </span>
-          )
-        }
+        actions={<SavedNote savedAt={state.savedAt} />}
       />
       <ErrorNote error={state.loadError} />
       {settings === null ? (

@@ -1,5 +1,6 @@
-import { LoaderCircle, Pause, Play, Square } from 'lucide-react'
+import { Pause, Play, Square } from 'lucide-react'
 import type { HostingStatus } from '../../../protocol/app'
+import { Loading } from '../../components/Loading'
 import { Meter } from '../../components/Meter'
 import { Stat } from '../../components/Stat'
 import { useNow } from '../../components/useNow'
@@ -51,11 +52,7 @@ export function HostingProgress({ status, acting, onPause, onResume, onStop }: H
           </tbody>
         </table>
       )}
-      {status.phase === 'loading' && (
-        <div className="loading">
-          <LoaderCircle className="spin" size={18} aria-hidden /> Loading the layers into memory and measuring their speed…
-        </div>
-      )}
+      {status.phase === 'loading' && <Loading text="Loading the layers into memory and measuring their speed…" />}
       {status.serving !== null && <ServingPanel serving={status.serving} />}
       <div className="button-row">
         <button type="button" className="button" onClick={onPause} disabled={acting || !canPause(status)} data-testid="hosting-pause">

@@ -1,9 +1,13 @@
 import type { ComputerView } from '../../../protocol/app'
 import { formatBytes, formatGb, formatRate } from '../../format'
 
-export function cpuLine(view: ComputerView): string {
+export function coresLine(view: ComputerView): string {
   const { cpu } = view.profile
-  return `${cpu.model} · ${cpu.physicalCores} cores / ${cpu.cores} threads`
+  return `${cpu.physicalCores} cores / ${cpu.cores} threads`
+}
+
+export function cpuLine(view: ComputerView): string {
+  return `${view.profile.cpu.model} · ${coresLine(view)}`
 }
 
 export function memoryLine(view: ComputerView): string {

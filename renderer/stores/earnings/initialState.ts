@@ -3,8 +3,7 @@ import type { ShownError } from '../../api/errorText'
 
 export interface EarningsState {
   earnings: Earnings | null
-  loading: boolean
   error: ShownError | null
 }
 
-export const initialEarningsState: EarningsState = { earnings: null, loading: false, error: null }
+export const initialEarningsState: EarningsState = { earnings: null, error: null }

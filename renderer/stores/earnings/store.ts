@@ -14,11 +14,10 @@ export function createEarningsStore(bridge: NeuronBridge) {
   return createStore<EarningsStore>()((set, get) => ({
     ...initialEarningsState,
     async load() {
-      set({ loading: true })
       try {
-        set({ earnings: await bridge.call('earnings.get', {}), loading: false, error: null })
+        set({ earnings: await bridge.call('earnings.get', {}), error: null })
       } catch (error) {
-        set({ error: shownError(error), loading: false })
+        set({ error: shownError(error) })
       }
     },
     subscribe(debounceMs = 800) {

@@ -30,11 +30,6 @@ export const tinyPreview: HostingPreview = {
   creditsPerHourMicro: 3_000_000,
 }
 
-export const refusedPreview: HostingPreview = {
-  placement: { ...tinyPreview.placement, proposal: null, refusal: { code: 'too_small', reason: 'not enough free memory for one block' }, alternatives: [] },
-  creditsPerHourMicro: null,
-}
-
 export const downloading: HostingStatus = {
   phase: 'downloading',
   modelId: 'stories260k',

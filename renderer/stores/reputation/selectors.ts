@@ -1,4 +1,5 @@
 import type { ReputationView } from '../../../protocol/app'
+import { formatNumber } from '../../format'
 
 export type ComponentKey = keyof ReputationView['components']
 
@@ -34,7 +35,7 @@ export function scoreGrade(score: number): string {
 
 export function successRate(view: ReputationView): string {
   const total = view.completedSteps + view.failedSteps
-  return total === 0 ? 'no steps yet' : `${((view.completedSteps / total) * 100).toFixed(1)}% of ${total.toLocaleString('en-US')} steps`
+  return total === 0 ? 'no steps yet' : `${((view.completedSteps / total) * 100).toFixed(1)}% of ${formatNumber(total)} steps`
 }
 
 export function historySeries(view: ReputationView): { at: number; score: number }[] {
