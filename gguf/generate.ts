@@ -226,7 +226,7 @@ function* tensorChunks(spec: TensorSpec, rng: Sfc32): Generator<Uint8Array> {
       }
       case GgmlTypeId.Q8_0:
         // int8 quants uniform on [-128, 127] have a standard deviation of about 73.9 steps.
-        yield quantBlocks(n / 32, 34, 8, std / 73.9, rng)
+        yield q8Blocks(n / 32, std / 73.9, rng)
         break
       case GgmlTypeId.Q4_0:
         // 4-bit quants (q - 8) uniform on [-7, 7] have a standard deviation of about 4.32 steps.
@@ -245,7 +245,7 @@ function* tensorChunks(spec: TensorSpec, rng: Sfc32): Generator<Uint8Array> {
 function q4Blocks(blocks: number, scale: number, rng: Sfc32): Uint8Array {
   const out = Buffer.allocUnsafe(blocks * 18)
   for (let b = 0, at = 0; b < blocks; b++, at += 18) {
-    out.writeUInt16LE(f32ToF16(scale * (0.75 + 0.25 * (rng.signed() + 1))), at)
+    out.writeUInt16LE(blockScale(scale, rng), at)
     for (let i = 0; i < 16; i += 2) {
       const r = rng.next()
       out[at + 2 + i] = (1 + ((r & 0xff) % 15)) | ((1 + (((r >>> 8) & 0xff) % 15)) << 4)
@@ -255,13 +255,17 @@ function q4Blocks(blocks: number, scale: number, rng: Sfc32): Uint8Array {
   return out
 }
 
-/** Blocks of an f16 scale followed by random quants: `words` random 32-bit words per block. */
-function quantBlocks(blocks: number, blockBytes: number, words: number, scale: number, rng: Sfc32): Uint8Array {
-  const out = Buffer.allocUnsafe(blocks * blockBytes)
-  for (let b = 0, at = 0; b < blocks; b++, at += blockBytes) {
-    // Scales vary from block to block, as they do in a quantized trained model.
-    out.writeUInt16LE(f32ToF16(scale * (0.75 + 0.25 * (rng.signed() + 1))), at)
-    for (let w = 0; w < words; w++) out.writeUInt32LE(rng.next(), at + 2 + w * 4)
+/** Q8_0 blocks: an f16 scale, then 32 random int8 quants. */
+function q8Blocks(blocks: number, scale: number, rng: Sfc32): Uint8Array {
+  const out = Buffer.allocUnsafe(blocks * 34)
+  for (let b = 0, at = 0; b < blocks; b++, at += 34) {
+    out.writeUInt16LE(blockScale(scale, rng), at)
+    for (let w = 0; w < 8; w++) out.writeUInt32LE(rng.next(), at + 2 + w * 4)
   }
   return out
+}
+
+/** A block's f16 scale in [0.75, 1.25) x `scale`: scales vary from block to block, as they do in a quantized trained model. */
+function blockScale(scale: number, rng: Sfc32): number {
+  return f32ToF16(scale * (0.75 + 0.25 * (rng.signed() + 1)))
 }

@@ -1,7 +1,7 @@
 // The layer-range runtime: blocks [a, b) of a GGUF model on ggml, with a hidden-state seam.
 import { availableParallelism } from 'node:os'
 import { type NativeForwardResult, type NativeInfo, type NativeRuntime, type NativeSession, nativeModule } from './binding'
-import { ShardRuntimeError, typed } from './errors'
+import { ShardRuntimeError, toShardRuntimeError, typed } from './errors'
 import { type Sampled, type SampleParams, SeededRandom, sampleToken } from './sampler'
 
 export type ShardRuntimeOptions = {
@@ -133,16 +133,11 @@ export class ShardRuntime {
     try {
       s = blocks === undefined ? this.native.openSession(options.maxTokens) : this.native.openSession(options.maxTokens, blocks[0], blocks[1])
     } catch (err) {
-      throw typedSync(err)
+      throw toShardRuntimeError(err)
     }
     // the session's view: its blocks, and whether it embeds / has the head (same rule as the native side)
     const [from, to] = blocks ?? [a, b]
-    const view: NativeInfo = {
-      ...info,
-      layers: [from, to],
-      embed: blocks === undefined ? info.embed : info.embed && from === 0,
-      head: blocks === undefined ? info.head : info.head && to === info.nLayer,
-    }
+    const view: NativeInfo = { ...info, layers: [from, to], embed: info.embed && from === 0, head: info.head && to === info.nLayer }
     const session = new ShardSession(s, view, options.maxTokens, () => this.sessions.delete(session))
     this.sessions.add(session)
     return session
@@ -159,13 +154,6 @@ export class ShardRuntime {
   private check(): void {
     if (this.disposed) throw new ShardRuntimeError('RUNTIME_DISPOSED', 'the runtime was disposed')
   }
-}
-
-function typedSync(err: unknown): ShardRuntimeError {
-  // same mapping as typed(), for synchronous calls
-  if (err instanceof ShardRuntimeError) return err
-  const e = err as Error & { code?: string; details?: Record<string, number | string | string[]> }
-  return new ShardRuntimeError((e.code ?? 'INTERNAL') as ShardRuntimeError['code'], e.message ?? String(err), e.details ?? {})
 }
 
 export class ShardSession {
@@ -253,7 +241,7 @@ export class ShardSession {
     try {
       this.native.truncate(nPast)
     } catch (err) {
-      throw typedSync(err)
+      throw toShardRuntimeError(err)
     }
     this.history.length = Math.min(this.history.length, nPast)
     this.lastLogits = undefined

@@ -12,17 +12,19 @@ using namespace neuron;
 
 namespace {
 
+Napi::Array to_js_array(Napi::Env env, const std::vector<std::string> & v) {
+    Napi::Array a = Napi::Array::New(env, v.size());
+    for (size_t i = 0; i < v.size(); ++i) a.Set(i, v[i]);
+    return a;
+}
+
 Napi::Error to_js_error(Napi::Env env, const RuntimeError & e) {
     Napi::Error err = Napi::Error::New(env, e.what());
     err.Set("code", Napi::String::New(env, e.code));
     Napi::Object details = Napi::Object::New(env);
     for (const auto & [k, v] : e.numbers) details.Set(k, Napi::Number::New(env, v));
     for (const auto & [k, v] : e.strings) details.Set(k, Napi::String::New(env, v));
-    for (const auto & [k, v] : e.lists) {
-        Napi::Array a = Napi::Array::New(env, v.size());
-        for (size_t i = 0; i < v.size(); ++i) a.Set(i, Napi::String::New(env, v[i]));
-        details.Set(k, a);
-    }
+    for (const auto & [k, v] : e.lists) details.Set(k, to_js_array(env, v));
     err.Set("details", details);
     return err;
 }
@@ -181,8 +183,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     Napi::Value Forward(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         return guard(env, [&]() -> Napi::Value {
-            if (state->closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
-            if (state->busy.load()) throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
+            check_idle();
             if (!info[0].IsTypedArray()) throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
             auto ta = info[0].As<Napi::TypedArray>();
             ForwardRequest req;
@@ -228,8 +229,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     Napi::Value Truncate(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         return guard(env, [&]() -> Napi::Value {
-            if (state->closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
-            if (state->busy.load()) throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
+            check_idle();
             const int64_t n = info[0].As<Napi::Number>().Int64Value();
             if (n < 0 || n > state->n_past) {
                 throw RuntimeError("BAD_TRUNCATE", "cannot truncate to " + std::to_string(n) + " positions; the session holds " +
@@ -249,6 +249,12 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     }
 
   private:
+    // forward and truncate need an open session with no forward pass in flight
+    void check_idle() const {
+        if (state->closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
+        if (state->busy.load()) throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
+    }
+
     class ForwardJob : public Job {
       public:
         ForwardJob(Napi::Env env, std::shared_ptr<SessionState> s, ForwardRequest req) : Job(env), s_(std::move(s)), req_(std::move(req)) {}
@@ -312,12 +318,6 @@ class LoadJob : public Job {
     RuntimeOptions opts_;
     std::shared_ptr<RuntimeCore> core_;
 };
-
-Napi::Array to_js_array(Napi::Env env, const std::vector<std::string> & v) {
-    Napi::Array a = Napi::Array::New(env, v.size());
-    for (size_t i = 0; i < v.size(); ++i) a.Set(i, v[i]);
-    return a;
-}
 
 // initBackends({ dirs: string[], libs: string[] }) -> { devices, problems }
 Napi::Value InitBackends(const Napi::CallbackInfo & info) {

@@ -67,9 +67,7 @@ std::vector<std::string> load_backends(const std::vector<std::string> & dirs, co
         }
     }
     if (ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) == nullptr) {
-        std::string searched;
-        for (const auto & d : dirs) searched += (searched.empty() ? "" : ", ") + d;
-        throw RuntimeError("NO_BACKEND", "no ggml CPU backend could be loaded from " + searched +
+        throw RuntimeError("NO_BACKEND", "no ggml CPU backend could be loaded from " + join_names(dirs) +
                                              "; is node-llama-cpp's prebuilt package installed for this platform?");
     }
     return problems;
@@ -88,11 +86,10 @@ ggml_backend_dev_t pick_device(const std::string & name) {
     }
     if (name == "cpu" || name == "CPU") return ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (auto * dev = ggml_backend_dev_by_name(name.c_str())) return dev;
-    throw RuntimeError("UNKNOWN_DEVICE", "no ggml device named '" + name + "'; available: " + [] {
-        std::string s;
-        for (const auto & n : device_names()) s += (s.empty() ? "" : ", ") + n;
-        return s;
-    }()).str("device", name).list("available", device_names());
+    const auto available = device_names();
+    throw RuntimeError("UNKNOWN_DEVICE", "no ggml device named '" + name + "'; available: " + join_names(available))
+        .str("device", name)
+        .list("available", available);
 }
 
 void set_n_threads(ggml_backend_t backend, int n_threads) {

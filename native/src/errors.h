@@ -29,4 +29,11 @@ struct RuntimeError : std::runtime_error {
     }
 };
 
+// "a, b, c", for the names an error message lists
+inline std::string join_names(const std::vector<std::string> & names) {
+    std::string s;
+    for (const auto & n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
 }  // namespace neuron

@@ -13,6 +13,9 @@ GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context
         ggml_set_input(inp_out_ids);
     }
     if (il1 > il0) {
+        inp_pos = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_tokens);
+        ggml_set_name(inp_pos, "inp_pos");
+        ggml_set_input(inp_pos);
         inp_kq_mask = ggml_new_tensor_2d(ctx0, flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv, n_tokens);
         ggml_set_name(inp_kq_mask, "inp_kq_mask");
         ggml_set_input(inp_kq_mask);
@@ -36,22 +39,13 @@ ggml_tensor * GraphBuilder::input(InputKind kind) {
     return inp_embd;
 }
 
-ggml_tensor * GraphBuilder::positions() {
-    if (!pos_) {
-        pos_ = inp_pos = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_tokens);
-        ggml_set_name(inp_pos, "inp_pos");
-        ggml_set_input(inp_pos);
-    }
-    return pos_;
-}
-
 ggml_tensor * GraphBuilder::rms_norm(ggml_tensor * x, ggml_tensor * w) const {
     x = ggml_rms_norm(ctx0, x, hp.rms_eps);
     return w ? ggml_mul(ctx0, x, w) : x;
 }
 
 ggml_tensor * GraphBuilder::rope(ggml_tensor * x) const {
-    return ggml_rope_ext(ctx0, x, pos_, model.rope_freqs, (int) hp.n_rot, hp.rope_type, hp.n_ctx_orig, hp.freq_base,
+    return ggml_rope_ext(ctx0, x, inp_pos, model.rope_freqs, (int) hp.n_rot, hp.rope_type, hp.n_ctx_orig, hp.freq_base,
                          hp.freq_scale, hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
 }
 
@@ -117,6 +111,17 @@ ggml_tensor * GraphBuilder::ffn_swiglu(const Layer & L, ggml_tensor * x) const {
     ggml_tensor * gate = ggml_mul_mat(ctx0, L.ffn_gate, x);
     ggml_tensor * cur = ggml_swiglu_split(ctx0, gate, up);
     return ggml_mul_mat(ctx0, L.ffn_down, cur);
+}
+
+ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_tensor * block_in) const {
+    const Layer & L = model.layer(il);
+    if (head && il == hp.n_layer - 1 && inp_out_ids) {
+        attn_out = out_rows(attn_out);
+        block_in = out_rows(block_in);
+    }
+    ggml_tensor * ffn_inp = ggml_add(ctx0, attn_out, block_in);
+    ggml_tensor * cur = ffn_swiglu(L, rms_norm(ffn_inp, L.ffn_norm));
+    return ggml_add(ctx0, cur, ffn_inp);
 }
 
 ggml_tensor * GraphBuilder::output(ggml_tensor * cur) {

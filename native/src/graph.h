@@ -28,7 +28,7 @@ struct GraphBuilder {
     bool embed;
     bool head;
 
-    // inputs, filled by the caller after allocation
+    // inputs, filled by the caller after allocation (positions, mask and cells only when the graph runs blocks)
     ggml_tensor * inp_tokens = nullptr;  // I32 [n_tokens]
     ggml_tensor * inp_embd = nullptr;    // F32 [n_embd, n_tokens]
     ggml_tensor * inp_pos = nullptr;     // I32 [n_tokens]
@@ -40,7 +40,6 @@ struct GraphBuilder {
                  int64_t n_kv, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
 
     ggml_tensor * input(InputKind kind);  // token embeddings or the previous hop's hidden states
-    ggml_tensor * positions();
     ggml_tensor * rms_norm(ggml_tensor * x, ggml_tensor * w) const;
     ggml_tensor * rope(ggml_tensor * x) const;
     // x: [n_embd, n_tokens] -> Q [head_dim, n_head, n_tokens], K and V [head_dim, n_head_kv, n_tokens]
@@ -48,14 +47,14 @@ struct GraphBuilder {
     // stores K/V at the tokens' cells, attends over the cache, projects with wo (+ bias)
     ggml_tensor * attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v);
     ggml_tensor * ffn_swiglu(const Layer & L, ggml_tensor * x) const;
-    // at the model's last block with a head: keep only the rows that become logits
-    bool is_output_layer(int il) const { return head && il == model.hp.n_layer - 1 && inp_out_ids; }
-    ggml_tensor * out_rows(ggml_tensor * x) const { return ggml_get_rows(ctx0, x, inp_out_ids); }
+    // the rest of block il after attention: residual, normed SwiGLU FFN, residual
+    // (at the model's last block with a head, only the rows that become logits go on)
+    ggml_tensor * ffn_residual(int il, ggml_tensor * attn_out, ggml_tensor * block_in) const;
     // after the range: hidden states for the next hop, or output norm + lm_head
     ggml_tensor * output(ggml_tensor * cur);
 
   private:
-    ggml_tensor * pos_ = nullptr;
+    ggml_tensor * out_rows(ggml_tensor * x) const { return ggml_get_rows(ctx0, x, inp_out_ids); }
 };
 
 // one builder per architecture family (models/*.cpp); each returns the graph's result

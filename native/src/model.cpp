@@ -36,9 +36,11 @@ struct Artifact {
     std::string path;
     gguf_context * gguf = nullptr;
     ggml_context * meta = nullptr;
+    int fd = -1;  // opened when its first tensor is read
     ~Artifact() {
         if (gguf) gguf_free(gguf);
         if (meta) ggml_free(meta);
+        if (fd >= 0) close(fd);
     }
 };
 
@@ -298,10 +300,8 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         found.push_back({w, where, tid, ggml_get_tensor(arts[where]->meta, w.name.c_str())});
     }
     if (!missing.empty()) {
-        std::string files;
-        for (const auto & p : opts.artifacts) files += (files.empty() ? "" : ", ") + p;
         throw RuntimeError("MISSING_TENSOR", "tensor " + missing[0] + " of layers [" + std::to_string(opts.il0) + ", " +
-                                                 std::to_string(opts.il1) + ") is in none of the artifacts (" + files + ")" +
+                                                 std::to_string(opts.il1) + ") is in none of the artifacts (" + join_names(opts.artifacts) + ")" +
                                                  (missing.size() > 1 ? "; " + std::to_string(missing.size() - 1) + " more missing" : ""))
             .str("tensor", missing[0])
             .list("missing", missing)
@@ -310,8 +310,9 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             .num("to", opts.il1);
     }
     for (const auto & f : found) {
-        if (f.meta->ne[0] != hp.n_embd && f.want.name.find("norm") != std::string::npos && f.want.op == GGML_OP_MUL &&
-            f.want.name.find("q_norm") == std::string::npos && f.want.name.find("k_norm") == std::string::npos) {
+        // every GGML_OP_MUL weight is a norm; all but the per-head Q/K norms scale n_embd values
+        if (f.meta->ne[0] != hp.n_embd && f.want.op == GGML_OP_MUL && f.want.name.find("q_norm") == std::string::npos &&
+            f.want.name.find("k_norm") == std::string::npos) {
             throw RuntimeError("BAD_TENSOR", "tensor " + f.want.name + " has " + std::to_string(f.meta->ne[0]) +
                                                  " elements, expected n_embd " + std::to_string(hp.n_embd));
         }
@@ -372,32 +373,24 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
     }
 
     // read the bytes: straight into host memory when possible, else through a staging buffer
-    std::vector<int> fds(arts.size(), -1);
     std::vector<uint8_t> staging;
-    try {
-        for (auto & [f, t] : placed) {
-            const auto & art = arts[f->art];
-            if (fds[f->art] < 0) {
-                fds[f->art] = open(art->path.c_str(), O_RDONLY);
-                if (fds[f->art] < 0) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot open " + art->path).str("file", art->path);
-            }
-            const size_t offset = gguf_get_data_offset(art->gguf) + gguf_get_tensor_offset(art->gguf, f->tid);
-            const size_t n = ggml_nbytes(t);
-            const bool direct = ggml_backend_buffer_is_host(t->buffer) &&
-                                ggml_backend_buffer_get_type(t->buffer) == cpu_buft;
-            if (direct) {
-                read_exact(fds[f->art], t->data, n, offset, art->path, f->want.name);
-            } else {
-                staging.resize(n);
-                read_exact(fds[f->art], staging.data(), n, offset, art->path, f->want.name);
-                ggml_backend_tensor_set(t, staging.data(), 0, n);
-            }
+    for (auto & [f, t] : placed) {
+        Artifact & art = *arts[f->art];
+        if (art.fd < 0) {
+            art.fd = open(art.path.c_str(), O_RDONLY);
+            if (art.fd < 0) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot open " + art.path).str("file", art.path);
         }
-    } catch (...) {
-        for (int fd : fds) if (fd >= 0) close(fd);
-        throw;
+        const size_t offset = gguf_get_data_offset(art.gguf) + gguf_get_tensor_offset(art.gguf, f->tid);
+        const size_t n = ggml_nbytes(t);
+        const bool direct = ggml_backend_buffer_is_host(t->buffer) && ggml_backend_buffer_get_type(t->buffer) == cpu_buft;
+        if (direct) {
+            read_exact(art.fd, t->data, n, offset, art.path, f->want.name);
+        } else {
+            staging.resize(n);
+            read_exact(art.fd, staging.data(), n, offset, art.path, f->want.name);
+            ggml_backend_tensor_set(t, staging.data(), 0, n);
+        }
     }
-    for (int fd : fds) if (fd >= 0) close(fd);
     return model;
 }
 

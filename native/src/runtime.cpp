@@ -164,7 +164,7 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
     ggml_backend_sched_reset(core.sched);
     if (!ggml_backend_sched_alloc_graph(core.sched, gf)) throw RuntimeError("OUT_OF_MEMORY", "cannot allocate the compute graph");
 
-    // inputs the graph does not use (e.g. positions in a head-only range) have no buffer
+    // inputs the graph lacks are null (e.g. positions in a head-only range); one it never reaches has no buffer
     auto used = [](ggml_tensor * t) { return t && t->buffer; };
     if (used(g.inp_tokens)) ggml_backend_tensor_set(g.inp_tokens, req.tokens.data(), 0, n * sizeof(int32_t));
     if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, req.hidden.data(), 0, n * m.hp.n_embd * sizeof(float));

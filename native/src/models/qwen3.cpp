@@ -4,28 +4,14 @@
 namespace neuron {
 
 ggml_tensor * build_qwen3(GraphBuilder & g, InputKind kind) {
-    ggml_context * ctx0 = g.ctx0;
     ggml_tensor * inpL = g.input(kind);
-    g.positions();
-
     for (int il = g.il0; il < g.il1; ++il) {
         const Layer & L = g.model.layer(il);
-        ggml_tensor * inpSA = inpL;
-
-        ggml_tensor * cur = g.rms_norm(inpL, L.attn_norm);
         ggml_tensor *q, *k, *v;
-        g.qkv(L, cur, q, k, v);
+        g.qkv(L, g.rms_norm(inpL, L.attn_norm), q, k, v);
         q = g.rope(g.rms_norm(q, L.q_norm));
         k = g.rope(g.rms_norm(k, L.k_norm));
-        cur = g.attention(il, q, k, v);
-
-        if (g.is_output_layer(il)) {
-            cur = g.out_rows(cur);
-            inpSA = g.out_rows(inpSA);
-        }
-        ggml_tensor * ffn_inp = ggml_add(ctx0, cur, inpSA);
-        cur = g.ffn_swiglu(L, g.rms_norm(ffn_inp, L.ffn_norm));
-        inpL = ggml_add(ctx0, cur, ffn_inp);
+        inpL = g.ffn_residual(il, g.attention(il, q, k, v), inpL);
     }
     return g.output(inpL);
 }
