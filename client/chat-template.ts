@@ -29,7 +29,3 @@ export function renderChat(tokenizer: ModelTokenizer, messages: readonly ChatMes
   const { contextText } = wrapper.generateContextState({ chatHistory: history })
   return [...contextText.tokenize(tokenizer.model.tokenizer)]
 }
-
-export function chatWrapperName(tokenizer: ModelTokenizer): string {
-  return (wrappers.get(tokenizer) ?? resolveChatWrapper(tokenizer.model, { warningLogs: false })).wrapperName
-}

@@ -47,9 +47,10 @@ export class WebSocketHopLink implements HopLink {
       } catch {
         return
       }
-      const waiter = this.pending.get(keyOf(frame))
+      const key = keyOf(frame)
+      const waiter = this.pending.get(key)
       if (waiter === undefined) return
-      this.pending.delete(keyOf(frame))
+      this.pending.delete(key)
       try {
         waiter.resolve(rejectIfError(hostId, frame))
       } catch (error) {

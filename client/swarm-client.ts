@@ -10,6 +10,7 @@ import {
   type Frame,
   jsonFrame,
   NeuronError,
+  REPLAY_STEP_BASE,
   Receipt,
   type Route,
   type RouteHop,
@@ -171,7 +172,6 @@ export class SwarmClient {
             this.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
           }
         }
-        if (sampled === undefined) throw new NeuronError('internal', 'the last hop returned no token')
         if (generated.length === 0) decodeStarted = performance.now()
         position += input.length
         step++
@@ -185,7 +185,7 @@ export class SwarmClient {
         const piece = tokenizer.decode(generated.slice(shown), generated.slice(Math.max(0, shown - 4), shown))
         const ready = !piece.endsWith('\uFFFD')
         if (ready) shown = generated.length
-        yield { token: sampled.token, text: ready ? piece : '', logprob: sampled.logprob, position: position }
+        yield { token: sampled.token, text: ready ? piece : '', logprob: sampled.logprob, position }
         input = Int32Array.of(sampled.token)
       }
     } finally {
@@ -232,25 +232,13 @@ export class SwarmClient {
       // Recorded before sending: if this hop fails, its replacement replays all but this and retries it.
       h.inputs.push(input)
       const started = performance.now()
-      const answer = await h.link.request(
-        encodeFrame({
-          kind: 'forward',
-          dtype: input.dtype,
-          flags: 0,
-          session,
-          step,
-          position,
-          tokens: input.tokens,
-          width: input.width,
-          payload: input.payload,
-        }),
-      )
+      const answer = await h.link.request(forwardFrame(input, 0, session, step, position))
       if (input.tokens === 1) h.stepMs.push(performance.now() - started)
       const receipt = readTrailer(answer, Receipt)
       if (receipt !== undefined) receipts.push(receipt)
       if (answer.kind === 'token') return readJson(answer, SampledToken)
       if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
-      input = { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) }
+      input = hiddenInput(answer)
     }
     throw new NeuronError('internal', 'the route ended without a last hop')
   }
@@ -315,34 +303,21 @@ export class SwarmClient {
     const isLast = hops.at(-1) === dead
     const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)
-    let replayStep = 0x80000000
+    let replayStep = REPLAY_STEP_BASE
     for (const h of fresh) {
       let position = 0
       const outputs: HopInput[] = []
       for (const chunk of chunks) {
         h.inputs.push(chunk)
-        const answer: Frame = await h.link.request(
-          encodeFrame({
-            kind: 'forward',
-            dtype: chunk.dtype,
-            flags: FLAG_NO_SAMPLE,
-            session,
-            step: replayStep++,
-            position,
-            tokens: chunk.tokens,
-            width: chunk.width,
-            payload: chunk.payload,
-          }),
-        )
+        const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, replayStep++, position))
         position += chunk.tokens
         const receipt = readTrailer(answer, Receipt)
         if (receipt !== undefined) await collect([receipt])
-        if (answer.kind === 'hidden') outputs.push({ dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) })
+        if (answer.kind === 'hidden') outputs.push(hiddenInput(answer))
       }
       chunks = outputs
     }
-    const index = hops.indexOf(dead)
-    return { hops: [...hops.slice(0, index), ...fresh, ...hops.slice(index + 1)], from: index, pending }
+    return { hops: [...hops.slice(0, at), ...fresh, ...hops.slice(at + 1)], from: at, pending }
   }
 
   private async closeHops(hops: HopState[], session: string): Promise<void> {
@@ -357,6 +332,16 @@ export class SwarmClient {
       }),
     )
   }
+}
+
+/** A forward frame carrying `input` (hidden states or token ids). */
+function forwardFrame(input: HopInput, flags: number, session: string, step: number, position: number): Uint8Array {
+  return encodeFrame({ kind: 'forward', dtype: input.dtype, flags, session, step, position, tokens: input.tokens, width: input.width, payload: input.payload })
+}
+
+/** A hop's hidden-state answer as the next hop's input (copied out of the received frame). */
+function hiddenInput(answer: Frame): HopInput {
+  return { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) }
 }
 
 async function expectOk(frame: Frame): Promise<void> {

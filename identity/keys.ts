@@ -71,11 +71,15 @@ export function nodeIdOf(publicKey: string): string {
   return createHash('sha256').update(Buffer.from(publicKey, 'base64url')).digest('hex').slice(0, 20)
 }
 
+/** A raw ed25519 public key (base64url) as a KeyObject; throws when it is not one. */
+export function publicKeyObject(publicKey: string): KeyObject {
+  return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicKey }, format: 'jwk' })
+}
+
 /** True when `signature` is `publicKey`'s ed25519 signature of `message`. Never throws on bad input. */
 export function verifySignature(publicKey: string, message: string | Uint8Array, signature: string): boolean {
   try {
-    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicKey }, format: 'jwk' })
-    return verify(null, typeof message === 'string' ? Buffer.from(message) : message, key, Buffer.from(signature, 'base64url'))
+    return verify(null, typeof message === 'string' ? Buffer.from(message) : message, publicKeyObject(publicKey), Buffer.from(signature, 'base64url'))
   } catch {
     return false
   }

@@ -1,8 +1,9 @@
 import { z } from 'zod'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
+import { Count, ModelId } from './manifest'
 import { type Ack, describeIssues, type RpcHandlers, rpc, toWireError, WireError } from './rpc'
-import { HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from './swarm'
+import { BlockRange, HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from './swarm'
 
 /*
  * The one contract between the app's renderer and its host backend. Electron carries it over IPC
@@ -10,14 +11,8 @@ import { HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from '.
  * schemas. Methods are request/answer pairs; events are pushed by the backend without an answer.
  */
 
-const Count = z.number().int().nonnegative()
 const Micro = z.number().int()
 const Empty = z.object({}).strict()
-const ModelId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
-const Blocks = z
-  .tuple([Count, Count])
-  .refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
-  .readonly()
 const ChatId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a chat id is 1–64 letters, digits, _ or -')
 
 /** What the user allows the app to use. null: no limit beyond what the computer has. */
@@ -87,7 +82,7 @@ export type HostingPhase = z.infer<typeof HostingPhase>
 export const HostingStatus = z.object({
   phase: HostingPhase,
   modelId: ModelId.nullable(),
-  blocks: Blocks.nullable(),
+  blocks: BlockRange.nullable(),
   /** Per artifact while downloading (and after, at 100 %). */
   artifacts: z.array(ArtifactProgress),
   serving: z
@@ -121,7 +116,7 @@ export const RecentReceipt = z.object({
   session: z.string(),
   step: Count,
   modelId: z.string(),
-  blocks: Blocks,
+  blocks: BlockRange,
   tokens: Count,
   earnedMicro: Micro,
 })
@@ -171,7 +166,7 @@ export const ChatRequest = z.object({
 })
 export type ChatRequest = z.input<typeof ChatRequest>
 
-export const ChatHop = z.object({ hostId: NodeId, blocks: Blocks, medianMs: z.number().nonnegative().nullable() })
+export const ChatHop = z.object({ hostId: NodeId, blocks: BlockRange, medianMs: z.number().nonnegative().nullable() })
 export type ChatHop = z.infer<typeof ChatHop>
 
 export const ChatSummary = z.object({
@@ -203,7 +198,7 @@ export const AppApi = {
   /** Shows the OS file dialog for a .gguf (where Settings.canPickFiles); null when the user cancels. */
   'models.pick': rpc(Empty, z.object({ path: z.string().nullable() })),
   'hosting.preview': rpc(z.object({ modelId: ModelId }).strict(), HostingPreview),
-  'hosting.start': rpc(z.object({ modelId: ModelId, blocks: Blocks }).strict(), HostingStatus),
+  'hosting.start': rpc(z.object({ modelId: ModelId, blocks: BlockRange }).strict(), HostingStatus),
   /** Drains and unloads, keeping the artifacts; resume loads them again. */
   'hosting.pause': rpc(Empty, HostingStatus),
   'hosting.resume': rpc(Empty, HostingStatus),

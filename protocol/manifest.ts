@@ -5,7 +5,8 @@ export const ArtifactRole = z.enum(['embed', 'blocks', 'head'])
 export type ArtifactRole = z.infer<typeof ArtifactRole>
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 is 64 lowercase hex digits')
-const Count = z.number().int().nonnegative()
+export const Count = z.number().int().nonnegative()
+export const ModelId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
 
 export const ManifestArtifact = z
   .object({
@@ -31,7 +32,7 @@ export const MANIFEST_FORMAT = 'neuron-manifest/1'
 export const Manifest = z
   .object({
     format: z.literal(MANIFEST_FORMAT),
-    modelId: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -'),
+    modelId: ModelId,
     name: z.string(),
     architecture: z.string().min(1),
     nLayer: z.number().int().positive(),

@@ -1,15 +1,14 @@
 import { z } from 'zod'
 import { NodeId } from './identity'
-import { Manifest } from './manifest'
+import { Count, Manifest, ModelId } from './manifest'
 import { rpc } from './rpc'
 
-const Count = z.number().int().nonnegative()
-const BlockRange = z
+/** Half-open block range [begin, end). */
+export const BlockRange = z
   .tuple([Count, Count])
   .refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
   .readonly()
 export type BlockRange = readonly [number, number]
-const ModelId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
 /** Raw bytes: Socket.IO carries Buffers as binary attachments. */
 export const Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected binary data')
 
@@ -104,6 +103,7 @@ export const PlacementProposal = z.object({
 export type PlacementProposal = z.infer<typeof PlacementProposal>
 
 const Empty = z.object({}).strict()
+const SessionId = z.string().regex(/^[0-9a-f]{32}$/)
 
 /** Events a host sends the tracker on the /hosts namespace. */
 export const HostToTracker = {
@@ -141,10 +141,7 @@ export const ClientToTracker = {
       /** With `span`: the host that just failed it (counted against its reputation). */
       failedHost: NodeId.optional(),
       /** The session the route is for: the tracker remembers it to check the hops' receipts. */
-      session: z
-        .string()
-        .regex(/^[0-9a-f]{32}$/)
-        .optional(),
+      session: SessionId.optional(),
     }),
     Route,
   ),
@@ -152,7 +149,7 @@ export const ClientToTracker = {
   'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),
   /** An app's SwarmClient hands in its session's signed receipts; its key pair's account pays. */
   'receipts.submit': rpc(
-    z.object({ session: z.string().regex(/^[0-9a-f]{32}$/), receipts: z.array(z.unknown()).max(4096) }),
+    z.object({ session: SessionId, receipts: z.array(z.unknown()).max(4096) }),
     z.object({ verdicts: z.array(z.object({ hostId: z.string(), step: z.number(), ok: z.boolean(), code: z.string().optional(), charged: Count })) }),
   ),
   /** Join the dashboard pushes of these hosts (your own account's come without asking). */
@@ -173,4 +170,3 @@ export const DashboardReceipt = z.object({
   accountBalanceMicro: z.number().int().optional(),
 })
 export type DashboardReceipt = z.infer<typeof DashboardReceipt>
-export const TrackerToClientPush = { 'dashboard.receipt': DashboardReceipt } as const

@@ -1,4 +1,4 @@
-import { type HardwareProfile, NeuronError, type PlacementProposal, type Route } from '../protocol'
+import { type HardwareProfile, type Manifest, NeuronError, type PlacementProposal, type Route } from '../protocol'
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
 import type { HostRegistry } from './registry'
@@ -35,16 +35,19 @@ export class SwarmPlanner {
   }
 
   view(modelId: string): SwarmView {
-    const manifest = this.catalog.get(modelId).manifest
-    const meanBlockBytes = manifest.bytesPerBlock.reduce((s, b) => s + b, 0) / manifest.nLayer
+    return this.viewOf(this.catalog.get(modelId).manifest)
+  }
+
+  private viewOf(manifest: Manifest): SwarmView {
+    const blockBytes = meanBlockBytes(manifest)
     const spans: ServedSpan[] = []
-    for (const h of this.registry.serving(modelId)) {
+    for (const h of this.registry.serving(manifest.modelId)) {
       const { state } = h
       if (state.blocks === null || state.status === 'idle') continue
       spans.push({
         hostId: h.hostId,
         blocks: state.blocks,
-        msPerBlock: state.msPerBlock ?? estimateMsPerBlock(meanBlockBytes, h.profile),
+        msPerBlock: state.msPerBlock ?? estimateMsPerBlock(blockBytes, h.profile),
         relay: state.endpoint === null,
         activeSessions: state.activeSessions,
         maxSessions: state.maxSessions,
@@ -85,43 +88,27 @@ export class SwarmPlanner {
   /** A placement preview for a host with this profile; `hostId` set when the host already serves. */
   placement(modelId: string, profile: HardwareProfile, msPerBlock: number | null, hostId: string | null): PlacementProposal {
     const model = this.catalog.get(modelId).manifest
-    const meanBlockBytes = model.bytesPerBlock.reduce((s, b) => s + b, 0) / model.nLayer
     const vram = profile.gpus.reduce((s, g) => s + g.vramBytes, 0)
     const preview = previewPlacement(
-      this.view(modelId),
+      this.viewOf(model),
       model,
       {
         ...(hostId === null ? {} : { hostId }),
         freeMemoryBytes: Math.floor(MEMORY_HEADROOM * (vram > 0 ? vram : profile.memory.availableBytes)),
         freeDiskBytes: profile.disk.freeBytes,
-        msPerBlock: msPerBlock ?? estimateMsPerBlock(meanBlockBytes, profile),
+        msPerBlock: msPerBlock ?? estimateMsPerBlock(meanBlockBytes(model), profile),
         relay: false,
       },
       { kvBudgetTokens: KV_BUDGET_TOKENS },
     )
-    const option = (p: {
-      blocks: readonly [number, number]
-      bytesToDownload: number
-      memoryBytes: number
-      expectedTokensPerSecond: number
-      swarmTokensPerSecond: number
-      bestRouteMsPerToken: number | null
-    }) => ({
-      blocks: p.blocks,
-      bytesToDownload: p.bytesToDownload,
-      memoryBytes: p.memoryBytes,
-      expectedTokensPerSecond: p.expectedTokensPerSecond,
-      swarmTokensPerSecond: p.swarmTokensPerSecond,
-      bestRouteMsPerToken: p.bestRouteMsPerToken,
-    })
     const d = preview.decision
     return {
       modelId,
-      proposal: d.serve ? option(d.proposal) : null,
+      proposal: d.serve ? d.proposal : null,
       refusal: d.serve ? null : { code: d.code, reason: d.reason },
       swarmTokensPerSecond: preview.swarmTokensPerSecond,
-      coverage: preview.coverage.map((c) => ({ block: c.block, before: c.before, after: c.after })),
-      alternatives: preview.alternatives.map((a) => ({ ...option(a), why: a.why })),
+      coverage: preview.coverage,
+      alternatives: preview.alternatives,
     }
   }
 }
@@ -132,6 +119,10 @@ export class SwarmPlanner {
  * bandwidth predict 0.005 ms; for a 70B block (~0.5 GB) it is noise.
  */
 const BLOCK_OVERHEAD_MS = 0.1
+
+function meanBlockBytes(manifest: Pick<Manifest, 'bytesPerBlock' | 'nLayer'>): number {
+  return manifest.bytesPerBlock.reduce((s, b) => s + b, 0) / manifest.nLayer
+}
 
 /** Before a host has measured a model, decode time per block is about its bytes over memory bandwidth, plus the fixed cost. */
 function estimateMsPerBlock(blockBytes: number, profile: HardwareProfile): number {

@@ -18,6 +18,7 @@ import {
 } from '../protocol'
 import { ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
+import { sendJson } from './gateway/errors'
 import { Gateway, type GatewayOptions } from './gateway/gateway'
 import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
 import { Metering, type ReceiptVerdict } from './ledger/metering'
@@ -85,17 +86,16 @@ export class Tracker {
   ) {
     this.registry = new HostRegistry(options.heartbeatMs ?? 5000)
     this.catalog = new ModelCatalog(store, this.registry)
-    this.reputation = new Reputation(store.ledger, this.registry, options.heartbeatMs ?? 5000)
+    this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs)
     this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId))
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
-    const pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
-    this.pricing = pricing
+    this.pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
     this.metering = new Metering(
       store.ledger,
       (modelId) => this.catalog.get(modelId).manifest,
       (hostId) => this.registry.get(hostId)?.publicKey ?? store.getHost(hostId)?.publicKey,
-      pricing,
+      this.pricing,
     )
     this.metering.on('verdict', (session, verdict, accountId, modelId) => this.onVerdict(session, verdict, accountId, modelId))
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
@@ -112,7 +112,7 @@ export class Tracker {
         },
         log: (l) => this.log(l),
       },
-      { ...options.gateway, pricing, ...(adminToken === undefined || adminToken === '' ? {} : { adminToken }) },
+      { ...options.gateway, pricing: this.pricing, ...(adminToken === undefined || adminToken === '' ? {} : { adminToken }) },
     )
     this.bittorrent.on('warning', (e: Error) => this.log(`bittorrent: ${e.message}`))
     this.io = new SocketServer(this.http, { serveClient: false, maxHttpBufferSize: options.maxMessageBytes ?? 64 * 1024 * 1024 })
@@ -172,13 +172,9 @@ export class Tracker {
       void this.gateway.handle(req, res, path)
       return
     }
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' })
-      res.end(JSON.stringify(body))
-    }
-    if (req.method === 'GET' && path === '/auth/challenge') json(200, this.issuer.issue())
-    else if (req.method === 'GET' && path === '/health') json(200, { ok: true, hosts: this.registry.summaries().filter((h) => h.online).length })
-    else json(404, { error: { code: 'not_found', message: `no route ${req.method} ${path}` } })
+    if (req.method === 'GET' && path === '/auth/challenge') sendJson(res, 200, this.issuer.issue())
+    else if (req.method === 'GET' && path === '/health') sendJson(res, 200, { ok: true, hosts: this.registry.summaries().filter((h) => h.online).length })
+    else sendJson(res, 404, { error: { code: 'not_found', message: `no route ${req.method} ${path}` } })
   }
 
   /** Every namespace authenticates its connections by signed challenge before any event. */
@@ -298,7 +294,6 @@ export class Tracker {
     })
   }
 
-  /** Reputation and dashboard pushes follow every settled or refused receipt. */
   /** A placement with what each option would earn the host at this tracker's price and fee. */
   private priced(placement: PlacementProposal): PlacementProposal {
     const { manifest } = this.catalog.get(placement.modelId)
@@ -310,6 +305,7 @@ export class Tracker {
     return { ...placement, proposal: placement.proposal === null ? null : earn(placement.proposal), alternatives: placement.alternatives.map(earn) }
   }
 
+  /** Reputation and dashboard pushes follow every settled or refused receipt. */
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
     if (v.ok) this.reputation.completed(v.hostId)
     else if (v.code !== undefined && HOST_FAULTS.has(v.code)) {

@@ -206,8 +206,7 @@ export class Gateway {
     const stored = this.deps.catalog.get(g.modelId)
     const { nLayer } = stored.manifest
     const price = priceOf(stored.manifest, this.options.pricing ?? {})
-    const held = [...(this.holds.get(account.accountId) ?? [])].reduce((s, h) => s + h.remaining, 0)
-    const available = this.deps.accounts.balance(account.accountId) - held
+    const available = this.deps.accounts.balance(account.accountId) - this.heldMicro(account.accountId)
     const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
     if (affordable < 1) {
       throw new GatewayError(
@@ -293,6 +292,13 @@ export class Gateway {
     }
   }
 
+  /** Micro-credits the account's generations in flight have set aside and not yet spent. */
+  private heldMicro(accountId: string): number {
+    let held = 0
+    for (const h of this.holds.get(accountId) ?? []) held += h.remaining
+    return held
+  }
+
   private async tokenizer(modelId: string): Promise<ModelTokenizer> {
     this.deps.catalog.get(modelId) // 404 before any work
     return (await this.deps.client()).tokenizer(modelId)
@@ -369,8 +375,12 @@ export class Gateway {
   }
 
   private accountDashboard(res: ServerResponse, account: StoredAccount): void {
-    const held = [...(this.holds.get(account.accountId) ?? [])].reduce((s, h) => s + h.remaining, 0)
-    sendJson(res, 200, { account_id: account.accountId, name: account.name, balance_micro: this.deps.accounts.balance(account.accountId), held_micro: held })
+    sendJson(res, 200, {
+      account_id: account.accountId,
+      name: account.name,
+      balance_micro: this.deps.accounts.balance(account.accountId),
+      held_micro: this.heldMicro(account.accountId),
+    })
   }
 
   private hostDashboard(res: ServerResponse, hostId: string): void {

@@ -90,8 +90,11 @@ const DAY = 24 * HOUR
 
 export class SqliteLedgerStore implements LedgerStore {
   private readonly postTxn: (txn: Transaction) => PostResult
+  /** Prepared once: every paid receipt reads its payer's balance (the overdraft check). */
+  private readonly balanceOf: Database.Statement<[string], { amount: number }>
 
   constructor(private readonly db: Database.Database) {
+    this.balanceOf = db.prepare('select amount from ledger_balances where account = ?')
     const insertTxn = db.prepare('insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?)')
     const insertEntry = db.prepare('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)')
     const insertReceipt = db.prepare(
@@ -177,7 +180,7 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   balance(account: string): number {
-    return (this.db.prepare('select amount from ledger_balances where account = ?').get(account) as { amount: number } | undefined)?.amount ?? 0
+    return this.balanceOf.get(account)?.amount ?? 0
   }
 
   driftedBalances(): string[] {

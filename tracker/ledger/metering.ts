@@ -1,5 +1,6 @@
-import { createPublicKey, type KeyObject, verify } from 'node:crypto'
+import { type KeyObject, verify } from 'node:crypto'
 import { EventEmitter } from 'node:events'
+import { publicKeyObject } from '../../identity/keys'
 import { type Manifest, NeuronError, REPLAY_STEP_BASE, type Receipt, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
 import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import type { LedgerStore } from './ledger-store'
@@ -173,7 +174,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     try {
       let key = this.keys.get(publicKey)
       if (key === undefined) {
-        key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicKey }, format: 'jwk' })
+        key = publicKeyObject(publicKey)
         this.keys.set(publicKey, key)
       }
       return verify(null, Buffer.from(message), key, Buffer.from(signature, 'base64url'))
