@@ -8,25 +8,28 @@ const PROBE_BYTES = 64 * 1024 * 1024
 /** A cached profile is re-measured after a day: RAM and disk free change, hardware rarely. */
 const MAX_AGE_MS = 24 * 60 * 60 * 1000
 
+interface CachedProfile {
+  readonly measuredAt: number
+  readonly profile: HardwareProfile
+}
+
+/** The cache files this process has read or written, so a repeated call does not read one again. */
+const remembered = new Map<string, CachedProfile>()
+
 /**
  * What this computer can give the swarm: CPU, RAM, GPUs and VRAM, disk free and read speed,
- * memory bandwidth. Measured once and cached in the data dir (`hardware.json`).
+ * memory bandwidth. Measured once and cached in the data dir (`hardware.json`); available memory
+ * is read afresh on every call.
  */
 export async function hardwareProfile(dataDir: string, options: { threads?: number; refresh?: boolean } = {}): Promise<HardwareProfile> {
   const cachePath = join(dataDir, 'hardware.json')
   if (!options.refresh) {
-    try {
-      const cached = JSON.parse(await readFile(cachePath, 'utf8')) as { measuredAt: number; profile: unknown }
-      const profile = HardwareProfile.safeParse(cached.profile)
-      if (profile.success && Date.now() - cached.measuredAt < MAX_AGE_MS) {
-        return {
-          ...profile.data,
-          threads: options.threads ?? profile.data.threads,
-          memory: { ...profile.data.memory, availableBytes: (await si.mem()).available },
-        }
-      }
-    } catch {
-      // No cache yet, or an unreadable one: measure afresh.
+    const fresh = (c: CachedProfile | undefined) => (c !== undefined && Date.now() - c.measuredAt < MAX_AGE_MS ? c : undefined)
+    const cached = fresh(remembered.get(cachePath)) ?? fresh(await readCache(cachePath))
+    if (cached !== undefined) {
+      remembered.set(cachePath, cached)
+      const { profile } = cached
+      return { ...profile, threads: options.threads ?? profile.threads, memory: { ...profile.memory, availableBytes: (await si.mem()).available } }
     }
   }
   const [cpu, flags, mem, graphics, fs] = await Promise.all([si.cpu(), si.cpuFlags(), si.mem(), si.graphics(), statfs(dataDir)])
@@ -40,8 +43,21 @@ export async function hardwareProfile(dataDir: string, options: { threads?: numb
     memoryBytesPerSecond: Math.round(memoryBandwidth()),
     threads: options.threads ?? Math.max(1, Math.min(availableParallelism(), cpu.physicalCores || availableParallelism())),
   })
-  await writeFile(cachePath, JSON.stringify({ measuredAt: Date.now(), profile }, null, 2))
+  const measured: CachedProfile = { measuredAt: Date.now(), profile }
+  await writeFile(cachePath, JSON.stringify(measured, null, 2))
+  remembered.set(cachePath, measured)
   return profile
+}
+
+/** `hardware.json` as a previous run wrote it; undefined when there is none or it is unreadable (then it is measured afresh). */
+async function readCache(path: string): Promise<CachedProfile | undefined> {
+  try {
+    const cached = JSON.parse(await readFile(path, 'utf8')) as { measuredAt: number; profile: unknown }
+    const profile = HardwareProfile.safeParse(cached.profile)
+    return profile.success ? { measuredAt: cached.measuredAt, profile: profile.data } : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** Sequential read of a fresh 64 MiB file; the page cache may flatter it, so it is an upper bound. */

@@ -1,15 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { runInNewContext } from 'node:vm'
 import { build } from 'vite'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { REPO_ROOT, scratchDir } from '../../test/models'
 import * as electron from '../__mocks__/electron'
 import { describeExposedBridge } from './exposed-bridge'
 
 vi.mock('electron', () => import('../__mocks__/electron'))
-
-const root = resolve(import.meta.dirname, '../..')
 
 describe('preload (electron mocked: no Electron binary on this machine)', () => {
   describeExposedBridge('electron/preload/preload.ts', async () => {
@@ -19,12 +17,14 @@ describe('preload (electron mocked: no Electron binary on this machine)', () => 
 
   // The bundle is what a sandboxed renderer runs: evaluated in a fresh V8 context whose `require`
   // knows only `electron`, with no process, Buffer or Node globals, it must still work.
-  const outDir = mkdtempSync(join(tmpdir(), 'neuron-preload-'))
+  let outDir = ''
+  let cleanup: () => Promise<void> = async () => {}
   const required: string[] = []
   beforeAll(async () => {
-    await build({ configFile: join(root, 'vite.preload.config.ts'), root, logLevel: 'silent', build: { outDir, emptyOutDir: true } })
+    ;({ dir: outDir, cleanup } = await scratchDir('neuron-preload-'))
+    await build({ configFile: join(REPO_ROOT, 'vite.preload.config.ts'), root: REPO_ROOT, logLevel: 'silent', build: { outDir, emptyOutDir: true } })
   })
-  afterAll(() => rmSync(outDir, { recursive: true, force: true }))
+  afterAll(() => cleanup())
 
   describeExposedBridge('the built preload.cjs (vite.preload.config.ts) in node:vm, requiring only electron', () => {
     electron.resetElectronMock()

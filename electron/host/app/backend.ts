@@ -329,13 +329,7 @@ export class AppBackend {
   private async reconnect(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>): Promise<void> {
     const old = this.connection
     if (old?.embedded != null && trackerUrl === null) return this.reopenEmbedded(identity, save)
-    const next = await this.open(trackerUrl, identity)
-    try {
-      await save()
-    } catch (error) {
-      await next.close().catch((e: Error) => this.log(`closing the unused connection: ${e.message}`))
-      throw error
-    }
+    const next = await this.openAndSave(trackerUrl, identity, save)
     // Saved: the switch goes through from here (a host that fails to stop is logged and let go).
     await this.leave().catch((e: Error) => this.log(`leaving the previous swarm: ${e.message}`))
     this.adopt(next, identity)
@@ -354,14 +348,7 @@ export class AppBackend {
     this.connection = null
     await old?.close().catch((e: Error) => this.log(`closing the previous swarm connection: ${e.message}`))
     try {
-      const next = await this.open(null, identity)
-      try {
-        await save()
-      } catch (error) {
-        await next.close().catch((e: Error) => this.log(`closing the unused connection: ${e.message}`))
-        throw error
-      }
-      this.adopt(next, identity)
+      this.adopt(await this.openAndSave(null, identity, save), identity)
     } catch (error) {
       this.log(`could not switch (${error instanceof Error ? error.message : error}); back to the previous swarm`)
       try {
@@ -378,6 +365,18 @@ export class AppBackend {
   private async leave(): Promise<void> {
     this.chats.stopAll("the app's swarm connection changed (a new tracker or identity); send again")
     await this.hosting.release()
+  }
+
+  /** Opens the next connection and records the change; a failed save closes it unused. */
+  private async openAndSave(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>): Promise<SwarmConnection> {
+    const next = await this.open(trackerUrl, identity)
+    try {
+      await save()
+    } catch (error) {
+      await next.close().catch((e: Error) => this.log(`closing the unused connection: ${e.message}`))
+      throw error
+    }
+    return next
   }
 
   private open(trackerUrl: string | null, identity: NodeIdentity): Promise<SwarmConnection> {

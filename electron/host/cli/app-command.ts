@@ -15,7 +15,7 @@ const REPO_ROOT = resolve(fileURLToPath(new URL('../../../', import.meta.url)))
 export const RENDERER_DIR = resolve(REPO_ROOT, 'dist/renderer')
 
 /** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
-function untilSignal(): Promise<string> {
+export function untilSignal(): Promise<string> {
   return new Promise((done) => {
     for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => done(s))
   })

@@ -9,7 +9,7 @@ import { NodeIdentity } from '../../../identity/keys'
 import { NeuronError } from '../../../protocol'
 import { Tracker } from '../../../tracker/server'
 import { Host } from '../host'
-import { publishModel } from '../publish'
+import { type Publication, publishModel } from '../publish'
 import { intOption, parseCommandArgs } from './args'
 import type { Command } from './main'
 
@@ -46,7 +46,7 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
     const work = await mkdtemp(join(tmpdir(), 'neuron-demo-'))
     const hosts: Host[] = []
     let tracker: Tracker | undefined
-    let publication: Awaited<ReturnType<typeof publishModel>> | undefined
+    let publication: Publication | undefined
     let client: SwarmClient | undefined
     try {
       tracker = await Tracker.start({ dbPath: join(work, 'tracker.sqlite') })

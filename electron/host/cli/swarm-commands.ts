@@ -11,16 +11,9 @@ import { Tracker } from '../../../tracker/server'
 import { SqliteTrackerStore } from '../../../tracker/store'
 import { defaultDataDir, Host } from '../host'
 import { publishModel } from '../publish'
-import { runBrowserMode } from './app-command'
+import { runBrowserMode, untilSignal } from './app-command'
 import { intOption, parseCommandArgs, requireOption } from './args'
 import type { Command } from './main'
-
-/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
-function untilSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => resolve(s))
-  })
-}
 
 function layersOption(raw: string | undefined): readonly [number, number] | 'auto' {
   if (raw === undefined || raw === 'auto') return 'auto'
