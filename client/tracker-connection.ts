@@ -4,12 +4,17 @@ import { AuthChallenge, NeuronError, type RpcSocket } from '../protocol'
 
 export type TrackerNamespace = '/hosts' | '/clients'
 
+/** A tracker URL as it is kept, compared and joined to paths: without trailing slashes. */
+export function trackerBase(url: string): string {
+  return url.replace(/\/+$/, '')
+}
+
 /**
  * Opens an authenticated Socket.IO connection to a tracker: fetches a challenge over HTTP,
  * signs it with this node's key, and presents the signature in the handshake.
  */
 export async function connectTracker(trackerUrl: string, namespace: TrackerNamespace, identity: NodeIdentity, timeoutMs = 10_000): Promise<Socket & RpcSocket> {
-  const base = trackerUrl.replace(/\/+$/, '')
+  const base = trackerBase(trackerUrl)
   let challenge: AuthChallenge
   try {
     const res = await fetch(`${base}/auth/challenge`, { signal: AbortSignal.timeout(timeoutMs) })

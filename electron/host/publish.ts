@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Socket } from 'socket.io-client'
-import { connectTracker } from '../../client/tracker-connection'
+import { connectTracker, trackerBase } from '../../client/tracker-connection'
 import { tokenizerGguf } from '../../gguf/tokenizer'
 import type { NodeIdentity } from '../../identity/keys'
 import { ClientToTracker, callRpc, Manifest, NeuronError, type RpcSocket } from '../../protocol'
@@ -37,7 +37,7 @@ export async function readManifest(dir: string): Promise<Manifest> {
  */
 export async function publishModel(dir: string, trackerUrl: string, identity: NodeIdentity, dataDir: string): Promise<Publication> {
   const manifest = await readManifest(dir)
-  const torrent = await createModelTorrent(dir, manifest, [`${trackerUrl.replace(/\/+$/, '')}/announce`])
+  const torrent = await createModelTorrent(dir, manifest, [`${trackerBase(trackerUrl)}/announce`])
   const store = new ArtifactStore({ dataDir })
   const infoHash = await store.seedDirectory(dir, manifest, torrent)
   const head = manifest.artifacts.find((a) => a.role === 'head')

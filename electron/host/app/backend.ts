@@ -1,6 +1,7 @@
 import { constants } from 'node:fs'
 import { access, chmod, copyFile, mkdir, rename, stat, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { trackerBase } from '../../../client/tracker-connection'
 import { NodeIdentity, nodeIdOf } from '../../../identity/keys'
 import {
   type Ack,
@@ -23,7 +24,7 @@ import {
   type SettingsUpdate,
 } from '../../../protocol'
 import type { Tracker } from '../../../tracker/server'
-import { DEFAULT_MODEL } from '../cli/demo'
+import { DEFAULT_MODEL } from '../default-model'
 import { hardwareProfile } from '../hardware'
 import { ChatRunner } from './chat'
 import { computerView, limitedProfile } from './computer'
@@ -31,7 +32,7 @@ import { fetchHostDashboard, type HostDashboard, toEarnings, toReputation } from
 import { HostingController } from './hosting'
 import { hostShare, withCredits } from './preview'
 import { SettingsStore } from './settings-store'
-import { SwarmConnection, trackerBase } from './swarm-connection'
+import { SwarmConnection } from './swarm-connection'
 
 export interface AppBackendOptions {
   readonly dataDir: string

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { SwarmClient } from '../../../client/swarm-client'
+import { trackerBase } from '../../../client/tracker-connection'
 import type { NodeIdentity } from '../../../identity/keys'
 import { AuthChallenge, NeuronError } from '../../../protocol'
 import { Tracker } from '../../../tracker/server'
@@ -98,11 +99,6 @@ export class SwarmConnection {
 /** The embedded tracker pays chats from the app's own account, granted the tracker's default. */
 function ensureAccount(tracker: Tracker, identity: NodeIdentity): void {
   if (tracker.accounts.byPublicKey(identity.publicKey) === undefined) tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
-}
-
-/** A tracker URL as the app keeps and compares it: without trailing slashes. */
-export function trackerBase(url: string): string {
-  return url.replace(/\/+$/, '')
 }
 
 /**

@@ -1,20 +1,17 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { SwarmClient } from '../../../client/swarm-client'
 import { formatBytes } from '../../../gguf/inspect'
 import { packModel } from '../../../gguf/pack'
 import { NodeIdentity } from '../../../identity/keys'
 import { NeuronError } from '../../../protocol'
 import { Tracker } from '../../../tracker/server'
+import { DEFAULT_MODEL } from '../default-model'
 import { Host } from '../host'
 import { type Publication, publishModel } from '../publish'
 import { intOption, parseCommandArgs } from './args'
 import type { Command } from './main'
-
-/** The embedded default: the real tiny model shared beside the repository. */
-export const DEFAULT_MODEL = resolve(fileURLToPath(new URL('../../../', import.meta.url)), '../shared/models/stories260K.gguf')
 
 /** Splits [0, n) into `parts` contiguous ranges as even as they can be. */
 export function splitBlocks(n: number, parts: number): [number, number][] {
