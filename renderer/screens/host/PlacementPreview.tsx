@@ -64,6 +64,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
               type="button"
               className={`alternative ${isProposal ? 'selected' : ''}`}
               onClick={() => placement.proposal && onChoose(placement.proposal.blocks)}
+              data-testid="preview-proposal"
             >
               <span className="mono">{formatBlocks(placement.proposal.blocks)}</span>
               <span className="muted">the tracker's proposal</span>
