@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import type { ForgeConfig } from '@electron-forge/shared-types'
 
 // Native binaries must stay real files outside app.asar: node-llama-cpp's ggml/llama libraries
@@ -18,6 +20,13 @@ export const PACKAGE_IGNORE: RegExp[] = [
 ]
 
 /**
+ * The embedded swarm's default model (stories260K, MIT, 1.2 MB), from beside the checkout (Forge runs in the
+ * project's folder). It lands in the app's resources folder, where electron/host/default-model.ts looks first.
+ * Without it the packaged app's private swarm starts empty and the user adds a GGUF.
+ */
+export const DEFAULT_MODEL_RESOURCE = resolve('../shared/models/stories260K.gguf')
+
+/**
  * `electron-forge package` makes out/Neuron-<platform>-<arch>; installers are then built from it by
  * electron-builder (electron-builder.config.ts, `--prepackaged`). Forge's zip maker gives a portable archive.
  */
@@ -33,6 +42,7 @@ const config: ForgeConfig = {
     asar: { unpack: NATIVE_UNPACK },
     ignore: PACKAGE_IGNORE,
     prune: true,
+    extraResource: existsSync(DEFAULT_MODEL_RESOURCE) ? [DEFAULT_MODEL_RESOURCE] : [],
     win32metadata: { CompanyName: 'Neuron', ProductName: 'Neuron', FileDescription: 'Neuron: run large language models together' },
   },
   // Only better-sqlite3 is built against V8's ABI; the other addons (ours, node-llama-cpp's, utp-native,
