@@ -81,7 +81,7 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await page.getByTestId(`model-option-${MODEL}`).click()
     const bar = page.getByTestId('placement-bar')
     await bar.waitFor()
-    // Blocks 0 and 1 are served by the other host; the proposal is the uncovered rest.
+    // Blocks 0 and 1 are served by the other host; the proposal takes in the uncovered rest.
     await expect.poll(() => page.getByTestId('placement-block-0').getAttribute('data-before')).toBe('1')
     expect(await page.getByTestId('placement-block-4').getAttribute('data-before')).toBe('0')
     expect(await page.getByTestId('placement-block-4').getAttribute('data-proposed')).toBe('true')
