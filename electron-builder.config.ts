@@ -15,7 +15,6 @@ const config: Configuration = {
     '**/*',
     '!{test,bench,e2e,test-results,out,renderer,.cache,.bench,.ci}/**',
     '!electron/__mocks__/**',
-    '!electron/main/testing.ts',
     '!**/*.test.{ts,tsx}',
     '!**/*.map',
     '!native/{src,.build}/**',

@@ -21,7 +21,7 @@ export const PACKAGE_IGNORE: RegExp[] = [
 
 /**
  * The embedded swarm's default model (stories260K, MIT, 1.2 MB), from beside the checkout (Forge runs in the
- * project's folder). It lands in the app's resources folder, where electron/host/default-model.ts looks first.
+ * project's folder). It lands in the app's resources folder, where electron/backend/default-model.ts looks first.
  * Without it the packaged app's private swarm starts empty and the user adds a GGUF.
  */
 export const DEFAULT_MODEL_RESOURCE = resolve('../shared/models/stories260K.gguf')

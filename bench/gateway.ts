@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
-import { createAccount, startSwarm } from '../tracker/gateway/test-swarm'
+import { createAccount, startSwarm } from '../test/programs'
 import { BENCH_DIR, benchModel } from './models'
 
 const PROMPT = 'Once upon a time, in a land far away,'

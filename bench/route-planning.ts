@@ -3,7 +3,7 @@
 import { Sfc32 } from '../gguf/random'
 import { NeuronError } from '../protocol'
 import { previewPlacement } from '../tracker/placement'
-import { DEFAULT_ROUTE_COSTS, hopComputeMs, RoutePlanner, type RouteRequest } from '../tracker/routing'
+import { DEFAULT_ROUTE_COSTS, hopComputeMs, RoutePlanner, type RouteRequest } from '../tracker/routing/route-planner'
 import { LatencyMatrix, type ServedSpan, type ServingStatus, type SwarmView } from '../tracker/swarm-view'
 
 const HOSTS = 10_000

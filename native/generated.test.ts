@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { GENERATED_ARCHS, generateModel } from '../gguf/generate'
 import { packModel } from '../gguf/pack'
+import { generateThroughRoute, maxAbsDiff, packedPool, RuntimePool } from '../test/native'
 import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
-import { generateThroughRoute, maxAbsDiff, packedPool, RuntimePool } from './testing'
 
 const STEPS = 32
 const TYPES = ['f16', 'q8_0', 'q4_0'] as const

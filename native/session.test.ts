@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { toF16 } from '../protocol/f16'
+import { logitsOf, maxAbsDiff, packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from '../test/native'
 import { artifactsFor } from './artifacts'
 import { ShardRuntimeError } from './errors'
 import { oracleModel, oracleNextProbs } from './oracle'
 import { softmax } from './sampler'
 import { ShardRuntime, type ShardSession } from './shard-runtime'
-import { logitsOf, maxAbsDiff, packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from './testing'
 
 const load = (artifacts: string[], layers: [number, number], embed: boolean, head: boolean) =>
   ShardRuntime.load({ artifacts, layers, embed, head, threads: THREADS, device: 'cpu' })

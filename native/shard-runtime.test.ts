@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
 import {
   allSplits,
   generateThroughRoute,
@@ -10,7 +9,8 @@ import {
   removePackedStories,
   STORIES,
   storiesMissing,
-} from './testing'
+} from '../test/native'
+import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
 
 const STEPS = 64
 

@@ -2,12 +2,12 @@
 // as when the route planner uses part of a host's blocks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Manifest } from '../protocol'
+import { packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from '../test/native'
 import { artifactsFor } from './artifacts'
 import type { NativeRuntime } from './binding'
 import { ShardRuntimeError, toShardRuntimeError } from './errors'
 import { oracleGreedy, oracleModel } from './oracle'
 import { ShardRuntime, type ShardSession } from './shard-runtime'
-import { packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from './testing'
 
 const STEPS = 32
 

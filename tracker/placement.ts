@@ -17,7 +17,7 @@
  * has no complete route, every host that fits is welcome: it can only help close a gap.
  */
 import { type Manifest, type ManifestArtifact, NeuronError } from '../protocol'
-import { DEFAULT_ROUTE_COSTS, hopComputeMs, LOW_REPUTATION_PENALTY_MS, type RouteCosts } from './routing'
+import { DEFAULT_ROUTE_COSTS, hopComputeMs, LOW_REPUTATION_PENALTY_MS, type RouteCosts } from './routing/route-planner'
 import type { BlockRange, ServedSpan, SwarmView } from './swarm-view'
 
 export interface JoiningHost {

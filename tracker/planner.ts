@@ -2,7 +2,7 @@ import { type HardwareProfile, type Manifest, NeuronError, type PlacementProposa
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
 import type { HostRegistry } from './registry'
-import { RoutePlanner } from './routing'
+import { RoutePlanner } from './routing/route-planner'
 import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
 /** A compiled route planner is reused for at most this long, so load and reputation stay fresh. */

@@ -4,7 +4,7 @@
  * rely on, including the two copies Electron makes: IPC payloads are structured-cloned, and values
  * crossing contextBridge are copied the way electron_api_context_bridge.cc does (an Error keeps only
  * its message; a plain object keeps its enumerable own fields; functions and promises are proxied).
- * Tests use it with `vi.mock('electron', () => import('../__mocks__/electron'))`.
+ * Tests use it with `vi.mock('electron', () => import('./electron'))`.
  */
 import { EventEmitter } from 'node:events'
 import { types } from 'node:util'

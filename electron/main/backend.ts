@@ -1,6 +1,6 @@
 import type { AppEventName } from '../../protocol/app'
 import type { Ack } from '../../protocol/rpc'
-import { AppBackend, type AppBackendOptions } from '../host/app/backend'
+import { AppBackend, type AppBackendOptions } from '../backend/backend'
 
 /** What main needs of the host backend: calls in, events out, close. Tests pass a fake (testing.ts). */
 export interface AppBackendHandle {

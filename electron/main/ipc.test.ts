@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { IPC_CALL, IPC_EVENT } from '../../protocol/app'
+import { fakeBackend, servingStatus } from '../../test/fake-backend'
 import { APP_PAGE, ipcMain, ipcRenderer, navigatePage, resetElectronMock, webContents } from '../__mocks__/electron'
 import { wireAppIpc } from './ipc'
-import { fakeBackend, servingStatus } from './testing'
 
 vi.mock('electron', () => import('../__mocks__/electron'))
 

@@ -1,5 +1,5 @@
 // The Electron adapter's composition root: lifecycle, the window, the tray, the menu and IPC. The
-// backend (electron/host/app) does the work; everything here only connects it to Electron.
+// backend (electron/backend) does the work; everything here only connects it to Electron.
 import { pathToFileURL } from 'node:url'
 import { app, BrowserWindow, dialog, ipcMain, Menu, nativeTheme } from 'electron'
 import { type AppBackendHandle, startAppBackend } from './backend'

@@ -3,9 +3,9 @@ import { join } from 'node:path'
 import { runInNewContext } from 'node:vm'
 import { build } from 'vite'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { describeExposedBridge } from '../../test/exposed-bridge'
 import { REPO_ROOT, scratchDir } from '../../test/models'
 import * as electron from '../__mocks__/electron'
-import { describeExposedBridge } from './exposed-bridge'
 
 vi.mock('electron', () => import('../__mocks__/electron'))
 

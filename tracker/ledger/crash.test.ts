@@ -6,7 +6,7 @@ import { packModel } from '../../gguf/pack'
 import { REPLAY_STEP_BASE } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { type NeuronProcess, startNeuron } from '../../test/processes'
-import { createAccount } from '../gateway/test-swarm'
+import { createAccount } from '../../test/programs'
 import { SqliteTrackerStore } from '../store'
 import { consumerAccount, FEE_ACCOUNT, GRANTS_ACCOUNT, hostAccount } from './accounts'
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { ChatSummary } from '../../../protocol/app'
 import { NeuronError } from '../../../protocol/errors'
-import { type FakeHandlers, fakeBridge } from '../fakeBridge'
-import { tinyModel } from '../hosting/fixtures'
+import { type FakeHandlers, fakeBridge } from '../../../test/renderer/fake-bridge'
+import { tinyModel } from '../../../test/renderer/hosting-fixtures'
 import { createChatStore, randomChatId } from './store'
 
 const done = (chatId: string): ChatSummary => ({

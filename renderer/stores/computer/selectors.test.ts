@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { desktopView } from './fixtures'
+import { desktopView } from '../../../test/renderer/computer-fixtures'
 import { cpuLine, gpuLines, memoryLine, servableLine } from './selectors'
 
 describe('computer selectors', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { NeuronError } from '../../../protocol/errors'
-import { fakeBridge } from '../fakeBridge'
-import { desktopView } from './fixtures'
+import { desktopView } from '../../../test/renderer/computer-fixtures'
+import { fakeBridge } from '../../../test/renderer/fake-bridge'
 import { createComputerStore } from './store'
 
 describe('computer store', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { someEarnings } from './fixtures'
+import { someEarnings } from '../../../test/renderer/earnings-fixtures'
 import { balanceText, byDay, byModel, creditsOverTime } from './selectors'
 
 describe('earnings selectors', () => {

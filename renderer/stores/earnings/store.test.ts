@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { fakeBridge } from '../fakeBridge'
-import { someEarnings } from './fixtures'
+import { someEarnings } from '../../../test/renderer/earnings-fixtures'
+import { fakeBridge } from '../../../test/renderer/fake-bridge'
 import { createEarningsStore } from './store'
 
 describe('earnings store', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { downloading, tinyPreview } from './fixtures'
+import { downloading, tinyPreview } from '../../../test/renderer/hosting-fixtures'
 import { artifactRow, canResume, chosenOption, creditsPerHour, phaseText, placementCells, showsPicker, uptimeText } from './selectors'
 
 describe('hosting selectors', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { HostingStatus } from '../../../protocol/app'
 import { NeuronError } from '../../../protocol/errors'
-import { fakeBridge } from '../fakeBridge'
-import { downloading, serving, tinyModel, tinyPreview } from './fixtures'
+import { fakeBridge } from '../../../test/renderer/fake-bridge'
+import { downloading, serving, tinyModel, tinyPreview } from '../../../test/renderer/hosting-fixtures'
 import { createHostingStore } from './store'
 
 describe('hosting store', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { NeuronError } from '../../../protocol/errors'
-import { fakeBridge } from '../fakeBridge'
+import { fakeBridge } from '../../../test/renderer/fake-bridge'
 import { createReputationStore } from './store'
 
 describe('reputation store', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { someSettings } from './fixtures'
+import { someSettings } from '../../../test/renderer/settings-fixtures'
 import { gbText, limitsFromForm, limitsToForm } from './limitsForm'
 import { EMBEDDED_SWARM, identityFileName, showsSaved, trackerLabel, trackerShort, trackerUrlProblem } from './selectors'
 

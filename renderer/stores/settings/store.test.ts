@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { NeuronError } from '../../../protocol/errors'
-import { fakeBridge } from '../fakeBridge'
-import { someSettings } from './fixtures'
+import { fakeBridge } from '../../../test/renderer/fake-bridge'
+import { someSettings } from '../../../test/renderer/settings-fixtures'
 import { limitsToForm } from './limitsForm'
 import { createSettingsStore } from './store'
 

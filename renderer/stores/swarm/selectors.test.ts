@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SwarmView } from '../../../protocol/app'
 import { IDLE_STATE } from '../../../protocol/swarm'
-import { desktopView } from '../computer/fixtures'
+import { desktopView } from '../../../test/renderer/computer-fixtures'
 import { hostRows, missingBlocks, onlineCount } from './selectors'
 
 const host = (hostId: string, online: boolean) => ({ hostId, online, profile: desktopView.profile, state: IDLE_STATE, lastSeen: 0 })

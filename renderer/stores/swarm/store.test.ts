@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { fakeBridge } from '../fakeBridge'
+import { fakeBridge } from '../../../test/renderer/fake-bridge'
 import { createSwarmStore } from './store'
 
 describe('swarm store', () => {

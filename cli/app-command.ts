@@ -1,0 +1,138 @@
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { AppBackend } from '../electron/backend/backend'
+import { builtIndex, serveAppUi } from '../electron/backend/ui-server'
+import { defaultDataDir } from '../host/host'
+import { NeuronError } from '../protocol'
+import { intOption, parseCommandArgs } from './args'
+import type { Command } from './main'
+
+const REPO_ROOT = resolve(fileURLToPath(new URL('../', import.meta.url)))
+/** Where `npm run build` puts the renderer. */
+export const RENDERER_DIR = resolve(REPO_ROOT, 'dist/renderer')
+
+/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
+export function untilSignal(): Promise<string> {
+  return new Promise((done) => {
+    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => done(s))
+  })
+}
+
+/** The Electron binary, or why there is none (the npm package throws when its binary was not downloaded). */
+export function electronBinary(): { path: string } | { missing: string } {
+  try {
+    const path: unknown = createRequire(import.meta.url)('electron')
+    if (typeof path !== 'string') return { missing: 'the electron package gives no binary path' }
+    if (!existsSync(path)) return { missing: `the Electron binary ${path} is not there` }
+    return { path }
+  } catch {
+    // Its postinstall download is off (allowScripts in package.json): expected wherever GitHub is out of reach.
+    return {
+      missing: `Electron's binary is not installed (its download is switched off in package.json's allowScripts; allow it and reinstall electron to get the window)`,
+    }
+  }
+}
+
+export interface BrowserModeOptions {
+  readonly dataDir: string
+  /** undefined: the saved setting; null: the embedded swarm. */
+  readonly trackerUrl?: string | null
+  readonly port?: number
+  readonly threads?: number
+  /** The built renderer; default dist/renderer. */
+  readonly staticDir?: string
+  /** Once the UI is up, e.g. start hosting. */
+  readonly afterStart?: (backend: AppBackend) => Promise<void>
+}
+
+/**
+ * The app without Electron: the backend plus the UI server on loopback, until Ctrl-C or SIGTERM.
+ * Prints one line with the address to open.
+ */
+export async function runBrowserMode(options: BrowserModeOptions): Promise<number> {
+  const staticDir = options.staticDir ?? RENDERER_DIR
+  await builtIndex(staticDir)
+  const stop = untilSignal()
+  const backend = await AppBackend.start({
+    dataDir: options.dataDir,
+    ...(options.trackerUrl === undefined ? {} : { trackerUrl: options.trackerUrl }),
+    ...(options.threads === undefined ? {} : { threads: options.threads }),
+    log: (l) => console.error(`[app] ${l}`),
+  })
+  try {
+    const ui = await serveAppUi(backend, { staticDir, ...(options.port === undefined ? {} : { port: options.port }) })
+    try {
+      console.log(`Neuron is running at ${ui.openUrl}`)
+      await options.afterStart?.(backend)
+      console.error(`[app] stopping on ${await stop}`)
+    } finally {
+      await ui.close()
+    }
+  } finally {
+    await backend.close()
+  }
+  return 0
+}
+
+export const appCommand: Command = {
+  name: 'app',
+  summary: 'the desktop app (Electron), or the same UI in a browser when Electron is not installed',
+  usage: `Usage: neuron app [--data-dir D] [--tracker URL] [--port N] [--threads N] [--headless]
+
+Opens the Neuron app. By default it runs a private swarm in this process (a tracker on
+127.0.0.1 with the tiny stories260K model published); --tracker joins another swarm instead.
+
+  --headless   no Electron window: serve the UI at http://127.0.0.1:<port> for a browser
+               (also what happens when Electron's binary is not installed); open the printed
+               link: it carries this run's key, without which the page and its API refuse
+  --port N     the browser mode's port (default: a free one)
+  --threads N  runtime threads for this run (default: the saved limit, else the physical cores)
+
+Example: neuron app --headless --port 7071 --data-dir /tmp/neuron-app`,
+  async run(args) {
+    const { values } = parseCommandArgs(args, {
+      'data-dir': { type: 'string' },
+      tracker: { type: 'string' },
+      port: { type: 'string' },
+      headless: { type: 'boolean' },
+      threads: { type: 'string' },
+    })
+    const threads = intOption('threads', values.threads, { min: 1 })
+    const dataDir = resolve(values['data-dir'] ?? defaultDataDir())
+    const port = intOption('port', values.port)
+    if (port !== undefined && port > 65535) throw new NeuronError('bad_option', `--port must be at most 65535, not ${port}.`)
+    const electron = values.headless ? { missing: '--headless' } : electronBinary()
+    if ('path' in electron) return runElectron(electron.path, dataDir, values.tracker)
+    console.error(`[app] browser mode, the same UI in your browser: ${electron.missing}`)
+    return runBrowserMode({
+      dataDir,
+      ...(values.tracker === undefined ? {} : { trackerUrl: values.tracker }),
+      ...(port === undefined ? {} : { port }),
+      ...(threads === undefined ? {} : { threads }),
+    })
+  },
+}
+
+/** Electron on the repository (package.json "main"), with the options as arguments and environment. */
+async function runElectron(binary: string, dataDir: string, trackerUrl: string | undefined): Promise<number> {
+  const args = [REPO_ROOT, `--data-dir=${dataDir}`, ...(trackerUrl === undefined ? [] : [`--tracker=${trackerUrl}`])]
+  const child = spawn(binary, args, {
+    stdio: 'inherit',
+    env: { ...process.env, NEURON_DATA_DIR: dataDir, ...(trackerUrl === undefined ? {} : { NEURON_TRACKER_URL: trackerUrl }) },
+  })
+  const forward = (signal: NodeJS.Signals) => child.kill(signal)
+  process.on('SIGINT', forward)
+  process.on('SIGTERM', forward)
+  try {
+    return await new Promise<number>((done, fail) => {
+      child.once('error', fail)
+      child.once('exit', (code, signal) => done(code ?? (signal === null ? 0 : 1)))
+    })
+  } finally {
+    process.off('SIGINT', forward)
+    process.off('SIGTERM', forward)
+  }
+}

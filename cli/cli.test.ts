@@ -1,0 +1,199 @@
+import { execFile } from 'node:child_process'
+import { copyFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { readGguf } from '../gguf/reader'
+import { serializeHeader } from '../gguf/writer'
+import { buildUi } from '../test/build-ui'
+import { HAVE_STORIES, NEEDS_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../test/models'
+import { startNeuron } from '../test/processes'
+import { Tracker } from '../tracker/server'
+
+const NEURON = join(REPO_ROOT, 'bin/neuron.js')
+
+function neuron(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [NEURON, ...args], { cwd: REPO_ROOT }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+    })
+  })
+}
+
+let dir = ''
+let cleanup: () => Promise<void> = async () => {}
+beforeAll(async () => {
+  ;({ dir, cleanup } = await scratchDir())
+})
+afterAll(() => cleanup())
+
+describe('neuron command', () => {
+  it('--help lists the commands, and each has its own --help with an example', async () => {
+    const r = await neuron('--help')
+    expect(r.code).toBe(0)
+    for (const c of ['inspect', 'pack', 'gen-model']) {
+      expect(r.stdout).toContain(c)
+      const sub = await neuron(c, '--help')
+      expect(sub.code).toBe(0)
+      expect(sub.stdout).toMatch(/Example/)
+    }
+  })
+
+  it('rejects an unknown command with a pointer to --help', async () => {
+    const r = await neuron('fly')
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/unknown command "fly".*--help/)
+  })
+
+  it('gen-model refuses impossible shapes with one clear line', async () => {
+    const out = join(dir, 'never.gguf')
+    const base = ['gen-model', '--arch', 'llama', '--layers', '2', '--heads', '4', '--ff', '128', '--vocab', '300', '--out', out]
+    const odd = await neuron(...base, '--embd', '48', '--type', 'q8_0')
+    expect(odd.code).toBe(1)
+    expect(odd.stderr.trim().split('\n')).toHaveLength(1)
+    expect(odd.stderr).toMatch(/multiples of 32/)
+    const badType = await neuron(...base, '--embd', '64', '--type', 'q5_k')
+    expect(badType.stderr).toMatch(/--type must be one of f32, f16, q8_0, q4_0/)
+    expect(await readdir(dir)).not.toContain('never.gguf')
+  })
+})
+
+describe('neuron account', () => {
+  it('creates an account in a running tracker’s database whose key the gateway accepts', async () => {
+    const db = join(dir, 'accounts.sqlite')
+    const tracker = await Tracker.start({ dbPath: db })
+    try {
+      const r = await neuron('account', 'create', '--db', db, '--name', 'me', '--grant-micro', '5000000')
+      expect(r.code).toBe(0)
+      const created = JSON.parse(r.stdout) as { api_key: string; grant_micro: number; name: string }
+      expect(created).toMatchObject({ name: 'me', grant_micro: 5_000_000, api_key: expect.stringMatching(/^nk-/) })
+      const models = await fetch(`${tracker.url}/v1/models`, { headers: { authorization: `Bearer ${created.api_key}` } })
+      expect(models.status).toBe(200)
+      const wrong = await fetch(`${tracker.url}/v1/models`, { headers: { authorization: 'Bearer nk-not-a-key' } })
+      expect(wrong.status).toBe(401)
+    } finally {
+      await tracker.close()
+    }
+    const missing = await neuron('account', 'create', '--db', join(dir, 'no-such.sqlite'))
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toMatch(/no-such\.sqlite does not exist/)
+  })
+})
+
+describe('neuron host --ui', () => {
+  it('serves the app to a browser for a headless host on a remote tracker, behind the key in the printed link', async () => {
+    await buildUi()
+    const tracker = await Tracker.start({ dbPath: join(dir, 'ui-tracker.sqlite') })
+    const host = startNeuron(['host', '--ui', '--tracker', tracker.url, '--data-dir', join(dir, 'ui-host'), '--port', '0', '--threads', '1'])
+    try {
+      const link = new URL((await host.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/))[1] ?? '')
+      expect((await fetch(link.origin, { redirect: 'manual' })).status).toBe(401)
+      const opened = await fetch(link, { redirect: 'manual' })
+      expect(opened.status).toBe(303)
+      const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0] ?? ''
+      const page = await fetch(link.origin, { headers: { cookie } })
+      expect(page.status).toBe(200)
+      expect(await page.text()).toContain('<div id="root">')
+      // The same contract as the app: this host's settings name the tracker it joined.
+      const ws = new WebSocket(`ws://${link.host}/api`, { origin: link.origin, headers: { cookie } })
+      const reply = await new Promise<unknown>((resolve, reject) => {
+        ws.once('open', () => ws.send(JSON.stringify({ kind: 'call', id: 1, method: 'settings.get', input: {} })))
+        ws.once('message', (data) => resolve(JSON.parse(data.toString())))
+        ws.once('error', reject)
+      })
+      ws.close()
+      expect(reply).toMatchObject({ kind: 'reply', id: 1, ok: true, value: { trackerUrl: tracker.url, connectedTrackerUrl: tracker.url } })
+    } finally {
+      await host.stop(5000)
+      await tracker.close()
+    }
+  })
+})
+
+describe.skipIf(!HAVE_STORIES)(`inspect and pack on stories260K${NEEDS_STORIES}`, () => {
+  it('inspect --json reports the architecture, sizes per block and KV cost', async () => {
+    const r = await neuron('inspect', STORIES_260K, '--json')
+    expect(r.code).toBe(0)
+    const report = JSON.parse(r.stdout)
+    expect(report.architecture).toBe('llama')
+    expect(report.hparams).toMatchObject({ nLayer: 5, nEmbd: 64, nHead: 8, nHeadKv: 4, nVocab: 512 })
+    expect(report.bytesPerBlock).toHaveLength(5)
+    // 4 KV heads × (8 + 8) dims × 2 bytes (f16)
+    expect(report.kvBytesPerTokenPerBlock).toBe(128)
+    expect(report.tensorTypes).toEqual({ F32: { tensors: 48, bytes: report.tensorBytes } })
+  })
+
+  it('pack prints the artifacts it wrote', async () => {
+    const r = await neuron('pack', STORIES_260K, '--out', join(dir, 'cli-pack'), '--blocks-per-artifact', '2')
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/blocks-2-4\.gguf\s+blocks \[2, 4\)/)
+    expect((await readdir(join(dir, 'cli-pack'))).sort()).toEqual([
+      'blocks-0-2.gguf',
+      'blocks-2-4.gguf',
+      'blocks-4-5.gguf',
+      'embed.gguf',
+      'head.gguf',
+      'manifest.json',
+    ])
+  })
+
+  describe('bad input: one clear message, a non-zero exit, no partial output', () => {
+    async function expectRefused(input: string, pattern: RegExp, out = join(dir, 'refused', 'out')) {
+      await mkdir(join(dir, 'refused'), { recursive: true })
+      const before = await readdir(join(dir, 'refused'))
+      const r = await neuron('pack', input, '--out', out)
+      expect(r.code).toBe(1)
+      expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1)
+      expect(r.stderr).toMatch(pattern)
+      expect(await readdir(join(dir, 'refused'))).toEqual(before)
+    }
+
+    it('a GGUF cut short inside its tensor data', async () => {
+      const cut = join(dir, 'cut-data.gguf')
+      await writeFile(cut, (await readFile(STORIES_260K)).subarray(0, 600_000))
+      await expectRefused(cut, /is truncated: tensor blk\.\d\.\S+ needs bytes \[\d+, \d+\) but the file ends at 600000/)
+    })
+
+    it('a GGUF cut short inside its header', async () => {
+      const cut = join(dir, 'cut-header.gguf')
+      await writeFile(cut, (await readFile(STORIES_260K)).subarray(0, 5000))
+      await expectRefused(cut, /is truncated/)
+    })
+
+    it('a file that is not GGUF', async () => {
+      const text = join(dir, 'notes.gguf')
+      await writeFile(text, 'just some notes\n')
+      await expectRefused(text, /is not a GGUF file: it starts with 6a 75 73 74, not "GGUF"/)
+    })
+
+    it('an unsupported GGUF version', async () => {
+      const v1 = join(dir, 'v1.gguf')
+      const bytes = await readFile(STORIES_260K)
+      bytes.writeUInt32LE(1, 4)
+      await writeFile(v1, bytes)
+      await expectRefused(v1, /is GGUF version 1; Neuron reads versions 2 and 3/)
+    })
+
+    it('a model missing one block tensor', async () => {
+      const source = await readGguf(STORIES_260K)
+      const kept = source.tensors.filter((t) => t.name !== 'blk.3.attn_k.weight')
+      const header = serializeHeader(source.kvs, kept, source.alignment)
+      const holed = join(dir, 'holed.gguf')
+      const all = await readFile(STORIES_260K)
+      const fh = await open(holed, 'w')
+      await fh.write(header.bytes, 0, header.bytes.length, 0)
+      for (const [i, t] of kept.entries()) await fh.write(all, t.offset, t.bytes, header.bytes.length + (header.dataOffsets[i] ?? 0))
+      await fh.close()
+      await expectRefused(holed, /is missing tensor blk\.3\.attn_k\.weight \(block 3\)/)
+    })
+
+    it('an output directory that already exists', async () => {
+      const out = join(dir, 'refused', 'taken')
+      await mkdir(out, { recursive: true })
+      const copy = join(dir, 'fine.gguf')
+      await copyFile(STORIES_260K, copy)
+      await expectRefused(copy, /taken already exists; choose a new --out/, out)
+      expect(await readdir(out)).toEqual([])
+    })
+  })
+})

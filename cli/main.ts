@@ -1,0 +1,70 @@
+import { NeuronError } from '../protocol'
+import { appCommand } from './app-command'
+import { demoCommand } from './demo'
+import { genModelCommand } from './gen-model'
+import { inspectCommand } from './inspect'
+import { packCommand } from './pack'
+import { accountCommand, chatCommand, hostCommand, publishCommand, trackerCommand } from './swarm-commands'
+
+export interface Command {
+  readonly name: string
+  readonly summary: string
+  readonly usage: string
+  run(args: string[]): Promise<number>
+}
+
+const COMMANDS: readonly Command[] = [
+  appCommand,
+  demoCommand,
+  trackerCommand,
+  publishCommand,
+  hostCommand,
+  chatCommand,
+  accountCommand,
+  inspectCommand,
+  packCommand,
+  genModelCommand,
+]
+
+function help(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length))
+  return [
+    'neuron — run very large GGUF models together on home computers',
+    '',
+    'Usage: neuron <command> [options]      neuron <command> --help',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+  ].join('\n')
+}
+
+/** Runs one CLI invocation and returns the exit code; user errors print one clear line. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    console.log(help())
+    return name === undefined ? 1 : 0
+  }
+  const command = COMMANDS.find((c) => c.name === name)
+  if (command === undefined) {
+    console.error(`neuron: unknown command "${name}". Commands: ${COMMANDS.map((c) => c.name).join(', ')}. See neuron --help.`)
+    return 2
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(command.usage)
+    return 0
+  }
+  try {
+    return await command.run(rest)
+  } catch (error) {
+    if (error instanceof NeuronError) {
+      console.error(`neuron ${name}: ${error.message}`)
+      return 1
+    }
+    if (error instanceof Error && 'code' in error && error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      console.error(`neuron ${name}: ${error.message}\n\n${command.usage}`)
+      return 2
+    }
+    throw error
+  }
+}

@@ -1,0 +1,85 @@
+import { z } from 'zod'
+import { describeIssues, type Earnings, NeuronError, type ReputationView } from '../../protocol'
+
+const Count = z.number().int().nonnegative()
+const Bucket = z.object({ start: z.number(), modelId: z.string(), earned: z.number().int(), blockTokens: Count, receipts: Count })
+const Unit = z.number().min(0).max(1)
+
+/** The tracker gateway's GET /v1/dashboard/hosts/<hostId> (tracker/gateway/gateway.ts), the parts the app shows. */
+export const HostDashboard = z.object({
+  host_id: z.string(),
+  balance_micro: z.number().int(),
+  served_block_tokens: Count,
+  earnings_by_hour: z.array(Bucket),
+  earnings_by_day: z.array(Bucket),
+  recent_receipts: z.array(
+    z.object({
+      receipt: z.object({ session: z.string(), step: Count, blocks: z.tuple([Count, Count]), tokens: Count }),
+      modelId: z.string(),
+      hostEarned: z.number().int(),
+      createdAt: z.number(),
+    }),
+  ),
+  reputation: z.object({
+    score: Unit,
+    components: z.object({ uptime: Unit, completion: Unit, latency: Unit, audits: Unit }),
+    completedSteps: Count,
+    failedSteps: Count,
+  }),
+  reputation_history: z.array(z.object({ at: z.number(), score: z.number() })),
+})
+export type HostDashboard = z.infer<typeof HostDashboard>
+
+/** Fetches a host's dashboard over HTTP, so a remote tracker works like the embedded one. */
+export async function fetchHostDashboard(trackerUrl: string, hostId: string, timeoutMs = 5000): Promise<HostDashboard> {
+  const url = `${trackerUrl}/v1/dashboard/hosts/${hostId}`
+  let body: unknown
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
+    if (!res.ok) throw new Error(`HTTP ${res.status}`)
+    body = await res.json()
+  } catch (error) {
+    throw new NeuronError(
+      'tracker_unreachable',
+      `the tracker's dashboard at ${url} did not answer (${error instanceof Error ? error.message : error}); is the tracker running?`,
+    )
+  }
+  const parsed = HostDashboard.safeParse(body)
+  if (!parsed.success) throw new NeuronError('bad_response', describeIssues(url, parsed.error))
+  return parsed.data
+}
+
+export function toEarnings(hostId: string, d: HostDashboard, account: Earnings['account']): Earnings {
+  const point = (b: z.infer<typeof Bucket>) => ({ start: b.start, modelId: b.modelId, earnedMicro: b.earned, blockTokens: b.blockTokens, receipts: b.receipts })
+  return {
+    hostId,
+    balanceMicro: d.balance_micro,
+    servedBlockTokens: d.served_block_tokens,
+    byHour: d.earnings_by_hour.map(point),
+    byDay: d.earnings_by_day.map(point),
+    recent: d.recent_receipts
+      .filter((r) => r.receipt.blocks[0] < r.receipt.blocks[1])
+      .map((r) => ({
+        at: r.createdAt,
+        session: r.receipt.session,
+        step: r.receipt.step,
+        modelId: r.modelId,
+        blocks: r.receipt.blocks,
+        tokens: r.receipt.tokens,
+        earnedMicro: r.hostEarned,
+      })),
+    account,
+  }
+}
+
+export function toReputation(hostId: string, d: HostDashboard): ReputationView {
+  return {
+    hostId,
+    score: d.reputation.score,
+    components: d.reputation.components,
+    completedSteps: d.reputation.completedSteps,
+    failedSteps: d.reputation.failedSteps,
+    // The tracker lists newest first; charts read oldest first.
+    history: [...d.reputation_history].reverse().map((h) => ({ at: h.at, score: h.score })),
+  }
+}

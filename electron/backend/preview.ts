@@ -1,0 +1,12 @@
+import type { HostingPreview, PlacementProposal } from '../../protocol'
+import { DEFAULT_FEE_BPS, feeOf } from '../../tracker/ledger/pricing'
+
+/** What a host keeps of a charge at the default swarm fee, micro-credits (when the tracker has not said). */
+export function hostShare(chargedMicro: number): number {
+  return chargedMicro - feeOf(chargedMicro, DEFAULT_FEE_BPS)
+}
+
+/** The proposal's credits per hour at full load, as the tracker priced it (null without a proposal or a price). */
+export function withCredits(placement: PlacementProposal): HostingPreview {
+  return { placement, creditsPerHourMicro: placement.proposal?.hostMicroPerHour ?? null }
+}

@@ -1,0 +1,234 @@
+import { createHash } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { copyFile, link, mkdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import WebTorrent from 'webtorrent'
+import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
+
+export interface ArtifactStoreOptions {
+  /** Artifacts live in `<dataDir>/models/<modelId>/<file>`. */
+  readonly dataDir: string
+  /** Most bytes of artifacts this host keeps on disk. */
+  readonly quotaBytes?: number
+  /** BitTorrent TCP port; 0 picks a free one. */
+  readonly torrentPort?: number
+  readonly log?: (line: string) => void
+}
+
+export interface FetchProgress {
+  readonly file: string
+  readonly downloadedBytes: number
+  readonly totalBytes: number
+  readonly bytesPerSecond: number
+  readonly peers: number
+}
+
+/** How many times a file whose sha256 is wrong is thrown away and fetched again. */
+const MAX_REFETCH = 3
+
+/**
+ * A host's artifacts: fetched over BitTorrent (TCP only; only the files its range needs, from the
+ * model's one torrent), checked against the manifest's sha256 before anything may load them,
+ * and seeded to other hosts for as long as the store is open.
+ */
+export class ArtifactStore {
+  private readonly client: WebTorrent.Instance
+  private readonly ready: Promise<void>
+
+  constructor(private readonly options: ArtifactStoreOptions) {
+    this.client = new WebTorrent({
+      dht: false,
+      lsd: false,
+      utp: false,
+      webSeeds: false,
+      natUpnp: false,
+      natPmp: false,
+      torrentPort: options.torrentPort ?? 0,
+    } as WebTorrent.Options)
+    this.client.on('error', (e) => options.log?.(`torrent client: ${e instanceof Error ? e.message : e}`))
+    this.ready = new Promise((resolve) => {
+      if ((this.client as unknown as { listening?: boolean }).listening) resolve()
+      else this.client.once('listening', () => resolve())
+    })
+  }
+
+  get modelsDir(): string {
+    return join(this.options.dataDir, 'models')
+  }
+
+  pathOf(modelId: string, file: string): string {
+    return join(this.modelsDir, modelId, file)
+  }
+
+  /**
+   * Seeds a packed model directory (the publisher's side): checks every artifact against the
+   * manifest, links it into this store like any host's, and seeds the whole torrent.
+   */
+  async seedDirectory(dir: string, manifest: Manifest, torrent: Buffer): Promise<string> {
+    const modelDir = join(this.modelsDir, manifest.modelId)
+    await mkdir(modelDir, { recursive: true })
+    for (const a of manifest.artifacts) {
+      await verifyArtifact(join(dir, a.file), a)
+      const target = join(modelDir, a.file)
+      if ((await stat(target).catch(() => undefined)) !== undefined) continue
+      // A hard link costs no copy; across file systems, copy.
+      await link(join(dir, a.file), target).catch(() => copyFile(join(dir, a.file), target))
+    }
+    await this.ready
+    const t = await this.addTorrent(torrent, false)
+    return t.infoHash
+  }
+
+  /**
+   * Fetches `files` of a model (skipping any already here and intact), verifies each against the
+   * manifest, and keeps seeding them. Returns their paths once every one is verified.
+   */
+  async fetch(manifest: Manifest, torrent: Buffer, files: readonly string[], onProgress?: (p: FetchProgress) => void): Promise<string[]> {
+    const wanted = files.map((f) => {
+      const artifact = manifest.artifacts.find((a) => a.file === f)
+      if (artifact === undefined) throw new NeuronError('unknown_artifact', `${manifest.modelId} has no artifact ${f}.`)
+      return artifact
+    })
+    await this.checkQuota(manifest, wanted)
+    await mkdir(join(this.modelsDir, manifest.modelId), { recursive: true })
+    await this.ready
+    for (let attempt = 0; ; attempt++) {
+      const t = await this.addTorrent(torrent)
+      await this.download(t, wanted, onProgress)
+      const bad: ManifestArtifact[] = []
+      for (const a of wanted) {
+        try {
+          await verifyArtifact(this.pathOf(manifest.modelId, a.file), a)
+        } catch (error) {
+          this.options.log?.(error instanceof Error ? error.message : String(error))
+          bad.push(a)
+        }
+      }
+      if (bad.length === 0) return wanted.map((a) => this.pathOf(manifest.modelId, a.file))
+      if (attempt + 1 >= MAX_REFETCH) {
+        throw new NeuronError(
+          'artifact_corrupt',
+          `${bad.map((a) => a.file).join(', ')} failed sha256 ${MAX_REFETCH} times; the swarm may be serving a different model under ${manifest.modelId}.`,
+        )
+      }
+      // Never load a bad file: drop it and its torrent state, then fetch it again from the swarm.
+      await new Promise<void>((resolve) => this.client.remove(t, {}, () => resolve()))
+      for (const a of bad) await rm(this.pathOf(manifest.modelId, a.file), { force: true })
+    }
+  }
+
+  /** Seeding peers and bytes uploaded, for the dashboard. */
+  stats(): { torrents: number; uploadedBytes: number; peers: number } {
+    return {
+      torrents: this.client.torrents.length,
+      uploadedBytes: this.client.torrents.reduce((s, t) => s + t.uploaded, 0),
+      peers: this.client.torrents.reduce((s, t) => s + t.numPeers, 0),
+    }
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.client.destroy(() => resolve()))
+  }
+
+  private async addTorrent(torrent: Buffer, deselect = true): Promise<WebTorrent.Torrent> {
+    const existing = await this.client.get(torrent)
+    if (existing) {
+      await onceReady(existing)
+      return existing
+    }
+    const t = this.client.add(torrent, { path: this.modelsDir, deselect } as WebTorrent.TorrentOptions)
+    await onceReady(t)
+    return t
+  }
+
+  /** Selects the wanted files and resolves when all are downloaded (and piece-verified by BitTorrent). */
+  private async download(t: WebTorrent.Torrent, wanted: readonly ManifestArtifact[], onProgress?: (p: FetchProgress) => void): Promise<void> {
+    const files = wanted.map((artifact) => {
+      const file = t.files.find((f) => f.name === artifact.file)
+      if (file === undefined) throw new NeuronError('bad_torrent', `the torrent has no file ${artifact.file}.`)
+      return file
+    })
+    const pending = files.filter((f) => !isDone(f))
+    if (pending.length === 0) return
+    const report = () => {
+      for (const file of pending)
+        onProgress?.({ file: file.name, downloadedBytes: file.downloaded, totalBytes: file.length, bytesPerSecond: t.downloadSpeed, peers: t.numPeers })
+    }
+    t.on('download', report)
+    try {
+      await Promise.all(
+        pending.map(
+          (file) =>
+            new Promise<void>((resolve) => {
+              file.once('done', () => resolve())
+              file.select()
+            }),
+        ),
+      )
+    } finally {
+      t.off('download', report)
+    }
+    report()
+  }
+
+  private async checkQuota(manifest: Manifest, wanted: readonly ManifestArtifact[]): Promise<void> {
+    const quota = this.options.quotaBytes
+    if (quota === undefined) return
+    let needed = 0
+    for (const a of wanted) {
+      const have = await stat(this.pathOf(manifest.modelId, a.file)).catch(() => undefined)
+      if (have?.size !== a.bytes) needed += a.bytes
+    }
+    const used = this.client.torrents.reduce((s, t) => s + t.files.filter(isDone).reduce((x, f) => x + f.length, 0), 0)
+    if (used + needed > quota) {
+      throw new NeuronError(
+        'disk_quota',
+        `serving this range needs ${needed} more bytes of artifacts, but the disk quota is ${quota} bytes with ${used} in use; raise the quota or take a smaller range.`,
+        {
+          needed,
+          used,
+          quota,
+        },
+      )
+    }
+  }
+}
+
+/** webtorrent 3 marks finished files with `done`; its @types predate that. */
+function isDone(file: WebTorrent.TorrentFile): boolean {
+  return (file as unknown as { done: boolean }).done
+}
+
+function onceReady(t: WebTorrent.Torrent): Promise<void> {
+  if ((t as unknown as { ready: boolean }).ready) return Promise.resolve()
+  return new Promise((resolve, reject) => {
+    t.once('ready', () => resolve())
+    t.once('error', (e) => reject(e instanceof Error ? e : new Error(String(e))))
+  })
+}
+
+/** Throws unless the file's size and sha256 are the manifest's. */
+export async function verifyArtifact(path: string, artifact: ManifestArtifact): Promise<void> {
+  const size = (await stat(path).catch(() => undefined))?.size
+  if (size !== artifact.bytes) {
+    throw new NeuronError(
+      'artifact_corrupt',
+      `artifact ${artifact.file} is ${size ?? 'missing'}${size === undefined ? '' : ' bytes'}, expected ${artifact.bytes} bytes.`,
+      { file: artifact.file },
+    )
+  }
+  const hash = createHash('sha256')
+  for await (const chunk of createReadStream(path, { highWaterMark: 4 << 20 })) hash.update(chunk as Buffer)
+  const got = hash.digest('hex')
+  if (got !== artifact.sha256) {
+    throw new NeuronError(
+      'artifact_corrupt',
+      `artifact ${artifact.file} failed sha256 (expected ${artifact.sha256.slice(0, 12)}…, got ${got.slice(0, 12)}…); re-downloading.`,
+      {
+        file: artifact.file,
+        expected: artifact.sha256,
+        got,
+      },
+    )
+  }
+}

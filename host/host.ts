@@ -1,0 +1,346 @@
+import { EventEmitter } from 'node:events'
+import { join } from 'node:path'
+import type { Socket } from 'socket.io-client'
+import { connectTracker } from '../client/tracker-connection'
+import { NodeIdentity } from '../identity/keys'
+import { ShardRuntime } from '../native'
+import {
+  artifactsForBlocks,
+  callRpc,
+  encodeFrame,
+  type HardwareProfile,
+  HostToTracker,
+  IDLE_STATE,
+  type Manifest,
+  NeuronError,
+  type RpcSocket,
+  type ServingState,
+  serveRpc,
+  TrackerToHost,
+} from '../protocol'
+import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
+import { hardwareProfile } from './hardware'
+import { ShardServer } from './serving/shard-server'
+
+export interface HostOptions {
+  readonly trackerUrl: string
+  /** Keys, hardware cache and artifacts live here. */
+  readonly dataDir: string
+  readonly modelId?: string
+  /** Blocks [a, b) to serve, or 'auto' to take the tracker's placement. */
+  readonly layers?: readonly [number, number] | 'auto'
+  readonly threads: number
+  readonly maxSessions?: number
+  /** KV-cache capacity per session, tokens. */
+  readonly maxSessionTokens?: number
+  readonly quotaBytes?: number
+  /** 'cpu' keeps the layers off the GPUs (the user's choice); 'auto' (default) uses a detected GPU. */
+  readonly device?: 'auto' | 'cpu'
+  /** Accept no connections: clients reach this host through the tracker's relay. */
+  readonly relay?: boolean
+  readonly listenHost?: string
+  readonly log?: (line: string) => void
+}
+
+export interface HostEvents {
+  state: [ServingState]
+  progress: [FetchProgress]
+}
+
+/**
+ * A volunteer host: joins a tracker, takes a block range (given or placed), fetches and verifies
+ * only that range's artifacts over BitTorrent, loads them into the native runtime and serves
+ * sessions until told to drain. A plain library: the CLI and the Electron app both drive it.
+ */
+export class Host extends EventEmitter<HostEvents> {
+  state: ServingState = IDLE_STATE
+  hostId = ''
+  private socket: (Socket & RpcSocket) | undefined
+  private store: ArtifactStore | undefined
+  private runtime: ShardRuntime | undefined
+  private server: ShardServer | undefined
+  private heartbeat: NodeJS.Timeout | undefined
+  private stopped = false
+  private starting: Promise<void> | undefined
+  private stopping: Promise<void> | undefined
+  private stopRequested: () => void = () => {}
+  /** Settles when stop() is called: a download in progress is given up then (it never ends on its own). */
+  private readonly stopRequest = new Promise<void>((resolve) => {
+    this.stopRequested = resolve
+  })
+  private identity: NodeIdentity | undefined
+  private profile: HardwareProfile | undefined
+
+  constructor(readonly options: HostOptions) {
+    super()
+  }
+
+  /** Sessions open on this host now (0 before it serves). */
+  get activeSessions(): number {
+    return this.server?.activeSessions ?? 0
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line)
+  }
+
+  /**
+   * Connects and, when a model is named, fetches, loads and serves it; resolves once ready. A stop()
+   * meanwhile makes it reject with code 'stopped' at its next step.
+   */
+  start(): Promise<void> {
+    this.starting ??= this.startSteps()
+    return this.starting
+  }
+
+  private async startSteps(): Promise<void> {
+    const { options } = this
+    this.throwIfStopped()
+    this.identity = await NodeIdentity.loadOrCreate(options.dataDir)
+    const profile = await hardwareProfile(options.dataDir, { threads: options.threads })
+    // The tracker places by what the host will use: no GPUs when told to stay on the CPU.
+    this.profile = options.device === 'cpu' ? { ...profile, gpus: [] } : profile
+    this.throwIfStopped()
+    await this.join()
+    if (options.modelId !== undefined) await this.serve(options.modelId, options.layers ?? 'auto')
+  }
+
+  /**
+   * Opens an authenticated connection, says hello with the current state and starts heartbeats.
+   * A lost tracker is joined again (fresh challenge, backing off to 30 s) while sessions carry on.
+   */
+  private async join(): Promise<void> {
+    const identity = this.identity
+    const profile = this.profile
+    if (identity === undefined || profile === undefined) throw new NeuronError('not_started', 'start the host first')
+    const socket = await connectTracker(this.options.trackerUrl, '/hosts', identity)
+    if (this.stopped) {
+      socket.close()
+      throw this.stoppedError()
+    }
+    this.socket = socket
+    serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame }) => ({ frame: await this.handleRelayed(frame) }) }, undefined)
+    const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.state })
+    // stop() closed the socket meanwhile: start no heartbeats.
+    this.throwIfStopped()
+    this.hostId = hello.hostId
+    this.log(`joined ${this.options.trackerUrl} as ${hello.hostId}`)
+    clearInterval(this.heartbeat)
+    this.heartbeat = setInterval(() => {
+      callRpc(socket, HostToTracker, 'host.heartbeat', { activeSessions: this.server?.activeSessions ?? 0 }, hello.heartbeatMs).catch((e: Error) =>
+        this.log(`heartbeat failed: ${e.message}`),
+      )
+      this.reportMeasuredSpeed()
+    }, hello.heartbeatMs)
+    this.heartbeat.unref()
+    socket.once('disconnect', (reason) => {
+      clearInterval(this.heartbeat)
+      if (this.stopped) return
+      this.log(`lost the tracker (${reason}); joining again`)
+      void this.rejoin()
+    })
+  }
+
+  /** Routing plans with ms per block: once real traffic says the load-time figure is off by 20 %, tell the tracker. */
+  private reportMeasuredSpeed(): void {
+    const measured = this.server?.msPerBlock
+    const reported = this.state.msPerBlock
+    if (measured === undefined || reported === null || this.state.status !== 'ready') return
+    if (Math.abs(measured - reported) / reported < 0.2) return
+    void this.publishState({ ...this.state, msPerBlock: measured }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+  }
+
+  private async rejoin(): Promise<void> {
+    for (let delayMs = 250; !this.stopped; delayMs = Math.min(30_000, delayMs * 2)) {
+      await new Promise((r) => setTimeout(r, delayMs))
+      if (this.stopped) return
+      try {
+        await this.join()
+        return
+      } catch (error) {
+        this.log(`tracker still unreachable (${error instanceof Error ? error.message : error}); retrying in ${Math.min(30_000, delayMs * 2)} ms`)
+      }
+    }
+  }
+
+  /**
+   * Fetches, verifies, loads and serves blocks of a model. Checks for stop() after every step and
+   * throws 'stopped' then; what it made so far (runtime, server) is let go by stop().
+   */
+  async serve(modelId: string, layers: readonly [number, number] | 'auto'): Promise<void> {
+    const socket = this.requireSocket()
+    const { manifest, torrent } = await callRpc(socket, HostToTracker, 'model.get', { modelId })
+    this.throwIfStopped()
+    const blocks = layers === 'auto' ? await this.placed(modelId) : layers
+    this.throwIfStopped()
+    if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
+      throw new NeuronError('bad_option', `--layers ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
+    }
+    const files = artifactsForBlocks(manifest, blocks).map((a) => a.file)
+    await this.publishState({ ...IDLE_STATE, modelId, blocks, status: 'downloading' })
+    this.throwIfStopped()
+    this.store ??= new ArtifactStore({
+      dataDir: this.options.dataDir,
+      ...(this.options.quotaBytes === undefined ? {} : { quotaBytes: this.options.quotaBytes }),
+      log: (l) => this.log(l),
+    })
+    const total = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
+    const done = new Map<string, number>()
+    let lastReport = 0
+    const fetching = this.store.fetch(manifest, Buffer.from(torrent), files, (p) => {
+      this.emit('progress', p)
+      done.set(p.file, p.downloadedBytes)
+      const now = Date.now()
+      if (now - lastReport > 500) {
+        lastReport = now
+        const progress = Math.min(1, [...done.values()].reduce((s, b) => s + b, 0) / total)
+        void this.publishState({ ...this.state, progress })
+      }
+    })
+    const paths = await this.unlessStopped(fetching)
+    this.log(`fetched and verified ${files.join(', ')}`)
+    await this.publishState({ ...this.state, status: 'loading', progress: 1 })
+    this.throwIfStopped()
+    const embed = blocks[0] === 0
+    const head = blocks[1] === manifest.nLayer
+    // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
+    const device = this.options.device !== 'cpu' && (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
+    this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
+    this.throwIfStopped()
+    const maxSessions = this.options.maxSessions ?? 4
+    this.server = new ShardServer(this.runtime, {
+      modelId,
+      blocks,
+      embed,
+      head,
+      nEmbd: manifest.nEmbd,
+      maxSessions,
+      log: (l) => this.log(l),
+      ...(this.identity === undefined ? {} : { signer: this.identity }),
+    })
+    const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1')
+    this.throwIfStopped()
+    const msPerBlock = await this.measure(manifest, blocks, embed)
+    this.throwIfStopped()
+    await this.publishState({
+      modelId,
+      blocks,
+      status: 'ready',
+      progress: 1,
+      kvCapacityTokens: this.options.maxSessionTokens ?? Math.min(4096, manifest.contextLength || 4096),
+      activeSessions: 0,
+      maxSessions,
+      msPerBlock,
+      endpoint,
+    })
+    this.log(`serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) at ${endpoint ?? 'the tracker relay'}, ${msPerBlock.toFixed(2)} ms/block`)
+  }
+
+  /**
+   * Drains: tells the tracker, lets open sessions finish (up to `timeoutMs`), then leaves. A start in
+   * progress gives up first (a download at once, a load once loaded), so nothing it made stays open.
+   */
+  stop(timeoutMs = 10_000): Promise<void> {
+    this.stopping ??= this.shutdown(timeoutMs)
+    return this.stopping
+  }
+
+  private async shutdown(timeoutMs: number): Promise<void> {
+    this.stopped = true
+    this.stopRequested()
+    await this.starting?.catch(() => {})
+    if (this.server !== undefined && this.socket?.connected) {
+      await this.publishState({ ...this.state, status: 'draining' }).catch(() => {})
+      await this.server.drain(timeoutMs)
+    }
+    clearInterval(this.heartbeat)
+    await this.server?.close()
+    this.runtime?.dispose()
+    await this.store?.close()
+    this.socket?.close()
+  }
+
+  private throwIfStopped(): void {
+    if (this.stopped) throw this.stoppedError()
+  }
+
+  private stoppedError(): NeuronError {
+    return new NeuronError(
+      'stopped',
+      `the host was stopped before it was ready to serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
+    )
+  }
+
+  /** Awaits `work` unless stop() comes first; then throws 'stopped' and leaves `work` behind. */
+  private async unlessStopped<T>(work: Promise<T>): Promise<T> {
+    const settled = work.then((value) => ({ value }))
+    // Work given up on may still fail later, with nobody waiting: that must not be an unhandled rejection.
+    settled.catch(() => {})
+    const done = await Promise.race([settled, this.stopRequest])
+    if (done === undefined || this.stopped) throw this.stoppedError()
+    return done.value
+  }
+
+  private async placed(modelId: string): Promise<readonly [number, number]> {
+    const placement = await callRpc(this.requireSocket(), HostToTracker, 'placement.request', { modelId })
+    if (placement.proposal === null)
+      throw new NeuronError(
+        placement.refusal?.code ?? 'not_placed',
+        `the tracker proposes no range of ${modelId} for this computer: ${placement.refusal?.reason ?? 'no reason given'}`,
+      )
+    this.log(`placement: blocks [${placement.proposal.blocks[0]}, ${placement.proposal.blocks[1]}), ${placement.proposal.bytesToDownload} bytes to fetch`)
+    return placement.proposal.blocks
+  }
+
+  /** Compute time per block for one decoded token: the median of a few steps on a scratch session. */
+  private async measure(manifest: Manifest, blocks: readonly [number, number], embed: boolean): Promise<number> {
+    const runtime = this.runtime
+    if (runtime === undefined) return 1
+    const session = runtime.openSession({ maxTokens: 8 })
+    const times: number[] = []
+    try {
+      for (let i = 0; i < 5; i++) {
+        const input = embed ? Int32Array.of(1) : new Float32Array(manifest.nEmbd).fill(0.01)
+        const started = performance.now()
+        await session.forward(input, { positions: i })
+        times.push(performance.now() - started)
+      }
+    } finally {
+      session.close()
+    }
+    times.sort((a, b) => a - b)
+    return Math.max(1e-3, (times[2] ?? 1) / (blocks[1] - blocks[0]))
+  }
+
+  private async handleRelayed(frame: Uint8Array): Promise<Uint8Array> {
+    if (this.server === undefined) {
+      return encodeFrame({
+        kind: 'error',
+        dtype: 'json',
+        flags: 0,
+        session: '0'.repeat(32),
+        step: 0,
+        position: 0,
+        tokens: 0,
+        width: 0,
+        payload: new TextEncoder().encode(JSON.stringify({ code: 'not_serving', message: 'this host serves no model yet' })),
+      })
+    }
+    return this.server.handle(frame)
+  }
+
+  private async publishState(state: ServingState): Promise<void> {
+    this.state = state
+    this.emit('state', state)
+    if (this.socket?.connected) await callRpc(this.socket, HostToTracker, 'host.state', state)
+  }
+
+  private requireSocket(): Socket & RpcSocket {
+    if (this.socket === undefined) throw new NeuronError('not_started', 'start the host before serving')
+    return this.socket
+  }
+}
+
+export function defaultDataDir(): string {
+  return join(process.env.HOME ?? '.', '.neuron')
+}

@@ -1,0 +1,301 @@
+import { createHash } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
+import { type WebSocket, WebSocketServer } from 'ws'
+import { type ShardRuntime, ShardRuntimeError, type ShardSession } from '../../native'
+import {
+  decodeFrame,
+  encodeFrame,
+  errorFrame,
+  FLAG_NO_SAMPLE,
+  type Frame,
+  jsonFrame,
+  NeuronError,
+  OpenSession,
+  payloadAs,
+  type ReceiptBody,
+  readJson,
+  receiptMessage,
+  type SampledToken,
+  SamplingParams,
+  toWireError,
+} from '../../protocol'
+
+export interface ShardServerOptions {
+  readonly modelId: string
+  readonly blocks: readonly [number, number]
+  readonly embed: boolean
+  readonly head: boolean
+  readonly nEmbd: number
+  readonly maxSessions: number
+  /** Largest frame accepted, bytes; larger ones get a `frame_too_large` error. */
+  readonly maxFrameBytes?: number
+  /** A session nobody has used for this long is closed and its KV cache freed. */
+  readonly idleSessionMs?: number
+  readonly log?: (line: string) => void
+  /** Signs a receipt for every step it serves (the host's NodeIdentity); without it, answers carry none. */
+  readonly signer?: ReceiptSigner
+}
+
+/** The part of a NodeIdentity that signs receipts. */
+export interface ReceiptSigner {
+  readonly id: string
+  sign(message: string): string
+}
+
+interface ServedSession {
+  readonly runtime: ShardSession
+  readonly open: OpenSession
+  readonly sampling: ReturnType<typeof SamplingParams.parse>
+  lastUsed: number
+  /** Steps of one session run one after another. */
+  queue: Promise<unknown>
+}
+
+const NO_SESSION = '0'.repeat(32)
+export const DEFAULT_MAX_FRAME_BYTES = 32 * 1024 * 1024
+
+/**
+ * Serves one loaded block range to clients: binary frames in, frames out, over WebSocket or the
+ * tracker's relay. Every malformed or failing frame gets an error frame; the server keeps serving.
+ */
+export class ShardServer {
+  private readonly sessions = new Map<string, ServedSession>()
+  private wss: WebSocketServer | undefined
+  private draining = false
+  private readonly reaper: NodeJS.Timeout
+  /** Compute time per block of the last single-token steps, for the measured speed. */
+  private readonly recentMsPerBlock: number[] = []
+
+  constructor(
+    private readonly runtime: ShardRuntime,
+    private readonly options: ShardServerOptions,
+  ) {
+    this.reaper = setInterval(() => this.reapIdle(Date.now()), 10_000)
+    this.reaper.unref()
+  }
+
+  get activeSessions(): number {
+    return this.sessions.size
+  }
+
+  /** Median compute time per block of recent single-token steps, ms; undefined before any. */
+  get msPerBlock(): number | undefined {
+    if (this.recentMsPerBlock.length === 0) return undefined
+    const sorted = [...this.recentMsPerBlock].sort((a, b) => a - b)
+    return sorted[Math.floor(sorted.length / 2)]
+  }
+
+  async listen(port = 0, host = '127.0.0.1'): Promise<string> {
+    const max = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    // ws closes a connection whose message passes maxPayload; below that, oversized frames get a typed error.
+    const wss = new WebSocketServer({ port, host, maxPayload: 2 * max })
+    this.wss = wss
+    wss.on('connection', (socket: WebSocket) => {
+      socket.on('message', async (data, isBinary) => {
+        const bytes = isBinary ? (Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[])) : Buffer.from(String(data))
+        const reply = await this.handle(bytes)
+        if (socket.readyState === socket.OPEN) socket.send(reply)
+      })
+      socket.on('error', (e) => this.options.log?.(`data-plane socket: ${e.message}`))
+    })
+    await new Promise<void>((resolve, reject) => {
+      wss.once('listening', () => resolve())
+      wss.once('error', reject)
+    })
+    return `ws://${host}:${(wss.address() as AddressInfo).port}/`
+  }
+
+  /** One frame in, one frame out; never throws. */
+  async handle(bytes: Uint8Array): Promise<Uint8Array> {
+    const max = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    if (bytes.byteLength > max) {
+      return errorFrame(NO_SESSION, 0, {
+        code: 'frame_too_large',
+        message: `a frame of ${bytes.byteLength} bytes exceeds this host's ${max}; send the prompt in smaller chunks.`,
+        details: { bytes: bytes.byteLength, max },
+      })
+    }
+    let frame: Frame
+    try {
+      frame = decodeFrame(bytes)
+    } catch (error) {
+      return errorFrame(NO_SESSION, 0, toWireError(error))
+    }
+    try {
+      switch (frame.kind) {
+        case 'open':
+          return this.open(frame)
+        case 'forward':
+          return await this.forward(frame)
+        case 'close':
+          this.closeSession(frame.session)
+          return jsonFrame('ok', frame.session, frame.step, {})
+        default:
+          throw new NeuronError('bad_frame', `a host accepts open, forward and close frames, not ${frame.kind}`)
+      }
+    } catch (error) {
+      return errorFrame(frame.session, frame.step, wire(error))
+    }
+  }
+
+  /** Stops taking new sessions; resolves when the open ones have closed or `timeoutMs` passed. */
+  async drain(timeoutMs: number): Promise<void> {
+    this.draining = true
+    const deadline = Date.now() + timeoutMs
+    while (this.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.reaper)
+    for (const id of [...this.sessions.keys()]) this.closeSession(id)
+    const wss = this.wss
+    if (wss !== undefined) {
+      for (const client of wss.clients) client.terminate()
+      await new Promise<void>((resolve) => wss.close(() => resolve()))
+    }
+  }
+
+  private open(frame: Frame): Uint8Array {
+    const request = readJson(frame, OpenSession)
+    const { modelId, blocks } = this.options
+    if (this.draining) throw new NeuronError('draining', 'this host is draining and takes no new sessions; ask the tracker for another route.')
+    if (request.modelId !== modelId) throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
+    // A route may use part of this host's span: the session then runs only its blocks.
+    if (request.blocks[0] < blocks[0] || request.blocks[1] > blocks[1]) {
+      throw new NeuronError(
+        'range_not_served',
+        `this host serves blocks [${blocks[0]}, ${blocks[1]}); a session for [${request.blocks[0]}, ${request.blocks[1]}) must lie inside it.`,
+        { served: [...blocks], requested: request.blocks },
+      )
+    }
+    if (this.sessions.has(frame.session)) throw new NeuronError('session_exists', `session ${frame.session} is already open here.`)
+    if (this.sessions.size >= this.options.maxSessions)
+      throw new NeuronError('busy', `this host runs its maximum of ${this.options.maxSessions} sessions; ask the tracker for another route.`)
+    const runtime = this.runtime.openSession({ maxTokens: request.maxTokens, blocks: [request.blocks[0], request.blocks[1]] })
+    this.sessions.set(frame.session, {
+      runtime,
+      open: request,
+      sampling: SamplingParams.parse(request.sampling ?? {}),
+      lastUsed: Date.now(),
+      queue: Promise.resolve(),
+    })
+    return jsonFrame('ok', frame.session, frame.step, {})
+  }
+
+  private forward(frame: Frame): Promise<Uint8Array> {
+    const served = this.sessions.get(frame.session)
+    if (served === undefined)
+      throw new NeuronError('unknown_session', `no open session ${frame.session} on this host; open it first (it may have idled out).`, {
+        session: frame.session,
+      })
+    const { nEmbd } = this.options
+    const takesTokens = served.runtime.takesTokens
+    if (takesTokens && (frame.dtype !== 'i32' || frame.width !== 1)) {
+      throw new NeuronError('bad_frame', `the first hop takes token ids (i32, width 1), not ${frame.dtype} × ${frame.width}.`)
+    }
+    if (!takesTokens && (frame.dtype === 'i32' || frame.dtype === 'json' || frame.width !== nEmbd)) {
+      throw new NeuronError('bad_frame', `this hop takes hidden states (f32 or f16, width ${nEmbd}), not ${frame.dtype} × ${frame.width}.`, {
+        expectedWidth: nEmbd,
+        width: frame.width,
+      })
+    }
+    if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
+    served.lastUsed = Date.now()
+    const run = served.queue.then(() => this.compute(served, frame))
+    served.queue = run.catch(() => undefined)
+    return run
+  }
+
+  private async compute(served: ServedSession, frame: Frame): Promise<Uint8Array> {
+    const started = performance.now()
+    const output = await served.runtime.forward(payloadAs(frame) as Int32Array | Float32Array | Uint16Array, {
+      positions: frame.position,
+      hiddenType: served.open.hiddenDtype,
+    })
+    const computeMs = performance.now() - started
+    if (frame.tokens === 1) {
+      const [from, to] = served.runtime.blocks
+      this.recentMsPerBlock.push(computeMs / (to - from))
+      if (this.recentMsPerBlock.length > 64) this.recentMsPerBlock.shift()
+    }
+    if (output.kind === 'logits') {
+      if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, jsonAnswer('ok', frame, {}))
+      const s = served.sampling
+      // The draw depends on (seed, position) only, so a replacement hop after failover draws the same token.
+      const next = frame.position + frame.tokens
+      const sampled = served.runtime.sample({
+        temperature: s.temperature,
+        ...(s.topK === undefined ? {} : { topK: s.topK }),
+        ...(s.topP === undefined ? {} : { topP: s.topP }),
+        ...(s.minP === undefined ? {} : { minP: s.minP }),
+        ...(s.repeatPenalty === undefined ? {} : { repeatPenalty: { penalty: s.repeatPenalty } }),
+        seed: (Math.imul(s.seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(next, 0xc2b2ae35)) >>> 0,
+      })
+      const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs }
+      return this.seal(served, frame, jsonAnswer('token', frame, body))
+    }
+    const payload = output.data
+    return this.seal(served, frame, {
+      kind: 'hidden',
+      dtype: output.dtype,
+      flags: 0,
+      session: frame.session,
+      step: frame.step,
+      position: frame.position,
+      tokens: output.rows,
+      width: output.cols,
+      payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength),
+    })
+  }
+
+  /** Encodes an answer with this host's signed receipt for the step as its trailer. */
+  private seal(served: ServedSession, request: Frame, answer: Frame): Uint8Array {
+    const signer = this.options.signer
+    if (signer === undefined) return encodeFrame(answer)
+    const body: ReceiptBody = {
+      session: request.session,
+      step: request.step,
+      hostId: signer.id,
+      // What this step actually ran: a session may use part of the host's span.
+      blocks: [served.runtime.blocks[0], served.runtime.blocks[1]],
+      tokens: request.tokens,
+      input: sha256(request.payload),
+      output: sha256(answer.payload),
+    }
+    const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
+    return encodeFrame({ ...answer, trailer: new TextEncoder().encode(JSON.stringify(receipt)) })
+  }
+
+  private closeSession(id: string): void {
+    const served = this.sessions.get(id)
+    if (served === undefined) return
+    this.sessions.delete(id)
+    // Close after any step still running on it.
+    void served.queue.then(() => served.runtime.close())
+  }
+
+  private reapIdle(now: number): void {
+    const idle = this.options.idleSessionMs ?? 10 * 60_000
+    for (const [id, s] of this.sessions) {
+      if (now - s.lastUsed > idle) {
+        this.options.log?.(`session ${id} idle for ${Math.round((now - s.lastUsed) / 1000)} s; closed`)
+        this.closeSession(id)
+      }
+    }
+  }
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+function jsonAnswer(kind: 'ok' | 'token', request: Frame, body: unknown): Frame {
+  const payload = new TextEncoder().encode(JSON.stringify(body))
+  return { kind, dtype: 'json', flags: 0, session: request.session, step: request.step, position: 0, tokens: 0, width: 0, payload }
+}
+
+/** Runtime errors keep their code and numbers on the wire. */
+function wire(error: unknown) {
+  if (error instanceof ShardRuntimeError) return { code: error.code.toLowerCase(), message: error.message, details: { ...error.details } }
+  return toWireError(error)
+}

@@ -1,0 +1,63 @@
+// A whole swarm in one process for the gateway's tests and bench: a tracker, a published model,
+// hosts serving given block ranges. Real parts on loopback; nothing mocked.
+import { join } from 'node:path'
+import { packModel } from '../gguf/pack'
+import { Host } from '../host/host'
+import { publishModel } from '../host/publish'
+import { NodeIdentity } from '../identity/keys'
+import type { Manifest } from '../protocol'
+import { Tracker, type TrackerOptions } from '../tracker/server'
+
+export interface InProcessSwarm {
+  readonly tracker: Tracker
+  readonly manifest: Manifest
+  readonly hosts: Host[]
+  addHost(blocks: readonly [number, number]): Promise<Host>
+  close(): Promise<void>
+}
+
+export async function startSwarm(
+  dir: string,
+  model: string,
+  ranges: readonly (readonly [number, number])[],
+  options: Partial<TrackerOptions> = {},
+): Promise<InProcessSwarm> {
+  const tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 500, ...options })
+  const manifest = await packModel({ source: model, out: join(dir, 'packed'), blocksPerArtifact: 1 })
+  const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
+  const hosts: Host[] = []
+  const addHost = async (blocks: readonly [number, number]) => {
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, layers: blocks, threads: 1 })
+    hosts.push(host)
+    await host.start()
+    return host
+  }
+  for (const r of ranges) await addHost(r)
+  return {
+    tracker,
+    manifest,
+    hosts,
+    addHost,
+    async close() {
+      for (const h of hosts) await h.stop(500)
+      await publication.close()
+      await tracker.close()
+    },
+  }
+}
+
+/** Creates an account through the admin route; returns its id and API key. */
+export async function createAccount(
+  trackerUrl: string,
+  adminToken: string,
+  body: Record<string, unknown> = {},
+): Promise<{ accountId: string; apiKey: string }> {
+  const res = await fetch(`${trackerUrl}/admin/accounts`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  const json = (await res.json()) as { account_id: string; api_key: string }
+  if (res.status !== 201) throw new Error(`account creation failed: ${res.status} ${JSON.stringify(json)}`)
+  return { accountId: json.account_id, apiKey: json.api_key }
+}
