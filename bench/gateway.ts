@@ -13,7 +13,7 @@ const DECODE = 64
 const ROUNDS = 5
 const ADMIN = 'bench-admin'
 /** Big enough that compute, not loopback overhead, sets the pace; small enough to pack in seconds. */
-const SHAPE = { arch: 'llama', layers: 8, embd: 1024, heads: 16, kvHeads: 4, ff: 2816, vocab: 32000, seed: 1 } as const
+const SHAPE = { arch: 'llama', blocks: 8, embd: 1024, heads: 16, kvHeads: 4, ff: 2816, vocab: 32000, seed: 1 } as const
 
 const source = await benchModel('q8_0', SHAPE)
 const work = await mkdtemp(join(BENCH_DIR, 'gateway-'))
@@ -96,7 +96,7 @@ const d = median(directTps)
 const g = median(gatewayTps)
 console.log(
   JSON.stringify({
-    model: `llama ${SHAPE.layers}x${SHAPE.embd} q8_0`,
+    model: `llama ${SHAPE.blocks}x${SHAPE.embd} q8_0`,
     hops: 3,
     decode_tokens: DECODE,
     swarm_client_tokens_per_s: d,

@@ -8,12 +8,12 @@ import { type GenerateOptions, generateModel } from '../gguf/generate'
 export const BENCH_DIR = resolve(fileURLToPath(new URL('..', import.meta.url)), '.bench')
 
 /** TinyLlama's shape: 22 blocks, 2048 wide, 32 heads / 4 KV heads, 5632 FFN, 32000 vocab = 1.1B parameters. */
-export const LLAMA_1B = { arch: 'llama', layers: 22, embd: 2048, heads: 32, kvHeads: 4, ff: 5632, vocab: 32000, seed: 1 } as const
+export const LLAMA_1B = { arch: 'llama', blocks: 22, embd: 2048, heads: 32, kvHeads: 4, ff: 5632, vocab: 32000, seed: 1 } as const
 
 /** Path of a cached generated model, writing it first if absent. */
 export async function benchModel(type: GenerateOptions['type'], shape: Omit<GenerateOptions, 'type' | 'out'> = LLAMA_1B): Promise<string> {
   await mkdir(BENCH_DIR, { recursive: true })
-  const out = join(BENCH_DIR, `${shape.arch}-${shape.layers}x${shape.embd}-${type}-seed${shape.seed}.gguf`)
+  const out = join(BENCH_DIR, `${shape.arch}-${shape.blocks}x${shape.embd}-${type}-seed${shape.seed}.gguf`)
   if (!existsSync(out)) {
     const started = performance.now()
     await generateModel({ ...shape, type, out })

@@ -5,13 +5,12 @@ import { existsSync } from 'node:fs'
 import { link, mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { LlamaCompletion } from 'node-llama-cpp'
-import { splitBlocks } from '../cli/demo'
 import { SwarmClient } from '../client/swarm-client'
 import { sharedLlama } from '../client/tokenizer'
 import { packModel } from '../gguf/pack'
 import { publishModel, readManifest } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
-import { artifactsForBlocks } from '../protocol'
+import { artifactsForBlocks, splitBlocks } from '../protocol'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
@@ -77,7 +76,7 @@ try {
           tracker.url,
           '--model',
           manifest.modelId,
-          '--layers',
+          '--blocks',
           `${a}:${b}`,
           '--data-dir',
           dataDir,

@@ -35,7 +35,7 @@ function emit(record: object): void {
 type Side = { decode(): Promise<number>; prefill(): Promise<number>; close(): Promise<void> }
 
 async function ourSide(path: string, nLayer: number, threads: number, prompt: number[], decode: number, prefill: number[]): Promise<Side> {
-  const rt = await ShardRuntime.load({ artifacts: [path], layers: [0, nLayer], embed: true, head: true, threads, device: 'cpu' })
+  const rt = await ShardRuntime.load({ artifacts: [path], blocks: [0, nLayer], embed: true, head: true, threads, device: 'cpu' })
   const s = rt.openSession({ maxTokens: 1024 })
   await s.forward(Int32Array.from(prompt.slice(0, 8))) // warm-up: page in weights, size the compute buffers
   return {
@@ -112,10 +112,10 @@ async function compare(ours: Side, llama: Side, rounds: number, decode: number, 
 }
 
 /** RSS growth of a fresh process that loads blocks [from, to) and opens one 1024-token session. */
-function rssOf(path: string, layers: [number, number], embed: boolean, head: boolean): number {
+function rssOf(path: string, blocks: [number, number], embed: boolean, head: boolean): number {
   const res = spawnSync(
     process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--rss-child', path, String(layers[0]), String(layers[1]), String(embed), String(head)],
+    ['--import', 'tsx', fileURLToPath(import.meta.url), '--rss-child', path, String(blocks[0]), String(blocks[1]), String(embed), String(head)],
     { encoding: 'utf8' },
   )
   const line = res.stdout.trim().split('\n').pop() ?? ''
@@ -129,7 +129,7 @@ async function rssChild(): Promise<void> {
   const before = process.memoryUsage().rss
   const rt = await ShardRuntime.load({
     artifacts: [path as string],
-    layers: [Number(from), Number(to)],
+    blocks: [Number(from), Number(to)],
     embed: embed === 'true',
     head: head === 'true',
     threads: 1,
@@ -149,7 +149,7 @@ async function main(): Promise<void> {
   const promptLen = Number(arg('prompt', '64'))
   const prefillLen = Number(arg('prefill', '512'))
   const rounds = Number(arg('rounds', '3'))
-  const shape = process.argv.includes('--tiny') ? { ...LLAMA_1B, layers: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 } : LLAMA_1B
+  const shape = process.argv.includes('--tiny') ? { ...LLAMA_1B, blocks: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 } : LLAMA_1B
 
   const loadStart = loadavg()
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: Math.max(...threadList) })
@@ -163,7 +163,7 @@ async function main(): Promise<void> {
     try {
       for (const threads of threadList) {
         const llamaSideOf = await llamaSide(model, threads, prompt, decode, prefill)
-        const ourSideOf = await ourSide(path, shape.layers, threads, prompt, decode, prefill)
+        const ourSideOf = await ourSide(path, shape.blocks, threads, prompt, decode, prefill)
         try {
           const { ours, llama_cpp, rounds: all } = await compare(ourSideOf, llamaSideOf, rounds, decode, prefill.length)
           const record = {
@@ -185,10 +185,10 @@ async function main(): Promise<void> {
       await model.dispose()
     }
     if (!memory) {
-      const half = Math.floor(shape.layers / 2)
+      const half = Math.floor(shape.blocks / 2)
       const firstHalf = rssOf(path, [0, half], true, false)
-      const whole = rssOf(path, [0, shape.layers], true, true)
-      memory = { type, layers: [0, half], rss_first_half: firstHalf, rss_whole: whole, ratio: firstHalf / whole }
+      const whole = rssOf(path, [0, shape.blocks], true, true)
+      memory = { type, blocks: [0, half], rss_first_half: firstHalf, rss_whole: whole, ratio: firstHalf / whole }
       emit({ memory })
     }
   }

@@ -1,5 +1,6 @@
+import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
-import { NeuronError } from '../protocol'
+import { type BlockRange, NeuronError } from '../protocol'
 
 type Spec = Record<string, { type: 'string' | 'boolean'; short?: string }>
 
@@ -23,3 +24,27 @@ export function requireOption<V>(name: string, value: V | undefined): V {
   if (value === undefined) throw new NeuronError('bad_option', `--${name} is required.`)
   return value
 }
+
+/**
+ * An option that was renamed: the new name's value, else the old name's with a note on stderr that
+ * it is an alias (e.g. --layers for --blocks).
+ */
+export function renamedOption(values: Record<string, unknown>, name: string, alias: string): string | undefined {
+  const value = values[name]
+  if (typeof value === 'string') return value
+  const old = values[alias]
+  if (typeof old !== 'string') return undefined
+  console.error(`--${alias} is an alias of --${name}; say --${name} ${old}`)
+  return old
+}
+
+/** --blocks a:b (blocks [a, b)) or auto (the tracker's placement). */
+export function blocksOption(raw: string | undefined): BlockRange | 'auto' {
+  if (raw === undefined || raw === 'auto') return 'auto'
+  const m = /^(\d+):(\d+)$/.exec(raw)
+  if (m === null || Number(m[1]) >= Number(m[2])) throw new NeuronError('bad_option', `--blocks takes a:b with a < b (blocks [a, b)) or auto, not "${raw}".`)
+  return [Number(m[1]), Number(m[2])]
+}
+
+/** Runtime threads when not given: the cores, at most 2 (more oversubscribes small machines). */
+export const defaultThreads = (): number => Math.max(1, Math.min(2, availableParallelism()))

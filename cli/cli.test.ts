@@ -47,7 +47,7 @@ describe('neuron command', () => {
 
   it('gen-model refuses impossible shapes with one clear line', async () => {
     const out = join(dir, 'never.gguf')
-    const base = ['gen-model', '--arch', 'llama', '--layers', '2', '--heads', '4', '--ff', '128', '--vocab', '300', '--out', out]
+    const base = ['gen-model', '--arch', 'llama', '--blocks', '2', '--heads', '4', '--ff', '128', '--vocab', '300', '--out', out]
     const odd = await neuron(...base, '--embd', '48', '--type', 'q8_0')
     expect(odd.code).toBe(1)
     expect(odd.stderr.trim().split('\n')).toHaveLength(1)
@@ -55,6 +55,31 @@ describe('neuron command', () => {
     const badType = await neuron(...base, '--embd', '64', '--type', 'q5_k')
     expect(badType.stderr).toMatch(/--type must be one of f32, f16, q8_0, q4_0/)
     expect(await readdir(dir)).not.toContain('never.gguf')
+  })
+
+  it('still takes --layers, the old name of --blocks, and says it is an alias', async () => {
+    const out = join(dir, 'never.gguf')
+    const r = await neuron(
+      'gen-model',
+      '--arch',
+      'llama',
+      '--layers',
+      '2',
+      '--heads',
+      '4',
+      '--ff',
+      '128',
+      '--vocab',
+      '300',
+      '--out',
+      out,
+      '--embd',
+      '48',
+      '--type',
+      'q8_0',
+    )
+    expect(r.stderr).toMatch(/--layers is an alias of --blocks; say --blocks 2/)
+    expect(r.stderr).toMatch(/multiples of 32/)
   })
 })
 

@@ -8,17 +8,10 @@ import { packModel } from '../gguf/pack'
 import { Host } from '../host/host'
 import { type Publication, publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
-import { NeuronError } from '../protocol'
+import { NeuronError, splitBlocks } from '../protocol'
 import { Tracker } from '../tracker/server'
 import { intOption, parseCommandArgs } from './args'
-import type { Command } from './main'
-
-/** Splits [0, n) into `parts` contiguous ranges as even as they can be. */
-export function splitBlocks(n: number, parts: number): [number, number][] {
-  const out: [number, number][] = []
-  for (let i = 0; i < parts; i++) out.push([Math.floor((i * n) / parts), Math.floor(((i + 1) * n) / parts)])
-  return out.filter(([a, b]) => a < b)
-}
+import type { Command } from './command'
 
 export const demoCommand: Command = {
   name: 'demo',
@@ -54,7 +47,7 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
       console.log(`published    ${manifest.modelId}: ${manifest.nLayer} blocks in ${manifest.artifacts.length} artifacts, infohash ${publication.infoHash}`)
       for (const [i, blocks] of splitBlocks(manifest.nLayer, nHosts).entries()) {
         const dataDir = join(work, `host-${i + 1}`)
-        const host = new Host({ trackerUrl: tracker.url, dataDir, modelId: manifest.modelId, layers: blocks, threads: 1 })
+        const host = new Host({ trackerUrl: tracker.url, dataDir, modelId: manifest.modelId, blocks: blocks, threads: 1 })
         hosts.push(host)
         await host.start()
         const files = await readdir(join(dataDir, 'models', manifest.modelId))

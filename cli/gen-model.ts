@@ -1,12 +1,12 @@
 import { GENERATED_ARCHS, GENERATED_TYPES, type GeneratedArch, type GeneratedType, generateModel } from '../gguf/generate'
 import { formatBytes } from '../gguf/inspect'
-import { intOption, parseCommandArgs, requireOption } from './args'
-import type { Command } from './main'
+import { intOption, parseCommandArgs, renamedOption, requireOption } from './args'
+import type { Command } from './command'
 
 export const genModelCommand: Command = {
   name: 'gen-model',
   summary: 'write a GGUF model with random weights, for tests and benchmarks',
-  usage: `Usage: neuron gen-model --arch ${GENERATED_ARCHS.join('|')} --layers L --embd E --heads H --kv-heads K
+  usage: `Usage: neuron gen-model --arch ${GENERATED_ARCHS.join('|')} --blocks N --embd E --heads H --kv-heads K
                         --ff F --vocab V --type ${GENERATED_TYPES.join('|')} --seed S --out file.gguf [--tied]
 
 Writes a model llama.cpp loads, with random weights: qwen2 has q/k/v biases, qwen3 q/k norms;
@@ -15,11 +15,12 @@ a byte-fallback SentencePiece vocabulary and a ChatML chat template. Same seed, 
   --tied    no output.weight: the head reuses the token embedding
 
 Examples:
-  neuron gen-model --arch llama --layers 4 --embd 128 --heads 4 --kv-heads 2 --ff 256 --vocab 512 --type q8_0 --seed 1 --out /tmp/tiny.gguf
-  neuron gen-model --arch llama --layers 22 --embd 2048 --heads 32 --kv-heads 4 --ff 5632 --vocab 32000 --type q8_0 --seed 1 --out /tmp/1b.gguf`,
+  neuron gen-model --arch llama --blocks 4 --embd 128 --heads 4 --kv-heads 2 --ff 256 --vocab 512 --type q8_0 --seed 1 --out /tmp/tiny.gguf
+  neuron gen-model --arch llama --blocks 22 --embd 2048 --heads 32 --kv-heads 4 --ff 5632 --vocab 32000 --type q8_0 --seed 1 --out /tmp/1b.gguf`,
   async run(args) {
     const { values } = parseCommandArgs(args, {
       arch: { type: 'string' },
+      blocks: { type: 'string' },
       layers: { type: 'string' },
       embd: { type: 'string' },
       heads: { type: 'string' },
@@ -36,7 +37,7 @@ Examples:
     const heads = num('heads')
     const result = await generateModel({
       arch: requireOption('arch', values.arch) as GeneratedArch,
-      layers: num('layers'),
+      blocks: requireOption('blocks', intOption('blocks', renamedOption(values, 'blocks', 'layers'), { min: 0 })),
       embd: num('embd'),
       heads,
       kvHeads: values['kv-heads'] === undefined ? heads : num('kv-heads'),

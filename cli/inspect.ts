@@ -1,7 +1,7 @@
 import { formatReport, inspectModel } from '../gguf/inspect'
 import { NeuronError } from '../protocol'
 import { parseCommandArgs } from './args'
-import type { Command } from './main'
+import type { Command } from './command'
 
 export const inspectCommand: Command = {
   name: 'inspect',

@@ -1,17 +1,15 @@
 import { NeuronError } from '../protocol'
-import { appCommand } from './app-command'
+import { accountCommand } from './account'
+import { appCommand } from './app'
+import { chatCommand } from './chat'
+import type { Command } from './command'
 import { demoCommand } from './demo'
 import { genModelCommand } from './gen-model'
+import { hostCommand } from './host'
 import { inspectCommand } from './inspect'
 import { packCommand } from './pack'
-import { accountCommand, chatCommand, hostCommand, publishCommand, trackerCommand } from './swarm-commands'
-
-export interface Command {
-  readonly name: string
-  readonly summary: string
-  readonly usage: string
-  run(args: string[]): Promise<number>
-}
+import { publishCommand } from './publish'
+import { trackerCommand } from './tracker'
 
 const COMMANDS: readonly Command[] = [
   appCommand,

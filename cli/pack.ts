@@ -2,7 +2,7 @@ import { formatBytes } from '../gguf/inspect'
 import { packModel } from '../gguf/pack'
 import { NeuronError } from '../protocol'
 import { intOption, parseCommandArgs, requireOption } from './args'
-import type { Command } from './main'
+import type { Command } from './command'
 
 export const packCommand: Command = {
   name: 'pack',

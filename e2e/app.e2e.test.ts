@@ -38,7 +38,7 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
     trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     // Another volunteer already serves the first two blocks: the preview must show them covered.
-    const other = startNeuron(['host', '--tracker', trackerUrl, '--data-dir', join(dir, 'other'), '--model', MODEL, '--layers', '0:2', '--threads', '1'])
+    const other = startNeuron(['host', '--tracker', trackerUrl, '--data-dir', join(dir, 'other'), '--model', MODEL, '--blocks', '0:2', '--threads', '1'])
     processes.push(other)
     await other.waitFor(/host [0-9a-f]{20} ready/, 120_000)
     browser = await launchChromium()

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { _electron, type ElectronApplication } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
-import { electronBinary } from '../cli/app-command'
+import { electronBinary } from '../electron/binary'
 
 const root = resolve(import.meta.dirname, '..')
 const screenshots = join(root, 'test-results', 'screenshots')

@@ -13,7 +13,7 @@ export type GeneratedType = (typeof GENERATED_TYPES)[number]
 
 export interface GenerateOptions {
   readonly arch: GeneratedArch
-  readonly layers: number
+  readonly blocks: number
   readonly embd: number
   readonly heads: number
   readonly kvHeads: number
@@ -86,7 +86,7 @@ function validate(o: GenerateOptions): void {
   }
   if (!GENERATED_ARCHS.includes(o.arch)) fail(`--arch must be one of ${GENERATED_ARCHS.join(', ')}, not "${o.arch}".`)
   if (!GENERATED_TYPES.includes(o.type)) fail(`--type must be one of ${GENERATED_TYPES.join(', ')}, not "${o.type}".`)
-  for (const [name, v] of Object.entries({ layers: o.layers, embd: o.embd, heads: o.heads, 'kv-heads': o.kvHeads, ff: o.ff, vocab: o.vocab })) {
+  for (const [name, v] of Object.entries({ blocks: o.blocks, embd: o.embd, heads: o.heads, 'kv-heads': o.kvHeads, ff: o.ff, vocab: o.vocab })) {
     if (!Number.isSafeInteger(v) || v < 1) fail(`--${name} must be a whole number above 0, not ${v}.`)
   }
   if (o.embd % o.heads !== 0) fail(`--embd ${o.embd} must be a multiple of --heads ${o.heads}.`)
@@ -117,7 +117,7 @@ function tensorSpecs(o: GenerateOptions): TensorSpec[] {
   // Logits with a spread of a few units, so greedy choices are clear rather than near-ties.
   const outputStd = 3.5 / Math.sqrt(o.embd)
   const tensors: TensorSpec[] = [spec('token_embd.weight', [o.embd, o.vocab], { kind: 'uniform', std: o.tied ? outputStd : 1 })]
-  for (let i = 0; i < o.layers; i++) {
+  for (let i = 0; i < o.blocks; i++) {
     const b = `blk.${i}`
     tensors.push(norm(`${b}.attn_norm.weight`, o.embd))
     tensors.push(dense(`${b}.attn_q.weight`, o.embd, o.embd))
@@ -155,13 +155,13 @@ function metadata(o: GenerateOptions): GgufKv[] {
   const vocab = vocabulary(o.vocab)
   return [
     str('general.architecture', a),
-    str('general.name', `neuron-random-${a}-${o.layers}x${o.embd}-${o.type}-seed${o.seed}`),
+    str('general.name', `neuron-random-${a}-${o.blocks}x${o.embd}-${o.type}-seed${o.seed}`),
     u32('general.file_type', FILE_TYPE[o.type]),
     ...(o.type.startsWith('q') ? [u32('general.quantization_version', 2)] : []),
     u32(`${a}.context_length`, o.contextLength ?? 4096),
     u32(`${a}.embedding_length`, o.embd),
     u32(`${a}.feed_forward_length`, o.ff),
-    u32(`${a}.block_count`, o.layers),
+    u32(`${a}.block_count`, o.blocks),
     u32(`${a}.attention.head_count`, o.heads),
     u32(`${a}.attention.head_count_kv`, o.kvHeads),
     u32(`${a}.rope.dimension_count`, o.embd / o.heads),

@@ -92,7 +92,7 @@ describe.skipIf(!HAVE_STORIES)(`pack stories260K into artifacts${NEEDS_STORIES}`
 describe('pack a tied-embedding model', () => {
   it('puts the token embedding in the head too, since the head computes logits with it', async () => {
     const source = join(dir, 'tied.gguf')
-    await generateModel({ arch: 'qwen3', layers: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 300, type: 'q8_0', seed: 3, out: source, tied: true })
+    await generateModel({ arch: 'qwen3', blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 300, type: 'q8_0', seed: 3, out: source, tied: true })
     const m = await packModel({ source, out: join(dir, 'tied') })
     expect(m.tiedEmbeddings).toBe(true)
     const head = m.artifacts.find((a) => a.role === 'head')

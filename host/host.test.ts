@@ -44,12 +44,12 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
   })
 
   it('a host that accepts no connections serves through the tracker relay, with the same text', async () => {
-    const direct = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'direct'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    const direct = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'direct'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
     await direct.start()
     const viaDirect = await complete()
     await direct.stop(1000)
 
-    const relayed = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'relayed'), modelId: manifest.modelId, layers: [0, 5], threads: 1, relay: true })
+    const relayed = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'relayed'), modelId: manifest.modelId, blocks: [0, 5], threads: 1, relay: true })
     await relayed.start()
     try {
       expect(relayed.state.endpoint).toBeNull()
@@ -62,13 +62,13 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
   })
 
   it('routes through part of a host’s span when hosts overlap, with the same text', async () => {
-    const reference = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'whole'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    const reference = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'whole'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
     await reference.start()
     const whole = await complete()
     await reference.stop(1000)
 
-    const a = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-a'), modelId: manifest.modelId, layers: [0, 3], threads: 1 })
-    const b = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-b'), modelId: manifest.modelId, layers: [2, 5], threads: 1 })
+    const a = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-a'), modelId: manifest.modelId, blocks: [0, 3], threads: 1 })
+    const b = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-b'), modelId: manifest.modelId, blocks: [2, 5], threads: 1 })
     await a.start()
     await b.start()
     try {
@@ -83,8 +83,8 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     }
   })
 
-  it('with --layers auto a host takes the range the tracker proposes and serves it', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'auto'), modelId: manifest.modelId, layers: 'auto', threads: 1 })
+  it('with --blocks auto a host takes the range the tracker proposes and serves it', async () => {
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'auto'), modelId: manifest.modelId, blocks: 'auto', threads: 1 })
     await host.start()
     try {
       // Alone in the swarm, the bottleneck is every block: the proposal covers the whole model.
@@ -97,7 +97,7 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
   })
 
   it('a draining host leaves routing at once and lets the session in flight finish', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'drain'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'drain'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
     await host.start()
     const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens: 40 })
     await run.next()
@@ -122,7 +122,7 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     await packModel({ source: STORIES_260K, out: join(dir, 'orphan-packed'), blocksPerArtifact: 2, modelId: 'orphan' })
     const orphan = await publishModel(join(dir, 'orphan-packed'), tracker.url, NodeIdentity.generate(), join(dir, 'orphan-publisher'))
     await orphan.close()
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'orphan-host'), modelId: 'orphan', layers: [0, 5], threads: 1 })
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'orphan-host'), modelId: 'orphan', blocks: [0, 5], threads: 1 })
     const downloading = new Promise<void>((resolve) => host.on('state', (s) => s.status === 'downloading' && resolve()))
     const outcome = host.start().then(
       () => 'ready',
@@ -139,7 +139,7 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
   })
 
   it('a host stopped while it loads lets the load finish, then lets it go instead of serving', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'stop-loading'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'stop-loading'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
     const states: string[] = []
     let stopping: Promise<void> | undefined
     host.on('state', (s) => {
@@ -158,7 +158,7 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
   })
 
   it('joins the tracker again after the tracker restarts, and serves as before', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'rejoin'), modelId: manifest.modelId, layers: [0, 5], threads: 1 })
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'rejoin'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
     await host.start()
     try {
       const { port } = tracker

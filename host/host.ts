@@ -6,6 +6,7 @@ import { NodeIdentity } from '../identity/keys'
 import { ShardRuntime } from '../native'
 import {
   artifactsForBlocks,
+  type BlockRange,
   callRpc,
   encodeFrame,
   type HardwareProfile,
@@ -28,7 +29,7 @@ export interface HostOptions {
   readonly dataDir: string
   readonly modelId?: string
   /** Blocks [a, b) to serve, or 'auto' to take the tracker's placement. */
-  readonly layers?: readonly [number, number] | 'auto'
+  readonly blocks?: BlockRange | 'auto'
   readonly threads: number
   readonly maxSessions?: number
   /** KV-cache capacity per session, tokens. */
@@ -102,7 +103,7 @@ export class Host extends EventEmitter<HostEvents> {
     this.profile = options.device === 'cpu' ? { ...profile, gpus: [] } : profile
     this.throwIfStopped()
     await this.join()
-    if (options.modelId !== undefined) await this.serve(options.modelId, options.layers ?? 'auto')
+    if (options.modelId !== undefined) await this.serve(options.modelId, options.blocks ?? 'auto')
   }
 
   /**
@@ -167,14 +168,14 @@ export class Host extends EventEmitter<HostEvents> {
    * Fetches, verifies, loads and serves blocks of a model. Checks for stop() after every step and
    * throws 'stopped' then; what it made so far (runtime, server) is let go by stop().
    */
-  async serve(modelId: string, layers: readonly [number, number] | 'auto'): Promise<void> {
+  async serve(modelId: string, range: BlockRange | 'auto'): Promise<void> {
     const socket = this.requireSocket()
     const { manifest, torrent } = await callRpc(socket, HostToTracker, 'model.get', { modelId })
     this.throwIfStopped()
-    const blocks = layers === 'auto' ? await this.placed(modelId) : layers
+    const blocks = range === 'auto' ? await this.placed(modelId) : range
     this.throwIfStopped()
     if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
-      throw new NeuronError('bad_option', `--layers ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
+      throw new NeuronError('bad_option', `--blocks ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
     }
     const files = artifactsForBlocks(manifest, blocks).map((a) => a.file)
     await this.publishState({ ...IDLE_STATE, modelId, blocks, status: 'downloading' })
@@ -205,7 +206,7 @@ export class Host extends EventEmitter<HostEvents> {
     const head = blocks[1] === manifest.nLayer
     // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
     const device = this.options.device !== 'cpu' && (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
-    this.runtime = await ShardRuntime.load({ artifacts: paths, layers: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
+    this.runtime = await ShardRuntime.load({ artifacts: paths, blocks: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
     this.throwIfStopped()
     const maxSessions = this.options.maxSessions ?? 4
     this.server = new ShardServer(this.runtime, {

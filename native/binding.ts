@@ -12,7 +12,7 @@ export type NativeInfo = {
   nLayer: number
   nHead: number
   nHeadKv: number
-  layers: [number, number]
+  blocks: [number, number]
   embed: boolean
   head: boolean
   device: string

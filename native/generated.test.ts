@@ -10,7 +10,7 @@ import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
 const STEPS = 32
 const TYPES = ['f16', 'q8_0', 'q4_0'] as const
 // small but real: 4 blocks, GQA, quantizable widths (multiples of 32)
-const SHAPE = { layers: 4, embd: 128, heads: 4, kvHeads: 2, ff: 256, vocab: 384, seed: 7 }
+const SHAPE = { blocks: 4, embd: 128, heads: 4, kvHeads: 2, ff: 256, vocab: 384, seed: 7 }
 
 const dir = mkdtempSync(join(tmpdir(), 'neuron-generated-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -25,13 +25,13 @@ describe('generated models: greedy parity with node-llama-cpp through two shards
         const prompt = model.tokenize('Once upon a time')
         const oracle = await oracleGreedy(model, prompt, STEPS, SHAPE.vocab)
         await model.dispose()
-        const pool = new RuntimePool(() => [path], SHAPE.layers)
+        const pool = new RuntimePool(() => [path], SHAPE.blocks)
         try {
           for (const split of [
-            [[0, SHAPE.layers]],
+            [[0, SHAPE.blocks]],
             [
               [0, 2],
-              [2, SHAPE.layers],
+              [2, SHAPE.blocks],
             ],
           ] as [number, number][][]) {
             const route = await generateThroughRoute(pool, split, prompt, STEPS)

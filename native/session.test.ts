@@ -10,8 +10,8 @@ import { oracleModel, oracleNextProbs } from './oracle'
 import { softmax } from './sampler'
 import { ShardRuntime, type ShardSession } from './shard-runtime'
 
-const load = (artifacts: string[], layers: [number, number], embed: boolean, head: boolean) =>
-  ShardRuntime.load({ artifacts, layers, embed, head, threads: THREADS, device: 'cpu' })
+const load = (artifacts: string[], blocks: [number, number], embed: boolean, head: boolean) =>
+  ShardRuntime.load({ artifacts, blocks, embed, head, threads: THREADS, device: 'cpu' })
 
 async function expectCode(p: Promise<unknown> | (() => unknown), code: string): Promise<ShardRuntimeError> {
   let err: unknown
@@ -249,15 +249,15 @@ describe.skipIf(storiesMissing)(`typed errors ${storiesMissing ?? ''}`, () => {
   })
 
   it('bad load options: more threads than cores, an unknown device, a range outside the model', async () => {
-    const base = { artifacts: [STORIES], layers: [0, 5] as [number, number], embed: true, head: true, threads: 1 }
+    const base = { artifacts: [STORIES], blocks: [0, 5] as [number, number], embed: true, head: true, threads: 1 }
     const threads = await expectCode(ShardRuntime.load({ ...base, threads: 4096 }), 'BAD_OPTIONS')
     expect(threads.details).toMatchObject({ threads: 4096 })
     const device = await expectCode(ShardRuntime.load({ ...base, device: 'NOPE0' }), 'UNKNOWN_DEVICE')
     expect(device.details).toMatchObject({ device: 'NOPE0' })
     expect(device.details.available).toContain('CPU')
-    const range = await expectCode(ShardRuntime.load({ ...base, layers: [0, 6] }), 'BAD_RANGE')
+    const range = await expectCode(ShardRuntime.load({ ...base, blocks: [0, 6] }), 'BAD_RANGE')
     expect(range.details).toMatchObject({ to: 6, blocks: 5 })
-    await expectCode(ShardRuntime.load({ ...base, layers: [1, 5] }), 'BAD_RANGE') // embed must start at block 0
+    await expectCode(ShardRuntime.load({ ...base, blocks: [1, 5] }), 'BAD_RANGE') // embed must start at block 0
     await stillServes()
   })
 

@@ -8,7 +8,7 @@ export type ShardRuntimeOptions = {
   /** GGUF files, each with the model's full metadata and some of its tensors (an artifact set or one whole model). */
   artifacts: string[]
   /** Blocks [from, to) this runtime serves. */
-  layers: [number, number]
+  blocks: [number, number]
   /** First hop: takes token ids and owns token_embd.weight. */
   embed: boolean
   /** Last hop: output norm + lm_head; returns logits and samples. */
@@ -62,7 +62,7 @@ export class ShardRuntime {
 
   static async load(options: ShardRuntimeOptions): Promise<ShardRuntime> {
     return typed(async () => {
-      const [from, to] = options.layers
+      const [from, to] = options.blocks
       if (!Number.isInteger(options.threads) || options.threads < 1) {
         throw new ShardRuntimeError('BAD_OPTIONS', `threads must be a positive integer, got ${options.threads}`, {
           threads: String(options.threads),
@@ -112,7 +112,7 @@ export class ShardRuntime {
       })
     }
     const info = this.native.info()
-    const [a, b] = info.layers
+    const [a, b] = info.blocks
     const blocks = options.blocks
     if (blocks !== undefined) {
       const [from, to] = Array.isArray(blocks) ? blocks : []
@@ -137,7 +137,7 @@ export class ShardRuntime {
     }
     // the session's view: its blocks, and whether it embeds / has the head (same rule as the native side)
     const [from, to] = blocks ?? [a, b]
-    const view: NativeInfo = { ...info, layers: [from, to], embed: info.embed && from === 0, head: info.head && to === info.nLayer }
+    const view: NativeInfo = { ...info, blocks: [from, to], embed: info.embed && from === 0, head: info.head && to === info.nLayer }
     const session = new ShardSession(s, view, options.maxTokens, () => this.sessions.delete(session))
     this.sessions.add(session)
     return session
@@ -171,7 +171,7 @@ export class ShardSession {
 
   /** The blocks [from, to) this session runs. */
   get blocks(): [number, number] {
-    return [this.info.layers[0], this.info.layers[1]]
+    return [this.info.blocks[0], this.info.blocks[1]]
   }
 
   /** Whether forward() takes token ids (first hop: from = 0 with the embedding); else hidden states. */

@@ -59,8 +59,8 @@ describe.skipIf(storiesMissing)(`per-session block sub-ranges on stories260K ${s
   let full: ShardRuntime // [0, 5) embed + head
   let a: ShardRuntime // [0, 3) embed
   let b: ShardRuntime // [2, 5) head
-  const load = (layers: [number, number], embed: boolean, head: boolean) =>
-    ShardRuntime.load({ artifacts: artifactsFor(manifest, dir, layers), layers, embed, head, threads: THREADS, device: 'cpu' })
+  const load = (blocks: [number, number], embed: boolean, head: boolean) =>
+    ShardRuntime.load({ artifacts: artifactsFor(manifest, dir, blocks), blocks, embed, head, threads: THREADS, device: 'cpu' })
 
   beforeAll(async () => {
     const model = await oracleModel(STORIES)

@@ -1,9 +1,10 @@
 import { z } from 'zod'
+import { BlockRange } from './blocks'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
 import { Count, ModelId } from './manifest'
 import { type Ack, describeIssues, type RpcHandlers, rpc, toWireError, WireError } from './rpc'
-import { BlockRange, HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from './swarm'
+import { HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from './swarm'
 
 /*
  * The one contract between the app's renderer and its host backend. Electron carries it over IPC

@@ -1,14 +1,9 @@
 import { z } from 'zod'
+import { BlockRange } from './blocks'
 import { NodeId } from './identity'
 import { Count, Manifest, ModelId } from './manifest'
 import { rpc } from './rpc'
 
-/** Half-open block range [begin, end). */
-export const BlockRange = z
-  .tuple([Count, Count])
-  .refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
-  .readonly()
-export type BlockRange = readonly [number, number]
 /** Raw bytes: Socket.IO carries Buffers as binary attachments. */
 export const Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected binary data')
 

@@ -58,16 +58,16 @@ export function allSplits(n: number): Split[] {
 export class RuntimePool {
   private readonly runtimes = new Map<string, Promise<ShardRuntime>>()
   constructor(
-    private readonly artifacts: (layers: [number, number], embed: boolean, head: boolean) => string[],
+    private readonly artifacts: (blocks: [number, number], embed: boolean, head: boolean) => string[],
     private readonly nLayer: number,
   ) {}
 
   /** By default the range embeds when it starts at 0 and has the head when it ends at the last block. */
-  get(layers: [number, number], embed = layers[0] === 0, head = layers[1] === this.nLayer): Promise<ShardRuntime> {
-    const key = `${layers[0]}-${layers[1]}-${embed}-${head}`
+  get(blocks: [number, number], embed = blocks[0] === 0, head = blocks[1] === this.nLayer): Promise<ShardRuntime> {
+    const key = `${blocks[0]}-${blocks[1]}-${embed}-${head}`
     let rt = this.runtimes.get(key)
     if (!rt) {
-      rt = ShardRuntime.load({ artifacts: this.artifacts(layers, embed, head), layers, embed, head, threads: THREADS, device: 'cpu' })
+      rt = ShardRuntime.load({ artifacts: this.artifacts(blocks, embed, head), blocks, embed, head, threads: THREADS, device: 'cpu' })
       this.runtimes.set(key, rt)
     }
     return rt
@@ -80,7 +80,7 @@ export class RuntimePool {
 }
 
 export function packedPool(manifest: Manifest, dir: string): RuntimePool {
-  return new RuntimePool((layers) => artifactsFor(manifest, dir, layers), manifest.nLayer)
+  return new RuntimePool((blocks) => artifactsFor(manifest, dir, blocks), manifest.nLayer)
 }
 
 export type RouteStep = { token: number; probs: Float64Array }

@@ -27,7 +27,7 @@ export async function startSwarm(
   const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
   const hosts: Host[] = []
   const addHost = async (blocks: readonly [number, number]) => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, layers: blocks, threads: 1 })
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, blocks: blocks, threads: 1 })
     hosts.push(host)
     await host.start()
     return host

@@ -28,7 +28,7 @@ function start(args: string[]): NeuronProcess {
 }
 
 async function startHost(name: string, layers: string): Promise<NeuronProcess> {
-  const host = start(['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--layers', layers, '--data-dir', join(dir, name), '--threads', '1'])
+  const host = start(['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', layers, '--data-dir', join(dir, name), '--threads', '1'])
   await host.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)
   return host
 }

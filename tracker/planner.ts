@@ -1,4 +1,4 @@
-import { type HardwareProfile, type Manifest, NeuronError, type PlacementProposal, type Route } from '../protocol'
+import { type HardwareProfile, KV_BUDGET_TOKENS, type Manifest, MEMORY_SHARE, NeuronError, type PlacementProposal, type Route } from '../protocol'
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
 import type { HostRegistry } from './registry'
@@ -7,10 +7,6 @@ import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
 /** A compiled route planner is reused for at most this long, so load and reputation stay fresh. */
 const PLANNER_MAX_AGE_MS = 1000
-/** KV room a placed host keeps per block: four sessions of 2048 tokens. */
-const KV_BUDGET_TOKENS = 8192
-/** Of the memory a host reports free, the share its runtime may plan to use. */
-const MEMORY_HEADROOM = 0.8
 
 /** Turns the live registry into the planners' view, and their answers into protocol messages. */
 export class SwarmPlanner {
@@ -94,7 +90,7 @@ export class SwarmPlanner {
       model,
       {
         ...(hostId === null ? {} : { hostId }),
-        freeMemoryBytes: Math.floor(MEMORY_HEADROOM * (vram > 0 ? vram : profile.memory.availableBytes)),
+        freeMemoryBytes: Math.floor(MEMORY_SHARE * (vram > 0 ? vram : profile.memory.availableBytes)),
         freeDiskBytes: profile.disk.freeBytes,
         msPerBlock: msPerBlock ?? estimateMsPerBlock(meanBlockBytes(model), profile),
         relay: false,

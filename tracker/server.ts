@@ -7,7 +7,9 @@ import { NodeIdentity } from '../identity/keys'
 import {
   ClientToTracker,
   callRpc,
+  DEFAULT_FEE_BPS,
   HostToTracker,
+  MICRO,
   NeuronError,
   type PlacementOption,
   type PlacementProposal,
@@ -22,7 +24,7 @@ import { sendJson } from './gateway/errors'
 import { Gateway, type GatewayOptions } from './gateway/gateway'
 import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
 import { Metering, type ReceiptVerdict } from './ledger/metering'
-import { DEFAULT_FEE_BPS, hostMicroPerHour, MICRO, type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
+import { hostMicroPerHour, type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { SwarmPlanner } from './planner'
 import { HostRegistry } from './registry'
 import { Reputation } from './reputation/reputation'

@@ -101,7 +101,7 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
   })
 
   it('previews the existing coverage, then hosts the proposed range through downloading and loading to serving', async () => {
-    extra = new Host({ trackerUrl: backend.trackerUrl, dataDir: join(dir, 'extra'), modelId: MODEL, layers: [0, 2], threads: 1 })
+    extra = new Host({ trackerUrl: backend.trackerUrl, dataDir: join(dir, 'extra'), modelId: MODEL, blocks: [0, 2], threads: 1 })
     await extra.start()
     const preview = await call('hosting.preview', { modelId: MODEL })
     expect(preview.placement.coverage.map((c) => c.before.hosts)).toEqual([1, 1, 0, 0, 0])

@@ -1,11 +1,7 @@
-import type { ComputerView, HardwareProfile, Limits, Manifest } from '../../protocol'
+import { type ComputerView, type HardwareProfile, KV_BUDGET_TOKENS, type Limits, type Manifest, MEMORY_SHARE } from '../../protocol'
 
-/** Share of available memory the layers may take by default: the rest is for the user's own programs and the KV caches. */
-const MEMORY_SHARE = 0.8
 /** The yardstick in the summary: Llama 3 70B at Q4_K_M is about 42 GB over 80 blocks. */
 const REFERENCE = { name: 'Llama 3 70B', blocks: 80, bytesPerBlock: 0.52e9 } as const
-/** KV-cache tokens a range is sized for, as the tracker's placement counts them (tracker/planner.ts). */
-const KV_BUDGET_TOKENS = 8192
 
 /** The profile as the limits let the swarm see it: memory, disk, threads and GPUs capped. */
 export function limitedProfile(profile: HardwareProfile, limits: Limits): HardwareProfile {

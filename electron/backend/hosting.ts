@@ -254,7 +254,7 @@ export class HostingController {
       trackerUrl: this.deps.trackerUrl(),
       dataDir: this.deps.dataDir,
       modelId,
-      layers: blocks,
+      blocks: blocks,
       threads: limits.threads,
       device: limits.useGpu ? 'auto' : 'cpu',
       ...(limits.diskBytes === null ? {} : { quotaBytes: limits.diskBytes }),

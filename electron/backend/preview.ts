@@ -1,5 +1,4 @@
-import type { HostingPreview, PlacementProposal } from '../../protocol'
-import { DEFAULT_FEE_BPS, feeOf } from '../../tracker/ledger/pricing'
+import { DEFAULT_FEE_BPS, feeOf, type HostingPreview, type PlacementProposal } from '../../protocol'
 
 /** What a host keeps of a charge at the default swarm fee, micro-credits (when the tracker has not said). */
 export function hostShare(chargedMicro: number): number {

@@ -54,7 +54,7 @@ describe.skipIf(!HAVE_STORIES)(`shard server on loopback${NEEDS_STORIES}`, () =>
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })
     runtime = await ShardRuntime.load({
       artifacts: manifest.artifacts.map((a) => join(dir, 'packed', a.file)),
-      layers: [0, 5],
+      blocks: [0, 5],
       embed: true,
       head: true,
       threads: 1,

@@ -126,10 +126,10 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             o.Set("nLayer", (double) hp.n_layer);
             o.Set("nHead", (double) hp.n_head);
             o.Set("nHeadKv", (double) hp.n_head_kv);
-            Napi::Array layers = Napi::Array::New(env, 2);
-            layers.Set((uint32_t) 0, (double) m.il0);
-            layers.Set((uint32_t) 1, (double) m.il1);
-            o.Set("layers", layers);
+            Napi::Array blocks = Napi::Array::New(env, 2);
+            blocks.Set((uint32_t) 0, (double) m.il0);
+            blocks.Set((uint32_t) 1, (double) m.il1);
+            o.Set("blocks", blocks);
             o.Set("embed", m.embed);
             o.Set("head", m.head);
             o.Set("device", ggml_backend_dev_name(core->dev));

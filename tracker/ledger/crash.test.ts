@@ -44,7 +44,7 @@ describe.skipIf(!HAVE_STORIES)(`ledger across a tracker crash${NEEDS_STORIES}`, 
     await processes.at(-1)?.waitFor(/published stories260k/)
     const ranges = ['0:2', '2:4', '4:5']
     const hosts = ranges.map((layers, i) =>
-      start(['host', '--tracker', first.url, '--model', manifest.modelId, '--layers', layers, '--data-dir', join(dir, `host-${i}`), '--threads', '1']),
+      start(['host', '--tracker', first.url, '--model', manifest.modelId, '--blocks', layers, '--data-dir', join(dir, `host-${i}`), '--threads', '1']),
     )
     await Promise.all(hosts.map((h) => h.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)))
     const { accountId, apiKey } = await createAccount(first.url, ADMIN, { grant_micro: GRANT })

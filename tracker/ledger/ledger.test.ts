@@ -4,12 +4,12 @@ import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { NodeIdentity } from '../../identity/keys'
-import { REPLAY_STEP_BASE, type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
+import { feeOf, REPLAY_STEP_BASE, type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
 import { scratchDir } from '../../test/models'
 import { SqliteTrackerStore } from '../store'
 import { Accounts, consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import { Metering } from './metering'
-import { defaultPrice, feeOf, hopCharge, hostMicroPerHour, pricingFromEnv } from './pricing'
+import { defaultPrice, hopCharge, hostMicroPerHour, pricingFromEnv } from './pricing'
 
 const MODEL = { modelId: 'toy', nLayer: 4, bytesPerBlock: [1e9, 1e9, 1e9, 1e9] }
 const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }

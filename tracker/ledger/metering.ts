@@ -1,10 +1,10 @@
 import { type KeyObject, verify } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { publicKeyObject } from '../../identity/keys'
-import { type Manifest, NeuronError, REPLAY_STEP_BASE, type Receipt, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
+import { DEFAULT_FEE_BPS, feeOf, type Manifest, NeuronError, REPLAY_STEP_BASE, type Receipt, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
 import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import type { LedgerStore } from './ledger-store'
-import { DEFAULT_FEE_BPS, feeOf, hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
+import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
 
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
 interface IssuedSession {

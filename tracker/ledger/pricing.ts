@@ -1,10 +1,5 @@
 import { z } from 'zod'
-import { type Manifest, NeuronError } from '../../protocol'
-
-/** 1 credit = 1,000,000 micro-credits; the ledger holds integers only. */
-export const MICRO = 1_000_000
-/** The swarm's share of every charge unless configured: 10 %. */
-export const DEFAULT_FEE_BPS = 1000
+import { feeOf, type Manifest, NeuronError } from '../../protocol'
 
 /** A model's price, micro-credits per token. */
 export interface Price {
@@ -50,11 +45,6 @@ export function hopCharge(price: Price, nLayer: number, r: { step: number; token
 export function hostMicroPerHour(price: Price, feeBps: number, nLayer: number, blocks: readonly [number, number], tokensPerSecond: number): number {
   const perToken = hopCharge(price, nLayer, { step: 2, tokens: 1, blocks })
   return Math.round((perToken - feeOf(perToken, feeBps)) * tokensPerSecond * 3600)
-}
-
-/** The swarm's fee out of a charge; the host earns the rest. */
-export function feeOf(charge: number, feeBps: number): number {
-  return Math.floor((charge * feeBps) / 10_000)
 }
 
 /**

@@ -1,81 +1,11 @@
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { AppBackend } from '../electron/backend/backend'
-import { builtIndex, serveAppUi } from '../electron/backend/ui-server'
+import { electronBinary } from '../electron/binary'
 import { defaultDataDir } from '../host/host'
 import { NeuronError } from '../protocol'
 import { intOption, parseCommandArgs } from './args'
-import type { Command } from './main'
-
-const REPO_ROOT = resolve(fileURLToPath(new URL('../', import.meta.url)))
-/** Where `npm run build` puts the renderer. */
-export const RENDERER_DIR = resolve(REPO_ROOT, 'dist/renderer')
-
-/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
-export function untilSignal(): Promise<string> {
-  return new Promise((done) => {
-    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => done(s))
-  })
-}
-
-/** The Electron binary, or why there is none (the npm package throws when its binary was not downloaded). */
-export function electronBinary(): { path: string } | { missing: string } {
-  try {
-    const path: unknown = createRequire(import.meta.url)('electron')
-    if (typeof path !== 'string') return { missing: 'the electron package gives no binary path' }
-    if (!existsSync(path)) return { missing: `the Electron binary ${path} is not there` }
-    return { path }
-  } catch {
-    // Its postinstall download is off (allowScripts in package.json): expected wherever GitHub is out of reach.
-    return {
-      missing: `Electron's binary is not installed (its download is switched off in package.json's allowScripts; allow it and reinstall electron to get the window)`,
-    }
-  }
-}
-
-export interface BrowserModeOptions {
-  readonly dataDir: string
-  /** undefined: the saved setting; null: the embedded swarm. */
-  readonly trackerUrl?: string | null
-  readonly port?: number
-  readonly threads?: number
-  /** The built renderer; default dist/renderer. */
-  readonly staticDir?: string
-  /** Once the UI is up, e.g. start hosting. */
-  readonly afterStart?: (backend: AppBackend) => Promise<void>
-}
-
-/**
- * The app without Electron: the backend plus the UI server on loopback, until Ctrl-C or SIGTERM.
- * Prints one line with the address to open.
- */
-export async function runBrowserMode(options: BrowserModeOptions): Promise<number> {
-  const staticDir = options.staticDir ?? RENDERER_DIR
-  await builtIndex(staticDir)
-  const stop = untilSignal()
-  const backend = await AppBackend.start({
-    dataDir: options.dataDir,
-    ...(options.trackerUrl === undefined ? {} : { trackerUrl: options.trackerUrl }),
-    ...(options.threads === undefined ? {} : { threads: options.threads }),
-    log: (l) => console.error(`[app] ${l}`),
-  })
-  try {
-    const ui = await serveAppUi(backend, { staticDir, ...(options.port === undefined ? {} : { port: options.port }) })
-    try {
-      console.log(`Neuron is running at ${ui.openUrl}`)
-      await options.afterStart?.(backend)
-      console.error(`[app] stopping on ${await stop}`)
-    } finally {
-      await ui.close()
-    }
-  } finally {
-    await backend.close()
-  }
-  return 0
-}
+import { REPO_ROOT, runBrowserMode } from './browser-mode'
+import type { Command } from './command'
 
 export const appCommand: Command = {
   name: 'app',

@@ -1,0 +1,37 @@
+import { existsSync } from 'node:fs'
+import { MICRO, NeuronError } from '../protocol'
+import { Accounts } from '../tracker/ledger/accounts'
+import { SqliteTrackerStore } from '../tracker/store'
+import { intOption, parseCommandArgs, requireOption } from './args'
+import type { Command } from './command'
+
+export const accountCommand: Command = {
+  name: 'account',
+  summary: 'create a gateway account (API key + starting grant) in a tracker’s database',
+  usage: `Usage: neuron account create --db tracker.sqlite [--name NAME] [--grant-micro N]
+
+Creates an account in the tracker's SQLite file (the tracker may be running) and prints its API
+key once; only the key's sha256 is stored. 1 credit = 1,000,000 micro-credits; the grant
+defaults to NEURON_STARTING_GRANT_MICRO or 10 credits.
+
+Example: neuron account create --db /tmp/neuron.sqlite --name me`,
+  async run(args) {
+    const { values, positionals } = parseCommandArgs(args, { db: { type: 'string' }, name: { type: 'string' }, 'grant-micro': { type: 'string' } })
+    if (positionals[0] !== 'create') throw new NeuronError('bad_option', 'the account command has one action: neuron account create --db tracker.sqlite.')
+    const db = requireOption('db', values.db)
+    if (!existsSync(db)) throw new NeuronError('bad_option', `${db} does not exist; give the --db file your tracker runs on.`)
+    const store = new SqliteTrackerStore(db)
+    try {
+      const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
+      const accounts = new Accounts(store.ledger, Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO)
+      const grantMicro = intOption('grant-micro', values['grant-micro'])
+      const created = accounts.create({ ...(values.name === undefined ? {} : { name: values.name }), ...(grantMicro === undefined ? {} : { grantMicro }) })
+      console.log(
+        JSON.stringify({ account_id: created.account.accountId, name: created.account.name, api_key: created.apiKey, grant_micro: created.grantMicro }),
+      )
+    } finally {
+      store.close()
+    }
+    return 0
+  },
+}

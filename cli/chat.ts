@@ -1,0 +1,65 @@
+import { renderChat } from '../client/chat-template'
+import { SwarmClient } from '../client/swarm-client'
+import { defaultDataDir } from '../host/host'
+import { NodeIdentity } from '../identity/keys'
+import { NeuronError } from '../protocol'
+import { intOption, parseCommandArgs, requireOption } from './args'
+import type { Command } from './command'
+
+export const chatCommand: Command = {
+  name: 'chat',
+  summary: 'generate from a swarm model, streaming tokens',
+  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32]
+
+Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
+
+  --chat   send the prompt as a user message, rendered with the model's own chat template
+  --f32    hidden states travel as f32 between hops (default f16)
+
+Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once upon a time"`,
+  async run(args) {
+    const { values, positionals } = parseCommandArgs(args, {
+      tracker: { type: 'string' },
+      model: { type: 'string' },
+      'max-tokens': { type: 'string' },
+      temperature: { type: 'string' },
+      seed: { type: 'string' },
+      'data-dir': { type: 'string' },
+      f32: { type: 'boolean' },
+      chat: { type: 'boolean' },
+    })
+    const prompt = positionals.join(' ')
+    if (prompt === '') throw new NeuronError('bad_option', 'give a prompt. See neuron chat --help.')
+    const temperature = values.temperature === undefined ? 0 : Number(values.temperature)
+    if (!Number.isFinite(temperature) || temperature < 0)
+      throw new NeuronError('bad_option', `--temperature must be a number ≥ 0, not "${values.temperature}".`)
+    const client = await SwarmClient.connect(
+      requireOption('tracker', values.tracker),
+      await NodeIdentity.loadOrCreate(values['data-dir'] ?? defaultDataDir()),
+      (l) => console.error(`[client] ${l}`),
+    )
+    try {
+      const modelId = requireOption('model', values.model)
+      const generation = client.generate({
+        modelId,
+        prompt: values.chat ? renderChat(await client.tokenizer(modelId), [{ role: 'user', content: prompt }]) : prompt,
+        maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 128,
+        sampling: { temperature, seed: intOption('seed', values.seed) ?? 0 },
+        hiddenDtype: values.f32 ? 'f32' : 'f16',
+      })
+      let next = await generation.next()
+      while (!next.done) {
+        process.stdout.write(next.value.text)
+        next = await generation.next()
+      }
+      process.stdout.write('\n')
+      const s = next.value
+      for (const hop of s.route) console.error(`  hop ${hop.hostId} blocks [${hop.blocks[0]}, ${hop.blocks[1]}) ${hop.medianMs.toFixed(2)} ms/step`)
+      for (const f of s.failovers) console.error(`  failover: ${f.hostId} [${f.blocks[0]}, ${f.blocks[1]}) replaced in ${f.recoveryMs.toFixed(0)} ms`)
+      console.error(`  ${s.completionTokens} tokens (${s.finishReason}), ${s.decodeTokensPerSecond.toFixed(1)} tokens/s`)
+    } finally {
+      client.close()
+    }
+    return 0
+  },
+}

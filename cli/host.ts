@@ -1,0 +1,96 @@
+import { defaultDataDir, Host } from '../host/host'
+import { type BlockRange, NeuronError } from '../protocol'
+import { untilSignal } from '../tracker/main'
+import { blocksOption, defaultThreads, intOption, parseCommandArgs, renamedOption, requireOption } from './args'
+import { runBrowserMode } from './browser-mode'
+import type { Command } from './command'
+
+export const hostCommand: Command = {
+  name: 'host',
+  summary: 'serve blocks of a model to the swarm',
+  usage: `Usage: neuron host --tracker URL [--model ID] [--blocks a:b|auto] [--data-dir D] [--threads N]
+                  [--max-sessions N] [--quota BYTES] [--relay]
+       neuron host --ui [--tracker URL] [--model ID [--blocks a:b|auto]] [--data-dir D] [--port N]
+
+Joins the tracker, takes blocks [a, b) (or the tracker's placement), fetches and verifies only
+their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains and leaves.
+
+  --relay   accept no connections; clients reach this host through the tracker
+  --ui      run the app's backend and serve its UI at http://127.0.0.1:<port> for a browser
+            (without --tracker: the saved setting, else a private swarm in this process)
+
+Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --blocks 0:2 --threads 1
+         neuron host --ui --tracker http://127.0.0.1:7070 --model stories260k --port 7071`,
+  async run(args) {
+    const { values } = parseCommandArgs(args, {
+      tracker: { type: 'string' },
+      model: { type: 'string' },
+      blocks: { type: 'string' },
+      layers: { type: 'string' },
+      'data-dir': { type: 'string' },
+      threads: { type: 'string' },
+      'max-sessions': { type: 'string' },
+      quota: { type: 'string' },
+      relay: { type: 'boolean' },
+      ui: { type: 'boolean' },
+      port: { type: 'string' },
+    })
+    const blocks = blocksOption(renamedOption(values, 'blocks', 'layers'))
+    if (values.ui) return hostWithUi(values, blocks)
+    const maxSessions = intOption('max-sessions', values['max-sessions'], { min: 1 })
+    const quotaBytes = intOption('quota', values.quota, { min: 1 })
+    const host = new Host({
+      trackerUrl: requireOption('tracker', values.tracker),
+      dataDir: values['data-dir'] ?? defaultDataDir(),
+      ...(values.model === undefined ? {} : { modelId: values.model }),
+      blocks,
+      threads: intOption('threads', values.threads, { min: 1 }) ?? defaultThreads(),
+      ...(maxSessions === undefined ? {} : { maxSessions }),
+      ...(quotaBytes === undefined ? {} : { quotaBytes }),
+      relay: values.relay ?? false,
+      log: (l) => console.error(`[host] ${l}`),
+    })
+    const stop = untilSignal()
+    await host.start()
+    console.log(
+      `host ${host.hostId} ${host.state.status}${host.state.blocks ? ` blocks [${host.state.blocks[0]}, ${host.state.blocks[1]})` : ''} ${host.state.endpoint ?? ''}`.trim(),
+    )
+    console.error(`[host] stopping on ${await stop}: draining`)
+    await host.stop()
+    return 0
+  },
+}
+
+/** `neuron host --ui`: the app's browser mode on a headless host, hosting --model when given. */
+async function hostWithUi(
+  values: { tracker?: string; model?: string; blocks?: string; layers?: string; 'data-dir'?: string; threads?: string; port?: string },
+  range: BlockRange | 'auto',
+): Promise<number> {
+  const threads = intOption('threads', values.threads, { min: 1 })
+  const port = intOption('port', values.port)
+  const modelId = values.model
+  if (modelId === undefined && range !== 'auto') throw new NeuronError('bad_option', '--blocks needs --model.')
+  return runBrowserMode({
+    dataDir: values['data-dir'] ?? defaultDataDir(),
+    ...(values.tracker === undefined ? {} : { trackerUrl: values.tracker }),
+    ...(threads === undefined ? {} : { threads }),
+    ...(port === undefined ? {} : { port }),
+    afterStart: async (backend) => {
+      if (modelId === undefined) return
+      let blocks = range
+      if (blocks === 'auto') {
+        const preview = await backend.handlers['hosting.preview']({ modelId }, undefined)
+        const proposal = preview.placement.proposal
+        if (proposal === null)
+          throw new NeuronError(
+            'not_placed',
+            `the tracker proposes no range of ${modelId} for this computer: ${preview.placement.refusal?.reason ?? 'no reason given'}`,
+          )
+        blocks = proposal.blocks
+      }
+      const ack = await backend.call('hosting.start', { modelId, blocks })
+      if (!ack.ok) throw new NeuronError(ack.error.code, ack.error.message)
+      console.error(`[app] hosting ${modelId} blocks [${blocks[0]}, ${blocks[1]}): follow it in the UI`)
+    },
+  })
+}

@@ -1,0 +1,30 @@
+import { join } from 'node:path'
+import { defaultDataDir } from '../host/host'
+import { publishModel } from '../host/publish'
+import { NodeIdentity } from '../identity/keys'
+import { NeuronError } from '../protocol'
+import { untilSignal } from '../tracker/main'
+import { parseCommandArgs, requireOption } from './args'
+import type { Command } from './command'
+
+export const publishCommand: Command = {
+  name: 'publish',
+  summary: 'publish a packed model to a tracker and seed its artifacts',
+  usage: `Usage: neuron publish <dir with manifest.json> --tracker URL [--data-dir D]
+
+Creates the model's torrent (deterministic infohash), registers the model and its tokenizer with
+the tracker, and seeds until stopped (Ctrl-C) so hosts can fetch their artifacts.
+
+Example: neuron publish /tmp/stories --tracker http://127.0.0.1:7070`,
+  async run(args) {
+    const { values, positionals } = parseCommandArgs(args, { tracker: { type: 'string' }, 'data-dir': { type: 'string' } })
+    const [dir] = positionals
+    if (dir === undefined) throw new NeuronError('bad_option', 'publish takes the directory neuron pack wrote. See neuron publish --help.')
+    const dataDir = values['data-dir'] ?? defaultDataDir()
+    const publication = await publishModel(dir, requireOption('tracker', values.tracker), await NodeIdentity.loadOrCreate(dataDir), join(dataDir, 'publisher'))
+    console.log(`published ${publication.manifest.modelId} (infohash ${publication.infoHash}); seeding, Ctrl-C to stop`)
+    await untilSignal()
+    await publication.close()
+    return 0
+  },
+}

@@ -1,0 +1,26 @@
+// Facts about blocks and a host's budget that every program shares: one definition each.
+import { z } from 'zod'
+import { Count } from './manifest'
+
+/** Half-open block range [begin, end). */
+export const BlockRange = z
+  .tuple([Count, Count])
+  .refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
+  .readonly()
+export type BlockRange = readonly [number, number]
+
+/** KV-cache tokens a placed range is sized for, per block: four sessions of 2048 tokens. */
+export const KV_BUDGET_TOKENS = 8192
+
+/**
+ * Of the memory a host has free (RAM plus VRAM), the share its blocks may plan to use by default:
+ * the rest is for the user's own programs.
+ */
+export const MEMORY_SHARE = 0.8
+
+/** n blocks cut into `parts` contiguous ranges as even as whole blocks allow (empty ones dropped). */
+export function splitBlocks(n: number, parts: number): [number, number][] {
+  const out: [number, number][] = []
+  for (let i = 0; i < parts; i++) out.push([Math.floor((i * n) / parts), Math.floor(((i + 1) * n) / parts)])
+  return out.filter(([a, b]) => a < b)
+}
