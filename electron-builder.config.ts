@@ -13,7 +13,7 @@ const config: Configuration = {
   directories: { buildResources: 'build', output: 'out/installers' },
   files: [
     '**/*',
-    '!{test,bench,e2e,test-results,out,renderer,.cache,.bench,.ci}/**',
+    '!{test,bench,e2e,test-results,out,renderer,.cache,.bench,.ci,.tsbuild}/**',
     '!electron/__mocks__/**',
     '!**/*.test.{ts,tsx}',
     '!**/*.map',

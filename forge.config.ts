@@ -8,8 +8,8 @@ export const NATIVE_UNPACK = '**/*.{node,so,dylib,dll,metal}'
 
 /** Paths (relative to the repo root, with a leading slash) that never ship in the app. */
 export const PACKAGE_IGNORE: RegExp[] = [
-  /^\/(test|bench|e2e|test-results|out|build|renderer|\.cache|\.bench|\.ci|\.github|\.vscode)(\/|$)/,
-  /^\/electron\/(__mocks__\/|main\/testing\.ts$)/,
+  /^\/(test|bench|e2e|test-results|out|build|renderer|\.cache|\.bench|\.ci|\.github|\.vscode|\.tsbuild)(\/|$)/,
+  /^\/electron\/__mocks__\//,
   /\.test\.tsx?$/,
   /\.map$/,
   // The addon's sources and headers; only its built .node ships.

@@ -5,7 +5,7 @@ import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, type Manifest } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
-import { Tracker } from '../tracker/server'
+import { Tracker } from '../test/programs'
 import { Host } from './host'
 import { type Publication, publishModel } from './publish'
 

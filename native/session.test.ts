@@ -97,12 +97,20 @@ describe.skipIf(storiesMissing)(`sessions on stories260K ${storiesMissing ?? ''}
       s2.close()
       return logits
     }
-    const fresh = await run([{ tokens: prompt100.subarray(0, 60) }, { tokens: prompt100.subarray(60) }])
-    const rolledBack = await run([{ tokens: prompt100 }, { tokens: prompt100.subarray(60), truncate: 60 }])
+    // Both runs compute every cached position in batches of the same shape (60 tokens, then 40), so
+    // the comparison can be exact: ggml's kernels round a 100-token batch differently from a 60-token
+    // one on some CPU variants (AVX2 without AVX-512: -8.8068 vs -8.8074), which is not what this
+    // test is about. The rolled-back run first fills positions 60..99 with other tokens, then drops them.
+    const rest = prompt100.subarray(60)
+    const otherRest = rest.map((t) => (t + 7) % 512)
+    const fresh = await run([{ tokens: prompt100.subarray(0, 60) }, { tokens: rest }])
+    const rolledBack = await run([{ tokens: prompt100.subarray(0, 60) }, { tokens: otherRest }, { tokens: rest, truncate: 60 }])
     expect(Array.from(rolledBack)).toEqual(Array.from(fresh))
-    // a step re-sent from an earlier position rolls back implicitly
+    // a step re-sent from an earlier position rolls back implicitly (again the same batch shapes:
+    // positions 0..49 in one batch of 50 on both sides)
     const s = whole.openSession({ maxTokens: 128 })
-    await s.forward(prompt100.subarray(0, 80))
+    await s.forward(prompt100.subarray(0, 50))
+    await s.forward(prompt100.subarray(50, 80))
     const again = await s.forward(prompt100.subarray(50, 60), { positions: 50 })
     expect(s.nPast).toBe(60)
     const ref = whole.openSession({ maxTokens: 128 })

@@ -1,5 +1,8 @@
-// A whole swarm in one process for the gateway's tests and bench: a tracker, a published model,
-// hosts serving given block ranges. Real parts on loopback; nothing mocked.
+// The programs as tests meet them. A program's tests may need another program for real (a host's
+// tests a real tracker on loopback, the tracker's tests a real publisher's torrent); they take it
+// from here, so no folder of product code imports another program, not even from its tests.
+// startSwarm: a whole swarm in one process (a tracker, a published model, hosts serving given block
+// ranges) for the gateway's tests and benches. Real parts on loopback; nothing mocked.
 import { join } from 'node:path'
 import { packModel } from '../gguf/pack'
 import { Host } from '../host/host'
@@ -7,6 +10,10 @@ import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
 import type { Manifest } from '../protocol'
 import { Tracker, type TrackerOptions } from '../tracker/server'
+
+export { createModelTorrent } from '../host/artifacts/model-torrent'
+export { Host } from '../host/host'
+export { Tracker } from '../tracker/server'
 
 export interface InProcessSwarm {
   readonly tracker: Tracker

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import type { Manifest } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
-import { Tracker } from '../../tracker/server'
+import { Tracker } from '../../test/programs'
 import { ArtifactStore } from './artifact-store'
 import { createModelTorrent } from './model-torrent'
 

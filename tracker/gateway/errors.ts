@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http'
 import type { z } from 'zod'
 import { NeuronError } from '../../protocol'
 
@@ -40,13 +39,4 @@ export function fromNeuronError(error: unknown): GatewayError {
     return new GatewayError(503, 'service_unavailable', error.code, `the swarm could not serve this request: ${error.message}`)
   }
   return new GatewayError(500, 'server_error', 'internal', `internal error: ${error instanceof Error ? error.message : String(error)}`)
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' })
-  res.end(JSON.stringify(body))
-}
-
-export function sendError(res: ServerResponse, error: GatewayError): void {
-  sendJson(res, error.status, error.body())
 }

@@ -1,0 +1,41 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { hostAccount } from '../ledger/accounts'
+import { authenticate } from './auth'
+import type { CreditHolds } from './credit-holds'
+import type { GatewayDeps } from './deps'
+import { sendJson } from './http'
+
+/** The /v1/dashboard queries: a consumer's own balance, and any host's earnings, receipts and reputation. */
+export class Dashboards {
+  constructor(
+    private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'reputation'>,
+    private readonly holds: CreditHolds,
+  ) {}
+
+  account(req: IncomingMessage, res: ServerResponse): void {
+    const account = authenticate(req, this.deps.accounts)
+    sendJson(res, 200, {
+      account_id: account.accountId,
+      name: account.name,
+      balance_micro: this.deps.accounts.balance(account.accountId),
+      held_micro: this.holds.heldMicro(account.accountId),
+    })
+  }
+
+  /** Open to anyone: it asks for no API key. */
+  host(res: ServerResponse, hostId: string): void {
+    const now = Date.now()
+    const { ledger, reputation } = this.deps
+    sendJson(res, 200, {
+      host_id: hostId,
+      balance_micro: ledger.balance(hostAccount(hostId)),
+      served_block_tokens: ledger.servedBlockTokens(hostId),
+      earnings_by_hour: ledger.earnings(hostId, 'hour', now - 48 * 3_600_000),
+      earnings_by_day: ledger.earnings(hostId, 'day', now - 30 * 86_400_000),
+      recent_receipts: ledger.receipts({ hostId, limit: 20 }),
+      rejected_receipts: ledger.rejections(hostId, 20),
+      reputation: reputation.of(hostId),
+      reputation_history: reputation.history(hostId, 50),
+    })
+  }
+}

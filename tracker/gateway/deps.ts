@@ -1,0 +1,30 @@
+// What the gateway is configured with and what it uses of the tracker (types only, so the gateway's
+// parts can share them without importing the class that wires them).
+import type { SwarmClient } from '../../client/swarm-client'
+import type { ModelCatalog } from '../catalog'
+import type { Accounts } from '../ledger/accounts'
+import type { LedgerStore } from '../ledger/ledger-store'
+import type { Metering } from '../ledger/metering'
+import type { PricingOptions } from '../ledger/pricing'
+import type { Reputation } from '../reputation/reputation'
+
+export interface GatewayOptions {
+  /** Guards the /admin routes (`Authorization: Bearer <token>`); absent, they answer 403. */
+  readonly adminToken?: string
+  readonly pricing?: PricingOptions
+  /** Requests per account per minute before 429 (default 120). */
+  readonly requestsPerMinute?: number
+  /** Default max_tokens of a chat completion without one. */
+  readonly defaultChatMaxTokens?: number
+}
+
+export interface GatewayDeps {
+  readonly catalog: ModelCatalog
+  readonly accounts: Accounts
+  readonly ledger: LedgerStore
+  readonly metering: Metering
+  readonly reputation: Reputation
+  /** The tracker's own client of its swarm, connected on first use. */
+  readonly client: () => Promise<SwarmClient>
+  readonly log: (line: string) => void
+}

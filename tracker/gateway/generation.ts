@@ -1,0 +1,148 @@
+import type { Receipt } from '../../protocol'
+import type { StoredAccount } from '../ledger/ledger-store'
+import { affordableTokens, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
+import type { CreditHolds } from './credit-holds'
+import type { GatewayDeps } from './deps'
+import { GatewayError } from './errors'
+
+/** One generation as the swarm runs it, whichever endpoint asked for it. */
+export interface Generation {
+  readonly modelId: string
+  readonly promptTokens: number[]
+  readonly maxTokens: number
+  readonly temperature: number
+  readonly topP: number | undefined
+  readonly seed: number
+  readonly stop: readonly string[]
+}
+
+/** What a generation yields: paid-for text as it comes, then exactly one finish. */
+export type Chunk = { readonly text: string } | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number }
+
+/**
+ * Generations on the swarm through the tracker's own SwarmClient, paid from the caller's account
+ * by the hops' signed receipts as they arrive.
+ */
+export class PaidGenerations {
+  constructor(
+    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'metering' | 'reputation' | 'client'>,
+    private readonly pricing: PricingOptions,
+    private readonly holds: CreditHolds,
+  ) {}
+
+  /**
+   * Runs one generation on the swarm for `account`: refuses (402) when its credits cannot cover the
+   * prompt and one token, caps max_tokens at what they cover (finish 'length' there), settles every
+   * step's receipts before its text is yielded, trims at stop strings.
+   */
+  async *run(account: StoredAccount, g: Generation, signal: AbortSignal): AsyncGenerator<Chunk, void> {
+    const stored = this.deps.catalog.get(g.modelId)
+    const { nLayer } = stored.manifest
+    const price = priceOf(stored.manifest, this.pricing)
+    const available = this.deps.accounts.balance(account.accountId) - this.holds.heldMicro(account.accountId)
+    const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
+    if (affordable < 1) {
+      throw new GatewayError(
+        402,
+        'insufficient_quota',
+        'insufficient_credits',
+        `account ${account.accountId} has ${available} micro-credits available; this prompt of ${g.promptTokens.length} tokens and one completion token cost ${maxCost(price, nLayer, g.promptTokens.length, 1)}. Ask the operator for a grant.`,
+      )
+    }
+    const maxTokens = Math.min(g.maxTokens, affordable)
+    // Connect before holding: a hold taken outside the try/finally below would never be released.
+    const client = await this.deps.client()
+    const hold = this.holds.hold(account.accountId, maxCost(price, nLayer, g.promptTokens.length, maxTokens))
+    let outOfCredits = false
+    // Receipts wait here until the gateway has sent the next step on its way: committing them then
+    // overlaps the hosts' compute. A step's text is written only after its receipts are committed.
+    const unsettled: { session: string; receipts: readonly Receipt[] }[] = []
+    const settle = () => {
+      for (let batch = unsettled.shift(); batch !== undefined; batch = unsettled.shift()) {
+        this.deps.metering.bind(batch.session, account.accountId)
+        for (const v of this.deps.metering.settle(batch.session, batch.receipts)) {
+          hold.remaining -= v.charged
+          if (v.code === 'insufficient_credits') outOfCredits = true
+        }
+      }
+    }
+    try {
+      const tokens = client.generate({
+        modelId: g.modelId,
+        prompt: g.promptTokens,
+        maxTokens,
+        sampling: { temperature: g.temperature, seed: g.seed, ...(g.topP === undefined ? {} : { topP: g.topP }) },
+        signal,
+        onReceipts: (session, receipts) => {
+          unsettled.push({ session, receipts })
+        },
+      })
+      const longestStop = Math.max(0, ...g.stop.map((s) => s.length))
+      let text = ''
+      let sent = 0
+      let next = await tokens.next()
+      while (!next.done) {
+        const generated = countGenerated(next.value.position, g.promptTokens.length)
+        text += next.value.text
+        const at = firstStop(text, g.stop)
+        if (at !== -1) {
+          settle()
+          if (at > sent) yield { text: text.slice(sent, at) }
+          await tokens.return(undefined as never)
+          settle()
+          yield { done: true, finishReason: 'stop', completionTokens: generated }
+          return
+        }
+        const following = tokens.next()
+        following.catch(() => {}) // awaited below; this only keeps it from counting as unhandled meanwhile
+        settle()
+        if (outOfCredits) {
+          await following.catch(() => undefined)
+          await tokens.return(undefined as never)
+          settle()
+          if (text.length > sent) yield { text: text.slice(sent) }
+          yield { done: true, finishReason: 'length', completionTokens: generated }
+          return
+        }
+        // Hold back what might be the start of a stop string.
+        const safe = Math.max(sent, text.length - Math.max(0, longestStop - 1))
+        if (safe > sent) {
+          yield { text: text.slice(sent, safe) }
+          sent = safe
+        }
+        next = await following
+      }
+      settle()
+      if (text.length > sent) yield { text: text.slice(sent) }
+      const s = next.value
+      for (const hop of s.route) if (hop.medianMs > 0) this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
+      yield { done: true, finishReason: s.finishReason, completionTokens: s.completionTokens }
+    } finally {
+      this.holds.release(account.accountId, hold)
+    }
+  }
+}
+
+/** A whole generation's text and finish, for a response that is not streamed. */
+export async function collect(stream: AsyncGenerator<Chunk, void>): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number }> {
+  let text = ''
+  for await (const c of stream) {
+    if ('done' in c) return { text, finishReason: c.finishReason, completionTokens: c.completionTokens }
+    text += c.text
+  }
+  throw new GatewayError(500, 'server_error', 'internal', 'the generation ended without a finish reason')
+}
+
+/** SwarmClient's `position` after a token is the prompt plus the tokens before it. */
+function countGenerated(position: number, promptTokens: number): number {
+  return position - promptTokens + 1
+}
+
+function firstStop(text: string, stops: readonly string[]): number {
+  let at = -1
+  for (const s of stops) {
+    const i = text.indexOf(s)
+    if (i !== -1 && (at === -1 || i < at)) at = i
+  }
+  return at
+}

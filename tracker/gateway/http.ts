@@ -1,0 +1,52 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { z } from 'zod'
+import { badRequest, GatewayError } from './errors'
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024
+
+/** The request body as JSON, refused (400) past MAX_BODY_BYTES or when it does not parse. */
+export async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > MAX_BODY_BYTES) throw new GatewayError(400, 'invalid_request_error', 'body_too_large', `request bodies are at most ${MAX_BODY_BYTES} bytes.`)
+    chunks.push(chunk as Buffer)
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  } catch {
+    throw new GatewayError(400, 'invalid_request_error', 'invalid_json', 'the request body is not JSON.')
+  }
+}
+
+/** `raw` as `schema`'s output, or a 400 that names the first wrong field. */
+export function parse<T extends z.ZodType>(schema: T, raw: unknown): z.output<T> {
+  const parsed = schema.safeParse(raw)
+  if (!parsed.success) throw badRequest(parsed.error)
+  return parsed.data
+}
+
+/** The token of `Authorization: Bearer <token>`, if the request sent one. */
+export function bearer(req: IncomingMessage): string | undefined {
+  const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')
+  return m?.[1]
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' })
+  res.end(JSON.stringify(body))
+}
+
+export function sendError(res: ServerResponse, error: GatewayError): void {
+  sendJson(res, error.status, error.body())
+}
+
+/** Aborted when the caller hangs up before the response is finished: the swarm stops at the next step. */
+export function abortOnClose(res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort()
+  })
+  return controller.signal
+}

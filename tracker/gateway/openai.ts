@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { renderChat } from '../../client/chat-template'
+import type { ModelTokenizer } from '../../client/tokenizer'
+import { priceOf } from '../ledger/pricing'
+import { authenticate } from './auth'
+import type { GatewayDeps, GatewayOptions } from './deps'
+import { GatewayError } from './errors'
+import { collect, type Generation, type PaidGenerations } from './generation'
+import { abortOnClose, parse, readBody, sendJson } from './http'
+import { ChatCompletionRequest, CompletionRequest } from './openai-schemas'
+import type { RateLimit } from './rate-limit'
+import { sse, startSse, streamSse } from './sse'
+
+/** The sampling fields chat and legacy completions share, as OpenAI names them. */
+interface SamplingParams {
+  model: string
+  temperature?: number | null
+  top_p?: number | null
+  seed?: number | null
+  stop?: string | string[] | null
+}
+
+/** OpenAI's /v1/models, /v1/chat/completions and /v1/completions, streamed as SSE or not. */
+export class OpenAiEndpoints {
+  constructor(
+    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'client'>,
+    private readonly options: Pick<GatewayOptions, 'pricing' | 'defaultChatMaxTokens'>,
+    private readonly generations: PaidGenerations,
+    private readonly rateLimit: RateLimit,
+  ) {}
+
+  models(req: IncomingMessage, res: ServerResponse): void {
+    authenticate(req, this.deps.accounts)
+    const data = this.deps.catalog.summaries().map((m) => {
+      const stored = this.deps.catalog.get(m.modelId)
+      const price = priceOf(stored.manifest, this.options.pricing ?? {})
+      return {
+        id: m.modelId,
+        object: 'model',
+        created: Math.floor(stored.publishedAt / 1000),
+        owned_by: stored.publishedBy,
+        // Neuron's extension: what a token costs, micro-credits.
+        pricing: { prompt_micro_per_token: price.promptMicroPerToken, completion_micro_per_token: price.completionMicroPerToken },
+        coverage: m.coverage,
+      }
+    })
+    sendJson(res, 200, { object: 'list', data })
+  }
+
+  async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const account = authenticate(req, this.deps.accounts)
+    this.rateLimit.check(account)
+    const body = parse(ChatCompletionRequest, await readBody(req))
+    const tokenizer = await this.tokenizer(body.model)
+    const messages = body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') }))
+    const promptTokens = renderChat(tokenizer, messages)
+    const generation = generationOf(body, promptTokens, body.max_completion_tokens ?? body.max_tokens ?? this.options.defaultChatMaxTokens ?? 256)
+    const id = `chatcmpl-${randomBytes(12).toString('hex')}`
+    const created = Math.floor(Date.now() / 1000)
+    const base = { id, created, model: body.model, system_fingerprint: null }
+    const stream = this.generations.run(account, generation, abortOnClose(res))
+    if (body.stream === true) {
+      const first = await stream.next()
+      startSse(res)
+      sse(res, {
+        ...base,
+        object: 'chat.completion.chunk',
+        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+      })
+      await streamSse(res, first, stream, {
+        text: (text) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }] }),
+        finish: (reason) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: reason }] }),
+        usage:
+          body.stream_options?.include_usage === true
+            ? (n) => ({ ...base, object: 'chat.completion.chunk', choices: [], usage: usage(promptTokens.length, n) })
+            : undefined,
+      })
+      return
+    }
+    const { text, finishReason, completionTokens } = await collect(stream)
+    sendJson(res, 200, {
+      ...base,
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: finishReason }],
+      usage: usage(promptTokens.length, completionTokens),
+    })
+  }
+
+  async completion(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const account = authenticate(req, this.deps.accounts)
+    this.rateLimit.check(account)
+    const body = parse(CompletionRequest, await readBody(req))
+    const tokenizer = await this.tokenizer(body.model)
+    const prompt = body.prompt
+    const promptTokens =
+      typeof prompt === 'string' ? tokenizer.encode(prompt) : typeof prompt[0] === 'string' ? tokenizer.encode(prompt[0]) : (prompt as number[])
+    // OpenAI's legacy default is 16 tokens.
+    const generation = generationOf(body, promptTokens, body.max_tokens ?? 16)
+    const id = `cmpl-${randomBytes(12).toString('hex')}`
+    const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
+    const stream = this.generations.run(account, generation, abortOnClose(res))
+    if (body.stream === true) {
+      const first = await stream.next()
+      startSse(res)
+      await streamSse(res, first, stream, {
+        text: (text) => ({ ...base, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }),
+        finish: (reason) => ({ ...base, choices: [{ index: 0, text: '', logprobs: null, finish_reason: reason }] }),
+        usage: body.stream_options?.include_usage === true ? (n) => ({ ...base, choices: [], usage: usage(promptTokens.length, n) }) : undefined,
+      })
+      return
+    }
+    const { text, finishReason, completionTokens } = await collect(stream)
+    sendJson(res, 200, {
+      ...base,
+      choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }],
+      usage: usage(promptTokens.length, completionTokens),
+    })
+  }
+
+  private async tokenizer(modelId: string): Promise<ModelTokenizer> {
+    this.deps.catalog.get(modelId) // 404 before any work
+    return (await this.deps.client()).tokenizer(modelId)
+  }
+}
+
+/** The swarm's generation for OpenAI's sampling fields: temperature 1 and a random seed unless given, empty stops dropped. */
+function generationOf(body: SamplingParams, promptTokens: number[], maxTokens: number): Generation {
+  if (promptTokens.length === 0) throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'the prompt is empty.', 'prompt')
+  const stop = body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== '')
+  return {
+    modelId: body.model,
+    promptTokens,
+    maxTokens,
+    temperature: body.temperature ?? 1,
+    topP: body.top_p ?? undefined,
+    seed: body.seed == null ? randomBytes(4).readUInt32LE() : body.seed >>> 0,
+    stop,
+  }
+}
+
+function usage(prompt: number, completion: number) {
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
+}
