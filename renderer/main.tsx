@@ -5,7 +5,7 @@ import { App } from './App'
 import { connectBridge } from './api/bridge'
 import { StoresContext } from './stores/context'
 import { createStores } from './stores/index'
-import './styles.css'
+import './styles/index.css'
 
 const root = document.getElementById('root')
 if (root === null) throw new Error('index.html has no #root element for the app')

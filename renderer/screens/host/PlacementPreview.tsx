@@ -1,9 +1,9 @@
 import { Check } from 'lucide-react'
 import type { HostingPreview } from '../../../protocol/app'
+import type { BlockRange } from '../../../protocol/blocks'
 import { CoverageBar } from '../../components/CoverageBar'
 import { Stat } from '../../components/Stat'
 import { formatBlocks, formatBytes, formatTokensPerSecond } from '../../format'
-import type { BlockRange } from '../../stores/hosting/initialState'
 import { chosenOption, creditsPerHour, placementCells, sameRange } from '../../stores/hosting/selectors'
 
 interface PlacementPreviewProps {

@@ -1,8 +1,7 @@
 import type { HostingPreview, HostingStatus } from '../../../protocol/app'
+import type { BlockRange } from '../../../protocol/blocks'
 import type { ModelSummary } from '../../../protocol/swarm'
 import type { ShownError } from '../../api/errorText'
-
-export type BlockRange = readonly [number, number]
 
 export interface HostingState {
   models: ModelSummary[]

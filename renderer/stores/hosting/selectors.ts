@@ -1,7 +1,7 @@
 import type { ArtifactProgress, HostingPhase, HostingPreview, HostingStatus } from '../../../protocol/app'
+import type { BlockRange } from '../../../protocol/blocks'
 import type { PlacementOption } from '../../../protocol/swarm'
 import { formatBytes, formatDuration, formatRate } from '../../format'
-import type { BlockRange } from './initialState'
 
 export interface PlacementCell {
   block: number

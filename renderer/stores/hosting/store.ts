@@ -1,7 +1,8 @@
 import { createStore } from 'zustand/vanilla'
 import type { HostingStatus, NeuronBridge } from '../../../protocol/app'
+import type { BlockRange } from '../../../protocol/blocks'
 import { shownError } from '../../api/errorText'
-import { type BlockRange, type HostingState, initialHostingState } from './initialState'
+import { type HostingState, initialHostingState } from './initialState'
 
 export interface HostingActions {
   loadModels(): Promise<void>
