@@ -1,4 +1,4 @@
-import { type ComputerView, type HardwareProfile, KV_BUDGET_TOKENS, type Limits, type Manifest, MEMORY_SHARE } from '../../protocol'
+import { type BlockRange, type ComputerView, type HardwareProfile, KV_BUDGET_TOKENS, type Limits, type Manifest, MEMORY_SHARE } from '../../protocol'
 
 /** The yardstick in the summary: Llama 3 70B at Q4_K_M is about 42 GB over 80 blocks. */
 const REFERENCE = { name: 'Llama 3 70B', blocks: 80, bytesPerBlock: 0.52e9 } as const
@@ -30,7 +30,7 @@ export function servableBytes(profile: HardwareProfile, limits: Limits): number 
 }
 
 /** Memory blocks [a, b) take once loaded: their weights, the embedding or head at the ends, and their KV cache. */
-export function rangeMemoryBytes(manifest: Manifest, blocks: readonly [number, number]): number {
+export function rangeMemoryBytes(manifest: Manifest, blocks: BlockRange): number {
   const [a, b] = blocks
   const weights = manifest.bytesPerBlock.slice(a, b).reduce((s, n) => s + n, 0)
   const ends = manifest.artifacts

@@ -5,7 +5,7 @@ const Count = z.number().int().nonnegative()
 const Bucket = z.object({ start: z.number(), modelId: z.string(), earned: z.number().int(), blockTokens: Count, receipts: Count })
 const Unit = z.number().min(0).max(1)
 
-/** The tracker gateway's GET /v1/dashboard/hosts/<hostId> (tracker/gateway/gateway.ts), the parts the app shows. */
+/** The tracker gateway's GET /v1/dashboard/hosts/<hostId> (tracker/gateway/dashboards.ts), the parts the app shows. */
 export const HostDashboard = z.object({
   host_id: z.string(),
   balance_micro: z.number().int(),

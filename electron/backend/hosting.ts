@@ -1,7 +1,9 @@
 import { Host } from '../../host/host'
+import { SerialQueue } from '../../host/serial-queue'
 import {
   type ArtifactProgress,
   artifactsForBlocks,
+  type BlockRange,
   type HostingPhase,
   type HostingStatus,
   type HostStatus,
@@ -13,16 +15,14 @@ import {
 } from '../../protocol'
 import { rangeMemoryBytes } from './computer'
 
-type Blocks = readonly [number, number]
-
 /** What the app remembers of the hosting choice (settings.json), so a restart resumes it. */
 export interface HostingChoice {
   readonly modelId: string
-  readonly blocks: Blocks
+  readonly blocks: BlockRange
   readonly paused: boolean
 }
 
-export interface HostingDeps {
+export interface HostingRunnerDeps {
   readonly dataDir: string
   trackerUrl(): string
   limits(): Limits
@@ -51,16 +51,16 @@ const SESSION_POLL_MS = 1000
  * download progress arrive as status pushes. Changes run one at a time, in the order called: a stop
  * that waits for a host to drain is never overtaken by a start or another stop.
  */
-export class HostingController {
+export class HostingRunner {
   private phase: HostingPhase = 'idle'
   private modelId: string | null = null
-  private blocks: Blocks | null = null
+  private blocks: BlockRange | null = null
   private artifacts = new Map<string, ArtifactProgress>()
   private error: WireError | null = null
   private host: Host | undefined
   private started: Promise<void> = Promise.resolve()
-  /** The last change queued (start, pause, resume, stop, release, close, restore); the next runs after it. */
-  private queue: Promise<unknown> = Promise.resolve()
+  /** Changes (start, pause, resume, stop, release, close, restore), one at a time in the order called. */
+  private readonly changes = new SerialQueue()
   private closed = false
   /** Bumped whenever a Host is started or let go: events of an older one are ignored. */
   private run = 0
@@ -73,7 +73,7 @@ export class HostingController {
   private readonly sessionPoll: NodeJS.Timeout
   private lastSessions = 0
 
-  constructor(private readonly deps: HostingDeps) {
+  constructor(private readonly deps: HostingRunnerDeps) {
     this.sessionPoll = setInterval(() => {
       const sessions = this.host?.activeSessions ?? 0
       if (this.phase === 'serving' && sessions !== this.lastSessions) {
@@ -86,7 +86,7 @@ export class HostingController {
 
   /** Puts back a remembered choice: serving again, or paused where it was paused. */
   restore(choice: HostingChoice): Promise<void> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       this.modelId = choice.modelId
       this.blocks = choice.blocks
       if (choice.paused) {
@@ -103,12 +103,12 @@ export class HostingController {
     })
   }
 
-  start(modelId: string, blocks: Blocks): Promise<HostingStatus> {
-    return this.serial(() => this.startNow(modelId, blocks))
+  start(modelId: string, blocks: BlockRange): Promise<HostingStatus> {
+    return this.changes.run(() => this.startNow(modelId, blocks))
   }
 
   pause(): Promise<HostingStatus> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       if (this.phase === 'idle' || this.phase === 'paused') return this.status()
       if (this.modelId === null || this.blocks === null) return this.stopNow(true)
       const choice = { modelId: this.modelId, blocks: this.blocks, paused: true }
@@ -119,7 +119,7 @@ export class HostingController {
   }
 
   resume(): Promise<HostingStatus> {
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       if (this.phase !== 'paused' && this.phase !== 'failed') return this.status()
       if (this.modelId === null || this.blocks === null) throw new NeuronError('bad_request', 'nothing to resume: start hosting a model first')
       return this.startNow(this.modelId, this.blocks)
@@ -127,18 +127,18 @@ export class HostingController {
   }
 
   stop(): Promise<HostingStatus> {
-    return this.serial(() => this.stopNow(true))
+    return this.changes.run(() => this.stopNow(true))
   }
 
   /** Stops hosting without saving that: the caller (a switch of swarm or identity) has saved hosting: null already. */
   release(): Promise<HostingStatus> {
-    return this.serial(() => this.stopNow(false))
+    return this.changes.run(() => this.stopNow(false))
   }
 
   /** Drains the host on shutdown; the remembered choice stays, so the next start resumes. */
   close(): Promise<void> {
     this.closed = true
-    return this.serial(async () => {
+    return this.changes.run(async () => {
       clearInterval(this.sessionPoll)
       clearTimeout(this.servedTimer)
       if (this.host !== undefined) await this.halt(this.phase === 'serving' ? 'paused' : this.phase === 'failed' ? 'failed' : 'idle', false)
@@ -191,7 +191,7 @@ export class HostingController {
     }
   }
 
-  private async startNow(modelId: string, blocks: Blocks): Promise<HostingStatus> {
+  private async startNow(modelId: string, blocks: BlockRange): Promise<HostingStatus> {
     if (this.closed) throw new NeuronError('closing', 'the app is closing; start hosting again after it restarts')
     if (!this.idle) {
       throw new NeuronError(
@@ -217,7 +217,7 @@ export class HostingController {
   }
 
   /** Refuses a range the model does not have, or one whose layers and KV cache would not fit the memory limit. */
-  private async check(modelId: string, blocks: Blocks): Promise<void> {
+  private async check(modelId: string, blocks: BlockRange): Promise<void> {
     const manifest = await this.deps.manifest(modelId)
     if (blocks[1] > manifest.nLayer) {
       throw new NeuronError(
@@ -245,7 +245,7 @@ export class HostingController {
     this.push(true)
   }
 
-  private begin(modelId: string, blocks: Blocks): void {
+  private begin(modelId: string, blocks: BlockRange): void {
     // Callers halt the previous host first; replacing it here would leave it serving.
     if (this.host !== undefined) throw new NeuronError('hosting_busy', `a host for ${this.modelId} is still running; stop it first`)
     const limits = this.deps.limits()
@@ -335,12 +335,6 @@ export class HostingController {
 
   private completeArtifacts(): void {
     for (const [file, a] of this.artifacts) this.artifacts.set(file, { ...a, downloadedBytes: a.totalBytes, etaSeconds: 0 })
-  }
-
-  private serial<T>(change: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(change, change)
-    this.queue = run.catch(() => {})
-    return run
   }
 
   private push(force: boolean): void {

@@ -7,7 +7,7 @@ import { extname, join, resolve, sep } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { type Ack, AppCallFrame, type AppEventFrame, type AppReplyFrame, describeIssues, NeuronError } from '../../protocol'
-import type { AppEventListener } from './backend'
+import type { AppEventListener } from './events'
 
 /** The part of AppBackend the browser mode needs. */
 export interface AppCalls {

@@ -19,6 +19,7 @@ import {
   SamplingParams,
   toWireError,
 } from '../../protocol'
+import { SerialQueue } from '../serial-queue'
 
 export interface ShardServerOptions {
   readonly modelId: string
@@ -48,7 +49,7 @@ interface ServedSession {
   readonly sampling: ReturnType<typeof SamplingParams.parse>
   lastUsed: number
   /** Steps of one session run one after another. */
-  queue: Promise<unknown>
+  readonly steps: SerialQueue
 }
 
 const NO_SESSION = '0'.repeat(32)
@@ -177,7 +178,7 @@ export class ShardServer {
       open: request,
       sampling: SamplingParams.parse(request.sampling ?? {}),
       lastUsed: Date.now(),
-      queue: Promise.resolve(),
+      steps: new SerialQueue(),
     })
     return jsonFrame('ok', frame.session, frame.step, {})
   }
@@ -201,9 +202,7 @@ export class ShardServer {
     }
     if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
     served.lastUsed = Date.now()
-    const run = served.queue.then(() => this.compute(served, frame))
-    served.queue = run.catch(() => undefined)
-    return run
+    return served.steps.run(() => this.compute(served, frame))
   }
 
   private async compute(served: ServedSession, frame: Frame): Promise<Uint8Array> {
@@ -271,7 +270,7 @@ export class ShardServer {
     if (served === undefined) return
     this.sessions.delete(id)
     // Close after any step still running on it.
-    void served.queue.then(() => served.runtime.close())
+    void served.steps.run(() => served.runtime.close())
   }
 
   private reapIdle(now: number): void {

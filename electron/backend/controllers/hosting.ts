@@ -1,0 +1,35 @@
+import { hardwareProfile } from '../../../host/hardware'
+import type { SerialQueue } from '../../../host/serial-queue'
+import type { Limits } from '../../../protocol'
+import { limitedProfile } from '../computer'
+import type { CurrentSwarm } from '../current-swarm'
+import type { HostingRunner } from '../hosting'
+import { withCredits } from '../preview'
+import type { GroupHandlers } from './registry'
+
+export interface HostingDeps {
+  readonly dataDir: string
+  limits(): Limits
+  readonly swarm: CurrentSwarm
+  readonly runner: HostingRunner
+  /** Settings, identity and hosting changes, one at a time. */
+  readonly changes: SerialQueue
+}
+
+/** What the tracker proposes this computer host, and the hosting it does (HostingRunner). */
+export class HostingController {
+  readonly handlers: GroupHandlers<'hosting'> = {
+    'hosting.preview': async ({ modelId }) => {
+      const profile = limitedProfile(await hardwareProfile(this.deps.dataDir, { threads: this.deps.limits().threads }), this.deps.limits())
+      return withCredits(await this.deps.swarm.rpc('placement.preview', { modelId, profile }))
+    },
+    // In line with settings and identity changes: a start never lands in the middle of a switch of swarm.
+    'hosting.start': ({ modelId, blocks }) => this.deps.changes.run(() => this.deps.runner.start(modelId, blocks)),
+    'hosting.pause': () => this.deps.changes.run(() => this.deps.runner.pause()),
+    'hosting.resume': () => this.deps.changes.run(() => this.deps.runner.resume()),
+    'hosting.stop': () => this.deps.changes.run(() => this.deps.runner.stop()),
+    'hosting.status': () => this.deps.runner.status(),
+  }
+
+  constructor(private readonly deps: HostingDeps) {}
+}

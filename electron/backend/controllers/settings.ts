@@ -1,0 +1,88 @@
+import { resolve } from 'node:path'
+import { trackerBase } from '../../../client/tracker-connection'
+import type { SerialQueue } from '../../../host/serial-queue'
+import type { Limits, Settings, SettingsUpdate } from '../../../protocol'
+import type { CurrentSwarm } from '../current-swarm'
+import { checkWritableDir } from '../data-dir'
+import type { SettingsStore } from '../settings-store'
+import type { GroupHandlers } from './registry'
+
+export interface SettingsDeps {
+  readonly dataDir: string
+  readonly store: SettingsStore
+  readonly swarm: CurrentSwarm
+  /** Settings, identity and hosting changes, one at a time. */
+  readonly changes: SerialQueue
+  /** The adapter can show this computer's file dialog (models.pick). */
+  readonly canPickFiles: boolean
+  readonly log: (line: string) => void
+}
+
+/** The user's choices in force: the tracker, the data dir and the limits; a change of tracker switches swarm. */
+export class SettingsController {
+  readonly handlers: GroupHandlers<'settings'> = {
+    'settings.get': () => this.current(),
+    'settings.update': (update) => this.deps.changes.run(() => this.update(update)),
+  }
+
+  constructor(
+    private readonly deps: SettingsDeps,
+    private limitsInForce: Limits,
+    /** The tracker setting in force: the saved one, or this run's override. */
+    private trackerInForce: string | null,
+  ) {}
+
+  get limits(): Limits {
+    return this.limitsInForce
+  }
+
+  get trackerSetting(): string | null {
+    return this.trackerInForce
+  }
+
+  current(): Settings {
+    const { swarm } = this.deps
+    return {
+      trackerUrl: this.trackerInForce,
+      connectedTrackerUrl: swarm.trackerUrl,
+      dataDir: this.deps.store.value.dataDir ?? this.deps.dataDir,
+      publicKey: swarm.identity.publicKey,
+      hostId: swarm.hostId,
+      limits: this.limitsInForce,
+      canPickFiles: this.deps.canPickFiles,
+    }
+  }
+
+  /**
+   * Checks every field (a tracker URL must answer) and saves them before anything changes: on any
+   * error the settings, the connection and hosting are as they were.
+   */
+  private async update(update: SettingsUpdate): Promise<Settings> {
+    const { store } = this.deps
+    // SettingsUpdate's schema has checked each limit; absent ones keep their value.
+    const limits: Limits = { ...this.limitsInForce, ...update.limits }
+    if (update.dataDir !== undefined) await checkWritableDir(update.dataDir)
+    const trackerSetting = update.trackerUrl === undefined ? this.trackerInForce : update.trackerUrl === null ? null : trackerBase(update.trackerUrl)
+    const dataDir = update.dataDir === undefined ? store.value.dataDir : resolve(update.dataDir)
+    const switching = trackerSetting !== this.trackerInForce
+    const moved = dataDir !== store.value.dataDir
+    const save = () =>
+      store.update({
+        // A --tracker override for this run is saved only when the user picks a tracker here.
+        ...(update.trackerUrl === undefined ? {} : { trackerUrl: trackerSetting }),
+        dataDir,
+        limits: { ...store.value.limits, ...update.limits },
+        // Hosting stops on a switch: the next start must not resume it on the new swarm.
+        ...(switching ? { hosting: null } : {}),
+      })
+    if (switching) {
+      await this.deps.swarm.switchTo(trackerSetting, this.deps.swarm.identity, save)
+      this.trackerInForce = trackerSetting
+    } else {
+      await save()
+    }
+    this.limitsInForce = limits
+    if (moved) this.deps.log(`data dir ${dataDir} takes effect at the next start`)
+    return this.current()
+  }
+}
