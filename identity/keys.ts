@@ -1,6 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from 'node:crypto'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, sign, verify } from 'node:crypto'
+import { link, mkdir, open, readFile, unlink } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
 import { challengeMessage, type HandshakeAuth, NeuronError } from '../protocol'
 
 /** A node's ed25519 identity: hosts, clients and apps each hold one in their data dir. */
@@ -27,15 +27,40 @@ export class NodeIdentity {
   }
 
   /** Loads `identity.pem` from the data dir, creating it (mode 600) the first time. */
-  static async loadOrCreate(dataDir: string): Promise<NodeIdentity> {
-    const path = join(dataDir, 'identity.pem')
+  static loadOrCreate(dataDir: string): Promise<NodeIdentity> {
+    return NodeIdentity.loadOrCreateFile(join(dataDir, 'identity.pem'))
+  }
+
+  /**
+   * Loads a PEM key file, creating it the first time. A new key is written to a unique temp file,
+   * fsynced and renamed into place (never over an existing key), so a crash leaves either no file
+   * or a whole key: a torn write would mean a new id and orphaned earnings.
+   */
+  static async loadOrCreateFile(path: string): Promise<NodeIdentity> {
     let pem: string
     try {
       pem = await readFile(path, 'utf8')
     } catch {
       const fresh = NodeIdentity.generate()
-      await mkdir(dataDir, { recursive: true })
-      await writeFile(path, fresh.exportPrivatePem(), { mode: 0o600, flag: 'wx' })
+      await mkdir(dirname(path), { recursive: true })
+      const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
+      const file = await open(temp, 'wx', 0o600)
+      try {
+        await file.writeFile(fresh.exportPrivatePem())
+        await file.sync()
+      } finally {
+        await file.close()
+      }
+      try {
+        // link, not rename: it fails if another process created the key first, and then theirs wins.
+        await link(temp, path)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        await unlink(temp)
+        return NodeIdentity.loadOrCreateFile(path)
+      }
+      await unlink(temp)
+      await syncDir(dirname(path))
       return fresh
     }
     try {
@@ -82,5 +107,18 @@ export function verifySignature(publicKey: string, message: string | Uint8Array,
     return verify(null, typeof message === 'string' ? Buffer.from(message) : message, publicKeyObject(publicKey), Buffer.from(signature, 'base64url'))
   } catch {
     return false
+  }
+}
+
+/** fsync a directory so a rename or link into it survives a power cut (a no-op where unsupported). */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r').catch(() => undefined)
+  if (handle === undefined) return
+  try {
+    await handle.sync()
+  } catch {
+    // some filesystems refuse fsync on a directory; the rename itself still happened
+  } finally {
+    await handle.close()
   }
 }
