@@ -3,7 +3,8 @@
 import { Sfc32 } from '../gguf/random'
 import { NeuronError } from '../protocol'
 import { previewPlacement } from '../tracker/placement'
-import { DEFAULT_ROUTE_COSTS, hopComputeMs, RoutePlanner, type RouteRequest } from '../tracker/routing/route-planner'
+import { DEFAULT_ROUTE_COSTS, hopComputeMs } from '../tracker/routing/costs'
+import { RoutePlanner, type RouteRequest } from '../tracker/routing/route-planner'
 import { LatencyMatrix, type ServedSpan, type ServingStatus, type SwarmView } from '../tracker/swarm-view'
 
 const HOSTS = 10_000

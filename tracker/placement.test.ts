@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { NeuronError } from '../protocol'
+import { type BlockRange, NeuronError } from '../protocol'
 import { type JoiningHost, type PlacementDecision, type PlacementModel, planPlacement, previewPlacement } from './placement'
-import { type BlockRange, NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
+import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
 const GB = 1e9
 const KV_TOKENS = 4096

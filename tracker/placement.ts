@@ -16,9 +16,10 @@
  * Such a range is shortened until it passes; a host with no passing range is refused. While the swarm
  * has no complete route, every host that fits is welcome: it can only help close a gap.
  */
-import { type Manifest, type ManifestArtifact, NeuronError } from '../protocol'
-import { DEFAULT_ROUTE_COSTS, hopComputeMs, LOW_REPUTATION_PENALTY_MS, type RouteCosts } from './routing/route-planner'
-import type { BlockRange, ServedSpan, SwarmView } from './swarm-view'
+import { type BlockRange, type Manifest, type ManifestArtifact, NeuronError } from '../protocol'
+import { byHostId, DEFAULT_ROUTE_COSTS, type RouteCosts, relayMs, usableSpan } from './routing/costs'
+import { RouteBounds } from './routing/route-bounds'
+import type { SwarmView } from './swarm-view'
 
 export interface JoiningHost {
   /** Set when an already registered host asks again: its current span is left out of the swarm it is placed into. */
@@ -118,9 +119,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   checkRequest(view, model, host, options)
   const costs = options.costs ?? DEFAULT_ROUTE_COSTS
   const maxSlowdown = options.maxSlowdown ?? DEFAULT_MAX_SLOWDOWN
-  const spans = view.spans
-    .filter((s) => s.hostId !== host.hostId && s.blocks[0] >= 0 && s.blocks[0] < s.blocks[1] && s.blocks[1] <= n && s.msPerBlock > 0)
-    .sort((a, b) => (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0))
+  const spans = view.spans.filter((s) => s.hostId !== host.hostId && usableSpan(s, n)).sort(byHostId)
 
   const before = new Float64Array(n)
   const hostsBefore = new Int32Array(n)
@@ -134,7 +133,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   }
   const swarmBefore = Math.min(...before)
   const routes = new RouteBounds(spans, n, costs)
-  const newHostPenaltyMs = host.relay ? costs.relayPenaltyMs : 0
+  const newHostPenaltyMs = relayMs(host.relay, costs)
   const sizes = new RangeSizes(model, options.kvBudgetTokens)
 
   const candidates: Candidate[] = []
@@ -361,71 +360,4 @@ function cheapestBlock(n: number, cost: (block: number) => number): number {
   let cheapest = 0
   for (let b = 1; b < n; b++) if (cost(b) < cost(cheapest)) cheapest = b
   return cheapest
-}
-
-/**
- * Best route costs around a joining host, for the exclusion rule. The new host has no latency
- * measurements yet, so every link here costs the default estimate. reach[b]: the cheapest way to
- * have the hidden state after block b - 1 ready to send (0 at the client for b = 0); leave[b]: the
- * cheapest way from sending that state to the token reaching the client. Ready hosts only, at their load.
- */
-class RouteBounds {
-  readonly bestMs: number
-  private readonly reach: Float64Array
-  private readonly leave: Float64Array
-  private readonly linkMs: number
-
-  constructor(spans: readonly ServedSpan[], n: number, costs: RouteCosts) {
-    this.linkMs = costs.defaultLatencyMs
-    const ready = spans.filter((s) => s.status === 'ready')
-    const step = Float64Array.from(ready, (s) => hopComputeMs(s, 1) + (s.reputation < costs.minReputation ? LOW_REPUTATION_PENALTY_MS : 0))
-    const penalty = Float64Array.from(ready, (s) => (s.relay ? costs.relayPenaltyMs : 0))
-    // Hosts covering each block, as compressed rows.
-    const rowStart = new Int32Array(n + 1)
-    for (const s of ready) for (let b = s.blocks[0]; b < s.blocks[1]; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + 1
-    for (let b = 0; b < n; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + (rowStart[b] as number)
-    const next = rowStart.slice(0, n)
-    const rows = new Int32Array(rowStart[n] as number)
-    ready.forEach((s, h) => {
-      for (let b = s.blocks[0]; b < s.blocks[1]; b++) {
-        rows[next[b] as number] = h
-        next[b] = (next[b] as number) + 1
-      }
-    })
-
-    this.reach = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY)
-    this.reach[0] = 0
-    const cur = new Float64Array(ready.length).fill(Number.POSITIVE_INFINITY)
-    for (let b = 0; b < n; b++) {
-      let best = Number.POSITIVE_INFINITY
-      for (let k = rowStart[b] as number; k < (rowStart[b + 1] as number); k++) {
-        const h = rows[k] as number
-        const ms = Math.min(cur[h] as number, (this.reach[b] as number) + this.linkMs + (penalty[h] as number)) + (step[h] as number)
-        cur[h] = ms
-        if (ms < best) best = ms
-      }
-      this.reach[b + 1] = best
-    }
-
-    this.leave = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY)
-    this.leave[n] = this.linkMs
-    cur.fill(Number.POSITIVE_INFINITY)
-    for (let b = n - 1; b >= 0; b--) {
-      let best = Number.POSITIVE_INFINITY
-      for (let k = rowStart[b] as number; k < (rowStart[b + 1] as number); k++) {
-        const h = rows[k] as number
-        const ms = (step[h] as number) + Math.min(cur[h] as number, this.leave[b + 1] as number)
-        cur[h] = ms
-        const entered = this.linkMs + (penalty[h] as number) + ms
-        if (entered < best) best = entered
-      }
-      this.leave[b] = best
-    }
-    this.bestMs = this.leave[0] as number
-  }
-
-  /** The fastest route in which the new host serves exactly [a, e), its hop costing hopMs. */
-  throughNewHost(a: number, e: number, hopMs: number): number {
-    return (this.reach[a] as number) + this.linkMs + hopMs + (this.leave[e] as number)
-  }
 }

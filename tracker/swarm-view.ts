@@ -3,9 +3,7 @@
  * model, how fast, how loaded, and how far apart. The registry builds it; the planners never
  * touch the database or the network, so they are pure functions of this view.
  */
-
-/** Half-open block range [begin, end). */
-export type BlockRange = readonly [begin: number, end: number]
+import type { BlockRange } from '../protocol'
 
 export type ServingStatus = 'ready' | 'loading' | 'downloading' | 'draining'
 

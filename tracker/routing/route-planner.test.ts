@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { NeuronError } from '../../protocol'
-import { type BlockRange, CLIENT, LatencyMatrix, type LatencyTable, NO_LATENCIES, type ServedSpan, type SwarmView } from '../swarm-view'
-import { DEFAULT_ROUTE_COSTS, planRoute, RoutePlanner } from './route-planner'
+import { type BlockRange, NeuronError } from '../../protocol'
+import { CLIENT, LatencyMatrix, type LatencyTable, NO_LATENCIES, type ServedSpan, type SwarmView } from '../swarm-view'
+import { DEFAULT_ROUTE_COSTS } from './costs'
+import { planRoute, RoutePlanner } from './route-planner'
 
 const LINK = DEFAULT_ROUTE_COSTS.defaultLatencyMs
 const RELAY = DEFAULT_ROUTE_COSTS.relayPenaltyMs
