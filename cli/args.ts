@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
+import { createSecureContext } from 'node:tls'
 import { parseArgs } from 'node:util'
+import type { TlsCertificate } from '../client/tls-trust'
 import { type BlockRange, NeuronError } from '../protocol'
 
 type Spec = Record<string, { type: 'string' | 'boolean'; short?: string }>
@@ -13,10 +16,13 @@ export function parseCommandArgs<T extends Spec>(
 }
 
 /** A whole number from an option, or a clear error naming the option. */
-export function intOption(name: string, raw: string | undefined, { min = 0 }: { min?: number } = {}): number | undefined {
+export function intOption(name: string, raw: string | undefined, { min = 0, max }: { min?: number; max?: number } = {}): number | undefined {
   if (raw === undefined) return undefined
   const n = Number(raw)
-  if (!Number.isSafeInteger(n) || n < min) throw new NeuronError('bad_option', `--${name} must be a whole number of at least ${min}, not "${raw}".`)
+  if (!Number.isSafeInteger(n) || n < min || (max !== undefined && n > max)) {
+    const range = max === undefined ? `of at least ${min}` : `from ${min} to ${max}`
+    throw new NeuronError('bad_option', `--${name} must be a whole number ${range}, not "${raw}".`)
+  }
   return n
 }
 
@@ -48,3 +54,31 @@ export function blocksOption(raw: string | undefined): BlockRange | 'auto' {
 
 /** Runtime threads when not given: the cores, at most 2 (more oversubscribes small machines). */
 export const defaultThreads = (): number => Math.max(1, Math.min(2, availableParallelism()))
+
+/** A text file an option names, or a clear error saying which option and why it could not be read. */
+export function readOptionFile(name: string, path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new NeuronError('bad_option', `--${name} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? error}); give ${what}.`)
+  }
+}
+
+/** --tls-key and --tls-cert (PEM files), given together and making a pair; undefined when neither is given. */
+export function tlsOptions(values: { 'tls-key'?: string; 'tls-cert'?: string }): TlsCertificate | undefined {
+  const keyPath = values['tls-key']
+  const certPath = values['tls-cert']
+  if (keyPath === undefined && certPath === undefined) return undefined
+  if (keyPath === undefined || certPath === undefined)
+    throw new NeuronError('bad_option', '--tls-key and --tls-cert go together: give both PEM files, or neither for plain http.')
+  const tls = { key: readOptionFile('tls-key', keyPath, 'the PEM private key file'), cert: readOptionFile('tls-cert', certPath, 'the PEM certificate file') }
+  try {
+    createSecureContext(tls)
+  } catch (error) {
+    throw new NeuronError(
+      'bad_option',
+      `--tls-key ${keyPath} and --tls-cert ${certPath} are not a PEM key and its certificate (${error instanceof Error ? error.message : error}); check that they belong together.`,
+    )
+  }
+  return tls
+}

@@ -39,7 +39,8 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
     let publication: Publication | undefined
     let client: SwarmClient | undefined
     try {
-      tracker = await Tracker.start({ dbPath: join(work, 'tracker.sqlite') })
+      // The demo's client is a new key: it gets a grant, as on a public tracker.
+      tracker = await Tracker.start({ dbPath: join(work, 'tracker.sqlite'), newKeyGrantMicro: 10_000_000 })
       console.log(`tracker      ${tracker.url}`)
       const manifest = await packModel({ source: model, out: join(work, 'artifacts'), blocksPerArtifact: 1 })
       if (manifest.nLayer < nHosts) throw new NeuronError('bad_option', `${model} has ${manifest.nLayer} blocks; use --hosts ${manifest.nLayer} or fewer.`)

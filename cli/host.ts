@@ -1,7 +1,7 @@
 import { defaultDataDir, Host } from '../host/host'
 import { type BlockRange, NeuronError } from '../protocol'
 import { untilSignal } from '../tracker/main'
-import { blocksOption, defaultThreads, intOption, parseCommandArgs, renamedOption, requireOption } from './args'
+import { blocksOption, defaultThreads, intOption, parseCommandArgs, renamedOption, requireOption, tlsOptions } from './args'
 import { runBrowserMode } from './browser-mode'
 import type { Command } from './command'
 
@@ -9,13 +9,17 @@ export const hostCommand: Command = {
   name: 'host',
   summary: 'serve blocks of a model to the swarm',
   usage: `Usage: neuron host --tracker URL [--model ID] [--blocks a:b|auto] [--data-dir D] [--threads N]
-                  [--max-sessions N] [--quota BYTES] [--relay]
+                  [--max-sessions N] [--quota BYTES] [--relay] [--torrent-port N]
+                  [--tls-key key.pem --tls-cert cert.pem]
        neuron host --ui [--tracker URL] [--model ID [--blocks a:b|auto]] [--data-dir D] [--port N]
 
 Joins the tracker, takes blocks [a, b) (or the tracker's placement), fetches and verifies only
 their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains and leaves.
 
   --relay   accept no connections; clients reach this host through the tracker
+  --torrent-port N   the BitTorrent TCP port artifacts are fetched and seeded on (default: a free one)
+  --tls-key, --tls-cert   serve the data plane over wss:// with this PEM key and certificate
+            (an https tracker with a self-signed certificate: start with NODE_EXTRA_CA_CERTS=ca.pem)
   --ui      run the app's backend and serve its UI at http://127.0.0.1:<port> for a browser
             (without --tracker: the saved setting, else a private swarm in this process)
 
@@ -32,6 +36,9 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       'max-sessions': { type: 'string' },
       quota: { type: 'string' },
       relay: { type: 'boolean' },
+      'torrent-port': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-cert': { type: 'string' },
       ui: { type: 'boolean' },
       port: { type: 'string' },
     })
@@ -39,6 +46,8 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
     if (values.ui) return hostWithUi(values, blocks)
     const maxSessions = intOption('max-sessions', values['max-sessions'], { min: 1 })
     const quotaBytes = intOption('quota', values.quota, { min: 1 })
+    const torrentPort = intOption('torrent-port', values['torrent-port'], { min: 1, max: 65535 })
+    const tls = tlsOptions(values)
     const host = new Host({
       trackerUrl: requireOption('tracker', values.tracker),
       dataDir: values['data-dir'] ?? defaultDataDir(),
@@ -47,6 +56,8 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       threads: intOption('threads', values.threads, { min: 1 }) ?? defaultThreads(),
       ...(maxSessions === undefined ? {} : { maxSessions }),
       ...(quotaBytes === undefined ? {} : { quotaBytes }),
+      ...(torrentPort === undefined ? {} : { torrentPort }),
+      ...(tls === undefined ? {} : { tls }),
       relay: values.relay ?? false,
       log: (l) => console.error(`[host] ${l}`),
     })

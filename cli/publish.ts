@@ -4,24 +4,34 @@ import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
 import { NeuronError } from '../protocol'
 import { untilSignal } from '../tracker/main'
-import { parseCommandArgs, requireOption } from './args'
+import { intOption, parseCommandArgs, requireOption } from './args'
 import type { Command } from './command'
 
 export const publishCommand: Command = {
   name: 'publish',
   summary: 'publish a packed model to a tracker and seed its artifacts',
-  usage: `Usage: neuron publish <dir with manifest.json> --tracker URL [--data-dir D]
+  usage: `Usage: neuron publish <dir with manifest.json> --tracker URL [--data-dir D] [--torrent-port N]
 
 Creates the model's torrent (deterministic infohash), registers the model and its tokenizer with
 the tracker, and seeds until stopped (Ctrl-C) so hosts can fetch their artifacts.
 
+A published model never changes. Publishing it again is accepted only from the same key (this
+data dir's) with the same pack, as after a restart; a new version needs a new id: neuron pack
+--model-id. Any BitTorrent client can fetch the artifacts from <tracker>/models/<id>.torrent.
+
+  --torrent-port N   the BitTorrent TCP port to seed on (default: a free one)
+
 Example: neuron publish /tmp/stories --tracker http://127.0.0.1:7070`,
   async run(args) {
-    const { values, positionals } = parseCommandArgs(args, { tracker: { type: 'string' }, 'data-dir': { type: 'string' } })
+    const { values, positionals } = parseCommandArgs(args, { tracker: { type: 'string' }, 'data-dir': { type: 'string' }, 'torrent-port': { type: 'string' } })
     const [dir] = positionals
     if (dir === undefined) throw new NeuronError('bad_option', 'publish takes the directory neuron pack wrote. See neuron publish --help.')
     const dataDir = values['data-dir'] ?? defaultDataDir()
-    const publication = await publishModel(dir, requireOption('tracker', values.tracker), await NodeIdentity.loadOrCreate(dataDir), join(dataDir, 'publisher'))
+    const torrentPort = intOption('torrent-port', values['torrent-port'], { min: 1, max: 65535 })
+    const identity = await NodeIdentity.loadOrCreate(dataDir)
+    const publication = await publishModel(dir, requireOption('tracker', values.tracker), identity, join(dataDir, 'publisher'), {
+      ...(torrentPort === undefined ? {} : { torrentPort }),
+    })
     console.log(`published ${publication.manifest.modelId} (infohash ${publication.infoHash}); seeding, Ctrl-C to stop`)
     await untilSignal()
     await publication.close()

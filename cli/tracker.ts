@@ -1,11 +1,25 @@
+import { NeuronError, parseAllowedKeys } from '../protocol'
 import { runTracker, TRACKER_DEFAULTS } from '../tracker/main'
-import { intOption, parseCommandArgs } from './args'
+import { intOption, parseCommandArgs, readOptionFile, tlsOptions } from './args'
 import type { Command } from './command'
 
 export const trackerCommand: Command = {
   name: 'tracker',
   summary: 'run a tracker: registry, placement, routing, relay and a BitTorrent tracker on one port',
   usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
+       [--new-key-grant-micro N] [--new-accounts-per-minute 30]
+       [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
+
+A key without an account is refused a route unless --new-key-grant-micro (or
+$NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
+most --new-accounts-per-minute new keys a minute.
+
+  --tls-key, --tls-cert   serve https:// and wss:// with this PEM key and certificate (it must
+                          name --host); clients of a self-signed one start with
+                          NODE_EXTRA_CA_CERTS=cert.pem
+  --allow-keys FILE       a private swarm: only these public keys (one base64url key a line, #
+                          comments) may join, use the gateway and dashboards, or announce; a
+                          gateway account must be made for a listed key (public_key)
 
 Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
   async run(args) {
@@ -14,7 +28,16 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       host: { type: 'string' },
       db: { type: 'string' },
       'heartbeat-ms': { type: 'string' },
+      'new-key-grant-micro': { type: 'string' },
+      'new-accounts-per-minute': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'allow-keys': { type: 'string' },
     })
+    const tls = tlsOptions(values)
+    const allowedKeys = values['allow-keys'] === undefined ? undefined : allowedKeysOption(values['allow-keys'])
+    const newKeyGrantMicro = intOption('new-key-grant-micro', values['new-key-grant-micro'], { min: 1 })
+    const newAccountsPerMinute = intOption('new-accounts-per-minute', values['new-accounts-per-minute'], { min: 1 })
     const port = intOption('port', values.port)
     const heartbeatMs = intOption('heartbeat-ms', values['heartbeat-ms'], { min: 50 })
     await runTracker({
@@ -22,7 +45,22 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(values.host === undefined ? {} : { host: values.host }),
       ...(values.db === undefined ? {} : { dbPath: values.db }),
       ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
+      ...(newKeyGrantMicro === undefined ? {} : { newKeyGrantMicro }),
+      ...(newAccountsPerMinute === undefined ? {} : { newAccountsPerMinute }),
+      ...(tls === undefined ? {} : { tls }),
+      ...(allowedKeys === undefined ? {} : { allowedKeys }),
     })
     return 0
   },
+}
+
+/** --allow-keys FILE: the listed keys; a file that lists none is refused (it would admit nobody). */
+function allowedKeysOption(path: string): string[] {
+  const keys = parseAllowedKeys(readOptionFile('allow-keys', path, 'a file of public keys, one a line'), `--allow-keys ${path}`)
+  if (keys.length === 0)
+    throw new NeuronError(
+      'bad_option',
+      `--allow-keys ${path} lists no keys, so the swarm would admit nobody; add a public key a line, or leave the option out for an open swarm.`,
+    )
+  return keys
 }

@@ -1,5 +1,6 @@
 import WebSocket from 'ws'
 import { ClientToTracker, callRpc, decodeFrame, type Frame, NeuronError, type RpcSocket, type WireError } from '../protocol'
+import { caOption, type TrustedCa } from './tls-trust'
 
 /** How a client reaches one hop: a direct WebSocket, or the tracker's relay. */
 export interface HopLink {
@@ -61,9 +62,10 @@ export class WebSocketHopLink implements HopLink {
     socket.on('error', () => this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)))
   }
 
-  static connect(hostId: string, url: string, timeoutMs = 120_000): Promise<WebSocketHopLink> {
+  /** `ca`: certificates to trust for a wss:// host besides the system's (see TrustedCa). */
+  static connect(hostId: string, url: string, { timeoutMs = 120_000, ca }: { timeoutMs?: number; ca?: TrustedCa } = {}): Promise<WebSocketHopLink> {
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(url, { maxPayload: 256 * 1024 * 1024 })
+      const socket = new WebSocket(url, { maxPayload: 256 * 1024 * 1024, ...caOption(ca) })
       socket.binaryType = 'nodebuffer'
       socket.once('open', () => resolve(new WebSocketHopLink(hostId, socket, timeoutMs)))
       socket.once('error', (e) => reject(new HopFailure(hostId, 'hop_unreachable', `cannot connect to host ${hostId} at ${url}: ${e.message}`)))

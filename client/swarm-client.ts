@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'socket.io-client'
 import type { NodeIdentity } from '../identity/keys'
+import { signOpen } from '../identity/tickets'
 import {
   ClientToTracker,
   callRpc,
@@ -21,8 +22,9 @@ import {
   type SamplingParams,
 } from '../protocol'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
-import { ModelTokenizer } from './tokenizer'
-import { connectTracker } from './tracker-connection'
+import type { TrustedCa } from './tls-trust'
+import { checkTokenizer, ModelTokenizer } from './tokenizer'
+import { connectTracker, type TrackerConnectionOptions } from './tracker-connection'
 
 export interface GenerateRequest {
   readonly modelId: string
@@ -101,20 +103,43 @@ export class SwarmClient {
 
   private constructor(
     readonly tracker: Socket & RpcSocket,
+    /** Signs each open with the key the tracker issued the tickets to. */
+    private readonly identity: NodeIdentity,
     private readonly log: (line: string) => void,
+    /** Certificates trusted for wss:// hosts besides the system's: those trusted for the tracker. */
+    private readonly ca?: TrustedCa,
   ) {}
 
-  static async connect(trackerUrl: string, identity: NodeIdentity, log: (line: string) => void = () => {}): Promise<SwarmClient> {
-    return new SwarmClient(await connectTracker(trackerUrl, '/clients', identity), log)
+  /** `connection.ca` is trusted for the tracker and for the hosts it routes to (see TrustedCa). */
+  static async connect(
+    trackerUrl: string,
+    identity: NodeIdentity,
+    log: (line: string) => void = () => {},
+    connection: TrackerConnectionOptions = {},
+  ): Promise<SwarmClient> {
+    return new SwarmClient(await connectTracker(trackerUrl, '/clients', identity, connection), identity, log, connection.ca)
   }
 
+  /** The model's tokenizer, used only when its sha256 is the one the model's manifest names. */
   tokenizer(modelId: string): Promise<ModelTokenizer> {
     let t = this.tokenizers.get(modelId)
     if (t === undefined) {
-      t = callRpc(this.tracker, ClientToTracker, 'model.tokenizer', { modelId }).then(({ tokenizer }) => ModelTokenizer.load(modelId, tokenizer))
+      t = this.loadTokenizer(modelId)
       this.tokenizers.set(modelId, t)
+      // A refused or failed load is asked again next time, not remembered.
+      const loading = t
+      loading.catch(() => this.tokenizers.get(modelId) === loading && this.tokenizers.delete(modelId))
     }
     return t
+  }
+
+  private async loadTokenizer(modelId: string): Promise<ModelTokenizer> {
+    const [{ manifest }, { tokenizer }] = await Promise.all([
+      callRpc(this.tracker, ClientToTracker, 'model.get', { modelId }),
+      callRpc(this.tracker, ClientToTracker, 'model.tokenizer', { modelId }),
+    ])
+    checkTokenizer(manifest, tokenizer, 'the tracker sent', 'it is not the model’s, so it is not used; tell the tracker’s operator.')
+    return ModelTokenizer.load(modelId, tokenizer)
   }
 
   /** Streams tokens; the generator's return value summarises the run. */
@@ -131,8 +156,12 @@ export class SwarmClient {
       receipts.push(...step)
       if (step.length > 0) await request.onReceipts?.(session, step)
     }
-    const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', { modelId: request.modelId, maxTokens, exclude: [], session })
-    let hops = await this.openHops(route.hops, session, request, maxTokens, true)
+    const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
+    const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
+    let hops = await this.openHops(route.hops, session, request, maxTokens, true).catch((error: unknown) => {
+      this.endSession(session)
+      throw error
+    })
     request.onRoute?.(hops.map((h) => h.hop))
 
     const generated: number[] = []
@@ -190,6 +219,7 @@ export class SwarmClient {
       }
     } finally {
       await this.closeHops(hops, session)
+      this.endSession(session)
     }
     const decodeSeconds = (performance.now() - decodeStarted) / 1000
     return {
@@ -214,6 +244,11 @@ export class SwarmClient {
 
   close(): void {
     this.tracker.close()
+  }
+
+  /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
+  private endSession(session: string): void {
+    callRpc(this.tracker, ClientToTracker, 'session.end', { session }).catch((e: Error) => this.log(`session.end: ${e.message}`))
   }
 
   /** Runs one step from hop `from` on, starting with `input`; returns the last hop's token. */
@@ -248,14 +283,18 @@ export class SwarmClient {
     const states: HopState[] = []
     try {
       for (const [i, hop] of route.entries()) {
-        const link: HopLink = hop.endpoint === null ? new RelayHopLink(hop.hostId, this.tracker) : await WebSocketHopLink.connect(hop.hostId, hop.endpoint)
+        const link: HopLink =
+          hop.endpoint === null ? new RelayHopLink(hop.hostId, this.tracker) : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca })
         states.push({ hop, link, inputs: [], stepMs: [] })
+        if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
         await expectOk(
           await link.request(
             jsonFrame('open', session, 0, {
               modelId: request.modelId,
               blocks: hop.blocks,
               maxTokens,
+              ticket: hop.ticket,
+              signature: signOpen(this.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
               hiddenDtype: request.hiddenDtype ?? 'f16',
               ...(endsRoute && i === route.length - 1 ? { sampling: request.sampling ?? {} } : {}),
             }),

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getLlama, type Llama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
+import { type Manifest, NeuronError } from '../protocol'
 
 let llama: Promise<Llama> | undefined
 
@@ -20,12 +21,17 @@ export class ModelTokenizer {
   private constructor(readonly model: LlamaModel) {}
 
   static async load(modelId: string, tokenizerGguf: Uint8Array): Promise<ModelTokenizer> {
-    const dir = join(tmpdir(), 'neuron-tokenizers')
-    await mkdir(dir, { recursive: true })
-    const path = join(dir, `${modelId}-${createHash('sha256').update(tokenizerGguf).digest('hex').slice(0, 16)}.gguf`)
-    await writeFile(path, tokenizerGguf)
-    const model = await (await sharedLlama()).loadModel({ modelPath: path, vocabOnly: true, gpuLayers: 0 })
-    return new ModelTokenizer(model)
+    // A directory of our own (mode 0700, unguessable name): nobody can plant a link or swap the file.
+    const dir = await mkdtemp(join(tmpdir(), 'neuron-tokenizer-'))
+    try {
+      const path = join(dir, `${modelId}.gguf`)
+      await writeFile(path, tokenizerGguf, { flag: 'wx', mode: 0o600 })
+      const model = await (await sharedLlama()).loadModel({ modelPath: path, vocabOnly: true, gpuLayers: 0 })
+      return new ModelTokenizer(model)
+    } finally {
+      // A vocabulary-only load reads what it needs and maps nothing; where the OS still holds it open, the dir is left.
+      await rm(dir, { recursive: true, force: true }).catch(() => {})
+    }
   }
 
   /** Token ids of a plain-text prompt, with the BOS token when the model wants one. */
@@ -46,5 +52,27 @@ export class ModelTokenizer {
 
   async dispose(): Promise<void> {
     await this.model.dispose()
+  }
+}
+
+/** sha256 of a tokenizer GGUF, as a manifest's `tokenizerSha256` records it. */
+export function tokenizerSha256(tokenizerGguf: Uint8Array): string {
+  return createHash('sha256').update(tokenizerGguf).digest('hex')
+}
+
+/**
+ * Throws `bad_tokenizer` unless `tokenizerGguf` is the tokenizer `manifest` names (a manifest packed
+ * before tokenizers were hashed names none). `sender` says where the bytes came from, `advice` what to do.
+ */
+export function checkTokenizer(manifest: Pick<Manifest, 'modelId' | 'tokenizerSha256'>, tokenizerGguf: Uint8Array, sender: string, advice: string): void {
+  const expected = manifest.tokenizerSha256
+  if (expected === undefined) return
+  const got = tokenizerSha256(tokenizerGguf)
+  if (got !== expected) {
+    throw new NeuronError(
+      'bad_tokenizer',
+      `the tokenizer ${sender} for ${manifest.modelId} has sha256 ${got.slice(0, 12)}…, its manifest names ${expected.slice(0, 12)}…; ${advice}`,
+      { modelId: manifest.modelId, expected, got },
+    )
   }
 }

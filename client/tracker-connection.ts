@@ -1,6 +1,9 @@
+import { get as httpGet } from 'node:http'
+import { get as httpsGet } from 'node:https'
 import { io, type Socket } from 'socket.io-client'
 import type { NodeIdentity } from '../identity/keys'
-import { AuthChallenge, NeuronError, type RpcSocket } from '../protocol'
+import { AuthChallenge, NeuronError, NODE_AUTH_HEADER, type RpcSocket } from '../protocol'
+import { caOption, type TrustedCa } from './tls-trust'
 
 export type TrackerNamespace = '/hosts' | '/clients'
 
@@ -9,16 +12,27 @@ export function trackerBase(url: string): string {
   return url.replace(/\/+$/, '')
 }
 
-/**
- * Opens an authenticated Socket.IO connection to a tracker: fetches a challenge over HTTP,
- * signs it with this node's key, and presents the signature in the handshake.
- */
-export async function connectTracker(trackerUrl: string, namespace: TrackerNamespace, identity: NodeIdentity, timeoutMs = 10_000): Promise<Socket & RpcSocket> {
+export interface TrackerConnectionOptions {
+  /** Certificates to trust for an https tracker besides the system's (see TrustedCa). */
+  readonly ca?: TrustedCa
+  /**
+   * The tracker's public key, when known (saved from an earlier join, or given by its operator): a
+   * tracker at this URL naming another key is refused, so a look-alike cannot collect a login for
+   * another tracker. Without it, the key the tracker names is trusted on this join.
+   */
+  readonly trackerKey?: string
+  readonly timeoutMs?: number
+}
+
+/** An authenticated connection to a tracker, with the key the tracker proved it signs with. */
+export type TrackerSocket = Socket & RpcSocket & { readonly trackerKey: string }
+
+/** GET /auth/challenge: a fresh nonce and the tracker's key; refused when the key is not the expected one. */
+export async function fetchChallenge(trackerUrl: string, options: TrackerConnectionOptions = {}): Promise<AuthChallenge> {
   const base = trackerBase(trackerUrl)
   let challenge: AuthChallenge
   try {
-    const res = await fetch(`${base}/auth/challenge`, { signal: AbortSignal.timeout(timeoutMs) })
-    challenge = AuthChallenge.parse(await res.json())
+    challenge = AuthChallenge.parse(await getJson(`${base}/auth/challenge`, options.ca, options.timeoutMs ?? 10_000))
   } catch (cause) {
     throw new NeuronError(
       'tracker_unreachable',
@@ -26,11 +40,53 @@ export async function connectTracker(trackerUrl: string, namespace: TrackerNames
       { trackerUrl: base },
     )
   }
+  if (options.trackerKey !== undefined && challenge.tracker !== options.trackerKey) {
+    throw new NeuronError(
+      'wrong_tracker',
+      `the tracker at ${base} signs with key ${challenge.tracker.slice(0, 8)}…, not the expected ${options.trackerKey.slice(0, 8)}…; it may be another tracker posing as it. Check the URL, or ask its operator whether the key changed.`,
+      { trackerUrl: base, trackerKey: challenge.tracker },
+    )
+  }
+  return challenge
+}
+
+/**
+ * Headers proving `identity`'s key to a tracker's HTTP route (the dashboards of a private swarm):
+ * a fresh challenge answered for `scope`, usable once.
+ */
+export async function nodeAuthHeaders(
+  trackerUrl: string,
+  identity: NodeIdentity,
+  scope: string,
+  options: TrackerConnectionOptions = {},
+): Promise<Record<string, string>> {
+  const { publicKey, nonce, signature } = identity.answer(scope, await fetchChallenge(trackerUrl, options))
+  return { [NODE_AUTH_HEADER]: `${publicKey}.${nonce}.${signature}` }
+}
+
+/**
+ * Opens an authenticated Socket.IO connection to a tracker: fetches a challenge over HTTP(S), signs
+ * it (naming the tracker's key) with this node's key, and presents the signature in the handshake.
+ */
+export async function connectTracker(
+  trackerUrl: string,
+  namespace: TrackerNamespace,
+  identity: NodeIdentity,
+  options: TrackerConnectionOptions = {},
+): Promise<TrackerSocket> {
+  const base = trackerBase(trackerUrl)
+  const timeoutMs = options.timeoutMs ?? 10_000
+  const challenge = await fetchChallenge(base, options)
   const socket = io(`${base}${namespace}`, {
-    auth: identity.answer(namespace, challenge.nonce),
+    auth: identity.answer(namespace, challenge),
     transports: ['websocket'],
     reconnection: false,
     timeout: timeoutMs,
+    // Its own connection: socket.io-client would otherwise carry another namespace's socket to the same
+    // tracker (a host's and a client's in one process) on one engine, with the first one's options, and
+    // a connection the tracker drops for one would drop both.
+    forceNew: true,
+    ...caOption(options.ca),
   })
   await new Promise<void>((resolve, reject) => {
     socket.once('connect', () => resolve())
@@ -39,5 +95,37 @@ export async function connectTracker(trackerUrl: string, namespace: TrackerNames
       reject(new NeuronError(error.data?.code ?? 'tracker_unreachable', `tracker ${base} refused the connection: ${error.message}`, { trackerUrl: base }))
     })
   })
-  return socket as Socket & RpcSocket
+  return Object.assign(socket as Socket & RpcSocket, { trackerKey: challenge.tracker })
+}
+
+/** A small JSON answer over http or https (with `ca` trusted); Node's fetch cannot take a CA without undici. */
+function getJson(url: string, ca: TrustedCa | undefined, timeoutMs: number): Promise<unknown> {
+  const secure = url.startsWith('https:')
+  return new Promise((resolve, reject) => {
+    const options = { signal: AbortSignal.timeout(timeoutMs), ...(secure ? caOption(ca) : {}) }
+    const req = (secure ? httpsGet : httpGet)(url, options, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume()
+        reject(new Error(`HTTP ${res.statusCode}`))
+        return
+      }
+      const chunks: Buffer[] = []
+      let size = 0
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length
+        // A challenge is under 200 bytes: anything near this is not a tracker.
+        if (size > 64 * 1024) req.destroy(new Error('the challenge is larger than 64 KiB'))
+        else chunks.push(chunk)
+      })
+      res.on('end', () => {
+        try {
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')))
+        } catch (error) {
+          reject(error)
+        }
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+  })
 }

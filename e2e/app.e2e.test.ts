@@ -22,6 +22,17 @@ let browser: Browser | undefined
 let page: Page
 let appUrl = ''
 let trackerUrl = ''
+let app: NeuronProcess
+/** The answer the chat showed, to find again after a restart. */
+let shownAnswer = ''
+
+/** `neuron app --headless` on the same data dir every time; a new port each run, so a new origin for the page. */
+async function startApp(): Promise<void> {
+  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--port', '0', '--threads', '1'])
+  processes.push(app)
+  // The printed link carries this run's key; the page swaps it for a cookie.
+  appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
+}
 
 async function open(screen: string): Promise<void> {
   await page.getByTestId(`nav-${screen}`).click()
@@ -32,10 +43,7 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-e2e-'))
     await buildUi()
-    const app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--port', '0', '--threads', '1'])
-    processes.push(app)
-    // The printed link carries this run's key; the page swaps it for a cookie.
-    appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
+    await startApp()
     trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     // Another volunteer already serves the first two blocks: the preview must show them covered.
     const other = startNeuron(['host', '--tracker', trackerUrl, '--data-dir', join(dir, 'other'), '--model', MODEL, '--blocks', '0:2', '--threads', '1'])
@@ -118,6 +126,7 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await answer.locator('xpath=self::*[@data-status="done" or @data-status="error"]').waitFor({ timeout: 90_000 })
     expect(await answer.getAttribute('data-status')).toBe('done')
     const shown = await answer.getByTestId('chat-message-text').textContent()
+    shownAnswer = shown ?? ''
 
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {
@@ -133,6 +142,9 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     // The route that served it: two hosts, the other volunteer's and this computer's.
     expect(await page.getByTestId('chat-route').last().isVisible()).toBe(true)
     expect(await page.getByTestId('chat-route').last().getByTestId('chat-hop').count()).toBe(2)
+    // On the embedded swarm every host is on this computer, and the chat says so.
+    expect(await page.getByTestId('chat-privacy').getAttribute('data-level')).toBe('private')
+    expect(await page.getByTestId('chat-privacy').textContent()).toBe('Private: all on this computer')
     await screenshot(page, 'chat')
     // The theme follows the OS.
     await page.emulateMedia({ colorScheme: 'dark' })
@@ -183,5 +195,44 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await page.getByTestId('settings-limit-threads').inputValue()).toBe(threadsBefore)
     expect(await page.getByTestId('settings-limit-disk').inputValue()).toBe('')
     await screenshot(page, 'settings')
+  })
+
+  it('keeps the conversation when the app restarts in browser mode, on a new port and so a new origin', async () => {
+    await app.stop(10_000)
+    await startApp()
+    // The browser's storage for the old origin is out of reach now: what shows comes from the data dir.
+    await page.goto(appUrl)
+    await page.getByTestId('app-ready').waitFor()
+    await open('chat')
+    await page.locator('[data-testid="chat-conversation"]').filter({ hasText: PROMPT }).waitFor()
+    const messages = page.getByTestId('chat-message')
+    await expect.poll(() => messages.count()).toBe(2)
+    expect(await messages.first().getByTestId('chat-message-text').textContent()).toBe(PROMPT)
+    expect(await messages.last().getByTestId('chat-message-text').textContent()).toBe(shownAnswer)
+    await screenshot(page, 'chat-after-restart')
+  })
+
+  it('asks once before the first chat on a public tracker, saying who sees what', async () => {
+    const tracker = startNeuron(['tracker', '--port', '0', '--db', join(dir, 'public.sqlite')])
+    processes.push(tracker)
+    const publicUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
+    await open('settings')
+    await page.getByTestId('settings-tracker-url').fill(publicUrl)
+    await page.getByTestId('settings-tracker-save').click()
+    await page.getByTestId('settings-saved').waitFor({ timeout: 30_000 })
+    await open('chat')
+    expect(await page.getByTestId('chat-privacy').getAttribute('data-level')).toBe('public')
+    const consent = page.getByTestId('chat-consent')
+    expect(await consent.textContent()).toMatch(/first host on a route sees your prompt's tokens, the last host sees the answer's/)
+    expect(await page.getByTestId('chat-input').count()).toBe(0)
+    await screenshot(page, 'chat-consent')
+    await page.getByTestId('chat-consent-accept').click()
+    await page.getByTestId('chat-input').waitFor()
+    // Remembered for this tracker: a fresh page does not ask again.
+    await page.reload()
+    await page.getByTestId('app-ready').waitFor()
+    await open('chat')
+    await page.getByTestId('chat-input').waitFor()
+    expect(await consent.count()).toBe(0)
   })
 })

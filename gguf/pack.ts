@@ -7,6 +7,7 @@ import { alignUp } from './ggml-types'
 import { describeModel, type ModelLayout } from './model'
 import { type GgufFile, type GgufKv, type GgufTensor, readGguf } from './reader'
 import { sha256File } from './source-hash'
+import { tokenizerGgufOf } from './tokenizer'
 import { serializeHeader } from './writer'
 
 export interface PackOptions {
@@ -97,6 +98,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
       alignment: file.alignment,
       pieceBytes,
       source: { file: basename(source), bytes, sha256 },
+      tokenizerSha256: createHash('sha256').update(tokenizerGgufOf(file)).digest('hex'),
       artifacts,
     } satisfies Manifest)
     await writeFile(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`)

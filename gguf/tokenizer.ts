@@ -1,4 +1,4 @@
-import { readGguf } from './reader'
+import { type GgufFile, readGguf } from './reader'
 import { serializeHeader } from './writer'
 
 /**
@@ -7,7 +7,11 @@ import { serializeHeader } from './writer'
  * node-llama-cpp loads it with `vocabOnly: true`.
  */
 export async function tokenizerGguf(modelOrArtifact: string): Promise<Buffer> {
-  const file = await readGguf(modelOrArtifact)
+  return tokenizerGgufOf(await readGguf(modelOrArtifact))
+}
+
+/** The tokenizer GGUF of a parsed model or artifact: the same bytes from the source and from any of its artifacts. */
+export function tokenizerGgufOf(file: GgufFile): Buffer {
   const kvs = file.kvs.filter((kv) => !kv.key.startsWith('neuron.'))
   return serializeHeader(kvs, [], file.alignment).bytes
 }

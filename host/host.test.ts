@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { SwarmClient } from '../client/swarm-client'
 import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, type Manifest } from '../protocol'
+import { ClientToTracker, callRpc, decodeFrame, jsonFrame, type Manifest, type RpcSocket, readJson } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
 import { Tracker } from '../test/programs'
 import { Host } from './host'
@@ -30,7 +32,7 @@ async function complete(maxTokens = 24): Promise<{ text: string; hops: number }>
 describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIES}`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
-    tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 300 })
+    tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 300, newKeyGrantMicro: 10_000_000 })
     await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
     publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
     manifest = publication.manifest
@@ -56,6 +58,22 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
       const viaRelay = await complete()
       expect(viaRelay.text).toBe(viaDirect.text)
       expect(viaRelay.text).toMatch(/^, there was a little girl named Lily/)
+
+      // Another client that learns the session id cannot close it through the relay: the host knows who the tracker relays for.
+      const session = randomBytes(16).toString('hex')
+      const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens: 6, session })
+      await run.next()
+      const intruder = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
+      try {
+        const close = jsonFrame('close', session, 0, {})
+        const { frame } = await callRpc(intruder.tracker, ClientToTracker, 'relay.forward', { hostId: relayed.hostId, frame: close })
+        expect(readJson(decodeFrame(frame), z.object({ code: z.string() }))).toEqual({ code: 'not_your_session' })
+      } finally {
+        intruder.close()
+      }
+      let tokens = 1
+      for (let next = await run.next(); !next.done; next = await run.next()) tokens++
+      expect(tokens).toBe(6)
     } finally {
       await relayed.stop(1000)
     }
@@ -72,7 +90,11 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     await a.start()
     await b.start()
     try {
-      const route = await callRpc(client.tracker, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64 })
+      const route = await callRpc(client.tracker, ClientToTracker, 'route.plan', {
+        modelId: manifest.modelId,
+        maxTokens: 64,
+        session: randomBytes(16).toString('hex'),
+      })
       // Whichever host takes block 2, one of them serves only part of its span.
       expect(route.hops.map((h) => h.blocks[1] - h.blocks[0]).reduce((x, y) => x + y, 0)).toBe(5)
       expect(route.hops).toHaveLength(2)
@@ -104,7 +126,9 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     const stopping = host.stop(10_000)
     // The tracker hears "draining" before the host waits for its sessions.
     await new Promise((r) => setTimeout(r, 100))
-    await expect(callRpc(client.tracker, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 10 })).rejects.toMatchObject({
+    await expect(
+      callRpc(client.tracker, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 10, session: randomBytes(16).toString('hex') }),
+    ).rejects.toMatchObject({
       code: 'no_route',
     })
     let tokens = 1
@@ -157,6 +181,22 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
     expect(tracker.registry.get(host.hostId)?.state.status).not.toBe('ready')
   })
 
+  it('answers its tracker’s unknown events and malformed relay frames with typed errors, and keeps serving', async () => {
+    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'hostile-tracker'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    await host.start()
+    try {
+      // The tracker's end of the host's connection (a private field): what a hostile tracker could send down it.
+      const toHost = (tracker as unknown as { hostSockets: Map<string, RpcSocket> }).hostSockets.get(host.hostId)
+      if (toHost === undefined) throw new Error(`the tracker holds no socket for host ${host.hostId}`)
+      expect(await toHost.timeout(2000).emitWithAck('no.such.event', { x: 1 })).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
+      expect(await toHost.timeout(2000).emitWithAck('relay.frame', { frame: Buffer.from('xx') })).toMatchObject({ ok: false, error: { code: 'bad_request' } })
+      expect(await toHost.timeout(2000).emitWithAck('relay.frame', Buffer.alloc(64))).toMatchObject({ ok: false, error: { code: 'bad_request' } })
+      expect((await complete(8)).text).toMatch(/^, there was/)
+    } finally {
+      await host.stop(1000)
+    }
+  })
+
   it('joins the tracker again after the tracker restarts, and serves as before', async () => {
     const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'rejoin'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
     await host.start()
@@ -164,7 +204,7 @@ describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIE
       const { port } = tracker
       client.close()
       await tracker.close()
-      tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), port, heartbeatMs: 300 })
+      tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), port, heartbeatMs: 300, newKeyGrantMicro: 10_000_000 })
       client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
       // The restarted tracker knows the model from SQLite and the host from its new hello.
       for (let i = 0; i < 100 && tracker.registry.get(host.hostId)?.online !== true; i++) await new Promise((r) => setTimeout(r, 100))

@@ -1,8 +1,10 @@
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { Socket } from 'socket.io-client'
+import type { TlsCertificate } from '../client/tls-trust'
 import { connectTracker } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
+import { manifestSha256 } from '../identity/tickets'
 import { ShardRuntime } from '../native'
 import {
   artifactsForBlocks,
@@ -21,6 +23,7 @@ import {
 } from '../protocol'
 import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
 import { hardwareProfile } from './hardware'
+import { ReceiptOutbox } from './receipt-outbox'
 import { ShardServer } from './serving/shard-server'
 
 export interface HostOptions {
@@ -32,14 +35,26 @@ export interface HostOptions {
   readonly blocks?: BlockRange | 'auto'
   readonly threads: number
   readonly maxSessions?: number
-  /** KV-cache capacity per session, tokens. */
+  /** KV-cache capacity per session, tokens: advertised to the tracker and enforced on every open. */
   readonly maxSessionTokens?: number
+  /** A session opened and never stepped is closed after this long (default 30 s). */
+  readonly unsteppedSessionMs?: number
   readonly quotaBytes?: number
+  /** BitTorrent TCP port artifacts are fetched and seeded on (default: a free one). */
+  readonly torrentPort?: number
+  /** Address that port binds to (default: every interface, so hosts elsewhere can fetch from this one). */
+  readonly torrentHost?: string
   /** 'cpu' keeps the layers off the GPUs (the user's choice); 'auto' (default) uses a detected GPU. */
   readonly device?: 'auto' | 'cpu'
   /** Accept no connections: clients reach this host through the tracker's relay. */
   readonly relay?: boolean
   readonly listenHost?: string
+  /**
+   * Serve the data plane over wss:// with this certificate (it must name `listenHost`). An https
+   * tracker with a certificate the system does not know is trusted by starting the process with
+   * NODE_EXTRA_CA_CERTS=ca.pem (it covers the tracker connection and BitTorrent announces alike).
+   */
+  readonly tls?: TlsCertificate
   readonly log?: (line: string) => void
 }
 
@@ -70,6 +85,16 @@ export class Host extends EventEmitter<HostEvents> {
     this.stopRequested = resolve
   })
   private identity: NodeIdentity | undefined
+  /** The key that signs the tickets this host accepts, as the tracker said in its hello. */
+  private trackerKey: string | undefined
+  /** Receipts this host signed, handed to the tracker by the host itself: a client that vanishes still pays. */
+  private readonly outbox = new ReceiptOutbox(
+    async (receipts) => {
+      if (!this.socket?.connected) throw new NeuronError('tracker_unreachable', 'not connected to the tracker')
+      await callRpc(this.socket, HostToTracker, 'receipts.submit', { receipts })
+    },
+    (l) => this.log(l),
+  )
   private profile: HardwareProfile | undefined
 
   constructor(readonly options: HostOptions) {
@@ -120,12 +145,14 @@ export class Host extends EventEmitter<HostEvents> {
       throw this.stoppedError()
     }
     this.socket = socket
-    serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame }) => ({ frame: await this.handleRelayed(frame) }) }, undefined)
+    serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame, from }) => ({ frame: await this.handleRelayed(frame, from) }) }, undefined)
     const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.state })
     // stop() closed the socket meanwhile: start no heartbeats.
     this.throwIfStopped()
     this.hostId = hello.hostId
-    this.log(`joined ${this.options.trackerUrl} as ${hello.hostId}`)
+    this.trackerKey = hello.trackerKey
+    // The key, for the operator of a private swarm to list (--allow-keys).
+    this.log(`joined ${this.options.trackerUrl} as ${hello.hostId} (public key ${identity.publicKey})`)
     clearInterval(this.heartbeat)
     this.heartbeat = setInterval(() => {
       callRpc(socket, HostToTracker, 'host.heartbeat', { activeSessions: this.server?.activeSessions ?? 0 }, hello.heartbeatMs).catch((e: Error) =>
@@ -183,6 +210,8 @@ export class Host extends EventEmitter<HostEvents> {
     this.store ??= new ArtifactStore({
       dataDir: this.options.dataDir,
       ...(this.options.quotaBytes === undefined ? {} : { quotaBytes: this.options.quotaBytes }),
+      ...(this.options.torrentPort === undefined ? {} : { torrentPort: this.options.torrentPort }),
+      ...(this.options.torrentHost === undefined ? {} : { torrentHost: this.options.torrentHost }),
       log: (l) => this.log(l),
     })
     const total = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
@@ -209,6 +238,7 @@ export class Host extends EventEmitter<HostEvents> {
     this.runtime = await ShardRuntime.load({ artifacts: paths, blocks: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
     this.throwIfStopped()
     const maxSessions = this.options.maxSessions ?? 4
+    const kvCapacityTokens = this.options.maxSessionTokens ?? Math.min(4096, manifest.contextLength || 4096)
     this.server = new ShardServer(this.runtime, {
       modelId,
       blocks,
@@ -218,8 +248,12 @@ export class Host extends EventEmitter<HostEvents> {
       maxSessions,
       log: (l) => this.log(l),
       ...(this.identity === undefined ? {} : { signer: this.identity }),
+      tickets: { trackerKey: () => this.trackerKey, hostId: this.hostId, manifestSha256: manifestSha256(manifest) },
+      limits: { maxSessionTokens: kvCapacityTokens },
+      onReceipt: (r) => this.outbox.add(r),
+      ...(this.options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: this.options.unsteppedSessionMs }),
     })
-    const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1')
+    const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)
     this.throwIfStopped()
     const msPerBlock = await this.measure(manifest, blocks, embed)
     this.throwIfStopped()
@@ -228,7 +262,7 @@ export class Host extends EventEmitter<HostEvents> {
       blocks,
       status: 'ready',
       progress: 1,
-      kvCapacityTokens: this.options.maxSessionTokens ?? Math.min(4096, manifest.contextLength || 4096),
+      kvCapacityTokens,
       activeSessions: 0,
       maxSessions,
       msPerBlock,
@@ -256,6 +290,9 @@ export class Host extends EventEmitter<HostEvents> {
     }
     clearInterval(this.heartbeat)
     await this.server?.close()
+    // What was served is handed in before leaving (best effort: a tracker that is away misses it).
+    await this.outbox.flush()
+    this.outbox.close()
     this.runtime?.dispose()
     await this.store?.close()
     this.socket?.close()
@@ -313,7 +350,7 @@ export class Host extends EventEmitter<HostEvents> {
     return Math.max(1e-3, (times[2] ?? 1) / (blocks[1] - blocks[0]))
   }
 
-  private async handleRelayed(frame: Uint8Array): Promise<Uint8Array> {
+  private async handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {
     if (this.server === undefined) {
       return encodeFrame({
         kind: 'error',
@@ -327,7 +364,7 @@ export class Host extends EventEmitter<HostEvents> {
         payload: new TextEncoder().encode(JSON.stringify({ code: 'not_serving', message: 'this host serves no model yet' })),
       })
     }
-    return this.server.handle(frame)
+    return this.server.handle(frame, `relay:${from}`)
   }
 
   private async publishState(state: ServingState): Promise<void> {

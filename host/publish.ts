@@ -1,11 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Socket } from 'socket.io-client'
+import { checkTokenizer, tokenizerSha256 } from '../client/tokenizer'
 import { connectTracker, trackerBase } from '../client/tracker-connection'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import type { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, Manifest, NeuronError, type RpcSocket } from '../protocol'
-import { ArtifactStore } from './artifacts/artifact-store'
+import { ArtifactStore, type ArtifactStoreOptions } from './artifacts/artifact-store'
 import { createModelTorrent } from './artifacts/model-torrent'
 
 export interface Publication {
@@ -33,26 +34,40 @@ export async function readManifest(dir: string): Promise<Manifest> {
 
 /**
  * Publishes a packed model: makes its torrent (announcing to the tracker), checks every artifact
- * against the manifest, registers the model with its tokenizer, and seeds until closed.
+ * against the manifest, registers the model with its tokenizer, and seeds until closed (on the
+ * torrent port and address `seeding` names). A published model never changes: publishing it again
+ * with the same key and the same pack is accepted (a restart); anything else needs a new model id.
  */
-export async function publishModel(dir: string, trackerUrl: string, identity: NodeIdentity, dataDir: string): Promise<Publication> {
-  const manifest = await readManifest(dir)
+export async function publishModel(
+  dir: string,
+  trackerUrl: string,
+  identity: NodeIdentity,
+  dataDir: string,
+  seeding: Pick<ArtifactStoreOptions, 'torrentPort' | 'torrentHost'> = {},
+): Promise<Publication> {
+  const packed = await readManifest(dir)
+  const head = packed.artifacts.find((a) => a.role === 'head')
+  const tokenizer = await tokenizerGguf(join(dir, (head ?? packed.artifacts[0])?.file ?? ''))
+  checkTokenizer(packed, tokenizer, `of ${dir}`, 'its artifacts are not the ones packed; pack the model again.')
+  // A pack made before tokenizers were hashed gets the hash here, so the tracker can check it.
+  const manifest: Manifest = { ...packed, tokenizerSha256: packed.tokenizerSha256 ?? tokenizerSha256(tokenizer) }
   const torrent = await createModelTorrent(dir, manifest, [`${trackerBase(trackerUrl)}/announce`])
-  const store = new ArtifactStore({ dataDir })
-  const infoHash = await store.seedDirectory(dir, manifest, torrent)
-  const head = manifest.artifacts.find((a) => a.role === 'head')
-  const tokenizer = await tokenizerGguf(join(dir, (head ?? manifest.artifacts[0])?.file ?? ''))
-  const tracker = await connectTracker(trackerUrl, '/clients', identity)
-  const published = await callRpc(tracker, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer })
-  if (published.infoHash !== infoHash) throw new NeuronError('internal', `the tracker recorded infohash ${published.infoHash}, the seeder has ${infoHash}`)
-  return {
-    manifest,
-    infoHash,
-    store,
-    tracker,
-    close: async () => {
-      tracker.close()
-      await store.close()
-    },
+  const store = new ArtifactStore({ dataDir, ...seeding })
+  let tracker: (Socket & RpcSocket) | undefined
+  const close = async () => {
+    tracker?.close()
+    await store.close()
+  }
+  try {
+    // Joined before seeding: a private swarm answers announces only from an address with an admitted connection.
+    tracker = await connectTracker(trackerUrl, '/clients', identity)
+    const infoHash = await store.seedDirectory(dir, manifest, torrent)
+    const published = await callRpc(tracker, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer })
+    if (published.infoHash !== infoHash) throw new NeuronError('internal', `the tracker recorded infohash ${published.infoHash}, the seeder has ${infoHash}`)
+    return { manifest, infoHash, store, tracker, close }
+  } catch (error) {
+    // Refused (a taken model id, say): nothing keeps seeding what the tracker does not list.
+    await close()
+    throw error
   }
 }

@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, sign, verify } from 'node:crypto'
 import { link, mkdir, open, readFile, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { challengeMessage, type HandshakeAuth, NeuronError } from '../protocol'
+import { type AuthChallenge, challengeMessage, type HandshakeAuth, NeuronError } from '../protocol'
 
 /** A node's ed25519 identity: hosts, clients and apps each hold one in their data dir. */
 export class NodeIdentity {
@@ -86,9 +86,13 @@ export class NodeIdentity {
     return sign(null, typeof message === 'string' ? Buffer.from(message) : message, this.privateKey).toString('base64url')
   }
 
-  /** The Socket.IO handshake answering a tracker's challenge for a namespace. */
-  answer(namespace: string, nonce: string): HandshakeAuth {
-    return { publicKey: this.publicKey, nonce, signature: this.sign(challengeMessage(namespace, nonce)) }
+  /**
+   * Answers a tracker's challenge for a namespace (a Socket.IO handshake's `auth`). The signature names
+   * `challenge.tracker`, so it opens only that tracker: check the key is the one you meant to join.
+   */
+  answer(namespace: string, challenge: Pick<AuthChallenge, 'nonce' | 'tracker'>): HandshakeAuth {
+    const { nonce, tracker } = challenge
+    return { publicKey: this.publicKey, nonce, signature: this.sign(challengeMessage(tracker, namespace, nonce)) }
   }
 }
 

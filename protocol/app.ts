@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { MAX_ALLOWED_KEYS } from './allowed-keys'
 import { BlockRange } from './blocks'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
@@ -29,6 +30,18 @@ export const Limits = z.object({
 })
 export type Limits = z.infer<typeof Limits>
 
+/**
+ * Who sees a chat on the swarm in force. private: the embedded swarm, whose tracker listens on loopback,
+ * so every host is on this computer. public: a remote tracker's, where the first host on a route sees
+ * the prompt's tokens, the last one the answer's, and every one the hidden states between blocks.
+ */
+export const SwarmPrivacy = z.object({
+  level: z.enum(['private', 'public']),
+  /** The user agreed to chat on this tracker knowing that (asked once per tracker URL); always true when private. */
+  consented: z.boolean(),
+})
+export type SwarmPrivacy = z.infer<typeof SwarmPrivacy>
+
 export const Settings = z.object({
   /** null: the embedded default, a private tracker in this process. */
   trackerUrl: z.string().url().nullable(),
@@ -42,6 +55,11 @@ export const Settings = z.object({
   limits: Limits,
   /** The backend can show this computer's file dialog (models.pick): true in Electron, false in a browser. */
   canPickFiles: z.boolean(),
+  /** Something to tell the user about the settings themselves (the file was unreadable and kept aside); null: nothing. */
+  notice: z.string().nullable(),
+  privacy: SwarmPrivacy,
+  /** The embedded swarm's allow-list: only these keys (and this app's own) may join it; null: anyone who can reach it. */
+  allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS).nullable(),
 })
 export type Settings = z.infer<typeof Settings>
 
@@ -51,6 +69,7 @@ export const SettingsUpdate = z
     trackerUrl: z.string().url('the tracker URL must be a full URL such as http://127.0.0.1:7070').nullable(),
     dataDir: z.string().min(1, 'give a folder for the data dir'),
     limits: Limits.partial(),
+    allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS, `a swarm lists at most ${MAX_ALLOWED_KEYS} keys`).nullable(),
   })
   .partial()
   .strict()
@@ -182,6 +201,38 @@ export const ChatSummary = z.object({
 })
 export type ChatSummary = z.infer<typeof ChatSummary>
 
+/** Bounds of a kept conversation: far past what a person types, small enough to load them all at start. */
+export const MAX_CONVERSATION_CHARS = 1_000_000
+export const MAX_CONVERSATIONS = 1000
+
+/** One turn of a kept conversation, as the chat screen shows it. */
+export const ChatEntry = z.object({
+  id: z.string().min(1).max(64),
+  role: z.enum(['user', 'assistant']),
+  content: z.string().max(MAX_CONVERSATION_CHARS),
+  createdAt: z.number(),
+  /** Assistant answers only. */
+  status: z.enum(['streaming', 'done', 'error']).optional(),
+  modelId: ModelId.optional(),
+  route: z.array(ChatHop).max(1024).optional(),
+  summary: ChatSummary.optional(),
+  /** Why the answer failed, as it was shown. */
+  error: z.object({ code: z.string().max(64), message: z.string().max(8192), detail: z.string().max(8192).optional() }).optional(),
+})
+export type ChatEntry = z.infer<typeof ChatEntry>
+
+/** A conversation the backend keeps in the data dir (conversations.*). */
+export const Conversation = z.object({
+  /** Also the chatId of chat.send: events name the conversation they belong to. */
+  id: ChatId,
+  title: z.string().max(256),
+  modelId: ModelId.nullable(),
+  messages: z.array(ChatEntry).max(4096),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+})
+export type Conversation = z.infer<typeof Conversation>
+
 export const SwarmView = z.object({ trackerUrl: z.string().url(), hosts: z.array(HostSummary), models: z.array(ModelSummary) })
 export type SwarmView = z.infer<typeof SwarmView>
 
@@ -214,6 +265,23 @@ export const AppApi = {
   'settings.get': rpc(Empty, Settings),
   /** Checks everything first (a tracker URL must answer); on any error nothing changes. */
   'settings.update': rpc(SettingsUpdate, Settings),
+  /** Records that the user agreed to chat on the tracker in force, a public one (see SwarmPrivacy). */
+  'settings.consent': rpc(z.object({ trackerUrl: z.string().url() }).strict(), Settings),
+  /** Every conversation kept in the data dir; unreadable: files that could not be read, each kept aside, in words. */
+  'conversations.list': rpc(Empty, z.object({ conversations: z.array(Conversation), unreadable: z.array(z.string()) })),
+  /** Keeps a conversation (a new one, or a new version of one), written durably before the answer. */
+  'conversations.save': rpc(
+    z
+      .object({
+        conversation: Conversation.refine(
+          (c) => JSON.stringify(c).length <= MAX_CONVERSATION_CHARS,
+          `a conversation is kept up to ${MAX_CONVERSATION_CHARS} characters; start a new chat to go on`,
+        ),
+      })
+      .strict(),
+    Empty,
+  ),
+  'conversations.delete': rpc(z.object({ id: ChatId }).strict(), Empty),
   /** The identity's private key (PKCS#8 PEM) for a backup. */
   'identity.export': rpc(Empty, z.object({ pem: z.string(), publicKey: PublicKey })),
   /** Replaces the identity (hosting must be stopped). */

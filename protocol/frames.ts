@@ -1,6 +1,9 @@
 import { z } from 'zod'
 import { NeuronError } from './errors'
-import type { WireError } from './rpc'
+import { MAX_BLOCKS, MAX_SESSION_TOKENS } from './limits'
+import { ModelId } from './manifest'
+import { describeIssues, type WireError } from './rpc'
+import { Ticket } from './tickets'
 
 /**
  * The data plane: binary frames between a client and the hops of its route, over WebSocket (or
@@ -11,6 +14,8 @@ import type { WireError } from './rpc'
  * · then the trailer: JSON a host appends to its answer (its signed receipt), absent when 0 bytes.
  */
 export const FRAME_HEADER_BYTES = 48
+/** The largest frame a host accepts by default, and the most the tracker's relay carries. */
+export const MAX_FRAME_BYTES = 32 * 1024 * 1024
 const MAGIC = 0x314e524e // "NRN1"
 
 export const FrameKind = { open: 1, forward: 2, hidden: 3, token: 4, close: 5, error: 6, ok: 7 } as const
@@ -48,13 +53,20 @@ export const SamplingParams = z.object({
 export type SamplingParams = z.input<typeof SamplingParams>
 
 export const OpenSession = z.object({
-  modelId: z.string(),
-  blocks: z.tuple([z.number().int().nonnegative(), z.number().int().positive()]),
-  maxTokens: z.number().int().positive(),
+  modelId: ModelId,
+  blocks: z.tuple([z.number().int().nonnegative().max(MAX_BLOCKS), z.number().int().positive().max(MAX_BLOCKS)]),
+  maxTokens: z.number().int().positive().max(MAX_SESSION_TOKENS),
   /** How this hop sends hidden states on (f16 halves the bytes; f32 is exact). */
   hiddenDtype: z.enum(['f16', 'f32']).default('f16'),
   /** Last hop only. */
   sampling: SamplingParams.optional(),
+  /** The tracker's ticket for this hop: a host opens no session without one. */
+  ticket: Ticket.optional(),
+  /** The ticket's client key's signature of `openMessage(ticket.signature, { blocks, maxTokens })`. */
+  signature: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url')
+    .optional(),
 })
 export type OpenSession = z.infer<typeof OpenSession>
 
@@ -159,8 +171,7 @@ export function readJson<T extends z.ZodType>(frame: Frame, schema: T): z.output
     throw new NeuronError('bad_frame', `the ${frame.kind} frame's payload is not JSON`)
   }
   const parsed = schema.safeParse(raw)
-  if (!parsed.success)
-    throw new NeuronError('bad_frame', `${frame.kind} frame: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'}: ${i.message}`).join('; ')}`)
+  if (!parsed.success) throw new NeuronError('bad_frame', describeIssues(`${frame.kind} frame`, parsed.error))
   return parsed.data
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { MAX_ARTIFACTS, MAX_BLOCKS, MAX_LABEL_CHARS, MAX_MODEL_ID_CHARS, MAX_PATH_CHARS, MAX_TENSORS_PER_ARTIFACT } from './limits'
 
 /** What one artifact file holds: the token embedding, a range of blocks, or the output head. */
 export const ArtifactRole = z.enum(['embed', 'blocks', 'head'])
@@ -6,18 +7,24 @@ export type ArtifactRole = z.infer<typeof ArtifactRole>
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 is 64 lowercase hex digits')
 export const Count = z.number().int().nonnegative()
-export const ModelId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
+export const ModelId = z
+  .string()
+  .max(MAX_MODEL_ID_CHARS)
+  .regex(/^[a-z0-9][a-z0-9._-]*$/, 'a model id is lowercase letters, digits, . _ -')
 
 export const ManifestArtifact = z
   .object({
     /** File name inside the model's directory (and its torrent). */
-    file: z.string().regex(/^[A-Za-z0-9._-]+\.gguf$/, 'an artifact file is a plain name ending in .gguf'),
+    file: z
+      .string()
+      .max(MAX_LABEL_CHARS)
+      .regex(/^[A-Za-z0-9._-]+\.gguf$/, 'an artifact file is a plain name ending in .gguf'),
     role: ArtifactRole,
     /** Half-open block range [begin, end) for `blocks`; null for `embed` and `head`. */
     blocks: z.tuple([Count, Count]).nullable(),
     bytes: Count,
     sha256: Sha256,
-    tensors: z.array(z.string()).min(1),
+    tensors: z.array(z.string().max(MAX_LABEL_CHARS)).min(1).max(MAX_TENSORS_PER_ARTIFACT),
   })
   .refine((a) => (a.role === 'blocks') === (a.blocks !== null), {
     message: 'blocks artifacts carry a block range; embed and head artifacts carry none',
@@ -33,14 +40,14 @@ export const Manifest = z
   .object({
     format: z.literal(MANIFEST_FORMAT),
     modelId: ModelId,
-    name: z.string(),
-    architecture: z.string().min(1),
-    nLayer: z.number().int().positive(),
+    name: z.string().max(MAX_LABEL_CHARS),
+    architecture: z.string().min(1).max(MAX_LABEL_CHARS),
+    nLayer: z.number().int().positive().max(MAX_BLOCKS),
     nEmbd: z.number().int().positive(),
     nVocab: z.number().int().positive(),
     contextLength: Count,
     /** Bytes of each block's tensors, index = block. */
-    bytesPerBlock: z.array(Count),
+    bytesPerBlock: z.array(Count).max(MAX_BLOCKS),
     /** KV-cache bytes one token costs in one block, at f16 keys and values. */
     kvBytesPerTokenPerBlock: Count,
     /** True when the model has no output.weight and the head reuses the token embedding. */
@@ -51,8 +58,13 @@ export const Manifest = z
       .number()
       .int()
       .refine((n) => n >= 16384 && (n & (n - 1)) === 0, 'pieceBytes is a power of two of at least 16 KiB'),
-    source: z.object({ file: z.string(), bytes: Count, sha256: Sha256 }),
-    artifacts: z.array(ManifestArtifact).min(1),
+    source: z.object({ file: z.string().max(MAX_PATH_CHARS), bytes: Count, sha256: Sha256 }),
+    /**
+     * sha256 of the model's tokenizer GGUF (metadata only: vocabulary, chat template), as
+     * `tokenizerGguf` writes it. Absent only in manifests packed before it was recorded.
+     */
+    tokenizerSha256: Sha256.optional(),
+    artifacts: z.array(ManifestArtifact).min(1).max(MAX_ARTIFACTS),
   })
   .superRefine((m, ctx) => {
     for (const a of m.artifacts) {

@@ -1,5 +1,7 @@
 import { z } from 'zod'
-import { NodeId } from './identity'
+import { NodeId, PublicKey } from './identity'
+import { MAX_BLOCKS, MAX_SESSION_TOKENS } from './limits'
+import { ModelId } from './manifest'
 
 /** Steps at or above this number are failover replays: they rebuild a KV cache already paid for. */
 export const REPLAY_STEP_BASE = 0x80000000
@@ -16,8 +18,15 @@ export const ReceiptBody = z.object({
   session: Hex32,
   step: z.number().int().nonnegative().max(0xffffffff),
   hostId: NodeId,
-  blocks: z.tuple([z.number().int().nonnegative(), z.number().int().positive()]),
-  tokens: z.number().int().positive(),
+  blocks: z.tuple([z.number().int().nonnegative().max(MAX_BLOCKS), z.number().int().positive().max(MAX_BLOCKS)]),
+  tokens: z.number().int().positive().max(MAX_SESSION_TOKENS),
+  /** The first position the step ran: the tracker checks it against the positions it routed. */
+  position: z.number().int().nonnegative().max(0xffffffff),
+  modelId: ModelId,
+  /** The price on the session's ticket, micro-credits per token. */
+  price: z.object({ promptMicroPerToken: z.number().int().nonnegative(), completionMicroPerToken: z.number().int().nonnegative() }),
+  /** The key of the tracker whose ticket the session ran on: a receipt pays only there. */
+  tracker: PublicKey,
   /** sha256 of the forward frame's payload. */
   input: Sha256,
   /** sha256 of the answer's payload (hidden states, or the sampled token's JSON). */
@@ -32,7 +41,8 @@ export type Receipt = z.infer<typeof Receipt>
 
 /** The exact bytes a host signs: every field, in a fixed order, so no JSON canonicalisation is needed. */
 export function receiptMessage(r: ReceiptBody): string {
-  return `neuron-receipt/1 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ${r.input} ${r.output}`
+  const price = `${r.price.promptMicroPerToken} ${r.price.completionMicroPerToken}`
+  return `neuron-receipt/2 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ${r.position} ${r.modelId} ${price} ${r.tracker} ${r.input} ${r.output}`
 }
 
 /** Block-tokens a receipt proves: the unit hosts are paid in. */

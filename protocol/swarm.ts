@@ -1,17 +1,38 @@
 import { z } from 'zod'
 import { BlockRange } from './blocks'
-import { NodeId } from './identity'
+import { NodeId, PublicKey } from './identity'
+import {
+  MAX_BLOCKS,
+  MAX_CPU_FLAGS,
+  MAX_GPUS,
+  MAX_HOST_IDS,
+  MAX_LABEL_CHARS,
+  MAX_LISTED,
+  MAX_MESSAGE_CHARS,
+  MAX_PATH_CHARS,
+  MAX_RECEIPTS,
+  MAX_SESSION_TOKENS,
+  MAX_TOKENIZER_BYTES,
+  MAX_TORRENT_BYTES,
+  MAX_URL_CHARS,
+} from './limits'
 import { Count, Manifest, ModelId } from './manifest'
 import { rpc } from './rpc'
+import { Ticket } from './tickets'
 
 /** Raw bytes: Socket.IO carries Buffers as binary attachments. */
 export const Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected binary data')
+/** Raw bytes, at most `max` of them. */
+const BytesUpTo = (max: number) => Bytes.refine((b) => b.byteLength <= max, `at most ${max} bytes`)
+const Label = z.string().max(MAX_LABEL_CHARS)
+const Url = z.string().max(MAX_URL_CHARS).url()
+const InfoHash = z.string().regex(/^[0-9a-f]{40}$/)
 
 export const HardwareProfile = z.object({
-  cpu: z.object({ model: z.string(), cores: Count, physicalCores: Count, flags: z.array(z.string()) }),
+  cpu: z.object({ model: Label, cores: Count, physicalCores: Count, flags: z.array(Label).max(MAX_CPU_FLAGS) }),
   memory: z.object({ totalBytes: Count, availableBytes: Count }),
-  gpus: z.array(z.object({ vendor: z.string(), model: z.string(), vramBytes: Count })),
-  disk: z.object({ path: z.string(), freeBytes: Count, readBytesPerSecond: Count }),
+  gpus: z.array(z.object({ vendor: Label, model: Label, vramBytes: Count })).max(MAX_GPUS),
+  disk: z.object({ path: z.string().max(MAX_PATH_CHARS), freeBytes: Count, readBytesPerSecond: Count }),
   /** Measured memory copy bandwidth: decoding is memory-bound, so it predicts time per block before loading. */
   memoryBytesPerSecond: Count,
   /** Threads the host gives its runtime. */
@@ -34,7 +55,7 @@ export const ServingState = z.object({
   /** Measured compute time per block per decoded token, ms; null until measured. */
   msPerBlock: z.number().positive().nullable(),
   /** The data-plane WebSocket address, or null when the host is reached through the tracker's relay. */
-  endpoint: z.string().url().nullable(),
+  endpoint: Url.nullable(),
 })
 export type ServingState = z.infer<typeof ServingState>
 
@@ -52,22 +73,28 @@ export const IDLE_STATE: ServingState = {
 
 export const ModelSummary = z.object({
   modelId: ModelId,
-  name: z.string(),
-  architecture: z.string(),
+  name: Label,
+  architecture: Label,
   nLayer: z.number().int().positive(),
   bytes: Count,
-  infoHash: z.string().regex(/^[0-9a-f]{40}$/),
+  infoHash: InfoHash,
   /** Ready hosts serving each block. */
-  coverage: z.array(Count),
+  coverage: z.array(Count).max(MAX_BLOCKS),
 })
 export type ModelSummary = z.infer<typeof ModelSummary>
 
 export const HostSummary = z.object({ hostId: NodeId, online: z.boolean(), profile: HardwareProfile, state: ServingState, lastSeen: z.number() })
 export type HostSummary = z.infer<typeof HostSummary>
 
-export const RouteHop = z.object({ hostId: NodeId, blocks: BlockRange, endpoint: z.string().url().nullable() })
+export const RouteHop = z.object({
+  hostId: NodeId,
+  blocks: BlockRange,
+  endpoint: Url.nullable(),
+  /** The tracker's signed permission to open this hop (present on every route.plan answer). */
+  ticket: Ticket.optional(),
+})
 export type RouteHop = z.infer<typeof RouteHop>
-export const Route = z.object({ modelId: ModelId, hops: z.array(RouteHop).min(1), expectedMsPerToken: z.number().nonnegative() })
+export const Route = z.object({ modelId: ModelId, hops: z.array(RouteHop).min(1).max(MAX_BLOCKS), expectedMsPerToken: z.number().nonnegative() })
 export type Route = z.infer<typeof Route>
 
 const PlacementOption = z.object({
@@ -89,45 +116,60 @@ export const PlacementProposal = z.object({
   modelId: ModelId,
   /** null when this host should not serve this model; `refusal` says why. */
   proposal: PlacementOption.nullable(),
-  refusal: z.object({ code: z.string(), reason: z.string() }).nullable(),
+  refusal: z.object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS) }).nullable(),
   /** The swarm's weakest block today, tokens/s (0 while a block is not served). */
   swarmTokensPerSecond: z.number().nonnegative(),
-  coverage: z.array(z.object({ block: Count, before: Served, after: Served })),
-  alternatives: z.array(PlacementOption.extend({ why: z.string() })),
+  coverage: z.array(z.object({ block: Count, before: Served, after: Served })).max(MAX_BLOCKS),
+  alternatives: z.array(PlacementOption.extend({ why: z.string().max(MAX_MESSAGE_CHARS) })).max(MAX_BLOCKS),
 })
 export type PlacementProposal = z.infer<typeof PlacementProposal>
 
 const Empty = z.object({}).strict()
 const SessionId = z.string().regex(/^[0-9a-f]{32}$/)
 
+/** The tracker's verdict on each receipt handed in: settled (`charged` micro-credits) or refused (`code`). */
+const ReceiptVerdicts = z.object({
+  verdicts: z.array(z.object({ hostId: Label, step: z.number(), ok: z.boolean(), code: Label.optional(), charged: Count })).max(MAX_RECEIPTS),
+})
+
 /** Events a host sends the tracker on the /hosts namespace. */
 export const HostToTracker = {
-  'host.hello': rpc(z.object({ profile: HardwareProfile, state: ServingState }), z.object({ hostId: NodeId, heartbeatMs: z.number().int().positive() })),
+  /** `trackerKey`: the key that signs the tickets this host must check on every open. */
+  'host.hello': rpc(
+    z.object({ profile: HardwareProfile, state: ServingState }),
+    z.object({ hostId: NodeId, heartbeatMs: z.number().int().positive(), trackerKey: PublicKey }),
+  ),
   'host.state': rpc(ServingState, Empty),
   'host.heartbeat': rpc(z.object({ activeSessions: Count }), Empty),
   'placement.request': rpc(z.object({ modelId: ModelId }), PlacementProposal),
-  'model.get': rpc(z.object({ modelId: ModelId }), z.object({ manifest: Manifest, torrent: Bytes, infoHash: z.string() })),
+  'model.get': rpc(z.object({ modelId: ModelId }), z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), infoHash: InfoHash })),
+  /** A host hands in its own signed receipts, in batches: its sessions are paid even when their client vanishes. */
+  'receipts.submit': rpc(z.object({ receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
 }
 
 /** Events the tracker sends a host: frames relayed for hosts that accept no connections. */
 export const TrackerToHost = {
-  'relay.frame': rpc(z.object({ frame: Bytes }), z.object({ frame: Bytes })),
+  /** `from`: the public key of the client the tracker relays for (it authenticated it). */
+  'relay.frame': rpc(z.object({ frame: Bytes, from: PublicKey }), z.object({ frame: Bytes })),
 }
 
 /** Events an app or client sends the tracker on the /clients namespace. */
 export const ClientToTracker = {
-  'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary) })),
+  'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary).max(MAX_LISTED) })),
   'model.get': HostToTracker['model.get'],
   /** `tokenizer`: the model's metadata-only GGUF (vocabulary, chat template), for clients. */
-  'model.publish': rpc(z.object({ manifest: Manifest, torrent: Bytes, tokenizer: Bytes }), z.object({ modelId: ModelId, infoHash: z.string() })),
-  'model.tokenizer': rpc(z.object({ modelId: ModelId }), z.object({ tokenizer: Bytes })),
-  'hosts.list': rpc(Empty, z.object({ hosts: z.array(HostSummary) })),
+  'model.publish': rpc(
+    z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES) }),
+    z.object({ modelId: ModelId, infoHash: InfoHash }),
+  ),
+  'model.tokenizer': rpc(z.object({ modelId: ModelId }), z.object({ tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES) })),
+  'hosts.list': rpc(Empty, z.object({ hosts: z.array(HostSummary).max(MAX_LISTED) })),
   'route.plan': rpc(
     z.object({
       modelId: ModelId,
-      maxTokens: z.number().int().positive(),
+      maxTokens: z.number().int().positive().max(MAX_SESSION_TOKENS),
       /** Hosts not to use (e.g. one that just failed). */
-      exclude: z.array(NodeId).default([]),
+      exclude: z.array(NodeId).max(MAX_HOST_IDS).default([]),
       /** Plan only these blocks (failover of one span); default the whole model. */
       span: BlockRange.optional(),
       /** With `span`: the hosts before and after it on the route, so their links count. */
@@ -135,30 +177,31 @@ export const ClientToTracker = {
       nextHop: NodeId.optional(),
       /** With `span`: the host that just failed it (counted against its reputation). */
       failedHost: NodeId.optional(),
-      /** The session the route is for: the tracker remembers it to check the hops' receipts. */
-      session: SessionId.optional(),
+      /** The session the route is for: its tickets name it, its hold pays for it, its receipts are checked against it. */
+      session: SessionId,
+      /** Of `maxTokens`, how many are the prompt (priced as prompt tokens); default none. */
+      promptTokens: z.number().int().nonnegative().max(MAX_SESSION_TOKENS).optional(),
     }),
     Route,
   ),
   'placement.preview': rpc(z.object({ modelId: ModelId, profile: HardwareProfile }), PlacementProposal),
   'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),
   /** An app's SwarmClient hands in its session's signed receipts; its key pair's account pays. */
-  'receipts.submit': rpc(
-    z.object({ session: SessionId, receipts: z.array(z.unknown()).max(4096) }),
-    z.object({ verdicts: z.array(z.object({ hostId: z.string(), step: z.number(), ok: z.boolean(), code: z.string().optional(), charged: Count })) }),
-  ),
+  'receipts.submit': rpc(z.object({ session: SessionId, receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
+  /** The client is done with a session: the tracker releases what is left of its credit hold. */
+  'session.end': rpc(z.object({ session: SessionId }), Empty),
   /** Join the dashboard pushes of these hosts (your own account's come without asking). */
-  'dashboard.subscribe': rpc(z.object({ hostIds: z.array(NodeId).max(64) }), z.object({ hostIds: z.array(NodeId) })),
+  'dashboard.subscribe': rpc(z.object({ hostIds: z.array(NodeId).max(64) }), z.object({ hostIds: z.array(NodeId).max(MAX_HOST_IDS) })),
 }
 
 /** Pushed by the tracker on /clients (no acknowledgement): a receipt settled or refused. */
 export const DashboardReceipt = z.object({
-  hostId: z.string(),
-  session: z.string(),
+  hostId: Label,
+  session: Label,
   step: z.number(),
   ok: z.boolean(),
-  code: z.string().optional(),
-  modelId: z.string().nullable(),
+  code: Label.optional(),
+  modelId: Label.nullable(),
   chargedMicro: Count,
   hostBalanceMicro: z.number().int(),
   /** Present on the paying account's own pushes. */

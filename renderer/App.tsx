@@ -14,9 +14,11 @@ export function App({ problem }: { problem?: string }) {
   const loadError = useStore(stores.settings, (s) => s.loadError)
   const [screen, setScreen] = useState<ScreenId>(() => screenFromHash(location.hash))
 
-  // Settings are the handshake: load them on every (re)connection.
+  // Settings are the handshake: load them on every (re)connection, and the conversations the backend keeps.
   useEffect(() => {
-    if (connection === 'open') void stores.settings.getState().load()
+    if (connection !== 'open') return
+    void stores.settings.getState().load()
+    void stores.chat.getState().loadConversations()
   }, [connection, stores])
 
   // Events are followed app-wide so nothing is missed while another screen is shown; after a dropped

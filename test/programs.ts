@@ -5,6 +5,8 @@
 // ranges) for the gateway's tests and benches. Real parts on loopback; nothing mocked.
 import { join } from 'node:path'
 import { packModel } from '../gguf/pack'
+import { tokenizerGguf } from '../gguf/tokenizer'
+import { createModelTorrent } from '../host/artifacts/model-torrent'
 import { Host } from '../host/host'
 import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
@@ -29,7 +31,8 @@ export async function startSwarm(
   ranges: readonly (readonly [number, number])[],
   options: Partial<TrackerOptions> = {},
 ): Promise<InProcessSwarm> {
-  const tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 500, ...options })
+  // New keys get a grant: a test's clients pay like a public tracker's first-time users.
+  const tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 500, newKeyGrantMicro: 10_000_000, ...options })
   const manifest = await packModel({ source: model, out: join(dir, 'packed'), blocksPerArtifact: 1 })
   const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
   const hosts: Host[] = []
@@ -51,6 +54,17 @@ export async function startSwarm(
       await tracker.close()
     },
   }
+}
+
+/** `model` packed into `out` with what `model.publish` takes: the manifest, a torrent announcing to `tracker`, the tokenizer. */
+export async function packForPublish(
+  tracker: Tracker,
+  model: string,
+  out: string,
+  modelId?: string,
+): Promise<{ manifest: Manifest; torrent: Buffer; tokenizer: Buffer }> {
+  const manifest = await packModel({ source: model, out, blocksPerArtifact: 2, ...(modelId === undefined ? {} : { modelId }) })
+  return { manifest, torrent: await createModelTorrent(out, manifest, [tracker.announceUrl]), tokenizer: await tokenizerGguf(join(out, 'head.gguf')) }
 }
 
 /** Creates an account through the admin route; returns its id and API key. */

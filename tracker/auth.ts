@@ -1,19 +1,34 @@
 import { randomBytes } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import { nodeIdOf, verifySignature } from '../identity/keys'
-import { type AuthChallenge, challengeMessage, HandshakeAuth, NeuronError } from '../protocol'
+import { type AuthChallenge, challengeMessage, HandshakeAuth, NeuronError, NODE_AUTH_HEADER } from '../protocol'
 
-/** Single-use nonces for the signed-challenge handshake. */
+/**
+ * Nonces outstanding at once: anyone may ask for one without logging in, so past this many the
+ * oldest is dropped (its holder asks again) rather than memory growing with the asking rate.
+ */
+export const MAX_OPEN_CHALLENGES = 100_000
+
+/** Single-use nonces for the signed-challenge handshake, each answered for this tracker's key alone. */
 export class ChallengeIssuer {
   private readonly open = new Map<string, number>()
 
-  constructor(private readonly ttlMs = 60_000) {}
+  constructor(
+    /** The tracker's public key: every answer must sign it, so a signature made for another tracker fails here. */
+    private readonly trackerKey: string,
+    private readonly ttlMs = 60_000,
+  ) {}
 
   issue(now = Date.now()): AuthChallenge {
     this.sweep(now)
     const nonce = randomBytes(24).toString('base64url')
     const expiresAt = now + this.ttlMs
+    if (this.open.size >= MAX_OPEN_CHALLENGES) {
+      const oldest = this.open.keys().next().value
+      if (oldest !== undefined) this.open.delete(oldest)
+    }
     this.open.set(nonce, expiresAt)
-    return { nonce, expiresAt }
+    return { nonce, expiresAt, tracker: this.trackerKey }
   }
 
   /**
@@ -29,13 +44,34 @@ export class ChallengeIssuer {
     this.open.delete(nonce)
     if (expiresAt === undefined || expiresAt < now)
       throw new NeuronError('unauthenticated', 'the challenge nonce is unknown, used or expired; fetch a fresh one from GET /auth/challenge.')
-    if (!verifySignature(publicKey, challengeMessage(namespace, nonce), signature)) {
-      throw new NeuronError('unauthenticated', `the signature does not match public key ${publicKey.slice(0, 8)}… for namespace ${namespace}.`)
+    if (!verifySignature(publicKey, challengeMessage(this.trackerKey, namespace, nonce), signature)) {
+      throw new NeuronError(
+        'unauthenticated',
+        `the signature does not match public key ${publicKey.slice(0, 8)}… for namespace ${namespace} on this tracker (key ${this.trackerKey.slice(0, 8)}…); sign the challenge with the tracker key GET /auth/challenge names.`,
+      )
     }
     return { nodeId: nodeIdOf(publicKey), publicKey }
   }
 
+  /**
+   * The key an HTTP request proves with its `x-neuron-auth: <publicKey>.<nonce>.<signature>` header,
+   * signed for `scope`; undefined when it sent none, a typed refusal when the proof is wrong.
+   */
+  verifyRequest(req: IncomingMessage, scope: string, now = Date.now()): { nodeId: string; publicKey: string } | undefined {
+    const header = req.headers[NODE_AUTH_HEADER]
+    if (header === undefined) return undefined
+    const parts = (Array.isArray(header) ? header.join('') : header).split('.')
+    if (parts.length !== 3)
+      throw new NeuronError('unauthenticated', `${NODE_AUTH_HEADER} is <publicKey>.<nonce>.<signature>: sign a nonce from GET /auth/challenge for ${scope}.`)
+    const [publicKey, nonce, signature] = parts
+    return this.verify(scope, { publicKey, nonce, signature }, now)
+  }
+
+  /** Nonces are kept in the order they expire (one TTL for all): the sweep stops at the first live one. */
   private sweep(now: number): void {
-    for (const [nonce, expiresAt] of this.open) if (expiresAt < now) this.open.delete(nonce)
+    for (const [nonce, expiresAt] of this.open) {
+      if (expiresAt >= now) return
+      this.open.delete(nonce)
+    }
   }
 }

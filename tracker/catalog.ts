@@ -1,4 +1,5 @@
 import parseTorrent from 'parse-torrent'
+import { checkTokenizer, tokenizerSha256 } from '../client/tokenizer'
 import { type Manifest, type ModelSummary, NeuronError } from '../protocol'
 import type { HostRegistry } from './registry'
 import type { StoredModel, TrackerStore } from './store'
@@ -10,7 +11,18 @@ interface ParsedTorrent {
   files?: { name: string; length: number }[]
 }
 
-/** The models a swarm serves: their manifests and the one torrent that carries each model's artifacts. */
+/** Who publishes: the authenticated peer's node id and public key. */
+export interface Publisher {
+  readonly nodeId: string
+  readonly publicKey: string
+}
+
+/**
+ * The models a swarm serves: their manifests and the one torrent that carries each model's artifacts.
+ * A published model never changes: its id names one manifest, one torrent and one tokenizer for
+ * good (a new version is a new id). Only the key that published a model may publish it again, and
+ * only identically: a publisher restarting does that.
+ */
 export class ModelCatalog {
   constructor(
     private readonly store: TrackerStore,
@@ -19,9 +31,10 @@ export class ModelCatalog {
 
   /**
    * Registers a model. The torrent must be the model's: named by its id, one file per artifact in
-   * manifest order with the manifest's sizes, pieces of the manifest's size, so hosts can trust it.
+   * manifest order with the manifest's sizes, pieces of the manifest's size, so hosts can trust it;
+   * the tokenizer must be the one the manifest's `tokenizerSha256` names.
    */
-  async publish(manifest: Manifest, torrent: Uint8Array, tokenizer: Uint8Array, publishedBy: string): Promise<StoredModel> {
+  async publish(manifest: Manifest, torrent: Uint8Array, tokenizer: Uint8Array, publisher: Publisher): Promise<StoredModel> {
     let parsed: ParsedTorrent
     try {
       // parse-torrent 11 is async; its @types describe an older, synchronous version.
@@ -40,22 +53,29 @@ export class ModelCatalog {
         `the torrent does not match the manifest of ${manifest.modelId}: expected name ${manifest.modelId}, ${manifest.pieceBytes}-byte pieces and files ${expected.map((f) => `${f.name} (${f.length})`).join(', ')}; got name ${parsed.name}, ${parsed.pieceLength}-byte pieces and ${files.map((f) => `${f.name} (${f.length})`).join(', ')}.`,
       )
     }
+    const advice = 'publish with neuron publish, which sends the tokenizer of the packed artifacts.'
+    checkTokenizer(manifest, tokenizer, 'sent', advice)
+    const infoHash = parsed.infoHash as string
+    // From here on nothing awaits: no other publish of this id can land between the check and the insert.
     const existing = this.store.getModel(manifest.modelId)
-    if (existing !== undefined && existing.infoHash !== parsed.infoHash) {
-      throw new NeuronError(
-        'model_exists',
-        `model ${manifest.modelId} is already published with other artifacts (infohash ${existing.infoHash}); publish under a new --model-id.`,
-      )
+    if (existing !== undefined) return republished(existing, manifest, infoHash, tokenizer, publisher)
+    if (manifest.tokenizerSha256 === undefined) {
+      throw new NeuronError('bad_manifest', `the manifest of ${manifest.modelId} has no tokenizerSha256; pack it again, or ${advice}`)
     }
     const model: StoredModel = {
       manifest,
       torrent: Buffer.from(torrent),
       tokenizer: Buffer.from(tokenizer),
-      infoHash: parsed.infoHash as string,
-      publishedBy,
+      infoHash,
+      publishedBy: publisher.nodeId,
+      publisherKey: publisher.publicKey,
       publishedAt: Date.now(),
     }
-    this.store.putModel(model)
+    if (!this.store.putModel(model))
+      throw new NeuronError(
+        'model_exists',
+        `model ${manifest.modelId} was published meanwhile; pack yours under a new id (neuron pack --model-id) and publish that.`,
+      )
     return model
   }
 
@@ -81,4 +101,34 @@ export class ModelCatalog {
       coverage: this.registry.coverage(m.manifest.modelId, m.manifest.nLayer),
     }))
   }
+}
+
+/**
+ * The stored model when `manifest`, `infoHash` and `tokenizer` are exactly what `existing` holds and
+ * `publisher` is the key that published it; otherwise `model_exists`, saying what differs.
+ */
+function republished(existing: StoredModel, manifest: Manifest, infoHash: string, tokenizer: Uint8Array, publisher: Publisher): StoredModel {
+  const id = manifest.modelId
+  const own = existing.publisherKey === null ? existing.publishedBy === publisher.nodeId : existing.publisherKey === publisher.publicKey
+  if (!own) {
+    throw new NeuronError(
+      'model_exists',
+      `model ${id} was published by another key (node ${existing.publishedBy}) and a published model never changes; pack yours under a new id (neuron pack --model-id) and publish that.`,
+      { modelId: id, publishedBy: existing.publishedBy },
+    )
+  }
+  // A manifest packed before tokenizers were hashed is compared by the hash of the tokenizer stored with it.
+  const before: Manifest = { ...existing.manifest, tokenizerSha256: existing.manifest.tokenizerSha256 ?? tokenizerSha256(existing.tokenizer) }
+  const now: Manifest = { ...manifest, tokenizerSha256: manifest.tokenizerSha256 ?? tokenizerSha256(tokenizer) }
+  const keys = new Set([...Object.keys(before), ...Object.keys(now)] as (keyof Manifest)[])
+  const differ: string[] = [...keys].filter((k) => JSON.stringify(before[k]) !== JSON.stringify(now[k]))
+  if (existing.infoHash !== infoHash) differ.push(`torrent (infohash ${existing.infoHash})`)
+  if (differ.length > 0) {
+    throw new NeuronError(
+      'model_exists',
+      `model ${id} is already published and a published model never changes (this one differs in ${differ.join(', ')}); pack the new version under a new id (neuron pack --model-id ${id}-2) and publish that.`,
+      { modelId: id, differ },
+    )
+  }
+  return existing
 }

@@ -1,13 +1,15 @@
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { io } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connectTracker } from '../client/tracker-connection'
 import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
-import { createModelTorrent } from '../host/artifacts/model-torrent'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, type HardwareProfile, HostToTracker, type Manifest, type ServingState } from '../protocol'
+import { type AuthChallenge, ClientToTracker, callRpc, type HardwareProfile, HostToTracker, type Manifest, type ServingState } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { readyState } from '../test/peers'
+import { createModelTorrent } from '../test/programs'
 import { Tracker } from './server'
 
 const PROFILE: HardwareProfile = {
@@ -20,18 +22,11 @@ const PROFILE: HardwareProfile = {
 }
 
 function serving(manifest: Manifest, blocks: [number, number], status: ServingState['status'] = 'ready'): ServingState {
-  return {
-    modelId: manifest.modelId,
-    blocks,
-    status,
-    progress: 1,
-    kvCapacityTokens: 4096,
-    activeSessions: 0,
-    maxSessions: 4,
-    msPerBlock: 1,
-    endpoint: 'ws://127.0.0.1:1/',
-  }
+  return { ...readyState(manifest.modelId, blocks), status }
 }
+
+/** A fresh session id: every route.plan names the session it pays for. */
+const sid = () => randomBytes(16).toString('hex')
 
 let dir = ''
 let cleanup: () => Promise<void> = async () => {}
@@ -43,7 +38,7 @@ let tokenizer: Buffer
 describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
-    tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 200 })
+    tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 200, newKeyGrantMicro: 10_000_000 })
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'stories'), blocksPerArtifact: 2 })
     torrent = await createModelTorrent(join(dir, 'stories'), manifest, [tracker.announceUrl])
     tokenizer = await tokenizerGguf(join(dir, 'stories', 'head.gguf'))
@@ -92,7 +87,7 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
     try {
       const ha = await callRpc(a, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(manifest, [0, 3]) })
       const hb = await callRpc(b, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(manifest, [3, 5]) })
-      const route = await callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100 })
+      const route = await callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })
       expect(route.hops.map((h) => [h.hostId, h.blocks])).toEqual([
         [ha.hostId, [0, 3]],
         [hb.hostId, [3, 5]],
@@ -104,16 +99,16 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
       const keepA = setInterval(() => void callRpc(a, HostToTracker, 'host.heartbeat', { activeSessions: 0 }).catch(() => {}), 100)
       await new Promise((r) => setTimeout(r, 900))
       clearInterval(keepA)
-      await expect(callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100 })).rejects.toMatchObject({
+      await expect(callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })).rejects.toMatchObject({
         code: 'no_route',
         details: expect.objectContaining({ uncovered: [[3, 5]] }),
       })
       await callRpc(b, HostToTracker, 'host.heartbeat', { activeSessions: 0 })
-      expect((await callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100 })).hops).toHaveLength(2)
+      expect((await callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })).hops).toHaveLength(2)
 
       a.close()
       await new Promise((r) => setTimeout(r, 100))
-      await expect(callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100 })).rejects.toMatchObject({
+      await expect(callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })).rejects.toMatchObject({
         code: 'no_route',
         details: expect.objectContaining({ uncovered: [[0, 3]] }),
       })
@@ -134,11 +129,11 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
       })
     expect(await refused({})).toMatch(/GET \/auth\/challenge/)
     const me = NodeIdentity.generate()
-    const { nonce } = (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as { nonce: string }
-    const answer = me.answer('/clients', nonce)
-    expect(await refused({ ...answer, signature: NodeIdentity.generate().answer('/clients', nonce).signature })).toMatch(/does not match/)
+    const challenge = (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as AuthChallenge
+    const answer = me.answer('/clients', challenge)
+    expect(await refused({ ...answer, signature: NodeIdentity.generate().answer('/clients', challenge).signature })).toMatch(/does not match/)
     expect(await refused(answer)).toMatch(/unknown, used or expired/)
-    const wrongNamespace = me.answer('/hosts', (await ((await fetch(`${tracker.url}/auth/challenge`)).json() as Promise<{ nonce: string }>)).nonce)
+    const wrongNamespace = me.answer('/hosts', (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as AuthChallenge)
     expect(await refused(wrongNamespace)).toMatch(/does not match/)
   })
 
@@ -172,6 +167,58 @@ describe.skipIf(!HAVE_STORIES)(`tracker on loopback${NEEDS_STORIES}`, () => {
       expect(tracker.rejected.get('bad_request')).toBeGreaterThanOrEqual(25)
     } finally {
       host.close()
+      client.close()
+    }
+  })
+
+  it('answers binary data where a block range or number is expected with bad_request, and keeps serving', async () => {
+    const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
+    const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
+    try {
+      // zod 4 freezes `.readonly()` input even when the parse fails: a Buffer there made safeParse throw.
+      const bad: [typeof host, string, unknown][] = [
+        [client, 'route.plan', { modelId: manifest.modelId, maxTokens: 10, span: Buffer.from('xx') }],
+        [client, 'route.plan', { modelId: manifest.modelId, maxTokens: Buffer.from('10') }],
+        [client, 'route.plan', Buffer.from('route me')],
+        [client, 'placement.preview', { modelId: manifest.modelId, profile: { ...PROFILE, gpus: Buffer.alloc(8) } }],
+        [host, 'host.hello', { profile: PROFILE, state: { ...serving(manifest, [0, 2]), blocks: Buffer.from('xx') } }],
+        [host, 'host.state', { ...serving(manifest, [0, 2]), blocks: new Uint8Array([1, 2]) }],
+      ]
+      for (const [socket, event, payload] of bad) {
+        expect(await socket.timeout(2000).emitWithAck(event, payload)).toMatchObject({ ok: false, error: { code: 'bad_request', message: expect.any(String) } })
+      }
+      expect((await callRpc(client, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toEqual(['stories260k'])
+    } finally {
+      host.close()
+      client.close()
+    }
+  })
+
+  it('answers an unknown event that asks for an acknowledgement with a typed unknown_event error', async () => {
+    const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
+    const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
+    try {
+      expect(await client.timeout(2000).emitWithAck('no.such.event', { x: 1 })).toMatchObject({
+        ok: false,
+        error: { code: 'unknown_event', message: expect.stringContaining('no.such.event') },
+      })
+      // A host event on the clients' namespace is unknown there too.
+      expect(await client.timeout(2000).emitWithAck('host.hello', {})).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
+      expect(await host.timeout(2000).emitWithAck('route.plan', {})).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
+      expect(await client.timeout(2000).emitWithAck('__proto__')).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
+    } finally {
+      host.close()
+      client.close()
+    }
+  })
+
+  it('refuses a receipt claiming a host id of any length with a typed verdict naming no such host', async () => {
+    const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
+    try {
+      const receipts = [{ hostId: 'h'.repeat(100_000), step: 1 }, { hostId: Buffer.from('xx') }, 'not a receipt']
+      const { verdicts } = await callRpc(client, ClientToTracker, 'receipts.submit', { session: 'cd'.repeat(16), receipts })
+      expect(verdicts.map((v) => [v.hostId, v.ok, v.code])).toEqual(receipts.map(() => ['unknown', false, 'bad_receipt']))
+    } finally {
       client.close()
     }
   })

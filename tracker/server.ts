@@ -1,8 +1,10 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
+import type { TlsCertificate } from '../client/tls-trust'
 import { NodeIdentity } from '../identity/keys'
 import {
   ClientToTracker,
@@ -24,22 +26,29 @@ import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
 import { sendJson } from './gateway/http'
 import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
-import { Metering, type ReceiptVerdict } from './ledger/metering'
+import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { hostMicroPerHour, type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
+import { serveModelFiles } from './model-files'
 import { SwarmPlanner } from './planner'
+import { Admission, namesTorrents, refuseStranger } from './private-swarm'
 import { HostRegistry } from './registry'
+import { RelayQuota } from './relay-quota'
 import { Reputation } from './reputation/reputation'
+import { serveScrape } from './scrape'
 import { SqliteTrackerStore, type TrackerStore } from './store'
+import { TicketOffice, type TicketOfficeOptions, ticketOptions } from './tickets/ticket-office'
 
-export interface TrackerOptions {
+export interface TrackerOptions extends TicketOfficeOptions {
   /** 0 picks a free port. */
   readonly port?: number
   readonly host?: string
   /** SQLite file; ':memory:' for a throwaway swarm. */
   readonly dbPath: string
   readonly heartbeatMs?: number
-  /** A private swarm admits only these public keys (base64url); absent, anyone may join. */
+  /** A private swarm admits only these public keys (base64url) and its own, everywhere (see Admission); absent, anyone may join. */
   readonly allowedKeys?: readonly string[]
+  /** Serve https:// and wss:// (Socket.IO) with this certificate; it must name `host`, as clients check it. */
+  readonly tls?: TlsCertificate
   /** Largest Socket.IO message (relayed frames included), bytes. */
   readonly maxMessageBytes?: number
   readonly log?: (line: string) => void
@@ -47,6 +56,11 @@ export interface TrackerOptions {
   readonly gateway?: GatewayOptions
   /** Micro-credits a new account starts with (default $NEURON_STARTING_GRANT_MICRO, else 10 credits). */
   readonly startingGrantMicro?: number
+  /**
+   * The tracker's own key: it signs tickets and names the tracker in login challenges. Default: kept
+   * beside the database in `<dbPath>.tracker-key.pem` (a fresh one for ':memory:').
+   */
+  readonly identity?: NodeIdentity
 }
 
 /** Receipt refusals that count against the host that signed (or is claimed to have signed) it. */
@@ -59,7 +73,8 @@ interface Peer {
 }
 
 /**
- * One process, one port: HTTP (challenges, the BitTorrent tracker's /announce), Socket.IO
+ * One process, one port: HTTP (challenges, the BitTorrent tracker's /announce and /scrape, each
+ * model's public /models/<id> and /models/<id>.torrent), Socket.IO
  * namespaces /hosts and /clients. Every message is parsed with protocol/ schemas; a bad one gets a
  * typed error and the tracker keeps serving.
  */
@@ -71,12 +86,19 @@ export class Tracker {
   readonly metering: Metering
   readonly reputation: Reputation
   readonly gateway: Gateway
+  /** Accounts, credit holds and signed tickets for routed sessions. */
+  readonly tickets: TicketOffice
+  /** The key of the gateway's own SwarmClient: the sessions it routes are paid by the gateway's callers. */
+  private readonly gatewayIdentity = NodeIdentity.generate()
+  private readonly relayQuota = new RelayQuota()
   /** Malformed or failed requests, counted per code (for tests and the operator). */
   readonly rejected = new Map<string, number>()
   private readonly pricing: PricingOptions
-  private readonly issuer = new ChallengeIssuer()
+  private readonly issuer: ChallengeIssuer
+  /** Who may use this swarm (`admission.admits(key)`, for the data plane's tickets too); `admission.set` changes the list at once. */
+  readonly admission: Admission
   private readonly hostSockets = new Map<string, Socket>()
-  private readonly http = createServer((req, res) => this.onHttp(req, res))
+  private readonly http: HttpServer | HttpsServer
   private readonly io: SocketServer
   private readonly bittorrent = new BitTorrentTracker({ http: false, udp: false, ws: false, stats: false })
   private clientNamespace: Namespace | undefined
@@ -86,7 +108,14 @@ export class Tracker {
   private constructor(
     readonly store: TrackerStore,
     private readonly options: TrackerOptions,
+    /** The tracker's key pair: tickets are signed with it and login challenges name it. */
+    readonly identity: NodeIdentity,
   ) {
+    this.issuer = new ChallengeIssuer(identity.publicKey)
+    this.admission = new Admission(options.allowedKeys, [identity.publicKey, this.gatewayIdentity.publicKey], () => [
+      this.io.of('/hosts'),
+      this.io.of('/clients'),
+    ])
     this.registry = new HostRegistry(options.heartbeatMs ?? 5000)
     this.catalog = new ModelCatalog(store, this.registry)
     this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs)
@@ -99,8 +128,11 @@ export class Tracker {
       (modelId) => this.catalog.get(modelId).manifest,
       (hostId) => this.registry.get(hostId)?.publicKey ?? store.getHost(hostId)?.publicKey,
       this.pricing,
+      identity.publicKey,
     )
     this.metering.on('verdict', (session, verdict, accountId, modelId) => this.onVerdict(session, verdict, accountId, modelId))
+    const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
+    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.ledger.routes, ticketing)
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(
       {
@@ -109,8 +141,14 @@ export class Tracker {
         ledger: store.ledger,
         metering: this.metering,
         reputation: this.reputation,
+        holds: this.tickets.holds,
+        sponsor: (session, accountId) => this.tickets.sponsor(session, accountId),
+        admits: (publicKey) => this.admission.admits(publicKey),
+        provenKey: (req, scope) => this.issuer.verifyRequest(req, scope)?.publicKey,
         client: () => {
-          this.ownClient ??= SwarmClient.connect(this.url, NodeIdentity.generate(), (l) => this.log(`gateway: ${l}`))
+          // Pinned to this tracker's key; trusts its own certificate, which may be self-signed.
+          const own = { trackerKey: identity.publicKey, ca: options.tls?.cert }
+          this.ownClient ??= SwarmClient.connect(this.url, this.gatewayIdentity, (l) => this.log(`gateway: ${l}`), own)
           return this.ownClient
         },
         log: (l) => this.log(l),
@@ -118,6 +156,17 @@ export class Tracker {
       { ...options.gateway, pricing: this.pricing, ...(adminToken === undefined || adminToken === '' ? {} : { adminToken }) },
     )
     this.bittorrent.on('warning', (e: Error) => this.log(`bittorrent: ${e.message}`))
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+      // A route that throws must not end the tracker (an uncaught exception would): the request gets a 500.
+      try {
+        this.onHttp(req, res)
+      } catch (error) {
+        this.log(`${req.method} ${(req.url ?? '').slice(0, 200)} failed: ${error instanceof Error ? error.message : error}`)
+        if (res.headersSent) res.destroy()
+        else sendJson(res, 500, { error: { code: 'internal', message: 'the tracker failed to answer this request; it keeps serving.' } })
+      }
+    }
+    this.http = options.tls === undefined ? createServer(onRequest) : createHttpsServer(options.tls, onRequest)
     this.io = new SocketServer(this.http, { serveClient: false, maxHttpBufferSize: options.maxMessageBytes ?? 64 * 1024 * 1024 })
     this.setUpHosts(this.io.of('/hosts'))
     this.setUpClients(this.io.of('/clients'))
@@ -125,7 +174,9 @@ export class Tracker {
   }
 
   static async start(options: TrackerOptions): Promise<Tracker> {
-    const tracker = new Tracker(new SqliteTrackerStore(options.dbPath), options)
+    const identity =
+      options.identity ?? (options.dbPath === ':memory:' ? NodeIdentity.generate() : await NodeIdentity.loadOrCreateFile(`${options.dbPath}.tracker-key.pem`))
+    const tracker = new Tracker(new SqliteTrackerStore(options.dbPath), options, identity)
     await new Promise<void>((resolve, reject) => {
       tracker.http.once('error', reject)
       tracker.http.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())
@@ -138,7 +189,7 @@ export class Tracker {
   }
 
   get url(): string {
-    return `http://${this.options.host ?? '127.0.0.1'}:${this.port}`
+    return `${this.options.tls === undefined ? 'http' : 'https'}://${this.options.host ?? '127.0.0.1'}:${this.port}`
   }
 
   get announceUrl(): string {
@@ -167,15 +218,12 @@ export class Tracker {
 
   private onHttp(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0] ?? '/'
-    if (path === '/announce' || path === '/scrape') {
-      this.bittorrent.onHttpRequest(req, res, { action: path.slice(1) })
-      return
-    }
-    if (this.gateway.handles(path)) {
-      void this.gateway.handle(req, res, path)
-      return
-    }
-    if (req.method === 'GET' && path === '/auth/challenge') sendJson(res, 200, this.issuer.issue())
+    if (namesTorrents(path) && !this.admission.admitsTorrentPeer(req)) refuseStranger(req, res, path)
+    else if (path === '/announce') this.bittorrent.onHttpRequest(req, res, { action: 'announce' })
+    else if (path === '/scrape') serveScrape(req, res, this.bittorrent.torrents)
+    else if (req.method === 'GET' && path.startsWith('/models/')) void serveModelFiles(this.catalog, path.slice('/models/'.length), res)
+    else if (this.gateway.handles(path)) void this.gateway.handle(req, res, path)
+    else if (req.method === 'GET' && path === '/auth/challenge') sendJson(res, 200, this.issuer.issue())
     else if (req.method === 'GET' && path === '/health') sendJson(res, 200, { ok: true, hosts: this.registry.summaries().filter((h) => h.online).length })
     else sendJson(res, 404, { error: { code: 'not_found', message: `no route ${req.method} ${path}` } })
   }
@@ -185,8 +233,7 @@ export class Tracker {
     namespace.use((socket, next) => {
       try {
         const { nodeId, publicKey } = this.issuer.verify(namespace.name, socket.handshake.auth)
-        const allowed = this.options.allowedKeys
-        if (allowed !== undefined && !allowed.includes(publicKey)) {
+        if (!this.admission.admits(publicKey)) {
           throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
         }
         socket.data = { nodeId, publicKey }
@@ -208,7 +255,7 @@ export class Tracker {
         this.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
         this.registry.hello(peer.nodeId, peer.publicKey, profile, state, now)
         this.hostSockets.set(peer.nodeId, peer.socket)
-        return { hostId: peer.nodeId, heartbeatMs: this.registry.heartbeatMs }
+        return { hostId: peer.nodeId, heartbeatMs: this.registry.heartbeatMs, trackerKey: this.identity.publicKey }
       },
       'host.state': (state, peer) => {
         this.requireHello(peer)
@@ -231,6 +278,7 @@ export class Tracker {
         return this.priced(this.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId))
       },
       'model.get': ({ modelId }) => this.modelFiles(modelId),
+      'receipts.submit': ({ receipts }, peer) => wireVerdicts(this.metering.settleFromHost(this.requireHello(peer).hostId, receipts)),
     }
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
@@ -248,28 +296,30 @@ export class Tracker {
       'models.list': () => ({ models: this.catalog.summaries() }),
       'model.get': ({ modelId }) => this.modelFiles(modelId),
       'model.publish': async ({ manifest, torrent, tokenizer }, peer) => {
-        const model = await this.catalog.publish(manifest, torrent, tokenizer, peer.nodeId)
+        const model = await this.catalog.publish(manifest, torrent, tokenizer, peer)
         this.log(`model ${manifest.modelId} published by ${peer.nodeId} (infohash ${model.infoHash})`)
         return { modelId: manifest.modelId, infoHash: model.infoHash }
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
       'hosts.list': () => ({ hosts: this.registry.summaries() }),
       'route.plan': (request, peer) => {
+        const payer = this.tickets.payer(request.session, peer.publicKey)
         const route = this.planner.route(request)
-        if (request.session !== undefined) {
-          this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId)
-          // A span asked again after a failure: the host the client gave up on failed a step.
-          if (request.span !== undefined && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
-        }
-        return route
+        const ticketed = this.tickets.ticket(route, request, this.catalog.get(request.modelId).manifest, peer.publicKey, payer)
+        this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), { ...request, accountId: payer.account.accountId })
+        // A span asked again after a failure: the host the client gave up on failed a step.
+        if (request.span !== undefined && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
+        return ticketed
       },
+      'session.end': ({ session }, peer) => this.tickets.endBy(session, peer.publicKey),
       'placement.preview': ({ modelId, profile }) => this.priced(this.planner.placement(modelId, profile, null, null)),
-      'relay.forward': async ({ hostId, frame }) => {
+      'relay.forward': async ({ hostId, frame }, peer) => {
         const socket = this.hostSockets.get(hostId)
         if (socket === undefined || !this.registry.get(hostId)?.online) {
           throw new NeuronError('host_unreachable', `host ${hostId} is not connected to the tracker; ask for a new route.`, { hostId })
         }
-        return callRpc(socket, TrackerToHost, 'relay.frame', { frame })
+        // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.
+        return this.relayQuota.run(peer.publicKey, frame.byteLength, () => callRpc(socket, TrackerToHost, 'relay.frame', { frame, from: peer.publicKey }))
       },
       'receipts.submit': ({ session, receipts }, peer) => {
         const issuedTo = this.metering.issuedTo(session)
@@ -278,10 +328,7 @@ export class Tracker {
         }
         const account = this.accounts.byPublicKey(peer.publicKey)
         if (account !== undefined) this.metering.bind(session, account.accountId)
-        const verdicts = this.metering.settle(session, receipts)
-        return {
-          verdicts: verdicts.map((v) => ({ hostId: v.hostId, step: v.step, ok: v.ok, ...(v.code === undefined ? {} : { code: v.code }), charged: v.charged })),
-        }
+        return wireVerdicts(this.metering.settle(session, receipts))
       },
       'dashboard.subscribe': ({ hostIds }, peer) => {
         for (const id of hostIds) void peer.socket.join(`host:${id}`)
@@ -310,6 +357,7 @@ export class Tracker {
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
+    if (v.charged > 0) this.tickets.charged(session, v.charged)
     if (v.ok) this.reputation.completed(v.hostId)
     else if (v.code !== undefined && HOST_FAULTS.has(v.code)) {
       this.reputation.failed(v.hostId)

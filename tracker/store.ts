@@ -1,13 +1,17 @@
 import Database from 'better-sqlite3'
 import { type HardwareProfile, Manifest } from '../protocol'
 import { type LedgerStore, SqliteLedgerStore } from './ledger/ledger-store'
+import { ROUTED_SESSIONS_SCHEMA } from './ledger/routed-sessions'
 
 export interface StoredModel {
   readonly manifest: Manifest
   readonly torrent: Buffer
   readonly tokenizer: Buffer
   readonly infoHash: string
+  /** The publisher's node id. */
   readonly publishedBy: string
+  /** The publisher's public key; null for a model published before keys were recorded. */
+  readonly publisherKey: string | null
   readonly publishedAt: number
 }
 
@@ -24,7 +28,8 @@ export interface StoredHost {
  * replace SQLite when one machine is outgrown; callers never see SQL.
  */
 export interface TrackerStore {
-  putModel(model: StoredModel): void
+  /** Adds a model; false when its id is taken (a published model never changes). */
+  putModel(model: StoredModel): boolean
   getModel(modelId: string): StoredModel | undefined
   listModels(): StoredModel[]
   upsertHost(host: StoredHost): void
@@ -118,6 +123,10 @@ const MIGRATIONS: readonly string[] = [
      components text not null
    );
    create index reputation_history_host on reputation_history(host_id, at);`,
+  // Who may publish a model again (identically): the key that published it first.
+  'alter table models add column publisher_key text',
+  // Routed sessions and their credit holds: a restart loses and doubles neither.
+  ROUTED_SESSIONS_SCHEMA,
 ]
 
 export class SqliteTrackerStore implements TrackerStore {
@@ -127,9 +136,16 @@ export class SqliteTrackerStore implements TrackerStore {
   constructor(path: string) {
     this.db = new Database(path)
     this.db.pragma('journal_mode = WAL')
-    this.db.pragma('synchronous = NORMAL')
+    // FULL: each commit is fsynced before it returns, so a power cut cannot take back a settled credit
+    // (NORMAL in WAL mode may lose the last commits).
+    this.db.pragma('synchronous = FULL')
     this.migrate()
     this.ledger = new SqliteLedgerStore(this.db)
+  }
+
+  /** How commits reach the disk: the journal mode and SQLite's synchronous level (2: FULL). */
+  get durability(): { journalMode: string; synchronous: number } {
+    return { journalMode: String(this.db.pragma('journal_mode', { simple: true })), synchronous: Number(this.db.pragma('synchronous', { simple: true })) }
   }
 
   /** The schema version now in force (number of migrations applied). */
@@ -150,14 +166,14 @@ export class SqliteTrackerStore implements TrackerStore {
     })
   }
 
-  putModel(m: StoredModel): void {
-    this.db
+  putModel(m: StoredModel): boolean {
+    const { changes } = this.db
       .prepare(
-        `insert into models (model_id, manifest, torrent, tokenizer, info_hash, published_by, published_at) values (?, ?, ?, ?, ?, ?, ?)
-         on conflict(model_id) do update set manifest = excluded.manifest, torrent = excluded.torrent, tokenizer = excluded.tokenizer, info_hash = excluded.info_hash,
-           published_by = excluded.published_by, published_at = excluded.published_at`,
+        `insert into models (model_id, manifest, torrent, tokenizer, info_hash, published_by, publisher_key, published_at) values (?, ?, ?, ?, ?, ?, ?, ?)
+         on conflict do nothing`,
       )
-      .run(m.manifest.modelId, JSON.stringify(m.manifest), m.torrent, m.tokenizer, m.infoHash, m.publishedBy, m.publishedAt)
+      .run(m.manifest.modelId, JSON.stringify(m.manifest), m.torrent, m.tokenizer, m.infoHash, m.publishedBy, m.publisherKey, m.publishedAt)
+    return changes === 1
   }
 
   getModel(modelId: string): StoredModel | undefined {
@@ -196,6 +212,7 @@ interface ModelRow {
   tokenizer: Buffer | null
   info_hash: string
   published_by: string
+  publisher_key: string | null
   published_at: number
 }
 
@@ -214,6 +231,7 @@ function modelFromRow(row: ModelRow): StoredModel {
     tokenizer: row.tokenizer ?? Buffer.alloc(0),
     infoHash: row.info_hash,
     publishedBy: row.published_by,
+    publisherKey: row.publisher_key,
     publishedAt: row.published_at,
   }
 }

@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -184,6 +184,26 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     expect(reputation.completedSteps).toBeGreaterThan(0)
   })
 
+  it('makes the embedded swarm private from Settings: a stranger is refused at once, the app keeps its dashboards', async () => {
+    const tracker = backend.embeddedTracker
+    if (tracker === null || extra === undefined) throw new Error('not embedded, or no extra host')
+    const friend = NodeIdentity.generate()
+    const extraKey = tracker.registry.get(extra.hostId)?.publicKey ?? ''
+    expect((await failure('settings.update', { allowedKeys: ['not a key'] })).message).toMatch(/public key/)
+    expect((await call('settings.update', { allowedKeys: [friend.publicKey, extraKey] })).allowedKeys).toEqual([friend.publicKey, extraKey])
+    try {
+      expect((await SettingsStore.open(join(dir, 'app'))).value.allowedKeys).toEqual([friend.publicKey, extraKey])
+      await expect(SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).rejects.toMatchObject({ code: 'not_admitted' })
+      ;(await SwarmClient.connect(backend.trackerUrl, friend)).close()
+      // The app's own key stays admitted: its earnings come from the members-only dashboard, signed.
+      expect((await call('earnings.get', {})).balanceMicro).toBeGreaterThan(0)
+      expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
+    } finally {
+      await call('settings.update', { allowedKeys: null })
+    }
+    ;(await SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).close()
+  })
+
   it('pauses (artifacts stay) and resumes serving the same range, then stops', async () => {
     const blocks = backend.hostingStatus.blocks
     expect((await call('hosting.pause', {})).phase).toBe('paused')
@@ -261,20 +281,30 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
 
   it('changes nothing when the settings cannot be saved, though the new tracker answers', async () => {
     const other = await Tracker.start({ dbPath: join(dir, 'other.sqlite'), host: '127.0.0.1', port: 0 })
-    // The store writes this file, then renames it over settings.json: a folder in its place fails the write.
-    const temp = join(dir, 'app', `settings.json.${process.pid}.tmp`)
+    // The store writes a temp file and renames it over settings.json: a folder in its place fails the rename.
+    const path = join(dir, 'app', 'settings.json')
+    let kept = ''
+    const restore = async () => {
+      if (!(await stat(path)).isDirectory()) return
+      await rm(path, { recursive: true })
+      await writeFile(path, kept)
+    }
     try {
       await call('hosting.start', { modelId: MODEL, blocks: [2, 5] })
       await until('serving', () => backend.hostingStatus.phase === 'serving')
       const before = await call('settings.get', {})
-      await mkdir(temp)
+      kept = await readFile(path, 'utf8')
+      await rm(path)
+      await mkdir(path)
       await failure('settings.update', { trackerUrl: other.url, limits: { threads: 2 } })
+      await restore()
       expect(await call('settings.get', {})).toEqual(before)
       expect(backend.hostingStatus).toMatchObject({ phase: 'serving', blocks: [2, 5] })
       expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
       expect(await savedHosting()).toEqual({ modelId: MODEL, blocks: [2, 5], paused: false })
+      expect((await readdir(join(dir, 'app'))).filter((f) => f.endsWith('.tmp'))).toEqual([])
     } finally {
-      await rm(temp, { recursive: true, force: true })
+      if (kept !== '') await restore()
       await other.close()
     }
   })

@@ -8,6 +8,7 @@ import type { Tracker } from '../../tracker/server'
 import { ChatRunner } from './chat'
 import { ChatController } from './controllers/chat'
 import { ComputerController } from './controllers/computer'
+import { ConversationsController } from './controllers/conversations'
 import { EarningsController } from './controllers/earnings'
 import { HostingController } from './controllers/hosting'
 import { IdentityController } from './controllers/identity'
@@ -21,7 +22,7 @@ import { resolveDataDir } from './data-dir'
 import { DEFAULT_MODEL } from './default-model'
 import { AppEventBus, type AppEventListener } from './events'
 import { HostingRunner } from './hosting'
-import { SettingsStore } from './settings-store'
+import type { SettingsStore } from './settings-store'
 import { SwarmConnection } from './swarm-connection'
 
 export type { AppEventListener } from './events'
@@ -79,6 +80,7 @@ export class AppBackend {
         dataDir,
         defaultModels: o.defaultModels,
         addedModels: () => store.value.addedModels,
+        allowedKeys: () => store.value.allowedKeys,
         leave: () => this.leave(),
         switched: () => this.earnings.forget(),
         joined: (socket) => this.earnings.subscribe(socket),
@@ -115,7 +117,8 @@ export class AppBackend {
       hosting: new HostingController({ dataDir, limits, swarm, runner: this.hosting, changes }),
       earnings: this.earnings,
       reputation: new ReputationController(swarm, () => this.earnings.dashboard()),
-      chat: new ChatController(this.chats),
+      chat: new ChatController(this.chats, () => settings.privacy()),
+      conversations: new ConversationsController(dataDir, log),
       swarm: new SwarmController(swarm),
       settings,
       identity: new IdentityController({ dataDir, swarm, settings, hostingPhase: () => this.hosting.status().phase, changes, log }),
@@ -125,8 +128,8 @@ export class AppBackend {
 
   static async start(options: AppBackendOptions): Promise<AppBackend> {
     const log = options.log ?? (() => {})
-    const dataDir = await resolveDataDir(resolve(options.dataDir), log)
-    const store = await SettingsStore.open(dataDir)
+    const { dataDir, store } = await resolveDataDir(resolve(options.dataDir), log)
+    if (store.notice !== null) log(store.notice)
     const identity = await NodeIdentity.loadOrCreate(dataDir)
     const saved = store.value
     const threads = options.threads ?? saved.limits.threads
@@ -143,7 +146,15 @@ export class AppBackend {
     // Kept as settings.update keeps it, so picking the same tracker there is no change.
     const trackerSetting = chosen === null ? null : trackerBase(chosen)
     const defaultModels = options.defaultModels ?? [DEFAULT_MODEL]
-    const connection = await SwarmConnection.open({ dataDir, trackerUrl: trackerSetting, identity, defaultModels, addedModels: saved.addedModels, log })
+    const connection = await SwarmConnection.open({
+      dataDir,
+      trackerUrl: trackerSetting,
+      identity,
+      defaultModels,
+      addedModels: saved.addedModels,
+      allowedKeys: saved.allowedKeys,
+      log,
+    })
     const backend = new AppBackend({ dataDir, store, identity, connection, limits, trackerSetting, defaultModels, pickFile: options.pickFile, log })
     backend.swarm.watch()
     if (saved.hosting !== null) {

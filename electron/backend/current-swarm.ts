@@ -16,6 +16,8 @@ export interface CurrentSwarmDeps {
   readonly defaultModels: readonly string[]
   /** The GGUFs the user added, as saved now: the swarm switched to publishes them too. */
   addedModels(): readonly string[]
+  /** The embedded swarm's allow-list, as saved now (null: open). */
+  allowedKeys(): readonly string[] | null
   /** Ends what ran on the swarm being left (chats, hosting); a switch goes on when it has. */
   leave(): Promise<void>
   /** Another connection or identity is in use: what was learnt of the previous one is stale. */
@@ -164,7 +166,15 @@ export class CurrentSwarm {
 
   private open(trackerUrl: string | null, identity: NodeIdentity): Promise<SwarmConnection> {
     const { dataDir, defaultModels, log } = this.deps
-    return SwarmConnection.open({ dataDir, trackerUrl, identity, defaultModels, addedModels: this.deps.addedModels(), log })
+    return SwarmConnection.open({
+      dataDir,
+      trackerUrl,
+      identity,
+      defaultModels,
+      addedModels: this.deps.addedModels(),
+      allowedKeys: this.deps.allowedKeys(),
+      log,
+    })
   }
 
   private adopt(next: SwarmConnection, identity: NodeIdentity): void {

@@ -1,5 +1,7 @@
 import { z } from 'zod'
-import { describeIssues, type Earnings, NeuronError, type ReputationView } from '../../protocol'
+import { nodeAuthHeaders } from '../../client/tracker-connection'
+import type { NodeIdentity } from '../../identity/keys'
+import { DASHBOARD_SCOPE, describeIssues, type Earnings, NeuronError, type ReputationView } from '../../protocol'
 
 const Count = z.number().int().nonnegative()
 const Bucket = z.object({ start: z.number(), modelId: z.string(), earned: z.number().int(), blockTokens: Count, receipts: Count })
@@ -30,20 +32,31 @@ export const HostDashboard = z.object({
 })
 export type HostDashboard = z.infer<typeof HostDashboard>
 
-/** Fetches a host's dashboard over HTTP, so a remote tracker works like the embedded one. */
-export async function fetchHostDashboard(trackerUrl: string, hostId: string, timeoutMs = 5000): Promise<HostDashboard> {
+/**
+ * Fetches a host's dashboard over HTTP, so a remote tracker works like the embedded one. The request
+ * carries the app's key, signed: a private swarm shows its dashboards to its members only.
+ */
+export async function fetchHostDashboard(trackerUrl: string, hostId: string, identity: NodeIdentity, timeoutMs = 5000): Promise<HostDashboard> {
   const url = `${trackerUrl}/v1/dashboard/hosts/${hostId}`
   let body: unknown
+  let refusal: NeuronError | undefined
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
-    if (!res.ok) throw new Error(`HTTP ${res.status}`)
+    const headers = await nodeAuthHeaders(trackerUrl, identity, DASHBOARD_SCOPE, { timeoutMs })
+    const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) })
     body = await res.json()
+    const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error
+    if (!res.ok)
+      refusal = new NeuronError(
+        String(error?.code ?? 'bad_response'),
+        `the tracker's dashboard at ${url} refused: ${String(error?.message ?? `HTTP ${res.status}`)}`,
+      )
   } catch (error) {
     throw new NeuronError(
       'tracker_unreachable',
       `the tracker's dashboard at ${url} did not answer (${error instanceof Error ? error.message : error}); is the tracker running?`,
     )
   }
+  if (refusal !== undefined) throw refusal
   const parsed = HostDashboard.safeParse(body)
   if (!parsed.success) throw new NeuronError('bad_response', describeIssues(url, parsed.error))
   return parsed.data

@@ -1,7 +1,8 @@
 import { constants } from 'node:fs'
-import { access, copyFile, mkdir, stat } from 'node:fs/promises'
+import { access, copyFile, cp, mkdir, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { NeuronError } from '../../protocol'
+import { CONVERSATIONS_DIR } from './controllers/conversations'
 import { SettingsStore } from './settings-store'
 
 /** Refuses a data dir that is missing, a file, or not writable by this user, saying which. */
@@ -17,21 +18,23 @@ export async function checkWritableDir(dir: string): Promise<void> {
 }
 
 /**
- * The data dir this run uses: the given one, unless its settings name another (a change made in
- * the app applies at the next start); the identity comes along the first time.
+ * The data dir this run uses, with its settings: the given one, unless its settings name another (a
+ * change made in the app applies at the next start); the identity and conversations come along the first time.
  */
-export async function resolveDataDir(given: string, log: (line: string) => void): Promise<string> {
+export async function resolveDataDir(given: string, log: (line: string) => void): Promise<{ dataDir: string; store: SettingsStore }> {
   await mkdir(given, { recursive: true })
-  const moved = (await SettingsStore.open(given)).value.dataDir
-  if (moved === null || resolve(moved) === given) return given
+  const here = await SettingsStore.open(given)
+  const moved = here.value.dataDir
+  if (moved === null || resolve(moved) === given) return { dataDir: given, store: here }
   const target = resolve(moved)
   if ((await stat(target).catch(() => undefined))?.isDirectory() !== true) {
     log(`the settings name data dir ${target}, which is not a folder; staying in ${given}`)
-    return given
+    return { dataDir: given, store: here }
   }
-  const settings = await SettingsStore.open(target)
-  if (settings.value.dataDir === null) await settings.update({ ...(await SettingsStore.open(given)).value, dataDir: target })
+  const store = await SettingsStore.open(target)
+  if (store.value.dataDir === null) await store.update({ ...here.value, dataDir: target })
   await copyFile(join(given, 'identity.pem'), join(target, 'identity.pem'), constants.COPYFILE_EXCL).catch(() => {})
+  await cp(join(given, CONVERSATIONS_DIR), join(target, CONVERSATIONS_DIR), { recursive: true, force: false }).catch(() => {})
   log(`data dir ${target} (named in ${join(given, 'settings.json')})`)
-  return target
+  return { dataDir: target, store }
 }

@@ -1,7 +1,9 @@
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { AppApi, describeIssues, Limits, NeuronError } from '../../protocol'
+import { SerialQueue } from '../../host/serial-queue'
+import { AppApi, Limits, MAX_ALLOWED_KEYS, PublicKey } from '../../protocol'
+import { keepAside, parseJsonFile, writeFileDurably } from './durable-file'
 
 /** A saved hosting choice is what hosting.start accepts (the same model id and block range schemas), plus whether it was paused. */
 const SavedHosting = AppApi['hosting.start'].request.extend({ paused: z.boolean() })
@@ -18,18 +20,30 @@ export const SavedSettings = z.object({
   addedModels: z.array(z.string()).default([]),
   /** The range this computer serves, so a restart resumes it (paused: stays paused). */
   hosting: SavedHosting.nullable().default(null),
+  /** Remote trackers (base URLs) the user agreed to chat on, knowing their hosts see prompts and answers. */
+  consentedTrackers: z.array(z.string().url()).default([]),
+  /** The embedded swarm's allow-list (this app's own key is always admitted too); null: anyone who can reach it. */
+  allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS).nullable().default(null),
 })
 export type SavedSettings = z.infer<typeof SavedSettings>
 
 export const SETTINGS_FILE = 'settings.json'
 
-/** `<dataDir>/settings.json`, parsed with zod; written atomically (temp file + rename). */
+/**
+ * `<dataDir>/settings.json`, parsed with zod; each change is written durably (writeFileDurably), one
+ * at a time over the one before, so concurrent changes all land.
+ */
 export class SettingsStore {
+  private readonly writes = new SerialQueue()
+
   private constructor(
     readonly path: string,
     private current: SavedSettings,
+    /** Set when the file could not be read at open: where it was kept, and that the defaults are in force. */
+    readonly notice: string | null = null,
   ) {}
 
+  /** An unreadable file is kept aside (keepAside) and the defaults load, with a notice saying so. */
   static async open(dataDir: string): Promise<SettingsStore> {
     const path = join(dataDir, SETTINGS_FILE)
     let text: string
@@ -38,36 +52,24 @@ export class SettingsStore {
     } catch {
       return new SettingsStore(path, SavedSettings.parse({}))
     }
-    let raw: unknown
-    try {
-      raw = JSON.parse(text)
-    } catch (error) {
-      throw new NeuronError(
-        'bad_settings',
-        `${path} is not JSON (${error instanceof Error ? error.message : error}); fix it by hand, or delete it to start from the defaults.`,
-        { path },
-      )
-    }
-    const parsed = SavedSettings.safeParse(raw)
-    if (!parsed.success) {
-      throw new NeuronError('bad_settings', `${describeIssues(path, parsed.error)}; fix it by hand, or delete it to start from the defaults.`, { path })
-    }
-    return new SettingsStore(path, parsed.data)
+    const parsed = parseJsonFile(path, text, SavedSettings)
+    if ('value' in parsed) return new SettingsStore(path, parsed.value)
+    const aside = await keepAside(path)
+    const notice = `${parsed.problem}. It was kept as ${aside} and the app started with the default settings: set the tracker and limits again, or copy them from that file.`
+    return new SettingsStore(path, SavedSettings.parse({}), notice)
   }
 
   get value(): SavedSettings {
     return this.current
   }
 
-  async update(change: Partial<SavedSettings>): Promise<SavedSettings> {
-    const next = SavedSettings.parse({ ...this.current, ...change })
-    const dir = join(this.path, '..')
-    await mkdir(dir, { recursive: true })
-    const temp = `${this.path}.${process.pid}.tmp`
-    await writeFile(temp, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 })
-    await chmod(temp, 0o600)
-    await rename(temp, this.path)
-    this.current = next
-    return next
+  /** Applies `change` over the settings as the changes queued before it left them; on a failed write nothing changes. */
+  update(change: Partial<SavedSettings>): Promise<SavedSettings> {
+    return this.writes.run(async () => {
+      const next = SavedSettings.parse({ ...this.current, ...change })
+      await writeFileDurably(this.path, `${JSON.stringify(next, null, 2)}\n`)
+      this.current = next
+      return next
+    })
   }
 }

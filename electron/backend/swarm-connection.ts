@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { SwarmClient } from '../../client/swarm-client'
 import { trackerBase } from '../../client/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
-import { AuthChallenge, NeuronError } from '../../protocol'
+import { AuthChallenge, MICRO, NeuronError } from '../../protocol'
 import { Tracker } from '../../tracker/server'
 import { ModelPublisher } from './model-publisher'
 
@@ -15,6 +15,8 @@ export interface SwarmConnectionOptions {
   readonly defaultModels: readonly string[]
   /** GGUFs the user added: published again on any tracker; one that fails is logged and skipped. */
   readonly addedModels?: readonly string[]
+  /** The embedded tracker's allow-list (Settings); null or absent: anyone who can reach it. */
+  readonly allowedKeys?: readonly string[] | null
   readonly log: (line: string) => void
 }
 
@@ -43,7 +45,15 @@ export class SwarmConnection {
     let embedded: Tracker | null = null
     try {
       if (options.trackerUrl === null) {
-        embedded = await Tracker.start({ dbPath: join(options.dataDir, 'tracker.sqlite'), host: '127.0.0.1', port: 0 })
+        // Loopback only: this computer's other clients (neuron chat, a browser tab) get a starting grant.
+        const allowedKeys = embeddedAllowList(options.allowedKeys ?? null, options.identity)
+        embedded = await Tracker.start({
+          dbPath: join(options.dataDir, 'tracker.sqlite'),
+          host: '127.0.0.1',
+          port: 0,
+          newKeyGrantMicro: 10 * MICRO,
+          ...(allowedKeys === null ? {} : { allowedKeys }),
+        })
         // A packaged app, or a checkout without ../shared, may lack the default model: the swarm starts empty then.
         for (const model of options.defaultModels) {
           await publisher
@@ -94,6 +104,11 @@ export class SwarmConnection {
     await this.publisher.close()
     await this.embedded?.close()
   }
+}
+
+/** The embedded tracker's allow-list: the user's keys and this app's own (it never locks itself out); null: open. */
+export function embeddedAllowList(keys: readonly string[] | null, identity: NodeIdentity): string[] | null {
+  return keys === null ? null : [...new Set([...keys, identity.publicKey])]
 }
 
 /** The embedded tracker pays chats from the app's own account, granted the tracker's default. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { open, readdir, readFile } from 'node:fs/promises'
+import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
@@ -114,5 +115,27 @@ describe.skipIf(!HAVE_STORIES)(`artifact store over BitTorrent on loopback${NEED
       message: expect.stringMatching(/disk quota is 1000 bytes/),
     })
     await expect(readdir(join(dir, 'host-small', 'models'))).rejects.toThrow()
+  })
+
+  it('binds its BitTorrent port where its options say, and peers fetch from it there', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo
+        probe.close(() => resolve(port))
+      })
+    })
+    // A tracker only this seeder announces to: whatever a peer gets, it gets from there.
+    const lonely = await Tracker.start({ dbPath: ':memory:' })
+    try {
+      const alone = await createModelTorrent(join(dir, 'packed'), manifest, [lonely.announceUrl])
+      const seeder = new ArtifactStore({ dataDir: join(dir, 'bound'), torrentPort: port, torrentHost: '127.0.0.1' })
+      stores.push(seeder)
+      await seeder.seedDirectory(join(dir, 'packed'), manifest, alone)
+      expect(await seeder.torrentAddress()).toMatchObject({ address: '127.0.0.1', port })
+      const [path] = await store('from-bound').fetch(manifest, alone, ['head.gguf'])
+      expect(await sha256(path as string)).toBe(artifact('head.gguf').sha256)
+    } finally {
+      await lonely.close()
+    }
   })
 })

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { copyFile, link, mkdir, rm, stat } from 'node:fs/promises'
+import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
@@ -12,6 +13,8 @@ export interface ArtifactStoreOptions {
   readonly quotaBytes?: number
   /** BitTorrent TCP port; 0 picks a free one. */
   readonly torrentPort?: number
+  /** Address the BitTorrent TCP port binds to; absent, every interface. */
+  readonly torrentHost?: string
   readonly log?: (line: string) => void
 }
 
@@ -45,6 +48,7 @@ export class ArtifactStore {
       natPmp: false,
       torrentPort: options.torrentPort ?? 0,
     } as WebTorrent.Options)
+    if (options.torrentHost !== undefined) bindTorrentServer(this.client, options.torrentHost, options.torrentPort ?? 0)
     this.client.on('error', (e) => options.log?.(`torrent client: ${e instanceof Error ? e.message : e}`))
     this.ready = new Promise((resolve) => {
       if ((this.client as unknown as { listening?: boolean }).listening) resolve()
@@ -115,6 +119,13 @@ export class ArtifactStore {
       await new Promise<void>((resolve) => this.client.remove(t, {}, () => resolve()))
       for (const a of bad) await rm(this.pathOf(manifest.modelId, a.file), { force: true })
     }
+  }
+
+  /** Where the BitTorrent TCP server listens. */
+  async torrentAddress(): Promise<AddressInfo> {
+    await this.ready
+    // webtorrent 3's address() is its TCP server's; its @types predate it.
+    return (this.client as unknown as { address(): AddressInfo }).address()
   }
 
   /** Seeding peers and bytes uploaded, for the dashboard. */
@@ -192,6 +203,18 @@ export class ArtifactStore {
       )
     }
   }
+}
+
+/**
+ * webtorrent 3 starts its TCP server on every interface in its constructor and has no option for
+ * the address: close it at once (nothing has connected yet) and listen again where asked. Its
+ * 'listening' callback fires once, for the new address.
+ */
+function bindTorrentServer(client: WebTorrent.Instance, host: string, port: number): void {
+  const server = (client as unknown as { _connPool?: { tcpServer?: Server } })._connPool?.tcpServer
+  if (server === undefined) throw new NeuronError('internal', 'this webtorrent has no TCP server to bind; check its version against package.json.')
+  server.close()
+  server.listen(port, host)
 }
 
 /** webtorrent 3 marks finished files with `done`; its @types predate that. */

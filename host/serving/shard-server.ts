@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
+import type { TlsCertificate } from '../../client/tls-trust'
 import { type ShardRuntime, ShardRuntimeError, type ShardSession } from '../../native'
 import {
   decodeFrame,
@@ -9,17 +11,21 @@ import {
   FLAG_NO_SAMPLE,
   type Frame,
   jsonFrame,
+  MAX_FRAME_BYTES,
   NeuronError,
   OpenSession,
   payloadAs,
+  type Receipt,
   type ReceiptBody,
   readJson,
   receiptMessage,
   type SampledToken,
   SamplingParams,
+  type Ticket,
   toWireError,
 } from '../../protocol'
 import { SerialQueue } from '../serial-queue'
+import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type TicketTerms } from './admission'
 
 export interface ShardServerOptions {
   readonly modelId: string
@@ -35,7 +41,24 @@ export interface ShardServerOptions {
   readonly log?: (line: string) => void
   /** Signs a receipt for every step it serves (the host's NodeIdentity); without it, answers carry none. */
   readonly signer?: ReceiptSigner
+  /** Told every receipt signed: the host hands them to the tracker itself, so a client that vanishes still pays. */
+  readonly onReceipt?: (receipt: Receipt) => void
+  /** What an open's ticket must name: signed by the tracker's key (undefined until the tracker said it), for this host and manifest. */
+  readonly tickets: Omit<TicketTerms, 'modelId'>
+  /** KV capacity per session, the KV budget over all sessions and sessions per client key (see admissionLimits). */
+  readonly limits?: Partial<Omit<AdmissionLimits, 'maxSessions'>>
+  /** A session opened and never stepped is closed after this long (default 30 s): an open alone holds a slot. */
+  readonly unsteppedSessionMs?: number
+  /** WebSocket connections at once (default 256), and frames one connection may have in flight (default 8). */
+  readonly maxConnections?: number
+  readonly maxInFlightPerConnection?: number
 }
+
+/**
+ * Who sent a frame: `ws:<n>` for the n-th WebSocket connection, `relay:<public key>` for frames the
+ * tracker relays for the client it authenticated. A session answers only the caller that opened it.
+ */
+export type FrameCaller = string
 
 /** The part of a NodeIdentity that signs receipts. */
 export interface ReceiptSigner {
@@ -46,6 +69,14 @@ export interface ReceiptSigner {
 interface ServedSession {
   readonly runtime: ShardSession
   readonly open: OpenSession
+  /** The caller that opened it: the only one that may step or close it. */
+  readonly owner: FrameCaller
+  /** The ticket's client key: it counts against that key's session limit. */
+  readonly clientKey: string
+  /** What the session's receipts name: its model, price and tracker. */
+  readonly ticket: Ticket
+  /** False until its first forward: an open never stepped is reaped early. */
+  stepped: boolean
   readonly sampling: ReturnType<typeof SamplingParams.parse>
   lastUsed: number
   /** Steps of one session run one after another. */
@@ -53,7 +84,7 @@ interface ServedSession {
 }
 
 const NO_SESSION = '0'.repeat(32)
-export const DEFAULT_MAX_FRAME_BYTES = 32 * 1024 * 1024
+export const DEFAULT_MAX_FRAME_BYTES = MAX_FRAME_BYTES
 
 /**
  * Serves one loaded block range to clients: binary frames in, frames out, over WebSocket or the
@@ -62,16 +93,21 @@ export const DEFAULT_MAX_FRAME_BYTES = 32 * 1024 * 1024
 export class ShardServer {
   private readonly sessions = new Map<string, ServedSession>()
   private wss: WebSocketServer | undefined
+  /** The TLS server under `wss` when serving wss:// (ws does not close a server it was given). */
+  private https: HttpsServer | undefined
   private draining = false
   private readonly reaper: NodeJS.Timeout
   /** Compute time per block of the last single-token steps, for the measured speed. */
   private readonly recentMsPerBlock: number[] = []
+  private connections = 0
+  private readonly limits: AdmissionLimits
 
   constructor(
     private readonly runtime: ShardRuntime,
     private readonly options: ShardServerOptions,
   ) {
-    this.reaper = setInterval(() => this.reapIdle(Date.now()), 10_000)
+    this.limits = admissionLimits(options.maxSessions, options.limits)
+    this.reaper = setInterval(() => this.reapIdle(Date.now()), Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)))
     this.reaper.unref()
   }
 
@@ -86,28 +122,50 @@ export class ShardServer {
     return sorted[Math.floor(sorted.length / 2)]
   }
 
-  async listen(port = 0, host = '127.0.0.1'): Promise<string> {
+  /** Serves clients at the returned endpoint: wss:// when given a certificate, else ws://. */
+  async listen(port = 0, host = '127.0.0.1', tls?: TlsCertificate): Promise<string> {
     const max = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
+    const https = tls === undefined ? undefined : createHttpsServer({ key: tls.key, cert: tls.cert })
+    this.https = https
     // ws closes a connection whose message passes maxPayload; below that, oversized frames get a typed error.
-    const wss = new WebSocketServer({ port, host, maxPayload: 2 * max })
+    const wss = https === undefined ? new WebSocketServer({ port, host, maxPayload: 2 * max }) : new WebSocketServer({ server: https, maxPayload: 2 * max })
     this.wss = wss
+    const maxInFlight = this.options.maxInFlightPerConnection ?? 8
     wss.on('connection', (socket: WebSocket) => {
+      if (wss.clients.size > (this.options.maxConnections ?? 256)) {
+        socket.close(1013, 'this host has too many connections; try again later')
+        return
+      }
+      const caller = `ws:${++this.connections}`
+      let inFlight = 0
       socket.on('message', async (data, isBinary) => {
-        const bytes = isBinary ? (Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[])) : Buffer.from(String(data))
-        const reply = await this.handle(bytes)
-        if (socket.readyState === socket.OPEN) socket.send(reply)
+        // A rejection here would be unhandled and end the host: whatever fails is logged, not thrown.
+        try {
+          const bytes = isBinary ? (Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[])) : Buffer.from(String(data))
+          if (inFlight >= maxInFlight) {
+            socket.send(refusal(bytes, 'too_many_in_flight', `a connection may have ${maxInFlight} frames in flight; wait for answers before sending more.`))
+            return
+          }
+          inFlight++
+          const reply = await this.handle(bytes, caller).finally(() => inFlight--)
+          if (socket.readyState === socket.OPEN) socket.send(reply)
+        } catch (error) {
+          this.options.log?.(`data-plane message from ${caller} failed: ${error instanceof Error ? error.message : error}`)
+        }
       })
       socket.on('error', (e) => this.options.log?.(`data-plane socket: ${e.message}`))
     })
     await new Promise<void>((resolve, reject) => {
-      wss.once('listening', () => resolve())
-      wss.once('error', reject)
+      const listening = https ?? wss
+      listening.once('listening', () => resolve())
+      listening.once('error', reject)
+      https?.listen(port, host)
     })
-    return `ws://${host}:${(wss.address() as AddressInfo).port}/`
+    return `${https === undefined ? 'ws' : 'wss'}://${host}:${(wss.address() as AddressInfo).port}/`
   }
 
-  /** One frame in, one frame out; never throws. */
-  async handle(bytes: Uint8Array): Promise<Uint8Array> {
+  /** One frame in from `caller`, one frame out; never throws. */
+  async handle(bytes: Uint8Array, caller: FrameCaller): Promise<Uint8Array> {
     const max = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
     if (bytes.byteLength > max) {
       return errorFrame(NO_SESSION, 0, {
@@ -125,10 +183,11 @@ export class ShardServer {
     try {
       switch (frame.kind) {
         case 'open':
-          return this.open(frame)
+          return this.open(frame, caller)
         case 'forward':
-          return await this.forward(frame)
+          return await this.forward(frame, caller)
         case 'close':
+          this.owned(frame.session, caller)
           this.closeSession(frame.session)
           return jsonFrame('ok', frame.session, frame.step, {})
         default:
@@ -154,13 +213,16 @@ export class ShardServer {
       for (const client of wss.clients) client.terminate()
       await new Promise<void>((resolve) => wss.close(() => resolve()))
     }
+    const https = this.https
+    if (https !== undefined) await new Promise<void>((resolve) => https.close(() => resolve()))
   }
 
-  private open(frame: Frame): Uint8Array {
+  private open(frame: Frame, caller: FrameCaller): Uint8Array {
     const request = readJson(frame, OpenSession)
     const { modelId, blocks } = this.options
     if (this.draining) throw new NeuronError('draining', 'this host is draining and takes no new sessions; ask the tracker for another route.')
     if (request.modelId !== modelId) throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
+    const ticket = admit(frame.session, request, { ...this.options.tickets, modelId }, this.limits, this.sessions.values())
     // A route may use part of this host's span: the session then runs only its blocks.
     if (request.blocks[0] < blocks[0] || request.blocks[1] > blocks[1]) {
       throw new NeuronError(
@@ -176,6 +238,10 @@ export class ShardServer {
     this.sessions.set(frame.session, {
       runtime,
       open: request,
+      owner: caller,
+      clientKey: ticket.clientKey,
+      ticket,
+      stepped: false,
       sampling: SamplingParams.parse(request.sampling ?? {}),
       lastUsed: Date.now(),
       steps: new SerialQueue(),
@@ -183,8 +249,16 @@ export class ShardServer {
     return jsonFrame('ok', frame.session, frame.step, {})
   }
 
-  private forward(frame: Frame): Promise<Uint8Array> {
-    const served = this.sessions.get(frame.session)
+  /** The session `id` if `caller` opened it; `not_your_session` when another caller did. */
+  private owned(id: string, caller: FrameCaller): ServedSession | undefined {
+    const served = this.sessions.get(id)
+    if (served !== undefined && served.owner !== caller)
+      throw new NeuronError('not_your_session', `session ${id} was opened by another connection; open your own session with your own ticket.`)
+    return served
+  }
+
+  private forward(frame: Frame, caller: FrameCaller): Promise<Uint8Array> {
+    const served = this.owned(frame.session, caller)
     if (served === undefined)
       throw new NeuronError('unknown_session', `no open session ${frame.session} on this host; open it first (it may have idled out).`, {
         session: frame.session,
@@ -202,6 +276,8 @@ export class ShardServer {
     }
     if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
     served.lastUsed = Date.now()
+    checkStepTokens(served.ticket, frame.step, frame.tokens)
+    served.stepped = true
     return served.steps.run(() => this.compute(served, frame))
   }
 
@@ -258,10 +334,15 @@ export class ShardServer {
       // What this step actually ran: a session may use part of the host's span.
       blocks: [served.runtime.blocks[0], served.runtime.blocks[1]],
       tokens: request.tokens,
+      position: request.position,
+      modelId: served.ticket.modelId,
+      price: served.ticket.price,
+      tracker: served.ticket.trackerKey,
       input: sha256(request.payload),
       output: sha256(answer.payload),
     }
     const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
+    this.options.onReceipt?.(receipt)
     return encodeFrame({ ...answer, trailer: new TextEncoder().encode(JSON.stringify(receipt)) })
   }
 
@@ -275,13 +356,23 @@ export class ShardServer {
 
   private reapIdle(now: number): void {
     const idle = this.options.idleSessionMs ?? 10 * 60_000
+    const unstepped = this.options.unsteppedSessionMs ?? 30_000
     for (const [id, s] of this.sessions) {
-      if (now - s.lastUsed > idle) {
+      if (now - s.lastUsed > (s.stepped ? idle : unstepped)) {
         this.options.log?.(`session ${id} idle for ${Math.round((now - s.lastUsed) / 1000)} s; closed`)
         this.closeSession(id)
       }
     }
   }
+}
+
+/** An error answer to a frame not handled, addressed to its session and step when its header parses. */
+function refusal(bytes: Uint8Array, code: string, message: string): Uint8Array {
+  let to = { session: NO_SESSION, step: 0 }
+  try {
+    to = decodeFrame(bytes)
+  } catch {}
+  return errorFrame(to.session, to.step, { code, message })
 }
 
 function sha256(bytes: Uint8Array): string {

@@ -1,15 +1,19 @@
 import { useEffect, useRef } from 'react'
 import { useStore } from 'zustand'
 import { ErrorNote } from '../components/ErrorNote'
+import { privacyNotice } from '../stores/chat/privacy'
 import { activeConversation, canRegenerate, streamingAnswer } from '../stores/chat/selectors'
 import { useStores } from '../stores/context'
 import { Composer } from './chat/Composer'
 import { ConversationList } from './chat/ConversationList'
 import { MessageView } from './chat/MessageView'
+import { PrivacyConsent, PrivacyNote } from './chat/PrivacyNote'
 
 export function ChatScreen() {
-  const { chat } = useStores()
+  const { chat, settings } = useStores()
   const state = useStore(chat)
+  const swarm = useStore(settings)
+  const privacy = swarm.settings === null ? null : privacyNotice(swarm.settings)
   const conversation = activeConversation(state)
   const streaming = streamingAnswer(conversation) !== null
   const thread = useRef<HTMLDivElement>(null)
@@ -77,26 +81,37 @@ export function ChatScreen() {
               data-testid="chat-max-tokens"
             />
           </label>
+          {privacy !== null && <PrivacyNote notice={privacy} />}
         </header>
         <ErrorNote error={state.modelsError} />
+        <ErrorNote error={state.historyError} testId="chat-history-error" />
         <div className="thread" ref={thread}>
           {conversation === null || conversation.messages.length === 0 ? (
             <div className="thread-empty">
               <h2>Ask the swarm</h2>
               <p className="muted">Each answer is computed block by block by the hosts on your tracker. The route that served it shows under the answer.</p>
+              {privacy !== null && (
+                <p className="muted small" data-testid="chat-privacy-detail">
+                  {privacy.detail}
+                </p>
+              )}
             </div>
           ) : (
             conversation.messages.map((message) => <MessageView key={message.id} message={message} />)
           )}
         </div>
         <ErrorNote error={state.composerError} testId="chat-error" />
-        <Composer
-          streaming={streaming}
-          canRegenerate={canRegenerate(conversation)}
-          onSend={(text) => void state.send(text)}
-          onStop={() => void state.stop()}
-          onRegenerate={() => void state.regenerate()}
-        />
+        {privacy?.needsConsent ? (
+          <PrivacyConsent notice={privacy} busy={swarm.saving === 'consent'} error={swarm.consentError} onAgree={() => void swarm.consent()} />
+        ) : (
+          <Composer
+            streaming={streaming}
+            canRegenerate={canRegenerate(conversation)}
+            onSend={(text) => void state.send(text)}
+            onStop={() => void state.stop()}
+            onRegenerate={() => void state.regenerate()}
+          />
+        )}
       </section>
     </div>
   )

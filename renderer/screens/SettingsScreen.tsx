@@ -7,6 +7,7 @@ import { ScreenHeader } from '../components/ScreenHeader'
 import { useNow } from '../components/useNow'
 import { useStores } from '../stores/context'
 import { identityFileName, showsSaved } from '../stores/settings/selectors'
+import { AccessSection } from './settings/AccessSection'
 import { IdentitySection } from './settings/IdentitySection'
 import { LimitsSection } from './settings/LimitsSection'
 import { TrackerSection } from './settings/TrackerSection'
@@ -45,6 +46,7 @@ export function SettingsScreen() {
         actions={<SavedNote savedAt={state.savedAt} />}
       />
       <ErrorNote error={state.loadError} />
+      <ErrorNote error={settings?.notice ? { code: 'settings_kept_aside', message: settings.notice } : null} testId="settings-notice" />
       {settings === null ? (
         <Loading text="Loading settings…" />
       ) : (
@@ -72,6 +74,13 @@ export function SettingsScreen() {
               if (exported !== null) download(identityFileName(settings), exported.pem)
             }}
             onImport={(pem) => void state.importIdentity(pem)}
+          />
+          <AccessSection
+            key={`access-${(settings.allowedKeys ?? []).join(',')}`}
+            settings={settings}
+            saving={state.saving === 'access'}
+            error={state.accessError}
+            onSave={(text) => void state.saveAllowedKeys(text)}
           />
           <LimitsSection
             key={JSON.stringify(settings.limits)}

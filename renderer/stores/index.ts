@@ -16,7 +16,7 @@ export function createStores(bridge: ConnectedBridge) {
     hosting: createHostingStore(bridge),
     earnings: createEarningsStore(bridge),
     reputation: createReputationStore(bridge),
-    chat: createChatStore(bridge, { storage: localStorage }),
+    chat: createChatStore(bridge, { legacy: localStorage }),
     swarm: createSwarmStore(bridge),
     settings: createSettingsStore(bridge),
   }

@@ -8,4 +8,7 @@ export const someSettings: Settings = {
   hostId: '0123456789abcdef0123',
   limits: { diskBytes: 20e9, memoryBytes: null, threads: 8, useGpu: true },
   canPickFiles: false,
+  notice: null,
+  privacy: { level: 'private', consented: true },
+  allowedKeys: null,
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { hostAccount } from '../ledger/accounts'
-import { authenticate } from './auth'
+import { authenticate, requireMember } from './auth'
 import type { CreditHolds } from './credit-holds'
 import type { GatewayDeps } from './deps'
 import { sendJson } from './http'
@@ -8,12 +8,12 @@ import { sendJson } from './http'
 /** The /v1/dashboard queries: a consumer's own balance, and any host's earnings, receipts and reputation. */
 export class Dashboards {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'reputation'>,
+    private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'reputation' | 'admits' | 'provenKey'>,
     private readonly holds: CreditHolds,
   ) {}
 
   account(req: IncomingMessage, res: ServerResponse): void {
-    const account = authenticate(req, this.deps.accounts)
+    const account = authenticate(req, this.deps)
     sendJson(res, 200, {
       account_id: account.accountId,
       name: account.name,
@@ -22,8 +22,9 @@ export class Dashboards {
     })
   }
 
-  /** Open to anyone: it asks for no API key. */
-  host(res: ServerResponse, hostId: string): void {
+  /** Open to anyone on an open swarm; on a private one, to its members (requireMember). */
+  host(req: IncomingMessage, res: ServerResponse, hostId: string): void {
+    requireMember(req, this.deps)
     const now = Date.now()
     const { ledger, reputation } = this.deps
     sendJson(res, 200, {

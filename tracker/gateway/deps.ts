@@ -1,5 +1,6 @@
 // What the gateway is configured with and what it uses of the tracker (types only, so the gateway's
 // parts can share them without importing the class that wires them).
+import type { IncomingMessage } from 'node:http'
 import type { SwarmClient } from '../../client/swarm-client'
 import type { ModelCatalog } from '../catalog'
 import type { Accounts } from '../ledger/accounts'
@@ -7,6 +8,7 @@ import type { LedgerStore } from '../ledger/ledger-store'
 import type { Metering } from '../ledger/metering'
 import type { PricingOptions } from '../ledger/pricing'
 import type { Reputation } from '../reputation/reputation'
+import type { CreditHolds } from './credit-holds'
 
 export interface GatewayOptions {
   /** Guards the /admin routes (`Authorization: Bearer <token>`); absent, they answer 403. */
@@ -24,6 +26,14 @@ export interface GatewayDeps {
   readonly ledger: LedgerStore
   readonly metering: Metering
   readonly reputation: Reputation
+  /** Credits set aside per account, shared with the tracker's routed sessions (default: the gateway's own). */
+  readonly holds?: CreditHolds
+  /** Tells the tracker the gateway's next session is paid by this account (before it is routed). */
+  readonly sponsor?: (session: string, accountId: string) => void
+  /** Whether the swarm admits this key (null: a caller without one): see Tracker.admits. */
+  readonly admits: (publicKey: string | null) => boolean
+  /** The key a request proves with an `x-neuron-auth` header signed for `scope`; undefined without one, a refusal when it is wrong. */
+  readonly provenKey: (req: IncomingMessage, scope: string) => string | undefined
   /** The tracker's own client of its swarm, connected on first use. */
   readonly client: () => Promise<SwarmClient>
   readonly log: (line: string) => void

@@ -24,7 +24,7 @@ export class Gateway {
     private readonly deps: GatewayDeps,
     options: GatewayOptions,
   ) {
-    const holds = new CreditHolds()
+    const holds = deps.holds ?? new CreditHolds()
     const generations = new PaidGenerations(deps, options.pricing ?? {}, holds)
     this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120))
     this.dashboards = new Dashboards(deps, holds)
@@ -44,7 +44,7 @@ export class Gateway {
       if (method === 'POST' && path === '/v1/completions') return await this.openai.completion(req, res)
       if (method === 'GET' && path === '/v1/dashboard/account') return this.dashboards.account(req, res)
       const host = /^\/v1\/dashboard\/hosts\/([0-9a-f]{20})$/.exec(path)
-      if (method === 'GET' && host !== null) return this.dashboards.host(res, host[1] as string)
+      if (method === 'GET' && host !== null) return this.dashboards.host(req, res, host[1] as string)
       if (method === 'POST' && path === '/admin/accounts') return await this.admin.createAccount(req, res)
       const grant = /^\/admin\/accounts\/(acct_[0-9a-f]{16})\/grant$/.exec(path)
       if (method === 'POST' && grant !== null) return await this.admin.grant(req, res, grant[1] as string)

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { Receipt } from '../../protocol'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { affordableTokens, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
@@ -25,7 +26,7 @@ export type Chunk = { readonly text: string } | { readonly done: true; readonly 
  */
 export class PaidGenerations {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'metering' | 'reputation' | 'client'>,
+    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'metering' | 'reputation' | 'client' | 'sponsor'>,
     private readonly pricing: PricingOptions,
     private readonly holds: CreditHolds,
   ) {}
@@ -66,8 +67,12 @@ export class PaidGenerations {
         }
       }
     }
+    // The tracker routes the session for the caller's account: this generation's hold pays for it.
+    const session = randomBytes(16).toString('hex')
+    this.deps.sponsor?.(session, account.accountId)
     try {
       const tokens = client.generate({
+        session,
         modelId: g.modelId,
         prompt: g.promptTokens,
         maxTokens,

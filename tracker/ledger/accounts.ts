@@ -55,6 +55,10 @@ export class Accounts {
     })
   }
 
+  get(accountId: string): StoredAccount | undefined {
+    return this.store.getAccount(accountId)
+  }
+
   byApiKey(key: string): StoredAccount | undefined {
     return this.store.accountByKeyHash(hashApiKey(key))
   }

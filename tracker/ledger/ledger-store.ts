@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Receipt } from '../../protocol'
+import { RoutedSessions } from './routed-sessions'
 
 export interface StoredAccount {
   readonly accountId: string
@@ -17,7 +18,8 @@ export interface Entry {
 }
 
 export interface Transaction {
-  readonly kind: 'grant' | 'charge'
+  /** forfeit: a failed host's earnings move to the host that replayed its work. */
+  readonly kind: 'grant' | 'charge' | 'forfeit'
   /** Unique: a transaction posted twice with the same key is refused (null: always posts). */
   readonly idempotencyKey: string | null
   readonly modelId: string | null
@@ -59,6 +61,8 @@ export interface EarningsBucket {
 
 /** The ledger's durable side; callers see no SQL. Every transaction's entries sum to zero. */
 export interface LedgerStore {
+  /** The routes issued and the credits held for them. */
+  readonly routes: RoutedSessions
   createAccount(account: StoredAccount, keyHash: string | null): void
   addApiKey(accountId: string, keyHash: string, at: number): void
   accountByKeyHash(keyHash: string): StoredAccount | undefined
@@ -89,11 +93,13 @@ const HOUR = 3_600_000
 const DAY = 24 * HOUR
 
 export class SqliteLedgerStore implements LedgerStore {
+  readonly routes: RoutedSessions
   private readonly postTxn: (txn: Transaction) => PostResult
   /** Prepared once: every paid receipt reads its payer's balance (the overdraft check). */
   private readonly balanceOf: Database.Statement<[string], { amount: number }>
 
   constructor(private readonly db: Database.Database) {
+    this.routes = new RoutedSessions(db)
     this.balanceOf = db.prepare('select amount from ledger_balances where account = ?')
     const insertTxn = db.prepare('insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?)')
     const insertEntry = db.prepare('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)')

@@ -15,8 +15,23 @@ const MODEL = { modelId: 'toy', nLayer: 4, bytesPerBlock: [1e9, 1e9, 1e9, 1e9] }
 const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }
 const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 
-function sign(host: NodeIdentity, body: Omit<ReceiptBody, 'hostId' | 'input' | 'output'>): Receipt {
-  const full: ReceiptBody = { ...body, hostId: host.id, input: sha(`in ${body.step}`), output: sha(`out ${body.step}`) }
+const TRACKER = NodeIdentity.generate()
+
+/** A host's receipt for a step of the toy model, at its price, on TRACKER's ticket (position 0 unless given). */
+function sign(
+  host: NodeIdentity,
+  body: Omit<ReceiptBody, 'hostId' | 'input' | 'output' | 'position' | 'modelId' | 'price' | 'tracker'> & Partial<ReceiptBody>,
+): Receipt {
+  const full: ReceiptBody = {
+    position: 0,
+    modelId: 'toy',
+    price: PRICE,
+    tracker: TRACKER.publicKey,
+    ...body,
+    hostId: host.id,
+    input: sha(`in ${body.step}`),
+    output: sha(`out ${body.step}`),
+  }
   return { ...full, signature: host.sign(receiptMessage(full)) }
 }
 
@@ -42,6 +57,7 @@ describe('ledger and receipt settlement', () => {
       () => MODEL,
       (id) => keys.get(id),
       { prices: { toy: PRICE }, feeBps: 1000 },
+      TRACKER.publicKey,
     )
   })
   afterEach(async () => {
@@ -83,7 +99,7 @@ describe('ledger and receipt settlement', () => {
     expect(store.ledger.earnings(hostA.id, 'hour', 0)).toEqual([expect.objectContaining({ modelId: 'toy', earned: earnedA, receipts: 3 })])
   })
 
-  it('refuses a replayed receipt, a forged one and one for a hop the tracker never issued; each is logged against the host', () => {
+  it('pays a replayed receipt nothing, and refuses a forged one and one for a hop the tracker never issued, each logged against the host', () => {
     const { account } = accounts.create()
     const s = session(account.accountId)
     const other = session(account.accountId)
@@ -98,7 +114,8 @@ describe('ledger and receipt settlement', () => {
       { ...sign(NodeIdentity.generate(), { session: s, step: 4, blocks: [0, 3], tokens: 1 }), hostId: hostA.id },
       { hostId: hostB.id, step: 'x' },
     ])
-    expect(replayed?.code).toBe('replayed')
+    // Host and client both hand in each receipt: the second copy is settled already, no fault of the host's.
+    expect(replayed).toMatchObject({ code: 'already_settled', charged: 0 })
     expect(forged?.code).toBe('bad_signature')
     expect(wrongBlocks?.code).toBe('route_mismatch')
     expect(wrongSession?.code).toBe('route_mismatch')
@@ -111,7 +128,7 @@ describe('ledger and receipt settlement', () => {
         .rejections(hostA.id)
         .map((r) => r.code)
         .sort(),
-    ).toEqual(['bad_signature', 'bad_signature', 'replayed', 'route_mismatch', 'route_mismatch'].sort())
+    ).toEqual(['bad_signature', 'bad_signature', 'route_mismatch', 'route_mismatch'].sort())
     expect(
       store.ledger
         .rejections(hostB.id)
@@ -128,6 +145,71 @@ describe('ledger and receipt settlement', () => {
     metering.settle(s, [step, replay, step, replay])
     expect(store.ledger.receipts({ session: s })).toHaveLength(2)
     expect(store.ledger.balance(hostAccount(hostB.id))).toBe(hopCharge(PRICE, 4, step) - feeOf(hopCharge(PRICE, 4, step), 1000))
+    expect(store.ledger.total()).toBe(0)
+  })
+
+  it('pays a step by the tracker’s own count of its tokens, never the host’s claim, on the ticket’s terms only', () => {
+    const { account } = accounts.create()
+    const s = randomBytes(16).toString('hex')
+    metering.issue(s, 'toy', [{ hostId: hostA.id, blocks: [0, 4] }], null, Date.now(), { maxTokens: 20, promptTokens: 10 })
+    metering.bind(s, account.accountId)
+    // The client routed a 10-token prompt; the host claims 1000 prompt tokens for step 1 and 50 for step 2.
+    const [prefill, decode] = metering.settle(s, [
+      sign(hostA, { session: s, step: 1, blocks: [0, 4], tokens: 1000, position: 0 }),
+      sign(hostA, { session: s, step: 2, blocks: [0, 4], tokens: 50, position: 10 }),
+    ])
+    expect(prefill).toMatchObject({ ok: true, charged: 10 * 40 + 160 })
+    expect(decode).toMatchObject({ ok: true, charged: 160 })
+    expect(accounts.balance(account.accountId)).toBe(1_000_000 - 10 * 40 - 2 * 160)
+    const refused = metering.settle(s, [
+      sign(hostA, { session: s, step: 3, blocks: [0, 4], tokens: 1, position: 40 }),
+      sign(hostA, { session: s, step: 4, blocks: [0, 4], tokens: 1, position: 12, modelId: 'other' }),
+      sign(hostA, { session: s, step: 5, blocks: [0, 4], tokens: 1, position: 13, price: { promptMicroPerToken: 40, completionMicroPerToken: 9000 } }),
+      sign(hostA, { session: s, step: 6, blocks: [0, 4], tokens: 1, position: 14, tracker: NodeIdentity.generate().publicKey }),
+      sign(hostA, { session: s, step: 12, blocks: [0, 4], tokens: 1, position: 20 }),
+    ])
+    expect(refused.map((v) => v.code)).toEqual(['position_mismatch', 'route_mismatch', 'route_mismatch', 'route_mismatch', 'position_mismatch'])
+    expect(refused.map((v) => v.message)).toEqual([
+      'step 3 runs from position 11, not 40',
+      'receipt for step 4 names model other, not toy',
+      "receipt for step 5 names another price than the ticket's",
+      expect.stringMatching(/^receipt for step 6 names another tracker/),
+      'step 12 runs past the 20 tokens routed',
+    ])
+    expect(accounts.balance(account.accountId)).toBe(1_000_000 - 10 * 40 - 2 * 160)
+    expect(store.ledger.total()).toBe(0)
+  })
+
+  it('pays a replacement host’s replay after a failover from the failed host’s earnings in the session, never from the consumer', () => {
+    const hostC = NodeIdentity.generate()
+    keys.set(hostC.id, hostC.publicKey)
+    const { account } = accounts.create()
+    const s = randomBytes(16).toString('hex')
+    const routed = { maxTokens: 20, promptTokens: 10 }
+    metering.issue(s, 'toy', [{ hostId: hostA.id, blocks: [0, 3] }], null, Date.now(), routed)
+    metering.bind(s, account.accountId)
+    const served = [1, 2, 3].map((step) => sign(hostA, { session: s, step, blocks: [0, 3], tokens: step === 1 ? 10 : 1, position: step === 1 ? 0 : 8 + step }))
+    expect(metering.settle(s, served).every((v) => v.ok)).toBe(true)
+    const earnedA = store.ledger.balance(hostAccount(hostA.id))
+    const paidBefore = accounts.balance(account.accountId)
+    const feesBefore = store.ledger.balance(FEE_ACCOUNT)
+    // A fails at step 4; the client asks for its span again and C replays A's three inputs, then one more.
+    metering.issue(s, 'toy', [{ hostId: hostC.id, blocks: [0, 3] }], null, Date.now(), { ...routed, failedHost: hostA.id, span: [0, 3] })
+    const replays = [0, 10, 11, 12].map((position, i) =>
+      sign(hostC, { session: s, step: REPLAY_STEP_BASE + i, blocks: [0, 3], tokens: position === 0 ? 10 : 1, position }),
+    )
+    const verdicts = metering.settle(s, replays)
+    expect(verdicts.map((v) => [v.ok, v.charged])).toEqual(replays.map(() => [true, 0]))
+    // C earns what A earned for the same work, and not a credit more: the fourth replay finds A's share spent.
+    expect(store.ledger.balance(hostAccount(hostC.id))).toBe(earnedA)
+    expect(store.ledger.balance(hostAccount(hostA.id))).toBe(0)
+    expect(accounts.balance(account.accountId)).toBe(paidBefore)
+    expect(store.ledger.balance(FEE_ACCOUNT)).toBe(feesBefore)
+    // Handed in again (by the client too), nothing moves twice.
+    expect(metering.settle(s, replays).map((v) => v.code)).toEqual(replays.map(() => 'already_settled'))
+    expect(store.ledger.balance(hostAccount(hostC.id))).toBe(earnedA)
+    // C's own step 4 is the consumer's to pay, as any step.
+    expect(metering.settle(s, [sign(hostC, { session: s, step: 4, blocks: [0, 3], tokens: 1, position: 12 })])[0]).toMatchObject({ ok: true, charged: 120 })
     expect(store.ledger.total()).toBe(0)
   })
 

@@ -1,7 +1,17 @@
 import { type KeyObject, verify } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { publicKeyObject } from '../../identity/keys'
-import { DEFAULT_FEE_BPS, feeOf, type Manifest, NeuronError, REPLAY_STEP_BASE, type Receipt, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
+import {
+  DEFAULT_FEE_BPS,
+  feeOf,
+  type Manifest,
+  NeuronError,
+  NodeId,
+  REPLAY_STEP_BASE,
+  type Receipt,
+  Receipt as ReceiptSchema,
+  receiptMessage,
+} from '../../protocol'
 import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import type { LedgerStore } from './ledger-store'
 import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
@@ -16,14 +26,27 @@ interface IssuedSession {
   accountId: string | null
   /** The node that asked for the route: only it may hand in the session's receipts over Socket.IO. */
   readonly issuedTo: string | null
+  /** What the client declared in route.plan: the tracker's own count of each step's tokens comes from it. */
+  readonly routed: RoutedTokens | undefined
+  /** Hops the client gave up on: their earnings here pay their replacements' replays. */
+  readonly failed: { readonly hostId: string; readonly blocks: readonly [number, number] }[]
   lastUsed: number
+}
+
+/** The positions a session was routed for: `promptTokens` of its `maxTokens` are the prompt (step 1). */
+export interface RoutedTokens {
+  readonly maxTokens: number
+  readonly promptTokens?: number | undefined
 }
 
 export interface ReceiptVerdict {
   readonly hostId: string
   readonly step: number
   readonly ok: boolean
-  /** On refusal: forged (bad_signature), replayed, route_mismatch, unknown_session, bad_receipt, insufficient_credits. */
+  /**
+   * On refusal: forged (bad_signature), replayed, route_mismatch, position_mismatch, unknown_session, bad_receipt,
+   * insufficient_credits; already_settled for a step the other party handed in first (host and client both do).
+   */
   readonly code?: string
   readonly message?: string
   /** Micro-credits the consumer paid for this receipt. */
@@ -35,12 +58,30 @@ export interface MeteringEvents {
   verdict: [session: string, verdict: ReceiptVerdict, accountId: string | null, modelId: string | null]
 }
 
+/** A verdict as it goes back over the wire. */
+export function wireVerdicts(verdicts: readonly ReceiptVerdict[]) {
+  return {
+    verdicts: verdicts.map((v) => ({ hostId: v.hostId, step: v.step, ok: v.ok, ...(v.code === undefined ? {} : { code: v.code }), charged: v.charged })),
+  }
+}
+
+/**
+ * The tokens the tracker counts for a step: step 1 carries the prompt the client declared (without a
+ * declaration, the host's count, at most the tokens routed); every later step one token.
+ */
+function countedTokens(routed: RoutedTokens | undefined, r: Pick<Receipt, 'step' | 'tokens'>): number {
+  if (r.step !== 1) return 1
+  return Math.max(1, Math.min(routed?.promptTokens ?? r.tokens, routed?.maxTokens ?? r.tokens))
+}
+
 /** Where the step's idempotency key comes from: one payment per session, step and span of blocks. */
 export function receiptKey(r: Pick<Receipt, 'session' | 'step' | 'blocks'>): string {
   return `${r.session}:${r.step}:${r.blocks[0]}-${r.blocks[1]}`
 }
 
 const SESSION_TTL_MS = 6 * 3_600_000
+/** Hops one session's routes may add up to, failovers included: a client asking again and again must not grow it without end. */
+const MAX_SESSION_HOPS = 4096
 
 /**
  * Verifies hosts' signed receipts against the routes the tracker issued, and settles each in the
@@ -58,6 +99,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
     /** The registered public key of a host, from the tracker's records. */
     private readonly publicKeyOf: (hostId: string) => string | undefined,
     private readonly pricing: PricingOptions,
+    /** This tracker's key: receipts must name it (absent in ledger-only tests). */
+    private readonly trackerKey?: string,
   ) {
     super()
   }
@@ -69,9 +112,13 @@ export class Metering extends EventEmitter<MeteringEvents> {
     hops: readonly { hostId: string; blocks: readonly [number, number] }[],
     issuedTo: string | null = null,
     now = Date.now(),
+    /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */
+    request?: RoutedTokens & { failedHost?: string | undefined; span?: readonly [number, number] | undefined; accountId?: string },
   ): void {
+    const routed = request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
+    const failed = request?.failedHost === undefined || request.span === undefined ? undefined : { hostId: request.failedHost, blocks: request.span }
     this.sweep(now)
-    const known = this.sessions.get(session)
+    const known = this.lookup(session)
     if (known === undefined) {
       const manifest = this.manifestOf(modelId)
       this.sessions.set(session, {
@@ -81,25 +128,38 @@ export class Metering extends EventEmitter<MeteringEvents> {
         hops: [...hops],
         accountId: null,
         issuedTo,
+        routed,
+        failed: [],
         lastUsed: now,
       })
+      this.save(session, now)
     } else if (known.issuedTo !== issuedTo || known.modelId !== modelId) {
       throw new NeuronError('session_exists', `session ${session} belongs to another client or model; use a fresh random session id.`)
+    } else if (known.hops.length + hops.length > MAX_SESSION_HOPS) {
+      throw new NeuronError('too_many_routes', `session ${session} has been routed ${known.hops.length} hops already; start a new session.`)
     } else {
       known.hops.push(...hops)
+      const f = failed
+      if (f !== undefined && known.hops.some((h) => h.hostId === f.hostId && h.blocks[0] === f.blocks[0] && h.blocks[1] === f.blocks[1])) known.failed.push(f)
       known.lastUsed = now
+      this.save(session, now)
     }
+    // The account that pays: the route's caller's (or the one the gateway runs the session for).
+    if (request?.accountId !== undefined) this.bind(session, request.accountId)
   }
 
   /** Charges the session's receipts to this account (the gateway's or an app's key pair); the first binding holds. */
   bind(session: string, accountId: string): void {
-    const known = this.sessions.get(session)
-    if (known !== undefined && known.accountId === null) known.accountId = accountId
+    const known = this.lookup(session)
+    if (known !== undefined && known.accountId === null) {
+      known.accountId = accountId
+      this.save(session)
+    }
   }
 
   /** The node the session's route was issued to, or undefined for a session the tracker never issued. */
   issuedTo(session: string): string | null | undefined {
-    return this.sessions.get(session)?.issuedTo
+    return this.lookup(session)?.issuedTo
   }
 
   forget(session: string): void {
@@ -110,17 +170,37 @@ export class Metering extends EventEmitter<MeteringEvents> {
   settle(session: string, receipts: readonly unknown[], now = Date.now()): ReceiptVerdict[] {
     // One commit for the step's receipts; each still settles (or is refused) on its own.
     const verdicts = this.store.atomically(() => receipts.map((raw) => this.settleOne(session, raw, now)))
-    const issued = this.sessions.get(session)
-    for (const verdict of verdicts) this.emit('verdict', session, verdict, issued?.accountId ?? null, issued?.modelId ?? null)
+    const issued = this.lookup(session)
+    for (const verdict of verdicts)
+      if (verdict.code !== 'already_settled') this.emit('verdict', session, verdict, issued?.accountId ?? null, issued?.modelId ?? null)
+    return verdicts
+  }
+
+  /** Settles receipts a host hands in itself, session by session; one signed by another host is refused. */
+  settleFromHost(hostId: string, receipts: readonly unknown[], now = Date.now()): ReceiptVerdict[] {
+    const bySession = new Map<string, unknown[]>()
+    const verdicts: ReceiptVerdict[] = []
+    for (const raw of receipts) {
+      const r = ReceiptSchema.safeParse(raw)
+      if (!r.success || r.data.hostId !== hostId) {
+        const why = r.success ? `it is signed by host ${r.data.hostId}; hand in only your own receipts` : (r.error.issues[0]?.message ?? '')
+        verdicts.push(this.refuse(hostId, null, r.success ? r.data.step : null, 'bad_receipt', `not this host's receipt: ${why}`, now))
+        continue
+      }
+      bySession.set(r.data.session, [...(bySession.get(r.data.session) ?? []), raw])
+    }
+    // One commit each: a dashboard push then carries the balance after its own receipt.
+    for (const [session, list] of bySession) for (const raw of list) verdicts.push(...this.settle(session, [raw], now))
     return verdicts
   }
 
   private settleOne(session: string, raw: unknown, now: number): ReceiptVerdict {
     const parsed = ReceiptSchema.safeParse(raw)
-    const claimed = typeof raw === 'object' && raw !== null && 'hostId' in raw && typeof raw.hostId === 'string' ? raw.hostId : 'unknown'
+    // Named back in the verdict only when it is a node id: a claim of any other shape is a peer's arbitrary text.
+    const claimed = typeof raw === 'object' && raw !== null && 'hostId' in raw && NodeId.safeParse(raw.hostId).success ? String(raw.hostId) : 'unknown'
     if (!parsed.success) return this.refuse(claimed, session, null, 'bad_receipt', `not a receipt: ${parsed.error.issues[0]?.message ?? ''}`, now)
     const r = parsed.data
-    const issued = this.sessions.get(session)
+    const issued = this.lookup(session)
     if (r.session !== session)
       return this.refuse(r.hostId, session, r.step, 'route_mismatch', `receipt is for session ${r.session}, submitted for ${session}`, now)
     if (issued === undefined) return this.refuse(r.hostId, session, r.step, 'unknown_session', `the tracker issued no route for session ${session}`, now)
@@ -140,8 +220,12 @@ export class Metering extends EventEmitter<MeteringEvents> {
       return this.refuse(r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
     }
     issued.lastUsed = now
+    const terms = this.checkTerms(issued, r)
+    if (terms !== undefined) return this.refuse(r.hostId, session, r.step, terms.code, terms.message, now)
+    if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(session, issued, r, now)
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
-    const charge = paid ? hopCharge(issued.price, issued.nLayer, r) : 0
+    // Paid by the tracker's own count of the step's tokens, never the host's claim.
+    const charge = paid ? hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: countedTokens(issued.routed, r) }) : 0
     const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
     const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
     const result = this.store.post({
@@ -161,13 +245,71 @@ export class Metering extends EventEmitter<MeteringEvents> {
       at: now,
     })
     if (!result.posted && result.reason === 'duplicate') {
-      return this.refuse(r.hostId, session, r.step, 'replayed', `a receipt for step ${r.step} blocks [${r.blocks[0]}, ${r.blocks[1]}) was already settled`, now)
+      // Host and client both hand in each receipt: the second is no fault, and pays nothing.
+      return {
+        hostId: r.hostId,
+        step: r.step,
+        ok: false,
+        code: 'already_settled',
+        message: `step ${r.step} blocks [${r.blocks[0]}, ${r.blocks[1]}) is settled`,
+        charged: 0,
+      }
     }
     if (!result.posted) {
       // Not the host's fault: the consumer's credits ran out; not logged against it.
       return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this step', charged: 0 }
     }
     return { hostId: r.hostId, step: r.step, ok: true, charged: charge }
+  }
+
+  /**
+   * A replay after a failover rebuilds a cache the consumer already paid for: the consumer pays
+   * nothing; the replacing host is paid, at the step's price, from what the failed host earned in
+   * the session (never more than that, over all the session's replays).
+   */
+  private settleReplay(session: string, issued: IssuedSession, r: Receipt, now: number): ReceiptVerdict {
+    const failed = issued.failed.find((f) => f.hostId !== r.hostId && f.blocks[0] <= r.blocks[0] && r.blocks[1] <= f.blocks[1])
+    let moved = 0
+    if (failed !== undefined) {
+      const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
+      const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
+      const earned = owed - feeOf(owed, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
+      const available = Math.min(this.store.routes.forfeitable(session, failed.hostId, REPLAY_STEP_BASE), this.store.balance(hostAccount(failed.hostId)))
+      moved = Math.max(0, Math.min(earned, available))
+    }
+    const result = this.store.post({
+      kind: 'forfeit',
+      idempotencyKey: receiptKey(r),
+      modelId: issued.modelId,
+      entries:
+        failed === undefined || moved === 0
+          ? []
+          : [
+              { account: hostAccount(failed.hostId), amount: -moved },
+              { account: hostAccount(r.hostId), amount: moved },
+            ],
+      receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: moved },
+      at: now,
+    })
+    if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
+    return { hostId: r.hostId, step: r.step, ok: true, charged: 0 }
+  }
+
+  /** A receipt pays only on the terms of its session's ticket: this tracker, the model, its price, the positions routed. */
+  private checkTerms(issued: IssuedSession, r: Receipt): { code: string; message: string } | undefined {
+    if (this.trackerKey !== undefined && r.tracker !== this.trackerKey)
+      return { code: 'route_mismatch', message: `receipt for step ${r.step} names another tracker (${r.tracker.slice(0, 8)}…)` }
+    if (r.modelId !== issued.modelId) return { code: 'route_mismatch', message: `receipt for step ${r.step} names model ${r.modelId}, not ${issued.modelId}` }
+    const p = issued.price
+    if (r.price.promptMicroPerToken !== p.promptMicroPerToken || r.price.completionMicroPerToken !== p.completionMicroPerToken)
+      return { code: 'route_mismatch', message: `receipt for step ${r.step} names another price than the ticket's` }
+    const prompt = issued.routed?.promptTokens
+    if (r.step >= REPLAY_STEP_BASE || prompt === undefined) return undefined
+    const expected = r.step <= 1 ? 0 : prompt + r.step - 2
+    if (r.position !== expected) return { code: 'position_mismatch', message: `step ${r.step} runs from position ${expected}, not ${r.position}` }
+    if (expected + countedTokens(issued.routed, r) > (issued.routed?.maxTokens ?? Number.POSITIVE_INFINITY))
+      return { code: 'position_mismatch', message: `step ${r.step} runs past the ${issued.routed?.maxTokens} tokens routed` }
+    return undefined
   }
 
   private verify(publicKey: string, message: string, signature: string): boolean {
@@ -183,12 +325,46 @@ export class Metering extends EventEmitter<MeteringEvents> {
     }
   }
 
-  private refuse(hostId: string, session: string, step: number | null, code: string, message: string, now: number): ReceiptVerdict {
+  private refuse(hostId: string, session: string | null, step: number | null, code: string, message: string, now: number): ReceiptVerdict {
     this.store.reject({ hostId, session, step, code, message, createdAt: now })
     return { hostId, step: step ?? -1, ok: false, code, message, charged: 0 }
   }
 
   private sweep(now: number): void {
     for (const [id, s] of this.sessions) if (now - s.lastUsed > SESSION_TTL_MS) this.sessions.delete(id)
+    this.store.routes.forgetRoutesBefore(now - SESSION_TTL_MS)
+  }
+
+  /** The session as issued: from memory, else as saved before a restart. */
+  private lookup(session: string): IssuedSession | undefined {
+    const known = this.sessions.get(session)
+    if (known !== undefined) return known
+    const saved = this.store.routes.route(session)
+    if (saved === undefined) return undefined
+    let nLayer: number
+    try {
+      nLayer = this.manifestOf(saved.modelId).nLayer
+    } catch {
+      return undefined
+    }
+    const restored: IssuedSession = { ...saved, nLayer, hops: [...saved.hops], failed: [...saved.failed], lastUsed: Date.now() }
+    this.sessions.set(session, restored)
+    return restored
+  }
+
+  private save(session: string, now = Date.now()): void {
+    const s = this.sessions.get(session)
+    if (s === undefined) return
+    this.store.routes.saveRoute({
+      session,
+      modelId: s.modelId,
+      issuedTo: s.issuedTo,
+      accountId: s.accountId,
+      routed: s.routed,
+      hops: s.hops,
+      failed: s.failed,
+      price: s.price,
+      savedAt: now,
+    })
   }
 }

@@ -11,6 +11,10 @@ const body: ReceiptBody = {
   hostId: host.id,
   blocks: [2, 4],
   tokens: 1,
+  position: 7,
+  modelId: 'toy',
+  price: { promptMicroPerToken: 40, completionMicroPerToken: 160 },
+  tracker: NodeIdentity.generate().publicKey,
   input: createHash('sha256').update('in').digest('hex'),
   output: createHash('sha256').update('out').digest('hex'),
 }

@@ -58,7 +58,7 @@ export class EarningsController {
   async dashboard(): Promise<HostDashboard> {
     const hostId = this.deps.swarm.hostId
     const pushes = this.receiptPushes
-    const board = await fetchHostDashboard(this.deps.swarm.trackerUrl, hostId)
+    const board = await fetchHostDashboard(this.deps.swarm.trackerUrl, hostId, this.deps.swarm.identity)
     // A push that came meanwhile told a newer balance than this answer may hold.
     if (pushes === this.receiptPushes && hostId === this.deps.swarm.hostId) this.hostBalanceSeen = board.balance_micro
     return board

@@ -1,9 +1,9 @@
-import { chmod, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { SerialQueue } from '../../../host/serial-queue'
 import { NodeIdentity } from '../../../identity/keys'
 import { type HostingPhase, NeuronError, type Settings } from '../../../protocol'
 import type { CurrentSwarm } from '../current-swarm'
+import { writeFileDurably } from '../durable-file'
 import type { GroupHandlers } from './registry'
 
 export interface IdentityDeps {
@@ -40,11 +40,8 @@ export class IdentityController {
     }
     const path = join(this.deps.dataDir, 'identity.pem')
     await this.deps.swarm.switchTo(this.deps.settings.trackerSetting, identity, async () => {
-      // Written aside and renamed over: a failed write leaves the previous key whole.
-      const temp = `${path}.${process.pid}.tmp`
-      await writeFile(temp, identity.exportPrivatePem(), { mode: 0o600 })
-      await chmod(temp, 0o600)
-      await rename(temp, path)
+      // A failed write leaves the previous key whole; a power cut, one key or the other, never half of one.
+      await writeFileDurably(path, identity.exportPrivatePem())
     })
     this.deps.log(`identity replaced: now ${identity.id}`)
     return this.deps.settings.current()

@@ -1,10 +1,11 @@
 import { resolve } from 'node:path'
 import { trackerBase } from '../../../client/tracker-connection'
 import type { SerialQueue } from '../../../host/serial-queue'
-import type { Limits, Settings, SettingsUpdate } from '../../../protocol'
+import { type Limits, NeuronError, type Settings, type SettingsUpdate, type SwarmPrivacy } from '../../../protocol'
 import type { CurrentSwarm } from '../current-swarm'
 import { checkWritableDir } from '../data-dir'
 import type { SettingsStore } from '../settings-store'
+import { embeddedAllowList } from '../swarm-connection'
 import type { GroupHandlers } from './registry'
 
 export interface SettingsDeps {
@@ -23,6 +24,7 @@ export class SettingsController {
   readonly handlers: GroupHandlers<'settings'> = {
     'settings.get': () => this.current(),
     'settings.update': (update) => this.deps.changes.run(() => this.update(update)),
+    'settings.consent': ({ trackerUrl }) => this.deps.changes.run(() => this.consent(trackerUrl)),
   }
 
   constructor(
@@ -50,7 +52,31 @@ export class SettingsController {
       hostId: swarm.hostId,
       limits: this.limitsInForce,
       canPickFiles: this.deps.canPickFiles,
+      notice: this.deps.store.notice,
+      privacy: this.privacy(),
+      allowedKeys: this.deps.store.value.allowedKeys,
     }
+  }
+
+  /** The embedded swarm is private (its tracker listens on loopback); any other is public until proven otherwise. */
+  privacy(): SwarmPrivacy {
+    const tracker = this.trackerInForce
+    if (tracker === null) return { level: 'private', consented: true }
+    return { level: 'public', consented: this.deps.store.value.consentedTrackers.includes(tracker) }
+  }
+
+  /** Remembers the user's consent for the tracker in force; one named other than that changes nothing. */
+  private async consent(trackerUrl: string): Promise<Settings> {
+    const tracker = this.trackerInForce
+    if (tracker === null || trackerBase(trackerUrl) !== tracker) {
+      throw new NeuronError(
+        'bad_request',
+        `consent is asked for the tracker in force (${tracker ?? 'the embedded private swarm, which needs none'}), not ${trackerUrl}; reload the settings and answer again`,
+      )
+    }
+    const { consentedTrackers } = this.deps.store.value
+    if (!consentedTrackers.includes(tracker)) await this.deps.store.update({ consentedTrackers: [...consentedTrackers, tracker] })
+    return this.current()
   }
 
   /**
@@ -74,6 +100,7 @@ export class SettingsController {
         limits: { ...store.value.limits, ...update.limits },
         // Hosting stops on a switch: the next start must not resume it on the new swarm.
         ...(switching ? { hosting: null } : {}),
+        ...(update.allowedKeys === undefined ? {} : { allowedKeys: update.allowedKeys }),
       })
     if (switching) {
       await this.deps.swarm.switchTo(trackerSetting, this.deps.swarm.identity, save)
@@ -82,6 +109,8 @@ export class SettingsController {
       await save()
     }
     this.limitsInForce = limits
+    // The embedded tracker takes a new list at once, and closes connections it no longer admits.
+    if (update.allowedKeys !== undefined) this.deps.swarm.embedded?.admission.set(embeddedAllowList(update.allowedKeys, this.deps.swarm.identity))
     if (moved) this.deps.log(`data dir ${dataDir} takes effect at the next start`)
     return this.current()
   }

@@ -30,7 +30,7 @@ export function ConversationList({ conversations, activeId, onNew, onSelect, onD
           </li>
         ))}
       </ul>
-      {conversations.length === 0 && <p className="muted small empty">Conversations stay on this computer.</p>}
+      {conversations.length === 0 && <p className="muted small empty">Conversations are kept in this computer's data folder.</p>}
     </aside>
   )
 }

@@ -1,31 +1,9 @@
-import type { ChatHop, ChatSummary } from '../../../protocol/app'
+import type { Conversation } from '../../../protocol/app'
 import type { ModelSummary } from '../../../protocol/swarm'
 import type { ShownError } from '../../api/errorText'
 
-export type AnswerStatus = 'streaming' | 'done' | 'error'
-
-export interface ChatEntry {
-  id: string
-  role: 'user' | 'assistant'
-  content: string
-  createdAt: number
-  /** Assistant answers only. */
-  status?: AnswerStatus
-  modelId?: string
-  route?: ChatHop[]
-  summary?: ChatSummary
-  error?: ShownError
-}
-
-export interface Conversation {
-  /** Also the chatId of chat.send: events name the conversation they belong to. */
-  id: string
-  title: string
-  modelId: string | null
-  messages: ChatEntry[]
-  createdAt: number
-  updatedAt: number
-}
+/** Conversations are the contract's: the backend keeps them in the data dir (conversations.*). */
+export type { ChatEntry, Conversation } from '../../../protocol/app'
 
 export interface ChatState {
   conversations: Conversation[]
@@ -36,6 +14,8 @@ export interface ChatState {
   modelsError: ShownError | null
   /** Why the last send could not start (no model picked, an answer still running). */
   composerError: ShownError | null
+  /** Conversations that could not be loaded, imported or saved, in words; null when all were. */
+  historyError: ShownError | null
 }
 
 export const DEFAULT_MAX_TOKENS = 64
@@ -47,4 +27,5 @@ export const initialChatState: ChatState = {
   models: [],
   modelsError: null,
   composerError: null,
+  historyError: null,
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { ChatSummary } from '../../../protocol/app'
 import { NeuronError } from '../../../protocol/errors'
+import { keptConversations } from '../../../test/renderer/conversation-fixtures'
 import { type FakeHandlers, fakeBridge } from '../../../test/renderer/fake-bridge'
 import { tinyModel } from '../../../test/renderer/hosting-fixtures'
 import { createChatStore, randomChatId } from './store'
@@ -16,13 +17,18 @@ const done = (chatId: string): ChatSummary => ({
 })
 
 function setup(handlers: FakeHandlers = {}) {
-  const bridge = fakeBridge({ 'models.list': () => ({ models: [tinyModel] }), 'chat.send': ({ chatId }) => ({ chatId }), 'chat.stop': () => ({}), ...handlers })
+  const backend = keptConversations()
+  const bridge = fakeBridge({
+    'models.list': () => ({ models: [tinyModel] }),
+    'chat.send': ({ chatId }) => ({ chatId }),
+    'chat.stop': () => ({}),
+    ...backend.handlers,
+    ...handlers,
+  })
   let n = 0
-  const items = new Map<string, string>()
-  const storage = { getItem: (k: string) => items.get(k) ?? null, setItem: (k: string, v: string) => void items.set(k, v), removeItem: () => {} }
-  const store = createChatStore(bridge, { newId: () => `id${++n}`, now: () => n, storage })
+  const store = createChatStore(bridge, { newId: () => `id${++n}`, now: () => n })
   store.getState().subscribe()
-  return { bridge, store, storage }
+  return { bridge, store, kept: backend.kept }
 }
 
 const thread = (store: ReturnType<typeof setup>['store']) => store.getState().conversations.find((c) => c.id === store.getState().activeId)?.messages ?? []
@@ -121,15 +127,17 @@ describe('chat store', () => {
     expect(bridge.calls.some((c) => c.method === 'chat.send')).toBe(false)
   })
 
-  it('keeps conversations across restarts and marks an answer cut off by the restart', async () => {
-    const { bridge, store, storage } = setup()
+  it('keeps conversations in the backend across restarts, opens the latest, and marks an answer cut off by the restart', async () => {
+    const { bridge, store } = setup()
     await store.getState().loadModels()
-    store.getState().newConversation()
+    const chatId = store.getState().newConversation()
     await store.getState().send('Remember me')
-    const reopened = createChatStore(bridge, { storage })
+    const reopened = createChatStore(bridge)
+    await reopened.getState().loadConversations()
+    expect(reopened.getState().activeId).toBe(chatId)
     const messages = reopened.getState().conversations[0]?.messages ?? []
     expect(messages.map((m) => m.content)).toEqual(['Remember me', ''])
-    expect(messages[1]?.status).toBe('error')
+    expect(messages[1]).toMatchObject({ status: 'error', error: { code: 'interrupted' } })
   })
 
   it('interrupt ends only the named answers still streaming and asks the backend to stop them', async () => {

@@ -1,11 +1,13 @@
-import { createJSONStorage, persist, type StateStorage } from 'zustand/middleware'
 import { createStore } from 'zustand/vanilla'
 import type { NeuronBridge } from '../../../protocol/app'
 import { type ShownError, shownError } from '../../api/errorText'
+import { conversationHistory, interrupted, type LegacyStorage } from './history'
 import { type ChatEntry, type ChatState, type Conversation, initialChatState } from './initialState'
-import { activeConversation, requestMessages, streamingAnswer, titleFrom } from './selectors'
+import { activeConversation, conversationList, requestMessages, streamingAnswer, titleFrom } from './selectors'
 
 export interface ChatActions {
+  /** Loads the conversations the backend keeps (on every connection; those already here stay as they are). */
+  loadConversations(): Promise<void>
   loadModels(): Promise<void>
   newConversation(): string
   select(id: string): void
@@ -28,8 +30,8 @@ export interface ChatActions {
 export type ChatStore = ChatState & ChatActions
 
 export interface ChatStoreOptions {
-  /** Where conversations persist; the app passes localStorage, tests a Map. */
-  storage?: StateStorage
+  /** Where the chat kept conversations before the backend did (the app passes localStorage): imported once, then cleared. */
+  legacy?: LegacyStorage
   newId?: () => string
   now?: () => number
 }
@@ -37,12 +39,6 @@ export interface ChatStoreOptions {
 /** A chat id the contract accepts (/^[A-Za-z0-9_-]{1,64}$/): a UUID without its dashes. */
 export const randomChatId = () => crypto.randomUUID().replaceAll('-', '')
 
-const memoryStorage = (): StateStorage => {
-  const items = new Map<string, string>()
-  return { getItem: (k) => items.get(k) ?? null, setItem: (k, v) => void items.set(k, v), removeItem: (k) => void items.delete(k) }
-}
-
-const INTERRUPTED: ShownError = { code: 'interrupted', message: 'This answer was interrupted when the app closed. Regenerate to ask again.' }
 const CONNECTION_DROPPED: ShownError = {
   code: 'interrupted',
   message: 'The connection to the Neuron host dropped while this answer was streaming; regenerate to try again.',
@@ -51,156 +47,158 @@ const CONNECTION_DROPPED: ShownError = {
 export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions = {}) {
   const newId = options.newId ?? randomChatId
   const now = options.now ?? Date.now
-  const storage = options.storage ?? memoryStorage()
+  const history = conversationHistory(bridge, options.legacy)
 
-  return createStore<ChatStore>()(
-    persist(
-      (set, get) => {
-        const update = (id: string, change: (c: Conversation) => Conversation) =>
-          set((s) => ({ conversations: s.conversations.map((c) => (c.id === id ? change(c) : c)) }))
-        /** Changes the conversation's running answer; events for an answer already finished are ignored. */
-        const updateAnswer = (chatId: string, change: (m: ChatEntry) => ChatEntry) =>
-          update(chatId, (c) => {
-            const answer = streamingAnswer(c)
-            return answer === null ? c : { ...c, messages: c.messages.map((m) => (m === answer ? change(m) : m)), updatedAt: now() }
+  const store = createStore<ChatStore>()((set, get) => {
+    const update = (id: string, change: (c: Conversation) => Conversation) =>
+      set((s) => ({ conversations: s.conversations.map((c) => (c.id === id ? change(c) : c)) }))
+    /** Changes the conversation's running answer; events for an answer already finished are ignored. */
+    const updateAnswer = (chatId: string, change: (m: ChatEntry) => ChatEntry) =>
+      update(chatId, (c) => {
+        const answer = streamingAnswer(c)
+        return answer === null ? c : { ...c, messages: c.messages.map((m) => (m === answer ? change(m) : m)), updatedAt: now() }
+      })
+    const fail = (chatId: string, error: ShownError) => updateAnswer(chatId, (m) => ({ ...m, status: 'error', error }))
+
+    /** Asks for an answer to the conversation as it is (ending with the user's turn). */
+    const answer = async (conversation: Conversation, modelId: string) => {
+      const messages = requestMessages(conversation.messages)
+      const pending: ChatEntry = { id: newId(), role: 'assistant', content: '', createdAt: now(), status: 'streaming', modelId }
+      update(conversation.id, (c) => ({ ...c, messages: [...c.messages, pending], updatedAt: now() }))
+      try {
+        await bridge.call('chat.send', { chatId: conversation.id, modelId, messages, maxTokens: get().maxTokens, temperature: 0 })
+      } catch (error) {
+        fail(conversation.id, shownError(error))
+      }
+    }
+
+    const ready = (): { conversation: Conversation; modelId: string } | null => {
+      const conversation = activeConversation(get())
+      if (conversation === null) return null
+      if (conversation.modelId === null) {
+        set({ composerError: { code: 'no_model', message: 'Pick a model to chat with first.' } })
+        return null
+      }
+      if (streamingAnswer(conversation) !== null) {
+        set({ composerError: { code: 'busy', message: 'An answer is still streaming; stop it or wait for it to finish.' } })
+        return null
+      }
+      set({ composerError: null })
+      return { conversation, modelId: conversation.modelId }
+    }
+
+    return {
+      ...initialChatState,
+      async loadConversations() {
+        try {
+          const { conversations, problems } = await history.load()
+          const here = new Set(get().conversations.map((c) => c.id))
+          const added = conversations.filter((c) => !here.has(c.id)).map(interrupted)
+          history.adopt(added)
+          set((s) => {
+            const all = [...s.conversations, ...added]
+            const historyError = problems.length === 0 ? null : { code: 'unreadable_history', message: problems.join(' ') }
+            return { conversations: all, activeId: s.activeId ?? conversationList(all)[0]?.id ?? null, historyError }
           })
-        const fail = (chatId: string, error: ShownError) => updateAnswer(chatId, (m) => ({ ...m, status: 'error', error }))
-
-        /** Asks for an answer to the conversation as it is (ending with the user's turn). */
-        const answer = async (conversation: Conversation, modelId: string) => {
-          const messages = requestMessages(conversation.messages)
-          const pending: ChatEntry = { id: newId(), role: 'assistant', content: '', createdAt: now(), status: 'streaming', modelId }
-          update(conversation.id, (c) => ({ ...c, messages: [...c.messages, pending], updatedAt: now() }))
-          try {
-            await bridge.call('chat.send', { chatId: conversation.id, modelId, messages, maxTokens: get().maxTokens, temperature: 0 })
-          } catch (error) {
-            fail(conversation.id, shownError(error))
-          }
+        } catch (error) {
+          set({ historyError: shownError(error) })
         }
-
-        const ready = (): { conversation: Conversation; modelId: string } | null => {
+      },
+      async loadModels() {
+        try {
+          const { models } = await bridge.call('models.list', {})
+          set({ models, modelsError: null })
           const conversation = activeConversation(get())
-          if (conversation === null) return null
-          if (conversation.modelId === null) {
-            set({ composerError: { code: 'no_model', message: 'Pick a model to chat with first.' } })
-            return null
-          }
-          if (streamingAnswer(conversation) !== null) {
-            set({ composerError: { code: 'busy', message: 'An answer is still streaming; stop it or wait for it to finish.' } })
-            return null
-          }
-          set({ composerError: null })
-          return { conversation, modelId: conversation.modelId }
-        }
-
-        return {
-          ...initialChatState,
-          async loadModels() {
-            try {
-              const { models } = await bridge.call('models.list', {})
-              set({ models, modelsError: null })
-              const conversation = activeConversation(get())
-              const first = models[0]
-              if (conversation !== null && conversation.modelId === null && first !== undefined) get().setModel(first.modelId)
-            } catch (error) {
-              set({ modelsError: shownError(error) })
-            }
-          },
-          newConversation() {
-            const id = newId()
-            const modelId = activeConversation(get())?.modelId ?? get().models[0]?.modelId ?? null
-            const conversation: Conversation = { id, title: 'New chat', modelId, messages: [], createdAt: now(), updatedAt: now() }
-            set((s) => ({ conversations: [conversation, ...s.conversations], activeId: id, composerError: null }))
-            return id
-          },
-          select(id) {
-            set({ activeId: id, composerError: null })
-          },
-          remove(id) {
-            const conversation = get().conversations.find((c) => c.id === id)
-            if (conversation !== undefined && streamingAnswer(conversation) !== null) bridge.call('chat.stop', { chatId: id }).catch(() => {})
-            set((s) => {
-              const conversations = s.conversations.filter((c) => c.id !== id)
-              return { conversations, activeId: s.activeId === id ? (conversations[0]?.id ?? null) : s.activeId }
-            })
-          },
-          setModel(modelId) {
-            const id = get().activeId
-            if (id === null) return
-            update(id, (c) => ({ ...c, modelId }))
-            set({ composerError: null })
-          },
-          setMaxTokens(maxTokens) {
-            if (Number.isInteger(maxTokens) && maxTokens > 0 && maxTokens <= 4096) set({ maxTokens })
-          },
-          async send(text) {
-            const content = text.trim()
-            if (content === '') return
-            if (activeConversation(get()) === null) get().newConversation()
-            const target = ready()
-            if (target === null) return
-            const user: ChatEntry = { id: newId(), role: 'user', content, createdAt: now() }
-            const title = target.conversation.messages.length === 0 ? titleFrom(content) : target.conversation.title
-            update(target.conversation.id, (c) => ({ ...c, title, messages: [...c.messages, user], updatedAt: now() }))
-            const conversation = activeConversation(get())
-            if (conversation !== null) await answer(conversation, target.modelId)
-          },
-          async stop() {
-            const conversation = activeConversation(get())
-            if (conversation === null || streamingAnswer(conversation) === null) return
-            try {
-              await bridge.call('chat.stop', { chatId: conversation.id })
-            } catch (error) {
-              fail(conversation.id, shownError(error))
-            }
-          },
-          async regenerate() {
-            const target = ready()
-            if (target === null) return
-            const last = target.conversation.messages.at(-1)
-            if (last?.role !== 'assistant') return
-            update(target.conversation.id, (c) => ({ ...c, messages: c.messages.slice(0, -1) }))
-            const conversation = activeConversation(get())
-            if (conversation !== null) await answer(conversation, target.modelId)
-          },
-          interrupt(answerIds) {
-            const cut = new Set(answerIds)
-            for (const conversation of get().conversations) {
-              const answer = streamingAnswer(conversation)
-              if (answer === null || !cut.has(answer.id)) continue
-              fail(conversation.id, CONNECTION_DROPPED)
-              // The backend may still be generating it, and would refuse the regenerate as chat_busy.
-              bridge.call('chat.stop', { chatId: conversation.id }).catch(() => {})
-            }
-          },
-          subscribe() {
-            const offs = [
-              bridge.on('chat.token', ({ chatId, text }) => updateAnswer(chatId, (m) => ({ ...m, content: m.content + text }))),
-              bridge.on('chat.route', ({ chatId, hops }) => updateAnswer(chatId, (m) => ({ ...m, route: hops }))),
-              bridge.on('chat.done', (summary) => updateAnswer(summary.chatId, (m) => ({ ...m, status: 'done', summary, route: summary.route }))),
-              bridge.on('chat.error', ({ chatId, error }) => fail(chatId, shownError(error))),
-            ]
-            return () => {
-              for (const off of offs) off()
-            }
-          },
+          const first = models[0]
+          if (conversation !== null && conversation.modelId === null && first !== undefined) get().setModel(first.modelId)
+        } catch (error) {
+          set({ modelsError: shownError(error) })
         }
       },
-      {
-        name: 'neuron.chat',
-        version: 1,
-        storage: createJSONStorage(() => storage),
-        partialize: (s) => ({ conversations: s.conversations, activeId: s.activeId, maxTokens: s.maxTokens }),
-        // An answer still streaming when the app closed will never finish.
-        merge: (persisted, current) => {
-          const saved = (persisted ?? {}) as Partial<ChatState>
-          const conversations = (saved.conversations ?? []).map((c) => ({
-            ...c,
-            messages: c.messages.map((m) => (m.status === 'streaming' ? { ...m, status: 'error' as const, error: INTERRUPTED } : m)),
-          }))
-          return { ...current, ...saved, conversations }
-        },
+      newConversation() {
+        const id = newId()
+        const modelId = activeConversation(get())?.modelId ?? get().models[0]?.modelId ?? null
+        const conversation: Conversation = { id, title: 'New chat', modelId, messages: [], createdAt: now(), updatedAt: now() }
+        set((s) => ({ conversations: [conversation, ...s.conversations], activeId: id, composerError: null }))
+        return id
       },
-    ),
-  )
+      select(id) {
+        set({ activeId: id, composerError: null })
+      },
+      remove(id) {
+        const conversation = get().conversations.find((c) => c.id === id)
+        if (conversation !== undefined && streamingAnswer(conversation) !== null) bridge.call('chat.stop', { chatId: id }).catch(() => {})
+        set((s) => {
+          const conversations = s.conversations.filter((c) => c.id !== id)
+          return { conversations, activeId: s.activeId === id ? (conversations[0]?.id ?? null) : s.activeId }
+        })
+      },
+      setModel(modelId) {
+        const id = get().activeId
+        if (id === null) return
+        update(id, (c) => ({ ...c, modelId }))
+        set({ composerError: null })
+      },
+      setMaxTokens(maxTokens) {
+        if (Number.isInteger(maxTokens) && maxTokens > 0 && maxTokens <= 4096) set({ maxTokens })
+      },
+      async send(text) {
+        const content = text.trim()
+        if (content === '') return
+        if (activeConversation(get()) === null) get().newConversation()
+        const target = ready()
+        if (target === null) return
+        const user: ChatEntry = { id: newId(), role: 'user', content, createdAt: now() }
+        const title = target.conversation.messages.length === 0 ? titleFrom(content) : target.conversation.title
+        update(target.conversation.id, (c) => ({ ...c, title, messages: [...c.messages, user], updatedAt: now() }))
+        const conversation = activeConversation(get())
+        if (conversation !== null) await answer(conversation, target.modelId)
+      },
+      async stop() {
+        const conversation = activeConversation(get())
+        if (conversation === null || streamingAnswer(conversation) === null) return
+        try {
+          await bridge.call('chat.stop', { chatId: conversation.id })
+        } catch (error) {
+          fail(conversation.id, shownError(error))
+        }
+      },
+      async regenerate() {
+        const target = ready()
+        if (target === null) return
+        const last = target.conversation.messages.at(-1)
+        if (last?.role !== 'assistant') return
+        update(target.conversation.id, (c) => ({ ...c, messages: c.messages.slice(0, -1) }))
+        const conversation = activeConversation(get())
+        if (conversation !== null) await answer(conversation, target.modelId)
+      },
+      interrupt(answerIds) {
+        const cut = new Set(answerIds)
+        for (const conversation of get().conversations) {
+          const answer = streamingAnswer(conversation)
+          if (answer === null || !cut.has(answer.id)) continue
+          fail(conversation.id, CONNECTION_DROPPED)
+          // The backend may still be generating it, and would refuse the regenerate as chat_busy.
+          bridge.call('chat.stop', { chatId: conversation.id }).catch(() => {})
+        }
+      },
+      subscribe() {
+        const offs = [
+          bridge.on('chat.token', ({ chatId, text }) => updateAnswer(chatId, (m) => ({ ...m, content: m.content + text }))),
+          bridge.on('chat.route', ({ chatId, hops }) => updateAnswer(chatId, (m) => ({ ...m, route: hops }))),
+          bridge.on('chat.done', (summary) => updateAnswer(summary.chatId, (m) => ({ ...m, status: 'done', summary, route: summary.route }))),
+          bridge.on('chat.error', ({ chatId, error }) => fail(chatId, shownError(error))),
+        ]
+        return () => {
+          for (const off of offs) off()
+        }
+      },
+    }
+  })
+  // Every change reaches the backend (tokens once their answer ends), in the order made.
+  store.subscribe((state, previous) => {
+    if (state.conversations !== previous.conversations)
+      history.sync(previous.conversations, state.conversations, (historyError) => store.setState({ historyError }))
+  })
+  return store
 }

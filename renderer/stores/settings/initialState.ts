@@ -1,7 +1,7 @@
 import type { Settings } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
 
-export type SettingsSection = 'tracker' | 'identity' | 'limits'
+export type SettingsSection = 'tracker' | 'identity' | 'limits' | 'access' | 'consent'
 
 export interface SettingsState {
   settings: Settings | null
@@ -9,6 +9,10 @@ export interface SettingsState {
   trackerError: ShownError | null
   identityError: ShownError | null
   limitsError: ShownError | null
+  /** The embedded swarm's allow-list. */
+  accessError: ShownError | null
+  /** Why agreeing to chat on a public swarm did not go through. */
+  consentError: ShownError | null
   /** The section a save is running for, so its button can show it. */
   saving: SettingsSection | null
   /** When the last save succeeded (ms), for the transient "Saved" note. */
@@ -21,6 +25,8 @@ export const initialSettingsState: SettingsState = {
   trackerError: null,
   identityError: null,
   limitsError: null,
+  accessError: null,
+  consentError: null,
   saving: null,
   savedAt: null,
 }

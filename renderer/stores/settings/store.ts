@@ -1,4 +1,5 @@
 import { createStore } from 'zustand/vanilla'
+import { parseAllowedKeys } from '../../../protocol/allowed-keys'
 import type { NeuronBridge, Settings } from '../../../protocol/app'
 import { shownError } from '../../api/errorText'
 import { initialSettingsState, type SettingsSection, type SettingsState } from './initialState'
@@ -12,12 +13,16 @@ export interface SettingsActions {
   /** Sends only the limits the form changed from the loaded settings. */
   saveLimits(form: LimitsForm): Promise<void>
   importIdentity(pem: string): Promise<void>
+  /** The embedded swarm's allow-list, one public key a line (# comments); empty text opens it to anyone. */
+  saveAllowedKeys(text: string): Promise<void>
+  /** Agrees to chat on the public tracker in force, knowing its hosts see prompts and answers (asked once per tracker). */
+  consent(): Promise<void>
   /** The private key PEM for a backup file, or null (and identityError) when the backend refused. */
   exportIdentity(): Promise<{ pem: string; publicKey: string } | null>
 }
 export type SettingsStore = SettingsState & SettingsActions
 
-const ERROR_FIELD = { tracker: 'trackerError', identity: 'identityError', limits: 'limitsError' } as const
+const ERROR_FIELD = { tracker: 'trackerError', identity: 'identityError', limits: 'limitsError', access: 'accessError', consent: 'consentError' } as const
 
 export function createSettingsStore(bridge: NeuronBridge, now: () => number = Date.now) {
   return createStore<SettingsStore>()((set, get) => {
@@ -60,6 +65,19 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
         if (!trimmed.startsWith('-----BEGIN'))
           return fail('identity', 'Paste a PEM private key: the text from -----BEGIN PRIVATE KEY----- to -----END PRIVATE KEY-----.')
         await save('identity', () => bridge.call('identity.import', { pem: trimmed }))
+      },
+      async saveAllowedKeys(text) {
+        let keys: string[]
+        try {
+          keys = parseAllowedKeys(text, 'The list')
+        } catch (error) {
+          return fail('access', error instanceof Error ? error.message : String(error))
+        }
+        await save('access', () => bridge.call('settings.update', { allowedKeys: keys.length === 0 ? null : keys }))
+      },
+      async consent() {
+        const trackerUrl = get().settings?.trackerUrl ?? null
+        if (trackerUrl !== null) await save('consent', () => bridge.call('settings.consent', { trackerUrl }))
       },
       async exportIdentity() {
         set({ identityError: null })

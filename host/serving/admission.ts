@@ -1,0 +1,89 @@
+import { verifyTicket } from '../../identity/tickets'
+import { NeuronError, type OpenSession, REPLAY_STEP_BASE, type Ticket } from '../../protocol'
+
+/** What a host lets its sessions reserve: each bounded before its KV cache is allocated. */
+export interface AdmissionLimits {
+  readonly maxSessions: number
+  /** KV capacity one session may reserve, tokens (what the host advertises to the tracker). */
+  readonly maxSessionTokens: number
+  /** KV tokens all open sessions may reserve together. */
+  readonly kvBudgetTokens: number
+  /** Sessions one client key may hold at once: no one key takes every slot. */
+  readonly maxSessionsPerClient: number
+}
+
+/** What an open session holds, as admission counts it. */
+export interface AdmittedSession {
+  readonly clientKey: string
+  readonly open: Pick<OpenSession, 'maxTokens'>
+}
+
+export interface TicketTerms {
+  /** undefined until the tracker has said its key (in the host.hello ack). */
+  readonly trackerKey: () => string | undefined
+  readonly hostId: string
+  readonly modelId: string
+  readonly manifestSha256: string
+}
+
+/** Defaults from the session count and per-session capacity: one key may hold all but one slot. */
+export function admissionLimits(maxSessions: number, given: Partial<AdmissionLimits> = {}): AdmissionLimits {
+  const maxSessionTokens = given.maxSessionTokens ?? 4096
+  return {
+    maxSessions,
+    maxSessionTokens,
+    kvBudgetTokens: given.kvBudgetTokens ?? maxSessions * maxSessionTokens,
+    maxSessionsPerClient: given.maxSessionsPerClient ?? Math.max(1, maxSessions - 1),
+  }
+}
+
+/**
+ * Admits an open, or throws a typed error saying why not: it must carry its tracker's ticket for
+ * this host, model and blocks, opened by the ticket's client, and fit this host's limits. Returns
+ * the ticket: the session is bound to its client key and its receipts name its price and tracker.
+ */
+export function admit(session: string, request: OpenSession, terms: TicketTerms, limits: AdmissionLimits, open: Iterable<AdmittedSession>): Ticket {
+  const { ticket, signature } = request
+  if (ticket === undefined || signature === undefined)
+    throw new NeuronError('no_ticket', "this host serves only ticketed sessions; ask the tracker for a route (route.plan) and open with each hop's ticket.")
+  const trackerKey = terms.trackerKey()
+  if (trackerKey === undefined) throw new NeuronError('no_tracker', "this host has not yet learned its tracker's key; try again in a moment.")
+  verifyTicket(ticket, { trackerKey, session, hostId: terms.hostId, openSignature: signature, blocks: request.blocks, maxTokens: request.maxTokens })
+  if (ticket.modelId !== terms.modelId || ticket.manifestSha256 !== terms.manifestSha256)
+    throw new NeuronError(
+      'wrong_model',
+      `the ticket is for ${ticket.modelId} (manifest ${ticket.manifestSha256.slice(0, 12)}…); this host serves ${terms.modelId} (${terms.manifestSha256.slice(0, 12)}…).`,
+    )
+  if (request.maxTokens > limits.maxSessionTokens)
+    throw new NeuronError(
+      'too_many_tokens',
+      `a session here holds at most ${limits.maxSessionTokens} tokens; ${request.maxTokens} asked. Ask the tracker for a route with fewer tokens.`,
+      { maxSessionTokens: limits.maxSessionTokens, requested: request.maxTokens },
+    )
+  let reserved = 0
+  let ofClient = 0
+  for (const s of open) {
+    reserved += s.open.maxTokens
+    if (s.clientKey === ticket.clientKey) ofClient++
+  }
+  if (ofClient >= limits.maxSessionsPerClient)
+    throw new NeuronError('too_many_sessions', `this client already holds ${ofClient} sessions here, the most one key may; close one first.`, {
+      maxSessionsPerClient: limits.maxSessionsPerClient,
+    })
+  if (reserved + request.maxTokens > limits.kvBudgetTokens)
+    throw new NeuronError(
+      'kv_budget_full',
+      `this host's KV cache has ${limits.kvBudgetTokens - reserved} of ${limits.kvBudgetTokens} tokens free; ${request.maxTokens} asked. Ask the tracker for another route.`,
+      { freeTokens: limits.kvBudgetTokens - reserved },
+    )
+  return ticket
+}
+
+/** A step carries what its ticket paid for: the declared prompt at step 1, one token after (replays rebuild a cache, unpaid by the client). */
+export function checkStepTokens(ticket: Pick<Ticket, 'promptTokens'>, step: number, tokens: number): void {
+  const allowed = step === 1 ? ticket.promptTokens : 1
+  if (step < REPLAY_STEP_BASE && tokens > allowed)
+    throw new NeuronError('tokens_not_ticketed', `step ${step} may carry ${allowed} tokens on this ticket, not ${tokens}; declare the prompt in route.plan.`, {
+      allowed,
+    })
+}

@@ -1,0 +1,67 @@
+import { z } from 'zod'
+import { BlockRange } from './blocks'
+import { NodeId, PublicKey } from './identity'
+import { MAX_SESSION_TOKENS } from './limits'
+import { ModelId } from './manifest'
+
+const SessionId = z.string().regex(/^[0-9a-f]{32}$/, 'a session id is 32 hex digits')
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 is 64 hex digits')
+const Signature = z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url')
+const Micro = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
+
+/**
+ * What the tracker grants one hop of one session: the client `clientKey` may run `blocks` of
+ * `modelId` (the manifest whose sha256 is `manifestSha256`) on host `hostId` for up to `maxTokens`
+ * positions at `price`, opening it before `expiresAt` (ms since epoch). Signed by `trackerKey`;
+ * a host serves only sessions whose open carries one, signed by its own tracker.
+ */
+export const TicketBody = z.object({
+  session: SessionId,
+  clientKey: PublicKey,
+  hostId: NodeId,
+  blocks: BlockRange,
+  maxTokens: z.number().int().positive().max(MAX_SESSION_TOKENS),
+  /** Of them, the prompt the client declared: step 1 may carry no more (the tracker charges for this many). */
+  promptTokens: z.number().int().nonnegative().max(MAX_SESSION_TOKENS),
+  modelId: ModelId,
+  manifestSha256: Sha256,
+  price: z.object({ promptMicroPerToken: Micro, completionMicroPerToken: Micro }),
+  expiresAt: z.number().int().nonnegative(),
+  trackerKey: PublicKey,
+})
+export type TicketBody = z.infer<typeof TicketBody>
+
+export const Ticket = TicketBody.extend({ signature: Signature })
+export type Ticket = z.infer<typeof Ticket>
+
+/** The exact bytes the tracker signs: every field, in a fixed order, so no JSON canonicalisation is needed. */
+export function ticketMessage(t: TicketBody): string {
+  return [
+    'neuron-ticket/1',
+    t.session,
+    t.clientKey,
+    t.hostId,
+    t.blocks[0],
+    t.blocks[1],
+    t.maxTokens,
+    t.promptTokens,
+    t.modelId,
+    t.manifestSha256,
+    t.price.promptMicroPerToken,
+    t.price.completionMicroPerToken,
+    t.expiresAt,
+    t.trackerKey,
+  ].join(' ')
+}
+
+/**
+ * The exact bytes a client signs to open a ticketed session: the ticket (by its signature) and the
+ * open's own terms. Only the ticket's client key can make it, so a ticket seen on the wire is useless
+ * to anyone else.
+ */
+export function openMessage(ticketSignature: string, open: { blocks: readonly [number, number]; maxTokens: number }): string {
+  return `neuron-open/1 ${ticketSignature} ${open.blocks[0]} ${open.blocks[1]} ${open.maxTokens}`
+}
+
+/** How long after it is issued a ticket may still open its session (ms). */
+export const TICKET_TTL_MS = 5 * 60_000

@@ -1,0 +1,148 @@
+import type Database from 'better-sqlite3'
+
+/** A route the tracker issued for a session, as kept across restarts. */
+export interface StoredRoute {
+  readonly session: string
+  readonly modelId: string
+  readonly issuedTo: string | null
+  readonly accountId: string | null
+  /** What the client declared in route.plan (absent for routes issued without it). */
+  readonly routed: { readonly maxTokens: number; readonly promptTokens?: number | undefined } | undefined
+  readonly hops: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[]
+  /** Hops the client gave up on (route.plan's failedHost with its span): their earnings pay the replacements' replays. */
+  readonly failed: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[]
+  /** Priced when routed: a restart with other prices does not change a session's. */
+  readonly price: { readonly promptMicroPerToken: number; readonly completionMicroPerToken: number }
+  readonly savedAt: number
+}
+
+/** Credits set aside for a session when it was routed; what is left is that less what its receipts charged. */
+export interface StoredHold {
+  readonly session: string
+  readonly accountId: string
+  readonly heldMicro: number
+  readonly maxTokens: number
+  readonly createdAt: number
+}
+
+/** Routed sessions and their credit holds, in the ledger's SQLite file: a restart loses and doubles neither. */
+export class RoutedSessions {
+  constructor(private readonly db: Database.Database) {}
+
+  saveRoute(r: StoredRoute): void {
+    this.db
+      .prepare(
+        `insert into routed_sessions (session, model_id, issued_to, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         on conflict(session) do update set account_id = excluded.account_id, hops = excluded.hops, failed = excluded.failed, saved_at = excluded.saved_at`,
+      )
+      .run(
+        r.session,
+        r.modelId,
+        r.issuedTo,
+        r.accountId,
+        r.routed === undefined ? null : JSON.stringify(r.routed),
+        JSON.stringify(r.hops),
+        JSON.stringify(r.failed),
+        JSON.stringify(r.price),
+        r.savedAt,
+      )
+  }
+
+  route(session: string): StoredRoute | undefined {
+    const row = this.db.prepare('select * from routed_sessions where session = ?').get(session) as RouteRow | undefined
+    if (row === undefined) return undefined
+    return {
+      session: row.session,
+      modelId: row.model_id,
+      issuedTo: row.issued_to,
+      accountId: row.account_id,
+      routed: row.routed === null ? undefined : JSON.parse(row.routed),
+      hops: JSON.parse(row.hops),
+      failed: JSON.parse(row.failed),
+      price: JSON.parse(row.price),
+      savedAt: row.saved_at,
+    }
+  }
+
+  forgetRoutesBefore(savedAt: number): void {
+    this.db.prepare('delete from routed_sessions where saved_at < ?').run(savedAt)
+  }
+
+  saveHold(h: StoredHold): void {
+    this.db
+      .prepare('insert or replace into credit_holds (session, account_id, held_micro, max_tokens, created_at) values (?, ?, ?, ?, ?)')
+      .run(h.session, h.accountId, h.heldMicro, h.maxTokens, h.createdAt)
+  }
+
+  releaseHold(session: string): void {
+    this.db.prepare('delete from credit_holds where session = ?').run(session)
+  }
+
+  holds(): StoredHold[] {
+    const rows = this.db.prepare('select * from credit_holds order by created_at').all() as HoldRow[]
+    return rows.map((r) => ({ session: r.session, accountId: r.account_id, heldMicro: r.held_micro, maxTokens: r.max_tokens, createdAt: r.created_at }))
+  }
+
+  /**
+   * What a failed host's earnings from a session can still pay for replays: what it earned there less
+   * every replay already paid in the session (counted against it, so nothing is paid twice).
+   */
+  forfeitable(session: string, failedHost: string, replayBase: number): number {
+    const row = this.db
+      .prepare(
+        `select coalesce(sum(case when host_id = ? and step < ? then host_earned else 0 end), 0)
+              - coalesce(sum(case when step >= ? then host_earned else 0 end), 0) as left from receipts where session = ?`,
+      )
+      .get(failedHost, replayBase, replayBase, session) as { left: number }
+    return Math.max(0, row.left)
+  }
+
+  /** Micro-credits `account` (a ledger account name) has paid for the session's receipts. */
+  charged(session: string, account: string): number {
+    const row = this.db
+      .prepare('select coalesce(-sum(e.amount), 0) as paid from receipts r join ledger_entries e on e.txn_id = r.txn_id where r.session = ? and e.account = ?')
+      .get(session, account) as { paid: number }
+    return row.paid
+  }
+}
+
+/** The migration that adds the tables (appended to the store's list). */
+export const ROUTED_SESSIONS_SCHEMA = `create table routed_sessions (
+     session text primary key,
+     model_id text not null,
+     issued_to text,
+     account_id text,
+     routed text,
+     hops text not null,
+     failed text not null,
+     price text not null,
+     saved_at integer not null
+   );
+   create index routed_sessions_saved on routed_sessions(saved_at);
+   create table credit_holds (
+     session text primary key,
+     account_id text not null,
+     held_micro integer not null,
+     max_tokens integer not null,
+     created_at integer not null
+   );`
+
+interface RouteRow {
+  session: string
+  model_id: string
+  issued_to: string | null
+  account_id: string | null
+  routed: string | null
+  hops: string
+  failed: string
+  price: string
+  saved_at: number
+}
+
+interface HoldRow {
+  session: string
+  account_id: string
+  held_micro: number
+  max_tokens: number
+  created_at: number
+}
