@@ -184,7 +184,7 @@ export function hopFrames(
     dtype: first ? 'i32' : 'f16',
     flags: 0,
     session,
-    step: 0,
+    step: 1,
     position: 0,
     tokens,
     width: first ? 1 : manifest.nEmbd,

@@ -161,7 +161,7 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
     const routed = await Promise.all(
       [0, 1, 2].map(async () => {
         const session = sessionId(seedRng)
-        const route = await callRpc(await clients.get(), ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })
+        const route = await callRpc(await clients.get(), ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, promptTokens: 3, session })
         expect(route.hops).toHaveLength(2)
         return route.hops.map((hop, i) => hopFrames(manifest, fuzzer, hop, session, 64, i === route.hops.length - 1))
       }),

@@ -2,7 +2,7 @@
 // stories260K: text equal to the swarm client's for the same seed, usage, every error status,
 // the ledger's invariants and a failover that is not paid twice.
 import OpenAI from 'openai'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { connectTracker } from '../../client/tracker-connection'
@@ -234,10 +234,13 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
       socket.on('dashboard.receipt', (p: unknown) => pushes.push(DashboardReceipt.parse(p)))
       expect(await callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })).toEqual({ hostIds: [host.hostId] })
       await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 6, temperature: 0 })
-      await new Promise((r) => setTimeout(r, 100))
+      // The host hands its own receipts in too (batched), so the last pushes may still be on their way.
+      await vi.waitFor(() => expect(pushes.at(-1)?.hostBalanceMicro).toBe(swarm.tracker.store.ledger.balance(hostAccount(host.hostId))), {
+        timeout: 10_000,
+        interval: 50,
+      })
       expect(pushes.length).toBeGreaterThanOrEqual(6)
       expect(pushes.every((p) => p.hostId === host.hostId && p.ok && p.chargedMicro > 0)).toBe(true)
-      expect(pushes.at(-1)?.hostBalanceMicro).toBe(swarm.tracker.store.ledger.balance(hostAccount(host.hostId)))
     } finally {
       socket.close()
     }
