@@ -1,11 +1,14 @@
 // A private swarm (allowedKeys) says no to a stranger on every surface the tracker serves: Socket.IO,
 // the gateway, the dashboards and the BitTorrent routes; and still serves its members end to end.
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { SwarmClient } from '../client/swarm-client'
 import { connectTracker, nodeAuthHeaders } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
-import { DASHBOARD_SCOPE } from '../protocol'
+import { signOpen } from '../identity/tickets'
+import { ClientToTracker, callRpc, DASHBOARD_SCOPE, decodeFrame, jsonFrame, readJson, WireError } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../test/programs'
 import { Tracker } from './server'
@@ -167,5 +170,34 @@ describe.skipIf(!HAVE_STORIES)(`a private swarm serves its members end to end${N
     })
     expect(chat.status, await chat.clone().text()).toBe(200)
     await expect(SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())).rejects.toMatchObject({ code: 'not_admitted' })
+  })
+
+  it('on the data plane: a stranger who knows a host’s address opens nothing there, not even with a member’s ticket', async () => {
+    const stranger = NodeIdentity.generate()
+    const memberSocket = await connectTracker(swarm.tracker.url, '/clients', member)
+    const session = randomBytes(16).toString('hex')
+    const maxTokens = 16
+    try {
+      const route = await callRpc(memberSocket, ClientToTracker, 'route.plan', { modelId: swarm.manifest.modelId, maxTokens, promptTokens: 3, session })
+      const hop = route.hops[0]
+      if (hop?.endpoint == null || hop.ticket === undefined) throw new Error('the route has no direct hop with a ticket')
+      const ws = new WebSocket(hop.endpoint)
+      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
+      const ask = (frame: Uint8Array) =>
+        new Promise<string>((resolve) => {
+          ws.once('message', (data: Buffer) => resolve(readJson(decodeFrame(data), WireError).code))
+          ws.send(frame)
+        })
+      try {
+        const open = { modelId: swarm.manifest.modelId, blocks: hop.blocks, maxTokens }
+        expect(await ask(jsonFrame('open', session, 0, open))).toBe('no_ticket')
+        const stolen = { ...open, ticket: hop.ticket, signature: signOpen(stranger, hop.ticket, open) }
+        expect(await ask(jsonFrame('open', session, 0, stolen))).toBe('bad_open_signature')
+      } finally {
+        ws.close()
+      }
+    } finally {
+      memberSocket.close()
+    }
   })
 })
