@@ -8,18 +8,11 @@ import { tokenizerGguf } from '../gguf/tokenizer'
 import { NodeIdentity } from '../identity/keys'
 import { type AuthChallenge, ClientToTracker, callRpc, type HardwareProfile, HostToTracker, type Manifest, type ServingState } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
-import { readyState } from '../test/peers'
+import { readyState, TEST_PROFILE } from '../test/peers'
 import { createModelTorrent } from '../test/programs'
 import { Tracker } from './server'
 
-const PROFILE: HardwareProfile = {
-  cpu: { model: 'test cpu', cores: 2, physicalCores: 2, flags: ['avx2'] },
-  memory: { totalBytes: 8e9, availableBytes: 4e9 },
-  gpus: [],
-  disk: { path: '/tmp', freeBytes: 50e9, readBytesPerSecond: 1e9 },
-  memoryBytesPerSecond: 10e9,
-  threads: 1,
-}
+const PROFILE: HardwareProfile = TEST_PROFILE
 
 function serving(manifest: Manifest, blocks: [number, number], status: ServingState['status'] = 'ready'): ServingState {
   return { ...readyState(manifest.modelId, blocks), status }

@@ -1,19 +1,14 @@
 // Reputation from completed and failed steps, latency against advertised speed and uptime; kept
 // as history and fed to the route planner, which routes low scores last.
+
 import { afterEach, describe, expect, it } from 'vitest'
 import type { HardwareProfile, ServingState } from '../../protocol'
+import { TEST_PROFILE } from '../../test/peers'
 import { HostRegistry } from '../registry'
 import { SqliteTrackerStore } from '../store'
 import { Reputation } from './reputation'
 
-const PROFILE: HardwareProfile = {
-  cpu: { model: 'test', cores: 2, physicalCores: 2, flags: [] },
-  memory: { totalBytes: 8e9, availableBytes: 4e9 },
-  gpus: [],
-  disk: { path: '/tmp', freeBytes: 1e10, readBytesPerSecond: 1e9 },
-  memoryBytesPerSecond: 1e10,
-  threads: 1,
-}
+const PROFILE: HardwareProfile = TEST_PROFILE
 const STATE: ServingState = {
   modelId: 'toy',
   blocks: [0, 4],
