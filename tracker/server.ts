@@ -63,9 +63,6 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly identity?: NodeIdentity
 }
 
-/** Receipt refusals that count against the host that signed (or is claimed to have signed) it. */
-const HOST_FAULTS = new Set(['bad_receipt', 'bad_signature', 'route_mismatch', 'replayed', 'unknown_session'])
-
 interface Peer {
   readonly nodeId: string
   readonly publicKey: string
@@ -359,7 +356,7 @@ export class Tracker {
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
     if (v.charged > 0) this.tickets.charged(session, v.charged)
     if (v.ok) this.reputation.completed(v.hostId)
-    else if (v.code !== undefined && HOST_FAULTS.has(v.code)) {
+    else if (v.fault === true) {
       this.reputation.failed(v.hostId)
       this.log(`receipt from ${v.hostId} for session ${session} step ${v.step} refused: ${v.code}: ${v.message ?? ''}`)
     }

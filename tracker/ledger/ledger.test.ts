@@ -137,6 +137,39 @@ describe('ledger and receipt settlement', () => {
     ).toEqual(['bad_receipt', 'route_mismatch'])
   })
 
+  it('counts a refusal against a host only for a receipt it signed, of a session the tracker routed', () => {
+    const { account } = accounts.create()
+    const s = session(account.accountId)
+    const other = session(account.accountId)
+    const stranger = NodeIdentity.generate()
+    const notHers = metering.settle(s, [
+      { ...sign(hostA, { session: s, step: 2, blocks: [0, 3], tokens: 1 }), tokens: 50 },
+      { ...sign(stranger, { session: s, step: 3, blocks: [0, 4], tokens: 1 }), hostId: hostA.id },
+      { hostId: hostA.id, step: 'x' },
+      sign(hostB, { session: other, step: 1, blocks: [3, 4], tokens: 5 }),
+    ])
+    const unrouted = metering.settle(randomBytes(16).toString('hex'), [sign(hostA, { session: s, step: 1, blocks: [0, 3], tokens: 5 })])
+    // Anyone can hand in such receipts naming any host: refused and listed, never held against it.
+    expect([...notHers, ...unrouted].map((v) => [v.code, v.fault])).toEqual([
+      ['bad_signature', false],
+      ['route_mismatch', false],
+      ['bad_receipt', false],
+      ['route_mismatch', false],
+      ['route_mismatch', false],
+    ])
+    // Signed by the host itself: a hop it was never issued, and a step off the routed positions.
+    const routed = randomBytes(16).toString('hex')
+    metering.issue(routed, 'toy', [{ hostId: hostA.id, blocks: [0, 4] }], null, Date.now(), { maxTokens: 20, promptTokens: 10 })
+    const hers = [
+      ...metering.settle(s, [sign(hostA, { session: s, step: 4, blocks: [0, 4], tokens: 1 })]),
+      ...metering.settle(routed, [sign(hostA, { session: routed, step: 3, blocks: [0, 4], tokens: 1, position: 40 })]),
+    ]
+    expect(hers.map((v) => [v.code, v.fault])).toEqual([
+      ['route_mismatch', true],
+      ['position_mismatch', true],
+    ])
+  })
+
   it('pays a step once per span however often it is handed in, and replay steps not at all', () => {
     const { account } = accounts.create()
     const s = session(account.accountId)

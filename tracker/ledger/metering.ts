@@ -51,6 +51,12 @@ export interface ReceiptVerdict {
   readonly message?: string
   /** Micro-credits the consumer paid for this receipt. */
   readonly charged: number
+  /**
+   * The refusal counts against the host: it signed, with its registered key, a receipt of a session
+   * the tracker routed, and the route or its terms refute it. An unsigned, forged or misfiled
+   * receipt proves nothing about the host it names, so anyone could pin it on any host.
+   */
+  readonly fault?: boolean
 }
 
 export interface MeteringEvents {
@@ -204,6 +210,9 @@ export class Metering extends EventEmitter<MeteringEvents> {
     if (r.session !== session)
       return this.refuse(r.hostId, session, r.step, 'route_mismatch', `receipt is for session ${r.session}, submitted for ${session}`, now)
     if (issued === undefined) return this.refuse(r.hostId, session, r.step, 'unknown_session', `the tracker issued no route for session ${session}`, now)
+    const publicKey = this.publicKeyOf(r.hostId)
+    const { signature, ...body } = r
+    const signed = publicKey !== undefined && this.verify(publicKey, receiptMessage(body), signature)
     if (!issued.hops.some((h) => h.hostId === r.hostId && h.blocks[0] === r.blocks[0] && h.blocks[1] === r.blocks[1])) {
       return this.refuse(
         r.hostId,
@@ -212,16 +221,15 @@ export class Metering extends EventEmitter<MeteringEvents> {
         'route_mismatch',
         `host ${r.hostId} blocks [${r.blocks[0]}, ${r.blocks[1]}) is not a hop the tracker issued for session ${session}`,
         now,
+        signed,
       )
     }
-    const publicKey = this.publicKeyOf(r.hostId)
-    const { signature, ...body } = r
-    if (publicKey === undefined || !this.verify(publicKey, receiptMessage(body), signature)) {
+    if (!signed) {
       return this.refuse(r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
     }
     issued.lastUsed = now
     const terms = this.checkTerms(issued, r)
-    if (terms !== undefined) return this.refuse(r.hostId, session, r.step, terms.code, terms.message, now)
+    if (terms !== undefined) return this.refuse(r.hostId, session, r.step, terms.code, terms.message, now, true)
     if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(session, issued, r, now)
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
     // Paid by the tracker's own count of the step's tokens, never the host's claim.
@@ -325,9 +333,10 @@ export class Metering extends EventEmitter<MeteringEvents> {
     }
   }
 
-  private refuse(hostId: string, session: string | null, step: number | null, code: string, message: string, now: number): ReceiptVerdict {
+  /** Records a refused receipt (the host's dashboard lists it); `fault` says whether it counts against the host. */
+  private refuse(hostId: string, session: string | null, step: number | null, code: string, message: string, now: number, fault = false): ReceiptVerdict {
     this.store.reject({ hostId, session, step, code, message, createdAt: now })
-    return { hostId, step: step ?? -1, ok: false, code, message, charged: 0 }
+    return { hostId, step: step ?? -1, ok: false, code, message, charged: 0, fault }
   }
 
   private sweep(now: number): void {
