@@ -258,7 +258,7 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     expect((board.recent_receipts as unknown[]).length).toBeGreaterThan(0)
   })
 
-  it('refuses forged and mismatched receipts handed in by an app, logged against the host, and pays a replayed one nothing', async () => {
+  it('refuses forged and mismatched receipts handed in by an app, lists them on the host’s dashboard without holding them against it, and pays a replayed one nothing', async () => {
     const app = NodeIdentity.generate()
     await createAccount(swarm.tracker.url, ADMIN, { public_key: app.publicKey })
     const client = await SwarmClient.connect(swarm.tracker.url, app)
@@ -286,10 +286,10 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
       const ledger = swarm.tracker.store.ledger
       const codes = ledger.rejections(victim.hostId).map((r) => r.code)
       expect(codes).toContain('bad_signature')
-      expect(swarm.tracker.reputation.of(victim.hostId).failedSteps).toBeGreaterThan(0)
-      // Routing sees the lower score.
+      // The app forged them, not the host: anyone could hand in such receipts naming any host, so they cost it nothing.
+      expect(swarm.tracker.reputation.of(victim.hostId).failedSteps).toBe(0)
       const span = swarm.tracker.planner.view(swarm.manifest.modelId).spans.find((sp) => sp.hostId === victim.hostId)
-      expect(span?.reputation).toBeLessThan(1)
+      expect(span?.reputation).toBe(swarm.tracker.reputation.score(victim.hostId))
       expect(ledger.total()).toBe(0)
     } finally {
       client.close()
