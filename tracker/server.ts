@@ -303,9 +303,12 @@ export class Tracker {
         const payer = this.tickets.payer(request.session, peer.publicKey)
         const route = this.planner.route(request)
         const ticketed = this.tickets.ticket(route, request, this.catalog.get(request.modelId).manifest, peer.publicKey, payer)
-        this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), { ...request, accountId: payer.account.accountId })
-        // A span asked again after a failure: the host the client gave up on failed a step.
-        if (request.span !== undefined && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
+        const failed = this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
+          ...request,
+          accountId: payer.account.accountId,
+        })
+        // A span asked again after a failure: the host the client gave up on failed a step, if it was on the route.
+        if (failed && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
         return ticketed
       },
       'session.end': ({ session }, peer) => this.tickets.endBy(session, peer.publicKey),

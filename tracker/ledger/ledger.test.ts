@@ -170,6 +170,17 @@ describe('ledger and receipt settlement', () => {
     ])
   })
 
+  it('believes a reported failure only of a hop the tracker issued for that span, and not on the new route', () => {
+    const s = session(null)
+    const replace = (failedHost: string, span: [number, number], hostId: string) =>
+      metering.issue(s, 'toy', [{ hostId, blocks: span }], null, Date.now(), { maxTokens: 20, promptTokens: 10, failedHost, span })
+    const stranger = NodeIdentity.generate().id
+    expect(replace(stranger, [0, 3], hostB.id)).toBe(false)
+    expect(replace(hostA.id, [0, 4], hostB.id)).toBe(false)
+    expect(replace(hostA.id, [0, 3], hostA.id)).toBe(false)
+    expect(replace(hostA.id, [0, 3], hostB.id)).toBe(true)
+  })
+
   it('pays a step once per span however often it is handed in, and replay steps not at all', () => {
     const { account } = accounts.create()
     const s = session(account.accountId)

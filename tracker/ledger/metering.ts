@@ -111,7 +111,11 @@ export class Metering extends EventEmitter<MeteringEvents> {
     super()
   }
 
-  /** Records the hops of a route issued for `session` (again after each failover: they add up). */
+  /**
+   * Records the hops of a route issued for `session` (again after each failover: they add up).
+   * Returns whether the failure the request reports is believed: the failed host must have been a
+   * hop the tracker issued for that span of this session, and not be on the new route.
+   */
   issue(
     session: string,
     modelId: string,
@@ -120,11 +124,12 @@ export class Metering extends EventEmitter<MeteringEvents> {
     now = Date.now(),
     /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */
     request?: RoutedTokens & { failedHost?: string | undefined; span?: readonly [number, number] | undefined; accountId?: string },
-  ): void {
+  ): boolean {
     const routed = request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
     const failed = request?.failedHost === undefined || request.span === undefined ? undefined : { hostId: request.failedHost, blocks: request.span }
     this.sweep(now)
     const known = this.lookup(session)
+    let believed = false
     if (known === undefined) {
       const manifest = this.manifestOf(modelId)
       this.sessions.set(session, {
@@ -144,14 +149,19 @@ export class Metering extends EventEmitter<MeteringEvents> {
     } else if (known.hops.length + hops.length > MAX_SESSION_HOPS) {
       throw new NeuronError('too_many_routes', `session ${session} has been routed ${known.hops.length} hops already; start a new session.`)
     } else {
-      known.hops.push(...hops)
       const f = failed
-      if (f !== undefined && known.hops.some((h) => h.hostId === f.hostId && h.blocks[0] === f.blocks[0] && h.blocks[1] === f.blocks[1])) known.failed.push(f)
+      believed =
+        f !== undefined &&
+        known.hops.some((h) => h.hostId === f.hostId && h.blocks[0] === f.blocks[0] && h.blocks[1] === f.blocks[1]) &&
+        !hops.some((h) => h.hostId === f.hostId)
+      if (believed && f !== undefined) known.failed.push(f)
+      known.hops.push(...hops)
       known.lastUsed = now
       this.save(session, now)
     }
     // The account that pays: the route's caller's (or the one the gateway runs the session for).
     if (request?.accountId !== undefined) this.bind(session, request.accountId)
+    return believed
   }
 
   /** Charges the session's receipts to this account (the gateway's or an app's key pair); the first binding holds. */
