@@ -367,7 +367,7 @@ export class Tracker {
     const hostRoom = `host:${v.hostId}`
     const accountRoom = accountId === null ? undefined : `account:${accountId}`
     const listening = (room: string | undefined) => room !== undefined && (ns?.adapter.rooms.get(room)?.size ?? 0) > 0
-    // Balances are sums over the ledger: computed only when a dashboard is listening.
+    // Settled receipts carry their balances; a refused one reads them only when a dashboard is listening.
     if (ns === undefined || !(listening(hostRoom) || listening(accountRoom))) return
     const push = {
       hostId: v.hostId,
@@ -377,11 +377,14 @@ export class Tracker {
       ...(v.code === undefined ? {} : { code: v.code }),
       modelId,
       chargedMicro: v.charged,
-      hostBalanceMicro: this.store.ledger.balance(hostAccount(v.hostId)),
+      hostBalanceMicro: v.balances?.host ?? this.store.ledger.balance(hostAccount(v.hostId)),
     }
     if (listening(hostRoom)) ns.to(hostRoom).emit('dashboard.receipt', push)
     if (accountId !== null && listening(accountRoom))
-      ns.to(`account:${accountId}`).emit('dashboard.receipt', { ...push, accountBalanceMicro: this.store.ledger.balance(consumerAccount(accountId)) })
+      ns.to(`account:${accountId}`).emit('dashboard.receipt', {
+        ...push,
+        accountBalanceMicro: v.balances?.account ?? this.store.ledger.balance(consumerAccount(accountId)),
+      })
   }
 
   private requireHello(peer: Peer) {

@@ -57,6 +57,8 @@ export interface ReceiptVerdict {
    * receipt proves nothing about the host it names, so anyone could pin it on any host.
    */
   readonly fault?: boolean
+  /** On a settled receipt, the host's and payer's balances right after it, read in its transaction: exact pushes for a batch. */
+  readonly balances?: { readonly host: number; readonly account: number | null }
 }
 
 export interface MeteringEvents {
@@ -205,8 +207,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
       }
       bySession.set(r.data.session, [...(bySession.get(r.data.session) ?? []), raw])
     }
-    // One commit each: a dashboard push then carries the balance after its own receipt.
-    for (const [session, list] of bySession) for (const raw of list) verdicts.push(...this.settle(session, [raw], now))
+    // One commit per session; each verdict carries the balances after its own receipt for the dashboards.
+    for (const [session, list] of bySession) verdicts.push(...this.settle(session, list, now))
     return verdicts
   }
 
@@ -277,7 +279,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
       // Not the host's fault: the consumer's credits ran out; not logged against it.
       return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this step', charged: 0 }
     }
-    return { hostId: r.hostId, step: r.step, ok: true, charged: charge }
+    return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: this.balancesAfter(r.hostId, issued.accountId) }
   }
 
   /**
@@ -310,7 +312,12 @@ export class Metering extends EventEmitter<MeteringEvents> {
       at: now,
     })
     if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
-    return { hostId: r.hostId, step: r.step, ok: true, charged: 0 }
+    return { hostId: r.hostId, step: r.step, ok: true, charged: 0, balances: this.balancesAfter(r.hostId, issued.accountId) }
+  }
+
+  /** Two indexed reads of the running balances: cheap beside the commit they ride in. */
+  private balancesAfter(hostId: string, accountId: string | null): NonNullable<ReceiptVerdict['balances']> {
+    return { host: this.store.balance(hostAccount(hostId)), account: accountId === null ? null : this.store.balance(consumerAccount(accountId)) }
   }
 
   /** A receipt pays only on the terms of its session's ticket: this tracker, the model, its price, the positions routed. */
