@@ -5,10 +5,7 @@ import { signOpen } from '../identity/tickets'
 import {
   ClientToTracker,
   callRpc,
-  type Dtype,
-  encodeFrame,
   FLAG_NO_SAMPLE,
-  type Frame,
   jsonFrame,
   NeuronError,
   REPLAY_STEP_BASE,
@@ -21,7 +18,9 @@ import {
   SampledToken,
   type SamplingParams,
 } from '../protocol'
+import { expectOk, forwardFrame, type HopInput, hiddenInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
+import { type AuditableHop, auditStep, checkReceipt } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
 import { connectTracker, type TrackerConnectionOptions } from './tracker-connection'
@@ -75,18 +74,9 @@ export interface GenerationSummary {
   readonly receipts: readonly Receipt[]
 }
 
-interface HopInput {
-  dtype: Dtype
-  tokens: number
-  width: number
-  payload: Uint8Array
-}
-
-/** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay. */
-interface HopState {
-  hop: RouteHop
+/** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay (and for audits). */
+interface HopState extends AuditableHop {
   link: HopLink
-  inputs: HopInput[]
   stepMs: number[]
 }
 
@@ -184,6 +174,9 @@ export class SwarmClient {
           try {
             sampled = await this.step(hops, from, session, step, position, pending, stepReceipts)
             await collect(stepReceipts)
+            // Sampled steps are re-run elsewhere by the tracker; a hop caught lying is replaced and everything after it rebuilt.
+            const liar = await auditStep(this.tracker, session, hops, this.log)
+            if (liar !== undefined) throw new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`)
           } catch (error) {
             await collect(stepReceipts)
             if (!(error instanceof HopFailure) || failovers.length >= MAX_FAILOVERS) throw error
@@ -192,7 +185,10 @@ export class SwarmClient {
             const started = performance.now()
             failed.push(dead.hop.hostId)
             this.log(`hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`)
-            const repaired = await this.replace(hops, dead, session, request, maxTokens, failed, collect)
+            // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
+            const lied = error.code === 'lied'
+            if (lied) sampled = undefined
+            const repaired = await this.replace(hops, dead, session, request, maxTokens, failed, collect, lied)
             hops = repaired.hops
             from = repaired.from
             pending = repaired.pending
@@ -270,7 +266,10 @@ export class SwarmClient {
       const answer = await h.link.request(forwardFrame(input, 0, session, step, position))
       if (input.tokens === 1) h.stepMs.push(performance.now() - started)
       const receipt = readTrailer(answer, Receipt)
+      checkReceipt(h.hop.hostId, input, answer.payload, receipt)
       if (receipt !== undefined) receipts.push(receipt)
+      h.receipts.push(receipt)
+      h.lastOutput = new Uint8Array(answer.payload)
       if (answer.kind === 'token') return readJson(answer, SampledToken)
       if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
       input = hiddenInput(answer)
@@ -285,7 +284,7 @@ export class SwarmClient {
       for (const [i, hop] of route.entries()) {
         const link: HopLink =
           hop.endpoint === null ? new RelayHopLink(hop.hostId, this.tracker) : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca })
-        states.push({ hop, link, inputs: [], stepMs: [] })
+        states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
         if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
         await expectOk(
           await link.request(
@@ -321,6 +320,8 @@ export class SwarmClient {
     maxTokens: number,
     failed: string[],
     collect: (receipts: Receipt[]) => Promise<void>,
+    /** The hops after `dead` were fed its answers: rebuild their caches from the replacement's. */
+    rebuildAfter = false,
   ): Promise<{ hops: HopState[]; from: number; pending: HopInput }> {
     dead.link.close()
     const pending = dead.inputs.at(-1)
@@ -343,14 +344,20 @@ export class SwarmClient {
     const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)
     let replayStep = REPLAY_STEP_BASE
-    for (const h of fresh) {
+    const after = rebuildAfter ? hops.slice(at + 1) : []
+    for (const h of [...fresh, ...after]) {
       let position = 0
       const outputs: HopInput[] = []
+      h.inputs = []
+      h.receipts = []
       for (const chunk of chunks) {
         h.inputs.push(chunk)
         const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, replayStep++, position))
         position += chunk.tokens
         const receipt = readTrailer(answer, Receipt)
+        checkReceipt(h.hop.hostId, chunk, answer.payload, receipt)
+        h.receipts.push(receipt)
+        h.lastOutput = new Uint8Array(answer.payload)
         if (receipt !== undefined) await collect([receipt])
         if (answer.kind === 'hidden') outputs.push(hiddenInput(answer))
       }
@@ -371,20 +378,6 @@ export class SwarmClient {
       }),
     )
   }
-}
-
-/** A forward frame carrying `input` (hidden states or token ids). */
-function forwardFrame(input: HopInput, flags: number, session: string, step: number, position: number): Uint8Array {
-  return encodeFrame({ kind: 'forward', dtype: input.dtype, flags, session, step, position, tokens: input.tokens, width: input.width, payload: input.payload })
-}
-
-/** A hop's hidden-state answer as the next hop's input (copied out of the received frame). */
-function hiddenInput(answer: Frame): HopInput {
-  return { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload) }
-}
-
-async function expectOk(frame: Frame): Promise<void> {
-  if (frame.kind !== 'ok') throw new NeuronError('bad_frame', `expected ok, got ${frame.kind}`)
 }
 
 function median(xs: number[]): number {

@@ -156,11 +156,12 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await open('settings')
     const hostId = ((await page.getByTestId('settings-host-id').textContent()) ?? '').match(/[0-9a-f]{20}/)?.[0] ?? ''
     expect(hostId).toMatch(/^[0-9a-f]{20}$/)
-    const ledger = async () => ((await (await fetch(`${trackerUrl}/v1/dashboard/hosts/${hostId}`)).json()) as { balance_micro: number }).balance_micro
+    // Earnings wait in escrow for the settlement window (a day): pending, not yet settled.
+    const ledger = async () => ((await (await fetch(`${trackerUrl}/v1/dashboard/hosts/${hostId}`)).json()) as { pending_micro: number }).pending_micro
     await expect.poll(ledger, { timeout: 20_000 }).toBeGreaterThan(0)
     await open('earnings')
-    const balance = page.getByTestId('earnings-balance')
-    await expect.poll(async () => Number(await balance.getAttribute('data-micro')), { timeout: 20_000 }).toBe(await ledger())
+    const pending = page.getByTestId('earnings-pending')
+    await expect.poll(async () => Number(await pending.getAttribute('data-micro')), { timeout: 20_000 }).toBe(await ledger())
     expect(await page.getByTestId('earnings-receipt').count()).toBeGreaterThan(0)
     await screenshot(page, 'earnings')
   })

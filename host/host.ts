@@ -5,7 +5,7 @@ import type { TlsCertificate } from '../client/tls-trust'
 import { connectTracker } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { manifestSha256 } from '../identity/tickets'
-import { ShardRuntime } from '../native'
+import { ShardRuntime, type ShardRuntimeOptions } from '../native'
 import {
   artifactsForBlocks,
   type BlockRange,
@@ -24,6 +24,7 @@ import {
 import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
 import { hardwareProfile } from './hardware'
 import { ReceiptOutbox } from './receipt-outbox'
+import type { ServingRuntime } from './serving/serving-runtime'
 import { ShardServer } from './serving/shard-server'
 
 export interface HostOptions {
@@ -73,7 +74,7 @@ export class Host extends EventEmitter<HostEvents> {
   hostId = ''
   private socket: (Socket & RpcSocket) | undefined
   private store: ArtifactStore | undefined
-  private runtime: ShardRuntime | undefined
+  private runtime: ServingRuntime | undefined
   private server: ShardServer | undefined
   private heartbeat: NodeJS.Timeout | undefined
   private stopped = false
@@ -235,7 +236,7 @@ export class Host extends EventEmitter<HostEvents> {
     const head = blocks[1] === manifest.nLayer
     // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
     const device = this.options.device !== 'cpu' && (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
-    this.runtime = await ShardRuntime.load({ artifacts: paths, blocks: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
+    this.runtime = await this.loadRuntime({ artifacts: paths, blocks: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
     this.throwIfStopped()
     const maxSessions = this.options.maxSessions ?? 4
     const kvCapacityTokens = this.options.maxSessionTokens ?? Math.min(4096, manifest.contextLength || 4096)
@@ -367,7 +368,12 @@ export class Host extends EventEmitter<HostEvents> {
     return this.server.handle(frame, `relay:${from}`)
   }
 
-  private async publishState(state: ServingState): Promise<void> {
+  /** Loads the blocks this host serves (a test harness may wrap what it returns; the product never does). */
+  protected loadRuntime(options: ShardRuntimeOptions): Promise<ServingRuntime> {
+    return ShardRuntime.load(options)
+  }
+
+  protected async publishState(state: ServingState): Promise<void> {
     this.state = state
     this.emit('state', state)
     if (this.socket?.connected) await callRpc(this.socket, HostToTracker, 'host.state', state)

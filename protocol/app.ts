@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { MAX_ALLOWED_KEYS } from './allowed-keys'
 import { BlockRange } from './blocks'
+import { HostChecksView } from './checks'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
 import { Count, ModelId } from './manifest'
@@ -142,7 +143,12 @@ export const RecentReceipt = z.object({
 })
 export const Earnings = z.object({
   hostId: NodeId,
+  /** Settled earnings: spendable. */
   balanceMicro: Micro,
+  /** Earnings still pending in escrow: settled once the settlement window passes, voided if the host is caught cheating. */
+  pendingMicro: Micro,
+  /** How long earnings stay pending, ms; null from a tracker that does not say (one without escrow). */
+  settlementWindowMs: Count.nullable(),
   servedBlockTokens: Count,
   byHour: z.array(EarningsPoint),
   byDay: z.array(EarningsPoint),
@@ -168,6 +174,8 @@ export const ReputationView = z.object({
   completedSteps: Count,
   failedSteps: Count,
   history: z.array(z.object({ at: z.number(), score: z.number() })),
+  /** The tracker's fraud checks of this host (probes, audits, probation, a ban); null from a tracker without them. */
+  checks: HostChecksView.nullable(),
 })
 export type ReputationView = z.infer<typeof ReputationView>
 
@@ -297,7 +305,15 @@ export const AppEvents = {
   'chat.done': ChatSummary,
   'chat.error': z.object({ chatId: ChatId, error: WireError }),
   /** A receipt for this computer's host settled (or was refused): earnings changed. */
-  'earnings.receipt': z.object({ hostId: z.string(), ok: z.boolean(), modelId: z.string().nullable(), earnedMicro: Micro, balanceMicro: Micro }),
+  'earnings.receipt': z.object({
+    hostId: z.string(),
+    ok: z.boolean(),
+    modelId: z.string().nullable(),
+    earnedMicro: Micro,
+    /** Settled, and (from a tracker with escrow) pending. */
+    balanceMicro: Micro,
+    pendingMicro: Micro.optional(),
+  }),
 } as const
 export type AppEvents = typeof AppEvents
 export type AppEventName = keyof AppEvents

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { BlockRange } from './blocks'
+import { AuditRequest, AuditVerdict } from './checks'
 import { NodeId, PublicKey } from './identity'
 import {
   MAX_BLOCKS,
@@ -17,6 +18,7 @@ import {
   MAX_URL_CHARS,
 } from './limits'
 import { Count, Manifest, ModelId } from './manifest'
+import { ProbeSetBytes } from './probe-codec'
 import { rpc } from './rpc'
 import { Ticket } from './tickets'
 
@@ -92,6 +94,8 @@ export const RouteHop = z.object({
   endpoint: Url.nullable(),
   /** The tracker's signed permission to open this hop (present on every route.plan answer). */
   ticket: Ticket.optional(),
+  /** Fraction of this hop's steps the client should have the tracker re-run elsewhere (audit.submit); absent: none. */
+  audit: z.number().min(0).max(1).optional(),
 })
 export type RouteHop = z.infer<typeof RouteHop>
 export const Route = z.object({ modelId: ModelId, hops: z.array(RouteHop).min(1).max(MAX_BLOCKS), expectedMsPerToken: z.number().nonnegative() })
@@ -159,7 +163,8 @@ export const ClientToTracker = {
   'model.get': HostToTracker['model.get'],
   /** `tokenizer`: the model's metadata-only GGUF (vocabulary, chat template), for clients. */
   'model.publish': rpc(
-    z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES) }),
+    // probes: the publisher's secret known-answer probes (encodeProbeSet), kept by the tracker and never handed out
+    z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES), probes: ProbeSetBytes.optional() }),
     z.object({ modelId: ModelId, infoHash: InfoHash }),
   ),
   'model.tokenizer': rpc(z.object({ modelId: ModelId }), z.object({ tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES) })),
@@ -191,6 +196,8 @@ export const ClientToTracker = {
   /** The client is done with a session: the tracker releases what is left of its credit hold. */
   'session.end': rpc(z.object({ session: SessionId }), Empty),
   /** Join the dashboard pushes of these hosts (your own account's come without asking). */
+  /** Has the tracker re-run one hop's step on another host and compare (see AuditRequest); rate-limited per key. */
+  'audit.submit': rpc(AuditRequest, AuditVerdict),
   'dashboard.subscribe': rpc(z.object({ hostIds: z.array(NodeId).max(64) }), z.object({ hostIds: z.array(NodeId).max(MAX_HOST_IDS) })),
 }
 
@@ -203,7 +210,10 @@ export const DashboardReceipt = z.object({
   code: Label.optional(),
   modelId: Label.nullable(),
   chargedMicro: Count,
+  /** The host's settled (spendable) earnings. */
   hostBalanceMicro: z.number().int(),
+  /** The host's earnings still pending in escrow for the settlement window; absent from a tracker without escrow. */
+  hostPendingMicro: z.number().int().optional(),
   /** Present on the paying account's own pushes. */
   accountBalanceMicro: z.number().int().optional(),
 })

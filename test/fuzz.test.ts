@@ -27,7 +27,7 @@ import {
   readTrailer,
 } from '../protocol'
 import { ANSWER_MS, AuthenticatedPool, emitJudged, engineFrames, Findings, FrameConnection, hopFrames, judgeFrame, rawPackets } from './fuzz-harness'
-import { below, copy, hostileValue, mutate, mutateFrame, pick, type Rng, randomBuffer, seededRng, text } from './hostile-inputs'
+import { auditOf, below, copy, hostileValue, mutate, mutateFrame, pick, type Rng, randomBuffer, seededRng, text } from './hostile-inputs'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
 import { type NeuronProcess, startNeuron } from './processes'
@@ -200,6 +200,8 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
       'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
       'session.end': (rng) => ({ session: sessionId(rng) }),
       'dashboard.subscribe': () => ({ hostIds }),
+      // A hop's history whose bytes do not hash to its receipt: the tracker must refuse it, never re-run it.
+      'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>),
     }
     const hostPayloads: Record<string, (rng: Rng) => unknown> = {
       'host.hello': () => ({ profile: PROFILE, state }),

@@ -242,3 +242,10 @@ export function mutateFrame(rng: Rng, frame: Uint8Array): Buffer {
     }
   }
 }
+
+/** An audit request for the hop that signed `receipt`, its input and answer all zeros (so not what it signed). */
+export function auditOf(session: string, receipt: { hostId: string; blocks: [number, number]; tokens: number }) {
+  const bytes = receipt.tokens * 128
+  const steps = [{ receipt, dtype: 'f16', tokens: receipt.tokens, width: 64, bytes }]
+  return { session, hostId: receipt.hostId, blocks: receipt.blocks, steps, payloads: Buffer.alloc(bytes), output: Buffer.alloc(128) }
+}

@@ -8,9 +8,10 @@ import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { createModelTorrent } from '../host/artifacts/model-torrent'
 import { Host } from '../host/host'
+import { computeProbeSet } from '../host/probes'
 import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
-import type { Manifest } from '../protocol'
+import { encodeProbeSet, type Manifest } from '../protocol'
 import { Tracker, type TrackerOptions } from '../tracker/server'
 
 export { createModelTorrent } from '../host/artifacts/model-torrent'
@@ -56,15 +57,21 @@ export async function startSwarm(
   }
 }
 
-/** `model` packed into `out` with what `model.publish` takes: the manifest, a torrent announcing to `tracker`, the tokenizer. */
+/** `model` packed into `out` with what `model.publish` takes: the manifest, a torrent announcing to `tracker`, the tokenizer, two probes (encoded). */
 export async function packForPublish(
   tracker: Tracker,
   model: string,
   out: string,
   modelId?: string,
-): Promise<{ manifest: Manifest; torrent: Buffer; tokenizer: Buffer }> {
+): Promise<{ manifest: Manifest; torrent: Buffer; tokenizer: Buffer; probes: Uint8Array }> {
   const manifest = await packModel({ source: model, out, blocksPerArtifact: 2, ...(modelId === undefined ? {} : { modelId }) })
-  return { manifest, torrent: await createModelTorrent(out, manifest, [tracker.announceUrl]), tokenizer: await tokenizerGguf(join(out, 'head.gguf')) }
+  const torrent = await createModelTorrent(out, manifest, [tracker.announceUrl])
+  return {
+    manifest,
+    torrent,
+    tokenizer: await tokenizerGguf(join(out, 'head.gguf')),
+    probes: encodeProbeSet(await computeProbeSet(manifest, out, { threads: 1, count: 2 })),
+  }
 }
 
 /** Creates an account through the admin route; returns its id and API key. */

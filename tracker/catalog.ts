@@ -1,6 +1,6 @@
 import parseTorrent from 'parse-torrent'
 import { checkTokenizer, tokenizerSha256 } from '../client/tokenizer'
-import { type Manifest, type ModelSummary, NeuronError } from '../protocol'
+import { decodeProbeSet, type Manifest, type ModelSummary, NeuronError, type ProbeSet } from '../protocol'
 import type { HostRegistry } from './registry'
 import type { StoredModel, TrackerStore } from './store'
 
@@ -32,9 +32,12 @@ export class ModelCatalog {
   /**
    * Registers a model. The torrent must be the model's: named by its id, one file per artifact in
    * manifest order with the manifest's sizes, pieces of the manifest's size, so hosts can trust it;
-   * the tokenizer must be the one the manifest's `tokenizerSha256` names.
+   * the tokenizer must be the one the manifest's `tokenizerSha256` names. `probes`, the publisher's
+   * secret known-answer probes (encoded as they travel, or decoded), must be of this model; the first
+   * set a model gets is kept for good.
    */
-  async publish(manifest: Manifest, torrent: Uint8Array, tokenizer: Uint8Array, publisher: Publisher): Promise<StoredModel> {
+  async publish(manifest: Manifest, torrent: Uint8Array, tokenizer: Uint8Array, publisher: Publisher, sent?: ProbeSet | Uint8Array): Promise<StoredModel> {
+    const probes = sent instanceof Uint8Array ? decodeProbeSet(sent) : sent
     let parsed: ParsedTorrent
     try {
       // parse-torrent 11 is async; its @types describe an older, synchronous version.
@@ -55,10 +58,15 @@ export class ModelCatalog {
     }
     const advice = 'publish with neuron publish, which sends the tokenizer of the packed artifacts.'
     checkTokenizer(manifest, tokenizer, 'sent', advice)
+    if (probes !== undefined) checkProbes(manifest, probes)
     const infoHash = parsed.infoHash as string
     // From here on nothing awaits: no other publish of this id can land between the check and the insert.
     const existing = this.store.getModel(manifest.modelId)
-    if (existing !== undefined) return republished(existing, manifest, infoHash, tokenizer, publisher)
+    if (existing !== undefined) {
+      const model = republished(existing, manifest, infoHash, tokenizer, publisher)
+      if (probes !== undefined) this.store.putProbes(probes)
+      return model
+    }
     if (manifest.tokenizerSha256 === undefined) {
       throw new NeuronError('bad_manifest', `the manifest of ${manifest.modelId} has no tokenizerSha256; pack it again, or ${advice}`)
     }
@@ -76,7 +84,13 @@ export class ModelCatalog {
         'model_exists',
         `model ${manifest.modelId} was published meanwhile; pack yours under a new id (neuron pack --model-id) and publish that.`,
       )
+    if (probes !== undefined) this.store.putProbes(probes)
     return model
+  }
+
+  /** The model's secret known-answer probes, if its publisher sent any: for the tracker's checks only, never for a peer. */
+  probes(modelId: string): ProbeSet | undefined {
+    return this.store.getProbes(modelId)
   }
 
   get(modelId: string): StoredModel {
@@ -100,6 +114,25 @@ export class ModelCatalog {
       infoHash: m.infoHash,
       coverage: this.registry.coverage(m.manifest.modelId, m.manifest.nLayer),
     }))
+  }
+}
+
+/** A probe set must be of the manifest's model: its id and shape, tokens inside its vocabulary. */
+function checkProbes(manifest: Manifest, set: ProbeSet): void {
+  const wrong: string[] = []
+  if (set.modelId !== manifest.modelId) wrong.push(`it is of model ${set.modelId}`)
+  if (set.nLayer !== manifest.nLayer || set.nEmbd !== manifest.nEmbd)
+    wrong.push(`it has ${set.nLayer} blocks of width ${set.nEmbd}, the manifest ${manifest.nLayer} of ${manifest.nEmbd}`)
+  const tokens = set.probes.flatMap((p) => [...p.tokens, ...p.accept.flat()])
+  if (tokens.some((t) => t >= manifest.nVocab)) wrong.push(`it names tokens past the vocabulary's ${manifest.nVocab}`)
+  if (wrong.length > 0) {
+    throw new NeuronError(
+      'bad_probes',
+      `the probe set sent for ${manifest.modelId} is not of that model: ${wrong.join('; ')}. Publish with neuron publish, which computes it.`,
+      {
+        modelId: manifest.modelId,
+      },
+    )
   }
 }
 

@@ -15,8 +15,15 @@ export class SwarmPlanner {
     private readonly catalog: ModelCatalog,
     /** Each host's reputation 0..1 (routing uses low scores last); absent, everyone is 1. */
     private readonly reputationOf: (hostId: string) => number = () => 1,
+    /** The tracker's checks: whether a host may be routed (verified, not banned) and the speed its probes measured. */
+    private readonly checks?: { eligible(hostId: string): boolean; msPerBlock(hostId: string, advertised: number): number },
   ) {
     registry.on('changed', () => this.planners.clear())
+  }
+
+  /** Plans from now on see the swarm as it is (a host verified or banned by the checks). */
+  invalidate(): void {
+    this.planners.clear()
   }
 
   /** One compiled planner per model, rebuilt when a host changes or after a second (load, reputation). */
@@ -40,10 +47,13 @@ export class SwarmPlanner {
     for (const h of this.registry.serving(manifest.modelId)) {
       const { state } = h
       if (state.blocks === null || state.status === 'idle') continue
+      // Neither routing nor placement counts a banned host, or one whose blocks no probe has verified yet.
+      const advertised = state.msPerBlock ?? estimateMsPerBlock(blockBytes, h.profile)
+      if (this.checks !== undefined && !this.checks.eligible(h.hostId)) continue
       spans.push({
         hostId: h.hostId,
         blocks: state.blocks,
-        msPerBlock: state.msPerBlock ?? estimateMsPerBlock(blockBytes, h.profile),
+        msPerBlock: this.checks?.msPerBlock(h.hostId, advertised) ?? advertised,
         relay: state.endpoint === null,
         activeSessions: state.activeSessions,
         maxSessions: state.maxSessions,

@@ -6,28 +6,19 @@ import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import type { TlsCertificate } from '../client/tls-trust'
 import { NodeIdentity } from '../identity/keys'
-import {
-  ClientToTracker,
-  callRpc,
-  DEFAULT_FEE_BPS,
-  HostToTracker,
-  MICRO,
-  NeuronError,
-  type PlacementOption,
-  type PlacementProposal,
-  type RpcHandlers,
-  serveRpc,
-  TrackerToHost,
-  type WireError,
-} from '../protocol'
+import { ClientToTracker, callRpc, HostToTracker, MICRO, NeuronError, type RpcHandlers, serveRpc, TrackerToHost, type WireError } from '../protocol'
 import { ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
+import type { Auditor } from './checks/auditor'
+import type { ChecksOptions, HostChecks } from './checks/host-checks'
+import { createSwarmChecks } from './checks/swarm-checks'
 import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
 import { sendJson } from './gateway/http'
+import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
 import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
-import { hostMicroPerHour, type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
+import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { serveModelFiles } from './model-files'
 import { SwarmPlanner } from './planner'
 import { Admission, namesTorrents, refuseStranger } from './private-swarm'
@@ -47,6 +38,8 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly heartbeatMs?: number
   /** A private swarm admits only these public keys (base64url) and its own, everywhere (see Admission); absent, anyone may join. */
   readonly allowedKeys?: readonly string[]
+  /** Known-answer probes, audits and probation (see HostChecks); defaults suit a public swarm. */
+  readonly checks?: ChecksOptions
   /** Serve https:// and wss:// (Socket.IO) with this certificate; it must name `host`, as clients check it. */
   readonly tls?: TlsCertificate
   /** Largest Socket.IO message (relayed frames included), bytes. */
@@ -61,12 +54,8 @@ export interface TrackerOptions extends TicketOfficeOptions {
    * beside the database in `<dbPath>.tracker-key.pem` (a fresh one for ':memory:').
    */
   readonly identity?: NodeIdentity
-}
-
-interface Peer {
-  readonly nodeId: string
-  readonly publicKey: string
-  readonly socket: Socket
+  /** How long host earnings stay pending (voidable) before they are settled (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h). */
+  readonly settlementWindowMs?: number
 }
 
 /**
@@ -82,6 +71,9 @@ export class Tracker {
   readonly accounts: Accounts
   readonly metering: Metering
   readonly reputation: Reputation
+  /** Probes, audits, probation and bans of hosts. */
+  readonly checks: HostChecks
+  private readonly auditor: Auditor
   readonly gateway: Gateway
   /** Accounts, credit holds and signed tickets for routed sessions. */
   readonly tickets: TicketOffice
@@ -115,19 +107,36 @@ export class Tracker {
     ])
     this.registry = new HostRegistry(options.heartbeatMs ?? 5000)
     this.catalog = new ModelCatalog(store, this.registry)
-    this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs)
-    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId))
+    const publicKeyOf = (hostId: string) => this.registry.get(hostId)?.publicKey ?? store.getHost(hostId)?.publicKey
+    ;({ checks: this.checks, auditor: this.auditor } = createSwarmChecks({
+      store,
+      registry: this.registry,
+      manifest: (modelId) => this.catalog.get(modelId).manifest,
+      price: (modelId) => priceOf(this.catalog.get(modelId).manifest, this.pricing),
+      probes: (modelId) => this.catalog.probes(modelId),
+      tracker: identity,
+      client: this.gatewayIdentity,
+      hostSocket: (hostId) => this.hostSockets.get(hostId),
+      ca: options.tls?.cert,
+      publicKeyOf,
+      issue: (session, modelId, hops, routed) => this.metering.issue(session, modelId, hops, null, Date.now(), routed),
+      ...(options.checks === undefined ? {} : { options: options.checks }),
+      log: (l) => this.log(l),
+    }))
+    this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs, this.checks)
+    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks)
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
     this.pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
-    this.metering = new Metering(
-      store.ledger,
-      (modelId) => this.catalog.get(modelId).manifest,
-      (hostId) => this.registry.get(hostId)?.publicKey ?? store.getHost(hostId)?.publicKey,
-      this.pricing,
-      identity.publicKey,
-    )
+    this.metering = new Metering(store.ledger, (modelId) => this.catalog.get(modelId).manifest, publicKeyOf, this.pricing, identity.publicKey, options)
     this.metering.on('verdict', (session, verdict, accountId, modelId) => this.onVerdict(session, verdict, accountId, modelId))
+    // A host caught lying loses what it earned in the settlement window: its payers get it back.
+    this.checks.on('verified', () => this.planner.invalidate())
+    this.checks.on('banned', (hostId, reason) => {
+      this.planner.invalidate()
+      const voided = this.metering.escrow.voidHost(hostId, reason)
+      this.log(`host ${hostId}: ${voided.receipts} pending receipts voided, ${voided.refundedMicro} micro-credits refunded to their payers`)
+    })
     const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
     this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.ledger.routes, ticketing)
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
@@ -138,6 +147,7 @@ export class Tracker {
         ledger: store.ledger,
         metering: this.metering,
         reputation: this.reputation,
+        checks: (hostId) => this.checks.of(hostId),
         holds: this.tickets.holds,
         sponsor: (session, accountId) => this.tickets.sponsor(session, accountId),
         admits: (publicKey) => this.admission.admits(publicKey),
@@ -196,6 +206,8 @@ export class Tracker {
   async close(): Promise<void> {
     this.registry.close()
     this.reputation.close()
+    this.checks.close()
+    this.metering.close()
     if (this.ownClient !== undefined) (await this.ownClient.catch(() => undefined))?.close()
     this.io.disconnectSockets(true)
     await new Promise<void>((resolve) => this.io.close(() => resolve()))
@@ -245,38 +257,8 @@ export class Tracker {
 
   private setUpHosts(namespace: Namespace): void {
     this.authenticate(namespace)
-    const handlers: RpcHandlers<typeof HostToTracker, Peer> = {
-      'host.hello': ({ profile, state }, peer) => {
-        const now = Date.now()
-        const known = this.store.getHost(peer.nodeId)
-        this.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
-        this.registry.hello(peer.nodeId, peer.publicKey, profile, state, now)
-        this.hostSockets.set(peer.nodeId, peer.socket)
-        return { hostId: peer.nodeId, heartbeatMs: this.registry.heartbeatMs, trackerKey: this.identity.publicKey }
-      },
-      'host.state': (state, peer) => {
-        this.requireHello(peer)
-        if (state.modelId !== null) {
-          const model = this.catalog.get(state.modelId)
-          if (state.blocks !== null && state.blocks[1] > model.manifest.nLayer) {
-            throw new NeuronError('bad_request', `blocks [${state.blocks[0]}, ${state.blocks[1]}) run past ${state.modelId}'s ${model.manifest.nLayer} blocks.`)
-          }
-        }
-        this.registry.updateState(peer.nodeId, state)
-        return {}
-      },
-      'host.heartbeat': ({ activeSessions }, peer) => {
-        this.requireHello(peer)
-        this.registry.heartbeat(peer.nodeId, activeSessions)
-        return {}
-      },
-      'placement.request': ({ modelId }, peer) => {
-        const host = this.requireHello(peer)
-        return this.priced(this.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId))
-      },
-      'model.get': ({ modelId }) => this.modelFiles(modelId),
-      'receipts.submit': ({ receipts }, peer) => wireVerdicts(this.metering.settleFromHost(this.requireHello(peer).hostId, receipts)),
-    }
+    const { store, registry, catalog, planner, metering, pricing, hostSockets, checks } = this
+    const handlers = hostHandlers({ store, registry, catalog, planner, metering, pricing, checks, trackerKey: this.identity.publicKey, hostSockets })
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
       serveRpc(socket, HostToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
@@ -291,9 +273,9 @@ export class Tracker {
     this.authenticate(namespace)
     const handlers: RpcHandlers<typeof ClientToTracker, Peer> = {
       'models.list': () => ({ models: this.catalog.summaries() }),
-      'model.get': ({ modelId }) => this.modelFiles(modelId),
-      'model.publish': async ({ manifest, torrent, tokenizer }, peer) => {
-        const model = await this.catalog.publish(manifest, torrent, tokenizer, peer)
+      'model.get': ({ modelId }) => modelFiles(this.catalog, modelId),
+      'model.publish': async ({ manifest, torrent, tokenizer, probes }, peer) => {
+        const model = await this.catalog.publish(manifest, torrent, tokenizer, peer, probes)
         this.log(`model ${manifest.modelId} published by ${peer.nodeId} (infohash ${model.infoHash})`)
         return { modelId: manifest.modelId, infoHash: model.infoHash }
       },
@@ -309,10 +291,11 @@ export class Tracker {
         })
         // A span asked again after a failure: the host the client gave up on failed a step, if it was on the route.
         if (failed && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
-        return ticketed
+        return { ...ticketed, hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId) })) }
       },
+      'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
       'session.end': ({ session }, peer) => this.tickets.endBy(session, peer.publicKey),
-      'placement.preview': ({ modelId, profile }) => this.priced(this.planner.placement(modelId, profile, null, null)),
+      'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       'relay.forward': async ({ hostId, frame }, peer) => {
         const socket = this.hostSockets.get(hostId)
         if (socket === undefined || !this.registry.get(hostId)?.online) {
@@ -344,19 +327,10 @@ export class Tracker {
     })
   }
 
-  /** A placement with what each option would earn the host at this tracker's price and fee. */
-  private priced(placement: PlacementProposal): PlacementProposal {
-    const { manifest } = this.catalog.get(placement.modelId)
-    const price = priceOf(manifest, this.pricing)
-    const earn = <T extends PlacementOption>(o: T): T => ({
-      ...o,
-      hostMicroPerHour: hostMicroPerHour(price, this.pricing.feeBps ?? DEFAULT_FEE_BPS, manifest.nLayer, o.blocks, o.expectedTokensPerSecond),
-    })
-    return { ...placement, proposal: placement.proposal === null ? null : earn(placement.proposal), alternatives: placement.alternatives.map(earn) }
-  }
-
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
+    // A banned host's receipts that arrive late are voided too: its payers never pay for a lie.
+    if (v.ok && this.checks.banned(v.hostId)) this.metering.escrow.voidHost(v.hostId, 'banned')
     if (v.charged > 0) this.tickets.charged(session, v.charged)
     if (v.ok) this.reputation.completed(v.hostId)
     else if (v.fault === true) {
@@ -378,6 +352,7 @@ export class Tracker {
       modelId,
       chargedMicro: v.charged,
       hostBalanceMicro: v.balances?.host ?? this.store.ledger.balance(hostAccount(v.hostId)),
+      hostPendingMicro: v.balances?.pending ?? this.metering.escrow.pending(v.hostId),
     }
     if (listening(hostRoom)) ns.to(hostRoom).emit('dashboard.receipt', push)
     if (accountId !== null && listening(accountRoom))
@@ -385,16 +360,5 @@ export class Tracker {
         ...push,
         accountBalanceMicro: v.balances?.account ?? this.store.ledger.balance(consumerAccount(accountId)),
       })
-  }
-
-  private requireHello(peer: Peer) {
-    const host = this.registry.get(peer.nodeId)
-    if (host === undefined) throw new NeuronError('no_hello', 'send host.hello with your hardware profile first.')
-    return host
-  }
-
-  private modelFiles(modelId: string) {
-    const model = this.catalog.get(modelId)
-    return { manifest: model.manifest, torrent: model.torrent, infoHash: model.infoHash }
   }
 }

@@ -1,5 +1,7 @@
 import Database from 'better-sqlite3'
-import { type HardwareProfile, Manifest } from '../protocol'
+import { decodeProbeSet, encodeProbeSet, type HardwareProfile, Manifest, type ProbeSet } from '../protocol'
+import { CHECKS_SCHEMA, ChecksStore } from './checks/checks-store'
+import { ESCROW_SCHEMA } from './ledger/escrowed-receipts'
 import { type LedgerStore, SqliteLedgerStore } from './ledger/ledger-store'
 import { ROUTED_SESSIONS_SCHEMA } from './ledger/routed-sessions'
 
@@ -34,8 +36,13 @@ export interface TrackerStore {
   listModels(): StoredModel[]
   upsertHost(host: StoredHost): void
   getHost(hostId: string): StoredHost | undefined
+  /** Keeps a model's secret probe set; false when it already has one (the first set stays). */
+  putProbes(probes: ProbeSet): boolean
+  getProbes(modelId: string): ProbeSet | undefined
   /** Accounts, keys, the ledger, receipts and reputation history. */
   readonly ledger: LedgerStore
+  /** What the tracker's checks found of each host, and its reputation tallies. */
+  readonly checks: ChecksStore
   close(): void
 }
 
@@ -127,11 +134,22 @@ const MIGRATIONS: readonly string[] = [
   'alter table models add column publisher_key text',
   // Routed sessions and their credit holds: a restart loses and doubles neither.
   ROUTED_SESSIONS_SCHEMA,
+  // Host earnings wait in escrow for a settlement window; each receipt says whether they are pending, released or voided.
+  ESCROW_SCHEMA,
+  // Known-answer probes, audits and bans per host, and reputation tallies: a restart resets neither.
+  CHECKS_SCHEMA,
+  // The publisher's secret known-answer probes per model (tracker/probe-codec.ts): never served.
+  `create table model_probes (
+     model_id text primary key references models(model_id),
+     probe_set blob not null,
+     created_at integer not null
+   );`,
 ]
 
 export class SqliteTrackerStore implements TrackerStore {
   private readonly db: Database.Database
   readonly ledger: LedgerStore
+  readonly checks: ChecksStore
 
   constructor(path: string) {
     this.db = new Database(path)
@@ -141,6 +159,7 @@ export class SqliteTrackerStore implements TrackerStore {
     this.db.pragma('synchronous = FULL')
     this.migrate()
     this.ledger = new SqliteLedgerStore(this.db)
+    this.checks = new ChecksStore(this.db)
   }
 
   /** How commits reach the disk: the journal mode and SQLite's synchronous level (2: FULL). */
@@ -198,6 +217,16 @@ export class SqliteTrackerStore implements TrackerStore {
     const row = this.db.prepare('select * from hosts where host_id = ?').get(hostId) as HostRow | undefined
     if (row === undefined) return undefined
     return { hostId: row.host_id, publicKey: row.public_key, profile: JSON.parse(row.profile), firstSeen: row.first_seen, lastSeen: row.last_seen }
+  }
+
+  putProbes(probes: ProbeSet): boolean {
+    const insert = this.db.prepare('insert into model_probes (model_id, probe_set, created_at) values (?, ?, ?) on conflict do nothing')
+    return insert.run(probes.modelId, encodeProbeSet(probes), Date.now()).changes === 1
+  }
+
+  getProbes(modelId: string): ProbeSet | undefined {
+    const row = this.db.prepare('select probe_set from model_probes where model_id = ?').get(modelId) as { probe_set: Buffer } | undefined
+    return row === undefined ? undefined : decodeProbeSet(row.probe_set)
   }
 
   close(): void {

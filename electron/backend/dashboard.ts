@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { nodeAuthHeaders } from '../../client/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
-import { DASHBOARD_SCOPE, describeIssues, type Earnings, NeuronError, type ReputationView } from '../../protocol'
+import { DASHBOARD_SCOPE, describeIssues, type Earnings, HostChecksView, NeuronError, type ReputationView } from '../../protocol'
 
 const Count = z.number().int().nonnegative()
 const Bucket = z.object({ start: z.number(), modelId: z.string(), earned: z.number().int(), blockTokens: Count, receipts: Count })
@@ -10,7 +10,10 @@ const Unit = z.number().min(0).max(1)
 /** The tracker gateway's GET /v1/dashboard/hosts/<hostId> (tracker/gateway/dashboards.ts), the parts the app shows. */
 export const HostDashboard = z.object({
   host_id: z.string(),
+  /** Settled earnings; pending ones wait in escrow (a tracker without escrow sends neither of the next two). */
   balance_micro: z.number().int(),
+  pending_micro: z.number().int().default(0),
+  settlement_window_ms: Count.optional(),
   served_block_tokens: Count,
   earnings_by_hour: z.array(Bucket),
   earnings_by_day: z.array(Bucket),
@@ -29,6 +32,8 @@ export const HostDashboard = z.object({
     failedSteps: Count,
   }),
   reputation_history: z.array(z.object({ at: z.number(), score: z.number() })),
+  /** The tracker's fraud checks of the host; absent from a tracker older than them. */
+  checks: HostChecksView.nullable().optional(),
 })
 export type HostDashboard = z.infer<typeof HostDashboard>
 
@@ -57,6 +62,11 @@ export async function fetchHostDashboard(trackerUrl: string, hostId: string, ide
     )
   }
   if (refusal !== undefined) throw refusal
+  return parseHostDashboard(url, body)
+}
+
+/** The dashboard `url` answered, parsed; anything malformed (a field, the checks) is a bad_response naming the field. */
+export function parseHostDashboard(url: string, body: unknown): HostDashboard {
   const parsed = HostDashboard.safeParse(body)
   if (!parsed.success) throw new NeuronError('bad_response', describeIssues(url, parsed.error))
   return parsed.data
@@ -67,6 +77,8 @@ export function toEarnings(hostId: string, d: HostDashboard, account: Earnings['
   return {
     hostId,
     balanceMicro: d.balance_micro,
+    pendingMicro: d.pending_micro,
+    settlementWindowMs: d.settlement_window_ms ?? null,
     servedBlockTokens: d.served_block_tokens,
     byHour: d.earnings_by_hour.map(point),
     byDay: d.earnings_by_day.map(point),
@@ -94,5 +106,6 @@ export function toReputation(hostId: string, d: HostDashboard): ReputationView {
     failedSteps: d.reputation.failedSteps,
     // The tracker lists newest first; charts read oldest first.
     history: [...d.reputation_history].reverse().map((h) => ({ at: h.at, score: h.score })),
+    checks: d.checks ?? null,
   }
 }

@@ -3,7 +3,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { TlsCertificate } from '../../client/tls-trust'
-import { type ShardRuntime, ShardRuntimeError, type ShardSession } from '../../native'
+import { ShardRuntimeError } from '../../native'
 import {
   decodeFrame,
   encodeFrame,
@@ -26,6 +26,7 @@ import {
 } from '../../protocol'
 import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type TicketTerms } from './admission'
+import type { ServingRuntime, ServingSession } from './serving-runtime'
 
 export interface ShardServerOptions {
   readonly modelId: string
@@ -67,7 +68,7 @@ export interface ReceiptSigner {
 }
 
 interface ServedSession {
-  readonly runtime: ShardSession
+  readonly runtime: ServingSession
   readonly open: OpenSession
   /** The caller that opened it: the only one that may step or close it. */
   readonly owner: FrameCaller
@@ -103,7 +104,7 @@ export class ShardServer {
   private readonly limits: AdmissionLimits
 
   constructor(
-    private readonly runtime: ShardRuntime,
+    private readonly runtime: ServingRuntime,
     private readonly options: ShardServerOptions,
   ) {
     this.limits = admissionLimits(options.maxSessions, options.limits)

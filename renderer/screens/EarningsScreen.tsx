@@ -1,4 +1,4 @@
-import { Coins, Wallet } from 'lucide-react'
+import { Coins, Hourglass, Wallet } from 'lucide-react'
 import { type ReactNode, useEffect } from 'react'
 import { Area, AreaChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts'
 import { useStore } from 'zustand'
@@ -10,7 +10,7 @@ import { ScreenHeader } from '../components/ScreenHeader'
 import { Stat } from '../components/Stat'
 import { formatBlocks, formatCredits, formatHour, formatNumber, shortId } from '../format'
 import { useStores } from '../stores/context'
-import { balanceText, byDay, byModel, creditsOverTime, type TotalsRow } from '../stores/earnings/selectors'
+import { balanceText, byDay, byModel, creditsOverTime, settlementText, type TotalsRow } from '../stores/earnings/selectors'
 
 const dayLabel = (ms: number) => new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
 
@@ -33,13 +33,24 @@ export function EarningsScreen() {
           <div className="stat-grid wide">
             <Panel className="stat-panel">
               <Stat
-                label="Balance"
+                label="Settled"
                 value={
                   <span data-testid="earnings-balance" data-micro={earnings.balanceMicro}>
                     <Coins size={20} aria-hidden className="accent-icon" /> {balanceText(earnings.balanceMicro)}
                   </span>
                 }
-                hint={`host ${shortId(earnings.hostId)}`}
+                hint={`spendable · host ${shortId(earnings.hostId)}`}
+              />
+            </Panel>
+            <Panel className="stat-panel">
+              <Stat
+                label="Pending"
+                value={
+                  <span data-testid="earnings-pending" data-micro={earnings.pendingMicro}>
+                    <Hourglass size={20} aria-hidden className="accent-icon" /> {balanceText(earnings.pendingMicro)}
+                  </span>
+                }
+                hint={settlementText(earnings.settlementWindowMs)}
               />
             </Panel>
             <Panel className="stat-panel">

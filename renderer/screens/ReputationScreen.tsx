@@ -1,17 +1,10 @@
-import { ShieldCheck } from 'lucide-react'
 import { useEffect } from 'react'
-import { CartesianGrid, Line, LineChart, Tooltip, XAxis, YAxis } from 'recharts'
 import { useStore } from 'zustand'
-import { ChartFrame, tooltipStyle } from '../components/ChartFrame'
 import { ErrorNote } from '../components/ErrorNote'
 import { Loading } from '../components/Loading'
-import { Meter, toneFor } from '../components/Meter'
-import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
-import { Stat } from '../components/Stat'
-import { formatHour, formatNumber, formatPercent, shortId } from '../format'
 import { useStores } from '../stores/context'
-import { componentBars, historySeries, scoreGrade, scorePercent, successRate } from '../stores/reputation/selectors'
+import { ReputationReport } from './reputation/ReputationReport'
 
 export function ReputationScreen() {
   const { reputation } = useStores()
@@ -23,62 +16,9 @@ export function ReputationScreen() {
 
   return (
     <div className="screen" data-testid="screen-reputation">
-      <ScreenHeader title="Reputation" subtitle="How the tracker rates this host. A higher score gets more routes and more credits." />
+      <ScreenHeader title="Reputation" subtitle="How the tracker rates and checks this host. A higher score gets more routes and more credits." />
       <ErrorNote error={error} />
-      {view === null ? (
-        error === null && <Loading text="Loading reputation…" />
-      ) : (
-        <>
-          <div className="two-columns">
-            <Panel className="score-panel">
-              <div className="score" data-testid="reputation-score" data-score={view.score}>
-                <ShieldCheck size={36} className={`tone-text-${toneFor(view.score)}`} aria-hidden />
-                <div>
-                  <div className="score-value">{scorePercent(view.score)}</div>
-                  <div className="muted">
-                    {scoreGrade(view.score)} · host <span className="mono">{shortId(view.hostId)}</span>
-                  </div>
-                </div>
-              </div>
-              <div className="stat-grid">
-                <Stat label="Completed steps" value={formatNumber(view.completedSteps)} />
-                <Stat label="Failed steps" value={formatNumber(view.failedSteps)} hint={successRate(view)} />
-              </div>
-            </Panel>
-            <Panel title="Components">
-              <ul className="component-bars">
-                {componentBars(view).map((bar) => (
-                  <li key={bar.key} data-testid={`reputation-component-${bar.key}`} data-value={bar.value}>
-                    <div className="component-head">
-                      <span>{bar.label}</span>
-                      <span className="mono">{formatPercent(bar.value)}</span>
-                    </div>
-                    <Meter value={bar.value} tone={toneFor(bar.value)} label={bar.label} />
-                    <div className="small muted">{bar.hint}</div>
-                  </li>
-                ))}
-              </ul>
-            </Panel>
-          </div>
-          <Panel title="History">
-            {view.history.length === 0 ? (
-              <p className="muted empty" data-testid="reputation-history">
-                No history yet: the tracker scores a host as it serves.
-              </p>
-            ) : (
-              <ChartFrame testId="reputation-history">
-                <LineChart data={historySeries(view)} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
-                  <CartesianGrid vertical={false} />
-                  <XAxis dataKey="at" tickFormatter={formatHour} minTickGap={40} />
-                  <YAxis width={48} domain={[0, 100]} tickFormatter={(v: number) => `${v}%`} />
-                  <Tooltip contentStyle={tooltipStyle} labelFormatter={(v) => formatHour(Number(v))} formatter={(v) => [`${v}%`, 'score']} />
-                  <Line type="monotone" dataKey="score" dot={false} isAnimationActive={false} />
-                </LineChart>
-              </ChartFrame>
-            )}
-          </Panel>
-        </>
-      )}
+      {view === null ? error === null && <Loading text="Loading reputation…" /> : <ReputationReport view={view} />}
     </div>
   )
 }

@@ -6,6 +6,8 @@ const DAY = 24 * HOUR
 export const someEarnings: Earnings = {
   hostId: '0123456789abcdef0123',
   balanceMicro: 4_250,
+  pendingMicro: 1_500,
+  settlementWindowMs: DAY,
   servedBlockTokens: 5_400,
   byHour: [
     { start: 2 * HOUR, modelId: 'stories260k', earnedMicro: 1_000, blockTokens: 1_000, receipts: 3 },

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { hostAccount } from '../ledger/accounts'
+import { escrowAccount, hostAccount } from '../ledger/accounts'
 import { authenticate, requireMember } from './auth'
 import type { CreditHolds } from './credit-holds'
 import type { GatewayDeps } from './deps'
@@ -8,7 +8,7 @@ import { sendJson } from './http'
 /** The /v1/dashboard queries: a consumer's own balance, and any host's earnings, receipts and reputation. */
 export class Dashboards {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'reputation' | 'admits' | 'provenKey'>,
+    private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'reputation' | 'admits' | 'provenKey' | 'checks' | 'metering'>,
     private readonly holds: CreditHolds,
   ) {}
 
@@ -29,7 +29,10 @@ export class Dashboards {
     const { ledger, reputation } = this.deps
     sendJson(res, 200, {
       host_id: hostId,
+      // Settled (spendable) earnings; pending ones wait in escrow for the settlement window.
       balance_micro: ledger.balance(hostAccount(hostId)),
+      pending_micro: ledger.balance(escrowAccount(hostId)),
+      settlement_window_ms: this.deps.metering.escrow.windowMs,
       served_block_tokens: ledger.servedBlockTokens(hostId),
       earnings_by_hour: ledger.earnings(hostId, 'hour', now - 48 * 3_600_000),
       earnings_by_day: ledger.earnings(hostId, 'day', now - 30 * 86_400_000),
@@ -37,6 +40,7 @@ export class Dashboards {
       rejected_receipts: ledger.rejections(hostId, 20),
       reputation: reputation.of(hostId),
       reputation_history: reputation.history(hostId, 50),
+      checks: this.deps.checks?.(hostId) ?? null,
     })
   }
 }

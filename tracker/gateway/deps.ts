@@ -2,6 +2,7 @@
 // parts can share them without importing the class that wires them).
 import type { IncomingMessage } from 'node:http'
 import type { SwarmClient } from '../../client/swarm-client'
+import type { HostChecksView } from '../../protocol'
 import type { ModelCatalog } from '../catalog'
 import type { Accounts } from '../ledger/accounts'
 import type { LedgerStore } from '../ledger/ledger-store'
@@ -36,5 +37,7 @@ export interface GatewayDeps {
   readonly provenKey: (req: IncomingMessage, scope: string) => string | undefined
   /** The tracker's own client of its swarm, connected on first use. */
   readonly client: () => Promise<SwarmClient>
+  /** What the tracker's fraud checks say of a host (probes, audits, probation, a ban); absent: the dashboard shows null. */
+  readonly checks?: (hostId: string) => HostChecksView
   readonly log: (line: string) => void
 }

@@ -10,7 +10,7 @@ import { NodeIdentity, verifySignature } from '../../identity/keys'
 import { ClientToTracker, callRpc, DashboardReceipt, feeOf, REPLAY_STEP_BASE, type Receipt, receiptMessage } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
-import { consumerAccount, FEE_ACCOUNT, hostAccount } from '../ledger/accounts'
+import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from '../ledger/accounts'
 import { hopCharge, priceOf } from '../ledger/pricing'
 
 const ADMIN = 'admin-token-for-tests'
@@ -218,7 +218,9 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
         proven += charge - feeOf(charge, 1000)
         fees += feeOf(charge, 1000)
       }
-      expect(ledger.balance(hostAccount(host.hostId))).toBe(proven)
+      // Pending in escrow for the settlement window (a day by default), not yet settled.
+      expect(ledger.balance(escrowAccount(host.hostId))).toBe(proven)
+      expect(ledger.balance(hostAccount(host.hostId))).toBe(0)
     }
     expect(ledger.balance(FEE_ACCOUNT)).toBe(fees)
     const dashboard = await raw('/v1/dashboard/account')
@@ -235,10 +237,12 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
       expect(await callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })).toEqual({ hostIds: [host.hostId] })
       await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 6, temperature: 0 })
       // The host hands its own receipts in too (batched), so the last pushes may still be on their way.
-      await vi.waitFor(() => expect(pushes.at(-1)?.hostBalanceMicro).toBe(swarm.tracker.store.ledger.balance(hostAccount(host.hostId))), {
+      await vi.waitFor(() => expect(pushes.at(-1)?.hostPendingMicro).toBe(swarm.tracker.store.ledger.balance(escrowAccount(host.hostId))), {
         timeout: 10_000,
         interval: 50,
       })
+      // Earnings wait in escrow: the settled balance each push tells has not moved.
+      expect(pushes.every((p) => p.hostBalanceMicro === swarm.tracker.store.ledger.balance(hostAccount(host.hostId)))).toBe(true)
       expect(pushes.length).toBeGreaterThanOrEqual(6)
       expect(pushes.every((p) => p.hostId === host.hostId && p.ok && p.chargedMicro > 0)).toBe(true)
     } finally {
@@ -250,6 +254,8 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     expect(board).toMatchObject({
       host_id: host.hostId,
       balance_micro: swarm.tracker.store.ledger.balance(hostAccount(host.hostId)),
+      pending_micro: swarm.tracker.store.ledger.balance(escrowAccount(host.hostId)),
+      settlement_window_ms: 24 * 3_600_000,
       served_block_tokens: expect.any(Number),
       earnings_by_hour: [expect.objectContaining({ modelId: swarm.manifest.modelId })],
       reputation: expect.objectContaining({ score: expect.any(Number), components: expect.any(Object) }),

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Receipt } from '../../protocol'
+import { EscrowedReceipts, type EscrowState } from './escrowed-receipts'
 import { RoutedSessions } from './routed-sessions'
 
 export interface StoredAccount {
@@ -10,7 +11,7 @@ export interface StoredAccount {
   readonly createdAt: number
 }
 
-/** One leg of a transaction: `account` is `consumer:<id>`, `host:<id>`, `swarm:fee` or `swarm:grants`. */
+/** One leg of a transaction: `account` is `consumer:<id>`, `host:<id>`, `escrow:<id>`, `swarm:fee` or `swarm:grants`. */
 export interface Entry {
   readonly account: string
   /** Micro-credits; a debit is negative. */
@@ -18,8 +19,11 @@ export interface Entry {
 }
 
 export interface Transaction {
-  /** forfeit: a failed host's earnings move to the host that replayed its work. */
-  readonly kind: 'grant' | 'charge' | 'forfeit'
+  /**
+   * forfeit: a failed host's earnings move to the host that replayed its work; release: pending earnings
+   * leave a host's escrow for its settled account; void: a host's pending earnings go back to its payers.
+   */
+  readonly kind: 'grant' | 'charge' | 'forfeit' | 'release' | 'void'
   /** Unique: a transaction posted twice with the same key is refused (null: always posts). */
   readonly idempotencyKey: string | null
   readonly modelId: string | null
@@ -27,7 +31,19 @@ export interface Transaction {
   /** This account's balance may not go below zero after the transaction. */
   readonly noOverdraft?: string
   /** The verified receipt the transaction pays for, stored with it. */
-  readonly receipt?: { readonly body: Receipt; readonly modelId: string; readonly accountId: string | null; readonly hostEarned: number }
+  readonly receipt?: {
+    readonly body: Receipt
+    readonly modelId: string
+    readonly accountId: string | null
+    readonly hostEarned: number
+    /** What the consumer paid for it and the fee out of that: a void refunds exactly these. */
+    readonly charged?: number
+    readonly fee?: number
+    /** 'pending' while the earnings wait in the host's escrow (default 'released': paid to its settled account). */
+    readonly escrow?: EscrowState
+    /** On a replay: the failed host whose earnings paid for it. */
+    readonly forfeitFrom?: string
+  }
   readonly at: number
 }
 
@@ -38,6 +54,7 @@ export interface StoredReceipt {
   readonly modelId: string
   readonly accountId: string | null
   readonly hostEarned: number
+  readonly escrow: EscrowState
   readonly createdAt: number
 }
 
@@ -63,6 +80,8 @@ export interface EarningsBucket {
 export interface LedgerStore {
   /** The routes issued and the credits held for them. */
   readonly routes: RoutedSessions
+  /** Hosts' pending earnings, receipt by receipt (Escrow moves the credits). */
+  readonly escrow: EscrowedReceipts
   createAccount(account: StoredAccount, keyHash: string | null): void
   addApiKey(accountId: string, keyHash: string, at: number): void
   accountByKeyHash(keyHash: string): StoredAccount | undefined
@@ -94,18 +113,21 @@ const DAY = 24 * HOUR
 
 export class SqliteLedgerStore implements LedgerStore {
   readonly routes: RoutedSessions
+  readonly escrow: EscrowedReceipts
   private readonly postTxn: (txn: Transaction) => PostResult
   /** Prepared once: every paid receipt reads its payer's balance (the overdraft check). */
   private readonly balanceOf: Database.Statement<[string], { amount: number }>
 
   constructor(private readonly db: Database.Database) {
     this.routes = new RoutedSessions(db)
+    this.escrow = new EscrowedReceipts(db)
     this.balanceOf = db.prepare('select amount from ledger_balances where account = ?')
     const insertTxn = db.prepare('insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?)')
     const insertEntry = db.prepare('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)')
     const insertReceipt = db.prepare(
-      `insert into receipts (idempotency_key, session, step, host_id, block_begin, block_end, tokens, model_id, account_id, txn_id, host_earned, body, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `insert into receipts (idempotency_key, session, step, host_id, block_begin, block_end, tokens, model_id, account_id, txn_id, host_earned, body, created_at,
+         escrow, charged, fee, forfeit_from)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     const exists = db.prepare('select 1 from ledger_transactions where idempotency_key = ?')
     const addBalance = db.prepare(
@@ -145,6 +167,10 @@ export class SqliteLedgerStore implements LedgerStore {
           r.hostEarned,
           JSON.stringify(b),
           txn.at,
+          r.escrow ?? 'released',
+          r.charged ?? 0,
+          r.fee ?? 0,
+          r.forfeitFrom ?? null,
         )
       }
       return { posted: true, txnId }
@@ -230,7 +256,14 @@ export class SqliteLedgerStore implements LedgerStore {
     }
     const sql = `select * from receipts ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by created_at desc, step desc limit ?`
     const rows = this.db.prepare(sql).all(...args, filter.limit ?? 100) as ReceiptRow[]
-    return rows.map((r) => ({ receipt: JSON.parse(r.body), modelId: r.model_id, accountId: r.account_id, hostEarned: r.host_earned, createdAt: r.created_at }))
+    return rows.map((r) => ({
+      receipt: JSON.parse(r.body),
+      modelId: r.model_id,
+      accountId: r.account_id,
+      hostEarned: r.host_earned,
+      escrow: r.escrow,
+      createdAt: r.created_at,
+    }))
   }
 
   earnings(hostId: string, bucket: 'hour' | 'day', since: number): EarningsBucket[] {
@@ -238,7 +271,7 @@ export class SqliteLedgerStore implements LedgerStore {
     const rows = this.db
       .prepare(
         `select created_at - (created_at % ?) as start, model_id, sum(host_earned) as earned, sum((block_end - block_begin) * tokens) as block_tokens, count(*) as n
-         from receipts where host_id = ? and created_at >= ? group by start, model_id order by start, model_id`,
+         from receipts where host_id = ? and created_at >= ? and escrow != 'voided' group by start, model_id order by start, model_id`,
       )
       .all(size, hostId, since) as { start: number; model_id: string; earned: number; block_tokens: number; n: number }[]
     return rows.map((r) => ({ start: r.start, modelId: r.model_id, earned: r.earned, blockTokens: r.block_tokens, receipts: r.n }))
@@ -296,6 +329,7 @@ interface ReceiptRow {
   model_id: string
   account_id: string | null
   host_earned: number
+  escrow: EscrowState
   created_at: number
 }
 

@@ -7,7 +7,7 @@ import { NodeIdentity } from '../../identity/keys'
 import { feeOf, REPLAY_STEP_BASE, type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
 import { scratchDir } from '../../test/models'
 import { SqliteTrackerStore } from '../store'
-import { Accounts, consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { Accounts, consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import { Metering } from './metering'
 import { defaultPrice, hopCharge, hostMicroPerHour, pricingFromEnv } from './pricing'
 
@@ -58,9 +58,11 @@ describe('ledger and receipt settlement', () => {
       (id) => keys.get(id),
       { prices: { toy: PRICE }, feeBps: 1000 },
       TRACKER.publicKey,
+      { settlementWindowMs: 3_600_000 },
     )
   })
   afterEach(async () => {
+    metering.close()
     store.close()
     await cleanup()
   })
@@ -90,7 +92,9 @@ describe('ledger and receipt settlement', () => {
     const spent = charges.reduce((s, c) => s + c, 0)
     expect(accounts.balance(account.accountId)).toBe(1_000_000 - spent)
     const earnedA = receipts.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r) - feeOf(hopCharge(PRICE, 4, r), 1000), 0)
-    expect(store.ledger.balance(hostAccount(hostA.id))).toBe(earnedA)
+    // Pending in the host's escrow for the settlement window (escrow.test.ts), not yet spendable.
+    expect(store.ledger.balance(escrowAccount(hostA.id))).toBe(earnedA)
+    expect(store.ledger.balance(hostAccount(hostA.id))).toBe(0)
     expect(store.ledger.balance(FEE_ACCOUNT)).toBe(charges.reduce((s, c) => s + feeOf(c, 1000), 0))
     expect(store.ledger.total()).toBe(0)
     expect(store.ledger.unbalancedTransactions()).toEqual([])
@@ -188,7 +192,7 @@ describe('ledger and receipt settlement', () => {
     const replay = sign(hostB, { session: s, step: REPLAY_STEP_BASE + 3, blocks: [3, 4], tokens: 6 })
     metering.settle(s, [step, replay, step, replay])
     expect(store.ledger.receipts({ session: s })).toHaveLength(2)
-    expect(store.ledger.balance(hostAccount(hostB.id))).toBe(hopCharge(PRICE, 4, step) - feeOf(hopCharge(PRICE, 4, step), 1000))
+    expect(store.ledger.balance(escrowAccount(hostB.id))).toBe(hopCharge(PRICE, 4, step) - feeOf(hopCharge(PRICE, 4, step), 1000))
     expect(store.ledger.total()).toBe(0)
   })
 
@@ -234,7 +238,7 @@ describe('ledger and receipt settlement', () => {
     metering.bind(s, account.accountId)
     const served = [1, 2, 3].map((step) => sign(hostA, { session: s, step, blocks: [0, 3], tokens: step === 1 ? 10 : 1, position: step === 1 ? 0 : 8 + step }))
     expect(metering.settle(s, served).every((v) => v.ok)).toBe(true)
-    const earnedA = store.ledger.balance(hostAccount(hostA.id))
+    const earnedA = store.ledger.balance(escrowAccount(hostA.id))
     const paidBefore = accounts.balance(account.accountId)
     const feesBefore = store.ledger.balance(FEE_ACCOUNT)
     // A fails at step 4; the client asks for its span again and C replays A's three inputs, then one more.
@@ -245,13 +249,13 @@ describe('ledger and receipt settlement', () => {
     const verdicts = metering.settle(s, replays)
     expect(verdicts.map((v) => [v.ok, v.charged])).toEqual(replays.map(() => [true, 0]))
     // C earns what A earned for the same work, and not a credit more: the fourth replay finds A's share spent.
-    expect(store.ledger.balance(hostAccount(hostC.id))).toBe(earnedA)
-    expect(store.ledger.balance(hostAccount(hostA.id))).toBe(0)
+    expect(store.ledger.balance(escrowAccount(hostC.id))).toBe(earnedA)
+    expect(store.ledger.balance(escrowAccount(hostA.id))).toBe(0)
     expect(accounts.balance(account.accountId)).toBe(paidBefore)
     expect(store.ledger.balance(FEE_ACCOUNT)).toBe(feesBefore)
     // Handed in again (by the client too), nothing moves twice.
     expect(metering.settle(s, replays).map((v) => v.code)).toEqual(replays.map(() => 'already_settled'))
-    expect(store.ledger.balance(hostAccount(hostC.id))).toBe(earnedA)
+    expect(store.ledger.balance(escrowAccount(hostC.id))).toBe(earnedA)
     // C's own step 4 is the consumer's to pay, as any step.
     expect(metering.settle(s, [sign(hostC, { session: s, step: 4, blocks: [0, 3], tokens: 1, position: 12 })])[0]).toMatchObject({ ok: true, charged: 120 })
     expect(store.ledger.total()).toBe(0)

@@ -12,9 +12,11 @@ import {
   Receipt as ReceiptSchema,
   receiptMessage,
 } from '../../protocol'
-import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { Escrow, settlementWindowMs } from './escrow'
 import type { LedgerStore } from './ledger-store'
 import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
+import { checkTerms, countedTokens, type RoutedTokens } from './receipt-terms'
 
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
 interface IssuedSession {
@@ -31,12 +33,6 @@ interface IssuedSession {
   /** Hops the client gave up on: their earnings here pay their replacements' replays. */
   readonly failed: { readonly hostId: string; readonly blocks: readonly [number, number] }[]
   lastUsed: number
-}
-
-/** The positions a session was routed for: `promptTokens` of its `maxTokens` are the prompt (step 1). */
-export interface RoutedTokens {
-  readonly maxTokens: number
-  readonly promptTokens?: number | undefined
 }
 
 export interface ReceiptVerdict {
@@ -57,8 +53,8 @@ export interface ReceiptVerdict {
    * receipt proves nothing about the host it names, so anyone could pin it on any host.
    */
   readonly fault?: boolean
-  /** On a settled receipt, the host's and payer's balances right after it, read in its transaction: exact pushes for a batch. */
-  readonly balances?: { readonly host: number; readonly account: number | null }
+  /** On a settled receipt, the host's (settled and pending) and payer's balances right after it, read in its transaction: exact pushes for a batch. */
+  readonly balances?: { readonly host: number; readonly pending: number; readonly account: number | null }
 }
 
 export interface MeteringEvents {
@@ -73,15 +69,6 @@ export function wireVerdicts(verdicts: readonly ReceiptVerdict[]) {
   }
 }
 
-/**
- * The tokens the tracker counts for a step: step 1 carries the prompt the client declared (without a
- * declaration, the host's count, at most the tokens routed); every later step one token.
- */
-function countedTokens(routed: RoutedTokens | undefined, r: Pick<Receipt, 'step' | 'tokens'>): number {
-  if (r.step !== 1) return 1
-  return Math.max(1, Math.min(routed?.promptTokens ?? r.tokens, routed?.maxTokens ?? r.tokens))
-}
-
 /** Where the step's idempotency key comes from: one payment per session, step and span of blocks. */
 export function receiptKey(r: Pick<Receipt, 'session' | 'step' | 'blocks'>): string {
   return `${r.session}:${r.step}:${r.blocks[0]}-${r.blocks[1]}`
@@ -93,10 +80,13 @@ const MAX_SESSION_HOPS = 4096
 
 /**
  * Verifies hosts' signed receipts against the routes the tracker issued, and settles each in the
- * ledger: the consumer's debit, the host's credit and the swarm's fee, once per (session, step,
- * blocks). Replay steps after a failover rebuild a cache already paid for: verified, never paid.
+ * ledger: the consumer's debit, the host's credit (pending in its escrow for the settlement window)
+ * and the swarm's fee, once per (session, step, blocks). Replay steps after a failover rebuild a
+ * cache already paid for: the consumer pays nothing, the failed host's earnings pay the replay.
  */
 export class Metering extends EventEmitter<MeteringEvents> {
+  /** Host earnings pending for the settlement window: released by its timer, voided when a host is caught cheating. */
+  readonly escrow: Escrow
   private readonly sessions = new Map<string, IssuedSession>()
   /** Parsed host keys: building a KeyObject costs more than checking a signature with it. */
   private readonly keys = new Map<string, KeyObject>()
@@ -109,8 +99,17 @@ export class Metering extends EventEmitter<MeteringEvents> {
     private readonly pricing: PricingOptions,
     /** This tracker's key: receipts must name it (absent in ledger-only tests). */
     private readonly trackerKey?: string,
+    /** How long host earnings stay pending (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h; 0: paid at once). */
+    settlement: { readonly settlementWindowMs?: number | undefined } = {},
   ) {
     super()
+    this.escrow = new Escrow(store, settlementWindowMs(settlement.settlementWindowMs))
+    this.escrow.start()
+  }
+
+  /** Stops the escrow's release timer. */
+  close(): void {
+    this.escrow.close()
   }
 
   /**
@@ -240,7 +239,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
       return this.refuse(r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
     }
     issued.lastUsed = now
-    const terms = this.checkTerms(issued, r)
+    const terms = checkTerms(issued, r, this.trackerKey)
     if (terms !== undefined) return this.refuse(r.hostId, session, r.step, terms.code, terms.message, now, true)
     if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(session, issued, r, now)
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
@@ -257,11 +256,11 @@ export class Metering extends EventEmitter<MeteringEvents> {
           ? []
           : [
               { account: consumer, amount: -charge },
-              { account: hostAccount(r.hostId), amount: charge - fee },
+              { account: this.escrow.earningsAccount(r.hostId), amount: charge - fee },
               { account: FEE_ACCOUNT, amount: fee },
             ],
       ...(consumer === null ? {} : { noOverdraft: consumer }),
-      receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: charge - fee },
+      receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: charge - fee, charged: charge, fee, escrow: this.escrow.newState },
       at: now,
     })
     if (!result.posted && result.reason === 'duplicate') {
@@ -294,8 +293,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
       const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
       const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
       const earned = owed - feeOf(owed, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
-      const available = Math.min(this.store.routes.forfeitable(session, failed.hostId, REPLAY_STEP_BASE), this.store.balance(hostAccount(failed.hostId)))
-      moved = Math.max(0, Math.min(earned, available))
+      moved = Math.max(0, Math.min(earned, this.escrow.forfeitable(session, failed.hostId)))
     }
     const result = this.store.post({
       kind: 'forfeit',
@@ -305,36 +303,21 @@ export class Metering extends EventEmitter<MeteringEvents> {
         failed === undefined || moved === 0
           ? []
           : [
-              { account: hostAccount(failed.hostId), amount: -moved },
-              { account: hostAccount(r.hostId), amount: moved },
+              { account: this.escrow.earningsAccount(failed.hostId), amount: -moved },
+              { account: this.escrow.earningsAccount(r.hostId), amount: moved },
             ],
-      receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: moved },
+      receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: moved, escrow: this.escrow.newState, forfeitFrom: failed?.hostId },
       at: now,
     })
+    if (result.posted && failed !== undefined) this.escrow.forfeited(session, failed.hostId, moved)
     if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
     return { hostId: r.hostId, step: r.step, ok: true, charged: 0, balances: this.balancesAfter(r.hostId, issued.accountId) }
   }
 
-  /** Two indexed reads of the running balances: cheap beside the commit they ride in. */
+  /** Three indexed reads of the running balances: cheap beside the commit they ride in. */
   private balancesAfter(hostId: string, accountId: string | null): NonNullable<ReceiptVerdict['balances']> {
-    return { host: this.store.balance(hostAccount(hostId)), account: accountId === null ? null : this.store.balance(consumerAccount(accountId)) }
-  }
-
-  /** A receipt pays only on the terms of its session's ticket: this tracker, the model, its price, the positions routed. */
-  private checkTerms(issued: IssuedSession, r: Receipt): { code: string; message: string } | undefined {
-    if (this.trackerKey !== undefined && r.tracker !== this.trackerKey)
-      return { code: 'route_mismatch', message: `receipt for step ${r.step} names another tracker (${r.tracker.slice(0, 8)}…)` }
-    if (r.modelId !== issued.modelId) return { code: 'route_mismatch', message: `receipt for step ${r.step} names model ${r.modelId}, not ${issued.modelId}` }
-    const p = issued.price
-    if (r.price.promptMicroPerToken !== p.promptMicroPerToken || r.price.completionMicroPerToken !== p.completionMicroPerToken)
-      return { code: 'route_mismatch', message: `receipt for step ${r.step} names another price than the ticket's` }
-    const prompt = issued.routed?.promptTokens
-    if (r.step >= REPLAY_STEP_BASE || prompt === undefined) return undefined
-    const expected = r.step <= 1 ? 0 : prompt + r.step - 2
-    if (r.position !== expected) return { code: 'position_mismatch', message: `step ${r.step} runs from position ${expected}, not ${r.position}` }
-    if (expected + countedTokens(issued.routed, r) > (issued.routed?.maxTokens ?? Number.POSITIVE_INFINITY))
-      return { code: 'position_mismatch', message: `step ${r.step} runs past the ${issued.routed?.maxTokens} tokens routed` }
-    return undefined
+    const account = accountId === null ? null : this.store.balance(consumerAccount(accountId))
+    return { host: this.store.balance(hostAccount(hostId)), pending: this.store.balance(escrowAccount(hostId)), account }
   }
 
   private verify(publicKey: string, message: string, signature: string): boolean {

@@ -85,13 +85,13 @@ export class RoutedSessions {
 
   /**
    * What a failed host's earnings from a session can still pay for replays: what it earned there less
-   * every replay already paid in the session (counted against it, so nothing is paid twice).
+   * every replay already paid in the session (counted against it, so nothing is paid twice); voided receipts count for nothing.
    */
   forfeitable(session: string, failedHost: string, replayBase: number): number {
     const row = this.db
       .prepare(
         `select coalesce(sum(case when host_id = ? and step < ? then host_earned else 0 end), 0)
-              - coalesce(sum(case when step >= ? then host_earned else 0 end), 0) as left from receipts where session = ?`,
+              - coalesce(sum(case when step >= ? then host_earned else 0 end), 0) as left from receipts where session = ? and escrow != 'voided'`,
       )
       .get(failedHost, replayBase, replayBase, session) as { left: number }
     return Math.max(0, row.left)

@@ -1,3 +1,4 @@
+import type { ChecksStore } from '../checks/checks-store'
 import type { LedgerStore } from '../ledger/ledger-store'
 import type { HostRegistry } from '../registry'
 
@@ -9,7 +10,7 @@ export interface ReputationComponents {
   readonly completion: number
   /** Advertised compute time against the round trips clients measured, capped at 1. */
   readonly latency: number
-  /** Audits re-running sampled steps elsewhere: not built yet, so neutral. */
+  /** Known-answer probes and audits of real steps passed, with a prior; 0 once banned. */
   readonly audits: number
 }
 
@@ -21,7 +22,10 @@ export interface HostReputation {
   readonly failedSteps: number
 }
 
-const WEIGHTS = { uptime: 0.25, completion: 0.45, latency: 0.2, audits: 0.1 } as const
+/** How uptime and latency shape the score; completion and audits multiply it, so failing either can sink any host. */
+const WEIGHTS = { base: 0.4, uptime: 0.3, latency: 0.3 } as const
+/** A host on probation scores at most this: under the planner's 0.5 cut-off, so it is routed last. */
+const PROBATION_SCORE = 0.45
 /** A new host starts as if it had completed this many steps: one failure does not sink it. */
 const PRIOR_STEPS = 20
 /** Network time a round trip may add on top of compute before it counts against a host, ms. */
@@ -38,9 +42,17 @@ interface Tally {
   lastRecorded: number
 }
 
+/** What reputation asks of the tracker's checks (tracker/checks): audits, probation, and where tallies are kept. */
+export interface ReputationChecks {
+  readonly store: ChecksStore
+  auditsScore(hostId: string): number
+  onProbation(hostId: string): boolean
+}
+
 /**
- * A score per host from uptime, completed vs failed steps and latency against its advertised speed
- * (audits later). The planner routes low scores last; components and history are exposed.
+ * A score per host: completion × audits × (base + uptime + latency against its advertised speed).
+ * The planner routes scores under 0.5 last; probation caps the score under that; a ban makes it 0.
+ * Tallies are kept in SQLite, so a restart does not wipe a host's record.
  */
 export class Reputation {
   private readonly tallies = new Map<string, Tally>()
@@ -50,6 +62,7 @@ export class Reputation {
     private readonly store: LedgerStore,
     private readonly registry: HostRegistry,
     sampleMs = 5_000,
+    private readonly checks?: ReputationChecks,
   ) {
     this.timer = setInterval(() => this.sampleUptime(), sampleMs)
     this.timer.unref()
@@ -81,9 +94,11 @@ export class Reputation {
       uptime: t.samples === 0 ? 1 : t.onlineSamples / t.samples,
       completion: (t.completed + PRIOR_STEPS) / (t.completed + t.failed + PRIOR_STEPS),
       latency: t.latency,
-      audits: 1,
+      audits: this.checks?.auditsScore(hostId) ?? 1,
     }
-    const score = (Object.keys(WEIGHTS) as (keyof ReputationComponents)[]).reduce((s, k) => s + WEIGHTS[k] * components[k], 0)
+    const shape = WEIGHTS.base + WEIGHTS.uptime * components.uptime + WEIGHTS.latency * components.latency
+    const raw = components.completion * components.audits * shape
+    const score = this.checks?.onProbation(hostId) ? Math.min(PROBATION_SCORE, raw) : raw
     return { hostId, score, components, completedSteps: t.completed, failedSteps: t.failed }
   }
 
@@ -98,12 +113,14 @@ export class Reputation {
 
   close(): void {
     clearInterval(this.timer)
+    for (const [hostId, t] of this.tallies) this.checks?.store.saveTally(hostId, t)
   }
 
   private tally(hostId: string): Tally {
     let t = this.tallies.get(hostId)
     if (t === undefined) {
-      t = { completed: 0, failed: 0, samples: 0, onlineSamples: 0, latency: 1, lastRecorded: 0 }
+      const saved = this.checks?.store.tally(hostId)
+      t = { completed: 0, failed: 0, samples: 0, onlineSamples: 0, latency: 1, ...saved, lastRecorded: 0 }
       this.tallies.set(hostId, t)
     }
     return t
@@ -124,7 +141,9 @@ export class Reputation {
   private record(hostId: string): void {
     const now = Date.now()
     const r = this.of(hostId)
-    this.tally(hostId).lastRecorded = now
+    const t = this.tally(hostId)
+    t.lastRecorded = now
+    this.checks?.store.saveTally(hostId, t)
     this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps })
   }
 }

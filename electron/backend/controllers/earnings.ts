@@ -27,7 +27,7 @@ export class EarningsController {
       return toEarnings(this.deps.swarm.hostId, board, account)
     },
   }
-  /** This host's balance as last told (dashboard or receipt push): a push's earnings are its balance less this. */
+  /** This host's settled plus pending balance as last told (dashboard or receipt push): a push's earnings are that less this. */
   private hostBalanceSeen: number | null = null
   /** The app account's balance as a remote tracker's last push told it. */
   private accountBalanceSeen: number | null = null
@@ -60,7 +60,7 @@ export class EarningsController {
     const pushes = this.receiptPushes
     const board = await fetchHostDashboard(this.deps.swarm.trackerUrl, hostId, this.deps.swarm.identity)
     // A push that came meanwhile told a newer balance than this answer may hold.
-    if (pushes === this.receiptPushes && hostId === this.deps.swarm.hostId) this.hostBalanceSeen = board.balance_micro
+    if (pushes === this.receiptPushes && hostId === this.deps.swarm.hostId) this.hostBalanceSeen = board.balance_micro + board.pending_micro
     return board
   }
 
@@ -75,10 +75,13 @@ export class EarningsController {
     }
     if (p.hostId !== this.deps.swarm.hostId) return
     this.receiptPushes++
-    // The tracker's balance change; before any balance is known, the host's share of the charge at the default fee.
-    const earnedMicro = this.hostBalanceSeen !== null ? p.hostBalanceMicro - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0
-    this.hostBalanceSeen = p.hostBalanceMicro
-    this.deps.events.emit('earnings.receipt', { hostId: p.hostId, ok: p.ok, modelId: p.modelId, earnedMicro, balanceMicro: p.hostBalanceMicro })
+    // The tracker's balance change, settled and pending together (a release moves credits between them, earning nothing);
+    // before any balance is known, the host's share of the charge at the default fee.
+    const total = p.hostBalanceMicro + (p.hostPendingMicro ?? 0)
+    const earnedMicro = this.hostBalanceSeen !== null ? total - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0
+    this.hostBalanceSeen = total
+    const pending = p.hostPendingMicro === undefined ? {} : { pendingMicro: p.hostPendingMicro }
+    this.deps.events.emit('earnings.receipt', { hostId: p.hostId, ok: p.ok, modelId: p.modelId, earnedMicro, balanceMicro: p.hostBalanceMicro, ...pending })
     this.deps.receiptSettled()
   }
 }

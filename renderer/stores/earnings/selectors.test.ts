@@ -1,10 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { someEarnings } from '../../../test/renderer/earnings-fixtures'
-import { balanceText, byDay, byModel, creditsOverTime } from './selectors'
+import { balanceText, byDay, byModel, creditsOverTime, settlementText } from './selectors'
 
 describe('earnings selectors', () => {
   it('shows a small balance to 6 significant decimals', () => {
     expect(balanceText(someEarnings.balanceMicro)).toBe('0.00425 credits')
+  })
+
+  it('says when pending earnings are released, in the unit that reads best', () => {
+    expect(settlementText(someEarnings.settlementWindowMs)).toBe('released after 24 h')
+    expect(settlementText(90 * 60_000)).toBe('released after 1.5 h')
+    expect(settlementText(10 * 60_000)).toBe('released after 10 min')
+    expect(settlementText(30_000)).toBe('released after 30 s')
+    expect(settlementText(0)).toBe('settled at once')
+    expect(settlementText(null)).toBe('not spendable until they settle')
   })
 
   it('charts credits per hour across models, oldest first, with a running total', () => {

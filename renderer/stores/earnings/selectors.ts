@@ -7,6 +7,17 @@ export function balanceText(balanceMicro: number): string {
   return `${formatCredits(balanceMicro)} credits`
 }
 
+/** When pending earnings settle: "released after 24 h" (a tracker that does not say: "until they settle"). */
+export function settlementText(windowMs: number | null): string {
+  if (windowMs === null) return 'not spendable until they settle'
+  if (windowMs === 0) return 'settled at once'
+  const hours = windowMs / 3_600_000
+  if (hours >= 1) return `released after ${Number(hours.toFixed(1))} h`
+  const minutes = windowMs / 60_000
+  if (minutes >= 1) return `released after ${Number(minutes.toFixed(1))} min`
+  return `released after ${Number((windowMs / 1000).toFixed(1))} s`
+}
+
 export interface ChartPoint {
   start: number
   /** Credits earned in this hour, all models together. */

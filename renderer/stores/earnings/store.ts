@@ -25,7 +25,8 @@ export function createEarningsStore(bridge: NeuronBridge) {
       // The receipt's earnedMicro is not shown: the tables come from earnings.get, the one account of record.
       const off = bridge.on('earnings.receipt', (receipt) => {
         const { earnings } = get()
-        if (earnings !== null && receipt.ok && receipt.hostId === earnings.hostId) set({ earnings: { ...earnings, balanceMicro: receipt.balanceMicro } })
+        if (earnings !== null && receipt.ok && receipt.hostId === earnings.hostId)
+          set({ earnings: { ...earnings, balanceMicro: receipt.balanceMicro, pendingMicro: receipt.pendingMicro ?? earnings.pendingMicro } })
         if (timer !== null) clearTimeout(timer)
         timer = setTimeout(() => {
           timer = null

@@ -1,0 +1,137 @@
+// npm run bench:audit — what auditing real traffic costs: extra compute (the whole process's CPU time:
+// tracker, hosts and client run in it) and extra latency per token for the user, at audit rates of
+// 1 %, 5 % and 10 %, against no audits in the same swarm, rounds alternating. Then the false positives
+// of honest hosts over many audited steps (f16 seams; every step of every hop checked). The last line
+// is one JSON object with the ratios.
+import { mkdtemp, rm } from 'node:fs/promises'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { SwarmClient } from '../client/swarm-client'
+import { NodeIdentity } from '../identity/keys'
+import { startSwarm } from '../test/programs'
+import { BENCH_DIR, benchModel } from './models'
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, 'honest-steps': { type: 'string', default: '10000' } } })
+const ROUNDS = Number(values.rounds)
+const HONEST_STEPS = Number(values['honest-steps'])
+const RATES = [0.01, 0.05, 0.1]
+const DECODE = 48
+const SESSIONS = 3
+const PROMPT = [1, 523, 87, 1002, 45, 9, 300, 77]
+/** Compute sets the pace, not loopback: 8 blocks of 768, q8_0. */
+const SHAPE = { arch: 'llama', blocks: 8, embd: 768, heads: 12, kvHeads: 4, ff: 2048, vocab: 4096, seed: 1 } as const
+
+const source = await benchModel('q8_0', SHAPE)
+const work = await mkdtemp(join(BENCH_DIR, 'audit-'))
+// Two hosts per span, so every audited step has another host to re-run it; out of probation after one probe.
+const ranges: [number, number][] = [
+  [0, 3],
+  [3, 6],
+  [6, 8],
+  [0, 3],
+  [3, 6],
+  [6, 8],
+]
+const swarm = await startSwarm(work, source, ranges, {
+  checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0 },
+  startingGrantMicro: 1_000_000_000,
+  newKeyGrantMicro: 1_000_000_000,
+})
+const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+const modelId = swarm.manifest.modelId
+
+interface Measure {
+  tokens: number
+  msPerToken: number
+  cpuMsPerToken: number
+  p50TokenMs: number
+}
+
+async function measure(rate: number): Promise<Measure> {
+  swarm.tracker.checks.setAuditRate(rate)
+  const gaps: number[] = []
+  let tokens = 0
+  const cpu = process.cpuUsage()
+  const started = performance.now()
+  for (let s = 0; s < SESSIONS; s++) {
+    const run = client.generate({ modelId, prompt: PROMPT, maxTokens: DECODE, stopAtEog: false })
+    let last = performance.now()
+    for (let next = await run.next(); !next.done; next = await run.next()) {
+      const now = performance.now()
+      gaps.push(now - last)
+      last = now
+      tokens++
+    }
+  }
+  const wall = performance.now() - started
+  const used = process.cpuUsage(cpu)
+  return { tokens, msPerToken: wall / tokens, cpuMsPerToken: (used.user + used.system) / 1000 / tokens, p50TokenMs: median(gaps) }
+}
+
+function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
+}
+
+function checkTotals() {
+  let passed = 0
+  let failed = 0
+  let banned = 0
+  for (const h of swarm.hosts) {
+    const c = swarm.tracker.checks.of(h.hostId)
+    passed += c.auditsPassed + c.probesPassed
+    failed += c.auditsFailed + c.probesFailed
+    if (c.ban !== null) banned++
+  }
+  return { passed, failed, banned }
+}
+
+const results = new Map<number, Measure[]>([[0, []], ...RATES.map((r) => [r, []] as [number, Measure[]])])
+let falsePositives = { passed: 0, failed: 0, banned: 0, steps: 0 }
+try {
+  await measure(0) // warm-up: tokenizer, connections, page cache
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const rate of RATES) {
+      for (const r of [0, rate]) {
+        const m = await measure(r)
+        results.get(r)?.push(m)
+        console.log(JSON.stringify({ round, audit_rate: r, ...m, load_average: loadavg()[0] }))
+      }
+    }
+  }
+  // Every step of every hop audited, honest hosts only: none may be found lying.
+  swarm.tracker.checks.setAuditRate(1)
+  const before = checkTotals()
+  let steps = 0
+  for (let i = 0; i < 10_000 && checkTotals().passed - before.passed < HONEST_STEPS; i++) {
+    const run = client.generate({ modelId, prompt: [...PROMPT, i % 4000], maxTokens: 32, stopAtEog: false })
+    for (let next = await run.next(); !next.done; next = await run.next()) steps++
+  }
+  const after = checkTotals()
+  falsePositives = { passed: after.passed - before.passed, failed: after.failed - before.failed, banned: after.banned, steps }
+  console.log(
+    JSON.stringify({ honest_audited_checks: falsePositives.passed, false_positives: falsePositives.failed, banned_honest_hosts: after.banned, tokens: steps }),
+  )
+} finally {
+  client.close()
+  await swarm.close()
+  await rm(work, { recursive: true, force: true })
+}
+
+const base = results.get(0) ?? []
+const baseLatency = median(base.map((m) => m.msPerToken))
+const baseCpu = median(base.map((m) => m.cpuMsPerToken))
+const summary: Record<string, number | string> = {
+  model: `llama ${SHAPE.blocks}x${SHAPE.embd} q8_0, 3 hops, 2 hosts per span`,
+  baseline_ms_per_token: baseLatency,
+  baseline_cpu_ms_per_token: baseCpu,
+  load_average: loadavg()[0] ?? 0,
+}
+for (const rate of RATES) {
+  const ms = results.get(rate) ?? []
+  summary[`latency_ratio_${rate}`] = median(ms.map((m) => m.msPerToken)) / baseLatency
+  summary[`compute_ratio_${rate}`] = median(ms.map((m) => m.cpuMsPerToken)) / baseCpu
+}
+summary.honest_checks = falsePositives.passed
+summary.false_positives = falsePositives.failed
+console.log(JSON.stringify(summary))

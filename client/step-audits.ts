@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto'
+import { type AuditedStep, ClientToTracker, callRpc, MAX_AUDIT_BYTES, type Receipt, type RouteHop, type RpcSocket } from '../protocol'
+import type { HopInput } from './hop-frames'
+import { HopFailure } from './hop-link'
+
+/** What a client keeps of one hop to have a step of it checked: every input, receipt and the last answer. */
+export interface AuditableHop {
+  readonly hop: RouteHop
+  inputs: HopInput[]
+  /** The hop's signed receipt for each of `inputs`, in order (undefined where it signed none). */
+  receipts: (Receipt | undefined)[]
+  /** The answer to the last input. */
+  lastOutput: Uint8Array | undefined
+}
+
+/** How long a step waits for its audit: a re-run of the hop's history on another host (and a third on disagreement). */
+const AUDIT_TIMEOUT_MS = 20_000
+
+/**
+ * Checks what a hop answered against what it signed: the receipt must name the input it was sent and
+ * the answer it gave. A host whose receipt does not match the bytes it sent answers for nothing, so
+ * the step goes to another host (the cheap check on every step).
+ */
+export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array, receipt: Receipt | undefined): void {
+  if (receipt === undefined) return
+  if (receipt.input !== sha256(input.payload) || receipt.output !== sha256(answer))
+    throw new HopFailure(hostId, 'bad_receipt', `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`)
+}
+
+/**
+ * Audits the step just run: each hop is picked at the rate its route names, and the tracker re-runs
+ * its inputs on another host and compares. Returns the hop the tracker found lying (already banned
+ * there), if any; an audit that cannot run is logged and never holds up the generation.
+ */
+export async function auditStep(
+  tracker: RpcSocket & { readonly connected: boolean },
+  session: string,
+  hops: readonly AuditableHop[],
+  log: (line: string) => void,
+  random: () => number = Math.random,
+): Promise<AuditableHop | undefined> {
+  for (const h of hops) {
+    // The data plane runs on while the tracker is away; audits wait for it to come back.
+    if (!tracker.connected || random() >= (h.hop.audit ?? 0)) continue
+    const history = evidence(h)
+    if (history === undefined || h.lastOutput === undefined) continue
+    try {
+      const { verdict, liar, reason } = await callRpc(
+        tracker,
+        ClientToTracker,
+        'audit.submit',
+        {
+          session,
+          hostId: h.hop.hostId,
+          blocks: h.hop.blocks,
+          ...history,
+          output: h.lastOutput,
+        },
+        AUDIT_TIMEOUT_MS,
+      )
+      if (verdict === 'failed' && liar === h.hop.hostId) {
+        log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); replacing it`)
+        return h
+      }
+    } catch (error) {
+      log(`audit of host ${h.hop.hostId} not run: ${error instanceof Error ? error.message : error}`)
+    }
+  }
+  return undefined
+}
+
+/** The hop's steps as the tracker wants them, or undefined when a receipt is missing or they are too large to send. */
+function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array } | undefined {
+  const steps: AuditedStep[] = []
+  let bytes = h.lastOutput?.byteLength ?? 0
+  for (const [i, input] of h.inputs.entries()) {
+    const receipt = h.receipts[i]
+    bytes += input.payload.byteLength
+    if (receipt === undefined || input.dtype === 'json' || bytes > MAX_AUDIT_BYTES) return undefined
+    steps.push({ receipt, dtype: input.dtype, tokens: input.tokens, width: input.width, bytes: input.payload.byteLength })
+  }
+  if (steps.length === 0) return undefined
+  return { steps, payloads: Buffer.concat(h.inputs.map((i) => i.payload)) }
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}

@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto'
+import type { HopInput } from '../../client/hop-frames'
+import { verifySignature } from '../../identity/keys'
+import { type AuditRequest, type AuditVerdict, type Frame, NeuronError, receiptMessage, SEAM_TOLERANCE, seamError } from '../../protocol'
+import type { HostRegistry } from '../registry'
+import type { HostChecks } from './host-checks'
+import { answerValues, type Prober } from './prober'
+
+export interface AuditorDeps {
+  readonly registry: HostRegistry
+  readonly checks: HostChecks
+  readonly prober: Prober
+  readonly publicKeyOf: (hostId: string) => string | undefined
+  /** The hops the tracker issued for a session, and to whom (undefined: it issued none). */
+  readonly route: (
+    session: string,
+  ) => { modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined
+  readonly shape: (modelId: string) => { nLayer: number; nEmbd: number }
+}
+
+/** Audits one client may have in flight, and per minute: evidence costs the tracker a re-run. */
+const MAX_IN_FLIGHT = 2
+const MAX_PER_MINUTE = 120
+
+/**
+ * Checks a real step of one hop: the client hands in the hop's inputs of the session so far with the
+ * hop's signed receipts (so the history is the host's own), and the answer it got. The tracker re-runs
+ * them on another host of the same blocks. On disagreement a third host decides (two against one);
+ * without one, known-answer probes of both do. The liar is banned; nobody is faulted on a tie.
+ */
+export class Auditor {
+  private readonly load = new Map<string, { inFlight: number; minute: number; count: number }>()
+
+  constructor(private readonly deps: AuditorDeps) {}
+
+  /** `limited`: false for the tracker's own gateway client, whose audits are its callers' (each rate-limited there). */
+  async audit(request: AuditRequest, requester: { nodeId: string; publicKey: string }, limited = true): Promise<AuditVerdict> {
+    if (!limited) return this.check(request, requester.nodeId)
+    const load = this.admit(requester.publicKey)
+    try {
+      return await this.check(request, requester.nodeId)
+    } finally {
+      load.inFlight--
+    }
+  }
+
+  private async check(request: AuditRequest, nodeId: string): Promise<AuditVerdict> {
+    const { hostId, blocks, session } = request
+    const route = this.deps.route(session)
+    if (route === undefined) throw new NeuronError('unknown_session', `the tracker routed no session ${session}; audit only steps of your own sessions.`)
+    if (route.issuedTo !== nodeId) throw new NeuronError('not_your_session', `session ${session} was issued to another client; audit your own sessions.`)
+    if (!route.hops.some((h) => h.hostId === hostId && h.blocks[0] === blocks[0] && h.blocks[1] === blocks[1]))
+      throw new NeuronError('bad_request', `host ${hostId} blocks [${blocks[0]}, ${blocks[1]}) is not a hop of session ${session}.`)
+    const steps = this.verifiedHistory(request)
+    const label = `blocks [${blocks[0]}, ${blocks[1]})`
+    const { nLayer, nEmbd: width } = this.deps.shape(route.modelId)
+    const head = blocks[1] === nLayer
+    if (head) {
+      // The last hop answers a sampled token, which another host may draw differently near a tie: its record is the probes.
+      return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`)
+    }
+    const answer = answerValues(decodeHidden(request.output, request.steps.at(-1)?.receipt.tokens ?? 1, width))
+    const others = this.others(route.modelId, blocks, [hostId])
+    const second = others[0]
+    if (second === undefined || answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it)`)
+    const b = await this.rerun(second, route.modelId, blocks, steps)
+    if (b === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`)
+    const errorAB = seamError(answer, b, width)
+    if (errorAB <= SEAM_TOLERANCE) {
+      this.deps.checks.recordAudit(hostId, true, '')
+      return { verdict: 'passed', liar: null, reason: `host ${second} agrees within ${pct(errorAB)}` }
+    }
+    const third = others[1]
+    const c = third === undefined ? undefined : await this.rerun(third, route.modelId, blocks, steps)
+    if (third === undefined || c === undefined)
+      return this.byProbes([hostId, second], `step ${steps.length} on ${label}, where ${hostId} and ${second} differ by ${pct(errorAB)}`)
+    const errorAC = seamError(answer, c, width)
+    const errorBC = seamError(b, c, width)
+    if (errorBC <= SEAM_TOLERANCE && errorAC > SEAM_TOLERANCE) {
+      const reason = `failed an audit of a real step on ${label}: answer off by ${pct(errorAC)} from two other hosts'`
+      this.deps.checks.recordAudit(hostId, false, reason)
+      return { verdict: 'failed', liar: hostId, reason }
+    }
+    if (errorAC <= SEAM_TOLERANCE && errorBC > SEAM_TOLERANCE) {
+      const reason = `failed an audit re-run on ${label}: answer off by ${pct(errorBC)} from two other hosts'`
+      this.deps.checks.recordAudit(second, false, reason)
+      this.deps.checks.recordAudit(hostId, true, '')
+      return { verdict: 'passed', liar: second, reason: `host ${third} agrees with ${hostId}; ${second} lied` }
+    }
+    return { verdict: 'unresolved', liar: null, reason: `three hosts disagree on ${label}; nobody is faulted` }
+  }
+
+  /** Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs. */
+  private verifiedHistory(request: AuditRequest): HopInput[] {
+    const { hostId, blocks, session } = request
+    const key = this.deps.publicKeyOf(hostId)
+    if (key === undefined) throw new NeuronError('unknown_host', `host ${hostId} is not registered here.`)
+    let position = 0
+    let at = 0
+    const steps: HopInput[] = []
+    for (const [i, s] of request.steps.entries()) {
+      const r = s.receipt
+      const payload = request.payloads.subarray(at, at + s.bytes)
+      at += s.bytes
+      if (r.hostId !== hostId || r.session !== session || r.blocks[0] !== blocks[0] || r.blocks[1] !== blocks[1])
+        throw new NeuronError('bad_request', `step ${i + 1}'s receipt is not host ${hostId}'s for this session and blocks.`)
+      const { signature, ...body } = r
+      if (!verifySignature(key, receiptMessage(body), signature))
+        throw new NeuronError('bad_signature', `step ${i + 1}'s receipt is not signed by host ${hostId}.`)
+      if (r.position !== position || r.tokens !== s.tokens)
+        throw new NeuronError('bad_request', `step ${i + 1} must run from position ${position}, not ${r.position}.`)
+      const rowBytes = s.dtype === 'f16' ? 2 : 4
+      if (payload.byteLength !== s.tokens * s.width * rowBytes)
+        throw new NeuronError('bad_request', `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values.`)
+      if (sha256(payload) !== r.input) throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
+      position += s.tokens
+      steps.push({ dtype: s.dtype, tokens: s.tokens, width: s.width, payload })
+    }
+    const last = request.steps.at(-1)?.receipt
+    if (last === undefined || sha256(request.output) !== last.output)
+      throw new NeuronError('bad_request', `the answer is not what host ${hostId} signed it answered.`)
+    return steps
+  }
+
+  /** Decides by known-answer probes: a host that fails one lied (and is banned by the probe). */
+  private async byProbes(hostIds: string[], what: string): Promise<AuditVerdict> {
+    for (const id of hostIds) {
+      const host = this.deps.registry.get(id)
+      if (host?.state.modelId == null || host.state.blocks === null || !this.deps.prober.hasProbes(host.state.modelId)) continue
+      const outcome = await this.deps.checks.probeNow(id)
+      if (!outcome.inconclusive && !outcome.passed) return { verdict: 'failed', liar: id, reason: outcome.reason }
+    }
+    return { verdict: 'unresolved', liar: null, reason: `${what}: no host disagrees with it on record` }
+  }
+
+  /** Hosts that may re-run `blocks`: routable, serving all of them, not the ones named. */
+  private others(modelId: string, blocks: readonly [number, number], not: string[]): string[] {
+    const ids = this.deps.registry
+      .serving(modelId)
+      .filter((h) => !not.includes(h.hostId) && h.online && h.state.status === 'ready' && h.state.blocks !== null)
+      .filter((h) => (h.state.blocks?.[0] ?? Infinity) <= blocks[0] && blocks[1] <= (h.state.blocks?.[1] ?? -1))
+      .filter((h) => this.deps.checks.eligible(h.hostId))
+      .map((h) => h.hostId)
+    // A random pair, so no host knows it will be the one asked.
+    return ids.sort(() => Math.random() - 0.5)
+  }
+
+  private async rerun(hostId: string, modelId: string, blocks: readonly [number, number], steps: HopInput[]): Promise<Float32Array | undefined> {
+    try {
+      return answerValues((await this.deps.prober.rerun(hostId, modelId, blocks, steps)).frame)
+    } catch {
+      return undefined
+    }
+  }
+
+  private admit(publicKey: string) {
+    const minute = Math.floor(Date.now() / 60_000)
+    let l = this.load.get(publicKey)
+    if (l === undefined || l.minute !== minute) {
+      l = { inFlight: l?.inFlight ?? 0, minute, count: 0 }
+      this.load.set(publicKey, l)
+    }
+    if (l.inFlight >= MAX_IN_FLIGHT || l.count >= MAX_PER_MINUTE)
+      throw new NeuronError('rate_limited', `at most ${MAX_IN_FLIGHT} audits at once and ${MAX_PER_MINUTE} a minute per key; audit fewer steps.`)
+    l.inFlight++
+    l.count++
+    if (this.load.size > 10_000) for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
+    return l
+  }
+}
+
+/** The audited answer as a frame: `tokens` rows of `width` hidden values, f16 or f32 by its size. */
+function decodeHidden(payload: Uint8Array, tokens: number, width: number): Frame {
+  const dtype = payload.byteLength === tokens * width * 4 ? 'f32' : 'f16'
+  return { kind: 'hidden', dtype, flags: 0, session: '', step: 0, position: 0, tokens, width, payload }
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+function pct(x: number): string {
+  return Number.isFinite(x) ? `${(100 * x).toPrecision(2)} %` : '∞ %'
+}

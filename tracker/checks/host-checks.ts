@@ -1,0 +1,302 @@
+import { EventEmitter } from 'node:events'
+import { type HostChecksView, NeuronError } from '../../protocol'
+import type { HostRegistry } from '../registry'
+import type { ChecksStore, StoredChecks } from './checks-store'
+import type { ProbeOutcome, Prober } from './prober'
+
+export interface ChecksOptions {
+  /** Known-answer probes a new key must pass before it leaves probation (default 3). */
+  readonly probationProbes?: number
+  /** Mean time between probes of a host on probation, ms (default 30 s). */
+  readonly probationProbeEveryMs?: number
+  /** Mean time between probes of an established host, ms (default 10 min); each wait is drawn at random. */
+  readonly probeEveryMs?: number
+  /** Fraction of each hop's steps clients re-run on another host (default 0.05, or $NEURON_AUDIT_RATE). */
+  readonly auditRate?: number
+  /** The same for a host on probation (default 0.5). */
+  readonly probationAuditRate?: number
+  /** A host that claims to be this many times faster than the probes measure is marked (default 4). */
+  readonly speedClaimFactor?: number
+}
+
+export interface HostChecksEvents {
+  /** A host lied: it is banned; its pending earnings are voided. */
+  banned: [hostId: string, reason: string]
+  /** A host passed a probe for what it serves now: it may be routed. */
+  verified: [hostId: string]
+}
+
+/** Round trip a step may add to compute before a speed claim counts as false, ms. */
+const NETWORK_ALLOWANCE_MS = 5
+/** Prior passes in the audits component: one failure is a ban anyway, so this only shapes new hosts' figure. */
+const PRIOR_PASSES = 5
+
+/**
+ * What the tracker knows of each host's honesty: known-answer probes before it is routed and at
+ * random times after, audits of real steps, probation for new keys, bans. Routing asks `eligible`
+ * and `msPerBlock`; reputation asks `auditsScore`; the checks are kept in SQLite.
+ */
+export class HostChecks extends EventEmitter<HostChecksEvents> {
+  private readonly cache = new Map<string, StoredChecks>()
+  /** The (model, blocks) each host last passed a probe for: routed only while it serves that. */
+  private readonly verifiedFor = new Map<string, string>()
+  private readonly timers = new Map<string, NodeJS.Timeout>()
+  private readonly probing = new Map<string, Promise<ProbeOutcome>>()
+  private closed = false
+  private readonly options: Required<ChecksOptions> & { auditRate: number }
+
+  constructor(
+    readonly store: ChecksStore,
+    private readonly registry: HostRegistry,
+    private readonly prober: Prober,
+    options: ChecksOptions = {},
+    private readonly log: (line: string) => void = () => {},
+  ) {
+    super()
+    const envRate = Number(process.env.NEURON_AUDIT_RATE)
+    this.options = {
+      probationProbes: options.probationProbes ?? 3,
+      probationProbeEveryMs: options.probationProbeEveryMs ?? 30_000,
+      probeEveryMs: options.probeEveryMs ?? 600_000,
+      auditRate: options.auditRate ?? (process.env.NEURON_AUDIT_RATE !== undefined && envRate >= 0 && envRate <= 1 ? envRate : 0.05),
+      probationAuditRate: options.probationAuditRate ?? 0.5,
+      speedClaimFactor: options.speedClaimFactor ?? 4,
+    }
+    registry.on('changed', (hostId) => this.onChanged(hostId))
+  }
+
+  /** The view a dashboard shows. */
+  of(hostId: string): HostChecksView {
+    const c = this.get(hostId)
+    const advertised = this.registry.get(hostId)?.state.msPerBlock ?? null
+    return {
+      probesPassed: c.probesPassed,
+      probesFailed: c.probesFailed,
+      auditsPassed: c.auditsPassed,
+      auditsFailed: c.auditsFailed,
+      probation: this.onProbation(hostId),
+      probationLeft: Math.max(0, this.options.probationProbes - c.probesPassed),
+      ban: c.banReason === null ? null : { reason: c.banReason, at: c.bannedAt ?? 0 },
+      measuredMsPerBlock: c.measuredMsPerBlock,
+      advertisedMsPerBlock: advertised,
+      speedMarked: this.speedMarked(hostId),
+      lastProbeAt: c.lastProbeAt,
+    }
+  }
+
+  banned(hostId: string): boolean {
+    return this.get(hostId).banReason !== null
+  }
+
+  onProbation(hostId: string): boolean {
+    return this.get(hostId).probesPassed < this.options.probationProbes
+  }
+
+  /**
+   * May the planner route this host: not banned, and (when its model has probes) it passed one for the
+   * model and blocks it serves now.
+   */
+  eligible(hostId: string): boolean {
+    if (this.banned(hostId)) return false
+    const host = this.registry.get(hostId)
+    if (host?.state.modelId == null || host.state.blocks === null) return false
+    if (!this.prober.hasProbes(host.state.modelId)) return true
+    return this.verifiedFor.get(hostId) === servedKey(host.state.modelId, host.state.blocks)
+  }
+
+  /** The speed routing uses: what the probes measured, else what the host says. */
+  msPerBlock(hostId: string, advertised: number): number {
+    return this.get(hostId).measuredMsPerBlock ?? advertised
+  }
+
+  /** The audits component of reputation: 0 when banned, else passes over checks with a prior. */
+  auditsScore(hostId: string): number {
+    const c = this.get(hostId)
+    if (c.banReason !== null) return 0
+    const passed = c.probesPassed + c.auditsPassed + PRIOR_PASSES
+    return passed / (passed + c.probesFailed + c.auditsFailed)
+  }
+
+  /** Changes the audit rate of hosts out of probation from now on (an operator's knob; the benchmark's). */
+  setAuditRate(rate: number): void {
+    if (!(rate >= 0 && rate <= 1)) throw new NeuronError('bad_option', `an audit rate is a fraction from 0 to 1, not ${rate}`)
+    this.options.auditRate = rate
+  }
+
+  /** Fraction of this host's steps a client should have re-run elsewhere. */
+  auditRate(hostId: string): number {
+    return this.onProbation(hostId) ? this.options.probationAuditRate : this.options.auditRate
+  }
+
+  /**
+   * Resolves once a host that just said it is ready has been probed for what it serves (at once when
+   * its model has no probes or it passed already); throws `banned` when it lied.
+   */
+  async whenReady(hostId: string): Promise<void> {
+    const state = this.registry.get(hostId)?.state
+    if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
+    if (state?.status !== 'ready' || state.modelId === null || state.blocks === null || !this.prober.hasProbes(state.modelId)) return
+    if (this.verifiedFor.get(hostId) === servedKey(state.modelId, state.blocks)) return
+    const outcome = await this.probeNow(hostId)
+    if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
+    if (outcome.inconclusive) this.log(`host ${hostId} is not routed until a probe gets through: ${outcome.reason}`)
+  }
+
+  /** Probes the host now (one probe at a time per host); a lie bans it. */
+  probeNow(hostId: string): Promise<ProbeOutcome> {
+    const running = this.probing.get(hostId)
+    if (running !== undefined) return running
+    const run = this.runProbe(hostId).finally(() => this.probing.delete(hostId))
+    this.probing.set(hostId, run)
+    return run
+  }
+
+  /** An audit of a real step agreed with the host, or caught it. */
+  recordAudit(hostId: string, passed: boolean, reason: string): void {
+    const c = this.get(hostId)
+    this.save({ ...c, auditsPassed: c.auditsPassed + (passed ? 1 : 0), auditsFailed: c.auditsFailed + (passed ? 0 : 1) })
+    if (!passed) this.ban(hostId, reason)
+  }
+
+  /** Bans a host for good (its key): never routed again; listeners void its pending earnings. */
+  ban(hostId: string, reason: string, now = Date.now()): void {
+    const c = this.get(hostId)
+    if (c.banReason !== null) return
+    this.save({ ...c, banReason: reason, bannedAt: now })
+    this.verifiedFor.delete(hostId)
+    clearTimeout(this.timers.get(hostId))
+    this.log(`host ${hostId} banned: ${reason}`)
+    this.emit('banned', hostId, reason)
+  }
+
+  close(): void {
+    this.closed = true
+    for (const t of this.timers.values()) clearTimeout(t)
+    this.timers.clear()
+  }
+
+  private async runProbe(hostId: string): Promise<ProbeOutcome> {
+    const host = this.registry.get(hostId)
+    const { modelId, blocks } = host?.state ?? {}
+    if (host === undefined || modelId == null || blocks == null || this.banned(hostId))
+      return { passed: false, inconclusive: true, error: 0, reason: 'the host serves nothing now', msPerBlock: null }
+    let outcome: ProbeOutcome
+    try {
+      outcome = await this.prober.probe(hostId, modelId, blocks)
+    } catch (error) {
+      // The tracker's own failure (a bad probe set, say): nobody is faulted for it.
+      outcome = { passed: false, inconclusive: true, error: 0, reason: `the probe failed here: ${(error as Error).message}`, msPerBlock: null }
+    }
+    if (outcome.inconclusive) {
+      this.log(`probe of ${hostId} inconclusive: ${outcome.reason}`)
+      return outcome
+    }
+    const c = this.get(hostId)
+    const measured = outcome.msPerBlock === null ? c.measuredMsPerBlock : smooth(c.measuredMsPerBlock, outcome.msPerBlock)
+    this.save({
+      ...c,
+      probesPassed: c.probesPassed + (outcome.passed ? 1 : 0),
+      probesFailed: c.probesFailed + (outcome.passed ? 0 : 1),
+      measuredMsPerBlock: measured,
+      lastProbeAt: Date.now(),
+    })
+    if (!outcome.passed) {
+      this.ban(hostId, outcome.reason)
+      return outcome
+    }
+    // Still serving what was probed: from now on it may be routed.
+    const now = this.registry.get(hostId)?.state
+    if (now?.modelId === modelId && now.blocks?.[0] === blocks[0] && now.blocks[1] === blocks[1]) {
+      const first = this.verifiedFor.get(hostId) !== servedKey(modelId, blocks)
+      this.verifiedFor.set(hostId, servedKey(modelId, blocks))
+      if (first) this.emit('verified', hostId)
+    }
+    if (this.speedMarked(hostId)) this.log(`host ${hostId} claims ${host.state.msPerBlock} ms per block; the probes measured ${measured?.toFixed(2)}`)
+    return outcome
+  }
+
+  /** The host claims far more speed than its probes show (network allowance included). */
+  private speedMarked(hostId: string): boolean {
+    const host = this.registry.get(hostId)
+    const measured = this.get(hostId).measuredMsPerBlock
+    const claimed = host?.state.msPerBlock
+    const blocks = host?.state.blocks
+    if (measured == null || claimed == null || blocks == null) return false
+    const n = blocks[1] - blocks[0]
+    return measured * n > this.options.speedClaimFactor * (claimed * n + NETWORK_ALLOWANCE_MS)
+  }
+
+  /** A host that is ready is probed at once, then again at random times (sooner while on probation). */
+  private onChanged(hostId: string): void {
+    const host = this.registry.get(hostId)
+    if (this.closed || host === undefined || this.banned(hostId)) return
+    const { state } = host
+    if (!host.online || state.status !== 'ready' || state.modelId === null || state.blocks === null) {
+      clearTimeout(this.timers.get(hostId))
+      this.timers.delete(hostId)
+      // A host that left may come back with other weights: it is probed again before it is routed.
+      if (!host.online) this.verifiedFor.delete(hostId)
+      return
+    }
+    if (!this.prober.hasProbes(state.modelId)) return
+    if (this.verifiedFor.get(hostId) !== servedKey(state.modelId, state.blocks) && !this.probing.has(hostId)) this.schedule(hostId, 0)
+    else if (!this.timers.has(hostId)) this.schedule(hostId, this.nextWait(hostId))
+  }
+
+  private schedule(hostId: string, waitMs: number): void {
+    clearTimeout(this.timers.get(hostId))
+    const timer = setTimeout(() => {
+      this.timers.delete(hostId)
+      void this.probeNow(hostId).then(() => {
+        const host = this.registry.get(hostId)
+        if (!this.closed && host?.online && host.state.status === 'ready' && !this.banned(hostId) && !this.timers.has(hostId))
+          this.schedule(hostId, this.nextWait(hostId))
+      })
+    }, waitMs)
+    timer.unref()
+    this.timers.set(hostId, timer)
+  }
+
+  /** Exponential waits: a host cannot tell when the next probe comes. */
+  private nextWait(hostId: string): number {
+    const mean = this.onProbation(hostId) ? this.options.probationProbeEveryMs : this.options.probeEveryMs
+    return Math.min(10 * mean, -mean * Math.log(1 - Math.random()))
+  }
+
+  private get(hostId: string): StoredChecks {
+    let c = this.cache.get(hostId)
+    if (c === undefined) {
+      c = this.store.checks(hostId) ?? {
+        hostId,
+        probesPassed: 0,
+        probesFailed: 0,
+        auditsPassed: 0,
+        auditsFailed: 0,
+        banReason: null,
+        bannedAt: null,
+        measuredMsPerBlock: null,
+        lastProbeAt: null,
+      }
+      this.cache.set(hostId, c)
+    }
+    return c
+  }
+
+  private save(c: StoredChecks): void {
+    this.cache.set(c.hostId, c)
+    this.store.saveChecks(c)
+  }
+}
+
+function banned(reason: string | null): NeuronError {
+  return new NeuronError('banned', `this host is banned from the swarm: ${reason ?? 'it lied'}. A banned key is never routed again.`)
+}
+
+function servedKey(modelId: string, blocks: readonly [number, number]): string {
+  return `${modelId}:${blocks[0]}-${blocks[1]}`
+}
+
+/** Recent probes count most: a host that slows down is routed by its speed now. */
+function smooth(previous: number | null, measured: number): number {
+  return previous === null ? measured : 0.5 * previous + 0.5 * measured
+}

@@ -1,0 +1,216 @@
+// Hosts that lie, against a real tracker on loopback, real hosts and a real (generated) model: each
+// way of cheating is caught by a known-answer probe or an audit of real steps, banned, and a user's
+// generation through a liar still ends with the honest tokens, paid for only the honest hops.
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SwarmClient } from '../../client/swarm-client'
+import { generateModel } from '../../gguf/generate'
+import { packModel } from '../../gguf/pack'
+import type { Host } from '../../host/host'
+import { publishModel } from '../../host/publish'
+import { NodeIdentity } from '../../identity/keys'
+import type { Manifest } from '../../protocol'
+import { type Lie, LyingHost, type LyingOptions } from '../../test/lying-host'
+import { scratchDir } from '../../test/models'
+import { Host as HonestHost, Tracker } from '../../test/programs'
+import type { ChecksOptions } from './host-checks'
+
+const SHAPE = { arch: 'llama', blocks: 5, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 320, type: 'q8_0' } as const
+const PROMPT = [1, 17, 42, 99, 7, 64]
+const NEW_KEY_GRANT = 10_000_000
+
+interface TestSwarm {
+  tracker: Tracker
+  manifest: Manifest
+  hosts: Host[]
+  add(blocks: readonly [number, number], lying?: LyingOptions): Promise<Host>
+  close(): Promise<void>
+}
+
+async function startSwarm(dir: string, checks: ChecksOptions): Promise<TestSwarm> {
+  const model = join(dir, 'model.gguf')
+  await generateModel({ ...SHAPE, seed: 1, out: model })
+  const tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 500, newKeyGrantMicro: NEW_KEY_GRANT, checks })
+  const manifest = await packModel({ source: model, out: join(dir, 'packed'), blocksPerArtifact: 1 })
+  const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
+  const hosts: Host[] = []
+  const add = async (blocks: readonly [number, number], lying?: LyingOptions) => {
+    const options = { trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, blocks, threads: 1 }
+    const host = lying === undefined ? new HonestHost(options) : new LyingHost(options, lying)
+    hosts.push(host)
+    await host.start()
+    return host
+  }
+  return {
+    tracker,
+    manifest,
+    hosts,
+    add,
+    async close() {
+      for (const h of hosts) await h.stop(200)
+      await publication.close()
+      await tracker.close()
+    },
+  }
+}
+
+/** Greedy tokens of one generation, and the hosts its routes used. */
+async function generate(client: SwarmClient, modelId: string, maxTokens: number) {
+  const tokens: number[] = []
+  const routed = new Set<string>()
+  const run = client.generate({
+    modelId,
+    prompt: PROMPT,
+    maxTokens,
+    stopAtEog: false,
+    onRoute: (hops) => {
+      for (const h of hops) routed.add(h.hostId)
+    },
+  })
+  for (;;) {
+    const next = await run.next()
+    if (next.done) return { tokens, routed, summary: next.value }
+    tokens.push(next.value.token)
+  }
+}
+
+/** An honest host that is slow: routed only when nothing faster serves its blocks, there to re-run audited steps. */
+const SLOW_AUDITOR: LyingOptions = { lie: { kind: 'slow', factor: 1, delayMs: 15 } }
+
+describe('lying hosts are caught and banned', () => {
+  let dir: { dir: string; cleanup: () => Promise<void> }
+  let swarm: TestSwarm
+  let client: SwarmClient
+  let other: string
+
+  beforeAll(async () => {
+    dir = await scratchDir('neuron-liars-')
+    other = join(dir.dir, 'other.gguf')
+    await generateModel({ ...SHAPE, seed: 2, out: other })
+    // Out of probation after one probe, so real traffic is audited at the ordinary 5 %.
+    swarm = await startSwarm(dir.dir, { probationProbes: 1, auditRate: 0.05, probeEveryMs: 3_600_000 })
+    await swarm.add([0, 2])
+    await swarm.add([4, 5])
+    await swarm.add([2, 4], SLOW_AUDITOR)
+    await swarm.add([2, 4], SLOW_AUDITOR)
+    client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+  }, 120_000)
+
+  afterAll(async () => {
+    client?.close()
+    await swarm?.close()
+    await dir?.cleanup()
+  })
+
+  it('a host that lies from its first session fails the probe before it is ever routed, and is told why', async () => {
+    const liar = swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 1 })
+    await expect(liar).rejects.toMatchObject({ code: 'banned' })
+    const id = (swarm.hosts.at(-1) as Host).hostId
+    const checks = swarm.tracker.checks.of(id)
+    expect(checks.ban?.reason).toMatch(/failed a known-answer probe on blocks \[2, 4\)/)
+    expect(checks.probesFailed).toBe(1)
+    expect(swarm.tracker.reputation.score(id)).toBe(0)
+  })
+
+  const modes: { name: string; lie: () => Lie }[] = [
+    { name: 'answers zeros', lie: () => ({ kind: 'zeros' }) },
+    { name: 'adds noise of half the signal', lie: () => ({ kind: 'noise', size: 0.5 }) },
+    { name: 'adds noise of a fifth of the signal', lie: () => ({ kind: 'noise', size: 0.2 }) },
+    { name: "serves another model's blocks", lie: () => ({ kind: 'other-model', artifacts: [other] }) },
+    { name: 'replays an earlier answer', lie: () => ({ kind: 'replay' }) },
+    { name: 'claims blocks it does not hold', lie: () => ({ kind: 'missing-blocks', holds: [2, 3] }) },
+  ]
+  for (const mode of modes) {
+    it(`a host that passes its probe and then ${mode.name} on real traffic is excluded within 100 steps routed through it`, async () => {
+      // Honest for its speed measurement and its first probe (where it can be: a host missing weights never is).
+      const joined = await swarm.add([2, 4], { lie: mode.lie(), honestSessions: 2 }).catch((e: { code?: string }) => e)
+      const liar = swarm.hosts.at(-1) as LyingHost
+      if (!(joined instanceof LyingHost)) expect(joined).toMatchObject({ code: 'banned' })
+      let stepsThroughLiar = 0
+      for (let round = 0; round < 20 && !swarm.tracker.checks.banned(liar.hostId); round++) {
+        const { tokens, routed } = await generate(client, swarm.manifest.modelId, 10)
+        expect(tokens).toHaveLength(10)
+        if (routed.has(liar.hostId)) stepsThroughLiar += tokens.length
+      }
+      const checks = swarm.tracker.checks.of(liar.hostId)
+      const when = joined instanceof LyingHost ? `after ${stepsThroughLiar} steps routed through it` : 'at its first probe, before any routing'
+      console.log(`lying mode "${mode.name}": banned ${when} (${liar.lies} lies told): ${checks.ban?.reason}`)
+      expect(checks.ban).not.toBeNull()
+      expect(stepsThroughLiar).toBeLessThanOrEqual(100)
+      expect(swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 16, exclude: [] }).hops.map((h) => h.hostId)).not.toContain(liar.hostId)
+    }, 120_000)
+  }
+
+  it('a host claiming 100× its real speed is routed by the speed its probes measured, and marked', async () => {
+    // Really 60 ms slower per step than the honest auditors (15 ms), it says it is 100 times faster than it is.
+    const boaster = await swarm.add([2, 4], { lie: { kind: 'slow', factor: 100, delayMs: 60 } })
+    const checks = swarm.tracker.checks.of(boaster.hostId)
+    const advertised = checks.advertisedMsPerBlock ?? 0
+    expect(checks.measuredMsPerBlock).not.toBeNull()
+    expect(checks.measuredMsPerBlock as number).toBeGreaterThan(20 * advertised)
+    expect(checks.speedMarked).toBe(true)
+    const view = swarm.tracker.planner.view(swarm.manifest.modelId)
+    expect(view.spans.find((sp) => sp.hostId === boaster.hostId)?.msPerBlock).toBe(checks.measuredMsPerBlock)
+    // Taken at its word it would be the fastest host of [2, 4) by far; measured, the honest ones are.
+    const fastestClaim = Math.min(...view.spans.filter((sp) => sp.blocks[0] === 2).map((sp) => swarm.tracker.registry.get(sp.hostId)?.state.msPerBlock ?? 1e9))
+    expect(fastestClaim).toBe(advertised)
+    const route = swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 16, exclude: [] })
+    expect(route.hops.map((h) => h.hostId)).not.toContain(boaster.hostId)
+    console.log(`a host claiming ${advertised.toFixed(2)} ms per block measured ${checks.measuredMsPerBlock?.toFixed(2)}: routed around`)
+  }, 60_000)
+})
+
+describe('a generation routed through a lying host', () => {
+  let dir: { dir: string; cleanup: () => Promise<void> }
+  let swarm: TestSwarm
+  const identity = NodeIdentity.generate()
+  let client: SwarmClient
+
+  beforeAll(async () => {
+    dir = await scratchDir('neuron-liar-chat-')
+    // Every key stays on probation here, and every step of a host on probation is audited.
+    swarm = await startSwarm(dir.dir, { probationProbes: 3, probationAuditRate: 1, probationProbeEveryMs: 3_600_000 })
+    await swarm.add([0, 2])
+    await swarm.add([4, 5])
+    await swarm.add([2, 4], SLOW_AUDITOR)
+    await swarm.add([2, 4], SLOW_AUDITOR)
+    client = await SwarmClient.connect(swarm.tracker.url, identity)
+  }, 120_000)
+
+  afterAll(async () => {
+    client?.close()
+    await swarm?.close()
+    await dir?.cleanup()
+  })
+
+  it('ends with the honest tokens, and the user pays nothing for the lying hop (its pending earnings are voided and refunded)', async () => {
+    const ledger = swarm.tracker.store.ledger
+    const balance = () => swarm.tracker.accounts.balance(swarm.tracker.accounts.byPublicKey(identity.publicKey)?.accountId ?? '')
+    const honest = await generate(client, swarm.manifest.modelId, 12)
+    await client.submitReceipts(honest.summary.session, honest.summary.receipts)
+    const afterHonest = balance()
+    // A new key starts with the swarm's grant (startSwarm's newKeyGrantMicro).
+    const honestCost = NEW_KEY_GRANT - afterHonest
+    expect(honestCost).toBeGreaterThan(0)
+
+    // The fastest host of blocks [2, 4) from now on: it passes its probe, then adds noise to real traffic.
+    const liar = (await swarm.add([2, 4], { lie: { kind: 'noise', size: 0.5 }, honestSessions: 2 })) as LyingHost
+    const lying = await generate(client, swarm.manifest.modelId, 12)
+    expect(lying.routed.has(liar.hostId)).toBe(true)
+    expect(lying.summary.failovers.map((f) => f.hostId)).toEqual([liar.hostId])
+    expect(lying.tokens).toEqual(honest.tokens)
+    await client.submitReceipts(lying.summary.session, lying.summary.receipts)
+
+    expect(swarm.tracker.checks.of(liar.hostId).ban?.reason).toMatch(/audit/)
+    // Its receipts of the session were settled into escrow, then voided back to the user.
+    const liarReceipts = ledger.receipts({ hostId: liar.hostId, session: lying.summary.session })
+    expect(liarReceipts.length).toBeGreaterThan(0)
+    expect(liarReceipts.every((r) => r.escrow === 'voided')).toBe(true)
+    expect(swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
+    expect(ledger.balance(`host:${liar.hostId}`)).toBe(0)
+    // The lying run cost the user no more than the honest one: nothing for the liar's hop.
+    expect(afterHonest - balance()).toBeLessThanOrEqual(honestCost)
+    expect(ledger.total()).toBe(0)
+    expect(ledger.driftedBalances()).toEqual([])
+  }, 120_000)
+})

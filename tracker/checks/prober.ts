@@ -1,0 +1,218 @@
+import { randomBytes, randomInt } from 'node:crypto'
+import { concatInputs, type HopInput } from '../../client/hop-frames'
+import type { HopLink } from '../../client/hop-link'
+import { runSpan, type SpanAnswer } from '../../client/span-runner'
+import type { NodeIdentity } from '../../identity/keys'
+import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
+import {
+  fromF16,
+  type Manifest,
+  NeuronError,
+  type Probe,
+  type ProbeSet,
+  readJson,
+  SampledToken,
+  SEAM_TOLERANCE,
+  seamError,
+  TICKET_TTL_MS,
+  toF16,
+} from '../../protocol'
+
+/** What one known-answer probe found. */
+export interface ProbeOutcome {
+  readonly passed: boolean
+  /** The host could not be asked (gone, busy, refused the session): neither a pass nor a lie. */
+  readonly inconclusive: boolean
+  /** Largest seam error of its hidden-state answers (0 at the last hop, where tokens are checked). */
+  readonly error: number
+  readonly reason: string
+  /** Per-block time of the probe's single-token steps, ms, round trip included. */
+  readonly msPerBlock: number | null
+}
+
+export interface ProberDeps {
+  readonly manifest: (modelId: string) => Manifest
+  readonly probes: (modelId: string) => ProbeSet | undefined
+  /** The tracker's key: it signs the probe's tickets as it signs any. */
+  readonly tracker: NodeIdentity
+  /** The client key the probes open sessions with: the gateway's, so a host cannot tell them from paying traffic. */
+  readonly client: NodeIdentity
+  readonly link: (hostId: string) => Promise<HopLink>
+  /** The model's price per token: a probe's ticket names it like any other (a zero price would give the probe away). */
+  readonly price: (modelId: string) => { promptMicroPerToken: number; completionMicroPerToken: number }
+  /** Tells metering the session's one hop, so the host's receipts for it are verified (and paid nothing). */
+  readonly issue: (
+    session: string,
+    modelId: string,
+    hop: { hostId: string; blocks: readonly [number, number] },
+    maxTokens: number,
+    promptTokens: number,
+  ) => void
+}
+
+/**
+ * Runs the publisher's known-answer probes against one host's blocks, and re-runs real steps on a
+ * host for audits. Each is an ordinary ticketed session from the gateway's key: a prefill, then
+ * single-token steps, as a short chat looks to the host.
+ */
+export class Prober {
+  constructor(private readonly deps: ProberDeps) {}
+
+  hasProbes(modelId: string): boolean {
+    return this.deps.probes(modelId) !== undefined
+  }
+
+  /** Probes `blocks` of `modelId` on the host with one of the model's probes, chosen at random. */
+  async probe(hostId: string, modelId: string, blocks: readonly [number, number]): Promise<ProbeOutcome> {
+    const set = this.deps.probes(modelId)
+    if (set === undefined) return { passed: false, inconclusive: true, error: 0, reason: `${modelId} was published without probes`, msPerBlock: null }
+    const probe = set.probes[randomInt(set.probes.length)] as Probe
+    const head = blocks[1] === set.nLayer
+    const input = probeInput(probe, set.nEmbd, blocks[0])
+    if (input === undefined) return { passed: false, inconclusive: true, error: 0, reason: `no reference at block ${blocks[0]}`, msPerBlock: null }
+    const n = probe.tokens.length
+    // As a chat: the prompt in one step, then two tokens one at a time (their times are the speed).
+    const chunks = [rows(input, 0, n - 2), rows(input, n - 2, n - 1), rows(input, n - 1, n)]
+    let answers: SpanAnswer[]
+    try {
+      answers = await this.run(hostId, modelId, blocks, chunks, head)
+    } catch (error) {
+      return { passed: false, inconclusive: true, error: 0, reason: `probe not answered: ${(error as Error).message}`, msPerBlock: null }
+    }
+    const decodeMs = Math.max(answers[1]?.ms ?? 0, 0) + Math.max(answers[2]?.ms ?? 0, 0)
+    const msPerBlock = decodeMs / 2 / (blocks[1] - blocks[0])
+    const span = `blocks [${blocks[0]}, ${blocks[1]})`
+    if (head) {
+      for (const [i, a] of answers.entries()) {
+        const last = [n - 3, n - 2, n - 1][i] as number
+        const token = a.frame.kind === 'token' ? readJson(a.frame, SampledToken).token : undefined
+        const accepted = probe.accept[last] ?? []
+        if (token === undefined || !accepted.includes(token))
+          return {
+            passed: false,
+            inconclusive: false,
+            error: 1,
+            reason: `failed a known-answer probe on ${span}: answered token ${token ?? a.frame.kind} where ${accepted.join(' or ')} was right`,
+            msPerBlock,
+          }
+      }
+      return { passed: true, inconclusive: false, error: 0, reason: `passed a known-answer probe on ${span}`, msPerBlock }
+    }
+    const reference = probeReference(probe, blocks[1])
+    if (reference === undefined) return { passed: false, inconclusive: true, error: 0, reason: `no reference at block ${blocks[1]}`, msPerBlock: null }
+    const answered = hiddenValues(answers)
+    const error = answered === undefined ? Number.POSITIVE_INFINITY : seamError(answered, reference, set.nEmbd)
+    if (error > SEAM_TOLERANCE)
+      return {
+        passed: false,
+        inconclusive: false,
+        error,
+        reason: `failed a known-answer probe on ${span}: answer off by ${percent(error)} (honest hosts are within ${percent(SEAM_TOLERANCE)})`,
+        msPerBlock,
+      }
+    return { passed: true, inconclusive: false, error, reason: `passed a known-answer probe on ${span} (off by ${percent(error)})`, msPerBlock }
+  }
+
+  /**
+   * Runs a hop's steps again on `hostId`: every step but the last as one prefill, then the last; the
+   * answer to the last is what an audit compares. Throws when the host cannot be asked.
+   */
+  async rerun(hostId: string, modelId: string, blocks: readonly [number, number], steps: readonly HopInput[]): Promise<SpanAnswer> {
+    const chunks = steps.length === 1 ? [...steps] : [concatInputs(steps.slice(0, -1)), steps.at(-1) as HopInput]
+    const answers = await this.run(hostId, modelId, blocks, chunks, false)
+    const last = answers.at(-1)
+    if (last === undefined) throw new NeuronError('internal', 'a re-run answered nothing')
+    return last
+  }
+
+  private async run(hostId: string, modelId: string, blocks: readonly [number, number], chunks: HopInput[], sample: boolean): Promise<SpanAnswer[]> {
+    const manifest = this.deps.manifest(modelId)
+    const session = randomBytes(16).toString('hex')
+    const maxTokens = chunks.reduce((s, c) => s + c.tokens, 0)
+    const promptTokens = chunks[0]?.tokens ?? 1
+    this.deps.issue(session, modelId, { hostId, blocks }, maxTokens, promptTokens)
+    const ticket = signTicket(this.deps.tracker, {
+      session,
+      clientKey: this.deps.client.publicKey,
+      hostId,
+      blocks: [blocks[0], blocks[1]],
+      maxTokens,
+      promptTokens,
+      modelId,
+      manifestSha256: manifestSha256(manifest),
+      price: this.deps.price(modelId),
+      expiresAt: Date.now() + TICKET_TTL_MS,
+    })
+    const link = await this.deps.link(hostId)
+    try {
+      return await runSpan(
+        link,
+        session,
+        {
+          modelId,
+          blocks: [blocks[0], blocks[1]],
+          maxTokens,
+          hiddenDtype: 'f16',
+          ticket,
+          signature: signOpen(this.deps.client, ticket, { blocks, maxTokens }),
+          ...(sample ? { sampling: { temperature: 0, seed: randomInt(2 ** 31) } } : {}),
+        },
+        chunks,
+      )
+    } finally {
+      link.close()
+    }
+  }
+}
+
+/** The probe's input at `block`: token ids at block 0, else the reference hidden states as f16. */
+function probeInput(probe: Probe, nEmbd: number, block: number): HopInput | undefined {
+  if (block === 0) {
+    const ids = Int32Array.from(probe.tokens)
+    return { dtype: 'i32', tokens: ids.length, width: 1, payload: new Uint8Array(ids.buffer) }
+  }
+  const reference = probeReference(probe, block)
+  if (reference === undefined) return undefined
+  const bits = toF16(reference)
+  return { dtype: 'f16', tokens: probe.tokens.length, width: nEmbd, payload: new Uint8Array(bits.buffer) }
+}
+
+/** The reference hidden states entering `block`, f32 (copied: stored bytes may be unaligned views of a Buffer). */
+export function probeReference(probe: Probe, block: number): Float32Array | undefined {
+  const i = probe.boundaries.indexOf(block)
+  const bytes = probe.hidden[i]
+  if (i < 0 || bytes === undefined) return undefined
+  return new Float32Array(new Uint8Array(bytes).buffer)
+}
+
+/** Rows [from, to) of an input. */
+function rows(input: HopInput, from: number, to: number): HopInput {
+  const rowBytes = input.payload.byteLength / input.tokens
+  return { ...input, tokens: to - from, payload: input.payload.slice(from * rowBytes, to * rowBytes) }
+}
+
+/** The hidden states of every answer, in order, as f32; undefined when any answer is not hidden states. */
+function hiddenValues(answers: readonly SpanAnswer[]): Float32Array | undefined {
+  const parts: Float32Array[] = []
+  for (const { frame } of answers) {
+    if (frame.kind !== 'hidden') return undefined
+    const bytes = new Uint8Array(frame.payload)
+    parts.push(frame.dtype === 'f16' ? fromF16(new Uint16Array(bytes.buffer)) : new Float32Array(bytes.buffer))
+  }
+  const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+/** An answer's hidden states as f32 values. */
+export function answerValues(answer: SpanAnswer['frame']): Float32Array | undefined {
+  return hiddenValues([{ frame: answer, receipt: undefined, ms: 0 }])
+}
+
+function percent(x: number): string {
+  return Number.isFinite(x) ? `${(100 * x).toPrecision(2)} %` : '∞ %'
+}

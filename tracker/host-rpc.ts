@@ -1,0 +1,90 @@
+import type { Socket } from 'socket.io'
+import { DEFAULT_FEE_BPS, type HostToTracker, NeuronError, type PlacementOption, type PlacementProposal, type RpcHandlers } from '../protocol'
+import type { ModelCatalog } from './catalog'
+import type { HostChecks } from './checks/host-checks'
+import { type Metering, wireVerdicts } from './ledger/metering'
+import { hostMicroPerHour, type PricingOptions, priceOf } from './ledger/pricing'
+import type { SwarmPlanner } from './planner'
+import type { HostRegistry } from './registry'
+import type { TrackerStore } from './store'
+
+/** An authenticated connection on /hosts or /clients. */
+export interface Peer {
+  readonly nodeId: string
+  readonly publicKey: string
+  readonly socket: Socket
+}
+
+export interface HostRpcDeps {
+  readonly store: TrackerStore
+  readonly registry: HostRegistry
+  readonly catalog: ModelCatalog
+  readonly planner: SwarmPlanner
+  readonly metering: Metering
+  readonly pricing: PricingOptions
+  /** The tracker's key: hosts accept tickets signed by it. */
+  readonly trackerKey: string
+  readonly checks: Pick<HostChecks, 'whenReady'>
+  /** Each host's live connection, for the relay and the tracker's checks. */
+  readonly hostSockets: Map<string, Socket>
+}
+
+/** What hosts may ask the tracker on /hosts: join, say what they serve, be placed, hand in receipts. */
+export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, Peer> {
+  const requireHello = (peer: Peer) => {
+    const host = d.registry.get(peer.nodeId)
+    if (host === undefined) throw new NeuronError('no_hello', 'send host.hello with your hardware profile first.')
+    return host
+  }
+  return {
+    'host.hello': ({ profile, state }, peer) => {
+      const now = Date.now()
+      const known = d.store.getHost(peer.nodeId)
+      d.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
+      d.registry.hello(peer.nodeId, peer.publicKey, profile, state, now)
+      d.hostSockets.set(peer.nodeId, peer.socket)
+      return { hostId: peer.nodeId, heartbeatMs: d.registry.heartbeatMs, trackerKey: d.trackerKey }
+    },
+    'host.state': async (state, peer) => {
+      requireHello(peer)
+      if (state.modelId !== null) {
+        const model = d.catalog.get(state.modelId)
+        if (state.blocks !== null && state.blocks[1] > model.manifest.nLayer) {
+          throw new NeuronError('bad_request', `blocks [${state.blocks[0]}, ${state.blocks[1]}) run past ${state.modelId}'s ${model.manifest.nLayer} blocks.`)
+        }
+      }
+      d.registry.updateState(peer.nodeId, state)
+      // Ready is answered once the tracker's probe of what it serves is done: routing starts then.
+      await d.checks.whenReady(peer.nodeId)
+      return {}
+    },
+    'host.heartbeat': ({ activeSessions }, peer) => {
+      requireHello(peer)
+      d.registry.heartbeat(peer.nodeId, activeSessions)
+      return {}
+    },
+    'placement.request': ({ modelId }, peer) => {
+      const host = requireHello(peer)
+      return pricedPlacement(d.catalog, d.pricing, d.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId))
+    },
+    'model.get': ({ modelId }) => modelFiles(d.catalog, modelId),
+    'receipts.submit': ({ receipts }, peer) => wireVerdicts(d.metering.settleFromHost(requireHello(peer).hostId, receipts)),
+  }
+}
+
+/** A placement with what each option would earn the host at this tracker's price and fee. */
+export function pricedPlacement(catalog: ModelCatalog, pricing: PricingOptions, placement: PlacementProposal): PlacementProposal {
+  const { manifest } = catalog.get(placement.modelId)
+  const price = priceOf(manifest, pricing)
+  const earn = <T extends PlacementOption>(o: T): T => ({
+    ...o,
+    hostMicroPerHour: hostMicroPerHour(price, pricing.feeBps ?? DEFAULT_FEE_BPS, manifest.nLayer, o.blocks, o.expectedTokensPerSecond),
+  })
+  return { ...placement, proposal: placement.proposal === null ? null : earn(placement.proposal), alternatives: placement.alternatives.map(earn) }
+}
+
+/** A model as hosts and clients fetch it: never its probes. */
+export function modelFiles(catalog: ModelCatalog, modelId: string) {
+  const model = catalog.get(modelId)
+  return { manifest: model.manifest, torrent: model.torrent, infoHash: model.infoHash }
+}

@@ -1,0 +1,185 @@
+import { REPLAY_STEP_BASE } from '../../protocol'
+import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import type { PendingReceipt } from './escrowed-receipts'
+import type { Entry, LedgerStore } from './ledger-store'
+
+export const DEFAULT_SETTLEMENT_WINDOW_MS = 24 * 3_600_000
+
+/** The settlement window: the option, else $NEURON_SETTLEMENT_WINDOW_MS, else 24 h; 0 pays hosts at once. */
+export function settlementWindowMs(option: number | undefined, env: Record<string, string | undefined> = process.env): number {
+  const raw = option ?? (env.NEURON_SETTLEMENT_WINDOW_MS === undefined || env.NEURON_SETTLEMENT_WINDOW_MS === '' ? undefined : env.NEURON_SETTLEMENT_WINDOW_MS)
+  if (raw === undefined) return DEFAULT_SETTLEMENT_WINDOW_MS
+  const ms = Number(raw)
+  if (!Number.isSafeInteger(ms) || ms < 0)
+    throw new Error(`the settlement window (NEURON_SETTLEMENT_WINDOW_MS) is a whole number of milliseconds, 0 or more, not ${raw}; 86400000 is a day.`)
+  return ms
+}
+
+export interface Released {
+  /** Micro-credits moved from escrow to the hosts' settled accounts. */
+  readonly releasedMicro: number
+  readonly receipts: number
+  readonly hosts: number
+}
+
+export interface Voided {
+  /** The host's pending earnings taken back (its escrow is empty after). */
+  readonly voidedMicro: number
+  /** What its payers got back: exactly what they paid for the voided receipts. */
+  readonly refundedMicro: number
+  /** The host's own receipts voided. */
+  readonly receipts: number
+}
+
+/**
+ * Host earnings wait in the host's escrow account for the settlement window, then move to its settled
+ * (spendable) account; a host caught cheating first has all its pending earnings voided back to the
+ * payers. Every move is a balanced ledger transaction committed with its receipts' new state.
+ */
+export class Escrow {
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly store: LedgerStore,
+    /** How long earnings stay pending, ms; 0: paid to the settled account at once. */
+    readonly windowMs: number,
+    private readonly options: { readonly releaseEveryMs?: number; readonly log?: (line: string) => void } = {},
+  ) {}
+
+  /** State a receipt settled now starts in. */
+  get newState(): 'pending' | 'released' {
+    return this.windowMs > 0 ? 'pending' : 'released'
+  }
+
+  /** Where a host's new earnings go: its escrow while a window holds them, else its settled account. */
+  earningsAccount(hostId: string): string {
+    return this.windowMs > 0 ? escrowAccount(hostId) : hostAccount(hostId)
+  }
+
+  /** The host's pending earnings, micro-credits. */
+  pending(hostId: string): number {
+    return this.store.balance(escrowAccount(hostId))
+  }
+
+  /**
+   * The most a replay may still take from a failed host's earnings in a session: what it earned there
+   * less the replays already paid, and (in escrow) only what of it is still pending.
+   */
+  forfeitable(session: string, failedHost: string): number {
+    const left = this.store.routes.forfeitable(session, failedHost, REPLAY_STEP_BASE)
+    const held = this.windowMs > 0 ? this.store.escrow.pendingFrom(session, failedHost) : this.store.balance(hostAccount(failedHost))
+    return Math.max(0, Math.min(left, held))
+  }
+
+  /** Records which of the failed host's pending steps paid `micro` to a replay (call in the replay's transaction). */
+  forfeited(session: string, failedHost: string, micro: number): void {
+    if (this.windowMs > 0 && micro > 0) this.store.escrow.forfeit(session, failedHost, micro)
+  }
+
+  /** Releases, now and then, every receipt older than the window; unref'd, so it never keeps the process alive. */
+  start(): void {
+    if (this.timer !== undefined) return
+    const every = this.options.releaseEveryMs ?? Math.min(60_000, Math.max(1000, Math.floor(this.windowMs / 4)))
+    this.timer = setInterval(() => {
+      try {
+        this.release()
+      } catch (error) {
+        this.options.log?.(`releasing pending earnings failed (retried in ${every} ms): ${error instanceof Error ? error.message : error}`)
+      }
+    }, every)
+    this.timer.unref()
+  }
+
+  close(): void {
+    clearInterval(this.timer)
+    this.timer = undefined
+  }
+
+  /** Moves every receipt created at least a window before `now` to its host's settled account: one transaction per host. */
+  release(now = Date.now()): Released {
+    const cutoff = now - this.windowMs
+    return this.store.atomically(() => {
+      let releasedMicro = 0
+      let receipts = 0
+      const due = this.store.escrow.due(cutoff)
+      for (const { hostId, micro } of due) {
+        // Unpaid receipts (no payer, a replay with nothing left to take) hold nothing: marked, no transaction.
+        if (micro !== 0)
+          this.store.post({
+            kind: 'release',
+            idempotencyKey: null,
+            modelId: null,
+            entries: [
+              { account: escrowAccount(hostId), amount: -micro },
+              { account: hostAccount(hostId), amount: micro },
+            ],
+            at: now,
+          })
+        receipts += this.store.escrow.markReleased(hostId, cutoff)
+        releasedMicro += micro
+      }
+      return { releasedMicro, receipts, hosts: due.length }
+    })
+  }
+
+  /**
+   * Voids all of a host's pending earnings: each payer gets back exactly what it paid for those receipts
+   * (the host's share and the swarm's fee), and a replay the host was paid for goes back to the failed
+   * host it came from. Replays other hosts were paid out of these earnings are taken back first (the
+   * session was the voided host's). Released receipts stand. Voiding again finds nothing pending.
+   */
+  voidHost(hostId: string, reason: string, now = Date.now()): Voided {
+    return this.store.atomically(() => {
+      const entries: Entry[] = []
+      const paidFromIt = this.store.escrow.pendingForfeitsFrom(hostId)
+      for (const replay of paidFromIt) entries.push(...this.giveBack(replay))
+      // Read after the give-backs: they restore what replays had taken from these receipts.
+      const own = this.store.escrow.pendingOf(hostId)
+      let voidedMicro = 0
+      let refundedMicro = 0
+      for (const r of own) {
+        voidedMicro += r.earned - r.forfeited
+        if (r.forfeitFrom !== null) {
+          entries.push(...this.giveBack(r))
+          continue
+        }
+        // What a replay that has since settled took from it (none, as replays settle after the steps they repay) is not refunded.
+        const refund = r.accountId === null ? 0 : r.charged - r.forfeited
+        entries.push({ account: escrowAccount(hostId), amount: -(r.earned - r.forfeited) }, { account: FEE_ACCOUNT, amount: -r.fee })
+        if (r.accountId !== null) entries.push({ account: consumerAccount(r.accountId), amount: refund })
+        refundedMicro += refund
+      }
+      if (entries.length > 0) this.store.post({ kind: 'void', idempotencyKey: null, modelId: null, entries: merged(entries), at: now })
+      this.store.escrow.markVoided(
+        paidFromIt.map((r) => r.key),
+        `paid from host ${hostId}'s voided earnings: ${reason}`,
+      )
+      this.store.escrow.markVoided(
+        own.map((r) => r.key),
+        reason,
+      )
+      if (own.length > 0)
+        this.options.log?.(`voided ${own.length} pending receipts of host ${hostId} (${voidedMicro} µ, ${refundedMicro} µ refunded): ${reason}`)
+      return { voidedMicro, refundedMicro, receipts: own.length }
+    })
+  }
+
+  /** Undoes a pending replay's pay: back to the failed host's escrow while the steps it repaid are pending, else to its settled account. */
+  private giveBack(replay: PendingReceipt): Entry[] {
+    const from = replay.forfeitFrom
+    if (from === null || replay.earned === 0) return []
+    const toEscrow = this.store.escrow.unforfeit(replay.session, from, replay.earned)
+    return [
+      { account: escrowAccount(replay.hostId), amount: -replay.earned },
+      { account: escrowAccount(from), amount: toEscrow },
+      { account: hostAccount(from), amount: replay.earned - toEscrow },
+    ]
+  }
+}
+
+/** One leg per account: a void touches the same accounts many times. */
+function merged(entries: readonly Entry[]): Entry[] {
+  const by = new Map<string, number>()
+  for (const e of entries) by.set(e.account, (by.get(e.account) ?? 0) + e.amount)
+  return [...by].map(([account, amount]) => ({ account, amount }))
+}
