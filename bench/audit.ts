@@ -34,7 +34,7 @@ const ranges: [number, number][] = [
   [6, 8],
 ]
 const swarm = await startSwarm(work, source, ranges, {
-  checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0 },
+  checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0, auditsPerMinute: 1_000_000 },
   startingGrantMicro: 1_000_000_000,
   newKeyGrantMicro: 1_000_000_000,
 })

@@ -9,6 +9,7 @@ export const trackerCommand: Command = {
   usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
        [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
+       [--settlement-window-ms 86400000] [--audit-rate 0.05]
 
 A key without an account is refused a route unless --new-key-grant-micro (or
 $NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
@@ -20,6 +21,11 @@ most --new-accounts-per-minute new keys a minute.
   --allow-keys FILE       a private swarm: only these public keys (one base64url key a line, #
                           comments) may join, use the gateway and dashboards, or announce; a
                           gateway account must be made for a listed key (public_key)
+  --settlement-window-ms  how long host earnings stay pending (voided if the host is caught
+                          lying) before they are settled; default $NEURON_SETTLEMENT_WINDOW_MS or
+                          a day; 0 settles at once
+  --audit-rate F          the fraction of each hop's steps clients have re-run on another host
+                          (0 to 1); default $NEURON_AUDIT_RATE or 0.05; hosts on probation 0.5
 
 Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
   async run(args) {
@@ -33,6 +39,8 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       'tls-key': { type: 'string' },
       'tls-cert': { type: 'string' },
       'allow-keys': { type: 'string' },
+      'settlement-window-ms': { type: 'string' },
+      'audit-rate': { type: 'string' },
     })
     const tls = tlsOptions(values)
     const allowedKeys = values['allow-keys'] === undefined ? undefined : allowedKeysOption(values['allow-keys'])
@@ -40,6 +48,10 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
     const newAccountsPerMinute = intOption('new-accounts-per-minute', values['new-accounts-per-minute'], { min: 1 })
     const port = intOption('port', values.port)
     const heartbeatMs = intOption('heartbeat-ms', values['heartbeat-ms'], { min: 50 })
+    const settlementWindowMs = intOption('settlement-window-ms', values['settlement-window-ms'], { min: 0 })
+    const auditRate = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
+    if (auditRate !== undefined && !(auditRate >= 0 && auditRate <= 1))
+      throw new NeuronError('bad_option', `--audit-rate is a fraction from 0 to 1 (0.05 audits one step in 20), not ${values['audit-rate']}.`)
     await runTracker({
       ...(port === undefined ? {} : { port }),
       ...(values.host === undefined ? {} : { host: values.host }),
@@ -49,6 +61,8 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(newAccountsPerMinute === undefined ? {} : { newAccountsPerMinute }),
       ...(tls === undefined ? {} : { tls }),
       ...(allowedKeys === undefined ? {} : { allowedKeys }),
+      ...(settlementWindowMs === undefined ? {} : { settlementWindowMs }),
+      ...(auditRate === undefined ? {} : { checks: { auditRate } }),
     })
     return 0
   },

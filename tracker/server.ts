@@ -131,6 +131,7 @@ export class Tracker {
     this.metering = new Metering(store.ledger, (modelId) => this.catalog.get(modelId).manifest, publicKeyOf, this.pricing, identity.publicKey, options)
     this.metering.on('verdict', (session, verdict, accountId, modelId) => this.onVerdict(session, verdict, accountId, modelId))
     // A host caught lying loses what it earned in the settlement window: its payers get it back.
+    this.metering.on('seam', (session, step, message) => this.countRejected(`session ${session} step ${step}`, { code: 'seam_mismatch', message }))
     this.checks.on('verified', () => this.planner.invalidate())
     this.checks.on('banned', (hostId, reason) => {
       this.planner.invalidate()

@@ -16,11 +16,12 @@ export interface AuditorDeps {
     session: string,
   ) => { modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined
   readonly shape: (modelId: string) => { nLayer: number; nEmbd: number }
+  /** Audits one key may ask for a minute. */
+  readonly perMinute: number
 }
 
-/** Audits one client may have in flight, and per minute: evidence costs the tracker a re-run. */
-const MAX_IN_FLIGHT = 2
-const MAX_PER_MINUTE = 120
+/** Audits one client may have in flight: evidence costs other hosts a re-run. */
+const MAX_IN_FLIGHT = 4
 
 /**
  * Checks a real step of one hop: the client hands in the hop's inputs of the session so far with the
@@ -160,8 +161,8 @@ export class Auditor {
       l = { inFlight: l?.inFlight ?? 0, minute, count: 0 }
       this.load.set(publicKey, l)
     }
-    if (l.inFlight >= MAX_IN_FLIGHT || l.count >= MAX_PER_MINUTE)
-      throw new NeuronError('rate_limited', `at most ${MAX_IN_FLIGHT} audits at once and ${MAX_PER_MINUTE} a minute per key; audit fewer steps.`)
+    if (l.inFlight >= MAX_IN_FLIGHT || l.count >= this.deps.perMinute)
+      throw new NeuronError('rate_limited', `at most ${MAX_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer steps.`)
     l.inFlight++
     l.count++
     if (this.load.size > 10_000) for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)

@@ -17,6 +17,8 @@ export interface ChecksOptions {
   readonly probationAuditRate?: number
   /** A host that claims to be this many times faster than the probes measure is marked (default 4). */
   readonly speedClaimFactor?: number
+  /** Audits one client key may ask for a minute (default 600): each costs other hosts a re-run. */
+  readonly auditsPerMinute?: number
 }
 
 export interface HostChecksEvents {
@@ -43,7 +45,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   private readonly timers = new Map<string, NodeJS.Timeout>()
   private readonly probing = new Map<string, Promise<ProbeOutcome>>()
   private closed = false
-  private readonly options: Required<ChecksOptions> & { auditRate: number }
+  readonly options: Required<ChecksOptions> & { auditRate: number }
 
   constructor(
     readonly store: ChecksStore,
@@ -61,6 +63,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       auditRate: options.auditRate ?? (process.env.NEURON_AUDIT_RATE !== undefined && envRate >= 0 && envRate <= 1 ? envRate : 0.05),
       probationAuditRate: options.probationAuditRate ?? 0.5,
       speedClaimFactor: options.speedClaimFactor ?? 4,
+      auditsPerMinute: options.auditsPerMinute ?? 600,
     }
     registry.on('changed', (hostId) => this.onChanged(hostId))
   }
@@ -263,6 +266,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     return Math.min(10 * mean, -mean * Math.log(1 - Math.random()))
   }
 
+  /** A host's record; kept in memory only for hosts the registry knows (any id may be asked for on a dashboard). */
   private get(hostId: string): StoredChecks {
     let c = this.cache.get(hostId)
     if (c === undefined) {
@@ -277,7 +281,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
         measuredMsPerBlock: null,
         lastProbeAt: null,
       }
-      this.cache.set(hostId, c)
+      if (this.registry.get(hostId) !== undefined) this.cache.set(hostId, c)
     }
     return c
   }

@@ -13,6 +13,7 @@ import type { Manifest } from '../../protocol'
 import { type Lie, LyingHost, type LyingOptions } from '../../test/lying-host'
 import { scratchDir } from '../../test/models'
 import { Host as HonestHost, Tracker } from '../../test/programs'
+import { SqliteTrackerStore } from '../store'
 import type { ChecksOptions } from './host-checks'
 
 const SHAPE = { arch: 'llama', blocks: 5, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 320, type: 'q8_0' } as const
@@ -87,8 +88,9 @@ describe('lying hosts are caught and banned', () => {
     dir = await scratchDir('neuron-liars-')
     other = join(dir.dir, 'other.gguf')
     await generateModel({ ...SHAPE, seed: 2, out: other })
-    // Out of probation after one probe, so real traffic is audited at the ordinary 5 %.
-    swarm = await startSwarm(dir.dir, { probationProbes: 1, auditRate: 0.05, probeEveryMs: 3_600_000 })
+    // Out of probation after one probe, and real traffic audited at 10 %: a liar goes unaudited for 100
+    // steps with probability 0.9^100 ≈ 3e-5 (at the default 5 % it is 0.6 %, too often for a test).
+    swarm = await startSwarm(dir.dir, { probationProbes: 1, auditRate: 0.1, probeEveryMs: 3_600_000 })
     await swarm.add([0, 2])
     await swarm.add([4, 5])
     await swarm.add([2, 4], SLOW_AUDITOR)
@@ -212,5 +214,12 @@ describe('a generation routed through a lying host', () => {
     expect(afterHonest - balance()).toBeLessThanOrEqual(honestCost)
     expect(ledger.total()).toBe(0)
     expect(ledger.driftedBalances()).toEqual([])
+    // The ban and the reason are on disk: a restarted tracker reads them from the same file.
+    const file = new SqliteTrackerStore(join(dir.dir, 'tracker.sqlite'))
+    try {
+      expect(file.checks.checks(liar.hostId)?.banReason).toMatch(/audit/)
+    } finally {
+      file.close()
+    }
   }, 120_000)
 })

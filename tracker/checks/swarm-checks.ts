@@ -65,6 +65,7 @@ export function createSwarmChecks(deps: SwarmChecksDeps): { checks: HostChecks; 
     publicKeyOf: deps.publicKeyOf,
     route: (session) => deps.store.ledger.routes.route(session),
     shape: (modelId) => deps.manifest(modelId),
+    perMinute: checks.options.auditsPerMinute,
   })
   return { checks, auditor, prober }
 }

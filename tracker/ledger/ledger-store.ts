@@ -99,6 +99,8 @@ export interface LedgerStore {
   unbalancedTransactions(): number[]
   entryCount(): number
   hasReceipt(idempotencyKey: string): boolean
+  /** The input and output hashes of the settled receipt with this key (for the seam check between hops). */
+  receiptHashes(idempotencyKey: string): { input: string; output: string } | undefined
   receipts(filter: { hostId?: string; session?: string; limit?: number }): StoredReceipt[]
   earnings(hostId: string, bucket: 'hour' | 'day', since: number): EarningsBucket[]
   servedBlockTokens(hostId: string): number
@@ -237,6 +239,12 @@ export class SqliteLedgerStore implements LedgerStore {
 
   entryCount(): number {
     return (this.db.prepare('select count(*) as n from ledger_entries').get() as { n: number }).n
+  }
+
+  receiptHashes(idempotencyKey: string): { input: string; output: string } | undefined {
+    return this.db
+      .prepare(`select json_extract(body, '$.input') as input, json_extract(body, '$.output') as output from receipts where idempotency_key = ?`)
+      .get(idempotencyKey) as { input: string; output: string } | undefined
   }
 
   hasReceipt(idempotencyKey: string): boolean {

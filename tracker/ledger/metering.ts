@@ -58,6 +58,12 @@ export interface ReceiptVerdict {
 }
 
 export interface MeteringEvents {
+  /**
+   * Two hops of one step do not join: one took as input what the hop before it did not sign as its
+   * output. Whoever carried the hidden states between them (the client, or a host that signs other bytes
+   * than it sends) broke the chain; both are paid what they ran.
+   */
+  seam: [session: string, step: number, message: string]
   /** A receipt verified and settled (or refused): the reputation and dashboards listen. */
   verdict: [session: string, verdict: ReceiptVerdict, accountId: string | null, modelId: string | null]
 }
@@ -242,6 +248,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     const terms = checkTerms(issued, r, this.trackerKey)
     if (terms !== undefined) return this.refuse(r.hostId, session, r.step, terms.code, terms.message, now, true)
     if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(session, issued, r, now)
+    this.checkSeams(session, issued, r)
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
     // Paid by the tracker's own count of the step's tokens, never the host's claim.
     const charge = paid ? hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: countedTokens(issued.routed, r) }) : 0
@@ -312,6 +319,18 @@ export class Metering extends EventEmitter<MeteringEvents> {
     if (result.posted && failed !== undefined) this.escrow.forfeited(session, failed.hostId, moved)
     if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
     return { hostId: r.hostId, step: r.step, ok: true, charged: 0, balances: this.balancesAfter(r.hostId, issued.accountId) }
+  }
+
+  /** The step's hop before and after this one, if settled, must hand over exactly what this one signs it took and gave. */
+  private checkSeams(session: string, issued: IssuedSession, r: Receipt): void {
+    for (const h of issued.hops) {
+      const before = h.blocks[1] === r.blocks[0]
+      if (!before && h.blocks[0] !== r.blocks[1]) continue
+      const other = this.store.receiptHashes(receiptKey({ session, step: r.step, blocks: [h.blocks[0], h.blocks[1]] }))
+      if (other === undefined || (before ? other.output === r.input : other.input === r.output)) continue
+      const [a, b] = before ? [h.blocks, r.blocks] : [r.blocks, h.blocks]
+      this.emit('seam', session, r.step, `step ${r.step}: blocks [${b[0]}, ${b[1]}) took other bytes than blocks [${a[0]}, ${a[1]}) answered`)
+    }
   }
 
   /** Three indexed reads of the running balances: cheap beside the commit they ride in. */

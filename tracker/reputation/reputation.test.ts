@@ -1,8 +1,10 @@
 // Reputation from completed and failed steps, latency against advertised speed and uptime; kept
 // as history and fed to the route planner, which routes low scores last.
 
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { HardwareProfile, ServingState } from '../../protocol'
+import { scratchDir } from '../../test/models'
 import { TEST_PROFILE } from '../../test/peers'
 import { HostRegistry } from '../registry'
 import { SqliteTrackerStore } from '../store'
@@ -57,5 +59,34 @@ describe('host reputation', () => {
     const history = reputation.history('bbbbbbbbbbbbbbbbbbbb')
     expect(history.length).toBeGreaterThan(0)
     expect(history[0]?.components).toMatchObject({ failedSteps: 30 })
+  })
+
+  it('keeps a host’s tallies across a tracker restart on the same file, so a failing host cannot start over by waiting for one', async () => {
+    const { dir, cleanup } = await scratchDir()
+    try {
+      const file = join(dir, 'tracker.sqlite')
+      const checksOf = (s: SqliteTrackerStore) => ({ store: s.checks, auditsScore: () => 1, onProbation: () => false })
+      store = new SqliteTrackerStore(file)
+      registry = new HostRegistry(1000)
+      reputation = new Reputation(store.ledger, registry, 20, checksOf(store))
+      registry.hello('cccccccccccccccccccc', 'k3', PROFILE, STATE)
+      reputation.completed('cccccccccccccccccccc', 40)
+      reputation.failed('cccccccccccccccccccc', 40)
+      const before = reputation.of('cccccccccccccccccccc')
+      reputation.close()
+      registry.close()
+      store.close()
+
+      store = new SqliteTrackerStore(file)
+      registry = new HostRegistry(1000)
+      reputation = new Reputation(store.ledger, registry, 20, checksOf(store))
+      const after = reputation.of('cccccccccccccccccccc')
+      expect(after.failedSteps).toBe(40)
+      expect(after.completedSteps).toBe(40)
+      expect(after.components.completion).toBeCloseTo(before.components.completion)
+      expect(after.score).toBeLessThan(0.5)
+    } finally {
+      await cleanup()
+    }
   })
 })

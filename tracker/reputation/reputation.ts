@@ -50,7 +50,7 @@ export interface ReputationChecks {
 }
 
 /**
- * A score per host: completion × audits × (base + uptime + latency against its advertised speed).
+ * A score per host: completion² × audits × (base + uptime + latency against its advertised speed).
  * The planner routes scores under 0.5 last; probation caps the score under that; a ban makes it 0.
  * Tallies are kept in SQLite, so a restart does not wipe a host's record.
  */
@@ -89,7 +89,8 @@ export class Reputation {
   }
 
   of(hostId: string): HostReputation {
-    const t = this.tally(hostId)
+    // Any id may be asked for on a dashboard: only hosts the tracker knows get a tally kept in memory.
+    const t = this.tallies.get(hostId) ?? (this.registry.get(hostId) === undefined ? this.read(hostId) : this.tally(hostId))
     const components: ReputationComponents = {
       uptime: t.samples === 0 ? 1 : t.onlineSamples / t.samples,
       completion: (t.completed + PRIOR_STEPS) / (t.completed + t.failed + PRIOR_STEPS),
@@ -97,7 +98,8 @@ export class Reputation {
       audits: this.checks?.auditsScore(hostId) ?? 1,
     }
     const shape = WEIGHTS.base + WEIGHTS.uptime * components.uptime + WEIGHTS.latency * components.latency
-    const raw = components.completion * components.audits * shape
+    // Squared: a host failing a third of its steps costs its users a failover every few tokens, and falls under 0.5.
+    const raw = components.completion ** 2 * components.audits * shape
     const score = this.checks?.onProbation(hostId) ? Math.min(PROBATION_SCORE, raw) : raw
     return { hostId, score, components, completedSteps: t.completed, failedSteps: t.failed }
   }
@@ -119,11 +121,15 @@ export class Reputation {
   private tally(hostId: string): Tally {
     let t = this.tallies.get(hostId)
     if (t === undefined) {
-      const saved = this.checks?.store.tally(hostId)
-      t = { completed: 0, failed: 0, samples: 0, onlineSamples: 0, latency: 1, ...saved, lastRecorded: 0 }
+      t = this.read(hostId)
       this.tallies.set(hostId, t)
     }
     return t
+  }
+
+  /** A host's tally as kept in SQLite (fresh when it has none). */
+  private read(hostId: string): Tally {
+    return { completed: 0, failed: 0, samples: 0, onlineSamples: 0, latency: 1, ...this.checks?.store.tally(hostId), lastRecorded: 0 }
   }
 
   private sampleUptime(): void {
