@@ -18,11 +18,12 @@ const AUDIT_TIMEOUT_MS = 20_000
 
 /**
  * Checks what a hop answered against what it signed: the receipt must name the input it was sent and
- * the answer it gave. A host whose receipt does not match the bytes it sent answers for nothing, so
- * the step goes to another host (the cheap check on every step).
+ * the answer it gave. A host whose receipt is missing or does not match the bytes it sent answers for
+ * nothing, so the step goes to another host (the cheap check on every step).
  */
 export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array, receipt: Receipt | undefined): void {
-  if (receipt === undefined) return
+  // A ticketed host signs every answer: one without a receipt could never be audited, so it is not taken.
+  if (receipt === undefined) throw new HopFailure(hostId, 'no_receipt', `host ${hostId} answered without its signed receipt; finding another host`)
   if (receipt.input !== sha256(input.payload) || receipt.output !== sha256(answer))
     throw new HopFailure(hostId, 'bad_receipt', `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`)
 }

@@ -173,7 +173,7 @@ export class SwarmClient {
           const stepReceipts: Receipt[] = []
           try {
             sampled = await this.step(hops, from, session, step, position, pending, stepReceipts)
-            await collect(stepReceipts)
+            await collect(stepReceipts.splice(0))
             // Sampled steps are re-run elsewhere by the tracker; a hop caught lying is replaced and everything after it rebuilt.
             const liar = await auditStep(this.tracker, session, hops, this.log)
             if (liar !== undefined) throw new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`)

@@ -26,6 +26,8 @@ export interface LyingOptions {
   readonly lie: Lie
   /** Sessions answered honestly before the lying starts (the host's own speed measurement is the first). */
   readonly honestSessions?: number
+  /** Real extra time per step, ms, whatever the lie (a slow host is routed last: it is there to be asked to re-run). */
+  readonly delayMs?: number
 }
 
 /** A Host whose runtime (and, for `slow`, its advertised speed) lies as told. */
@@ -73,7 +75,7 @@ class LyingRuntime implements ServingRuntime {
       lie.kind === 'missing-blocks'
         ? this.inner.openSession({ maxTokens: options.maxTokens, blocks: [Math.max(claimedBlocks[0], lie.holds[0]), Math.min(claimedBlocks[1], lie.holds[1])] })
         : this.inner.openSession(options)
-    if (honest && lie.kind !== 'missing-blocks' && lie.kind !== 'other-model') return inner
+    if (honest && lie.kind !== 'missing-blocks' && lie.kind !== 'other-model' && this.host.lying.delayMs === undefined) return inner
     return new LyingSession(inner, lie, claimedBlocks, this.host, honest)
   }
 
@@ -107,7 +109,8 @@ class LyingSession implements ServingSession {
 
   async forward(input: Int32Array | Float32Array | Uint16Array, options?: ForwardOptions): Promise<ForwardOutput> {
     const lie = this.lie
-    if (lie.kind === 'slow') await new Promise((r) => setTimeout(r, lie.delayMs))
+    const delayMs = (lie.kind === 'slow' ? lie.delayMs : 0) + (this.host.lying.delayMs ?? 0)
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs))
     const key = `${input.length}`
     const before = this.previous.get(key)
     if (!this.honestAnswers && lie.kind === 'replay' && before !== undefined) {

@@ -128,7 +128,15 @@ export class Tracker {
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
     this.pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
-    this.metering = new Metering(store.ledger, (modelId) => this.catalog.get(modelId).manifest, publicKeyOf, this.pricing, identity.publicKey, options)
+    this.metering = new Metering(
+      store.ledger,
+      (modelId) => this.catalog.get(modelId).manifest,
+      publicKeyOf,
+      this.pricing,
+      identity.publicKey,
+      options,
+      (h) => this.checks.banned(h),
+    )
     this.metering.on('verdict', (session, verdict, accountId, modelId) => this.onVerdict(session, verdict, accountId, modelId))
     // A host caught lying loses what it earned in the settlement window: its payers get it back.
     this.metering.on('seam', (session, step, message) => this.countRejected(`session ${session} step ${step}`, { code: 'seam_mismatch', message }))

@@ -27,32 +27,39 @@ const MAX_IN_FLIGHT = 4
  * Checks a real step of one hop: the client hands in the hop's inputs of the session so far with the
  * hop's signed receipts (so the history is the host's own), and the answer it got. The tracker re-runs
  * them on another host of the same blocks. On disagreement a third host decides (two against one);
- * without one, known-answer probes of both do. The liar is banned; nobody is faulted on a tie.
+ * without one, known-answer probes of both do. A liar a probe confirms is banned; nobody is faulted on a tie.
  */
 export class Auditor {
   private readonly load = new Map<string, { inFlight: number; minute: number; count: number }>()
+  /** Steps already audited (session, host, blocks, history length): each costs other hosts a re-run once only. */
+  private readonly audited = new Set<string>()
 
   constructor(private readonly deps: AuditorDeps) {}
 
   /** `limited`: false for the tracker's own gateway client, whose audits are its callers' (each rate-limited there). */
   async audit(request: AuditRequest, requester: { nodeId: string; publicKey: string }, limited = true): Promise<AuditVerdict> {
-    if (!limited) return this.check(request, requester.nodeId)
+    if (!limited) return this.check(request, requester)
     const load = this.admit(requester.publicKey)
     try {
-      return await this.check(request, requester.nodeId)
+      return await this.check(request, requester)
     } finally {
       load.inFlight--
     }
   }
 
-  private async check(request: AuditRequest, nodeId: string): Promise<AuditVerdict> {
+  private async check(request: AuditRequest, { nodeId, publicKey }: { nodeId: string; publicKey: string }): Promise<AuditVerdict> {
     const { hostId, blocks, session } = request
     const route = this.deps.route(session)
     if (route === undefined) throw new NeuronError('unknown_session', `the tracker routed no session ${session}; audit only steps of your own sessions.`)
     if (route.issuedTo !== nodeId) throw new NeuronError('not_your_session', `session ${session} was issued to another client; audit your own sessions.`)
     if (!route.hops.some((h) => h.hostId === hostId && h.blocks[0] === blocks[0] && h.blocks[1] === blocks[1]))
       throw new NeuronError('bad_request', `host ${hostId} blocks [${blocks[0]}, ${blocks[1]}) is not a hop of session ${session}.`)
+    const once = `${session}:${hostId}:${blocks[0]}-${blocks[1]}:${request.steps.length}`
+    if (this.audited.has(once))
+      throw new NeuronError('already_audited', `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`)
     const steps = this.verifiedHistory(request)
+    if (this.audited.size >= 100_000) this.audited.clear()
+    this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
     const { nLayer, nEmbd: width } = this.deps.shape(route.modelId)
     const head = blocks[1] === nLayer
@@ -79,14 +86,12 @@ export class Auditor {
     const errorBC = seamError(b, c, width)
     if (errorBC <= SEAM_TOLERANCE && errorAC > SEAM_TOLERANCE) {
       const reason = `failed an audit of a real step on ${label}: answer off by ${pct(errorAC)} from two other hosts'`
-      this.deps.checks.recordAudit(hostId, false, reason)
-      return { verdict: 'failed', liar: hostId, reason }
+      return { verdict: 'failed', liar: hostId, reason: await this.convict(hostId, reason, publicKey) }
     }
     if (errorAC <= SEAM_TOLERANCE && errorBC > SEAM_TOLERANCE) {
       const reason = `failed an audit re-run on ${label}: answer off by ${pct(errorBC)} from two other hosts'`
-      this.deps.checks.recordAudit(second, false, reason)
       this.deps.checks.recordAudit(hostId, true, '')
-      return { verdict: 'passed', liar: second, reason: `host ${third} agrees with ${hostId}; ${second} lied` }
+      return { verdict: 'passed', liar: second, reason: await this.convict(second, reason, publicKey) }
     }
     return { verdict: 'unresolved', liar: null, reason: `three hosts disagree on ${label}; nobody is faulted` }
   }
@@ -123,6 +128,18 @@ export class Auditor {
     return steps
   }
 
+  /**
+   * Two hosts against one is a strike, not yet a ban: the re-runs are chosen by a client's request, so
+   * colluding hosts could be drawn. The accused is probed at once (a failed probe bans it); otherwise the
+   * strike counts, and strikes from several clients ban it (HostChecks.recordAudit).
+   */
+  private async convict(hostId: string, reason: string, clientKey: string): Promise<string> {
+    const outcome = await this.deps.checks.probeNow(hostId)
+    // Counted either way (a failed probe has banned it already).
+    this.deps.checks.recordAudit(hostId, false, reason, clientKey)
+    return !outcome.inconclusive && !outcome.passed ? `${reason}; then ${outcome.reason}` : reason
+  }
+
   /** Decides by known-answer probes: a host that fails one lied (and is banned by the probe). */
   private async byProbes(hostIds: string[], what: string): Promise<AuditVerdict> {
     for (const id of hostIds) {
@@ -157,9 +174,13 @@ export class Auditor {
   private admit(publicKey: string) {
     const minute = Math.floor(Date.now() / 60_000)
     let l = this.load.get(publicKey)
-    if (l === undefined || l.minute !== minute) {
-      l = { inFlight: l?.inFlight ?? 0, minute, count: 0 }
+    if (l === undefined) {
+      l = { inFlight: 0, minute, count: 0 }
       this.load.set(publicKey, l)
+    } else if (l.minute !== minute) {
+      // The same record: audits still in flight decrement it when they end.
+      l.minute = minute
+      l.count = 0
     }
     if (l.inFlight >= MAX_IN_FLIGHT || l.count >= this.deps.perMinute)
       throw new NeuronError('rate_limited', `at most ${MAX_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer steps.`)

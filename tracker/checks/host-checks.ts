@@ -30,6 +30,14 @@ export interface HostChecksEvents {
 
 /** Round trip a step may add to compute before a speed claim counts as false, ms. */
 const NETWORK_ALLOWANCE_MS = 5
+/** How long a host's `ready` waits for its first probe before it is answered (its call gives up at 30 s). */
+const READY_WAIT_MS = 20_000
+/** Wait before probing again a host not yet verified for what it serves (its last probe was inconclusive). */
+const RETRY_MS = 5_000
+/** Inconclusive probes in a row after which a verified host is routed no more until one gets through. */
+const MAX_INCONCLUSIVE = 3
+/** Different clients whose audits must outvote a host (that passes its probes) before it is banned. */
+const STRIKES_TO_BAN = 3
 /** Prior passes in the audits component: one failure is a ban anyway, so this only shapes new hosts' figure. */
 const PRIOR_PASSES = 5
 
@@ -44,6 +52,10 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   private readonly verifiedFor = new Map<string, string>()
   private readonly timers = new Map<string, NodeJS.Timeout>()
   private readonly probing = new Map<string, Promise<ProbeOutcome>>()
+  /** Inconclusive probes in a row, per host. */
+  private readonly inconclusive = new Map<string, number>()
+  /** Clients whose audits outvoted each host (a ban needs STRIKES_TO_BAN of them). */
+  private readonly strikes = new Map<string, Set<string>>()
   private closed = false
   readonly options: Required<ChecksOptions> & { auditRate: number }
 
@@ -104,12 +116,17 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     const host = this.registry.get(hostId)
     if (host?.state.modelId == null || host.state.blocks === null) return false
     if (!this.prober.hasProbes(host.state.modelId)) return true
-    return this.verifiedFor.get(hostId) === servedKey(host.state.modelId, host.state.blocks)
+    if (this.verifiedFor.get(hostId) === servedKey(host.state.modelId, host.state.blocks)) return true
+    // Never probed for this (say its model got probes after it joined): probe it now.
+    if (host.online && host.state.status === 'ready' && !this.probing.has(hostId) && !this.timers.has(hostId)) this.schedule(hostId, 0)
+    return false
   }
 
-  /** The speed routing uses: what the probes measured, else what the host says. */
+  /** The speed routing uses: what the probes measured on what the host serves now, else what it says. */
   msPerBlock(hostId: string, advertised: number): number {
-    return this.get(hostId).measuredMsPerBlock ?? advertised
+    const state = this.registry.get(hostId)?.state
+    const current = state?.modelId != null && state.blocks !== null && this.verifiedFor.get(hostId) === servedKey(state.modelId, state.blocks)
+    return current ? (this.get(hostId).measuredMsPerBlock ?? advertised) : advertised
   }
 
   /** The audits component of reputation: 0 when banned, else passes over checks with a prior. */
@@ -136,13 +153,25 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
    * its model has no probes or it passed already); throws `banned` when it lied.
    */
   async whenReady(hostId: string): Promise<void> {
-    const state = this.registry.get(hostId)?.state
-    if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
-    if (state?.status !== 'ready' || state.modelId === null || state.blocks === null || !this.prober.hasProbes(state.modelId)) return
-    if (this.verifiedFor.get(hostId) === servedKey(state.modelId, state.blocks)) return
-    const outcome = await this.probeNow(hostId)
-    if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
-    if (outcome.inconclusive) this.log(`host ${hostId} is not routed until a probe gets through: ${outcome.reason}`)
+    // Bounded: the host's call waits 30 s at most; a probe still running then goes on, and routes follow its pass.
+    const deadline = Date.now() + READY_WAIT_MS
+    for (let attempt = 0; attempt < 3 && Date.now() < deadline; attempt++) {
+      if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
+      const state = this.registry.get(hostId)?.state
+      if (state?.status !== 'ready' || state.modelId === null || state.blocks === null || !this.prober.hasProbes(state.modelId)) return
+      if (this.verifiedFor.get(hostId) === servedKey(state.modelId, state.blocks)) return
+      // A probe already running may be of what the host served before: then another follows.
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now()))
+      })
+      const outcome = await Promise.race([this.probeNow(hostId), late]).finally(() => clearTimeout(timer))
+      if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
+      if (outcome === undefined || outcome.inconclusive) {
+        this.log(`host ${hostId} is not routed until a probe gets through${outcome === undefined ? '' : `: ${outcome.reason}`}`)
+        return
+      }
+    }
   }
 
   /** Probes the host now (one probe at a time per host); a lie bans it. */
@@ -154,11 +183,18 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     return run
   }
 
-  /** An audit of a real step agreed with the host, or caught it. */
-  recordAudit(hostId: string, passed: boolean, reason: string): void {
+  /**
+   * An audit of a real step agreed with the host, or two other hosts outvoted it. A failure is a strike;
+   * strikes from STRIKES_TO_BAN different clients ban the host (one client cannot ban a host alone).
+   */
+  recordAudit(hostId: string, passed: boolean, reason: string, clientKey = ''): void {
     const c = this.get(hostId)
     this.save({ ...c, auditsPassed: c.auditsPassed + (passed ? 1 : 0), auditsFailed: c.auditsFailed + (passed ? 0 : 1) })
-    if (!passed) this.ban(hostId, reason)
+    if (passed) return
+    const by = this.strikes.get(hostId) ?? new Set<string>()
+    if (by.size < STRIKES_TO_BAN) by.add(clientKey)
+    this.strikes.set(hostId, by)
+    if (by.size >= STRIKES_TO_BAN) this.ban(hostId, `${reason} (outvoted in audits asked by ${by.size} clients)`)
   }
 
   /** Bans a host for good (its key): never routed again; listeners void its pending earnings. */
@@ -192,8 +228,13 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     }
     if (outcome.inconclusive) {
       this.log(`probe of ${hostId} inconclusive: ${outcome.reason}`)
+      // A host that keeps its probes from being answered is routed no more until one is.
+      const missed = (this.inconclusive.get(hostId) ?? 0) + 1
+      this.inconclusive.set(hostId, missed)
+      if (missed >= MAX_INCONCLUSIVE) this.verifiedFor.delete(hostId)
       return outcome
     }
+    this.inconclusive.delete(hostId)
     const c = this.get(hostId)
     const measured = outcome.msPerBlock === null ? c.measuredMsPerBlock : smooth(c.measuredMsPerBlock, outcome.msPerBlock)
     this.save({
@@ -208,7 +249,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       return outcome
     }
     // Still serving what was probed: from now on it may be routed.
-    const now = this.registry.get(hostId)?.state
+    const after = this.registry.get(hostId)
+    const now = after?.online ? after.state : undefined
     if (now?.modelId === modelId && now.blocks?.[0] === blocks[0] && now.blocks[1] === blocks[1]) {
       const first = this.verifiedFor.get(hostId) !== servedKey(modelId, blocks)
       this.verifiedFor.set(hostId, servedKey(modelId, blocks))
@@ -252,8 +294,10 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       this.timers.delete(hostId)
       void this.probeNow(hostId).then(() => {
         const host = this.registry.get(hostId)
-        if (!this.closed && host?.online && host.state.status === 'ready' && !this.banned(hostId) && !this.timers.has(hostId))
-          this.schedule(hostId, this.nextWait(hostId))
+        if (this.closed || !host?.online || host.state.status !== 'ready' || this.banned(hostId) || this.timers.has(hostId)) return
+        const { modelId, blocks } = host.state
+        const verified = modelId !== null && blocks !== null && this.verifiedFor.get(hostId) === servedKey(modelId, blocks)
+        this.schedule(hostId, verified ? this.nextWait(hostId) : RETRY_MS)
       })
     }, waitMs)
     timer.unref()

@@ -9,10 +9,11 @@ import { packModel } from '../../gguf/pack'
 import type { Host } from '../../host/host'
 import { publishModel } from '../../host/publish'
 import { NodeIdentity } from '../../identity/keys'
-import type { Manifest } from '../../protocol'
+import { type Manifest, REPLAY_STEP_BASE } from '../../protocol'
 import { type Lie, LyingHost, type LyingOptions } from '../../test/lying-host'
 import { scratchDir } from '../../test/models'
 import { Host as HonestHost, Tracker } from '../../test/programs'
+import { hopCharge, priceOf, pricingFromEnv } from '../ledger/pricing'
 import { SqliteTrackerStore } from '../store'
 import type { ChecksOptions } from './host-checks'
 
@@ -138,6 +139,8 @@ describe('lying hosts are caught and banned', () => {
       const when = joined instanceof LyingHost ? `after ${stepsThroughLiar} steps routed through it` : 'at its first probe, before any routing'
       console.log(`lying mode "${mode.name}": banned ${when} (${liar.lies} lies told): ${checks.ban?.reason}`)
       expect(checks.ban).not.toBeNull()
+      // One that passed its first probe was caught by an audit of real traffic (then confirmed by a probe).
+      if (joined instanceof LyingHost) expect(checks.auditsFailed).toBeGreaterThanOrEqual(1)
       expect(stepsThroughLiar).toBeLessThanOrEqual(100)
       expect(swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 16, exclude: [] }).hops.map((h) => h.hostId)).not.toContain(liar.hostId)
     }, 120_000)
@@ -203,23 +206,66 @@ describe('a generation routed through a lying host', () => {
     expect(lying.tokens).toEqual(honest.tokens)
     await client.submitReceipts(lying.summary.session, lying.summary.receipts)
 
-    expect(swarm.tracker.checks.of(liar.hostId).ban?.reason).toMatch(/audit/)
-    // Its receipts of the session were settled into escrow, then voided back to the user.
+    // Caught by the audit of its first lying step, two hosts against it, confirmed by a known-answer probe.
+    expect(swarm.tracker.checks.of(liar.hostId).auditsFailed).toBe(1)
+    expect(swarm.tracker.checks.of(liar.hostId).ban?.reason).toMatch(/known-answer probe/)
+    // Its receipts of the session were refused once it was banned, or, settled before, voided back to the user.
     const liarReceipts = ledger.receipts({ hostId: liar.hostId, session: lying.summary.session })
-    expect(liarReceipts.length).toBeGreaterThan(0)
+    const refused = ledger.rejections(liar.hostId).filter((r) => r.session === lying.summary.session && r.code === 'banned_host')
+    expect(liarReceipts.length + refused.length).toBeGreaterThan(0)
     expect(liarReceipts.every((r) => r.escrow === 'voided')).toBe(true)
     expect(swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
     expect(ledger.balance(`host:${liar.hostId}`)).toBe(0)
-    // The lying run cost the user no more than the honest one: nothing for the liar's hop.
+    // The user paid exactly the steps that were not voided: the liar's charges came back.
+    const price = priceOf(swarm.manifest, pricingFromEnv(process.env))
+    const sessions = [honest.summary.session, lying.summary.session]
+    const kept = sessions.flatMap((session) => ledger.receipts({ session, limit: 10_000 }))
+    const owed = kept
+      .filter((r) => r.escrow !== 'voided' && r.receipt.step < REPLAY_STEP_BASE)
+      .reduce((sum, r) => sum + hopCharge(price, swarm.manifest.nLayer, r.receipt), 0)
+    expect(NEW_KEY_GRANT - balance()).toBe(owed)
     expect(afterHonest - balance()).toBeLessThanOrEqual(honestCost)
     expect(ledger.total()).toBe(0)
     expect(ledger.driftedBalances()).toEqual([])
     // The ban and the reason are on disk: a restarted tracker reads them from the same file.
     const file = new SqliteTrackerStore(join(dir.dir, 'tracker.sqlite'))
     try {
-      expect(file.checks.checks(liar.hostId)?.banReason).toMatch(/audit/)
+      expect(file.checks.checks(liar.hostId)?.banReason).toMatch(/known-answer probe/)
     } finally {
       file.close()
     }
+  }, 120_000)
+})
+
+describe('two colluding hosts that outvote an honest one', () => {
+  let dir: { dir: string; cleanup: () => Promise<void> }
+  let swarm: TestSwarm
+  let client: SwarmClient
+
+  beforeAll(async () => {
+    dir = await scratchDir('neuron-collusion-')
+    // Every step audited; the colluders are slow (routed last) and answer zeros once past their first probe.
+    swarm = await startSwarm(dir.dir, { probationProbes: 1, auditRate: 1, probeEveryMs: 3_600_000 })
+    await swarm.add([0, 2])
+    await swarm.add([4, 5])
+    await swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 2, delayMs: 15 })
+    await swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 2, delayMs: 15 })
+    client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+  }, 120_000)
+
+  afterAll(async () => {
+    client?.close()
+    await swarm?.close()
+    await dir?.cleanup()
+  })
+
+  it('cannot get the honest host banned through one client’s audits: it passes the probe that follows, and the strike waits for other clients', async () => {
+    const honest = await swarm.add([2, 4])
+    for (let i = 0; i < 3; i++) await generate(client, swarm.manifest.modelId, 4)
+    const checks = swarm.tracker.checks.of(honest.hostId)
+    expect(checks.auditsFailed).toBeGreaterThanOrEqual(1)
+    expect(checks.probesPassed).toBeGreaterThanOrEqual(2)
+    expect(checks.ban).toBeNull()
+    expect(swarm.tracker.planner.view(swarm.manifest.modelId).spans.map((sp) => sp.hostId)).toContain(honest.hostId)
   }, 120_000)
 })

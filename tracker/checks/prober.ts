@@ -85,7 +85,7 @@ export class Prober {
     if (head) {
       for (const [i, a] of answers.entries()) {
         const last = [n - 3, n - 2, n - 1][i] as number
-        const token = a.frame.kind === 'token' ? readJson(a.frame, SampledToken).token : undefined
+        const token = sampledToken(a.frame)
         const accepted = probe.accept[last] ?? []
         if (token === undefined || !accepted.includes(token))
           return {
@@ -195,7 +195,8 @@ function rows(input: HopInput, from: number, to: number): HopInput {
 function hiddenValues(answers: readonly SpanAnswer[]): Float32Array | undefined {
   const parts: Float32Array[] = []
   for (const { frame } of answers) {
-    if (frame.kind !== 'hidden') return undefined
+    // Anything but hidden states of whole values is a wrong answer, never an error of the tracker's.
+    if (frame.kind !== 'hidden' || frame.payload.byteLength % (frame.dtype === 'f16' ? 2 : 4) !== 0) return undefined
     const bytes = new Uint8Array(frame.payload)
     parts.push(frame.dtype === 'f16' ? fromF16(new Uint16Array(bytes.buffer)) : new Float32Array(bytes.buffer))
   }
@@ -211,6 +212,16 @@ function hiddenValues(answers: readonly SpanAnswer[]): Float32Array | undefined 
 /** An answer's hidden states as f32 values. */
 export function answerValues(answer: SpanAnswer['frame']): Float32Array | undefined {
   return hiddenValues([{ frame: answer, receipt: undefined, ms: 0 }])
+}
+
+/** The token a last hop answered, or undefined for anything else (a malformed answer fails the probe). */
+function sampledToken(frame: SpanAnswer['frame']): number | undefined {
+  if (frame.kind !== 'token') return undefined
+  try {
+    return readJson(frame, SampledToken).token
+  } catch {
+    return undefined
+  }
 }
 
 function percent(x: number): string {

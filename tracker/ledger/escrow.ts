@@ -132,7 +132,8 @@ export class Escrow {
     return this.store.atomically(() => {
       const entries: Entry[] = []
       const paidFromIt = this.store.escrow.pendingForfeitsFrom(hostId)
-      for (const replay of paidFromIt) entries.push(...this.giveBack(replay))
+      // Only what goes back into this host's pending earnings (to be refunded): a banned host is never paid by its ban.
+      for (const replay of paidFromIt) entries.push(...this.giveBack(replay, false))
       // Read after the give-backs: they restore what replays had taken from these receipts.
       const own = this.store.escrow.pendingOf(hostId)
       let voidedMicro = 0
@@ -164,15 +165,19 @@ export class Escrow {
     })
   }
 
-  /** Undoes a pending replay's pay: back to the failed host's escrow while the steps it repaid are pending, else to its settled account. */
-  private giveBack(replay: PendingReceipt): Entry[] {
+  /**
+   * Undoes a pending replay's pay: back to the failed host's escrow while the steps it repaid are
+   * pending, and (`restAsSettled`) the rest to its settled account; without it the rest stays paid.
+   */
+  private giveBack(replay: PendingReceipt, restAsSettled = true): Entry[] {
     const from = replay.forfeitFrom
     if (from === null || replay.earned === 0) return []
     const toEscrow = this.store.escrow.unforfeit(replay.session, from, replay.earned)
+    const back = restAsSettled ? replay.earned : toEscrow
     return [
-      { account: escrowAccount(replay.hostId), amount: -replay.earned },
+      { account: escrowAccount(replay.hostId), amount: -back },
       { account: escrowAccount(from), amount: toEscrow },
-      { account: hostAccount(from), amount: replay.earned - toEscrow },
+      ...(restAsSettled ? [{ account: hostAccount(from), amount: replay.earned - toEscrow }] : []),
     ]
   }
 }

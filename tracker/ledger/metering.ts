@@ -16,7 +16,9 @@ import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './acco
 import { Escrow, settlementWindowMs } from './escrow'
 import type { LedgerStore } from './ledger-store'
 import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
-import { checkTerms, countedTokens, type RoutedTokens } from './receipt-terms'
+import { checkTerms, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
+
+export { receiptKey } from './receipt-terms'
 
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
 interface IssuedSession {
@@ -75,11 +77,6 @@ export function wireVerdicts(verdicts: readonly ReceiptVerdict[]) {
   }
 }
 
-/** Where the step's idempotency key comes from: one payment per session, step and span of blocks. */
-export function receiptKey(r: Pick<Receipt, 'session' | 'step' | 'blocks'>): string {
-  return `${r.session}:${r.step}:${r.blocks[0]}-${r.blocks[1]}`
-}
-
 const SESSION_TTL_MS = 6 * 3_600_000
 /** Hops one session's routes may add up to, failovers included: a client asking again and again must not grow it without end. */
 const MAX_SESSION_HOPS = 4096
@@ -107,6 +104,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
     private readonly trackerKey?: string,
     /** How long host earnings stay pending (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h; 0: paid at once). */
     settlement: { readonly settlementWindowMs?: number | undefined } = {},
+    /** Hosts the checks banned: their receipts are refused (whatever they ran, they ran as liars). */
+    private readonly banned: (hostId: string) => boolean = () => false,
   ) {
     super()
     this.escrow = new Escrow(store, settlementWindowMs(settlement.settlementWindowMs))
@@ -244,11 +243,12 @@ export class Metering extends EventEmitter<MeteringEvents> {
     if (!signed) {
       return this.refuse(r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
     }
+    if (this.banned(r.hostId)) return this.refuse(r.hostId, session, r.step, 'banned_host', `host ${r.hostId} is banned; nothing it hands in is paid`, now)
     issued.lastUsed = now
     const terms = checkTerms(issued, r, this.trackerKey)
     if (terms !== undefined) return this.refuse(r.hostId, session, r.step, terms.code, terms.message, now, true)
     if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(session, issued, r, now)
-    this.checkSeams(session, issued, r)
+    for (const message of seamBreaks(this.store, session, issued.hops, r)) this.emit('seam', session, r.step, message)
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
     // Paid by the tracker's own count of the step's tokens, never the host's claim.
     const charge = paid ? hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: countedTokens(issued.routed, r) }) : 0
@@ -319,18 +319,6 @@ export class Metering extends EventEmitter<MeteringEvents> {
     if (result.posted && failed !== undefined) this.escrow.forfeited(session, failed.hostId, moved)
     if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
     return { hostId: r.hostId, step: r.step, ok: true, charged: 0, balances: this.balancesAfter(r.hostId, issued.accountId) }
-  }
-
-  /** The step's hop before and after this one, if settled, must hand over exactly what this one signs it took and gave. */
-  private checkSeams(session: string, issued: IssuedSession, r: Receipt): void {
-    for (const h of issued.hops) {
-      const before = h.blocks[1] === r.blocks[0]
-      if (!before && h.blocks[0] !== r.blocks[1]) continue
-      const other = this.store.receiptHashes(receiptKey({ session, step: r.step, blocks: [h.blocks[0], h.blocks[1]] }))
-      if (other === undefined || (before ? other.output === r.input : other.input === r.output)) continue
-      const [a, b] = before ? [h.blocks, r.blocks] : [r.blocks, h.blocks]
-      this.emit('seam', session, r.step, `step ${r.step}: blocks [${b[0]}, ${b[1]}) took other bytes than blocks [${a[0]}, ${a[1]}) answered`)
-    }
   }
 
   /** Three indexed reads of the running balances: cheap beside the commit they ride in. */

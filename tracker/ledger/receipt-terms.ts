@@ -1,4 +1,5 @@
 import { REPLAY_STEP_BASE, type Receipt } from '../../protocol'
+import type { LedgerStore } from './ledger-store'
 import type { Price } from './pricing'
 
 /** The positions a session was routed for: `promptTokens` of its `maxTokens` are the prompt (step 1). */
@@ -38,4 +39,31 @@ export function checkTerms(issued: TicketTerms, r: Receipt, trackerKey: string |
   if (expected + countedTokens(issued.routed, r) > (issued.routed?.maxTokens ?? Number.POSITIVE_INFINITY))
     return { code: 'position_mismatch', message: `step ${r.step} runs past the ${issued.routed?.maxTokens} tokens routed` }
   return undefined
+}
+
+/** Where the step's idempotency key comes from: one payment per session, step and span of blocks. */
+export function receiptKey(r: Pick<Receipt, 'session' | 'step' | 'blocks'>): string {
+  return `${r.session}:${r.step}:${r.blocks[0]}-${r.blocks[1]}`
+}
+
+/**
+ * The step's hops before and after `r`, where settled, must hand over exactly what `r` signs it took
+ * and gave; one message per seam that does not join.
+ */
+export function seamBreaks(
+  store: Pick<LedgerStore, 'receiptHashes'>,
+  session: string,
+  hops: readonly { readonly blocks: readonly [number, number] }[],
+  r: Receipt,
+): string[] {
+  const breaks: string[] = []
+  for (const h of hops) {
+    const before = h.blocks[1] === r.blocks[0]
+    if (!before && h.blocks[0] !== r.blocks[1]) continue
+    const other = store.receiptHashes(receiptKey({ session, step: r.step, blocks: [h.blocks[0], h.blocks[1]] }))
+    if (other === undefined || (before ? other.output === r.input : other.input === r.output)) continue
+    const [a, b] = before ? [h.blocks, r.blocks] : [r.blocks, h.blocks]
+    breaks.push(`step ${r.step}: blocks [${b[0]}, ${b[1]}) took other bytes than blocks [${a[0]}, ${a[1]}) answered`)
+  }
+  return breaks
 }
