@@ -76,43 +76,51 @@ async function generate(client: SwarmClient, modelId: string, maxTokens: number)
   }
 }
 
+/**
+ * A swarm for one suite: hosts of [0, 2) and the head [4, 5), two hosts of [2, 4) built by
+ * `middle`, and a client; started before the suite's tests and closed after them.
+ */
+function suiteSwarm(prefix: string, checks: ChecksOptions, middle: LyingOptions, identity = NodeIdentity.generate()) {
+  const suite = {} as { dir: { dir: string; cleanup: () => Promise<void> }; swarm: TestSwarm; client: SwarmClient }
+  beforeAll(async () => {
+    suite.dir = await scratchDir(prefix)
+    suite.swarm = await startSwarm(suite.dir.dir, checks)
+    await suite.swarm.add([0, 2])
+    await suite.swarm.add([4, 5])
+    await suite.swarm.add([2, 4], middle)
+    await suite.swarm.add([2, 4], middle)
+    suite.client = await SwarmClient.connect(suite.swarm.tracker.url, identity)
+  }, 120_000)
+  afterAll(async () => {
+    suite.client?.close()
+    await suite.swarm?.close()
+    await suite.dir?.cleanup()
+  })
+  return suite
+}
+
 /** An honest host that is slow: routed only when nothing faster serves its blocks, there to re-run audited steps. */
 const SLOW_AUDITOR: LyingOptions = { lie: { kind: 'slow', factor: 1, delayMs: 15 } }
 
 describe('lying hosts are caught and banned', () => {
-  let dir: { dir: string; cleanup: () => Promise<void> }
-  let swarm: TestSwarm
-  let client: SwarmClient
+  // Out of probation after one probe, and real traffic audited at 10 %: a liar goes unaudited for 100
+  // steps with probability 0.9^100 ≈ 3e-5 (at the default 5 % it is 0.6 %, too often for a test).
+  const suite = suiteSwarm('neuron-liars-', { probationProbes: 1, auditRate: 0.1, probeEveryMs: 3_600_000 }, SLOW_AUDITOR)
   let other: string
 
   beforeAll(async () => {
-    dir = await scratchDir('neuron-liars-')
-    other = join(dir.dir, 'other.gguf')
+    other = join(suite.dir.dir, 'other.gguf')
     await generateModel({ ...SHAPE, seed: 2, out: other })
-    // Out of probation after one probe, and real traffic audited at 10 %: a liar goes unaudited for 100
-    // steps with probability 0.9^100 ≈ 3e-5 (at the default 5 % it is 0.6 %, too often for a test).
-    swarm = await startSwarm(dir.dir, { probationProbes: 1, auditRate: 0.1, probeEveryMs: 3_600_000 })
-    await swarm.add([0, 2])
-    await swarm.add([4, 5])
-    await swarm.add([2, 4], SLOW_AUDITOR)
-    await swarm.add([2, 4], SLOW_AUDITOR)
-    client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-  }, 120_000)
-
-  afterAll(async () => {
-    client?.close()
-    await swarm?.close()
-    await dir?.cleanup()
   })
 
   it('a host that lies from its first session fails the probe before it is ever routed, and is told why', async () => {
-    const liar = swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 1 })
+    const liar = suite.swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 1 })
     await expect(liar).rejects.toMatchObject({ code: 'banned' })
-    const id = (swarm.hosts.at(-1) as Host).hostId
-    const checks = swarm.tracker.checks.of(id)
+    const id = (suite.swarm.hosts.at(-1) as Host).hostId
+    const checks = suite.swarm.tracker.checks.of(id)
     expect(checks.ban?.reason).toMatch(/failed a known-answer probe on blocks \[2, 4\)/)
     expect(checks.probesFailed).toBe(1)
-    expect(swarm.tracker.reputation.score(id)).toBe(0)
+    expect(suite.swarm.tracker.reputation.score(id)).toBe(0)
   })
 
   const modes: { name: string; lie: () => Lie }[] = [
@@ -126,109 +134,95 @@ describe('lying hosts are caught and banned', () => {
   for (const mode of modes) {
     it(`a host that passes its probe and then ${mode.name} on real traffic is excluded within 100 steps routed through it`, async () => {
       // Honest for its speed measurement and its first probe (where it can be: a host missing weights never is).
-      const joined = await swarm.add([2, 4], { lie: mode.lie(), honestSessions: 2 }).catch((e: { code?: string }) => e)
-      const liar = swarm.hosts.at(-1) as LyingHost
+      const joined = await suite.swarm.add([2, 4], { lie: mode.lie(), honestSessions: 2 }).catch((e: { code?: string }) => e)
+      const liar = suite.swarm.hosts.at(-1) as LyingHost
       if (!(joined instanceof LyingHost)) expect(joined).toMatchObject({ code: 'banned' })
       let stepsThroughLiar = 0
-      for (let round = 0; round < 20 && !swarm.tracker.checks.banned(liar.hostId); round++) {
-        const { tokens, routed } = await generate(client, swarm.manifest.modelId, 10)
+      for (let round = 0; round < 20 && !suite.swarm.tracker.checks.banned(liar.hostId); round++) {
+        const { tokens, routed } = await generate(suite.client, suite.swarm.manifest.modelId, 10)
         expect(tokens).toHaveLength(10)
         if (routed.has(liar.hostId)) stepsThroughLiar += tokens.length
       }
-      const checks = swarm.tracker.checks.of(liar.hostId)
+      const checks = suite.swarm.tracker.checks.of(liar.hostId)
       const when = joined instanceof LyingHost ? `after ${stepsThroughLiar} steps routed through it` : 'at its first probe, before any routing'
       console.log(`lying mode "${mode.name}": banned ${when} (${liar.lies} lies told): ${checks.ban?.reason}`)
       expect(checks.ban).not.toBeNull()
       // One that passed its first probe was caught by an audit of real traffic (then confirmed by a probe).
       if (joined instanceof LyingHost) expect(checks.auditsFailed).toBeGreaterThanOrEqual(1)
       expect(stepsThroughLiar).toBeLessThanOrEqual(100)
-      expect(swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 16, exclude: [] }).hops.map((h) => h.hostId)).not.toContain(liar.hostId)
+      expect(suite.swarm.tracker.planner.route({ modelId: suite.swarm.manifest.modelId, maxTokens: 16, exclude: [] }).hops.map((h) => h.hostId)).not.toContain(
+        liar.hostId,
+      )
     }, 120_000)
   }
 
   it('a host claiming 100× its real speed is routed by the speed its probes measured, and marked', async () => {
     // Really 60 ms slower per step than the honest auditors (15 ms), it says it is 100 times faster than it is.
-    const boaster = await swarm.add([2, 4], { lie: { kind: 'slow', factor: 100, delayMs: 60 } })
-    const checks = swarm.tracker.checks.of(boaster.hostId)
+    const boaster = await suite.swarm.add([2, 4], { lie: { kind: 'slow', factor: 100, delayMs: 60 } })
+    const checks = suite.swarm.tracker.checks.of(boaster.hostId)
     const advertised = checks.advertisedMsPerBlock ?? 0
     expect(checks.measuredMsPerBlock).not.toBeNull()
     expect(checks.measuredMsPerBlock as number).toBeGreaterThan(20 * advertised)
     expect(checks.speedMarked).toBe(true)
-    const view = swarm.tracker.planner.view(swarm.manifest.modelId)
+    const view = suite.swarm.tracker.planner.view(suite.swarm.manifest.modelId)
     expect(view.spans.find((sp) => sp.hostId === boaster.hostId)?.msPerBlock).toBe(checks.measuredMsPerBlock)
     // Taken at its word it would be the fastest host of [2, 4) by far; measured, the honest ones are.
-    const fastestClaim = Math.min(...view.spans.filter((sp) => sp.blocks[0] === 2).map((sp) => swarm.tracker.registry.get(sp.hostId)?.state.msPerBlock ?? 1e9))
+    const fastestClaim = Math.min(
+      ...view.spans.filter((sp) => sp.blocks[0] === 2).map((sp) => suite.swarm.tracker.registry.get(sp.hostId)?.state.msPerBlock ?? 1e9),
+    )
     expect(fastestClaim).toBe(advertised)
-    const route = swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 16, exclude: [] })
+    const route = suite.swarm.tracker.planner.route({ modelId: suite.swarm.manifest.modelId, maxTokens: 16, exclude: [] })
     expect(route.hops.map((h) => h.hostId)).not.toContain(boaster.hostId)
     console.log(`a host claiming ${advertised.toFixed(2)} ms per block measured ${checks.measuredMsPerBlock?.toFixed(2)}: routed around`)
   }, 60_000)
 })
 
 describe('a generation routed through a lying host', () => {
-  let dir: { dir: string; cleanup: () => Promise<void> }
-  let swarm: TestSwarm
   const identity = NodeIdentity.generate()
-  let client: SwarmClient
-
-  beforeAll(async () => {
-    dir = await scratchDir('neuron-liar-chat-')
-    // Every key stays on probation here, and every step of a host on probation is audited.
-    swarm = await startSwarm(dir.dir, { probationProbes: 3, probationAuditRate: 1, probationProbeEveryMs: 3_600_000 })
-    await swarm.add([0, 2])
-    await swarm.add([4, 5])
-    await swarm.add([2, 4], SLOW_AUDITOR)
-    await swarm.add([2, 4], SLOW_AUDITOR)
-    client = await SwarmClient.connect(swarm.tracker.url, identity)
-  }, 120_000)
-
-  afterAll(async () => {
-    client?.close()
-    await swarm?.close()
-    await dir?.cleanup()
-  })
+  // Every key stays on probation here, and every step of a host on probation is audited.
+  const suite = suiteSwarm('neuron-liar-chat-', { probationProbes: 3, probationAuditRate: 1, probationProbeEveryMs: 3_600_000 }, SLOW_AUDITOR, identity)
 
   it('ends with the honest tokens, and the user pays nothing for the lying hop (its pending earnings are voided and refunded)', async () => {
-    const ledger = swarm.tracker.store.ledger
-    const balance = () => swarm.tracker.accounts.balance(swarm.tracker.accounts.byPublicKey(identity.publicKey)?.accountId ?? '')
-    const honest = await generate(client, swarm.manifest.modelId, 12)
-    await client.submitReceipts(honest.summary.session, honest.summary.receipts)
+    const ledger = suite.swarm.tracker.store.ledger
+    const balance = () => suite.swarm.tracker.accounts.balance(suite.swarm.tracker.accounts.byPublicKey(identity.publicKey)?.accountId ?? '')
+    const honest = await generate(suite.client, suite.swarm.manifest.modelId, 12)
+    await suite.client.submitReceipts(honest.summary.session, honest.summary.receipts)
     const afterHonest = balance()
     // A new key starts with the swarm's grant (startSwarm's newKeyGrantMicro).
     const honestCost = NEW_KEY_GRANT - afterHonest
     expect(honestCost).toBeGreaterThan(0)
 
     // The fastest host of blocks [2, 4) from now on: it passes its probe, then adds noise to real traffic.
-    const liar = (await swarm.add([2, 4], { lie: { kind: 'noise', size: 0.5 }, honestSessions: 2 })) as LyingHost
-    const lying = await generate(client, swarm.manifest.modelId, 12)
+    const liar = (await suite.swarm.add([2, 4], { lie: { kind: 'noise', size: 0.5 }, honestSessions: 2 })) as LyingHost
+    const lying = await generate(suite.client, suite.swarm.manifest.modelId, 12)
     expect(lying.routed.has(liar.hostId)).toBe(true)
     expect(lying.summary.failovers.map((f) => f.hostId)).toEqual([liar.hostId])
     expect(lying.tokens).toEqual(honest.tokens)
-    await client.submitReceipts(lying.summary.session, lying.summary.receipts)
+    await suite.client.submitReceipts(lying.summary.session, lying.summary.receipts)
 
     // Caught by the audit of its first lying step, two hosts against it, confirmed by a known-answer probe.
-    expect(swarm.tracker.checks.of(liar.hostId).auditsFailed).toBe(1)
-    expect(swarm.tracker.checks.of(liar.hostId).ban?.reason).toMatch(/known-answer probe/)
+    expect(suite.swarm.tracker.checks.of(liar.hostId).auditsFailed).toBe(1)
+    expect(suite.swarm.tracker.checks.of(liar.hostId).ban?.reason).toMatch(/known-answer probe/)
     // Its receipts of the session were refused once it was banned, or, settled before, voided back to the user.
     const liarReceipts = ledger.receipts({ hostId: liar.hostId, session: lying.summary.session })
     const refused = ledger.rejections(liar.hostId).filter((r) => r.session === lying.summary.session && r.code === 'banned_host')
     expect(liarReceipts.length + refused.length).toBeGreaterThan(0)
     expect(liarReceipts.every((r) => r.escrow === 'voided')).toBe(true)
-    expect(swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
+    expect(suite.swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
     expect(ledger.balance(`host:${liar.hostId}`)).toBe(0)
     // The user paid exactly the steps that were not voided: the liar's charges came back.
-    const price = priceOf(swarm.manifest, pricingFromEnv(process.env))
+    const price = priceOf(suite.swarm.manifest, pricingFromEnv(process.env))
     const sessions = [honest.summary.session, lying.summary.session]
     const kept = sessions.flatMap((session) => ledger.receipts({ session, limit: 10_000 }))
     const owed = kept
       .filter((r) => r.escrow !== 'voided' && r.receipt.step < REPLAY_STEP_BASE)
-      .reduce((sum, r) => sum + hopCharge(price, swarm.manifest.nLayer, r.receipt), 0)
+      .reduce((sum, r) => sum + hopCharge(price, suite.swarm.manifest.nLayer, r.receipt), 0)
     expect(NEW_KEY_GRANT - balance()).toBe(owed)
     expect(afterHonest - balance()).toBeLessThanOrEqual(honestCost)
     expect(ledger.total()).toBe(0)
     expect(ledger.driftedBalances()).toEqual([])
     // The ban and the reason are on disk: a restarted tracker reads them from the same file.
-    const file = new SqliteTrackerStore(join(dir.dir, 'tracker.sqlite'))
+    const file = new SqliteTrackerStore(join(suite.dir.dir, 'tracker.sqlite'))
     try {
       expect(file.checks.checks(liar.hostId)?.banReason).toMatch(/known-answer probe/)
     } finally {
@@ -238,34 +232,24 @@ describe('a generation routed through a lying host', () => {
 })
 
 describe('two colluding hosts that outvote an honest one', () => {
-  let dir: { dir: string; cleanup: () => Promise<void> }
-  let swarm: TestSwarm
-  let client: SwarmClient
-
-  beforeAll(async () => {
-    dir = await scratchDir('neuron-collusion-')
-    // Every step audited; the colluders are slow (routed last) and answer zeros once past their first probe.
-    swarm = await startSwarm(dir.dir, { probationProbes: 1, auditRate: 1, probeEveryMs: 3_600_000 })
-    await swarm.add([0, 2])
-    await swarm.add([4, 5])
-    await swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 2, delayMs: 15 })
-    await swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 2, delayMs: 15 })
-    client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-  }, 120_000)
-
-  afterAll(async () => {
-    client?.close()
-    await swarm?.close()
-    await dir?.cleanup()
-  })
+  // Every step audited; the colluders are slow (routed last) and answer zeros once past their first probe.
+  const suite = suiteSwarm(
+    'neuron-collusion-',
+    { probationProbes: 1, auditRate: 1, probeEveryMs: 3_600_000 },
+    {
+      lie: { kind: 'zeros' },
+      honestSessions: 2,
+      delayMs: 15,
+    },
+  )
 
   it('cannot get the honest host banned through one client’s audits: it passes the probe that follows, and the strike waits for other clients', async () => {
-    const honest = await swarm.add([2, 4])
-    for (let i = 0; i < 3; i++) await generate(client, swarm.manifest.modelId, 4)
-    const checks = swarm.tracker.checks.of(honest.hostId)
+    const honest = await suite.swarm.add([2, 4])
+    for (let i = 0; i < 3; i++) await generate(suite.client, suite.swarm.manifest.modelId, 4)
+    const checks = suite.swarm.tracker.checks.of(honest.hostId)
     expect(checks.auditsFailed).toBeGreaterThanOrEqual(1)
     expect(checks.probesPassed).toBeGreaterThanOrEqual(2)
     expect(checks.ban).toBeNull()
-    expect(swarm.tracker.planner.view(swarm.manifest.modelId).spans.map((sp) => sp.hostId)).toContain(honest.hostId)
+    expect(suite.swarm.tracker.planner.view(suite.swarm.manifest.modelId).spans.map((sp) => sp.hostId)).toContain(honest.hostId)
   }, 120_000)
 })
