@@ -134,7 +134,7 @@ export class Auditor {
    * strike counts, and strikes from several clients ban it (HostChecks.recordAudit).
    */
   private async convict(hostId: string, reason: string, clientKey: string): Promise<string> {
-    const outcome = await this.deps.checks.probeNow(hostId)
+    const outcome = await this.deps.checks.probeNow(hostId, true)
     // Counted either way (a failed probe has banned it already).
     this.deps.checks.recordAudit(hostId, false, reason, clientKey)
     return !outcome.inconclusive && !outcome.passed ? `${reason}; then ${outcome.reason}` : reason
@@ -145,7 +145,7 @@ export class Auditor {
     for (const id of hostIds) {
       const host = this.deps.registry.get(id)
       if (host?.state.modelId == null || host.state.blocks === null || !this.deps.prober.hasProbes(host.state.modelId)) continue
-      const outcome = await this.deps.checks.probeNow(id)
+      const outcome = await this.deps.checks.probeNow(id, true)
       if (!outcome.inconclusive && !outcome.passed) return { verdict: 'failed', liar: id, reason: outcome.reason }
     }
     return { verdict: 'unresolved', liar: null, reason: `${what}: no host disagrees with it on record` }

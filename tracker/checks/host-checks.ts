@@ -52,6 +52,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   private readonly verifiedFor = new Map<string, string>()
   private readonly timers = new Map<string, NodeJS.Timeout>()
   private readonly probing = new Map<string, Promise<ProbeOutcome>>()
+  /** Probes passed that a client's audit asked for, per host (not counted toward probation). */
+  private readonly askedPasses = new Map<string, number>()
   /** Inconclusive probes in a row, per host. */
   private readonly inconclusive = new Map<string, number>()
   /** Clients whose audits outvoted each host (a ban needs STRIKES_TO_BAN of them). */
@@ -103,8 +105,9 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     return this.get(hostId).banReason !== null
   }
 
+  /** Until it has passed `probationProbes` of the tracker's own scheduled probes (those a client's audit asked for do not count). */
   onProbation(hostId: string): boolean {
-    return this.get(hostId).probesPassed < this.options.probationProbes
+    return this.get(hostId).probesPassed - (this.askedPasses.get(hostId) ?? 0) < this.options.probationProbes
   }
 
   /**
@@ -174,12 +177,22 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     }
   }
 
-  /** Probes the host now (one probe at a time per host); a lie bans it. */
-  probeNow(hostId: string): Promise<ProbeOutcome> {
+  /**
+   * Probes the host now (one probe at a time per host); a lie bans it. `askedByClient`: an audit asked
+   * for it, so a pass does not shorten probation (clients cannot hurry a host through it).
+   */
+  probeNow(hostId: string, askedByClient = false): Promise<ProbeOutcome> {
     const running = this.probing.get(hostId)
     if (running !== undefined) return running
     const run = this.runProbe(hostId).finally(() => this.probing.delete(hostId))
     this.probing.set(hostId, run)
+    if (askedByClient)
+      void run.then(
+        (o) => {
+          if (o.passed && this.registry.get(hostId) !== undefined) this.askedPasses.set(hostId, (this.askedPasses.get(hostId) ?? 0) + 1)
+        },
+        () => {},
+      )
     return run
   }
 
@@ -292,13 +305,16 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     clearTimeout(this.timers.get(hostId))
     const timer = setTimeout(() => {
       this.timers.delete(hostId)
-      void this.probeNow(hostId).then(() => {
-        const host = this.registry.get(hostId)
-        if (this.closed || !host?.online || host.state.status !== 'ready' || this.banned(hostId) || this.timers.has(hostId)) return
-        const { modelId, blocks } = host.state
-        const verified = modelId !== null && blocks !== null && this.verifiedFor.get(hostId) === servedKey(modelId, blocks)
-        this.schedule(hostId, verified ? this.nextWait(hostId) : RETRY_MS)
-      })
+      void this.probeNow(hostId).then(
+        () => {
+          const host = this.registry.get(hostId)
+          if (this.closed || !host?.online || host.state.status !== 'ready' || this.banned(hostId) || this.timers.has(hostId)) return
+          const { modelId, blocks } = host.state
+          const verified = modelId !== null && blocks !== null && this.verifiedFor.get(hostId) === servedKey(modelId, blocks)
+          this.schedule(hostId, verified ? this.nextWait(hostId) : RETRY_MS)
+        },
+        (e: Error) => this.log(`probe of ${hostId} failed here: ${e.message}`),
+      )
     }, waitMs)
     timer.unref()
     this.timers.set(hostId, timer)

@@ -221,6 +221,10 @@ describe('a generation routed through a lying host', () => {
     expect(afterHonest - balance()).toBeLessThanOrEqual(honestCost)
     expect(ledger.total()).toBe(0)
     expect(ledger.driftedBalances()).toEqual([])
+    // The last hop's audits are known-answer probes a client asked for: passed, but they do not end its probation.
+    const head = suite.swarm.tracker.checks.of((suite.swarm.hosts[1] as Host).hostId)
+    expect(head.probesPassed).toBeGreaterThanOrEqual(3)
+    expect(head.probation).toBe(true)
     // The ban and the reason are on disk: a restarted tracker reads them from the same file.
     const file = new SqliteTrackerStore(join(suite.dir.dir, 'tracker.sqlite'))
     try {
