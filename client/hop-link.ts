@@ -25,7 +25,8 @@ function keyOf(frame: Frame | Uint8Array): string {
   return `${f.session}:${f.step}`
 }
 
-function rejectIfError(hostId: string, frame: Frame): Frame {
+/** A hop's answer, or the typed error it carries (HopFailure where another host can repair it). */
+export function rejectIfError(hostId: string, frame: Frame): Frame {
   if (frame.kind !== 'error') return frame
   const body = JSON.parse(new TextDecoder().decode(frame.payload)) as WireError
   if (body.code === 'unknown_session' || body.code === 'draining') throw new HopFailure(hostId, body.code, `host ${hostId}: ${body.message}`)

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { payloadSha256 } from '../identity/tickets'
 import { type AuditedStep, ClientToTracker, callRpc, MAX_AUDIT_BYTES, type Receipt, type RouteHop, type RpcSocket } from '../protocol'
 import type { HopInput } from './hop-frames'
 import { HopFailure } from './hop-link'
@@ -24,7 +24,7 @@ const AUDIT_TIMEOUT_MS = 20_000
 export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array, receipt: Receipt | undefined): void {
   // A ticketed host signs every answer: one without a receipt could never be audited, so it is not taken.
   if (receipt === undefined) throw new HopFailure(hostId, 'no_receipt', `host ${hostId} answered without its signed receipt; finding another host`)
-  if (receipt.input !== sha256(input.payload) || receipt.output !== sha256(answer))
+  if (receipt.input !== payloadSha256(input.payload) || receipt.output !== payloadSha256(answer))
     throw new HopFailure(hostId, 'bad_receipt', `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`)
 }
 
@@ -82,8 +82,4 @@ function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array
   }
   if (steps.length === 0) return undefined
   return { steps, payloads: Buffer.concat(h.inputs.map((i) => i.payload)) }
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex')
 }

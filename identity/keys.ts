@@ -105,10 +105,14 @@ export function publicKeyObject(publicKey: string): KeyObject {
   return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicKey }, format: 'jwk' })
 }
 
-/** True when `signature` is `publicKey`'s ed25519 signature of `message`. Never throws on bad input. */
-export function verifySignature(publicKey: string, message: string | Uint8Array, signature: string): boolean {
+/**
+ * True when `signature` is `publicKey`'s ed25519 signature of `message`. Never throws on bad input.
+ * A KeyObject (publicKeyObject) saves parsing the key again when one key checks many signatures.
+ */
+export function verifySignature(publicKey: string | KeyObject, message: string | Uint8Array, signature: string): boolean {
   try {
-    return verify(null, typeof message === 'string' ? Buffer.from(message) : message, publicKeyObject(publicKey), Buffer.from(signature, 'base64url'))
+    const key = typeof publicKey === 'string' ? publicKeyObject(publicKey) : publicKey
+    return verify(null, typeof message === 'string' ? Buffer.from(message) : message, key, Buffer.from(signature, 'base64url'))
   } catch {
     return false
   }

@@ -55,6 +55,11 @@ export function verifyTicket(
     throw new NeuronError('bad_open_signature', "the open is not signed by the ticket's client key; only the client the ticket was issued to may open it.")
 }
 
+/** The sha256 a receipt names for a frame's payload (its `input` and `output`), hex. */
+export function payloadSha256(payload: Uint8Array): string {
+  return createHash('sha256').update(payload).digest('hex')
+}
+
 /** sha256 of a manifest as both tracker and host hold it (parsed by the same schema, so the same JSON). */
 export function manifestSha256(manifest: Manifest): string {
   return createHash('sha256').update(JSON.stringify(manifest)).digest('hex')

@@ -1,6 +1,7 @@
 // How far two honest answers for the same hidden-state seam may differ. Hidden states cross hops as
 // f16 and ggml picks different kernels for different batch shapes, so honest hosts never agree bit
 // for bit; a lying one (zeros, noise, another model, skipped blocks) is far outside this.
+import { fromF16 } from './f16'
 
 /**
  * Largest relative RMS difference per token row an honest host's hidden states may show against the
@@ -45,4 +46,19 @@ export function seamError(a: ArrayLike<number>, b: ArrayLike<number>, width: num
     if (e > worst) worst = e
   }
   return worst
+}
+
+/**
+ * Hidden states as sent (f16 bits or f32, little-endian) as f32 values, copied (a received payload may
+ * be an unaligned view); undefined when the bytes are not whole values, which is a wrong answer.
+ */
+export function hiddenFloats(payload: Uint8Array, dtype: 'f16' | 'f32'): Float32Array | undefined {
+  if (payload.byteLength % (dtype === 'f16' ? 2 : 4) !== 0) return undefined
+  const bytes = new Uint8Array(payload)
+  return dtype === 'f16' ? fromF16(new Uint16Array(bytes.buffer)) : new Float32Array(bytes.buffer)
+}
+
+/** A seam error as people read it: "4.2 %". */
+export function seamPercent(error: number): string {
+  return Number.isFinite(error) ? `${(100 * error).toPrecision(2)} %` : '∞ %'
 }

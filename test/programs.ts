@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { createModelTorrent } from '../host/artifacts/model-torrent'
-import { Host } from '../host/host'
+import { Host, type HostOptions } from '../host/host'
 import { computeProbeSet } from '../host/probes'
 import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
@@ -22,7 +22,8 @@ export interface InProcessSwarm {
   readonly tracker: Tracker
   readonly manifest: Manifest
   readonly hosts: Host[]
-  addHost(blocks: readonly [number, number]): Promise<Host>
+  /** Starts a host of `blocks`; `make` builds it from its options (a test's LyingHost), else an honest Host. */
+  addHost(blocks: readonly [number, number], make?: (options: HostOptions) => Host): Promise<Host>
   close(): Promise<void>
 }
 
@@ -37,8 +38,8 @@ export async function startSwarm(
   const manifest = await packModel({ source: model, out: join(dir, 'packed'), blocksPerArtifact: 1 })
   const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
   const hosts: Host[] = []
-  const addHost = async (blocks: readonly [number, number]) => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, blocks: blocks, threads: 1 })
+  const addHost = async (blocks: readonly [number, number], make = (options: HostOptions) => new Host(options)) => {
+    const host = make({ trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, blocks: blocks, threads: 1 })
     hosts.push(host)
     await host.start()
     return host

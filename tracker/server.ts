@@ -338,8 +338,6 @@ export class Tracker {
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
-    // A banned host's receipts that arrive late are voided too: its payers never pay for a lie.
-    if (v.ok && this.checks.banned(v.hostId)) this.metering.escrow.voidHost(v.hostId, 'banned')
     if (v.charged > 0) this.tickets.charged(session, v.charged)
     if (v.ok) this.reputation.completed(v.hostId)
     else if (v.fault === true) {

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { TlsCertificate } from '../../client/tls-trust'
+import { payloadSha256 } from '../../identity/tickets'
 import { ShardRuntimeError } from '../../native'
 import {
   decodeFrame,
@@ -339,8 +339,8 @@ export class ShardServer {
       modelId: served.ticket.modelId,
       price: served.ticket.price,
       tracker: served.ticket.trackerKey,
-      input: sha256(request.payload),
-      output: sha256(answer.payload),
+      input: payloadSha256(request.payload),
+      output: payloadSha256(answer.payload),
     }
     const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
     this.options.onReceipt?.(receipt)
@@ -374,10 +374,6 @@ function refusal(bytes: Uint8Array, code: string, message: string): Uint8Array {
     to = decodeFrame(bytes)
   } catch {}
   return errorFrame(to.session, to.step, { code, message })
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex')
 }
 
 function jsonAnswer(kind: 'ok' | 'token', request: Frame, body: unknown): Frame {

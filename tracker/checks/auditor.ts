@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto'
 import type { HopInput } from '../../client/hop-frames'
-import { verifySignature } from '../../identity/keys'
-import { type AuditRequest, type AuditVerdict, type Frame, NeuronError, receiptMessage, SEAM_TOLERANCE, seamError } from '../../protocol'
+import { publicKeyObject, verifySignature } from '../../identity/keys'
+import { payloadSha256 } from '../../identity/tickets'
+import { type AuditRequest, type AuditVerdict, hiddenFloats, NeuronError, seamPercent as pct, receiptMessage, SEAM_TOLERANCE, seamError } from '../../protocol'
 import type { HostRegistry } from '../registry'
 import type { HostChecks } from './host-checks'
-import { answerValues, type Prober } from './prober'
+import { frameValues, type Prober } from './prober'
 
 export interface AuditorDeps {
   readonly registry: HostRegistry
@@ -67,7 +67,9 @@ export class Auditor {
       // The last hop answers a sampled token, which another host may draw differently near a tie: its record is the probes.
       return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`)
     }
-    const answer = answerValues(decodeHidden(request.output, request.steps.at(-1)?.receipt.tokens ?? 1, width))
+    // f16 or f32, as the client opened the session: told apart by the answer's size.
+    const rows = request.steps.at(-1)?.receipt.tokens ?? 1
+    const answer = hiddenFloats(request.output, request.output.byteLength === rows * width * 4 ? 'f32' : 'f16')
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
     if (second === undefined || answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it)`)
@@ -99,8 +101,10 @@ export class Auditor {
   /** Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs. */
   private verifiedHistory(request: AuditRequest): HopInput[] {
     const { hostId, blocks, session } = request
-    const key = this.deps.publicKeyOf(hostId)
-    if (key === undefined) throw new NeuronError('unknown_host', `host ${hostId} is not registered here.`)
+    const registered = this.deps.publicKeyOf(hostId)
+    if (registered === undefined) throw new NeuronError('unknown_host', `host ${hostId} is not registered here.`)
+    // Parsed once: a history may hold thousands of receipts, all checked with this key.
+    const key = publicKeyObject(registered)
     let position = 0
     let at = 0
     const steps: HopInput[] = []
@@ -118,12 +122,12 @@ export class Auditor {
       const rowBytes = s.dtype === 'f16' ? 2 : 4
       if (payload.byteLength !== s.tokens * s.width * rowBytes)
         throw new NeuronError('bad_request', `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values.`)
-      if (sha256(payload) !== r.input) throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
+      if (payloadSha256(payload) !== r.input) throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
       position += s.tokens
       steps.push({ dtype: s.dtype, tokens: s.tokens, width: s.width, payload })
     }
     const last = request.steps.at(-1)?.receipt
-    if (last === undefined || sha256(request.output) !== last.output)
+    if (last === undefined || payloadSha256(request.output) !== last.output)
       throw new NeuronError('bad_request', `the answer is not what host ${hostId} signed it answered.`)
     return steps
   }
@@ -165,7 +169,7 @@ export class Auditor {
 
   private async rerun(hostId: string, modelId: string, blocks: readonly [number, number], steps: HopInput[]): Promise<Float32Array | undefined> {
     try {
-      return answerValues((await this.deps.prober.rerun(hostId, modelId, blocks, steps)).frame)
+      return frameValues((await this.deps.prober.rerun(hostId, modelId, blocks, steps)).frame)
     } catch {
       return undefined
     }
@@ -189,18 +193,4 @@ export class Auditor {
     if (this.load.size > 10_000) for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
     return l
   }
-}
-
-/** The audited answer as a frame: `tokens` rows of `width` hidden values, f16 or f32 by its size. */
-function decodeHidden(payload: Uint8Array, tokens: number, width: number): Frame {
-  const dtype = payload.byteLength === tokens * width * 4 ? 'f32' : 'f16'
-  return { kind: 'hidden', dtype, flags: 0, session: '', step: 0, position: 0, tokens, width, payload }
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex')
-}
-
-function pct(x: number): string {
-  return Number.isFinite(x) ? `${(100 * x).toPrecision(2)} %` : '∞ %'
 }

@@ -1,7 +1,7 @@
 import type { Socket } from 'socket.io'
-import { HopFailure, type HopLink, WebSocketHopLink } from '../../client/hop-link'
+import { HopFailure, type HopLink, rejectIfError, WebSocketHopLink } from '../../client/hop-link'
 import type { TrustedCa } from '../../client/tls-trust'
-import { callRpc, decodeFrame, type Frame, NeuronError, TrackerToHost, type WireError } from '../../protocol'
+import { callRpc, decodeFrame, type Frame, TrackerToHost } from '../../protocol'
 
 /** How long the tracker waits for one answer of a probe or an audit's re-run. */
 const CHECK_TIMEOUT_MS = 30_000
@@ -19,10 +19,7 @@ class OwnRelayLink implements HopLink {
     const { frame } = await callRpc(this.socket, TrackerToHost, 'relay.frame', { frame: bytes, from: this.from }, CHECK_TIMEOUT_MS).catch((e: Error) => {
       throw new HopFailure(this.hostId, 'hop_unreachable', e.message)
     })
-    const answer = decodeFrame(frame)
-    if (answer.kind !== 'error') return answer
-    const body = JSON.parse(new TextDecoder().decode(answer.payload)) as WireError
-    throw new NeuronError(body.code, `host ${this.hostId}: ${body.message}`, { hostId: this.hostId })
+    return rejectIfError(this.hostId, decodeFrame(frame))
   }
 
   close(): void {}

@@ -5,14 +5,12 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SwarmClient } from '../../client/swarm-client'
 import { generateModel } from '../../gguf/generate'
-import { packModel } from '../../gguf/pack'
 import type { Host } from '../../host/host'
-import { publishModel } from '../../host/publish'
 import { NodeIdentity } from '../../identity/keys'
-import { type Manifest, REPLAY_STEP_BASE } from '../../protocol'
+import { REPLAY_STEP_BASE } from '../../protocol'
 import { type Lie, LyingHost, type LyingOptions } from '../../test/lying-host'
 import { scratchDir } from '../../test/models'
-import { Host as HonestHost, Tracker } from '../../test/programs'
+import { type InProcessSwarm, startSwarm } from '../../test/programs'
 import { hopCharge, priceOf, pricingFromEnv } from '../ledger/pricing'
 import { SqliteTrackerStore } from '../store'
 import type { ChecksOptions } from './host-checks'
@@ -21,39 +19,19 @@ const SHAPE = { arch: 'llama', blocks: 5, embd: 64, heads: 4, kvHeads: 2, ff: 12
 const PROMPT = [1, 17, 42, 99, 7, 64]
 const NEW_KEY_GRANT = 10_000_000
 
-interface TestSwarm {
-  tracker: Tracker
-  manifest: Manifest
-  hosts: Host[]
+interface TestSwarm extends InProcessSwarm {
   add(blocks: readonly [number, number], lying?: LyingOptions): Promise<Host>
-  close(): Promise<void>
 }
 
-async function startSwarm(dir: string, checks: ChecksOptions): Promise<TestSwarm> {
+/** The in-process swarm of test/programs on a generated model, whose hosts may lie. */
+async function startLyingSwarm(dir: string, checks: ChecksOptions): Promise<TestSwarm> {
   const model = join(dir, 'model.gguf')
   await generateModel({ ...SHAPE, seed: 1, out: model })
-  const tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 500, newKeyGrantMicro: NEW_KEY_GRANT, checks })
-  const manifest = await packModel({ source: model, out: join(dir, 'packed'), blocksPerArtifact: 1 })
-  const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
-  const hosts: Host[] = []
-  const add = async (blocks: readonly [number, number], lying?: LyingOptions) => {
-    const options = { trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, blocks, threads: 1 }
-    const host = lying === undefined ? new HonestHost(options) : new LyingHost(options, lying)
-    hosts.push(host)
-    await host.start()
-    return host
-  }
-  return {
-    tracker,
-    manifest,
-    hosts,
-    add,
-    async close() {
-      for (const h of hosts) await h.stop(200)
-      await publication.close()
-      await tracker.close()
-    },
-  }
+  // startSwarm gives each new key NEW_KEY_GRANT.
+  const swarm = await startSwarm(dir, model, [], { checks })
+  const add = (blocks: readonly [number, number], lying?: LyingOptions) =>
+    swarm.addHost(blocks, lying === undefined ? undefined : (options) => new LyingHost(options, lying))
+  return { ...swarm, add }
 }
 
 /** Greedy tokens of one generation, and the hosts its routes used. */
@@ -84,7 +62,7 @@ function suiteSwarm(prefix: string, checks: ChecksOptions, middle: LyingOptions,
   const suite = {} as { dir: { dir: string; cleanup: () => Promise<void> }; swarm: TestSwarm; client: SwarmClient }
   beforeAll(async () => {
     suite.dir = await scratchDir(prefix)
-    suite.swarm = await startSwarm(suite.dir.dir, checks)
+    suite.swarm = await startLyingSwarm(suite.dir.dir, checks)
     await suite.swarm.add([0, 2])
     await suite.swarm.add([4, 5])
     await suite.swarm.add([2, 4], middle)

@@ -5,7 +5,7 @@ import { runSpan, type SpanAnswer } from '../../client/span-runner'
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import {
-  fromF16,
+  hiddenFloats,
   type Manifest,
   NeuronError,
   type Probe,
@@ -14,6 +14,7 @@ import {
   SampledToken,
   SEAM_TOLERANCE,
   seamError,
+  seamPercent,
   TICKET_TTL_MS,
   toF16,
 } from '../../protocol'
@@ -107,10 +108,10 @@ export class Prober {
         passed: false,
         inconclusive: false,
         error,
-        reason: `failed a known-answer probe on ${span}: answer off by ${percent(error)} (honest hosts are within ${percent(SEAM_TOLERANCE)})`,
+        reason: `failed a known-answer probe on ${span}: answer off by ${seamPercent(error)} (honest hosts are within ${seamPercent(SEAM_TOLERANCE)})`,
         msPerBlock,
       }
-    return { passed: true, inconclusive: false, error, reason: `passed a known-answer probe on ${span} (off by ${percent(error)})`, msPerBlock }
+    return { passed: true, inconclusive: false, error, reason: `passed a known-answer probe on ${span} (off by ${seamPercent(error)})`, msPerBlock }
   }
 
   /**
@@ -191,14 +192,19 @@ function rows(input: HopInput, from: number, to: number): HopInput {
   return { ...input, tokens: to - from, payload: input.payload.slice(from * rowBytes, to * rowBytes) }
 }
 
+/** An answer's hidden states as f32 values; undefined for any other answer. */
+export function frameValues(frame: SpanAnswer['frame']): Float32Array | undefined {
+  return frame.kind === 'hidden' && (frame.dtype === 'f16' || frame.dtype === 'f32') ? hiddenFloats(frame.payload, frame.dtype) : undefined
+}
+
 /** The hidden states of every answer, in order, as f32; undefined when any answer is not hidden states. */
 function hiddenValues(answers: readonly SpanAnswer[]): Float32Array | undefined {
   const parts: Float32Array[] = []
   for (const { frame } of answers) {
     // Anything but hidden states of whole values is a wrong answer, never an error of the tracker's.
-    if (frame.kind !== 'hidden' || frame.payload.byteLength % (frame.dtype === 'f16' ? 2 : 4) !== 0) return undefined
-    const bytes = new Uint8Array(frame.payload)
-    parts.push(frame.dtype === 'f16' ? fromF16(new Uint16Array(bytes.buffer)) : new Float32Array(bytes.buffer))
+    const values = frameValues(frame)
+    if (values === undefined) return undefined
+    parts.push(values)
   }
   const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0))
   let at = 0
@@ -209,11 +215,6 @@ function hiddenValues(answers: readonly SpanAnswer[]): Float32Array | undefined 
   return out
 }
 
-/** An answer's hidden states as f32 values. */
-export function answerValues(answer: SpanAnswer['frame']): Float32Array | undefined {
-  return hiddenValues([{ frame: answer, receipt: undefined, ms: 0 }])
-}
-
 /** The token a last hop answered, or undefined for anything else (a malformed answer fails the probe). */
 function sampledToken(frame: SpanAnswer['frame']): number | undefined {
   if (frame.kind !== 'token') return undefined
@@ -222,8 +223,4 @@ function sampledToken(frame: SpanAnswer['frame']): number | undefined {
   } catch {
     return undefined
   }
-}
-
-function percent(x: number): string {
-  return Number.isFinite(x) ? `${(100 * x).toPrecision(2)} %` : '∞ %'
 }
