@@ -30,8 +30,12 @@ export interface HostChecksEvents {
 
 /** Round trip a step may add to compute before a speed claim counts as false, ms. */
 const NETWORK_ALLOWANCE_MS = 5
-/** How long a host's `ready` waits for its first probe before it is answered (its call gives up at 30 s). */
-const READY_WAIT_MS = 20_000
+/**
+ * How long a host's `ready` waits for its first probe before it is answered: well inside its call's
+ * 30 s, and short, as a host that never answers its probe must not hold the call (it is then routed
+ * only once a later probe passes).
+ */
+const READY_WAIT_MS = 10_000
 /** Wait before probing again a host not yet verified for what it serves (its last probe was inconclusive). */
 const RETRY_MS = 5_000
 /** Inconclusive probes in a row after which a verified host is routed no more until one gets through. */
