@@ -2,6 +2,7 @@
 // way of cheating is caught by a known-answer probe or an audit of real steps, banned, and a user's
 // generation through a liar still ends with the honest tokens, paid for only the honest hops.
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SwarmClient } from '../../client/swarm-client'
 import { generateModel } from '../../gguf/generate'
@@ -227,8 +228,17 @@ describe('two colluding hosts that outvote an honest one', () => {
 
   it('cannot get the honest host banned through one client’s audits: it passes the probe that follows, and the strike waits for other clients', async () => {
     const honest = await suite.swarm.add([2, 4])
-    for (let i = 0; i < 3; i++) await generate(suite.client, suite.swarm.manifest.modelId, 4)
-    const checks = suite.swarm.tracker.checks.of(honest.hostId)
+    const checksOf = () => suite.swarm.tracker.checks.of(honest.hostId)
+    // On a loaded machine its first probe can outlast add()'s 10 s wait (CI saw it): it is routed once that passes.
+    for (let waited = 0; waited < 60_000 && checksOf().probesPassed < 1; waited += 100) await sleep(100)
+    // It is the fastest of [2, 4), so routes go through it and every step is re-run on a colluder; bounded.
+    let throughHonest = 0
+    for (let i = 0; i < 10 && (throughHonest < 3 || checksOf().auditsFailed < 1); i++) {
+      const { routed } = await generate(suite.client, suite.swarm.manifest.modelId, 4)
+      if (routed.has(honest.hostId)) throughHonest++
+    }
+    const checks = checksOf()
+    expect(throughHonest).toBeGreaterThanOrEqual(1)
     expect(checks.auditsFailed).toBeGreaterThanOrEqual(1)
     expect(checks.probesPassed).toBeGreaterThanOrEqual(2)
     expect(checks.ban).toBeNull()
