@@ -34,6 +34,8 @@ export interface NativeSession {
   close(): void
   readonly nPast: number
   readonly kvBytes: number
+  /** Cache bytes of each block the session runs (K and V, an MLA latent, or a sliding window's ring). */
+  readonly kvBytesPerBlock: number[]
 }
 
 export interface NativeRuntime {
@@ -55,6 +57,8 @@ type NativeModule = {
     device?: string
     flashAttention?: boolean
   }): Promise<NativeRuntime>
+  /** ggml_quantize_chunk over whole rows; throws BAD_QUANT_TYPE / BAD_QUANT_INPUT. */
+  quantize(type: string, values: Float32Array, nPerRow: number): Buffer
 }
 
 const here = dirname(fileURLToPath(import.meta.url))

@@ -193,6 +193,11 @@ export class ShardSession {
     return this.closed ? 0 : this.native.kvBytes
   }
 
+  /** Cache bytes of each block the session runs: a sliding-window block's stay capped at its ring of cells. */
+  get kvBytesPerBlock(): number[] {
+    return this.closed ? [] : this.native.kvBytesPerBlock
+  }
+
   /**
    * Runs this session's blocks over n tokens: token ids (Int32Array) at the first hop, else hidden
    * states [n x nEmbd] as Float32Array or f16 bits (Uint16Array, as they travel on the wire).

@@ -92,12 +92,13 @@ export async function generateThroughRoute(
   prompt: number[],
   steps: number,
   seam: 'f32' | 'f16' = 'f32',
+  maxTokens = 256,
 ): Promise<RouteStep[]> {
   const sessions: ShardSession[] = []
   // the first shard embeds, the last has the head (a shard may hold no blocks at all)
   for (const [i, range] of split.entries()) {
     const rt = await pool.get(range, i === 0, i === split.length - 1)
-    sessions.push(rt.openSession({ maxTokens: 256 }))
+    sessions.push(rt.openSession({ maxTokens }))
   }
   try {
     const out: RouteStep[] = []

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "errors.h"
+#include "quantize.h"
 #include "runtime.h"
 
 using namespace neuron;
@@ -142,7 +143,7 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             for (const auto & [name, bytes] : m.weight_buffers) bufs.Set(name, (double) bytes);
             o.Set("weightBuffers", bufs);
             // f16 K and V for each block of the range
-            o.Set("kvBytesPerToken", (double) (2 * hp.n_embd_kv() * ggml_type_size(GGML_TYPE_F16) * (m.il1 - m.il0)));
+            o.Set("kvBytesPerToken", (double) ((hp.cache_k_values() + hp.cache_v_values()) * ggml_type_size(GGML_TYPE_F16) * (m.il1 - m.il0)));
             return o;
         });
     }
@@ -165,7 +166,8 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         Napi::Function f = DefineClass(env, "NativeSession",
                                        {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
                                         InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
-                                        InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr)});
+                                        InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr),
+                                        InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr)});
         ctor = Napi::Persistent(f);
         exports.Set("NativeSession", f);
     }
@@ -175,6 +177,14 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     }
 
     Napi::Value NPast(const Napi::CallbackInfo & info) { return Napi::Number::New(info.Env(), (double) state->n_past); }
+    // each block's cache: K and V per position, a latent (MLA), or a sliding window's ring of cells
+    Napi::Value KvBytesPerBlock(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        const int n = state->il1 - state->il0;
+        Napi::Array a = Napi::Array::New(env, (size_t) n);
+        for (int i = 0; i < n; ++i) a.Set((uint32_t) i, state->kv ? (double) state->kv->block_bytes(state->il0 + i) : 0.0);
+        return a;
+    }
     Napi::Value KvBytes(const Napi::CallbackInfo & info) {
         return Napi::Number::New(info.Env(), state->kv ? (double) state->kv->bytes() : 0.0);
     }
@@ -234,6 +244,14 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             if (n < 0 || n > state->n_past) {
                 throw RuntimeError("BAD_TRUNCATE", "cannot truncate to " + std::to_string(n) + " positions; the session holds " +
                                                        std::to_string(state->n_past))
+                    .num("nPast", (double) state->n_past)
+                    .num("to", (double) n);
+            }
+            const KvCache * kv = state->kv.get();
+            if (kv && kv->ring() && n > 0 && n < state->n_past - (kv->swa_size - state->core->model->hp.n_swa)) {
+                throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) +
+                                                       " positions; truncating from " + std::to_string(state->n_past) + " to " +
+                                                       std::to_string(n) + " is too far: replay the session from position 0")
                     .num("nPast", (double) state->n_past)
                     .num("to", (double) n);
             }
@@ -353,11 +371,27 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
     });
 }
 
+// quantize(type: string, values: Float32Array, nPerRow: number) -> Buffer of ggml blocks (synchronous; callers pass row chunks)
+Napi::Value Quantize(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    return guard(env, [&]() -> Napi::Value {
+        if (info.Length() < 3 || !info[0].IsString() || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
+            !info[2].IsNumber()) {
+            throw RuntimeError("BAD_QUANT_INPUT", "quantize takes (type: string, values: Float32Array, nPerRow: number)");
+        }
+        auto values = info[1].As<Napi::Float32Array>();
+        auto bytes = quantize_rows(info[0].As<Napi::String>().Utf8Value(), values.Data(), (int64_t) values.ElementLength(),
+                                   info[2].As<Napi::Number>().Int64Value());
+        return Napi::Buffer<uint8_t>::Copy(env, bytes.data(), bytes.size());
+    });
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
     RuntimeWrap::Init(env, exports);
     SessionWrap::Init(env, exports);
     exports.Set("initBackends", Napi::Function::New(env, InitBackends));
     exports.Set("loadRuntime", Napi::Function::New(env, LoadRuntime));
+    exports.Set("quantize", Napi::Function::New(env, Quantize));
     return exports;
 }
 

@@ -3,9 +3,9 @@
 namespace neuron {
 
 GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf,
-                           int64_t n_tokens, int64_t n_kv, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed,
-                           bool head)
-    : model(model), hp(model.hp), kv(kv), ctx0(ctx0), gf(gf), n_tokens(n_tokens), n_kv(n_kv), n_outputs(n_outputs),
+                           int64_t n_tokens, int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1,
+                           bool embed, bool head)
+    : model(model), hp(model.hp), kv(kv), ctx0(ctx0), gf(gf), n_tokens(n_tokens), n_kv(n_kv), n_kv_swa(n_kv_swa), n_outputs(n_outputs),
       flash_attn(flash_attn), il0(il0), il1(il1), embed(embed), head(head) {
     if (n_outputs < n_tokens) {
         inp_out_ids = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_outputs);
@@ -19,6 +19,16 @@ GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context
         inp_kq_mask = ggml_new_tensor_2d(ctx0, flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv, n_tokens);
         ggml_set_name(inp_kq_mask, "inp_kq_mask");
         ggml_set_input(inp_kq_mask);
+        bool any_swa = false;
+        for (int il = il0; il < il1; ++il) any_swa = any_swa || hp.is_swa(il);
+        if (any_swa) {
+            inp_kq_mask_swa = ggml_new_tensor_2d(ctx0, inp_kq_mask->type, n_kv_swa, n_tokens);
+            ggml_set_name(inp_kq_mask_swa, "inp_kq_mask_swa");
+            ggml_set_input(inp_kq_mask_swa);
+            inp_kv_idxs_swa = ggml_new_tensor_1d(ctx0, GGML_TYPE_I64, n_tokens);
+            ggml_set_name(inp_kv_idxs_swa, "inp_kv_idxs_swa");
+            ggml_set_input(inp_kv_idxs_swa);
+        }
         inp_kv_idxs = ggml_new_tensor_1d(ctx0, GGML_TYPE_I64, n_tokens);
         ggml_set_name(inp_kv_idxs, "inp_kv_idxs");
         ggml_set_input(inp_kv_idxs);
@@ -44,8 +54,9 @@ ggml_tensor * GraphBuilder::rms_norm(ggml_tensor * x, ggml_tensor * w) const {
     return w ? ggml_mul(ctx0, x, w) : x;
 }
 
-ggml_tensor * GraphBuilder::rope(ggml_tensor * x) const {
-    return ggml_rope_ext(ctx0, x, inp_pos, model.rope_freqs, (int) hp.n_rot, hp.rope_type, hp.n_ctx_orig, hp.freq_base,
+ggml_tensor * GraphBuilder::rope(ggml_tensor * x, int il) const {
+    const float freq_base = hp.is_swa(il) ? hp.freq_base_swa : hp.freq_base;
+    return ggml_rope_ext(ctx0, x, inp_pos, model.rope_freqs, (int) hp.n_rot, hp.rope_type, hp.n_ctx_orig, freq_base,
                          hp.freq_scale, hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
 }
 
@@ -63,23 +74,37 @@ void GraphBuilder::qkv(const Layer & L, ggml_tensor * x, ggml_tensor *& q, ggml_
 
 ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v) {
     const Layer & L = model.layer(il);
+    const bool mla = hp.is_mla();
     ggml_tensor * cache_k = kv.k[il - kv.il0];
-    ggml_tensor * cache_v = kv.v[il - kv.il0];
-    const int64_t n_embd_kv = hp.n_embd_kv();
+    const int64_t k_values = hp.cache_k_values();
+    const int64_t head_k = mla ? k_values : hp.n_embd_head;
+    const int64_t n_head_kv = mla ? 1 : hp.n_head_kv;
+    const bool swa = hp.is_swa(il);
+    const int64_t n_kv = swa ? n_kv_swa : this->n_kv;
+    ggml_tensor * idxs = swa ? inp_kv_idxs_swa : inp_kv_idxs;
 
     // same insertion order as llama.cpp (q, v, k) so the scheduler sees the same graph
     ggml_build_forward_expand(gf, q);
     ggml_build_forward_expand(gf, v);
     ggml_build_forward_expand(gf, k);
 
-    // store this batch's K and V at their cells
-    ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_k, ggml_view_2d(ctx0, k, n_embd_kv, n_tokens, k->nb[2], 0), inp_kv_idxs));
-    ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_v, ggml_view_2d(ctx0, v, n_embd_kv, n_tokens, v->nb[2], 0), inp_kv_idxs));
-
-    ggml_tensor * kc = ggml_view_3d(ctx0, cache_k, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_k->type, hp.n_embd_head),
-                                    ggml_row_size(cache_k->type, n_embd_kv), 0);
-    ggml_tensor * vc = ggml_view_3d(ctx0, cache_v, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_v->type, hp.n_embd_head),
-                                    ggml_row_size(cache_v->type, n_embd_kv), 0);
+    // store this batch's K (and V) at their cells
+    ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_k, ggml_view_2d(ctx0, k, k_values, n_tokens, k->nb[2], 0), idxs));
+    ggml_tensor * kc = ggml_view_3d(ctx0, cache_k, head_k, n_head_kv, n_kv, ggml_row_size(cache_k->type, head_k),
+                                    ggml_row_size(cache_k->type, k_values), 0);
+    ggml_tensor * vc;
+    if (mla) {
+        // key-only cache: V is the latent part of each cached key
+        vc = ggml_view_3d(ctx0, cache_k, hp.n_lora_kv, 1, n_kv, kc->nb[1], kc->nb[2], 0);
+    } else {
+        ggml_tensor * cache_v = kv.v[il - kv.il0];
+        const int64_t n_embd_kv = hp.n_embd_kv();
+        ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_v, ggml_view_2d(ctx0, v, n_embd_kv, n_tokens, v->nb[2], 0), idxs));
+        vc = ggml_view_3d(ctx0, cache_v, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_v->type, hp.n_embd_head),
+                          ggml_row_size(cache_v->type, n_embd_kv), 0);
+    }
+    ggml_tensor * mask = swa ? inp_kq_mask_swa : inp_kq_mask;
+    ggml_tensor * v_mla = mla ? L.wv_b : nullptr;
 
     q = ggml_permute(ctx0, q, 0, 2, 1, 3);    // [head_dim, n_tokens, n_head]
     kc = ggml_permute(ctx0, kc, 0, 2, 1, 3);  // [head_dim, n_kv, n_head_kv]
@@ -87,15 +112,24 @@ ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, 
 
     ggml_tensor * cur;
     if (flash_attn) {
-        cur = ggml_flash_attn_ext(ctx0, q, kc, vc, inp_kq_mask, hp.kq_scale, 0.0f, 0.0f);
+        cur = ggml_flash_attn_ext(ctx0, q, kc, vc, mask, hp.kq_scale, 0.0f, 0.0f);
+        ggml_flash_attn_ext_add_sinks(cur, L.attn_sinks);
         ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
+        if (v_mla) {
+            // decompress MQA back to MHA, with n_tokens in dimension 1 (a matrix-matrix product)
+            cur = ggml_permute(ctx0, cur, 0, 2, 1, 3);
+            cur = ggml_mul_mat(ctx0, v_mla, cur);
+            cur = ggml_cont(ctx0, ggml_permute(ctx0, cur, 0, 2, 1, 3));
+        }
         cur = ggml_reshape_2d(ctx0, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
     } else {
         ggml_tensor * kq = ggml_mul_mat(ctx0, kc, q);  // [n_kv, n_tokens, n_head]
         ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
-        kq = ggml_soft_max_ext(ctx0, kq, inp_kq_mask, hp.kq_scale, 0.0f);
+        kq = ggml_soft_max_ext(ctx0, kq, mask, hp.kq_scale, 0.0f);
+        ggml_soft_max_add_sinks(kq, L.attn_sinks);
         ggml_tensor * vt = ggml_cont(ctx0, ggml_transpose(ctx0, vc));  // [n_kv, head_dim, n_head_kv]
         ggml_tensor * kqv = ggml_mul_mat(ctx0, vt, kq);                 // [head_dim, n_tokens, n_head]
+        if (v_mla) kqv = ggml_mul_mat(ctx0, v_mla, kqv);
         cur = ggml_permute(ctx0, kqv, 0, 2, 1, 3);
         cur = ggml_cont_2d(ctx0, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
     }
@@ -106,11 +140,10 @@ ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, 
     return cur;
 }
 
-ggml_tensor * GraphBuilder::ffn_swiglu(const Layer & L, ggml_tensor * x) const {
-    ggml_tensor * up = ggml_mul_mat(ctx0, L.ffn_up, x);
-    ggml_tensor * gate = ggml_mul_mat(ctx0, L.ffn_gate, x);
-    ggml_tensor * cur = ggml_swiglu_split(ctx0, gate, up);
-    return ggml_mul_mat(ctx0, L.ffn_down, cur);
+ggml_tensor * GraphBuilder::ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down) const {
+    ggml_tensor * u = ggml_mul_mat(ctx0, up, x);
+    ggml_tensor * cur = ggml_swiglu_split(ctx0, ggml_mul_mat(ctx0, gate, x), u);
+    return ggml_mul_mat(ctx0, down, cur);
 }
 
 ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_tensor * block_in) const {
@@ -120,10 +153,16 @@ ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_te
         block_in = out_rows(block_in);
     }
     ggml_tensor * ffn_inp = ggml_add(ctx0, attn_out, block_in);
-    ggml_tensor * cur = ffn_swiglu(L, rms_norm(ffn_inp, L.ffn_norm));
+    ggml_tensor * x = rms_norm(ffn_inp, L.ffn_norm);
+    ggml_tensor * cur;
+    if (!L.ffn_gate_inp) {
+        cur = ffn_swiglu(x, L.ffn_up, L.ffn_gate, L.ffn_down);
+    } else {
+        cur = moe_ffn(L, x);
+        if (L.ffn_up_shexp) cur = ggml_add(ctx0, cur, ffn_swiglu(x, L.ffn_up_shexp, L.ffn_gate_shexp, L.ffn_down_shexp));
+    }
     return ggml_add(ctx0, cur, ffn_inp);
 }
-
 ggml_tensor * GraphBuilder::output(ggml_tensor * cur) {
     if (!head) return cur;
     // a head-only range (no blocks) selects its output rows here

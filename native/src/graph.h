@@ -20,6 +20,7 @@ struct GraphBuilder {
     ggml_cgraph * gf;
     int64_t n_tokens;
     int64_t n_kv;       // cache cells the attention reads
+    int64_t n_kv_swa;   // the same on sliding-window blocks (their ring of cells)
     int64_t n_outputs;  // rows of the result (n_tokens, or 1 for last-position logits)
     bool flash_attn;
     // the blocks this graph runs ([il0, il1) within the model's range) and whether it embeds / has the head
@@ -33,21 +34,29 @@ struct GraphBuilder {
     ggml_tensor * inp_embd = nullptr;    // F32 [n_embd, n_tokens]
     ggml_tensor * inp_pos = nullptr;     // I32 [n_tokens]
     ggml_tensor * inp_kq_mask = nullptr; // F16 (flash) / F32 [n_kv, n_tokens]
+    ggml_tensor * inp_kq_mask_swa = nullptr;  // F16 / F32 [n_kv_swa, n_tokens], when the graph runs sliding-window blocks
+    ggml_tensor * inp_kv_idxs_swa = nullptr;  // I64 [n_tokens]: each token's cell in the sliding-window ring
     ggml_tensor * inp_kv_idxs = nullptr; // I64 [n_tokens]: cache cell of each token
     ggml_tensor * inp_out_ids = nullptr; // I32 [n_outputs], only when n_outputs < n_tokens
 
     GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf, int64_t n_tokens,
-                 int64_t n_kv, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
+                 int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
 
     ggml_tensor * input(InputKind kind);  // token embeddings or the previous hop's hidden states
     ggml_tensor * rms_norm(ggml_tensor * x, ggml_tensor * w) const;
-    ggml_tensor * rope(ggml_tensor * x) const;
+    // block il's rotary embedding (sliding-window blocks may have their own base)
+    ggml_tensor * rope(ggml_tensor * x, int il) const;
     // x: [n_embd, n_tokens] -> Q [head_dim, n_head, n_tokens], K and V [head_dim, n_head_kv, n_tokens]
     void qkv(const Layer & L, ggml_tensor * x, ggml_tensor *& q, ggml_tensor *& k, ggml_tensor *& v) const;
-    // stores K/V at the tokens' cells, attends over the cache, projects with wo (+ bias)
+    // stores K (and V, unless the cache is MLA's key-only latent) at the tokens' cells, attends over
+    // the cache (with the block's sinks; MLA decompresses V with wv_b), projects with wo (+ bias)
     ggml_tensor * attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v);
-    ggml_tensor * ffn_swiglu(const Layer & L, ggml_tensor * x) const;
-    // the rest of block il after attention: residual, normed SwiGLU FFN, residual
+    // MLA (deepseek2): low-rank Q, the compressed KV latent plus a shared rope key, absorbed into MQA
+    ggml_tensor * mla_attention(int il, ggml_tensor * x);
+    ggml_tensor * ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down) const;
+    // llama.cpp's build_moe_ffn: route each token to n_expert_used experts and sum their weighted outputs
+    ggml_tensor * moe_ffn(const Layer & L, ggml_tensor * x) const;
+    // the rest of block il after attention: residual, normed FFN (dense, experts, experts + shared), residual
     // (at the model's last block with a head, only the rows that become logits go on)
     ggml_tensor * ffn_residual(int il, ggml_tensor * attn_out, ggml_tensor * block_in) const;
     // after the range: hidden states for the next hop, or output norm + lm_head
@@ -58,8 +67,9 @@ struct GraphBuilder {
 };
 
 // one builder per architecture family (models/*.cpp); each returns the graph's result
-ggml_tensor * build_llama(GraphBuilder & g, InputKind kind);
-ggml_tensor * build_qwen2(GraphBuilder & g, InputKind kind);
-ggml_tensor * build_qwen3(GraphBuilder & g, InputKind kind);
+ggml_tensor * build_llama(GraphBuilder & g, InputKind kind);  // also Mixtral
+ggml_tensor * build_qwen2(GraphBuilder & g, InputKind kind);  // also gpt-oss: sinks, sliding windows, biased experts
+ggml_tensor * build_qwen3(GraphBuilder & g, InputKind kind);  // also qwen3moe: the FFN picks experts
+ggml_tensor * build_deepseek2(GraphBuilder & g, InputKind kind);
 
 }  // namespace neuron

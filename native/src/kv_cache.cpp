@@ -1,10 +1,17 @@
 #include "kv_cache.h"
 
+#include <algorithm>
 #include <string>
 
 #include "errors.h"
 
 namespace neuron {
+
+size_t KvCache::block_bytes(int il) const {
+    const size_t i = (size_t) (il - il0);
+    if (i >= k.size()) return 0;
+    return ggml_nbytes(k[i]) + (v[i] ? ggml_nbytes(v[i]) : 0);
+}
 
 KvCache::~KvCache() {
     if (buffer) ggml_backend_buffer_free(buffer);
@@ -17,15 +24,21 @@ std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, in
     kv->size = size;
     kv->il0 = il0;
     const int n_layers = il1 - il0;
+    if (model.hp.n_swa > 0) kv->swa_size = std::min(size, (model.hp.n_swa + SWA_SLACK + 255) / 256 * 256);
     if (n_layers <= 0) return kv;  // a session without blocks (embed-only / head-only) keeps no cache
     ggml_init_params p = {ggml_tensor_overhead() * (2 * n_layers + 1), nullptr, true};
     kv->ctx = ggml_init(p);
     for (int il = il0; il < il1; ++il) {
-        ggml_tensor * k = ggml_new_tensor_2d(kv->ctx, type, model.hp.n_embd_kv(), size);
-        ggml_tensor * v = ggml_new_tensor_2d(kv->ctx, type, model.hp.n_embd_kv(), size);
+        const int64_t cells = model.hp.is_swa(il) ? kv->swa_size : size;
+        ggml_tensor * k = ggml_new_tensor_2d(kv->ctx, type, model.hp.cache_k_values(), cells);
         ggml_format_name(k, "cache_k_l%d", il);
-        ggml_format_name(v, "cache_v_l%d", il);
         kv->k.push_back(k);
+        // MLA's latent cache is key-only: V is read from the keys
+        ggml_tensor * v = nullptr;
+        if (model.hp.cache_v_values() > 0) {
+            v = ggml_new_tensor_2d(kv->ctx, type, model.hp.cache_v_values(), cells);
+            ggml_format_name(v, "cache_v_l%d", il);
+        }
         kv->v.push_back(v);
     }
     kv->buffer = ggml_backend_alloc_ctx_tensors_from_buft(kv->ctx, buft);

@@ -9,11 +9,16 @@
 
 namespace neuron {
 
+// A sliding-window block keeps a ring of window + SWA_SLACK cells (rounded up to 256, as llama.cpp pads):
+// a forward pass takes at most SWA_SLACK new positions, and may roll back at most that far.
+constexpr int64_t SWA_SLACK = 512;
+
 struct KvCache {
     int64_t size = 0;                // cells (= the session's maxTokens)
+    int64_t swa_size = 0;            // cells of each sliding-window block: position p sits in cell p % swa_size
     int il0 = 0;                     // first block cached: k[il - il0], v[il - il0]
-    std::vector<ggml_tensor *> k;    // per layer: [n_embd_kv, size]
-    std::vector<ggml_tensor *> v;    // per layer: [n_embd_kv, size], not transposed
+    std::vector<ggml_tensor *> k;    // per layer: [n_embd_kv, size] (MLA: [kv_lora + rope, size])
+    std::vector<ggml_tensor *> v;    // per layer: [n_embd_kv, size], not transposed; nullptr for MLA
     ggml_context * ctx = nullptr;
     ggml_backend_buffer_t buffer = nullptr;
 
@@ -23,6 +28,9 @@ struct KvCache {
     ~KvCache();
 
     size_t bytes() const { return buffer ? ggml_backend_buffer_get_size(buffer) : 0; }
+    // the sliding-window blocks reuse cells: positions a forward may add, and how far back it may start
+    bool ring() const { return swa_size > 0 && swa_size < size; }
+    size_t block_bytes(int il) const;  // the cache of block il (K and V)
 };
 
 // blocks [il0, il1) only (a session's sub-range of the runtime's range)

@@ -13,6 +13,8 @@
 #include "backend.h"
 #include "errors.h"
 #include "gguf.h"
+#include "hparams.h"
+#include "tensors.h"
 
 namespace neuron {
 
@@ -21,6 +23,9 @@ const char * arch_name(Arch arch) {
         case Arch::Llama: return "llama";
         case Arch::Qwen2: return "qwen2";
         case Arch::Qwen3: return "qwen3";
+        case Arch::Qwen3Moe: return "qwen3moe";
+        case Arch::DeepSeek2: return "deepseek2";
+        case Arch::GptOss: return "gpt-oss";
     }
     return "?";
 }
@@ -44,139 +49,18 @@ struct Artifact {
     }
 };
 
-std::optional<int64_t> get_int(const gguf_context * g, const std::string & key) {
-    const int64_t id = gguf_find_key(g, key.c_str());
-    if (id < 0) return std::nullopt;
-    switch (gguf_get_kv_type(g, id)) {
-        case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, id);
-        case GGUF_TYPE_INT8: return gguf_get_val_i8(g, id);
-        case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
-        case GGUF_TYPE_INT16: return gguf_get_val_i16(g, id);
-        case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
-        case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
-        case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
-        case GGUF_TYPE_INT64: return gguf_get_val_i64(g, id);
-        case GGUF_TYPE_ARRAY: {
-            // per-layer arrays (e.g. head_count_kv): only uniform ones are supported
-            const size_t n = gguf_get_arr_n(g, id);
-            const auto t = gguf_get_arr_type(g, id);
-            if (n == 0 || (t != GGUF_TYPE_UINT32 && t != GGUF_TYPE_INT32)) break;
-            const auto * data = (const int32_t *) gguf_get_arr_data(g, id);
-            for (size_t i = 1; i < n; ++i) {
-                if (data[i] != data[0]) {
-                    throw RuntimeError("UNSUPPORTED_MODEL", "metadata " + key + " varies per layer; not supported");
-                }
-            }
-            return data[0];
-        }
-        default: break;
-    }
-    throw RuntimeError("BAD_METADATA", "metadata " + key + " is not an integer").str("key", key);
-}
-
-std::optional<float> get_float(const gguf_context * g, const std::string & key) {
-    const int64_t id = gguf_find_key(g, key.c_str());
-    if (id < 0) return std::nullopt;
-    switch (gguf_get_kv_type(g, id)) {
-        case GGUF_TYPE_FLOAT32: return gguf_get_val_f32(g, id);
-        case GGUF_TYPE_FLOAT64: return (float) gguf_get_val_f64(g, id);
-        default: break;
-    }
-    if (auto v = get_int(g, key)) return (float) *v;
-    return std::nullopt;
-}
-
-std::optional<std::string> get_str(const gguf_context * g, const std::string & key) {
-    const int64_t id = gguf_find_key(g, key.c_str());
-    if (id < 0 || gguf_get_kv_type(g, id) != GGUF_TYPE_STRING) return std::nullopt;
-    return std::string(gguf_get_val_str(g, id));
-}
-
-int64_t require_int(const gguf_context * g, const std::string & key, const std::string & path) {
-    if (auto v = get_int(g, key)) return *v;
-    throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + key).str("key", key).str("file", path);
-}
-
-HParams read_hparams(const gguf_context * g, const std::string & path) {
-    HParams hp;
-    auto arch = get_str(g, "general.architecture");
-    if (!arch) throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks general.architecture").str("file", path);
-    hp.arch_str = *arch;
-    if (*arch == "llama") {
-        hp.arch = Arch::Llama;
-        hp.rope_type = 0;  // LLAMA_ROPE_TYPE_NORM
-    } else if (*arch == "qwen2") {
-        hp.arch = Arch::Qwen2;
-        hp.rope_type = GGML_ROPE_TYPE_NEOX;
-    } else if (*arch == "qwen3") {
-        hp.arch = Arch::Qwen3;
-        hp.rope_type = GGML_ROPE_TYPE_NEOX;
-    } else {
-        throw RuntimeError("UNSUPPORTED_ARCH", "architecture '" + *arch + "' is not supported; supported: llama, qwen2, qwen3")
-            .str("arch", *arch)
-            .list("supported", {"llama", "qwen2", "qwen3"});
-    }
-    const std::string a = *arch + ".";
-    hp.n_embd = require_int(g, a + "embedding_length", path);
-    hp.n_layer = require_int(g, a + "block_count", path);
-    hp.n_head = require_int(g, a + "attention.head_count", path);
-    hp.n_head_kv = get_int(g, a + "attention.head_count_kv").value_or(hp.n_head);
-    hp.n_ff = require_int(g, a + "feed_forward_length", path);
-    hp.n_ctx_train = get_int(g, a + "context_length").value_or(0);
-    hp.n_embd_head = get_int(g, a + "attention.key_length").value_or(hp.n_embd / hp.n_head);
-    if (get_int(g, a + "attention.value_length").value_or(hp.n_embd_head) != hp.n_embd_head) {
-        throw RuntimeError("UNSUPPORTED_MODEL", "key_length != value_length is not supported");
-    }
-    hp.n_rot = get_int(g, a + "rope.dimension_count").value_or(hp.n_embd_head);
-    if (hp.n_rot != hp.n_embd_head) throw RuntimeError("UNSUPPORTED_MODEL", "partial rotary embeddings are not supported");
-    if (auto v = get_int(g, a + "vocab_size")) {
-        hp.n_vocab = *v;
-    } else {
-        const int64_t id = gguf_find_key(g, "tokenizer.ggml.tokens");
-        if (id >= 0) hp.n_vocab = (int64_t) gguf_get_arr_n(g, id);
-    }
-    hp.rms_eps = get_float(g, a + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
-    hp.freq_base = get_float(g, a + "rope.freq_base").value_or(10000.0f);
-
-    // rope scaling, as llama_model::load_hparams + llama_context resolve it
-    const std::string scaling = get_str(g, a + "rope.scaling.type").value_or("linear");
-    float factor = get_float(g, a + "rope.scaling.factor").value_or(0.0f);
-    if (factor == 0.0f) factor = get_float(g, a + "rope.scale_linear").value_or(0.0f);
-    hp.freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
-    if (scaling == "none") hp.freq_scale = 1.0f;
-    hp.n_ctx_orig = (int) get_int(g, a + "rope.scaling.original_context_length").value_or(hp.n_ctx_train);
-    hp.ext_factor = scaling == "yarn" ? 1.0f : 0.0f;
-    hp.attn_factor = 1.0f;
-    if (hp.ext_factor != 0.0f) {
-        const float f = 1.0f / hp.freq_scale;
-        const float mscale = f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f;
-        hp.attn_factor = mscale * (1.0f / (1.0f + 0.1f * logf(f)));
-    }
-    hp.attn_factor *= get_float(g, a + "rope.scaling.attn_factor").value_or(1.0f);
-    hp.beta_fast = get_float(g, a + "rope.scaling.yarn_beta_fast").value_or(32.0f);
-    hp.beta_slow = get_float(g, a + "rope.scaling.yarn_beta_slow").value_or(1.0f);
-    hp.kq_scale = 1.0f / sqrtf(float(hp.n_embd_head));
-    if (hp.arch == Arch::Llama) {
-        if (auto s = get_float(g, a + "attention.scale"); s && *s != 0.0f) hp.kq_scale = *s;
-    }
-    return hp;
-}
-
-// What the graph needs from a GGUF tensor and where the weight goes.
-struct Want {
-    std::string name;       // name in the GGUF
-    ggml_tensor ** slot;    // where the model keeps it
-    bool required;
-    ggml_op op;             // how the graph uses it (picks the buffer type)
-};
-
 // llama.cpp's weight_buft_supported for matmul weights: ask the device with a dummy buffer.
-bool buft_supports(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft, ggml_tensor * w, ggml_op op) {
-    if (op != GGML_OP_MUL_MAT) return false;
+bool buft_supports(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft, ggml_tensor * w, ggml_op op, int64_t n_ids_used) {
+    if (op != GGML_OP_MUL_MAT && op != GGML_OP_MUL_MAT_ID) return false;
     ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
     ggml_context * ctx = ggml_init(p);
-    ggml_tensor * b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, w->ne[0], 512, w->ne[2], w->ne[3]);
-    ggml_tensor * mm = ggml_mul_mat(ctx, w, b);
+    ggml_tensor * mm = nullptr;
+    if (op == GGML_OP_MUL_MAT) {
+        mm = ggml_mul_mat(ctx, w, ggml_new_tensor_4d(ctx, GGML_TYPE_F32, w->ne[0], 512, w->ne[2], w->ne[3]));
+    } else {
+        ggml_tensor * b = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w->ne[0], n_ids_used, 512);
+        mm = ggml_mul_mat_id(ctx, w, b, ggml_new_tensor_2d(ctx, GGML_TYPE_I32, n_ids_used, 512));
+    }
     w->buffer = ggml_backend_buft_alloc_buffer(buft, 0);
     const bool ok = ggml_backend_dev_supports_op(dev, mm);
     ggml_backend_buffer_free(w->buffer);
@@ -242,29 +126,7 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
 
     std::vector<Want> wants;
     if (opts.embed) wants.push_back({"token_embd.weight", &model->tok_embd, true, GGML_OP_GET_ROWS});
-    const bool qkv_bias = hp.arch == Arch::Qwen2;
-    const bool qk_norm = hp.arch == Arch::Qwen3;
-    for (int il = opts.il0; il < opts.il1; ++il) {
-        Layer & L = model->layers[il - opts.il0];
-        const std::string b = "blk." + std::to_string(il) + ".";
-        wants.push_back({b + "attn_norm.weight", &L.attn_norm, true, GGML_OP_MUL});
-        wants.push_back({b + "attn_q.weight", &L.wq, true, GGML_OP_MUL_MAT});
-        wants.push_back({b + "attn_k.weight", &L.wk, true, GGML_OP_MUL_MAT});
-        wants.push_back({b + "attn_v.weight", &L.wv, true, GGML_OP_MUL_MAT});
-        wants.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT});
-        wants.push_back({b + "attn_q.bias", &L.bq, qkv_bias, GGML_OP_ADD});
-        wants.push_back({b + "attn_k.bias", &L.bk, qkv_bias, GGML_OP_ADD});
-        wants.push_back({b + "attn_v.bias", &L.bv, qkv_bias, GGML_OP_ADD});
-        wants.push_back({b + "attn_output.bias", &L.bo, false, GGML_OP_ADD});
-        if (qk_norm) {
-            wants.push_back({b + "attn_q_norm.weight", &L.q_norm, true, GGML_OP_MUL});
-            wants.push_back({b + "attn_k_norm.weight", &L.k_norm, true, GGML_OP_MUL});
-        }
-        wants.push_back({b + "ffn_norm.weight", &L.ffn_norm, true, GGML_OP_MUL});
-        wants.push_back({b + "ffn_gate.weight", &L.ffn_gate, true, GGML_OP_MUL_MAT});
-        wants.push_back({b + "ffn_up.weight", &L.ffn_up, true, GGML_OP_MUL_MAT});
-        wants.push_back({b + "ffn_down.weight", &L.ffn_down, true, GGML_OP_MUL_MAT});
-    }
+    for (int il = opts.il0; il < opts.il1; ++il) block_wants(hp, il, model->layers[il - opts.il0], wants);
     if (hp.arch == Arch::Llama && opts.il1 > opts.il0) {
         wants.push_back({"rope_freqs.weight", &model->rope_freqs, false, GGML_OP_ROPE});  // llama 3.1+
     }
@@ -312,7 +174,7 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
     for (const auto & f : found) {
         // every GGML_OP_MUL weight is a norm; all but the per-head Q/K norms scale n_embd values
         if (f.meta->ne[0] != hp.n_embd && f.want.op == GGML_OP_MUL && f.want.name.find("q_norm") == std::string::npos &&
-            f.want.name.find("k_norm") == std::string::npos) {
+            f.want.name.find("k_norm") == std::string::npos && f.want.name.find("_a_norm") == std::string::npos) {
             throw RuntimeError("BAD_TENSOR", "tensor " + f.want.name + " has " + std::to_string(f.meta->ne[0]) +
                                                  " elements, expected n_embd " + std::to_string(hp.n_embd));
         }
@@ -347,9 +209,9 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         ggml_backend_buffer_type_t buft = dev_buft;
         if (f.want.op == GGML_OP_GET_ROWS) {
             buft = cpu_buft;
-        } else if (on_cpu && f.want.op == GGML_OP_MUL_MAT) {
+        } else if (on_cpu && (f.want.op == GGML_OP_MUL_MAT || f.want.op == GGML_OP_MUL_MAT_ID)) {
             for (auto * extra : extras) {
-                if (buft_supports(cpu, extra, f.meta, f.want.op)) {
+                if (buft_supports(cpu, extra, f.meta, f.want.op, std::max<int64_t>(1, hp.n_expert_used))) {
                     buft = extra;
                     break;
                 }

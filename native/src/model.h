@@ -11,7 +11,11 @@
 
 namespace neuron {
 
-enum class Arch { Llama, Qwen2, Qwen3 };
+// Mixtral is Llama with experts (n_expert > 0), as in llama.cpp
+enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, DeepSeek2, GptOss };
+
+// llama_expert_gating_func_type
+enum class Gating { None = 0, Softmax = 1, Sigmoid = 2, SoftmaxWeight = 3, SqrtSoftplus = 4 };
 
 const char * arch_name(Arch arch);
 
@@ -38,8 +42,36 @@ struct HParams {
     float beta_slow = 1.0f;
     float kq_scale = 0.0f;
 
+    // mixture of experts (0 experts: a dense model)
+    int64_t n_expert = 0;
+    int64_t n_expert_used = 0;
+    int64_t n_ff_exp = 0;
+    int64_t n_expert_shared = 0;
+    int64_t n_layer_dense_lead = 0;  // the first blocks keep a dense FFN (deepseek2)
+    int64_t n_expert_groups = 0;
+    int64_t n_group_used = 0;
+    bool expert_weights_norm = false;
+    float expert_weights_scale = 0.0f;
+    Gating gating = Gating::Softmax;
+
+    // MLA (deepseek2): the cache holds a compressed latent of n_lora_kv + n_rot values per token, key-only
+    int64_t n_lora_q = 0;
+    int64_t n_lora_kv = 0;
+    int64_t n_embd_head_k_mla = 0;  // nope + rope: the head size Q and K have after decompression
+    int64_t n_embd_head_v_mla = 0;
+
+    // sliding-window attention (gpt-oss): a token sees the n_swa positions up to itself on SWA blocks
+    int64_t n_swa = 0;
+    std::vector<bool> swa_layers;
+    float freq_base_swa = 10000.0f;
+
+    bool is_mla() const { return n_lora_kv > 0; }
+    bool is_swa(int il) const { return n_swa > 0 && il < (int) swa_layers.size() && swa_layers[il]; }
     int64_t n_embd_q() const { return n_embd_head * n_head; }
     int64_t n_embd_kv() const { return n_embd_head * n_head_kv; }
+    // values one token adds to block il's cache: K (and V, when the cache keeps it)
+    int64_t cache_k_values() const { return is_mla() ? n_lora_kv + n_rot : n_embd_kv(); }
+    int64_t cache_v_values() const { return is_mla() ? 0 : n_embd_kv(); }
 };
 
 struct Layer {
@@ -58,6 +90,30 @@ struct Layer {
     ggml_tensor * ffn_gate = nullptr;
     ggml_tensor * ffn_up = nullptr;
     ggml_tensor * ffn_down = nullptr;
+    // gpt-oss
+    ggml_tensor * attn_post_norm = nullptr;
+    ggml_tensor * attn_sinks = nullptr;
+    // MoE: router (+ bias, selection bias) and the stacked experts (+ per-expert biases)
+    ggml_tensor * ffn_gate_inp = nullptr;
+    ggml_tensor * ffn_gate_inp_b = nullptr;
+    ggml_tensor * ffn_exp_probs_b = nullptr;
+    ggml_tensor * ffn_gate_exps = nullptr;
+    ggml_tensor * ffn_up_exps = nullptr;
+    ggml_tensor * ffn_down_exps = nullptr;
+    ggml_tensor * ffn_gate_exps_b = nullptr;
+    ggml_tensor * ffn_up_exps_b = nullptr;
+    ggml_tensor * ffn_down_exps_b = nullptr;
+    ggml_tensor * ffn_gate_shexp = nullptr;
+    ggml_tensor * ffn_up_shexp = nullptr;
+    ggml_tensor * ffn_down_shexp = nullptr;
+    // MLA
+    ggml_tensor * wq_a = nullptr;
+    ggml_tensor * wq_b = nullptr;
+    ggml_tensor * attn_q_a_norm = nullptr;
+    ggml_tensor * wkv_a_mqa = nullptr;
+    ggml_tensor * attn_kv_a_norm = nullptr;
+    ggml_tensor * wk_b = nullptr;
+    ggml_tensor * wv_b = nullptr;
 };
 
 struct LoadOptions {

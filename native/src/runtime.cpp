@@ -124,6 +124,15 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
             .num("position", (double) req.start)
             .num("nPast", (double) s.n_past);
     }
+    const KvCache & kv = *s.kv;
+    if (kv.ring() && req.start > 0 && req.start < s.n_past - (kv.swa_size - m.hp.n_swa)) {
+        throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv.swa_size) +
+                                               " positions; rolling back from " + std::to_string(s.n_past) + " to " +
+                                               std::to_string(req.start) + " is too far: replay the session from position 0")
+            .num("position", (double) req.start)
+            .num("nPast", (double) s.n_past)
+            .num("ringCells", (double) kv.swa_size);
+    }
     if (req.start + req.n_tokens > s.max_tokens) {
         throw RuntimeError("POSITION_PAST_MAX", "position " + std::to_string(req.start + req.n_tokens - 1) +
                                                     " is past the session's maxTokens " + std::to_string(s.max_tokens))
@@ -132,15 +141,18 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
     }
 }
 
-ForwardResult forward(SessionState & s, const ForwardRequest & req) {
+namespace {
+
+// One graph over req's tokens (at most a sliding-window ring's slack of them).
+ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     RuntimeCore & core = *s.core;
-    std::lock_guard<std::mutex> lock(core.mu);
-    validate_forward(s, req);
     const Model & m = *core.model;
+    const KvCache & kv = *s.kv;
     const int64_t n = req.n_tokens;
     const int64_t n_end = req.start + n;
     // llama.cpp pads the attended cells to 256 so graphs repeat; same here (masked cells cost nothing in flash attention)
-    const int64_t n_kv = std::min<int64_t>(s.kv->size, std::max<int64_t>(256, (n_end + 255) / 256 * 256));
+    const int64_t n_kv = std::min<int64_t>(kv.size, std::max<int64_t>(256, (n_end + 255) / 256 * 256));
+    const int64_t n_kv_swa = kv.swa_size > 0 ? std::min(kv.swa_size, n_kv) : 0;
     const int64_t n_outputs = (s.head && !req.all_outputs) ? 1 : n;
 
     ggml_init_params p = {ggml_tensor_overhead() * core.graph_size + ggml_graph_overhead_custom(core.graph_size, false), nullptr, true};
@@ -151,12 +163,15 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
     } guard{ctx0};
     ggml_cgraph * gf = ggml_new_graph_custom(ctx0, core.graph_size, false);
 
-    GraphBuilder g(m, *s.kv, ctx0, gf, n, n_kv, n_outputs, core.flash_attn, s.il0, s.il1, s.embed, s.head);
+    GraphBuilder g(m, kv, ctx0, gf, n, n_kv, n_kv_swa, n_outputs, core.flash_attn, s.il0, s.il1, s.embed, s.head);
     ggml_tensor * res = nullptr;
     switch (m.hp.arch) {
         case Arch::Llama: res = build_llama(g, req.kind); break;
-        case Arch::Qwen2: res = build_qwen2(g, req.kind); break;
-        case Arch::Qwen3: res = build_qwen3(g, req.kind); break;
+        case Arch::Qwen2:
+        case Arch::GptOss: res = build_qwen2(g, req.kind); break;
+        case Arch::Qwen3:
+        case Arch::Qwen3Moe: res = build_qwen3(g, req.kind); break;
+        case Arch::DeepSeek2: res = build_deepseek2(g, req.kind); break;
     }
     ggml_set_output(res);
     ggml_build_forward_expand(gf, res);
@@ -173,26 +188,42 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
         for (int64_t i = 0; i < n; ++i) pos[i] = (int32_t) (req.start + i);
         ggml_backend_tensor_set(g.inp_pos, pos.data(), 0, n * sizeof(int32_t));
     }
-    if (used(g.inp_kv_idxs)) {
+    auto set_cells = [&](ggml_tensor * t, int64_t ring) {
+        if (!used(t)) return;
         std::vector<int64_t> idx(n);
-        for (int64_t i = 0; i < n; ++i) idx[i] = req.start + i;
-        ggml_backend_tensor_set(g.inp_kv_idxs, idx.data(), 0, n * sizeof(int64_t));
-    }
-    if (used(g.inp_kq_mask)) {
-        // causal: token at position p sees cells [0, p]
+        for (int64_t i = 0; i < n; ++i) idx[i] = ring > 0 ? (req.start + i) % ring : req.start + i;
+        ggml_backend_tensor_set(t, idx.data(), 0, n * sizeof(int64_t));
+    };
+    set_cells(g.inp_kv_idxs, 0);
+    set_cells(g.inp_kv_idxs_swa, kv.swa_size);
+    // causal: token at position p sees positions [0, p]; on sliding-window blocks only (p - n_swa, p], where
+    // cell c of the ring holds the last position below n_end that maps to it
+    auto set_mask = [&](ggml_tensor * t, int64_t cells, int64_t ring, int64_t window) {
+        if (!used(t)) return;
+        auto visible = [&](int64_t i, int64_t c) {
+            int64_t at = c;
+            if (ring > 0) {
+                if (c >= n_end) return false;
+                at = c + (n_end - 1 - c) / ring * ring;
+            }
+            const int64_t pos = req.start + i;
+            return at <= pos && (window == 0 || pos - at < window);
+        };
         if (core.flash_attn) {
             const ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f), ninf = ggml_fp32_to_fp16(-INFINITY);
-            std::vector<ggml_fp16_t> mask(n_kv * n);
+            std::vector<ggml_fp16_t> mask(cells * n);
             for (int64_t i = 0; i < n; ++i)
-                for (int64_t j = 0; j < n_kv; ++j) mask[i * n_kv + j] = j <= req.start + i ? zero : ninf;
-            ggml_backend_tensor_set(g.inp_kq_mask, mask.data(), 0, mask.size() * sizeof(ggml_fp16_t));
+                for (int64_t c = 0; c < cells; ++c) mask[i * cells + c] = visible(i, c) ? zero : ninf;
+            ggml_backend_tensor_set(t, mask.data(), 0, mask.size() * sizeof(ggml_fp16_t));
         } else {
-            std::vector<float> mask(n_kv * n);
+            std::vector<float> mask(cells * n);
             for (int64_t i = 0; i < n; ++i)
-                for (int64_t j = 0; j < n_kv; ++j) mask[i * n_kv + j] = j <= req.start + i ? 0.0f : -INFINITY;
-            ggml_backend_tensor_set(g.inp_kq_mask, mask.data(), 0, mask.size() * sizeof(float));
+                for (int64_t c = 0; c < cells; ++c) mask[i * cells + c] = visible(i, c) ? 0.0f : -INFINITY;
+            ggml_backend_tensor_set(t, mask.data(), 0, mask.size() * sizeof(float));
         }
-    }
+    };
+    set_mask(g.inp_kq_mask, n_kv, 0, 0);
+    set_mask(g.inp_kq_mask_swa, n_kv_swa, kv.swa_size, m.hp.n_swa);
     if (used(g.inp_out_ids)) {
         std::vector<int32_t> ids(n_outputs);
         for (int64_t i = 0; i < n_outputs; ++i) ids[i] = (int32_t) (n - n_outputs + i);
@@ -207,12 +238,47 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
     out.rows = res->ne[1];
     out.data.resize(out.cols * out.rows);
     ggml_backend_tensor_get(res, out.data.data(), 0, out.data.size() * sizeof(float));
+    s.n_past = n_end;
+    return out;
+}
+
+}  // namespace
+
+ForwardResult forward(SessionState & s, const ForwardRequest & req) {
+    RuntimeCore & core = *s.core;
+    std::lock_guard<std::mutex> lock(core.mu);
+    validate_forward(s, req);
+    // a sliding-window ring holds window + slack cells: longer inputs go through in slices, as llama.cpp's ubatches do
+    const int64_t slice = s.kv->ring() ? s.kv->swa_size - core.model->hp.n_swa : req.n_tokens;
+    ForwardResult out;
+    if (slice >= req.n_tokens) {
+        out = forward_chunk(s, req);
+    } else {
+        const int64_t n_embd = core.model->hp.n_embd;
+        for (int64_t from = 0; from < req.n_tokens; from += slice) {
+            ForwardRequest part;
+            part.kind = req.kind;
+            part.n_tokens = std::min(slice, req.n_tokens - from);
+            part.start = req.start + from;
+            part.all_outputs = req.all_outputs;
+            if (req.kind == InputKind::Tokens) {
+                part.tokens.assign(req.tokens.begin() + from, req.tokens.begin() + from + part.n_tokens);
+            } else {
+                part.hidden.assign(req.hidden.begin() + from * n_embd, req.hidden.begin() + (from + part.n_tokens) * n_embd);
+            }
+            ForwardResult r = forward_chunk(s, part);
+            // logits of the last position only (unless all asked for): the last slice's; hidden states: every row
+            if (s.head && !req.all_outputs) out.data.clear(), out.rows = 0;
+            out.cols = r.cols;
+            out.rows += r.rows;
+            out.data.insert(out.data.end(), r.data.begin(), r.data.end());
+        }
+    }
     if (req.f16_output) {
         out.half.resize(out.data.size());
         ggml_fp32_to_fp16_row(out.data.data(), out.half.data(), (int64_t) out.data.size());
         out.data = {};
     }
-    s.n_past = n_end;
     return out;
 }
 

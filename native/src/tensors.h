@@ -1,0 +1,21 @@
+#pragma once
+// Which GGUF tensors a layer range needs, per architecture (llama.cpp's load_arch_tensors, for one range).
+#include <string>
+#include <vector>
+
+#include "ggml.h"
+#include "model.h"
+
+namespace neuron {
+
+// What the graph needs from a GGUF tensor and where the weight goes.
+struct Want {
+    std::string name;     // name in the GGUF
+    ggml_tensor ** slot;  // where the model keeps it
+    bool required;
+    ggml_op op;           // how the graph uses it (picks the buffer type)
+};
+
+void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & wants);
+
+}  // namespace neuron
