@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type GenerateOptions, generateModel } from '../gguf/generate'
+import { quantizeRows } from '../native/quantize'
 
 /** Generated benchmark models are cached here (gitignored): they are large and deterministic. */
 export const BENCH_DIR = resolve(fileURLToPath(new URL('..', import.meta.url)), '.bench')
@@ -10,13 +11,58 @@ export const BENCH_DIR = resolve(fileURLToPath(new URL('..', import.meta.url)), 
 /** TinyLlama's shape: 22 blocks, 2048 wide, 32 heads / 4 KV heads, 5632 FFN, 32000 vocab = 1.1B parameters. */
 export const LLAMA_1B = { arch: 'llama', blocks: 22, embd: 2048, heads: 32, kvHeads: 4, ff: 5632, vocab: 32000, seed: 1 } as const
 
+/**
+ * Qwen3-30B-A3B's block scaled to fit a small machine: its width, heads and experts (64 of its 128,
+ * 8 active, 768 wide), 8 of its 48 blocks, a 32k vocabulary. About 2.4B parameters.
+ */
+export const QWEN3_MOE_BENCH = {
+  arch: 'qwen3moe',
+  blocks: 8,
+  embd: 2048,
+  heads: 32,
+  kvHeads: 4,
+  ff: 6144,
+  vocab: 32000,
+  experts: 64,
+  expertsUsed: 8,
+  expertFf: 768,
+  seed: 1,
+} as const
+
+/**
+ * DeepSeek-V3's block scaled down: MLA with its ranks (q 1536 → 768, kv latent 512, rope 64, nope 128),
+ * a dense first block, 64 routed experts in 8 groups (4 kept, 8 active) plus one shared, 8 blocks.
+ */
+export const DEEPSEEK_MLA_BENCH = {
+  arch: 'deepseek2',
+  blocks: 8,
+  embd: 2048,
+  heads: 16,
+  kvHeads: 1,
+  ff: 5632,
+  vocab: 32000,
+  experts: 64,
+  expertsUsed: 8,
+  expertFf: 768,
+  expertGroups: 8,
+  groupsUsed: 4,
+  sharedExperts: 1,
+  denseBlocks: 1,
+  qLoraRank: 768,
+  kvLoraRank: 512,
+  ropeDim: 64,
+  nopeDim: 128,
+  seed: 1,
+} as const
+
 /** Path of a cached generated model, writing it first if absent. */
 export async function benchModel(type: GenerateOptions['type'], shape: Omit<GenerateOptions, 'type' | 'out'> = LLAMA_1B): Promise<string> {
   await mkdir(BENCH_DIR, { recursive: true })
-  const out = join(BENCH_DIR, `${shape.arch}-${shape.blocks}x${shape.embd}-${type}-seed${shape.seed}.gguf`)
+  const experts = shape.experts ? `-e${shape.experts}x${shape.expertsUsed ?? 0}` : ''
+  const out = join(BENCH_DIR, `${shape.arch}-${shape.blocks}x${shape.embd}${experts}-${type}-seed${shape.seed}.gguf`)
   if (!existsSync(out)) {
     const started = performance.now()
-    await generateModel({ ...shape, type, out })
+    await generateModel({ ...shape, type, out, quantize: quantizeRows })
     console.error(`generated ${out} in ${((performance.now() - started) / 1000).toFixed(1)} s`)
   }
   return out

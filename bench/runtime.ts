@@ -3,15 +3,20 @@
 // tok/s (512 tokens in one batch). Then RSS after loading blocks [0, L/2) vs the whole model.
 // One JSON line per measurement; the last line holds decode_ratio / prefill_ratio per case.
 //
-// Options: --types q8_0,q4_0  --threads 1,2  --decode 128  --prompt 64  --prefill 512  --rounds 3  --tiny
+// Cases: a 1.1B llama (TinyLlama's shape), a Qwen3-30B-A3B-like MoE and a DeepSeek-V3-like MLA + MoE, each
+// scaled to fit this machine (bench/models.ts).
+//
+// Options: --models llama,qwen3moe,deepseek2  --types q8_0,q4_0 (llama)  --moe-types q8_0,q4_K_M
+//          --threads 1,2  --decode 128  --prompt 64  --prefill 512  --rounds 3  --tiny
 import { spawnSync } from 'node:child_process'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
+import type { GeneratedType, GenerateOptions } from '../gguf/generate'
 import { ShardRuntime } from '../native'
-import { benchModel, LLAMA_1B } from './models'
+import { benchModel, DEEPSEEK_MLA_BENCH, LLAMA_1B, QWEN3_MOE_BENCH } from './models'
 
-type Case = { type: 'q8_0' | 'q4_0'; threads: number }
+type BenchShape = Omit<GenerateOptions, 'type' | 'out'>
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)
@@ -89,14 +94,19 @@ async function llamaSide(model: LlamaModel, threads: number, prompt: number[], d
   }
 }
 
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
 /**
- * Rounds alternate between the two sides and each keeps its best round: on a shared 2-core
- * machine any other process stalls ggml's spinning threads, and the best round is the one
- * that ran alone.
+ * Rounds alternate between the two sides; each round is printed as it ends. Ratios come from the
+ * medians; the best round is kept too, since on a shared 2-core machine any other process stalls
+ * ggml's spinning threads and the best round is the one that ran alone.
  */
-async function compare(ours: Side, llama: Side, rounds: number, decode: number, prefillLen: number) {
-  const best = { ours: { decode_tps: 0, prefill_tps: 0 }, llama_cpp: { decode_tps: 0, prefill_tps: 0 } }
-  const all: { side: string; decode_tps: number; prefill_tps: number }[] = []
+async function compare(label: object, ours: Side, llama: Side, rounds: number, decode: number, prefillLen: number) {
+  const all: { side: 'ours' | 'llama_cpp'; decode_tps: number; prefill_tps: number }[] = []
   for (let r = 0; r < rounds; r++) {
     for (const [name, side] of [
       ['llama_cpp', llama],
@@ -104,11 +114,19 @@ async function compare(ours: Side, llama: Side, rounds: number, decode: number, 
     ] as const) {
       const rates = { decode_tps: decode / (await side.decode()), prefill_tps: prefillLen / (await side.prefill()) }
       all.push({ side: name, ...rates })
-      best[name].decode_tps = Math.max(best[name].decode_tps, rates.decode_tps)
-      best[name].prefill_tps = Math.max(best[name].prefill_tps, rates.prefill_tps)
+      emit({ ...label, round: r + 1, side: name, ...rates, loadavg: loadavg()[0] })
     }
   }
-  return { ...best, rounds: all }
+  const summary = (side: 'ours' | 'llama_cpp') => {
+    const mine = all.filter((x) => x.side === side)
+    return {
+      decode_tps: median(mine.map((x) => x.decode_tps)),
+      prefill_tps: median(mine.map((x) => x.prefill_tps)),
+      best_decode_tps: Math.max(...mine.map((x) => x.decode_tps)),
+      best_prefill_tps: Math.max(...mine.map((x) => x.prefill_tps)),
+    }
+  }
+  return { ours: summary('ours'), llama_cpp: summary('llama_cpp') }
 }
 
 /** RSS growth of a fresh process that loads blocks [from, to) and opens one 1024-token session. */
@@ -142,59 +160,96 @@ async function rssChild(): Promise<void> {
   rt.dispose()
 }
 
+/** The shapes `--models` picks from, full size and `--tiny`. */
+const SHAPES: Record<string, { full: BenchShape; tiny: BenchShape; types: string }> = {
+  llama: { full: LLAMA_1B, tiny: { ...LLAMA_1B, blocks: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 }, types: 'types' },
+  qwen3moe: {
+    full: QWEN3_MOE_BENCH,
+    tiny: { ...QWEN3_MOE_BENCH, blocks: 2, embd: 512, heads: 8, kvHeads: 4, vocab: 4096, experts: 16, expertsUsed: 4, expertFf: 256 },
+    types: 'moe-types',
+  },
+  deepseek2: {
+    full: DEEPSEEK_MLA_BENCH,
+    tiny: {
+      ...DEEPSEEK_MLA_BENCH,
+      blocks: 2,
+      embd: 512,
+      heads: 8,
+      ff: 1024,
+      vocab: 4096,
+      experts: 16,
+      expertsUsed: 4,
+      expertFf: 256,
+      expertGroups: 4,
+      groupsUsed: 2,
+      qLoraRank: 256,
+      kvLoraRank: 256,
+      ropeDim: 32,
+      nopeDim: 64,
+    },
+    types: 'moe-types',
+  },
+}
+
 async function main(): Promise<void> {
-  const types = arg('types', 'q8_0,q4_0').split(',') as Case['type'][]
+  const defaults: Record<string, string> = { types: 'q8_0,q4_0', 'moe-types': 'q8_0,q4_K_M' }
+  const models = arg('models', 'llama,qwen3moe,deepseek2').split(',')
   const threadList = arg('threads', '1,2').split(',').map(Number)
   const decode = Number(arg('decode', '128'))
   const promptLen = Number(arg('prompt', '64'))
   const prefillLen = Number(arg('prefill', '512'))
   const rounds = Number(arg('rounds', '3'))
-  const shape = process.argv.includes('--tiny') ? { ...LLAMA_1B, blocks: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 } : LLAMA_1B
+  const tiny = process.argv.includes('--tiny')
 
   const loadStart = loadavg()
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: Math.max(...threadList) })
   const cases: object[] = []
   let memory: object | undefined
-  for (const type of types) {
-    const path = await benchModel(type, shape)
-    const prompt = promptTokens(promptLen, shape.vocab, 1)
-    const prefill = promptTokens(prefillLen, shape.vocab, 2)
-    const model = await llama.loadModel({ modelPath: path })
-    try {
-      for (const threads of threadList) {
-        const llamaSideOf = await llamaSide(model, threads, prompt, decode, prefill)
-        const ourSideOf = await ourSide(path, shape.blocks, threads, prompt, decode, prefill)
-        try {
-          const { ours, llama_cpp, rounds: all } = await compare(ourSideOf, llamaSideOf, rounds, decode, prefill.length)
-          const record = {
-            type,
-            threads,
-            ours,
-            llama_cpp,
-            decode_ratio: ours.decode_tps / llama_cpp.decode_tps,
-            prefill_ratio: ours.prefill_tps / llama_cpp.prefill_tps,
+  for (const name of models) {
+    const entry = SHAPES[name]
+    if (!entry) throw new Error(`--models takes ${Object.keys(SHAPES).join(', ')}, not ${name}`)
+    const shape = tiny ? entry.tiny : entry.full
+    for (const type of arg(entry.types, defaults[entry.types] as string).split(',') as GeneratedType[]) {
+      const path = await benchModel(type, shape)
+      const prompt = promptTokens(promptLen, shape.vocab, 1)
+      const prefill = promptTokens(prefillLen, shape.vocab, 2)
+      const model = await llama.loadModel({ modelPath: path })
+      try {
+        for (const threads of threadList) {
+          const llamaSideOf = await llamaSide(model, threads, prompt, decode, prefill)
+          const ourSideOf = await ourSide(path, shape.blocks, threads, prompt, decode, prefill)
+          try {
+            const label = { model: name, type, threads }
+            const { ours, llama_cpp } = await compare(label, ourSideOf, llamaSideOf, rounds, decode, prefill.length)
+            const record = {
+              ...label,
+              ours,
+              llama_cpp,
+              decode_ratio: ours.decode_tps / llama_cpp.decode_tps,
+              prefill_ratio: ours.prefill_tps / llama_cpp.prefill_tps,
+            }
+            emit(record)
+            cases.push(record)
+          } finally {
+            await ourSideOf.close()
+            await llamaSideOf.close()
           }
-          emit({ ...record, rounds: all })
-          cases.push(record)
-        } finally {
-          await ourSideOf.close()
-          await llamaSideOf.close()
         }
+      } finally {
+        await model.dispose()
       }
-    } finally {
-      await model.dispose()
-    }
-    if (!memory) {
-      const half = Math.floor(shape.blocks / 2)
-      const firstHalf = rssOf(path, [0, half], true, false)
-      const whole = rssOf(path, [0, shape.blocks], true, true)
-      memory = { type, blocks: [0, half], rss_first_half: firstHalf, rss_whole: whole, ratio: firstHalf / whole }
-      emit({ memory })
+      if (!memory) {
+        const half = Math.floor(shape.blocks / 2)
+        const firstHalf = rssOf(path, [0, half], true, false)
+        const whole = rssOf(path, [0, shape.blocks], true, true)
+        memory = { model: name, type, blocks: [0, half], rss_first_half: firstHalf, rss_whole: whole, ratio: firstHalf / whole }
+        emit({ memory })
+      }
     }
   }
   await llama.dispose()
   // other processes on a small machine stall ggml's spinning threads: say how busy it was
-  emit({ bench: 'runtime', model: { ...shape }, decode, prompt: promptLen, prefill: prefillLen, rounds, loadavg: [loadStart, loadavg()], cases, memory })
+  emit({ bench: 'runtime', models, tiny, decode, prompt: promptLen, prefill: prefillLen, rounds, loadavg: [loadStart, loadavg()], cases, memory })
 }
 
 if (process.argv.includes('--rss-child')) await rssChild()

@@ -9,6 +9,7 @@ import { serializeHeader } from '../gguf/writer'
 import { NodeIdentity } from '../identity/keys'
 import { buildUi } from '../test/build-ui'
 import { HAVE_OPENSSL, NEEDS_OPENSSL, selfSignedCertificate } from '../test/certificates'
+import { QWEN3_30B_A3B } from '../test/model-configs'
 import { HAVE_STORIES, NEEDS_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../test/models'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
@@ -84,6 +85,18 @@ describe('neuron command', () => {
     expect(r.stderr).toMatch(/--layers is an alias of --blocks; say --blocks 2/)
     expect(r.stderr).toMatch(/multiples of 32/)
   })
+
+  it('gen-model refuses expert shapes llama.cpp would abort on, with one clear line', async () => {
+    const out = join(dir, 'never.gguf')
+    const base = ['gen-model', '--arch', 'deepseek2', '--blocks', '3', '--embd', '256', '--heads', '4', '--ff', '256', '--vocab', '300', '--type', 'q4_K_M']
+    const groups = await neuron(...base, '--experts', '6', '--expert-groups', '4', '--out', out)
+    expect(groups.code).toBe(1)
+    expect(groups.stderr.trim().split('\n')).toHaveLength(1)
+    expect(groups.stderr).toMatch(/--experts \(6\) must split into --expert-groups \(4\) of at least 2 experts each/)
+    const wrongArch = await neuron('gen-model', '--arch', 'qwen3moe', ...base.slice(3), '--sliding-window', '64', '--out', out)
+    expect(wrongArch.stderr.trim()).toMatch(/--sliding-window does not apply to qwen3moe; it takes --experts --experts-used --expert-ff\.$/)
+    expect(await readdir(dir)).not.toContain('never.gguf')
+  })
 })
 
 describe('neuron account', () => {
@@ -138,6 +151,19 @@ describe('neuron host --ui', () => {
   })
 })
 
+describe('neuron inspect --config', () => {
+  it('sizes a model from its config.json alone: Qwen3-30B-A3B at Q4_K_M', async () => {
+    const config = join(dir, 'Qwen3-30B-A3B', 'config.json')
+    await mkdir(join(dir, 'Qwen3-30B-A3B'))
+    await writeFile(config, JSON.stringify(QWEN3_30B_A3B))
+    const r = await neuron('inspect', '--config', config)
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain('Qwen3-30B-A3B — qwen3moe, 48 blocks')
+    expect(r.stdout).toContain('48 × 335.1 MiB–384.9 MiB')
+    expect(r.stdout).toContain('cache (f16)   blocks 0–47: 2.00 KiB/token (KV)')
+  })
+})
+
 describe.skipIf(!HAVE_STORIES)(`inspect and pack on stories260K${NEEDS_STORIES}`, () => {
   it('inspect --json reports the architecture, sizes per block and KV cost', async () => {
     const r = await neuron('inspect', STORIES_260K, '--json')
@@ -149,6 +175,9 @@ describe.skipIf(!HAVE_STORIES)(`inspect and pack on stories260K${NEEDS_STORIES}`
     // 4 KV heads × (8 + 8) dims × 2 bytes (f16)
     expect(report.kvBytesPerTokenPerBlock).toBe(128)
     expect(report.tensorTypes).toEqual({ F32: { tensors: 48, bytes: report.tensorBytes } })
+    expect(report.cachePerBlock).toEqual(Array(5).fill({ kind: 'kv', bytesPerToken: 128 }))
+    const text = await neuron('inspect', STORIES_260K)
+    expect(text.stdout).toContain('cache (f16)   blocks 0–4: 128 B/token (KV)')
   })
 
   it('pack prints the artifacts it wrote', async () => {

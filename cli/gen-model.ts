@@ -1,5 +1,7 @@
-import { GENERATED_ARCHS, GENERATED_TYPES, type GeneratedArch, type GeneratedType, generateModel } from '../gguf/generate'
+import { GENERATED_ARCHS, GENERATED_TYPES, type GeneratedArch, type GeneratedType, generateModel, type MoeOptions } from '../gguf/generate'
+import { flagOf, MOE_OPTION_KEYS } from '../gguf/generate-archs'
 import { formatBytes } from '../gguf/inspect'
+import { quantizeRows } from '../native/quantize'
 import { intOption, parseCommandArgs, renamedOption, requireOption } from './args'
 import type { Command } from './command'
 
@@ -8,14 +10,28 @@ export const genModelCommand: Command = {
   summary: 'write a GGUF model with random weights, for tests and benchmarks',
   usage: `Usage: neuron gen-model --arch ${GENERATED_ARCHS.join('|')} --blocks N --embd E --heads H --kv-heads K
                         --ff F --vocab V --type ${GENERATED_TYPES.join('|')} --seed S --out file.gguf [--tied]
+                        [expert and attention options below]
 
 Writes a model llama.cpp loads, with random weights: qwen2 has q/k/v biases, qwen3 q/k norms;
 a byte-fallback SentencePiece vocabulary and a ChatML chat template. Same seed, same bytes.
+q4_K, q5_K and q6_K are llama-quantize's Q4_K_S, Q5_K_S and Q6_K mixes, q4_K_M its Q4_K_M mix,
+quantized by ggml; rows not a multiple of 256 fall back to q5_0/q5_1/q8_0 (f16 below 32) as llama.cpp's do.
 
-  --tied    no output.weight: the head reuses the token embedding
+  --tied              no output.weight: the head reuses the token embedding
+  --experts N         routed experts (qwen3moe, mixtral, deepseek2, gpt-oss; default 8)
+  --experts-used N    experts each token uses (default 2)
+  --expert-ff F       each expert's width (qwen3moe, deepseek2, gpt-oss; default --ff; mixtral's are --ff)
+  --expert-groups G   deepseek2 expert groups (default 4); --groups-used U of them are searched (default 2)
+  --shared-experts N  deepseek2 shared experts (default 1)
+  --dense-blocks N    deepseek2 leading blocks with a dense --ff feed-forward (default 1)
+  --q-lora-rank R     deepseek2 MLA query rank (default --embd/2); --kv-lora-rank (default --embd/4)
+  --rope-dim R        deepseek2 MLA rotary head part (default head size/2); --nope-dim (default head size)
+  --sliding-window W  gpt-oss window of its even (SWA) blocks (default 128)
+mixtral is llama with experts (general.architecture "llama"); deepseek2 caches one MLA head (--kv-heads is ignored).
 
 Examples:
   neuron gen-model --arch llama --blocks 4 --embd 128 --heads 4 --kv-heads 2 --ff 256 --vocab 512 --type q8_0 --seed 1 --out /tmp/tiny.gguf
+  neuron gen-model --arch deepseek2 --blocks 5 --embd 256 --heads 4 --ff 512 --expert-ff 256 --vocab 384 --type q4_K_M --out /tmp/ds.gguf
   neuron gen-model --arch llama --blocks 22 --embd 2048 --heads 32 --kv-heads 4 --ff 5632 --vocab 32000 --type q8_0 --seed 1 --out /tmp/1b.gguf`,
   async run(args) {
     const { values } = parseCommandArgs(args, {
@@ -31,8 +47,16 @@ Examples:
       seed: { type: 'string' },
       out: { type: 'string' },
       tied: { type: 'boolean' },
+      ...Object.fromEntries(MOE_OPTION_KEYS.map((k) => [flagOf(k).slice(2), { type: 'string' as const }])),
     })
-    const num = (name: string) => requireOption(name, intOption(name, values[name as keyof typeof values] as string | undefined, { min: 0 }))
+    const raw = values as Record<string, string | undefined>
+    const num = (name: string) => requireOption(name, intOption(name, raw[name], { min: 0 }))
+    const moe: Record<string, number> = {}
+    for (const key of MOE_OPTION_KEYS) {
+      const flag = flagOf(key).slice(2)
+      const v = intOption(flag, raw[flag], { min: 0 })
+      if (v !== undefined) moe[key] = v
+    }
     const started = performance.now()
     const heads = num('heads')
     const result = await generateModel({
@@ -40,13 +64,15 @@ Examples:
       blocks: requireOption('blocks', intOption('blocks', renamedOption(values, 'blocks', 'layers'), { min: 0 })),
       embd: num('embd'),
       heads,
-      kvHeads: values['kv-heads'] === undefined ? heads : num('kv-heads'),
+      kvHeads: raw['kv-heads'] === undefined ? heads : num('kv-heads'),
       ff: num('ff'),
       vocab: num('vocab'),
       type: requireOption('type', values.type) as GeneratedType,
-      seed: values.seed === undefined ? 0 : num('seed'),
+      seed: raw.seed === undefined ? 0 : num('seed'),
       out: requireOption('out', values.out),
-      tied: values.tied ?? false,
+      tied: values.tied === true,
+      ...(moe as MoeOptions),
+      quantize: quantizeRows,
     })
     const seconds = (performance.now() - started) / 1000
     console.log(`${result.path}: ${(result.parameters / 1e6).toFixed(1)}M parameters, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s`)

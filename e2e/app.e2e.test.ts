@@ -95,6 +95,8 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await page.getByTestId('placement-block-4').getAttribute('data-proposed')).toBe('true')
     expect(await page.getByTestId('preview-download').textContent()).toMatch(/\d/)
     expect(await page.getByTestId('preview-credits-per-hour').textContent()).toMatch(/\d/)
+    // The manifest's cache cost per block: stories260K's 4 KV heads × (8 + 8) × 2 bytes per token
+    expect(await page.getByTestId('preview-cache').textContent()).toContain('128 B per token')
     // Each alternative range is offered once.
     const ranges = (await page.getByTestId('preview-alternative').allTextContents()).map((text) => text.match(/\[\d+, \d+\)/)?.[0])
     expect(ranges.length).toBeGreaterThan(0)

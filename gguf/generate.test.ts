@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { getLlama, type Llama, LlamaCompletion, LlamaLogLevel } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scratchDir } from '../test/models'
-import { GENERATED_ARCHS, GENERATED_TYPES, generateModel } from './generate'
+import { generateModel } from './generate'
 import { describeModel } from './model'
 import { readGguf } from './reader'
 
@@ -21,9 +21,13 @@ afterAll(async () => {
 
 const tiny = { blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 320, seed: 11 }
 
+// The expert and MLA architectures and the K-quant mixes load in a child process: generate-archs.test.ts.
+const DENSE_ARCHS = ['llama', 'qwen2', 'qwen3'] as const
+const PLAIN_TYPES = ['f32', 'f16', 'q8_0', 'q4_0'] as const
+
 describe('gen-model output loads in node-llama-cpp 3.21.1 and generates tokens', () => {
-  for (const arch of GENERATED_ARCHS) {
-    for (const type of GENERATED_TYPES) {
+  for (const arch of DENSE_ARCHS) {
+    for (const type of PLAIN_TYPES) {
       it(`${arch} ${type}`, async () => {
         const out = join(dir, `${arch}-${type}.gguf`)
         await generateModel({ ...tiny, arch, type, out })

@@ -1,3 +1,5 @@
+import { type BlockCache, cacheGroups } from '../protocol'
+import type { ConfigEstimate } from './config-manifest'
 import { describeModel, type ModelLayout } from './model'
 import { type GgufFile, readGguf } from './reader'
 
@@ -18,6 +20,7 @@ export interface ModelReport {
   readonly embedBytes: number
   readonly headBytes: number
   readonly kvBytesPerTokenPerBlock: number
+  readonly cachePerBlock: readonly BlockCache[]
   readonly tiedEmbeddings: boolean
 }
 
@@ -49,6 +52,7 @@ export async function inspectModel(path: string): Promise<ModelReport> {
     embedBytes: sum(model.embed),
     headBytes: sum(model.head),
     kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
+    cachePerBlock: model.cachePerBlock,
     tiedEmbeddings: model.tiedEmbeddings,
   }
 }
@@ -83,7 +87,51 @@ export function formatReport(r: ModelReport): string {
     `  tensor types  ${types}`,
     `  embed         ${formatBytes(r.embedBytes)}`,
     `  head          ${formatBytes(r.headBytes)}${r.tiedEmbeddings ? ' (tied: reuses the token embedding)' : ''}`,
-    `  KV cache      ${formatBytes(r.kvBytesPerTokenPerBlock)} per token per block (f16)`,
+    ...formatCache(r.cachePerBlock).map((line, i) => `${i === 0 ? '  cache (f16)   ' : '                '}${line}`),
     `  total         ${formatBytes(r.fileBytes)} on disk, ${formatBytes(r.tensorBytes)} of tensors`,
   ].join('\n')
+}
+
+/** What `neuron inspect --config` shows: the model's sizes at Q4_K_M from its config alone. */
+export function formatEstimate(e: ConfigEstimate, source: string): string {
+  const min = Math.min(...e.bytesPerBlock)
+  const max = Math.max(...e.bytesPerBlock)
+  const total = e.bytesPerBlock.reduce((s, b) => s + b, 0) + e.embedBytes + e.headBytes
+  return [
+    `${source} (estimated at Q4_K_M from the config; no weights read)`,
+    `  model         ${e.name} — ${e.architecture}, ${e.nLayer} blocks`,
+    `  blocks        ${e.nLayer} × ${min === max ? formatBytes(min) : `${formatBytes(min)}–${formatBytes(max)}`}`,
+    `  embedding     ${e.nEmbd} wide, vocabulary ${e.nVocab}, context ${e.contextLength}`,
+    ...formatCache(e.cachePerBlock).map((line, i) => `${i === 0 ? '  cache (f16)   ' : '                '}${line}`),
+    `  embed         ${formatBytes(e.embedBytes)}`,
+    `  head          ${formatBytes(e.headBytes)}`,
+    `  total         ${formatBytes(total)} of tensors`,
+  ].join('\n')
+}
+
+/** One line per group of blocks with equal cache: "blocks 0–47: 96.0 KiB/token (KV)". */
+export function formatCache(caches: readonly BlockCache[]): string[] {
+  return cacheGroups(caches).map(({ blocks, cache }) => {
+    const what = cache.kind === 'kv' ? 'KV' : cache.kind === 'latent' ? 'latent, keys only' : `sliding window: at most ${cache.windowTokens} tokens per session`
+    const fixed = cache.fixedBytes ? `, + ${formatBytes(cache.fixedBytes)} per session` : ''
+    return `${blocks.length === 1 ? 'block' : 'blocks'} ${formatBlockList(blocks)}: ${formatBytes(cache.bytesPerToken)}/token (${what})${fixed}`
+  })
+}
+
+/** Ascending block numbers as "0–47", "0, 2, …, 34" or "3, 7–9". */
+function formatBlockList(blocks: readonly number[]): string {
+  const first = blocks[0] ?? 0
+  const last = blocks.at(-1) ?? first
+  const step = (blocks[1] ?? first + 1) - first
+  const even = blocks.every((b, i) => b === first + i * step)
+  if (even && step === 1) return first === last ? `${first}` : `${first}–${last}`
+  if (even && blocks.length > 3) return `${first}, ${first + step}, …, ${last}`
+  const runs: string[] = []
+  for (let i = 0; i < blocks.length; ) {
+    let j = i
+    while (j + 1 < blocks.length && blocks[j + 1] === (blocks[j] as number) + 1) j++
+    runs.push(i === j ? `${blocks[i]}` : `${blocks[i]}–${blocks[j]}`)
+    i = j + 1
+  }
+  return runs.join(', ')
 }

@@ -1,3 +1,5 @@
+import type { BlockCache } from '../protocol'
+import { blockCaches } from './block-cache'
 import { GgufError } from './errors'
 import { type GgufFile, type GgufTensor, kvValue } from './reader'
 
@@ -31,7 +33,9 @@ export interface ModelLayout {
   /** No output.weight: the head computes logits with the token embedding. */
   readonly tiedEmbeddings: boolean
   readonly bytesPerBlock: readonly number[]
-  /** KV-cache bytes one token costs in one block with f16 keys and values. */
+  /** Each block's cache cost (f16), index = block. */
+  readonly cachePerBlock: readonly BlockCache[]
+  /** The largest per-token cache cost of any block, for readers of manifests older than `cachePerBlock`. */
   readonly kvBytesPerTokenPerBlock: number
   readonly tensorBytes: number
   readonly parameters: number
@@ -80,6 +84,17 @@ export function describeModel(file: GgufFile): ModelLayout {
   const nHeadKv = num('attention.head_count_kv') ?? nHead
   const headDimK = num('attention.key_length') ?? Math.floor(nEmbd / nHead)
   const headDimV = num('attention.value_length') ?? Math.floor(nEmbd / nHead)
+  const cachePerBlock = blockCaches({
+    architecture,
+    nLayer,
+    nHeadKv: (il) => numberAt(kvValue(file, `${architecture}.attention.head_count_kv`), il) ?? nHead,
+    headDimK,
+    headDimV,
+    kvLoraRank: num('attention.kv_lora_rank'),
+    ropeDim: num('rope.dimension_count'),
+    slidingWindow: num('attention.sliding_window'),
+    slidingWindowPattern: flagsOrNumber(kvValue(file, `${architecture}.attention.sliding_window_pattern`)),
+  })
 
   const embed: GgufTensor[] = []
   const head: GgufTensor[] = []
@@ -135,7 +150,8 @@ export function describeModel(file: GgufFile): ModelLayout {
     shared,
     tiedEmbeddings,
     bytesPerBlock,
-    kvBytesPerTokenPerBlock: nHeadKv * (headDimK + headDimV) * 2,
+    cachePerBlock,
+    kvBytesPerTokenPerBlock: Math.max(0, ...cachePerBlock.map((c) => c.bytesPerToken)),
     tensorBytes,
     parameters,
   }
@@ -177,6 +193,17 @@ function stringKv(file: GgufFile, key: string): string | undefined {
 function firstNumber(v: unknown): number | undefined {
   const x = Array.isArray(v) ? v[0] : v
   return typeof x === 'number' || typeof x === 'bigint' ? Number(x) : undefined
+}
+
+/** Entry il of a per-block array, or the one value every block shares. */
+function numberAt(v: unknown, il: number): number | undefined {
+  return Array.isArray(v) ? firstNumber(v[il]) : firstNumber(v)
+}
+
+/** A per-block array of flags (bools or 0/1 numbers), or one number. */
+function flagsOrNumber(v: unknown): number | boolean[] | undefined {
+  if (Array.isArray(v)) return v.map((x) => x === true || (typeof x !== 'boolean' && Number(x) !== 0))
+  return firstNumber(v)
 }
 
 function arrayLength(v: unknown): number | undefined {

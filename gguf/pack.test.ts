@@ -36,6 +36,8 @@ describe.skipIf(!HAVE_STORIES)(`pack stories260K into artifacts${NEEDS_STORIES}`
     ])
     const onDisk = Manifest.parse(JSON.parse(await readFile(join(out, 'manifest.json'), 'utf8')))
     expect(onDisk).toEqual(manifest)
+    // Each block states its own cache: stories260K's 4 KV heads × (8 + 8) × 2 bytes
+    expect(onDisk.cachePerBlock).toEqual(Array(5).fill({ kind: 'kv', bytesPerToken: 128 }))
     expect((await readdir(out)).sort()).toEqual([...manifest.artifacts.map((a) => a.file), 'manifest.json'].sort())
 
     const source = await readGguf(STORIES_260K)

@@ -94,6 +94,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
       contextLength: model.hparams.contextLength,
       bytesPerBlock: [...model.bytesPerBlock],
       kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
+      cachePerBlock: [...model.cachePerBlock],
       tiedEmbeddings: model.tiedEmbeddings,
       alignment: file.alignment,
       pieceBytes,

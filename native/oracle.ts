@@ -29,7 +29,7 @@ export async function oracleGreedy(
   try {
     const sequence = context.getSequence()
     const out: OracleStep[] = []
-    for await (const step of sequence.evaluateWithMetadata(prompt as Token[], { probabilities: true }, { temperature: 0 })) {
+    for await (const step of sequence.evaluateWithMetadata(prompt as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })) {
       const probs = new Float64Array(nVocab)
       for (const [token, p] of step.probabilities) probs[token] = p
       out.push({ token: step.token, probs })

@@ -1,5 +1,6 @@
 // Facts about blocks and a host's budget that every program shares: one definition each.
 import { z } from 'zod'
+import type { CacheBudget } from './cache-cost'
 import { Count } from './manifest'
 
 export type BlockRange = readonly [number, number]
@@ -11,6 +12,8 @@ export const BlockRange: z.ZodType<BlockRange, BlockRange> = z.tuple([Count, Cou
 
 /** KV-cache tokens a placed range is sized for, per block: four sessions of 2048 tokens. */
 export const KV_BUDGET_TOKENS = 8192
+/** The same budget with its sessions, for caches that cap each session (sliding windows) or hold state per session. */
+export const KV_BUDGET: CacheBudget = { tokens: KV_BUDGET_TOKENS, sessions: 4 }
 
 /**
  * Of the memory a host has free (RAM plus VRAM), the share its blocks may plan to use by default:

@@ -1,6 +1,7 @@
 export * from './allowed-keys'
 export * from './app'
 export * from './blocks'
+export * from './cache-cost'
 export * from './checks'
 export * from './errors'
 export * from './f16'

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { BlockCache } from './cache-cost'
 import { MAX_ARTIFACTS, MAX_BLOCKS, MAX_LABEL_CHARS, MAX_MODEL_ID_CHARS, MAX_PATH_CHARS, MAX_TENSORS_PER_ARTIFACT } from './limits'
 
 /** What one artifact file holds: the token embedding, a range of blocks, or the output head. */
@@ -48,8 +49,13 @@ export const Manifest = z
     contextLength: Count,
     /** Bytes of each block's tensors, index = block. */
     bytesPerBlock: z.array(Count).max(MAX_BLOCKS),
-    /** KV-cache bytes one token costs in one block, at f16 keys and values. */
+    /**
+     * KV-cache bytes one token costs in one block, at f16 keys and values. Since `cachePerBlock`, the largest
+     * of its `bytesPerToken`, so readers that know only this figure never under-count a block's per-token cost.
+     */
     kvBytesPerTokenPerBlock: Count,
+    /** Each block's cache (index = block); absent in manifests packed before it, which mean plain KV of the figure above. */
+    cachePerBlock: z.array(BlockCache).max(MAX_BLOCKS).optional(),
     /** True when the model has no output.weight and the head reuses the token embedding. */
     tiedEmbeddings: z.boolean(),
     alignment: z.number().int().positive(),
@@ -72,6 +78,9 @@ export const Manifest = z
     }
     if (m.bytesPerBlock.length !== m.nLayer) {
       ctx.addIssue({ code: 'custom', message: `bytesPerBlock has ${m.bytesPerBlock.length} entries for ${m.nLayer} blocks` })
+    }
+    if (m.cachePerBlock !== undefined && m.cachePerBlock.length !== m.nLayer) {
+      ctx.addIssue({ code: 'custom', message: `cachePerBlock has ${m.cachePerBlock.length} entries for ${m.nLayer} blocks` })
     }
     // Blocks artifacts must tile [0, nLayer) exactly, in order.
     let next = 0

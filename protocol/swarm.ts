@@ -105,6 +105,10 @@ const PlacementOption = z.object({
   blocks: BlockRange,
   bytesToDownload: Count,
   memoryBytes: Count,
+  /** Of memoryBytes, the cache of the range's blocks at the host's KV budget (absent from older trackers). */
+  cacheBytes: Count.optional(),
+  /** Cache bytes one token adds across the range's blocks, each block's cost from the manifest (absent from older trackers). */
+  cacheBytesPerToken: Count.optional(),
   /** What this host adds to each block of its range, tokens/s. */
   expectedTokensPerSecond: z.number().nonnegative(),
   /** The swarm's weakest block once this host serves the range, tokens/s. */

@@ -16,7 +16,8 @@
  * Such a range is shortened until it passes; a host with no passing range is refused. While the swarm
  * has no complete route, every host that fits is welcome: it can only help close a gap.
  */
-import { type BlockRange, type Manifest, type ManifestArtifact, NeuronError } from '../protocol'
+import { type BlockRange, NeuronError } from '../protocol'
+import { RangeSizes, type SizedModel } from './range-sizes'
 import { byHostId, DEFAULT_ROUTE_COSTS, type RouteCosts, relayMs, usableSpan } from './routing/costs'
 import { RouteBounds } from './routing/route-bounds'
 import type { SwarmView } from './swarm-view'
@@ -33,14 +34,13 @@ export interface JoiningHost {
 }
 
 /** What placement needs from a model's manifest; a Manifest fits as is. */
-export type PlacementModel = Pick<Manifest, 'nLayer' | 'bytesPerBlock' | 'kvBytesPerTokenPerBlock'> & {
-  /** When given, downloads are counted in whole artifacts and the first and last hops include the embed and head. */
-  artifacts?: readonly Pick<ManifestArtifact, 'role' | 'blocks' | 'bytes'>[]
-}
+export type PlacementModel = SizedModel
 
 export interface PlacementOptions {
   /** KV-cache tokens the host keeps room for in every block it serves (sessions × context). */
   kvBudgetTokens: number
+  /** Sessions those tokens are spread over (default 1): a sliding-window block keeps at most its window of each. */
+  kvBudgetSessions?: number
   /** Refuse a range when the fastest route through it is more than this many times the current best route. */
   maxSlowdown?: number
   costs?: RouteCosts
@@ -54,6 +54,10 @@ export interface PlacementProposal {
   bytesToDownload: number
   /** Weights plus the KV budget, in bytes. */
   memoryBytes: number
+  /** Of memoryBytes, the cache of the range's blocks at the KV budget (each block's cost from the manifest). */
+  cacheBytes: number
+  /** Cache bytes one token adds across the range's blocks, while no sliding window is full. */
+  cacheBytesPerToken: number
   /** What this host adds to each block of its range: 1000 / (msPerBlock × blocks). */
   expectedTokensPerSecond: number
   /** The swarm's weakest block once this host serves the range, in tokens/s. */
@@ -103,6 +107,7 @@ interface Candidate {
   blocks: BlockRange
   bytesToDownload: number
   memoryBytes: number
+  cacheBytes: number
   tokensPerSecond: number
   /** Per-block throughput after placement, ascending: the comparison key. */
   sortedAfter: Float64Array
@@ -134,7 +139,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   const swarmBefore = Math.min(...before)
   const routes = new RouteBounds(spans, n, costs)
   const newHostPenaltyMs = relayMs(host.relay, costs)
-  const sizes = new RangeSizes(model, options.kvBudgetTokens)
+  const sizes = new RangeSizes(model, { tokens: options.kvBudgetTokens, sessions: options.kvBudgetSessions ?? 1 })
 
   const candidates: Candidate[] = []
   let fitsMemory = false
@@ -169,6 +174,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       blocks: [a, e],
       bytesToDownload: sizes.downloadBytes(a, e),
       memoryBytes: sizes.memoryBytes(a, e),
+      cacheBytes: sizes.cacheBytes(a, e),
       tokensPerSecond,
       sortedAfter: after.sort(),
       bestRouteMsPerToken: Number.isFinite(routeMs) ? routeMs : null,
@@ -266,6 +272,8 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       blocks: c.blocks,
       bytesToDownload: c.bytesToDownload,
       memoryBytes: c.memoryBytes,
+      cacheBytes: c.cacheBytes,
+      cacheBytesPerToken: sizes.cacheBytesPerToken(c.blocks[0], c.blocks[1]),
       expectedTokensPerSecond: c.tokensPerSecond,
       swarmTokensPerSecond: c.sortedAfter[0] as number,
       bestRouteMsPerToken: c.bestRouteMsPerToken,
@@ -311,47 +319,13 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
   if (!(options.kvBudgetTokens >= 0 && Number.isFinite(options.kvBudgetTokens))) {
     fail(`the KV budget must be 0 or more tokens, got ${options.kvBudgetTokens}`, { kvBudgetTokens: options.kvBudgetTokens })
   }
-}
-
-/** Memory and download sizes of a range, from prefix sums over the blocks. */
-class RangeSizes {
-  private readonly weights: Float64Array
-  /** Without a list of artifacts, downloads are counted per block. */
-  private readonly wholeArtifacts: boolean
-  private readonly embedBytes: number
-  private readonly headBytes: number
-  private readonly kvPerBlock: number
-  private readonly artifacts: readonly Pick<ManifestArtifact, 'role' | 'blocks' | 'bytes'>[]
-  private readonly n: number
-
-  constructor(model: PlacementModel, kvBudgetTokens: number) {
-    this.n = model.nLayer
-    this.weights = new Float64Array(this.n + 1)
-    model.bytesPerBlock.forEach((bytes, b) => {
-      this.weights[b + 1] = (this.weights[b] as number) + bytes
+  const sessions = options.kvBudgetSessions ?? 1
+  if (!(Number.isInteger(sessions) && sessions >= 1)) fail(`the KV budget's sessions must be a whole number of at least 1, got ${sessions}`, { sessions })
+  if (model.cachePerBlock !== undefined && model.cachePerBlock.length !== model.nLayer) {
+    fail(`the model has ${model.nLayer} blocks and ${model.cachePerBlock.length} block caches; pass a manifest that parses`, {
+      nLayer: model.nLayer,
+      cachePerBlock: model.cachePerBlock.length,
     })
-    this.artifacts = model.artifacts ?? []
-    this.embedBytes = this.artifacts.filter((x) => x.role === 'embed').reduce((sum, x) => sum + x.bytes, 0)
-    this.headBytes = this.artifacts.filter((x) => x.role === 'head').reduce((sum, x) => sum + x.bytes, 0)
-    this.wholeArtifacts = model.artifacts !== undefined
-    this.kvPerBlock = kvBudgetTokens * model.kvBytesPerTokenPerBlock
-  }
-
-  /** Embed on the first hop and head on the last: the runtime loads them with the blocks. */
-  private ends(a: number, e: number): number {
-    return (a === 0 ? this.embedBytes : 0) + (e === this.n ? this.headBytes : 0)
-  }
-
-  memoryBytes(a: number, e: number): number {
-    return (this.weights[e] as number) - (this.weights[a] as number) + this.ends(a, e) + this.kvPerBlock * (e - a)
-  }
-
-  /** Artifacts are fetched whole, so a range that cuts one still downloads all of it. */
-  downloadBytes(a: number, e: number): number {
-    if (!this.wholeArtifacts) return (this.weights[e] as number) - (this.weights[a] as number)
-    let bytes = this.ends(a, e)
-    for (const x of this.artifacts) if (x.role === 'blocks' && x.blocks !== null && x.blocks[0] < e && x.blocks[1] > a) bytes += x.bytes
-    return bytes
   }
 }
 

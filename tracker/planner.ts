@@ -1,4 +1,4 @@
-import { type HardwareProfile, KV_BUDGET_TOKENS, type Manifest, MEMORY_SHARE, NeuronError, type PlacementProposal, type Route } from '../protocol'
+import { type HardwareProfile, KV_BUDGET, type Manifest, MEMORY_SHARE, NeuronError, type PlacementProposal, type Route } from '../protocol'
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
 import type { HostRegistry } from './registry'
@@ -105,7 +105,7 @@ export class SwarmPlanner {
         msPerBlock: msPerBlock ?? estimateMsPerBlock(meanBlockBytes(model), profile),
         relay: false,
       },
-      { kvBudgetTokens: KV_BUDGET_TOKENS },
+      { kvBudgetTokens: KV_BUDGET.tokens, kvBudgetSessions: KV_BUDGET.sessions },
     )
     const d = preview.decision
     return {

@@ -6,7 +6,7 @@ import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { Host } from '../../host/host'
 import { NodeIdentity } from '../../identity/keys'
-import { type AppEventData, type AppEventName, type AppInput, type AppMethod, type AppOutput, readAppReply, type WireError } from '../../protocol'
+import { type AppEventData, type AppEventName, type AppInput, type AppMethod, type AppOutput, KV_BUDGET, readAppReply, type WireError } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { escrowAccount, hostAccount } from '../../tracker/ledger/accounts'
 import { Tracker } from '../../tracker/server'
@@ -108,6 +108,8 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     const proposal = preview.placement.proposal
     if (proposal === null) throw new Error(`no proposal: ${preview.placement.refusal?.reason}`)
     expect(proposal.blocks[1]).toBe(5)
+    // The cache each block states in the manifest (stories260K: 128 bytes per token), at the host's KV budget.
+    expect([proposal.cacheBytesPerToken, proposal.cacheBytes]).toEqual([128, 128 * KV_BUDGET.tokens].map((x) => x * (proposal.blocks[1] - proposal.blocks[0])))
     // Priced by the tracker: the proposal and every alternative say what they would earn.
     expect(preview.creditsPerHourMicro).toBeGreaterThan(0)
     expect(preview.creditsPerHourMicro).toBe(proposal.hostMicroPerHour)

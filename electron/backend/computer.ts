@@ -1,4 +1,4 @@
-import { type BlockRange, type ComputerView, type HardwareProfile, KV_BUDGET_TOKENS, type Limits, type Manifest, MEMORY_SHARE } from '../../protocol'
+import { type BlockRange, type ComputerView, type HardwareProfile, KV_BUDGET, type Limits, type Manifest, MEMORY_SHARE, rangeCacheBytes } from '../../protocol'
 
 /** The yardstick in the summary: Llama 3 70B at Q4_K_M is about 42 GB over 80 blocks. */
 const REFERENCE = { name: 'Llama 3 70B', blocks: 80, bytesPerBlock: 0.52e9 } as const
@@ -36,7 +36,7 @@ export function rangeMemoryBytes(manifest: Manifest, blocks: BlockRange): number
   const ends = manifest.artifacts
     .filter((x) => (x.role === 'embed' && a === 0) || (x.role === 'head' && b === manifest.nLayer))
     .reduce((s, x) => s + x.bytes, 0)
-  return weights + ends + manifest.kvBytesPerTokenPerBlock * KV_BUDGET_TOKENS * (b - a)
+  return weights + ends + rangeCacheBytes(manifest, blocks, KV_BUDGET)
 }
 
 export function computerView(profile: HardwareProfile, limits: Limits): ComputerView {

@@ -248,9 +248,9 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                     .num("to", (double) n);
             }
             const KvCache * kv = state->kv.get();
-            if (kv && kv->ring() && n > 0 && n < state->n_past - (kv->swa_size - state->core->model->hp.n_swa)) {
+            if (kv && !ring_allows(*state, n)) {
                 throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) +
-                                                       " positions; truncating from " + std::to_string(state->n_past) + " to " +
+                                                       " positions; truncating from " + std::to_string(state->ring_written) + " to " +
                                                        std::to_string(n) + " is too far: replay the session from position 0")
                     .num("nPast", (double) state->n_past)
                     .num("to", (double) n);

@@ -148,7 +148,8 @@ ggml_tensor * GraphBuilder::ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_t
 
 ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_tensor * block_in) const {
     const Layer & L = model.layer(il);
-    if (head && il == hp.n_layer - 1 && inp_out_ids) {
+    // gpt-oss (openai-moe.cpp) keeps every row through its last block and selects them in output()
+    if (head && il == hp.n_layer - 1 && inp_out_ids && hp.arch != Arch::GptOss) {
         attn_out = out_rows(attn_out);
         block_in = out_rows(block_in);
     }
@@ -163,10 +164,11 @@ ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_te
     }
     return ggml_add(ctx0, cur, ffn_inp);
 }
+
 ggml_tensor * GraphBuilder::output(ggml_tensor * cur) {
     if (!head) return cur;
-    // a head-only range (no blocks) selects its output rows here
-    if (inp_out_ids && il1 <= il0) cur = out_rows(cur);
+    // a head-only range (no blocks), and gpt-oss after its last block, select the output rows here
+    if (inp_out_ids && (il1 <= il0 || hp.arch == Arch::GptOss)) cur = out_rows(cur);
     cur = rms_norm(cur, model.output_norm);
     cur = ggml_mul_mat(ctx0, model.output, cur);
     if (model.output_b) cur = ggml_add(ctx0, cur, model.output_b);

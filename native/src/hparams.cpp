@@ -63,6 +63,9 @@ int64_t require_int(const gguf_context * g, const std::string & key, const std::
 
 namespace {
 
+constexpr int64_t MAX_DIM = 1 << 20;  // any width, head count or rank
+constexpr int64_t MAX_BLOCKS = 4096;
+
 struct ArchInfo {
     const char * name;
     Arch arch;
@@ -122,18 +125,58 @@ void read_experts(const gguf_context * g, const std::string & a, HParams & hp) {
     }
     hp.n_ff_exp = get_int(g, a + "expert_feed_forward_length").value_or(0);
     if (hp.n_ff_exp == 0) hp.n_ff_exp = hp.arch == Arch::Llama ? hp.n_ff : hp.n_ff / hp.n_expert_used;
-    hp.n_expert_shared = get_int(g, a + "expert_shared_count").value_or(0);
-    hp.n_layer_dense_lead = get_int(g, a + "leading_dense_block_count").value_or(0);
-    hp.expert_weights_scale = get_float(g, a + "expert_weights_scale").value_or(0.0f);
+    // only deepseek2's loader reads these: a file of another family that carries them is read as llama.cpp reads it
+    if (hp.arch == Arch::DeepSeek2) {
+        hp.n_expert_shared = get_int(g, a + "expert_shared_count").value_or(0);
+        hp.n_layer_dense_lead = get_int(g, a + "leading_dense_block_count").value_or(0);
+        hp.expert_weights_scale = get_float(g, a + "expert_weights_scale").value_or(0.0f);
+    }
     // qwen3moe and Mixtral normalise the top-k weights; gpt-oss softmaxes them instead; deepseek2 says
     hp.expert_weights_norm = hp.arch == Arch::DeepSeek2 ? get_int(g, a + "expert_weights_norm").value_or(0) != 0 : hp.arch != Arch::GptOss;
     hp.gating = hp.arch == Arch::GptOss ? Gating::SoftmaxWeight : Gating::Softmax;
     if (hp.arch == Arch::DeepSeek2) {
         const int64_t f = get_int(g, a + "expert_gating_func").value_or(0);
         if (f < 0 || f > 4) throw RuntimeError("BAD_METADATA", a + "expert_gating_func " + std::to_string(f) + " is unknown");
-        hp.gating = f == 0 ? Gating::Softmax : (Gating) f;
+        // files without it: softmax (DeepSeek-V2/V2.5), except GLM-4.7-Lite's sigmoid
+        const bool glm_lite = (hp.n_layer == 47 || hp.n_layer == 48) && hp.n_vocab == 154880;
+        hp.gating = f != 0 ? (Gating) f : glm_lite ? Gating::Sigmoid : Gating::Softmax;
     }
     if (hp.arch != Arch::DeepSeek2) hp.n_expert_groups = hp.n_group_used = 0;  // only deepseek2's graph groups experts
+}
+
+// Sizes a graph can be built over: ggml aborts the process on shapes that do not fit, and a hostile
+// artifact may state anything.
+void check_sizes(const HParams & hp) {
+    auto bad = [&](const std::string & what, int64_t v) {
+        throw RuntimeError("BAD_METADATA", what + " is " + std::to_string(v) + ", which no model of " + hp.arch_str + " can have")
+            .str("key", what)
+            .num("value", (double) v);
+    };
+    const std::pair<const char *, int64_t> positive[] = {{"embedding_length", hp.n_embd},   {"block_count", hp.n_layer},
+                                                         {"attention.head_count", hp.n_head}, {"attention.head_count_kv", hp.n_head_kv},
+                                                         {"attention.key_length", hp.n_embd_head}, {"rope.dimension_count", hp.n_rot}};
+    for (const auto & [what, v] : positive) {
+        if (v <= 0 || v > MAX_DIM) bad(what, v);
+    }
+    if (hp.n_head % hp.n_head_kv != 0) bad("attention.head_count_kv (not a divisor of head_count)", hp.n_head_kv);
+    if (hp.n_rot % 2 != 0) bad("rope.dimension_count (odd)", hp.n_rot);
+    if (hp.n_ff < 0 || hp.n_ff > MAX_DIM) bad("feed_forward_length", hp.n_ff);
+    const bool dense_blocks = hp.n_expert == 0 || hp.n_layer_dense_lead > 0;
+    if (dense_blocks && hp.n_ff <= 0) bad("feed_forward_length", hp.n_ff);
+    if (hp.n_expert > 0) {
+        if (hp.n_expert > 1024) bad("expert_count", hp.n_expert);
+        if (hp.n_ff_exp <= 0 || hp.n_ff_exp > MAX_DIM) bad("expert_feed_forward_length", hp.n_ff_exp);
+        if (hp.n_layer_dense_lead < 0 || hp.n_layer_dense_lead > hp.n_layer) bad("leading_dense_block_count", hp.n_layer_dense_lead);
+        if (hp.n_expert_shared < 0 || hp.n_expert_shared > hp.n_expert) bad("expert_shared_count", hp.n_expert_shared);
+        if (hp.arch == Arch::DeepSeek2 && hp.n_expert_shared == 0) bad("expert_shared_count", 0);
+    }
+    if (hp.is_mla()) {
+        if (hp.n_lora_kv > MAX_DIM) bad("attention.kv_lora_rank", hp.n_lora_kv);
+        if (hp.n_lora_q <= 0 || hp.n_lora_q > MAX_DIM) bad("attention.q_lora_rank", hp.n_lora_q);
+        if (hp.n_embd_head_k_mla > MAX_DIM) bad("attention.key_length_mla", hp.n_embd_head_k_mla);
+        if (hp.n_embd_head_v_mla <= 0 || hp.n_embd_head_v_mla > MAX_DIM) bad("attention.value_length_mla", hp.n_embd_head_v_mla);
+    }
+    if (hp.arch == Arch::GptOss && (hp.n_swa <= 0 || hp.n_swa > (1 << 24))) bad("attention.sliding_window", hp.n_swa);
 }
 
 }  // namespace
@@ -160,10 +203,18 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     hp.n_embd = require_int(g, a + "embedding_length", path);
     hp.n_layer = require_int(g, a + "block_count", path);
     hp.n_head = require_int(g, a + "attention.head_count", path);
+    // before anything divides by them or sizes a per-block array with them
+    if (hp.n_embd <= 0 || hp.n_embd > MAX_DIM || hp.n_head <= 0 || hp.n_head > MAX_DIM || hp.n_layer <= 0 || hp.n_layer > MAX_BLOCKS) {
+        throw RuntimeError("BAD_METADATA", "embedding_length " + std::to_string(hp.n_embd) + ", head_count " + std::to_string(hp.n_head) +
+                                               " and block_count " + std::to_string(hp.n_layer) + " must be positive and at most " +
+                                               std::to_string(MAX_DIM) + ", " + std::to_string(MAX_DIM) + " and " + std::to_string(MAX_BLOCKS))
+            .str("file", path);
+    }
     hp.n_head_kv = get_int(g, a + "attention.head_count_kv").value_or(hp.n_head);
     hp.n_ff = get_int(g, a + "feed_forward_length").value_or(0);
     hp.n_ctx_train = get_int(g, a + "context_length").value_or(0);
-    hp.n_embd_head = get_int(g, a + "attention.key_length").value_or(hp.n_embd / hp.n_head);
+    const auto key_length = get_int(g, a + "attention.key_length");
+    hp.n_embd_head = key_length ? *key_length : hp.n_embd / hp.n_head;
     const int64_t n_embd_head_v = get_int(g, a + "attention.value_length").value_or(hp.n_embd_head);
     hp.n_rot = get_int(g, a + "rope.dimension_count").value_or(hp.n_embd_head);
     if (hp.arch == Arch::DeepSeek2) {
@@ -172,7 +223,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
         hp.n_embd_head_k_mla = get_int(g, a + "attention.key_length_mla").value_or(0);
         hp.n_embd_head_v_mla = get_int(g, a + "attention.value_length_mla").value_or(0);
         // only the absorbed MLA layout (split attn_k_b / attn_v_b, one latent "head") is served
-        if (hp.n_embd_head_k_mla == 0 || hp.n_embd_head_v_mla == 0 || hp.n_head_kv != 1 ||
+        if (hp.n_lora_kv <= 0 || hp.n_embd_head_k_mla == 0 || hp.n_embd_head_v_mla == 0 || hp.n_head_kv != 1 ||
             hp.n_embd_head != hp.n_lora_kv + hp.n_rot || n_embd_head_v != hp.n_lora_kv) {
             unsupported("a deepseek2 model without the absorbed MLA layout (key_length_mla, value_length_mla, head_count_kv = 1)");
         }
@@ -190,6 +241,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     }
     hp.rms_eps = get_float(g, a + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
     hp.freq_base = get_float(g, a + "rope.freq_base").value_or(10000.0f);
+    if (auto v = get_float(g, a + "attention.temperature_scale"); v && *v != 0.0f) unsupported("attention temperature scaling");
     read_experts(g, a, hp);
     if (hp.n_expert == 0 && hp.n_ff == 0) throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + a + "feed_forward_length");
     if (hp.arch == Arch::GptOss) {
@@ -200,14 +252,15 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
 
     // rope scaling, as llama_model::load_hparams + llama_context resolve it
     const std::string scaling = get_str(g, a + "rope.scaling.type").value_or("linear");
+    if (scaling != "none" && scaling != "linear" && scaling != "yarn") unsupported("rope scaling '" + scaling + "'");
     float factor = get_float(g, a + "rope.scaling.factor").value_or(0.0f);
     if (factor == 0.0f) factor = get_float(g, a + "rope.scale_linear").value_or(0.0f);
     hp.freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
     if (scaling == "none") hp.freq_scale = 1.0f;
     hp.n_ctx_orig = (int) get_int(g, a + "rope.scaling.original_context_length").value_or(hp.n_ctx_train);
     hp.ext_factor = scaling == "yarn" ? 1.0f : 0.0f;
-    float yarn_log_mul = get_float(g, a + "rope.scaling.yarn_log_multiplier").value_or(0.0f);
-    if (hp.arch == Arch::DeepSeek2) yarn_log_mul /= 0.1f;  // [TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]
+    // only deepseek2 reads it, and cancels the convert script's factor: [TAG_DEEPSEEK2_YARN_LOG_MUL_FIX]
+    const float yarn_log_mul = hp.arch == Arch::DeepSeek2 ? get_float(g, a + "rope.scaling.yarn_log_multiplier").value_or(0.0f) / 0.1f : 0.0f;
     hp.attn_factor = 1.0f;
     if (hp.ext_factor != 0.0f) {
         const float f = 1.0f / hp.freq_scale;
@@ -227,6 +280,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     if (hp.arch == Arch::Llama) {
         if (auto s = get_float(g, a + "attention.scale"); s && *s != 0.0f) hp.kq_scale = *s;
     }
+    check_sizes(hp);
     if (hp.arch == Arch::DeepSeek2) {
         // deepseek2.cpp pre-scales kq_scale for YaRN: undo the context's adjustment, then apply log_mul's mscale
         const float attn_factor_org = hp.attn_factor * (1.0f + 0.1f * logf(1.0f / hp.freq_scale));

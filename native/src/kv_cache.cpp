@@ -24,7 +24,9 @@ std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, in
     kv->size = size;
     kv->il0 = il0;
     const int n_layers = il1 - il0;
-    if (model.hp.n_swa > 0) kv->swa_size = std::min(size, (model.hp.n_swa + SWA_SLACK + 255) / 256 * 256);
+    bool any_swa = false;
+    for (int il = il0; il < il1; ++il) any_swa = any_swa || model.hp.is_swa(il);
+    if (any_swa) kv->swa_size = std::min(size, (model.hp.n_swa + SWA_SLACK + 255) / 256 * 256);
     if (n_layers <= 0) return kv;  // a session without blocks (embed-only / head-only) keeps no cache
     ggml_init_params p = {ggml_tensor_overhead() * (2 * n_layers + 1), nullptr, true};
     kv->ctx = ggml_init(p);

@@ -125,18 +125,20 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
     model->layers.resize(opts.il1 - opts.il0);
 
     std::vector<Want> wants;
-    if (opts.embed) wants.push_back({"token_embd.weight", &model->tok_embd, true, GGML_OP_GET_ROWS});
+    // the vocabulary the metadata states (0: taken from the embedding or head below)
+    const int64_t V = hp.n_vocab;
+    if (opts.embed) wants.push_back({"token_embd.weight", &model->tok_embd, true, GGML_OP_GET_ROWS, {hp.n_embd, V}});
     for (int il = opts.il0; il < opts.il1; ++il) block_wants(hp, il, model->layers[il - opts.il0], wants);
     if (hp.arch == Arch::Llama && opts.il1 > opts.il0) {
-        wants.push_back({"rope_freqs.weight", &model->rope_freqs, false, GGML_OP_ROPE});  // llama 3.1+
+        wants.push_back({"rope_freqs.weight", &model->rope_freqs, false, GGML_OP_ROPE, {hp.n_rot / 2}});  // llama 3.1+
     }
     if (opts.head) {
-        wants.push_back({"output_norm.weight", &model->output_norm, true, GGML_OP_MUL});
+        wants.push_back({"output_norm.weight", &model->output_norm, true, GGML_OP_MUL, {hp.n_embd}});
         bool has_output = false;
         for (auto & art : arts) has_output = has_output || gguf_find_tensor(art->gguf, "output.weight") >= 0;
         // no output.weight anywhere: tied embeddings (llama.cpp duplicates token_embd.weight)
-        wants.push_back({has_output ? "output.weight" : "token_embd.weight", &model->output, true, GGML_OP_MUL_MAT});
-        if (hp.arch == Arch::Qwen2) wants.push_back({"output.bias", &model->output_b, false, GGML_OP_ADD});
+        wants.push_back({has_output ? "output.weight" : "token_embd.weight", &model->output, true, GGML_OP_MUL_MAT, {hp.n_embd, V}});
+        if (hp.arch == Arch::Qwen2) wants.push_back({"output.bias", &model->output_b, false, GGML_OP_ADD, {V}});
     }
 
     // locate every tensor
@@ -171,18 +173,19 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             .num("from", opts.il0)
             .num("to", opts.il1);
     }
-    for (const auto & f : found) {
-        // every GGML_OP_MUL weight is a norm; all but the per-head Q/K norms scale n_embd values
-        if (f.meta->ne[0] != hp.n_embd && f.want.op == GGML_OP_MUL && f.want.name.find("q_norm") == std::string::npos &&
-            f.want.name.find("k_norm") == std::string::npos && f.want.name.find("_a_norm") == std::string::npos) {
-            throw RuntimeError("BAD_TENSOR", "tensor " + f.want.name + " has " + std::to_string(f.meta->ne[0]) +
-                                                 " elements, expected n_embd " + std::to_string(hp.n_embd));
-        }
-    }
     if (hp.n_vocab == 0) {
-        for (const auto & f : found) {
+        for (auto & f : found) {
             if (f.want.slot == &model->tok_embd || f.want.slot == &model->output) hp.n_vocab = f.meta->ne[1];
         }
+        for (auto & f : found) {
+            if (f.want.slot == &model->tok_embd || f.want.slot == &model->output) f.want.ne[1] = hp.n_vocab;
+            if (f.want.slot == &model->output_b) f.want.ne[0] = hp.n_vocab;
+        }
+    }
+    // every shape as the metadata implies it: ggml aborts the process on a graph over mismatched shapes
+    for (const auto & f : found) {
+        const std::string problem = shape_problem(f.want, f.meta);
+        if (!problem.empty()) throw RuntimeError("BAD_TENSOR", problem + "; the artifact does not match its metadata").str("tensor", f.want.name);
     }
 
     // choose a buffer type per tensor, the way llama.cpp does: the CPU's repacking buffer

@@ -30,7 +30,9 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
     set_n_threads(core->cpu, core->threads);
 
     const int n_layers = core->model->il1 - core->model->il0;
-    core->graph_size = std::max<size_t>(1024, (size_t) n_layers * 64 + 256);
+    // nodes per block: ~95 for a deepseek2 MoE block with 8 experts (MLA, group routing, one view and add per expert)
+    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used);
+    core->graph_size = std::max<size_t>(1024, (size_t) n_layers * per_block + 256);
     core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->graph_size, false, true);
     if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
     return core;
@@ -87,6 +89,11 @@ std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & 
     return s;
 }
 
+bool ring_allows(const SessionState & s, int64_t start) {
+    const KvCache & kv = *s.kv;
+    return !kv.ring() || start == 0 || start >= s.ring_written - (kv.swa_size - s.core->model->hp.n_swa);
+}
+
 void validate_forward(const SessionState & s, const ForwardRequest & req) {
     if (s.closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
     if (s.core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
@@ -125,12 +132,12 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
             .num("nPast", (double) s.n_past);
     }
     const KvCache & kv = *s.kv;
-    if (kv.ring() && req.start > 0 && req.start < s.n_past - (kv.swa_size - m.hp.n_swa)) {
+    if (!ring_allows(s, req.start)) {
         throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv.swa_size) +
-                                               " positions; rolling back from " + std::to_string(s.n_past) + " to " +
+                                               " positions; rolling back from " + std::to_string(s.ring_written) + " to " +
                                                std::to_string(req.start) + " is too far: replay the session from position 0")
             .num("position", (double) req.start)
-            .num("nPast", (double) s.n_past)
+            .num("nPast", (double) s.ring_written)
             .num("ringCells", (double) kv.swa_size);
     }
     if (req.start + req.n_tokens > s.max_tokens) {
@@ -239,6 +246,7 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     out.data.resize(out.cols * out.rows);
     ggml_backend_tensor_get(res, out.data.data(), 0, out.data.size() * sizeof(float));
     s.n_past = n_end;
+    s.ring_written = req.start == 0 ? n_end : std::max(s.ring_written, n_end);
     return out;
 }
 

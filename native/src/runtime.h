@@ -50,6 +50,9 @@ struct SessionState {
     std::unique_ptr<KvCache> kv;
     int64_t max_tokens = 0;
     int64_t n_past = 0;
+    // positions written since the last forward from position 0: a sliding-window ring may hold any of
+    // them, so how far back a session may start is measured from here, not from n_past
+    int64_t ring_written = 0;
     // the blocks this session runs: a sub-range [il0, il1) of the runtime's range (the route may
     // use only part of a host's blocks); embeds / has the head only when it starts at block 0 /
     // ends at the last block and the runtime holds those weights
@@ -82,6 +85,8 @@ struct ForwardResult {
     int64_t cols = 0;
 };
 
+// May the session go on from `start`: its sliding-window rings (if any) still hold the window before it.
+bool ring_allows(const SessionState & s, int64_t start);
 // Checks everything about a request that can be checked before compute (throws RuntimeError).
 void validate_forward(const SessionState & s, const ForwardRequest & req);
 ForwardResult forward(SessionState & s, const ForwardRequest & req);

@@ -4,58 +4,65 @@ namespace neuron {
 
 namespace {
 
+using Ne = std::vector<int64_t>;
+
 void attention_wants(const HParams & hp, const std::string & b, Layer & L, std::vector<Want> & w) {
+    const int64_t E = hp.n_embd, H = hp.n_head;
     if (hp.is_mla()) {
-        w.push_back({b + "attn_q_a.weight", &L.wq_a, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "attn_q_a_norm.weight", &L.attn_q_a_norm, true, GGML_OP_MUL});
-        w.push_back({b + "attn_q_b.weight", &L.wq_b, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "attn_kv_a_mqa.weight", &L.wkv_a_mqa, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "attn_kv_a_norm.weight", &L.attn_kv_a_norm, true, GGML_OP_MUL});
-        w.push_back({b + "attn_k_b.weight", &L.wk_b, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "attn_v_b.weight", &L.wv_b, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT});
+        const int64_t rope = hp.n_rot, nope = hp.n_embd_head_k_mla - hp.n_rot, lora = hp.n_lora_kv;
+        w.push_back({b + "attn_q_a.weight", &L.wq_a, true, GGML_OP_MUL_MAT, {E, hp.n_lora_q}});
+        w.push_back({b + "attn_q_a_norm.weight", &L.attn_q_a_norm, true, GGML_OP_MUL, {hp.n_lora_q}});
+        w.push_back({b + "attn_q_b.weight", &L.wq_b, true, GGML_OP_MUL_MAT, {hp.n_lora_q, H * hp.n_embd_head_k_mla}});
+        w.push_back({b + "attn_kv_a_mqa.weight", &L.wkv_a_mqa, true, GGML_OP_MUL_MAT, {E, lora + rope}});
+        w.push_back({b + "attn_kv_a_norm.weight", &L.attn_kv_a_norm, true, GGML_OP_MUL, {lora}});
+        w.push_back({b + "attn_k_b.weight", &L.wk_b, true, GGML_OP_MUL_MAT, {nope, lora, H}});
+        w.push_back({b + "attn_v_b.weight", &L.wv_b, true, GGML_OP_MUL_MAT, {lora, hp.n_embd_head_v_mla, H}});
+        w.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT, {H * hp.n_embd_head_v_mla, E}});
         return;
     }
+    const int64_t q = hp.n_embd_q(), kv = hp.n_embd_kv();
     const bool qkv_bias = hp.arch == Arch::Qwen2 || hp.arch == Arch::GptOss;
-    w.push_back({b + "attn_q.weight", &L.wq, true, GGML_OP_MUL_MAT});
-    w.push_back({b + "attn_k.weight", &L.wk, true, GGML_OP_MUL_MAT});
-    w.push_back({b + "attn_v.weight", &L.wv, true, GGML_OP_MUL_MAT});
-    w.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT});
-    w.push_back({b + "attn_q.bias", &L.bq, qkv_bias, GGML_OP_ADD});
-    w.push_back({b + "attn_k.bias", &L.bk, qkv_bias, GGML_OP_ADD});
-    w.push_back({b + "attn_v.bias", &L.bv, qkv_bias, GGML_OP_ADD});
-    w.push_back({b + "attn_output.bias", &L.bo, hp.arch == Arch::GptOss, GGML_OP_ADD});
+    w.push_back({b + "attn_q.weight", &L.wq, true, GGML_OP_MUL_MAT, {E, q}});
+    w.push_back({b + "attn_k.weight", &L.wk, true, GGML_OP_MUL_MAT, {E, kv}});
+    w.push_back({b + "attn_v.weight", &L.wv, true, GGML_OP_MUL_MAT, {E, kv}});
+    w.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT, {q, E}});
+    w.push_back({b + "attn_q.bias", &L.bq, qkv_bias, GGML_OP_ADD, {q}});
+    w.push_back({b + "attn_k.bias", &L.bk, qkv_bias, GGML_OP_ADD, {kv}});
+    w.push_back({b + "attn_v.bias", &L.bv, qkv_bias, GGML_OP_ADD, {kv}});
+    w.push_back({b + "attn_output.bias", &L.bo, hp.arch == Arch::GptOss, GGML_OP_ADD, {E}});
     if (hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe) {
-        w.push_back({b + "attn_q_norm.weight", &L.q_norm, true, GGML_OP_MUL});
-        w.push_back({b + "attn_k_norm.weight", &L.k_norm, true, GGML_OP_MUL});
+        w.push_back({b + "attn_q_norm.weight", &L.q_norm, true, GGML_OP_MUL, {hp.n_embd_head}});
+        w.push_back({b + "attn_k_norm.weight", &L.k_norm, true, GGML_OP_MUL, {hp.n_embd_head}});
     }
-    if (hp.arch == Arch::GptOss) w.push_back({b + "attn_sinks.weight", &L.attn_sinks, true, GGML_OP_SOFT_MAX});
+    if (hp.arch == Arch::GptOss) w.push_back({b + "attn_sinks.weight", &L.attn_sinks, true, GGML_OP_SOFT_MAX, {H}});
 }
 
 void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std::vector<Want> & w) {
+    const int64_t E = hp.n_embd;
     const bool moe = hp.n_expert > 0 && il >= hp.n_layer_dense_lead;
     if (!moe) {
-        w.push_back({b + "ffn_gate.weight", &L.ffn_gate, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "ffn_up.weight", &L.ffn_up, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "ffn_down.weight", &L.ffn_down, true, GGML_OP_MUL_MAT});
+        w.push_back({b + "ffn_gate.weight", &L.ffn_gate, true, GGML_OP_MUL_MAT, {E, hp.n_ff}});
+        w.push_back({b + "ffn_up.weight", &L.ffn_up, true, GGML_OP_MUL_MAT, {E, hp.n_ff}});
+        w.push_back({b + "ffn_down.weight", &L.ffn_down, true, GGML_OP_MUL_MAT, {hp.n_ff, E}});
         return;
     }
-    const bool oai = hp.arch == Arch::GptOss;
-    w.push_back({b + "ffn_gate_inp.weight", &L.ffn_gate_inp, true, GGML_OP_MUL_MAT});
-    w.push_back({b + "ffn_gate_exps.weight", &L.ffn_gate_exps, true, GGML_OP_MUL_MAT_ID});
-    w.push_back({b + "ffn_up_exps.weight", &L.ffn_up_exps, true, GGML_OP_MUL_MAT_ID});
-    w.push_back({b + "ffn_down_exps.weight", &L.ffn_down_exps, true, GGML_OP_MUL_MAT_ID});
-    if (oai) {
-        w.push_back({b + "ffn_gate_inp.bias", &L.ffn_gate_inp_b, true, GGML_OP_ADD});
-        w.push_back({b + "ffn_gate_exps.bias", &L.ffn_gate_exps_b, true, GGML_OP_ADD_ID});
-        w.push_back({b + "ffn_up_exps.bias", &L.ffn_up_exps_b, true, GGML_OP_ADD_ID});
-        w.push_back({b + "ffn_down_exps.bias", &L.ffn_down_exps_b, true, GGML_OP_ADD_ID});
+    const int64_t X = hp.n_expert, F = hp.n_ff_exp;
+    w.push_back({b + "ffn_gate_inp.weight", &L.ffn_gate_inp, true, GGML_OP_MUL_MAT, {E, X}});
+    w.push_back({b + "ffn_gate_exps.weight", &L.ffn_gate_exps, true, GGML_OP_MUL_MAT_ID, {E, F, X}});
+    w.push_back({b + "ffn_up_exps.weight", &L.ffn_up_exps, true, GGML_OP_MUL_MAT_ID, {E, F, X}});
+    w.push_back({b + "ffn_down_exps.weight", &L.ffn_down_exps, true, GGML_OP_MUL_MAT_ID, {F, E, X}});
+    if (hp.arch == Arch::GptOss) {
+        w.push_back({b + "ffn_gate_inp.bias", &L.ffn_gate_inp_b, true, GGML_OP_ADD, {X}});
+        w.push_back({b + "ffn_gate_exps.bias", &L.ffn_gate_exps_b, true, GGML_OP_ADD_ID, {F, X}});
+        w.push_back({b + "ffn_up_exps.bias", &L.ffn_up_exps_b, true, GGML_OP_ADD_ID, {F, X}});
+        w.push_back({b + "ffn_down_exps.bias", &L.ffn_down_exps_b, true, GGML_OP_ADD_ID, {E, X}});
     }
     if (hp.arch == Arch::DeepSeek2) {
-        w.push_back({b + "exp_probs_b.bias", &L.ffn_exp_probs_b, false, GGML_OP_ADD});
-        w.push_back({b + "ffn_gate_shexp.weight", &L.ffn_gate_shexp, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "ffn_up_shexp.weight", &L.ffn_up_shexp, true, GGML_OP_MUL_MAT});
-        w.push_back({b + "ffn_down_shexp.weight", &L.ffn_down_shexp, true, GGML_OP_MUL_MAT});
+        const int64_t S = F * hp.n_expert_shared;
+        w.push_back({b + "exp_probs_b.bias", &L.ffn_exp_probs_b, false, GGML_OP_ADD, {X}});
+        w.push_back({b + "ffn_gate_shexp.weight", &L.ffn_gate_shexp, true, GGML_OP_MUL_MAT, {E, S}});
+        w.push_back({b + "ffn_up_shexp.weight", &L.ffn_up_shexp, true, GGML_OP_MUL_MAT, {E, S}});
+        w.push_back({b + "ffn_down_shexp.weight", &L.ffn_down_shexp, true, GGML_OP_MUL_MAT, {S, E}});
     }
 }
 
@@ -63,15 +70,30 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
 
 void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & w) {
     const std::string b = "blk." + std::to_string(il) + ".";
-    w.push_back({b + "attn_norm.weight", &L.attn_norm, true, GGML_OP_MUL});
+    w.push_back({b + "attn_norm.weight", &L.attn_norm, true, GGML_OP_MUL, {hp.n_embd}});
     attention_wants(hp, b, L, w);
     // gpt-oss names its pre-FFN norm post_attention_norm
-    if (hp.arch == Arch::GptOss) {
-        w.push_back({b + "post_attention_norm.weight", &L.ffn_norm, true, GGML_OP_MUL});
-    } else {
-        w.push_back({b + "ffn_norm.weight", &L.ffn_norm, true, GGML_OP_MUL});
-    }
+    const char * ffn_norm = hp.arch == Arch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight";
+    w.push_back({b + ffn_norm, &L.ffn_norm, true, GGML_OP_MUL, {hp.n_embd}});
     ffn_wants(hp, il, b, L, w);
+}
+
+std::string shape_problem(const Want & want, const ggml_tensor * t) {
+    // norms, biases, sinks and rope factors are f32 in every published GGUF; ggml aborts on other types there
+    const bool matrix = want.op == GGML_OP_MUL_MAT || want.op == GGML_OP_MUL_MAT_ID || want.op == GGML_OP_GET_ROWS;
+    if (!matrix && t->type != GGML_TYPE_F32) return "tensor " + want.name + " is " + ggml_type_name(t->type) + ", not f32";
+    for (int d = 0; d < GGML_MAX_DIMS; ++d) {
+        const int64_t expected = d < (int) want.ne.size() ? want.ne[d] : 1;
+        if (t->ne[d] != expected) {
+            std::string got, wanted;
+            for (int i = 0; i < GGML_MAX_DIMS; ++i) {
+                if (i < (int) want.ne.size()) wanted += (wanted.empty() ? "" : " x ") + std::to_string(want.ne[i]);
+                if (i == 0 || t->ne[i] != 1) got += (got.empty() ? "" : " x ") + std::to_string(t->ne[i]);
+            }
+            return "tensor " + want.name + " is " + got + ", but the model's metadata makes it " + wanted;
+        }
+    }
+    return "";
 }
 
 }  // namespace neuron

@@ -11,7 +11,15 @@ export const tinyModel: ModelSummary = {
   coverage: [2, 2, 1, 0, 0, 0],
 }
 
-const option = { bytesToDownload: 600_000, memoryBytes: 900_000, expectedTokensPerSecond: 40, swarmTokensPerSecond: 25, bestRouteMsPerToken: 40 }
+const option = {
+  bytesToDownload: 600_000,
+  memoryBytes: 900_000,
+  cacheBytes: 300_000,
+  cacheBytesPerToken: 3_000,
+  expectedTokensPerSecond: 40,
+  swarmTokensPerSecond: 25,
+  bestRouteMsPerToken: 40,
+}
 
 /** The tracker proposes the uncovered blocks [3, 6) and offers [2, 4) as an alternative. */
 export const tinyPreview: HostingPreview = {

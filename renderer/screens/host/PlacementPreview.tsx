@@ -4,7 +4,7 @@ import type { BlockRange } from '../../../protocol/blocks'
 import { CoverageBar } from '../../components/CoverageBar'
 import { Stat } from '../../components/Stat'
 import { formatBlocks, formatBytes, formatTokensPerSecond } from '../../format'
-import { chosenOption, creditsPerHour, placementCells, sameRange } from '../../stores/hosting/selectors'
+import { cacheFigures, chosenOption, creditsPerHour, placementCells, sameRange } from '../../stores/hosting/selectors'
 
 interface PlacementPreviewProps {
   preview: HostingPreview
@@ -18,6 +18,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
   const { placement } = preview
   const option = chosenOption(preview, chosen)
   const credits = creditsPerHour(preview, option)
+  const cache = option === null ? null : cacheFigures(option)
   const isProposal = option !== null && placement.proposal !== null && sameRange(option.blocks, placement.proposal.blocks)
   return (
     <div className="placement">
@@ -41,6 +42,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
           <div className="stat-grid">
             <Stat label="To download" value={formatBytes(option.bytesToDownload)} testId="preview-download" />
             <Stat label="Memory needed" value={formatBytes(option.memoryBytes)} testId="preview-memory" />
+            {cache !== null && <Stat label="KV cache per block" value={cache.perTokenPerBlock} hint={cache.reserved} testId="preview-cache" />}
             <Stat
               label="Expected speed"
               value={formatTokensPerSecond(option.expectedTokensPerSecond)}

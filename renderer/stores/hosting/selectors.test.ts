@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { downloading, tinyPreview } from '../../../test/renderer/hosting-fixtures'
-import { artifactRow, canResume, chosenOption, creditsPerHour, phaseText, placementCells, showsPicker, uptimeText } from './selectors'
+import { artifactRow, cacheFigures, canResume, chosenOption, creditsPerHour, phaseText, placementCells, showsPicker, uptimeText } from './selectors'
 
 describe('hosting selectors', () => {
   it('draws one cell per block with the hosts before and the proposed range highlighted', () => {
@@ -24,6 +24,14 @@ describe('hosting selectors', () => {
       placement: { ...placement, alternatives: placement.alternatives.map((a) => ({ ...a, hostMicroPerHour: 1_250_000 })) },
     }
     expect(creditsPerHour(priced, chosenOption(priced, [2, 4]))).toEqual({ credits: 1.25, estimated: false })
+  })
+
+  it('shows the cache one token costs each block of the chosen range, from the tracker’s per-block figures', () => {
+    const option = chosenOption(tinyPreview, [3, 6])
+    if (option === null) throw new Error('fixture has a proposal')
+    expect(cacheFigures(option)).toEqual({ perTokenPerBlock: '1 kB per token', reserved: '300 kB reserved for 3 blocks' })
+    expect(cacheFigures({ ...option, blocks: [0, 7] })?.perTokenPerBlock).toBe('≈ 429 B per token')
+    expect(cacheFigures({ ...option, cacheBytes: undefined })).toBeNull()
   })
 
   it('describes a download row with its progress, speed and time left', () => {

@@ -50,6 +50,21 @@ export function creditsPerHour(preview: HostingPreview, option: PlacementOption 
   return { credits: (preview.creditsPerHourMicro * scale) / 1e6, estimated: !sameRange(option.blocks, proposal.blocks) }
 }
 
+/**
+ * The option's cache as the preview shows it: bytes per token per block (the average over the range, whose
+ * blocks may differ: MLA latents, sliding windows) and what the range reserves at the KV budget. Null from
+ * a tracker that does not send the figures.
+ */
+export function cacheFigures(option: PlacementOption): { perTokenPerBlock: string; reserved: string } | null {
+  if (option.cacheBytesPerToken === undefined || option.cacheBytes === undefined) return null
+  const blocks = option.blocks[1] - option.blocks[0]
+  const perBlock = option.cacheBytesPerToken / blocks
+  return {
+    perTokenPerBlock: `${Number.isInteger(perBlock) ? '' : '≈ '}${formatBytes(Math.round(perBlock))} per token`,
+    reserved: `${formatBytes(option.cacheBytes)} reserved for ${blocks} ${blocks === 1 ? 'block' : 'blocks'}`,
+  }
+}
+
 const PHASE_TEXT: Record<HostingPhase, string> = {
   idle: 'Not hosting',
   downloading: 'Downloading layers',
