@@ -19,6 +19,7 @@
         "src/tensors.cpp",
         "src/graph.cpp",
         "src/graph_moe.cpp",
+        "src/graph_delta.cpp",
         "src/kv_cache.cpp",
         "src/runtime.cpp",
         "src/quantize.cpp",
@@ -26,6 +27,7 @@
         "src/models/qwen2.cpp",
         "src/models/qwen3.cpp",
         "src/models/deepseek2.cpp",
+        "src/models/qwen35moe.cpp",
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

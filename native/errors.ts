@@ -23,6 +23,7 @@ export type ShardRuntimeErrorCode =
   | 'BAD_POSITIONS'
   | 'BAD_TRUNCATE'
   | 'SWA_ROLLBACK'
+  | 'RECURRENT_ROLLBACK'
   | 'SESSION_CLOSED'
   | 'SESSION_BUSY'
   | 'RUNTIME_DISPOSED'

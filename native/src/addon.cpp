@@ -247,14 +247,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                     .num("nPast", (double) state->n_past)
                     .num("to", (double) n);
             }
-            const KvCache * kv = state->kv.get();
-            if (kv && !ring_allows(*state, n)) {
-                throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) +
-                                                       " positions; truncating from " + std::to_string(state->ring_written) + " to " +
-                                                       std::to_string(n) + " is too far: replay the session from position 0")
-                    .num("nPast", (double) state->n_past)
-                    .num("to", (double) n);
-            }
+            check_rollback(*state, n, true);
             state->n_past = n;  // later cells are masked out and overwritten
             return env.Undefined();
         });

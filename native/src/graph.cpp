@@ -1,5 +1,8 @@
 #include "graph.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace neuron {
 
 GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf,
@@ -13,7 +16,8 @@ GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context
         ggml_set_input(inp_out_ids);
     }
     if (il1 > il0) {
-        inp_pos = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_tokens);
+        // M-RoPE takes 4 positions per token (text: p, p, p, 0), section after section
+        inp_pos = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_tokens * hp.n_pos_per_token());
         ggml_set_name(inp_pos, "inp_pos");
         ggml_set_input(inp_pos);
         inp_kq_mask = ggml_new_tensor_2d(ctx0, flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv, n_tokens);
@@ -56,6 +60,12 @@ ggml_tensor * GraphBuilder::rms_norm(ggml_tensor * x, ggml_tensor * w) const {
 
 ggml_tensor * GraphBuilder::rope(ggml_tensor * x, int il) const {
     const float freq_base = hp.is_swa(il) ? hp.freq_base_swa : hp.freq_base;
+    if (hp.multi_rope()) {
+        int sections[4];
+        std::copy(std::begin(hp.rope_sections), std::end(hp.rope_sections), sections);
+        return ggml_rope_multi(ctx0, x, inp_pos, nullptr, (int) hp.n_rot, sections, hp.rope_type, hp.n_ctx_orig, freq_base, hp.freq_scale,
+                               hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
+    }
     return ggml_rope_ext(ctx0, x, inp_pos, model.rope_freqs, (int) hp.n_rot, hp.rope_type, hp.n_ctx_orig, freq_base,
                          hp.freq_scale, hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
 }
@@ -73,6 +83,13 @@ void GraphBuilder::qkv(const Layer & L, ggml_tensor * x, ggml_tensor *& q, ggml_
 }
 
 ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v) {
+    const Layer & L = model.layer(il);
+    ggml_tensor * cur = ggml_mul_mat(ctx0, L.wo, attend(il, q, k, v));
+    if (L.bo) cur = ggml_add(ctx0, cur, L.bo);
+    return cur;
+}
+
+ggml_tensor * GraphBuilder::attend(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v) {
     const Layer & L = model.layer(il);
     const bool mla = hp.is_mla();
     ggml_tensor * cache_k = kv.k[il - kv.il0];
@@ -134,9 +151,6 @@ ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, 
         cur = ggml_cont_2d(ctx0, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);
     }
     ggml_build_forward_expand(gf, cur);
-
-    cur = ggml_mul_mat(ctx0, L.wo, cur);
-    if (L.bo) cur = ggml_add(ctx0, cur, L.bo);
     return cur;
 }
 
@@ -149,7 +163,8 @@ ggml_tensor * GraphBuilder::ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_t
 ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_tensor * block_in) const {
     const Layer & L = model.layer(il);
     // gpt-oss (openai-moe.cpp) keeps every row through its last block and selects them in output()
-    if (head && il == hp.n_layer - 1 && inp_out_ids && hp.arch != Arch::GptOss) {
+    // and so does qwen35moe (its rows are selected after the output norm, unless llama.cpp serves MTP drafts)
+    if (head && il == hp.n_layer - 1 && inp_out_ids && !rows_after_blocks()) {
         attn_out = out_rows(attn_out);
         block_in = out_rows(block_in);
     }
@@ -160,7 +175,12 @@ ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_te
         cur = ffn_swiglu(x, L.ffn_up, L.ffn_gate, L.ffn_down);
     } else {
         cur = moe_ffn(L, x);
-        if (L.ffn_up_shexp) cur = ggml_add(ctx0, cur, ffn_swiglu(x, L.ffn_up_shexp, L.ffn_gate_shexp, L.ffn_down_shexp));
+        if (L.ffn_up_shexp) {
+            ggml_tensor * shared = ffn_swiglu(x, L.ffn_up_shexp, L.ffn_gate_shexp, L.ffn_down_shexp);
+            // qwen35moe scales the shared expert by a per-token sigmoid gate
+            if (L.ffn_gate_inp_shexp) shared = ggml_mul(ctx0, shared, ggml_sigmoid(ctx0, ggml_mul_mat(ctx0, L.ffn_gate_inp_shexp, x)));
+            cur = ggml_add(ctx0, cur, shared);
+        }
     }
     return ggml_add(ctx0, cur, ffn_inp);
 }
@@ -168,7 +188,7 @@ ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_te
 ggml_tensor * GraphBuilder::output(ggml_tensor * cur) {
     if (!head) return cur;
     // a head-only range (no blocks), and gpt-oss after its last block, select the output rows here
-    if (inp_out_ids && (il1 <= il0 || hp.arch == Arch::GptOss)) cur = out_rows(cur);
+    if (inp_out_ids && (il1 <= il0 || rows_after_blocks())) cur = out_rows(cur);
     cur = rms_norm(cur, model.output_norm);
     cur = ggml_mul_mat(ctx0, model.output, cur);
     if (model.output_b) cur = ggml_add(ctx0, cur, model.output_b);

@@ -51,6 +51,12 @@ struct GraphBuilder {
     // stores K (and V, unless the cache is MLA's key-only latent) at the tokens' cells, attends over
     // the cache (with the block's sinks; MLA decompresses V with wv_b), projects with wo (+ bias)
     ggml_tensor * attention(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v);
+    // the same without the output projection: [n_embd_head * n_head, n_tokens]
+    ggml_tensor * attend(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v);
+    // qwen35moe's linear attention (graph_delta.cpp): gated delta-net over the session's conv and SSM state
+    ggml_tensor * delta_net(int il, ggml_tensor * x);
+    // qwen35moe's full attention: Q with an output gate, Q/K norms, M-RoPE, sigmoid-gated output
+    ggml_tensor * gated_attention(int il, ggml_tensor * x);
     // MLA (deepseek2): low-rank Q, the compressed KV latent plus a shared rope key, absorbed into MQA
     ggml_tensor * mla_attention(int il, ggml_tensor * x);
     ggml_tensor * ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down) const;
@@ -64,6 +70,8 @@ struct GraphBuilder {
 
   private:
     ggml_tensor * out_rows(ggml_tensor * x) const { return ggml_get_rows(ctx0, x, inp_out_ids); }
+    // families whose last block runs every row (the logits' rows are picked in output())
+    bool rows_after_blocks() const { return hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe; }
 };
 
 // one builder per architecture family (models/*.cpp); each returns the graph's result
@@ -71,5 +79,6 @@ ggml_tensor * build_llama(GraphBuilder & g, InputKind kind);  // also Mixtral
 ggml_tensor * build_qwen2(GraphBuilder & g, InputKind kind);  // also gpt-oss: sinks, sliding windows, biased experts
 ggml_tensor * build_qwen3(GraphBuilder & g, InputKind kind);  // also qwen3moe: the FFN picks experts
 ggml_tensor * build_deepseek2(GraphBuilder & g, InputKind kind);
+ggml_tensor * build_qwen35moe(GraphBuilder & g, InputKind kind);
 
 }  // namespace neuron

@@ -79,6 +79,7 @@ const ArchInfo ARCHS[] = {
     {"qwen3moe", Arch::Qwen3Moe, GGML_ROPE_TYPE_NEOX},
     {"deepseek2", Arch::DeepSeek2, 0},
     {"gpt-oss", Arch::GptOss, GGML_ROPE_TYPE_NEOX},
+    {"qwen35moe", Arch::Qwen35Moe, GGML_ROPE_TYPE_IMROPE},
 };
 
 [[noreturn]] void unsupported(const std::string & what) { throw RuntimeError("UNSUPPORTED_MODEL", what + " is not supported"); }
@@ -108,7 +109,7 @@ void read_experts(const gguf_context * g, const std::string & a, HParams & hp) {
     hp.n_expert_groups = get_int(g, a + "expert_group_count").value_or(0);
     hp.n_group_used = get_int(g, a + "expert_group_used_count").value_or(0);
     if (hp.n_expert == 0) {
-        if (hp.arch == Arch::Qwen3Moe || hp.arch == Arch::DeepSeek2 || hp.arch == Arch::GptOss) {
+        if (hp.arch == Arch::Qwen3Moe || hp.arch == Arch::DeepSeek2 || hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe) {
             throw RuntimeError("BAD_METADATA", a + "expert_count must be above 0 for " + hp.arch_str);
         }
         return;
@@ -144,6 +145,54 @@ void read_experts(const gguf_context * g, const std::string & a, HParams & hp) {
     if (hp.arch != Arch::DeepSeek2) hp.n_expert_groups = hp.n_group_used = 0;  // only deepseek2's graph groups experts
 }
 
+// llama_model_qwen35moe::load_arch_hparams: delta-net sizes, M-RoPE sections, which blocks are recurrent.
+// block_count includes the MTP (next-token prediction) blocks, which the main pass never runs: they are dropped.
+void read_qwen35(const gguf_context * g, const std::string & a, const std::string & path, HParams & hp) {
+    hp.ssm_d_conv = require_int(g, a + "ssm.conv_kernel", path);
+    hp.ssm_d_inner = require_int(g, a + "ssm.inner_size", path);
+    hp.ssm_d_state = require_int(g, a + "ssm.state_size", path);
+    hp.ssm_dt_rank = require_int(g, a + "ssm.time_step_rank", path);
+    hp.ssm_n_group = require_int(g, a + "ssm.group_count", path);
+    hp.n_ff_shexp = get_int(g, a + "expert_shared_feed_forward_length").value_or(0);
+    if (hp.n_ff_shexp == 0) hp.n_ff_shexp = hp.n_ff;
+
+    const std::string sections = a + "rope.dimension_sections";
+    const int64_t sid = gguf_find_key(g, sections.c_str());
+    const bool int_array = sid >= 0 && gguf_get_kv_type(g, sid) == GGUF_TYPE_ARRAY &&
+                           (gguf_get_arr_type(g, sid) == GGUF_TYPE_INT32 || gguf_get_arr_type(g, sid) == GGUF_TYPE_UINT32);
+    if (!int_array || gguf_get_arr_n(g, sid) != 4) {
+        throw RuntimeError("BAD_METADATA", "artifact " + path + " needs " + sections + " as 4 integers").str("key", sections).str("file", path);
+    }
+    for (int i = 0; i < 4; ++i) hp.rope_sections[i] = ((const int32_t *) gguf_get_arr_data(g, sid))[i];
+
+    const int64_t n_all = hp.n_layer;
+    const int64_t nextn = get_int(g, a + "nextn_predict_layers").value_or(0);
+    if (nextn < 0 || nextn >= n_all) {
+        throw RuntimeError("BAD_METADATA", "nextn_predict_layers " + std::to_string(nextn) + " leaves no blocks of " + std::to_string(n_all))
+            .str("key", a + "nextn_predict_layers");
+    }
+    hp.n_layer = n_all - nextn;
+    hp.recurrent_layers.assign((size_t) hp.n_layer, false);
+    const std::string key = a + "attention.recurrent_layers";
+    const int64_t id = gguf_find_key(g, key.c_str());
+    if (id >= 0) {
+        const auto t = gguf_get_kv_type(g, id) == GGUF_TYPE_ARRAY ? gguf_get_arr_type(g, id) : GGUF_TYPE_COUNT;
+        if ((t != GGUF_TYPE_BOOL && t != GGUF_TYPE_INT32 && t != GGUF_TYPE_UINT32) || (int64_t) gguf_get_arr_n(g, id) != n_all) {
+            throw RuntimeError("BAD_METADATA", "metadata " + key + " must hold one entry per block").str("key", key);
+        }
+        for (int64_t il = 0; il < hp.n_layer; ++il) {
+            hp.recurrent_layers[il] = t == GGUF_TYPE_BOOL ? ((const int8_t *) gguf_get_arr_data(g, id))[il] != 0
+                                                          : ((const int32_t *) gguf_get_arr_data(g, id))[il] != 0;
+        }
+        return;
+    }
+    const int64_t interval = get_int(g, a + "full_attention_interval").value_or(4);
+    if (interval <= 0 || interval > MAX_BLOCKS) {
+        throw RuntimeError("BAD_METADATA", "full_attention_interval " + std::to_string(interval) + " must be positive").str("key", a + "full_attention_interval");
+    }
+    for (int64_t il = 0; il < hp.n_layer; ++il) hp.recurrent_layers[il] = (il + 1) % interval != 0;
+}
+
 // Sizes a graph can be built over: ggml aborts the process on shapes that do not fit, and a hostile
 // artifact may state anything.
 void check_sizes(const HParams & hp) {
@@ -177,6 +226,26 @@ void check_sizes(const HParams & hp) {
         if (hp.n_embd_head_v_mla <= 0 || hp.n_embd_head_v_mla > MAX_DIM) bad("attention.value_length_mla", hp.n_embd_head_v_mla);
     }
     if (hp.arch == Arch::GptOss && (hp.n_swa <= 0 || hp.n_swa > (1 << 24))) bad("attention.sliding_window", hp.n_swa);
+    if (hp.arch == Arch::Qwen35Moe) {
+        if (hp.ssm_d_conv < 2 || hp.ssm_d_conv > 1024) bad("ssm.conv_kernel", hp.ssm_d_conv);
+        const std::pair<const char *, int64_t> ssm[] = {{"ssm.inner_size", hp.ssm_d_inner}, {"ssm.state_size", hp.ssm_d_state},
+                                                        {"ssm.time_step_rank", hp.ssm_dt_rank}, {"ssm.group_count", hp.ssm_n_group},
+                                                        {"expert_shared_feed_forward_length", hp.n_ff_shexp}};
+        for (const auto & [what, v] : ssm) {
+            if (v <= 0 || v > MAX_DIM) bad(what, v);
+        }
+        // the graph views the state as [d_state, d_state, value heads] and repeats key heads over value heads
+        if (hp.ssm_d_inner != hp.ssm_d_state * hp.ssm_dt_rank) bad("ssm.inner_size (not state_size x time_step_rank)", hp.ssm_d_inner);
+        if (hp.ssm_dt_rank % hp.ssm_n_group != 0) bad("ssm.group_count (not a divisor of time_step_rank)", hp.ssm_n_group);
+        if (hp.n_embd_s() > (1 << 28) || hp.n_embd_r() > (1 << 28)) bad("ssm.state_size (state too large)", hp.ssm_d_state);
+        int64_t sum = 0;
+        for (int s : hp.rope_sections) {
+            if (s < 0 || s > MAX_DIM) bad("rope.dimension_sections", s);
+            sum += s;
+        }
+        if (sum == 0) bad("rope.dimension_sections (sum)", 0);
+        if (hp.n_rot > hp.n_embd_head) bad("rope.dimension_count (above key_length)", hp.n_rot);
+    }
 }
 
 }  // namespace
@@ -231,7 +300,8 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
         if (hp.n_embd_head_k_mla <= hp.n_rot) throw RuntimeError("BAD_METADATA", "key_length_mla must exceed the rope dimension");
     } else {
         if (n_embd_head_v != hp.n_embd_head) unsupported("key_length != value_length");
-        if (hp.n_rot != hp.n_embd_head) unsupported("partial rotary embeddings");
+        // Qwen3.5 rotates a part of each head (partial_rotary_factor); ggml_rope_multi passes the rest through
+        if (hp.n_rot != hp.n_embd_head && hp.arch != Arch::Qwen35Moe) unsupported("partial rotary embeddings");
     }
     if (auto v = get_int(g, a + "vocab_size")) {
         hp.n_vocab = *v;
@@ -242,6 +312,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     hp.rms_eps = get_float(g, a + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
     hp.freq_base = get_float(g, a + "rope.freq_base").value_or(10000.0f);
     if (auto v = get_float(g, a + "attention.temperature_scale"); v && *v != 0.0f) unsupported("attention temperature scaling");
+    if (hp.arch == Arch::Qwen35Moe) read_qwen35(g, a, path, hp);
     read_experts(g, a, hp);
     if (hp.n_expert == 0 && hp.n_ff == 0) throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + a + "feed_forward_length");
     if (hp.arch == Arch::GptOss) {

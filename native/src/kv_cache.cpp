@@ -10,7 +10,23 @@ namespace neuron {
 size_t KvCache::block_bytes(int il) const {
     const size_t i = (size_t) (il - il0);
     if (i >= k.size()) return 0;
-    return ggml_nbytes(k[i]) + (v[i] ? ggml_nbytes(v[i]) : 0);
+    size_t n = 0;
+    for (ggml_tensor * t : {k[i], v[i], conv[i], ssm[i]}) n += t ? ggml_nbytes(t) : 0;
+    return n;
+}
+
+bool KvCache::recurrent() const {
+    for (ggml_tensor * t : conv) {
+        if (t) return true;
+    }
+    return false;
+}
+
+void KvCache::clear_recurrent() const {
+    for (size_t i = 0; i < conv.size(); ++i) {
+        if (conv[i]) ggml_backend_tensor_memset(conv[i], 0, 0, ggml_nbytes(conv[i]));
+        if (ssm[i]) ggml_backend_tensor_memset(ssm[i], 0, 0, ggml_nbytes(ssm[i]));
+    }
 }
 
 KvCache::~KvCache() {
@@ -31,6 +47,20 @@ std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, in
     ggml_init_params p = {ggml_tensor_overhead() * (2 * n_layers + 1), nullptr, true};
     kv->ctx = ggml_init(p);
     for (int il = il0; il < il1; ++il) {
+        if (model.hp.is_recurrent(il)) {
+            // llama.cpp keeps both states in f32 (llama_memory_recurrent's type_r / type_s), one slot per sequence
+            ggml_tensor * r = ggml_new_tensor_2d(kv->ctx, GGML_TYPE_F32, model.hp.n_embd_r(), 1);
+            ggml_tensor * s = ggml_new_tensor_2d(kv->ctx, GGML_TYPE_F32, model.hp.n_embd_s(), 1);
+            ggml_format_name(r, "cache_r_l%d", il);
+            ggml_format_name(s, "cache_s_l%d", il);
+            kv->k.push_back(nullptr);
+            kv->v.push_back(nullptr);
+            kv->conv.push_back(r);
+            kv->ssm.push_back(s);
+            continue;
+        }
+        kv->conv.push_back(nullptr);
+        kv->ssm.push_back(nullptr);
         const int64_t cells = model.hp.is_swa(il) ? kv->swa_size : size;
         ggml_tensor * k = ggml_new_tensor_2d(kv->ctx, type, model.hp.cache_k_values(), cells);
         ggml_format_name(k, "cache_k_l%d", il);

@@ -1,5 +1,6 @@
 #pragma once
 // One session's K/V cache for the blocks it runs (its sub-range of the runtime's). Cell i holds position i.
+// A delta-net block (qwen35moe) keeps a fixed-size recurrent state instead: its last conv inputs and its SSM state.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -19,6 +20,8 @@ struct KvCache {
     int il0 = 0;                     // first block cached: k[il - il0], v[il - il0]
     std::vector<ggml_tensor *> k;    // per layer: [n_embd_kv, size] (MLA: [kv_lora + rope, size])
     std::vector<ggml_tensor *> v;    // per layer: [n_embd_kv, size], not transposed; nullptr for MLA
+    std::vector<ggml_tensor *> conv; // per layer, delta-net only (else nullptr, and k / v are): f32 [(d_conv - 1) * channels]
+    std::vector<ggml_tensor *> ssm;  // per layer, delta-net only: f32 [d_state * d_state * value heads]
     ggml_context * ctx = nullptr;
     ggml_backend_buffer_t buffer = nullptr;
 
@@ -30,7 +33,10 @@ struct KvCache {
     size_t bytes() const { return buffer ? ggml_backend_buffer_get_size(buffer) : 0; }
     // the sliding-window blocks reuse cells: positions a forward may add, and how far back it may start
     bool ring() const { return swa_size > 0 && swa_size < size; }
-    size_t block_bytes(int il) const;  // the cache of block il (K and V)
+    size_t block_bytes(int il) const;  // the cache of block il (K and V, or its recurrent state)
+    // recurrent state cannot be rolled back: only a replay from position 0 (which clears it) may go back
+    bool recurrent() const;
+    void clear_recurrent() const;
 };
 
 // blocks [il0, il1) only (a session's sub-range of the runtime's range)

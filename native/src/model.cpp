@@ -26,6 +26,7 @@ const char * arch_name(Arch arch) {
         case Arch::Qwen3Moe: return "qwen3moe";
         case Arch::DeepSeek2: return "deepseek2";
         case Arch::GptOss: return "gpt-oss";
+        case Arch::Qwen35Moe: return "qwen35moe";
     }
     return "?";
 }

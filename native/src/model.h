@@ -12,7 +12,7 @@
 namespace neuron {
 
 // Mixtral is Llama with experts (n_expert > 0), as in llama.cpp
-enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, DeepSeek2, GptOss };
+enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, DeepSeek2, GptOss, Qwen35Moe };
 
 // llama_expert_gating_func_type
 enum class Gating { None = 0, Softmax = 1, Sigmoid = 2, SoftmaxWeight = 3, SqrtSoftplus = 4 };
@@ -65,7 +65,25 @@ struct HParams {
     std::vector<bool> swa_layers;
     float freq_base_swa = 10000.0f;
 
+    // Qwen3.5-MoE: gated delta-net linear attention on most blocks (a fixed-size conv + SSM state each),
+    // full attention with gated output and interleaved M-RoPE on the rest, a sigmoid-gated shared expert
+    std::vector<bool> recurrent_layers;  // per block: linear attention (delta-net)
+    int64_t ssm_d_conv = 0;              // conv kernel width
+    int64_t ssm_d_inner = 0;             // value width (= head_v_dim * ssm_dt_rank)
+    int64_t ssm_d_state = 0;             // per-head K (and V) size
+    int64_t ssm_dt_rank = 0;             // value heads
+    int64_t ssm_n_group = 0;             // key heads
+    int64_t n_ff_shexp = 0;
+    int rope_sections[4] = {0, 0, 0, 0};
+
     bool is_mla() const { return n_lora_kv > 0; }
+    bool is_recurrent(int il) const { return il >= 0 && il < (int) recurrent_layers.size() && recurrent_layers[il]; }
+    bool multi_rope() const { return rope_type == GGML_ROPE_TYPE_MROPE || rope_type == GGML_ROPE_TYPE_IMROPE; }
+    int64_t n_pos_per_token() const { return multi_rope() ? 4 : 1; }
+    int64_t ssm_conv_channels() const { return ssm_d_inner + 2 * ssm_n_group * ssm_d_state; }
+    // llama_hparams::n_embd_r / n_embd_s: f32 values of a delta-net block's conv and SSM state
+    int64_t n_embd_r() const { return (ssm_d_conv - 1) * ssm_conv_channels(); }
+    int64_t n_embd_s() const { return ssm_d_state * ssm_d_inner; }
     bool is_swa(int il) const { return n_swa > 0 && il < (int) swa_layers.size() && swa_layers[il]; }
     int64_t n_embd_q() const { return n_embd_head * n_head; }
     int64_t n_embd_kv() const { return n_embd_head * n_head_kv; }
@@ -114,6 +132,17 @@ struct Layer {
     ggml_tensor * attn_kv_a_norm = nullptr;
     ggml_tensor * wk_b = nullptr;
     ggml_tensor * wv_b = nullptr;
+    // qwen35moe: delta-net (fused QKV, output gate, conv, decay, beta, gated norm, out) and the shared expert's gate
+    ggml_tensor * wqkv = nullptr;
+    ggml_tensor * wqkv_gate = nullptr;
+    ggml_tensor * ssm_conv1d = nullptr;
+    ggml_tensor * ssm_dt = nullptr;
+    ggml_tensor * ssm_a = nullptr;
+    ggml_tensor * ssm_beta = nullptr;
+    ggml_tensor * ssm_alpha = nullptr;
+    ggml_tensor * ssm_norm = nullptr;
+    ggml_tensor * ssm_out = nullptr;
+    ggml_tensor * ffn_gate_inp_shexp = nullptr;
 };
 
 struct LoadOptions {

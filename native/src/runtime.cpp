@@ -31,7 +31,8 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
 
     const int n_layers = core->model->il1 - core->model->il0;
     // nodes per block: ~95 for a deepseek2 MoE block with 8 experts (MLA, group routing, one view and add per expert)
-    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used);
+    // (a delta-net block adds ~40: projections, conv state, the fused delta-net, gated norm)
+    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() ? 0 : 64);
     core->graph_size = std::max<size_t>(1024, (size_t) n_layers * per_block + 256);
     core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->graph_size, false, true);
     if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
@@ -94,6 +95,34 @@ bool ring_allows(const SessionState & s, int64_t start) {
     return !kv.ring() || start == 0 || start >= s.ring_written - (kv.swa_size - s.core->model->hp.n_swa);
 }
 
+void check_rollback(const SessionState & s, int64_t to, bool truncating) {
+    const KvCache * kv = s.kv.get();
+    if (!kv) return;
+    if (!ring_allows(s, to)) {
+        if (truncating) {
+            throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) + " positions; truncating from " +
+                                                   std::to_string(s.ring_written) + " to " + std::to_string(to) +
+                                                   " is too far: replay the session from position 0")
+                .num("nPast", (double) s.n_past)
+                .num("to", (double) to);
+        }
+        throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) + " positions; rolling back from " +
+                                               std::to_string(s.ring_written) + " to " + std::to_string(to) +
+                                               " is too far: replay the session from position 0")
+            .num("position", (double) to)
+            .num("nPast", (double) s.ring_written)
+            .num("ringCells", (double) kv->swa_size);
+    }
+    // a recurrent state holds the whole past in fixed space: it can go on, or start over, but not go back
+    if (kv->recurrent() && to != 0 && to != s.n_past) {
+        throw RuntimeError("RECURRENT_ROLLBACK", std::string("linear-attention blocks keep a recurrent state that cannot be rolled back; ") +
+                                                     (truncating ? "truncating" : "starting a forward") + " at " + std::to_string(to) +
+                                                     " of " + std::to_string(s.n_past) + " positions: replay the session from position 0")
+            .num(truncating ? "to" : "position", (double) to)
+            .num("nPast", (double) s.n_past);
+    }
+}
+
 void validate_forward(const SessionState & s, const ForwardRequest & req) {
     if (s.closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
     if (s.core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
@@ -131,15 +160,7 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
             .num("position", (double) req.start)
             .num("nPast", (double) s.n_past);
     }
-    const KvCache & kv = *s.kv;
-    if (!ring_allows(s, req.start)) {
-        throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv.swa_size) +
-                                               " positions; rolling back from " + std::to_string(s.ring_written) + " to " +
-                                               std::to_string(req.start) + " is too far: replay the session from position 0")
-            .num("position", (double) req.start)
-            .num("nPast", (double) s.ring_written)
-            .num("ringCells", (double) kv.swa_size);
-    }
+    check_rollback(s, req.start, false);
     if (req.start + req.n_tokens > s.max_tokens) {
         throw RuntimeError("POSITION_PAST_MAX", "position " + std::to_string(req.start + req.n_tokens - 1) +
                                                     " is past the session's maxTokens " + std::to_string(s.max_tokens))
@@ -179,6 +200,7 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
         case Arch::Qwen3:
         case Arch::Qwen3Moe: res = build_qwen3(g, req.kind); break;
         case Arch::DeepSeek2: res = build_deepseek2(g, req.kind); break;
+        case Arch::Qwen35Moe: res = build_qwen35moe(g, req.kind); break;
     }
     ggml_set_output(res);
     ggml_build_forward_expand(gf, res);
@@ -191,9 +213,12 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     if (used(g.inp_tokens)) ggml_backend_tensor_set(g.inp_tokens, req.tokens.data(), 0, n * sizeof(int32_t));
     if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, req.hidden.data(), 0, n * m.hp.n_embd * sizeof(float));
     if (used(g.inp_pos)) {
-        std::vector<int32_t> pos(n);
-        for (int64_t i = 0; i < n; ++i) pos[i] = (int32_t) (req.start + i);
-        ggml_backend_tensor_set(g.inp_pos, pos.data(), 0, n * sizeof(int32_t));
+        // M-RoPE of text: the first three sections take the position, the fourth 0 (llm_graph_input_pos)
+        const int64_t per = m.hp.n_pos_per_token();
+        std::vector<int32_t> pos(n * per, 0);
+        for (int64_t j = 0; j < std::min<int64_t>(per, 3); ++j)
+            for (int64_t i = 0; i < n; ++i) pos[j * n + i] = (int32_t) (req.start + i);
+        ggml_backend_tensor_set(g.inp_pos, pos.data(), 0, pos.size() * sizeof(int32_t));
     }
     auto set_cells = [&](ggml_tensor * t, int64_t ring) {
         if (!used(t)) return;
@@ -250,12 +275,8 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     return out;
 }
 
-}  // namespace
-
-ForwardResult forward(SessionState & s, const ForwardRequest & req) {
+ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
     RuntimeCore & core = *s.core;
-    std::lock_guard<std::mutex> lock(core.mu);
-    validate_forward(s, req);
     // a sliding-window ring holds window + slack cells: longer inputs go through in slices, as llama.cpp's ubatches do
     const int64_t slice = s.kv->ring() ? s.kv->swa_size - core.model->hp.n_swa : req.n_tokens;
     ForwardResult out;
@@ -288,6 +309,24 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
         out.data = {};
     }
     return out;
+}
+
+}  // namespace
+
+ForwardResult forward(SessionState & s, const ForwardRequest & req) {
+    RuntimeCore & core = *s.core;
+    std::lock_guard<std::mutex> lock(core.mu);
+    validate_forward(s, req);
+    if (s.kv->recurrent()) {
+        if (req.start == 0) s.kv->clear_recurrent();  // a replay from 0 starts from a zero state, as a new sequence does
+        try {
+            return forward_slices(s, req);
+        } catch (...) {
+            s.n_past = 0;  // the state may be half-updated: only a replay from 0 can follow
+            throw;
+        }
+    }
+    return forward_slices(s, req);
 }
 
 }  // namespace neuron

@@ -37,6 +37,32 @@ void attention_wants(const HParams & hp, const std::string & b, Layer & L, std::
     if (hp.arch == Arch::GptOss) w.push_back({b + "attn_sinks.weight", &L.attn_sinks, true, GGML_OP_SOFT_MAX, {H}});
 }
 
+// qwen35moe (llama_model_qwen35moe::load_arch_tensors): a delta-net block, or full attention whose Q projection
+// also yields an output gate (Q and gate interleaved per head: 2 x head size per head)
+void qwen35_attention_wants(const HParams & hp, int il, const std::string & b, Layer & L, std::vector<Want> & w) {
+    const int64_t E = hp.n_embd;
+    if (!hp.is_recurrent(il)) {
+        const int64_t q = hp.n_embd_q(), kv = hp.n_embd_kv();
+        w.push_back({b + "attn_q.weight", &L.wq, true, GGML_OP_MUL_MAT, {E, 2 * q}});
+        w.push_back({b + "attn_k.weight", &L.wk, true, GGML_OP_MUL_MAT, {E, kv}});
+        w.push_back({b + "attn_v.weight", &L.wv, true, GGML_OP_MUL_MAT, {E, kv}});
+        w.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT, {q, E}});
+        w.push_back({b + "attn_q_norm.weight", &L.q_norm, true, GGML_OP_MUL, {hp.n_embd_head}});
+        w.push_back({b + "attn_k_norm.weight", &L.k_norm, true, GGML_OP_MUL, {hp.n_embd_head}});
+        return;
+    }
+    const int64_t key_dim = hp.ssm_d_state * hp.ssm_n_group, value_dim = hp.ssm_d_state * hp.ssm_dt_rank, H_v = hp.ssm_dt_rank;
+    w.push_back({b + "attn_qkv.weight", &L.wqkv, true, GGML_OP_MUL_MAT, {E, 2 * key_dim + value_dim}});
+    w.push_back({b + "attn_gate.weight", &L.wqkv_gate, true, GGML_OP_MUL_MAT, {E, value_dim}});
+    w.push_back({b + "ssm_conv1d.weight", &L.ssm_conv1d, true, GGML_OP_SSM_CONV, {hp.ssm_d_conv, 2 * key_dim + value_dim}});
+    w.push_back({b + "ssm_dt.bias", &L.ssm_dt, true, GGML_OP_ADD, {H_v}});
+    w.push_back({b + "ssm_a", &L.ssm_a, true, GGML_OP_MUL, {H_v}});
+    w.push_back({b + "ssm_beta.weight", &L.ssm_beta, true, GGML_OP_MUL_MAT, {E, H_v}});
+    w.push_back({b + "ssm_alpha.weight", &L.ssm_alpha, true, GGML_OP_MUL_MAT, {E, H_v}});
+    w.push_back({b + "ssm_norm.weight", &L.ssm_norm, true, GGML_OP_MUL, {hp.ssm_d_state}});
+    w.push_back({b + "ssm_out.weight", &L.ssm_out, true, GGML_OP_MUL_MAT, {value_dim, E}});
+}
+
 void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std::vector<Want> & w) {
     const int64_t E = hp.n_embd;
     const bool moe = hp.n_expert > 0 && il >= hp.n_layer_dense_lead;
@@ -64,6 +90,13 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
         w.push_back({b + "ffn_up_shexp.weight", &L.ffn_up_shexp, true, GGML_OP_MUL_MAT, {E, S}});
         w.push_back({b + "ffn_down_shexp.weight", &L.ffn_down_shexp, true, GGML_OP_MUL_MAT, {S, E}});
     }
+    if (hp.arch == Arch::Qwen35Moe) {
+        const int64_t S = hp.n_ff_shexp;
+        w.push_back({b + "ffn_gate_inp_shexp.weight", &L.ffn_gate_inp_shexp, true, GGML_OP_MUL_MAT, {E}});
+        w.push_back({b + "ffn_gate_shexp.weight", &L.ffn_gate_shexp, true, GGML_OP_MUL_MAT, {E, S}});
+        w.push_back({b + "ffn_up_shexp.weight", &L.ffn_up_shexp, true, GGML_OP_MUL_MAT, {E, S}});
+        w.push_back({b + "ffn_down_shexp.weight", &L.ffn_down_shexp, true, GGML_OP_MUL_MAT, {S, E}});
+    }
 }
 
 }  // namespace
@@ -71,9 +104,13 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
 void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & w) {
     const std::string b = "blk." + std::to_string(il) + ".";
     w.push_back({b + "attn_norm.weight", &L.attn_norm, true, GGML_OP_MUL, {hp.n_embd}});
-    attention_wants(hp, b, L, w);
-    // gpt-oss names its pre-FFN norm post_attention_norm
-    const char * ffn_norm = hp.arch == Arch::GptOss ? "post_attention_norm.weight" : "ffn_norm.weight";
+    if (hp.arch == Arch::Qwen35Moe) {
+        qwen35_attention_wants(hp, il, b, L, w);
+    } else {
+        attention_wants(hp, b, L, w);
+    }
+    // gpt-oss and qwen35moe name their pre-FFN norm post_attention_norm
+    const char * ffn_norm = hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe ? "post_attention_norm.weight" : "ffn_norm.weight";
     w.push_back({b + ffn_norm, &L.ffn_norm, true, GGML_OP_MUL, {hp.n_embd}});
     ffn_wants(hp, il, b, L, w);
 }
