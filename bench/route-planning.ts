@@ -224,7 +224,7 @@ console.log(
   }),
 )
 
-const model = { nLayer: BLOCKS, bytesPerBlock: Array(BLOCKS).fill(880e6), kvBytesPerTokenPerBlock: 4096 }
+const model = { nLayer: BLOCKS, nEmbd: 8192, bytesPerBlock: Array(BLOCKS).fill(880e6), kvBytesPerTokenPerBlock: 4096 }
 const placementMs: number[] = []
 const outcomes: Record<string, number> = {}
 let placedBlocks = 0

@@ -14,7 +14,7 @@ export const chatCommand: Command = {
 Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
 
   --chat   send the prompt as a user message, rendered with the model's own chat template
-  --f32    hidden states travel as f32 between hops (default f16)
+  --f32    hidden states travel as f32 between hops (default: the model's, f16 except for mixture-of-experts models)
 
 Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once upon a time"`,
   async run(args) {
@@ -45,7 +45,7 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
         prompt: values.chat ? renderChat(await client.tokenizer(modelId), [{ role: 'user', content: prompt }]) : prompt,
         maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 128,
         sampling: { temperature, seed: intOption('seed', values.seed) ?? 0 },
-        hiddenDtype: values.f32 ? 'f32' : 'f16',
+        ...(values.f32 ? { hiddenDtype: 'f32' as const } : {}),
       })
       let next = await generation.next()
       while (!next.done) {

@@ -97,6 +97,27 @@ describe('neuron command', () => {
     expect(wrongArch.stderr.trim()).toMatch(/--sliding-window does not apply to qwen3moe; it takes --experts --experts-used --expert-ff\.$/)
     expect(await readdir(dir)).not.toContain('never.gguf')
   })
+
+  it('gen-model refuses qwen35moe, glm-dsa and deepseek4 shapes llama.cpp would abort on, with one clear line each', async () => {
+    const out = join(dir, 'never.gguf')
+    const shape = ['--blocks', '4', '--embd', '256', '--heads', '4', '--ff', '256', '--vocab', '300', '--type', 'f16', '--out', out]
+    const cases: [string[], RegExp][] = [
+      [
+        ['qwen35moe', '--full-attention-interval', '5'],
+        /gen-model: --full-attention-interval must be 1 to --blocks \(4\) so some block has full attention, not 5\.$/,
+      ],
+      [['glm-dsa', '--indexer-head-size', '32'], /gen-model: --indexer-head-size must be a power of two of at least 64 for glm-dsa, not 32\.$/],
+      [['deepseek4', '--compress-ratios', '0,4,4,0'], /gen-model: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/],
+      [['deepseek4', '--compress-ratios', '4,128,8,0'], /gen-model: --compress-ratios takes only 0, 4 and 128/],
+    ]
+    for (const [[arch, ...flags], message] of cases) {
+      const r = await neuron('gen-model', '--arch', arch as string, ...shape, ...flags)
+      expect(r.code, r.stderr).toBe(1)
+      expect(r.stderr.trim().split('\n')).toHaveLength(1)
+      expect(r.stderr.trim()).toMatch(message)
+    }
+    expect(await readdir(dir)).not.toContain('never.gguf')
+  })
 })
 
 describe('neuron account', () => {

@@ -32,6 +32,7 @@ export interface GenerateRequest {
   readonly maxTokens: number
   readonly sampling?: SamplingParams
   /** How hidden states travel between hops (default f16). */
+  /** How hidden states cross seams; by default the model's (`Route.seamDtype`: f32 for mixture-of-experts models). */
   readonly hiddenDtype?: 'f16' | 'f32'
   /** Stop early at an end-of-generation token (default true). */
   readonly stopAtEog?: boolean
@@ -148,7 +149,9 @@ export class SwarmClient {
     }
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
     const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
-    let hops = await this.openHops(route.hops, session, request, maxTokens, true).catch((error: unknown) => {
+    // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
+    const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
+    let hops = await this.openHops(route.hops, session, seamed, maxTokens, true).catch((error: unknown) => {
       this.endSession(session)
       throw error
     })
@@ -188,7 +191,7 @@ export class SwarmClient {
             // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
             const lied = error.code === 'lied'
             if (lied) sampled = undefined
-            const repaired = await this.replace(hops, dead, session, request, maxTokens, failed, collect, lied)
+            const repaired = await this.replace(hops, dead, session, seamed, maxTokens, failed, collect, lied)
             hops = repaired.hops
             from = repaired.from
             pending = repaired.pending

@@ -97,6 +97,9 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await page.getByTestId('preview-credits-per-hour').textContent()).toMatch(/\d/)
     // The manifest's cache cost per block: stories260K's 4 KV heads × (8 + 8) × 2 bytes per token
     expect(await page.getByTestId('preview-cache').textContent()).toContain('128 B per token')
+    // One computer like this holds all of stories260K; its 64-wide hidden state (128 B at f16) crosses into a range after block 0.
+    expect(await page.getByTestId('preview-hosts-per-route').textContent()).toMatch(/^Hosts per route1computers/)
+    expect(await page.getByTestId('preview-seam').textContent()).toMatch(/^Between hosts(128|0) B per token/)
     // Each alternative range is offered once.
     const ranges = (await page.getByTestId('preview-alternative').allTextContents()).map((text) => text.match(/\[\d+, \d+\)/)?.[0])
     expect(ranges.length).toBeGreaterThan(0)

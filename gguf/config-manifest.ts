@@ -1,48 +1,14 @@
 // A model's placement facts from its Hugging Face config.json alone: the tensors llama.cpp's converter
 // would write, sized at Q4_K_M, and each block's cache. Plans hosts for a model before anyone downloads it.
-import { z } from 'zod'
-import { type BlockCache, type ManifestArtifact, NeuronError } from '../protocol'
+import { type BlockCache, type ManifestArtifact, NeuronError, type Seam, tokenCacheBytes } from '../protocol'
 import { blockCaches } from './block-cache'
+import { blockSeams } from './block-seams'
+import { targetFamily } from './config-targets'
+import { blockTensors, HfConfig, type TensorSpec } from './config-tensors'
 import { chooseTypes } from './generate-quant'
 import { tensorBytes } from './ggml-types'
 
-export interface TensorSpec {
-  /** GGUF name, e.g. blk.3.ffn_down_exps.weight. */
-  readonly name: string
-  /** GGUF order: ne0 (the row length) first. */
-  readonly shape: readonly number[]
-}
-
-const Int = z.number().int().positive()
-/** The config.json fields the families below read; the rest is ignored. */
-export const HfConfig = z
-  .object({
-    model_type: z.string(),
-    hidden_size: Int,
-    num_hidden_layers: Int,
-    num_attention_heads: Int,
-    num_key_value_heads: Int.optional(),
-    head_dim: Int.optional(),
-    intermediate_size: Int,
-    vocab_size: Int,
-    max_position_embeddings: Int.optional(),
-    tie_word_embeddings: z.boolean().optional(),
-    // mixture of experts: Qwen3-MoE and Mixtral (num_experts / num_local_experts), DeepSeek (n_routed_experts)
-    num_experts: Int.optional(),
-    num_local_experts: Int.optional(),
-    moe_intermediate_size: Int.optional(),
-    n_routed_experts: Int.optional(),
-    n_shared_experts: Int.optional(),
-    first_k_dense_replace: z.number().int().nonnegative().optional(),
-    // MLA (DeepSeek-V2/V3)
-    q_lora_rank: Int.nullable().optional(),
-    kv_lora_rank: Int.optional(),
-    qk_nope_head_dim: Int.optional(),
-    qk_rope_head_dim: Int.optional(),
-    v_head_dim: Int.optional(),
-  })
-  .loose()
-export type HfConfig = z.infer<typeof HfConfig>
+export { HfConfig, type TensorSpec } from './config-tensors'
 
 export interface EstimatedTensor extends TensorSpec {
   readonly type: string
@@ -60,6 +26,8 @@ export interface ConfigEstimate {
   readonly blocks: readonly (readonly EstimatedTensor[])[]
   readonly bytesPerBlock: readonly number[]
   readonly cachePerBlock: readonly BlockCache[]
+  /** What crosses each boundary 1..nLayer − 1 and whether a route may cut there. */
+  readonly seams: readonly Seam[]
   readonly kvBytesPerTokenPerBlock: number
   readonly embedBytes: number
   readonly headBytes: number
@@ -76,6 +44,10 @@ const ARCH: Record<string, string> = {
   qwen3_moe: 'qwen3moe',
   deepseek_v2: 'deepseek2',
   deepseek_v3: 'deepseek2',
+  deepseek_v4: 'deepseek4',
+  glm_moe_dsa: 'glm-dsa',
+  qwen3_5_moe: 'qwen35moe',
+  qwen3_5_moe_text: 'qwen35moe',
 }
 
 /** Sizes a model from its config.json at Q4_K_M (llama-quantize's type mix, see quant-mix.ts). */
@@ -94,8 +66,13 @@ export function estimateFromConfig(json: unknown, name = 'model'): ConfigEstimat
   const tiedEmbeddings = c.tie_word_embeddings ?? false
   const E = c.hidden_size
   const embedSpecs: TensorSpec[] = [{ name: 'token_embd.weight', shape: [E, c.vocab_size] }]
-  const headSpecs: TensorSpec[] = [{ name: 'output_norm.weight', shape: [E] }, ...(tiedEmbeddings ? [] : [{ name: 'output.weight', shape: [E, c.vocab_size] }])]
-  const blockSpecs = Array.from({ length: nLayer }, (_, il) => blockTensors(architecture, c, il, nExpert))
+  const family = targetFamily(architecture, c, nExpert)
+  const headSpecs: TensorSpec[] = [
+    { name: 'output_norm.weight', shape: [E] },
+    ...(tiedEmbeddings ? [] : [{ name: 'output.weight', shape: [E, c.vocab_size] }]),
+    ...(family?.headTensors ?? []),
+  ]
+  const blockSpecs = Array.from({ length: nLayer }, (_, il) => family?.blockTensors(il) ?? blockTensors(architecture, c, il, nExpert))
   // llama-quantize's Q4_K_M mix, as the generator writes it; the values' spread (init) plays no part in the types.
   const typed = chooseTypes(
     [...embedSpecs, ...headSpecs, ...blockSpecs.flat()].map((t) => ({ ...t, init: { kind: 'uniform', std: 0 } as const })),
@@ -124,7 +101,9 @@ export function estimateFromConfig(json: unknown, name = 'model'): ConfigEstimat
     headDimV: headDim,
     kvLoraRank: c.kv_lora_rank,
     ropeDim: c.qk_rope_head_dim,
+    ...family?.cache,
   })
+  const seams = blockSeams({ architecture, nLayer, nEmbd: E, ...family?.seams })
   const sum = (ts: readonly EstimatedTensor[]) => ts.reduce((s, t) => s + t.bytes, 0)
   const embedBytes = sum(embed)
   const headBytes = sum(head)
@@ -138,7 +117,8 @@ export function estimateFromConfig(json: unknown, name = 'model'): ConfigEstimat
     blocks,
     bytesPerBlock,
     cachePerBlock,
-    kvBytesPerTokenPerBlock: Math.max(...cachePerBlock.map((x) => x.bytesPerToken)),
+    seams,
+    kvBytesPerTokenPerBlock: Math.max(...cachePerBlock.map(tokenCacheBytes)),
     embedBytes,
     headBytes,
     artifacts: [
@@ -147,69 +127,4 @@ export function estimateFromConfig(json: unknown, name = 'model'): ConfigEstimat
       { role: 'head', blocks: null, bytes: headBytes },
     ],
   }
-}
-
-/** The tensors of block il as llama.cpp's converter names and shapes them (GGUF order: row length first). */
-function blockTensors(architecture: string, c: HfConfig, il: number, nExpert: number): TensorSpec[] {
-  const E = c.hidden_size
-  const t = (suffix: string, ...shape: number[]): TensorSpec => ({ name: `blk.${il}.${suffix}`, shape })
-  const norms = [t('attn_norm.weight', E), t('ffn_norm.weight', E)]
-  const dense = (ff: number) => [t('ffn_gate.weight', E, ff), t('ffn_up.weight', E, ff), t('ffn_down.weight', ff, E)]
-  const experts = (ff: number) => [
-    t('ffn_gate_inp.weight', E, nExpert),
-    t('ffn_gate_exps.weight', E, ff, nExpert),
-    t('ffn_up_exps.weight', E, ff, nExpert),
-    t('ffn_down_exps.weight', ff, E, nExpert),
-  ]
-  if (architecture === 'deepseek2') return [...norms, ...mlaTensors(c, il), ...deepseekFfn(c, il, nExpert, dense, experts)]
-  const ffn = nExpert > 0 ? experts(c.moe_intermediate_size ?? c.intermediate_size) : dense(c.intermediate_size)
-  const H = c.num_attention_heads
-  const Hkv = c.num_key_value_heads ?? H
-  const hd = c.head_dim ?? E / H
-  const attention = [t('attn_q.weight', E, H * hd), t('attn_k.weight', E, Hkv * hd), t('attn_v.weight', E, Hkv * hd), t('attn_output.weight', H * hd, E)]
-  const extra =
-    architecture === 'qwen2'
-      ? [t('attn_q.bias', H * hd), t('attn_k.bias', Hkv * hd), t('attn_v.bias', Hkv * hd)]
-      : architecture === 'qwen3' || architecture === 'qwen3moe'
-        ? [t('attn_q_norm.weight', hd), t('attn_k_norm.weight', hd)]
-        : []
-  return [...norms, ...attention, ...extra, ...ffn]
-}
-
-/** MLA in the absorbed layout llama.cpp converts to (attn_k_b / attn_v_b per head; deepseek2.cpp). */
-function mlaTensors(c: HfConfig, il: number): TensorSpec[] {
-  const t = (suffix: string, ...shape: number[]): TensorSpec => ({ name: `blk.${il}.${suffix}`, shape })
-  const E = c.hidden_size
-  const H = c.num_attention_heads
-  const kvLora = c.kv_lora_rank ?? 0
-  const rope = c.qk_rope_head_dim ?? 0
-  const nope = c.qk_nope_head_dim ?? 0
-  const vHead = c.v_head_dim ?? 0
-  const qLora = c.q_lora_rank ?? 0
-  const q =
-    qLora > 0
-      ? [t('attn_q_a_norm.weight', qLora), t('attn_q_a.weight', E, qLora), t('attn_q_b.weight', qLora, H * (nope + rope))]
-      : [t('attn_q.weight', E, H * (nope + rope))]
-  return [
-    ...q,
-    t('attn_kv_a_norm.weight', kvLora),
-    t('attn_kv_a_mqa.weight', E, kvLora + rope),
-    t('attn_k_b.weight', nope, kvLora, H),
-    t('attn_v_b.weight', kvLora, vHead, H),
-    t('attn_output.weight', H * vHead, E),
-  ]
-}
-
-/** DeepSeek: the first blocks keep a dense FFN; the rest route to experts plus shared experts. */
-function deepseekFfn(c: HfConfig, il: number, nExpert: number, dense: (ff: number) => TensorSpec[], experts: (ff: number) => TensorSpec[]): TensorSpec[] {
-  if (il < (c.first_k_dense_replace ?? 0)) return dense(c.intermediate_size)
-  const E = c.hidden_size
-  const ff = c.moe_intermediate_size ?? c.intermediate_size
-  const shared = ff * (c.n_shared_experts ?? 0)
-  const t = (suffix: string, ...shape: number[]): TensorSpec => ({ name: `blk.${il}.${suffix}`, shape })
-  return [
-    ...experts(ff),
-    t('exp_probs_b.bias', nExpert),
-    ...(shared > 0 ? [t('ffn_gate_shexp.weight', E, shared), t('ffn_up_shexp.weight', E, shared), t('ffn_down_shexp.weight', shared, E)] : []),
-  ]
 }

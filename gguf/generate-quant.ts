@@ -17,8 +17,11 @@ export type RowQuantizer = (type: string, values: Float32Array, nPerRow: number)
 export interface PlannedTensor {
   readonly name: string
   readonly shape: readonly number[]
-  /** Standard deviation of the random values, or the spread of a norm weight around one. */
-  readonly init: { kind: 'uniform'; std: number } | { kind: 'around-one'; spread: number }
+  /**
+   * Standard deviation (and mean, default 0) of the random values, the spread of a norm weight
+   * around one, or a token → expert table: `shape[0]` distinct expert ids below `experts` per row (I32).
+   */
+  readonly init: { kind: 'uniform'; std: number; mean?: number } | { kind: 'around-one'; spread: number } | { kind: 'expert-ids'; experts: number }
 }
 
 export interface TypedTensor extends PlannedTensor {
@@ -31,23 +34,25 @@ export function isKQuantMix(type: GeneratedType): boolean {
 }
 
 const t = (name: keyof typeof ID): GgmlType => ggmlType(ID[name]) as GgmlType
-const ID = { F32: 0, F16: 1, Q4_0: 2, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14 } as const
+const ID = { F32: 0, F16: 1, Q4_0: 2, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14, I32: 26 } as const
 const PURE: Record<'f32' | 'f16' | 'q8_0' | 'q4_0', keyof typeof ID> = { f32: 'F32', f16: 'F16', q8_0: 'Q8_0', q4_0: 'Q4_0' }
 const MIX_BASE: Record<'q4_K' | 'q5_K' | 'q6_K' | 'q4_K_M', keyof typeof ID> = { q4_K: 'Q4_K', q5_K: 'Q5_K', q6_K: 'Q6_K', q4_K_M: 'Q4_K' }
 /** tensor_type_fallback: a K type whose rows do not fill 256-value blocks becomes a 32-value type. */
 const FALLBACK: Partial<Record<keyof typeof ID, keyof typeof ID>> = { Q4_K: 'Q5_0', Q5_K: 'Q5_1', Q6_K: 'Q8_0' }
 
-/** tensor_allows_quantization: 2-D and up, a weight, not a norm, not the MoE router. */
+/** tensor_allows_quantization: 2-D and up, a weight, not a norm, the MoE router, the hash-routing table or a delta-net conv kernel. */
 function quantizable(tensor: PlannedTensor): boolean {
   const { name, shape } = tensor
-  return shape.length >= 2 && name.endsWith('weight') && !name.includes('_norm.weight') && !name.includes('ffn_gate_inp.weight')
+  const kept = ['_norm.weight', 'ffn_gate_inp.weight', 'ffn_gate_tid2eid.weight', 'ssm_conv1d']
+  return shape.length >= 2 && name.endsWith('weight') && !kept.some((k) => name.includes(k))
 }
 
 /** tensor_get_category, for the tensor names generated models have. */
 function category(name: string): 'output' | 'token_embd' | 'attn_v' | 'attn_k' | 'attn_output' | 'ffn_down' | 'other' {
   if (name === 'output.weight') return 'output'
   if (name === 'token_embd.weight') return 'token_embd'
-  if (name.includes('attn_v.weight')) return 'attn_v'
+  // a fused attn_qkv counts as attn_v (category_is_attn_v)
+  if (name.includes('attn_v.weight') || name.includes('attn_qkv.weight')) return 'attn_v'
   if (name.includes('attn_k.weight')) return 'attn_k'
   if (name.includes('attn_output.weight')) return 'attn_output'
   // ffn_up and ffn_gate come first in llama.cpp's checks but no mix we write changes them
@@ -64,9 +69,14 @@ function moreBits(layer: number, layers: number): boolean {
 /**
  * Each tensor's ggml type: the type itself for f32/f16/q8_0/q4_0 (every quantizable weight, as
  * llama-quantize --pure writes), llama_tensor_get_type's choice for the K-quant mixes. The router,
- * norms, biases and sinks stay f32. `experts` and `layers` are the model's expert and block counts.
+ * norms, biases and sinks stay f32, the hash-routing table I32. `experts` and `layers` are the model's expert and block counts.
  */
 export function chooseTypes(tensors: readonly PlannedTensor[], type: GeneratedType, experts: number, layers: number): TypedTensor[] {
+  // the token → expert table is never quantized (it is not quantizable), and holds ids, not values
+  return mixTypes(tensors, type, experts, layers).map((x) => (x.init.kind === 'expert-ids' ? { ...x, type: t('I32') } : x))
+}
+
+function mixTypes(tensors: readonly PlannedTensor[], type: GeneratedType, experts: number, layers: number): TypedTensor[] {
   const f32 = t('F32')
   if (type === 'f32' || type === 'f16' || type === 'q8_0' || type === 'q4_0') {
     const weights = t(PURE[type])
@@ -114,8 +124,12 @@ const CHUNK_ELEMENTS = 1 << 22
  */
 export function* tensorChunks(spec: TypedTensor, rng: Sfc32, quantize?: RowQuantizer): Generator<Uint8Array> {
   const elements = spec.shape.reduce((p, d) => p * d, 1)
+  if (spec.init.kind === 'expert-ids') {
+    yield expertIds(spec.shape[0] ?? 1, elements / (spec.shape[0] ?? 1), spec.init.experts, rng)
+    return
+  }
   const std = spec.init.kind === 'uniform' ? spec.init.std : spec.init.spread / Math.sqrt(3)
-  const centre = spec.init.kind === 'uniform' ? 0 : 1
+  const centre = spec.init.kind === 'uniform' ? (spec.init.mean ?? 0) : 1
   // Uniform on [-a, a] has standard deviation a / √3.
   const amplitude = std * Math.sqrt(3)
   const values = (n: number) => {
@@ -157,6 +171,20 @@ export function* tensorChunks(spec: TypedTensor, rng: Sfc32, quantize?: RowQuant
         throw new Error(`${spec.name}: ${spec.type.name} tensors need ggml's quantizer`)
     }
   }
+}
+
+/** `rows` rows of `used` distinct expert ids each, drawn below `experts` (a partial Fisher–Yates shuffle per row). */
+function expertIds(used: number, rows: number, experts: number, rng: Sfc32): Uint8Array {
+  const out = new Int32Array(used * rows)
+  const ids = Array.from({ length: experts }, (_, i) => i)
+  for (let r = 0; r < rows; r++) {
+    for (let k = 0; k < used; k++) {
+      const j = k + (rng.next() % (experts - k))
+      ;[ids[k], ids[j]] = [ids[j] as number, ids[k] as number]
+      out[r * used + k] = ids[k] as number
+    }
+  }
+  return new Uint8Array(out.buffer)
 }
 
 /**

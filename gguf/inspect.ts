@@ -1,4 +1,4 @@
-import { type BlockCache, cacheGroups } from '../protocol'
+import { type BlockCache, type BlockRange, cacheGroups } from '../protocol'
 import type { ConfigEstimate } from './config-manifest'
 import { describeModel, type ModelLayout } from './model'
 import { type GgufFile, readGguf } from './reader'
@@ -92,8 +92,21 @@ export function formatReport(r: ModelReport): string {
   ].join('\n')
 }
 
-/** What `neuron inspect --config` shows: the model's sizes at Q4_K_M from its config alone. */
-export function formatEstimate(e: ConfigEstimate, source: string): string {
+/** A model served by hosts of one size (tracker/route-size.ts computes it): what `neuron inspect --config` adds. */
+export interface ServingPreview {
+  /** Memory each host may use: weights, embed or head at the ends, and cache at the placement budget. */
+  readonly usableBytes: number
+  /** The ranges of the fewest such hosts that carry a route; null when a block fits none. */
+  readonly ranges: readonly BlockRange[] | null
+  /** f16 bytes one token sends across a cut, over the model's inner boundaries. */
+  readonly seamBytesPerToken: { readonly min: number; readonly max: number }
+  readonly longContextTokens: number
+  /** Every block's cache for one session of longContextTokens, fixed state included. */
+  readonly longContextCacheBytes: number
+}
+
+/** What `neuron inspect --config` shows: the model's sizes at Q4_K_M from its config alone, and hosts per route when given. */
+export function formatEstimate(e: ConfigEstimate, source: string, serving?: ServingPreview): string {
   const min = Math.min(...e.bytesPerBlock)
   const max = Math.max(...e.bytesPerBlock)
   const total = e.bytesPerBlock.reduce((s, b) => s + b, 0) + e.embedBytes + e.headBytes
@@ -106,14 +119,37 @@ export function formatEstimate(e: ConfigEstimate, source: string): string {
     `  embed         ${formatBytes(e.embedBytes)}`,
     `  head          ${formatBytes(e.headBytes)}`,
     `  total         ${formatBytes(total)} of tensors`,
+    ...(serving === undefined ? [] : formatServing(serving)),
   ].join('\n')
+}
+
+function formatServing(p: ServingPreview): string[] {
+  const gb = `${(p.usableBytes / 1e9).toFixed(p.usableBytes % 1e9 === 0 ? 0 : 1)} GB`
+  const lengths = p.ranges?.map(([a, b]) => b - a) ?? []
+  const seams = p.seamBytesPerToken
+  const perToken = p.longContextCacheBytes / p.longContextTokens
+  return [
+    p.ranges === null
+      ? `  hosts         a host of ${gb} usable holds no block`
+      : `  hosts         ${p.ranges.length} per route at ${gb} usable, ${Math.min(...lengths)}–${Math.max(...lengths)} blocks each`,
+    `  seams         ${[...new Set([formatBytes(seams.min), formatBytes(seams.max)])].join('–')} per token across a cut (f16)`,
+    `  cache at ${Math.round(p.longContextTokens / 1024)}K ${formatBytes(perToken)} per token, ${formatBytes(p.longContextCacheBytes)} for one session`,
+  ]
 }
 
 /** One line per group of blocks with equal cache: "blocks 0–47: 96.0 KiB/token (KV)". */
 export function formatCache(caches: readonly BlockCache[]): string[] {
   return cacheGroups(caches).map(({ blocks, cache }) => {
-    const what = cache.kind === 'kv' ? 'KV' : cache.kind === 'latent' ? 'latent, keys only' : `sliding window: at most ${cache.windowTokens} tokens per session`
-    const fixed = cache.fixedBytes ? `, + ${formatBytes(cache.fixedBytes)} per session` : ''
+    const what =
+      cache.kind === 'kv'
+        ? cache.bytesPerToken === 0 && cache.fixedBytes
+          ? 'no per-token cache: recurrent state'
+          : 'KV'
+        : cache.kind === 'latent'
+          ? 'latent, keys only'
+          : `sliding window: at most ${cache.windowTokens} tokens per session`
+    const recent = cache.recent ? `, + ${formatBytes(cache.recent.bytesPerToken)}/token of the last ${cache.recent.windowTokens}` : ''
+    const fixed = `${recent}${cache.fixedBytes ? `, + ${formatBytes(cache.fixedBytes)} per session` : ''}`
     return `${blocks.length === 1 ? 'block' : 'blocks'} ${formatBlockList(blocks)}: ${formatBytes(cache.bytesPerToken)}/token (${what})${fixed}`
   })
 }

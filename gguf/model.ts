@@ -1,5 +1,6 @@
-import type { BlockCache } from '../protocol'
-import { blockCaches } from './block-cache'
+import { type BlockCache, type Seam, tokenCacheBytes } from '../protocol'
+import { blockCaches, defaultIndexerFull } from './block-cache'
+import { blockSeams } from './block-seams'
 import { GgufError } from './errors'
 import { type GgufFile, type GgufTensor, kvValue } from './reader'
 
@@ -35,6 +36,10 @@ export interface ModelLayout {
   readonly bytesPerBlock: readonly number[]
   /** Each block's cache cost (f16), index = block. */
   readonly cachePerBlock: readonly BlockCache[]
+  /** What crosses each boundary 1..nLayer − 1 and whether a route may cut there. */
+  readonly seams: readonly Seam[]
+  /** Routed experts per mixture-of-experts block (`expert_count`); 0 for a dense model. */
+  readonly experts: number
   /** The largest per-token cache cost of any block, for readers of manifests older than `cachePerBlock`. */
   readonly kvBytesPerTokenPerBlock: number
   readonly tensorBytes: number
@@ -82,8 +87,16 @@ export function describeModel(file: GgufFile): ModelLayout {
     )
   }
   const nHeadKv = num('attention.head_count_kv') ?? nHead
+  const experts = num('expert_count') ?? 0
   const headDimK = num('attention.key_length') ?? Math.floor(nEmbd / nHead)
   const headDimV = num('attention.value_length') ?? Math.floor(nEmbd / nHead)
+  const perBlock = (key: string) => kvValue(file, `${architecture}.${key}`)
+  // The large targets' per-block facts, from the keys llama.cpp's deepseek4.cpp, glm-dsa.cpp and qwen35moe.cpp read.
+  const indexerTypes = perBlock('attention.indexer.types')
+  const indexerFull = (il: number) => (Array.isArray(indexerTypes) ? numberAt(indexerTypes, il) !== 0 : defaultIndexerFull(num('context_length') ?? 0, il))
+  const ssm = (key: string) => num(`ssm.${key}`) ?? 0
+  const interval = num('full_attention_interval') ?? 4
+  const compressRatios = perBlock('attention.compress_ratios')
   const cachePerBlock = blockCaches({
     architecture,
     nLayer,
@@ -94,6 +107,22 @@ export function describeModel(file: GgufFile): ModelLayout {
     ropeDim: num('rope.dimension_count'),
     slidingWindow: num('attention.sliding_window'),
     slidingWindowPattern: flagsOrNumber(kvValue(file, `${architecture}.attention.sliding_window_pattern`)),
+    compressRatios: Array.isArray(compressRatios) ? compressRatios.map(Number) : undefined,
+    indexerHeadDim: num('attention.indexer.key_length'),
+    indexerFull,
+    // n_embd_r: (kernel − 1) × (inner + 2 × groups × state); n_embd_s: state × inner (llama-hparams.cpp)
+    recurrent: (il) => (il + 1) % interval !== 0,
+    recurrentStateValues:
+      Math.max(0, ssm('conv_kernel') - 1) * (ssm('inner_size') + 2 * ssm('group_count') * ssm('state_size')) + ssm('state_size') * ssm('inner_size'),
+  })
+  const seams = blockSeams({
+    architecture,
+    nLayer,
+    nEmbd,
+    hyperConnections: num('hyper_connection.count'),
+    hashLayers: num('hash_layer_count'),
+    indexerFull,
+    indexerTopK: num('attention.indexer.top_k'),
   })
 
   const embed: GgufTensor[] = []
@@ -151,7 +180,9 @@ export function describeModel(file: GgufFile): ModelLayout {
     tiedEmbeddings,
     bytesPerBlock,
     cachePerBlock,
-    kvBytesPerTokenPerBlock: Math.max(0, ...cachePerBlock.map((c) => c.bytesPerToken)),
+    experts,
+    seams,
+    kvBytesPerTokenPerBlock: Math.max(0, ...cachePerBlock.map(tokenCacheBytes)),
     tensorBytes,
     parameters,
   }

@@ -6,7 +6,7 @@ import { artifactsFor } from '../native/artifacts'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { SeededRandom } from '../native/sampler'
 import { ShardRuntime } from '../native/shard-runtime'
-import { type Manifest, type ProbeSet, SEAM_TOLERANCE, seamError } from '../protocol'
+import { type Manifest, type ProbeSet, probeChunks, SEAM_TOLERANCE, seamError } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
 import { answerRange, argmaxRows, lieAbout, type ProbeLie } from '../test/probe-answers'
 import { computeProbeSet } from './probes'
@@ -115,10 +115,15 @@ describe.skipIf(!HAVE_STORIES)(`the publisher's known-answer probes of stories26
     try {
       for (const probe of set.probes) {
         for (const [j, b] of probe.boundaries.entries()) {
+          // in the chunks the prober sends and the publisher computed them in
           const session = runtime.openSession({ maxTokens: 12, blocks: [0, b] })
-          const out = await session.forward(Int32Array.from(probe.tokens), { positions: 0 })
+          const rows: number[] = []
+          for (const [from, to] of probeChunks(probe.tokens.length)) {
+            const out = await session.forward(Int32Array.from(probe.tokens.slice(from, to)), { positions: from })
+            rows.push(...out.data)
+          }
           session.close()
-          expect(seamError(out.data, f32(probe.hidden[j] as Uint8Array), manifest.nEmbd)).toBeLessThan(1e-5)
+          expect(seamError(Float32Array.from(rows), f32(probe.hidden[j] as Uint8Array), manifest.nEmbd)).toBeLessThan(1e-5)
         }
       }
     } finally {

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { readGguf } from '../gguf/reader'
 import { artifactsFor } from '../native/artifacts'
 import { ShardRuntime } from '../native/shard-runtime'
-import { ACCEPT_LOGIT_MARGIN, type Manifest, NeuronError, type Probe, ProbeSet } from '../protocol'
+import { ACCEPT_LOGIT_MARGIN, type Manifest, NeuronError, type Probe, ProbeSet, probeChunks } from '../protocol'
 
 /** Probes a set holds by default: each one alone catches a lying host. */
 export const PROBE_COUNT = 8
@@ -91,11 +91,26 @@ export async function referenceRun(
         const session = runtime.openSession({ maxTokens: prompt.length })
         try {
           const input = b === 0 ? Int32Array.from(prompt) : (hidden[i]?.[b - 1] as Float32Array)
-          const out = await session.forward(input, { positions: 0, allLogits: head, hiddenType: 'f32' })
-          if (out.dtype !== 'f32' || out.rows !== prompt.length)
-            throw new NeuronError('internal', `block ${b} of ${manifest.modelId} returned ${out.rows} ${out.dtype} rows for ${prompt.length} tokens`)
-          if (out.kind === 'logits') logits.push(out.data)
-          else hidden[i]?.push(out.data)
+          // in the chunks the prober sends (all but two rows, then one and one): batched and single-token
+          // matmuls round differently, and a mixture-of-experts router near a tie turns that into another expert
+          const width = input.length / prompt.length
+          const parts: Float32Array[] = []
+          let kind = ''
+          for (const [from, to] of probeChunks(prompt.length)) {
+            const out = await session.forward(input.subarray(from * width, to * width), { positions: from, allLogits: head, hiddenType: 'f32' })
+            if (out.dtype !== 'f32' || out.rows !== to - from)
+              throw new NeuronError('internal', `block ${b} of ${manifest.modelId} returned ${out.rows} ${out.dtype} rows for ${to - from} tokens`)
+            parts.push(out.data as Float32Array)
+            kind = out.kind
+          }
+          const rows = new Float32Array(parts.reduce((sum, x) => sum + x.length, 0))
+          let at = 0
+          for (const x of parts) {
+            rows.set(x, at)
+            at += x.length
+          }
+          if (kind === 'logits') logits.push(rows)
+          else hidden[i]?.push(rows)
         } finally {
           session.close()
         }

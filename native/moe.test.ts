@@ -16,7 +16,7 @@ const STEPS = 32
 const F16_STEPS = 64
 /** Largest |Δp| of any token at any step, f32 seams: measured ≤ 1.5e-6 on these models (AVX2 and AVX-512). */
 const MAX_DP = 1e-5
-const ARCHS: GeneratedArch[] = ['qwen3moe', 'mixtral', 'deepseek2', 'gpt-oss']
+const ARCHS: GeneratedArch[] = ['qwen3moe', 'mixtral', 'deepseek2', 'gpt-oss', 'qwen35moe']
 const TYPES = ['f16', 'q8_0', 'q4_0', 'q4_K_M'] as const
 // 4 blocks (deepseek2: one dense, three with experts), widths K-quants can pack (256), 8 experts of which 2 run;
 // gpt-oss's window of 8 positions is shorter than a generation, so its sliding-window blocks really slide

@@ -15,6 +15,9 @@ export const KV_BUDGET_TOKENS = 8192
 /** The same budget with its sessions, for caches that cap each session (sliding windows) or hold state per session. */
 export const KV_BUDGET: CacheBudget = { tokens: KV_BUDGET_TOKENS, sessions: 4 }
 
+/** The context previews quote a range's cache at: one session of 128K tokens (fixed state and windows included). */
+export const LONG_CONTEXT: CacheBudget = { tokens: 131_072, sessions: 1 }
+
 /**
  * Of the memory a host has free (RAM plus VRAM), the share its blocks may plan to use by default:
  * the rest is for the user's own programs.

@@ -6,7 +6,9 @@ import { z } from 'zod'
  * - `kv`: keys and values of every token (ordinary attention);
  * - `latent`: one compressed latent per token, keys only (MLA: kv_lora_rank + rope dimension);
  * - `window`: keys and values of at most `windowTokens` recent tokens per session (sliding-window attention).
- * `fixedBytes` is state a session holds whatever its length (recurrent state), per session.
+ * `recent` is a sliding window kept beside a growing cache (DeepSeek-V4: raw keys of the last 128 tokens beside its
+ * compressed rows, whose `latent` bytes per token are the compressed row's bytes over the compression ratio).
+ * `fixedBytes` is state a session holds whatever its length (recurrent or compressor state), per session.
  */
 export const BlockCache = z
   .object({
@@ -15,11 +17,13 @@ export const BlockCache = z
     bytesPerToken: z.number().int().nonnegative(),
     /** `window` only: the tokens a session's cache keeps at most (the attention's sliding window). */
     windowTokens: z.number().int().positive().optional(),
+    recent: z.object({ bytesPerToken: z.number().int().nonnegative(), windowTokens: z.number().int().positive() }).optional(),
     fixedBytes: z.number().int().nonnegative().optional(),
   })
   .refine((c) => (c.kind === 'window') === (c.windowTokens !== undefined), {
     message: 'a window cache states windowTokens; kv and latent caches state none',
   })
+  .refine((c) => c.kind !== 'window' || c.recent === undefined, { message: 'a window cache is all recent tokens: it states no second window' })
 export type BlockCache = z.infer<typeof BlockCache>
 
 /** Tokens a host sizes its cache for, spread over this many sessions (a window caps each session). */
@@ -61,7 +65,16 @@ function cachedTokens(cache: BlockCache, budget: CacheBudget): number {
 
 /** Bytes one block's cache takes at this budget. */
 export function blockCacheBytes(cache: BlockCache, budget: CacheBudget): number {
-  return cache.bytesPerToken * cachedTokens(cache, budget) + (cache.fixedBytes ?? 0) * budget.sessions
+  const recent =
+    cache.recent === undefined
+      ? 0
+      : cache.recent.bytesPerToken * budget.sessions * windowCells(cache.recent.windowTokens, Math.ceil(budget.tokens / budget.sessions))
+  return cache.bytesPerToken * cachedTokens(cache, budget) + recent + (cache.fixedBytes ?? 0) * budget.sessions
+}
+
+/** Bytes one token adds to a block's cache while no window is full. */
+export function tokenCacheBytes(cache: BlockCache): number {
+  return cache.bytesPerToken + (cache.recent?.bytesPerToken ?? 0)
 }
 
 /** Bytes the cache of blocks [a, b) takes at this budget. */
@@ -83,5 +96,12 @@ export function cacheGroups(caches: readonly BlockCache[]): { blocks: number[]; 
 }
 
 function sameCache(x: BlockCache, y: BlockCache): boolean {
-  return x.kind === y.kind && x.bytesPerToken === y.bytesPerToken && x.windowTokens === y.windowTokens && (x.fixedBytes ?? 0) === (y.fixedBytes ?? 0)
+  return (
+    x.kind === y.kind &&
+    x.bytesPerToken === y.bytesPerToken &&
+    x.windowTokens === y.windowTokens &&
+    x.recent?.bytesPerToken === y.recent?.bytesPerToken &&
+    x.recent?.windowTokens === y.recent?.windowTokens &&
+    (x.fixedBytes ?? 0) === (y.fixedBytes ?? 0)
+  )
 }

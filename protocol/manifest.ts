@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { BlockCache } from './cache-cost'
 import { MAX_ARTIFACTS, MAX_BLOCKS, MAX_LABEL_CHARS, MAX_MODEL_ID_CHARS, MAX_PATH_CHARS, MAX_TENSORS_PER_ARTIFACT } from './limits'
+import { Seam } from './seams'
 
 /** What one artifact file holds: the token embedding, a range of blocks, or the output head. */
 export const ArtifactRole = z.enum(['embed', 'blocks', 'head'])
@@ -56,6 +57,13 @@ export const Manifest = z
     kvBytesPerTokenPerBlock: Count,
     /** Each block's cache (index = block); absent in manifests packed before it, which mean plain KV of the figure above. */
     cachePerBlock: z.array(BlockCache).max(MAX_BLOCKS).optional(),
+    /**
+     * Boundaries 1..nLayer − 1 (index = boundary − 1): whether a route may cut there and what crosses it
+     * (protocol/seams.ts); absent in manifests packed before it, which allow every cut with nEmbd values crossing.
+     */
+    seams: z.array(Seam).max(MAX_BLOCKS).optional(),
+    /** How hidden states cross seams by default (`seamDtype` in protocol/seams.ts); absent means f16. */
+    seamDtype: z.enum(['f16', 'f32']).optional(),
     /** True when the model has no output.weight and the head reuses the token embedding. */
     tiedEmbeddings: z.boolean(),
     alignment: z.number().int().positive(),
@@ -81,6 +89,9 @@ export const Manifest = z
     }
     if (m.cachePerBlock !== undefined && m.cachePerBlock.length !== m.nLayer) {
       ctx.addIssue({ code: 'custom', message: `cachePerBlock has ${m.cachePerBlock.length} entries for ${m.nLayer} blocks` })
+    }
+    if (m.seams !== undefined && m.seams.length !== m.nLayer - 1) {
+      ctx.addIssue({ code: 'custom', message: `seams has ${m.seams.length} entries for the ${m.nLayer - 1} boundaries between ${m.nLayer} blocks` })
     }
     // Blocks artifacts must tile [0, nLayer) exactly, in order.
     let next = 0

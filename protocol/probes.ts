@@ -3,6 +3,20 @@ import { MAX_BLOCKS } from './limits'
 import { ModelId } from './manifest'
 
 /** Probes one model's set holds: a few are enough, each catches a lying host on its own. */
+/**
+ * How a probe's rows are sent and computed, the same on both sides: all but the last two as one prefill,
+ * then one token at a time, as a chat does. Batched and single-token matmuls round differently, and a
+ * mixture-of-experts router near a tie turns that difference into another expert.
+ */
+export function probeChunks(n: number): [number, number][] {
+  if (n <= 2) return [[0, n]]
+  return [
+    [0, n - 2],
+    [n - 2, n - 1],
+    [n - 1, n],
+  ]
+}
+
 export const MAX_PROBES = 64
 /** Tokens one probe runs: a short prompt, long enough to time single-token steps at its end. */
 export const MAX_PROBE_TOKENS = 64

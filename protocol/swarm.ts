@@ -98,7 +98,13 @@ export const RouteHop = z.object({
   audit: z.number().min(0).max(1).optional(),
 })
 export type RouteHop = z.infer<typeof RouteHop>
-export const Route = z.object({ modelId: ModelId, hops: z.array(RouteHop).min(1).max(MAX_BLOCKS), expectedMsPerToken: z.number().nonnegative() })
+export const Route = z.object({
+  modelId: ModelId,
+  hops: z.array(RouteHop).min(1).max(MAX_BLOCKS),
+  expectedMsPerToken: z.number().nonnegative(),
+  /** How hidden states cross this model's seams unless a client asks otherwise (`seamDtype` in protocol/seams.ts); absent from older trackers. */
+  seamDtype: z.enum(['f16', 'f32']).optional(),
+})
 export type Route = z.infer<typeof Route>
 
 const PlacementOption = z.object({
@@ -109,6 +115,10 @@ const PlacementOption = z.object({
   cacheBytes: Count.optional(),
   /** Cache bytes one token adds across the range's blocks, each block's cost from the manifest (absent from older trackers). */
   cacheBytesPerToken: Count.optional(),
+  /** The range's cache for one 128K-token session (LONG_CONTEXT), fixed state included (absent from older trackers). */
+  longContextCacheBytes: Count.optional(),
+  /** Bytes one token brings into the range and sends out of it across its inner seams, at f16 (absent from older trackers). */
+  seamBytesPerToken: Count.optional(),
   /** What this host adds to each block of its range, tokens/s. */
   expectedTokensPerSecond: z.number().nonnegative(),
   /** The swarm's weakest block once this host serves the range, tokens/s. */
@@ -129,6 +139,8 @@ export const PlacementProposal = z.object({
   swarmTokensPerSecond: z.number().nonnegative(),
   coverage: z.array(z.object({ block: Count, before: Served, after: Served })).max(MAX_BLOCKS),
   alternatives: z.array(PlacementOption.extend({ why: z.string().max(MAX_MESSAGE_CHARS) })).max(MAX_BLOCKS),
+  /** Hosts with this one's usable memory that one route through the model needs; null when a block fits none (absent from older trackers). */
+  hostsPerRoute: Count.nullable().optional(),
 })
 export type PlacementProposal = z.infer<typeof PlacementProposal>
 

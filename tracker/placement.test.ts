@@ -16,7 +16,7 @@ function swarm(nBlocks: number, spans: ServedSpan[]): SwarmView {
 
 /** 1 GB per block and 64 KiB of KV per token per block: 4096 tokens of KV is 0.27 GB per block, so a block costs 1.27 GB of memory. */
 function model(nLayer: number, more: Partial<PlacementModel> = {}): PlacementModel {
-  return { nLayer, bytesPerBlock: Array(nLayer).fill(GB), kvBytesPerTokenPerBlock: 65_536, ...more }
+  return { nLayer, nEmbd: 4096, bytesPerBlock: Array(nLayer).fill(GB), kvBytesPerTokenPerBlock: 65_536, ...more }
 }
 const BLOCK_MEMORY = GB + KV_TOKENS * 65_536
 

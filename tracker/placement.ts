@@ -11,12 +11,14 @@
  * per-block throughput after placement, sorted ascending (raise the weakest block first, then the
  * next weakest; covering more of a gap wins), then the longer range, then the lower start block.
  *
+ * Cuts. A range starts and ends only where the manifest allows a route to cut (protocol/seams.ts).
+ *
  * Exclusion. A host slows every route it joins when even the fastest route through it, serving its
  * whole proposed range, takes more than `maxSlowdown` × the swarm's current best route per token.
  * Such a range is shortened until it passes; a host with no passing range is refused. While the swarm
  * has no complete route, every host that fits is welcome: it can only help close a gap.
  */
-import { type BlockRange, NeuronError } from '../protocol'
+import { allowedCuts, type BlockRange, LONG_CONTEXT, NeuronError, rangeCacheBytes, seamBytesPerToken } from '../protocol'
 import { RangeSizes, type SizedModel } from './range-sizes'
 import { byHostId, DEFAULT_ROUTE_COSTS, type RouteCosts, relayMs, usableSpan } from './routing/costs'
 import { RouteBounds } from './routing/route-bounds'
@@ -58,6 +60,10 @@ export interface PlacementProposal {
   cacheBytes: number
   /** Cache bytes one token adds across the range's blocks, while no sliding window is full. */
   cacheBytesPerToken: number
+  /** The range's cache for one session of LONG_CONTEXT tokens (128K), fixed state included. */
+  longContextCacheBytes: number
+  /** Bytes one token brings into the range and sends out of it across its inner seams, activations at f16. */
+  seamBytesPerToken: number
   /** What this host adds to each block of its range: 1000 / (msPerBlock × blocks). */
   expectedTokensPerSecond: number
   /** The swarm's weakest block once this host serves the range, in tokens/s. */
@@ -137,7 +143,8 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
     }
   }
   const swarmBefore = Math.min(...before)
-  const routes = new RouteBounds(spans, n, costs)
+  const cuts = allowedCuts(model)
+  const routes = new RouteBounds(spans, n, costs, cuts)
   const newHostPenaltyMs = relayMs(host.relay, costs)
   const sizes = new RangeSizes(model, { tokens: options.kvBudgetTokens, sessions: options.kvBudgetSessions ?? 1 })
 
@@ -146,17 +153,20 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   /** Of the ranges refused as too slow, the one with the fastest route through it: what a refusal quotes. */
   let leastSlow: { blocks: BlockRange; routeMs: number } | undefined
   for (let a = 0; a < n; a++) {
-    // The longest range from a that fits memory and disk; memory and download grow with the end block.
+    if (cuts[a] === 0) continue
+    // The longest range from a to an allowed cut that fits memory and disk; memory and download grow with the end block.
     let end = a
     for (let e = a + 1; e <= n; e++) {
       const memory = sizes.memoryBytes(a, e)
       if (memory > host.freeMemoryBytes) break
+      if (cuts[e] === 0) continue
       fitsMemory = true
       if (sizes.downloadBytes(a, e) > host.freeDiskBytes) break
       end = e
     }
-    // Shorten until the fastest route through the host, serving the whole range, is not too slow.
+    // Shorten (to allowed cuts) until the fastest route through the host, serving the whole range, is not too slow.
     for (; end > a; end--) {
+      if (cuts[end] === 0) continue
       const routeMs = routes.throughNewHost(a, end, host.msPerBlock * (end - a) + newHostPenaltyMs)
       if (routes.bestMs === Number.POSITIVE_INFINITY || routeMs <= maxSlowdown * routes.bestMs) {
         candidates.push(candidate(a, end, routeMs))
@@ -212,6 +222,9 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   const isWeakest = (b: number) => (before[b] as number) <= (before[weakest] as number) * (1 + SAME)
   while (runBegin > a && isWeakest(runBegin - 1)) runBegin--
   while (runEnd < e && isWeakest(runEnd)) runEnd++
+  // Widened to allowed cuts (a and e are).
+  while (cuts[runBegin] === 0) runBegin--
+  while (cuts[runEnd] === 0) runEnd++
   // Offered once: the smaller range may be one of the next-best starts already listed.
   const listed = alternatives.some((o) => o.blocks[0] === runBegin && o.blocks[1] === runEnd)
   if (runEnd - runBegin < e - a && !listed) {
@@ -229,23 +242,23 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   function refusal(): PlacementDecision {
     const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`
     if (!fitsMemory) {
-      const cheapest = cheapestBlock(n, (b) => sizes.memoryBytes(b, b + 1))
-      const needed = sizes.memoryBytes(cheapest, cheapest + 1)
+      const [a, e] = cheapestRange(cuts, (a, e) => sizes.memoryBytes(a, e))
+      const needed = sizes.memoryBytes(a, e)
       return {
         serve: false,
         code: 'too_little_memory',
-        reason: `${gb(host.freeMemoryBytes)} of free memory holds no block: the smallest, block ${cheapest}, needs ${gb(needed)} (weights + KV for ${options.kvBudgetTokens} tokens); free memory or lower the KV budget`,
-        details: { freeMemoryBytes: host.freeMemoryBytes, neededBytes: needed, block: cheapest, kvBudgetTokens: options.kvBudgetTokens },
+        reason: `${gb(host.freeMemoryBytes)} of free memory holds no block: the smallest, ${rangeName(a, e)}, needs ${gb(needed)} (weights + KV for ${options.kvBudgetTokens} tokens); free memory or lower the KV budget`,
+        details: { freeMemoryBytes: host.freeMemoryBytes, neededBytes: needed, block: a, blocks: [a, e], kvBudgetTokens: options.kvBudgetTokens },
       }
     }
     if (leastSlow === undefined) {
-      const cheapest = cheapestBlock(n, (b) => sizes.downloadBytes(b, b + 1))
-      const needed = sizes.downloadBytes(cheapest, cheapest + 1)
+      const [a, e] = cheapestRange(cuts, (a, e) => sizes.downloadBytes(a, e))
+      const needed = sizes.downloadBytes(a, e)
       return {
         serve: false,
         code: 'too_little_disk',
-        reason: `${gb(host.freeDiskBytes)} of free disk holds no block's artifacts: the smallest download, for block ${cheapest}, is ${gb(needed)}; free disk space or raise the disk quota`,
-        details: { freeDiskBytes: host.freeDiskBytes, neededBytes: needed, block: cheapest },
+        reason: `${gb(host.freeDiskBytes)} of free disk holds no block's artifacts: the smallest download, for ${rangeName(a, e)}, is ${gb(needed)}; free disk space or raise the disk quota`,
+        details: { freeDiskBytes: host.freeDiskBytes, neededBytes: needed, block: a, blocks: [a, e] },
       }
     }
     const slowdown = leastSlow.routeMs / routes.bestMs
@@ -274,6 +287,8 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       memoryBytes: c.memoryBytes,
       cacheBytes: c.cacheBytes,
       cacheBytesPerToken: sizes.cacheBytesPerToken(c.blocks[0], c.blocks[1]),
+      longContextCacheBytes: rangeCacheBytes(model, c.blocks, LONG_CONTEXT),
+      seamBytesPerToken: (c.blocks[0] > 0 ? seamBytesPerToken(model, c.blocks[0]) : 0) + (c.blocks[1] < n ? seamBytesPerToken(model, c.blocks[1]) : 0),
       expectedTokensPerSecond: c.tokensPerSecond,
       swarmTokensPerSecond: c.sortedAfter[0] as number,
       bestRouteMsPerToken: c.bestRouteMsPerToken,
@@ -321,6 +336,12 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
   }
   const sessions = options.kvBudgetSessions ?? 1
   if (!(Number.isInteger(sessions) && sessions >= 1)) fail(`the KV budget's sessions must be a whole number of at least 1, got ${sessions}`, { sessions })
+  if (model.seams !== undefined && model.seams.length !== model.nLayer - 1) {
+    fail(`the model has ${model.nLayer} blocks and ${model.seams.length} seams; pass a manifest that parses`, {
+      nLayer: model.nLayer,
+      seams: model.seams.length,
+    })
+  }
   if (model.cachePerBlock !== undefined && model.cachePerBlock.length !== model.nLayer) {
     fail(`the model has ${model.nLayer} blocks and ${model.cachePerBlock.length} block caches; pass a manifest that parses`, {
       nLayer: model.nLayer,
@@ -329,9 +350,17 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
   }
 }
 
-/** The block of [0, n) whose `cost` is lowest (the first on a tie). */
-function cheapestBlock(n: number, cost: (block: number) => number): number {
-  let cheapest = 0
-  for (let b = 1; b < n; b++) if (cost(b) < cost(cheapest)) cheapest = b
-  return cheapest
+/** Of the ranges between neighbouring allowed cuts (single blocks when every cut is allowed), the one whose `cost` is lowest (the first on a tie). */
+function cheapestRange(cuts: Uint8Array, cost: (a: number, e: number) => number): BlockRange {
+  let cheapest: BlockRange | undefined
+  for (let a = 0, e = 1; e < cuts.length; e++) {
+    if (cuts[e] === 0) continue
+    if (cheapest === undefined || cost(a, e) < cost(cheapest[0], cheapest[1])) cheapest = [a, e]
+    a = e
+  }
+  return cheapest ?? [0, cuts.length - 1]
+}
+
+function rangeName(a: number, e: number): string {
+  return e === a + 1 ? `block ${a}` : `blocks [${a}, ${e}) (the manifest allows no cut inside)`
 }

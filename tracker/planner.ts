@@ -1,7 +1,8 @@
-import { type HardwareProfile, KV_BUDGET, type Manifest, MEMORY_SHARE, NeuronError, type PlacementProposal, type Route } from '../protocol'
+import { allowedCuts, type HardwareProfile, KV_BUDGET, type Manifest, MEMORY_SHARE, NeuronError, type PlacementProposal, type Route } from '../protocol'
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
 import type { HostRegistry } from './registry'
+import { hostsPerRoute } from './route-size'
 import { RoutePlanner } from './routing/route-planner'
 import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
@@ -62,7 +63,7 @@ export class SwarmPlanner {
         status: state.status,
       })
     }
-    return { nBlocks: manifest.nLayer, spans, latency: NO_LATENCIES }
+    return { nBlocks: manifest.nLayer, spans, latency: NO_LATENCIES, cuts: allowedCuts(manifest) }
   }
 
   route(request: {
@@ -95,12 +96,13 @@ export class SwarmPlanner {
   placement(modelId: string, profile: HardwareProfile, msPerBlock: number | null, hostId: string | null): PlacementProposal {
     const model = this.catalog.get(modelId).manifest
     const vram = profile.gpus.reduce((s, g) => s + g.vramBytes, 0)
+    const freeMemoryBytes = Math.floor(MEMORY_SHARE * (vram > 0 ? vram : profile.memory.availableBytes))
     const preview = previewPlacement(
       this.viewOf(model),
       model,
       {
         ...(hostId === null ? {} : { hostId }),
-        freeMemoryBytes: Math.floor(MEMORY_SHARE * (vram > 0 ? vram : profile.memory.availableBytes)),
+        freeMemoryBytes,
         freeDiskBytes: profile.disk.freeBytes,
         msPerBlock: msPerBlock ?? estimateMsPerBlock(meanBlockBytes(model), profile),
         relay: false,
@@ -115,6 +117,7 @@ export class SwarmPlanner {
       swarmTokensPerSecond: preview.swarmTokensPerSecond,
       coverage: preview.coverage,
       alternatives: preview.alternatives,
+      hostsPerRoute: hostsPerRoute(model, freeMemoryBytes, KV_BUDGET)?.length ?? null,
     }
   }
 }

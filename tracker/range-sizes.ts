@@ -1,11 +1,15 @@
-import { type BlockCache, blockCacheBytes, type CacheBudget, cachePerBlock, type ManifestArtifact } from '../protocol'
+import { type BlockCache, blockCacheBytes, type CacheBudget, cachePerBlock, type ManifestArtifact, type Seam, tokenCacheBytes } from '../protocol'
 
 /** What sizing needs of a model's manifest; a Manifest fits as is. */
 export interface SizedModel {
   readonly nLayer: number
+  /** Hidden width: what crosses a cut when the manifest states no seams. */
+  readonly nEmbd: number
   readonly bytesPerBlock: readonly number[]
   readonly kvBytesPerTokenPerBlock: number
   readonly cachePerBlock?: readonly BlockCache[] | undefined
+  /** Where a range may start and end (protocol/seams.ts); absent, anywhere. */
+  readonly seams?: readonly Seam[] | undefined
   /** When given, downloads are counted in whole artifacts and the first and last hops include the embed and head. */
   readonly artifacts?: readonly Pick<ManifestArtifact, 'role' | 'blocks' | 'bytes'>[] | undefined
 }
@@ -28,7 +32,7 @@ export class RangeSizes {
     this.weights = prefixSums(model.bytesPerBlock)
     const caches = cachePerBlock(model)
     this.cache = prefixSums(caches.map((c) => blockCacheBytes(c, budget)))
-    this.perToken = prefixSums(caches.map((c) => c.bytesPerToken))
+    this.perToken = prefixSums(caches.map(tokenCacheBytes))
     this.artifacts = model.artifacts ?? []
     this.embedBytes = this.artifacts.filter((x) => x.role === 'embed').reduce((sum, x) => sum + x.bytes, 0)
     this.headBytes = this.artifacts.filter((x) => x.role === 'head').reduce((sum, x) => sum + x.bytes, 0)

@@ -10,9 +10,11 @@ import {
   NeuronError,
   type Probe,
   type ProbeSet,
+  probeChunks,
   readJson,
   SampledToken,
   SEAM_TOLERANCE,
+  seamDtype,
   seamError,
   seamPercent,
   TICKET_TTL_MS,
@@ -69,11 +71,12 @@ export class Prober {
     if (set === undefined) return { passed: false, inconclusive: true, error: 0, reason: `${modelId} was published without probes`, msPerBlock: null }
     const probe = set.probes[randomInt(set.probes.length)] as Probe
     const head = blocks[1] === set.nLayer
-    const input = probeInput(probe, set.nEmbd, blocks[0])
+    // in the model's seam precision, as paying traffic sends it
+    const input = probeInput(probe, set.nEmbd, blocks[0], seamDtype(this.deps.manifest(modelId)))
     if (input === undefined) return { passed: false, inconclusive: true, error: 0, reason: `no reference at block ${blocks[0]}`, msPerBlock: null }
     const n = probe.tokens.length
     // As a chat: the prompt in one step, then two tokens one at a time (their times are the speed).
-    const chunks = [rows(input, 0, n - 2), rows(input, n - 2, n - 1), rows(input, n - 1, n)]
+    const chunks = probeChunks(n).map(([from, to]) => rows(input, from, to))
     let answers: SpanAnswer[]
     try {
       answers = await this.run(hostId, modelId, blocks, chunks, head)
@@ -153,7 +156,7 @@ export class Prober {
           modelId,
           blocks: [blocks[0], blocks[1]],
           maxTokens,
-          hiddenDtype: 'f16',
+          hiddenDtype: seamDtype(manifest),
           ticket,
           signature: signOpen(this.deps.client, ticket, { blocks, maxTokens }),
           ...(sample ? { sampling: { temperature: 0, seed: randomInt(2 ** 31) } } : {}),
@@ -166,16 +169,16 @@ export class Prober {
   }
 }
 
-/** The probe's input at `block`: token ids at block 0, else the reference hidden states as f16. */
-function probeInput(probe: Probe, nEmbd: number, block: number): HopInput | undefined {
+/** The probe's input at `block`: token ids at block 0, else the reference hidden states in the seams' precision. */
+function probeInput(probe: Probe, nEmbd: number, block: number, dtype: 'f16' | 'f32'): HopInput | undefined {
   if (block === 0) {
     const ids = Int32Array.from(probe.tokens)
     return { dtype: 'i32', tokens: ids.length, width: 1, payload: new Uint8Array(ids.buffer) }
   }
   const reference = probeReference(probe, block)
   if (reference === undefined) return undefined
-  const bits = toF16(reference)
-  return { dtype: 'f16', tokens: probe.tokens.length, width: nEmbd, payload: new Uint8Array(bits.buffer) }
+  const bits = dtype === 'f16' ? toF16(reference) : reference
+  return { dtype, tokens: probe.tokens.length, width: nEmbd, payload: new Uint8Array(bits.buffer) }
 }
 
 /** The reference hidden states entering `block`, f32 (copied: stored bytes may be unaligned views of a Buffer). */

@@ -7,6 +7,7 @@ import { type RouteCosts, relayMs, searchStepMs } from './costs'
  * measurements yet, so every link here costs the default estimate. reach[b]: the cheapest way to
  * have the hidden state after block b - 1 ready to send (0 at the client for b = 0); leave[b]: the
  * cheapest way from sending that state to the token reaching the client. Ready hosts only, at their load.
+ * A hop starts and ends only at allowed cuts (`cuts[b]` = 1; absent, everywhere), so both are infinite elsewhere.
  */
 export class RouteBounds {
   readonly bestMs: number
@@ -14,7 +15,8 @@ export class RouteBounds {
   private readonly leave: Float64Array
   private readonly linkMs: number
 
-  constructor(spans: readonly ServedSpan[], n: number, costs: RouteCosts) {
+  constructor(spans: readonly ServedSpan[], n: number, costs: RouteCosts, cuts?: Uint8Array) {
+    const allowed = (b: number) => cuts === undefined || cuts[b] === 1
     this.linkMs = costs.defaultLatencyMs
     const ready = spans.filter((s) => s.status === 'ready')
     const step = Float64Array.from(ready, (s) => searchStepMs(s, costs))
@@ -43,7 +45,7 @@ export class RouteBounds {
         cur[h] = ms
         if (ms < best) best = ms
       }
-      this.reach[b + 1] = best
+      this.reach[b + 1] = allowed(b + 1) ? best : Number.POSITIVE_INFINITY
     }
 
     this.leave = new Float64Array(n + 1).fill(Number.POSITIVE_INFINITY)
@@ -58,7 +60,7 @@ export class RouteBounds {
         const entered = this.linkMs + (penalty[h] as number) + ms
         if (entered < best) best = entered
       }
-      this.leave[b] = best
+      this.leave[b] = allowed(b) ? best : Number.POSITIVE_INFINITY
     }
     this.bestMs = this.leave[0] as number
   }

@@ -14,6 +14,8 @@ export class RouteGraph {
   readonly indexOf = new Map<string, number>()
   readonly begin: Int32Array
   readonly end: Int32Array
+  /** 1 at each boundary 0..nBlocks where a hop may start or end. */
+  readonly cuts: Uint8Array
   /** Search cost of one block on each host (see searchStepMs). */
   readonly stepMs: Float64Array
   /** Added when a hop starts on each host, besides the link to it. */
@@ -35,6 +37,7 @@ export class RouteGraph {
     this.view = view
     this.costs = costs
     this.nBlocks = view.nBlocks
+    this.cuts = view.cuts?.length === view.nBlocks + 1 ? view.cuts : new Uint8Array(view.nBlocks + 1).fill(1)
     // Hosts are numbered by begin block, then host id: ties break the same way whatever order the registry listed
     // hosts in, and the hosts covering a block sit close together in memory, which is most of the sweep's speed.
     this.spans = view.spans.filter((s) => usableSpan(s, view.nBlocks)).sort((a, b) => a.blocks[0] - b.blocks[0] || byHostId(a, b))

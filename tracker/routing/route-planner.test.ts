@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { type BlockRange, NeuronError } from '../../protocol'
+import { fastestByFullSearch } from '../../test/route-oracle'
 import { CLIENT, LatencyMatrix, type LatencyTable, NO_LATENCIES, type ServedSpan, type SwarmView } from '../swarm-view'
 import { DEFAULT_ROUTE_COSTS } from './costs'
 import { planRoute, RoutePlanner } from './route-planner'
@@ -207,27 +208,3 @@ describe('planRoute', () => {
     expect(planner.plan({ tokens: 1 }).hops[0]?.hostId).toBe('a')
   })
 })
-
-/** Every route over distinct hosts, each hop any sub-range of its host's span: the slowest correct planner. */
-function fastestByFullSearch(view: SwarmView): number | undefined {
-  let best: number | undefined
-  const linkMs = (from: string, to: string) => view.latency.ms(from, to) ?? LINK
-  const visit = (at: number, sender: string, used: Set<string>, ms: number) => {
-    if (at === view.nBlocks) {
-      const total = ms + linkMs(sender, CLIENT)
-      if (best === undefined || total < best) best = total
-      return
-    }
-    for (const span of view.spans) {
-      if (used.has(span.hostId) || span.blocks[0] > at || span.blocks[1] <= at) continue
-      for (let end = at + 1; end <= span.blocks[1]; end++) {
-        const compute = span.msPerBlock * (1 + span.activeSessions / span.maxSessions) * (end - at)
-        used.add(span.hostId)
-        visit(end, span.hostId, used, ms + linkMs(sender, span.hostId) + compute + (span.relay ? RELAY : 0))
-        used.delete(span.hostId)
-      }
-    }
-  }
-  visit(0, CLIENT, new Set(), 0)
-  return best
-}

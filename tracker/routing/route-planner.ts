@@ -81,6 +81,14 @@ export class RoutePlanner {
         },
       )
     }
+    const { cuts } = this.graph
+    if (cuts[spanBegin] === 0 || cuts[spanEnd] === 0) {
+      throw new NeuronError(
+        'bad_route_request',
+        `cannot plan blocks [${spanBegin}, ${spanEnd}): the model's manifest allows no cut at boundary ${cuts[spanBegin] === 0 ? spanBegin : spanEnd}; ask for a span between allowed cuts`,
+        { span: [spanBegin, spanEnd], nBlocks },
+      )
+    }
     if (!(request.tokens >= 0 && Number.isFinite(request.tokens))) {
       throw new NeuronError('bad_route_request', `a session needs a KV size of 0 or more tokens, got ${request.tokens}`, { tokens: request.tokens })
     }
@@ -171,6 +179,15 @@ export class RoutePlanner {
               ? 'too little free KV'
               : 'other'
       unavailable[why] = (unavailable[why] ?? 0) + 1
+    }
+    if (uncovered.length === 0) {
+      const forbidden = [...this.graph.cuts.keys()].filter((b) => b > spanBegin && b < spanEnd && this.graph.cuts[b] === 0)
+      return new NeuronError(
+        'no_route',
+        `no route for blocks [${spanBegin}, ${spanEnd}) of ${nBlocks}: ready hosts serve every block, but no chain of them changes hosts only where the ` +
+          `manifest allows a cut (not at ${forbidden.join(', ')}); add a host whose range starts and ends at allowed cuts`,
+        { uncovered, span: [spanBegin, spanEnd], tokens: request.tokens, forbiddenCuts: forbidden },
+      )
     }
     const ranges = uncovered.map(([a, b]) => `[${a}, ${b})`).join(', ')
     const servedBy = Object.entries(unavailable)

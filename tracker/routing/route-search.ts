@@ -8,7 +8,8 @@
  * arrivals; measured links are pushed from each arrival that could still beat that (links sorted by latency,
  * so the push stops early). Work per search: O(Σ span lengths + measured links pushed) instead of
  * O(hosts² × blocks), and the route found is the fastest (tests check it against a full search over every
- * host sequence).
+ * host sequence). A hop ends only at a boundary where the manifest allows a cut: elsewhere nobody arrives, and hosts
+ * whose range ends there drop out (a host's range may still serve a sub-range that ends at an allowed cut).
  */
 import type { RouteGraph } from './route-graph'
 
@@ -75,7 +76,7 @@ export class RouteSearch {
   private sweep(eligible: Uint8Array, spanBegin: number, spanEnd: number, previousHop: string, nextHop: string): number {
     const { cur, arrivalMs, arrivalStart, arrivals, active, hopStart, pushedMs, pushedFrom, pushedAt, topLinks, topLinksAt } = this
     const { graph } = this
-    const { begin, end, stepMs, entryPenaltyMs, stateBase, outStart, outTo, outMs, minInMs, minOutMs } = graph
+    const { begin, end, stepMs, entryPenaltyMs, stateBase, outStart, outTo, outMs, minInMs, minOutMs, cuts } = graph
     const defaultMs = graph.costs.defaultLatencyMs
     pushedAt.fill(-1)
     topLinksAt.fill(-1)
@@ -91,11 +92,12 @@ export class RouteSearch {
       let arrivalCount = 0
       let topCount = 0
       let kept = 0
+      const canCut = cuts[b] === 1
       for (let k = 0; k < activeCount; k++) {
         const g = active[k] as number
         if ((end[g] as number) > b) active[kept++] = g
         const ms = cur[g] as number
-        if (ms === Number.POSITIVE_INFINITY) continue
+        if (ms === Number.POSITIVE_INFINITY || !canCut) continue
         arrivalMs[g] = ms
         arrivalStart[g] = hopStart[g] as number
         arrivals[arrivalCount++] = g

@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest'
 import { downloading, tinyPreview } from '../../../test/renderer/hosting-fixtures'
-import { artifactRow, cacheFigures, canResume, chosenOption, creditsPerHour, phaseText, placementCells, showsPicker, uptimeText } from './selectors'
+import {
+  artifactRow,
+  cacheFigures,
+  canResume,
+  chosenOption,
+  creditsPerHour,
+  phaseText,
+  placementCells,
+  routeFigures,
+  showsPicker,
+  uptimeText,
+} from './selectors'
 
 describe('hosting selectors', () => {
   it('draws one cell per block with the hosts before and the proposed range highlighted', () => {
@@ -32,6 +43,21 @@ describe('hosting selectors', () => {
     expect(cacheFigures(option)).toEqual({ perTokenPerBlock: '1 kB per token', reserved: '300 kB reserved for 3 blocks' })
     expect(cacheFigures({ ...option, blocks: [0, 7] })?.perTokenPerBlock).toBe('≈ 429 B per token')
     expect(cacheFigures({ ...option, cacheBytes: undefined })).toBeNull()
+  })
+
+  it('shows hosts per route, the bytes crossing the range’s seams and its cache per token over a 128K session, when the tracker gives them', () => {
+    const option = chosenOption(tinyPreview, [3, 6])
+    if (option === null) throw new Error('fixture has a proposal')
+    expect(routeFigures(tinyPreview, option)).toEqual({ hostsPerRoute: null, seam: null, longContext: null })
+    const withRoute = { ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: 16 } }
+    // 32 KiB in and out of the range per token; 131 072 tokens × 100 B of cache each
+    const figures = routeFigures(withRoute, { ...option, seamBytesPerToken: 32_768, longContextCacheBytes: 13_107_200 })
+    expect(figures).toEqual({
+      hostsPerRoute: '16',
+      seam: '33 kB per token',
+      longContext: { perToken: '100 B per token', session: '13.1 MB for one 128K-token session' },
+    })
+    expect(routeFigures({ ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: null } }, option).hostsPerRoute).toBe('none: no block fits')
   })
 
   it('describes a download row with its progress, speed and time left', () => {

@@ -65,6 +65,29 @@ export function cacheFigures(option: PlacementOption): { perTokenPerBlock: strin
   }
 }
 
+/** Tokens of the one session the long-context figure is quoted for (protocol/blocks.ts LONG_CONTEXT). */
+const LONG_CONTEXT_TOKENS = 131_072
+
+/**
+ * The route around the chosen option: hosts like this computer one route needs, the bytes each token brings into and
+ * sends out of the range, and its cache per token over a 128K-token session. Each null from a tracker that does not say.
+ */
+export function routeFigures(
+  preview: HostingPreview,
+  option: PlacementOption,
+): { hostsPerRoute: string | null; seam: string | null; longContext: { perToken: string; session: string } | null } {
+  const hosts = preview.placement.hostsPerRoute
+  const long = option.longContextCacheBytes
+  return {
+    hostsPerRoute: hosts === undefined ? null : hosts === null ? 'none: no block fits' : `${hosts}`,
+    seam: option.seamBytesPerToken === undefined ? null : `${formatBytes(option.seamBytesPerToken)} per token`,
+    longContext:
+      long === undefined
+        ? null
+        : { perToken: `${formatBytes(Math.round(long / LONG_CONTEXT_TOKENS))} per token`, session: `${formatBytes(long)} for one 128K-token session` },
+  }
+}
+
 const PHASE_TEXT: Record<HostingPhase, string> = {
   idle: 'Not hosting',
   downloading: 'Downloading layers',
