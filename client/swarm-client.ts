@@ -31,7 +31,6 @@ export interface GenerateRequest {
   readonly prompt: string | readonly number[]
   readonly maxTokens: number
   readonly sampling?: SamplingParams
-  /** How hidden states travel between hops (default f16). */
   /** How hidden states cross seams; by default the model's (`Route.seamDtype`: f32 for mixture-of-experts models). */
   readonly hiddenDtype?: 'f16' | 'f32'
   /** Stop early at an end-of-generation token (default true). */

@@ -2,7 +2,6 @@ import { z } from 'zod'
 import { MAX_BLOCKS } from './limits'
 import { ModelId } from './manifest'
 
-/** Probes one model's set holds: a few are enough, each catches a lying host on its own. */
 /**
  * How a probe's rows are sent and computed, the same on both sides: all but the last two as one prefill,
  * then one token at a time, as a chat does. Batched and single-token matmuls round differently, and a
@@ -17,6 +16,7 @@ export function probeChunks(n: number): [number, number][] {
   ]
 }
 
+/** Probes one model's set holds: a few are enough, each catches a lying host on its own. */
 export const MAX_PROBES = 64
 /** Tokens one probe runs: a short prompt, long enough to time single-token steps at its end. */
 export const MAX_PROBE_TOKENS = 64

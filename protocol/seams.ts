@@ -14,9 +14,17 @@ import { z } from 'zod'
  */
 export const Seam = z.object({
   cut: z.boolean(),
-  values: z.number().int().positive(),
+  values: z
+    .number()
+    .int()
+    .positive()
+    .max(1 << 24),
   tokenIds: z.boolean(),
-  int32PerToken: z.number().int().nonnegative(),
+  int32PerToken: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(1 << 24),
 })
 export type Seam = z.infer<typeof Seam>
 

@@ -93,6 +93,10 @@ export class ModelCatalog {
     return this.store.getProbes(modelId)
   }
 
+  has(modelId: string): boolean {
+    return this.store.getModel(modelId) !== undefined
+  }
+
   get(modelId: string): StoredModel {
     const model = this.store.getModel(modelId)
     if (model === undefined) {

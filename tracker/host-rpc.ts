@@ -1,5 +1,5 @@
 import type { Socket } from 'socket.io'
-import { DEFAULT_FEE_BPS, type HostToTracker, NeuronError, type PlacementOption, type PlacementProposal, type RpcHandlers } from '../protocol'
+import { cutAllowed, DEFAULT_FEE_BPS, type HostToTracker, NeuronError, type PlacementOption, type PlacementProposal, type RpcHandlers, type ServingState } from '../protocol'
 import type { ModelCatalog } from './catalog'
 import type { HostChecks } from './checks/host-checks'
 import { type Metering, wireVerdicts } from './ledger/metering'
@@ -36,8 +36,27 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     if (host === undefined) throw new NeuronError('no_hello', 'send host.hello with your hardware profile first.')
     return host
   }
+  /**
+   * A served range must lie inside the model and start and end where its manifest allows a cut. A hello may
+   * name a model the tracker does not know yet (its host.state is checked once it serves).
+   */
+  const checkServing = (state: ServingState, hello = false) => {
+    if (state.modelId === null || state.blocks === null) return
+    if (hello && !d.catalog.has(state.modelId)) return
+    const { manifest } = d.catalog.get(state.modelId)
+    const [from, to] = state.blocks
+    if (to > manifest.nLayer) throw new NeuronError('bad_request', `blocks [${from}, ${to}) run past ${state.modelId}'s ${manifest.nLayer} blocks.`)
+    // or placement would count blocks the host can never be routed for
+    if (!cutAllowed(manifest, from) || !cutAllowed(manifest, to)) {
+      throw new NeuronError(
+        'bad_request',
+        `blocks [${from}, ${to}) cut ${state.modelId} where its manifest forbids a cut; serve a range between allowed cuts (the placement preview proposes one).`,
+      )
+    }
+  }
   return {
     'host.hello': ({ profile, state }, peer) => {
+      if (state !== undefined) checkServing(state, true)
       const now = Date.now()
       const known = d.store.getHost(peer.nodeId)
       d.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
@@ -47,12 +66,7 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     },
     'host.state': async (state, peer) => {
       requireHello(peer)
-      if (state.modelId !== null) {
-        const model = d.catalog.get(state.modelId)
-        if (state.blocks !== null && state.blocks[1] > model.manifest.nLayer) {
-          throw new NeuronError('bad_request', `blocks [${state.blocks[0]}, ${state.blocks[1]}) run past ${state.modelId}'s ${model.manifest.nLayer} blocks.`)
-        }
-      }
+      checkServing(state)
       d.registry.updateState(peer.nodeId, state)
       // Ready is answered once the tracker's probe of what it serves is done: routing starts then.
       await d.checks.whenReady(peer.nodeId)

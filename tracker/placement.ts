@@ -18,7 +18,7 @@
  * Such a range is shortened until it passes; a host with no passing range is refused. While the swarm
  * has no complete route, every host that fits is welcome: it can only help close a gap.
  */
-import { allowedCuts, type BlockRange, LONG_CONTEXT, NeuronError, rangeCacheBytes, seamBytesPerToken } from '../protocol'
+import { allowedCuts, type BlockRange, LONG_CONTEXT, NeuronError, rangeCacheBytes, seamBytesPerToken, seamDtype } from '../protocol'
 import { RangeSizes, type SizedModel } from './range-sizes'
 import { byHostId, DEFAULT_ROUTE_COSTS, type RouteCosts, relayMs, usableSpan } from './routing/costs'
 import { RouteBounds } from './routing/route-bounds'
@@ -288,7 +288,9 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       cacheBytes: c.cacheBytes,
       cacheBytesPerToken: sizes.cacheBytesPerToken(c.blocks[0], c.blocks[1]),
       longContextCacheBytes: rangeCacheBytes(model, c.blocks, LONG_CONTEXT),
-      seamBytesPerToken: (c.blocks[0] > 0 ? seamBytesPerToken(model, c.blocks[0]) : 0) + (c.blocks[1] < n ? seamBytesPerToken(model, c.blocks[1]) : 0),
+      seamBytesPerToken:
+        (c.blocks[0] > 0 ? seamBytesPerToken(model, c.blocks[0], seamDtype(model)) : 0) +
+        (c.blocks[1] < n ? seamBytesPerToken(model, c.blocks[1], seamDtype(model)) : 0),
       expectedTokensPerSecond: c.tokensPerSecond,
       swarmTokensPerSecond: c.sortedAfter[0] as number,
       bestRouteMsPerToken: c.bestRouteMsPerToken,

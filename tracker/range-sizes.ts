@@ -10,6 +10,8 @@ export interface SizedModel {
   readonly cachePerBlock?: readonly BlockCache[] | undefined
   /** Where a range may start and end (protocol/seams.ts); absent, anywhere. */
   readonly seams?: readonly Seam[] | undefined
+  /** How hidden states cross the seams (protocol/seams.ts `seamDtype`); absent, f16. */
+  readonly seamDtype?: 'f16' | 'f32' | undefined
   /** When given, downloads are counted in whole artifacts and the first and last hops include the embed and head. */
   readonly artifacts?: readonly Pick<ManifestArtifact, 'role' | 'blocks' | 'bytes'>[] | undefined
 }
