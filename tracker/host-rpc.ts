@@ -1,5 +1,14 @@
 import type { Socket } from 'socket.io'
-import { cutAllowed, DEFAULT_FEE_BPS, type HostToTracker, NeuronError, type PlacementOption, type PlacementProposal, type RpcHandlers, type ServingState } from '../protocol'
+import {
+  cutAllowed,
+  DEFAULT_FEE_BPS,
+  type HostToTracker,
+  NeuronError,
+  type PlacementOption,
+  type PlacementProposal,
+  type RpcHandlers,
+  type ServingState,
+} from '../protocol'
 import type { ModelCatalog } from './catalog'
 import type { HostChecks } from './checks/host-checks'
 import { type Metering, wireVerdicts } from './ledger/metering'
