@@ -24,6 +24,13 @@ export interface Publisher {
  * only identically: a publisher restarting does that.
  */
 export class ModelCatalog {
+  /**
+   * Published models as read once from the store: they never change, and routes, placements and host
+   * states read them on every request (a row holds the torrent and tokenizer bytes). Only models that
+   * exist are kept, so a peer naming random ids grows nothing.
+   */
+  private readonly models = new Map<string, StoredModel>()
+
   constructor(
     private readonly store: TrackerStore,
     private readonly registry: HostRegistry,
@@ -94,16 +101,25 @@ export class ModelCatalog {
   }
 
   has(modelId: string): boolean {
-    return this.store.getModel(modelId) !== undefined
+    return this.stored(modelId) !== undefined
   }
 
   get(modelId: string): StoredModel {
-    const model = this.store.getModel(modelId)
+    const model = this.stored(modelId)
     if (model === undefined) {
       const known = this.store.listModels().map((m) => m.manifest.modelId)
       throw new NeuronError('unknown_model', `no model ${modelId} in this swarm; known models: ${known.length === 0 ? 'none yet' : known.join(', ')}.`, {
         modelId,
       })
+    }
+    return model
+  }
+
+  private stored(modelId: string): StoredModel | undefined {
+    let model = this.models.get(modelId)
+    if (model === undefined) {
+      model = this.store.getModel(modelId)
+      if (model !== undefined) this.models.set(modelId, model)
     }
     return model
   }
