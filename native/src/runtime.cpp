@@ -90,26 +90,25 @@ std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & 
     return s;
 }
 
+namespace {
+
+// The sliding-window rings (if any) still hold the window before `start`.
 bool ring_allows(const SessionState & s, int64_t start) {
     const KvCache & kv = *s.kv;
     return !kv.ring() || start == 0 || start >= s.ring_written - (kv.swa_size - s.core->model->hp.n_swa);
 }
 
+}  // namespace
+
 void check_rollback(const SessionState & s, int64_t to, bool truncating) {
     const KvCache * kv = s.kv.get();
     if (!kv) return;
+    const char * at = truncating ? "to" : "position";
     if (!ring_allows(s, to)) {
-        if (truncating) {
-            throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) + " positions; truncating from " +
-                                                   std::to_string(s.ring_written) + " to " + std::to_string(to) +
-                                                   " is too far: replay the session from position 0")
-                .num("nPast", (double) s.n_past)
-                .num("to", (double) to);
-        }
-        throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) + " positions; rolling back from " +
-                                               std::to_string(s.ring_written) + " to " + std::to_string(to) +
-                                               " is too far: replay the session from position 0")
-            .num("position", (double) to)
+        throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) + " positions; " +
+                                               (truncating ? "truncating" : "rolling back") + " from " + std::to_string(s.ring_written) +
+                                               " to " + std::to_string(to) + " is too far: replay the session from position 0")
+            .num(at, (double) to)
             .num("nPast", (double) s.ring_written)
             .num("ringCells", (double) kv->swa_size);
     }
@@ -118,7 +117,7 @@ void check_rollback(const SessionState & s, int64_t to, bool truncating) {
         throw RuntimeError("RECURRENT_ROLLBACK", std::string("linear-attention blocks keep a recurrent state that cannot be rolled back; ") +
                                                      (truncating ? "truncating" : "starting a forward") + " at " + std::to_string(to) +
                                                      " of " + std::to_string(s.n_past) + " positions: replay the session from position 0")
-            .num(truncating ? "to" : "position", (double) to)
+            .num(at, (double) to)
             .num("nPast", (double) s.n_past);
     }
 }

@@ -85,8 +85,6 @@ struct ForwardResult {
     int64_t cols = 0;
 };
 
-// May the session go on from `start`: its sliding-window rings (if any) still hold the window before it.
-bool ring_allows(const SessionState & s, int64_t start);
 // Throws SWA_ROLLBACK or RECURRENT_ROLLBACK when the session's cache cannot go back to `to` (a forward's start, or a truncate).
 void check_rollback(const SessionState & s, int64_t to, bool truncating);
 // Checks everything about a request that can be checked before compute (throws RuntimeError).
