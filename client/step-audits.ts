@@ -78,7 +78,7 @@ function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array
     const receipt = h.receipts[i]
     bytes += input.payload.byteLength
     if (receipt === undefined || input.dtype === 'json' || bytes > MAX_AUDIT_BYTES) return undefined
-    steps.push({ receipt, dtype: input.dtype, tokens: input.tokens, width: input.width, bytes: input.payload.byteLength })
+    steps.push({ receipt, dtype: input.dtype, tokens: input.tokens, width: input.width, bytes: input.payload.byteLength, side: input.side ?? 0 })
   }
   if (steps.length === 0) return undefined
   return { steps, payloads: Buffer.concat(h.inputs.map((i) => i.payload)) }

@@ -246,6 +246,7 @@ export class Host extends EventEmitter<HostEvents> {
       embed,
       head,
       nEmbd: manifest.nEmbd,
+      seams: manifest,
       maxSessions,
       log: (l) => this.log(l),
       ...(this.identity === undefined ? {} : { signer: this.identity }),

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { readGguf } from '../gguf/reader'
 import { artifactsFor } from '../native/artifacts'
 import { ShardRuntime } from '../native/shard-runtime'
-import { ACCEPT_LOGIT_MARGIN, type Manifest, NeuronError, type Probe, ProbeSet, probeChunks } from '../protocol'
+import { ACCEPT_LOGIT_MARGIN, type Manifest, NeuronError, type Probe, ProbeSet, probeChunks, type Seam, seamAt, seamSideValues } from '../protocol'
 
 /** Probes a set holds by default: each one alone catches a lying host. */
 export const PROBE_COUNT = 8
@@ -40,7 +40,8 @@ export interface ProbeSetOptions {
  */
 export async function computeProbeSet(manifest: Manifest, dir: string, options: ProbeSetOptions): Promise<ProbeSet> {
   const tokens = options.tokens ?? PROBE_TOKENS
-  const perProbe = tokens * manifest.nEmbd * 4 * (manifest.nLayer - 1)
+  const boundaries = Array.from({ length: manifest.nLayer - 1 }, (_, i) => seamAt(manifest, i + 1))
+  const perProbe = tokens * 4 * boundaries.reduce((sum, seam) => sum + seam.values + seamSideValues(seam), 0)
   const count = Math.max(1, Math.min(options.count ?? PROBE_COUNT, Math.floor((options.maxBytes ?? PROBE_SET_BYTES) / Math.max(1, perProbe))))
   const pickable = await ordinaryTokens(manifest, dir)
   const draw = options.random === undefined ? (n: number) => randomInt(n) : (n: number) => Math.floor((options.random as () => number)() * n)
@@ -49,15 +50,24 @@ export async function computeProbeSet(manifest: Manifest, dir: string, options: 
   const probes: Probe[] = prompts.map((p, i) => ({
     tokens: p,
     boundaries: Array.from({ length: manifest.nLayer - 1 }, (_, b) => b + 1),
-    hidden: (reference.hidden[i] as Float32Array[]).map((h) => new Uint8Array(h.buffer, h.byteOffset, h.byteLength)),
+    hidden: (reference.hidden[i] as Float32Array[]).map((h, j) => {
+      const side = reference.side[i]?.[j]
+      const values = new Uint8Array(h.buffer, h.byteOffset, h.byteLength)
+      return side === undefined ? values : new Uint8Array(Buffer.concat([values, new Uint8Array(side.buffer, side.byteOffset, side.byteLength)]))
+    }),
     accept: acceptLists(reference.logits[i] as Float32Array, manifest.nVocab),
   }))
-  return ProbeSet.parse({ modelId: manifest.modelId, nLayer: manifest.nLayer, nEmbd: manifest.nEmbd, probes })
+  // widths and side values only where some seam is not the hidden state alone, so plain sets stay as they were
+  const plain = boundaries.every((seam) => seam.values === manifest.nEmbd && seamSideValues(seam) === 0)
+  const seams = plain ? {} : { widths: boundaries.map((seam) => seam.values), sides: boundaries.map(seamSideValues) }
+  return ProbeSet.parse({ modelId: manifest.modelId, nLayer: manifest.nLayer, nEmbd: manifest.nEmbd, ...seams, probes })
 }
 
 export interface ReferenceRun {
-  /** hidden[probe][b - 1]: the f32 input to block b (tokens × nEmbd), for b in 1..nLayer-1. */
+  /** hidden[probe][b - 1]: the f32 input to block b (tokens × the seam's values), for b in 1..nLayer-1. */
   readonly hidden: Float32Array[][]
+  /** side[probe][b - 1]: the int32 side values entering block b (tokens × seamSideValues, token-major), where the seam carries any. */
+  readonly side: (Int32Array | undefined)[][]
   /** logits[probe]: every position's logits (tokens × nVocab). */
   readonly logits: Float32Array[]
 }
@@ -75,6 +85,7 @@ export async function referenceRun(
 ): Promise<ReferenceRun> {
   const { nLayer } = manifest
   const hidden: Float32Array[][] = prompts.map(() => [])
+  const side: (Int32Array | undefined)[][] = prompts.map(() => [])
   const logits: Float32Array[] = []
   for (let b = 0; b < nLayer; b++) {
     const head = b + 1 === nLayer
@@ -91,26 +102,36 @@ export async function referenceRun(
         const session = runtime.openSession({ maxTokens: prompt.length })
         try {
           const input = b === 0 ? Int32Array.from(prompt) : (hidden[i]?.[b - 1] as Float32Array)
+          const seamIn = b === 0 ? undefined : seamAt(manifest, b)
+          const seamOut = head ? undefined : seamAt(manifest, b + 1)
+          const ids = Int32Array.from(prompt)
+          const indicesIn = seamIn !== undefined && seamIn.int32PerToken > 0 ? indicesOf(side[i]?.[b - 1], seamIn) : undefined
           // in the chunks the prober sends (all but two rows, then one and one): batched and single-token
           // matmuls round differently, and a mixture-of-experts router near a tie turns that into another expert
           const width = input.length / prompt.length
           const parts: Float32Array[] = []
+          const indicesOut: Int32Array[] = []
           let kind = ''
           for (const [from, to] of probeChunks(prompt.length)) {
-            const out = await session.forward(input.subarray(from * width, to * width), { positions: from, allLogits: head, hiddenType: 'f32' })
+            const k = seamIn?.int32PerToken ?? 0
+            const out = await session.forward(input.subarray(from * width, to * width), {
+              positions: from,
+              allLogits: head,
+              hiddenType: 'f32',
+              ...(seamIn?.tokenIds ? { tokenIds: ids.subarray(from, to) } : {}),
+              ...(indicesIn === undefined ? {} : { indices: indicesIn.subarray(from * k, to * k) }),
+            })
             if (out.dtype !== 'f32' || out.rows !== to - from)
               throw new NeuronError('internal', `block ${b} of ${manifest.modelId} returned ${out.rows} ${out.dtype} rows for ${to - from} tokens`)
             parts.push(out.data as Float32Array)
+            if (out.kind === 'hidden' && out.indices !== undefined) indicesOut.push(out.indices)
             kind = out.kind
           }
-          const rows = new Float32Array(parts.reduce((sum, x) => sum + x.length, 0))
-          let at = 0
-          for (const x of parts) {
-            rows.set(x, at)
-            at += x.length
+          if (kind === 'logits') logits.push(joined(parts, Float32Array))
+          else {
+            hidden[i]?.push(joined(parts, Float32Array))
+            side[i]?.push(seamOut === undefined ? undefined : sideValues(seamOut, ids, joined(indicesOut, Int32Array)))
           }
-          if (kind === 'logits') logits.push(rows)
-          else hidden[i]?.push(rows)
         } finally {
           session.close()
         }
@@ -119,7 +140,41 @@ export async function referenceRun(
       runtime.dispose()
     }
   }
-  return { hidden, logits }
+  return { hidden, side, logits }
+}
+
+function joined<T extends Float32Array | Int32Array>(parts: T[], Kind: { new (n: number): T }): T {
+  const out = new Kind(parts.reduce((sum, x) => sum + x.length, 0))
+  let at = 0
+  for (const x of parts) {
+    out.set(x, at)
+    at += x.length
+  }
+  return out
+}
+
+/** The side values entering a block (token-major: the token id where the seam carries it, then its indices). */
+function sideValues(seam: Seam, ids: Int32Array, indices: Int32Array): Int32Array | undefined {
+  const per = seamSideValues(seam)
+  if (per === 0) return undefined
+  const k = seam.int32PerToken
+  if (indices.length !== ids.length * k) throw new NeuronError('internal', `the runtime returned ${indices.length} indices for ${ids.length} tokens × ${k}`)
+  const out = new Int32Array(ids.length * per)
+  for (let t = 0; t < ids.length; t++) {
+    if (seam.tokenIds) out[t * per] = ids[t] as number
+    out.set(indices.subarray(t * k, (t + 1) * k), t * per + (seam.tokenIds ? 1 : 0))
+  }
+  return out
+}
+
+/** The indices among side values entering a block. */
+function indicesOf(side: Int32Array | undefined, seam: Seam): Int32Array {
+  const per = seamSideValues(seam)
+  const k = seam.int32PerToken
+  const tokens = (side?.length ?? 0) / per
+  const out = new Int32Array(tokens * k)
+  for (let t = 0; t < tokens; t++) out.set((side as Int32Array).subarray(t * per + per - k, (t + 1) * per), t * k)
+  return out
 }
 
 /** Per position: the argmax first, then every token within ACCEPT_LOGIT_MARGIN of it, best first. */

@@ -35,13 +35,17 @@ export type ForwardOptions = {
   allLogits?: boolean
   /** Hidden states as f16 bits, ready for the wire (converted off the JS thread). Logits stay f32. */
   hiddenType?: 'f32' | 'f16'
+  /** The input rows' token ids, for a session that does not embed but runs blocks that need them (`needsTokenIds`). */
+  tokenIds?: Int32Array
+  /** indicesIn int32 per input row, token-major, for a session that starts where the seam carries indices. */
+  indices?: Int32Array
 }
 
 /** Hidden states [rows = nTokens x cols = nEmbd] for the next hop, or logits [rows x nVocab] at the last hop. */
 export type ForwardOutput =
   | { kind: 'logits'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
-  | { kind: 'hidden'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
-  | { kind: 'hidden'; dtype: 'f16'; data: Uint16Array; rows: number; cols: number }
+  | { kind: 'hidden'; dtype: 'f32'; data: Float32Array; rows: number; cols: number; indices?: Int32Array }
+  | { kind: 'hidden'; dtype: 'f16'; data: Uint16Array; rows: number; cols: number; indices?: Int32Array }
 
 export type SessionOptions = {
   /** Positions the session's KV cache holds. */

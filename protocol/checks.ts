@@ -43,6 +43,13 @@ export const AuditedStep = z.object({
     .positive()
     .max(1 << 20),
   bytes: z.number().int().positive().max(MAX_AUDIT_BYTES),
+  /** int32 side values per token after the values (the seam's token ids and indices; frames.ts FLAG_SIDE). */
+  side: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(1 << 20)
+    .default(0),
 })
 export type AuditedStep = z.infer<typeof AuditedStep>
 

@@ -26,6 +26,13 @@ const BYTES_PER: Record<Dtype, number> = { json: 1, f32: 4, f16: 2, i32: 4 }
 
 /** Flag on a forward: refill the KV cache only (failover replay); the last hop does not sample. */
 export const FLAG_NO_SAMPLE = 1
+/**
+ * Flag on a forward or hidden frame: after the tokens × width values, the payload carries int32 side values,
+ * the same count per token, token-major: what the manifest's seam says crosses besides the hidden state (the
+ * token id when `tokenIds`, then `int32PerToken` indices). Their count per token is (payload bytes − value
+ * bytes) / (4 × tokens); the receiver checks it against the seam.
+ */
+export const FLAG_SIDE = 2
 
 export interface Frame {
   readonly kind: FrameKind
@@ -114,19 +121,29 @@ export function decodeFrame(bytes: Uint8Array): Frame {
   }
   const tokens = view.getUint32(32, true)
   const width = view.getUint32(36, true)
-  if (dtype !== 'json' && tokens * width * BYTES_PER[dtype] !== payloadBytes) {
-    throw new NeuronError('bad_frame', `shape ${tokens}×${width} of ${dtype} needs ${tokens * width * BYTES_PER[dtype]} bytes, payload has ${payloadBytes}`, {
+  const flags = view.getUint16(6, true)
+  const valueBytes = tokens * width * BYTES_PER[dtype]
+  const sideBytes = payloadBytes - valueBytes
+  if (dtype !== 'json' && (flags & FLAG_SIDE) === 0 && valueBytes !== payloadBytes) {
+    throw new NeuronError('bad_frame', `shape ${tokens}×${width} of ${dtype} needs ${valueBytes} bytes, payload has ${payloadBytes}`, {
       tokens,
       width,
       payloadBytes,
     })
+  }
+  if (flags & FLAG_SIDE && (dtype === 'json' || tokens === 0 || sideBytes <= 0 || sideBytes % (4 * tokens) !== 0)) {
+    throw new NeuronError(
+      'bad_frame',
+      `a frame with side values carries ${tokens}×${width} ${dtype} values (${valueBytes} bytes) and then a whole number (≥ 1) of int32 per token; its payload has ${payloadBytes} bytes`,
+      { tokens, width, payloadBytes },
+    )
   }
   let session = ''
   for (let i = 0; i < 16; i++) session += (bytes[8 + i] ?? 0).toString(16).padStart(2, '0')
   return {
     kind,
     dtype,
-    flags: view.getUint16(6, true),
+    flags,
     session,
     step: view.getUint32(24, true),
     position: view.getUint32(28, true),
@@ -179,9 +196,22 @@ export function errorFrame(session: string, step: number, error: WireError): Uin
   return jsonFrame('error', session, step, error)
 }
 
-/** Typed views over a frame's numeric payload (copied when unaligned). */
+/** int32 side values per token a frame carries after its values (FLAG_SIDE); 0 without. */
+export function sidePerToken(frame: Pick<Frame, 'flags' | 'dtype' | 'tokens' | 'width' | 'payload'>): number {
+  if ((frame.flags & FLAG_SIDE) === 0 || frame.dtype === 'json' || frame.tokens === 0) return 0
+  return (frame.payload.byteLength - frame.tokens * frame.width * BYTES_PER[frame.dtype]) / (4 * frame.tokens)
+}
+
+/** A frame's side values (FLAG_SIDE), tokens × sidePerToken int32, token-major; empty without. */
+export function sideOf(frame: Frame): Int32Array {
+  const per = sidePerToken(frame)
+  const bytes = frame.payload.subarray(frame.payload.byteLength - per * frame.tokens * 4)
+  return new Int32Array(new Uint8Array(bytes).buffer)
+}
+
+/** Typed views over a frame's numeric values (without its side values; copied when unaligned). */
 export function payloadAs(frame: Frame): Int32Array | Float32Array | Uint16Array {
-  const p = frame.payload
+  const p = frame.payload.subarray(0, frame.payload.byteLength - sidePerToken(frame) * frame.tokens * 4)
   // A copy when unaligned (Buffer.slice would only make a view).
   const aligned = p.byteOffset % 4 === 0 ? p : new Uint8Array(p)
   switch (frame.dtype) {

@@ -1,10 +1,10 @@
 // A probe set as one binary blob, as it travels in model.publish (Socket.IO refuses a message of more
 // than 10 binary attachments, and a set has one per probe and boundary) and as the tracker stores it:
 // a u32 little-endian length, a JSON header (everything but the hidden states), then every probe's
-// hidden states' f32 bytes back to back, in order (each tokens × nEmbd × 4 bytes, per the header).
+// hidden states' bytes back to back, in order (each tokens × (width + side) × 4 bytes, per the header).
 import { z } from 'zod'
 import { NeuronError } from './errors'
-import { MAX_PROBE_SET_BYTES, ProbeSet } from './probes'
+import { MAX_PROBE_SET_BYTES, ProbeSet, probeBoundary } from './probes'
 
 /** An encoded probe set: its hidden states plus room for the header's tokens and accept lists. */
 export const ProbeSetBytes = z
@@ -41,10 +41,15 @@ export function decodeProbeSet(bytes: Uint8Array): ProbeSet {
     throw bad('its header is not JSON')
   }
   if (!Number.isInteger(header?.nEmbd) || header.nEmbd <= 0 || !Array.isArray(header.probes)) throw bad('its header has no width or no probes')
+  const per = (v: unknown) => Array.isArray(v) && v.every((x) => Number.isInteger(x) && x >= 0 && x <= 1 << 24)
+  if ((header.widths !== undefined && !per(header.widths)) || (header.sides !== undefined && !per(header.sides)))
+    throw bad('its widths or side values are not counts')
   let at = end
   const probes = header.probes.map((p) => {
-    const n = (Array.isArray(p?.tokens) ? p.tokens.length : 0) * header.nEmbd * 4
-    const hidden = (Array.isArray(p?.boundaries) ? p.boundaries : []).map(() => {
+    const tokens = Array.isArray(p?.tokens) ? p.tokens.length : 0
+    const hidden = (Array.isArray(p?.boundaries) ? p.boundaries : []).map((b: unknown) => {
+      const { width, side } = probeBoundary(header, Number.isInteger(b) ? (b as number) : 0)
+      const n = tokens * (width + side) * 4
       // a copy: aligned for Float32Array views, and free of the message's buffer
       const h = bytes.slice(at, at + n)
       at += n

@@ -28,7 +28,8 @@ const F32Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected 
 /**
  * One known-answer probe: `tokens` run through the whole model by the publisher (f32 seams), and
  * what a host must answer for any range of blocks. `hidden[i]` is the input to block
- * `boundaries[i]` (the output of the block before it) for every token: tokens × nEmbd f32 values.
+ * `boundaries[i]` (the output of the block before it) for every token: tokens × width f32 values, then
+ * tokens × side int32 values where the seam carries them (see `probeBoundary`).
  * `accept[p]` are the next tokens greedy decoding may pick after position p, given the seam tolerance
  * (the reference's argmax and any token whose logit is within the accept margin of it).
  */
@@ -53,6 +54,28 @@ export const ProbeSet = z
       .int()
       .positive()
       .max(1 << 20),
+    /** Values per token entering block b (index b − 1), where they are not nEmbd (DeepSeek-V4's hyper-connection streams). */
+    widths: z
+      .array(
+        z
+          .number()
+          .int()
+          .positive()
+          .max(1 << 24),
+      )
+      .max(MAX_BLOCKS)
+      .optional(),
+    /** int32 side values per token entering block b (index b − 1): the token id and indices its seam carries. */
+    sides: z
+      .array(
+        z
+          .number()
+          .int()
+          .nonnegative()
+          .max(1 << 24),
+      )
+      .max(MAX_BLOCKS)
+      .optional(),
     probes: z.array(Probe).min(1).max(MAX_PROBES),
   })
   .superRefine((set, ctx) => {
@@ -64,8 +87,12 @@ export const ProbeSet = z
         ctx.addIssue({ code: 'custom', message: `probe ${i} has ${p.tokens.length} tokens but ${p.accept.length} accept lists` })
       for (const [j, h] of p.hidden.entries()) {
         bytes += h.byteLength
-        if (h.byteLength !== p.tokens.length * set.nEmbd * 4)
-          ctx.addIssue({ code: 'custom', message: `probe ${i} boundary ${p.boundaries[j]}: expected ${p.tokens.length} × ${set.nEmbd} f32 values` })
+        const { width, side } = probeBoundary(set, p.boundaries[j] ?? 0)
+        if (h.byteLength !== p.tokens.length * (width + side) * 4)
+          ctx.addIssue({
+            code: 'custom',
+            message: `probe ${i} boundary ${p.boundaries[j]}: expected ${p.tokens.length} × ${width} f32 values${side > 0 ? ` and ${side} int32 per token` : ''}`,
+          })
       }
       if (p.boundaries.some((b) => b >= set.nLayer))
         ctx.addIssue({ code: 'custom', message: `probe ${i} names a boundary past the model's ${set.nLayer} blocks` })
@@ -74,3 +101,11 @@ export const ProbeSet = z
       ctx.addIssue({ code: 'custom', message: `a probe set holds at most ${MAX_PROBE_SET_BYTES} bytes of hidden states, not ${bytes}` })
   })
 export type ProbeSet = z.infer<typeof ProbeSet>
+
+/** What a probe holds entering block b: `width` f32 values per token, then `side` int32 per token. */
+export function probeBoundary(
+  set: { readonly nEmbd: number; readonly widths?: readonly number[] | undefined; readonly sides?: readonly number[] | undefined },
+  b: number,
+) {
+  return { width: set.widths?.[b - 1] ?? set.nEmbd, side: set.sides?.[b - 1] ?? 0 }
+}

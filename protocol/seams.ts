@@ -65,5 +65,10 @@ export function seamDtype(model: { readonly seamDtype?: 'f16' | 'f32' | undefine
 /** Bytes one token sends across boundary b (1 ≤ b < nLayer), with activations as f16 (the default) or f32. */
 export function seamBytesPerToken(model: SeamFacts, b: number, dtype: 'f16' | 'f32' = 'f16'): number {
   const seam = seamAt(model, b)
-  return seam.values * (dtype === 'f16' ? 2 : 4) + 4 * ((seam.tokenIds ? 1 : 0) + seam.int32PerToken)
+  return seam.values * (dtype === 'f16' ? 2 : 4) + 4 * seamSideValues(seam)
+}
+
+/** int32 values per token crossing a seam besides the hidden state, in frame order: the token id, then the indices. */
+export function seamSideValues(seam: Seam): number {
+  return (seam.tokenIds ? 1 : 0) + seam.int32PerToken
 }

@@ -9,23 +9,25 @@ import {
   encodeFrame,
   errorFrame,
   FLAG_NO_SAMPLE,
+  FLAG_SIDE,
   type Frame,
   jsonFrame,
   MAX_FRAME_BYTES,
   NeuronError,
   OpenSession,
-  payloadAs,
   type Receipt,
   type ReceiptBody,
   readJson,
   receiptMessage,
   type SampledToken,
   SamplingParams,
+  type SeamFacts,
   type Ticket,
   toWireError,
 } from '../../protocol'
 import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type TicketTerms } from './admission'
+import { type SeamInput, seamInput, seamSide } from './seam-io'
 import type { ServingRuntime, ServingSession } from './serving-runtime'
 
 export interface ShardServerOptions {
@@ -34,6 +36,8 @@ export interface ShardServerOptions {
   readonly embed: boolean
   readonly head: boolean
   readonly nEmbd: number
+  /** The manifest's seams (what crosses each boundary); without them a seam is nEmbd values alone. */
+  readonly seams?: SeamFacts
   readonly maxSessions: number
   /** Largest frame accepted, bytes; larger ones get a `frame_too_large` error. */
   readonly maxFrameBytes?: number
@@ -110,6 +114,10 @@ export class ShardServer {
     this.limits = admissionLimits(options.maxSessions, options.limits)
     this.reaper = setInterval(() => this.reapIdle(Date.now()), Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)))
     this.reaper.unref()
+  }
+
+  private get seamFacts(): SeamFacts {
+    return this.options.seams ?? { nLayer: this.options.blocks[1], nEmbd: this.options.nEmbd }
   }
 
   get activeSessions(): number {
@@ -264,29 +272,21 @@ export class ShardServer {
       throw new NeuronError('unknown_session', `no open session ${frame.session} on this host; open it first (it may have idled out).`, {
         session: frame.session,
       })
-    const { nEmbd } = this.options
-    const takesTokens = served.runtime.takesTokens
-    if (takesTokens && (frame.dtype !== 'i32' || frame.width !== 1)) {
-      throw new NeuronError('bad_frame', `the first hop takes token ids (i32, width 1), not ${frame.dtype} × ${frame.width}.`)
-    }
-    if (!takesTokens && (frame.dtype === 'i32' || frame.dtype === 'json' || frame.width !== nEmbd)) {
-      throw new NeuronError('bad_frame', `this hop takes hidden states (f32 or f16, width ${nEmbd}), not ${frame.dtype} × ${frame.width}.`, {
-        expectedWidth: nEmbd,
-        width: frame.width,
-      })
-    }
+    const input = seamInput(frame, this.seamFacts, served.runtime.blocks[0], served.runtime.takesTokens)
     if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
     served.lastUsed = Date.now()
     checkStepTokens(served.ticket, frame.step, frame.tokens)
     served.stepped = true
-    return served.steps.run(() => this.compute(served, frame))
+    return served.steps.run(() => this.compute(served, frame, input))
   }
 
-  private async compute(served: ServedSession, frame: Frame): Promise<Uint8Array> {
+  private async compute(served: ServedSession, frame: Frame, input: SeamInput): Promise<Uint8Array> {
     const started = performance.now()
-    const output = await served.runtime.forward(payloadAs(frame) as Int32Array | Float32Array | Uint16Array, {
+    const output = await served.runtime.forward(input.values, {
       positions: frame.position,
       hiddenType: served.open.hiddenDtype,
+      ...(served.runtime.takesTokens || input.tokenIds === undefined ? {} : { tokenIds: input.tokenIds }),
+      ...(input.indices === undefined ? {} : { indices: input.indices }),
     })
     const computeMs = performance.now() - started
     if (frame.tokens === 1) {
@@ -310,17 +310,18 @@ export class ShardServer {
       const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs }
       return this.seal(served, frame, jsonAnswer('token', frame, body))
     }
-    const payload = output.data
+    const values = new Uint8Array(output.data.buffer, output.data.byteOffset, output.data.byteLength)
+    const side = seamSide(this.seamFacts, served.runtime.blocks[1], output.rows, input, output.indices)
     return this.seal(served, frame, {
       kind: 'hidden',
       dtype: output.dtype,
-      flags: 0,
+      flags: side === undefined ? 0 : FLAG_SIDE,
       session: frame.session,
       step: frame.step,
       position: frame.position,
       tokens: output.rows,
       width: output.cols,
-      payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength),
+      payload: side === undefined ? values : new Uint8Array(Buffer.concat([values, side])),
     })
   }
 

@@ -1,7 +1,19 @@
 import type { HopInput } from '../../client/hop-frames'
 import { publicKeyObject, verifySignature } from '../../identity/keys'
 import { payloadSha256 } from '../../identity/tickets'
-import { type AuditRequest, type AuditVerdict, hiddenFloats, NeuronError, seamPercent as pct, receiptMessage, SEAM_TOLERANCE, seamError } from '../../protocol'
+import {
+  type AuditRequest,
+  type AuditVerdict,
+  hiddenFloats,
+  NeuronError,
+  seamPercent as pct,
+  receiptMessage,
+  SEAM_TOLERANCE,
+  type SeamFacts,
+  seamAt,
+  seamError,
+  seamSideValues,
+} from '../../protocol'
 import type { HostRegistry } from '../registry'
 import type { HostChecks } from './host-checks'
 import { frameValues, type Prober } from './prober'
@@ -15,7 +27,8 @@ export interface AuditorDeps {
   readonly route: (
     session: string,
   ) => { modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined
-  readonly shape: (modelId: string) => { nLayer: number; nEmbd: number }
+  /** The model's blocks and what crosses each seam (its manifest). */
+  readonly shape: (modelId: string) => SeamFacts
   /** Audits one key may ask for a minute. */
   readonly perMinute: number
 }
@@ -61,15 +74,20 @@ export class Auditor {
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
-    const { nLayer, nEmbd: width } = this.deps.shape(route.modelId)
-    const head = blocks[1] === nLayer
+    const model = this.deps.shape(route.modelId)
+    const head = blocks[1] === model.nLayer
     if (head) {
       // The last hop answers a sampled token, which another host may draw differently near a tie: its record is the probes.
       return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`)
     }
-    // f16 or f32, as the client opened the session: told apart by the answer's size.
+    // f16 or f32, as the client opened the session: told apart by the answer's size (its side values left out)
     const rows = request.steps.at(-1)?.receipt.tokens ?? 1
-    const answer = hiddenFloats(request.output, request.output.byteLength === rows * width * 4 ? 'f32' : 'f16')
+    const seam = seamAt(model, blocks[1])
+    const width = seam.values
+    const sideBytes = rows * seamSideValues(seam) * 4
+    const f32 = request.output.byteLength === rows * width * 4 + sideBytes
+    const answer =
+      request.output.byteLength < sideBytes ? undefined : hiddenFloats(request.output.subarray(0, request.output.byteLength - sideBytes), f32 ? 'f32' : 'f16')
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
     if (second === undefined || answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it)`)
@@ -119,12 +137,15 @@ export class Auditor {
         throw new NeuronError('bad_signature', `step ${i + 1}'s receipt is not signed by host ${hostId}.`)
       if (r.position !== position || r.tokens !== s.tokens)
         throw new NeuronError('bad_request', `step ${i + 1} must run from position ${position}, not ${r.position}.`)
-      const rowBytes = s.dtype === 'f16' ? 2 : 4
-      if (payload.byteLength !== s.tokens * s.width * rowBytes)
-        throw new NeuronError('bad_request', `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values.`)
+      const valueBytes = s.dtype === 'f16' ? 2 : 4
+      if (payload.byteLength !== s.tokens * (s.width * valueBytes + 4 * s.side))
+        throw new NeuronError(
+          'bad_request',
+          `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values and ${s.side} int32 side values per token.`,
+        )
       if (payloadSha256(payload) !== r.input) throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
       position += s.tokens
-      steps.push({ dtype: s.dtype, tokens: s.tokens, width: s.width, payload })
+      steps.push({ dtype: s.dtype, tokens: s.tokens, width: s.width, payload, ...(s.side > 0 ? { side: s.side } : {}) })
     }
     const last = request.steps.at(-1)?.receipt
     if (last === undefined || payloadSha256(request.output) !== last.output)

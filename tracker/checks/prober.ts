@@ -10,6 +10,7 @@ import {
   NeuronError,
   type Probe,
   type ProbeSet,
+  probeBoundary,
   probeChunks,
   readJson,
   SampledToken,
@@ -72,7 +73,7 @@ export class Prober {
     const probe = set.probes[randomInt(set.probes.length)] as Probe
     const head = blocks[1] === set.nLayer
     // in the model's seam precision, as paying traffic sends it
-    const input = probeInput(probe, set.nEmbd, blocks[0], seamDtype(this.deps.manifest(modelId)))
+    const input = probeInput(probe, set, blocks[0], seamDtype(this.deps.manifest(modelId)))
     if (input === undefined) return { passed: false, inconclusive: true, error: 0, reason: `no reference at block ${blocks[0]}`, msPerBlock: null }
     const n = probe.tokens.length
     // As a chat: the prompt in one step, then two tokens one at a time (their times are the speed).
@@ -102,10 +103,11 @@ export class Prober {
       }
       return { passed: true, inconclusive: false, error: 0, reason: `passed a known-answer probe on ${span}`, msPerBlock }
     }
-    const reference = probeReference(probe, blocks[1])
+    const reference = probeReference(probe, set, blocks[1])
     if (reference === undefined) return { passed: false, inconclusive: true, error: 0, reason: `no reference at block ${blocks[1]}`, msPerBlock: null }
     const answered = hiddenValues(answers)
-    const error = answered === undefined ? Number.POSITIVE_INFINITY : seamError(answered, reference, set.nEmbd)
+    const width = probeBoundary(set, blocks[1]).width
+    const error = answered === undefined || answered.length !== reference.length ? Number.POSITIVE_INFINITY : seamError(answered, reference, width)
     if (error > SEAM_TOLERANCE)
       return {
         passed: false,
@@ -169,35 +171,45 @@ export class Prober {
   }
 }
 
-/** The probe's input at `block`: token ids at block 0, else the reference hidden states in the seams' precision. */
-function probeInput(probe: Probe, nEmbd: number, block: number, dtype: 'f16' | 'f32'): HopInput | undefined {
+/** The probe's input at `block`: token ids at block 0, else the reference hidden states in the seams' precision (and the seam's side values). */
+function probeInput(probe: Probe, set: ProbeSet, block: number, dtype: 'f16' | 'f32'): HopInput | undefined {
   if (block === 0) {
     const ids = Int32Array.from(probe.tokens)
     return { dtype: 'i32', tokens: ids.length, width: 1, payload: new Uint8Array(ids.buffer) }
   }
-  const reference = probeReference(probe, block)
-  if (reference === undefined) return undefined
+  const reference = probeReference(probe, set, block)
+  const bytes = probe.hidden[probe.boundaries.indexOf(block)]
+  if (reference === undefined || bytes === undefined) return undefined
+  const { width, side } = probeBoundary(set, block)
   const bits = dtype === 'f16' ? toF16(reference) : reference
-  return { dtype, tokens: probe.tokens.length, width: nEmbd, payload: new Uint8Array(bits.buffer) }
+  const values = new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength)
+  const payload = side === 0 ? values : new Uint8Array(Buffer.concat([values, bytes.subarray(reference.byteLength)]))
+  return { dtype, tokens: probe.tokens.length, width, payload, ...(side > 0 ? { side } : {}) }
 }
 
-/** The reference hidden states entering `block`, f32 (copied: stored bytes may be unaligned views of a Buffer). */
-export function probeReference(probe: Probe, block: number): Float32Array | undefined {
+/** The reference hidden states entering `block`, f32, without side values (copied: stored bytes may be unaligned views of a Buffer). */
+export function probeReference(probe: Probe, set: ProbeSet, block: number): Float32Array | undefined {
   const i = probe.boundaries.indexOf(block)
   const bytes = probe.hidden[i]
   if (i < 0 || bytes === undefined) return undefined
-  return new Float32Array(new Uint8Array(bytes).buffer)
+  // a copy: `bytes` may be a view into a Buffer's pool (Buffer.slice would be one too)
+  return new Float32Array(new Uint8Array(bytes.subarray(0, probe.tokens.length * probeBoundary(set, block).width * 4)).buffer)
 }
 
-/** Rows [from, to) of an input. */
+/** Rows [from, to) of an input: their values, then their side values. */
 function rows(input: HopInput, from: number, to: number): HopInput {
-  const rowBytes = input.payload.byteLength / input.tokens
-  return { ...input, tokens: to - from, payload: input.payload.slice(from * rowBytes, to * rowBytes) }
+  const sideBytes = input.tokens * (input.side ?? 0) * 4
+  const rowBytes = (input.payload.byteLength - sideBytes) / input.tokens
+  const perSide = (input.side ?? 0) * 4
+  const values = input.payload.subarray(from * rowBytes, to * rowBytes)
+  const side = input.payload.subarray(input.payload.byteLength - sideBytes).subarray(from * perSide, to * perSide)
+  return { ...input, tokens: to - from, payload: new Uint8Array(Buffer.concat([values, side])) }
 }
 
-/** An answer's hidden states as f32 values; undefined for any other answer. */
+/** An answer's hidden states as f32 values (its side values left out); undefined for any other answer. */
 export function frameValues(frame: SpanAnswer['frame']): Float32Array | undefined {
-  return frame.kind === 'hidden' && (frame.dtype === 'f16' || frame.dtype === 'f32') ? hiddenFloats(frame.payload, frame.dtype) : undefined
+  if (frame.kind !== 'hidden' || (frame.dtype !== 'f16' && frame.dtype !== 'f32')) return undefined
+  return hiddenFloats(frame.payload.subarray(0, frame.tokens * frame.width * (frame.dtype === 'f16' ? 2 : 4)), frame.dtype)
 }
 
 /** The hidden states of every answer, in order, as f32; undefined when any answer is not hidden states. */

@@ -1,0 +1,97 @@
+// What crosses a seam besides the hidden state, on the wire: side values in frames (token ids for DeepSeek-V4's
+// hash-routed blocks, top-k indices for GLM-DSA's shared-indexer blocks), checked against the manifest's seams.
+import { describe, expect, it } from 'vitest'
+import { concatInputs, forwardFrame, hiddenInput } from '../../client/hop-frames'
+import { decodeFrame, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type SeamFacts, sideOf, sidePerToken } from '../../protocol'
+import { seamInput, seamSide } from './seam-io'
+
+const S = 'ab'.repeat(16)
+// 4 blocks of width 8; boundary 1 carries 2 streams (16 values) and the token ids, boundary 2 the same plus 3 indices
+const MODEL: SeamFacts = {
+  nLayer: 4,
+  nEmbd: 8,
+  seams: [
+    { cut: true, values: 16, tokenIds: true, int32PerToken: 0 },
+    { cut: true, values: 16, tokenIds: true, int32PerToken: 3 },
+    { cut: true, values: 16, tokenIds: false, int32PerToken: 0 },
+  ],
+}
+
+function hidden(tokens: number, width: number, side: number[] | undefined): Frame {
+  const values = new Float32Array(tokens * width).map((_, i) => i / 10)
+  const bytes = new Uint8Array(values.buffer)
+  const payload = side === undefined ? bytes : new Uint8Array(Buffer.concat([bytes, new Uint8Array(Int32Array.from(side).buffer)]))
+  return decodeFrame(
+    encodeFrame({ kind: 'forward', dtype: 'f32', flags: side === undefined ? 0 : FLAG_SIDE, session: S, step: 1, position: 0, tokens, width, payload }),
+  )
+}
+
+const code = (f: () => unknown) => {
+  try {
+    f()
+  } catch (error) {
+    return error instanceof NeuronError ? error.code : String(error)
+  }
+  return 'none'
+}
+
+describe('side values in frames', () => {
+  it('a frame carries int32 side values after its values; their count per token is read back and checked', () => {
+    const f = hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6])
+    expect(sidePerToken(f)).toBe(4)
+    expect([...sideOf(f)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6])
+    // a side that is not a whole number of int32 per token, or missing while flagged, is a bad frame
+    const bytes = encodeFrame({ ...f, payload: f.payload.subarray(0, f.payload.byteLength - 4) })
+    expect(code(() => decodeFrame(bytes))).toBe('bad_frame')
+    expect(code(() => decodeFrame(encodeFrame({ ...f, payload: f.payload.subarray(0, 2 * 16 * 4) })))).toBe('bad_frame')
+    // and values that do not fill the shape without the flag still are
+    expect(code(() => decodeFrame(encodeFrame({ ...f, flags: 0 })))).toBe('bad_frame')
+  })
+
+  it('a hop input keeps its side values through an answer, and a prefill of several steps puts values first, then side values', () => {
+    const a = hiddenInput(hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6]))
+    const b = hiddenInput(hidden(1, 16, [11, 8, 8, 8]))
+    expect(a.side).toBe(4)
+    const both = concatInputs([a, b])
+    const frame = decodeFrame(forwardFrame(both, 0, S, 1, 0))
+    expect(frame.tokens).toBe(3)
+    expect([...sideOf(frame)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6, 11, 8, 8, 8])
+    expect(frame.payload.subarray(0, 2 * 16 * 4)).toEqual(a.payload.subarray(0, 2 * 16 * 4))
+  })
+})
+
+describe('a session’s seams on the wire', () => {
+  it('splits the token ids and indices a seam carries, and passes the token ids on to the next seam', () => {
+    const input = seamInput(hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6]), MODEL, 2, false)
+    expect([...(input.tokenIds ?? [])]).toEqual([7, 9])
+    expect([...(input.indices ?? [])]).toEqual([1, 2, 3, 4, 5, 6])
+    // a session [1, 2) answers for boundary 2: the token ids it was given, then the runtime's indices
+    const from1 = seamInput(hidden(2, 16, [7, 9]), MODEL, 1, false)
+    const side = seamSide(MODEL, 2, 2, from1, Int32Array.of(1, 2, 3, 4, 5, 6))
+    expect([...new Int32Array((side as Uint8Array).buffer)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6])
+    // the first hop passes on the token ids it embedded
+    const first = seamInput(
+      decodeFrame(forwardFrame({ dtype: 'i32', tokens: 2, width: 1, payload: new Uint8Array(Int32Array.of(5, 6).buffer) }, 0, S, 1, 0)),
+      MODEL,
+      0,
+      true,
+    )
+    expect([...new Int32Array((seamSide(MODEL, 1, 2, first, undefined) as Uint8Array).buffer)]).toEqual([5, 6])
+    // nothing crosses the last seam besides values, and nothing after the last block
+    expect(seamSide(MODEL, 3, 2, input, undefined)).toBeUndefined()
+    expect(seamSide(MODEL, 4, 2, input, undefined)).toBeUndefined()
+  })
+
+  it('refuses a frame whose width or side values are not what the seam carries, saying what it carries', () => {
+    // the hidden state alone where token ids must cross
+    const noIds = hidden(2, 16, undefined)
+    expect(code(() => seamInput(noIds, MODEL, 1, false))).toBe('bad_frame')
+    expect(() => seamInput(noIds, MODEL, 1, false)).toThrow(/width 16\) and 1 int32 per token after them \(the token id\)/)
+    // one stream where two cross
+    expect(code(() => seamInput(hidden(2, 8, [7, 9]), MODEL, 1, false))).toBe('bad_frame')
+    // side values where none cross
+    expect(code(() => seamInput(hidden(2, 16, [7, 9]), MODEL, 3, false))).toBe('bad_frame')
+    // token ids at the first hop carry nothing else
+    expect(code(() => seamInput(hidden(2, 1, [7, 9]), MODEL, 0, true))).toBe('bad_frame')
+  })
+})
