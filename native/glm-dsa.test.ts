@@ -3,11 +3,13 @@
 // and 4, top-k 8, so the selection bites after 8 positions) greedy through every split, where the indices cross the
 // seams before shared blocks (f32 seams: identical tokens, probabilities within 1e-5; f16 seams reported); a context
 // shorter than top-k; cache bytes and seams as the manifest states them; bad side inputs refused; rollback.
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generateModel } from '../gguf/generate'
 import { describeModel } from '../gguf/model'
-import { readGguf } from '../gguf/reader'
+import { type GgufKv, readGguf } from '../gguf/reader'
+import { serializeHeader } from '../gguf/writer'
 import { scratchDir } from '../test/models'
 import { allSplits, generateThroughRoute, logitsOf, maxAbsDiff, RuntimePool } from '../test/native'
 import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
@@ -245,4 +247,42 @@ describe('glm-dsa: seams, cache and rollback', () => {
     expect(replay.tokens).toEqual(expected.tokens.slice(2, 6))
     for (const s of [...fresh, ...sessions]) s.close()
   }, 60_000)
+})
+
+describe('glm-dsa: hostile metadata is refused with a typed error', () => {
+  /** The f16 model with some metadata values replaced (the tensors as they were). */
+  async function withMetadata(name: string, values: Record<string, unknown>): Promise<string> {
+    const file = await readGguf(paths.f16 as string)
+    const bytes = await readFile(file.path)
+    const kvs = file.kvs.map((kv): GgufKv => (kv.key in values ? { ...kv, value: values[kv.key] } : kv))
+    const header = serializeHeader(kvs, file.tensors, file.alignment)
+    const body = Buffer.alloc(header.fileBytes - header.bytes.length)
+    for (const [i, t] of file.tensors.entries()) bytes.copy(body, header.dataOffsets[i] ?? 0, t.offset, t.offset + t.bytes)
+    const out = join(dir, `hostile-${name}.gguf`)
+    await writeFile(out, Buffer.concat([header.bytes, body]))
+    return out
+  }
+  const load = (file: string) => ShardRuntime.load({ artifacts: [file], blocks: [0, 5], embed: true, head: true, threads: 1, device: 'cpu' })
+
+  it('a shared block 0, a types array of the wrong length, a full block without its indexer, odd indexer sizes', async () => {
+    const types = 'glm-dsa.attention.indexer.types'
+    // llama.cpp asserts (aborts) on a shared block with no full block before it
+    await expect(load(await withMetadata('shared-first', { [types]: [0, 1, 1, 0, 1] }))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+      details: { key: types },
+    })
+    await expect(load(await withMetadata('types-short', { [types]: [1, 0, 0, 1] }))).rejects.toMatchObject({ code: 'BAD_METADATA' })
+    // block 4 made full: its indexer's tensors are not in the file (llama.cpp would build a graph over null weights)
+    await expect(load(await withMetadata('full-4', { [types]: [1, 0, 0, 1, 1] }))).rejects.toMatchObject({ code: 'MISSING_TENSOR' })
+    // the Hadamard rotation needs a power of two from 64
+    const keyLength = 'glm-dsa.attention.indexer.key_length'
+    await expect(load(await withMetadata('key-96', { [keyLength]: 96 }))).rejects.toMatchObject({ code: 'BAD_METADATA', details: { value: 96 } })
+    await expect(load(await withMetadata('top-k-0', { 'glm-dsa.attention.indexer.top_k': 0 }))).rejects.toMatchObject({ code: 'BAD_METADATA' })
+    // the same tensors with the model's own metadata still serve
+    const runtime = await load(await withMetadata('unchanged', {}))
+    const session = runtime.openSession({ maxTokens: 16 })
+    expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')
+    session.close()
+    runtime.dispose()
+  })
 })
