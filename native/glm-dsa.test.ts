@@ -204,6 +204,9 @@ describe('glm-dsa: seams, cache and rollback', () => {
     const negative = indices.slice()
     negative[TOP_K + 1] = -2
     await expect(bad({ indices: negative })).rejects.toMatchObject({ code: 'BAD_INDICES', details: { index: -2, token: 1 } })
+    const none = indices.slice()
+    none.fill(-1, 2 * TOP_K, 3 * TOP_K)
+    await expect(bad({ indices: none })).rejects.toMatchObject({ code: 'BAD_INDICES', details: { token: 2, position: 2 } })
     await expect(bad({ indices: Float32Array.from(indices) })).rejects.toMatchObject({ code: 'BAD_INPUT' })
     await expect(bad({ indices, tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({ code: 'BAD_TOKEN_IDS' })
     await expect(first.forward(Int32Array.of(5), { indices: new Int32Array(TOP_K).fill(-1) })).rejects.toMatchObject({ code: 'BAD_INDICES' })

@@ -143,7 +143,7 @@ void read_experts(const gguf_context * g, const std::string & a, HParams & hp) {
         const bool glm_lite = (hp.n_layer == 47 || hp.n_layer == 48) && hp.n_vocab == 154880;
         hp.gating = f != 0 ? (Gating) f : glm_lite || hp.arch == Arch::GlmDsa ? Gating::Sigmoid : Gating::Softmax;
     }
-    if (!hp.mla_family()) hp.n_expert_groups = hp.n_group_used = 0;  // only deepseek2's graph groups experts
+    if (!hp.mla_family()) hp.n_expert_groups = hp.n_group_used = 0;  // only deepseek2's and glm-dsa's graphs group experts
 }
 
 // llama_model_qwen35moe::load_arch_hparams: delta-net sizes, M-RoPE sections, which blocks are recurrent.

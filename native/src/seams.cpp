@@ -52,15 +52,25 @@ void validate_seam_inputs(const SessionState & s, const ForwardRequest & req) {
             .num("got", (double) req.indices.size())
             .num("expected", (double) expected);
     }
-    // each token's cells: -1 (none) or a position it may attend to (at most its own)
-    for (int64_t i = 0; i < (int64_t) req.indices.size(); ++i) {
-        const int32_t v = req.indices[i];
-        const int64_t pos = req.start + i / seam.indices_in;
-        if (v < -1 || v > pos) {
-            throw RuntimeError("BAD_INDICES", "index " + std::to_string(v) + " of token " + std::to_string(i / seam.indices_in) + " (position " +
-                                                  std::to_string(pos) + ") is neither -1 nor a position in [0, " + std::to_string(pos) + "]")
-                .num("index", v)
-                .num("token", (double) (i / seam.indices_in))
+    // each token's cells: -1 (none) or a position it may attend to (at most its own), and at least one of them
+    // (a full block keeps min(cells, top-k) >= 1): with none, its attention would be a softmax over nothing
+    for (int64_t t = 0; t < req.n_tokens && seam.indices_in > 0; ++t) {
+        const int64_t pos = req.start + t;
+        bool any = false;
+        for (int64_t j = 0; j < seam.indices_in; ++j) {
+            const int32_t v = req.indices[t * seam.indices_in + j];
+            any = any || v >= 0;
+            if (v < -1 || v > pos) {
+                throw RuntimeError("BAD_INDICES", "index " + std::to_string(v) + " of token " + std::to_string(t) + " (position " + std::to_string(pos) +
+                                                      ") is neither -1 nor a position in [0, " + std::to_string(pos) + "]")
+                    .num("index", v)
+                    .num("token", (double) t)
+                    .num("position", (double) pos);
+            }
+        }
+        if (!any) {
+            throw RuntimeError("BAD_INDICES", "token " + std::to_string(t) + " (position " + std::to_string(pos) + ") has no cell to attend to: all its indices are -1")
+                .num("token", (double) t)
                 .num("position", (double) pos);
         }
     }
