@@ -18,6 +18,7 @@ import {
   NeuronError,
   type RpcSocket,
   type ServingState,
+  seamAt,
   serveRpc,
   TrackerToHost,
 } from '../protocol'
@@ -339,10 +340,16 @@ export class Host extends EventEmitter<HostEvents> {
     const session = runtime.openSession({ maxTokens: 8 })
     const times: number[] = []
     try {
+      const seam = seamAt(manifest, blocks[0])
       for (let i = 0; i < 5; i++) {
-        const input = embed ? Int32Array.of(1) : new Float32Array(manifest.nEmbd).fill(0.01)
+        const input = embed ? Int32Array.of(1) : new Float32Array(seam.values).fill(0.01)
+        // what the seam carries besides: a token id, and indices of cached positions (0..i, then -1s)
+        const k = seam.int32PerToken
+        const side = embed
+          ? {}
+          : { ...(seam.tokenIds ? { tokenIds: Int32Array.of(1) } : {}), ...(k > 0 ? { indices: new Int32Array(k).map((_, j) => (j <= i ? j : -1)) } : {}) }
         const started = performance.now()
-        await session.forward(input, { positions: i })
+        await session.forward(input, { positions: i, ...side })
         times.push(performance.now() - started)
       }
     } finally {

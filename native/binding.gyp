@@ -13,6 +13,7 @@
       "target_name": "neuron_native",
       "sources": [
         "src/addon.cpp",
+        "src/addon_seams.cpp",
         "src/backend.cpp",
         "src/model.cpp",
         "src/hparams.cpp",
@@ -20,6 +21,9 @@
         "src/graph.cpp",
         "src/graph_moe.cpp",
         "src/graph_delta.cpp",
+        "src/graph_dsa.cpp",
+        "src/hparams_glm_dsa.cpp",
+        "src/seams.cpp",
         "src/kv_cache.cpp",
         "src/runtime.cpp",
         "src/quantize.cpp",
@@ -28,6 +32,7 @@
         "src/models/qwen3.cpp",
         "src/models/deepseek2.cpp",
         "src/models/qwen35moe.cpp",
+        "src/models/glm_dsa.cpp",
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

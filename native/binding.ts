@@ -26,16 +26,26 @@ export type NativeInfo = {
   kvBytesPerToken: number
 }
 
-export type NativeForwardResult = { data: Float32Array | Uint16Array; rows: number; cols: number }
+export type NativeForwardResult = { data: Float32Array | Uint16Array; rows: number; cols: number; indices?: Int32Array }
+
+/** What crosses the session's seams (native/src/seams.h): widths per token, token ids, int32 indices per token. */
+export type NativeSeam = { inputWidth: number; outputWidth: number; needsTokenIds: boolean; indicesIn: number; indicesOut: number }
 
 export interface NativeSession {
-  forward(input: Int32Array | Float32Array | Uint16Array, start: number, allOutputs: boolean, f16Output: boolean): Promise<NativeForwardResult>
+  forward(
+    input: Int32Array | Float32Array | Uint16Array,
+    start: number,
+    allOutputs: boolean,
+    f16Output: boolean,
+    side?: { tokenIds?: Int32Array; indices?: Int32Array },
+  ): Promise<NativeForwardResult>
   truncate(nPast: number): void
   close(): void
   readonly nPast: number
   readonly kvBytes: number
   /** Cache bytes of each block the session runs (K and V, an MLA latent, or a sliding window's ring). */
   readonly kvBytesPerBlock: number[]
+  readonly seam: NativeSeam
 }
 
 export interface NativeRuntime {

@@ -17,6 +17,8 @@ export type ShardRuntimeErrorCode =
   | 'INPUT_KIND'
   | 'EMPTY_INPUT'
   | 'TOKEN_OUT_OF_RANGE'
+  | 'BAD_TOKEN_IDS'
+  | 'BAD_INDICES'
   | 'HIDDEN_SIZE'
   | 'POSITION_GAP'
   | 'POSITION_PAST_MAX'

@@ -1,6 +1,6 @@
 // The layer-range runtime: blocks [a, b) of a GGUF model on ggml, with a hidden-state seam.
 import { availableParallelism } from 'node:os'
-import { type NativeForwardResult, type NativeInfo, type NativeRuntime, type NativeSession, nativeModule } from './binding'
+import { type NativeForwardResult, type NativeInfo, type NativeRuntime, type NativeSeam, type NativeSession, nativeModule } from './binding'
 import { ShardRuntimeError, toShardRuntimeError, typed } from './errors'
 import { type Sampled, type SampleParams, SeededRandom, sampleToken } from './sampler'
 
@@ -35,13 +35,16 @@ export type ForwardOptions = {
   allLogits?: boolean
   /** Hidden states as f16 bits, ready for the wire (converted off the JS thread). Logits stay f32. */
   hiddenType?: 'f32' | 'f16'
-  /** The input rows' token ids, for a session that does not embed but runs blocks that need them (`needsTokenIds`). */
+  /** The token ids of the hidden rows: required exactly when the session `needsTokenIds`. */
   tokenIds?: Int32Array
-  /** indicesIn int32 per input row, token-major, for a session that starts where the seam carries indices. */
+  /** nTokens x `indicesIn` int32, token-major, from the previous hop's output: required exactly when `indicesIn` > 0. */
   indices?: Int32Array
 }
 
-/** Hidden states [rows = nTokens x cols = nEmbd] for the next hop, or logits [rows x nVocab] at the last hop. */
+/**
+ * Hidden states [rows = nTokens x cols = outputWidth] for the next hop (with `indices`, nTokens x `indicesOut`, when the
+ * session returns them), or logits [rows x nVocab] at the last hop.
+ */
 export type ForwardOutput =
   | { kind: 'logits'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
   | { kind: 'hidden'; dtype: 'f32'; data: Float32Array; rows: number; cols: number; indices?: Int32Array }
@@ -165,13 +168,16 @@ export class ShardSession {
   private history: number[] = []
   private rng: SeededRandom | undefined
   private closed = false
+  private readonly seam: NativeSeam
 
   constructor(
     private readonly native: NativeSession,
     private readonly info: NativeInfo,
     readonly maxTokens: number,
     private readonly onClose: () => void,
-  ) {}
+  ) {
+    this.seam = native.seam
+  }
 
   /** The blocks [from, to) this session runs. */
   get blocks(): [number, number] {
@@ -186,6 +192,31 @@ export class ShardSession {
   /** Whether forward() returns logits and sample() works (last hop: to = nLayer with the head); else hidden states. */
   get returnsLogits(): boolean {
     return this.info.head
+  }
+
+  /** Values per token of a hidden-state input (n_embd for most families). */
+  get inputWidth(): number {
+    return this.seam.inputWidth
+  }
+
+  /** Values per token of a hidden-state output. */
+  get outputWidth(): number {
+    return this.seam.outputWidth
+  }
+
+  /** Whether forward() needs `tokenIds` with its hidden states (a block of the range needs them; it does not embed). */
+  get needsTokenIds(): boolean {
+    return this.seam.needsTokenIds
+  }
+
+  /** Int32 per token that forward() needs in `indices` (glm-dsa: the range starts at a shared-indexer block); 0 when none. */
+  get indicesIn(): number {
+    return this.seam.indicesIn
+  }
+
+  /** Int32 per token a hidden output carries in `indices` (glm-dsa: the next block is a shared-indexer block); 0 when none. */
+  get indicesOut(): number {
+    return this.seam.indicesOut
   }
 
   /** Positions cached so far; the next forward starts here unless told otherwise. */
@@ -210,20 +241,21 @@ export class ShardSession {
   async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
     return typed(async () => {
       if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
-      const start = startOf(options.positions, this.native.nPast, input, this.info.nEmbd)
+      const start = startOf(options.positions, this.native.nPast, input, this.seam.inputWidth)
       const f16 = options.hiddenType === 'f16' && !this.info.head
-      const res: NativeForwardResult = await this.native.forward(input, start, options.allLogits ?? false, f16)
+      const side = { tokenIds: options.tokenIds, indices: options.indices }
+      const res: NativeForwardResult = await this.native.forward(input, start, options.allLogits ?? false, f16, side)
       if (input instanceof Int32Array) {
         this.history.length = Math.min(this.history.length, start)
         this.history.push(...input)
       }
-      const { data, rows, cols } = res
-      if (data instanceof Uint16Array) return { kind: 'hidden', dtype: 'f16', data, rows, cols }
+      const { data, rows, cols, indices } = res
+      if (data instanceof Uint16Array) return { kind: 'hidden', dtype: 'f16', data, rows, cols, ...(indices ? { indices } : {}) }
       if (this.info.head) {
         this.lastLogits = data.subarray((rows - 1) * cols)
         return { kind: 'logits', dtype: 'f32', data, rows, cols }
       }
-      return { kind: 'hidden', dtype: 'f32', data, rows, cols }
+      return { kind: 'hidden', dtype: 'f32', data, rows, cols, ...(indices ? { indices } : {}) }
     })
   }
 

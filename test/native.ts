@@ -105,11 +105,14 @@ export async function generateThroughRoute(
     let input: Int32Array = Int32Array.from(prompt)
     for (let step = 0; step < steps; step++) {
       let x: Int32Array | Float32Array | Uint16Array = input
+      let indices: Int32Array | undefined
       let logits: Float32Array | undefined
       for (const s of sessions) {
-        const res = await s.forward(x, { hiddenType: seam })
+        // what the seam carries besides the hidden state: the step's token ids, the previous hop's indices
+        const side = { ...(s.needsTokenIds ? { tokenIds: input } : {}), ...(s.indicesIn > 0 ? { indices } : {}) }
+        const res = await s.forward(x, { hiddenType: seam, ...side })
         if (res.kind === 'logits') logits = res.data
-        else x = res.data
+        else [x, indices] = [res.data, res.indices]
       }
       const last = sessions[sessions.length - 1] as ShardSession
       const { token } = last.sample({ temperature: 0 })

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "addon_seams.h"
 #include "backend.h"
 #include "errors.h"
 #include "quantize.h"
@@ -167,7 +168,8 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                                        {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
                                         InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
                                         InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr),
-                                        InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr)});
+                                        InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr),
+                                        InstanceAccessor("seam", &SessionWrap::Seam, nullptr)});
         ctor = Napi::Persistent(f);
         exports.Set("NativeSession", f);
     }
@@ -177,6 +179,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     }
 
     Napi::Value NPast(const Napi::CallbackInfo & info) { return Napi::Number::New(info.Env(), (double) state->n_past); }
+    Napi::Value Seam(const Napi::CallbackInfo & info) { return guard(info.Env(), [&]() -> Napi::Value { return seam_object(info.Env(), *state); }); }
     // each block's cache: K and V per position, a latent (MLA), or a sliding window's ring of cells
     Napi::Value KvBytesPerBlock(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
@@ -226,6 +229,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                 }
                 default: throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
             }
+            if (info.Length() > 4) read_side_inputs(info[4], req);  // { tokenIds?, indices? }
             validate_forward(*state, req);
             auto * job = new ForwardJob(env, state, std::move(req));
             state->busy.store(true);
@@ -289,6 +293,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                 std::memcpy(data.Data(), out_.data.data(), out_.data.size() * sizeof(float));
                 o.Set("data", data);
             }
+            write_side_outputs(env, o, out_);
             o.Set("rows", (double) out_.rows);
             o.Set("cols", (double) out_.cols);
             return o;

@@ -120,7 +120,7 @@ ggml_tensor * GraphBuilder::attend(int il, ggml_tensor * q, ggml_tensor * k, ggm
         vc = ggml_view_3d(ctx0, cache_v, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_v->type, hp.n_embd_head),
                           ggml_row_size(cache_v->type, n_embd_kv), 0);
     }
-    ggml_tensor * mask = swa ? inp_kq_mask_swa : inp_kq_mask;
+    ggml_tensor * mask = attn_mask ? attn_mask : swa ? inp_kq_mask_swa : inp_kq_mask;
     ggml_tensor * v_mla = mla ? L.wv_b : nullptr;
 
     q = ggml_permute(ctx0, q, 0, 2, 1, 3);    // [head_dim, n_tokens, n_head]

@@ -38,6 +38,13 @@ struct GraphBuilder {
     ggml_tensor * inp_kv_idxs_swa = nullptr;  // I64 [n_tokens]: each token's cell in the sliding-window ring
     ggml_tensor * inp_kv_idxs = nullptr; // I64 [n_tokens]: cache cell of each token
     ggml_tensor * inp_out_ids = nullptr; // I32 [n_outputs], only when n_outputs < n_tokens
+    // glm-dsa (graph_dsa.cpp): the indexer's causal mask and Hadamard rotation, the attention mask the previous
+    // hop's top-k indices make (shared blocks before the range's first full block), the top-k leaving the range
+    ggml_tensor * inp_kq_mask_lid = nullptr;    // F16 [n_kv, n_tokens]
+    ggml_tensor * inp_k_rot = nullptr;          // F32 [indexer_head_size, indexer_head_size]
+    ggml_tensor * inp_kq_mask_top_k = nullptr;  // like inp_kq_mask, -inf outside each token's top-k cells
+    ggml_tensor * out_top_k = nullptr;          // I32 [min(n_kv, top_k), n_tokens], an output of the graph
+    ggml_tensor * attn_mask = nullptr;          // when set, attend() masks with it instead of inp_kq_mask
 
     GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf, int64_t n_tokens,
                  int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
@@ -58,7 +65,11 @@ struct GraphBuilder {
     // qwen35moe's full attention: Q with an output gate, Q/K norms, M-RoPE, sigmoid-gated output
     ggml_tensor * gated_attention(int il, ggml_tensor * x);
     // MLA (deepseek2): low-rank Q, the compressed KV latent plus a shared rope key, absorbed into MQA
-    ggml_tensor * mla_attention(int il, ggml_tensor * x);
+    // (qr: the normed low-rank query, when the caller has it already)
+    ggml_tensor * mla_attention(int il, ggml_tensor * x, ggml_tensor * qr = nullptr);
+    // glm-dsa: a full block's lightning indexer -> each token's top-k cells; the attention mask they make
+    ggml_tensor * dsa_top_k(int il, ggml_tensor * x, ggml_tensor * qr);
+    ggml_tensor * dsa_mask(ggml_tensor * top_k) const;
     ggml_tensor * ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down) const;
     // llama.cpp's build_moe_ffn: route each token to n_expert_used experts and sum their weighted outputs
     ggml_tensor * moe_ffn(const Layer & L, ggml_tensor * x) const;
@@ -80,5 +91,6 @@ ggml_tensor * build_qwen2(GraphBuilder & g, InputKind kind);  // also gpt-oss: s
 ggml_tensor * build_qwen3(GraphBuilder & g, InputKind kind);  // also qwen3moe: the FFN picks experts
 ggml_tensor * build_deepseek2(GraphBuilder & g, InputKind kind);
 ggml_tensor * build_qwen35moe(GraphBuilder & g, InputKind kind);
+ggml_tensor * build_glm_dsa(GraphBuilder & g, InputKind kind);
 
 }  // namespace neuron

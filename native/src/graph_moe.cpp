@@ -79,13 +79,14 @@ ggml_tensor * GraphBuilder::moe_ffn(const Layer & L, ggml_tensor * cur) const {
     return n_used == 1 ? ggml_cont(ctx0, out) : out;
 }
 
-ggml_tensor * GraphBuilder::mla_attention(int il, ggml_tensor * x) {
+ggml_tensor * GraphBuilder::mla_attention(int il, ggml_tensor * x, ggml_tensor * qr) {
     const Layer & L = model.layer(il);
     const int64_t n_rope = hp.n_rot;
     const int64_t n_nope = hp.n_embd_head_k_mla - n_rope;
     const int64_t n_lora = hp.n_lora_kv;
 
-    ggml_tensor * q = ggml_mul_mat(ctx0, L.wq_b, rms_norm(ggml_mul_mat(ctx0, L.wq_a, x), L.attn_q_a_norm));
+    if (!qr) qr = rms_norm(ggml_mul_mat(ctx0, L.wq_a, x), L.attn_q_a_norm);
+    ggml_tensor * q = ggml_mul_mat(ctx0, L.wq_b, qr);
     q = ggml_reshape_3d(ctx0, q, hp.n_embd_head_k_mla, hp.n_head, n_tokens);
 
     ggml_tensor * kv_pe = ggml_mul_mat(ctx0, L.wkv_a_mqa, x);  // [n_lora + n_rope, n_tokens]

@@ -80,6 +80,7 @@ const ArchInfo ARCHS[] = {
     {"deepseek2", Arch::DeepSeek2, 0},
     {"gpt-oss", Arch::GptOss, GGML_ROPE_TYPE_NEOX},
     {"qwen35moe", Arch::Qwen35Moe, GGML_ROPE_TYPE_IMROPE},
+    {"glm-dsa", Arch::GlmDsa, 0},
 };
 
 [[noreturn]] void unsupported(const std::string & what) { throw RuntimeError("UNSUPPORTED_MODEL", what + " is not supported"); }
@@ -109,7 +110,7 @@ void read_experts(const gguf_context * g, const std::string & a, HParams & hp) {
     hp.n_expert_groups = get_int(g, a + "expert_group_count").value_or(0);
     hp.n_group_used = get_int(g, a + "expert_group_used_count").value_or(0);
     if (hp.n_expert == 0) {
-        if (hp.arch == Arch::Qwen3Moe || hp.arch == Arch::DeepSeek2 || hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe) {
+        if (hp.arch == Arch::Qwen3Moe || hp.mla_family() || hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe) {
             throw RuntimeError("BAD_METADATA", a + "expert_count must be above 0 for " + hp.arch_str);
         }
         return;
@@ -127,22 +128,22 @@ void read_experts(const gguf_context * g, const std::string & a, HParams & hp) {
     hp.n_ff_exp = get_int(g, a + "expert_feed_forward_length").value_or(0);
     if (hp.n_ff_exp == 0) hp.n_ff_exp = hp.arch == Arch::Llama ? hp.n_ff : hp.n_ff / hp.n_expert_used;
     // only deepseek2's loader reads these: a file of another family that carries them is read as llama.cpp reads it
-    if (hp.arch == Arch::DeepSeek2) {
+    if (hp.mla_family()) {
         hp.n_expert_shared = get_int(g, a + "expert_shared_count").value_or(0);
         hp.n_layer_dense_lead = get_int(g, a + "leading_dense_block_count").value_or(0);
         hp.expert_weights_scale = get_float(g, a + "expert_weights_scale").value_or(0.0f);
     }
     // qwen3moe and Mixtral normalise the top-k weights; gpt-oss softmaxes them instead; deepseek2 says
-    hp.expert_weights_norm = hp.arch == Arch::DeepSeek2 ? get_int(g, a + "expert_weights_norm").value_or(0) != 0 : hp.arch != Arch::GptOss;
+    hp.expert_weights_norm = hp.mla_family() ? get_int(g, a + "expert_weights_norm").value_or(0) != 0 : hp.arch != Arch::GptOss;
     hp.gating = hp.arch == Arch::GptOss ? Gating::SoftmaxWeight : Gating::Softmax;
-    if (hp.arch == Arch::DeepSeek2) {
+    if (hp.mla_family()) {
         const int64_t f = get_int(g, a + "expert_gating_func").value_or(0);
         if (f < 0 || f > 4) throw RuntimeError("BAD_METADATA", a + "expert_gating_func " + std::to_string(f) + " is unknown");
         // files without it: softmax (DeepSeek-V2/V2.5), except GLM-4.7-Lite's sigmoid
         const bool glm_lite = (hp.n_layer == 47 || hp.n_layer == 48) && hp.n_vocab == 154880;
-        hp.gating = f != 0 ? (Gating) f : glm_lite ? Gating::Sigmoid : Gating::Softmax;
+        hp.gating = f != 0 ? (Gating) f : glm_lite || hp.arch == Arch::GlmDsa ? Gating::Sigmoid : Gating::Softmax;
     }
-    if (hp.arch != Arch::DeepSeek2) hp.n_expert_groups = hp.n_group_used = 0;  // only deepseek2's graph groups experts
+    if (!hp.mla_family()) hp.n_expert_groups = hp.n_group_used = 0;  // only deepseek2's and glm-dsa's graphs group experts
 }
 
 // llama_model_qwen35moe::load_arch_hparams: delta-net sizes, M-RoPE sections, which blocks are recurrent.
@@ -217,7 +218,7 @@ void check_sizes(const HParams & hp) {
         if (hp.n_ff_exp <= 0 || hp.n_ff_exp > MAX_DIM) bad("expert_feed_forward_length", hp.n_ff_exp);
         if (hp.n_layer_dense_lead < 0 || hp.n_layer_dense_lead > hp.n_layer) bad("leading_dense_block_count", hp.n_layer_dense_lead);
         if (hp.n_expert_shared < 0 || hp.n_expert_shared > hp.n_expert) bad("expert_shared_count", hp.n_expert_shared);
-        if (hp.arch == Arch::DeepSeek2 && hp.n_expert_shared == 0) bad("expert_shared_count", 0);
+        if (hp.mla_family() && hp.n_expert_shared == 0) bad("expert_shared_count", 0);
     }
     if (hp.is_mla()) {
         if (hp.n_lora_kv > MAX_DIM) bad("attention.kv_lora_rank", hp.n_lora_kv);
@@ -286,7 +287,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     hp.n_embd_head = key_length ? *key_length : hp.n_embd / hp.n_head;
     const int64_t n_embd_head_v = get_int(g, a + "attention.value_length").value_or(hp.n_embd_head);
     hp.n_rot = get_int(g, a + "rope.dimension_count").value_or(hp.n_embd_head);
-    if (hp.arch == Arch::DeepSeek2) {
+    if (hp.mla_family()) {
         hp.n_lora_q = get_int(g, a + "attention.q_lora_rank").value_or(0);
         hp.n_lora_kv = require_int(g, a + "attention.kv_lora_rank", path);
         hp.n_embd_head_k_mla = get_int(g, a + "attention.key_length_mla").value_or(0);
@@ -296,7 +297,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
             hp.n_embd_head != hp.n_lora_kv + hp.n_rot || n_embd_head_v != hp.n_lora_kv) {
             unsupported("a deepseek2 model without the absorbed MLA layout (key_length_mla, value_length_mla, head_count_kv = 1)");
         }
-        if (hp.n_layer == 26 || hp.n_layer == 27 || hp.n_lora_q == 0) unsupported("the deepseek2 \"lite\" layout (no q_lora_rank)");
+        if ((hp.arch == Arch::DeepSeek2 && (hp.n_layer == 26 || hp.n_layer == 27)) || hp.n_lora_q == 0) unsupported("the deepseek2 \"lite\" layout (no q_lora_rank)");
         if (hp.n_embd_head_k_mla <= hp.n_rot) throw RuntimeError("BAD_METADATA", "key_length_mla must exceed the rope dimension");
     } else {
         if (n_embd_head_v != hp.n_embd_head) unsupported("key_length != value_length");
@@ -313,6 +314,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     hp.freq_base = get_float(g, a + "rope.freq_base").value_or(10000.0f);
     if (auto v = get_float(g, a + "attention.temperature_scale"); v && *v != 0.0f) unsupported("attention temperature scaling");
     if (hp.arch == Arch::Qwen35Moe) read_qwen35(g, a, path, hp);
+    if (hp.arch == Arch::GlmDsa) read_glm_dsa(g, a, path, hp);
     read_experts(g, a, hp);
     if (hp.n_expert == 0 && hp.n_ff == 0) throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + a + "feed_forward_length");
     if (hp.arch == Arch::GptOss) {
@@ -352,7 +354,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
         if (auto s = get_float(g, a + "attention.scale"); s && *s != 0.0f) hp.kq_scale = *s;
     }
     check_sizes(hp);
-    if (hp.arch == Arch::DeepSeek2) {
+    if (hp.mla_family()) {
         // deepseek2.cpp pre-scales kq_scale for YaRN: undo the context's adjustment, then apply log_mul's mscale
         const float attn_factor_org = hp.attn_factor * (1.0f + 0.1f * logf(1.0f / hp.freq_scale));
         const float mscale = attn_factor_org * (1.0f + 0.1f * yarn_log_mul * logf(1.0f / hp.freq_scale));

@@ -11,7 +11,7 @@ size_t KvCache::block_bytes(int il) const {
     const size_t i = (size_t) (il - il0);
     if (i >= k.size()) return 0;
     size_t n = 0;
-    for (ggml_tensor * t : {k[i], v[i], conv[i], ssm[i]}) n += t ? ggml_nbytes(t) : 0;
+    for (ggml_tensor * t : {k[i], v[i], conv[i], ssm[i], idx_k[i]}) n += t ? ggml_nbytes(t) : 0;
     return n;
 }
 
@@ -44,9 +44,15 @@ std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, in
     for (int il = il0; il < il1; ++il) any_swa = any_swa || model.hp.is_swa(il);
     if (any_swa) kv->swa_size = std::min(size, (model.hp.n_swa + SWA_SLACK + 255) / 256 * 256);
     if (n_layers <= 0) return kv;  // a session without blocks (embed-only / head-only) keeps no cache
-    ggml_init_params p = {ggml_tensor_overhead() * (2 * n_layers + 1), nullptr, true};
+    ggml_init_params p = {ggml_tensor_overhead() * (3 * n_layers + 1), nullptr, true};
     kv->ctx = ggml_init(p);
     for (int il = il0; il < il1; ++il) {
+        ggml_tensor * idx = nullptr;  // llama_kv_cache_dsa's second cache: one indexer key per position, full blocks only
+        if (model.hp.arch == Arch::GlmDsa && model.hp.is_indexer_full(il)) {
+            idx = ggml_new_tensor_2d(kv->ctx, type, model.hp.indexer_head_size, size);
+            ggml_format_name(idx, "cache_idx_k_l%d", il);
+        }
+        kv->idx_k.push_back(idx);
         if (model.hp.is_recurrent(il)) {
             // llama.cpp keeps both states in f32 (llama_memory_recurrent's type_r / type_s), one slot per sequence
             ggml_tensor * r = ggml_new_tensor_2d(kv->ctx, GGML_TYPE_F32, model.hp.n_embd_r(), 1);

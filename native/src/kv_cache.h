@@ -22,6 +22,7 @@ struct KvCache {
     std::vector<ggml_tensor *> v;    // per layer: [n_embd_kv, size], not transposed; nullptr for MLA
     std::vector<ggml_tensor *> conv; // per layer, delta-net only (else nullptr, and k / v are): f32 [(d_conv - 1) * channels]
     std::vector<ggml_tensor *> ssm;  // per layer, delta-net only: f32 [d_state * d_state * value heads]
+    std::vector<ggml_tensor *> idx_k;  // per layer, glm-dsa's full-indexer blocks only: [indexer_head_size, size] keys
     ggml_context * ctx = nullptr;
     ggml_backend_buffer_t buffer = nullptr;
 

@@ -27,6 +27,7 @@ const char * arch_name(Arch arch) {
         case Arch::DeepSeek2: return "deepseek2";
         case Arch::GptOss: return "gpt-oss";
         case Arch::Qwen35Moe: return "qwen35moe";
+        case Arch::GlmDsa: return "glm-dsa";
     }
     return "?";
 }

@@ -12,7 +12,7 @@
 namespace neuron {
 
 // Mixtral is Llama with experts (n_expert > 0), as in llama.cpp
-enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, DeepSeek2, GptOss, Qwen35Moe };
+enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, DeepSeek2, GptOss, Qwen35Moe, GlmDsa };
 
 // llama_expert_gating_func_type
 enum class Gating { None = 0, Softmax = 1, Sigmoid = 2, SoftmaxWeight = 3, SqrtSoftplus = 4 };
@@ -76,7 +76,17 @@ struct HParams {
     int64_t n_ff_shexp = 0;
     int rope_sections[4] = {0, 0, 0, 0};
 
+    // glm-dsa: deepseek2's MLA plus a lightning indexer; "full" blocks score the cached indexer keys and keep each
+    // token's top-k cells, "shared" blocks attend to the top-k of the last full block before them
+    std::vector<bool> indexer_full;  // per block
+    int64_t indexer_n_head = 0;
+    int64_t indexer_head_size = 0;
+    int64_t indexer_top_k = 0;
+
     bool is_mla() const { return n_lora_kv > 0; }
+    // deepseek2's MLA, routing and shared experts (glm-dsa builds on them)
+    bool mla_family() const { return arch == Arch::DeepSeek2 || arch == Arch::GlmDsa; }
+    bool is_indexer_full(int il) const { return il >= 0 && il < (int) indexer_full.size() && indexer_full[il]; }
     bool is_recurrent(int il) const { return il >= 0 && il < (int) recurrent_layers.size() && recurrent_layers[il]; }
     bool multi_rope() const { return rope_type == GGML_ROPE_TYPE_MROPE || rope_type == GGML_ROPE_TYPE_IMROPE; }
     int64_t n_pos_per_token() const { return multi_rope() ? 4 : 1; }
@@ -143,6 +153,12 @@ struct Layer {
     ggml_tensor * ssm_norm = nullptr;
     ggml_tensor * ssm_out = nullptr;
     ggml_tensor * ffn_gate_inp_shexp = nullptr;
+    // glm-dsa's lightning indexer (full-indexer blocks only)
+    ggml_tensor * indexer_k_norm = nullptr;
+    ggml_tensor * indexer_k_norm_b = nullptr;
+    ggml_tensor * indexer_proj = nullptr;
+    ggml_tensor * indexer_attn_k = nullptr;
+    ggml_tensor * indexer_attn_q_b = nullptr;
 };
 
 struct LoadOptions {

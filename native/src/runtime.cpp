@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "errors.h"
+#include "seams.h"
 
 namespace neuron {
 
@@ -32,7 +33,7 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
     const int n_layers = core->model->il1 - core->model->il0;
     // nodes per block: ~95 for a deepseek2 MoE block with 8 experts (MLA, group routing, one view and add per expert)
     // (a delta-net block adds ~40: projections, conv state, the fused delta-net, gated norm)
-    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() ? 0 : 64);
+    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() && core->model->hp.arch != Arch::GlmDsa ? 0 : 64);
     core->graph_size = std::max<size_t>(1024, (size_t) n_layers * per_block + 256);
     core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->graph_size, false, true);
     if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
@@ -160,6 +161,7 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
             .num("nPast", (double) s.n_past);
     }
     check_rollback(s, req.start, false);
+    validate_seam_inputs(s, req);
     if (req.start + req.n_tokens > s.max_tokens) {
         throw RuntimeError("POSITION_PAST_MAX", "position " + std::to_string(req.start + req.n_tokens - 1) +
                                                     " is past the session's maxTokens " + std::to_string(s.max_tokens))
@@ -200,6 +202,7 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
         case Arch::Qwen3Moe: res = build_qwen3(g, req.kind); break;
         case Arch::DeepSeek2: res = build_deepseek2(g, req.kind); break;
         case Arch::Qwen35Moe: res = build_qwen35moe(g, req.kind); break;
+        case Arch::GlmDsa: res = build_glm_dsa(g, req.kind); break;
     }
     ggml_set_output(res);
     ggml_build_forward_expand(gf, res);
@@ -260,6 +263,7 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
         for (int64_t i = 0; i < n_outputs; ++i) ids[i] = (int32_t) (n - n_outputs + i);
         ggml_backend_tensor_set(g.inp_out_ids, ids.data(), 0, n_outputs * sizeof(int32_t));
     }
+    set_dsa_inputs(g, req);
 
     if (ggml_backend_sched_graph_compute(core.sched, gf) != GGML_STATUS_SUCCESS) {
         throw RuntimeError("COMPUTE_FAILED", "ggml graph compute failed");
@@ -269,6 +273,7 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     out.rows = res->ne[1];
     out.data.resize(out.cols * out.rows);
     ggml_backend_tensor_get(res, out.data.data(), 0, out.data.size() * sizeof(float));
+    read_dsa_indices(g, s, req, out);
     s.n_past = n_end;
     s.ring_written = req.start == 0 ? n_end : std::max(s.ring_written, n_end);
     return out;
@@ -294,12 +299,19 @@ ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
             } else {
                 part.hidden.assign(req.hidden.begin() + from * n_embd, req.hidden.begin() + (from + part.n_tokens) * n_embd);
             }
+            const auto rows = [&](const std::vector<int32_t> & v) {  // per-token side data, token-major
+                const size_t w = v.size() / req.n_tokens;
+                return std::vector<int32_t>(v.begin() + from * w, v.begin() + (from + part.n_tokens) * w);
+            };
+            part.token_ids = rows(req.token_ids);
+            part.indices = rows(req.indices);
             ForwardResult r = forward_chunk(s, part);
             // logits of the last position only (unless all asked for): the last slice's; hidden states: every row
             if (s.head && !req.all_outputs) out.data.clear(), out.rows = 0;
             out.cols = r.cols;
             out.rows += r.rows;
             out.data.insert(out.data.end(), r.data.begin(), r.data.end());
+            out.indices.insert(out.indices.end(), r.indices.begin(), r.indices.end());
         }
     }
     if (req.f16_output) {

@@ -72,6 +72,8 @@ struct ForwardRequest {
     InputKind kind = InputKind::Tokens;
     std::vector<int32_t> tokens;
     std::vector<float> hidden;  // f32 (f16 input is widened on the JS thread)
+    std::vector<int32_t> token_ids;  // with hidden states, when a block of the range needs them (seams.h)
+    std::vector<int32_t> indices;    // n_tokens x indices_in: glm-dsa's top-k from the previous hop
     int64_t n_tokens = 0;
     int64_t start = 0;
     bool all_outputs = false;
@@ -81,6 +83,7 @@ struct ForwardRequest {
 struct ForwardResult {
     std::vector<float> data;
     std::vector<ggml_fp16_t> half;  // instead of data when f16_output
+    std::vector<int32_t> indices;   // n_tokens x indices_out, with hidden states (seams.h)
     int64_t rows = 0;
     int64_t cols = 0;
 };

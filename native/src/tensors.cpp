@@ -37,6 +37,16 @@ void attention_wants(const HParams & hp, const std::string & b, Layer & L, std::
     if (hp.arch == Arch::GptOss) w.push_back({b + "attn_sinks.weight", &L.attn_sinks, true, GGML_OP_SOFT_MAX, {H}});
 }
 
+// glm-dsa's lightning indexer on full-indexer blocks (llama.cpp marks them optional, but its graph needs them there)
+void indexer_wants(const HParams & hp, const std::string & b, Layer & L, std::vector<Want> & w) {
+    const int64_t D = hp.indexer_head_size, H = hp.indexer_n_head;
+    w.push_back({b + "indexer.k_norm.weight", &L.indexer_k_norm, false, GGML_OP_MUL, {D}});
+    w.push_back({b + "indexer.k_norm.bias", &L.indexer_k_norm_b, false, GGML_OP_ADD, {D}});
+    w.push_back({b + "indexer.proj.weight", &L.indexer_proj, true, GGML_OP_MUL_MAT, {hp.n_embd, H}});
+    w.push_back({b + "indexer.attn_k.weight", &L.indexer_attn_k, true, GGML_OP_MUL_MAT, {hp.n_embd, D}});
+    w.push_back({b + "indexer.attn_q_b.weight", &L.indexer_attn_q_b, true, GGML_OP_MUL_MAT, {hp.n_lora_q, H * D}});
+}
+
 // qwen35moe (llama_model_qwen35moe::load_arch_tensors): a delta-net block, or full attention whose Q projection
 // also yields an output gate (Q and gate interleaved per head: 2 x head size per head)
 void qwen35_attention_wants(const HParams & hp, int il, const std::string & b, Layer & L, std::vector<Want> & w) {
@@ -83,7 +93,7 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
         w.push_back({b + "ffn_up_exps.bias", &L.ffn_up_exps_b, true, GGML_OP_ADD_ID, {F, X}});
         w.push_back({b + "ffn_down_exps.bias", &L.ffn_down_exps_b, true, GGML_OP_ADD_ID, {E, X}});
     }
-    if (hp.arch == Arch::DeepSeek2) {
+    if (hp.mla_family()) {
         const int64_t S = F * hp.n_expert_shared;
         w.push_back({b + "exp_probs_b.bias", &L.ffn_exp_probs_b, false, GGML_OP_ADD, {X}});
         w.push_back({b + "ffn_gate_shexp.weight", &L.ffn_gate_shexp, true, GGML_OP_MUL_MAT, {E, S}});
@@ -108,6 +118,7 @@ void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & w) {
         qwen35_attention_wants(hp, il, b, L, w);
     } else {
         attention_wants(hp, b, L, w);
+        if (hp.arch == Arch::GlmDsa && hp.is_indexer_full(il)) indexer_wants(hp, b, L, w);
     }
     // gpt-oss and qwen35moe name their pre-FFN norm post_attention_norm
     const char * ffn_norm = hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe ? "post_attention_norm.weight" : "ffn_norm.weight";
