@@ -28,6 +28,10 @@
         "src/models/qwen3.cpp",
         "src/models/deepseek2.cpp",
         "src/models/qwen35moe.cpp",
+        "src/models/deepseek4.cpp",
+        "src/graph_dsv4.cpp",
+        "src/hparams_deepseek4.cpp",
+        "src/tensors_deepseek4.cpp",
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -29,13 +29,27 @@ export type NativeInfo = {
 export type NativeForwardResult = { data: Float32Array | Uint16Array; rows: number; cols: number }
 
 export interface NativeSession {
-  forward(input: Int32Array | Float32Array | Uint16Array, start: number, allOutputs: boolean, f16Output: boolean): Promise<NativeForwardResult>
+  forward(
+    input: Int32Array | Float32Array | Uint16Array,
+    start: number,
+    allOutputs: boolean,
+    f16Output: boolean,
+    tokenIds?: Int32Array,
+  ): Promise<NativeForwardResult>
   truncate(nPast: number): void
   close(): void
   readonly nPast: number
   readonly kvBytes: number
   /** Cache bytes of each block the session runs (K and V, an MLA latent, or a sliding window's ring). */
   readonly kvBytesPerBlock: number[]
+  /** Values per token of a hidden-state input / output (n_embd, or deepseek4's hc x n_embd streams). */
+  readonly inputWidth: number
+  readonly outputWidth: number
+  /** Hidden-state input to blocks that route experts by token id: forward() needs the rows' token ids. */
+  readonly needsTokenIds: boolean
+  /** int32 per token expected with the input / returned with a hidden output (0: none). */
+  readonly indicesIn: number
+  readonly indicesOut: number
 }
 
 export interface NativeRuntime {

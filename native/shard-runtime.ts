@@ -35,6 +35,10 @@ export type ForwardOptions = {
   allLogits?: boolean
   /** Hidden states as f16 bits, ready for the wire (converted off the JS thread). Logits stay f32. */
   hiddenType?: 'f32' | 'f16'
+  /** The hidden rows' token ids (n_tokens of them): required exactly when the session's `needsTokenIds`. */
+  tokenIds?: Int32Array
+  /** n_tokens x indicesIn int32 values, token-major: required exactly when `indicesIn` > 0. */
+  indices?: Int32Array
 }
 
 /** Hidden states [rows = nTokens x cols = nEmbd] for the next hop, or logits [rows x nVocab] at the last hop. */
@@ -193,6 +197,31 @@ export class ShardSession {
     return this.closed ? 0 : this.native.kvBytes
   }
 
+  /** Values per token of a hidden-state input (n_embd; deepseek4: hc x n_embd hyper-connection streams). */
+  get inputWidth(): number {
+    return this.closed ? 0 : this.native.inputWidth
+  }
+
+  /** Values per token of a hidden-state output. */
+  get outputWidth(): number {
+    return this.closed ? 0 : this.native.outputWidth
+  }
+
+  /** The session takes hidden states into blocks that route by token id: forward() needs `tokenIds`. */
+  get needsTokenIds(): boolean {
+    return !this.closed && this.native.needsTokenIds
+  }
+
+  /** int32 per token expected with a hidden input (`indices`); 0 when none. */
+  get indicesIn(): number {
+    return this.closed ? 0 : this.native.indicesIn
+  }
+
+  /** int32 per token returned with a hidden output; 0 when none. */
+  get indicesOut(): number {
+    return this.closed ? 0 : this.native.indicesOut
+  }
+
   /** Cache bytes of each block the session runs: a sliding-window block's stay capped at its ring of cells. */
   get kvBytesPerBlock(): number[] {
     return this.closed ? [] : this.native.kvBytesPerBlock
@@ -206,9 +235,14 @@ export class ShardSession {
   async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
     return typed(async () => {
       if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
-      const start = startOf(options.positions, this.native.nPast, input, this.info.nEmbd)
+      const start = startOf(options.positions, this.native.nPast, input, this.native.inputWidth)
       const f16 = options.hiddenType === 'f16' && !this.info.head
-      const res: NativeForwardResult = await this.native.forward(input, start, options.allLogits ?? false, f16)
+      if (options.indices !== undefined && this.native.indicesIn === 0) {
+        throw new ShardRuntimeError('INDICES_UNEXPECTED', 'this session takes no indices with its input; send it without them', {
+          got: options.indices.length,
+        })
+      }
+      const res: NativeForwardResult = await this.native.forward(input, start, options.allLogits ?? false, f16, options.tokenIds)
       if (input instanceof Int32Array) {
         this.history.length = Math.min(this.history.length, start)
         this.history.push(...input)

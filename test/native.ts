@@ -107,7 +107,8 @@ export async function generateThroughRoute(
       let x: Int32Array | Float32Array | Uint16Array = input
       let logits: Float32Array | undefined
       for (const s of sessions) {
-        const res = await s.forward(x, { hiddenType: seam })
+        // hash-routed blocks (deepseek4) on a later hop look the step's token ids up again
+        const res = await s.forward(x, { hiddenType: seam, ...(s.needsTokenIds ? { tokenIds: input } : {}) })
         if (res.kind === 'logits') logits = res.data
         else x = res.data
       }

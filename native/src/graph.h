@@ -38,6 +38,8 @@ struct GraphBuilder {
     ggml_tensor * inp_kv_idxs_swa = nullptr;  // I64 [n_tokens]: each token's cell in the sliding-window ring
     ggml_tensor * inp_kv_idxs = nullptr; // I64 [n_tokens]: cache cell of each token
     ggml_tensor * inp_out_ids = nullptr; // I32 [n_outputs], only when n_outputs < n_tokens
+    ggml_tensor * inp_token_ids = nullptr;  // I32 [n_tokens]: the hidden rows' token ids (deepseek4's hash-routed blocks)
+    struct Dsv4Inputs * dsv4 = nullptr;     // deepseek4's compressor plans (graph_dsv4.h)
 
     GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf, int64_t n_tokens,
                  int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
@@ -80,5 +82,6 @@ ggml_tensor * build_qwen2(GraphBuilder & g, InputKind kind);  // also gpt-oss: s
 ggml_tensor * build_qwen3(GraphBuilder & g, InputKind kind);  // also qwen3moe: the FFN picks experts
 ggml_tensor * build_deepseek2(GraphBuilder & g, InputKind kind);
 ggml_tensor * build_qwen35moe(GraphBuilder & g, InputKind kind);
+ggml_tensor * build_deepseek4(GraphBuilder & g, InputKind kind);
 
 }  // namespace neuron

@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "errors.h"
+#include "graph_dsv4.h"
 
 namespace neuron {
 
@@ -32,7 +33,8 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
     const int n_layers = core->model->il1 - core->model->il0;
     // nodes per block: ~95 for a deepseek2 MoE block with 8 experts (MLA, group routing, one view and add per expert)
     // (a delta-net block adds ~40: projections, conv state, the fused delta-net, gated norm)
-    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() ? 0 : 64);
+    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() ? 0 : 64) +
+                             (core->model->hp.is_dsv4() ? 384 : 0);
     core->graph_size = std::max<size_t>(1024, (size_t) n_layers * per_block + 256);
     core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->graph_size, false, true);
     if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
@@ -114,13 +116,54 @@ void check_rollback(const SessionState & s, int64_t to, bool truncating) {
     }
     // a recurrent state holds the whole past in fixed space: it can go on, or start over, but not go back
     if (kv->recurrent() && to != 0 && to != s.n_past) {
-        throw RuntimeError("RECURRENT_ROLLBACK", std::string("linear-attention blocks keep a recurrent state that cannot be rolled back; ") +
+        throw RuntimeError("RECURRENT_ROLLBACK", std::string(kv->comp.empty() ? "linear-attention blocks keep a recurrent state"
+                                                                              : "compressed-attention blocks keep a compressor state") +
+                                                     " that cannot be rolled back; " +
                                                      (truncating ? "truncating" : "starting a forward") + " at " + std::to_string(to) +
                                                      " of " + std::to_string(s.n_past) + " positions: replay the session from position 0")
             .num(at, (double) to)
             .num("nPast", (double) s.n_past);
     }
 }
+
+bool session_needs_token_ids(const SessionState & s) {
+    const HParams & hp = s.core->model->hp;
+    return !s.embed && s.il0 < s.il1 && hp.needs_token_ids(s.il0);
+}
+
+namespace {
+
+// deepseek4's hash-routed blocks look each hidden row's token id up: exactly n_tokens ids in the vocabulary
+void validate_token_ids(const SessionState & s, const ForwardRequest & req) {
+    const int64_t n_vocab = s.core->model->hp.n_vocab;
+    if (!session_needs_token_ids(s)) {
+        if (!req.token_ids.empty()) {
+            throw RuntimeError("TOKEN_IDS_UNEXPECTED", "blocks [" + std::to_string(s.il0) + ", " + std::to_string(s.il1) +
+                                                           ") do not route by token id; send hidden states without tokenIds")
+                .num("from", s.il0);
+        }
+        return;
+    }
+    if ((int64_t) req.token_ids.size() != req.n_tokens) {
+        throw RuntimeError("TOKEN_IDS_SIZE", "block " + std::to_string(s.il0) + " routes experts by token id: it needs " +
+                                                 std::to_string(req.n_tokens) + " tokenIds with the hidden states, got " +
+                                                 std::to_string(req.token_ids.size()))
+            .num("got", (double) req.token_ids.size())
+            .num("expected", (double) req.n_tokens);
+    }
+    for (size_t i = 0; i < req.token_ids.size(); ++i) {
+        const int32_t t = req.token_ids[i];
+        if (t < 0 || t >= n_vocab) {
+            throw RuntimeError("TOKEN_OUT_OF_RANGE", "token id " + std::to_string(t) + " at index " + std::to_string(i) +
+                                                         " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")")
+                .num("token", t)
+                .num("index", (double) i)
+                .num("vocab", (double) n_vocab);
+        }
+    }
+}
+
+}  // namespace
 
 void validate_forward(const SessionState & s, const ForwardRequest & req) {
     if (s.closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
@@ -145,13 +188,15 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
         }
     } else {
         if (s.embed) throw RuntimeError("INPUT_KIND", "this range embeds tokens; it takes token ids, not hidden states").num("from", s.il0);
-        if ((int64_t) req.hidden.size() != req.n_tokens * m.hp.n_embd) {
+        const int64_t width = m.hp.hidden_width();
+        if ((int64_t) req.hidden.size() != req.n_tokens * width) {
             throw RuntimeError("HIDDEN_SIZE", "hidden states hold " + std::to_string(req.hidden.size()) + " values, expected " +
-                                                  std::to_string(req.n_tokens) + " tokens x n_embd " + std::to_string(m.hp.n_embd))
+                                                  std::to_string(req.n_tokens) + " tokens x " + std::to_string(width) + " per token")
                 .num("got", (double) req.hidden.size())
-                .num("expected", (double) (req.n_tokens * m.hp.n_embd))
-                .num("nEmbd", (double) m.hp.n_embd);
+                .num("expected", (double) (req.n_tokens * width))
+                .num("nEmbd", (double) width);
         }
+        validate_token_ids(s, req);
     }
     if (req.start < 0 || req.start > s.n_past) {
         throw RuntimeError("POSITION_GAP", "first position " + std::to_string(req.start) + " leaves a gap after the " +
@@ -200,6 +245,13 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
         case Arch::Qwen3Moe: res = build_qwen3(g, req.kind); break;
         case Arch::DeepSeek2: res = build_deepseek2(g, req.kind); break;
         case Arch::Qwen35Moe: res = build_qwen35moe(g, req.kind); break;
+        case Arch::DeepSeek4: break;
+    }
+    Dsv4Inputs dsv4;
+    if (m.hp.is_dsv4()) {
+        dsv4 = dsv4_plan(req.start, n);
+        g.dsv4 = &dsv4;
+        res = build_deepseek4(g, req.kind);
     }
     ggml_set_output(res);
     ggml_build_forward_expand(gf, res);
@@ -210,7 +262,9 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     // inputs the graph lacks are null (e.g. positions in a head-only range); one it never reaches has no buffer
     auto used = [](ggml_tensor * t) { return t && t->buffer; };
     if (used(g.inp_tokens)) ggml_backend_tensor_set(g.inp_tokens, req.tokens.data(), 0, n * sizeof(int32_t));
-    if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, req.hidden.data(), 0, n * m.hp.n_embd * sizeof(float));
+    if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, req.hidden.data(), 0, req.hidden.size() * sizeof(float));
+    if (used(g.inp_token_ids)) ggml_backend_tensor_set(g.inp_token_ids, req.token_ids.data(), 0, n * sizeof(int32_t));
+    if (m.hp.is_dsv4()) dsv4_set_inputs(g, dsv4, req.start, n);
     if (used(g.inp_pos)) {
         // M-RoPE of text: the first three sections take the position, the fourth 0 (llm_graph_input_pos)
         const int64_t per = m.hp.n_pos_per_token();
@@ -282,7 +336,7 @@ ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
     if (slice >= req.n_tokens) {
         out = forward_chunk(s, req);
     } else {
-        const int64_t n_embd = core.model->hp.n_embd;
+        const int64_t n_embd = core.model->hp.hidden_width();
         for (int64_t from = 0; from < req.n_tokens; from += slice) {
             ForwardRequest part;
             part.kind = req.kind;
@@ -293,6 +347,7 @@ ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
                 part.tokens.assign(req.tokens.begin() + from, req.tokens.begin() + from + part.n_tokens);
             } else {
                 part.hidden.assign(req.hidden.begin() + from * n_embd, req.hidden.begin() + (from + part.n_tokens) * n_embd);
+                if (!req.token_ids.empty()) part.token_ids.assign(req.token_ids.begin() + from, req.token_ids.begin() + from + part.n_tokens);
             }
             ForwardResult r = forward_chunk(s, part);
             // logits of the last position only (unless all asked for): the last slice's; hidden states: every row

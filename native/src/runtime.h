@@ -72,6 +72,7 @@ struct ForwardRequest {
     InputKind kind = InputKind::Tokens;
     std::vector<int32_t> tokens;
     std::vector<float> hidden;  // f32 (f16 input is widened on the JS thread)
+    std::vector<int32_t> token_ids;  // the hidden rows' token ids, when the session's blocks need them (deepseek4)
     int64_t n_tokens = 0;
     int64_t start = 0;
     bool all_outputs = false;
@@ -87,6 +88,8 @@ struct ForwardResult {
 
 // Throws SWA_ROLLBACK or RECURRENT_ROLLBACK when the session's cache cannot go back to `to` (a forward's start, or a truncate).
 void check_rollback(const SessionState & s, int64_t to, bool truncating);
+// the session runs hash-routed blocks on hidden states: each forward needs the rows' token ids
+bool session_needs_token_ids(const SessionState & s);
 // Checks everything about a request that can be checked before compute (throws RuntimeError).
 void validate_forward(const SessionState & s, const ForwardRequest & req);
 ForwardResult forward(SessionState & s, const ForwardRequest & req);
