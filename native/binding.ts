@@ -24,6 +24,10 @@ export type NativeInfo = {
   /** Weight bytes per ggml buffer type (CPU_REPACK: matmul weights repacked the way llama.cpp does). */
   weightBuffers: Record<string, number>
   kvBytesPerToken: number
+  /** Values per token of a hidden state between blocks: n_embd, or deepseek4's hc x n_embd streams. */
+  hiddenWidth: number
+  /** deepseek4: its first blocks route experts by token id (0 for every other family). */
+  hashLayers: number
 }
 
 export type NativeForwardResult = { data: Float32Array | Uint16Array; rows: number; cols: number }
@@ -42,14 +46,6 @@ export interface NativeSession {
   readonly kvBytes: number
   /** Cache bytes of each block the session runs (K and V, an MLA latent, or a sliding window's ring). */
   readonly kvBytesPerBlock: number[]
-  /** Values per token of a hidden-state input / output (n_embd, or deepseek4's hc x n_embd streams). */
-  readonly inputWidth: number
-  readonly outputWidth: number
-  /** Hidden-state input to blocks that route experts by token id: forward() needs the rows' token ids. */
-  readonly needsTokenIds: boolean
-  /** int32 per token expected with the input / returned with a hidden output (0: none). */
-  readonly indicesIn: number
-  readonly indicesOut: number
 }
 
 export interface NativeRuntime {

@@ -199,27 +199,28 @@ export class ShardSession {
 
   /** Values per token of a hidden-state input (n_embd; deepseek4: hc x n_embd hyper-connection streams). */
   get inputWidth(): number {
-    return this.closed ? 0 : this.native.inputWidth
+    return this.info.hiddenWidth
   }
 
   /** Values per token of a hidden-state output. */
   get outputWidth(): number {
-    return this.closed ? 0 : this.native.outputWidth
+    return this.info.hiddenWidth
   }
 
   /** The session takes hidden states into blocks that route by token id: forward() needs `tokenIds`. */
   get needsTokenIds(): boolean {
-    return !this.closed && this.native.needsTokenIds
+    const [from, to] = this.info.blocks
+    return !this.info.embed && from < to && from < this.info.hashLayers
   }
 
   /** int32 per token expected with a hidden input (`indices`); 0 when none. */
   get indicesIn(): number {
-    return this.closed ? 0 : this.native.indicesIn
+    return 0
   }
 
   /** int32 per token returned with a hidden output; 0 when none. */
   get indicesOut(): number {
-    return this.closed ? 0 : this.native.indicesOut
+    return 0
   }
 
   /** Cache bytes of each block the session runs: a sliding-window block's stay capped at its ring of cells. */
@@ -235,9 +236,9 @@ export class ShardSession {
   async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
     return typed(async () => {
       if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
-      const start = startOf(options.positions, this.native.nPast, input, this.native.inputWidth)
+      const start = startOf(options.positions, this.native.nPast, input, this.info.hiddenWidth)
       const f16 = options.hiddenType === 'f16' && !this.info.head
-      if (options.indices !== undefined && this.native.indicesIn === 0) {
+      if (options.indices !== undefined && this.indicesIn === 0) {
         throw new ShardRuntimeError('INDICES_UNEXPECTED', 'this session takes no indices with its input; send it without them', {
           got: options.indices.length,
         })

@@ -139,6 +139,8 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             o.Set("threads", core->threads);
             o.Set("flashAttention", core->flash_attn);
             o.Set("weightBytes", (double) m.weight_bytes);
+            o.Set("hiddenWidth", (double) hp.hidden_width());  // values per token at a seam (deepseek4: its streams)
+            o.Set("hashLayers", (double) hp.dsv4.hash_layers);  // blocks routing experts by token id
             Napi::Object bufs = Napi::Object::New(env);
             for (const auto & [name, bytes] : m.weight_buffers) bufs.Set(name, (double) bytes);
             o.Set("weightBuffers", bufs);
@@ -167,12 +169,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                                        {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
                                         InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
                                         InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr),
-                                        InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr),
-                                        InstanceAccessor("inputWidth", &SessionWrap::HiddenWidth, nullptr),
-                                        InstanceAccessor("outputWidth", &SessionWrap::HiddenWidth, nullptr),
-                                        InstanceAccessor("needsTokenIds", &SessionWrap::NeedsTokenIds, nullptr),
-                                        InstanceAccessor("indicesIn", &SessionWrap::NoIndices, nullptr),
-                                        InstanceAccessor("indicesOut", &SessionWrap::NoIndices, nullptr)});
+                                        InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr)});
         ctor = Napi::Persistent(f);
         exports.Set("NativeSession", f);
     }
@@ -190,15 +187,6 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         for (int i = 0; i < n; ++i) a.Set((uint32_t) i, state->kv ? (double) state->kv->block_bytes(state->il0 + i) : 0.0);
         return a;
     }
-    // values per token of a hidden state into or out of the session (deepseek4: its hyper-connection streams)
-    Napi::Value HiddenWidth(const Napi::CallbackInfo & info) {
-        return Napi::Number::New(info.Env(), state->core->disposed ? 0.0 : (double) state->core->model->hp.hidden_width());
-    }
-    Napi::Value NeedsTokenIds(const Napi::CallbackInfo & info) {
-        return Napi::Boolean::New(info.Env(), !state->core->disposed && session_needs_token_ids(*state));
-    }
-    // int32 per token crossing a seam beside the hidden state: none for the families served here
-    Napi::Value NoIndices(const Napi::CallbackInfo & info) { return Napi::Number::New(info.Env(), 0.0); }
     Napi::Value KvBytes(const Napi::CallbackInfo & info) {
         return Napi::Number::New(info.Env(), state->kv ? (double) state->kv->bytes() : 0.0);
     }
@@ -215,13 +203,10 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             req.all_outputs = info[2].ToBoolean().Value();
             req.f16_output = info.Length() > 3 && info[3].ToBoolean().Value();
             const int64_t n_embd = state->core->disposed ? 1 : state->core->model->hp.hidden_width();
-            if (info.Length() > 4 && !info[4].IsUndefined()) {
-                if (!info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
-                    throw RuntimeError("BAD_INPUT", "tokenIds must be an Int32Array");
-                }
+            if (info.Length() > 4 && info[4].IsTypedArray() && info[4].As<Napi::TypedArray>().TypedArrayType() == napi_int32_array) {
                 auto ids = info[4].As<Napi::Int32Array>();
                 req.token_ids.assign(ids.Data(), ids.Data() + ids.ElementLength());
-            }
+            } else if (info.Length() > 4 && !info[4].IsUndefined()) throw RuntimeError("BAD_INPUT", "tokenIds must be an Int32Array");
             switch (ta.TypedArrayType()) {
                 case napi_int32_array: {
                     auto a = ta.As<Napi::Int32Array>();

@@ -196,8 +196,8 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
                 .num("expected", (double) (req.n_tokens * width))
                 .num("nEmbd", (double) width);
         }
-        validate_token_ids(s, req);
     }
+    validate_token_ids(s, req);
     if (req.start < 0 || req.start > s.n_past) {
         throw RuntimeError("POSITION_GAP", "first position " + std::to_string(req.start) + " leaves a gap after the " +
                                                std::to_string(s.n_past) + " cached positions")
