@@ -159,7 +159,9 @@ ggml_tensor * indexer_top_k(GraphBuilder & g, Dsv4Inputs & in, const Layer & L, 
     q = hadamard(ctx, rope_tail(g, q, g.inp_pos, true), in.idx_rot);
     ggml_tensor * w = ggml_scale(ctx, ggml_mul_mat(ctx, L.idx_proj, x), 1.0f / sqrtf(float(d.idx_head_size * d.idx_heads)));
     ggml_tensor * k = cache_view(ctx, c.idx_k, p.n_cells);
-    ggml_tensor * score = ggml_lightning_indexer(ctx, q, k, w, p.t_mask);
+    // the fused indexer takes an f16 mask whether or not the attention is flash
+    ggml_tensor * mask = p.t_mask->type == GGML_TYPE_F16 ? p.t_mask : ggml_cast(ctx, p.t_mask, GGML_TYPE_F16);
+    ggml_tensor * score = ggml_lightning_indexer(ctx, q, k, w, mask);
     return ggml_cont(ctx, ggml_top_k(ctx, score, (int) std::min(p.n_cells, d.idx_top_k)));
 }
 
