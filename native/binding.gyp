@@ -30,6 +30,7 @@
         "src/models/qwen35moe.cpp",
         "src/models/deepseek4.cpp",
         "src/graph_dsv4.cpp",
+        "src/seam_inputs.cpp",
         "src/hparams_deepseek4.cpp",
         "src/tensors_deepseek4.cpp",
       ],

@@ -126,45 +126,6 @@ void check_rollback(const SessionState & s, int64_t to, bool truncating) {
     }
 }
 
-bool session_needs_token_ids(const SessionState & s) {
-    const HParams & hp = s.core->model->hp;
-    return !s.embed && s.il0 < s.il1 && hp.needs_token_ids(s.il0);
-}
-
-namespace {
-
-// deepseek4's hash-routed blocks look each hidden row's token id up: exactly n_tokens ids in the vocabulary
-void validate_token_ids(const SessionState & s, const ForwardRequest & req) {
-    const int64_t n_vocab = s.core->model->hp.n_vocab;
-    if (!session_needs_token_ids(s)) {
-        if (!req.token_ids.empty()) {
-            throw RuntimeError("TOKEN_IDS_UNEXPECTED", "blocks [" + std::to_string(s.il0) + ", " + std::to_string(s.il1) +
-                                                           ") do not route by token id; send hidden states without tokenIds")
-                .num("from", s.il0);
-        }
-        return;
-    }
-    if ((int64_t) req.token_ids.size() != req.n_tokens) {
-        throw RuntimeError("TOKEN_IDS_SIZE", "block " + std::to_string(s.il0) + " routes experts by token id: it needs " +
-                                                 std::to_string(req.n_tokens) + " tokenIds with the hidden states, got " +
-                                                 std::to_string(req.token_ids.size()))
-            .num("got", (double) req.token_ids.size())
-            .num("expected", (double) req.n_tokens);
-    }
-    for (size_t i = 0; i < req.token_ids.size(); ++i) {
-        const int32_t t = req.token_ids[i];
-        if (t < 0 || t >= n_vocab) {
-            throw RuntimeError("TOKEN_OUT_OF_RANGE", "token id " + std::to_string(t) + " at index " + std::to_string(i) +
-                                                         " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")")
-                .num("token", t)
-                .num("index", (double) i)
-                .num("vocab", (double) n_vocab);
-        }
-    }
-}
-
-}  // namespace
-
 void validate_forward(const SessionState & s, const ForwardRequest & req) {
     if (s.closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
     if (s.core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
@@ -236,6 +197,8 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     ggml_cgraph * gf = ggml_new_graph_custom(ctx0, core.graph_size, false);
 
     GraphBuilder g(m, kv, ctx0, gf, n, n_kv, n_kv_swa, n_outputs, core.flash_attn, s.il0, s.il1, s.embed, s.head);
+    Dsv4Inputs dsv4 = m.hp.is_dsv4() ? dsv4_plan(req.start, n) : Dsv4Inputs{};  // deepseek4's compressor plans
+    g.dsv4 = &dsv4;
     ggml_tensor * res = nullptr;
     switch (m.hp.arch) {
         case Arch::Llama: res = build_llama(g, req.kind); break;
@@ -245,13 +208,7 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
         case Arch::Qwen3Moe: res = build_qwen3(g, req.kind); break;
         case Arch::DeepSeek2: res = build_deepseek2(g, req.kind); break;
         case Arch::Qwen35Moe: res = build_qwen35moe(g, req.kind); break;
-        case Arch::DeepSeek4: break;
-    }
-    Dsv4Inputs dsv4;
-    if (m.hp.is_dsv4()) {
-        dsv4 = dsv4_plan(req.start, n);
-        g.dsv4 = &dsv4;
-        res = build_deepseek4(g, req.kind);
+        case Arch::DeepSeek4: res = build_deepseek4(g, req.kind); break;
     }
     ggml_set_output(res);
     ggml_build_forward_expand(gf, res);
