@@ -2,8 +2,9 @@
 // blocks (a seam is 4 x n_embd per token), hash-routed experts on the first blocks (their token ids cross the
 // seam), a sliding window of 8 on every block plus compressed keys every 4 positions (with the lightning
 // indexer's top-k) or every 128. Generated models greedy through every split (f32 seams: identical tokens,
-// probabilities within MAX_DP; f16 seams reported), prompts long enough for the 128x compressor and the window ring’s slices, the seam’s
-// bad inputs refused before compute, rollback refused except a replay from 0, and the caches' bytes.
+// probabilities within MAX_DP; f16 seams reported), prompts long enough for the 128x compressor and for the
+// window ring's slices, bad seam input refused before compute, rollback refused except a replay from 0, the
+// caches' bytes, hostile metadata.
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
