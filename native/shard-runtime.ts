@@ -41,7 +41,7 @@ export type ForwardOptions = {
   indices?: Int32Array
 }
 
-/** Hidden states [rows = nTokens x cols = nEmbd] for the next hop, or logits [rows x nVocab] at the last hop. */
+/** Hidden states [rows = nTokens x cols = outputWidth: nEmbd, or deepseek4’s hc x nEmbd] for the next hop, or logits [rows x nVocab] at the last hop. */
 export type ForwardOutput =
   | { kind: 'logits'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
   | { kind: 'hidden'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
@@ -230,7 +230,7 @@ export class ShardSession {
 
   /**
    * Runs this session's blocks over n tokens: token ids (Int32Array) at the first hop, else hidden
-   * states [n x nEmbd] as Float32Array or f16 bits (Uint16Array, as they travel on the wire).
+   * states [n x inputWidth] as Float32Array or f16 bits (Uint16Array, as they travel on the wire).
    * Starting before nPast rolls the cache back to that position first.
    */
   async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
@@ -297,10 +297,10 @@ export class ShardSession {
   }
 }
 
-function startOf(positions: ForwardOptions['positions'], nPast: number, input: Int32Array | Float32Array | Uint16Array, nEmbd: number): number {
+function startOf(positions: ForwardOptions['positions'], nPast: number, input: Int32Array | Float32Array | Uint16Array, width: number): number {
   if (positions === undefined) return nPast
   if (typeof positions === 'number') return positions
-  const n = input instanceof Int32Array ? input.length : Math.floor(input.length / nEmbd)
+  const n = input instanceof Int32Array ? input.length : Math.floor(input.length / width)
   if (positions.length !== n) {
     throw new ShardRuntimeError('BAD_POSITIONS', `${positions.length} positions for ${n} tokens`, {
       positions: positions.length,
