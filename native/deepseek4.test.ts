@@ -106,6 +106,29 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
     }, 300_000)
   }
 
+  it('another layout: indexer head 128 ≠ head 64 (attention keys unrotated), top-k 4, 4 output groups, ratio 4 at block 0', async () => {
+    const path = join(dir, 'deepseek4-layout.gguf')
+    const layout = { ...SHAPE, seed: 3, compressRatios: [4, 128, 0, 4], hashLayers: 1, indexerHeadSize: 128, indexerTopK: 4, outputGroups: 4 }
+    await generateModel({ ...layout, type: 'f16', out: path, quantize: quantizeRows })
+    await greedyInChild([path], 4)
+    const model = await oracleModel(path)
+    const oracle = await oracleGreedy(model, prompt, STEPS, SHAPE.vocab)
+    await model.dispose()
+    const pool = new RuntimePool(() => [path], SHAPE.blocks)
+    try {
+      for (const split of allSplits(SHAPE.blocks)) {
+        const route = await generateThroughRoute(pool, split, prompt, STEPS)
+        expect(
+          route.map((s) => s.token),
+          JSON.stringify(split),
+        ).toEqual(oracle.map((s) => s.token))
+        expect(Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (oracle[i] as OracleStep).probs)))).toBeLessThanOrEqual(MAX_DP)
+      }
+    } finally {
+      await pool.dispose()
+    }
+  }, 120_000)
+
   it('long prompts equal llama.cpp’s: 150 tokens (a 128x key, the indexer choosing among 37) and 1300 (two slices through the window’s ring)', async () => {
     const path = paths.q8_0 as string
     for (const length of [150, 1300]) {
