@@ -33,6 +33,11 @@
         "src/models/deepseek2.cpp",
         "src/models/qwen35moe.cpp",
         "src/models/glm_dsa.cpp",
+        "src/models/deepseek4.cpp",
+        "src/graph_dsv4.cpp",
+        "src/seam_inputs.cpp",
+        "src/hparams_deepseek4.cpp",
+        "src/tensors_deepseek4.cpp",
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -24,6 +24,10 @@ export type NativeInfo = {
   /** Weight bytes per ggml buffer type (CPU_REPACK: matmul weights repacked the way llama.cpp does). */
   weightBuffers: Record<string, number>
   kvBytesPerToken: number
+  /** Values per token of a hidden state between blocks: n_embd, or deepseek4's hc x n_embd streams. */
+  hiddenWidth: number
+  /** deepseek4: its first blocks route experts by token id (0 for every other family). */
+  hashLayers: number
 }
 
 export type NativeForwardResult = { data: Float32Array | Uint16Array; rows: number; cols: number; indices?: Int32Array }

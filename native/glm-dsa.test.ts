@@ -208,7 +208,7 @@ describe('glm-dsa: seams, cache and rollback', () => {
     none.fill(-1, 2 * TOP_K, 3 * TOP_K)
     await expect(bad({ indices: none })).rejects.toMatchObject({ code: 'BAD_INDICES', details: { token: 2, position: 2 } })
     await expect(bad({ indices: Float32Array.from(indices) })).rejects.toMatchObject({ code: 'BAD_INPUT' })
-    await expect(bad({ indices, tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({ code: 'BAD_TOKEN_IDS' })
+    await expect(bad({ indices, tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({ code: 'TOKEN_IDS_UNEXPECTED' })
     await expect(first.forward(Int32Array.of(5), { indices: new Int32Array(TOP_K).fill(-1) })).rejects.toMatchObject({ code: 'BAD_INDICES' })
     expect([first.nPast, rest.nPast]).toEqual([n, 0])
     expect((await rest.forward(data, { indices })).kind).toBe('logits')

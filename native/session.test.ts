@@ -240,7 +240,10 @@ describe.skipIf(storiesMissing)(`typed errors ${storiesMissing ?? ''}`, () => {
     bytes.write('bloom', value) // same length, so every offset stays valid
     writeFileSync(path, bytes)
     const err = await expectCode(load([path], [0, 5], true, true), 'UNSUPPORTED_ARCH')
-    expect(err.details).toMatchObject({ arch: 'bloom', supported: ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'deepseek2', 'gpt-oss', 'qwen35moe', 'glm-dsa'] })
+    expect(err.details).toMatchObject({
+      arch: 'bloom',
+      supported: ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'deepseek2', 'gpt-oss', 'qwen35moe', 'glm-dsa', 'deepseek4'],
+    })
     await stillServes()
   })
 

@@ -235,7 +235,7 @@ export class ShardSession {
 
   /**
    * Runs this session's blocks over n tokens: token ids (Int32Array) at the first hop, else hidden
-   * states [n x nEmbd] as Float32Array or f16 bits (Uint16Array, as they travel on the wire).
+   * states [n x inputWidth] as Float32Array or f16 bits (Uint16Array, as they travel on the wire).
    * Starting before nPast rolls the cache back to that position first.
    */
   async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
@@ -298,10 +298,10 @@ export class ShardSession {
   }
 }
 
-function startOf(positions: ForwardOptions['positions'], nPast: number, input: Int32Array | Float32Array | Uint16Array, nEmbd: number): number {
+function startOf(positions: ForwardOptions['positions'], nPast: number, input: Int32Array | Float32Array | Uint16Array, width: number): number {
   if (positions === undefined) return nPast
   if (typeof positions === 'number') return positions
-  const n = input instanceof Int32Array ? input.length : Math.floor(input.length / nEmbd)
+  const n = input instanceof Int32Array ? input.length : Math.floor(input.length / width)
   if (positions.length !== n) {
     throw new ShardRuntimeError('BAD_POSITIONS', `${positions.length} positions for ${n} tokens`, {
       positions: positions.length,

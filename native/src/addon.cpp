@@ -140,6 +140,8 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             o.Set("threads", core->threads);
             o.Set("flashAttention", core->flash_attn);
             o.Set("weightBytes", (double) m.weight_bytes);
+            o.Set("hiddenWidth", (double) hp.hidden_width());  // values per token at a seam (deepseek4: its streams)
+            o.Set("hashLayers", (double) hp.dsv4.hash_layers);  // blocks routing experts by token id
             Napi::Object bufs = Napi::Object::New(env);
             for (const auto & [name, bytes] : m.weight_buffers) bufs.Set(name, (double) bytes);
             o.Set("weightBuffers", bufs);
@@ -192,7 +194,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         return Napi::Number::New(info.Env(), state->kv ? (double) state->kv->bytes() : 0.0);
     }
 
-    // forward(input: Int32Array | Float32Array | Uint16Array, start, allOutputs, f16Output) -> Promise<{ data, rows, cols }>
+    // forward(input: Int32Array | Float32Array | Uint16Array, start, allOutputs, f16Output, tokenIds?: Int32Array) -> Promise<{ data, rows, cols }>
     Napi::Value Forward(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         return guard(env, [&]() -> Napi::Value {
@@ -203,7 +205,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             req.start = (int64_t) info[1].As<Napi::Number>().Int64Value();
             req.all_outputs = info[2].ToBoolean().Value();
             req.f16_output = info.Length() > 3 && info[3].ToBoolean().Value();
-            const int64_t n_embd = state->core->disposed ? 1 : state->core->model->hp.n_embd;
+            const int64_t n_embd = state->core->disposed ? 1 : state->core->model->hp.hidden_width();
             switch (ta.TypedArrayType()) {
                 case napi_int32_array: {
                     auto a = ta.As<Napi::Int32Array>();

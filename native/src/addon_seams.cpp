@@ -13,7 +13,7 @@ Napi::Object seam_object(Napi::Env env, const SessionState & s) {
     Napi::Object o = Napi::Object::New(env);
     o.Set("inputWidth", (double) seam.input_width);
     o.Set("outputWidth", (double) seam.output_width);
-    o.Set("needsTokenIds", seam.needs_token_ids);
+    o.Set("needsTokenIds", session_needs_token_ids(s));
     o.Set("indicesIn", (double) seam.indices_in);
     o.Set("indicesOut", (double) seam.indices_out);
     return o;

@@ -47,9 +47,16 @@ ggml_tensor * GraphBuilder::input(InputKind kind) {
         return ggml_get_rows(ctx0, model.tok_embd, inp_tokens);
     }
     // f16 from the wire is widened to f32 on the host before upload
-    inp_embd = ggml_new_tensor_2d(ctx0, GGML_TYPE_F32, hp.n_embd, n_tokens);
+    inp_embd = ggml_new_tensor_2d(ctx0, GGML_TYPE_F32, hp.hidden_width(), n_tokens);
     ggml_set_name(inp_embd, "inp_embd");
     ggml_set_input(inp_embd);
+    bool hashed = false;
+    for (int il = il0; il < il1; ++il) hashed = hashed || hp.needs_token_ids(il);
+    if (hashed) {
+        inp_token_ids = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_tokens);
+        ggml_set_name(inp_token_ids, "inp_token_ids");
+        ggml_set_input(inp_token_ids);
+    }
     return inp_embd;
 }
 

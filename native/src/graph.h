@@ -45,6 +45,8 @@ struct GraphBuilder {
     ggml_tensor * inp_kq_mask_top_k = nullptr;  // like inp_kq_mask, -inf outside each token's top-k cells
     ggml_tensor * out_top_k = nullptr;          // I32 [min(n_kv, top_k), n_tokens], an output of the graph
     ggml_tensor * attn_mask = nullptr;          // when set, attend() masks with it instead of inp_kq_mask
+    ggml_tensor * inp_token_ids = nullptr;  // I32 [n_tokens]: the hidden rows' token ids (deepseek4's hash-routed blocks)
+    struct Dsv4Inputs * dsv4 = nullptr;     // deepseek4's compressor plans (graph_dsv4.h)
 
     GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf, int64_t n_tokens,
                  int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
@@ -92,5 +94,6 @@ ggml_tensor * build_qwen3(GraphBuilder & g, InputKind kind);  // also qwen3moe: 
 ggml_tensor * build_deepseek2(GraphBuilder & g, InputKind kind);
 ggml_tensor * build_qwen35moe(GraphBuilder & g, InputKind kind);
 ggml_tensor * build_glm_dsa(GraphBuilder & g, InputKind kind);
+ggml_tensor * build_deepseek4(GraphBuilder & g, InputKind kind);
 
 }  // namespace neuron

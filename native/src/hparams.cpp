@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "hparams_deepseek4.h"
 
 namespace neuron {
 
@@ -81,6 +82,7 @@ const ArchInfo ARCHS[] = {
     {"gpt-oss", Arch::GptOss, GGML_ROPE_TYPE_NEOX},
     {"qwen35moe", Arch::Qwen35Moe, GGML_ROPE_TYPE_IMROPE},
     {"glm-dsa", Arch::GlmDsa, 0},
+    {"deepseek4", Arch::DeepSeek4, 0},
 };
 
 [[noreturn]] void unsupported(const std::string & what) { throw RuntimeError("UNSUPPORTED_MODEL", what + " is not supported"); }
@@ -302,7 +304,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     } else {
         if (n_embd_head_v != hp.n_embd_head) unsupported("key_length != value_length");
         // Qwen3.5 rotates a part of each head (partial_rotary_factor); ggml_rope_multi passes the rest through
-        if (hp.n_rot != hp.n_embd_head && hp.arch != Arch::Qwen35Moe) unsupported("partial rotary embeddings");
+        if (hp.n_rot != hp.n_embd_head && hp.arch != Arch::Qwen35Moe && hp.arch != Arch::DeepSeek4) unsupported("partial rotary embeddings");
     }
     if (auto v = get_int(g, a + "vocab_size")) {
         hp.n_vocab = *v;
@@ -316,6 +318,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
     if (hp.arch == Arch::Qwen35Moe) read_qwen35(g, a, path, hp);
     if (hp.arch == Arch::GlmDsa) read_glm_dsa(g, a, path, hp);
     read_experts(g, a, hp);
+    if (hp.arch == Arch::DeepSeek4) read_deepseek4(g, a, path, hp);
     if (hp.n_expert == 0 && hp.n_ff == 0) throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + a + "feed_forward_length");
     if (hp.arch == Arch::GptOss) {
         hp.n_swa = require_int(g, a + "attention.sliding_window", path);
@@ -354,6 +357,7 @@ HParams read_hparams(const gguf_context * g, const std::string & path) {
         if (auto s = get_float(g, a + "attention.scale"); s && *s != 0.0f) hp.kq_scale = *s;
     }
     check_sizes(hp);
+    if (hp.arch == Arch::DeepSeek4) check_deepseek4(hp);
     if (hp.mla_family()) {
         // deepseek2.cpp pre-scales kq_scale for YaRN: undo the context's adjustment, then apply log_mul's mscale
         const float attn_factor_org = hp.attn_factor * (1.0f + 0.1f * logf(1.0f / hp.freq_scale));

@@ -12,12 +12,19 @@ size_t KvCache::block_bytes(int il) const {
     if (i >= k.size()) return 0;
     size_t n = 0;
     for (ggml_tensor * t : {k[i], v[i], conv[i], ssm[i], idx_k[i]}) n += t ? ggml_nbytes(t) : 0;
+    if (i < comp.size()) {
+        const Compressed & c = comp[i];
+        for (ggml_tensor * t : {c.k, c.kv, c.score, c.idx_k, c.idx_kv, c.idx_score}) n += t ? ggml_nbytes(t) : 0;
+    }
     return n;
 }
 
 bool KvCache::recurrent() const {
     for (ggml_tensor * t : conv) {
         if (t) return true;
+    }
+    for (const Compressed & c : comp) {
+        if (c.kv) return true;
     }
     return false;
 }
@@ -27,12 +34,46 @@ void KvCache::clear_recurrent() const {
         if (conv[i]) ggml_backend_tensor_memset(conv[i], 0, 0, ggml_nbytes(conv[i]));
         if (ssm[i]) ggml_backend_tensor_memset(ssm[i], 0, 0, ggml_nbytes(ssm[i]));
     }
+    for (const Compressed & c : comp) {
+        for (ggml_tensor * t : {c.kv, c.score, c.idx_kv, c.idx_score}) {
+            if (t) ggml_backend_tensor_memset(t, 0, 0, ggml_nbytes(t));
+        }
+    }
 }
 
 KvCache::~KvCache() {
     if (buffer) ggml_backend_buffer_free(buffer);
     if (ctx) ggml_free(ctx);
 }
+
+namespace {
+
+// llama_kv_cache_dsv4's compressed caches and compressor states for one block (llama-kv-cache-dsv4.cpp)
+KvCache::Compressed make_compressed(const HParams & hp, ggml_context * ctx, int il, int64_t size, ggml_type type) {
+    KvCache::Compressed c;
+    c.ratio = hp.dsv4.ratio(il);
+    if (c.ratio == 0) return c;
+    const int64_t D = hp.n_embd_head, I = hp.dsv4.idx_head_size, cells = (size + c.ratio - 1) / c.ratio;
+    const bool overlap = c.ratio == 4;
+    const int64_t rows = overlap ? 2 * c.ratio : c.ratio;
+    c.k = ggml_new_tensor_2d(ctx, type, D, cells);
+    c.kv = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, (overlap ? 2 : 1) * D, rows);
+    c.score = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, (overlap ? 2 : 1) * D, rows);
+    ggml_format_name(c.k, "cache_comp_k_l%d", il);
+    ggml_format_name(c.kv, "comp_state_kv_l%d", il);
+    ggml_format_name(c.score, "comp_state_score_l%d", il);
+    if (overlap) {
+        c.idx_k = ggml_new_tensor_2d(ctx, type, I, cells);
+        c.idx_kv = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2 * I, rows);
+        c.idx_score = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 2 * I, rows);
+        ggml_format_name(c.idx_k, "cache_idx_k_l%d", il);
+        ggml_format_name(c.idx_kv, "idx_state_kv_l%d", il);
+        ggml_format_name(c.idx_score, "idx_state_score_l%d", il);
+    }
+    return c;
+}
+
+}  // namespace
 
 std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, int64_t size, ggml_type type,
                                        ggml_backend_buffer_type_t buft) {
@@ -44,7 +85,7 @@ std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, in
     for (int il = il0; il < il1; ++il) any_swa = any_swa || model.hp.is_swa(il);
     if (any_swa) kv->swa_size = std::min(size, (model.hp.n_swa + SWA_SLACK + 255) / 256 * 256);
     if (n_layers <= 0) return kv;  // a session without blocks (embed-only / head-only) keeps no cache
-    ggml_init_params p = {ggml_tensor_overhead() * (3 * n_layers + 1), nullptr, true};
+    ggml_init_params p = {ggml_tensor_overhead() * (9 * n_layers + 1), nullptr, true};
     kv->ctx = ggml_init(p);
     for (int il = il0; il < il1; ++il) {
         ggml_tensor * idx = nullptr;  // llama_kv_cache_dsa's second cache: one indexer key per position, full blocks only
@@ -78,6 +119,7 @@ std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, in
             ggml_format_name(v, "cache_v_l%d", il);
         }
         kv->v.push_back(v);
+        if (model.hp.is_dsv4()) kv->comp.push_back(make_compressed(model.hp, kv->ctx, il, size, type));
     }
     kv->buffer = ggml_backend_alloc_ctx_tensors_from_buft(kv->ctx, buft);
     if (!kv->buffer) {

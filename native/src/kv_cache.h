@@ -23,6 +23,19 @@ struct KvCache {
     std::vector<ggml_tensor *> conv; // per layer, delta-net only (else nullptr, and k / v are): f32 [(d_conv - 1) * channels]
     std::vector<ggml_tensor *> ssm;  // per layer, delta-net only: f32 [d_state * d_state * value heads]
     std::vector<ggml_tensor *> idx_k;  // per layer, glm-dsa's full-indexer blocks only: [indexer_head_size, size] keys
+    // deepseek4, per layer of ratio 4 or 128 (else all null): one compressed key per `ratio` positions (f16
+    // [head, ceil(size / ratio)]), at ratio 4 the indexer's keys too, and each compressor's f32 state: the
+    // kv and score rows of the last 2 x 4 (overlapping windows) or 128 positions, row = position % rows
+    struct Compressed {
+        int64_t ratio = 0;
+        ggml_tensor * k = nullptr;
+        ggml_tensor * kv = nullptr;
+        ggml_tensor * score = nullptr;
+        ggml_tensor * idx_k = nullptr;
+        ggml_tensor * idx_kv = nullptr;
+        ggml_tensor * idx_score = nullptr;
+    };
+    std::vector<Compressed> comp;
     ggml_context * ctx = nullptr;
     ggml_backend_buffer_t buffer = nullptr;
 
@@ -35,7 +48,7 @@ struct KvCache {
     // the sliding-window blocks reuse cells: positions a forward may add, and how far back it may start
     bool ring() const { return swa_size > 0 && swa_size < size; }
     size_t block_bytes(int il) const;  // the cache of block il (K and V, or its recurrent state)
-    // recurrent state cannot be rolled back: only a replay from position 0 (which clears it) may go back
+    // recurrent (or compressor) state cannot be rolled back: only a replay from position 0 (which clears it) may go back
     bool recurrent() const;
     void clear_recurrent() const;
 };

@@ -15,6 +15,7 @@
 #include "gguf.h"
 #include "hparams.h"
 #include "tensors.h"
+#include "tensors_deepseek4.h"
 
 namespace neuron {
 
@@ -28,6 +29,7 @@ const char * arch_name(Arch arch) {
         case Arch::GptOss: return "gpt-oss";
         case Arch::Qwen35Moe: return "qwen35moe";
         case Arch::GlmDsa: return "glm-dsa";
+        case Arch::DeepSeek4: return "deepseek4";
     }
     return "?";
 }
@@ -141,6 +143,7 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         // no output.weight anywhere: tied embeddings (llama.cpp duplicates token_embd.weight)
         wants.push_back({has_output ? "output.weight" : "token_embd.weight", &model->output, true, GGML_OP_MUL_MAT, {hp.n_embd, V}});
         if (hp.arch == Arch::Qwen2) wants.push_back({"output.bias", &model->output_b, false, GGML_OP_ADD, {V}});
+        if (hp.arch == Arch::DeepSeek4) deepseek4_head_wants(hp, *model, wants);
     }
 
     // locate every tensor
@@ -257,6 +260,10 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             read_exact(art.fd, staging.data(), n, offset, art.path, f->want.name);
             ggml_backend_tensor_set(t, staging.data(), 0, n);
         }
+    }
+    if (hp.arch == Arch::DeepSeek4) {
+        const std::string problem = deepseek4_weight_problem(*model);
+        if (!problem.empty()) throw RuntimeError("BAD_TENSOR", problem + "; the artifact does not match its metadata");
     }
     return model;
 }

@@ -12,7 +12,7 @@
 namespace neuron {
 
 // Mixtral is Llama with experts (n_expert > 0), as in llama.cpp
-enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, DeepSeek2, GptOss, Qwen35Moe, GlmDsa };
+enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, DeepSeek2, GptOss, Qwen35Moe, GlmDsa, DeepSeek4 };
 
 // llama_expert_gating_func_type
 enum class Gating { None = 0, Softmax = 1, Sigmoid = 2, SoftmaxWeight = 3, SqrtSoftplus = 4 };
@@ -87,6 +87,29 @@ struct HParams {
     // deepseek2's MLA, routing and shared experts (glm-dsa builds on them)
     bool mla_family() const { return arch == Arch::DeepSeek2 || arch == Arch::GlmDsa; }
     bool is_indexer_full(int il) const { return il >= 0 && il < (int) indexer_full.size() && indexer_full[il]; }
+    // DeepSeek-V4 (hparams_deepseek4.cpp): hyper-connection streams, compressed caches, hash routing
+    struct Dsv4 {
+        int64_t hc = 0;              // hyper-connection streams (hidden state of hc x n_embd per token)
+        int64_t sinkhorn_iters = 0;
+        float hc_eps = 0.0f;
+        int64_t hash_layers = 0;     // the first blocks pick experts by token id
+        std::vector<int64_t> ratios; // per block: 0 (window only), 4 (compressed + indexer) or 128
+        float compress_rope_base = 0.0f;
+        int64_t o_groups = 0;
+        int64_t o_lora_rank = 0;
+        int64_t idx_heads = 0;
+        int64_t idx_head_size = 0;
+        int64_t idx_top_k = 0;
+        std::vector<float> clamp_exp;    // per block swiglu limit of the routed experts (0: none)
+        std::vector<float> clamp_shexp;  // ... and of the shared expert
+        int64_t ratio(int il) const { return il >= 0 && il < (int64_t) ratios.size() ? ratios[il] : 0; }
+    } dsv4;
+
+    bool is_dsv4() const { return arch == Arch::DeepSeek4; }
+    // values per token of a hidden state between blocks (deepseek4 carries hc streams)
+    int64_t hidden_width() const { return is_dsv4() ? dsv4.hc * n_embd : n_embd; }
+    // block il needs the tokens' ids (deepseek4's hash-routed blocks)
+    bool needs_token_ids(int il) const { return is_dsv4() && il < dsv4.hash_layers; }
     bool is_recurrent(int il) const { return il >= 0 && il < (int) recurrent_layers.size() && recurrent_layers[il]; }
     bool multi_rope() const { return rope_type == GGML_ROPE_TYPE_MROPE || rope_type == GGML_ROPE_TYPE_IMROPE; }
     int64_t n_pos_per_token() const { return multi_rope() ? 4 : 1; }
@@ -99,7 +122,7 @@ struct HParams {
     int64_t n_embd_kv() const { return n_embd_head * n_head_kv; }
     // values one token adds to block il's cache: K (and V, when the cache keeps it)
     int64_t cache_k_values() const { return is_mla() ? n_lora_kv + n_rot : n_embd_kv(); }
-    int64_t cache_v_values() const { return is_mla() ? 0 : n_embd_kv(); }
+    int64_t cache_v_values() const { return is_mla() || is_dsv4() ? 0 : n_embd_kv(); }
 };
 
 struct Layer {
@@ -159,6 +182,29 @@ struct Layer {
     ggml_tensor * indexer_proj = nullptr;
     ggml_tensor * indexer_attn_k = nullptr;
     ggml_tensor * indexer_attn_q_b = nullptr;
+    // deepseek4: single key-value head with its norm, grouped low-rank output, hyper-connection mixes,
+    // the compressors (kv, gate, positional bias, norm) and the lightning indexer, hash-routing table
+    ggml_tensor * wkv = nullptr;
+    ggml_tensor * attn_kv_norm = nullptr;
+    ggml_tensor * wo_a = nullptr;
+    ggml_tensor * wo_b = nullptr;
+    ggml_tensor * hc_attn_fn = nullptr;
+    ggml_tensor * hc_attn_base = nullptr;
+    ggml_tensor * hc_attn_scale = nullptr;
+    ggml_tensor * hc_ffn_fn = nullptr;
+    ggml_tensor * hc_ffn_base = nullptr;
+    ggml_tensor * hc_ffn_scale = nullptr;
+    ggml_tensor * comp_wkv = nullptr;
+    ggml_tensor * comp_wgate = nullptr;
+    ggml_tensor * comp_ape = nullptr;
+    ggml_tensor * comp_norm = nullptr;
+    ggml_tensor * idx_proj = nullptr;
+    ggml_tensor * idx_q_b = nullptr;
+    ggml_tensor * idx_comp_wkv = nullptr;
+    ggml_tensor * idx_comp_wgate = nullptr;
+    ggml_tensor * idx_comp_ape = nullptr;
+    ggml_tensor * idx_comp_norm = nullptr;
+    ggml_tensor * ffn_tid2eid = nullptr;
 };
 
 struct LoadOptions {
@@ -182,6 +228,9 @@ struct Model {
     ggml_tensor * output = nullptr;  // token_embd.weight when the embeddings are tied
     ggml_tensor * output_b = nullptr;
     ggml_tensor * rope_freqs = nullptr;
+    ggml_tensor * hc_head_fn = nullptr;  // deepseek4: the hyper-connection streams' collapse before the head
+    ggml_tensor * hc_head_base = nullptr;
+    ggml_tensor * hc_head_scale = nullptr;
     std::vector<Layer> layers;  // layers[il - il0]
 
     std::vector<ggml_context *> ctxs;

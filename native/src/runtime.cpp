@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "errors.h"
 #include "seams.h"
+#include "graph_dsv4.h"
 
 namespace neuron {
 
@@ -33,7 +34,8 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
     const int n_layers = core->model->il1 - core->model->il0;
     // nodes per block: ~95 for a deepseek2 MoE block with 8 experts (MLA, group routing, one view and add per expert)
     // (a delta-net block adds ~40: projections, conv state, the fused delta-net, gated norm)
-    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() && core->model->hp.arch != Arch::GlmDsa ? 0 : 64);
+    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() && core->model->hp.arch != Arch::GlmDsa ? 0 : 64) +
+                             (core->model->hp.is_dsv4() ? 384 : 0);
     core->graph_size = std::max<size_t>(1024, (size_t) n_layers * per_block + 256);
     core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->graph_size, false, true);
     if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
@@ -115,7 +117,9 @@ void check_rollback(const SessionState & s, int64_t to, bool truncating) {
     }
     // a recurrent state holds the whole past in fixed space: it can go on, or start over, but not go back
     if (kv->recurrent() && to != 0 && to != s.n_past) {
-        throw RuntimeError("RECURRENT_ROLLBACK", std::string("linear-attention blocks keep a recurrent state that cannot be rolled back; ") +
+        throw RuntimeError("RECURRENT_ROLLBACK", std::string(kv->comp.empty() ? "linear-attention blocks keep a recurrent state"
+                                                                              : "compressed-attention blocks keep a compressor state") +
+                                                     " that cannot be rolled back; " +
                                                      (truncating ? "truncating" : "starting a forward") + " at " + std::to_string(to) +
                                                      " of " + std::to_string(s.n_past) + " positions: replay the session from position 0")
             .num(at, (double) to)
@@ -146,14 +150,16 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
         }
     } else {
         if (s.embed) throw RuntimeError("INPUT_KIND", "this range embeds tokens; it takes token ids, not hidden states").num("from", s.il0);
-        if ((int64_t) req.hidden.size() != req.n_tokens * m.hp.n_embd) {
+        const int64_t width = m.hp.hidden_width();
+        if ((int64_t) req.hidden.size() != req.n_tokens * width) {
             throw RuntimeError("HIDDEN_SIZE", "hidden states hold " + std::to_string(req.hidden.size()) + " values, expected " +
-                                                  std::to_string(req.n_tokens) + " tokens x n_embd " + std::to_string(m.hp.n_embd))
+                                                  std::to_string(req.n_tokens) + " tokens x " + std::to_string(width) + " per token")
                 .num("got", (double) req.hidden.size())
-                .num("expected", (double) (req.n_tokens * m.hp.n_embd))
-                .num("nEmbd", (double) m.hp.n_embd);
+                .num("expected", (double) (req.n_tokens * width))
+                .num("nEmbd", (double) width);
         }
     }
+    validate_token_ids(s, req);
     if (req.start < 0 || req.start > s.n_past) {
         throw RuntimeError("POSITION_GAP", "first position " + std::to_string(req.start) + " leaves a gap after the " +
                                                std::to_string(s.n_past) + " cached positions")
@@ -193,6 +199,8 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     ggml_cgraph * gf = ggml_new_graph_custom(ctx0, core.graph_size, false);
 
     GraphBuilder g(m, kv, ctx0, gf, n, n_kv, n_kv_swa, n_outputs, core.flash_attn, s.il0, s.il1, s.embed, s.head);
+    Dsv4Inputs dsv4 = m.hp.is_dsv4() ? dsv4_plan(req.start, n) : Dsv4Inputs{};  // deepseek4's compressor plans
+    g.dsv4 = &dsv4;
     ggml_tensor * res = nullptr;
     switch (m.hp.arch) {
         case Arch::Llama: res = build_llama(g, req.kind); break;
@@ -203,6 +211,7 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
         case Arch::DeepSeek2: res = build_deepseek2(g, req.kind); break;
         case Arch::Qwen35Moe: res = build_qwen35moe(g, req.kind); break;
         case Arch::GlmDsa: res = build_glm_dsa(g, req.kind); break;
+        case Arch::DeepSeek4: res = build_deepseek4(g, req.kind); break;
     }
     ggml_set_output(res);
     ggml_build_forward_expand(gf, res);
@@ -213,7 +222,9 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     // inputs the graph lacks are null (e.g. positions in a head-only range); one it never reaches has no buffer
     auto used = [](ggml_tensor * t) { return t && t->buffer; };
     if (used(g.inp_tokens)) ggml_backend_tensor_set(g.inp_tokens, req.tokens.data(), 0, n * sizeof(int32_t));
-    if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, req.hidden.data(), 0, n * m.hp.n_embd * sizeof(float));
+    if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, req.hidden.data(), 0, req.hidden.size() * sizeof(float));
+    if (used(g.inp_token_ids)) ggml_backend_tensor_set(g.inp_token_ids, req.token_ids.data(), 0, n * sizeof(int32_t));
+    if (m.hp.is_dsv4()) dsv4_set_inputs(g, dsv4, req.start, n);
     if (used(g.inp_pos)) {
         // M-RoPE of text: the first three sections take the position, the fourth 0 (llm_graph_input_pos)
         const int64_t per = m.hp.n_pos_per_token();
@@ -287,7 +298,7 @@ ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
     if (slice >= req.n_tokens) {
         out = forward_chunk(s, req);
     } else {
-        const int64_t n_embd = core.model->hp.n_embd;
+        const int64_t n_embd = core.model->hp.hidden_width();
         for (int64_t from = 0; from < req.n_tokens; from += slice) {
             ForwardRequest part;
             part.kind = req.kind;
@@ -298,6 +309,7 @@ ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
                 part.tokens.assign(req.tokens.begin() + from, req.tokens.begin() + from + part.n_tokens);
             } else {
                 part.hidden.assign(req.hidden.begin() + from * n_embd, req.hidden.begin() + (from + part.n_tokens) * n_embd);
+                if (!req.token_ids.empty()) part.token_ids.assign(req.token_ids.begin() + from, req.token_ids.begin() + from + part.n_tokens);
             }
             const auto rows = [&](const std::vector<int32_t> & v) {  // per-token side data, token-major
                 const size_t w = v.size() / req.n_tokens;

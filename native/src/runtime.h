@@ -90,6 +90,10 @@ struct ForwardResult {
 
 // Throws SWA_ROLLBACK or RECURRENT_ROLLBACK when the session's cache cannot go back to `to` (a forward's start, or a truncate).
 void check_rollback(const SessionState & s, int64_t to, bool truncating);
+// the session runs hash-routed blocks on hidden states: each forward needs the rows' token ids (seam_inputs.cpp)
+bool session_needs_token_ids(const SessionState & s);
+// exactly n_tokens ids in the vocabulary when it does, none otherwise (throws TOKEN_IDS_SIZE / TOKEN_IDS_UNEXPECTED / TOKEN_OUT_OF_RANGE)
+void validate_token_ids(const SessionState & s, const ForwardRequest & req);
 // Checks everything about a request that can be checked before compute (throws RuntimeError).
 void validate_forward(const SessionState & s, const ForwardRequest & req);
 ForwardResult forward(SessionState & s, const ForwardRequest & req);

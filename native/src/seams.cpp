@@ -11,7 +11,7 @@ namespace neuron {
 
 SeamShape seam_shape(const HParams & hp, int il0, int il1) {
     SeamShape s;
-    s.input_width = s.output_width = hp.n_embd;
+    s.input_width = s.output_width = hp.hidden_width();
     if (hp.arch == Arch::GlmDsa) {
         // glm-dsa.cpp's prev_top_k: a shared block reuses the top-k of the last full block before it, wherever that ran
         auto shared = [&](int il) { return il > 0 && il < hp.n_layer && !hp.is_indexer_full(il); };
@@ -24,25 +24,7 @@ SeamShape seam_shape(const HParams & hp, int il0, int il1) {
 void validate_seam_inputs(const SessionState & s, const ForwardRequest & req) {
     const HParams & hp = s.core->model->hp;
     const SeamShape seam = seam_shape(hp, s.il0, s.il1);
-    if (!seam.needs_token_ids && !req.token_ids.empty()) {
-        throw RuntimeError("BAD_TOKEN_IDS", "blocks [" + std::to_string(s.il0) + ", " + std::to_string(s.il1) + ") take no token ids with their input")
-            .num("got", (double) req.token_ids.size());
-    }
-    if (seam.needs_token_ids) {
-        if ((int64_t) req.token_ids.size() != req.n_tokens) {
-            throw RuntimeError("BAD_TOKEN_IDS", std::to_string(req.token_ids.size()) + " token ids for " + std::to_string(req.n_tokens) + " tokens")
-                .num("got", (double) req.token_ids.size())
-                .num("tokens", (double) req.n_tokens);
-        }
-        for (size_t i = 0; i < req.token_ids.size(); ++i) {
-            if (req.token_ids[i] < 0 || req.token_ids[i] >= hp.n_vocab) {
-                throw RuntimeError("BAD_TOKEN_IDS", "token id " + std::to_string(req.token_ids[i]) + " at index " + std::to_string(i) +
-                                                        " is outside the vocabulary [0, " + std::to_string(hp.n_vocab) + ")")
-                    .num("token", req.token_ids[i])
-                    .num("index", (double) i);
-            }
-        }
-    }
+    // token ids: validate_token_ids (seam_inputs.cpp)
     const int64_t expected = req.n_tokens * seam.indices_in;
     if ((int64_t) req.indices.size() != expected) {
         throw RuntimeError("BAD_INDICES", seam.indices_in == 0

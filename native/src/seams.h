@@ -9,9 +9,9 @@
 namespace neuron {
 
 struct SeamShape {
-    int64_t input_width = 0;   // values per token of a hidden-state input
+    int64_t input_width = 0;   // values per token of a hidden-state input (deepseek4: hc x n_embd streams)
     int64_t output_width = 0;  // values per token of a hidden-state output
-    bool needs_token_ids = false;  // runs a block that needs the token ids without embedding them (no family here yet)
+    // token ids: session_needs_token_ids (seam_inputs.cpp), which knows whether the session embeds
     int64_t indices_in = 0;    // int32 per token expected with the input (glm-dsa: the range starts at a shared block)
     int64_t indices_out = 0;   // int32 per token returned with a hidden output (glm-dsa: the next block is shared)
 };

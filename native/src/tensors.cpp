@@ -1,5 +1,7 @@
 #include "tensors.h"
 
+#include "tensors_deepseek4.h"
+
 namespace neuron {
 
 namespace {
@@ -112,6 +114,7 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
 }  // namespace
 
 void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & w) {
+    if (hp.arch == Arch::DeepSeek4) return deepseek4_block_wants(hp, il, L, w);
     const std::string b = "blk." + std::to_string(il) + ".";
     w.push_back({b + "attn_norm.weight", &L.attn_norm, true, GGML_OP_MUL, {hp.n_embd}});
     if (hp.arch == Arch::Qwen35Moe) {
