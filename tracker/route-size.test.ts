@@ -25,14 +25,14 @@ function expertBound(expertWeights: number, nLayer: number, il: number): number 
 }
 
 /** Hosts of USABLE each join an empty swarm one by one, each taking the range placement proposes, until a route covers every block. */
-function hopsOnceServed(model: Parameters<typeof previewPlacement>[1]): number {
+function hopsOnceServed(model: Parameters<typeof previewPlacement>[1], usable = USABLE): number {
   const spans: ServedSpan[] = []
   for (;;) {
     const view = { nBlocks: model.nLayer, spans, latency: NO_LATENCIES }
     try {
       return planRoute(view, { tokens: 100 }).hops.length
     } catch {
-      const { decision } = previewPlacement(view, model, { freeMemoryBytes: USABLE, freeDiskBytes: 1e12, msPerBlock: 10, relay: false }, OPTIONS)
+      const { decision } = previewPlacement(view, model, { freeMemoryBytes: usable, freeDiskBytes: 1e12, msPerBlock: 10, relay: false }, OPTIONS)
       if (!decision.serve) throw new Error(decision.reason)
       const hostId = `host-${spans.length}`
       spans.push({
@@ -81,6 +81,18 @@ describe('hosts per route at 12 GB usable, by hand from the config numbers', () 
       2 * window + 21 * (320 * LONG_CONTEXT.tokens + window + 81920) + 20 * (8 * LONG_CONTEXT.tokens + window + 524288),
     )
     expect(Math.round(preview.longContextCacheBytes / LONG_CONTEXT.tokens)).toBe(7231)
+  })
+
+  it('DeepSeek-V4-Flash at 16 GB usable: 12 hosts, most of four blocks', () => {
+    const model = estimateFromConfig(DEEPSEEK_V4_FLASH, 'DeepSeek-V4-Flash')
+    // 16 GB = 14.90 GiB. Blocks are 3.45 GiB at Q4 and 3.97 GiB with down at Q6 (above), cache at the budget ≤ 3.4 MiB each.
+    // [0, 3): three Q6 blocks and the embedding, 12.2 GiB (a fourth Q6 would make 16.2). Then four blocks a host: two Q6
+    // and two Q4 are 14.87 GiB, one Q6 and three Q4 14.35 GiB, from [3, 7) to [35, 39). The last four blocks are Q6 and
+    // the head is 0.40 GiB: [39, 42) and [42, 43) with the head. 1 + 9 + 2 = 12.
+    const usable = 16e9
+    const ranges = hostsPerRoute(model, usable, KV_BUDGET)
+    expect(ranges).toEqual([[0, 3], ...Array.from({ length: 9 }, (_, i) => [3 + 4 * i, 7 + 4 * i]), [39, 42], [42, 43]])
+    expect(hopsOnceServed(model, usable)).toBe(12)
   })
 
   it('GLM-5.2: 45 hosts, one Q6 block or two others each; 12 KiB per token across a cut, 20 KiB before a shared-indexer block', () => {
