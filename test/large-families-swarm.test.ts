@@ -92,12 +92,15 @@ describe.each(Object.entries(FAMILIES))('%s in the swarm: neuron chat and a fail
     await scratch?.cleanup()
   })
 
-  it('the manifest states what crosses each cut of the split', () => {
+  it('the manifest states what crosses each cut of the split, and every host passed a known-answer probe across it', () => {
     const carried = family.split.slice(1).map(([b]) => {
       const seam = seamAt(swarm.manifest, b)
       return `${seam.values} values${seam.tokenIds ? ' + token ids' : ''}${seam.int32PerToken > 0 ? ` + ${seam.int32PerToken} indices` : ''}`
     })
     expect(carried.join('; ')).toBe(family.seams)
+    // the publisher's known-answer probes cross the same seams: every host passed one before it was routed
+    for (const host of swarm.hosts) expect(swarm.tracker.checks.of((host as Host).hostId)).toMatchObject({ probesFailed: 0, ban: null })
+    for (const host of swarm.hosts) expect(swarm.tracker.checks.of((host as Host).hostId).probesPassed).toBeGreaterThanOrEqual(1)
   })
 
   it('neuron chat prints llama.cpp’s greedy text through three hosts', async () => {
