@@ -1,4 +1,4 @@
-import { type Dtype, encodeFrame, FLAG_SIDE, type Frame, NeuronError, sidePerToken } from '../protocol'
+import { type Dtype, encodeFrame, FLAG_SIDE, type Frame, NeuronError, sidePerToken, splitPayload } from '../protocol'
 
 /** What one hop is sent for one step: token ids at the first hop, else hidden states. */
 export interface HopInput {
@@ -45,8 +45,7 @@ export function concatInputs(inputs: readonly HopInput[]): HopInput {
   const parts = inputs.map((i) => {
     if (i.dtype !== first.dtype || i.width !== first.width || (i.side ?? 0) !== side)
       throw new NeuronError('bad_request', 'steps of one hop carry one dtype, width and side values')
-    const at = i.payload.byteLength - i.tokens * side * 4
-    return { values: i.payload.subarray(0, at), side: i.payload.subarray(at) }
+    return splitPayload(i.payload, i.tokens, side)
   })
   const payload = Buffer.concat([...parts.map((p) => p.values), ...parts.map((p) => p.side)])
   const tokens = inputs.reduce((s, i) => s + i.tokens, 0)

@@ -1,5 +1,18 @@
 import { payloadSha256 } from '../identity/tickets'
-import { type AuditedStep, ClientToTracker, callRpc, MAX_AUDIT_BYTES, type Receipt, type RouteHop, type RpcSocket } from '../protocol'
+import {
+  type AuditedStep,
+  ClientToTracker,
+  callRpc,
+  type Frame,
+  MAX_AUDIT_BYTES,
+  type Receipt,
+  type RouteHop,
+  type RpcSocket,
+  seamSideValues,
+  sideOf,
+  sidePerToken,
+  splitSide,
+} from '../protocol'
 import type { HopInput } from './hop-frames'
 import { HopFailure } from './hop-link'
 
@@ -26,6 +39,27 @@ export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array
   if (receipt === undefined) throw new HopFailure(hostId, 'no_receipt', `host ${hostId} answered without its signed receipt; finding another host`)
   if (receipt.input !== payloadSha256(input.payload) || receipt.output !== payloadSha256(answer))
     throw new HopFailure(hostId, 'bad_receipt', `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`)
+}
+
+/**
+ * Checks a hop's hidden-state answer against what its route says crosses after it (`seamOut`): the width, the side
+ * values per token, and the token ids it passes on, which must be the step's own (`stepIds`, when the caller knows
+ * them). A hop that alters them would steer the next hop's hash-routed experts or its attention: it lied.
+ */
+export function checkSeamAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Array | undefined): void {
+  const seam = hop.seamOut
+  if (seam === undefined) return
+  const side = sidePerToken(answer)
+  if (answer.width !== seam.values || side !== seamSideValues(seam))
+    throw new HopFailure(
+      hop.hostId,
+      'lied',
+      `host ${hop.hostId} answered ${answer.width} values and ${side} side values per token where ${seam.values} and ${seamSideValues(seam)} cross after block ${hop.blocks[1] - 1}; finding another host`,
+    )
+  if (!seam.tokenIds || stepIds === undefined) return
+  const ids = splitSide(seam, sideOf(answer)).tokenIds
+  if (ids?.length !== stepIds.length || ids.some((t, i) => t !== stepIds[i]))
+    throw new HopFailure(hop.hostId, 'lied', `host ${hop.hostId} passed on other token ids than the step's; finding another host`)
 }
 
 /**

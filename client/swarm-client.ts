@@ -20,7 +20,7 @@ import {
 } from '../protocol'
 import { expectOk, forwardFrame, type HopInput, hiddenInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
-import { type AuditableHop, auditStep, checkReceipt } from './step-audits'
+import { type AuditableHop, auditStep, checkReceipt, checkSeamAnswer } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
 import { connectTracker, type TrackerConnectionOptions } from './tracker-connection'
@@ -174,7 +174,7 @@ export class SwarmClient {
           // Hops before a failing one did their work: their receipts count even when the step is retried.
           const stepReceipts: Receipt[] = []
           try {
-            sampled = await this.step(hops, from, session, step, position, pending, stepReceipts)
+            sampled = await this.step(hops, from, session, step, position, pending, input, stepReceipts)
             await collect(stepReceipts.splice(0))
             // Sampled steps are re-run elsewhere by the tracker; a hop caught lying is replaced and everything after it rebuilt.
             const liar = await auditStep(this.tracker, session, hops, this.log)
@@ -257,6 +257,7 @@ export class SwarmClient {
     step: number,
     position: number,
     first: HopInput,
+    stepIds: Int32Array,
     receipts: Receipt[],
   ): Promise<SampledToken> {
     let input = first
@@ -274,6 +275,7 @@ export class SwarmClient {
       h.lastOutput = new Uint8Array(answer.payload)
       if (answer.kind === 'token') return readJson(answer, SampledToken)
       if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
+      checkSeamAnswer(h.hop, answer, stepIds)
       input = hiddenInput(answer)
     }
     throw new NeuronError('internal', 'the route ended without a last hop')
@@ -361,7 +363,10 @@ export class SwarmClient {
         h.receipts.push(receipt)
         h.lastOutput = new Uint8Array(answer.payload)
         if (receipt !== undefined) await collect([receipt])
-        if (answer.kind === 'hidden') outputs.push(hiddenInput(answer))
+        if (answer.kind === 'hidden') {
+          checkSeamAnswer(h.hop, answer, undefined)
+          outputs.push(hiddenInput(answer))
+        }
       }
       chunks = outputs
     }

@@ -25,6 +25,7 @@ import {
 import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
 import { hardwareProfile } from './hardware'
 import { ReceiptOutbox } from './receipt-outbox'
+import { checkSeamsAgree } from './serving/seam-io'
 import type { ServingRuntime } from './serving/serving-runtime'
 import { ShardServer } from './serving/shard-server'
 
@@ -340,6 +341,7 @@ export class Host extends EventEmitter<HostEvents> {
     const session = runtime.openSession({ maxTokens: 8 })
     const times: number[] = []
     try {
+      checkSeamsAgree(session, manifest, blocks)
       const seam = seamAt(manifest, blocks[0])
       for (let i = 0; i < 5; i++) {
         const input = embed ? Int32Array.of(1) : new Float32Array(seam.values).fill(0.01)

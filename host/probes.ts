@@ -6,7 +6,19 @@ import { join } from 'node:path'
 import { readGguf } from '../gguf/reader'
 import { artifactsFor } from '../native/artifacts'
 import { ShardRuntime } from '../native/shard-runtime'
-import { ACCEPT_LOGIT_MARGIN, type Manifest, NeuronError, type Probe, ProbeSet, probeChunks, type Seam, seamAt, seamSideValues } from '../protocol'
+import {
+  ACCEPT_LOGIT_MARGIN,
+  joinSide,
+  type Manifest,
+  NeuronError,
+  type Probe,
+  ProbeSet,
+  probeChunks,
+  type Seam,
+  seamAt,
+  seamSideValues,
+  splitSide,
+} from '../protocol'
 
 /** Probes a set holds by default: each one alone catches a lying host. */
 export const PROBE_COUNT = 8
@@ -105,7 +117,7 @@ export async function referenceRun(
           const seamIn = b === 0 ? undefined : seamAt(manifest, b)
           const seamOut = head ? undefined : seamAt(manifest, b + 1)
           const ids = Int32Array.from(prompt)
-          const indicesIn = seamIn !== undefined && seamIn.int32PerToken > 0 ? indicesOf(side[i]?.[b - 1], seamIn) : undefined
+          const indicesIn = seamIn === undefined ? undefined : splitSide(seamIn, side[i]?.[b - 1] ?? new Int32Array(0)).indices
           // in the chunks the prober sends (all but two rows, then one and one): batched and single-token
           // matmuls round differently, and a mixture-of-experts router near a tie turns that into another expert
           const width = input.length / prompt.length
@@ -130,7 +142,7 @@ export async function referenceRun(
           if (kind === 'logits') logits.push(joined(parts, Float32Array))
           else {
             hidden[i]?.push(joined(parts, Float32Array))
-            side[i]?.push(seamOut === undefined ? undefined : sideValues(seamOut, ids, joined(indicesOut, Int32Array)))
+            side[i]?.push(seamOut === undefined || seamSideValues(seamOut) === 0 ? undefined : sideValues(seamOut, ids, joined(indicesOut, Int32Array)))
           }
         } finally {
           session.close()
@@ -154,27 +166,10 @@ function joined<T extends Float32Array | Int32Array>(parts: T[], Kind: { new (n:
 }
 
 /** The side values entering a block (token-major: the token id where the seam carries it, then its indices). */
-function sideValues(seam: Seam, ids: Int32Array, indices: Int32Array): Int32Array | undefined {
-  const per = seamSideValues(seam)
-  if (per === 0) return undefined
+function sideValues(seam: Seam, ids: Int32Array, indices: Int32Array): Int32Array {
   const k = seam.int32PerToken
   if (indices.length !== ids.length * k) throw new NeuronError('internal', `the runtime returned ${indices.length} indices for ${ids.length} tokens × ${k}`)
-  const out = new Int32Array(ids.length * per)
-  for (let t = 0; t < ids.length; t++) {
-    if (seam.tokenIds) out[t * per] = ids[t] as number
-    out.set(indices.subarray(t * k, (t + 1) * k), t * per + (seam.tokenIds ? 1 : 0))
-  }
-  return out
-}
-
-/** The indices among side values entering a block. */
-function indicesOf(side: Int32Array | undefined, seam: Seam): Int32Array {
-  const per = seamSideValues(seam)
-  const k = seam.int32PerToken
-  const tokens = (side?.length ?? 0) / per
-  const out = new Int32Array(tokens * k)
-  for (let t = 0; t < tokens; t++) out.set((side as Int32Array).subarray(t * per + per - k, (t + 1) * per), t * k)
-  return out
+  return joinSide(seam, ids.length, ids, indices)
 }
 
 /** Per position: the argmax first, then every token within ACCEPT_LOGIT_MARGIN of it, best first. */

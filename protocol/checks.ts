@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { BlockRange } from './blocks'
 import { NodeId } from './identity'
-import { MAX_MESSAGE_CHARS, MAX_SESSION_TOKENS } from './limits'
+import { MAX_MESSAGE_CHARS, MAX_SEAM_VALUES, MAX_SESSION_TOKENS } from './limits'
 import { Receipt } from './receipts'
 
 /** Steps one audit may carry: the audited hop's whole history in the session, prefill included. */
@@ -44,12 +44,7 @@ export const AuditedStep = z.object({
     .max(1 << 20),
   bytes: z.number().int().positive().max(MAX_AUDIT_BYTES),
   /** int32 side values per token after the values (the seam's token ids and indices; frames.ts FLAG_SIDE). */
-  side: z
-    .number()
-    .int()
-    .nonnegative()
-    .max(1 << 20)
-    .default(0),
+  side: z.number().int().nonnegative().max(MAX_SEAM_VALUES).default(0),
 })
 export type AuditedStep = z.infer<typeof AuditedStep>
 

@@ -202,16 +202,20 @@ export function sidePerToken(frame: Pick<Frame, 'flags' | 'dtype' | 'tokens' | '
   return (frame.payload.byteLength - frame.tokens * frame.width * BYTES_PER[frame.dtype]) / (4 * frame.tokens)
 }
 
-/** A frame's side values (FLAG_SIDE), tokens × sidePerToken int32, token-major; empty without. */
+/** A payload of `tokens` rows as its values and its side values (`side` int32 per row after all the values). */
+export function splitPayload(payload: Uint8Array, tokens: number, side: number): { values: Uint8Array; side: Uint8Array } {
+  const at = Math.max(0, payload.byteLength - tokens * side * 4)
+  return { values: payload.subarray(0, at), side: payload.subarray(at) }
+}
+
+/** A frame's side values (FLAG_SIDE), tokens × sidePerToken int32, token-major (a copy); empty without. */
 export function sideOf(frame: Frame): Int32Array {
-  const per = sidePerToken(frame)
-  const bytes = frame.payload.subarray(frame.payload.byteLength - per * frame.tokens * 4)
-  return new Int32Array(new Uint8Array(bytes).buffer)
+  return new Int32Array(new Uint8Array(splitPayload(frame.payload, frame.tokens, sidePerToken(frame)).side).buffer)
 }
 
 /** Typed views over a frame's numeric values (without its side values; copied when unaligned). */
 export function payloadAs(frame: Frame): Int32Array | Float32Array | Uint16Array {
-  const p = frame.payload.subarray(0, frame.payload.byteLength - sidePerToken(frame) * frame.tokens * 4)
+  const p = splitPayload(frame.payload, frame.tokens, sidePerToken(frame)).values
   // A copy when unaligned (Buffer.slice would only make a view).
   const aligned = p.byteOffset % 4 === 0 ? p : new Uint8Array(p)
   switch (frame.dtype) {

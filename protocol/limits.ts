@@ -36,3 +36,6 @@ export const MAX_RECEIPTS = 4096
 export const MAX_TORRENT_BYTES = 16 * 1024 * 1024
 /** A model's metadata-only tokenizer GGUF: a 256k vocabulary with its merges is under 10 MiB. */
 export const MAX_TOKENIZER_BYTES = 32 * 1024 * 1024
+
+/** Most values, or int32 side values, per token one seam may carry (manifests, probe sets, audits). */
+export const MAX_SEAM_VALUES = 1 << 24

@@ -4,6 +4,7 @@
 // hidden states' bytes back to back, in order (each tokens × (width + side) × 4 bytes, per the header).
 import { z } from 'zod'
 import { NeuronError } from './errors'
+import { MAX_SEAM_VALUES } from './limits'
 import { MAX_PROBE_SET_BYTES, ProbeSet, probeBoundary } from './probes'
 
 /** An encoded probe set: its hidden states plus room for the header's tokens and accept lists. */
@@ -41,7 +42,7 @@ export function decodeProbeSet(bytes: Uint8Array): ProbeSet {
     throw bad('its header is not JSON')
   }
   if (!Number.isInteger(header?.nEmbd) || header.nEmbd <= 0 || !Array.isArray(header.probes)) throw bad('its header has no width or no probes')
-  const per = (v: unknown) => Array.isArray(v) && v.every((x) => Number.isInteger(x) && x >= 0 && x <= 1 << 24)
+  const per = (v: unknown) => Array.isArray(v) && v.every((x) => Number.isInteger(x) && x >= 0 && x <= MAX_SEAM_VALUES)
   if ((header.widths !== undefined && !per(header.widths)) || (header.sides !== undefined && !per(header.sides)))
     throw bad('its widths or side values are not counts')
   let at = end
@@ -51,7 +52,7 @@ export function decodeProbeSet(bytes: Uint8Array): ProbeSet {
       const { width, side } = probeBoundary(header, Number.isInteger(b) ? (b as number) : 0)
       const n = tokens * (width + side) * 4
       // a copy: aligned for Float32Array views, and free of the message's buffer
-      const h = bytes.slice(at, at + n)
+      const h = new Uint8Array(bytes.subarray(at, at + n))
       at += n
       return h
     })

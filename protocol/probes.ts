@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { MAX_BLOCKS } from './limits'
+import { MAX_BLOCKS, MAX_SEAM_VALUES } from './limits'
 import { ModelId } from './manifest'
 
 /**
@@ -55,27 +55,9 @@ export const ProbeSet = z
       .positive()
       .max(1 << 20),
     /** Values per token entering block b (index b − 1), where they are not nEmbd (DeepSeek-V4's hyper-connection streams). */
-    widths: z
-      .array(
-        z
-          .number()
-          .int()
-          .positive()
-          .max(1 << 24),
-      )
-      .max(MAX_BLOCKS)
-      .optional(),
+    widths: z.array(z.number().int().positive().max(MAX_SEAM_VALUES)).max(MAX_BLOCKS).optional(),
     /** int32 side values per token entering block b (index b − 1): the token id and indices its seam carries. */
-    sides: z
-      .array(
-        z
-          .number()
-          .int()
-          .nonnegative()
-          .max(1 << 24),
-      )
-      .max(MAX_BLOCKS)
-      .optional(),
+    sides: z.array(z.number().int().nonnegative().max(MAX_SEAM_VALUES)).max(MAX_BLOCKS).optional(),
     probes: z.array(Probe).min(1).max(MAX_PROBES),
   })
   .superRefine((set, ctx) => {

@@ -2,6 +2,7 @@
 // f16 and ggml picks different kernels for different batch shapes, so honest hosts never agree bit
 // for bit; a lying one (zeros, noise, another model, skipped blocks) is far outside this.
 import { fromF16 } from './f16'
+import { type Seam, splitSide } from './seams'
 
 /**
  * Largest relative RMS difference per token row an honest host's hidden states may show against the
@@ -44,6 +45,33 @@ export function seamError(a: ArrayLike<number>, b: ArrayLike<number>, width: num
     const e = norm > 0 ? Math.sqrt(diff / norm) : Math.sqrt(diff)
     if (!Number.isFinite(e)) return Number.POSITIVE_INFINITY
     if (e > worst) worst = e
+  }
+  return worst
+}
+
+/**
+ * Largest fraction of a token's indices (GLM-DSA's top-k cells crossing a seam) an honest answer may hold that the
+ * reference's set for that token lacks: honest hosts rank the same f32 scores, so only near-ties at the k-th score
+ * may swap; all the generated models' tests agree exactly. Token ids crossing a seam must be equal.
+ */
+export const SIDE_TOLERANCE = 0.02
+
+/**
+ * How far side values crossing `seam` (token-major; `joinSide`) differ from the reference: 1 when their lengths or any
+ * token id differ, else the largest fraction, over tokens, of indices not in the reference's set for that token.
+ */
+export function sideError(answer: Int32Array, reference: Int32Array, seam: Seam): number {
+  if (answer.length !== reference.length) return 1
+  const a = splitSide(seam, answer)
+  const b = splitSide(seam, reference)
+  if (a.tokenIds?.some((t, i) => t !== b.tokenIds?.[i])) return 1
+  const k = seam.int32PerToken
+  let worst = 0
+  for (let t = 0; k > 0 && t < (a.indices?.length ?? 0) / k; t++) {
+    const expected = new Set(b.indices?.subarray(t * k, (t + 1) * k))
+    let missing = 0
+    for (const x of a.indices?.subarray(t * k, (t + 1) * k) ?? []) if (!expected.has(x)) missing++
+    worst = Math.max(worst, missing / k)
   }
   return worst
 }

@@ -1,6 +1,7 @@
 // What crosses each block boundary and where a route may change hosts: the single home of "is cut b
 // allowed" and "bytes per token crossing cut b". Boundary b (1 ≤ b < nLayer) lies after block b − 1.
 import { z } from 'zod'
+import { MAX_SEAM_VALUES } from './limits'
 
 /**
  * One boundary, as the manifest states it:
@@ -14,17 +15,9 @@ import { z } from 'zod'
  */
 export const Seam = z.object({
   cut: z.boolean(),
-  values: z
-    .number()
-    .int()
-    .positive()
-    .max(1 << 24),
+  values: z.number().int().positive().max(MAX_SEAM_VALUES),
   tokenIds: z.boolean(),
-  int32PerToken: z
-    .number()
-    .int()
-    .nonnegative()
-    .max(1 << 24),
+  int32PerToken: z.number().int().nonnegative().max(MAX_SEAM_VALUES),
 })
 export type Seam = z.infer<typeof Seam>
 
@@ -71,4 +64,33 @@ export function seamBytesPerToken(model: SeamFacts, b: number, dtype: 'f16' | 'f
 /** int32 values per token crossing a seam besides the hidden state, in frame order: the token id, then the indices. */
 export function seamSideValues(seam: Seam): number {
   return (seam.tokenIds ? 1 : 0) + seam.int32PerToken
+}
+
+/** The side values of `tokens` rows crossing `seam`, token-major: each row's token id where it carries one, then its indices. */
+export function joinSide(seam: Seam, tokens: number, tokenIds: ArrayLike<number> | undefined, indices: ArrayLike<number> | undefined): Int32Array {
+  const per = seamSideValues(seam)
+  const k = seam.int32PerToken
+  const first = seam.tokenIds ? 1 : 0
+  const out = new Int32Array(tokens * per)
+  for (let t = 0; t < tokens; t++) {
+    if (seam.tokenIds) out[t * per] = tokenIds?.[t] ?? 0
+    for (let j = 0; j < k; j++) out[t * per + first + j] = indices?.[t * k + j] ?? 0
+  }
+  return out
+}
+
+/** The token ids and indices among side values crossing `seam` (`joinSide` undone); each absent where the seam carries none. */
+export function splitSide(seam: Seam, side: Int32Array): { tokenIds?: Int32Array; indices?: Int32Array } {
+  const per = seamSideValues(seam)
+  if (per === 0) return {}
+  const tokens = Math.floor(side.length / per)
+  const k = seam.int32PerToken
+  const first = seam.tokenIds ? 1 : 0
+  const tokenIds = seam.tokenIds ? Int32Array.from({ length: tokens }, (_, t) => side[t * per] ?? 0) : undefined
+  let indices: Int32Array | undefined
+  if (k > 0) {
+    indices = new Int32Array(tokens * k)
+    for (let t = 0; t < tokens; t++) indices.set(side.subarray(t * per + first, t * per + first + k), t * k)
+  }
+  return { ...(tokenIds === undefined ? {} : { tokenIds }), ...(indices === undefined ? {} : { indices }) }
 }

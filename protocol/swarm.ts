@@ -20,6 +20,7 @@ import {
 import { Count, Manifest, ModelId } from './manifest'
 import { ProbeSetBytes } from './probe-codec'
 import { rpc } from './rpc'
+import { Seam } from './seams'
 import { Ticket } from './tickets'
 
 /** Raw bytes: Socket.IO carries Buffers as binary attachments. */
@@ -96,6 +97,8 @@ export const RouteHop = z.object({
   ticket: Ticket.optional(),
   /** Fraction of this hop's steps the client should have the tracker re-run elsewhere (audit.submit); absent: none. */
   audit: z.number().min(0).max(1).optional(),
+  /** What this hop's hidden-state answer carries (the manifest's seam after its last block); absent on the last hop. */
+  seamOut: Seam.optional(),
 })
 export type RouteHop = z.infer<typeof RouteHop>
 export const Route = z.object({

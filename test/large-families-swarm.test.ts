@@ -14,6 +14,7 @@ import type { Host } from '../host/host'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { type RouteHop, seamAt } from '../protocol'
+import { LyingHost } from './lying-host'
 import { scratchDir } from './models'
 import { type NeuronProcess, startNeuron } from './processes'
 import { type InProcessSwarm, startSwarm } from './programs'
@@ -122,6 +123,15 @@ describe.each(Object.entries(FAMILIES))('%s in the swarm: neuron chat and a fail
     expect(chat.output()).toContain(oracleText.trimStart().replace(/\ufffd+$/, ''))
     for (const [from, to] of family.split) expect(chat.output()).toMatch(new RegExp(`hop [0-9a-f]{20} blocks \\[${from}, ${to}\\)`))
   }, 150_000)
+
+  // GLM-DSA only: the indices a hop passes on steer the next hop's attention, and values alone would not show a lie
+  if (arch === 'glm-dsa')
+    it('a host that computes honestly but passes on other top-k indices fails its known-answer probe and is never routed', async () => {
+      const liar = swarm.addHost(family.split[1] as [number, number], (options) => new LyingHost(options, { lie: { kind: 'indices' } }))
+      await expect(liar).rejects.toMatchObject({ code: 'banned' })
+      const id = (swarm.hosts.at(-1) as Host).hostId
+      expect(swarm.tracker.checks.of(id).ban?.reason).toMatch(/passed on other token ids or indices than the reference's/)
+    }, 120_000)
 
   it('a middle hop stopped mid-generation is replaced and replayed from 0: tokens unchanged', async () => {
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())

@@ -19,6 +19,8 @@ export type Lie =
   | { readonly kind: 'replay' }
   /** Holds only `holds` of the blocks it claims (no head among the missing ones): the rest are skipped. */
   | { readonly kind: 'missing-blocks'; readonly holds: readonly [number, number] }
+  /** Computes honestly but passes on other top-k indices (GLM-DSA): each token attends to position 0 alone. */
+  | { readonly kind: 'indices' }
   /** Tells the tracker it is `factor` × faster than it is, and is really `delayMs` slower per step. */
   | { readonly kind: 'slow'; readonly factor: number; readonly delayMs: number }
 
@@ -123,6 +125,10 @@ class LyingSession implements ServingSession {
     this.host.lies++
     if (lie.kind === 'zeros') out.data.fill(0)
     if (lie.kind === 'noise') addNoise(out, lie.size, () => this.noise.next())
+    if (lie.kind === 'indices' && out.kind === 'hidden' && out.indices !== undefined) {
+      const k = out.indices.length / out.rows
+      for (let i = 0; i < out.indices.length; i++) out.indices[i] = i % k === 0 ? 0 : -1
+    }
     return this.keep(out)
   }
 

@@ -1,6 +1,6 @@
 import parseTorrent from 'parse-torrent'
 import { checkTokenizer, tokenizerSha256 } from '../client/tokenizer'
-import { decodeProbeSet, type Manifest, type ModelSummary, NeuronError, type ProbeSet } from '../protocol'
+import { decodeProbeSet, type Manifest, type ModelSummary, NeuronError, type ProbeSet, probeBoundary, seamAt, seamSideValues } from '../protocol'
 import type { HostRegistry } from './registry'
 import type { StoredModel, TrackerStore } from './store'
 
@@ -145,6 +145,14 @@ function checkProbes(manifest: Manifest, set: ProbeSet): void {
     wrong.push(`it has ${set.nLayer} blocks of width ${set.nEmbd}, the manifest ${manifest.nLayer} of ${manifest.nEmbd}`)
   const tokens = set.probes.flatMap((p) => [...p.tokens, ...p.accept.flat()])
   if (tokens.some((t) => t >= manifest.nVocab)) wrong.push(`it names tokens past the vocabulary's ${manifest.nVocab}`)
+  // each boundary's width and side values as the manifest's seams state them (a set from before seams had side values fails here)
+  const seams = Array.from({ length: Math.max(0, manifest.nLayer - 1) }, (_, i) => i + 1).filter((b) => {
+    const seam = seamAt(manifest, b)
+    const held = probeBoundary(set, b)
+    return held.width !== seam.values || held.side !== seamSideValues(seam)
+  })
+  if (seams.length > 0)
+    wrong.push(`its hidden states at blocks ${seams.slice(0, 4).join(', ')}${seams.length > 4 ? '…' : ''} are not what the manifest's seams carry`)
   if (wrong.length > 0) {
     throw new NeuronError(
       'bad_probes',

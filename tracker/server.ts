@@ -6,7 +6,19 @@ import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import type { TlsCertificate } from '../client/tls-trust'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, HostToTracker, MICRO, NeuronError, type RpcHandlers, seamDtype, serveRpc, TrackerToHost, type WireError } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  HostToTracker,
+  MICRO,
+  NeuronError,
+  type RpcHandlers,
+  seamAt,
+  seamDtype,
+  serveRpc,
+  TrackerToHost,
+  type WireError,
+} from '../protocol'
 import { ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
@@ -300,10 +312,15 @@ export class Tracker {
         })
         // A span asked again after a failure: the host the client gave up on failed a step, if it was on the route.
         if (failed && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
+        const manifest = this.catalog.get(request.modelId).manifest
         return {
           ...ticketed,
-          hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId) })),
-          seamDtype: seamDtype(this.catalog.get(request.modelId).manifest),
+          hops: ticketed.hops.map((h) => ({
+            ...h,
+            audit: this.checks.auditRate(h.hostId),
+            ...(h.blocks[1] < manifest.nLayer ? { seamOut: seamAt(manifest, h.blocks[1]) } : {}),
+          })),
+          seamDtype: seamDtype(manifest),
         }
       },
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),

@@ -2,7 +2,9 @@
 // hash-routed blocks, top-k indices for GLM-DSA's shared-indexer blocks), checked against the manifest's seams.
 import { describe, expect, it } from 'vitest'
 import { concatInputs, forwardFrame, hiddenInput } from '../../client/hop-frames'
-import { decodeFrame, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type SeamFacts, sideOf, sidePerToken } from '../../protocol'
+import { HopFailure } from '../../client/hop-link'
+import { checkSeamAnswer } from '../../client/step-audits'
+import { decodeFrame, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type RouteHop, type SeamFacts, sideError, sideOf, sidePerToken } from '../../protocol'
 import { seamInput, seamSide } from './seam-io'
 
 const S = 'ab'.repeat(16)
@@ -93,5 +95,38 @@ describe('a session’s seams on the wire', () => {
     expect(code(() => seamInput(hidden(2, 16, [7, 9]), MODEL, 3, false))).toBe('bad_frame')
     // token ids at the first hop carry nothing else
     expect(code(() => seamInput(hidden(2, 1, [7, 9]), MODEL, 0, true))).toBe('bad_frame')
+  })
+})
+
+describe('what a hop passes on is checked', () => {
+  const seam = MODEL.seams?.[1] as NonNullable<SeamFacts['seams']>[number]
+  const hop: RouteHop = { hostId: 'ab'.repeat(10), blocks: [1, 2], endpoint: null, seamOut: seam }
+  const failure = (f: () => void) => {
+    try {
+      f()
+    } catch (error) {
+      return error instanceof HopFailure ? `${error.hostId}:${error.code}` : String(error)
+    }
+    return 'none'
+  }
+
+  it('by the client on every step: the seam’s width and side values, and the step’s own token ids', () => {
+    const ids = Int32Array.of(7, 9)
+    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6]), ids))).toBe('none')
+    // another token id passed on (it would pick other hash-routed experts at the next hop)
+    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), ids))).toBe(`${hop.hostId}:lied`)
+    // one stream short, or the indices left out
+    expect(failure(() => checkSeamAnswer(hop, hidden(2, 8, [7, 1, 2, 3, 9, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0]), ids))).toBe(`${hop.hostId}:lied`)
+    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 9]), ids))).toBe(`${hop.hostId}:lied`)
+    // a replay, where the client has no step ids at hand, still checks the shape
+    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), undefined))).toBe('none')
+  })
+
+  it('by probes and audits: token ids equal, each token’s indices the same set', () => {
+    const reference = Int32Array.of(7, 1, 2, 3, 9, 4, 5, 6)
+    expect(sideError(Int32Array.of(7, 3, 2, 1, 9, 6, 5, 4), reference, seam)).toBe(0)
+    expect(sideError(Int32Array.of(7, 1, 2, 3, 9, 4, 5, -1), reference, seam)).toBeCloseTo(1 / 3)
+    expect(sideError(Int32Array.of(8, 1, 2, 3, 9, 4, 5, 6), reference, seam)).toBe(1)
+    expect(sideError(Int32Array.of(7, 1, 2, 3), reference, seam)).toBe(1)
   })
 })

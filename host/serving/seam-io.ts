@@ -1,7 +1,9 @@
 // What crosses a session's seams on the wire (protocol/seams.ts): a forward frame is checked against the
 // manifest's seam at the session's first block and split into the runtime's inputs (values, token ids,
 // indices); a hidden answer carries what the seam at the session's last block needs besides the values.
-import { type Frame, NeuronError, payloadAs, type SeamFacts, seamAt, seamSideValues, sideOf, sidePerToken } from '../../protocol'
+
+import { type Frame, joinSide, NeuronError, payloadAs, type SeamFacts, seamAt, seamSideValues, sideOf, sidePerToken, splitSide } from '../../protocol'
+import type { ServingSession } from './serving-runtime'
 
 /** A forward frame's contents as the runtime takes them. */
 export interface SeamInput {
@@ -38,18 +40,7 @@ export function seamInput(frame: Frame, model: SeamFacts, from: number, takesTok
     )
   }
   const values = payloadAs(frame)
-  if (side === 0) return { values }
-  const all = sideOf(frame)
-  const n = frame.tokens
-  const tokenIds = seam.tokenIds ? Int32Array.from({ length: n }, (_, t) => all[t * side] ?? 0) : undefined
-  const k = seam.int32PerToken
-  const first = seam.tokenIds ? 1 : 0
-  let indices: Int32Array | undefined
-  if (k > 0) {
-    indices = new Int32Array(n * k)
-    for (let t = 0; t < n; t++) indices.set(all.subarray(t * side + first, t * side + first + k), t * k)
-  }
-  return { values, ...(tokenIds === undefined ? {} : { tokenIds }), ...(indices === undefined ? {} : { indices }) }
+  return { values, ...splitSide(seam, sideOf(frame)) }
 }
 
 /**
@@ -69,11 +60,43 @@ export function seamSide(model: SeamFacts, to: number, rows: number, input: Seam
       'internal',
       `the seam after block ${to - 1} carries ${k} indices per token; the runtime returned ${indices?.length ?? 0} for ${rows} rows.`,
     )
-  const out = new Int32Array(rows * side)
-  const first = seam.tokenIds ? 1 : 0
-  for (let t = 0; t < rows; t++) {
-    if (seam.tokenIds) out[t * side] = input.tokenIds?.[t] ?? 0
-    if (k > 0 && indices) out.set(indices.subarray(t * k, (t + 1) * k), t * side + first)
-  }
+  const out = joinSide(seam, rows, input.tokenIds, indices)
   return new Uint8Array(out.buffer)
+}
+
+/** What a loaded session says crosses its seams (the native ShardSession; a test's wrapper may not say). */
+interface SessionSeams {
+  readonly inputWidth?: number
+  readonly outputWidth?: number
+  readonly needsTokenIds?: boolean
+  readonly indicesIn?: number
+  readonly indicesOut?: number
+}
+
+/**
+ * Refuses to serve blocks [from, to) when the runtime's seams are not the manifest's (a manifest packed by another
+ * version, or metadata read two ways): hops would refuse each other's frames, or drop what the next one needs.
+ */
+export function checkSeamsAgree(serving: ServingSession, model: SeamFacts, [from, to]: readonly [number, number]): void {
+  const session = serving as SessionSeams
+  const wrong: string[] = []
+  const inSeam = seamAt(model, from)
+  const outSeam = seamAt(model, to)
+  const differs = (what: string, runtime: number | boolean | undefined, manifest: number | boolean) => {
+    if (runtime !== undefined && runtime !== manifest) wrong.push(`${what}: the runtime ${runtime}, the manifest ${manifest}`)
+  }
+  if (from > 0) {
+    differs(`values per token into block ${from}`, session.inputWidth, inSeam.values)
+    differs(`token ids into block ${from}`, session.needsTokenIds, inSeam.tokenIds)
+    differs(`indices into block ${from}`, session.indicesIn, inSeam.int32PerToken)
+  }
+  if (to < model.nLayer) {
+    differs(`values per token after block ${to - 1}`, session.outputWidth, outSeam.values)
+    differs(`indices after block ${to - 1}`, session.indicesOut, outSeam.int32PerToken)
+  }
+  if (wrong.length > 0)
+    throw new NeuronError(
+      'seams_differ',
+      `the model's manifest and this host's runtime disagree on what crosses its seams (${wrong.join('; ')}); the manifest was packed by another version: pack and publish it again.`,
+    )
 }

@@ -194,7 +194,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         return Napi::Number::New(info.Env(), state->kv ? (double) state->kv->bytes() : 0.0);
     }
 
-    // forward(input: Int32Array | Float32Array | Uint16Array, start, allOutputs, f16Output, tokenIds?: Int32Array) -> Promise<{ data, rows, cols }>
+    // forward(input, start, allOutputs, f16Output, side?: { tokenIds?, indices? }) -> Promise<{ data, rows, cols, indices? }>
     Napi::Value Forward(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         return guard(env, [&]() -> Napi::Value {

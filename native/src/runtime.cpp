@@ -309,7 +309,6 @@ ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
                 part.tokens.assign(req.tokens.begin() + from, req.tokens.begin() + from + part.n_tokens);
             } else {
                 part.hidden.assign(req.hidden.begin() + from * n_embd, req.hidden.begin() + (from + part.n_tokens) * n_embd);
-                if (!req.token_ids.empty()) part.token_ids.assign(req.token_ids.begin() + from, req.token_ids.begin() + from + part.n_tokens);
             }
             const auto rows = [&](const std::vector<int32_t> & v) {  // per-token side data, token-major
                 const size_t w = v.size() / req.n_tokens;

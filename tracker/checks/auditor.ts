@@ -10,10 +10,21 @@ import {
   receiptMessage,
   SEAM_TOLERANCE,
   type SeamFacts,
+  SIDE_TOLERANCE,
   seamAt,
   seamError,
   seamSideValues,
+  sideError,
+  sideOf,
+  splitPayload,
 } from '../../protocol'
+
+/** A hop's hidden-state answer: its values as f32, and the side values it passes on. */
+interface Answer {
+  readonly values: Float32Array
+  readonly side: Int32Array
+}
+
 import type { HostRegistry } from '../registry'
 import type { HostChecks } from './host-checks'
 import { frameValues, type Prober } from './prober'
@@ -70,30 +81,33 @@ export class Auditor {
     const once = `${session}:${hostId}:${blocks[0]}-${blocks[1]}:${request.steps.length}`
     if (this.audited.has(once))
       throw new NeuronError('already_audited', `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`)
-    const steps = this.verifiedHistory(request)
+    const model = this.deps.shape(route.modelId)
+    const steps = this.verifiedHistory(request, model)
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
-    const model = this.deps.shape(route.modelId)
     const head = blocks[1] === model.nLayer
     if (head) {
       // The last hop answers a sampled token, which another host may draw differently near a tie: its record is the probes.
       return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`)
     }
-    // f16 or f32, as the client opened the session: told apart by the answer's size (its side values left out)
+    // f16 or f32, as the client opened the session: told apart by the answer's size (its side values after them)
     const rows = request.steps.at(-1)?.receipt.tokens ?? 1
     const seam = seamAt(model, blocks[1])
     const width = seam.values
     const sideBytes = rows * seamSideValues(seam) * 4
     const f32 = request.output.byteLength === rows * width * 4 + sideBytes
-    const answer =
-      request.output.byteLength < sideBytes ? undefined : hiddenFloats(request.output.subarray(0, request.output.byteLength - sideBytes), f32 ? 'f32' : 'f16')
+    const parts = splitPayload(request.output, rows, seamSideValues(seam))
+    const values = request.output.byteLength < sideBytes ? undefined : hiddenFloats(parts.values, f32 ? 'f32' : 'f16')
+    const answer = values === undefined ? undefined : { values, side: new Int32Array(new Uint8Array(parts.side).buffer) }
+    // values within the seam tolerance, and the token ids and indices it passes on the same
+    const off = (x: Answer, y: Answer) => (sideError(x.side, y.side, seam) > SIDE_TOLERANCE ? Number.POSITIVE_INFINITY : seamError(x.values, y.values, width))
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
     if (second === undefined || answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it)`)
     const b = await this.rerun(second, route.modelId, blocks, steps)
     if (b === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`)
-    const errorAB = seamError(answer, b, width)
+    const errorAB = off(answer, b)
     if (errorAB <= SEAM_TOLERANCE) {
       this.deps.checks.recordAudit(hostId, true, '')
       return { verdict: 'passed', liar: null, reason: `host ${second} agrees within ${pct(errorAB)}` }
@@ -102,8 +116,8 @@ export class Auditor {
     const c = third === undefined ? undefined : await this.rerun(third, route.modelId, blocks, steps)
     if (third === undefined || c === undefined)
       return this.byProbes([hostId, second], `step ${steps.length} on ${label}, where ${hostId} and ${second} differ by ${pct(errorAB)}`)
-    const errorAC = seamError(answer, c, width)
-    const errorBC = seamError(b, c, width)
+    const errorAC = off(answer, c)
+    const errorBC = off(b, c)
     if (errorBC <= SEAM_TOLERANCE && errorAC > SEAM_TOLERANCE) {
       const reason = `failed an audit of a real step on ${label}: answer off by ${pct(errorAC)} from two other hosts'`
       return { verdict: 'failed', liar: hostId, reason: await this.convict(hostId, reason, publicKey) }
@@ -117,8 +131,11 @@ export class Auditor {
   }
 
   /** Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs. */
-  private verifiedHistory(request: AuditRequest): HopInput[] {
+  private verifiedHistory(request: AuditRequest, model: SeamFacts): HopInput[] {
     const { hostId, blocks, session } = request
+    // what the hop takes: token ids at block 0, else the seam's values and side values (never the client's say-so)
+    const seamIn = seamAt(model, blocks[0])
+    const takes = blocks[0] === 0 ? { width: 1, side: 0 } : { width: seamIn.values, side: seamSideValues(seamIn) }
     const registered = this.deps.publicKeyOf(hostId)
     if (registered === undefined) throw new NeuronError('unknown_host', `host ${hostId} is not registered here.`)
     // Parsed once: a history may hold thousands of receipts, all checked with this key.
@@ -137,6 +154,11 @@ export class Auditor {
         throw new NeuronError('bad_signature', `step ${i + 1}'s receipt is not signed by host ${hostId}.`)
       if (r.position !== position || r.tokens !== s.tokens)
         throw new NeuronError('bad_request', `step ${i + 1} must run from position ${position}, not ${r.position}.`)
+      if (s.width !== takes.width || s.side !== takes.side || (blocks[0] === 0) !== (s.dtype === 'i32'))
+        throw new NeuronError(
+          'bad_request',
+          `step ${i + 1} carries ${s.dtype} × ${s.width} and ${s.side} side values per token; blocks from ${blocks[0]} take ${blocks[0] === 0 ? 'token ids' : `${takes.width} values and ${takes.side} side values`}.`,
+        )
       const valueBytes = s.dtype === 'f16' ? 2 : 4
       if (payload.byteLength !== s.tokens * (s.width * valueBytes + 4 * s.side))
         throw new NeuronError(
@@ -188,9 +210,11 @@ export class Auditor {
     return ids.sort(() => Math.random() - 0.5)
   }
 
-  private async rerun(hostId: string, modelId: string, blocks: readonly [number, number], steps: HopInput[]): Promise<Float32Array | undefined> {
+  private async rerun(hostId: string, modelId: string, blocks: readonly [number, number], steps: HopInput[]): Promise<Answer | undefined> {
     try {
-      return frameValues((await this.deps.prober.rerun(hostId, modelId, blocks, steps)).frame)
+      const { frame } = await this.deps.prober.rerun(hostId, modelId, blocks, steps)
+      const values = frameValues(frame)
+      return values === undefined ? undefined : { values, side: sideOf(frame) }
     } catch {
       return undefined
     }

@@ -15,9 +15,16 @@ import {
   readJson,
   SampledToken,
   SEAM_TOLERANCE,
+  SIDE_TOLERANCE,
+  seamAt,
   seamDtype,
   seamError,
   seamPercent,
+  seamSideValues,
+  sideError,
+  sideOf,
+  sidePerToken,
+  splitPayload,
   TICKET_TTL_MS,
   toF16,
 } from '../../protocol'
@@ -116,6 +123,19 @@ export class Prober {
         reason: `failed a known-answer probe on ${span}: answer off by ${seamPercent(error)} (honest hosts are within ${seamPercent(SEAM_TOLERANCE)})`,
         msPerBlock,
       }
+    // the token ids and indices the answer passes on (where the seam carries any) must be the reference's too
+    const seam = seamAt(this.deps.manifest(modelId), blocks[1])
+    if (seamSideValues(seam) > 0) {
+      const side = sideError(joinedSide(answers), probeSide(probe, set, blocks[1]), seam)
+      if (side > SIDE_TOLERANCE)
+        return {
+          passed: false,
+          inconclusive: false,
+          error: Math.max(error, side),
+          reason: `failed a known-answer probe on ${span}: passed on other token ids or indices than the reference's (${seamPercent(side)} of a token's differ)`,
+          msPerBlock,
+        }
+    }
     return { passed: true, inconclusive: false, error, reason: `passed a known-answer probe on ${span} (off by ${seamPercent(error)})`, msPerBlock }
   }
 
@@ -196,20 +216,38 @@ export function probeReference(probe: Probe, set: ProbeSet, block: number): Floa
   return new Float32Array(new Uint8Array(bytes.subarray(0, probe.tokens.length * probeBoundary(set, block).width * 4)).buffer)
 }
 
+/** The side values entering `block` in the reference (tokens × side int32, token-major). */
+function probeSide(probe: Probe, set: ProbeSet, block: number): Int32Array {
+  const bytes = probe.hidden[probe.boundaries.indexOf(block)] ?? new Uint8Array(0)
+  return new Int32Array(new Uint8Array(bytes.subarray(probe.tokens.length * probeBoundary(set, block).width * 4)).buffer)
+}
+
+/** The side values of every answer, in order. */
+function joinedSide(answers: readonly SpanAnswer[]): Int32Array {
+  const parts = answers.map((a) => (a.frame.kind === 'hidden' ? sideOf(a.frame) : new Int32Array(0)))
+  const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
 /** Rows [from, to) of an input: their values, then their side values. */
 function rows(input: HopInput, from: number, to: number): HopInput {
-  const sideBytes = input.tokens * (input.side ?? 0) * 4
-  const rowBytes = (input.payload.byteLength - sideBytes) / input.tokens
-  const perSide = (input.side ?? 0) * 4
-  const values = input.payload.subarray(from * rowBytes, to * rowBytes)
-  const side = input.payload.subarray(input.payload.byteLength - sideBytes).subarray(from * perSide, to * perSide)
+  const parts = splitPayload(input.payload, input.tokens, input.side ?? 0)
+  const rowBytes = parts.values.byteLength / input.tokens
+  const sideBytes = (input.side ?? 0) * 4
+  const values = parts.values.subarray(from * rowBytes, to * rowBytes)
+  const side = parts.side.subarray(from * sideBytes, to * sideBytes)
   return { ...input, tokens: to - from, payload: new Uint8Array(Buffer.concat([values, side])) }
 }
 
 /** An answer's hidden states as f32 values (its side values left out); undefined for any other answer. */
 export function frameValues(frame: SpanAnswer['frame']): Float32Array | undefined {
   if (frame.kind !== 'hidden' || (frame.dtype !== 'f16' && frame.dtype !== 'f32')) return undefined
-  return hiddenFloats(frame.payload.subarray(0, frame.tokens * frame.width * (frame.dtype === 'f16' ? 2 : 4)), frame.dtype)
+  return hiddenFloats(splitPayload(frame.payload, frame.tokens, sidePerToken(frame)).values, frame.dtype)
 }
 
 /** The hidden states of every answer, in order, as f32; undefined when any answer is not hidden states. */
