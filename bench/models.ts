@@ -59,7 +59,7 @@ export const DEEPSEEK_MLA_BENCH = {
  * Qwen3.5-MoE's block (Ornith-1.0-397B's family) scaled to fit 24 GiB and a few minutes on 2 cores:
  * 16 value heads of 128 over 4 key heads (delta-net) and 4 KV heads (full attention), full attention
  * every 4th block as Ornith, 64 routed experts (8 active, 512 wide) plus a gated shared expert as wide,
- * 8 blocks, a 32k vocabulary. About 1.7B parameters.
+ * 8 blocks, a 32k vocabulary. About 1.9B parameters (2.0 GB at q8_0).
  */
 export const QWEN35_MOE_BENCH = {
   arch: 'qwen35moe',
@@ -80,7 +80,7 @@ export const QWEN35_MOE_BENCH = {
  * GLM-5.2's block scaled down: MLA with DeepSeek-V3's ranks (q 768, kv latent 512, rope 64, nope 128), a dense
  * first block, 64 routed experts (8 active) plus one shared, and the lightning indexer (8 heads of 128, top-k
  * 128 of GLM-5.2's 2048, so it bites within the bench's 192-token decode and its 512-token prefill); full
- * indexer blocks 0, 3 and 6, the other five reuse their top-k. 8 blocks, about 2.4B parameters.
+ * indexer blocks 0, 3 and 6, the other five reuse their top-k. 8 blocks, about 2.4B parameters (2.6 GB at q8_0).
  */
 export const GLM_DSA_BENCH = {
   arch: 'glm-dsa',
