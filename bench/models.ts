@@ -55,6 +55,57 @@ export const DEEPSEEK_MLA_BENCH = {
   seed: 1,
 } as const
 
+/**
+ * Qwen3.5-MoE's block (Ornith-1.0-397B's family) scaled to fit 24 GiB and a few minutes on 2 cores:
+ * 16 value heads of 128 over 4 key heads (delta-net) and 4 KV heads (full attention), full attention
+ * every 4th block as Ornith, 64 routed experts (8 active, 512 wide) plus a gated shared expert as wide,
+ * 8 blocks, a 32k vocabulary. About 1.9B parameters (2.0 GB at q8_0).
+ */
+export const QWEN35_MOE_BENCH = {
+  arch: 'qwen35moe',
+  blocks: 8,
+  embd: 2048,
+  heads: 16,
+  kvHeads: 4,
+  ff: 512,
+  vocab: 32000,
+  experts: 64,
+  expertsUsed: 8,
+  expertFf: 512,
+  fullAttentionInterval: 4,
+  seed: 1,
+} as const
+
+/**
+ * GLM-5.2's block scaled down: MLA with DeepSeek-V3's ranks (q 768, kv latent 512, rope 64, nope 128), a dense
+ * first block, 64 routed experts (8 active) plus one shared, and the lightning indexer (8 heads of 128, top-k
+ * 128 of GLM-5.2's 2048, so it bites within the bench's 192-token decode and its 512-token prefill); full
+ * indexer blocks 0, 3 and 6, the other five reuse their top-k. 8 blocks, about 2.4B parameters (2.6 GB at q8_0).
+ */
+export const GLM_DSA_BENCH = {
+  arch: 'glm-dsa',
+  blocks: 8,
+  embd: 2048,
+  heads: 16,
+  kvHeads: 1,
+  ff: 5632,
+  vocab: 32000,
+  experts: 64,
+  expertsUsed: 8,
+  expertFf: 768,
+  sharedExperts: 1,
+  denseBlocks: 1,
+  qLoraRank: 768,
+  kvLoraRank: 512,
+  ropeDim: 64,
+  nopeDim: 128,
+  indexerHeads: 8,
+  indexerHeadSize: 128,
+  indexerTopK: 128,
+  fullIndexerInterval: 3,
+  seed: 1,
+} as const
+
 /** Path of a cached generated model, writing it first if absent. */
 export async function benchModel(type: GenerateOptions['type'], shape: Omit<GenerateOptions, 'type' | 'out'> = LLAMA_1B): Promise<string> {
   await mkdir(BENCH_DIR, { recursive: true })

@@ -3,10 +3,11 @@
 // tok/s (512 tokens in one batch). Then RSS after loading blocks [0, L/2) vs the whole model.
 // One JSON line per measurement; the last line holds decode_ratio / prefill_ratio per case.
 //
-// Cases: a 1.1B llama (TinyLlama's shape), a Qwen3-30B-A3B-like MoE and a DeepSeek-V3-like MLA + MoE, each
-// scaled to fit this machine (bench/models.ts).
+// Cases (SHAPES below, one entry each): a 1.1B llama (TinyLlama's shape), a Qwen3-30B-A3B-like MoE, a
+// DeepSeek-V3-like MLA + MoE, a Qwen3.5-MoE (delta-net + full attention) and a GLM-5.2-like MLA + lightning
+// indexer, each scaled to fit this machine (bench/models.ts).
 //
-// Options: --models llama,qwen3moe,deepseek2  --types q8_0,q4_0 (llama)  --moe-types q8_0,q4_K_M
+// Options: --models llama,qwen3moe,deepseek2,qwen35moe,glm-dsa  --types q8_0,q4_0 (llama)  --moe-types q8_0,q4_K_M
 //          --threads 1,2  --decode 128  --prompt 64  --prefill 512  --rounds 3  --tiny
 import { spawnSync } from 'node:child_process'
 import { loadavg } from 'node:os'
@@ -14,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
 import type { GeneratedType, GenerateOptions } from '../gguf/generate'
 import { ShardRuntime } from '../native'
-import { benchModel, DEEPSEEK_MLA_BENCH, LLAMA_1B, QWEN3_MOE_BENCH } from './models'
+import { benchModel, DEEPSEEK_MLA_BENCH, GLM_DSA_BENCH, LLAMA_1B, QWEN3_MOE_BENCH, QWEN35_MOE_BENCH } from './models'
 
 type BenchShape = Omit<GenerateOptions, 'type' | 'out'>
 
@@ -189,11 +190,41 @@ const SHAPES: Record<string, { full: BenchShape; tiny: BenchShape; types: string
     },
     types: 'moe-types',
   },
+  qwen35moe: {
+    full: QWEN35_MOE_BENCH,
+    tiny: { ...QWEN35_MOE_BENCH, blocks: 4, embd: 512, heads: 4, kvHeads: 2, ff: 256, vocab: 4096, experts: 16, expertsUsed: 4, expertFf: 256 },
+    types: 'moe-types',
+  },
+  'glm-dsa': {
+    full: GLM_DSA_BENCH,
+    tiny: {
+      ...GLM_DSA_BENCH,
+      blocks: 4,
+      embd: 512,
+      heads: 8,
+      ff: 1024,
+      vocab: 4096,
+      experts: 16,
+      expertsUsed: 4,
+      expertFf: 256,
+      qLoraRank: 256,
+      kvLoraRank: 256,
+      ropeDim: 32,
+      nopeDim: 64,
+      indexerHeads: 4,
+      indexerHeadSize: 64,
+      indexerTopK: 32,
+      fullIndexerInterval: 2,
+    },
+    types: 'moe-types',
+  },
+  // deepseek4 (DeepSeek-V4-Flash): add its case here, one entry, once the native runtime serves it:
+  // deepseek4: { full: DEEPSEEK4_BENCH, tiny: { ...DEEPSEEK4_BENCH, ... }, types: 'moe-types' },
 }
 
 async function main(): Promise<void> {
   const defaults: Record<string, string> = { types: 'q8_0,q4_0', 'moe-types': 'q8_0,q4_K_M' }
-  const models = arg('models', 'llama,qwen3moe,deepseek2').split(',')
+  const models = arg('models', Object.keys(SHAPES).join(',')).split(',')
   const threadList = arg('threads', '1,2').split(',').map(Number)
   const decode = Number(arg('decode', '128'))
   const promptLen = Number(arg('prompt', '64'))

@@ -82,10 +82,14 @@ function deepseek4Cache(h: CacheHparams, il: number): BlockCache {
   }
 }
 
+/** Entries in llama.cpp's GLM_5_2_DEFAULT_INDEXER_TYPES (GLM-5.2's 78 blocks); the blocks past it are shared. */
+const GLM_5_2_DEFAULT_BLOCKS = 78
+
 /**
  * GLM-DSA's full-indexer blocks when the model names none (llama.cpp's glm-dsa.cpp): a 1M-context model (GLM-5.2) runs its
- * own indexer on blocks 0, 1 and every fourth from 2 (GLM_5_2_DEFAULT_INDEXER_TYPES), an older one (GLM-5, 5.1) on every block.
+ * own indexer on blocks 0, 1 and every fourth from 2 up to block 77 (GLM_5_2_DEFAULT_INDEXER_TYPES; the std::array's
+ * later entries are zero), an older one (GLM-5, 5.1) on every block.
  */
 export function defaultIndexerFull(contextLength: number, il: number): boolean {
-  return contextLength < 1_048_576 || il < 2 || (il - 2) % 4 === 0
+  return contextLength < 1_048_576 || (il < GLM_5_2_DEFAULT_BLOCKS && (il < 2 || (il - 2) % 4 === 0))
 }

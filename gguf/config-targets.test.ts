@@ -1,7 +1,13 @@
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { quantizeRows } from '../native/quantize'
 import { allowedCuts, seamBytesPerToken } from '../protocol'
 import { DEEPSEEK_V4_FLASH, GLM_5_2, ORNITH_1_0_397B } from '../test/model-configs'
+import { scratchDir } from '../test/models'
 import { estimateFromConfig } from './config-manifest'
+import { generateModel } from './generate'
+import { describeModel } from './model'
+import { readGguf } from './reader'
 
 // Q4_K stores 256 weights in 144 bytes, Q6_K in 210, Q5_0 32 in 22; f32 is 4 bytes.
 const q4 = (n: number) => (n / 256) * 144
@@ -101,5 +107,50 @@ describe('the large targets sized from their configs at Q4_K_M, with their cache
       ),
     )
     expect(seamBytesPerToken(model, 30)).toBe(8192)
+  })
+})
+
+describe('a config estimate names and sizes tensors as a real file of the same shape has them', () => {
+  it('deepseek4: a generated Q4_K_M file (llama.cpp loads it) has the estimate’s tensors in each block, its embed and its head bytes', async () => {
+    // gen-model's deepseek4 defaults for this shape: 8 experts (2 used) of 256, q LoRA 128, rope 32, output 2 groups of rank 64
+    const shape = { blocks: 5, embd: 256, heads: 4, kvHeads: 1, ff: 256, vocab: 384, seed: 1, compressRatios: [0, 4, 128, 4, 128] }
+    const config = {
+      ...DEEPSEEK_V4_FLASH,
+      hidden_size: 256,
+      num_hidden_layers: 5,
+      num_attention_heads: 4,
+      head_dim: 64,
+      qk_rope_head_dim: 32,
+      q_lora_rank: 128,
+      o_lora_rank: 64,
+      o_groups: 2,
+      intermediate_size: 256,
+      moe_intermediate_size: 256,
+      n_routed_experts: 8,
+      num_experts_per_tok: 2,
+      num_hash_layers: 1,
+      compress_ratios: shape.compressRatios,
+      index_n_heads: 4,
+      index_head_dim: 64,
+      index_topk: 8,
+      vocab_size: 384,
+      max_position_embeddings: 4096,
+    }
+    const { dir, cleanup } = await scratchDir()
+    try {
+      const out = join(dir, 'deepseek4.gguf')
+      await generateModel({ ...shape, arch: 'deepseek4', type: 'q4_K_M', out, quantize: quantizeRows })
+      const file = describeModel(await readGguf(out))
+      const estimate = estimateFromConfig(config, 'tiny DeepSeek-V4')
+      const named = (ts: readonly { name: string; shape: readonly number[] }[]) => ts.map((t) => `${t.name} ${t.shape.join('×')}`).sort()
+      expect(estimate.blocks.map(named)).toEqual(file.blocks.map(named))
+      // the hyper-connection head (output_hc_*) is the head's, not a tensor every block artifact carries
+      expect(file.shared).toEqual([])
+      expect(estimate.bytesPerBlock).toEqual(file.bytesPerBlock)
+      const bytes = (ts: readonly { bytes: number }[]) => ts.reduce((s, t) => s + t.bytes, 0)
+      expect([estimate.embedBytes, estimate.headBytes]).toEqual([bytes(file.embed), bytes(file.head)])
+    } finally {
+      await cleanup()
+    }
   })
 })

@@ -91,7 +91,7 @@ function deepseek4(c: HfConfig, nExpert: number): TargetFamily {
         t('attn_q_a_norm.weight', qLora),
         t('attn_q_b.weight', qLora, H * hd),
         t('attn_kv.weight', E, hd),
-        t('attn_kv_norm.weight', hd),
+        t('attn_kv_a_norm.weight', hd), // LLM_TENSOR_ATTN_KV_NORM's name in llama-arch.cpp
         t('attn_output_a.weight', (H * hd) / oGroups, oLora * oGroups),
         t('attn_output_b.weight', oGroups * oLora, E),
         ...['attn', 'ffn'].flatMap((at) => [t(`hc_${at}_fn.weight`, hc * E, mix), t(`hc_${at}_base.weight`, mix), t(`hc_${at}_scale.weight`, 3)]),
@@ -103,10 +103,11 @@ function deepseek4(c: HfConfig, nExpert: number): TargetFamily {
         ...sharedExpert(il, E, ff * (c.n_shared_experts ?? 1)),
       ]
     },
+    // LLM_TENSOR_HC_HEAD_*: named output_hc_* in llama-arch.cpp
     headTensors: [
-      { name: 'hc_head_fn.weight', shape: [hc * E, hc] },
-      { name: 'hc_head_base.weight', shape: [hc] },
-      { name: 'hc_head_scale.weight', shape: [1] },
+      { name: 'output_hc_fn.weight', shape: [hc * E, hc] },
+      { name: 'output_hc_base.weight', shape: [hc] },
+      { name: 'output_hc_scale.weight', shape: [1] },
     ],
     cache: { nHeadKv: () => 1, headDimK: hd, headDimV: 0, slidingWindow: c.sliding_window, compressRatios: ratios, indexerHeadDim: ihd },
     seams: { hyperConnections: hc, hashLayers: c.num_hash_layers ?? 0 },

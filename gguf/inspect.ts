@@ -19,6 +19,8 @@ export interface ModelReport {
   readonly bytesPerBlock: readonly number[]
   readonly embedBytes: number
   readonly headBytes: number
+  /** The MTP blocks' tensors (after nLayer), which no host serves. */
+  readonly mtpBytes: number
   readonly kvBytesPerTokenPerBlock: number
   readonly cachePerBlock: readonly BlockCache[]
   readonly tiedEmbeddings: boolean
@@ -51,6 +53,7 @@ export async function inspectModel(path: string): Promise<ModelReport> {
     bytesPerBlock: model.bytesPerBlock,
     embedBytes: sum(model.embed),
     headBytes: sum(model.head),
+    mtpBytes: sum(model.mtp),
     kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
     cachePerBlock: model.cachePerBlock,
     tiedEmbeddings: model.tiedEmbeddings,
@@ -87,6 +90,7 @@ export function formatReport(r: ModelReport): string {
     `  tensor types  ${types}`,
     `  embed         ${formatBytes(r.embedBytes)}`,
     `  head          ${formatBytes(r.headBytes)}${r.tiedEmbeddings ? ' (tied: reuses the token embedding)' : ''}`,
+    ...(r.mtpBytes > 0 ? [`  mtp           ${formatBytes(r.mtpBytes)} (next-token prediction blocks: not served, in no artifact)`] : []),
     ...formatCache(r.cachePerBlock).map((line, i) => `${i === 0 ? '  cache (f16)   ' : '                '}${line}`),
     `  total         ${formatBytes(r.fileBytes)} on disk, ${formatBytes(r.tensorBytes)} of tensors`,
   ].join('\n')

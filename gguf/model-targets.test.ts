@@ -1,11 +1,17 @@
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { oracleModel } from '../native/oracle'
 import { cutAllowed, seamBytesPerToken } from '../protocol'
+import { greedyInChild } from '../test/greedy'
 import { scratchDir } from '../test/models'
+import { generateThroughRoute, packedPool } from '../test/native'
 import { type GeneratedArch, generateModel } from './generate'
+import { GGML_TYPES, GgmlTypeId } from './ggml-types'
 import { describeModel } from './model'
 import { packModel } from './pack'
-import { kvValue, readGguf } from './reader'
+import { type GgufKv, GgufValueType, kvValue, readGguf } from './reader'
+import { serializeHeader } from './writer'
 
 let dir = ''
 let cleanup: () => Promise<void> = async () => {}
@@ -68,5 +74,69 @@ describe('a GGUF of a large-target family states its caches and seams as llama.c
     })
     expect((await packModel({ source: join(dir, 'qwen35moe.gguf'), out: join(dir, 'qwen35moe-pack'), blocksPerArtifact: 2 })).seams).toBeUndefined()
     expect(model.seams.every((s) => s.values === 256 && !s.tokenIds && s.int32PerToken === 0 && cutAllowed({ nLayer: 5, seams: model.seams }, 2))).toBe(true)
+  })
+})
+
+/**
+ * The file with its last block made an MTP (next-token prediction) block, as converted GLM-5 and Qwen3.5 files have one:
+ * `nextn_predict_layers` 1, the block's nextn.* tensors (eh_proj, enorm, hnorm) added, per-block arrays of served blocks.
+ */
+async function withMtpBlock(path: string, out: string): Promise<void> {
+  const file = await readGguf(path)
+  const prefix = String(kvValue(file, 'general.architecture'))
+  const served = Number(kvValue(file, `${prefix}.block_count`)) - 1
+  const kvs = file.kvs.flatMap((kv): GgufKv[] => {
+    if (kv.key === `${prefix}.block_count`) return [kv, { key: `${prefix}.nextn_predict_layers`, type: GgufValueType.UINT32, value: 1 }]
+    if (kv.key === `${prefix}.attention.indexer.types`) return [{ ...kv, value: (kv.value as number[]).slice(0, served) }]
+    return [kv]
+  })
+  const f32 = GGML_TYPES.get(GgmlTypeId.F32)
+  if (f32 === undefined) throw new Error('no f32 type')
+  const E = SHAPE.embd
+  const mtp = [
+    { name: `blk.${served}.nextn.eh_proj.weight`, shape: [2 * E, E] },
+    { name: `blk.${served}.nextn.enorm.weight`, shape: [E] },
+    { name: `blk.${served}.nextn.hnorm.weight`, shape: [E] },
+  ].map((t) => ({ ...t, type: f32, bytes: 4 * t.shape.reduce((a, b) => a * b, 1) }))
+  const tensors = [...file.tensors, ...mtp]
+  const header = serializeHeader(kvs, tensors, file.alignment)
+  const bytes = await readFile(path)
+  const body = Buffer.alloc(header.fileBytes - header.bytes.length)
+  for (const [i, t] of file.tensors.entries()) bytes.copy(body, header.dataOffsets[i] ?? 0, t.offset, t.offset + t.bytes)
+  await writeFile(out, Buffer.concat([header.bytes, body]))
+}
+
+describe('a GGUF with MTP blocks is served without them, as llama.cpp and the runtime run it', () => {
+  it('glm-dsa: describe and pack name block_count less nextn_predict_layers; no artifact carries the MTP block; the pack continues a prompt as llama.cpp', async () => {
+    // six generated blocks, the last made MTP; the same seed's five-block model has the same five served blocks
+    await generateModel({ ...SHAPE, blocks: 6, arch: 'glm-dsa', out: join(dir, 'glm-dsa-6.gguf') })
+    await generateModel({ ...SHAPE, arch: 'glm-dsa', out: join(dir, 'glm-dsa-5.gguf') })
+    const source = join(dir, 'glm-dsa-mtp.gguf')
+    await withMtpBlock(join(dir, 'glm-dsa-6.gguf'), source)
+    const model = describeModel(await readGguf(source))
+    expect([model.hparams.nLayer, model.blocks.length, model.bytesPerBlock.length, model.cachePerBlock.length, model.seams.length]).toEqual([5, 5, 5, 5, 4])
+    expect(model.mtp.length).toBeGreaterThan(3)
+    expect(model.mtp.every((t) => t.name.startsWith('blk.5.'))).toBe(true)
+    const plain = describeModel(await readGguf(join(dir, 'glm-dsa-5.gguf')))
+    expect([model.bytesPerBlock, model.cachePerBlock, model.seams]).toEqual([plain.bytesPerBlock, plain.cachePerBlock, plain.seams])
+
+    const out = join(dir, 'glm-dsa-mtp-pack')
+    const manifest = await packModel({ source, out, blocksPerArtifact: 2 })
+    expect(manifest.nLayer).toBe(5)
+    expect(manifest.artifacts.map((a) => a.blocks)).toEqual([null, [0, 2], [2, 4], [4, 5], null])
+    expect(manifest.artifacts.flatMap((a) => a.tensors).filter((t) => t.startsWith('blk.5.'))).toEqual([])
+
+    // llama.cpp loads the MTP file (skipping the block) and gives the plain five-block model's tokens; so does the pack
+    const [withMtp, without] = await greedyInChild([source, join(dir, 'glm-dsa-5.gguf')], 8)
+    expect(withMtp?.tokens).toEqual(without?.tokens)
+    const tokenizer = await oracleModel(join(dir, 'glm-dsa-5.gguf'))
+    const prompt = tokenizer.tokenize('Once upon a time')
+    await tokenizer.dispose()
+    const pool = packedPool(manifest, out)
+    try {
+      expect((await generateThroughRoute(pool, [[0, 5]], prompt, 8)).map((s) => s.token)).toEqual(withMtp?.tokens)
+    } finally {
+      await pool.dispose()
+    }
   })
 })

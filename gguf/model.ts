@@ -31,6 +31,11 @@ export interface ModelLayout {
   readonly head: readonly GgufTensor[]
   /** Tensors outside any block that every block needs (e.g. rope_freqs.weight). */
   readonly shared: readonly GgufTensor[]
+  /**
+   * The MTP (next-token prediction) blocks' tensors: blocks nLayer.. of `block_count`, the last
+   * `nextn_predict_layers`. llama.cpp's main pass and our runtime never run them, so no artifact carries them.
+   */
+  readonly mtp: readonly GgufTensor[]
   /** No output.weight: the head computes logits with the token embedding. */
   readonly tiedEmbeddings: boolean
   readonly bytesPerBlock: readonly number[]
@@ -48,7 +53,8 @@ export interface ModelLayout {
 
 const BLOCK = /^blk\.(\d+)\./
 const EMBED = /^(token_embd|token_types|position_embd|token_embd_norm)\./
-const HEAD = /^(output|output_norm|cls|cls\.output)\./
+// deepseek4's hyper-connection head (output_hc_fn, _base, _scale) is llama.cpp's LLM_TENSOR_LAYER_OUTPUT too
+const HEAD = /^(output|output_norm|output_hc_[a-z]+|cls|cls\.output)\./
 
 /** Per-block tensors the runtime needs, for the architectures Neuron runs natively. */
 const ATTENTION = ['attn_norm.weight', 'attn_q.weight', 'attn_k.weight', 'attn_v.weight', 'attn_output.weight', 'ffn_norm.weight']
@@ -74,10 +80,10 @@ export function describeModel(file: GgufFile): ModelLayout {
     throw new GgufError('bad_model', `${file.path} has no general.architecture key; it is not a model Neuron can split.`, { path: file.path })
   }
   const num = (key: string): number | undefined => firstNumber(kvValue(file, `${architecture}.${key}`))
-  const nLayer = num('block_count')
+  const nLayerAll = num('block_count')
   const nEmbd = num('embedding_length')
   const nHead = num('attention.head_count')
-  if (nLayer === undefined || nEmbd === undefined || nHead === undefined) {
+  if (nLayerAll === undefined || nEmbd === undefined || nHead === undefined) {
     throw new GgufError(
       'bad_model',
       `${file.path} lacks ${architecture}.block_count, embedding_length or attention.head_count; convert it again with a current llama.cpp.`,
@@ -86,6 +92,16 @@ export function describeModel(file: GgufFile): ModelLayout {
       },
     )
   }
+  // block_count counts the MTP blocks; the served blocks are the ones before them (llama_hparams::n_layer())
+  const nextn = num('nextn_predict_layers') ?? 0
+  if (!Number.isInteger(nextn) || nextn < 0 || nextn >= nLayerAll) {
+    throw new GgufError(
+      'bad_model',
+      `${file.path}: ${architecture}.nextn_predict_layers is ${nextn}, which leaves none of its ${nLayerAll} blocks to serve; fix the metadata or convert it again.`,
+      { path: file.path, key: `${architecture}.nextn_predict_layers` },
+    )
+  }
+  const nLayer = nLayerAll - nextn
   const nHeadKv = num('attention.head_count_kv') ?? nHead
   const experts = num('expert_count') ?? 0
   const headDimK = num('attention.key_length') ?? Math.floor(nEmbd / nHead)
@@ -93,7 +109,16 @@ export function describeModel(file: GgufFile): ModelLayout {
   const perBlock = (key: string) => kvValue(file, `${architecture}.${key}`)
   // The large targets' per-block facts, from the keys llama.cpp's deepseek4.cpp, glm-dsa.cpp and qwen35moe.cpp read.
   const indexerTypes = perBlock('attention.indexer.types')
-  const indexerFull = (il: number) => (Array.isArray(indexerTypes) ? numberAt(indexerTypes, il) !== 0 : defaultIndexerFull(num('context_length') ?? 0, il))
+  if (Array.isArray(indexerTypes) && indexerTypes.length !== nLayer) {
+    throw new GgufError(
+      'bad_model',
+      `${file.path}: ${architecture}.attention.indexer.types names ${indexerTypes.length} blocks, but the model serves ${nLayer} (block_count less nextn_predict_layers); llama.cpp refuses it too. Convert it again.`,
+      { path: file.path, key: `${architecture}.attention.indexer.types` },
+    )
+  }
+  // an array names each block, one value applies to every block (llama.cpp's get_key_or_arr), no key: the defaults
+  const indexerFull = (il: number) =>
+    indexerTypes === undefined ? defaultIndexerFull(num('context_length') ?? 0, il) : (numberAt(indexerTypes, il) ?? 0) !== 0
   const ssm = (key: string) => num(`ssm.${key}`) ?? 0
   const interval = num('full_attention_interval') ?? 4
   const compressRatios = perBlock('attention.compress_ratios')
@@ -128,19 +153,21 @@ export function describeModel(file: GgufFile): ModelLayout {
   const embed: GgufTensor[] = []
   const head: GgufTensor[] = []
   const shared: GgufTensor[] = []
+  const mtp: GgufTensor[] = []
   const blocks: GgufTensor[][] = Array.from({ length: nLayer }, () => [])
   for (const t of file.tensors) {
     const role = roleOf(t.name)
     if (role === 'block') {
       const index = Number(BLOCK.exec(t.name)?.[1])
       const block = blocks[index]
-      if (block === undefined) {
-        throw new GgufError('bad_model', `${file.path}: tensor ${t.name} belongs to block ${index}, but the model declares ${nLayer} blocks.`, {
+      if (block !== undefined) block.push(t)
+      else if (index < nLayerAll) mtp.push(t)
+      else {
+        throw new GgufError('bad_model', `${file.path}: tensor ${t.name} belongs to block ${index}, but the model declares ${nLayerAll} blocks.`, {
           path: file.path,
           tensor: t.name,
         })
       }
-      block.push(t)
     } else if (role === 'embed') embed.push(t)
     else if (role === 'head') head.push(t)
     else shared.push(t)
@@ -177,6 +204,7 @@ export function describeModel(file: GgufFile): ModelLayout {
     blocks,
     head,
     shared,
+    mtp,
     tiedEmbeddings,
     bytesPerBlock,
     cachePerBlock,
