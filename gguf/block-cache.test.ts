@@ -90,7 +90,7 @@ describe('each block’s cache from GGUF metadata', () => {
   })
 
   it('glm-dsa: one indexer type stands for every block; without types a 1M-context model runs GLM-5.2’s table, which ends at block 77', () => {
-    const glm = (kvs: Record<string, number | number[]>) =>
+    const glm = (kvs: Record<string, number | number[] | boolean[]>) =>
       describeModel(
         header(
           'glm-dsa',
@@ -112,6 +112,11 @@ describe('each block’s cache from GGUF metadata', () => {
     const single = glm({ 'attention.indexer.types': 1 })
     expect(single.cachePerBlock.map((c) => c.bytesPerToken)).toEqual(Array(80).fill(full))
     expect(single.seams.every((x) => x.int32PerToken === 0)).toBe(true)
+    // converters may write the types as bools (true: a full block), as the native loader reads them
+    const bools = glm({ 'attention.indexer.types': Array.from({ length: 80 }, (_, il) => il % 4 === 0) })
+    expect(bools.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))).toEqual(Array.from({ length: 20 }, (_, i) => 4 * i))
+    expect(bools.seams[0]?.int32PerToken).toBe(2048)
+    expect(bools.seams[3]?.int32PerToken).toBe(0)
     // GLM_5_2_DEFAULT_INDEXER_TYPES: blocks 0, 1 and every fourth from 2 up to 74; its entries past 77 are zero (shared)
     const table = glm({})
     const fullBlocks = table.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))

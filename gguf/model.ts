@@ -116,9 +116,13 @@ export function describeModel(file: GgufFile): ModelLayout {
       { path: file.path, key: `${architecture}.attention.indexer.types` },
     )
   }
-  // an array names each block, one value applies to every block (llama.cpp's get_key_or_arr), no key: the defaults
-  const indexerFull = (il: number) =>
-    indexerTypes === undefined ? defaultIndexerFull(num('context_length') ?? 0, il) : (numberAt(indexerTypes, il) ?? 0) !== 0
+  // an array names each block, one value applies to every block (llama.cpp's get_key_or_arr), no key: the defaults;
+  // converters write it as int32 or as bools (true: full)
+  const indexerFull = (il: number) => {
+    if (indexerTypes === undefined) return defaultIndexerFull(num('context_length') ?? 0, il)
+    const x = Array.isArray(indexerTypes) ? indexerTypes[il] : indexerTypes
+    return x === true || (typeof x !== 'boolean' && (firstNumber(x) ?? 0) !== 0)
+  }
   const ssm = (key: string) => num(`ssm.${key}`) ?? 0
   const interval = num('full_attention_interval') ?? 4
   const compressRatios = perBlock('attention.compress_ratios')
