@@ -106,6 +106,35 @@ export const GLM_DSA_BENCH = {
   seed: 1,
 } as const
 
+/**
+ * A DeepSeek-V4-Flash-like model scaled to this machine (about 1.1B parameters): four hyper-connection streams, the
+ * first two blocks routing experts by token id, sliding-window blocks, then compressed blocks alternating ratio 4
+ * (with the lightning indexer) and 128, 64 experts of 512 (6 used) plus a shared one, grouped low-rank output.
+ */
+export const DEEPSEEK4_BENCH = {
+  arch: 'deepseek4',
+  blocks: 8,
+  embd: 1024,
+  heads: 8,
+  kvHeads: 1,
+  ff: 2048,
+  vocab: 32000,
+  experts: 64,
+  expertsUsed: 6,
+  expertFf: 512,
+  sharedExperts: 1,
+  qLoraRank: 256,
+  outputGroups: 4,
+  outputLoraRank: 256,
+  hashLayers: 2,
+  compressRatios: [0, 0, 4, 128, 4, 128, 4, 128],
+  slidingWindow: 128,
+  indexerHeads: 8,
+  indexerHeadSize: 64,
+  indexerTopK: 128,
+  seed: 1,
+} as const
+
 /** Path of a cached generated model, writing it first if absent. */
 export async function benchModel(type: GenerateOptions['type'], shape: Omit<GenerateOptions, 'type' | 'out'> = LLAMA_1B): Promise<string> {
   await mkdir(BENCH_DIR, { recursive: true })

@@ -7,7 +7,7 @@
 // DeepSeek-V3-like MLA + MoE, a Qwen3.5-MoE (delta-net + full attention) and a GLM-5.2-like MLA + lightning
 // indexer, each scaled to fit this machine (bench/models.ts).
 //
-// Options: --models llama,qwen3moe,deepseek2,qwen35moe,glm-dsa  --types q8_0,q4_0 (llama)  --moe-types q8_0,q4_K_M
+// Options: --models llama,qwen3moe,deepseek2,qwen35moe,glm-dsa,deepseek4  --types q8_0,q4_0 (llama)  --moe-types q8_0,q4_K_M
 //          --threads 1,2  --decode 128  --prompt 64  --prefill 512  --rounds 3  --tiny
 import { spawnSync } from 'node:child_process'
 import { loadavg } from 'node:os'
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
 import type { GeneratedType, GenerateOptions } from '../gguf/generate'
 import { ShardRuntime } from '../native'
-import { benchModel, DEEPSEEK_MLA_BENCH, GLM_DSA_BENCH, LLAMA_1B, QWEN3_MOE_BENCH, QWEN35_MOE_BENCH } from './models'
+import { benchModel, DEEPSEEK_MLA_BENCH, DEEPSEEK4_BENCH, GLM_DSA_BENCH, LLAMA_1B, QWEN3_MOE_BENCH, QWEN35_MOE_BENCH } from './models'
 
 type BenchShape = Omit<GenerateOptions, 'type' | 'out'>
 
@@ -218,8 +218,23 @@ const SHAPES: Record<string, { full: BenchShape; tiny: BenchShape; types: string
     },
     types: 'moe-types',
   },
-  // deepseek4 (DeepSeek-V4-Flash): add its case here, one entry, once the native runtime serves it:
-  // deepseek4: { full: DEEPSEEK4_BENCH, tiny: { ...DEEPSEEK4_BENCH, ... }, types: 'moe-types' },
+  deepseek4: {
+    full: DEEPSEEK4_BENCH,
+    tiny: {
+      ...DEEPSEEK4_BENCH,
+      blocks: 4,
+      embd: 256,
+      heads: 4,
+      ff: 256,
+      vocab: 4096,
+      experts: 8,
+      expertsUsed: 2,
+      expertFf: 256,
+      compressRatios: [0, 4, 128, 4],
+      slidingWindow: 8,
+    },
+    types: 'moe-types',
+  },
 }
 
 async function main(): Promise<void> {
