@@ -19,6 +19,8 @@ import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc
 import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
+import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
+import { clientLatencyId, type LatencyMatrixOptions, MeasuredLatencies } from './latency/measured-latencies'
 import { serveModelFiles } from './model-files'
 import { SwarmPlanner } from './planner'
 import { Admission, namesTorrents, refuseStranger } from './private-swarm'
@@ -47,6 +49,8 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly log?: (line: string) => void
   /** The OpenAI-compatible gateway; its admin token defaults to $NEURON_ADMIN_TOKEN. */
   readonly gateway?: GatewayOptions
+  /** How measured client-to-host latencies are kept and trusted (tracker/latency); defaults suit a public swarm. */
+  readonly latency?: Partial<LatencyMatrixOptions>
   /** Micro-credits a new account starts with (default $NEURON_STARTING_GRANT_MICRO, else 10 credits). */
   readonly startingGrantMicro?: number
   /**
@@ -68,6 +72,8 @@ export class Tracker {
   readonly registry: HostRegistry
   readonly catalog: ModelCatalog
   readonly planner: SwarmPlanner
+  /** Round trips clients measured to hosts; routes follow them. */
+  readonly latencies: MeasuredLatencies
   readonly accounts: Accounts
   readonly metering: Metering
   readonly reputation: Reputation
@@ -124,7 +130,9 @@ export class Tracker {
       log: (l) => this.log(l),
     }))
     this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs, this.checks)
-    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks)
+    this.latencies = new MeasuredLatencies(options.latency)
+    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks, this.latencies)
+    this.latencies.on('changed', () => this.planner.invalidate())
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
     this.pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
@@ -292,7 +300,7 @@ export class Tracker {
       'hosts.list': () => ({ hosts: this.registry.summaries() }),
       'route.plan': (request, peer) => {
         const payer = this.tickets.payer(request.session, peer.publicKey)
-        const route = this.planner.route(request)
+        const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId) })
         const ticketed = this.tickets.ticket(route, request, this.catalog.get(request.modelId).manifest, peer.publicKey, payer)
         const failed = this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
           ...request,
@@ -304,10 +312,12 @@ export class Tracker {
           ...ticketed,
           hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId) })),
           seamDtype: seamDtype(this.catalog.get(request.modelId).manifest),
+          measure: measureTargets(this.latencies, this.registry, peer.nodeId, route),
         }
       },
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
       'session.end': ({ session }, peer) => this.tickets.endBy(session, peer.publicKey),
+      'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
       'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       'relay.forward': async ({ hostId, frame }, peer) => {
         const socket = this.hostSockets.get(hostId)
