@@ -20,6 +20,7 @@ import {
 } from '../protocol'
 import { expectOk, forwardFrame, type HopInput, hiddenInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
+import { measureHosts, reportLatencies } from './link-latency'
 import { type AuditableHop, auditStep, checkReceipt } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
@@ -148,6 +149,7 @@ export class SwarmClient {
     }
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
     const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
+    const probed = measureHosts(route.measure ?? [], this.ca)
     // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
     const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
     let hops = await this.openHops(route.hops, session, seamed, maxTokens, true).catch((error: unknown) => {
@@ -218,6 +220,7 @@ export class SwarmClient {
     } finally {
       await this.closeHops(hops, session)
       this.endSession(session)
+      reportLatencies(this.tracker, hops.map((h) => ({ hostId: h.hop.hostId, roundTripsMs: h.link.roundTripsMs })), await probed, this.log)
     }
     const decodeSeconds = (performance.now() - decodeStarted) / 1000
     return {
