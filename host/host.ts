@@ -51,10 +51,11 @@ export interface HostOptions {
   /** Accept no connections: clients reach this host through the tracker's relay. */
   readonly relay?: boolean
   readonly listenHost?: string
+  /** The endpoint to advertise, from the ws:// one the host listens on: a port forward or proxy in front of it; default that one. */
+  readonly advertise?: (listening: string) => string | Promise<string>
   /**
-   * Serve the data plane over wss:// with this certificate (it must name `listenHost`). An https
-   * tracker with a certificate the system does not know is trusted by starting the process with
-   * NODE_EXTRA_CA_CERTS=ca.pem (it covers the tracker connection and BitTorrent announces alike).
+   * Serve the data plane over wss:// with this certificate (it must name `listenHost`). An https tracker with a certificate
+   * the system does not know is trusted by starting the process with NODE_EXTRA_CA_CERTS=ca.pem (tracker and announces alike).
    */
   readonly tls?: TlsCertificate
   readonly log?: (line: string) => void
@@ -256,7 +257,8 @@ export class Host extends EventEmitter<HostEvents> {
       onReceipt: (r) => this.outbox.add(r),
       ...(this.options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: this.options.unsteppedSessionMs }),
     })
-    const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)
+    const listening = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)
+    const endpoint = listening === null || this.options.advertise === undefined ? listening : await this.options.advertise(listening)
     this.throwIfStopped()
     const msPerBlock = await this.measure(manifest, blocks, embed)
     this.throwIfStopped()
