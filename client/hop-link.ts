@@ -4,6 +4,7 @@ import { PING_TIMEOUT_MS, Pinger } from './link-latency'
 
 /** A hop's link is pinged on open and then every this many requests. */
 const PING_EVERY_REQUESTS = 16
+
 import { caOption, type TrustedCa } from './tls-trust'
 
 /** How a client reaches one hop: a direct WebSocket, or the tracker's relay. */

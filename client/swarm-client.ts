@@ -220,7 +220,12 @@ export class SwarmClient {
     } finally {
       await this.closeHops(hops, session)
       this.endSession(session)
-      reportLatencies(this.tracker, hops.map((h) => ({ hostId: h.hop.hostId, roundTripsMs: h.link.roundTripsMs })), await probed, this.log)
+      reportLatencies(
+        this.tracker,
+        hops.map((h) => ({ hostId: h.hop.hostId, roundTripsMs: h.link.roundTripsMs })),
+        await probed,
+        this.log,
+      )
     }
     const decodeSeconds = (performance.now() - decodeStarted) / 1000
     return {

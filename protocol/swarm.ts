@@ -109,7 +109,10 @@ export const Route = z.object({
   /** How hidden states cross this model's seams unless a client asks otherwise (`seamDtype` in protocol/seams.ts); absent from older trackers. */
   seamDtype: z.enum(['f16', 'f32']).optional(),
   /** Hosts of this model the client has not measured lately: it pings them and reports (latency.report); absent from older trackers. */
-  measure: z.array(z.object({ hostId: NodeId, endpoint: Url })).max(MAX_MEASURE_TARGETS).optional(),
+  measure: z
+    .array(z.object({ hostId: NodeId, endpoint: Url }))
+    .max(MAX_MEASURE_TARGETS)
+    .optional(),
 })
 export type Route = z.infer<typeof Route>
 

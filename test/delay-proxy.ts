@@ -1,6 +1,6 @@
 // A TCP proxy on 127.0.0.1 that holds every chunk, each way, for `delayMs` before passing it on (in order):
 // a slow link in front of one port, for kernels without tc netem. Loopback only: it never dials anything else.
-import { createServer, type Server, type Socket, connect } from 'node:net'
+import { connect, createServer, type Server, type Socket } from 'node:net'
 
 export class DelayProxy {
   /** Added to each direction: a round trip through the proxy takes about twice this longer. */

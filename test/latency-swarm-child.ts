@@ -73,7 +73,8 @@ function slow(index: number | null): void {
     } catch {}
     if (index === null) return
     const port = String(portOf(endpointOf(ids[index] as string)))
-    for (const dir of ['sport', 'dport']) tc('filter', 'add', 'dev', 'lo', 'parent', '1:', 'protocol', 'ip', 'prio', '1', 'u32', 'match', 'ip', dir, port, '0xffff', 'flowid', '1:3')
+    for (const dir of ['sport', 'dport'])
+      tc('filter', 'add', 'dev', 'lo', 'parent', '1:', 'protocol', 'ip', 'prio', '1', 'u32', 'match', 'ip', dir, port, '0xffff', 'flowid', '1:3')
   } else for (const [i, proxy] of proxies) proxy.delayMs = Number(i) === index ? DELAY_MS : 0
 }
 
@@ -84,7 +85,13 @@ const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generat
 
 async function session(): Promise<string> {
   let routed = ''
-  const run = client.generate({ modelId: swarm.manifest.modelId, prompt: 'Once upon a time', maxTokens: 4, stopAtEog: false, onRoute: (hops) => (routed = hops.map((h) => h.hostId).join(',')) })
+  const run = client.generate({
+    modelId: swarm.manifest.modelId,
+    prompt: 'Once upon a time',
+    maxTokens: 4,
+    stopAtEog: false,
+    onRoute: (hops) => (routed = hops.map((h) => h.hostId).join(',')),
+  })
   for (let next = await run.next(); !next.done; next = await run.next()) {}
   await new Promise((r) => setTimeout(r, 250)) // the report is on its way; past refreshMs, the other host is measured again
   return routed

@@ -15,7 +15,9 @@ function twoHosts(latency: MeasuredLatencies): SwarmView {
 
 /** The host a client's route goes through. */
 function routedFor(view: SwarmView, client: string): string {
-  return planRoute(view, { tokens: 16, relayedBy: clientLatencyId(client) }).hops.map((h) => h.hostId).join(',')
+  return planRoute(view, { tokens: 16, relayedBy: clientLatencyId(client) })
+    .hops.map((h) => h.hostId)
+    .join(',')
 }
 
 describe('MeasuredLatencies', () => {
