@@ -81,7 +81,10 @@ function slow(index: number | null): void {
 // The host routes prefer while nothing is measured is the one slowed first: avoiding it is then the latency's doing.
 const preferred = swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 64, exclude: [] }).hops[0]?.hostId as string
 const slowFirst = ids.indexOf(preferred)
-const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+const identity = NodeIdentity.generate()
+const client = await SwarmClient.connect(swarm.tracker.url, identity)
+/** The round trips, ms, the tracker routes this client by (printed for the reader, never asserted). */
+const measured = () => Object.fromEntries(ids.map((id) => [id, swarm.tracker.latencies.roundTrip(identity.id, id)]))
 
 async function session(): Promise<string> {
   let routed = ''
@@ -108,12 +111,16 @@ const slowHost = ids[slowFirst] as string
 const otherHost = ids[1 - slowFirst] as string
 slow(slowFirst)
 const whileSlow = await until(otherHost, 3, 10)
+const measuredWhileSlow = measured()
 // The delay leaves the first host (and slows the other, so the choice is not left to sub-millisecond compute noise).
 slow(1 - slowFirst)
 const recovered = await until(slowHost, 3, 16)
+const measuredRecovered = measured()
 slow(null)
 client.close()
 for (const p of proxies.values()) await p.close()
 await swarm.close()
-process.stdout.write(`${JSON.stringify({ mode, why: kernel.ok ? 'the kernel has netem' : kernel.why, slowHost, otherHost, whileSlow, recovered })}\n`)
+process.stdout.write(
+  `${JSON.stringify({ mode, why: kernel.ok ? 'the kernel has netem' : kernel.why, slowHost, otherHost, whileSlow, recovered, measuredWhileSlow, measuredRecovered })}\n`,
+)
 process.exit(0)
