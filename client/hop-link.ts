@@ -1,5 +1,10 @@
 import WebSocket from 'ws'
-import { ClientToTracker, callRpc, decodeFrame, type Frame, NeuronError, type RpcSocket, type WireError } from '../protocol'
+import { ClientToTracker, callRpc, decodeFrame, type Frame, MAX_ROUND_TRIPS_PER_LINK, NeuronError, type RpcSocket, type WireError } from '../protocol'
+import { PING_TIMEOUT_MS, Pinger } from './link-latency'
+
+/** A hop's link is pinged on open and then every this many requests. */
+const PING_EVERY_REQUESTS = 16
+
 import { caOption, type TrustedCa } from './tls-trust'
 
 /** How a client reaches one hop: a direct WebSocket, or the tracker's relay. */
@@ -7,6 +12,8 @@ export interface HopLink {
   /** Sends a frame and resolves with the hop's answering frame; error frames reject as NeuronError. */
   request(frame: Uint8Array): Promise<Frame>
   close(): void
+  /** WebSocket ping round trips to the host, ms, newest last (none through the relay). */
+  readonly roundTripsMs?: readonly number[]
 }
 
 /** A hop failed in a way another host can repair (gone, unreachable, lost our session). */
@@ -36,6 +43,9 @@ export function rejectIfError(hostId: string, frame: Frame): Frame {
 export class WebSocketHopLink implements HopLink {
   private readonly pending = new Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void }>()
   private closedWith: HopFailure | undefined
+  readonly roundTripsMs: number[] = []
+  private readonly pinger: Pinger
+  private requests = 0
 
   private constructor(
     private readonly hostId: string,
@@ -59,6 +69,9 @@ export class WebSocketHopLink implements HopLink {
         waiter.reject(error as Error)
       }
     })
+    this.pinger = new Pinger(socket)
+    // Measured by ping, not by a step's time: the host's compute is in neither, and no host-reported figure is trusted.
+    this.measure()
     socket.on('close', () => this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)))
     socket.on('error', () => this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)))
   }
@@ -92,6 +105,15 @@ export class WebSocketHopLink implements HopLink {
         },
       })
       this.socket.send(bytes)
+      if (++this.requests % PING_EVERY_REQUESTS === 0) this.measure()
+    })
+  }
+
+  private measure(): void {
+    void this.pinger.ping(PING_TIMEOUT_MS).then((ms) => {
+      if (ms === undefined) return
+      this.roundTripsMs.push(ms)
+      if (this.roundTripsMs.length > MAX_ROUND_TRIPS_PER_LINK) this.roundTripsMs.shift()
     })
   }
 

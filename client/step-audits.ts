@@ -13,7 +13,7 @@ import {
   sidePerToken,
   splitSide,
 } from '../protocol'
-import type { HopInput } from './hop-frames'
+import { type HopInput, hiddenInput } from './hop-frames'
 import { HopFailure } from './hop-link'
 
 /** What a client keeps of one hop to have a step of it checked: every input, receipt and the last answer. */
@@ -44,11 +44,12 @@ export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array
 /**
  * Checks a hop's hidden-state answer against what its route says crosses after it (`seamOut`): the width, the side
  * values per token, and the token ids it passes on, which must be the step's own (`stepIds`, when the caller knows
- * them). A hop that alters them would steer the next hop's hash-routed experts or its attention: it lied.
+ * them). A hop that alters them would steer the next hop's hash-routed experts or its attention: it lied. Returns the
+ * answer as the next hop's input.
  */
-export function checkSeamAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Array | undefined): void {
+export function checkedAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Array | undefined): HopInput {
   const seam = hop.seamOut
-  if (seam === undefined) return
+  if (seam === undefined) return hiddenInput(answer)
   const side = sidePerToken(answer)
   if (answer.width !== seam.values || side !== seamSideValues(seam))
     throw new HopFailure(
@@ -56,10 +57,10 @@ export function checkSeamAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Arra
       'lied',
       `host ${hop.hostId} answered ${answer.width} values and ${side} side values per token where ${seam.values} and ${seamSideValues(seam)} cross after block ${hop.blocks[1] - 1}; finding another host`,
     )
-  if (!seam.tokenIds || stepIds === undefined) return
-  const ids = splitSide(seam, sideOf(answer)).tokenIds
-  if (ids?.length !== stepIds.length || ids.some((t, i) => t !== stepIds[i]))
+  const ids = seam.tokenIds && stepIds !== undefined ? splitSide(seam, sideOf(answer)).tokenIds : undefined
+  if (stepIds !== undefined && ids !== undefined && (ids.length !== stepIds.length || ids.some((t, i) => t !== stepIds[i])))
     throw new HopFailure(hop.hostId, 'lied', `host ${hop.hostId} passed on other token ids than the step's; finding another host`)
+  return hiddenInput(answer)
 }
 
 /**

@@ -18,9 +18,10 @@ import {
   SampledToken,
   type SamplingParams,
 } from '../protocol'
-import { expectOk, forwardFrame, type HopInput, hiddenInput } from './hop-frames'
+import { expectOk, forwardFrame, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
-import { type AuditableHop, auditStep, checkReceipt, checkSeamAnswer } from './step-audits'
+import { measureHosts, reportLatencies } from './link-latency'
+import { type AuditableHop, auditStep, checkedAnswer, checkReceipt } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
 import { connectTracker, type TrackerConnectionOptions } from './tracker-connection'
@@ -148,6 +149,7 @@ export class SwarmClient {
     }
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
     const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
+    const probed = measureHosts(route.measure ?? [], this.ca)
     // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
     const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
     let hops = await this.openHops(route.hops, session, seamed, maxTokens, true).catch((error: unknown) => {
@@ -218,6 +220,12 @@ export class SwarmClient {
     } finally {
       await this.closeHops(hops, session)
       this.endSession(session)
+      reportLatencies(
+        this.tracker,
+        hops.map((h) => ({ hostId: h.hop.hostId, roundTripsMs: h.link.roundTripsMs })),
+        await probed,
+        this.log,
+      )
     }
     const decodeSeconds = (performance.now() - decodeStarted) / 1000
     return {
@@ -275,8 +283,7 @@ export class SwarmClient {
       h.lastOutput = new Uint8Array(answer.payload)
       if (answer.kind === 'token') return readJson(answer, SampledToken)
       if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
-      checkSeamAnswer(h.hop, answer, stepIds)
-      input = hiddenInput(answer)
+      input = checkedAnswer(h.hop, answer, stepIds)
     }
     throw new NeuronError('internal', 'the route ended without a last hop')
   }
@@ -363,10 +370,7 @@ export class SwarmClient {
         h.receipts.push(receipt)
         h.lastOutput = new Uint8Array(answer.payload)
         if (receipt !== undefined) await collect([receipt])
-        if (answer.kind === 'hidden') {
-          checkSeamAnswer(h.hop, answer, undefined)
-          outputs.push(hiddenInput(answer))
-        }
+        if (answer.kind === 'hidden') outputs.push(checkedAnswer(h.hop, answer, undefined))
       }
       chunks = outputs
     }

@@ -14,18 +14,16 @@ import {
   type HardwareProfile,
   HostToTracker,
   IDLE_STATE,
-  type Manifest,
   NeuronError,
   type RpcSocket,
   type ServingState,
-  seamAt,
   serveRpc,
   TrackerToHost,
 } from '../protocol'
 import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
 import { hardwareProfile } from './hardware'
 import { ReceiptOutbox } from './receipt-outbox'
-import { checkSeamsAgree } from './serving/seam-io'
+import { measureSpeed } from './serving/measure-speed'
 import type { ServingRuntime } from './serving/serving-runtime'
 import { ShardServer } from './serving/shard-server'
 
@@ -52,10 +50,11 @@ export interface HostOptions {
   /** Accept no connections: clients reach this host through the tracker's relay. */
   readonly relay?: boolean
   readonly listenHost?: string
+  /** The endpoint to advertise, from the ws:// one the host listens on: a port forward or proxy in front of it; default that one. */
+  readonly advertise?: (listening: string) => string | Promise<string>
   /**
-   * Serve the data plane over wss:// with this certificate (it must name `listenHost`). An https
-   * tracker with a certificate the system does not know is trusted by starting the process with
-   * NODE_EXTRA_CA_CERTS=ca.pem (it covers the tracker connection and BitTorrent announces alike).
+   * Serve the data plane over wss:// with this certificate (it must name `listenHost`). An https tracker with a certificate
+   * the system does not know is trusted by starting the process with NODE_EXTRA_CA_CERTS=ca.pem (tracker and announces alike).
    */
   readonly tls?: TlsCertificate
   readonly log?: (line: string) => void
@@ -257,9 +256,10 @@ export class Host extends EventEmitter<HostEvents> {
       onReceipt: (r) => this.outbox.add(r),
       ...(this.options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: this.options.unsteppedSessionMs }),
     })
-    const endpoint = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)
+    const listening = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)
+    const endpoint = listening === null || this.options.advertise === undefined ? listening : await this.options.advertise(listening)
     this.throwIfStopped()
-    const msPerBlock = await this.measure(manifest, blocks, embed)
+    const msPerBlock = await (this.runtime === undefined ? 1 : measureSpeed(this.runtime, manifest, blocks, embed))
     this.throwIfStopped()
     await this.publishState({
       modelId,
@@ -332,33 +332,6 @@ export class Host extends EventEmitter<HostEvents> {
       )
     this.log(`placement: blocks [${placement.proposal.blocks[0]}, ${placement.proposal.blocks[1]}), ${placement.proposal.bytesToDownload} bytes to fetch`)
     return placement.proposal.blocks
-  }
-
-  /** Compute time per block for one decoded token: the median of a few steps on a scratch session. */
-  private async measure(manifest: Manifest, blocks: readonly [number, number], embed: boolean): Promise<number> {
-    const runtime = this.runtime
-    if (runtime === undefined) return 1
-    const session = runtime.openSession({ maxTokens: 8 })
-    const times: number[] = []
-    try {
-      checkSeamsAgree(session, manifest, blocks)
-      const seam = seamAt(manifest, blocks[0])
-      for (let i = 0; i < 5; i++) {
-        const input = embed ? Int32Array.of(1) : new Float32Array(seam.values).fill(0.01)
-        // what the seam carries besides: a token id, and indices of cached positions (0..i, then -1s)
-        const k = seam.int32PerToken
-        const side = embed
-          ? {}
-          : { ...(seam.tokenIds ? { tokenIds: Int32Array.of(1) } : {}), ...(k > 0 ? { indices: new Int32Array(k).map((_, j) => (j <= i ? j : -1)) } : {}) }
-        const started = performance.now()
-        await session.forward(input, { positions: i, ...side })
-        times.push(performance.now() - started)
-      }
-    } finally {
-      session.close()
-    }
-    times.sort((a, b) => a - b)
-    return Math.max(1e-3, (times[2] ?? 1) / (blocks[1] - blocks[0]))
   }
 
   private async handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {

@@ -36,6 +36,14 @@ export const MAX_RECEIPTS = 4096
 export const MAX_TORRENT_BYTES = 16 * 1024 * 1024
 /** A model's metadata-only tokenizer GGUF: a 256k vocabulary with its merges is under 10 MiB. */
 export const MAX_TOKENIZER_BYTES = 32 * 1024 * 1024
+/** A round trip a client reports, ms: a minute is past any working link; longer is clamped to it. */
+export const MAX_ROUND_TRIP_MS = 60_000
+/** Hosts one latency report names: the hops of a route and the hosts the tracker asked to be measured. */
+export const MAX_LATENCY_LINKS = 64
+/** Round trips per host in one report. */
+export const MAX_ROUND_TRIPS_PER_LINK = 16
+/** Hosts a route asks its client to measure besides its hops. */
+export const MAX_MEASURE_TARGETS = 8
 
 /** Most values, or int32 side values, per token one seam may carry (manifests, probe sets, audits). */
 export const MAX_SEAM_VALUES = 1 << 24

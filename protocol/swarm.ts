@@ -8,10 +8,14 @@ import {
   MAX_GPUS,
   MAX_HOST_IDS,
   MAX_LABEL_CHARS,
+  MAX_LATENCY_LINKS,
   MAX_LISTED,
+  MAX_MEASURE_TARGETS,
   MAX_MESSAGE_CHARS,
   MAX_PATH_CHARS,
   MAX_RECEIPTS,
+  MAX_ROUND_TRIP_MS,
+  MAX_ROUND_TRIPS_PER_LINK,
   MAX_SESSION_TOKENS,
   MAX_TOKENIZER_BYTES,
   MAX_TORRENT_BYTES,
@@ -107,8 +111,21 @@ export const Route = z.object({
   expectedMsPerToken: z.number().nonnegative(),
   /** How hidden states cross this model's seams unless a client asks otherwise (`seamDtype` in protocol/seams.ts); absent from older trackers. */
   seamDtype: z.enum(['f16', 'f32']).optional(),
+  /** Hosts of this model the client has not measured lately: it pings them and reports (latency.report); absent from older trackers. */
+  measure: z
+    .array(z.object({ hostId: NodeId, endpoint: Url }))
+    .max(MAX_MEASURE_TARGETS)
+    .optional(),
 })
 export type Route = z.infer<typeof Route>
+
+/** A client's WebSocket ping round trips to hosts, ms; the tracker routes this client by them (and the swarm by their median). */
+export const LatencyReport = z.object({
+  links: z
+    .array(z.object({ hostId: NodeId, roundTripMs: z.array(z.number().min(0).max(MAX_ROUND_TRIP_MS)).min(1).max(MAX_ROUND_TRIPS_PER_LINK) }))
+    .max(MAX_LATENCY_LINKS),
+})
+export type LatencyReport = z.infer<typeof LatencyReport>
 
 const PlacementOption = z.object({
   blocks: BlockRange,
@@ -214,6 +231,8 @@ export const ClientToTracker = {
   'receipts.submit': rpc(z.object({ session: SessionId, receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
   /** The client is done with a session: the tracker releases what is left of its credit hold. */
   'session.end': rpc(z.object({ session: SessionId }), Empty),
+  /** Round trips the client measured; `recorded`: the links kept (hosts the tracker does not know are dropped). */
+  'latency.report': rpc(LatencyReport, z.object({ recorded: Count })),
   /** Join the dashboard pushes of these hosts (your own account's come without asking). */
   /** Has the tracker re-run one hop's step on another host and compare (see AuditRequest); rate-limited per key. */
   'audit.submit': rpc(AuditRequest, AuditVerdict),

@@ -199,6 +199,7 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
       },
       'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
       'session.end': (rng) => ({ session: sessionId(rng) }),
+      'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
       'dashboard.subscribe': () => ({ hostIds }),
       // A hop's history whose bytes do not hash to its receipt: the tracker must refuse it, never re-run it.
       'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>),

@@ -4,7 +4,7 @@ import { previewPlacement } from './placement'
 import type { HostRegistry } from './registry'
 import { hostsPerRoute } from './route-size'
 import { RoutePlanner } from './routing/route-planner'
-import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
+import { type LatencyTable, NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
 /** A compiled route planner is reused for at most this long, so load and reputation stay fresh. */
 const PLANNER_MAX_AGE_MS = 1000
@@ -18,6 +18,8 @@ export class SwarmPlanner {
     private readonly reputationOf: (hostId: string) => number = () => 1,
     /** The tracker's checks: whether a host may be routed (verified, not banned) and the speed its probes measured. */
     private readonly checks?: { eligible(hostId: string): boolean; msPerBlock(hostId: string, advertised: number): number },
+    /** Measured latencies between clients and hosts (tracker/latency); absent, every link costs the default. */
+    private readonly latency: LatencyTable = NO_LATENCIES,
   ) {
     registry.on('changed', () => this.planners.clear())
   }
@@ -63,7 +65,7 @@ export class SwarmPlanner {
         status: state.status,
       })
     }
-    return { nBlocks: manifest.nLayer, spans, latency: NO_LATENCIES, cuts: allowedCuts(manifest) }
+    return { nBlocks: manifest.nLayer, spans, latency: this.latency, cuts: allowedCuts(manifest) }
   }
 
   route(request: {
@@ -73,6 +75,8 @@ export class SwarmPlanner {
     span?: readonly [number, number] | undefined
     previousHop?: string | undefined
     nextHop?: string | undefined
+    /** The latency id of the client that relays the route's hops (clientLatencyId). */
+    relayedBy?: string | undefined
   }): Route {
     const planned = this.plannerFor(request.modelId).plan({
       tokens: request.maxTokens,
@@ -80,6 +84,7 @@ export class SwarmPlanner {
       ...(request.span === undefined ? {} : { span: request.span }),
       ...(request.previousHop === undefined ? {} : { previousHop: request.previousHop }),
       ...(request.nextHop === undefined ? {} : { nextHop: request.nextHop }),
+      ...(request.relayedBy === undefined ? {} : { relayedBy: request.relayedBy }),
     })
     return {
       modelId: request.modelId,

@@ -28,6 +28,8 @@ import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
 import { sendJson } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
+import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
+import { clientLatencyId, type LatencyMatrixOptions, MeasuredLatencies } from './latency/measured-latencies'
 import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
@@ -59,6 +61,8 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly log?: (line: string) => void
   /** The OpenAI-compatible gateway; its admin token defaults to $NEURON_ADMIN_TOKEN. */
   readonly gateway?: GatewayOptions
+  /** How measured client-to-host latencies are kept and trusted (tracker/latency); defaults suit a public swarm. */
+  readonly latency?: Partial<LatencyMatrixOptions>
   /** Micro-credits a new account starts with (default $NEURON_STARTING_GRANT_MICRO, else 10 credits). */
   readonly startingGrantMicro?: number
   /**
@@ -80,6 +84,8 @@ export class Tracker {
   readonly registry: HostRegistry
   readonly catalog: ModelCatalog
   readonly planner: SwarmPlanner
+  /** Round trips clients measured to hosts; routes follow them. */
+  readonly latencies: MeasuredLatencies
   readonly accounts: Accounts
   readonly metering: Metering
   readonly reputation: Reputation
@@ -136,7 +142,9 @@ export class Tracker {
       log: (l) => this.log(l),
     }))
     this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs, this.checks)
-    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks)
+    this.latencies = new MeasuredLatencies(options.latency)
+    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks, this.latencies)
+    this.latencies.on('changed', () => this.planner.invalidate())
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
     this.pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
@@ -304,27 +312,27 @@ export class Tracker {
       'hosts.list': () => ({ hosts: this.registry.summaries() }),
       'route.plan': (request, peer) => {
         const payer = this.tickets.payer(request.session, peer.publicKey)
-        const route = this.planner.route(request)
-        const ticketed = this.tickets.ticket(route, request, this.catalog.get(request.modelId).manifest, peer.publicKey, payer)
+        const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId) })
+        const manifest = this.catalog.get(request.modelId).manifest
+        const ticketed = this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
         const failed = this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
           ...request,
           accountId: payer.account.accountId,
         })
         // A span asked again after a failure: the host the client gave up on failed a step, if it was on the route.
         if (failed && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
-        const manifest = this.catalog.get(request.modelId).manifest
+        // each hop's audit rate, and what its answer carries (the client checks it)
+        const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
         return {
           ...ticketed,
-          hops: ticketed.hops.map((h) => ({
-            ...h,
-            audit: this.checks.auditRate(h.hostId),
-            ...(h.blocks[1] < manifest.nLayer ? { seamOut: seamAt(manifest, h.blocks[1]) } : {}),
-          })),
+          hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId), ...seamOut(h.blocks[1]) })),
           seamDtype: seamDtype(manifest),
+          measure: measureTargets(this.latencies, this.registry, peer.nodeId, route),
         }
       },
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
       'session.end': ({ session }, peer) => this.tickets.endBy(session, peer.publicKey),
+      'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
       'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       'relay.forward': async ({ hostId, frame }, peer) => {
         const socket = this.hostSockets.get(hostId)

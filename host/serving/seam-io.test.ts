@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest'
 import { concatInputs, forwardFrame, hiddenInput } from '../../client/hop-frames'
 import { HopFailure } from '../../client/hop-link'
-import { checkSeamAnswer } from '../../client/step-audits'
+import { checkedAnswer } from '../../client/step-audits'
 import { decodeFrame, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type RouteHop, type SeamFacts, sideError, sideOf, sidePerToken } from '../../protocol'
 import { seamInput, seamSide } from './seam-io'
 
@@ -112,14 +112,14 @@ describe('what a hop passes on is checked', () => {
 
   it('by the client on every step: the seam’s width and side values, and the step’s own token ids', () => {
     const ids = Int32Array.of(7, 9)
-    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6]), ids))).toBe('none')
+    expect(failure(() => checkedAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6]), ids))).toBe('none')
     // another token id passed on (it would pick other hash-routed experts at the next hop)
-    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), ids))).toBe(`${hop.hostId}:lied`)
+    expect(failure(() => checkedAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), ids))).toBe(`${hop.hostId}:lied`)
     // one stream short, or the indices left out
-    expect(failure(() => checkSeamAnswer(hop, hidden(2, 8, [7, 1, 2, 3, 9, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0]), ids))).toBe(`${hop.hostId}:lied`)
-    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 9]), ids))).toBe(`${hop.hostId}:lied`)
+    expect(failure(() => checkedAnswer(hop, hidden(2, 8, [7, 1, 2, 3, 9, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0]), ids))).toBe(`${hop.hostId}:lied`)
+    expect(failure(() => checkedAnswer(hop, hidden(2, 16, [7, 9]), ids))).toBe(`${hop.hostId}:lied`)
     // a replay, where the client has no step ids at hand, still checks the shape
-    expect(failure(() => checkSeamAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), undefined))).toBe('none')
+    expect(failure(() => checkedAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), undefined))).toBe('none')
   })
 
   it('by probes and audits: token ids equal, each token’s indices the same set', () => {

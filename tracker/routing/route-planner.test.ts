@@ -194,6 +194,34 @@ describe('planRoute', () => {
     }
   })
 
+  it('for a client that relays every hop, finds the route with the least Σ (round trip from the client + compute), on random small swarms', () => {
+    let seed = 11
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed / 2147483648
+    }
+    for (let trial = 0; trial < 200; trial++) {
+      const nBlocks = 6
+      const spans: ServedSpan[] = []
+      const latency = new LatencyMatrix()
+      for (let i = 0; i < 6; i++) {
+        const begin = Math.floor(random() * nBlocks)
+        const end = begin + 1 + Math.floor(random() * (nBlocks - begin))
+        spans.push(host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), { relay: random() < 0.2, activeSessions: Math.floor(random() * 4) }))
+        // Some hosts measured from alice (either way round), the rest at the default.
+        if (random() < 0.6) latency.set('alice', `h${i}`, Math.floor(random() * 80)).set(`h${i}`, 'alice', Math.floor(random() * 80))
+      }
+      const view = swarm(nBlocks, spans, latency)
+      const best = fastestRelayed(view, 'alice')
+      if (best === undefined) {
+        expect(() => planRoute(view, { tokens: 1, relayedBy: 'alice' })).toThrow(NeuronError)
+        continue
+      }
+      const route = planRoute(view, { tokens: 1, relayedBy: 'alice' })
+      expect(route.expectedMsPerToken, `trial ${trial}`).toBeCloseTo(best, 9)
+    }
+  })
+
   it('rejects a span outside the model with a message that says the valid range', () => {
     const view = swarm(4, [host('a', [0, 4], 5)])
     const error = noRoute(() => planRoute(view, { tokens: 1, span: [2, 9] }))
@@ -208,3 +236,26 @@ describe('planRoute', () => {
     expect(planner.plan({ tokens: 1 }).hops[0]?.hostId).toBe('a')
   })
 })
+
+/** Every sequence of distinct hosts, each hop costing its round trip from `client` (measured or twice the default) and its compute. */
+function fastestRelayed(view: SwarmView, client: string): number | undefined {
+  const rtt = (h: string) => (view.latency.ms(client, h) ?? LINK) + (view.latency.ms(h, client) ?? LINK)
+  let best: number | undefined
+  const visit = (at: number, used: Set<string>, ms: number) => {
+    if (at === view.nBlocks) {
+      if (best === undefined || ms < best) best = ms
+      return
+    }
+    for (const span of view.spans) {
+      if (used.has(span.hostId) || span.blocks[0] > at || span.blocks[1] <= at) continue
+      for (let end = at + 1; end <= span.blocks[1]; end++) {
+        const compute = span.msPerBlock * (1 + span.activeSessions / span.maxSessions) * (end - at)
+        used.add(span.hostId)
+        visit(end, used, ms + rtt(span.hostId) + compute + (span.relay ? RELAY : 0))
+        used.delete(span.hostId)
+      }
+    }
+  }
+  visit(0, new Set(), 0)
+  return best
+}

@@ -31,6 +31,12 @@ export interface RouteRequest {
   previousHop?: string
   /** Who receives the span's output: the client's id (default), or the host after the span. */
   nextHop?: string
+  /**
+   * The latency id of a client that relays every hop itself (the swarm client sends each hop its input and
+   * reads its answer): each hop then costs the round trip client → host → client, measured or twice the
+   * default, in place of the links between hosts, which its frames never cross.
+   */
+  relayedBy?: string
 }
 
 export interface RouteHop {
@@ -60,11 +66,14 @@ export class RoutePlanner {
   private readonly search: RouteSearch
   /** Per plan: 1 for each host that can take the session. */
   private readonly eligible: Uint8Array
+  /** Per relayed plan: each host's round trip from the client, less the default link the search charges it. */
+  private readonly relayEntryMs: Float64Array
 
   constructor(view: SwarmView, costs: RouteCosts = DEFAULT_ROUTE_COSTS) {
     this.graph = new RouteGraph(view, costs)
     this.search = new RouteSearch(this.graph)
     this.eligible = new Uint8Array(this.graph.size)
+    this.relayEntryMs = new Float64Array(this.graph.size)
   }
 
   /** The fastest route for the request; throws NeuronError 'no_route' naming the blocks nobody can serve. */
@@ -96,9 +105,28 @@ export class RoutePlanner {
     const nextHop = request.nextHop ?? CLIENT
     this.markEligible(request, spanBegin, spanEnd)
 
-    const found = this.search.fastest(this.eligible, spanBegin, spanEnd, previousHop, nextHop)
+    const relayed = request.relayedBy === undefined ? undefined : this.relayEntries(request.relayedBy)
+    const found = this.search.fastest(this.eligible, spanBegin, spanEnd, previousHop, nextHop, relayed)
     if (found === undefined) throw this.noRoute(request, spanBegin, spanEnd)
-    return this.route(found, spanBegin, spanEnd, previousHop, nextHop)
+    return this.route(found, spanBegin, spanEnd, previousHop, nextHop, request.relayedBy)
+  }
+
+  /** A relayed hop's round trip from its client, measured or twice the default one-way estimate. */
+  private relayRoundTripMs(client: string, hostId: string): number {
+    return this.graph.linkMs(client, hostId) + this.graph.linkMs(hostId, client)
+  }
+
+  /**
+   * The search charges every route n + 1 links for n hops, each at the default when unmeasured between hosts.
+   * Adding (round trip − default) per hop makes its cost Σ round trips + one default: the same constant for
+   * every route of the span, so the order of routes is the relayed one.
+   */
+  private relayEntries(client: string): Float64Array {
+    const { spans } = this.graph
+    for (let h = 0; h < spans.length; h++) {
+      this.relayEntryMs[h] = this.eligible[h] === 1 ? this.relayRoundTripMs(client, (spans[h] as ServedSpan).hostId) - this.graph.costs.defaultLatencyMs : 0
+    }
+    return this.relayEntryMs
   }
 
   private markEligible(request: RouteRequest, spanBegin: number, spanEnd: number): void {
@@ -121,7 +149,7 @@ export class RoutePlanner {
     }
   }
 
-  private route(found: SearchedHop[], spanBegin: number, spanEnd: number, previousHop: string, nextHop: string): PlannedRoute {
+  private route(found: SearchedHop[], spanBegin: number, spanEnd: number, previousHop: string, nextHop: string, relayedBy?: string): PlannedRoute {
     const { spans, indexOf } = this.graph
     const hops: RouteHop[] = found.map(({ host, begin, end }) => {
       const span = spans[host] as ServedSpan
@@ -140,6 +168,10 @@ export class RoutePlanner {
     }
     // Report the time a user will see: penalties that only order the search (reputation) are left out.
     let expectedMsPerToken = 0
+    if (relayedBy !== undefined) {
+      for (const hop of hops) expectedMsPerToken += this.relayRoundTripMs(relayedBy, hop.hostId) + hop.computeMs + relayMs(hop.relay, this.graph.costs)
+      return { blocks: [spanBegin, spanEnd], hops, expectedMsPerToken }
+    }
     let sender = previousHop
     for (const hop of hops) {
       expectedMsPerToken += this.graph.linkMs(sender, hop.hostId) + hop.computeMs + relayMs(hop.relay, this.graph.costs)

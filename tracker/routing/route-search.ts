@@ -67,13 +67,21 @@ export class RouteSearch {
    * The fastest hops through blocks [spanBegin, spanEnd) on the hosts marked 1 in `eligible`, in route order;
    * undefined when they do not cover the span. It may use one host twice, around a detour (see RoutePlanner).
    */
-  fastest(eligible: Uint8Array, spanBegin: number, spanEnd: number, previousHop: string, nextHop: string): SearchedHop[] | undefined {
-    const finalHost = this.sweep(eligible, spanBegin, spanEnd, previousHop, nextHop)
+  fastest(
+    eligible: Uint8Array,
+    spanBegin: number,
+    spanEnd: number,
+    previousHop: string,
+    nextHop: string,
+    /** Per host, added to this request's hops on it besides the graph's entry penalty (a relaying client's round trip). */
+    requestEntryMs?: Float64Array,
+  ): SearchedHop[] | undefined {
+    const finalHost = this.sweep(eligible, spanBegin, spanEnd, previousHop, nextHop, requestEntryMs)
     return finalHost === NONE ? undefined : this.hops(finalHost, spanEnd)
   }
 
   /** One pass over boundaries spanBegin..spanEnd; returns the last hop's host, or NONE when no route exists. */
-  private sweep(eligible: Uint8Array, spanBegin: number, spanEnd: number, previousHop: string, nextHop: string): number {
+  private sweep(eligible: Uint8Array, spanBegin: number, spanEnd: number, previousHop: string, nextHop: string, requestEntryMs?: Float64Array): number {
     const { cur, arrivalMs, arrivalStart, arrivals, active, hopStart, pushedMs, pushedFrom, pushedAt, topLinks, topLinksAt } = this
     const { graph } = this
     const { begin, end, stepMs, entryPenaltyMs, stateBase, outStart, outTo, outMs, minInMs, minOutMs, cuts } = graph
@@ -167,7 +175,7 @@ export class RouteSearch {
       for (let k = 0; k < activeCount; k++) {
         const h = active[k] as number
         const continuing = cur[h] as number
-        const penalty = entryPenaltyMs[h] as number
+        const penalty = (entryPenaltyMs[h] as number) + (requestEntryMs?.[h] ?? 0)
         let entryMs = Number.POSITIVE_INFINITY
         let from = NONE
         if (b === spanBegin) {
