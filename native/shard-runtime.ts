@@ -181,6 +181,8 @@ export class ShardRuntime {
       const r = results[next++]
       if (r === undefined) return { ok: false, error: new ShardRuntimeError('INTERNAL', 'the batch returned fewer results than steps') }
       if (!r.ok) return { ok: false, error: toShardRuntimeError(r.error) }
+      // closed while its step ran: the others' results stand, this one is dropped (its cache was freed as the batch settled)
+      if (p.step.session.isClosed) return { ok: false, error: new ShardRuntimeError('SESSION_CLOSED', 'the session was closed while its step ran') }
       return { ok: true, output: p.step.session.settleStep(p.step.input, p.native.start, r) }
     })
   }
@@ -263,6 +265,11 @@ export class ShardSession {
   /** Int32 per token a hidden output carries in `indices` (glm-dsa: the next block is a shared-indexer block); 0 when none. */
   get indicesOut(): number {
     return this.seam.indicesOut
+  }
+
+  /** Whether close() was called (a batch drops the step of a session closed while it ran). */
+  get isClosed(): boolean {
+    return this.closed
   }
 
   /** Positions cached so far; the next forward starts here unless told otherwise. */
