@@ -17,7 +17,11 @@ const STEPS = 24
  * Measured: stories260K 8.9e-4, deepseek2 q8_0 0 (bit-exact). Near-ties below this margin are not compared.
  */
 const MAX_BATCH_DP = 1e-3
-/** qwen3moe q8_0 measured 1.5e-2 at one step of 192 (tokens equal at every clear step); cause not isolated yet (a router near-tie suspected). */
+/**
+ * qwen3moe q8_0: measured 1.5e-2, all in one session from one step on (session 5, steps 18-23; every other step ≤ 1e-3,
+ * tokens equal at every step with solo margins of 0.3-0.5): a router near-tie picking another expert at one step leaves
+ * its K and V in the cache. Experts amplify the rounding above; dense and MLA models stay within MAX_BATCH_DP.
+ */
 const MAX_BATCH_DP_MOE = 2e-2
 // prompts of different lengths, so the sessions sit at different positions in every batch
 const PROMPTS = Array.from({ length: SESSIONS }, (_, i) => Array.from({ length: 1 + ((i * 3) % 7) }, (_, j) => 1 + ((i * 37 + j * 11) % 200)))
@@ -108,9 +112,10 @@ function margin(p: Float64Array): number {
 }
 
 /** Greedy tokens equal at every step whose solo margin is above the tolerance; returns the largest |Δp| and the near-ties skipped. */
-function compare(alone: Step[][], together: (Step | undefined)[][]): { worst: number; ties: number } {
+function compare(alone: Step[][], together: (Step | undefined)[][]): { worst: number; ties: number; over: string[] } {
   let worst = 0
   let ties = 0
+  const over: string[] = []
   for (const [k, steps] of together.entries()) {
     const want = (alone[k] as Step[]).slice(0, steps.length)
     const clear = want.map((w) => margin(w.probs) > MAX_BATCH_DP)
@@ -119,9 +124,13 @@ function compare(alone: Step[][], together: (Step | undefined)[][]): { worst: nu
       steps.map((s, i) => (clear[i] ? s?.token : 'near-tie')),
       `session ${k}`,
     ).toEqual(want.map((w, i) => (clear[i] ? w.token : 'near-tie')))
-    for (const [i, s] of steps.entries()) worst = Math.max(worst, maxAbsDiff((s as Step).probs, (want[i] as Step).probs))
+    for (const [i, s] of steps.entries()) {
+      const dp = maxAbsDiff((s as Step).probs, (want[i] as Step).probs)
+      worst = Math.max(worst, dp)
+      if (dp > MAX_BATCH_DP) over.push(`session ${k} step ${i}: ${dp.toExponential(1)}, solo margin ${margin((want[i] as Step).probs).toExponential(1)}`)
+    }
   }
-  return { worst, ties }
+  return { worst, ties, over }
 }
 
 let dir = ''
@@ -160,8 +169,10 @@ describe('8 concurrent greedy sessions in one graph per step produce their solo 
         const alone = []
         for (const p of PROMPTS) alone.push(await solo(rt, p, STEPS))
         const together = await batched(rt, PROMPTS, STEPS, alone)
-        const { worst, ties } = compare(alone, together.steps)
-        console.log(`${c.name}: ${SESSIONS} sessions x ${STEPS} steps batched, max |dp| vs solo ${worst.toExponential(2)}, ${ties} near-ties`)
+        const { worst, ties, over } = compare(alone, together.steps)
+        console.log(
+          `${c.name}: ${SESSIONS} sessions x ${STEPS} steps batched, max |dp| vs solo ${worst.toExponential(2)}, ${ties} near-ties; above ${MAX_BATCH_DP}: ${over.join('; ') || 'none'}`,
+        )
         expect(worst).toBeLessThanOrEqual(c.maxDp)
         expect(new Set(alone.flat().map((s) => s.token)).size).toBeGreaterThanOrEqual(8)
       } finally {
