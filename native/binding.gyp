@@ -14,6 +14,7 @@
       "sources": [
         "src/addon.cpp",
         "src/addon_seams.cpp",
+        "src/addon_batch.cpp",
         "src/backend.cpp",
         "src/model.cpp",
         "src/hparams.cpp",
@@ -26,6 +27,7 @@
         "src/seams.cpp",
         "src/kv_cache.cpp",
         "src/runtime.cpp",
+        "src/runtime_batch.cpp",
         "src/quantize.cpp",
         "src/models/llama.cpp",
         "src/models/qwen2.cpp",

@@ -52,8 +52,21 @@ export interface NativeSession {
   readonly seam: NativeSeam
 }
 
+/** One session's step in a batch (runtime_batch.cpp); each settles on its own. */
+export type NativeBatchItem = {
+  session: NativeSession
+  input: Int32Array | Float32Array | Uint16Array
+  start: number
+  allOutputs: boolean
+  f16Output: boolean
+  side?: { tokenIds?: Int32Array; indices?: Int32Array }
+}
+export type NativeBatchResult = (NativeForwardResult & { ok: true }) | { ok: false; error: unknown }
+
 export interface NativeRuntime {
   info(): NativeInfo
+  /** The items' steps in one graph: a bad item fails alone; a family that cannot batch fails every item (BATCH_UNSUPPORTED). */
+  forwardBatch(items: NativeBatchItem[]): Promise<NativeBatchResult[]>
   /** from/to: the session's blocks, a sub-range of the runtime's (default: all of them). */
   openSession(maxTokens: number, from?: number, to?: number): NativeSession
   dispose(): void

@@ -35,6 +35,9 @@ export type ShardRuntimeErrorCode =
   | 'BAD_QUANT_TYPE'
   | 'BAD_QUANT_INPUT'
   | 'NATIVE_NOT_BUILT'
+  | 'BATCH_UNSUPPORTED'
+  | 'BATCH_MISMATCH'
+  | 'BATCH_TOO_LARGE'
   | 'INTERNAL'
 
 export type ShardRuntimeErrorDetails = Record<string, number | string | string[]>

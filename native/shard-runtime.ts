@@ -1,6 +1,14 @@
 // The layer-range runtime: blocks [a, b) of a GGUF model on ggml, with a hidden-state seam.
 import { availableParallelism } from 'node:os'
-import { type NativeForwardResult, type NativeInfo, type NativeRuntime, type NativeSeam, type NativeSession, nativeModule } from './binding'
+import {
+  type NativeBatchItem,
+  type NativeForwardResult,
+  type NativeInfo,
+  type NativeRuntime,
+  type NativeSeam,
+  type NativeSession,
+  nativeModule,
+} from './binding'
 import { ShardRuntimeError, toShardRuntimeError, typed } from './errors'
 import { type Sampled, type SampleParams, SeededRandom, sampleToken } from './sampler'
 
@@ -150,6 +158,40 @@ export class ShardRuntime {
     return session
   }
 
+  /**
+   * One step of each session in one graph (continuous batching): weight matmuls and the FFN run once over every
+   * session's rows, attention per session over its own cache. Each step settles on its own: a bad step fails alone.
+   * Families with sliding windows, recurrent or compressor states or an indexer cannot batch (`canBatch` false):
+   * their steps fail with BATCH_UNSUPPORTED; run them with `session.forward`.
+   */
+  async forwardBatch(steps: BatchStep[]): Promise<BatchOutcome[]> {
+    this.check()
+    const prepared = steps.map((step) => {
+      try {
+        return { step, native: step.session.nativeStep(step.input, step.options ?? {}) }
+      } catch (err) {
+        return { step, error: toShardRuntimeError(err) }
+      }
+    })
+    const runnable = prepared.filter((p) => p.native !== undefined)
+    const results = runnable.length > 0 ? await typed(() => this.native.forwardBatch(runnable.map((p) => p.native as NativeBatchItem))) : []
+    let next = 0
+    return prepared.map((p): BatchOutcome => {
+      if (p.native === undefined) return { ok: false, error: p.error ?? new ShardRuntimeError('INTERNAL', 'batch step not prepared') }
+      const r = results[next++]
+      if (r === undefined) return { ok: false, error: new ShardRuntimeError('INTERNAL', 'the batch returned fewer results than steps') }
+      if (!r.ok) return { ok: false, error: toShardRuntimeError(r.error) }
+      // closed while its step ran: the others' results stand, this one is dropped (its cache was freed as the batch settled)
+      if (p.step.session.isClosed) return { ok: false, error: new ShardRuntimeError('SESSION_CLOSED', 'the session was closed while its step ran') }
+      return { ok: true, output: p.step.session.settleStep(p.step.input, p.native.start, r) }
+    })
+  }
+
+  /** Whether this runtime's family runs several sessions in one graph (plain per-position K and V caches). */
+  get canBatch(): boolean {
+    return BATCHED_ARCHS.has(this.info().arch)
+  }
+
   /** Frees the weights and every session's cache (waits for a forward pass in flight). */
   dispose(): void {
     if (this.disposed) return
@@ -162,6 +204,12 @@ export class ShardRuntime {
     if (this.disposed) throw new ShardRuntimeError('RUNTIME_DISPOSED', 'the runtime was disposed')
   }
 }
+
+/** Families whose cache is plain per-position K and V (runtime_batch.cpp's batch_refusal says why the others are not). */
+export const BATCHED_ARCHS: ReadonlySet<string> = new Set(['llama', 'qwen2', 'qwen3', 'qwen3moe', 'deepseek2'])
+
+export type BatchStep = { session: ShardSession; input: Int32Array | Float32Array | Uint16Array; options?: ForwardOptions }
+export type BatchOutcome = { ok: true; output: ForwardOutput } | { ok: false; error: ShardRuntimeError }
 
 export class ShardSession {
   private lastLogits: Float32Array | undefined
@@ -219,6 +267,11 @@ export class ShardSession {
     return this.seam.indicesOut
   }
 
+  /** Whether close() was called (a batch drops the step of a session closed while it ran). */
+  get isClosed(): boolean {
+    return this.closed
+  }
+
   /** Positions cached so far; the next forward starts here unless told otherwise. */
   get nPast(): number {
     return this.closed ? 0 : this.native.nPast
@@ -240,23 +293,33 @@ export class ShardSession {
    */
   async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
     return typed(async () => {
-      if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
-      const start = startOf(options.positions, this.native.nPast, input, this.seam.inputWidth)
-      const f16 = options.hiddenType === 'f16' && !this.info.head
-      const side = { tokenIds: options.tokenIds, indices: options.indices }
-      const res: NativeForwardResult = await this.native.forward(input, start, options.allLogits ?? false, f16, side)
-      if (input instanceof Int32Array) {
-        this.history.length = Math.min(this.history.length, start)
-        this.history.push(...input)
-      }
-      const { data, rows, cols, indices } = res
-      if (data instanceof Uint16Array) return { kind: 'hidden', dtype: 'f16', data, rows, cols, ...(indices ? { indices } : {}) }
-      if (this.info.head) {
-        this.lastLogits = data.subarray((rows - 1) * cols)
-        return { kind: 'logits', dtype: 'f32', data, rows, cols }
-      }
-      return { kind: 'hidden', dtype: 'f32', data, rows, cols, ...(indices ? { indices } : {}) }
+      const n = this.nativeStep(input, options)
+      return this.settleStep(input, n.start, await this.native.forward(input, n.start, n.allOutputs, n.f16Output, n.side))
     })
+  }
+
+  /** @internal the native arguments of a step (throws before anything runs) */
+  nativeStep(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions): NativeBatchItem {
+    if (this.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
+    const start = startOf(options.positions, this.native.nPast, input, this.seam.inputWidth)
+    const f16Output = options.hiddenType === 'f16' && !this.info.head
+    const side = { tokenIds: options.tokenIds, indices: options.indices }
+    return { session: this.native, input, start, allOutputs: options.allLogits ?? false, f16Output, side }
+  }
+
+  /** @internal a step's result: the token history and the logits sample() reads */
+  settleStep(input: Int32Array | Float32Array | Uint16Array, start: number, res: NativeForwardResult): ForwardOutput {
+    if (input instanceof Int32Array) {
+      this.history.length = Math.min(this.history.length, start)
+      this.history.push(...input)
+    }
+    const { data, rows, cols, indices } = res
+    if (data instanceof Uint16Array) return { kind: 'hidden', dtype: 'f16', data, rows, cols, ...(indices ? { indices } : {}) }
+    if (this.info.head) {
+      this.lastLogits = data.subarray((rows - 1) * cols)
+      return { kind: 'logits', dtype: 'f32', data, rows, cols }
+    }
+    return { kind: 'hidden', dtype: 'f32', data, rows, cols, ...(indices ? { indices } : {}) }
   }
 
   /** Samples the next token from the last forward's logits (last hop only). */

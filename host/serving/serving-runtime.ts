@@ -1,10 +1,17 @@
-import type { SessionOptions, ShardSession } from '../../native'
+import type { BatchOutcome, ForwardOptions, SessionOptions, ShardSession } from '../../native'
 
 /** What a shard server needs of one session: the native ShardSession, or a wrapper around one. */
 export type ServingSession = Pick<ShardSession, 'forward' | 'sample' | 'close' | 'blocks' | 'takesTokens'>
+
+/** One session's step in a batch. */
+export type ServingStep = { session: ServingSession; input: Int32Array | Float32Array | Uint16Array; options?: ForwardOptions }
 
 /** What a host needs of its loaded blocks: the native ShardRuntime, or a wrapper around one. */
 export interface ServingRuntime {
   openSession(options: SessionOptions): ServingSession
   dispose(): void
+  /** Whether forwardBatch can run this family (plain per-position K and V caches); absent: one session per graph. */
+  readonly canBatch?: boolean
+  /** Several sessions' steps in one graph, each settling on its own (ShardRuntime.forwardBatch; its sessions are its own). */
+  forwardBatch?(steps: ServingStep[]): Promise<BatchOutcome[]>
 }

@@ -29,6 +29,7 @@ import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type TicketTerms } from './admission'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
 import type { ServingRuntime, ServingSession } from './serving-runtime'
+import { StepBatcher } from './step-batcher'
 
 export interface ShardServerOptions {
   readonly modelId: string
@@ -106,12 +107,15 @@ export class ShardServer {
   private readonly recentMsPerBlock: number[] = []
   private connections = 0
   private readonly limits: AdmissionLimits
+  /** Runs the ready steps of all sessions in one graph per tick (step-batcher.ts). */
+  readonly batcher: StepBatcher
 
   constructor(
     private readonly runtime: ServingRuntime,
     private readonly options: ShardServerOptions,
   ) {
     this.limits = admissionLimits(options.maxSessions, options.limits)
+    this.batcher = new StepBatcher(runtime)
     this.reaper = setInterval(() => this.reapIdle(Date.now()), Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)))
     this.reaper.unref()
   }
@@ -282,7 +286,7 @@ export class ShardServer {
 
   private async compute(served: ServedSession, frame: Frame, input: SeamInput): Promise<Uint8Array> {
     const started = performance.now()
-    const output = await served.runtime.forward(input.values, {
+    const output = await this.batcher.forward(served.runtime, input.values, {
       positions: frame.position,
       hiddenType: served.open.hiddenDtype,
       ...(served.runtime.takesTokens || input.tokenIds === undefined ? {} : { tokenIds: input.tokenIds }),

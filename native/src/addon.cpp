@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "addon_job.h"
 #include "addon_seams.h"
 #include "backend.h"
 #include "errors.h"
@@ -13,78 +14,6 @@
 using namespace neuron;
 
 namespace {
-
-Napi::Array to_js_array(Napi::Env env, const std::vector<std::string> & v) {
-    Napi::Array a = Napi::Array::New(env, v.size());
-    for (size_t i = 0; i < v.size(); ++i) a.Set(i, v[i]);
-    return a;
-}
-
-Napi::Error to_js_error(Napi::Env env, const RuntimeError & e) {
-    Napi::Error err = Napi::Error::New(env, e.what());
-    err.Set("code", Napi::String::New(env, e.code));
-    Napi::Object details = Napi::Object::New(env);
-    for (const auto & [k, v] : e.numbers) details.Set(k, Napi::Number::New(env, v));
-    for (const auto & [k, v] : e.strings) details.Set(k, Napi::String::New(env, v));
-    for (const auto & [k, v] : e.lists) details.Set(k, to_js_array(env, v));
-    err.Set("details", details);
-    return err;
-}
-
-template <typename F>
-auto guard(Napi::Env env, F && f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const RuntimeError & e) {
-        throw to_js_error(env, e);
-    } catch (const Napi::Error &) {
-        throw;
-    } catch (const std::exception & e) {
-        throw to_js_error(env, RuntimeError("INTERNAL", e.what()));
-    }
-}
-
-// An AsyncWorker that settles a promise and keeps typed errors typed.
-class Job : public Napi::AsyncWorker {
-  public:
-    explicit Job(Napi::Env env) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {}
-    Napi::Promise promise() { return deferred_.Promise(); }
-
-  protected:
-    virtual void run() = 0;
-    virtual Napi::Value result(Napi::Env env) = 0;
-    virtual void settled() {}
-
-    void Execute() override {
-        try {
-            run();
-        } catch (const RuntimeError & e) {
-            error_ = std::make_unique<RuntimeError>(e);
-            SetError(e.what());
-        } catch (const std::exception & e) {
-            error_ = std::make_unique<RuntimeError>("INTERNAL", e.what());
-            SetError(e.what());
-        }
-    }
-    void OnOK() override {
-        settled();
-        Napi::HandleScope scope(Env());
-        try {
-            deferred_.Resolve(result(Env()));
-        } catch (const Napi::Error & e) {
-            deferred_.Reject(e.Value());
-        }
-    }
-    void OnError(const Napi::Error & e) override {
-        settled();
-        Napi::HandleScope scope(Env());
-        deferred_.Reject(error_ ? to_js_error(Env(), *error_).Value() : e.Value());
-    }
-
-  private:
-    Napi::Promise::Deferred deferred_;
-    std::unique_ptr<RuntimeError> error_;
-};
 
 std::vector<std::string> string_array(const Napi::Value & v) {
     std::vector<std::string> out;
@@ -104,6 +33,7 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
     static void Init(Napi::Env env, Napi::Object exports) {
         Napi::Function f = DefineClass(env, "NativeRuntime",
                                        {InstanceMethod("info", &RuntimeWrap::Info), InstanceMethod("openSession", &RuntimeWrap::OpenSession),
+                                        InstanceMethod("forwardBatch", &RuntimeWrap::ForwardBatch),
                                         InstanceMethod("dispose", &RuntimeWrap::Dispose)});
         ctor = Napi::Persistent(f);
         exports.Set("NativeRuntime", f);
@@ -152,6 +82,7 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
     }
 
     Napi::Value OpenSession(const Napi::CallbackInfo & info);
+    Napi::Value ForwardBatch(const Napi::CallbackInfo & info) { return forward_batch_js(info, core); }
 
     Napi::Value Dispose(const Napi::CallbackInfo & info) {
         if (core) core->dispose();
@@ -199,39 +130,8 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         Napi::Env env = info.Env();
         return guard(env, [&]() -> Napi::Value {
             check_idle();
-            if (!info[0].IsTypedArray()) throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
-            auto ta = info[0].As<Napi::TypedArray>();
-            ForwardRequest req;
-            req.start = (int64_t) info[1].As<Napi::Number>().Int64Value();
-            req.all_outputs = info[2].ToBoolean().Value();
-            req.f16_output = info.Length() > 3 && info[3].ToBoolean().Value();
-            const int64_t n_embd = state->core->disposed ? 1 : state->core->model->hp.hidden_width();
-            switch (ta.TypedArrayType()) {
-                case napi_int32_array: {
-                    auto a = ta.As<Napi::Int32Array>();
-                    req.kind = InputKind::Tokens;
-                    req.tokens.assign(a.Data(), a.Data() + a.ElementLength());
-                    req.n_tokens = (int64_t) a.ElementLength();
-                    break;
-                }
-                case napi_float32_array: {
-                    auto a = ta.As<Napi::Float32Array>();
-                    req.kind = InputKind::HiddenF32;
-                    req.hidden.assign(a.Data(), a.Data() + a.ElementLength());
-                    req.n_tokens = std::max<int64_t>(1, (int64_t) a.ElementLength() / n_embd);
-                    break;
-                }
-                case napi_uint16_array: {
-                    auto a = ta.As<Napi::Uint16Array>();
-                    req.kind = InputKind::HiddenF16;
-                    req.hidden.resize(a.ElementLength());
-                    for (size_t i = 0; i < a.ElementLength(); ++i) req.hidden[i] = ggml_fp16_to_fp32(a.Data()[i]);
-                    req.n_tokens = std::max<int64_t>(1, (int64_t) a.ElementLength() / n_embd);
-                    break;
-                }
-                default: throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
-            }
-            if (info.Length() > 4) read_side_inputs(info[4], req);  // { tokenIds?, indices? }
+            ForwardRequest req = read_forward_request(*state, info[0], (int64_t) info[1].As<Napi::Number>().Int64Value(), info[2].ToBoolean().Value(),
+                                                      info.Length() > 3 && info[3].ToBoolean().Value(), info.Length() > 4 ? info[4] : env.Undefined());
             validate_forward(*state, req);
             auto * job = new ForwardJob(env, state, std::move(req));
             state->busy.store(true);
@@ -284,22 +184,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             RuntimeCore & core = *s_->core;
             if (--core.in_flight == 0 && core.disposed) core.release();
         }
-        Napi::Value result(Napi::Env env) override {
-            Napi::Object o = Napi::Object::New(env);
-            if (req_.f16_output) {
-                Napi::Uint16Array data = Napi::Uint16Array::New(env, out_.half.size());
-                std::memcpy(data.Data(), out_.half.data(), out_.half.size() * sizeof(ggml_fp16_t));
-                o.Set("data", data);
-            } else {
-                Napi::Float32Array data = Napi::Float32Array::New(env, out_.data.size());
-                std::memcpy(data.Data(), out_.data.data(), out_.data.size() * sizeof(float));
-                o.Set("data", data);
-            }
-            write_side_outputs(env, o, out_);
-            o.Set("rows", (double) out_.rows);
-            o.Set("cols", (double) out_.cols);
-            return o;
-        }
+        Napi::Value result(Napi::Env env) override { return forward_result_object(env, req_, out_); }
 
       private:
         std::shared_ptr<SessionState> s_;
@@ -308,6 +193,17 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     };
 };
 Napi::FunctionReference SessionWrap::ctor;
+
+}  // namespace
+
+std::shared_ptr<SessionState> neuron::session_state_of(const Napi::Value & v) {
+    if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(SessionWrap::ctor.Value())) {
+        throw RuntimeError("BAD_INPUT", "a batch item's session must be a NativeSession");
+    }
+    return SessionWrap::Unwrap(v.As<Napi::Object>())->state;
+}
+
+namespace {
 
 Napi::Value RuntimeWrap::OpenSession(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();

@@ -96,16 +96,45 @@ ggml_tensor * GraphBuilder::attention(int il, ggml_tensor * q, ggml_tensor * k, 
     return cur;
 }
 
+void GraphBuilder::add_seq(const KvCache & cache, int64_t t0, int64_t n, int64_t n_kv_seq) {
+    Seq s{&cache, t0, n, n_kv_seq, nullptr, nullptr};
+    s.kq_mask = ggml_new_tensor_2d(ctx0, flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv_seq, n);
+    ggml_set_input(s.kq_mask);
+    s.kv_idxs = ggml_new_tensor_1d(ctx0, GGML_TYPE_I64, n);
+    ggml_set_input(s.kv_idxs);
+    seqs.push_back(s);
+}
+
 ggml_tensor * GraphBuilder::attend(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v) {
+    if (seqs.empty()) {
+        const bool swa = hp.is_swa(il);
+        ggml_tensor * mask = attn_mask ? attn_mask : swa ? inp_kq_mask_swa : inp_kq_mask;
+        return attend_seq(il, q, k, v, kv, 0, n_tokens, swa ? n_kv_swa : n_kv, swa ? inp_kv_idxs_swa : inp_kv_idxs, mask);
+    }
+    // each session's rows attend over its own cache; the rows are joined again for the output projection
+    ggml_tensor * out = nullptr;
+    for (const Seq & s : seqs) {
+        ggml_tensor * cur = attend_seq(il, q, k, v, *s.kv, s.t0, s.n, s.n_kv, s.kv_idxs, s.kq_mask);
+        out = out ? ggml_concat(ctx0, out, cur, 1) : cur;
+    }
+    return out;
+}
+
+ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, const KvCache & cache, int64_t t0,
+                                       int64_t n_rows, int64_t n_kv, ggml_tensor * idxs, ggml_tensor * mask) {
     const Layer & L = model.layer(il);
     const bool mla = hp.is_mla();
-    ggml_tensor * cache_k = kv.k[il - kv.il0];
+    ggml_tensor * cache_k = cache.k[il - cache.il0];
     const int64_t k_values = hp.cache_k_values();
     const int64_t head_k = mla ? k_values : hp.n_embd_head;
     const int64_t n_head_kv = mla ? 1 : hp.n_head_kv;
-    const bool swa = hp.is_swa(il);
-    const int64_t n_kv = swa ? n_kv_swa : this->n_kv;
-    ggml_tensor * idxs = swa ? inp_kv_idxs_swa : inp_kv_idxs;
+    if (n_rows != n_tokens) {  // this session's rows of the batch
+        auto rows = [&](ggml_tensor * t) { return ggml_view_3d(ctx0, t, t->ne[0], t->ne[1], n_rows, t->nb[1], t->nb[2], t0 * t->nb[2]); };
+        q = rows(q);
+        k = rows(k);
+        v = rows(v);
+    }
+    const int64_t n_tokens = n_rows;
 
     // same insertion order as llama.cpp (q, v, k) so the scheduler sees the same graph
     ggml_build_forward_expand(gf, q);
@@ -121,13 +150,12 @@ ggml_tensor * GraphBuilder::attend(int il, ggml_tensor * q, ggml_tensor * k, ggm
         // key-only cache: V is the latent part of each cached key
         vc = ggml_view_3d(ctx0, cache_k, hp.n_lora_kv, 1, n_kv, kc->nb[1], kc->nb[2], 0);
     } else {
-        ggml_tensor * cache_v = kv.v[il - kv.il0];
+        ggml_tensor * cache_v = cache.v[il - cache.il0];
         const int64_t n_embd_kv = hp.n_embd_kv();
         ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_v, ggml_view_2d(ctx0, v, n_embd_kv, n_tokens, v->nb[2], 0), idxs));
         vc = ggml_view_3d(ctx0, cache_v, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_v->type, hp.n_embd_head),
                           ggml_row_size(cache_v->type, n_embd_kv), 0);
     }
-    ggml_tensor * mask = attn_mask ? attn_mask : swa ? inp_kq_mask_swa : inp_kq_mask;
     ggml_tensor * v_mla = mla ? L.wv_b : nullptr;
 
     q = ggml_permute(ctx0, q, 0, 2, 1, 3);    // [head_dim, n_tokens, n_head]

@@ -3,6 +3,7 @@
 // a layer range needs): the input seam, RMS norm, RoPE, GQA attention over the session's KV
 // cache, the SwiGLU FFN and the output seam (hidden states or logits).
 #include <cstdint>
+#include <vector>
 
 #include "ggml.h"
 #include "kv_cache.h"
@@ -48,6 +49,17 @@ struct GraphBuilder {
     ggml_tensor * inp_token_ids = nullptr;  // I32 [n_tokens]: the hidden rows' token ids (deepseek4's hash-routed blocks)
     struct Dsv4Inputs * dsv4 = nullptr;     // deepseek4's compressor plans (graph_dsv4.h)
 
+    // A batch of sessions (runtime_batch.cpp): rows [t0, t0 + n) of the graph are one session's, attending over its own
+    // cache with its own mask and cells; everything else runs once over all rows. Empty: one session (kv and the inputs above).
+    struct Seq {
+        const KvCache * kv;
+        int64_t t0, n, n_kv;
+        ggml_tensor * kq_mask;  // like inp_kq_mask, [n_kv, n]
+        ggml_tensor * kv_idxs;  // I64 [n]
+    };
+    std::vector<Seq> seqs;
+    void add_seq(const KvCache & kv, int64_t t0, int64_t n, int64_t n_kv);
+
     GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf, int64_t n_tokens,
                  int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
 
@@ -82,6 +94,9 @@ struct GraphBuilder {
     ggml_tensor * output(ggml_tensor * cur);
 
   private:
+    // attention of rows [t0, t0 + n) over one cache (the single-session graph: all rows and kv)
+    ggml_tensor * attend_seq(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, const KvCache & cache, int64_t t0, int64_t n,
+                             int64_t n_kv, ggml_tensor * idxs, ggml_tensor * mask);
     ggml_tensor * out_rows(ggml_tensor * x) const { return ggml_get_rows(ctx0, x, inp_out_ids); }
     // families whose last block runs every row (the logits' rows are picked in output())
     bool rows_after_blocks() const { return hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe; }

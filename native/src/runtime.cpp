@@ -37,7 +37,9 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
     const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() && core->model->hp.arch != Arch::GlmDsa ? 0 : 64) +
                              (core->model->hp.is_dsv4() ? 384 : 0);
     core->graph_size = std::max<size_t>(1024, (size_t) n_layers * per_block + 256);
-    core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->graph_size, false, true);
+    // a batch adds per block and session: its rows' views, cache stores and views, mask, attention, the join
+    core->batch_graph_size = core->graph_size + (size_t) n_layers * MAX_BATCH_SEQS * 32;
+    core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->batch_graph_size, false, true);
     if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
     return core;
 }

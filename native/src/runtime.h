@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "errors.h"
 #include "ggml-backend.h"
 #include "graph.h"
 #include "kv_cache.h"
@@ -27,7 +28,8 @@ struct RuntimeCore {
     ggml_backend_t backend = nullptr;  // the chosen device
     ggml_backend_t cpu = nullptr;      // CPU fallback (== backend on CPU)
     ggml_backend_sched_t sched = nullptr;
-    size_t graph_size = 0;
+    size_t graph_size = 0;        // nodes of one session's graph
+    size_t batch_graph_size = 0;  // nodes of a batch of up to MAX_BATCH_SEQS sessions' graph (the scheduler's size)
     int threads = 1;
     bool flash_attn = true;
     std::atomic<bool> disposed{false};
@@ -97,5 +99,20 @@ void validate_token_ids(const SessionState & s, const ForwardRequest & req);
 // Checks everything about a request that can be checked before compute (throws RuntimeError).
 void validate_forward(const SessionState & s, const ForwardRequest & req);
 ForwardResult forward(SessionState & s, const ForwardRequest & req);
+
+// Batched forward (runtime_batch.cpp): several sessions of one runtime in one graph, as llama-server's continuous batching.
+constexpr size_t MAX_BATCH_SEQS = 16;
+struct BatchItem {
+    SessionState * session = nullptr;
+    ForwardRequest req;
+    ForwardResult out;
+    std::unique_ptr<RuntimeError> error;  // this item's failure only; the others still ran
+};
+// Why the session cannot join a batched graph (its family keeps a sliding window, a recurrent or compressor state, an
+// indexer), or nullptr when it can.
+const char * batch_refusal(const SessionState & s);
+// Runs the items in one graph: each item is checked alone (a bad one gets its error and is left out), the rest must share
+// blocks, embedding, head and input kind and be batchable (else every item fails with BATCH_MISMATCH / BATCH_UNSUPPORTED).
+void forward_batch(RuntimeCore & core, std::vector<BatchItem> & items);
 
 }  // namespace neuron

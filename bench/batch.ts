@@ -1,0 +1,147 @@
+// npm run bench:batch — continuous batching on one host: 1, 2, 4, 8 concurrent greedy sessions stepping through the
+// host's StepBatcher over one ShardRuntime (the shard server's serving path without the socket), against
+// node-llama-cpp's batched decode of as many sequences in one context (`sequences: n`, one getSequence() each), same
+// model, same thread count, same run. Aggregate decode tok/s (every session's tokens over the wall time).
+// Rounds alternate the two sides; every round is printed with the load average; the last JSON line holds the medians
+// and ratios per session count (ours ÷ llama.cpp, and ours at n ÷ ours at 1).
+//
+// Options: --model <gguf> (default: the 1.1B bench llama if cached, else a small generated llama)  --sessions 1,2,4,8
+//          --threads 1  --decode 64  --prompt 16  --rounds 3
+import { existsSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { getLlama, LlamaLogLevel, type Token } from 'node-llama-cpp'
+import { kvValue, readGguf } from '../gguf/reader'
+import { StepBatcher } from '../host/serving/step-batcher'
+import { ShardRuntime } from '../native'
+import { BENCH_DIR, benchModel, LLAMA_1B } from './models'
+
+/** A small llama for machines without the cached 1.1B model (bench/audit.ts's shape). */
+const SMALL_LLAMA = { arch: 'llama', blocks: 8, embd: 768, heads: 12, kvHeads: 4, ff: 2048, vocab: 4096, seed: 1 } as const
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback
+}
+
+function emit(record: object): void {
+  process.stdout.write(`${JSON.stringify(record)}\n`)
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
+/** Deterministic prompt tokens per session, past the special and byte tokens. */
+function promptOf(k: number, n: number, vocab: number): number[] {
+  let s = (k * 7919 + 1) >>> 0
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
+    return 259 + (s % (vocab - 259))
+  })
+}
+
+async function modelPath(): Promise<{ path: string; shape: string }> {
+  const given = arg('model', '')
+  if (given) return { path: given, shape: given }
+  const big = join(BENCH_DIR, `llama-${LLAMA_1B.blocks}x${LLAMA_1B.embd}-q8_0-seed1.gguf`)
+  if (existsSync(big)) return { path: big, shape: 'llama 1.1B q8_0' }
+  return { path: await benchModel('q8_0', SMALL_LLAMA), shape: 'llama 8x768 q8_0' }
+}
+
+const threads = Number(arg('threads', '1'))
+const decode = Number(arg('decode', '64'))
+const promptLen = Number(arg('prompt', '16'))
+const rounds = Number(arg('rounds', '3'))
+const counts = arg('sessions', '1,2,4,8').split(',').map(Number)
+
+const { path, shape } = await modelPath()
+const gguf = await readGguf(path)
+const arch = String(kvValue(gguf, 'general.architecture'))
+const nLayer = Number(kvValue(gguf, `${arch}.block_count`))
+const ours = await ShardRuntime.load({ artifacts: [path], blocks: [0, nLayer], embed: true, head: true, threads, device: 'cpu' })
+const vocab = ours.info().nVocab
+const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error })
+const model = await llama.loadModel({ modelPath: path })
+const batcher = new StepBatcher(ours)
+if (!batcher.batching) throw new Error(`${ours.info().arch} cannot batch; bench:batch needs a family with plain K and V caches`)
+
+/** n sessions decoding at once through the batcher; seconds for `decode` tokens each after their prompts. */
+async function oursRound(n: number): Promise<number> {
+  const sessions = Array.from({ length: n }, () => ours.openSession({ maxTokens: promptLen + decode + 8 }))
+  try {
+    // prompts first (batched too), then time the decode
+    const next = await Promise.all(
+      sessions.map(async (s, k) => {
+        await batcher.forward(s, Int32Array.from(promptOf(k, promptLen, vocab)), {})
+        return s.sample({ temperature: 0 }).token
+      }),
+    )
+    const t0 = performance.now()
+    await Promise.all(
+      sessions.map(async (s, k) => {
+        let token = next[k] as number
+        for (let i = 0; i < decode; i++) {
+          await batcher.forward(s, Int32Array.of(token), {})
+          token = s.sample({ temperature: 0 }).token
+        }
+      }),
+    )
+    return (performance.now() - t0) / 1000
+  } finally {
+    for (const s of sessions) s.close()
+  }
+}
+
+async function llamaRound(n: number): Promise<number> {
+  const context = await model.createContext({ contextSize: n * (promptLen + decode + 16), batchSize: 512, threads, flashAttention: true, sequences: n })
+  try {
+    const seqs = Array.from({ length: n }, () => context.getSequence())
+    await Promise.all(seqs.map((s, k) => s.evaluateWithoutGeneratingNewTokens(promptOf(k, promptLen - 1, vocab) as Token[])))
+    const t0 = performance.now()
+    await Promise.all(
+      seqs.map(async (s, k) => {
+        let i = 0
+        for await (const _ of s.evaluate(promptOf(k, promptLen, vocab).slice(-1) as Token[], { temperature: 0 })) if (++i >= decode) break
+      }),
+    )
+    return (performance.now() - t0) / 1000
+  } finally {
+    await context.dispose()
+  }
+}
+
+emit({ bench: 'batch', model: shape, path, threads, decode, prompt: promptLen, rounds, loadavg: loadavg() })
+await oursRound(1) // warm-up: page in the weights
+const results: Record<string, { ours_tps: number; llama_cpp_tps: number; ratio: number }> = {}
+for (const n of counts) {
+  const rates: { ours: number[]; llama_cpp: number[] } = { ours: [], llama_cpp: [] }
+  for (let r = 0; r < rounds; r++) {
+    for (const side of ['llama_cpp', 'ours'] as const) {
+      const seconds = side === 'ours' ? await oursRound(n) : await llamaRound(n)
+      const tps = (n * decode) / seconds
+      rates[side].push(tps)
+      emit({ sessions: n, round: r + 1, side, aggregate_decode_tps: tps, loadavg: loadavg()[0] })
+    }
+  }
+  const o = median(rates.ours)
+  const l = median(rates.llama_cpp)
+  results[n] = { ours_tps: o, llama_cpp_tps: l, ratio: o / l }
+  emit({ sessions: n, median_ours_tps: o, median_llama_cpp_tps: l, ratio: o / l })
+}
+const one = results[1]?.ours_tps
+emit({
+  bench: 'batch',
+  model: shape,
+  threads,
+  batches: batcher.stats.batches,
+  largest_batch: batcher.stats.largest,
+  ratios: Object.fromEntries(Object.entries(results).map(([n, r]) => [n, r.ratio])),
+  scaling_vs_one_session: one ? Object.fromEntries(Object.entries(results).map(([n, r]) => [n, r.ours_tps / one])) : {},
+  tps: results,
+  loadavg: loadavg()[0],
+})
+ours.dispose()
+await model.dispose()
