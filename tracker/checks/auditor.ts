@@ -10,11 +10,11 @@ export interface AuditorDeps {
   readonly registry: HostRegistry
   readonly checks: HostChecks
   readonly prober: Prober
-  readonly publicKeyOf: (hostId: string) => string | undefined
+  readonly publicKeyOf: (hostId: string) => Promise<string | undefined>
   /** The hops the tracker issued for a session, and to whom (undefined: it issued none). */
   readonly route: (
     session: string,
-  ) => { modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined
+  ) => Promise<{ modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>
   readonly shape: (modelId: string) => { nLayer: number; nEmbd: number }
   /** Audits one key may ask for a minute. */
   readonly perMinute: number
@@ -49,7 +49,7 @@ export class Auditor {
 
   private async check(request: AuditRequest, { nodeId, publicKey }: { nodeId: string; publicKey: string }): Promise<AuditVerdict> {
     const { hostId, blocks, session } = request
-    const route = this.deps.route(session)
+    const route = await this.deps.route(session)
     if (route === undefined) throw new NeuronError('unknown_session', `the tracker routed no session ${session}; audit only steps of your own sessions.`)
     if (route.issuedTo !== nodeId) throw new NeuronError('not_your_session', `session ${session} was issued to another client; audit your own sessions.`)
     if (!route.hops.some((h) => h.hostId === hostId && h.blocks[0] === blocks[0] && h.blocks[1] === blocks[1]))
@@ -57,7 +57,7 @@ export class Auditor {
     const once = `${session}:${hostId}:${blocks[0]}-${blocks[1]}:${request.steps.length}`
     if (this.audited.has(once))
       throw new NeuronError('already_audited', `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`)
-    const steps = this.verifiedHistory(request)
+    const steps = await this.verifiedHistory(request)
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
@@ -99,9 +99,9 @@ export class Auditor {
   }
 
   /** Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs. */
-  private verifiedHistory(request: AuditRequest): HopInput[] {
+  private async verifiedHistory(request: AuditRequest): Promise<HopInput[]> {
     const { hostId, blocks, session } = request
-    const registered = this.deps.publicKeyOf(hostId)
+    const registered = await this.deps.publicKeyOf(hostId)
     if (registered === undefined) throw new NeuronError('unknown_host', `host ${hostId} is not registered here.`)
     // Parsed once: a history may hold thousands of receipts, all checked with this key.
     const key = publicKeyObject(registered)
