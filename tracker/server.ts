@@ -26,7 +26,7 @@ import { HostRegistry } from './registry'
 import { RelayQuota } from './relay-quota'
 import { Reputation } from './reputation/reputation'
 import { serveScrape } from './scrape'
-import { openTrackerStore } from './db/postgres-store'
+import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
 import type { TrackerStore } from './store'
 import { TicketOffice, type TicketOfficeOptions, ticketOptions } from './tickets/ticket-office'
 
@@ -34,8 +34,10 @@ export interface TrackerOptions extends TicketOfficeOptions {
   /** 0 picks a free port. */
   readonly port?: number
   readonly host?: string
-  /** SQLite file; ':memory:' for a throwaway swarm. */
+  /** SQLite file (':memory:' for a throwaway swarm), or a postgres:// URL (tracker/db/postgres-store.ts). */
   readonly dbPath: string
+  /** Where the tracker's key pair is kept (default `<dbPath>.tracker-key.pem`; `tracker-key.pem` beside a postgres:// URL). */
+  readonly keyPath?: string
   readonly heartbeatMs?: number
   /** A private swarm admits only these public keys (base64url) and its own, everywhere (see Admission); absent, anyone may join. */
   readonly allowedKeys?: readonly string[]
@@ -52,7 +54,7 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly startingGrantMicro?: number
   /**
    * The tracker's own key: it signs tickets and names the tracker in login challenges. Default: kept
-   * beside the database in `<dbPath>.tracker-key.pem` (a fresh one for ':memory:').
+   * in `keyPath` (a fresh one for ':memory:').
    */
   readonly identity?: NodeIdentity
   /** How long host earnings stay pending (voidable) before they are settled (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h). */
@@ -197,7 +199,10 @@ export class Tracker {
 
   static async start(options: TrackerOptions): Promise<Tracker> {
     const identity =
-      options.identity ?? (options.dbPath === ':memory:' ? NodeIdentity.generate() : await NodeIdentity.loadOrCreateFile(`${options.dbPath}.tracker-key.pem`))
+      options.identity ??
+      (options.dbPath === ':memory:' && options.keyPath === undefined
+        ? NodeIdentity.generate()
+        : await NodeIdentity.loadOrCreateFile(options.keyPath ?? (isPostgresUrl(options.dbPath) ? 'tracker-key.pem' : `${options.dbPath}.tracker-key.pem`)))
     const store = await openTrackerStore(options.dbPath)
     const tracker = new Tracker(store, options, identity)
     await tracker.catalog.load()

@@ -93,10 +93,10 @@ export class SwarmConnection {
   }
 
   /** The app's consumer balance on the embedded tracker; undefined on a remote one (it is learnt from pushes). */
-  accountBalance(publicKey: string): { accountId: string; balanceMicro: number } | null | undefined {
+  async accountBalance(publicKey: string): Promise<{ accountId: string; balanceMicro: number } | null | undefined> {
     if (this.embedded === null) return undefined
-    const account = this.embedded.accounts.byPublicKey(publicKey)
-    return account === undefined ? null : { accountId: account.accountId, balanceMicro: this.embedded.accounts.balance(account.accountId) }
+    const account = await this.embedded.accounts.byPublicKey(publicKey)
+    return account === undefined ? null : { accountId: account.accountId, balanceMicro: await this.embedded.accounts.balance(account.accountId) }
   }
 
   async close(): Promise<void> {
