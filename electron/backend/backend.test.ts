@@ -174,7 +174,7 @@ describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STO
     const earnings = await call('earnings.get', {})
     // Pending in escrow for the settlement window (a day by default); nothing settled yet.
     expect(earnings.pendingMicro).toBeGreaterThan(0)
-    expect(earnings.pendingMicro).toBe(tracker.store.ledger.balance(escrowAccount(backend.hostId)))
+    expect(earnings.pendingMicro).toBe(await tracker.store.ledger.balance(escrowAccount(backend.hostId)))
     expect(earnings.balanceMicro).toBe(await tracker.store.ledger.balance(hostAccount(backend.hostId)))
     expect(earnings.settlementWindowMs).toBe(24 * 3_600_000)
     expect(earnings.servedBlockTokens).toBeGreaterThan(0)

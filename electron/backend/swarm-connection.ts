@@ -60,7 +60,7 @@ export class SwarmConnection {
             .publish(model, embedded.url, options.identity)
             .catch((e: Error) => log(`not publishing the default model ${model} (${e.message}); add a GGUF under Host a model`))
         }
-        ensureAccount(embedded, options.identity)
+        await ensureAccount(embedded, options.identity)
       } else {
         await probeTracker(options.trackerUrl)
       }
@@ -112,8 +112,8 @@ export function embeddedAllowList(keys: readonly string[] | null, identity: Node
 }
 
 /** The embedded tracker pays chats from the app's own account, granted the tracker's default. */
-function ensureAccount(tracker: Tracker, identity: NodeIdentity): void {
-  if (tracker.accounts.byPublicKey(identity.publicKey) === undefined) tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
+async function ensureAccount(tracker: Tracker, identity: NodeIdentity): Promise<void> {
+  if ((await tracker.accounts.byPublicKey(identity.publicKey)) === undefined) await tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
 }
 
 /**

@@ -163,10 +163,11 @@ describe('a generation routed through a lying host', () => {
 
   it('ends with the honest tokens, and the user pays nothing for the lying hop (its pending earnings are voided and refunded)', async () => {
     const ledger = suite.swarm.tracker.store.ledger
-    const balance = () => suite.swarm.tracker.accounts.balance(suite.swarm.tracker.accounts.byPublicKey(identity.publicKey)?.accountId ?? '')
+    const { accounts } = suite.swarm.tracker
+    const balance = async () => accounts.balance((await accounts.byPublicKey(identity.publicKey))?.accountId ?? '')
     const honest = await generate(suite.client, suite.swarm.manifest.modelId, 12)
     await suite.client.submitReceipts(honest.summary.session, honest.summary.receipts)
-    const afterHonest = balance()
+    const afterHonest = await balance()
     // A new key starts with the swarm's grant (startSwarm's newKeyGrantMicro).
     const honestCost = NEW_KEY_GRANT - afterHonest
     expect(honestCost).toBeGreaterThan(0)
@@ -183,23 +184,23 @@ describe('a generation routed through a lying host', () => {
     expect(suite.swarm.tracker.checks.of(liar.hostId).auditsFailed).toBe(1)
     expect(suite.swarm.tracker.checks.of(liar.hostId).ban?.reason).toMatch(/known-answer probe/)
     // Its receipts of the session were refused once it was banned, or, settled before, voided back to the user.
-    const liarReceipts = ledger.receipts({ hostId: liar.hostId, session: lying.summary.session })
-    const refused = ledger.rejections(liar.hostId).filter((r) => r.session === lying.summary.session && r.code === 'banned_host')
+    const liarReceipts = await ledger.receipts({ hostId: liar.hostId, session: lying.summary.session })
+    const refused = (await ledger.rejections(liar.hostId)).filter((r) => r.session === lying.summary.session && r.code === 'banned_host')
     expect(liarReceipts.length + refused.length).toBeGreaterThan(0)
     expect(liarReceipts.every((r) => r.escrow === 'voided')).toBe(true)
-    expect(suite.swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
-    expect(ledger.balance(`host:${liar.hostId}`)).toBe(0)
+    expect(await suite.swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
+    expect(await ledger.balance(`host:${liar.hostId}`)).toBe(0)
     // The user paid exactly the steps that were not voided: the liar's charges came back.
     const price = priceOf(suite.swarm.manifest, pricingFromEnv(process.env))
     const sessions = [honest.summary.session, lying.summary.session]
-    const kept = sessions.flatMap((session) => ledger.receipts({ session, limit: 10_000 }))
+    const kept = (await Promise.all(sessions.map((session) => ledger.receipts({ session, limit: 10_000 })))).flat()
     const owed = kept
       .filter((r) => r.escrow !== 'voided' && r.receipt.step < REPLAY_STEP_BASE)
       .reduce((sum, r) => sum + hopCharge(price, suite.swarm.manifest.nLayer, r.receipt), 0)
-    expect(NEW_KEY_GRANT - balance()).toBe(owed)
-    expect(afterHonest - balance()).toBeLessThanOrEqual(honestCost)
-    expect(ledger.total()).toBe(0)
-    expect(ledger.driftedBalances()).toEqual([])
+    expect(NEW_KEY_GRANT - (await balance())).toBe(owed)
+    expect(afterHonest - (await balance())).toBeLessThanOrEqual(honestCost)
+    expect(await ledger.total()).toBe(0)
+    expect(await ledger.driftedBalances()).toEqual([])
     // The last hop's audits are known-answer probes a client asked for: passed, but they do not end its probation.
     const head = suite.swarm.tracker.checks.of((suite.swarm.hosts[1] as Host).hostId)
     expect(head.probesPassed).toBeGreaterThanOrEqual(3)
@@ -207,9 +208,9 @@ describe('a generation routed through a lying host', () => {
     // The ban and the reason are on disk: a restarted tracker reads them from the same file.
     const file = new SqliteTrackerStore(join(suite.dir.dir, 'tracker.sqlite'))
     try {
-      expect(file.checks.checks(liar.hostId)?.banReason).toMatch(/known-answer probe/)
+      expect((await file.checks.checks(liar.hostId))?.banReason).toMatch(/known-answer probe/)
     } finally {
-      file.close()
+      await file.close()
     }
   }, 120_000)
 })

@@ -31,23 +31,24 @@ export class SqliteSql implements Sql {
     }
   }
 
+  // Each call checks the gate and runs its statement in one synchronous stretch: no transaction can open between the two.
   async all<T>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
-    await this.idle()
+    while (this.gate !== undefined) await this.gate
     return this.prepared(sql).all(...params) as T[]
   }
 
   async get<T>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
-    await this.idle()
+    while (this.gate !== undefined) await this.gate
     return this.prepared(sql).get(...params) as T | undefined
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    await this.idle()
+    while (this.gate !== undefined) await this.gate
     return this.prepared(sql).run(...params).changes
   }
 
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-    await this.idle()
+    while (this.gate !== undefined) await this.gate
     let open!: () => void
     this.gate = new Promise<void>((resolve) => {
       open = resolve
@@ -66,18 +67,9 @@ export class SqliteSql implements Sql {
     }
   }
 
-  /** Runs `sql` (several statements) as it is: migrations. */
-  exec(sql: string): void {
-    this.db.exec(sql)
-  }
-
   async close(): Promise<void> {
-    await this.idle()
-    this.db.close()
-  }
-
-  private async idle(): Promise<void> {
     while (this.gate !== undefined) await this.gate
+    this.db.close()
   }
 
   private prepared(sql: string): Database.Statement {

@@ -195,19 +195,19 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     expect(finish).toBe('length')
     expect(usage?.completion_tokens).toBe(5)
     const ledger = swarm.tracker.store.ledger
-    expect(ledger.balance(consumerAccount(small.accountId))).toBeGreaterThanOrEqual(0)
+    expect(await ledger.balance(consumerAccount(small.accountId))).toBeGreaterThanOrEqual(0)
   })
 
   it('keeps the ledger sound: entries sum to zero and each host’s earnings equal what its receipts prove', async () => {
     for (let i = 0; i < 3; i++) await openai.chat.completions.create({ model: swarm.manifest.modelId, messages: MESSAGES, max_tokens: 12, seed: i })
     const ledger = swarm.tracker.store.ledger
-    expect(ledger.total()).toBe(0)
-    expect(ledger.unbalancedTransactions()).toEqual([])
-    expect(ledger.driftedBalances()).toEqual([])
+    expect(await ledger.total()).toBe(0)
+    expect(await ledger.unbalancedTransactions()).toEqual([])
+    expect(await ledger.driftedBalances()).toEqual([])
     const price = priceOf(swarm.manifest, {})
     let fees = 0
     for (const host of swarm.hosts) {
-      const receipts = ledger.receipts({ hostId: host.hostId, limit: 100_000 })
+      const receipts = await ledger.receipts({ hostId: host.hostId, limit: 100_000 })
       expect(receipts.length).toBeGreaterThan(0)
       let proven = 0
       for (const { receipt, accountId: payer } of receipts) {
@@ -219,12 +219,12 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
         fees += feeOf(charge, 1000)
       }
       // Pending in escrow for the settlement window (a day by default), not yet settled.
-      expect(ledger.balance(escrowAccount(host.hostId))).toBe(proven)
-      expect(ledger.balance(hostAccount(host.hostId))).toBe(0)
+      expect(await ledger.balance(escrowAccount(host.hostId))).toBe(proven)
+      expect(await ledger.balance(hostAccount(host.hostId))).toBe(0)
     }
-    expect(ledger.balance(FEE_ACCOUNT)).toBe(fees)
+    expect(await ledger.balance(FEE_ACCOUNT)).toBe(fees)
     const dashboard = await raw('/v1/dashboard/account')
-    expect(dashboard.body).toMatchObject({ account_id: accountId, balance_micro: ledger.balance(consumerAccount(accountId)) })
+    expect(dashboard.body).toMatchObject({ account_id: accountId, balance_micro: await ledger.balance(consumerAccount(accountId)) })
   })
 
   it('pushes settled receipts to a subscribed dashboard and answers the host dashboard over HTTP', async () => {
@@ -237,12 +237,13 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
       expect(await callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })).toEqual({ hostIds: [host.hostId] })
       await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 6, temperature: 0 })
       // The host hands its own receipts in too (batched), so the last pushes may still be on their way.
-      await vi.waitFor(() => expect(pushes.at(-1)?.hostPendingMicro).toBe(swarm.tracker.store.ledger.balance(escrowAccount(host.hostId))), {
+      await vi.waitFor(async () => expect(pushes.at(-1)?.hostPendingMicro).toBe(await swarm.tracker.store.ledger.balance(escrowAccount(host.hostId))), {
         timeout: 10_000,
         interval: 50,
       })
       // Earnings wait in escrow: the settled balance each push tells has not moved.
-      expect(pushes.every((p) => p.hostBalanceMicro === swarm.tracker.store.ledger.balance(hostAccount(host.hostId)))).toBe(true)
+      const settledNow = await swarm.tracker.store.ledger.balance(hostAccount(host.hostId))
+      expect(pushes.every((p) => p.hostBalanceMicro === settledNow)).toBe(true)
       expect(pushes.length).toBeGreaterThanOrEqual(6)
       expect(pushes.every((p) => p.hostId === host.hostId && p.ok && p.chargedMicro > 0)).toBe(true)
     } finally {
@@ -253,8 +254,8 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     expect(res.status).toBe(200)
     expect(board).toMatchObject({
       host_id: host.hostId,
-      balance_micro: swarm.tracker.store.ledger.balance(hostAccount(host.hostId)),
-      pending_micro: swarm.tracker.store.ledger.balance(escrowAccount(host.hostId)),
+      balance_micro: await swarm.tracker.store.ledger.balance(hostAccount(host.hostId)),
+      pending_micro: await swarm.tracker.store.ledger.balance(escrowAccount(host.hostId)),
       settlement_window_ms: 24 * 3_600_000,
       served_block_tokens: expect.any(Number),
       earnings_by_hour: [expect.objectContaining({ modelId: swarm.manifest.modelId })],
@@ -281,7 +282,7 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
       const first = await client.submitReceipts(a.session, a.receipts)
       // The hosts hand in their own receipts too: whichever copy comes first pays.
       expect(first.verdicts.every((v) => (v.ok && v.charged > 0) || v.code === 'already_settled')).toBe(true)
-      expect(swarm.tracker.store.ledger.receipts({ session: a.session })).toHaveLength(a.receipts.length)
+      expect(await swarm.tracker.store.ledger.receipts({ session: a.session })).toHaveLength(a.receipts.length)
       const replayed = await submit(a.session, [...a.receipts])
       expect(replayed.verdicts.map((v) => [v.code, v.charged])).toEqual(a.receipts.map(() => ['already_settled', 0]))
       const victim = b.receipts[0] as Receipt
@@ -290,13 +291,13 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
       const mismatched = await submit(b.session, [a.receipts[1]])
       expect(mismatched.verdicts[0]?.code).toBe('route_mismatch')
       const ledger = swarm.tracker.store.ledger
-      const codes = ledger.rejections(victim.hostId).map((r) => r.code)
+      const codes = (await ledger.rejections(victim.hostId)).map((r) => r.code)
       expect(codes).toContain('bad_signature')
       // The app forged them, not the host: anyone could hand in such receipts naming any host, so they cost it nothing.
       expect(swarm.tracker.reputation.of(victim.hostId).failedSteps).toBe(0)
       const span = swarm.tracker.planner.view(swarm.manifest.modelId).spans.find((sp) => sp.hostId === victim.hostId)
       expect(span?.reputation).toBe(swarm.tracker.reputation.score(victim.hostId))
-      expect(ledger.total()).toBe(0)
+      expect(await ledger.total()).toBe(0)
     } finally {
       client.close()
     }
@@ -316,13 +317,13 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     })
     const reader = (res.body as ReadableStream<Uint8Array>).getReader()
     await reader.read()
-    const session = swarm.tracker.store.ledger.receipts({ limit: 1 })[0]?.receipt.session ?? ''
+    const session = (await swarm.tracker.store.ledger.receipts({ limit: 1 }))[0]?.receipt.session ?? ''
     controller.abort()
     await new Promise((r) => setTimeout(r, 300))
-    const steps = () => new Set(swarm.tracker.store.ledger.receipts({ session, limit: 100_000 }).map((r) => r.receipt.step)).size
-    const paid = steps()
+    const steps = async () => new Set((await swarm.tracker.store.ledger.receipts({ session, limit: 100_000 })).map((r) => r.receipt.step)).size
+    const paid = await steps()
     await new Promise((r) => setTimeout(r, 200))
-    expect(steps()).toBe(paid)
+    expect(await steps()).toBe(paid)
     expect(paid).toBeLessThan(n)
     console.log(`caller hung up: ${paid} of ${n} steps generated and paid`)
   })
@@ -336,18 +337,18 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     for await (const _ of stream) {
       if (++chunks !== 8) continue
       const victim = swarm.hosts.find((h) => h !== spare && h.state.blocks?.[0] === 2) ?? spare
-      const used = swarm.tracker.store.ledger.receipts({ limit: 1 })[0]?.receipt.session ?? ''
-      const ledgerHosts = new Set(swarm.tracker.store.ledger.receipts({ session: used, limit: 1000 }).map((r) => r.receipt.hostId))
+      const used = (await swarm.tracker.store.ledger.receipts({ limit: 1 }))[0]?.receipt.session ?? ''
+      const ledgerHosts = new Set((await swarm.tracker.store.ledger.receipts({ session: used, limit: 1000 })).map((r) => r.receipt.hostId))
       const onRoute = ledgerHosts.has(victim.hostId) ? victim : spare
       killed = onRoute.hostId
       await onRoute.stop(0)
     }
     expect(killed).not.toBe('')
     const ledger = swarm.tracker.store.ledger
-    const replays = ledger.receipts({ limit: 100_000 }).filter((r) => r.receipt.step >= REPLAY_STEP_BASE)
+    const replays = (await ledger.receipts({ limit: 100_000 })).filter((r) => r.receipt.step >= REPLAY_STEP_BASE)
     expect(replays.length).toBeGreaterThan(0)
     const session = replays[0]?.receipt.session ?? ''
-    const paid = ledger.receipts({ session, limit: 100_000 }).filter((r) => r.receipt.step < REPLAY_STEP_BASE)
+    const paid = (await ledger.receipts({ session, limit: 100_000 })).filter((r) => r.receipt.step < REPLAY_STEP_BASE)
     const replayEarned = replays.reduce((s, r) => s + r.hostEarned, 0)
     const killedEarned = paid.filter((r) => r.receipt.hostId === killed).reduce((s, r) => s + r.hostEarned, 0)
     expect(replayEarned).toBeGreaterThan(0)
@@ -355,7 +356,7 @@ describe.skipIf(!HAVE_STORIES)(`OpenAI-compatible gateway on a real swarm${NEEDS
     const blocksPerStep = new Map<number, number>()
     for (const r of paid) blocksPerStep.set(r.receipt.step, (blocksPerStep.get(r.receipt.step) ?? 0) + r.receipt.blocks[1] - r.receipt.blocks[0])
     expect([...blocksPerStep.values()].every((n) => n === swarm.manifest.nLayer)).toBe(true)
-    expect(ledger.total()).toBe(0)
+    expect(await ledger.total()).toBe(0)
     // The failover counts against the host that failed, and only against it.
     for (const h of swarm.hosts) {
       const more = swarm.tracker.reputation.of(h.hostId).failedSteps - (failedBefore.get(h.hostId) ?? 0)

@@ -61,7 +61,7 @@ describe.skipIf(!HAVE_STORIES)(`tickets for routed sessions${NEEDS_STORIES}`, ()
         code: 'no_account',
         message: expect.stringMatching(/has no account on this tracker; ask the operator/),
       })
-      tracker.accounts.create({ publicKey: identity.publicKey })
+      await tracker.accounts.create({ publicKey: identity.publicKey })
       const route = await callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })
       const [hop] = route.hops
       expect(hop?.ticket).toMatchObject({
@@ -95,8 +95,8 @@ describe.skipIf(!HAVE_STORIES)(`tickets for routed sessions${NEEDS_STORIES}`, ()
       await expect(plan(await client())).rejects.toMatchObject({ code: 'grants_exhausted', message: expect.stringMatching(/at most 2 new accounts a minute/) })
       // The first key plans again: no second grant.
       await plan(socketA)
-      const account = tracker.accounts.byPublicKey(a.publicKey)
-      expect(account && tracker.accounts.balance(account.accountId)).toBe(2_000_000)
+      const account = await tracker.accounts.byPublicKey(a.publicKey)
+      expect(account && (await tracker.accounts.balance(account.accountId))).toBe(2_000_000)
     } finally {
       await close()
     }
@@ -107,7 +107,7 @@ describe.skipIf(!HAVE_STORIES)(`tickets for routed sessions${NEEDS_STORIES}`, ()
     try {
       const identity = NodeIdentity.generate()
       // stories260k: 100 micro per completion token plus 5 blocks of rounding: 105 × 1000 tokens = 105 000 a session.
-      tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
+      await tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
       const socket = await client(identity)
       const plan = (session: string, maxTokens = 1000) => callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens, session })
       await expect(plan(sid(), 2000)).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 150_000, neededMicro: 210_000 } })
@@ -126,7 +126,7 @@ describe.skipIf(!HAVE_STORIES)(`tickets for routed sessions${NEEDS_STORIES}`, ()
     const hostKey = NodeIdentity.generate()
     const first = await swarm('restart', {}, hostKey)
     const identity = NodeIdentity.generate()
-    first.tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
+    await first.tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
     const session = sid()
     const plan = (socket: Awaited<ReturnType<typeof first.client>>, id: string) =>
       callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 1000, promptTokens: 4, session: id })
@@ -166,7 +166,7 @@ describe.skipIf(!HAVE_STORIES)(`tickets for routed sessions${NEEDS_STORIES}`, ()
       // Idle past its expiry, the hold is released: the account can route again.
       second.tickets.sweep(Date.now() + 16 * 60_000)
       await plan(socket, sid())
-      expect(second.store.ledger.total()).toBe(0)
+      expect(await second.store.ledger.total()).toBe(0)
       socket.close()
       hostAgain.close()
     } finally {
