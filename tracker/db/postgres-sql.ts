@@ -11,7 +11,8 @@ const TYPES = {
 
 /** Serialization failure and deadlock: the transaction lost a race with another writer and is safe to run again. */
 const RETRYABLE = new Set(['40001', '40P01'])
-const MAX_ATTEMPTS = 20
+/** Attempts before a transaction's serialization failure is given up on: writers racing on one hot balance (the fee account) collide often. */
+const MAX_ATTEMPTS = 100
 
 /** `?` placeholders as PostgreSQL's `$1, $2, …` (no store query has a `?` inside a string literal). */
 function numbered(sql: string): string {
@@ -99,8 +100,8 @@ export class PostgresSql extends PostgresQueries {
         const code = (error as { code?: unknown }).code
         if (typeof code === 'string' && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) {
           this.retries++
-          // A short random wait: two writers that collided should not collide again at once.
-          await new Promise((r) => setTimeout(r, Math.random() * 2 * attempt))
+          // A random, growing wait: two writers that collided should not collide again at once.
+          await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** Math.min(attempt, 6))))
           continue
         }
         throw error
