@@ -1,6 +1,8 @@
 // The tracker's store suites run once per engine: SQLite (always) and PostgreSQL (a throwaway cluster,
 // skipped with the reason in the suite's name where it is not installed; CI installs it).
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { PostgresStore } from '../tracker/db/postgres-store'
 import { SqliteTrackerStore, type TrackerStore } from '../tracker/store'
@@ -19,6 +21,8 @@ export interface StoreEngine {
   setUp(): void
   /** A new, empty database, and how to open it again (as a restarted tracker, or a second instance, would). */
   fresh(): Promise<{ readonly location: string; open(): Promise<TrackerStore> }>
+  /** Runs one write behind the tracker's back (`?` placeholders), as an older tracker or an operator would have. */
+  exec(location: string, sql: string, params: readonly (string | number | null)[]): Promise<void>
 }
 
 function sqlite(): StoreEngine {
@@ -38,6 +42,14 @@ function sqlite(): StoreEngine {
       const location = join(scratch.dir, `tracker-${++n}.sqlite`)
       return { location, open: async () => new SqliteTrackerStore(location) }
     },
+    async exec(location, sql, params) {
+      const db = new Database(location)
+      try {
+        db.prepare(sql).run(...params)
+      } finally {
+        db.close()
+      }
+    },
   }
 }
 
@@ -56,6 +68,19 @@ function postgres(missing: string | undefined): StoreEngine {
       if (cluster === undefined) throw new Error('call engine.setUp() in the suite first')
       const location = await cluster.createDatabase()
       return { location, open: () => PostgresStore.open(location, { poolSize: 4 }) }
+    },
+    async exec(location, sql, params) {
+      const client = new pg.Client({ connectionString: location })
+      await client.connect()
+      try {
+        let n = 0
+        await client.query(
+          sql.replace(/\?/g, () => `$${++n}`),
+          [...params],
+        )
+      } finally {
+        await client.end()
+      }
     },
   }
 }
