@@ -10,12 +10,12 @@ import {
   type ServingState,
 } from '../protocol'
 import type { ModelCatalog } from './catalog'
-import type { Reputation } from './reputation/reputation'
 import type { HostChecks } from './checks/host-checks'
 import { type Metering, wireVerdicts } from './ledger/metering'
 import { hostMicroPerHour, type PricingOptions, priceOf } from './ledger/pricing'
 import type { SwarmPlanner } from './planner'
 import type { HostRegistry } from './registry'
+import type { Reputation } from './reputation/reputation'
 import type { TrackerStore } from './store'
 
 /** An authenticated connection on /hosts or /clients. */

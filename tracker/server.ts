@@ -12,6 +12,7 @@ import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
 import type { ChecksOptions, HostChecks } from './checks/host-checks'
 import { createSwarmChecks } from './checks/swarm-checks'
+import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
 import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
 import { sendJson } from './gateway/http'
@@ -26,7 +27,6 @@ import { HostRegistry } from './registry'
 import { RelayQuota } from './relay-quota'
 import { Reputation } from './reputation/reputation'
 import { serveScrape } from './scrape'
-import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
 import type { TrackerStore } from './store'
 import { TicketOffice, type TicketOfficeOptions, ticketOptions } from './tickets/ticket-office'
 
@@ -282,7 +282,18 @@ export class Tracker {
   private setUpHosts(namespace: Namespace): void {
     this.authenticate(namespace)
     const { store, registry, catalog, planner, metering, pricing, hostSockets, checks, reputation } = this
-    const handlers = hostHandlers({ store, registry, catalog, planner, metering, pricing, checks, reputation, trackerKey: this.identity.publicKey, hostSockets })
+    const handlers = hostHandlers({
+      store,
+      registry,
+      catalog,
+      planner,
+      metering,
+      pricing,
+      checks,
+      reputation,
+      trackerKey: this.identity.publicKey,
+      hostSockets,
+    })
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
       serveRpc(socket, HostToTracker, handlers, peer, (event, error) => this.countRejected(event, error))

@@ -364,9 +364,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   private save(c: StoredChecks): void {
     this.cache.set(c.hostId, c)
     // In order: a later record never lands before an earlier one.
-    this.saving = this.saving
-      .then(() => this.store.saveChecks(c))
-      .catch((e: Error) => this.log(`saving the checks of host ${c.hostId} failed: ${e.message}`))
+    this.saving = this.saving.then(() => this.store.saveChecks(c)).catch((e: Error) => this.log(`saving the checks of host ${c.hostId} failed: ${e.message}`))
   }
 }
 

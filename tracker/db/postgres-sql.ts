@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { type Sql, StoreError, type SqlValue } from './sql'
+import { type Sql, type SqlValue, StoreError } from './sql'
 
 /** int8 (count, bigint columns) and numeric (sums of bigints) as JS numbers: every amount is a safe integer of micro-credits or ms. */
 const TYPES = {

@@ -19,15 +19,14 @@ export class SqliteSql implements Sql {
     // FULL: each commit is fsynced before it returns, so a power cut cannot take back a settled credit
     // (NORMAL in WAL mode may lose the last commits).
     this.db.pragma('synchronous = FULL')
-    const self = this
     // The view a transaction's callback gets: it passes the gate its own transaction holds.
     this.inside = {
       dialect: 'sqlite',
-      all: async <T>(sql: string, params: readonly SqlValue[] = []) => self.prepared(sql).all(...params) as T[],
-      get: async <T>(sql: string, params: readonly SqlValue[] = []) => self.prepared(sql).get(...params) as T | undefined,
-      run: async (sql: string, params: readonly SqlValue[] = []) => self.prepared(sql).run(...params).changes,
-      transaction: <T>(fn: (tx: Sql) => Promise<T>) => fn(self.inside),
-      close: () => self.close(),
+      all: async <T>(sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).all(...params) as T[],
+      get: async <T>(sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).get(...params) as T | undefined,
+      run: async (sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).run(...params).changes,
+      transaction: <T>(fn: (tx: Sql) => Promise<T>) => fn(this.inside),
+      close: () => this.close(),
     }
   }
 

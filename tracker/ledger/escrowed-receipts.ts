@@ -1,5 +1,5 @@
-import type { Sql } from '../db/sql'
 import { REPLAY_STEP_BASE } from '../../protocol'
+import type { Sql } from '../db/sql'
 
 /** Where a receipt's host earnings are: in the host's escrow, on its settled account, or refunded to the payer. */
 export type EscrowState = 'pending' | 'released' | 'voided'
@@ -29,7 +29,7 @@ export class EscrowedReceipts {
   /** Per host, what its receipts created at or before `cutoff` hold in escrow. */
   due(cutoff: number): Promise<{ hostId: string; micro: number; receipts: number }[]> {
     return this.db.all(
-        `select host_id as "hostId", coalesce(sum(host_earned - forfeited), 0) as micro, count(*) as receipts
+      `select host_id as "hostId", coalesce(sum(host_earned - forfeited), 0) as micro, count(*) as receipts
          from receipts where escrow = 'pending' and created_at <= ? group by host_id order by host_id`,
       [cutoff],
     )
@@ -52,7 +52,7 @@ export class EscrowedReceipts {
   /** What the host's steps of `session` (replays aside) still hold in escrow: the most a replay may take from it. */
   async pendingFrom(session: string, hostId: string): Promise<number> {
     const row = await this.db.get<{ left: number }>(
-        `select coalesce(sum(host_earned - forfeited), 0) as left from receipts
+      `select coalesce(sum(host_earned - forfeited), 0) as left from receipts
          where escrow = 'pending' and host_id = ? and session = ? and step < ?`,
       [hostId, session, REPLAY_STEP_BASE],
     )
@@ -95,7 +95,7 @@ export class EscrowedReceipts {
 
   private sessionSteps(session: string, hostId: string, order: 'asc' | 'desc') {
     return this.db.all<{ idempotency_key: string; host_earned: number; forfeited: number }>(
-        `select idempotency_key, host_earned, forfeited from receipts
+      `select idempotency_key, host_earned, forfeited from receipts
          where escrow = 'pending' and host_id = ? and session = ? and step < ? order by created_at ${order}, step ${order}`,
       [hostId, session, REPLAY_STEP_BASE],
     )

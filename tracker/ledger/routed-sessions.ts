@@ -31,7 +31,7 @@ export class RoutedSessions {
 
   async saveRoute(r: StoredRoute): Promise<void> {
     await this.db.run(
-        `insert into routed_sessions (session, model_id, issued_to, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `insert into routed_sessions (session, model_id, issued_to, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)
          on conflict(session) do update set account_id = excluded.account_id, hops = excluded.hops, failed = excluded.failed, saved_at = excluded.saved_at`,
       [
         r.session,
@@ -91,7 +91,7 @@ export class RoutedSessions {
    */
   async forfeitable(session: string, failedHost: string, replayBase: number): Promise<number> {
     const row = await this.db.get<{ left: number }>(
-        `select coalesce(sum(case when host_id = ? and step < ? then host_earned else 0 end), 0)
+      `select coalesce(sum(case when host_id = ? and step < ? then host_earned else 0 end), 0)
               - coalesce(sum(case when step >= ? then host_earned else 0 end), 0) as left from receipts where session = ? and escrow != 'voided'`,
       [failedHost, replayBase, replayBase, session],
     )
