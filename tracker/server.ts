@@ -12,12 +12,13 @@ import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
 import type { ChecksOptions, HostChecks } from './checks/host-checks'
 import { createSwarmChecks } from './checks/swarm-checks'
+import { pushVerdict } from './dashboard-push'
 import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
 import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
 import { sendJson } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
-import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
+import { Accounts } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { serveModelFiles } from './model-files'
@@ -379,31 +380,9 @@ export class Tracker {
       this.reputation.failed(v.hostId)
       this.log(`receipt from ${v.hostId} for session ${session} step ${v.step} refused: ${v.code}: ${v.message ?? ''}`)
     }
-    const ns = this.clientNamespace
-    const hostRoom = `host:${v.hostId}`
-    const accountRoom = accountId === null ? undefined : `account:${accountId}`
-    const listening = (room: string | undefined) => room !== undefined && (ns?.adapter.rooms.get(room)?.size ?? 0) > 0
-    // Settled receipts carry their balances; a refused one reads them only when a dashboard is listening.
-    if (ns === undefined || !(listening(hostRoom) || listening(accountRoom))) return
-    const send = async () => {
-      const push = {
-        hostId: v.hostId,
-        session,
-        step: v.step,
-        ok: v.ok,
-        ...(v.code === undefined ? {} : { code: v.code }),
-        modelId,
-        chargedMicro: v.charged,
-        hostBalanceMicro: v.balances?.host ?? (await this.store.ledger.balance(hostAccount(v.hostId))),
-        hostPendingMicro: v.balances?.pending ?? (await this.metering.escrow.pending(v.hostId)),
-      }
-      if (listening(hostRoom)) ns.to(hostRoom).emit('dashboard.receipt', push)
-      if (accountId !== null && listening(accountRoom))
-        ns.to(`account:${accountId}`).emit('dashboard.receipt', {
-          ...push,
-          accountBalanceMicro: v.balances?.account ?? (await this.store.ledger.balance(consumerAccount(accountId))),
-        })
-    }
-    send().catch((e: Error) => this.log(`a dashboard push for session ${session} failed: ${e.message}`))
+    if (this.clientNamespace === undefined) return
+    pushVerdict(this.clientNamespace, this.store.ledger, session, v, accountId, modelId).catch((e: Error) =>
+      this.log(`a dashboard push for session ${session} failed: ${e.message}`),
+    )
   }
 }
