@@ -237,7 +237,7 @@ export class Tracker {
     await new Promise<void>((resolve) => this.io.close(() => resolve()))
     await new Promise<void>((resolve) => this.bittorrent.close(() => resolve()))
     this.http.closeAllConnections()
-    await this.reputation.flushed()
+    await Promise.all([this.reputation.flushed(), this.checks.flushed()])
     await this.store.close()
   }
 

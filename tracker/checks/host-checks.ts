@@ -242,6 +242,11 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     this.timers.clear()
   }
 
+  /** Resolves once every record saved so far is in the store (a ban included): the tracker waits for it before closing the store. */
+  flushed(): Promise<void> {
+    return this.saving
+  }
+
   private async runProbe(hostId: string): Promise<ProbeOutcome> {
     const host = this.registry.get(hostId)
     const { modelId, blocks } = host?.state ?? {}
