@@ -163,9 +163,10 @@ export class Reputation {
   }
 
   private record(hostId: string): void {
-    const now = Date.now()
-    const r = this.of(hostId)
     const t = this.tally(hostId)
+    // Strictly later than the host's last row: the history reads newest first, and two rows in one millisecond would tie.
+    const now = Math.max(Date.now(), t.lastRecorded + 1)
+    const r = this.of(hostId)
     t.lastRecorded = now
     this.persist(this.checks?.store.saveTally(hostId, { ...t }))
     this.persist(this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps }))
