@@ -11,15 +11,9 @@ import { promisify } from 'node:util'
 
 const run = promisify(execFile)
 
-/** Where initdb and pg_ctl are: on PATH, else the newest /usr/lib/postgresql/<version>/bin (Debian keeps them there). */
-function findBin(): string | undefined {
+/** Where initdb and pg_ctl are: on PATH, else the newest /usr/lib/postgresql/<version>/bin (Debian keeps them there, off PATH). */
+async function findBin(): Promise<string | undefined> {
   for (const dir of (process.env.PATH ?? '').split(':')) if (dir !== '' && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir
-  const root = '/usr/lib/postgresql'
-  if (!existsSync(root)) return undefined
-  return undefined
-}
-
-async function debianBin(): Promise<string | undefined> {
   const root = '/usr/lib/postgresql'
   if (!existsSync(root)) return undefined
   const versions = (await readdir(root)).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))
@@ -29,7 +23,7 @@ async function debianBin(): Promise<string | undefined> {
 
 /** Why PostgreSQL tests cannot run here (undefined: they can). Shown in the skipped test's name. */
 export async function postgresMissing(): Promise<string | undefined> {
-  const bin = findBin() ?? (await debianBin())
+  const bin = await findBin()
   if (bin === undefined) return 'PostgreSQL is not installed (apt-get install postgresql)'
   if (process.getuid?.() === 0) {
     try {
@@ -62,7 +56,7 @@ export interface PostgresCluster {
 
 /** Starts a cluster (a few seconds: initdb, then start). Call postgresMissing() first. */
 export async function startPostgres(): Promise<PostgresCluster> {
-  const bin = findBin() ?? (await debianBin())
+  const bin = await findBin()
   if (bin === undefined) throw new Error('PostgreSQL is not installed (apt-get install postgresql); postgresMissing() says so first.')
   const root = process.getuid?.() === 0
   const dir = await mkdtemp(join(tmpdir(), 'neuron-pg-'))
