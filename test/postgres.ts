@@ -82,6 +82,7 @@ export async function startPostgres(): Promise<PostgresCluster> {
       const name = `t${process.pid}_${++n}`
       const { default: pg } = await import('pg')
       const client = new pg.Client({ connectionString: url })
+      client.on('error', () => {}) // a lost connection fails the query below instead
       await client.connect()
       try {
         await client.query(`create database ${name}`)

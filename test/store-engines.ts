@@ -71,6 +71,7 @@ function postgres(missing: string | undefined): StoreEngine {
     },
     async exec(location, sql, params) {
       const client = new pg.Client({ connectionString: location })
+      client.on('error', () => {}) // a lost connection fails the query below instead
       await client.connect()
       try {
         let n = 0

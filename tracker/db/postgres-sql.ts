@@ -13,6 +13,8 @@ const TYPES = {
 const RETRYABLE = new Set(['40001', '40P01'])
 /** Attempts before a transaction's serialization failure is given up on: writers racing on one hot balance (the fee account) collide often. */
 const MAX_ATTEMPTS = 100
+/** The session advisory lock retried transactions take (any fixed number, distinct from the migration lock). */
+const RETRY_LOCK = 0x6e6576
 
 /** `?` placeholders as PostgreSQL's `$1, $2, …` (no store query has a `?` inside a string literal). */
 function numbered(sql: string): string {
@@ -63,7 +65,9 @@ class PostgresQueries implements Sql {
 /**
  * A node-postgres pool behind the `Sql` seam. Each transaction runs SERIALIZABLE on one pooled
  * connection and is run again when it loses a race with another writer (SQLSTATE 40001 or 40P01),
- * so concurrent trackers on one database neither lose nor double a posting.
+ * so concurrent trackers on one database neither lose nor double a posting. A retry first takes a
+ * session advisory lock, so retrying writers of every tracker go one at a time: writers racing on
+ * one hot balance (the fee account) would otherwise keep colliding.
  */
 export class PostgresSql extends PostgresQueries {
   readonly pool: pg.Pool
@@ -88,7 +92,16 @@ export class PostgresSql extends PostgresQueries {
       }
       const tx = new PostgresQueries(client, undefined)
       let broken: Error | undefined
+      // A connection lost while checked out (the server restarted) is told here, not as an unhandled 'error' that ends the
+      // process; the attempt's next query fails, and the connection is not reused.
+      const lost = (e: Error) => {
+        broken = e
+      }
+      client.on('error', lost)
+      // After a lost race, the attempt queues behind every other retrying writer (any tracker's) instead of racing again.
+      const queued = attempt > 1
       try {
+        if (queued) await client.query('select pg_advisory_lock($1)', [RETRY_LOCK])
         await client.query('begin isolation level serializable')
         const result = await fn(tx)
         await client.query('commit')
@@ -106,6 +119,12 @@ export class PostgresSql extends PostgresQueries {
         }
         throw error
       } finally {
+        if (queued)
+          await client.query('select pg_advisory_unlock($1)', [RETRY_LOCK]).catch((e: Error) => {
+            broken = e
+          })
+        // A connection whose rollback or unlock failed is closed, never reused (it may still hold the lock).
+        client.off('error', lost)
         client.release(broken)
       }
     }
