@@ -1,16 +1,17 @@
 import { existsSync } from 'node:fs'
 import { MICRO, NeuronError, PublicKey } from '../protocol'
+import { isPostgresUrl, openTrackerStore } from '../tracker/db/postgres-store'
 import { Accounts } from '../tracker/ledger/accounts'
-import { SqliteTrackerStore } from '../tracker/store'
 import { intOption, parseCommandArgs, requireOption } from './args'
 import type { Command } from './command'
 
 export const accountCommand: Command = {
   name: 'account',
   summary: 'create a gateway account (API key + starting grant) in a tracker’s database',
-  usage: `Usage: neuron account create --db tracker.sqlite [--name NAME] [--grant-micro N] [--public-key KEY]
+  usage: `Usage: neuron account create --db tracker.sqlite|postgres://… [--name NAME] [--grant-micro N] [--public-key KEY]
 
-Creates an account in the tracker's SQLite file (the tracker may be running) and prints its API
+Creates an account in the tracker's database, its SQLite file or PostgreSQL URL (the tracker may be
+running), and prints its API
 key once; only the key's sha256 is stored. 1 credit = 1,000,000 micro-credits; the grant
 defaults to NEURON_STARTING_GRANT_MICRO or 10 credits. On a private swarm (--allow-keys) the
 gateway serves only accounts made for a listed --public-key.
@@ -25,8 +26,9 @@ Example: neuron account create --db /tmp/neuron.sqlite --name me`,
     })
     if (positionals[0] !== 'create') throw new NeuronError('bad_option', 'the account command has one action: neuron account create --db tracker.sqlite.')
     const db = requireOption('db', values.db)
-    if (!existsSync(db)) throw new NeuronError('bad_option', `${db} does not exist; give the --db file your tracker runs on.`)
-    const store = new SqliteTrackerStore(db)
+    if (!isPostgresUrl(db) && !existsSync(db))
+      throw new NeuronError('bad_option', `${db} does not exist; give the --db file (or postgres:// URL) your tracker runs on.`)
+    const store = await openTrackerStore(db)
     try {
       const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
       const accounts = new Accounts(store.ledger, Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO)
@@ -37,7 +39,7 @@ Example: neuron account create --db /tmp/neuron.sqlite --name me`,
           'bad_option',
           `--public-key "${publicKey}" is not a public key (43 characters of base64url, as the app's Settings or a host's log show it).`,
         )
-      const created = accounts.create({
+      const created = await accounts.create({
         ...(values.name === undefined ? {} : { name: values.name }),
         ...(grantMicro === undefined ? {} : { grantMicro }),
         ...(publicKey === undefined ? {} : { publicKey }),
@@ -46,7 +48,7 @@ Example: neuron account create --db /tmp/neuron.sqlite --name me`,
         JSON.stringify({ account_id: created.account.accountId, name: created.account.name, api_key: created.apiKey, grant_micro: created.grantMicro }),
       )
     } finally {
-      store.close()
+      await store.close()
     }
     return 0
   },

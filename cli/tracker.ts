@@ -6,7 +6,7 @@ import type { Command } from './command'
 export const trackerCommand: Command = {
   name: 'tracker',
   summary: 'run a tracker: registry, placement, routing, relay and a BitTorrent tracker on one port',
-  usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
+  usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--key-file FILE] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
        [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
        [--settlement-window-ms 86400000] [--audit-rate 0.05]
@@ -15,6 +15,10 @@ A key without an account is refused a route unless --new-key-grant-micro (or
 $NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
 most --new-accounts-per-minute new keys a minute.
 
+  --db FILE|URL           the tracker's state: a SQLite file (the default, created if absent), or a
+                          PostgreSQL database: postgres://user:password@host:5432/neuron
+  --key-file FILE         the tracker's key pair (created if absent); default FILE.tracker-key.pem
+                          beside a SQLite --db, else ./tracker-key.pem
   --tls-key, --tls-cert   serve https:// and wss:// with this PEM key and certificate (it must
                           name --host); clients of a self-signed one start with
                           NODE_EXTRA_CA_CERTS=cert.pem
@@ -33,6 +37,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       port: { type: 'string' },
       host: { type: 'string' },
       db: { type: 'string' },
+      'key-file': { type: 'string' },
       'heartbeat-ms': { type: 'string' },
       'new-key-grant-micro': { type: 'string' },
       'new-accounts-per-minute': { type: 'string' },
@@ -56,6 +61,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(port === undefined ? {} : { port }),
       ...(values.host === undefined ? {} : { host: values.host }),
       ...(values.db === undefined ? {} : { dbPath: values.db }),
+      ...(values['key-file'] === undefined ? {} : { keyPath: values['key-file'] }),
       ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
       ...(newKeyGrantMicro === undefined ? {} : { newKeyGrantMicro }),
       ...(newAccountsPerMinute === undefined ? {} : { newAccountsPerMinute }),

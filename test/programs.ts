@@ -34,7 +34,13 @@ export async function startSwarm(
   options: Partial<TrackerOptions> = {},
 ): Promise<InProcessSwarm> {
   // New keys get a grant: a test's clients pay like a public tracker's first-time users.
-  const tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 500, newKeyGrantMicro: 10_000_000, ...options })
+  const tracker = await Tracker.start({
+    dbPath: join(dir, 'tracker.sqlite'),
+    keyPath: join(dir, 'tracker.sqlite.tracker-key.pem'),
+    heartbeatMs: 500,
+    newKeyGrantMicro: 10_000_000,
+    ...options,
+  })
   const manifest = await packModel({ source: model, out: join(dir, 'packed'), blocksPerArtifact: 1 })
   const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
   const hosts: Host[] = []

@@ -25,9 +25,8 @@ export interface Publisher {
  */
 export class ModelCatalog {
   /**
-   * Published models as read once from the store: they never change, and routes, placements and host
-   * states read them on every request (a row holds the torrent and tokenizer bytes). Only models that
-   * exist are kept, so a peer naming random ids grows nothing.
+   * Published models, read from the store when the tracker starts (`load`) and kept as published: they
+   * never change, and routes, placements and host states read them on every request.
    */
   private readonly models = new Map<string, StoredModel>()
 
@@ -35,6 +34,28 @@ export class ModelCatalog {
     private readonly store: TrackerStore,
     private readonly registry: HostRegistry,
   ) {}
+
+  /** The publishers' probe sets, read with the models: the checks ask for them on every routing decision. */
+  private readonly probeSets = new Map<string, ProbeSet>()
+
+  /** Reads every published model and its probes from the store (call once before serving). */
+  async load(): Promise<void> {
+    for (const model of await this.store.listModels()) {
+      const id = model.manifest.modelId
+      this.models.set(id, model)
+      const probes = await this.store.getProbes(id)
+      if (probes !== undefined) this.probeSets.set(id, probes)
+    }
+  }
+
+  /** Keeps the first probe set a model gets, here and in the store. */
+  private async keepProbes(probes: ProbeSet): Promise<void> {
+    if (await this.store.putProbes(probes)) this.probeSets.set(probes.modelId, probes)
+    else if (!this.probeSets.has(probes.modelId)) {
+      const stored = await this.store.getProbes(probes.modelId)
+      if (stored !== undefined) this.probeSets.set(probes.modelId, stored)
+    }
+  }
 
   /**
    * Registers a model. The torrent must be the model's: named by its id, one file per artifact in
@@ -67,11 +88,12 @@ export class ModelCatalog {
     checkTokenizer(manifest, tokenizer, 'sent', advice)
     if (probes !== undefined) checkProbes(manifest, probes)
     const infoHash = parsed.infoHash as string
-    // From here on nothing awaits: no other publish of this id can land between the check and the insert.
-    const existing = this.store.getModel(manifest.modelId)
+    // Another publish of this id landing between the check and the insert is caught by putModel (the id is unique).
+    const existing = this.models.get(manifest.modelId) ?? (await this.store.getModel(manifest.modelId))
     if (existing !== undefined) {
       const model = republished(existing, manifest, infoHash, tokenizer, publisher)
-      if (probes !== undefined) this.store.putProbes(probes)
+      if (probes !== undefined) await this.keepProbes(probes)
+      this.models.set(manifest.modelId, existing)
       return model
     }
     if (manifest.tokenizerSha256 === undefined) {
@@ -86,28 +108,29 @@ export class ModelCatalog {
       publisherKey: publisher.publicKey,
       publishedAt: Date.now(),
     }
-    if (!this.store.putModel(model))
+    if (!(await this.store.putModel(model)))
       throw new NeuronError(
         'model_exists',
         `model ${manifest.modelId} was published meanwhile; pack yours under a new id (neuron pack --model-id) and publish that.`,
       )
-    if (probes !== undefined) this.store.putProbes(probes)
+    this.models.set(manifest.modelId, model)
+    if (probes !== undefined) await this.keepProbes(probes)
     return model
   }
 
   /** The model's secret known-answer probes, if its publisher sent any: for the tracker's checks only, never for a peer. */
   probes(modelId: string): ProbeSet | undefined {
-    return this.store.getProbes(modelId)
+    return this.probeSets.get(modelId)
   }
 
   has(modelId: string): boolean {
-    return this.stored(modelId) !== undefined
+    return this.models.has(modelId)
   }
 
   get(modelId: string): StoredModel {
-    const model = this.stored(modelId)
+    const model = this.models.get(modelId)
     if (model === undefined) {
-      const known = this.store.listModels().map((m) => m.manifest.modelId)
+      const known = [...this.models.keys()].sort()
       throw new NeuronError('unknown_model', `no model ${modelId} in this swarm; known models: ${known.length === 0 ? 'none yet' : known.join(', ')}.`, {
         modelId,
       })
@@ -115,17 +138,9 @@ export class ModelCatalog {
     return model
   }
 
-  private stored(modelId: string): StoredModel | undefined {
-    let model = this.models.get(modelId)
-    if (model === undefined) {
-      model = this.store.getModel(modelId)
-      if (model !== undefined) this.models.set(modelId, model)
-    }
-    return model
-  }
-
   summaries(): ModelSummary[] {
-    return this.store.listModels().map((m) => ({
+    const models = [...this.models.values()].sort((a, b) => (a.manifest.modelId < b.manifest.modelId ? -1 : 1))
+    return models.map((m) => ({
       modelId: m.manifest.modelId,
       name: m.manifest.name,
       architecture: m.manifest.architecture,

@@ -15,6 +15,7 @@ import { type Metering, wireVerdicts } from './ledger/metering'
 import { hostMicroPerHour, type PricingOptions, priceOf } from './ledger/pricing'
 import type { SwarmPlanner } from './planner'
 import type { HostRegistry } from './registry'
+import type { Reputation } from './reputation/reputation'
 import type { TrackerStore } from './store'
 
 /** An authenticated connection on /hosts or /clients. */
@@ -33,7 +34,8 @@ export interface HostRpcDeps {
   readonly pricing: PricingOptions
   /** The tracker's key: hosts accept tickets signed by it. */
   readonly trackerKey: string
-  readonly checks: Pick<HostChecks, 'whenReady'>
+  readonly checks: Pick<HostChecks, 'whenReady' | 'load'>
+  readonly reputation: Pick<Reputation, 'load'>
   /** Each host's live connection, for the relay and the tracker's checks. */
   readonly hostSockets: Map<string, Socket>
 }
@@ -64,11 +66,13 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     }
   }
   return {
-    'host.hello': ({ profile, state }, peer) => {
+    'host.hello': async ({ profile, state }, peer) => {
       if (state !== undefined) checkServing(state, true)
       const now = Date.now()
-      const known = d.store.getHost(peer.nodeId)
-      d.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
+      const known = await d.store.getHost(peer.nodeId)
+      await d.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
+      // What the checks and reputation know of it, before it can be routed.
+      await Promise.all([d.checks.load(peer.nodeId), d.reputation.load(peer.nodeId)])
       d.registry.hello(peer.nodeId, peer.publicKey, profile, state, now)
       d.hostSockets.set(peer.nodeId, peer.socket)
       return { hostId: peer.nodeId, heartbeatMs: d.registry.heartbeatMs, trackerKey: d.trackerKey }
@@ -91,7 +95,7 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       return pricedPlacement(d.catalog, d.pricing, d.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId))
     },
     'model.get': ({ modelId }) => modelFiles(d.catalog, modelId),
-    'receipts.submit': ({ receipts }, peer) => wireVerdicts(d.metering.settleFromHost(requireHello(peer).hostId, receipts)),
+    'receipts.submit': async ({ receipts }, peer) => wireVerdicts(await d.metering.settleFromHost(requireHello(peer).hostId, receipts)),
   }
 }
 

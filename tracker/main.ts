@@ -37,6 +37,7 @@ export function trackerOptionsFromEnv(env: NodeJS.ProcessEnv): Partial<TrackerOp
     ...(port === undefined ? {} : { port }),
     ...(env.NEURON_TRACKER_HOST ? { host: env.NEURON_TRACKER_HOST } : {}),
     ...(env.NEURON_TRACKER_DB ? { dbPath: env.NEURON_TRACKER_DB } : {}),
+    ...(env.NEURON_TRACKER_KEY ? { keyPath: env.NEURON_TRACKER_KEY } : {}),
     ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
   }
 }

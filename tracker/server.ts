@@ -24,13 +24,15 @@ import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
 import type { ChecksOptions, HostChecks } from './checks/host-checks'
 import { createSwarmChecks } from './checks/swarm-checks'
+import { pushVerdict } from './dashboard-push'
+import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
 import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
 import { sendJson } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
 import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
 import { clientLatencyId, type LatencyMatrixOptions, MeasuredLatencies } from './latency/measured-latencies'
-import { Accounts, consumerAccount, hostAccount } from './ledger/accounts'
+import { Accounts } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { serveModelFiles } from './model-files'
@@ -40,15 +42,17 @@ import { HostRegistry } from './registry'
 import { RelayQuota } from './relay-quota'
 import { Reputation } from './reputation/reputation'
 import { serveScrape } from './scrape'
-import { SqliteTrackerStore, type TrackerStore } from './store'
+import type { TrackerStore } from './store'
 import { TicketOffice, type TicketOfficeOptions, ticketOptions } from './tickets/ticket-office'
 
 export interface TrackerOptions extends TicketOfficeOptions {
   /** 0 picks a free port. */
   readonly port?: number
   readonly host?: string
-  /** SQLite file; ':memory:' for a throwaway swarm. */
+  /** SQLite file (':memory:' for a throwaway swarm), or a postgres:// URL (tracker/db/postgres-store.ts). */
   readonly dbPath: string
+  /** Where the tracker's key pair is kept (default `<dbPath>.tracker-key.pem`; `tracker-key.pem` beside a postgres:// URL). */
+  readonly keyPath?: string
   readonly heartbeatMs?: number
   /** A private swarm admits only these public keys (base64url) and its own, everywhere (see Admission); absent, anyone may join. */
   readonly allowedKeys?: readonly string[]
@@ -67,7 +71,7 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly startingGrantMicro?: number
   /**
    * The tracker's own key: it signs tickets and names the tracker in login challenges. Default: kept
-   * beside the database in `<dbPath>.tracker-key.pem` (a fresh one for ':memory:').
+   * in `keyPath` (a fresh one for ':memory:').
    */
   readonly identity?: NodeIdentity
   /** How long host earnings stay pending (voidable) before they are settled (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h). */
@@ -125,7 +129,7 @@ export class Tracker {
     ])
     this.registry = new HostRegistry(options.heartbeatMs ?? 5000)
     this.catalog = new ModelCatalog(store, this.registry)
-    const publicKeyOf = (hostId: string) => this.registry.get(hostId)?.publicKey ?? store.getHost(hostId)?.publicKey
+    const publicKeyOf = async (hostId: string) => this.registry.get(hostId)?.publicKey ?? (await store.getHost(hostId))?.publicKey
     ;({ checks: this.checks, auditor: this.auditor } = createSwarmChecks({
       store,
       registry: this.registry,
@@ -163,8 +167,10 @@ export class Tracker {
     this.checks.on('verified', () => this.planner.invalidate())
     this.checks.on('banned', (hostId, reason) => {
       this.planner.invalidate()
-      const voided = this.metering.escrow.voidHost(hostId, reason)
-      this.log(`host ${hostId}: ${voided.receipts} pending receipts voided, ${voided.refundedMicro} micro-credits refunded to their payers`)
+      this.metering.escrow.voidHost(hostId, reason).then(
+        (voided) => this.log(`host ${hostId}: ${voided.receipts} pending receipts voided, ${voided.refundedMicro} micro-credits refunded to their payers`),
+        (e: Error) => this.log(`host ${hostId}: voiding its pending receipts failed: ${e.message}`),
+      )
     })
     const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
     this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.ledger.routes, ticketing)
@@ -176,7 +182,10 @@ export class Tracker {
         ledger: store.ledger,
         metering: this.metering,
         reputation: this.reputation,
-        checks: (hostId) => this.checks.of(hostId),
+        checks: async (hostId) => {
+          await this.checks.load(hostId)
+          return this.checks.of(hostId)
+        },
         holds: this.tickets.holds,
         sponsor: (session, accountId) => this.tickets.sponsor(session, accountId),
         admits: (publicKey) => this.admission.admits(publicKey),
@@ -211,8 +220,14 @@ export class Tracker {
 
   static async start(options: TrackerOptions): Promise<Tracker> {
     const identity =
-      options.identity ?? (options.dbPath === ':memory:' ? NodeIdentity.generate() : await NodeIdentity.loadOrCreateFile(`${options.dbPath}.tracker-key.pem`))
-    const tracker = new Tracker(new SqliteTrackerStore(options.dbPath), options, identity)
+      options.identity ??
+      (options.dbPath === ':memory:' && options.keyPath === undefined
+        ? NodeIdentity.generate()
+        : await NodeIdentity.loadOrCreateFile(options.keyPath ?? (isPostgresUrl(options.dbPath) ? 'tracker-key.pem' : `${options.dbPath}.tracker-key.pem`)))
+    const store = await openTrackerStore(options.dbPath)
+    const tracker = new Tracker(store, options, identity)
+    await tracker.catalog.load()
+    await tracker.tickets.restore()
     await new Promise<void>((resolve, reject) => {
       tracker.http.once('error', reject)
       tracker.http.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())
@@ -242,7 +257,8 @@ export class Tracker {
     await new Promise<void>((resolve) => this.io.close(() => resolve()))
     await new Promise<void>((resolve) => this.bittorrent.close(() => resolve()))
     this.http.closeAllConnections()
-    this.store.close()
+    await Promise.all([this.reputation.flushed(), this.checks.flushed()])
+    await this.store.close()
   }
 
   private log(line: string): void {
@@ -286,8 +302,19 @@ export class Tracker {
 
   private setUpHosts(namespace: Namespace): void {
     this.authenticate(namespace)
-    const { store, registry, catalog, planner, metering, pricing, hostSockets, checks } = this
-    const handlers = hostHandlers({ store, registry, catalog, planner, metering, pricing, checks, trackerKey: this.identity.publicKey, hostSockets })
+    const { store, registry, catalog, planner, metering, pricing, hostSockets, checks, reputation } = this
+    const handlers = hostHandlers({
+      store,
+      registry,
+      catalog,
+      planner,
+      metering,
+      pricing,
+      checks,
+      reputation,
+      trackerKey: this.identity.publicKey,
+      hostSockets,
+    })
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
       serveRpc(socket, HostToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
@@ -310,12 +337,12 @@ export class Tracker {
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
       'hosts.list': () => ({ hosts: this.registry.summaries() }),
-      'route.plan': (request, peer) => {
-        const payer = this.tickets.payer(request.session, peer.publicKey)
+      'route.plan': async (request, peer) => {
+        const payer = await this.tickets.payer(request.session, peer.publicKey)
         const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId) })
         const manifest = this.catalog.get(request.modelId).manifest
-        const ticketed = this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
-        const failed = this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
+        const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
+        const failed = await this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
           ...request,
           accountId: payer.account.accountId,
         })
@@ -342,14 +369,14 @@ export class Tracker {
         // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.
         return this.relayQuota.run(peer.publicKey, frame.byteLength, () => callRpc(socket, TrackerToHost, 'relay.frame', { frame, from: peer.publicKey }))
       },
-      'receipts.submit': ({ session, receipts }, peer) => {
-        const issuedTo = this.metering.issuedTo(session)
+      'receipts.submit': async ({ session, receipts }, peer) => {
+        const issuedTo = await this.metering.issuedTo(session)
         if (issuedTo !== undefined && issuedTo !== peer.nodeId) {
           throw new NeuronError('not_your_session', `session ${session} was issued to another client; submit receipts for your own sessions.`)
         }
-        const account = this.accounts.byPublicKey(peer.publicKey)
-        if (account !== undefined) this.metering.bind(session, account.accountId)
-        return wireVerdicts(this.metering.settle(session, receipts))
+        const account = await this.accounts.byPublicKey(peer.publicKey)
+        if (account !== undefined) await this.metering.bind(session, account.accountId)
+        return wireVerdicts(await this.metering.settle(session, receipts))
       },
       'dashboard.subscribe': ({ hostIds }, peer) => {
         for (const id of hostIds) void peer.socket.join(`host:${id}`)
@@ -359,8 +386,13 @@ export class Tracker {
     this.clientNamespace = namespace
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
-      const account = this.accounts.byPublicKey(peer.publicKey)
-      if (account !== undefined) void socket.join(`account:${account.accountId}`)
+      // Joined once the account is read; its pushes before that are missed (a dashboard reads balances when it opens).
+      this.accounts.byPublicKey(peer.publicKey).then(
+        (account) => {
+          if (account !== undefined) void socket.join(`account:${account.accountId}`)
+        },
+        (e: Error) => this.log(`reading the account of ${peer.nodeId} failed: ${e.message}`),
+      )
       serveRpc(socket, ClientToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
     })
   }
@@ -373,28 +405,9 @@ export class Tracker {
       this.reputation.failed(v.hostId)
       this.log(`receipt from ${v.hostId} for session ${session} step ${v.step} refused: ${v.code}: ${v.message ?? ''}`)
     }
-    const ns = this.clientNamespace
-    const hostRoom = `host:${v.hostId}`
-    const accountRoom = accountId === null ? undefined : `account:${accountId}`
-    const listening = (room: string | undefined) => room !== undefined && (ns?.adapter.rooms.get(room)?.size ?? 0) > 0
-    // Settled receipts carry their balances; a refused one reads them only when a dashboard is listening.
-    if (ns === undefined || !(listening(hostRoom) || listening(accountRoom))) return
-    const push = {
-      hostId: v.hostId,
-      session,
-      step: v.step,
-      ok: v.ok,
-      ...(v.code === undefined ? {} : { code: v.code }),
-      modelId,
-      chargedMicro: v.charged,
-      hostBalanceMicro: v.balances?.host ?? this.store.ledger.balance(hostAccount(v.hostId)),
-      hostPendingMicro: v.balances?.pending ?? this.metering.escrow.pending(v.hostId),
-    }
-    if (listening(hostRoom)) ns.to(hostRoom).emit('dashboard.receipt', push)
-    if (accountId !== null && listening(accountRoom))
-      ns.to(`account:${accountId}`).emit('dashboard.receipt', {
-        ...push,
-        accountBalanceMicro: v.balances?.account ?? this.store.ledger.balance(consumerAccount(accountId)),
-      })
+    if (this.clientNamespace === undefined) return
+    pushVerdict(this.clientNamespace, this.store.ledger, session, v, accountId, modelId).catch((e: Error) =>
+      this.log(`a dashboard push for session ${session} failed: ${e.message}`),
+    )
   }
 }

@@ -74,8 +74,8 @@ export class CurrentSwarm {
   }
 
   /** The app's account on the embedded tracker; undefined on a remote one (it tells only a balance, in its pushes). */
-  accountBalance(): ReturnType<SwarmConnection['accountBalance']> {
-    return this.current?.accountBalance(this.identityInUse.publicKey)
+  async accountBalance(): Promise<Awaited<ReturnType<SwarmConnection['accountBalance']>>> {
+    return await this.current?.accountBalance(this.identityInUse.publicKey)
   }
 
   /** Starts following the connection this swarm began with (see `joined`). */

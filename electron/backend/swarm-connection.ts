@@ -60,7 +60,7 @@ export class SwarmConnection {
             .publish(model, embedded.url, options.identity)
             .catch((e: Error) => log(`not publishing the default model ${model} (${e.message}); add a GGUF under Host a model`))
         }
-        ensureAccount(embedded, options.identity)
+        await ensureAccount(embedded, options.identity)
       } else {
         await probeTracker(options.trackerUrl)
       }
@@ -93,10 +93,10 @@ export class SwarmConnection {
   }
 
   /** The app's consumer balance on the embedded tracker; undefined on a remote one (it is learnt from pushes). */
-  accountBalance(publicKey: string): { accountId: string; balanceMicro: number } | null | undefined {
+  async accountBalance(publicKey: string): Promise<{ accountId: string; balanceMicro: number } | null | undefined> {
     if (this.embedded === null) return undefined
-    const account = this.embedded.accounts.byPublicKey(publicKey)
-    return account === undefined ? null : { accountId: account.accountId, balanceMicro: this.embedded.accounts.balance(account.accountId) }
+    const account = await this.embedded.accounts.byPublicKey(publicKey)
+    return account === undefined ? null : { accountId: account.accountId, balanceMicro: await this.embedded.accounts.balance(account.accountId) }
   }
 
   async close(): Promise<void> {
@@ -112,8 +112,8 @@ export function embeddedAllowList(keys: readonly string[] | null, identity: Node
 }
 
 /** The embedded tracker pays chats from the app's own account, granted the tracker's default. */
-function ensureAccount(tracker: Tracker, identity: NodeIdentity): void {
-  if (tracker.accounts.byPublicKey(identity.publicKey) === undefined) tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
+async function ensureAccount(tracker: Tracker, identity: NodeIdentity): Promise<void> {
+  if ((await tracker.accounts.byPublicKey(identity.publicKey)) === undefined) await tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
 }
 
 /**

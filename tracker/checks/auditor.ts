@@ -33,11 +33,11 @@ export interface AuditorDeps {
   readonly registry: HostRegistry
   readonly checks: HostChecks
   readonly prober: Prober
-  readonly publicKeyOf: (hostId: string) => string | undefined
+  readonly publicKeyOf: (hostId: string) => Promise<string | undefined>
   /** The hops the tracker issued for a session, and to whom (undefined: it issued none). */
   readonly route: (
     session: string,
-  ) => { modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined
+  ) => Promise<{ modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>
   /** The model's blocks and what crosses each seam (its manifest). */
   readonly shape: (modelId: string) => SeamFacts
   /** Audits one key may ask for a minute. */
@@ -73,7 +73,7 @@ export class Auditor {
 
   private async check(request: AuditRequest, { nodeId, publicKey }: { nodeId: string; publicKey: string }): Promise<AuditVerdict> {
     const { hostId, blocks, session } = request
-    const route = this.deps.route(session)
+    const route = await this.deps.route(session)
     if (route === undefined) throw new NeuronError('unknown_session', `the tracker routed no session ${session}; audit only steps of your own sessions.`)
     if (route.issuedTo !== nodeId) throw new NeuronError('not_your_session', `session ${session} was issued to another client; audit your own sessions.`)
     if (!route.hops.some((h) => h.hostId === hostId && h.blocks[0] === blocks[0] && h.blocks[1] === blocks[1]))
@@ -82,7 +82,7 @@ export class Auditor {
     if (this.audited.has(once))
       throw new NeuronError('already_audited', `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`)
     const model = this.deps.shape(route.modelId)
-    const steps = this.verifiedHistory(request, model)
+    const steps = await this.verifiedHistory(request, model)
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
@@ -131,12 +131,12 @@ export class Auditor {
   }
 
   /** Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs. */
-  private verifiedHistory(request: AuditRequest, model: SeamFacts): HopInput[] {
+  private async verifiedHistory(request: AuditRequest, model: SeamFacts): Promise<HopInput[]> {
     const { hostId, blocks, session } = request
     // what the hop takes: token ids at block 0, else the seam's values and side values (never the client's say-so)
     const seamIn = seamAt(model, blocks[0])
     const takes = blocks[0] === 0 ? { width: 1, side: 0 } : { width: seamIn.values, side: seamSideValues(seamIn) }
-    const registered = this.deps.publicKeyOf(hostId)
+    const registered = await this.deps.publicKeyOf(hostId)
     if (registered === undefined) throw new NeuronError('unknown_host', `host ${hostId} is not registered here.`)
     // Parsed once: a history may hold thousands of receipts, all checked with this key.
     const key = publicKeyObject(registered)

@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3'
+import type { Sql } from '../db/sql'
 
 /** What the tracker's checks know of one host, kept across restarts. */
 export interface StoredChecks {
@@ -44,31 +44,12 @@ export const CHECKS_SCHEMA = `create table host_checks (
      latency real not null
    );`
 
-/** Host checks and reputation tallies in the tracker's SQLite file; callers see no SQL. */
+/** Host checks and reputation tallies in the tracker's database; callers see no SQL. */
 export class ChecksStore {
-  private readonly getChecks: Database.Statement
-  private readonly putChecks: Database.Statement
-  private readonly getTally: Database.Statement
-  private readonly putTally: Database.Statement
+  constructor(private readonly db: Sql) {}
 
-  constructor(db: Database.Database) {
-    this.getChecks = db.prepare('select * from host_checks where host_id = ?')
-    this.putChecks = db.prepare(
-      `insert into host_checks values (@hostId, @probesPassed, @probesFailed, @auditsPassed, @auditsFailed, @banReason, @bannedAt, @measuredMsPerBlock, @lastProbeAt)
-       on conflict(host_id) do update set probes_passed = excluded.probes_passed, probes_failed = excluded.probes_failed,
-         audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, ban_reason = excluded.ban_reason,
-         banned_at = excluded.banned_at, measured_ms_per_block = excluded.measured_ms_per_block, last_probe_at = excluded.last_probe_at`,
-    )
-    this.getTally = db.prepare('select * from reputation_tallies where host_id = ?')
-    this.putTally = db.prepare(
-      `insert into reputation_tallies values (@hostId, @completed, @failed, @samples, @onlineSamples, @latency)
-       on conflict(host_id) do update set completed = excluded.completed, failed = excluded.failed, samples = excluded.samples,
-         online_samples = excluded.online_samples, latency = excluded.latency`,
-    )
-  }
-
-  checks(hostId: string): StoredChecks | undefined {
-    const r = this.getChecks.get(hostId) as Record<string, number | string | null> | undefined
+  async checks(hostId: string): Promise<StoredChecks | undefined> {
+    const r = await this.db.get<Record<string, number | string | null>>('select * from host_checks where host_id = ?', [hostId])
     if (r === undefined) return undefined
     return {
       hostId,
@@ -83,17 +64,29 @@ export class ChecksStore {
     }
   }
 
-  saveChecks(c: StoredChecks): void {
-    this.putChecks.run(c)
+  async saveChecks(c: StoredChecks): Promise<void> {
+    await this.db.run(
+      `insert into host_checks (host_id, probes_passed, probes_failed, audits_passed, audits_failed, ban_reason, banned_at, measured_ms_per_block, last_probe_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       on conflict (host_id) do update set probes_passed = excluded.probes_passed, probes_failed = excluded.probes_failed,
+         audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, ban_reason = excluded.ban_reason,
+         banned_at = excluded.banned_at, measured_ms_per_block = excluded.measured_ms_per_block, last_probe_at = excluded.last_probe_at`,
+      [c.hostId, c.probesPassed, c.probesFailed, c.auditsPassed, c.auditsFailed, c.banReason, c.bannedAt, c.measuredMsPerBlock, c.lastProbeAt],
+    )
   }
 
-  tally(hostId: string): StoredTally | undefined {
-    const r = this.getTally.get(hostId) as Record<string, number> | undefined
+  async tally(hostId: string): Promise<StoredTally | undefined> {
+    const r = await this.db.get<Record<string, number>>('select * from reputation_tallies where host_id = ?', [hostId])
     if (r === undefined) return undefined
     return { completed: r.completed ?? 0, failed: r.failed ?? 0, samples: r.samples ?? 0, onlineSamples: r.online_samples ?? 0, latency: r.latency ?? 1 }
   }
 
-  saveTally(hostId: string, t: StoredTally): void {
-    this.putTally.run({ hostId, completed: t.completed, failed: t.failed, samples: t.samples, onlineSamples: t.onlineSamples, latency: t.latency })
+  async saveTally(hostId: string, t: StoredTally): Promise<void> {
+    await this.db.run(
+      `insert into reputation_tallies (host_id, completed, failed, samples, online_samples, latency) values (?, ?, ?, ?, ?, ?)
+       on conflict (host_id) do update set completed = excluded.completed, failed = excluded.failed, samples = excluded.samples,
+         online_samples = excluded.online_samples, latency = excluded.latency`,
+      [hostId, t.completed, t.failed, t.samples, t.onlineSamples, t.latency],
+    )
   }
 }

@@ -48,7 +48,7 @@ const PRIOR_PASSES = 5
 /**
  * What the tracker knows of each host's honesty: known-answer probes before it is routed and at
  * random times after, audits of real steps, probation for new keys, bans. Routing asks `eligible`
- * and `msPerBlock`; reputation asks `auditsScore`; the checks are kept in SQLite.
+ * and `msPerBlock`; reputation asks `auditsScore`; the checks are kept in the tracker's store.
  */
 export class HostChecks extends EventEmitter<HostChecksEvents> {
   private readonly cache = new Map<string, StoredChecks>()
@@ -63,6 +63,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   /** Clients whose audits outvoted each host (a ban needs STRIKES_TO_BAN of them). */
   private readonly strikes = new Map<string, Set<string>>()
   private closed = false
+  private saving: Promise<void> = Promise.resolve()
   readonly options: Required<ChecksOptions> & { auditRate: number }
 
   constructor(
@@ -86,7 +87,17 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     registry.on('changed', (hostId) => this.onChanged(hostId))
   }
 
-  /** The view a dashboard shows. */
+  /**
+   * Reads the host's record from the store into memory: a host's hello does this before it is routed, a
+   * dashboard before it shows one. Only hosts the store knows are kept, so random ids grow nothing.
+   */
+  async load(hostId: string): Promise<void> {
+    if (this.cache.has(hostId)) return
+    const stored = await this.store.checks(hostId)
+    if (stored !== undefined && !this.cache.has(hostId)) this.cache.set(hostId, stored)
+  }
+
+  /** The view a dashboard shows (after `load`). */
   of(hostId: string): HostChecksView {
     const c = this.get(hostId)
     const advertised = this.registry.get(hostId)?.state.msPerBlock ?? null
@@ -231,6 +242,11 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     this.timers.clear()
   }
 
+  /** Resolves once every record saved so far is in the store (a ban included): the tracker waits for it before closing the store. */
+  flushed(): Promise<void> {
+    return this.saving
+  }
+
   private async runProbe(hostId: string): Promise<ProbeOutcome> {
     const host = this.registry.get(hostId)
     const { modelId, blocks } = host?.state ?? {}
@@ -330,11 +346,11 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     return Math.min(10 * mean, -mean * Math.log(1 - Math.random()))
   }
 
-  /** A host's record; kept in memory only for hosts the registry knows (any id may be asked for on a dashboard). */
+  /** A host's record as loaded (`load`), else a fresh one; kept in memory only for hosts the registry knows (any id may be asked for on a dashboard). */
   private get(hostId: string): StoredChecks {
     let c = this.cache.get(hostId)
     if (c === undefined) {
-      c = this.store.checks(hostId) ?? {
+      c = {
         hostId,
         probesPassed: 0,
         probesFailed: 0,
@@ -352,7 +368,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
 
   private save(c: StoredChecks): void {
     this.cache.set(c.hostId, c)
-    this.store.saveChecks(c)
+    // In order: a later record never lands before an earlier one.
+    this.saving = this.saving.then(() => this.store.saveChecks(c)).catch((e: Error) => this.log(`saving the checks of host ${c.hostId} failed: ${e.message}`))
   }
 }
 

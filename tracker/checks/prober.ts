@@ -58,7 +58,7 @@ export interface ProberDeps {
     hop: { hostId: string; blocks: readonly [number, number] },
     maxTokens: number,
     promptTokens: number,
-  ) => void
+  ) => Promise<unknown>
 }
 
 /**
@@ -156,7 +156,7 @@ export class Prober {
     const session = randomBytes(16).toString('hex')
     const maxTokens = chunks.reduce((s, c) => s + c.tokens, 0)
     const promptTokens = chunks[0]?.tokens ?? 1
-    this.deps.issue(session, modelId, { hostId, blocks }, maxTokens, promptTokens)
+    await this.deps.issue(session, modelId, { hostId, blocks }, maxTokens, promptTokens)
     const ticket = signTicket(this.deps.tracker, {
       session,
       clientKey: this.deps.client.publicKey,

@@ -20,14 +20,14 @@ export interface SwarmChecksDeps {
   readonly client: NodeIdentity
   readonly hostSocket: (hostId: string) => Socket | undefined
   readonly ca: TrustedCa | undefined
-  readonly publicKeyOf: (hostId: string) => string | undefined
+  readonly publicKeyOf: (hostId: string) => Promise<string | undefined>
   /** Tells metering a check's session, so the host's receipts for it are verified and paid nothing. */
   readonly issue: (
     session: string,
     modelId: string,
     hops: { hostId: string; blocks: readonly [number, number] }[],
     routed: { maxTokens: number; promptTokens: number },
-  ) => void
+  ) => Promise<unknown>
   readonly options?: ChecksOptions
   readonly log: (line: string) => void
 }

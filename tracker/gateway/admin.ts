@@ -14,7 +14,7 @@ export class AdminEndpoints {
   async createAccount(req: IncomingMessage, res: ServerResponse): Promise<void> {
     requireAdmin(req, this.adminToken)
     const body = parse(CreateAccountRequest, await readBody(req))
-    const created = this.accounts.create({
+    const created = await this.accounts.create({
       ...(body.name === undefined ? {} : { name: body.name }),
       ...(body.grant_micro === undefined ? {} : { grantMicro: body.grant_micro }),
       ...(body.public_key === undefined ? {} : { publicKey: body.public_key }),
@@ -24,14 +24,14 @@ export class AdminEndpoints {
       name: created.account.name,
       api_key: created.apiKey,
       grant_micro: created.grantMicro,
-      balance_micro: this.accounts.balance(created.account.accountId),
+      balance_micro: await this.accounts.balance(created.account.accountId),
     })
   }
 
   async grant(req: IncomingMessage, res: ServerResponse, accountId: string): Promise<void> {
     requireAdmin(req, this.adminToken)
     const body = parse(GrantRequest, await readBody(req))
-    this.accounts.grant(accountId, body.micro)
-    sendJson(res, 200, { account_id: accountId, balance_micro: this.accounts.balance(accountId) })
+    await this.accounts.grant(accountId, body.micro)
+    sendJson(res, 200, { account_id: accountId, balance_micro: await this.accounts.balance(accountId) })
   }
 }

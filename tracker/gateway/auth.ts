@@ -11,7 +11,7 @@ import { bearer } from './http'
  * one. On a private swarm the account's public key must be on the list (403 otherwise): an API key
  * is only as good as the key its account was created for.
  */
-export function authenticate(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits'>): StoredAccount {
+export async function authenticate(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits'>): Promise<StoredAccount> {
   const { accounts } = deps
   const key = bearer(req)
   if (key === undefined) {
@@ -22,7 +22,7 @@ export function authenticate(req: IncomingMessage, deps: Pick<GatewayDeps, 'acco
       'no API key: send Authorization: Bearer nk-… (ask the tracker operator for an account).',
     )
   }
-  const account = accounts.byApiKey(key)
+  const account = await accounts.byApiKey(key)
   if (account === undefined)
     throw new GatewayError(401, 'invalid_request_error', 'invalid_api_key', `API key ${key.slice(0, 6)}… is not known to this tracker.`)
   if (!deps.admits(account.publicKey)) {
@@ -39,7 +39,7 @@ export function authenticate(req: IncomingMessage, deps: Pick<GatewayDeps, 'acco
  * Lets a dashboard request through on an open swarm; on a private one only a member's: a key proven
  * by a signed `x-neuron-auth` header (hosts and the app), or an API key (authenticate), admitted.
  */
-export function requireMember(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits' | 'provenKey'>): void {
+export async function requireMember(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits' | 'provenKey'>): Promise<void> {
   if (deps.admits(null)) return
   let proven: string | undefined
   try {
@@ -55,7 +55,7 @@ export function requireMember(req: IncomingMessage, deps: Pick<GatewayDeps, 'acc
       `this is a private swarm: its dashboards answer members only; send an API key (Authorization: Bearer nk-…) or your key signed in ${NODE_AUTH_HEADER} (a nonce from GET /auth/challenge, signed for ${DASHBOARD_SCOPE}).`,
     )
   }
-  if (proven === undefined) authenticate(req, deps)
+  if (proven === undefined) await authenticate(req, deps)
   else if (!deps.admits(proven)) throw notAdmitted(`key ${proven.slice(0, 8)}… is not on its list; ask the operator to add it.`)
 }
 

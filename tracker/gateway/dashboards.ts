@@ -12,35 +12,35 @@ export class Dashboards {
     private readonly holds: CreditHolds,
   ) {}
 
-  account(req: IncomingMessage, res: ServerResponse): void {
-    const account = authenticate(req, this.deps)
+  async account(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const account = await authenticate(req, this.deps)
     sendJson(res, 200, {
       account_id: account.accountId,
       name: account.name,
-      balance_micro: this.deps.accounts.balance(account.accountId),
+      balance_micro: await this.deps.accounts.balance(account.accountId),
       held_micro: this.holds.heldMicro(account.accountId),
     })
   }
 
   /** Open to anyone on an open swarm; on a private one, to its members (requireMember). */
-  host(req: IncomingMessage, res: ServerResponse, hostId: string): void {
-    requireMember(req, this.deps)
+  async host(req: IncomingMessage, res: ServerResponse, hostId: string): Promise<void> {
+    await requireMember(req, this.deps)
     const now = Date.now()
     const { ledger, reputation } = this.deps
     sendJson(res, 200, {
       host_id: hostId,
       // Settled (spendable) earnings; pending ones wait in escrow for the settlement window.
-      balance_micro: ledger.balance(hostAccount(hostId)),
-      pending_micro: ledger.balance(escrowAccount(hostId)),
+      balance_micro: await ledger.balance(hostAccount(hostId)),
+      pending_micro: await ledger.balance(escrowAccount(hostId)),
       settlement_window_ms: this.deps.metering.escrow.windowMs,
-      served_block_tokens: ledger.servedBlockTokens(hostId),
-      earnings_by_hour: ledger.earnings(hostId, 'hour', now - 48 * 3_600_000),
-      earnings_by_day: ledger.earnings(hostId, 'day', now - 30 * 86_400_000),
-      recent_receipts: ledger.receipts({ hostId, limit: 20 }),
-      rejected_receipts: ledger.rejections(hostId, 20),
+      served_block_tokens: await ledger.servedBlockTokens(hostId),
+      earnings_by_hour: await ledger.earnings(hostId, 'hour', now - 48 * 3_600_000),
+      earnings_by_day: await ledger.earnings(hostId, 'day', now - 30 * 86_400_000),
+      recent_receipts: await ledger.receipts({ hostId, limit: 20 }),
+      rejected_receipts: await ledger.rejections(hostId, 20),
       reputation: reputation.of(hostId),
-      reputation_history: reputation.history(hostId, 50),
-      checks: this.deps.checks?.(hostId) ?? null,
+      reputation_history: await reputation.history(hostId, 50),
+      checks: (await this.deps.checks?.(hostId)) ?? null,
     })
   }
 }

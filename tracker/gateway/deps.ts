@@ -38,6 +38,6 @@ export interface GatewayDeps {
   /** The tracker's own client of its swarm, connected on first use. */
   readonly client: () => Promise<SwarmClient>
   /** What the tracker's fraud checks say of a host (probes, audits, probation, a ban); absent: the dashboard shows null. */
-  readonly checks?: (hostId: string) => HostChecksView
+  readonly checks?: (hostId: string) => Promise<HostChecksView>
   readonly log: (line: string) => void
 }

@@ -39,12 +39,12 @@ export class Gateway {
   async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     try {
       const method = req.method ?? 'GET'
-      if (method === 'GET' && path === '/v1/models') return this.openai.models(req, res)
+      if (method === 'GET' && path === '/v1/models') return await this.openai.models(req, res)
       if (method === 'POST' && path === '/v1/chat/completions') return await this.openai.chat(req, res)
       if (method === 'POST' && path === '/v1/completions') return await this.openai.completion(req, res)
-      if (method === 'GET' && path === '/v1/dashboard/account') return this.dashboards.account(req, res)
+      if (method === 'GET' && path === '/v1/dashboard/account') return await this.dashboards.account(req, res)
       const host = /^\/v1\/dashboard\/hosts\/([0-9a-f]{20})$/.exec(path)
-      if (method === 'GET' && host !== null) return this.dashboards.host(req, res, host[1] as string)
+      if (method === 'GET' && host !== null) return await this.dashboards.host(req, res, host[1] as string)
       if (method === 'POST' && path === '/admin/accounts') return await this.admin.createAccount(req, res)
       const grant = /^\/admin\/accounts\/(acct_[0-9a-f]{16})\/grant$/.exec(path)
       if (method === 'POST' && grant !== null) return await this.admin.grant(req, res, grant[1] as string)

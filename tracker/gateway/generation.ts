@@ -40,7 +40,7 @@ export class PaidGenerations {
     const stored = this.deps.catalog.get(g.modelId)
     const { nLayer } = stored.manifest
     const price = priceOf(stored.manifest, this.pricing)
-    const available = this.deps.accounts.balance(account.accountId) - this.holds.heldMicro(account.accountId)
+    const available = (await this.deps.accounts.balance(account.accountId)) - this.holds.heldMicro(account.accountId)
     const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
     if (affordable < 1) {
       throw new GatewayError(
@@ -58,10 +58,10 @@ export class PaidGenerations {
     // Receipts wait here until the gateway has sent the next step on its way: committing them then
     // overlaps the hosts' compute. A step's text is written only after its receipts are committed.
     const unsettled: { session: string; receipts: readonly Receipt[] }[] = []
-    const settle = () => {
+    const settle = async () => {
       for (let batch = unsettled.shift(); batch !== undefined; batch = unsettled.shift()) {
-        this.deps.metering.bind(batch.session, account.accountId)
-        for (const v of this.deps.metering.settle(batch.session, batch.receipts)) {
+        await this.deps.metering.bind(batch.session, account.accountId)
+        for (const v of await this.deps.metering.settle(batch.session, batch.receipts)) {
           hold.remaining -= v.charged
           if (v.code === 'insufficient_credits') outOfCredits = true
         }
@@ -91,20 +91,20 @@ export class PaidGenerations {
         text += next.value.text
         const at = firstStop(text, g.stop)
         if (at !== -1) {
-          settle()
+          await settle()
           if (at > sent) yield { text: text.slice(sent, at) }
           await tokens.return(undefined as never)
-          settle()
+          await settle()
           yield { done: true, finishReason: 'stop', completionTokens: generated }
           return
         }
         const following = tokens.next()
         following.catch(() => {}) // awaited below; this only keeps it from counting as unhandled meanwhile
-        settle()
+        await settle()
         if (outOfCredits) {
           await following.catch(() => undefined)
           await tokens.return(undefined as never)
-          settle()
+          await settle()
           if (text.length > sent) yield { text: text.slice(sent) }
           yield { done: true, finishReason: 'length', completionTokens: generated }
           return
@@ -117,7 +117,7 @@ export class PaidGenerations {
         }
         next = await following
       }
-      settle()
+      await settle()
       if (text.length > sent) yield { text: text.slice(sent) }
       const s = next.value
       for (const hop of s.route) if (hop.medianMs > 0) this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)

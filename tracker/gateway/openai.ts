@@ -30,8 +30,8 @@ export class OpenAiEndpoints {
     private readonly rateLimit: RateLimit,
   ) {}
 
-  models(req: IncomingMessage, res: ServerResponse): void {
-    authenticate(req, this.deps)
+  async models(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await authenticate(req, this.deps)
     const data = this.deps.catalog.summaries().map((m) => {
       const stored = this.deps.catalog.get(m.modelId)
       const price = priceOf(stored.manifest, this.options.pricing ?? {})
@@ -49,7 +49,7 @@ export class OpenAiEndpoints {
   }
 
   async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const account = authenticate(req, this.deps)
+    const account = await authenticate(req, this.deps)
     this.rateLimit.check(account)
     const body = parse(ChatCompletionRequest, await readBody(req))
     const tokenizer = await this.tokenizer(body.model)
@@ -88,7 +88,7 @@ export class OpenAiEndpoints {
   }
 
   async completion(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const account = authenticate(req, this.deps)
+    const account = await authenticate(req, this.deps)
     this.rateLimit.check(account)
     const body = parse(CompletionRequest, await readBody(req))
     const tokenizer = await this.tokenizer(body.model)

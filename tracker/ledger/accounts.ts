@@ -29,24 +29,24 @@ export class Accounts {
     private readonly startingGrantMicro: number,
   ) {}
 
-  create(options: { name?: string; grantMicro?: number; publicKey?: string | null } = {}, now = Date.now()): CreatedAccount {
+  async create(options: { name?: string; grantMicro?: number; publicKey?: string | null } = {}, now = Date.now()): Promise<CreatedAccount> {
     const accountId = `acct_${randomBytes(8).toString('hex')}`
     const apiKey = `nk-${randomBytes(24).toString('base64url')}`
     const account: StoredAccount = { accountId, name: options.name ?? accountId, publicKey: options.publicKey ?? null, createdAt: now }
-    if (options.publicKey != null && this.store.accountByPublicKey(options.publicKey) !== undefined) {
+    if (options.publicKey != null && (await this.store.accountByPublicKey(options.publicKey)) !== undefined) {
       throw new NeuronError('account_exists', `key ${options.publicKey.slice(0, 8)}… already has an account.`)
     }
-    this.store.createAccount(account, hashApiKey(apiKey))
+    await this.store.createAccount(account, hashApiKey(apiKey))
     const grantMicro = options.grantMicro ?? this.startingGrantMicro
-    if (grantMicro > 0) this.grant(accountId, grantMicro, now)
+    if (grantMicro > 0) await this.grant(accountId, grantMicro, now)
     return { account, apiKey, grantMicro }
   }
 
   /** Credits an account from the swarm's grants account (which goes negative: credits issued). */
-  grant(accountId: string, micro: number, now = Date.now()): void {
+  async grant(accountId: string, micro: number, now = Date.now()): Promise<void> {
     if (!Number.isSafeInteger(micro) || micro <= 0) throw new NeuronError('bad_request', `a grant is a positive whole number of micro-credits, not ${micro}.`)
-    if (this.store.getAccount(accountId) === undefined) throw new NeuronError('unknown_account', `no account ${accountId}.`)
-    this.store.post({
+    if ((await this.store.getAccount(accountId)) === undefined) throw new NeuronError('unknown_account', `no account ${accountId}.`)
+    await this.store.post({
       kind: 'grant',
       idempotencyKey: null,
       modelId: null,
@@ -58,19 +58,19 @@ export class Accounts {
     })
   }
 
-  get(accountId: string): StoredAccount | undefined {
+  get(accountId: string): Promise<StoredAccount | undefined> {
     return this.store.getAccount(accountId)
   }
 
-  byApiKey(key: string): StoredAccount | undefined {
+  byApiKey(key: string): Promise<StoredAccount | undefined> {
     return this.store.accountByKeyHash(hashApiKey(key))
   }
 
-  byPublicKey(publicKey: string): StoredAccount | undefined {
+  byPublicKey(publicKey: string): Promise<StoredAccount | undefined> {
     return this.store.accountByPublicKey(publicKey)
   }
 
-  balance(accountId: string): number {
+  balance(accountId: string): Promise<number> {
     return this.store.balance(consumerAccount(accountId))
   }
 }

@@ -17,16 +17,16 @@ describe('the ledger on disk', () => {
     const store = new SqliteTrackerStore(path)
     expect(store.durability).toEqual({ journalMode: 'wal', synchronous: 2 })
     const accounts = new Accounts(store.ledger, 0)
-    const { accountId } = accounts.create({ grantMicro: 1_234_567 }).account
-    accounts.grant(accountId, 1_000)
-    store.close()
+    const { accountId } = (await accounts.create({ grantMicro: 1_234_567 })).account
+    await accounts.grant(accountId, 1_000)
+    await store.close()
 
     const reopened = new SqliteTrackerStore(path)
     try {
       expect(reopened.durability.synchronous).toBe(2)
-      expect(new Accounts(reopened.ledger, 0).balance(accountId)).toBe(1_235_567)
+      expect(await new Accounts(reopened.ledger, 0).balance(accountId)).toBe(1_235_567)
     } finally {
-      reopened.close()
+      await reopened.close()
     }
   })
 })

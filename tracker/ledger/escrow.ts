@@ -57,7 +57,7 @@ export class Escrow {
   }
 
   /** The host's pending earnings, micro-credits. */
-  pending(hostId: string): number {
+  pending(hostId: string): Promise<number> {
     return this.store.balance(escrowAccount(hostId))
   }
 
@@ -65,15 +65,15 @@ export class Escrow {
    * The most a replay may still take from a failed host's earnings in a session: what it earned there
    * less the replays already paid, and (in escrow) only what of it is still pending.
    */
-  forfeitable(session: string, failedHost: string): number {
-    const left = this.store.routes.forfeitable(session, failedHost, REPLAY_STEP_BASE)
-    const held = this.windowMs > 0 ? this.store.escrow.pendingFrom(session, failedHost) : this.store.balance(hostAccount(failedHost))
+  async forfeitable(session: string, failedHost: string, store: LedgerStore = this.store): Promise<number> {
+    const left = await store.routes.forfeitable(session, failedHost, REPLAY_STEP_BASE)
+    const held = this.windowMs > 0 ? await store.escrow.pendingFrom(session, failedHost) : await store.balance(hostAccount(failedHost))
     return Math.max(0, Math.min(left, held))
   }
 
   /** Records which of the failed host's pending steps paid `micro` to a replay (call in the replay's transaction). */
-  forfeited(session: string, failedHost: string, micro: number): void {
-    if (this.windowMs > 0 && micro > 0) this.store.escrow.forfeit(session, failedHost, micro)
+  async forfeited(session: string, failedHost: string, micro: number, store: LedgerStore = this.store): Promise<void> {
+    if (this.windowMs > 0 && micro > 0) await store.escrow.forfeit(session, failedHost, micro)
   }
 
   /** Releases, now and then, every receipt older than the window; unref'd, so it never keeps the process alive. */
@@ -81,11 +81,9 @@ export class Escrow {
     if (this.timer !== undefined) return
     const every = this.options.releaseEveryMs ?? Math.min(60_000, Math.max(1000, Math.floor(this.windowMs / 4)))
     this.timer = setInterval(() => {
-      try {
-        this.release()
-      } catch (error) {
+      this.release().catch((error: unknown) => {
         this.options.log?.(`releasing pending earnings failed (retried in ${every} ms): ${error instanceof Error ? error.message : error}`)
-      }
+      })
     }, every)
     this.timer.unref()
   }
@@ -96,16 +94,16 @@ export class Escrow {
   }
 
   /** Moves every receipt created at least a window before `now` to its host's settled account: one transaction per host. */
-  release(now = Date.now()): Released {
+  release(now = Date.now()): Promise<Released> {
     const cutoff = now - this.windowMs
-    return this.store.atomically(() => {
+    return this.store.atomically(async (tx) => {
       let releasedMicro = 0
       let receipts = 0
-      const due = this.store.escrow.due(cutoff)
+      const due = await tx.escrow.due(cutoff)
       for (const { hostId, micro } of due) {
         // Unpaid receipts (no payer, a replay with nothing left to take) hold nothing: marked, no transaction.
         if (micro !== 0)
-          this.store.post({
+          await tx.post({
             kind: 'release',
             idempotencyKey: null,
             modelId: null,
@@ -115,7 +113,7 @@ export class Escrow {
             ],
             at: now,
           })
-        receipts += this.store.escrow.markReleased(hostId, cutoff)
+        receipts += await tx.escrow.markReleased(hostId, cutoff)
         releasedMicro += micro
       }
       return { releasedMicro, receipts, hosts: due.length }
@@ -128,20 +126,20 @@ export class Escrow {
    * host it came from. Replays other hosts were paid out of these earnings are taken back first (the
    * session was the voided host's). Released receipts stand. Voiding again finds nothing pending.
    */
-  voidHost(hostId: string, reason: string, now = Date.now()): Voided {
-    return this.store.atomically(() => {
+  voidHost(hostId: string, reason: string, now = Date.now()): Promise<Voided> {
+    return this.store.atomically(async (tx) => {
       const entries: Entry[] = []
-      const paidFromIt = this.store.escrow.pendingForfeitsFrom(hostId)
+      const paidFromIt = await tx.escrow.pendingForfeitsFrom(hostId)
       // Only what goes back into this host's pending earnings (to be refunded): a banned host is never paid by its ban.
-      for (const replay of paidFromIt) entries.push(...this.giveBack(replay, false))
+      for (const replay of paidFromIt) entries.push(...(await this.giveBack(tx, replay, false)))
       // Read after the give-backs: they restore what replays had taken from these receipts.
-      const own = this.store.escrow.pendingOf(hostId)
+      const own = await tx.escrow.pendingOf(hostId)
       let voidedMicro = 0
       let refundedMicro = 0
       for (const r of own) {
         voidedMicro += r.earned - r.forfeited
         if (r.forfeitFrom !== null) {
-          entries.push(...this.giveBack(r))
+          entries.push(...(await this.giveBack(tx, r)))
           continue
         }
         // What a replay that has since settled took from it (none, as replays settle after the steps they repay) is not refunded.
@@ -150,12 +148,12 @@ export class Escrow {
         if (r.accountId !== null) entries.push({ account: consumerAccount(r.accountId), amount: refund })
         refundedMicro += refund
       }
-      if (entries.length > 0) this.store.post({ kind: 'void', idempotencyKey: null, modelId: null, entries: merged(entries), at: now })
-      this.store.escrow.markVoided(
+      if (entries.length > 0) await tx.post({ kind: 'void', idempotencyKey: null, modelId: null, entries: merged(entries), at: now })
+      await tx.escrow.markVoided(
         paidFromIt.map((r) => r.key),
         `paid from host ${hostId}'s voided earnings: ${reason}`,
       )
-      this.store.escrow.markVoided(
+      await tx.escrow.markVoided(
         own.map((r) => r.key),
         reason,
       )
@@ -169,10 +167,10 @@ export class Escrow {
    * Undoes a pending replay's pay: back to the failed host's escrow while the steps it repaid are
    * pending, and (`restAsSettled`) the rest to its settled account; without it the rest stays paid.
    */
-  private giveBack(replay: PendingReceipt, restAsSettled = true): Entry[] {
+  private async giveBack(tx: LedgerStore, replay: PendingReceipt, restAsSettled = true): Promise<Entry[]> {
     const from = replay.forfeitFrom
     if (from === null || replay.earned === 0) return []
-    const toEscrow = this.store.escrow.unforfeit(replay.session, from, replay.earned)
+    const toEscrow = await tx.escrow.unforfeit(replay.session, from, replay.earned)
     const back = restAsSettled ? replay.earned : toEscrow
     return [
       { account: escrowAccount(replay.hostId), amount: -back },

@@ -1,5 +1,5 @@
-import type Database from 'better-sqlite3'
 import { REPLAY_STEP_BASE } from '../../protocol'
+import type { Sql } from '../db/sql'
 
 /** Where a receipt's host earnings are: in the host's escrow, on its settled account, or refunded to the payer. */
 export type EscrowState = 'pending' | 'released' | 'voided'
@@ -22,92 +22,87 @@ export interface PendingReceipt {
   readonly forfeitFrom: string | null
 }
 
-/** Hosts' pending earnings, receipt by receipt, in the ledger's SQLite file (the store's half of Escrow). */
+/** Hosts' pending earnings, receipt by receipt, in the ledger's database (the store's half of Escrow). */
 export class EscrowedReceipts {
-  constructor(private readonly db: Database.Database) {}
+  constructor(private readonly db: Sql) {}
 
   /** Per host, what its receipts created at or before `cutoff` hold in escrow. */
-  due(cutoff: number): { hostId: string; micro: number; receipts: number }[] {
-    return this.db
-      .prepare(
-        `select host_id as hostId, coalesce(sum(host_earned - forfeited), 0) as micro, count(*) as receipts
+  due(cutoff: number): Promise<{ hostId: string; micro: number; receipts: number }[]> {
+    return this.db.all(
+      `select host_id as "hostId", coalesce(sum(host_earned - forfeited), 0) as micro, count(*) as receipts
          from receipts where escrow = 'pending' and created_at <= ? group by host_id order by host_id`,
-      )
-      .all(cutoff) as { hostId: string; micro: number; receipts: number }[]
-  }
-
-  markReleased(hostId: string, cutoff: number): number {
-    return this.db.prepare(`update receipts set escrow = 'released' where escrow = 'pending' and host_id = ? and created_at <= ?`).run(hostId, cutoff).changes
-  }
-
-  /** The host's own receipts still in escrow, oldest first. */
-  pendingOf(hostId: string): PendingReceipt[] {
-    return (this.db.prepare(`${SELECT_PENDING} and host_id = ? order by created_at, step`).all(hostId) as PendingRow[]).map(fromRow)
-  }
-
-  /** Replays by other hosts still in escrow that were paid from `hostId`'s escrow. */
-  pendingForfeitsFrom(hostId: string): PendingReceipt[] {
-    return (this.db.prepare(`${SELECT_PENDING} and forfeit_from = ? and host_id != ? order by created_at, step`).all(hostId, hostId) as PendingRow[]).map(
-      fromRow,
+      [cutoff],
     )
   }
 
+  markReleased(hostId: string, cutoff: number): Promise<number> {
+    return this.db.run(`update receipts set escrow = 'released' where escrow = 'pending' and host_id = ? and created_at <= ?`, [hostId, cutoff])
+  }
+
+  /** The host's own receipts still in escrow, oldest first. */
+  async pendingOf(hostId: string): Promise<PendingReceipt[]> {
+    return (await this.db.all<PendingRow>(`${SELECT_PENDING} and host_id = ? order by created_at, step`, [hostId])).map(fromRow)
+  }
+
+  /** Replays by other hosts still in escrow that were paid from `hostId`'s escrow. */
+  async pendingForfeitsFrom(hostId: string): Promise<PendingReceipt[]> {
+    return (await this.db.all<PendingRow>(`${SELECT_PENDING} and forfeit_from = ? and host_id != ? order by created_at, step`, [hostId, hostId])).map(fromRow)
+  }
+
   /** What the host's steps of `session` (replays aside) still hold in escrow: the most a replay may take from it. */
-  pendingFrom(session: string, hostId: string): number {
-    const row = this.db
-      .prepare(
-        `select coalesce(sum(host_earned - forfeited), 0) as left from receipts
+  async pendingFrom(session: string, hostId: string): Promise<number> {
+    const row = await this.db.get<{ left: number }>(
+      `select coalesce(sum(host_earned - forfeited), 0) as left from receipts
          where escrow = 'pending' and host_id = ? and session = ? and step < ?`,
-      )
-      .get(hostId, session, REPLAY_STEP_BASE) as { left: number }
-    return row.left
+      [hostId, session, REPLAY_STEP_BASE],
+    )
+    return row?.left ?? 0
   }
 
   /** Marks `micro` of the host's pending earnings in `session` as paid to a replay, oldest step first. */
-  forfeit(session: string, hostId: string, micro: number): void {
+  async forfeit(session: string, hostId: string, micro: number): Promise<void> {
     let left = micro
-    for (const r of this.sessionSteps(session, hostId, 'asc')) {
+    for (const r of await this.sessionSteps(session, hostId, 'asc')) {
       const take = Math.min(left, r.host_earned - r.forfeited)
       if (take <= 0) continue
-      this.addForfeited(r.idempotency_key, take)
+      await this.addForfeited(r.idempotency_key, take)
       left -= take
       if (left === 0) break
     }
   }
 
   /** Gives back up to `micro` of what replays took from the host's pending steps in `session`; returns how much was. */
-  unforfeit(session: string, hostId: string, micro: number): number {
+  async unforfeit(session: string, hostId: string, micro: number): Promise<number> {
     let left = micro
-    for (const r of this.sessionSteps(session, hostId, 'desc')) {
+    for (const r of await this.sessionSteps(session, hostId, 'desc')) {
       const give = Math.min(left, r.forfeited)
       if (give <= 0) continue
-      this.addForfeited(r.idempotency_key, -give)
+      await this.addForfeited(r.idempotency_key, -give)
       left -= give
       if (left === 0) break
     }
     return micro - left
   }
 
-  markVoided(keys: readonly string[], reason: string): void {
-    const update = this.db.prepare(`update receipts set escrow = 'voided', void_reason = ? where idempotency_key = ? and escrow = 'pending'`)
-    for (const key of keys) update.run(reason, key)
+  async markVoided(keys: readonly string[], reason: string): Promise<void> {
+    for (const key of keys)
+      await this.db.run(`update receipts set escrow = 'voided', void_reason = ? where idempotency_key = ? and escrow = 'pending'`, [reason, key])
   }
 
-  state(key: string): EscrowState | undefined {
-    return (this.db.prepare('select escrow from receipts where idempotency_key = ?').get(key) as { escrow: EscrowState } | undefined)?.escrow
+  async state(key: string): Promise<EscrowState | undefined> {
+    return (await this.db.get<{ escrow: EscrowState }>('select escrow from receipts where idempotency_key = ?', [key]))?.escrow
   }
 
   private sessionSteps(session: string, hostId: string, order: 'asc' | 'desc') {
-    return this.db
-      .prepare(
-        `select idempotency_key, host_earned, forfeited from receipts
+    return this.db.all<{ idempotency_key: string; host_earned: number; forfeited: number }>(
+      `select idempotency_key, host_earned, forfeited from receipts
          where escrow = 'pending' and host_id = ? and session = ? and step < ? order by created_at ${order}, step ${order}`,
-      )
-      .all(hostId, session, REPLAY_STEP_BASE) as { idempotency_key: string; host_earned: number; forfeited: number }[]
+      [hostId, session, REPLAY_STEP_BASE],
+    )
   }
 
-  private addForfeited(key: string, micro: number): void {
-    this.db.prepare('update receipts set forfeited = forfeited + ? where idempotency_key = ?').run(micro, key)
+  private async addForfeited(key: string, micro: number): Promise<void> {
+    await this.db.run('update receipts set forfeited = forfeited + ? where idempotency_key = ?', [micro, key])
   }
 }
 

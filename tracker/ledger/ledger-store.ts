@@ -1,5 +1,5 @@
-import type Database from 'better-sqlite3'
 import type { Receipt } from '../../protocol'
+import type { Sql } from '../db/sql'
 import { EscrowedReceipts, type EscrowState } from './escrowed-receipts'
 import { RoutedSessions } from './routed-sessions'
 
@@ -82,176 +82,135 @@ export interface LedgerStore {
   readonly routes: RoutedSessions
   /** Hosts' pending earnings, receipt by receipt (Escrow moves the credits). */
   readonly escrow: EscrowedReceipts
-  createAccount(account: StoredAccount, keyHash: string | null): void
-  addApiKey(accountId: string, keyHash: string, at: number): void
-  accountByKeyHash(keyHash: string): StoredAccount | undefined
-  accountByPublicKey(publicKey: string): StoredAccount | undefined
-  getAccount(accountId: string): StoredAccount | undefined
-  post(txn: Transaction): PostResult
-  /** Runs `fn` in one SQLite transaction: its posts commit together (one write instead of one per post). */
-  atomically<T>(fn: () => T): T
-  balance(account: string): number
+  createAccount(account: StoredAccount, keyHash: string | null): Promise<void>
+  addApiKey(accountId: string, keyHash: string, at: number): Promise<void>
+  accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined>
+  accountByPublicKey(publicKey: string): Promise<StoredAccount | undefined>
+  getAccount(accountId: string): Promise<StoredAccount | undefined>
+  /** Posts in its own transaction, or in the one `atomically` opened when called on the store it hands over. */
+  post(txn: Transaction): Promise<PostResult>
+  /**
+   * Runs `fn` in one database transaction with a store bound to it: its posts commit together (one write
+   * instead of one per post). On PostgreSQL `fn` may run again after a serialization failure, so it
+   * reads and writes only through `tx` and keeps no effect of a failed attempt.
+   */
+  atomically<T>(fn: (tx: LedgerStore) => Promise<T>): Promise<T>
+  balance(account: string): Promise<number>
   /** Σ of every entry ever posted: zero while the ledger is sound. */
-  total(): number
+  total(): Promise<number>
   /** Accounts whose running balance differs from the sum of their entries (none while the ledger is sound). */
-  driftedBalances(): string[]
+  driftedBalances(): Promise<string[]>
   /** Transactions whose entries do not sum to zero (none while the ledger is sound). */
-  unbalancedTransactions(): number[]
-  entryCount(): number
-  hasReceipt(idempotencyKey: string): boolean
+  unbalancedTransactions(): Promise<number[]>
+  entryCount(): Promise<number>
+  hasReceipt(idempotencyKey: string): Promise<boolean>
   /** The input and output hashes of the settled receipt with this key (for the seam check between hops). */
-  receiptHashes(idempotencyKey: string): { input: string; output: string } | undefined
-  receipts(filter: { hostId?: string; session?: string; limit?: number }): StoredReceipt[]
-  earnings(hostId: string, bucket: 'hour' | 'day', since: number): EarningsBucket[]
-  servedBlockTokens(hostId: string): number
-  reject(rejection: Rejection): void
-  rejections(hostId: string, limit?: number): Rejection[]
-  recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): void
-  reputationHistory(hostId: string, limit?: number): { at: number; score: number; components: Record<string, number> }[]
+  receiptHashes(idempotencyKey: string): Promise<{ input: string; output: string } | undefined>
+  receipts(filter: { hostId?: string; session?: string; limit?: number }): Promise<StoredReceipt[]>
+  earnings(hostId: string, bucket: 'hour' | 'day', since: number): Promise<EarningsBucket[]>
+  servedBlockTokens(hostId: string): Promise<number>
+  reject(rejection: Rejection): Promise<void>
+  rejections(hostId: string, limit?: number): Promise<Rejection[]>
+  recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): Promise<void>
+  reputationHistory(hostId: string, limit?: number): Promise<{ at: number; score: number; components: Record<string, number> }[]>
 }
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 
-export class SqliteLedgerStore implements LedgerStore {
+const INSERT_RECEIPT = `insert into receipts (idempotency_key, session, step, host_id, block_begin, block_end, tokens, model_id, account_id, txn_id, host_earned, body,
+     created_at, escrow, charged, fee, forfeit_from)
+   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+/** The ledger over either engine (tracker/db/sql.ts): one set of queries, SQLite's and PostgreSQL's common SQL. */
+export class SqlLedgerStore implements LedgerStore {
   readonly routes: RoutedSessions
   readonly escrow: EscrowedReceipts
-  private readonly postTxn: (txn: Transaction) => PostResult
-  /** Prepared once: every paid receipt reads its payer's balance (the overdraft check). */
-  private readonly balanceOf: Database.Statement<[string], { amount: number }>
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Sql,
+    /** Set on the store `atomically` hands over: posts join that transaction. */
+    private readonly inTransaction = false,
+  ) {
     this.routes = new RoutedSessions(db)
     this.escrow = new EscrowedReceipts(db)
-    this.balanceOf = db.prepare('select amount from ledger_balances where account = ?')
-    const insertTxn = db.prepare('insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?)')
-    const insertEntry = db.prepare('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)')
-    const insertReceipt = db.prepare(
-      `insert into receipts (idempotency_key, session, step, host_id, block_begin, block_end, tokens, model_id, account_id, txn_id, host_earned, body, created_at,
-         escrow, charged, fee, forfeit_from)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    const exists = db.prepare('select 1 from ledger_transactions where idempotency_key = ?')
-    const addBalance = db.prepare(
-      'insert into ledger_balances (account, amount) values (?, ?) on conflict(account) do update set amount = amount + excluded.amount',
-    )
-    // One SQLite transaction: the idempotency check, the overdraft check and every leg commit together or not at all.
-    this.postTxn = db.transaction((txn: Transaction): PostResult => {
-      const sum = txn.entries.reduce((s, e) => s + e.amount, 0)
-      if (sum !== 0 || txn.entries.some((e) => !Number.isSafeInteger(e.amount))) {
-        throw new Error(`a ledger transaction's entries must be integers summing to zero; these sum to ${sum}`)
-      }
-      if (txn.idempotencyKey !== null && exists.get(txn.idempotencyKey) !== undefined) return { posted: false, reason: 'duplicate' }
-      if (txn.noOverdraft !== undefined) {
-        const change = txn.entries.filter((e) => e.account === txn.noOverdraft).reduce((s, e) => s + e.amount, 0)
-        if (this.balance(txn.noOverdraft) + change < 0) return { posted: false, reason: 'insufficient' }
-      }
-      const txnId = Number(insertTxn.run(txn.kind, txn.idempotencyKey, txn.modelId, txn.at).lastInsertRowid)
-      for (const e of txn.entries) {
-        if (e.amount === 0) continue
-        insertEntry.run(txnId, e.account, e.amount, txn.at)
-        addBalance.run(e.account, e.amount)
-      }
-      const r = txn.receipt
-      if (r !== undefined && txn.idempotencyKey !== null) {
-        const b = r.body
-        insertReceipt.run(
-          txn.idempotencyKey,
-          b.session,
-          b.step,
-          b.hostId,
-          b.blocks[0],
-          b.blocks[1],
-          b.tokens,
-          r.modelId,
-          r.accountId,
-          txnId,
-          r.hostEarned,
-          JSON.stringify(b),
-          txn.at,
-          r.escrow ?? 'released',
-          r.charged ?? 0,
-          r.fee ?? 0,
-          r.forfeitFrom ?? null,
-        )
-      }
-      return { posted: true, txnId }
+  }
+
+  async createAccount(a: StoredAccount, keyHash: string | null): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('insert into accounts (account_id, name, public_key, created_at) values (?, ?, ?, ?)', [a.accountId, a.name, a.publicKey, a.createdAt])
+      if (keyHash !== null) await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [keyHash, a.accountId, a.createdAt])
     })
   }
 
-  createAccount(a: StoredAccount, keyHash: string | null): void {
-    this.db.transaction(() => {
-      this.db.prepare('insert into accounts (account_id, name, public_key, created_at) values (?, ?, ?, ?)').run(a.accountId, a.name, a.publicKey, a.createdAt)
-      if (keyHash !== null) this.addApiKey(a.accountId, keyHash, a.createdAt)
-    })()
+  async addApiKey(accountId: string, keyHash: string, at: number): Promise<void> {
+    await this.db.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [keyHash, accountId, at])
   }
 
-  addApiKey(accountId: string, keyHash: string, at: number): void {
-    this.db.prepare('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)').run(keyHash, accountId, at)
-  }
-
-  accountByKeyHash(keyHash: string): StoredAccount | undefined {
-    const row = this.db.prepare('select a.* from api_keys k join accounts a using (account_id) where k.key_hash = ?').get(keyHash) as AccountRow | undefined
+  async accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined> {
+    const row = await this.db.get<AccountRow>('select a.* from api_keys k join accounts a using (account_id) where k.key_hash = ?', [keyHash])
     return row === undefined ? undefined : accountFromRow(row)
   }
 
-  accountByPublicKey(publicKey: string): StoredAccount | undefined {
-    const row = this.db.prepare('select * from accounts where public_key = ?').get(publicKey) as AccountRow | undefined
+  async accountByPublicKey(publicKey: string): Promise<StoredAccount | undefined> {
+    const row = await this.db.get<AccountRow>('select * from accounts where public_key = ?', [publicKey])
     return row === undefined ? undefined : accountFromRow(row)
   }
 
-  getAccount(accountId: string): StoredAccount | undefined {
-    const row = this.db.prepare('select * from accounts where account_id = ?').get(accountId) as AccountRow | undefined
+  async getAccount(accountId: string): Promise<StoredAccount | undefined> {
+    const row = await this.db.get<AccountRow>('select * from accounts where account_id = ?', [accountId])
     return row === undefined ? undefined : accountFromRow(row)
   }
 
-  post(txn: Transaction): PostResult {
-    return this.postTxn(txn)
+  post(txn: Transaction): Promise<PostResult> {
+    const sum = txn.entries.reduce((s, e) => s + e.amount, 0)
+    if (sum !== 0 || txn.entries.some((e) => !Number.isSafeInteger(e.amount))) {
+      return Promise.reject(new Error(`a ledger transaction's entries must be integers summing to zero; these sum to ${sum}`))
+    }
+    return this.inTransaction ? postIn(this.db, txn) : this.db.transaction((tx) => postIn(tx, txn))
   }
 
-  atomically<T>(fn: () => T): T {
-    return this.db.transaction(fn)()
+  atomically<T>(fn: (tx: LedgerStore) => Promise<T>): Promise<T> {
+    if (this.inTransaction) return fn(this)
+    return this.db.transaction((tx) => fn(new SqlLedgerStore(tx, true)))
   }
 
-  balance(account: string): number {
-    return this.balanceOf.get(account)?.amount ?? 0
+  async balance(account: string): Promise<number> {
+    return (await this.db.get<{ amount: number }>('select amount from ledger_balances where account = ?', [account]))?.amount ?? 0
   }
 
-  driftedBalances(): string[] {
-    const rows = this.db
-      .prepare(
-        `select coalesce(e.account, b.account) as account from
-           (select account, sum(amount) as total from ledger_entries group by account) e
-           full outer join ledger_balances b on b.account = e.account
-         where coalesce(e.total, 0) != coalesce(b.amount, 0)`,
-      )
-      .all() as { account: string }[]
+  async driftedBalances(): Promise<string[]> {
+    const rows = await this.db.all<{ account: string }>(
+      `select coalesce(e.account, b.account) as account from
+         (select account, sum(amount) as total from ledger_entries group by account) e
+         full outer join ledger_balances b on b.account = e.account
+       where coalesce(e.total, 0) != coalesce(b.amount, 0)`,
+    )
     return rows.map((r) => r.account)
   }
 
-  total(): number {
-    return (this.db.prepare('select coalesce(sum(amount), 0) as t from ledger_entries').get() as { t: number }).t
+  async total(): Promise<number> {
+    return Number((await this.db.get<{ t: number }>('select coalesce(sum(amount), 0) as t from ledger_entries'))?.t ?? 0)
   }
 
-  unbalancedTransactions(): number[] {
-    return (this.db.prepare('select txn_id from ledger_entries group by txn_id having sum(amount) != 0').all() as { txn_id: number }[]).map((r) => r.txn_id)
+  async unbalancedTransactions(): Promise<number[]> {
+    return (await this.db.all<{ txn_id: number }>('select txn_id from ledger_entries group by txn_id having sum(amount) != 0')).map((r) => r.txn_id)
   }
 
-  entryCount(): number {
-    return (this.db.prepare('select count(*) as n from ledger_entries').get() as { n: number }).n
+  async entryCount(): Promise<number> {
+    return (await this.db.get<{ n: number }>('select count(*) as n from ledger_entries'))?.n ?? 0
   }
 
-  receiptHashes(idempotencyKey: string): { input: string; output: string } | undefined {
-    return this.db
-      .prepare(`select json_extract(body, '$.input') as input, json_extract(body, '$.output') as output from receipts where idempotency_key = ?`)
-      .get(idempotencyKey) as { input: string; output: string } | undefined
+  receiptHashes(idempotencyKey: string): Promise<{ input: string; output: string } | undefined> {
+    const field = (name: string) => (this.db.dialect === 'sqlite' ? `json_extract(body, '$.${name}')` : `(body::json ->> '${name}')`)
+    return this.db.get(`select ${field('input')} as input, ${field('output')} as output from receipts where idempotency_key = ?`, [idempotencyKey])
   }
 
-  hasReceipt(idempotencyKey: string): boolean {
-    return this.db.prepare('select 1 from receipts where idempotency_key = ?').get(idempotencyKey) !== undefined
+  async hasReceipt(idempotencyKey: string): Promise<boolean> {
+    return (await this.db.get('select 1 as one from receipts where idempotency_key = ?', [idempotencyKey])) !== undefined
   }
 
-  receipts(filter: { hostId?: string; session?: string; limit?: number }): StoredReceipt[] {
+  async receipts(filter: { hostId?: string; session?: string; limit?: number }): Promise<StoredReceipt[]> {
     const where: string[] = []
     const args: (string | number)[] = []
     if (filter.hostId !== undefined) {
@@ -263,7 +222,7 @@ export class SqliteLedgerStore implements LedgerStore {
       args.push(filter.session)
     }
     const sql = `select * from receipts ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by created_at desc, step desc limit ?`
-    const rows = this.db.prepare(sql).all(...args, filter.limit ?? 100) as ReceiptRow[]
+    const rows = await this.db.all<ReceiptRow>(sql, [...args, filter.limit ?? 100])
     return rows.map((r) => ({
       receipt: JSON.parse(r.body),
       modelId: r.model_id,
@@ -274,55 +233,104 @@ export class SqliteLedgerStore implements LedgerStore {
     }))
   }
 
-  earnings(hostId: string, bucket: 'hour' | 'day', since: number): EarningsBucket[] {
+  async earnings(hostId: string, bucket: 'hour' | 'day', since: number): Promise<EarningsBucket[]> {
     const size = bucket === 'hour' ? HOUR : DAY
-    const rows = this.db
-      .prepare(
-        `select created_at - (created_at % ?) as start, model_id, sum(host_earned) as earned, sum((block_end - block_begin) * tokens) as block_tokens, count(*) as n
-         from receipts where host_id = ? and created_at >= ? and escrow != 'voided' group by start, model_id order by start, model_id`,
-      )
-      .all(size, hostId, since) as { start: number; model_id: string; earned: number; block_tokens: number; n: number }[]
+    const rows = await this.db.all<{ start: number; model_id: string; earned: number; block_tokens: number; n: number }>(
+      `select created_at - (created_at % ?) as start, model_id, sum(host_earned) as earned, sum((block_end - block_begin) * tokens) as block_tokens, count(*) as n
+       from receipts where host_id = ? and created_at >= ? and escrow != 'voided' group by 1, model_id order by 1, model_id`,
+      [size, hostId, since],
+    )
     return rows.map((r) => ({ start: r.start, modelId: r.model_id, earned: r.earned, blockTokens: r.block_tokens, receipts: r.n }))
   }
 
-  servedBlockTokens(hostId: string): number {
-    return (
-      this.db.prepare('select coalesce(sum((block_end - block_begin) * tokens), 0) as n from receipts where host_id = ?').get(hostId) as {
-        n: number
-      }
-    ).n
+  async servedBlockTokens(hostId: string): Promise<number> {
+    const row = await this.db.get<{ n: number }>('select coalesce(sum((block_end - block_begin) * tokens), 0) as n from receipts where host_id = ?', [hostId])
+    return row?.n ?? 0
   }
 
-  reject(r: Rejection): void {
-    this.db
-      .prepare('insert into receipt_rejections (host_id, session, step, code, message, created_at) values (?, ?, ?, ?, ?, ?)')
-      .run(r.hostId, r.session, r.step, r.code, r.message, r.createdAt)
+  async reject(r: Rejection): Promise<void> {
+    await this.db.run('insert into receipt_rejections (host_id, session, step, code, message, created_at) values (?, ?, ?, ?, ?, ?)', [
+      r.hostId,
+      r.session,
+      r.step,
+      r.code,
+      r.message,
+      r.createdAt,
+    ])
   }
 
-  rejections(hostId: string, limit = 100): Rejection[] {
-    const rows = this.db.prepare('select * from receipt_rejections where host_id = ? order by rejection_id desc limit ?').all(hostId, limit) as {
-      host_id: string
-      session: string | null
-      step: number | null
-      code: string
-      message: string
-      created_at: number
-    }[]
+  async rejections(hostId: string, limit = 100): Promise<Rejection[]> {
+    const rows = await this.db.all<{ host_id: string; session: string | null; step: number | null; code: string; message: string; created_at: number }>(
+      'select * from receipt_rejections where host_id = ? order by rejection_id desc limit ?',
+      [hostId, limit],
+    )
     return rows.map((r) => ({ hostId: r.host_id, session: r.session, step: r.step, code: r.code, message: r.message, createdAt: r.created_at }))
   }
 
-  recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): void {
-    this.db.prepare('insert into reputation_history (host_id, at, score, components) values (?, ?, ?, ?)').run(hostId, at, score, JSON.stringify(components))
+  async recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): Promise<void> {
+    await this.db.run('insert into reputation_history (host_id, at, score, components) values (?, ?, ?, ?)', [hostId, at, score, JSON.stringify(components)])
   }
 
-  reputationHistory(hostId: string, limit = 100): { at: number; score: number; components: Record<string, number> }[] {
-    const rows = this.db.prepare('select * from reputation_history where host_id = ? order by at desc limit ?').all(hostId, limit) as {
-      at: number
-      score: number
-      components: string
-    }[]
+  async reputationHistory(hostId: string, limit = 100): Promise<{ at: number; score: number; components: Record<string, number> }[]> {
+    const rows = await this.db.all<{ at: number; score: number; components: string }>(
+      'select * from reputation_history where host_id = ? order by at desc limit ?',
+      [hostId, limit],
+    )
     return rows.map((r) => ({ at: r.at, score: r.score, components: JSON.parse(r.components) }))
   }
+}
+
+/**
+ * One posting inside an open transaction: the idempotency check, the overdraft check and every leg
+ * commit together or not at all. On PostgreSQL the transaction is serializable, so two trackers posting
+ * the same key, or overdrawing one account, cannot both pass their checks: one is run again and sees the other.
+ */
+async function postIn(tx: Sql, txn: Transaction): Promise<PostResult> {
+  if (txn.idempotencyKey !== null && (await tx.get('select 1 as one from ledger_transactions where idempotency_key = ?', [txn.idempotencyKey])) !== undefined)
+    return { posted: false, reason: 'duplicate' }
+  if (txn.noOverdraft !== undefined) {
+    const change = txn.entries.filter((e) => e.account === txn.noOverdraft).reduce((s, e) => s + e.amount, 0)
+    const row = await tx.get<{ amount: number }>('select amount from ledger_balances where account = ?', [txn.noOverdraft])
+    if ((row?.amount ?? 0) + change < 0) return { posted: false, reason: 'insufficient' }
+  }
+  const inserted = await tx.get<{ txn_id: number }>(
+    'insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?) on conflict do nothing returning txn_id',
+    [txn.kind, txn.idempotencyKey, txn.modelId, txn.at],
+  )
+  if (inserted === undefined) return { posted: false, reason: 'duplicate' }
+  const txnId = inserted.txn_id
+  for (const e of txn.entries) {
+    if (e.amount === 0) continue
+    await tx.run('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)', [txnId, e.account, e.amount, txn.at])
+    await tx.run(
+      'insert into ledger_balances (account, amount) values (?, ?) on conflict (account) do update set amount = ledger_balances.amount + excluded.amount',
+      [e.account, e.amount],
+    )
+  }
+  const r = txn.receipt
+  if (r !== undefined && txn.idempotencyKey !== null) {
+    const b = r.body
+    await tx.run(INSERT_RECEIPT, [
+      txn.idempotencyKey,
+      b.session,
+      b.step,
+      b.hostId,
+      b.blocks[0],
+      b.blocks[1],
+      b.tokens,
+      r.modelId,
+      r.accountId,
+      txnId,
+      r.hostEarned,
+      JSON.stringify(b),
+      txn.at,
+      r.escrow ?? 'released',
+      r.charged ?? 0,
+      r.fee ?? 0,
+      r.forfeitFrom ?? null,
+    ])
+  }
+  return { posted: true, txnId }
 }
 
 interface AccountRow {

@@ -17,8 +17,10 @@ import { Escrow, settlementWindowMs } from './escrow'
 import type { LedgerStore } from './ledger-store'
 import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
 import { checkTerms, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
+import type { MeteringEvents, ReceiptVerdict } from './verdicts'
 
 export { receiptKey } from './receipt-terms'
+export { type MeteringEvents, type ReceiptVerdict, wireVerdicts } from './verdicts'
 
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
 interface IssuedSession {
@@ -35,46 +37,6 @@ interface IssuedSession {
   /** Hops the client gave up on: their earnings here pay their replacements' replays. */
   readonly failed: { readonly hostId: string; readonly blocks: readonly [number, number] }[]
   lastUsed: number
-}
-
-export interface ReceiptVerdict {
-  readonly hostId: string
-  readonly step: number
-  readonly ok: boolean
-  /**
-   * On refusal: forged (bad_signature), replayed, route_mismatch, position_mismatch, unknown_session, bad_receipt,
-   * insufficient_credits; already_settled for a step the other party handed in first (host and client both do).
-   */
-  readonly code?: string
-  readonly message?: string
-  /** Micro-credits the consumer paid for this receipt. */
-  readonly charged: number
-  /**
-   * The refusal counts against the host: it signed, with its registered key, a receipt of a session
-   * the tracker routed, and the route or its terms refute it. An unsigned, forged or misfiled
-   * receipt proves nothing about the host it names, so anyone could pin it on any host.
-   */
-  readonly fault?: boolean
-  /** On a settled receipt, the host's (settled and pending) and payer's balances right after it, read in its transaction: exact pushes for a batch. */
-  readonly balances?: { readonly host: number; readonly pending: number; readonly account: number | null }
-}
-
-export interface MeteringEvents {
-  /**
-   * Two hops of one step do not join: one took as input what the hop before it did not sign as its
-   * output. Whoever carried the hidden states between them (the client, or a host that signs other bytes
-   * than it sends) broke the chain; both are paid what they ran.
-   */
-  seam: [session: string, step: number, message: string]
-  /** A receipt verified and settled (or refused): the reputation and dashboards listen. */
-  verdict: [session: string, verdict: ReceiptVerdict, accountId: string | null, modelId: string | null]
-}
-
-/** A verdict as it goes back over the wire. */
-export function wireVerdicts(verdicts: readonly ReceiptVerdict[]) {
-  return {
-    verdicts: verdicts.map((v) => ({ hostId: v.hostId, step: v.step, ok: v.ok, ...(v.code === undefined ? {} : { code: v.code }), charged: v.charged })),
-  }
 }
 
 const SESSION_TTL_MS = 6 * 3_600_000
@@ -98,7 +60,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     private readonly store: LedgerStore,
     private readonly manifestOf: (modelId: string) => Pick<Manifest, 'modelId' | 'nLayer' | 'bytesPerBlock'>,
     /** The registered public key of a host, from the tracker's records. */
-    private readonly publicKeyOf: (hostId: string) => string | undefined,
+    private readonly publicKeyOf: (hostId: string) => string | undefined | Promise<string | undefined>,
     private readonly pricing: PricingOptions,
     /** This tracker's key: receipts must name it (absent in ledger-only tests). */
     private readonly trackerKey?: string,
@@ -122,7 +84,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
    * Returns whether the failure the request reports is believed: the failed host must have been a
    * hop the tracker issued for that span of this session, and not be on the new route.
    */
-  issue(
+  async issue(
     session: string,
     modelId: string,
     hops: readonly { hostId: string; blocks: readonly [number, number] }[],
@@ -130,11 +92,11 @@ export class Metering extends EventEmitter<MeteringEvents> {
     now = Date.now(),
     /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */
     request?: RoutedTokens & { failedHost?: string | undefined; span?: readonly [number, number] | undefined; accountId?: string },
-  ): boolean {
+  ): Promise<boolean> {
     const routed = request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
     const failed = request?.failedHost === undefined || request.span === undefined ? undefined : { hostId: request.failedHost, blocks: request.span }
-    this.sweep(now)
-    const known = this.lookup(session)
+    await this.sweep(now)
+    const known = await this.lookup(session)
     let believed = false
     if (known === undefined) {
       const manifest = this.manifestOf(modelId)
@@ -149,7 +111,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
         failed: [],
         lastUsed: now,
       })
-      this.save(session, now)
+      await this.save(session, now)
     } else if (known.issuedTo !== issuedTo || known.modelId !== modelId) {
       throw new NeuronError('session_exists', `session ${session} belongs to another client or model; use a fresh random session id.`)
     } else if (known.hops.length + hops.length > MAX_SESSION_HOPS) {
@@ -163,25 +125,25 @@ export class Metering extends EventEmitter<MeteringEvents> {
       if (believed && f !== undefined) known.failed.push(f)
       known.hops.push(...hops)
       known.lastUsed = now
-      this.save(session, now)
+      await this.save(session, now)
     }
     // The account that pays: the route's caller's (or the one the gateway runs the session for).
-    if (request?.accountId !== undefined) this.bind(session, request.accountId)
+    if (request?.accountId !== undefined) await this.bind(session, request.accountId)
     return believed
   }
 
   /** Charges the session's receipts to this account (the gateway's or an app's key pair); the first binding holds. */
-  bind(session: string, accountId: string): void {
-    const known = this.lookup(session)
+  async bind(session: string, accountId: string): Promise<void> {
+    const known = await this.lookup(session)
     if (known !== undefined && known.accountId === null) {
       known.accountId = accountId
-      this.save(session)
+      await this.save(session)
     }
   }
 
   /** The node the session's route was issued to, or undefined for a session the tracker never issued. */
-  issuedTo(session: string): string | null | undefined {
-    return this.lookup(session)?.issuedTo
+  async issuedTo(session: string): Promise<string | null | undefined> {
+    return (await this.lookup(session))?.issuedTo
   }
 
   forget(session: string): void {
@@ -189,48 +151,69 @@ export class Metering extends EventEmitter<MeteringEvents> {
   }
 
   /** Verifies and settles receipts for `session`, in order; returns each one's verdict. */
-  settle(session: string, receipts: readonly unknown[], now = Date.now()): ReceiptVerdict[] {
-    // One commit for the step's receipts; each still settles (or is refused) on its own.
-    const verdicts = this.store.atomically(() => receipts.map((raw) => this.settleOne(session, raw, now)))
-    const issued = this.lookup(session)
+  async settle(session: string, receipts: readonly unknown[], now = Date.now()): Promise<ReceiptVerdict[]> {
+    const issued = await this.lookup(session)
+    // Read before the transaction (it may only touch the database through its own handle): the signers' registered keys.
+    const keys = new Map<string, string | undefined>()
+    for (const raw of receipts) {
+      const hostId = ReceiptSchema.safeParse(raw).data?.hostId
+      if (hostId !== undefined && !keys.has(hostId)) keys.set(hostId, await this.publicKeyOf(hostId))
+    }
+    // One commit for the step's receipts; each still settles (or is refused) on its own. Seams are told once it commits.
+    let seams: [number, string][] = []
+    const verdicts = await this.store.atomically(async (tx) => {
+      seams = []
+      const settled: ReceiptVerdict[] = []
+      for (const raw of receipts) settled.push(await this.settleOne(tx, session, issued, keys, raw, now, seams))
+      return settled
+    })
+    for (const [step, message] of seams) this.emit('seam', session, step, message)
     for (const verdict of verdicts)
       if (verdict.code !== 'already_settled') this.emit('verdict', session, verdict, issued?.accountId ?? null, issued?.modelId ?? null)
     return verdicts
   }
 
   /** Settles receipts a host hands in itself, session by session; one signed by another host is refused. */
-  settleFromHost(hostId: string, receipts: readonly unknown[], now = Date.now()): ReceiptVerdict[] {
+  async settleFromHost(hostId: string, receipts: readonly unknown[], now = Date.now()): Promise<ReceiptVerdict[]> {
     const bySession = new Map<string, unknown[]>()
     const verdicts: ReceiptVerdict[] = []
     for (const raw of receipts) {
       const r = ReceiptSchema.safeParse(raw)
       if (!r.success || r.data.hostId !== hostId) {
         const why = r.success ? `it is signed by host ${r.data.hostId}; hand in only your own receipts` : (r.error.issues[0]?.message ?? '')
-        verdicts.push(this.refuse(hostId, null, r.success ? r.data.step : null, 'bad_receipt', `not this host's receipt: ${why}`, now))
+        verdicts.push(await this.refuse(this.store, hostId, null, r.success ? r.data.step : null, 'bad_receipt', `not this host's receipt: ${why}`, now))
         continue
       }
       bySession.set(r.data.session, [...(bySession.get(r.data.session) ?? []), raw])
     }
     // One commit per session; each verdict carries the balances after its own receipt for the dashboards.
-    for (const [session, list] of bySession) verdicts.push(...this.settle(session, list, now))
+    for (const [session, list] of bySession) verdicts.push(...(await this.settle(session, list, now)))
     return verdicts
   }
 
-  private settleOne(session: string, raw: unknown, now: number): ReceiptVerdict {
+  private async settleOne(
+    tx: LedgerStore,
+    session: string,
+    issued: IssuedSession | undefined,
+    keys: ReadonlyMap<string, string | undefined>,
+    raw: unknown,
+    now: number,
+    seams: [number, string][],
+  ): Promise<ReceiptVerdict> {
     const parsed = ReceiptSchema.safeParse(raw)
     // Named back in the verdict only when it is a node id: a claim of any other shape is a peer's arbitrary text.
     const claimed = typeof raw === 'object' && raw !== null && 'hostId' in raw && NodeId.safeParse(raw.hostId).success ? String(raw.hostId) : 'unknown'
-    if (!parsed.success) return this.refuse(claimed, session, null, 'bad_receipt', `not a receipt: ${parsed.error.issues[0]?.message ?? ''}`, now)
+    if (!parsed.success) return this.refuse(tx, claimed, session, null, 'bad_receipt', `not a receipt: ${parsed.error.issues[0]?.message ?? ''}`, now)
     const r = parsed.data
-    const issued = this.lookup(session)
     if (r.session !== session)
-      return this.refuse(r.hostId, session, r.step, 'route_mismatch', `receipt is for session ${r.session}, submitted for ${session}`, now)
-    if (issued === undefined) return this.refuse(r.hostId, session, r.step, 'unknown_session', `the tracker issued no route for session ${session}`, now)
-    const publicKey = this.publicKeyOf(r.hostId)
+      return this.refuse(tx, r.hostId, session, r.step, 'route_mismatch', `receipt is for session ${r.session}, submitted for ${session}`, now)
+    if (issued === undefined) return this.refuse(tx, r.hostId, session, r.step, 'unknown_session', `the tracker issued no route for session ${session}`, now)
+    const publicKey = keys.get(r.hostId)
     const { signature, ...body } = r
     const signed = publicKey !== undefined && this.verify(publicKey, receiptMessage(body), signature)
     if (!issued.hops.some((h) => h.hostId === r.hostId && h.blocks[0] === r.blocks[0] && h.blocks[1] === r.blocks[1])) {
       return this.refuse(
+        tx,
         r.hostId,
         session,
         r.step,
@@ -241,20 +224,20 @@ export class Metering extends EventEmitter<MeteringEvents> {
       )
     }
     if (!signed) {
-      return this.refuse(r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
+      return this.refuse(tx, r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
     }
-    if (this.banned(r.hostId)) return this.refuse(r.hostId, session, r.step, 'banned_host', `host ${r.hostId} is banned; nothing it hands in is paid`, now)
+    if (this.banned(r.hostId)) return this.refuse(tx, r.hostId, session, r.step, 'banned_host', `host ${r.hostId} is banned; nothing it hands in is paid`, now)
     issued.lastUsed = now
     const terms = checkTerms(issued, r, this.trackerKey)
-    if (terms !== undefined) return this.refuse(r.hostId, session, r.step, terms.code, terms.message, now, true)
-    if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(session, issued, r, now)
-    for (const message of seamBreaks(this.store, session, issued.hops, r)) this.emit('seam', session, r.step, message)
+    if (terms !== undefined) return this.refuse(tx, r.hostId, session, r.step, terms.code, terms.message, now, true)
+    if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(tx, session, issued, r, now)
+    for (const message of await seamBreaks(tx, session, issued.hops, r)) seams.push([r.step, message])
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
     // Paid by the tracker's own count of the step's tokens, never the host's claim.
     const charge = paid ? hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: countedTokens(issued.routed, r) }) : 0
     const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
     const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
-    const result = this.store.post({
+    const result = await tx.post({
       kind: 'charge',
       idempotencyKey: receiptKey(r),
       modelId: issued.modelId,
@@ -285,7 +268,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
       // Not the host's fault: the consumer's credits ran out; not logged against it.
       return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this step', charged: 0 }
     }
-    return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: this.balancesAfter(r.hostId, issued.accountId) }
+    return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: await this.balancesAfter(tx, r.hostId, issued.accountId) }
   }
 
   /**
@@ -293,16 +276,16 @@ export class Metering extends EventEmitter<MeteringEvents> {
    * nothing; the replacing host is paid, at the step's price, from what the failed host earned in
    * the session (never more than that, over all the session's replays).
    */
-  private settleReplay(session: string, issued: IssuedSession, r: Receipt, now: number): ReceiptVerdict {
+  private async settleReplay(tx: LedgerStore, session: string, issued: IssuedSession, r: Receipt, now: number): Promise<ReceiptVerdict> {
     const failed = issued.failed.find((f) => f.hostId !== r.hostId && f.blocks[0] <= r.blocks[0] && r.blocks[1] <= f.blocks[1])
     let moved = 0
     if (failed !== undefined) {
       const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
       const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
       const earned = owed - feeOf(owed, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
-      moved = Math.max(0, Math.min(earned, this.escrow.forfeitable(session, failed.hostId)))
+      moved = Math.max(0, Math.min(earned, await this.escrow.forfeitable(session, failed.hostId, tx)))
     }
-    const result = this.store.post({
+    const result = await tx.post({
       kind: 'forfeit',
       idempotencyKey: receiptKey(r),
       modelId: issued.modelId,
@@ -316,15 +299,15 @@ export class Metering extends EventEmitter<MeteringEvents> {
       receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: moved, escrow: this.escrow.newState, forfeitFrom: failed?.hostId },
       at: now,
     })
-    if (result.posted && failed !== undefined) this.escrow.forfeited(session, failed.hostId, moved)
+    if (result.posted && failed !== undefined) await this.escrow.forfeited(session, failed.hostId, moved, tx)
     if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
-    return { hostId: r.hostId, step: r.step, ok: true, charged: 0, balances: this.balancesAfter(r.hostId, issued.accountId) }
+    return { hostId: r.hostId, step: r.step, ok: true, charged: 0, balances: await this.balancesAfter(tx, r.hostId, issued.accountId) }
   }
 
   /** Three indexed reads of the running balances: cheap beside the commit they ride in. */
-  private balancesAfter(hostId: string, accountId: string | null): NonNullable<ReceiptVerdict['balances']> {
-    const account = accountId === null ? null : this.store.balance(consumerAccount(accountId))
-    return { host: this.store.balance(hostAccount(hostId)), pending: this.store.balance(escrowAccount(hostId)), account }
+  private async balancesAfter(tx: LedgerStore, hostId: string, accountId: string | null): Promise<NonNullable<ReceiptVerdict['balances']>> {
+    const account = accountId === null ? null : await tx.balance(consumerAccount(accountId))
+    return { host: await tx.balance(hostAccount(hostId)), pending: await tx.balance(escrowAccount(hostId)), account }
   }
 
   private verify(publicKey: string, message: string, signature: string): boolean {
@@ -341,21 +324,30 @@ export class Metering extends EventEmitter<MeteringEvents> {
   }
 
   /** Records a refused receipt (the host's dashboard lists it); `fault` says whether it counts against the host. */
-  private refuse(hostId: string, session: string | null, step: number | null, code: string, message: string, now: number, fault = false): ReceiptVerdict {
-    this.store.reject({ hostId, session, step, code, message, createdAt: now })
+  private async refuse(
+    tx: LedgerStore,
+    hostId: string,
+    session: string | null,
+    step: number | null,
+    code: string,
+    message: string,
+    now: number,
+    fault = false,
+  ): Promise<ReceiptVerdict> {
+    await tx.reject({ hostId, session, step, code, message, createdAt: now })
     return { hostId, step: step ?? -1, ok: false, code, message, charged: 0, fault }
   }
 
-  private sweep(now: number): void {
+  private async sweep(now: number): Promise<void> {
     for (const [id, s] of this.sessions) if (now - s.lastUsed > SESSION_TTL_MS) this.sessions.delete(id)
-    this.store.routes.forgetRoutesBefore(now - SESSION_TTL_MS)
+    await this.store.routes.forgetRoutesBefore(now - SESSION_TTL_MS)
   }
 
   /** The session as issued: from memory, else as saved before a restart. */
-  private lookup(session: string): IssuedSession | undefined {
+  private async lookup(session: string): Promise<IssuedSession | undefined> {
     const known = this.sessions.get(session)
     if (known !== undefined) return known
-    const saved = this.store.routes.route(session)
+    const saved = await this.store.routes.route(session)
     if (saved === undefined) return undefined
     let nLayer: number
     try {
@@ -363,15 +355,16 @@ export class Metering extends EventEmitter<MeteringEvents> {
     } catch {
       return undefined
     }
-    const restored: IssuedSession = { ...saved, nLayer, hops: [...saved.hops], failed: [...saved.failed], lastUsed: Date.now() }
+    // Another caller may have restored it while this one read.
+    const restored: IssuedSession = this.sessions.get(session) ?? { ...saved, nLayer, hops: [...saved.hops], failed: [...saved.failed], lastUsed: Date.now() }
     this.sessions.set(session, restored)
     return restored
   }
 
-  private save(session: string, now = Date.now()): void {
+  private async save(session: string, now = Date.now()): Promise<void> {
     const s = this.sessions.get(session)
     if (s === undefined) return
-    this.store.routes.saveRoute({
+    await this.store.routes.saveRoute({
       session,
       modelId: s.modelId,
       issuedTo: s.issuedTo,

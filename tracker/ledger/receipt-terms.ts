@@ -50,17 +50,17 @@ export function receiptKey(r: Pick<Receipt, 'session' | 'step' | 'blocks'>): str
  * The step's hops before and after `r`, where settled, must hand over exactly what `r` signs it took
  * and gave; one message per seam that does not join.
  */
-export function seamBreaks(
+export async function seamBreaks(
   store: Pick<LedgerStore, 'receiptHashes'>,
   session: string,
   hops: readonly { readonly blocks: readonly [number, number] }[],
   r: Receipt,
-): string[] {
+): Promise<string[]> {
   const breaks: string[] = []
   for (const h of hops) {
     const before = h.blocks[1] === r.blocks[0]
     if (!before && h.blocks[0] !== r.blocks[1]) continue
-    const other = store.receiptHashes(receiptKey({ session, step: r.step, blocks: [h.blocks[0], h.blocks[1]] }))
+    const other = await store.receiptHashes(receiptKey({ session, step: r.step, blocks: [h.blocks[0], h.blocks[1]] }))
     if (other === undefined || (before ? other.output === r.input : other.input === r.output)) continue
     const [a, b] = before ? [h.blocks, r.blocks] : [r.blocks, h.blocks]
     breaks.push(`step ${r.step}: blocks [${b[0]}, ${b[1]}) took other bytes than blocks [${a[0]}, ${a[1]}) answered`)

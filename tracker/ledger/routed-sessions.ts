@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3'
+import type { Sql } from '../db/sql'
 
 /** A route the tracker issued for a session, as kept across restarts. */
 export interface StoredRoute {
@@ -27,15 +27,13 @@ export interface StoredHold {
 
 /** Routed sessions and their credit holds, in the ledger's SQLite file: a restart loses and doubles neither. */
 export class RoutedSessions {
-  constructor(private readonly db: Database.Database) {}
+  constructor(private readonly db: Sql) {}
 
-  saveRoute(r: StoredRoute): void {
-    this.db
-      .prepare(
-        `insert into routed_sessions (session, model_id, issued_to, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  async saveRoute(r: StoredRoute): Promise<void> {
+    await this.db.run(
+      `insert into routed_sessions (session, model_id, issued_to, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)
          on conflict(session) do update set account_id = excluded.account_id, hops = excluded.hops, failed = excluded.failed, saved_at = excluded.saved_at`,
-      )
-      .run(
+      [
         r.session,
         r.modelId,
         r.issuedTo,
@@ -45,11 +43,12 @@ export class RoutedSessions {
         JSON.stringify(r.failed),
         JSON.stringify(r.price),
         r.savedAt,
-      )
+      ],
+    )
   }
 
-  route(session: string): StoredRoute | undefined {
-    const row = this.db.prepare('select * from routed_sessions where session = ?').get(session) as RouteRow | undefined
+  async route(session: string): Promise<StoredRoute | undefined> {
+    const row = await this.db.get<RouteRow>('select * from routed_sessions where session = ?', [session])
     if (row === undefined) return undefined
     return {
       session: row.session,
@@ -64,22 +63,25 @@ export class RoutedSessions {
     }
   }
 
-  forgetRoutesBefore(savedAt: number): void {
-    this.db.prepare('delete from routed_sessions where saved_at < ?').run(savedAt)
+  async forgetRoutesBefore(savedAt: number): Promise<void> {
+    await this.db.run('delete from routed_sessions where saved_at < ?', [savedAt])
   }
 
-  saveHold(h: StoredHold): void {
-    this.db
-      .prepare('insert or replace into credit_holds (session, account_id, held_micro, max_tokens, created_at) values (?, ?, ?, ?, ?)')
-      .run(h.session, h.accountId, h.heldMicro, h.maxTokens, h.createdAt)
+  async saveHold(h: StoredHold): Promise<void> {
+    await this.db.run(
+      `insert into credit_holds (session, account_id, held_micro, max_tokens, created_at) values (?, ?, ?, ?, ?)
+       on conflict (session) do update set account_id = excluded.account_id, held_micro = excluded.held_micro, max_tokens = excluded.max_tokens,
+         created_at = excluded.created_at`,
+      [h.session, h.accountId, h.heldMicro, h.maxTokens, h.createdAt],
+    )
   }
 
-  releaseHold(session: string): void {
-    this.db.prepare('delete from credit_holds where session = ?').run(session)
+  async releaseHold(session: string): Promise<void> {
+    await this.db.run('delete from credit_holds where session = ?', [session])
   }
 
-  holds(): StoredHold[] {
-    const rows = this.db.prepare('select * from credit_holds order by created_at').all() as HoldRow[]
+  async holds(): Promise<StoredHold[]> {
+    const rows = await this.db.all<HoldRow>('select * from credit_holds order by created_at')
     return rows.map((r) => ({ session: r.session, accountId: r.account_id, heldMicro: r.held_micro, maxTokens: r.max_tokens, createdAt: r.created_at }))
   }
 
@@ -87,22 +89,22 @@ export class RoutedSessions {
    * What a failed host's earnings from a session can still pay for replays: what it earned there less
    * every replay already paid in the session (counted against it, so nothing is paid twice); voided receipts count for nothing.
    */
-  forfeitable(session: string, failedHost: string, replayBase: number): number {
-    const row = this.db
-      .prepare(
-        `select coalesce(sum(case when host_id = ? and step < ? then host_earned else 0 end), 0)
+  async forfeitable(session: string, failedHost: string, replayBase: number): Promise<number> {
+    const row = await this.db.get<{ left: number }>(
+      `select coalesce(sum(case when host_id = ? and step < ? then host_earned else 0 end), 0)
               - coalesce(sum(case when step >= ? then host_earned else 0 end), 0) as left from receipts where session = ? and escrow != 'voided'`,
-      )
-      .get(failedHost, replayBase, replayBase, session) as { left: number }
-    return Math.max(0, row.left)
+      [failedHost, replayBase, replayBase, session],
+    )
+    return Math.max(0, row?.left ?? 0)
   }
 
   /** Micro-credits `account` (a ledger account name) has paid for the session's receipts. */
-  charged(session: string, account: string): number {
-    const row = this.db
-      .prepare('select coalesce(-sum(e.amount), 0) as paid from receipts r join ledger_entries e on e.txn_id = r.txn_id where r.session = ? and e.account = ?')
-      .get(session, account) as { paid: number }
-    return row.paid
+  async charged(session: string, account: string): Promise<number> {
+    const row = await this.db.get<{ paid: number }>(
+      'select coalesce(-sum(e.amount), 0) as paid from receipts r join ledger_entries e on e.txn_id = r.txn_id where r.session = ? and e.account = ?',
+      [session, account],
+    )
+    return row?.paid ?? 0
   }
 }
 

@@ -10,9 +10,9 @@ import { hopCharge } from './pricing'
 
 const GRANT = 10_000_000
 
-async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 50))
   }
@@ -44,8 +44,8 @@ describe.skipIf(!HAVE_STORIES)(`receipts that pay by themselves${NEEDS_STORIES}`
       client.close()
       expect(seen).toHaveLength(10)
       const ledger = swarm.tracker.store.ledger
-      await until('the hosts’ receipts settled', () => ledger.receipts({ session }).length === 10)
-      const account = swarm.tracker.accounts.byPublicKey(identity.publicKey)
+      await until('the hosts’ receipts settled', async () => (await ledger.receipts({ session })).length === 10)
+      const account = await swarm.tracker.accounts.byPublicKey(identity.publicKey)
       if (account === undefined) throw new Error('the client got no account')
       const prompt = seen.find((r) => r.step === 1)?.tokens ?? 0
       const owed = seen.reduce(
@@ -53,7 +53,7 @@ describe.skipIf(!HAVE_STORIES)(`receipts that pay by themselves${NEEDS_STORIES}`
         0,
       )
       expect(owed).toBeGreaterThan(0)
-      expect(swarm.tracker.accounts.balance(account.accountId)).toBe(GRANT - owed)
+      expect(await swarm.tracker.accounts.balance(account.accountId)).toBe(GRANT - owed)
 
       const back = await SwarmClient.connect(swarm.tracker.url, identity)
       try {
@@ -62,8 +62,8 @@ describe.skipIf(!HAVE_STORIES)(`receipts that pay by themselves${NEEDS_STORIES}`
       } finally {
         back.close()
       }
-      expect(swarm.tracker.accounts.balance(account.accountId)).toBe(GRANT - owed)
-      expect(ledger.total()).toBe(0)
+      expect(await swarm.tracker.accounts.balance(account.accountId)).toBe(GRANT - owed)
+      expect(await ledger.total()).toBe(0)
     } finally {
       await swarm.close()
       await cleanup()

@@ -52,10 +52,11 @@ export interface ReputationChecks {
 /**
  * A score per host: completion² × audits × (base + uptime + latency against its advertised speed).
  * The planner routes scores under 0.5 last; probation caps the score under that; a ban makes it 0.
- * Tallies are kept in SQLite, so a restart does not wipe a host's record.
+ * Tallies are kept in the tracker's store, so a restart does not wipe a host's record.
  */
 export class Reputation {
   private readonly tallies = new Map<string, Tally>()
+  private writes: Promise<void> = Promise.resolve()
   private readonly timer: NodeJS.Timeout
 
   constructor(
@@ -109,13 +110,25 @@ export class Reputation {
     return this.of(hostId).score
   }
 
+  /** Reads the host's tally from the store into memory (a host's hello does this before it is routed). */
+  async load(hostId: string): Promise<void> {
+    if (this.tallies.has(hostId)) return
+    const stored = await this.checks?.store.tally(hostId)
+    if (!this.tallies.has(hostId)) this.tallies.set(hostId, { ...fresh(), ...stored })
+  }
+
   history(hostId: string, limit?: number) {
     return this.store.reputationHistory(hostId, limit)
   }
 
   close(): void {
     clearInterval(this.timer)
-    for (const [hostId, t] of this.tallies) this.checks?.store.saveTally(hostId, t)
+    for (const [hostId, t] of this.tallies) this.persist(this.checks?.store.saveTally(hostId, t))
+  }
+
+  /** Resolves once every tally and history row written so far is stored. */
+  flushed(): Promise<void> {
+    return this.writes
   }
 
   private tally(hostId: string): Tally {
@@ -127,9 +140,14 @@ export class Reputation {
     return t
   }
 
-  /** A host's tally as kept in SQLite (fresh when it has none). */
-  private read(hostId: string): Tally {
-    return { completed: 0, failed: 0, samples: 0, onlineSamples: 0, latency: 1, ...this.checks?.store.tally(hostId), lastRecorded: 0 }
+  /** A host not loaded: a fresh tally (`load` reads a known host's from the store). */
+  private read(_hostId: string): Tally {
+    return fresh()
+  }
+
+  /** Writes in order, and never throw into the caller: a lost history row costs a dashboard a point, not the tracker. */
+  private persist(write: Promise<void> | undefined): void {
+    if (write !== undefined) this.writes = this.writes.then(() => write).catch(() => {})
   }
 
   private sampleUptime(): void {
@@ -145,11 +163,16 @@ export class Reputation {
   }
 
   private record(hostId: string): void {
-    const now = Date.now()
-    const r = this.of(hostId)
     const t = this.tally(hostId)
+    // Strictly later than the host's last row: the history reads newest first, and two rows in one millisecond would tie.
+    const now = Math.max(Date.now(), t.lastRecorded + 1)
+    const r = this.of(hostId)
     t.lastRecorded = now
-    this.checks?.store.saveTally(hostId, t)
-    this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps })
+    this.persist(this.checks?.store.saveTally(hostId, { ...t }))
+    this.persist(this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps }))
   }
+}
+
+function fresh(): Tally {
+  return { completed: 0, failed: 0, samples: 0, onlineSamples: 0, latency: 1, lastRecorded: 0 }
 }

@@ -10,6 +10,7 @@ import { ClientToTracker, callRpc, HostToTracker, type Manifest, receiptMessage 
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { readyState, TEST_PROFILE } from '../../test/peers'
 import { createModelTorrent } from '../../test/programs'
+import { type StoreEngine, storeEngines } from '../../test/store-engines'
 import { Tracker, type TrackerOptions } from '../server'
 
 const sid = () => randomBytes(16).toString('hex')
@@ -18,10 +19,22 @@ let dir = ''
 let cleanup: () => Promise<void> = async () => {}
 let manifest: Manifest
 let files: { torrent: Buffer; tokenizer: Buffer }
+/** The engine the running suite is on, and each named tracker's database on it (a restart opens the same one). */
+let engine: StoreEngine
+const databases = new Map<string, string>()
+
+async function database(name: string): Promise<string> {
+  let location = databases.get(name)
+  if (location === undefined) {
+    location = (await engine.fresh()).location
+    databases.set(name, location)
+  }
+  return location
+}
 
 /** A tracker with the model published and one (protocol-level) host serving all of it. */
 async function swarm(name: string, options: Partial<TrackerOptions> = {}, hostKey = NodeIdentity.generate()) {
-  const tracker = await Tracker.start({ dbPath: join(dir, `${name}.sqlite`), ...options })
+  const tracker = await Tracker.start({ dbPath: await database(name), keyPath: join(dir, `${name}.pem`), ...options })
   const publisher = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
   await callRpc(publisher, ClientToTracker, 'model.publish', { manifest, ...files })
   publisher.close()
@@ -40,137 +53,144 @@ async function swarm(name: string, options: Partial<TrackerOptions> = {}, hostKe
   return { tracker, hello, client, close }
 }
 
-describe.skipIf(!HAVE_STORIES)(`tickets for routed sessions${NEEDS_STORIES}`, () => {
-  beforeAll(async () => {
-    ;({ dir, cleanup } = await scratchDir())
-    manifest = await packModel({ source: STORIES_260K, out: join(dir, 'stories'), blocksPerArtifact: 2 })
-    files = { torrent: await createModelTorrent(join(dir, 'stories'), manifest, []), tokenizer: await tokenizerGguf(join(dir, 'stories', 'head.gguf')) }
-  })
-  afterAll(async () => {
-    await cleanup()
-  })
+for (const each of await storeEngines())
+  describe.skipIf(!HAVE_STORIES || each.skip !== undefined)(`tickets for routed sessions on ${each.name}${NEEDS_STORIES}`, () => {
+    each.setUp()
+    beforeAll(async () => {
+      engine = each
+      databases.clear()
+      ;({ dir, cleanup } = await scratchDir())
+      manifest = await packModel({ source: STORIES_260K, out: join(dir, 'stories'), blocksPerArtifact: 2 })
+      files = { torrent: await createModelTorrent(join(dir, 'stories'), manifest, []), tokenizer: await tokenizerGguf(join(dir, 'stories', 'head.gguf')) }
+    })
+    afterAll(async () => {
+      await cleanup()
+    })
 
-  it('refuses route.plan to a key without an account; with one, every hop carries a ticket signed by the tracker that the host can check', async () => {
-    const { tracker, hello, client, close } = await swarm('no-grant')
-    try {
-      expect(hello.trackerKey).toBe(tracker.identity.publicKey)
-      const identity = NodeIdentity.generate()
-      const socket = await client(identity)
-      const session = sid()
-      await expect(callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })).rejects.toMatchObject({
-        code: 'no_account',
-        message: expect.stringMatching(/has no account on this tracker; ask the operator/),
-      })
-      tracker.accounts.create({ publicKey: identity.publicKey })
-      const route = await callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })
-      const [hop] = route.hops
-      expect(hop?.ticket).toMatchObject({
-        session,
-        clientKey: identity.publicKey,
-        hostId: hello.hostId,
-        blocks: [0, 5],
-        maxTokens: 64,
-        modelId: manifest.modelId,
-      })
-      const ticket = hop?.ticket
-      if (ticket === undefined) throw new Error('no ticket')
-      const open = { blocks: ticket.blocks, maxTokens: 64 }
-      expect(() =>
-        verifyTicket(ticket, { trackerKey: hello.trackerKey, session, hostId: hello.hostId, openSignature: signOpen(identity, ticket, open), ...open }),
-      ).not.toThrow()
-    } finally {
-      await close()
-    }
-  })
-
-  it('a tracker with a new-key grant gives it once per key and opens at most N accounts a minute', async () => {
-    const { tracker, client, close } = await swarm('grant', { newKeyGrantMicro: 2_000_000, newAccountsPerMinute: 2 })
-    try {
-      const plan = (socket: Awaited<ReturnType<typeof client>>) =>
-        callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session: sid() })
-      const a = NodeIdentity.generate()
-      const socketA = await client(a)
-      await plan(socketA)
-      await plan(await client())
-      await expect(plan(await client())).rejects.toMatchObject({ code: 'grants_exhausted', message: expect.stringMatching(/at most 2 new accounts a minute/) })
-      // The first key plans again: no second grant.
-      await plan(socketA)
-      const account = tracker.accounts.byPublicKey(a.publicKey)
-      expect(account && tracker.accounts.balance(account.accountId)).toBe(2_000_000)
-    } finally {
-      await close()
-    }
-  })
-
-  it('holds credits for each routed session: one the balance less holds cannot cover is refused until session.end frees a hold', async () => {
-    const { tracker, client, close } = await swarm('holds')
-    try {
-      const identity = NodeIdentity.generate()
-      // stories260k: 100 micro per completion token plus 5 blocks of rounding: 105 × 1000 tokens = 105 000 a session.
-      tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
-      const socket = await client(identity)
-      const plan = (session: string, maxTokens = 1000) => callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens, session })
-      await expect(plan(sid(), 2000)).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 150_000, neededMicro: 210_000 } })
-      const first = sid()
-      await plan(first)
-      await expect(plan(sid())).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 45_000 } })
-      // A failover's re-plan of the same session takes no second hold.
-      await plan(first)
-      await callRpc(socket, ClientToTracker, 'session.end', { session: first })
-      await plan(sid())
-    } finally {
-      await close()
-    }
-  })
-  it('keeps routed sessions and holds across a restart: a receipt routed before it still pays once, the hold still counts until it expires', async () => {
-    const hostKey = NodeIdentity.generate()
-    const first = await swarm('restart', {}, hostKey)
-    const identity = NodeIdentity.generate()
-    first.tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
-    const session = sid()
-    const plan = (socket: Awaited<ReturnType<typeof first.client>>, id: string) =>
-      callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 1000, promptTokens: 4, session: id })
-    const hostHello = first.hello
-    const route = await plan(await first.client(identity), session)
-    const ticket = route.hops[0]?.ticket
-    await first.close()
-
-    const second = await Tracker.start({ dbPath: join(dir, 'restart.sqlite') })
-    try {
-      const socket = await connectTracker(second.url, '/clients', identity)
-      const hostAgain = await connectTracker(second.url, '/hosts', hostKey)
-      await callRpc(hostAgain, HostToTracker, 'host.hello', { profile: TEST_PROFILE, state: readyState(manifest.modelId, [0, manifest.nLayer]) })
-      // The hold taken before the restart (4 prompt tokens and 996 more) still counts against the 150 000.
-      const held = 4 * 25 + 996 * 105
-      await expect(plan(socket, sid())).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 150_000 - held } })
-      if (ticket === undefined || route.hops.length !== 1 || route.hops[0]?.hostId !== hostHello.hostId)
-        throw new Error('expected a one-hop route through the test host')
-      const body = {
-        session,
-        step: 1,
-        hostId: hostHello.hostId,
-        blocks: [ticket.blocks[0], ticket.blocks[1]] as [number, number],
-        tokens: 4,
-        position: 0,
-        modelId: manifest.modelId,
-        price: ticket.price,
-        tracker: second.identity.publicKey,
-        input: 'a'.repeat(64),
-        output: 'b'.repeat(64),
+    it('refuses route.plan to a key without an account; with one, every hop carries a ticket signed by the tracker that the host can check', async () => {
+      const { tracker, hello, client, close } = await swarm('no-grant')
+      try {
+        expect(hello.trackerKey).toBe(tracker.identity.publicKey)
+        const identity = NodeIdentity.generate()
+        const socket = await client(identity)
+        const session = sid()
+        await expect(callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })).rejects.toMatchObject({
+          code: 'no_account',
+          message: expect.stringMatching(/has no account on this tracker; ask the operator/),
+        })
+        await tracker.accounts.create({ publicKey: identity.publicKey })
+        const route = await callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })
+        const [hop] = route.hops
+        expect(hop?.ticket).toMatchObject({
+          session,
+          clientKey: identity.publicKey,
+          hostId: hello.hostId,
+          blocks: [0, 5],
+          maxTokens: 64,
+          modelId: manifest.modelId,
+        })
+        const ticket = hop?.ticket
+        if (ticket === undefined) throw new Error('no ticket')
+        const open = { blocks: ticket.blocks, maxTokens: 64 }
+        expect(() =>
+          verifyTicket(ticket, { trackerKey: hello.trackerKey, session, hostId: hello.hostId, openSignature: signOpen(identity, ticket, open), ...open }),
+        ).not.toThrow()
+      } finally {
+        await close()
       }
-      const receipt = { ...body, signature: hostKey.sign(receiptMessage(body)) }
-      const [paid] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
-      expect(paid).toMatchObject({ ok: true, charged: 4 * ticket.price.promptMicroPerToken + ticket.price.completionMicroPerToken })
-      const [again] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
-      expect(again).toMatchObject({ code: 'already_settled', charged: 0 })
-      // Idle past its expiry, the hold is released: the account can route again.
-      second.tickets.sweep(Date.now() + 16 * 60_000)
-      await plan(socket, sid())
-      expect(second.store.ledger.total()).toBe(0)
-      socket.close()
-      hostAgain.close()
-    } finally {
-      await second.close()
-    }
+    })
+
+    it('a tracker with a new-key grant gives it once per key and opens at most N accounts a minute', async () => {
+      const { tracker, client, close } = await swarm('grant', { newKeyGrantMicro: 2_000_000, newAccountsPerMinute: 2 })
+      try {
+        const plan = (socket: Awaited<ReturnType<typeof client>>) =>
+          callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session: sid() })
+        const a = NodeIdentity.generate()
+        const socketA = await client(a)
+        await plan(socketA)
+        await plan(await client())
+        await expect(plan(await client())).rejects.toMatchObject({
+          code: 'grants_exhausted',
+          message: expect.stringMatching(/at most 2 new accounts a minute/),
+        })
+        // The first key plans again: no second grant.
+        await plan(socketA)
+        const account = await tracker.accounts.byPublicKey(a.publicKey)
+        expect(account && (await tracker.accounts.balance(account.accountId))).toBe(2_000_000)
+      } finally {
+        await close()
+      }
+    })
+
+    it('holds credits for each routed session: one the balance less holds cannot cover is refused until session.end frees a hold', async () => {
+      const { tracker, client, close } = await swarm('holds')
+      try {
+        const identity = NodeIdentity.generate()
+        // stories260k: 100 micro per completion token plus 5 blocks of rounding: 105 × 1000 tokens = 105 000 a session.
+        await tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
+        const socket = await client(identity)
+        const plan = (session: string, maxTokens = 1000) => callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens, session })
+        await expect(plan(sid(), 2000)).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 150_000, neededMicro: 210_000 } })
+        const first = sid()
+        await plan(first)
+        await expect(plan(sid())).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 45_000 } })
+        // A failover's re-plan of the same session takes no second hold.
+        await plan(first)
+        await callRpc(socket, ClientToTracker, 'session.end', { session: first })
+        await plan(sid())
+      } finally {
+        await close()
+      }
+    })
+    it('keeps routed sessions and holds across a restart: a receipt routed before it still pays once, the hold still counts until it expires', async () => {
+      const hostKey = NodeIdentity.generate()
+      const first = await swarm('restart', {}, hostKey)
+      const identity = NodeIdentity.generate()
+      await first.tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
+      const session = sid()
+      const plan = (socket: Awaited<ReturnType<typeof first.client>>, id: string) =>
+        callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 1000, promptTokens: 4, session: id })
+      const hostHello = first.hello
+      const route = await plan(await first.client(identity), session)
+      const ticket = route.hops[0]?.ticket
+      await first.close()
+
+      const second = await Tracker.start({ dbPath: await database('restart'), keyPath: join(dir, 'restart.pem') })
+      try {
+        const socket = await connectTracker(second.url, '/clients', identity)
+        const hostAgain = await connectTracker(second.url, '/hosts', hostKey)
+        await callRpc(hostAgain, HostToTracker, 'host.hello', { profile: TEST_PROFILE, state: readyState(manifest.modelId, [0, manifest.nLayer]) })
+        // The hold taken before the restart (4 prompt tokens and 996 more) still counts against the 150 000.
+        const held = 4 * 25 + 996 * 105
+        await expect(plan(socket, sid())).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 150_000 - held } })
+        if (ticket === undefined || route.hops.length !== 1 || route.hops[0]?.hostId !== hostHello.hostId)
+          throw new Error('expected a one-hop route through the test host')
+        const body = {
+          session,
+          step: 1,
+          hostId: hostHello.hostId,
+          blocks: [ticket.blocks[0], ticket.blocks[1]] as [number, number],
+          tokens: 4,
+          position: 0,
+          modelId: manifest.modelId,
+          price: ticket.price,
+          tracker: second.identity.publicKey,
+          input: 'a'.repeat(64),
+          output: 'b'.repeat(64),
+        }
+        const receipt = { ...body, signature: hostKey.sign(receiptMessage(body)) }
+        const [paid] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
+        expect(paid).toMatchObject({ ok: true, charged: 4 * ticket.price.promptMicroPerToken + ticket.price.completionMicroPerToken })
+        const [again] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
+        expect(again).toMatchObject({ code: 'already_settled', charged: 0 })
+        // Idle past its expiry, the hold is released: the account can route again.
+        second.tickets.sweep(Date.now() + 16 * 60_000)
+        await plan(socket, sid())
+        expect(await second.store.ledger.total()).toBe(0)
+        socket.close()
+        hostAgain.close()
+      } finally {
+        await second.close()
+      }
+    })
   })
-})

@@ -65,11 +65,12 @@ export class TicketOffice {
     /** Where holds are kept across restarts. */
     private readonly saved: RoutedSessions,
     private readonly options: TicketOfficeOptions = {},
-    now = Date.now(),
-  ) {
-    // Holds taken before a restart come back, less what their sessions' receipts have charged since.
-    for (const h of saved.holds()) {
-      const remaining = Math.max(0, h.heldMicro - saved.charged(h.session, consumerAccount(h.accountId)))
+  ) {}
+
+  /** Holds taken before a restart come back, less what their sessions' receipts have charged since (call once before serving). */
+  async restore(now = Date.now()): Promise<void> {
+    for (const h of await this.saved.holds()) {
+      const remaining = Math.max(0, h.heldMicro - (await this.saved.charged(h.session, consumerAccount(h.accountId))))
       this.sessions.set(h.session, { accountId: h.accountId, hold: this.holds.hold(h.accountId, remaining), maxTokens: h.maxTokens, lastUsed: now })
     }
     this.sweep(now)
@@ -85,17 +86,17 @@ export class TicketOffice {
    * gateway's own client, else the key's own (opened with the new-key grant when the tracker gives
    * one). Throws `no_account` otherwise.
    */
-  payer(session: string, publicKey: string, now = Date.now()): { account: StoredAccount; sponsored: boolean } {
+  async payer(session: string, publicKey: string, now = Date.now()): Promise<{ account: StoredAccount; sponsored: boolean }> {
     if (this.options.admits?.(publicKey) === false)
       throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
     const sponsoredBy = publicKey === this.gatewayKey ? this.sponsored.get(session) : undefined
     if (sponsoredBy !== undefined) {
-      const account = this.accounts.get(sponsoredBy)
+      const account = await this.accounts.get(sponsoredBy)
       if (account !== undefined) return { account, sponsored: true }
     }
-    const own = this.accounts.byPublicKey(publicKey)
+    const own = await this.accounts.byPublicKey(publicKey)
     if (own !== undefined) return { account: own, sponsored: false }
-    return { account: this.openWithGrant(publicKey, now), sponsored: false }
+    return { account: await this.openWithGrant(publicKey, now), sponsored: false }
   }
 
   /**
@@ -103,14 +104,17 @@ export class TicketOffice {
    * hop's ticket. Throws `insufficient_credits` when the account's balance less its holds cannot
    * cover `maxTokens` at the model's price.
    */
-  ticket(
+  async ticket(
     route: Route,
     request: { session: string; maxTokens: number; promptTokens?: number | undefined },
     manifest: Manifest,
     clientKey: string,
     payer: { account: StoredAccount; sponsored: boolean },
     now = Date.now(),
-  ): Route {
+  ): Promise<Route> {
+    // Read first: from here on nothing awaits until the hold is taken, so two plans of one account cannot both spend the same credits.
+    const unread = payer.sponsored || this.sessions.has(request.session)
+    const balance = unread ? 0 : await this.accounts.balance(payer.account.accountId)
     this.sweep(now)
     const price = priceOf(manifest, this.pricing)
     const known = this.sessions.get(request.session)
@@ -124,10 +128,12 @@ export class TicketOffice {
         )
       known.lastUsed = now
     } else if (!payer.sponsored) {
+      // Its session was swept meanwhile: read the balance after all.
+      if (unread) return this.ticket(route, request, manifest, clientKey, payer, now)
       const prompt = Math.min(request.promptTokens ?? 0, request.maxTokens)
       const cost = maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt)
       const { accountId } = payer.account
-      const available = this.accounts.balance(accountId) - this.holds.heldMicro(accountId)
+      const available = balance - this.holds.heldMicro(accountId)
       if (available < cost) {
         throw new NeuronError(
           'insufficient_credits',
@@ -136,7 +142,7 @@ export class TicketOffice {
         )
       }
       this.sessions.set(request.session, { accountId, hold: this.holds.hold(accountId, cost), maxTokens: request.maxTokens, lastUsed: now })
-      this.saved.saveHold({ session: request.session, accountId, heldMicro: cost, maxTokens: request.maxTokens, createdAt: now })
+      await this.saved.saveHold({ session: request.session, accountId, heldMicro: cost, maxTokens: request.maxTokens, createdAt: now })
     }
     const manifestHash = this.hashOf(manifest)
     return {
@@ -169,9 +175,9 @@ export class TicketOffice {
   }
 
   /** `session.end` from `publicKey`: ends the session if that key's account (or the gateway) routed it; the rpc's empty answer. */
-  endBy(session: string, publicKey: string): Record<string, never> {
+  async endBy(session: string, publicKey: string): Promise<Record<string, never>> {
     const held = this.sessions.get(session)
-    const own = held !== undefined && this.accounts.byPublicKey(publicKey)?.accountId === held.accountId
+    const own = held !== undefined && (await this.accounts.byPublicKey(publicKey))?.accountId === held.accountId
     if (own || (publicKey === this.gatewayKey && this.sponsored.has(session))) this.end(session)
     return {}
   }
@@ -183,7 +189,8 @@ export class TicketOffice {
     if (held === undefined) return
     this.sessions.delete(session)
     this.holds.release(held.accountId, held.hold)
-    this.saved.releaseHold(session)
+    // Not awaited: a hold left stored by a failed delete comes back at the next start less what was charged, and is swept again when idle.
+    this.saved.releaseHold(session).catch(() => {})
   }
 
   /** The account paying for a routed session, if the office holds for it. */
@@ -191,7 +198,7 @@ export class TicketOffice {
     return this.sessions.get(session)?.accountId ?? this.sponsored.get(session)
   }
 
-  private openWithGrant(publicKey: string, now: number): StoredAccount {
+  private async openWithGrant(publicKey: string, now: number): Promise<StoredAccount> {
     const grant = this.options.newKeyGrantMicro
     if (grant === undefined || grant <= 0) {
       throw new NeuronError(
@@ -208,7 +215,7 @@ export class TicketOffice {
     }
     this.grantsGiven.push(now)
     // One account per key (the store's unique key): a key gets the grant once.
-    return this.accounts.create({ publicKey, name: `key ${publicKey.slice(0, 8)}`, grantMicro: grant }, now).account
+    return (await this.accounts.create({ publicKey, name: `key ${publicKey.slice(0, 8)}`, grantMicro: grant }, now)).account
   }
 
   private hashOf(manifest: Manifest): string {

@@ -22,7 +22,7 @@ export class EarningsController {
     'earnings.get': async () => {
       const board = await this.dashboard()
       // The embedded tracker tells the app's account; a remote one only its balance, in the pushes after a paid answer.
-      const embedded = this.deps.swarm.accountBalance()
+      const embedded = await this.deps.swarm.accountBalance()
       const account = embedded !== undefined ? embedded : this.accountBalanceSeen === null ? null : { accountId: null, balanceMicro: this.accountBalanceSeen }
       return toEarnings(this.deps.swarm.hostId, board, account)
     },

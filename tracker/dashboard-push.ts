@@ -1,0 +1,39 @@
+import type { Namespace } from 'socket.io'
+import { consumerAccount, escrowAccount, hostAccount } from './ledger/accounts'
+import type { LedgerStore } from './ledger/ledger-store'
+import type { ReceiptVerdict } from './ledger/verdicts'
+
+/**
+ * Pushes a settled or refused receipt to the dashboards subscribed to its host and its payer's account.
+ * Settled receipts carry their balances; a refused one reads them only when a dashboard is listening.
+ */
+export async function pushVerdict(
+  ns: Namespace,
+  ledger: LedgerStore,
+  session: string,
+  v: ReceiptVerdict,
+  accountId: string | null,
+  modelId: string | null,
+): Promise<void> {
+  const hostRoom = `host:${v.hostId}`
+  const accountRoom = accountId === null ? undefined : `account:${accountId}`
+  const listening = (room: string | undefined) => room !== undefined && (ns.adapter.rooms.get(room)?.size ?? 0) > 0
+  if (!(listening(hostRoom) || listening(accountRoom))) return
+  const push = {
+    hostId: v.hostId,
+    session,
+    step: v.step,
+    ok: v.ok,
+    ...(v.code === undefined ? {} : { code: v.code }),
+    modelId,
+    chargedMicro: v.charged,
+    hostBalanceMicro: v.balances?.host ?? (await ledger.balance(hostAccount(v.hostId))),
+    hostPendingMicro: v.balances?.pending ?? (await ledger.balance(escrowAccount(v.hostId))),
+  }
+  if (listening(hostRoom)) ns.to(hostRoom).emit('dashboard.receipt', push)
+  if (accountId !== null && listening(accountRoom))
+    ns.to(`account:${accountId}`).emit('dashboard.receipt', {
+      ...push,
+      accountBalanceMicro: v.balances?.account ?? (await ledger.balance(consumerAccount(accountId))),
+    })
+}

@@ -1,0 +1,41 @@
+// What settling a receipt answers: the verdict, the events metering emits, and the wire form.
+
+export interface ReceiptVerdict {
+  readonly hostId: string
+  readonly step: number
+  readonly ok: boolean
+  /**
+   * On refusal: forged (bad_signature), replayed, route_mismatch, position_mismatch, unknown_session, bad_receipt,
+   * insufficient_credits; already_settled for a step the other party handed in first (host and client both do).
+   */
+  readonly code?: string
+  readonly message?: string
+  /** Micro-credits the consumer paid for this receipt. */
+  readonly charged: number
+  /**
+   * The refusal counts against the host: it signed, with its registered key, a receipt of a session
+   * the tracker routed, and the route or its terms refute it. An unsigned, forged or misfiled
+   * receipt proves nothing about the host it names, so anyone could pin it on any host.
+   */
+  readonly fault?: boolean
+  /** On a settled receipt, the host's (settled and pending) and payer's balances right after it, read in its transaction: exact pushes for a batch. */
+  readonly balances?: { readonly host: number; readonly pending: number; readonly account: number | null }
+}
+
+export interface MeteringEvents {
+  /**
+   * Two hops of one step do not join: one took as input what the hop before it did not sign as its
+   * output. Whoever carried the hidden states between them (the client, or a host that signs other bytes
+   * than it sends) broke the chain; both are paid what they ran.
+   */
+  seam: [session: string, step: number, message: string]
+  /** A receipt verified and settled (or refused): the reputation and dashboards listen. */
+  verdict: [session: string, verdict: ReceiptVerdict, accountId: string | null, modelId: string | null]
+}
+
+/** A verdict as it goes back over the wire. */
+export function wireVerdicts(verdicts: readonly ReceiptVerdict[]) {
+  return {
+    verdicts: verdicts.map((v) => ({ hostId: v.hostId, step: v.step, ok: v.ok, ...(v.code === undefined ? {} : { code: v.code }), charged: v.charged })),
+  }
+}
