@@ -138,6 +138,11 @@ export class RouteGraph {
     return this.view.latency.ms(from, to) ?? this.costs.defaultLatencyMs
   }
 
+  /** The measured latency from peer `from` to peer `to`, if any. */
+  measuredLinkMs(from: string, to: string): number | undefined {
+    return from === to ? 0 : this.view.latency.ms(from, to)
+  }
+
   /** The measured latency from host g to host h, if any. */
   measuredMs(g: number, h: number): number | undefined {
     const last = this.outStart[g + 1] as number

@@ -208,7 +208,7 @@ describe('planRoute', () => {
         const begin = Math.floor(random() * nBlocks)
         const end = begin + 1 + Math.floor(random() * (nBlocks - begin))
         spans.push(host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), { relay: random() < 0.2, activeSessions: Math.floor(random() * 4) }))
-        // Some hosts measured from alice (either way round), the rest at the default.
+        // Some hosts measured from alice (either way round), the rest taken as typical of those.
         if (random() < 0.6) latency.set('alice', `h${i}`, Math.floor(random() * 80)).set(`h${i}`, 'alice', Math.floor(random() * 80))
       }
       const view = swarm(nBlocks, spans, latency)
@@ -237,9 +237,18 @@ describe('planRoute', () => {
   })
 })
 
-/** Every sequence of distinct hosts, each hop costing its round trip from `client` (measured or twice the default) and its compute. */
+/**
+ * Every sequence of distinct hosts, each hop costing its round trip from `client` and its compute: measured, else the
+ * median of the measured round trips (a host not yet measured is taken as typical), else twice the default.
+ */
 function fastestRelayed(view: SwarmView, client: string): number | undefined {
-  const rtt = (h: string) => (view.latency.ms(client, h) ?? LINK) + (view.latency.ms(h, client) ?? LINK)
+  const measured = (h: string) => {
+    const [there, back] = [view.latency.ms(client, h), view.latency.ms(h, client)]
+    return there === undefined && back === undefined ? undefined : (there ?? back ?? 0) + (back ?? there ?? 0)
+  }
+  const known = view.spans.flatMap((s) => measured(s.hostId) ?? []).sort((a, b) => a - b)
+  const typical = known[Math.floor(known.length / 2)] ?? 2 * LINK
+  const rtt = (h: string) => measured(h) ?? typical
   let best: number | undefined
   const visit = (at: number, used: Set<string>, ms: number) => {
     if (at === view.nBlocks) {

@@ -68,6 +68,8 @@ export class RoutePlanner {
   private readonly eligible: Uint8Array
   /** Per relayed plan: each host's round trip from the client, less the default link the search charges it. */
   private readonly relayEntryMs: Float64Array
+  /** A relayed round trip this planner charges a host its client has not measured (relayEntries sets it per request). */
+  private unmeasuredRoundTripMs = 0
 
   constructor(view: SwarmView, costs: RouteCosts = DEFAULT_ROUTE_COSTS) {
     this.graph = new RouteGraph(view, costs)
@@ -111,9 +113,15 @@ export class RoutePlanner {
     return this.route(found, spanBegin, spanEnd, previousHop, nextHop, request.relayedBy)
   }
 
-  /** A relayed hop's round trip from its client, measured or twice the default one-way estimate. */
+  /** A relayed hop's round trip from its client: measured, else `unmeasuredRoundTripMs` (set by relayEntries). */
   private relayRoundTripMs(client: string, hostId: string): number {
-    return this.graph.linkMs(client, hostId) + this.graph.linkMs(hostId, client)
+    return this.measuredRoundTripMs(client, hostId) ?? this.unmeasuredRoundTripMs
+  }
+
+  private measuredRoundTripMs(client: string, hostId: string): number | undefined {
+    const there = this.graph.measuredLinkMs(client, hostId)
+    const back = this.graph.measuredLinkMs(hostId, client)
+    return there === undefined && back === undefined ? undefined : (there ?? back ?? 0) + (back ?? there ?? 0)
   }
 
   /**
@@ -123,6 +131,15 @@ export class RoutePlanner {
    */
   private relayEntries(client: string): Float64Array {
     const { spans } = this.graph
+    // a host this client has not measured is taken as typical of the ones it has (their median round trip), so a
+    // newcomer still gets traffic (and is measured); with none measured, twice the default one-way estimate
+    const measured: number[] = []
+    for (let h = 0; h < spans.length; h++) {
+      const ms = this.eligible[h] === 1 ? this.measuredRoundTripMs(client, (spans[h] as ServedSpan).hostId) : undefined
+      if (ms !== undefined) measured.push(ms)
+    }
+    measured.sort((a, b) => a - b)
+    this.unmeasuredRoundTripMs = measured[Math.floor(measured.length / 2)] ?? 2 * this.graph.costs.defaultLatencyMs
     for (let h = 0; h < spans.length; h++) {
       this.relayEntryMs[h] = this.eligible[h] === 1 ? this.relayRoundTripMs(client, (spans[h] as ServedSpan).hostId) - this.graph.costs.defaultLatencyMs : 0
     }
