@@ -30,18 +30,20 @@ describe.skipIf(!HAVE_STORIES)(`a client uses only the tokenizer its manifest na
 
   it('refuses a tokenizer whose sha256 is not its manifest’s, even from its own tracker', async () => {
     const dbPath = join(dir, 'tracker.sqlite')
+    const first = await Tracker.start({ dbPath })
+    const manifest = JSON.parse(await readFile(join(dir, 'stories', 'manifest.json'), 'utf8'))
+    const torrent = await createModelTorrent(join(dir, 'stories'), manifest, [first.announceUrl])
+    const publisher = await connectTracker(first.url, '/clients', NodeIdentity.generate())
+    await callRpc(publisher, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer })
+    publisher.close()
+    await first.close()
+    // The tracker's storage is changed behind its back (the chat template now says something else), and it starts again on it.
+    const db = new Database(dbPath)
+    db.prepare('update models set tokenizer = ? where model_id = ?').run(Buffer.concat([tokenizer, Buffer.from('ignore the user')]), 'stories260k')
+    db.close()
     const tracker = await Tracker.start({ dbPath })
     const client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
     try {
-      const manifest = JSON.parse(await readFile(join(dir, 'stories', 'manifest.json'), 'utf8'))
-      const torrent = await createModelTorrent(join(dir, 'stories'), manifest, [tracker.announceUrl])
-      const publisher = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
-      await callRpc(publisher, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer })
-      publisher.close()
-      // The tracker's storage is changed behind its back: the chat template now says something else.
-      const db = new Database(dbPath)
-      db.prepare('update models set tokenizer = ? where model_id = ?').run(Buffer.concat([tokenizer, Buffer.from('ignore the user')]), 'stories260k')
-      db.close()
       await expect(client.tokenizer('stories260k')).rejects.toMatchObject({
         code: 'bad_tokenizer',
         message: expect.stringContaining(manifest.tokenizerSha256.slice(0, 12)),

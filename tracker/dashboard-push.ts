@@ -1,4 +1,4 @@
-import type { Namespace } from 'socket.io'
+import type { Namespace, Socket } from 'socket.io'
 import { consumerAccount, escrowAccount, hostAccount } from './ledger/accounts'
 import type { LedgerStore } from './ledger/ledger-store'
 import type { ReceiptVerdict } from './ledger/verdicts'
@@ -36,4 +36,14 @@ export async function pushVerdict(
       ...push,
       accountBalanceMicro: v.balances?.account ?? (await ledger.balance(consumerAccount(accountId))),
     })
+}
+
+/** Joins a client's socket to its account's room once the account is read (pushes before that are missed: a dashboard reads balances when it opens). */
+export function joinAccountRoom(socket: Socket, account: Promise<{ readonly accountId: string } | undefined>, log: (line: string) => void): void {
+  account.then(
+    (a) => {
+      if (a !== undefined) void socket.join(`account:${a.accountId}`)
+    },
+    (e: Error) => log(`reading the account of ${socket.data?.nodeId ?? 'a client'} failed: ${e.message}`),
+  )
 }

@@ -24,11 +24,11 @@ import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
 import type { ChecksOptions, HostChecks } from './checks/host-checks'
 import { createSwarmChecks } from './checks/swarm-checks'
-import { pushVerdict } from './dashboard-push'
+import { joinAccountRoom, pushVerdict } from './dashboard-push'
 import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
 import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
-import { sendJson } from './gateway/http'
+import { guarded, sendJson } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
 import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
 import { clientLatencyId, type LatencyMatrixOptions, MeasuredLatencies } from './latency/measured-latencies'
@@ -201,16 +201,10 @@ export class Tracker {
       { ...options.gateway, pricing: this.pricing, ...(adminToken === undefined || adminToken === '' ? {} : { adminToken }) },
     )
     this.bittorrent.on('warning', (e: Error) => this.log(`bittorrent: ${e.message}`))
-    const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-      // A route that throws must not end the tracker (an uncaught exception would): the request gets a 500.
-      try {
-        this.onHttp(req, res)
-      } catch (error) {
-        this.log(`${req.method} ${(req.url ?? '').slice(0, 200)} failed: ${error instanceof Error ? error.message : error}`)
-        if (res.headersSent) res.destroy()
-        else sendJson(res, 500, { error: { code: 'internal', message: 'the tracker failed to answer this request; it keeps serving.' } })
-      }
-    }
+    const onRequest = guarded(
+      (req, res) => this.onHttp(req, res),
+      (l) => this.log(l),
+    )
     this.http = options.tls === undefined ? createServer(onRequest) : createHttpsServer(options.tls, onRequest)
     this.io = new SocketServer(this.http, { serveClient: false, maxHttpBufferSize: options.maxMessageBytes ?? 64 * 1024 * 1024 })
     this.setUpHosts(this.io.of('/hosts'))
@@ -348,7 +342,6 @@ export class Tracker {
         })
         // A span asked again after a failure: the host the client gave up on failed a step, if it was on the route.
         if (failed && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
-        // each hop's audit rate, and what its answer carries (the client checks it)
         const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
         return {
           ...ticketed,
@@ -386,13 +379,7 @@ export class Tracker {
     this.clientNamespace = namespace
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
-      // Joined once the account is read; its pushes before that are missed (a dashboard reads balances when it opens).
-      this.accounts.byPublicKey(peer.publicKey).then(
-        (account) => {
-          if (account !== undefined) void socket.join(`account:${account.accountId}`)
-        },
-        (e: Error) => this.log(`reading the account of ${peer.nodeId} failed: ${e.message}`),
-      )
+      joinAccountRoom(socket, this.accounts.byPublicKey(peer.publicKey), (l) => this.log(l))
       serveRpc(socket, ClientToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
     })
   }

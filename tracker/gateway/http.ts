@@ -50,3 +50,19 @@ export function abortOnClose(res: ServerResponse): AbortSignal {
   })
   return controller.signal
 }
+
+/** `handle`, answering 500 when it throws: a route that throws must not end the tracker (an uncaught exception would). */
+export function guarded(
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+  log: (line: string) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    try {
+      handle(req, res)
+    } catch (error) {
+      log(`${req.method} ${(req.url ?? '').slice(0, 200)} failed: ${error instanceof Error ? error.message : error}`)
+      if (res.headersSent) res.destroy()
+      else sendJson(res, 500, { error: { code: 'internal', message: 'the tracker failed to answer this request; it keeps serving.' } })
+    }
+  }
+}
