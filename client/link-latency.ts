@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 /**
  * Round trips from this client to hosts, by WebSocket ping: the swarm client relays every hop itself, so
  * these are the links a session waits on. A ping measures the network alone (no compute, nothing the host
@@ -20,7 +21,8 @@ export class Pinger {
 
   /** The round trip of one ping, ms, or undefined when no pong came within `timeoutMs` or the socket closed. */
   ping(timeoutMs: number): Promise<number | undefined> {
-    const payload = Buffer.from(`neuron-ping-${++this.serial}`)
+    // unguessable: a host that could predict it would answer the pong before the ping arrives and look near
+    const payload = Buffer.concat([Buffer.from(`neuron-ping-${++this.serial}-`), randomBytes(16)])
     return new Promise((resolve) => {
       const started = performance.now()
       const done = (ms: number | undefined) => {

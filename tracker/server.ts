@@ -221,7 +221,7 @@ export class Tracker {
     const store = await openTrackerStore(options.dbPath)
     const tracker = new Tracker(store, options, identity)
     await tracker.catalog.load()
-    await tracker.tickets.restore()
+    await Promise.all([tracker.tickets.restore(), tracker.checks.loadBanned()])
     await new Promise<void>((resolve, reject) => {
       tracker.http.once('error', reject)
       tracker.http.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())

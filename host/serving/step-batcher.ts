@@ -9,6 +9,10 @@ import type { ServingRuntime, ServingSession } from './serving-runtime'
 
 /** The native limit on sessions per graph (runtime_batch.cpp's MAX_BATCH_SEQS). */
 export const MAX_BATCH_SESSIONS = 16
+/** Rows one batched graph runs at most (llama.cpp's default ubatch): concurrent prompts must not multiply a graph's compute buffer. */
+export const MAX_BATCH_ROWS = 512
+/** A step of more rows (a prompt) runs in a graph of its own. */
+export const MAX_BATCHED_STEP_ROWS = 64
 
 type Input = Int32Array | Float32Array | Uint16Array
 type Pending = {
@@ -60,9 +64,7 @@ export class StepBatcher {
     this.running = true
     try {
       // one graph per group of sessions with the same blocks and input kind (the native batch needs both equal)
-      for (const group of groups(ready)) {
-        for (let i = 0; i < group.length; i += MAX_BATCH_SESSIONS) await this.run(group.slice(i, i + MAX_BATCH_SESSIONS))
-      }
+      for (const group of groups(ready)) for (const batch of budgeted(group)) await this.run(batch)
     } finally {
       this.running = false
       this.schedule()
@@ -87,8 +89,10 @@ export class StepBatcher {
         else p.reject(o.error)
       }
     } catch (err) {
-      // the whole batch failed (the runtime was disposed, a compute failure): every step in it gets the error
-      for (const p of batch) p.reject(err)
+      // the whole graph failed (out of memory, a compute failure, the runtime disposed): each step runs again alone,
+      // so one session's step cannot fail the others'
+      if (batch.length > 1) for (const p of batch) await this.run([p])
+      else for (const p of batch) p.reject(err)
     }
   }
 }
@@ -102,4 +106,33 @@ function groups(steps: Pending[]): Pending[][] {
     else g.push(p)
   }
   return [...byKey.values()]
+}
+
+/** Rows of a step: token ids, or hidden states of the session's input width (unknown: as many as its values, so it runs alone). */
+function rowsOf(p: Pending): number {
+  if (p.input instanceof Int32Array) return p.input.length
+  return p.input.length / ((p.session as { readonly inputWidth?: number }).inputWidth ?? 1)
+}
+
+/** A group's steps in batches of at most MAX_BATCH_SESSIONS sessions and MAX_BATCH_ROWS rows; long steps alone. */
+function budgeted(group: Pending[]): Pending[][] {
+  const batches: Pending[][] = []
+  let batch: Pending[] = []
+  let rows = 0
+  for (const p of group) {
+    const n = rowsOf(p)
+    if (n > MAX_BATCHED_STEP_ROWS) {
+      batches.push([p])
+      continue
+    }
+    if (batch.length === MAX_BATCH_SESSIONS || rows + n > MAX_BATCH_ROWS) {
+      batches.push(batch)
+      batch = []
+      rows = 0
+    }
+    batch.push(p)
+    rows += n
+  }
+  if (batch.length > 0) batches.push(batch)
+  return batches
 }

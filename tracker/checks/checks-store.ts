@@ -50,27 +50,23 @@ export class ChecksStore {
 
   async checks(hostId: string): Promise<StoredChecks | undefined> {
     const r = await this.db.get<Record<string, number | string | null>>('select * from host_checks where host_id = ?', [hostId])
-    if (r === undefined) return undefined
-    return {
-      hostId,
-      probesPassed: Number(r.probes_passed),
-      probesFailed: Number(r.probes_failed),
-      auditsPassed: Number(r.audits_passed),
-      auditsFailed: Number(r.audits_failed),
-      banReason: r.ban_reason === null ? null : String(r.ban_reason),
-      bannedAt: r.banned_at === null ? null : Number(r.banned_at),
-      measuredMsPerBlock: r.measured_ms_per_block === null ? null : Number(r.measured_ms_per_block),
-      lastProbeAt: r.last_probe_at === null ? null : Number(r.last_probe_at),
-    }
+    return r === undefined ? undefined : storedChecks(hostId, r)
   }
 
+  /** Every banned host's checks: a tracker reads them at start, so a ban holds before the host says hello again. */
+  async banned(): Promise<StoredChecks[]> {
+    const rows = await this.db.all<Record<string, number | string | null>>('select * from host_checks where ban_reason is not null')
+    return rows.map((r) => storedChecks(String(r.host_id), r))
+  }
+
+  /** Saves a host's checks; a ban is never cleared by a later save (one from a record read before the ban, or never read). */
   async saveChecks(c: StoredChecks): Promise<void> {
     await this.db.run(
       `insert into host_checks (host_id, probes_passed, probes_failed, audits_passed, audits_failed, ban_reason, banned_at, measured_ms_per_block, last_probe_at)
        values (?, ?, ?, ?, ?, ?, ?, ?, ?)
        on conflict (host_id) do update set probes_passed = excluded.probes_passed, probes_failed = excluded.probes_failed,
-         audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, ban_reason = excluded.ban_reason,
-         banned_at = excluded.banned_at, measured_ms_per_block = excluded.measured_ms_per_block, last_probe_at = excluded.last_probe_at`,
+         audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, ban_reason = coalesce(host_checks.ban_reason, excluded.ban_reason),
+         banned_at = coalesce(host_checks.banned_at, excluded.banned_at), measured_ms_per_block = excluded.measured_ms_per_block, last_probe_at = excluded.last_probe_at`,
       [c.hostId, c.probesPassed, c.probesFailed, c.auditsPassed, c.auditsFailed, c.banReason, c.bannedAt, c.measuredMsPerBlock, c.lastProbeAt],
     )
   }
@@ -88,5 +84,19 @@ export class ChecksStore {
          online_samples = excluded.online_samples, latency = excluded.latency`,
       [hostId, t.completed, t.failed, t.samples, t.onlineSamples, t.latency],
     )
+  }
+}
+
+function storedChecks(hostId: string, r: Record<string, number | string | null>): StoredChecks {
+  return {
+    hostId,
+    probesPassed: Number(r.probes_passed),
+    probesFailed: Number(r.probes_failed),
+    auditsPassed: Number(r.audits_passed),
+    auditsFailed: Number(r.audits_failed),
+    banReason: r.ban_reason === null ? null : String(r.ban_reason),
+    bannedAt: r.banned_at === null ? null : Number(r.banned_at),
+    measuredMsPerBlock: r.measured_ms_per_block === null ? null : Number(r.measured_ms_per_block),
+    lastProbeAt: r.last_probe_at === null ? null : Number(r.last_probe_at),
   }
 }

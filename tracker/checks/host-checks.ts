@@ -91,6 +91,11 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
    * Reads the host's record from the store into memory: a host's hello does this before it is routed, a
    * dashboard before it shows one. Only hosts the store knows are kept, so random ids grow nothing.
    */
+  /** Reads every banned host's checks (at start): a ban holds before the host says hello again, and no payment reaches it. */
+  async loadBanned(): Promise<void> {
+    for (const c of await this.store.banned()) if (!this.cache.has(c.hostId)) this.cache.set(c.hostId, c)
+  }
+
   async load(hostId: string): Promise<void> {
     if (this.cache.has(hostId)) return
     const stored = await this.store.checks(hostId)

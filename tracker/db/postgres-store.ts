@@ -5,8 +5,9 @@ import { StoreError } from './sql'
 
 /**
  * The tracker's store on PostgreSQL: the same queries and migrations as SQLite's, on a node-postgres pool.
- * Several trackers may share one database: the ledger's postings run in serializable transactions,
- * retried when two of them race.
+ * The ledger's postings run in serializable transactions, retried when two of them race, so writers on
+ * several processes lose and double nothing; one tracker per database still (credit holds and issued
+ * routes live in its memory; docs/deployment.md).
  */
 export class PostgresStore extends SqlTrackerStore {
   private constructor(readonly postgres: PostgresSql) {

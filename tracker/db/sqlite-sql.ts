@@ -52,8 +52,9 @@ export class SqliteSql implements Sql {
     this.gate = new Promise<void>((resolve) => {
       open = resolve
     })
-    this.db.exec('begin immediate')
     try {
+      // inside the try: a begin that fails (SQLITE_BUSY past the busy timeout) must still open the gate
+      this.db.exec('begin immediate')
       const result = await fn(this.inside)
       this.db.exec('commit')
       return result

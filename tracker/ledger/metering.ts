@@ -96,7 +96,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
     const routed = request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
     const failed = request?.failedHost === undefined || request.span === undefined ? undefined : { hostId: request.failedHost, blocks: request.span }
     await this.sweep(now)
-    const known = await this.lookup(session)
+    // read again after the awaits: another route.plan for this new session may have set it meanwhile (its hops must stay)
+    const known = (await this.lookup(session)) ?? this.sessions.get(session)
     let believed = false
     if (known === undefined) {
       const manifest = this.manifestOf(modelId)

@@ -123,7 +123,7 @@ export class Reputation {
 
   close(): void {
     clearInterval(this.timer)
-    for (const [hostId, t] of this.tallies) this.persist(this.checks?.store.saveTally(hostId, t))
+    for (const [hostId, t] of this.tallies) this.persist(() => this.checks?.store.saveTally(hostId, t))
   }
 
   /** Resolves once every tally and history row written so far is stored. */
@@ -146,8 +146,9 @@ export class Reputation {
   }
 
   /** Writes in order, and never throw into the caller: a lost history row costs a dashboard a point, not the tracker. */
-  private persist(write: Promise<void> | undefined): void {
-    if (write !== undefined) this.writes = this.writes.then(() => write).catch(() => {})
+  private persist(write: () => Promise<void> | undefined): void {
+    // a thunk, started after the writes before it: started early, a later write could reject unhandled (and end the process)
+    this.writes = this.writes.then(write).catch(() => {})
   }
 
   private sampleUptime(): void {
@@ -168,8 +169,9 @@ export class Reputation {
     const now = Math.max(Date.now(), t.lastRecorded + 1)
     const r = this.of(hostId)
     t.lastRecorded = now
-    this.persist(this.checks?.store.saveTally(hostId, { ...t }))
-    this.persist(this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps }))
+    const tally = { ...t }
+    this.persist(() => this.checks?.store.saveTally(hostId, tally))
+    this.persist(() => this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps }))
   }
 }
 
