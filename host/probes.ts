@@ -8,6 +8,7 @@ import { artifactsFor } from '../native/artifacts'
 import { ShardRuntime } from '../native/shard-runtime'
 import {
   ACCEPT_LOGIT_MARGIN,
+  concatenated,
   joinSide,
   type Manifest,
   NeuronError,
@@ -139,10 +140,10 @@ export async function referenceRun(
             if (out.kind === 'hidden' && out.indices !== undefined) indicesOut.push(out.indices)
             kind = out.kind
           }
-          if (kind === 'logits') logits.push(joined(parts, Float32Array))
+          if (kind === 'logits') logits.push(concatenated(parts, Float32Array))
           else {
-            hidden[i]?.push(joined(parts, Float32Array))
-            side[i]?.push(seamOut === undefined || seamSideValues(seamOut) === 0 ? undefined : sideValues(seamOut, ids, joined(indicesOut, Int32Array)))
+            hidden[i]?.push(concatenated(parts, Float32Array))
+            side[i]?.push(seamOut === undefined || seamSideValues(seamOut) === 0 ? undefined : sideValues(seamOut, ids, concatenated(indicesOut, Int32Array)))
           }
         } finally {
           session.close()
@@ -153,16 +154,6 @@ export async function referenceRun(
     }
   }
   return { hidden, side, logits }
-}
-
-function joined<T extends Float32Array | Int32Array>(parts: T[], Kind: { new (n: number): T }): T {
-  const out = new Kind(parts.reduce((sum, x) => sum + x.length, 0))
-  let at = 0
-  for (const x of parts) {
-    out.set(x, at)
-    at += x.length
-  }
-  return out
 }
 
 /** The side values entering a block (token-major: the token id where the seam carries it, then its indices). */

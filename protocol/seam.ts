@@ -90,3 +90,14 @@ export function hiddenFloats(payload: Uint8Array, dtype: 'f16' | 'f32'): Float32
 export function seamPercent(error: number): string {
   return Number.isFinite(error) ? `${(100 * error).toPrecision(2)} %` : '∞ %'
 }
+
+/** Typed arrays of one kind back to back, as one (a step's chunks, or answers' rows, in order). */
+export function concatenated<T extends Float32Array | Int32Array>(parts: readonly T[], Kind: new (n: number) => T): T {
+  const out = new Kind(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}

@@ -5,6 +5,7 @@ import { runSpan, type SpanAnswer } from '../../client/span-runner'
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import {
+  concatenated,
   hiddenFloats,
   type Manifest,
   NeuronError,
@@ -224,14 +225,10 @@ function probeSide(probe: Probe, set: ProbeSet, block: number): Int32Array {
 
 /** The side values of every answer, in order. */
 function joinedSide(answers: readonly SpanAnswer[]): Int32Array {
-  const parts = answers.map((a) => (a.frame.kind === 'hidden' ? sideOf(a.frame) : new Int32Array(0)))
-  const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
+  return concatenated(
+    answers.map((a) => (a.frame.kind === 'hidden' ? sideOf(a.frame) : new Int32Array(0))),
+    Int32Array,
+  )
 }
 
 /** Rows [from, to) of an input: their values, then their side values. */
@@ -259,13 +256,7 @@ function hiddenValues(answers: readonly SpanAnswer[]): Float32Array | undefined 
     if (values === undefined) return undefined
     parts.push(values)
   }
-  const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
+  return concatenated(parts, Float32Array)
 }
 
 /** The token a last hop answered, or undefined for anything else (a malformed answer fails the probe). */
