@@ -35,7 +35,7 @@ export async function postgresMissing(): Promise<string | undefined> {
   return undefined
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)

@@ -9,25 +9,54 @@ import { type AuthChallenge, challengeMessage, HandshakeAuth, NeuronError, NODE_
  */
 export const MAX_OPEN_CHALLENGES = 100_000
 
-/** Single-use nonces for the signed-challenge handshake, each answered for this tracker's key alone. */
-export class ChallengeIssuer {
+/** Where open nonces are kept: this process's memory, or Redis when several tracker instances share the swarm (tracker/cluster/). */
+export interface NonceBook {
+  put(nonce: string, expiresAt: number, now: number): Promise<void>
+  /** Spends the nonce, once across every instance: its expiry if it was open, undefined if unknown or spent. */
+  take(nonce: string): Promise<number | undefined>
+}
+
+/** One process's open nonces, bounded by MAX_OPEN_CHALLENGES. */
+export class MemoryNonces implements NonceBook {
   private readonly open = new Map<string, number>()
 
-  constructor(
-    /** The tracker's public key: every answer must sign it, so a signature made for another tracker fails here. */
-    private readonly trackerKey: string,
-    private readonly ttlMs = 60_000,
-  ) {}
-
-  issue(now = Date.now()): AuthChallenge {
+  async put(nonce: string, expiresAt: number, now: number): Promise<void> {
     this.sweep(now)
-    const nonce = randomBytes(24).toString('base64url')
-    const expiresAt = now + this.ttlMs
     if (this.open.size >= MAX_OPEN_CHALLENGES) {
       const oldest = this.open.keys().next().value
       if (oldest !== undefined) this.open.delete(oldest)
     }
     this.open.set(nonce, expiresAt)
+  }
+
+  async take(nonce: string): Promise<number | undefined> {
+    const expiresAt = this.open.get(nonce)
+    this.open.delete(nonce)
+    return expiresAt
+  }
+
+  /** Nonces are kept in the order they expire (one TTL for all): the sweep stops at the first live one. */
+  private sweep(now: number): void {
+    for (const [nonce, expiresAt] of this.open) {
+      if (expiresAt >= now) return
+      this.open.delete(nonce)
+    }
+  }
+}
+
+/** Single-use nonces for the signed-challenge handshake, each answered for this tracker's key alone. */
+export class ChallengeIssuer {
+  constructor(
+    /** The tracker's public key: every answer must sign it, so a signature made for another tracker fails here. */
+    private readonly trackerKey: string,
+    private readonly nonces: NonceBook = new MemoryNonces(),
+    private readonly ttlMs = 60_000,
+  ) {}
+
+  async issue(now = Date.now()): Promise<AuthChallenge> {
+    const nonce = randomBytes(24).toString('base64url')
+    const expiresAt = now + this.ttlMs
+    await this.nonces.put(nonce, expiresAt, now)
     return { nonce, expiresAt, tracker: this.trackerKey }
   }
 
@@ -35,13 +64,12 @@ export class ChallengeIssuer {
    * Checks a handshake for `namespace`; returns the node id it proves. The nonce is spent even
    * when the signature is wrong, so a challenge can't be guessed at.
    */
-  verify(namespace: string, auth: unknown, now = Date.now()): { nodeId: string; publicKey: string } {
+  async verify(namespace: string, auth: unknown, now = Date.now()): Promise<{ nodeId: string; publicKey: string }> {
     const parsed = HandshakeAuth.safeParse(auth)
     if (!parsed.success)
       throw new NeuronError('unauthenticated', 'connect with auth { publicKey, nonce, signature }: fetch a nonce from GET /auth/challenge and sign it.')
     const { publicKey, nonce, signature } = parsed.data
-    const expiresAt = this.open.get(nonce)
-    this.open.delete(nonce)
+    const expiresAt = await this.nonces.take(nonce)
     if (expiresAt === undefined || expiresAt < now)
       throw new NeuronError('unauthenticated', 'the challenge nonce is unknown, used or expired; fetch a fresh one from GET /auth/challenge.')
     if (!verifySignature(publicKey, challengeMessage(this.trackerKey, namespace, nonce), signature)) {
@@ -57,7 +85,7 @@ export class ChallengeIssuer {
    * The key an HTTP request proves with its `x-neuron-auth: <publicKey>.<nonce>.<signature>` header,
    * signed for `scope`; undefined when it sent none, a typed refusal when the proof is wrong.
    */
-  verifyRequest(req: IncomingMessage, scope: string, now = Date.now()): { nodeId: string; publicKey: string } | undefined {
+  async verifyRequest(req: IncomingMessage, scope: string, now = Date.now()): Promise<{ nodeId: string; publicKey: string } | undefined> {
     const header = req.headers[NODE_AUTH_HEADER]
     if (header === undefined) return undefined
     const parts = (Array.isArray(header) ? header.join('') : header).split('.')
@@ -65,13 +93,5 @@ export class ChallengeIssuer {
       throw new NeuronError('unauthenticated', `${NODE_AUTH_HEADER} is <publicKey>.<nonce>.<signature>: sign a nonce from GET /auth/challenge for ${scope}.`)
     const [publicKey, nonce, signature] = parts
     return this.verify(scope, { publicKey, nonce, signature }, now)
-  }
-
-  /** Nonces are kept in the order they expire (one TTL for all): the sweep stops at the first live one. */
-  private sweep(now: number): void {
-    for (const [nonce, expiresAt] of this.open) {
-      if (expiresAt >= now) return
-      this.open.delete(nonce)
-    }
   }
 }

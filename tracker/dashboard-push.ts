@@ -14,10 +14,12 @@ export async function pushVerdict(
   v: ReceiptVerdict,
   accountId: string | null,
   modelId: string | null,
+  /** Other tracker instances share the rooms (tracker/cluster/): a dashboard may listen there, unseen from here. */
+  clustered = false,
 ): Promise<void> {
   const hostRoom = `host:${v.hostId}`
   const accountRoom = accountId === null ? undefined : `account:${accountId}`
-  const listening = (room: string | undefined) => room !== undefined && (ns.adapter.rooms.get(room)?.size ?? 0) > 0
+  const listening = (room: string | undefined) => room !== undefined && (clustered || (ns.adapter.rooms.get(room)?.size ?? 0) > 0)
   if (!(listening(hostRoom) || listening(accountRoom))) return
   const push = {
     hostId: v.hostId,

@@ -11,6 +11,7 @@ import {
 } from '../protocol'
 import type { ModelCatalog } from './catalog'
 import type { HostChecks } from './checks/host-checks'
+import { hostRoom } from './cluster/cluster'
 import { type Metering, wireVerdicts } from './ledger/metering'
 import { hostMicroPerHour, type PricingOptions, priceOf } from './ledger/pricing'
 import type { SwarmPlanner } from './planner'
@@ -75,6 +76,8 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       await Promise.all([d.checks.load(peer.nodeId), d.reputation.load(peer.nodeId)])
       d.registry.hello(peer.nodeId, peer.publicKey, profile, state, now)
       d.hostSockets.set(peer.nodeId, peer.socket)
+      // Relays and checks reach it here from any tracker instance (tracker/cluster/).
+      await peer.socket.join(hostRoom(peer.nodeId))
       return { hostId: peer.nodeId, heartbeatMs: d.registry.heartbeatMs, trackerKey: d.trackerKey }
     },
     'host.state': async (state, peer) => {

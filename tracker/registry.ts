@@ -8,6 +8,10 @@ export interface LiveHost {
   state: ServingState
   lastHeartbeat: number
   online: boolean
+  /** The tracker instance holding its connection: null for this one (tracker/cluster/). */
+  owner: string | null
+  /** For a host another instance holds: what that instance's probe verified it serves (null before a pass). */
+  verifiedFor: string | null
 }
 
 /**
@@ -25,10 +29,30 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   }
 
   hello(hostId: string, publicKey: string, profile: HardwareProfile, state: ServingState, now = Date.now()): LiveHost {
-    const host: LiveHost = { hostId, publicKey, profile, state, lastHeartbeat: now, online: true }
+    const host: LiveHost = { hostId, publicKey, profile, state, lastHeartbeat: now, online: true, owner: null, verifiedFor: null }
     this.hosts.set(hostId, host)
     this.emit('changed', hostId)
     return host
+  }
+
+  /**
+   * A host another instance holds, as that instance says it is now. Its heartbeats come in that
+   * instance's batches; once they stop (the instance died) the sweep takes it offline like any host.
+   */
+  mirror(owner: string, h: Pick<LiveHost, 'hostId' | 'publicKey' | 'profile' | 'state' | 'online' | 'verifiedFor'>, now = Date.now()): void {
+    const known = this.hosts.get(h.hostId)
+    // This instance holds it now: another's word on it is older news.
+    if (known?.owner === null && known.online) return
+    if (!h.online && known?.owner !== owner) return
+    const wasOnline = known?.online === true
+    this.hosts.set(h.hostId, { ...h, lastHeartbeat: now, owner })
+    if (wasOnline && !h.online) this.emit('offline', h.hostId, `offline at instance ${owner}`)
+    this.emit('changed', h.hostId)
+  }
+
+  /** Hosts this instance holds the connection of. */
+  own(): LiveHost[] {
+    return [...this.hosts.values()].filter((h) => h.owner === null)
   }
 
   updateState(hostId: string, state: ServingState, now = Date.now()): void {
@@ -40,9 +64,10 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     this.emit('changed', hostId)
   }
 
-  heartbeat(hostId: string, activeSessions: number, now = Date.now()): void {
+  /** `owner`: the instance whose batch carries it (null: this instance's own host). */
+  heartbeat(hostId: string, activeSessions: number, now = Date.now(), owner: string | null = null): void {
     const host = this.hosts.get(hostId)
-    if (host === undefined) return
+    if (host === undefined || host.owner !== owner) return
     host.lastHeartbeat = now
     host.state = { ...host.state, activeSessions }
     if (!host.online) {
@@ -51,9 +76,10 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     }
   }
 
-  markOffline(hostId: string, why: string): void {
+  /** Only the instance holding the host (`owner`, null for this one) takes it offline: it may have moved to another. */
+  markOffline(hostId: string, why: string, owner: string | null = null): void {
     const host = this.hosts.get(hostId)
-    if (host === undefined || !host.online) return
+    if (host === undefined || !host.online || host.owner !== owner) return
     host.online = false
     this.emit('offline', hostId, why)
     this.emit('changed', hostId)
@@ -84,7 +110,12 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
 
   sweep(now: number): void {
     for (const host of this.hosts.values()) {
-      if (host.online && now - host.lastHeartbeat > 3 * this.heartbeatMs) this.markOffline(host.hostId, `missed three heartbeats (${3 * this.heartbeatMs} ms)`)
+      if (host.online && now - host.lastHeartbeat > 3 * this.heartbeatMs)
+        this.markOffline(
+          host.hostId,
+          `missed three heartbeats (${3 * this.heartbeatMs} ms)${host.owner === null ? '' : ` from instance ${host.owner}`}`,
+          host.owner,
+        )
     }
   }
 

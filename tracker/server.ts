@@ -4,7 +4,6 @@ import type { AddressInfo } from 'node:net'
 import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
-import type { TlsCertificate } from '../client/tls-trust'
 import { NodeIdentity } from '../identity/keys'
 import {
   ClientToTracker,
@@ -13,6 +12,7 @@ import {
   MICRO,
   NeuronError,
   type RpcHandlers,
+  type RpcSocket,
   seamAt,
   seamDtype,
   serveRpc,
@@ -22,16 +22,16 @@ import {
 import { ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
-import type { ChecksOptions, HostChecks } from './checks/host-checks'
+import type { HostChecks } from './checks/host-checks'
 import { createSwarmChecks } from './checks/swarm-checks'
+import { joinCluster, type TrackerCluster } from './cluster/cluster'
 import { joinAccountRoom, pushVerdict } from './dashboard-push'
 import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
-import type { GatewayOptions } from './gateway/deps'
 import { Gateway } from './gateway/gateway'
 import { guarded, sendJson } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
 import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
-import { clientLatencyId, type LatencyMatrixOptions, MeasuredLatencies } from './latency/measured-latencies'
+import { clientLatencyId, MeasuredLatencies } from './latency/measured-latencies'
 import { Accounts } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
@@ -43,40 +43,10 @@ import { RelayQuota } from './relay-quota'
 import { Reputation } from './reputation/reputation'
 import { serveScrape } from './scrape'
 import type { TrackerStore } from './store'
-import { TicketOffice, type TicketOfficeOptions, ticketOptions } from './tickets/ticket-office'
+import { TicketOffice, ticketOptions } from './tickets/ticket-office'
+import type { TrackerOptions } from './tracker-options'
 
-export interface TrackerOptions extends TicketOfficeOptions {
-  /** 0 picks a free port. */
-  readonly port?: number
-  readonly host?: string
-  /** SQLite file (':memory:' for a throwaway swarm), or a postgres:// URL (tracker/db/postgres-store.ts). */
-  readonly dbPath: string
-  /** Where the tracker's key pair is kept (default `<dbPath>.tracker-key.pem`; `tracker-key.pem` beside a postgres:// URL). */
-  readonly keyPath?: string
-  readonly heartbeatMs?: number
-  /** A private swarm admits only these public keys (base64url) and its own, everywhere (see Admission); absent, anyone may join. */
-  readonly allowedKeys?: readonly string[]
-  /** Known-answer probes, audits and probation (see HostChecks); defaults suit a public swarm. */
-  readonly checks?: ChecksOptions
-  /** Serve https:// and wss:// (Socket.IO) with this certificate; it must name `host`, as clients check it. */
-  readonly tls?: TlsCertificate
-  /** Largest Socket.IO message (relayed frames included), bytes. */
-  readonly maxMessageBytes?: number
-  readonly log?: (line: string) => void
-  /** The OpenAI-compatible gateway; its admin token defaults to $NEURON_ADMIN_TOKEN. */
-  readonly gateway?: GatewayOptions
-  /** How measured client-to-host latencies are kept and trusted (tracker/latency); defaults suit a public swarm. */
-  readonly latency?: Partial<LatencyMatrixOptions>
-  /** Micro-credits a new account starts with (default $NEURON_STARTING_GRANT_MICRO, else 10 credits). */
-  readonly startingGrantMicro?: number
-  /**
-   * The tracker's own key: it signs tickets and names the tracker in login challenges. Default: kept
-   * in `keyPath` (a fresh one for ':memory:').
-   */
-  readonly identity?: NodeIdentity
-  /** How long host earnings stay pending (voidable) before they are settled (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h). */
-  readonly settlementWindowMs?: number
-}
+export type { TrackerOptions } from './tracker-options'
 
 /**
  * One process, one port: HTTP (challenges, the BitTorrent tracker's /announce and /scrape, each
@@ -121,8 +91,10 @@ export class Tracker {
     private readonly options: TrackerOptions,
     /** The tracker's key pair: tickets are signed with it and login challenges name it. */
     readonly identity: NodeIdentity,
+    /** The other instances serving this swarm, when there are (tracker/cluster/). */
+    private readonly cluster: TrackerCluster | undefined,
   ) {
-    this.issuer = new ChallengeIssuer(identity.publicKey)
+    this.issuer = new ChallengeIssuer(identity.publicKey, cluster?.nonces)
     this.admission = new Admission(options.allowedKeys, [identity.publicKey, this.gatewayIdentity.publicKey], () => [
       this.io.of('/hosts'),
       this.io.of('/clients'),
@@ -138,7 +110,7 @@ export class Tracker {
       probes: (modelId) => this.catalog.probes(modelId),
       tracker: identity,
       client: this.gatewayIdentity,
-      hostSocket: (hostId) => this.hostSockets.get(hostId),
+      hostSocket: (hostId) => this.hostSocket(hostId),
       ca: options.tls?.cert,
       publicKeyOf,
       issue: (session, modelId, hops, routed) => this.metering.issue(session, modelId, hops, null, Date.now(), routed),
@@ -189,7 +161,8 @@ export class Tracker {
         holds: this.tickets.holds,
         sponsor: (session, accountId) => this.tickets.sponsor(session, accountId),
         admits: (publicKey) => this.admission.admits(publicKey),
-        provenKey: (req, scope) => this.issuer.verifyRequest(req, scope)?.publicKey,
+        provenKey: async (req, scope) => (await this.issuer.verifyRequest(req, scope))?.publicKey,
+        ...(cluster === undefined ? {} : { counter: cluster.counter }),
         client: () => {
           // Pinned to this tracker's key; trusts its own certificate, which may be self-signed.
           const own = { trackerKey: identity.publicKey, ca: options.tls?.cert }
@@ -206,7 +179,12 @@ export class Tracker {
       (l) => this.log(l),
     )
     this.http = options.tls === undefined ? createServer(onRequest) : createHttpsServer(options.tls, onRequest)
-    this.io = new SocketServer(this.http, { serveClient: false, maxHttpBufferSize: options.maxMessageBytes ?? 64 * 1024 * 1024 })
+    this.io = new SocketServer(this.http, {
+      serveClient: false,
+      maxHttpBufferSize: options.maxMessageBytes ?? 64 * 1024 * 1024,
+      ...(cluster === undefined ? {} : { adapter: cluster.adapter() }),
+    })
+    this.metering.shared = cluster !== undefined
     this.setUpHosts(this.io.of('/hosts'))
     this.setUpClients(this.io.of('/clients'))
     this.registry.on('offline', (hostId, why) => this.log(`host ${hostId} offline: ${why}`))
@@ -218,10 +196,15 @@ export class Tracker {
       (options.dbPath === ':memory:' && options.keyPath === undefined
         ? NodeIdentity.generate()
         : await NodeIdentity.loadOrCreateFile(options.keyPath ?? (isPostgresUrl(options.dbPath) ? 'tracker-key.pem' : `${options.dbPath}.tracker-key.pem`)))
-    const store = await openTrackerStore(options.dbPath)
-    const tracker = new Tracker(store, options, identity)
+    const cluster = options.redisUrl === undefined ? undefined : await joinCluster(options.redisUrl, options.dbPath)
+    const store = await openTrackerStore(options.dbPath).catch(async (e: unknown) => {
+      await cluster?.close()
+      throw e
+    })
+    const tracker = new Tracker(store, options, identity, cluster)
     await tracker.catalog.load()
     await Promise.all([tracker.tickets.restore(), tracker.checks.loadBanned()])
+    await cluster?.attach({ ...tracker, io: tracker.io, log: (l) => tracker.log(l) }, tracker.registry.heartbeatMs)
     await new Promise<void>((resolve, reject) => {
       tracker.http.once('error', reject)
       tracker.http.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())
@@ -249,10 +232,16 @@ export class Tracker {
     if (this.ownClient !== undefined) (await this.ownClient.catch(() => undefined))?.close()
     this.io.disconnectSockets(true)
     await new Promise<void>((resolve) => this.io.close(() => resolve()))
+    await this.cluster?.close()
     await new Promise<void>((resolve) => this.bittorrent.close(() => resolve()))
     this.http.closeAllConnections()
     await Promise.all([this.reputation.flushed(), this.checks.flushed()])
     await this.store.close()
+  }
+
+  /** A host's tracker connection: here, or through the instance that holds it. */
+  private hostSocket(hostId: string): RpcSocket | undefined {
+    return this.hostSockets.get(hostId) ?? this.cluster?.hostLink(hostId)
   }
 
   private log(line: string): void {
@@ -271,16 +260,20 @@ export class Tracker {
     else if (path === '/scrape') serveScrape(req, res, this.bittorrent.torrents)
     else if (req.method === 'GET' && path.startsWith('/models/')) void serveModelFiles(this.catalog, path.slice('/models/'.length), res)
     else if (this.gateway.handles(path)) void this.gateway.handle(req, res, path)
-    else if (req.method === 'GET' && path === '/auth/challenge') sendJson(res, 200, this.issuer.issue())
+    else if (req.method === 'GET' && path === '/auth/challenge')
+      this.issuer.issue().then(
+        (challenge) => sendJson(res, 200, challenge),
+        (e: Error) => sendJson(res, 503, { error: { code: 'unavailable', message: `no challenge can be issued now (${e.message}); retry shortly.` } }),
+      )
     else if (req.method === 'GET' && path === '/health') sendJson(res, 200, { ok: true, hosts: this.registry.summaries().filter((h) => h.online).length })
     else sendJson(res, 404, { error: { code: 'not_found', message: `no route ${req.method} ${path}` } })
   }
 
   /** Every namespace authenticates its connections by signed challenge before any event. */
   private authenticate(namespace: Namespace): void {
-    namespace.use((socket, next) => {
+    namespace.use(async (socket, next) => {
       try {
-        const { nodeId, publicKey } = this.issuer.verify(namespace.name, socket.handshake.auth)
+        const { nodeId, publicKey } = await this.issuer.verify(namespace.name, socket.handshake.auth)
         if (!this.admission.admits(publicKey)) {
           throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
         }
@@ -313,7 +306,9 @@ export class Tracker {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
       serveRpc(socket, HostToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
       socket.on('disconnect', (reason) => {
-        if (this.hostSockets.get(peer.nodeId) === socket) this.hostSockets.delete(peer.nodeId)
+        // A host that joined again on another connection stays online.
+        if (this.hostSockets.get(peer.nodeId) !== socket) return
+        this.hostSockets.delete(peer.nodeId)
         this.registry.markOffline(peer.nodeId, `disconnected (${reason})`)
       })
     })
@@ -327,6 +322,7 @@ export class Tracker {
       'model.publish': async ({ manifest, torrent, tokenizer, probes }, peer) => {
         const model = await this.catalog.publish(manifest, torrent, tokenizer, peer, probes)
         this.log(`model ${manifest.modelId} published by ${peer.nodeId} (infohash ${model.infoHash})`)
+        this.cluster?.changed({ kind: 'catalog', modelId: manifest.modelId })
         return { modelId: manifest.modelId, infoHash: model.infoHash }
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
@@ -355,7 +351,7 @@ export class Tracker {
       'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
       'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       'relay.forward': async ({ hostId, frame }, peer) => {
-        const socket = this.hostSockets.get(hostId)
+        const socket = this.hostSocket(hostId)
         if (socket === undefined || !this.registry.get(hostId)?.online) {
           throw new NeuronError('host_unreachable', `host ${hostId} is not connected to the tracker; ask for a new route.`, { hostId })
         }
@@ -393,7 +389,7 @@ export class Tracker {
       this.log(`receipt from ${v.hostId} for session ${session} step ${v.step} refused: ${v.code}: ${v.message ?? ''}`)
     }
     if (this.clientNamespace === undefined) return
-    pushVerdict(this.clientNamespace, this.store.ledger, session, v, accountId, modelId).catch((e: Error) =>
+    pushVerdict(this.clientNamespace, this.store.ledger, session, v, accountId, modelId, this.cluster !== undefined).catch((e: Error) =>
       this.log(`a dashboard push for session ${session} failed: ${e.message}`),
     )
   }

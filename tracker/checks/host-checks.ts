@@ -1,32 +1,11 @@
 import { EventEmitter } from 'node:events'
 import { type HostChecksView, NeuronError } from '../../protocol'
 import type { HostRegistry } from '../registry'
+import type { ChecksOptions, HostChecksEvents } from './checks-options'
 import type { ChecksStore, StoredChecks } from './checks-store'
 import type { ProbeOutcome, Prober } from './prober'
 
-export interface ChecksOptions {
-  /** Known-answer probes a new key must pass before it leaves probation (default 3). */
-  readonly probationProbes?: number
-  /** Mean time between probes of a host on probation, ms (default 30 s). */
-  readonly probationProbeEveryMs?: number
-  /** Mean time between probes of an established host, ms (default 10 min); each wait is drawn at random. */
-  readonly probeEveryMs?: number
-  /** Fraction of each hop's steps clients re-run on another host (default 0.05, or $NEURON_AUDIT_RATE). */
-  readonly auditRate?: number
-  /** The same for a host on probation (default 0.5). */
-  readonly probationAuditRate?: number
-  /** A host that claims to be this many times faster than the probes measure is marked (default 4). */
-  readonly speedClaimFactor?: number
-  /** Audits one client key may ask for a minute (default 600): each costs other hosts a re-run. */
-  readonly auditsPerMinute?: number
-}
-
-export interface HostChecksEvents {
-  /** A host lied: it is banned; its pending earnings are voided. */
-  banned: [hostId: string, reason: string]
-  /** A host passed a probe for what it serves now: it may be routed. */
-  verified: [hostId: string]
-}
+export type { ChecksOptions, HostChecksEvents } from './checks-options'
 
 /** Round trip a step may add to compute before a speed claim counts as false, ms. */
 const NETWORK_ALLOWANCE_MS = 5
@@ -87,15 +66,27 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     registry.on('changed', (hostId) => this.onChanged(hostId))
   }
 
-  /**
-   * Reads the host's record from the store into memory: a host's hello does this before it is routed, a
-   * dashboard before it shows one. Only hosts the store knows are kept, so random ids grow nothing.
-   */
   /** Reads every banned host's checks (at start): a ban holds before the host says hello again, and no payment reaches it. */
   async loadBanned(): Promise<void> {
     for (const c of await this.store.banned()) if (!this.cache.has(c.hostId)) this.cache.set(c.hostId, c)
   }
 
+  /** What the host passed a probe for (`<modelId>@<from>-<to>`): this instance's probe, or for a host another instance holds, that one's. */
+  verifiedKey(hostId: string): string | null {
+    const host = this.registry.get(hostId)
+    return (host !== undefined && host.owner !== null ? host.verifiedFor : this.verifiedFor.get(hostId)) ?? null
+  }
+
+  /** Reads the host's record again: another instance changed it (a ban, say). */
+  async reload(hostId: string): Promise<void> {
+    this.cache.delete(hostId)
+    await this.load(hostId)
+  }
+
+  /**
+   * Reads the host's record from the store into memory: a host's hello does this before it is routed, a
+   * dashboard before it shows one. Only hosts the store knows are kept, so random ids grow nothing.
+   */
   async load(hostId: string): Promise<void> {
     if (this.cache.has(hostId)) return
     const stored = await this.store.checks(hostId)
@@ -139,7 +130,9 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     const host = this.registry.get(hostId)
     if (host?.state.modelId == null || host.state.blocks === null) return false
     if (!this.prober.hasProbes(host.state.modelId)) return true
-    if (this.verifiedFor.get(hostId) === servedKey(host.state.modelId, host.state.blocks)) return true
+    if (this.verifiedKey(hostId) === servedKey(host.state.modelId, host.state.blocks)) return true
+    // Another instance holds it: that instance probes it, and says when it passed.
+    if (host.owner !== null) return false
     // Never probed for this (say its model got probes after it joined): probe it now.
     if (host.online && host.state.status === 'ready' && !this.probing.has(hostId) && !this.timers.has(hostId)) this.schedule(hostId, 0)
     return false
@@ -148,7 +141,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   /** The speed routing uses: what the probes measured on what the host serves now, else what it says. */
   msPerBlock(hostId: string, advertised: number): number {
     const state = this.registry.get(hostId)?.state
-    const current = state?.modelId != null && state.blocks !== null && this.verifiedFor.get(hostId) === servedKey(state.modelId, state.blocks)
+    const current = state?.modelId != null && state.blocks !== null && this.verifiedKey(hostId) === servedKey(state.modelId, state.blocks)
     return current ? (this.get(hostId).measuredMsPerBlock ?? advertised) : advertised
   }
 
@@ -313,6 +306,12 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   private onChanged(hostId: string): void {
     const host = this.registry.get(hostId)
     if (this.closed || host === undefined || this.banned(hostId)) return
+    // Probes are the holding instance's: a host that moved away is no longer probed from here.
+    if (host.owner !== null) {
+      clearTimeout(this.timers.get(hostId))
+      this.timers.delete(hostId)
+      return
+    }
     const { state } = host
     if (!host.online || state.status !== 'ready' || state.modelId === null || state.blocks === null) {
       clearTimeout(this.timers.get(hostId))

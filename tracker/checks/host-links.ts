@@ -1,7 +1,6 @@
-import type { Socket } from 'socket.io'
 import { HopFailure, type HopLink, rejectIfError, WebSocketHopLink } from '../../client/hop-link'
 import type { TrustedCa } from '../../client/tls-trust'
-import { callRpc, decodeFrame, type Frame, TrackerToHost } from '../../protocol'
+import { callRpc, decodeFrame, type Frame, type RpcSocket, TrackerToHost } from '../../protocol'
 
 /** How long the tracker waits for one answer of a probe or an audit's re-run. */
 const CHECK_TIMEOUT_MS = 30_000
@@ -10,7 +9,7 @@ const CHECK_TIMEOUT_MS = 30_000
 class OwnRelayLink implements HopLink {
   constructor(
     private readonly hostId: string,
-    private readonly socket: Socket,
+    private readonly socket: RpcSocket,
     /** The key the host binds the session to: the tracker's client key, as for any relayed client. */
     private readonly from: string,
   ) {}
@@ -29,7 +28,7 @@ class OwnRelayLink implements HopLink {
 export async function linkToHost(
   hostId: string,
   endpoint: string | null,
-  socket: Socket | undefined,
+  socket: RpcSocket | undefined,
   clientKey: string,
   ca: TrustedCa | undefined,
 ): Promise<HopLink> {

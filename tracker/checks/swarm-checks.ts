@@ -1,7 +1,6 @@
-import type { Socket } from 'socket.io'
 import type { TrustedCa } from '../../client/tls-trust'
 import type { NodeIdentity } from '../../identity/keys'
-import type { Manifest, ProbeSet } from '../../protocol'
+import type { Manifest, ProbeSet, RpcSocket } from '../../protocol'
 import type { HostRegistry } from '../registry'
 import type { TrackerStore } from '../store'
 import { Auditor } from './auditor'
@@ -18,7 +17,7 @@ export interface SwarmChecksDeps {
   /** The tracker's key (signs the checks' tickets) and the gateway's (opens their sessions, like paying traffic). */
   readonly tracker: NodeIdentity
   readonly client: NodeIdentity
-  readonly hostSocket: (hostId: string) => Socket | undefined
+  readonly hostSocket: (hostId: string) => RpcSocket | undefined
   readonly ca: TrustedCa | undefined
   readonly publicKeyOf: (hostId: string) => Promise<string | undefined>
   /** Tells metering a check's session, so the host's receipts for it are verified and paid nothing. */

@@ -43,7 +43,7 @@ export async function requireMember(req: IncomingMessage, deps: Pick<GatewayDeps
   if (deps.admits(null)) return
   let proven: string | undefined
   try {
-    proven = deps.provenKey(req, DASHBOARD_SCOPE)
+    proven = await deps.provenKey(req, DASHBOARD_SCOPE)
   } catch (error) {
     throw new GatewayError(401, 'invalid_request_error', 'invalid_signature', error instanceof Error ? error.message : String(error))
   }

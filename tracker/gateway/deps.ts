@@ -10,6 +10,7 @@ import type { Metering } from '../ledger/metering'
 import type { PricingOptions } from '../ledger/pricing'
 import type { Reputation } from '../reputation/reputation'
 import type { CreditHolds } from './credit-holds'
+import type { WindowCounter } from './rate-limit'
 
 export interface GatewayOptions {
   /** Guards the /admin routes (`Authorization: Bearer <token>`); absent, they answer 403. */
@@ -34,7 +35,9 @@ export interface GatewayDeps {
   /** Whether the swarm admits this key (null: a caller without one): see Tracker.admits. */
   readonly admits: (publicKey: string | null) => boolean
   /** The key a request proves with an `x-neuron-auth` header signed for `scope`; undefined without one, a refusal when it is wrong. */
-  readonly provenKey: (req: IncomingMessage, scope: string) => string | undefined
+  /** Where the rate limit counts (default: this process's memory; Redis across instances). */
+  readonly counter?: WindowCounter
+  readonly provenKey: (req: IncomingMessage, scope: string) => Promise<string | undefined>
   /** The tracker's own client of its swarm, connected on first use. */
   readonly client: () => Promise<SwarmClient>
   /** What the tracker's fraud checks say of a host (probes, audits, probation, a ban); absent: the dashboard shows null. */

@@ -26,7 +26,7 @@ export class Gateway {
   ) {
     const holds = deps.holds ?? new CreditHolds()
     const generations = new PaidGenerations(deps, options.pricing ?? {}, holds)
-    this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120))
+    this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter))
     this.dashboards = new Dashboards(deps, holds)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
   }

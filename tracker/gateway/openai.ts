@@ -50,7 +50,7 @@ export class OpenAiEndpoints {
 
   async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const account = await authenticate(req, this.deps)
-    this.rateLimit.check(account)
+    await this.rateLimit.check(account)
     const body = parse(ChatCompletionRequest, await readBody(req))
     const tokenizer = await this.tokenizer(body.model)
     const messages = body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') }))
@@ -89,7 +89,7 @@ export class OpenAiEndpoints {
 
   async completion(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const account = await authenticate(req, this.deps)
-    this.rateLimit.check(account)
+    await this.rateLimit.check(account)
     const body = parse(CompletionRequest, await readBody(req))
     const tokenizer = await this.tokenizer(body.model)
     const prompt = body.prompt

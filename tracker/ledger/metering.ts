@@ -55,6 +55,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
   private readonly sessions = new Map<string, IssuedSession>()
   /** Parsed host keys: building a KeyObject costs more than checking a signature with it. */
   private readonly keys = new Map<string, KeyObject>()
+  /** Other tracker instances write the same store (tracker/cluster/): routes are read from it, not from memory. */
+  shared = false
 
   constructor(
     private readonly store: LedgerStore,
@@ -347,7 +349,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
   /** The session as issued: from memory, else as saved before a restart. */
   private async lookup(session: string): Promise<IssuedSession | undefined> {
     const known = this.sessions.get(session)
-    if (known !== undefined) return known
+    // With other instances on the same store, another may have routed the session since: the store has the last word.
+    if (known !== undefined && !this.shared) return known
     const saved = await this.store.routes.route(session)
     if (saved === undefined) return undefined
     let nLayer: number
@@ -357,7 +360,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
       return undefined
     }
     // Another caller may have restored it while this one read.
-    const restored: IssuedSession = this.sessions.get(session) ?? { ...saved, nLayer, hops: [...saved.hops], failed: [...saved.failed], lastUsed: Date.now() }
+    const fromStore = { ...saved, nLayer, hops: [...saved.hops], failed: [...saved.failed], lastUsed: Date.now() }
+    const restored: IssuedSession = (this.shared ? undefined : this.sessions.get(session)) ?? fromStore
     this.sessions.set(session, restored)
     return restored
   }

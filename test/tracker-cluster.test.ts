@@ -1,0 +1,151 @@
+// Two tracker instances serving one swarm, on a throwaway PostgreSQL cluster and Redis server: hosts
+// join instance A; a client on instance B chats with llama.cpp's greedy tokens; B's gateway meters a
+// request once; B's dashboards see A's hosts and get pushes for their receipts; a login nonce is spent
+// once across both. Skipped, with the reason in the name, where PostgreSQL or Redis is not installed
+// (CI installs both).
+import { join } from 'node:path'
+import OpenAI from 'openai'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { SwarmClient } from '../client/swarm-client'
+import { connectTracker, fetchChallenge } from '../client/tracker-connection'
+import { NodeIdentity } from '../identity/keys'
+import { oracleGreedy, oracleModel } from '../native/oracle'
+import { ClientToTracker, callRpc, DashboardReceipt, type RouteHop } from '../protocol'
+import { consumerAccount, escrowAccount } from '../tracker/ledger/accounts'
+import { priceOf } from '../tracker/ledger/pricing'
+import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
+import { createAccount, Host, type InProcessSwarm, startSwarm, Tracker } from './programs'
+import { type RedisServer, redisMissing, startRedis } from './redis'
+
+const ADMIN = 'cluster-admin-token'
+const TOKENS = 24
+const missing = [await postgresMissing(), await redisMissing(), HAVE_STORIES ? undefined : NEEDS_STORIES.trim()].filter((m) => m !== undefined)
+const SKIP = missing.length === 0 ? '' : ` (skipped: ${missing.join('; ')})`
+
+describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Redis${SKIP}`, () => {
+  let scratch: { dir: string; cleanup: () => Promise<void> }
+  let pg: PostgresCluster
+  let redis: RedisServer
+  let swarm: InProcessSwarm
+  let b: Tracker
+  let prompt: number[] = []
+  let oracle: number[] = []
+
+  beforeAll(async () => {
+    scratch = await scratchDir('neuron-cluster-')
+    ;[pg, redis] = await Promise.all([startPostgres(), startRedis()])
+    const common = { dbPath: await pg.createDatabase(), redisUrl: redis.url, keyPath: join(scratch.dir, 'tracker-key.pem'), gateway: { adminToken: ADMIN } }
+    // Instance A, with the model published and two hosts on it, the second reachable only through A's
+    // relay; then B, which learns of them from A.
+    swarm = await startSwarm(scratch.dir, STORIES_260K, [[0, 3]], common)
+    await swarm.addHost([3, 5], (options) => new Host({ ...options, relay: true }))
+    b = await Tracker.start({ ...common, heartbeatMs: 500, newKeyGrantMicro: 10_000_000 })
+    const llama = await oracleModel(STORIES_260K)
+    prompt = [...llama.tokenize('Once upon a time', true)]
+    oracle = (await oracleGreedy(llama, prompt, TOKENS, swarm.manifest.nVocab, { threads: 1 })).map((s) => s.token)
+    await llama.dispose()
+  }, 180_000)
+
+  afterAll(async () => {
+    await b?.close()
+    await swarm?.close()
+    await Promise.all([pg?.stop(), redis?.stop()])
+    await scratch?.cleanup()
+  })
+
+  it('B lists the hosts and the model that joined A, and routes a client through them (one by A’s relay) with llama.cpp’s greedy tokens', async () => {
+    const hostIds = swarm.hosts.map((h) => h.hostId).sort()
+    await vi.waitFor(
+      () =>
+        expect(
+          b.registry
+            .summaries()
+            .filter((h) => h.online && h.state.status === 'ready')
+            .map((h) => h.hostId)
+            .sort(),
+        ).toEqual(hostIds),
+      {
+        timeout: 10_000,
+      },
+    )
+    expect(b.catalog.has(swarm.manifest.modelId)).toBe(true)
+    const client = await SwarmClient.connect(b.url, NodeIdentity.generate())
+    try {
+      const hosts = await callRpc(client.tracker, ClientToTracker, 'hosts.list', {})
+      expect(
+        hosts.hosts
+          .filter((h) => h.online)
+          .map((h) => h.hostId)
+          .sort(),
+      ).toEqual(hostIds)
+      const tokens: number[] = []
+      let route: readonly RouteHop[] = []
+      for await (const t of client.generate({ modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false, onRoute: (r) => (route = r) }))
+        tokens.push(t.token)
+      const hops = route.map((h) => h.hostId)
+      expect(tokens).toEqual(oracle)
+      expect(hops.sort()).toEqual(hostIds)
+      expect(route.filter((h) => h.endpoint === null).length).toBe(1)
+    } finally {
+      client.close()
+    }
+  })
+
+  it('meters a gateway request on B once, and B’s dashboard gets the pushes for A’s host', async () => {
+    const host = swarm.hosts[0]
+    if (host === undefined) throw new Error('no host')
+    const { accountId, apiKey } = await createAccount(b.url, ADMIN, { grant_micro: 5_000_000 })
+    const dashboard = await connectTracker(b.url, '/clients', NodeIdentity.generate())
+    try {
+      const pushes: DashboardReceipt[] = []
+      dashboard.on('dashboard.receipt', (p: unknown) => pushes.push(DashboardReceipt.parse(p)))
+      await callRpc(dashboard, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })
+      const openai = new OpenAI({ baseURL: `${b.url}/v1`, apiKey, maxRetries: 0 })
+      const completion = await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 })
+      expect(completion.usage?.completion_tokens).toBe(8)
+      const ledger = swarm.tracker.store.ledger
+      // The hosts hand their receipts in at A, the gateway at B: each step is paid once.
+      await vi.waitFor(async () => expect(pushes.at(-1)?.hostPendingMicro).toBe(await ledger.balance(escrowAccount(host.hostId))), { timeout: 10_000 })
+      const paid = (await ledger.receipts({ limit: 100_000 })).filter((r) => r.accountId === accountId)
+      const steps = new Set(paid.map((r) => `${r.receipt.step}:${r.receipt.hostId}`))
+      expect(paid.length).toBe(steps.size)
+      expect(new Set(paid.map((r) => r.receipt.hostId)).size).toBe(2)
+      const price = priceOf(swarm.manifest, {})
+      const charged = 5_000_000 - (await ledger.balance(consumerAccount(accountId)))
+      const tokens = (completion.usage?.prompt_tokens ?? 0) + 8
+      expect(charged).toBeGreaterThan(0)
+      // Once, not twice: under what the whole prompt and completion cost at the dearer of the two prices.
+      expect(charged).toBeLessThanOrEqual(tokens * Math.max(price.promptMicroPerToken, price.completionMicroPerToken))
+      expect(await ledger.total()).toBe(0)
+      expect(await ledger.unbalancedTransactions()).toEqual([])
+      expect(pushes.some((p) => p.hostId === host.hostId && p.ok && p.chargedMicro > 0)).toBe(true)
+    } finally {
+      dashboard.close()
+    }
+    const board = await fetch(`${b.url}/v1/dashboard/hosts/${host.hostId}`)
+    expect(board.status).toBe(200)
+    expect(((await board.json()) as { served_block_tokens: number }).served_block_tokens).toBeGreaterThan(0)
+  })
+
+  it('spends a login nonce once across the instances: fetched from A, accepted by B, refused when used again at A', async () => {
+    const identity = NodeIdentity.generate()
+    const challenge = await fetchChallenge(swarm.tracker.url)
+    const auth = identity.answer('/clients', challenge)
+    const { io } = await import('socket.io-client')
+    const connect = (url: string) =>
+      new Promise<string>((resolve) => {
+        const socket = io(`${url}/clients`, { auth, transports: ['websocket'], reconnection: false, forceNew: true })
+        socket.once('connect', () => {
+          socket.close()
+          resolve('connected')
+        })
+        socket.once('connect_error', (e: Error & { data?: { code?: string } }) => {
+          socket.close()
+          resolve(e.data?.code ?? e.message)
+        })
+      })
+    expect(await connect(b.url)).toBe('connected')
+    expect(await connect(swarm.tracker.url)).toBe('unauthenticated')
+  })
+})

@@ -1,0 +1,25 @@
+// What the tracker's host checks can be tuned with, and what they tell their listeners.
+
+export interface ChecksOptions {
+  /** Known-answer probes a new key must pass before it leaves probation (default 3). */
+  readonly probationProbes?: number
+  /** Mean time between probes of a host on probation, ms (default 30 s). */
+  readonly probationProbeEveryMs?: number
+  /** Mean time between probes of an established host, ms (default 10 min); each wait is drawn at random. */
+  readonly probeEveryMs?: number
+  /** Fraction of each hop's steps clients re-run on another host (default 0.05, or $NEURON_AUDIT_RATE). */
+  readonly auditRate?: number
+  /** The same for a host on probation (default 0.5). */
+  readonly probationAuditRate?: number
+  /** A host that claims to be this many times faster than the probes measure is marked (default 4). */
+  readonly speedClaimFactor?: number
+  /** Audits one client key may ask for a minute (default 600): each costs other hosts a re-run. */
+  readonly auditsPerMinute?: number
+}
+
+export interface HostChecksEvents {
+  /** A host lied: it is banned; its pending earnings are voided. */
+  banned: [hostId: string, reason: string]
+  /** A host passed a probe for what it serves now: it may be routed. */
+  verified: [hostId: string]
+}
