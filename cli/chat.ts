@@ -16,6 +16,8 @@ Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and toke
   --chat   send the prompt as a user message, rendered with the model's own chat template
   --f32    hidden states travel as f32 between hops (default: the model's, f16 except for mixture-of-experts models)
 
+--tracker takes several instances of one swarm as URL,URL…: the chat moves to the next when one goes away.
+
 Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once upon a time"`,
   async run(args) {
     const { values, positionals } = parseCommandArgs(args, {

@@ -16,6 +16,8 @@ export const hostCommand: Command = {
 Joins the tracker, takes blocks [a, b) (or the tracker's placement), fetches and verifies only
 their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains and leaves.
 
+  --tracker URL[,URL…]   a tracker run as several instances: the host joins the next that answers
+            when the one it is on goes away
   --relay   accept no connections; clients reach this host through the tracker
   --torrent-port N   the BitTorrent TCP port artifacts are fetched and seeded on (default: a free one)
   --tls-key, --tls-cert   serve the data plane over wss:// with this PEM key and certificate

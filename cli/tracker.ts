@@ -7,6 +7,7 @@ export const trackerCommand: Command = {
   name: 'tracker',
   summary: 'run a tracker: registry, placement, routing, relay and a BitTorrent tracker on one port',
   usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--key-file FILE] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
+       [--redis redis://HOST:6379]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
        [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
        [--settlement-window-ms 86400000] [--audit-rate 0.05]
@@ -19,6 +20,10 @@ most --new-accounts-per-minute new keys a minute.
                           PostgreSQL database: postgres://user:password@host:5432/neuron
   --key-file FILE         the tracker's key pair (created if absent); default FILE.tracker-key.pem
                           beside a SQLite --db, else ./tracker-key.pem
+  --redis URL             run as one of several instances of this swarm: they share the
+                          PostgreSQL --db and the --key-file, and meet in this Redis (hosts and
+                          clients take their URLs as a comma-separated --tracker list, or one
+                          load balancer's URL); see docs/deployment.md
   --tls-key, --tls-cert   serve https:// and wss:// with this PEM key and certificate (it must
                           name --host); clients of a self-signed one start with
                           NODE_EXTRA_CA_CERTS=cert.pem
@@ -38,6 +43,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       host: { type: 'string' },
       db: { type: 'string' },
       'key-file': { type: 'string' },
+      redis: { type: 'string' },
       'heartbeat-ms': { type: 'string' },
       'new-key-grant-micro': { type: 'string' },
       'new-accounts-per-minute': { type: 'string' },
@@ -62,6 +68,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(values.host === undefined ? {} : { host: values.host }),
       ...(values.db === undefined ? {} : { dbPath: values.db }),
       ...(values['key-file'] === undefined ? {} : { keyPath: values['key-file'] }),
+      ...(values.redis === undefined ? {} : { redisUrl: values.redis }),
       ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
       ...(newKeyGrantMicro === undefined ? {} : { newKeyGrantMicro }),
       ...(newAccountsPerMinute === undefined ? {} : { newAccountsPerMinute }),

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import type { Socket } from 'socket.io-client'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import {
@@ -12,7 +11,6 @@ import {
   Receipt,
   type Route,
   type RouteHop,
-  type RpcSocket,
   readJson,
   readTrailer,
   SampledToken,
@@ -24,7 +22,8 @@ import { measureHosts, reportLatencies } from './link-latency'
 import { type AuditableHop, auditStep, checkedAnswer, checkReceipt } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
-import { connectTracker, type TrackerConnectionOptions } from './tracker-connection'
+import type { TrackerConnectionOptions } from './tracker-connection'
+import { openTrackerChannel, type TrackerChannel } from './tracker-link'
 
 export interface GenerateRequest {
   readonly modelId: string
@@ -93,7 +92,7 @@ export class SwarmClient {
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>()
 
   private constructor(
-    readonly tracker: Socket & RpcSocket,
+    readonly tracker: TrackerChannel,
     /** Signs each open with the key the tracker issued the tickets to. */
     private readonly identity: NodeIdentity,
     private readonly log: (line: string) => void,
@@ -101,14 +100,14 @@ export class SwarmClient {
     private readonly ca?: TrustedCa,
   ) {}
 
-  /** `connection.ca` is trusted for the tracker and for the hosts it routes to (see TrustedCa). */
+  /** `trackerUrl`: one tracker, or several instances of one swarm (see openTrackerChannel); `connection.ca` is trusted for hosts too. */
   static async connect(
-    trackerUrl: string,
+    trackerUrl: string | readonly string[],
     identity: NodeIdentity,
     log: (line: string) => void = () => {},
     connection: TrackerConnectionOptions = {},
   ): Promise<SwarmClient> {
-    return new SwarmClient(await connectTracker(trackerUrl, '/clients', identity, connection), identity, log, connection.ca)
+    return new SwarmClient(await openTrackerChannel(trackerUrl, '/clients', identity, connection, log), identity, log, connection.ca)
   }
 
   /** The model's tokenizer, used only when its sha256 is the one the model's manifest names. */

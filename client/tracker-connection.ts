@@ -12,6 +12,16 @@ export function trackerBase(url: string): string {
   return url.replace(/\/+$/, '')
 }
 
+/**
+ * A tracker given as one URL, or as several instances of one swarm (a list, or comma-separated):
+ * each kept as trackerBase keeps it. Empty entries are dropped; none at all is a typed error.
+ */
+export function trackerUrls(urls: string | readonly string[]): string[] {
+  const list = (typeof urls === 'string' ? urls.split(',') : urls).map((u) => trackerBase(u.trim())).filter((u) => u !== '')
+  if (list.length === 0) throw new NeuronError('bad_option', 'no tracker URL given; pass one, or several instances of one swarm separated by commas.')
+  return list
+}
+
 export interface TrackerConnectionOptions {
   /** Certificates to trust for an https tracker besides the system's (see TrustedCa). */
   readonly ca?: TrustedCa
@@ -96,6 +106,37 @@ export async function connectTracker(
     })
   })
   return Object.assign(socket as Socket & RpcSocket, { trackerKey: challenge.tracker })
+}
+
+/**
+ * Connects to the first of `urls` that answers, trying them in turn from `from` (wrapping around).
+ * Every instance of one swarm signs with the same key: once one is known, another naming a different
+ * key is refused like any look-alike.
+ */
+export async function connectAnyTracker(
+  urls: readonly string[],
+  namespace: TrackerNamespace,
+  identity: NodeIdentity,
+  options: TrackerConnectionOptions = {},
+  from = 0,
+): Promise<{ socket: TrackerSocket; index: number }> {
+  const failures: unknown[] = []
+  for (let i = 0; i < urls.length; i++) {
+    const index = (from + i) % urls.length
+    try {
+      return { socket: await connectTracker(urls[index] as string, namespace, identity, options), index }
+    } catch (error) {
+      // A tracker that answers with the wrong key is not one of ours: said at once, not hidden behind the next URL.
+      if (error instanceof NeuronError && error.code === 'wrong_tracker') throw error
+      failures.push(error)
+    }
+  }
+  if (failures.length === 1) throw failures[0]
+  throw new NeuronError(
+    'tracker_unreachable',
+    `none of the ${urls.length} tracker instances answered: ${failures.map((f) => (f instanceof Error ? f.message : String(f))).join('; ')}`,
+    { trackerUrls: urls.join(',') },
+  )
 }
 
 /** A small JSON answer over http or https (with `ca` trusted); Node's fetch cannot take a CA without undici. */

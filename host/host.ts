@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { Socket } from 'socket.io-client'
 import type { TlsCertificate } from '../client/tls-trust'
-import { connectTracker } from '../client/tracker-connection'
+import { connectAnyTracker, trackerUrls } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { manifestSha256 } from '../identity/tickets'
 import { ShardRuntime, type ShardRuntimeOptions } from '../native'
@@ -28,6 +28,7 @@ import type { ServingRuntime } from './serving/serving-runtime'
 import { ShardServer } from './serving/shard-server'
 
 export interface HostOptions {
+  /** The tracker; several instances of one swarm as a comma-separated list, joined in turn when one goes away. */
   readonly trackerUrl: string
   /** Keys, hardware cache and artifacts live here. */
   readonly dataDir: string
@@ -89,6 +90,8 @@ export class Host extends EventEmitter<HostEvents> {
   private identity: NodeIdentity | undefined
   /** The key that signs the tickets this host accepts, as the tracker said in its hello. */
   private trackerKey: string | undefined
+  /** Which of the tracker URLs (instances of one swarm) it joined last. */
+  private trackerIndex = 0
   /** Receipts this host signed, handed to the tracker by the host itself: a client that vanishes still pays. */
   private readonly outbox = new ReceiptOutbox(
     async (receipts) => {
@@ -141,7 +144,11 @@ export class Host extends EventEmitter<HostEvents> {
     const identity = this.identity
     const profile = this.profile
     if (identity === undefined || profile === undefined) throw new NeuronError('not_started', 'start the host first')
-    const socket = await connectTracker(this.options.trackerUrl, '/hosts', identity)
+    // Several instances of one swarm: the next after the one it was on (a lost one is likely down), and only one signing with the key it knows.
+    const urls = trackerUrls(this.options.trackerUrl)
+    const known = this.trackerKey === undefined ? {} : { trackerKey: this.trackerKey }
+    const { socket, index } = await connectAnyTracker(urls, '/hosts', identity, known, this.socket === undefined ? 0 : this.trackerIndex + 1)
+    this.trackerIndex = index
     if (this.stopped) {
       socket.close()
       throw this.stoppedError()
@@ -154,7 +161,7 @@ export class Host extends EventEmitter<HostEvents> {
     this.hostId = hello.hostId
     this.trackerKey = hello.trackerKey
     // The key, for the operator of a private swarm to list (--allow-keys).
-    this.log(`joined ${this.options.trackerUrl} as ${hello.hostId} (public key ${identity.publicKey})`)
+    this.log(`joined ${urls[index]} as ${hello.hostId} (public key ${identity.publicKey})`)
     clearInterval(this.heartbeat)
     this.heartbeat = setInterval(() => {
       callRpc(socket, HostToTracker, 'host.heartbeat', { activeSessions: this.server?.activeSessions ?? 0 }, hello.heartbeatMs).catch((e: Error) =>

@@ -3,6 +3,7 @@
 // request once; B's dashboards see A's hosts and get pushes for their receipts; a login nonce is spent
 // once across both. Skipped, with the reason in the name, where PostgreSQL or Redis is not installed
 // (CI installs both).
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -12,7 +13,7 @@ import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { ClientToTracker, callRpc, DashboardReceipt, type RouteHop } from '../protocol'
 import { consumerAccount, escrowAccount } from '../tracker/ledger/accounts'
-import { priceOf } from '../tracker/ledger/pricing'
+import { maxCost, priceOf } from '../tracker/ledger/pricing'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
 import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
 import { createAccount, Host, type InProcessSwarm, startSwarm, Tracker } from './programs'
@@ -46,6 +47,8 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     oracle = (await oracleGreedy(llama, prompt, TOKENS, swarm.manifest.nVocab, { threads: 1 })).map((s) => s.token)
     await llama.dispose()
   }, 180_000)
+
+  const accountIdOf = async (publicKey: string) => (await b.accounts.byPublicKey(publicKey))?.accountId ?? ''
 
   afterAll(async () => {
     await b?.close()
@@ -126,6 +129,30 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     const board = await fetch(`${b.url}/v1/dashboard/hosts/${host.hostId}`)
     expect(board.status).toBe(200)
     expect(((await board.json()) as { served_block_tokens: number }).served_block_tokens).toBeGreaterThan(0)
+  })
+
+  it('counts an account’s credit holds on both instances: a session held on A leaves B only the rest to hold', async () => {
+    const identity = NodeIdentity.generate()
+    const price = priceOf(swarm.manifest, {})
+    const cost = maxCost(price, swarm.manifest.nLayer, 0, 200)
+    // Enough for one session of 200 tokens, not for two.
+    await createAccount(b.url, ADMIN, { grant_micro: Math.ceil(cost * 1.5), public_key: identity.publicKey })
+    const plan = (socket: Awaited<ReturnType<typeof connectTracker>>) =>
+      callRpc(socket, ClientToTracker, 'route.plan', {
+        modelId: swarm.manifest.modelId,
+        maxTokens: 200,
+        promptTokens: 0,
+        session: randomBytes(16).toString('hex'),
+      })
+    const [onA, onB] = await Promise.all([connectTracker(swarm.tracker.url, '/clients', identity), connectTracker(b.url, '/clients', identity)])
+    try {
+      await plan(onA)
+      await vi.waitFor(async () => expect(b.tickets.holds.heldMicro(await accountIdOf(identity.publicKey))).toBe(cost), { timeout: 5_000 })
+      await expect(plan(onB)).rejects.toMatchObject({ code: 'insufficient_credits' })
+    } finally {
+      onA.close()
+      onB.close()
+    }
   })
 
   it('spends a login nonce once across the instances: fetched from A, accepted by B, refused when used again at A', async () => {

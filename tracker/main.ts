@@ -38,6 +38,7 @@ export function trackerOptionsFromEnv(env: NodeJS.ProcessEnv): Partial<TrackerOp
     ...(env.NEURON_TRACKER_HOST ? { host: env.NEURON_TRACKER_HOST } : {}),
     ...(env.NEURON_TRACKER_DB ? { dbPath: env.NEURON_TRACKER_DB } : {}),
     ...(env.NEURON_TRACKER_KEY ? { keyPath: env.NEURON_TRACKER_KEY } : {}),
+    ...(env.NEURON_TRACKER_REDIS ? { redisUrl: env.NEURON_TRACKER_REDIS } : {}),
     ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
   }
 }

@@ -204,7 +204,7 @@ export class Tracker {
     const tracker = new Tracker(store, options, identity, cluster)
     await tracker.catalog.load()
     await Promise.all([tracker.tickets.restore(), tracker.checks.loadBanned()])
-    await cluster?.attach({ ...tracker, io: tracker.io, log: (l) => tracker.log(l) }, tracker.registry.heartbeatMs)
+    await cluster?.attach({ ...tracker, io: tracker.io, holds: tracker.tickets.holds, log: (l) => tracker.log(l) }, tracker.registry.heartbeatMs)
     await new Promise<void>((resolve, reject) => {
       tracker.http.once('error', reject)
       tracker.http.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())

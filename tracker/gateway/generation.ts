@@ -63,6 +63,7 @@ export class PaidGenerations {
         await this.deps.metering.bind(batch.session, account.accountId)
         for (const v of await this.deps.metering.settle(batch.session, batch.receipts)) {
           hold.remaining -= v.charged
+          this.holds.emit('changed', account.accountId)
           if (v.code === 'insufficient_credits') outOfCredits = true
         }
       }

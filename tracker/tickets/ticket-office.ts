@@ -172,6 +172,7 @@ export class TicketOffice {
     if (held === undefined) return
     held.hold.remaining = Math.max(0, held.hold.remaining - micro)
     held.lastUsed = now
+    this.holds.emit('changed', held.accountId)
   }
 
   /** `session.end` from `publicKey`: ends the session if that key's account (or the gateway) routed it; the rpc's empty answer. */
