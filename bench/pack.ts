@@ -1,7 +1,9 @@
 // npm run bench:pack — pack throughput against `cp` of the same file, in the same run.
-// Prints one JSON line per measurement; the last line holds the ratio.
+// Rounds alternate cp and pack; each prints one JSON line with the load average; the last line holds
+// the medians and the ratio.
 import { spawnSync } from 'node:child_process'
 import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { packModel } from '../gguf/pack'
 import { BENCH_DIR, benchModel } from './models'
@@ -36,7 +38,7 @@ try {
     })
     cp.push(seconds)
     await rm(copy)
-    console.log(JSON.stringify({ run, tool: 'cp', seconds, mb_s: bytes / 1e6 / seconds }))
+    console.log(JSON.stringify({ run, tool: 'cp', seconds, mb_s: bytes / 1e6 / seconds, load_average: loadavg()[0] }))
 
     const out = join(work, `packed-${run}`)
     const packSeconds = await timed(async () => {
@@ -44,12 +46,21 @@ try {
     })
     pack.push(packSeconds)
     await rm(out, { recursive: true })
-    console.log(JSON.stringify({ run, tool: 'neuron pack', seconds: packSeconds, mb_s: bytes / 1e6 / packSeconds }))
+    console.log(JSON.stringify({ run, tool: 'neuron pack', seconds: packSeconds, mb_s: bytes / 1e6 / packSeconds, load_average: loadavg()[0] }))
   }
   const cpMbS = bytes / 1e6 / median(cp)
   const packMbS = bytes / 1e6 / median(pack)
   console.log(
-    JSON.stringify({ bench: 'pack', model: source, model_bytes: bytes, runs: RUNS, cp_mb_s: cpMbS, pack_mb_s: packMbS, pack_vs_cp_ratio: packMbS / cpMbS }),
+    JSON.stringify({
+      bench: 'pack',
+      model: source,
+      model_bytes: bytes,
+      runs: RUNS,
+      cp_mb_s: cpMbS,
+      pack_mb_s: packMbS,
+      pack_vs_cp_ratio: packMbS / cpMbS,
+      load_average: loadavg()[0],
+    }),
   )
 } finally {
   await rm(work, { recursive: true, force: true })

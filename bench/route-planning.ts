@@ -1,5 +1,6 @@
 // npm run bench:route-planning — route and placement planning on a simulated swarm of 10 000 hosts
 // serving an 80-block model. Prints one JSON line per phase; the last line holds p50/p99 in ms.
+import { loadavg } from 'node:os'
 import { Sfc32 } from '../gguf/random'
 import { NeuronError } from '../protocol'
 import { previewPlacement } from '../tracker/placement'
@@ -250,6 +251,7 @@ console.log(
 console.log(
   JSON.stringify({
     bench: 'route-planning',
+    load_average: loadavg()[0],
     hosts: HOSTS,
     blocks: BLOCKS,
     routes: requests.length,
