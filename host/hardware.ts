@@ -41,12 +41,23 @@ export async function hardwareProfile(dataDir: string, options: { threads?: numb
       .map((g) => ({ vendor: g.vendor ?? '', model: g.model ?? '', vramBytes: Math.round((g.vram ?? 0) * 1024 * 1024) })),
     disk: { path: dataDir, freeBytes: fs.bavail * fs.bsize, readBytesPerSecond: Math.round(await diskReadSpeed(dataDir)) },
     memoryBytesPerSecond: Math.round(memoryBandwidth()),
-    threads: options.threads ?? Math.max(1, Math.min(availableParallelism(), cpu.physicalCores || availableParallelism())),
+    threads: options.threads ?? defaultThreads(cpu.physicalCores || availableParallelism(), availableParallelism()),
   })
   const measured: CachedProfile = { measuredAt: Date.now(), profile }
   await writeFile(cachePath, JSON.stringify(measured, null, 2))
   remembered.set(cachePath, measured)
   return profile
+}
+
+/**
+ * Runtime threads when the user sets none: one per physical core, less one on machines of up to 4
+ * cores. ggml's workers spin at every op's barrier, so when they take every core the process's own
+ * event loop (socket I/O, the tracker and the UI backend in the app) preempts one of them and every op
+ * waits for it. bench:app-threads measures a chat in the app at each count (figures in docs/architecture.md).
+ */
+export function defaultThreads(physicalCores: number, logicalCores: number): number {
+  const cores = Math.max(1, Math.min(physicalCores, logicalCores))
+  return cores <= 4 ? Math.max(1, cores - 1) : cores
 }
 
 /** `hardware.json` as a previous run wrote it; undefined when there is none or it is unreadable (then it is measured afresh). */

@@ -52,7 +52,11 @@ export function LimitsSection({ limits, saving, error, onSave }: LimitsSectionPr
             <span>Use GPU when the runtime can</span>
           </label>
         </div>
-        <p className="muted small">Leave disk or memory empty for no limit beyond what the computer has. More threads than physical cores slows ggml down.</p>
+        <p className="muted small">
+          Leave disk or memory empty for no limit beyond what the computer has. Threads: by default one per physical core, less one on computers of up to 4
+          cores, so the app, its swarm connection and your other programs keep a core (ggml's threads wait on each other, and one kept waiting slows every
+          step). More threads than physical cores slows ggml down.
+        </p>
         <div className="button-row">
           <button type="submit" className="button primary" disabled={saving} data-testid="settings-limits-save">
             {saving ? 'Saving…' : 'Save limits'}
