@@ -125,7 +125,9 @@ export async function callRpc<T extends RpcTable, K extends keyof T & string>(
   let raw: unknown
   try {
     raw = await socket.timeout(timeoutMs).emitWithAck(event, payload)
-  } catch {
+  } catch (error) {
+    // A socket that refused to send (a link to a host another instance holds) says why; Socket.IO's own failure is a timeout.
+    if (error instanceof NeuronError) throw error
     throw new NeuronError('timeout', `${event}: no answer within ${timeoutMs} ms; is the tracker reachable?`, { event, timeoutMs })
   }
   const ack = AckShape.safeParse(raw)

@@ -25,10 +25,10 @@ export interface RedisServer {
   stop(): Promise<void>
 }
 
-/** Starts a server (well under a second). Call redisMissing() first. */
-export async function startRedis(): Promise<RedisServer> {
+/** Starts a server (well under a second), on `port` if given (a restart of one stopped). Call redisMissing() first. */
+export async function startRedis(port?: number): Promise<RedisServer> {
   const dir = await mkdtemp(join(tmpdir(), 'neuron-redis-'))
-  const port = await freePort()
+  port ??= await freePort()
   const child: ChildProcess = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'yes'],

@@ -12,6 +12,7 @@ import { connectTracker, fetchChallenge } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { ClientToTracker, callRpc, DashboardReceipt, type RouteHop } from '../protocol'
+import { MAX_CROSS_INSTANCE_BYTES } from '../tracker/cluster/cluster'
 import { consumerAccount, escrowAccount } from '../tracker/ledger/accounts'
 import { maxCost, priceOf } from '../tracker/ledger/pricing'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
@@ -92,6 +93,31 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
       expect(route.filter((h) => h.endpoint === null).length).toBe(1)
     } finally {
       client.close()
+    }
+  })
+
+  it('refuses a frame too large to cross Redis to A’s relayed host, with a typed error, and relays the next', async () => {
+    const relayed = swarm.hosts[1]
+    if (relayed === undefined) throw new Error('no relayed host')
+    const client = await connectTracker(b.url, '/clients', NodeIdentity.generate())
+    try {
+      // Redis drops a subscriber past 32 MiB of output: such a frame would cut every instance off.
+      const big = new Uint8Array(MAX_CROSS_INSTANCE_BYTES + 1)
+      await expect(callRpc(client, ClientToTracker, 'relay.forward', { hostId: relayed.hostId, frame: big })).rejects.toMatchObject({
+        code: 'frame_too_large',
+        message: expect.stringMatching(/smaller chunks/),
+      })
+    } finally {
+      client.close()
+    }
+    // The instances are still joined: a chat through A's relayed host from B works.
+    const chat = await SwarmClient.connect(b.url, NodeIdentity.generate())
+    try {
+      const tokens: number[] = []
+      for await (const t of chat.generate({ modelId: swarm.manifest.modelId, prompt, maxTokens: 4, stopAtEog: false })) tokens.push(t.token)
+      expect(tokens).toEqual(oracle.slice(0, 4))
+    } finally {
+      chat.close()
     }
   })
 

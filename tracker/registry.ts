@@ -14,12 +14,20 @@ export interface LiveHost {
   verifiedFor: string | null
 }
 
+/** A host as another instance describes the one it holds. */
+export type MirroredHost = Pick<LiveHost, 'hostId' | 'publicKey' | 'profile' | 'state' | 'online' | 'verifiedFor'>
+
 /**
  * Who is serving what, right now. Hosts heartbeat every `heartbeatMs`; after three missed
  * heartbeats (or a dropped connection) a host is offline and out of routing at once.
  */
 export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: string]; changed: [hostId: string] }> {
   private readonly hosts = new Map<string, LiveHost>()
+  /**
+   * Another instance's word that it holds a host this one still has a connection to: the host moved
+   * and this connection is half-open. It takes effect when that connection is found dead.
+   */
+  private readonly claims = new Map<string, { owner: string; host: MirroredHost }>()
   private readonly timer: NodeJS.Timeout
 
   constructor(readonly heartbeatMs: number) {
@@ -31,6 +39,7 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   hello(hostId: string, publicKey: string, profile: HardwareProfile, state: ServingState, now = Date.now()): LiveHost {
     const host: LiveHost = { hostId, publicKey, profile, state, lastHeartbeat: now, online: true, owner: null, verifiedFor: null }
     this.hosts.set(hostId, host)
+    this.claims.delete(hostId)
     this.emit('changed', hostId)
     return host
   }
@@ -39,10 +48,14 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
    * A host another instance holds, as that instance says it is now. Its heartbeats come in that
    * instance's batches; once they stop (the instance died) the sweep takes it offline like any host.
    */
-  mirror(owner: string, h: Pick<LiveHost, 'hostId' | 'publicKey' | 'profile' | 'state' | 'online' | 'verifiedFor'>, now = Date.now()): void {
+  mirror(owner: string, h: MirroredHost, now = Date.now()): void {
     const known = this.hosts.get(h.hostId)
-    // This instance holds it now: another's word on it is older news.
-    if (known?.owner === null && known.online) return
+    // This instance holds a connection to it: kept until that connection is found dead (markOffline).
+    if (known?.owner === null && known.online) {
+      if (h.online) this.claims.set(h.hostId, { owner, host: h })
+      else if (this.claims.get(h.hostId)?.owner === owner) this.claims.delete(h.hostId)
+      return
+    }
     if (!h.online && known?.owner !== owner) return
     const wasOnline = known?.online === true
     this.hosts.set(h.hostId, { ...h, lastHeartbeat: now, owner })
@@ -83,6 +96,10 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     host.online = false
     this.emit('offline', hostId, why)
     this.emit('changed', hostId)
+    const claim = owner === null ? this.claims.get(hostId) : undefined
+    this.claims.delete(hostId)
+    // It went to another instance meanwhile: mirror it from there (its heartbeats come in that one's batches).
+    if (claim !== undefined) this.mirror(claim.owner, claim.host)
   }
 
   get(hostId: string): LiveHost | undefined {

@@ -26,7 +26,7 @@ import type { HostChecks } from './checks/host-checks'
 import { createSwarmChecks } from './checks/swarm-checks'
 import { joinCluster, type TrackerCluster } from './cluster/cluster'
 import { joinAccountRoom, pushVerdict } from './dashboard-push'
-import { isPostgresUrl, openTrackerStore } from './db/postgres-store'
+import { openTrackerStore } from './db/postgres-store'
 import { Gateway } from './gateway/gateway'
 import { guarded, sendJson } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
@@ -44,7 +44,7 @@ import { Reputation } from './reputation/reputation'
 import { serveScrape } from './scrape'
 import type { TrackerStore } from './store'
 import { TicketOffice, ticketOptions } from './tickets/ticket-office'
-import type { TrackerOptions } from './tracker-options'
+import { type TrackerOptions, trackerIdentity } from './tracker-options'
 
 export type { TrackerOptions } from './tracker-options'
 
@@ -191,25 +191,29 @@ export class Tracker {
   }
 
   static async start(options: TrackerOptions): Promise<Tracker> {
-    const identity =
-      options.identity ??
-      (options.dbPath === ':memory:' && options.keyPath === undefined
-        ? NodeIdentity.generate()
-        : await NodeIdentity.loadOrCreateFile(options.keyPath ?? (isPostgresUrl(options.dbPath) ? 'tracker-key.pem' : `${options.dbPath}.tracker-key.pem`)))
+    const identity = await trackerIdentity(options)
     const cluster = options.redisUrl === undefined ? undefined : await joinCluster(options.redisUrl, options.dbPath)
     const store = await openTrackerStore(options.dbPath).catch(async (e: unknown) => {
       await cluster?.close()
       throw e
     })
     const tracker = new Tracker(store, options, identity, cluster)
-    await tracker.catalog.load()
-    await Promise.all([tracker.tickets.restore(), tracker.checks.loadBanned()])
-    await cluster?.attach({ ...tracker, io: tracker.io, holds: tracker.tickets.holds, log: (l) => tracker.log(l) }, tracker.registry.heartbeatMs)
-    await new Promise<void>((resolve, reject) => {
-      tracker.http.once('error', reject)
-      tracker.http.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())
+    // A start that fails half way (a port in use, the store unreadable) closes what it opened.
+    await tracker.open().catch(async (e: unknown) => {
+      await tracker.close().catch(() => undefined)
+      throw e
     })
     return tracker
+  }
+
+  private async open(): Promise<void> {
+    await this.catalog.load()
+    await Promise.all([this.tickets.restore(), this.checks.loadBanned()])
+    await this.cluster?.attach({ ...this, io: this.io, holds: this.tickets.holds, log: (l) => this.log(l) }, this.registry.heartbeatMs)
+    await new Promise<void>((resolve, reject) => {
+      this.http.once('error', reject)
+      this.http.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve())
+    })
   }
 
   get port(): number {

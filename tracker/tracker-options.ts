@@ -1,6 +1,7 @@
 import type { TlsCertificate } from '../client/tls-trust'
-import type { NodeIdentity } from '../identity/keys'
+import { NodeIdentity } from '../identity/keys'
 import type { ChecksOptions } from './checks/host-checks'
+import { isPostgresUrl } from './db/postgres-store'
 import type { GatewayOptions } from './gateway/deps'
 import type { LatencyMatrixOptions } from './latency/measured-latencies'
 import type { TicketOfficeOptions } from './tickets/ticket-office'
@@ -42,4 +43,11 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly identity?: NodeIdentity
   /** How long host earnings stay pending (voidable) before they are settled (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h). */
   readonly settlementWindowMs?: number
+}
+
+/** The tracker's key pair: given, a throwaway one for a throwaway in-memory swarm, or the key file (created if absent). */
+export async function trackerIdentity(options: TrackerOptions): Promise<NodeIdentity> {
+  if (options.identity !== undefined) return options.identity
+  if (options.dbPath === ':memory:' && options.keyPath === undefined) return NodeIdentity.generate()
+  return NodeIdentity.loadOrCreateFile(options.keyPath ?? (isPostgresUrl(options.dbPath) ? 'tracker-key.pem' : `${options.dbPath}.tracker-key.pem`))
 }

@@ -191,6 +191,11 @@ export class CurrentSwarm {
   private watchConnection(connection: SwarmConnection): void {
     const socket = connection.client.tracker
     this.deps.joined(socket)
+    // Several instances (a comma-separated tracker list): the link moves between them by itself, and what
+    // was joined on the old one (the earnings subscription) is asked for again on the new.
+    socket.on('reconnected', () => {
+      if (!this.closing && this.current === connection) this.deps.joined(socket)
+    })
     socket.once('disconnect', (reason) => {
       if (this.closing || this.current !== connection || reason === 'io client disconnect') return
       this.deps.log(`lost the tracker ${connection.trackerUrl} (${reason}); joining again`)

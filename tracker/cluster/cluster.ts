@@ -36,6 +36,12 @@ const SNAPSHOT_WAIT_MS = 3_000
 const HOLDS_EVERY_MS = 100
 /** Every account held for is told again this often, so the others' copies do not expire (REMOTE_HOLD_TTL_MS). */
 const HOLDS_REPEAT_MS = 60_000
+/**
+ * The largest frame relayed to a host another instance holds. It crosses Redis as one pub/sub message,
+ * to every instance: Redis drops a subscriber whose output buffer passes 32 MiB (its default
+ * client-output-buffer-limit for pubsub), which would cut every instance off at once.
+ */
+export const MAX_CROSS_INSTANCE_BYTES = 8 * 1024 * 1024
 
 export class TrackerCluster {
   /** This process's id among the instances: random, so a restarted instance is a new one. */
@@ -51,6 +57,7 @@ export class TrackerCluster {
     private readonly commands: Redis,
     private readonly subscriber: Redis,
     readonly url: string,
+    private readonly outage: RedisOutage,
   ) {
     this.nonces = new RedisNonces(commands)
     this.counter = new RedisCounter(commands)
@@ -58,16 +65,23 @@ export class TrackerCluster {
 
   /** Connects to Redis (`redis://…`); a typed error that says what to check when it cannot. */
   static async connect(url: string): Promise<TrackerCluster> {
+    const outage = new RedisOutage()
     const open = async () => {
       const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3, enableOfflineQueue: true })
-      r.on('error', () => {}) // ioredis reconnects by itself; a command that cannot wait fails with its own error
-      await r.connect()
+      // ioredis reconnects by itself; a command that cannot wait fails with its own error.
+      r.on('error', (e: Error) => outage.error(e))
+      try {
+        await r.connect()
+      } catch (error) {
+        r.disconnect()
+        throw error
+      }
       return r
     }
     let commands: Redis | undefined
     try {
       commands = await open()
-      return new TrackerCluster(commands, await open(), url)
+      return new TrackerCluster(commands, await open(), url, outage)
     } catch (error) {
       commands?.disconnect()
       throw new NeuronError(
@@ -79,12 +93,13 @@ export class TrackerCluster {
 
   /** The Socket.IO adapter that joins this instance's namespaces to the others'. */
   adapter(): ReturnType<typeof createAdapter> {
-    return createAdapter(this.commands, this.subscriber, { key: 'neuron.socket.io', requestsTimeout: SNAPSHOT_WAIT_MS })
+    return createAdapter(publishing(this.commands, this.outage), this.subscriber, { key: 'neuron.socket.io', requestsTimeout: SNAPSHOT_WAIT_MS })
   }
 
   /** Starts telling the others of this instance's hosts and listening for theirs (after the Socket.IO server exists). */
   async attach(deps: ClusterDeps, heartbeatMs: number): Promise<void> {
     this.deps = deps
+    this.outage.log = deps.log
     const { io, registry, checks } = deps
     const on = (event: string, handle: (payload: unknown, ack?: unknown) => void) =>
       io.on(event, (...args: unknown[]) => {
@@ -164,6 +179,13 @@ export class TrackerCluster {
       onAny: () => undefined,
       timeout: (ms: number) => ({
         emitWithAck: async (event: string, ...args: unknown[]) => {
+          const bytes = binaryBytes(args)
+          if (bytes > MAX_CROSS_INSTANCE_BYTES)
+            throw new NeuronError(
+              'frame_too_large',
+              `a frame of ${bytes} bytes cannot be relayed to host ${hostId} through another tracker instance (at most ${MAX_CROSS_INSTANCE_BYTES}); send the prompt in smaller chunks.`,
+              { bytes, maxBytes: MAX_CROSS_INSTANCE_BYTES },
+            )
           const answers: unknown[] = await room.timeout(ms).emitWithAck(event, ...args)
           if (answers.length === 0) throw new NeuronError('host_unreachable', `host ${hostId} is connected to no tracker instance now`)
           return answers[0]
@@ -225,4 +247,59 @@ export function hostRoom(hostId: string): string {
 /** A URL as it may be logged: without its password. */
 function redact(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')
+}
+
+/** Bytes of binary arguments (Buffers, typed arrays) in a message, however deep: what the adapter packs. */
+function binaryBytes(value: unknown, depth = 0): number {
+  if (ArrayBuffer.isView(value)) return value.byteLength
+  if (value instanceof ArrayBuffer) return value.byteLength
+  if (depth > 8 || value === null || typeof value !== 'object') return 0
+  let n = 0
+  for (const v of Array.isArray(value) ? value : Object.values(value)) n += binaryBytes(v, depth + 1)
+  return n
+}
+
+/** Redis errors logged once per outage (ioredis reports every reconnect try), and its recovery. */
+class RedisOutage {
+  log: (line: string) => void = () => {}
+  private since: number | null = null
+
+  error(e: Error): void {
+    if (this.since !== null) return
+    this.since = Date.now()
+    this.log(`cluster: Redis unreachable (${e.message}); other instances' hosts and relays wait for it`)
+  }
+
+  published(): void {
+    if (this.since === null) return
+    this.log(`cluster: Redis back after ${Date.now() - this.since} ms`)
+    this.since = null
+  }
+}
+
+/**
+ * The adapter's publishing client: the adapter publishes without awaiting, and ioredis rejects a command
+ * that waited through three reconnect tries, so a Redis restart would end every instance with an
+ * unhandled rejection. Here a failed publish is logged and dropped (a broadcast to the others is lost,
+ * as when an instance is down); every other method is the client's own.
+ */
+function publishing(redis: Redis, outage: RedisOutage): Redis {
+  return new Proxy(redis, {
+    get(target, prop) {
+      if (prop === 'publish')
+        return (...args: Parameters<Redis['publish']>) =>
+          target.publish(...args).then(
+            (n) => {
+              outage.published()
+              return n
+            },
+            (e: Error) => {
+              outage.error(e)
+              return 0
+            },
+          )
+      const value: unknown = Reflect.get(target, prop, target)
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
 }
