@@ -156,8 +156,15 @@ void place_mapped(std::vector<std::unique_ptr<Artifact>> & arts, const std::vect
         bufs[i] = ggml_backend_cpu_buffer_from_ptr(base + span[i].first, span[i].second - span[i].first);
         ggml_backend_buffer_set_usage(bufs[i], GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         model.buffers.push_back(bufs[i]);
-        // start reading ahead; a host's verified artifact is usually in the page cache already
-        posix_madvise(base + (span[i].first & ~(size_t) 4095), span[i].second - (span[i].first & ~(size_t) 4095), POSIX_MADV_WILLNEED);
+        // fault the span in now (a host's verified artifact is in the page cache already), so the first step
+        // pays no page faults; where the kernel cannot (before Linux 5.14), at least read ahead
+        uint8_t * from = base + (span[i].first & ~(size_t) 4095);
+        const size_t len = (size_t) (base + span[i].second - from);
+#ifdef MADV_POPULATE_READ
+        if (madvise(from, len, MADV_POPULATE_READ) != 0) posix_madvise(from, len, POSIX_MADV_WILLNEED);
+#else
+        posix_madvise(from, len, POSIX_MADV_WILLNEED);
+#endif
     }
     for (const auto & [f, t] : mapped) {
         Artifact & art = *arts[f->art];
