@@ -130,7 +130,7 @@ async function compare(label: object, ours: Side, llama: Side, rounds: number, d
   return { ours: summary('ours'), llama_cpp: summary('llama_cpp') }
 }
 
-/** RSS growth of a fresh process that loads blocks [from, to) and opens one 1024-token session. */
+/** RSS growth of a fresh process that loads blocks [from, to), opens one 1024-token session and runs one step. */
 function rssOf(path: string, blocks: [number, number], embed: boolean, head: boolean): number {
   const res = spawnSync(
     process.execPath,
@@ -155,6 +155,8 @@ async function rssChild(): Promise<void> {
     device: 'cpu',
   })
   const s = rt.openSession({ maxTokens: 1024 })
+  // weights mapped from the file are resident (and counted in RSS) once a step has touched them
+  await s.forward(Int32Array.of(1))
   const info = rt.info()
   const after = process.memoryUsage().rss
   emit({ rss_delta: after - before, weight_bytes: info.weightBytes, kv_bytes: s.kvBytes })

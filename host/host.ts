@@ -359,8 +359,11 @@ export class Host extends EventEmitter<HostEvents> {
   }
 
   /** Loads the blocks this host serves (a test harness may wrap what it returns; the product never does). */
-  protected loadRuntime(options: ShardRuntimeOptions): Promise<ServingRuntime> {
-    return ShardRuntime.load(options)
+  protected async loadRuntime(options: ShardRuntimeOptions): Promise<ServingRuntime> {
+    const runtime = await ShardRuntime.load(options)
+    const { weightBytes, mappedBytes } = runtime.info()
+    this.log(`loaded ${weightBytes} bytes of weights, ${mappedBytes} of them mapped from the artifact files`)
+    return runtime
   }
 
   protected async publishState(state: ServingState): Promise<void> {

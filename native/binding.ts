@@ -21,6 +21,8 @@ export type NativeInfo = {
   threads: number
   flashAttention: boolean
   weightBytes: number
+  /** Of weightBytes, those used in place from the mapped artifact files (0 with mmap off). */
+  mappedBytes: number
   /** Weight bytes per ggml buffer type (CPU_REPACK: matmul weights repacked the way llama.cpp does). */
   weightBuffers: Record<string, number>
   kvBytesPerToken: number
@@ -83,6 +85,7 @@ type NativeModule = {
     threads: number
     device?: string
     flashAttention?: boolean
+    mmap?: boolean
   }): Promise<NativeRuntime>
   /** ggml_quantize_chunk over whole rows; throws BAD_QUANT_TYPE / BAD_QUANT_INPUT. */
   quantize(type: string, values: Float32Array, nPerRow: number): Buffer

@@ -27,6 +27,11 @@ export type ShardRuntimeOptions = {
   device?: string
   /** Flash attention, as llama.cpp picks by default on CPU (default true). */
   flashAttention?: boolean
+  /**
+   * Map the artifact files and use weights that need no repacking in place, sharing the page cache's copy a
+   * seeding host already holds (default true; NEURON_NO_MMAP=1 turns it off, for a baseline).
+   */
+  mmap?: boolean
 }
 
 export type ShardRuntimeInfo = NativeInfo & {
@@ -102,6 +107,7 @@ export class ShardRuntime {
         threads: options.threads,
         device,
         flashAttention: options.flashAttention ?? true,
+        mmap: options.mmap ?? process.env.NEURON_NO_MMAP !== '1',
       })
       return new ShardRuntime(rt, devices, problems)
     })

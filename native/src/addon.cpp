@@ -70,6 +70,7 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             o.Set("threads", core->threads);
             o.Set("flashAttention", core->flash_attn);
             o.Set("weightBytes", (double) m.weight_bytes);
+            o.Set("mappedBytes", (double) m.mapped_bytes);  // of weightBytes, used in place from the artifact files
             o.Set("hiddenWidth", (double) hp.hidden_width());  // values per token at a seam (deepseek4: its streams)
             o.Set("hashLayers", (double) hp.dsv4.hash_layers);  // blocks routing experts by token id
             Napi::Object bufs = Napi::Object::New(env);
@@ -246,7 +247,7 @@ Napi::Value InitBackends(const Napi::CallbackInfo & info) {
     });
 }
 
-// loadRuntime({ artifacts, from, to, embed, head, threads, device, flashAttention }) -> Promise<NativeRuntime>
+// loadRuntime({ artifacts, from, to, embed, head, threads, device, flashAttention, mmap }) -> Promise<NativeRuntime>
 Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     return guard(env, [&]() -> Napi::Value {
@@ -260,6 +261,7 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
         opts.threads = o.Get("threads").As<Napi::Number>().Int32Value();
         if (o.Has("device") && o.Get("device").IsString()) opts.device = o.Get("device").As<Napi::String>().Utf8Value();
         if (o.Has("flashAttention")) opts.flash_attn = o.Get("flashAttention").ToBoolean().Value();
+        if (o.Has("mmap")) opts.load.mmap = o.Get("mmap").ToBoolean().Value();
         auto * job = new LoadJob(env, std::move(opts));
         Napi::Promise p = job->promise();
         job->Queue();

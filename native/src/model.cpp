@@ -1,6 +1,8 @@
 #include "model.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +41,10 @@ Model::~Model() {
     for (auto * c : ctxs) ggml_free(c);
 }
 
+FileMapping::~FileMapping() {
+    if (addr) munmap(addr, size);
+}
+
 namespace {
 
 struct Artifact {
@@ -46,6 +52,7 @@ struct Artifact {
     gguf_context * gguf = nullptr;
     ggml_context * meta = nullptr;
     int fd = -1;  // opened when its first tensor is read
+    FileMapping * mapping = nullptr;  // owned by the model; made when its first tensor is mapped
     ~Artifact() {
         if (gguf) gguf_free(gguf);
         if (meta) ggml_free(meta);
@@ -86,6 +93,88 @@ void read_exact(int fd, void * dst, size_t n, size_t offset, const std::string &
         p += r;
         n -= (size_t) r;
         offset += (size_t) r;
+    }
+}
+
+struct Found {
+    Want want;
+    int art;
+    int64_t tid;
+    ggml_tensor * meta;
+};
+
+void open_artifact(Artifact & art) {
+    if (art.fd >= 0) return;
+    art.fd = open(art.path.c_str(), O_RDONLY);
+    if (art.fd < 0) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot open " + art.path).str("file", art.path);
+}
+
+RuntimeError truncated(const std::string & path, const std::string & name) {
+    return RuntimeError("ARTIFACT_READ", "reading tensor " + name + " from " + path + " failed: unexpected end of file")
+        .str("file", path)
+        .str("tensor", name);
+}
+
+// The whole file, read-only and shared with the page cache (the copy a seeding host already holds).
+// A mapped file that shrinks under us would raise SIGBUS on the next touch: a host maps only artifacts
+// whose size and sha256 it has just verified, in its own data dir, and its torrent client only reads
+// them (a piece it rewrites holds the same, hash-checked bytes); deleting or replacing the file
+// (unlink, rename) leaves this mapping on the old inode. Only an in-place truncation by another
+// process could fault, as with llama.cpp's mmap.
+FileMapping & map_artifact(Artifact & art, Model & model) {
+    if (art.mapping) return *art.mapping;
+    open_artifact(art);
+    struct stat st{};
+    if (fstat(art.fd, &st) != 0 || st.st_size <= 0) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot stat " + art.path).str("file", art.path);
+    void * addr = mmap(nullptr, (size_t) st.st_size, PROT_READ, MAP_SHARED, art.fd, 0);
+    if (addr == MAP_FAILED) {
+        throw RuntimeError("ARTIFACT_UNREADABLE", "cannot map " + art.path + ": " + strerror(errno)).str("file", art.path);
+    }
+    model.mappings.push_back(std::make_unique<FileMapping>(addr, (size_t) st.st_size));
+    art.mapping = model.mappings.back().get();
+    return *art.mapping;
+}
+
+// One CPU buffer per artifact over the mapped bytes its tensors span, each tensor at its file offset.
+void place_mapped(std::vector<std::unique_ptr<Artifact>> & arts, const std::vector<std::pair<const Found *, ggml_tensor *>> & mapped, Model & model) {
+    std::vector<std::pair<size_t, size_t>> span(arts.size(), {SIZE_MAX, 0});
+    std::map<std::pair<int, int64_t>, size_t> used;  // (artifact, tensor) -> bytes: tied embeddings count once
+    for (const auto & [f, t] : mapped) {
+        Artifact & art = *arts[f->art];
+        const FileMapping & m = map_artifact(art, model);
+        const size_t offset = gguf_get_data_offset(art.gguf) + gguf_get_tensor_offset(art.gguf, f->tid);
+        const size_t n = ggml_nbytes(t);
+        // a short file would fault on first touch (SIGBUS): refuse it here, as the read path does
+        if (offset > m.size || n > m.size - offset) throw truncated(art.path, f->want.name);
+        span[f->art] = {std::min(span[f->art].first, offset), std::max(span[f->art].second, offset + n)};
+        used[{f->art, f->tid}] = n;
+    }
+    std::vector<ggml_backend_buffer_t> bufs(arts.size(), nullptr);
+    for (size_t i = 0; i < arts.size(); ++i) {
+        if (span[i].second == 0) continue;
+        auto * base = (uint8_t *) arts[i]->mapping->addr;
+        bufs[i] = ggml_backend_cpu_buffer_from_ptr(base + span[i].first, span[i].second - span[i].first);
+        ggml_backend_buffer_set_usage(bufs[i], GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        model.buffers.push_back(bufs[i]);
+        // fault the span in now (a host's verified artifact is in the page cache already), so the first step
+        // pays no page faults; where the kernel cannot (before Linux 5.14), at least read ahead
+        uint8_t * from = base + (span[i].first & ~(size_t) 4095);
+        const size_t len = (size_t) (base + span[i].second - from);
+#ifdef MADV_POPULATE_READ
+        if (madvise(from, len, MADV_POPULATE_READ) != 0) posix_madvise(from, len, POSIX_MADV_WILLNEED);
+#else
+        posix_madvise(from, len, POSIX_MADV_WILLNEED);
+#endif
+    }
+    for (const auto & [f, t] : mapped) {
+        Artifact & art = *arts[f->art];
+        const size_t offset = gguf_get_data_offset(art.gguf) + gguf_get_tensor_offset(art.gguf, f->tid);
+        ggml_backend_tensor_alloc(bufs[f->art], t, (uint8_t *) art.mapping->addr + offset);
+    }
+    for (const auto & [key, n] : used) model.mapped_bytes += n;
+    if (model.mapped_bytes > 0) {
+        model.weight_bytes += model.mapped_bytes;
+        model.weight_buffers.emplace_back("CPU_Mapped", model.mapped_bytes);
     }
 }
 
@@ -147,12 +236,6 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
     }
 
     // locate every tensor
-    struct Found {
-        Want want;
-        int art;
-        int64_t tid;
-        ggml_tensor * meta;
-    };
     std::vector<Found> found;
     std::vector<std::string> missing;
     for (const auto & w : wants) {
@@ -204,14 +287,18 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
 
     std::map<ggml_backend_buffer_type_t, ggml_context *> ctx_of;
     std::vector<std::pair<const Found *, ggml_tensor *>> placed;
-    auto ctx_for = [&](ggml_backend_buffer_type_t buft) {
-        auto it = ctx_of.find(buft);
-        if (it != ctx_of.end()) return it->second;
+    std::vector<std::pair<const Found *, ggml_tensor *>> mapped;  // used in place from the mapped artifact
+    ggml_context * mapped_ctx = nullptr;
+    auto new_ctx = [&]() {
         ggml_init_params p = {ggml_tensor_overhead() * (found.size() + 1), nullptr, true};
         ggml_context * c = ggml_init(p);
         model->ctxs.push_back(c);
-        ctx_of[buft] = c;
         return c;
+    };
+    auto ctx_for = [&](ggml_backend_buffer_type_t buft) {
+        auto it = ctx_of.find(buft);
+        if (it != ctx_of.end()) return it->second;
+        return ctx_of[buft] = new_ctx();
     };
     for (const auto & f : found) {
         ggml_backend_buffer_type_t buft = dev_buft;
@@ -225,10 +312,14 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
                 }
             }
         }
-        ggml_tensor * t = ggml_dup_tensor(ctx_for(buft), f.meta);
+        // the plain CPU layout is the file's: map it, unless the file's alignment is below ggml's (32 bytes)
+        const size_t offset = gguf_get_data_offset(arts[f.art]->gguf) + gguf_get_tensor_offset(arts[f.art]->gguf, f.tid);
+        const bool in_place = opts.mmap && buft == cpu_buft && offset % 32 == 0;
+        if (in_place && !mapped_ctx) mapped_ctx = new_ctx();
+        ggml_tensor * t = ggml_dup_tensor(in_place ? mapped_ctx : ctx_for(buft), f.meta);
         ggml_set_name(t, f.want.name.c_str());
         *f.want.slot = t;
-        placed.emplace_back(&f, t);
+        (in_place ? mapped : placed).emplace_back(&f, t);
     }
     for (auto & [buft, c] : ctx_of) {
         ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(c, buft);
@@ -241,15 +332,13 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         model->weight_bytes += ggml_backend_buffer_get_size(buf);
         model->weight_buffers.emplace_back(ggml_backend_buft_name(buft), ggml_backend_buffer_get_size(buf));
     }
+    place_mapped(arts, mapped, *model);
 
     // read the bytes: straight into host memory when possible, else through a staging buffer
     std::vector<uint8_t> staging;
     for (auto & [f, t] : placed) {
         Artifact & art = *arts[f->art];
-        if (art.fd < 0) {
-            art.fd = open(art.path.c_str(), O_RDONLY);
-            if (art.fd < 0) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot open " + art.path).str("file", art.path);
-        }
+        open_artifact(art);
         const size_t offset = gguf_get_data_offset(art.gguf) + gguf_get_tensor_offset(art.gguf, f->tid);
         const size_t n = ggml_nbytes(t);
         const bool direct = ggml_backend_buffer_is_host(t->buffer) && ggml_backend_buffer_get_type(t->buffer) == cpu_buft;

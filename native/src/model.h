@@ -214,6 +214,18 @@ struct LoadOptions {
     bool embed = false;
     bool head = false;
     ggml_backend_dev_t device = nullptr;
+    // weights on the plain CPU buffer point into the artifact files (one copy: the page cache's) instead of being read in
+    bool mmap = true;
+};
+
+// A read-only shared mapping of one artifact file, unmapped on destruction.
+struct FileMapping {
+    void * addr = nullptr;
+    size_t size = 0;
+    FileMapping(void * a, size_t n) : addr(a), size(n) {}
+    FileMapping(const FileMapping &) = delete;
+    FileMapping & operator=(const FileMapping &) = delete;
+    ~FileMapping();
 };
 
 struct Model {
@@ -235,7 +247,10 @@ struct Model {
 
     std::vector<ggml_context *> ctxs;
     std::vector<ggml_backend_buffer_t> buffers;
+    // destroyed after ~Model's body has freed the buffers that point into them
+    std::vector<std::unique_ptr<FileMapping>> mappings;
     size_t weight_bytes = 0;
+    size_t mapped_bytes = 0;  // weights used in place from the mapped artifacts (part of weight_bytes)
     std::vector<std::pair<std::string, size_t>> weight_buffers;  // buffer type name -> bytes (CPU_REPACK = repacked for faster matmul)
 
     const Layer & layer(int il) const { return layers[il - il0]; }
