@@ -145,20 +145,20 @@ export class Tracker {
       )
     })
     const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
-    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.ledger.routes, ticketing)
+    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, ticketing)
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(
       {
         catalog: this.catalog,
         accounts: this.accounts,
         ledger: store.ledger,
+        holds: store.holds,
         metering: this.metering,
         reputation: this.reputation,
         checks: async (hostId) => {
           await this.checks.load(hostId)
           return this.checks.of(hostId)
         },
-        holds: this.tickets.holds,
         sponsor: (session, accountId) => this.tickets.sponsor(session, accountId),
         admits: (publicKey) => this.admission.admits(publicKey),
         provenKey: async (req, scope) => (await this.issuer.verifyRequest(req, scope))?.publicKey,
@@ -203,8 +203,8 @@ export class Tracker {
     })
     const tracker = new Tracker(store, options, identity, cluster)
     await tracker.catalog.load()
-    await Promise.all([tracker.tickets.restore(), tracker.checks.loadBanned()])
-    await cluster?.attach({ ...tracker, io: tracker.io, holds: tracker.tickets.holds, log: (l) => tracker.log(l) }, tracker.registry.heartbeatMs)
+    await Promise.all([tracker.tickets.sweep(), tracker.checks.loadBanned()])
+    await cluster?.attach({ ...tracker, io: tracker.io, log: (l) => tracker.log(l) }, tracker.registry.heartbeatMs)
     await new Promise<void>((resolve, reject) => {
       tracker.http.once('error', reject)
       tracker.http.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve())
@@ -382,7 +382,6 @@ export class Tracker {
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
-    if (v.charged > 0) this.tickets.charged(session, v.charged)
     if (v.ok) this.reputation.completed(v.hostId)
     else if (v.fault === true) {
       this.reputation.failed(v.hostId)

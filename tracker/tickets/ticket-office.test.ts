@@ -184,7 +184,7 @@ for (const each of await storeEngines())
         const [again] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
         expect(again).toMatchObject({ code: 'already_settled', charged: 0 })
         // Idle past its expiry, the hold is released: the account can route again.
-        second.tickets.sweep(Date.now() + 16 * 60_000)
+        await second.tickets.sweep(Date.now() + 16 * 60_000)
         await plan(socket, sid())
         expect(await second.store.ledger.total()).toBe(0)
         socket.close()
