@@ -44,10 +44,3 @@ export const ClusterChanged = z.discriminatedUnion('kind', [
 export type ClusterChanged = z.infer<typeof ClusterChanged>
 
 export const ClusterSnapshot = z.object({ hosts: z.array(ClusterHost).max(MAX_CLUSTER_HOSTS) })
-
-/** What an instance holds for accounts now (micro-credits of sessions in flight), said when it changes and every minute. */
-export const ClusterHolds = z.object({
-  instance: InstanceId,
-  holds: z.array(z.tuple([z.string().min(1).max(100), z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)])).max(MAX_CLUSTER_HOSTS),
-})
-export type ClusterHolds = z.infer<typeof ClusterHolds>

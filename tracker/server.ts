@@ -145,20 +145,20 @@ export class Tracker {
       )
     })
     const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
-    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.ledger.routes, ticketing)
+    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, ticketing)
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(
       {
         catalog: this.catalog,
         accounts: this.accounts,
         ledger: store.ledger,
+        holds: store.holds,
         metering: this.metering,
         reputation: this.reputation,
         checks: async (hostId) => {
           await this.checks.load(hostId)
           return this.checks.of(hostId)
         },
-        holds: this.tickets.holds,
         sponsor: (session, accountId) => this.tickets.sponsor(session, accountId),
         admits: (publicKey) => this.admission.admits(publicKey),
         provenKey: async (req, scope) => (await this.issuer.verifyRequest(req, scope))?.publicKey,
@@ -208,8 +208,8 @@ export class Tracker {
 
   private async open(): Promise<void> {
     await this.catalog.load()
-    await Promise.all([this.tickets.restore(), this.checks.loadBanned()])
-    await this.cluster?.attach({ ...this, io: this.io, holds: this.tickets.holds, log: (l) => this.log(l) }, this.registry.heartbeatMs)
+    await Promise.all([this.tickets.sweep(), this.checks.loadBanned()])
+    await this.cluster?.attach({ ...this, io: this.io, log: (l) => this.log(l) }, this.registry.heartbeatMs)
     await new Promise<void>((resolve, reject) => {
       this.http.once('error', reject)
       this.http.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve())
@@ -386,7 +386,6 @@ export class Tracker {
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
-    if (v.charged > 0) this.tickets.charged(session, v.charged)
     if (v.ok) this.reputation.completed(v.hostId)
     else if (v.fault === true) {
       this.reputation.failed(v.hostId)

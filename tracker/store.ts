@@ -3,6 +3,7 @@ import { ChecksStore } from './checks/checks-store'
 import { migrateSqlite } from './db/migrations'
 import type { Sql } from './db/sql'
 import { SqliteSql } from './db/sqlite-sql'
+import { CreditHolds } from './ledger/credit-holds'
 import { type LedgerStore, SqlLedgerStore } from './ledger/ledger-store'
 
 export interface StoredModel {
@@ -41,6 +42,8 @@ export interface TrackerStore {
   getProbes(modelId: string): Promise<ProbeSet | undefined>
   /** Accounts, keys, the ledger, receipts and reputation history. */
   readonly ledger: LedgerStore
+  /** Credits set aside for sessions in flight, shared by every tracker instance on the store. */
+  readonly holds: CreditHolds
   /** What the tracker's checks found of each host, and its reputation tallies. */
   readonly checks: ChecksStore
   /** The schema version now in force (number of migrations applied). */
@@ -51,10 +54,12 @@ export interface TrackerStore {
 /** The tracker's store over either engine (tracker/db/sql.ts): the queries are written once. */
 export class SqlTrackerStore implements TrackerStore {
   readonly ledger: LedgerStore
+  readonly holds: CreditHolds
   readonly checks: ChecksStore
 
   constructor(protected readonly sql: Sql) {
     this.ledger = new SqlLedgerStore(sql)
+    this.holds = new CreditHolds(sql)
     this.checks = new ChecksStore(sql)
   }
 

@@ -7,12 +7,11 @@ import { randomBytes } from 'node:crypto'
 import { createAdapter } from '@socket.io/redis-adapter'
 import { Redis } from 'ioredis'
 import type { Server as SocketServer } from 'socket.io'
-import { ClusterBeats, ClusterChanged, ClusterHolds, ClusterHost, ClusterSnapshot, NeuronError, type RpcSocket } from '../../protocol'
+import { ClusterBeats, ClusterChanged, ClusterHost, ClusterSnapshot, NeuronError, type RpcSocket } from '../../protocol'
 import type { NonceBook } from '../auth'
 import type { ModelCatalog } from '../catalog'
 import type { HostChecks } from '../checks/host-checks'
 import { isPostgresUrl } from '../db/postgres-store'
-import type { CreditHolds } from '../gateway/credit-holds'
 import type { WindowCounter } from '../gateway/rate-limit'
 import type { SwarmPlanner } from '../planner'
 import type { HostRegistry, LiveHost } from '../registry'
@@ -26,16 +25,11 @@ export interface ClusterDeps {
   readonly catalog: Pick<ModelCatalog, 'load'>
   readonly planner: Pick<SwarmPlanner, 'invalidate'>
   readonly reputation: Pick<Reputation, 'load'>
-  readonly holds: CreditHolds
   readonly log: (line: string) => void
 }
 
 /** How long an instance waits for the others' snapshots of their hosts when it starts. */
 const SNAPSHOT_WAIT_MS = 3_000
-/** An account's holds changing many times a second are told once per this long. */
-const HOLDS_EVERY_MS = 100
-/** Every account held for is told again this often, so the others' copies do not expire (REMOTE_HOLD_TTL_MS). */
-const HOLDS_REPEAT_MS = 60_000
 /**
  * The largest frame relayed to a host another instance holds. It crosses Redis as one pub/sub message,
  * to every instance: Redis drops a subscriber whose output buffer passes 32 MiB (its default
@@ -50,8 +44,6 @@ export class TrackerCluster {
   readonly counter: WindowCounter
   private deps: ClusterDeps | undefined
   private readonly timers: NodeJS.Timeout[] = []
-  /** Accounts whose holds changed since they were last told. */
-  private readonly heldChanged = new Set<string>()
 
   private constructor(
     private readonly commands: Redis,
@@ -129,21 +121,7 @@ export class TrackerCluster {
     })
     // After the ban is in the store: the others read it from there.
     checks.on('banned', (hostId) => void checks.flushed().then(() => this.changed({ kind: 'checks', hostId })))
-    on('cluster:holds', (raw) => {
-      const { instance, holds } = ClusterHolds.parse(raw)
-      if (instance !== this.instance) for (const [accountId, micro] of holds) deps.holds.setRemote(instance, accountId, micro)
-    })
-    deps.holds.on('changed', (accountId) => this.heldChanged.add(accountId))
-    const tellHolds = (accounts: Iterable<string>) => {
-      const holds = [...accounts].map((a) => [a, deps.holds.ownMicro(a)] as [string, number])
-      if (holds.length > 0) io.serverSideEmit('cluster:holds', { instance: this.instance, holds })
-    }
     const every = (ms: number, f: () => void) => this.timers.push(setInterval(f, ms).unref())
-    every(HOLDS_EVERY_MS, () => {
-      tellHolds(this.heldChanged)
-      this.heldChanged.clear()
-    })
-    every(HOLDS_REPEAT_MS, () => tellHolds(deps.holds.accounts()))
     every(heartbeatMs, () => {
       const beats = registry
         .own()

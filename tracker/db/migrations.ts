@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type pg from 'pg'
 import { CHECKS_SCHEMA } from '../checks/checks-store'
+import { SHARED_HOLDS_SCHEMA } from '../ledger/credit-holds'
 import { ESCROW_SCHEMA } from '../ledger/escrowed-receipts'
 import { ROUTED_SESSIONS_SCHEMA } from '../ledger/routed-sessions'
 
@@ -102,6 +103,8 @@ export const MIGRATIONS: readonly string[] = [
      probe_set blob not null,
      created_at integer not null
    );`,
+  // Credit holds as the one reservation every tracker instance takes and counts: when each was last asked for, and indexes for an account's holds and a session's charges.
+  SHARED_HOLDS_SCHEMA,
 ]
 
 /**

@@ -6,8 +6,8 @@ import { StoreError } from './sql'
 /**
  * The tracker's store on PostgreSQL: the same queries and migrations as SQLite's, on a node-postgres pool.
  * The ledger's postings run in serializable transactions, retried when two of them race, so writers on
- * several processes lose and double nothing; one tracker per database still (credit holds and issued
- * routes live in its memory; docs/deployment.md).
+ * several processes lose and double nothing. Credit holds are taken in the database too (ledger/credit-holds.ts), so
+ * instances sharing it (joined by Redis, tracker/cluster/) cannot hold the same credits twice.
  */
 export class PostgresStore extends SqlTrackerStore {
   private constructor(readonly postgres: PostgresSql) {

@@ -1,16 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { escrowAccount, hostAccount } from '../ledger/accounts'
 import { authenticate, requireMember } from './auth'
-import type { CreditHolds } from './credit-holds'
 import type { GatewayDeps } from './deps'
 import { sendJson } from './http'
 
 /** The /v1/dashboard queries: a consumer's own balance, and any host's earnings, receipts and reputation. */
 export class Dashboards {
-  constructor(
-    private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'reputation' | 'admits' | 'provenKey' | 'checks' | 'metering'>,
-    private readonly holds: CreditHolds,
-  ) {}
+  constructor(private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'holds' | 'reputation' | 'admits' | 'provenKey' | 'checks' | 'metering'>) {}
 
   async account(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const account = await authenticate(req, this.deps)
@@ -18,7 +14,7 @@ export class Dashboards {
       account_id: account.accountId,
       name: account.name,
       balance_micro: await this.deps.accounts.balance(account.accountId),
-      held_micro: this.holds.heldMicro(account.accountId),
+      held_micro: await this.deps.holds.heldMicro(account.accountId),
     })
   }
 

@@ -5,11 +5,11 @@ import type { SwarmClient } from '../../client/swarm-client'
 import type { HostChecksView } from '../../protocol'
 import type { ModelCatalog } from '../catalog'
 import type { Accounts } from '../ledger/accounts'
+import type { CreditHolds } from '../ledger/credit-holds'
 import type { LedgerStore } from '../ledger/ledger-store'
 import type { Metering } from '../ledger/metering'
 import type { PricingOptions } from '../ledger/pricing'
 import type { Reputation } from '../reputation/reputation'
-import type { CreditHolds } from './credit-holds'
 import type { WindowCounter } from './rate-limit'
 
 export interface GatewayOptions {
@@ -26,10 +26,10 @@ export interface GatewayDeps {
   readonly catalog: ModelCatalog
   readonly accounts: Accounts
   readonly ledger: LedgerStore
+  /** Credits set aside per account in the store, shared with the tracker's routed sessions and the other instances. */
+  readonly holds: CreditHolds
   readonly metering: Metering
   readonly reputation: Reputation
-  /** Credits set aside per account, shared with the tracker's routed sessions (default: the gateway's own). */
-  readonly holds?: CreditHolds
   /** Tells the tracker the gateway's next session is paid by this account (before it is routed). */
   readonly sponsor?: (session: string, accountId: string) => void
   /** Whether the swarm admits this key (null: a caller without one): see Tracker.admits. */

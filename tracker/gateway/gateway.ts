@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { AdminEndpoints } from './admin'
-import { CreditHolds } from './credit-holds'
 import { Dashboards } from './dashboards'
 import type { GatewayDeps, GatewayOptions } from './deps'
 import { fromNeuronError, GatewayError } from './errors'
@@ -24,10 +23,9 @@ export class Gateway {
     private readonly deps: GatewayDeps,
     options: GatewayOptions,
   ) {
-    const holds = deps.holds ?? new CreditHolds()
-    const generations = new PaidGenerations(deps, options.pricing ?? {}, holds)
+    const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds)
     this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter))
-    this.dashboards = new Dashboards(deps, holds)
+    this.dashboards = new Dashboards(deps)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
   }
 

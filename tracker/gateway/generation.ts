@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { Receipt } from '../../protocol'
+import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { affordableTokens, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
-import type { CreditHolds } from './credit-holds'
 import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'
 
@@ -40,38 +40,37 @@ export class PaidGenerations {
     const stored = this.deps.catalog.get(g.modelId)
     const { nLayer } = stored.manifest
     const price = priceOf(stored.manifest, this.pricing)
-    const available = (await this.deps.accounts.balance(account.accountId)) - this.holds.heldMicro(account.accountId)
-    const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
-    if (affordable < 1) {
-      throw new GatewayError(
-        402,
-        'insufficient_quota',
-        'insufficient_credits',
-        `account ${account.accountId} has ${available} micro-credits available; this prompt of ${g.promptTokens.length} tokens and one completion token cost ${maxCost(price, nLayer, g.promptTokens.length, 1)}. Ask the operator for a grant.`,
-      )
-    }
-    const maxTokens = Math.min(g.maxTokens, affordable)
-    // Connect before holding: a hold taken outside the try/finally below would never be released.
-    const client = await this.deps.client()
-    const hold = this.holds.hold(account.accountId, maxCost(price, nLayer, g.promptTokens.length, maxTokens))
+    // The tracker routes the session for the caller's account: this generation's hold pays for it.
+    const session = randomBytes(16).toString('hex')
+    let maxTokens = 0
+    // Checked and taken in one store transaction: another instance's generation cannot spend the same credits.
+    await this.holds.take(session, account.accountId, (available) => {
+      const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
+      if (affordable < 1) {
+        throw new GatewayError(
+          402,
+          'insufficient_quota',
+          'insufficient_credits',
+          `account ${account.accountId} has ${available} micro-credits available; this prompt of ${g.promptTokens.length} tokens and one completion token cost ${maxCost(price, nLayer, g.promptTokens.length, 1)}. Ask the operator for a grant.`,
+        )
+      }
+      maxTokens = Math.min(g.maxTokens, affordable)
+      return { heldMicro: maxCost(price, nLayer, g.promptTokens.length, maxTokens), maxTokens }
+    })
     let outOfCredits = false
     // Receipts wait here until the gateway has sent the next step on its way: committing them then
     // overlaps the hosts' compute. A step's text is written only after its receipts are committed.
     const unsettled: { session: string; receipts: readonly Receipt[] }[] = []
+    // What they charge shrinks the hold: the store counts the session's settled charges against it.
     const settle = async () => {
       for (let batch = unsettled.shift(); batch !== undefined; batch = unsettled.shift()) {
         await this.deps.metering.bind(batch.session, account.accountId)
-        for (const v of await this.deps.metering.settle(batch.session, batch.receipts)) {
-          hold.remaining -= v.charged
-          this.holds.emit('changed', account.accountId)
-          if (v.code === 'insufficient_credits') outOfCredits = true
-        }
+        for (const v of await this.deps.metering.settle(batch.session, batch.receipts)) if (v.code === 'insufficient_credits') outOfCredits = true
       }
     }
-    // The tracker routes the session for the caller's account: this generation's hold pays for it.
-    const session = randomBytes(16).toString('hex')
-    this.deps.sponsor?.(session, account.accountId)
     try {
+      const client = await this.deps.client()
+      this.deps.sponsor?.(session, account.accountId)
       const tokens = client.generate({
         session,
         modelId: g.modelId,
@@ -124,7 +123,8 @@ export class PaidGenerations {
       for (const hop of s.route) if (hop.medianMs > 0) this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
       yield { done: true, finishReason: s.finishReason, completionTokens: s.completionTokens }
     } finally {
-      this.holds.release(account.accountId, hold)
+      // A hold whose release fails stays until it is idle past its expiry, then any instance releases it.
+      await this.holds.release(session).catch(() => {})
     }
   }
 }

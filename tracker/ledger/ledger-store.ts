@@ -78,7 +78,7 @@ export interface EarningsBucket {
 
 /** The ledger's durable side; callers see no SQL. Every transaction's entries sum to zero. */
 export interface LedgerStore {
-  /** The routes issued and the credits held for them. */
+  /** The routes issued (their credit holds: TrackerStore.holds). */
   readonly routes: RoutedSessions
   /** Hosts' pending earnings, receipt by receipt (Escrow moves the credits). */
   readonly escrow: EscrowedReceipts

@@ -255,6 +255,38 @@ for (const engine of await storeEngines())
       expect(await store.ledger.total()).toBe(0)
     })
 
+    it('keeps a failover’s new hop when, with other instances on the store, a settle reads the session between issue()’s read and its write (the test holds the store’s reads back to force that order)', async () => {
+      metering.shared = true
+      const hostC = NodeIdentity.generate()
+      keys.set(hostC.id, hostC.publicKey)
+      const { account } = await accounts.create()
+      const s = await session(account.accountId)
+      // issue()'s read of the route waits until settle()'s has been made too; then both resume, issue()'s first.
+      const routes = store.ledger.routes
+      const read = routes.route.bind(routes)
+      let resume!: () => void
+      const both = new Promise<void>((r) => (resume = r))
+      let issueWaits!: () => void
+      const issueRead = new Promise<void>((r) => (issueWaits = r))
+      let reads = 0
+      routes.route = async (id) => {
+        const route = await read(id)
+        if (++reads === 1) issueWaits()
+        else resume()
+        await both
+        return route
+      }
+      const failover = metering.issue(s, 'toy', [{ hostId: hostC.id, blocks: [0, 3] }])
+      await issueRead
+      const settled = metering.settle(s, [sign(hostA, { session: s, step: 1, blocks: [0, 3], tokens: 2 })])
+      await failover
+      expect((await settled).map((v) => v.code ?? 'ok')).toEqual(['ok'])
+      routes.route = read
+      // The replacement host's receipt is paid: its hop was saved, not dropped by the settle's copy of the session.
+      const [replaced] = await metering.settle(s, [sign(hostC, { session: s, step: 2, blocks: [0, 3], tokens: 1 })])
+      expect(replaced).toMatchObject({ ok: true, charged: hopCharge(PRICE, 4, { step: 2, blocks: [0, 3], tokens: 1 }) })
+    })
+
     it('never lets a balance go below zero', async () => {
       const { account } = await accounts.create({ grantMicro: 100 })
       const s = await session(account.accountId)

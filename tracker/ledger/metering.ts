@@ -103,7 +103,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     let believed = false
     if (known === undefined) {
       const manifest = this.manifestOf(modelId)
-      this.sessions.set(session, {
+      const issued: IssuedSession = {
         modelId,
         nLayer: manifest.nLayer,
         price: priceOf(manifest, this.pricing),
@@ -113,8 +113,9 @@ export class Metering extends EventEmitter<MeteringEvents> {
         routed,
         failed: [],
         lastUsed: now,
-      })
-      await this.save(session, now)
+      }
+      this.sessions.set(session, issued)
+      await this.save(session, issued, now)
     } else if (known.issuedTo !== issuedTo || known.modelId !== modelId) {
       throw new NeuronError('session_exists', `session ${session} belongs to another client or model; use a fresh random session id.`)
     } else if (known.hops.length + hops.length > MAX_SESSION_HOPS) {
@@ -128,7 +129,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
       if (believed && f !== undefined) known.failed.push(f)
       known.hops.push(...hops)
       known.lastUsed = now
-      await this.save(session, now)
+      await this.save(session, known, now)
     }
     // The account that pays: the route's caller's (or the one the gateway runs the session for).
     if (request?.accountId !== undefined) await this.bind(session, request.accountId)
@@ -140,7 +141,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     const known = await this.lookup(session)
     if (known !== undefined && known.accountId === null) {
       known.accountId = accountId
-      await this.save(session)
+      await this.save(session, known)
     }
   }
 
@@ -366,9 +367,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
     return restored
   }
 
-  private async save(session: string, now = Date.now()): Promise<void> {
-    const s = this.sessions.get(session)
-    if (s === undefined) return
+  /** Writes `s`, the object the caller changed: a lookup meanwhile (shared mode) may have put another copy in the map. */
+  private async save(session: string, s: IssuedSession, now = Date.now()): Promise<void> {
     await this.store.routes.saveRoute({
       session,
       modelId: s.modelId,

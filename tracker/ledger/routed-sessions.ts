@@ -16,16 +16,7 @@ export interface StoredRoute {
   readonly savedAt: number
 }
 
-/** Credits set aside for a session when it was routed; what is left is that less what its receipts charged. */
-export interface StoredHold {
-  readonly session: string
-  readonly accountId: string
-  readonly heldMicro: number
-  readonly maxTokens: number
-  readonly createdAt: number
-}
-
-/** Routed sessions and their credit holds, in the ledger's SQLite file: a restart loses and doubles neither. */
+/** Routed sessions, in the tracker's store: a restart loses and doubles none (their credit holds: credit-holds.ts). */
 export class RoutedSessions {
   constructor(private readonly db: Sql) {}
 
@@ -67,24 +58,6 @@ export class RoutedSessions {
     await this.db.run('delete from routed_sessions where saved_at < ?', [savedAt])
   }
 
-  async saveHold(h: StoredHold): Promise<void> {
-    await this.db.run(
-      `insert into credit_holds (session, account_id, held_micro, max_tokens, created_at) values (?, ?, ?, ?, ?)
-       on conflict (session) do update set account_id = excluded.account_id, held_micro = excluded.held_micro, max_tokens = excluded.max_tokens,
-         created_at = excluded.created_at`,
-      [h.session, h.accountId, h.heldMicro, h.maxTokens, h.createdAt],
-    )
-  }
-
-  async releaseHold(session: string): Promise<void> {
-    await this.db.run('delete from credit_holds where session = ?', [session])
-  }
-
-  async holds(): Promise<StoredHold[]> {
-    const rows = await this.db.all<HoldRow>('select * from credit_holds order by created_at')
-    return rows.map((r) => ({ session: r.session, accountId: r.account_id, heldMicro: r.held_micro, maxTokens: r.max_tokens, createdAt: r.created_at }))
-  }
-
   /**
    * What a failed host's earnings from a session can still pay for replays: what it earned there less
    * every replay already paid in the session (counted against it, so nothing is paid twice); voided receipts count for nothing.
@@ -96,15 +69,6 @@ export class RoutedSessions {
       [failedHost, replayBase, replayBase, session],
     )
     return Math.max(0, row?.left ?? 0)
-  }
-
-  /** Micro-credits `account` (a ledger account name) has paid for the session's receipts. */
-  async charged(session: string, account: string): Promise<number> {
-    const row = await this.db.get<{ paid: number }>(
-      'select coalesce(-sum(e.amount), 0) as paid from receipts r join ledger_entries e on e.txn_id = r.txn_id where r.session = ? and e.account = ?',
-      [session, account],
-    )
-    return row?.paid ?? 0
   }
 }
 
@@ -139,12 +103,4 @@ interface RouteRow {
   failed: string
   price: string
   saved_at: number
-}
-
-interface HoldRow {
-  session: string
-  account_id: string
-  held_micro: number
-  max_tokens: number
-  created_at: number
 }

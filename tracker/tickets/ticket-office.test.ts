@@ -142,6 +142,26 @@ for (const each of await storeEngines())
         await close()
       }
     })
+    it('gives one hold when one account plans three sessions at once that its balance covers one of', async () => {
+      const { tracker, client, close } = await swarm('holds-at-once')
+      try {
+        const identity = NodeIdentity.generate()
+        await tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
+        const socket = await client(identity)
+        const plans = [sid(), sid(), sid()].map((session) =>
+          callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 1000, session }),
+        )
+        const results = await Promise.allSettled(plans)
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+        expect(results.filter((r) => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code)).toEqual([
+          'insufficient_credits',
+          'insufficient_credits',
+        ])
+      } finally {
+        await close()
+      }
+    })
+
     it('keeps routed sessions and holds across a restart: a receipt routed before it still pays once, the hold still counts until it expires', async () => {
       const hostKey = NodeIdentity.generate()
       const first = await swarm('restart', {}, hostKey)
@@ -184,7 +204,7 @@ for (const each of await storeEngines())
         const [again] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
         expect(again).toMatchObject({ code: 'already_settled', charged: 0 })
         // Idle past its expiry, the hold is released: the account can route again.
-        second.tickets.sweep(Date.now() + 16 * 60_000)
+        await second.tickets.sweep(Date.now() + 16 * 60_000)
         await plan(socket, sid())
         expect(await second.store.ledger.total()).toBe(0)
         socket.close()

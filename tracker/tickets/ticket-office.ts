@@ -1,12 +1,10 @@
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signTicket } from '../../identity/tickets'
 import { type Manifest, NeuronError, type Route, TICKET_TTL_MS } from '../../protocol'
-import { CreditHolds, type Hold } from '../gateway/credit-holds'
 import type { Accounts } from '../ledger/accounts'
-import { consumerAccount } from '../ledger/accounts'
+import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
-import type { RoutedSessions } from '../ledger/routed-sessions'
 
 export interface TicketOfficeOptions {
   /**
@@ -31,30 +29,16 @@ export function ticketOptions(options: TicketOfficeOptions, env: NodeJS.ProcessE
   }
 }
 
-/** What a routed session has set aside: the payer and what is left of its hold. */
-interface HeldSession {
-  readonly accountId: string
-  readonly hold: Hold
-  readonly maxTokens: number
-  lastUsed: number
-}
-
-/** A hold nobody charged or extended for this long is released (its client is gone). */
-const HOLD_IDLE_MS = 15 * 60_000
-
 /**
  * Who may be routed, and with what: a route.plan is paid from the caller's account (or the account
  * the gateway sponsors the session for); the office sets aside a credit hold covering the session's
  * maxTokens at the model's price and signs a ticket per hop that the hop's host checks on open.
  */
 export class TicketOffice {
-  private readonly sessions = new Map<string, HeldSession>()
   /** Sessions the gateway runs for an account through the tracker's own client. */
   private readonly sponsored = new Map<string, string>()
   private readonly grantsGiven: number[] = []
   private readonly manifestHashes = new WeakMap<Manifest, string>()
-  /** Credits set aside per account: the gateway's generations and routed sessions alike. */
-  readonly holds = new CreditHolds()
 
   constructor(
     private readonly identity: NodeIdentity,
@@ -62,18 +46,14 @@ export class TicketOffice {
     private readonly pricing: PricingOptions,
     /** The gateway's own client: only it may route sponsored sessions. */
     private readonly gatewayKey: string,
-    /** Where holds are kept across restarts. */
-    private readonly saved: RoutedSessions,
+    /** Credits set aside per account, in the store every instance shares: the gateway's generations and routed sessions alike. */
+    private readonly holds: CreditHolds,
     private readonly options: TicketOfficeOptions = {},
   ) {}
 
-  /** Holds taken before a restart come back, less what their sessions' receipts have charged since (call once before serving). */
-  async restore(now = Date.now()): Promise<void> {
-    for (const h of await this.saved.holds()) {
-      const remaining = Math.max(0, h.heldMicro - (await this.saved.charged(h.session, consumerAccount(h.accountId))))
-      this.sessions.set(h.session, { accountId: h.accountId, hold: this.holds.hold(h.accountId, remaining), maxTokens: h.maxTokens, lastUsed: now })
-    }
-    this.sweep(now)
+  /** Releases the holds of sessions idle past HOLD_IDLE_MS, whichever instance took them (their client is gone); settled receipts stay paid. */
+  sweep(now = Date.now()): Promise<number> {
+    return this.holds.sweep(now)
   }
 
   /** The gateway runs `session` for `accountId` (it holds the credits itself). */
@@ -100,9 +80,9 @@ export class TicketOffice {
   }
 
   /**
-   * Sets aside credits for `session` (once: a failover's re-plan reuses the hold) and signs each
-   * hop's ticket. Throws `insufficient_credits` when the account's balance less its holds cannot
-   * cover `maxTokens` at the model's price.
+   * Sets aside credits for `session` (once: a failover's re-plan, on any instance, reuses the hold) and
+   * signs each hop's ticket. Throws `insufficient_credits` when the account's balance less its holds
+   * cannot cover `maxTokens` at the model's price.
    */
   async ticket(
     route: Route,
@@ -112,37 +92,12 @@ export class TicketOffice {
     payer: { account: StoredAccount; sponsored: boolean },
     now = Date.now(),
   ): Promise<Route> {
-    // Read first: from here on nothing awaits until the hold is taken, so two plans of one account cannot both spend the same credits.
-    const unread = payer.sponsored || this.sessions.has(request.session)
-    const balance = unread ? 0 : await this.accounts.balance(payer.account.accountId)
-    this.sweep(now)
     const price = priceOf(manifest, this.pricing)
-    const known = this.sessions.get(request.session)
-    if (known !== undefined) {
-      if (known.accountId !== payer.account.accountId)
-        throw new NeuronError('session_exists', `session ${request.session} is another client's; use a fresh random session id.`)
-      if (request.maxTokens > known.maxTokens)
-        throw new NeuronError(
-          'ticket_mismatch',
-          `session ${request.session} was routed for ${known.maxTokens} tokens; a re-plan cannot ask for ${request.maxTokens}.`,
-        )
-      known.lastUsed = now
-    } else if (!payer.sponsored) {
-      // Its session was swept meanwhile: read the balance after all.
-      if (unread) return this.ticket(route, request, manifest, clientKey, payer, now)
+    // The gateway holds for the sessions it sponsors itself.
+    if (!payer.sponsored) {
       const prompt = Math.min(request.promptTokens ?? 0, request.maxTokens)
       const cost = maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt)
-      const { accountId } = payer.account
-      const available = balance - this.holds.heldMicro(accountId)
-      if (available < cost) {
-        throw new NeuronError(
-          'insufficient_credits',
-          `account ${accountId} has ${available} micro-credits free; a session of ${request.maxTokens} tokens of ${manifest.modelId} may cost ${cost}. Ask for fewer tokens or for a grant.`,
-          { availableMicro: available, neededMicro: cost },
-        )
-      }
-      this.sessions.set(request.session, { accountId, hold: this.holds.hold(accountId, cost), maxTokens: request.maxTokens, lastUsed: now })
-      await this.saved.saveHold({ session: request.session, accountId, heldMicro: cost, maxTokens: request.maxTokens, createdAt: now })
+      await this.hold(request, manifest.modelId, cost, payer.account.accountId, now)
     }
     const manifestHash = this.hashOf(manifest)
     return {
@@ -166,37 +121,35 @@ export class TicketOffice {
     }
   }
 
-  /** A settled receipt spent `micro` of the session's hold. */
-  charged(session: string, micro: number, now = Date.now()): void {
-    const held = this.sessions.get(session)
-    if (held === undefined) return
-    held.hold.remaining = Math.max(0, held.hold.remaining - micro)
-    held.lastUsed = now
-    this.holds.emit('changed', held.accountId)
-  }
-
-  /** `session.end` from `publicKey`: ends the session if that key's account (or the gateway) routed it; the rpc's empty answer. */
+  /** `session.end` from `publicKey`: releases the session's hold if that key's account took it; the rpc's empty answer. */
   async endBy(session: string, publicKey: string): Promise<Record<string, never>> {
-    const held = this.sessions.get(session)
-    const own = held !== undefined && (await this.accounts.byPublicKey(publicKey))?.accountId === held.accountId
-    if (own || (publicKey === this.gatewayKey && this.sponsored.has(session))) this.end(session)
+    // The gateway releases its generation's hold itself, once the last receipts are settled.
+    if (publicKey === this.gatewayKey && this.sponsored.delete(session)) return {}
+    const hold = await this.holds.get(session)
+    if (hold !== undefined && (await this.accounts.byPublicKey(publicKey))?.accountId === hold.accountId) await this.holds.release(session)
     return {}
   }
 
-  /** The session is over: what is left of its hold is free again. */
-  end(session: string): void {
-    const held = this.sessions.get(session)
-    this.sponsored.delete(session)
-    if (held === undefined) return
-    this.sessions.delete(session)
-    this.holds.release(held.accountId, held.hold)
-    // Not awaited: a hold left stored by a failed delete comes back at the next start less what was charged, and is swept again when idle.
-    this.saved.releaseHold(session).catch(() => {})
-  }
-
-  /** The account paying for a routed session, if the office holds for it. */
-  accountOf(session: string): string | undefined {
-    return this.sessions.get(session)?.accountId ?? this.sponsored.get(session)
+  /** Takes the session's hold of `cost`, or checks a re-plan against the hold its first plan took (on whichever instance). */
+  private async hold(request: { session: string; maxTokens: number }, modelId: string, cost: number, accountId: string, now: number): Promise<void> {
+    const size = (available: number) => {
+      if (available < cost) {
+        throw new NeuronError(
+          'insufficient_credits',
+          `account ${accountId} has ${available} micro-credits free; a session of ${request.maxTokens} tokens of ${modelId} may cost ${cost}. Ask for fewer tokens or for a grant.`,
+          { availableMicro: available, neededMicro: cost },
+        )
+      }
+      return { heldMicro: cost, maxTokens: request.maxTokens }
+    }
+    const { hold, taken } = await this.holds.take(request.session, accountId, size, now)
+    if (taken) return
+    if (hold.accountId !== accountId) throw new NeuronError('session_exists', `session ${request.session} is another client's; use a fresh random session id.`)
+    if (request.maxTokens > hold.maxTokens)
+      throw new NeuronError(
+        'ticket_mismatch',
+        `session ${request.session} was routed for ${hold.maxTokens} tokens; a re-plan cannot ask for ${request.maxTokens}.`,
+      )
   }
 
   private async openWithGrant(publicKey: string, now: number): Promise<StoredAccount> {
@@ -226,10 +179,5 @@ export class TicketOffice {
       this.manifestHashes.set(manifest, hash)
     }
     return hash
-  }
-
-  /** Releases the holds of sessions idle past HOLD_IDLE_MS (their client is gone); settled receipts stay paid. */
-  sweep(now = Date.now()): void {
-    for (const [id, s] of this.sessions) if (now - s.lastUsed > HOLD_IDLE_MS) this.end(id)
   }
 }
