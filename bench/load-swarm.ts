@@ -1,5 +1,7 @@
 // bench:load's swarm: a `neuron tracker` process, the model packed and published from this process, and `neuron host`
 // processes serving consecutive block ranges (so every route has one hop per host), each a real program on loopback.
+import { execFileSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { link, mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { packModel } from '../gguf/pack'
@@ -14,6 +16,8 @@ export interface LoadSwarm {
   readonly ranges: readonly (readonly [number, number])[]
   /** Every process's output so far, for a report when something fails. */
   logs(): string
+  /** CPU seconds (user + system) each process has used so far, from /proc; empty where there is none. */
+  cpuSeconds(): { tracker: number; hosts: number[] } | undefined
   close(): Promise<void>
 }
 
@@ -82,6 +86,11 @@ export async function startLoadSwarm(o: LoadSwarmOptions): Promise<LoadSwarm> {
       trackerUrl,
       manifest,
       ranges,
+      cpuSeconds: () => {
+        const used = processes.map((p) => cpuSecondsOf(p.child.pid))
+        if (used.some((s) => s === undefined)) return undefined
+        return { tracker: used[0] as number, hosts: used.slice(1) as number[] }
+      },
       logs: () => processes.map((p, i) => `--- ${i === 0 ? 'tracker' : `host ${i - 1}`}\n${p.output().slice(-4000)}`).join('\n'),
       close,
     }
@@ -89,4 +98,15 @@ export async function startLoadSwarm(o: LoadSwarmOptions): Promise<LoadSwarm> {
     await close()
     throw error
   }
+}
+
+let ticksPerSecond: number | undefined
+
+/** utime + stime of a Linux process, seconds (fields 14 and 15 of /proc/PID/stat, after the command's parentheses). */
+function cpuSecondsOf(pid: number | undefined): number | undefined {
+  const stat = `/proc/${pid}/stat`
+  if (pid === undefined || !existsSync(stat)) return undefined
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
+  const fields = readFileSync(stat, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
 }

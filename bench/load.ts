@@ -7,6 +7,7 @@
 //
 // Options: --chats 100  --tokens 32  --rounds 3  --hosts 4  --threads 1  --model <gguf> (default stories260K)
 //          --max-sessions <per host; default chats + 4>  --clients <keys; default one per chat>  --timeout-ms 180000
+//          --seam f16|f32 (how hidden states cross hops; default f16, the model's)
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -42,6 +43,8 @@ const maxSessions = intArg('max-sessions', chats + 4)
 const clientCount = Math.min(chats, intArg('clients', chats))
 const timeoutMs = intArg('timeout-ms', 180_000)
 const model = arg('model', STORIES_260K)
+const seam = arg('seam', 'f16') as 'f16' | 'f32'
+if (seam !== 'f16' && seam !== 'f32') throw new Error(`--seam is f16 or f32, not ${seam}`)
 
 const NAMES = ['Lily', 'Tom', 'Sue', 'Ben', 'Max', 'Mia', 'Sam', 'Anna', 'Tim', 'Lucy']
 const THINGS = ['a dog', 'a red ball', 'a big tree', 'a little bird', 'a toy car', 'a cat', 'the sun', 'a boat', 'a cake', 'a garden']
@@ -80,7 +83,15 @@ async function chat(client: SwarmClient, modelId: string, k: number, prompt: rea
   let timer: NodeJS.Timeout | undefined
   const started = performance.now()
   const generation = (async () => {
-    const stream = client.generate({ modelId, prompt, maxTokens: tokens, stopAtEog: false, sampling: { temperature: 0 }, signal: abort.signal })
+    const stream = client.generate({
+      modelId,
+      prompt,
+      maxTokens: tokens,
+      stopAtEog: false,
+      sampling: { temperature: 0 },
+      hiddenDtype: seam,
+      signal: abort.signal,
+    })
     let last = started
     let next = await stream.next()
     while (!next.done) {
@@ -118,7 +129,7 @@ function firstDifference(want: readonly number[], got: readonly number[]): numbe
 }
 
 const work = await mkdtemp(join(BENCH_DIR, 'load-'))
-emit({ bench: 'load', model, chats, tokens, rounds, hosts, threads, max_sessions: maxSessions, clients: clientCount, loadavg: loadavg() })
+emit({ bench: 'load', model, chats, tokens, rounds, hosts, threads, seam, max_sessions: maxSessions, clients: clientCount, loadavg: loadavg() })
 
 // The oracle first, alone on the machine: node-llama-cpp on the whole model, each prompt from an empty context.
 const llama = await sharedLlama()
@@ -171,9 +182,11 @@ try {
     // ABBA: neither side always runs on the machine the other just warmed
     const order = r % 2 === 0 ? (['sequential', 'concurrent'] as const) : (['concurrent', 'sequential'] as const)
     for (const side of order) {
+      const cpu0 = { ours: process.cpuUsage(), swarm: swarm.cpuSeconds() }
       const t0 = performance.now()
       const runs = await sides[side]()
       const seconds = (performance.now() - t0) / 1000
+      const cpu1 = { ours: process.cpuUsage(cpu0.ours), swarm: swarm.cpuSeconds() }
       const done = runs.filter((c) => c.error === undefined)
       const produced = runs.reduce((s, c) => s + c.tokens.length, 0)
       const gaps = done.flatMap((c) => c.gapsMs)
@@ -203,6 +216,13 @@ try {
         ttft_ms_p50: round2(percentile(ttft, 50)),
         ttft_ms_p99: round2(percentile(ttft, 99)),
         failovers: runs.reduce((s, c) => s + c.failovers, 0),
+        // where the work went: CPU seconds of the clients (this process), the tracker and each host
+        cpu_s: {
+          clients: round2((cpu1.ours.user + cpu1.ours.system) / 1e6),
+          ...(cpu0.swarm === undefined || cpu1.swarm === undefined
+            ? {}
+            : { tracker: round2(cpu1.swarm.tracker - cpu0.swarm.tracker), hosts: cpu1.swarm.hosts.map((s, i) => round2(s - (cpu0.swarm?.hosts[i] ?? 0))) }),
+        },
         loadavg: loadavg()[0],
       })
       // Every failure and every mismatch by prompt: each is a bug to chase.
