@@ -30,6 +30,8 @@ export interface LoadSwarmOptions {
   readonly maxSessions: number
   /** Client keys that will ask for routes: each is a new account, within the tracker's new accounts per minute. */
   readonly clients: number
+  /** `neuron tracker --audit-rate` (default the tracker's); hosts on probation are audited at half their steps either way. */
+  readonly auditRate?: string
 }
 
 export async function startLoadSwarm(o: LoadSwarmOptions): Promise<LoadSwarm> {
@@ -51,6 +53,7 @@ export async function startLoadSwarm(o: LoadSwarmOptions): Promise<LoadSwarm> {
       '1000000000',
       '--new-accounts-per-minute',
       String(o.clients + 8),
+      ...(o.auditRate === undefined ? [] : ['--audit-rate', o.auditRate]),
     ])
     processes.push(tracker)
     const trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/, 60_000))[1] as string

@@ -7,7 +7,7 @@
 //
 // Options: --chats 100  --tokens 32  --rounds 3  --hosts 4  --threads 1  --model <gguf> (default stories260K)
 //          --max-sessions <per host; default chats + 4>  --clients <keys; default one per chat>  --timeout-ms 180000
-//          --seam f16|f32 (how hidden states cross hops; default f16, the model's)
+//          --seam f16|f32 (how hidden states cross hops; default f16, the model's)  --audit-rate F (the tracker's)
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -152,7 +152,8 @@ const oracle: number[][] = []
   await whole.dispose()
 }
 
-const swarm = await startLoadSwarm({ work, model, hosts, threads, maxSessions, clients: clientCount })
+const auditRate = arg('audit-rate', '')
+const swarm = await startLoadSwarm({ work, model, hosts, threads, maxSessions, clients: clientCount, ...(auditRate === '' ? {} : { auditRate }) })
 const modelId = swarm.manifest.modelId
 const clients: SwarmClient[] = []
 const summary: Record<'sequential' | 'concurrent', { tps: number[]; gapsMs: number[]; ttftMs: number[] }> = {
