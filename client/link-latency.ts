@@ -95,3 +95,10 @@ export function reportLatencies(
   if (links.length === 0) return
   callRpc(tracker, ClientToTracker, 'latency.report', { links: links.slice(0, MAX_LATENCY_LINKS) }).catch((e: Error) => log(`latency.report: ${e.message}`))
 }
+
+/** The middle of `xs` (the upper one of an even count), 0 for none. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return 0
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)] ?? 0
+}

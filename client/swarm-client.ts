@@ -16,9 +16,10 @@ import {
   SampledToken,
   type SamplingParams,
 } from '../protocol'
+import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import { expectOk, forwardFrame, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
-import { measureHosts, reportLatencies } from './link-latency'
+import { measureHosts, median, reportLatencies } from './link-latency'
 import { type AuditableHop, auditStep, checkedAnswer, checkReceipt } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
@@ -45,6 +46,8 @@ export interface GenerateRequest {
   readonly onReceipts?: (session: string, receipts: readonly Receipt[]) => void | Promise<void>
   /** The session id to use (32 hex digits); default a random one. */
   readonly session?: string
+  /** How long to wait for a free session while every host that could serve is full (default 30 s); 0 fails at once. */
+  readonly waitForSessionMs?: number
 }
 
 export interface GeneratedToken {
@@ -147,14 +150,19 @@ export class SwarmClient {
       if (step.length > 0) await request.onReceipts?.(session, step)
     }
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
-    const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
-    const probed = measureHosts(route.measure ?? [], this.ca)
-    // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
-    const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
-    let hops = await this.openHops(route.hops, session, seamed, maxTokens, true).catch((error: unknown) => {
+    const opening = async () => {
+      const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
+      // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
+      const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
+      return { route, seamed, hops: await this.openHops(route.hops, session, seamed, maxTokens, true) }
+    }
+    const opened = await whenSessionFree(opening, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log).catch((error: unknown) => {
       this.endSession(session)
       throw error
     })
+    const { route, seamed } = opened
+    let hops = opened.hops
+    const probed = measureHosts(route.measure ?? [], this.ca)
     request.onRoute?.(hops.map((h) => h.hop))
 
     const generated: number[] = []
@@ -388,10 +396,4 @@ export class SwarmClient {
       }),
     )
   }
-}
-
-function median(xs: number[]): number {
-  if (xs.length === 0) return 0
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)] ?? 0
 }

@@ -79,6 +79,8 @@ export class Host extends EventEmitter<HostEvents> {
   private runtime: ServingRuntime | undefined
   private server: ShardServer | undefined
   private heartbeat: NodeJS.Timeout | undefined
+  /** Sends a heartbeat now (set once joined). */
+  private beat: () => void = () => {}
   private stopped = false
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
@@ -163,10 +165,12 @@ export class Host extends EventEmitter<HostEvents> {
     // The key, for the operator of a private swarm to list (--allow-keys).
     this.log(`joined ${urls[index]} as ${hello.hostId} (public key ${identity.publicKey})`)
     clearInterval(this.heartbeat)
-    this.heartbeat = setInterval(() => {
+    this.beat = () =>
       callRpc(socket, HostToTracker, 'host.heartbeat', { activeSessions: this.server?.activeSessions ?? 0 }, hello.heartbeatMs).catch((e: Error) =>
         this.log(`heartbeat failed: ${e.message}`),
       )
+    this.heartbeat = setInterval(() => {
+      this.beat()
       this.reportMeasuredSpeed()
     }, hello.heartbeatMs)
     this.heartbeat.unref()
@@ -261,6 +265,8 @@ export class Host extends EventEmitter<HostEvents> {
       tickets: { trackerKey: () => this.trackerKey, hostId: this.hostId, manifestSha256: manifestSha256(manifest) },
       limits: { maxSessionTokens: kvCapacityTokens },
       onReceipt: (r) => this.outbox.add(r),
+      // a full host tells the tracker at once that it has room, so chats waiting for a session need not wait for the next beat
+      onSessionFreed: () => this.beat(),
       ...(this.options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: this.options.unsteppedSessionMs }),
     })
     const listening = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)

@@ -48,3 +48,24 @@ describe('the swarm planner reads where the manifest allows a cut', () => {
     expect(placement.hostsPerRoute).toBe(2)
   })
 })
+
+describe('the swarm planner counts the sessions it routes', () => {
+  it('never routes a host more sessions than it runs in a burst between heartbeats, and routes it again once a heartbeat says one closed', () => {
+    const registry = new HostRegistry(5000)
+    registries.push(registry)
+    // Two hosts of 4 sessions each, either serving the whole model: 8 routes fit, the 9th does not.
+    registry.hello('aaaaaaaaaaaaaaaaaaaa', 'k1', TEST_PROFILE, readyState(manifest.modelId, [0, 4]))
+    registry.hello('bbbbbbbbbbbbbbbbbbbb', 'k2', TEST_PROFILE, { ...readyState(manifest.modelId, [0, 4]), msPerBlock: 2 })
+    const planner = new SwarmPlanner(registry, catalog)
+    const plan = () => planner.route({ modelId: manifest.modelId, maxTokens: 100, exclude: [] })
+    const routed = Array.from({ length: 8 }, () => (plan().hops[0] as { hostId: string }).hostId)
+    expect(routed.filter((id) => id.startsWith('a'))).toHaveLength(4)
+    expect(routed.filter((id) => id.startsWith('b'))).toHaveLength(4)
+    expect(plan).toThrow(/no free session/)
+    // a's heartbeat: 3 of the 4 it was routed are open (one ended), so it takes one more
+    registry.heartbeat('aaaaaaaaaaaaaaaaaaaa', 3)
+    planner.invalidate()
+    expect(plan().hops[0]?.hostId).toBe('aaaaaaaaaaaaaaaaaaaa')
+    expect(plan).toThrow(/no free session/)
+  })
+})

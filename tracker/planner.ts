@@ -58,7 +58,8 @@ export class SwarmPlanner {
         blocks: state.blocks,
         msPerBlock: this.checks?.msPerBlock(h.hostId, advertised) ?? advertised,
         relay: state.endpoint === null,
-        activeSessions: state.activeSessions,
+        // a burst of plans between heartbeats must not fill a host past its sessions (it would answer `busy`)
+        activeSessions: state.activeSessions + h.routedSinceHeartbeat,
         maxSessions: state.maxSessions,
         kvFreeTokens: state.kvCapacityTokens,
         reputation: this.reputationOf(h.hostId),
@@ -78,7 +79,8 @@ export class SwarmPlanner {
     /** The latency id of the client that relays the route's hops (clientLatencyId). */
     relayedBy?: string | undefined
   }): Route {
-    const planned = this.plannerFor(request.modelId).plan({
+    const planner = this.plannerFor(request.modelId)
+    const planned = planner.plan({
       tokens: request.maxTokens,
       exclude: new Set(request.exclude),
       ...(request.span === undefined ? {} : { span: request.span }),
@@ -86,6 +88,8 @@ export class SwarmPlanner {
       ...(request.nextHop === undefined ? {} : { nextHop: request.nextHop }),
       ...(request.relayedBy === undefined ? {} : { relayedBy: request.relayedBy }),
     })
+    for (const hop of planned.hops) this.registry.routed(hop.hostId)
+    planner.routed(planned.hops.map((hop) => hop.hostId))
     return {
       modelId: request.modelId,
       expectedMsPerToken: planned.expectedMsPerToken,

@@ -12,6 +12,8 @@ export interface LiveHost {
   owner: string | null
   /** For a host another instance holds: what that instance's probe verified it serves (null before a pass). */
   verifiedFor: string | null
+  /** Sessions routed to it since its last heartbeat, which the count it heartbeats may not hold yet. */
+  routedSinceHeartbeat: number
 }
 
 /** A host as another instance describes the one it holds. */
@@ -37,7 +39,7 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   }
 
   hello(hostId: string, publicKey: string, profile: HardwareProfile, state: ServingState, now = Date.now()): LiveHost {
-    const host: LiveHost = { hostId, publicKey, profile, state, lastHeartbeat: now, online: true, owner: null, verifiedFor: null }
+    const host: LiveHost = { hostId, publicKey, profile, state, lastHeartbeat: now, online: true, owner: null, verifiedFor: null, routedSinceHeartbeat: 0 }
     this.hosts.set(hostId, host)
     this.claims.delete(hostId)
     this.emit('changed', hostId)
@@ -58,7 +60,7 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     }
     if (!h.online && known?.owner !== owner) return
     const wasOnline = known?.online === true
-    this.hosts.set(h.hostId, { ...h, lastHeartbeat: now, owner })
+    this.hosts.set(h.hostId, { ...h, lastHeartbeat: now, owner, routedSinceHeartbeat: 0 })
     if (wasOnline && !h.online) this.emit('offline', h.hostId, `offline at instance ${owner}`)
     this.emit('changed', h.hostId)
   }
@@ -83,10 +85,17 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     if (host === undefined || host.owner !== owner) return
     host.lastHeartbeat = now
     host.state = { ...host.state, activeSessions }
+    host.routedSinceHeartbeat = 0
     if (!host.online) {
       host.online = true
       this.emit('changed', hostId)
     }
+  }
+
+  /** A session was routed to it: counted as open until its next heartbeat says how many it runs. */
+  routed(hostId: string): void {
+    const host = this.hosts.get(hostId)
+    if (host !== undefined) host.routedSinceHeartbeat++
   }
 
   /** Only the instance holding the host (`owner`, null for this one) takes it offline: it may have moved to another. */

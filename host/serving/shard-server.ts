@@ -49,6 +49,8 @@ export interface ShardServerOptions {
   readonly signer?: ReceiptSigner
   /** Told every receipt signed: the host hands them to the tracker itself, so a client that vanishes still pays. */
   readonly onReceipt?: (receipt: Receipt) => void
+  /** Told when a session closes on a host that ran its maximum: the tracker routes here again only once it hears. */
+  readonly onSessionFreed?: () => void
   /** What an open's ticket must name: signed by the tracker's key (undefined until the tracker said it), for this host and manifest. */
   readonly tickets: Omit<TicketTerms, 'modelId'>
   /** KV capacity per session, the KV budget over all sessions and sessions per client key (see admissionLimits). */
@@ -355,7 +357,9 @@ export class ShardServer {
   private closeSession(id: string): void {
     const served = this.sessions.get(id)
     if (served === undefined) return
+    const wasFull = this.sessions.size >= this.options.maxSessions
     this.sessions.delete(id)
+    if (wasFull) this.options.onSessionFreed?.()
     // Close after any step still running on it.
     void served.steps.run(() => served.runtime.close())
   }

@@ -146,6 +146,14 @@ export class RoutePlanner {
     return this.relayEntryMs
   }
 
+  /** Counts a session on each of these hosts, so the plans after it, until the next build, see them fuller. */
+  routed(hostIds: readonly string[]): void {
+    for (const id of hostIds) {
+      const h = this.graph.indexOf.get(id)
+      if (h !== undefined) (this.graph.spans[h] as ServedSpan).activeSessions++
+    }
+  }
+
   private markEligible(request: RouteRequest, spanBegin: number, spanEnd: number): void {
     const { eligible } = this
     const { spans, begin, end } = this.graph
