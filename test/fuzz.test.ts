@@ -34,8 +34,11 @@ import { type NeuronProcess, startNeuron } from './processes'
 import { createModelTorrent } from './programs'
 
 const EVENTS = 10_000
-/** The whole barrage must finish within this; on a busy 2-core machine it took 15 to 45 s. */
-const FUZZ_DEADLINE_MS = 90_000
+/**
+ * A bound on the barrage, so a stalled program cannot hang the suite: it took 15 to 45 s on a busy 2-core
+ * machine, and over 90 s at a load average of 17 (CI beside other work), so the bound is generous.
+ */
+const FUZZ_DEADLINE_MS = 300_000
 /** Messages in flight at once. */
 const CONCURRENCY = 16
 /**
@@ -391,5 +394,5 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
       expect(mib - (rssBefore.hosts[h] ?? 0), `seed ${SEED}: host ${h} RSS ${rssBefore.hosts[h]} → ${mib} MiB`).toBeLessThan(RSS_GROWTH_BOUND_MIB)
     }
     expect(await greedyTokens(), `seed ${SEED}`).toEqual(before)
-  }, 300_000)
+  }, 480_000)
 })
