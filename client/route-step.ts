@@ -1,4 +1,4 @@
-import { jsonFrame, NeuronError, Receipt, readJson, readTrailer, SampledToken } from '../protocol'
+import { FLAG_NO_SAMPLE, jsonFrame, NeuronError, Receipt, readJson, readTrailer, SampledToken } from '../protocol'
 import { forwardFrame, type HopInput } from './hop-frames'
 import type { HopLink } from './hop-link'
 import { type AuditableHop, checkedAnswer, checkReceipt } from './step-audits'
@@ -70,4 +70,34 @@ export async function closeHops(hops: readonly HopState[], session: string): Pro
       h.link.close()
     }),
   )
+}
+
+/**
+ * Rebuilds a hop's cache: sends it `chunks` from position 0 with the no-sample flag, numbered from `firstStep`,
+ * checking each receipt. Returns its answers as the next hop's inputs (none from the last hop).
+ */
+export async function replay(
+  h: HopState,
+  chunks: readonly HopInput[],
+  session: string,
+  firstStep: number,
+  collect: (receipts: Receipt[]) => Promise<void>,
+): Promise<HopInput[]> {
+  let position = 0
+  let step = firstStep
+  const outputs: HopInput[] = []
+  h.inputs = []
+  h.receipts = []
+  for (const chunk of chunks) {
+    h.inputs.push(chunk)
+    const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, step++, position))
+    position += chunk.tokens
+    const receipt = readTrailer(answer, Receipt)
+    checkReceipt(h.hop.hostId, chunk, answer.payload, receipt)
+    h.receipts.push(receipt)
+    h.lastOutput = new Uint8Array(answer.payload)
+    if (receipt !== undefined) await collect([receipt])
+    if (answer.kind === 'hidden') outputs.push(checkedAnswer(h.hop, answer, undefined))
+  }
+  return outputs
 }

@@ -4,22 +4,21 @@ import { signOpen } from '../identity/tickets'
 import {
   ClientToTracker,
   callRpc,
-  FLAG_NO_SAMPLE,
   jsonFrame,
+  MAX_AUDITS_IN_FLIGHT,
   NeuronError,
   REPLAY_STEP_BASE,
-  Receipt,
+  type Receipt,
   type Route,
   type RouteHop,
-  readTrailer,
   type SampledToken,
   type SamplingParams,
 } from '../protocol'
-import { expectOk, forwardFrame, type HopInput } from './hop-frames'
+import { expectOk, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { measureHosts, reportLatencies } from './link-latency'
-import { closeHops, type HopState, markHops, runStep, type StepAt, tokenInput } from './route-step'
-import { type AuditableHop, auditStep, checkedAnswer, checkReceipt } from './step-audits'
+import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput } from './route-step'
+import { type AuditableHop, auditStep } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
 import type { TrackerConnectionOptions } from './tracker-connection'
@@ -74,8 +73,11 @@ export interface GenerationSummary {
   readonly receipts: readonly Receipt[]
 }
 
-/** A step run, with its token and the audits it waits for (undefined when no hop was picked). */
-type HeldStep = StepAt & { sampled: SampledToken; audits: Promise<AuditableHop | undefined> | undefined }
+/** A step run, with its token, the audits it waits for (undefined when no hop was picked) and the undoing of the steps after it. */
+type HeldStep = StepAt & { sampled: SampledToken; audits: Promise<AuditableHop | undefined> | undefined; settled: boolean; after: () => void }
+
+/** Steps run ahead of their audits at most: one fewer than the audits a key may have in flight, for its other sessions. */
+const MAX_HELD_STEPS = MAX_AUDITS_IN_FLIGHT - 1
 
 const MAX_FAILOVERS = 4
 
@@ -176,10 +178,10 @@ export class SwarmClient {
       return repaired
     }
     /**
-     * Runs a step until it has a token, failing over hops that fail. `held`: the step before, whose audits run
-     * beside this one; a failure first waits for them, and undefined means they found a liar.
+     * Runs a step until it has a token, failing over hops that fail. `held`: steps before, whose audits run beside
+     * this one; a failure first waits for them, and undefined means they found a liar.
      */
-    const advance = async (at: StepAt, from: number, pending: HopInput, held?: HeldStep): Promise<SampledToken | undefined> => {
+    const advance = async (at: StepAt, from: number, pending: HopInput, held: readonly HeldStep[] = []): Promise<SampledToken | undefined> => {
       for (;;) {
         // Hops before a failing one did their work: their receipts count even when the step is retried.
         const stepReceipts: Receipt[] = []
@@ -190,13 +192,22 @@ export class SwarmClient {
         } catch (error) {
           await collect(stepReceipts)
           if (!(error instanceof HopFailure)) throw error
-          if ((await held?.audits) !== undefined) return undefined
+          for (const h of held) if ((await h.audits) !== undefined) return undefined
           ;({ from, pending } = await failover(error))
         }
       }
     }
+    /** A step just run, its audits started and what the hops held after it (to take back the steps that follow). */
+    const ran = (at: StepAt, sampled: SampledToken): HeldStep => {
+      const audits = auditStep(this.tracker, session, hops, this.log)
+      const s: HeldStep = { ...at, sampled, audits, settled: audits === undefined, after: markHops(hops) }
+      void audits?.then(() => {
+        s.settled = true
+      })
+      return s
+    }
     /** The step after `s`, or undefined when its token ends the generation (`made` tokens with it). */
-    const following = (s: HeldStep, made: number): StepAt | undefined =>
+    const following = (s: StepAt & { sampled: SampledToken }, made: number): StepAt | undefined =>
       made >= request.maxTokens || (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token))
         ? undefined
         : { step: s.step + 1, position: s.position + s.ids.length, ids: Int32Array.of(s.sampled.token) }
@@ -216,42 +227,48 @@ export class SwarmClient {
     }
     try {
       let next: StepAt | undefined = { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
-      // A step picked for audits yields its token once they pass; meanwhile the next step runs (the audits re-run
-      // the hop's history elsewhere, which would otherwise stall the route).
-      let held: HeldStep | undefined
-      while (next !== undefined || held !== undefined) {
+      // Steps whose tokens wait for their audits, oldest first: the audits re-run a hop's history elsewhere, so the
+      // route runs on meanwhile, up to the audits a key may have in flight, and tokens are yielded once theirs pass.
+      let held: HeldStep[] = []
+      let settleFirst = false
+      while (next !== undefined || held.length > 0) {
         if (request.signal?.aborted) break
-        const undo = markHops(hops)
-        const sampled = next === undefined ? undefined : await advance(next, 0, tokenInput(next.ids), held)
-        const ran: HeldStep | undefined = next === undefined || sampled === undefined ? undefined : { ...next, sampled, audits: undefined }
-        if (held !== undefined) {
-          const liar = await held.audits
+        const oldest = held[0]
+        if (oldest !== undefined && (oldest.settled || settleFirst || next === undefined || held.length >= MAX_HELD_STEPS)) {
+          settleFirst = false
+          const liar = await oldest.audits
           if (liar !== undefined) {
-            // The step run beside them took the liar's answers: taken back, and run again after the held one.
-            undo()
+            // The steps after it took the liar's answers: taken back, and run again after it.
+            oldest.after()
+            held = []
             const { from, pending } = await failover(new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`))
-            const again = await advance(held, from, pending)
+            const again = await advance(oldest, from, pending)
             if (again === undefined) throw new NeuronError('internal', 'a step with no audits beside it found a liar')
-            held = { ...held, sampled: again, audits: auditStep(this.tracker, session, hops, this.log) }
-            next = following(held, generated.length + 1)
+            held = [ran(oldest, again)]
+            next = following({ ...oldest, sampled: again }, generated.length + 1)
             continue
           }
-          const token = confirm(held)
-          held = undefined
+          held.shift()
+          const token = confirm(oldest)
           if (token === undefined) break
           yield token
-        }
-        if (ran === undefined) break
-        if (decodeStarted === 0) decodeStarted = performance.now()
-        ran.audits = auditStep(this.tracker, session, hops, this.log)
-        next = following(ran, generated.length + 1)
-        if (ran.audits !== undefined) {
-          held = ran
           continue
         }
-        const token = confirm(ran)
-        if (token === undefined) break
-        yield token
+        if (next === undefined) continue
+        const sampled = await advance(next, 0, tokenInput(next.ids), held)
+        // undefined: the audits of a held step found a liar; they are settled first, and this step runs again after
+        if (sampled === undefined) {
+          settleFirst = true
+          continue
+        }
+        if (decodeStarted === 0) decodeStarted = performance.now()
+        const step = ran(next, sampled)
+        next = following(step, generated.length + held.length + 1)
+        if (step.settled && held.length === 0) {
+          const token = confirm(step)
+          if (token === undefined) break
+          yield token
+        } else held.push(step)
       }
     } finally {
       await closeHops(hops, session)
@@ -362,22 +379,8 @@ export class SwarmClient {
     let replayStep = REPLAY_STEP_BASE
     const after = rebuildAfter ? hops.slice(at + 1) : []
     for (const h of [...fresh, ...after]) {
-      let position = 0
-      const outputs: HopInput[] = []
-      h.inputs = []
-      h.receipts = []
-      for (const chunk of chunks) {
-        h.inputs.push(chunk)
-        const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, replayStep++, position))
-        position += chunk.tokens
-        const receipt = readTrailer(answer, Receipt)
-        checkReceipt(h.hop.hostId, chunk, answer.payload, receipt)
-        h.receipts.push(receipt)
-        h.lastOutput = new Uint8Array(answer.payload)
-        if (receipt !== undefined) await collect([receipt])
-        if (answer.kind === 'hidden') outputs.push(checkedAnswer(h.hop, answer, undefined))
-      }
-      chunks = outputs
+      chunks = await replay(h, chunks, session, replayStep, collect)
+      replayStep += h.inputs.length
     }
     return { hops: [...hops.slice(0, at), ...fresh, ...hops.slice(at + 1)], from: at, pending }
   }
