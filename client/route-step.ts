@@ -101,3 +101,14 @@ export async function replay(
   }
   return outputs
 }
+
+/** What `p` resolves to, or undefined as soon as `signal` aborts: a caller that has gone waits for nothing. */
+export function unlessAborted<T>(p: Promise<T> | undefined, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (p === undefined || signal === undefined) return Promise.resolve(p)
+  if (signal.aborted) return Promise.resolve(undefined)
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined)
+    signal.addEventListener('abort', onAbort, { once: true })
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}

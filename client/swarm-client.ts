@@ -17,7 +17,7 @@ import {
 import { expectOk, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { measureHosts, reportLatencies } from './link-latency'
-import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput } from './route-step'
+import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
 import { type AuditableHop, auditStep } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
@@ -236,7 +236,8 @@ export class SwarmClient {
         const oldest = held[0]
         if (oldest !== undefined && (oldest.settled || settleFirst || next === undefined || held.length >= MAX_HELD_STEPS)) {
           settleFirst = false
-          const liar = await oldest.audits
+          const liar = await unlessAborted(oldest.audits, request.signal)
+          if (request.signal?.aborted) break
           if (liar !== undefined) {
             // The steps after it took the liar's answers: taken back, and run again after it.
             oldest.after()
