@@ -72,7 +72,8 @@ interface RouteSwarm {
 }
 
 async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
-  const tracker = await Tracker.start({ dbPath: ':memory:', checks: { probationProbeEveryMs: 3_600_000 } })
+  // A new key gets a grant: the bench's clients pay like a public tracker's first-time users.
+  const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 1_000_000_000, checks: { probationProbeEveryMs: 3_600_000 } })
   const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, `publisher-${hops}`))
   const processes: NeuronProcess[] = []
   const close = async () => {
