@@ -20,7 +20,10 @@ import { BENCH_DIR, benchModel } from './models'
 
 // `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
-const { values } = parseArgs({ options: { threads: { type: 'string', default: '1' }, rounds: { type: 'string', default: '3' } } })
+// `--steady`: hosts start past probation, audited at the swarm's steady rate (5%) instead of new hosts' (50%).
+const { values } = parseArgs({
+  options: { threads: { type: 'string', default: '1' }, rounds: { type: 'string', default: '3' }, steady: { type: 'boolean', default: false } },
+})
 const THREADS = Number(values.threads)
 const ROUNDS = Number(values.rounds)
 const PROMPT = 'Once upon a time, in a land far away,'
@@ -62,7 +65,7 @@ async function baseline(): Promise<{ tokens: number; tps: number }> {
 /**
  * One swarm per route length, each on its own tracker so a route of n hops is the only one it can plan. Hosts
  * stay up between rounds; their probation lasts the whole bench (probes an hour apart), so every round sees the
- * audit rate of new hosts, as a fresh swarm would.
+ * audit rate of new hosts, as a fresh swarm would (with `--steady`, none is on probation).
  */
 interface RouteSwarm {
   readonly hops: number
@@ -73,7 +76,11 @@ interface RouteSwarm {
 
 async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
   // A new key gets a grant: the bench's clients pay like a public tracker's first-time users.
-  const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 1_000_000_000, checks: { probationProbeEveryMs: 3_600_000 } })
+  const tracker = await Tracker.start({
+    dbPath: ':memory:',
+    newKeyGrantMicro: 1_000_000_000,
+    checks: { probationProbeEveryMs: 3_600_000, ...(values.steady ? { probationProbes: 0 } : {}) },
+  })
   const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, `publisher-${hops}`))
   const processes: NeuronProcess[] = []
   const close = async () => {
@@ -177,6 +184,7 @@ try {
       model: source,
       threads: THREADS,
       decode_tokens: DECODE,
+      steady: values.steady,
       baseline_tokens_per_s: baselineMedian,
       ...results,
       rounds: ROUNDS,
