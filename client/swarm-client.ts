@@ -241,6 +241,8 @@ export class SwarmClient {
           if (liar !== undefined) {
             // The steps after it took the liar's answers: taken back, and run again after it.
             oldest.after()
+            // Their audits count against the key's audits in flight at the tracker until they end.
+            await Promise.all(held.map((h) => h.audits))
             held = []
             const { from, pending } = await failover(new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`))
             const again = await advance(oldest, from, pending)
