@@ -1,8 +1,11 @@
 // npm run bench:gateway — decode speed of a streamed completion through the OpenAI-compatible
 // gateway (HTTP + SSE, receipts settled in the ledger every step) against the SwarmClient driving
-// the same route directly, same swarm, same run. One JSON line per run; the last holds the ratio.
+// the same route directly, same swarm, same run. Rounds alternate the two (`--rounds N`, default 3);
+// one JSON line per run with the load average; the last holds the medians and the ratio.
 import { mkdtemp, rm } from 'node:fs/promises'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { createAccount, startSwarm } from '../test/programs'
@@ -10,7 +13,7 @@ import { BENCH_DIR, benchModel } from './models'
 
 const PROMPT = 'Once upon a time, in a land far away,'
 const DECODE = 64
-const ROUNDS = 5
+const ROUNDS = Number(parseArgs({ options: { rounds: { type: 'string', default: '3' } } }).values.rounds)
 const ADMIN = 'bench-admin'
 /** Big enough that compute, not loopback overhead, sets the pace; small enough to pack in seconds. */
 const SHAPE = { arch: 'llama', blocks: 8, embd: 1024, heads: 16, kvHeads: 4, ff: 2816, vocab: 32000, seed: 1 } as const
@@ -81,10 +84,10 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     const d = await direct()
     directTps.push(d.tps)
-    console.log(JSON.stringify({ run: 'swarm-client', round, tokens: d.tokens, decode_tokens_per_s: d.tps, route: d.route }))
+    console.log(JSON.stringify({ run: 'swarm-client', round, tokens: d.tokens, decode_tokens_per_s: d.tps, route: d.route, load_average: loadavg()[0] }))
     const g = await gateway()
     gatewayTps.push(g.tps)
-    console.log(JSON.stringify({ run: 'gateway', round, tokens: g.tokens, decode_tokens_per_s: g.tps }))
+    console.log(JSON.stringify({ run: 'gateway', round, tokens: g.tokens, decode_tokens_per_s: g.tps, ratio: g.tps / d.tps, load_average: loadavg()[0] }))
   }
 } finally {
   client.close()
@@ -102,5 +105,7 @@ console.log(
     swarm_client_tokens_per_s: d,
     gateway_tokens_per_s: g,
     gateway_over_swarm_client: g / d,
+    rounds: ROUNDS,
+    load_average: loadavg()[0],
   }),
 )

@@ -1,9 +1,12 @@
 // npm run bench:route — decode speed through a route of 1, 2 and 3 hosts (real processes on
 // loopback) against node-llama-cpp running the whole model in one process, same threads per
-// compute, same run. Prints one JSON line per measurement; the last line holds the ratios.
+// compute, same run. Rounds alternate the baseline and each route (`--rounds N`, default 3); every
+// run prints one JSON line with the load average; the last line holds the medians and the ratios.
 import { existsSync } from 'node:fs'
 import { link, mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import { LlamaCompletion } from 'node-llama-cpp'
 import { SwarmClient } from '../client/swarm-client'
 import { sharedLlama } from '../client/tokenizer'
@@ -17,104 +20,180 @@ import { BENCH_DIR, benchModel } from './models'
 
 // `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
-const threadsArg = process.argv.indexOf('--threads')
-const THREADS = threadsArg > 0 ? Number(process.argv[threadsArg + 1]) : 1
+// `--steady`: hosts start past probation, audited at the swarm's steady rate (5%) instead of new hosts' (50%).
+const { values } = parseArgs({
+  options: { threads: { type: 'string', default: '1' }, rounds: { type: 'string', default: '3' }, steady: { type: 'boolean', default: false } },
+})
+const THREADS = Number(values.threads)
+const ROUNDS = Number(values.rounds)
 const PROMPT = 'Once upon a time, in a land far away,'
 const DECODE = 64
+const ROUTES = [1, 2, 3]
 
 const source = await benchModel('q8_0')
 const packed = join(BENCH_DIR, 'packed-llama-1b-q8_0')
 if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
 const manifest = await readManifest(packed)
 
-// Baseline: llama.cpp on the whole model in this process.
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)] ?? Number.NaN
+}
+
+// Baseline: llama.cpp on the whole model in this process, loaded once; each round a fresh sequence.
 const llama = await sharedLlama()
 const model = await llama.loadModel({ modelPath: source, gpuLayers: 0 })
 const context = await model.createContext({ contextSize: 512, threads: THREADS })
-const completion = new LlamaCompletion({ contextSequence: context.getSequence() })
-let first = 0
-let count = 0
-const baselineStarted = performance.now()
-await completion.generateCompletion(PROMPT, {
-  maxTokens: DECODE,
-  temperature: 0,
-  onToken: (tokens) => {
-    count += tokens.length
-    if (first === 0) first = performance.now()
-  },
-})
-const baselineTps = (count - 1) / ((performance.now() - first) / 1000)
-console.log(
-  JSON.stringify({
-    run: 'node-llama-cpp',
-    threads: THREADS,
-    tokens: count,
-    decode_tokens_per_s: baselineTps,
-    total_s: (performance.now() - baselineStarted) / 1000,
-  }),
-)
-await context.dispose()
-await model.dispose()
+const sequence = context.getSequence()
+
+async function baseline(): Promise<{ tokens: number; tps: number }> {
+  await sequence.clearHistory()
+  const completion = new LlamaCompletion({ contextSequence: sequence })
+  let first = 0
+  let count = 0
+  await completion.generateCompletion(PROMPT, {
+    maxTokens: DECODE,
+    temperature: 0,
+    onToken: (tokens) => {
+      count += tokens.length
+      if (first === 0) first = performance.now()
+    },
+  })
+  return { tokens: count, tps: (count - 1) / ((performance.now() - first) / 1000) }
+}
+
+/**
+ * One swarm per route length, each on its own tracker so a route of n hops is the only one it can plan. Hosts
+ * stay up between rounds; their probation lasts the whole bench (probes an hour apart), so every round sees the
+ * audit rate of new hosts, as a fresh swarm would (with `--steady`, none is on probation).
+ */
+interface RouteSwarm {
+  readonly hops: number
+  readonly tracker: Tracker
+  readonly client: SwarmClient
+  close(): Promise<void>
+}
+
+async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
+  // A new key gets a grant: the bench's clients pay like a public tracker's first-time users.
+  const tracker = await Tracker.start({
+    dbPath: ':memory:',
+    newKeyGrantMicro: 1_000_000_000,
+    checks: { probationProbeEveryMs: 3_600_000, ...(values.steady ? { probationProbes: 0 } : {}) },
+  })
+  const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, `publisher-${hops}`))
+  const processes: NeuronProcess[] = []
+  const close = async () => {
+    await Promise.all(processes.map((p) => p.stop()))
+    await publication.close()
+    await tracker.close()
+  }
+  try {
+    for (const [i, [a, b]] of splitBlocks(manifest.nLayer, hops).entries()) {
+      const dataDir = join(work, `hops${hops}-host${i}`)
+      // Pre-seed the host's store with hard links: this bench measures serving, not downloading.
+      const modelDir = join(dataDir, 'models', manifest.modelId)
+      await mkdir(modelDir, { recursive: true })
+      for (const { file } of artifactsForBlocks(manifest, [a, b])) await link(join(packed, file), join(modelDir, file))
+      const host = startNeuron([
+        'host',
+        '--tracker',
+        tracker.url,
+        '--model',
+        manifest.modelId,
+        '--blocks',
+        `${a}:${b}`,
+        '--data-dir',
+        dataDir,
+        '--threads',
+        String(THREADS),
+      ])
+      processes.push(host)
+      await host.waitFor(/ ready blocks/, 300_000)
+    }
+    const client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
+    return {
+      hops,
+      tracker,
+      client,
+      close: async () => {
+        client.close()
+        await close()
+      },
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
+async function throughRoute(swarm: RouteSwarm) {
+  let audits: number[] = []
+  const run = swarm.client.generate({
+    modelId: manifest.modelId,
+    prompt: PROMPT,
+    maxTokens: DECODE,
+    stopAtEog: false,
+    onRoute: (hops) => {
+      audits = hops.map((h) => h.audit ?? 0)
+    },
+  })
+  let next = await run.next()
+  while (!next.done) next = await run.next()
+  return { summary: next.value, audits }
+}
 
 const work = await mkdtemp(join(BENCH_DIR, 'route-'))
-const tracker = await Tracker.start({ dbPath: ':memory:' })
-const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
-const results: Record<string, number> = {}
+const swarms: RouteSwarm[] = []
+const baselineTps: number[] = []
+const routeTps = new Map<number, number[]>(ROUTES.map((n) => [n, []]))
 try {
-  for (const hops of [1, 2, 3]) {
-    const processes: NeuronProcess[] = []
-    try {
-      for (const [i, [a, b]] of splitBlocks(manifest.nLayer, hops).entries()) {
-        const dataDir = join(work, `hops${hops}-host${i}`)
-        // Pre-seed the host's store with hard links: this bench measures serving, not downloading.
-        const modelDir = join(dataDir, 'models', manifest.modelId)
-        await mkdir(modelDir, { recursive: true })
-        for (const { file } of artifactsForBlocks(manifest, [a, b])) await link(join(packed, file), join(modelDir, file))
-        const host = startNeuron([
-          'host',
-          '--tracker',
-          tracker.url,
-          '--model',
-          manifest.modelId,
-          '--blocks',
-          `${a}:${b}`,
-          '--data-dir',
-          dataDir,
-          '--threads',
-          String(THREADS),
-        ])
-        processes.push(host)
-        await host.waitFor(/ ready blocks/, 300_000)
-      }
-      const client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
-      try {
-        const run = client.generate({ modelId: manifest.modelId, prompt: PROMPT, maxTokens: DECODE, stopAtEog: false })
-        let next = await run.next()
-        while (!next.done) next = await run.next()
-        const s = next.value
-        const tps = s.decodeTokensPerSecond
-        const overheadMsPerHop = (1000 / tps - 1000 / baselineTps) / hops
-        results[`decode_ratio_${hops}_hops`] = tps / baselineTps
-        console.log(
-          JSON.stringify({
-            run: `route of ${hops}`,
-            hops: s.route.map((h) => ({ blocks: h.blocks, median_ms: h.medianMs })),
-            decode_tokens_per_s: tps,
-            ratio: tps / baselineTps,
-            overhead_ms_per_hop: overheadMsPerHop,
-          }),
-        )
-        results[`overhead_ms_per_hop_${hops}_hops`] = overheadMsPerHop
-      } finally {
-        client.close()
-      }
-    } finally {
-      await Promise.all(processes.map((p) => p.stop()))
+  for (const hops of ROUTES) swarms.push(await startRoute(hops, work))
+  for (const swarm of swarms) await throughRoute(swarm) // warm-up: tokenizer load, first connections, first probes
+  for (let round = 0; round < ROUNDS; round++) {
+    const b = await baseline()
+    baselineTps.push(b.tps)
+    console.log(JSON.stringify({ round, run: 'node-llama-cpp', threads: THREADS, tokens: b.tokens, decode_tokens_per_s: b.tps, load_average: loadavg()[0] }))
+    for (const swarm of swarms) {
+      const { summary: s, audits } = await throughRoute(swarm)
+      routeTps.get(swarm.hops)?.push(s.decodeTokensPerSecond)
+      console.log(
+        JSON.stringify({
+          round,
+          run: `route of ${swarm.hops}`,
+          hops: s.route.map((h) => ({ blocks: h.blocks, median_ms: h.medianMs })),
+          audit_rates: audits,
+          decode_tokens_per_s: s.decodeTokensPerSecond,
+          ratio: s.decodeTokensPerSecond / b.tps,
+          load_average: loadavg()[0],
+        }),
+      )
     }
   }
-  console.log(JSON.stringify({ bench: 'route', model: source, threads: THREADS, decode_tokens: DECODE, baseline_tokens_per_s: baselineTps, ...results }))
+  const baselineMedian = median(baselineTps)
+  const results: Record<string, number> = {}
+  for (const [hops, tps] of routeTps) {
+    const m = median(tps)
+    results[`decode_ratio_${hops}_hops`] = m / baselineMedian
+    results[`overhead_ms_per_hop_${hops}_hops`] = (1000 / m - 1000 / baselineMedian) / hops
+    results[`decode_tokens_per_s_${hops}_hops`] = m
+  }
+  console.log(
+    JSON.stringify({
+      bench: 'route',
+      model: source,
+      threads: THREADS,
+      decode_tokens: DECODE,
+      steady: values.steady,
+      baseline_tokens_per_s: baselineMedian,
+      ...results,
+      rounds: ROUNDS,
+      load_average: loadavg()[0],
+    }),
+  )
 } finally {
-  await publication.close()
-  await tracker.close()
+  for (const s of swarms) await s.close()
+  await context.dispose()
+  await model.dispose()
   await rm(work, { recursive: true, force: true })
 }

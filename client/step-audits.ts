@@ -1,6 +1,7 @@
 import { payloadSha256 } from '../identity/tickets'
 import {
   type AuditedStep,
+  type AuditRequest,
   ClientToTracker,
   callRpc,
   type Frame,
@@ -65,44 +66,41 @@ export function checkedAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Array 
 
 /**
  * Audits the step just run: each hop is picked at the rate its route names, and the tracker re-runs
- * its inputs on another host and compares. Returns the hop the tracker found lying (already banned
- * there), if any; an audit that cannot run is logged and never holds up the generation.
+ * its inputs on another host and compares. What is sent is taken from `hops` now, so the next step may
+ * run while the audits do. Undefined when no hop was picked; else resolves with the hop the tracker
+ * found lying (already banned there), if any. An audit that cannot run is logged and never holds up
+ * the generation.
  */
-export async function auditStep(
+export function auditStep(
   tracker: RpcSocket & { readonly connected: boolean },
   session: string,
   hops: readonly AuditableHop[],
   log: (line: string) => void,
   random: () => number = Math.random,
-): Promise<AuditableHop | undefined> {
+): Promise<AuditableHop | undefined> | undefined {
+  const picked: { h: AuditableHop; request: AuditRequest }[] = []
   for (const h of hops) {
     // The data plane runs on while the tracker is away; audits wait for it to come back.
     if (!tracker.connected || random() >= (h.hop.audit ?? 0)) continue
     const history = evidence(h)
     if (history === undefined || h.lastOutput === undefined) continue
-    try {
-      const { verdict, liar, reason } = await callRpc(
-        tracker,
-        ClientToTracker,
-        'audit.submit',
-        {
-          session,
-          hostId: h.hop.hostId,
-          blocks: h.hop.blocks,
-          ...history,
-          output: h.lastOutput,
-        },
-        AUDIT_TIMEOUT_MS,
-      )
-      if (verdict === 'failed' && liar === h.hop.hostId) {
-        log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); replacing it`)
-        return h
-      }
-    } catch (error) {
-      log(`audit of host ${h.hop.hostId} not run: ${error instanceof Error ? error.message : error}`)
-    }
+    picked.push({ h, request: { session, hostId: h.hop.hostId, blocks: h.hop.blocks, ...history, output: h.lastOutput } })
   }
-  return undefined
+  if (picked.length === 0) return undefined
+  return (async () => {
+    for (const { h, request } of picked) {
+      try {
+        const { verdict, liar, reason } = await callRpc(tracker, ClientToTracker, 'audit.submit', request, AUDIT_TIMEOUT_MS)
+        if (verdict === 'failed' && liar === h.hop.hostId) {
+          log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); replacing it`)
+          return h
+        }
+      } catch (error) {
+        log(`audit of host ${h.hop.hostId} not run: ${error instanceof Error ? error.message : error}`)
+      }
+    }
+    return undefined
+  })()
 }
 
 /** The hop's steps as the tracker wants them, or undefined when a receipt is missing or they are too large to send. */

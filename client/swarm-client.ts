@@ -4,23 +4,22 @@ import { signOpen } from '../identity/tickets'
 import {
   ClientToTracker,
   callRpc,
-  FLAG_NO_SAMPLE,
   jsonFrame,
+  MAX_AUDITS_IN_FLIGHT,
   NeuronError,
   REPLAY_STEP_BASE,
-  Receipt,
+  type Receipt,
   type Route,
   type RouteHop,
-  readJson,
-  readTrailer,
-  SampledToken,
+  type SampledToken,
   type SamplingParams,
 } from '../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
-import { expectOk, forwardFrame, type HopInput } from './hop-frames'
+import { expectOk, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
-import { type AuditableHop, auditStep, checkedAnswer, checkReceipt } from './step-audits'
+import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
+import { type AuditableHop, auditStep } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
 import type { TrackerConnectionOptions } from './tracker-connection'
@@ -77,11 +76,11 @@ export interface GenerationSummary {
   readonly receipts: readonly Receipt[]
 }
 
-/** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay (and for audits). */
-interface HopState extends AuditableHop {
-  link: HopLink
-  stepMs: number[]
-}
+/** A step run, with its token, the audits it waits for (undefined when no hop was picked) and the undoing of the steps after it. */
+type HeldStep = StepAt & { sampled: SampledToken; audits: Promise<AuditableHop | undefined> | undefined; settled: boolean; after: () => void }
+
+/** Steps run ahead of their audits at most: one fewer than the audits a key may have in flight, for its other sessions. */
+const MAX_HELD_STEPS = MAX_AUDITS_IN_FLIGHT - 1
 
 const MAX_FAILOVERS = 4
 
@@ -168,64 +167,122 @@ export class SwarmClient {
     const generated: number[] = []
     /** Tokens of `generated` whose text has been yielded. */
     let shown = 0
-    let step = 1
     let finishReason: 'stop' | 'length' = 'length'
     let decodeStarted = 0
+    const stopAtEog = request.stopAtEog ?? true
+    /** Replaces the hop that failed; returns where its step resumes (a liar's step runs again from its replacement on). */
+    const failover = async (error: HopFailure): Promise<{ from: number; pending: HopInput }> => {
+      const dead = hops.find((h) => h.hop.hostId === error.hostId)
+      if (dead === undefined || failovers.length >= MAX_FAILOVERS) throw error
+      const started = performance.now()
+      failed.push(dead.hop.hostId)
+      this.log(`hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`)
+      // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
+      const repaired = await this.replace(hops, dead, session, seamed, maxTokens, failed, collect, error.code === 'lied')
+      hops = repaired.hops
+      failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
+      request.onRoute?.(hops.map((h) => h.hop))
+      this.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
+      return repaired
+    }
+    /**
+     * Runs a step until it has a token, failing over hops that fail. `held`: steps before, whose audits run beside
+     * this one; a failure first waits for them, and undefined means they found a liar.
+     */
+    const advance = async (at: StepAt, from: number, pending: HopInput, held: readonly HeldStep[] = []): Promise<SampledToken | undefined> => {
+      for (;;) {
+        // Hops before a failing one did their work: their receipts count even when the step is retried.
+        const stepReceipts: Receipt[] = []
+        try {
+          const sampled = await runStep(hops, from, session, at, pending, stepReceipts)
+          await collect(stepReceipts)
+          return sampled
+        } catch (error) {
+          await collect(stepReceipts)
+          if (!(error instanceof HopFailure)) throw error
+          for (const h of held) if ((await h.audits) !== undefined) return undefined
+          ;({ from, pending } = await failover(error))
+        }
+      }
+    }
+    /** A step just run, its audits started and what the hops held after it (to take back the steps that follow). */
+    const ran = (at: StepAt, sampled: SampledToken): HeldStep => {
+      const audits = auditStep(this.tracker, session, hops, this.log)
+      const s: HeldStep = { ...at, sampled, audits, settled: audits === undefined, after: markHops(hops) }
+      void audits?.then(() => {
+        s.settled = true
+      })
+      return s
+    }
+    /** The step after `s`, or undefined when its token ends the generation (`made` tokens with it). */
+    const following = (s: StepAt & { sampled: SampledToken }, made: number): StepAt | undefined =>
+      made >= request.maxTokens || (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token))
+        ? undefined
+        : { step: s.step + 1, position: s.position + s.ids.length, ids: Int32Array.of(s.sampled.token) }
+    /** Takes a step's token as generated; its text, or undefined when it ends the generation. */
+    const confirm = (s: HeldStep): GeneratedToken | undefined => {
+      generated.push(s.sampled.token)
+      if (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token)) {
+        finishReason = 'stop'
+        return undefined
+      }
+      // Only the tokens not yet shown are decoded (with a few before them for spacing), and a
+      // piece ending in U+FFFD waits: the rest of a multi-byte character is coming.
+      const piece = tokenizer.decode(generated.slice(shown), generated.slice(Math.max(0, shown - 4), shown))
+      const ready = !piece.endsWith('\uFFFD')
+      if (ready) shown = generated.length
+      return { token: s.sampled.token, text: ready ? piece : '', logprob: s.sampled.logprob, position: s.position + s.ids.length }
+    }
     try {
-      let input: Int32Array = Int32Array.from(promptTokens)
-      let position = 0
-      while (generated.length < request.maxTokens) {
+      let next: StepAt | undefined = { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
+      // Steps whose tokens wait for their audits, oldest first: the audits re-run a hop's history elsewhere, so the
+      // route runs on meanwhile, up to the audits a key may have in flight, and tokens are yielded once theirs pass.
+      let held: HeldStep[] = []
+      let settleFirst = false
+      while (next !== undefined || held.length > 0) {
         if (request.signal?.aborted) break
-        let sampled: SampledToken | undefined
-        let from = 0
-        let pending: HopInput = { dtype: 'i32', tokens: input.length, width: 1, payload: new Uint8Array(input.buffer, input.byteOffset, input.byteLength) }
-        while (sampled === undefined) {
-          // Hops before a failing one did their work: their receipts count even when the step is retried.
-          const stepReceipts: Receipt[] = []
-          try {
-            sampled = await this.step(hops, from, session, step, position, pending, input, stepReceipts)
-            await collect(stepReceipts.splice(0))
-            // Sampled steps are re-run elsewhere by the tracker; a hop caught lying is replaced and everything after it rebuilt.
-            const liar = await auditStep(this.tracker, session, hops, this.log)
-            if (liar !== undefined) throw new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`)
-          } catch (error) {
-            await collect(stepReceipts)
-            if (!(error instanceof HopFailure) || failovers.length >= MAX_FAILOVERS) throw error
-            const dead = hops.find((h) => h.hop.hostId === error.hostId)
-            if (dead === undefined) throw error
-            const started = performance.now()
-            failed.push(dead.hop.hostId)
-            this.log(`hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`)
-            // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
-            const lied = error.code === 'lied'
-            if (lied) sampled = undefined
-            const repaired = await this.replace(hops, dead, session, seamed, maxTokens, failed, collect, lied)
-            hops = repaired.hops
-            from = repaired.from
-            pending = repaired.pending
-            failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
-            request.onRoute?.(hops.map((h) => h.hop))
-            this.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
+        const oldest = held[0]
+        if (oldest !== undefined && (oldest.settled || settleFirst || next === undefined || held.length >= MAX_HELD_STEPS)) {
+          settleFirst = false
+          const liar = await unlessAborted(oldest.audits, request.signal)
+          if (request.signal?.aborted) break
+          if (liar !== undefined) {
+            // The steps after it took the liar's answers: taken back, and run again after it.
+            oldest.after()
+            // Their audits count against the key's audits in flight at the tracker until they end.
+            await Promise.all(held.map((h) => h.audits))
+            held = []
+            const { from, pending } = await failover(new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`))
+            const again = await advance(oldest, from, pending)
+            if (again === undefined) throw new NeuronError('internal', 'a step with no audits beside it found a liar')
+            held = [ran(oldest, again)]
+            next = following({ ...oldest, sampled: again }, generated.length + 1)
+            continue
           }
+          held.shift()
+          const token = confirm(oldest)
+          if (token === undefined) break
+          yield token
+          continue
         }
-        if (generated.length === 0) decodeStarted = performance.now()
-        position += input.length
-        step++
-        generated.push(sampled.token)
-        if ((request.stopAtEog ?? true) && tokenizer.isEndOfGeneration(sampled.token)) {
-          finishReason = 'stop'
-          break
+        if (next === undefined) continue
+        const sampled = await advance(next, 0, tokenInput(next.ids), held)
+        // undefined: the audits of a held step found a liar; they are settled first, and this step runs again after
+        if (sampled === undefined) {
+          settleFirst = true
+          continue
         }
-        // Only the tokens not yet shown are decoded (with a few before them for spacing), and a
-        // piece ending in U+FFFD waits: the rest of a multi-byte character is coming.
-        const piece = tokenizer.decode(generated.slice(shown), generated.slice(Math.max(0, shown - 4), shown))
-        const ready = !piece.endsWith('\uFFFD')
-        if (ready) shown = generated.length
-        yield { token: sampled.token, text: ready ? piece : '', logprob: sampled.logprob, position }
-        input = Int32Array.of(sampled.token)
+        if (decodeStarted === 0) decodeStarted = performance.now()
+        const step = ran(next, sampled)
+        next = following(step, generated.length + held.length + 1)
+        if (step.settled && held.length === 0) {
+          const token = confirm(step)
+          if (token === undefined) break
+          yield token
+        } else held.push(step)
       }
     } finally {
-      await this.closeHops(hops, session)
+      await closeHops(hops, session)
       this.endSession(session)
       reportLatencies(
         this.tracker,
@@ -264,37 +321,6 @@ export class SwarmClient {
     callRpc(this.tracker, ClientToTracker, 'session.end', { session }).catch((e: Error) => this.log(`session.end: ${e.message}`))
   }
 
-  /** Runs one step from hop `from` on, starting with `input`; returns the last hop's token. */
-  private async step(
-    hops: HopState[],
-    from: number,
-    session: string,
-    step: number,
-    position: number,
-    first: HopInput,
-    stepIds: Int32Array,
-    receipts: Receipt[],
-  ): Promise<SampledToken> {
-    let input = first
-    for (let i = from; i < hops.length; i++) {
-      const h = hops[i] as HopState
-      // Recorded before sending: if this hop fails, its replacement replays all but this and retries it.
-      h.inputs.push(input)
-      const started = performance.now()
-      const answer = await h.link.request(forwardFrame(input, 0, session, step, position))
-      if (input.tokens === 1) h.stepMs.push(performance.now() - started)
-      const receipt = readTrailer(answer, Receipt)
-      checkReceipt(h.hop.hostId, input, answer.payload, receipt)
-      if (receipt !== undefined) receipts.push(receipt)
-      h.receipts.push(receipt)
-      h.lastOutput = new Uint8Array(answer.payload)
-      if (answer.kind === 'token') return readJson(answer, SampledToken)
-      if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
-      input = checkedAnswer(h.hop, answer, stepIds)
-    }
-    throw new NeuronError('internal', 'the route ended without a last hop')
-  }
-
   /** Opens the session on each hop; the last one samples when `endsRoute`. */
   private async openHops(route: Route['hops'], session: string, request: GenerateRequest, maxTokens: number, endsRoute: boolean): Promise<HopState[]> {
     const states: HopState[] = []
@@ -319,7 +345,7 @@ export class SwarmClient {
         )
       }
     } catch (error) {
-      await this.closeHops(states, session)
+      await closeHops(states, session)
       throw error
     }
     return states
@@ -364,36 +390,9 @@ export class SwarmClient {
     let replayStep = REPLAY_STEP_BASE
     const after = rebuildAfter ? hops.slice(at + 1) : []
     for (const h of [...fresh, ...after]) {
-      let position = 0
-      const outputs: HopInput[] = []
-      h.inputs = []
-      h.receipts = []
-      for (const chunk of chunks) {
-        h.inputs.push(chunk)
-        const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, replayStep++, position))
-        position += chunk.tokens
-        const receipt = readTrailer(answer, Receipt)
-        checkReceipt(h.hop.hostId, chunk, answer.payload, receipt)
-        h.receipts.push(receipt)
-        h.lastOutput = new Uint8Array(answer.payload)
-        if (receipt !== undefined) await collect([receipt])
-        if (answer.kind === 'hidden') outputs.push(checkedAnswer(h.hop, answer, undefined))
-      }
-      chunks = outputs
+      chunks = await replay(h, chunks, session, replayStep, collect)
+      replayStep += h.inputs.length
     }
     return { hops: [...hops.slice(0, at), ...fresh, ...hops.slice(at + 1)], from: at, pending }
-  }
-
-  private async closeHops(hops: HopState[], session: string): Promise<void> {
-    await Promise.all(
-      hops.map(async (h) => {
-        try {
-          await h.link.request(jsonFrame('close', session, 0xfffffffe, {}))
-        } catch {
-          // A hop that is gone has nothing left to close.
-        }
-        h.link.close()
-      }),
-    )
   }
 }

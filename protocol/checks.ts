@@ -8,6 +8,8 @@ import { Receipt } from './receipts'
 export const MAX_AUDIT_STEPS = 4096
 /** Bytes of inputs and output one audit may carry (hidden states of every step so far). */
 export const MAX_AUDIT_BYTES = 32 * 1024 * 1024
+/** Audits one client key may have in flight at the tracker: evidence costs other hosts a re-run. */
+export const MAX_AUDITS_IN_FLIGHT = 4
 
 const Count = z.number().int().nonnegative()
 const Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected binary data')

@@ -5,6 +5,7 @@ import {
   type AuditRequest,
   type AuditVerdict,
   hiddenFloats,
+  MAX_AUDITS_IN_FLIGHT,
   NeuronError,
   seamPercent as pct,
   receiptMessage,
@@ -43,9 +44,6 @@ export interface AuditorDeps {
   /** Audits one key may ask for a minute. */
   readonly perMinute: number
 }
-
-/** Audits one client may have in flight: evidence costs other hosts a re-run. */
-const MAX_IN_FLIGHT = 4
 
 /**
  * Checks a real step of one hop: the client hands in the hop's inputs of the session so far with the
@@ -231,8 +229,8 @@ export class Auditor {
       l.minute = minute
       l.count = 0
     }
-    if (l.inFlight >= MAX_IN_FLIGHT || l.count >= this.deps.perMinute)
-      throw new NeuronError('rate_limited', `at most ${MAX_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer steps.`)
+    if (l.inFlight >= MAX_AUDITS_IN_FLIGHT || l.count >= this.deps.perMinute)
+      throw new NeuronError('rate_limited', `at most ${MAX_AUDITS_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer steps.`)
     l.inFlight++
     l.count++
     if (this.load.size > 10_000) for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
