@@ -154,7 +154,9 @@ export class ArtifactStore {
       await onceReady(existing)
       return existing
     }
-    const t = this.client.add(torrent, { path: this.modelsDir, deselect } as WebTorrent.TorrentOptions)
+    // No piece cache: webtorrent's (cache-chunk-store) copies every 16 KiB block it serves out of the
+    // cached piece (Uint8Array.slice); reading each block from the page cache costs a seeder half the CPU.
+    const t = this.client.add(torrent, { path: this.modelsDir, deselect, storeCacheSlots: 0 } as WebTorrent.TorrentOptions)
     await onceReady(t)
     return t
   }
