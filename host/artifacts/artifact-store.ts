@@ -5,6 +5,7 @@ import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
+import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
 
 export interface ArtifactStoreOptions {
   /** Artifacts live in `<dataDir>/models/<modelId>/<file>`. */
@@ -98,11 +99,17 @@ export class ArtifactStore {
     await this.ready
     for (let attempt = 0; ; attempt++) {
       const t = await this.addTorrent(torrent)
-      await this.download(t, wanted, onProgress)
+      const streamed = new StreamedSha256(manifest, wanted)
+      const stopStreaming = onStoredPiece(t, (index, piece) => streamed.add(index, piece))
+      try {
+        await this.download(t, wanted, onProgress)
+      } finally {
+        stopStreaming()
+      }
       const bad: ManifestArtifact[] = []
       for (const a of wanted) {
         try {
-          await verifyArtifact(this.pathOf(manifest.modelId, a.file), a)
+          await verifyArtifact(this.pathOf(manifest.modelId, a.file), a, streamed.digestOf(a.file))
         } catch (error) {
           this.options.log?.(error instanceof Error ? error.message : String(error))
           bad.push(a)
@@ -147,7 +154,9 @@ export class ArtifactStore {
       await onceReady(existing)
       return existing
     }
-    const t = this.client.add(torrent, { path: this.modelsDir, deselect } as WebTorrent.TorrentOptions)
+    // No piece cache: webtorrent's (cache-chunk-store) copies every 16 KiB block it serves out of the
+    // cached piece (Uint8Array.slice); reading each block from the page cache costs a seeder half the CPU.
+    const t = this.client.add(torrent, { path: this.modelsDir, deselect, storeCacheSlots: 0 } as WebTorrent.TorrentOptions)
     await onceReady(t)
     return t
   }
@@ -230,8 +239,11 @@ function onceReady(t: WebTorrent.Torrent): Promise<void> {
   })
 }
 
-/** Throws unless the file's size and sha256 are the manifest's. */
-export async function verifyArtifact(path: string, artifact: ManifestArtifact): Promise<void> {
+/**
+ * Throws unless the file's size and sha256 are the manifest's. `streamedSha256`, when given, is the
+ * digest of the bytes as they were stored (see StreamedSha256); without it the file is read back.
+ */
+export async function verifyArtifact(path: string, artifact: ManifestArtifact, streamedSha256?: string): Promise<void> {
   const size = (await stat(path).catch(() => undefined))?.size
   if (size !== artifact.bytes) {
     throw new NeuronError(
@@ -240,9 +252,7 @@ export async function verifyArtifact(path: string, artifact: ManifestArtifact): 
       { file: artifact.file },
     )
   }
-  const hash = createHash('sha256')
-  for await (const chunk of createReadStream(path, { highWaterMark: 4 << 20 })) hash.update(chunk as Buffer)
-  const got = hash.digest('hex')
+  const got = streamedSha256 ?? (await sha256Of(path))
   if (got !== artifact.sha256) {
     throw new NeuronError(
       'artifact_corrupt',
@@ -254,4 +264,10 @@ export async function verifyArtifact(path: string, artifact: ManifestArtifact): 
       },
     )
   }
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash('sha256')
+  for await (const chunk of createReadStream(path, { highWaterMark: 4 << 20 })) hash.update(chunk as Buffer)
+  return hash.digest('hex')
 }
