@@ -371,19 +371,21 @@ export class SwarmClient {
     const pending = dead.inputs.at(-1)
     if (pending === undefined) throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
     const at = hops.indexOf(dead)
-    const previousHop = hops[at - 1]?.hop.hostId
-    const nextHop = hops[at + 1]?.hop.hostId
-    const replacement = await callRpc(this.tracker, ClientToTracker, 'route.plan', {
-      modelId: request.modelId,
-      maxTokens,
-      // Hosts already on the route hold this session, and a host opens one session per id.
-      exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
-      span: dead.hop.blocks,
-      ...(previousHop === undefined ? {} : { previousHop }),
-      ...(nextHop === undefined ? {} : { nextHop }),
-      failedHost: dead.hop.hostId,
-      session,
-    })
+    const [previousHop, nextHop] = [hops[at - 1]?.hop.hostId, hops[at + 1]?.hop.hostId]
+    const plan = () =>
+      callRpc(this.tracker, ClientToTracker, 'route.plan', {
+        modelId: request.modelId,
+        maxTokens,
+        // Hosts already on the route hold this session, and a host opens one session per id.
+        exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
+        span: dead.hop.blocks,
+        ...(previousHop === undefined ? {} : { previousHop }),
+        ...(nextHop === undefined ? {} : { nextHop }),
+        failedHost: dead.hop.hostId,
+        session,
+      })
+    // The hosts left may all be full for a moment (audits' re-runs hold sessions too): it waits as a new chat does.
+    const replacement = await whenSessionFree(plan, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log)
     const isLast = hops.at(-1) === dead
     const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)

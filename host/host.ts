@@ -81,6 +81,7 @@ export class Host extends EventEmitter<HostEvents> {
   private heartbeat: NodeJS.Timeout | undefined
   /** Sends a heartbeat now (set once joined). */
   private beat: () => void = () => {}
+  private beatSoon: NodeJS.Timeout | undefined
   private stopped = false
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
@@ -265,8 +266,13 @@ export class Host extends EventEmitter<HostEvents> {
       tickets: { trackerKey: () => this.trackerKey, hostId: this.hostId, manifestSha256: manifestSha256(manifest) },
       limits: { maxSessionTokens: kvCapacityTokens },
       onReceipt: (r) => this.outbox.add(r),
-      // a full host tells the tracker at once that it has room, so chats waiting for a session need not wait for the next beat
-      onSessionFreed: () => this.beat(),
+      // the tracker hears at once that a session ended (it counts routed sessions as open until a beat), at most one beat per 50 ms
+      onSessionFreed: () => {
+        this.beatSoon ??= setTimeout(() => {
+          this.beatSoon = undefined
+          this.beat()
+        }, 50).unref()
+      },
       ...(this.options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: this.options.unsteppedSessionMs }),
     })
     const listening = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)
@@ -306,6 +312,7 @@ export class Host extends EventEmitter<HostEvents> {
       await this.server.drain(timeoutMs)
     }
     clearInterval(this.heartbeat)
+    clearTimeout(this.beatSoon)
     await this.server?.close()
     // What was served is handed in before leaving (best effort: a tracker that is away misses it).
     await this.outbox.flush()

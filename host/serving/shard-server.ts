@@ -49,7 +49,7 @@ export interface ShardServerOptions {
   readonly signer?: ReceiptSigner
   /** Told every receipt signed: the host hands them to the tracker itself, so a client that vanishes still pays. */
   readonly onReceipt?: (receipt: Receipt) => void
-  /** Told when a session closes on a host that ran its maximum: the tracker routes here again only once it hears. */
+  /** Told when a session closes: the tracker counts the sessions it routed here as open until it hears the host's count. */
   readonly onSessionFreed?: () => void
   /** What an open's ticket must name: signed by the tracker's key (undefined until the tracker said it), for this host and manifest. */
   readonly tickets: Omit<TicketTerms, 'modelId'>
@@ -357,9 +357,8 @@ export class ShardServer {
   private closeSession(id: string): void {
     const served = this.sessions.get(id)
     if (served === undefined) return
-    const wasFull = this.sessions.size >= this.options.maxSessions
     this.sessions.delete(id)
-    if (wasFull) this.options.onSessionFreed?.()
+    this.options.onSessionFreed?.()
     // Close after any step still running on it.
     void served.steps.run(() => served.runtime.close())
   }
