@@ -93,8 +93,12 @@ const pems = hostKeys.map((k) => k.exportPrivatePem())
 const fleet = fork(join(import.meta.dirname, 'tracker-scale-fleet.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
 const ask = (command: FleetCommand) =>
   new Promise<FleetAnswer>((resolve, reject) => {
-    fleet.once('message', (m) => resolve(m as FleetAnswer))
-    fleet.once('exit', (code) => reject(new Error(`the fleet process exited (${code})`)))
+    const exited = (code: number | null) => reject(new Error(`the fleet process exited (${code})`))
+    fleet.once('message', (m) => {
+      fleet.off('exit', exited)
+      resolve(m as FleetAnswer)
+    })
+    fleet.once('exit', exited)
     fleet.send(command)
   })
 
