@@ -1,9 +1,11 @@
 // More chats at once than the swarm has sessions: a tracker on loopback, two real hosts of two sessions each splitting
 // stories260K, and a burst of chats from clients of their own keys. The tracker must not route a host past its
 // sessions between heartbeats, and a chat that finds every host full waits for a session instead of failing.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { randomBytes } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
+import { ClientToTracker, callRpc } from '../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
 import { Host, type InProcessSwarm, startSwarm } from './programs'
 
@@ -44,6 +46,33 @@ describe.skipIf(!HAVE_STORIES)(`a burst of chats over hosts of ${SESSIONS_PER_HO
     for (const c of clients) c.close()
     await swarm?.close()
     await cleanup?.()
+  })
+
+  it('a key planning in a loop that is refused does not make the hosts look full to others', async () => {
+    const modelId = swarm.manifest.modelId
+    const attacker = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    const plan = (client: SwarmClient | undefined, session: string) =>
+      callRpc((client ?? attacker).tracker, ClientToTracker, 'route.plan', { modelId, maxTokens: 8, promptTokens: 4, exclude: [], session })
+    // The hosts idle and past their first probes (a probe holds one of a host's two sessions), and a heartbeat since.
+    await vi.waitFor(
+      () =>
+        expect(
+          swarm.hosts.every((h) => swarm.tracker.checks.of(h.hostId).probesPassed >= 1 && swarm.tracker.registry.get(h.hostId)?.state.activeSessions === 0),
+        ).toBe(true),
+      { timeout: 60_000 },
+    )
+    await new Promise((r) => setTimeout(r, 1_000))
+    try {
+      // Another client's session: one of the hosts' two sessions each, counted until their next heartbeat.
+      const theirs = randomBytes(16).toString('hex')
+      await plan(clients[1], theirs)
+      // Refused after the planner picked hosts for it, again and again.
+      for (let i = 0; i < 3 * SESSIONS_PER_HOST; i++) await expect(plan(attacker, theirs)).rejects.toMatchObject({ code: 'session_exists' })
+      const route = await plan(clients[0], randomBytes(16).toString('hex'))
+      expect(route.hops.length).toBeGreaterThan(0)
+    } finally {
+      attacker.close()
+    }
   })
 
   it(`completes all ${CHATS} chats started at once, each with the tokens it has alone`, async () => {

@@ -57,7 +57,15 @@ describe('the swarm planner counts the sessions it routes', () => {
     registry.hello('aaaaaaaaaaaaaaaaaaaa', 'k1', TEST_PROFILE, readyState(manifest.modelId, [0, 4]))
     registry.hello('bbbbbbbbbbbbbbbbbbbb', 'k2', TEST_PROFILE, { ...readyState(manifest.modelId, [0, 4]), msPerBlock: 2 })
     const planner = new SwarmPlanner(registry, catalog)
-    const plan = () => planner.route({ modelId: manifest.modelId, maxTokens: 100, exclude: [] })
+    let sessions = 0
+    const plan = () => {
+      const route = planner.route({ modelId: manifest.modelId, maxTokens: 100, exclude: [] })
+      const session = `s${sessions++}`
+      planner.countRouted(session, route)
+      // The same session issued again (a re-plan) is counted once.
+      planner.countRouted(session, route)
+      return route
+    }
     const routed = Array.from({ length: 8 }, () => (plan().hops[0] as { hostId: string }).hostId)
     expect(routed.filter((id) => id.startsWith('a'))).toHaveLength(4)
     expect(routed.filter((id) => id.startsWith('b'))).toHaveLength(4)

@@ -29,6 +29,16 @@ export class SwarmPlanner {
     this.planners.clear()
   }
 
+  /**
+   * A route was issued (ticketed and metered): its session counts against each host until the host's next
+   * heartbeat says how many it runs. Counted once per session and host, and only once the route is paid
+   * for: a refused or repeated plan must not make hosts look full to everyone else.
+   */
+  countRouted(session: string, route: Pick<Route, 'modelId' | 'hops'>): void {
+    const fresh = route.hops.map((h) => h.hostId).filter((hostId) => this.registry.routed(hostId, session))
+    if (fresh.length > 0) this.plannerFor(route.modelId).routed(fresh)
+  }
+
   /** One compiled planner per model, rebuilt when a host changes or after a second (load, reputation). */
   private readonly planners = new Map<string, { planner: RoutePlanner; builtAt: number }>()
 
@@ -88,8 +98,6 @@ export class SwarmPlanner {
       ...(request.nextHop === undefined ? {} : { nextHop: request.nextHop }),
       ...(request.relayedBy === undefined ? {} : { relayedBy: request.relayedBy }),
     })
-    for (const hop of planned.hops) this.registry.routed(hop.hostId)
-    planner.routed(planned.hops.map((hop) => hop.hostId))
     return {
       modelId: request.modelId,
       expectedMsPerToken: planned.expectedMsPerToken,

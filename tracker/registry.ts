@@ -16,6 +16,9 @@ export interface LiveHost {
   routedSinceHeartbeat: number
 }
 
+/** Sessions remembered as routed to one host between two of its heartbeats. */
+const MAX_COUNTED_SESSIONS = 4096
+
 /** A host as another instance describes the one it holds. */
 export type MirroredHost = Pick<LiveHost, 'hostId' | 'publicKey' | 'profile' | 'state' | 'online' | 'verifiedFor'>
 
@@ -30,6 +33,8 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
    * and this connection is half-open. It takes effect when that connection is found dead.
    */
   private readonly claims = new Map<string, { owner: string; host: MirroredHost }>()
+  /** Sessions routed to each host since its last heartbeat (routedSinceHeartbeat is their count). */
+  private readonly routedSessions = new Map<string, Set<string>>()
   private readonly timer: NodeJS.Timeout
 
   constructor(readonly heartbeatMs: number) {
@@ -86,16 +91,24 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     host.lastHeartbeat = now
     host.state = { ...host.state, activeSessions }
     host.routedSinceHeartbeat = 0
+    this.routedSessions.delete(hostId)
     if (!host.online) {
       host.online = true
       this.emit('changed', hostId)
     }
   }
 
-  /** A session was routed to it: counted as open until its next heartbeat says how many it runs. */
-  routed(hostId: string): void {
+  /** A session was routed to it: counted as open until its next heartbeat says how many it runs. False if already counted. */
+  routed(hostId: string, session: string): boolean {
     const host = this.hosts.get(hostId)
-    if (host !== undefined) host.routedSinceHeartbeat++
+    if (host === undefined) return false
+    const sessions = this.routedSessions.get(hostId) ?? new Set<string>()
+    // Past a host's most sessions it is full anyway: no need to remember more of them.
+    if (sessions.has(session) || sessions.size >= MAX_COUNTED_SESSIONS) return false
+    sessions.add(session)
+    this.routedSessions.set(hostId, sessions)
+    host.routedSinceHeartbeat = sessions.size
+    return true
   }
 
   /** Only the instance holding the host (`owner`, null for this one) takes it offline: it may have moved to another. */

@@ -340,6 +340,7 @@ export class Tracker {
           ...request,
           accountId: payer.account.accountId,
         })
+        this.planner.countRouted(request.session, route)
         // A span asked again after a failure: the host the client gave up on failed a step, if it was on the route.
         if (failed && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
         const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
