@@ -28,6 +28,8 @@ export async function whenSessionFree<T>(attempt: () => Promise<T>, waitMs: numb
   const deadline = performance.now() + waitMs
   let pauseMs = 100
   for (let tries = 1; ; tries++) {
+    // A caller that hung up while this waited opens nothing more.
+    if (tries > 1 && signal?.aborted) throw new NeuronError('aborted', 'the chat was stopped while it waited for a free session.')
     try {
       return await attempt()
     } catch (error) {
@@ -35,7 +37,15 @@ export async function whenSessionFree<T>(attempt: () => Promise<T>, waitMs: numb
       if (!swarmIsFull(error) || left <= 0 || signal?.aborted) throw error
       if (tries === 1) log(`every host that could serve this chat is full; waiting up to ${Math.round(waitMs / 1000)} s for a free session`)
       // jittered, so a burst of waiting chats does not come back at the same moment
-      await new Promise((resolve) => setTimeout(resolve, Math.min(left, pauseMs * (0.5 + Math.random()))))
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer)
+          signal?.removeEventListener('abort', done)
+          resolve()
+        }
+        const timer = setTimeout(done, Math.min(left, pauseMs * (0.5 + Math.random())))
+        signal?.addEventListener('abort', done, { once: true })
+      })
       pauseMs = Math.min(2000, pauseMs * 1.5)
     }
   }

@@ -79,8 +79,8 @@ export interface GenerationSummary {
 /** A step run, with its token, the audits it waits for (undefined when no hop was picked) and the undoing of the steps after it. */
 type HeldStep = StepAt & { sampled: SampledToken; audits: Promise<AuditableHop | undefined> | undefined; settled: boolean; after: () => void }
 
-/** Steps run ahead of their audits at most: one fewer than the audits a key may have in flight, for its other sessions. */
-const MAX_HELD_STEPS = MAX_AUDITS_IN_FLIGHT - 1
+/** Steps held for audits: 1, so the next step waits for them (running ahead is off: see docs/architecture.md, audits). */
+const MAX_HELD_STEPS = Math.min(1, MAX_AUDITS_IN_FLIGHT - 1)
 
 const MAX_FAILOVERS = 4
 

@@ -268,6 +268,7 @@ export class Host extends EventEmitter<HostEvents> {
       onReceipt: (r) => this.outbox.add(r),
       // the tracker hears at once that a session ended (it counts routed sessions as open until a beat), at most one beat per 50 ms
       onSessionFreed: () => {
+        if (this.stopped) return
         this.beatSoon ??= setTimeout(() => {
           this.beatSoon = undefined
           this.beat()
