@@ -1,15 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { type HardwareProfile, IDLE_STATE } from '../protocol'
+import { IDLE_STATE } from '../protocol'
+import { TEST_PROFILE as PROFILE } from '../test/peers'
 import { HostRegistry } from './registry'
 
-const PROFILE: HardwareProfile = {
-  cpu: { model: 'cpu', cores: 2, physicalCores: 2, flags: [] },
-  memory: { totalBytes: 8e9, availableBytes: 4e9 },
-  gpus: [],
-  disk: { path: '/tmp', freeBytes: 1e10, readBytesPerSecond: 1e9 },
-  memoryBytesPerSecond: 1e10,
-  threads: 1,
-}
 const HOST = { hostId: 'h1', publicKey: 'key-1', profile: PROFILE, verifiedFor: 'model@0-2' }
 
 describe('the host registry across tracker instances', () => {
