@@ -2,13 +2,13 @@
 // processes serving consecutive block ranges (so every route has one hop per host), each a real program on loopback.
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { link, mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { packModel } from '../gguf/pack'
 import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
-import { artifactsForBlocks, type Manifest, splitBlocks } from '../protocol'
+import { type Manifest, splitBlocks } from '../protocol'
 import { type NeuronProcess, startNeuron } from '../test/processes'
+import { startSeededHost } from './seeded-host'
 
 export interface LoadSwarm {
   readonly trackerUrl: string
@@ -62,26 +62,15 @@ export async function startLoadSwarm(o: LoadSwarmOptions): Promise<LoadSwarm> {
     publication = await publishModel(packed, trackerUrl, NodeIdentity.generate(), join(o.work, 'publisher'))
     const ranges = splitBlocks(manifest.nLayer, o.hosts)
     for (const [i, [a, b]] of ranges.entries()) {
-      const dataDir = join(o.work, `host-${i}`)
-      // Pre-seeded with hard links: this bench measures serving, not downloading.
-      const modelDir = join(dataDir, 'models', manifest.modelId)
-      await mkdir(modelDir, { recursive: true })
-      for (const { file } of artifactsForBlocks(manifest, [a, b])) await link(join(packed, file), join(modelDir, file))
-      const host = startNeuron([
-        'host',
-        '--tracker',
+      const host = await startSeededHost({
         trackerUrl,
-        '--model',
-        manifest.modelId,
-        '--blocks',
-        `${a}:${b}`,
-        '--data-dir',
-        dataDir,
-        '--threads',
-        String(o.threads),
-        '--max-sessions',
-        String(o.maxSessions),
-      ])
+        manifest,
+        packed,
+        dataDir: join(o.work, `host-${i}`),
+        blocks: [a, b],
+        threads: o.threads,
+        args: ['--max-sessions', String(o.maxSessions)],
+      })
       processes.push(host)
     }
     await Promise.all(processes.slice(1).map((h) => h.waitFor(/ ready blocks/, 300_000)))

@@ -3,7 +3,7 @@
 // compute, same run. Rounds alternate the baseline and each route (`--rounds N`, default 3); every
 // run prints one JSON line with the load average; the last line holds the medians and the ratios.
 import { existsSync } from 'node:fs'
-import { link, mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -13,10 +13,11 @@ import { sharedLlama } from '../client/tokenizer'
 import { packModel } from '../gguf/pack'
 import { publishModel, readManifest } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
-import { artifactsForBlocks, splitBlocks } from '../protocol'
-import { type NeuronProcess, startNeuron } from '../test/processes'
+import { splitBlocks } from '../protocol'
+import type { NeuronProcess } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
+import { startSeededHost } from './seeded-host'
 
 // `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
@@ -90,24 +91,14 @@ async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
   }
   try {
     for (const [i, [a, b]] of splitBlocks(manifest.nLayer, hops).entries()) {
-      const dataDir = join(work, `hops${hops}-host${i}`)
-      // Pre-seed the host's store with hard links: this bench measures serving, not downloading.
-      const modelDir = join(dataDir, 'models', manifest.modelId)
-      await mkdir(modelDir, { recursive: true })
-      for (const { file } of artifactsForBlocks(manifest, [a, b])) await link(join(packed, file), join(modelDir, file))
-      const host = startNeuron([
-        'host',
-        '--tracker',
-        tracker.url,
-        '--model',
-        manifest.modelId,
-        '--blocks',
-        `${a}:${b}`,
-        '--data-dir',
-        dataDir,
-        '--threads',
-        String(THREADS),
-      ])
+      const host = await startSeededHost({
+        trackerUrl: tracker.url,
+        manifest,
+        packed,
+        dataDir: join(work, `hops${hops}-host${i}`),
+        blocks: [a, b],
+        threads: THREADS,
+      })
       processes.push(host)
       await host.waitFor(/ ready blocks/, 300_000)
     }
