@@ -19,6 +19,8 @@ export type NativeInfo = {
   deviceDescription: string
   backend: string
   threads: number
+  /** The CPU backend keeps its threads between graphs (off for 1 thread, or with NEURON_NO_THREADPOOL=1). */
+  threadPool: boolean
   flashAttention: boolean
   weightBytes: number
   /** Of weightBytes, those used in place from the mapped artifact files (0 with mmap off). */

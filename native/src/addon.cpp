@@ -68,6 +68,7 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             o.Set("deviceDescription", ggml_backend_dev_description(core->dev));
             o.Set("backend", ggml_backend_name(core->backend));
             o.Set("threads", core->threads);
+            o.Set("threadPool", core->threadpool != nullptr);  // kept CPU threads across graphs (attach_cpu_threadpool)
             o.Set("flashAttention", core->flash_attn);
             o.Set("weightBytes", (double) m.weight_bytes);
             o.Set("mappedBytes", (double) m.mapped_bytes);  // of weightBytes, used in place from the artifact files

@@ -100,6 +100,30 @@ void set_n_threads(ggml_backend_t backend, int n_threads) {
     if (fn) fn(backend, n_threads);
 }
 
+void * attach_cpu_threadpool(ggml_backend_t cpu, int n_threads) {
+    if (n_threads < 2) return nullptr;
+    ggml_backend_dev_t dev = ggml_backend_get_device(cpu);
+    ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
+    if (!reg) return nullptr;
+    using new_fn = ggml_threadpool_t (*)(ggml_threadpool_params *);
+    using set_fn = void (*)(ggml_backend_t, ggml_threadpool_t);
+    auto make = (new_fn) ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new");
+    auto set = (set_fn) ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool");
+    if (!make || !set) return nullptr;
+    ggml_threadpool_params params = ggml_threadpool_params_default(n_threads);
+    ggml_threadpool_t pool = make(&params);
+    if (pool) set(cpu, pool);
+    return pool;
+}
+
+void free_cpu_threadpool(void * pool) {
+    if (!pool) return;
+    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
+    auto free_fn = reg ? (void (*)(ggml_threadpool_t)) ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free") : nullptr;
+    if (free_fn) free_fn((ggml_threadpool_t) pool);
+}
+
 std::vector<ggml_backend_buffer_type_t> cpu_extra_bufts() {
     std::vector<ggml_backend_buffer_type_t> out;
     auto * cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);

@@ -19,6 +19,12 @@ std::vector<std::string> device_names();
 
 void set_n_threads(ggml_backend_t backend, int n_threads);
 
+// A thread pool kept for the CPU backend's graphs, as llama.cpp's tools attach one: without it ggml starts and joins
+// n_threads - 1 threads for every graph. Null (ggml's per-graph threads) for one thread or when the CPU library lacks it.
+// Freed with free_cpu_threadpool after the backend that uses it.
+void * attach_cpu_threadpool(ggml_backend_t cpu, int n_threads);
+void free_cpu_threadpool(void * pool);
+
 // The CPU's extra buffer types (weight repacking for faster matmul), like llama.cpp uses.
 std::vector<ggml_backend_buffer_type_t> cpu_extra_bufts();
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "backend.h"
 #include "errors.h"
@@ -30,6 +31,9 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
         backends.push_back(core->cpu);
     }
     set_n_threads(core->cpu, core->threads);
+    // NEURON_NO_THREADPOOL=1: ggml's threads started per graph (node-llama-cpp's way), for a baseline
+    const char * no_pool = getenv("NEURON_NO_THREADPOOL");
+    if (!(no_pool && std::string(no_pool) == "1")) core->threadpool = attach_cpu_threadpool(core->cpu, core->threads);
 
     const int n_layers = core->model->il1 - core->model->il0;
     // nodes per block: ~95 for a deepseek2 MoE block with 8 experts (MLA, group routing, one view and add per expert)
@@ -57,6 +61,8 @@ void RuntimeCore::release() {
     if (cpu && cpu != backend) ggml_backend_free(cpu);
     if (backend) ggml_backend_free(backend);
     backend = cpu = nullptr;
+    free_cpu_threadpool(threadpool);
+    threadpool = nullptr;
 }
 
 RuntimeCore::~RuntimeCore() { release(); }

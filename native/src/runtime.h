@@ -32,6 +32,7 @@ struct RuntimeCore {
     size_t batch_graph_size = 0;  // nodes of a batch of up to MAX_BATCH_SEQS sessions' graph (the scheduler's size)
     int threads = 1;
     bool flash_attn = true;
+    void * threadpool = nullptr;  // the CPU backend's kept threads (attach_cpu_threadpool), or null
     std::atomic<bool> disposed{false};
     // One graph at a time per runtime: the scheduler and its compute buffers are shared.
     // Workers only read the model; only dispose() (JS thread) changes it, under this lock.

@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { STORIES, storiesMissing } from '../test/native'
+import { ShardRuntime, type ShardSession } from './shard-runtime'
+
+const PROMPT = Int32Array.of(1, 403, 407, 31, 261, 31) // "Once upon a time" with BOS
+
+const load = (threads: number) => ShardRuntime.load({ artifacts: [STORIES], blocks: [0, 5], embed: true, head: true, threads, device: 'cpu' })
+
+async function greedy(s: ShardSession, n: number): Promise<number[]> {
+  const out: number[] = []
+  await s.forward(PROMPT)
+  for (let i = 0; i < n; i++) {
+    const { token } = s.sample({ temperature: 0 })
+    out.push(token)
+    await s.forward(Int32Array.of(token))
+  }
+  s.close()
+  return out
+}
+
+const saved = process.env.NEURON_NO_THREADPOOL
+afterEach(() => {
+  if (saved === undefined) delete process.env.NEURON_NO_THREADPOOL
+  else process.env.NEURON_NO_THREADPOOL = saved
+})
+
+// 2 threads on a 2-core machine: more would oversubscribe it (the README's threads note)
+describe.skipIf(storiesMissing)(`the CPU thread pool kept between graphs ${storiesMissing ?? ''}`, () => {
+  it('2 threads with the kept pool, and without it, write the 1-thread greedy story; a disposed runtime leaves the other serving', async () => {
+    const one = await load(1)
+    expect(one.info().threadPool).toBe(false) // one thread needs no pool
+    const solo = await greedy(one.openSession({ maxTokens: 96 }), 40)
+    one.dispose()
+
+    delete process.env.NEURON_NO_THREADPOOL
+    const pooled = await load(2)
+    const other = await load(2)
+    process.env.NEURON_NO_THREADPOOL = '1'
+    const perGraph = await load(2)
+    try {
+      expect(pooled.info().threadPool).toBe(true)
+      expect(perGraph.info().threadPool).toBe(false)
+      // stories260K's matmuls split across threads by rows: the same sums, so the same greedy tokens
+      expect(await greedy(pooled.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
+      expect(await greedy(perGraph.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
+      // two pools at once, one freed mid-chat: the other's threads are its own
+      const a = other.openSession({ maxTokens: 96 })
+      const running = greedy(a, 40)
+      pooled.dispose()
+      expect(await running).toEqual(solo)
+    } finally {
+      pooled.dispose()
+      other.dispose()
+      perGraph.dispose()
+    }
+  })
+})
