@@ -13,7 +13,13 @@ import { BENCH_DIR, benchModel } from './models'
 
 const PROMPT = 'Once upon a time, in a land far away,'
 const DECODE = 64
-const ROUNDS = Number(parseArgs({ options: { rounds: { type: 'string', default: '3' } } }).values.rounds)
+// `--steady`: hosts start past probation (audited at 5 %, not new hosts' 50 %); `--audit-rate R` sets that rate
+// (0: no audits, so the two paths differ only by the gateway's own work: HTTP, SSE, holds and per-step settling).
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '3' }, steady: { type: 'boolean', default: false }, 'audit-rate': { type: 'string' } },
+})
+const ROUNDS = Number(values.rounds)
+const AUDIT_RATE = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
 const ADMIN = 'bench-admin'
 /** Big enough that compute, not loopback overhead, sets the pace; small enough to pack in seconds. */
 const SHAPE = { arch: 'llama', blocks: 8, embd: 1024, heads: 16, kvHeads: 4, ff: 2816, vocab: 32000, seed: 1 } as const
@@ -28,7 +34,11 @@ const swarm = await startSwarm(
     [3, 6],
     [6, 8],
   ],
-  { gateway: { adminToken: ADMIN }, startingGrantMicro: 1_000_000_000 },
+  {
+    gateway: { adminToken: ADMIN },
+    startingGrantMicro: 1_000_000_000,
+    checks: { ...(values.steady ? { probationProbes: 0 } : {}), ...(AUDIT_RATE === undefined ? {} : { auditRate: AUDIT_RATE }) },
+  },
 )
 const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
 const { apiKey } = await createAccount(swarm.tracker.url, ADMIN)
@@ -106,6 +116,8 @@ console.log(
     gateway_tokens_per_s: g,
     gateway_over_swarm_client: g / d,
     rounds: ROUNDS,
+    steady: values.steady,
+    audit_rate: AUDIT_RATE ?? 'default',
     load_average: loadavg()[0],
   }),
 )

@@ -22,9 +22,16 @@ import { startSeededHost } from './seeded-host'
 // `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
 // `--steady`: hosts start past probation, audited at the swarm's steady rate (5%) instead of new hosts' (50%).
+// `--audit-rate R`: the steady rate (0 measures the data plane alone, without audits' re-runs).
 const { values } = parseArgs({
-  options: { threads: { type: 'string', default: '1' }, rounds: { type: 'string', default: '3' }, steady: { type: 'boolean', default: false } },
+  options: {
+    threads: { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '3' },
+    steady: { type: 'boolean', default: false },
+    'audit-rate': { type: 'string' },
+  },
 })
+const AUDIT_RATE = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
 const THREADS = Number(values.threads)
 const ROUNDS = Number(values.rounds)
 const PROMPT = 'Once upon a time, in a land far away,'
@@ -80,7 +87,11 @@ async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
   const tracker = await Tracker.start({
     dbPath: ':memory:',
     newKeyGrantMicro: 1_000_000_000,
-    checks: { probationProbeEveryMs: 3_600_000, ...(values.steady ? { probationProbes: 0 } : {}) },
+    checks: {
+      probationProbeEveryMs: 3_600_000,
+      ...(values.steady ? { probationProbes: 0 } : {}),
+      ...(AUDIT_RATE === undefined ? {} : { auditRate: AUDIT_RATE }),
+    },
   })
   const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, `publisher-${hops}`))
   const processes: NeuronProcess[] = []
@@ -176,6 +187,7 @@ try {
       threads: THREADS,
       decode_tokens: DECODE,
       steady: values.steady,
+      audit_rate: AUDIT_RATE ?? 'default',
       baseline_tokens_per_s: baselineMedian,
       ...results,
       rounds: ROUNDS,

@@ -346,7 +346,7 @@ export class Tracker {
         const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
         return {
           ...ticketed,
-          hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId), ...seamOut(h.blocks[1]) })),
+          hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId, peer.nodeId), ...seamOut(h.blocks[1]) })),
           seamDtype: seamDtype(manifest),
           measure: measureTargets(this.latencies, this.registry, peer.nodeId, route),
         }

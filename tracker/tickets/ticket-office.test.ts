@@ -100,6 +100,22 @@ for (const each of await storeEngines())
       }
     })
 
+    it("audits a new host at the probation rate for other clients' sessions, never for the host's own key chatting through it", async () => {
+      const hostKey = NodeIdentity.generate()
+      const { tracker, client, close } = await swarm('own-host', {}, hostKey)
+      try {
+        const stranger = NodeIdentity.generate()
+        for (const k of [hostKey, stranger]) await tracker.accounts.create({ publicKey: k.publicKey })
+        const plan = async (identity: NodeIdentity) =>
+          (await callRpc(await client(identity), ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session: sid() })).hops
+        // the app's case: its host serves its own chats, and each audit would hold the chat for a re-run
+        expect((await plan(hostKey)).map((h) => h.audit)).toEqual([0])
+        expect((await plan(stranger)).map((h) => h.audit)).toEqual([0.5])
+      } finally {
+        await close()
+      }
+    })
+
     it('a tracker with a new-key grant gives it once per key and opens at most N accounts a minute', async () => {
       const { tracker, client, close } = await swarm('grant', { newKeyGrantMicro: 2_000_000, newAccountsPerMinute: 2 })
       try {
