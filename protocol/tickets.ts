@@ -28,6 +28,11 @@ export const TicketBody = z.object({
   price: z.object({ promptMicroPerToken: Micro, completionMicroPerToken: Micro }),
   expiresAt: z.number().int().nonnegative(),
   trackerKey: PublicKey,
+  /**
+   * The tracker's own probe: the host admits it in its reserved probe slots, past its session limit. Only
+   * the tracker's signature sets it (it is signed with the rest), so no client can reach those slots.
+   */
+  probe: z.literal(true).optional(),
 })
 export type TicketBody = z.infer<typeof TicketBody>
 
@@ -51,6 +56,8 @@ export function ticketMessage(t: TicketBody): string {
     t.price.completionMicroPerToken,
     t.expiresAt,
     t.trackerKey,
+    // last, and only on probes: every other ticket's bytes are as before
+    ...(t.probe === true ? ['probe'] : []),
   ].join(' ')
 }
 

@@ -53,7 +53,7 @@ describe.skipIf(!HAVE_STORIES)(`a burst of chats over hosts of ${SESSIONS_PER_HO
     const attacker = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     const plan = (client: SwarmClient | undefined, session: string) =>
       callRpc((client ?? attacker).tracker, ClientToTracker, 'route.plan', { modelId, maxTokens: 8, promptTokens: 4, exclude: [], session })
-    // The hosts idle and past their first probes (a probe holds one of a host's two sessions), and a heartbeat since.
+    // The hosts idle and past their first probes, and a heartbeat since.
     await vi.waitFor(
       () =>
         expect(

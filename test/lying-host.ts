@@ -5,7 +5,7 @@ import { Host, type HostOptions } from '../host/host'
 import type { ServingRuntime, ServingSession } from '../host/serving/serving-runtime'
 import { type ForwardOptions, type ForwardOutput, ShardRuntime, type ShardRuntimeOptions } from '../native'
 import { type Sampled, type SampleParams, SeededRandom, sampleToken } from '../native/sampler'
-import type { ServingState } from '../protocol'
+import { NeuronError, type ServingState } from '../protocol'
 import { fromF16 as fromF16Bits, toF16 as toF16Bits } from '../protocol/f16'
 
 export type Lie =
@@ -163,4 +163,28 @@ function addNoise(out: ForwardOutput, size: number, random: () => number): void 
     }
   }
   if (out.dtype === 'f16') (out.data as Uint16Array).set(toF16Bits(values))
+}
+
+/**
+ * A host that refuses every session past its session limit, the tracker's probes in their reserved
+ * slots included: a full host that will not be checked (a last hop judged by probes alone could be
+ * full at every probe).
+ */
+export class ProbeRefusingHost extends Host {
+  /** Opens refused past the limit so far: each was a probe, as no client is routed to a full host. */
+  refused = 0
+
+  protected override async loadRuntime(options: ShardRuntimeOptions): Promise<ServingRuntime> {
+    const inner = await ShardRuntime.load(options)
+    return {
+      openSession: (o) => {
+        if (this.activeSessions >= (this.options.maxSessions ?? 4)) {
+          this.refused++
+          throw new NeuronError('busy', 'this host runs its maximum of sessions and keeps no slot for probes')
+        }
+        return inner.openSession(o)
+      },
+      dispose: () => inner.dispose(),
+    }
+  }
 }

@@ -1,5 +1,11 @@
 import { verifyTicket } from '../../identity/tickets'
-import { NeuronError, type OpenSession, REPLAY_STEP_BASE, type Ticket } from '../../protocol'
+import { MAX_PROBE_TOKENS, NeuronError, type OpenSession, REPLAY_STEP_BASE, type Ticket } from '../../protocol'
+
+/**
+ * Sessions a host keeps free for its tracker's probes, past its session limit: a full host still
+ * answers them, so being busy never excuses a refused probe. Each holds MAX_PROBE_TOKENS at most.
+ */
+export const PROBE_SLOTS = 2
 
 /** What a host lets its sessions reserve: each bounded before its KV cache is allocated. */
 export interface AdmissionLimits {
@@ -16,6 +22,8 @@ export interface AdmissionLimits {
 export interface AdmittedSession {
   readonly clientKey: string
   readonly open: Pick<OpenSession, 'maxTokens'>
+  /** Held in a probe slot (its ticket says probe): counted against the probe slots only. */
+  readonly probe: boolean
 }
 
 export interface TicketTerms {
@@ -39,8 +47,9 @@ export function admissionLimits(maxSessions: number, given: Partial<AdmissionLim
 
 /**
  * Admits an open, or throws a typed error saying why not: it must carry its tracker's ticket for
- * this host, model and blocks, opened by the ticket's client, and fit this host's limits. Returns
- * the ticket: the session is bound to its client key and its receipts name its price and tracker.
+ * this host, model and blocks, opened by the ticket's client, and fit this host's limits (a probe's
+ * ticket, the probe slots'). Returns the ticket: the session is bound to its client key and its
+ * receipts name its price and tracker.
  */
 export function admit(session: string, request: OpenSession, terms: TicketTerms, limits: AdmissionLimits, open: Iterable<AdmittedSession>): Ticket {
   const { ticket, signature } = request
@@ -54,6 +63,10 @@ export function admit(session: string, request: OpenSession, terms: TicketTerms,
       'wrong_model',
       `the ticket is for ${ticket.modelId} (manifest ${ticket.manifestSha256.slice(0, 12)}…); this host serves ${terms.modelId} (${terms.manifestSha256.slice(0, 12)}…).`,
     )
+  if (ticket.probe === true) {
+    admitProbe(request, open)
+    return ticket
+  }
   if (request.maxTokens > limits.maxSessionTokens)
     throw new NeuronError(
       'too_many_tokens',
@@ -62,7 +75,10 @@ export function admit(session: string, request: OpenSession, terms: TicketTerms,
     )
   let reserved = 0
   let ofClient = 0
+  let sessions = 0
   for (const s of open) {
+    if (s.probe) continue
+    sessions++
     reserved += s.open.maxTokens
     if (s.clientKey === ticket.clientKey) ofClient++
   }
@@ -76,7 +92,24 @@ export function admit(session: string, request: OpenSession, terms: TicketTerms,
       `this host's KV cache has ${limits.kvBudgetTokens - reserved} of ${limits.kvBudgetTokens} tokens free; ${request.maxTokens} asked. Ask the tracker for another route.`,
       { freeTokens: limits.kvBudgetTokens - reserved },
     )
+  if (sessions >= limits.maxSessions)
+    throw new NeuronError('busy', `this host runs its maximum of ${limits.maxSessions} sessions; ask the tracker for another route.`)
   return ticket
+}
+
+/** A tracker's probe fits a probe slot: a probe's tokens at most, PROBE_SLOTS at once (of any load the host has besides). */
+function admitProbe(request: OpenSession, open: Iterable<AdmittedSession>): void {
+  if (request.maxTokens > MAX_PROBE_TOKENS)
+    throw new NeuronError('too_many_tokens', `a probe holds at most ${MAX_PROBE_TOKENS} tokens; ${request.maxTokens} asked.`, {
+      maxProbeTokens: MAX_PROBE_TOKENS,
+      requested: request.maxTokens,
+    })
+  let probes = 0
+  for (const s of open) if (s.probe) probes++
+  if (probes >= PROBE_SLOTS)
+    throw new NeuronError('probe_slots_full', `this host is answering ${probes} probes, all its probe slots; probe it again once one has closed.`, {
+      probeSlots: PROBE_SLOTS,
+    })
 }
 
 /** A step carries what its ticket paid for: the declared prompt at step 1, one token after (replays rebuild a cache, unpaid by the client). */

@@ -5,8 +5,9 @@ import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import { ShardRuntime } from '../../native'
-import { decodeFrame, encodeFrame, type Frame, jsonFrame, type Manifest, readJson, SampledToken } from '../../protocol'
+import { decodeFrame, encodeFrame, type Frame, jsonFrame, MAX_PROBE_TOKENS, type Manifest, readJson, SampledToken, type Ticket } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { PROBE_SLOTS } from './admission'
 import { ShardServer, type ShardServerOptions } from './shard-server'
 
 let dir = ''
@@ -58,10 +59,10 @@ function ticketedOpen(
   s: string,
   body: { modelId: unknown; blocks: [number, number]; maxTokens: number; [k: string]: unknown },
   ticket: Partial<Parameters<typeof signTicket>[1]> = {},
-  /** `client`: the key the ticket is issued to; `signer`: who signs the open (default the client). */
-  options: { tracker?: NodeIdentity; client?: NodeIdentity; signer?: NodeIdentity } = {},
+  /** `client`: the key the ticket is issued to; `signer`: who signs the open (default the client); `forge`: the client's edit of the signed ticket. */
+  options: { tracker?: NodeIdentity; client?: NodeIdentity; signer?: NodeIdentity; forge?: (t: Ticket) => Ticket } = {},
 ): Uint8Array {
-  const t = signTicket(options.tracker ?? trackerKey, {
+  const signed = signTicket(options.tracker ?? trackerKey, {
     session: s,
     clientKey: (options.client ?? clientKey).publicKey,
     hostId: HOST_ID,
@@ -74,6 +75,7 @@ function ticketedOpen(
     expiresAt: Date.now() + 60_000,
     ...ticket,
   })
+  const t = options.forge?.(signed) ?? signed
   return jsonFrame('open', s, 0, { ...body, ticket: t, signature: signOpen(options.signer ?? options.client ?? clientKey, t, body) })
 }
 
@@ -222,6 +224,68 @@ describe.skipIf(!HAVE_STORIES)(`shard server on loopback${NEEDS_STORIES}`, () =>
     expect(errorOf(await exchange(tokens(s, 2, 3, [261, 378])))).toMatchObject({ code: 'tokens_not_ticketed' })
     expect((await exchange(tokens(s, 2, 3, [261]))).kind).toBe('token')
     expect((await exchange(jsonFrame('close', s, 0, {}))).kind).toBe('ok')
+  })
+
+  describe("a full host and the tracker's probes", () => {
+    let full: ShardServer
+    let fullUrl = ''
+    beforeAll(async () => {
+      full = new ShardServer(runtime, serverOptions({ maxSessions: 2, limits: { maxSessionsPerClient: 1 } }))
+      fullUrl = await full.listen()
+    })
+    afterAll(async () => {
+      await full?.close()
+    })
+    const body = (maxTokens: number) => ({ modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens, sampling: { temperature: 0 } })
+
+    it('a client cannot open a session in the probe slots, by forging its ticket or by asking, while its sessions are taken', async () => {
+      const c = await connect(fullUrl)
+      try {
+        expect((await c.exchange(ticketedOpen(session(300), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
+        expect((await c.exchange(ticketedOpen(session(301), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
+        const attacker = NodeIdentity.generate()
+        expect(errorOf(await c.exchange(ticketedOpen(session(302), body(8), {}, { client: attacker })))).toMatchObject({ code: 'busy' })
+        // its own ticket with the probe mark added: the tracker never signed that
+        expect(errorOf(await c.exchange(ticketedOpen(session(303), body(8), {}, { client: attacker, forge: (t) => ({ ...t, probe: true }) })))).toMatchObject({
+          code: 'bad_ticket',
+        })
+        // the mark in the open, outside the ticket, is no mark at all
+        expect(errorOf(await c.exchange(ticketedOpen(session(304), { ...body(8), probe: true }, {}, { client: attacker })))).toMatchObject({ code: 'busy' })
+        expect(full.activeSessions).toBe(2)
+      } finally {
+        for (const s of [300, 301]) await c.exchange(jsonFrame('close', session(s), 0, {}))
+        c.close()
+      }
+    })
+
+    it(`answers the tracker's probes past its session limit, ${PROBE_SLOTS} at once, each of a probe's tokens at most, and counts them in no session`, async () => {
+      const c = await connect(fullUrl)
+      const gateway = NodeIdentity.generate()
+      try {
+        expect((await c.exchange(ticketedOpen(session(310), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
+        expect((await c.exchange(ticketedOpen(session(311), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
+        expect(errorOf(await c.exchange(ticketedOpen(session(312), body(12), {}, { client: gateway })))).toMatchObject({ code: 'busy' })
+        // one key, past its one session a key may hold: a probe is held to the probe slots' limits alone
+        for (let i = 0; i < PROBE_SLOTS; i++)
+          expect((await c.exchange(ticketedOpen(session(313 + i), body(12), { probe: true }, { client: gateway }))).kind).toBe('ok')
+        const answer = await c.exchange(tokens(session(313), 1, 0, [1, 403, 407]))
+        expect(answer.kind).toBe('token')
+        expect(readJson(answer, SampledToken).token).toBeGreaterThanOrEqual(0)
+        expect(full.activeSessions).toBe(2)
+        expect(errorOf(await c.exchange(ticketedOpen(session(320), body(12), { probe: true }, { client: gateway })))).toMatchObject({
+          code: 'probe_slots_full',
+        })
+        await c.exchange(jsonFrame('close', session(313), 0, {}))
+        expect(errorOf(await c.exchange(ticketedOpen(session(321), body(MAX_PROBE_TOKENS + 1), { probe: true }, { client: gateway })))).toMatchObject({
+          code: 'too_many_tokens',
+          message: expect.stringMatching(new RegExp(`probe holds at most ${MAX_PROBE_TOKENS} tokens`)),
+        })
+        expect((await c.exchange(ticketedOpen(session(322), body(MAX_PROBE_TOKENS), { probe: true }, { client: gateway }))).kind).toBe('ok')
+      } finally {
+        for (const s of [310, 311, 314, 322]) await c.exchange(jsonFrame('close', session(s), 0, {}))
+        c.close()
+      }
+    })
   })
 
   describe('a host with small limits', () => {

@@ -81,6 +81,8 @@ interface ServedSession {
   readonly owner: FrameCaller
   /** The ticket's client key: it counts against that key's session limit. */
   readonly clientKey: string
+  /** The tracker's probe, in a probe slot: not one of the host's sessions (see PROBE_SLOTS). */
+  readonly probe: boolean
   /** What the session's receipts name: its model, price and tracker. */
   readonly ticket: Ticket
   /** False until its first forward: an open never stepped is reaped early. */
@@ -126,8 +128,11 @@ export class ShardServer {
     return this.options.seams ?? { nLayer: this.options.blocks[1], nEmbd: this.options.nEmbd }
   }
 
+  /** Sessions held of `maxSessions` (the tracker's probes, in slots of their own, are not counted). */
   get activeSessions(): number {
-    return this.sessions.size
+    let n = 0
+    for (const s of this.sessions.values()) if (!s.probe) n++
+    return n
   }
 
   /** Median compute time per block of recent single-token steps, ms; undefined before any. */
@@ -247,14 +252,13 @@ export class ShardServer {
       )
     }
     if (this.sessions.has(frame.session)) throw new NeuronError('session_exists', `session ${frame.session} is already open here.`)
-    if (this.sessions.size >= this.options.maxSessions)
-      throw new NeuronError('busy', `this host runs its maximum of ${this.options.maxSessions} sessions; ask the tracker for another route.`)
     const runtime = this.runtime.openSession({ maxTokens: request.maxTokens, blocks: [request.blocks[0], request.blocks[1]] })
     this.sessions.set(frame.session, {
       runtime,
       open: request,
       owner: caller,
       clientKey: ticket.clientKey,
+      probe: ticket.probe === true,
       ticket,
       stepped: false,
       sampling: SamplingParams.parse(request.sampling ?? {}),

@@ -264,10 +264,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     }
     if (outcome.inconclusive) {
       this.log(`probe of ${hostId} inconclusive: ${outcome.reason}`)
-      // A host at its sessions (as the tracker counts them, not as it says) refuses a probe like any open: it is busy, not hiding.
-      const now = this.registry.get(hostId)
-      if (now !== undefined && now.state.activeSessions + now.routedSinceHeartbeat >= now.state.maxSessions) return outcome
-      // A host that keeps its probes from being answered is routed no more until one is.
+      // A host that keeps its probes from being answered is routed no more until one is. Being full is no excuse: a
+      // host keeps probe slots past its sessions for the tracker's probes (PROBE_SLOTS in host/serving/admission.ts).
       const missed = (this.inconclusive.get(hostId) ?? 0) + 1
       this.inconclusive.set(hostId, missed)
       if (missed >= MAX_INCONCLUSIVE) this.verifiedFor.delete(hostId)

@@ -65,7 +65,8 @@ export interface ProberDeps {
 /**
  * Runs the publisher's known-answer probes against one host's blocks, and re-runs real steps on a
  * host for audits. Each is an ordinary ticketed session from the gateway's key: a prefill, then
- * single-token steps, as a short chat looks to the host.
+ * single-token steps, as a short chat looks to the host. A probe a full host refuses is opened again
+ * in the host's probe slots (its ticket marked probe), which it must answer.
  */
 export class Prober {
   constructor(private readonly deps: ProberDeps) {}
@@ -88,7 +89,7 @@ export class Prober {
     const chunks = probeChunks(n).map(([from, to]) => rows(input, from, to))
     let answers: SpanAnswer[]
     try {
-      answers = await this.run(hostId, modelId, blocks, chunks, head)
+      answers = await this.run(hostId, modelId, blocks, chunks, head, true)
     } catch (error) {
       return { passed: false, inconclusive: true, error: 0, reason: `probe not answered: ${(error as Error).message}`, msPerBlock: null }
     }
@@ -152,45 +153,64 @@ export class Prober {
     return last
   }
 
-  private async run(hostId: string, modelId: string, blocks: readonly [number, number], chunks: HopInput[], sample: boolean): Promise<SpanAnswer[]> {
+  /**
+   * Runs `chunks` in a session of their own on the host, opened as a client's session looks. `probe`: when
+   * the host refuses it as full, it is opened again with the ticket marked probe, for the host's reserved
+   * probe slots; so the host tells a probe from a paying session only once it has refused it.
+   */
+  private async run(
+    hostId: string,
+    modelId: string,
+    blocks: readonly [number, number],
+    chunks: HopInput[],
+    sample: boolean,
+    probe = false,
+  ): Promise<SpanAnswer[]> {
     const manifest = this.deps.manifest(modelId)
     const session = randomBytes(16).toString('hex')
     const maxTokens = chunks.reduce((s, c) => s + c.tokens, 0)
     const promptTokens = chunks[0]?.tokens ?? 1
     await this.deps.issue(session, modelId, { hostId, blocks }, maxTokens, promptTokens)
-    const ticket = signTicket(this.deps.tracker, {
-      session,
-      clientKey: this.deps.client.publicKey,
-      hostId,
-      blocks: [blocks[0], blocks[1]],
-      maxTokens,
-      promptTokens,
-      modelId,
-      manifestSha256: manifestSha256(manifest),
-      price: this.deps.price(modelId),
-      expiresAt: Date.now() + TICKET_TTL_MS,
-    })
+    const open = (marked: boolean) => {
+      const ticket = signTicket(this.deps.tracker, {
+        session,
+        clientKey: this.deps.client.publicKey,
+        hostId,
+        blocks: [blocks[0], blocks[1]],
+        maxTokens,
+        promptTokens,
+        modelId,
+        manifestSha256: manifestSha256(manifest),
+        price: this.deps.price(modelId),
+        expiresAt: Date.now() + TICKET_TTL_MS,
+        ...(marked ? { probe: true as const } : {}),
+      })
+      return {
+        modelId,
+        blocks: [blocks[0], blocks[1]] as [number, number],
+        maxTokens,
+        hiddenDtype: seamDtype(manifest),
+        ticket,
+        signature: signOpen(this.deps.client, ticket, { blocks, maxTokens }),
+        ...(sample ? { sampling: { temperature: 0, seed: randomInt(2 ** 31) } } : {}),
+      }
+    }
     const link = await this.deps.link(hostId)
     try {
-      return await runSpan(
-        link,
-        session,
-        {
-          modelId,
-          blocks: [blocks[0], blocks[1]],
-          maxTokens,
-          hiddenDtype: seamDtype(manifest),
-          ticket,
-          signature: signOpen(this.deps.client, ticket, { blocks, maxTokens }),
-          ...(sample ? { sampling: { temperature: 0, seed: randomInt(2 ** 31) } } : {}),
-        },
-        chunks,
-      )
+      try {
+        return await runSpan(link, session, open(false), chunks)
+      } catch (error) {
+        if (!probe || !(error instanceof NeuronError) || !FULL_HOST_CODES.has(error.code)) throw error
+        return await runSpan(link, session, open(true), chunks)
+      }
     } finally {
       link.close()
     }
   }
 }
+
+/** What a host answers an open when its sessions are taken: a probe is then opened in its probe slots. */
+const FULL_HOST_CODES = new Set(['busy', 'kv_budget_full', 'too_many_sessions'])
 
 /** The probe's input at `block`: token ids at block 0, else the reference hidden states in the seams' precision (and the seam's side values). */
 function probeInput(probe: Probe, set: ProbeSet, block: number, dtype: 'f16' | 'f32'): HopInput | undefined {
