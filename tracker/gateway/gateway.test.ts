@@ -317,18 +317,20 @@ for (const engine of await storeEngines())
       const n = full.usage?.completion_tokens ?? 0
       expect(n).toBeGreaterThan(30)
       const controller = new AbortController()
+      // an account of its own: its receipts are this stream's alone (text is streamed before its receipts commit)
+      const caller = await createAccount(swarm.tracker.url, ADMIN, { name: 'hangs up' })
       const res = await fetch(`${swarm.tracker.url}/v1/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${caller.apiKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ ...request, stream: true }),
         signal: controller.signal,
       })
       const reader = (res.body as ReadableStream<Uint8Array>).getReader()
       await reader.read()
-      const session = (await swarm.tracker.store.ledger.receipts({ limit: 1 }))[0]?.receipt.session ?? ''
       controller.abort()
       await new Promise((r) => setTimeout(r, 300))
-      const steps = async () => new Set((await swarm.tracker.store.ledger.receipts({ session, limit: 100_000 })).map((r) => r.receipt.step)).size
+      const steps = async () =>
+        new Set((await swarm.tracker.store.ledger.receipts({ limit: 100_000 })).filter((r) => r.accountId === caller.accountId).map((r) => r.receipt.step)).size
       const paid = await steps()
       await new Promise((r) => setTimeout(r, 200))
       expect(await steps()).toBe(paid)
@@ -349,11 +351,11 @@ for (const engine of await storeEngines())
       let chunks = 0
       let killed = ''
       for await (const _ of stream) {
-        if (++chunks !== 8) continue
+        // the first chunk: text comes in batches 200 ms apart, and this short stream may need only two or three
+        if (++chunks !== 1) continue
         const victim = swarm.hosts.find((h) => h !== spare && h.state.blocks?.[0] === 2) ?? spare
-        const used = (await swarm.tracker.store.ledger.receipts({ limit: 1 }))[0]?.receipt.session ?? ''
-        const ledgerHosts = new Set((await swarm.tracker.store.ledger.receipts({ session: used, limit: 1000 })).map((r) => r.receipt.hostId))
-        const onRoute = ledgerHosts.has(victim.hostId) ? victim : spare
+        // the one of the two that holds this stream's session (the receipts may not be committed yet)
+        const onRoute = victim.activeSessions > 0 ? victim : spare
         killed = onRoute.hostId
         await onRoute.stop(0)
       }

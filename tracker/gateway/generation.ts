@@ -33,8 +33,9 @@ export class PaidGenerations {
 
   /**
    * Runs one generation on the swarm for `account`: refuses (402) when its credits cannot cover the
-   * prompt and one token, caps max_tokens at what they cover (finish 'length' there), settles every
-   * step's receipts before its text is yielded, trims at stop strings.
+   * prompt and one token, caps max_tokens at what they cover (finish 'length' there) and holds that
+   * much, writes text only once its steps' receipts are committed (in batches, every SETTLE_EVERY_MS),
+   * trims at stop strings.
    */
   async *run(account: StoredAccount, g: Generation, signal: AbortSignal): AsyncGenerator<Chunk, void> {
     const stored = this.deps.catalog.get(g.modelId)
@@ -58,16 +59,21 @@ export class PaidGenerations {
       return { heldMicro: maxCost(price, nLayer, g.promptTokens.length, maxTokens), maxTokens }
     })
     let outOfCredits = false
-    // Receipts wait here until the gateway has sent the next step on its way: committing them then
-    // overlaps the hosts' compute. A step's text is written only after its receipts are committed.
+    // Receipts wait here until a commit: text is written only once its step's receipts are committed (so every
+    // token a caller got is paid, even across a tracker crash), but commits are batched, one every SETTLE_EVERY_MS
+    // at most and each while the next step runs: a commit is an fsync on the event loop that relays the hops.
     const unsettled: { session: string; receipts: readonly Receipt[] }[] = []
     // What they charge shrinks the hold: the store counts the session's settled charges against it.
     const settle = async () => {
       for (let batch = unsettled.shift(); batch !== undefined; batch = unsettled.shift()) {
+        const receipts = [...batch.receipts]
+        // one commit for every queued step of the same session
+        while (unsettled[0]?.session === batch.session) receipts.push(...(unsettled.shift()?.receipts ?? []))
         await this.deps.metering.bind(batch.session, account.accountId)
-        for (const v of await this.deps.metering.settle(batch.session, batch.receipts)) if (v.code === 'insufficient_credits') outOfCredits = true
+        for (const v of await this.deps.metering.settle(batch.session, receipts)) if (v.code === 'insufficient_credits') outOfCredits = true
       }
     }
+    let settledAt = Number.NEGATIVE_INFINITY // the first token goes out at once
     try {
       const client = await this.deps.client()
       this.deps.sponsor?.(session, account.accountId)
@@ -100,6 +106,11 @@ export class PaidGenerations {
         }
         const following = tokens.next()
         following.catch(() => {}) // awaited below; this only keeps it from counting as unhandled meanwhile
+        if (performance.now() - settledAt < SETTLE_EVERY_MS) {
+          next = await following
+          continue
+        }
+        settledAt = performance.now()
         await settle()
         if (outOfCredits) {
           await following.catch(() => undefined)
@@ -123,11 +134,16 @@ export class PaidGenerations {
       for (const hop of s.route) if (hop.medianMs > 0) this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
       yield { done: true, finishReason: s.finishReason, completionTokens: s.completionTokens }
     } finally {
+      // A caller who hung up: what its steps cost is committed before the hold that covers it goes.
+      await settle().catch(() => {})
       // A hold whose release fails stays until it is idle past its expiry, then any instance releases it.
       await this.holds.release(session).catch(() => {})
     }
   }
 }
+
+/** How often a generation's receipts are committed, and its text written, while it runs: 5 times a second. */
+const SETTLE_EVERY_MS = 200
 
 /** A whole generation's text and finish, for a response that is not streamed. */
 export async function collect(stream: AsyncGenerator<Chunk, void>): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number }> {
