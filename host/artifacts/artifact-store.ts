@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
 import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
+import { identityOf, sameIdentity, trustedPieces, VerifiedFiles } from './verified-files'
 
 export interface ArtifactStoreOptions {
   /** Artifacts live in `<dataDir>/models/<modelId>/<file>`. */
@@ -17,6 +18,12 @@ export interface ArtifactStoreOptions {
   /** Address the BitTorrent TCP port binds to; absent, every interface. */
   readonly torrentHost?: string
   readonly log?: (line: string) => void
+  /**
+   * Trust `<dataDir>/models/<modelId>.verified.json`, the record of files already checked, for files
+   * whose stat is unchanged, so a restart does not hash them again. Default: yes, unless
+   * NEURON_NO_VERIFIED_CACHE=1 (the baseline bench:host-restart measures).
+   */
+  readonly verifiedRecord?: boolean
 }
 
 export interface FetchProgress {
@@ -72,15 +79,24 @@ export class ArtifactStore {
   async seedDirectory(dir: string, manifest: Manifest, torrent: Buffer): Promise<string> {
     const modelDir = join(this.modelsDir, manifest.modelId)
     await mkdir(modelDir, { recursive: true })
+    const record = await this.openRecord(manifest.modelId)
     for (const a of manifest.artifacts) {
-      await verifyArtifact(join(dir, a.file), a)
       const target = join(modelDir, a.file)
-      if ((await stat(target).catch(() => undefined)) !== undefined) continue
-      // A hard link costs no copy; across file systems, copy.
-      await link(join(dir, a.file), target).catch(() => copyFile(join(dir, a.file), target))
+      if (await record?.trusts(a, target)) continue
+      const linked = (await identityOf(target)) === undefined
+      // A hard link costs no copy; across file systems, copy. The link changes the inode's ctime, so the
+      // file is checked (and recorded) after it, as the store holds it.
+      if (linked) await link(join(dir, a.file), target).catch(() => copyFile(join(dir, a.file), target))
+      try {
+        await this.check(record, target, a)
+      } catch (error) {
+        if (linked) await rm(target, { force: true })
+        throw error
+      }
     }
+    await this.saveRecord(manifest.modelId, record)
     await this.ready
-    const t = await this.addTorrent(torrent, false)
+    const t = await this.addTorrent(torrent, false, await this.startupBitfield(manifest, record))
     return t.infoHash
   }
 
@@ -96,9 +112,10 @@ export class ArtifactStore {
     })
     await this.checkQuota(manifest, wanted)
     await mkdir(join(this.modelsDir, manifest.modelId), { recursive: true })
+    const record = await this.openRecord(manifest.modelId)
     await this.ready
     for (let attempt = 0; ; attempt++) {
-      const t = await this.addTorrent(torrent)
+      const t = await this.addTorrent(torrent, true, await this.startupBitfield(manifest, record))
       const streamed = new StreamedSha256(manifest, wanted)
       const stopStreaming = onStoredPiece(t, (index, piece) => streamed.add(index, piece))
       try {
@@ -109,12 +126,13 @@ export class ArtifactStore {
       const bad: ManifestArtifact[] = []
       for (const a of wanted) {
         try {
-          await verifyArtifact(this.pathOf(manifest.modelId, a.file), a, streamed.digestOf(a.file))
+          await this.check(record, this.pathOf(manifest.modelId, a.file), a, streamed.digestOf(a.file))
         } catch (error) {
           this.options.log?.(error instanceof Error ? error.message : String(error))
           bad.push(a)
         }
       }
+      await this.saveRecord(manifest.modelId, record)
       if (bad.length === 0) return wanted.map((a) => this.pathOf(manifest.modelId, a.file))
       if (attempt + 1 >= MAX_REFETCH) {
         throw new NeuronError(
@@ -148,7 +166,7 @@ export class ArtifactStore {
     await new Promise<void>((resolve) => this.client.destroy(() => resolve()))
   }
 
-  private async addTorrent(torrent: Buffer, deselect = true): Promise<WebTorrent.Torrent> {
+  private async addTorrent(torrent: Buffer, deselect: boolean, bitfield: Uint8Array | undefined): Promise<WebTorrent.Torrent> {
     const existing = await this.client.get(torrent)
     if (existing) {
       await onceReady(existing)
@@ -156,9 +174,68 @@ export class ArtifactStore {
     }
     // No piece cache: webtorrent's (cache-chunk-store) copies every 16 KiB block it serves out of the
     // cached piece (Uint8Array.slice); reading each block from the page cache costs a seeder half the CPU.
-    const t = this.client.add(torrent, { path: this.modelsDir, deselect, storeCacheSlots: 0 } as WebTorrent.TorrentOptions)
-    await onceReady(t)
+    const t = this.client.add(torrent, {
+      path: this.modelsDir,
+      deselect,
+      storeCacheSlots: 0,
+      ...(bitfield === undefined ? {} : { bitfield }),
+    } as WebTorrent.TorrentOptions)
+    // Until ready, 'verified' is webtorrent hashing pieces already on disk (with a startup bitfield, one
+    // piece of each file it names, as a spot check).
+    let hashed = 0
+    const count = () => hashed++
+    // webtorrent 3 emits 'verified' per piece; its @types predate it.
+    const events = t as unknown as NodeJS.EventEmitter
+    events.on('verified', count)
+    try {
+      await onceReady(t)
+    } finally {
+      events.off('verified', count)
+    }
+    const taken = bitfield === undefined ? 0 : bitfield.reduce((n, byte) => n + popcount(byte), 0)
+    if (hashed > 0 || taken > 0)
+      this.options.log?.(`${t.name}: ${taken} pieces on disk taken from the record of verified files, ${hashed} found intact by hashing them`)
     return t
+  }
+
+  private async openRecord(modelId: string): Promise<VerifiedFiles | undefined> {
+    if (!(this.options.verifiedRecord ?? process.env.NEURON_NO_VERIFIED_CACHE !== '1')) return undefined
+    return VerifiedFiles.open(join(this.modelsDir, `${modelId}.verified.json`), this.options.log)
+  }
+
+  private async saveRecord(modelId: string, record: VerifiedFiles | undefined): Promise<void> {
+    // The record only saves work: a failure to write it costs a re-hash at the next start, nothing more.
+    await record
+      ?.save()
+      .catch((e: unknown) => this.options.log?.(`could not record the verified artifacts of ${modelId}: ${e instanceof Error ? e.message : e}`))
+  }
+
+  /** Checks the file against the manifest unless the record trusts it, then records it as checked. */
+  private async check(record: VerifiedFiles | undefined, path: string, a: ManifestArtifact, streamedSha256?: string): Promise<void> {
+    if (await record?.trusts(a, path)) return
+    record?.forget(a.file)
+    const before = await identityOf(path)
+    await verifyArtifact(path, a, streamedSha256, this.options.log)
+    const after = await identityOf(path)
+    // Changed while it was hashed: what was checked may not be what is there, so it is not recorded.
+    if (before !== undefined && after !== undefined && sameIdentity(before, after)) record?.remember(a, after)
+  }
+
+  /**
+   * Pieces webtorrent may take as present without hashing them: those wholly in files the record
+   * trusts. Undefined (webtorrent hashes every piece on disk, as before) when a file on disk is not
+   * trusted: webtorrent hashes no piece outside a startup bitfield but takes it as missing, so it would
+   * fetch that file again instead of checking it (lib/torrent.js, _verifyPiecesUsingBitfield).
+   */
+  private async startupBitfield(manifest: Manifest, record: VerifiedFiles | undefined): Promise<Uint8Array | undefined> {
+    if (record === undefined) return undefined
+    const trusted = new Set<string>()
+    for (const a of manifest.artifacts) {
+      const path = this.pathOf(manifest.modelId, a.file)
+      if (await record.trusts(a, path)) trusted.add(a.file)
+      else if (((await identityOf(path))?.size ?? 0n) > 0n) return undefined
+    }
+    return trusted.size === 0 ? undefined : trustedPieces(manifest, trusted)
   }
 
   /** Selects the wanted files and resolves when all are downloaded (and piece-verified by BitTorrent). */
@@ -231,6 +308,12 @@ function isDone(file: WebTorrent.TorrentFile): boolean {
   return (file as unknown as { done: boolean }).done
 }
 
+function popcount(byte: number): number {
+  let n = 0
+  for (let b = byte; b !== 0; b &= b - 1) n++
+  return n
+}
+
 function onceReady(t: WebTorrent.Torrent): Promise<void> {
   if ((t as unknown as { ready: boolean }).ready) return Promise.resolve()
   return new Promise((resolve, reject) => {
@@ -243,7 +326,7 @@ function onceReady(t: WebTorrent.Torrent): Promise<void> {
  * Throws unless the file's size and sha256 are the manifest's. `streamedSha256`, when given, is the
  * digest of the bytes as they were stored (see StreamedSha256); without it the file is read back.
  */
-export async function verifyArtifact(path: string, artifact: ManifestArtifact, streamedSha256?: string): Promise<void> {
+export async function verifyArtifact(path: string, artifact: ManifestArtifact, streamedSha256?: string, log?: (line: string) => void): Promise<void> {
   const size = (await stat(path).catch(() => undefined))?.size
   if (size !== artifact.bytes) {
     throw new NeuronError(
@@ -252,6 +335,7 @@ export async function verifyArtifact(path: string, artifact: ManifestArtifact, s
       { file: artifact.file },
     )
   }
+  if (streamedSha256 === undefined) log?.(`${artifact.file}: checking its sha256 on disk`)
   const got = streamedSha256 ?? (await sha256Of(path))
   if (got !== artifact.sha256) {
     throw new NeuronError(
