@@ -44,6 +44,8 @@ export interface AuditorDeps {
   readonly shape: (modelId: string) => SeamFacts
   /** Audits one key may ask for a minute. */
   readonly perMinute: number
+  /** A probe passed this recently decides an audit no other host can re-run (ChecksOptions.auditProbeReuseMs). */
+  readonly probeReuseMs: number
 }
 
 /** Checked receipt signatures remembered at once (about 150 bytes each); past it the memory starts again. */
@@ -97,7 +99,7 @@ export class Auditor {
     const head = blocks[1] === model.nLayer
     if (head) {
       // The last hop answers a sampled token, which another host may draw differently near a tie: its record is the probes.
-      return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`)
+      return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`, true)
     }
     // f16 or f32, as the client opened the session: told apart by the answer's size (its side values after them)
     const rows = request.steps.at(-1)?.receipt.tokens ?? 1
@@ -112,9 +114,9 @@ export class Auditor {
     const off = (x: Answer, y: Answer) => (sideError(x.side, y.side, seam) > SIDE_TOLERANCE ? Number.POSITIVE_INFINITY : seamError(x.values, y.values, width))
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
-    if (second === undefined || answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it)`)
+    if (second === undefined || answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it)`, true)
     const b = await this.rerun(second, route.modelId, blocks, steps)
-    if (b === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`)
+    if (b === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`, true)
     const errorAB = off(answer, b)
     if (errorAB <= SEAM_TOLERANCE) {
       this.deps.checks.recordAudit(hostId, true, '')
@@ -200,11 +202,19 @@ export class Auditor {
     return !outcome.inconclusive && !outcome.passed ? `${reason}; then ${outcome.reason}` : reason
   }
 
-  /** Decides by known-answer probes: a host that fails one lied (and is banned by the probe). */
-  private async byProbes(hostIds: string[], what: string): Promise<AuditVerdict> {
+  /**
+   * Decides by known-answer probes: a host that fails one lied (and is banned by the probe). `reuse`: nothing
+   * points at the host (no other host could re-run its step), so a probe it passed for what it serves within
+   * probeReuseMs stands for a new one; where two hosts disagree, each is probed now.
+   */
+  private async byProbes(hostIds: string[], what: string, reuse = false): Promise<AuditVerdict> {
     for (const id of hostIds) {
       const host = this.deps.registry.get(id)
       if (host?.state.modelId == null || host.state.blocks === null || !this.deps.prober.hasProbes(host.state.modelId)) continue
+      const last = this.deps.checks.of(id).lastProbeAt
+      if (reuse && last !== null && Date.now() - last < this.deps.probeReuseMs && this.deps.checks.eligible(id)) {
+        return { verdict: 'unresolved', liar: null, reason: `${what}: it passed a known-answer probe ${((Date.now() - last) / 1000).toFixed(1)} s ago` }
+      }
       const outcome = await this.deps.checks.probeNow(id, true)
       if (!outcome.inconclusive && !outcome.passed) return { verdict: 'failed', liar: id, reason: outcome.reason }
     }

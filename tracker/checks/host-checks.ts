@@ -62,6 +62,7 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       probationAuditRate: options.probationAuditRate ?? 0.5,
       speedClaimFactor: options.speedClaimFactor ?? 4,
       auditsPerMinute: options.auditsPerMinute ?? 600,
+      auditProbeReuseMs: options.auditProbeReuseMs ?? 30_000,
     }
     registry.on('changed', (hostId) => this.onChanged(hostId))
   }

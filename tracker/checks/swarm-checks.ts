@@ -65,6 +65,7 @@ export function createSwarmChecks(deps: SwarmChecksDeps): { checks: HostChecks; 
     route: (session) => deps.store.ledger.routes.route(session),
     shape: (modelId) => deps.manifest(modelId),
     perMinute: checks.options.auditsPerMinute,
+    probeReuseMs: checks.options.auditProbeReuseMs,
   })
   return { checks, auditor, prober }
 }
