@@ -9,7 +9,7 @@ import type { Host } from '../host/host'
 import { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import { ClientToTracker, callRpc, jsonFrame, type Ticket } from '../protocol'
-import { ProbeRefusingHost } from './lying-host'
+import { AlwaysBusyHost, ProbeRefusingHost } from './lying-host'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
 import { Host as HonestHost, type InProcessSwarm, startSwarm } from './programs'
 
@@ -154,5 +154,34 @@ describe.skipIf(!HAVE_STORIES)(`a full host that refuses the tracker's probes${N
     await vi.waitFor(() => expect(host.activeSessions).toBe(0), { timeout: 30_000 })
     expect(await checks.probeNow(host.hostId)).toMatchObject({ passed: true })
     expect(checks.eligible(host.hostId)).toBe(true)
+  }, 120_000)
+})
+
+describe.skipIf(!HAVE_STORIES)(`a host that says busy with room to spare${NEEDS_STORIES}`, () => {
+  let run: Awaited<ReturnType<typeof startOneHostSwarm>>
+  beforeAll(async () => {
+    run = await startOneHostSwarm((o) => new AlwaysBusyHost(o))
+  }, 120_000)
+  afterAll(async () => {
+    await run?.close()
+  })
+
+  it('is never offered the probe slots: each refused probe counts, and it is routed no more', async () => {
+    const { swarm } = run
+    const host = run.host as AlwaysBusyHost
+    const { checks } = swarm.tracker
+    // its first probe may still run under load when its start returns
+    await vi.waitFor(() => expect(checks.eligible(host.hostId)).toBe(true), { timeout: 30_000 })
+    host.busy = true
+    expect(host.activeSessions).toBe(0)
+    const before = host.refused
+    for (let i = 0; i < 3; i++) {
+      const outcome = await checks.probeNow(host.hostId)
+      expect(outcome).toMatchObject({ passed: false, inconclusive: true, excused: false })
+    }
+    // one open per probe: none came back marked probe, since the tracker does not count it full
+    expect(host.refused - before).toBe(3)
+    expect(checks.eligible(host.hostId)).toBe(false)
+    expect(checks.banned(host.hostId)).toBe(false)
   }, 120_000)
 })

@@ -178,7 +178,7 @@ export class ProbeRefusingHost extends Host {
     const inner = await ShardRuntime.load(options)
     return {
       openSession: (o) => {
-        if (this.activeSessions >= (this.options.maxSessions ?? 4)) {
+        if (this.refuses()) {
           this.refused++
           throw new NeuronError('busy', 'this host runs its maximum of sessions and keeps no slot for probes')
         }
@@ -186,5 +186,23 @@ export class ProbeRefusingHost extends Host {
       },
       dispose: () => inner.dispose(),
     }
+  }
+
+  /** Refuses the next open: past its session limit. */
+  protected refuses(): boolean {
+    return this.activeSessions >= (this.options.maxSessions ?? 4)
+  }
+}
+
+/**
+ * Says busy to every open whatever its load: were it offered the probe slots, it would see every probe marked
+ * and could answer those honestly while lying to everyone else.
+ */
+export class AlwaysBusyHost extends ProbeRefusingHost {
+  /** From when it says busy (after its start, whose speed test and first probe it answers). */
+  busy = false
+
+  protected override refuses(): boolean {
+    return this.busy || super.refuses()
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
-import { createReadStream } from 'node:fs'
-import { copyFile, link, mkdir, rm, stat } from 'node:fs/promises'
+import { constants, createReadStream } from 'node:fs'
+import { copyFile, link, lstat, mkdir, open, rm, stat } from 'node:fs/promises'
 import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
@@ -83,10 +83,15 @@ export class ArtifactStore {
     for (const a of manifest.artifacts) {
       const target = join(modelDir, a.file)
       if (await record?.trusts(a, target)) continue
-      const linked = (await identityOf(target)) === undefined
-      // A hard link costs no copy; across file systems, copy. The link changes the inode's ctime, so the
-      // file is checked (and recorded) after it, as the store holds it.
-      if (linked) await link(join(dir, a.file), target).catch(() => copyFile(join(dir, a.file), target))
+      // lstat: a link left at the target (dangling or not) is not ours to write through
+      const linked = (await lstat(target).catch(() => undefined)) === undefined
+      // A hard link costs no copy; across file systems, copy (never over a file another writer made meanwhile).
+      // The link changes the inode's ctime, so the file is checked (and recorded) after it, as the store holds it.
+      if (linked)
+        await link(join(dir, a.file), target).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== 'EXDEV' && e.code !== 'EPERM') throw e
+          return copyFile(join(dir, a.file), target, constants.COPYFILE_EXCL)
+        })
       try {
         await this.check(record, target, a)
       } catch (error) {
@@ -216,9 +221,14 @@ export class ArtifactStore {
     record?.forget(a.file)
     const before = await identityOf(path)
     await verifyArtifact(path, a, streamedSha256, this.options.log)
+    if (record === undefined) return
+    // On disk before it is trusted: after a power cut, pages never written back would read as zeros under a
+    // stat the record still matches.
+    const file = await open(path, 'r')
+    await file.datasync().finally(() => file.close())
     const after = await identityOf(path)
     // Changed while it was hashed: what was checked may not be what is there, so it is not recorded.
-    if (before !== undefined && after !== undefined && sameIdentity(before, after)) record?.remember(a, after)
+    if (before !== undefined && after !== undefined && sameIdentity(before, after)) record.remember(a, after)
   }
 
   /**

@@ -111,6 +111,9 @@ void * attach_cpu_threadpool(ggml_backend_t cpu, int n_threads) {
     auto set = (set_fn) ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool");
     if (!make || !set) return nullptr;
     ggml_threadpool_params params = ggml_threadpool_params_default(n_threads);
+    // No polling: by default the workers spin for a while after each graph, holding the cores the host's event
+    // loop (and in the app the tracker and UI) needs between steps; asleep on a condition variable, they wake per graph.
+    params.poll = 0;
     ggml_threadpool_t pool = make(&params);
     if (pool) set(cpu, pool);
     return pool;

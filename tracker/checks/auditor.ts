@@ -88,6 +88,8 @@ export class Auditor {
     if (route.issuedTo !== nodeId) throw new NeuronError('not_your_session', `session ${session} was issued to another client; audit your own sessions.`)
     if (!route.hops.some((h) => h.hostId === hostId && h.blocks[0] === blocks[0] && h.blocks[1] === blocks[1]))
       throw new NeuronError('bad_request', `host ${hostId} blocks [${blocks[0]}, ${blocks[1]}) is not a hop of session ${session}.`)
+    // Passes it asked for itself would raise its own record; its own steps are never audited for it (route audit 0).
+    if (hostId === nodeId) throw new NeuronError('own_host', `host ${hostId} is your own key; audits check other people's hosts.`)
     const once = `${session}:${hostId}:${blocks[0]}-${blocks[1]}:${request.steps.length}`
     if (this.audited.has(once))
       throw new NeuronError('already_audited', `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`)

@@ -174,8 +174,14 @@ for (const each of await storeEngines())
 
     describe('a generation routed through a lying host', () => {
       const identity = NodeIdentity.generate()
-      // Every key stays on probation here, and every step of a host on probation is audited.
-      const suite = suiteSwarm('neuron-liar-chat-', { probationProbes: 3, probationAuditRate: 1, probationProbeEveryMs: 3_600_000 }, SLOW_AUDITOR, identity)
+      // Every key stays on probation here, and every step of a host on probation is audited; the last hop's audits
+      // each probe it (no recent probe stands for one), to show those passes do not end its probation.
+      const suite = suiteSwarm(
+        'neuron-liar-chat-',
+        { probationProbes: 3, probationAuditRate: 1, probationProbeEveryMs: 3_600_000, auditProbeReuseMs: 0 },
+        SLOW_AUDITOR,
+        identity,
+      )
 
       it('ends with the honest tokens, and the user pays nothing for the lying hop (its pending earnings are voided and refunded)', async () => {
         const ledger = suite.swarm.tracker.store.ledger

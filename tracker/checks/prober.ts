@@ -40,6 +40,8 @@ export interface ProbeOutcome {
   readonly reason: string
   /** Per-block time of the probe's single-token steps, ms, round trip included. */
   readonly msPerBlock: number | null
+  /** Inconclusive through no fault: full by the tracker's count, the host refused the probe slots' ticket (it predates them). */
+  readonly excused?: boolean
 }
 
 export interface ProberDeps {
@@ -60,6 +62,8 @@ export interface ProberDeps {
     maxTokens: number,
     promptTokens: number,
   ) => Promise<unknown>
+  /** Full by the tracker's count (sessions at the last heartbeat and routed since), not by the host's refusal alone. */
+  readonly full: (hostId: string) => boolean
 }
 
 /**
@@ -91,7 +95,8 @@ export class Prober {
     try {
       answers = await this.run(hostId, modelId, blocks, chunks, head, true)
     } catch (error) {
-      return { passed: false, inconclusive: true, error: 0, reason: `probe not answered: ${(error as Error).message}`, msPerBlock: null }
+      const excused = error instanceof NeuronError && error.code === 'probe_excused'
+      return { passed: false, inconclusive: true, error: 0, reason: `probe not answered: ${(error as Error).message}`, msPerBlock: null, excused }
     }
     const decodeMs = Math.max(answers[1]?.ms ?? 0, 0) + Math.max(answers[2]?.ms ?? 0, 0)
     const msPerBlock = decodeMs / 2 / (blocks[1] - blocks[0])
@@ -200,8 +205,17 @@ export class Prober {
       try {
         return await runSpan(link, session, open(false), chunks)
       } catch (error) {
-        if (!probe || !(error instanceof NeuronError) || !FULL_HOST_CODES.has(error.code)) throw error
-        return await runSpan(link, session, open(true), chunks)
+        // Only a host the tracker counts full gets the probe slots: one that says busy with room to spare would
+        // otherwise see every probe marked, answer those honestly and lie to everyone else.
+        if (!probe || !(error instanceof NeuronError) || !FULL_HOST_CODES.has(error.code) || !this.deps.full(hostId)) throw error
+        try {
+          return await runSpan(link, session, open(true), chunks)
+        } catch (marked) {
+          // a host older than probe slots cannot check a ticket marked probe: full, it is not counted against it
+          if (marked instanceof NeuronError && marked.code === 'bad_ticket')
+            throw new NeuronError('probe_excused', `host ${hostId} is full and refused the probe slots' ticket (${marked.message})`)
+          throw marked
+        }
       }
     } finally {
       link.close()
@@ -209,7 +223,7 @@ export class Prober {
   }
 }
 
-/** What a host answers an open when its sessions are taken: a probe is then opened in its probe slots. */
+/** What a host answers an open when its sessions are taken: a probe is then opened in its probe slots, if the tracker counts it full. */
 const FULL_HOST_CODES = new Set(['busy', 'kv_budget_full', 'too_many_sessions'])
 
 /** The probe's input at `block`: token ids at block 0, else the reference hidden states in the seams' precision (and the seam's side values). */

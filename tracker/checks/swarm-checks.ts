@@ -55,6 +55,10 @@ export function createSwarmChecks(deps: SwarmChecksDeps): { checks: HostChecks; 
       return linkToHost(hostId, host?.state.endpoint ?? null, deps.hostSocket(hostId), deps.client.publicKey, deps.ca)
     },
     issue: (session, modelId, hop, maxTokens, promptTokens) => deps.issue(session, modelId, [hop], { maxTokens, promptTokens }),
+    full: (hostId) => {
+      const host = deps.registry.get(hostId)
+      return host !== undefined && host.state.activeSessions + host.routedSinceHeartbeat >= host.state.maxSessions
+    },
   })
   const checks = new HostChecks(deps.store.checks, deps.registry, prober, deps.options, deps.log)
   const auditor = new Auditor({

@@ -116,7 +116,8 @@ export class PaidGenerations {
           await following.catch(() => undefined)
           await tokens.return(undefined as never)
           await settle()
-          if (text.length > sent) yield { text: text.slice(sent) }
+          // Nothing past what was written: the steps since (a batch of them) may include those refused as unpaid.
+          // Rare: the generation's hold covers every token it may make.
           yield { done: true, finishReason: 'length', completionTokens: generated }
           return
         }

@@ -106,11 +106,39 @@ for (const each of await storeEngines())
       try {
         const stranger = NodeIdentity.generate()
         for (const k of [hostKey, stranger]) await tracker.accounts.create({ publicKey: k.publicKey })
-        const plan = async (identity: NodeIdentity) =>
-          (await callRpc(await client(identity), ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session: sid() })).hops
+        const plan = async (identity: NodeIdentity, session = sid()) =>
+          (await callRpc(await client(identity), ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session })).hops
         // the app's case: its host serves its own chats, and each audit would hold the chat for a re-run
-        expect((await plan(hostKey)).map((h) => h.audit)).toEqual([0])
+        const own = sid()
+        const [hop] = await plan(hostKey, own)
+        expect(hop?.audit).toBe(0)
         expect((await plan(stranger)).map((h) => h.audit)).toEqual([0.5])
+        // nor may it audit its own steps (each pass would raise its own record)
+        if (hop?.ticket === undefined) throw new Error('expected a one-hop ticketed route')
+        const body = {
+          session: own,
+          step: 1,
+          hostId: hop.hostId,
+          blocks: [hop.blocks[0], hop.blocks[1]] as [number, number],
+          tokens: 2,
+          position: 0,
+          modelId: manifest.modelId,
+          price: hop.ticket.price,
+          tracker: tracker.identity.publicKey,
+          input: 'a'.repeat(64),
+          output: 'b'.repeat(64),
+        }
+        const receipt = { ...body, signature: hostKey.sign(receiptMessage(body)) }
+        await expect(
+          callRpc(await client(hostKey), ClientToTracker, 'audit.submit', {
+            session: own,
+            hostId: hop.hostId,
+            blocks: body.blocks,
+            steps: [{ receipt, dtype: 'f16' as const, tokens: 2, width: 64, bytes: 256 }],
+            payloads: Buffer.alloc(256),
+            output: Buffer.alloc(128),
+          }),
+        ).rejects.toMatchObject({ code: 'own_host' })
       } finally {
         await close()
       }
