@@ -23,12 +23,15 @@ import { startSeededHost } from './seeded-host'
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
 // `--steady`: hosts start past probation, audited at the swarm's steady rate (5%) instead of new hosts' (50%).
 // `--audit-rate R`: the steady rate (0 measures the data plane alone, without audits' re-runs).
+// `--unaudited-twin`: also a route of 3 on a tracker of its own that audits nothing, in the same rounds, so what
+// audits cost is measured in one run (its ratio is `decode_ratio_3_hops_unaudited`).
 const { values } = parseArgs({
   options: {
     threads: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '3' },
     steady: { type: 'boolean', default: false },
     'audit-rate': { type: 'string' },
+    'unaudited-twin': { type: 'boolean', default: false },
   },
 })
 const AUDIT_RATE = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
@@ -77,23 +80,27 @@ async function baseline(): Promise<{ tokens: number; tps: number }> {
  */
 interface RouteSwarm {
   readonly hops: number
+  /** `3_hops`, or `3_hops_unaudited` for the twin. */
+  readonly label: string
   readonly tracker: Tracker
   readonly client: SwarmClient
   close(): Promise<void>
 }
 
-async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
+async function startRoute(hops: number, work: string, unaudited = false): Promise<RouteSwarm> {
+  const label = `${hops}_hops${unaudited ? '_unaudited' : ''}`
+  const auditRate = unaudited ? 0 : AUDIT_RATE
   // A new key gets a grant: the bench's clients pay like a public tracker's first-time users.
   const tracker = await Tracker.start({
     dbPath: ':memory:',
     newKeyGrantMicro: 1_000_000_000,
     checks: {
       probationProbeEveryMs: 3_600_000,
-      ...(values.steady ? { probationProbes: 0 } : {}),
-      ...(AUDIT_RATE === undefined ? {} : { auditRate: AUDIT_RATE }),
+      ...(values.steady || unaudited ? { probationProbes: 0 } : {}),
+      ...(auditRate === undefined ? {} : { auditRate }),
     },
   })
-  const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, `publisher-${hops}`))
+  const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, `publisher-${label}`))
   const processes: NeuronProcess[] = []
   const close = async () => {
     await Promise.all(processes.map((p) => p.stop()))
@@ -106,7 +113,7 @@ async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
         trackerUrl: tracker.url,
         manifest,
         packed,
-        dataDir: join(work, `hops${hops}-host${i}`),
+        dataDir: join(work, `${label}-host${i}`),
         blocks: [a, b],
         threads: THREADS,
       })
@@ -116,6 +123,7 @@ async function startRoute(hops: number, work: string): Promise<RouteSwarm> {
     const client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
     return {
       hops,
+      label,
       tracker,
       client,
       close: async () => {
@@ -148,9 +156,11 @@ async function throughRoute(swarm: RouteSwarm) {
 const work = await mkdtemp(join(BENCH_DIR, 'route-'))
 const swarms: RouteSwarm[] = []
 const baselineTps: number[] = []
-const routeTps = new Map<number, number[]>(ROUTES.map((n) => [n, []]))
+const routeTps = new Map<string, { hops: number; tps: number[] }>()
 try {
   for (const hops of ROUTES) swarms.push(await startRoute(hops, work))
+  if (values['unaudited-twin']) swarms.push(await startRoute(3, work, true))
+  for (const s of swarms) routeTps.set(s.label, { hops: s.hops, tps: [] })
   for (const swarm of swarms) await throughRoute(swarm) // warm-up: tokenizer load, first connections, first probes
   for (let round = 0; round < ROUNDS; round++) {
     const b = await baseline()
@@ -158,11 +168,11 @@ try {
     console.log(JSON.stringify({ round, run: 'node-llama-cpp', threads: THREADS, tokens: b.tokens, decode_tokens_per_s: b.tps, load_average: loadavg()[0] }))
     for (const swarm of swarms) {
       const { summary: s, audits } = await throughRoute(swarm)
-      routeTps.get(swarm.hops)?.push(s.decodeTokensPerSecond)
+      routeTps.get(swarm.label)?.tps.push(s.decodeTokensPerSecond)
       console.log(
         JSON.stringify({
           round,
-          run: `route of ${swarm.hops}`,
+          run: `route of ${swarm.hops}${swarm.label.endsWith('unaudited') ? ', no audits' : ''}`,
           hops: s.route.map((h) => ({ blocks: h.blocks, median_ms: h.medianMs })),
           audit_rates: audits,
           decode_tokens_per_s: s.decodeTokensPerSecond,
@@ -174,11 +184,11 @@ try {
   }
   const baselineMedian = median(baselineTps)
   const results: Record<string, number> = {}
-  for (const [hops, tps] of routeTps) {
+  for (const [label, { hops, tps }] of routeTps) {
     const m = median(tps)
-    results[`decode_ratio_${hops}_hops`] = m / baselineMedian
-    results[`overhead_ms_per_hop_${hops}_hops`] = (1000 / m - 1000 / baselineMedian) / hops
-    results[`decode_tokens_per_s_${hops}_hops`] = m
+    results[`decode_ratio_${label}`] = m / baselineMedian
+    results[`overhead_ms_per_hop_${label}`] = (1000 / m - 1000 / baselineMedian) / hops
+    results[`decode_tokens_per_s_${label}`] = m
   }
   console.log(
     JSON.stringify({

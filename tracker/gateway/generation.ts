@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { SwarmClient } from '../../client/swarm-client'
 import type { Receipt } from '../../protocol'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
@@ -74,10 +75,11 @@ export class PaidGenerations {
       }
     }
     let settledAt = Number.NEGATIVE_INFINITY // the first token goes out at once
+    let tokens: ReturnType<SwarmClient['generate']> | undefined
     try {
       const client = await this.deps.client()
       this.deps.sponsor?.(session, account.accountId)
-      const tokens = client.generate({
+      tokens = client.generate({
         session,
         modelId: g.modelId,
         prompt: g.promptTokens,
@@ -137,6 +139,8 @@ export class PaidGenerations {
     } finally {
       // A caller who hung up: what its steps cost is committed before the hold that covers it goes.
       await settle().catch(() => {})
+      // A commit that threw left the generation running: its hops close now rather than when they idle out.
+      await tokens?.return(undefined as never).catch(() => {})
       // A hold whose release fails stays until it is idle past its expiry, then any instance releases it.
       await this.holds.release(session).catch(() => {})
     }
