@@ -265,7 +265,6 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     }
     if (outcome.inconclusive) {
       this.log(`probe of ${hostId} inconclusive: ${outcome.reason}`)
-      if (outcome.excused) return outcome
       // A host that keeps its probes from being answered is routed no more until one is. Being full is no excuse: a
       // host keeps probe slots past its sessions for the tracker's probes (PROBE_SLOTS in host/serving/admission.ts).
       const missed = (this.inconclusive.get(hostId) ?? 0) + 1

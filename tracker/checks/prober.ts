@@ -40,8 +40,6 @@ export interface ProbeOutcome {
   readonly reason: string
   /** Per-block time of the probe's single-token steps, ms, round trip included. */
   readonly msPerBlock: number | null
-  /** Inconclusive through no fault: full by the tracker's count, the host refused the probe slots' ticket (it predates them). */
-  readonly excused?: boolean
 }
 
 export interface ProberDeps {
@@ -95,8 +93,7 @@ export class Prober {
     try {
       answers = await this.run(hostId, modelId, blocks, chunks, head, true)
     } catch (error) {
-      const excused = error instanceof NeuronError && error.code === 'probe_excused'
-      return { passed: false, inconclusive: true, error: 0, reason: `probe not answered: ${(error as Error).message}`, msPerBlock: null, excused }
+      return { passed: false, inconclusive: true, error: 0, reason: `probe not answered: ${(error as Error).message}`, msPerBlock: null }
     }
     const decodeMs = Math.max(answers[1]?.ms ?? 0, 0) + Math.max(answers[2]?.ms ?? 0, 0)
     const msPerBlock = decodeMs / 2 / (blocks[1] - blocks[0])
@@ -208,14 +205,9 @@ export class Prober {
         // Only a host the tracker counts full gets the probe slots: one that says busy with room to spare would
         // otherwise see every probe marked, answer those honestly and lie to everyone else.
         if (!probe || !(error instanceof NeuronError) || !FULL_HOST_CODES.has(error.code) || !this.deps.full(hostId)) throw error
-        try {
-          return await runSpan(link, session, open(true), chunks)
-        } catch (marked) {
-          // a host older than probe slots cannot check a ticket marked probe: full, it is not counted against it
-          if (marked instanceof NeuronError && marked.code === 'bad_ticket')
-            throw new NeuronError('probe_excused', `host ${hostId} is full and refused the probe slots' ticket (${marked.message})`)
-          throw marked
-        }
+        // A host older than probe slots refuses the marked ticket (bad_ticket), and that counts like any refusal:
+        // excusing it would let any full host that says so go unchecked, the gap the slots close. Updating ends it.
+        return await runSpan(link, session, open(true), chunks)
       }
     } finally {
       link.close()
