@@ -33,6 +33,20 @@ async function heldChat(client: SwarmClient, modelId: string) {
   }
 }
 
+/**
+ * Until the tracker counts the host full (sessions at its last heartbeat plus those routed since): only then does
+ * it open a refused probe again in the probe slots. A heartbeat counted before the chats opened can lag it a beat.
+ */
+async function trackerCountsFull(swarm: InProcessSwarm, hostId: string): Promise<void> {
+  await vi.waitFor(
+    () => {
+      const h = swarm.tracker.registry.get(hostId)
+      expect((h?.state.activeSessions ?? 0) + (h?.routedSinceHeartbeat ?? 0)).toBeGreaterThanOrEqual(SESSIONS)
+    },
+    { timeout: 30_000 },
+  )
+}
+
 async function startOneHostSwarm(make: (options: ConstructorParameters<typeof HonestHost>[0]) => Host) {
   const scratch = await scratchDir('neuron-full-probes-')
   const swarm = await startSwarm(scratch.dir, STORIES_260K, [], { checks: CHECKS })
@@ -110,6 +124,7 @@ describe.skipIf(!HAVE_STORIES)(`a full host and the tracker's probes${NEEDS_STOR
     const { checks } = swarm.tracker
     const held = [await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId), await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId)]
     expect(host.activeSessions).toBe(SESSIONS)
+    await trackerCountsFull(swarm, host.hostId)
     const passed = checks.of(host.hostId).probesPassed
     // more probes in a row than the inconclusive ones that unroute a host
     for (let i = 0; i < 4; i++) expect(await checks.probeNow(host.hostId)).toMatchObject({ passed: true, inconclusive: false })
@@ -140,6 +155,7 @@ describe.skipIf(!HAVE_STORIES)(`a full host that refuses the tracker's probes${N
     expect(checks.eligible(host.hostId)).toBe(true)
     const held = [await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId), await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId)]
     expect(host.activeSessions).toBe(SESSIONS)
+    await trackerCountsFull(swarm, host.hostId)
     for (let i = 0; i < 3; i++) {
       const outcome = await checks.probeNow(host.hostId)
       expect(outcome).toMatchObject({ passed: false, inconclusive: true })
