@@ -10,18 +10,17 @@
 //
 // Options: --rounds 3  --threads 1
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import { link, mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { SwarmClient } from '../client/swarm-client'
 import { packModel } from '../gguf/pack'
 import { publishModel, readManifest } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
-import { artifactsForBlocks, type Manifest } from '../protocol'
-import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
+import { dropCaches, median, seedDataDir, startHostProcess } from './seeded-host'
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)
@@ -48,23 +47,6 @@ type Run = {
   mapped_mb: number
 }
 
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
-
-/** Drops clean page cache so every run starts cold (needs root); false when this process may not. */
-function dropCaches(): boolean {
-  try {
-    execFileSync('sync')
-    writeFileSync('/proc/sys/vm/drop_caches', '1')
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** RssAnon and RssFile of a process, in bytes. */
 function rssOf(pid: number): { anon: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -81,23 +63,6 @@ function pageCacheOf(files: string[]): number {
     .reduce((s, l) => s + Number(l.trim()), 0)
 }
 
-/** A data dir holding the range's artifacts as hard links: this bench measures serving and seeding, not downloading. */
-async function preseeded(dataDir: string, manifest: Manifest, packed: string, blocks: [number, number]): Promise<string[]> {
-  const modelDir = join(dataDir, 'models', manifest.modelId)
-  await mkdir(modelDir, { recursive: true })
-  const files: string[] = []
-  for (const { file } of artifactsForBlocks(manifest, blocks)) {
-    await link(join(packed, file), join(modelDir, file))
-    files.push(join(modelDir, file))
-  }
-  return files
-}
-
-function startHost(tracker: string, modelId: string, blocks: [number, number], dataDir: string, env: NodeJS.ProcessEnv = {}): NeuronProcess {
-  const args = ['host', '--tracker', tracker, '--model', modelId, '--blocks', `${blocks[0]}:${blocks[1]}`, '--data-dir', dataDir]
-  return startNeuron([...args, '--threads', String(THREADS)], env)
-}
-
 const source = await benchModel('q8_0')
 const packed = join(BENCH_DIR, 'packed-llama-1b-q8_0')
 if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
@@ -109,16 +74,30 @@ const work = await mkdtemp(join(BENCH_DIR, 'host-memory-'))
 // new keys get credit, so the bench's chat client needs no account set up
 const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 10_000_000 })
 const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
-const back = startHost(tracker.url, manifest.modelId, [half, manifest.nLayer], join(work, 'back'))
+const back = startHostProcess({
+  trackerUrl: tracker.url,
+  modelId: manifest.modelId,
+  blocks: [half, manifest.nLayer],
+  dataDir: join(work, 'back'),
+  threads: THREADS,
+})
 let dropped = true
 
 /** One run of the measured host: spawn, first token of a chat through it, then its memory while it seeds and serves. */
 async function measure(mmap: boolean, round: number): Promise<Run> {
   const dataDir = join(work, `round${round}-${mmap ? 'mmap' : 'read'}`)
-  const files = await preseeded(dataDir, manifest, packed, front)
+  // hard links: this bench measures serving and seeding, not downloading
+  const files = await seedDataDir(dataDir, manifest, packed, front)
   dropped = dropCaches() && dropped
   const started = performance.now()
-  const host = startHost(tracker.url, manifest.modelId, front, dataDir, mmap ? {} : { NEURON_NO_MMAP: '1' })
+  const host = startHostProcess({
+    trackerUrl: tracker.url,
+    modelId: manifest.modelId,
+    blocks: front,
+    dataDir,
+    threads: THREADS,
+    env: mmap ? {} : { NEURON_NO_MMAP: '1' },
+  })
   try {
     // where the time to first token goes: sha256 of the artifacts, loading the weights, the speed test and probes
     const since = () => (performance.now() - started) / 1000

@@ -9,9 +9,8 @@
 // may (root); every run is printed with the load average; the last JSON line holds the medians and ratios ours ÷ baseline.
 //
 // Options: --rounds 3  --threads 1  --type q8_0 (the weights' type: f32, f16, q8_0, q4_0)
-import { execFileSync } from 'node:child_process'
-import { existsSync, writeFileSync } from 'node:fs'
-import { link, mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { SwarmClient } from '../client/swarm-client'
@@ -20,9 +19,9 @@ import { packModel } from '../gguf/pack'
 import { publishModel, readManifest } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
 import { artifactsForBlocks } from '../protocol'
-import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
+import { dropCaches, median, seedDataDir, startHostProcess } from './seeded-host'
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)
@@ -37,23 +36,6 @@ const DECODE = 4
 
 type Run = { cached: boolean; verified_s: number; ready_s: number; first_token_s: number; sha256_read_back: number }
 
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
-
-/** Drops clean page cache so every run reads its artifacts from disk (needs root); false when this process may not. */
-function dropCaches(): boolean {
-  try {
-    execFileSync('sync')
-    writeFileSync('/proc/sys/vm/drop_caches', '1')
-    return true
-  } catch {
-    return false
-  }
-}
-
 const source = await benchModel(TYPE)
 const packed = join(BENCH_DIR, `packed-llama-1b-${TYPE}`)
 if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
@@ -66,16 +48,11 @@ const work = await mkdtemp(join(BENCH_DIR, 'host-restart-'))
 const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 10_000_000 })
 const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
 
-function startHost(blocks: [number, number], dataDir: string, env: NodeJS.ProcessEnv = {}): NeuronProcess {
-  const args = ['host', '--tracker', tracker.url, '--model', manifest.modelId, '--blocks', `${blocks[0]}:${blocks[1]}`, '--data-dir', dataDir]
-  return startNeuron([...args, '--threads', String(THREADS)], env)
-}
-
 // The restarted host's data dir, linked once: another link to these inodes later would change their ctime.
 const dataDir = join(work, 'front')
-const modelDir = join(dataDir, 'models', manifest.modelId)
-await mkdir(modelDir, { recursive: true })
-for (const { file } of artifactsForBlocks(manifest, front)) await link(join(packed, file), join(modelDir, file))
+await seedDataDir(dataDir, manifest, packed, front)
+const startHost = (blocks: [number, number], dir: string, env: NodeJS.ProcessEnv = {}) =>
+  startHostProcess({ trackerUrl: tracker.url, modelId: manifest.modelId, blocks, dataDir: dir, threads: THREADS, env })
 const back = startHost([half, manifest.nLayer], join(work, 'back'))
 let dropped = true
 

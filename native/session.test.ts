@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { toF16 } from '../protocol/f16'
-import { logitsOf, maxAbsDiff, packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from '../test/native'
+import { greedy, logitsOf, maxAbsDiff, packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from '../test/native'
 import { artifactsFor } from './artifacts'
 import { ShardRuntimeError } from './errors'
 import { oracleModel, oracleNextProbs } from './oracle'
 import { softmax } from './sampler'
-import { ShardRuntime, type ShardSession } from './shard-runtime'
+import { ShardRuntime } from './shard-runtime'
 
 const load = (artifacts: string[], blocks: [number, number], embed: boolean, head: boolean) =>
   ShardRuntime.load({ artifacts, blocks, embed, head, threads: THREADS, device: 'cpu' })
@@ -23,18 +23,6 @@ async function expectCode(p: Promise<unknown> | (() => unknown), code: string): 
   expect(err).toBeInstanceOf(ShardRuntimeError)
   expect((err as ShardRuntimeError).code).toBe(code)
   return err as ShardRuntimeError
-}
-
-/** Greedy tokens from a whole-model session. */
-async function greedy(s: ShardSession, prompt: Int32Array, n: number): Promise<number[]> {
-  const out: number[] = []
-  await s.forward(prompt)
-  for (let i = 0; i < n; i++) {
-    const { token } = s.sample({ temperature: 0 })
-    out.push(token)
-    await s.forward(Int32Array.of(token))
-  }
-  return out
 }
 
 describe.skipIf(storiesMissing)(`sessions on stories260K ${storiesMissing ?? ''}`, () => {

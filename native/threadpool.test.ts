@@ -1,21 +1,18 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { STORIES, storiesMissing } from '../test/native'
+import { greedy, STORIES, storiesMissing } from '../test/native'
 import { ShardRuntime, type ShardSession } from './shard-runtime'
 
 const PROMPT = Int32Array.of(1, 403, 407, 31, 261, 31) // "Once upon a time" with BOS
 
 const load = (threads: number) => ShardRuntime.load({ artifacts: [STORIES], blocks: [0, 5], embed: true, head: true, threads, device: 'cpu' })
 
-async function greedy(s: ShardSession, n: number): Promise<number[]> {
-  const out: number[] = []
-  await s.forward(PROMPT)
-  for (let i = 0; i < n; i++) {
-    const { token } = s.sample({ temperature: 0 })
-    out.push(token)
-    await s.forward(Int32Array.of(token))
+/** The session's greedy story from PROMPT, then closed. */
+async function story(s: ShardSession, n: number): Promise<number[]> {
+  try {
+    return await greedy(s, PROMPT, n)
+  } finally {
+    s.close()
   }
-  s.close()
-  return out
 }
 
 const saved = process.env.NEURON_NO_THREADPOOL
@@ -29,7 +26,7 @@ describe.skipIf(storiesMissing)(`the CPU thread pool kept between graphs ${stori
   it('2 threads with the kept pool, and without it, write the 1-thread greedy story; a disposed runtime leaves the other serving', async () => {
     const one = await load(1)
     expect(one.info().threadPool).toBe(false) // one thread needs no pool
-    const solo = await greedy(one.openSession({ maxTokens: 96 }), 40)
+    const solo = await story(one.openSession({ maxTokens: 96 }), 40)
     one.dispose()
 
     delete process.env.NEURON_NO_THREADPOOL
@@ -41,11 +38,11 @@ describe.skipIf(storiesMissing)(`the CPU thread pool kept between graphs ${stori
       expect(pooled.info().threadPool).toBe(true)
       expect(perGraph.info().threadPool).toBe(false)
       // stories260K's matmuls split across threads by rows: the same sums, so the same greedy tokens
-      expect(await greedy(pooled.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
-      expect(await greedy(perGraph.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
+      expect(await story(pooled.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
+      expect(await story(perGraph.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
       // two pools at once, one freed mid-chat: the other's threads are its own
       const a = other.openSession({ maxTokens: 96 })
-      const running = greedy(a, 40)
+      const running = story(a, 40)
       pooled.dispose()
       expect(await running).toEqual(solo)
     } finally {

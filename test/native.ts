@@ -15,6 +15,18 @@ export const storiesMissing = existsSync(STORIES) ? undefined : `skipped: model 
 // one thread: tiny models are dominated by thread hand-offs, and a 2-core machine shared with other work stalls spinning threads
 export const THREADS = 1
 
+/** Greedy tokens from a whole-model session: the prompt in one step, then `n` tokens one at a time. */
+export async function greedy(s: ShardSession, prompt: Int32Array, n: number): Promise<number[]> {
+  const out: number[] = []
+  await s.forward(prompt)
+  for (let i = 0; i < n; i++) {
+    const { token } = s.sample({ temperature: 0 })
+    out.push(token)
+    await s.forward(Int32Array.of(token))
+  }
+  return out
+}
+
 let packed: { manifest: Manifest; dir: string; root: string } | undefined
 
 /** stories260K packed with 2 blocks per artifact: embed, blk 0-2, 2-4, 4-5, head. */

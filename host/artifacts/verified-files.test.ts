@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto'
 import { appendFile, open, readFile, stat, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebTorrent from 'webtorrent'
 import { packModel } from '../../gguf/pack'
+import { sha256File } from '../../gguf/source-hash'
 import type { Manifest } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { Tracker } from '../../test/programs'
@@ -41,9 +41,7 @@ function piecesOf(...files: string[]): number {
 }
 
 async function sha256(path: string): Promise<string> {
-  return createHash('sha256')
-    .update(await readFile(path))
-    .digest('hex')
+  return (await sha256File(path)).sha256
 }
 
 function expected(file: string): string | undefined {
