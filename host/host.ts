@@ -375,8 +375,8 @@ export class Host extends EventEmitter<HostEvents> {
   /** Loads the blocks this host serves (a test harness may wrap what it returns; the product never does). */
   protected async loadRuntime(options: ShardRuntimeOptions): Promise<ServingRuntime> {
     const runtime = await ShardRuntime.load(options)
-    const { weightBytes, mappedBytes } = runtime.info()
-    this.log(`loaded ${weightBytes} bytes of weights, ${mappedBytes} of them mapped from the artifact files`)
+    const { weightBytes, mappedBytes, hugePageBytes } = runtime.info()
+    this.log(`loaded ${weightBytes} bytes of weights, ${mappedBytes} of them mapped from the artifact files (${hugePageBytes} in 2 MB pages)`)
     return runtime
   }
 

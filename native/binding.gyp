@@ -17,6 +17,7 @@
         "src/addon_batch.cpp",
         "src/backend.cpp",
         "src/model.cpp",
+        "src/huge_pages.cpp",
         "src/hparams.cpp",
         "src/tensors.cpp",
         "src/graph.cpp",

@@ -25,6 +25,12 @@ export type NativeInfo = {
   weightBytes: number
   /** Of weightBytes, those used in place from the mapped artifact files (0 with mmap off). */
   mappedBytes: number
+  /**
+   * Bytes of weight memory in 2 MB pages: of the mapped artifacts' spans (which hold every weight used in place, and may
+   * hold others) and of the CPU buffers weights are read or repacked into (0 without transparent huge pages, or with
+   * `hugePages` off).
+   */
+  hugePageBytes: number
   /** Weight bytes per ggml buffer type (CPU_REPACK: matmul weights repacked the way llama.cpp does). */
   weightBuffers: Record<string, number>
   kvBytesPerToken: number
@@ -88,6 +94,7 @@ type NativeModule = {
     device?: string
     flashAttention?: boolean
     mmap?: boolean
+    hugePages?: boolean
   }): Promise<NativeRuntime>
   /** ggml_quantize_chunk over whole rows; throws BAD_QUANT_TYPE / BAD_QUANT_INPUT. */
   quantize(type: string, values: Float32Array, nPerRow: number): Buffer

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -12,8 +12,19 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const PROMPT = Int32Array.of(1, 303, 307, 261, 378, 16, 312, 270)
 
-function load(path: string, blocks: number, mmap: boolean): Promise<ShardRuntime> {
-  return ShardRuntime.load({ artifacts: [path], blocks: [0, blocks], embed: true, head: true, threads: THREADS, device: 'cpu', mmap })
+function load(path: string, blocks: number, mmap: boolean, hugePages = true): Promise<ShardRuntime> {
+  return ShardRuntime.load({ artifacts: [path], blocks: [0, blocks], embed: true, head: true, threads: THREADS, device: 'cpu', mmap, hugePages })
+}
+
+/** Why this machine cannot map files with 2 MB pages, if it cannot: Linux, THP not `never`, a filesystem with large folios. */
+function hugePagesMissing(): string | undefined {
+  const thp = '/sys/kernel/mm/transparent_hugepage/enabled'
+  if (!existsSync(thp)) return 'skipped: no transparent huge pages (not Linux, or a kernel without them)'
+  if (readFileSync(thp, 'utf8').includes('[never]')) return 'skipped: transparent huge pages are switched to never'
+  // ext4, xfs and btrfs keep file pages in large folios on Linux 6.x; tmpfs only with shmem_enabled
+  const kind = statfsSync(dir).type
+  if (![0xef53, 0x58465342, 0x9123683e].includes(kind)) return `skipped: the temp dir's filesystem (0x${kind.toString(16)}) is not ext4, xfs or btrfs`
+  return undefined
 }
 
 /** Every position's logits of a prefill, then of one decode step: what the user's tokens come from. */
@@ -107,6 +118,37 @@ describe('weights mapped next to repacked ones', () => {
     } finally {
       mapped.dispose()
       copied.dispose()
+    }
+  })
+})
+
+const NO_HUGE_PAGES = hugePagesMissing()
+
+describe.skipIf(NO_HUGE_PAGES)(`weights in 2 MB pages ${NO_HUGE_PAGES ?? ''}`, () => {
+  it('a freshly written artifact (small page-cache folios) is mapped in 2 MB pages, and weights read in get them too, with the logits of 4 KB pages', async () => {
+    // ~20 MB of q8_0, as a re-downloaded or just-verified artifact: written, so cached in small folios
+    const path = join(dir, 'llama-q8_0-huge.gguf')
+    await generateModel({ arch: 'llama', type: 'q8_0', blocks: 4, embd: 512, heads: 8, kvHeads: 4, ff: 1536, vocab: 4096, seed: 5, out: path })
+    const small = join(dir, 'llama-q8_0-small.gguf')
+    copyFileSync(path, small)
+    const huge = await load(path, 4, true)
+    const plain = await load(small, 4, true, false)
+    // read into memory instead (mmap off): ggml's buffer, anonymous pages
+    const read = await load(path, 4, false)
+    try {
+      const h = huge.info()
+      // most of it: the stretches at either end of the span that are not whole 2 MB pages stay in 4 KB ones
+      expect(h.hugePageBytes).toBeGreaterThan(h.mappedBytes / 2)
+      expect(plain.info().hugePageBytes).toBe(0)
+      expect(read.info().hugePageBytes).toBeGreaterThan(read.info().weightBytes / 2)
+      const expected = await logits(plain)
+      expect(await logits(huge)).toEqual(expected)
+      expect(await logits(read)).toEqual(expected)
+      console.log(`2 MB pages: ${h.hugePageBytes} of ${h.mappedBytes} mapped bytes; ${read.info().hugePageBytes} of ${read.info().weightBytes} read in`)
+    } finally {
+      huge.dispose()
+      plain.dispose()
+      read.dispose()
     }
   })
 })

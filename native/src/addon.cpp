@@ -72,6 +72,7 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             o.Set("flashAttention", core->flash_attn);
             o.Set("weightBytes", (double) m.weight_bytes);
             o.Set("mappedBytes", (double) m.mapped_bytes);  // of weightBytes, used in place from the artifact files
+            o.Set("hugePageBytes", (double) m.huge_page_bytes);  // weight memory in 2 MB pages (huge_pages.cpp)
             o.Set("hiddenWidth", (double) hp.hidden_width());  // values per token at a seam (deepseek4: its streams)
             o.Set("hashLayers", (double) hp.dsv4.hash_layers);  // blocks routing experts by token id
             Napi::Object bufs = Napi::Object::New(env);
@@ -248,7 +249,7 @@ Napi::Value InitBackends(const Napi::CallbackInfo & info) {
     });
 }
 
-// loadRuntime({ artifacts, from, to, embed, head, threads, device, flashAttention, mmap }) -> Promise<NativeRuntime>
+// loadRuntime({ artifacts, from, to, embed, head, threads, device, flashAttention, mmap, hugePages }) -> Promise<NativeRuntime>
 Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     return guard(env, [&]() -> Napi::Value {
@@ -263,6 +264,7 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
         if (o.Has("device") && o.Get("device").IsString()) opts.device = o.Get("device").As<Napi::String>().Utf8Value();
         if (o.Has("flashAttention")) opts.flash_attn = o.Get("flashAttention").ToBoolean().Value();
         if (o.Has("mmap")) opts.load.mmap = o.Get("mmap").ToBoolean().Value();
+        if (o.Has("hugePages")) opts.load.huge_pages = o.Get("hugePages").ToBoolean().Value();
         auto * job = new LoadJob(env, std::move(opts));
         Napi::Promise p = job->promise();
         job->Queue();

@@ -16,6 +16,7 @@
 #include "errors.h"
 #include "gguf.h"
 #include "hparams.h"
+#include "huge_pages.h"
 #include "tensors.h"
 #include "tensors_deepseek4.h"
 
@@ -121,7 +122,7 @@ RuntimeError truncated(const std::string & path, const std::string & name) {
 // them (a piece it rewrites holds the same, hash-checked bytes); deleting or replacing the file
 // (unlink, rename) leaves this mapping on the old inode. Only an in-place truncation by another
 // process could fault, as with llama.cpp's mmap.
-FileMapping & map_artifact(Artifact & art, Model & model) {
+FileMapping & map_artifact(Artifact & art, Model & model, bool huge_pages) {
     if (art.mapping) return *art.mapping;
     open_artifact(art);
     struct stat st{};
@@ -130,18 +131,20 @@ FileMapping & map_artifact(Artifact & art, Model & model) {
     if (addr == MAP_FAILED) {
         throw RuntimeError("ARTIFACT_UNREADABLE", "cannot map " + art.path + ": " + strerror(errno)).str("file", art.path);
     }
+    if (huge_pages) advise_huge_mapping(addr, (size_t) st.st_size);
     model.mappings.push_back(std::make_unique<FileMapping>(addr, (size_t) st.st_size));
     art.mapping = model.mappings.back().get();
     return *art.mapping;
 }
 
 // One CPU buffer per artifact over the mapped bytes its tensors span, each tensor at its file offset.
-void place_mapped(std::vector<std::unique_ptr<Artifact>> & arts, const std::vector<std::pair<const Found *, ggml_tensor *>> & mapped, Model & model) {
+void place_mapped(std::vector<std::unique_ptr<Artifact>> & arts, const std::vector<std::pair<const Found *, ggml_tensor *>> & mapped, Model & model,
+                  bool huge_pages) {
     std::vector<std::pair<size_t, size_t>> span(arts.size(), {SIZE_MAX, 0});
     std::map<std::pair<int, int64_t>, size_t> used;  // (artifact, tensor) -> bytes: tied embeddings count once
     for (const auto & [f, t] : mapped) {
         Artifact & art = *arts[f->art];
-        const FileMapping & m = map_artifact(art, model);
+        const FileMapping & m = map_artifact(art, model, huge_pages);
         const size_t offset = gguf_get_data_offset(art.gguf) + gguf_get_tensor_offset(art.gguf, f->tid);
         const size_t n = ggml_nbytes(t);
         // a short file would fault on first touch (SIGBUS): refuse it here, as the read path does
@@ -156,15 +159,9 @@ void place_mapped(std::vector<std::unique_ptr<Artifact>> & arts, const std::vect
         bufs[i] = ggml_backend_cpu_buffer_from_ptr(base + span[i].first, span[i].second - span[i].first);
         ggml_backend_buffer_set_usage(bufs[i], GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         model.buffers.push_back(bufs[i]);
-        // fault the span in now (a host's verified artifact is in the page cache already), so the first step
-        // pays no page faults; where the kernel cannot (before Linux 5.14), at least read ahead
-        uint8_t * from = base + (span[i].first & ~(size_t) 4095);
-        const size_t len = (size_t) (base + span[i].second - from);
-#ifdef MADV_POPULATE_READ
-        if (madvise(from, len, MADV_POPULATE_READ) != 0) posix_madvise(from, len, POSIX_MADV_WILLNEED);
-#else
-        posix_madvise(from, len, POSIX_MADV_WILLNEED);
-#endif
+        // fault the span in now (a host's verified artifact is in the page cache already), so the first step pays no
+        // page faults, in 2 MB pages where the kernel can (huge_pages.cpp)
+        model.huge_page_bytes += fault_in_span(arts[i]->fd, base, span[i].first, span[i].second, huge_pages);
     }
     for (const auto & [f, t] : mapped) {
         Artifact & art = *arts[f->art];
@@ -321,6 +318,7 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         *f.want.slot = t;
         (in_place ? mapped : placed).emplace_back(&f, t);
     }
+    std::vector<ggml_backend_buffer_t> anonymous;  // CPU memory advised to 2 MB pages
     for (auto & [buft, c] : ctx_of) {
         ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(c, buft);
         if (!buf) {
@@ -328,11 +326,16 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
                                                     " bytes of weights in " + ggml_backend_buft_name(buft));
         }
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        const bool cpu_memory = buft == cpu_buft || std::find(extras.begin(), extras.end(), buft) != extras.end();
+        if (opts.huge_pages && cpu_memory) {
+            advise_huge_buffer(ggml_backend_buffer_get_base(buf), ggml_backend_buffer_get_size(buf));
+            anonymous.push_back(buf);
+        }
         model->buffers.push_back(buf);
         model->weight_bytes += ggml_backend_buffer_get_size(buf);
         model->weight_buffers.emplace_back(ggml_backend_buft_name(buft), ggml_backend_buffer_get_size(buf));
     }
-    place_mapped(arts, mapped, *model);
+    place_mapped(arts, mapped, *model, opts.huge_pages);
 
     // read the bytes: straight into host memory when possible, else through a staging buffer
     std::vector<uint8_t> staging;
@@ -350,6 +353,7 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             ggml_backend_tensor_set(t, staging.data(), 0, n);
         }
     }
+    for (ggml_backend_buffer_t buf : anonymous) model->huge_page_bytes += huge_buffer_bytes(ggml_backend_buffer_get_base(buf), ggml_backend_buffer_get_size(buf));
     if (hp.arch == Arch::DeepSeek4) {
         const std::string problem = deepseek4_weight_problem(*model);
         if (!problem.empty()) throw RuntimeError("BAD_TENSOR", problem + "; the artifact does not match its metadata");
