@@ -30,6 +30,8 @@ export const MAX_HOST_IDS = 1024
 export const MAX_LISTED = 100_000
 /** Positions one session may ask for: 1 Mi tokens, past any model's context today (a host checks its own capacity). */
 export const MAX_SESSION_TOKENS = 1 << 20
+/** Session ids one heartbeat lists (open since the last one): past it, the host lists none and is counted as before. */
+export const MAX_HEARTBEAT_SESSIONS = 1024
 /** Receipts handed in at once: one per hop of one step, with room for a batch. */
 export const MAX_RECEIPTS = 4096
 /** A model's torrent file: 20 bytes of hash per piece, so 16 MiB is 800 000 pieces. */

@@ -6,6 +6,7 @@ import {
   MAX_BLOCKS,
   MAX_CPU_FLAGS,
   MAX_GPUS,
+  MAX_HEARTBEAT_SESSIONS,
   MAX_HOST_IDS,
   MAX_LABEL_CHARS,
   MAX_LATENCY_LINKS,
@@ -180,7 +181,11 @@ export const HostToTracker = {
     z.object({ hostId: NodeId, heartbeatMs: z.number().int().positive(), trackerKey: PublicKey }),
   ),
   'host.state': rpc(ServingState, Empty),
-  'host.heartbeat': rpc(z.object({ activeSessions: Count }), Empty),
+  /**
+   * `sessions`: the ticketed sessions open now or opened since the last heartbeat, so the tracker stops counting those
+   * it routed here only once the host's count holds them (absent from older hosts, and past MAX_HEARTBEAT_SESSIONS).
+   */
+  'host.heartbeat': rpc(z.object({ activeSessions: Count, sessions: z.array(SessionId).max(MAX_HEARTBEAT_SESSIONS).optional() }), Empty),
   'placement.request': rpc(z.object({ modelId: ModelId }), PlacementProposal),
   'model.get': rpc(z.object({ modelId: ModelId }), z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), infoHash: InfoHash })),
   /** A host hands in its own signed receipts, in batches: its sessions are paid even when their client vanishes. */

@@ -88,9 +88,9 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       await d.checks.whenReady(peer.nodeId)
       return {}
     },
-    'host.heartbeat': ({ activeSessions }, peer) => {
+    'host.heartbeat': ({ activeSessions, sessions }, peer) => {
       requireHello(peer)
-      d.registry.heartbeat(peer.nodeId, activeSessions)
+      d.registry.heartbeat(peer.nodeId, activeSessions, Date.now(), null, sessions)
       return {}
     },
     'placement.request': ({ modelId }, peer) => {

@@ -12,7 +12,7 @@ export interface LiveHost {
   owner: string | null
   /** For a host another instance holds: what that instance's probe verified it serves (null before a pass). */
   verifiedFor: string | null
-  /** Sessions routed to it since its last heartbeat, which the count it heartbeats may not hold yet. */
+  /** Sessions routed to it that the count it heartbeats may not hold yet. */
   routedSinceHeartbeat: number
 }
 
@@ -33,8 +33,8 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
    * and this connection is half-open. It takes effect when that connection is found dead.
    */
   private readonly claims = new Map<string, { owner: string; host: MirroredHost }>()
-  /** Sessions routed to each host since its last heartbeat (routedSinceHeartbeat is their count). */
-  private readonly routedSessions = new Map<string, Set<string>>()
+  /** Sessions routed to each host and when, until a heartbeat holds them (routedSinceHeartbeat is their count). */
+  private readonly routedSessions = new Map<string, Map<string, number>>()
   private readonly timer: NodeJS.Timeout
 
   constructor(readonly heartbeatMs: number) {
@@ -75,37 +75,47 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     return [...this.hosts.values()].filter((h) => h.owner === null)
   }
 
+  /** What the host serves now; its count of sessions is its heartbeats' (a state update carries whatever count it was made with). */
   updateState(hostId: string, state: ServingState, now = Date.now()): void {
     const host = this.hosts.get(hostId)
     if (host === undefined) return
-    host.state = state
+    host.state = { ...state, activeSessions: host.state.activeSessions }
     host.lastHeartbeat = now
     host.online = true
     this.emit('changed', hostId)
   }
 
-  /** `owner`: the instance whose batch carries it (null: this instance's own host). */
-  heartbeat(hostId: string, activeSessions: number, now = Date.now(), owner: string | null = null): void {
+  /**
+   * `owner`: the instance whose batch carries it (null: this instance's own host). `seen`: the sessions the host held
+   * since its last heartbeat; a routed session stays counted until one lists it (its count then holds it, or it has
+   * closed), or for two heartbeats (it was never opened). Without `seen` (an older host, another instance's batch), the
+   * count holds every session routed before it.
+   */
+  heartbeat(hostId: string, activeSessions: number, now = Date.now(), owner: string | null = null, seen?: readonly string[]): void {
     const host = this.hosts.get(hostId)
     if (host === undefined || host.owner !== owner) return
     host.lastHeartbeat = now
     host.state = { ...host.state, activeSessions }
-    host.routedSinceHeartbeat = 0
-    this.routedSessions.delete(hostId)
+    const routed = this.routedSessions.get(hostId)
+    if (seen !== undefined && routed !== undefined) {
+      const listed = new Set(seen)
+      for (const [session, at] of routed) if (listed.has(session) || now - at >= 2 * this.heartbeatMs) routed.delete(session)
+    } else routed?.clear()
+    host.routedSinceHeartbeat = routed?.size ?? 0
     if (!host.online) {
       host.online = true
       this.emit('changed', hostId)
     }
   }
 
-  /** A session was routed to it: counted as open until its next heartbeat says how many it runs. False if already counted. */
-  routed(hostId: string, session: string): boolean {
+  /** A session was routed to it: counted as open until a heartbeat holds it (see heartbeat). False if already counted. */
+  routed(hostId: string, session: string, now = Date.now()): boolean {
     const host = this.hosts.get(hostId)
     if (host === undefined) return false
-    const sessions = this.routedSessions.get(hostId) ?? new Set<string>()
+    const sessions = this.routedSessions.get(hostId) ?? new Map<string, number>()
     // Past a host's most sessions it is full anyway: no need to remember more of them.
     if (sessions.has(session) || sessions.size >= MAX_COUNTED_SESSIONS) return false
-    sessions.add(session)
+    sessions.set(session, now)
     this.routedSessions.set(hostId, sessions)
     host.routedSinceHeartbeat = sessions.size
     return true

@@ -22,13 +22,13 @@ import {
   type SampledToken,
   SamplingParams,
   type SeamFacts,
-  type Ticket,
   toWireError,
 } from '../../protocol'
 import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type TicketTerms } from './admission'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
-import type { ServingRuntime, ServingSession } from './serving-runtime'
+import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
+import type { ServingRuntime } from './serving-runtime'
 import { StepBatcher } from './step-batcher'
 
 export interface ShardServerOptions {
@@ -62,35 +62,12 @@ export interface ShardServerOptions {
   readonly maxInFlightPerConnection?: number
 }
 
-/**
- * Who sent a frame: `ws:<n>` for the n-th WebSocket connection, `relay:<public key>` for frames the
- * tracker relays for the client it authenticated. A session answers only the caller that opened it.
- */
-export type FrameCaller = string
+export type { FrameCaller } from './served-session'
 
 /** The part of a NodeIdentity that signs receipts. */
 export interface ReceiptSigner {
   readonly id: string
   sign(message: string): string
-}
-
-interface ServedSession {
-  readonly runtime: ServingSession
-  readonly open: OpenSession
-  /** The caller that opened it: the only one that may step or close it. */
-  readonly owner: FrameCaller
-  /** The ticket's client key: it counts against that key's session limit. */
-  readonly clientKey: string
-  /** The tracker's probe, in a probe slot: not one of the host's sessions (see PROBE_SLOTS). */
-  readonly probe: boolean
-  /** What the session's receipts name: its model, price and tracker. */
-  readonly ticket: Ticket
-  /** False until its first forward: an open never stepped is reaped early. */
-  stepped: boolean
-  readonly sampling: ReturnType<typeof SamplingParams.parse>
-  lastUsed: number
-  /** Steps of one session run one after another. */
-  readonly steps: SerialQueue
 }
 
 const NO_SESSION = '0'.repeat(32)
@@ -102,6 +79,7 @@ export const DEFAULT_MAX_FRAME_BYTES = MAX_FRAME_BYTES
  */
 export class ShardServer {
   private readonly sessions = new Map<string, ServedSession>()
+  private readonly seen = new SessionsSeen()
   private wss: WebSocketServer | undefined
   /** The TLS server under `wss` when serving wss:// (ws does not close a server it was given). */
   private https: HttpsServer | undefined
@@ -133,6 +111,11 @@ export class ShardServer {
     let n = 0
     for (const s of this.sessions.values()) if (!s.probe) n++
     return n
+  }
+
+  /** Ticketed sessions open now or opened since the last call, for the heartbeat (undefined past its bound). */
+  sessionsSeen(): string[] | undefined {
+    return this.seen.take([...this.sessions].filter(([, s]) => !s.probe).map(([id]) => id))
   }
 
   /** Median compute time per block of recent single-token steps, ms; undefined before any. */
@@ -265,6 +248,7 @@ export class ShardServer {
       lastUsed: Date.now(),
       steps: new SerialQueue(),
     })
+    if (ticket.probe !== true) this.seen.opened(frame.session)
     return jsonFrame('ok', frame.session, frame.step, {})
   }
 

@@ -1,0 +1,54 @@
+import type { OpenSession, SamplingParams, Ticket } from '../../protocol'
+import { MAX_HEARTBEAT_SESSIONS } from '../../protocol'
+import type { SerialQueue } from '../serial-queue'
+import type { ServingSession } from './serving-runtime'
+
+/**
+ * Who sent a frame: `ws:<n>` for the n-th WebSocket connection, `relay:<public key>` for frames the
+ * tracker relays for the client it authenticated. A session answers only the caller that opened it.
+ */
+export type FrameCaller = string
+
+/** A session a shard server holds. */
+export interface ServedSession {
+  readonly runtime: ServingSession
+  readonly open: OpenSession
+  /** The caller that opened it: the only one that may step or close it. */
+  readonly owner: FrameCaller
+  /** The ticket's client key: it counts against that key's session limit. */
+  readonly clientKey: string
+  /** The tracker's probe, in a probe slot: not one of the host's sessions (see PROBE_SLOTS). */
+  readonly probe: boolean
+  /** What the session's receipts name: its model, price and tracker. */
+  readonly ticket: Ticket
+  /** False until its first forward: an open never stepped is reaped early. */
+  stepped: boolean
+  readonly sampling: ReturnType<typeof SamplingParams.parse>
+  lastUsed: number
+  /** Steps of one session run one after another. */
+  readonly steps: SerialQueue
+}
+
+/**
+ * The ticketed sessions a host has held since its last heartbeat: the heartbeat lists them, and the tracker stops
+ * counting a session it routed here once a heartbeat lists it (its count then holds it, or it has closed). A count
+ * computed before an open, arriving after the route, no longer drops the routed session from the tracker's count.
+ */
+export class SessionsSeen {
+  private ids = new Set<string>()
+  private overflowed = false
+
+  opened(id: string): void {
+    if (this.ids.size < MAX_HEARTBEAT_SESSIONS) this.ids.add(id)
+    else this.overflowed = true
+  }
+
+  /** What to list: `open` and those opened since the last take; undefined past MAX_HEARTBEAT_SESSIONS. Starts afresh. */
+  take(open: Iterable<string>): string[] | undefined {
+    for (const id of open) this.opened(id)
+    const listed = this.overflowed ? undefined : [...this.ids]
+    this.ids = new Set()
+    this.overflowed = false
+    return listed
+  }
+}
