@@ -387,7 +387,7 @@ export class Tracker {
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
   private onVerdict(session: string, v: ReceiptVerdict, accountId: string | null, modelId: string | null): void {
-    if (v.ok) this.reputation.completed(v.hostId)
+    if (v.ok && v.selfServed !== true) this.reputation.completed(v.hostId)
     else if (v.fault === true) {
       this.reputation.failed(v.hostId)
       this.log(`receipt from ${v.hostId} for session ${session} step ${v.step} refused: ${v.code}: ${v.message ?? ''}`)

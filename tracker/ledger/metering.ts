@@ -172,8 +172,11 @@ export class Metering extends EventEmitter<MeteringEvents> {
       return settled
     })
     for (const [step, message] of seams) this.emit('seam', session, step, message)
-    for (const verdict of verdicts)
-      if (verdict.code !== 'already_settled') this.emit('verdict', session, verdict, issued?.accountId ?? null, issued?.modelId ?? null)
+    for (const verdict of verdicts) {
+      if (verdict.code === 'already_settled') continue
+      const own = issued?.issuedTo !== null && issued?.issuedTo === verdict.hostId
+      this.emit('verdict', session, own ? { ...verdict, selfServed: true } : verdict, issued?.accountId ?? null, issued?.modelId ?? null)
+    }
     return verdicts
   }
 

@@ -18,6 +18,11 @@ export interface ReceiptVerdict {
    * receipt proves nothing about the host it names, so anyone could pin it on any host.
    */
   readonly fault?: boolean
+  /**
+   * The session's route was issued to the host's own key (an app's host serving its own chats): paid like any, but it
+   * proves nothing about serving others, so a host's record does not count it (a host could pad its completed steps).
+   */
+  readonly selfServed?: boolean
   /** On a settled receipt, the host's (settled and pending) and payer's balances right after it, read in its transaction: exact pushes for a batch. */
   readonly balances?: { readonly host: number; readonly pending: number; readonly account: number | null }
 }

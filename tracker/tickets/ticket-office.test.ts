@@ -144,6 +144,34 @@ for (const each of await storeEngines())
       }
     })
 
+    it("pays a host for its own key's chats through it but does not count them in its record; a stranger's do count", async () => {
+      const hostKey = NodeIdentity.generate()
+      const { tracker, client, close } = await swarm('self-served', { newKeyGrantMicro: 10_000_000 }, hostKey)
+      try {
+        const served = async (identity: NodeIdentity) => {
+          const socket = await client(identity)
+          const session = sid()
+          const [hop] = (await callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session })).hops
+          if (hop?.ticket === undefined) throw new Error('expected a one-hop ticketed route')
+          const body = {
+            ...{ session, step: 1, hostId: hop.hostId, blocks: [hop.blocks[0], hop.blocks[1]] as [number, number], tokens: 2, position: 0 },
+            ...{ modelId: manifest.modelId, price: hop.ticket.price, tracker: tracker.identity.publicKey, input: 'a'.repeat(64), output: 'b'.repeat(64) },
+          }
+          const receipt = { ...body, signature: hostKey.sign(receiptMessage(body)) }
+          const { verdicts } = await callRpc(socket, ClientToTracker, 'receipts.submit', { session, receipts: [receipt] })
+          expect(verdicts).toMatchObject([{ ok: true }])
+          expect(verdicts[0]?.charged).toBeGreaterThan(0)
+          return hop.hostId
+        }
+        const hostId = await served(hostKey)
+        expect(tracker.reputation.of(hostId).completedSteps).toBe(0)
+        await served(NodeIdentity.generate())
+        expect(tracker.reputation.of(hostId).completedSteps).toBe(1)
+      } finally {
+        await close()
+      }
+    })
+
     it('a tracker with a new-key grant gives it once per key and opens at most N accounts a minute', async () => {
       const { tracker, client, close } = await swarm('grant', { newKeyGrantMicro: 2_000_000, newAccountsPerMinute: 2 })
       try {

@@ -28,7 +28,7 @@ export function ReputationReport({ view }: { view: ReputationView }) {
             <StandingBadge checks={view.checks} />
           </div>
           <div className="stat-grid">
-            <Stat label="Completed steps" value={formatNumber(view.completedSteps)} />
+            <Stat label="Completed steps" value={formatNumber(view.completedSteps)} hint="for others: your own chats through it are paid, not counted" />
             <Stat label="Failed steps" value={formatNumber(view.failedSteps)} hint={successRate(view)} />
           </div>
         </Panel>
