@@ -6,6 +6,7 @@ import {
   callRpc,
   type Frame,
   MAX_AUDIT_BYTES,
+  MAX_AUDITS_IN_FLIGHT,
   type Receipt,
   type RouteHop,
   type RpcSocket,
@@ -65,11 +66,41 @@ export function checkedAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Array 
 }
 
 /**
+ * A key's audits in flight at its tracker, over all its sessions: the tracker refuses more than MAX_AUDITS_IN_FLIGHT
+ * (and a refused audit is a step never checked), so past that they wait here for a slot.
+ */
+class AuditSlots {
+  private readonly waiting: (() => void)[] = []
+  constructor(private free: number) {}
+
+  async run<T>(audit: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--
+    else await new Promise<void>((resolve) => this.waiting.push(resolve))
+    try {
+      return await audit()
+    } finally {
+      const next = this.waiting.shift()
+      if (next === undefined) this.free++
+      else next()
+    }
+  }
+}
+
+/** One set of slots per tracker connection (one key): shared by every session the client runs on it. */
+const slotsOf = new WeakMap<object, AuditSlots>()
+
+/** How many audits the key of this tracker connection may have in flight (the tracker's own gateway: no cap). */
+export function limitAudits(tracker: object, inFlight = MAX_AUDITS_IN_FLIGHT): void {
+  slotsOf.set(tracker, new AuditSlots(inFlight))
+}
+
+/**
  * Audits the step just run: each hop is picked at the rate its route names, and the tracker re-runs
  * its inputs on another host and compares. What is sent is taken from `hops` now, so the next step may
- * run while the audits do. Undefined when no hop was picked; else resolves with the hop the tracker
- * found lying (already banned there), if any. An audit that cannot run is logged and never holds up
- * the generation.
+ * run while the audits do. The picked hops' audits run at once (a step waits for the slowest, not for
+ * their sum), within the key's slots. Undefined when no hop was picked; else resolves with the first hop
+ * the tracker found lying (already banned there), if any. An audit that cannot run is logged and never
+ * holds up the generation.
  */
 export function auditStep(
   tracker: RpcSocket & { readonly connected: boolean },
@@ -87,20 +118,21 @@ export function auditStep(
     picked.push({ h, request: { session, hostId: h.hop.hostId, blocks: h.hop.blocks, ...history, output: h.lastOutput } })
   }
   if (picked.length === 0) return undefined
-  return (async () => {
-    for (const { h, request } of picked) {
-      try {
-        const { verdict, liar, reason } = await callRpc(tracker, ClientToTracker, 'audit.submit', request, AUDIT_TIMEOUT_MS)
-        if (verdict === 'failed' && liar === h.hop.hostId) {
-          log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); replacing it`)
-          return h
-        }
-      } catch (error) {
-        log(`audit of host ${h.hop.hostId} not run: ${error instanceof Error ? error.message : error}`)
+  if (!slotsOf.has(tracker)) limitAudits(tracker)
+  const slots = slotsOf.get(tracker) as AuditSlots
+  const audit = async ({ h, request }: (typeof picked)[number]): Promise<AuditableHop | undefined> => {
+    try {
+      const { verdict, liar, reason } = await slots.run(() => callRpc(tracker, ClientToTracker, 'audit.submit', request, AUDIT_TIMEOUT_MS))
+      if (verdict === 'failed' && liar === h.hop.hostId) {
+        log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); replacing it`)
+        return h
       }
+    } catch (error) {
+      log(`audit of host ${h.hop.hostId} not run: ${error instanceof Error ? error.message : error}`)
     }
     return undefined
-  })()
+  }
+  return Promise.all(picked.map(audit)).then((found) => found.find((h) => h !== undefined))
 }
 
 /** The hop's steps as the tracker wants them, or undefined when a receipt is missing or they are too large to send. */

@@ -19,7 +19,7 @@ import { expectOk, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
 import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
-import { type AuditableHop, auditStep } from './step-audits'
+import { type AuditableHop, auditStep, limitAudits } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
 import type { TrackerConnectionOptions } from './tracker-connection'
@@ -109,7 +109,9 @@ export class SwarmClient {
     log: (line: string) => void = () => {},
     connection: TrackerConnectionOptions = {},
   ): Promise<SwarmClient> {
-    return new SwarmClient(await openTrackerChannel(trackerUrl, '/clients', identity, connection, log), identity, log, connection.ca)
+    const tracker = await openTrackerChannel(trackerUrl, '/clients', identity, connection, log)
+    limitAudits(tracker, connection.auditsInFlight)
+    return new SwarmClient(tracker, identity, log, connection.ca)
   }
 
   /** The model's tokenizer, used only when its sha256 is the one the model's manifest names. */
@@ -304,10 +306,7 @@ export class SwarmClient {
     }
   }
 
-  /**
-   * Hands a session's receipts to the tracker, which pays the hosts from the account of this
-   * client's key pair (an app's account); returns the tracker's verdict on each.
-   */
+  /** Hands a session's receipts to the tracker, which pays the hosts from this key pair's account; returns each one's verdict. */
   submitReceipts(session: string, receipts: readonly Receipt[]) {
     return callRpc(this.tracker, ClientToTracker, 'receipts.submit', { session, receipts: [...receipts] })
   }

@@ -32,6 +32,8 @@ export interface TrackerConnectionOptions {
    */
   readonly trackerKey?: string
   readonly timeoutMs?: number
+  /** Audits a SwarmClient keeps in flight at once over all its sessions (default MAX_AUDITS_IN_FLIGHT, the tracker's cap per key). */
+  readonly auditsInFlight?: number
 }
 
 /** An authenticated connection to a tracker, with the key the tracker proved it signs with. */

@@ -164,8 +164,8 @@ export class Tracker {
         provenKey: async (req, scope) => (await this.issuer.verifyRequest(req, scope))?.publicKey,
         ...(cluster === undefined ? {} : { counter: cluster.counter }),
         client: () => {
-          // Pinned to this tracker's key; trusts its own certificate, which may be self-signed.
-          const own = { trackerKey: identity.publicKey, ca: options.tls?.cert }
+          // Pinned to this tracker's key; trusts its own certificate (maybe self-signed); its audits are its callers', uncapped.
+          const own = { trackerKey: identity.publicKey, ca: options.tls?.cert, auditsInFlight: Number.POSITIVE_INFINITY }
           this.ownClient ??= SwarmClient.connect(this.url, this.gatewayIdentity, (l) => this.log(`gateway: ${l}`), own)
           return this.ownClient
         },
