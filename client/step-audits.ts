@@ -91,7 +91,8 @@ const slotsOf = new WeakMap<object, AuditSlots>()
 
 /** How many audits the key of this tracker connection may have in flight (the tracker's own gateway: no cap). */
 export function limitAudits(tracker: object, inFlight = MAX_AUDITS_IN_FLIGHT): void {
-  slotsOf.set(tracker, new AuditSlots(inFlight))
+  // at least one (0, a negative or NaN would hold every audit, and the chats waiting for them, for good)
+  slotsOf.set(tracker, new AuditSlots(Number.isNaN(inFlight) ? 1 : Math.max(inFlight, 1)))
 }
 
 /**
@@ -122,7 +123,11 @@ export function auditStep(
   const slots = slotsOf.get(tracker) as AuditSlots
   const audit = async ({ h, request }: (typeof picked)[number]): Promise<AuditableHop | undefined> => {
     try {
-      const { verdict, liar, reason } = await slots.run(() => callRpc(tracker, ClientToTracker, 'audit.submit', request, AUDIT_TIMEOUT_MS))
+      const { verdict, liar, reason } = await slots.run(() => {
+        // queued while the tracker went away (or the client closed): not sent into a dead connection
+        if (!tracker.connected) throw new Error('the tracker is not connected')
+        return callRpc(tracker, ClientToTracker, 'audit.submit', request, AUDIT_TIMEOUT_MS)
+      })
       if (verdict === 'failed' && liar === h.hop.hostId) {
         log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); replacing it`)
         return h

@@ -181,12 +181,12 @@ export class Host extends EventEmitter<HostEvents> {
     })
   }
 
-  /** Routing plans with ms per block: once real traffic says the load-time figure is off by 20 %, tell the tracker. */
   /** Its count of sessions, and (host.heartbeat's `sessions`) those held since the last heartbeat. */
   private heartbeatBody() {
     return { activeSessions: this.server?.activeSessions ?? 0, sessions: this.server?.sessionsSeen() }
   }
 
+  /** Routing plans with ms per block: once real traffic says the load-time figure is off by 20 %, tell the tracker. */
   private reportMeasuredSpeed(): void {
     const measured = this.server?.msPerBlock
     const reported = this.state.msPerBlock

@@ -4,7 +4,6 @@
 // them must give the same tokens as before. Inputs come from a seeded PRNG: the seed is printed, and
 // NEURON_FUZZ_SEED=<seed> replays the same inputs.
 import { randomInt } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { io } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -30,7 +29,7 @@ import { ANSWER_MS, AuthenticatedPool, emitJudged, engineFrames, Findings, Frame
 import { auditOf, below, copy, hostileValue, mutate, mutateFrame, pick, type Rng, randomBuffer, seededRng, text } from './hostile-inputs'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
-import { type NeuronProcess, startNeuron } from './processes'
+import { type NeuronProcess, rssMiB, settledRss, startNeuron } from './processes'
 import { createModelTorrent } from './programs'
 
 const EVENTS = 10_000
@@ -95,13 +94,6 @@ function start(args: string[]): NeuronProcess {
   const p = startNeuron(args)
   processes.push(p)
   return p
-}
-
-/** Resident memory of a child process, MiB (Linux /proc). */
-function rssMiB(p: NeuronProcess): number {
-  const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8')
-  const kib = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1])
-  return Math.round(kib / 1024)
 }
 
 const alive = (p: NeuronProcess) => p.child.exitCode === null && p.child.signalCode === null
@@ -375,7 +367,10 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
     await clients.close()
     for (const p of hostPools) await p.close()
 
-    const rssAfter = { tracker: rssMiB(tracker), hosts: hostProcesses.map(rssMiB) }
+    const rssAfter = {
+      tracker: await settledRss(tracker, rssBefore.tracker, RSS_GROWTH_BOUND_MIB),
+      hosts: await Promise.all(hostProcesses.map((p, h) => settledRss(p, rssBefore.hosts[h] ?? 0, RSS_GROWTH_BOUND_MIB))),
+    }
     console.log(
       JSON.stringify({
         seed: SEED,

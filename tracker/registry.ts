@@ -47,6 +47,8 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     const host: LiveHost = { hostId, publicKey, profile, state, lastHeartbeat: now, online: true, owner: null, verifiedFor: null, routedSinceHeartbeat: 0 }
     this.hosts.set(hostId, host)
     this.claims.delete(hostId)
+    // a host saying hello again (restarted, reconnected) holds none of the sessions routed to it before
+    this.routedSessions.delete(hostId)
     this.emit('changed', hostId)
     return host
   }

@@ -4,7 +4,8 @@
 // A single large file read from its start ramps up to them (llama.cpp's one GGUF gets them so); our ~50 MB per-block
 // artifacts mostly do not, nor do files the torrent client wrote or our sha256 check read. MADV_HUGEPAGE makes the
 // kernel fault the mapping's uncached pages in as 2 MB folios; where the file is cached in small ones already, its
-// clean cached pages in the span are dropped and faulted in again, one read of the span from disk at load. Nothing
+// cached pages are collapsed in place where the kernel can, else dropped and faulted in again: one read of the span
+// from disk at load, tried first on a 2 MB stretch so a filesystem without large folios costs no more. Nothing
 // here can fail a load: every call is advice, and a kernel without file huge pages keeps 4 KB pages.
 #include "huge_pages.h"
 
@@ -23,6 +24,9 @@ namespace {
 
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
 constexpr size_t HUGE = size_t(2) << 20;
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25  // Linux 6.1; older headers lack it, older kernels answer EINVAL
+#endif
 
 // the kernel's switch for transparent huge pages ("always [madvise] never") at never, where advice changes nothing
 bool huge_pages_switched_off() {
@@ -42,11 +46,18 @@ size_t pmd_mapped(uintptr_t from, uintptr_t to) {
     char line[512];
     bool inside = false;
     size_t kb_total = 0;
+    bool line_start = true;
     while (std::fgets(line, sizeof line, f)) {
+        // the rest of a line longer than the buffer (a header with a long path) is not a line of its own
+        const bool at_start = line_start;
+        line_start = std::strchr(line, '\n') != nullptr;
+        if (!at_start) continue;
         unsigned long a = 0, b = 0;
         // a VMA's header ("7f…000-7f…000 r--s …"); its fields ("FilePmdMapped:  2048 kB") do not parse as two addresses
         if (std::sscanf(line, "%lx-%lx ", &a, &b) == 2) {
-            inside = a >= from && a < to;
+            // VMAs come in address order: none after `to` is read (the kernel walks each one's page tables for it)
+            if (a >= to) break;
+            inside = a >= from;
             continue;
         }
         unsigned long kb = 0;
@@ -91,13 +102,28 @@ size_t fault_in_span(int fd, void * mapping, size_t file_from, size_t file_to, b
     // counted per mapping: pages of the file outside the span may be in it too, so at most the span
     const size_t got = std::min(pmd_mapped((uintptr_t) base, (uintptr_t) base + file_to), len);
     if (got >= want / 2) return got;
-    // cached in small folios: write back what is still dirty (a file just written), unmap our pages, drop the file's
-    // clean cached pages in the span (pages another process maps stay), and fault them in again, now as 2 MB folios
+    const auto mapped = [&] { return std::min(pmd_mapped((uintptr_t) base, (uintptr_t) base + file_to), len); };
+    // cached in small folios (a file just written or read): the kernel may collapse them in place (Linux 6.1+, where
+    // read-only file huge pages are built in), with no read from disk
+    if (madvise((void *) lo, want, MADV_COLLAPSE) == 0) return mapped();
+    // else drop them and fault them in again: write back what is still dirty, unmap our pages, drop the file's clean
+    // cached pages (pages another process maps stay)
     fdatasync(fd);
-    madvise(from, len, MADV_DONTNEED);
-    posix_fadvise(fd, (off_t) (from - base), (off_t) len, POSIX_FADV_DONTNEED);
-    populate(from, len);
-    return std::min(pmd_mapped((uintptr_t) base, (uintptr_t) base + file_to), len);
+    const auto refault = [&](uint8_t * p, size_t n) {
+        madvise(p, n, MADV_DONTNEED);
+        posix_fadvise(fd, (off_t) (p - base), (off_t) n, POSIX_FADV_DONTNEED);
+        populate(p, n);
+    };
+    // first one 2 MB stretch at a time, up to three (one may be in a 2 MB page already): where the page cache keeps no
+    // large folios (ext4 before Linux 6.16, NFS, FUSE) the span is not read again for nothing
+    size_t now = got;
+    for (const uintptr_t at : {lo, lo + (want / 2 & ~(uintptr_t) (HUGE - 1)), hi - HUGE}) {
+        refault((uint8_t *) at, HUGE);
+        if ((now = mapped()) > got) break;
+    }
+    if (now <= got) return now;
+    refault(from, len);
+    return mapped();
 #else
     (void) fd;
     (void) huge_pages;
