@@ -90,9 +90,11 @@ class AuditSlots {
 const slotsOf = new WeakMap<object, AuditSlots>()
 
 /** How many audits the key of this tracker connection may have in flight (the tracker's own gateway: no cap). */
-export function limitAudits(tracker: object, inFlight = MAX_AUDITS_IN_FLIGHT): void {
+export function limitAudits(tracker: object, inFlight = MAX_AUDITS_IN_FLIGHT): AuditSlots {
   // at least one (0, a negative or NaN would hold every audit, and the chats waiting for them, for good)
-  slotsOf.set(tracker, new AuditSlots(Number.isNaN(inFlight) ? 1 : Math.max(inFlight, 1)))
+  const slots = new AuditSlots(Number.isNaN(inFlight) ? 1 : Math.max(inFlight, 1))
+  slotsOf.set(tracker, slots)
+  return slots
 }
 
 /**
@@ -119,8 +121,7 @@ export function auditStep(
     picked.push({ h, request: { session, hostId: h.hop.hostId, blocks: h.hop.blocks, ...history, output: h.lastOutput } })
   }
   if (picked.length === 0) return undefined
-  if (!slotsOf.has(tracker)) limitAudits(tracker)
-  const slots = slotsOf.get(tracker) as AuditSlots
+  const slots = slotsOf.get(tracker) ?? limitAudits(tracker)
   const audit = async ({ h, request }: (typeof picked)[number]): Promise<AuditableHop | undefined> => {
     try {
       const { verdict, liar, reason } = await slots.run(() => {

@@ -28,13 +28,17 @@ constexpr size_t HUGE = size_t(2) << 20;
 #define MADV_COLLAPSE 25  // Linux 6.1; older headers lack it, older kernels answer EINVAL
 #endif
 
-// the kernel's switch for transparent huge pages ("always [madvise] never") at never, where advice changes nothing
+// the kernel's switch for transparent huge pages ("always [madvise] never") at never, where advice changes nothing;
+// read once per process, not for every artifact and buffer
 bool huge_pages_switched_off() {
-    FILE * f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f) return true;
-    char line[128] = {0};
-    const bool off = !std::fgets(line, sizeof line, f) || std::strstr(line, "[never]") != nullptr;
-    std::fclose(f);
+    static const bool off = [] {
+        FILE * f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+        if (!f) return true;
+        char line[128] = {0};
+        const bool never = !std::fgets(line, sizeof line, f) || std::strstr(line, "[never]") != nullptr;
+        std::fclose(f);
+        return never;
+    }();
     return off;
 }
 
@@ -100,9 +104,9 @@ size_t fault_in_span(int fd, void * mapping, size_t file_from, size_t file_to, b
     if (!huge_pages || (uintptr_t) base % HUGE != 0 || hi <= lo || huge_pages_switched_off()) return 0;
     const size_t want = hi - lo;
     // counted per mapping: pages of the file outside the span may be in it too, so at most the span
-    const size_t got = std::min(pmd_mapped((uintptr_t) base, (uintptr_t) base + file_to), len);
-    if (got >= want / 2) return got;
     const auto mapped = [&] { return std::min(pmd_mapped((uintptr_t) base, (uintptr_t) base + file_to), len); };
+    const size_t got = mapped();
+    if (got >= want / 2) return got;
     // cached in small folios (a file just written or read): the kernel may collapse them in place (Linux 6.1+, where
     // read-only file huge pages are built in), with no read from disk
     if (madvise((void *) lo, want, MADV_COLLAPSE) == 0) return mapped();
