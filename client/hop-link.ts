@@ -1,11 +1,18 @@
-import WebSocket from 'ws'
+import type WebSocket from 'ws'
 import { ClientToTracker, callRpc, decodeFrame, type Frame, MAX_ROUND_TRIPS_PER_LINK, NeuronError, type RpcSocket, type WireError } from '../protocol'
 import { PING_TIMEOUT_MS, Pinger } from './link-latency'
 
 /** A hop's link is pinged on open and then every this many requests. */
 const PING_EVERY_REQUESTS = 16
+/** While a request waits, the link is pinged this often, ms: a host's socket answers pings even mid-compute. */
+const LIVENESS_PING_MS = 1_000
+/**
+ * A link that carried nothing, not even a pong, this long while a request waits is down (a router's link cut, a
+ * laptop closed): the step fails over then instead of waiting out its timeout, ms.
+ */
+export const LINK_SILENCE_MS = 4_000
 
-import { caOption, type TrustedCa } from './tls-trust'
+import { dataPlaneSocket, type TrustedCa } from './tls-trust'
 
 /** How a client reaches one hop: a direct WebSocket, or the tracker's relay. */
 export interface HopLink {
@@ -46,13 +53,20 @@ export class WebSocketHopLink implements HopLink {
   readonly roundTripsMs: number[] = []
   private readonly pinger: Pinger
   private requests = 0
+  /** When the link last carried anything from the host (a frame or a pong), for the liveness watch. */
+  private lastHeard = performance.now()
+  private liveness: NodeJS.Timeout | undefined
 
   private constructor(
     private readonly hostId: string,
     private readonly socket: WebSocket,
     private readonly timeoutMs: number,
   ) {
+    socket.on('pong', () => {
+      this.lastHeard = performance.now()
+    })
     socket.on('message', (data) => {
+      this.lastHeard = performance.now()
       let frame: Frame
       try {
         frame = decodeFrame(data as Buffer)
@@ -76,10 +90,17 @@ export class WebSocketHopLink implements HopLink {
     socket.on('error', () => this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)))
   }
 
-  /** `ca`: certificates to trust for a wss:// host besides the system's (see TrustedCa). */
-  static connect(hostId: string, url: string, { timeoutMs = 120_000, ca }: { timeoutMs?: number; ca?: TrustedCa } = {}): Promise<WebSocketHopLink> {
+  /**
+   * `fingerprint`: the certificate a wss:// host must present (the route carries the one it signed); without it, `ca`:
+   * certificates to trust besides the system's (see TrustedCa).
+   */
+  static connect(
+    hostId: string,
+    url: string,
+    { timeoutMs = 120_000, ca, fingerprint }: { timeoutMs?: number; ca?: TrustedCa | undefined; fingerprint?: string | undefined } = {},
+  ): Promise<WebSocketHopLink> {
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(url, { maxPayload: 256 * 1024 * 1024, ...caOption(ca) })
+      const socket = dataPlaneSocket(url, { fingerprint, ca, maxPayload: 256 * 1024 * 1024 })
       socket.binaryType = 'nodebuffer'
       socket.once('open', () => resolve(new WebSocketHopLink(hostId, socket, timeoutMs)))
       socket.once('error', (e) => reject(new HopFailure(hostId, 'hop_unreachable', `cannot connect to host ${hostId} at ${url}: ${e.message}`)))
@@ -105,8 +126,36 @@ export class WebSocketHopLink implements HopLink {
         },
       })
       this.socket.send(bytes)
+      this.watchLiveness()
       if (++this.requests % PING_EVERY_REQUESTS === 0) this.measure()
     })
+  }
+
+  /** While requests wait: a ping a second, and the link declared down after LINK_SILENCE_MS of silence. */
+  private watchLiveness(): void {
+    if (this.liveness !== undefined) return
+    this.lastHeard = Math.max(this.lastHeard, performance.now() - LIVENESS_PING_MS)
+    this.liveness = setInterval(() => {
+      if (this.pending.size === 0) {
+        clearInterval(this.liveness)
+        this.liveness = undefined
+        return
+      }
+      const silentMs = performance.now() - this.lastHeard
+      if (silentMs > LINK_SILENCE_MS) {
+        this.fail(
+          new HopFailure(this.hostId, 'hop_unreachable', `host ${this.hostId} sent nothing, not even a pong, for ${Math.round(silentMs)} ms: its link is down`),
+        )
+        this.socket.terminate()
+        return
+      }
+      try {
+        this.socket.ping()
+      } catch {
+        // closing: the close handler fails what waits
+      }
+    }, LIVENESS_PING_MS)
+    this.liveness.unref()
   }
 
   private measure(): void {
@@ -118,10 +167,13 @@ export class WebSocketHopLink implements HopLink {
   }
 
   close(): void {
+    clearInterval(this.liveness)
     this.socket.close()
   }
 
   private fail(error: HopFailure): void {
+    clearInterval(this.liveness)
+    this.liveness = undefined
     this.closedWith ??= error
     for (const waiter of this.pending.values()) waiter.reject(error)
     this.pending.clear()

@@ -4,9 +4,9 @@ import { randomBytes } from 'node:crypto'
  * these are the links a session waits on. A ping measures the network alone (no compute, nothing the host
  * reports about itself), and hosts answer it without a session or a ticket.
  */
-import WebSocket from 'ws'
+import type WebSocket from 'ws'
 import { ClientToTracker, callRpc, type LatencyReport, MAX_LATENCY_LINKS, type Route, type RpcSocket } from '../protocol'
-import { caOption, type TrustedCa } from './tls-trust'
+import { dataPlaneSocket, type TrustedCa } from './tls-trust'
 
 /** A ping unanswered this long is not counted (the link is reported by the hops' failures instead), ms. */
 export const PING_TIMEOUT_MS = 5000
@@ -51,10 +51,10 @@ export class Pinger {
 export async function measureHosts(targets: NonNullable<Route['measure']>, ca: TrustedCa | undefined): Promise<Map<string, number[]>> {
   const measured = new Map<string, number[]>()
   await Promise.all(
-    targets.map(async ({ hostId, endpoint }) => {
+    targets.map(async ({ hostId, endpoint, fingerprint }) => {
       let socket: WebSocket
       try {
-        socket = new WebSocket(endpoint, caOption(ca))
+        socket = dataPlaneSocket(endpoint, { fingerprint, ca })
       } catch {
         return // an endpoint ws cannot dial is the host's problem, found when it is routed
       }

@@ -326,7 +326,9 @@ export class SwarmClient {
     try {
       for (const [i, hop] of route.entries()) {
         const link: HopLink =
-          hop.endpoint === null ? new RelayHopLink(hop.hostId, this.tracker) : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca })
+          hop.endpoint === null
+            ? new RelayHopLink(hop.hostId, this.tracker)
+            : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca, fingerprint: hop.fingerprint })
         states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
         if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
         await expectOk(

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs'
-import { rootCertificates } from 'node:tls'
+import { rootCertificates, type TLSSocket } from 'node:tls'
+import WebSocket from 'ws'
+import { fingerprintOf } from '../protocol'
 
 /**
  * PEM certificates to trust besides the system's, for a tracker or host whose certificate the
@@ -38,4 +40,26 @@ export function caOption(ca: TrustedCa | undefined): { ca?: string[] } {
 export interface TlsCertificate {
   readonly key: string
   readonly cert: string
+}
+
+/**
+ * A WebSocket to a host's data plane. With `fingerprint` (the certificate the host signed into its state, which the
+ * route carries) the certificate is pinned: no CA vouches for a host's self-made certificate, its fingerprint does,
+ * and a connection presenting another is closed before any frame is sent. Without one, `ca` and the system's roots apply.
+ */
+export function dataPlaneSocket(
+  url: string,
+  { fingerprint, ca, maxPayload }: { fingerprint?: string | undefined; ca?: TrustedCa | undefined; maxPayload?: number },
+): WebSocket {
+  const pinned = fingerprint !== undefined && url.startsWith('wss:')
+  const socket = new WebSocket(url, { ...(maxPayload === undefined ? {} : { maxPayload }), ...(pinned ? { rejectUnauthorized: false } : caOption(ca)) })
+  if (pinned) {
+    socket.once('upgrade', (response) => {
+      const presented = fingerprintOf((response.socket as TLSSocket).getPeerCertificate().fingerprint256 ?? '')
+      if (presented === fingerprint) return
+      socket.emit('error', new Error(`the host at ${url} presented certificate ${presented.slice(0, 16)}…, not the pinned ${fingerprint.slice(0, 16)}…`))
+      socket.terminate()
+    })
+  }
+  return socket
 }

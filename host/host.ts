@@ -22,6 +22,8 @@ import {
 } from '../protocol'
 import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
 import { hardwareProfile } from './hardware'
+import { dialBackProver } from './network/dial-back-answer'
+import { Reachable } from './network/reachable'
 import { ReceiptOutbox } from './receipt-outbox'
 import { measureSpeed } from './serving/measure-speed'
 import type { ServingRuntime } from './serving/serving-runtime'
@@ -50,14 +52,22 @@ export interface HostOptions {
   readonly device?: 'auto' | 'cpu'
   /** Accept no connections: clients reach this host through the tracker's relay. */
   readonly relay?: boolean
+  /**
+   * The data plane's address: default every interface ('0.0.0.0'), or 127.0.0.1 when the tracker is on this computer's
+   * loopback (a swarm on one machine). The tracker dials back each address the host offers before routing to it.
+   */
   readonly listenHost?: string
-  /** The endpoint to advertise, from the ws:// one the host listens on: a port forward or proxy in front of it; default that one. */
+  /** The data plane's port (default: a free one). */
+  readonly listenPort?: number
+  /** An endpoint to offer besides the host's own addresses: a port forward or proxy in front of it. */
   readonly advertise?: (listening: string) => string | Promise<string>
   /**
-   * Serve the data plane over wss:// with this certificate (it must name `listenHost`). An https tracker with a certificate
-   * the system does not know is trusted by starting the process with NODE_EXTRA_CA_CERTS=ca.pem (tracker and announces alike).
+   * Serve the data plane over wss:// with this certificate instead of the host's own (which it makes once in the data
+   * dir). Either way clients pin the certificate whose fingerprint the host signs. A host on loopback serves ws://.
    */
   readonly tls?: TlsCertificate
+  /** Ask the home router (UPnP-IGD, NAT-PMP) to forward the data-plane and BitTorrent ports (default: when listening on every interface behind one). */
+  readonly portMapping?: boolean
   readonly log?: (line: string) => void
 }
 
@@ -78,6 +88,8 @@ export class Host extends EventEmitter<HostEvents> {
   private store: ArtifactStore | undefined
   private runtime: ServingRuntime | undefined
   private server: ShardServer | undefined
+  /** Where the swarm may reach the data plane: its addresses, a mapped port, the certificate clients pin. */
+  private reachable: Reachable | undefined
   private heartbeat: NodeJS.Timeout | undefined
   /** Sends a heartbeat now (set once joined). */
   private beat: () => void = () => {}
@@ -229,6 +241,7 @@ export class Host extends EventEmitter<HostEvents> {
       ...(this.options.quotaBytes === undefined ? {} : { quotaBytes: this.options.quotaBytes }),
       ...(this.options.torrentPort === undefined ? {} : { torrentPort: this.options.torrentPort }),
       ...(this.options.torrentHost === undefined ? {} : { torrentHost: this.options.torrentHost }),
+      portMapping: this.reachability().mapsPorts,
       log: (l) => this.log(l),
     })
     const total = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
@@ -278,9 +291,10 @@ export class Host extends EventEmitter<HostEvents> {
         }, 50).unref()
       },
       ...(this.options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: this.options.unsteppedSessionMs }),
+      ...(this.identity === undefined ? {} : { dialBack: dialBackProver(this.identity) }),
     })
-    const listening = this.options.relay ? null : await this.server.listen(0, this.options.listenHost ?? '127.0.0.1', this.options.tls)
-    const endpoint = listening === null || this.options.advertise === undefined ? listening : await this.options.advertise(listening)
+    const reachable = this.options.relay ? undefined : await Reachable.listen(this.server, this.reachability())
+    this.reachable = reachable
     this.throwIfStopped()
     const msPerBlock = await (this.runtime === undefined ? 1 : measureSpeed(this.runtime, manifest, blocks, embed))
     this.throwIfStopped()
@@ -293,9 +307,30 @@ export class Host extends EventEmitter<HostEvents> {
       activeSessions: 0,
       maxSessions,
       msPerBlock,
-      endpoint,
+      ...(reachable?.offer() ?? { endpoint: null }),
     })
-    this.log(`serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) at ${endpoint ?? 'the tracker relay'}, ${msPerBlock.toFixed(2)} ms/block`)
+    // what changes while serving (a new address, a mapping made or lost) is offered again, and the tracker dials it back
+    reachable?.onChange(() => {
+      if (this.state.status === 'ready')
+        void this.publishState({ ...this.state, ...reachable.offer() }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+    })
+    this.log(
+      `serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) ${this.state.endpoint === null ? 'through the relay: no address of this host answered the tracker' : `at ${this.state.endpoint}`}, ${msPerBlock.toFixed(2)} ms/block`,
+    )
+  }
+
+  /** How this host listens and offers itself, from its options and its tracker's address. */
+  private reachability() {
+    const trackerHost = new URL(trackerUrls(this.options.trackerUrl)[0] ?? 'http://127.0.0.1').hostname
+    const identity = this.identity
+    if (identity === undefined) throw new NeuronError('not_started', 'start the host first')
+    return Reachable.plan({
+      trackerHost,
+      identity,
+      dataDir: this.options.dataDir,
+      ...pick(this.options, ['listenHost', 'listenPort', 'tls', 'advertise', 'portMapping']),
+      log: (l) => this.log(l),
+    })
   }
 
   /**
@@ -317,6 +352,7 @@ export class Host extends EventEmitter<HostEvents> {
     }
     clearInterval(this.heartbeat)
     clearTimeout(this.beatSoon)
+    await this.reachable?.close()
     await this.server?.close()
     // What was served is handed in before leaving (best effort: a tracker that is away misses it).
     await this.outbox.flush()
@@ -386,13 +422,25 @@ export class Host extends EventEmitter<HostEvents> {
   protected async publishState(state: ServingState): Promise<void> {
     this.state = state
     this.emit('state', state)
-    if (this.socket?.connected) await callRpc(this.socket, HostToTracker, 'host.state', state)
+    if (!this.socket?.connected) return
+    const { endpoint } = await callRpc(this.socket, HostToTracker, 'host.state', state)
+    // the endpoint the tracker proved by dialing back (null: relayed), as the swarm will reach this host
+    if (endpoint !== undefined && endpoint !== this.state.endpoint && this.state === state) {
+      this.state = { ...state, endpoint }
+      this.emit('state', this.state)
+    }
   }
 
   private requireSocket(): Socket & RpcSocket {
     if (this.socket === undefined) throw new NeuronError('not_started', 'start the host before serving')
     return this.socket
   }
+}
+
+function pick<T extends object, K extends keyof T>(from: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  const out: Partial<Pick<T, K>> = {}
+  for (const k of keys) if (from[k] !== undefined) out[k] = from[k]
+  return out
 }
 
 export function defaultDataDir(): string {

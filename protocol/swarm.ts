@@ -24,6 +24,7 @@ import {
 } from './limits'
 import { Count, Manifest, ModelId } from './manifest'
 import { ProbeSetBytes } from './probe-codec'
+import { CertFingerprint, MAX_CANDIDATES } from './reachability'
 import { rpc } from './rpc'
 import { Seam } from './seams'
 import { Ticket } from './tickets'
@@ -62,8 +63,15 @@ export const ServingState = z.object({
   maxSessions: Count,
   /** Measured compute time per block per decoded token, ms; null until measured. */
   msPerBlock: z.number().positive().nullable(),
-  /** The data-plane WebSocket address, or null when the host is reached through the tracker's relay. */
+  /**
+   * The data-plane WebSocket address, or null when the host is reached through the tracker's relay. The tracker keeps
+   * the one it proved by dialing back (a candidate, or the endpoint a host names), never one a host merely says.
+   */
   endpoint: Url.nullable(),
+  /** Where the host may be reached: its interfaces and a port mapped on its router (absent from older hosts). */
+  candidates: z.array(Url).max(MAX_CANDIDATES).optional(),
+  /** Its data-plane certificate's fingerprint, which clients pin, and the host's signature of it (certificateMessage). */
+  tls: z.object({ fingerprint: CertFingerprint, signature: Label }).optional(),
 })
 export type ServingState = z.infer<typeof ServingState>
 
@@ -91,13 +99,23 @@ export const ModelSummary = z.object({
 })
 export type ModelSummary = z.infer<typeof ModelSummary>
 
-export const HostSummary = z.object({ hostId: NodeId, online: z.boolean(), profile: HardwareProfile, state: ServingState, lastSeen: z.number() })
+export const HostSummary = z.object({
+  hostId: NodeId,
+  online: z.boolean(),
+  profile: HardwareProfile,
+  state: ServingState,
+  lastSeen: z.number(),
+  /** Data-plane bytes the tracker's relay carried to and from this host (absent from older trackers). */
+  relayedBytes: Count.optional(),
+})
 export type HostSummary = z.infer<typeof HostSummary>
 
 export const RouteHop = z.object({
   hostId: NodeId,
   blocks: BlockRange,
   endpoint: Url.nullable(),
+  /** The certificate a wss:// endpoint must present (the host's own, signed into its state): the client pins it. */
+  fingerprint: CertFingerprint.optional(),
   /** The tracker's signed permission to open this hop (present on every route.plan answer). */
   ticket: Ticket.optional(),
   /** Fraction of this hop's steps the client should have the tracker re-run elsewhere (audit.submit); absent: none. */
@@ -114,7 +132,7 @@ export const Route = z.object({
   seamDtype: z.enum(['f16', 'f32']).optional(),
   /** Hosts of this model the client has not measured lately: it pings them and reports (latency.report); absent from older trackers. */
   measure: z
-    .array(z.object({ hostId: NodeId, endpoint: Url }))
+    .array(z.object({ hostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() }))
     .max(MAX_MEASURE_TARGETS)
     .optional(),
 })
@@ -180,7 +198,8 @@ export const HostToTracker = {
     z.object({ profile: HardwareProfile, state: ServingState }),
     z.object({ hostId: NodeId, heartbeatMs: z.number().int().positive(), trackerKey: PublicKey }),
   ),
-  'host.state': rpc(ServingState, Empty),
+  /** Answered with the endpoint the tracker proved by dialing back (null: relayed); absent from older trackers. */
+  'host.state': rpc(ServingState, z.object({ endpoint: Url.nullable().optional() })),
   /**
    * `sessions`: the ticketed sessions open now or opened since the last heartbeat, so the tracker stops counting those
    * it routed here only once the host's count holds them (absent from older hosts, and past MAX_HEARTBEAT_SESSIONS).

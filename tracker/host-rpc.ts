@@ -15,6 +15,7 @@ import { hostRoom } from './cluster/cluster'
 import { type Metering, wireVerdicts } from './ledger/metering'
 import { hostMicroPerHour, type PricingOptions, priceOf } from './ledger/pricing'
 import type { SwarmPlanner } from './planner'
+import type { Reachability } from './reachability/reachability'
 import type { HostRegistry } from './registry'
 import type { Reputation } from './reputation/reputation'
 import type { TrackerStore } from './store'
@@ -39,6 +40,8 @@ export interface HostRpcDeps {
   readonly reputation: Pick<Reputation, 'load'>
   /** Each host's live connection, for the relay and the tracker's checks. */
   readonly hostSockets: Map<string, Socket>
+  /** Dials back a serving host's candidate endpoints: only one that proved the host's key is routed to. */
+  readonly reachability: Pick<Reachability, 'prove'>
 }
 
 /** What hosts may ask the tracker on /hosts: join, say what they serve, be placed, hand in receipts. */
@@ -66,9 +69,13 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       )
     }
   }
+  /** The state as the tracker keeps it: its endpoint the one the dial-back proved, never one the host merely names. */
+  const proven = (state: ServingState, peer: Peer): Promise<ServingState> =>
+    d.reachability.prove({ hostId: peer.nodeId, publicKey: peer.publicKey, observed: peer.socket.handshake.address }, state)
   return {
-    'host.hello': async ({ profile, state }, peer) => {
-      if (state !== undefined) checkServing(state, true)
+    'host.hello': async ({ profile, state: said }, peer) => {
+      checkServing(said, true)
+      const state = await proven(said, peer)
       const now = Date.now()
       const known = await d.store.getHost(peer.nodeId)
       await d.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
@@ -80,13 +87,14 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       await peer.socket.join(hostRoom(peer.nodeId))
       return { hostId: peer.nodeId, heartbeatMs: d.registry.heartbeatMs, trackerKey: d.trackerKey }
     },
-    'host.state': async (state, peer) => {
+    'host.state': async (said, peer) => {
       requireHello(peer)
-      checkServing(state)
+      checkServing(said)
+      const state = await proven(said, peer)
       d.registry.updateState(peer.nodeId, state)
       // Ready is answered once the tracker's probe of what it serves is done: routing starts then.
       await d.checks.whenReady(peer.nodeId)
-      return {}
+      return { endpoint: state.endpoint }
     },
     'host.heartbeat': ({ activeSessions, sessions }, peer) => {
       requireHello(peer)

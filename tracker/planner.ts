@@ -104,7 +104,13 @@ export class SwarmPlanner {
       hops: planned.hops.map((hop) => {
         const host = this.registry.get(hop.hostId)
         if (host === undefined) throw new NeuronError('no_route', `host ${hop.hostId} left while the route was planned; ask again.`)
-        return { hostId: hop.hostId, blocks: hop.blocks, endpoint: host.state.endpoint }
+        const { endpoint, tls } = host.state
+        return {
+          hostId: hop.hostId,
+          blocks: hop.blocks,
+          endpoint,
+          ...(endpoint?.startsWith('wss:') && tls !== undefined ? { fingerprint: tls.fingerprint } : {}),
+        }
       }),
     }
   }

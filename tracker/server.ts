@@ -5,20 +5,7 @@ import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
-import {
-  ClientToTracker,
-  callRpc,
-  HostToTracker,
-  MICRO,
-  NeuronError,
-  type RpcHandlers,
-  type RpcSocket,
-  seamAt,
-  seamDtype,
-  serveRpc,
-  TrackerToHost,
-  type WireError,
-} from '../protocol'
+import { ClientToTracker, HostToTracker, MICRO, NeuronError, type RpcHandlers, type RpcSocket, seamAt, seamDtype, serveRpc, type WireError } from '../protocol'
 import { ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
@@ -38,8 +25,9 @@ import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { serveModelFiles } from './model-files'
 import { SwarmPlanner } from './planner'
 import { Admission, namesTorrents, refuseStranger } from './private-swarm'
+import { Reachability } from './reachability/reachability'
+import { TrackerRelay } from './reachability/tracker-relay'
 import { HostRegistry } from './registry'
-import { RelayQuota } from './relay-quota'
 import { Reputation } from './reputation/reputation'
 import { serveScrape } from './scrape'
 import type { TrackerStore } from './store'
@@ -71,7 +59,8 @@ export class Tracker {
   readonly tickets: TicketOffice
   /** The key of the gateway's own SwarmClient: the sessions it routes are paid by the gateway's callers. */
   private readonly gatewayIdentity = NodeIdentity.generate()
-  private readonly relayQuota = new RelayQuota()
+  /** Frames for hosts no candidate of which answered the dial-back, counted per host. */
+  readonly relay = new TrackerRelay((hostId) => (this.registry.get(hostId)?.online ? this.hostSocket(hostId) : undefined))
   /** Malformed or failed requests, counted per code (for tests and the operator). */
   readonly rejected = new Map<string, number>()
   private readonly pricing: PricingOptions
@@ -305,6 +294,7 @@ export class Tracker {
       reputation,
       trackerKey: this.identity.publicKey,
       hostSockets,
+      reachability: new Reachability({ trackerKey: this.identity.publicKey, log: (l) => this.log(l) }),
     })
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
@@ -330,7 +320,7 @@ export class Tracker {
         return { modelId: manifest.modelId, infoHash: model.infoHash }
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
-      'hosts.list': () => ({ hosts: this.registry.summaries() }),
+      'hosts.list': () => ({ hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })) }),
       'route.plan': async (request, peer) => {
         const payer = await this.tickets.payer(request.session, peer.publicKey)
         const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId) })
@@ -355,14 +345,8 @@ export class Tracker {
       'session.end': ({ session }, peer) => this.tickets.endBy(session, peer.publicKey),
       'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
       'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
-      'relay.forward': async ({ hostId, frame }, peer) => {
-        const socket = this.hostSocket(hostId)
-        if (socket === undefined || !this.registry.get(hostId)?.online) {
-          throw new NeuronError('host_unreachable', `host ${hostId} is not connected to the tracker; ask for a new route.`, { hostId })
-        }
-        // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.
-        return this.relayQuota.run(peer.publicKey, frame.byteLength, () => callRpc(socket, TrackerToHost, 'relay.frame', { frame, from: peer.publicKey }))
-      },
+      // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.
+      'relay.forward': ({ hostId, frame }, peer) => this.relay.forward(hostId, frame, peer.publicKey),
       'receipts.submit': async ({ session, receipts }, peer) => {
         const issuedTo = await this.metering.issuedTo(session)
         if (issuedTo !== undefined && issuedTo !== peer.nodeId) {

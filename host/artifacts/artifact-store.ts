@@ -17,6 +17,8 @@ export interface ArtifactStoreOptions {
   readonly torrentPort?: number
   /** Address the BitTorrent TCP port binds to; absent, every interface. */
   readonly torrentHost?: string
+  /** Ask the home router (NAT-PMP, UPnP-IGD) to forward the BitTorrent port, as webtorrent can, so peers elsewhere fetch from this host. */
+  readonly portMapping?: boolean
   readonly log?: (line: string) => void
   /**
    * Trust `<dataDir>/models/<modelId>.verified.json`, the record of files already checked, for files
@@ -52,8 +54,8 @@ export class ArtifactStore {
       lsd: false,
       utp: false,
       webSeeds: false,
-      natUpnp: false,
-      natPmp: false,
+      natUpnp: options.portMapping === true,
+      natPmp: options.portMapping === true,
       torrentPort: options.torrentPort ?? 0,
     } as WebTorrent.Options)
     if (options.torrentHost !== undefined) bindTorrentServer(this.client, options.torrentHost, options.torrentPort ?? 0)

@@ -1,4 +1,5 @@
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
+import { createServer as createHttpServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { TlsCertificate } from '../../client/tls-trust'
@@ -24,6 +25,7 @@ import {
   type SeamFacts,
   toWireError,
 } from '../../protocol'
+import { answerDialBack, type DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type TicketTerms } from './admission'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
@@ -60,6 +62,8 @@ export interface ShardServerOptions {
   /** WebSocket connections at once (default 256), and frames one connection may have in flight (default 8). */
   readonly maxConnections?: number
   readonly maxInFlightPerConnection?: number
+  /** Signs the tracker's dial-back at DIAL_BACK_PATH on the data-plane port (absent: it answers 503). */
+  readonly dialBack?: DialBackProver
 }
 
 export type { FrameCaller } from './served-session'
@@ -81,8 +85,8 @@ export class ShardServer {
   private readonly sessions = new Map<string, ServedSession>()
   private readonly seen = new SessionsSeen()
   private wss: WebSocketServer | undefined
-  /** The TLS server under `wss` when serving wss:// (ws does not close a server it was given). */
-  private https: HttpsServer | undefined
+  /** The HTTP or TLS server under `wss`: it also answers the tracker's dial-back (ws does not close a server it was given). */
+  private http: HttpServer | undefined
   private draining = false
   private readonly reaper: NodeJS.Timeout
   /** Compute time per block of the last single-token steps, for the measured speed. */
@@ -128,10 +132,11 @@ export class ShardServer {
   /** Serves clients at the returned endpoint: wss:// when given a certificate, else ws://. */
   async listen(port = 0, host = '127.0.0.1', tls?: TlsCertificate): Promise<string> {
     const max = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
-    const https = tls === undefined ? undefined : createHttpsServer({ key: tls.key, cert: tls.cert })
-    this.https = https
+    const onRequest = (req: IncomingMessage, res: ServerResponse) => answerDialBack(req, res, this.options.dialBack)
+    const http = tls === undefined ? createHttpServer(onRequest) : createHttpsServer({ key: tls.key, cert: tls.cert }, onRequest)
+    this.http = http
     // ws closes a connection whose message passes maxPayload; below that, oversized frames get a typed error.
-    const wss = https === undefined ? new WebSocketServer({ port, host, maxPayload: 2 * max }) : new WebSocketServer({ server: https, maxPayload: 2 * max })
+    const wss = new WebSocketServer({ server: http, maxPayload: 2 * max })
     this.wss = wss
     const maxInFlight = this.options.maxInFlightPerConnection ?? 8
     wss.on('connection', (socket: WebSocket) => {
@@ -159,12 +164,11 @@ export class ShardServer {
       socket.on('error', (e) => this.options.log?.(`data-plane socket: ${e.message}`))
     })
     await new Promise<void>((resolve, reject) => {
-      const listening = https ?? wss
-      listening.once('listening', () => resolve())
-      listening.once('error', reject)
-      https?.listen(port, host)
+      http.once('listening', () => resolve())
+      http.once('error', reject)
+      http.listen(port, host)
     })
-    return `${https === undefined ? 'ws' : 'wss'}://${host}:${(wss.address() as AddressInfo).port}/`
+    return `${tls === undefined ? 'ws' : 'wss'}://${host}:${(http.address() as AddressInfo).port}/`
   }
 
   /** One frame in from `caller`, one frame out; never throws. */
@@ -216,8 +220,11 @@ export class ShardServer {
       for (const client of wss.clients) client.terminate()
       await new Promise<void>((resolve) => wss.close(() => resolve()))
     }
-    const https = this.https
-    if (https !== undefined) await new Promise<void>((resolve) => https.close(() => resolve()))
+    const http = this.http
+    if (http !== undefined) {
+      http.closeAllConnections()
+      await new Promise<void>((resolve) => http.close(() => resolve()))
+    }
   }
 
   private open(frame: Frame, caller: FrameCaller): Uint8Array {

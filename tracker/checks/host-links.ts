@@ -31,8 +31,10 @@ export async function linkToHost(
   socket: RpcSocket | undefined,
   clientKey: string,
   ca: TrustedCa | undefined,
+  /** The certificate the host signed into its state: a wss:// endpoint must present it. */
+  fingerprint?: string,
 ): Promise<HopLink> {
-  if (endpoint !== null) return WebSocketHopLink.connect(hostId, endpoint, { timeoutMs: CHECK_TIMEOUT_MS, ...(ca === undefined ? {} : { ca }) })
+  if (endpoint !== null) return WebSocketHopLink.connect(hostId, endpoint, { timeoutMs: CHECK_TIMEOUT_MS, ca, fingerprint })
   if (socket === undefined) throw new HopFailure(hostId, 'hop_unreachable', `host ${hostId} is not connected to the tracker`)
   return new OwnRelayLink(hostId, socket, clientKey)
 }

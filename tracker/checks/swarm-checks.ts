@@ -52,7 +52,7 @@ export function createSwarmChecks(deps: SwarmChecksDeps): { checks: HostChecks; 
     client: deps.client,
     link: (hostId) => {
       const host = deps.registry.get(hostId)
-      return linkToHost(hostId, host?.state.endpoint ?? null, deps.hostSocket(hostId), deps.client.publicKey, deps.ca)
+      return linkToHost(hostId, host?.state.endpoint ?? null, deps.hostSocket(hostId), deps.client.publicKey, deps.ca, host?.state.tls?.fingerprint)
     },
     issue: (session, modelId, hop, maxTokens, promptTokens) => deps.issue(session, modelId, [hop], { maxTokens, promptTokens }),
     full: (hostId) => {

@@ -24,9 +24,11 @@ export function recordLatencyReport(latencies: MeasuredLatencies, registry: Host
  */
 export function measureTargets(latencies: MeasuredLatencies, registry: HostRegistry, reporter: string, route: Route): NonNullable<Route['measure']> {
   const onRoute = new Set(route.hops.map((h) => h.hostId))
-  const endpoints = new Map<string, string>()
+  const endpoints = new Map<string, { hostId: string; endpoint: string; fingerprint?: string }>()
   for (const h of registry.serving(route.modelId)) {
-    if (h.state.status === 'ready' && h.state.endpoint !== null && !onRoute.has(h.hostId)) endpoints.set(h.hostId, h.state.endpoint)
+    const { endpoint, tls, status } = h.state
+    if (status === 'ready' && endpoint !== null && !onRoute.has(h.hostId))
+      endpoints.set(h.hostId, { hostId: h.hostId, endpoint, ...(tls === undefined ? {} : { fingerprint: tls.fingerprint }) })
   }
-  return latencies.staleFor(reporter, endpoints.keys(), MEASURE_PER_ROUTE).map((hostId) => ({ hostId, endpoint: endpoints.get(hostId) as string }))
+  return latencies.staleFor(reporter, endpoints.keys(), MEASURE_PER_ROUTE).map((hostId) => endpoints.get(hostId) as { hostId: string; endpoint: string })
 }

@@ -1,4 +1,4 @@
-import { MAX_FRAME_BYTES, NeuronError } from '../protocol'
+import { MAX_FRAME_BYTES, NeuronError } from '../../protocol'
 
 /**
  * Bounds what one client key may push through the tracker's relay: frames no larger than a host

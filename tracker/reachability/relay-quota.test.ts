@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { connectTracker } from '../client/tracker-connection'
-import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, HostToTracker, IDLE_STATE, jsonFrame, MAX_FRAME_BYTES, serveRpc, TrackerToHost } from '../protocol'
-import { TEST_PROFILE } from '../test/peers'
-import { Tracker } from './server'
+import { connectTracker } from '../../client/tracker-connection'
+import { NodeIdentity } from '../../identity/keys'
+import { ClientToTracker, callRpc, HostToTracker, IDLE_STATE, jsonFrame, MAX_FRAME_BYTES, serveRpc, TrackerToHost } from '../../protocol'
+import { TEST_PROFILE } from '../../test/peers'
+import { Tracker } from '../server'
 
 let tracker: Tracker
 

@@ -1,0 +1,123 @@
+import type { TlsCertificate } from '../../client/tls-trust'
+import type { NodeIdentity } from '../../identity/keys'
+import type { ServingState } from '../../protocol'
+import { behindRouter, interfaceCandidates, isLoopbackHost, listensEverywhere } from './candidates'
+import { type HostCertificate, hostCertificate } from './certificate'
+import { PortMapping } from './port-mapping'
+
+/** How often the host looks at its interfaces for a new address (a DHCP lease, another network). */
+const ADDRESS_CHECK_MS = 5_000
+
+export interface ReachableOptions {
+  /** The tracker's host name: on loopback, the swarm is this computer and the data plane stays there too. */
+  readonly trackerHost: string
+  readonly identity: NodeIdentity
+  readonly dataDir: string
+  readonly listenHost?: string
+  readonly listenPort?: number
+  readonly tls?: TlsCertificate
+  readonly advertise?: (listening: string) => string | Promise<string>
+  readonly portMapping?: boolean
+  readonly log?: (line: string) => void
+}
+
+/** What listening needs decided before the data plane starts: where, whether over TLS, whether to ask the router. */
+export interface ReachablePlan extends ReachableOptions {
+  readonly listenHost: string
+  /** Serve wss:// with a pinned certificate: everywhere but a loopback-only swarm (unless a certificate is given). */
+  readonly secure: boolean
+  /** Ask the router to forward the data-plane and BitTorrent ports. */
+  readonly mapsPorts: boolean
+}
+
+/** A data-plane server the host listens with: the ShardServer, or anything with its listen(). */
+export interface Listener {
+  listen(port: number, host: string, tls?: TlsCertificate): Promise<string>
+}
+
+/**
+ * Where the swarm may reach a host's data plane: it listens (every interface by default), offers its candidate
+ * endpoints (each interface's address, a port mapped on the router) with its own certificate's fingerprint, and says
+ * when they change. The tracker dials each back; only one that proves the host's key is routed to (tracker/reachability/).
+ */
+export class Reachable {
+  private mapping: PortMapping | undefined
+  private addresses: string[]
+  private readonly listeners = new Set<() => void>()
+  private readonly watch: NodeJS.Timeout
+
+  private constructor(
+    private readonly plan: ReachablePlan,
+    private readonly listening: string,
+    private readonly advertised: string | undefined,
+    private readonly certificate: HostCertificate | undefined,
+  ) {
+    this.addresses = interfaceCandidates(listening)
+    this.watch = setInterval(() => this.checkAddresses(), ADDRESS_CHECK_MS).unref()
+  }
+
+  static plan(options: ReachableOptions): ReachablePlan {
+    const local = isLoopbackHost(options.trackerHost)
+    const listenHost = options.listenHost ?? (local ? '127.0.0.1' : '0.0.0.0')
+    const secure = options.tls !== undefined || !isLoopbackHost(listenHost)
+    const mapsPorts = options.portMapping ?? (!local && listensEverywhere(listenHost) && behindRouter())
+    return { ...options, listenHost, secure, mapsPorts }
+  }
+
+  /** Starts `server` listening as planned and, where it should, asks the router for the port. */
+  static async listen(server: Listener, plan: ReachablePlan): Promise<Reachable> {
+    const certificate = plan.secure ? await hostCertificate(plan.dataDir, plan.identity, plan.tls) : undefined
+    const listening = await server.listen(plan.listenPort ?? 0, plan.listenHost, certificate)
+    const advertised = plan.advertise === undefined ? undefined : await plan.advertise(listening)
+    const reachable = new Reachable(plan, listening, advertised, certificate)
+    plan.log?.(`data plane listening at ${listening}${certificate === undefined ? '' : ` (certificate ${certificate.fingerprint.slice(0, 16)}…)`}`)
+    if (plan.mapsPorts) reachable.startMapping(Number(new URL(listening).port))
+    return reachable
+  }
+
+  /** The state fields that say where this host may be reached: the tracker proves one of them before routing here. */
+  offer(): Pick<ServingState, 'endpoint' | 'candidates' | 'tls'> {
+    const scheme = new URL(this.listening).protocol
+    const mapped = this.mapping?.mapped
+    const candidates = [
+      ...(this.advertised === undefined ? [] : [this.advertised]),
+      ...(mapped == null ? [] : [`${scheme}//${mapped.externalIp}:${mapped.externalPort}/`]),
+      ...this.addresses,
+    ].slice(0, 8)
+    return {
+      // older trackers route to `endpoint` as it is: the best guess, the first candidate
+      endpoint: candidates[0] ?? null,
+      candidates,
+      ...(this.certificate === undefined ? {} : { tls: { fingerprint: this.certificate.fingerprint, signature: this.certificate.signature } }),
+    }
+  }
+
+  /** Calls `listener` when the offer changes: a new interface address, a mapping made, changed or lost. */
+  onChange(listener: () => void): void {
+    this.listeners.add(listener)
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.watch)
+    this.listeners.clear()
+    await this.mapping?.close()
+  }
+
+  private startMapping(port: number): void {
+    this.mapping = new PortMapping(port, { onChange: () => this.changed(), ...(this.plan.log === undefined ? {} : { log: this.plan.log }) })
+    // in the background: a home without UPnP or NAT-PMP must not hold up serving
+    void this.mapping.start()
+  }
+
+  private checkAddresses(): void {
+    const now = interfaceCandidates(this.listening)
+    if (now.join() === this.addresses.join()) return
+    this.plan.log?.(`this computer's addresses changed (${this.addresses.join(', ')} -> ${now.join(', ')}); offering them to the tracker`)
+    this.addresses = now
+    this.changed()
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l()
+  }
+}
