@@ -13,10 +13,10 @@ import type { LinkShape, Shaper } from './shaper'
 import { type Computer, HOMES, type HomeName, type HomePlan, homeOf, INTERNET_ADDRESSES, PLACES, type Place } from './topology'
 import { stunServerSource, writeMiniupnpdConfig } from './upnp'
 
+export { whyNoMiniupnpd, whyNoNamespaces } from './namespaces'
 export type { NatKind } from './routers'
 export type { LinkShape } from './shaper'
 export type { Computer, HomeName, HomePlan, Place, Router } from './topology'
-export { whyNoMiniupnpd, whyNoNamespaces } from './namespaces'
 export { NAT_PMP_PORT } from './upnp'
 
 export interface HomeNetworkOptions {

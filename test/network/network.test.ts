@@ -20,7 +20,8 @@ describe.skipIf(noNetwork !== undefined)(`a namespace network of a cloud, a lapt
   })
 
   it('lets the laptop and every home computer reach the cloud, which sees a home computer as its router’s WAN address', async () => {
-    const seen = async (place: 'laptop' | 'hostA' | 'peerA' | 'hostB' | 'hostC') => (await connectFrom(net, place, net.addresses.cloud, 7000)).reply.split(' ')[0]
+    const seen = async (place: 'laptop' | 'hostA' | 'peerA' | 'hostB' | 'hostC') =>
+      (await connectFrom(net, place, net.addresses.cloud, 7000)).reply.split(' ')[0]
     expect(await seen('laptop')).toBe(net.addresses.laptop)
     expect(await seen('hostA')).toBe(net.addresses.routerA)
     expect(await seen('peerA')).toBe(net.addresses.routerA)

@@ -13,8 +13,8 @@ export type ServerKind =
   | 'ticker'
 
 const SERVERS: Record<ServerKind, string> = {
-  'who-am-i': 's.end(`${s.remoteAddress} ${s.remotePort}\\n`)',
-  hello: 's.end(`hello from ${name}\\n`)',
+  'who-am-i': 's.end(s.remoteAddress + " " + s.remotePort + "\\n")',
+  hello: 's.end("hello from " + name + "\\n")',
   ticker: 'const t = setInterval(() => s.write("tick\\n"), 50); s.on("close", () => clearInterval(t)); s.on("error", () => {})',
 }
 
