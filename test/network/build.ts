@@ -1,0 +1,66 @@
+// The steps that wire namespaces into the internet segment and the homes.
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { connectNamespaces, run, runIn } from './namespaces'
+import { LAN_BRIDGE, routerRuleset, WAN_IF } from './routers'
+import { type LinkShape, type Shaper, startShaper } from './shaper'
+import { type HomePlan, INTERNET_ADDRESSES, PREFIX_LENGTH } from './topology'
+
+const ip = (netns: string, ...args: string[]) => run(['ip', '-n', netns, ...args])
+
+/** The internet: a bridge in its own namespace, holding 198.18.0.1 (the STUN server's address). */
+export async function buildInternet(internet: string): Promise<void> {
+  await ip(internet, 'link', 'add', LAN_BRIDGE, 'type', 'bridge')
+  await ip(internet, 'addr', 'add', `${INTERNET_ADDRESSES.internet}/${PREFIX_LENGTH}`, 'dev', LAN_BRIDGE)
+  await ip(internet, 'link', 'set', LAN_BRIDGE, 'up')
+}
+
+/** A computer on the internet itself (cloud, laptop): one veth into the bridge. */
+export async function attachToInternet(internet: string, netns: string, port: string, address: string): Promise<void> {
+  await connectNamespaces(netns, 'eth0', internet, port)
+  await ip(internet, 'link', 'set', port, 'master', LAN_BRIDGE, 'up')
+  await ip(netns, 'addr', 'add', `${address}/${PREFIX_LENGTH}`, 'dev', 'eth0')
+  await ip(netns, 'link', 'set', 'eth0', 'up')
+}
+
+/** Puts `computer` on a LAN at `address`, with the router as its default route (a DHCP lease, in effect). */
+export async function lease(computer: string, address: string, home: HomePlan): Promise<void> {
+  await ip(computer, 'addr', 'flush', 'dev', 'eth0')
+  await ip(computer, 'addr', 'add', `${address}/${home.lan.split('/')[1]}`, 'dev', 'eth0')
+  await ip(computer, 'route', 'replace', 'default', 'via', home.gateway)
+}
+
+/**
+ * A home: the router's WAN is a TAP that the shaper joins to its uplink TAP on the internet bridge
+ * (so the link has a delay and a rate), a LAN bridge inside the router, computers on veths to it,
+ * and the NAT ruleset. Returns the shaper, which owns the link: the link vanishes when it exits.
+ */
+export async function buildHome(
+  home: HomePlan,
+  names: { internet: string; router: string; computers: readonly string[] },
+  shape: LinkShape,
+  dir: string,
+): Promise<Shaper> {
+  const { internet, router } = names
+  const shaper = await startShaper(router, WAN_IF, internet, home.uplink, shape)
+  await ip(internet, 'link', 'set', home.uplink, 'master', LAN_BRIDGE, 'up')
+  await ip(router, 'addr', 'add', `${home.wan}/${PREFIX_LENGTH}`, 'dev', WAN_IF)
+  await ip(router, 'link', 'set', WAN_IF, 'up')
+  await runIn(router, ['sysctl', '-qw', 'net.ipv4.ip_forward=1'])
+  await ip(router, 'link', 'add', LAN_BRIDGE, 'type', 'bridge')
+  await ip(router, 'addr', 'add', `${home.gateway}/${home.lan.split('/')[1]}`, 'dev', LAN_BRIDGE)
+  await ip(router, 'link', 'set', LAN_BRIDGE, 'up')
+  for (const [i, computer] of names.computers.entries()) {
+    const port = `lan${i + 1}`
+    await connectNamespaces(computer, 'eth0', router, port)
+    await ip(router, 'link', 'set', port, 'master', LAN_BRIDGE, 'up')
+    await ip(computer, 'link', 'set', 'eth0', 'up')
+    const address = home.computers[i]?.address
+    if (address === undefined) throw new Error(`home ${home.name} has no address for its computer ${i + 1}`)
+    await lease(computer, address, home)
+  }
+  const rules = join(dir, `router-${home.name}.nft`)
+  await writeFile(rules, routerRuleset(home.nat, home.lan))
+  await runIn(router, ['nft', '-f', rules])
+  return shaper
+}

@@ -1,0 +1,141 @@
+// A network of Linux namespaces for tests and benches: a cloud and a laptop on an "internet" segment
+// (198.18.0.0/24), and three homes behind NAT routers. See README.md for the picture.
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { REPO_ROOT } from '../models'
+import { attachToInternet, buildHome, buildInternet, lease } from './build'
+import { waitForOutput } from './children'
+import { createNamespace, deleteNamespace, MINIUPNPD, newRunPrefix, removeStaleNamespaces, runIn } from './namespaces'
+import type { LinkShape, Shaper } from './shaper'
+import { type Computer, HOMES, type HomeName, type HomePlan, homeOf, INTERNET_ADDRESSES, PLACES, type Place } from './topology'
+import { stunServerSource, writeMiniupnpdConfig } from './upnp'
+
+export { whyNoMiniupnpd, whyNoNamespaces } from './namespaces'
+export type { NatKind } from './routers'
+export type { LinkShape } from './shaper'
+export type { Computer, HomeName, HomePlan, Place, Router } from './topology'
+export { NAT_PMP_PORT } from './upnp'
+
+export interface HomeNetworkOptions {
+  /** Each home's link to the internet at the start; change it later with setLink. */
+  links?: Partial<Record<HomeName, LinkShape>>
+  /** Start miniupnpd in home C (default: true when /usr/sbin/miniupnpd exists). */
+  upnp?: boolean
+}
+
+export interface HomeNetwork {
+  /** `nrn<pid><letter>`: every namespace of this network is named `<prefix>-<place>`. */
+  readonly prefix: string
+  readonly namespaces: Readonly<Record<Place, string>>
+  /** Each place's address: a router's is its WAN address, a computer's its current LAN address. */
+  readonly addresses: Readonly<Record<Place, string>>
+  readonly homes: Readonly<Record<HomeName, HomePlan>>
+  /** Whether home C's router answers UPnP-IGD and NAT-PMP. */
+  readonly upnp: boolean
+  /** Runs `argv` in `place`; resolves its stdout, rejects with its stderr. */
+  exec(place: Place, argv: readonly string[]): Promise<string>
+  /** Starts a process in `place` (cwd: the repository root); close() kills it if it still runs. */
+  spawnIn(place: Place, command: string, args?: readonly string[], options?: SpawnOptions): ChildProcess
+  /** Takes the home's WAN link down at the internet side, as in an outage: the router stays up and keeps its NAT state. */
+  cutLink(home: HomeName): Promise<void>
+  restoreLink(home: HomeName): Promise<void>
+  /** Changes a home link's one-way delay and rate, both ways, from now on. */
+  setLink(home: HomeName, shape: LinkShape): Promise<void>
+  /** Moves a home computer to a new LAN address, as a new DHCP lease would; resolves the address. */
+  changeAddress(computer: Computer): Promise<string>
+  /** Kills every process started here and deletes every namespace and link; safe to call twice. */
+  close(): Promise<void>
+}
+
+/** Builds the network: a few seconds, most of it miniupnpd's STUN check. Needs root (see whyNoNamespaces). */
+export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promise<HomeNetwork> {
+  await removeStaleNamespaces()
+  const prefix = newRunPrefix()
+  const namespaces = Object.fromEntries(PLACES.map((p) => [p, `${prefix}-${p}`])) as Record<Place, string>
+  const addresses = { ...INTERNET_ADDRESSES } as Record<Place, string>
+  for (const home of Object.values(HOMES)) {
+    addresses[home.router] = home.wan
+    for (const c of home.computers) addresses[c.place] = c.address
+  }
+  const children = new Set<ChildProcess>()
+  const shapers = new Map<HomeName, Shaper>()
+  const dir = await mkdtemp(join(tmpdir(), `${prefix}-`))
+  let nextHostNumber = 100
+  let closed = false
+
+  const spawnIn = (place: Place, command: string, args: readonly string[] = [], spawnOptions: SpawnOptions = {}) => {
+    const child = spawn('ip', ['netns', 'exec', namespaces[place], command, ...args], { cwd: REPO_ROOT, ...spawnOptions })
+    children.add(child)
+    child.once('exit', () => children.delete(child))
+    return child
+  }
+  const shaperOf = (home: HomeName) => {
+    const shaper = shapers.get(home)
+    if (shaper === undefined) throw new Error(`home ${home} has no link shaper (was the network closed?)`)
+    return shaper
+  }
+  const uplink = (home: HomeName, state: 'up' | 'down') => runIn(namespaces.internet, ['ip', 'link', 'set', HOMES[home].uplink, state])
+
+  const network: HomeNetwork = {
+    prefix,
+    namespaces,
+    addresses,
+    homes: HOMES,
+    upnp: false,
+    exec: (place, argv) => runIn(namespaces[place], argv),
+    spawnIn,
+    cutLink: async (home) => {
+      await uplink(home, 'down')
+    },
+    restoreLink: async (home) => {
+      await uplink(home, 'up')
+    },
+    setLink: (home, shape) => shaperOf(home).set(shape),
+    async changeAddress(computer) {
+      const home = homeOf(computer)
+      const address = home.gateway.replace(/\.\d+$/, `.${nextHostNumber++}`)
+      await lease(namespaces[computer], address, home)
+      addresses[computer] = address
+      return address
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      for (const child of children) child.kill('SIGKILL')
+      for (const shaper of shapers.values()) shaper.stop()
+      for (const place of PLACES) await deleteNamespace(namespaces[place])
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+
+  try {
+    for (const place of PLACES) await createNamespace(namespaces[place])
+    await buildInternet(namespaces.internet)
+    await attachToInternet(namespaces.internet, namespaces.cloud, 'cloud', addresses.cloud)
+    await attachToInternet(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop)
+    for (const home of Object.values(HOMES)) {
+      const names = { internet: namespaces.internet, router: namespaces[home.router], computers: home.computers.map((c) => namespaces[c.place]) }
+      shapers.set(home.name, await buildHome(home, names, options.links?.[home.name] ?? {}, dir))
+    }
+    const upnp = options.upnp ?? existsSync(MINIUPNPD)
+    if (upnp) await startUpnp(network, dir)
+    return { ...network, upnp }
+  } catch (err) {
+    await network.close()
+    throw err
+  }
+}
+
+/** The STUN server on the internet, then miniupnpd on home C's router once its STUN check passed. */
+async function startUpnp(network: HomeNetwork, dir: string): Promise<void> {
+  const stun = network.spawnIn('internet', process.execPath, ['-e', stunServerSource(network.addresses.internet)])
+  await waitForOutput(stun, /stun ready/, 'the STUN server')
+  const home = HOMES.c
+  const config = await writeMiniupnpdConfig(dir, home.lan, network.addresses.internet)
+  const miniupnpd = network.spawnIn(home.router, MINIUPNPD, ['-d', '-f', config, '-P', join(dir, 'miniupnpd.pid')])
+  const log = await waitForOutput(miniupnpd, /Listening for NAT-PMP/, `miniupnpd in ${network.namespaces[home.router]}`)
+  if (!log.includes('Port forwarding is now enabled')) throw new Error(`miniupnpd did not enable port forwarding after its STUN check:\n${log}`)
+}

@@ -1,0 +1,47 @@
+// What makes a home's router a NAT: its nftables ruleset, one per kind of home.
+
+/** How a home's router rewrites its computers' outbound connections. */
+export type NatKind =
+  /** Plain `masquerade`: a connection keeps its source port where it can, so hole punching works. */
+  | 'port-preserving'
+  /** `masquerade random,fully-random`: every connection gets a random port, so hole punching fails. */
+  | 'port-randomising'
+  /** Port-preserving, plus miniupnpd answering UPnP-IGD and NAT-PMP on the LAN (see upnp.ts). */
+  | 'upnp'
+
+export const WAN_IF = 'wan'
+export const LAN_BRIDGE = 'br0'
+
+/**
+ * Forwards LAN to internet and replies back; drops every other forwarded packet (so nothing from the
+ * internet reaches a computer unless mapped). The router's own traffic is not rewritten, so
+ * miniupnpd's STUN check sees its true port behaviour. UPnP homes get the chains miniupnpd fills
+ * (table and chain names match the config upnp.ts writes).
+ */
+export function routerRuleset(kind: NatKind, lanCidr: string): string {
+  const upnp = kind === 'upnp'
+  const masquerade = kind === 'port-randomising' ? 'masquerade random,fully-random' : 'masquerade'
+  return `
+table inet filter {
+  chain forward {
+    type filter hook forward priority 0; policy drop;
+    ct state established,related accept
+    iifname "${LAN_BRIDGE}" oifname "${WAN_IF}" accept
+    ${upnp ? 'jump miniupnpd' : ''}
+  }
+  ${upnp ? 'chain miniupnpd {\n  }' : ''}
+}
+table inet nat {
+  chain prerouting {
+    type nat hook prerouting priority -100; policy accept;
+    ${upnp ? 'jump prerouting_miniupnpd' : ''}
+  }
+  chain postrouting {
+    type nat hook postrouting priority 100; policy accept;
+    ${upnp ? 'jump postrouting_miniupnpd' : ''}
+    ip saddr ${lanCidr} oifname "${WAN_IF}" ${masquerade}
+  }
+  ${upnp ? 'chain prerouting_miniupnpd {\n  }\n  chain postrouting_miniupnpd {\n  }' : ''}
+}
+`
+}
