@@ -20,6 +20,11 @@ export function startNeuron(args: string[], env: NodeJS.ProcessEnv = {}): Neuron
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  return watchProcess(child, `neuron ${args[0]}`)
+}
+
+/** A child process's output, kept and searched as it comes (`name` says which one in errors). */
+export function watchProcess(child: ChildProcess, name: string): NeuronProcess {
   let out = ''
   const listeners = new Set<() => void>()
   const append = (chunk: Buffer) => {
@@ -43,12 +48,12 @@ export function startNeuron(args: string[], env: NodeJS.ProcessEnv = {}): Neuron
         }
         const timer = setTimeout(() => {
           cleanup()
-          reject(new Error(`neuron ${args[0]} printed no ${pattern} within ${timeoutMs} ms:\n${out}`))
+          reject(new Error(`${name} printed no ${pattern} within ${timeoutMs} ms:\n${out}`))
         }, timeoutMs)
         const onExit = () => {
           check()
           cleanup()
-          reject(new Error(`neuron ${args[0]} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${out}`))
+          reject(new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${out}`))
         }
         const cleanup = () => {
           clearTimeout(timer)

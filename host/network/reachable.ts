@@ -7,6 +7,8 @@ import { PortMapping } from './port-mapping'
 
 /** How often the host looks at its interfaces for a new address (a DHCP lease, another network). */
 const ADDRESS_CHECK_MS = 5_000
+/** How long serving waits for the router's first answer, so the first offer has the mapped port where a router maps one quickly. */
+const FIRST_MAPPING_WAIT_MS = 3_000
 
 export interface ReachableOptions {
   /** The tracker's host name: on loopback, the swarm is this computer and the data plane stays there too. */
@@ -71,7 +73,7 @@ export class Reachable {
     const advertised = plan.advertise === undefined ? undefined : await plan.advertise(listening)
     const reachable = new Reachable(plan, listening, advertised, certificate)
     plan.log?.(`data plane listening at ${listening}${certificate === undefined ? '' : ` (certificate ${certificate.fingerprint.slice(0, 16)}…)`}`)
-    if (plan.mapsPorts) reachable.startMapping(Number(new URL(listening).port))
+    if (plan.mapsPorts) await reachable.startMapping(Number(new URL(listening).port))
     return reachable
   }
 
@@ -103,10 +105,12 @@ export class Reachable {
     await this.mapping?.close()
   }
 
-  private startMapping(port: number): void {
+  /** Asks the router for `port`; waits a little for its first answer, then goes on in the background (a home without UPnP or NAT-PMP must not hold up serving). */
+  private async startMapping(port: number): Promise<void> {
     this.mapping = new PortMapping(port, { onChange: () => this.changed(), ...(this.plan.log === undefined ? {} : { log: this.plan.log }) })
-    // in the background: a home without UPnP or NAT-PMP must not hold up serving
-    void this.mapping.start()
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([this.mapping.start(), new Promise<void>((resolve) => (timer = setTimeout(resolve, FIRST_MAPPING_WAIT_MS)))])
+    clearTimeout(timer)
   }
 
   private checkAddresses(): void {

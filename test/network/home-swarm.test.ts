@@ -1,0 +1,189 @@
+// The swarm across a network, not loopback: the tracker in a cloud namespace, hosts in three homes behind
+// NAT routers (test/network), chats from a laptop on the internet and from a computer inside a home. Every
+// program is a real `neuron` process in its namespace; the hosts offer what they find (no flags).
+import { readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { packModel } from '../../gguf/pack'
+import { oracleGreedy, oracleModel } from '../../native/oracle'
+import type { Manifest } from '../../protocol'
+import { HAVE_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../models'
+import { type NeuronProcess, watchProcess } from '../processes'
+import { buildHomeNetwork, type HomeNetwork, type Place, whyNoMiniupnpd, whyNoNamespaces } from '.'
+
+const TOKENS = 48
+const PORT = 7070
+const why = whyNoNamespaces() ?? whyNoMiniupnpd() ?? (HAVE_STORIES ? undefined : `${STORIES_260K} is absent`)
+
+interface HostRow {
+  hostId: string
+  online: boolean
+  blocks: [number, number] | null
+  endpoint: string | null
+  relayedBytes?: number
+}
+interface ChatDone {
+  tokens: number[]
+  route: { hostId: string; blocks: [number, number] }[]
+  failovers: { hostId: string; blocks: [number, number]; recoveryMs: number }[]
+}
+
+let net: HomeNetwork
+let dir = ''
+let cleanup: () => Promise<void> = async () => {}
+let manifest: Manifest
+let trackerUrl = ''
+let prompt: number[] = []
+let oracle: number[] = []
+const hostIds: Partial<Record<Place, string>> = {}
+const processes: NeuronProcess[] = []
+
+function neuronIn(place: Place, args: string[]): NeuronProcess {
+  const p = watchProcess(
+    net.spawnIn(place, process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    `neuron ${args[0]} in ${place}`,
+  )
+  processes.push(p)
+  return p
+}
+
+function childIn(place: Place, args: string[]): NeuronProcess {
+  const script = join(REPO_ROOT, 'test/network/swarm-child.ts')
+  const p = watchProcess(
+    net.spawnIn(place, process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    `swarm client in ${place}`,
+  )
+  processes.push(p)
+  return p
+}
+
+async function startHost(place: Place, blocks: string): Promise<NeuronProcess> {
+  const host = neuronIn(place, [
+    'host',
+    '--tracker',
+    trackerUrl,
+    '--model',
+    manifest.modelId,
+    '--blocks',
+    blocks,
+    '--data-dir',
+    join(dir, place),
+    '--threads',
+    '1',
+  ])
+  hostIds[place] = (await host.waitFor(/host ([0-9a-f]{20}) ready blocks/, 180_000))[1]
+  return host
+}
+
+async function hosts(): Promise<HostRow[]> {
+  const child = childIn('laptop', ['hosts', trackerUrl])
+  const line = (await child.waitFor(/^\{"hosts".*$/m, 60_000))[0]
+  return (JSON.parse(line) as { hosts: HostRow[] }).hosts
+}
+
+function hostRow(rows: HostRow[], place: Place): HostRow {
+  const row = rows.find((h) => h.hostId === hostIds[place])
+  if (row === undefined) throw new Error(`the tracker lists no host of ${place} (${hostIds[place]})`)
+  return row
+}
+
+/** Polls hosts.list until `check` holds (the tracker dials a host back as its state changes). */
+async function untilHosts(check: (rows: HostRow[]) => boolean, what: string, timeoutMs = 60_000): Promise<HostRow[]> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const rows = await hosts()
+    if (check(rows)) return rows
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms: ${JSON.stringify(rows)}`)
+    await new Promise((r) => setTimeout(r, 1000))
+  }
+}
+
+/** A greedy chat from `place`; `longestGapMs`: the longest wait between two of its tokens, by the client's clock. */
+function chatFrom(place: Place, onToken?: (index: number) => void): Promise<ChatDone & { longestGapMs: number }> {
+  const child = childIn(place, ['chat', trackerUrl, manifest.modelId, String(TOKENS), prompt.join(',')])
+  let seen = 0
+  child.child.stdout?.on('data', () => {
+    const count = (child.output().match(/^\{"token"/gm) ?? []).length
+    for (; seen < count; seen++) onToken?.(seen + 1)
+  })
+  return child.waitFor(/^\{"done".*$/m, 180_000).then((m) => {
+    const atMs = [...child.output().matchAll(/^\{"token".*"atMs":(\d+)\}$/gm)].map((t) => Number(t[1]))
+    return { ...(JSON.parse(m[0]) as { done: ChatDone }).done, longestGapMs: Math.max(...atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0))) }
+  })
+}
+
+describe.skipIf(why !== undefined)(`a swarm across three homes behind NAT routers${why === undefined ? '' : ` (skipped: ${why})`}`, () => {
+  beforeAll(async () => {
+    ;({ dir, cleanup } = await scratchDir('neuron-homes-'))
+    // a few ms each way on every home link: far from loopback, and a generation long enough to cut in the middle
+    net = await buildHomeNetwork({ links: { a: { delayMs: 5 }, b: { delayMs: 5 }, c: { delayMs: 5 } } })
+    manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
+    const model = await oracleModel(STORIES_260K)
+    prompt = [...model.tokenize('Once upon a time', true)]
+    oracle = (await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token)
+    await model.dispose()
+    const tracker = neuronIn('cloud', [
+      'tracker',
+      ...['--host', '0.0.0.0', '--port', String(PORT), '--db', join(dir, 'tracker.sqlite')],
+      ...['--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'],
+    ])
+    await tracker.waitFor(/tracker listening on/, 60_000)
+    trackerUrl = `http://${net.addresses.cloud}:${PORT}`
+  }, 300_000)
+
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop(2000)))
+    await net?.close()
+    await cleanup()
+  })
+
+  it('hosts fetch their artifacts over BitTorrent across the NATs: the second host of a span fetches from the first, the publisher gone', async () => {
+    const publisher = neuronIn('laptop', ['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')])
+    await publisher.waitFor(/published stories260k/, 120_000)
+    // home C's router maps ports (miniupnpd): its host seeds to the others once the publisher is gone
+    await Promise.all([startHost('hostC', '2:5'), startHost('hostA', '0:2')])
+    await publisher.stop()
+    await startHost('hostB', '2:5')
+    expect((await readdir(join(dir, 'hostB', 'models', manifest.modelId))).sort()).toEqual(['blocks-2-4.gguf', 'blocks-4-5.gguf', 'head.gguf'])
+    expect((await readdir(join(dir, 'hostA', 'models', manifest.modelId))).sort()).toEqual(['blocks-0-2.gguf', 'embed.gguf'])
+  }, 600_000)
+
+  it('the tracker proves each host by dialing it back: home C at the port its router mapped, homes A and B (no mapping) through the relay', async () => {
+    const rows = await untilHosts((r) => hostRow(r, 'hostC').endpoint !== null, 'home C reachable at its mapped port')
+    expect(hostRow(rows, 'hostC').endpoint).toMatch(new RegExp(`^wss://${net.addresses.routerC.replaceAll('.', '\\.')}:\\d+/$`))
+    expect(hostRow(rows, 'hostA').endpoint).toBeNull()
+    expect(hostRow(rows, 'hostB').endpoint).toBeNull()
+  }, 120_000)
+
+  it('chats from the laptop and from a computer inside home A give llama.cpp’s greedy tokens; the relay carries home A and nothing of home C', async () => {
+    const [fromLaptop, fromHome] = [await chatFrom('laptop'), await chatFrom('peerA')]
+    expect(fromLaptop.tokens).toEqual(oracle)
+    expect(fromHome.tokens).toEqual(oracle)
+    expect(fromLaptop.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+    const rows = await hosts()
+    expect(hostRow(rows, 'hostC').relayedBytes).toBe(0)
+    expect(hostRow(rows, 'hostA').relayedBytes).toBeGreaterThan(0)
+  }, 300_000)
+
+  it('home C’s link cut mid-generation (the router’s link down, no process killed): the chat fails over to home B and keeps the same tokens', async () => {
+    // a longer round trip to home C, so the generation is still running when the link goes down
+    await net.setLink('c', { delayMs: 25 })
+    let cut = false
+    const done = await chatFrom('laptop', (index) => {
+      if (index !== 12 || cut) return
+      cut = true
+      void net.cutLink('c')
+    })
+    try {
+      expect(done.tokens).toEqual(oracle)
+      expect(done.failovers.map((f) => f.hostId)).toEqual([hostIds.hostC])
+      expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostB])
+      // noticed by the hop link's pings (LINK_SILENCE_MS), not by the step's 120 s timeout
+      console.log(`link cut: the chat waited ${done.longestGapMs} ms for its next token (failover ${Math.round(done.failovers[0]?.recoveryMs ?? 0)} ms of it)`)
+      expect(done.longestGapMs).toBeLessThan(60_000)
+    } finally {
+      await net.restoreLink('c')
+      await net.setLink('c', { delayMs: 5 })
+    }
+  }, 300_000)
+})

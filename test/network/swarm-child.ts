@@ -1,0 +1,31 @@
+// A swarm client run inside a namespace of the test network (the test runner itself is on no namespace's
+// network): prints one JSON line per event, for the test to read as they come.
+// Usage: node --import tsx test/network/swarm-child.ts hosts TRACKER
+//        node --import tsx test/network/swarm-child.ts chat TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,…
+import { SwarmClient } from '../../client/swarm-client'
+import { NodeIdentity } from '../../identity/keys'
+import { ClientToTracker, callRpc } from '../../protocol'
+
+const [command, trackerUrl = '', modelId = '', maxTokens = '16', prompt = ''] = process.argv.slice(2)
+const say = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
+const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l) => process.stderr.write(`[client] ${l}\n`))
+try {
+  if (command === 'hosts') {
+    const { hosts } = await callRpc(client.tracker, ClientToTracker, 'hosts.list', {})
+    say({ hosts: hosts.map((h) => ({ hostId: h.hostId, online: h.online, blocks: h.state.blocks, endpoint: h.state.endpoint, relayedBytes: h.relayedBytes })) })
+  } else if (command === 'chat') {
+    const started = performance.now()
+    const run = client.generate({ modelId, prompt: prompt.split(',').map(Number), maxTokens: Number(maxTokens), stopAtEog: false })
+    const tokens: number[] = []
+    let next = await run.next()
+    while (!next.done) {
+      tokens.push(next.value.token)
+      say({ token: next.value.token, index: tokens.length, atMs: Math.round(performance.now() - started) })
+      next = await run.next()
+    }
+    const { route, failovers } = next.value
+    say({ done: { tokens, route: route.map((h) => ({ hostId: h.hostId, blocks: h.blocks })), failovers } })
+  } else throw new Error(`unknown command ${command}: hosts or chat`)
+} finally {
+  client.close()
+}
