@@ -58,6 +58,8 @@ export function dataPlaneSocket(
       const presented = fingerprintOf((response.socket as TLSSocket).getPeerCertificate().fingerprint256 ?? '')
       if (presented === fingerprint) return
       socket.emit('error', new Error(`the host at ${url} presented certificate ${presented.slice(0, 16)}…, not the pinned ${fingerprint.slice(0, 16)}…`))
+      // closing a socket still connecting makes ws say so as an error too: the one above already told why
+      socket.on('error', () => {})
       socket.terminate()
     })
   }
