@@ -176,7 +176,10 @@ export class Tracker {
     this.metering.shared = cluster !== undefined
     this.setUpHosts(this.io.of('/hosts'))
     this.setUpClients(this.io.of('/clients'))
-    this.registry.on('offline', (hostId, why) => this.log(`host ${hostId} offline: ${why}`))
+    this.registry.on('offline', (hostId, why) => {
+      this.log(`host ${hostId} offline: ${why}`)
+      this.relay.hostGone(hostId, why)
+    })
   }
 
   static async start(options: TrackerOptions): Promise<Tracker> {

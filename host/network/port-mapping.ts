@@ -1,5 +1,8 @@
 import NatAPI from '@silentbot1/nat-api'
 
+/** How often a mapping is asked for again, ms: a router that restarted has forgotten it, and one packet to it costs nothing. */
+const REFRESH_MS = 15_000
+
 /** A port the router forwards to this computer: where the rest of the swarm can reach it. */
 export interface MappedPort {
   readonly externalIp: string
@@ -18,7 +21,7 @@ export interface PortMappingOptions {
 
 /**
  * Asks the home router to forward a TCP port to this computer, by NAT-PMP and then UPnP-IGD (the library BitTorrent
- * clients use, @silentbot1/nat-api, as webtorrent does), asks again every `refreshMs` (the library's own renewal comes
+ * clients use, @silentbot1/nat-api, as webtorrent does), asks again every 15 s (the library's own renewal comes
  * only 10 minutes before a 2-hour lease ends, too late for a router that restarted), and removes the mapping on close.
  */
 export class PortMapping {
@@ -27,6 +30,8 @@ export class PortMapping {
   private current: MappedPort | null = null
   private closed = false
   private attempt: Promise<void> | undefined
+  /** Asks made so far: only the latest schedules the next. */
+  private rounds = 0
 
   constructor(
     readonly port: number,
@@ -42,13 +47,20 @@ export class PortMapping {
 
   /** Maps at once, then again every refreshMs; never throws (no router that answers means no mapping). */
   start(): Promise<void> {
-    const refresh = () => {
-      this.attempt = this.mapOnce().finally(() => {
-        if (!this.closed) this.timer = setTimeout(refresh, this.options.refreshMs ?? 30_000).unref()
+    return this.refresh()
+  }
+
+  /** Asks the router again now (this computer's address changed), then every refreshMs. */
+  refresh(): Promise<void> {
+    clearTimeout(this.timer)
+    const round = ++this.rounds
+    // one ask at a time: the next waits for the one in flight
+    this.attempt = (this.attempt ?? Promise.resolve())
+      .then(() => this.mapOnce())
+      .finally(() => {
+        if (!this.closed && round === this.rounds) this.timer = setTimeout(() => void this.refresh(), this.options.refreshMs ?? REFRESH_MS).unref()
       })
-      return this.attempt
-    }
-    return refresh()
+    return this.attempt
   }
 
   private async mapOnce(): Promise<void> {

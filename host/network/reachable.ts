@@ -32,6 +32,9 @@ export interface ReachablePlan extends ReachableOptions {
   readonly mapsPorts: boolean
 }
 
+/** What changed: this computer's addresses (its connections from the old one are gone), or the router's mapping. */
+export type ReachableChange = 'addresses' | 'mapping'
+
 /** A data-plane server the host listens with: the ShardServer, or anything with its listen(). */
 export interface Listener {
   listen(port: number, host: string, tls?: TlsCertificate): Promise<string>
@@ -45,7 +48,7 @@ export interface Listener {
 export class Reachable {
   private mapping: PortMapping | undefined
   private addresses: string[]
-  private readonly listeners = new Set<() => void>()
+  private readonly listeners = new Set<(why: ReachableChange) => void>()
   private readonly watch: NodeJS.Timeout
 
   private constructor(
@@ -95,7 +98,7 @@ export class Reachable {
   }
 
   /** Calls `listener` when the offer changes: a new interface address, a mapping made, changed or lost. */
-  onChange(listener: () => void): void {
+  onChange(listener: (why: ReachableChange) => void): void {
     this.listeners.add(listener)
   }
 
@@ -107,7 +110,7 @@ export class Reachable {
 
   /** Asks the router for `port`; waits a little for its first answer, then goes on in the background (a home without UPnP or NAT-PMP must not hold up serving). */
   private async startMapping(port: number): Promise<void> {
-    this.mapping = new PortMapping(port, { onChange: () => this.changed(), ...(this.plan.log === undefined ? {} : { log: this.plan.log }) })
+    this.mapping = new PortMapping(port, { onChange: () => this.changed('mapping'), ...(this.plan.log === undefined ? {} : { log: this.plan.log }) })
     let timer: NodeJS.Timeout | undefined
     await Promise.race([this.mapping.start(), new Promise<void>((resolve) => (timer = setTimeout(resolve, FIRST_MAPPING_WAIT_MS)))])
     clearTimeout(timer)
@@ -118,10 +121,12 @@ export class Reachable {
     if (now.join() === this.addresses.join()) return
     this.plan.log?.(`this computer's addresses changed (${this.addresses.join(', ')} -> ${now.join(', ')}); offering them to the tracker`)
     this.addresses = now
-    this.changed()
+    // the router's mapping points at the old address: ask for it again from the new one
+    void this.mapping?.refresh()
+    this.changed('addresses')
   }
 
-  private changed(): void {
-    for (const l of this.listeners) l()
+  private changed(why: ReachableChange): void {
+    for (const l of this.listeners) l(why)
   }
 }

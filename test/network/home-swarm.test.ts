@@ -36,6 +36,7 @@ let trackerUrl = ''
 let prompt: number[] = []
 let oracle: number[] = []
 const hostIds: Partial<Record<Place, string>> = {}
+const hostProcesses: Partial<Record<Place, NeuronProcess>> = {}
 const processes: NeuronProcess[] = []
 
 function neuronIn(place: Place, args: string[]): NeuronProcess {
@@ -71,6 +72,7 @@ async function startHost(place: Place, blocks: string): Promise<NeuronProcess> {
     '--threads',
     '1',
   ])
+  hostProcesses[place] = host
   hostIds[place] = (await host.waitFor(/host ([0-9a-f]{20}) ready blocks/, 180_000))[1]
   return host
 }
@@ -164,6 +166,32 @@ describe.skipIf(why !== undefined)(`a swarm across three homes behind NAT router
     expect(hostRow(rows, 'hostC').relayedBytes).toBe(0)
     expect(hostRow(rows, 'hostA').relayedBytes).toBeGreaterThan(0)
   }, 300_000)
+
+  it('home C’s router restarts (miniupnpd: every mapping gone): the host maps its port again, and the laptop reaches it directly again', async () => {
+    await net.restartUpnp()
+    // the host asks its router again every 15 s (PortMapping); the tracker's proof of the endpoint still holds once it has
+    await new Promise((r) => setTimeout(r, 20_000))
+    const done = await chatFrom('laptop')
+    expect(done.tokens).toEqual(oracle)
+    expect(done.failovers).toEqual([])
+    expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+  }, 120_000)
+
+  it('a host’s address changes (a new DHCP lease): it joins the tracker again from the new address, is dialed back again, and serves', async () => {
+    const host = hostProcesses.hostA
+    if (host === undefined) throw new Error('home A runs no host')
+    const before = host.output().length
+    await net.changeAddress('hostA')
+    const deadline = Date.now() + 60_000
+    while (!/addresses changed[\s\S]*joined /.test(host.output().slice(before))) {
+      if (Date.now() > deadline) throw new Error(`host A did not join again after its address changed:\n${host.output().slice(before)}`)
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    const done = await chatFrom('laptop')
+    expect(done.tokens).toEqual(oracle)
+    expect(done.failovers).toEqual([])
+    expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+  }, 120_000)
 
   it('home C’s link cut mid-generation (the router’s link down, no process killed): the chat fails over to home B and keeps the same tokens', async () => {
     // a longer round trip to home C, so the generation is still running when the link goes down

@@ -44,6 +44,8 @@ export interface HomeNetwork {
   restoreLink(home: HomeName): Promise<void>
   /** Changes a home link's one-way delay and rate, both ways, from now on. */
   setLink(home: HomeName, shape: LinkShape): Promise<void>
+  /** Restarts home C's miniupnpd (SIGTERM, as a router reboot would): every port mapping it held is gone. */
+  restartUpnp(): Promise<void>
   /** Moves a home computer to a new LAN address, as a new DHCP lease would; resolves the address. */
   changeAddress(computer: Computer): Promise<string>
   /** Kills every process started here and deletes every namespace and link; safe to call twice. */
@@ -65,6 +67,7 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
   const dir = await mkdtemp(join(tmpdir(), `${prefix}-`))
   let nextHostNumber = 100
   let closed = false
+  let miniupnpd: ChildProcess | undefined
 
   const spawnIn = (place: Place, command: string, args: readonly string[] = [], spawnOptions: SpawnOptions = {}) => {
     const child = spawn('ip', ['netns', 'exec', namespaces[place], command, ...args], { cwd: REPO_ROOT, ...spawnOptions })
@@ -94,6 +97,14 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
       await uplink(home, 'up')
     },
     setLink: (home, shape) => shaperOf(home).set(shape),
+    async restartUpnp() {
+      const running = miniupnpd
+      if (running === undefined) throw new Error('home C runs no miniupnpd (built with upnp: false, or miniupnpd is absent)')
+      const exited = new Promise((resolve) => running.once('exit', resolve))
+      running.kill('SIGTERM')
+      await exited
+      miniupnpd = await startMiniupnpd(network, dir)
+    },
     async changeAddress(computer) {
       const home = homeOf(computer)
       const address = home.gateway.replace(/\.\d+$/, `.${nextHostNumber++}`)
@@ -121,7 +132,7 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
       shapers.set(home.name, await buildHome(home, names, options.links?.[home.name] ?? {}, dir))
     }
     const upnp = options.upnp ?? existsSync(MINIUPNPD)
-    if (upnp) await startUpnp(network, dir)
+    if (upnp) miniupnpd = await startUpnp(network, dir)
     return { ...network, upnp }
   } catch (err) {
     await network.close()
@@ -130,12 +141,17 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
 }
 
 /** The STUN server on the internet, then miniupnpd on home C's router once its STUN check passed. */
-async function startUpnp(network: HomeNetwork, dir: string): Promise<void> {
+async function startUpnp(network: HomeNetwork, dir: string): Promise<ChildProcess> {
   const stun = network.spawnIn('internet', process.execPath, ['-e', stunServerSource(network.addresses.internet)])
   await waitForOutput(stun, /stun ready/, 'the STUN server')
+  return startMiniupnpd(network, dir)
+}
+
+async function startMiniupnpd(network: HomeNetwork, dir: string): Promise<ChildProcess> {
   const home = HOMES.c
   const config = await writeMiniupnpdConfig(dir, home.lan, network.addresses.internet)
   const miniupnpd = network.spawnIn(home.router, MINIUPNPD, ['-d', '-f', config, '-P', join(dir, 'miniupnpd.pid')])
   const log = await waitForOutput(miniupnpd, /Listening for NAT-PMP/, `miniupnpd in ${network.namespaces[home.router]}`)
   if (!log.includes('Port forwarding is now enabled')) throw new Error(`miniupnpd did not enable port forwarding after its STUN check:\n${log}`)
+  return miniupnpd
 }

@@ -12,6 +12,8 @@ const MAX_COUNTED_HOSTS = 100_000
 export class TrackerRelay {
   private readonly quota = new RelayQuota()
   private readonly relayed = new Map<string, number>()
+  /** Frames waiting on each host: failed at once when the host is found gone (its link cut), not at their timeout. */
+  private readonly waiting = new Map<string, Set<(error: Error) => void>>()
 
   constructor(private readonly socketOf: (hostId: string) => RpcSocket | undefined) {}
 
@@ -19,9 +21,29 @@ export class TrackerRelay {
   async forward(hostId: string, frame: Uint8Array, from: string): Promise<{ frame: Uint8Array }> {
     const socket = this.socketOf(hostId)
     if (socket === undefined) throw new NeuronError('host_unreachable', `host ${hostId} is not connected to the tracker; ask for a new route.`, { hostId })
-    const answer = await this.quota.run(from, frame.byteLength, () => callRpc(socket, TrackerToHost, 'relay.frame', { frame, from }))
+    const answer = await this.quota.run(from, frame.byteLength, () => this.untilGone(hostId, callRpc(socket, TrackerToHost, 'relay.frame', { frame, from })))
     this.count(hostId, frame.byteLength + answer.frame.byteLength)
     return answer
+  }
+
+  /** The host left or missed its heartbeats: what waits on it fails now, so its clients fail over instead of waiting. */
+  hostGone(hostId: string, why: string): void {
+    const error = new NeuronError('host_unreachable', `host ${hostId} went away (${why}); ask for a new route.`, { hostId })
+    for (const fail of this.waiting.get(hostId) ?? []) fail(error)
+    this.waiting.delete(hostId)
+  }
+
+  private untilGone<T>(hostId: string, work: Promise<T>): Promise<T> {
+    let fail: (error: Error) => void = () => {}
+    const gone = new Promise<never>((_, reject) => {
+      fail = reject
+    })
+    const waiting = this.waiting.get(hostId) ?? new Set()
+    this.waiting.set(hostId, waiting.add(fail))
+    return Promise.race([work, gone]).finally(() => {
+      waiting.delete(fail)
+      if (waiting.size === 0 && this.waiting.get(hostId) === waiting) this.waiting.delete(hostId)
+    })
   }
 
   /** Data-plane bytes relayed to and from `hostId` since the tracker started. */
