@@ -99,7 +99,8 @@ export class Sha256Workers {
 
   private workerFor(id: number): Worker {
     if (this.workers.length < this.size) {
-      const worker = new Worker(WORKER_SOURCE, { eval: true })
+      // execArgv: [], not the parent's: a --input-type=module there would make this script ESM, without require.
+      const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [] })
       worker.on('message', (m: { id: number; digest: string }) => {
         const w = this.waiting.get(m.id)
         this.waiting.delete(m.id)
