@@ -33,6 +33,9 @@ export interface Sha256Stream {
   drop(): void
 }
 
+/** Bytes gathered before one message to a worker: a message per 256 KiB piece cost the main thread about as much as hashing it. */
+const BATCH_BYTES = 2 << 20
+
 interface Waiting {
   readonly resolve: (digest: string) => void
   readonly reject: (error: Error) => void
@@ -60,16 +63,35 @@ export class Sha256Workers {
     const id = this.nextId++
     const worker = this.workerFor(id)
     let finished = false
+    // One copy into a batch of our own (never a view of the caller's bytes, which a transfer would detach),
+    // transferred to the worker when full: it reads the bytes without a second copy.
+    let batch: { buffer: ArrayBuffer; view: Uint8Array } | undefined
+    let filled = 0
+    const send = () => {
+      if (batch === undefined || filled === 0) return
+      const bytes = filled === BATCH_BYTES ? batch.buffer : batch.buffer.slice(0, filled)
+      worker.postMessage({ op: 'update', id, bytes }, [bytes])
+      batch = undefined
+      filled = 0
+    }
     return {
       update: (bytes) => {
         if (finished) throw new Error('this sha256 stream is already finished.')
-        // One copy into an ArrayBuffer of its own (not Buffer#slice, a view that may share a pool), then
-        // transferred: the worker reads it without a second copy.
-        const own = new Uint8Array(bytes)
-        worker.postMessage({ op: 'update', id, bytes: own.buffer }, [own.buffer])
+        for (let at = 0; at < bytes.byteLength; ) {
+          if (batch === undefined) {
+            const buffer = new ArrayBuffer(BATCH_BYTES)
+            batch = { buffer, view: new Uint8Array(buffer) }
+          }
+          const n = Math.min(bytes.byteLength - at, BATCH_BYTES - filled)
+          batch.view.set(bytes.subarray(at, at + n), filled)
+          filled += n
+          at += n
+          if (filled === BATCH_BYTES) send()
+        }
       },
       digest: () => {
         finished = true
+        send()
         return new Promise<string>((resolve, reject) => {
           if (this.closed) return reject(new Error('the sha256 workers closed before the digest was computed.'))
           if (this.broken !== undefined) return reject(this.broken)
@@ -80,6 +102,7 @@ export class Sha256Workers {
       drop: () => {
         if (finished || this.closed) return
         finished = true
+        batch = undefined
         worker.postMessage({ op: 'drop', id })
       },
     }
