@@ -2,8 +2,11 @@
 // with webtorrent, downloading from our seeders and seeding to ours. Loopback only, no DHT, no local
 // peer discovery, no peer exchange (as host/artifacts/aria2c.test.ts drives it).
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
+import { mkdir, readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
 
-export const HAVE_ARIA2C = spawnSync('aria2c', ['--version']).status === 0
+/** aria2c, and GNU time to account for its CPU. */
+export const HAVE_ARIA2C = spawnSync('aria2c', ['--version']).status === 0 && spawnSync('/usr/bin/time', ['true']).status === 0
 
 const LOOPBACK_ONLY = [
   '--interface=127.0.0.1',
@@ -20,14 +23,23 @@ const LOOPBACK_ONLY = [
   '--bt-save-metadata=false',
 ]
 
-/** Downloads every file of `torrentFile` into `dir`; resolves once aria2c has them all, piece-verified (SHA-1), and has exited. */
-export function aria2cDownload(torrentFile: string, dir: string, timeoutMs = 300_000): Promise<void> {
+/**
+ * Downloads every file of `torrentFile` into `dir`; resolves once aria2c has them all, piece-verified
+ * (SHA-1), and has exited, with the CPU-seconds (user + system) aria2c spent: GNU time's, written to a
+ * file of its own so aria2c's output cannot be taken for it.
+ */
+export async function aria2cDownload(torrentFile: string, dir: string, timeoutMs = 300_000): Promise<{ cpuSeconds: number }> {
   const args = [torrentFile, `--dir=${dir}`, ...LOOPBACK_ONLY, '--seed-time=0', '--bt-stop-timeout=60']
-  return new Promise((resolve, reject) => {
-    execFile('aria2c', args, { timeout: timeoutMs }, (error, stdout, stderr) =>
+  await mkdir(dir, { recursive: true })
+  const timeFile = join(dir, '.aria2c-time')
+  await new Promise<void>((resolve, reject) => {
+    execFile('/usr/bin/time', ['-f', '%U %S', '-o', timeFile, 'aria2c', ...args], { timeout: timeoutMs }, (error, stdout, stderr) =>
       error ? reject(new Error(`aria2c download failed (${error.message}):\n${stdout}\n${stderr}`)) : resolve(),
     )
   })
+  const [user, system] = (await readFile(timeFile, 'utf8')).trim().split(/\s+/).map(Number)
+  await rm(timeFile, { force: true })
+  return { cpuSeconds: (user ?? Number.NaN) + (system ?? Number.NaN) }
 }
 
 /**

@@ -1,11 +1,13 @@
-// npm run bench:torrent [-- --rounds 3] — fetching a ~1 GB artifact set over BitTorrent from two seeding
-// hosts (separate `neuron publish` processes) on loopback, sha256 checks included, against `cp` of the
-// same bytes. Debian's aria2c is the outside reference, when installed: aria2c downloading from our two
+// npm run bench:torrent [-- --rounds 3 --blocks 22] — fetching a ~1 GB artifact set (the 1.1B model at q8_0;
+// --blocks 4 makes it ~330 MB) over BitTorrent from two seeding hosts (separate `neuron publish` processes) on
+// loopback, sha256 checks included, against `cp` of the same bytes. Debian's aria2c is the outside reference, when installed: aria2c downloading from our two
 // seeders, and our client downloading from two aria2c seeders (a swarm of its own, on its own tracker).
 // Rounds alternate the sides (the order reversed every other round); each prints one JSON line with the
-// load average; the last line holds the medians and the ratios.
+// load average; the last line holds the medians and the ratios. CPU is the fetching side's, per GB fetched:
+// ours from getrusage (every thread of this process, workers included; the in-process tracker's share is
+// negligible) and its main thread's alone (/proc/self/task), aria2c's from GNU time.
 import { type ChildProcess, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -19,11 +21,32 @@ import type { Manifest } from '../protocol'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { aria2cDownload, aria2cSeed, HAVE_ARIA2C } from './aria2c'
-import { BENCH_DIR, benchModel } from './models'
+import { BENCH_DIR, benchModel, LLAMA_1B } from './models'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' } } })
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, blocks: { type: 'string', default: String(LLAMA_1B.blocks) } } })
 const ROUNDS = Number(values.rounds)
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds takes a whole number of at least 1, got ${values.rounds}`)
+const BLOCKS = Number(values.blocks)
+if (!Number.isInteger(BLOCKS) || BLOCKS < 1) throw new Error(`--blocks takes a whole number of at least 1, got ${values.blocks}`)
+
+/** Clock ticks per second of /proc's utime and stime (USER_HZ): 100 on every Linux Node supports. */
+const USER_HZ = 100
+
+/** CPU-seconds (user + system) spent so far by every thread of this process, and by its main thread alone. */
+function cpuNow(): { all: number; main: number } {
+  const { user, system } = process.cpuUsage()
+  // Fields 14 and 15 (utime, stime) of the main thread's stat; the command name before ')' may hold spaces.
+  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return { all: (user + system) / 1e6, main: (Number(fields[11]) + Number(fields[12])) / USER_HZ }
+}
+
+/** Runs `fn`, returning its wall seconds and this process's CPU-seconds (all threads, main thread). */
+async function measured(fn: () => Promise<unknown>): Promise<{ seconds: number; cpu_s: number; main_thread_cpu_s: number }> {
+  const before = cpuNow()
+  const seconds = await timed(fn)
+  const after = cpuNow()
+  return { seconds, cpu_s: after.all - before.all, main_thread_cpu_s: after.main - before.main }
+}
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b)
@@ -49,11 +72,11 @@ async function untilSeeders(tracker: Tracker, infoHash: string, want: number, ti
 }
 
 /** Our client, as a host fetches: every artifact, BitTorrent's piece checks and the manifest's sha256. */
-async function fetchWithStore(manifest: Manifest, torrent: Buffer, dataDir: string): Promise<{ seconds: number; peers: number }> {
+async function fetchWithStore(manifest: Manifest, torrent: Buffer, dataDir: string): Promise<Record<string, number>> {
   const store = new ArtifactStore({ dataDir, torrentHost: '127.0.0.1' })
   let peers = 0
   try {
-    const seconds = await timed(() =>
+    const m = await measured(() =>
       store.fetch(
         manifest,
         torrent,
@@ -63,19 +86,20 @@ async function fetchWithStore(manifest: Manifest, torrent: Buffer, dataDir: stri
         },
       ),
     )
-    return { seconds, peers }
+    return { ...m, peers }
   } finally {
     await store.close()
     await rm(dataDir, { recursive: true, force: true })
   }
 }
 
-const source = await benchModel('q8_0')
-const packed = join(BENCH_DIR, 'packed-llama-1b-q8_0')
+const source = await benchModel('q8_0', { ...LLAMA_1B, blocks: BLOCKS })
+const packed = join(BENCH_DIR, BLOCKS === LLAMA_1B.blocks ? 'packed-llama-1b-q8_0' : `packed-llama-${BLOCKS}x2048-q8_0`)
 if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
 const manifest = await readManifest(packed)
 const bytes = manifest.artifacts.reduce((s, a) => s + a.bytes, 0)
 const mb = bytes / 1e6
+const gb = bytes / 1e9
 const work = await mkdtemp(join(BENCH_DIR, 'torrent-'))
 const tracker = await Tracker.start({ dbPath: ':memory:' })
 // The aria2c seeders' swarm: the same torrent (same infohash) announced to a tracker of its own, so its leechers meet no other seeder.
@@ -131,13 +155,23 @@ try {
     const fromAria = ariaTorrent
     sides['aria2c from our 2 seeders'] = async () => {
       const out = join(work, 'aria-leecher')
-      const seconds = await timed(() => aria2cDownload(torrentFile, out))
+      let cpuSeconds = Number.NaN
+      const seconds = await timed(async () => {
+        cpuSeconds = (await aria2cDownload(torrentFile, out)).cpuSeconds
+      })
       // The same work our side does after BitTorrent's own checks: the manifest's sha256 of every artifact.
-      const sha256Seconds = await timed(async () => {
+      const sha256 = await measured(async () => {
         for (const a of manifest.artifacts) await verifyArtifact(join(out, manifest.modelId, a.file), a)
       })
       await rm(out, { recursive: true, force: true })
-      return { seconds, sha256_seconds: sha256Seconds, checked_seconds: seconds + sha256Seconds }
+      return {
+        seconds,
+        cpu_s: cpuSeconds,
+        sha256_seconds: sha256.seconds,
+        sha256_cpu_s: sha256.cpu_s,
+        checked_seconds: seconds + sha256.seconds,
+        checked_cpu_s: cpuSeconds + sha256.cpu_s,
+      }
     }
     sides['ours from 2 aria2c seeders'] = () => fetchWithStore(manifest, fromAria, join(work, 'leecher-from-aria'))
   }
@@ -148,19 +182,31 @@ try {
     for (const tool of order) {
       const m = await (sides[tool] as () => Promise<Record<string, number>>)()
       results[tool]?.push(m)
-      console.log(JSON.stringify({ round, tool, ...m, mb_s: mb / (m.seconds ?? Number.NaN), load_average: loadavg()[0] }))
+      const perGb = Object.fromEntries(
+        Object.entries(m)
+          .filter(([k]) => k.endsWith('cpu_s'))
+          .map(([k, v]) => [`${k}_per_gb`, v / gb]),
+      )
+      console.log(JSON.stringify({ round, tool, ...m, ...perGb, mb_s: mb / (m.seconds ?? Number.NaN), load_average: loadavg()[0] }))
     }
   }
   const medianOf = (tool: string, key = 'seconds') => median((results[tool] ?? []).map((m) => m[key] ?? Number.NaN))
   const cpSeconds = medianOf('cp')
-  const seconds = medianOf('bittorrent (2 seeders, sha256 checked)')
+  const ours = 'bittorrent (2 seeders, sha256 checked)'
+  const seconds = medianOf(ours)
+  const oursCpu = medianOf(ours, 'cpu_s') / gb
   const aria = HAVE_ARIA2C
     ? {
         aria2c_download_mb_s: mb / medianOf('aria2c from our 2 seeders'),
         aria2c_download_sha256_checked_mb_s: mb / medianOf('aria2c from our 2 seeders', 'checked_seconds'),
         torrent_from_aria2c_seeders_mb_s: mb / medianOf('ours from 2 aria2c seeders'),
+        aria2c_cpu_s_per_gb: medianOf('aria2c from our 2 seeders', 'cpu_s') / gb,
+        aria2c_sha256_checked_cpu_s_per_gb: medianOf('aria2c from our 2 seeders', 'checked_cpu_s') / gb,
+        torrent_from_aria2c_seeders_cpu_s_per_gb: medianOf('ours from 2 aria2c seeders', 'cpu_s') / gb,
+        // Ours (sha256 checked) against aria2c with the same sha256 check after it: above 1, ours costs more.
+        torrent_vs_aria2c_checked_cpu_ratio: oursCpu / (medianOf('aria2c from our 2 seeders', 'checked_cpu_s') / gb),
       }
-    : { aria2c: 'not installed (apt-get install aria2)' }
+    : { aria2c: 'not installed (apt-get install aria2 time)' }
   console.log(
     JSON.stringify({
       bench: 'torrent',
@@ -171,6 +217,10 @@ try {
       cp_mb_s: mb / cpSeconds,
       torrent_mb_s: mb / seconds,
       torrent_vs_cp_ratio: cpSeconds / seconds,
+      torrent_cpu_s_per_gb: oursCpu,
+      torrent_main_thread_cpu_s_per_gb: medianOf(ours, 'main_thread_cpu_s') / gb,
+      // The rate at which our main thread would be busy all the time: one core fills 1 Gbit/s when it is 125 or more.
+      torrent_main_thread_bound_mb_s: mb / medianOf(ours, 'main_thread_cpu_s'),
       ...aria,
       load_average: loadavg()[0],
     }),

@@ -1,11 +1,12 @@
+import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { open, readdir, readFile } from 'node:fs/promises'
+import { open, readdir, readFile, writeFile } from 'node:fs/promises'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import type { Manifest } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { HAVE_STORIES, NEEDS_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../../test/models'
 import { Tracker } from '../../test/programs'
 import { ArtifactStore } from './artifact-store'
 import { createModelTorrent } from './model-torrent'
@@ -91,6 +92,66 @@ describe.skipIf(!HAVE_STORIES)(`artifact store over BitTorrent on loopback${NEED
     expect(logs.join('\n')).toMatch(/blocks-2-4\.gguf failed sha256 \(expected [0-9a-f]{12}…, got [0-9a-f]{12}…\); re-downloading/)
     expect(await sha256(again as string)).toBe(artifact('blocks-2-4.gguf').sha256)
   })
+
+  it('refuses a file whose every piece passes its SHA-1 but whose sha256 is not the manifest’s, naming the file', async () => {
+    const logs: string[] = []
+    const host = new ArtifactStore({ dataDir: join(dir, 'host-lied-to'), log: (l) => logs.push(l) })
+    stores.push(host)
+    // The torrent is the true one; the manifest the host was given says another sha256 for head.gguf.
+    const truth = artifact('head.gguf').sha256
+    const lying: Manifest = { ...manifest, artifacts: manifest.artifacts.map((a) => (a.file === 'head.gguf' ? { ...a, sha256: '0'.repeat(64) } : a)) }
+    await expect(host.fetch(lying, torrent, ['head.gguf'])).rejects.toMatchObject({
+      code: 'artifact_corrupt',
+      message: expect.stringMatching(/head\.gguf failed sha256 3 times/),
+    })
+    const refusals = logs.filter((l) => l.includes('failed sha256'))
+    expect(refusals).toHaveLength(3)
+    // Each time, the digest came from the pieces as stored (on a worker), not from reading the file back, and was the file's true one.
+    for (const l of refusals) expect(l).toContain(`artifact head.gguf failed sha256 (expected 000000000000…, got ${truth.slice(0, 12)}…)`)
+    expect(logs.join('\n')).not.toMatch(/checking its sha256 on disk/)
+  })
+
+  it('ends its sha256 workers when it closes: a process that fetched and closed its store exits', async () => {
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest))
+    await writeFile(join(dir, 'model.torrent'), torrent)
+    const script = `
+      import { readFile } from 'node:fs/promises'
+      import { ArtifactStore } from ${JSON.stringify(join(REPO_ROOT, 'host/artifacts/artifact-store.ts'))}
+      const dir = process.env.FIXTURE_DIR
+      const store = new ArtifactStore({ dataDir: dir + '/host-exits', log: console.error })
+      const manifest = JSON.parse(await readFile(dir + '/manifest.json', 'utf8'))
+      await store.fetch(manifest, await readFile(dir + '/model.torrent'), ['embed.gguf', 'head.gguf'])
+      await store.close()
+      console.log('closed')
+    `
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, FIXTURE_DIR: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (b: Buffer) => {
+      out += b.toString()
+    })
+    child.stderr.on('data', (b: Buffer) => {
+      out += b.toString()
+    })
+    // Nothing left open may keep it alive: it must exit on its own, soon after it closed the store.
+    const code = await new Promise<number | string>((resolve) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL')
+        resolve('still running 20 s after it started')
+      }, 20_000)
+      child.once('exit', (c) => {
+        clearTimeout(timer)
+        resolve(c ?? 'killed')
+      })
+    })
+    expect(out).toContain('closed')
+    // The digests came from the workers (a failed worker would mean reading the files back).
+    expect(out).not.toMatch(/sha256 worker failed|checking its sha256 on disk/)
+    expect(code).toBe(0)
+  }, 30_000)
 
   it('resumes after a restart from what is on disk, with no seeder left to ask', async () => {
     const first = new ArtifactStore({ dataDir: join(dir, 'host-resume') })

@@ -5,6 +5,7 @@ import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
+import { Sha256Workers } from './sha256-workers'
 import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
 import { identityOf, sameIdentity, trustedPieces, VerifiedFiles } from './verified-files'
 
@@ -47,6 +48,8 @@ const MAX_REFETCH = 3
 export class ArtifactStore {
   private readonly client: WebTorrent.Instance
   private readonly ready: Promise<void>
+  /** The manifest's sha256 of fetched files, computed off the main thread as their pieces are stored. */
+  private readonly sha256 = new Sha256Workers()
 
   constructor(private readonly options: ArtifactStoreOptions) {
     this.client = new WebTorrent({
@@ -123,7 +126,7 @@ export class ArtifactStore {
     await this.ready
     for (let attempt = 0; ; attempt++) {
       const t = await this.addTorrent(torrent, true, await this.startupBitfield(manifest, record))
-      const streamed = new StreamedSha256(manifest, wanted)
+      const streamed = new StreamedSha256(manifest, wanted, this.sha256)
       const stopStreaming = onStoredPiece(t, (index, piece) => streamed.add(index, piece))
       try {
         await this.download(t, wanted, onProgress)
@@ -133,7 +136,8 @@ export class ArtifactStore {
       const bad: ManifestArtifact[] = []
       for (const a of wanted) {
         try {
-          await this.check(record, this.pathOf(manifest.modelId, a.file), a, streamed.digestOf(a.file))
+          const digest = await streamed.digestOf(a.file).catch((e: Error) => this.options.log?.(e.message))
+          await this.check(record, this.pathOf(manifest.modelId, a.file), a, digest ?? undefined)
         } catch (error) {
           this.options.log?.(error instanceof Error ? error.message : String(error))
           bad.push(a)
@@ -171,6 +175,7 @@ export class ArtifactStore {
 
   async close(): Promise<void> {
     await new Promise<void>((resolve) => this.client.destroy(() => resolve()))
+    await this.sha256.close()
   }
 
   private async addTorrent(torrent: Buffer, deselect: boolean, bitfield: Uint8Array | undefined): Promise<WebTorrent.Torrent> {

@@ -1,6 +1,6 @@
-import { createHash, type Hash } from 'node:crypto'
 import type WebTorrent from 'webtorrent'
 import type { Manifest, ManifestArtifact } from '../../protocol'
+import type { Sha256Stream, Sha256Workers } from './sha256-workers'
 
 /** Most bytes of pieces held in memory while they wait for an earlier piece of their file; past it, that file is read back instead. */
 const MAX_HELD_BYTES = 64 << 20
@@ -9,11 +9,11 @@ interface FileDigest {
   readonly firstPiece: number
   readonly endPiece: number
   nextPiece: number
-  readonly hash: Hash
+  readonly hash: Sha256Stream
   readonly held: Map<number, Uint8Array>
   /** Set when a piece could not be taken in order: the file must be read back to be checked. */
   gaveUp: boolean
-  digest?: string
+  digest?: Promise<string>
 }
 
 /**
@@ -22,6 +22,7 @@ interface FileDigest {
  * read-back was a serial tail of every fetch. Artifacts end on piece boundaries, so each piece belongs
  * to one file. A piece that comes ahead of its file's next one waits in memory (bounded); a file whose
  * pieces were not all seen in order (resumed from disk, or too far out of order) has no digest here.
+ * The order is kept here; the hashing itself runs on `workers`, off the main thread.
  */
 export class StreamedSha256 {
   private readonly byPiece: FileDigest[] = []
@@ -31,6 +32,7 @@ export class StreamedSha256 {
   constructor(
     manifest: Manifest,
     wanted: readonly ManifestArtifact[],
+    workers: Sha256Workers,
     private readonly maxHeldBytes = MAX_HELD_BYTES,
   ) {
     let offset = 0
@@ -42,7 +44,7 @@ export class StreamedSha256 {
         firstPiece,
         endPiece: offset / manifest.pieceBytes,
         nextPiece: firstPiece,
-        hash: createHash('sha256'),
+        hash: workers.open(),
         held: new Map(),
         gaveUp: false,
       }
@@ -71,16 +73,26 @@ export class StreamedSha256 {
       file.hash.update(next)
       file.nextPiece++
     }
-    if (file.nextPiece === file.endPiece) file.digest = file.hash.digest('hex')
+    if (file.nextPiece === file.endPiece) {
+      file.digest = file.hash.digest()
+      // Awaited by digestOf; until then a failed worker must not be an unhandled rejection.
+      file.digest.catch(() => {})
+    }
   }
 
-  /** The file's sha256 (hex) when every one of its pieces was taken, in order; otherwise undefined. */
-  digestOf(file: string): string | undefined {
-    return this.byFile.get(file)?.digest
+  /**
+   * The file's sha256 (hex) when every one of its pieces was taken, in order; otherwise undefined (and
+   * its worker forgets it). Ask once per file, after its last piece.
+   */
+  async digestOf(file: string): Promise<string | undefined> {
+    const f = this.byFile.get(file)
+    if (f !== undefined && f.digest === undefined) f.hash.drop()
+    return f?.digest
   }
 
   private giveUp(file: FileDigest): void {
     file.gaveUp = true
+    file.hash.drop()
     for (const piece of file.held.values()) this.heldBytes -= piece.byteLength
     file.held.clear()
   }
