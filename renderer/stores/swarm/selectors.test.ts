@@ -16,6 +16,8 @@ const view: SwarmView = {
     },
   ],
   models: [],
+  thisHostId: 'aaaaaaaaaaaaaaaaaaaa',
+  paired: [{ hostId: 'bbbbbbbbbbbbbbbbbbbb', name: 'kitchen' }],
 }
 
 describe('swarm selectors', () => {
