@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { z } from 'zod'
 import { verifySignature } from '../../../identity/keys'
 import {
   NeuronError,
@@ -11,7 +12,6 @@ import {
   type PairStatusReply,
   pairingConfirmMessage,
 } from '../../../protocol'
-import type { z } from 'zod'
 import type { Pairing, PairingBook } from './pairing-book'
 import { nonceCommitment, pairingCode, pairingNonce } from './pairing-code'
 
@@ -77,8 +77,15 @@ export class AskedPairings {
     const code = pairing.view.code
     if (code === null) throw new NeuronError('bad_request', 'confirm came before the nonces; send the nonce first')
     if (!verifySignature(pairing.view.peerKey, pairingConfirmMessage(pairing.view.pairingId, code), request.signature)) {
-      book.settle(pairing, 'failed', `${pairing.view.peerName} confirmed another code than the one shown here: someone may be in between; nothing was added. Ask again`)
-      throw new NeuronError('pairing_failed', 'the confirmation does not sign the code shown on the asked screen; nothing was added. Ask again and compare the codes')
+      book.settle(
+        pairing,
+        'failed',
+        `${pairing.view.peerName} confirmed another code than the one shown here: someone may be in between; nothing was added. Ask again`,
+      )
+      throw new NeuronError(
+        'pairing_failed',
+        'the confirmation does not sign the code shown on the asked screen; nothing was added. Ask again and compare the codes',
+      )
     }
     book.update(pairing, { confirmedThere: true })
     await this.settleIfBoth(pairing)

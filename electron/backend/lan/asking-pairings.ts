@@ -1,8 +1,8 @@
 import type { NodeIdentity } from '../../../identity/keys'
 import { type LanPeer, NeuronError, type PairStatusReply, pairingConfirmMessage } from '../../../protocol'
 import type { Pairing, PairingBook } from './pairing-book'
-import { nonceCommitment, pairingCode, pairingNonce } from './pairing-code'
 import { PairingClient } from './pairing-client'
+import { nonceCommitment, pairingCode, pairingNonce } from './pairing-code'
 
 /** How often the asking app asks how a confirmed pairing stands. */
 const STATUS_EVERY_MS = 1_000
@@ -29,7 +29,10 @@ export class AskingPairings {
     const hello = await client.hello(identity.publicKey, this.deps.name)
     // The advertisement is not signed; the code is what proves the key. A key other than the one listed is refused early all the same.
     if (hello.key !== peer.key) {
-      throw new NeuronError('pairing_failed', `the app at ${peer.address} answered with another key than it advertised; someone may be in between. Nothing was changed`)
+      throw new NeuronError(
+        'pairing_failed',
+        `the app at ${peer.address} answered with another key than it advertised; someone may be in between. Nothing was changed`,
+      )
     }
     const myNonce = pairingNonce()
     const pairing: Pairing = {
@@ -111,7 +114,11 @@ export class AskingPairings {
       await this.deps.join(`http://${host}:${trackerPort}`, { key: pairing.view.peerKey, name: pairing.view.peerName })
       this.deps.book.settle(pairing, 'paired', null)
     } catch (error) {
-      this.deps.book.settle(pairing, 'failed', `paired, but joining ${pairing.view.peerName}'s swarm failed (${error instanceof Error ? error.message : error}); set its tracker in Settings`)
+      this.deps.book.settle(
+        pairing,
+        'failed',
+        `paired, but joining ${pairing.view.peerName}'s swarm failed (${error instanceof Error ? error.message : error}); set its tracker in Settings`,
+      )
     }
   }
 

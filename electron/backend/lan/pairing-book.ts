@@ -50,7 +50,8 @@ export class PairingBook {
   /** The pairing, expired first if its minute passed unconfirmed; throws pairing_unknown for an id never seen. */
   get(pairingId: string): Pairing {
     const pairing = this.pairings.get(pairingId)
-    if (pairing === undefined) throw new NeuronError('pairing_unknown', `no pairing ${pairingId} here (it ended long ago, or the app restarted); ask to pair again`)
+    if (pairing === undefined)
+      throw new NeuronError('pairing_unknown', `no pairing ${pairingId} here (it ended long ago, or the app restarted); ask to pair again`)
     if (pairing.view.state === 'code' && this.now() >= pairing.view.expiresAt) {
       this.settle(pairing, 'expired', `the pairing with ${pairing.view.peerName} expired: it was not confirmed on both screens within a minute; ask again`)
     }
@@ -60,7 +61,8 @@ export class PairingBook {
   /** The pairing if it still waits for confirmations; says how it ended otherwise. */
   open(pairingId: string): Pairing {
     const pairing = this.get(pairingId)
-    if (pairing.view.state !== 'code') throw new NeuronError(`pairing_${pairing.view.state}`, pairing.view.message ?? `the pairing is ${pairing.view.state} already`)
+    if (pairing.view.state !== 'code')
+      throw new NeuronError(`pairing_${pairing.view.state}`, pairing.view.message ?? `the pairing is ${pairing.view.state} already`)
     return pairing
   }
 

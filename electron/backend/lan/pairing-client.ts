@@ -40,12 +40,19 @@ export class PairingClient {
       json = await res.json()
     } catch (error) {
       const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)
-      throw new NeuronError('peer_unreachable', `the other app does not answer at ${url} (${cause}); check it is on and its switch "Open this swarm to my home network" is on`)
+      throw new NeuronError(
+        'peer_unreachable',
+        `the other app does not answer at ${url} (${cause}); check it is on and its switch "Open this swarm to my home network" is on`,
+      )
     }
     const refused = z.object({ ok: z.literal(false), error: WireError }).safeParse(json)
     if (refused.success) throw new NeuronError(refused.data.error.code, `the other app says: ${refused.data.error.message}`)
     const value = schema.safeParse(z.object({ ok: z.literal(true), value: z.unknown() }).safeParse(json).data?.value)
-    if (!value.success) throw new NeuronError('bad_response', `the other app answered ${path} in a way this one does not read: ${describeIssues(path, value.error)}; update both apps`)
+    if (!value.success)
+      throw new NeuronError(
+        'bad_response',
+        `the other app answered ${path} in a way this one does not read: ${describeIssues(path, value.error)}; update both apps`,
+      )
     return value.data
   }
 }

@@ -53,9 +53,11 @@ async function answer(req: IncomingMessage, res: ServerResponse, routes: Record<
     res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body))
   }
   const fail = (status: number, code: string, message: string) => reply(status, { ok: false, error: { code, message } })
-  if (!limit.take(req.socket.remoteAddress ?? '')) return fail(429, 'rate_limited', `more than ${REQUESTS_PER_MINUTE} pairing requests a minute from this address; wait a minute`)
+  if (!limit.take(req.socket.remoteAddress ?? ''))
+    return fail(429, 'rate_limited', `more than ${REQUESTS_PER_MINUTE} pairing requests a minute from this address; wait a minute`)
   const route = Object.hasOwn(routes, req.url ?? '') ? routes[req.url as string] : undefined
-  if (req.method !== 'POST' || route === undefined) return fail(404, 'not_found', `no ${req.method} ${req.url} here; the pairing endpoint takes POST /pair/{hello,nonce,confirm,status,refuse}`)
+  if (req.method !== 'POST' || route === undefined)
+    return fail(404, 'not_found', `no ${req.method} ${req.url} here; the pairing endpoint takes POST /pair/{hello,nonce,confirm,status,refuse}`)
   const body = await readBody(req)
   if (body === null) return fail(413, 'too_large', `a pairing message is at most ${MAX_PAIRING_BODY_BYTES} bytes`)
   let json: unknown

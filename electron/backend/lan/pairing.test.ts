@@ -44,7 +44,15 @@ async function twoApps(ttlMs = 60_000) {
   const server = await PairingServer.start(asked, '127.0.0.1', () => {})
   servers.push(server)
   const asking = new AskingPairings({ book: askingBook, identity: () => b, name: 'study', join: async (url) => void joined.push(url), log: () => {} })
-  const peer: LanPeer = { key: a.publicKey, hostId: nodeIdOf(a.publicKey), name: 'kitchen', address: '127.0.0.1', trackerPort: TRACKER_PORT, pairingPort: server.port, paired: false }
+  const peer: LanPeer = {
+    key: a.publicKey,
+    hostId: nodeIdOf(a.publicKey),
+    name: 'kitchen',
+    address: '127.0.0.1',
+    trackerPort: TRACKER_PORT,
+    pairingPort: server.port,
+    paired: false,
+  }
   return { a, b, asked, asking, askedBook, askingBook, server, peer, admitted, joined }
 }
 
@@ -130,7 +138,10 @@ describe('pairing two apps with a code on both screens', () => {
     })
     expect(await post('/pair/hello', 'x'.repeat(MAX_PAIRING_BODY_BYTES + 1))).toMatchObject({ status: 413, body: { error: { code: 'too_large' } } })
     expect(await post('/pair/steal', '{}')).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } })
-    expect(await post('/pair/status', JSON.stringify({ pairingId: 'A'.repeat(22) }))).toMatchObject({ status: 404, body: { error: { code: 'pairing_unknown' } } })
+    expect(await post('/pair/status', JSON.stringify({ pairingId: 'A'.repeat(22) }))).toMatchObject({
+      status: 404,
+      body: { error: { code: 'pairing_unknown' } },
+    })
     await apps.asking.ask(apps.peer)
     expect(apps.askedBook.views()).toHaveLength(1)
   })

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os'
 import { Bonjour } from 'bonjour-service'
-import { nodeIdOf, type NodeIdentity } from '../../../identity/keys'
+import { type NodeIdentity, nodeIdOf } from '../../../identity/keys'
 import { type LanView, NeuronError, type PairedApp } from '../../../protocol'
 import { LanAdvertiser } from './advertiser'
 import { AskedPairings } from './asked-pairings'

@@ -29,6 +29,11 @@ describe('swarm selectors', () => {
     expect(onlineCount(view)).toBe(1)
   })
 
+  it('tells this computer and the computers paired at home from other hosts', () => {
+    expect(hostRows(view).map((r) => r.who)).toEqual(['this computer', 'kitchen'])
+    expect(hostRows({ ...view, thisHostId: 'c'.repeat(20), paired: [] }).map((r) => r.who)).toEqual(['', ''])
+  })
+
   it('counts the blocks nobody serves', () => {
     expect(missingBlocks([2, 0, 1, 0])).toBe(2)
   })
