@@ -2,6 +2,7 @@
 // a veth pair (10.77.0.0/24, multicast routed), each driven in its own Chromium running in its namespace
 // (the UI listens on that namespace's loopback). They find each other by mDNS, pair with a code shown on
 // both screens, and serve one model together. Screenshots land in test-results/screenshots.
+import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -9,7 +10,7 @@ import { buildUi } from '../test/build-ui'
 import { HAVE_STORIES, NEEDS_STORIES, scratchDir } from '../test/models'
 import { chromiumIn, createHomeLan, type HomeComputer, whyNoNamespaces } from '../test/network/home-lan'
 import { type NeuronProcess, startNeuron } from '../test/processes'
-import { CHROMIUM, HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, screenshot } from './browser'
+import { CHROMIUM, HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, SCREENSHOTS, screenshot } from './browser'
 
 const MODEL = 'stories260k'
 const NO_NAMESPACES = whyNoNamespaces()
@@ -86,6 +87,9 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM || NO_NAMESPACES !== null)(
     afterAll(async () => {
       for (const c of computers) await c.browser.close().catch(() => {})
       for (const c of computers) await c.app.stop(5000)
+      // What each app printed, for a failed step: beside the screenshots.
+      await mkdir(SCREENSHOTS, { recursive: true })
+      for (const c of computers) await writeFile(join(SCREENSHOTS, `lan-${c.net.ns.slice(-1)}.log`), c.app.output())
       lan?.destroy()
       await cleanup()
     })
