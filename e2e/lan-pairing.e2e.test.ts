@@ -144,9 +144,10 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM || NO_NAMESPACES !== null)(
       await a.page.getByTestId('lan-pairing-confirm').click()
       // B's tracker is now A's embedded one, at A's address on the home network, joined with B's own key.
       await b.app.waitFor(new RegExp(`tracker http://10\\.77\\.0\\.1:${trackerPortOfA}`), 60_000)
-      const settingsOfB = (await appCall(b.page, 'settings.get', {})) as { trackerUrl: string; connectedTrackerUrl: string; publicKey: string }
-      expect(settingsOfB.trackerUrl).toBe(`http://10.77.0.1:${trackerPortOfA}`)
-      expect(settingsOfB.publicKey).toBe(b.key)
+      const settingsOfB = async () => (await appCall(b.page, 'settings.get', {})) as { trackerUrl: string | null; publicKey: string }
+      // The setting is in force once the switch returned, a moment after the new tracker is joined.
+      await expect.poll(async () => (await settingsOfB()).trackerUrl, { timeout: 30_000 }).toBe(`http://10.77.0.1:${trackerPortOfA}`)
+      expect((await settingsOfB()).publicKey).toBe(b.key)
       const lanOfA = (await appCall(a.page, 'lan.get', {})) as { paired: { key: string; role: string }[] }
       expect(lanOfA.paired).toEqual([expect.objectContaining({ key: b.key, role: 'asked' })])
     })
@@ -154,16 +155,17 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM || NO_NAMESPACES !== null)(
     it('serves blocks 0:3 on A and 3:5 on B, and shows both computers on the Swarm screen', async () => {
       await appCall(a.page, 'hosting.start', { modelId: MODEL, blocks: [0, 3] })
       await appCall(b.page, 'hosting.start', { modelId: MODEL, blocks: [3, 5] })
-      await open(a.page, 'host')
-      await a.page.locator('[data-testid="hosting-phase"][data-phase="serving"]').waitFor({ timeout: 120_000 })
-      await open(b.page, 'host')
-      await b.page.locator('[data-testid="hosting-phase"][data-phase="serving"]').waitFor({ timeout: 120_000 })
+      // Each computer fetches its range's artifacts by BitTorrent from A's seed, then loads them.
+      for (const c of [a, b]) {
+        const phase = async () => JSON.stringify(await appCall(c.page, 'hosting.status', {}))
+        await expect.poll(phase, { timeout: 150_000, interval: 2_000 }).toMatch(/"phase":"serving"/)
+      }
       await open(a.page, 'swarm')
       await expect.poll(() => a.page.getByTestId('swarm-host').count(), { timeout: 30_000 }).toBe(2)
       const who = await a.page.getByTestId('swarm-host-who').allTextContents()
       expect(who.sort()).toEqual(['this computer', expect.stringMatching(/.+/)].sort())
       await screenshot(a.page, 'lan-swarm')
-    })
+    }, 360_000)
 
     it("answers A's chat through a route split across both computers", async () => {
       await open(a.page, 'chat')
