@@ -13,8 +13,9 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-backgro
 /** Screenshots land here; CI keeps the folder as an artifact. */
 export const SCREENSHOTS = join(REPO_ROOT, 'test-results', 'screenshots')
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true })
+/** `executablePath`: Chromium itself, or a script that runs it elsewhere (in a network namespace). */
+export function launchChromium(executablePath = CHROMIUM): Promise<Browser> {
+  return chromium.launch({ executablePath, args: FLAGS, headless: true })
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

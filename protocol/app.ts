@@ -4,6 +4,7 @@ import { BlockRange } from './blocks'
 import { HostChecksView } from './checks'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
+import { LanName, LanView, PairingId } from './lan'
 import { Count, ModelId } from './manifest'
 import { type Ack, describeIssues, type RpcHandlers, rpc, toWireError, WireError } from './rpc'
 import { HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from './swarm'
@@ -61,6 +62,8 @@ export const Settings = z.object({
   privacy: SwarmPrivacy,
   /** The embedded swarm's allow-list: only these keys (and this app's own) may join it; null: anyone who can reach it. */
   allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS).nullable(),
+  /** The embedded swarm is open to the home network (listens on every interface, advertised by mDNS, pairing). */
+  lanOpen: z.boolean(),
 })
 export type Settings = z.infer<typeof Settings>
 
@@ -71,6 +74,7 @@ export const SettingsUpdate = z
     dataDir: z.string().min(1, 'give a folder for the data dir'),
     limits: Limits.partial(),
     allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS, `a swarm lists at most ${MAX_ALLOWED_KEYS} keys`).nullable(),
+    lanOpen: z.boolean(),
   })
   .partial()
   .strict()
@@ -241,7 +245,15 @@ export const Conversation = z.object({
 })
 export type Conversation = z.infer<typeof Conversation>
 
-export const SwarmView = z.object({ trackerUrl: z.string().url(), hosts: z.array(HostSummary), models: z.array(ModelSummary) })
+export const SwarmView = z.object({
+  trackerUrl: z.string().url(),
+  hosts: z.array(HostSummary),
+  models: z.array(ModelSummary),
+  /** This computer's host id, to tell it among the hosts. */
+  thisHostId: NodeId,
+  /** The computers this app paired with on the home network, by host id. */
+  paired: z.array(z.object({ hostId: NodeId, name: LanName })).max(1000),
+})
 export type SwarmView = z.infer<typeof SwarmView>
 
 /**
@@ -294,6 +306,14 @@ export const AppApi = {
   'identity.export': rpc(Empty, z.object({ pem: z.string(), publicKey: PublicKey })),
   /** Replaces the identity (hosting must be stopped). */
   'identity.import': rpc(z.object({ pem: z.string().min(1, 'paste a PEM private key') }).strict(), Settings),
+  /** The Neuron apps found on the home network, pairings under way and done. */
+  'lan.get': rpc(Empty, LanView),
+  /** Asks a found app to let this one join its swarm; both screens then show a code. */
+  'lan.pair': rpc(z.object({ key: PublicKey }).strict(), LanView),
+  /** The user saw the same code on both screens. */
+  'lan.confirm': rpc(z.object({ pairingId: PairingId }).strict(), LanView),
+  /** The user refused (the codes differ, or it was not asked for). */
+  'lan.refuse': rpc(z.object({ pairingId: PairingId }).strict(), LanView),
 } as const
 export type AppApi = typeof AppApi
 
@@ -314,6 +334,8 @@ export const AppEvents = {
     balanceMicro: Micro,
     pendingMicro: Micro.optional(),
   }),
+  /** Apps found or lost on the home network, or a pairing moved on. */
+  'lan.changed': LanView,
 } as const
 export type AppEvents = typeof AppEvents
 export type AppEventName = keyof AppEvents

@@ -13,9 +13,13 @@ export interface NeuronProcess {
   stop(graceMs?: number): Promise<void>
 }
 
-/** Runs `neuron …` as a real process, as a person would. */
-export function startNeuron(args: string[], env: NodeJS.ProcessEnv = {}): NeuronProcess {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], {
+/**
+ * Runs `neuron …` as a real process, as a person would. `wrapper`: a command it runs under, e.g.
+ * ['ip', 'netns', 'exec', NS] for another computer on a namespace network.
+ */
+export function startNeuron(args: string[], env: NodeJS.ProcessEnv = {}, wrapper: readonly string[] = []): NeuronProcess {
+  const [command = process.execPath, ...before] = [...wrapper, process.execPath]
+  const child = spawn(command, [...before, join(REPO_ROOT, 'bin/neuron.js'), ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

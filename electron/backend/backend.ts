@@ -12,6 +12,7 @@ import { ConversationsController } from './controllers/conversations'
 import { EarningsController } from './controllers/earnings'
 import { HostingController } from './controllers/hosting'
 import { IdentityController } from './controllers/identity'
+import { LanController } from './controllers/lan'
 import { ModelsController } from './controllers/models'
 import { type ControllerRegistry, handlersOf } from './controllers/registry'
 import { ReputationController } from './controllers/reputation'
@@ -22,8 +23,10 @@ import { resolveDataDir } from './data-dir'
 import { DEFAULT_MODEL } from './default-model'
 import { AppEventBus, type AppEventListener } from './events'
 import { HostingRunner } from './hosting'
+import { admittedKeys } from './lan/admission'
+import { LanPresence } from './lan/presence'
 import type { SettingsStore } from './settings-store'
-import { SwarmConnection } from './swarm-connection'
+import { embeddedAllowList, SwarmConnection } from './swarm-connection'
 
 export type { AppEventListener } from './events'
 
@@ -67,11 +70,16 @@ export class AppBackend {
   private readonly hosting: HostingRunner
   private readonly chats: ChatRunner
   private readonly earnings: EarningsController
+  private readonly lan: LanPresence
+  private readonly settingsStore: SettingsStore
+  private readonly log: (line: string) => void
   private closing = false
 
   private constructor(o: Opened) {
     const { dataDir, store, log } = o
     this.dataDir = dataDir
+    this.settingsStore = store
+    this.log = log
     this.events = new AppEventBus(log)
     // Settings, identity and hosting changes run one at a time.
     const changes = new SerialQueue()
@@ -80,7 +88,8 @@ export class AppBackend {
         dataDir,
         defaultModels: o.defaultModels,
         addedModels: () => store.value.addedModels,
-        allowedKeys: () => store.value.allowedKeys,
+        allowedKeys: (lanOpen) => admittedKeys({ ...store.value, lanOpen }),
+        lanOpen: () => store.value.lanOpen,
         leave: () => this.leave(),
         switched: () => this.earnings.forget(),
         joined: (socket) => this.earnings.subscribe(socket),
@@ -90,7 +99,25 @@ export class AppBackend {
       o.identity,
     )
     const swarm = this.swarm
-    const settings = new SettingsController({ dataDir, store, swarm, changes, canPickFiles: o.pickFile !== undefined, log }, o.limits, o.trackerSetting)
+    const settings = new SettingsController(
+      { dataDir, store, swarm, changes, canPickFiles: o.pickFile !== undefined, lanChanged: () => this.syncLan(), log },
+      o.limits,
+      o.trackerSetting,
+    )
+    this.lan = new LanPresence({
+      identity: () => swarm.identity,
+      paired: () => store.value.pairedApps,
+      admit: async (key, name) => {
+        await store.update({ pairedApps: [...store.value.pairedApps.filter((p) => p.key !== key), { key, name, role: 'asked', at: Date.now() }] })
+        swarm.embedded?.admission.set(embeddedAllowList(admittedKeys(store.value), swarm.identity))
+      },
+      join: async (trackerUrl, peer) => {
+        await store.update({ pairedApps: [...store.value.pairedApps.filter((p) => p.key !== peer.key), { ...peer, role: 'asking', at: Date.now() }] })
+        await settings.handlers['settings.update']({ trackerUrl }, undefined)
+      },
+      changed: (view) => this.events.emit('lan.changed', view),
+      log: (line) => log(`lan: ${line}`),
+    })
     this.earnings = new EarningsController({ swarm, events: this.events, receiptSettled: () => this.hosting.receiptSettled(), log })
     this.hosting = new HostingRunner({
       dataDir,
@@ -119,7 +146,8 @@ export class AppBackend {
       reputation: new ReputationController(swarm, () => this.earnings.dashboard()),
       chat: new ChatController(this.chats, () => settings.privacy()),
       conversations: new ConversationsController(dataDir, log),
-      swarm: new SwarmController(swarm),
+      swarm: new SwarmController(swarm, () => store.value.pairedApps),
+      lan: new LanController(this.lan),
       settings,
       identity: new IdentityController({ dataDir, swarm, settings, hostingPhase: () => this.hosting.status().phase, changes, log }),
     } as const satisfies ControllerRegistry
@@ -157,6 +185,7 @@ export class AppBackend {
     })
     const backend = new AppBackend({ dataDir, store, identity, connection, limits, trackerSetting, defaultModels, pickFile: options.pickFile, log })
     backend.swarm.watch()
+    await backend.syncLan()
     if (saved.hosting !== null) {
       log(
         `${saved.hosting.paused ? 'hosting paused' : 'resuming hosting'}: ${saved.hosting.modelId} blocks [${saved.hosting.blocks[0]}, ${saved.hosting.blocks[1]})`,
@@ -202,7 +231,17 @@ export class AppBackend {
       this.chats.stopAll()
       await this.hosting.close()
     })
+    await this.lan.close()
     this.events.clear()
+  }
+
+  /** Open to the home network while the switch is on and the app is on its embedded swarm; closed otherwise. */
+  private async syncLan(): Promise<void> {
+    const { embedded } = this.swarm
+    const open = this.settingsStore.value.lanOpen
+    await this.lan
+      .sync(open && embedded !== null ? { trackerPort: embedded.port } : null, open)
+      .catch((e: Error) => this.log(`could not open this app to the home network (${e.message}); turn the switch off and on to retry`))
   }
 
   /** Ends what ran on the swarm being left: chats (each says why) and hosting (already saved as stopped). */

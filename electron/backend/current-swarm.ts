@@ -16,8 +16,10 @@ export interface CurrentSwarmDeps {
   readonly defaultModels: readonly string[]
   /** The GGUFs the user added, as saved now: the swarm switched to publishes them too. */
   addedModels(): readonly string[]
-  /** The embedded swarm's allow-list, as saved now (null: open). */
-  allowedKeys(): readonly string[] | null
+  /** The embedded swarm's allow-list, as saved now, with the home-network switch at `lanOpen` (null: open). */
+  allowedKeys(lanOpen: boolean): readonly string[] | null
+  /** The embedded swarm is open to the home network, as saved now. */
+  lanOpen(): boolean
   /** Ends what ran on the swarm being left (chats, hosting); a switch goes on when it has. */
   leave(): Promise<void>
   /** Another connection or identity is in use: what was learnt of the previous one is stale. */
@@ -110,10 +112,10 @@ export class CurrentSwarm {
    * changes nothing, and nothing fails after it. The embedded swarm shares its database with its
    * successor: see reopenEmbedded.
    */
-  async switchTo(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>): Promise<void> {
+  async switchTo(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>, lanOpen = this.deps.lanOpen()): Promise<void> {
     const old = this.current
-    if (old?.embedded != null && trackerUrl === null) return this.reopenEmbedded(identity, save)
-    const next = await this.openAndSave(trackerUrl, identity, save)
+    if (old?.embedded != null && trackerUrl === null) return this.reopenEmbedded(identity, save, lanOpen)
+    const next = await this.openAndSave(trackerUrl, identity, save, lanOpen)
     // Saved: the switch goes through from here (a host that fails to stop is logged and let go).
     await this.deps.leave().catch((e: Error) => this.deps.log(`leaving the previous swarm: ${e.message}`))
     this.adopt(next, identity)
@@ -132,14 +134,14 @@ export class CurrentSwarm {
    * one is left first and joined again on failure. Should that fail too, the app has no swarm (calls
    * say why) rather than a closed one.
    */
-  private async reopenEmbedded(identity: NodeIdentity, save: () => Promise<unknown>): Promise<void> {
+  private async reopenEmbedded(identity: NodeIdentity, save: () => Promise<unknown>, lanOpen: boolean): Promise<void> {
     const old = this.current
     const oldIdentity = this.identityInUse
     await this.deps.leave()
     this.current = null
     await old?.close().catch((e: Error) => this.deps.log(`closing the previous swarm connection: ${e.message}`))
     try {
-      this.adopt(await this.openAndSave(null, identity, save), identity)
+      this.adopt(await this.openAndSave(null, identity, save, lanOpen), identity)
     } catch (error) {
       this.deps.log(`could not switch (${error instanceof Error ? error.message : error}); back to the previous swarm`)
       try {
@@ -153,8 +155,8 @@ export class CurrentSwarm {
   }
 
   /** Opens the next connection and records the change; a failed save closes it unused. */
-  private async openAndSave(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>): Promise<SwarmConnection> {
-    const next = await this.open(trackerUrl, identity)
+  private async openAndSave(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>, lanOpen: boolean): Promise<SwarmConnection> {
+    const next = await this.open(trackerUrl, identity, lanOpen)
     try {
       await save()
     } catch (error) {
@@ -164,7 +166,8 @@ export class CurrentSwarm {
     return next
   }
 
-  private open(trackerUrl: string | null, identity: NodeIdentity): Promise<SwarmConnection> {
+  /** `lanOpen`: the switch as it will be saved (a switch of it opens the embedded swarm before saving). */
+  private open(trackerUrl: string | null, identity: NodeIdentity, lanOpen = this.deps.lanOpen()): Promise<SwarmConnection> {
     const { dataDir, defaultModels, log } = this.deps
     return SwarmConnection.open({
       dataDir,
@@ -172,7 +175,8 @@ export class CurrentSwarm {
       identity,
       defaultModels,
       addedModels: this.deps.addedModels(),
-      allowedKeys: this.deps.allowedKeys(),
+      allowedKeys: this.deps.allowedKeys(lanOpen),
+      lanOpen,
       log,
     })
   }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { SerialQueue } from '../../host/serial-queue'
-import { AppApi, Limits, MAX_ALLOWED_KEYS, PublicKey } from '../../protocol'
+import { AppApi, Limits, MAX_ALLOWED_KEYS, PairedApp, PublicKey } from '../../protocol'
 import { keepAside, parseJsonFile, writeFileDurably } from './durable-file'
 
 /** A saved hosting choice is what hosting.start accepts (the same model id and block range schemas), plus whether it was paused. */
@@ -24,6 +24,10 @@ export const SavedSettings = z.object({
   consentedTrackers: z.array(z.string().url()).default([]),
   /** The embedded swarm's allow-list (this app's own key is always admitted too); null: anyone who can reach it. */
   allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS).nullable().default(null),
+  /** The embedded swarm is open to the home network: it listens on every interface and is advertised by mDNS. */
+  lanOpen: z.boolean().default(false),
+  /** Apps paired on the home network: asked (this app admitted their key) or asking (this app joined theirs). */
+  pairedApps: z.array(PairedApp).max(1000).default([]),
 })
 export type SavedSettings = z.infer<typeof SavedSettings>
 

@@ -17,6 +17,8 @@ export interface SwarmConnectionOptions {
   readonly addedModels?: readonly string[]
   /** The embedded tracker's allow-list (Settings); null or absent: anyone who can reach it. */
   readonly allowedKeys?: readonly string[] | null
+  /** The embedded tracker listens on every interface (the home network), not only on loopback. */
+  readonly lanOpen?: boolean
   readonly log: (line: string) => void
 }
 
@@ -45,11 +47,11 @@ export class SwarmConnection {
     let embedded: Tracker | null = null
     try {
       if (options.trackerUrl === null) {
-        // Loopback only: this computer's other clients (neuron chat, a browser tab) get a starting grant.
+        // Loopback only unless opened to the home network: then admitted are the allow-list's keys alone (admittedKeys).
         const allowedKeys = embeddedAllowList(options.allowedKeys ?? null, options.identity)
         embedded = await Tracker.start({
           dbPath: join(options.dataDir, 'tracker.sqlite'),
-          host: '127.0.0.1',
+          host: options.lanOpen === true ? '0.0.0.0' : '127.0.0.1',
           port: 0,
           newKeyGrantMicro: 10 * MICRO,
           ...(allowedKeys === null ? {} : { allowedKeys }),
@@ -57,14 +59,14 @@ export class SwarmConnection {
         // A packaged app, or a checkout without ../shared, may lack the default model: the swarm starts empty then.
         for (const model of options.defaultModels) {
           await publisher
-            .publish(model, embedded.url, options.identity)
+            .publish(model, localUrl(embedded), options.identity)
             .catch((e: Error) => log(`not publishing the default model ${model} (${e.message}); add a GGUF under Host a model`))
         }
         await ensureAccount(embedded, options.identity)
       } else {
         await probeTracker(options.trackerUrl)
       }
-      const url = embedded?.url ?? trackerBase(options.trackerUrl as string)
+      const url = embedded === null ? trackerBase(options.trackerUrl as string) : localUrl(embedded)
       for (const model of options.addedModels ?? []) {
         await publisher.publish(model, url, options.identity).catch((e: Error) => log(`not seeding ${model}: ${e.message}`))
       }
@@ -104,6 +106,11 @@ export class SwarmConnection {
     await this.publisher.close()
     await this.embedded?.close()
   }
+}
+
+/** The embedded tracker as this app reaches it: on loopback, also when it listens on every interface (0.0.0.0 is no address to dial). */
+function localUrl(tracker: Tracker): string {
+  return tracker.url.replace('//0.0.0.0:', '//127.0.0.1:')
 }
 
 /** The embedded tracker's allow-list: the user's keys and this app's own (it never locks itself out); null: open. */

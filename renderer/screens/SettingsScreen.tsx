@@ -9,6 +9,7 @@ import { useStores } from '../stores/context'
 import { identityFileName, showsSaved } from '../stores/settings/selectors'
 import { AccessSection } from './settings/AccessSection'
 import { IdentitySection } from './settings/IdentitySection'
+import { LanSection } from './settings/LanSection'
 import { LimitsSection } from './settings/LimitsSection'
 import { TrackerSection } from './settings/TrackerSection'
 
@@ -82,6 +83,7 @@ export function SettingsScreen() {
             error={state.accessError}
             onSave={(text) => void state.saveAllowedKeys(text)}
           />
+          <LanSection settings={settings} saving={state.saving === 'lan'} error={state.lanError} onChange={(open) => void state.saveLanOpen(open)} />
           <LimitsSection
             key={JSON.stringify(settings.limits)}
             limits={settings.limits}

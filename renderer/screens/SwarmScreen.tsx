@@ -8,6 +8,7 @@ import { ScreenHeader } from '../components/ScreenHeader'
 import { formatBytes } from '../format'
 import { useStores } from '../stores/context'
 import { hostRows, missingBlocks, onlineCount } from '../stores/swarm/selectors'
+import { HomeNetworkPanel } from './swarm/HomeNetworkPanel'
 
 export function SwarmScreen() {
   const { swarm } = useStores()
@@ -31,6 +32,7 @@ export function SwarmScreen() {
         }
       />
       <ErrorNote error={error} />
+      <HomeNetworkPanel />
       {view === null ? (
         error === null && <Loading text="Asking the tracker…" />
       ) : (
@@ -81,6 +83,11 @@ export function SwarmScreen() {
                     <tr key={row.hostId} data-testid="swarm-host" data-host-id={row.hostId} className={row.online ? '' : 'offline'}>
                       <td className="mono" title={row.hostId}>
                         <span className={`dot ${row.online ? 'online' : 'offline'}`} title={row.online ? 'online' : 'offline'} /> {row.shortId}
+                        {row.who !== '' && (
+                          <span className="host-who" data-testid="swarm-host-who">
+                            {row.who}
+                          </span>
+                        )}
                       </td>
                       <td className="mono">{row.model}</td>
                       <td className="mono">{row.blocks}</td>

@@ -4,6 +4,7 @@ import { createComputerStore } from './computer/store'
 import { createConnectionStore } from './connection/store'
 import { createEarningsStore } from './earnings/store'
 import { createHostingStore } from './hosting/store'
+import { createLanStore } from './lan/store'
 import { createReputationStore } from './reputation/store'
 import { createSettingsStore } from './settings/store'
 import { createSwarmStore } from './swarm/store'
@@ -18,6 +19,7 @@ export function createStores(bridge: ConnectedBridge) {
     reputation: createReputationStore(bridge),
     chat: createChatStore(bridge, { legacy: localStorage }),
     swarm: createSwarmStore(bridge),
+    lan: createLanStore(bridge),
     settings: createSettingsStore(bridge),
   }
 }

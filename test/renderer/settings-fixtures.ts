@@ -11,4 +11,5 @@ export const someSettings: Settings = {
   notice: null,
   privacy: { level: 'private', consented: true },
   allowedKeys: null,
+  lanOpen: false,
 }

@@ -4,6 +4,7 @@ import type { SerialQueue } from '../../../host/serial-queue'
 import { type Limits, NeuronError, type Settings, type SettingsUpdate, type SwarmPrivacy } from '../../../protocol'
 import type { CurrentSwarm } from '../current-swarm'
 import { checkWritableDir } from '../data-dir'
+import { admittedKeys } from '../lan/admission'
 import type { SettingsStore } from '../settings-store'
 import { embeddedAllowList } from '../swarm-connection'
 import type { GroupHandlers } from './registry'
@@ -16,6 +17,8 @@ export interface SettingsDeps {
   readonly changes: SerialQueue
   /** The adapter can show this computer's file dialog (models.pick). */
   readonly canPickFiles: boolean
+  /** The home-network switch or the swarm changed: open or close the app to the network. */
+  readonly lanChanged: () => Promise<void>
   readonly log: (line: string) => void
 }
 
@@ -55,6 +58,7 @@ export class SettingsController {
       notice: this.deps.store.notice,
       privacy: this.privacy(),
       allowedKeys: this.deps.store.value.allowedKeys,
+      lanOpen: this.deps.store.value.lanOpen,
     }
   }
 
@@ -91,6 +95,9 @@ export class SettingsController {
     const trackerSetting = update.trackerUrl === undefined ? this.trackerInForce : update.trackerUrl === null ? null : trackerBase(update.trackerUrl)
     const dataDir = update.dataDir === undefined ? store.value.dataDir : resolve(update.dataDir)
     const switching = trackerSetting !== this.trackerInForce
+    const lanOpen = update.lanOpen ?? store.value.lanOpen
+    // The embedded tracker binds its address at start: opening or closing it to the network restarts it.
+    const rebinding = trackerSetting === null && lanOpen !== store.value.lanOpen
     const moved = dataDir !== store.value.dataDir
     const save = () =>
       store.update({
@@ -101,16 +108,18 @@ export class SettingsController {
         // Hosting stops on a switch: the next start must not resume it on the new swarm.
         ...(switching ? { hosting: null } : {}),
         ...(update.allowedKeys === undefined ? {} : { allowedKeys: update.allowedKeys }),
+        lanOpen,
       })
-    if (switching) {
-      await this.deps.swarm.switchTo(trackerSetting, this.deps.swarm.identity, save)
+    if (switching || rebinding) {
+      await this.deps.swarm.switchTo(trackerSetting, this.deps.swarm.identity, save, lanOpen)
       this.trackerInForce = trackerSetting
     } else {
       await save()
     }
     this.limitsInForce = limits
     // The embedded tracker takes a new list at once, and closes connections it no longer admits.
-    if (update.allowedKeys !== undefined) this.deps.swarm.embedded?.admission.set(embeddedAllowList(update.allowedKeys, this.deps.swarm.identity))
+    if (update.allowedKeys !== undefined) this.deps.swarm.embedded?.admission.set(embeddedAllowList(admittedKeys(store.value), this.deps.swarm.identity))
+    if (switching || rebinding || update.lanOpen !== undefined) await this.deps.lanChanged()
     if (moved) this.deps.log(`data dir ${dataDir} takes effect at the next start`)
     return this.current()
   }

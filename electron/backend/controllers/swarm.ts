@@ -1,3 +1,5 @@
+import { nodeIdOf } from '../../../identity/keys'
+import type { PairedApp } from '../../../protocol'
 import type { CurrentSwarm } from '../current-swarm'
 import type { GroupHandlers } from './registry'
 
@@ -6,9 +8,14 @@ export class SwarmController {
   readonly handlers: GroupHandlers<'swarm'> = {
     'swarm.get': async () => {
       const [{ hosts }, { models }] = await Promise.all([this.swarm.rpc('hosts.list', {}), this.swarm.rpc('models.list', {})])
-      return { trackerUrl: this.swarm.trackerUrl, hosts, models }
+      const paired = this.paired().map((p) => ({ hostId: nodeIdOf(p.key), name: p.name }))
+      return { trackerUrl: this.swarm.trackerUrl, hosts, models, thisHostId: this.swarm.hostId, paired }
     },
   }
 
-  constructor(private readonly swarm: CurrentSwarm) {}
+  constructor(
+    private readonly swarm: CurrentSwarm,
+    /** The apps paired on the home network, as saved. */
+    private readonly paired: () => readonly PairedApp[],
+  ) {}
 }

@@ -41,8 +41,11 @@ export function AccessSection({ settings, saving, error, onSave }: AccessSection
           </button>
         </div>
         <p className="muted small">
-          Empty: anyone who can reach the embedded swarm may join it. With keys listed, only they and this app may connect, use its API and dashboards, or fetch
-          its models{settings.trackerUrl === null ? '' : ' (this applies to the embedded swarm; a remote tracker keeps its own list)'}.
+          {settings.lanOpen
+            ? 'Open to the home network, the embedded swarm admits only this app, the computers paired with it and these keys. '
+            : 'Empty: anyone who can reach the embedded swarm may join it. '}
+          With keys listed, only they and this app may connect, use its API and dashboards, or fetch its models
+          {settings.trackerUrl === null ? '' : ' (this applies to the embedded swarm; a remote tracker keeps its own list)'}.
         </p>
         <ErrorNote error={error} testId="settings-allowed-keys-error" />
       </form>

@@ -1,7 +1,7 @@
 import type { Settings } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
 
-export type SettingsSection = 'tracker' | 'identity' | 'limits' | 'access' | 'consent'
+export type SettingsSection = 'tracker' | 'identity' | 'limits' | 'access' | 'consent' | 'lan'
 
 export interface SettingsState {
   settings: Settings | null
@@ -13,6 +13,8 @@ export interface SettingsState {
   accessError: ShownError | null
   /** Why agreeing to chat on a public swarm did not go through. */
   consentError: ShownError | null
+  /** Why opening or closing the embedded swarm to the home network did not go through. */
+  lanError: ShownError | null
   /** The section a save is running for, so its button can show it. */
   saving: SettingsSection | null
   /** When the last save succeeded (ms), for the transient "Saved" note. */
@@ -27,6 +29,7 @@ export const initialSettingsState: SettingsState = {
   limitsError: null,
   accessError: null,
   consentError: null,
+  lanError: null,
   saving: null,
   savedAt: null,
 }

@@ -15,6 +15,8 @@ export interface SettingsActions {
   importIdentity(pem: string): Promise<void>
   /** The embedded swarm's allow-list, one public key a line (# comments); empty text opens it to anyone. */
   saveAllowedKeys(text: string): Promise<void>
+  /** Opens the embedded swarm to the home network (its tracker restarts on every interface), or closes it. */
+  saveLanOpen(open: boolean): Promise<void>
   /** Agrees to chat on the public tracker in force, knowing its hosts see prompts and answers (asked once per tracker). */
   consent(): Promise<void>
   /** The private key PEM for a backup file, or null (and identityError) when the backend refused. */
@@ -22,7 +24,14 @@ export interface SettingsActions {
 }
 export type SettingsStore = SettingsState & SettingsActions
 
-const ERROR_FIELD = { tracker: 'trackerError', identity: 'identityError', limits: 'limitsError', access: 'accessError', consent: 'consentError' } as const
+const ERROR_FIELD = {
+  tracker: 'trackerError',
+  identity: 'identityError',
+  limits: 'limitsError',
+  access: 'accessError',
+  consent: 'consentError',
+  lan: 'lanError',
+} as const
 
 export function createSettingsStore(bridge: NeuronBridge, now: () => number = Date.now) {
   return createStore<SettingsStore>()((set, get) => {
@@ -74,6 +83,9 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
           return fail('access', error instanceof Error ? error.message : String(error))
         }
         await save('access', () => bridge.call('settings.update', { allowedKeys: keys.length === 0 ? null : keys }))
+      },
+      async saveLanOpen(open) {
+        await save('lan', () => bridge.call('settings.update', { lanOpen: open }))
       },
       async consent() {
         const trackerUrl = get().settings?.trackerUrl ?? null

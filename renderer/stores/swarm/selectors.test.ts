@@ -16,6 +16,8 @@ const view: SwarmView = {
     },
   ],
   models: [],
+  thisHostId: 'aaaaaaaaaaaaaaaaaaaa',
+  paired: [{ hostId: 'bbbbbbbbbbbbbbbbbbbb', name: 'kitchen' }],
 }
 
 describe('swarm selectors', () => {
@@ -25,6 +27,11 @@ describe('swarm selectors', () => {
     expect(rows[0]).toMatchObject({ model: 'stories260k', blocks: '[0, 3)', status: 'ready', msPerBlock: '2.3 ms', cpu: '8c/16t', ram: '32.0 GB' })
     expect(rows[1]).toMatchObject({ model: '—', blocks: '—', msPerBlock: '—' })
     expect(onlineCount(view)).toBe(1)
+  })
+
+  it('tells this computer and the computers paired at home from other hosts', () => {
+    expect(hostRows(view).map((r) => r.who)).toEqual(['this computer', 'kitchen'])
+    expect(hostRows({ ...view, thisHostId: 'c'.repeat(20), paired: [] }).map((r) => r.who)).toEqual(['', ''])
   })
 
   it('counts the blocks nobody serves', () => {

@@ -13,9 +13,11 @@ export interface HostRow {
   cpu: string
   ram: string
   sessions: string
+  /** 'this computer', a paired computer's name, or '' for any other host. */
+  who: string
 }
 
-export function hostRow(host: HostSummary): HostRow {
+export function hostRow(host: HostSummary, who = ''): HostRow {
   const { state, profile } = host
   return {
     hostId: host.hostId,
@@ -28,12 +30,15 @@ export function hostRow(host: HostSummary): HostRow {
     cpu: `${profile.cpu.physicalCores}c/${profile.cpu.cores}t`,
     ram: formatBytes(profile.memory.totalBytes),
     sessions: `${state.activeSessions}/${state.maxSessions}`,
+    who,
   }
 }
 
 /** Online hosts first, then by id, so rows do not jump around between refreshes. */
 export function hostRows(view: SwarmView): HostRow[] {
-  return [...view.hosts].sort((a, b) => Number(b.online) - Number(a.online) || a.hostId.localeCompare(b.hostId)).map(hostRow)
+  const paired = new Map(view.paired.map((p) => [p.hostId, p.name]))
+  const who = (hostId: string) => (hostId === view.thisHostId ? 'this computer' : (paired.get(hostId) ?? ''))
+  return [...view.hosts].sort((a, b) => Number(b.online) - Number(a.online) || a.hostId.localeCompare(b.hostId)).map((host) => hostRow(host, who(host.hostId)))
 }
 
 /** Blocks no ready host serves: a model with any cannot answer a chat. */
