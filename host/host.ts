@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { Socket } from 'socket.io-client'
 import type { TlsCertificate } from '../client/tls-trust'
-import { connectAnyTracker, trackerUrls } from '../client/tracker-connection'
+import { connectAnyTracker, trackerBase, trackerUrls } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { manifestSha256 } from '../identity/tickets'
 import { ShardRuntime, type ShardRuntimeOptions } from '../native'
@@ -242,6 +242,8 @@ export class Host extends EventEmitter<HostEvents> {
       ...(this.options.torrentPort === undefined ? {} : { torrentPort: this.options.torrentPort }),
       ...(this.options.torrentHost === undefined ? {} : { torrentHost: this.options.torrentHost }),
       portMapping: this.reachability().mapsPorts,
+      // the tracker this host joined, as the host reaches it: the torrent may name it as its publisher did
+      announceUrl: () => `${trackerBase(trackerUrls(this.options.trackerUrl)[this.trackerIndex] ?? '')}/announce`,
       log: (l) => this.log(l),
     })
     const total = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)

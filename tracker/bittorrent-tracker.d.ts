@@ -22,3 +22,9 @@ declare module 'bittorrent-tracker' {
     onHttpRequest(req: IncomingMessage, res: ServerResponse, opts?: { action?: string }): void
   }
 }
+
+// bencode 4 ships no types: the two calls Neuron makes.
+declare module 'bencode' {
+  const bencode: { decode(data: Uint8Array): unknown; encode(value: unknown): Uint8Array }
+  export default bencode
+}

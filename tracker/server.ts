@@ -25,6 +25,7 @@ import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { serveModelFiles } from './model-files'
 import { SwarmPlanner } from './planner'
 import { Admission, namesTorrents, refuseStranger } from './private-swarm'
+import { showColocatedPeers } from './reachability/colocated-peers'
 import { Reachability } from './reachability/reachability'
 import { TrackerRelay } from './reachability/tracker-relay'
 import { HostRegistry } from './registry'
@@ -252,8 +253,10 @@ export class Tracker {
   private onHttp(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0] ?? '/'
     if (namesTorrents(path) && !this.admission.admitsTorrentPeer(req)) refuseStranger(req, res, path)
-    else if (path === '/announce') this.bittorrent.onHttpRequest(req, res, { action: 'announce' })
-    else if (path === '/scrape') serveScrape(req, res, this.bittorrent.torrents)
+    else if (path === '/announce') {
+      showColocatedPeers(req, res)
+      this.bittorrent.onHttpRequest(req, res, { action: 'announce' })
+    } else if (path === '/scrape') serveScrape(req, res, this.bittorrent.torrents)
     else if (req.method === 'GET' && path.startsWith('/models/')) void serveModelFiles(this.catalog, path.slice('/models/'.length), res)
     else if (this.gateway.handles(path)) void this.gateway.handle(req, res, path)
     else if (req.method === 'GET' && path === '/auth/challenge')

@@ -41,6 +41,8 @@ export interface AppBackendOptions {
   /** This computer's file dialog for a .gguf, where the adapter has one (Electron); null when cancelled. */
   readonly pickFile?: () => Promise<string | null>
   readonly log?: (line: string) => void
+  /** Advertise and browse by mDNS while the home-network switch is on (default true; tests outside a namespace turn it off). */
+  readonly mdns?: boolean
 }
 
 /** What start() has read and opened before the controllers are built. */
@@ -53,6 +55,7 @@ interface Opened {
   readonly trackerSetting: string | null
   readonly defaultModels: readonly string[]
   readonly pickFile: (() => Promise<string | null>) | undefined
+  readonly mdns: boolean | undefined
   readonly log: (line: string) => void
 }
 
@@ -117,11 +120,13 @@ export class AppBackend {
       },
       changed: (view) => this.events.emit('lan.changed', view),
       log: (line) => log(`lan: ${line}`),
+      ...(o.mdns === undefined ? {} : { mdns: o.mdns }),
     })
     this.earnings = new EarningsController({ swarm, events: this.events, receiptSettled: () => this.hosting.receiptSettled(), log })
     this.hosting = new HostingRunner({
       dataDir,
       trackerUrl: () => swarm.connection.trackerUrl,
+      servesHomeNetwork: () => swarm.embedded !== null && store.value.lanOpen,
       limits: () => settings.limits,
       manifest: (modelId) => swarm.manifest(modelId),
       servedBlockTokens: async () => (await this.earnings.dashboard()).served_block_tokens,
@@ -183,7 +188,18 @@ export class AppBackend {
       allowedKeys: saved.allowedKeys,
       log,
     })
-    const backend = new AppBackend({ dataDir, store, identity, connection, limits, trackerSetting, defaultModels, pickFile: options.pickFile, log })
+    const backend = new AppBackend({
+      dataDir,
+      store,
+      identity,
+      connection,
+      limits,
+      trackerSetting,
+      defaultModels,
+      pickFile: options.pickFile,
+      mdns: options.mdns,
+      log,
+    })
     backend.swarm.watch()
     await backend.syncLan()
     if (saved.hosting !== null) {

@@ -25,6 +25,8 @@ export interface HostingChoice {
 export interface HostingRunnerDeps {
   readonly dataDir: string
   trackerUrl(): string
+  /** The app's embedded swarm is open to the home network: its host must listen there too, not on loopback. */
+  servesHomeNetwork(): boolean
   limits(): Limits
   manifest(modelId: string): Promise<Manifest>
   /** The tracker's count of block-tokens this host ever served (settled receipts). */
@@ -257,6 +259,8 @@ export class HostingRunner {
       blocks: blocks,
       threads: limits.threads,
       device: limits.useGpu ? 'auto' : 'cpu',
+      // on a remote tracker the host listens on every interface anyway; the embedded one is on loopback unless opened
+      ...(this.deps.servesHomeNetwork() ? { listenHost: '0.0.0.0' } : {}),
       ...(limits.diskBytes === null ? {} : { quotaBytes: limits.diskBytes }),
       log: (l) => this.deps.log(`host: ${l}`),
     })

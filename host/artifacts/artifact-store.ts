@@ -3,6 +3,7 @@ import { constants, createReadStream } from 'node:fs'
 import { copyFile, link, lstat, mkdir, open, rm, stat } from 'node:fs/promises'
 import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
+import parseTorrent, { toTorrentFile } from 'parse-torrent'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
 import { Sha256Workers } from './sha256-workers'
@@ -18,6 +19,12 @@ export interface ArtifactStoreOptions {
   readonly torrentPort?: number
   /** Address the BitTorrent TCP port binds to; absent, every interface. */
   readonly torrentHost?: string
+  /**
+   * The swarm's BitTorrent tracker to announce to, instead of the URLs in the torrent: the tracker this host joined.
+   * A torrent keeps the address it was made with (127.0.0.1 for an app's embedded swarm, an old port after a restart),
+   * which names another computer, or nothing, from where this host is.
+   */
+  readonly announceUrl?: () => string | undefined
   /** Ask the home router (NAT-PMP, UPnP-IGD) to forward the BitTorrent port, as webtorrent can, so peers elsewhere fetch from this host. */
   readonly portMapping?: boolean
   readonly log?: (line: string) => void
@@ -178,6 +185,15 @@ export class ArtifactStore {
     await this.sha256.close()
   }
 
+  /** The torrent announcing to `announceUrl` alone, where one is set (the infohash is the same: announce lists are outside the info dict). */
+  private async announcingHere(torrent: Buffer): Promise<Buffer> {
+    const url = this.options.announceUrl?.()
+    if (url === undefined) return torrent
+    // parse-torrent 11 is async; its @types describe an older, synchronous version.
+    const parsed = (await parseTorrent(torrent)) as { announce: string[] }
+    return Buffer.from(toTorrentFile({ ...parsed, announce: [url] }))
+  }
+
   private async addTorrent(torrent: Buffer, deselect: boolean, bitfield: Uint8Array | undefined): Promise<WebTorrent.Torrent> {
     const existing = await this.client.get(torrent)
     if (existing) {
@@ -186,7 +202,7 @@ export class ArtifactStore {
     }
     // No piece cache: webtorrent's (cache-chunk-store) copies every 16 KiB block it serves out of the
     // cached piece (Uint8Array.slice); reading each block from the page cache costs a seeder half the CPU.
-    const t = this.client.add(torrent, {
+    const t = this.client.add(await this.announcingHere(torrent), {
       path: this.modelsDir,
       deselect,
       storeCacheSlots: 0,

@@ -23,18 +23,25 @@ export interface LanPresenceDeps {
   readonly bindHost?: string
   /** A pairing's lifetime, ms (tests shorten it). */
   readonly pairingTtlMs?: number
+  /** Advertise and browse by mDNS while open (default true); false opens the tracker and pairing endpoint alone. */
+  readonly mdns?: boolean
+}
+
+/** mDNS while the app is open to the home network: nothing is sent on the network before the switch is on. */
+interface Mdns {
+  readonly bonjour: Bonjour
+  readonly discovery: LanDiscovery
 }
 
 /** What is open to the home network now: the embedded tracker's port, or null when it is not. */
 export type LanOpening = { trackerPort: number } | null
 
 /**
- * This app on the home network: always browsing for other Neuron apps; advertised, with its pairing
- * endpoint, only while the Settings switch is on and the app is on its embedded swarm.
+ * This app on the home network, only while the Settings switch is on: browsing for other Neuron apps, and
+ * advertised with its pairing endpoint while the app is on its embedded swarm. Off, it sends nothing.
  */
 export class LanPresence {
-  private readonly bonjour: Bonjour
-  private readonly discovery: LanDiscovery
+  private mdns: Mdns | null = null
   private readonly book: PairingBook
   private readonly asked: AskedPairings
   private readonly asking: AskingPairings
@@ -46,12 +53,7 @@ export class LanPresence {
   private problem: string | null = null
 
   constructor(private readonly deps: LanPresenceDeps) {
-    this.bonjour = new Bonjour({}, (error: Error) => {
-      this.problem = `mDNS does not work on this network (${error.message}); other apps cannot find this one. Check the firewall allows UDP 5353`
-      deps.log(this.problem)
-    })
     const changed = () => deps.changed(this.view())
-    this.discovery = new LanDiscovery(this.bonjour, () => deps.identity().publicKey, changed)
     this.book = new PairingBook(changed, deps.pairingTtlMs)
     this.asked = new AskedPairings({
       book: this.book,
@@ -71,7 +73,9 @@ export class LanPresence {
   /** Opens or closes this app to the network, re-advertising when the tracker moved to another port. */
   async sync(opening: LanOpening, open: boolean): Promise<void> {
     this.open = open
-    if (opening?.trackerPort === this.trackerPort && this.advertiser !== null) return
+    if (open && this.mdns === null && this.deps.mdns !== false) this.mdns = this.startMdns()
+    if (!open && this.mdns !== null) await this.stopMdns()
+    if (opening?.trackerPort === this.trackerPort && (this.advertiser !== null || this.mdns === null)) return
     await this.advertiser?.withdraw()
     this.advertiser = null
     await this.server?.close()
@@ -80,13 +84,8 @@ export class LanPresence {
     if (opening !== null) {
       this.server = await PairingServer.start(this.asked, this.deps.bindHost ?? '0.0.0.0', this.deps.log)
       const identity = this.deps.identity()
-      this.advertiser = LanAdvertiser.publish(this.bonjour, {
-        id: nodeIdOf(identity.publicKey),
-        key: identity.publicKey,
-        name: this.name,
-        port: opening.trackerPort,
-        pair: this.server.port,
-      })
+      const txt = { id: nodeIdOf(identity.publicKey), key: identity.publicKey, name: this.name, port: opening.trackerPort, pair: this.server.port }
+      this.advertiser = this.mdns === null ? null : LanAdvertiser.publish(this.mdns.bonjour, txt)
       this.deps.log(`open to the home network: tracker port ${opening.trackerPort}, pairing port ${this.server.port}`)
     }
     this.deps.changed(this.view())
@@ -98,14 +97,14 @@ export class LanPresence {
       open: this.open,
       advertising: this.advertiser !== null,
       problem: this.problem,
-      peers: this.discovery.peers(new Set(paired.map((p) => p.key))),
+      peers: this.mdns?.discovery.peers(new Set(paired.map((p) => p.key))) ?? [],
       pairings: this.book.views(),
       paired: [...paired],
     }
   }
 
   async pair(key: string): Promise<LanView> {
-    const peer = this.discovery.peers(new Set()).find((p) => p.key === key)
+    const peer = this.mdns?.discovery.peers(new Set()).find((p) => p.key === key)
     if (peer === undefined) throw new NeuronError('peer_not_found', 'that app is no longer seen on the network; check it is on, then pick it again')
     await this.asking.ask(peer)
     return this.view()
@@ -126,9 +125,33 @@ export class LanPresence {
 
   async close(): Promise<void> {
     this.book.close()
-    this.discovery.stop()
     await this.advertiser?.withdraw()
     await this.server?.close()
-    await new Promise<void>((resolve) => this.bonjour.destroy(() => resolve()))
+    await this.stopMdns()
+  }
+
+  private startMdns(): Mdns {
+    const bonjour = new Bonjour({}, (error: Error) => {
+      this.problem = `mDNS does not work on this network (${error.message}); other apps cannot find this one. Check the firewall allows UDP 5353`
+      this.deps.log(this.problem)
+    })
+    return {
+      bonjour,
+      discovery: new LanDiscovery(
+        bonjour,
+        () => this.deps.identity().publicKey,
+        () => this.deps.changed(this.view()),
+      ),
+    }
+  }
+
+  private async stopMdns(): Promise<void> {
+    const mdns = this.mdns
+    if (mdns === null) return
+    this.mdns = null
+    await this.advertiser?.withdraw()
+    this.advertiser = null
+    mdns.discovery.stop()
+    await new Promise<void>((resolve) => mdns.bonjour.destroy(() => resolve()))
   }
 }
