@@ -1,4 +1,5 @@
-import { type Dtype, encodeFrame, FLAG_SIDE, type Frame, NeuronError, sidePerToken, splitPayload } from '../protocol'
+import { payloadSha256 } from '../identity/tickets'
+import { type Dtype, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type StepTrailer, sidePerToken, splitPayload, stepMessage } from '../protocol'
 
 /** What one hop is sent for one step: token ids at the first hop, else hidden states. */
 export interface HopInput {
@@ -11,9 +12,21 @@ export interface HopInput {
   side?: number
 }
 
-/** A forward frame carrying `input` (hidden states or token ids). */
-export function forwardFrame(input: HopInput, flags: number, session: string, step: number, position: number): Uint8Array {
+/** Who signs each step sent to one hop: the client's key, and the hop as its ticket names it. */
+export interface StepSigning {
+  readonly identity: { sign(message: string): string }
+  readonly hostId: string
+  readonly blocks: readonly [number, number]
+}
+
+/**
+ * A forward frame carrying `input` (hidden states or token ids), signed by the client for that hop (stepMessage as its
+ * trailer): the host serves only steps its session's client signed, and its receipt carries the signature.
+ */
+export function forwardFrame(input: HopInput, flags: number, session: string, step: number, position: number, signing: StepSigning): Uint8Array {
   const side = (input.side ?? 0) > 0 ? FLAG_SIDE : 0
+  const terms = { session, hostId: signing.hostId, blocks: signing.blocks, step, position, tokens: input.tokens, input: payloadSha256(input.payload) }
+  const trailer: StepTrailer = { client: signing.identity.sign(stepMessage(terms)) }
   return encodeFrame({
     kind: 'forward',
     dtype: input.dtype,
@@ -24,6 +37,7 @@ export function forwardFrame(input: HopInput, flags: number, session: string, st
     tokens: input.tokens,
     width: input.width,
     payload: input.payload,
+    trailer: new TextEncoder().encode(JSON.stringify(trailer)),
   })
 }
 

@@ -1,5 +1,5 @@
 import { FLAG_NO_SAMPLE, jsonFrame, NeuronError, Receipt, readJson, readTrailer, SampledToken } from '../protocol'
-import { forwardFrame, type HopInput } from './hop-frames'
+import { forwardFrame, type HopInput, type StepSigning } from './hop-frames'
 import type { HopLink } from './hop-link'
 import { type AuditableHop, checkedAnswer, checkReceipt } from './step-audits'
 
@@ -20,14 +20,22 @@ export interface StepAt {
  * Runs one step from hop `from` on, starting with `first`; returns the last hop's token. Each hop's
  * receipt is checked against the bytes sent and answered, and collected in `receipts`.
  */
-export async function runStep(hops: HopState[], from: number, session: string, at: StepAt, first: HopInput, receipts: Receipt[]): Promise<SampledToken> {
+export async function runStep(
+  hops: HopState[],
+  from: number,
+  session: string,
+  at: StepAt,
+  first: HopInput,
+  receipts: Receipt[],
+  client: StepSigning['identity'],
+): Promise<SampledToken> {
   let input = first
   for (let i = from; i < hops.length; i++) {
     const h = hops[i] as HopState
     // Recorded before sending: if this hop fails, its replacement replays all but this and retries it.
     h.inputs.push(input)
     const started = performance.now()
-    const answer = await h.link.request(forwardFrame(input, 0, session, at.step, at.position))
+    const answer = await h.link.request(forwardFrame(input, 0, session, at.step, at.position, { identity: client, ...h.hop }))
     if (input.tokens === 1) h.stepMs.push(performance.now() - started)
     const receipt = readTrailer(answer, Receipt)
     checkReceipt(h.hop.hostId, input, answer.payload, receipt)
@@ -82,6 +90,7 @@ export async function replay(
   session: string,
   firstStep: number,
   collect: (receipts: Receipt[]) => Promise<void>,
+  client: StepSigning['identity'],
 ): Promise<HopInput[]> {
   let position = 0
   let step = firstStep
@@ -90,7 +99,7 @@ export async function replay(
   h.receipts = []
   for (const chunk of chunks) {
     h.inputs.push(chunk)
-    const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, step++, position))
+    const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, step++, position, { identity: client, ...h.hop }))
     position += chunk.tokens
     const receipt = readTrailer(answer, Receipt)
     checkReceipt(h.hop.hostId, chunk, answer.payload, receipt)

@@ -196,7 +196,7 @@ export class SwarmClient {
         // Hops before a failing one did their work: their receipts count even when the step is retried.
         const stepReceipts: Receipt[] = []
         try {
-          const sampled = await runStep(hops, from, session, at, pending, stepReceipts)
+          const sampled = await runStep(hops, from, session, at, pending, stepReceipts, this.identity)
           await collect(stepReceipts)
           return sampled
         } catch (error) {
@@ -393,7 +393,7 @@ export class SwarmClient {
     let replayStep = REPLAY_STEP_BASE
     const after = rebuildAfter ? hops.slice(at + 1) : []
     for (const h of [...fresh, ...after]) {
-      chunks = await replay(h, chunks, session, replayStep, collect)
+      chunks = await replay(h, chunks, session, replayStep, collect, this.identity)
       replayStep += h.inputs.length
     }
     return { hops: [...hops.slice(0, at), ...fresh, ...hops.slice(at + 1)], from: at, pending }

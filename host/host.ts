@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { Socket } from 'socket.io-client'
-import type { TlsCertificate } from '../client/tls-trust'
 import { connectAnyTracker, trackerBase, trackerUrls } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { manifestSha256 } from '../identity/tickets'
@@ -10,7 +9,7 @@ import {
   artifactsForBlocks,
   type BlockRange,
   callRpc,
-  encodeFrame,
+  errorFrame,
   type HardwareProfile,
   HostToTracker,
   IDLE_STATE,
@@ -22,54 +21,16 @@ import {
 } from '../protocol'
 import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
 import { hardwareProfile } from './hardware'
+import type { HostOptions } from './host-options'
 import { dialBackProver } from './network/dial-back-answer'
-import { Reachable } from './network/reachable'
+import { Reachable, type ReachableChange, type ReachablePlan } from './network/reachable'
+import { overallProgress, placedRange } from './placement'
 import { ReceiptOutbox } from './receipt-outbox'
 import { measureSpeed } from './serving/measure-speed'
 import type { ServingRuntime } from './serving/serving-runtime'
 import { ShardServer } from './serving/shard-server'
 
-export interface HostOptions {
-  /** The tracker; several instances of one swarm as a comma-separated list, joined in turn when one goes away. */
-  readonly trackerUrl: string
-  /** Keys, hardware cache and artifacts live here. */
-  readonly dataDir: string
-  readonly modelId?: string
-  /** Blocks [a, b) to serve, or 'auto' to take the tracker's placement. */
-  readonly blocks?: BlockRange | 'auto'
-  readonly threads: number
-  readonly maxSessions?: number
-  /** KV-cache capacity per session, tokens: advertised to the tracker and enforced on every open. */
-  readonly maxSessionTokens?: number
-  /** A session opened and never stepped is closed after this long (default 30 s). */
-  readonly unsteppedSessionMs?: number
-  readonly quotaBytes?: number
-  /** BitTorrent TCP port artifacts are fetched and seeded on (default: a free one). */
-  readonly torrentPort?: number
-  /** Address that port binds to (default: every interface, so hosts elsewhere can fetch from this one). */
-  readonly torrentHost?: string
-  /** 'cpu' keeps the layers off the GPUs (the user's choice); 'auto' (default) uses a detected GPU. */
-  readonly device?: 'auto' | 'cpu'
-  /** Accept no connections: clients reach this host through the tracker's relay. */
-  readonly relay?: boolean
-  /**
-   * The data plane's address: default every interface ('0.0.0.0'), or 127.0.0.1 when the tracker is on this computer's
-   * loopback (a swarm on one machine). The tracker dials back each address the host offers before routing to it.
-   */
-  readonly listenHost?: string
-  /** The data plane's port (default: a free one). */
-  readonly listenPort?: number
-  /** An endpoint to offer besides the host's own addresses: a port forward or proxy in front of it. */
-  readonly advertise?: (listening: string) => string | Promise<string>
-  /**
-   * Serve the data plane over wss:// with this certificate instead of the host's own (which it makes once in the data
-   * dir). Either way clients pin the certificate whose fingerprint the host signs. A host on loopback serves ws://.
-   */
-  readonly tls?: TlsCertificate
-  /** Ask the home router (UPnP-IGD, NAT-PMP) to forward the data-plane and BitTorrent ports (default: when listening on every interface behind one). */
-  readonly portMapping?: boolean
-  readonly log?: (line: string) => void
-}
+export type { HostOptions } from './host-options'
 
 export interface HostEvents {
   state: [ServingState]
@@ -90,6 +51,7 @@ export class Host extends EventEmitter<HostEvents> {
   private server: ShardServer | undefined
   /** Where the swarm may reach the data plane: its addresses, a mapped port, the certificate clients pin. */
   private reachable: Reachable | undefined
+  private plan: ReachablePlan | undefined
   private heartbeat: NodeJS.Timeout | undefined
   /** Sends a heartbeat now (set once joined). */
   private beat: () => void = () => {}
@@ -228,7 +190,7 @@ export class Host extends EventEmitter<HostEvents> {
     const socket = this.requireSocket()
     const { manifest, torrent } = await callRpc(socket, HostToTracker, 'model.get', { modelId })
     this.throwIfStopped()
-    const blocks = range === 'auto' ? await this.placed(modelId) : range
+    const blocks = range === 'auto' ? await placedRange(socket, modelId, (l) => this.log(l)) : range
     this.throwIfStopped()
     if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
       throw new NeuronError('bad_option', `--blocks ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
@@ -246,18 +208,10 @@ export class Host extends EventEmitter<HostEvents> {
       announceUrl: () => `${trackerBase(trackerUrls(this.options.trackerUrl)[this.trackerIndex] ?? '')}/announce`,
       log: (l) => this.log(l),
     })
-    const total = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
-    const done = new Map<string, number>()
-    let lastReport = 0
+    const progress = overallProgress(manifest, files, (fraction) => void this.publishState({ ...this.state, progress: fraction }))
     const fetching = this.store.fetch(manifest, Buffer.from(torrent), files, (p) => {
       this.emit('progress', p)
-      done.set(p.file, p.downloadedBytes)
-      const now = Date.now()
-      if (now - lastReport > 500) {
-        lastReport = now
-        const progress = Math.min(1, [...done.values()].reduce((s, b) => s + b, 0) / total)
-        void this.publishState({ ...this.state, progress })
-      }
+      progress(p)
     })
     const paths = await this.unlessStopped(fetching)
     this.log(`fetched and verified ${files.join(', ')}`)
@@ -312,27 +266,31 @@ export class Host extends EventEmitter<HostEvents> {
       ...(reachable?.offer() ?? { endpoint: null }),
     })
     // what changes while serving (a new address, a mapping made or lost) is offered again, and the tracker dials it back
-    reachable?.onChange(() => {
-      if (this.state.status === 'ready')
-        void this.publishState({ ...this.state, ...reachable.offer() }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
-    })
+    reachable?.onChange((why) => this.offerAgain(reachable, why))
     this.log(
       `serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) ${this.state.endpoint === null ? 'through the relay: no address of this host answered the tracker' : `at ${this.state.endpoint}`}, ${msPerBlock.toFixed(2)} ms/block`,
     )
   }
 
+  /** Offers where this host may be reached again; a new address of its own also means a new tracker connection from it. */
+  private offerAgain(reachable: Reachable, why: ReachableChange): void {
+    if (this.state.status !== 'ready') return
+    this.state = { ...this.state, ...reachable.offer() }
+    // its tracker connection left from an address that is gone: joining again (from the new one) says hello with the new offer
+    if (why === 'addresses' && this.socket?.connected) this.socket.disconnect()
+    else void this.publishState(this.state).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+  }
+
   /** How this host listens and offers itself, from its options and its tracker's address. */
-  private reachability() {
-    const trackerHost = new URL(trackerUrls(this.options.trackerUrl)[0] ?? 'http://127.0.0.1').hostname
-    const identity = this.identity
-    if (identity === undefined) throw new NeuronError('not_started', 'start the host first')
-    return Reachable.plan({
-      trackerHost,
-      identity,
-      dataDir: this.options.dataDir,
-      ...pick(this.options, ['listenHost', 'listenPort', 'tls', 'advertise', 'portMapping']),
+  private reachability(): ReachablePlan {
+    if (this.identity === undefined) throw new NeuronError('not_started', 'start the host first')
+    this.plan ??= Reachable.plan({
+      ...this.options,
+      trackerUrl: trackerUrls(this.options.trackerUrl)[0] ?? '',
+      identity: this.identity,
       log: (l) => this.log(l),
     })
+    return this.plan
   }
 
   /**
@@ -385,31 +343,8 @@ export class Host extends EventEmitter<HostEvents> {
     return done.value
   }
 
-  private async placed(modelId: string): Promise<readonly [number, number]> {
-    const placement = await callRpc(this.requireSocket(), HostToTracker, 'placement.request', { modelId })
-    if (placement.proposal === null)
-      throw new NeuronError(
-        placement.refusal?.code ?? 'not_placed',
-        `the tracker proposes no range of ${modelId} for this computer: ${placement.refusal?.reason ?? 'no reason given'}`,
-      )
-    this.log(`placement: blocks [${placement.proposal.blocks[0]}, ${placement.proposal.blocks[1]}), ${placement.proposal.bytesToDownload} bytes to fetch`)
-    return placement.proposal.blocks
-  }
-
   private async handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {
-    if (this.server === undefined) {
-      return encodeFrame({
-        kind: 'error',
-        dtype: 'json',
-        flags: 0,
-        session: '0'.repeat(32),
-        step: 0,
-        position: 0,
-        tokens: 0,
-        width: 0,
-        payload: new TextEncoder().encode(JSON.stringify({ code: 'not_serving', message: 'this host serves no model yet' })),
-      })
-    }
+    if (this.server === undefined) return errorFrame('0'.repeat(32), 0, { code: 'not_serving', message: 'this host serves no model yet' })
     return this.server.handle(frame, `relay:${from}`)
   }
 
@@ -437,12 +372,6 @@ export class Host extends EventEmitter<HostEvents> {
     if (this.socket === undefined) throw new NeuronError('not_started', 'start the host before serving')
     return this.socket
   }
-}
-
-function pick<T extends object, K extends keyof T>(from: T, keys: readonly K[]): Partial<Pick<T, K>> {
-  const out: Partial<Pick<T, K>> = {}
-  for (const k of keys) if (from[k] !== undefined) out[k] = from[k]
-  return out
 }
 
 export function defaultDataDir(): string {

@@ -8,6 +8,7 @@ export const REPLAY_STEP_BASE = 0x80000000
 
 const Hex32 = z.string().regex(/^[0-9a-f]{32}$/, 'a session id is 32 hex digits')
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 is 64 hex digits')
+const Signature = z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url')
 
 /**
  * What one hop proves it did for one step: it ran `blocks` over `tokens` positions of `session`,
@@ -31,19 +32,43 @@ export const ReceiptBody = z.object({
   input: Sha256,
   /** sha256 of the answer's payload (hidden states, or the sampled token's JSON). */
   output: Sha256,
+  /**
+   * The client's signature of the step (stepMessage), as the step carried it: a receipt proves a step the client sent,
+   * so a host cannot bill one nobody sent. The tracker pays a session routed to a client key only with it.
+   */
+  client: Signature.optional(),
 })
 export type ReceiptBody = z.infer<typeof ReceiptBody>
 
-export const Receipt = ReceiptBody.extend({
-  signature: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url'),
-})
+export const Receipt = ReceiptBody.extend({ signature: Signature })
 export type Receipt = z.infer<typeof Receipt>
 
 /** The exact bytes a host signs: every field, in a fixed order, so no JSON canonicalisation is needed. */
 export function receiptMessage(r: ReceiptBody): string {
   const price = `${r.price.promptMicroPerToken} ${r.price.completionMicroPerToken}`
-  return `neuron-receipt/2 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ${r.position} ${r.modelId} ${price} ${r.tracker} ${r.input} ${r.output}`
+  const client = r.client === undefined ? '' : ` ${r.client}`
+  return `neuron-receipt/2 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ${r.position} ${r.modelId} ${price} ${r.tracker} ${r.input} ${r.output}${client}`
 }
+
+/** What a client signs for each step it sends one hop: which session, hop, step, positions, and the bytes it sent. */
+export interface StepTerms {
+  readonly session: string
+  readonly hostId: string
+  readonly blocks: readonly [number, number]
+  readonly step: number
+  readonly position: number
+  readonly tokens: number
+  /** sha256 of the forward frame's payload. */
+  readonly input: string
+}
+
+export function stepMessage(s: StepTerms): string {
+  return `neuron-step/1 ${s.session} ${s.hostId} ${s.blocks[0]} ${s.blocks[1]} ${s.step} ${s.position} ${s.tokens} ${s.input}`
+}
+
+/** A forward frame's trailer: the client's signature of the step (stepMessage), which the host checks and embeds in its receipt. */
+export const StepTrailer = z.object({ client: Signature })
+export type StepTrailer = z.infer<typeof StepTrailer>
 
 /** Block-tokens a receipt proves: the unit hosts are paid in. */
 export function blockTokens(r: Pick<ReceiptBody, 'blocks' | 'tokens'>): number {

@@ -1,14 +1,15 @@
 // The fuzz test's harness: who answered what (Findings), connections that survive being dropped,
 // and the valid frames and raw packets the mutations start from. Used by test/fuzz.test.ts.
+
 import type { Socket } from 'socket.io-client'
 import WebSocket from 'ws'
+import { forwardFrame } from '../client/hop-frames'
 import { connectTracker } from '../client/tracker-connection'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import {
   ClientToTracker,
   decodeFrame,
-  encodeFrame,
   f32ToF16,
   HostToTracker,
   jsonFrame,
@@ -179,17 +180,8 @@ export function hopFrames(
   const payload = first
     ? new Uint8Array(Int32Array.of(1, 400, 7).buffer)
     : new Uint8Array(Uint16Array.from({ length: tokens * manifest.nEmbd }, (_, i) => f32ToF16(Math.sin(i) / 10)).buffer)
-  const forward = encodeFrame({
-    kind: 'forward',
-    dtype: first ? 'i32' : 'f16',
-    flags: 0,
-    session,
-    step: 1,
-    position: 0,
-    tokens,
-    width: first ? 1 : manifest.nEmbd,
-    payload,
-  })
+  const input = { dtype: first ? ('i32' as const) : ('f16' as const), tokens, width: first ? 1 : manifest.nEmbd, payload }
+  const forward = forwardFrame(input, 0, session, 1, 0, { identity, hostId: hop.hostId, blocks: hop.blocks })
   return { hostId: hop.hostId, session, open: { body, frame: jsonFrame('open', session, 0, body) }, forward, close: jsonFrame('close', session, 1, {}) }
 }
 

@@ -334,6 +334,7 @@ export class Tracker {
         const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
         const failed = await this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
           ...request,
+          clientKey: peer.publicKey,
           accountId: payer.account.accountId,
         })
         this.planner.countRouted(request.session, route)

@@ -11,8 +11,8 @@ const ADDRESS_CHECK_MS = 5_000
 const FIRST_MAPPING_WAIT_MS = 3_000
 
 export interface ReachableOptions {
-  /** The tracker's host name: on loopback, the swarm is this computer and the data plane stays there too. */
-  readonly trackerHost: string
+  /** The tracker: on loopback, the swarm is this computer and the data plane stays there too. */
+  readonly trackerUrl: string
   readonly identity: NodeIdentity
   readonly dataDir: string
   readonly listenHost?: string
@@ -62,7 +62,7 @@ export class Reachable {
   }
 
   static plan(options: ReachableOptions): ReachablePlan {
-    const local = isLoopbackHost(options.trackerHost)
+    const local = isLoopbackHost(new URL(options.trackerUrl || 'http://127.0.0.1').hostname)
     const listenHost = options.listenHost ?? (local ? '127.0.0.1' : '0.0.0.0')
     const secure = options.tls !== undefined || !isLoopbackHost(listenHost)
     const mapsPorts = options.portMapping ?? (!local && listensEverywhere(listenHost) && behindRouter())

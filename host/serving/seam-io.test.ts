@@ -4,10 +4,13 @@ import { describe, expect, it } from 'vitest'
 import { concatInputs, forwardFrame, hiddenInput } from '../../client/hop-frames'
 import { HopFailure } from '../../client/hop-link'
 import { checkedAnswer } from '../../client/step-audits'
+import { NodeIdentity } from '../../identity/keys'
 import { decodeFrame, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type RouteHop, type SeamFacts, sideError, sideOf, sidePerToken } from '../../protocol'
 import { seamInput, seamSide } from './seam-io'
 
 const S = 'ab'.repeat(16)
+/** Steps signed by a client key, as every forward frame is (what they carry is what this test reads). */
+const SIGNING = { identity: NodeIdentity.generate(), hostId: 'cd'.repeat(10), blocks: [0, 2] as const }
 // 4 blocks of width 8; boundary 1 carries 2 streams (16 values) and the token ids, boundary 2 the same plus 3 indices
 const MODEL: SeamFacts = {
   nLayer: 4,
@@ -55,7 +58,7 @@ describe('side values in frames', () => {
     const b = hiddenInput(hidden(1, 16, [11, 8, 8, 8]))
     expect(a.side).toBe(4)
     const both = concatInputs([a, b])
-    const frame = decodeFrame(forwardFrame(both, 0, S, 1, 0))
+    const frame = decodeFrame(forwardFrame(both, 0, S, 1, 0, SIGNING))
     expect(frame.tokens).toBe(3)
     expect([...sideOf(frame)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6, 11, 8, 8, 8])
     expect(frame.payload.subarray(0, 2 * 16 * 4)).toEqual(a.payload.subarray(0, 2 * 16 * 4))
@@ -73,7 +76,7 @@ describe('a session’s seams on the wire', () => {
     expect([...new Int32Array((side as Uint8Array).buffer)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6])
     // the first hop passes on the token ids it embedded
     const first = seamInput(
-      decodeFrame(forwardFrame({ dtype: 'i32', tokens: 2, width: 1, payload: new Uint8Array(Int32Array.of(5, 6).buffer) }, 0, S, 1, 0)),
+      decodeFrame(forwardFrame({ dtype: 'i32', tokens: 2, width: 1, payload: new Uint8Array(Int32Array.of(5, 6).buffer) }, 0, S, 1, 0, SIGNING)),
       MODEL,
       0,
       true,

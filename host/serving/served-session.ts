@@ -1,7 +1,9 @@
+import type { KeyObject } from 'node:crypto'
 import type { OpenSession, SamplingParams, Ticket } from '../../protocol'
 import { MAX_HEARTBEAT_SESSIONS } from '../../protocol'
 import type { SerialQueue } from '../serial-queue'
 import type { ServingSession } from './serving-runtime'
+import type { StepOrder } from './step-order'
 
 /**
  * Who sent a frame: `ws:<n>` for the n-th WebSocket connection, `relay:<public key>` for frames the
@@ -15,8 +17,12 @@ export interface ServedSession {
   readonly open: OpenSession
   /** The caller that opened it: the only one that may step or close it. */
   readonly owner: FrameCaller
-  /** The ticket's client key: it counts against that key's session limit. */
+  /** The ticket's client key: it counts against that key's session limit, and signs every step. */
   readonly clientKey: string
+  /** The same key parsed once: every step's signature is checked against it. */
+  readonly clientKeyObject: KeyObject
+  /** Steps come in order (step-order.ts). */
+  readonly order: StepOrder
   /** The tracker's probe, in a probe slot: not one of the host's sessions (see PROBE_SLOTS). */
   readonly probe: boolean
   /** What the session's receipts name: its model, price and tracker. */

@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import { forwardFrame } from '../../client/hop-frames'
 import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
@@ -80,18 +81,19 @@ function ticketedOpen(
 }
 
 const session = (n: number) => n.toString(16).padStart(32, '0')
-const tokens = (s: string, step: number, position: number, ids: number[]) => {
+
+interface SignedAs {
+  blocks?: readonly [number, number]
+  signer?: NodeIdentity
+  flags?: number
+}
+/** A forward of token ids, signed by the session's client (`signer`) for the blocks it opened, as every step is. */
+const tokens = (s: string, step: number, position: number, ids: number[], { blocks = [0, 5], signer = clientKey, flags = 0 }: SignedAs = {}) => {
   const data = Int32Array.from(ids)
-  return encodeFrame({
-    kind: 'forward',
-    dtype: 'i32',
-    flags: 0,
-    session: s,
-    step,
-    position,
-    tokens: ids.length,
-    width: 1,
-    payload: new Uint8Array(data.buffer),
+  return forwardFrame({ dtype: 'i32', tokens: ids.length, width: 1, payload: new Uint8Array(data.buffer) }, flags, s, step, position, {
+    identity: signer,
+    hostId: HOST_ID,
+    blocks,
   })
 }
 const errorOf = (f: Frame) => (f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string; message: string }) : undefined)
@@ -144,7 +146,9 @@ describe.skipIf(!HAVE_STORIES)(`shard server on loopback${NEEDS_STORIES}`, () =>
       ],
       [tokens(session(99), 1, 0, [1]), 'unknown_session', /no open session/],
       [tokens(session(1), 1, 0, [manifest.nVocab + 5]), 'token_out_of_range', /517/],
-      [tokens(session(1), 1, 63, [1, 2]), 'position_(gap|past_max)', /6[345]/],
+      // a step out of order is refused before any work (step-order.ts)
+      [tokens(session(1), 1, 63, [1, 2]), 'step_out_of_order', /position 63 is out of order/],
+      [tokens(session(1), 1, 0, [1], { signer: NodeIdentity.generate() }), 'bad_step_signature', /not signed by the session's client key/],
       [open(session(2), { ...good, modelId: 'other' }), 'wrong_model', /serves stories260k, not other/],
       [open(session(3), { ...good, blocks: [3, 7] }), 'range_not_served', /\[3, 7\) must lie inside it/],
       [open(session(1), good), 'session_exists', /already open/],
@@ -268,7 +272,7 @@ describe.skipIf(!HAVE_STORIES)(`shard server on loopback${NEEDS_STORIES}`, () =>
         // one key, past its one session a key may hold: a probe is held to the probe slots' limits alone
         for (let i = 0; i < PROBE_SLOTS; i++)
           expect((await c.exchange(ticketedOpen(session(313 + i), body(12), { probe: true }, { client: gateway }))).kind).toBe('ok')
-        const answer = await c.exchange(tokens(session(313), 1, 0, [1, 403, 407]))
+        const answer = await c.exchange(tokens(session(313), 1, 0, [1, 403, 407], { signer: gateway }))
         expect(answer.kind).toBe('token')
         expect(readJson(answer, SampledToken).token).toBeGreaterThanOrEqual(0)
         expect(full.activeSessions).toBe(2)

@@ -3,6 +3,7 @@ import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { TlsCertificate } from '../../client/tls-trust'
+import { publicKeyObject } from '../../identity/keys'
 import { payloadSha256 } from '../../identity/tickets'
 import { ShardRuntimeError } from '../../native'
 import {
@@ -31,7 +32,9 @@ import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type Tic
 import { type SeamInput, seamInput, seamSide } from './seam-io'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
+import { clientSigned, type SignedStep } from './signed-step'
 import { StepBatcher } from './step-batcher'
+import { StepOrder } from './step-order'
 
 export interface ShardServerOptions {
   readonly modelId: string
@@ -75,6 +78,7 @@ export interface ReceiptSigner {
 }
 
 const NO_SESSION = '0'.repeat(32)
+
 export const DEFAULT_MAX_FRAME_BYTES = MAX_FRAME_BYTES
 
 /**
@@ -248,6 +252,8 @@ export class ShardServer {
       open: request,
       owner: caller,
       clientKey: ticket.clientKey,
+      clientKeyObject: publicKeyObject(ticket.clientKey),
+      order: new StepOrder(),
       probe: ticket.probe === true,
       ticket,
       stepped: false,
@@ -275,13 +281,15 @@ export class ShardServer {
       })
     const input = seamInput(frame, this.seamFacts, served.runtime.blocks[0], served.runtime.takesTokens)
     if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
-    served.lastUsed = Date.now()
     checkStepTokens(served.ticket, frame.step, frame.tokens)
+    const signed = clientSigned(served, frame)
+    served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
+    served.lastUsed = Date.now()
     served.stepped = true
-    return served.steps.run(() => this.compute(served, frame, input))
+    return served.steps.run(() => this.compute(served, frame, input, signed))
   }
 
-  private async compute(served: ServedSession, frame: Frame, input: SeamInput): Promise<Uint8Array> {
+  private async compute(served: ServedSession, frame: Frame, input: SeamInput, signed: SignedStep): Promise<Uint8Array> {
     const started = performance.now()
     const output = await this.batcher.forward(served.runtime, input.values, {
       positions: frame.position,
@@ -296,7 +304,7 @@ export class ShardServer {
       if (this.recentMsPerBlock.length > 64) this.recentMsPerBlock.shift()
     }
     if (output.kind === 'logits') {
-      if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, jsonAnswer('ok', frame, {}))
+      if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, signed, jsonAnswer('ok', frame, {}))
       const s = served.sampling
       // The draw depends on (seed, position) only, so a replacement hop after failover draws the same token.
       const next = frame.position + frame.tokens
@@ -309,11 +317,11 @@ export class ShardServer {
         seed: (Math.imul(s.seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(next, 0xc2b2ae35)) >>> 0,
       })
       const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs }
-      return this.seal(served, frame, jsonAnswer('token', frame, body))
+      return this.seal(served, frame, signed, jsonAnswer('token', frame, body))
     }
     const values = new Uint8Array(output.data.buffer, output.data.byteOffset, output.data.byteLength)
     const side = seamSide(this.seamFacts, served.runtime.blocks[1], output.rows, input, output.indices)
-    return this.seal(served, frame, {
+    return this.seal(served, frame, signed, {
       kind: 'hidden',
       dtype: output.dtype,
       flags: side === undefined ? 0 : FLAG_SIDE,
@@ -326,8 +334,8 @@ export class ShardServer {
     })
   }
 
-  /** Encodes an answer with this host's signed receipt for the step as its trailer. */
-  private seal(served: ServedSession, request: Frame, answer: Frame): Uint8Array {
+  /** Encodes an answer with this host's signed receipt for the step, the client's signature in it, as its trailer. */
+  private seal(served: ServedSession, request: Frame, signed: SignedStep, answer: Frame): Uint8Array {
     const signer = this.options.signer
     if (signer === undefined) return encodeFrame(answer)
     const body: ReceiptBody = {
@@ -341,8 +349,9 @@ export class ShardServer {
       modelId: served.ticket.modelId,
       price: served.ticket.price,
       tracker: served.ticket.trackerKey,
-      input: payloadSha256(request.payload),
+      input: signed.input,
       output: payloadSha256(answer.payload),
+      client: signed.client,
     }
     const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
     this.options.onReceipt?.(receipt)

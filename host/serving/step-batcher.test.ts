@@ -3,11 +3,12 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import { forwardFrame } from '../../client/hop-frames'
 import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import { ShardRuntime } from '../../native'
-import { decodeFrame, encodeFrame, type Frame, jsonFrame, type Manifest, readJson, SampledToken } from '../../protocol'
+import { decodeFrame, type Frame, jsonFrame, type Manifest, readJson, SampledToken } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { ShardServer } from './shard-server'
 
@@ -61,19 +62,11 @@ function open(s: string): Uint8Array {
   })
   return jsonFrame('open', s, 0, { ...body, ticket: t, signature: signOpen(clientKey, t, body) })
 }
+/** A step of token ids, signed by the session's client as every step is. */
 function step(s: string, n: number, position: number, ids: number[]): Uint8Array {
   const data = Int32Array.from(ids)
-  return encodeFrame({
-    kind: 'forward',
-    dtype: 'i32',
-    flags: 0,
-    session: s,
-    step: n,
-    position,
-    tokens: ids.length,
-    width: 1,
-    payload: new Uint8Array(data.buffer),
-  })
+  const input = { dtype: 'i32' as const, tokens: ids.length, width: 1, payload: new Uint8Array(data.buffer) }
+  return forwardFrame(input, 0, s, n, position, { identity: clientKey, hostId: HOST_ID, blocks: [0, 5] })
 }
 const tokenOf = (f: Frame) => {
   if (f.kind !== 'token') throw new Error(`expected a token, got ${f.kind}: ${Buffer.from(f.payload).toString()}`)

@@ -199,14 +199,14 @@ export class Prober {
     }
     const link = await this.deps.link(hostId)
     try {
-      return await runSpan(link, session, open(false), chunks)
+      return await runSpan(link, session, open(false), chunks, this.deps.client)
     } catch (error) {
       // Only a host the tracker counts full gets the probe slots: one that says busy with room to spare would
       // otherwise see every probe marked, answer those honestly and lie to everyone else.
       if (!probe || !(error instanceof NeuronError) || !FULL_HOST_CODES.has(error.code) || !this.deps.full(hostId)) throw error
       // A host older than probe slots refuses the marked ticket (bad_ticket), and that counts like any refusal:
       // excusing it would let any full host that says so go unchecked, the gap the slots close. Updating ends it.
-      return await runSpan(link, session, open(true), chunks)
+      return await runSpan(link, session, open(true), chunks, this.deps.client)
     } finally {
       link.close()
     }

@@ -105,6 +105,8 @@ export const MIGRATIONS: readonly string[] = [
    );`,
   // Credit holds as the one reservation every tracker instance takes and counts: when each was last asked for, and indexes for an account's holds and a session's charges.
   SHARED_HOLDS_SCHEMA,
+  // The client key a session was routed to: only receipts carrying its step signatures are paid.
+  'alter table routed_sessions add column client_key text',
 ]
 
 /**

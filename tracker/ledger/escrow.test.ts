@@ -230,13 +230,14 @@ for (const engine of await storeEngines())
       await sound()
     })
 
-    it('pays a replay only from what the failed host still has pending in the session', async () => {
+    it('takes a replay’s pay only from what the failed host still has pending in the session; the consumer pays the rest', async () => {
       const alice = (await accounts.create()).account.accountId
       const { session, earnedA, replays } = await failOver(alice, T0)
       await escrow.release(T0 + WINDOW)
       expect(await settled(hostA)).toBe(earnedA)
       expect((await metering.settle(session, replays, T0 + WINDOW + 10)).every((v) => v.ok)).toBe(true)
-      expect([await settled(hostA), await pending(hostC)]).toEqual([earnedA, 0])
+      // A's earnings were released: they stay A's, and the consumer pays C for the same work
+      expect([await settled(hostA), await pending(hostC)]).toEqual([earnedA, earnedA])
       await sound()
     })
 

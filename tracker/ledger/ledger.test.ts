@@ -174,14 +174,16 @@ for (const engine of await storeEngines())
       expect(await replace(hostA.id, [0, 3], hostB.id)).toBe(true)
     })
 
-    it('pays a step once per span however often it is handed in, and replay steps not at all', async () => {
+    it('pays a step once per span however often it is handed in; a replay no failover covers is the consumer’s to pay, once', async () => {
       const { account } = await accounts.create()
       const s = await session(account.accountId)
       const step = sign(hostB, { session: s, step: 7, blocks: [3, 4], tokens: 1 })
       const replay = sign(hostB, { session: s, step: REPLAY_STEP_BASE + 3, blocks: [3, 4], tokens: 6 })
       await metering.settle(s, [step, replay, step, replay])
       expect(await store.ledger.receipts({ session: s })).toHaveLength(2)
-      expect(await store.ledger.balance(escrowAccount(hostB.id))).toBe(hopCharge(PRICE, 4, step) - feeOf(hopCharge(PRICE, 4, step), 1000))
+      const earned = (charge: number) => charge - feeOf(charge, 1000)
+      const replayed = hopCharge(PRICE, 4, { step: replay.position === 0 ? 1 : 2, blocks: replay.blocks, tokens: replay.tokens })
+      expect(await store.ledger.balance(escrowAccount(hostB.id))).toBe(earned(hopCharge(PRICE, 4, step)) + earned(replayed))
       expect(await store.ledger.total()).toBe(0)
     })
 
@@ -217,7 +219,7 @@ for (const engine of await storeEngines())
       expect(await store.ledger.total()).toBe(0)
     })
 
-    it('pays a replacement host’s replay after a failover from the failed host’s earnings in the session, never from the consumer', async () => {
+    it('pays a replacement host’s replay after a failover from the failed host’s earnings in the session; the consumer pays only what those do not cover', async () => {
       const hostC = NodeIdentity.generate()
       keys.set(hostC.id, hostC.publicKey)
       const { account } = await accounts.create()
@@ -238,15 +240,21 @@ for (const engine of await storeEngines())
         sign(hostC, { session: s, step: REPLAY_STEP_BASE + i, blocks: [0, 3], tokens: position === 0 ? 10 : 1, position }),
       )
       const verdicts = await metering.settle(s, replays)
-      expect(verdicts.map((v) => [v.ok, v.charged])).toEqual(replays.map(() => [true, 0]))
-      // C earns what A earned for the same work, and not a credit more: the fourth replay finds A's share spent.
-      expect(await store.ledger.balance(escrowAccount(hostC.id))).toBe(earnedA)
+      // A's earnings pay for the three inputs it was sent; the fourth finds A's share spent, and the consumer pays it
+      expect(verdicts.map((v) => [v.ok, v.charged])).toEqual([
+        [true, 0],
+        [true, 0],
+        [true, 0],
+        [true, 120],
+      ])
+      const fourth = 120 - feeOf(120, 1000)
+      expect(await store.ledger.balance(escrowAccount(hostC.id))).toBe(earnedA + fourth)
       expect(await store.ledger.balance(escrowAccount(hostA.id))).toBe(0)
-      expect(await accounts.balance(account.accountId)).toBe(paidBefore)
-      expect(await store.ledger.balance(FEE_ACCOUNT)).toBe(feesBefore)
+      expect(await accounts.balance(account.accountId)).toBe(paidBefore - 120)
+      expect(await store.ledger.balance(FEE_ACCOUNT)).toBe(feesBefore + feeOf(120, 1000))
       // Handed in again (by the client too), nothing moves twice.
       expect((await metering.settle(s, replays)).map((v) => v.code)).toEqual(replays.map(() => 'already_settled'))
-      expect(await store.ledger.balance(escrowAccount(hostC.id))).toBe(earnedA)
+      expect(await store.ledger.balance(escrowAccount(hostC.id))).toBe(earnedA + fourth)
       // C's own step 4 is the consumer's to pay, as any step.
       expect((await metering.settle(s, [sign(hostC, { session: s, step: 4, blocks: [0, 3], tokens: 1, position: 12 })]))[0]).toMatchObject({
         ok: true,

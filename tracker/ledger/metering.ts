@@ -16,7 +16,7 @@ import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './acco
 import { Escrow, settlementWindowMs } from './escrow'
 import type { LedgerStore } from './ledger-store'
 import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
-import { checkTerms, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
+import { checkTerms, clientSignedStep, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
 import type { MeteringEvents, ReceiptVerdict } from './verdicts'
 
 export { receiptKey } from './receipt-terms'
@@ -32,6 +32,8 @@ interface IssuedSession {
   accountId: string | null
   /** The node that asked for the route: only it may hand in the session's receipts over Socket.IO. */
   readonly issuedTo: string | null
+  /** That client's public key: every step it sent carries its signature, and only a receipt embedding one is paid (null: routed without one). */
+  readonly clientKey: string | null
   /** What the client declared in route.plan: the tracker's own count of each step's tokens comes from it. */
   readonly routed: RoutedTokens | undefined
   /** Hops the client gave up on: their earnings here pay their replacements' replays. */
@@ -93,7 +95,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     issuedTo: string | null = null,
     now = Date.now(),
     /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */
-    request?: RoutedTokens & { failedHost?: string | undefined; span?: readonly [number, number] | undefined; accountId?: string },
+    request?: RoutedTokens & { failedHost?: string | undefined; span?: readonly [number, number] | undefined; accountId?: string; clientKey?: string },
   ): Promise<boolean> {
     const routed = request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
     const failed = request?.failedHost === undefined || request.span === undefined ? undefined : { hostId: request.failedHost, blocks: request.span }
@@ -110,6 +112,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
         hops: [...hops],
         accountId: null,
         issuedTo,
+        clientKey: request?.clientKey ?? null,
         routed,
         failed: [],
         lastUsed: now,
@@ -234,6 +237,18 @@ export class Metering extends EventEmitter<MeteringEvents> {
       return this.refuse(tx, r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
     }
     if (this.banned(r.hostId)) return this.refuse(tx, r.hostId, session, r.step, 'banned_host', `host ${r.hostId} is banned; nothing it hands in is paid`, now)
+    // a step the client never sent has no client signature: its receipt is the host's claim alone
+    if (issued.clientKey !== null && !clientSignedStep(issued.clientKey, r))
+      return this.refuse(
+        tx,
+        r.hostId,
+        session,
+        r.step,
+        'no_client_signature',
+        `step ${r.step} carries no signature of the session's client; only steps a client sent are paid`,
+        now,
+        true,
+      )
     issued.lastUsed = now
     const terms = checkTerms(issued, r, this.trackerKey)
     if (terms !== undefined) return this.refuse(tx, r.hostId, session, r.step, terms.code, terms.message, now, true)
@@ -279,36 +294,58 @@ export class Metering extends EventEmitter<MeteringEvents> {
   }
 
   /**
-   * A replay after a failover rebuilds a cache the consumer already paid for: the consumer pays
-   * nothing; the replacing host is paid, at the step's price, from what the failed host earned in
-   * the session (never more than that, over all the session's replays).
+   * A replay rebuilds a cache: the replacing host is paid at the step's price, first from what the failed host earned
+   * in the session (never more than that, over all the session's replays), and the consumer pays the rest. A failover
+   * costs an honest client nothing; numbering steps as replays, or claiming a failure of a hop that earned nothing,
+   * buys nothing either: those rebuilds are paid in full.
    */
   private async settleReplay(tx: LedgerStore, session: string, issued: IssuedSession, r: Receipt, now: number): Promise<ReceiptVerdict> {
     const failed = issued.failed.find((f) => f.hostId !== r.hostId && f.blocks[0] <= r.blocks[0] && r.blocks[1] <= f.blocks[1])
-    let moved = 0
-    if (failed !== undefined) {
-      const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
-      const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
-      const earned = owed - feeOf(owed, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
-      moved = Math.max(0, Math.min(earned, await this.escrow.forfeitable(session, failed.hostId, tx)))
-    }
+    const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
+    const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
+    const earned = owed - feeOf(owed, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
+    const moved = failed === undefined ? 0 : Math.max(0, Math.min(earned, await this.escrow.forfeitable(session, failed.hostId, tx)))
+    const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
+    // what the failed host's earnings did not cover, at the step's price
+    const charge = consumer === null || moved >= earned ? 0 : owed - moved
+    const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
+    const entries = [
+      ...(failed === undefined || moved === 0
+        ? []
+        : [
+            { account: this.escrow.earningsAccount(failed.hostId), amount: -moved },
+            { account: this.escrow.earningsAccount(r.hostId), amount: moved },
+          ]),
+      ...(consumer === null || charge === 0
+        ? []
+        : [
+            { account: consumer, amount: -charge },
+            { account: this.escrow.earningsAccount(r.hostId), amount: charge - fee },
+            { account: FEE_ACCOUNT, amount: fee },
+          ]),
+    ]
     const result = await tx.post({
-      kind: 'forfeit',
+      kind: charge > 0 ? 'charge' : 'forfeit',
       idempotencyKey: receiptKey(r),
       modelId: issued.modelId,
-      entries:
-        failed === undefined || moved === 0
-          ? []
-          : [
-              { account: this.escrow.earningsAccount(failed.hostId), amount: -moved },
-              { account: this.escrow.earningsAccount(r.hostId), amount: moved },
-            ],
-      receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: moved, escrow: this.escrow.newState, forfeitFrom: failed?.hostId },
+      entries,
+      ...(consumer === null || charge === 0 ? {} : { noOverdraft: consumer }),
+      receipt: {
+        body: r,
+        modelId: issued.modelId,
+        accountId: issued.accountId,
+        hostEarned: moved + charge - fee,
+        ...(charge > 0 ? { charged: charge, fee } : {}),
+        escrow: this.escrow.newState,
+        ...(moved > 0 ? { forfeitFrom: failed?.hostId } : {}),
+      },
       at: now,
     })
-    if (result.posted && failed !== undefined) await this.escrow.forfeited(session, failed.hostId, moved, tx)
+    if (result.posted && failed !== undefined && moved > 0) await this.escrow.forfeited(session, failed.hostId, moved, tx)
+    if (!result.posted && result.reason !== 'duplicate')
+      return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this replay', charged: 0 }
     if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
-    return { hostId: r.hostId, step: r.step, ok: true, charged: 0, balances: await this.balancesAfter(tx, r.hostId, issued.accountId) }
+    return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: await this.balancesAfter(tx, r.hostId, issued.accountId) }
   }
 
   /** Three indexed reads of the running balances: cheap beside the commit they ride in. */
@@ -376,6 +413,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
       session,
       modelId: s.modelId,
       issuedTo: s.issuedTo,
+      clientKey: s.clientKey,
       accountId: s.accountId,
       routed: s.routed,
       hops: s.hops,

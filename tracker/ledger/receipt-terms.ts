@@ -1,4 +1,5 @@
-import { REPLAY_STEP_BASE, type Receipt } from '../../protocol'
+import { verifySignature } from '../../identity/keys'
+import { REPLAY_STEP_BASE, type Receipt, stepMessage } from '../../protocol'
 import type { LedgerStore } from './ledger-store'
 import type { Price } from './pricing'
 
@@ -66,4 +67,11 @@ export async function seamBreaks(
     breaks.push(`step ${r.step}: blocks [${b[0]}, ${b[1]}) took other bytes than blocks [${a[0]}, ${a[1]}) answered`)
   }
   return breaks
+}
+
+/** Whether the receipt embeds `clientKey`'s signature of the very step it bills: its session, hop, step, positions and input. */
+export function clientSignedStep(clientKey: string, r: Receipt): boolean {
+  if (r.client === undefined) return false
+  const terms = { session: r.session, hostId: r.hostId, blocks: r.blocks, step: r.step, position: r.position, tokens: r.tokens, input: r.input }
+  return verifySignature(clientKey, stepMessage(terms), r.client)
 }

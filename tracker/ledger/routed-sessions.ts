@@ -5,6 +5,8 @@ export interface StoredRoute {
   readonly session: string
   readonly modelId: string
   readonly issuedTo: string | null
+  /** The client's public key: receipts are paid only with its step signatures (null: routed without one, or before it was kept). */
+  readonly clientKey: string | null
   readonly accountId: string | null
   /** What the client declared in route.plan (absent for routes issued without it). */
   readonly routed: { readonly maxTokens: number; readonly promptTokens?: number | undefined } | undefined
@@ -22,12 +24,13 @@ export class RoutedSessions {
 
   async saveRoute(r: StoredRoute): Promise<void> {
     await this.db.run(
-      `insert into routed_sessions (session, model_id, issued_to, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `insert into routed_sessions (session, model_id, issued_to, client_key, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          on conflict(session) do update set account_id = excluded.account_id, hops = excluded.hops, failed = excluded.failed, saved_at = excluded.saved_at`,
       [
         r.session,
         r.modelId,
         r.issuedTo,
+        r.clientKey,
         r.accountId,
         r.routed === undefined ? null : JSON.stringify(r.routed),
         JSON.stringify(r.hops),
@@ -45,6 +48,7 @@ export class RoutedSessions {
       session: row.session,
       modelId: row.model_id,
       issuedTo: row.issued_to,
+      clientKey: row.client_key ?? null,
       accountId: row.account_id,
       routed: row.routed === null ? undefined : JSON.parse(row.routed),
       hops: JSON.parse(row.hops),
@@ -97,6 +101,7 @@ interface RouteRow {
   session: string
   model_id: string
   issued_to: string | null
+  client_key: string | null
   account_id: string | null
   routed: string | null
   hops: string

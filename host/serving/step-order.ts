@@ -1,0 +1,68 @@
+import { FLAG_NO_SAMPLE, NeuronError, REPLAY_STEP_BASE } from '../../protocol'
+
+interface StepAt {
+  readonly step: number
+  readonly position: number
+  readonly tokens: number
+}
+
+/**
+ * The order a session's steps must come in: step 1 at position 0, then each step the next number at the next
+ * position; the last step may come again at its own position (a client re-running it after an audit). Replays
+ * (numbers from REPLAY_STEP_BASE) rebuild the cache from position 0, one after another, and never sample; a step
+ * after them continues where they ended. Anything else is the client's doing and refused as such, before any work.
+ */
+export class StepOrder {
+  private last: StepAt | undefined
+  /** The replay run in progress: the next replay step and position; the next plain step continues at its position. */
+  private replay: { step: number; position: number } | undefined
+
+  /** Throws `step_out_of_order` or `replay_samples` when the step may not come now; else takes it as the latest. */
+  take(step: number, position: number, tokens: number, flags: number): void {
+    if (step >= REPLAY_STEP_BASE) {
+      this.takeReplay(step, position, tokens, flags)
+      return
+    }
+    const last = this.last
+    if (last !== undefined && this.replay === undefined && step === last.step && position === last.position) return
+    const expected = this.expected()
+    if (position !== expected.position || !expected.steps(step)) {
+      throw new NeuronError(
+        'step_out_of_order',
+        `step ${step} at position ${position} is out of order: this session takes ${expected.says} next. Send a session's steps in order.`,
+        { step, position, expectedPosition: expected.position },
+      )
+    }
+    this.last = { step, position, tokens }
+    this.replay = undefined
+  }
+
+  private expected(): { position: number; steps: (step: number) => boolean; says: string } {
+    const { last, replay } = this
+    // after a rebuild the step in flight comes again: the next number, or the one the rebuild interrupted
+    if (replay !== undefined) {
+      const from = last?.step ?? 1
+      return { position: replay.position, steps: (s) => s >= from, says: `step ${from} or later at position ${replay.position}` }
+    }
+    if (last === undefined) return { position: 0, steps: (s) => s === 1, says: 'step 1 at position 0' }
+    const position = last.position + last.tokens
+    return { position, steps: (s) => s === last.step + 1, says: `step ${last.step + 1} at position ${position}` }
+  }
+
+  private takeReplay(step: number, position: number, tokens: number, flags: number): void {
+    if ((flags & FLAG_NO_SAMPLE) === 0)
+      throw new NeuronError('replay_samples', `replay step ${step} asks for a token; a replay only rebuilds the cache (no-sample flag).`, { step })
+    const run = this.replay
+    const continues = run !== undefined && step === run.step && position === run.position
+    if (!continues && position !== 0)
+      throw new NeuronError(
+        'step_out_of_order',
+        `replay step ${step} at position ${position} is out of order: a rebuild starts at position 0 and goes on in order.`,
+        {
+          step,
+          position,
+        },
+      )
+    this.replay = { step: step + 1, position: position + tokens }
+  }
+}
