@@ -1,0 +1,131 @@
+// The gateway's bounds against what an attacker measured on a tracker with three hosts of stories260K:
+// huge bodies must not stall the tracker's event loop, and a prompt or max_tokens past the model's
+// context gets a typed error at once instead of no answer.
+import OpenAI from 'openai'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
+
+const ADMIN = 'admin-token-for-tests'
+let cleanup: () => Promise<void> = async () => {}
+let swarm: InProcessSwarm
+let apiKey = ''
+let openai: OpenAI
+
+/** The typed error a call rejects with, and how long it took. */
+async function refusal(call: () => Promise<unknown>): Promise<{ ms: number; error: InstanceType<typeof OpenAI.APIError> }> {
+  const t0 = performance.now()
+  const error = await call().then(
+    () => new Error('the request was served'),
+    (e: unknown) => e,
+  )
+  if (!(error instanceof OpenAI.APIError)) throw error
+  return { ms: performance.now() - t0, error }
+}
+
+describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`, () => {
+  beforeAll(async () => {
+    const scratch = await scratchDir()
+    cleanup = scratch.cleanup
+    swarm = await startSwarm(
+      scratch.dir,
+      STORIES_260K,
+      [
+        [0, 2],
+        [2, 4],
+        [4, 5],
+      ],
+      { gateway: { adminToken: ADMIN, requestsPerMinute: 1000 } },
+    )
+    ;({ apiKey } = await createAccount(swarm.tracker.url, ADMIN, { name: 'bounds' }))
+    openai = new OpenAI({ apiKey, baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0, timeout: 15_000 })
+    // the tokenizer loaded and a route warm, so the first bound measured is the gateway's, not a cold start
+    await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 2 })
+  }, 180_000)
+  afterAll(async () => {
+    await swarm?.close()
+    await cleanup()
+  })
+
+  it('keeps answering an unrelated request within 100 ms (p99) while four 4 MB prompts are being processed', async () => {
+    const model = swarm.manifest.modelId
+    const big = 'Once upon a time there was a cat. '.repeat(115_000) // 3.9 MB
+    const barrage = [0, 1, 2, 3].map((i) =>
+      fetch(`${swarm.tracker.url}/v1/${i % 2 === 0 ? 'completions' : 'chat/completions'}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(i % 2 === 0 ? { model, prompt: big, max_tokens: 4 } : { model, messages: [{ role: 'user', content: big }], max_tokens: 4 }),
+      }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string } } }),
+        (e: unknown) => ({ status: 0, body: { error: { code: String(e) } } }),
+      ),
+    )
+    const latencies: number[] = []
+    let done = false
+    const answered = Promise.all(barrage).finally(() => {
+      done = true
+    })
+    // the barrage's bodies are on their way: probe while any of them is still unanswered, 50 probes at least
+    while (!done || latencies.length < 50) {
+      const t0 = performance.now()
+      const res = await fetch(`${swarm.tracker.url}/auth/challenge`)
+      await res.arrayBuffer()
+      latencies.push(performance.now() - t0)
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    const results = await answered
+    latencies.sort((a, b) => a - b)
+    const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1] ?? Number.POSITIVE_INFINITY
+    console.log(`/auth/challenge during four 3.9 MB prompts: p99 ${p99.toFixed(1)} ms, max ${latencies.at(-1)?.toFixed(1)} ms over ${latencies.length}`)
+    expect(results.map((r) => [r.status, r.body.error?.code])).toEqual(results.map(() => [400, 'context_length_exceeded']))
+    expect(p99).toBeLessThan(100)
+  })
+
+  it('refuses a prompt of 100 000 token ids at once, as context_length_exceeded', async () => {
+    const prompt = Array.from({ length: 100_000 }, (_, i) => 1 + (i % 400))
+    const { ms, error } = await refusal(() => openai.completions.create({ model: swarm.manifest.modelId, prompt, max_tokens: 4 }))
+    console.log(`100 000 prompt token ids: ${error.status} ${error.code} in ${ms.toFixed(0)} ms`)
+    expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'prompt', type: 'invalid_request_error' })
+    expect(error.message).toContain(`${swarm.manifest.contextLength}`)
+    expect(ms).toBeLessThan(1000)
+  })
+
+  it('refuses a chat whose messages are longer than the context, as context_length_exceeded on messages', async () => {
+    const content = 'Once upon a time there was a cat. '.repeat(200)
+    const { ms, error } = await refusal(() => openai.chat.completions.create({ model: swarm.manifest.modelId, messages: [{ role: 'user', content }] }))
+    expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'messages', type: 'invalid_request_error' })
+    expect(ms).toBeLessThan(1000)
+  })
+
+  it('refuses max_tokens of 1e15 at once, and negative or fractional ones', async () => {
+    const model = swarm.manifest.modelId
+    for (const max_tokens of [1e15, -5, 2.5]) {
+      const { ms, error } = await refusal(() => openai.completions.create({ model, prompt: 'Once upon a time', max_tokens }))
+      console.log(`max_tokens ${max_tokens}: ${error.status} ${error.code} in ${ms.toFixed(0)} ms`)
+      expect(error).toMatchObject({ status: 400, param: 'max_tokens', type: 'invalid_request_error' })
+      expect(ms).toBeLessThan(1000)
+    }
+    const chat = await refusal(() =>
+      openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Once upon a time' }], max_completion_tokens: 1e15 }),
+    )
+    expect(chat.error).toMatchObject({ status: 400, param: 'max_completion_tokens' })
+    expect(chat.ms).toBeLessThan(1000)
+  })
+
+  it('refuses a prompt and max_tokens that together pass the context, naming both', async () => {
+    const context = swarm.manifest.contextLength
+    const { error } = await refusal(() => openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: context }))
+    expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'max_tokens' })
+    expect(error.message).toMatch(new RegExp(`maximum context length is ${context} tokens.*\\d+ in your prompt; ${context} for the completion`))
+  })
+
+  it('fills the rest of the context when a chat gives no max_tokens', async () => {
+    const completion = await openai.chat.completions.create({
+      model: swarm.manifest.modelId,
+      messages: [{ role: 'user', content: 'Once upon a time' }],
+      temperature: 0,
+    })
+    expect(completion.choices[0]?.finish_reason).toMatch(/stop|length/)
+    expect((completion.usage?.total_tokens ?? 0) <= swarm.manifest.contextLength).toBe(true)
+  })
+})
