@@ -91,7 +91,8 @@ describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`,
   })
 
   it('refuses a chat whose messages are longer than the context, as context_length_exceeded on messages', async () => {
-    const content = 'Once upon a time there was a cat. '.repeat(200)
+    // about 2 600 tokens, in fewer characters than the bound that refuses without tokenizing
+    const content = 'Once upon a time there was a cat. '.repeat(250)
     const { ms, error } = await refusal(() => openai.chat.completions.create({ model: swarm.manifest.modelId, messages: [{ role: 'user', content }] }))
     expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'messages', type: 'invalid_request_error' })
     expect(ms).toBeLessThan(1000)
@@ -114,18 +115,16 @@ describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`,
 
   it('refuses a prompt and max_tokens that together pass the context, naming both', async () => {
     const context = swarm.manifest.contextLength
-    const { error } = await refusal(() => openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: context }))
+    const { error } = await refusal(() => openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: context - 2 }))
     expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'max_tokens' })
-    expect(error.message).toMatch(new RegExp(`maximum context length is ${context} tokens.*\\d+ in your prompt; ${context} for the completion`))
+    expect(error.message).toMatch(new RegExp(`maximum context length is ${context} tokens.*\\d+ in your prompt; ${context - 2} for the completion`))
   })
 
-  it('fills the rest of the context when a chat gives no max_tokens', async () => {
-    const completion = await openai.chat.completions.create({
-      model: swarm.manifest.modelId,
-      messages: [{ role: 'user', content: 'Once upon a time' }],
-      temperature: 0,
-    })
-    expect(completion.choices[0]?.finish_reason).toMatch(/stop|length/)
-    expect((completion.usage?.total_tokens ?? 0) <= swarm.manifest.contextLength).toBe(true)
+  it('clamps a chat without max_tokens to what the context has left', async () => {
+    // about 1 970 tokens of a 2 048-token context: the default of 256 completion tokens would not fit
+    const content = 'Once upon a time there was a cat. '.repeat(190)
+    const completion = await openai.chat.completions.create({ model: swarm.manifest.modelId, messages: [{ role: 'user', content }], temperature: 0 })
+    expect(completion.usage?.prompt_tokens).toBeGreaterThan(swarm.manifest.contextLength - 256)
+    expect(completion.usage?.total_tokens).toBeLessThanOrEqual(swarm.manifest.contextLength)
   })
 })

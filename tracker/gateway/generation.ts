@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { SwarmClient } from '../../client/swarm-client'
 import type { Receipt } from '../../protocol'
+import { consumerAccount } from '../ledger/accounts'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { affordableTokens, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
@@ -27,10 +28,23 @@ export type Chunk = { readonly text: string } | { readonly done: true; readonly 
  */
 export class PaidGenerations {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'metering' | 'reputation' | 'client' | 'sponsor'>,
+    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'ledger' | 'metering' | 'reputation' | 'client' | 'sponsor'>,
     private readonly pricing: PricingOptions,
     private readonly holds: CreditHolds,
   ) {}
+
+  /**
+   * Refuses (402) at once a caller whose free credits cannot pay a prompt of `fewestPromptTokens` and one
+   * token, before the prompt is tokenized; `run` checks again, exactly, when it takes the hold.
+   */
+  async checkAffordable(account: StoredAccount, modelId: string, fewestPromptTokens: number): Promise<void> {
+    const { manifest } = this.deps.catalog.get(modelId)
+    const price = priceOf(manifest, this.pricing)
+    const available = (await this.deps.ledger.balance(consumerAccount(account.accountId))) - (await this.holds.heldMicro(account.accountId))
+    if (affordableTokens(price, manifest.nLayer, fewestPromptTokens, available) < 1) {
+      throw unaffordable(account, available, maxCost(price, manifest.nLayer, fewestPromptTokens, 1), `at least ${fewestPromptTokens}`)
+    }
+  }
 
   /**
    * Runs one generation on the swarm for `account`: refuses (402) when its credits cannot cover the
@@ -48,14 +62,7 @@ export class PaidGenerations {
     // Checked and taken in one store transaction: another instance's generation cannot spend the same credits.
     await this.holds.take(session, account.accountId, (available) => {
       const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
-      if (affordable < 1) {
-        throw new GatewayError(
-          402,
-          'insufficient_quota',
-          'insufficient_credits',
-          `account ${account.accountId} has ${available} micro-credits available; this prompt of ${g.promptTokens.length} tokens and one completion token cost ${maxCost(price, nLayer, g.promptTokens.length, 1)}. Ask the operator for a grant.`,
-        )
-      }
+      if (affordable < 1) throw unaffordable(account, available, maxCost(price, nLayer, g.promptTokens.length, 1), `${g.promptTokens.length}`)
       maxTokens = Math.min(g.maxTokens, affordable)
       return { heldMicro: maxCost(price, nLayer, g.promptTokens.length, maxTokens), maxTokens }
     })
@@ -145,6 +152,15 @@ export class PaidGenerations {
       await this.holds.release(session).catch(() => {})
     }
   }
+}
+
+function unaffordable(account: StoredAccount, available: number, cost: number, promptTokens: string): GatewayError {
+  return new GatewayError(
+    402,
+    'insufficient_quota',
+    'insufficient_credits',
+    `account ${account.accountId} has ${available} micro-credits available; this prompt of ${promptTokens} tokens and one completion token cost ${cost}. Ask the operator for a grant.`,
+  )
 }
 
 /** How often a generation's receipts are committed, and its text written, while it runs: 5 times a second. */

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { renderChat } from '../../client/chat-template'
 import type { ModelTokenizer } from '../../client/tokenizer'
+import type { StoredAccount } from '../ledger/ledger-store'
 import { priceOf } from '../ledger/pricing'
 import { authenticate } from './auth'
 import type { GatewayDeps, GatewayOptions } from './deps'
@@ -9,6 +10,7 @@ import { GatewayError } from './errors'
 import { collect, type Generation, type PaidGenerations } from './generation'
 import { abortOnClose, parse, readBody, sendJson } from './http'
 import { ChatCompletionRequest, CompletionRequest } from './openai-schemas'
+import { checkMaxTokens, completionBudget, fewestTokens, promptBounds } from './prompt-bounds'
 import type { RateLimit } from './rate-limit'
 import { sse, startSse, streamSse } from './sse'
 
@@ -52,10 +54,21 @@ export class OpenAiEndpoints {
     const account = await authenticate(req, this.deps)
     await this.rateLimit.check(account)
     const body = parse(ChatCompletionRequest, await readBody(req))
+    const { contextLength, nVocab } = this.deps.catalog.get(body.model).manifest // 404 before any work
+    const maxParam = body.max_completion_tokens == null ? 'max_tokens' : 'max_completion_tokens'
+    const requested = body.max_completion_tokens ?? body.max_tokens
+    checkMaxTokens(requested, maxParam, contextLength)
     const tokenizer = await this.tokenizer(body.model)
     const messages = body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') }))
+    const chars = messages.reduce((n, m) => n + m.content.length, 0)
+    const fewest = fewestTokens(chars, promptBounds(tokenizer, nVocab, contextLength), 'messages')
+    await this.generations.checkAffordable(account, body.model, fewest)
     const promptTokens = renderChat(tokenizer, messages)
-    const generation = generationOf(body, promptTokens, body.max_completion_tokens ?? body.max_tokens ?? this.options.defaultChatMaxTokens ?? 256)
+    const maxTokens = completionBudget(promptTokens.length, requested, this.options.defaultChatMaxTokens ?? 256, contextLength, {
+      prompt: 'messages',
+      max: maxParam,
+    })
+    const generation = generationOf(body, promptTokens, maxTokens)
     const id = `chatcmpl-${randomBytes(12).toString('hex')}`
     const created = Math.floor(Date.now() / 1000)
     const base = { id, created, model: body.model, system_fingerprint: null }
@@ -91,12 +104,12 @@ export class OpenAiEndpoints {
     const account = await authenticate(req, this.deps)
     await this.rateLimit.check(account)
     const body = parse(CompletionRequest, await readBody(req))
-    const tokenizer = await this.tokenizer(body.model)
-    const prompt = body.prompt
-    const promptTokens =
-      typeof prompt === 'string' ? tokenizer.encode(prompt) : typeof prompt[0] === 'string' ? tokenizer.encode(prompt[0]) : (prompt as number[])
+    const { contextLength, nVocab } = this.deps.catalog.get(body.model).manifest // 404 before any work
+    checkMaxTokens(body.max_tokens, 'max_tokens', contextLength)
+    const promptTokens = await this.completionPrompt(account, body.model, body.prompt, contextLength, nVocab)
     // OpenAI's legacy default is 16 tokens.
-    const generation = generationOf(body, promptTokens, body.max_tokens ?? 16)
+    const maxTokens = completionBudget(promptTokens.length, body.max_tokens, 16, contextLength, { prompt: 'prompt', max: 'max_tokens' })
+    const generation = generationOf(body, promptTokens, maxTokens)
     const id = `cmpl-${randomBytes(12).toString('hex')}`
     const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
     const stream = this.generations.run(account, generation, abortOnClose(res))
@@ -118,8 +131,36 @@ export class OpenAiEndpoints {
     })
   }
 
+  /** A legacy prompt's token ids: given (each checked against the vocabulary), or its text's, refused before tokenizing when it cannot fit. */
+  private async completionPrompt(
+    account: StoredAccount,
+    modelId: string,
+    prompt: CompletionRequest['prompt'],
+    contextLength: number,
+    nVocab: number,
+  ): Promise<number[]> {
+    const text = typeof prompt === 'string' ? prompt : typeof prompt[0] === 'string' ? prompt[0] : undefined
+    if (text === undefined) {
+      const ids = prompt as number[]
+      const outside = ids.find((id) => id >= nVocab)
+      if (outside !== undefined)
+        throw new GatewayError(
+          400,
+          'invalid_request_error',
+          'invalid_value',
+          `token id ${outside} is not in this model's vocabulary of ${nVocab} tokens.`,
+          'prompt',
+        )
+      completionBudget(ids.length, null, 1, contextLength, { prompt: 'prompt', max: 'max_tokens' })
+      await this.generations.checkAffordable(account, modelId, ids.length)
+      return ids
+    }
+    const tokenizer = await this.tokenizer(modelId)
+    await this.generations.checkAffordable(account, modelId, fewestTokens(text.length, promptBounds(tokenizer, nVocab, contextLength), 'prompt'))
+    return tokenizer.encode(text)
+  }
+
   private async tokenizer(modelId: string): Promise<ModelTokenizer> {
-    this.deps.catalog.get(modelId) // 404 before any work
     return (await this.deps.client()).tokenizer(modelId)
   }
 }
