@@ -2,11 +2,14 @@
 // huge bodies must not stall the tracker's event loop, and a prompt or max_tokens past the model's
 // context gets a typed error at once instead of no answer.
 import OpenAI from 'openai'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { StallingHost } from '../../test/lying-host'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
 
 const ADMIN = 'admin-token-for-tests'
+/** The suite's bound on a swarm that makes no token. */
+const STALL_MS = 3000
 let cleanup: () => Promise<void> = async () => {}
 let swarm: InProcessSwarm
 let apiKey = ''
@@ -35,7 +38,7 @@ describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`,
         [2, 4],
         [4, 5],
       ],
-      { gateway: { adminToken: ADMIN, requestsPerMinute: 1000 } },
+      { gateway: { adminToken: ADMIN, requestsPerMinute: 1000, stallMs: STALL_MS } },
     )
     ;({ apiKey } = await createAccount(swarm.tracker.url, ADMIN, { name: 'bounds' }))
     openai = new OpenAI({ apiKey, baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0, timeout: 15_000 })
@@ -126,5 +129,38 @@ describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`,
     const completion = await openai.chat.completions.create({ model: swarm.manifest.modelId, messages: [{ role: 'user', content }], temperature: 0 })
     expect(completion.usage?.prompt_tokens).toBeGreaterThan(swarm.manifest.contextLength - 256)
     expect(completion.usage?.total_tokens).toBeLessThanOrEqual(swarm.manifest.contextLength)
+  })
+
+  // last: it replaces the host of the last block with one that stalls
+  it('ends a generation with a typed error when a hop stops answering, streamed or not', async () => {
+    const model = swarm.manifest.modelId
+    const last = swarm.hosts.find((h) => h.state.blocks?.[1] === swarm.manifest.nLayer)
+    const staller = (await swarm.addHost([4, 5], (options) => new StallingHost(options))) as StallingHost
+    await last?.stop(0)
+    await vi.waitFor(() => openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 2 }), { timeout: 60_000, interval: 500 })
+    try {
+      staller.stalled = true
+      const plain = await refusal(() => openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8 }))
+      console.log(`a stalled hop, not streamed: ${plain.error.status} ${plain.error.code} in ${plain.ms.toFixed(0)} ms`)
+      expect(plain.error).toMatchObject({ status: 503, code: 'swarm_stalled', type: 'service_unavailable' })
+      expect(plain.ms).toBeLessThan(STALL_MS + 2000)
+
+      staller.stalled = false
+      const stream = await openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 200, temperature: 0.9, stream: true })
+      const t0 = performance.now()
+      const streamed = await (async () => {
+        for await (const _ of stream) staller.stalled = true
+      })().then(
+        () => new Error('the stream ended without an error'),
+        (e: unknown) => e,
+      )
+      const ms = performance.now() - t0
+      console.log(`a stalled hop, streamed: ${streamed instanceof OpenAI.APIError ? streamed.code : streamed} in ${ms.toFixed(0)} ms`)
+      expect(streamed).toBeInstanceOf(OpenAI.APIError)
+      expect(streamed).toMatchObject({ code: 'swarm_stalled', type: 'service_unavailable' })
+      expect(ms).toBeLessThan(STALL_MS + 2000)
+    } finally {
+      staller.stalled = false
+    }
   })
 })

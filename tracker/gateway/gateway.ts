@@ -7,6 +7,7 @@ import { PaidGenerations } from './generation'
 import { sendError } from './http'
 import { OpenAiEndpoints } from './openai'
 import { RateLimit } from './rate-limit'
+import { endSseWithError } from './sse'
 
 /**
  * The OpenAI-compatible front door on the tracker's HTTP port: /v1/models, /v1/chat/completions,
@@ -23,7 +24,7 @@ export class Gateway {
     private readonly deps: GatewayDeps,
     options: GatewayOptions,
   ) {
-    const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds)
+    const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds, options.stallMs)
     this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter))
     this.dashboards = new Dashboards(deps)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
@@ -50,8 +51,9 @@ export class Gateway {
     } catch (error) {
       const e = fromNeuronError(error)
       if (e.status >= 500) this.deps.log(`gateway ${req.method} ${path}: ${e.message}`)
-      if (res.headersSent) res.end()
-      else sendError(res, e)
+      if (!res.headersSent) sendError(res, e)
+      else if (res.getHeader('content-type') === 'text/event-stream' && !res.writableEnded) endSseWithError(res, e)
+      else res.end()
     }
   }
 }

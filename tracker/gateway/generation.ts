@@ -31,6 +31,8 @@ export class PaidGenerations {
     private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'ledger' | 'metering' | 'reputation' | 'client' | 'sponsor'>,
     private readonly pricing: PricingOptions,
     private readonly holds: CreditHolds,
+    /** The longest the swarm may go without a token before the generation is given up (503): see STALL_MS. */
+    private readonly stallMs = STALL_MS,
   ) {}
 
   /**
@@ -50,9 +52,31 @@ export class PaidGenerations {
    * Runs one generation on the swarm for `account`: refuses (402) when its credits cannot cover the
    * prompt and one token, caps max_tokens at what they cover (finish 'length' there) and holds that
    * much, writes text only once its steps' receipts are committed (in batches, every SETTLE_EVERY_MS),
-   * trims at stop strings.
+   * trims at stop strings. A swarm that makes no token for `stallMs` (the first: plus the prompt's
+   * allowance) ends it with a typed error: a hop that answers pings but never its step would hold the caller forever.
    */
-  async *run(account: StoredAccount, g: Generation, signal: AbortSignal): AsyncGenerator<Chunk, void> {
+  async *run(account: StoredAccount, g: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
+    const stop = new AbortController()
+    const onCallerGone = () => stop.abort()
+    caller.addEventListener('abort', onCallerGone, { once: true })
+    const signal = stop.signal
+    let stalled = false
+    const bounded = <T>(step: Promise<T>, ms: number): Promise<T> =>
+      new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          stalled = true
+          stop.abort()
+          reject(
+            new GatewayError(
+              503,
+              'service_unavailable',
+              'swarm_stalled',
+              `the swarm made no token for ${Math.round(ms / 1000)} s (a hop stopped answering); the generation was stopped, retry it.`,
+            ),
+          )
+        }, ms)
+        step.then(resolve, reject).finally(() => clearTimeout(timer))
+      })
     const stored = this.deps.catalog.get(g.modelId)
     const { nLayer } = stored.manifest
     const price = priceOf(stored.manifest, this.pricing)
@@ -100,7 +124,7 @@ export class PaidGenerations {
       const longestStop = Math.max(0, ...g.stop.map((s) => s.length))
       let text = ''
       let sent = 0
-      let next = await tokens.next()
+      let next = await bounded(tokens.next(), this.stallMs + g.promptTokens.length * STALL_MS_PER_PROMPT_TOKEN)
       while (!next.done) {
         const generated = countGenerated(next.value.position, g.promptTokens.length)
         text += next.value.text
@@ -113,7 +137,7 @@ export class PaidGenerations {
           yield { done: true, finishReason: 'stop', completionTokens: generated }
           return
         }
-        const following = tokens.next()
+        const following = bounded(tokens.next(), this.stallMs)
         following.catch(() => {}) // awaited below; this only keeps it from counting as unhandled meanwhile
         if (performance.now() - settledAt < SETTLE_EVERY_MS) {
           next = await following
@@ -146,8 +170,11 @@ export class PaidGenerations {
     } finally {
       // A caller who hung up: what its steps cost is committed before the hold that covers it goes.
       await settle().catch(() => {})
-      // A commit that threw left the generation running: its hops close now rather than when they idle out.
-      await tokens?.return(undefined as never).catch(() => {})
+      caller.removeEventListener('abort', onCallerGone)
+      // A commit that threw left the generation running: its hops close now rather than when they idle out. A stalled
+      // one is aborted: its return waits for the step it is stuck in, so it is not awaited.
+      const closing = tokens?.return(undefined as never).catch(() => {})
+      if (!stalled) await closing
       // A hold whose release fails stays until it is idle past its expiry, then any instance releases it.
       await this.holds.release(session).catch(() => {})
     }
@@ -162,6 +189,13 @@ function unaffordable(account: StoredAccount, available: number, cost: number, p
     `account ${account.accountId} has ${available} micro-credits available; this prompt of ${promptTokens} tokens and one completion token cost ${cost}. Ask the operator for a grant.`,
   )
 }
+
+/**
+ * How long the swarm may go without a token by default: longer than a wait for a free session (30 s) and a
+ * hop's failover; a prefill is allowed STALL_MS_PER_PROMPT_TOKEN more per prompt token.
+ */
+export const STALL_MS = 60_000
+const STALL_MS_PER_PROMPT_TOKEN = 20
 
 /** How often a generation's receipts are committed, and its text written, while it runs: 5 times a second. */
 const SETTLE_EVERY_MS = 200
