@@ -1,6 +1,7 @@
 // The gateway's bounds against what an attacker measured on a tracker with three hosts of stories260K:
 // huge bodies must not stall the tracker's event loop, and a prompt or max_tokens past the model's
 // context gets a typed error at once instead of no answer.
+import { spawn } from 'node:child_process'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { StallingHost } from '../../test/lying-host'
@@ -14,6 +15,36 @@ let cleanup: () => Promise<void> = async () => {}
 let swarm: InProcessSwarm
 let apiKey = ''
 let openai: OpenAI
+
+/** Four 3.9 MB prompts at once, two completions and two chats; prints `sending`, then their statuses and error codes as JSON. */
+const BARRAGE = `
+const big = 'Once upon a time there was a cat. '.repeat(115_000)
+const model = process.env.MODEL
+const bodies = [0, 1, 2, 3].map((i) =>
+  JSON.stringify(i % 2 === 0 ? { model, prompt: big, max_tokens: 4 } : { model, messages: [{ role: 'user', content: big }], max_tokens: 4 }),
+)
+process.stdout.write('sending\\n')
+const results = await Promise.all(bodies.map((body, i) =>
+  fetch(process.env.URL + (i % 2 === 0 ? '/v1/completions' : '/v1/chat/completions'), {
+    method: 'POST',
+    headers: { authorization: 'Bearer ' + process.env.KEY, 'content-type': 'application/json' },
+    body,
+  }).then(async (r) => ({ status: r.status, code: (await r.json()).error?.code }), (e) => ({ status: 0, code: String(e) })),
+))
+process.stdout.write(JSON.stringify(results))
+`
+
+/** How long GET /auth/challenge takes, ms, after a 10 ms pause. */
+async function challengeMs(): Promise<number> {
+  await new Promise((r) => setTimeout(r, 10))
+  const t0 = performance.now()
+  await (await fetch(`${swarm.tracker.url}/auth/challenge`)).arrayBuffer()
+  return performance.now() - t0
+}
+
+function percentile99(ms: readonly number[]): number {
+  return [...ms].sort((a, b) => a - b)[Math.ceil(ms.length * 0.99) - 1] ?? Number.POSITIVE_INFINITY
+}
 
 /** The typed error a call rejects with, and how long it took. */
 async function refusal(call: () => Promise<unknown>): Promise<{ ms: number; error: InstanceType<typeof OpenAI.APIError> }> {
@@ -50,38 +81,42 @@ describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`,
     await cleanup()
   })
 
-  it('keeps answering an unrelated request within 100 ms (p99) while four 4 MB prompts are being processed', async () => {
-    const model = swarm.manifest.modelId
-    const big = 'Once upon a time there was a cat. '.repeat(115_000) // 3.9 MB
-    const barrage = [0, 1, 2, 3].map((i) =>
-      fetch(`${swarm.tracker.url}/v1/${i % 2 === 0 ? 'completions' : 'chat/completions'}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify(i % 2 === 0 ? { model, prompt: big, max_tokens: 4 } : { model, messages: [{ role: 'user', content: big }], max_tokens: 4 }),
-      }).then(
-        async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code: string } } }),
-        (e: unknown) => ({ status: 0, body: { error: { code: String(e) } } }),
-      ),
-    )
-    const latencies: number[] = []
+  it('keeps answering an unrelated request within 100 ms (p99, above its p99 before) while four 4 MB prompts are being processed', async () => {
+    // the same probes before the barrage: on a loaded machine (2 shared cores) they are slow without any barrage
+    const before: number[] = []
+    for (let i = 0; i < 50; i++) before.push(await challengeMs())
+    // The attacker is another process, as it would be: this one's event loop is the tracker's alone.
+    const attacker = spawn(process.execPath, ['--input-type=module', '-e', BARRAGE], {
+      env: { ...process.env, URL: swarm.tracker.url, KEY: apiKey, MODEL: swarm.manifest.modelId },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let out = ''
+    attacker.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    const answered = new Promise<Array<{ status: number; code: string }>>((resolve, reject) => {
+      attacker.on('exit', () => {
+        try {
+          resolve(JSON.parse(out.slice(out.indexOf('\n') + 1)))
+        } catch (error) {
+          reject(error)
+        }
+      })
+    })
+    while (!out.includes('sending\n')) await new Promise((r) => setTimeout(r, 10))
     let done = false
-    const answered = Promise.all(barrage).finally(() => {
+    void answered.finally(() => {
       done = true
     })
-    // the barrage's bodies are on their way: probe while any of them is still unanswered, 50 probes at least
-    while (!done || latencies.length < 50) {
-      const t0 = performance.now()
-      const res = await fetch(`${swarm.tracker.url}/auth/challenge`)
-      await res.arrayBuffer()
-      latencies.push(performance.now() - t0)
-      await new Promise((r) => setTimeout(r, 10))
-    }
+    const latencies: number[] = []
+    // probe while any of the barrage is unanswered, 50 probes at least
+    while (!done || latencies.length < 50) latencies.push(await challengeMs())
     const results = await answered
-    latencies.sort((a, b) => a - b)
-    const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1] ?? Number.POSITIVE_INFINITY
-    console.log(`/auth/challenge during four 3.9 MB prompts: p99 ${p99.toFixed(1)} ms, max ${latencies.at(-1)?.toFixed(1)} ms over ${latencies.length}`)
-    expect(results.map((r) => [r.status, r.body.error?.code])).toEqual(results.map(() => [400, 'context_length_exceeded']))
-    expect(p99).toBeLessThan(100)
+    const p99 = percentile99(latencies)
+    const baseline = percentile99(before)
+    console.log(`/auth/challenge p99: ${baseline.toFixed(1)} ms before, ${p99.toFixed(1)} ms during four 3.9 MB prompts (${latencies.length} probes)`)
+    expect(results).toEqual([0, 1, 2, 3].map(() => ({ status: 400, code: 'context_length_exceeded' })))
+    expect(p99).toBeLessThan(baseline + 100)
   })
 
   it('refuses a prompt of 100 000 token ids at once, as context_length_exceeded', async () => {
@@ -126,7 +161,10 @@ describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`,
   it('clamps a chat without max_tokens to what the context has left', async () => {
     // about 1 970 tokens of a 2 048-token context: the default of 256 completion tokens would not fit
     const content = 'Once upon a time there was a cat. '.repeat(190)
-    const completion = await openai.chat.completions.create({ model: swarm.manifest.modelId, messages: [{ role: 'user', content }], temperature: 0 })
+    const completion = await openai.chat.completions.create(
+      { model: swarm.manifest.modelId, messages: [{ role: 'user', content }], temperature: 0 },
+      { timeout: 60_000 }, // a prefill of 1 970 tokens, on a loaded machine
+    )
     expect(completion.usage?.prompt_tokens).toBeGreaterThan(swarm.manifest.contextLength - 256)
     expect(completion.usage?.total_tokens).toBeLessThanOrEqual(swarm.manifest.contextLength)
   })

@@ -6,6 +6,7 @@ import { fromNeuronError, GatewayError } from './errors'
 import { PaidGenerations } from './generation'
 import { sendError } from './http'
 import { OpenAiEndpoints } from './openai'
+import { PromptTokenizers } from './prompt-tokenizers'
 import { RateLimit } from './rate-limit'
 import { endSseWithError } from './sse'
 
@@ -19,13 +20,15 @@ export class Gateway {
   private readonly openai: OpenAiEndpoints
   private readonly dashboards: Dashboards
   private readonly admin: AdminEndpoints
+  private readonly tokenizers: PromptTokenizers
 
   constructor(
     private readonly deps: GatewayDeps,
     options: GatewayOptions,
   ) {
     const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds, options.stallMs)
-    this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter))
+    this.tokenizers = new PromptTokenizers(deps.catalog)
+    this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter), this.tokenizers)
     this.dashboards = new Dashboards(deps)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
   }
@@ -33,6 +36,11 @@ export class Gateway {
   /** Serves the request when its path is the gateway's; false when it is someone else's. */
   handles(path: string): boolean {
     return path.startsWith('/v1/') || path.startsWith('/admin/')
+  }
+
+  /** Stops the prompt tokenizers' worker threads. */
+  close(): Promise<void> {
+    return this.tokenizers.close()
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {

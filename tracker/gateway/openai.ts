@@ -1,16 +1,15 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { renderChat } from '../../client/chat-template'
-import type { ModelTokenizer } from '../../client/tokenizer'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { priceOf } from '../ledger/pricing'
 import { authenticate } from './auth'
 import type { GatewayDeps, GatewayOptions } from './deps'
 import { GatewayError } from './errors'
 import { collect, type Generation, type PaidGenerations } from './generation'
-import { abortOnClose, parse, readBody, sendJson } from './http'
+import { abortOnClose, MAX_BODY_BYTES, parse, readBody, sendJson } from './http'
 import { ChatCompletionRequest, CompletionRequest } from './openai-schemas'
-import { checkMaxTokens, completionBudget, fewestTokens, promptBounds } from './prompt-bounds'
+import { checkMaxTokens, completionBudget, fewestTokens, fitting, promptBounds, promptTokenLimit } from './prompt-bounds'
+import type { PromptTokenizers } from './prompt-tokenizers'
 import type { RateLimit } from './rate-limit'
 import { sse, startSse, streamSse } from './sse'
 
@@ -26,10 +25,11 @@ interface SamplingParams {
 /** OpenAI's /v1/models, /v1/chat/completions and /v1/completions, streamed as SSE or not. */
 export class OpenAiEndpoints {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'admits' | 'client'>,
+    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'admits'>,
     private readonly options: Pick<GatewayOptions, 'pricing' | 'defaultChatMaxTokens'>,
     private readonly generations: PaidGenerations,
     private readonly rateLimit: RateLimit,
+    private readonly tokenizers: PromptTokenizers,
   ) {}
 
   async models(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -53,17 +53,17 @@ export class OpenAiEndpoints {
   async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const account = await authenticate(req, this.deps)
     await this.rateLimit.check(account)
-    const body = parse(ChatCompletionRequest, await readBody(req))
-    const { contextLength, nVocab } = this.deps.catalog.get(body.model).manifest // 404 before any work
+    const body = parse(ChatCompletionRequest, await this.promptBody(req, 'messages'))
+    const { contextLength } = this.deps.catalog.get(body.model).manifest // 404 before any work
     const maxParam = body.max_completion_tokens == null ? 'max_tokens' : 'max_completion_tokens'
     const requested = body.max_completion_tokens ?? body.max_tokens
     checkMaxTokens(requested, maxParam, contextLength)
-    const tokenizer = await this.tokenizer(body.model)
+    const tokenizer = await this.tokenizers.get(body.model)
     const messages = body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') }))
     const chars = messages.reduce((n, m) => n + m.content.length, 0)
-    const fewest = fewestTokens(chars, promptBounds(tokenizer, nVocab, contextLength), 'messages')
+    const fewest = fewestTokens(chars, promptBounds(tokenizer.longestTokenChars, contextLength), 'messages')
     await this.generations.checkAffordable(account, body.model, fewest)
-    const promptTokens = renderChat(tokenizer, messages)
+    const promptTokens = fitting(await tokenizer.chat(messages, promptTokenLimit(contextLength)), contextLength, 'messages')
     const maxTokens = completionBudget(promptTokens.length, requested, this.options.defaultChatMaxTokens ?? 256, contextLength, {
       prompt: 'messages',
       max: maxParam,
@@ -103,7 +103,7 @@ export class OpenAiEndpoints {
   async completion(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const account = await authenticate(req, this.deps)
     await this.rateLimit.check(account)
-    const body = parse(CompletionRequest, await readBody(req))
+    const body = parse(CompletionRequest, await this.promptBody(req, 'prompt'))
     const { contextLength, nVocab } = this.deps.catalog.get(body.model).manifest // 404 before any work
     checkMaxTokens(body.max_tokens, 'max_tokens', contextLength)
     const promptTokens = await this.completionPrompt(account, body.model, body.prompt, contextLength, nVocab)
@@ -131,6 +131,21 @@ export class OpenAiEndpoints {
     })
   }
 
+  /** A chat's or completion's body, refused unparsed past the largest that could fit one of the models' contexts. */
+  private promptBody(req: IncomingMessage, param: 'messages' | 'prompt'): Promise<unknown> {
+    const { bytes, contextLength } = this.tokenizers.largestPromptBody(MAX_BODY_BYTES)
+    // Before every model's tokenizer has loaded once, only MAX_BODY_BYTES bounds the body.
+    if (contextLength === 0) return readBody(req)
+    const tooLong = new GatewayError(
+      400,
+      'invalid_request_error',
+      'context_length_exceeded',
+      `This request is longer than ${bytes} bytes: no prompt that long fits the context of a model here (at most ${contextLength} tokens). Please reduce the length of the ${param}.`,
+      param,
+    )
+    return readBody(req, bytes, () => tooLong)
+  }
+
   /** A legacy prompt's token ids: given (each checked against the vocabulary), or its text's, refused before tokenizing when it cannot fit. */
   private async completionPrompt(
     account: StoredAccount,
@@ -155,13 +170,9 @@ export class OpenAiEndpoints {
       await this.generations.checkAffordable(account, modelId, ids.length)
       return ids
     }
-    const tokenizer = await this.tokenizer(modelId)
-    await this.generations.checkAffordable(account, modelId, fewestTokens(text.length, promptBounds(tokenizer, nVocab, contextLength), 'prompt'))
-    return tokenizer.encode(text)
-  }
-
-  private async tokenizer(modelId: string): Promise<ModelTokenizer> {
-    return (await this.deps.client()).tokenizer(modelId)
+    const tokenizer = await this.tokenizers.get(modelId)
+    await this.generations.checkAffordable(account, modelId, fewestTokens(text.length, promptBounds(tokenizer.longestTokenChars, contextLength), 'prompt'))
+    return fitting(await tokenizer.encode(text, promptTokenLimit(contextLength)), contextLength, 'prompt')
   }
 }
 

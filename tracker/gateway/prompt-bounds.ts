@@ -1,5 +1,5 @@
-import type { ModelTokenizer } from '../../client/tokenizer'
 import { GatewayError } from './errors'
+import type { Tokenized } from './prompt-tokenizers'
 
 /**
  * What bounds a prompt on one model: its context (prompt and completion together, tokens) and the
@@ -12,17 +12,18 @@ export interface PromptBounds {
   readonly maxCharsPerToken: number
 }
 
-const longest = new WeakMap<ModelTokenizer, number>()
+/** The bounds of a model of `contextLength` tokens whose longest token is `longestTokenChars` characters. */
+export function promptBounds(longestTokenChars: number, contextLength: number): PromptBounds {
+  return { contextLength, maxCharsPerToken: longestTokenChars + 1 }
+}
 
-/** The bounds of a model of `contextLength` tokens whose `nVocab`-token vocabulary `tokenizer` holds (measured once per tokenizer). */
-export function promptBounds(tokenizer: ModelTokenizer, nVocab: number, contextLength: number): PromptBounds {
-  let chars = longest.get(tokenizer)
-  if (chars === undefined) {
-    chars = 0
-    for (let token = 0; token < nVocab; token++) chars = Math.max(chars, tokenizer.decode([token]).length)
-    longest.set(tokenizer, chars)
-  }
-  return { contextLength, maxCharsPerToken: chars + 1 }
+/**
+ * The most bytes a request body whose prompt fits `contextLength` tokens can take: per token, its characters
+ * each escaped as \uXXXX (6 bytes), or a message of its own ({"role":"user","content":""}, 29 bytes) or a token
+ * id with its comma; plus 64 KiB for every other field.
+ */
+export function promptBodyBound(contextLength: number, longestTokenChars: number): number {
+  return contextLength * Math.max(6 * (longestTokenChars + 1), 64) + 65_536
 }
 
 /** Refuses (400) a text of `chars` characters that cannot fit the context whatever it tokenizes to; the fewest tokens it may be otherwise. */
@@ -61,12 +62,7 @@ export function completionBudget(
   params: { prompt: 'messages' | 'prompt'; max: 'max_tokens' | 'max_completion_tokens' },
 ): number {
   if (contextLength === 0) return requested ?? fallback
-  if (promptTokens >= contextLength) {
-    throw contextExceeded(
-      `This model's maximum context length is ${contextLength} tokens. However, your ${params.prompt} resulted in ${promptTokens} tokens. Please reduce the length of the ${params.prompt}.`,
-      params.prompt,
-    )
-  }
+  if (promptTokens >= contextLength) throw promptTooLong(promptTokens, contextLength, params.prompt)
   if (requested == null) return Math.min(fallback, contextLength - promptTokens)
   if (promptTokens + requested > contextLength) {
     throw contextExceeded(
@@ -75,6 +71,24 @@ export function completionBudget(
     )
   }
   return requested
+}
+
+/** The most prompt tokens worth tokenizing to ids: one token of the context is left for the completion. */
+export function promptTokenLimit(contextLength: number): number {
+  return contextLength === 0 ? Number.POSITIVE_INFINITY : contextLength - 1
+}
+
+/** A prompt tokenized up to promptTokenLimit: its ids, or a refusal (400) naming how many tokens it had. */
+export function fitting(tokenized: Tokenized, contextLength: number, param: 'messages' | 'prompt'): number[] {
+  if (tokenized.ids !== undefined) return tokenized.ids
+  throw promptTooLong(tokenized.count, contextLength, param)
+}
+
+function promptTooLong(promptTokens: number, contextLength: number, param: 'messages' | 'prompt'): GatewayError {
+  return contextExceeded(
+    `This model's maximum context length is ${contextLength} tokens. However, your ${param} resulted in ${promptTokens} tokens. Please reduce the length of the ${param}.`,
+    param,
+  )
 }
 
 function contextExceeded(message: string, param: string): GatewayError {
