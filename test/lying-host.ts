@@ -206,3 +206,36 @@ export class AlwaysBusyHost extends ProbeRefusingHost {
     return this.busy || super.refuses()
   }
 }
+
+/**
+ * A host that stops answering steps while `stalled` (and answers them when it is set back), yet stays
+ * connected and answers pings: its hop link never gives up on it, so only a caller's own bound ends the wait.
+ */
+export class StallingHost extends Host {
+  stalled = false
+
+  protected override async loadRuntime(options: ShardRuntimeOptions): Promise<ServingRuntime> {
+    const inner = await ShardRuntime.load(options)
+    return {
+      openSession: (o) => {
+        const session = inner.openSession(o)
+        const host = this
+        return {
+          get blocks() {
+            return session.blocks
+          },
+          get takesTokens() {
+            return session.takesTokens
+          },
+          async forward(input, forwardOptions) {
+            while (host.stalled) await new Promise((r) => setTimeout(r, 100))
+            return session.forward(input, forwardOptions)
+          },
+          sample: (...args) => session.sample(...args),
+          close: () => session.close(),
+        }
+      },
+      dispose: () => inner.dispose(),
+    }
+  }
+}

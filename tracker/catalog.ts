@@ -138,6 +138,11 @@ export class ModelCatalog {
     return model
   }
 
+  /** Every published model's manifest. */
+  manifests(): Manifest[] {
+    return [...this.models.values()].map((m) => m.manifest)
+  }
+
   summaries(): ModelSummary[] {
     const models = [...this.models.values()].sort((a, b) => (a.manifest.modelId < b.manifest.modelId ? -1 : 1))
     return models.map((m) => ({

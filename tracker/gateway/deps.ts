@@ -18,6 +18,8 @@ export interface GatewayOptions {
   readonly pricing?: PricingOptions
   /** Requests per account per minute before 429 (default 120). */
   readonly requestsPerMinute?: number
+  /** How long the swarm may go without a token before a generation is stopped with a 503 (default STALL_MS, 60 s). */
+  readonly stallMs?: number
   /** Default max_tokens of a chat completion without one. */
   readonly defaultChatMaxTokens?: number
 }

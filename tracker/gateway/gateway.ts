@@ -6,7 +6,9 @@ import { fromNeuronError, GatewayError } from './errors'
 import { PaidGenerations } from './generation'
 import { sendError } from './http'
 import { OpenAiEndpoints } from './openai'
+import { PromptTokenizers } from './prompt-tokenizers'
 import { RateLimit } from './rate-limit'
+import { endSseWithError } from './sse'
 
 /**
  * The OpenAI-compatible front door on the tracker's HTTP port: /v1/models, /v1/chat/completions,
@@ -18,13 +20,15 @@ export class Gateway {
   private readonly openai: OpenAiEndpoints
   private readonly dashboards: Dashboards
   private readonly admin: AdminEndpoints
+  private readonly tokenizers: PromptTokenizers
 
   constructor(
     private readonly deps: GatewayDeps,
     options: GatewayOptions,
   ) {
-    const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds)
-    this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter))
+    const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds, options.stallMs)
+    this.tokenizers = new PromptTokenizers(deps.catalog)
+    this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter), this.tokenizers)
     this.dashboards = new Dashboards(deps)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
   }
@@ -32,6 +36,11 @@ export class Gateway {
   /** Serves the request when its path is the gateway's; false when it is someone else's. */
   handles(path: string): boolean {
     return path.startsWith('/v1/') || path.startsWith('/admin/')
+  }
+
+  /** Stops the prompt tokenizers' worker threads. */
+  close(): Promise<void> {
+    return this.tokenizers.close()
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -50,8 +59,9 @@ export class Gateway {
     } catch (error) {
       const e = fromNeuronError(error)
       if (e.status >= 500) this.deps.log(`gateway ${req.method} ${path}: ${e.message}`)
-      if (res.headersSent) res.end()
-      else sendError(res, e)
+      if (!res.headersSent) sendError(res, e)
+      else if (res.getHeader('content-type') === 'text/event-stream' && !res.writableEnded) endSseWithError(res, e)
+      else res.end()
     }
   }
 }

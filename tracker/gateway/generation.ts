@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { SwarmClient } from '../../client/swarm-client'
 import type { Receipt } from '../../protocol'
+import { consumerAccount } from '../ledger/accounts'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { affordableTokens, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
@@ -27,18 +28,55 @@ export type Chunk = { readonly text: string } | { readonly done: true; readonly 
  */
 export class PaidGenerations {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'metering' | 'reputation' | 'client' | 'sponsor'>,
+    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'ledger' | 'metering' | 'reputation' | 'client' | 'sponsor'>,
     private readonly pricing: PricingOptions,
     private readonly holds: CreditHolds,
+    /** The longest the swarm may go without a token before the generation is given up (503): see STALL_MS. */
+    private readonly stallMs = STALL_MS,
   ) {}
+
+  /**
+   * Refuses (402) at once a caller whose free credits cannot pay a prompt of `fewestPromptTokens` and one
+   * token, before the prompt is tokenized; `run` checks again, exactly, when it takes the hold.
+   */
+  async checkAffordable(account: StoredAccount, modelId: string, fewestPromptTokens: number): Promise<void> {
+    const { manifest } = this.deps.catalog.get(modelId)
+    const price = priceOf(manifest, this.pricing)
+    const available = (await this.deps.ledger.balance(consumerAccount(account.accountId))) - (await this.holds.heldMicro(account.accountId))
+    if (affordableTokens(price, manifest.nLayer, fewestPromptTokens, available) < 1) {
+      throw unaffordable(account, available, maxCost(price, manifest.nLayer, fewestPromptTokens, 1), `at least ${fewestPromptTokens}`)
+    }
+  }
 
   /**
    * Runs one generation on the swarm for `account`: refuses (402) when its credits cannot cover the
    * prompt and one token, caps max_tokens at what they cover (finish 'length' there) and holds that
    * much, writes text only once its steps' receipts are committed (in batches, every SETTLE_EVERY_MS),
-   * trims at stop strings.
+   * trims at stop strings. A swarm that makes no token for `stallMs` (the first: plus the prompt's
+   * allowance) ends it with a typed error: a hop that answers pings but never its step would hold the caller forever.
    */
-  async *run(account: StoredAccount, g: Generation, signal: AbortSignal): AsyncGenerator<Chunk, void> {
+  async *run(account: StoredAccount, g: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
+    const stop = new AbortController()
+    const onCallerGone = () => stop.abort()
+    caller.addEventListener('abort', onCallerGone, { once: true })
+    const signal = stop.signal
+    let stalled = false
+    const bounded = <T>(step: Promise<T>, ms: number): Promise<T> =>
+      new Promise<T>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          stalled = true
+          stop.abort()
+          reject(
+            new GatewayError(
+              503,
+              'service_unavailable',
+              'swarm_stalled',
+              `the swarm made no token for ${Math.round(ms / 1000)} s (a hop stopped answering); the generation was stopped, retry it.`,
+            ),
+          )
+        }, ms)
+        step.then(resolve, reject).finally(() => clearTimeout(timer))
+      })
     const stored = this.deps.catalog.get(g.modelId)
     const { nLayer } = stored.manifest
     const price = priceOf(stored.manifest, this.pricing)
@@ -48,14 +86,7 @@ export class PaidGenerations {
     // Checked and taken in one store transaction: another instance's generation cannot spend the same credits.
     await this.holds.take(session, account.accountId, (available) => {
       const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
-      if (affordable < 1) {
-        throw new GatewayError(
-          402,
-          'insufficient_quota',
-          'insufficient_credits',
-          `account ${account.accountId} has ${available} micro-credits available; this prompt of ${g.promptTokens.length} tokens and one completion token cost ${maxCost(price, nLayer, g.promptTokens.length, 1)}. Ask the operator for a grant.`,
-        )
-      }
+      if (affordable < 1) throw unaffordable(account, available, maxCost(price, nLayer, g.promptTokens.length, 1), `${g.promptTokens.length}`)
       maxTokens = Math.min(g.maxTokens, affordable)
       return { heldMicro: maxCost(price, nLayer, g.promptTokens.length, maxTokens), maxTokens }
     })
@@ -93,7 +124,7 @@ export class PaidGenerations {
       const longestStop = Math.max(0, ...g.stop.map((s) => s.length))
       let text = ''
       let sent = 0
-      let next = await tokens.next()
+      let next = await bounded(tokens.next(), this.stallMs + g.promptTokens.length * STALL_MS_PER_PROMPT_TOKEN)
       while (!next.done) {
         const generated = countGenerated(next.value.position, g.promptTokens.length)
         text += next.value.text
@@ -106,7 +137,7 @@ export class PaidGenerations {
           yield { done: true, finishReason: 'stop', completionTokens: generated }
           return
         }
-        const following = tokens.next()
+        const following = bounded(tokens.next(), this.stallMs)
         following.catch(() => {}) // awaited below; this only keeps it from counting as unhandled meanwhile
         if (performance.now() - settledAt < SETTLE_EVERY_MS) {
           next = await following
@@ -139,13 +170,32 @@ export class PaidGenerations {
     } finally {
       // A caller who hung up: what its steps cost is committed before the hold that covers it goes.
       await settle().catch(() => {})
-      // A commit that threw left the generation running: its hops close now rather than when they idle out.
-      await tokens?.return(undefined as never).catch(() => {})
+      caller.removeEventListener('abort', onCallerGone)
+      // A commit that threw left the generation running: its hops close now rather than when they idle out. A stalled
+      // one is aborted: its return waits for the step it is stuck in, so it is not awaited.
+      const closing = tokens?.return(undefined as never).catch(() => {})
+      if (!stalled) await closing
       // A hold whose release fails stays until it is idle past its expiry, then any instance releases it.
       await this.holds.release(session).catch(() => {})
     }
   }
 }
+
+function unaffordable(account: StoredAccount, available: number, cost: number, promptTokens: string): GatewayError {
+  return new GatewayError(
+    402,
+    'insufficient_quota',
+    'insufficient_credits',
+    `account ${account.accountId} has ${available} micro-credits available; this prompt of ${promptTokens} tokens and one completion token cost ${cost}. Ask the operator for a grant.`,
+  )
+}
+
+/**
+ * How long the swarm may go without a token by default: longer than a wait for a free session (30 s) and a
+ * hop's failover; a prefill is allowed STALL_MS_PER_PROMPT_TOKEN more per prompt token.
+ */
+export const STALL_MS = 60_000
+const STALL_MS_PER_PROMPT_TOKEN = 20
 
 /** How often a generation's receipts are committed, and its text written, while it runs: 5 times a second. */
 const SETTLE_EVERY_MS = 200

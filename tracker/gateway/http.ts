@@ -2,15 +2,23 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { z } from 'zod'
 import { badRequest, GatewayError } from './errors'
 
-const MAX_BODY_BYTES = 4 * 1024 * 1024
+export const MAX_BODY_BYTES = 4 * 1024 * 1024
 
-/** The request body as JSON, refused (400) past MAX_BODY_BYTES or when it does not parse. */
-export async function readBody(req: IncomingMessage): Promise<unknown> {
+/**
+ * The request body as JSON, refused (400) when it does not parse or past `maxBytes`: by its Content-Length
+ * before a byte is read, else as soon as it passes (the rest is discarded unparsed). `tooLarge` says why.
+ */
+export async function readBody(
+  req: IncomingMessage,
+  maxBytes = MAX_BODY_BYTES,
+  tooLarge = (max: number) => new GatewayError(400, 'invalid_request_error', 'body_too_large', `request bodies are at most ${max} bytes.`),
+): Promise<unknown> {
+  if (Number(req.headers['content-length'] ?? 0) > maxBytes) throw tooLarge(maxBytes)
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of req) {
     size += (chunk as Buffer).length
-    if (size > MAX_BODY_BYTES) throw new GatewayError(400, 'invalid_request_error', 'body_too_large', `request bodies are at most ${MAX_BODY_BYTES} bytes.`)
+    if (size > maxBytes) throw tooLarge(maxBytes)
     chunks.push(chunk as Buffer)
   }
   try {

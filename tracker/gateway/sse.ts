@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import type { GatewayError } from './errors'
 import type { Chunk } from './generation'
 
 /** The endpoint's shape of each streamed chunk; `usage` is absent unless the caller asked for it. */
@@ -9,7 +10,11 @@ export interface SseChunks {
 }
 
 export function startSse(res: ServerResponse): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
+  // set, not passed to writeHead, so that an error after the start can see it is a stream (getHeader)
+  res.setHeader('content-type', 'text/event-stream')
+  res.setHeader('cache-control', 'no-cache')
+  res.setHeader('connection', 'keep-alive')
+  res.writeHead(200)
 }
 
 export function sse(res: ServerResponse, body: unknown): void {
@@ -26,4 +31,10 @@ export async function streamSse(res: ServerResponse, first: IteratorResult<Chunk
     } else if (c.text !== '') sse(res, chunk.text(c.text))
   }
   res.end('data: [DONE]\n\n')
+}
+
+/** Ends a stream that failed after it began with the error in OpenAI's shape, which the official clients throw. */
+export function endSseWithError(res: ServerResponse, error: GatewayError): void {
+  sse(res, error.body())
+  res.end()
 }

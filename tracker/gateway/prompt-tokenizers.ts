@@ -1,0 +1,204 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import type { ChatMessage } from '../../client/chat-template'
+import type { ModelCatalog } from '../catalog'
+import { GatewayError } from './errors'
+import { promptBodyBound } from './prompt-bounds'
+
+/**
+ * The worker's whole program, plain JavaScript evaluated as a script (a .ts worker would need tsx's loader,
+ * which the app, the CLI and vitest provide differently): the model's tokenizer, loaded vocabulary-only.
+ * `encode` is ModelTokenizer.encode and `chat` is renderChat (client/), line for line; the gateway's tests
+ * check that the usage they count equals the swarm client's.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const loaded = (async () => {
+  const { getLlama, LlamaLogLevel, resolveChatWrapper } = await import(workerData.llama)
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, logger: () => {} })
+  const model = await llama.loadModel({ modelPath: workerData.path, vocabOnly: true, gpuLayers: 0 })
+  let longest = 0
+  for (let token = 0; token < workerData.nVocab; token++) longest = Math.max(longest, model.detokenize([token], false).length)
+  let wrapper
+  const encode = (text) => {
+    const bos = model.tokens.bos
+    const ids = [...model.tokenize(text)]
+    return bos !== null && model.tokens.shouldPrependBosToken ? [bos, ...ids] : ids
+  }
+  const chat = (messages) => {
+    wrapper ??= resolveChatWrapper(model, { warningLogs: false })
+    const history = messages.map((m) =>
+      m.role === 'assistant' ? { type: 'model', response: [m.content] } : m.role === 'user' ? { type: 'user', text: m.content } : { type: 'system', text: m.content },
+    )
+    history.push({ type: 'model', response: [] })
+    return [...wrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer)]
+  }
+  return { longest, encode, chat }
+})()
+loaded.then(
+  (t) => parentPort.postMessage({ ready: true, longest: t.longest }),
+  (e) => parentPort.postMessage({ ready: false, error: String(e && e.message ? e.message : e) }),
+)
+parentPort.on('message', async (m) => {
+  try {
+    const t = await loaded
+    const tokens = m.op === 'encode' ? t.encode(m.text) : t.chat(m.messages)
+    // past the limit only the count: a 3.9 MB prompt's million ids cost the main thread more to take in than to refuse
+    if (tokens.length > m.limit) return parentPort.postMessage({ id: m.id, count: tokens.length })
+    const ids = Int32Array.from(tokens)
+    parentPort.postMessage({ id: m.id, ids }, [ids.buffer])
+  } catch (e) {
+    parentPort.postMessage({ id: m.id, error: String(e && e.message ? e.message : e) })
+  }
+})
+`
+
+/** A prompt's token count, and its ids when there are at most the limit asked for. */
+export interface Tokenized {
+  readonly count: number
+  readonly ids: number[] | undefined
+}
+
+/** One model's prompts tokenized on a worker thread: a 3.9 MB prompt took 2 s of native, synchronous tokenizing. */
+export interface PromptTokenizer {
+  /** Characters of the vocabulary's longest token (SentencePiece's leading space not counted). */
+  readonly longestTokenChars: number
+  /** A plain-text prompt's tokens, with the BOS token when the model wants one (ModelTokenizer.encode); ids only up to `limit`. */
+  encode(text: string, limit?: number): Promise<Tokenized>
+  /** OpenAI messages rendered with the model's chat template to the assistant's turn (renderChat); ids only up to `limit`. */
+  chat(messages: readonly ChatMessage[], limit?: number): Promise<Tokenized>
+}
+
+type Reply =
+  | { readonly id: number; readonly ids: Int32Array }
+  | { readonly id: number; readonly count: number }
+  | { readonly id: number; readonly error: string }
+
+/**
+ * A worker thread per model whose prompts the gateway tokenizes, started on first use from the tokenizer its
+ * catalog holds (checked against the manifest when it was published), so the tracker's event loop never runs
+ * a tokenizer. A worker that fails is replaced on the next prompt.
+ */
+export class PromptTokenizers {
+  private readonly workers = new Map<string, Promise<WorkerTokenizer>>()
+  /** The longest token's characters of each model whose tokenizer has loaded once. */
+  private readonly longest = new Map<string, number>()
+
+  constructor(private readonly catalog: Pick<ModelCatalog, 'get' | 'manifests'>) {}
+
+  /**
+   * The largest prompt body that could fit one of the catalog's contexts (promptBodyBound), and the largest
+   * context; `fallback` bytes while a model's tokenizer has not loaded yet (its longest token is not known).
+   */
+  largestPromptBody(fallback: number): { bytes: number; contextLength: number } {
+    let bytes = 0
+    let contextLength = 0
+    for (const m of this.catalog.manifests()) {
+      const longest = this.longest.get(m.modelId)
+      if (longest === undefined || m.contextLength === 0) return { bytes: fallback, contextLength: 0 }
+      bytes = Math.max(bytes, promptBodyBound(m.contextLength, longest))
+      contextLength = Math.max(contextLength, m.contextLength)
+    }
+    return { bytes: Math.min(fallback, bytes), contextLength }
+  }
+
+  get(modelId: string): Promise<PromptTokenizer> {
+    let worker = this.workers.get(modelId)
+    if (worker === undefined) {
+      worker = WorkerTokenizer.start(modelId, this.catalog.get(modelId), () => this.workers.delete(modelId))
+      this.workers.set(modelId, worker)
+      worker.then(
+        (w) => this.longest.set(modelId, w.longestTokenChars),
+        () => this.workers.delete(modelId),
+      )
+    }
+    return worker
+  }
+
+  async close(): Promise<void> {
+    const workers = [...this.workers.values()]
+    this.workers.clear()
+    await Promise.all(workers.map(async (w) => (await w.catch(() => undefined))?.terminate()))
+  }
+}
+
+class WorkerTokenizer implements PromptTokenizer {
+  private readonly waiting = new Map<number, { resolve: (tokens: Tokenized) => void; reject: (error: Error) => void }>()
+  private nextId = 0
+  private failed: Error | undefined
+
+  private constructor(
+    private readonly modelId: string,
+    private readonly worker: Worker,
+    readonly longestTokenChars: number,
+    onExit: () => void,
+  ) {
+    worker.on('message', (m: Reply) => {
+      const w = this.waiting.get(m.id)
+      this.waiting.delete(m.id)
+      if ('ids' in m) w?.resolve({ count: m.ids.length, ids: Array.from(m.ids) })
+      else if ('count' in m) w?.resolve({ count: m.count, ids: undefined })
+      else w?.reject(new GatewayError(500, 'server_error', 'tokenizer_failed', `tokenizing for ${modelId} failed: ${m.error}`))
+    })
+    const fail = (error: Error) => {
+      this.failed = new GatewayError(500, 'server_error', 'tokenizer_failed', `the tokenizer worker of ${modelId} stopped (${error.message}); retry.`)
+      for (const w of this.waiting.values()) w.reject(this.failed)
+      this.waiting.clear()
+      onExit()
+    }
+    worker.on('error', fail)
+    worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
+  }
+
+  static async start(modelId: string, model: { tokenizer: Uint8Array; manifest: { nVocab: number } }, onExit: () => void): Promise<WorkerTokenizer> {
+    // A directory of our own (mode 0700, unguessable name), as ModelTokenizer.load makes: nobody can swap the file.
+    const dir = await mkdtemp(join(tmpdir(), 'neuron-gateway-tokenizer-'))
+    try {
+      const path = join(dir, 'tokenizer.gguf')
+      await writeFile(path, model.tokenizer, { flag: 'wx', mode: 0o600 })
+      const worker = new Worker(WORKER_SOURCE, {
+        eval: true,
+        workerData: { llama: import.meta.resolve('node-llama-cpp'), path, nVocab: model.manifest.nVocab },
+      })
+      // The tracker's exit does not wait for its tokenizers.
+      worker.unref()
+      const longest = await new Promise<number>((resolve, reject) => {
+        worker.once('message', (m: { ready: boolean; longest?: number; error?: string }) =>
+          m.ready ? resolve(m.longest ?? 0) : reject(new Error(m.error ?? 'the tokenizer did not load')),
+        )
+        worker.once('error', reject)
+      }).catch(async (error: Error) => {
+        await worker.terminate()
+        throw new GatewayError(500, 'server_error', 'tokenizer_failed', `the tokenizer of ${modelId} did not load on its worker: ${error.message}`)
+      })
+      return new WorkerTokenizer(modelId, worker, longest, onExit)
+    } finally {
+      await rm(dir, { recursive: true, force: true }).catch(() => {})
+    }
+  }
+
+  encode(text: string, limit = Number.POSITIVE_INFINITY): Promise<Tokenized> {
+    return this.ask({ op: 'encode', text, limit })
+  }
+
+  chat(messages: readonly ChatMessage[], limit = Number.POSITIVE_INFINITY): Promise<Tokenized> {
+    return this.ask({ op: 'chat', messages, limit })
+  }
+
+  async terminate(): Promise<void> {
+    await this.worker.terminate()
+  }
+
+  private ask(message: ({ op: 'encode'; text: string } | { op: 'chat'; messages: readonly ChatMessage[] }) & { limit: number }): Promise<Tokenized> {
+    if (this.failed !== undefined) return Promise.reject(this.failed)
+    const id = this.nextId++
+    return new Promise<Tokenized>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject })
+      this.worker.postMessage({ id, ...message })
+    }).catch((error: unknown) => {
+      throw error instanceof GatewayError ? error : new GatewayError(500, 'server_error', 'tokenizer_failed', `tokenizing for ${this.modelId} failed: ${error}`)
+    })
+  }
+}
