@@ -136,7 +136,12 @@ export class Tracker {
       )
     })
     const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
-    const rent = new Rent(store.ledger, (session) => this.metering.route(session), (modelId) => this.catalog.get(modelId).manifest, this.pricing)
+    const rent = new Rent(
+      store.ledger,
+      (session) => this.metering.route(session),
+      (modelId) => this.catalog.get(modelId).manifest,
+      this.pricing,
+    )
     this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent })
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(

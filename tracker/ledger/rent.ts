@@ -48,7 +48,9 @@ export class Rent {
   constructor(
     private readonly ledger: LedgerStore,
     /** The hops the tracker issued for a session and its model; undefined for a session it never routed. */
-    private readonly routeOf: (session: string) => Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>,
+    private readonly routeOf: (
+      session: string,
+    ) => Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>,
     private readonly manifestOf: (modelId: string) => Pick<Manifest, 'nLayer' | 'kvBytesPerTokenPerBlock' | 'cachePerBlock'>,
     private readonly pricing: PricingOptions,
   ) {}
