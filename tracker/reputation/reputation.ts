@@ -6,7 +6,7 @@ import type { HostRegistry } from '../registry'
 export interface ReputationComponents {
   /** Share of the tracker's samples in which the host was online since it joined. */
   readonly uptime: number
-  /** Completed steps over completed + failed (rejected receipts, failovers away from it), with a prior of a few good steps. */
+  /** Completed steps over completed + failed (receipts it signed that the route refutes), with a prior of a few good steps. */
   readonly completion: number
   /** Advertised compute time against the round trips clients measured, capped at 1. */
   readonly latency: number
