@@ -33,6 +33,11 @@ export const TicketBody = z.object({
    * the tracker's signature sets it (it is signed with the rest), so no client can reach those slots.
    */
   probe: z.literal(true).optional(),
+  /**
+   * What holding this hop's session costs per minute started, micro-credits: the cache its maxTokens reserve on these
+   * blocks, at the tracker's rent. The tracker charges it from the plan to session.end (tracker/ledger/rent.ts).
+   */
+  rentMicroPerMinute: Micro.optional(),
 })
 export type TicketBody = z.infer<typeof TicketBody>
 
@@ -58,6 +63,7 @@ export function ticketMessage(t: TicketBody): string {
     t.trackerKey,
     // last, and only on probes: every other ticket's bytes are as before
     ...(t.probe === true ? ['probe'] : []),
+    ...(t.rentMicroPerMinute === undefined ? [] : ['rent', t.rentMicroPerMinute]),
   ].join(' ')
 }
 

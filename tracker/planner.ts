@@ -34,9 +34,14 @@ export class SwarmPlanner {
    * heartbeat says how many it runs. Counted once per session and host, and only once the route is paid
    * for: a refused or repeated plan must not make hosts look full to everyone else.
    */
-  countRouted(session: string, route: Pick<Route, 'modelId' | 'hops'>): void {
-    const fresh = route.hops.map((h) => h.hostId).filter((hostId) => this.registry.routed(hostId, session))
+  countRouted(session: string, route: Pick<Route, 'modelId' | 'hops'>, key = ''): void {
+    const fresh = route.hops.map((h) => h.hostId).filter((hostId) => this.registry.routed(hostId, session, key))
     if (fresh.length > 0) this.plannerFor(route.modelId).routed(fresh)
+  }
+
+  /** `key` ended `session`: its hosts stop counting it at once (their heartbeats count it while they still hold it). */
+  ended(session: string, key: string): void {
+    if (this.registry.ended(session, key)) this.planners.clear()
   }
 
   /** One compiled planner per model, rebuilt when a host changes or after a second (load, reputation). */
@@ -52,6 +57,24 @@ export class SwarmPlanner {
 
   view(modelId: string): SwarmView {
     return this.viewOf(this.catalog.get(modelId).manifest)
+  }
+
+  /**
+   * The swarm as `key` may have it when every host it needs is full: a full host where another key holds at least two
+   * sessions more than `key` has one slot for it. The host gives that key's least recently used idle session up
+   * when `key` opens (host/serving/admission.ts squattedSession), so no key keeps more than its share from a waiting one.
+   */
+  private fairShareView(manifest: Manifest, key: string): SwarmView {
+    const view = this.viewOf(manifest)
+    const spans = view.spans.map((span) => {
+      if (span.activeSessions < span.maxSessions) return span
+      const holders = this.registry.holders(span.hostId)
+      const mine = holders.get(key) ?? 0
+      let top = 0
+      for (const [k, n] of holders) if (k !== key && n > top) top = n
+      return top >= mine + 2 ? { ...span, activeSessions: span.maxSessions - 1 } : span
+    })
+    return { ...view, spans }
   }
 
   private viewOf(manifest: Manifest): SwarmView {
@@ -88,16 +111,24 @@ export class SwarmPlanner {
     nextHop?: string | undefined
     /** The latency id of the client that relays the route's hops (clientLatencyId). */
     relayedBy?: string | undefined
+    /** The asking client's key: when the swarm is full for it, it gets a share of hosts other keys hold more of. */
+    clientKey?: string | undefined
   }): Route {
-    const planner = this.plannerFor(request.modelId)
-    const planned = planner.plan({
+    const ask = {
       tokens: request.maxTokens,
       exclude: new Set(request.exclude),
       ...(request.span === undefined ? {} : { span: request.span }),
       ...(request.previousHop === undefined ? {} : { previousHop: request.previousHop }),
       ...(request.nextHop === undefined ? {} : { nextHop: request.nextHop }),
       ...(request.relayedBy === undefined ? {} : { relayedBy: request.relayedBy }),
-    })
+    }
+    let planned: ReturnType<RoutePlanner['plan']>
+    try {
+      planned = this.plannerFor(request.modelId).plan(ask)
+    } catch (error) {
+      if (!(error instanceof NeuronError) || error.code !== 'no_route' || request.clientKey === undefined) throw error
+      planned = new RoutePlanner(this.fairShareView(this.catalog.get(request.modelId).manifest, request.clientKey)).plan(ask)
+    }
     return {
       modelId: request.modelId,
       expectedMsPerToken: planned.expectedMsPerToken,

@@ -18,6 +18,14 @@ export interface LiveHost {
 
 /** Sessions remembered as routed to one host between two of its heartbeats. */
 const MAX_COUNTED_SESSIONS = 4096
+/** A routed session no heartbeat has listed counts against its host this long at most (two beats where they are faster). */
+export const ROUTED_GRACE_MS = 5_000
+
+/** A session routed to a host: when, and the client key that planned it (its share of the host, session.end). */
+interface Routed {
+  readonly at: number
+  readonly key: string
+}
 
 /** A host as another instance describes the one it holds. */
 export type MirroredHost = Pick<LiveHost, 'hostId' | 'publicKey' | 'profile' | 'state' | 'online' | 'verifiedFor'>
@@ -33,8 +41,10 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
    * and this connection is half-open. It takes effect when that connection is found dead.
    */
   private readonly claims = new Map<string, { owner: string; host: MirroredHost }>()
-  /** Sessions routed to each host and when, until a heartbeat holds them (routedSinceHeartbeat is their count). */
-  private readonly routedSessions = new Map<string, Map<string, number>>()
+  /** Sessions routed to each host, until a heartbeat holds them (routedSinceHeartbeat is their count). */
+  private readonly routedSessions = new Map<string, Map<string, Routed>>()
+  /** Sessions a host's heartbeats list, with the key that planned them: each key's share of the host. */
+  private readonly heldSessions = new Map<string, Map<string, string>>()
   private readonly timer: NodeJS.Timeout
 
   constructor(readonly heartbeatMs: number) {
@@ -49,6 +59,7 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     this.claims.delete(hostId)
     // a host saying hello again (restarted, reconnected) holds none of the sessions routed to it before
     this.routedSessions.delete(hostId)
+    this.heldSessions.delete(hostId)
     this.emit('changed', hostId)
     return host
   }
@@ -90,7 +101,7 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   /**
    * `owner`: the instance whose batch carries it (null: this instance's own host). `seen`: the sessions the host held
    * since its last heartbeat; a routed session stays counted until one lists it (its count then holds it, or it has
-   * closed), or for two heartbeats (it was never opened). Without `seen` (an older host, another instance's batch), the
+   * closed), or for the routed grace (it was never opened). Without `seen` (an older host, another instance's batch), the
    * count holds every session routed before it.
    */
   heartbeat(hostId: string, activeSessions: number, now = Date.now(), owner: string | null = null, seen?: readonly string[]): void {
@@ -99,10 +110,19 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     host.lastHeartbeat = now
     host.state = { ...host.state, activeSessions }
     const routed = this.routedSessions.get(hostId)
-    if (seen !== undefined && routed !== undefined) {
+    const held = this.heldSessions.get(hostId) ?? new Map<string, string>()
+    if (seen !== undefined) {
       const listed = new Set(seen)
-      for (const [session, at] of routed) if (listed.has(session) || now - at >= 2 * this.heartbeatMs) routed.delete(session)
-    } else routed?.clear()
+      for (const session of held.keys()) if (!listed.has(session)) held.delete(session)
+      for (const [session, r] of routed ?? []) {
+        if (listed.has(session)) held.set(session, r.key)
+        if (listed.has(session) || now - r.at >= this.routedGraceMs) routed?.delete(session)
+      }
+      this.heldSessions.set(hostId, held)
+    } else {
+      routed?.clear()
+      this.heldSessions.delete(hostId)
+    }
     host.routedSinceHeartbeat = routed?.size ?? 0
     if (!host.online) {
       host.online = true
@@ -110,17 +130,46 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     }
   }
 
-  /** A session was routed to it: counted as open until a heartbeat holds it (see heartbeat). False if already counted. */
-  routed(hostId: string, session: string, now = Date.now()): boolean {
+  /** How long a routed session that no heartbeat lists counts against its host: ROUTED_GRACE_MS, or two beats if sooner. */
+  get routedGraceMs(): number {
+    return Math.min(ROUTED_GRACE_MS, 2 * this.heartbeatMs)
+  }
+
+  /** A session was routed to it by `key`: counted as open until a heartbeat holds it (see heartbeat). False if already counted. */
+  routed(hostId: string, session: string, key = '', now = Date.now()): boolean {
     const host = this.hosts.get(hostId)
     if (host === undefined) return false
-    const sessions = this.routedSessions.get(hostId) ?? new Map<string, number>()
+    const sessions = this.routedSessions.get(hostId) ?? new Map<string, Routed>()
     // Past a host's most sessions it is full anyway: no need to remember more of them.
     if (sessions.has(session) || sessions.size >= MAX_COUNTED_SESSIONS) return false
-    sessions.set(session, now)
+    sessions.set(session, { at: now, key })
     this.routedSessions.set(hostId, sessions)
     host.routedSinceHeartbeat = sessions.size
     return true
+  }
+
+  /**
+   * `key` ended `session` (session.end): it counts against no host from now on, where `key` planned it. Its host's
+   * own count holds it until the host closes it; returns whether any count changed.
+   */
+  ended(session: string, key: string): boolean {
+    let changed = false
+    for (const [hostId, sessions] of this.routedSessions) {
+      if (sessions.get(session)?.key !== key) continue
+      sessions.delete(session)
+      const host = this.hosts.get(hostId)
+      if (host !== undefined) host.routedSinceHeartbeat = sessions.size
+      changed = true
+    }
+    return changed
+  }
+
+  /** Sessions each client key holds at a host, routed or listed by its heartbeats (those the tracker did not route aside). */
+  holders(hostId: string): Map<string, number> {
+    const counts = new Map<string, number>()
+    for (const r of this.routedSessions.get(hostId)?.values() ?? []) counts.set(r.key, (counts.get(r.key) ?? 0) + 1)
+    for (const key of this.heldSessions.get(hostId)?.values() ?? []) counts.set(key, (counts.get(key) ?? 0) + 1)
+    return counts
   }
 
   /** Only the instance holding the host (`owner`, null for this one) takes it offline: it may have moved to another. */
@@ -160,6 +209,20 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   }
 
   sweep(now: number): void {
+    // routed sessions never opened stop counting after the grace, heartbeat or not
+    for (const [hostId, sessions] of this.routedSessions) {
+      const host = this.hosts.get(hostId)
+      let expired = false
+      for (const [session, r] of sessions)
+        if (now - r.at >= this.routedGraceMs) {
+          sessions.delete(session)
+          expired = true
+        }
+      if (host !== undefined && expired) {
+        host.routedSinceHeartbeat = sessions.size
+        this.emit('changed', hostId)
+      }
+    }
     for (const host of this.hosts.values()) {
       if (host.online && now - host.lastHeartbeat > 3 * this.heartbeatMs)
         this.markOffline(

@@ -22,6 +22,7 @@ import { clientLatencyId, MeasuredLatencies } from './latency/measured-latencies
 import { Accounts } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
+import { Rent } from './ledger/rent'
 import { serveModelFiles } from './model-files'
 import { SwarmPlanner } from './planner'
 import { Admission, namesTorrents, refuseStranger } from './private-swarm'
@@ -135,7 +136,13 @@ export class Tracker {
       )
     })
     const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
-    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, ticketing)
+    const rent = new Rent(
+      store.ledger,
+      (session) => this.metering.route(session),
+      (modelId) => this.catalog.get(modelId).manifest,
+      this.pricing,
+    )
+    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent })
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(
       {
@@ -202,6 +209,7 @@ export class Tracker {
   private async open(): Promise<void> {
     await this.catalog.load()
     await Promise.all([this.tickets.sweep(), this.checks.loadBanned()])
+    this.tickets.start((l) => this.log(l))
     await this.cluster?.attach({ ...this, io: this.io, log: (l) => this.log(l) }, this.registry.heartbeatMs)
     await new Promise<void>((resolve, reject) => {
       this.http.once('error', reject)
@@ -226,6 +234,7 @@ export class Tracker {
     this.reputation.close()
     this.checks.close()
     this.metering.close()
+    this.tickets.close()
     if (this.ownClient !== undefined) (await this.ownClient.catch(() => undefined))?.close()
     await this.gateway.close()
     this.io.disconnectSockets(true)
@@ -330,7 +339,7 @@ export class Tracker {
       'hosts.list': () => ({ hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })) }),
       'route.plan': async (request, peer) => {
         const payer = await this.tickets.payer(request.session, peer.publicKey)
-        const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId) })
+        const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
         const manifest = this.catalog.get(request.modelId).manifest
         const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
         const failed = await this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
@@ -338,9 +347,9 @@ export class Tracker {
           clientKey: peer.publicKey,
           accountId: payer.account.accountId,
         })
-        this.planner.countRouted(request.session, route)
-        // A span asked again after a failure: the host the client gave up on failed a step, if it was on the route.
-        if (failed && request.failedHost !== undefined) this.reputation.failed(request.failedHost)
+        this.planner.countRouted(request.session, route, peer.publicKey)
+        // A span asked again after a failure: the client's word, no evidence; the host is probed (one claim per key).
+        if (failed && request.failedHost !== undefined) this.reputation.failoverClaimed(request.failedHost, peer.publicKey)
         const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
         return {
           ...ticketed,
@@ -350,7 +359,11 @@ export class Tracker {
         }
       },
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
-      'session.end': ({ session }, peer) => this.tickets.endBy(session, peer.publicKey),
+      'session.end': ({ session }, peer) => {
+        // the hosts stop counting a plan its key ended at once: a plan + end loop holds no slot
+        this.planner.ended(session, peer.publicKey)
+        return this.tickets.endBy(session, peer.publicKey)
+      },
       'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
       'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.

@@ -97,6 +97,35 @@ export function admit(session: string, request: OpenSession, terms: TicketTerms,
   return ticket
 }
 
+/** How long a session must have gone unstepped before a full host gives it up to a key holding fewer (squattedSession). */
+export const EVICT_IDLE_MS = 5_000
+
+/** Refusals a full host may answer by giving up a squatted session instead. */
+const FULL = new Set(['busy', 'kv_budget_full'])
+
+/**
+ * The session a full host closes for an open by `opener` that it would otherwise refuse as full: the least recently
+ * used session, idle EVICT_IDLE_MS at least, of the key holding the most sessions here, when that key holds at least
+ * two more than the opener would (so keys converge on equal shares and an evicted key cannot evict back). Undefined
+ * when no key holds more than its share, or its sessions are all in use: the opener is refused as before.
+ */
+export function squattedSession(
+  refusal: unknown,
+  opener: string,
+  open: Iterable<[string, AdmittedSession & { readonly lastUsed: number }]>,
+  now: number,
+  idleMs = EVICT_IDLE_MS,
+): string | undefined {
+  if (!(refusal instanceof NeuronError) || !FULL.has(refusal.code)) return undefined
+  const byKey = new Map<string, [string, number][]>()
+  for (const [id, s] of open) if (!s.probe) byKey.set(s.clientKey, [...(byKey.get(s.clientKey) ?? []), [id, s.lastUsed]])
+  let top: [string, number][] = []
+  for (const sessions of byKey.values()) if (sessions.length > top.length) top = sessions
+  if (top.length < (byKey.get(opener)?.length ?? 0) + 2) return undefined
+  const idle = top.filter(([, lastUsed]) => now - lastUsed >= idleMs).sort((x, y) => x[1] - y[1])
+  return idle[0]?.[0]
+}
+
 /** A tracker's probe fits a probe slot: a probe's tokens at most, PROBE_SLOTS at once (of any load the host has besides). */
 function admitProbe(request: OpenSession, open: Iterable<AdmittedSession>): void {
   if (request.maxTokens > MAX_PROBE_TOKENS)

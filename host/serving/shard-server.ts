@@ -24,11 +24,12 @@ import {
   type SampledToken,
   SamplingParams,
   type SeamFacts,
+  type Ticket,
   toWireError,
 } from '../../protocol'
 import { answerDialBack, type DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
-import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, type TicketTerms } from './admission'
+import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, squattedSession, type TicketTerms } from './admission'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
@@ -60,6 +61,8 @@ export interface ShardServerOptions {
   readonly tickets: Omit<TicketTerms, 'modelId'>
   /** KV capacity per session, the KV budget over all sessions and sessions per client key (see admissionLimits). */
   readonly limits?: Partial<Omit<AdmissionLimits, 'maxSessions'>>
+  /** A full host gives up a squatted session unstepped this long to a waiting key (default EVICT_IDLE_MS). */
+  readonly evictIdleMs?: number
   /** A session opened and never stepped is closed after this long (default 30 s): an open alone holds a slot. */
   readonly unsteppedSessionMs?: number
   /** WebSocket connections at once (default 256), and frames one connection may have in flight (default 8). */
@@ -236,7 +239,7 @@ export class ShardServer {
     const { modelId, blocks } = this.options
     if (this.draining) throw new NeuronError('draining', 'this host is draining and takes no new sessions; ask the tracker for another route.')
     if (request.modelId !== modelId) throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
-    const ticket = admit(frame.session, request, { ...this.options.tickets, modelId }, this.limits, this.sessions.values())
+    const ticket = this.admitOrEvict(frame.session, request)
     // A route may use part of this host's span: the session then runs only its blocks.
     if (request.blocks[0] < blocks[0] || request.blocks[1] > blocks[1]) {
       throw new NeuronError(
@@ -263,6 +266,24 @@ export class ShardServer {
     })
     if (ticket.probe !== true) this.seen.opened(frame.session)
     return jsonFrame('ok', frame.session, frame.step, {})
+  }
+
+  /**
+   * Admits the open; refused as full, gives up the session a key squats here (admission's squattedSession) and admits
+   * it then. The ticket is verified before any limit is checked, so only a ticketed key can make a host evict.
+   */
+  private admitOrEvict(session: string, request: OpenSession): Ticket {
+    const terms = { ...this.options.tickets, modelId: this.options.modelId }
+    try {
+      return admit(session, request, terms, this.limits, this.sessions.values())
+    } catch (refusal) {
+      const opener = request.ticket?.clientKey ?? ''
+      const squatted = squattedSession(refusal, opener, this.sessions, Date.now(), this.options.evictIdleMs)
+      if (squatted === undefined) throw refusal
+      this.options.log?.(`session ${squatted} given up: its key holds the most sessions here and another key is waiting`)
+      this.closeSession(squatted)
+      return admit(session, request, terms, this.limits, this.sessions.values())
+    }
   }
 
   /** The session `id` if `caller` opened it; `not_your_session` when another caller did. */

@@ -1,3 +1,4 @@
+import { NeuronError } from '../../protocol'
 import type { Sql } from '../db/sql'
 import { consumerAccount } from './accounts'
 
@@ -40,7 +41,7 @@ export class CreditHolds {
    * touched when it is `accountId`'s; else a new one sized by `size` from the credits the account has
    * free (it throws to refuse).
    */
-  take(session: string, accountId: string, size: SizeHold, now = Date.now()): Promise<{ hold: StoredHold; taken: boolean }> {
+  take(session: string, accountId: string, size: SizeHold, now = Date.now(), maxLive?: number): Promise<{ hold: StoredHold; taken: boolean }> {
     return this.db.transaction(async (tx) => {
       const known = await tx.get<HoldRow>(`${WITH_CHARGES} where h.session = ? group by h.session`, [session])
       if (known !== undefined && !idle(known, now)) {
@@ -48,10 +49,18 @@ export class CreditHolds {
         return { hold: fromRow(known), taken: false }
       }
       let held = 0
+      let live = 0
       for (const h of await tx.all<HoldRow>(`${WITH_CHARGES} where h.account_id = ? group by h.session`, [accountId])) {
-        if (idle(h, now)) await tx.run('delete from credit_holds where session = ?', [h.session])
-        else held += left(h)
+        if (idle(h, now)) continue
+        held += left(h)
+        live++
       }
+      if (maxLive !== undefined && live >= maxLive)
+        throw new NeuronError(
+          'too_many_plans',
+          `account ${accountId} has ${live} sessions routed and not ended, the most one account may; end one (session.end) before planning another.`,
+          { maxPlans: maxLive },
+        )
       const balance = (await tx.get<{ amount: number }>('select amount from ledger_balances where account = ?', [consumerAccount(accountId)]))?.amount ?? 0
       const { heldMicro, maxTokens } = size(balance - held)
       const hold = { session, accountId, heldMicro, maxTokens, createdAt: now }
@@ -80,6 +89,12 @@ export class CreditHolds {
   async heldMicro(accountId: string, now = Date.now()): Promise<number> {
     const rows = await this.db.all<HoldRow>(`${WITH_CHARGES} where h.account_id = ? group by h.session`, [accountId])
     return rows.reduce((sum, h) => sum + (idle(h, now) ? 0 : left(h)), 0)
+  }
+
+  /** Holds idle past HOLD_IDLE_MS, with when each was last asked for or charged (their rent runs to then). */
+  async idle(now = Date.now()): Promise<{ hold: StoredHold; lastActive: number }[]> {
+    const rows = await this.db.all<HoldRow>(`${WITH_CHARGES} group by h.session`, [])
+    return rows.filter((h) => idle(h, now)).map((h) => ({ hold: fromRow(h), lastActive: Math.max(h.last_used, h.settled_at) }))
   }
 
   /** Releases every hold idle past HOLD_IDLE_MS, whichever instance took it; returns how many. */

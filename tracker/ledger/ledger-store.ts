@@ -21,9 +21,10 @@ export interface Entry {
 export interface Transaction {
   /**
    * forfeit: a failed host's earnings move to the host that replayed its work; release: pending earnings
-   * leave a host's escrow for its settled account; void: a host's pending earnings go back to its payers.
+   * leave a host's escrow for its settled account; void: a host's pending earnings go back to its payers; rent: a
+   * session's hosts are paid for the minutes it held their cache (tracker/ledger/rent.ts).
    */
-  readonly kind: 'grant' | 'charge' | 'forfeit' | 'release' | 'void'
+  readonly kind: 'grant' | 'charge' | 'forfeit' | 'release' | 'void' | 'rent'
   /** Unique: a transaction posted twice with the same key is refused (null: always posts). */
   readonly idempotencyKey: string | null
   readonly modelId: string | null

@@ -153,6 +153,12 @@ export class Metering extends EventEmitter<MeteringEvents> {
     return (await this.lookup(session))?.issuedTo
   }
 
+  /** The model and hops the tracker issued for `session` (failovers add up), or undefined for a session it never issued. */
+  async route(session: string): Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined> {
+    const known = await this.lookup(session)
+    return known === undefined ? undefined : { modelId: known.modelId, hops: known.hops }
+  }
+
   forget(session: string): void {
     this.sessions.delete(session)
   }
@@ -251,7 +257,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
       )
     issued.lastUsed = now
     const terms = checkTerms(issued, r, this.trackerKey)
-    if (terms !== undefined) return this.refuse(tx, r.hostId, session, r.step, terms.code, terms.message, now, true)
+    // A step at a position other than its ticket's: the client chose the position, the host only signed it; no host's fault.
+    if (terms !== undefined) return this.refuse(tx, r.hostId, session, r.step, terms.code, terms.message, now, terms.code !== 'position_mismatch')
     if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(tx, session, issued, r, now)
     for (const message of await seamBreaks(tx, session, issued.hops, r)) seams.push([r.step, message])
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null

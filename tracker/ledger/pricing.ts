@@ -12,6 +12,8 @@ export interface PricingOptions {
   readonly prices?: Readonly<Record<string, Price>>
   /** The swarm's share of every charge, basis points (default DEFAULT_FEE_BPS). */
   readonly feeBps?: number
+  /** Rent of a session's KV cache, micro-credits per GB per minute (default RENT_MICRO_PER_GB_MINUTE, tracker/ledger/rent.ts). */
+  readonly rentMicroPerGbMinute?: number
 }
 
 /**

@@ -6,7 +6,7 @@ import type { HostRegistry } from '../registry'
 export interface ReputationComponents {
   /** Share of the tracker's samples in which the host was online since it joined. */
   readonly uptime: number
-  /** Completed steps over completed + failed (rejected receipts, failovers away from it), with a prior of a few good steps. */
+  /** Completed steps over completed + failed (receipts it signed that the route refutes), with a prior of a few good steps. */
   readonly completion: number
   /** Advertised compute time against the round trips clients measured, capped at 1. */
   readonly latency: number
@@ -47,7 +47,14 @@ export interface ReputationChecks {
   readonly store: ChecksStore
   auditsScore(hostId: string): number
   onProbation(hostId: string): boolean
+  /** Probes the host now (a lie bans it); `askedByClient`: a pass does not shorten its probation. */
+  probeNow?(hostId: string, askedByClient?: boolean): Promise<unknown>
 }
+
+/** A host is probed on a client's failover claim at most this often, whatever the number of clients claiming. */
+const PROBE_ON_CLAIM_MS = 30_000
+/** Client keys remembered per host as having claimed a failover from it. */
+const MAX_CLAIMANTS = 1024
 
 /**
  * A score per host: completion² × audits × (base + uptime + latency against its advertised speed).
@@ -56,6 +63,8 @@ export interface ReputationChecks {
  */
 export class Reputation {
   private readonly tallies = new Map<string, Tally>()
+  /** Per host: the keys that claimed a failover from it (one vote each), and when a claim last probed it. */
+  private readonly claims = new Map<string, { keys: Set<string>; probedAt: number }>()
   private writes: Promise<void> = Promise.resolve()
   private readonly timer: NodeJS.Timeout
 
@@ -77,6 +86,23 @@ export class Reputation {
   failed(hostId: string, steps = 1): void {
     this.tally(hostId).failed += steps
     this.record(hostId)
+  }
+
+  /**
+   * A client says it failed over from the host. Its word alone is no evidence (it may have caused the failure, or
+   * made it up): it counts against no tally. A key's first claim against a host asks for a probe of it (at most one
+   * per PROBE_ON_CLAIM_MS per host), so a host that really fails is found by the tracker's own check; a key claiming
+   * again adds nothing. Returns whether a probe was asked for.
+   */
+  failoverClaimed(hostId: string, clientKey: string, now = Date.now()): boolean {
+    const c = this.claims.get(hostId) ?? { keys: new Set<string>(), probedAt: Number.NEGATIVE_INFINITY }
+    this.claims.set(hostId, c)
+    if (c.keys.has(clientKey) || c.keys.size >= MAX_CLAIMANTS) return false
+    c.keys.add(clientKey)
+    if (now - c.probedAt < PROBE_ON_CLAIM_MS || this.checks?.probeNow === undefined) return false
+    c.probedAt = now
+    this.checks.probeNow(hostId, true).catch(() => {})
+    return true
   }
 
   /** A client's measured round trip to a hop for one decode step, against what the host advertises. */

@@ -2,9 +2,10 @@ import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signTicket } from '../../identity/tickets'
 import { type Manifest, NeuronError, type Route, TICKET_TTL_MS } from '../../protocol'
 import type { Accounts } from '../ledger/accounts'
-import type { CreditHolds } from '../ledger/credit-holds'
+import type { CreditHolds, StoredHold } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
+import { rentPerMinute } from '../ledger/rent'
 
 export interface TicketOfficeOptions {
   /**
@@ -14,9 +15,16 @@ export interface TicketOfficeOptions {
   readonly newKeyGrantMicro?: number
   /** New accounts the grant may open per minute, over all keys (default 30). */
   readonly newAccountsPerMinute?: number
+  /** Sessions one account may have routed and not ended (nor idle past HOLD_IDLE_MS) at once (default MAX_PLANS_PER_KEY). */
+  readonly maxPlansPerKey?: number
   /** A private swarm's list: a key it does not admit gets no ticket (default: everyone). */
   readonly admits?: (publicKey: string) => boolean
+  /** Charges a session's rent when its hold ends, up to `until` (tracker/ledger/rent.ts); absent, holding is free. */
+  readonly rent?: { charge(hold: StoredHold, until: number): Promise<number> }
 }
+
+/** Plans one account may have outstanding: each holds credits and, until opened, a slot on every host of its route. */
+export const MAX_PLANS_PER_KEY = 8
 
 /** The options as given, else from $NEURON_NEW_KEY_GRANT_MICRO; `admits`: the swarm's admission. */
 export function ticketOptions(options: TicketOfficeOptions, env: NodeJS.ProcessEnv, admits?: (publicKey: string) => boolean): TicketOfficeOptions {
@@ -25,6 +33,8 @@ export function ticketOptions(options: TicketOfficeOptions, env: NodeJS.ProcessE
   return {
     ...(newKeyGrantMicro === undefined ? {} : { newKeyGrantMicro }),
     ...(options.newAccountsPerMinute === undefined ? {} : { newAccountsPerMinute: options.newAccountsPerMinute }),
+    ...(options.maxPlansPerKey === undefined ? {} : { maxPlansPerKey: options.maxPlansPerKey }),
+    ...(options.rent === undefined ? {} : { rent: options.rent }),
     ...(admits === undefined ? {} : { admits }),
   }
 }
@@ -39,6 +49,7 @@ export class TicketOffice {
   private readonly sponsored = new Map<string, string>()
   private readonly grantsGiven: number[] = []
   private readonly manifestHashes = new WeakMap<Manifest, string>()
+  private sweeper: NodeJS.Timeout | undefined
 
   constructor(
     private readonly identity: NodeIdentity,
@@ -51,9 +62,24 @@ export class TicketOffice {
     private readonly options: TicketOfficeOptions = {},
   ) {}
 
-  /** Releases the holds of sessions idle past HOLD_IDLE_MS, whichever instance took them (their client is gone); settled receipts stay paid. */
-  sweep(now = Date.now()): Promise<number> {
+  /**
+   * Releases the holds of sessions idle past HOLD_IDLE_MS, whichever instance took them (their client is gone), each
+   * charged its rent up to its last activity; settled receipts stay paid.
+   */
+  async sweep(now = Date.now()): Promise<number> {
+    const rent = this.options.rent
+    if (rent !== undefined) for (const { hold, lastActive } of await this.holds.idle(now)) await rent.charge(hold, lastActive)
     return this.holds.sweep(now)
+  }
+
+  /** Sweeps every minute until `close`. */
+  start(log: (line: string) => void): void {
+    this.sweeper ??= setInterval(() => void this.sweep().catch((e: Error) => log(`sweeping idle credit holds failed: ${e.message}`)), 60_000)
+    this.sweeper.unref()
+  }
+
+  close(): void {
+    clearInterval(this.sweeper)
   }
 
   /** The gateway runs `session` for `accountId` (it holds the credits itself). */
@@ -115,6 +141,7 @@ export class TicketOffice {
           modelId: manifest.modelId,
           manifestSha256: manifestHash,
           price,
+          rentMicroPerMinute: rentPerMinute(manifest, hop.blocks, request.maxTokens, this.pricing),
           expiresAt: now + TICKET_TTL_MS,
         }),
       })),
@@ -126,7 +153,10 @@ export class TicketOffice {
     // The gateway releases its generation's hold itself, once the last receipts are settled.
     if (publicKey === this.gatewayKey && this.sponsored.delete(session)) return {}
     const hold = await this.holds.get(session)
-    if (hold !== undefined && (await this.accounts.byPublicKey(publicKey))?.accountId === hold.accountId) await this.holds.release(session)
+    if (hold === undefined || (await this.accounts.byPublicKey(publicKey))?.accountId !== hold.accountId) return {}
+    // Rent first: a hold released is no longer there to say how long the session held its hosts.
+    await this.options.rent?.charge(hold, Date.now())
+    await this.holds.release(session)
     return {}
   }
 
@@ -142,7 +172,7 @@ export class TicketOffice {
       }
       return { heldMicro: cost, maxTokens: request.maxTokens }
     }
-    const { hold, taken } = await this.holds.take(request.session, accountId, size, now)
+    const { hold, taken } = await this.holds.take(request.session, accountId, size, now, this.options.maxPlansPerKey ?? MAX_PLANS_PER_KEY)
     if (taken) return
     if (hold.accountId !== accountId) throw new NeuronError('session_exists', `session ${request.session} is another client's; use a fresh random session id.`)
     if (request.maxTokens > hold.maxTokens)

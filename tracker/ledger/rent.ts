@@ -1,0 +1,93 @@
+import { DEFAULT_FEE_BPS, feeOf, type Manifest, rangeCacheBytes } from '../../protocol'
+import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import type { StoredHold } from './credit-holds'
+import type { LedgerStore } from './ledger-store'
+import type { PricingOptions } from './pricing'
+
+/** Micro-credits one GB of KV cache costs its holder per minute, by default (about a completion token of a 10 GB model). */
+export const RENT_MICRO_PER_GB_MINUTE = 1_000
+/** Minutes of rent a plan's credit hold covers beside its tokens: the host's idle timeout for a stepped session. */
+export const RENT_MINUTES_HELD = 10
+
+/**
+ * What holding one hop's session costs per minute, micro-credits: the cache its max tokens reserve on the hop's
+ * blocks (protocol/cache-cost.ts), at the swarm's rent; at least 1, so no session holds a slot for free.
+ */
+export function rentPerMinute(
+  manifest: Pick<Manifest, 'nLayer' | 'kvBytesPerTokenPerBlock' | 'cachePerBlock'>,
+  blocks: readonly [number, number],
+  maxTokens: number,
+  pricing: PricingOptions,
+): number {
+  const bytes = rangeCacheBytes(manifest, blocks, { tokens: maxTokens, sessions: 1 })
+  return Math.max(1, Math.ceil((bytes * (pricing.rentMicroPerGbMinute ?? RENT_MICRO_PER_GB_MINUTE)) / 1e9))
+}
+
+/** The hops holding the session's cache now: of the hops routed (failovers add up), the last to cover each block. */
+export function holdingHops<H extends { readonly hostId: string; readonly blocks: readonly [number, number] }>(hops: readonly H[]): H[] {
+  const covered = new Set<number>()
+  const holding: H[] = []
+  for (const hop of [...hops].reverse()) {
+    let fresh = false
+    for (let b = hop.blocks[0]; b < hop.blocks[1]; b++) {
+      if (covered.has(b)) continue
+      covered.add(b)
+      fresh = true
+    }
+    if (fresh) holding.push(hop)
+  }
+  return holding.reverse()
+}
+
+/**
+ * Rent for a routed session, charged once when its hold ends (session.end, or the hold idling out): each hop's rent
+ * per minute for every minute started from the plan to `until`, paid to the hop's host (less the swarm's fee) from
+ * the consumer's balance, never below zero. Idempotent per session, like a receipt per step.
+ */
+export class Rent {
+  constructor(
+    private readonly ledger: LedgerStore,
+    /** The hops the tracker issued for a session and its model; undefined for a session it never routed. */
+    private readonly routeOf: (
+      session: string,
+    ) => Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>,
+    private readonly manifestOf: (modelId: string) => Pick<Manifest, 'nLayer' | 'kvBytesPerTokenPerBlock' | 'cachePerBlock'>,
+    private readonly pricing: PricingOptions,
+  ) {}
+
+  /** Charges the session's rent up to `until`; returns the micro-credits charged (0 when already charged or unroutable). */
+  async charge(hold: StoredHold, until: number): Promise<number> {
+    const route = await this.routeOf(hold.session)
+    if (route === undefined) return 0
+    let manifest: ReturnType<typeof this.manifestOf>
+    try {
+      manifest = this.manifestOf(route.modelId)
+    } catch {
+      return 0
+    }
+    const minutes = Math.max(1, Math.ceil((until - hold.createdAt) / 60_000))
+    const consumer = consumerAccount(hold.accountId)
+    const feeBps = this.pricing.feeBps ?? DEFAULT_FEE_BPS
+    return this.ledger.atomically(async (tx) => {
+      let left = Math.max(0, await tx.balance(consumer))
+      const entries = []
+      let total = 0
+      for (const hop of holdingHops(route.hops)) {
+        const owed = Math.min(left, minutes * rentPerMinute(manifest, hop.blocks, hold.maxTokens, this.pricing))
+        const fee = feeOf(owed, feeBps)
+        left -= owed
+        total += owed
+        entries.push({ account: hostAccount(hop.hostId), amount: owed - fee }, { account: FEE_ACCOUNT, amount: fee })
+      }
+      const posted = await tx.post({
+        kind: 'rent',
+        idempotencyKey: `rent:${hold.session}`,
+        modelId: route.modelId,
+        entries: [{ account: consumer, amount: -total }, ...entries],
+        noOverdraft: consumer,
+        at: until,
+      })
+      return posted.posted ? total : 0
+    })
+  }
+}
