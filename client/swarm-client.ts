@@ -326,9 +326,12 @@ export class SwarmClient {
     try {
       for (const [i, hop] of route.entries()) {
         const link: HopLink =
-          hop.endpoint === null
-            ? new RelayHopLink(hop.hostId, this.tracker)
-            : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca, fingerprint: hop.fingerprint })
+          hop.via !== undefined
+            ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
+              await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, { ca: this.ca, fingerprint: hop.via.fingerprint })
+            : hop.endpoint === null
+              ? new RelayHopLink(hop.hostId, this.tracker)
+              : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca, fingerprint: hop.fingerprint })
         states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
         if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
         await expectOk(

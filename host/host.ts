@@ -24,6 +24,7 @@ import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
 import { hardwareProfile } from './hardware'
 import { dialBackProver } from './network/dial-back-answer'
 import { Reachable } from './network/reachable'
+import { HostRelaying, type RelayForOthers } from './network/relaying'
 import { ReceiptOutbox } from './receipt-outbox'
 import { measureSpeed } from './serving/measure-speed'
 import type { ServingRuntime } from './serving/serving-runtime'
@@ -50,8 +51,10 @@ export interface HostOptions {
   readonly torrentHost?: string
   /** 'cpu' keeps the layers off the GPUs (the user's choice); 'auto' (default) uses a detected GPU. */
   readonly device?: 'auto' | 'cpu'
-  /** Accept no connections: clients reach this host through the tracker's relay. */
+  /** Accept no connections: clients reach this host through a relay (a volunteer's, else the tracker's). */
   readonly relay?: boolean
+  /** Relay for hosts nobody can reach, bounded (--relay-for-others); used only where the tracker proved a public endpoint. */
+  readonly relayForOthers?: RelayForOthers
   /**
    * The data plane's address: default every interface ('0.0.0.0'), or 127.0.0.1 when the tracker is on this computer's
    * loopback (a swarm on one machine). The tracker dials back each address the host offers before routing to it.
@@ -90,6 +93,8 @@ export class Host extends EventEmitter<HostEvents> {
   private server: ShardServer | undefined
   /** Where the swarm may reach the data plane: its addresses, a mapped port, the certificate clients pin. */
   private reachable: Reachable | undefined
+  /** The relay this host runs for others, and its own reservation at one while unreachable. */
+  private relaying: HostRelaying | undefined
   private heartbeat: NodeJS.Timeout | undefined
   /** Sends a heartbeat now (set once joined). */
   private beat: () => void = () => {}
@@ -297,6 +302,7 @@ export class Host extends EventEmitter<HostEvents> {
     })
     const reachable = this.options.relay ? undefined : await Reachable.listen(this.server, this.reachability())
     this.reachable = reachable
+    this.relaying = this.startRelaying(this.server)
     this.throwIfStopped()
     const msPerBlock = await (this.runtime === undefined ? 1 : measureSpeed(this.runtime, manifest, blocks, embed))
     this.throwIfStopped()
@@ -310,6 +316,7 @@ export class Host extends EventEmitter<HostEvents> {
       maxSessions,
       msPerBlock,
       ...(reachable?.offer() ?? { endpoint: null }),
+      ...this.relayOffer(),
     })
     // what changes while serving (a new address, a mapping made or lost) is offered again, and the tracker dials it back
     reachable?.onChange(() => {
@@ -319,6 +326,31 @@ export class Host extends EventEmitter<HostEvents> {
     this.log(
       `serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) ${this.state.endpoint === null ? 'through the relay: no address of this host answered the tracker' : `at ${this.state.endpoint}`}, ${msPerBlock.toFixed(2)} ms/block`,
     )
+  }
+
+  private startRelaying(server: ShardServer): HostRelaying | undefined {
+    const identity = this.identity
+    if (identity === undefined) return undefined
+    return new HostRelaying({
+      identity,
+      server,
+      forOthers: this.options.relay ? undefined : this.options.relayForOthers,
+      trackerKey: () => this.trackerKey,
+      submit: async (receipts) => {
+        if (!this.socket?.connected) throw new NeuronError('tracker_unreachable', 'not connected to the tracker')
+        await callRpc(this.socket, HostToTracker, 'relay.receipts', { receipts })
+      },
+      onOfferChange: () => {
+        if (this.state.status === 'ready')
+          void this.publishState({ ...this.state, ...this.relayOffer() }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+      },
+      log: (l) => this.log(l),
+    })
+  }
+
+  private relayOffer(): Pick<ServingState, 'relayOffer'> {
+    const offer = this.relaying?.offer()
+    return offer === undefined ? {} : { relayOffer: offer }
   }
 
   /** How this host listens and offers itself, from its options and its tracker's address. */
@@ -355,6 +387,7 @@ export class Host extends EventEmitter<HostEvents> {
     clearInterval(this.heartbeat)
     clearTimeout(this.beatSoon)
     await this.reachable?.close()
+    await this.relaying?.close()
     await this.server?.close()
     // What was served is handed in before leaving (best effort: a tracker that is away misses it).
     await this.outbox.flush()
@@ -425,7 +458,8 @@ export class Host extends EventEmitter<HostEvents> {
     this.state = state
     this.emit('state', state)
     if (!this.socket?.connected) return
-    const { endpoint } = await callRpc(this.socket, HostToTracker, 'host.state', state)
+    const { endpoint, relay } = await callRpc(this.socket, HostToTracker, 'host.state', state)
+    if (relay !== undefined) this.relaying?.assign(relay)
     // the endpoint the tracker proved by dialing back (null: relayed), as the swarm will reach this host
     if (endpoint !== undefined && endpoint !== this.state.endpoint && this.state === state) {
       this.state = { ...state, endpoint }

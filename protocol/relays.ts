@@ -2,7 +2,8 @@
 // no candidate of which answered. The unreachable host keeps a reservation open at the relay; clients open circuits.
 import { z } from 'zod'
 import { NodeId, PublicKey } from './identity'
-import { MAX_FRAME_BYTES, MAX_NONCE_CHARS, MAX_ROUND_TRIP_MS, MAX_URL_CHARS } from './limits'
+import { MAX_FRAME_BYTES } from './frames'
+import { MAX_NONCE_CHARS, MAX_ROUND_TRIP_MS, MAX_URL_CHARS } from './limits'
 import { CertFingerprint } from './reachability'
 
 /** Where a host keeps its reservation at a relay (a WebSocket on the relay's data-plane port). */
@@ -46,6 +47,7 @@ export type RelayVia = z.infer<typeof RelayVia>
 export const ReservationChallenge = z.object({ nonce: z.string().min(16).max(MAX_NONCE_CHARS) })
 /** The host's answer: its key and its signature of reservationMessage. */
 export const ReservationProof = z.object({ publicKey: PublicKey, signature: z.string().max(MAX_NONCE_CHARS) })
+export type ReservationProof = z.infer<typeof ReservationProof>
 /** The relay's verdict: reserved, or why not (relay_full, bad_proof). */
 export const ReservationAnswer = z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), code: z.string().max(64), message: z.string().max(1024) })])
 

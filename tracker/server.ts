@@ -28,6 +28,7 @@ import { Admission, namesTorrents, refuseStranger } from './private-swarm'
 import { showColocatedPeers } from './reachability/colocated-peers'
 import { Reachability } from './reachability/reachability'
 import { TrackerRelay } from './reachability/tracker-relay'
+import { VolunteerRelays } from './reachability/volunteer-relays'
 import { HostRegistry } from './registry'
 import { Reputation } from './reputation/reputation'
 import { serveScrape } from './scrape'
@@ -47,6 +48,8 @@ export class Tracker {
   readonly registry: HostRegistry
   readonly catalog: ModelCatalog
   readonly planner: SwarmPlanner
+  /** Hosts that relay for others, and which unreachable host reserves at which. */
+  readonly volunteerRelays: VolunteerRelays
   /** Round trips clients measured to hosts; routes follow them. */
   readonly latencies: MeasuredLatencies
   readonly accounts: Accounts
@@ -109,7 +112,8 @@ export class Tracker {
     }))
     this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs, this.checks)
     this.latencies = new MeasuredLatencies(options.latency)
-    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks, this.latencies)
+    this.volunteerRelays = new VolunteerRelays(this.registry)
+    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks, this.latencies, this.volunteerRelays)
     this.latencies.on('changed', () => this.planner.invalidate())
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
@@ -180,6 +184,7 @@ export class Tracker {
     this.registry.on('offline', (hostId, why) => {
       this.log(`host ${hostId} offline: ${why}`)
       this.relay.hostGone(hostId, why)
+      this.volunteerRelays.forget(hostId)
     })
   }
 
@@ -301,6 +306,7 @@ export class Tracker {
       trackerKey: this.identity.publicKey,
       hostSockets,
       reachability: new Reachability({ trackerKey: this.identity.publicKey, log: (l) => this.log(l) }),
+      volunteerRelays: this.volunteerRelays,
     })
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
@@ -332,7 +338,8 @@ export class Tracker {
         const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId) })
         const manifest = this.catalog.get(request.modelId).manifest
         const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
-        const failed = await this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
+        const issued = route.hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }) }))
+        const failed = await this.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
           ...request,
           accountId: payer.account.accountId,
         })

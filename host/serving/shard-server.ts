@@ -1,6 +1,6 @@
 import { createServer as createHttpServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { TlsCertificate } from '../../client/tls-trust'
 import { payloadSha256 } from '../../identity/tickets'
@@ -95,6 +95,8 @@ export class ShardServer {
   private readonly limits: AdmissionLimits
   /** Runs the ready steps of all sessions in one graph per tick (step-batcher.ts). */
   readonly batcher: StepBatcher
+  /** Takes WebSocket upgrades on other paths of the data-plane port (a volunteer relay's); true when it took this one. */
+  upgrades: ((req: IncomingMessage, socket: Socket, head: Buffer) => boolean) | undefined
 
   constructor(
     private readonly runtime: ServingRuntime,
@@ -136,8 +138,12 @@ export class ShardServer {
     const http = tls === undefined ? createHttpServer(onRequest) : createHttpsServer({ key: tls.key, cert: tls.cert }, onRequest)
     this.http = http
     // ws closes a connection whose message passes maxPayload; below that, oversized frames get a typed error.
-    const wss = new WebSocketServer({ server: http, maxPayload: 2 * max })
+    const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * max })
     this.wss = wss
+    http.on('upgrade', (req, socket: Socket, head) => {
+      if (this.upgrades?.(req, socket, head) === true) return
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
+    })
     const maxInFlight = this.options.maxInFlightPerConnection ?? 8
     wss.on('connection', (socket: WebSocket) => {
       if (wss.clients.size > (this.options.maxConnections ?? 256)) {

@@ -17,6 +17,7 @@ import { Escrow, settlementWindowMs } from './escrow'
 import type { LedgerStore } from './ledger-store'
 import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
 import { checkTerms, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
+import { RelayFees } from './relay-fees'
 import type { MeteringEvents, ReceiptVerdict } from './verdicts'
 
 export { receiptKey } from './receipt-terms'
@@ -28,7 +29,8 @@ interface IssuedSession {
   readonly nLayer: number
   /** Priced once when the route is issued: looking the model up per receipt is slow. */
   readonly price: Price
-  readonly hops: { readonly hostId: string; readonly blocks: readonly [number, number] }[]
+  /** `relayId`: the volunteer relay the route reached the host through (it is paid per frame, relay-fees.ts). */
+  readonly hops: { readonly hostId: string; readonly blocks: readonly [number, number]; readonly relayId?: string }[]
   accountId: string | null
   /** The node that asked for the route: only it may hand in the session's receipts over Socket.IO. */
   readonly issuedTo: string | null
@@ -52,6 +54,8 @@ const MAX_SESSION_HOPS = 4096
 export class Metering extends EventEmitter<MeteringEvents> {
   /** Host earnings pending for the settlement window: released by its timer, voided when a host is caught cheating. */
   readonly escrow: Escrow
+  /** Volunteer relays' fees per frame, from the same sessions' holds. */
+  readonly relayFees: RelayFees
   private readonly sessions = new Map<string, IssuedSession>()
   /** Parsed host keys: building a KeyObject costs more than checking a signature with it. */
   private readonly keys = new Map<string, KeyObject>()
@@ -74,6 +78,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     super()
     this.escrow = new Escrow(store, settlementWindowMs(settlement.settlementWindowMs))
     this.escrow.start()
+    this.relayFees = new RelayFees(store, (session) => this.lookup(session), publicKeyOf, pricing, trackerKey)
   }
 
   /** Stops the escrow's release timer. */
@@ -89,7 +94,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
   async issue(
     session: string,
     modelId: string,
-    hops: readonly { hostId: string; blocks: readonly [number, number] }[],
+    hops: readonly { hostId: string; blocks: readonly [number, number]; relayId?: string }[],
     issuedTo: string | null = null,
     now = Date.now(),
     /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */

@@ -12,6 +12,8 @@ export interface PricingOptions {
   readonly prices?: Readonly<Record<string, Price>>
   /** The swarm's share of every charge, basis points (default DEFAULT_FEE_BPS). */
   readonly feeBps?: number
+  /** What a volunteer relay earns per frame it carries, micro-credits (default DEFAULT_RELAY_MICRO_PER_FRAME). */
+  readonly relayMicroPerFrame?: number
 }
 
 /**
