@@ -62,6 +62,8 @@ export interface HopStats {
   readonly blocks: readonly [number, number]
   /** Median round trip to this hop per decode step, ms (compute + transfer). */
   readonly medianMs: number
+  /** The volunteer relay this hop was reached through, if any. */
+  readonly relayHostId?: string
 }
 
 export interface GenerationSummary {
@@ -298,7 +300,12 @@ export class SwarmClient {
       promptTokens: promptTokens.length,
       completionTokens: generated.length,
       finishReason,
-      route: hops.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks, medianMs: median(h.stepMs) })),
+      route: hops.map((h) => ({
+        hostId: h.hop.hostId,
+        blocks: h.hop.blocks,
+        medianMs: median(h.stepMs),
+        ...(h.hop.via === undefined ? {} : { relayHostId: h.hop.via.relayHostId }),
+      })),
       decodeTokensPerSecond: generated.length > 1 ? (generated.length - 1) / decodeSeconds : 0,
       failovers,
       session,

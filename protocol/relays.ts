@@ -1,8 +1,8 @@
 // Volunteer relays (like libp2p's circuit relay v2): a host with a proven public endpoint carries frames for hosts
 // no candidate of which answered. The unreachable host keeps a reservation open at the relay; clients open circuits.
 import { z } from 'zod'
-import { NodeId, PublicKey } from './identity'
 import { MAX_FRAME_BYTES } from './frames'
+import { NodeId, PublicKey } from './identity'
 import { MAX_NONCE_CHARS, MAX_ROUND_TRIP_MS, MAX_URL_CHARS } from './limits'
 import { CertFingerprint } from './reachability'
 
@@ -29,9 +29,7 @@ export const RelayOffer = z.object({
   /** Circuits open now. */
   openCircuits: z.number().int().nonnegative().max(MAX_RELAY_CIRCUITS),
   /** Hosts reserved here now, with the relay's measured WebSocket ping round trip to each, ms (null before one). */
-  reserved: z
-    .array(z.object({ hostId: NodeId, roundTripMs: z.number().min(0).max(MAX_ROUND_TRIP_MS).nullable() }))
-    .max(MAX_RELAYED_HOSTS),
+  reserved: z.array(z.object({ hostId: NodeId, roundTripMs: z.number().min(0).max(MAX_ROUND_TRIP_MS).nullable() })).max(MAX_RELAYED_HOSTS),
 })
 export type RelayOffer = z.infer<typeof RelayOffer>
 
@@ -49,7 +47,10 @@ export const ReservationChallenge = z.object({ nonce: z.string().min(16).max(MAX
 export const ReservationProof = z.object({ publicKey: PublicKey, signature: z.string().max(MAX_NONCE_CHARS) })
 export type ReservationProof = z.infer<typeof ReservationProof>
 /** The relay's verdict: reserved, or why not (relay_full, bad_proof). */
-export const ReservationAnswer = z.union([z.object({ ok: z.literal(true) }), z.object({ ok: z.literal(false), code: z.string().max(64), message: z.string().max(1024) })])
+export const ReservationAnswer = z.union([
+  z.object({ ok: z.literal(true) }),
+  z.object({ ok: z.literal(false), code: z.string().max(64), message: z.string().max(1024) }),
+])
 
 /** What a host signs to reserve at a relay: it names the relay, so no other relay can replay it. */
 export function reservationMessage(relayHostId: string, nonce: string): string {
@@ -76,8 +77,10 @@ export function encodeEnvelope(e: Envelope): Uint8Array {
 
 /** Parses an envelope, bounded: throws `bad_envelope` (or `frame_too_large`) rather than use what does not fit. */
 export function decodeEnvelope(bytes: Uint8Array): Envelope {
-  if (bytes.byteLength < ENVELOPE_HEADER_BYTES) throw new EnvelopeError('bad_envelope', `an envelope has a ${ENVELOPE_HEADER_BYTES}-byte header; got ${bytes.byteLength} bytes`)
-  if (bytes.byteLength > MAX_ENVELOPE_BYTES) throw new EnvelopeError('frame_too_large', `an envelope of ${bytes.byteLength} bytes exceeds ${MAX_ENVELOPE_BYTES}`)
+  if (bytes.byteLength < ENVELOPE_HEADER_BYTES)
+    throw new EnvelopeError('bad_envelope', `an envelope has a ${ENVELOPE_HEADER_BYTES}-byte header; got ${bytes.byteLength} bytes`)
+  if (bytes.byteLength > MAX_ENVELOPE_BYTES)
+    throw new EnvelopeError('frame_too_large', `an envelope of ${bytes.byteLength} bytes exceeds ${MAX_ENVELOPE_BYTES}`)
   const kind = bytes[0]
   if (kind !== ENVELOPE_FRAME && kind !== ENVELOPE_CLOSED) throw new EnvelopeError('bad_envelope', `unknown envelope kind ${kind}`)
   const circuit = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1)
@@ -104,7 +107,11 @@ export const RelayReceiptBody = z.object({
   relayId: NodeId,
   hostId: NodeId,
   frames: z.number().int().positive().max(2),
-  bytes: z.number().int().nonnegative().max(2 * MAX_ENVELOPE_BYTES),
+  bytes: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(2 * MAX_ENVELOPE_BYTES),
   tracker: PublicKey,
 })
 export type RelayReceiptBody = z.infer<typeof RelayReceiptBody>

@@ -245,10 +245,14 @@ export class RelayService {
   private openCircuit(socket: WebSocket, hostId: string): void {
     socket.on('error', (e) => this.options.log?.(`relay circuit socket: ${e.message}`))
     const reservation = this.reservations.get(hostId)
-    if (this.circuits.size >= this.options.circuits)
-      return refuseCircuit(socket, 'relay_full', `this relay carries ${this.circuits.size} circuits, its bound; ask the tracker for a new route`)
-    if (reservation === undefined)
-      return refuseCircuit(socket, 'not_reserved', `host ${hostId.slice(0, 40)} keeps no reservation at this relay; ask the tracker for a new route`)
+    if (this.circuits.size >= this.options.circuits) {
+      refuseCircuit(socket, 'relay_full', `this relay carries ${this.circuits.size} circuits, its bound; ask the tracker for a new route`)
+      return
+    }
+    if (reservation === undefined) {
+      refuseCircuit(socket, 'not_reserved', `host ${hostId.slice(0, 40)} keeps no reservation at this relay; ask the tracker for a new route`)
+      return
+    }
     const id = this.nextCircuit
     this.nextCircuit = this.nextCircuit >= 0xffffffff ? 1 : this.nextCircuit + 1
     const perCircuit = new ByteBucket(this.total.bytesPerSecond / 2)
@@ -276,12 +280,22 @@ export class RelayService {
     }
     const answer = (code: string, message: string) => circuit.socket.send(errorFrame(header.session, header.step, { code, message }))
     const reservation = this.reservations.get(circuit.hostId)
-    if (reservation === undefined) return answer('not_reserved', `host ${circuit.hostId} left this relay; ask the tracker for a new route`)
-    if (bytes.byteLength > MAX_FRAME_BYTES) return answer('frame_too_large', `a frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`)
-    if (circuit.waiting.size >= MAX_IN_FLIGHT_PER_CIRCUIT || reservation.inFlight >= MAX_IN_FLIGHT_PER_RESERVATION)
-      return answer('too_many_in_flight', `a circuit may have ${MAX_IN_FLIGHT_PER_CIRCUIT} frames in flight; wait for answers before sending more`)
-    if (!circuit.bucket.take(bytes.byteLength) || !this.total.take(bytes.byteLength))
-      return answer('relay_rate_limited', `this relay carries ${this.options.mbit} Mbit/s (half of it per circuit); send again in a second`)
+    if (reservation === undefined) {
+      answer('not_reserved', `host ${circuit.hostId} left this relay; ask the tracker for a new route`)
+      return
+    }
+    if (bytes.byteLength > MAX_FRAME_BYTES) {
+      answer('frame_too_large', `a frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`)
+      return
+    }
+    if (circuit.waiting.size >= MAX_IN_FLIGHT_PER_CIRCUIT || reservation.inFlight >= MAX_IN_FLIGHT_PER_RESERVATION) {
+      answer('too_many_in_flight', `a circuit may have ${MAX_IN_FLIGHT_PER_CIRCUIT} frames in flight; wait for answers before sending more`)
+      return
+    }
+    if (!circuit.bucket.take(bytes.byteLength) || !this.total.take(bytes.byteLength)) {
+      answer('relay_rate_limited', `this relay carries ${this.options.mbit} Mbit/s (half of it per circuit); send again in a second`)
+      return
+    }
     circuit.waiting.set(`${header.session}:${header.step}`, bytes.byteLength)
     reservation.inFlight++
     reservation.socket.send(encodeEnvelope({ kind: ENVELOPE_FRAME, circuit: circuit.id, payload: bytes }))
