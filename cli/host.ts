@@ -1,5 +1,5 @@
 import { defaultDataDir, Host } from '../host/host'
-import { type BlockRange, NeuronError } from '../protocol'
+import { type BlockRange, MAX_RELAY_CIRCUITS, NeuronError } from '../protocol'
 import { untilSignal } from '../tracker/main'
 import { blocksOption, defaultThreads, intOption, parseCommandArgs, renamedOption, requireOption, tlsOptions } from './args'
 import { runBrowserMode } from './browser-mode'
@@ -10,6 +10,7 @@ export const hostCommand: Command = {
   summary: 'serve blocks of a model to the swarm',
   usage: `Usage: neuron host --tracker URL [--model ID] [--blocks a:b|auto] [--data-dir D] [--threads N]
                   [--max-sessions N] [--quota BYTES] [--relay] [--torrent-port N]
+                  [--relay-for-others [--relay-circuits N] [--relay-mbit M]]
                   [--tls-key key.pem --tls-cert cert.pem]
        neuron host --ui [--tracker URL] [--model ID [--blocks a:b|auto]] [--data-dir D] [--port N]
 
@@ -18,7 +19,10 @@ their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains a
 
   --tracker URL[,URL…]   a tracker run as several instances: the host joins the next that answers
             when the one it is on goes away
-  --relay   accept no connections; clients reach this host through the tracker
+  --relay   accept no connections; clients reach this host through a relay (a volunteer's, else the tracker's)
+  --relay-for-others   carry frames for hosts nobody can reach (used only where the tracker proves this
+            host's public endpoint), at most --relay-circuits circuits (default 16) and --relay-mbit
+            Mbit/s (default 20); paid per frame carried
   --torrent-port N   the BitTorrent TCP port artifacts are fetched and seeded on (default: a free one)
   --tls-key, --tls-cert   serve the data plane over wss:// with this PEM key and certificate
             (an https tracker with a self-signed certificate: start with NODE_EXTRA_CA_CERTS=ca.pem)
@@ -38,6 +42,9 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       'max-sessions': { type: 'string' },
       quota: { type: 'string' },
       relay: { type: 'boolean' },
+      'relay-for-others': { type: 'boolean' },
+      'relay-circuits': { type: 'string' },
+      'relay-mbit': { type: 'string' },
       'torrent-port': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-cert': { type: 'string' },
@@ -50,6 +57,8 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
     const quotaBytes = intOption('quota', values.quota, { min: 1 })
     const torrentPort = intOption('torrent-port', values['torrent-port'], { min: 1, max: 65535 })
     const tls = tlsOptions(values)
+    const relayCircuits = intOption('relay-circuits', values['relay-circuits'], { min: 1, max: MAX_RELAY_CIRCUITS }) ?? 16
+    const relayMbit = intOption('relay-mbit', values['relay-mbit'], { min: 1, max: 100_000 }) ?? 20
     const host = new Host({
       trackerUrl: requireOption('tracker', values.tracker),
       dataDir: values['data-dir'] ?? defaultDataDir(),
@@ -61,6 +70,7 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       ...(torrentPort === undefined ? {} : { torrentPort }),
       ...(tls === undefined ? {} : { tls }),
       relay: values.relay ?? false,
+      ...(values['relay-for-others'] === true ? { relayForOthers: { circuits: relayCircuits, mbit: relayMbit } } : {}),
       log: (l) => console.error(`[host] ${l}`),
     })
     const stop = untilSignal()

@@ -62,6 +62,8 @@ export interface HopStats {
   readonly blocks: readonly [number, number]
   /** Median round trip to this hop per decode step, ms (compute + transfer). */
   readonly medianMs: number
+  /** The volunteer relay this hop was reached through, if any. */
+  readonly relayHostId?: string
 }
 
 export interface GenerationSummary {
@@ -298,7 +300,12 @@ export class SwarmClient {
       promptTokens: promptTokens.length,
       completionTokens: generated.length,
       finishReason,
-      route: hops.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks, medianMs: median(h.stepMs) })),
+      route: hops.map((h) => ({
+        hostId: h.hop.hostId,
+        blocks: h.hop.blocks,
+        medianMs: median(h.stepMs),
+        ...(h.hop.via === undefined ? {} : { relayHostId: h.hop.via.relayHostId }),
+      })),
       decodeTokensPerSecond: generated.length > 1 ? (generated.length - 1) / decodeSeconds : 0,
       failovers,
       session,
@@ -326,9 +333,12 @@ export class SwarmClient {
     try {
       for (const [i, hop] of route.entries()) {
         const link: HopLink =
-          hop.endpoint === null
-            ? new RelayHopLink(hop.hostId, this.tracker)
-            : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca, fingerprint: hop.fingerprint })
+          hop.via !== undefined
+            ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
+              await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, { ca: this.ca, fingerprint: hop.via.fingerprint })
+            : hop.endpoint === null
+              ? new RelayHopLink(hop.hostId, this.tracker)
+              : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca, fingerprint: hop.fingerprint })
         states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
         if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
         await expectOk(

@@ -1,5 +1,6 @@
 import type { TlsCertificate } from '../client/tls-trust'
 import type { BlockRange } from '../protocol'
+import type { RelayForOthers } from './network/relaying'
 
 /** How a Host is set up: the CLI's flags, the app's settings, a test's. */
 export interface HostOptions {
@@ -23,8 +24,10 @@ export interface HostOptions {
   readonly torrentHost?: string
   /** 'cpu' keeps the layers off the GPUs (the user's choice); 'auto' (default) uses a detected GPU. */
   readonly device?: 'auto' | 'cpu'
-  /** Accept no connections: clients reach this host through the tracker's relay. */
+  /** Accept no connections: clients reach this host through a relay (a volunteer's, else the tracker's). */
   readonly relay?: boolean
+  /** Relay for hosts nobody can reach, bounded (--relay-for-others); used only where the tracker proved a public endpoint. */
+  readonly relayForOthers?: RelayForOthers
   /**
    * The data plane's address: default every interface ('0.0.0.0'), or 127.0.0.1 when the tracker is on this computer's
    * loopback (a swarm on one machine). The tracker dials back each address the host offers before routing to it.

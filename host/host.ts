@@ -24,11 +24,13 @@ import { hardwareProfile } from './hardware'
 import type { HostOptions } from './host-options'
 import { dialBackProver } from './network/dial-back-answer'
 import { Reachable, type ReachableChange, type ReachablePlan } from './network/reachable'
+import { HostRelaying } from './network/relaying'
 import { overallProgress, placedRange } from './placement'
 import { ReceiptOutbox } from './receipt-outbox'
 import { measureSpeed } from './serving/measure-speed'
 import type { ServingRuntime } from './serving/serving-runtime'
 import { ShardServer } from './serving/shard-server'
+import { StopSignal } from './stop-signal'
 
 export type { HostOptions } from './host-options'
 
@@ -52,18 +54,18 @@ export class Host extends EventEmitter<HostEvents> {
   /** Where the swarm may reach the data plane: its addresses, a mapped port, the certificate clients pin. */
   private reachable: Reachable | undefined
   private plan: ReachablePlan | undefined
+  /** The relay this host runs for others, and its own reservation at one while unreachable. */
+  private relaying: HostRelaying | undefined
   private heartbeat: NodeJS.Timeout | undefined
   /** Sends a heartbeat now (set once joined). */
   private beat: () => void = () => {}
   private beatSoon: NodeJS.Timeout | undefined
-  private stopped = false
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
-  private stopRequested: () => void = () => {}
-  /** Settles when stop() is called: a download in progress is given up then (it never ends on its own). */
-  private readonly stopRequest = new Promise<void>((resolve) => {
-    this.stopRequested = resolve
-  })
+  /** stop(), as the steps of a start in progress see it: each gives up at its next step, a download at once. */
+  private readonly halt = new StopSignal(
+    () => `the host was stopped before it was ready to serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
+  )
   private identity: NodeIdentity | undefined
   /** The key that signs the tickets this host accepts, as the tracker said in its hello. */
   private trackerKey: string | undefined
@@ -71,10 +73,7 @@ export class Host extends EventEmitter<HostEvents> {
   private trackerIndex = 0
   /** Receipts this host signed, handed to the tracker by the host itself: a client that vanishes still pays. */
   private readonly outbox = new ReceiptOutbox(
-    async (receipts) => {
-      if (!this.socket?.connected) throw new NeuronError('tracker_unreachable', 'not connected to the tracker')
-      await callRpc(this.socket, HostToTracker, 'receipts.submit', { receipts })
-    },
+    (receipts) => this.handIn('receipts.submit', receipts),
     (l) => this.log(l),
   )
   private profile: HardwareProfile | undefined
@@ -103,12 +102,12 @@ export class Host extends EventEmitter<HostEvents> {
 
   private async startSteps(): Promise<void> {
     const { options } = this
-    this.throwIfStopped()
+    this.halt.check()
     this.identity = await NodeIdentity.loadOrCreate(options.dataDir)
     const profile = await hardwareProfile(options.dataDir, { threads: options.threads })
     // The tracker places by what the host will use: no GPUs when told to stay on the CPU.
     this.profile = options.device === 'cpu' ? { ...profile, gpus: [] } : profile
-    this.throwIfStopped()
+    this.halt.check()
     await this.join()
     if (options.modelId !== undefined) await this.serve(options.modelId, options.blocks ?? 'auto')
   }
@@ -126,15 +125,15 @@ export class Host extends EventEmitter<HostEvents> {
     const known = this.trackerKey === undefined ? {} : { trackerKey: this.trackerKey }
     const { socket, index } = await connectAnyTracker(urls, '/hosts', identity, known, this.socket === undefined ? 0 : this.trackerIndex + 1)
     this.trackerIndex = index
-    if (this.stopped) {
+    if (this.halt.stopped) {
       socket.close()
-      throw this.stoppedError()
+      throw this.halt.error()
     }
     this.socket = socket
     serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame, from }) => ({ frame: await this.handleRelayed(frame, from) }) }, undefined)
     const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.state })
     // stop() closed the socket meanwhile: start no heartbeats.
-    this.throwIfStopped()
+    this.halt.check()
     this.hostId = hello.hostId
     this.trackerKey = hello.trackerKey
     // The key, for the operator of a private swarm to list (--allow-keys).
@@ -149,7 +148,7 @@ export class Host extends EventEmitter<HostEvents> {
     this.heartbeat.unref()
     socket.once('disconnect', (reason) => {
       clearInterval(this.heartbeat)
-      if (this.stopped) return
+      if (this.halt.stopped) return
       this.log(`lost the tracker (${reason}); joining again`)
       void this.rejoin()
     })
@@ -170,9 +169,9 @@ export class Host extends EventEmitter<HostEvents> {
   }
 
   private async rejoin(): Promise<void> {
-    for (let delayMs = 250; !this.stopped; delayMs = Math.min(30_000, delayMs * 2)) {
+    for (let delayMs = 250; !this.halt.stopped; delayMs = Math.min(30_000, delayMs * 2)) {
       await new Promise((r) => setTimeout(r, delayMs))
-      if (this.stopped) return
+      if (this.halt.stopped) return
       try {
         await this.join()
         return
@@ -189,15 +188,15 @@ export class Host extends EventEmitter<HostEvents> {
   async serve(modelId: string, range: BlockRange | 'auto'): Promise<void> {
     const socket = this.requireSocket()
     const { manifest, torrent } = await callRpc(socket, HostToTracker, 'model.get', { modelId })
-    this.throwIfStopped()
+    this.halt.check()
     const blocks = range === 'auto' ? await placedRange(socket, modelId, (l) => this.log(l)) : range
-    this.throwIfStopped()
+    this.halt.check()
     if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
       throw new NeuronError('bad_option', `--blocks ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
     }
     const files = artifactsForBlocks(manifest, blocks).map((a) => a.file)
     await this.publishState({ ...IDLE_STATE, modelId, blocks, status: 'downloading' })
-    this.throwIfStopped()
+    this.halt.check()
     this.store ??= new ArtifactStore({
       dataDir: this.options.dataDir,
       ...(this.options.quotaBytes === undefined ? {} : { quotaBytes: this.options.quotaBytes }),
@@ -213,16 +212,16 @@ export class Host extends EventEmitter<HostEvents> {
       this.emit('progress', p)
       progress(p)
     })
-    const paths = await this.unlessStopped(fetching)
+    const paths = await this.halt.unless(fetching)
     this.log(`fetched and verified ${files.join(', ')}`)
     await this.publishState({ ...this.state, status: 'loading', progress: 1 })
-    this.throwIfStopped()
+    this.halt.check()
     const embed = blocks[0] === 0
     const head = blocks[1] === manifest.nLayer
     // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
     const device = this.options.device !== 'cpu' && (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
     this.runtime = await this.loadRuntime({ artifacts: paths, blocks: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
-    this.throwIfStopped()
+    this.halt.check()
     const maxSessions = this.options.maxSessions ?? 4
     const kvCapacityTokens = this.options.maxSessionTokens ?? Math.min(4096, manifest.contextLength || 4096)
     this.server = new ShardServer(this.runtime, {
@@ -240,7 +239,7 @@ export class Host extends EventEmitter<HostEvents> {
       onReceipt: (r) => this.outbox.add(r),
       // the tracker hears at once that a session ended (it counts routed sessions as open until a beat), at most one beat per 50 ms
       onSessionFreed: () => {
-        if (this.stopped) return
+        if (this.halt.stopped) return
         this.beatSoon ??= setTimeout(() => {
           this.beatSoon = undefined
           this.beat()
@@ -251,9 +250,10 @@ export class Host extends EventEmitter<HostEvents> {
     })
     const reachable = this.options.relay ? undefined : await Reachable.listen(this.server, this.reachability())
     this.reachable = reachable
-    this.throwIfStopped()
+    this.relaying = this.startRelaying(this.server)
+    this.halt.check()
     const msPerBlock = await (this.runtime === undefined ? 1 : measureSpeed(this.runtime, manifest, blocks, embed))
-    this.throwIfStopped()
+    this.halt.check()
     await this.publishState({
       modelId,
       blocks,
@@ -264,6 +264,7 @@ export class Host extends EventEmitter<HostEvents> {
       maxSessions,
       msPerBlock,
       ...(reachable?.offer() ?? { endpoint: null }),
+      ...this.relayOffer(),
     })
     // what changes while serving (a new address, a mapping made or lost) is offered again, and the tracker dials it back
     reachable?.onChange((why) => this.offerAgain(reachable, why))
@@ -279,6 +280,34 @@ export class Host extends EventEmitter<HostEvents> {
     // its tracker connection left from an address that is gone: joining again (from the new one) says hello with the new offer
     if (why === 'addresses' && this.socket?.connected) this.socket.disconnect()
     else void this.publishState(this.state).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+  }
+
+  private startRelaying(server: ShardServer): HostRelaying | undefined {
+    const identity = this.identity
+    if (identity === undefined) return undefined
+    return new HostRelaying({
+      identity,
+      server,
+      forOthers: this.options.relay ? undefined : this.options.relayForOthers,
+      trackerKey: () => this.trackerKey,
+      submit: (receipts) => this.handIn('relay.receipts', receipts),
+      onOfferChange: () => {
+        if (this.state.status === 'ready')
+          void this.publishState({ ...this.state, ...this.relayOffer() }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+      },
+      log: (l) => this.log(l),
+    })
+  }
+
+  private relayOffer(): Pick<ServingState, 'relayOffer'> {
+    const offer = this.relaying?.offer()
+    return offer === undefined ? {} : { relayOffer: offer }
+  }
+
+  /** Receipts this host signed (as a host, or as a relay), handed to its tracker. */
+  private async handIn(event: 'receipts.submit' | 'relay.receipts', receipts: unknown[]): Promise<void> {
+    if (!this.socket?.connected) throw new NeuronError('tracker_unreachable', 'not connected to the tracker')
+    await callRpc(this.socket, HostToTracker, event, { receipts })
   }
 
   /** How this host listens and offers itself, from its options and its tracker's address. */
@@ -303,8 +332,7 @@ export class Host extends EventEmitter<HostEvents> {
   }
 
   private async shutdown(timeoutMs: number): Promise<void> {
-    this.stopped = true
-    this.stopRequested()
+    this.halt.request()
     await this.starting?.catch(() => {})
     if (this.server !== undefined && this.socket?.connected) {
       await this.publishState({ ...this.state, status: 'draining' }).catch(() => {})
@@ -313,6 +341,7 @@ export class Host extends EventEmitter<HostEvents> {
     clearInterval(this.heartbeat)
     clearTimeout(this.beatSoon)
     await this.reachable?.close()
+    await this.relaying?.close()
     await this.server?.close()
     // What was served is handed in before leaving (best effort: a tracker that is away misses it).
     await this.outbox.flush()
@@ -320,27 +349,6 @@ export class Host extends EventEmitter<HostEvents> {
     this.runtime?.dispose()
     await this.store?.close()
     this.socket?.close()
-  }
-
-  private throwIfStopped(): void {
-    if (this.stopped) throw this.stoppedError()
-  }
-
-  private stoppedError(): NeuronError {
-    return new NeuronError(
-      'stopped',
-      `the host was stopped before it was ready to serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
-    )
-  }
-
-  /** Awaits `work` unless stop() comes first; then throws 'stopped' and leaves `work` behind. */
-  private async unlessStopped<T>(work: Promise<T>): Promise<T> {
-    const settled = work.then((value) => ({ value }))
-    // Work given up on may still fail later, with nobody waiting: that must not be an unhandled rejection.
-    settled.catch(() => {})
-    const done = await Promise.race([settled, this.stopRequest])
-    if (done === undefined || this.stopped) throw this.stoppedError()
-    return done.value
   }
 
   private async handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {
@@ -360,7 +368,8 @@ export class Host extends EventEmitter<HostEvents> {
     this.state = state
     this.emit('state', state)
     if (!this.socket?.connected) return
-    const { endpoint } = await callRpc(this.socket, HostToTracker, 'host.state', state)
+    const { endpoint, relay } = await callRpc(this.socket, HostToTracker, 'host.state', state)
+    if (relay !== undefined) this.relaying?.assign(relay)
     // the endpoint the tracker proved by dialing back (null: relayed), as the swarm will reach this host
     if (endpoint !== undefined && endpoint !== this.state.endpoint && this.state === state) {
       this.state = { ...state, endpoint }

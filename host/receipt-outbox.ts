@@ -8,19 +8,19 @@ const BATCH = 512
  * `flushMs`, kept and sent again while the tracker is away (the oldest dropped past `maxQueued`).
  * The tracker settles each step once, whoever hands it in first.
  */
-export class ReceiptOutbox {
-  private queue: Receipt[] = []
+export class ReceiptOutbox<R = Receipt> {
+  private queue: R[] = []
   private timer: NodeJS.Timeout | undefined
   private sending: Promise<void> | undefined
 
   constructor(
-    private readonly submit: (receipts: Receipt[]) => Promise<unknown>,
+    private readonly submit: (receipts: R[]) => Promise<unknown>,
     private readonly log: (line: string) => void,
     private readonly flushMs = 1000,
     private readonly maxQueued = 100_000,
   ) {}
 
-  add(receipt: Receipt): void {
+  add(receipt: R): void {
     if (this.queue.length >= this.maxQueued) {
       this.queue.shift()
       this.log(`more than ${this.maxQueued} receipts wait for the tracker; the oldest is dropped`)

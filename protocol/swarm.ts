@@ -25,6 +25,7 @@ import {
 import { Count, Manifest, ModelId } from './manifest'
 import { ProbeSetBytes } from './probe-codec'
 import { CertFingerprint, MAX_CANDIDATES } from './reachability'
+import { RelayAssignment, RelayOffer, RelayVia } from './relays'
 import { rpc } from './rpc'
 import { Seam } from './seams'
 import { Ticket } from './tickets'
@@ -72,6 +73,8 @@ export const ServingState = z.object({
   candidates: z.array(Url).max(MAX_CANDIDATES).optional(),
   /** Its data-plane certificate's fingerprint, which clients pin, and the host's signature of it (certificateMessage). */
   tls: z.object({ fingerprint: CertFingerprint, signature: Label }).optional(),
+  /** This host relays for others (--relay-for-others): its bounds and load; the tracker uses it only where it proved a public endpoint. */
+  relayOffer: RelayOffer.optional(),
 })
 export type ServingState = z.infer<typeof ServingState>
 
@@ -122,6 +125,8 @@ export const RouteHop = z.object({
   audit: z.number().min(0).max(1).optional(),
   /** What this hop's hidden-state answer carries (the manifest's seam after its last block); absent on the last hop. */
   seamOut: Seam.optional(),
+  /** The hop's host is reached through this volunteer relay (its endpoint is null); absent from older trackers. */
+  via: RelayVia.optional(),
 })
 export type RouteHop = z.infer<typeof RouteHop>
 export const Route = z.object({
@@ -199,7 +204,8 @@ export const HostToTracker = {
     z.object({ hostId: NodeId, heartbeatMs: z.number().int().positive(), trackerKey: PublicKey }),
   ),
   /** Answered with the endpoint the tracker proved by dialing back (null: relayed); absent from older trackers. */
-  'host.state': rpc(ServingState, z.object({ endpoint: Url.nullable().optional() })),
+  /** `relay`: where a host no candidate of which answered should keep a reservation (null: none; absent: older trackers). */
+  'host.state': rpc(ServingState, z.object({ endpoint: Url.nullable().optional(), relay: RelayAssignment.nullable().optional() })),
   /**
    * `sessions`: the ticketed sessions open now or opened since the last heartbeat, so the tracker stops counting those
    * it routed here only once the host's count holds them (absent from older hosts, and past MAX_HEARTBEAT_SESSIONS).
@@ -209,6 +215,8 @@ export const HostToTracker = {
   'model.get': rpc(z.object({ modelId: ModelId }), z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), infoHash: InfoHash })),
   /** A host hands in its own signed receipts, in batches: its sessions are paid even when their client vanishes. */
   'receipts.submit': rpc(z.object({ receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
+  /** A volunteer relay hands in its signed receipts for the frames it carried (RelayReceipt). */
+  'relay.receipts': rpc(z.object({ receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
 }
 
 /** Events the tracker sends a host: frames relayed for hosts that accept no connections. */

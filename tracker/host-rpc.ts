@@ -16,6 +16,7 @@ import { type Metering, wireVerdicts } from './ledger/metering'
 import { hostMicroPerHour, type PricingOptions, priceOf } from './ledger/pricing'
 import type { SwarmPlanner } from './planner'
 import type { Reachability } from './reachability/reachability'
+import type { VolunteerRelays } from './reachability/volunteer-relays'
 import type { HostRegistry } from './registry'
 import type { Reputation } from './reputation/reputation'
 import type { TrackerStore } from './store'
@@ -42,6 +43,8 @@ export interface HostRpcDeps {
   readonly hostSockets: Map<string, Socket>
   /** Dials back a serving host's candidate endpoints: only one that proved the host's key is routed to. */
   readonly reachability: Pick<Reachability, 'prove'>
+  /** Volunteer relays: whose offer counts, and where an unreachable host should reserve. */
+  readonly volunteerRelays: Pick<VolunteerRelays, 'accept' | 'assign'>
 }
 
 /** What hosts may ask the tracker on /hosts: join, say what they serve, be placed, hand in receipts. */
@@ -70,8 +73,11 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     }
   }
   /** The state as the tracker keeps it: its endpoint the one the dial-back proved, never one the host merely names. */
-  const proven = (state: ServingState, peer: Peer): Promise<ServingState> =>
-    d.reachability.prove({ hostId: peer.nodeId, publicKey: peer.publicKey, observed: peer.socket.handshake.address }, state)
+  const proven = async (state: ServingState, peer: Peer): Promise<ServingState> => {
+    const observed = peer.socket.handshake.address
+    const kept = await d.reachability.prove({ hostId: peer.nodeId, publicKey: peer.publicKey, observed }, state)
+    return d.volunteerRelays.accept(peer.nodeId, kept, observed)
+  }
   return {
     'host.hello': async ({ profile, state: said }, peer) => {
       checkServing(said, true)
@@ -94,7 +100,7 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       d.registry.updateState(peer.nodeId, state)
       // Ready is answered once the tracker's probe of what it serves is done: routing starts then.
       await d.checks.whenReady(peer.nodeId)
-      return { endpoint: state.endpoint }
+      return { endpoint: state.endpoint, relay: d.volunteerRelays.assign(peer.nodeId, state) }
     },
     'host.heartbeat': ({ activeSessions, sessions }, peer) => {
       requireHello(peer)
@@ -107,6 +113,7 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     },
     'model.get': ({ modelId }) => modelFiles(d.catalog, modelId),
     'receipts.submit': async ({ receipts }, peer) => wireVerdicts(await d.metering.settleFromHost(requireHello(peer).hostId, receipts)),
+    'relay.receipts': async ({ receipts }, peer) => wireVerdicts(await d.metering.relayFees.settle(requireHello(peer).hostId, receipts)),
   }
 }
 

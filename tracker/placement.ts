@@ -145,7 +145,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   const swarmBefore = Math.min(...before)
   const cuts = allowedCuts(model)
   const routes = new RouteBounds(spans, n, costs, cuts)
-  const newHostPenaltyMs = relayMs(host.relay, costs)
+  const newHostPenaltyMs = relayMs(host, costs)
   const sizes = new RangeSizes(model, { tokens: options.kvBudgetTokens, sessions: options.kvBudgetSessions ?? 1 })
 
   const candidates: Candidate[] = []

@@ -1,6 +1,7 @@
 import { allowedCuts, type HardwareProfile, KV_BUDGET, type Manifest, MEMORY_SHARE, NeuronError, type PlacementProposal, type Route } from '../protocol'
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
+import type { VolunteerRelays } from './reachability/volunteer-relays'
 import type { HostRegistry } from './registry'
 import { hostsPerRoute } from './route-size'
 import { RoutePlanner } from './routing/route-planner'
@@ -20,6 +21,8 @@ export class SwarmPlanner {
     private readonly checks?: { eligible(hostId: string): boolean; msPerBlock(hostId: string, advertised: number): number },
     /** Measured latencies between clients and hosts (tracker/latency); absent, every link costs the default. */
     private readonly latency: LatencyTable = NO_LATENCIES,
+    /** Volunteer relays: an unreachable host reserved at one is routed through it, priced by its measured round trips. */
+    private readonly relays?: Pick<VolunteerRelays, 'hopOf'>,
   ) {
     registry.on('changed', () => this.planners.clear())
   }
@@ -91,6 +94,7 @@ export class SwarmPlanner {
         blocks: state.blocks,
         msPerBlock: this.checks?.msPerBlock(h.hostId, advertised) ?? advertised,
         relay: state.endpoint === null,
+        ...this.viaRelay(h.hostId, state.endpoint),
         // a burst of plans between heartbeats must not fill a host past its sessions (it would answer `busy`)
         activeSessions: state.activeSessions + h.routedSinceHeartbeat,
         maxSessions: state.maxSessions,
@@ -100,6 +104,13 @@ export class SwarmPlanner {
       })
     }
     return { nBlocks: manifest.nLayer, spans, latency: this.latency, cuts: allowedCuts(manifest) }
+  }
+
+  /** An unreachable host's volunteer relay, as the planner prices it: the relay's round trip to the host (else the default's). */
+  private viaRelay(hostId: string, endpoint: string | null): Pick<ServedSpan, 'viaRelay'> {
+    const relayed = endpoint === null ? this.relays?.hopOf(hostId) : undefined
+    if (relayed === undefined) return {}
+    return { viaRelay: { relayHostId: relayed.via.relayHostId, relayToHostMs: relayed.relayToHostMs } }
   }
 
   route(request: {
@@ -136,11 +147,13 @@ export class SwarmPlanner {
         const host = this.registry.get(hop.hostId)
         if (host === undefined) throw new NeuronError('no_route', `host ${hop.hostId} left while the route was planned; ask again.`)
         const { endpoint, tls } = host.state
+        const relayed = endpoint === null ? this.relays?.hopOf(hop.hostId) : undefined
         return {
           hostId: hop.hostId,
           blocks: hop.blocks,
           endpoint,
           ...(endpoint?.startsWith('wss:') && tls !== undefined ? { fingerprint: tls.fingerprint } : {}),
+          ...(relayed === undefined ? {} : { via: relayed.via }),
         }
       }),
     }

@@ -15,23 +15,22 @@ import { joinCluster, type TrackerCluster } from './cluster/cluster'
 import { joinAccountRoom, pushVerdict } from './dashboard-push'
 import { openTrackerStore } from './db/postgres-store'
 import { Gateway } from './gateway/gateway'
-import { guarded, sendJson } from './gateway/http'
+import { guarded } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
+import { routeHttp } from './http-routes'
 import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
 import { clientLatencyId, MeasuredLatencies } from './latency/measured-latencies'
 import { Accounts } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { Rent } from './ledger/rent'
-import { serveModelFiles } from './model-files'
 import { SwarmPlanner } from './planner'
-import { Admission, namesTorrents, refuseStranger } from './private-swarm'
-import { showColocatedPeers } from './reachability/colocated-peers'
+import { Admission } from './private-swarm'
 import { Reachability } from './reachability/reachability'
 import { TrackerRelay } from './reachability/tracker-relay'
+import { VolunteerRelays } from './reachability/volunteer-relays'
 import { HostRegistry } from './registry'
 import { Reputation } from './reputation/reputation'
-import { serveScrape } from './scrape'
 import type { TrackerStore } from './store'
 import { TicketOffice, ticketOptions } from './tickets/ticket-office'
 import { type TrackerOptions, trackerIdentity } from './tracker-options'
@@ -48,6 +47,8 @@ export class Tracker {
   readonly registry: HostRegistry
   readonly catalog: ModelCatalog
   readonly planner: SwarmPlanner
+  /** Hosts that relay for others, and which unreachable host reserves at which. */
+  readonly volunteerRelays: VolunteerRelays
   /** Round trips clients measured to hosts; routes follow them. */
   readonly latencies: MeasuredLatencies
   readonly accounts: Accounts
@@ -110,7 +111,8 @@ export class Tracker {
     }))
     this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs, this.checks)
     this.latencies = new MeasuredLatencies(options.latency)
-    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks, this.latencies)
+    this.volunteerRelays = new VolunteerRelays(this.registry)
+    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks, this.latencies, this.volunteerRelays)
     this.latencies.on('changed', () => this.planner.invalidate())
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
@@ -187,6 +189,7 @@ export class Tracker {
     this.registry.on('offline', (hostId, why) => {
       this.log(`host ${hostId} offline: ${why}`)
       this.relay.hostGone(hostId, why)
+      this.volunteerRelays.forget(hostId)
     })
   }
 
@@ -261,21 +264,8 @@ export class Tracker {
   }
 
   private onHttp(req: IncomingMessage, res: ServerResponse): void {
-    const path = (req.url ?? '/').split('?')[0] ?? '/'
-    if (namesTorrents(path) && !this.admission.admitsTorrentPeer(req)) refuseStranger(req, res, path)
-    else if (path === '/announce') {
-      showColocatedPeers(req, res)
-      this.bittorrent.onHttpRequest(req, res, { action: 'announce' })
-    } else if (path === '/scrape') serveScrape(req, res, this.bittorrent.torrents)
-    else if (req.method === 'GET' && path.startsWith('/models/')) void serveModelFiles(this.catalog, path.slice('/models/'.length), res)
-    else if (this.gateway.handles(path)) void this.gateway.handle(req, res, path)
-    else if (req.method === 'GET' && path === '/auth/challenge')
-      this.issuer.issue().then(
-        (challenge) => sendJson(res, 200, challenge),
-        (e: Error) => sendJson(res, 503, { error: { code: 'unavailable', message: `no challenge can be issued now (${e.message}); retry shortly.` } }),
-      )
-    else if (req.method === 'GET' && path === '/health') sendJson(res, 200, { ok: true, hosts: this.registry.summaries().filter((h) => h.online).length })
-    else sendJson(res, 404, { error: { code: 'not_found', message: `no route ${req.method} ${path}` } })
+    const { admission, bittorrent, catalog, gateway, issuer } = this
+    routeHttp({ admission, bittorrent, catalog, gateway, issuer, onlineHosts: () => this.registry.summaries().filter((h) => h.online).length }, req, res)
   }
 
   /** Every namespace authenticates its connections by signed challenge before any event. */
@@ -311,6 +301,7 @@ export class Tracker {
       trackerKey: this.identity.publicKey,
       hostSockets,
       reachability: new Reachability({ trackerKey: this.identity.publicKey, log: (l) => this.log(l) }),
+      volunteerRelays: this.volunteerRelays,
     })
     namespace.on('connection', (socket) => {
       const peer: Peer = { ...(socket.data as { nodeId: string; publicKey: string }), socket }
@@ -342,7 +333,8 @@ export class Tracker {
         const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
         const manifest = this.catalog.get(request.modelId).manifest
         const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
-        const failed = await this.metering.issue(request.session, request.modelId, route.hops, peer.nodeId, Date.now(), {
+        const issued = route.hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }) }))
+        const failed = await this.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
           ...request,
           clientKey: peer.publicKey,
           accountId: payer.account.accountId,

@@ -16,6 +16,11 @@ export interface ServedSpan {
   msPerBlock: number
   /** True when the host cannot accept connections and its frames go through the tracker's relay. */
   relay: boolean
+  /**
+   * Set when a volunteer relay carries its frames instead of the tracker: the hop then costs the client's round trip to
+   * the relay plus the relay's measured round trip to the host (null: not measured yet, the default link's twice).
+   */
+  viaRelay?: { relayHostId: string; relayToHostMs: number | null }
   activeSessions: number
   maxSessions: number
   /** Free KV-cache capacity, in tokens, in every block it serves. */

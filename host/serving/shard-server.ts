@@ -1,7 +1,5 @@
-import { createServer as createHttpServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { createServer as createHttpsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
-import { type WebSocket, WebSocketServer } from 'ws'
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import type { TlsCertificate } from '../../client/tls-trust'
 import { publicKeyObject } from '../../identity/keys'
 import { payloadSha256 } from '../../identity/tickets'
@@ -27,9 +25,10 @@ import {
   type Ticket,
   toWireError,
 } from '../../protocol'
-import { answerDialBack, type DialBackProver } from '../network/dial-back-answer'
+import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, squattedSession, type TicketTerms } from './admission'
+import { DataPlaneListener } from './data-plane-listener'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
@@ -91,17 +90,16 @@ export const DEFAULT_MAX_FRAME_BYTES = MAX_FRAME_BYTES
 export class ShardServer {
   private readonly sessions = new Map<string, ServedSession>()
   private readonly seen = new SessionsSeen()
-  private wss: WebSocketServer | undefined
-  /** The HTTP or TLS server under `wss`: it also answers the tracker's dial-back (ws does not close a server it was given). */
-  private http: HttpServer | undefined
+  private listener: DataPlaneListener | undefined
   private draining = false
   private readonly reaper: NodeJS.Timeout
   /** Compute time per block of the last single-token steps, for the measured speed. */
   private readonly recentMsPerBlock: number[] = []
-  private connections = 0
   private readonly limits: AdmissionLimits
   /** Runs the ready steps of all sessions in one graph per tick (step-batcher.ts). */
   readonly batcher: StepBatcher
+  /** Takes WebSocket upgrades on other paths of the data-plane port (a volunteer relay's); true when it took this one. */
+  upgrades: ((req: IncomingMessage, socket: Socket, head: Buffer) => boolean) | undefined
 
   constructor(
     private readonly runtime: ServingRuntime,
@@ -138,44 +136,14 @@ export class ShardServer {
 
   /** Serves clients at the returned endpoint: wss:// when given a certificate, else ws://. */
   async listen(port = 0, host = '127.0.0.1', tls?: TlsCertificate): Promise<string> {
-    const max = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES
-    const onRequest = (req: IncomingMessage, res: ServerResponse) => answerDialBack(req, res, this.options.dialBack)
-    const http = tls === undefined ? createHttpServer(onRequest) : createHttpsServer({ key: tls.key, cert: tls.cert }, onRequest)
-    this.http = http
-    // ws closes a connection whose message passes maxPayload; below that, oversized frames get a typed error.
-    const wss = new WebSocketServer({ server: http, maxPayload: 2 * max })
-    this.wss = wss
-    const maxInFlight = this.options.maxInFlightPerConnection ?? 8
-    wss.on('connection', (socket: WebSocket) => {
-      if (wss.clients.size > (this.options.maxConnections ?? 256)) {
-        socket.close(1013, 'this host has too many connections; try again later')
-        return
-      }
-      const caller = `ws:${++this.connections}`
-      let inFlight = 0
-      socket.on('message', async (data, isBinary) => {
-        // A rejection here would be unhandled and end the host: whatever fails is logged, not thrown.
-        try {
-          const bytes = isBinary ? (Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[])) : Buffer.from(String(data))
-          if (inFlight >= maxInFlight) {
-            socket.send(refusal(bytes, 'too_many_in_flight', `a connection may have ${maxInFlight} frames in flight; wait for answers before sending more.`))
-            return
-          }
-          inFlight++
-          const reply = await this.handle(bytes, caller).finally(() => inFlight--)
-          if (socket.readyState === socket.OPEN) socket.send(reply)
-        } catch (error) {
-          this.options.log?.(`data-plane message from ${caller} failed: ${error instanceof Error ? error.message : error}`)
-        }
-      })
-      socket.on('error', (e) => this.options.log?.(`data-plane socket: ${e.message}`))
+    const { maxConnections, maxInFlightPerConnection, dialBack, log } = this.options
+    this.listener = await DataPlaneListener.listen(port, host, tls, {
+      handle: (bytes, caller) => this.handle(bytes, caller),
+      upgrades: (req, socket, head) => this.upgrades?.(req, socket, head) === true,
+      maxFrameBytes: this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      ...{ maxConnections, maxInFlightPerConnection, dialBack, log },
     })
-    await new Promise<void>((resolve, reject) => {
-      http.once('listening', () => resolve())
-      http.once('error', reject)
-      http.listen(port, host)
-    })
-    return `${tls === undefined ? 'ws' : 'wss'}://${host}:${(http.address() as AddressInfo).port}/`
+    return this.listener.endpoint
   }
 
   /** One frame in from `caller`, one frame out; never throws. */
@@ -222,16 +190,7 @@ export class ShardServer {
   async close(): Promise<void> {
     clearInterval(this.reaper)
     for (const id of [...this.sessions.keys()]) this.closeSession(id)
-    const wss = this.wss
-    if (wss !== undefined) {
-      for (const client of wss.clients) client.terminate()
-      await new Promise<void>((resolve) => wss.close(() => resolve()))
-    }
-    const http = this.http
-    if (http !== undefined) {
-      http.closeAllConnections()
-      await new Promise<void>((resolve) => http.close(() => resolve()))
-    }
+    await this.listener?.close()
   }
 
   private open(frame: Frame, caller: FrameCaller): Uint8Array {
@@ -401,14 +360,6 @@ export class ShardServer {
 }
 
 /** An error answer to a frame not handled, addressed to its session and step when its header parses. */
-function refusal(bytes: Uint8Array, code: string, message: string): Uint8Array {
-  let to = { session: NO_SESSION, step: 0 }
-  try {
-    to = decodeFrame(bytes)
-  } catch {}
-  return errorFrame(to.session, to.step, { code, message })
-}
-
 function jsonAnswer(kind: 'ok' | 'token', request: Frame, body: unknown): Frame {
   const payload = new TextEncoder().encode(JSON.stringify(body))
   return { kind, dtype: 'json', flags: 0, session: request.session, step: request.step, position: 0, tokens: 0, width: 0, payload }

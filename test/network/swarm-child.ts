@@ -12,7 +12,16 @@ const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l
 try {
   if (command === 'hosts') {
     const { hosts } = await callRpc(client.tracker, ClientToTracker, 'hosts.list', {})
-    say({ hosts: hosts.map((h) => ({ hostId: h.hostId, online: h.online, blocks: h.state.blocks, endpoint: h.state.endpoint, relayedBytes: h.relayedBytes })) })
+    say({
+      hosts: hosts.map((h) => ({
+        hostId: h.hostId,
+        online: h.online,
+        blocks: h.state.blocks,
+        endpoint: h.state.endpoint,
+        relayedBytes: h.relayedBytes,
+        relayOffer: h.state.relayOffer,
+      })),
+    })
   } else if (command === 'chat') {
     const started = performance.now()
     const run = client.generate({ modelId, prompt: prompt.split(',').map(Number), maxTokens: Number(maxTokens), stopAtEog: false })

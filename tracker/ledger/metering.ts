@@ -1,34 +1,27 @@
 import { type KeyObject, verify } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { publicKeyObject } from '../../identity/keys'
-import {
-  DEFAULT_FEE_BPS,
-  feeOf,
-  type Manifest,
-  NeuronError,
-  NodeId,
-  REPLAY_STEP_BASE,
-  type Receipt,
-  Receipt as ReceiptSchema,
-  receiptMessage,
-} from '../../protocol'
+import { DEFAULT_FEE_BPS, feeOf, type Manifest, NeuronError, NodeId, REPLAY_STEP_BASE, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
 import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import { Escrow, settlementWindowMs } from './escrow'
 import type { LedgerStore } from './ledger-store'
 import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
 import { checkTerms, clientSignedStep, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
+import { RelayFees } from './relay-fees'
+import { settleReplay } from './replays'
 import type { MeteringEvents, ReceiptVerdict } from './verdicts'
 
 export { receiptKey } from './receipt-terms'
 export { type MeteringEvents, type ReceiptVerdict, wireVerdicts } from './verdicts'
 
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
-interface IssuedSession {
+export interface IssuedSession {
   readonly modelId: string
   readonly nLayer: number
   /** Priced once when the route is issued: looking the model up per receipt is slow. */
   readonly price: Price
-  readonly hops: { readonly hostId: string; readonly blocks: readonly [number, number] }[]
+  /** `relayId`: the volunteer relay the route reached the host through (it is paid per frame, relay-fees.ts). */
+  readonly hops: { readonly hostId: string; readonly blocks: readonly [number, number]; readonly relayId?: string }[]
   accountId: string | null
   /** The node that asked for the route: only it may hand in the session's receipts over Socket.IO. */
   readonly issuedTo: string | null
@@ -54,6 +47,8 @@ const MAX_SESSION_HOPS = 4096
 export class Metering extends EventEmitter<MeteringEvents> {
   /** Host earnings pending for the settlement window: released by its timer, voided when a host is caught cheating. */
   readonly escrow: Escrow
+  /** Volunteer relays' fees per frame, from the same sessions' holds. */
+  readonly relayFees: RelayFees
   private readonly sessions = new Map<string, IssuedSession>()
   /** Parsed host keys: building a KeyObject costs more than checking a signature with it. */
   private readonly keys = new Map<string, KeyObject>()
@@ -76,6 +71,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     super()
     this.escrow = new Escrow(store, settlementWindowMs(settlement.settlementWindowMs))
     this.escrow.start()
+    this.relayFees = new RelayFees(store, (session) => this.lookup(session), publicKeyOf, pricing, trackerKey)
   }
 
   /** Stops the escrow's release timer. */
@@ -91,7 +87,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
   async issue(
     session: string,
     modelId: string,
-    hops: readonly { hostId: string; blocks: readonly [number, number] }[],
+    hops: readonly { hostId: string; blocks: readonly [number, number]; relayId?: string }[],
     issuedTo: string | null = null,
     now = Date.now(),
     /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */
@@ -259,7 +255,16 @@ export class Metering extends EventEmitter<MeteringEvents> {
     const terms = checkTerms(issued, r, this.trackerKey)
     // A step at a position other than its ticket's: the client chose the position, the host only signed it; no host's fault.
     if (terms !== undefined) return this.refuse(tx, r.hostId, session, r.step, terms.code, terms.message, now, terms.code !== 'position_mismatch')
-    if (r.step >= REPLAY_STEP_BASE) return this.settleReplay(tx, session, issued, r, now)
+    if (r.step >= REPLAY_STEP_BASE) {
+      const feeBps = this.pricing.feeBps ?? DEFAULT_FEE_BPS
+      return settleReplay(
+        { tx, escrow: this.escrow, feeBps, balancesAfter: (hostId, accountId) => this.balancesAfter(tx, hostId, accountId) },
+        session,
+        issued,
+        r,
+        now,
+      )
+    }
     for (const message of await seamBreaks(tx, session, issued.hops, r)) seams.push([r.step, message])
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
     // Paid by the tracker's own count of the step's tokens, never the host's claim.
@@ -297,61 +302,6 @@ export class Metering extends EventEmitter<MeteringEvents> {
       // Not the host's fault: the consumer's credits ran out; not logged against it.
       return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this step', charged: 0 }
     }
-    return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: await this.balancesAfter(tx, r.hostId, issued.accountId) }
-  }
-
-  /**
-   * A replay rebuilds a cache: the replacing host is paid at the step's price, first from what the failed host earned
-   * in the session (never more than that, over all the session's replays), and the consumer pays the rest. A failover
-   * costs an honest client nothing; numbering steps as replays, or claiming a failure of a hop that earned nothing,
-   * buys nothing either: those rebuilds are paid in full.
-   */
-  private async settleReplay(tx: LedgerStore, session: string, issued: IssuedSession, r: Receipt, now: number): Promise<ReceiptVerdict> {
-    const failed = issued.failed.find((f) => f.hostId !== r.hostId && f.blocks[0] <= r.blocks[0] && r.blocks[1] <= f.blocks[1])
-    const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
-    const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
-    const earned = owed - feeOf(owed, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
-    const moved = failed === undefined ? 0 : Math.max(0, Math.min(earned, await this.escrow.forfeitable(session, failed.hostId, tx)))
-    const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
-    // what the failed host's earnings did not cover, at the step's price
-    const charge = consumer === null || moved >= earned ? 0 : owed - moved
-    const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
-    const entries = [
-      ...(failed === undefined || moved === 0
-        ? []
-        : [
-            { account: this.escrow.earningsAccount(failed.hostId), amount: -moved },
-            { account: this.escrow.earningsAccount(r.hostId), amount: moved },
-          ]),
-      ...(consumer === null || charge === 0
-        ? []
-        : [
-            { account: consumer, amount: -charge },
-            { account: this.escrow.earningsAccount(r.hostId), amount: charge - fee },
-            { account: FEE_ACCOUNT, amount: fee },
-          ]),
-    ]
-    const result = await tx.post({
-      kind: charge > 0 ? 'charge' : 'forfeit',
-      idempotencyKey: receiptKey(r),
-      modelId: issued.modelId,
-      entries,
-      ...(consumer === null || charge === 0 ? {} : { noOverdraft: consumer }),
-      receipt: {
-        body: r,
-        modelId: issued.modelId,
-        accountId: issued.accountId,
-        hostEarned: moved + charge - fee,
-        ...(charge > 0 ? { charged: charge, fee } : {}),
-        escrow: this.escrow.newState,
-        ...(moved > 0 ? { forfeitFrom: failed?.hostId } : {}),
-      },
-      at: now,
-    })
-    if (result.posted && failed !== undefined && moved > 0) await this.escrow.forfeited(session, failed.hostId, moved, tx)
-    if (!result.posted && result.reason !== 'duplicate')
-      return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this replay', charged: 0 }
-    if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
     return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: await this.balancesAfter(tx, r.hostId, issued.accountId) }
   }
 

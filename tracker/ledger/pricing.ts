@@ -14,6 +14,8 @@ export interface PricingOptions {
   readonly feeBps?: number
   /** Rent of a session's KV cache, micro-credits per GB per minute (default RENT_MICRO_PER_GB_MINUTE, tracker/ledger/rent.ts). */
   readonly rentMicroPerGbMinute?: number
+  /** What a volunteer relay earns per frame it carries, micro-credits (default DEFAULT_RELAY_MICRO_PER_FRAME). */
+  readonly relayMicroPerFrame?: number
 }
 
 /**

@@ -41,9 +41,13 @@ export function searchStepMs(span: ServedSpan, costs: RouteCosts): number {
   return hopComputeMs(span, 1) + (span.reputation < costs.minReputation ? LOW_REPUTATION_PENALTY_MS : 0)
 }
 
-/** What entering a hop on this host adds besides the link to it: the relay's extra trip, if it is relayed. */
-export function relayMs(relay: boolean, costs: RouteCosts): number {
-  return relay ? costs.relayPenaltyMs : 0
+/**
+ * What entering a hop on this host adds besides the link to it: through a volunteer relay, the relay's measured round
+ * trip to the host (the link to the relay is priced as the link to the host); through the tracker, its constant penalty.
+ */
+export function relayMs(span: Pick<ServedSpan, 'relay' | 'viaRelay'>, costs: RouteCosts): number {
+  if (span.viaRelay !== undefined) return span.viaRelay.relayToHostMs ?? 2 * costs.defaultLatencyMs
+  return span.relay ? costs.relayPenaltyMs : 0
 }
 
 /** A span a route can use at all: sane numbers, a non-empty range of whole blocks inside the model. */

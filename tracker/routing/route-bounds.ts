@@ -20,7 +20,7 @@ export class RouteBounds {
     this.linkMs = costs.defaultLatencyMs
     const ready = spans.filter((s) => s.status === 'ready')
     const step = Float64Array.from(ready, (s) => searchStepMs(s, costs))
-    const penalty = Float64Array.from(ready, (s) => relayMs(s.relay, costs))
+    const penalty = Float64Array.from(ready, (s) => relayMs(s, costs))
     // Hosts covering each block, as compressed rows.
     const rowStart = new Int32Array(n + 1)
     for (const s of ready) for (let b = s.blocks[0]; b < s.blocks[1]; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + 1

@@ -59,7 +59,7 @@ export class RouteGraph {
       this.begin[h] = span.blocks[0]
       this.end[h] = span.blocks[1]
       this.stepMs[h] = searchStepMs(span, costs)
-      this.entryPenaltyMs[h] = relayMs(span.relay, costs)
+      this.entryPenaltyMs[h] = relayMs(span, costs)
       this.stateBase[h] = states
       states += span.blocks[1] - span.blocks[0] + 1
     }

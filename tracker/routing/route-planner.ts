@@ -46,6 +46,8 @@ export interface RouteHop {
   /** Expected compute time for one decode token through this hop, load included, in ms. */
   computeMs: number
   relay: boolean
+  /** Through a volunteer relay (swarm-view's viaRelay): its hop is priced by the relay's measured round trips. */
+  viaRelay?: ServedSpan['viaRelay']
 }
 
 export interface PlannedRoute {
@@ -113,9 +115,14 @@ export class RoutePlanner {
     return this.route(found, spanBegin, spanEnd, previousHop, nextHop, request.relayedBy)
   }
 
-  /** A relayed hop's round trip from its client: measured, else `unmeasuredRoundTripMs` (set by relayEntries). */
+  /**
+   * A relayed hop's round trip from its client: measured, else `unmeasuredRoundTripMs` (set by relayEntries). A host
+   * behind a volunteer relay is reached at the relay: the client's round trip to the relay stands for it.
+   */
   private relayRoundTripMs(client: string, hostId: string): number {
-    return this.measuredRoundTripMs(client, hostId) ?? this.unmeasuredRoundTripMs
+    const h = this.graph.indexOf.get(hostId)
+    const via = h === undefined ? undefined : this.graph.spans[h]?.viaRelay?.relayHostId
+    return (via === undefined ? undefined : this.measuredRoundTripMs(client, via)) ?? this.measuredRoundTripMs(client, hostId) ?? this.unmeasuredRoundTripMs
   }
 
   private measuredRoundTripMs(client: string, hostId: string): number | undefined {
@@ -178,7 +185,7 @@ export class RoutePlanner {
     const { spans, indexOf } = this.graph
     const hops: RouteHop[] = found.map(({ host, begin, end }) => {
       const span = spans[host] as ServedSpan
-      return { hostId: span.hostId, blocks: [begin, end], computeMs: hopComputeMs(span, end - begin), relay: span.relay }
+      return { hostId: span.hostId, blocks: [begin, end], computeMs: hopComputeMs(span, end - begin), ...relayOf(span) }
     })
     // A host keeps one KV cache per session, so it serves one hop per route. The search may return to a host
     // after a detour through faster ones (rare: two extra links must cost less than the blocks saved); its range
@@ -189,17 +196,17 @@ export class RoutePlanner {
       if (again <= i) continue
       const span = spans[indexOf.get(id) as number] as ServedSpan
       const blocks: BlockRange = [(hops[i] as RouteHop).blocks[0], (hops[again] as RouteHop).blocks[1]]
-      hops.splice(i, again - i + 1, { hostId: id, blocks, computeMs: hopComputeMs(span, blocks[1] - blocks[0]), relay: span.relay })
+      hops.splice(i, again - i + 1, { hostId: id, blocks, computeMs: hopComputeMs(span, blocks[1] - blocks[0]), ...relayOf(span) })
     }
     // Report the time a user will see: penalties that only order the search (reputation) are left out.
     let expectedMsPerToken = 0
     if (relayedBy !== undefined) {
-      for (const hop of hops) expectedMsPerToken += this.relayRoundTripMs(relayedBy, hop.hostId) + hop.computeMs + relayMs(hop.relay, this.graph.costs)
+      for (const hop of hops) expectedMsPerToken += this.relayRoundTripMs(relayedBy, hop.hostId) + hop.computeMs + relayMs(hop, this.graph.costs)
       return { blocks: [spanBegin, spanEnd], hops, expectedMsPerToken }
     }
     let sender = previousHop
     for (const hop of hops) {
-      expectedMsPerToken += this.graph.linkMs(sender, hop.hostId) + hop.computeMs + relayMs(hop.relay, this.graph.costs)
+      expectedMsPerToken += this.graph.linkMs(sender, hop.hostId) + hop.computeMs + relayMs(hop, this.graph.costs)
       sender = hop.hostId
     }
     expectedMsPerToken += this.graph.linkMs(sender, nextHop)
@@ -262,4 +269,8 @@ export class RoutePlanner {
 /** Plan one route over a swarm snapshot. To plan many on the same snapshot, build one RoutePlanner and reuse it. */
 export function planRoute(view: SwarmView, request: RouteRequest, costs: RouteCosts = DEFAULT_ROUTE_COSTS): PlannedRoute {
   return new RoutePlanner(view, costs).plan(request)
+}
+
+function relayOf(span: ServedSpan): Pick<RouteHop, 'relay' | 'viaRelay'> {
+  return span.viaRelay === undefined ? { relay: span.relay } : { relay: span.relay, viaRelay: span.viaRelay }
 }

@@ -5,6 +5,7 @@ import type { Accounts } from '../ledger/accounts'
 import type { CreditHolds, StoredHold } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
+import { maxRelayCost } from '../ledger/relay-fees'
 import { rentPerMinute } from '../ledger/rent'
 
 export interface TicketOfficeOptions {
@@ -122,7 +123,8 @@ export class TicketOffice {
     // The gateway holds for the sessions it sponsors itself.
     if (!payer.sponsored) {
       const prompt = Math.min(request.promptTokens ?? 0, request.maxTokens)
-      const cost = maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt)
+      const relayed = route.hops.filter((h) => h.via !== undefined).length
+      const cost = maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt) + maxRelayCost(relayed, request.maxTokens, this.pricing)
       await this.hold(request, manifest.modelId, cost, payer.account.accountId, now)
     }
     const manifestHash = this.hashOf(manifest)
