@@ -186,6 +186,7 @@ export class ArtifactStore {
     }
     // No piece cache: webtorrent's (cache-chunk-store) copies every 16 KiB block it serves out of the
     // cached piece (Uint8Array.slice); reading each block from the page cache costs a seeder half the CPU.
+    // Without a cache, a stored piece's bytes are free once written: onStoredPiece hands them to the sha256 workers.
     const t = this.client.add(torrent, {
       path: this.modelsDir,
       deselect,
