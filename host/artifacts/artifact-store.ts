@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
 import { Sha256Workers } from './sha256-workers'
+import './wire-reads'
 import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
 import { identityOf, sameIdentity, trustedPieces, VerifiedFiles } from './verified-files'
 
