@@ -5,7 +5,7 @@
 // both ways, with --delay-ms each way). First the shaper's own capacity (a bulk TCP copy laptop -> home A, no rate
 // set), then per rate: the link's own carry (the same copy at that rate), and rounds alternating aria2c (the
 // baseline; the manifest's sha256 read back after it, as bench:torrent) and ours (bench/torrent-fetch.ts, the
-// fetch a host does, as a child in home A), the order reversed every other round. Each round prints one JSON line
+// fetch a host does, as a child in home A; --cpu-prof DIR profiles it), the order reversed every other round. Each round prints one JSON line
 // with the load average; the last line holds the medians and the ratios. Every process here (seeders, shaper,
 // leecher) shares this machine's cores.
 import { spawnSync } from 'node:child_process'
@@ -32,6 +32,8 @@ const { values } = parseArgs({
     blocks: { type: 'string', default: '4' },
     rates: { type: 'string', default: '100,1000' },
     'delay-ms': { type: 'string', default: '5' },
+    /** Write a CPU profile of each of our leecher's fetches into this folder (node --cpu-prof). */
+    'cpu-prof': { type: 'string' },
   },
 })
 const ROUNDS = Number(values.rounds)
@@ -44,6 +46,7 @@ if (!RATES.every((r) => r > 0)) throw new Error(`--rates takes Mbit/s above 0, c
 const why = whyNoNamespaces() ?? (HAVE_ARIA2C ? undefined : 'aria2c is not installed (apt-get install aria2 time)')
 if (why !== undefined) throw new Error(`bench:torrent-wan cannot run: ${why}`)
 
+const PROFILE = values['cpu-prof'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof']}`]
 const TRACKER_PORT = 7070
 const BULK_PORT = 5201
 
@@ -131,7 +134,7 @@ try {
     },
     'ours in home A': async () => {
       const script = join(REPO_ROOT, 'bench/torrent-fetch.ts')
-      const child = net.spawnIn('hostA', process.execPath, ['--import', 'tsx', script, packed, torrentFile, join(work, 'leecher')], { stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = net.spawnIn('hostA', process.execPath, [...PROFILE, '--import', 'tsx', script, packed, torrentFile, join(work, 'leecher')], { stdio: ['ignore', 'pipe', 'pipe'] })
       const fetcher = watchProcess(child, 'our leecher in home A')
       const line = (await fetcher.waitFor(/^\{"seconds".*$/m, 600_000))[0]
       await fetcher.stop()
