@@ -134,7 +134,9 @@ try {
     },
     'ours in home A': async () => {
       const script = join(REPO_ROOT, 'bench/torrent-fetch.ts')
-      const child = net.spawnIn('hostA', process.execPath, [...PROFILE, '--import', 'tsx', script, packed, torrentFile, join(work, 'leecher')], { stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = net.spawnIn('hostA', process.execPath, [...PROFILE, '--import', 'tsx', script, packed, torrentFile, join(work, 'leecher')], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       const fetcher = watchProcess(child, 'our leecher in home A')
       const line = (await fetcher.waitFor(/^\{"seconds".*$/m, 600_000))[0]
       await fetcher.stop()
@@ -182,7 +184,16 @@ try {
     })
   }
   console.log(
-    JSON.stringify({ bench: 'torrent-wan', bytes, seeders: 2, rounds: ROUNDS, delay_ms: DELAY_MS, shaper_unlimited_mb_s: shaperMbS, rates: summary, load_average: loadavg()[0] }),
+    JSON.stringify({
+      bench: 'torrent-wan',
+      bytes,
+      seeders: 2,
+      rounds: ROUNDS,
+      delay_ms: DELAY_MS,
+      shaper_unlimited_mb_s: shaperMbS,
+      rates: summary,
+      load_average: loadavg()[0],
+    }),
   )
 } finally {
   await Promise.all(processes.map((p) => p.stop()))

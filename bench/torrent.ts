@@ -21,7 +21,7 @@ import type { Manifest } from '../protocol'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { aria2cDownload, aria2cSeed, HAVE_ARIA2C } from './aria2c'
-import { cpuByThreadName, cpuByThreadSince, measured, median, timed } from './cpu-use'
+import { measured, median, timed } from './cpu-use'
 import { BENCH_DIR, benchModel, LLAMA_1B } from './models'
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, blocks: { type: 'string', default: String(LLAMA_1B.blocks) } } })
@@ -47,7 +47,6 @@ async function fetchWithStore(manifest: Manifest, torrent: Buffer, dataDir: stri
   const store = new ArtifactStore({ dataDir, torrentHost: '127.0.0.1' })
   let peers = 0
   try {
-    const threadsBefore = cpuByThreadName()
     const m = await measured(() =>
       store.fetch(
         manifest,
@@ -58,9 +57,7 @@ async function fetchWithStore(manifest: Manifest, torrent: Buffer, dataDir: stri
         },
       ),
     )
-    // Where the CPU went, by thread name (V8's GC helpers, libuv's fs pool, the sha256 workers), read before close ends the workers.
-    const threads = Object.entries(cpuByThreadSince(threadsBefore)).map(([name, s]) => [`thread_${name.replace(/\W+/g, '_').toLowerCase()}_cpu_s`, s])
-    return { ...m, peers, ...Object.fromEntries(threads) }
+    return { ...m, peers }
   } finally {
     await store.close()
     await rm(dataDir, { recursive: true, force: true })
