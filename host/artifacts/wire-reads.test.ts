@@ -5,8 +5,11 @@ import './wire-reads'
 
 const INFO_HASH = 'a'.repeat(40)
 
+/** Wire.request as bittorrent-protocol calls back: with the block (its @types give the callback no bytes). */
+type Request = (index: number, offset: number, length: number, cb: (error: Error | null, got: Uint8Array) => void) => void
+
 /** Two wires joined so that everything A sends reaches B in `readBytes`-sized reads (B's replies go back whole). */
-function joined(readBytes: number): { a: Wire; b: Wire } {
+function joined(readBytes: number): { a: Wire.Wire; b: Wire.Wire } {
   const a = new Wire()
   const b = new Wire()
   a.on('data', (bytes: Uint8Array) => {
@@ -24,7 +27,7 @@ function fetchBlock(readBytes: number, block: Uint8Array): Promise<Uint8Array> {
   a.on('request', (_index: number, _offset: number, _length: number, cb: (error: Error | null, bytes: Uint8Array) => void) => cb(null, block))
   return new Promise((resolve, reject) => {
     b.on('unchoke', () =>
-      b.request(0, 0, block.length, (error: Error | null, got: Uint8Array) => {
+      (b.request as unknown as Request).call(b, 0, 0, block.length, (error, got) => {
         a.destroy()
         b.destroy()
         if (error) reject(error)
