@@ -134,13 +134,20 @@ try {
     },
     'ours in home A': async () => {
       const script = join(REPO_ROOT, 'bench/torrent-fetch.ts')
-      const child = net.spawnIn('hostA', process.execPath, [...PROFILE, '--import', 'tsx', script, packed, torrentFile, join(work, 'leecher')], {
+      const dataDir = join(work, 'leecher')
+      const child = net.spawnIn('hostA', process.execPath, [...PROFILE, '--import', 'tsx', script, packed, torrentFile, dataDir], {
         stdio: ['ignore', 'pipe', 'pipe'],
       })
       const fetcher = watchProcess(child, 'our leecher in home A')
       const line = (await fetcher.waitFor(/^\{"seconds".*$/m, 600_000))[0]
+      const exited = new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)))
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))])
       await fetcher.stop()
-      return JSON.parse(line) as Record<string, number>
+      // Never let the next round find these files on disk (a stopped child may not have removed them).
+      await rm(dataDir, { recursive: true, force: true })
+      const m = JSON.parse(line) as Record<string, number>
+      if (!((m.peers ?? 0) > 0)) throw new Error(`our leecher fetched from no peer (were the files already on disk?): ${line}`)
+      return m
     },
   }
 
