@@ -5,7 +5,6 @@ import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
-import { installPeerPipes } from './peer-pipes'
 import { Sha256Workers } from './sha256-workers'
 import './wire-reads'
 import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
@@ -68,12 +67,10 @@ export class ArtifactStore {
     } as WebTorrent.Options)
     if (options.torrentHost !== undefined) bindTorrentServer(this.client, options.torrentHost, options.torrentPort ?? 0)
     this.client.on('error', (e) => options.log?.(`torrent client: ${e instanceof Error ? e.message : e}`))
-    const listening = new Promise<void>((resolve) => {
+    this.ready = new Promise((resolve) => {
       if ((this.client as unknown as { listening?: boolean }).listening) resolve()
       else this.client.once('listening', () => resolve())
     })
-    // Before any torrent is added (every add waits on ready), so our peers get the lean pipes.
-    this.ready = Promise.all([listening, installPeerPipes()]).then(() => undefined)
   }
 
   get modelsDir(): string {
