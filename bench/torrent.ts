@@ -7,7 +7,7 @@
 // ours from getrusage (every thread of this process, workers included; the in-process tracker's share is
 // negligible) and its main thread's alone (/proc/self/task), aria2c's from GNU time.
 import { type ChildProcess, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -21,6 +21,7 @@ import type { Manifest } from '../protocol'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { aria2cDownload, aria2cSeed, HAVE_ARIA2C } from './aria2c'
+import { measured, median, timed } from './cpu-use'
 import { BENCH_DIR, benchModel, LLAMA_1B } from './models'
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, blocks: { type: 'string', default: String(LLAMA_1B.blocks) } } })
@@ -28,36 +29,6 @@ const ROUNDS = Number(values.rounds)
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds takes a whole number of at least 1, got ${values.rounds}`)
 const BLOCKS = Number(values.blocks)
 if (!Number.isInteger(BLOCKS) || BLOCKS < 1) throw new Error(`--blocks takes a whole number of at least 1, got ${values.blocks}`)
-
-/** Clock ticks per second of /proc's utime and stime (USER_HZ): 100 on every Linux Node supports. */
-const USER_HZ = 100
-
-/** CPU-seconds (user + system) spent so far by every thread of this process, and by its main thread alone. */
-function cpuNow(): { all: number; main: number } {
-  const { user, system } = process.cpuUsage()
-  // Fields 14 and 15 (utime, stime) of the main thread's stat; the command name before ')' may hold spaces.
-  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-  return { all: (user + system) / 1e6, main: (Number(fields[11]) + Number(fields[12])) / USER_HZ }
-}
-
-/** Runs `fn`, returning its wall seconds and this process's CPU-seconds (all threads, main thread). */
-async function measured(fn: () => Promise<unknown>): Promise<{ seconds: number; cpu_s: number; main_thread_cpu_s: number }> {
-  const before = cpuNow()
-  const seconds = await timed(fn)
-  const after = cpuNow()
-  return { seconds, cpu_s: after.all - before.all, main_thread_cpu_s: after.main - before.main }
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)] ?? Number.NaN
-}
-
-async function timed(fn: () => Promise<unknown> | unknown): Promise<number> {
-  const started = performance.now()
-  await fn()
-  return (performance.now() - started) / 1000
-}
 
 /** Resolves once the tracker counts `want` complete peers (seeders) of the torrent. */
 async function untilSeeders(tracker: Tracker, infoHash: string, want: number, timeoutMs: number): Promise<void> {

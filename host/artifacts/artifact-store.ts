@@ -7,6 +7,7 @@ import parseTorrent, { toTorrentFile } from 'parse-torrent'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
 import { Sha256Workers } from './sha256-workers'
+import './wire-reads'
 import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
 import { identityOf, sameIdentity, trustedPieces, VerifiedFiles } from './verified-files'
 
@@ -43,6 +44,9 @@ export interface FetchProgress {
   readonly bytesPerSecond: number
   readonly peers: number
 }
+
+/** Fetch progress is reported at most this often (and once when the files are done). */
+const PROGRESS_INTERVAL_MS = 250
 
 /** How many times a file whose sha256 is wrong is thrown away and fetched again. */
 const MAX_REFETCH = 3
@@ -202,6 +206,7 @@ export class ArtifactStore {
     }
     // No piece cache: webtorrent's (cache-chunk-store) copies every 16 KiB block it serves out of the
     // cached piece (Uint8Array.slice); reading each block from the page cache costs a seeder half the CPU.
+    // Without a cache, a stored piece's bytes are free once written: onStoredPiece hands them to the sha256 workers.
     const t = this.client.add(await this.announcingHere(torrent), {
       path: this.modelsDir,
       deselect,
@@ -284,7 +289,16 @@ export class ArtifactStore {
       for (const file of pending)
         onProgress?.({ file: file.name, downloadedBytes: file.downloaded, totalBytes: file.length, bytesPerSecond: t.downloadSpeed, peers: t.numPeers })
     }
-    t.on('download', report)
+    // 'download' fires per 16 KiB block, and a file's `downloaded` walks all its pieces (webtorrent lib/file.js):
+    // reported on every block, that walk was a fifth of the main thread's busy time (bench:torrent-wan's profile).
+    let reportedAt = 0
+    const onBlock = () => {
+      const now = performance.now()
+      if (now - reportedAt < PROGRESS_INTERVAL_MS) return
+      reportedAt = now
+      report()
+    }
+    t.on('download', onBlock)
     try {
       await Promise.all(
         pending.map(
@@ -296,7 +310,7 @@ export class ArtifactStore {
         ),
       )
     } finally {
-      t.off('download', report)
+      t.off('download', onBlock)
     }
     report()
   }

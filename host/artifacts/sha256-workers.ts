@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads'
 /**
  * The worker's whole program, plain JavaScript evaluated as a script: a worker given a .ts file would
  * need tsx's loader, which the app, the CLI and vitest each provide differently. One sha256 state per
- * stream id; `update` takes bytes transferred (not copied) from the main thread.
+ * stream id; `update` takes buffers transferred (not copied) from the main thread.
  */
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads')
@@ -14,7 +14,7 @@ parentPort.on('message', (m) => {
   if (m.op === 'update') {
     let hash = streams.get(m.id)
     if (hash === undefined) streams.set(m.id, (hash = createHash('sha256')))
-    hash.update(new Uint8Array(m.bytes))
+    for (const bytes of m.buffers) hash.update(new Uint8Array(bytes))
   } else if (m.op === 'digest') {
     const hash = streams.get(m.id) ?? createHash('sha256')
     streams.delete(m.id)
@@ -25,15 +25,21 @@ parentPort.on('message', (m) => {
 
 /** One file's sha256, fed in order on the main thread and computed on a worker. */
 export interface Sha256Stream {
-  /** Hashes a copy of `bytes` (the caller may reuse or keep them: webtorrent still writes and serves its piece). */
+  /** Hashes a copy of `bytes` (the caller may reuse or keep them). */
   update(bytes: Uint8Array): void
+  /**
+   * Hashes `bytes`, which the caller hands over and never reads again: when they are a whole (not shared)
+   * ArrayBuffer, its memory moves to the worker without a copy and `bytes` is left detached (empty);
+   * otherwise they are copied, as by update.
+   */
+  give(bytes: Uint8Array): void
   /** The hex digest of everything updated; the stream is finished. */
   digest(): Promise<string>
   /** Forgets the stream without a digest. */
   drop(): void
 }
 
-/** Bytes gathered before one message to a worker: a message per 256 KiB piece cost the main thread about as much as hashing it. */
+/** Bytes gathered before one message to a worker: a message per 256 KiB piece cost the main thread about as much as hashing it (copy, postMessage). */
 const BATCH_BYTES = 2 << 20
 
 interface Waiting {
@@ -63,31 +69,31 @@ export class Sha256Workers {
     const id = this.nextId++
     const worker = this.workerFor(id)
     let finished = false
-    // One copy into a batch of our own (never a view of the caller's bytes, which a transfer would detach),
-    // transferred to the worker when full: it reads the bytes without a second copy.
-    let batch: { buffer: ArrayBuffer; view: Uint8Array } | undefined
-    let filled = 0
+    // Buffers of this stream's bytes, in order, each ours alone: sent (transferred) together once they hold BATCH_BYTES.
+    let pending: ArrayBuffer[] = []
+    let pendingBytes = 0
     const send = () => {
-      if (batch === undefined || filled === 0) return
-      const bytes = filled === BATCH_BYTES ? batch.buffer : batch.buffer.slice(0, filled)
-      worker.postMessage({ op: 'update', id, bytes }, [bytes])
-      batch = undefined
-      filled = 0
+      if (pending.length === 0) return
+      worker.postMessage({ op: 'update', id, buffers: pending }, pending)
+      pending = []
+      pendingBytes = 0
+    }
+    const take = (buffer: ArrayBuffer) => {
+      if (finished) throw new Error('this sha256 stream is already finished.')
+      pending.push(buffer)
+      pendingBytes += buffer.byteLength
+      if (pendingBytes >= BATCH_BYTES) send()
+    }
+    const copyOf = (bytes: Uint8Array) => {
+      const copy = new Uint8Array(bytes.byteLength)
+      copy.set(bytes)
+      return copy.buffer
     }
     return {
-      update: (bytes) => {
-        if (finished) throw new Error('this sha256 stream is already finished.')
-        for (let at = 0; at < bytes.byteLength; ) {
-          if (batch === undefined) {
-            const buffer = new ArrayBuffer(BATCH_BYTES)
-            batch = { buffer, view: new Uint8Array(buffer) }
-          }
-          const n = Math.min(bytes.byteLength - at, BATCH_BYTES - filled)
-          batch.view.set(bytes.subarray(at, at + n), filled)
-          filled += n
-          at += n
-          if (filled === BATCH_BYTES) send()
-        }
+      update: (bytes) => take(copyOf(bytes)),
+      give: (bytes) => {
+        const whole = bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        take(whole ? (bytes.buffer as ArrayBuffer) : copyOf(bytes))
       },
       digest: () => {
         finished = true
@@ -102,7 +108,7 @@ export class Sha256Workers {
       drop: () => {
         if (finished || this.closed) return
         finished = true
-        batch = undefined
+        pending = []
         worker.postMessage({ op: 'drop', id })
       },
     }

@@ -53,7 +53,10 @@ export class StreamedSha256 {
     }
   }
 
-  /** Takes piece `index` as stored. */
+  /**
+   * Takes piece `index` as stored, and its bytes with it: no one may read them after (a piece that is a
+   * whole ArrayBuffer moves to a worker without a copy and is left empty here).
+   */
   add(index: number, piece: Uint8Array): void {
     const file = this.byPiece[index]
     if (file === undefined || file.gaveUp || index < file.nextPiece || file.held.has(index)) return
@@ -65,12 +68,12 @@ export class StreamedSha256 {
       }
       return
     }
-    file.hash.update(piece)
+    file.hash.give(piece)
     file.nextPiece++
     for (let next = file.held.get(file.nextPiece); next !== undefined; next = file.held.get(file.nextPiece)) {
       file.held.delete(file.nextPiece)
       this.heldBytes -= next.byteLength
-      file.hash.update(next)
+      file.hash.give(next)
       file.nextPiece++
     }
     if (file.nextPiece === file.endPiece) {
@@ -106,8 +109,11 @@ const listenersOf = new WeakMap<WebTorrent.Torrent, Set<(index: number, piece: U
 
 /**
  * Calls `listener` with every piece webtorrent stores for `t`, once it has passed its SHA-1 check
- * (webtorrent 3 puts only verified pieces; it has no event that carries the bytes). Returns the
- * function that stops it.
+ * (webtorrent 3 puts only verified pieces; it has no event that carries the bytes) and is written.
+ * The listener may keep the bytes and detach them: by then webtorrent is done with them (lib/torrent.js
+ * drops its piece and serves requests for it only after the put; immediate-chunk-store lets go of it
+ * before calling back), as long as no piece cache holds them (ArtifactStore adds torrents with
+ * storeCacheSlots 0). Returns the function that stops it.
  */
 export function onStoredPiece(t: WebTorrent.Torrent, listener: (index: number, piece: Uint8Array) => void): () => void {
   let listeners = listenersOf.get(t)
@@ -116,8 +122,10 @@ export function onStoredPiece(t: WebTorrent.Torrent, listener: (index: number, p
     const store = (t as unknown as { store: ChunkStore }).store
     const put = store.put.bind(store)
     store.put = (index, piece, cb) => {
-      for (const l of all) l(index, piece)
-      put(index, piece, cb)
+      put(index, piece, (error) => {
+        cb?.(error)
+        if (!error) for (const l of all) l(index, piece)
+      })
     }
     listenersOf.set(t, all)
     listeners = all
