@@ -10,11 +10,10 @@ import {
   REPLAY_STEP_BASE,
   type Receipt,
   type Route,
-  type RouteHop,
   type SampledToken,
-  type SamplingParams,
 } from '../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
+import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
 import { expectOk, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
@@ -25,58 +24,7 @@ import { checkTokenizer, ModelTokenizer } from './tokenizer'
 import type { TrackerConnectionOptions } from './tracker-connection'
 import { openTrackerChannel, type TrackerChannel } from './tracker-link'
 
-export interface GenerateRequest {
-  readonly modelId: string
-  /** Plain text (BOS added as the model wants) or token ids. */
-  readonly prompt: string | readonly number[]
-  readonly maxTokens: number
-  readonly sampling?: SamplingParams
-  /** How hidden states cross seams; by default the model's (`Route.seamDtype`: f32 for mixture-of-experts models). */
-  readonly hiddenDtype?: 'f16' | 'f32'
-  /** Stop early at an end-of-generation token (default true). */
-  readonly stopAtEog?: boolean
-  readonly signal?: AbortSignal
-  /** Told the route when it is opened and again after each failover. */
-  readonly onRoute?: (hops: readonly RouteHop[]) => void
-  /**
-   * Told each step's signed receipts, one per hop, before the step's token is yielded (awaited:
-   * the gateway commits its ledger entries here). Replay steps after a failover are told too.
-   */
-  readonly onReceipts?: (session: string, receipts: readonly Receipt[]) => void | Promise<void>
-  /** The session id to use (32 hex digits); default a random one. */
-  readonly session?: string
-  /** How long to wait for a free session while every host that could serve is full (default 30 s); 0 fails at once. */
-  readonly waitForSessionMs?: number
-}
-
-export interface GeneratedToken {
-  readonly token: number
-  /** Text this token adds (may be empty while a multi-byte character is incomplete). */
-  readonly text: string
-  readonly logprob: number
-  readonly position: number
-}
-
-export interface HopStats {
-  readonly hostId: string
-  readonly blocks: readonly [number, number]
-  /** Median round trip to this hop per decode step, ms (compute + transfer). */
-  readonly medianMs: number
-  /** The volunteer relay this hop was reached through, if any. */
-  readonly relayHostId?: string
-}
-
-export interface GenerationSummary {
-  readonly promptTokens: number
-  readonly completionTokens: number
-  readonly finishReason: 'stop' | 'length'
-  readonly route: readonly HopStats[]
-  readonly decodeTokensPerSecond: number
-  readonly failovers: readonly { readonly hostId: string; readonly blocks: readonly [number, number]; readonly recoveryMs: number }[]
-  readonly session: string
-  /** Every hop's signed receipt for every step, in order (hosts that sign none add none). */
-  readonly receipts: readonly Receipt[]
-}
+export type { GeneratedToken, GenerateRequest, GenerationSummary, HopStats } from './generation'
 
 /** A step run, with its token, the audits it waits for (undefined when no hop was picked) and the undoing of the steps after it. */
 type HeldStep = StepAt & { sampled: SampledToken; audits: Promise<AuditableHop | undefined> | undefined; settled: boolean; after: () => void }

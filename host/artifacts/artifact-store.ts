@@ -3,9 +3,9 @@ import { constants, createReadStream } from 'node:fs'
 import { copyFile, link, lstat, mkdir, open, rm, stat } from 'node:fs/promises'
 import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
-import parseTorrent, { toTorrentFile } from 'parse-torrent'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
+import { announcingTo } from './model-torrent'
 import { Sha256Workers } from './sha256-workers'
 import './wire-reads'
 import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
@@ -189,15 +189,6 @@ export class ArtifactStore {
     await this.sha256.close()
   }
 
-  /** The torrent announcing to `announceUrl` alone, where one is set (the infohash is the same: announce lists are outside the info dict). */
-  private async announcingHere(torrent: Buffer): Promise<Buffer> {
-    const url = this.options.announceUrl?.()
-    if (url === undefined) return torrent
-    // parse-torrent 11 is async; its @types describe an older, synchronous version.
-    const parsed = (await parseTorrent(torrent)) as { announce: string[] }
-    return Buffer.from(toTorrentFile({ ...parsed, announce: [url] }))
-  }
-
   private async addTorrent(torrent: Buffer, deselect: boolean, bitfield: Uint8Array | undefined): Promise<WebTorrent.Torrent> {
     const existing = await this.client.get(torrent)
     if (existing) {
@@ -207,7 +198,8 @@ export class ArtifactStore {
     // No piece cache: webtorrent's (cache-chunk-store) copies every 16 KiB block it serves out of the
     // cached piece (Uint8Array.slice); reading each block from the page cache costs a seeder half the CPU.
     // Without a cache, a stored piece's bytes are free once written: onStoredPiece hands them to the sha256 workers.
-    const t = this.client.add(await this.announcingHere(torrent), {
+    const url = this.options.announceUrl?.()
+    const t = this.client.add(url === undefined ? torrent : await announcingTo(torrent, url), {
       path: this.modelsDir,
       deselect,
       storeCacheSlots: 0,

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import createTorrent from 'create-torrent'
+import parseTorrent, { toTorrentFile } from 'parse-torrent'
 import type { Manifest } from '../../protocol'
 
 /** Fixed so the same artifacts always make the same .torrent bytes, not only the same infohash. */
@@ -27,4 +28,11 @@ export function createModelTorrent(dir: string, manifest: Manifest, announce: re
       (error: Error | null, torrent: Uint8Array) => (error ? reject(error) : resolve(Buffer.from(torrent))),
     )
   })
+}
+
+/** The torrent announcing to `url` alone (the infohash is the same: announce lists are outside the info dict). */
+export async function announcingTo(torrent: Buffer, url: string): Promise<Buffer> {
+  // parse-torrent 11 is async; its @types describe an older, synchronous version.
+  const parsed = (await parseTorrent(torrent)) as { announce: string[] }
+  return Buffer.from(toTorrentFile({ ...parsed, announce: [url] }))
 }
