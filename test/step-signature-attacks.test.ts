@@ -1,0 +1,158 @@
+// Every step signed by both sides, against a real tracker and a real host of stories260K. Each attack as measured before
+// the change: a client numbering every step as a failover replay got 31 tokens and paid 0; a client numbering every decode
+// step "2" paid about 10 %, and the host's refused receipts counted against it; a host billed 32 steps nobody sent.
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { forwardFrame, type HopInput } from '../client/hop-frames'
+import { WebSocketHopLink } from '../client/hop-link'
+import { connectTracker } from '../client/tracker-connection'
+import { NodeIdentity } from '../identity/keys'
+import { payloadSha256, signOpen } from '../identity/tickets'
+import {
+  ClientToTracker,
+  callRpc,
+  FLAG_NO_SAMPLE,
+  type Frame,
+  HostToTracker,
+  jsonFrame,
+  NeuronError,
+  REPLAY_STEP_BASE,
+  Receipt,
+  type ReceiptBody,
+  type RouteHop,
+  readTrailer,
+  receiptMessage,
+  stepMessage,
+} from '../protocol'
+import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { type InProcessSwarm, startSwarm } from './programs'
+
+const PROMPT = [1, 403, 407, 261, 378]
+// No random probes or audits: the attacks' own traffic is all the host sees.
+const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 }
+
+/** A raw client of the swarm: plans a one-hop session, opens it, and sends whatever steps it likes (each signed by its key). */
+async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generate()) {
+  const tracker = await connectTracker(swarm.tracker.url, '/clients', identity)
+  const session = randomBytes(16).toString('hex')
+  const modelId = swarm.manifest.modelId
+  const maxTokens = PROMPT.length + 16
+  const route = await callRpc(tracker, ClientToTracker, 'route.plan', { modelId, maxTokens, promptTokens: PROMPT.length, session, exclude: [] })
+  const hop = route.hops[0] as RouteHop
+  if (hop.endpoint === null || hop.ticket === undefined) throw new Error('the test swarm routes to a direct, ticketed host')
+  const link = await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { fingerprint: hop.fingerprint })
+  const body = { modelId, blocks: hop.blocks, maxTokens, ticket: hop.ticket, signature: signOpen(identity, hop.ticket, { blocks: hop.blocks, maxTokens }) }
+  await link.request(jsonFrame('open', session, 0, { ...body, sampling: { temperature: 0 } }))
+  const ids = (tokens: number[]): HopInput => ({ dtype: 'i32', tokens: tokens.length, width: 1, payload: new Uint8Array(Int32Array.from(tokens).buffer) })
+  const signing = { identity, hostId: hop.hostId, blocks: hop.blocks }
+  return {
+    tracker,
+    identity,
+    session,
+    hop,
+    step: (tokens: number[], step: number, position: number, flags = 0): Promise<Frame> =>
+      link.request(forwardFrame(ids(tokens), flags, session, step, position, signing)),
+    /** Hands in the answers' receipts as a client may; the tracker's verdicts. */
+    submit: (answers: Frame[]) =>
+      callRpc(tracker, ClientToTracker, 'receipts.submit', { session, receipts: answers.map((a) => readTrailer(a, Receipt)).filter((r) => r !== undefined) }),
+    close: () => {
+      link.close()
+      tracker.close()
+    },
+  }
+}
+
+const charged = (verdicts: { charged: number }[]) => verdicts.reduce((s, v) => s + v.charged, 0)
+
+describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`, () => {
+  let swarm: InProcessSwarm
+  let dir = ''
+  let cleanup: () => Promise<void> = async () => {}
+  beforeAll(async () => {
+    ;({ dir, cleanup } = await scratchDir('neuron-step-attacks-'))
+    swarm = await startSwarm(dir, STORIES_260K, [[0, 5]], { checks: CHECKS })
+  }, 180_000)
+  afterAll(async () => {
+    await swarm?.close()
+    await cleanup()
+  })
+
+  it('steps numbered as failover replays give no token, and their rebuild is paid in full, as the same steps numbered plainly', async () => {
+    const honest = await rawSession(swarm)
+    const attacker = await rawSession(swarm)
+    try {
+      const plain = [await honest.step(PROMPT, 1, 0), await honest.step([13], 2, PROMPT.length), await honest.step([14], 3, PROMPT.length + 1)]
+      expect(plain.map((f) => f.kind)).toEqual(['token', 'token', 'token'])
+      // a replay that asks for a token is refused: replays only rebuild a cache
+      await expect(attacker.step(PROMPT, REPLAY_STEP_BASE, 0)).rejects.toMatchObject({ code: 'replay_samples' })
+      const replays = [
+        await attacker.step(PROMPT, REPLAY_STEP_BASE, 0, FLAG_NO_SAMPLE),
+        await attacker.step([13], REPLAY_STEP_BASE + 1, PROMPT.length, FLAG_NO_SAMPLE),
+        await attacker.step([14], REPLAY_STEP_BASE + 2, PROMPT.length + 1, FLAG_NO_SAMPLE),
+      ]
+      expect(replays.map((f) => f.kind)).toEqual(['ok', 'ok', 'ok'])
+      const paidPlain = charged((await honest.submit(plain)).verdicts)
+      const paidReplays = await attacker.submit(replays)
+      expect(paidReplays.verdicts.every((v) => v.ok)).toBe(true)
+      expect(paidPlain).toBeGreaterThan(0)
+      expect(charged(paidReplays.verdicts)).toBe(paidPlain)
+    } finally {
+      honest.close()
+      attacker.close()
+    }
+  })
+
+  it('a step out of order ("step 2" again, a skipped position) is refused as the client’s doing: no receipt, nothing counted against the host', async () => {
+    const client = await rawSession(swarm)
+    const rejectionsBefore = await swarm.tracker.store.ledger.rejections(client.hop.hostId)
+    try {
+      await client.step(PROMPT, 1, 0)
+      await client.step([13], 2, PROMPT.length)
+      const again = client.step([14], 2, PROMPT.length + 1)
+      await expect(again).rejects.toBeInstanceOf(NeuronError)
+      await expect(again).rejects.toMatchObject({ code: 'step_out_of_order', message: expect.stringMatching(/takes step 3 at position 6 next/) })
+      await expect(client.step([14], 4, PROMPT.length + 2)).rejects.toMatchObject({ code: 'step_out_of_order' })
+      // in order, the session goes on
+      expect((await client.step([14], 3, PROMPT.length + 1)).kind).toBe('token')
+      expect(await swarm.tracker.store.ledger.rejections(client.hop.hostId)).toEqual(rejectionsBefore)
+    } finally {
+      client.close()
+    }
+  })
+
+  it('a host billing steps its client never sent (no client signature, or one it made itself) is paid nothing, and the client charged nothing', async () => {
+    const client = await rawSession(swarm)
+    const hostIdentity = await NodeIdentity.loadOrCreate(join(dir, 'host-0'))
+    const host = await connectTracker(swarm.tracker.url, '/hosts', hostIdentity)
+    try {
+      const sent = await client.step(PROMPT, 1, 0)
+      const { signature: _signature, client: _client, ...real } = readTrailer(sent, Receipt) as Receipt
+      const phantom = (step: number, forge: boolean): Receipt => {
+        const terms = {
+          ...real,
+          step,
+          position: PROMPT.length + step - 2,
+          tokens: 1,
+          input: payloadSha256(randomBytes(16)),
+          output: payloadSha256(randomBytes(16)),
+        }
+        // the host signing as the client, with its own key
+        const body: ReceiptBody = forge ? { ...terms, client: hostIdentity.sign(stepMessage(terms)) } : terms
+        return { ...body, signature: hostIdentity.sign(receiptMessage(body)) }
+      }
+      const bill = [phantom(2, false), phantom(3, false), phantom(4, true), phantom(5, true)]
+      const account = await swarm.tracker.accounts.byPublicKey(client.identity.publicKey)
+      if (account === undefined) throw new Error('the client has no account')
+      const before = await swarm.tracker.accounts.balance(account.accountId)
+      const { verdicts } = await callRpc(host, HostToTracker, 'receipts.submit', { receipts: bill })
+      expect(verdicts.map((v) => [v.ok, v.code, v.charged])).toEqual(bill.map(() => [false, 'no_client_signature', 0]))
+      expect(await swarm.tracker.accounts.balance(account.accountId)).toBe(before)
+      // the step the client did send is paid as usual
+      expect((await client.submit([sent])).verdicts[0]).toMatchObject({ ok: true })
+    } finally {
+      host.close()
+      client.close()
+    }
+  })
+})
