@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
+import type { Namespace } from 'socket.io'
 import { nodeIdOf, verifySignature } from '../identity/keys'
-import { type AuthChallenge, challengeMessage, HandshakeAuth, NeuronError, NODE_AUTH_HEADER } from '../protocol'
+import { type AuthChallenge, challengeMessage, HandshakeAuth, NeuronError, NODE_AUTH_HEADER, type WireError } from '../protocol'
 
 /**
  * Nonces outstanding at once: anyone may ask for one without logging in, so past this many the
@@ -94,4 +95,30 @@ export class ChallengeIssuer {
     const [publicKey, nonce, signature] = parts
     return this.verify(scope, { publicKey, nonce, signature }, now)
   }
+}
+
+/**
+ * Admits a namespace's connections only with a signed answer to a fresh challenge, from a key the swarm admits, before
+ * any event; a refusal says why and is counted (`refused`).
+ */
+export function admitSigned(
+  namespace: Namespace,
+  issuer: Pick<ChallengeIssuer, 'verify'>,
+  admission: { admits(publicKey: string): boolean },
+  refused: (event: string, error: WireError) => void,
+): void {
+  namespace.use(async (socket, next) => {
+    try {
+      const { nodeId, publicKey } = await issuer.verify(namespace.name, socket.handshake.auth)
+      if (!admission.admits(publicKey)) {
+        throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
+      }
+      socket.data = { nodeId, publicKey }
+      next()
+    } catch (error) {
+      const e = error instanceof NeuronError ? error : new NeuronError('unauthenticated', String(error))
+      refused(`${namespace.name} connect`, { code: e.code, message: e.message })
+      next(Object.assign(new Error(e.message), { data: { code: e.code } }))
+    }
+  })
 }

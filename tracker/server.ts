@@ -6,7 +6,7 @@ import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, HostToTracker, MICRO, NeuronError, type RpcHandlers, type RpcSocket, seamAt, seamDtype, serveRpc, type WireError } from '../protocol'
-import { ChallengeIssuer } from './auth'
+import { admitSigned, ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
 import type { HostChecks } from './checks/host-checks'
@@ -143,6 +143,14 @@ export class Tracker {
       (session) => this.metering.route(session),
       (modelId) => this.catalog.get(modelId).manifest,
       this.pricing,
+      // the host's dashboard hears of its rent as of a receipt's pay (step -1: no step); reputation does not count it
+      (session, hostId, accountId, modelId, charged) => {
+        const ns = this.clientNamespace
+        if (ns !== undefined)
+          void pushVerdict(ns, store.ledger, session, { hostId, step: -1, ok: true, code: 'rent', charged }, accountId, modelId, cluster !== undefined).catch(
+            () => {},
+          )
+      },
     )
     this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent })
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
@@ -268,26 +276,8 @@ export class Tracker {
     routeHttp({ admission, bittorrent, catalog, gateway, issuer, onlineHosts: () => this.registry.summaries().filter((h) => h.online).length }, req, res)
   }
 
-  /** Every namespace authenticates its connections by signed challenge before any event. */
-  private authenticate(namespace: Namespace): void {
-    namespace.use(async (socket, next) => {
-      try {
-        const { nodeId, publicKey } = await this.issuer.verify(namespace.name, socket.handshake.auth)
-        if (!this.admission.admits(publicKey)) {
-          throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
-        }
-        socket.data = { nodeId, publicKey }
-        next()
-      } catch (error) {
-        const e = error instanceof NeuronError ? error : new NeuronError('unauthenticated', String(error))
-        this.countRejected(`${namespace.name} connect`, { code: e.code, message: e.message })
-        next(Object.assign(new Error(e.message), { data: { code: e.code } }))
-      }
-    })
-  }
-
   private setUpHosts(namespace: Namespace): void {
-    this.authenticate(namespace)
+    admitSigned(namespace, this.issuer, this.admission, (event, error) => this.countRejected(event, error))
     const { store, registry, catalog, planner, metering, pricing, hostSockets, checks, reputation } = this
     const handlers = hostHandlers({
       store,
@@ -316,7 +306,7 @@ export class Tracker {
   }
 
   private setUpClients(namespace: Namespace): void {
-    this.authenticate(namespace)
+    admitSigned(namespace, this.issuer, this.admission, (event, error) => this.countRejected(event, error))
     const handlers: RpcHandlers<typeof ClientToTracker, Peer> = {
       'models.list': () => ({ models: this.catalog.summaries() }),
       'model.get': ({ modelId }) => modelFiles(this.catalog, modelId),

@@ -53,6 +53,8 @@ export class Rent {
     ) => Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>,
     private readonly manifestOf: (modelId: string) => Pick<Manifest, 'nLayer' | 'kvBytesPerTokenPerBlock' | 'cachePerBlock'>,
     private readonly pricing: PricingOptions,
+    /** Told of each host's rent once it is posted: the dashboards push it as they push a receipt. */
+    private readonly paid: (session: string, hostId: string, accountId: string, modelId: string, charged: number) => void = () => {},
   ) {}
 
   /** Charges the session's rent up to `until`; returns the micro-credits charged (0 when already charged or unroutable). */
@@ -68,7 +70,8 @@ export class Rent {
     const minutes = Math.max(1, Math.ceil((until - hold.createdAt) / 60_000))
     const consumer = consumerAccount(hold.accountId)
     const feeBps = this.pricing.feeBps ?? DEFAULT_FEE_BPS
-    return this.ledger.atomically(async (tx) => {
+    const rents: [string, number][] = []
+    const charged = await this.ledger.atomically(async (tx) => {
       let left = Math.max(0, await tx.balance(consumer))
       const entries = []
       let total = 0
@@ -78,6 +81,7 @@ export class Rent {
         left -= owed
         total += owed
         entries.push({ account: hostAccount(hop.hostId), amount: owed - fee }, { account: FEE_ACCOUNT, amount: fee })
+        rents.push([hop.hostId, owed])
       }
       const posted = await tx.post({
         kind: 'rent',
@@ -89,5 +93,7 @@ export class Rent {
       })
       return posted.posted ? total : 0
     })
+    if (charged > 0) for (const [hostId, owed] of rents) if (owed > 0) this.paid(hold.session, hostId, hold.accountId, route.modelId, owed)
+    return charged
   }
 }
