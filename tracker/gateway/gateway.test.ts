@@ -209,6 +209,7 @@ for (const engine of await storeEngines())
       expect(await ledger.driftedBalances()).toEqual([])
       const price = priceOf(swarm.manifest, {})
       let fees = 0
+      let rent = 0
       for (const host of swarm.hosts) {
         const receipts = await ledger.receipts({ hostId: host.hostId, limit: 100_000 })
         expect(receipts.length).toBeGreaterThan(0)
@@ -223,9 +224,14 @@ for (const engine of await storeEngines())
         }
         // Pending in escrow for the settlement window (a day by default), not yet settled.
         expect(await ledger.balance(escrowAccount(host.hostId))).toBe(proven)
-        expect(await ledger.balance(hostAccount(host.hostId))).toBe(0)
+        // What it holds settled is rent, paid at each session's end outside the receipts (tracker/ledger/rent.ts)
+        rent += await ledger.balance(hostAccount(host.hostId))
       }
-      expect(await ledger.balance(FEE_ACCOUNT)).toBe(fees)
+      expect(rent).toBeGreaterThan(0)
+      // the swarm's fees: the receipts', and its share of the rent (less than the rent)
+      const feeBalance = await ledger.balance(FEE_ACCOUNT)
+      expect(feeBalance).toBeGreaterThanOrEqual(fees)
+      expect(feeBalance - fees).toBeLessThan(rent)
       const dashboard = await raw('/v1/dashboard/account')
       expect(dashboard.body).toMatchObject({ account_id: accountId, balance_micro: await ledger.balance(consumerAccount(accountId)) })
     })
@@ -338,7 +344,7 @@ for (const engine of await storeEngines())
       console.log(`caller hung up: ${paid} of ${n} steps generated and paid`)
     })
 
-    it('pays a step retried after a failover once, and the replay that rebuilt the cache from the failed host’s share, not the caller’s', async () => {
+    it('pays a step retried after a failover once, and the replay that rebuilt the cache from the failed host’s share, not the caller’s; the failure counts against no host on the client’s word', async () => {
       const spare = await swarm.addHost([2, 4])
       const failedBefore = new Map(swarm.hosts.map((h) => [h.hostId, swarm.tracker.reputation.of(h.hostId).failedSteps]))
       const stream = await openai.completions.create({
@@ -373,10 +379,11 @@ for (const engine of await storeEngines())
       for (const r of paid) blocksPerStep.set(r.receipt.step, (blocksPerStep.get(r.receipt.step) ?? 0) + r.receipt.blocks[1] - r.receipt.blocks[0])
       expect([...blocksPerStep.values()].every((n) => n === swarm.manifest.nLayer)).toBe(true)
       expect(await ledger.total()).toBe(0)
-      // The failover counts against the host that failed, and only against it.
+      // A client's word that a hop failed counts against no host (it asks for a probe instead: test/admission-attacks.test.ts);
+      // the host that left shows in its uptime.
       for (const h of swarm.hosts) {
         const more = swarm.tracker.reputation.of(h.hostId).failedSteps - (failedBefore.get(h.hostId) ?? 0)
-        expect(more, h.hostId).toBe(h.hostId === killed ? 1 : 0)
+        expect(more, h.hostId).toBe(0)
       }
     })
 
