@@ -6,12 +6,18 @@ import { packModel } from '../../gguf/pack'
 import { tokenizerGguf } from '../../gguf/tokenizer'
 import { NodeIdentity } from '../../identity/keys'
 import { signOpen, verifyTicket } from '../../identity/tickets'
-import { ClientToTracker, callRpc, HostToTracker, type Manifest, receiptMessage } from '../../protocol'
+import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type ReceiptBody, receiptMessage, stepMessage } from '../../protocol'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
 import { readyState, TEST_PROFILE } from '../../test/peers'
 import { createModelTorrent } from '../../test/programs'
 import { type StoreEngine, storeEngines } from '../../test/store-engines'
 import { Tracker, type TrackerOptions } from '../server'
+
+/** A receipt as a host hands it in: the client's signature of the step embedded, then the host's of the whole. */
+function signedBoth(body: Omit<ReceiptBody, 'client'>, client: NodeIdentity, host: NodeIdentity): Receipt {
+  const withClient: ReceiptBody = { ...body, client: client.sign(stepMessage(body)) }
+  return { ...withClient, signature: host.sign(receiptMessage(withClient)) }
+}
 
 const sid = () => randomBytes(16).toString('hex')
 
@@ -128,7 +134,7 @@ for (const each of await storeEngines())
           input: 'a'.repeat(64),
           output: 'b'.repeat(64),
         }
-        const receipt = { ...body, signature: hostKey.sign(receiptMessage(body)) }
+        const receipt = signedBoth(body, hostKey, hostKey)
         await expect(
           callRpc(await client(hostKey), ClientToTracker, 'audit.submit', {
             session: own,
@@ -157,7 +163,7 @@ for (const each of await storeEngines())
             ...{ session, step: 1, hostId: hop.hostId, blocks: [hop.blocks[0], hop.blocks[1]] as [number, number], tokens: 2, position: 0 },
             ...{ modelId: manifest.modelId, price: hop.ticket.price, tracker: tracker.identity.publicKey, input: 'a'.repeat(64), output: 'b'.repeat(64) },
           }
-          const receipt = { ...body, signature: hostKey.sign(receiptMessage(body)) }
+          const receipt = signedBoth(body, identity, hostKey)
           const { verdicts } = await callRpc(socket, ClientToTracker, 'receipts.submit', { session, receipts: [receipt] })
           expect(verdicts).toMatchObject([{ ok: true }])
           expect(verdicts[0]?.charged).toBeGreaterThan(0)
@@ -270,7 +276,7 @@ for (const each of await storeEngines())
           input: 'a'.repeat(64),
           output: 'b'.repeat(64),
         }
-        const receipt = { ...body, signature: hostKey.sign(receiptMessage(body)) }
+        const receipt = signedBoth(body, identity, hostKey)
         const [paid] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
         expect(paid).toMatchObject({ ok: true, charged: 4 * ticket.price.promptMicroPerToken + ticket.price.completionMicroPerToken })
         const [again] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
