@@ -206,6 +206,8 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
       'placement.request': () => ({ modelId: manifest.modelId }),
       'model.get': () => ({ modelId: manifest.modelId }),
       'receipts.submit': () => ({ receipts: [receipt] }),
+      // a volunteer relay's receipts, as a host that relays for none hands them in: refused, never paid
+      'relay.receipts': () => ({ receipts: [receipt] }),
     }
     // Every event of the protocol has a valid payload to start from.
     expect(Object.keys(clientPayloads).sort()).toEqual(Object.keys(ClientToTracker).sort())

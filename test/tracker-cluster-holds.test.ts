@@ -12,7 +12,7 @@ import { connectTracker } from '../client/tracker-connection'
 import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type Route, receiptMessage } from '../protocol'
+import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type Route, receiptMessage, stepMessage } from '../protocol'
 import { maxCost, priceOf } from '../tracker/ledger/pricing'
 import type { TrackerOptions } from '../tracker/tracker-options'
 import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
@@ -90,8 +90,8 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
   const plan = (socket: Socket, session: string, maxTokens: number, promptTokens = 0) =>
     callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens, promptTokens, session })
 
-  /** The host's signed receipt for step 1 (the prefill of `tokens` prompt tokens) of a route's one hop. */
-  function prefill(route: Route, session: string, tokens: number): Receipt {
+  /** The host's signed receipt for step 1 (the prefill of `tokens` prompt tokens) of a route's one hop, carrying `client`'s step signature. */
+  function prefill(route: Route, session: string, tokens: number, client: NodeIdentity): Receipt {
     const hop = route.hops[0]
     if (route.hops.length !== 1 || hop?.ticket === undefined) throw new Error('expected a one-hop ticketed route')
     const body = {
@@ -107,7 +107,8 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
       input: 'a'.repeat(64),
       output: 'b'.repeat(64),
     }
-    return { ...body, signature: hostKey.sign(receiptMessage(body)) }
+    const signed = { ...body, client: client.sign(stepMessage(body)) }
+    return { ...signed, signature: hostKey.sign(receiptMessage(signed)) }
   }
 
   /** The instances tell each other of changes within 100 ms; a failover or a second request comes later than that. */
@@ -138,11 +139,12 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
 
   it('counts charges settled on the host’s instance against the hold on the client’s', async () => {
     const grant = cost(1000, 4) + cost(500)
-    const onB = await connect(b, await account(grant))
+    const client = await account(grant)
+    const onB = await connect(b, client)
     const session = sid()
     const route = await plan(onB, session, 1000, 4)
     // The host hands its receipt in at A, where it is connected.
-    const [paid] = (await callRpc(host, HostToTracker, 'receipts.submit', { receipts: [prefill(route, session, 4)] })).verdicts
+    const [paid] = (await callRpc(host, HostToTracker, 'receipts.submit', { receipts: [prefill(route, session, 4, client)] })).verdicts
     const price = priceOf(manifest, {})
     expect(paid).toMatchObject({ ok: true, charged: 4 * price.promptMicroPerToken + price.completionMicroPerToken })
     await later()
@@ -161,7 +163,7 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
       const onC = await connect(c, identity)
       await vi.waitFor(() => expect(c.registry.get(hostId)?.online).toBe(true), { timeout: 10_000 })
       // The session is still in use ten minutes on: A settles its prefill then.
-      const [paid] = await a.metering.settle(session, [prefill(route, session, 4)], Date.now() + 10 * 60_000)
+      const [paid] = await a.metering.settle(session, [prefill(route, session, 4, identity)], Date.now() + 10 * 60_000)
       expect(paid).toMatchObject({ ok: true })
       await later()
       const refused = { code: 'insufficient_credits', details: { availableMicro: cost(500) } }
