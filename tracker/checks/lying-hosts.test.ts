@@ -222,7 +222,10 @@ for (const each of await storeEngines())
         const owed = kept
           .filter((r) => r.escrow !== 'voided' && r.receipt.step < REPLAY_STEP_BASE)
           .reduce((sum, r) => sum + hopCharge(price, suite.swarm.manifest.nLayer, r.receipt), 0)
-        expect(NEW_KEY_GRANT - (await balance())).toBe(owed)
+        // and each session's rent for the cache it held (tracker/ledger/rent.ts): a micro-credit a minute a hop for this tiny model
+        const rent = NEW_KEY_GRANT - (await balance()) - owed
+        expect(rent).toBeGreaterThan(0)
+        expect(rent).toBeLessThan(owed / 100)
         expect(afterHonest - (await balance())).toBeLessThanOrEqual(honestCost)
         expect(await ledger.total()).toBe(0)
         expect(await ledger.driftedBalances()).toEqual([])
