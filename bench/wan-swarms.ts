@@ -34,6 +34,8 @@ export interface ChatDone {
   readonly route: { hostId: string; blocks: [number, number]; medianMs: number }[]
   readonly failovers: unknown[]
   readonly decodeTokensPerSecond: number
+  /** The client's wait between consecutive tokens, ms, in order (from its token lines' clock). */
+  readonly gapsMs: number[]
 }
 
 const CHILD = join(REPO_ROOT, 'test/network/swarm-child.ts')
@@ -98,10 +100,11 @@ export class NamespaceSwarms {
   /** A greedy chat of `tokens` tokens from `place`. */
   async chat(swarm: Swarm, place: Place, tokens: number, prompt: readonly number[]): Promise<ChatDone> {
     const child = this.childIn(place, ['chat', swarm.trackerUrl, this.manifest.modelId, String(tokens), prompt.join(',')])
-    const done = (JSON.parse((await child.waitFor(/^\{"done".*$/m, 300_000))[0]) as { done: ChatDone }).done
+    const done = (JSON.parse((await child.waitFor(/^\{"done".*$/m, 300_000))[0]) as { done: Omit<ChatDone, 'gapsMs'> }).done
+    const atMs = [...child.output().matchAll(/^\{"token".*"atMs":(\d+)\}$/gm)].map((t) => Number(t[1]))
     if (done.route.length !== swarm.hostIds.length)
       throw new Error(`the ${swarm.label} chat took a route of ${done.route.length} hops: ${JSON.stringify(done)}`)
-    return done
+    return { ...done, gapsMs: atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0)) }
   }
 
   async close(): Promise<void> {

@@ -43,6 +43,12 @@ const manifest = await readManifest(packed)
 const load = () => Number(loadavg()[0]?.toFixed(2))
 const sum = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0)
 const round2 = (x: number) => Math.round(x * 100) / 100
+/** The spread of the client's waits between tokens: a median near the round trips with a long tail points at stalls, not at the path. */
+const gapSpread = (gaps: readonly number[]) => {
+  const sorted = [...gaps].sort((a, b) => a - b)
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
+  return { p50: at(0.5), p90: at(0.9), max: at(1) }
+}
 
 let net: HomeNetwork | undefined
 let swarms: NamespaceSwarms | undefined
@@ -113,6 +119,7 @@ try {
         run: 'loopback (compute)',
         decode_tokens_per_s: round2(compute.decodeTokensPerSecond),
         hop_ms: compute.route.map((h) => round2(h.medianMs)),
+        token_gap_ms: gapSpread(compute.gapsMs),
         load_average: load(),
       }),
     )
@@ -155,6 +162,7 @@ try {
             limit_tokens_per_s: round2(limit),
             ratio_to_limit: round2(done.decodeTokensPerSecond / limit),
             hop_ms: done.route.map((h) => round2(h.medianMs)),
+            token_gap_ms: gapSpread(done.gapsMs),
             ...(bytesPerToken === undefined ? {} : { relayed_bytes_per_token: Math.round(bytesPerToken) }),
             load_average: load(),
           }),
