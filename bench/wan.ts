@@ -47,7 +47,7 @@ const round2 = (x: number) => Math.round(x * 100) / 100
 const gapSpread = (gaps: readonly number[]) => {
   const sorted = [...gaps].sort((a, b) => a - b)
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
-  return { p50: at(0.5), p90: at(0.9), max: at(1) }
+  return { p50: at(0.5), p90: at(0.9), max: at(1), max_after_token: gaps.indexOf(at(1)) + 1 }
 }
 
 let net: HomeNetwork | undefined
@@ -66,14 +66,16 @@ process.once('SIGINT', () => {
 interface DelayResult {
   direct: number[]
   relayed: number[]
-  limitDirect: number[]
-  limitRelayed: number[]
+  /** The round trips a token needs, ms: each round's sum over the route. */
+  roundTripsDirectMs: number[]
+  roundTripsRelayedMs: number[]
   relayedBytesPerToken: number[]
 }
 const results = new Map<number, DelayResult>(
-  DELAYS_MS.map((d) => [d, { direct: [], relayed: [], limitDirect: [], limitRelayed: [], relayedBytesPerToken: [] }]),
+  DELAYS_MS.map((d) => [d, { direct: [], relayed: [], roundTripsDirectMs: [], roundTripsRelayedMs: [], relayedBytesPerToken: [] }]),
 )
-const loopbackTps: number[] = []
+/** Compute per token, ms: each round's loopback chat. */
+const computeMs: number[] = []
 
 /** Median round trips of this round at the delay set now: laptop→each router (direct hops), laptop→cloud and cloud→each router (relayed). */
 async function measureRoundTrips(n: HomeNetwork) {
@@ -111,8 +113,8 @@ try {
   const relayedBytes = async (swarm: Swarm) => sum((await s.hosts(swarm)).map((r) => r.relayedBytes ?? 0))
   for (let round = 0; round < ROUNDS; round++) {
     const compute = await s.chat(loopback, 'cloud', TOKENS, PROMPT)
-    loopbackTps.push(compute.decodeTokensPerSecond)
-    const computeMs = 1000 / compute.decodeTokensPerSecond
+    computeMs.push(1000 / compute.decodeTokensPerSecond)
+    const roundComputeMs = 1000 / compute.decodeTokensPerSecond
     console.log(
       JSON.stringify({
         round,
@@ -128,10 +130,12 @@ try {
       for (const home of HOMES) await n.setLink(home, { delayMs })
       const rtt = await measureRoundTrips(n)
       const r = results.get(delayMs) as DelayResult
-      const limitDirect = 1000 / (computeMs + sum(rtt.laptopToRouter))
-      const limitRelayed = 1000 / (computeMs + sum(rtt.cloudToRouter) + HOMES.length * rtt.laptopToCloud)
-      r.limitDirect.push(limitDirect)
-      r.limitRelayed.push(limitRelayed)
+      const roundTripsDirect = sum(rtt.laptopToRouter)
+      const roundTripsRelayed = sum(rtt.cloudToRouter) + HOMES.length * rtt.laptopToCloud
+      r.roundTripsDirectMs.push(roundTripsDirect)
+      r.roundTripsRelayedMs.push(roundTripsRelayed)
+      const limitDirect = 1000 / (roundComputeMs + roundTripsDirect)
+      const limitRelayed = 1000 / (roundComputeMs + roundTripsRelayed)
       console.log(
         JSON.stringify({
           round,
@@ -172,8 +176,13 @@ try {
   }
   const summary: Record<string, number> = {}
   for (const [delayMs, r] of results) {
-    const [d, rl, ld, lr] = [median(r.direct), median(r.relayed), median(r.limitDirect), median(r.limitRelayed)]
+    // the limit of the medians: one round's compute slowed by a neighbour's burst moves it less than a median of per-round limits
+    const [d, rl] = [median(r.direct), median(r.relayed)]
+    const [tripsDirect, tripsRelayed] = [median(r.roundTripsDirectMs), median(r.roundTripsRelayedMs)]
+    const [ld, lr] = [1000 / (median(computeMs) + tripsDirect), 1000 / (median(computeMs) + tripsRelayed)]
     Object.assign(summary, {
+      [`round_trips_direct_ms_${delayMs}ms`]: round2(tripsDirect),
+      [`round_trips_relayed_ms_${delayMs}ms`]: round2(tripsRelayed),
       [`direct_tokens_per_s_${delayMs}ms`]: round2(d),
       [`relayed_tokens_per_s_${delayMs}ms`]: round2(rl),
       [`limit_direct_tokens_per_s_${delayMs}ms`]: round2(ld),
@@ -190,7 +199,7 @@ try {
       model: source,
       tokens: TOKENS,
       rounds: ROUNDS,
-      compute_tokens_per_s: round2(median(loopbackTps)),
+      compute_ms_per_token: round2(median(computeMs)),
       ...summary,
       load_average: load(),
     }),
