@@ -1,6 +1,7 @@
 // The swarms bench:wan runs on the namespace network (test/network): each a `neuron tracker` in the cloud, a
 // publisher on the laptop and `neuron host` processes with pre-seeded stores, in homes or in the cloud; chats and
 // hosts.list are asked by test/network/swarm-child.ts, run where the client should sit.
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Manifest, splitBlocks } from '../protocol'
 import { REPO_ROOT } from '../test/models'
@@ -20,6 +21,8 @@ export interface SwarmPlan {
 
 export interface Swarm extends SwarmPlan {
   readonly trackerUrl: string
+  /** The `neuron tracker` process (`ip netns exec` execs it, so this is its own pid). */
+  readonly trackerPid: number
   readonly hostIds: readonly string[]
 }
 
@@ -70,7 +73,7 @@ export class NamespaceSwarms {
       }),
     )
     await publisher.stop()
-    return { ...plan, trackerUrl, hostIds }
+    return { ...plan, trackerUrl, trackerPid: tracker.child.pid ?? 0, hostIds }
   }
 
   /** The tracker's hosts.list rows for the swarm's hosts, in route order. */
@@ -157,4 +160,13 @@ const one = () => new Promise((resolve) => {
 /** Round trips from `place` to `address`, ms, by TCP connects to port 9 (closed: the kernel's RST is the answer); -1 for one unanswered in 3 s. */
 export async function roundTrips(net: HomeNetwork, place: Place, address: string, n = 5): Promise<number[]> {
   return JSON.parse(await net.exec(place, [process.execPath, '-e', RTT_PROBE, address, '9', String(n)])) as number[]
+}
+
+/** CPU time a process has used so far, user and system, ms (from /proc; a tick is 10 ms on Linux's usual USER_HZ of 100). */
+export function cpuMs(pid: number): number {
+  // the fields after the command's closing parenthesis: state is field 3, utime 14, stime 15
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }

@@ -19,7 +19,7 @@ import { readManifest } from '../host/publish'
 import { buildHomeNetwork, type HomeName, type HomeNetwork, whyNoNamespaces } from '../test/network'
 import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
 import { median } from './seeded-host'
-import { NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-swarms'
+import { cpuMs, NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-swarms'
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, tokens: { type: 'string', default: '48' } } })
 const ROUNDS = Number(values.rounds)
@@ -151,7 +151,9 @@ try {
       const modes = round % 2 === 0 ? [direct, relayed] : [relayed, direct]
       for (const swarm of modes) {
         const before = swarm.relay ? await relayedBytes(swarm) : 0
+        const trackerCpuBefore = cpuMs(swarm.trackerPid)
         const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT)
+        const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
         const limit = swarm.relay ? limitRelayed : limitDirect
         ;(swarm.relay ? r.relayed : r.direct).push(done.decodeTokensPerSecond)
@@ -167,6 +169,7 @@ try {
             ratio_to_limit: round2(done.decodeTokensPerSecond / limit),
             hop_ms: done.route.map((h) => round2(h.medianMs)),
             token_gap_ms: gapSpread(done.gapsMs),
+            tracker_cpu_ms_per_token: round2(trackerCpuPerToken),
             ...(bytesPerToken === undefined ? {} : { relayed_bytes_per_token: Math.round(bytesPerToken) }),
             load_average: load(),
           }),
