@@ -17,6 +17,8 @@ export interface SwarmPlan {
   readonly places: readonly Place[]
   /** `neuron host --relay`: the tracker relays every frame to these hosts. */
   readonly relay: boolean
+  /** `neuron tracker` as a public swarm runs it (new hosts on probation: probes and audits); otherwise bench/wan-tracker.ts. */
+  readonly audits: boolean
 }
 
 export interface Swarm extends SwarmPlan {
@@ -56,7 +58,9 @@ export class NamespaceSwarms {
   /** A tracker, its model published, and one host per place; resolves once every host said it is ready. */
   async start(plan: SwarmPlan): Promise<Swarm> {
     const db = join(this.work, `${plan.label}-tracker.sqlite`)
-    const tracker = this.neuronIn('cloud', ['tracker', '--host', '0.0.0.0', '--port', String(plan.port), '--db', db, '--new-key-grant-micro', '1000000000'])
+    const tracker = plan.audits
+      ? this.neuronIn('cloud', ['tracker', '--host', '0.0.0.0', '--port', String(plan.port), '--db', db, '--new-key-grant-micro', '1000000000'])
+      : this.tsxIn('cloud', join(REPO_ROOT, 'bench/wan-tracker.ts'), [String(plan.port), db], 'tracker')
     await tracker.waitFor(/tracker listening on/, 60_000)
     const trackerUrl = `http://${this.net.addresses.cloud}:${plan.port}`
     const publisher = this.neuronIn('laptop', ['publish', this.packed, '--tracker', trackerUrl, '--data-dir', join(this.work, `${plan.label}-publisher`)])
@@ -120,8 +124,12 @@ export class NamespaceSwarms {
   }
 
   private childIn(place: Place, args: string[]): NeuronProcess {
-    const child = this.net.spawnIn(place, process.execPath, ['--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    return this.watch(child, `swarm client (${args[0]}) in ${place}`)
+    return this.tsxIn(place, CHILD, args, `swarm client (${args[0]})`)
+  }
+
+  private tsxIn(place: Place, script: string, args: string[], name: string): NeuronProcess {
+    const child = this.net.spawnIn(place, process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    return this.watch(child, `${name} in ${place}`)
   }
 
   private watch(child: ReturnType<HomeNetwork['spawnIn']>, name: string): NeuronProcess {

@@ -21,7 +21,12 @@ import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
 import { median } from './seeded-host'
 import { cpuMs, NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-swarms'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, tokens: { type: 'string', default: '48' } } })
+// `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
+// audited); by default the trackers keep their checks out of the data plane (bench/wan-tracker.ts).
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '3' }, tokens: { type: 'string', default: '48' }, audits: { type: 'boolean', default: false } },
+})
+const AUDITS = values.audits
 const ROUNDS = Number(values.rounds)
 const TOKENS = Number(values.tokens)
 const DELAYS_MS = [10, 40]
@@ -53,10 +58,15 @@ const gapSpread = (gaps: readonly number[]) => {
 let net: HomeNetwork | undefined
 let swarms: NamespaceSwarms | undefined
 const work = await mkdtemp(join(BENCH_DIR, 'wan-'))
-const teardown = async () => {
-  await swarms?.close()
-  await net?.close()
-  await rm(work, { recursive: true, force: true })
+let tornDown: Promise<void> | undefined
+/** Once, whoever asks first (SIGINT or the end): a second caller waits on the same teardown, not on a no-op. */
+const teardown = () => {
+  tornDown ??= (async () => {
+    await swarms?.close()
+    await net?.close()
+    await rm(work, { recursive: true, force: true })
+  })()
+  return tornDown
 }
 process.once('SIGINT', () => {
   console.error('bench:wan interrupted: tearing the network down')
@@ -100,9 +110,9 @@ try {
   swarms = new NamespaceSwarms(n, work, manifest, packed)
   const s = swarms
   const places = ['hostA', 'hostB', 'hostC'] as const
-  const direct = await s.start({ label: 'direct', port: 7070, places: [...places], relay: false })
-  const relayed = await s.start({ label: 'relayed', port: 7071, places: [...places], relay: true })
-  const loopback = await s.start({ label: 'loopback', port: 7072, places: ['cloud', 'cloud', 'cloud'], relay: false })
+  const direct = await s.start({ label: 'direct', port: 7070, places: [...places], relay: false, audits: AUDITS })
+  const relayed = await s.start({ label: 'relayed', port: 7071, places: [...places], relay: true, audits: AUDITS })
+  const loopback = await s.start({ label: 'loopback', port: 7072, places: ['cloud', 'cloud', 'cloud'], relay: false, audits: AUDITS })
   for (const swarm of [direct, relayed, loopback]) {
     const rows = await s.untilReachedAsPlanned(swarm)
     console.log(JSON.stringify({ swarm: swarm.label, hosts: rows.map((r, i) => ({ place: swarm.places[i], endpoint: r.endpoint })) }))
@@ -202,6 +212,7 @@ try {
       model: source,
       tokens: TOKENS,
       rounds: ROUNDS,
+      audits: AUDITS,
       compute_ms_per_token: round2(median(computeMs)),
       ...summary,
       load_average: load(),
