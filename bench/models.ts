@@ -11,6 +11,9 @@ export const BENCH_DIR = resolve(fileURLToPath(new URL('..', import.meta.url)), 
 /** TinyLlama's shape: 22 blocks, 2048 wide, 32 heads / 4 KV heads, 5632 FFN, 32000 vocab = 1.1B parameters. */
 export const LLAMA_1B = { arch: 'llama', blocks: 22, embd: 2048, heads: 32, kvHeads: 4, ff: 5632, vocab: 32000, seed: 1 } as const
 
+/** A ~100M-parameter llama (12 blocks, 768 wide, 12 heads / 4 KV heads, 2048 FFN, 32000 vocab): compute a 2-core machine runs a 3-hop chat of in seconds. */
+export const LLAMA_100M = { arch: 'llama', blocks: 12, embd: 768, heads: 12, kvHeads: 4, ff: 2048, vocab: 32000, seed: 1 } as const
+
 /**
  * Qwen3-30B-A3B's block scaled to fit a small machine: its width, heads and experts (64 of its 128,
  * 8 active, 768 wide), 8 of its 48 blocks, a 32k vocabulary. About 2.4B parameters.

@@ -32,8 +32,8 @@ try {
       say({ token: next.value.token, index: tokens.length, atMs: Math.round(performance.now() - started) })
       next = await run.next()
     }
-    const { route, failovers } = next.value
-    say({ done: { tokens, route: route.map((h) => ({ hostId: h.hostId, blocks: h.blocks })), failovers } })
+    const { route, failovers, decodeTokensPerSecond } = next.value
+    say({ done: { tokens, route: route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs })), failovers, decodeTokensPerSecond } })
   } else throw new Error(`unknown command ${command}: hosts or chat`)
 } finally {
   client.close()

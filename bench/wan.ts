@@ -1,0 +1,223 @@
+// npm run bench:wan — a 3-hop chat across homes behind NAT routers (test/network) at 10 and 40 ms one-way delay
+// on every home link, each hop direct and each hop relayed by the tracker, against the limit: compute (the same
+// chat with tracker, hosts and client all in the cloud namespace, same run) plus the round trips a token needs
+// (client↔host per direct hop; client↔tracker plus tracker↔host per relayed one), measured each round by TCP
+// connects. Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
+// with the load average; the last line holds the medians, the ratios and the relay's bytes per token.
+//
+// Placement: the client on the laptop (internet side, no shaped link); the tracker in the cloud; hosts on the
+// home computers hostA, hostB, hostC (blocks in that order), so every hop crosses one shaped home link.
+// Direct: home C's host maps its port by UPnP/NAT-PMP (miniupnpd), homes A and B forward every port to their
+// host (a router's "DMZ host" setting). Relayed: the same computers, `neuron host --relay`.
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { packModel } from '../gguf/pack'
+import { readManifest } from '../host/publish'
+import { buildHomeNetwork, type HomeName, type HomeNetwork, whyNoNamespaces } from '../test/network'
+import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
+import { median } from './seeded-host'
+import { cpuMs, NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-swarms'
+
+// `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
+// audited); by default the trackers keep their checks out of the data plane (bench/wan-tracker.ts).
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '3' }, tokens: { type: 'string', default: '48' }, audits: { type: 'boolean', default: false } },
+})
+const AUDITS = values.audits
+const ROUNDS = Number(values.rounds)
+const TOKENS = Number(values.tokens)
+const DELAYS_MS = [10, 40]
+const HOMES: HomeName[] = ['a', 'b', 'c']
+/** Token ids of the generated SentencePiece vocabulary (any will do: the weights are random). */
+const PROMPT = [1, 450, 1200, 3000, 4100, 5200, 6300, 7400]
+
+const why = whyNoNamespaces()
+if (why !== undefined) {
+  console.error(`bench:wan builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with iproute2 and nftables.`)
+  process.exit(1)
+}
+
+const source = await benchModel('q8_0', LLAMA_100M)
+const packed = join(BENCH_DIR, 'packed-llama-100m-q8_0')
+if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
+const manifest = await readManifest(packed)
+
+const load = () => Number(loadavg()[0]?.toFixed(2))
+const sum = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0)
+const round2 = (x: number) => Math.round(x * 100) / 100
+/** The spread of the client's waits between tokens: a median near the round trips with a long tail points at stalls, not at the path. */
+const gapSpread = (gaps: readonly number[]) => {
+  const sorted = [...gaps].sort((a, b) => a - b)
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
+  return { p50: at(0.5), p90: at(0.9), max: at(1), max_after_token: gaps.indexOf(at(1)) + 1 }
+}
+
+let net: HomeNetwork | undefined
+let swarms: NamespaceSwarms | undefined
+const work = await mkdtemp(join(BENCH_DIR, 'wan-'))
+let tornDown: Promise<void> | undefined
+/** Once, whoever asks first (SIGINT or the end): a second caller waits on the same teardown, not on a no-op. */
+const teardown = () => {
+  tornDown ??= (async () => {
+    await swarms?.close()
+    await net?.close()
+    await rm(work, { recursive: true, force: true })
+  })()
+  return tornDown
+}
+process.once('SIGINT', () => {
+  console.error('bench:wan interrupted: tearing the network down')
+  void teardown().finally(() => process.exit(130))
+})
+
+interface DelayResult {
+  direct: number[]
+  relayed: number[]
+  /** The round trips a token needs, ms: each round's sum over the route. */
+  roundTripsDirectMs: number[]
+  roundTripsRelayedMs: number[]
+  relayedBytesPerToken: number[]
+}
+const results = new Map<number, DelayResult>(
+  DELAYS_MS.map((d) => [d, { direct: [], relayed: [], roundTripsDirectMs: [], roundTripsRelayedMs: [], relayedBytesPerToken: [] }]),
+)
+/** Compute per token, ms: each round's loopback chat. */
+const computeMs: number[] = []
+
+/** Median round trips of this round at the delay set now: laptop→each router (direct hops), laptop→cloud and cloud→each router (relayed). */
+async function measureRoundTrips(n: HomeNetwork) {
+  const medianTo = async (from: 'laptop' | 'cloud', address: string) => {
+    const ms = await roundTrips(n, from, address)
+    if (ms.some((m) => m < 0)) throw new Error(`a round trip from ${from} to ${address} went unanswered: ${JSON.stringify(ms)}`)
+    return median(ms)
+  }
+  const laptopToRouter: number[] = []
+  const cloudToRouter: number[] = []
+  for (const home of HOMES) {
+    laptopToRouter.push(await medianTo('laptop', n.homes[home].wan))
+    cloudToRouter.push(await medianTo('cloud', n.homes[home].wan))
+  }
+  return { laptopToRouter, cloudToRouter, laptopToCloud: await medianTo('laptop', n.addresses.cloud) }
+}
+
+try {
+  net = await buildHomeNetwork({ links: { a: { delayMs: DELAYS_MS[0] }, b: { delayMs: DELAYS_MS[0] }, c: { delayMs: DELAYS_MS[0] } } })
+  const n = net
+  for (const home of n.upnp ? (['a', 'b'] as const) : HOMES) await openDmz(n, home)
+  swarms = new NamespaceSwarms(n, work, manifest, packed)
+  const s = swarms
+  const places = ['hostA', 'hostB', 'hostC'] as const
+  const direct = await s.start({ label: 'direct', port: 7070, places: [...places], relay: false, audits: AUDITS })
+  const relayed = await s.start({ label: 'relayed', port: 7071, places: [...places], relay: true, audits: AUDITS })
+  const loopback = await s.start({ label: 'loopback', port: 7072, places: ['cloud', 'cloud', 'cloud'], relay: false, audits: AUDITS })
+  for (const swarm of [direct, relayed, loopback]) {
+    const rows = await s.untilReachedAsPlanned(swarm)
+    console.log(JSON.stringify({ swarm: swarm.label, hosts: rows.map((r, i) => ({ place: swarm.places[i], endpoint: r.endpoint })) }))
+  }
+  // warm-up: the clients' first connections, the hosts' first sessions
+  for (const swarm of [direct, relayed, loopback]) await s.chat(swarm, swarm.label === 'loopback' ? 'cloud' : 'laptop', 8, PROMPT)
+
+  const relayedBytes = async (swarm: Swarm) => sum((await s.hosts(swarm)).map((r) => r.relayedBytes ?? 0))
+  for (let round = 0; round < ROUNDS; round++) {
+    const compute = await s.chat(loopback, 'cloud', TOKENS, PROMPT)
+    computeMs.push(1000 / compute.decodeTokensPerSecond)
+    const roundComputeMs = 1000 / compute.decodeTokensPerSecond
+    console.log(
+      JSON.stringify({
+        round,
+        run: 'loopback (compute)',
+        decode_tokens_per_s: round2(compute.decodeTokensPerSecond),
+        hop_ms: compute.route.map((h) => round2(h.medianMs)),
+        token_gap_ms: gapSpread(compute.gapsMs),
+        load_average: load(),
+      }),
+    )
+    const delays = round % 2 === 0 ? DELAYS_MS : [...DELAYS_MS].reverse()
+    for (const delayMs of delays) {
+      for (const home of HOMES) await n.setLink(home, { delayMs })
+      const rtt = await measureRoundTrips(n)
+      const r = results.get(delayMs) as DelayResult
+      const roundTripsDirect = sum(rtt.laptopToRouter)
+      const roundTripsRelayed = sum(rtt.cloudToRouter) + HOMES.length * rtt.laptopToCloud
+      r.roundTripsDirectMs.push(roundTripsDirect)
+      r.roundTripsRelayedMs.push(roundTripsRelayed)
+      const limitDirect = 1000 / (roundComputeMs + roundTripsDirect)
+      const limitRelayed = 1000 / (roundComputeMs + roundTripsRelayed)
+      console.log(
+        JSON.stringify({
+          round,
+          delay_ms: delayMs,
+          run: 'round trips',
+          laptop_to_router_ms: rtt.laptopToRouter.map(round2),
+          cloud_to_router_ms: rtt.cloudToRouter.map(round2),
+          laptop_to_cloud_ms: round2(rtt.laptopToCloud),
+          base_rtt_ms: round2(median(rtt.laptopToRouter) - 2 * delayMs),
+          load_average: load(),
+        }),
+      )
+      const modes = round % 2 === 0 ? [direct, relayed] : [relayed, direct]
+      for (const swarm of modes) {
+        const before = swarm.relay ? await relayedBytes(swarm) : 0
+        const trackerCpuBefore = cpuMs(swarm.trackerPid)
+        const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT)
+        const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
+        const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
+        const limit = swarm.relay ? limitRelayed : limitDirect
+        ;(swarm.relay ? r.relayed : r.direct).push(done.decodeTokensPerSecond)
+        if (bytesPerToken !== undefined) r.relayedBytesPerToken.push(bytesPerToken)
+        console.log(
+          JSON.stringify({
+            round,
+            delay_ms: delayMs,
+            run: swarm.label,
+            tokens: done.tokens.length,
+            decode_tokens_per_s: round2(done.decodeTokensPerSecond),
+            limit_tokens_per_s: round2(limit),
+            ratio_to_limit: round2(done.decodeTokensPerSecond / limit),
+            hop_ms: done.route.map((h) => round2(h.medianMs)),
+            token_gap_ms: gapSpread(done.gapsMs),
+            tracker_cpu_ms_per_token: round2(trackerCpuPerToken),
+            ...(bytesPerToken === undefined ? {} : { relayed_bytes_per_token: Math.round(bytesPerToken) }),
+            load_average: load(),
+          }),
+        )
+      }
+    }
+  }
+  const summary: Record<string, number> = {}
+  for (const [delayMs, r] of results) {
+    // the limit of the medians: one round's compute slowed by a neighbour's burst moves it less than a median of per-round limits
+    const [d, rl] = [median(r.direct), median(r.relayed)]
+    const [tripsDirect, tripsRelayed] = [median(r.roundTripsDirectMs), median(r.roundTripsRelayedMs)]
+    const [ld, lr] = [1000 / (median(computeMs) + tripsDirect), 1000 / (median(computeMs) + tripsRelayed)]
+    Object.assign(summary, {
+      [`round_trips_direct_ms_${delayMs}ms`]: round2(tripsDirect),
+      [`round_trips_relayed_ms_${delayMs}ms`]: round2(tripsRelayed),
+      [`direct_tokens_per_s_${delayMs}ms`]: round2(d),
+      [`relayed_tokens_per_s_${delayMs}ms`]: round2(rl),
+      [`limit_direct_tokens_per_s_${delayMs}ms`]: round2(ld),
+      [`limit_relayed_tokens_per_s_${delayMs}ms`]: round2(lr),
+      [`direct_over_limit_${delayMs}ms`]: round2(d / ld),
+      [`relayed_over_limit_${delayMs}ms`]: round2(rl / lr),
+      [`relayed_over_direct_${delayMs}ms`]: round2(rl / d),
+      [`relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.relayedBytesPerToken)),
+    })
+  }
+  console.log(
+    JSON.stringify({
+      bench: 'wan',
+      model: source,
+      tokens: TOKENS,
+      rounds: ROUNDS,
+      audits: AUDITS,
+      compute_ms_per_token: round2(median(computeMs)),
+      ...summary,
+      load_average: load(),
+    }),
+  )
+} finally {
+  await teardown()
+}
