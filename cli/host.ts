@@ -9,7 +9,7 @@ export const hostCommand: Command = {
   name: 'host',
   summary: 'serve blocks of a model to the swarm',
   usage: `Usage: neuron host --tracker URL [--model ID] [--blocks a:b|auto] [--data-dir D] [--threads N]
-                  [--max-sessions N] [--quota BYTES] [--relay] [--torrent-port N]
+                  [--max-sessions N] [--quota BYTES] [--listen ADDR:PORT] [--relay] [--torrent-port N]
                   [--relay-for-others [--relay-circuits N] [--relay-mbit M]]
                   [--tls-key key.pem --tls-cert cert.pem]
        neuron host --ui [--tracker URL] [--model ID [--blocks a:b|auto]] [--data-dir D] [--port N]
@@ -19,6 +19,8 @@ their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains a
 
   --tracker URL[,URL…]   a tracker run as several instances: the host joins the next that answers
             when the one it is on goes away
+  --listen ADDR:PORT   where the data plane listens (default every interface on a free port, or
+            127.0.0.1 when the tracker is on this computer): a port you forward on your router
   --relay   accept no connections; clients reach this host through a relay (a volunteer's, else the tracker's)
   --relay-for-others   carry frames for hosts nobody can reach (used only where the tracker proves this
             host's public endpoint), at most --relay-circuits circuits (default 16) and --relay-mbit
@@ -42,6 +44,7 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       'max-sessions': { type: 'string' },
       quota: { type: 'string' },
       relay: { type: 'boolean' },
+      listen: { type: 'string' },
       'relay-for-others': { type: 'boolean' },
       'relay-circuits': { type: 'string' },
       'relay-mbit': { type: 'string' },
@@ -57,6 +60,7 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
     const quotaBytes = intOption('quota', values.quota, { min: 1 })
     const torrentPort = intOption('torrent-port', values['torrent-port'], { min: 1, max: 65535 })
     const tls = tlsOptions(values)
+    const listen = listenOption(values.listen)
     const relayCircuits = intOption('relay-circuits', values['relay-circuits'], { min: 1, max: MAX_RELAY_CIRCUITS }) ?? 16
     const relayMbit = intOption('relay-mbit', values['relay-mbit'], { min: 1, max: 100_000 }) ?? 20
     const host = new Host({
@@ -69,6 +73,7 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       ...(quotaBytes === undefined ? {} : { quotaBytes }),
       ...(torrentPort === undefined ? {} : { torrentPort }),
       ...(tls === undefined ? {} : { tls }),
+      ...(listen === undefined ? {} : { listenHost: listen.host, listenPort: listen.port }),
       relay: values.relay ?? false,
       ...(values['relay-for-others'] === true ? { relayForOthers: { circuits: relayCircuits, mbit: relayMbit } } : {}),
       log: (l) => console.error(`[host] ${l}`),
@@ -82,6 +87,16 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
     await host.stop()
     return 0
   },
+}
+
+/** `--listen ADDR:PORT` (or `[v6]:PORT`, or a bare PORT on every interface). */
+function listenOption(raw: string | undefined): { host: string; port: number } | undefined {
+  if (raw === undefined) return undefined
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:]+)):(\d+)$/.exec(raw) ?? /^()()(\d+)$/.exec(raw)
+  const port = Number(m?.[3])
+  if (m === null || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new NeuronError('bad_option', `--listen takes ADDR:PORT (like 0.0.0.0:7100) or a port, not ${raw}.`)
+  return { host: m[1] || m[2] || '0.0.0.0', port }
 }
 
 /** `neuron host --ui`: the app's browser mode on a headless host, hosting --model when given. */

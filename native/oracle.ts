@@ -1,12 +1,14 @@
 // Test helper: node-llama-cpp (real llama.cpp) running the whole model, the reference our
 // shards must match. Greedy decoding, explicit threads, flash attention as our runtime uses.
 import { getLlama, type Llama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
+import { avoidAmxCpuBackend } from './llama-cpu'
 
 export type OracleStep = { token: number; probs: Float64Array }
 
 let llama: Llama | undefined
 
 export async function oracleModel(modelPath: string): Promise<LlamaModel> {
+  await avoidAmxCpuBackend()
   // gpu: false keeps the oracle on the CPU build, the same ggml libraries our addon links
   llama ??= await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: 2 })
   return llama.loadModel({ modelPath })

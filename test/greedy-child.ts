@@ -3,8 +3,10 @@
 // a GGML_ASSERT aborts this process, not the test runner. End-of-text tokens are yielded, not stops.
 // Usage: node --import tsx test/greedy-child.ts STEPS model.gguf...
 import { getLlama, LlamaLogLevel, type Token } from 'node-llama-cpp'
+import { avoidAmxCpuBackend } from '../native/llama-cpu'
 
 const [steps = '16', ...paths] = process.argv.slice(2)
+await avoidAmxCpuBackend()
 const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: 1 })
 for (const modelPath of paths) {
   const model = await llama.loadModel({ modelPath })
