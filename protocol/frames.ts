@@ -158,7 +158,7 @@ export function decodeFrame(bytes: Uint8Array): Frame {
 export function readTrailer<T extends z.ZodType>(frame: Frame, schema: T): z.output<T> | undefined {
   if (frame.trailer === undefined) return undefined
   try {
-    const parsed = schema.safeParse(JSON.parse(decoder.decode(frame.trailer)))
+    const parsed = schema.safeParse(JSON.parse(text().decoder.decode(frame.trailer)))
     return parsed.success ? parsed.data : undefined
   } catch {
     return undefined
@@ -168,22 +168,23 @@ export function readTrailer<T extends z.ZodType>(frame: Frame, schema: T): z.out
 /** The same frame with `body` as its JSON trailer. */
 export function withTrailer(frame: Uint8Array, body: unknown): Uint8Array {
   const f = decodeFrame(frame)
-  return encodeFrame({ ...f, trailer: encoder.encode(JSON.stringify(body)) })
+  return encodeFrame({ ...f, trailer: text().encoder.encode(JSON.stringify(body)) })
 }
 
-const encoder = new TextEncoder()
-const decoder = new TextDecoder()
+// Made on first use: the preload bundle runs where a module's top level may not have TextEncoder (electron/preload).
+let codec: { encoder: TextEncoder; decoder: TextDecoder } | undefined
+const text = () => (codec ??= { encoder: new TextEncoder(), decoder: new TextDecoder() })
 
 /** A frame whose payload is a JSON message. */
 export function jsonFrame(kind: FrameKind, session: string, step: number, body: unknown): Uint8Array {
-  return encodeFrame({ kind, dtype: 'json', flags: 0, session, step, position: 0, tokens: 0, width: 0, payload: encoder.encode(JSON.stringify(body)) })
+  return encodeFrame({ kind, dtype: 'json', flags: 0, session, step, position: 0, tokens: 0, width: 0, payload: text().encoder.encode(JSON.stringify(body)) })
 }
 
 export function readJson<T extends z.ZodType>(frame: Frame, schema: T): z.output<T> {
   if (frame.dtype !== 'json') throw new NeuronError('bad_frame', `a ${frame.kind} frame carries JSON, not ${frame.dtype}`)
   let raw: unknown
   try {
-    raw = JSON.parse(decoder.decode(frame.payload))
+    raw = JSON.parse(text().decoder.decode(frame.payload))
   } catch {
     throw new NeuronError('bad_frame', `the ${frame.kind} frame's payload is not JSON`)
   }

@@ -1,5 +1,4 @@
 import { GatewayError } from './errors'
-import type { Tokenized } from './prompt-tokenizers'
 
 /**
  * What bounds a prompt on one model: its context (prompt and completion together, tokens) and the
@@ -93,4 +92,10 @@ function promptTooLong(promptTokens: number, contextLength: number, param: 'mess
 
 function contextExceeded(message: string, param: string): GatewayError {
   return new GatewayError(400, 'invalid_request_error', 'context_length_exceeded', message, param)
+}
+
+/** A prompt's token count, and its ids when there are at most the limit asked for. */
+export interface Tokenized {
+  readonly count: number
+  readonly ids: number[] | undefined
 }

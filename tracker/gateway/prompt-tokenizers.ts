@@ -5,7 +5,9 @@ import { Worker } from 'node:worker_threads'
 import type { ChatMessage } from '../../client/chat-template'
 import type { ModelCatalog } from '../catalog'
 import { GatewayError } from './errors'
-import { promptBodyBound } from './prompt-bounds'
+import { promptBodyBound, type Tokenized } from './prompt-bounds'
+
+export type { Tokenized } from './prompt-bounds'
 
 /**
  * The worker's whole program, plain JavaScript evaluated as a script (a .ts worker would need tsx's loader,
@@ -54,12 +56,6 @@ parentPort.on('message', async (m) => {
   }
 })
 `
-
-/** A prompt's token count, and its ids when there are at most the limit asked for. */
-export interface Tokenized {
-  readonly count: number
-  readonly ids: number[] | undefined
-}
 
 /** One model's prompts tokenized on a worker thread: a 3.9 MB prompt took 2 s of native, synchronous tokenizing. */
 export interface PromptTokenizer {

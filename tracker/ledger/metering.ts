@@ -4,35 +4,21 @@ import { publicKeyObject } from '../../identity/keys'
 import { DEFAULT_FEE_BPS, feeOf, type Manifest, NeuronError, NodeId, REPLAY_STEP_BASE, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
 import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import { Escrow, settlementWindowMs } from './escrow'
+import type { IssuedSession } from './issued-session'
 import type { LedgerStore } from './ledger-store'
-import { hopCharge, type Price, type PricingOptions, priceOf } from './pricing'
+import { hopCharge, type PricingOptions, priceOf } from './pricing'
 import { checkTerms, clientSignedStep, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
 import { RelayFees } from './relay-fees'
 import { settleReplay } from './replays'
+
+export type { IssuedSession } from './issued-session'
+
 import type { MeteringEvents, ReceiptVerdict } from './verdicts'
 
 export { receiptKey } from './receipt-terms'
 export { type MeteringEvents, type ReceiptVerdict, wireVerdicts } from './verdicts'
 
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
-export interface IssuedSession {
-  readonly modelId: string
-  readonly nLayer: number
-  /** Priced once when the route is issued: looking the model up per receipt is slow. */
-  readonly price: Price
-  /** `relayId`: the volunteer relay the route reached the host through (it is paid per frame, relay-fees.ts). */
-  readonly hops: { readonly hostId: string; readonly blocks: readonly [number, number]; readonly relayId?: string }[]
-  accountId: string | null
-  /** The node that asked for the route: only it may hand in the session's receipts over Socket.IO. */
-  readonly issuedTo: string | null
-  /** That client's public key: every step it sent carries its signature, and only a receipt embedding one is paid (null: routed without one). */
-  readonly clientKey: string | null
-  /** What the client declared in route.plan: the tracker's own count of each step's tokens comes from it. */
-  readonly routed: RoutedTokens | undefined
-  /** Hops the client gave up on: their earnings here pay their replacements' replays. */
-  readonly failed: { readonly hostId: string; readonly blocks: readonly [number, number] }[]
-  lastUsed: number
-}
 
 const SESSION_TTL_MS = 6 * 3_600_000
 /** Hops one session's routes may add up to, failovers included: a client asking again and again must not grow it without end. */
