@@ -34,6 +34,9 @@ import { StopSignal } from './stop-signal'
 
 export type { HostOptions } from './host-options'
 
+/** How often a relayed host without a volunteer relay asks the tracker for one again, ms. */
+const ASK_FOR_RELAY_MS = 5_000
+
 export interface HostEvents {
   state: [ServingState]
   progress: [FetchProgress]
@@ -56,6 +59,7 @@ export class Host extends EventEmitter<HostEvents> {
   private plan: ReachablePlan | undefined
   /** The relay this host runs for others, and its own reservation at one while unreachable. */
   private relaying: HostRelaying | undefined
+  private askForRelay: NodeJS.Timeout | undefined
   private heartbeat: NodeJS.Timeout | undefined
   /** Sends a heartbeat now (set once joined). */
   private beat: () => void = () => {}
@@ -268,6 +272,11 @@ export class Host extends EventEmitter<HostEvents> {
     })
     // what changes while serving (a new address, a mapping made or lost) is offered again, and the tracker dials it back
     reachable?.onChange((why) => this.offerAgain(reachable, why))
+    // relayed without a volunteer relay: ask again now and then (one may have room now, or have joined since)
+    this.askForRelay = setInterval(() => {
+      if (this.state.status === 'ready' && this.state.endpoint === null && this.relaying?.unreserved === true)
+        void this.publishState(this.state).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+    }, ASK_FOR_RELAY_MS).unref()
     this.log(
       `serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) ${this.state.endpoint === null ? 'through the relay: no address of this host answered the tracker' : `at ${this.state.endpoint}`}, ${msPerBlock.toFixed(2)} ms/block`,
     )
@@ -339,6 +348,7 @@ export class Host extends EventEmitter<HostEvents> {
       await this.server.drain(timeoutMs)
     }
     clearInterval(this.heartbeat)
+    clearInterval(this.askForRelay)
     clearTimeout(this.beatSoon)
     await this.reachable?.close()
     await this.relaying?.close()

@@ -55,6 +55,11 @@ export class HostRelaying {
     return this.service?.offer()
   }
 
+  /** Whether this host holds no reservation (it is reachable, or no relay had room when the tracker last said). */
+  get unreserved(): boolean {
+    return this.reservation === undefined
+  }
+
   /** Where the tracker says to reserve (null: nowhere, this host is reachable or no relay has room). */
   assign(relay: RelayAssignment | null): void {
     const now = this.reservation?.relay
