@@ -49,6 +49,8 @@ const CONCURRENCY = 16
  * does a KV cache or frame kept per hostile message.
  */
 const RSS_GROWTH_BOUND_MIB = 192
+/** How long a process may take to give back what the barrage grew, ms (V8's memory reducer runs once it idles). */
+const SETTLE_MS = 60_000
 const SEED = process.env.NEURON_FUZZ_SEED ? Number(process.env.NEURON_FUZZ_SEED) : randomInt(2 ** 31)
 const PROMPT = 'Once upon a time'
 
@@ -369,10 +371,12 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
     await clients.close()
     for (const p of hostPools) await p.close()
 
-    const rssAfter = {
-      tracker: await settledRss(tracker, rssBefore.tracker, RSS_GROWTH_BOUND_MIB),
-      hosts: await Promise.all(hostProcesses.map((p, h) => settledRss(p, rssBefore.hosts[h] ?? 0, RSS_GROWTH_BOUND_MIB))),
-    }
+    // up to a minute each, at once: seed 514962806 left the tracker at 426 MiB 20 s after the barrage in one run and at
+    // 274 in the next (the memory reducer's timing, not a leak: a leak stays)
+    const [trackerAfter, ...hostsAfter] = await Promise.all(
+      [tracker, ...hostProcesses].map((p, i) => settledRss(p, i === 0 ? rssBefore.tracker : (rssBefore.hosts[i - 1] ?? 0), RSS_GROWTH_BOUND_MIB, SETTLE_MS)),
+    )
+    const rssAfter = { tracker: trackerAfter ?? 0, hosts: hostsAfter }
     console.log(
       JSON.stringify({
         seed: SEED,
