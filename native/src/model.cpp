@@ -303,10 +303,10 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             buft = cpu_buft;
         } else if (on_cpu && (f.want.op == GGML_OP_MUL_MAT || f.want.op == GGML_OP_MUL_MAT_ID)) {
             for (auto * extra : extras) {
-                // ggml's AMX buffer type takes weights (experts, MLA's per-head k_b/v_b) when probed with one shape, and
+                // ggml's AMX buffer type takes MLA's per-head k_b/v_b (3-D matmul weights) when probed with one shape, and
                 // then no backend runs the batched graph's: the scheduler aborts (GGML_ASSERT(*cur_backend_id != -1)) on
-                // AMX CPUs, as llama.cpp itself does there. Weights stay in the CPU's repacked or plain layout instead.
-                if (std::strstr(ggml_backend_buft_name(extra), "AMX") != nullptr) continue;
+                // AMX CPUs. Those stay in the CPU's repacked or plain layout; other weights may use AMX.
+                if (f.want.op == GGML_OP_MUL_MAT && f.meta->ne[2] > 1 && std::strstr(ggml_backend_buft_name(extra), "AMX") != nullptr) continue;
                 if (buft_supports(cpu, extra, f.meta, f.want.op, std::max<int64_t>(1, hp.n_expert_used))) {
                     buft = extra;
                     break;
