@@ -7,9 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import { oracleGreedy, oracleModel } from '../../native/oracle'
 import type { Manifest } from '../../protocol'
-import { HAVE_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../models'
-import { type NeuronProcess, watchProcess } from '../processes'
+import { HAVE_STORIES, STORIES_260K, scratchDir } from '../models'
+import type { NeuronProcess } from '../processes'
 import { buildHomeNetwork, type HomeNetwork, type Place, whyNoMiniupnpd, whyNoNamespaces } from '.'
+import { neuronIn as startNeuronIn, swarmChildIn } from './programs'
 
 const TOKENS = 48
 const PORT = 7070
@@ -40,20 +41,13 @@ const hostProcesses: Partial<Record<Place, NeuronProcess>> = {}
 const processes: NeuronProcess[] = []
 
 function neuronIn(place: Place, args: string[]): NeuronProcess {
-  const p = watchProcess(
-    net.spawnIn(place, process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] }),
-    `neuron ${args[0]} in ${place}`,
-  )
+  const p = startNeuronIn(net, place, args)
   processes.push(p)
   return p
 }
 
 function childIn(place: Place, args: string[]): NeuronProcess {
-  const script = join(REPO_ROOT, 'test/network/swarm-child.ts')
-  const p = watchProcess(
-    net.spawnIn(place, process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }),
-    `swarm client in ${place}`,
-  )
+  const p = swarmChildIn(net, place, args)
   processes.push(p)
   return p
 }

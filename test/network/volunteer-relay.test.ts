@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import { oracleGreedy, oracleModel } from '../../native/oracle'
 import type { Manifest } from '../../protocol'
-import { HAVE_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../models'
-import { type NeuronProcess, watchProcess } from '../processes'
+import { HAVE_STORIES, STORIES_260K, scratchDir } from '../models'
+import type { NeuronProcess } from '../processes'
 import { buildHomeNetwork, type HomeNetwork, type Place, whyNoNamespaces } from '.'
+import { neuronIn as startNeuronIn, swarmChildIn } from './programs'
 
 const TOKENS = 32
 const PORT = 7070
@@ -31,14 +32,12 @@ let oracle: number[] = []
 const hostIds: Partial<Record<Place, string>> = {}
 const processes: NeuronProcess[] = []
 
-function spawnIn(place: Place, args: string[], what: string): NeuronProcess {
-  const p = watchProcess(net.spawnIn(place, process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] }), what)
+const started = (p: NeuronProcess) => {
   processes.push(p)
   return p
 }
-const neuronIn = (place: Place, args: string[]) => spawnIn(place, [join(REPO_ROOT, 'bin/neuron.js'), ...args], `neuron ${args[0]} in ${place}`)
-const childIn = (place: Place, args: string[]) =>
-  spawnIn(place, ['--import', 'tsx', join(REPO_ROOT, 'test/network/swarm-child.ts'), ...args], `swarm client in ${place}`)
+const neuronIn = (place: Place, args: string[]) => started(startNeuronIn(net, place, args))
+const childIn = (place: Place, args: string[]) => started(swarmChildIn(net, place, args))
 
 async function startHost(place: Place, blocks: string, extra: string[] = []): Promise<void> {
   const args = ['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', blocks, '--data-dir', join(dir, place), '--threads', '1']
