@@ -39,6 +39,19 @@ let oracle: number[] = []
 const hostIds: Partial<Record<Place, string>> = {}
 const hostProcesses: Partial<Record<Place, NeuronProcess>> = {}
 const processes: NeuronProcess[] = []
+let tracker: NeuronProcess | undefined
+
+/** Runs a step of a test; when it fails, the error carries the last lines the tracker and the hosts printed. */
+async function withLogs<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step()
+  } catch (error) {
+    const tail = (name: string, p: NeuronProcess | undefined) => `--- ${name} ---\n${(p?.output() ?? '').split('\n').slice(-25).join('\n')}`
+    const logs = [tail('tracker', tracker), ...Object.entries(hostProcesses).map(([place, p]) => tail(`${place} (${hostIds[place as Place]})`, p))]
+    if (error instanceof Error) error.message += `\n${logs.join('\n')}`
+    throw error
+  }
+}
 
 function neuronIn(place: Place, args: string[]): NeuronProcess {
   const p = startNeuronIn(net, place, args)
@@ -118,7 +131,7 @@ describe.skipIf(why !== undefined)(`a swarm across three homes behind NAT router
     prompt = [...model.tokenize('Once upon a time', true)]
     oracle = (await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token)
     await model.dispose()
-    const tracker = neuronIn('cloud', [
+    tracker = neuronIn('cloud', [
       'tracker',
       ...['--host', '0.0.0.0', '--port', String(PORT), '--db', join(dir, 'tracker.sqlite')],
       ...['--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'],
@@ -162,40 +175,50 @@ describe.skipIf(why !== undefined)(`a swarm across three homes behind NAT router
   }, 300_000)
 
   it('home C’s router restarts (miniupnpd: every mapping gone): the host maps its port again, and the laptop reaches it directly again', async () => {
-    await net.restartUpnp()
-    // the host asks its router again every 15 s (PortMapping); the tracker's proof of the endpoint still holds once it has
-    await new Promise((r) => setTimeout(r, 20_000))
-    const done = await chatFrom('laptop')
-    expect(done.tokens).toEqual(oracle)
-    expect(done.failovers).toEqual([])
-    expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
-  }, 120_000)
+    await withLogs(async () => {
+      await net.restartUpnp()
+      // the host asks its router again every 15 s (PortMapping); the tracker's proof of the endpoint still holds once it has
+      await new Promise((r) => setTimeout(r, 20_000))
+      // and home C is listed at its mapped port (a host whose tracker connection the restart broke joins and is proven again)
+      await untilHosts((r) => hostRow(r, 'hostC').online && hostRow(r, 'hostC').endpoint !== null, 'home C listed at its mapped port again')
+      const done = await chatFrom('laptop')
+      expect(done.tokens).toEqual(oracle)
+      expect(done.failovers).toEqual([])
+      expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+    })
+  }, 180_000)
 
   it('a host’s address changes (a new DHCP lease): it joins the tracker again from the new address, is dialed back again, and serves', async () => {
     const host = hostProcesses.hostA
     if (host === undefined) throw new Error('home A runs no host')
-    const before = host.output().length
-    await net.changeAddress('hostA')
-    const deadline = Date.now() + 60_000
-    while (!/addresses changed[\s\S]*joined /.test(host.output().slice(before))) {
-      if (Date.now() > deadline) throw new Error(`host A did not join again after its address changed:\n${host.output().slice(before)}`)
-      await new Promise((r) => setTimeout(r, 250))
-    }
-    const done = await chatFrom('laptop')
-    expect(done.tokens).toEqual(oracle)
-    expect(done.failovers).toEqual([])
-    expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
-  }, 120_000)
+    await withLogs(async () => {
+      const before = host.output().length
+      await net.changeAddress('hostA')
+      const deadline = Date.now() + 60_000
+      while (!/addresses changed[\s\S]*joined /.test(host.output().slice(before))) {
+        if (Date.now() > deadline) throw new Error(`host A did not join again after its address changed:\n${host.output().slice(before)}`)
+        await new Promise((r) => setTimeout(r, 250))
+      }
+      // the tracker lists it serving again once it has dialed its new candidates back (none answers: relayed)
+      await untilHosts((r) => hostRow(r, 'hostA').online && hostRow(r, 'hostA').blocks?.join() === '0,2', 'home A listed as serving again')
+      const done = await chatFrom('laptop')
+      expect(done.tokens).toEqual(oracle)
+      expect(done.failovers).toEqual([])
+      expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+    })
+  }, 180_000)
 
   it('home C’s link cut mid-generation (the router’s link down, no process killed): the chat fails over to home B and keeps the same tokens', async () => {
     // a longer round trip to home C, so the generation is still running when the link goes down
     await net.setLink('c', { delayMs: 25 })
     let cut = false
-    const done = await chatFrom('laptop', (index) => {
-      if (index !== 12 || cut) return
-      cut = true
-      void net.cutLink('c')
-    })
+    const done = await withLogs(() =>
+      chatFrom('laptop', (index) => {
+        if (index !== 12 || cut) return
+        cut = true
+        void net.cutLink('c')
+      }),
+    )
     try {
       expect(done.tokens).toEqual(oracle)
       expect(done.failovers.map((f) => f.hostId)).toEqual([hostIds.hostC])

@@ -218,15 +218,20 @@ for (const each of await storeEngines())
         // The user paid exactly the steps that were not voided: the liar's charges came back.
         const price = priceOf(suite.swarm.manifest, pricingFromEnv(process.env))
         const sessions = [honest.summary.session, lying.summary.session]
-        const kept = (await Promise.all(sessions.map((session) => ledger.receipts({ session, limit: 10_000 })))).flat()
-        const owed = kept
-          .filter((r) => r.escrow !== 'voided' && r.receipt.step < REPLAY_STEP_BASE)
-          .reduce((sum, r) => sum + hopCharge(price, suite.swarm.manifest.nLayer, r.receipt), 0)
+        const owedBy = await Promise.all(
+          sessions.map(async (session) =>
+            (await ledger.receipts({ session, limit: 10_000 }))
+              .filter((r) => r.escrow !== 'voided' && r.receipt.step < REPLAY_STEP_BASE)
+              .reduce((sum, r) => sum + hopCharge(price, suite.swarm.manifest.nLayer, r.receipt), 0),
+          ),
+        )
+        const owed = (owedBy[0] ?? 0) + (owedBy[1] ?? 0)
         // and each session's rent for the cache it held (tracker/ledger/rent.ts): a micro-credit a minute a hop for this tiny model
         const rent = NEW_KEY_GRANT - (await balance()) - owed
         expect(rent).toBeGreaterThan(0)
         expect(rent).toBeLessThan(owed / 100)
-        expect(afterHonest - (await balance())).toBeLessThanOrEqual(honestCost)
+        // the lying session's steps cost no more than the honest one's (its rent may be a few micro-credits more: it ran longer)
+        expect(owedBy[1]).toBeLessThanOrEqual(owedBy[0] ?? 0)
         expect(await ledger.total()).toBe(0)
         expect(await ledger.driftedBalances()).toEqual([])
         // The last hop's audits are known-answer probes a client asked for: passed, but they do not end its probation.
