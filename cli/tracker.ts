@@ -10,7 +10,7 @@ export const trackerCommand: Command = {
        [--redis redis://HOST:6379]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
        [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
-       [--settlement-window-ms 86400000] [--audit-rate 0.05]
+       [--settlement-window-ms 86400000] [--audit-rate 0.05] [--log-routes]
 
 A key without an account is refused a route unless --new-key-grant-micro (or
 $NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
@@ -52,6 +52,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       'allow-keys': { type: 'string' },
       'settlement-window-ms': { type: 'string' },
       'audit-rate': { type: 'string' },
+      'log-routes': { type: 'boolean' },
     })
     const tls = tlsOptions(values)
     const allowedKeys = values['allow-keys'] === undefined ? undefined : allowedKeysOption(values['allow-keys'])
@@ -76,6 +77,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(allowedKeys === undefined ? {} : { allowedKeys }),
       ...(settlementWindowMs === undefined ? {} : { settlementWindowMs }),
       ...(auditRate === undefined ? {} : { checks: { auditRate } }),
+      ...(values['log-routes'] === true ? { logRoutes: true } : {}),
     })
     return 0
   },

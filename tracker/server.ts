@@ -31,6 +31,7 @@ import { TrackerRelay } from './reachability/tracker-relay'
 import { VolunteerRelays } from './reachability/volunteer-relays'
 import { HostRegistry } from './registry'
 import { Reputation } from './reputation/reputation'
+import { describeRoute } from './routing/route-planner'
 import type { TrackerStore } from './store'
 import { TicketOffice, ticketOptions } from './tickets/ticket-office'
 import { type TrackerOptions, trackerIdentity } from './tracker-options'
@@ -330,6 +331,7 @@ export class Tracker {
           accountId: payer.account.accountId,
         })
         this.planner.countRouted(request.session, route, peer.publicKey)
+        if (this.options.logRoutes) this.log(`route ${request.session.slice(0, 8)} for ${peer.nodeId}: ${describeRoute(route)}`)
         // A span asked again after a failure: the client's word, no evidence; the host is probed (one claim per key).
         if (failed && request.failedHost !== undefined) this.reputation.failoverClaimed(request.failedHost, peer.publicKey)
         const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})

@@ -30,6 +30,8 @@ export interface TrackerOptions extends TicketOfficeOptions {
   /** Largest Socket.IO message (relayed frames included), bytes. */
   readonly maxMessageBytes?: number
   readonly log?: (line: string) => void
+  /** Logs every planned route: its hops, how each is reached, the expected ms per token (`--log-routes`; for diagnosing routing). */
+  readonly logRoutes?: boolean
   /** The OpenAI-compatible gateway; its admin token defaults to $NEURON_ADMIN_TOKEN. */
   readonly gateway?: GatewayOptions
   /** How measured client-to-host latencies are kept and trusted (tracker/latency); defaults suit a public swarm. */

@@ -48,7 +48,8 @@ async function withLogs<T>(step: () => Promise<T>): Promise<T> {
   } catch (error) {
     const tail = (name: string, p: NeuronProcess | undefined) => `--- ${name} ---\n${(p?.output() ?? '').split('\n').slice(-25).join('\n')}`
     const logs = [tail('tracker', tracker), ...Object.entries(hostProcesses).map(([place, p]) => tail(`${place} (${hostIds[place as Place]})`, p))]
-    if (error instanceof Error) error.message += `\n${logs.join('\n')}`
+    const rows = await hosts().catch((e: Error) => `hosts.list failed: ${e.message}`)
+    if (error instanceof Error) error.message += `\n${logs.join('\n')}\n--- hosts.list ---\n${JSON.stringify(rows)}`
     throw error
   }
 }
@@ -134,7 +135,7 @@ describe.skipIf(why !== undefined)(`a swarm across three homes behind NAT router
     tracker = neuronIn('cloud', [
       'tracker',
       ...['--host', '0.0.0.0', '--port', String(PORT), '--db', join(dir, 'tracker.sqlite')],
-      ...['--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'],
+      ...['--heartbeat-ms', '500', '--new-key-grant-micro', '10000000', '--log-routes'],
     ])
     await tracker.waitFor(/tracker listening on/, 60_000)
     trackerUrl = `http://${net.addresses.cloud}:${PORT}`

@@ -20,6 +20,8 @@ try {
         endpoint: h.state.endpoint,
         relayedBytes: h.relayedBytes,
         relayOffer: h.state.relayOffer,
+        // what routing weighs, for a failing test to print
+        speed: { msPerBlock: h.state.msPerBlock, activeSessions: h.state.activeSessions, maxSessions: h.state.maxSessions, status: h.state.status },
       })),
     })
   } else if (command === 'chat') {

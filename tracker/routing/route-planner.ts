@@ -14,7 +14,7 @@
  * hop, and a route that would come back to a host after a detour is merged into one hop on that host (its range
  * is contiguous, so it covers the detour).
  */
-import { type BlockRange, NeuronError } from '../../protocol'
+import { type BlockRange, NeuronError, type Route } from '../../protocol'
 import { CLIENT, type ServedSpan, type SwarmView } from '../swarm-view'
 import { DEFAULT_ROUTE_COSTS, hopComputeMs, type RouteCosts, relayMs } from './costs'
 import { RouteGraph } from './route-graph'
@@ -273,4 +273,13 @@ export function planRoute(view: SwarmView, request: RouteRequest, costs: RouteCo
 
 function relayOf(span: ServedSpan): Pick<RouteHop, 'relay' | 'viaRelay'> {
   return span.viaRelay === undefined ? { relay: span.relay } : { relay: span.relay, viaRelay: span.viaRelay }
+}
+
+/** One line for a log: each hop's host, blocks and how it is reached, and the expected ms per token. */
+export function describeRoute(route: Pick<Route, 'hops' | 'expectedMsPerToken'>): string {
+  const hops = route.hops.map((h) => {
+    const reached = h.via !== undefined ? `via relay ${h.via.relayHostId}` : h.endpoint === null ? 'via the tracker' : `at ${h.endpoint}`
+    return `${h.hostId} [${h.blocks[0]}, ${h.blocks[1]}) ${reached}`
+  })
+  return `${hops.join(' -> ')}; expected ${route.expectedMsPerToken.toFixed(1)} ms per token`
 }
