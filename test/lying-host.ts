@@ -2,7 +2,7 @@
 // loadRuntime/publishState seams this wraps). Each mode is a way a dishonest volunteer could cheat.
 
 import { Host, type HostOptions } from '../host/host'
-import type { ServingRuntime, ServingSession } from '../host/serving/serving-runtime'
+import type { ServingRuntime, ServingSession, ServingSessionOptions } from '../host/serving/serving-runtime'
 import { type ForwardOptions, type ForwardOutput, ShardRuntime, type ShardRuntimeOptions } from '../native'
 import { type Sampled, type SampleParams, SeededRandom, sampleToken } from '../native/sampler'
 import { NeuronError, type ServingState } from '../protocol'
@@ -28,6 +28,10 @@ export interface LyingOptions {
   readonly lie: Lie
   /** Sessions answered honestly before the lying starts (the host's own speed measurement is the first). */
   readonly honestSessions?: number
+  /** Steps of every session answered honestly before it lies in that session (a known-answer probe is 3 steps). */
+  readonly honestSteps?: number
+  /** Lies only in sessions of this client key; honest with every other key (the tracker's probes and audits included). */
+  readonly onlyKey?: string
   /** Real extra time per step, ms, whatever the lie (a slow host is routed last: it is there to be asked to re-run). */
   readonly delayMs?: number
 }
@@ -69,9 +73,9 @@ class LyingRuntime implements ServingRuntime {
     private readonly claimed: readonly [number, number],
   ) {}
 
-  openSession(options: Parameters<ShardRuntime['openSession']>[0]): ServingSession {
-    const { lie, honestSessions = 1 } = this.host.lying
-    const honest = ++this.sessions <= honestSessions
+  openSession(options: ServingSessionOptions): ServingSession {
+    const { lie, honestSessions = 1, onlyKey } = this.host.lying
+    const honest = ++this.sessions <= honestSessions || (onlyKey !== undefined && options.clientKey !== onlyKey)
     const claimedBlocks = options.blocks ?? [this.claimed[0], this.claimed[1]]
     const inner =
       lie.kind === 'missing-blocks'
@@ -91,6 +95,7 @@ class LyingSession implements ServingSession {
   private logits: Float32Array | undefined
   private rng: SeededRandom | undefined
   private readonly noise = new SeededRandom(0x5eed)
+  private steps = 0
 
   constructor(
     private readonly inner: ServingSession,
@@ -115,13 +120,15 @@ class LyingSession implements ServingSession {
     if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs))
     const key = `${input.length}`
     const before = this.previous.get(key)
-    if (!this.honestAnswers && lie.kind === 'replay' && before !== undefined) {
+    // honest for the session's first honestSteps steps (a probe's shape), as told
+    const honest = this.honestAnswers || ++this.steps <= (this.host.lying.honestSteps ?? 0)
+    if (!honest && lie.kind === 'replay' && before !== undefined) {
       this.host.lies++
-      return this.keep(before)
+      return this.keep(before, honest)
     }
     const out = await this.inner.forward(input, options)
     this.previous.set(key, out)
-    if (this.honestAnswers || lie.kind === 'replay' || lie.kind === 'slow') return this.keep(out)
+    if (honest || lie.kind === 'replay' || lie.kind === 'slow') return this.keep(out, honest)
     this.host.lies++
     if (lie.kind === 'zeros') out.data.fill(0)
     if (lie.kind === 'noise') addNoise(out, lie.size, () => this.noise.next())
@@ -129,7 +136,7 @@ class LyingSession implements ServingSession {
       const k = out.indices.length / out.rows
       for (let i = 0; i < out.indices.length; i++) out.indices[i] = i % k === 0 ? 0 : -1
     }
-    return this.keep(out)
+    return this.keep(out, honest)
   }
 
   sample(params: SampleParams = {}, history?: readonly number[]): Sampled {
@@ -145,8 +152,8 @@ class LyingSession implements ServingSession {
   }
 
   /** Logits this wrapper changed are sampled here; honest ones by the runtime. */
-  private keep(out: ForwardOutput): ForwardOutput {
-    this.logits = out.kind === 'logits' && !this.honestAnswers ? out.data.subarray((out.rows - 1) * out.cols) : undefined
+  private keep(out: ForwardOutput, honest: boolean): ForwardOutput {
+    this.logits = out.kind === 'logits' && !honest ? out.data.subarray((out.rows - 1) * out.cols) : undefined
     return out
   }
 }

@@ -6,9 +6,14 @@ export type ServingSession = Pick<ShardSession, 'forward' | 'sample' | 'close' |
 /** One session's step in a batch. */
 export type ServingStep = { session: ServingSession; input: Int32Array | Float32Array | Uint16Array; options?: ForwardOptions }
 
+/** A session's options, and the client key its ticket names (for a wrapper that accounts per key; the native runtime ignores it). */
+export interface ServingSessionOptions extends SessionOptions {
+  readonly clientKey?: string
+}
+
 /** What a host needs of its loaded blocks: the native ShardRuntime, or a wrapper around one. */
 export interface ServingRuntime {
-  openSession(options: SessionOptions): ServingSession
+  openSession(options: ServingSessionOptions): ServingSession
   dispose(): void
   /** Whether forwardBatch can run this family (plain per-position K and V caches); absent: one session per graph. */
   readonly canBatch?: boolean

@@ -208,7 +208,7 @@ export class ShardServer {
       )
     }
     if (this.sessions.has(frame.session)) throw new NeuronError('session_exists', `session ${frame.session} is already open here.`)
-    const runtime = this.runtime.openSession({ maxTokens: request.maxTokens, blocks: [request.blocks[0], request.blocks[1]] })
+    const runtime = this.runtime.openSession({ maxTokens: request.maxTokens, blocks: [request.blocks[0], request.blocks[1]], clientKey: ticket.clientKey })
     this.sessions.set(frame.session, {
       runtime,
       open: request,

@@ -116,7 +116,8 @@ export class Auditor {
     const off = (x: Answer, y: Answer) => (sideError(x.side, y.side, seam) > SIDE_TOLERANCE ? Number.POSITIVE_INFINITY : seamError(x.values, y.values, width))
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
-    if (second === undefined || answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it)`, true)
+    if (answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (its answer is not hidden states)`, true)
+    if (second === undefined) return this.againOnItself(hostId, route.modelId, blocks, steps, answer, off, publicKey)
     const b = await this.rerun(second, route.modelId, blocks, steps)
     if (b === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`, true)
     const errorAB = off(answer, b)
@@ -131,6 +132,9 @@ export class Auditor {
     const errorAC = off(answer, c)
     const errorBC = off(b, c)
     if (errorBC <= SEAM_TOLERANCE && errorAC > SEAM_TOLERANCE) {
+      // Its own re-run, in a session it cannot link to this client, agrees with the two others: it answered the client otherwise.
+      const again = await this.rerun(hostId, route.modelId, blocks, steps)
+      if (again !== undefined && off(again, b) <= SEAM_TOLERANCE) return this.twoWays(hostId, label, steps.length, off(answer, again), publicKey)
       const reason = `failed an audit of a real step on ${label}: answer off by ${pct(errorAC)} from two other hosts'`
       return { verdict: 'failed', liar: hostId, reason: await this.convict(hostId, reason, publicKey) }
     }
@@ -140,6 +144,38 @@ export class Auditor {
       return { verdict: 'passed', liar: second, reason: await this.convict(second, reason, publicKey) }
     }
     return { verdict: 'unresolved', liar: null, reason: `three hosts disagree on ${label}; nobody is faulted` }
+  }
+
+  /**
+   * No other host serves the span: the host re-runs the step itself, in a session from the gateway's key that looks
+   * like any other (the history as a prompt, then the step). A liar that is honest on a session's first steps, or
+   * with every key but one, answers it honestly, and two answers to the same inputs beyond the tolerance are the
+   * host's own doing. A host that lies the same way every time agrees with itself: for that only a second copy or a
+   * known-answer probe tells, and the route marks such a hop unaudited.
+   */
+  private async againOnItself(
+    hostId: string,
+    modelId: string,
+    blocks: readonly [number, number],
+    steps: HopInput[],
+    answer: Answer,
+    off: (x: Answer, y: Answer) => number,
+    clientKey: string,
+  ): Promise<AuditVerdict> {
+    const label = `blocks [${blocks[0]}, ${blocks[1]})`
+    const again = await this.rerun(hostId, modelId, blocks, steps)
+    if (again === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it, and it could not re-run it)`, true)
+    const error = off(answer, again)
+    if (error > SEAM_TOLERANCE) return this.twoWays(hostId, label, steps.length, error, clientKey)
+    return { verdict: 'passed', liar: null, reason: `no other host serves ${label}; its own re-run of step ${steps.length} agrees within ${pct(error)}` }
+  }
+
+  /** The host answered the same inputs two ways (both answers its own, one signed to the client): a ban, no strike count needed. */
+  private twoWays(hostId: string, label: string, step: number, error: number, clientKey: string): AuditVerdict {
+    const reason = `answered step ${step} on ${label} two ways: its answer to a client is off by ${pct(error)} from its own re-run of the same inputs (honest hosts are within ${pct(SEAM_TOLERANCE)})`
+    this.deps.checks.recordAudit(hostId, false, reason, clientKey)
+    this.deps.checks.ban(hostId, reason)
+    return { verdict: 'failed', liar: hostId, reason }
   }
 
   /** Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs. */
