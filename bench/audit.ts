@@ -1,14 +1,17 @@
 // npm run bench:audit — what auditing real traffic costs: extra compute (the whole process's CPU time:
 // tracker, hosts and client run in it) and extra latency per token for the user, at audit rates of
 // 1 %, 5 % and 10 %, against no audits in the same swarm, rounds alternating. Then the false positives
-// of honest hosts over many audited steps (f16 seams; every step of every hop checked). The last line
-// is one JSON object with the ratios.
+// of honest hosts over many audited steps (f16 seams; every step of every hop checked). Then liars a
+// known-answer probe never sees lie (honest on a session's first N steps; lying to one key only), as the only
+// host of their span and as one of three: the steps routed through each before its ban. The last line is
+// one JSON object with the ratios and those counts.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
+import { LyingHost, type LyingOptions } from '../test/lying-host'
 import { startSwarm } from '../test/programs'
 import { BENCH_DIR, benchModel } from './models'
 
@@ -118,6 +121,61 @@ try {
   await rm(work, { recursive: true, force: true })
 }
 
+/**
+ * Steps routed through a liar of blocks [3, 6) before its ban, at a 5 % audit rate (the default), in a swarm of its
+ * own: the liar alone on its span, or with two honest (slower) hosts of it. Chats of 32 tokens, at most 2 000 steps.
+ */
+async function stepsToCatch(lying: (victimKey: string) => LyingOptions, twins: number): Promise<{ steps: number; banned: boolean; reason: string }> {
+  const dir = await mkdtemp(join(BENCH_DIR, 'audit-liar-'))
+  const liars = await startSwarm(dir, source, [], { checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.05 } })
+  const victim = NodeIdentity.generate()
+  const client = await SwarmClient.connect(liars.tracker.url, victim)
+  try {
+    await liars.addHost([0, 3])
+    await liars.addHost([6, 8])
+    for (let i = 0; i < twins; i++) await liars.addHost([3, 6], (o) => new LyingHost(o, { lie: { kind: 'slow', factor: 1, delayMs: 15 } }))
+    const liar = await liars.addHost([3, 6], (o) => new LyingHost(o, lying(victim.publicKey)))
+    let steps = 0
+    for (let chat = 0; chat < 200 && steps < 2000 && !liars.tracker.checks.banned(liar.hostId); chat++) {
+      let through = false
+      const run = client.generate({
+        modelId: liars.manifest.modelId,
+        prompt: [...PROMPT, chat % 4000],
+        maxTokens: 32,
+        stopAtEog: false,
+        onRoute: (hops) => {
+          through = hops.some((h) => h.hostId === liar.hostId)
+        },
+      })
+      try {
+        for (let next = await run.next(); !next.done; next = await run.next()) if (through) steps++
+      } catch (error) {
+        if (!liars.tracker.checks.banned(liar.hostId)) throw error
+      }
+    }
+    const ban = liars.tracker.checks.of(liar.hostId).ban
+    return { steps, banned: ban !== null, reason: ban?.reason ?? 'not banned' }
+  } finally {
+    client.close()
+    await liars.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+const liarModes: { name: string; lying: (victimKey: string) => LyingOptions }[] = [
+  { name: 'honest_first_3_steps', lying: () => ({ lie: { kind: 'noise', size: 0.2 }, honestSessions: 2, honestSteps: 3 }) },
+  { name: 'lies_to_one_key', lying: (victimKey) => ({ lie: { kind: 'noise', size: 0.2 }, onlyKey: victimKey }) },
+]
+const caught: Record<string, number | string> = {}
+for (const mode of liarModes) {
+  for (const twins of [0, 2]) {
+    const name = `${mode.name}_${twins === 0 ? 'sole_host' : 'of_three'}`
+    const found = await stepsToCatch(mode.lying, twins)
+    console.log(JSON.stringify({ liar: name, steps_routed_before_ban: found.steps, banned: found.banned, reason: found.reason, load_average: loadavg()[0] }))
+    caught[`steps_to_ban_${name}`] = found.banned ? found.steps : 'not banned'
+  }
+}
+
 const base = results.get(0) ?? []
 const baseLatency = median(base.map((m) => m.msPerToken))
 const baseCpu = median(base.map((m) => m.cpuMsPerToken))
@@ -134,4 +192,4 @@ for (const rate of RATES) {
 }
 summary.honest_checks = falsePositives.passed
 summary.false_positives = falsePositives.failed
-console.log(JSON.stringify(summary))
+console.log(JSON.stringify({ ...summary, ...caught }))

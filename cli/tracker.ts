@@ -10,7 +10,7 @@ export const trackerCommand: Command = {
        [--redis redis://HOST:6379]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
        [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
-       [--settlement-window-ms 86400000] [--audit-rate 0.05] [--log-routes]
+       [--settlement-window-ms 86400000] [--audit-rate 0.05] [--probation-probes 3] [--log-routes]
 
 A key without an account is refused a route unless --new-key-grant-micro (or
 $NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
@@ -52,6 +52,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       'allow-keys': { type: 'string' },
       'settlement-window-ms': { type: 'string' },
       'audit-rate': { type: 'string' },
+      'probation-probes': { type: 'string' },
       'log-routes': { type: 'boolean' },
     })
     const tls = tlsOptions(values)
@@ -62,6 +63,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
     const heartbeatMs = intOption('heartbeat-ms', values['heartbeat-ms'], { min: 50 })
     const settlementWindowMs = intOption('settlement-window-ms', values['settlement-window-ms'], { min: 0 })
     const auditRate = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
+    const probationProbes = intOption('probation-probes', values['probation-probes'], { min: 0 })
     if (auditRate !== undefined && !(auditRate >= 0 && auditRate <= 1))
       throw new NeuronError('bad_option', `--audit-rate is a fraction from 0 to 1 (0.05 audits one step in 20), not ${values['audit-rate']}.`)
     await runTracker({
@@ -76,7 +78,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(tls === undefined ? {} : { tls }),
       ...(allowedKeys === undefined ? {} : { allowedKeys }),
       ...(settlementWindowMs === undefined ? {} : { settlementWindowMs }),
-      ...(auditRate === undefined ? {} : { checks: { auditRate } }),
+      checks: { ...(auditRate === undefined ? {} : { auditRate }), ...(probationProbes === undefined ? {} : { probationProbes }) },
       ...(values['log-routes'] === true ? { logRoutes: true } : {}),
     })
     return 0

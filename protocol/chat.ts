@@ -22,7 +22,13 @@ export const ChatRequest = z.object({
 })
 export type ChatRequest = z.input<typeof ChatRequest>
 
-export const ChatHop = z.object({ hostId: NodeId, blocks: BlockRange, medianMs: z.number().nonnegative().nullable() })
+export const ChatHop = z.object({
+  hostId: NodeId,
+  blocks: BlockRange,
+  medianMs: z.number().nonnegative().nullable(),
+  /** No second host serves its blocks to check it against (the route's `unaudited`). */
+  unaudited: z.boolean().optional(),
+})
 export type ChatHop = z.infer<typeof ChatHop>
 
 export const ChatSummary = z.object({

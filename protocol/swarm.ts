@@ -127,6 +127,11 @@ export const RouteHop = z.object({
   seamOut: Seam.optional(),
   /** The hop's host is reached through this volunteer relay (its endpoint is null); absent from older trackers. */
   via: RelayVia.optional(),
+  /**
+   * No other host the tracker trusts serves these blocks: an audit can only have the host re-run a step itself (which
+   * catches a host answering the same inputs two ways, not one lying the same way every time) or probe it.
+   */
+  unaudited: z.literal(true).optional(),
 })
 export type RouteHop = z.infer<typeof RouteHop>
 export const Route = z.object({

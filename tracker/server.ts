@@ -337,7 +337,12 @@ export class Tracker {
         const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
         return {
           ...ticketed,
-          hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId, peer.nodeId), ...seamOut(h.blocks[1]) })),
+          hops: ticketed.hops.map((h) => ({
+            ...h,
+            audit: this.checks.auditRate(h.hostId, peer.nodeId),
+            ...seamOut(h.blocks[1]),
+            ...(this.auditor.hasTwin(request.modelId, h.blocks, h.hostId) ? {} : { unaudited: true as const }),
+          })),
           seamDtype: seamDtype(manifest),
           measure: measureTargets(this.latencies, this.registry, peer.nodeId, route),
         }

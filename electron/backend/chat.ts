@@ -49,6 +49,8 @@ export class ChatRunner {
     let creditsOut: WireError | null = null
     try {
       const tokenizer = await client.tokenizer(request.modelId)
+      /** Hosts a route marked unaudited (no second host serves their blocks). */
+      const unaudited = new Set<string>()
       const generation = client.generate({
         modelId: request.modelId,
         prompt: renderChat(tokenizer, request.messages),
@@ -56,7 +58,13 @@ export class ChatRunner {
         sampling: { temperature: request.temperature, seed: request.seed },
         stopAtEog: true,
         signal: controller.signal,
-        onRoute: (hops) => this.deps.emit('chat.route', { chatId, hops: hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: null })) }),
+        onRoute: (hops) => {
+          for (const h of hops) if (h.unaudited === true) unaudited.add(h.hostId)
+          this.deps.emit('chat.route', {
+            chatId,
+            hops: hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: null, unaudited: h.unaudited === true })),
+          })
+        },
         onReceipts: async (session, receipts) => {
           const { verdicts } = await client.submitReceipts(session, receipts)
           for (const v of verdicts) {
@@ -83,7 +91,7 @@ export class ChatRunner {
         return
       }
       const s = next.value
-      const route: ChatHop[] = s.route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs }))
+      const route: ChatHop[] = s.route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs, unaudited: unaudited.has(h.hostId) }))
       this.deps.emit('chat.done', {
         chatId,
         promptTokens: s.promptTokens,

@@ -259,6 +259,11 @@ export class Auditor {
     return { verdict: 'unresolved', liar: null, reason: `${what}: no host disagrees with it on record` }
   }
 
+  /** Whether another host may re-run `hostId`'s steps of `blocks` (a route marks a hop without one unaudited). */
+  hasTwin(modelId: string, blocks: readonly [number, number], hostId: string): boolean {
+    return this.others(modelId, blocks, [hostId]).length > 0
+  }
+
   /** Hosts that may re-run `blocks`: routable, serving all of them, not the ones named. */
   private others(modelId: string, blocks: readonly [number, number], not: string[]): string[] {
     const ids = this.deps.registry

@@ -16,8 +16,8 @@ export interface ChecksOptions {
   /** Audits one client key may ask for a minute (default 600): each costs other hosts a re-run. */
   readonly auditsPerMinute?: number
   /**
-   * An audit no other host can re-run (the last hop's, or blocks only this host serves) is decided by a
-   * known-answer probe of the host, unless it passed one for what it serves within this many ms (default
+   * An audit no other host can re-run (the last hop's; or blocks only this host serves, when it cannot re-run
+   * them itself) is decided by a known-answer probe of the host, unless it passed one for what it serves within this many ms (default
    * 30 s): the probe says nothing of the audited step itself, and the chat waits for it.
    */
   readonly auditProbeReuseMs?: number

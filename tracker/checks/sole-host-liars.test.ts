@@ -50,9 +50,9 @@ async function chatUntilBanned(client: SwarmClient, hostId: string) {
   return { steps, chats }
 }
 
-/** Chats of `client` that must all complete; the hosts they were routed through. */
-async function chats(client: SwarmClient, count: number): Promise<Set<string>> {
-  const routed = new Set<string>()
+/** Chats of `client` that must all complete; the hosts they were routed through, and whether the route marked each unaudited. */
+async function chats(client: SwarmClient, count: number): Promise<Map<string, boolean>> {
+  const routed = new Map<string, boolean>()
   for (let i = 0; i < count; i++) {
     const run = client.generate({
       modelId: swarm.manifest.modelId,
@@ -60,7 +60,7 @@ async function chats(client: SwarmClient, count: number): Promise<Set<string>> {
       maxTokens: TOKENS,
       stopAtEog: false,
       onRoute: (hops) => {
-        for (const h of hops) routed.add(h.hostId)
+        for (const h of hops) routed.set(h.hostId, h.unaudited === true)
       },
     })
     let tokens = 0
@@ -108,8 +108,9 @@ describe('liars a known-answer probe cannot see', () => {
 
   it(`the only host of its span, lying to one key alone, serves others without a strike and is banned within ${CAUGHT_WITHIN} of that key's steps`, async () => {
     const liar = await addLiar({ lie: { kind: 'noise', size: 0.5 }, onlyKey: victim.publicKey })
-    // every other key gets honest answers: audited, never found lying
-    expect(await chats(bystander, 3)).toContain(liar.hostId)
+    // every other key gets honest answers: audited, never found lying; its route says nobody else serves [2, 4)
+    const routed = await chats(bystander, 3)
+    expect(routed.get(liar.hostId)).toBe(true)
     expect(liar.lies).toBe(0)
     expect(swarm.tracker.checks.of(liar.hostId).auditsFailed).toBe(0)
     const { steps, chats: victimChats } = await chatUntilBanned(victimClient, liar.hostId)
@@ -130,7 +131,9 @@ describe('liars a known-answer probe cannot see', () => {
     expect(checks.ban?.reason).toMatch(/two ways/)
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
     for (const twin of twins) expect(swarm.tracker.checks.banned(twin.hostId)).toBe(false)
-    // the victim's chats go on through the honest twins
-    expect(await chats(victimClient, 1)).not.toContain(liar.hostId)
+    // the victim's chats go on through the honest twins, each of which the other can check
+    const routed = await chats(victimClient, 1)
+    expect(routed.has(liar.hostId)).toBe(false)
+    expect(twins.map((t) => routed.get(t.hostId)).filter((u) => u !== undefined)).toEqual([false])
   }, 300_000)
 })

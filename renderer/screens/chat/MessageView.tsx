@@ -21,6 +21,15 @@ export function MessageView({ message }: { message: ChatEntry }) {
           {hops.map((hop) => (
             <span key={`${hop.hostId}-${hop.blocks}`} className="hop" data-testid="chat-hop" title={hop.hostId}>
               <span className="mono">{hop.shortId}</span> <span className="mono">{hop.blocks}</span> <span className="muted">{hop.ms}</span>
+              {hop.unaudited && (
+                <span
+                  className="unaudited"
+                  data-testid="chat-hop-unaudited"
+                  title="No other host serves these blocks: its answers are checked only against its own re-runs and known-answer probes"
+                >
+                  unaudited
+                </span>
+              )}
             </span>
           ))}
           {message.summary !== undefined && <span className="muted stats">{answerStats(message.summary)}</span>}

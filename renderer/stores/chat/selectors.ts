@@ -41,6 +41,8 @@ export interface HopView {
   shortId: string
   blocks: string
   ms: string
+  /** No second host serves its blocks (shown as "unaudited"). */
+  unaudited: boolean
 }
 
 export function hopViews(entry: ChatEntry): HopView[] {
@@ -49,6 +51,7 @@ export function hopViews(entry: ChatEntry): HopView[] {
     shortId: shortId(hop.hostId),
     blocks: formatBlocks(hop.blocks),
     ms: hop.medianMs === null ? '— ms/step' : `${hop.medianMs.toFixed(1)} ms/step`,
+    unaudited: hop.unaudited === true,
   }))
 }
 
