@@ -18,6 +18,7 @@ import type { NeuronProcess } from '../test/processes'
 import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
 import { startSeededHost } from './seeded-host'
+import { stepSignatureCost } from './step-signature-cost'
 
 // `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
@@ -183,7 +184,9 @@ try {
     }
   }
   const baselineMedian = median(baselineTps)
-  const results: Record<string, number> = {}
+  // Part of each hop's overhead: the client signs every step, the host checks it (a decode step's f16 hidden state)
+  const signature = stepSignatureCost(manifest.nEmbd * 2)
+  const results: Record<string, number> = { step_sign_ms_per_hop: signature.signMs, step_verify_ms_per_hop: signature.verifyMs }
   for (const [label, { hops, tps }] of routeTps) {
     const m = median(tps)
     results[`decode_ratio_${label}`] = m / baselineMedian
