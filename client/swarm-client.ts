@@ -14,6 +14,7 @@ import {
 } from '../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
+import { planRoute } from './grant-claim'
 import { expectOk, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
@@ -102,7 +103,7 @@ export class SwarmClient {
     }
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
     const opening = async () => {
-      const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
+      const route = await planRoute(this.tracker, this.identity, plan, this.log, request.signal)
       // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
       const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
       return { route, seamed, hops: await this.openHops(route.hops, session, seamed, maxTokens, true) }
@@ -332,17 +333,23 @@ export class SwarmClient {
     const at = hops.indexOf(dead)
     const [previousHop, nextHop] = [hops[at - 1]?.hop.hostId, hops[at + 1]?.hop.hostId]
     const plan = () =>
-      callRpc(this.tracker, ClientToTracker, 'route.plan', {
-        modelId: request.modelId,
-        maxTokens,
-        // Hosts already on the route hold this session, and a host opens one session per id.
-        exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
-        span: dead.hop.blocks,
-        ...(previousHop === undefined ? {} : { previousHop }),
-        ...(nextHop === undefined ? {} : { nextHop }),
-        failedHost: dead.hop.hostId,
-        session,
-      })
+      planRoute(
+        this.tracker,
+        this.identity,
+        {
+          modelId: request.modelId,
+          maxTokens,
+          // Hosts already on the route hold this session, and a host opens one session per id.
+          exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
+          span: dead.hop.blocks,
+          ...(previousHop === undefined ? {} : { previousHop }),
+          ...(nextHop === undefined ? {} : { nextHop }),
+          failedHost: dead.hop.hostId,
+          session,
+        },
+        this.log,
+        request.signal,
+      )
     // The hosts left may all be full for a moment (audits' re-runs hold sessions too): it waits as a new chat does.
     const replacement = await whenSessionFree(plan, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log)
     const isLast = hops.at(-1) === dead

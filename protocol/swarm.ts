@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { BlockRange } from './blocks'
 import { AuditRequest, AuditVerdict } from './checks'
+import { GrantChallenge, GrantClaim, GrantClaimed } from './grants'
 import { NodeId, PublicKey } from './identity'
 import {
   MAX_BLOCKS,
@@ -265,9 +266,13 @@ export const ClientToTracker = {
   'session.end': rpc(z.object({ session: SessionId }), Empty),
   /** Round trips the client measured; `recorded`: the links kept (hosts the tracker does not know are dropped). */
   'latency.report': rpc(LatencyReport, z.object({ recorded: Count })),
-  /** Join the dashboard pushes of these hosts (your own account's come without asking). */
+  /** A single-use puzzle whose answer opens a new key's account with the tracker's grant (refused where there is none). */
+  'grant.challenge': rpc(Empty, GrantChallenge),
+  /** The answer: the key's account opens with the grant, within its network prefix's daily bound. */
+  'grant.claim': rpc(GrantClaim, GrantClaimed),
   /** Has the tracker re-run one hop's step on another host and compare (see AuditRequest); rate-limited per key. */
   'audit.submit': rpc(AuditRequest, AuditVerdict),
+  /** Join the dashboard pushes of these hosts (your own account's come without asking). */
   'dashboard.subscribe': rpc(z.object({ hostIds: z.array(NodeId).max(64) }), z.object({ hostIds: z.array(NodeId).max(MAX_HOST_IDS) })),
 }
 

@@ -152,7 +152,8 @@ export class Tracker {
           )
       },
     )
-    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent })
+    const shared = cluster === undefined ? {} : { challenges: cluster.nonces, counter: cluster.counter }
+    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent }, shared)
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(
       {
@@ -319,7 +320,7 @@ export class Tracker {
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
       'hosts.list': () => ({ hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })) }),
       'route.plan': async (request, peer) => {
-        const payer = await this.tickets.payer(request.session, peer.publicKey)
+        const payer = await this.tickets.payer(request.session, peer.publicKey, peer.socket.handshake.address)
         const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
         const manifest = this.catalog.get(request.modelId).manifest
         const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
@@ -340,6 +341,8 @@ export class Tracker {
           measure: measureTargets(this.latencies, this.registry, peer.nodeId, route),
         }
       },
+      'grant.challenge': () => this.grantsOrRefuse().challenge(),
+      'grant.claim': (claim, peer) => this.grantsOrRefuse().claim(peer.publicKey, peer.socket.handshake.address, claim),
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
       'session.end': ({ session }, peer) => {
         // the hosts stop counting a plan its key ended at once: a plan + end loop holds no slot
@@ -370,6 +373,11 @@ export class Tracker {
       joinAccountRoom(socket, this.accounts.byPublicKey(peer.publicKey), (l) => this.log(l))
       serveRpc(socket, ClientToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
     })
+  }
+
+  private grantsOrRefuse(): NonNullable<TicketOffice['grants']> {
+    if (this.tickets.grants !== undefined) return this.tickets.grants
+    throw new NeuronError('no_grants', 'this tracker grants new keys nothing; ask the operator for an account (neuron account create).')
   }
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
