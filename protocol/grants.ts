@@ -2,10 +2,10 @@ import { z } from 'zod'
 import { Count } from './manifest'
 
 /**
- * Leading zero bits a new key's grant proof needs by default: 2^19 sha256 tries on average, about a second of one
- * core in Node (bench/grant-work.ts measures it).
+ * Leading zero bits a new key's grant proof needs by default: 2^20 sha256 tries on average, 1.4 s of one busy core in
+ * Node (bench/grant-work.ts: 0.78 M tries/s at load 3.5 on 2 cores), about a second on an idle one.
  */
-export const DEFAULT_GRANT_WORK_BITS = 19
+export const DEFAULT_GRANT_WORK_BITS = 20
 /** New-key grants one network prefix (IPv4 /24, IPv6 /48) may take per day, by default. */
 export const DEFAULT_GRANTS_PER_PREFIX_PER_DAY = 16
 /** How long a grant challenge may be answered after it is issued (ms). */
