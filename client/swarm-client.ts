@@ -332,6 +332,7 @@ export class SwarmClient {
     if (pending === undefined) throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
     const at = hops.indexOf(dead)
     const [previousHop, nextHop] = [hops[at - 1]?.hop.hostId, hops[at + 1]?.hop.hostId]
+    const stale = rebuildAfter ? hops.slice(at + 1) : []
     const plan = () =>
       planRoute(
         this.tracker,
@@ -345,6 +346,7 @@ export class SwarmClient {
           ...(previousHop === undefined ? {} : { previousHop }),
           ...(nextHop === undefined ? {} : { nextHop }),
           failedHost: dead.hop.hostId,
+          ...(stale.length === 0 ? {} : { rebuild: stale.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks })) }),
           session,
         },
         this.log,
@@ -356,11 +358,26 @@ export class SwarmClient {
     const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)
     let replayStep = REPLAY_STEP_BASE
-    const after = rebuildAfter ? hops.slice(at + 1) : []
+    const after = await this.reopen(stale, replacement.rebuildTickets, session, request, maxTokens)
     for (const h of [...fresh, ...after]) {
       chunks = await replay(h, chunks, session, replayStep, collect, this.identity)
       replayStep += h.inputs.length
     }
-    return { hops: [...hops.slice(0, at), ...fresh, ...hops.slice(at + 1)], from: at, pending }
+    return { hops: [...hops.slice(0, at), ...fresh, ...(rebuildAfter ? after : hops.slice(at + 1))], from: at, pending }
+  }
+
+  /** Reopens each hop rebuilt after a liar on its failover ticket (a plain ticket refuses replay numbering); they end the route. */
+  private async reopen(stale: HopState[], tickets: Route['rebuildTickets'], session: string, request: GenerateRequest, maxTokens: number): Promise<HopState[]> {
+    if (stale.length === 0) return []
+    if (tickets?.length !== stale.length)
+      throw new NeuronError('no_ticket', `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`)
+    await closeHops(stale, session)
+    return this.openHops(
+      stale.map((h, i) => ({ ...h.hop, ticket: tickets[i] })),
+      session,
+      request,
+      maxTokens,
+      true,
+    )
   }
 }

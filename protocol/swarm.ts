@@ -141,6 +141,8 @@ export const Route = z.object({
     .array(z.object({ hostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() }))
     .max(MAX_MEASURE_TARGETS)
     .optional(),
+  /** A failover plan's tickets for the `rebuild` hops it was asked for, in their order: each reopens its hop to replay. */
+  rebuildTickets: z.array(Ticket).max(MAX_HOST_IDS).optional(),
 })
 export type Route = z.infer<typeof Route>
 
@@ -249,8 +251,16 @@ export const ClientToTracker = {
       /** With `span`: the hosts before and after it on the route, so their links count. */
       previousHop: NodeId.optional(),
       nextHop: NodeId.optional(),
-      /** With `span`: the host that just failed it (counted against its reputation). */
+      /**
+       * With `span`: the host that just failed it (counted against its reputation). Makes this a failover plan: its
+       * tickets allow replay numbering (the ticket's `replay` says the span and who pays).
+       */
       failedHost: NodeId.optional(),
+      /** With `failedHost`: hops already on this session's route whose caches must be rebuilt too (after a liar); each gets a failover ticket. */
+      rebuild: z
+        .array(z.object({ hostId: NodeId, blocks: BlockRange }))
+        .max(MAX_HOST_IDS)
+        .optional(),
       /** The session the route is for: its tickets name it, its hold pays for it, its receipts are checked against it. */
       session: SessionId,
       /** Of `maxTokens`, how many are the prompt (priced as prompt tokens); default none. */

@@ -5,7 +5,7 @@ import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, HostToTracker, MICRO, NeuronError, type RpcHandlers, type RpcSocket, seamAt, seamDtype, serveRpc, type WireError } from '../protocol'
+import { ClientToTracker, HostToTracker, MICRO, NeuronError, type RpcHandlers, type RpcSocket, serveRpc, type WireError } from '../protocol'
 import { admitSigned, ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
@@ -18,8 +18,8 @@ import { Gateway } from './gateway/gateway'
 import { guarded } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
 import { routeHttp } from './http-routes'
-import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
-import { clientLatencyId, MeasuredLatencies } from './latency/measured-latencies'
+import { recordLatencyReport } from './latency/latency-rpc'
+import { MeasuredLatencies } from './latency/measured-latencies'
 import { Accounts } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
@@ -32,6 +32,7 @@ import { VolunteerRelays } from './reachability/volunteer-relays'
 import { HostRegistry } from './registry'
 import { Reputation } from './reputation/reputation'
 import type { TrackerStore } from './store'
+import { planRoute } from './tickets/route-plan'
 import { TicketOffice, ticketOptions } from './tickets/ticket-office'
 import { type TrackerOptions, trackerIdentity } from './tracker-options'
 
@@ -319,28 +320,7 @@ export class Tracker {
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
       'hosts.list': () => ({ hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })) }),
-      'route.plan': async (request, peer) => {
-        const payer = await this.tickets.payer(request.session, peer.publicKey, peer.socket.handshake.address)
-        const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
-        const manifest = this.catalog.get(request.modelId).manifest
-        const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
-        const issued = route.hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }) }))
-        const failed = await this.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
-          ...request,
-          clientKey: peer.publicKey,
-          accountId: payer.account.accountId,
-        })
-        this.planner.countRouted(request.session, route, peer.publicKey)
-        // A span asked again after a failure: the client's word, no evidence; the host is probed (one claim per key).
-        if (failed && request.failedHost !== undefined) this.reputation.failoverClaimed(request.failedHost, peer.publicKey)
-        const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
-        return {
-          ...ticketed,
-          hops: ticketed.hops.map((h) => ({ ...h, audit: this.checks.auditRate(h.hostId, peer.nodeId), ...seamOut(h.blocks[1]) })),
-          seamDtype: seamDtype(manifest),
-          measure: measureTargets(this.latencies, this.registry, peer.nodeId, route),
-        }
-      },
+      'route.plan': (request, peer) => planRoute(this, request, peer),
       'grant.challenge': () => this.grantsOrRefuse().challenge(),
       'grant.claim': (claim, peer) => this.grantsOrRefuse().claim(peer.publicKey, peer.socket.handshake.address, claim),
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),

@@ -1,6 +1,6 @@
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signTicket } from '../../identity/tickets'
-import { type Manifest, NeuronError, type Route, TICKET_TTL_MS } from '../../protocol'
+import { type Manifest, NeuronError, type Route, TICKET_TTL_MS, type Ticket } from '../../protocol'
 import type { NonceBook } from '../auth'
 import type { WindowCounter } from '../gateway/rate-limit'
 import type { Accounts } from '../ledger/accounts'
@@ -157,11 +157,12 @@ export class TicketOffice {
   /**
    * Sets aside credits for `session` (once: a failover's re-plan, on any instance, reuses the hold) and
    * signs each hop's ticket. Throws `insufficient_credits` when the account's balance less its holds
-   * cannot cover `maxTokens` at the model's price.
+   * cannot cover `maxTokens` at the model's price. A failover plan (`request.failedHost`) gets failover tickets: they
+   * allow replays of the session's positions, paid from the failed host's escrow first, then by the payer.
    */
   async ticket(
     route: Route,
-    request: { session: string; maxTokens: number; promptTokens?: number | undefined },
+    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost?: string | undefined },
     manifest: Manifest,
     clientKey: string,
     payer: { account: StoredAccount; sponsored: boolean },
@@ -175,27 +176,58 @@ export class TicketOffice {
       const cost = maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt) + maxRelayCost(relayed, request.maxTokens, this.pricing)
       await this.hold(request, manifest.modelId, cost, payer.account.accountId, now)
     }
-    const manifestHash = this.hashOf(manifest)
-    return {
-      ...route,
-      hops: route.hops.map((hop) => ({
-        ...hop,
-        ticket: signTicket(this.identity, {
-          session: request.session,
-          clientKey,
-          hostId: hop.hostId,
-          blocks: hop.blocks,
-          maxTokens: request.maxTokens,
-          // Undeclared, the whole session may be prompt: the tracker then counts the host's figure, bounded by maxTokens.
-          promptTokens: Math.min(request.promptTokens ?? request.maxTokens, request.maxTokens),
-          modelId: manifest.modelId,
-          manifestSha256: manifestHash,
-          price,
-          rentMicroPerMinute: rentPerMinute(manifest, hop.blocks, request.maxTokens, this.pricing),
-          expiresAt: now + TICKET_TTL_MS,
-        }),
-      })),
-    }
+    return { ...route, hops: route.hops.map((hop) => ({ ...hop, ticket: this.sign(hop, request, manifest, clientKey, payer.account.accountId, now) })) }
+  }
+
+  /**
+   * Failover tickets for hops already on the session's route (`issued`) whose caches a failover rebuilds: each must be
+   * one the tracker issued for this session, with the same blocks, and not the failed host.
+   */
+  rebuildTickets(
+    rebuild: readonly { hostId: string; blocks: readonly [number, number] }[],
+    issued: readonly { hostId: string; blocks: readonly [number, number] }[],
+    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost: string },
+    manifest: Manifest,
+    clientKey: string,
+    payer: { account: StoredAccount },
+    now = Date.now(),
+  ): Ticket[] {
+    return rebuild.map((hop) => {
+      if (hop.hostId === request.failedHost || !issued.some((h) => h.hostId === hop.hostId && h.blocks[0] === hop.blocks[0] && h.blocks[1] === hop.blocks[1]))
+        throw new NeuronError(
+          'not_on_route',
+          `host ${hop.hostId} [${hop.blocks[0]}, ${hop.blocks[1]}) is not a live hop of session ${request.session}; ask to rebuild only the hops of your route after the failed one.`,
+        )
+      return this.sign(hop, request, manifest, clientKey, payer.account.accountId, now)
+    })
+  }
+
+  /** One hop's ticket; a failover plan's (with `failedHost`) names the replay span and who pays for it. */
+  private sign(
+    hop: { hostId: string; blocks: readonly [number, number] },
+    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost?: string | undefined },
+    manifest: Manifest,
+    clientKey: string,
+    accountId: string,
+    now: number,
+  ): Ticket {
+    const blocks: [number, number] = [hop.blocks[0], hop.blocks[1]]
+    return signTicket(this.identity, {
+      session: request.session,
+      clientKey,
+      hostId: hop.hostId,
+      blocks,
+      maxTokens: request.maxTokens,
+      // Undeclared, the whole session may be prompt: the tracker then counts the host's figure, bounded by maxTokens.
+      promptTokens: Math.min(request.promptTokens ?? request.maxTokens, request.maxTokens),
+      modelId: manifest.modelId,
+      manifestSha256: this.hashOf(manifest),
+      price: priceOf(manifest, this.pricing),
+      rentMicroPerMinute: rentPerMinute(manifest, blocks, request.maxTokens, this.pricing),
+      expiresAt: now + TICKET_TTL_MS,
+      // every position the session may hold: the tracker cannot know how far it got before the failure
+      ...(request.failedHost === undefined ? {} : { replay: { span: [0, request.maxTokens], escrowOf: request.failedHost, thenAccount: accountId } }),
+    })
   }
 
   /** `session.end` from `publicKey`: releases the session's hold if that key's account took it; the rpc's empty answer. */
