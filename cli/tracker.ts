@@ -15,11 +15,12 @@ export const trackerCommand: Command = {
 
 A key without an account is refused a route unless --new-key-grant-micro (or
 $NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
-most --new-accounts-per-minute new keys a minute. A key claims it with a proof of work
-(--grant-work-bits leading zero bits of sha256; the default takes about a second of one
-core, each bit more doubles it; 0 asks none and grants on a key's first route), and one network (IPv4 /24, IPv6 /48, loopback too) takes
-at most --grants-per-prefix-per-day grants a day. Defaults: $NEURON_GRANT_WORK_BITS and
-$NEURON_GRANTS_PER_PREFIX_PER_DAY, else those shown.
+most --new-accounts-per-minute new keys a minute. A key claims it with a proof of work:
+--grant-work-bits leading zero bits of sha256 (the default takes about a second of one
+core; each bit more doubles it; 0 asks none and grants on a key's first route). One
+network (IPv4 /24, IPv6 /48, loopback too) takes at most --grants-per-prefix-per-day
+grants a day. Defaults: $NEURON_GRANT_WORK_BITS, $NEURON_GRANTS_PER_PREFIX_PER_DAY, else
+those shown.
 
   --db FILE|URL           the tracker's state: a SQLite file (the default, created if absent), or a
                           PostgreSQL database: postgres://user:password@host:5432/neuron
