@@ -137,6 +137,20 @@ describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`
     }
   })
 
+  it('a failover plan tickets for rebuild only the live hops of the session’s own route, never the failed host', async () => {
+    const client = await rawSession(swarm)
+    try {
+      const plan = { modelId: swarm.manifest.modelId, maxTokens: PROMPT.length + 16, session: client.session, span: client.hop.blocks }
+      const failover = (rebuild: { hostId: string; blocks: [number, number] }[]) =>
+        callRpc(client.tracker, ClientToTracker, 'route.plan', { ...plan, failedHost: client.hop.hostId, rebuild })
+      const stranger = NodeIdentity.generate().id
+      await expect(failover([{ hostId: stranger, blocks: [0, 5] }])).rejects.toMatchObject({ code: 'not_on_route' })
+      await expect(failover([{ hostId: client.hop.hostId, blocks: [0, 5] }])).rejects.toMatchObject({ code: 'not_on_route' })
+    } finally {
+      await client.close()
+    }
+  })
+
   it('a step out of order ("step 2" again, a skipped position) is refused as the client’s doing: no receipt, nothing counted against the host', async () => {
     const client = await rawSession(swarm)
     const rejectionsBefore = await swarm.tracker.store.ledger.rejections(client.hop.hostId)
