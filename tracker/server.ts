@@ -322,7 +322,12 @@ export class Tracker {
       'hosts.list': () => ({ hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })) }),
       'route.plan': (request, peer) => planRoute(this, request, peer),
       'grant.challenge': () => this.grantsOrRefuse().challenge(),
-      'grant.claim': (claim, peer) => this.grantsOrRefuse().claim(peer.publicKey, peer.socket.handshake.address, claim),
+      'grant.claim': async (claim, peer) => {
+        const claimed = await this.grantsOrRefuse().claim(peer.publicKey, peer.socket.handshake.address, claim)
+        // the new account's pushes (balance, receipts) reach this connection from now on, as they would after a reconnect
+        joinAccountRoom(peer.socket, Promise.resolve(claimed), (l) => this.log(l))
+        return claimed
+      },
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
       'session.end': ({ session }, peer) => {
         // the hosts stop counting a plan its key ended at once: a plan + end loop holds no slot
