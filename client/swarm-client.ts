@@ -14,6 +14,7 @@ import {
 } from '../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
+import { planRoute } from './grant-claim'
 import { expectOk, type HopInput } from './hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
@@ -102,7 +103,7 @@ export class SwarmClient {
     }
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
     const opening = async () => {
-      const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
+      const route = await planRoute(this.tracker, this.identity, plan, this.log, request.signal)
       // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
       const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
       return { route, seamed, hops: await this.openHops(route.hops, session, seamed, maxTokens, true) }
@@ -331,29 +332,52 @@ export class SwarmClient {
     if (pending === undefined) throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
     const at = hops.indexOf(dead)
     const [previousHop, nextHop] = [hops[at - 1]?.hop.hostId, hops[at + 1]?.hop.hostId]
+    const stale = rebuildAfter ? hops.slice(at + 1) : []
     const plan = () =>
-      callRpc(this.tracker, ClientToTracker, 'route.plan', {
-        modelId: request.modelId,
-        maxTokens,
-        // Hosts already on the route hold this session, and a host opens one session per id.
-        exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
-        span: dead.hop.blocks,
-        ...(previousHop === undefined ? {} : { previousHop }),
-        ...(nextHop === undefined ? {} : { nextHop }),
-        failedHost: dead.hop.hostId,
-        session,
-      })
+      planRoute(
+        this.tracker,
+        this.identity,
+        {
+          modelId: request.modelId,
+          maxTokens,
+          // Hosts already on the route hold this session, and a host opens one session per id.
+          exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
+          span: dead.hop.blocks,
+          ...(previousHop === undefined ? {} : { previousHop }),
+          ...(nextHop === undefined ? {} : { nextHop }),
+          failedHost: dead.hop.hostId,
+          ...(stale.length === 0 ? {} : { rebuild: stale.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks })) }),
+          session,
+        },
+        this.log,
+        request.signal,
+      )
     // The hosts left may all be full for a moment (audits' re-runs hold sessions too): it waits as a new chat does.
     const replacement = await whenSessionFree(plan, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log)
     const isLast = hops.at(-1) === dead
     const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)
     let replayStep = REPLAY_STEP_BASE
-    const after = rebuildAfter ? hops.slice(at + 1) : []
+    const after = await this.reopen(stale, replacement.rebuildTickets, session, request, maxTokens)
     for (const h of [...fresh, ...after]) {
       chunks = await replay(h, chunks, session, replayStep, collect, this.identity)
       replayStep += h.inputs.length
     }
-    return { hops: [...hops.slice(0, at), ...fresh, ...hops.slice(at + 1)], from: at, pending }
+    return { hops: [...hops.slice(0, at), ...fresh, ...(rebuildAfter ? after : hops.slice(at + 1))], from: at, pending }
+  }
+
+  /** Reopens each hop rebuilt after a liar on its failover ticket (a plain ticket refuses replay numbering); they end the route. */
+  private async reopen(stale: HopState[], tickets: Route['rebuildTickets'], session: string, request: GenerateRequest, maxTokens: number): Promise<HopState[]> {
+    if (stale.length === 0) return []
+    if (tickets?.length !== stale.length)
+      throw new NeuronError('no_ticket', `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`)
+    await closeHops(stale, session)
+    return this.openHops(
+      stale.map((h, i) => ({ ...h.hop, ticket: tickets[i] })),
+      session,
+      request,
+      maxTokens,
+      true,
+    )
   }
 }

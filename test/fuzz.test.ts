@@ -198,6 +198,9 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
       'session.end': (rng) => ({ session: sessionId(rng) }),
       'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
       'dashboard.subscribe': () => ({ hostIds }),
+      'grant.challenge': () => ({}),
+      // a well-formed claim of a challenge never issued: refused, the tracker keeps serving
+      'grant.claim': (rng) => ({ challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`, nonce: String(Math.floor(rng() * 1e9)) }),
       // A hop's history whose bytes do not hash to its receipt: the tracker must refuse it, never re-run it.
       'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>),
     }
