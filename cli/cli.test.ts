@@ -10,7 +10,7 @@ import { NodeIdentity } from '../identity/keys'
 import { buildUi } from '../test/build-ui'
 import { HAVE_OPENSSL, NEEDS_OPENSSL, selfSignedCertificate } from '../test/certificates'
 import { QWEN3_30B_A3B } from '../test/model-configs'
-import { HAVE_STORIES, NEEDS_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../test/models'
+import { REPO_ROOT, STORIES_260K, scratchDir } from '../test/models'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 
@@ -185,7 +185,7 @@ describe('neuron inspect --config', () => {
   })
 })
 
-describe.skipIf(!HAVE_STORIES)(`inspect and pack on stories260K${NEEDS_STORIES}`, () => {
+describe(`inspect and pack on stories260K`, () => {
   it('inspect --json reports the architecture, sizes per block and KV cost', async () => {
     const r = await neuron('inspect', STORIES_260K, '--json')
     expect(r.code).toBe(0)
