@@ -34,6 +34,9 @@ const MAX_HELD_STEPS = Math.min(1, MAX_AUDITS_IN_FLIGHT - 1)
 
 const MAX_FAILOVERS = 4
 
+/** How long close() waits for the tracker to acknowledge the sessions it was told ended (it answers in milliseconds). */
+export const END_SESSION_WAIT_MS = 5_000
+
 /**
  * Drives one generation across a route of hosts: tokenizes with the model's own tokenizer, asks
  * the tracker for a route, opens the session on every hop, prefills, decodes. When a hop fails it
@@ -42,6 +45,9 @@ const MAX_FAILOVERS = 4
  */
 export class SwarmClient {
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>()
+  /** session.end calls not yet acknowledged: close() waits for them. */
+  private readonly ending = new Set<Promise<void>>()
+  private closed = false
 
   private constructor(
     readonly tracker: TrackerChannel,
@@ -266,13 +272,38 @@ export class SwarmClient {
     return callRpc(this.tracker, ClientToTracker, 'receipts.submit', { session, receipts: [...receipts] })
   }
 
-  close(): void {
+  /**
+   * Closes the tracker connection once the sessions this client ended are acknowledged, or after `waitMs`:
+   * closing first would drop those calls, and the tracker would hold the rest of their credit until they expire.
+   */
+  async close(waitMs = END_SESSION_WAIT_MS): Promise<void> {
+    if (this.closed) return
+    if (this.ending.size > 0) {
+      let timer: NodeJS.Timeout | undefined
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs)
+      })
+      await Promise.race([Promise.all(this.ending), bound])
+      clearTimeout(timer)
+    }
+    this.closed = true
     this.tracker.close()
   }
 
   /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
   private endSession(session: string): void {
-    callRpc(this.tracker, ClientToTracker, 'session.end', { session }).catch((e: Error) => this.log(`session.end: ${e.message}`))
+    const ending = callRpc(this.tracker, ClientToTracker, 'session.end', { session })
+      .then(
+        () => {},
+        (e: Error) =>
+          this.log(
+            this.closed
+              ? `session.end: session ${session} was not acknowledged before the client closed its tracker connection`
+              : `ending session ${session} at the tracker failed: ${e.message}`,
+          ),
+      )
+      .finally(() => this.ending.delete(ending))
+    this.ending.add(ending)
   }
 
   /** Opens the session on each hop; the last one samples when `endsRoute`. */

@@ -84,7 +84,8 @@ export class SwarmConnection {
   /** Replaces a client that lost the tracker (the seeds carry on). */
   async reconnectClient(): Promise<SwarmClient> {
     const fresh = await SwarmClient.connect(this.trackerUrl, this.identity, (l) => this.log(`client: ${l}`))
-    this.current.close()
+    // The old client's session.end calls are acknowledged, or not, on its own time.
+    void this.current.close()
     this.current = fresh
     return fresh
   }
@@ -102,7 +103,7 @@ export class SwarmConnection {
   }
 
   async close(): Promise<void> {
-    this.current.close()
+    await this.current.close()
     await this.publisher.close()
     await this.embedded?.close()
   }
