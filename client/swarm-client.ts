@@ -12,6 +12,7 @@ import {
   type Route,
   type SampledToken,
 } from '../protocol'
+import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
 import { expectOk, type HopInput } from './hop-frames'
@@ -123,8 +124,7 @@ export class SwarmClient {
     request.onRoute?.(hops.map((h) => h.hop))
 
     const generated: number[] = []
-    /** Tokens of `generated` whose text has been yielded. */
-    let shown = 0
+    const text = new StreamingDetokenizer(tokenizer)
     let finishReason: 'stop' | 'length' = 'length'
     let decodeStarted = 0
     const stopAtEog = request.stopAtEog ?? true
@@ -177,19 +177,20 @@ export class SwarmClient {
       made >= request.maxTokens || (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token))
         ? undefined
         : { step: s.step + 1, position: s.position + s.ids.length, ids: Int32Array.of(s.sampled.token) }
-    /** Takes a step's token as generated; its text, or undefined when it ends the generation. */
-    const confirm = (s: HeldStep): GeneratedToken | undefined => {
+    /**
+     * Takes a step's token as generated and gives it with its text; the last token also gives the text still held
+     * for an incomplete character. An end-of-generation token ends it: undefined, unless it carries that held text.
+     */
+    const confirm = (s: HeldStep): { token: GeneratedToken | undefined; end: boolean } => {
       generated.push(s.sampled.token)
+      const token = { token: s.sampled.token, logprob: s.sampled.logprob, position: s.position + s.ids.length }
       if (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token)) {
         finishReason = 'stop'
-        return undefined
+        const held = text.flush()
+        return { token: held === '' ? undefined : { ...token, text: held }, end: true }
       }
-      // Only the tokens not yet shown are decoded (with a few before them for spacing), and a
-      // piece ending in U+FFFD waits: the rest of a multi-byte character is coming.
-      const piece = tokenizer.decode(generated.slice(shown), generated.slice(Math.max(0, shown - 4), shown))
-      const ready = !piece.endsWith('\uFFFD')
-      if (ready) shown = generated.length
-      return { token: s.sampled.token, text: ready ? piece : '', logprob: s.sampled.logprob, position: s.position + s.ids.length }
+      const last = generated.length >= request.maxTokens
+      return { token: { ...token, text: last ? text.push(s.sampled.token) + text.flush() : text.push(s.sampled.token) }, end: last }
     }
     try {
       let next: StepAt | undefined = { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
@@ -218,9 +219,9 @@ export class SwarmClient {
             continue
           }
           held.shift()
-          const token = confirm(oldest)
-          if (token === undefined) break
-          yield token
+          const { token, end } = confirm(oldest)
+          if (token !== undefined) yield token
+          if (end) break
           continue
         }
         if (next === undefined) continue
@@ -234,9 +235,9 @@ export class SwarmClient {
         const step = ran(next, sampled)
         next = following(step, generated.length + held.length + 1)
         if (step.settled && held.length === 0) {
-          const token = confirm(step)
-          if (token === undefined) break
-          yield token
+          const { token, end } = confirm(step)
+          if (token !== undefined) yield token
+          if (end) break
         } else held.push(step)
       }
     } finally {
