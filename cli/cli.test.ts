@@ -104,11 +104,14 @@ describe('neuron command', () => {
     const cases: [string[], RegExp][] = [
       [
         ['qwen35moe', '--full-attention-interval', '5'],
-        /gen-model: --full-attention-interval must be 1 to --blocks \(4\) so some block has full attention, not 5\.$/,
+        /^neuron gen-model: error \[\w+\]: --full-attention-interval must be 1 to --blocks \(4\) so some block has full attention, not 5\.$/,
       ],
-      [['glm-dsa', '--indexer-head-size', '32'], /gen-model: --indexer-head-size must be a power of two of at least 64 for glm-dsa, not 32\.$/],
-      [['deepseek4', '--compress-ratios', '0,4,4,0'], /gen-model: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/],
-      [['deepseek4', '--compress-ratios', '4,128,8,0'], /gen-model: --compress-ratios takes only 0, 4 and 128/],
+      [
+        ['glm-dsa', '--indexer-head-size', '32'],
+        /^neuron gen-model: error \[\w+\]: --indexer-head-size must be a power of two of at least 64 for glm-dsa, not 32\.$/,
+      ],
+      [['deepseek4', '--compress-ratios', '0,4,4,0'], /^neuron gen-model: error \[\w+\]: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/],
+      [['deepseek4', '--compress-ratios', '4,128,8,0'], /^neuron gen-model: error \[\w+\]: --compress-ratios takes only 0, 4 and 128/],
     ]
     for (const [[arch, ...flags], message] of cases) {
       const r = await neuron('gen-model', '--arch', arch as string, ...shape, ...flags)
