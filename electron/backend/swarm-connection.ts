@@ -56,7 +56,7 @@ export class SwarmConnection {
           newKeyGrantMicro: 10 * MICRO,
           ...(allowedKeys === null ? {} : { allowedKeys }),
         })
-        // A default model that fails to publish (a user's --model, say) leaves the swarm empty; the user adds a GGUF then.
+        // A default model that fails to publish is left out, with a line saying why; the user adds a GGUF then.
         for (const model of options.defaultModels) {
           await publisher
             .publish(model, localUrl(embedded), options.identity)
