@@ -25,6 +25,8 @@ export const PACKAGE_IGNORE: RegExp[] = [
  * It lands in the app's resources folder, where electron/backend/default-model.ts looks first.
  */
 export const DEFAULT_MODEL_RESOURCE = fileURLToPath(new URL('./resources/models/stories260K.gguf', import.meta.url))
+/** Its MIT licence, which must travel with every copy. */
+export const DEFAULT_MODEL_LICENSE = fileURLToPath(new URL('./resources/models/LICENSE-stories260K', import.meta.url))
 
 /**
  * `electron-forge package` makes out/Neuron-<platform>-<arch>; installers are then built from it by
@@ -42,7 +44,7 @@ const config: ForgeConfig = {
     asar: { unpack: NATIVE_UNPACK },
     ignore: PACKAGE_IGNORE,
     prune: true,
-    extraResource: [DEFAULT_MODEL_RESOURCE],
+    extraResource: [DEFAULT_MODEL_RESOURCE, DEFAULT_MODEL_LICENSE],
     win32metadata: { CompanyName: 'Neuron', ProductName: 'Neuron', FileDescription: 'Neuron: run large language models together' },
   },
   // Only better-sqlite3 is built against V8's ABI; the other addons (ours, node-llama-cpp's, utp-native,
