@@ -151,7 +151,7 @@ async function wholeModel(path: string, blocks: number): Promise<ShardRuntime> {
 }
 
 describe('8 concurrent greedy sessions in one graph per step produce their solo tokens', () => {
-  const cases: { name: string; model: () => Promise<{ path: string; blocks: number }>; skip?: string; maxDp: number }[] = [
+  const cases: { name: string; model: () => Promise<{ path: string; blocks: number }>; maxDp: number }[] = [
     { name: 'stories260K (llama)', model: async () => ({ path: STORIES, blocks: 5 }), maxDp: MAX_BATCH_DP },
     { name: 'generated qwen3moe q8_0', model: async () => ({ path: await generated('qwen3moe'), blocks: SHAPE.blocks }), maxDp: MAX_BATCH_DP_MOE },
     {
@@ -161,7 +161,7 @@ describe('8 concurrent greedy sessions in one graph per step produce their solo 
     },
   ]
   for (const c of cases) {
-    it.skipIf(c.skip !== undefined)(c.name, async () => {
+    it(c.name, async () => {
       const { path, blocks } = await c.model()
       const rt = await wholeModel(path, blocks)
       try {
