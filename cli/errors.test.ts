@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ShardRuntimeError } from '../native/errors'
 import { NeuronError } from '../protocol'
 import { REPO_ROOT, STORIES_260K, scratchDir } from '../test/models'
+import { startNeuron } from '../test/processes'
 import { typedErrorLine } from './errors'
 
 function neuron(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -73,5 +74,23 @@ describe('neuron publish of a model the runtime refuses', () => {
     expect(r.code).toBe(2)
     expect(r.stderr).not.toMatch(STACK)
     expect(r.stderr).toMatch(/^neuron pack: Option '--blocks-per-artifact <value>' argument missing\n\nUsage: neuron pack/)
+  })
+})
+
+describe('neuron host refused by a real tracker', () => {
+  it('prints the refusal in one line and exits 1, though it had joined the tracker', async () => {
+    const { dir, cleanup } = await scratchDir('neuron-cli-host-')
+    const tracker = startNeuron(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite')])
+    try {
+      const url = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
+      // It used to print the line and then run on, holding its tracker connection, until killed.
+      const r = await neuron('host', '--tracker', url, '--model', 'nothing-here', '--blocks', '0:1', '--data-dir', join(dir, 'host'), '--threads', '1')
+      expect(r.code).toBe(1)
+      expect(r.stderr).not.toMatch(STACK)
+      expect(r.stderr).toMatch(/^neuron host: error \[unknown_model\]: no model nothing-here in this swarm/m)
+    } finally {
+      await tracker.stop()
+      await cleanup()
+    }
   })
 })
