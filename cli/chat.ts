@@ -60,7 +60,7 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
       for (const f of s.failovers) console.error(`  failover: ${f.hostId} [${f.blocks[0]}, ${f.blocks[1]}) replaced in ${f.recoveryMs.toFixed(0)} ms`)
       console.error(`  ${s.completionTokens} tokens (${s.finishReason}), ${s.decodeTokensPerSecond.toFixed(1)} tokens/s`)
     } finally {
-      client.close()
+      await client.close()
     }
     return 0
   },

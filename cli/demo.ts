@@ -72,7 +72,7 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
       console.log(`${s.completionTokens} tokens at ${s.decodeTokensPerSecond.toFixed(1)} tokens/s through ${s.route.length} hops`)
       return 0
     } finally {
-      client?.close()
+      await client?.close()
       for (const h of hosts) await h.stop(1000)
       await publication?.close()
       await tracker?.close()

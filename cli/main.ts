@@ -1,9 +1,9 @@
-import { NeuronError } from '../protocol'
 import { accountCommand } from './account'
 import { appCommand } from './app'
 import { chatCommand } from './chat'
 import type { Command } from './command'
 import { demoCommand } from './demo'
+import { reportStrayErrors, typedErrorLine } from './errors'
 import { genModelCommand } from './gen-model'
 import { hostCommand } from './host'
 import { inspectCommand } from './inspect'
@@ -36,7 +36,7 @@ function help(): string {
   ].join('\n')
 }
 
-/** Runs one CLI invocation and returns the exit code; user errors print one clear line. */
+/** Runs one CLI invocation and returns the exit code; typed errors print one line, `neuron <command>: error [code]: message`. */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
@@ -52,17 +52,19 @@ export async function main(argv: string[]): Promise<number> {
     console.log(command.usage)
     return 0
   }
+  const stopReporting = reportStrayErrors(name)
   try {
     return await command.run(rest)
   } catch (error) {
-    if (error instanceof NeuronError) {
-      console.error(`neuron ${name}: ${error.message}`)
-      return 1
-    }
-    if (error instanceof Error && 'code' in error && error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    if (error instanceof Error && 'code' in error && typeof error.code === 'string' && error.code.startsWith('ERR_PARSE_ARGS_')) {
       console.error(`neuron ${name}: ${error.message}\n\n${command.usage}`)
       return 2
     }
-    throw error
+    const line = typedErrorLine(name, error)
+    if (line === undefined) throw error
+    console.error(line)
+    return 1
+  } finally {
+    stopReporting()
   }
 }

@@ -17,7 +17,7 @@ Each artifact is a GGUF with the model's full metadata and only its own tensors.
   --max-artifact-bytes B    instead, as many whole blocks as fit in B bytes
   --model-id ID             the id hosts and clients use (default: the file name)
 
-Example: neuron pack ../shared/models/stories260K.gguf --out /tmp/stories --blocks-per-artifact 2`,
+Example: neuron pack resources/models/stories260K.gguf --out /tmp/stories --blocks-per-artifact 2`,
   async run(args) {
     const { values, positionals } = parseCommandArgs(args, {
       out: { type: 'string' },

@@ -12,6 +12,7 @@ import {
   type Route,
   type SampledToken,
 } from '../protocol'
+import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
 import { planRoute } from './grant-claim'
@@ -35,6 +36,9 @@ const MAX_HELD_STEPS = Math.min(1, MAX_AUDITS_IN_FLIGHT - 1)
 
 const MAX_FAILOVERS = 4
 
+/** How long close() waits for the tracker to acknowledge the sessions it was told ended (it answers in milliseconds). */
+export const END_SESSION_WAIT_MS = 5_000
+
 /**
  * Drives one generation across a route of hosts: tokenizes with the model's own tokenizer, asks
  * the tracker for a route, opens the session on every hop, prefills, decodes. When a hop fails it
@@ -43,6 +47,9 @@ const MAX_FAILOVERS = 4
  */
 export class SwarmClient {
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>()
+  /** session.end calls not yet acknowledged: close() waits for them. */
+  private readonly ending = new Set<Promise<void>>()
+  private closed = false
 
   private constructor(
     readonly tracker: TrackerChannel,
@@ -118,8 +125,7 @@ export class SwarmClient {
     request.onRoute?.(hops.map((h) => h.hop))
 
     const generated: number[] = []
-    /** Tokens of `generated` whose text has been yielded. */
-    let shown = 0
+    const text = new StreamingDetokenizer(tokenizer)
     let finishReason: 'stop' | 'length' = 'length'
     let decodeStarted = 0
     const stopAtEog = request.stopAtEog ?? true
@@ -172,19 +178,20 @@ export class SwarmClient {
       made >= request.maxTokens || (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token))
         ? undefined
         : { step: s.step + 1, position: s.position + s.ids.length, ids: Int32Array.of(s.sampled.token) }
-    /** Takes a step's token as generated; its text, or undefined when it ends the generation. */
-    const confirm = (s: HeldStep): GeneratedToken | undefined => {
+    /**
+     * Takes a step's token as generated and gives it with its text; the last token also gives the text still held
+     * for an incomplete character. An end-of-generation token ends it: undefined, unless it carries that held text.
+     */
+    const confirm = (s: HeldStep): { token: GeneratedToken | undefined; end: boolean } => {
       generated.push(s.sampled.token)
+      const token = { token: s.sampled.token, logprob: s.sampled.logprob, position: s.position + s.ids.length }
       if (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token)) {
         finishReason = 'stop'
-        return undefined
+        const held = text.flush()
+        return { token: held === '' ? undefined : { ...token, text: held }, end: true }
       }
-      // Only the tokens not yet shown are decoded (with a few before them for spacing), and a
-      // piece ending in U+FFFD waits: the rest of a multi-byte character is coming.
-      const piece = tokenizer.decode(generated.slice(shown), generated.slice(Math.max(0, shown - 4), shown))
-      const ready = !piece.endsWith('\uFFFD')
-      if (ready) shown = generated.length
-      return { token: s.sampled.token, text: ready ? piece : '', logprob: s.sampled.logprob, position: s.position + s.ids.length }
+      const last = generated.length >= request.maxTokens
+      return { token: { ...token, text: last ? text.push(s.sampled.token) + text.flush() : text.push(s.sampled.token) }, end: last }
     }
     try {
       let next: StepAt | undefined = { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
@@ -213,9 +220,9 @@ export class SwarmClient {
             continue
           }
           held.shift()
-          const token = confirm(oldest)
-          if (token === undefined) break
-          yield token
+          const { token, end } = confirm(oldest)
+          if (token !== undefined) yield token
+          if (end) break
           continue
         }
         if (next === undefined) continue
@@ -229,9 +236,9 @@ export class SwarmClient {
         const step = ran(next, sampled)
         next = following(step, generated.length + held.length + 1)
         if (step.settled && held.length === 0) {
-          const token = confirm(step)
-          if (token === undefined) break
-          yield token
+          const { token, end } = confirm(step)
+          if (token !== undefined) yield token
+          if (end) break
         } else held.push(step)
       }
     } finally {
@@ -267,13 +274,38 @@ export class SwarmClient {
     return callRpc(this.tracker, ClientToTracker, 'receipts.submit', { session, receipts: [...receipts] })
   }
 
-  close(): void {
+  /**
+   * Closes the tracker connection once the sessions this client ended are acknowledged, or after `waitMs`:
+   * closing first would drop those calls, and the tracker would hold the rest of their credit until they expire.
+   */
+  async close(waitMs = END_SESSION_WAIT_MS): Promise<void> {
+    if (this.closed) return
+    if (this.ending.size > 0) {
+      let timer: NodeJS.Timeout | undefined
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs)
+      })
+      await Promise.race([Promise.all(this.ending), bound])
+      clearTimeout(timer)
+    }
+    this.closed = true
     this.tracker.close()
   }
 
   /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
   private endSession(session: string): void {
-    callRpc(this.tracker, ClientToTracker, 'session.end', { session }).catch((e: Error) => this.log(`session.end: ${e.message}`))
+    const ending = callRpc(this.tracker, ClientToTracker, 'session.end', { session })
+      .then(
+        () => {},
+        (e: Error) =>
+          this.log(
+            this.closed
+              ? `session.end: session ${session} was not acknowledged before the client closed its tracker connection`
+              : `ending session ${session} at the tracker failed: ${e.message}`,
+          ),
+      )
+      .finally(() => this.ending.delete(ending))
+    this.ending.add(ending)
   }
 
   /** Opens the session on each hop; the last one samples when `endsRoute`. */

@@ -9,7 +9,7 @@ import { renderChat } from '../client/chat-template'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { buildUi } from '../test/build-ui'
-import { HAVE_STORIES, NEEDS_STORIES, scratchDir } from '../test/models'
+import { scratchDir } from '../test/models'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, screenshot } from './browser'
 
@@ -39,7 +39,7 @@ async function open(screen: string): Promise<void> {
   await page.getByTestId(`screen-${screen}`).waitFor()
 }
 
-describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_STORIES}${NEEDS_CHROMIUM}`, () => {
+describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_CHROMIUM}`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-e2e-'))
     await buildUi()

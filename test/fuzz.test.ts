@@ -27,7 +27,7 @@ import {
 } from '../protocol'
 import { ANSWER_MS, AuthenticatedPool, emitJudged, engineFrames, Findings, FrameConnection, hopFrames, judgeFrame, rawPackets } from './fuzz-harness'
 import { auditOf, below, copy, hostileValue, mutate, mutateFrame, pick, type Rng, randomBuffer, seededRng, text } from './hostile-inputs'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
 import { type NeuronProcess, rssMiB, settledRss, startNeuron } from './processes'
 import { createModelTorrent } from './programs'
@@ -107,7 +107,7 @@ async function greedyTokens(): Promise<number[]> {
   return tokens
 }
 
-describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile messages${NEEDS_STORIES}`, () => {
+describe(`a tracker and hosts under 10 000 hostile messages`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-fuzz-'))
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 1 })

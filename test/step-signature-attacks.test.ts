@@ -26,7 +26,7 @@ import {
   receiptMessage,
   stepMessage,
 } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type InProcessSwarm, startSwarm } from './programs'
 
 const PROMPT = [1, 403, 407, 261, 378]
@@ -75,7 +75,7 @@ async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generat
 
 const charged = (verdicts: { charged: number }[]) => verdicts.reduce((s, v) => s + v.charged, 0)
 
-describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`, () => {
+describe(`every step signed by both sides`, () => {
   let swarm: InProcessSwarm
   let dir = ''
   let cleanup: () => Promise<void> = async () => {}

@@ -16,14 +16,14 @@ import { ClientToTracker, callRpc, DashboardReceipt, type RouteHop } from '../pr
 import { MAX_CROSS_INSTANCE_BYTES } from '../tracker/cluster/cluster'
 import { consumerAccount, escrowAccount } from '../tracker/ledger/accounts'
 import { hopCharge, priceOf } from '../tracker/ledger/pricing'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
 import { createAccount, Host, type InProcessSwarm, startSwarm, Tracker } from './programs'
 import { type RedisServer, redisMissing, startRedis } from './redis'
 
 const ADMIN = 'cluster-admin-token'
 const TOKENS = 24
-const missing = [await postgresMissing(), await redisMissing(), HAVE_STORIES ? undefined : NEEDS_STORIES.trim()].filter((m) => m !== undefined)
+const missing = [await postgresMissing(), await redisMissing()].filter((m) => m !== undefined)
 const SKIP = missing.length === 0 ? '' : ` (skipped: ${missing.join('; ')})`
 
 describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Redis${SKIP}`, () => {

@@ -254,7 +254,7 @@ export class Tracker {
     this.checks.close()
     this.metering.close()
     this.tickets.close()
-    if (this.ownClient !== undefined) (await this.ownClient.catch(() => undefined))?.close()
+    if (this.ownClient !== undefined) await (await this.ownClient.catch(() => undefined))?.close()
     await this.gateway.close()
     this.io.disconnectSockets(true)
     await new Promise<void>((resolve) => this.io.close(() => resolve()))

@@ -6,13 +6,13 @@ const FILE = 'stories260K.gguf'
 
 /**
  * Where the embedded default model is: in a packaged app, the copy Forge ships in its resources folder
- * (forge.config.ts, `extraResource`); from a checkout, the real tiny model shared beside the repository.
+ * (forge.config.ts, `extraResource`); from a checkout, the repository's own copy in resources/models/.
  * `resourcesPath` is Electron's `process.resourcesPath` (undefined under Node).
  */
 export function defaultModelPath(resourcesPath: string | undefined = (process as { resourcesPath?: string }).resourcesPath): string {
   const packaged = resourcesPath === undefined ? undefined : join(resourcesPath, FILE)
   if (packaged !== undefined && existsSync(packaged)) return packaged
-  return resolve(fileURLToPath(new URL('../../', import.meta.url)), '../shared/models', FILE)
+  return resolve(fileURLToPath(new URL('../../', import.meta.url)), 'resources/models', FILE)
 }
 
 /** The embedded default: the demo's and the app's private swarm's model. */

@@ -56,7 +56,7 @@ export class SwarmConnection {
           newKeyGrantMicro: 10 * MICRO,
           ...(allowedKeys === null ? {} : { allowedKeys }),
         })
-        // A packaged app, or a checkout without ../shared, may lack the default model: the swarm starts empty then.
+        // A default model that fails to publish is left out, with a line saying why; the user adds a GGUF then.
         for (const model of options.defaultModels) {
           await publisher
             .publish(model, localUrl(embedded), options.identity)
@@ -84,7 +84,8 @@ export class SwarmConnection {
   /** Replaces a client that lost the tracker (the seeds carry on). */
   async reconnectClient(): Promise<SwarmClient> {
     const fresh = await SwarmClient.connect(this.trackerUrl, this.identity, (l) => this.log(`client: ${l}`))
-    this.current.close()
+    // The old client's session.end calls are acknowledged, or not, on its own time.
+    void this.current.close()
     this.current = fresh
     return fresh
   }
@@ -102,7 +103,7 @@ export class SwarmConnection {
   }
 
   async close(): Promise<void> {
-    this.current.close()
+    await this.current.close()
     await this.publisher.close()
     await this.embedded?.close()
   }

@@ -8,7 +8,7 @@ import { tokenizerGguf } from '../../gguf/tokenizer'
 import { NodeIdentity } from '../../identity/keys'
 import { signOpen, verifyTicket } from '../../identity/tickets'
 import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type ReceiptBody, receiptMessage, stepMessage } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { readyState, TEST_PROFILE } from '../../test/peers'
 import { createModelTorrent } from '../../test/programs'
 import { type StoreEngine, storeEngines } from '../../test/store-engines'
@@ -61,7 +61,7 @@ async function swarm(name: string, options: Partial<TrackerOptions> = {}, hostKe
 }
 
 for (const each of await storeEngines())
-  describe.skipIf(!HAVE_STORIES || each.skip !== undefined)(`tickets for routed sessions on ${each.name}${NEEDS_STORIES}`, () => {
+  describe.skipIf(each.skip !== undefined)(`tickets for routed sessions on ${each.name}`, () => {
     each.setUp()
     beforeAll(async () => {
       engine = each
