@@ -1,24 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import type { NodeIdentity } from '../identity/keys'
-import { signOpen } from '../identity/tickets'
-import {
-  ClientToTracker,
-  callRpc,
-  jsonFrame,
-  MAX_AUDITS_IN_FLIGHT,
-  NeuronError,
-  REPLAY_STEP_BASE,
-  type Receipt,
-  type Route,
-  type SampledToken,
-} from '../protocol'
+import { ClientToTracker, callRpc, MAX_AUDITS_IN_FLIGHT, NeuronError, REPLAY_STEP_BASE, type Receipt, type Route, type SampledToken } from '../protocol'
 import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
 import { planRoute } from './grant-claim'
-import { expectOk, type HopInput } from './hop-frames'
-import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
+import type { HopInput } from './hop-frames'
+import { HopFailure } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
+import { type HopOpener, openHops } from './open-hops'
 import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
 import { type AuditableHop, auditStep, limitAudits } from './step-audits'
 import type { TrustedCa } from './tls-trust'
@@ -113,7 +103,7 @@ export class SwarmClient {
       const route = await planRoute(this.tracker, this.identity, plan, this.log, request.signal)
       // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
       const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
-      return { route, seamed, hops: await this.openHops(route.hops, session, seamed, maxTokens, true) }
+      return { route, seamed, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true) }
     }
     const opened = await whenSessionFree(opening, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log).catch((error: unknown) => {
       this.endSession(session)
@@ -292,6 +282,11 @@ export class SwarmClient {
     this.tracker.close()
   }
 
+  /** What opening hops needs of this client: its key, its trusted CA, its tracker connection. */
+  private get hopOpener(): HopOpener {
+    return { identity: this.identity, ca: this.ca, tracker: this.tracker }
+  }
+
   /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
   private endSession(session: string): void {
     const ending = callRpc(this.tracker, ClientToTracker, 'session.end', { session })
@@ -306,41 +301,6 @@ export class SwarmClient {
       )
       .finally(() => this.ending.delete(ending))
     this.ending.add(ending)
-  }
-
-  /** Opens the session on each hop; the last one samples when `endsRoute`. */
-  private async openHops(route: Route['hops'], session: string, request: GenerateRequest, maxTokens: number, endsRoute: boolean): Promise<HopState[]> {
-    const states: HopState[] = []
-    try {
-      for (const [i, hop] of route.entries()) {
-        const link: HopLink =
-          hop.via !== undefined
-            ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
-              await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, { ca: this.ca, fingerprint: hop.via.fingerprint })
-            : hop.endpoint === null
-              ? new RelayHopLink(hop.hostId, this.tracker)
-              : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca, fingerprint: hop.fingerprint })
-        states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
-        if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
-        await expectOk(
-          await link.request(
-            jsonFrame('open', session, 0, {
-              modelId: request.modelId,
-              blocks: hop.blocks,
-              maxTokens,
-              ticket: hop.ticket,
-              signature: signOpen(this.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
-              hiddenDtype: request.hiddenDtype ?? 'f16',
-              ...(endsRoute && i === route.length - 1 ? { sampling: request.sampling ?? {} } : {}),
-            }),
-          ),
-        )
-      }
-    } catch (error) {
-      await closeHops(states, session)
-      throw error
-    }
-    return states
   }
 
   /**
@@ -387,7 +347,7 @@ export class SwarmClient {
     // The hosts left may all be full for a moment (audits' re-runs hold sessions too): it waits as a new chat does.
     const replacement = await whenSessionFree(plan, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log)
     const isLast = hops.at(-1) === dead
-    const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
+    const fresh = await openHops(this.hopOpener, replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)
     let replayStep = REPLAY_STEP_BASE
     const after = await this.reopen(stale, replacement.rebuildTickets, session, request, maxTokens)
@@ -404,7 +364,8 @@ export class SwarmClient {
     if (tickets?.length !== stale.length)
       throw new NeuronError('no_ticket', `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`)
     await closeHops(stale, session)
-    return this.openHops(
+    return openHops(
+      this.hopOpener,
       stale.map((h, i) => ({ ...h.hop, ticket: tickets[i] })),
       session,
       request,

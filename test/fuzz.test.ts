@@ -199,10 +199,8 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
       'dashboard.subscribe': () => ({ hostIds }),
       'grant.challenge': () => ({}),
-      // a well-formed claim of a challenge never issued: refused, the tracker keeps serving
-      'grant.claim': (rng) => ({ challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`, nonce: String(Math.floor(rng() * 1e9)) }),
-      // A hop's history whose bytes do not hash to its receipt: the tracker must refuse it, never re-run it.
-      'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>),
+      'grant.claim': (rng) => ({ challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`, nonce: String(Math.floor(rng() * 1e9)) }), // never issued
+      'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>), // bytes not its receipt's: refused, never re-run
     }
     const hostPayloads: Record<string, (rng: Rng) => unknown> = {
       'host.hello': () => ({ profile: PROFILE, state }),

@@ -11,7 +11,7 @@ import { hasGrantWork, solveGrantWork } from '../identity/grant-work'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc } from '../protocol'
 import { GRANTS_ACCOUNT } from '../tracker/ledger/accounts'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type InProcessSwarm, startSwarm } from './programs'
 
 const PER_PREFIX = 5
@@ -21,7 +21,7 @@ const GRANT = 2_000_000
 const BITS = 10
 const sid = () => randomBytes(16).toString('hex')
 
-describe.skipIf(!HAVE_STORIES)(`new-key grants that cost work and are bounded per network prefix${NEEDS_STORIES}`, () => {
+describe(`new-key grants that cost work and are bounded per network prefix`, () => {
   let swarm: InProcessSwarm
   let cleanup: () => Promise<void> = async () => {}
   const sockets: { close(): void }[] = []
