@@ -9,7 +9,6 @@ import type { Command } from './command'
 
 export const appCommand: Command = {
   name: 'app',
-  summary: 'the desktop app (Electron), or the same UI in a browser when Electron is not installed',
   usage: `Usage: neuron app [--data-dir D] [--tracker URL] [--port N] [--threads N] [--headless]
 
 Opens the Neuron app. By default it runs a private swarm in this process (a tracker on

@@ -1,12 +1,13 @@
 // The app without Electron: its backend plus the UI server on loopback (`neuron app --headless`,
 // `neuron host --ui`).
 import { resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { AppBackend } from '../electron/backend/backend'
 import { builtIndex, serveAppUi } from '../electron/backend/ui-server'
+import { PACKAGE_ROOT } from '../gguf/package-root'
 import { untilSignal } from '../tracker/main'
 
-export const REPO_ROOT = resolve(fileURLToPath(new URL('../', import.meta.url)))
+/** The package's folder (a checkout, or where npm installed it): Electron's app folder. */
+export const REPO_ROOT = PACKAGE_ROOT
 /** Where `npm run build` puts the renderer. */
 export const RENDERER_DIR = resolve(REPO_ROOT, 'dist/renderer')
 

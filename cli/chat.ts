@@ -8,7 +8,6 @@ import type { Command } from './command'
 
 export const chatCommand: Command = {
   name: 'chat',
-  summary: 'generate from a swarm model, streaming tokens',
   usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32]
 
 Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.

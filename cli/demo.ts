@@ -15,7 +15,6 @@ import type { Command } from './command'
 
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'a whole swarm on this machine: tracker, publisher, three hosts, a streamed completion',
   usage: `Usage: neuron demo [--model <file.gguf>] [--prompt TEXT] [--max-tokens N] [--hosts N]
 
 Starts a tracker, packs and publishes the model (default: ${DEFAULT_MODEL}),

@@ -9,7 +9,6 @@ import type { Command } from './command'
 
 export const inspectCommand: Command = {
   name: 'inspect',
-  summary: 'show a GGUF model’s architecture, sizes per block and cache cost per block',
   usage: `Usage: neuron inspect <model.gguf> [--json]
        neuron inspect --config <config.json> [--usable <GB>] [--json]
 

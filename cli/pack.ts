@@ -6,7 +6,6 @@ import type { Command } from './command'
 
 export const packCommand: Command = {
   name: 'pack',
-  summary: 'split a GGUF model into artifacts (embed, block ranges, head) and a manifest',
   usage: `Usage: neuron pack <model.gguf> --out <dir> [--blocks-per-artifact N | --max-artifact-bytes B] [--model-id ID]
 
 Writes <dir>/embed.gguf, <dir>/blocks-A-B.gguf …, <dir>/head.gguf and <dir>/manifest.json.

@@ -5,7 +5,6 @@ import type { Command } from './command'
 
 export const trackerCommand: Command = {
   name: 'tracker',
-  summary: 'run a tracker: registry, placement, routing, relay and a BitTorrent tracker on one port',
   usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--key-file FILE] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
        [--redis redis://HOST:6379]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
-import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { PACKAGE_ROOT } from '../../gguf/package-root'
 
 const FILE = 'stories260K.gguf'
 
@@ -12,7 +12,7 @@ const FILE = 'stories260K.gguf'
 export function defaultModelPath(resourcesPath: string | undefined = (process as { resourcesPath?: string }).resourcesPath): string {
   const packaged = resourcesPath === undefined ? undefined : join(resourcesPath, FILE)
   if (packaged !== undefined && existsSync(packaged)) return packaged
-  return resolve(fileURLToPath(new URL('../../', import.meta.url)), 'resources/models', FILE)
+  return join(PACKAGE_ROOT, 'resources', 'models', FILE)
 }
 
 /** The embedded default: the demo's and the app's private swarm's model. */
