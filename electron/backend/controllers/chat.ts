@@ -15,6 +15,7 @@ export class ChatController {
       return this.chats.send(request)
     },
     'chat.stop': ({ chatId }) => this.chats.stop(chatId),
+    'chat.count': ({ modelId, messages }) => this.chats.count(modelId, messages),
   }
 
   constructor(
