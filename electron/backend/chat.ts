@@ -32,7 +32,7 @@ export interface ChatDeps {
 export class ChatRunner {
   private readonly running = new Map<string, AbortController>()
   /** Context lengths by model id, from the models' manifests (per client: a new swarm may list other models). */
-  private contexts = new WeakMap<SwarmClient, Map<string, Promise<number>>>()
+  private readonly contexts = new WeakMap<SwarmClient, Map<string, Promise<number>>>()
 
   constructor(private readonly deps: ChatDeps) {}
 
@@ -83,8 +83,8 @@ export class ChatRunner {
   }
 
   private contextLength(client: SwarmClient, modelId: string): Promise<number> {
-    let byModel = this.contexts.get(client)
-    if (byModel === undefined) this.contexts.set(client, (byModel = new Map()))
+    const byModel = this.contexts.get(client) ?? new Map<string, Promise<number>>()
+    this.contexts.set(client, byModel)
     let length = byModel.get(modelId)
     if (length === undefined) {
       const asked = callRpc(client.tracker, ClientToTracker, 'model.get', { modelId }).then((m) => m.manifest.contextLength)
