@@ -45,7 +45,16 @@ describe('chat store', () => {
     ])
     expect(bridge.calls.at(-1)).toEqual({
       method: 'chat.send',
-      input: { chatId, modelId: 'stories260k', messages: [{ role: 'user', content: 'Once upon a time' }], maxTokens: 64, temperature: 0 },
+      input: {
+        chatId,
+        modelId: 'stories260k',
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        maxTokens: 64,
+        temperature: 0.7,
+        topP: 0.95,
+        topK: 40,
+        repeatPenalty: 1.1,
+      },
     })
     expect(store.getState().conversations[0]?.title).toBe('Once upon a time')
   })
