@@ -57,6 +57,9 @@ const CONNECTION_DROPPED: ShownError = {
   message: 'The connection to the Neuron host dropped while this answer was streaming; regenerate to try again.',
 }
 
+const maxTokensOnly = (invalid: ChatState['invalidFields']): ChatState['invalidFields'] =>
+  invalid.maxTokens === undefined ? {} : { maxTokens: invalid.maxTokens }
+
 export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions = {}) {
   const newId = options.newId ?? randomChatId
   const now = options.now ?? Date.now
@@ -174,11 +177,12 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         const id = newId()
         const modelId = activeConversation(get())?.modelId ?? get().models[0]?.modelId ?? null
         const conversation: Conversation = { id, title: 'New chat', modelId, messages: [], createdAt: now(), updatedAt: now() }
-        set((s) => ({ conversations: [conversation, ...s.conversations], activeId: id, composerError: null }))
+        set((s) => ({ conversations: [conversation, ...s.conversations], activeId: id, composerError: null, invalidFields: maxTokensOnly(s.invalidFields) }))
         return id
       },
       select(id) {
-        set({ activeId: id, composerError: null })
+        // The other conversation's fields show its own valid settings; only max tokens, shared by all, stays as typed.
+        set((s) => ({ activeId: id, composerError: null, invalidFields: maxTokensOnly(s.invalidFields) }))
       },
       remove(id) {
         const conversation = get().conversations.find((c) => c.id === id)
