@@ -34,6 +34,23 @@ async function startApp(): Promise<void> {
   appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
 }
 
+/** An answer's text as shown: rendered as Markdown, so compared with its blank lines and runs of spaces as one space. */
+const words = (text: string | null) => (text ?? '').replace(/\s+/g, ' ').trim()
+
+/** Waits for the last answer to end and returns its shown text; it must have ended done. */
+async function lastAnswer(): Promise<string> {
+  const answer = page.locator('[data-testid="chat-message"][data-role="assistant"]').last()
+  await answer.locator('xpath=self::*[@data-status="done" or @data-status="error"]').waitFor({ timeout: 90_000 })
+  expect(await answer.getAttribute('data-status')).toBe('done')
+  return (await answer.getByTestId('chat-message-text').textContent()) ?? ''
+}
+
+/** Sets the active conversation's sampling fields (the panel opens if folded). */
+async function setSampling(fields: Record<string, string>): Promise<void> {
+  if ((await page.getByTestId('chat-settings').getAttribute('open')) === null) await page.getByTestId('chat-settings-toggle').click()
+  for (const [field, value] of Object.entries(fields)) await page.getByTestId(`chat-setting-${field}`).fill(value)
+}
+
 async function open(screen: string): Promise<void> {
   await page.getByTestId(`nav-${screen}`).click()
   await page.getByTestId(`screen-${screen}`).waitFor()
@@ -125,13 +142,14 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await open('chat')
     await page.getByTestId('chat-new').click()
     await page.getByTestId('chat-model-select').selectOption(MODEL)
+    // Greedy: the default temperature (0.7) samples, and this compares with the client's greedy output.
+    await setSampling({ temperature: '0' })
     await page.getByTestId('chat-input').fill(PROMPT)
+    // The prompt's tokens are counted as the user types, against the model's 2048-token context.
+    await expect.poll(() => page.getByTestId('chat-context').textContent()).toMatch(/^\d+ \+ 64 tokens of 2048$/)
     await page.getByTestId('chat-send').click()
-    const answer = page.locator('[data-testid="chat-message"][data-role="assistant"]').last()
-    await answer.locator('xpath=self::*[@data-status="done" or @data-status="error"]').waitFor({ timeout: 90_000 })
-    expect(await answer.getAttribute('data-status')).toBe('done')
-    const shown = await answer.getByTestId('chat-message-text').textContent()
-    shownAnswer = shown ?? ''
+    const shown = await lastAnswer()
+    shownAnswer = shown
 
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {
@@ -140,7 +158,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
       let expected = ''
       for (let next = await generation.next(); !next.done; next = await generation.next()) expected += next.value.text
       expect(expected.length).toBeGreaterThan(0)
-      expect(shown).toBe(expected)
+      expect(words(shown)).toBe(words(expected))
     } finally {
       client.close()
     }
@@ -155,6 +173,55 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await page.emulateMedia({ colorScheme: 'dark' })
     await screenshot(page, 'chat-dark')
     await page.emulateMedia({ colorScheme: 'light' })
+  })
+
+  it('samples anew on regenerate at temperature > 0: another seed, another answer', async () => {
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-model-select').selectOption(MODEL)
+    await setSampling({ temperature: '1', seed: '1' })
+    await page.getByTestId('chat-input').fill('Once upon a time there was a dog.')
+    await page.getByTestId('chat-send').click()
+    const first = await lastAnswer()
+    await setSampling({ seed: '2' })
+    const before = await page.locator('[data-testid="chat-message"][data-role="assistant"]').last().elementHandle()
+    await page.getByTestId('chat-regenerate').click()
+    // The first answer is replaced by a new one.
+    await expect.poll(() => before?.evaluate((e) => e.isConnected)).toBe(false)
+    const second = await lastAnswer()
+    expect(first.length).toBeGreaterThan(0)
+    expect(second.length).toBeGreaterThan(0)
+    expect(second).not.toBe(first)
+    expect(await page.getByTestId('chat-message').count()).toBe(2)
+    expect(await page.getByTestId('chat-thread').getAttribute('aria-live')).toBe('polite')
+    await screenshot(page, 'chat-sampling')
+  })
+
+  it('refuses before sending a prompt too long for the context, naming its token count, and says what is wrong with a field', async () => {
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-model-select').selectOption(MODEL)
+    await page.getByTestId('chat-input').fill('The cat sat on the mat. '.repeat(400))
+    const context = page.getByTestId('chat-context')
+    await expect.poll(() => context.getAttribute('data-over')).toBe('true')
+    const promptTokens = Number(((await context.textContent()) ?? '').match(/^(\d+) \+ 64 tokens of 2048$/)?.[1])
+    expect(promptTokens).toBeGreaterThan(2048)
+    await page.getByTestId('chat-send').click()
+    const refusal = page.locator('[data-testid="chat-error"][data-code="context_exceeded"]')
+    await expect.poll(() => refusal.textContent()).toContain(`This prompt is ${promptTokens} tokens`)
+    expect(await refusal.textContent()).toContain("past the model's context of 2048 tokens")
+    // Nothing was sent: no turn in the thread, and the text stays in the box to shorten.
+    expect(await page.getByTestId('chat-message').count()).toBe(0)
+    expect((await page.getByTestId('chat-input').inputValue()).length).toBeGreaterThan(0)
+    await screenshot(page, 'chat-too-long')
+    // Max tokens may be emptied while typing; what is not a valid value says so, and sending waits for it.
+    await page.getByTestId('chat-input').fill('Hi')
+    await page.getByTestId('chat-max-tokens').fill('')
+    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').textContent()).toBe('Max tokens takes a whole number from 1 to 4096; it is empty.')
+    await page.getByTestId('chat-send').click()
+    await expect.poll(() => page.locator('[data-testid="chat-error"][data-code="invalid_field"]').count()).toBe(1)
+    expect(await page.getByTestId('chat-message').count()).toBe(0)
+    await page.getByTestId('chat-max-tokens').fill('64')
+    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').count()).toBe(0)
+    await page.getByTestId('chat-input').fill('')
   })
 
   it('shows on the earnings screen the credits that chat earned this host', async () => {
@@ -210,7 +277,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await page.goto(appUrl)
     await page.getByTestId('app-ready').waitFor()
     await open('chat')
-    await page.locator('[data-testid="chat-conversation"]').filter({ hasText: PROMPT }).waitFor()
+    await page.locator('[data-testid="chat-conversation"]').filter({ hasText: PROMPT }).getByRole('button', { name: PROMPT }).click()
     const messages = page.getByTestId('chat-message')
     await expect.poll(() => messages.count()).toBe(2)
     expect(await messages.first().getByTestId('chat-message-text').textContent()).toBe(PROMPT)
