@@ -85,7 +85,8 @@ export const ChatSettings = z.object({
 })
 export type ChatSettings = z.infer<typeof ChatSettings>
 
-export const DEFAULT_CHAT_SETTINGS: ChatSettings = { systemPrompt: '', temperature: 0.7, topP: 0.95, topK: 40, repeatPenalty: 1.1, seed: null }
+/** llama.cpp's defaults (top-k 40, top-p 0.95, no repeat penalty) at a slightly cooler temperature; a fresh seed per answer. */
+export const DEFAULT_CHAT_SETTINGS: ChatSettings = { systemPrompt: '', temperature: 0.7, topP: 0.95, topK: 40, repeatPenalty: 1, seed: null }
 
 export const ChatHop = z.object({
   hostId: NodeId,

@@ -47,7 +47,7 @@ describe('chat fields', () => {
   })
 
   it('leaves the seed out when it is random, so the backend draws a fresh one for every answer', () => {
-    expect(samplingRequest(DEFAULT_CHAT_SETTINGS)).toEqual({ temperature: 0.7, topP: 0.95, topK: 40, repeatPenalty: 1.1 })
+    expect(samplingRequest(DEFAULT_CHAT_SETTINGS)).toEqual({ temperature: 0.7, topP: 0.95, topK: 40, repeatPenalty: 1 })
     expect(samplingRequest({ ...DEFAULT_CHAT_SETTINGS, seed: 42 }).seed).toBe(42)
   })
 

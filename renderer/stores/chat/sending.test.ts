@@ -47,7 +47,7 @@ describe('chat store: sampling, context and edits', () => {
         temperature: 1.2,
         topP: 0.95,
         topK: 40,
-        repeatPenalty: 1.1,
+        repeatPenalty: 1,
         seed: 7,
       },
     ])

@@ -53,7 +53,7 @@ describe('chat store', () => {
         temperature: 0.7,
         topP: 0.95,
         topK: 40,
-        repeatPenalty: 1.1,
+        repeatPenalty: 1,
       },
     })
     expect(store.getState().conversations[0]?.title).toBe('Once upon a time')
