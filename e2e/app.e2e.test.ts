@@ -1,13 +1,14 @@
 // The app in its browser mode, as a volunteer uses it: `neuron app --headless` (an embedded private
 // tracker that publishes stories260K, and this computer's host) plus a second real host process, driven
 // in Debian's Chromium. Each step saves a screenshot under test-results/screenshots.
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderChat } from '../client/chat-template'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
+import { Conversation } from '../protocol/app'
 import { buildUi } from '../test/build-ui'
 import { scratchDir } from '../test/models'
 import { type NeuronProcess, startNeuron } from '../test/processes'
@@ -194,6 +195,39 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     expect(await page.getByTestId('chat-message').count()).toBe(2)
     expect(await page.getByTestId('chat-thread').getAttribute('aria-live')).toBe('polite')
     await screenshot(page, 'chat-sampling')
+  })
+
+  it('copies an answer, edits and resends a turn, renames, finds and exports the conversation', async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'])
+    const shown = await lastAnswer()
+    await page.getByTestId('chat-copy').last().click()
+    await expect.poll(async () => words(await page.evaluate(() => navigator.clipboard.readText()))).toBe(words(shown))
+
+    await page.getByTestId('chat-edit').first().click()
+    await page.getByTestId('chat-edit-input').fill('Once upon a time there was a cat.')
+    await page.getByTestId('chat-edit-send').click()
+    await expect.poll(() => page.getByTestId('chat-message').first().textContent()).toBe('Once upon a time there was a cat.')
+    await lastAnswer()
+    expect(await page.getByTestId('chat-message').count()).toBe(2)
+
+    await page.locator('[data-testid="chat-conversation"].active').getByTestId('chat-rename').click()
+    await page.getByTestId('chat-rename-input').fill('Dog stories')
+    await page.getByTestId('chat-rename-input').press('Enter')
+    await page.locator('[data-testid="chat-conversation"].active').filter({ hasText: 'Dog stories' }).waitFor()
+    await page.getByTestId('chat-search').fill('dog STORIES')
+    await expect.poll(() => page.getByTestId('chat-conversation').count()).toBe(1)
+    await page.getByTestId('chat-search').fill('')
+    await expect.poll(() => page.getByTestId('chat-conversation').count()).toBeGreaterThan(1)
+
+    const [markdown] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-md').click()])
+    expect(markdown.suggestedFilename()).toBe('dog-stories.md')
+    const text = await readFile((await markdown.path()) ?? '', 'utf8')
+    expect(text).toMatch(/^# Dog stories\n\nModel: stories260k\n\n## You\n\nOnce upon a time there was a cat\.\n\n## Assistant\n\n/)
+    const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-json').click()])
+    expect(json.suggestedFilename()).toBe('dog-stories.json')
+    const kept = Conversation.parse(JSON.parse(await readFile((await json.path()) ?? '', 'utf8')))
+    expect([kept.title, kept.messages.length, kept.settings?.seed]).toEqual(['Dog stories', 2, 2])
+    await screenshot(page, 'chat-edited')
   })
 
   it('refuses before sending a prompt too long for the context, naming its token count, and says what is wrong with a field', async () => {

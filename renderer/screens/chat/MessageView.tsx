@@ -1,4 +1,4 @@
-import { Check, Copy, Pencil, Route } from 'lucide-react'
+import { Check, CircleAlert, Copy, Pencil, Route } from 'lucide-react'
 import { useState } from 'react'
 import { ErrorNote } from '../../components/ErrorNote'
 import type { ChatEntry } from '../../stores/chat/initialState'
@@ -72,9 +72,17 @@ function CopyButton({ text }: { text: string }) {
       () => setCopied(false),
     )
   return (
-    <button type="button" className="icon-button subtle" onClick={() => void copy()} title="Copy this answer" data-testid="chat-copy">
-      {copied === true ? <Check size={14} aria-label="Copied" /> : <Copy size={14} aria-label="Copy this answer" />}
-      {copied === false && <span className="small">copy refused by the browser</span>}
+    <button
+      type="button"
+      className="icon-button subtle"
+      onClick={() => void copy()}
+      title={copied === false ? 'The browser refused to copy; select the text instead' : 'Copy this answer'}
+      data-testid="chat-copy"
+      data-copied={copied ?? undefined}
+    >
+      {copied === true && <Check size={14} aria-label="Copied" />}
+      {copied === false && <CircleAlert size={14} aria-label="The browser refused to copy; select the text instead" />}
+      {copied === null && <Copy size={14} aria-label="Copy this answer" />}
     </button>
   )
 }
