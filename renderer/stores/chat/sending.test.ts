@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ChatMessage } from '../../../protocol/app'
+import { NeuronError } from '../../../protocol/errors'
 import { keptConversations } from '../../../test/renderer/conversation-fixtures'
 import { type FakeHandlers, fakeBridge } from '../../../test/renderer/fake-bridge'
 import { tinyModel } from '../../../test/renderer/hosting-fixtures'
@@ -83,6 +84,27 @@ describe('chat store: sampling, context and edits', () => {
     store.getState().setMaxTokens(48)
     expect(await store.getState().send(long)).toBe(true)
     expect(store.getState().composerError).toBeNull()
+  })
+
+  it('refuses before sending turns the backend will not count (too many characters), in its words', async () => {
+    const { store, sends, thread } = await setup({
+      'chat.count': () => {
+        throw new NeuronError('bad_request', "chat.count: messages: a chat's turns take up to 256000 characters all together; start a new chat or shorten it")
+      },
+    })
+    expect(await store.getState().send('A very long paste')).toBe(false)
+    expect([sends(), thread()]).toEqual([[], []])
+    expect(store.getState().composerError?.message).toMatch(/up to 256000 characters/)
+  })
+
+  it('sends anyway when the count fails for another reason: chat.send checks again and says what failed', async () => {
+    const { store, sends } = await setup({
+      'chat.count': () => {
+        throw new NeuronError('tracker_unreachable', 'lost the tracker')
+      },
+    })
+    expect(await store.getState().send('A cat')).toBe(true)
+    expect(sends()).toHaveLength(1)
   })
 
   it('counts the prompt as the user types; an older count arriving late does not replace a newer one', async () => {

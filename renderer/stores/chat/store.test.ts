@@ -21,6 +21,7 @@ function setup(handlers: FakeHandlers = {}) {
   const bridge = fakeBridge({
     'models.list': () => ({ models: [tinyModel] }),
     'chat.send': ({ chatId }) => ({ chatId }),
+    'chat.count': () => ({ promptTokens: 5, contextLength: 2048 }),
     'chat.stop': () => ({}),
     ...backend.handlers,
     ...handlers,

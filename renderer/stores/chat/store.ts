@@ -1,5 +1,6 @@
 import { createStore } from 'zustand/vanilla'
 import type { ChatSettings, NeuronBridge } from '../../../protocol/app'
+import { NeuronError } from '../../../protocol/errors'
 import { type ShownError, shownError } from '../../api/errorText'
 import { contextFit, contextRefusal, conversationSettings, promptMessages, samplingRequest } from './fields'
 import { conversationHistory, interrupted, type LegacyStorage } from './history'
@@ -90,14 +91,17 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
     }
     const byId = (id: string) => get().conversations.find((c) => c.id === id) ?? null
 
-    /** Why this prompt is not sent, when it and max tokens do not fit the model's context; null when they do or it could not be counted (chat.send checks again). */
+    /**
+     * Why this prompt is not sent: it and max tokens do not fit the model's context, or the backend refuses
+     * its turns (bad_request: too long to count); null when it fits or could not be counted (chat.send checks again).
+     */
     const refusal = async (conversation: Conversation, modelId: string, draft?: string): Promise<ShownError | null> => {
       const maxTokens = get().maxTokens
       try {
         const count = await bridge.call('chat.count', { modelId, messages: promptMessages(conversation, draft) })
         return contextFit(count, maxTokens).over ? contextRefusal(count, maxTokens) : null
-      } catch {
-        return null
+      } catch (error) {
+        return error instanceof NeuronError && error.code === 'bad_request' ? shownError(error) : null
       }
     }
     /** Conversations whose prompt is being counted before sending: a second send waits its turn. */
