@@ -4,7 +4,7 @@ import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import { type AppEventData, type AppEventName, type AppInput, type AppMethod, type AppOutput, readAppReply, type WireError } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { AppBackend } from './backend'
 
 // chat.send's sampling and chat.count's counting, on the backend's embedded swarm serving stories260K (context 2048).
@@ -49,7 +49,7 @@ async function answer(input: AppInput<'chat.send'>): Promise<string> {
     .join('')
 }
 
-describe.skipIf(!HAVE_STORIES)(`chat sampling and context on the embedded swarm${NEEDS_STORIES}`, () => {
+describe('chat sampling and context on the embedded swarm', () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-chat-'))
     backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: null, defaultModels: [STORIES_260K], threads: 1 })
