@@ -219,10 +219,19 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await page.getByTestId('chat-search').fill('')
     await expect.poll(() => page.getByTestId('chat-conversation').count()).toBeGreaterThan(1)
 
+    // A system prompt goes first in the prompt: the count grows as it is taken.
+    const tokens = async () => Number(((await page.getByTestId('chat-context').textContent()) ?? '').match(/^(\d+) \+/)?.[1])
+    const before = await tokens()
+    await page.getByTestId('chat-setting-system').fill('You tell short stories about animals.')
+    await page.getByTestId('chat-input').focus()
+    await expect.poll(tokens).toBeGreaterThan(before)
+
     const [markdown] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-md').click()])
     expect(markdown.suggestedFilename()).toBe('dog-stories.md')
     const text = await readFile((await markdown.path()) ?? '', 'utf8')
-    expect(text).toMatch(/^# Dog stories\n\nModel: stories260k\n\n## You\n\nOnce upon a time there was a cat\.\n\n## Assistant\n\n/)
+    expect(text).toMatch(
+      /^# Dog stories\n\nModel: stories260k\n\n## System\n\nYou tell short stories about animals\.\n\n## You\n\nOnce upon a time there was a cat\.\n\n## Assistant\n\n/,
+    )
     const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-json').click()])
     expect(json.suggestedFilename()).toBe('dog-stories.json')
     const kept = Conversation.parse(JSON.parse(await readFile((await json.path()) ?? '', 'utf8')))
