@@ -3,8 +3,10 @@
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { AppBackend } from '../electron/backend/backend'
-import { builtIndex, serveAppUi } from '../electron/backend/ui-server'
+import { serveAtSavedAddress } from '../electron/backend/fixed-address'
+import { builtIndex } from '../electron/backend/ui-server'
 import { untilSignal } from '../tracker/main'
+import { openBrowser } from './open-browser'
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../', import.meta.url)))
 /** Where `npm run build` puts the renderer. */
@@ -14,7 +16,10 @@ export interface BrowserModeOptions {
   readonly dataDir: string
   /** undefined: the saved setting; null: the embedded swarm. */
   readonly trackerUrl?: string | null
+  /** This run's port, not saved (0: a free one); default the saved one, else a free one that is then saved. */
   readonly port?: number
+  /** Opens the link in the default browser once the UI is up (default false: the link is printed only). */
+  readonly openBrowser?: boolean
   readonly threads?: number
   /** The built renderer; default dist/renderer. */
   readonly staticDir?: string
@@ -30,16 +35,18 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<numbe
   const staticDir = options.staticDir ?? RENDERER_DIR
   await builtIndex(staticDir)
   const stop = untilSignal()
+  const log = (l: string) => console.error(`[app] ${l}`)
   const backend = await AppBackend.start({
     dataDir: options.dataDir,
     ...(options.trackerUrl === undefined ? {} : { trackerUrl: options.trackerUrl }),
     ...(options.threads === undefined ? {} : { threads: options.threads }),
-    log: (l) => console.error(`[app] ${l}`),
+    log,
   })
   try {
-    const ui = await serveAppUi(backend, { staticDir, ...(options.port === undefined ? {} : { port: options.port }) })
+    const ui = await serveAtSavedAddress(backend, { staticDir, log, ...(options.port === undefined ? {} : { port: options.port }) })
     try {
       console.log(`Neuron is running at ${ui.openUrl}`)
+      if (options.openBrowser === true) openBrowser(ui.openUrl, log)
       await options.afterStart?.(backend)
       console.error(`[app] stopping on ${await stop}`)
     } finally {

@@ -28,7 +28,7 @@ let shownAnswer = ''
 
 /** `neuron app --headless` on the same data dir every time; a new port each run, so a new origin for the page. */
 async function startApp(): Promise<void> {
-  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--port', '0', '--threads', '1'])
+  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'])
   processes.push(app)
   // The printed link carries this run's key; the page swaps it for a cookie.
   appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''

@@ -93,6 +93,10 @@ export class AppBackend {
         addedModels: () => store.value.addedModels,
         allowedKeys: (lanOpen) => admittedKeys({ ...store.value, lanOpen }),
         lanOpen: () => store.value.lanOpen,
+        trackerPort: () => store.value.trackerPort,
+        keepTrackerPort: async (trackerPort) => {
+          await store.update({ trackerPort })
+        },
         leave: () => this.leave(),
         switched: () => this.earnings.forget(),
         joined: (socket) => this.earnings.subscribe(socket),
@@ -186,6 +190,7 @@ export class AppBackend {
       defaultModels,
       addedModels: saved.addedModels,
       allowedKeys: saved.allowedKeys,
+      trackerPort: saved.trackerPort,
       log,
     })
     const backend = new AppBackend({
@@ -214,6 +219,11 @@ export class AppBackend {
   /** The tracker this backend is connected to now. */
   get trackerUrl(): string {
     return this.swarm.trackerUrl
+  }
+
+  /** What the app remembers between runs (settings.json); the browser mode keeps its port there. */
+  get settings(): SettingsStore {
+    return this.settingsStore
   }
 
   /** The in-process tracker of the embedded default; null on a remote tracker. */

@@ -20,6 +20,10 @@ export interface CurrentSwarmDeps {
   allowedKeys(lanOpen: boolean): readonly string[] | null
   /** The embedded swarm is open to the home network, as saved now. */
   lanOpen(): boolean
+  /** The embedded tracker's port as saved (null: none yet). */
+  trackerPort(): number | null
+  /** The embedded tracker listens on `port`: saved, so its address (and the API's) stays the same next time. */
+  keepTrackerPort(port: number): Promise<void>
   /** Ends what ran on the swarm being left (chats, hosting); a switch goes on when it has. */
   leave(): Promise<void>
   /** Another connection or identity is in use: what was learnt of the previous one is stale. */
@@ -82,7 +86,9 @@ export class CurrentSwarm {
 
   /** Starts following the connection this swarm began with (see `joined`). */
   watch(): void {
-    if (this.current !== null) this.watchConnection(this.current)
+    if (this.current === null) return
+    this.keepPort(this.current)
+    this.watchConnection(this.current)
   }
 
   async rpc<K extends keyof typeof ClientToTracker & string>(
@@ -176,6 +182,7 @@ export class CurrentSwarm {
       defaultModels,
       addedModels: this.deps.addedModels(),
       allowedKeys: this.deps.allowedKeys(lanOpen),
+      trackerPort: this.deps.trackerPort(),
       lanOpen,
       log,
     })
@@ -188,7 +195,14 @@ export class CurrentSwarm {
     this.identityInUse = identity
     this.deps.switched()
     this.manifests.clear()
+    this.keepPort(next)
     this.watchConnection(next)
+  }
+
+  private keepPort(connection: SwarmConnection): void {
+    const port = connection.embedded?.port
+    if (port === undefined || port === this.deps.trackerPort()) return
+    this.deps.keepTrackerPort(port).catch((e: Error) => this.deps.log(`could not save the embedded tracker's port ${port}: ${e.message}`))
   }
 
   /** Tells `joined` of the connection's client and rejoins a lost tracker, backing off to 30 s. */
