@@ -196,6 +196,17 @@ export const SwarmView = z.object({
 })
 export type SwarmView = z.infer<typeof SwarmView>
 
+/** The backend's link to its tracker, as the sidebar shows it. */
+export const TrackerLinkStatus = z.object({
+  trackerUrl: z.string(),
+  state: z.enum(['connected', 'unreachable']),
+  /** Why it is unreachable, in words; null while connected. */
+  problem: z.string().nullable(),
+  /** When the state last changed, ms since the epoch. */
+  since: z.number(),
+})
+export type TrackerLinkStatus = z.infer<typeof TrackerLinkStatus>
+
 /**
  * Methods the renderer calls. Errors come back as WireError codes: bad_request (input that fails
  * these schemas), tracker_unreachable, not_gguf, hosting_busy, memory_limit, bad_identity, chat_busy,
@@ -222,6 +233,8 @@ export const AppApi = {
   'chat.send': rpc(ChatRequest, z.object({ chatId: ChatId })),
   'chat.stop': rpc(z.object({ chatId: ChatId }).strict(), Empty),
   'swarm.get': rpc(Empty, SwarmView),
+  /** Whether the tracker answers now (pushed as swarm.status when that changes). */
+  'swarm.status': rpc(Empty, TrackerLinkStatus),
   'settings.get': rpc(Empty, Settings),
   /** Checks everything first (a tracker URL must answer); on any error nothing changes. */
   'settings.update': rpc(SettingsUpdate, Settings),
@@ -276,6 +289,8 @@ export const AppEvents = {
   }),
   /** Apps found or lost on the home network, or a pairing moved on. */
   'lan.changed': LanView,
+  /** The tracker went away or came back. */
+  'swarm.status': TrackerLinkStatus,
 } as const
 export type AppEvents = typeof AppEvents
 export type AppEventName = keyof AppEvents
