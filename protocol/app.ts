@@ -77,6 +77,11 @@ export const SettingsUpdate = z
     limits: Limits.partial(),
     allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS, `a swarm lists at most ${MAX_ALLOWED_KEYS} keys`).nullable(),
     lanOpen: z.boolean(),
+    /**
+     * What a change of tracker does to hosting on the tracker left: resumeOnReturn (the default) stops it
+     * and puts it back as it was when the app switches back; stop forgets it.
+     */
+    hostingOnSwitch: z.enum(['resumeOnReturn', 'stop']),
   })
   .partial()
   .strict()

@@ -108,7 +108,16 @@ export class AppBackend {
     )
     const swarm = this.swarm
     const settings = new SettingsController(
-      { dataDir, store, swarm, changes, canPickFiles: o.pickFile !== undefined, lanChanged: () => this.syncLan(), log },
+      {
+        dataDir,
+        store,
+        swarm,
+        changes,
+        canPickFiles: o.pickFile !== undefined,
+        lanChanged: () => this.syncLan(),
+        restoreHosting: (choice) => this.hosting.restore(choice),
+        log,
+      },
       o.limits,
       o.trackerSetting,
     )

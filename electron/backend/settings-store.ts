@@ -6,7 +6,7 @@ import { AppApi, Limits, MAX_ALLOWED_KEYS, PairedApp, PublicKey } from '../../pr
 import { keepAside, parseJsonFile, writeFileDurably } from './durable-file'
 
 /** A saved hosting choice is what hosting.start accepts (the same model id and block range schemas), plus whether it was paused. */
-const SavedHosting = AppApi['hosting.start'].request.extend({ paused: z.boolean() })
+export const SavedHosting = AppApi['hosting.start'].request.extend({ paused: z.boolean() })
 
 const Port = z.number().int().min(1).max(65535)
 
@@ -38,6 +38,7 @@ export const SavedSettings = z.object({
   hostingByTracker: z.record(z.string(), SavedHosting).default({}),
 })
 export type SavedSettings = z.infer<typeof SavedSettings>
+export type SavedHosting = z.infer<typeof SavedHosting>
 
 export const SETTINGS_FILE = 'settings.json'
 
