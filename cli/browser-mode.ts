@@ -9,8 +9,8 @@ import { untilSignal } from '../tracker/main'
 import { openBrowser } from './open-browser'
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../', import.meta.url)))
-/** Where `npm run build` puts the renderer. */
-export const RENDERER_DIR = resolve(REPO_ROOT, 'dist/renderer')
+/** Where `npm run build` puts the renderer; NEURON_RENDERER_DIR serves one built elsewhere (a spec's own build). */
+export const RENDERER_DIR = resolve(process.env.NEURON_RENDERER_DIR || resolve(REPO_ROOT, 'dist/renderer'))
 
 export interface BrowserModeOptions {
   readonly dataDir: string

@@ -32,7 +32,7 @@ let shownAnswer = ''
 
 /** `neuron app --headless` on the same data dir every time: the same address (port and key) every run. */
 async function startApp(): Promise<void> {
-  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'])
+  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'], { NEURON_RENDERER_DIR: join(dir, 'renderer') })
   processes.push(app)
   // The printed link carries the key; the page swaps it for a cookie.
   appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
@@ -46,7 +46,8 @@ async function open(screen: string): Promise<void> {
 describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_STORIES}${NEEDS_CHROMIUM}`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-e2e-'))
-    await buildUi()
+    // Its own build: dist/renderer may be rebuilt meanwhile by another checkout sharing it.
+    await buildUi(join(dir, 'renderer'))
     await startApp()
     trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     // Another volunteer already serves the first two blocks: the preview must show them covered.
@@ -233,13 +234,8 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     expect(await messages.last().getByTestId('chat-message-text').textContent()).toBe(shownAnswer)
     await screenshot(page, 'chat-after-restart')
     // A bookmark of the bare address opens the app too: the cookie outlives the restart.
-    const bookmark = await page.context().newPage()
-    try {
-      await bookmark.goto(new URL(appUrl).origin)
-      await bookmark.getByTestId('app-ready').waitFor()
-    } finally {
-      await bookmark.close()
-    }
+    await page.goto(new URL(appUrl).origin)
+    await page.getByTestId('app-ready').waitFor()
   })
 
   it('asks once before the first chat on a public tracker, saying who sees what', async () => {
