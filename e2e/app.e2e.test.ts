@@ -274,6 +274,8 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
       await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: SHOWN_WITHIN_MS }).toBe('down')
       expect(await page.getByTestId('status-app').getAttribute('data-state')).toBe('ok')
       expect(await page.getByTestId('status-tracker').textContent()).toBe('Tracker unreachable')
+      // Hosting stopped on the switch to this tracker (kept for a return to the embedded swarm).
+      expect(await page.getByTestId('status-hosting').textContent()).toBe('Not hosting')
       await screenshot(page, 'status-tracker-down')
     } finally {
       tracker.child.kill('SIGCONT')

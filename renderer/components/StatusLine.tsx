@@ -3,7 +3,8 @@ import { type StatusPartState, statusParts } from '../stores/connection/selector
 import { useStores } from '../stores/context'
 import { trackerShort } from '../stores/settings/selectors'
 
-const DOT: Record<StatusPartState, string> = { ok: 'online', waiting: 'connecting', down: 'down', off: 'offline' }
+// Not "connecting": the connecting screen's class of that name would size the dot like a page.
+const DOT: Record<StatusPartState, string> = { ok: 'online', waiting: 'waiting', down: 'down', off: 'offline' }
 
 /** What is connected and what is not: the app's backend, its tracker, and hosting, each with its own dot. */
 export function StatusLine() {
