@@ -183,6 +183,7 @@ describe.skipIf(!HAVE_STORIES)(`a tracker and hosts under 10 000 hostile message
     const tokenizer = await tokenizerGguf(join(packed, 'head.gguf'))
     await callRpc(await clients.get(), ClientToTracker, 'model.publish', { manifest: fuzzModel, torrent, tokenizer }).catch(() => undefined)
     const clientPayloads: Record<string, (rng: Rng) => unknown> = {
+      ping: () => ({}),
       'models.list': () => ({}),
       'model.get': () => ({ modelId: manifest.modelId }),
       'model.publish': () => ({ manifest: fuzzModel, torrent, tokenizer }),
