@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AppInput, type AppMethod, type AppOutput, readAppReply, type TrackerLinkStatus, type WireError } from '../../protocol'
+import { type AppEventData, type AppInput, type AppMethod, type AppOutput, readAppReply, type TrackerLinkStatus, type WireError } from '../../protocol'
 import { DelayProxy } from '../../test/delay-proxy'
 import { scratchDir } from '../../test/models'
 import { Tracker } from '../../tracker/server'
@@ -15,6 +15,7 @@ let tracker: Tracker
 let proxy: DelayProxy
 let backend: AppBackend
 const pushed: TrackerLinkStatus[] = []
+const chatErrors: AppEventData<'chat.error'>[] = []
 
 async function call<M extends AppMethod>(method: M, input: AppInput<M>): Promise<AppOutput<M>> {
   return readAppReply(method, await backend.call(method, input))
@@ -46,6 +47,7 @@ describe('the backend’s link to its tracker, told as it is', () => {
     backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: `http://127.0.0.1:${proxy.port}`, defaultModels: [], threads: 1, mdns: false })
     backend.onEvent((event, data) => {
       if (event === 'swarm.status') pushed.push(data as TrackerLinkStatus)
+      if (event === 'chat.error') chatErrors.push(data as AppEventData<'chat.error'>)
     })
     await call('settings.consent', { trackerUrl: backend.trackerUrl })
   })
@@ -72,6 +74,19 @@ describe('the backend’s link to its tracker, told as it is', () => {
     await until('the tracker joined again', async () => (await state()) === 'connected', 90_000)
     expect(pushed.at(-1)).toMatchObject({ state: 'connected', problem: null })
     expect((await call('swarm.get', {})).hosts).toEqual([])
+  })
+
+  it('ends within 5 s, saying why, a chat asked just as the tracker stopped answering (it waited out 30 s timeouts before)', async () => {
+    proxy.delayMs = 10 * 60_000
+    // Before the heartbeat has told: the chat goes ahead, and its first call to the tracker gets no answer.
+    await call('chat.send', { ...chat, chatId: 'just-stalled' })
+    await until('the chat ended', () => chatErrors.some((e) => e.chatId === 'just-stalled'), SHOWN_WITHIN_MS)
+    expect(chatErrors.find((e) => e.chatId === 'just-stalled')?.error).toMatchObject({
+      code: 'tracker_unreachable',
+      message: expect.stringContaining('lost the tracker'),
+    })
+    proxy.delayMs = 0
+    await until('the tracker joined again', async () => (await state()) === 'connected', 90_000)
   })
 
   it('says a killed tracker is unreachable within 5 s, and a chat fails saying why', async () => {
