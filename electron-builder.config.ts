@@ -20,7 +20,13 @@ const config: Configuration = {
     '!native/{src,.build}/**',
     '!native/{binding.gyp,build.mjs}',
     '!native/build/Release/obj.target/**',
+    '!resources/models/**',
     '!{tsconfig*.json,biome.json,vite*.config.ts,vitest.config.ts,forge.config.ts,electron-builder.config.ts}',
+  ],
+  // The default model beside app.asar, where electron/backend/default-model.ts looks (as Forge's extraResource).
+  extraResources: [
+    { from: 'resources/models/stories260K.gguf', to: 'stories260K.gguf' },
+    { from: 'resources/models/LICENSE-stories260K', to: 'LICENSE-stories260K' },
   ],
   asarUnpack: ['**/*.{node,so,dylib,dll,metal}'],
   // better-sqlite3 is the one addon built against V8's ABI (see forge.config.ts rebuildConfig).

@@ -1,5 +1,4 @@
-import { existsSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { ForgeConfig } from '@electron-forge/shared-types'
 
 // Native binaries must stay real files outside app.asar: node-llama-cpp's ggml/llama libraries
@@ -9,6 +8,8 @@ export const NATIVE_UNPACK = '**/*.{node,so,dylib,dll,metal}'
 /** Paths (relative to the repo root, with a leading slash) that never ship in the app. */
 export const PACKAGE_IGNORE: RegExp[] = [
   /^\/(test|bench|e2e|test-results|out|build|renderer|\.cache|\.bench|\.ci|\.github|\.vscode|\.tsbuild)(\/|$)/,
+  // The default model ships once, as an extra resource beside app.asar (DEFAULT_MODEL_RESOURCE), not inside it.
+  /^\/resources\/models(\/|$)/,
   /^\/electron\/__mocks__\//,
   /\.test\.tsx?$/,
   /\.map$/,
@@ -20,11 +21,12 @@ export const PACKAGE_IGNORE: RegExp[] = [
 ]
 
 /**
- * The embedded swarm's default model (stories260K, MIT, 1.2 MB), from beside the checkout (Forge runs in the
- * project's folder). It lands in the app's resources folder, where electron/backend/default-model.ts looks first.
- * Without it the packaged app's private swarm starts empty and the user adds a GGUF.
+ * The embedded swarm's default model (stories260K, MIT, 1.2 MB), which the repository ships (resources/models/README.md).
+ * It lands in the app's resources folder, where electron/backend/default-model.ts looks first.
  */
-export const DEFAULT_MODEL_RESOURCE = resolve('../shared/models/stories260K.gguf')
+export const DEFAULT_MODEL_RESOURCE = fileURLToPath(new URL('./resources/models/stories260K.gguf', import.meta.url))
+/** Its MIT licence, which must travel with every copy. */
+export const DEFAULT_MODEL_LICENSE = fileURLToPath(new URL('./resources/models/LICENSE-stories260K', import.meta.url))
 
 /**
  * `electron-forge package` makes out/Neuron-<platform>-<arch>; installers are then built from it by
@@ -42,7 +44,7 @@ const config: ForgeConfig = {
     asar: { unpack: NATIVE_UNPACK },
     ignore: PACKAGE_IGNORE,
     prune: true,
-    extraResource: existsSync(DEFAULT_MODEL_RESOURCE) ? [DEFAULT_MODEL_RESOURCE] : [],
+    extraResource: [DEFAULT_MODEL_RESOURCE, DEFAULT_MODEL_LICENSE],
     win32metadata: { CompanyName: 'Neuron', ProductName: 'Neuron', FileDescription: 'Neuron: run large language models together' },
   },
   // Only better-sqlite3 is built against V8's ABI; the other addons (ours, node-llama-cpp's, utp-native,

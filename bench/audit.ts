@@ -40,6 +40,9 @@ const swarm = await startSwarm(work, source, ranges, {
   checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0, auditsPerMinute: 1_000_000 },
   startingGrantMicro: 1_000_000_000,
   newKeyGrantMicro: 1_000_000_000,
+  // the bench's clients are not farming: no proof of work, no per-prefix bound (bench/grant-work.ts measures those)
+  grantWorkBits: 0,
+  grantsPerPrefixPerDay: 1_000_000,
 })
 const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
 const modelId = swarm.manifest.modelId

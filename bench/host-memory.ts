@@ -72,7 +72,7 @@ const front: [number, number] = [0, half]
 
 const work = await mkdtemp(join(BENCH_DIR, 'host-memory-'))
 // new keys get credit, so the bench's chat client needs no account set up
-const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 10_000_000 })
+const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 10_000_000, grantWorkBits: 0, grantsPerPrefixPerDay: 1_000_000 })
 const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
 const back = startHostProcess({
   trackerUrl: tracker.url,

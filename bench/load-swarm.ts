@@ -53,6 +53,11 @@ export async function startLoadSwarm(o: LoadSwarmOptions): Promise<LoadSwarm> {
       '1000000000',
       '--new-accounts-per-minute',
       String(o.clients + 8),
+      // the load's clients are not farming: no proof of work, no per-prefix bound
+      '--grant-work-bits',
+      '0',
+      '--grants-per-prefix-per-day',
+      '1000000',
       ...(o.auditRate === undefined ? [] : ['--audit-rate', o.auditRate]),
     ])
     processes.push(tracker)

@@ -95,6 +95,9 @@ async function startRoute(hops: number, work: string, unaudited = false): Promis
   const tracker = await Tracker.start({
     dbPath: ':memory:',
     newKeyGrantMicro: 1_000_000_000,
+    // the bench's clients are not farming: no proof of work, no per-prefix bound (bench/grant-work.ts measures those)
+    grantWorkBits: 0,
+    grantsPerPrefixPerDay: 1_000_000,
     checks: {
       probationProbeEveryMs: 3_600_000,
       ...(values.steady || unaudited ? { probationProbes: 0 } : {}),

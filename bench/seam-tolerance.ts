@@ -9,14 +9,14 @@
 // Options: --probes 32  --tokens 12  --threads 1  --large (adds a 1.1B q4_0 model, 22×2048: about a minute)
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { generateModel } from '../gguf/generate'
 import { packModel } from '../gguf/pack'
 import { acceptLists, referenceRun } from '../host/probes'
 import { artifactsFor } from '../native/artifacts'
 import { ShardRuntime } from '../native/shard-runtime'
 import { ACCEPT_LOGIT_MARGIN, SEAM_TOLERANCE, seamError } from '../protocol/seam'
+import { STORIES_260K } from '../test/models'
 import { answerRange, argmaxRows, lieAbout, logitGap, type ProbeLie, type RangeAnswer } from '../test/probe-answers'
 
 function arg(name: string, fallback: number): number {
@@ -27,7 +27,7 @@ function arg(name: string, fallback: number): number {
 const PROBES = arg('probes', 32)
 const TOKENS = arg('tokens', 12)
 const THREADS = arg('threads', 1)
-const STORIES = resolve(fileURLToPath(new URL('..', import.meta.url)), '../shared/models/stories260K.gguf')
+const STORIES = STORIES_260K
 const LIES: ProbeLie[] = [{ kind: 'zeros' }, ...[0.01, 0.05, 0.1, 0.5].map((size) => ({ kind: 'noise', size }) as const), { kind: 'skip-block' }]
 const lieName = (l: ProbeLie) => (l.kind === 'noise' ? `noise ${l.size}` : l.kind)
 

@@ -109,7 +109,23 @@ async function startSetup(name: Setup['name']): Promise<Setup> {
   const trackers: NeuronProcess[] = []
   const urls: string[] = []
   for (let i = 0; i < instances; i++) {
-    const args = ['tracker', '--port', '0', '--db', db, '--key-file', key, '--new-key-grant-micro', '1000000000000', '--new-accounts-per-minute', '1000']
+    const args = [
+      'tracker',
+      '--port',
+      '0',
+      '--db',
+      db,
+      '--key-file',
+      key,
+      '--new-key-grant-micro',
+      '1000000000000',
+      '--new-accounts-per-minute',
+      '1000',
+      '--grant-work-bits',
+      '0',
+      '--grants-per-prefix-per-day',
+      '1000000',
+    ]
     const t = startNeuron(instances > 1 ? [...args, '--redis', redis.url] : args)
     trackers.push(t)
     urls.push((await t.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string)

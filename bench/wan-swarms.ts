@@ -59,7 +59,21 @@ export class NamespaceSwarms {
   async start(plan: SwarmPlan): Promise<Swarm> {
     const db = join(this.work, `${plan.label}-tracker.sqlite`)
     const tracker = plan.audits
-      ? this.neuronIn('cloud', ['tracker', '--host', '0.0.0.0', '--port', String(plan.port), '--db', db, '--new-key-grant-micro', '1000000000'])
+      ? this.neuronIn('cloud', [
+          'tracker',
+          '--host',
+          '0.0.0.0',
+          '--port',
+          String(plan.port),
+          '--db',
+          db,
+          '--new-key-grant-micro',
+          '1000000000',
+          '--grant-work-bits',
+          '0',
+          '--grants-per-prefix-per-day',
+          '1000000',
+        ])
       : this.tsxIn('cloud', join(REPO_ROOT, 'bench/wan-tracker.ts'), [String(plan.port), db], 'tracker')
     await tracker.waitFor(/tracker listening on/, 60_000)
     const trackerUrl = `http://${this.net.addresses.cloud}:${plan.port}`

@@ -10,5 +10,8 @@ await runTracker({
   port: Number(port),
   dbPath,
   newKeyGrantMicro: 1_000_000_000,
+  // the bench's clients are not farming: no proof of work, no per-prefix bound (bench/grant-work.ts measures those)
+  grantWorkBits: 0,
+  grantsPerPrefixPerDay: 1_000_000,
   checks: { probationProbes: 0, auditRate: 0, probeEveryMs: 3_600_000 },
 })

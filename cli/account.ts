@@ -7,7 +7,6 @@ import type { Command } from './command'
 
 export const accountCommand: Command = {
   name: 'account',
-  summary: 'create a gateway account (API key + starting grant) in a tracker’s database',
   usage: `Usage: neuron account create --db tracker.sqlite|postgres://… [--name NAME] [--grant-micro N] [--public-key KEY]
 
 Creates an account in the tracker's database, its SQLite file or PostgreSQL URL (the tracker may be

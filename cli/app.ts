@@ -10,7 +10,6 @@ import { whyNotOpen } from './open-browser'
 
 export const appCommand: Command = {
   name: 'app',
-  summary: 'the desktop app (Electron), or the same UI in a browser when Electron is not installed',
   usage: `Usage: neuron app [--data-dir D] [--tracker URL] [--port N] [--threads N] [--headless] [--no-open]
 
 Opens the Neuron app. By default it runs a private swarm in this process (a tracker on

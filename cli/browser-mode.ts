@@ -1,14 +1,15 @@
 // The app without Electron: its backend plus the UI server on loopback (`neuron app --headless`,
 // `neuron host --ui`).
 import { resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { AppBackend } from '../electron/backend/backend'
 import { serveAtSavedAddress } from '../electron/backend/fixed-address'
 import { builtIndex } from '../electron/backend/ui-server'
+import { PACKAGE_ROOT } from '../gguf/package-root'
 import { untilSignal } from '../tracker/main'
 import { openBrowser } from './open-browser'
 
-export const REPO_ROOT = resolve(fileURLToPath(new URL('../', import.meta.url)))
+/** The package's folder (a checkout, or where npm installed it): Electron's app folder. */
+export const REPO_ROOT = PACKAGE_ROOT
 /** Where `npm run build` puts the renderer; NEURON_RENDERER_DIR serves one built elsewhere (a spec's own build). */
 export const RENDERER_DIR = resolve(process.env.NEURON_RENDERER_DIR || resolve(REPO_ROOT, 'dist/renderer'))
 

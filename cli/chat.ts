@@ -8,7 +8,6 @@ import type { Command } from './command'
 
 export const chatCommand: Command = {
   name: 'chat',
-  summary: 'generate from a swarm model, streaming tokens',
   usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32]
 
 Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
@@ -60,7 +59,7 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
       for (const f of s.failovers) console.error(`  failover: ${f.hostId} [${f.blocks[0]}, ${f.blocks[1]}) replaced in ${f.recoveryMs.toFixed(0)} ms`)
       console.error(`  ${s.completionTokens} tokens (${s.finishReason}), ${s.decodeTokensPerSecond.toFixed(1)} tokens/s`)
     } finally {
-      client.close()
+      await client.close()
     }
     return 0
   },

@@ -10,7 +10,7 @@ import { NodeIdentity } from '../identity/keys'
 import { buildUi } from '../test/build-ui'
 import { HAVE_OPENSSL, NEEDS_OPENSSL, selfSignedCertificate } from '../test/certificates'
 import { QWEN3_30B_A3B } from '../test/model-configs'
-import { HAVE_STORIES, NEEDS_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../test/models'
+import { REPO_ROOT, STORIES_260K, scratchDir } from '../test/models'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { Tracker } from '../tracker/server'
 
@@ -104,11 +104,14 @@ describe('neuron command', () => {
     const cases: [string[], RegExp][] = [
       [
         ['qwen35moe', '--full-attention-interval', '5'],
-        /gen-model: --full-attention-interval must be 1 to --blocks \(4\) so some block has full attention, not 5\.$/,
+        /^neuron gen-model: error \[\w+\]: --full-attention-interval must be 1 to --blocks \(4\) so some block has full attention, not 5\.$/,
       ],
-      [['glm-dsa', '--indexer-head-size', '32'], /gen-model: --indexer-head-size must be a power of two of at least 64 for glm-dsa, not 32\.$/],
-      [['deepseek4', '--compress-ratios', '0,4,4,0'], /gen-model: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/],
-      [['deepseek4', '--compress-ratios', '4,128,8,0'], /gen-model: --compress-ratios takes only 0, 4 and 128/],
+      [
+        ['glm-dsa', '--indexer-head-size', '32'],
+        /^neuron gen-model: error \[\w+\]: --indexer-head-size must be a power of two of at least 64 for glm-dsa, not 32\.$/,
+      ],
+      [['deepseek4', '--compress-ratios', '0,4,4,0'], /^neuron gen-model: error \[\w+\]: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/],
+      [['deepseek4', '--compress-ratios', '4,128,8,0'], /^neuron gen-model: error \[\w+\]: --compress-ratios takes only 0, 4 and 128/],
     ]
     for (const [[arch, ...flags], message] of cases) {
       const r = await neuron('gen-model', '--arch', arch as string, ...shape, ...flags)
@@ -185,7 +188,7 @@ describe('neuron inspect --config', () => {
   })
 })
 
-describe.skipIf(!HAVE_STORIES)(`inspect and pack on stories260K${NEEDS_STORIES}`, () => {
+describe(`inspect and pack on stories260K`, () => {
   it('inspect --json reports the architecture, sizes per block and KV cost', async () => {
     const r = await neuron('inspect', STORIES_260K, '--json')
     expect(r.code).toBe(0)

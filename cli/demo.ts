@@ -15,7 +15,6 @@ import type { Command } from './command'
 
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'a whole swarm on this machine: tracker, publisher, three hosts, a streamed completion',
   usage: `Usage: neuron demo [--model <file.gguf>] [--prompt TEXT] [--max-tokens N] [--hosts N]
 
 Starts a tracker, packs and publishes the model (default: ${DEFAULT_MODEL}),
@@ -72,7 +71,7 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
       console.log(`${s.completionTokens} tokens at ${s.decodeTokensPerSecond.toFixed(1)} tokens/s through ${s.route.length} hops`)
       return 0
     } finally {
-      client?.close()
+      await client?.close()
       for (const h of hosts) await h.stop(1000)
       await publication?.close()
       await tracker?.close()

@@ -7,7 +7,6 @@ import type { Command } from './command'
 
 export const genModelCommand: Command = {
   name: 'gen-model',
-  summary: 'write a GGUF model with random weights, for tests and benchmarks',
   usage: `Usage: neuron gen-model --arch ${GENERATED_ARCHS.join('|')} --blocks N --embd E --heads H --kv-heads K
                         --ff F --vocab V --type ${GENERATED_TYPES.join('|')} --seed S --out file.gguf [--tied]
                         [expert and attention options below]

@@ -7,7 +7,6 @@ import type { Command } from './command'
 
 export const hostCommand: Command = {
   name: 'host',
-  summary: 'serve blocks of a model to the swarm',
   usage: `Usage: neuron host --tracker URL [--model ID] [--blocks a:b|auto] [--data-dir D] [--threads N]
                   [--max-sessions N] [--quota BYTES] [--listen ADDR:PORT] [--relay] [--torrent-port N]
                   [--relay-for-others [--relay-circuits N] [--relay-mbit M]]

@@ -9,7 +9,6 @@ import type { Command } from './command'
 
 export const inspectCommand: Command = {
   name: 'inspect',
-  summary: 'show a GGUF model’s architecture, sizes per block and cache cost per block',
   usage: `Usage: neuron inspect <model.gguf> [--json]
        neuron inspect --config <config.json> [--usable <GB>] [--json]
 
@@ -20,7 +19,7 @@ at Q4_K_M without any weights, and previews serving it: how many hosts with
 --usable GB of memory each (default 12) a route needs, the bytes per token
 crossing each cut, and the cache per token of a 128K-token session.
 
-Example: neuron inspect ../shared/models/stories260K.gguf`,
+Example: neuron inspect resources/models/stories260K.gguf`,
   async run(args) {
     const { values, positionals } = parseCommandArgs(args, { json: { type: 'boolean' }, config: { type: 'string' }, usable: { type: 'string' } })
     if (values.config !== undefined) {

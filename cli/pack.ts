@@ -6,7 +6,6 @@ import type { Command } from './command'
 
 export const packCommand: Command = {
   name: 'pack',
-  summary: 'split a GGUF model into artifacts (embed, block ranges, head) and a manifest',
   usage: `Usage: neuron pack <model.gguf> --out <dir> [--blocks-per-artifact N | --max-artifact-bytes B] [--model-id ID]
 
 Writes <dir>/embed.gguf, <dir>/blocks-A-B.gguf …, <dir>/head.gguf and <dir>/manifest.json.
@@ -17,7 +16,7 @@ Each artifact is a GGUF with the model's full metadata and only its own tensors.
   --max-artifact-bytes B    instead, as many whole blocks as fit in B bytes
   --model-id ID             the id hosts and clients use (default: the file name)
 
-Example: neuron pack ../shared/models/stories260K.gguf --out /tmp/stories --blocks-per-artifact 2`,
+Example: neuron pack resources/models/stories260K.gguf --out /tmp/stories --blocks-per-artifact 2`,
   async run(args) {
     const { values, positionals } = parseCommandArgs(args, {
       out: { type: 'string' },

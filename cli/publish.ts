@@ -10,7 +10,6 @@ import type { Command } from './command'
 
 export const publishCommand: Command = {
   name: 'publish',
-  summary: 'publish a packed model to a tracker and seed its artifacts',
   usage: `Usage: neuron publish <dir with manifest.json> --tracker URL [--data-dir D] [--torrent-port N] [--threads N]
 
 Runs the model once, one block at a time, on secret random prompts: the known-answer probes the

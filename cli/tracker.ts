@@ -1,20 +1,25 @@
-import { NeuronError, parseAllowedKeys } from '../protocol'
+import { DEFAULT_GRANT_WORK_BITS, DEFAULT_GRANTS_PER_PREFIX_PER_DAY, MAX_GRANT_WORK_BITS, NeuronError, parseAllowedKeys } from '../protocol'
 import { runTracker, TRACKER_DEFAULTS } from '../tracker/main'
 import { intOption, parseCommandArgs, readOptionFile, tlsOptions } from './args'
 import type { Command } from './command'
 
 export const trackerCommand: Command = {
   name: 'tracker',
-  summary: 'run a tracker: registry, placement, routing, relay and a BitTorrent tracker on one port',
   usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--key-file FILE] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
        [--redis redis://HOST:6379]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
+       [--grant-work-bits ${DEFAULT_GRANT_WORK_BITS}] [--grants-per-prefix-per-day ${DEFAULT_GRANTS_PER_PREFIX_PER_DAY}]
        [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
        [--settlement-window-ms 86400000] [--audit-rate 0.05] [--probation-probes 3] [--log-routes]
 
 A key without an account is refused a route unless --new-key-grant-micro (or
 $NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
-most --new-accounts-per-minute new keys a minute.
+most --new-accounts-per-minute new keys a minute. A key claims it with a proof of work:
+--grant-work-bits leading zero bits of sha256 (the default takes about a second of one
+core; each bit more doubles it; 0 asks none and grants on a key's first route). One
+network (IPv4 /24, IPv6 /48, loopback too) takes at most --grants-per-prefix-per-day
+grants a day. Defaults: $NEURON_GRANT_WORK_BITS, $NEURON_GRANTS_PER_PREFIX_PER_DAY, else
+those shown.
 
   --db FILE|URL           the tracker's state: a SQLite file (the default, created if absent), or a
                           PostgreSQL database: postgres://user:password@host:5432/neuron
@@ -47,6 +52,8 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       'heartbeat-ms': { type: 'string' },
       'new-key-grant-micro': { type: 'string' },
       'new-accounts-per-minute': { type: 'string' },
+      'grant-work-bits': { type: 'string' },
+      'grants-per-prefix-per-day': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-cert': { type: 'string' },
       'allow-keys': { type: 'string' },
@@ -59,6 +66,8 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
     const allowedKeys = values['allow-keys'] === undefined ? undefined : allowedKeysOption(values['allow-keys'])
     const newKeyGrantMicro = intOption('new-key-grant-micro', values['new-key-grant-micro'], { min: 1 })
     const newAccountsPerMinute = intOption('new-accounts-per-minute', values['new-accounts-per-minute'], { min: 1 })
+    const grantWorkBits = intOption('grant-work-bits', values['grant-work-bits'], { min: 0, max: MAX_GRANT_WORK_BITS })
+    const grantsPerPrefixPerDay = intOption('grants-per-prefix-per-day', values['grants-per-prefix-per-day'], { min: 1 })
     const port = intOption('port', values.port)
     const heartbeatMs = intOption('heartbeat-ms', values['heartbeat-ms'], { min: 50 })
     const settlementWindowMs = intOption('settlement-window-ms', values['settlement-window-ms'], { min: 0 })
@@ -75,6 +84,8 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
       ...(newKeyGrantMicro === undefined ? {} : { newKeyGrantMicro }),
       ...(newAccountsPerMinute === undefined ? {} : { newAccountsPerMinute }),
+      ...(grantWorkBits === undefined ? {} : { grantWorkBits }),
+      ...(grantsPerPrefixPerDay === undefined ? {} : { grantsPerPrefixPerDay }),
       ...(tls === undefined ? {} : { tls }),
       ...(allowedKeys === undefined ? {} : { allowedKeys }),
       ...(settlementWindowMs === undefined ? {} : { settlementWindowMs }),

@@ -26,9 +26,13 @@ export interface GenerateRequest {
   readonly waitForSessionMs?: number
 }
 
+/**
+ * A generated token and its text. An end-of-generation token is yielded only when a generation ended inside a
+ * multi-byte character: it carries the held bytes as U+FFFD, so the texts joined equal llama.cpp's detokenize.
+ */
 export interface GeneratedToken {
   readonly token: number
-  /** Text this token adds (may be empty while a multi-byte character is incomplete). */
+  /** Text this token adds: empty while a multi-byte character is incomplete; the last token's ends what is held. */
   readonly text: string
   readonly logprob: number
   readonly position: number

@@ -1,22 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import type { NodeIdentity } from '../identity/keys'
-import { signOpen } from '../identity/tickets'
-import {
-  ClientToTracker,
-  callRpc,
-  jsonFrame,
-  MAX_AUDITS_IN_FLIGHT,
-  NeuronError,
-  REPLAY_STEP_BASE,
-  type Receipt,
-  type Route,
-  type SampledToken,
-} from '../protocol'
+import { ClientToTracker, callRpc, MAX_AUDITS_IN_FLIGHT, NeuronError, REPLAY_STEP_BASE, type Receipt, type Route, type SampledToken } from '../protocol'
+import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
-import { expectOk, type HopInput } from './hop-frames'
-import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
+import { planRoute } from './grant-claim'
+import type { HopInput } from './hop-frames'
+import { HopFailure } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
+import { type HopOpener, openHops } from './open-hops'
 import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
 import { type AuditableHop, auditStep, limitAudits } from './step-audits'
 import type { TrustedCa } from './tls-trust'
@@ -34,6 +26,9 @@ const MAX_HELD_STEPS = Math.min(1, MAX_AUDITS_IN_FLIGHT - 1)
 
 const MAX_FAILOVERS = 4
 
+/** How long close() waits for the tracker to acknowledge the sessions it was told ended (it answers in milliseconds). */
+export const END_SESSION_WAIT_MS = 5_000
+
 /**
  * Drives one generation across a route of hosts: tokenizes with the model's own tokenizer, asks
  * the tracker for a route, opens the session on every hop, prefills, decodes. When a hop fails it
@@ -42,6 +37,9 @@ const MAX_FAILOVERS = 4
  */
 export class SwarmClient {
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>()
+  /** session.end calls not yet acknowledged: close() waits for them. */
+  private readonly ending = new Set<Promise<void>>()
+  private closed = false
 
   private constructor(
     readonly tracker: TrackerChannel,
@@ -102,10 +100,10 @@ export class SwarmClient {
     }
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
     const opening = async () => {
-      const route = await callRpc(this.tracker, ClientToTracker, 'route.plan', plan)
+      const route = await planRoute(this.tracker, this.identity, plan, this.log, request.signal)
       // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
       const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
-      return { route, seamed, hops: await this.openHops(route.hops, session, seamed, maxTokens, true) }
+      return { route, seamed, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true) }
     }
     const opened = await whenSessionFree(opening, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log).catch((error: unknown) => {
       this.endSession(session)
@@ -117,8 +115,7 @@ export class SwarmClient {
     request.onRoute?.(hops.map((h) => h.hop))
 
     const generated: number[] = []
-    /** Tokens of `generated` whose text has been yielded. */
-    let shown = 0
+    const text = new StreamingDetokenizer(tokenizer)
     let finishReason: 'stop' | 'length' = 'length'
     let decodeStarted = 0
     const stopAtEog = request.stopAtEog ?? true
@@ -171,19 +168,20 @@ export class SwarmClient {
       made >= request.maxTokens || (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token))
         ? undefined
         : { step: s.step + 1, position: s.position + s.ids.length, ids: Int32Array.of(s.sampled.token) }
-    /** Takes a step's token as generated; its text, or undefined when it ends the generation. */
-    const confirm = (s: HeldStep): GeneratedToken | undefined => {
+    /**
+     * Takes a step's token as generated and gives it with its text; the last token also gives the text still held
+     * for an incomplete character. An end-of-generation token ends it: undefined, unless it carries that held text.
+     */
+    const confirm = (s: HeldStep): { token: GeneratedToken | undefined; end: boolean } => {
       generated.push(s.sampled.token)
+      const token = { token: s.sampled.token, logprob: s.sampled.logprob, position: s.position + s.ids.length }
       if (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token)) {
         finishReason = 'stop'
-        return undefined
+        const held = text.flush()
+        return { token: held === '' ? undefined : { ...token, text: held }, end: true }
       }
-      // Only the tokens not yet shown are decoded (with a few before them for spacing), and a
-      // piece ending in U+FFFD waits: the rest of a multi-byte character is coming.
-      const piece = tokenizer.decode(generated.slice(shown), generated.slice(Math.max(0, shown - 4), shown))
-      const ready = !piece.endsWith('\uFFFD')
-      if (ready) shown = generated.length
-      return { token: s.sampled.token, text: ready ? piece : '', logprob: s.sampled.logprob, position: s.position + s.ids.length }
+      const last = generated.length >= request.maxTokens
+      return { token: { ...token, text: last ? text.push(s.sampled.token) + text.flush() : text.push(s.sampled.token) }, end: last }
     }
     try {
       let next: StepAt | undefined = { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
@@ -212,9 +210,9 @@ export class SwarmClient {
             continue
           }
           held.shift()
-          const token = confirm(oldest)
-          if (token === undefined) break
-          yield token
+          const { token, end } = confirm(oldest)
+          if (token !== undefined) yield token
+          if (end) break
           continue
         }
         if (next === undefined) continue
@@ -228,9 +226,9 @@ export class SwarmClient {
         const step = ran(next, sampled)
         next = following(step, generated.length + held.length + 1)
         if (step.settled && held.length === 0) {
-          const token = confirm(step)
-          if (token === undefined) break
-          yield token
+          const { token, end } = confirm(step)
+          if (token !== undefined) yield token
+          if (end) break
         } else held.push(step)
       }
     } finally {
@@ -266,48 +264,43 @@ export class SwarmClient {
     return callRpc(this.tracker, ClientToTracker, 'receipts.submit', { session, receipts: [...receipts] })
   }
 
-  close(): void {
+  /**
+   * Closes the tracker connection once the sessions this client ended are acknowledged, or after `waitMs`:
+   * closing first would drop those calls, and the tracker would hold the rest of their credit until they expire.
+   */
+  async close(waitMs = END_SESSION_WAIT_MS): Promise<void> {
+    if (this.closed) return
+    if (this.ending.size > 0) {
+      let timer: NodeJS.Timeout | undefined
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs)
+      })
+      await Promise.race([Promise.all(this.ending), bound])
+      clearTimeout(timer)
+    }
+    this.closed = true
     this.tracker.close()
+  }
+
+  /** What opening hops needs of this client: its key, its trusted CA, its tracker connection. */
+  private get hopOpener(): HopOpener {
+    return { identity: this.identity, ca: this.ca, tracker: this.tracker }
   }
 
   /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
   private endSession(session: string): void {
-    callRpc(this.tracker, ClientToTracker, 'session.end', { session }).catch((e: Error) => this.log(`session.end: ${e.message}`))
-  }
-
-  /** Opens the session on each hop; the last one samples when `endsRoute`. */
-  private async openHops(route: Route['hops'], session: string, request: GenerateRequest, maxTokens: number, endsRoute: boolean): Promise<HopState[]> {
-    const states: HopState[] = []
-    try {
-      for (const [i, hop] of route.entries()) {
-        const link: HopLink =
-          hop.via !== undefined
-            ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
-              await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, { ca: this.ca, fingerprint: hop.via.fingerprint })
-            : hop.endpoint === null
-              ? new RelayHopLink(hop.hostId, this.tracker)
-              : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: this.ca, fingerprint: hop.fingerprint })
-        states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
-        if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
-        await expectOk(
-          await link.request(
-            jsonFrame('open', session, 0, {
-              modelId: request.modelId,
-              blocks: hop.blocks,
-              maxTokens,
-              ticket: hop.ticket,
-              signature: signOpen(this.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
-              hiddenDtype: request.hiddenDtype ?? 'f16',
-              ...(endsRoute && i === route.length - 1 ? { sampling: request.sampling ?? {} } : {}),
-            }),
+    const ending = callRpc(this.tracker, ClientToTracker, 'session.end', { session })
+      .then(
+        () => {},
+        (e: Error) =>
+          this.log(
+            this.closed
+              ? `session.end: session ${session} was not acknowledged before the client closed its tracker connection`
+              : `ending session ${session} at the tracker failed: ${e.message}`,
           ),
-        )
-      }
-    } catch (error) {
-      await closeHops(states, session)
-      throw error
-    }
-    return states
+      )
+      .finally(() => this.ending.delete(ending))
+    this.ending.add(ending)
   }
 
   /**
@@ -331,29 +324,53 @@ export class SwarmClient {
     if (pending === undefined) throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
     const at = hops.indexOf(dead)
     const [previousHop, nextHop] = [hops[at - 1]?.hop.hostId, hops[at + 1]?.hop.hostId]
+    const stale = rebuildAfter ? hops.slice(at + 1) : []
     const plan = () =>
-      callRpc(this.tracker, ClientToTracker, 'route.plan', {
-        modelId: request.modelId,
-        maxTokens,
-        // Hosts already on the route hold this session, and a host opens one session per id.
-        exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
-        span: dead.hop.blocks,
-        ...(previousHop === undefined ? {} : { previousHop }),
-        ...(nextHop === undefined ? {} : { nextHop }),
-        failedHost: dead.hop.hostId,
-        session,
-      })
+      planRoute(
+        this.tracker,
+        this.identity,
+        {
+          modelId: request.modelId,
+          maxTokens,
+          // Hosts already on the route hold this session, and a host opens one session per id.
+          exclude: [...failed, ...hops.map((h) => h.hop.hostId)],
+          span: dead.hop.blocks,
+          ...(previousHop === undefined ? {} : { previousHop }),
+          ...(nextHop === undefined ? {} : { nextHop }),
+          failedHost: dead.hop.hostId,
+          ...(stale.length === 0 ? {} : { rebuild: stale.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks })) }),
+          session,
+        },
+        this.log,
+        request.signal,
+      )
     // The hosts left may all be full for a moment (audits' re-runs hold sessions too): it waits as a new chat does.
     const replacement = await whenSessionFree(plan, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log)
     const isLast = hops.at(-1) === dead
-    const fresh = await this.openHops(replacement.hops, session, request, maxTokens, isLast)
+    const fresh = await openHops(this.hopOpener, replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)
     let replayStep = REPLAY_STEP_BASE
-    const after = rebuildAfter ? hops.slice(at + 1) : []
+    const after = await this.reopen(stale, replacement.rebuildTickets, session, request, maxTokens)
     for (const h of [...fresh, ...after]) {
       chunks = await replay(h, chunks, session, replayStep, collect, this.identity)
       replayStep += h.inputs.length
     }
-    return { hops: [...hops.slice(0, at), ...fresh, ...hops.slice(at + 1)], from: at, pending }
+    return { hops: [...hops.slice(0, at), ...fresh, ...(rebuildAfter ? after : hops.slice(at + 1))], from: at, pending }
+  }
+
+  /** Reopens each hop rebuilt after a liar on its failover ticket (a plain ticket refuses replay numbering); they end the route. */
+  private async reopen(stale: HopState[], tickets: Route['rebuildTickets'], session: string, request: GenerateRequest, maxTokens: number): Promise<HopState[]> {
+    if (stale.length === 0) return []
+    if (tickets?.length !== stale.length)
+      throw new NeuronError('no_ticket', `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`)
+    await closeHops(stale, session)
+    return openHops(
+      this.hopOpener,
+      stale.map((h, i) => ({ ...h.hop, ticket: tickets[i] })),
+      session,
+      request,
+      maxTokens,
+      true,
+    )
   }
 }

@@ -1,15 +1,16 @@
 // The app in its browser mode, as a volunteer uses it: `neuron app --headless` (an embedded private
 // tracker that publishes stories260K, and this computer's host) plus a second real host process, driven
 // in Debian's Chromium. Each step saves a screenshot under test-results/screenshots.
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderChat } from '../client/chat-template'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
+import { Conversation } from '../protocol/app'
 import { buildUi } from '../test/build-ui'
-import { HAVE_STORIES, NEEDS_STORIES, scratchDir } from '../test/models'
+import { scratchDir } from '../test/models'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 import { HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, screenshot } from './browser'
 
@@ -38,12 +39,29 @@ async function startApp(): Promise<void> {
   appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
 }
 
+/** An answer's text as shown: rendered as Markdown, so compared with its blank lines and runs of spaces as one space. */
+const words = (text: string | null) => (text ?? '').replace(/\s+/g, ' ').trim()
+
+/** Waits for the last answer to end and returns its shown text; it must have ended done. */
+async function lastAnswer(): Promise<string> {
+  const answer = page.locator('[data-testid="chat-message"][data-role="assistant"]').last()
+  await answer.locator('xpath=self::*[@data-status="done" or @data-status="error"]').waitFor({ timeout: 90_000 })
+  expect(await answer.getAttribute('data-status')).toBe('done')
+  return (await answer.getByTestId('chat-message-text').textContent()) ?? ''
+}
+
+/** Sets the active conversation's sampling fields (the panel opens if folded). */
+async function setSampling(fields: Record<string, string>): Promise<void> {
+  if ((await page.getByTestId('chat-settings').getAttribute('open')) === null) await page.getByTestId('chat-settings-toggle').click()
+  for (const [field, value] of Object.entries(fields)) await page.getByTestId(`chat-setting-${field}`).fill(value)
+}
+
 async function open(screen: string): Promise<void> {
   await page.getByTestId(`nav-${screen}`).click()
   await page.getByTestId(`screen-${screen}`).waitFor()
 }
 
-describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_STORIES}${NEEDS_CHROMIUM}`, () => {
+describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_CHROMIUM}`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-e2e-'))
     // Its own build: dist/renderer may be rebuilt meanwhile by another checkout sharing it.
@@ -130,13 +148,14 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await open('chat')
     await page.getByTestId('chat-new').click()
     await page.getByTestId('chat-model-select').selectOption(MODEL)
+    // Greedy: the default temperature (0.7) samples, and this compares with the client's greedy output.
+    await setSampling({ temperature: '0' })
     await page.getByTestId('chat-input').fill(PROMPT)
+    // The prompt's tokens are counted as the user types, against the model's 2048-token context.
+    await expect.poll(() => page.getByTestId('chat-context').textContent()).toMatch(/^\d+ \+ 64 tokens of 2048$/)
     await page.getByTestId('chat-send').click()
-    const answer = page.locator('[data-testid="chat-message"][data-role="assistant"]').last()
-    await answer.locator('xpath=self::*[@data-status="done" or @data-status="error"]').waitFor({ timeout: 90_000 })
-    expect(await answer.getAttribute('data-status')).toBe('done')
-    const shown = await answer.getByTestId('chat-message-text').textContent()
-    shownAnswer = shown ?? ''
+    const shown = await lastAnswer()
+    shownAnswer = shown
 
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {
@@ -145,7 +164,7 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
       let expected = ''
       for (let next = await generation.next(); !next.done; next = await generation.next()) expected += next.value.text
       expect(expected.length).toBeGreaterThan(0)
-      expect(shown).toBe(expected)
+      expect(words(shown)).toBe(words(expected))
     } finally {
       client.close()
     }
@@ -160,6 +179,97 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     await page.emulateMedia({ colorScheme: 'dark' })
     await screenshot(page, 'chat-dark')
     await page.emulateMedia({ colorScheme: 'light' })
+  })
+
+  it('samples anew on regenerate at temperature > 0: another seed, another answer', async () => {
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-model-select').selectOption(MODEL)
+    await setSampling({ temperature: '1', seed: '1' })
+    await page.getByTestId('chat-input').fill('Once upon a time there was a dog.')
+    await page.getByTestId('chat-send').click()
+    const first = await lastAnswer()
+    await setSampling({ seed: '2' })
+    const before = await page.locator('[data-testid="chat-message"][data-role="assistant"]').last().elementHandle()
+    await page.getByTestId('chat-regenerate').click()
+    // The first answer is replaced by a new one.
+    await expect.poll(() => before?.evaluate((e) => e.isConnected)).toBe(false)
+    const second = await lastAnswer()
+    expect(first.length).toBeGreaterThan(0)
+    expect(second.length).toBeGreaterThan(0)
+    expect(second).not.toBe(first)
+    expect(await page.getByTestId('chat-message').count()).toBe(2)
+    expect(await page.getByTestId('chat-thread').getAttribute('aria-live')).toBe('polite')
+    await screenshot(page, 'chat-sampling')
+  })
+
+  it('copies an answer, edits and resends a turn, renames, finds and exports the conversation', async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'])
+    const shown = await lastAnswer()
+    await page.getByTestId('chat-copy').last().click()
+    await expect.poll(async () => words(await page.evaluate(() => navigator.clipboard.readText()))).toBe(words(shown))
+
+    await page.getByTestId('chat-edit').first().click()
+    await page.getByTestId('chat-edit-input').fill('Once upon a time there was a cat.')
+    await page.getByTestId('chat-edit-send').click()
+    await expect.poll(() => page.getByTestId('chat-message').first().textContent()).toBe('Once upon a time there was a cat.')
+    await lastAnswer()
+    expect(await page.getByTestId('chat-message').count()).toBe(2)
+
+    await page.locator('[data-testid="chat-conversation"].active').getByTestId('chat-rename').click()
+    await page.getByTestId('chat-rename-input').fill('Dog stories')
+    await page.getByTestId('chat-rename-input').press('Enter')
+    await page.locator('[data-testid="chat-conversation"].active').filter({ hasText: 'Dog stories' }).waitFor()
+    await page.getByTestId('chat-search').fill('dog STORIES')
+    await expect.poll(() => page.getByTestId('chat-conversation').count()).toBe(1)
+    await page.getByTestId('chat-search').fill('')
+    await expect.poll(() => page.getByTestId('chat-conversation').count()).toBeGreaterThan(1)
+
+    // A system prompt goes first in the prompt: the count grows as it is taken.
+    const tokens = async () => Number(((await page.getByTestId('chat-context').textContent()) ?? '').match(/^(\d+) \+/)?.[1])
+    const before = await tokens()
+    await page.getByTestId('chat-setting-system').fill('You tell short stories about animals.')
+    await page.getByTestId('chat-input').focus()
+    await expect.poll(tokens).toBeGreaterThan(before)
+
+    const [markdown] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-md').click()])
+    expect(markdown.suggestedFilename()).toBe('dog-stories.md')
+    const text = await readFile((await markdown.path()) ?? '', 'utf8')
+    expect(text).toMatch(
+      /^# Dog stories\n\nModel: stories260k\n\n## System\n\nYou tell short stories about animals\.\n\n## You\n\nOnce upon a time there was a cat\.\n\n## Assistant\n\n/,
+    )
+    const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-json').click()])
+    expect(json.suggestedFilename()).toBe('dog-stories.json')
+    const kept = Conversation.parse(JSON.parse(await readFile((await json.path()) ?? '', 'utf8')))
+    expect([kept.title, kept.messages.length, kept.settings?.seed]).toEqual(['Dog stories', 2, 2])
+    await screenshot(page, 'chat-edited')
+  })
+
+  it('refuses before sending a prompt too long for the context, naming its token count, and says what is wrong with a field', async () => {
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-model-select').selectOption(MODEL)
+    await page.getByTestId('chat-input').fill('The cat sat on the mat. '.repeat(400))
+    const context = page.getByTestId('chat-context')
+    await expect.poll(() => context.getAttribute('data-over')).toBe('true')
+    const promptTokens = Number(((await context.textContent()) ?? '').match(/^(\d+) \+ 64 tokens of 2048$/)?.[1])
+    expect(promptTokens).toBeGreaterThan(2048)
+    await page.getByTestId('chat-send').click()
+    const refusal = page.locator('[data-testid="chat-error"][data-code="context_exceeded"]')
+    await expect.poll(() => refusal.textContent()).toContain(`This prompt is ${promptTokens} tokens`)
+    expect(await refusal.textContent()).toContain("past the model's context of 2048 tokens")
+    // Nothing was sent: no turn in the thread, and the text stays in the box to shorten.
+    expect(await page.getByTestId('chat-message').count()).toBe(0)
+    expect((await page.getByTestId('chat-input').inputValue()).length).toBeGreaterThan(0)
+    await screenshot(page, 'chat-too-long')
+    // Max tokens may be emptied while typing; what is not a valid value says so, and sending waits for it.
+    await page.getByTestId('chat-input').fill('Hi')
+    await page.getByTestId('chat-max-tokens').fill('')
+    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').textContent()).toBe('Max tokens takes a whole number from 1 to 4096; it is empty.')
+    await page.getByTestId('chat-send').click()
+    await expect.poll(() => page.locator('[data-testid="chat-error"][data-code="invalid_field"]').count()).toBe(1)
+    expect(await page.getByTestId('chat-message').count()).toBe(0)
+    await page.getByTestId('chat-max-tokens').fill('64')
+    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').count()).toBe(0)
+    await page.getByTestId('chat-input').fill('')
   })
 
   it('shows on the earnings screen the credits that chat earned this host', async () => {
@@ -227,7 +337,7 @@ describe.skipIf(!HAVE_STORIES || !HAVE_CHROMIUM)(`the app in a browser against a
     // Hosting resumes on its own after a restart.
     await expect.poll(() => page.getByTestId('status-hosting').getAttribute('data-state'), { timeout: 90_000 }).toBe('ok')
     await open('chat')
-    await page.locator('[data-testid="chat-conversation"]').filter({ hasText: PROMPT }).waitFor()
+    await page.locator('[data-testid="chat-conversation"]').filter({ hasText: PROMPT }).getByRole('button', { name: PROMPT }).click()
     const messages = page.getByTestId('chat-message')
     await expect.poll(() => messages.count()).toBe(2)
     expect(await messages.first().getByTestId('chat-message-text').textContent()).toBe(PROMPT)

@@ -63,8 +63,14 @@ export function plannedTensors(o: GenerateOptions, m: MoeShape): PlannedTensor[]
       tensors.push(...mlaAttention(b, o, m))
       if (a === 'glm-dsa' && isFullIndexer(m, i)) tensors.push(...glmIndexer(b, o, m))
     } else {
-      tensors.push(dense(`${b}.attn_q.weight`, o.embd, o.embd), dense(`${b}.attn_k.weight`, o.embd, kvDim), dense(`${b}.attn_v.weight`, o.embd, kvDim))
-      if (a === 'qwen2' || a === 'gpt-oss') tensors.push(bias(`${b}.attn_q.bias`, o.embd), bias(`${b}.attn_k.bias`, kvDim), bias(`${b}.attn_v.bias`, kvDim))
+      const qkvBias = o.qkvBias ?? (a === 'qwen2' || a === 'gpt-oss')
+      if (o.fusedQkv === true) {
+        tensors.push(dense(`${b}.attn_qkv.weight`, o.embd, o.embd + 2 * kvDim))
+        if (qkvBias) tensors.push(bias(`${b}.attn_qkv.bias`, o.embd + 2 * kvDim))
+      } else {
+        tensors.push(dense(`${b}.attn_q.weight`, o.embd, o.embd), dense(`${b}.attn_k.weight`, o.embd, kvDim), dense(`${b}.attn_v.weight`, o.embd, kvDim))
+        if (qkvBias) tensors.push(bias(`${b}.attn_q.bias`, o.embd), bias(`${b}.attn_k.bias`, kvDim), bias(`${b}.attn_v.bias`, kvDim))
+      }
       if (a === 'qwen3' || a === 'qwen3moe') tensors.push(norm(`${b}.attn_q_norm.weight`, headDim), norm(`${b}.attn_k_norm.weight`, headDim))
       tensors.push(dense(`${b}.attn_output.weight`, o.embd, o.embd))
       if (a === 'gpt-oss') tensors.push(bias(`${b}.attn_output.bias`, o.embd), uniform(`${b}.attn_sinks.weight`, [o.heads], 1))
@@ -72,6 +78,7 @@ export function plannedTensors(o: GenerateOptions, m: MoeShape): PlannedTensor[]
     tensors.push(norm(`${b}.${a === 'gpt-oss' ? 'post_attention_norm' : 'ffn_norm'}.weight`, o.embd))
     if (m.experts === 0 || i < m.denseBlocks) {
       tensors.push(dense(`${b}.ffn_gate.weight`, o.embd, o.ff), dense(`${b}.ffn_down.weight`, o.ff, o.embd), dense(`${b}.ffn_up.weight`, o.embd, o.ff))
+      if (o.ffnBias === true) tensors.push(bias(`${b}.ffn_gate.bias`, o.ff), bias(`${b}.ffn_down.bias`, o.embd), bias(`${b}.ffn_up.bias`, o.ff))
       continue
     }
     const [router, ...experts] = routedExperts(b, o.embd, m.expertFf, m.experts, routerStd(o))

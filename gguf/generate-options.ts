@@ -57,6 +57,12 @@ export interface GenerateOptions extends MoeOptions {
   readonly compressRatios?: readonly number[]
   /** ggml's quantizer (native `quantizeRows`); the K-quant types need it. */
   readonly quantize?: RowQuantizer
+  /** One attn_qkv matrix (and bias) instead of attn_q, attn_k and attn_v, as llama.cpp's create_tensor_qkv accepts. */
+  readonly fusedQkv?: boolean
+  /** Q, K and V biases (default: qwen2 and gpt-oss have them); llama.cpp loads them in every family where present. */
+  readonly qkvBias?: boolean
+  /** FFN gate, up and down biases on llama's dense blocks (llama.cpp's llama loader takes them where present). */
+  readonly ffnBias?: boolean
 }
 
 export type MoeShape = Required<MoeOptions>

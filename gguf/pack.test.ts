@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Manifest } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { STORIES_260K, scratchDir } from '../test/models'
 import { generateModel } from './generate'
 import { packModel } from './pack'
 import { type GgufFile, readGguf } from './reader'
@@ -22,7 +22,7 @@ async function tensorData(file: GgufFile, name: string): Promise<Buffer> {
   return all.subarray(t.offset, t.offset + t.bytes)
 }
 
-describe.skipIf(!HAVE_STORIES)(`pack stories260K into artifacts${NEEDS_STORIES}`, () => {
+describe(`pack stories260K into artifacts`, () => {
   it('writes embed, blocks [0,2) [2,4) [4,5), head and a manifest whose tensors equal the source byte for byte', async () => {
     const out = join(dir, 'stories')
     const manifest = await packModel({ source: STORIES_260K, out, blocksPerArtifact: 2 })

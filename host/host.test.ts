@@ -6,7 +6,7 @@ import { SwarmClient } from '../client/swarm-client'
 import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, decodeFrame, jsonFrame, type Manifest, type RpcSocket, readJson } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { STORIES_260K, scratchDir } from '../test/models'
 import { Tracker } from '../test/programs'
 import { Host } from './host'
 import { type Publication, publishModel } from './publish'
@@ -29,7 +29,7 @@ async function complete(maxTokens = 24): Promise<{ text: string; hops: number }>
   return { text, hops: next.value.route.length }
 }
 
-describe.skipIf(!HAVE_STORIES)(`hosts joining a tracker in-process${NEEDS_STORIES}`, () => {
+describe(`hosts joining a tracker in-process`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 300, newKeyGrantMicro: 10_000_000 })

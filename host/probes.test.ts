@@ -7,7 +7,7 @@ import { oracleGreedy, oracleModel } from '../native/oracle'
 import { SeededRandom } from '../native/sampler'
 import { ShardRuntime } from '../native/shard-runtime'
 import { type Manifest, type ProbeSet, probeChunks, SEAM_TOLERANCE, seamError } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { STORIES_260K, scratchDir } from '../test/models'
 import { answerRange, argmaxRows, lieAbout, type ProbeLie } from '../test/probe-answers'
 import { computeProbeSet } from './probes'
 
@@ -68,7 +68,7 @@ async function answerEveryRange(manifest: Manifest, packed: string, set: ProbeSe
   return { honest, rejected, lying }
 }
 
-describe.skipIf(!HAVE_STORIES)(`the publisher's known-answer probes of stories260K${NEEDS_STORIES}`, () => {
+describe(`the publisher's known-answer probes of stories260K`, () => {
   let manifest: Manifest
   let packed = ''
   let set: ProbeSet

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type GeneratedArch, generateModel } from '../gguf/generate'
 import { scratchDir } from '../test/models'
-import { logitsOf, maxAbsDiff, STORIES, storiesMissing, THREADS } from '../test/native'
+import { logitsOf, maxAbsDiff, STORIES, THREADS } from '../test/native'
 import { quantizeRows } from './quantize'
 import { type BatchOutcome, ShardRuntime, type ShardSession } from './shard-runtime'
 
@@ -151,8 +151,8 @@ async function wholeModel(path: string, blocks: number): Promise<ShardRuntime> {
 }
 
 describe('8 concurrent greedy sessions in one graph per step produce their solo tokens', () => {
-  const cases: { name: string; model: () => Promise<{ path: string; blocks: number }>; skip?: string; maxDp: number }[] = [
-    { name: 'stories260K (llama)', model: async () => ({ path: STORIES, blocks: 5 }), skip: storiesMissing, maxDp: MAX_BATCH_DP },
+  const cases: { name: string; model: () => Promise<{ path: string; blocks: number }>; maxDp: number }[] = [
+    { name: 'stories260K (llama)', model: async () => ({ path: STORIES, blocks: 5 }), maxDp: MAX_BATCH_DP },
     { name: 'generated qwen3moe q8_0', model: async () => ({ path: await generated('qwen3moe'), blocks: SHAPE.blocks }), maxDp: MAX_BATCH_DP_MOE },
     {
       name: 'generated deepseek2 q8_0 (MLA latent)',
@@ -161,7 +161,7 @@ describe('8 concurrent greedy sessions in one graph per step produce their solo 
     },
   ]
   for (const c of cases) {
-    it.skipIf(c.skip !== undefined)(c.name, async () => {
+    it(c.name, async () => {
       const { path, blocks } = await c.model()
       const rt = await wholeModel(path, blocks)
       try {
@@ -182,7 +182,7 @@ describe('8 concurrent greedy sessions in one graph per step produce their solo 
   }
 })
 
-describe.skipIf(storiesMissing !== undefined)('a session failing mid-batch fails alone', () => {
+describe('a session failing mid-batch fails alone', () => {
   it('a session closed while its batch is in flight leaves the others their solo tokens', async () => {
     const rt = await wholeModel(STORIES, 5)
     try {

@@ -1,8 +1,8 @@
 // Loads the compiled addon and registers ggml's backends (once per process).
 import { existsSync, readdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { PACKAGE_ROOT } from '../gguf/package-root'
 import { ShardRuntimeError, toShardRuntimeError } from './errors'
 
 export type NativeInfo = {
@@ -100,7 +100,6 @@ type NativeModule = {
   quantize(type: string, values: Float32Array, nPerRow: number): Buffer
 }
 
-const here = dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
 
 function pkgDir(name: string): string | undefined {
@@ -146,7 +145,7 @@ const backendProblems: string[] = []
  */
 export function nativeModule(wantGpu: boolean): { native: NativeModule; devices: string[]; problems: string[] } {
   if (!native) {
-    const path = join(here, 'build', 'Release', 'neuron_native.node')
+    const path = join(PACKAGE_ROOT, 'native', 'build', 'Release', 'neuron_native.node')
     if (!existsSync(path)) {
       throw new ShardRuntimeError('NATIVE_NOT_BUILT', `the native runtime is not built (${path}); run: node native/build.mjs`, {
         path,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { toF16 } from '../protocol/f16'
-import { greedy, logitsOf, maxAbsDiff, packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from '../test/native'
+import { greedy, logitsOf, maxAbsDiff, packedStories, removePackedStories, STORIES, THREADS } from '../test/native'
 import { artifactsFor } from './artifacts'
 import { ShardRuntimeError } from './errors'
 import { oracleModel, oracleNextProbs } from './oracle'
@@ -25,7 +25,7 @@ async function expectCode(p: Promise<unknown> | (() => unknown), code: string): 
   return err as ShardRuntimeError
 }
 
-describe.skipIf(storiesMissing)(`sessions on stories260K ${storiesMissing ?? ''}`, () => {
+describe(`sessions on stories260K`, () => {
   let whole: ShardRuntime
   let prompt100: Int32Array
   const start = Int32Array.of(1, 403, 407, 31, 261, 31) // "Once upon a time" with BOS
@@ -137,7 +137,7 @@ describe.skipIf(storiesMissing)(`sessions on stories260K ${storiesMissing ?? ''}
   })
 })
 
-describe.skipIf(storiesMissing)(`typed errors ${storiesMissing ?? ''}`, () => {
+describe(`typed errors`, () => {
   let whole: ShardRuntime
   let tail: ShardRuntime
   let baseline: number[]

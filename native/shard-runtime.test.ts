@@ -1,20 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  allSplits,
-  generateThroughRoute,
-  maxAbsDiff,
-  packedPool,
-  packedStories,
-  type RuntimePool,
-  removePackedStories,
-  STORIES,
-  storiesMissing,
-} from '../test/native'
+import { allSplits, generateThroughRoute, maxAbsDiff, packedPool, packedStories, type RuntimePool, removePackedStories, STORIES } from '../test/native'
 import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
 
 const STEPS = 64
 
-describe.skipIf(storiesMissing)(`route parity with node-llama-cpp on stories260K ${storiesMissing ?? ''}`, () => {
+describe(`route parity with node-llama-cpp on stories260K`, () => {
   let prompt: number[]
   let oracle: OracleStep[]
   let pool: RuntimePool

@@ -2,7 +2,7 @@
 // as when the route planner uses part of a host's blocks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Manifest } from '../protocol'
-import { packedStories, removePackedStories, STORIES, storiesMissing, THREADS } from '../test/native'
+import { packedStories, removePackedStories, STORIES, THREADS } from '../test/native'
 import { artifactsFor } from './artifacts'
 import type { NativeRuntime } from './binding'
 import { ShardRuntimeError, toShardRuntimeError } from './errors'
@@ -51,7 +51,7 @@ async function greedyChain(sessions: ShardSession[], prompt: number[], steps: nu
   return out
 }
 
-describe.skipIf(storiesMissing)(`per-session block sub-ranges on stories260K ${storiesMissing ?? ''}`, () => {
+describe(`per-session block sub-ranges on stories260K`, () => {
   let prompt: number[]
   let want: number[]
   let manifest: Manifest

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { greedy, STORIES, storiesMissing } from '../test/native'
+import { greedy, STORIES } from '../test/native'
 import { ShardRuntime, type ShardSession } from './shard-runtime'
 
 const PROMPT = Int32Array.of(1, 403, 407, 31, 261, 31) // "Once upon a time" with BOS
@@ -22,7 +22,7 @@ afterEach(() => {
 })
 
 // 2 threads on a 2-core machine: more would oversubscribe it (the README's threads note)
-describe.skipIf(storiesMissing)(`the CPU thread pool kept between graphs ${storiesMissing ?? ''}`, () => {
+describe(`the CPU thread pool kept between graphs`, () => {
   it('2 threads with the kept pool, and without it, write the 1-thread greedy story; a disposed runtime leaves the other serving', async () => {
     const one = await load(1)
     expect(one.info().threadPool).toBe(false) // one thread needs no pool

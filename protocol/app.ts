@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { MAX_ALLOWED_KEYS } from './allowed-keys'
 import { BlockRange } from './blocks'
-import { ChatHop, ChatId, ChatRequest, ChatSummary, Conversation, MAX_CONVERSATION_CHARS } from './chat'
+import { ChatCount, ChatCountRequest, ChatHop, ChatId, ChatRequest, ChatSummary, Conversation, MAX_CONVERSATION_CHARS } from './chat'
 import { HostChecksView } from './checks'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
@@ -37,7 +37,7 @@ export type Limits = z.infer<typeof Limits>
  * so every host is on this computer. public: a remote tracker's, where the first host on a route sees
  * the prompt's tokens, the last one the answer's, and every one the hidden states between blocks.
  */
-export { ChatEntry, ChatHop, ChatMessage, ChatRequest, ChatSummary, Conversation, MAX_CONVERSATION_CHARS, MAX_CONVERSATIONS } from './chat'
+export * from './chat'
 
 export const SwarmPrivacy = z.object({
   level: z.enum(['private', 'public']),
@@ -214,7 +214,7 @@ export type TrackerLinkStatus = z.infer<typeof TrackerLinkStatus>
 
 /**
  * Methods the renderer calls. Errors come back as WireError codes: bad_request (input that fails
- * these schemas), tracker_unreachable, not_gguf, hosting_busy, memory_limit, bad_identity, chat_busy,
+ * these schemas), tracker_unreachable, not_gguf, hosting_busy, memory_limit, bad_identity, chat_busy, context_exceeded,
  * and the swarm's own (no_route, insufficient_credits, …); renderer/api/errorText.ts words the ones a
  * user can act on.
  */
@@ -237,6 +237,8 @@ export const AppApi = {
   /** Starts an answer; tokens arrive as chat.token events, then chat.done or chat.error. */
   'chat.send': rpc(ChatRequest, z.object({ chatId: ChatId })),
   'chat.stop': rpc(z.object({ chatId: ChatId }).strict(), Empty),
+  /** Counts a conversation's prompt tokens with the model's tokenizer and template, and says the model's context length. */
+  'chat.count': rpc(ChatCountRequest, ChatCount),
   'swarm.get': rpc(Empty, SwarmView),
   /** Whether the tracker answers now (pushed as swarm.status when that changes). */
   'swarm.status': rpc(Empty, TrackerLinkStatus),

@@ -10,17 +10,83 @@ export const ChatId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a chat id is 1â
 export const ChatMessage = z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string() })
 export type ChatMessage = z.infer<typeof ChatMessage>
 
+/**
+ * Bounds of the sampling a chat may ask for, shared by the contract and the renderer's fields. The host's
+ * SamplingParams (protocol/frames.ts) accepts wider ranges; these are the ones a person has use for.
+ */
+export const SAMPLING_BOUNDS = {
+  /** 0: greedy. */
+  temperature: { min: 0, max: 2 },
+  /** 1: off. */
+  topP: { min: 0.01, max: 1 },
+  /** 0: off. */
+  topK: { min: 0, max: 1000 },
+  /** 1: off; above 1 discourages repeating the last 64 tokens. */
+  repeatPenalty: { min: 0.5, max: 2 },
+  seed: { min: 0, max: 0xffff_ffff },
+  maxTokens: { min: 1, max: 4096 },
+} as const
+/** A system prompt, in characters. */
+export const MAX_SYSTEM_PROMPT_CHARS = 8192
+/** What chat.send and chat.count take of a conversation's text: far past any context, small enough to tokenize at once. */
+export const MAX_PROMPT_CHARS = 256_000
+
+/** A number in `bounds` (whole with `int`), refused with a message naming the field and its range. */
+function bounded(name: string, bounds: { min: number; max: number }, int = false) {
+  const error = `${name} must be ${int ? 'a whole number' : 'a number'} from ${bounds.min} to ${bounds.max}`
+  const number = z.number({ error }).min(bounds.min, error).max(bounds.max, error)
+  return int ? number.int(error) : number
+}
+const boundedInt = (name: string, bounds: { min: number; max: number }) => bounded(name, bounds, true)
+
+/** The turns of a chat, bounded in number and in characters all together. */
+export const ChatMessages = z
+  .array(ChatMessage)
+  .min(1)
+  .max(512)
+  .refine((ms) => ms.reduce((n, m) => n + m.content.length, 0) <= MAX_PROMPT_CHARS, {
+    message: `a chat's turns take up to ${MAX_PROMPT_CHARS} characters all together; start a new chat or shorten it`,
+  })
+
 export const ChatRequest = z.object({
   chatId: ChatId,
   modelId: ModelId,
   /** The conversation so far, ending with the user's turn; rendered with the model's chat template. */
-  messages: z.array(ChatMessage).min(1).max(512),
-  maxTokens: z.number().int().positive().max(4096).default(128),
-  /** 0: greedy. */
-  temperature: z.number().min(0).max(2).default(0),
-  seed: z.number().int().nonnegative().default(0),
+  messages: ChatMessages,
+  maxTokens: boundedInt('maxTokens', SAMPLING_BOUNDS.maxTokens).default(128),
+  temperature: bounded('temperature', SAMPLING_BOUNDS.temperature).default(0),
+  topP: bounded('topP', SAMPLING_BOUNDS.topP).optional(),
+  topK: boundedInt('topK', SAMPLING_BOUNDS.topK).optional(),
+  repeatPenalty: bounded('repeatPenalty', SAMPLING_BOUNDS.repeatPenalty).optional(),
+  /** Absent: a fresh random seed for every answer (so regenerating samples anew). */
+  seed: boundedInt('seed', SAMPLING_BOUNDS.seed).optional(),
 })
 export type ChatRequest = z.input<typeof ChatRequest>
+
+/** chat.count: how many tokens a conversation's prompt takes with the model's template, and the model's context. */
+export const ChatCountRequest = z.object({ modelId: ModelId, messages: ChatMessages }).strict()
+export const ChatCount = z.object({
+  promptTokens: Count,
+  /** The model's context length (its manifest's): prompt plus answer must fit in it. */
+  contextLength: Count,
+})
+export type ChatCount = z.infer<typeof ChatCount>
+
+/** How a conversation asks for its answers; absent from conversations kept before these could be chosen. */
+export const ChatSettings = z.object({
+  /** Sent as the system turn first; '' for none. */
+  systemPrompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS),
+  temperature: bounded('temperature', SAMPLING_BOUNDS.temperature),
+  topP: bounded('topP', SAMPLING_BOUNDS.topP),
+  topK: boundedInt('topK', SAMPLING_BOUNDS.topK),
+  repeatPenalty: bounded('repeatPenalty', SAMPLING_BOUNDS.repeatPenalty),
+  /** null: random for every answer. */
+  seed: boundedInt('seed', SAMPLING_BOUNDS.seed).nullable(),
+})
+export type ChatSettings = z.infer<typeof ChatSettings>
+
+/** llama.cpp's defaults (top-k 40, top-p 0.95, no repeat penalty) at a slightly cooler temperature; a fresh seed per answer. */
+export const DEFAULT_CHAT_SETTINGS: ChatSettings = { systemPrompt: '', temperature: 0.7, topP: 0.95, topK: 40, repeatPenalty: 1, seed: null }
 
 export const ChatHop = z.object({
   hostId: NodeId,
@@ -69,6 +135,7 @@ export const Conversation = z.object({
   id: ChatId,
   title: z.string().max(256),
   modelId: ModelId.nullable(),
+  settings: ChatSettings.optional(),
   messages: z.array(ChatEntry).max(4096),
   createdAt: z.number(),
   updatedAt: z.number(),

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { BlockRange } from './blocks'
 import { AuditRequest, AuditVerdict } from './checks'
+import { GrantChallenge, GrantClaim, GrantClaimed } from './grants'
 import { NodeId, PublicKey } from './identity'
 import {
   MAX_BLOCKS,
@@ -145,6 +146,8 @@ export const Route = z.object({
     .array(z.object({ hostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() }))
     .max(MAX_MEASURE_TARGETS)
     .optional(),
+  /** A failover plan's tickets for the `rebuild` hops it was asked for, in their order: each reopens its hop to replay. */
+  rebuildTickets: z.array(Ticket).max(MAX_HOST_IDS).optional(),
 })
 export type Route = z.infer<typeof Route>
 
@@ -255,8 +258,16 @@ export const ClientToTracker = {
       /** With `span`: the hosts before and after it on the route, so their links count. */
       previousHop: NodeId.optional(),
       nextHop: NodeId.optional(),
-      /** With `span`: the host that just failed it (counted against its reputation). */
+      /**
+       * With `span`: the host that just failed it (counted against its reputation). Makes this a failover plan: its
+       * tickets allow replay numbering (the ticket's `replay` says the span and who pays).
+       */
       failedHost: NodeId.optional(),
+      /** With `failedHost`: hops already on this session's route whose caches must be rebuilt too (after a liar); each gets a failover ticket. */
+      rebuild: z
+        .array(z.object({ hostId: NodeId, blocks: BlockRange }))
+        .max(MAX_HOST_IDS)
+        .optional(),
       /** The session the route is for: its tickets name it, its hold pays for it, its receipts are checked against it. */
       session: SessionId,
       /** Of `maxTokens`, how many are the prompt (priced as prompt tokens); default none. */
@@ -272,9 +283,13 @@ export const ClientToTracker = {
   'session.end': rpc(z.object({ session: SessionId }), Empty),
   /** Round trips the client measured; `recorded`: the links kept (hosts the tracker does not know are dropped). */
   'latency.report': rpc(LatencyReport, z.object({ recorded: Count })),
-  /** Join the dashboard pushes of these hosts (your own account's come without asking). */
+  /** A single-use puzzle whose answer opens a new key's account with the tracker's grant (refused where there is none). */
+  'grant.challenge': rpc(Empty, GrantChallenge),
+  /** The answer: the key's account opens with the grant, within its network prefix's daily bound. */
+  'grant.claim': rpc(GrantClaim, GrantClaimed),
   /** Has the tracker re-run one hop's step on another host and compare (see AuditRequest); rate-limited per key. */
   'audit.submit': rpc(AuditRequest, AuditVerdict),
+  /** Join the dashboard pushes of these hosts (your own account's come without asking). */
   'dashboard.subscribe': rpc(z.object({ hostIds: z.array(NodeId).max(64) }), z.object({ hostIds: z.array(NodeId).max(MAX_HOST_IDS) })),
 }
 

@@ -38,6 +38,18 @@ export const TicketBody = z.object({
    * blocks, at the tracker's rent. The tracker charges it from the plan to session.end (tracker/ledger/rent.ts).
    */
   rentMicroPerMinute: Micro.optional(),
+  /**
+   * A failover ticket's terms (route.plan with `failedHost`): the host may take steps numbered from REPLAY_STEP_BASE that
+   * rebuild positions [span[0], span[1]) of the cache, paid from `escrowOf`'s (the failed host's) earnings in the
+   * session first, then by account `thenAccount`. A plain ticket, without it, refuses replay numbering.
+   */
+  replay: z
+    .object({
+      span: z.tuple([z.number().int().nonnegative(), z.number().int().positive().max(MAX_SESSION_TOKENS)]),
+      escrowOf: NodeId,
+      thenAccount: z.string().max(64),
+    })
+    .optional(),
 })
 export type TicketBody = z.infer<typeof TicketBody>
 
@@ -64,6 +76,7 @@ export function ticketMessage(t: TicketBody): string {
     // last, and only on probes: every other ticket's bytes are as before
     ...(t.probe === true ? ['probe'] : []),
     ...(t.rentMicroPerMinute === undefined ? [] : ['rent', t.rentMicroPerMinute]),
+    ...(t.replay === undefined ? [] : ['replay', t.replay.span[0], t.replay.span[1], t.replay.escrowOf, t.replay.thenAccount]),
   ].join(' ')
 }
 

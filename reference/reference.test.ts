@@ -11,7 +11,7 @@ import { GENERATED_ARCHS, type GeneratedArch, generateModel, type MoeOptions } f
 import { artifactsFor } from '../native/artifacts'
 import { softmax } from '../native/sampler'
 import { REPO_ROOT } from '../test/models'
-import { packedStories, RuntimePool, removePackedStories, STORIES, storiesMissing } from '../test/native'
+import { packedStories, RuntimePool, removePackedStories, STORIES } from '../test/native'
 
 const PYTHON = '/usr/bin/python3'
 const hasTorch = spawnSync(PYTHON, ['-c', 'import torch, numpy'], { stdio: 'ignore' }).status === 0
@@ -174,7 +174,7 @@ function maxProbDiff(refLogits: Npy, probs: Float64Array): number {
 
 const fmt = (errors: number[]) => errors.map((e) => e.toExponential(1)).join(' ')
 
-describe.skipIf(!hasTorch || storiesMissing !== undefined)(`PyTorch reference on stories260K${NO_TORCH}${storiesMissing ? ` (${storiesMissing})` : ''}`, () => {
+describe.skipIf(!hasTorch)(`PyTorch reference on stories260K${NO_TORCH}`, () => {
   afterAll(() => removePackedStories())
 
   it('reads a packed artifact set and matches our runtime at every seam and node-llama-cpp', async () => {

@@ -8,7 +8,7 @@ import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, NeuronError } from '../protocol'
 import { consumerAccount, hostAccount } from '../tracker/ledger/accounts'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { Host, type InProcessSwarm, startSwarm } from './programs'
 
 const SESSIONS = 4
@@ -34,7 +34,7 @@ async function chat(client: SwarmClient, modelId: string, withinMs: number): Pro
   return Promise.race([run, late])
 }
 
-describe.skipIf(!HAVE_STORIES)(`admission that costs what it blocks${NEEDS_STORIES}`, () => {
+describe(`admission that costs what it blocks`, () => {
   let swarm: InProcessSwarm
   const clients: SwarmClient[] = []
   let cleanup: () => Promise<void> = async () => {}

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { Host, type InProcessSwarm, startSwarm } from './programs'
 
 const CHATS = 6
@@ -26,7 +26,7 @@ async function chat(client: SwarmClient, modelId: string, k: number): Promise<nu
   return tokens
 }
 
-describe.skipIf(!HAVE_STORIES)(`a burst of chats over hosts of ${SESSIONS_PER_HOST} sessions${NEEDS_STORIES}`, () => {
+describe(`a burst of chats over hosts of ${SESSIONS_PER_HOST} sessions`, () => {
   let swarm: InProcessSwarm
   let cleanup: () => Promise<void>
   const clients: SwarmClient[] = []

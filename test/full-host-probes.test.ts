@@ -10,7 +10,7 @@ import { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import { ClientToTracker, callRpc, jsonFrame, type Ticket } from '../protocol'
 import { AlwaysBusyHost, ProbeRefusingHost } from './lying-host'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { Host as HonestHost, type InProcessSwarm, startSwarm } from './programs'
 
 const SESSIONS = 2
@@ -65,7 +65,7 @@ async function startOneHostSwarm(make: (options: ConstructorParameters<typeof Ho
   }
 }
 
-describe.skipIf(!HAVE_STORIES)(`a full host and the tracker's probes${NEEDS_STORIES}`, () => {
+describe(`a full host and the tracker's probes`, () => {
   let run: Awaited<ReturnType<typeof startOneHostSwarm>>
   let swarm: InProcessSwarm
   beforeAll(async () => {
@@ -139,7 +139,7 @@ describe.skipIf(!HAVE_STORIES)(`a full host and the tracker's probes${NEEDS_STOR
   }, 120_000)
 })
 
-describe.skipIf(!HAVE_STORIES)(`a full host that refuses the tracker's probes${NEEDS_STORIES}`, () => {
+describe(`a full host that refuses the tracker's probes`, () => {
   let run: Awaited<ReturnType<typeof startOneHostSwarm>>
   beforeAll(async () => {
     run = await startOneHostSwarm((o) => new ProbeRefusingHost(o))
@@ -173,7 +173,7 @@ describe.skipIf(!HAVE_STORIES)(`a full host that refuses the tracker's probes${N
   }, 120_000)
 })
 
-describe.skipIf(!HAVE_STORIES)(`a host that says busy with room to spare${NEEDS_STORIES}`, () => {
+describe(`a host that says busy with room to spare`, () => {
   let run: Awaited<ReturnType<typeof startOneHostSwarm>>
   beforeAll(async () => {
     run = await startOneHostSwarm((o) => new AlwaysBusyHost(o))

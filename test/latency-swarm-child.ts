@@ -117,7 +117,7 @@ slow(1 - slowFirst)
 const recovered = await until(slowHost, 3, 16)
 const measuredRecovered = measured()
 slow(null)
-client.close()
+await client.close()
 for (const p of proxies.values()) await p.close()
 await swarm.close()
 process.stdout.write(

@@ -5,11 +5,21 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const REPO_ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
-/** The real tiny model shared with the project (never copied into the repo). */
-export const STORIES_260K = resolve(REPO_ROOT, '../shared/models/stories260K.gguf')
-export const HAVE_STORIES = existsSync(STORIES_260K)
-/** Appended to the names of suites that need the shared model, so a skip says why. */
-export const NEEDS_STORIES = HAVE_STORIES ? '' : ` (skipped: ${STORIES_260K} is absent)`
+
+/**
+ * A fixture the repository ships, by its path from the repository root. A test never skips for one: if it is
+ * missing the checkout is broken, so every suite that imports it fails here, saying which file and how to restore it.
+ */
+export function shippedFixture(pathInRepo: string): string {
+  const path = resolve(REPO_ROOT, pathInRepo)
+  if (!existsSync(path)) {
+    throw new Error(`${pathInRepo} is missing from the checkout at ${REPO_ROOT}; the repository ships it: run \`git checkout -- ${pathInRepo}\``)
+  }
+  return path
+}
+
+/** The real tiny model the repository ships (resources/models/README.md): the tests' and the app's default model. */
+export const STORIES_260K = shippedFixture('resources/models/stories260K.gguf')
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export async function scratchDir(prefix = 'neuron-test-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {

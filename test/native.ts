@@ -1,17 +1,17 @@
 // Test helpers: the stories260K model, a packed artifact set, and a route of shards driven
 // the way the client drives hops (prefill all prompt tokens at once, then one token per step).
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { packModel } from '../gguf/pack'
 import { artifactsFor } from '../native/artifacts'
 import { softmax } from '../native/sampler'
 import { type ForwardOutput, ShardRuntime, type ShardSession } from '../native/shard-runtime'
 import { Manifest } from '../protocol'
+import { STORIES_260K } from './models'
 
-export const STORIES = resolve(fileURLToPath(new URL('..', import.meta.url)), '../shared/models/stories260K.gguf')
-export const storiesMissing = existsSync(STORIES) ? undefined : `skipped: model not found at ${STORIES}`
+/** The model the repository ships (test/models.ts). */
+export const STORIES = STORIES_260K
 // one thread: tiny models are dominated by thread hand-offs, and a 2-core machine shared with other work stalls spinning threads
 export const THREADS = 1
 

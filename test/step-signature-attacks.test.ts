@@ -1,5 +1,6 @@
 // Every step signed by both sides, against a real tracker and a real host of stories260K. Each attack as measured before
-// the change: a client numbering every step as a failover replay got 31 tokens and paid 0; a client numbering every decode
+// the change: a client numbering every step as a failover replay got 31 tokens and paid 0 (then, until replays needed a
+// failover ticket, any plain ticket could number its steps as replays); a client numbering every decode
 // step "2" paid about 10 %, and the host's refused receipts counted against it; a host billed 32 steps nobody sent.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
@@ -25,20 +26,26 @@ import {
   receiptMessage,
   stepMessage,
 } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type InProcessSwarm, startSwarm } from './programs'
 
 const PROMPT = [1, 403, 407, 261, 378]
 // No random probes or audits: the attacks' own traffic is all the host sees.
 const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 }
 
-/** A raw client of the swarm: plans a one-hop session, opens it, and sends whatever steps it likes (each signed by its key). */
-async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generate()) {
+/**
+ * A raw client of the swarm: plans a one-hop session, opens it, and sends whatever steps it likes (each signed by its
+ * key). `failover`: it plans again claiming its host failed, and opens with that plan's failover ticket.
+ */
+async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generate(), failover = false) {
   const tracker = await connectTracker(swarm.tracker.url, '/clients', identity)
   const session = randomBytes(16).toString('hex')
   const modelId = swarm.manifest.modelId
   const maxTokens = PROMPT.length + 16
-  const route = await callRpc(tracker, ClientToTracker, 'route.plan', { modelId, maxTokens, promptTokens: PROMPT.length, session, exclude: [] })
+  const plan = { modelId, maxTokens, promptTokens: PROMPT.length, session, exclude: [] }
+  let route = await callRpc(tracker, ClientToTracker, 'route.plan', plan)
+  const planned = route.hops[0] as RouteHop
+  if (failover) route = await callRpc(tracker, ClientToTracker, 'route.plan', { ...plan, span: planned.blocks, failedHost: planned.hostId })
   const hop = route.hops[0] as RouteHop
   if (hop.endpoint === null || hop.ticket === undefined) throw new Error('the test swarm routes to a direct, ticketed host')
   const link = await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { fingerprint: hop.fingerprint })
@@ -56,8 +63,11 @@ async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generat
     /** Hands in the answers' receipts as a client may; the tracker's verdicts. */
     submit: (answers: Frame[]) =>
       callRpc(tracker, ClientToTracker, 'receipts.submit', { session, receipts: answers.map((a) => readTrailer(a, Receipt)).filter((r) => r !== undefined) }),
-    close: () => {
+    /** Ends the session at the host and the tracker, so the next test's plans find the host's slots free. */
+    close: async () => {
+      await link.request(jsonFrame('close', session, 0xfffffffe, {})).catch(() => undefined)
       link.close()
+      await callRpc(tracker, ClientToTracker, 'session.end', { session }).catch(() => undefined)
       tracker.close()
     },
   }
@@ -65,7 +75,7 @@ async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generat
 
 const charged = (verdicts: { charged: number }[]) => verdicts.reduce((s, v) => s + v.charged, 0)
 
-describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`, () => {
+describe(`every step signed by both sides`, () => {
   let swarm: InProcessSwarm
   let dir = ''
   let cleanup: () => Promise<void> = async () => {}
@@ -78,10 +88,33 @@ describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`
     await cleanup()
   })
 
-  it('steps numbered as failover replays give no token, and their rebuild is paid in full, as the same steps numbered plainly', async () => {
-    const honest = await rawSession(swarm)
+  it('replay numbering on a plain ticket is refused as the client’s doing: no token, no receipt, nothing counted against the host', async () => {
     const attacker = await rawSession(swarm)
+    const rejectionsBefore = await swarm.tracker.store.ledger.rejections(attacker.hop.hostId)
+    const scoreBefore = swarm.tracker.reputation.of(attacker.hop.hostId)
     try {
+      expect(attacker.hop.ticket?.replay).toBeUndefined()
+      for (const flags of [FLAG_NO_SAMPLE, 0]) {
+        const refused = attacker.step(PROMPT, REPLAY_STEP_BASE, 0, flags)
+        await expect(refused).rejects.toBeInstanceOf(NeuronError)
+        await expect(refused).rejects.toMatchObject({ code: 'replay_not_ticketed', message: expect.stringMatching(/plain one; number steps from 1/) })
+      }
+      // numbered plainly, the session goes on
+      expect((await attacker.step(PROMPT, 1, 0)).kind).toBe('token')
+      await expect(attacker.step([13], REPLAY_STEP_BASE + 1, PROMPT.length, FLAG_NO_SAMPLE)).rejects.toMatchObject({ code: 'replay_not_ticketed' })
+      expect(await swarm.tracker.store.ledger.rejections(attacker.hop.hostId)).toEqual(rejectionsBefore)
+      expect(swarm.tracker.reputation.of(attacker.hop.hostId).failedSteps).toBe(scoreBefore.failedSteps)
+    } finally {
+      await attacker.close()
+    }
+  })
+
+  it('a failover ticket names its replay span and payer; its replays give no token and, with no failure believed, are paid in full', async () => {
+    const honest = await rawSession(swarm)
+    const attacker = await rawSession(swarm, NodeIdentity.generate(), true)
+    try {
+      const account = await swarm.tracker.accounts.byPublicKey(attacker.identity.publicKey)
+      expect(attacker.hop.ticket?.replay).toEqual({ span: [0, PROMPT.length + 16], escrowOf: attacker.hop.hostId, thenAccount: account?.accountId })
       const plain = [await honest.step(PROMPT, 1, 0), await honest.step([13], 2, PROMPT.length), await honest.step([14], 3, PROMPT.length + 1)]
       expect(plain.map((f) => f.kind)).toEqual(['token', 'token', 'token'])
       // a replay that asks for a token is refused: replays only rebuild a cache
@@ -92,14 +125,29 @@ describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`
         await attacker.step([14], REPLAY_STEP_BASE + 2, PROMPT.length + 1, FLAG_NO_SAMPLE),
       ]
       expect(replays.map((f) => f.kind)).toEqual(['ok', 'ok', 'ok'])
+      // The "failed" host is the one routed again: the failure is not believed, so the client pays the rebuild itself.
       const paidPlain = charged((await honest.submit(plain)).verdicts)
       const paidReplays = await attacker.submit(replays)
       expect(paidReplays.verdicts.every((v) => v.ok)).toBe(true)
       expect(paidPlain).toBeGreaterThan(0)
       expect(charged(paidReplays.verdicts)).toBe(paidPlain)
     } finally {
-      honest.close()
-      attacker.close()
+      await honest.close()
+      await attacker.close()
+    }
+  })
+
+  it('a failover plan tickets for rebuild only the live hops of the session’s own route, never the failed host', async () => {
+    const client = await rawSession(swarm)
+    try {
+      const plan = { modelId: swarm.manifest.modelId, maxTokens: PROMPT.length + 16, session: client.session, span: client.hop.blocks }
+      const failover = (rebuild: { hostId: string; blocks: [number, number] }[]) =>
+        callRpc(client.tracker, ClientToTracker, 'route.plan', { ...plan, failedHost: client.hop.hostId, rebuild })
+      const stranger = NodeIdentity.generate().id
+      await expect(failover([{ hostId: stranger, blocks: [0, 5] }])).rejects.toMatchObject({ code: 'not_on_route' })
+      await expect(failover([{ hostId: client.hop.hostId, blocks: [0, 5] }])).rejects.toMatchObject({ code: 'not_on_route' })
+    } finally {
+      await client.close()
     }
   })
 
@@ -117,7 +165,7 @@ describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`
       expect((await client.step([14], 3, PROMPT.length + 1)).kind).toBe('token')
       expect(await swarm.tracker.store.ledger.rejections(client.hop.hostId)).toEqual(rejectionsBefore)
     } finally {
-      client.close()
+      await client.close()
     }
   })
 
@@ -152,7 +200,7 @@ describe.skipIf(!HAVE_STORIES)(`every step signed by both sides${NEEDS_STORIES}`
       expect((await client.submit([sent])).verdicts[0]).toMatchObject({ ok: true })
     } finally {
       host.close()
-      client.close()
+      await client.close()
     }
   })
 })

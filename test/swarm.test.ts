@@ -9,7 +9,7 @@ import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import type { Manifest, RouteHop } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type NeuronProcess, startNeuron } from './processes'
 
 const TOKENS = 64
@@ -49,7 +49,7 @@ async function generate(
   return { tokens, summary: next.value }
 }
 
-describe.skipIf(!HAVE_STORIES)(`swarm of real processes on loopback${NEEDS_STORIES}`, () => {
+describe(`swarm of real processes on loopback`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })

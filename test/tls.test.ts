@@ -8,7 +8,7 @@ import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
 import type { Manifest, RouteHop } from '../protocol'
 import { HAVE_OPENSSL, NEEDS_OPENSSL, selfSignedCertificate, type TestCertificate } from './certificates'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type NeuronProcess, startNeuron } from './processes'
 import { startSwarm } from './programs'
 
@@ -35,7 +35,7 @@ async function greedy(client: SwarmClient, modelId: string): Promise<{ tokens: n
   return { tokens, route }
 }
 
-describe.skipIf(!HAVE_STORIES || !HAVE_OPENSSL)(`TLS end to end: an https tracker and a wss host${NEEDS_STORIES}${NEEDS_OPENSSL}`, () => {
+describe.skipIf(!HAVE_OPENSSL)(`TLS end to end: an https tracker and a wss host${NEEDS_OPENSSL}`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     certificate = await selfSignedCertificate(dir)

@@ -15,13 +15,13 @@ import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type Route, receiptMessage, stepMessage } from '../protocol'
 import { maxCost, priceOf } from '../tracker/ledger/pricing'
 import type { TrackerOptions } from '../tracker/tracker-options'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
 import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
 import { createModelTorrent, Tracker } from './programs'
 import { type RedisServer, redisMissing, startRedis } from './redis'
 
-const missing = [await postgresMissing(), await redisMissing(), HAVE_STORIES ? undefined : NEEDS_STORIES.trim()].filter((m) => m !== undefined)
+const missing = [await postgresMissing(), await redisMissing()].filter((m) => m !== undefined)
 const SKIP = missing.length === 0 ? '' : ` (skipped: ${missing.join('; ')})`
 const sid = () => randomBytes(16).toString('hex')
 type Socket = Awaited<ReturnType<typeof connectTracker>>

@@ -1,7 +1,7 @@
 // Two tracker instances serving one swarm, on a throwaway PostgreSQL cluster and Redis server: hosts
 // join instance A; a client on instance B chats with llama.cpp's greedy tokens; B's gateway meters a
 // request once; B's dashboards see A's hosts and get pushes for their receipts; a login nonce is spent
-// once across both. Skipped, with the reason in the name, where PostgreSQL or Redis is not installed
+// once across both, and so is a new-key grant's challenge. Skipped, with the reason in the name, where PostgreSQL or Redis is not installed
 // (CI installs both).
 import { join } from 'node:path'
 import OpenAI from 'openai'
@@ -9,20 +9,21 @@ import nodePostgres from 'pg'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { SwarmClient } from '../client/swarm-client'
 import { connectTracker, fetchChallenge } from '../client/tracker-connection'
+import { solveGrantWork } from '../identity/grant-work'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { ClientToTracker, callRpc, DashboardReceipt, type RouteHop } from '../protocol'
 import { MAX_CROSS_INSTANCE_BYTES } from '../tracker/cluster/cluster'
 import { consumerAccount, escrowAccount } from '../tracker/ledger/accounts'
 import { hopCharge, priceOf } from '../tracker/ledger/pricing'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
 import { createAccount, Host, type InProcessSwarm, startSwarm, Tracker } from './programs'
 import { type RedisServer, redisMissing, startRedis } from './redis'
 
 const ADMIN = 'cluster-admin-token'
 const TOKENS = 24
-const missing = [await postgresMissing(), await redisMissing(), HAVE_STORIES ? undefined : NEEDS_STORIES.trim()].filter((m) => m !== undefined)
+const missing = [await postgresMissing(), await redisMissing()].filter((m) => m !== undefined)
 const SKIP = missing.length === 0 ? '' : ` (skipped: ${missing.join('; ')})`
 
 describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Redis${SKIP}`, () => {
@@ -191,5 +192,20 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
       })
     expect(await connect(b.url)).toBe('connected')
     expect(await connect(swarm.tracker.url)).toBe('unauthenticated')
+  })
+
+  it('spends a grant challenge once across the instances: issued by A, claimed at B, refused when claimed again at A', async () => {
+    const identity = NodeIdentity.generate()
+    const [onA, onB] = await Promise.all([connectTracker(swarm.tracker.url, '/clients', identity), connectTracker(b.url, '/clients', identity)])
+    try {
+      const { challenge, bits } = await callRpc(onA, ClientToTracker, 'grant.challenge', {})
+      const { nonce } = await solveGrantWork(challenge, identity.publicKey, bits)
+      const { accountId, grantMicro } = await callRpc(onB, ClientToTracker, 'grant.claim', { challenge, nonce })
+      expect(await swarm.tracker.accounts.balance(accountId)).toBe(grantMicro)
+      await expect(callRpc(onA, ClientToTracker, 'grant.claim', { challenge, nonce })).rejects.toMatchObject({ code: 'grant_challenge_used' })
+    } finally {
+      onA.close()
+      onB.close()
+    }
   })
 })

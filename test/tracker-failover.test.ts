@@ -14,7 +14,7 @@ import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import type { Manifest } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
 import { type NeuronProcess, startNeuron } from './processes'
 import { Host as HostClass, Tracker } from './programs'
@@ -22,7 +22,7 @@ import { type RedisServer, redisMissing, startRedis } from './redis'
 
 const TOKENS = 32
 const KILL_AT = 8
-const missing = [await postgresMissing(), await redisMissing(), HAVE_STORIES ? undefined : NEEDS_STORIES.trim()].filter((m) => m !== undefined)
+const missing = [await postgresMissing(), await redisMissing()].filter((m) => m !== undefined)
 const SKIP = missing.length === 0 ? '' : ` (skipped: ${missing.join('; ')})`
 
 describe.skipIf(missing.length > 0)(`a tracker instance killed mid-generation${SKIP}`, () => {

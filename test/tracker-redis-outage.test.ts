@@ -8,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { packModel } from '../gguf/pack'
 import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
 import { type NeuronProcess, startNeuron } from './processes'
 import { Host, Tracker } from './programs'
 import { type RedisServer, redisMissing, startRedis } from './redis'
 
-const missing = [await postgresMissing(), await redisMissing(), HAVE_STORIES ? undefined : NEEDS_STORIES.trim()].filter((m) => m !== undefined)
+const missing = [await postgresMissing(), await redisMissing()].filter((m) => m !== undefined)
 const SKIP = missing.length === 0 ? '' : ` (skipped: ${missing.join('; ')})`
 
 describe.skipIf(missing.length > 0)(`a tracker instance while Redis restarts${SKIP}`, () => {

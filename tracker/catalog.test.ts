@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connectTracker } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { STORIES_260K, scratchDir } from '../test/models'
 import { packForPublish } from '../test/programs'
 import { storeEngines } from '../test/store-engines'
 import { Tracker } from './server'
@@ -39,7 +39,7 @@ async function stored(modelId: string) {
 }
 
 for (const engine of await storeEngines())
-  describe.skipIf(!HAVE_STORIES || engine.skip !== undefined)(`published models never change on ${engine.name}${NEEDS_STORIES}`, () => {
+  describe.skipIf(engine.skip !== undefined)(`published models never change on ${engine.name}`, () => {
     engine.setUp()
     /** A tracker on a new database (or `dbPath`, reopened), its key in the scratch directory. */
     const start = async (dbPath?: string) =>

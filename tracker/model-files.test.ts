@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connectTracker } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, type Manifest } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { STORIES_260K, scratchDir } from '../test/models'
 import { packForPublish } from '../test/programs'
 import { Tracker } from './server'
 
@@ -17,7 +17,7 @@ let infoHash = ''
 /** Every byte as %XX, the way BitTorrent clients send binary query values. */
 const percent = (bytes: Uint8Array) => [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')
 
-describe.skipIf(!HAVE_STORIES)(`a model's torrent is public over plain HTTP${NEEDS_STORIES}`, () => {
+describe(`a model's torrent is public over plain HTTP`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     tracker = await Tracker.start({ dbPath: ':memory:' })

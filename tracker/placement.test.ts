@@ -42,6 +42,16 @@ describe('planPlacement', () => {
     expect(served(planPlacement(view, model(8), joining(2), { kvBudgetTokens: KV_TOKENS }))).toEqual([3, 5])
   })
 
+  it('with twins, gives blocks a single host serves a second one before raising the weakest blocks', () => {
+    // Blocks 0..3 have two slow hosts (the weakest blocks, 50 tokens/s); blocks 4..7 one fast host (250), which no audit can compare.
+    const view = swarm(8, [host('slow-a', [0, 4], 10), host('slow-b', [0, 4], 10), host('fast', [4, 8], 1)])
+    expect(served(planPlacement(view, model(8), joining(4), { kvBudgetTokens: KV_TOKENS }))).toEqual([0, 4])
+    expect(served(planPlacement(view, model(8), joining(4), { kvBudgetTokens: KV_TOKENS, twins: true }))).toEqual([4, 8])
+    // with a gap, the gap first either way
+    const gap = swarm(8, [host('slow-a', [0, 4], 10), host('fast', [4, 6], 1)])
+    expect(served(planPlacement(gap, model(8), joining(2), { kvBudgetTokens: KV_TOKENS, twins: true }))).toEqual([6, 8])
+  })
+
   it('sizes the range to free memory (weights + KV budget) and reports what it needs', () => {
     const preview = previewPlacement(swarm(12, []), model(12), joining(5), { kvBudgetTokens: KV_TOKENS })
     if (!preview.decision.serve) throw new Error(preview.decision.reason)

@@ -13,6 +13,10 @@
  *
  * Cuts. A range starts and ends only where the manifest allows a route to cut (protocol/seams.ts).
  *
+ * Twins. With `twins`, once every block is served, a range that gives more blocks served by one host alone a
+ * second host wins first (then throughput decides): an audit re-runs a step on another host of its blocks, and a
+ * block with one host can be checked only against that host itself (tracker/checks/auditor.ts).
+ *
  * Exclusion. A host slows every route it joins when even the fastest route through it, serving its
  * whole proposed range, takes more than `maxSlowdown` × the swarm's current best route per token.
  * Such a range is shortened until it passes; a host with no passing range is refused. While the swarm
@@ -45,6 +49,8 @@ export interface PlacementOptions {
   kvBudgetSessions?: number
   /** Refuse a range when the fastest route through it is more than this many times the current best route. */
   maxSlowdown?: number
+  /** Recruit twins: once every block is served, first give blocks with a single host a second one (see Twins above). */
+  twins?: boolean
   costs?: RouteCosts
 }
 
@@ -117,6 +123,8 @@ interface Candidate {
   tokensPerSecond: number
   /** Per-block throughput after placement, ascending: the comparison key. */
   sortedAfter: Float64Array
+  /** Blocks of the range served by one host alone before it (counted only with `twins`, once every block is served). */
+  twinned: number
   bestRouteMsPerToken: number | null
 }
 
@@ -143,6 +151,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
     }
   }
   const swarmBefore = Math.min(...before)
+  const recruitTwins = options.twins === true && hostsBefore.every((h) => h > 0)
   const cuts = allowedCuts(model)
   const routes = new RouteBounds(spans, n, costs, cuts)
   const newHostPenaltyMs = relayMs(host, costs)
@@ -179,7 +188,11 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   function candidate(a: number, e: number, routeMs: number): Candidate {
     const tokensPerSecond = spanTokensPerSecond(host.msPerBlock, e - a)
     const after = Float64Array.from(before)
-    for (let b = a; b < e; b++) after[b] = (after[b] as number) + tokensPerSecond
+    let twinned = 0
+    for (let b = a; b < e; b++) {
+      after[b] = (after[b] as number) + tokensPerSecond
+      if (recruitTwins && hostsBefore[b] === 1) twinned++
+    }
     return {
       blocks: [a, e],
       bytesToDownload: sizes.downloadBytes(a, e),
@@ -187,6 +200,7 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       cacheBytes: sizes.cacheBytes(a, e),
       tokensPerSecond,
       sortedAfter: after.sort(),
+      twinned,
       bestRouteMsPerToken: Number.isFinite(routeMs) ? routeMs : null,
     }
   }
@@ -304,6 +318,7 @@ export function planPlacement(view: SwarmView, model: PlacementModel, host: Join
 }
 
 function compareCandidates(x: Candidate, y: Candidate): number {
+  if (x.twinned !== y.twinned) return y.twinned - x.twinned
   for (let i = 0; i < x.sortedAfter.length; i++) {
     const a = x.sortedAfter[i] as number
     const b = y.sortedAfter[i] as number

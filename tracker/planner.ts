@@ -174,7 +174,8 @@ export class SwarmPlanner {
         msPerBlock: msPerBlock ?? estimateMsPerBlock(meanBlockBytes(model), profile),
         relay: false,
       },
-      { kvBudgetTokens: KV_BUDGET.tokens, kvBudgetSessions: KV_BUDGET.sessions },
+      // every block gets a second host before throughput decides, so each span has another host to audit it
+      { kvBudgetTokens: KV_BUDGET.tokens, kvBudgetSessions: KV_BUDGET.sessions, twins: true },
     )
     const d = preview.decision
     return {

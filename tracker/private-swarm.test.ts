@@ -9,7 +9,7 @@ import { connectTracker, nodeAuthHeaders } from '../client/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import { ClientToTracker, callRpc, DASHBOARD_SCOPE, decodeFrame, jsonFrame, readJson, WireError } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { STORIES_260K, scratchDir } from '../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../test/programs'
 import { Tracker } from './server'
 
@@ -133,7 +133,7 @@ describe('a private swarm refuses an unlisted key', () => {
   })
 })
 
-describe.skipIf(!HAVE_STORIES)(`a private swarm serves its members end to end${NEEDS_STORIES}`, () => {
+describe(`a private swarm serves its members end to end`, () => {
   let dir = ''
   let cleanup: () => Promise<void> = async () => {}
   let swarm: InProcessSwarm

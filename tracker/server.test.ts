@@ -7,7 +7,7 @@ import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { NodeIdentity } from '../identity/keys'
 import { type AuthChallenge, ClientToTracker, callRpc, type HardwareProfile, HostToTracker, type Manifest, type ServingState } from '../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../test/models'
+import { STORIES_260K, scratchDir } from '../test/models'
 import { readyState, TEST_PROFILE } from '../test/peers'
 import { createModelTorrent } from '../test/programs'
 import { storeEngines } from '../test/store-engines'
@@ -30,7 +30,7 @@ let torrent: Buffer
 let tokenizer: Buffer
 
 for (const engine of await storeEngines())
-  describe.skipIf(!HAVE_STORIES || engine.skip !== undefined)(`tracker on loopback on ${engine.name}${NEEDS_STORIES}`, () => {
+  describe.skipIf(engine.skip !== undefined)(`tracker on loopback on ${engine.name}`, () => {
     engine.setUp()
     beforeAll(async () => {
       ;({ dir, cleanup } = await scratchDir())

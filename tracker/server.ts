@@ -5,7 +5,7 @@ import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, HostToTracker, MICRO, NeuronError, type RpcHandlers, type RpcSocket, seamAt, seamDtype, serveRpc, type WireError } from '../protocol'
+import { ClientToTracker, HostToTracker, MICRO, NeuronError, type RpcHandlers, type RpcSocket, serveRpc, type WireError } from '../protocol'
 import { admitSigned, ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
@@ -18,8 +18,8 @@ import { Gateway } from './gateway/gateway'
 import { guarded } from './gateway/http'
 import { hostHandlers, modelFiles, type Peer, pricedPlacement } from './host-rpc'
 import { routeHttp } from './http-routes'
-import { measureTargets, recordLatencyReport } from './latency/latency-rpc'
-import { clientLatencyId, MeasuredLatencies } from './latency/measured-latencies'
+import { recordLatencyReport } from './latency/latency-rpc'
+import { MeasuredLatencies } from './latency/measured-latencies'
 import { Accounts } from './ledger/accounts'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
@@ -31,8 +31,8 @@ import { TrackerRelay } from './reachability/tracker-relay'
 import { VolunteerRelays } from './reachability/volunteer-relays'
 import { HostRegistry } from './registry'
 import { Reputation } from './reputation/reputation'
-import { describeRoute } from './routing/route-planner'
 import type { TrackerStore } from './store'
+import { planRoute } from './tickets/route-plan'
 import { TicketOffice, ticketOptions } from './tickets/ticket-office'
 import { type TrackerOptions, trackerIdentity } from './tracker-options'
 
@@ -58,6 +58,8 @@ export class Tracker {
   /** Probes, audits, probation and bans of hosts. */
   readonly checks: HostChecks
   private readonly auditor: Auditor
+  /** Whether another host may re-run a hop's blocks: route.plan marks a hop without one unaudited. */
+  readonly hasTwin = (modelId: string, blocks: readonly [number, number], hostId: string) => this.auditor.hasTwin(modelId, blocks, hostId)
   readonly gateway: Gateway
   /** Accounts, credit holds and signed tickets for routed sessions. */
   readonly tickets: TicketOffice
@@ -72,6 +74,10 @@ export class Tracker {
   /** Who may use this swarm (`admission.admits(key)`, for the data plane's tickets too); `admission.set` changes the list at once. */
   readonly admission: Admission
   private readonly hostSockets = new Map<string, Socket>()
+  /** route.plan's log of each planned route (`--log-routes`), else none. */
+  get logRoute(): ((line: string) => void) | undefined {
+    return this.options.logRoutes ? (line) => this.log(line) : undefined
+  }
   private readonly http: HttpServer | HttpsServer
   private readonly io: SocketServer
   private readonly bittorrent = new BitTorrentTracker({ http: false, udp: false, ws: false, stats: false })
@@ -153,7 +159,8 @@ export class Tracker {
           )
       },
     )
-    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent })
+    const shared = cluster === undefined ? {} : { challenges: cluster.nonces, counter: cluster.counter }
+    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent }, shared)
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(
       {
@@ -247,7 +254,7 @@ export class Tracker {
     this.checks.close()
     this.metering.close()
     this.tickets.close()
-    if (this.ownClient !== undefined) (await this.ownClient.catch(() => undefined))?.close()
+    if (this.ownClient !== undefined) await (await this.ownClient.catch(() => undefined))?.close()
     await this.gateway.close()
     this.io.disconnectSockets(true)
     await new Promise<void>((resolve) => this.io.close(() => resolve()))
@@ -320,33 +327,13 @@ export class Tracker {
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
       'hosts.list': () => ({ hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })) }),
-      'route.plan': async (request, peer) => {
-        const payer = await this.tickets.payer(request.session, peer.publicKey)
-        const route = this.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
-        const manifest = this.catalog.get(request.modelId).manifest
-        const ticketed = await this.tickets.ticket(route, request, manifest, peer.publicKey, payer)
-        const issued = route.hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }) }))
-        const failed = await this.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
-          ...request,
-          clientKey: peer.publicKey,
-          accountId: payer.account.accountId,
-        })
-        this.planner.countRouted(request.session, route, peer.publicKey)
-        if (this.options.logRoutes) this.log(`route ${request.session.slice(0, 8)} for ${peer.nodeId}: ${describeRoute(route)}`)
-        // A span asked again after a failure: the client's word, no evidence; the host is probed (one claim per key).
-        if (failed && request.failedHost !== undefined) this.reputation.failoverClaimed(request.failedHost, peer.publicKey)
-        const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
-        return {
-          ...ticketed,
-          hops: ticketed.hops.map((h) => ({
-            ...h,
-            audit: this.checks.auditRate(h.hostId, peer.nodeId),
-            ...seamOut(h.blocks[1]),
-            ...(this.auditor.hasTwin(request.modelId, h.blocks, h.hostId) ? {} : { unaudited: true as const }),
-          })),
-          seamDtype: seamDtype(manifest),
-          measure: measureTargets(this.latencies, this.registry, peer.nodeId, route),
-        }
+      'route.plan': (request, peer) => planRoute(this, request, peer),
+      'grant.challenge': () => this.grantsOrRefuse().challenge(),
+      'grant.claim': async (claim, peer) => {
+        const claimed = await this.grantsOrRefuse().claim(peer.publicKey, peer.socket.handshake.address, claim)
+        // the new account's pushes (balance, receipts) reach this connection from now on, as they would after a reconnect
+        joinAccountRoom(peer.socket, Promise.resolve(claimed), (l) => this.log(l))
+        return claimed
       },
       'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
       'session.end': ({ session }, peer) => {
@@ -378,6 +365,11 @@ export class Tracker {
       joinAccountRoom(socket, this.accounts.byPublicKey(peer.publicKey), (l) => this.log(l))
       serveRpc(socket, ClientToTracker, handlers, peer, (event, error) => this.countRejected(event, error))
     })
+  }
+
+  private grantsOrRefuse(): NonNullable<TicketOffice['grants']> {
+    if (this.tickets.grants !== undefined) return this.tickets.grants
+    throw new NeuronError('no_grants', 'this tracker grants new keys nothing; ask the operator for an account (neuron account create).')
   }
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */

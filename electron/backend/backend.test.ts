@@ -7,7 +7,7 @@ import { SwarmClient } from '../../client/swarm-client'
 import { Host } from '../../host/host'
 import { NodeIdentity } from '../../identity/keys'
 import { type AppEventData, type AppEventName, type AppInput, type AppMethod, type AppOutput, KV_BUDGET, readAppReply, type WireError } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { escrowAccount, hostAccount } from '../../tracker/ledger/accounts'
 import { Tracker } from '../../tracker/server'
 import { AppBackend } from './backend'
@@ -71,7 +71,7 @@ async function closedPort(): Promise<number> {
   return address.port
 }
 
-describe.skipIf(!HAVE_STORIES)(`the app backend on its embedded swarm${NEEDS_STORIES}`, () => {
+describe(`the app backend on its embedded swarm`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-app-'))
     const started = performance.now()

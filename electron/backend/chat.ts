@@ -1,7 +1,21 @@
+import { randomInt } from 'node:crypto'
 import type { z } from 'zod'
 import { renderChat } from '../../client/chat-template'
 import type { SwarmClient } from '../../client/swarm-client'
-import { type AppEventData, type AppEventName, type ChatHop, type ChatRequest, NeuronError, toWireError, type WireError } from '../../protocol'
+import {
+  type AppEventData,
+  type AppEventName,
+  type ChatCount,
+  type ChatHop,
+  type ChatMessage,
+  type ChatRequest,
+  ClientToTracker,
+  callRpc,
+  NeuronError,
+  SAMPLING_BOUNDS,
+  toWireError,
+  type WireError,
+} from '../../protocol'
 
 export interface ChatDeps {
   client(): SwarmClient
@@ -17,17 +31,69 @@ export interface ChatDeps {
  */
 export class ChatRunner {
   private readonly running = new Map<string, AbortController>()
+  /** Context lengths by model id, from the models' manifests (per client: a new swarm may list other models). */
+  private readonly contexts = new WeakMap<SwarmClient, Map<string, Promise<number>>>()
 
   constructor(private readonly deps: ChatDeps) {}
 
-  send(request: z.output<typeof ChatRequest>): { chatId: string } {
+  /**
+   * Starts an answer once its prompt is known to fit: a prompt whose tokens plus `maxTokens` exceed the
+   * model's context is refused here (context_exceeded, naming the counts), before any host sees it.
+   */
+  async send(request: z.output<typeof ChatRequest>): Promise<{ chatId: string }> {
     if (this.running.has(request.chatId)) {
       throw new NeuronError('chat_busy', `chat ${request.chatId} is still answering; stop it or wait for its chat.done before sending again`)
     }
     const controller = new AbortController()
     this.running.set(request.chatId, controller)
-    void this.answer(request, controller).finally(() => this.running.delete(request.chatId))
+    let prompt: number[]
+    const client = this.deps.client()
+    const trackerUrl = this.deps.trackerUrl()
+    try {
+      prompt = await this.fitting(client, request.modelId, request.messages, request.maxTokens)
+    } catch (error) {
+      this.running.delete(request.chatId)
+      if (error instanceof NeuronError && error.code === 'context_exceeded') throw error
+      const wire = describe(error, client, trackerUrl)
+      throw new NeuronError(wire.code, wire.message, wire.details ?? {})
+    }
+    void this.answer(request, { client, trackerUrl, prompt }, controller).finally(() => this.running.delete(request.chatId))
     return { chatId: request.chatId }
+  }
+
+  /** The conversation's prompt tokens with the model's template, and the model's context length. */
+  async count(modelId: string, messages: readonly ChatMessage[]): Promise<ChatCount> {
+    const client = this.deps.client()
+    const [tokenizer, contextLength] = await Promise.all([client.tokenizer(modelId), this.contextLength(client, modelId)])
+    return { promptTokens: renderChat(tokenizer, messages).length, contextLength }
+  }
+
+  /** The prompt's tokens, when they and `maxTokens` more fit in the model's context. */
+  private async fitting(client: SwarmClient, modelId: string, messages: readonly ChatMessage[], maxTokens: number): Promise<number[]> {
+    const [tokenizer, contextLength] = await Promise.all([client.tokenizer(modelId), this.contextLength(client, modelId)])
+    const prompt = renderChat(tokenizer, messages)
+    if (prompt.length + maxTokens > contextLength) {
+      throw new NeuronError(
+        'context_exceeded',
+        `the prompt is ${prompt.length} tokens and the answer may take ${maxTokens} more: ${prompt.length + maxTokens} > ${modelId}'s context of ${contextLength} tokens; shorten the conversation (or start a new one) or lower max tokens`,
+        { promptTokens: prompt.length, maxTokens, contextLength },
+      )
+    }
+    return prompt
+  }
+
+  private contextLength(client: SwarmClient, modelId: string): Promise<number> {
+    const byModel = this.contexts.get(client) ?? new Map<string, Promise<number>>()
+    this.contexts.set(client, byModel)
+    let length = byModel.get(modelId)
+    if (length === undefined) {
+      const asked = callRpc(client.tracker, ClientToTracker, 'model.get', { modelId }).then((m) => m.manifest.contextLength)
+      // A failed ask is asked again next time, not remembered.
+      asked.catch(() => byModel.get(modelId) === asked && byModel.delete(modelId))
+      byModel.set(modelId, asked)
+      length = asked
+    }
+    return length
   }
 
   /** Stops an answer in flight (it ends with chat.done, finishReason 'aborted'); a finished chat is left alone. */
@@ -41,21 +107,24 @@ export class ChatRunner {
     for (const c of this.running.values()) c.abort(because === undefined ? undefined : new NeuronError('swarm_changed', because))
   }
 
-  private async answer(request: z.output<typeof ChatRequest>, controller: AbortController): Promise<void> {
+  /** `asked`: the swarm the prompt was counted on, and its tokens. */
+  private async answer(
+    request: z.output<typeof ChatRequest>,
+    asked: { client: SwarmClient; trackerUrl: string; prompt: number[] },
+    controller: AbortController,
+  ): Promise<void> {
     const { chatId } = request
-    const client = this.deps.client()
-    const trackerUrl = this.deps.trackerUrl()
+    const { client, trackerUrl, prompt } = asked
     let chargedMicro = 0
     let creditsOut: WireError | null = null
     try {
-      const tokenizer = await client.tokenizer(request.modelId)
       /** Hosts a route marked unaudited (no second host serves their blocks). */
       const unaudited = new Set<string>()
       const generation = client.generate({
         modelId: request.modelId,
-        prompt: renderChat(tokenizer, request.messages),
+        prompt,
         maxTokens: request.maxTokens,
-        sampling: { temperature: request.temperature, seed: request.seed },
+        sampling: samplingOf(request),
         stopAtEog: true,
         signal: controller.signal,
         onRoute: (hops) => {
@@ -106,6 +175,17 @@ export class ChatRunner {
       this.deps.log(`chat ${chatId} failed: ${wire.code}: ${wire.message}`)
       this.deps.emit('chat.error', { chatId, error: wire })
     }
+  }
+}
+
+/** The host's sampling for a request; without a seed, a fresh one, so each answer (a regenerate too) samples anew. */
+export function samplingOf(request: z.output<typeof ChatRequest>) {
+  return {
+    temperature: request.temperature,
+    ...(request.topP === undefined ? {} : { topP: request.topP }),
+    ...(request.topK === undefined ? {} : { topK: request.topK }),
+    ...(request.repeatPenalty === undefined ? {} : { repeatPenalty: request.repeatPenalty }),
+    seed: request.seed ?? randomInt(SAMPLING_BOUNDS.seed.max),
   }
 }
 

@@ -61,7 +61,7 @@ export class SwarmConnection {
             ...(allowedKeys === null ? {} : { allowedKeys }),
           })
         embedded = await onPreferredPort(options.trackerPort ?? null, 'the embedded tracker', start, log)
-        // A packaged app, or a checkout without ../shared, may lack the default model: the swarm starts empty then.
+        // A default model that fails to publish is left out, with a line saying why; the user adds a GGUF then.
         for (const model of options.defaultModels) {
           await publisher
             .publish(model, localUrl(embedded), options.identity)
@@ -89,7 +89,8 @@ export class SwarmConnection {
   /** Replaces a client that lost the tracker (the seeds carry on). */
   async reconnectClient(): Promise<SwarmClient> {
     const fresh = await SwarmClient.connect(this.trackerUrl, this.identity, (l) => this.log(`client: ${l}`))
-    this.current.close()
+    // The old client's session.end calls are acknowledged, or not, on its own time.
+    void this.current.close()
     this.current = fresh
     return fresh
   }
@@ -107,7 +108,7 @@ export class SwarmConnection {
   }
 
   async close(): Promise<void> {
-    this.current.close()
+    await this.current.close()
     await this.publisher.close()
     await this.embedded?.close()
   }

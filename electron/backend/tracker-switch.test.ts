@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type AppInput, type AppMethod, type AppOutput, type HostingStatus, readAppReply } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { Tracker } from '../../tracker/server'
 import { AppBackend } from './backend'
 import { SettingsStore } from './settings-store'
@@ -30,7 +30,7 @@ const hosting = (): Pick<HostingStatus, 'phase' | 'modelId' | 'blocks'> => {
 }
 const saved = async () => (await SettingsStore.open(join(dir, 'app'))).value
 
-describe.skipIf(!HAVE_STORIES)(`hosting across a switch of tracker${NEEDS_STORIES}`, () => {
+describe('hosting across a switch of tracker', () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-switch-'))
     other = await Tracker.start({ dbPath: join(dir, 'other.sqlite'), host: '127.0.0.1', port: 0 })

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import type { Manifest } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, REPO_ROOT, STORIES_260K, scratchDir } from '../../test/models'
+import { REPO_ROOT, STORIES_260K, scratchDir } from '../../test/models'
 import { Tracker } from '../../test/programs'
 import { ArtifactStore } from './artifact-store'
 import { createModelTorrent } from './model-torrent'
@@ -44,7 +44,7 @@ function store(name: string, quotaBytes?: number): ArtifactStore {
   return s
 }
 
-describe.skipIf(!HAVE_STORIES)(`artifact store over BitTorrent on loopback${NEEDS_STORIES}`, () => {
+describe(`artifact store over BitTorrent on loopback`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     tracker = await Tracker.start({ dbPath: ':memory:' })

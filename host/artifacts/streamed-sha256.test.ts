@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import type { Manifest, ManifestArtifact } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { Sha256Workers } from './sha256-workers'
 import { StreamedSha256 } from './streamed-sha256'
 
@@ -29,7 +29,7 @@ function blocksArtifact(): ManifestArtifact {
   return a
 }
 
-describe.skipIf(!HAVE_STORIES)(`the sha256 of an artifact from its pieces as they are stored${NEEDS_STORIES}`, () => {
+describe(`the sha256 of an artifact from its pieces as they are stored`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })

@@ -149,3 +149,24 @@ export function checkStepTokens(ticket: Pick<Ticket, 'promptTokens'>, step: numb
       allowed,
     })
 }
+
+/**
+ * Replay numbering (steps from REPLAY_STEP_BASE) runs only on a failover ticket, inside the positions it names: a
+ * plain ticket's client numbering its steps as replays is refused as the client's doing, before any work.
+ */
+export function checkReplayTicket(ticket: Pick<Ticket, 'replay'>, step: number, position: number, tokens: number): void {
+  if (step < REPLAY_STEP_BASE) return
+  const replay = ticket.replay
+  if (replay === undefined)
+    throw new NeuronError(
+      'replay_not_ticketed',
+      `step ${step} is numbered as a failover replay, but this session's ticket is a plain one; number steps from 1, or ask route.plan for a failover ticket (with failedHost).`,
+      { step },
+    )
+  if (position < replay.span[0] || position + tokens > replay.span[1])
+    throw new NeuronError(
+      'replay_out_of_span',
+      `replay step ${step} covers positions [${position}, ${position + tokens}); this failover ticket rebuilds [${replay.span[0]}, ${replay.span[1]}) only.`,
+      { step, span: replay.span },
+    )
+}

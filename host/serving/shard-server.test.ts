@@ -7,7 +7,7 @@ import { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import { ShardRuntime } from '../../native'
 import { decodeFrame, encodeFrame, type Frame, jsonFrame, MAX_PROBE_TOKENS, type Manifest, readJson, SampledToken, type Ticket } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { PROBE_SLOTS } from './admission'
 import { ShardServer, type ShardServerOptions } from './shard-server'
 
@@ -98,7 +98,7 @@ const tokens = (s: string, step: number, position: number, ids: number[], { bloc
 }
 const errorOf = (f: Frame) => (f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string; message: string }) : undefined)
 
-describe.skipIf(!HAVE_STORIES)(`shard server on loopback${NEEDS_STORIES}`, () => {
+describe(`shard server on loopback`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })

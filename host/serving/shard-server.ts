@@ -27,7 +27,7 @@ import {
 } from '../../protocol'
 import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
-import { type AdmissionLimits, admissionLimits, admit, checkStepTokens, squattedSession, type TicketTerms } from './admission'
+import { type AdmissionLimits, admissionLimits, admit, checkReplayTicket, checkStepTokens, squattedSession, type TicketTerms } from './admission'
 import { DataPlaneListener } from './data-plane-listener'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
@@ -262,6 +262,7 @@ export class ShardServer {
     const input = seamInput(frame, this.seamFacts, served.runtime.blocks[0], served.runtime.takesTokens)
     if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
     checkStepTokens(served.ticket, frame.step, frame.tokens)
+    checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
     const signed = clientSigned(served, frame)
     served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
     served.lastUsed = Date.now()

@@ -9,7 +9,7 @@ import { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import { ShardRuntime } from '../../native'
 import { decodeFrame, type Frame, jsonFrame, type Manifest, readJson, SampledToken } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { ShardServer } from './shard-server'
 
 const SESSIONS = 8
@@ -107,7 +107,7 @@ async function generate(k: number, id: string, at?: (n: number) => 'close' | num
   }
 }
 
-describe.skipIf(!HAVE_STORIES)(`continuous batching on one host${NEEDS_STORIES}`, () => {
+describe(`continuous batching on one host`, () => {
   let solo: (number | string)[][] = []
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())

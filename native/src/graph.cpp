@@ -78,6 +78,17 @@ ggml_tensor * GraphBuilder::rope(ggml_tensor * x, int il) const {
 }
 
 void GraphBuilder::qkv(const Layer & L, ggml_tensor * x, ggml_tensor *& q, ggml_tensor *& k, ggml_tensor *& v) const {
+    if (L.wqkv) {
+        // fused, as llama.cpp's build_qkv: views of one product (Q's heads, then K's, then V's, per token)
+        ggml_tensor * all = ggml_mul_mat(ctx0, L.wqkv, x);
+        if (L.wqkv_b) all = ggml_add(ctx0, all, L.wqkv_b);
+        const int64_t d = hp.n_embd_head, nq = hp.n_embd_q(), nkv = hp.n_embd_kv();
+        const size_t row = ggml_row_size(all->type, d);
+        q = ggml_view_3d(ctx0, all, d, hp.n_head, n_tokens, row, all->nb[1], 0);
+        k = ggml_view_3d(ctx0, all, d, hp.n_head_kv, n_tokens, row, all->nb[1], ggml_row_size(all->type, nq));
+        v = ggml_view_3d(ctx0, all, d, hp.n_head_kv, n_tokens, row, all->nb[1], ggml_row_size(all->type, nq + nkv));
+        return;
+    }
     q = ggml_mul_mat(ctx0, L.wq, x);
     if (L.bq) q = ggml_add(ctx0, q, L.bq);
     k = ggml_mul_mat(ctx0, L.wk, x);
@@ -189,10 +200,14 @@ ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k,
     return cur;
 }
 
-ggml_tensor * GraphBuilder::ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down) const {
+ggml_tensor * GraphBuilder::ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down, ggml_tensor * up_b,
+                                       ggml_tensor * gate_b, ggml_tensor * down_b) const {
     ggml_tensor * u = ggml_mul_mat(ctx0, up, x);
-    ggml_tensor * cur = ggml_swiglu_split(ctx0, ggml_mul_mat(ctx0, gate, x), u);
-    return ggml_mul_mat(ctx0, down, cur);
+    if (up_b) u = ggml_add(ctx0, u, up_b);
+    ggml_tensor * g = ggml_mul_mat(ctx0, gate, x);
+    if (gate_b) g = ggml_add(ctx0, g, gate_b);
+    ggml_tensor * cur = ggml_mul_mat(ctx0, down, ggml_swiglu_split(ctx0, g, u));
+    return down_b ? ggml_add(ctx0, cur, down_b) : cur;
 }
 
 ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_tensor * block_in) const {
@@ -207,7 +222,7 @@ ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_te
     ggml_tensor * x = rms_norm(ffn_inp, L.ffn_norm);
     ggml_tensor * cur;
     if (!L.ffn_gate_inp) {
-        cur = ffn_swiglu(x, L.ffn_up, L.ffn_gate, L.ffn_down);
+        cur = ffn_swiglu(x, L.ffn_up, L.ffn_gate, L.ffn_down, L.ffn_up_b, L.ffn_gate_b, L.ffn_down_b);
     } else {
         cur = moe_ffn(L, x);
         if (L.ffn_up_shexp) {

@@ -84,7 +84,8 @@ struct GraphBuilder {
     // glm-dsa: a full block's lightning indexer -> each token's top-k cells; the attention mask they make
     ggml_tensor * dsa_top_k(int il, ggml_tensor * x, ggml_tensor * qr);
     ggml_tensor * dsa_mask(ggml_tensor * top_k) const;
-    ggml_tensor * ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down) const;
+    ggml_tensor * ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down, ggml_tensor * up_b = nullptr,
+                             ggml_tensor * gate_b = nullptr, ggml_tensor * down_b = nullptr) const;
     // llama.cpp's build_moe_ffn: route each token to n_expert_used experts and sum their weighted outputs
     ggml_tensor * moe_ffn(const Layer & L, ggml_tensor * x) const;
     // the rest of block il after attention: residual, normed FFN (dense, experts, experts + shared), residual

@@ -235,6 +235,11 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
     // locate every tensor
     std::vector<Found> found;
     std::vector<std::string> missing;
+    const auto in_any = [&](const std::string & name) {
+        for (auto & art : arts)
+            if (gguf_find_tensor(art->gguf, name.c_str()) >= 0) return true;
+        return false;
+    };
     for (const auto & w : wants) {
         int where = -1;
         int64_t tid = -1;
@@ -243,9 +248,11 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             if (tid >= 0) where = (int) i;
         }
         if (where < 0) {
-            if (w.required) missing.push_back(w.name);
+            if (w.required || (!w.unless.empty() && !in_any(w.unless))) missing.push_back(w.name);
             continue;
         }
+        // a fused tensor is there: the separate ones are not used (llama.cpp does not load them then)
+        if (!w.unless.empty() && in_any(w.unless)) continue;
         found.push_back({w, where, tid, ggml_get_tensor(arts[where]->meta, w.name.c_str())});
     }
     if (!missing.empty()) {

@@ -141,6 +141,12 @@ struct Layer {
     ggml_tensor * ffn_gate = nullptr;
     ggml_tensor * ffn_up = nullptr;
     ggml_tensor * ffn_down = nullptr;
+    // biases llama.cpp loads where a GGUF has them (llama: ffn_gate_b/ffn_up_b/ffn_down_b; TENSOR_NOT_REQUIRED)
+    ggml_tensor * ffn_gate_b = nullptr;
+    ggml_tensor * ffn_up_b = nullptr;
+    ggml_tensor * ffn_down_b = nullptr;
+    // fused Q, K and V (create_tensor_qkv accepts attn_qkv instead of attn_q/attn_k/attn_v), and its bias
+    ggml_tensor * wqkv_b = nullptr;
     // gpt-oss
     ggml_tensor * attn_post_norm = nullptr;
     ggml_tensor * attn_sinks = nullptr;

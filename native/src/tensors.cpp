@@ -23,14 +23,18 @@ void attention_wants(const HParams & hp, const std::string & b, Layer & L, std::
         return;
     }
     const int64_t q = hp.n_embd_q(), kv = hp.n_embd_kv();
-    const bool qkv_bias = hp.arch == Arch::Qwen2 || hp.arch == Arch::GptOss;
-    w.push_back({b + "attn_q.weight", &L.wq, true, GGML_OP_MUL_MAT, {E, q}});
-    w.push_back({b + "attn_k.weight", &L.wk, true, GGML_OP_MUL_MAT, {E, kv}});
-    w.push_back({b + "attn_v.weight", &L.wv, true, GGML_OP_MUL_MAT, {E, kv}});
+    // as llama.cpp's create_tensor_qkv: a fused attn_qkv (with its bias, if any) or attn_q/attn_k/attn_v, whose
+    // biases are each optional in every family (qwen2 and gpt-oss GGUFs carry them; one without them loads)
+    const std::string fused = b + "attn_qkv.weight";
+    w.push_back({fused, &L.wqkv, false, GGML_OP_MUL_MAT, {E, q + 2 * kv}});
+    w.push_back({b + "attn_qkv.bias", &L.wqkv_b, false, GGML_OP_ADD, {q + 2 * kv}});
+    w.push_back({b + "attn_q.weight", &L.wq, false, GGML_OP_MUL_MAT, {E, q}, fused});
+    w.push_back({b + "attn_k.weight", &L.wk, false, GGML_OP_MUL_MAT, {E, kv}, fused});
+    w.push_back({b + "attn_v.weight", &L.wv, false, GGML_OP_MUL_MAT, {E, kv}, fused});
     w.push_back({b + "attn_output.weight", &L.wo, true, GGML_OP_MUL_MAT, {q, E}});
-    w.push_back({b + "attn_q.bias", &L.bq, qkv_bias, GGML_OP_ADD, {q}});
-    w.push_back({b + "attn_k.bias", &L.bk, qkv_bias, GGML_OP_ADD, {kv}});
-    w.push_back({b + "attn_v.bias", &L.bv, qkv_bias, GGML_OP_ADD, {kv}});
+    w.push_back({b + "attn_q.bias", &L.bq, false, GGML_OP_ADD, {q}});
+    w.push_back({b + "attn_k.bias", &L.bk, false, GGML_OP_ADD, {kv}});
+    w.push_back({b + "attn_v.bias", &L.bv, false, GGML_OP_ADD, {kv}});
     w.push_back({b + "attn_output.bias", &L.bo, hp.arch == Arch::GptOss, GGML_OP_ADD, {E}});
     if (hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe) {
         w.push_back({b + "attn_q_norm.weight", &L.q_norm, true, GGML_OP_MUL, {hp.n_embd_head}});
@@ -82,6 +86,12 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
         w.push_back({b + "ffn_gate.weight", &L.ffn_gate, true, GGML_OP_MUL_MAT, {E, hp.n_ff}});
         w.push_back({b + "ffn_up.weight", &L.ffn_up, true, GGML_OP_MUL_MAT, {E, hp.n_ff}});
         w.push_back({b + "ffn_down.weight", &L.ffn_down, true, GGML_OP_MUL_MAT, {hp.n_ff, E}});
+        if (hp.arch == Arch::Llama) {
+            // llama.cpp's llama loader takes FFN biases where a GGUF has them
+            w.push_back({b + "ffn_gate.bias", &L.ffn_gate_b, false, GGML_OP_ADD, {hp.n_ff}});
+            w.push_back({b + "ffn_up.bias", &L.ffn_up_b, false, GGML_OP_ADD, {hp.n_ff}});
+            w.push_back({b + "ffn_down.bias", &L.ffn_down_b, false, GGML_OP_ADD, {E}});
+        }
         return;
     }
     const int64_t X = hp.n_expert, F = hp.n_ff_exp;

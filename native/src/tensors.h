@@ -16,6 +16,7 @@ struct Want {
     bool required;
     ggml_op op;           // how the graph uses it (picks the buffer type)
     std::vector<int64_t> ne;  // the shape the metadata implies (ggml order); other dimensions must be 1
+    std::string unless = "";  // required only when no tensor of this name is there (a fused alternative)
 };
 
 void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & wants);

@@ -1,13 +1,17 @@
-import { useEffect, useRef } from 'react'
+import { useCallback, useEffect, useRef, useState } from 'react'
 import { useStore } from 'zustand'
 import { ErrorNote } from '../components/ErrorNote'
+import { contextFit, conversationSettings } from '../stores/chat/fields'
 import { privacyNotice } from '../stores/chat/privacy'
 import { activeConversation, canRegenerate, streamingAnswer } from '../stores/chat/selectors'
 import { useStores } from '../stores/context'
 import { Composer } from './chat/Composer'
 import { ConversationList } from './chat/ConversationList'
+import { ExportMenu } from './chat/ExportMenu'
 import { MessageView } from './chat/MessageView'
+import { NumberField } from './chat/NumberField'
 import { PrivacyConsent, PrivacyNote } from './chat/PrivacyNote'
+import { SettingsPanel } from './chat/SettingsPanel'
 
 export function ChatScreen() {
   const { chat, settings } = useStores()
@@ -18,10 +22,22 @@ export function ChatScreen() {
   const streaming = streamingAnswer(conversation) !== null
   const thread = useRef<HTMLDivElement>(null)
   const lastContent = conversation?.messages.at(-1)?.content
+  const settingsOf = conversationSettings(conversation)
+  const [draft, setDraft] = useState('')
+  const onDraft = useCallback((text: string) => setDraft(text), [])
+  const count = state.promptCount
+  const fit = count !== null && count.conversationId === conversation?.id ? contextFit(count, state.maxTokens) : null
 
   useEffect(() => {
     void chat.getState().loadModels()
   }, [chat])
+
+  // The prompt's tokens, counted again a moment after the user stops typing or the conversation changes.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: these are what the count depends on
+  useEffect(() => {
+    const timer = setTimeout(() => void chat.getState().countPrompt(draft), 250)
+    return () => clearTimeout(timer)
+  }, [chat, draft, conversation?.id, conversation?.modelId, conversation?.messages.length, conversation?.messages.at(-1)?.status, settingsOf.systemPrompt])
 
   // Escape stops the running answer from anywhere on this screen.
   useEffect(() => {
@@ -45,6 +61,7 @@ export function ChatScreen() {
         onNew={() => state.newConversation()}
         onSelect={state.select}
         onDelete={state.remove}
+        onRename={state.rename}
       />
       <section className="chat-main">
         <header className="chat-header">
@@ -69,23 +86,27 @@ export function ChatScreen() {
               ))}
             </select>
           </label>
-          <label className="max-tokens">
-            <span className="field-label">Max tokens</span>
-            <input
-              className="input"
-              type="number"
-              min={1}
-              max={4096}
-              value={state.maxTokens}
-              onChange={(event) => state.setMaxTokens(Number(event.target.value))}
-              data-testid="chat-max-tokens"
-            />
-          </label>
+          <NumberField
+            field="maxTokens"
+            className="max-tokens"
+            value={state.maxTokens}
+            onValue={(value) => value !== null && state.setMaxTokens(value)}
+            onInvalid={(message) => state.setFieldError('maxTokens', message)}
+          />
+          {conversation !== null && conversation.messages.length > 0 && <ExportMenu conversation={conversation} />}
           {privacy !== null && <PrivacyNote notice={privacy} />}
         </header>
+        {conversation !== null && (
+          <SettingsPanel
+            conversationId={conversation.id}
+            settings={settingsOf}
+            onChange={state.setSettings}
+            onInvalid={(field, message) => state.setFieldError(field, message)}
+          />
+        )}
         <ErrorNote error={state.modelsError} />
         <ErrorNote error={state.historyError} testId="chat-history-error" />
-        <div className="thread" ref={thread}>
+        <div className="thread" ref={thread} role="log" aria-live="polite" aria-label="Conversation" data-testid="chat-thread">
           {conversation === null || conversation.messages.length === 0 ? (
             <div className="thread-empty">
               <h2>Ask the swarm</h2>
@@ -97,7 +118,9 @@ export function ChatScreen() {
               )}
             </div>
           ) : (
-            conversation.messages.map((message) => <MessageView key={message.id} message={message} />)
+            conversation.messages.map((message) => (
+              <MessageView key={message.id} message={message} onResend={streaming ? undefined : (text) => state.resend(message.id, text)} />
+            ))
           )}
         </div>
         <ErrorNote error={state.composerError} testId="chat-error" />
@@ -107,7 +130,9 @@ export function ChatScreen() {
           <Composer
             streaming={streaming}
             canRegenerate={canRegenerate(conversation)}
-            onSend={(text) => void state.send(text)}
+            fit={fit}
+            onSend={state.send}
+            onDraft={onDraft}
             onStop={() => void state.stop()}
             onRegenerate={() => void state.regenerate()}
           />

@@ -7,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import { oracleGreedy, oracleModel } from '../../native/oracle'
 import type { Manifest } from '../../protocol'
-import { HAVE_STORIES, STORIES_260K, scratchDir } from '../models'
+import { STORIES_260K, scratchDir } from '../models'
 import type { NeuronProcess } from '../processes'
 import { buildHomeNetwork, type HomeNetwork, type Place, whyNoMiniupnpd, whyNoNamespaces } from '.'
 import { neuronIn as startNeuronIn, swarmChildIn } from './programs'
 
 const TOKENS = 48
 const PORT = 7070
-const why = whyNoNamespaces() ?? whyNoMiniupnpd() ?? (HAVE_STORIES ? undefined : `${STORIES_260K} is absent`)
+const why = whyNoNamespaces() ?? whyNoMiniupnpd()
 
 interface HostRow {
   hostId: string

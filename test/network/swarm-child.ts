@@ -38,5 +38,5 @@ try {
     say({ done: { tokens, route: route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs })), failovers, decodeTokensPerSecond } })
   } else throw new Error(`unknown command ${command}: hosts or chat`)
 } finally {
-  client.close()
+  await client.close()
 }

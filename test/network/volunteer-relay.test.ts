@@ -6,14 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import { oracleGreedy, oracleModel } from '../../native/oracle'
 import type { Manifest } from '../../protocol'
-import { HAVE_STORIES, STORIES_260K, scratchDir } from '../models'
+import { STORIES_260K, scratchDir } from '../models'
 import type { NeuronProcess } from '../processes'
 import { buildHomeNetwork, type HomeNetwork, type Place, whyNoNamespaces } from '.'
 import { neuronIn as startNeuronIn, swarmChildIn } from './programs'
 
 const TOKENS = 32
 const PORT = 7070
-const why = whyNoNamespaces() ?? (HAVE_STORIES ? undefined : `${STORIES_260K} is absent`)
+const why = whyNoNamespaces()
 
 interface HostRow {
   hostId: string

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process'
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { StallingHost } from '../../test/lying-host'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
 
 const ADMIN = 'admin-token-for-tests'
@@ -57,7 +57,7 @@ async function refusal(call: () => Promise<unknown>): Promise<{ ms: number; erro
   return { ms: performance.now() - t0, error }
 }
 
-describe.skipIf(!HAVE_STORIES)(`gateway bounds on a real swarm${NEEDS_STORIES}`, () => {
+describe(`gateway bounds on a real swarm`, () => {
   beforeAll(async () => {
     const scratch = await scratchDir()
     cleanup = scratch.cleanup

@@ -8,7 +8,7 @@ import { SwarmClient } from '../../client/swarm-client'
 import { connectTracker } from '../../client/tracker-connection'
 import { NodeIdentity, verifySignature } from '../../identity/keys'
 import { ClientToTracker, callRpc, DashboardReceipt, feeOf, REPLAY_STEP_BASE, type Receipt, receiptMessage } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
 import { storeEngines } from '../../test/store-engines'
 import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from '../ledger/accounts'
@@ -51,7 +51,7 @@ function expectOpenAiError(body: unknown, code: string, param: string | null = n
 }
 
 for (const engine of await storeEngines())
-  describe.skipIf(!HAVE_STORIES || engine.skip !== undefined)(`OpenAI-compatible gateway on a real swarm on ${engine.name}${NEEDS_STORIES}`, () => {
+  describe.skipIf(engine.skip !== undefined)(`OpenAI-compatible gateway on a real swarm on ${engine.name}`, () => {
     engine.setUp()
     beforeAll(async () => {
       ;({ dir, cleanup } = await scratchDir())

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderChat } from '../../client/chat-template'
 import { ModelTokenizer } from '../../client/tokenizer'
 import { tokenizerGguf } from '../../gguf/tokenizer'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K } from '../../test/models'
+import { STORIES_260K } from '../../test/models'
 import { PromptTokenizers } from './prompt-tokenizers'
 
 const MODEL = 'stories260k'
@@ -12,7 +12,7 @@ let gguf: Buffer
 let tokenizers: PromptTokenizers
 let local: ModelTokenizer
 
-describe.skipIf(!HAVE_STORIES)(`prompt tokenizers on worker threads${NEEDS_STORIES}`, () => {
+describe(`prompt tokenizers on worker threads`, () => {
   beforeAll(async () => {
     gguf = await tokenizerGguf(STORIES_260K)
     tokenizers = new PromptTokenizers({ get: () => ({ tokenizer: gguf, manifest: { nVocab: 512 } }) as never, manifests: () => [] })

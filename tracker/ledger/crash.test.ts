@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import { REPLAY_STEP_BASE } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { type NeuronProcess, startNeuron } from '../../test/processes'
 import { createAccount } from '../../test/programs'
 import { storeEngines } from '../../test/store-engines'
@@ -28,7 +28,7 @@ async function startTracker(db: string, keyFile: string): Promise<{ process: Neu
 }
 
 for (const engine of await storeEngines())
-  describe.skipIf(!HAVE_STORIES || engine.skip !== undefined)(`ledger across a tracker crash on ${engine.name}${NEEDS_STORIES}`, () => {
+  describe.skipIf(engine.skip !== undefined)(`ledger across a tracker crash on ${engine.name}`, () => {
     engine.setUp()
     afterAll(async () => {
       await Promise.all(processes.map((p) => p.stop(2000)))

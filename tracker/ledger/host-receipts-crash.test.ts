@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { SwarmClient } from '../../client/swarm-client'
 import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { type NeuronProcess, startNeuron } from '../../test/processes'
 import { storeEngines } from '../../test/store-engines'
 import type { TrackerStore } from '../store'
@@ -55,7 +55,7 @@ async function until(read: () => Promise<number>, done: (n: number) => boolean, 
 }
 
 for (const engine of await storeEngines())
-  describe.skipIf(!HAVE_STORIES || engine.skip !== undefined)(`host receipts across a tracker crash on ${engine.name}${NEEDS_STORIES}`, () => {
+  describe.skipIf(engine.skip !== undefined)(`host receipts across a tracker crash on ${engine.name}`, () => {
     engine.setUp()
     afterAll(async () => {
       await Promise.all(processes.map((p) => p.stop(2000)))

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import type { Receipt } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { startSwarm } from '../../test/programs'
 import { hopCharge } from './pricing'
 
@@ -18,7 +18,7 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10
   }
 }
 
-describe.skipIf(!HAVE_STORIES)(`receipts that pay by themselves${NEEDS_STORIES}`, () => {
+describe(`receipts that pay by themselves`, () => {
   it('a client that vanishes mid-generation is charged for the steps served, by the hosts’ receipts; its own copies later pay nothing twice', async () => {
     const { dir, cleanup } = await scratchDir()
     const swarm = await startSwarm(dir, STORIES_260K, [

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { claimGrant, planRoute } from '../../client/grant-claim'
 import { connectTracker } from '../../client/tracker-connection'
 import { packModel } from '../../gguf/pack'
 import { tokenizerGguf } from '../../gguf/tokenizer'
 import { NodeIdentity } from '../../identity/keys'
 import { signOpen, verifyTicket } from '../../identity/tickets'
 import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type ReceiptBody, receiptMessage, stepMessage } from '../../protocol'
-import { HAVE_STORIES, NEEDS_STORIES, STORIES_260K, scratchDir } from '../../test/models'
+import { STORIES_260K, scratchDir } from '../../test/models'
 import { readyState, TEST_PROFILE } from '../../test/peers'
 import { createModelTorrent } from '../../test/programs'
 import { type StoreEngine, storeEngines } from '../../test/store-engines'
@@ -60,7 +61,7 @@ async function swarm(name: string, options: Partial<TrackerOptions> = {}, hostKe
 }
 
 for (const each of await storeEngines())
-  describe.skipIf(!HAVE_STORIES || each.skip !== undefined)(`tickets for routed sessions on ${each.name}${NEEDS_STORIES}`, () => {
+  describe.skipIf(each.skip !== undefined)(`tickets for routed sessions on ${each.name}`, () => {
     each.setUp()
     beforeAll(async () => {
       engine = each
@@ -152,12 +153,12 @@ for (const each of await storeEngines())
 
     it("pays a host for its own key's chats through it but does not count them in its record; a stranger's do count", async () => {
       const hostKey = NodeIdentity.generate()
-      const { tracker, client, close } = await swarm('self-served', { newKeyGrantMicro: 10_000_000 }, hostKey)
+      const { tracker, client, close } = await swarm('self-served', { newKeyGrantMicro: 10_000_000, grantWorkBits: 6 }, hostKey)
       try {
         const served = async (identity: NodeIdentity) => {
           const socket = await client(identity)
           const session = sid()
-          const [hop] = (await callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session })).hops
+          const [hop] = (await planRoute(socket, identity, { modelId: manifest.modelId, maxTokens: 16, session })).hops
           if (hop?.ticket === undefined) throw new Error('expected a one-hop ticketed route')
           const body = {
             ...{ session, step: 1, hostId: hop.hostId, blocks: [hop.blocks[0], hop.blocks[1]] as [number, number], tokens: 2, position: 0 },
@@ -178,21 +179,22 @@ for (const each of await storeEngines())
       }
     })
 
-    it('a tracker with a new-key grant gives it once per key and opens at most N accounts a minute', async () => {
-      const { tracker, client, close } = await swarm('grant', { newKeyGrantMicro: 2_000_000, newAccountsPerMinute: 2 })
+    it('a tracker with a new-key grant gives it once per key, for a proof of work, and opens at most N accounts a minute', async () => {
+      const { tracker, client, close } = await swarm('grant', { newKeyGrantMicro: 2_000_000, newAccountsPerMinute: 2, grantWorkBits: 6 })
       try {
-        const plan = (socket: Awaited<ReturnType<typeof client>>) =>
-          callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session: sid() })
+        const plan = async (identity = NodeIdentity.generate(), socket?: Awaited<ReturnType<typeof client>>) =>
+          planRoute(socket ?? (await client(identity)), identity, { modelId: manifest.modelId, maxTokens: 16, session: sid() })
         const a = NodeIdentity.generate()
         const socketA = await client(a)
-        await plan(socketA)
-        await plan(await client())
-        await expect(plan(await client())).rejects.toMatchObject({
+        await plan(a, socketA)
+        await plan()
+        await expect(plan()).rejects.toMatchObject({
           code: 'grants_exhausted',
           message: expect.stringMatching(/at most 2 new accounts a minute/),
         })
-        // The first key plans again: no second grant.
-        await plan(socketA)
+        // The first key plans again: no second grant, and a second claim is refused.
+        await plan(a, socketA)
+        await expect(claimGrant(socketA, a)).rejects.toMatchObject({ code: 'grant_already_given' })
         const account = await tracker.accounts.byPublicKey(a.publicKey)
         expect(account && (await tracker.accounts.balance(account.accountId))).toBe(2_000_000)
       } finally {

@@ -1,21 +1,28 @@
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signTicket } from '../../identity/tickets'
-import { type Manifest, NeuronError, type Route, TICKET_TTL_MS } from '../../protocol'
+import { type Manifest, NeuronError, type Route, TICKET_TTL_MS, type Ticket } from '../../protocol'
+import type { NonceBook } from '../auth'
+import type { WindowCounter } from '../gateway/rate-limit'
 import type { Accounts } from '../ledger/accounts'
 import type { CreditHolds, StoredHold } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
 import { maxRelayCost } from '../ledger/relay-fees'
 import { rentPerMinute } from '../ledger/rent'
+import { NewKeyGrants } from './new-key-grants'
 
 export interface TicketOfficeOptions {
   /**
-   * Micro-credits a key without an account is given once, on its first route.plan (default
+   * Micro-credits a key without an account may claim once, for a proof of work (grant.challenge, grant.claim; default
    * $NEURON_NEW_KEY_GRANT_MICRO); absent, such a key is refused with `no_account`.
    */
   readonly newKeyGrantMicro?: number
   /** New accounts the grant may open per minute, over all keys (default 30). */
   readonly newAccountsPerMinute?: number
+  /** Leading zero bits a grant's proof needs (default $NEURON_GRANT_WORK_BITS, else DEFAULT_GRANT_WORK_BITS). */
+  readonly grantWorkBits?: number
+  /** Grants one IPv4 /24 or IPv6 /48 may take a day (default $NEURON_GRANTS_PER_PREFIX_PER_DAY, else DEFAULT_GRANTS_PER_PREFIX_PER_DAY). */
+  readonly grantsPerPrefixPerDay?: number
   /** Sessions one account may have routed and not ended (nor idle past HOLD_IDLE_MS) at once (default MAX_PLANS_PER_KEY). */
   readonly maxPlansPerKey?: number
   /** A private swarm's list: a key it does not admit gets no ticket (default: everyone). */
@@ -31,13 +38,23 @@ export const MAX_PLANS_PER_KEY = 8
 export function ticketOptions(options: TicketOfficeOptions, env: NodeJS.ProcessEnv, admits?: (publicKey: string) => boolean): TicketOfficeOptions {
   const envGrant = Number(env.NEURON_NEW_KEY_GRANT_MICRO)
   const newKeyGrantMicro = options.newKeyGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant > 0 ? envGrant : undefined)
+  const grantWorkBits = options.grantWorkBits ?? envInt(env.NEURON_GRANT_WORK_BITS, 0)
+  const grantsPerPrefixPerDay = options.grantsPerPrefixPerDay ?? envInt(env.NEURON_GRANTS_PER_PREFIX_PER_DAY, 1)
   return {
     ...(newKeyGrantMicro === undefined ? {} : { newKeyGrantMicro }),
+    ...(grantWorkBits === undefined ? {} : { grantWorkBits }),
+    ...(grantsPerPrefixPerDay === undefined ? {} : { grantsPerPrefixPerDay }),
     ...(options.newAccountsPerMinute === undefined ? {} : { newAccountsPerMinute: options.newAccountsPerMinute }),
     ...(options.maxPlansPerKey === undefined ? {} : { maxPlansPerKey: options.maxPlansPerKey }),
     ...(options.rent === undefined ? {} : { rent: options.rent }),
     ...(admits === undefined ? {} : { admits }),
   }
+}
+
+/** A whole number from the environment, at least `min`; undefined when unset or not one. */
+function envInt(value: string | undefined, min: number): number | undefined {
+  const n = Number(value)
+  return value !== undefined && value !== '' && Number.isSafeInteger(n) && n >= min ? n : undefined
 }
 
 /**
@@ -48,7 +65,8 @@ export function ticketOptions(options: TicketOfficeOptions, env: NodeJS.ProcessE
 export class TicketOffice {
   /** Sessions the gateway runs for an account through the tracker's own client. */
   private readonly sponsored = new Map<string, string>()
-  private readonly grantsGiven: number[] = []
+  /** New keys' grants, for a proof of work; undefined when this tracker gives none. */
+  readonly grants: NewKeyGrants | undefined
   private readonly manifestHashes = new WeakMap<Manifest, string>()
   private sweeper: NodeJS.Timeout | undefined
 
@@ -61,7 +79,25 @@ export class TicketOffice {
     /** Credits set aside per account, in the store every instance shares: the gateway's generations and routed sessions alike. */
     private readonly holds: CreditHolds,
     private readonly options: TicketOfficeOptions = {},
-  ) {}
+    /** Where grant challenges and per-prefix counts live: the cluster's shared stores, else this process. */
+    shared: { challenges?: NonceBook; counter?: WindowCounter } = {},
+  ) {
+    const grantMicro = options.newKeyGrantMicro
+    this.grants =
+      grantMicro === undefined || grantMicro <= 0
+        ? undefined
+        : new NewKeyGrants(
+            accounts,
+            {
+              grantMicro,
+              ...(options.grantWorkBits === undefined ? {} : { bits: options.grantWorkBits }),
+              ...(options.grantsPerPrefixPerDay === undefined ? {} : { perPrefixPerDay: options.grantsPerPrefixPerDay }),
+              ...(options.newAccountsPerMinute === undefined ? {} : { perMinute: options.newAccountsPerMinute }),
+            },
+            shared.challenges,
+            shared.counter,
+          )
+  }
 
   /**
    * Releases the holds of sessions idle past HOLD_IDLE_MS, whichever instance took them (their client is gone), each
@@ -89,11 +125,12 @@ export class TicketOffice {
   }
 
   /**
-   * The account that pays for `session` asked by `publicKey`: the sponsored account for the
-   * gateway's own client, else the key's own (opened with the new-key grant when the tracker gives
-   * one). Throws `no_account` otherwise.
+   * The account that pays for `session` asked by `publicKey`: the sponsored account for the gateway's own client, else
+   * the key's own. A key without one is refused: `grant_unclaimed` where the tracker grants new keys (the client claims
+   * with a proof of work and asks again; no account is opened without one, so a refused key may still claim later),
+   * `no_account` otherwise. A tracker that asks 0 bits of work opens it with the grant at once, within the bounds.
    */
-  async payer(session: string, publicKey: string, now = Date.now()): Promise<{ account: StoredAccount; sponsored: boolean }> {
+  async payer(session: string, publicKey: string, address: string, now = Date.now()): Promise<{ account: StoredAccount; sponsored: boolean }> {
     if (this.options.admits?.(publicKey) === false)
       throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
     const sponsoredBy = publicKey === this.gatewayKey ? this.sponsored.get(session) : undefined
@@ -103,17 +140,29 @@ export class TicketOffice {
     }
     const own = await this.accounts.byPublicKey(publicKey)
     if (own !== undefined) return { account: own, sponsored: false }
-    return { account: await this.openWithGrant(publicKey, now), sponsored: false }
+    // A tracker that asks no work opens the account on the first plan, as far as the per-prefix bound allows.
+    if (this.grants?.bits === 0) return { account: await this.grants.open(publicKey, address, now), sponsored: false }
+    if (this.grants !== undefined)
+      throw new NeuronError(
+        'grant_unclaimed',
+        `key ${publicKey.slice(0, 8)}… has no account yet; this tracker grants a new key ${this.grants.options.grantMicro} micro-credits for a proof of work: ask grant.challenge, find the nonce, send grant.claim (the neuron client does this itself), then plan again.`,
+        { bits: this.grants.bits, grantMicro: this.grants.options.grantMicro },
+      )
+    throw new NeuronError(
+      'no_account',
+      `key ${publicKey.slice(0, 8)}… has no account on this tracker; ask the operator for one (neuron account create) or use a tracker that grants new keys.`,
+    )
   }
 
   /**
    * Sets aside credits for `session` (once: a failover's re-plan, on any instance, reuses the hold) and
    * signs each hop's ticket. Throws `insufficient_credits` when the account's balance less its holds
-   * cannot cover `maxTokens` at the model's price.
+   * cannot cover `maxTokens` at the model's price. A failover plan (`request.failedHost`) gets failover tickets: they
+   * allow replays of the session's positions, paid from the failed host's escrow first, then by the payer.
    */
   async ticket(
     route: Route,
-    request: { session: string; maxTokens: number; promptTokens?: number | undefined },
+    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost?: string | undefined },
     manifest: Manifest,
     clientKey: string,
     payer: { account: StoredAccount; sponsored: boolean },
@@ -127,27 +176,58 @@ export class TicketOffice {
       const cost = maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt) + maxRelayCost(relayed, request.maxTokens, this.pricing)
       await this.hold(request, manifest.modelId, cost, payer.account.accountId, now)
     }
-    const manifestHash = this.hashOf(manifest)
-    return {
-      ...route,
-      hops: route.hops.map((hop) => ({
-        ...hop,
-        ticket: signTicket(this.identity, {
-          session: request.session,
-          clientKey,
-          hostId: hop.hostId,
-          blocks: hop.blocks,
-          maxTokens: request.maxTokens,
-          // Undeclared, the whole session may be prompt: the tracker then counts the host's figure, bounded by maxTokens.
-          promptTokens: Math.min(request.promptTokens ?? request.maxTokens, request.maxTokens),
-          modelId: manifest.modelId,
-          manifestSha256: manifestHash,
-          price,
-          rentMicroPerMinute: rentPerMinute(manifest, hop.blocks, request.maxTokens, this.pricing),
-          expiresAt: now + TICKET_TTL_MS,
-        }),
-      })),
-    }
+    return { ...route, hops: route.hops.map((hop) => ({ ...hop, ticket: this.sign(hop, request, manifest, clientKey, payer.account.accountId, now) })) }
+  }
+
+  /**
+   * Failover tickets for hops already on the session's route (`issued`) whose caches a failover rebuilds: each must be
+   * one the tracker issued for this session, with the same blocks, and not the failed host.
+   */
+  rebuildTickets(
+    rebuild: readonly { hostId: string; blocks: readonly [number, number] }[],
+    issued: readonly { hostId: string; blocks: readonly [number, number] }[],
+    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost: string },
+    manifest: Manifest,
+    clientKey: string,
+    payer: { account: StoredAccount },
+    now = Date.now(),
+  ): Ticket[] {
+    return rebuild.map((hop) => {
+      if (hop.hostId === request.failedHost || !issued.some((h) => h.hostId === hop.hostId && h.blocks[0] === hop.blocks[0] && h.blocks[1] === hop.blocks[1]))
+        throw new NeuronError(
+          'not_on_route',
+          `host ${hop.hostId} [${hop.blocks[0]}, ${hop.blocks[1]}) is not a live hop of session ${request.session}; ask to rebuild only the hops of your route after the failed one.`,
+        )
+      return this.sign(hop, request, manifest, clientKey, payer.account.accountId, now)
+    })
+  }
+
+  /** One hop's ticket; a failover plan's (with `failedHost`) names the replay span and who pays for it. */
+  private sign(
+    hop: { hostId: string; blocks: readonly [number, number] },
+    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost?: string | undefined },
+    manifest: Manifest,
+    clientKey: string,
+    accountId: string,
+    now: number,
+  ): Ticket {
+    const blocks: [number, number] = [hop.blocks[0], hop.blocks[1]]
+    return signTicket(this.identity, {
+      session: request.session,
+      clientKey,
+      hostId: hop.hostId,
+      blocks,
+      maxTokens: request.maxTokens,
+      // Undeclared, the whole session may be prompt: the tracker then counts the host's figure, bounded by maxTokens.
+      promptTokens: Math.min(request.promptTokens ?? request.maxTokens, request.maxTokens),
+      modelId: manifest.modelId,
+      manifestSha256: this.hashOf(manifest),
+      price: priceOf(manifest, this.pricing),
+      rentMicroPerMinute: rentPerMinute(manifest, blocks, request.maxTokens, this.pricing),
+      expiresAt: now + TICKET_TTL_MS,
+      // every position the session may hold: the tracker cannot know how far it got before the failure
+      ...(request.failedHost === undefined ? {} : { replay: { span: [0, request.maxTokens], escrowOf: request.failedHost, thenAccount: accountId } }),
+    })
   }
 
   /** `session.end` from `publicKey`: releases the session's hold if that key's account took it; the rpc's empty answer. */
@@ -182,26 +262,6 @@ export class TicketOffice {
         'ticket_mismatch',
         `session ${request.session} was routed for ${hold.maxTokens} tokens; a re-plan cannot ask for ${request.maxTokens}.`,
       )
-  }
-
-  private async openWithGrant(publicKey: string, now: number): Promise<StoredAccount> {
-    const grant = this.options.newKeyGrantMicro
-    if (grant === undefined || grant <= 0) {
-      throw new NeuronError(
-        'no_account',
-        `key ${publicKey.slice(0, 8)}… has no account on this tracker; ask the operator for one (neuron account create) or use a tracker that grants new keys.`,
-      )
-    }
-    const perMinute = this.options.newAccountsPerMinute ?? 30
-    while (this.grantsGiven.length > 0 && now - (this.grantsGiven[0] ?? now) > 60_000) this.grantsGiven.shift()
-    if (this.grantsGiven.length >= perMinute) {
-      throw new NeuronError('grants_exhausted', `this tracker opens at most ${perMinute} new accounts a minute; try again in a minute.`, {
-        retryAfterMs: 60_000,
-      })
-    }
-    this.grantsGiven.push(now)
-    // One account per key (the store's unique key): a key gets the grant once.
-    return (await this.accounts.create({ publicKey, name: `key ${publicKey.slice(0, 8)}`, grantMicro: grant }, now)).account
   }
 
   private hashOf(manifest: Manifest): string {

@@ -17,6 +17,7 @@ export class ChatController {
       return this.chats.send(request)
     },
     'chat.stop': ({ chatId }) => this.chats.stop(chatId),
+    'chat.count': ({ modelId, messages }) => this.chats.count(modelId, messages),
   }
 
   constructor(

@@ -1,4 +1,6 @@
-import { MessageSquare, Plus, Trash2 } from 'lucide-react'
+import { MessageSquare, Pencil, Plus, Search, Trash2 } from 'lucide-react'
+import { useRef, useState } from 'react'
+import { searchConversations } from '../../stores/chat/export'
 import type { Conversation } from '../../stores/chat/initialState'
 import { conversationList, streamingAnswer } from '../../stores/chat/selectors'
 
@@ -8,29 +10,100 @@ interface ConversationListProps {
   onNew(): void
   onSelect(id: string): void
   onDelete(id: string): void
+  onRename(id: string, title: string): void
 }
 
-export function ConversationList({ conversations, activeId, onNew, onSelect, onDelete }: ConversationListProps) {
+export function ConversationList({ conversations, activeId, onNew, onSelect, onDelete, onRename }: ConversationListProps) {
+  const [query, setQuery] = useState('')
+  const [renaming, setRenaming] = useState<string | null>(null)
+  const shown = searchConversations(conversationList(conversations), query)
   return (
     <aside className="conversations">
       <button type="button" className="button primary full" onClick={onNew} data-testid="chat-new">
         <Plus size={16} aria-hidden /> New chat
       </button>
+      {conversations.length > 0 && (
+        <label className="conversation-search">
+          <Search size={14} aria-hidden />
+          <input
+            className="input"
+            type="search"
+            value={query}
+            placeholder="Search chats"
+            aria-label="Search conversations"
+            onChange={(event) => setQuery(event.target.value)}
+            data-testid="chat-search"
+          />
+        </label>
+      )}
       <ul>
-        {conversationList(conversations).map((c) => (
+        {shown.map((c) => (
           <li key={c.id} className={c.id === activeId ? 'active' : ''} data-testid="chat-conversation" data-chat-id={c.id}>
-            <button type="button" className="conversation-title" onClick={() => onSelect(c.id)} aria-current={c.id === activeId}>
-              <MessageSquare size={14} aria-hidden />
-              <span>{c.title}</span>
-              {streamingAnswer(c) !== null && <span className="dot streaming" title="answering" />}
-            </button>
-            <button type="button" className="icon-button subtle" onClick={() => onDelete(c.id)} title="Delete this conversation" data-testid="chat-delete">
-              <Trash2 size={14} aria-label="Delete this conversation" />
-            </button>
+            {renaming === c.id ? (
+              <RenameField
+                title={c.title}
+                onDone={(title) => {
+                  if (title !== null) onRename(c.id, title)
+                  setRenaming(null)
+                }}
+              />
+            ) : (
+              <>
+                <button type="button" className="conversation-title" onClick={() => onSelect(c.id)} aria-current={c.id === activeId}>
+                  <MessageSquare size={14} aria-hidden />
+                  <span>{c.title}</span>
+                  {streamingAnswer(c) !== null && <span className="dot streaming" title="answering" />}
+                </button>
+                <button
+                  type="button"
+                  className="icon-button subtle"
+                  onClick={() => setRenaming(c.id)}
+                  title="Rename this conversation"
+                  data-testid="chat-rename"
+                >
+                  <Pencil size={14} aria-label="Rename this conversation" />
+                </button>
+                <button type="button" className="icon-button subtle" onClick={() => onDelete(c.id)} title="Delete this conversation" data-testid="chat-delete">
+                  <Trash2 size={14} aria-label="Delete this conversation" />
+                </button>
+              </>
+            )}
           </li>
         ))}
       </ul>
       {conversations.length === 0 && <p className="muted small empty">Conversations are kept in this computer's data folder.</p>}
+      {conversations.length > 0 && shown.length === 0 && <p className="muted small empty">No conversation mentions “{query.trim()}”.</p>}
     </aside>
+  )
+}
+
+/** The title being edited: Enter or leaving keeps it, Escape drops it (null). */
+function RenameField({ title, onDone }: { title: string; onDone(title: string | null): void }) {
+  const [text, setText] = useState(title)
+  // Enter or Escape ends it; the blur that follows must not end it again.
+  const ended = useRef(false)
+  const end = (title: string | null) => {
+    if (ended.current) return
+    ended.current = true
+    onDone(title)
+  }
+  return (
+    <input
+      className="input rename"
+      value={text}
+      maxLength={256}
+      aria-label="Conversation name"
+      // biome-ignore lint/a11y/noAutofocus: the user just asked to rename it
+      autoFocus
+      onChange={(event) => setText(event.target.value)}
+      onBlur={() => end(text)}
+      onKeyDown={(event) => {
+        // Escape here cancels the rename, not the answer streaming.
+        event.stopPropagation()
+        if (event.key === 'Enter') end(text)
+        if (event.key === 'Escape') end(null)
+      }}
+      data-testid="chat-rename-input"
+    />
   )
 }

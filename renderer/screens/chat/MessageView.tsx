@@ -1,19 +1,44 @@
-import { Route } from 'lucide-react'
+import { Check, CircleAlert, Copy, Pencil, Route } from 'lucide-react'
+import { useState } from 'react'
 import { ErrorNote } from '../../components/ErrorNote'
 import type { ChatEntry } from '../../stores/chat/initialState'
 import { answerStats, hopViews } from '../../stores/chat/selectors'
+import { Markdown } from './Markdown'
 
-export function MessageView({ message }: { message: ChatEntry }) {
+interface MessageViewProps {
+  message: ChatEntry
+  /** Replaces a user's turn and asks again from there; absent while that cannot be done (an answer streaming). */
+  onResend?: (text: string) => Promise<boolean>
+}
+
+export function MessageView({ message, onResend }: MessageViewProps) {
   const hops = hopViews(message)
+  const [editing, setEditing] = useState(false)
+  // A failed answer that never got a token shows its error card only, not an empty bubble above it.
+  const bubble = message.content !== '' || message.status === 'streaming'
   return (
     <article className={`message ${message.role}`} data-testid="chat-message" data-role={message.role} data-status={message.status}>
-      <div className="bubble">
-        <span className="message-text" data-testid="chat-message-text">
-          {message.content}
-        </span>
-        {message.status === 'streaming' && <span className="caret" title="answering" />}
-      </div>
+      {editing && onResend !== undefined ? (
+        <EditTurn text={message.content} onCancel={() => setEditing(false)} onResend={async (text) => (await onResend(text)) && setEditing(false)} />
+      ) : (
+        bubble && (
+          <div className="bubble">
+            <div className="message-text" data-testid="chat-message-text">
+              {message.role === 'assistant' ? <Markdown source={message.content} /> : message.content}
+            </div>
+            {message.status === 'streaming' && <span className="caret" title="answering" />}
+          </div>
+        )
+      )}
       {message.role === 'assistant' && message.status === 'error' && message.error !== undefined && <ErrorNote error={message.error} testId="chat-error" />}
+      <div className="message-actions">
+        {message.role === 'assistant' && message.status === 'done' && message.content !== '' && <CopyButton text={message.content} />}
+        {message.role === 'user' && onResend !== undefined && !editing && (
+          <button type="button" className="icon-button subtle" onClick={() => setEditing(true)} title="Edit and resend" data-testid="chat-edit">
+            <Pencil size={14} aria-label="Edit and resend" />
+          </button>
+        )}
+      </div>
       {message.role === 'assistant' && hops.length > 0 && (
         <div className="route" data-testid="chat-route">
           <Route size={14} aria-hidden />
@@ -36,5 +61,52 @@ export function MessageView({ message }: { message: ChatEntry }) {
         </div>
       )}
     </article>
+  )
+}
+
+function CopyButton({ text }: { text: string }) {
+  const [copied, setCopied] = useState<boolean | null>(null)
+  const copy = () =>
+    navigator.clipboard.writeText(text).then(
+      () => setCopied(true),
+      () => setCopied(false),
+    )
+  return (
+    <button
+      type="button"
+      className="icon-button subtle"
+      onClick={() => void copy()}
+      title={copied === false ? 'The browser refused to copy; select the text instead' : 'Copy this answer'}
+      data-testid="chat-copy"
+      data-copied={copied ?? undefined}
+    >
+      {copied === true && <Check size={14} aria-label="Copied" />}
+      {copied === false && <CircleAlert size={14} aria-label="The browser refused to copy; select the text instead" />}
+      {copied === null && <Copy size={14} aria-label="Copy this answer" />}
+    </button>
+  )
+}
+
+function EditTurn({ text, onCancel, onResend }: { text: string; onCancel(): void; onResend(text: string): void }) {
+  const [draft, setDraft] = useState(text)
+  return (
+    <div className="edit-turn">
+      <textarea
+        className="input"
+        rows={3}
+        value={draft}
+        onChange={(event) => setDraft(event.target.value)}
+        aria-label="Edit message"
+        data-testid="chat-edit-input"
+      />
+      <div className="composer-actions">
+        <button type="button" className="button" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="button" className="button primary" onClick={() => onResend(draft)} disabled={draft.trim() === ''} data-testid="chat-edit-send">
+          Send again
+        </button>
+      </div>
+    </div>
   )
 }

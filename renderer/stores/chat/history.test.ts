@@ -30,6 +30,7 @@ function setup(options: { handlers?: FakeHandlers; kept?: Conversation[]; legacy
   const bridge = fakeBridge({
     'models.list': () => ({ models: [tinyModel] }),
     'chat.send': ({ chatId }) => ({ chatId }),
+    'chat.count': () => ({ promptTokens: 5, contextLength: 2048 }),
     ...backend.handlers,
     ...options.handlers,
   })

@@ -1,4 +1,4 @@
-import type { Conversation } from '../../../protocol/app'
+import type { ChatCount, Conversation } from '../../../protocol/app'
 import type { ModelSummary } from '../../../protocol/swarm'
 import type { ShownError } from '../../api/errorText'
 
@@ -16,6 +16,10 @@ export interface ChatState {
   composerError: ShownError | null
   /** Conversations that could not be loaded, imported or saved, in words; null when all were. */
   historyError: ShownError | null
+  /** The active conversation's prompt with the composer's text, counted by the backend; null until counted. */
+  promptCount: (ChatCount & { conversationId: string }) | null
+  /** Number fields whose text is not a valid value, with why (sending waits until they are fixed). */
+  invalidFields: Partial<Record<string, string>>
 }
 
 export const DEFAULT_MAX_TOKENS = 64
@@ -28,4 +32,6 @@ export const initialChatState: ChatState = {
   modelsError: null,
   composerError: null,
   historyError: null,
+  promptCount: null,
+  invalidFields: {},
 }

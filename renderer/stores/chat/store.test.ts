@@ -21,6 +21,7 @@ function setup(handlers: FakeHandlers = {}) {
   const bridge = fakeBridge({
     'models.list': () => ({ models: [tinyModel] }),
     'chat.send': ({ chatId }) => ({ chatId }),
+    'chat.count': () => ({ promptTokens: 5, contextLength: 2048 }),
     'chat.stop': () => ({}),
     ...backend.handlers,
     ...handlers,
@@ -45,7 +46,16 @@ describe('chat store', () => {
     ])
     expect(bridge.calls.at(-1)).toEqual({
       method: 'chat.send',
-      input: { chatId, modelId: 'stories260k', messages: [{ role: 'user', content: 'Once upon a time' }], maxTokens: 64, temperature: 0 },
+      input: {
+        chatId,
+        modelId: 'stories260k',
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        maxTokens: 64,
+        temperature: 0.7,
+        topP: 0.95,
+        topK: 40,
+        repeatPenalty: 1,
+      },
     })
     expect(store.getState().conversations[0]?.title).toBe('Once upon a time')
   })

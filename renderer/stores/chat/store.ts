@@ -1,9 +1,11 @@
 import { createStore } from 'zustand/vanilla'
-import type { NeuronBridge } from '../../../protocol/app'
+import type { ChatSettings, NeuronBridge } from '../../../protocol/app'
+import { NeuronError } from '../../../protocol/errors'
 import { type ShownError, shownError } from '../../api/errorText'
+import { contextFit, contextRefusal, conversationSettings, promptMessages, samplingRequest } from './fields'
 import { conversationHistory, interrupted, type LegacyStorage } from './history'
 import { type ChatEntry, type ChatState, type Conversation, initialChatState } from './initialState'
-import { activeConversation, conversationList, requestMessages, streamingAnswer, titleFrom } from './selectors'
+import { activeConversation, conversationList, streamingAnswer, titleFrom } from './selectors'
 
 export interface ChatActions {
   /** Loads the conversations the backend keeps (on every connection; those already here stay as they are). */
@@ -14,10 +16,22 @@ export interface ChatActions {
   remove(id: string): void
   setModel(modelId: string): void
   setMaxTokens(maxTokens: number): void
-  /** Appends the user's turn and a streaming answer, then asks the backend for it. */
-  send(text: string): Promise<void>
+  /** Changes the active conversation's system prompt or sampling. */
+  setSettings(change: Partial<ChatSettings>): void
+  /** Marks a number field's text as invalid (with why) or valid again (null). */
+  setFieldError(field: string, message: string | null): void
+  rename(id: string, title: string): void
+  /** Counts the active conversation's prompt with `draft` as the next turn (promptCount); newer counts win. */
+  countPrompt(draft: string): Promise<void>
+  /**
+   * Appends the user's turn and a streaming answer, then asks the backend for it; false, with a
+   * composerError saying why, when it was not sent (e.g. the prompt does not fit the model's context).
+   */
+  send(text: string): Promise<boolean>
+  /** Replaces a user's turn with `text`, drops everything after it, and asks again; false when not sent. */
+  resend(messageId: string, text: string): Promise<boolean>
   stop(): Promise<void>
-  /** Drops the last answer and asks again with the same turns. */
+  /** Drops the last answer and asks again with the same turns (a fresh seed unless the conversation fixed one). */
   regenerate(): Promise<void>
   /**
    * Ends these answers, if still streaming, as cut off by a dropped connection (their chat.done or
@@ -44,6 +58,9 @@ const CONNECTION_DROPPED: ShownError = {
   message: 'The connection to the Neuron host dropped while this answer was streaming; regenerate to try again.',
 }
 
+const maxTokensOnly = (invalid: ChatState['invalidFields']): ChatState['invalidFields'] =>
+  invalid.maxTokens === undefined ? {} : { maxTokens: invalid.maxTokens }
+
 export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions = {}) {
   const newId = options.newId ?? randomChatId
   const now = options.now ?? Date.now
@@ -62,15 +79,55 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
 
     /** Asks for an answer to the conversation as it is (ending with the user's turn). */
     const answer = async (conversation: Conversation, modelId: string) => {
-      const messages = requestMessages(conversation.messages)
+      const messages = promptMessages(conversation)
       const pending: ChatEntry = { id: newId(), role: 'assistant', content: '', createdAt: now(), status: 'streaming', modelId }
       update(conversation.id, (c) => ({ ...c, messages: [...c.messages, pending], updatedAt: now() }))
+      const sampling = samplingRequest(conversationSettings(conversation))
       try {
-        await bridge.call('chat.send', { chatId: conversation.id, modelId, messages, maxTokens: get().maxTokens, temperature: 0 })
+        await bridge.call('chat.send', { chatId: conversation.id, modelId, messages, maxTokens: get().maxTokens, ...sampling })
       } catch (error) {
         fail(conversation.id, shownError(error))
       }
     }
+    const byId = (id: string) => get().conversations.find((c) => c.id === id) ?? null
+
+    /**
+     * Why this prompt is not sent: it and max tokens do not fit the model's context, or the backend refuses
+     * its turns (bad_request: too long to count); null when it fits or could not be counted (chat.send checks again).
+     */
+    const refusal = async (conversation: Conversation, modelId: string, draft?: string): Promise<ShownError | null> => {
+      const maxTokens = get().maxTokens
+      try {
+        const count = await bridge.call('chat.count', { modelId, messages: promptMessages(conversation, draft) })
+        return contextFit(count, maxTokens).over ? contextRefusal(count, maxTokens) : null
+      } catch (error) {
+        return error instanceof NeuronError && error.code === 'bad_request' ? shownError(error) : null
+      }
+    }
+    /** Conversations whose prompt is being counted before sending: a second send waits its turn. */
+    const asking = new Set<string>()
+    /** Appends `content` as the user's turn after `kept` (the turns before it), once it fits, and asks for the answer. */
+    const ask = async (target: { conversation: Conversation; modelId: string }, kept: ChatEntry[], content: string): Promise<boolean> => {
+      const { id } = target.conversation
+      if (asking.has(id)) return false
+      asking.add(id)
+      try {
+        const refused = await refusal({ ...target.conversation, messages: kept }, target.modelId, content)
+        if (refused !== null) {
+          set({ composerError: refused })
+          return false
+        }
+        const user: ChatEntry = { id: newId(), role: 'user', content, createdAt: now() }
+        const title = target.conversation.messages.length === 0 ? titleFrom(content) : target.conversation.title
+        update(id, (c) => ({ ...c, title, messages: [...kept, user], updatedAt: now() }))
+      } finally {
+        asking.delete(id)
+      }
+      const conversation = byId(id)
+      if (conversation !== null) await answer(conversation, target.modelId)
+      return true
+    }
+    let counted = 0
 
     const ready = (): { conversation: Conversation; modelId: string } | null => {
       const conversation = activeConversation(get())
@@ -81,6 +138,11 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       }
       if (streamingAnswer(conversation) !== null) {
         set({ composerError: { code: 'busy', message: 'An answer is still streaming; stop it or wait for it to finish.' } })
+        return null
+      }
+      const invalid = Object.values(get().invalidFields).find((m) => m !== undefined)
+      if (invalid !== undefined) {
+        set({ composerError: { code: 'invalid_field', message: `${invalid} Fix it, then send again.` } })
         return null
       }
       set({ composerError: null })
@@ -119,11 +181,12 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         const id = newId()
         const modelId = activeConversation(get())?.modelId ?? get().models[0]?.modelId ?? null
         const conversation: Conversation = { id, title: 'New chat', modelId, messages: [], createdAt: now(), updatedAt: now() }
-        set((s) => ({ conversations: [conversation, ...s.conversations], activeId: id, composerError: null }))
+        set((s) => ({ conversations: [conversation, ...s.conversations], activeId: id, composerError: null, invalidFields: maxTokensOnly(s.invalidFields) }))
         return id
       },
       select(id) {
-        set({ activeId: id, composerError: null })
+        // The other conversation's fields show its own valid settings; only max tokens, shared by all, stays as typed.
+        set((s) => ({ activeId: id, composerError: null, invalidFields: maxTokensOnly(s.invalidFields) }))
       },
       remove(id) {
         const conversation = get().conversations.find((c) => c.id === id)
@@ -142,17 +205,49 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       setMaxTokens(maxTokens) {
         if (Number.isInteger(maxTokens) && maxTokens > 0 && maxTokens <= 4096) set({ maxTokens })
       },
+      setSettings(change) {
+        const id = get().activeId
+        if (id !== null) update(id, (c) => ({ ...c, settings: { ...conversationSettings(c), ...change } }))
+      },
+      setFieldError(field, message) {
+        set((s) => {
+          const { [field]: _, ...others } = s.invalidFields
+          const invalidFields = message === null ? others : { ...others, [field]: message }
+          const composerError = s.composerError?.code === 'invalid_field' && message === null ? null : s.composerError
+          return { invalidFields, composerError }
+        })
+      },
+      rename(id, title) {
+        const name = title.trim().replace(/\s+/g, ' ').slice(0, 256)
+        if (name !== '') update(id, (c) => ({ ...c, title: name, updatedAt: now() }))
+      },
+      async countPrompt(draft) {
+        const conversation = activeConversation(get())
+        const asked = ++counted
+        const messages = conversation === null ? [] : promptMessages(conversation, draft)
+        if (conversation?.modelId == null || messages.length === 0) return set({ promptCount: null })
+        try {
+          const count = await bridge.call('chat.count', { modelId: conversation.modelId, messages })
+          if (asked === counted) set({ promptCount: { ...count, conversationId: conversation.id } })
+        } catch {
+          if (asked === counted) set({ promptCount: null })
+        }
+      },
       async send(text) {
         const content = text.trim()
-        if (content === '') return
+        if (content === '') return false
         if (activeConversation(get()) === null) get().newConversation()
         const target = ready()
-        if (target === null) return
-        const user: ChatEntry = { id: newId(), role: 'user', content, createdAt: now() }
-        const title = target.conversation.messages.length === 0 ? titleFrom(content) : target.conversation.title
-        update(target.conversation.id, (c) => ({ ...c, title, messages: [...c.messages, user], updatedAt: now() }))
-        const conversation = activeConversation(get())
-        if (conversation !== null) await answer(conversation, target.modelId)
+        if (target === null) return false
+        return ask(target, target.conversation.messages, content)
+      },
+      async resend(messageId, text) {
+        const content = text.trim()
+        const target = ready()
+        if (target === null || content === '') return false
+        const at = target.conversation.messages.findIndex((m) => m.id === messageId && m.role === 'user')
+        if (at < 0) return false
+        return ask(target, target.conversation.messages.slice(0, at), content)
       },
       async stop() {
         const conversation = activeConversation(get())
@@ -168,8 +263,11 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         if (target === null) return
         const last = target.conversation.messages.at(-1)
         if (last?.role !== 'assistant') return
+        const asked = { ...target.conversation, messages: target.conversation.messages.slice(0, -1) }
+        const refused = await refusal(asked, target.modelId)
+        if (refused !== null) return set({ composerError: refused })
         update(target.conversation.id, (c) => ({ ...c, messages: c.messages.slice(0, -1) }))
-        const conversation = activeConversation(get())
+        const conversation = byId(target.conversation.id)
         if (conversation !== null) await answer(conversation, target.modelId)
       },
       interrupt(answerIds) {

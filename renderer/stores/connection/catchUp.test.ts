@@ -12,6 +12,7 @@ function setup() {
   const bridge = fakeBridge({
     'models.list': () => ({ models: [tinyModel] }),
     'chat.send': ({ chatId }) => ({ chatId }),
+    'chat.count': () => ({ promptTokens: 5, contextLength: 2048 }),
     'chat.stop': () => ({}),
     'hosting.status': () => serving,
     'earnings.get': () => someEarnings,

@@ -1,0 +1,60 @@
+// Opening a route's hops: a WebSocket to each host (or a volunteer relay's circuit, or the tracker's relay), then
+// the session's open with its ticket, signed by the client's key.
+import type { NodeIdentity } from '../identity/keys'
+import { signOpen } from '../identity/tickets'
+import { jsonFrame, NeuronError, type Route } from '../protocol'
+import type { GenerateRequest } from './generation'
+import { expectOk } from './hop-frames'
+import { type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
+import { closeHops, type HopState } from './route-step'
+import type { TrustedCa } from './tls-trust'
+import type { TrackerChannel } from './tracker-link'
+
+/** What opening hops needs of a client. */
+export interface HopOpener {
+  readonly identity: NodeIdentity
+  readonly ca: TrustedCa | undefined
+  readonly tracker: TrackerChannel
+}
+
+/** Opens the session on each hop; the last one samples when `endsRoute`. Closes the ones it opened when one fails. */
+export async function openHops(
+  client: HopOpener,
+  route: Route['hops'],
+  session: string,
+  request: GenerateRequest,
+  maxTokens: number,
+  endsRoute: boolean,
+): Promise<HopState[]> {
+  const states: HopState[] = []
+  try {
+    for (const [i, hop] of route.entries()) {
+      const link: HopLink =
+        hop.via !== undefined
+          ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
+            await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, { ca: client.ca, fingerprint: hop.via.fingerprint })
+          : hop.endpoint === null
+            ? new RelayHopLink(hop.hostId, client.tracker)
+            : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: client.ca, fingerprint: hop.fingerprint })
+      states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
+      if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
+      await expectOk(
+        await link.request(
+          jsonFrame('open', session, 0, {
+            modelId: request.modelId,
+            blocks: hop.blocks,
+            maxTokens,
+            ticket: hop.ticket,
+            signature: signOpen(client.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
+            hiddenDtype: request.hiddenDtype ?? 'f16',
+            ...(endsRoute && i === route.length - 1 ? { sampling: request.sampling ?? {} } : {}),
+          }),
+        ),
+      )
+    }
+  } catch (error) {
+    await closeHops(states, session)
+    throw error
+  }
+  return states
+}

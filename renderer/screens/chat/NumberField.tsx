@@ -1,0 +1,50 @@
+import { useState } from 'react'
+import { FIELD_LABELS, type NumberField as Field, parseField } from '../../stores/chat/fields'
+
+interface NumberFieldProps {
+  field: Field
+  /** The value in force; null for an empty seed (random). */
+  value: number | null
+  onValue(value: number | null): void
+  /** Why the text is not a valid value, or null once it is (sending waits for it). */
+  onInvalid(message: string | null): void
+  placeholder?: string
+  className?: string
+}
+
+/**
+ * A number the user types freely: it may be emptied while typing. A valid value is taken at once; an
+ * invalid one says why under the field and is not taken. Remount it (key) to show another value.
+ */
+export function NumberField({ field, value, onValue, onInvalid, placeholder, className }: NumberFieldProps) {
+  const [text, setText] = useState(value === null ? '' : String(value))
+  const [problem, setProblem] = useState<string | null>(null)
+  const id = `chat-field-${field}`
+  return (
+    <label className={`number-field ${className ?? ''}`} htmlFor={id}>
+      <span className="field-label">{FIELD_LABELS[field]}</span>
+      <input
+        id={id}
+        className="input"
+        inputMode="decimal"
+        value={text}
+        placeholder={placeholder}
+        aria-invalid={problem !== null}
+        aria-describedby={problem === null ? undefined : `${id}-error`}
+        onChange={(event) => {
+          setText(event.target.value)
+          const parsed = parseField(field, event.target.value)
+          setProblem(parsed.ok ? null : parsed.message)
+          onInvalid(parsed.ok ? null : parsed.message)
+          if (parsed.ok) onValue(parsed.value)
+        }}
+        data-testid={`chat-${field === 'maxTokens' ? 'max-tokens' : `setting-${field}`}`}
+      />
+      {problem !== null && (
+        <span className="field-error" id={`${id}-error`} role="alert" data-testid={`chat-field-error-${field}`}>
+          {problem}
+        </span>
+      )}
+    </label>
+  )
+}

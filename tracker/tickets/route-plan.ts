@@ -1,0 +1,78 @@
+import type { z } from 'zod'
+import { type ClientToTracker, type RpcResponse, seamAt, seamDtype } from '../../protocol'
+import type { ModelCatalog } from '../catalog'
+import type { HostChecks } from '../checks/host-checks'
+import { measureTargets } from '../latency/latency-rpc'
+import { clientLatencyId, type MeasuredLatencies } from '../latency/measured-latencies'
+import type { Metering } from '../ledger/metering'
+import type { SwarmPlanner } from '../planner'
+import type { HostRegistry } from '../registry'
+import type { Reputation } from '../reputation/reputation'
+import { describeRoute } from '../routing/route-planner'
+import type { TicketOffice } from './ticket-office'
+
+export interface RoutePlanDeps {
+  readonly tickets: TicketOffice
+  readonly planner: SwarmPlanner
+  readonly catalog: ModelCatalog
+  readonly metering: Metering
+  readonly reputation: Reputation
+  readonly checks: HostChecks
+  readonly latencies: MeasuredLatencies
+  readonly registry: HostRegistry
+  /** Whether another host may re-run a hop's blocks (Auditor.hasTwin): a hop without one is marked unaudited. */
+  readonly hasTwin: (modelId: string, blocks: readonly [number, number], hostId: string) => boolean
+  /** Logs each planned route (`--log-routes`), or nothing. */
+  readonly logRoute?: (line: string) => void
+}
+
+/** Who asks for a route: the client's node, its key, and the address the tracker sees it at. */
+export interface RoutePlanPeer {
+  readonly nodeId: string
+  readonly publicKey: string
+  readonly socket: { readonly handshake: { readonly address: string } }
+}
+
+type Plan = z.output<(typeof ClientToTracker)['route.plan']['request']>
+
+/**
+ * route.plan: the payer's account (or a grant refusal), a route, a credit hold and a ticket per hop. A failover plan
+ * (`failedHost`) gets failover tickets (replays allowed, the failed host's escrow paying first), and so do the hops
+ * already on the route it asks to `rebuild`.
+ */
+export async function planRoute(d: RoutePlanDeps, request: Plan, peer: RoutePlanPeer): Promise<RpcResponse<typeof ClientToTracker, 'route.plan'>> {
+  const payer = await d.tickets.payer(request.session, peer.publicKey, peer.socket.handshake.address)
+  const route = d.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
+  const manifest = d.catalog.get(request.modelId).manifest
+  // the hops issued before this plan: what a rebuild may name
+  const before = request.rebuild === undefined ? undefined : ((await d.metering.route(request.session))?.hops ?? [])
+  const ticketed = await d.tickets.ticket(route, request, manifest, peer.publicKey, payer)
+  const failedHost = request.failedHost
+  const rebuildTickets =
+    request.rebuild === undefined || failedHost === undefined
+      ? undefined
+      : d.tickets.rebuildTickets(request.rebuild, before ?? [], { ...request, failedHost }, manifest, peer.publicKey, payer)
+  const issued = route.hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }) }))
+  const failed = await d.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
+    ...request,
+    clientKey: peer.publicKey,
+    accountId: payer.account.accountId,
+  })
+  d.planner.countRouted(request.session, route, peer.publicKey)
+  d.logRoute?.(`route ${request.session.slice(0, 8)} for ${peer.nodeId}: ${describeRoute(route)}`)
+  // A span asked again after a failure: the client's word, no evidence; the host is probed (one claim per key).
+  if (failed && failedHost !== undefined) d.reputation.failoverClaimed(failedHost, peer.publicKey)
+  const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
+  return {
+    ...ticketed,
+    hops: ticketed.hops.map((h) => ({
+      ...h,
+      audit: d.checks.auditRate(h.hostId, peer.nodeId),
+      ...seamOut(h.blocks[1]),
+      ...(d.hasTwin(request.modelId, h.blocks, h.hostId) ? {} : { unaudited: true as const }),
+    })),
+    seamDtype: seamDtype(manifest),
+    measure: measureTargets(d.latencies, d.registry, peer.nodeId, route),
+    ...(rebuildTickets === undefined ? {} : { rebuildTickets }),
+  }
+}
