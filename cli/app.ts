@@ -6,18 +6,21 @@ import { NeuronError } from '../protocol'
 import { intOption, parseCommandArgs } from './args'
 import { REPO_ROOT, runBrowserMode } from './browser-mode'
 import type { Command } from './command'
+import { whyNotOpen } from './open-browser'
 
 export const appCommand: Command = {
   name: 'app',
-  usage: `Usage: neuron app [--data-dir D] [--tracker URL] [--port N] [--threads N] [--headless]
+  usage: `Usage: neuron app [--data-dir D] [--tracker URL] [--port N] [--threads N] [--headless] [--no-open]
 
 Opens the Neuron app. By default it runs a private swarm in this process (a tracker on
 127.0.0.1 with the tiny stories260K model published); --tracker joins another swarm instead.
 
   --headless   no Electron window: serve the UI at http://127.0.0.1:<port> for a browser
-               (also what happens when Electron's binary is not installed); open the printed
-               link: it carries this run's key, without which the page and its API refuse
-  --port N     the browser mode's port (default: a free one)
+               (also what happens when Electron's binary is not installed), opened in the
+               default browser; the link carries the key (kept in <data dir>/ui-key), without
+               which the page and its API refuse. The address stays the same across starts
+  --no-open    print the link, do not open a browser (also without a display, or when CI is set)
+  --port N     the browser mode's port for this run (default: the one saved at the first start)
   --threads N  runtime threads for this run (default: the saved limit, else the physical cores)
 
 Example: neuron app --headless --port 7071 --data-dir /tmp/neuron-app`,
@@ -27,6 +30,7 @@ Example: neuron app --headless --port 7071 --data-dir /tmp/neuron-app`,
       tracker: { type: 'string' },
       port: { type: 'string' },
       headless: { type: 'boolean' },
+      'no-open': { type: 'boolean' },
       threads: { type: 'string' },
     })
     const threads = intOption('threads', values.threads, { min: 1 })
@@ -36,8 +40,11 @@ Example: neuron app --headless --port 7071 --data-dir /tmp/neuron-app`,
     const electron = values.headless ? { missing: '--headless' } : electronBinary()
     if ('path' in electron) return runElectron(electron.path, dataDir, values.tracker)
     console.error(`[app] browser mode, the same UI in your browser: ${electron.missing}`)
+    const notOpening = whyNotOpen(values['no-open'] === true)
+    if (notOpening !== null) console.error(`[app] not opening a browser (${notOpening}): open the link it prints`)
     return runBrowserMode({
       dataDir,
+      openBrowser: notOpening === null,
       ...(values.tracker === undefined ? {} : { trackerUrl: values.tracker }),
       ...(port === undefined ? {} : { port }),
       ...(threads === undefined ? {} : { threads }),

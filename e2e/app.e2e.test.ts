@@ -24,14 +24,18 @@ let page: Page
 let appUrl = ''
 let trackerUrl = ''
 let app: NeuronProcess
+/** The remote tracker the last specs switch to. */
+let publicTracker: NeuronProcess | undefined
+/** The issue's bound: the sidebar shows a dead tracker within 5 s. */
+const SHOWN_WITHIN_MS = 5000
 /** The answer the chat showed, to find again after a restart. */
 let shownAnswer = ''
 
-/** `neuron app --headless` on the same data dir every time; a new port each run, so a new origin for the page. */
+/** `neuron app --headless` on the same data dir every time: the same address (port and key) every run. */
 async function startApp(): Promise<void> {
-  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--port', '0', '--threads', '1'])
+  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'], { NEURON_RENDERER_DIR: join(dir, 'renderer') })
   processes.push(app)
-  // The printed link carries this run's key; the page swaps it for a cookie.
+  // The printed link carries the key; the page swaps it for a cookie.
   appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
 }
 
@@ -60,7 +64,8 @@ async function open(screen: string): Promise<void> {
 describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_CHROMIUM}`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-e2e-'))
-    await buildUi()
+    // Its own build: dist/renderer may be rebuilt meanwhile by another checkout sharing it.
+    await buildUi(join(dir, 'renderer'))
     await startApp()
     trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     // Another volunteer already serves the first two blocks: the preview must show them covered.
@@ -300,6 +305,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
 
     await page.getByTestId('settings-tracker-url').fill('http://127.0.0.1:9')
     await page.getByTestId('settings-tracker-save').click()
+    // This computer hosts on the embedded swarm: a switch asks what to do with that first.
+    expect(await page.getByTestId('settings-switch-hosting').textContent()).toContain('stories260k blocks [2, 5)')
+    await page.getByTestId('settings-switch-resume').click()
     await expect.poll(() => page.getByTestId('settings-tracker-error').textContent(), { timeout: 15_000 }).toMatch(/127\.0\.0\.1:9/)
     await screenshot(page, 'settings-errors')
 
@@ -313,12 +321,21 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await screenshot(page, 'settings')
   })
 
-  it('keeps the conversation when the app restarts in browser mode, on a new port and so a new origin', async () => {
+  it('keeps its address across a restart: the open tab reconnects by itself, with the conversation and hosting', async () => {
+    const before = { appUrl, trackerUrl }
+    await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state')).toBe('ok')
     await app.stop(10_000)
+    await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state')).toBe('down')
+    await screenshot(page, 'status-app-down')
     await startApp()
-    // The browser's storage for the old origin is out of reach now: what shows comes from the data dir.
-    await page.goto(appUrl)
-    await page.getByTestId('app-ready').waitFor()
+    trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
+    // The same link, key included, and the same tracker (so the same OpenAI-compatible API) address.
+    expect({ appUrl, trackerUrl }).toEqual(before)
+    // No reload: the tab's socket joins the same address again, and its cookie still holds the key.
+    await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+    await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+    // Hosting resumes on its own after a restart.
+    await expect.poll(() => page.getByTestId('status-hosting').getAttribute('data-state'), { timeout: 90_000 }).toBe('ok')
     await open('chat')
     await page.locator('[data-testid="chat-conversation"]').filter({ hasText: PROMPT }).getByRole('button', { name: PROMPT }).click()
     const messages = page.getByTestId('chat-message')
@@ -326,15 +343,20 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     expect(await messages.first().getByTestId('chat-message-text').textContent()).toBe(PROMPT)
     expect(await messages.last().getByTestId('chat-message-text').textContent()).toBe(shownAnswer)
     await screenshot(page, 'chat-after-restart')
+    // A bookmark of the bare address opens the app too: the cookie outlives the restart.
+    await page.goto(new URL(appUrl).origin)
+    await page.getByTestId('app-ready').waitFor()
   })
 
   it('asks once before the first chat on a public tracker, saying who sees what', async () => {
     const tracker = startNeuron(['tracker', '--port', '0', '--db', join(dir, 'public.sqlite')])
+    publicTracker = tracker
     processes.push(tracker)
     const publicUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     await open('settings')
     await page.getByTestId('settings-tracker-url').fill(publicUrl)
     await page.getByTestId('settings-tracker-save').click()
+    await page.getByTestId('settings-switch-resume').click()
     await page.getByTestId('settings-saved').waitFor({ timeout: 30_000 })
     await open('chat')
     expect(await page.getByTestId('chat-privacy').getAttribute('data-level')).toBe('public')
@@ -350,5 +372,24 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await open('chat')
     await page.getByTestId('chat-input').waitFor()
     expect(await consent.count()).toBe(0)
+  })
+
+  it('shows within 5 s that the tracker stopped answering, while the app itself stays connected', async () => {
+    const tracker = publicTracker
+    if (tracker === undefined) throw new Error('the public tracker spec did not run')
+    await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+    // A hung tracker closes nothing: only the backend's heartbeat can tell.
+    tracker.child.kill('SIGSTOP')
+    try {
+      await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: SHOWN_WITHIN_MS }).toBe('down')
+      expect(await page.getByTestId('status-app').getAttribute('data-state')).toBe('ok')
+      expect(await page.getByTestId('status-tracker').textContent()).toBe('Tracker unreachable')
+      // Hosting stopped on the switch to this tracker (kept for a return to the embedded swarm).
+      expect(await page.getByTestId('status-hosting').textContent()).toBe('Not hosting')
+      await screenshot(page, 'status-tracker-down')
+    } finally {
+      tracker.child.kill('SIGCONT')
+    }
+    await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 90_000 }).toBe('ok')
   })
 })

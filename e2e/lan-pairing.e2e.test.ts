@@ -35,7 +35,7 @@ let b: Computer
 let trackerPortOfA = 0
 
 async function startComputer(net: HomeComputer, name: string): Promise<Computer> {
-  const app = startNeuron(['app', '--headless', '--data-dir', join(dir, name), '--port', '0', '--threads', '1'], {}, net.exec)
+  const app = startNeuron(['app', '--headless', '--data-dir', join(dir, name), '--port', '0', '--threads', '1', '--no-open'], {}, net.exec)
   const url = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
   const browser = await launchChromium(await chromiumIn(net, dir, CHROMIUM))
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 } })

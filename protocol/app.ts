@@ -77,6 +77,11 @@ export const SettingsUpdate = z
     limits: Limits.partial(),
     allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS, `a swarm lists at most ${MAX_ALLOWED_KEYS} keys`).nullable(),
     lanOpen: z.boolean(),
+    /**
+     * What a change of tracker does to hosting on the tracker left: resumeOnReturn (the default) stops it
+     * and puts it back as it was when the app switches back; stop forgets it.
+     */
+    hostingOnSwitch: z.enum(['resumeOnReturn', 'stop']),
   })
   .partial()
   .strict()
@@ -196,6 +201,17 @@ export const SwarmView = z.object({
 })
 export type SwarmView = z.infer<typeof SwarmView>
 
+/** The backend's link to its tracker, as the sidebar shows it. */
+export const TrackerLinkStatus = z.object({
+  trackerUrl: z.string(),
+  state: z.enum(['connected', 'unreachable']),
+  /** Why it is unreachable, in words; null while connected. */
+  problem: z.string().nullable(),
+  /** When the state last changed, ms since the epoch. */
+  since: z.number(),
+})
+export type TrackerLinkStatus = z.infer<typeof TrackerLinkStatus>
+
 /**
  * Methods the renderer calls. Errors come back as WireError codes: bad_request (input that fails
  * these schemas), tracker_unreachable, not_gguf, hosting_busy, memory_limit, bad_identity, chat_busy, context_exceeded,
@@ -224,6 +240,8 @@ export const AppApi = {
   /** Counts a conversation's prompt tokens with the model's tokenizer and template, and says the model's context length. */
   'chat.count': rpc(ChatCountRequest, ChatCount),
   'swarm.get': rpc(Empty, SwarmView),
+  /** Whether the tracker answers now (pushed as swarm.status when that changes). */
+  'swarm.status': rpc(Empty, TrackerLinkStatus),
   'settings.get': rpc(Empty, Settings),
   /** Checks everything first (a tracker URL must answer); on any error nothing changes. */
   'settings.update': rpc(SettingsUpdate, Settings),
@@ -278,6 +296,8 @@ export const AppEvents = {
   }),
   /** Apps found or lost on the home network, or a pairing moved on. */
   'lan.changed': LanView,
+  /** The tracker went away or came back. */
+  'swarm.status': TrackerLinkStatus,
 } as const
 export type AppEvents = typeof AppEvents
 export type AppEventName = keyof AppEvents

@@ -235,6 +235,8 @@ export const TrackerToHost = {
 
 /** Events an app or client sends the tracker on the /clients namespace. */
 export const ClientToTracker = {
+  /** A heartbeat: an app tells a dead tracker from a quiet one within seconds (Socket.IO's own ping takes 45 s). */
+  ping: rpc(Empty, Empty),
   'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary).max(MAX_LISTED) })),
   'model.get': HostToTracker['model.get'],
   /** `tokenizer`: the model's metadata-only GGUF (vocabulary, chat template), for clients. */

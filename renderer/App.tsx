@@ -19,6 +19,8 @@ export function App({ problem }: { problem?: string }) {
     if (connection !== 'open') return
     void stores.settings.getState().load()
     void stores.chat.getState().loadConversations()
+    // The status badge shows hosting from the first screen on.
+    void stores.hosting.getState().loadStatus()
   }, [connection, stores])
 
   // Events are followed app-wide so nothing is missed while another screen is shown; after a dropped

@@ -183,6 +183,7 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
     const tokenizer = await tokenizerGguf(join(packed, 'head.gguf'))
     await callRpc(await clients.get(), ClientToTracker, 'model.publish', { manifest: fuzzModel, torrent, tokenizer }).catch(() => undefined)
     const clientPayloads: Record<string, (rng: Rng) => unknown> = {
+      ping: () => ({}),
       'models.list': () => ({}),
       'model.get': () => ({ modelId: manifest.modelId }),
       'model.publish': () => ({ manifest: fuzzModel, torrent, tokenizer }),
@@ -209,8 +210,7 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       'placement.request': () => ({ modelId: manifest.modelId }),
       'model.get': () => ({ modelId: manifest.modelId }),
       'receipts.submit': () => ({ receipts: [receipt] }),
-      // a volunteer relay's receipts, as a host that relays for none hands them in: refused, never paid
-      'relay.receipts': () => ({ receipts: [receipt] }),
+      'relay.receipts': () => ({ receipts: [receipt] }), // a volunteer relay's, from a host that relays for none: refused, never paid
     }
     // Every event of the protocol has a valid payload to start from.
     expect(Object.keys(clientPayloads).sort()).toEqual(Object.keys(ClientToTracker).sort())

@@ -316,6 +316,7 @@ export class Tracker {
   private setUpClients(namespace: Namespace): void {
     admitSigned(namespace, this.issuer, this.admission, (event, error) => this.countRejected(event, error))
     const handlers: RpcHandlers<typeof ClientToTracker, Peer> = {
+      ping: () => ({}),
       'models.list': () => ({ models: this.catalog.summaries() }),
       'model.get': ({ modelId }) => modelFiles(this.catalog, modelId),
       'model.publish': async ({ manifest, torrent, tokenizer, probes }, peer) => {

@@ -343,8 +343,8 @@ describe(`the app backend on its embedded swarm`, () => {
       expect(await call('settings.update', { trackerUrl: `${other.url}//` })).toMatchObject({ connectedTrackerUrl: url })
       expect(backend.trackerUrl).toBe(url)
     } finally {
+      await call('settings.update', { trackerUrl: null }).catch(() => {}) // hosts again the range left there
       await call('hosting.stop', {}).catch(() => {})
-      await call('settings.update', { trackerUrl: null }).catch(() => {})
       await other.close()
     }
   })

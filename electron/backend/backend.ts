@@ -93,9 +93,14 @@ export class AppBackend {
         addedModels: () => store.value.addedModels,
         allowedKeys: (lanOpen) => admittedKeys({ ...store.value, lanOpen }),
         lanOpen: () => store.value.lanOpen,
+        trackerPort: () => store.value.trackerPort,
+        keepTrackerPort: async (trackerPort) => {
+          await store.update({ trackerPort })
+        },
         leave: () => this.leave(),
         switched: () => this.earnings.forget(),
         joined: (socket) => this.earnings.subscribe(socket),
+        linkChanged: (status) => this.events.emit('swarm.status', status),
         log,
       },
       o.connection,
@@ -103,7 +108,16 @@ export class AppBackend {
     )
     const swarm = this.swarm
     const settings = new SettingsController(
-      { dataDir, store, swarm, changes, canPickFiles: o.pickFile !== undefined, lanChanged: () => this.syncLan(), log },
+      {
+        dataDir,
+        store,
+        swarm,
+        changes,
+        canPickFiles: o.pickFile !== undefined,
+        lanChanged: () => this.syncLan(),
+        restoreHosting: (choice) => this.hosting.restore(choice),
+        log,
+      },
       o.limits,
       o.trackerSetting,
     )
@@ -149,7 +163,11 @@ export class AppBackend {
       hosting: new HostingController({ dataDir, limits, swarm, runner: this.hosting, changes }),
       earnings: this.earnings,
       reputation: new ReputationController(swarm, () => this.earnings.dashboard()),
-      chat: new ChatController(this.chats, () => settings.privacy()),
+      chat: new ChatController(
+        this.chats,
+        () => settings.privacy(),
+        () => swarm.checkReachable(),
+      ),
       conversations: new ConversationsController(dataDir, log),
       swarm: new SwarmController(swarm, () => store.value.pairedApps),
       lan: new LanController(this.lan),
@@ -186,6 +204,7 @@ export class AppBackend {
       defaultModels,
       addedModels: saved.addedModels,
       allowedKeys: saved.allowedKeys,
+      trackerPort: saved.trackerPort,
       log,
     })
     const backend = new AppBackend({
@@ -214,6 +233,11 @@ export class AppBackend {
   /** The tracker this backend is connected to now. */
   get trackerUrl(): string {
     return this.swarm.trackerUrl
+  }
+
+  /** What the app remembers between runs (settings.json); the browser mode keeps its port there. */
+  get settings(): SettingsStore {
+    return this.settingsStore
   }
 
   /** The in-process tracker of the embedded default; null on a remote tracker. */

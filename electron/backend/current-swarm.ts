@@ -1,8 +1,9 @@
 import type { SwarmClient } from '../../client/swarm-client'
 import { type NodeIdentity, nodeIdOf } from '../../identity/keys'
-import { ClientToTracker, callRpc, type Manifest, NeuronError, type RpcRequest, type RpcResponse } from '../../protocol'
+import { ClientToTracker, callRpc, type Manifest, NeuronError, type RpcRequest, type RpcResponse, type TrackerLinkStatus } from '../../protocol'
 import type { Tracker } from '../../tracker/server'
 import { SwarmConnection } from './swarm-connection'
+import { watchHeartbeat } from './tracker-heartbeat'
 
 /** Tracker calls from the app give up sooner than the library's default: a person is waiting. */
 export const RPC_TIMEOUT_MS = 10_000
@@ -20,12 +21,18 @@ export interface CurrentSwarmDeps {
   allowedKeys(lanOpen: boolean): readonly string[] | null
   /** The embedded swarm is open to the home network, as saved now. */
   lanOpen(): boolean
+  /** The embedded tracker's port as saved (null: none yet). */
+  trackerPort(): number | null
+  /** The embedded tracker listens on `port`: saved, so its address (and the API's) stays the same next time. */
+  keepTrackerPort(port: number): Promise<void>
   /** Ends what ran on the swarm being left (chats, hosting); a switch goes on when it has. */
   leave(): Promise<void>
   /** Another connection or identity is in use: what was learnt of the previous one is stale. */
   switched(): void
   /** A client joined the tracker: at start, after a switch, and after a lost tracker came back. */
   joined(socket: TrackerSocket): void
+  /** The tracker went away or came back (see status). */
+  linkChanged(status: TrackerLinkStatus): void
   readonly log: (line: string) => void
 }
 
@@ -41,6 +48,9 @@ export class CurrentSwarm {
   private lost: string | null = null
   private readonly manifests = new Map<string, Promise<Manifest>>()
   private closing = false
+  /** Why the tracker is unreachable now (null: it answers), and since when. */
+  private link: { problem: string | null; since: number } = { problem: null, since: Date.now() }
+  private stopHeartbeat: () => void = () => {}
 
   constructor(
     private readonly deps: CurrentSwarmDeps,
@@ -69,6 +79,24 @@ export class CurrentSwarm {
     return nodeIdOf(this.identityInUse.publicKey)
   }
 
+  /** Whether the tracker answers now: a dropped socket or an unanswered ping tells within seconds. */
+  get status(): TrackerLinkStatus {
+    const problem = this.current === null ? (this.lost ?? 'the app is switching its swarm connection') : this.link.problem
+    return { trackerUrl: this.trackerUrl, state: problem === null ? 'connected' : 'unreachable', problem, since: this.link.since }
+  }
+
+  /** Throws tracker_unreachable, saying why and since when, while the tracker does not answer. */
+  checkReachable(): void {
+    const { state, problem, since } = this.status
+    if (state === 'connected') return
+    const seconds = Math.max(1, Math.round((Date.now() - since) / 1000))
+    throw new NeuronError(
+      'tracker_unreachable',
+      `the tracker at ${this.trackerUrl} has not answered for ${seconds} s (${problem}); the app keeps trying to join it again: send once it is back, or pick another tracker in Settings`,
+      { trackerUrl: this.trackerUrl },
+    )
+  }
+
   /** The swarm connection in use; throws (saying why) while there is none. */
   get connection(): SwarmConnection {
     if (this.current === null) throw new NeuronError('tracker_unreachable', this.lost ?? 'the app is switching its swarm connection; try again in a moment')
@@ -82,7 +110,9 @@ export class CurrentSwarm {
 
   /** Starts following the connection this swarm began with (see `joined`). */
   watch(): void {
-    if (this.current !== null) this.watchConnection(this.current)
+    if (this.current === null) return
+    this.keepPort(this.current)
+    this.watchConnection(this.current)
   }
 
   async rpc<K extends keyof typeof ClientToTracker & string>(
@@ -90,6 +120,7 @@ export class CurrentSwarm {
     request: RpcRequest<typeof ClientToTracker, K>,
   ): Promise<RpcResponse<typeof ClientToTracker, K>> {
     const socket = this.connection.client.tracker
+    this.checkReachable()
     if (!socket.connected) {
       throw new NeuronError('tracker_unreachable', `not connected to the tracker at ${this.trackerUrl}; joining it again, try in a moment`)
     }
@@ -125,6 +156,7 @@ export class CurrentSwarm {
   /** Stops following the tracker at once; closes the connection once `drain` has ended what runs on it. */
   async close(drain: () => Promise<void>): Promise<void> {
     this.closing = true
+    this.stopHeartbeat()
     await drain()
     await this.current?.close()
   }
@@ -139,6 +171,7 @@ export class CurrentSwarm {
     const oldIdentity = this.identityInUse
     await this.deps.leave()
     this.current = null
+    this.deps.linkChanged(this.status)
     await old?.close().catch((e: Error) => this.deps.log(`closing the previous swarm connection: ${e.message}`))
     try {
       this.adopt(await this.openAndSave(null, identity, save, lanOpen), identity)
@@ -149,6 +182,7 @@ export class CurrentSwarm {
       } catch (again) {
         this.lost = `the embedded swarm did not start again (${again instanceof Error ? again.message : again}); restart the app`
         this.deps.log(this.lost)
+        this.deps.linkChanged(this.status)
       }
       throw error
     }
@@ -176,6 +210,7 @@ export class CurrentSwarm {
       defaultModels,
       addedModels: this.deps.addedModels(),
       allowedKeys: this.deps.allowedKeys(lanOpen),
+      trackerPort: this.deps.trackerPort(),
       lanOpen,
       log,
     })
@@ -188,23 +223,43 @@ export class CurrentSwarm {
     this.identityInUse = identity
     this.deps.switched()
     this.manifests.clear()
+    this.keepPort(next)
     this.watchConnection(next)
   }
 
-  /** Tells `joined` of the connection's client and rejoins a lost tracker, backing off to 30 s. */
+  private keepPort(connection: SwarmConnection): void {
+    const port = connection.embedded?.port
+    if (port === undefined || port === this.deps.trackerPort()) return
+    this.deps.keepTrackerPort(port).catch((e: Error) => this.deps.log(`could not save the embedded tracker's port ${port}: ${e.message}`))
+  }
+
+  /**
+   * Tells `joined` of the connection's client and watches the tracker (its socket and a heartbeat):
+   * once lost, the socket is closed (calls in flight fail at once) and joined again, backing off to 30 s.
+   */
   private watchConnection(connection: SwarmConnection): void {
     const socket = connection.client.tracker
     this.deps.joined(socket)
+    this.setLink(null)
     // Several instances (a comma-separated tracker list): the link moves between them by itself, and what
     // was joined on the old one (the earnings subscription) is asked for again on the new.
     socket.on('reconnected', () => {
       if (!this.closing && this.current === connection) this.deps.joined(socket)
     })
-    socket.once('disconnect', (reason) => {
-      if (this.closing || this.current !== connection || reason === 'io client disconnect') return
+    this.stopHeartbeat()
+    this.stopHeartbeat = watchHeartbeat(socket, (reason) => {
+      if (this.closing || this.current !== connection || connection.client.tracker !== socket) return
+      if (reason.includes('io client disconnect')) return
+      this.setLink(reason)
       this.deps.log(`lost the tracker ${connection.trackerUrl} (${reason}); joining again`)
+      socket.close()
       void this.rejoin(connection)
     })
+  }
+
+  private setLink(problem: string | null): void {
+    if (problem !== this.link.problem) this.link = { problem, since: Date.now() }
+    this.deps.linkChanged(this.status)
   }
 
   private async rejoin(connection: SwarmConnection): Promise<void> {

@@ -93,6 +93,7 @@ export class HostingRunner {
       this.blocks = choice.blocks
       if (choice.paused) {
         this.phase = 'paused'
+        this.push(true)
         return
       }
       try {

@@ -6,7 +6,9 @@ import { AppApi, Limits, MAX_ALLOWED_KEYS, PairedApp, PublicKey } from '../../pr
 import { keepAside, parseJsonFile, writeFileDurably } from './durable-file'
 
 /** A saved hosting choice is what hosting.start accepts (the same model id and block range schemas), plus whether it was paused. */
-const SavedHosting = AppApi['hosting.start'].request.extend({ paused: z.boolean() })
+export const SavedHosting = AppApi['hosting.start'].request.extend({ paused: z.boolean() })
+
+const Port = z.number().int().min(1).max(65535)
 
 /** What the app remembers between runs: the user's choices, not what it measured. */
 export const SavedSettings = z.object({
@@ -28,8 +30,15 @@ export const SavedSettings = z.object({
   lanOpen: z.boolean().default(false),
   /** Apps paired on the home network: asked (this app admitted their key) or asking (this app joined theirs). */
   pairedApps: z.array(PairedApp).max(1000).default([]),
+  /** The browser mode's port, kept so open tabs and bookmarks find the app again after a restart; null: none chosen yet. */
+  uiPort: Port.nullable().default(null),
+  /** The embedded tracker's port, kept so the OpenAI-compatible API and hosts' links keep their address; null: none chosen yet. */
+  trackerPort: Port.nullable().default(null),
+  /** The hosting choice left on each tracker the app switched away from (base URL, or "embedded"): switching back resumes it. */
+  hostingByTracker: z.record(z.string(), SavedHosting).default({}),
 })
 export type SavedSettings = z.infer<typeof SavedSettings>
+export type SavedHosting = z.infer<typeof SavedHosting>
 
 export const SETTINGS_FILE = 'settings.json'
 

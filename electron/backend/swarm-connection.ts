@@ -4,6 +4,7 @@ import { trackerBase } from '../../client/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
 import { AuthChallenge, MICRO, NeuronError } from '../../protocol'
 import { Tracker } from '../../tracker/server'
+import { onPreferredPort } from './fixed-address'
 import { ModelPublisher } from './model-publisher'
 
 export interface SwarmConnectionOptions {
@@ -17,6 +18,8 @@ export interface SwarmConnectionOptions {
   readonly addedModels?: readonly string[]
   /** The embedded tracker's allow-list (Settings); null or absent: anyone who can reach it. */
   readonly allowedKeys?: readonly string[] | null
+  /** The embedded tracker's port as saved (null: a free one); taken by another program, another is used and said. */
+  readonly trackerPort?: number | null
   /** The embedded tracker listens on every interface (the home network), not only on loopback. */
   readonly lanOpen?: boolean
   readonly log: (line: string) => void
@@ -49,13 +52,15 @@ export class SwarmConnection {
       if (options.trackerUrl === null) {
         // Loopback only unless opened to the home network: then admitted are the allow-list's keys alone (admittedKeys).
         const allowedKeys = embeddedAllowList(options.allowedKeys ?? null, options.identity)
-        embedded = await Tracker.start({
-          dbPath: join(options.dataDir, 'tracker.sqlite'),
-          host: options.lanOpen === true ? '0.0.0.0' : '127.0.0.1',
-          port: 0,
-          newKeyGrantMicro: 10 * MICRO,
-          ...(allowedKeys === null ? {} : { allowedKeys }),
-        })
+        const start = (port: number) =>
+          Tracker.start({
+            dbPath: join(options.dataDir, 'tracker.sqlite'),
+            host: options.lanOpen === true ? '0.0.0.0' : '127.0.0.1',
+            port,
+            newKeyGrantMicro: 10 * MICRO,
+            ...(allowedKeys === null ? {} : { allowedKeys }),
+          })
+        embedded = await onPreferredPort(options.trackerPort ?? null, 'the embedded tracker', start, log)
         // A default model that fails to publish is left out, with a line saying why; the user adds a GGUF then.
         for (const model of options.defaultModels) {
           await publisher

@@ -22,6 +22,8 @@ export interface AppUiOptions {
   readonly host?: string
   /** The built renderer (dist/renderer), with index.html. */
   readonly staticDir: string
+  /** The key the page and its socket need; default a new one for this run (browser mode: the saved one, see loadUiKey). */
+  readonly key?: string
   /** Origins besides this server's own that may open the API socket (e.g. a dev server). */
   readonly allowedOrigins?: readonly string[]
 }
@@ -29,9 +31,9 @@ export interface AppUiOptions {
 export interface AppUiServer {
   /** The server's origin, e.g. http://127.0.0.1:7071. */
   readonly url: string
-  /** What a person opens: the origin with this run's key, which the page swaps for a cookie. */
+  /** What a person opens: the origin with the key, which the page swaps for a cookie. */
   readonly openUrl: string
-  /** This run's key: the API socket admits only browsers that were given it. */
+  /** The key: the API socket admits only browsers that were given it. */
   readonly key: string
   close(): Promise<void>
 }
@@ -64,15 +66,15 @@ const MIME: Record<string, string> = {
 /**
  * The browser mode: serves the built renderer and, at /api, a WebSocket speaking the app contract's
  * frames (protocol/app.ts) to the backend. It listens on loopback unless told otherwise, and the socket
- * admits only pages served by this server (its own origin) in a browser holding this run's key: the
- * printed link carries it once, and it lives on as an HttpOnly cookie. Without the key, any local
+ * admits only pages served by this server (its own origin) in a browser holding the key: the printed
+ * link (or the key pasted on the page that asks for it) carries it once, and it lives on as an HttpOnly cookie. Without the key, any local
  * process could drive the host (export its identity, change its settings).
  */
 export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Promise<AppUiServer> {
   const root = resolve(options.staticDir)
   const index = await builtIndex(root)
   const host = options.host ?? '127.0.0.1'
-  const key = randomBytes(24).toString('base64url')
+  const key = options.key ?? randomBytes(24).toString('base64url')
   let cookieName = ''
   const http = createServer((req, res) => {
     void serveStatic(root, index, req, res, { key, cookieName }).catch(() => {
@@ -187,9 +189,11 @@ function sameKey(given: string | undefined, key: string): boolean {
 const NEEDS_KEY_PAGE = `<!doctype html><meta charset="utf-8"><title>Neuron</title>
 <body style="font: 16px system-ui, sans-serif; margin: 3rem; max-width: 40rem">
 <h1>Open Neuron from its link</h1>
-<p>This Neuron host only answers the browser that opens the link it printed when it started
-(<code>Neuron is running at http://127.0.0.1:…/?key=…</code>). Open that link; the key keeps other
-programs on this computer from driving your host.</p></body>`
+<p>This Neuron host only answers a browser that holds its key: open the link it printed when it started
+(<code>Neuron is running at http://127.0.0.1:…/?key=…</code>), or paste the key, kept in the file
+<code>ui-key</code> in its data dir. The key keeps other programs on this computer from driving your host.</p>
+<form method="get"><label>Key <input name="key" data-testid="ui-key-input" autocomplete="off" size="40"></label>
+<button type="submit">Open</button></form></body>`
 
 /**
  * A file under `root`, or index.html for app routes (paths without an extension); nothing outside
@@ -233,7 +237,8 @@ async function serveStatic(root: string, index: string, req: IncomingMessage, re
     if (given !== null && sameKey(given, auth.key)) {
       res.writeHead(303, {
         location: path,
-        'set-cookie': `${auth.cookieName}=${auth.key}; HttpOnly; SameSite=Strict; Path=/`,
+        // Kept a year: the key outlives restarts (loadUiKey), so a bookmark opens the app without the link.
+        'set-cookie': `${auth.cookieName}=${auth.key}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000`,
         'cache-control': 'no-store',
       })
       res.end()

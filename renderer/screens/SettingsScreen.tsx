@@ -35,8 +35,9 @@ function SavedNote({ savedAt }: { savedAt: number | null }) {
 }
 
 export function SettingsScreen() {
-  const { settings: store } = useStores()
+  const { settings: store, hosting } = useStores()
   const state = useStore(store)
+  const hostingStatus = useStore(hosting, (s) => s.status)
   const { settings } = state
 
   return (
@@ -57,7 +58,8 @@ export function SettingsScreen() {
             settings={settings}
             saving={state.saving === 'tracker'}
             error={state.trackerError}
-            onSave={(text) => void state.saveTracker(text)}
+            hosting={hostingStatus}
+            onSave={(text, hostingOnSwitch) => void state.saveTracker(text, hostingOnSwitch)}
           />
           <Panel title="Data">
             <div className="field-label">Data folder</div>

@@ -12,6 +12,8 @@ export class ChatController {
           'this tracker is public: the hosts on a route see your prompt, the answer and the hidden states between them; agree to that first (settings.consent), then send again',
         )
       }
+      // A chat on a tracker that is gone fails now, saying so, rather than waiting out its calls' timeouts.
+      this.checkReachable()
       return this.chats.send(request)
     },
     'chat.stop': ({ chatId }) => this.chats.stop(chatId),
@@ -22,5 +24,7 @@ export class ChatController {
     private readonly chats: ChatRunner,
     /** The swarm in force's privacy level and the user's consent to it. */
     private readonly privacy: () => SwarmPrivacy,
+    /** Throws tracker_unreachable while the tracker does not answer (CurrentSwarm.checkReachable). */
+    private readonly checkReachable: () => void,
   ) {}
 }

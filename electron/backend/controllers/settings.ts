@@ -5,7 +5,7 @@ import { type Limits, NeuronError, type Settings, type SettingsUpdate, type Swar
 import type { CurrentSwarm } from '../current-swarm'
 import { checkWritableDir } from '../data-dir'
 import { admittedKeys } from '../lan/admission'
-import type { SettingsStore } from '../settings-store'
+import type { SavedHosting, SettingsStore } from '../settings-store'
 import { embeddedAllowList } from '../swarm-connection'
 import type { GroupHandlers } from './registry'
 
@@ -19,6 +19,8 @@ export interface SettingsDeps {
   readonly canPickFiles: boolean
   /** The home-network switch or the swarm changed: open or close the app to the network. */
   readonly lanChanged: () => Promise<void>
+  /** Puts back the hosting left on a tracker the app switched back to (HostingRunner.restore). */
+  readonly restoreHosting: (choice: SavedHosting) => Promise<void>
   readonly log: (line: string) => void
 }
 
@@ -84,6 +86,21 @@ export class SettingsController {
   }
 
   /**
+   * Hosting across a switch to `next`: the choice on the tracker in force is kept under its name (unless
+   * `how` is stop), and the one left on `next` before, if any, is what hosts there now.
+   */
+  private handOverHosting(next: string | null, how: 'resumeOnReturn' | 'stop'): { returning: SavedHosting | null; byTracker: Record<string, SavedHosting> } {
+    const { hosting, hostingByTracker } = this.deps.store.value
+    const byTracker = { ...hostingByTracker }
+    const leftKey = trackerKey(this.trackerInForce)
+    delete byTracker[leftKey]
+    if (hosting !== null && how === 'resumeOnReturn') byTracker[leftKey] = hosting
+    const returning = byTracker[trackerKey(next)] ?? null
+    delete byTracker[trackerKey(next)]
+    return { returning, byTracker }
+  }
+
+  /**
    * Checks every field (a tracker URL must answer) and saves them before anything changes: on any
    * error the settings, the connection and hosting are as they were.
    */
@@ -99,20 +116,28 @@ export class SettingsController {
     // The embedded tracker binds its address at start: opening or closing it to the network restarts it.
     const rebinding = trackerSetting === null && lanOpen !== store.value.lanOpen
     const moved = dataDir !== store.value.dataDir
+    const hand = switching ? this.handOverHosting(trackerSetting, update.hostingOnSwitch ?? 'resumeOnReturn') : null
     const save = () =>
       store.update({
         // A --tracker override for this run is saved only when the user picks a tracker here.
         ...(update.trackerUrl === undefined ? {} : { trackerUrl: trackerSetting }),
         dataDir,
         limits: { ...store.value.limits, ...update.limits },
-        // Hosting stops on a switch: the next start must not resume it on the new swarm.
-        ...(switching ? { hosting: null } : {}),
+        // Hosting stops on a switch (kept for a return, unless asked not to); what was left on the new tracker comes back.
+        ...(hand === null ? {} : { hosting: hand.returning, hostingByTracker: hand.byTracker }),
         ...(update.allowedKeys === undefined ? {} : { allowedKeys: update.allowedKeys }),
         lanOpen,
       })
     if (switching || rebinding) {
       await this.deps.swarm.switchTo(trackerSetting, this.deps.swarm.identity, save, lanOpen)
       this.trackerInForce = trackerSetting
+      if (hand?.returning != null) {
+        const { modelId, blocks, paused } = hand.returning
+        this.deps.log(
+          `back on ${trackerSetting ?? 'the embedded swarm'}: ${paused ? 'hosting paused' : 'resuming hosting'} ${modelId} blocks [${blocks[0]}, ${blocks[1]})`,
+        )
+        await this.deps.restoreHosting(hand.returning)
+      }
     } else {
       await save()
     }
@@ -123,4 +148,9 @@ export class SettingsController {
     if (moved) this.deps.log(`data dir ${dataDir} takes effect at the next start`)
     return this.current()
   }
+}
+
+/** The name hosting is kept under for a tracker setting (null: the embedded swarm). */
+function trackerKey(setting: string | null): string {
+  return setting ?? 'embedded'
 }

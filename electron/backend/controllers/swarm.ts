@@ -11,6 +11,7 @@ export class SwarmController {
       const paired = this.paired().map((p) => ({ hostId: nodeIdOf(p.key), name: p.name }))
       return { trackerUrl: this.swarm.trackerUrl, hosts, models, thisHostId: this.swarm.hostId, paired }
     },
+    'swarm.status': () => this.swarm.status,
   }
 
   constructor(

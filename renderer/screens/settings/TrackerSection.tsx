@@ -1,25 +1,37 @@
 import { useState } from 'react'
-import type { Settings } from '../../../protocol/app'
+import type { HostingStatus, Settings, SettingsUpdate } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
 import { ErrorNote } from '../../components/ErrorNote'
 import { Panel } from '../../components/Panel'
-import { EMBEDDED_SWARM } from '../../stores/settings/selectors'
+import { EMBEDDED_SWARM, hostingLeftBySwitch } from '../../stores/settings/selectors'
+
+type HostingOnSwitch = NonNullable<SettingsUpdate['hostingOnSwitch']>
 
 interface TrackerSectionProps {
   settings: Settings
   saving: boolean
   error: ShownError | null
-  onSave(text: string): void
+  /** This computer's hosting now: a switch of tracker asks what to do with it. */
+  hosting: HostingStatus | null
+  onSave(text: string, hostingOnSwitch?: HostingOnSwitch): void
 }
 
-export function TrackerSection({ settings, saving, error, onSave }: TrackerSectionProps) {
+export function TrackerSection({ settings, saving, error, hosting, onSave }: TrackerSectionProps) {
   const [text, setText] = useState(settings.trackerUrl ?? '')
+  /** The hosting the switch would leave, while the user is asked what to do with it. */
+  const [asking, setAsking] = useState<string | null>(null)
+  const answer = (how: HostingOnSwitch) => {
+    setAsking(null)
+    onSave(text, how)
+  }
   return (
     <Panel title="Tracker">
       <form
         onSubmit={(event) => {
           event.preventDefault()
-          onSave(text)
+          const left = hostingLeftBySwitch(settings, text, hosting)
+          if (left === null) onSave(text)
+          else setAsking(left)
         }}
       >
         <label htmlFor="settings-tracker-url" className="field-label">
@@ -31,14 +43,35 @@ export function TrackerSection({ settings, saving, error, onSave }: TrackerSecti
             className="input mono"
             value={text}
             placeholder={EMBEDDED_SWARM}
-            onChange={(event) => setText(event.target.value)}
+            onChange={(event) => {
+              setText(event.target.value)
+              setAsking(null)
+            }}
             data-testid="settings-tracker-url"
             spellCheck={false}
           />
-          <button type="submit" className="button" disabled={saving} data-testid="settings-tracker-save">
+          <button type="submit" className="button" disabled={saving || asking !== null} data-testid="settings-tracker-save">
             {saving ? 'Checking…' : 'Save'}
           </button>
         </div>
+        {asking !== null && (
+          <div className="confirm" role="alertdialog" aria-label="Hosting on this tracker" data-testid="settings-switch-hosting">
+            <p>
+              This computer hosts <span className="mono">{asking}</span> on the tracker in force; it stops there when the app switches. What then?
+            </p>
+            <div className="inline-field">
+              <button type="button" className="button primary" onClick={() => answer('resumeOnReturn')} data-testid="settings-switch-resume">
+                Stop, and host it again when I switch back
+              </button>
+              <button type="button" className="button" onClick={() => answer('stop')} data-testid="settings-switch-stop">
+                Stop hosting it
+              </button>
+              <button type="button" className="button" onClick={() => setAsking(null)} data-testid="settings-switch-cancel">
+                Cancel
+              </button>
+            </div>
+          </div>
+        )}
         <p className="muted small">
           Empty: {EMBEDDED_SWARM}. Connected now to <span className="mono">{settings.connectedTrackerUrl}</span>.
         </p>

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import type { HostingStatus } from '../../../protocol/app'
 import { someSettings } from '../../../test/renderer/settings-fixtures'
 import { gbText, limitsFromForm, limitsToForm } from './limitsForm'
-import { EMBEDDED_SWARM, identityFileName, showsSaved, trackerLabel, trackerShort, trackerUrlProblem } from './selectors'
+import { EMBEDDED_SWARM, hostingLeftBySwitch, identityFileName, showsSaved, trackerLabel, trackerShort, trackerUrlProblem } from './selectors'
 
 describe('settings selectors', () => {
   it('calls an empty tracker URL the embedded private swarm', () => {
@@ -58,5 +59,18 @@ describe('limits form', () => {
     expect(from({ diskGb: '0.0000000001' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0') })
     expect(from({ memoryGb: '-4' })).toEqual({ error: expect.stringContaining('Memory limit must be a number of GB greater than 0') })
     expect(from({ threads: '2.5' })).toEqual({ error: expect.stringContaining('Threads must be a whole number from 1 to 256') })
+  })
+})
+
+describe('what a switch of tracker leaves behind', () => {
+  const serving: HostingStatus = { phase: 'serving', modelId: 'stories260k', blocks: [1, 4], artifacts: [], serving: null, error: null }
+  const embedded = { ...someSettings, trackerUrl: null }
+
+  it('names the hosting a save would stop, so the user is asked, and nothing when the tracker stays or nothing is hosted', () => {
+    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', serving)).toBe('stories260k blocks [1, 4)')
+    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'paused' })).toBe('stories260k blocks [1, 4) (paused)')
+    expect(hostingLeftBySwitch(embedded, '  ', serving)).toBeNull()
+    expect(hostingLeftBySwitch({ ...someSettings, trackerUrl: 'http://10.0.0.9:7070' }, 'http://10.0.0.9:7070/', serving)).toBeNull()
+    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'idle', modelId: null, blocks: null })).toBeNull()
   })
 })

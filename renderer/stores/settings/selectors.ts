@@ -1,4 +1,4 @@
-import type { Settings } from '../../../protocol/app'
+import type { HostingStatus, Settings } from '../../../protocol/app'
 
 export const EMBEDDED_SWARM = 'Embedded private swarm on this computer'
 
@@ -24,6 +24,17 @@ export function trackerUrlProblem(text: string): string | null {
     if (url.protocol === 'http:' || url.protocol === 'https:') return null
   } catch {}
   return 'The tracker URL must be a full http(s) URL such as http://127.0.0.1:7070 (leave it empty for the embedded private swarm).'
+}
+
+/**
+ * The hosting a save of the tracker field would leave behind, in words (e.g. "stories260k blocks [1, 4)"),
+ * so the user is asked what to do with it; null when the field names the tracker in force or nothing is hosted.
+ */
+export function hostingLeftBySwitch(settings: Settings, text: string, hosting: HostingStatus | null): string | null {
+  const next = text.trim() === '' ? null : text.trim().replace(/\/+$/, '')
+  if (next === settings.trackerUrl || hosting === null || hosting.modelId === null || hosting.blocks === null) return null
+  if (hosting.phase === 'idle' || hosting.phase === 'stopping') return null
+  return `${hosting.modelId} blocks [${hosting.blocks[0]}, ${hosting.blocks[1]})${hosting.phase === 'paused' ? ' (paused)' : ''}`
 }
 
 /** The PEM backup's file name: the host id tells backups of several computers apart. */

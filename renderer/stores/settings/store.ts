@@ -1,6 +1,6 @@
 import { createStore } from 'zustand/vanilla'
 import { parseAllowedKeys } from '../../../protocol/allowed-keys'
-import type { NeuronBridge, Settings } from '../../../protocol/app'
+import type { NeuronBridge, Settings, SettingsUpdate } from '../../../protocol/app'
 import { shownError } from '../../api/errorText'
 import { initialSettingsState, type SettingsSection, type SettingsState } from './initialState'
 import { type LimitsForm, limitsFromForm } from './limitsForm'
@@ -8,8 +8,8 @@ import { trackerUrlProblem } from './selectors'
 
 export interface SettingsActions {
   load(): Promise<void>
-  /** Empty text means the embedded private swarm. */
-  saveTracker(text: string): Promise<void>
+  /** Empty text means the embedded private swarm; `hostingOnSwitch`: what the user chose for hosting on the tracker left. */
+  saveTracker(text: string, hostingOnSwitch?: SettingsUpdate['hostingOnSwitch']): Promise<void>
   /** Sends only the limits the form changed from the loaded settings. */
   saveLimits(form: LimitsForm): Promise<void>
   importIdentity(pem: string): Promise<void>
@@ -54,11 +54,12 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
           set({ loadError: shownError(error) })
         }
       },
-      async saveTracker(text) {
+      async saveTracker(text, hostingOnSwitch) {
         const trimmed = text.trim()
         const problem = trackerUrlProblem(trimmed)
         if (problem !== null) return fail('tracker', problem)
-        await save('tracker', () => bridge.call('settings.update', { trackerUrl: trimmed === '' ? null : trimmed }))
+        const trackerUrl = trimmed === '' ? null : trimmed
+        await save('tracker', () => bridge.call('settings.update', hostingOnSwitch === undefined ? { trackerUrl } : { trackerUrl, hostingOnSwitch }))
       },
       async saveLimits(form) {
         const loaded = get().settings
