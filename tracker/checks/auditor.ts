@@ -67,6 +67,8 @@ export class Auditor {
    * the session (ed25519 was 40 % of an app chat's CPU at 400 tokens). Only a checked triple is kept.
    */
   private readonly verifiedReceipts = new Set<string>()
+  /** Hosts re-running an audited step of their own right now (againOnItself): one at a time each. */
+  private readonly selfChecking = new Set<string>()
 
   constructor(private readonly deps: AuditorDeps) {}
 
@@ -150,10 +152,13 @@ export class Auditor {
    * No other host serves the span: the host re-runs the step itself, in a session from the gateway's key that looks
    * like any other (the history as a prompt, then the step). A liar that is honest on a session's first steps, or
    * with every key but one, answers it honestly, and two answers to the same inputs beyond the tolerance are the
-   * host's own doing. A host that lies the same way every time agrees with itself: for that only a second copy or a
-   * known-answer probe tells, and the route marks such a hop unaudited.
+   * host's own doing: a ban. The re-run costs a prefill of the whole history (seconds at 2 000 tokens, where attention
+   * dominates), so it runs beside the chat, one per host at a time, and the chat's audit is decided as before (a
+   * recent probe, or one now): a lie it finds is punished after the step, not undone. A host that lies the same way
+   * every time agrees with itself: for that only a second copy or a known-answer probe tells, and the route marks such
+   * a hop unaudited.
    */
-  private async againOnItself(
+  private againOnItself(
     hostId: string,
     modelId: string,
     blocks: readonly [number, number],
@@ -163,11 +168,16 @@ export class Auditor {
     clientKey: string,
   ): Promise<AuditVerdict> {
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
-    const again = await this.rerun(hostId, modelId, blocks, steps)
-    if (again === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it, and it could not re-run it)`, true)
-    const error = off(answer, again)
-    if (error > SEAM_TOLERANCE) return this.twoWays(hostId, label, steps.length, error, clientKey)
-    return { verdict: 'passed', liar: null, reason: `no other host serves ${label}; its own re-run of step ${steps.length} agrees within ${pct(error)}` }
+    if (!this.selfChecking.has(hostId)) {
+      this.selfChecking.add(hostId)
+      void this.rerun(hostId, modelId, blocks, steps)
+        .then((again) => {
+          const error = again === undefined ? 0 : off(answer, again)
+          if (error > SEAM_TOLERANCE) this.twoWays(hostId, label, steps.length, error, clientKey)
+        })
+        .finally(() => this.selfChecking.delete(hostId))
+    }
+    return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it; it re-runs the step itself beside the chat)`, true)
   }
 
   /** The host answered the same inputs two ways (both answers its own, one signed to the client): a ban, no strike count needed. */
