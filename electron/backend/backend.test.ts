@@ -35,9 +35,9 @@ function seen<E extends AppEventName>(event: E): AppEventData<E>[] {
   return events.filter((e) => e.event === event).map((e) => e.data as AppEventData<E>)
 }
 
-async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 25))
   }
@@ -171,9 +171,11 @@ describe(`the app backend on its embedded swarm`, () => {
   it('shows the host’s earnings, equal to the tracker ledger, and pushes them as receipts settle', async () => {
     const tracker = backend.embeddedTracker
     if (tracker === null) throw new Error('not embedded')
-    const earnings = await call('earnings.get', {})
-    // Pending in escrow for the settlement window (a day by default); nothing settled yet.
-    expect(earnings.pendingMicro).toBeGreaterThan(0)
+    // receipts are handed in as the hosts go: the pushes add up to the ledger once the last is settled
+    const pushedSum = () => seen('earnings.receipt').reduce((sum, p) => sum + p.earnedMicro, 0)
+    let earnings = await call('earnings.get', {})
+    await until('the pushes to add up', async () => pushedSum() === (earnings = await call('earnings.get', {})).balanceMicro + earnings.pendingMicro, 10_000)
+    expect(earnings.pendingMicro).toBeGreaterThan(0) // in escrow for the settlement window (a day by default)
     expect(earnings.pendingMicro).toBe(await tracker.store.ledger.balance(escrowAccount(backend.hostId)))
     expect(earnings.balanceMicro).toBe(await tracker.store.ledger.balance(hostAccount(backend.hostId)))
     expect(earnings.settlementWindowMs).toBe(24 * 3_600_000)
@@ -189,11 +191,9 @@ describe(`the app backend on its embedded swarm`, () => {
     // (A probe's receipts are verified and pay nothing: those pushes earn 0.)
     expect(pushed.some((p) => p.ok && p.earnedMicro > 0)).toBe(true)
     expect(pushed.every((p) => p.earnedMicro >= 0)).toBe(true)
-    expect(pushed.reduce((sum, p) => sum + p.earnedMicro, 0)).toBe(earnings.balanceMicro + earnings.pendingMicro)
     await until('served block-tokens in the status', () => (backend.hostingStatus.serving?.servedBlockTokens ?? 0) > 0, 5000)
-    const reputation = await call('reputation.get', {})
-    expect(reputation.hostId).toBe(backend.hostId)
-    expect(reputation.completedSteps).toBeGreaterThan(0)
+    expect((await call('reputation.get', {})).hostId).toBe(backend.hostId)
+    await until('completed steps in the reputation', async () => (await call('reputation.get', {})).completedSteps > 0, 5000)
   })
 
   it('makes the embedded swarm private from Settings: a stranger is refused at once, the app keeps its dashboards', async () => {
