@@ -6,7 +6,8 @@ import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { Host } from '../../host/host'
 import { NodeIdentity } from '../../identity/keys'
-import { type AppEventData, type AppEventName, type AppInput, type AppMethod, type AppOutput, KV_BUDGET, readAppReply, type WireError } from '../../protocol'
+import { type AppEventData, type AppEventName, KV_BUDGET } from '../../protocol'
+import { backendCalls } from '../../test/backend-calls'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { escrowAccount, hostAccount } from '../../tracker/ledger/accounts'
 import { Tracker } from '../../tracker/server'
@@ -21,15 +22,7 @@ const events: { event: AppEventName; data: unknown; at: number }[] = []
 const MODEL = 'stories260k'
 const MESSAGES = [{ role: 'user' as const, content: 'Tell me a story about a cat.' }]
 
-async function call<M extends AppMethod>(method: M, input: AppInput<M>): Promise<AppOutput<M>> {
-  return readAppReply(method, await backend.call(method, input))
-}
-
-async function failure(method: string, input: unknown): Promise<WireError> {
-  const ack = await backend.call(method, input)
-  if (ack.ok) throw new Error(`${method} succeeded: ${JSON.stringify(ack.value)}`)
-  return ack.error
-}
+const { call, failure } = backendCalls(() => backend)
 
 function seen<E extends AppEventName>(event: E): AppEventData<E>[] {
   return events.filter((e) => e.event === event).map((e) => e.data as AppEventData<E>)
@@ -173,8 +166,12 @@ describe(`the app backend on its embedded swarm`, () => {
     if (tracker === null) throw new Error('not embedded')
     // receipts are handed in as the hosts go: the pushes add up to the ledger once the last is settled
     const pushedSum = () => seen('earnings.receipt').reduce((sum, p) => sum + p.earnedMicro, 0)
-    let earnings = await call('earnings.get', {})
-    await until('the pushes to add up', async () => pushedSum() === (earnings = await call('earnings.get', {})).balanceMicro + earnings.pendingMicro, 10_000)
+    const ledgerSum = async () => {
+      const now = await call('earnings.get', {})
+      return now.balanceMicro + now.pendingMicro
+    }
+    await until('the pushes to add up', async () => pushedSum() === (await ledgerSum()), 10_000)
+    const earnings = await call('earnings.get', {})
     expect(earnings.pendingMicro).toBeGreaterThan(0) // in escrow for the settlement window (a day by default)
     expect(earnings.pendingMicro).toBe(await tracker.store.ledger.balance(escrowAccount(backend.hostId)))
     expect(earnings.balanceMicro).toBe(await tracker.store.ledger.balance(hostAccount(backend.hostId)))

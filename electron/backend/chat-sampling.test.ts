@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
-import { type AppEventData, type AppEventName, type AppInput, type AppMethod, type AppOutput, readAppReply, type WireError } from '../../protocol'
+import type { AppEventData, AppEventName, AppInput } from '../../protocol'
+import { backendCalls } from '../../test/backend-calls'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { AppBackend } from './backend'
 
@@ -15,15 +16,7 @@ const events: { event: AppEventName; data: unknown }[] = []
 const MODEL = 'stories260k'
 const MESSAGES = [{ role: 'user' as const, content: 'Tell me a story about a cat.' }]
 
-async function call<M extends AppMethod>(method: M, input: AppInput<M>): Promise<AppOutput<M>> {
-  return readAppReply(method, await backend.call(method, input))
-}
-
-async function failure(method: string, input: unknown): Promise<WireError> {
-  const ack = await backend.call(method, input)
-  if (ack.ok) throw new Error(`${method} succeeded: ${JSON.stringify(ack.value)}`)
-  return ack.error
-}
+const { call, failure } = backendCalls(() => backend)
 
 function seen<E extends AppEventName>(event: E): AppEventData<E>[] {
   return events.filter((e) => e.event === event).map((e) => e.data as AppEventData<E>)

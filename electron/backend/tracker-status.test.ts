@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AppEventData, type AppInput, type AppMethod, type AppOutput, readAppReply, type TrackerLinkStatus, type WireError } from '../../protocol'
+import type { AppEventData, TrackerLinkStatus, WireError } from '../../protocol'
+import { backendCalls } from '../../test/backend-calls'
 import { DelayProxy } from '../../test/delay-proxy'
 import { scratchDir } from '../../test/models'
 import { Tracker } from '../../tracker/server'
@@ -17,15 +18,7 @@ let backend: AppBackend
 const pushed: TrackerLinkStatus[] = []
 const chatErrors: AppEventData<'chat.error'>[] = []
 
-async function call<M extends AppMethod>(method: M, input: AppInput<M>): Promise<AppOutput<M>> {
-  return readAppReply(method, await backend.call(method, input))
-}
-
-async function failure(method: string, input: unknown): Promise<WireError> {
-  const ack = await backend.call(method, input)
-  if (ack.ok) throw new Error(`${method} succeeded: ${JSON.stringify(ack.value)}`)
-  return ack.error
-}
+const { call, failure } = backendCalls(() => backend)
 
 async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs
