@@ -14,6 +14,7 @@ describe('API access selectors', () => {
       expect(e.code).toContain('nk-secret')
     }
     expect(examples[0]?.code).toContain('curl http://127.0.0.1:7070/v1/chat/completions')
+    expect(examples[1]?.code).not.toContain('import os')
   })
 
   it('puts an environment variable where the key goes once it is no longer shown, and a placeholder model while none is listed', () => {

@@ -35,7 +35,7 @@ export function apiExamples(view: ApiAccessView, model: string, key: string | nu
       id: 'python',
       label: 'Python (openai)',
       code: [
-        'import os',
+        ...(key === null ? ['import os'] : []),
         'from openai import OpenAI',
         '',
         `client = OpenAI(base_url=${JSON.stringify(endpoint)}, api_key=${codeKey ?? 'os.environ["NEURON_API_KEY"]'})`,
