@@ -7,7 +7,7 @@ interface ApiExamplesProps {
   view: ApiAccessView
   model: string
   onModel(model: string): void
-  /** The full key while it is on screen; null: the examples read it from NEURON_API_KEY. */
+  /** The full key while it is on screen; null: the examples read it from NEURON_KEY. */
   apiKey: string | null
 }
 
@@ -28,7 +28,7 @@ export function ApiExamples({ view, model, onModel, apiKey }: ApiExamplesProps) 
       {view.modelIds.length === 0 && <p className="muted">No model is published on this swarm yet; the examples name MODEL_ID until one is.</p>}
       {apiKey === null && (
         <p className="muted">
-          The examples read the key from <span className="mono">NEURON_API_KEY</span>; set it to your key first.
+          The examples read the key from <span className="mono">NEURON_KEY</span>; set it to your key first.
         </p>
       )}
       {apiExamples(view, model, apiKey).map((example) => (

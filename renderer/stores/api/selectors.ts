@@ -1,7 +1,7 @@
 import type { ApiAccessView } from '../../../protocol/app'
 
 /** What the examples put where the key goes when it is not on screen: an environment variable the user sets. */
-export const KEY_PLACEHOLDER = '$NEURON_API_KEY'
+export const KEY_PLACEHOLDER = '$NEURON_KEY'
 
 export interface ApiExample {
   id: 'curl' | 'python' | 'javascript'
@@ -38,7 +38,7 @@ export function apiExamples(view: ApiAccessView, model: string, key: string | nu
         ...(key === null ? ['import os'] : []),
         'from openai import OpenAI',
         '',
-        `client = OpenAI(base_url=${JSON.stringify(endpoint)}, api_key=${codeKey ?? 'os.environ["NEURON_API_KEY"]'})`,
+        `client = OpenAI(base_url=${JSON.stringify(endpoint)}, api_key=${codeKey ?? 'os.environ["NEURON_KEY"]'})`,
         `reply = client.chat.completions.create(model=${JSON.stringify(model)}, messages=[{"role": "user", "content": ${JSON.stringify(prompt)}}], max_tokens=64)`,
         'print(reply.choices[0].message.content)',
       ].join('\n'),
@@ -49,7 +49,7 @@ export function apiExamples(view: ApiAccessView, model: string, key: string | nu
       code: [
         "import OpenAI from 'openai'",
         '',
-        `const client = new OpenAI({ baseURL: ${JSON.stringify(endpoint)}, apiKey: ${codeKey ?? 'process.env.NEURON_API_KEY'} })`,
+        `const client = new OpenAI({ baseURL: ${JSON.stringify(endpoint)}, apiKey: ${codeKey ?? 'process.env.NEURON_KEY'} })`,
         `const reply = await client.chat.completions.create({ model: ${JSON.stringify(model)}, messages: [{ role: 'user', content: ${JSON.stringify(prompt)} }], max_tokens: 64 })`,
         'console.log(reply.choices[0].message.content)',
       ].join('\n'),
