@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Host } from '../../host/host'
 import { type AppInput, type AppMethod, type AppOutput, readAppReply } from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
+import { Tracker } from '../../tracker/server'
 import { AppBackend } from './backend'
 
 let cleanup: () => Promise<void> = async () => {}
@@ -61,4 +62,18 @@ describe('the API tab’s key on the embedded swarm', () => {
     expect(refused).toBeInstanceOf(OpenAI.APIError)
     expect(refused).toMatchObject({ status: 401, code: 'invalid_api_key' })
   }, 120_000)
+
+  it('on a remote tracker shows its endpoint and makes no key: that tracker’s operator hands keys out', async () => {
+    const remote = await Tracker.start({ dbPath: join(dir, 'remote.sqlite'), host: '127.0.0.1', port: 0 })
+    const elsewhere = await AppBackend.start({ dataDir: join(dir, 'elsewhere'), trackerUrl: remote.url, defaultModels: [], threads: 1, mdns: false })
+    try {
+      const view = readAppReply('api.get', await elsewhere.call('api.get', {}))
+      expect(view).toEqual({ endpoint: `${remote.url}/v1`, embedded: false, modelIds: [], key: null })
+      const refused = await elsewhere.call('api.createKey', {})
+      expect(refused).toMatchObject({ ok: false, error: { code: 'not_available', message: expect.stringContaining('come from its operator') } })
+    } finally {
+      await elsewhere.close()
+      await remote.close()
+    }
+  })
 })

@@ -31,7 +31,11 @@ export class ApiController {
   ) {}
 
   private async view(): Promise<ApiAccessView> {
-    const { models } = await this.swarm.rpc('models.list', {})
+    // The endpoint and key still show while the tracker does not answer; the examples then name no model.
+    const models = await this.swarm.rpc('models.list', {}).then(
+      (r) => r.models,
+      () => [],
+    )
     const embedded = this.swarm.embedded
     const account = embedded === null ? undefined : await embedded.accounts.byPublicKey(this.swarm.identity.publicKey)
     const saved = this.store.value.apiKey
