@@ -45,7 +45,7 @@ export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKey
           <span className="mono">{key.masked}</span> <span className="muted">made {formatHour(key.createdAt)}</span>
         </p>
       )}
-      {key === null && <p data-testid="api-key-none">No key yet.</p>}
+      {key === null && <p data-testid="api-key-none">No key: make one to call this endpoint from your own programs.</p>}
       <div className="button-row">
         <button type="button" className="button primary" disabled={busy} onClick={onCreate} data-testid="api-key-create">
           {key === null ? 'Make a key' : 'Make a new key'}
