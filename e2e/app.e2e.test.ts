@@ -12,7 +12,8 @@ import { Conversation } from '../protocol/app'
 import { buildUi } from '../test/build-ui'
 import { scratchDir } from '../test/models'
 import { type NeuronProcess, startNeuron } from '../test/processes'
-import { HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, screenshot } from './browser'
+import { apiKeyWorksWithCurl, NEEDS_CURL } from './api-tab'
+import { HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, openScreen, screenshot } from './browser'
 
 const MODEL = 'stories260k'
 const PROMPT = 'Tell me a story about a cat.'
@@ -56,10 +57,7 @@ async function setSampling(fields: Record<string, string>): Promise<void> {
   for (const [field, value] of Object.entries(fields)) await page.getByTestId(`chat-setting-${field}`).fill(value)
 }
 
-async function open(screen: string): Promise<void> {
-  await page.getByTestId(`nav-${screen}`).click()
-  await page.getByTestId(`screen-${screen}`).waitFor()
-}
+const open = (screen: string) => openScreen(page, screen)
 
 describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${NEEDS_CHROMIUM}`, () => {
   beforeAll(async () => {
@@ -296,6 +294,10 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await screenshot(page, 'swarm')
   })
 
+  it.skipIf(NEEDS_CURL !== '')(`makes a key on the API tab that curl completes with, masks it once shown, and revokes it (401)${NEEDS_CURL}`, async () => {
+    await apiKeyWorksWithCurl(page, trackerUrl, MODEL)
+  })
+
   it('refuses bad form input with a clear message and changes nothing', async () => {
     await open('settings')
     const threadsBefore = await page.getByTestId('settings-limit-threads').inputValue()
@@ -358,6 +360,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await page.getByTestId('settings-tracker-save').click()
     await page.getByTestId('settings-switch-resume').click()
     await page.getByTestId('settings-saved').waitFor({ timeout: 30_000 })
+    await open('api')
+    await expect.poll(() => page.getByTestId('api-endpoint').textContent()).toBe(`${publicUrl}/v1`)
+    expect(await page.getByTestId('api-key-remote').textContent()).toContain('come from its operator')
     await open('chat')
     expect(await page.getByTestId('chat-privacy').getAttribute('data-level')).toBe('public')
     const consent = page.getByTestId('chat-consent')

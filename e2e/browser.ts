@@ -22,3 +22,9 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await mkdir(SCREENSHOTS, { recursive: true })
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }
+
+/** Goes to a screen by its sidebar entry and waits for it to show. */
+export async function openScreen(page: Page, screen: string): Promise<void> {
+  await page.getByTestId(`nav-${screen}`).click()
+  await page.getByTestId(`screen-${screen}`).waitFor()
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { MAX_ALLOWED_KEYS } from './allowed-keys'
+import { ApiAccessView, CreatedApiKey } from './api-access'
 import { BlockRange } from './blocks'
 import { ChatCount, ChatCountRequest, ChatHop, ChatId, ChatRequest, ChatSummary, Conversation, MAX_CONVERSATION_CHARS } from './chat'
 import { HostChecksView } from './checks'
@@ -37,6 +38,7 @@ export type Limits = z.infer<typeof Limits>
  * so every host is on this computer. public: a remote tracker's, where the first host on a route sees
  * the prompt's tokens, the last one the answer's, and every one the hidden states between blocks.
  */
+export * from './api-access'
 export * from './chat'
 
 export const SwarmPrivacy = z.object({
@@ -274,6 +276,12 @@ export const AppApi = {
   'lan.confirm': rpc(z.object({ pairingId: PairingId }).strict(), LanView),
   /** The user refused (the codes differ, or it was not asked for). */
   'lan.refuse': rpc(z.object({ pairingId: PairingId }).strict(), LanView),
+  /** The swarm's OpenAI-compatible endpoint, and the app's key there (masked). */
+  'api.get': rpc(Empty, ApiAccessView),
+  /** Makes a key for the app's own account on the embedded tracker, revoking the one before; not_available on a remote tracker. */
+  'api.createKey': rpc(Empty, CreatedApiKey),
+  /** Revokes the app's keys: requests with one get 401 invalid_api_key at once. */
+  'api.revokeKey': rpc(Empty, ApiAccessView),
 } as const
 export type AppApi = typeof AppApi
 

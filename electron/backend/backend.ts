@@ -6,6 +6,7 @@ import { NodeIdentity } from '../../identity/keys'
 import { type Ack, type AppHandlers, dispatchAppCall, type HostingStatus, Limits } from '../../protocol'
 import type { Tracker } from '../../tracker/server'
 import { ChatRunner } from './chat'
+import { ApiController } from './controllers/api'
 import { ChatController } from './controllers/chat'
 import { ComputerController } from './controllers/computer'
 import { ConversationsController } from './controllers/conversations'
@@ -171,6 +172,7 @@ export class AppBackend {
       conversations: new ConversationsController(dataDir, log),
       swarm: new SwarmController(swarm, () => store.value.pairedApps),
       lan: new LanController(this.lan),
+      api: new ApiController(swarm, store),
       settings,
       identity: new IdentityController({ dataDir, swarm, settings, hostingPhase: () => this.hosting.status().phase, changes, log }),
     } as const satisfies ControllerRegistry

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { SerialQueue } from '../../host/serial-queue'
-import { AppApi, Limits, MAX_ALLOWED_KEYS, PairedApp, PublicKey } from '../../protocol'
+import { ApiKeyHint, AppApi, Limits, MAX_ALLOWED_KEYS, PairedApp, PublicKey } from '../../protocol'
 import { keepAside, parseJsonFile, writeFileDurably } from './durable-file'
 
 /** A saved hosting choice is what hosting.start accepts (the same model id and block range schemas), plus whether it was paused. */
@@ -36,6 +36,10 @@ export const SavedSettings = z.object({
   trackerPort: Port.nullable().default(null),
   /** The hosting choice left on each tracker the app switched away from (base URL, or "embedded"): switching back resumes it. */
   hostingByTracker: z.record(z.string(), SavedHosting).default({}),
+  /** The API key last made for the app's account on the embedded tracker, masked (the key itself is shown once, never kept); null: none. */
+  apiKey: ApiKeyHint.extend({ accountId: z.string().min(1) })
+    .nullable()
+    .default(null),
 })
 export type SavedSettings = z.infer<typeof SavedSettings>
 export type SavedHosting = z.infer<typeof SavedHosting>

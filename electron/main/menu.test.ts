@@ -9,7 +9,7 @@ const viewItems = (menu: MenuItemConstructorOptions[]) => {
 }
 
 describe('application menu', () => {
-  it('View lists the seven screens with CmdOrCtrl+1…7, and a click shows that screen', () => {
+  it('View lists the eight screens with CmdOrCtrl+1…8, and a click shows that screen', () => {
     const show = vi.fn()
     const screens = viewItems(appMenuTemplate('linux', show)).filter((m) => m.accelerator !== undefined)
     expect(screens.map((m) => [m.label, m.accelerator])).toEqual([
@@ -19,10 +19,11 @@ describe('application menu', () => {
       ['Reputation', 'CmdOrCtrl+4'],
       ['Chat', 'CmdOrCtrl+5'],
       ['Swarm', 'CmdOrCtrl+6'],
-      ['Settings', 'CmdOrCtrl+7'],
+      ['API', 'CmdOrCtrl+7'],
+      ['Settings', 'CmdOrCtrl+8'],
     ])
     for (const item of screens) (item.click as () => void)()
-    expect(show.mock.calls.map(([id]) => id)).toEqual(['computer', 'host', 'earnings', 'reputation', 'chat', 'swarm', 'settings'])
+    expect(show.mock.calls.map(([id]) => id)).toEqual(['computer', 'host', 'earnings', 'reputation', 'chat', 'swarm', 'api', 'settings'])
   })
 
   it('has the app menu on macOS only', () => {

@@ -1,5 +1,6 @@
-import { Coins, Cpu, type LucideIcon, MessageSquare, Network, Server, Settings, ShieldCheck } from 'lucide-react'
+import { Coins, Cpu, KeySquare, type LucideIcon, MessageSquare, Network, Server, Settings, ShieldCheck } from 'lucide-react'
 import type { ComponentType } from 'react'
+import { ApiScreen } from './ApiScreen'
 import { ChatScreen } from './ChatScreen'
 import { ComputerScreen } from './ComputerScreen'
 import { EarningsScreen } from './EarningsScreen'
@@ -9,8 +10,8 @@ import { SettingsScreen } from './SettingsScreen'
 import { SwarmScreen } from './SwarmScreen'
 
 export interface ScreenEntry {
-  /** Used in nav-<id>, in the URL hash, and in the order of Ctrl/Cmd+1..7. */
-  id: 'computer' | 'host' | 'earnings' | 'reputation' | 'chat' | 'swarm' | 'settings'
+  /** Used in nav-<id>, in the URL hash, and in the order of Ctrl/Cmd+1..8. */
+  id: 'computer' | 'host' | 'earnings' | 'reputation' | 'chat' | 'swarm' | 'api' | 'settings'
   label: string
   icon: LucideIcon
   Screen: ComponentType
@@ -23,6 +24,7 @@ export const SCREENS: readonly ScreenEntry[] = [
   { id: 'reputation', label: 'Reputation', icon: ShieldCheck, Screen: ReputationScreen },
   { id: 'chat', label: 'Chat', icon: MessageSquare, Screen: ChatScreen },
   { id: 'swarm', label: 'Swarm', icon: Network, Screen: SwarmScreen },
+  { id: 'api', label: 'API', icon: KeySquare, Screen: ApiScreen },
   { id: 'settings', label: 'Settings', icon: Settings, Screen: SettingsScreen },
 ]
 

@@ -1,4 +1,5 @@
 import type { ConnectedBridge } from '../api/socketBridge'
+import { createApiAccessStore } from './api/store'
 import { createChatStore } from './chat/store'
 import { createComputerStore } from './computer/store'
 import { createConnectionStore } from './connection/store'
@@ -21,6 +22,7 @@ export function createStores(bridge: ConnectedBridge) {
     swarm: createSwarmStore(bridge),
     lan: createLanStore(bridge),
     settings: createSettingsStore(bridge),
+    api: createApiAccessStore(bridge),
   }
 }
 export type Stores = ReturnType<typeof createStores>

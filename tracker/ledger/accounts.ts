@@ -15,6 +15,10 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex')
 }
 
+function newApiKey(): string {
+  return `nk-${randomBytes(24).toString('base64url')}`
+}
+
 export interface CreatedAccount {
   readonly account: StoredAccount
   /** Shown once: only its sha256 is stored. */
@@ -31,7 +35,7 @@ export class Accounts {
 
   async create(options: { name?: string; grantMicro?: number; publicKey?: string | null } = {}, now = Date.now()): Promise<CreatedAccount> {
     const accountId = `acct_${randomBytes(8).toString('hex')}`
-    const apiKey = `nk-${randomBytes(24).toString('base64url')}`
+    const apiKey = newApiKey()
     const account: StoredAccount = { accountId, name: options.name ?? accountId, publicKey: options.publicKey ?? null, createdAt: now }
     if (options.publicKey != null && (await this.store.accountByPublicKey(options.publicKey)) !== undefined) {
       throw new NeuronError('account_exists', `key ${options.publicKey.slice(0, 8)}… already has an account.`)
@@ -56,6 +60,19 @@ export class Accounts {
       ],
       at: now,
     })
+  }
+
+  /** A new key for the account, replacing every key it had (shown once: only its sha256 is stored). */
+  async replaceKey(accountId: string, now = Date.now()): Promise<string> {
+    if ((await this.store.getAccount(accountId)) === undefined) throw new NeuronError('unknown_account', `no account ${accountId}.`)
+    const apiKey = newApiKey()
+    await this.store.replaceApiKeys(accountId, hashApiKey(apiKey), now)
+    return apiKey
+  }
+
+  /** Revokes every key of the account: requests with one get 401 invalid_api_key from then on. */
+  revokeKeys(accountId: string, now = Date.now()): Promise<void> {
+    return this.store.replaceApiKeys(accountId, null, now)
   }
 
   get(accountId: string): Promise<StoredAccount | undefined> {

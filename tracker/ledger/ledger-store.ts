@@ -85,6 +85,8 @@ export interface LedgerStore {
   readonly escrow: EscrowedReceipts
   createAccount(account: StoredAccount, keyHash: string | null): Promise<void>
   addApiKey(accountId: string, keyHash: string, at: number): Promise<void>
+  /** Drops every API key of the account, then keeps `keyHash` as its one key (null: none); requests with a dropped key get 401 at once. */
+  replaceApiKeys(accountId: string, keyHash: string | null, at: number): Promise<void>
   accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined>
   accountByPublicKey(publicKey: string): Promise<StoredAccount | undefined>
   getAccount(accountId: string): Promise<StoredAccount | undefined>
@@ -146,6 +148,13 @@ export class SqlLedgerStore implements LedgerStore {
 
   async addApiKey(accountId: string, keyHash: string, at: number): Promise<void> {
     await this.db.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [keyHash, accountId, at])
+  }
+
+  async replaceApiKeys(accountId: string, keyHash: string | null, at: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('delete from api_keys where account_id = ?', [accountId])
+      if (keyHash !== null) await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [keyHash, accountId, at])
+    })
   }
 
   async accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined> {

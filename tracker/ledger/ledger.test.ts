@@ -320,6 +320,18 @@ for (const engine of await storeEngines())
       await expect(accounts.create({ publicKey: app.publicKey })).rejects.toThrow(/already has an account/)
     })
 
+    it('replaces an account’s API keys with a new one, and revokes them, at once', async () => {
+      const created = await accounts.create({ name: 'app' })
+      const other = await accounts.create({ name: 'other' })
+      const replaced = await accounts.replaceKey(created.account.accountId)
+      expect(await accounts.byApiKey(created.apiKey)).toBeUndefined()
+      expect((await accounts.byApiKey(replaced))?.accountId).toBe(created.account.accountId)
+      await accounts.revokeKeys(created.account.accountId)
+      expect(await accounts.byApiKey(replaced)).toBeUndefined()
+      expect((await accounts.byApiKey(other.apiKey))?.accountId).toBe(other.account.accountId)
+      await expect(accounts.replaceKey('acct_none')).rejects.toThrow(/no account acct_none/)
+    })
+
     it('prices by model size unless configured, and reads prices and fee from the environment', async () => {
       expect(defaultPrice({ bytesPerBlock: [1e6] })).toEqual({ promptMicroPerToken: 25, completionMicroPerToken: 100 })
       expect(defaultPrice({ bytesPerBlock: Array(10).fill(7e9) })).toEqual({ promptMicroPerToken: 1750, completionMicroPerToken: 7000 })
