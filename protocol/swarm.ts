@@ -186,7 +186,8 @@ export const PlacementProposal = z.object({
   modelId: ModelId,
   /** null when this host should not serve this model; `refusal` says why. */
   proposal: PlacementOption.nullable(),
-  refusal: z.object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS) }).nullable(),
+  /** `neededBytes`: what the smallest range needs of the resource refused (memory or disk), absent from older trackers. */
+  refusal: z.object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS), neededBytes: Count.optional() }).nullable(),
   /** The swarm's weakest block today, tokens/s (0 while a block is not served). */
   swarmTokensPerSecond: z.number().nonnegative(),
   coverage: z.array(z.object({ block: Count, before: Served, after: Served })).max(MAX_BLOCKS),

@@ -99,6 +99,13 @@ describe('planPlacement', () => {
     expect(decision.details).toMatchObject({ neededBytes: BLOCK_MEMORY, kvBudgetTokens: KV_TOKENS })
   })
 
+  it('states a few MB of memory in MB, never as "0.00 GB"', () => {
+    const decision = planPlacement(swarm(4, []), model(4), joining(0, { freeMemoryBytes: 1_000_000 }), { kvBudgetTokens: KV_TOKENS })
+    if (decision.serve) throw new Error('expected a refusal')
+    expect(decision.reason).toContain('1.0 MB of free memory holds no block')
+    expect(decision.reason).not.toContain('0.00 GB')
+  })
+
   it('refuses a host with too little disk for any artifact', () => {
     const decision = planPlacement(swarm(4, []), model(4), joining(4, { freeDiskBytes: 0.2 * GB }), { kvBudgetTokens: KV_TOKENS })
     expect(decision.serve).toBe(false)

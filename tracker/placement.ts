@@ -254,7 +254,8 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   }
 
   function refusal(): PlacementDecision {
-    const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`
+    // MB below 0.1 GB: a small limit reads as what it is, not "0.00 GB"
+    const gb = (bytes: number) => (bytes >= 1e8 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`)
     if (!fitsMemory) {
       const [a, e] = cheapestRange(cuts, (a, e) => sizes.memoryBytes(a, e))
       const needed = sizes.memoryBytes(a, e)

@@ -4,7 +4,7 @@ import type { Limits } from '../../../protocol'
 import { limitedProfile } from '../computer'
 import type { CurrentSwarm } from '../current-swarm'
 import type { HostingRunner } from '../hosting'
-import { withCredits } from '../preview'
+import { blameMemoryLimit, withCredits } from '../preview'
 import type { GroupHandlers } from './registry'
 
 export interface HostingDeps {
@@ -20,8 +20,10 @@ export interface HostingDeps {
 export class HostingController {
   readonly handlers: GroupHandlers<'hosting'> = {
     'hosting.preview': async ({ modelId }) => {
-      const profile = limitedProfile(await hardwareProfile(this.deps.dataDir, { threads: this.deps.limits().threads }), this.deps.limits())
-      return withCredits(await this.deps.swarm.rpc('placement.preview', { modelId, profile }))
+      const limits = this.deps.limits()
+      const computer = await hardwareProfile(this.deps.dataDir, { threads: limits.threads })
+      const placement = await this.deps.swarm.rpc('placement.preview', { modelId, profile: limitedProfile(computer, limits) })
+      return withCredits(blameMemoryLimit(placement, computer, limits))
     },
     // In line with settings and identity changes: a start never lands in the middle of a switch of swarm.
     'hosting.start': ({ modelId, blocks }) => this.deps.changes.run(() => this.deps.runner.start(modelId, blocks)),
