@@ -6,23 +6,24 @@ import { Meter, toneFor } from '../../components/Meter'
 import { Panel } from '../../components/Panel'
 import { Stat } from '../../components/Stat'
 import { formatHour, formatNumber, formatPercent, shortId } from '../../format'
-import { componentBars, historySeries, scoreGrade, scorePercent, successRate } from '../../stores/reputation/selectors'
+import { componentBars, historySeries, scoreHeadline, successRate } from '../../stores/reputation/selectors'
 import { ChecksPanel } from './ChecksPanel'
 import { BanAlert, StandingBadge } from './Standing'
 
 /** Everything the Reputation screen shows of a loaded view: a ban first, then the score, the checks and the history. */
 export function ReputationReport({ view }: { view: ReputationView }) {
+  const headline = scoreHeadline(view)
   return (
     <>
       <BanAlert checks={view.checks} />
       <div className="two-columns">
         <Panel className="score-panel">
           <div className="score" data-testid="reputation-score" data-score={view.score}>
-            <ShieldCheck size={36} className={`tone-text-${toneFor(view.score)}`} aria-hidden />
+            <ShieldCheck size={36} className={headline.recorded ? `tone-text-${toneFor(view.score)}` : 'muted'} aria-hidden />
             <div>
-              <div className="score-value">{scorePercent(view.score)}</div>
+              <div className="score-value">{headline.value}</div>
               <div className="muted">
-                {scoreGrade(view.score)} · host <span className="mono">{shortId(view.hostId)}</span>
+                {headline.grade} · host <span className="mono">{shortId(view.hostId)}</span>
               </div>
             </div>
             <StandingBadge checks={view.checks} />

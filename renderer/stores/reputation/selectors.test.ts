@@ -6,9 +6,11 @@ import {
   checkTallies,
   componentBars,
   formatMsPerBlock,
+  hasRecord,
   historySeries,
   lastProbe,
   scoreGrade,
+  scoreHeadline,
   scorePercent,
   speedCheck,
   standing,
@@ -19,6 +21,14 @@ describe('reputation selectors', () => {
   it('shows the score as a percentage with a word for it', () => {
     expect(scorePercent(view.score)).toBe('87%')
     expect(scoreGrade(view.score)).toBe('Good')
+  })
+
+  it('reads "No record yet" for a host that has served nothing, not a prior or probation cap its components contradict', () => {
+    const fresh = { ...reputationWith(probationChecks), score: 0.45, completedSteps: 0, failedSteps: 0, history: [] }
+    expect(hasRecord(fresh)).toBe(false)
+    expect(scoreHeadline(fresh)).toEqual({ value: 'No record yet', grade: 'the tracker scores this host once it serves others', recorded: false })
+    expect(scoreHeadline({ ...fresh, completedSteps: 3 })).toEqual({ value: '45%', grade: 'Needs attention · capped under 50% on probation', recorded: true })
+    expect(scoreHeadline(view)).toMatchObject({ value: '87%', grade: 'Good', recorded: true })
   })
 
   it('lists the four components in a stable order, completion as the success rate', () => {

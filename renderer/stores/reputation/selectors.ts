@@ -40,6 +40,21 @@ export function scoreGrade(score: number): string {
   return 'Needs attention'
 }
 
+/** No step served and no score recorded: the tracker's number is only its starting point, not a record. */
+export function hasRecord(view: ReputationView): boolean {
+  return view.completedSteps + view.failedSteps > 0 || view.history.length > 0
+}
+
+/**
+ * The score as the panel heads it: "No record yet" before the host has served (a prior or a probation cap
+ * would read as a verdict that its components, all at their neutral 100 %, contradict), the percentage after.
+ */
+export function scoreHeadline(view: ReputationView): { value: string; grade: string; recorded: boolean } {
+  if (!hasRecord(view)) return { value: 'No record yet', grade: 'the tracker scores this host once it serves others', recorded: false }
+  const capped = view.checks?.probation === true && view.checks.ban === null ? ' · capped under 50% on probation' : ''
+  return { value: scorePercent(view.score), grade: `${scoreGrade(view.score)}${capped}`, recorded: true }
+}
+
 export function successRate(view: ReputationView): string {
   const total = view.completedSteps + view.failedSteps
   return total === 0 ? 'no steps yet' : `${((view.completedSteps / total) * 100).toFixed(1)}% of ${formatNumber(total)} steps`
