@@ -169,6 +169,8 @@ const PlacementOption = z.object({
   cacheBytesPerToken: Count.optional(),
   /** The range's cache for one 128K-token session (LONG_CONTEXT), fixed state included (absent from older trackers). */
   longContextCacheBytes: Count.optional(),
+  /** The tokens of that session: 128K, or the model's context length when shorter (absent from older trackers: 128K). */
+  longContextTokens: Count.optional(),
   /** Bytes one token brings into the range and sends out of it across its inner seams, at f16 (absent from older trackers). */
   seamBytesPerToken: Count.optional(),
   /** What this host adds to each block of its range, tokens/s. */

@@ -51,7 +51,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
               <Stat label="Between hosts" value={route.seam} hint="into and out of this range, f16" testId="preview-seam" />
             )}
             {route !== null && route.longContext !== null && (
-              <Stat label="Cache at 128K" value={route.longContext.perToken} hint={route.longContext.session} testId="preview-long-context" />
+              <Stat label={route.longContext.label} value={route.longContext.perToken} hint={route.longContext.session} testId="preview-long-context" />
             )}
             <Stat
               label="Expected speed"

@@ -55,8 +55,11 @@ describe('hosting selectors', () => {
     expect(figures).toEqual({
       hostsPerRoute: '16',
       seam: '33 kB per token',
-      longContext: { perToken: '100 B per token', session: '13.1 MB for one 128K-token session' },
+      longContext: { label: 'Cache at 128K', perToken: '100 B per token', session: '13.1 MB for one 128K-token session' },
     })
+    // a 2 048-token model: the figure at its own context, not at a 128K it cannot reach
+    const short = routeFigures(withRoute, { ...option, longContextCacheBytes: 204_800, longContextTokens: 2048 })
+    expect(short.longContext).toEqual({ label: 'Cache at 2K', perToken: '100 B per token', session: '205 kB for one 2K-token session' })
     expect(routeFigures({ ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: null } }, option).hostsPerRoute).toBe('none: no block fits')
   })
 
