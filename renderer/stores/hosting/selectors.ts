@@ -65,6 +65,16 @@ export function cacheFigures(option: PlacementOption): { perTokenPerBlock: strin
   }
 }
 
+/**
+ * What the chosen range still has to fetch, counting the files already on this computer: "On disk" when all are,
+ * the rest "To download" with what is here in the hint. An older backend that does not say: the tracker's figure.
+ */
+export function downloadFigure(preview: HostingPreview, option: PlacementOption): { label: string; value: string; hint: string | undefined } {
+  const here = preview.bytesOnDisk?.find((d) => sameRange(d.blocks, option.blocks))?.bytes ?? 0
+  if (here > 0 && here >= option.bytesToDownload) return { label: 'On disk', value: formatBytes(here), hint: 'every file is already here: nothing to download' }
+  return { label: 'To download', value: formatBytes(option.bytesToDownload - here), hint: here > 0 ? `${formatBytes(here)} already on disk` : undefined }
+}
+
 /** Tokens of the one session the long-context figure is quoted for when the tracker does not say (protocol/blocks.ts LONG_CONTEXT). */
 const LONG_CONTEXT_TOKENS = 131_072
 
