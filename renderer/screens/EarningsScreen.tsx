@@ -2,7 +2,7 @@ import { Coins, Hourglass, Wallet } from 'lucide-react'
 import { type ReactNode, useEffect } from 'react'
 import { Area, AreaChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts'
 import { useStore } from 'zustand'
-import { ChartFrame, tooltipStyle } from '../components/ChartFrame'
+import { ChartFrame, timeDomain, tooltipStyle } from '../components/ChartFrame'
 import { ErrorNote } from '../components/ErrorNote'
 import { Loading } from '../components/Loading'
 import { Panel } from '../components/Panel'
@@ -10,7 +10,7 @@ import { ScreenHeader } from '../components/ScreenHeader'
 import { Stat } from '../components/Stat'
 import { formatBlocks, formatCredits, formatHour, formatNumber, shortId } from '../format'
 import { useStores } from '../stores/context'
-import { balanceText, byDay, byModel, creditsOverTime, settlementText, type TotalsRow } from '../stores/earnings/selectors'
+import { balanceText, byDay, byModel, creditsChartDescription, creditsOverTime, settlementText, type TotalsRow } from '../stores/earnings/selectors'
 
 const dayLabel = (ms: number) => new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
 
@@ -21,6 +21,7 @@ export function EarningsScreen() {
   useEffect(() => {
     void store.getState().load()
   }, [store])
+  const chart = earnings === null ? [] : creditsOverTime(earnings.byHour)
 
   return (
     <div className="screen" data-testid="screen-earnings">
@@ -76,10 +77,10 @@ export function EarningsScreen() {
                 No receipts yet. Host a model and credits appear here hour by hour.
               </p>
             ) : (
-              <ChartFrame testId="earnings-chart">
-                <AreaChart data={creditsOverTime(earnings.byHour)} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
+              <ChartFrame testId="earnings-chart" label="Credits earned over time, running total" description={creditsChartDescription(chart)}>
+                <AreaChart data={chart} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
                   <CartesianGrid vertical={false} />
-                  <XAxis dataKey="start" tickFormatter={formatHour} minTickGap={40} />
+                  <XAxis dataKey="start" type="number" scale="time" domain={timeDomain(chart.map((p) => p.start))} tickFormatter={formatHour} minTickGap={40} />
                   <YAxis width={72} tickFormatter={(v: number) => formatCredits(v * 1e6)} />
                   <Tooltip
                     contentStyle={tooltipStyle}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { someEarnings } from '../../../test/renderer/earnings-fixtures'
-import { balanceText, byDay, byModel, creditsOverTime, settlementText } from './selectors'
+import { formatHour } from '../../format'
+import { balanceText, byDay, byModel, creditsChartDescription, creditsOverTime, settlementText } from './selectors'
 
 describe('earnings selectors', () => {
   it('shows a small balance to 6 significant decimals', () => {
@@ -29,5 +30,13 @@ describe('earnings selectors', () => {
       ['llama-70b', 1_250],
     ])
     expect(byDay(someEarnings.byDay).map((r) => r.start)).toEqual([86_400_000, 0])
+  })
+
+  it('describes the credits chart in words for screen readers', () => {
+    const points = creditsOverTime(someEarnings.byHour)
+    expect(creditsChartDescription(points)).toBe(
+      `Over 2 hours from ${formatHour(3_600_000)} to ${formatHour(7_200_000)}, this computer earned 0.00425 credits in all; the most in one hour was 0.00225, from ${formatHour(7_200_000)}.`,
+    )
+    expect(creditsChartDescription([])).toBe('No credits earned yet.')
   })
 })

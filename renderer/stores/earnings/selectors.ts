@@ -1,5 +1,5 @@
 import type { Earnings } from '../../../protocol/app'
-import { formatCredits } from '../../format'
+import { formatCredits, formatHour } from '../../format'
 
 type Point = Earnings['byDay'][number]
 
@@ -36,6 +36,20 @@ export function creditsOverTime(byHour: Point[]): ChartPoint[] {
       total += micro
       return { start, credits: micro / 1e6, total: total / 1e6 }
     })
+}
+
+/** The credits chart in words, for screen readers: its hours, the total at the end, the best hour. */
+export function creditsChartDescription(points: ChartPoint[]): string {
+  const first = points[0]
+  const last = points[points.length - 1]
+  if (first === undefined || last === undefined) return 'No credits earned yet.'
+  const best = points.reduce((a, b) => (b.credits > a.credits ? b : a))
+  const micro = (credits: number) => formatCredits(Math.round(credits * 1e6))
+  const hours =
+    points.length === 1
+      ? `In the hour from ${formatHour(first.start)}`
+      : `Over ${points.length} hours from ${formatHour(first.start)} to ${formatHour(last.start)}`
+  return `${hours}, this computer earned ${micro(last.total)} credits in all; the most in one hour was ${micro(best.credits)}, from ${formatHour(best.start)}.`
 }
 
 export interface TotalsRow {

@@ -7,6 +7,7 @@ import {
   componentBars,
   formatMsPerBlock,
   hasRecord,
+  historyDescription,
   historySeries,
   lastProbe,
   scoreGrade,
@@ -92,5 +93,10 @@ describe('check selectors', () => {
     expect(marked.warning).toMatch(/much faster than the tracker measured \(10× slower\)\. Routing uses the measured speed/)
     expect(speedCheck({ ...bannedChecks, measuredMsPerBlock: null }).warning).not.toContain('×')
     expect(formatMsPerBlock(null)).toBe('not known yet')
+  })
+
+  it('describes the score history in words for screen readers', () => {
+    expect(historyDescription(view)).toBe(`Score from 80% on ${formatHour(10)} to 87.4% on ${formatHour(20)}, over 2 points; lowest 80% on ${formatHour(10)}.`)
+    expect(historyDescription({ ...view, history: [] })).toBe('No history yet.')
   })
 })

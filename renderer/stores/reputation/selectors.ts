@@ -64,6 +64,16 @@ export function historySeries(view: ReputationView): { at: number; score: number
   return [...view.history].sort((a, b) => a.at - b.at).map((p) => ({ at: p.at, score: Math.round(p.score * 1000) / 10 }))
 }
 
+/** The score history in words, for screen readers: where it started and ended, and its lowest point. */
+export function historyDescription(view: ReputationView): string {
+  const points = historySeries(view)
+  const first = points[0]
+  const last = points[points.length - 1]
+  if (first === undefined || last === undefined) return 'No history yet.'
+  const lowest = points.reduce((a, b) => (b.score < a.score ? b : a))
+  return `Score from ${first.score}% on ${formatHour(first.at)} to ${last.score}% on ${formatHour(last.at)}, over ${points.length} points; lowest ${lowest.score}% on ${formatHour(lowest.at)}.`
+}
+
 /** Where the tracker's checks leave this host, most serious first: banned, on probation, checked, or an older tracker that does not check. */
 export interface Standing {
   kind: 'banned' | 'probation' | 'trusted' | 'unchecked'
