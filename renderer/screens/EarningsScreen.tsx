@@ -10,7 +10,16 @@ import { ScreenHeader } from '../components/ScreenHeader'
 import { Stat } from '../components/Stat'
 import { formatBlocks, formatCredits, formatHour, formatNumber, shortId } from '../format'
 import { useStores } from '../stores/context'
-import { balanceText, byDay, byModel, creditsChartDescription, creditsOverTime, settlementText, type TotalsRow } from '../stores/earnings/selectors'
+import {
+  accountCard,
+  balanceText,
+  byDay,
+  byModel,
+  creditsChartDescription,
+  creditsOverTime,
+  settlementText,
+  type TotalsRow,
+} from '../stores/earnings/selectors'
 
 const dayLabel = (ms: number) => new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
 
@@ -22,6 +31,7 @@ export function EarningsScreen() {
     void store.getState().load()
   }, [store])
   const chart = earnings === null ? [] : creditsOverTime(earnings.byHour)
+  const account = accountCard(earnings?.account ?? null)
 
   return (
     <div className="screen" data-testid="screen-earnings">
@@ -57,19 +67,17 @@ export function EarningsScreen() {
             <Panel className="stat-panel">
               <Stat label="Served" value={formatNumber(earnings.servedBlockTokens)} hint="block-tokens in total" />
             </Panel>
-            {earnings.account !== null && (
-              <Panel className="stat-panel">
-                <Stat
-                  label="Chat account"
-                  value={
-                    <span data-testid="earnings-account" data-micro={earnings.account.balanceMicro}>
-                      <Wallet size={20} aria-hidden className="accent-icon" /> {balanceText(earnings.account.balanceMicro)}
-                    </span>
-                  }
-                  hint="what chat spends"
-                />
-              </Panel>
-            )}
+            <Panel className="stat-panel">
+              <Stat
+                label="Chat account"
+                value={
+                  <span data-testid="earnings-account" data-micro={account.micro ?? undefined}>
+                    <Wallet size={20} aria-hidden className="accent-icon" /> {account.value}
+                  </span>
+                }
+                hint={account.hint}
+              />
+            </Panel>
           </div>
           <Panel title="Credits over time" actions={<span className="muted small">running total, hour by hour</span>}>
             {earnings.byHour.length === 0 ? (

@@ -7,6 +7,15 @@ export function balanceText(balanceMicro: number): string {
   return `${formatCredits(balanceMicro)} credits`
 }
 
+/**
+ * The chat-account card. A tracker other than the embedded one tells the app's balance only in the pushes after
+ * a paid answer: until then the card says so, rather than vanishing as if chat had no account to spend from.
+ */
+export function accountCard(account: Earnings['account']): { value: string; hint: string; micro: number | null } {
+  if (account === null) return { value: 'not told yet', hint: 'this tracker tells the balance after your first paid answer', micro: null }
+  return { value: balanceText(account.balanceMicro), hint: 'what chat spends', micro: account.balanceMicro }
+}
+
 /** When pending earnings settle: "released after 24 h" (a tracker that does not say: "until they settle"). */
 export function settlementText(windowMs: number | null): string {
   if (windowMs === null) return 'not spendable until they settle'
