@@ -7,6 +7,7 @@ import { HostChecksView } from './checks'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
 import { LanName, LanView, PairingId } from './lan'
+import { MAX_BLOCKS } from './limits'
 import { Count, ModelId } from './manifest'
 import { type Ack, describeIssues, type RpcHandlers, rpc, toWireError, WireError } from './rpc'
 import { HardwareProfile, HostSummary, ModelSummary, PlacementProposal } from './swarm'
@@ -141,6 +142,11 @@ export const HostingPreview = z.object({
   placement: PlacementProposal,
   /** Expected micro-credits per hour for the proposed range at full load; null without a proposal. */
   creditsPerHourMicro: Micro.nullable(),
+  /** Bytes of each offered range's files already on this computer (absent from older backends). */
+  bytesOnDisk: z
+    .array(z.object({ blocks: BlockRange, bytes: Count }))
+    .max(MAX_BLOCKS + 1)
+    .optional(),
 })
 export type HostingPreview = z.infer<typeof HostingPreview>
 

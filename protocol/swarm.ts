@@ -169,6 +169,8 @@ const PlacementOption = z.object({
   cacheBytesPerToken: Count.optional(),
   /** The range's cache for one 128K-token session (LONG_CONTEXT), fixed state included (absent from older trackers). */
   longContextCacheBytes: Count.optional(),
+  /** The tokens of that session: 128K, or the model's context length when shorter (absent from older trackers: 128K). */
+  longContextTokens: Count.optional(),
   /** Bytes one token brings into the range and sends out of it across its inner seams, at f16 (absent from older trackers). */
   seamBytesPerToken: Count.optional(),
   /** What this host adds to each block of its range, tokens/s. */
@@ -186,7 +188,8 @@ export const PlacementProposal = z.object({
   modelId: ModelId,
   /** null when this host should not serve this model; `refusal` says why. */
   proposal: PlacementOption.nullable(),
-  refusal: z.object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS) }).nullable(),
+  /** `neededBytes`: what the smallest range needs of the resource refused (memory or disk), absent from older trackers. */
+  refusal: z.object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS), neededBytes: Count.optional() }).nullable(),
   /** The swarm's weakest block today, tokens/s (0 while a block is not served). */
   swarmTokensPerSecond: z.number().nonnegative(),
   coverage: z.array(z.object({ block: Count, before: Served, after: Served })).max(MAX_BLOCKS),

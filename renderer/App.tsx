@@ -6,6 +6,7 @@ import { StatusLine } from './components/StatusLine'
 import { SCREENS, type ScreenId, screenFromHash } from './screens/registry'
 import { catchUpOnReconnect } from './stores/connection/catchUp'
 import { useStores } from './stores/context'
+import { refreshOnChanges } from './stores/refresh'
 
 export function App({ problem }: { problem?: string }) {
   const stores = useStores()
@@ -26,7 +27,13 @@ export function App({ problem }: { problem?: string }) {
   // Events are followed app-wide so nothing is missed while another screen is shown; after a dropped
   // connection, what was pushed meanwhile is caught up on.
   useEffect(() => {
-    const offs = [stores.hosting.getState().subscribe(), stores.earnings.getState().subscribe(), stores.chat.getState().subscribe(), catchUpOnReconnect(stores)]
+    const offs = [
+      stores.hosting.getState().subscribe(),
+      stores.earnings.getState().subscribe(),
+      stores.chat.getState().subscribe(),
+      catchUpOnReconnect(stores),
+      refreshOnChanges(stores),
+    ]
     return () => {
       for (const off of offs) off()
     }

@@ -99,6 +99,23 @@ describe('planPlacement', () => {
     expect(decision.details).toMatchObject({ neededBytes: BLOCK_MEMORY, kvBudgetTokens: KV_TOKENS })
   })
 
+  it('quotes the long-context cache at the model’s context length when it is under 128K', () => {
+    const short = previewPlacement(swarm(4, []), model(4, { contextLength: 2048 }), joining(4), { kvBudgetTokens: KV_TOKENS })
+    if (!short.decision.serve) throw new Error('expected a proposal')
+    expect(short.decision.proposal.longContextTokens).toBe(2048)
+    expect(short.decision.proposal.longContextCacheBytes).toBe(4 * 2048 * 65_536)
+    const long = previewPlacement(swarm(4, []), model(4), joining(4), { kvBudgetTokens: KV_TOKENS })
+    if (!long.decision.serve) throw new Error('expected a proposal')
+    expect(long.decision.proposal.longContextTokens).toBe(131_072)
+  })
+
+  it('states a few MB of memory in MB, never as "0.00 GB"', () => {
+    const decision = planPlacement(swarm(4, []), model(4), joining(0, { freeMemoryBytes: 1_000_000 }), { kvBudgetTokens: KV_TOKENS })
+    if (decision.serve) throw new Error('expected a refusal')
+    expect(decision.reason).toContain('1.0 MB of free memory holds no block')
+    expect(decision.reason).not.toContain('0.00 GB')
+  })
+
   it('refuses a host with too little disk for any artifact', () => {
     const decision = planPlacement(swarm(4, []), model(4), joining(4, { freeDiskBytes: 0.2 * GB }), { kvBudgetTokens: KV_TOKENS })
     expect(decision.serve).toBe(false)

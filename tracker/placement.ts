@@ -66,8 +66,10 @@ export interface PlacementProposal {
   cacheBytes: number
   /** Cache bytes one token adds across the range's blocks, while no sliding window is full. */
   cacheBytesPerToken: number
-  /** The range's cache for one session of LONG_CONTEXT tokens (128K), fixed state included. */
+  /** The range's cache for one session of `longContextTokens`, fixed state included. */
   longContextCacheBytes: number
+  /** LONG_CONTEXT (128K), or the model's context length when that is shorter. */
+  longContextTokens: number
   /** Bytes one token brings into the range and sends out of it across its inner seams, activations at f16. */
   seamBytesPerToken: number
   /** What this host adds to each block of its range: 1000 / (msPerBlock × blocks). */
@@ -134,6 +136,7 @@ interface Candidate {
  * same swarm, model and host give the same preview, whatever order the registry lists the hosts in.
  */
 export function previewPlacement(view: SwarmView, model: PlacementModel, host: JoiningHost, options: PlacementOptions): PlacementPreview {
+  const longContext = { ...LONG_CONTEXT, tokens: Math.min(LONG_CONTEXT.tokens, model.contextLength ?? LONG_CONTEXT.tokens) }
   const n = view.nBlocks
   checkRequest(view, model, host, options)
   const costs = options.costs ?? DEFAULT_ROUTE_COSTS
@@ -254,7 +257,8 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   }
 
   function refusal(): PlacementDecision {
-    const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`
+    // MB below 0.1 GB: a small limit reads as what it is, not "0.00 GB"
+    const gb = (bytes: number) => (bytes >= 1e8 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`)
     if (!fitsMemory) {
       const [a, e] = cheapestRange(cuts, (a, e) => sizes.memoryBytes(a, e))
       const needed = sizes.memoryBytes(a, e)
@@ -301,7 +305,8 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       memoryBytes: c.memoryBytes,
       cacheBytes: c.cacheBytes,
       cacheBytesPerToken: sizes.cacheBytesPerToken(c.blocks[0], c.blocks[1]),
-      longContextCacheBytes: rangeCacheBytes(model, c.blocks, LONG_CONTEXT),
+      longContextCacheBytes: rangeCacheBytes(model, c.blocks, longContext),
+      longContextTokens: longContext.tokens,
       seamBytesPerToken:
         (c.blocks[0] > 0 ? seamBytesPerToken(model, c.blocks[0], seamDtype(model)) : 0) +
         (c.blocks[1] < n ? seamBytesPerToken(model, c.blocks[1], seamDtype(model)) : 0),

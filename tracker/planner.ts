@@ -181,7 +181,7 @@ export class SwarmPlanner {
     return {
       modelId,
       proposal: d.serve ? d.proposal : null,
-      refusal: d.serve ? null : { code: d.code, reason: d.reason },
+      refusal: d.serve ? null : { code: d.code, reason: d.reason, ...neededOf(d.details) },
       swarmTokensPerSecond: preview.swarmTokensPerSecond,
       coverage: preview.coverage,
       alternatives: preview.alternatives,
@@ -204,4 +204,8 @@ function meanBlockBytes(manifest: Pick<Manifest, 'bytesPerBlock' | 'nLayer'>): n
 /** Before a host has measured a model, decode time per block is about its bytes over memory bandwidth, plus the fixed cost. */
 function estimateMsPerBlock(blockBytes: number, profile: HardwareProfile): number {
   return BLOCK_OVERHEAD_MS + (1000 * blockBytes) / Math.max(1, profile.memoryBytesPerSecond)
+}
+
+function neededOf(details: Record<string, unknown>): { neededBytes?: number } {
+  return typeof details.neededBytes === 'number' ? { neededBytes: details.neededBytes } : {}
 }

@@ -14,6 +14,8 @@ export interface SizedModel {
   readonly seamDtype?: 'f16' | 'f32' | undefined
   /** When given, downloads are counted in whole artifacts and the first and last hops include the embed and head. */
   readonly artifacts?: readonly Pick<ManifestArtifact, 'role' | 'blocks' | 'bytes'>[] | undefined
+  /** Tokens the model was trained for: the long-context figure stops there; absent, LONG_CONTEXT. */
+  readonly contextLength?: number | undefined
 }
 
 /** Memory and download sizes of a range, from prefix sums over the blocks. */

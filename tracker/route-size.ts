@@ -26,11 +26,13 @@ export function hostsPerRoute(model: SizedModel, usableBytes: number, budget: Ca
 /** A model served by hosts of `usableBytes` each at the placement KV budget: the route's hosts, its seams, its long-context cache. */
 export function servingPreview(model: SizedModel, usableBytes: number): ServingPreview {
   const seams = Array.from({ length: model.nLayer - 1 }, (_, i) => seamBytesPerToken(model, i + 1))
+  // a model trained for fewer tokens is quoted at its own context
+  const longContext = { ...LONG_CONTEXT, tokens: Math.min(LONG_CONTEXT.tokens, model.contextLength ?? LONG_CONTEXT.tokens) }
   return {
     usableBytes,
     ranges: hostsPerRoute(model, usableBytes, KV_BUDGET) ?? null,
     seamBytesPerToken: seams.length === 0 ? { min: 0, max: 0 } : { min: Math.min(...seams), max: Math.max(...seams) },
-    longContextTokens: LONG_CONTEXT.tokens,
-    longContextCacheBytes: rangeCacheBytes(model, [0, model.nLayer], LONG_CONTEXT),
+    longContextTokens: longContext.tokens,
+    longContextCacheBytes: rangeCacheBytes(model, [0, model.nLayer], longContext),
   }
 }

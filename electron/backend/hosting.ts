@@ -14,6 +14,7 @@ import {
   type WireError,
 } from '../../protocol'
 import { rangeMemoryBytes } from './computer'
+import { formatSize } from './preview'
 
 /** What the app remembers of the hosting choice (settings.json), so a restart resumes it. */
 export interface HostingChoice {
@@ -233,7 +234,7 @@ export class HostingRunner {
     if (limit !== null && needed > limit) {
       throw new NeuronError(
         'memory_limit',
-        `blocks [${blocks[0]}, ${blocks[1]}) of ${modelId} need about ${size(needed)} of memory (weights and KV cache), over this computer's memory limit of ${size(limit)}; raise the limit in Settings or pick a smaller range`,
+        `blocks [${blocks[0]}, ${blocks[1]}) of ${modelId} need about ${formatSize(needed)} of memory (weights and KV cache), over this computer's memory limit of ${formatSize(limit)}; raise the limit in Settings or pick a smaller range`,
         { neededBytes: needed, limitBytes: limit },
       )
     }
@@ -355,9 +356,4 @@ export class HostingRunner {
       this.pushTimer.unref()
     }
   }
-}
-
-function size(bytes: number): string {
-  if (bytes < 1e6) return `${bytes} bytes`
-  return bytes < 1e9 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e9).toFixed(1)} GB`
 }

@@ -5,6 +5,7 @@ import type { AddressInfo, Server } from 'node:net'
 import { join } from 'node:path'
 import WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
+import { FileRates } from './file-rates'
 import { announcingTo } from './model-torrent'
 import { Sha256Workers } from './sha256-workers'
 import './wire-reads'
@@ -277,9 +278,12 @@ export class ArtifactStore {
     })
     const pending = files.filter((f) => !isDone(f))
     if (pending.length === 0) return
+    const rates = new FileRates()
     const report = () => {
-      for (const file of pending)
-        onProgress?.({ file: file.name, downloadedBytes: file.downloaded, totalBytes: file.length, bytesPerSecond: t.downloadSpeed, peers: t.numPeers })
+      for (const f of pending) {
+        const bytesPerSecond = rates.rate(f.name, f.downloaded, performance.now())
+        onProgress?.({ file: f.name, downloadedBytes: f.downloaded, totalBytes: f.length, bytesPerSecond, peers: t.numPeers })
+      }
     }
     // 'download' fires per 16 KiB block, and a file's `downloaded` walks all its pieces (webtorrent lib/file.js):
     // reported on every block, that walk was a fifth of the main thread's busy time (bench:torrent-wan's profile).

@@ -2,7 +2,7 @@ import { Coins, Hourglass, Wallet } from 'lucide-react'
 import { type ReactNode, useEffect } from 'react'
 import { Area, AreaChart, CartesianGrid, Tooltip, XAxis, YAxis } from 'recharts'
 import { useStore } from 'zustand'
-import { ChartFrame, tooltipStyle } from '../components/ChartFrame'
+import { ChartFrame, timeDomain, tooltipStyle } from '../components/ChartFrame'
 import { ErrorNote } from '../components/ErrorNote'
 import { Loading } from '../components/Loading'
 import { Panel } from '../components/Panel'
@@ -10,7 +10,16 @@ import { ScreenHeader } from '../components/ScreenHeader'
 import { Stat } from '../components/Stat'
 import { formatBlocks, formatCredits, formatHour, formatNumber, shortId } from '../format'
 import { useStores } from '../stores/context'
-import { balanceText, byDay, byModel, creditsOverTime, settlementText, type TotalsRow } from '../stores/earnings/selectors'
+import {
+  accountCard,
+  balanceText,
+  byDay,
+  byModel,
+  creditsChartDescription,
+  creditsOverTime,
+  settlementText,
+  type TotalsRow,
+} from '../stores/earnings/selectors'
 
 const dayLabel = (ms: number) => new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
 
@@ -21,6 +30,8 @@ export function EarningsScreen() {
   useEffect(() => {
     void store.getState().load()
   }, [store])
+  const chart = earnings === null ? [] : creditsOverTime(earnings.byHour)
+  const account = accountCard(earnings?.account ?? null)
 
   return (
     <div className="screen" data-testid="screen-earnings">
@@ -56,19 +67,17 @@ export function EarningsScreen() {
             <Panel className="stat-panel">
               <Stat label="Served" value={formatNumber(earnings.servedBlockTokens)} hint="block-tokens in total" />
             </Panel>
-            {earnings.account !== null && (
-              <Panel className="stat-panel">
-                <Stat
-                  label="Chat account"
-                  value={
-                    <span data-testid="earnings-account" data-micro={earnings.account.balanceMicro}>
-                      <Wallet size={20} aria-hidden className="accent-icon" /> {balanceText(earnings.account.balanceMicro)}
-                    </span>
-                  }
-                  hint="what chat spends"
-                />
-              </Panel>
-            )}
+            <Panel className="stat-panel">
+              <Stat
+                label="Chat account"
+                value={
+                  <span data-testid="earnings-account" data-micro={account.micro ?? undefined}>
+                    <Wallet size={20} aria-hidden className="accent-icon" /> {account.value}
+                  </span>
+                }
+                hint={account.hint}
+              />
+            </Panel>
           </div>
           <Panel title="Credits over time" actions={<span className="muted small">running total, hour by hour</span>}>
             {earnings.byHour.length === 0 ? (
@@ -76,10 +85,10 @@ export function EarningsScreen() {
                 No receipts yet. Host a model and credits appear here hour by hour.
               </p>
             ) : (
-              <ChartFrame testId="earnings-chart">
-                <AreaChart data={creditsOverTime(earnings.byHour)} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
+              <ChartFrame testId="earnings-chart" label="Credits earned over time, running total" description={creditsChartDescription(chart)}>
+                <AreaChart data={chart} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
                   <CartesianGrid vertical={false} />
-                  <XAxis dataKey="start" tickFormatter={formatHour} minTickGap={40} />
+                  <XAxis dataKey="start" type="number" scale="time" domain={timeDomain(chart.map((p) => p.start))} tickFormatter={formatHour} minTickGap={40} />
                   <YAxis width={72} tickFormatter={(v: number) => formatCredits(v * 1e6)} />
                   <Tooltip
                     contentStyle={tooltipStyle}

@@ -1,6 +1,7 @@
 import { RefreshCw } from 'lucide-react'
-import { useEffect } from 'react'
+import { useEffect, useState } from 'react'
 import { useStore } from 'zustand'
+import { ConfirmDialog } from '../components/ConfirmDialog'
 import { ErrorNote } from '../components/ErrorNote'
 import { Loading } from '../components/Loading'
 import { Panel } from '../components/Panel'
@@ -18,6 +19,7 @@ export function HostScreen() {
   const canPickFiles = useStore(settings, (s) => s.settings?.canPickFiles ?? false)
   const { status } = state
   const phase = status?.phase ?? 'idle'
+  const [confirmingStop, setConfirmingStop] = useState(false)
 
   useEffect(() => {
     void hosting.getState().loadModels()
@@ -82,8 +84,22 @@ export function HostScreen() {
               acting={state.acting}
               onPause={() => void state.pause()}
               onResume={() => void state.resume()}
-              onStop={() => void state.stop()}
+              onStop={() => setConfirmingStop(true)}
             />
+            {confirmingStop && (
+              <ConfirmDialog
+                title="Stop hosting?"
+                confirmLabel="Stop hosting"
+                onConfirm={() => {
+                  setConfirmingStop(false)
+                  void state.stop()
+                }}
+                onCancel={() => setConfirmingStop(false)}
+                testId="hosting-stop-dialog"
+              >
+                This computer stops serving its blocks and earning credits; chats routed through it move to other hosts. The downloaded files stay on disk.
+              </ConfirmDialog>
+            )}
           </Panel>
         )
       )}

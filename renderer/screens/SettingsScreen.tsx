@@ -6,7 +6,8 @@ import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
 import { useNow } from '../components/useNow'
 import { useStores } from '../stores/context'
-import { identityFileName, showsSaved } from '../stores/settings/selectors'
+import type { SettingsSection } from '../stores/settings/initialState'
+import { identityFileName, savedMessage, showsSaved } from '../stores/settings/selectors'
 import { AccessSection } from './settings/AccessSection'
 import { IdentitySection } from './settings/IdentitySection'
 import { LanSection } from './settings/LanSection'
@@ -23,14 +24,21 @@ function download(fileName: string, text: string) {
   setTimeout(() => URL.revokeObjectURL(url), 1_000)
 }
 
-/** The transient "Saved" note; it alone ticks, so the forms below do not re-render twice a second. */
-function SavedNote({ savedAt }: { savedAt: number | null }) {
+/**
+ * The transient "Limits saved" note, pinned to the window's corner so it shows wherever the section saved is
+ * scrolled; the live region stays mounted so screen readers announce the note as it appears. It alone ticks,
+ * so the forms do not re-render twice a second.
+ */
+function SavedNote({ savedAt, section }: { savedAt: number | null; section: SettingsSection | null }) {
   const now = useNow(500)
-  if (!showsSaved(savedAt, now)) return null
   return (
-    <span className="saved" data-testid="settings-saved" role="status">
-      <Check size={16} aria-hidden /> Saved
-    </span>
+    <div className="saved-region" role="status" aria-live="polite">
+      {showsSaved(savedAt, now) && (
+        <span className="saved" data-testid="settings-saved">
+          <Check size={16} aria-hidden /> {savedMessage(section)}
+        </span>
+      )}
+    </div>
   )
 }
 
@@ -42,11 +50,8 @@ export function SettingsScreen() {
 
   return (
     <div className="screen" data-testid="screen-settings">
-      <ScreenHeader
-        title="Settings"
-        subtitle="Where this app connects, who it is, and how much of this computer it may use."
-        actions={<SavedNote savedAt={state.savedAt} />}
-      />
+      <ScreenHeader title="Settings" subtitle="Where this app connects, who it is, and how much of this computer it may use." />
+      <SavedNote savedAt={state.savedAt} section={state.savedSection} />
       <ErrorNote error={state.loadError} />
       <ErrorNote error={settings?.notice ? { code: 'settings_kept_aside', message: settings.notice } : null} testId="settings-notice" />
       {settings === null ? (

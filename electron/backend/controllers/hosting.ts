@@ -4,7 +4,8 @@ import type { Limits } from '../../../protocol'
 import { limitedProfile } from '../computer'
 import type { CurrentSwarm } from '../current-swarm'
 import type { HostingRunner } from '../hosting'
-import { withCredits } from '../preview'
+import { filesOnDisk, withBytesOnDisk } from '../on-disk'
+import { blameMemoryLimit, withCredits } from '../preview'
 import type { GroupHandlers } from './registry'
 
 export interface HostingDeps {
@@ -20,8 +21,11 @@ export interface HostingDeps {
 export class HostingController {
   readonly handlers: GroupHandlers<'hosting'> = {
     'hosting.preview': async ({ modelId }) => {
-      const profile = limitedProfile(await hardwareProfile(this.deps.dataDir, { threads: this.deps.limits().threads }), this.deps.limits())
-      return withCredits(await this.deps.swarm.rpc('placement.preview', { modelId, profile }))
+      const limits = this.deps.limits()
+      const computer = await hardwareProfile(this.deps.dataDir, { threads: limits.threads })
+      const placement = await this.deps.swarm.rpc('placement.preview', { modelId, profile: limitedProfile(computer, limits) })
+      const manifest = await this.deps.swarm.manifest(modelId)
+      return withBytesOnDisk(withCredits(blameMemoryLimit(placement, computer, limits)), manifest, await filesOnDisk(this.deps.dataDir, manifest))
     },
     // In line with settings and identity changes: a start never lands in the middle of a switch of swarm.
     'hosting.start': ({ modelId, blocks }) => this.deps.changes.run(() => this.deps.runner.start(modelId, blocks)),

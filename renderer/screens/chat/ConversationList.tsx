@@ -1,5 +1,6 @@
 import { MessageSquare, Pencil, Plus, Search, Trash2 } from 'lucide-react'
 import { useRef, useState } from 'react'
+import { ConfirmDialog } from '../../components/ConfirmDialog'
 import { searchConversations } from '../../stores/chat/export'
 import type { Conversation } from '../../stores/chat/initialState'
 import { conversationList, streamingAnswer } from '../../stores/chat/selectors'
@@ -16,6 +17,7 @@ interface ConversationListProps {
 export function ConversationList({ conversations, activeId, onNew, onSelect, onDelete, onRename }: ConversationListProps) {
   const [query, setQuery] = useState('')
   const [renaming, setRenaming] = useState<string | null>(null)
+  const [deleting, setDeleting] = useState<Conversation | null>(null)
   const shown = searchConversations(conversationList(conversations), query)
   return (
     <aside className="conversations">
@@ -63,7 +65,7 @@ export function ConversationList({ conversations, activeId, onNew, onSelect, onD
                 >
                   <Pencil size={14} aria-label="Rename this conversation" />
                 </button>
-                <button type="button" className="icon-button subtle" onClick={() => onDelete(c.id)} title="Delete this conversation" data-testid="chat-delete">
+                <button type="button" className="icon-button subtle" onClick={() => setDeleting(c)} title="Delete this conversation" data-testid="chat-delete">
                   <Trash2 size={14} aria-label="Delete this conversation" />
                 </button>
               </>
@@ -71,6 +73,20 @@ export function ConversationList({ conversations, activeId, onNew, onSelect, onD
           </li>
         ))}
       </ul>
+      {deleting !== null && (
+        <ConfirmDialog
+          title="Delete this conversation?"
+          confirmLabel="Delete"
+          onConfirm={() => {
+            onDelete(deleting.id)
+            setDeleting(null)
+          }}
+          onCancel={() => setDeleting(null)}
+          testId="chat-delete-dialog"
+        >
+          “{deleting.title}” and all its messages are removed from this computer. This cannot be undone.
+        </ConfirmDialog>
+      )}
       {conversations.length === 0 && <p className="muted small empty">Conversations are kept in this computer's data folder.</p>}
       {conversations.length > 0 && shown.length === 0 && <p className="muted small empty">No conversation mentions “{query.trim()}”.</p>}
     </aside>

@@ -4,7 +4,7 @@ import type { BlockRange } from '../../../protocol/blocks'
 import { CoverageBar } from '../../components/CoverageBar'
 import { Stat } from '../../components/Stat'
 import { formatBlocks, formatBytes, formatTokensPerSecond } from '../../format'
-import { cacheFigures, chosenOption, creditsPerHour, placementCells, routeFigures, sameRange } from '../../stores/hosting/selectors'
+import { cacheFigures, chosenOption, creditsPerHour, downloadFigure, placementCells, routeFigures, sameRange } from '../../stores/hosting/selectors'
 
 interface PlacementPreviewProps {
   preview: HostingPreview
@@ -19,6 +19,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
   const option = chosenOption(preview, chosen)
   const credits = creditsPerHour(preview, option)
   const cache = option === null ? null : cacheFigures(option)
+  const download = option === null ? null : downloadFigure(preview, option)
   const route = option === null ? null : routeFigures(preview, option)
   const isProposal = option !== null && placement.proposal !== null && sameRange(option.blocks, placement.proposal.blocks)
   return (
@@ -41,7 +42,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
             {placement.coverage.length})
           </p>
           <div className="stat-grid">
-            <Stat label="To download" value={formatBytes(option.bytesToDownload)} testId="preview-download" />
+            {download !== null && <Stat label={download.label} value={download.value} hint={download.hint} testId="preview-download" />}
             <Stat label="Memory needed" value={formatBytes(option.memoryBytes)} testId="preview-memory" />
             {cache !== null && <Stat label="KV cache per block" value={cache.perTokenPerBlock} hint={cache.reserved} testId="preview-cache" />}
             {route !== null && route.hostsPerRoute !== null && (
@@ -51,7 +52,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
               <Stat label="Between hosts" value={route.seam} hint="into and out of this range, f16" testId="preview-seam" />
             )}
             {route !== null && route.longContext !== null && (
-              <Stat label="Cache at 128K" value={route.longContext.perToken} hint={route.longContext.session} testId="preview-long-context" />
+              <Stat label={route.longContext.label} value={route.longContext.perToken} hint={route.longContext.session} testId="preview-long-context" />
             )}
             <Stat
               label="Expected speed"

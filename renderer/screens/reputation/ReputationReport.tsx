@@ -1,28 +1,30 @@
 import { ShieldCheck } from 'lucide-react'
 import { CartesianGrid, Line, LineChart, Tooltip, XAxis, YAxis } from 'recharts'
 import type { ReputationView } from '../../../protocol/app'
-import { ChartFrame, tooltipStyle } from '../../components/ChartFrame'
+import { ChartFrame, timeDomain, tooltipStyle } from '../../components/ChartFrame'
 import { Meter, toneFor } from '../../components/Meter'
 import { Panel } from '../../components/Panel'
 import { Stat } from '../../components/Stat'
 import { formatHour, formatNumber, formatPercent, shortId } from '../../format'
-import { componentBars, historySeries, scoreGrade, scorePercent, successRate } from '../../stores/reputation/selectors'
+import { componentBars, historyDescription, historySeries, scoreHeadline, successRate } from '../../stores/reputation/selectors'
 import { ChecksPanel } from './ChecksPanel'
 import { BanAlert, StandingBadge } from './Standing'
 
 /** Everything the Reputation screen shows of a loaded view: a ban first, then the score, the checks and the history. */
 export function ReputationReport({ view }: { view: ReputationView }) {
+  const headline = scoreHeadline(view)
+  const history = historySeries(view)
   return (
     <>
       <BanAlert checks={view.checks} />
       <div className="two-columns">
         <Panel className="score-panel">
           <div className="score" data-testid="reputation-score" data-score={view.score}>
-            <ShieldCheck size={36} className={`tone-text-${toneFor(view.score)}`} aria-hidden />
+            <ShieldCheck size={36} className={headline.recorded ? `tone-text-${toneFor(view.score)}` : 'muted'} aria-hidden />
             <div>
-              <div className="score-value">{scorePercent(view.score)}</div>
+              <div className="score-value">{headline.value}</div>
               <div className="muted">
-                {scoreGrade(view.score)} · host <span className="mono">{shortId(view.hostId)}</span>
+                {headline.grade} · host <span className="mono">{shortId(view.hostId)}</span>
               </div>
             </div>
             <StandingBadge checks={view.checks} />
@@ -54,10 +56,10 @@ export function ReputationReport({ view }: { view: ReputationView }) {
             No history yet: the tracker scores a host as it serves.
           </p>
         ) : (
-          <ChartFrame testId="reputation-history">
-            <LineChart data={historySeries(view)} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
+          <ChartFrame testId="reputation-history" label="Reputation score over time" description={historyDescription(view)}>
+            <LineChart data={history} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
               <CartesianGrid vertical={false} />
-              <XAxis dataKey="at" tickFormatter={formatHour} minTickGap={40} />
+              <XAxis dataKey="at" type="number" scale="time" domain={timeDomain(history.map((p) => p.at))} tickFormatter={formatHour} minTickGap={40} />
               <YAxis width={48} domain={[0, 100]} tickFormatter={(v: number) => `${v}%`} />
               <Tooltip contentStyle={tooltipStyle} labelFormatter={(v) => formatHour(Number(v))} formatter={(v) => [`${v}%`, 'score']} />
               <Line type="monotone" dataKey="score" dot={false} isAnimationActive={false} />

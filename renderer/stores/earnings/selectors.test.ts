@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { someEarnings } from '../../../test/renderer/earnings-fixtures'
-import { balanceText, byDay, byModel, creditsOverTime, settlementText } from './selectors'
+import { formatHour } from '../../format'
+import { accountCard, balanceText, byDay, byModel, creditsChartDescription, creditsOverTime, settlementText } from './selectors'
 
 describe('earnings selectors', () => {
   it('shows a small balance to 6 significant decimals', () => {
@@ -29,5 +30,18 @@ describe('earnings selectors', () => {
       ['llama-70b', 1_250],
     ])
     expect(byDay(someEarnings.byDay).map((r) => r.start)).toEqual([86_400_000, 0])
+  })
+
+  it('describes the credits chart in words for screen readers', () => {
+    const points = creditsOverTime(someEarnings.byHour)
+    expect(creditsChartDescription(points)).toBe(
+      `Over 2 hours from ${formatHour(3_600_000)} to ${formatHour(7_200_000)}, this computer earned 0.00425 credits in all; the most in one hour was 0.00225, from ${formatHour(7_200_000)}.`,
+    )
+    expect(creditsChartDescription([])).toBe('No credits earned yet.')
+  })
+
+  it('keeps the chat-account card on a tracker that has not told the balance yet, saying when it will', () => {
+    expect(accountCard(null)).toEqual({ value: 'not told yet', hint: 'this tracker tells the balance after your first paid answer', micro: null })
+    expect(accountCard({ accountId: null, balanceMicro: 4250 })).toEqual({ value: '0.00425 credits', hint: 'what chat spends', micro: 4250 })
   })
 })

@@ -1,10 +1,19 @@
 import type { Earnings } from '../../../protocol/app'
-import { formatCredits } from '../../format'
+import { formatCredits, formatHour } from '../../format'
 
 type Point = Earnings['byDay'][number]
 
 export function balanceText(balanceMicro: number): string {
   return `${formatCredits(balanceMicro)} credits`
+}
+
+/**
+ * The chat-account card. A tracker other than the embedded one tells the app's balance only in the pushes after
+ * a paid answer: until then the card says so, rather than vanishing as if chat had no account to spend from.
+ */
+export function accountCard(account: Earnings['account']): { value: string; hint: string; micro: number | null } {
+  if (account === null) return { value: 'not told yet', hint: 'this tracker tells the balance after your first paid answer', micro: null }
+  return { value: balanceText(account.balanceMicro), hint: 'what chat spends', micro: account.balanceMicro }
 }
 
 /** When pending earnings settle: "released after 24 h" (a tracker that does not say: "until they settle"). */
@@ -36,6 +45,20 @@ export function creditsOverTime(byHour: Point[]): ChartPoint[] {
       total += micro
       return { start, credits: micro / 1e6, total: total / 1e6 }
     })
+}
+
+/** The credits chart in words, for screen readers: its hours, the total at the end, the best hour. */
+export function creditsChartDescription(points: ChartPoint[]): string {
+  const first = points[0]
+  const last = points[points.length - 1]
+  if (first === undefined || last === undefined) return 'No credits earned yet.'
+  const best = points.reduce((a, b) => (b.credits > a.credits ? b : a))
+  const micro = (credits: number) => formatCredits(Math.round(credits * 1e6))
+  const hours =
+    points.length === 1
+      ? `In the hour from ${formatHour(first.start)}`
+      : `Over ${points.length} hours from ${formatHour(first.start)} to ${formatHour(last.start)}`
+  return `${hours}, this computer earned ${micro(last.total)} credits in all; the most in one hour was ${micro(best.credits)}, from ${formatHour(best.start)}.`
 }
 
 export interface TotalsRow {

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { downloading, tinyPreview } from '../../../test/renderer/hosting-fixtures'
+import { formatBytes } from '../../format'
 import {
   artifactRow,
   cacheFigures,
   canResume,
   chosenOption,
   creditsPerHour,
+  downloadFigure,
   phaseText,
   placementCells,
   routeFigures,
@@ -26,6 +28,17 @@ describe('hosting selectors', () => {
     expect(creditsPerHour(tinyPreview, option)?.credits).toBeCloseTo(2)
     expect(creditsPerHour(tinyPreview, option)?.estimated).toBe(true)
     expect(creditsPerHour(tinyPreview, chosenOption(tinyPreview, [3, 6]))).toEqual({ credits: 3, estimated: false })
+  })
+
+  it('says what of the chosen range is already on disk instead of counting it to download', () => {
+    const option = chosenOption(tinyPreview, [3, 6])
+    if (option === null) throw new Error('expected the proposal')
+    const total = option.bytesToDownload
+    expect(downloadFigure(tinyPreview, option)).toEqual({ label: 'To download', value: formatBytes(total), hint: undefined })
+    const all = { ...tinyPreview, bytesOnDisk: [{ blocks: [3, 6] as [number, number], bytes: total }] }
+    expect(downloadFigure(all, option)).toEqual({ label: 'On disk', value: formatBytes(total), hint: 'every file is already here: nothing to download' })
+    const part = { ...tinyPreview, bytesOnDisk: [{ blocks: [3, 6] as [number, number], bytes: 1000 }] }
+    expect(downloadFigure(part, option)).toEqual({ label: 'To download', value: formatBytes(total - 1000), hint: '1 kB already on disk' })
   })
 
   it('takes each option’s credits per hour from the tracker’s price when it gives one', () => {
@@ -55,8 +68,11 @@ describe('hosting selectors', () => {
     expect(figures).toEqual({
       hostsPerRoute: '16',
       seam: '33 kB per token',
-      longContext: { perToken: '100 B per token', session: '13.1 MB for one 128K-token session' },
+      longContext: { label: 'Cache at 128K', perToken: '100 B per token', session: '13.1 MB for one 128K-token session' },
     })
+    // a 2 048-token model: the figure at its own context, not at a 128K it cannot reach
+    const short = routeFigures(withRoute, { ...option, longContextCacheBytes: 204_800, longContextTokens: 2048 })
+    expect(short.longContext).toEqual({ label: 'Cache at 2K', perToken: '100 B per token', session: '205 kB for one 2K-token session' })
     expect(routeFigures({ ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: null } }, option).hostsPerRoute).toBe('none: no block fits')
   })
 

@@ -65,8 +65,23 @@ export function cacheFigures(option: PlacementOption): { perTokenPerBlock: strin
   }
 }
 
-/** Tokens of the one session the long-context figure is quoted for (protocol/blocks.ts LONG_CONTEXT). */
+/**
+ * What the chosen range still has to fetch, counting the files already on this computer: "On disk" when all are,
+ * the rest "To download" with what is here in the hint. An older backend that does not say: the tracker's figure.
+ */
+export function downloadFigure(preview: HostingPreview, option: PlacementOption): { label: string; value: string; hint: string | undefined } {
+  const here = preview.bytesOnDisk?.find((d) => sameRange(d.blocks, option.blocks))?.bytes ?? 0
+  if (here > 0 && here >= option.bytesToDownload) return { label: 'On disk', value: formatBytes(here), hint: 'every file is already here: nothing to download' }
+  return { label: 'To download', value: formatBytes(option.bytesToDownload - here), hint: here > 0 ? `${formatBytes(here)} already on disk` : undefined }
+}
+
+/** Tokens of the one session the long-context figure is quoted for when the tracker does not say (protocol/blocks.ts LONG_CONTEXT). */
 const LONG_CONTEXT_TOKENS = 131_072
+
+/** A context length as people say it: 2K, 128K, or the exact count when it is not a whole number of K. */
+export function contextLabel(tokens: number): string {
+  return tokens % 1024 === 0 ? `${tokens / 1024}K` : tokens.toLocaleString('en-US')
+}
 
 /**
  * The route around the chosen option: hosts like this computer one route needs, the bytes each token brings into and
@@ -75,16 +90,21 @@ const LONG_CONTEXT_TOKENS = 131_072
 export function routeFigures(
   preview: HostingPreview,
   option: PlacementOption,
-): { hostsPerRoute: string | null; seam: string | null; longContext: { perToken: string; session: string } | null } {
+): { hostsPerRoute: string | null; seam: string | null; longContext: { label: string; perToken: string; session: string } | null } {
   const hosts = preview.placement.hostsPerRoute
   const long = option.longContextCacheBytes
+  const tokens = option.longContextTokens ?? LONG_CONTEXT_TOKENS
   return {
     hostsPerRoute: hosts === undefined ? null : hosts === null ? 'none: no block fits' : `${hosts}`,
     seam: option.seamBytesPerToken === undefined ? null : `${formatBytes(option.seamBytesPerToken)} per token`,
     longContext:
       long === undefined
         ? null
-        : { perToken: `${formatBytes(Math.round(long / LONG_CONTEXT_TOKENS))} per token`, session: `${formatBytes(long)} for one 128K-token session` },
+        : {
+            label: `Cache at ${contextLabel(tokens)}`,
+            perToken: `${formatBytes(Math.round(long / tokens))} per token`,
+            session: `${formatBytes(long)} for one ${contextLabel(tokens)}-token session`,
+          },
   }
 }
 

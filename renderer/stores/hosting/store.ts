@@ -13,6 +13,8 @@ export interface HostingActions {
   /** The OS file dialog (Electron); the chosen path, or null when cancelled or refused (then addError says why). */
   pickModelFile(): Promise<string | null>
   selectModel(modelId: string): Promise<void>
+  /** Asks again for the selected model's preview (what it was computed under changed); nothing without a selection. */
+  refreshPreview(): Promise<void>
   chooseBlocks(blocks: BlockRange): void
   start(): Promise<void>
   pause(): Promise<void>
@@ -89,6 +91,10 @@ export function createHostingStore(bridge: NeuronBridge) {
         } catch (error) {
           if (get().selectedModelId === modelId) set({ previewError: shownError(error), previewLoading: false })
         }
+      },
+      async refreshPreview() {
+        const { selectedModelId } = get()
+        if (selectedModelId !== null) await get().selectModel(selectedModelId)
       },
       chooseBlocks(blocks) {
         set({ chosenBlocks: blocks })

@@ -6,9 +6,12 @@ import {
   checkTallies,
   componentBars,
   formatMsPerBlock,
+  hasRecord,
+  historyDescription,
   historySeries,
   lastProbe,
   scoreGrade,
+  scoreHeadline,
   scorePercent,
   speedCheck,
   standing,
@@ -19,6 +22,14 @@ describe('reputation selectors', () => {
   it('shows the score as a percentage with a word for it', () => {
     expect(scorePercent(view.score)).toBe('87%')
     expect(scoreGrade(view.score)).toBe('Good')
+  })
+
+  it('reads "No record yet" for a host that has served nothing, not a prior or probation cap its components contradict', () => {
+    const fresh = { ...reputationWith(probationChecks), score: 0.45, completedSteps: 0, failedSteps: 0, history: [] }
+    expect(hasRecord(fresh)).toBe(false)
+    expect(scoreHeadline(fresh)).toEqual({ value: 'No record yet', grade: 'the tracker scores this host once it serves others', recorded: false })
+    expect(scoreHeadline({ ...fresh, completedSteps: 3 })).toEqual({ value: '45%', grade: 'Needs attention · capped under 50% on probation', recorded: true })
+    expect(scoreHeadline(view)).toMatchObject({ value: '87%', grade: 'Good', recorded: true })
   })
 
   it('lists the four components in a stable order, completion as the success rate', () => {
@@ -82,5 +93,10 @@ describe('check selectors', () => {
     expect(marked.warning).toMatch(/much faster than the tracker measured \(10× slower\)\. Routing uses the measured speed/)
     expect(speedCheck({ ...bannedChecks, measuredMsPerBlock: null }).warning).not.toContain('×')
     expect(formatMsPerBlock(null)).toBe('not known yet')
+  })
+
+  it('describes the score history in words for screen readers', () => {
+    expect(historyDescription(view)).toBe(`Score from 80% on ${formatHour(10)} to 87.4% on ${formatHour(20)}, over 2 points; lowest 80% on ${formatHour(10)}.`)
+    expect(historyDescription({ ...view, history: [] })).toBe('No history yet.')
   })
 })

@@ -40,6 +40,21 @@ export function scoreGrade(score: number): string {
   return 'Needs attention'
 }
 
+/** No step served and no score recorded: the tracker's number is only its starting point, not a record. */
+export function hasRecord(view: ReputationView): boolean {
+  return view.completedSteps + view.failedSteps > 0 || view.history.length > 0
+}
+
+/**
+ * The score as the panel heads it: "No record yet" before the host has served (a prior or a probation cap
+ * would read as a verdict that its components, all at their neutral 100 %, contradict), the percentage after.
+ */
+export function scoreHeadline(view: ReputationView): { value: string; grade: string; recorded: boolean } {
+  if (!hasRecord(view)) return { value: 'No record yet', grade: 'the tracker scores this host once it serves others', recorded: false }
+  const capped = view.checks?.probation === true && view.checks.ban === null ? ' · capped under 50% on probation' : ''
+  return { value: scorePercent(view.score), grade: `${scoreGrade(view.score)}${capped}`, recorded: true }
+}
+
 export function successRate(view: ReputationView): string {
   const total = view.completedSteps + view.failedSteps
   return total === 0 ? 'no steps yet' : `${((view.completedSteps / total) * 100).toFixed(1)}% of ${formatNumber(total)} steps`
@@ -47,6 +62,16 @@ export function successRate(view: ReputationView): string {
 
 export function historySeries(view: ReputationView): { at: number; score: number }[] {
   return [...view.history].sort((a, b) => a.at - b.at).map((p) => ({ at: p.at, score: Math.round(p.score * 1000) / 10 }))
+}
+
+/** The score history in words, for screen readers: where it started and ended, and its lowest point. */
+export function historyDescription(view: ReputationView): string {
+  const points = historySeries(view)
+  const first = points[0]
+  const last = points[points.length - 1]
+  if (first === undefined || last === undefined) return 'No history yet.'
+  const lowest = points.reduce((a, b) => (b.score < a.score ? b : a))
+  return `Score from ${first.score}% on ${formatHour(first.at)} to ${last.score}% on ${formatHour(last.at)}, over ${points.length} points; lowest ${lowest.score}% on ${formatHour(lowest.at)}.`
 }
 
 /** Where the tracker's checks leave this host, most serious first: banned, on probation, checked, or an older tracker that does not check. */

@@ -19,6 +19,8 @@ export interface SettingsState {
   saving: SettingsSection | null
   /** When the last save succeeded (ms), for the transient "Saved" note. */
   savedAt: number | null
+  /** What that save was of, so the note can say it: "Limits saved". */
+  savedSection: SettingsSection | null
 }
 
 export const initialSettingsState: SettingsState = {
@@ -32,4 +34,5 @@ export const initialSettingsState: SettingsState = {
   lanError: null,
   saving: null,
   savedAt: null,
+  savedSection: null,
 }

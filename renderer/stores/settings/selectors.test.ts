@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { HostingStatus } from '../../../protocol/app'
 import { someSettings } from '../../../test/renderer/settings-fixtures'
 import { gbText, limitsFromForm, limitsToForm } from './limitsForm'
-import { EMBEDDED_SWARM, hostingLeftBySwitch, identityFileName, showsSaved, trackerLabel, trackerShort, trackerUrlProblem } from './selectors'
+import { EMBEDDED_SWARM, hostingLeftBySwitch, identityFileName, savedMessage, showsSaved, trackerLabel, trackerShort, trackerUrlProblem } from './selectors'
 
 describe('settings selectors', () => {
   it('calls an empty tracker URL the embedded private swarm', () => {
@@ -25,6 +25,8 @@ describe('settings selectors', () => {
     expect(identityFileName(someSettings)).toBe('neuron-identity-0123456789abcdef0123.pem')
     expect(showsSaved(1_000, 2_000)).toBe(true)
     expect(showsSaved(1_000, 5_000)).toBe(false)
+    expect(savedMessage('lan')).toBe('Home network setting saved')
+    expect(savedMessage(null)).toBe('Saved')
   })
 })
 

@@ -1,4 +1,5 @@
 import type { HostingStatus, Settings } from '../../../protocol/app'
+import type { SettingsSection } from './initialState'
 
 export const EMBEDDED_SWARM = 'Embedded private swarm on this computer'
 
@@ -45,4 +46,18 @@ export function identityFileName(settings: Settings): string {
 /** The "Saved" note shows for a moment after a successful save. */
 export function showsSaved(savedAt: number | null, now: number, forMs = 2_500): boolean {
   return savedAt !== null && now - savedAt < forMs
+}
+
+const SECTION_NAMES: Record<SettingsSection, string> = {
+  tracker: 'Tracker',
+  identity: 'Identity',
+  limits: 'Limits',
+  access: 'Access list',
+  consent: 'Privacy choice',
+  lan: 'Home network setting',
+}
+
+/** The "Saved" note, naming what was saved, since the section saved may be far down the screen from it. */
+export function savedMessage(section: SettingsSection | null): string {
+  return section === null ? 'Saved' : `${SECTION_NAMES[section]} saved`
 }

@@ -3,6 +3,7 @@ import { NeuronError } from '../../../protocol/errors'
 import { fakeBridge } from '../../../test/renderer/fake-bridge'
 import { someSettings } from '../../../test/renderer/settings-fixtures'
 import { limitsToForm } from './limitsForm'
+import { savedMessage } from './selectors'
 import { createSettingsStore } from './store'
 
 const loaded = async (handlers: Parameters<typeof fakeBridge>[0] = {}) => {
@@ -28,6 +29,7 @@ describe('settings store', () => {
     expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { limits: { memoryBytes: 12e9 } } })
     expect(store.getState().settings?.limits.memoryBytes).toBe(12e9)
     expect(store.getState().savedAt).toBe(42)
+    expect(savedMessage(store.getState().savedSection)).toBe('Limits saved')
   })
 
   it('saving an untouched form changes nothing, even a limit of a few odd bytes', async () => {

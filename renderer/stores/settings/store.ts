@@ -40,7 +40,7 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
     const save = async (section: SettingsSection, run: () => Promise<Settings>) => {
       set({ saving: section, [ERROR_FIELD[section]]: null })
       try {
-        set({ settings: await run(), saving: null, savedAt: now() })
+        set({ settings: await run(), saving: null, savedAt: now(), savedSection: section })
       } catch (error) {
         set({ saving: null, [ERROR_FIELD[section]]: shownError(error) })
       }
@@ -67,7 +67,7 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
         const parsed = limitsFromForm(form, loaded.limits)
         if ('error' in parsed) return fail('limits', parsed.error)
         // Nothing changed: the settings already are what the form shows.
-        if (Object.keys(parsed.changes).length === 0) return set({ limitsError: null, savedAt: now() })
+        if (Object.keys(parsed.changes).length === 0) return set({ limitsError: null, savedAt: now(), savedSection: 'limits' })
         await save('limits', () => bridge.call('settings.update', { limits: parsed.changes }))
       },
       async importIdentity(pem) {
