@@ -11,9 +11,8 @@ describe('a chart frame', () => {
   })
 
   it('is a figure named and described for screen readers', () => {
-    const html = renderToStaticMarkup(
-      createElement(ChartFrame, { label: 'Credits earned over time', description: 'Over 2 hours…', children: createElement('svg') }),
-    )
+    const props = { label: 'Credits earned over time', description: 'Over 2 hours…', children: createElement('svg') }
+    const html = renderToStaticMarkup(createElement(ChartFrame, props))
     expect(html).toContain('<figure class="chart"')
     expect(html).toContain('aria-label="Credits earned over time"')
     const describedBy = /aria-describedby="([^"]+)"/.exec(html)?.[1]
