@@ -241,19 +241,19 @@ for (const engine of await storeEngines())
         socket.on('dashboard.receipt', (p: unknown) => pushes.push(DashboardReceipt.parse(p)))
         expect(await callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })).toEqual({ hostIds: [host.hostId] })
         await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 6, temperature: 0 })
-        // The host hands its own receipts in too (batched), so the last pushes may still be on their way.
-        await vi.waitFor(async () => expect(pushes.at(-1)?.hostPendingMicro).toBe(await swarm.tracker.store.ledger.balance(escrowAccount(host.hostId))), {
-          timeout: 10_000,
-          interval: 50,
-        })
-        // Earnings wait in escrow: the settled balance each push tells has not moved.
-        const settledNow = await swarm.tracker.store.ledger.balance(hostAccount(host.hostId))
-        expect(pushes.every((p) => p.hostBalanceMicro === settledNow)).toBe(true)
-        expect(pushes.every((p) => p.hostId === host.hostId)).toBe(true)
+        const { ledger } = swarm.tracker.store // the host hands its receipts in too (batched): wait for every step's push
+        const paid = async () => (await ledger.receipts({ hostId: host.hostId, limit: 1000 })).filter((r) => r.accountId === accountId)
+        const pushedOf = (sessions: Set<string>) => pushes.filter((p) => sessions.has(p.session))
+        await vi.waitFor(async () => {
+          expect(pushedOf(new Set((await paid()).map((r) => r.receipt.session))).length).toBeGreaterThanOrEqual(6)
+          expect(pushes.at(-1)?.hostPendingMicro).toBe(await ledger.balance(escrowAccount(host.hostId)))
+        }, 10_000)
+        // Earnings wait in escrow: the settled balance each push tells has not moved; every push is this host's.
+        const settledNow = await ledger.balance(hostAccount(host.hostId))
+        expect(pushes.every((p) => p.hostBalanceMicro === settledNow && p.hostId === host.hostId)).toBe(true)
         // The completion's steps, paid by this caller's account; the rest are re-runs the tracker's audits asked for, paid nothing.
-        const paid = (await swarm.tracker.store.ledger.receipts({ hostId: host.hostId, limit: 1000 })).filter((r) => r.accountId === accountId)
-        const ours = new Set(paid.map((r) => r.receipt.session))
-        expect(pushes.filter((p) => ours.has(p.session)).length).toBeGreaterThanOrEqual(6)
+        const ours = new Set((await paid()).map((r) => r.receipt.session))
+        expect(pushedOf(ours).length).toBeGreaterThanOrEqual(6)
         expect(pushes.filter((p) => ours.has(p.session) && !(p.ok && p.chargedMicro > 0))).toEqual([])
         expect(pushes.filter((p) => !ours.has(p.session) && p.chargedMicro !== 0)).toEqual([])
       } finally {
