@@ -4,7 +4,7 @@ import { BlockRange } from './blocks'
 import { NeuronError } from './errors'
 import { MAX_CPU_FLAGS, MAX_LABEL_CHARS, MAX_MESSAGE_CHARS } from './limits'
 import { describeIssues, toWireError, WireError } from './rpc'
-import { ClientToTracker, HardwareProfile } from './swarm'
+import { ClientToTracker, HardwareProfile, IDLE_STATE, MIN_MS_PER_BLOCK, ServingState } from './swarm'
 
 describe('parsing what a peer sends', () => {
   it('refuses binary data where a block range is expected, as a parse failure rather than an exception', () => {
@@ -29,6 +29,13 @@ describe('parsing what a peer sends', () => {
     expect(HardwareProfile.safeParse(profile).success).toBe(true)
     expect(HardwareProfile.safeParse({ ...profile, cpu: { ...profile.cpu, model: 'x'.repeat(MAX_LABEL_CHARS + 1) } }).success).toBe(false)
     expect(HardwareProfile.safeParse({ ...profile, cpu: { ...profile.cpu, flags: Array(MAX_CPU_FLAGS + 1).fill('sse') } }).success).toBe(false)
+  })
+
+  it('refuses a speed claim so small that the throughput placement computes from it is infinite (the fuzz test found one)', () => {
+    expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: 5e-324 }).success).toBe(false)
+    expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: Number.POSITIVE_INFINITY }).success).toBe(false)
+    expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: MIN_MS_PER_BLOCK }).success).toBe(true)
+    expect(Number.isFinite(1000 / MIN_MS_PER_BLOCK)).toBe(true)
   })
 
   it('keeps an error on the wire within the bounds its schema parses with, however long the cause', () => {

@@ -54,6 +54,9 @@ export type HardwareProfile = z.infer<typeof HardwareProfile>
 export const HostStatus = z.enum(['idle', 'downloading', 'loading', 'ready', 'draining'])
 export type HostStatus = z.infer<typeof HostStatus>
 
+/** The least ms per block a host may claim (1 ns): faster than any hardware, and far from float underflow. */
+export const MIN_MS_PER_BLOCK = 1e-6
+
 export const ServingState = z.object({
   modelId: ModelId.nullable(),
   blocks: BlockRange.nullable(),
@@ -63,8 +66,11 @@ export const ServingState = z.object({
   kvCapacityTokens: Count,
   activeSessions: Count,
   maxSessions: Count,
-  /** Measured compute time per block per decoded token, ms; null until measured. */
-  msPerBlock: z.number().positive().nullable(),
+  /**
+   * Measured compute time per block per decoded token, ms; null until measured. At least a nanosecond: a smaller claim
+   * (a denormal, say) makes the throughput placement computes from it infinite.
+   */
+  msPerBlock: z.number().min(MIN_MS_PER_BLOCK).nullable(),
   /**
    * The data-plane WebSocket address, or null when the host is reached through the tracker's relay. The tracker keeps
    * the one it proved by dialing back (a candidate, or the endpoint a host names), never one a host merely says.
