@@ -12,29 +12,29 @@ function download(name: string, type: string, text: string): void {
   setTimeout(() => URL.revokeObjectURL(url), 0)
 }
 
+/** The formats a conversation exports to: file extension, MIME type, button label, and how to write it. */
+const FORMATS = [
+  { ext: 'md', type: 'text/markdown', label: 'Markdown', write: conversationMarkdown },
+  { ext: 'json', type: 'application/json', label: 'JSON', write: conversationJson },
+] as const
+
 export function ExportMenu({ conversation }: { conversation: Conversation }) {
   return (
     <div className="export-menu">
       <span className="field-label">Export</span>
       <div className="export-buttons">
-        <button
-          type="button"
-          className="button"
-          onClick={() => download(exportFileName(conversation, 'md'), 'text/markdown', conversationMarkdown(conversation))}
-          data-testid="chat-export-md"
-          title="Download this conversation as Markdown"
-        >
-          <Download size={14} aria-hidden /> Markdown
-        </button>
-        <button
-          type="button"
-          className="button"
-          onClick={() => download(exportFileName(conversation, 'json'), 'application/json', conversationJson(conversation))}
-          data-testid="chat-export-json"
-          title="Download this conversation as JSON"
-        >
-          <Download size={14} aria-hidden /> JSON
-        </button>
+        {FORMATS.map(({ ext, type, label, write }) => (
+          <button
+            key={ext}
+            type="button"
+            className="button"
+            onClick={() => download(exportFileName(conversation, ext), type, write(conversation))}
+            data-testid={`chat-export-${ext}`}
+            title={`Download this conversation as ${label}`}
+          >
+            <Download size={14} aria-hidden /> {label}
+          </button>
+        ))}
       </div>
     </div>
   )
