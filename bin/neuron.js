@@ -25,6 +25,8 @@ function changedAfter(dir, since) {
 
 async function load() {
   if (existsSync(compiled)) {
+    // only a checkout is edited: an installed package runs its build without looking at every source first
+    if (!existsSync(join(root, '.git'))) return import(compiled)
     const builtAt = statSync(compiled).mtimeMs
     if (!SOURCES.some((dir) => changedAfter(join(root, dir), builtAt))) return import(compiled)
   }
