@@ -19,6 +19,12 @@ export interface SwarmPlan {
   readonly relay: boolean
   /** `neuron tracker` as a public swarm runs it (new hosts on probation: probes and audits); otherwise bench/wan-tracker.ts. */
   readonly audits: boolean
+  /**
+   * With `relay`: a volunteer relay in the cloud (`neuron host --relay-for-others`, a public computer other than the
+   * tracker) that the hosts reserve at, so the tracker relays nothing. It serves all of another model (this one), so it
+   * carries the route's frames without being on the route.
+   */
+  readonly volunteerRelay?: { readonly packed: string; readonly manifest: Manifest }
 }
 
 export interface Swarm extends SwarmPlan {
@@ -26,17 +32,20 @@ export interface Swarm extends SwarmPlan {
   /** The `neuron tracker` process (`ip netns exec` execs it, so this is its own pid). */
   readonly trackerPid: number
   readonly hostIds: readonly string[]
+  /** The volunteer relay's host id, where the plan has one. */
+  readonly relayHostId?: string
 }
 
 export interface HostRow {
   readonly hostId: string
   readonly endpoint: string | null
   readonly relayedBytes?: number
+  readonly relayOffer?: { readonly reserved: readonly { readonly hostId: string; readonly roundTripMs: number | null }[] }
 }
 
 export interface ChatDone {
   readonly tokens: number[]
-  readonly route: { hostId: string; blocks: [number, number]; medianMs: number }[]
+  readonly route: { hostId: string; blocks: [number, number]; medianMs: number; relayHostId?: string }[]
   readonly failovers: unknown[]
   readonly decodeTokensPerSecond: number
   /** The client's wait between consecutive tokens, ms, in order (from its token lines' clock). */
@@ -44,6 +53,8 @@ export interface ChatDone {
 }
 
 const CHILD = join(REPO_ROOT, 'test/network/swarm-child.ts')
+/** A public volunteer's relay, roomy enough that its bounds never pace a 3-hop chat. */
+const VOLUNTEER_RELAY_FLAGS = ['--relay-for-others', '--relay-circuits', '16', '--relay-mbit', '1000']
 
 export class NamespaceSwarms {
   private readonly processes: NeuronProcess[] = []
@@ -79,40 +90,57 @@ export class NamespaceSwarms {
     const trackerUrl = `http://${this.net.addresses.cloud}:${plan.port}`
     const publisher = this.neuronIn('laptop', ['publish', this.packed, '--tracker', trackerUrl, '--data-dir', join(this.work, `${plan.label}-publisher`)])
     await publisher.waitFor(/published /, 120_000)
+    const host = async (place: Place, name: string, manifest: Manifest, packed: string, [a, b]: [number, number], extra: string[]) => {
+      const dataDir = join(this.work, `${plan.label}-${name}`)
+      await seedDataDir(dataDir, manifest, packed, [a, b])
+      const args = ['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', `${a}:${b}`, '--data-dir', dataDir, '--threads', '1']
+      return (await this.neuronIn(place, [...args, ...extra]).waitFor(/host ([0-9a-f]{20}) ready blocks/, 180_000))[1] ?? ''
+    }
+    let relayHostId: string | undefined
+    const volunteer = plan.volunteerRelay
+    if (volunteer !== undefined) {
+      const other = this.neuronIn('laptop', ['publish', volunteer.packed, '--tracker', trackerUrl, '--data-dir', join(this.work, `${plan.label}-publisher-2`)])
+      await other.waitFor(/published /, 120_000)
+      // up before the route's hosts, so that they find it when they look for a relay
+      relayHostId = await host('cloud', 'relay', volunteer.manifest, volunteer.packed, [0, volunteer.manifest.nLayer], VOLUNTEER_RELAY_FLAGS)
+      await other.stop()
+    }
     const ranges = splitBlocks(this.manifest.nLayer, plan.places.length)
     const hostIds = await Promise.all(
-      plan.places.map(async (place, i) => {
-        const [a, b] = ranges[i] ?? [0, 0]
-        const dataDir = join(this.work, `${plan.label}-${i}-${place}`)
-        await seedDataDir(dataDir, this.manifest, this.packed, [a, b])
-        const args = ['host', '--tracker', trackerUrl, '--model', this.manifest.modelId, '--blocks', `${a}:${b}`, '--data-dir', dataDir, '--threads', '1']
-        const host = this.neuronIn(place, [...args, ...(plan.relay ? ['--relay'] : [])])
-        return (await host.waitFor(/host ([0-9a-f]{20}) ready blocks/, 180_000))[1] ?? ''
-      }),
+      plan.places.map((place, i) => host(place, `${i}-${place}`, this.manifest, this.packed, ranges[i] ?? [0, 0], plan.relay ? ['--relay'] : [])),
     )
     await publisher.stop()
-    return { ...plan, trackerUrl, trackerPid: tracker.child.pid ?? 0, hostIds }
+    return { ...plan, trackerUrl, trackerPid: tracker.child.pid ?? 0, hostIds, ...(relayHostId === undefined ? {} : { relayHostId }) }
   }
 
-  /** The tracker's hosts.list rows for the swarm's hosts, in route order. */
-  async hosts(swarm: Swarm): Promise<HostRow[]> {
+  /** The tracker's hosts.list rows for the swarm's hosts (or those `ids`), in route order. */
+  async hosts(swarm: Swarm, ids: readonly string[] = swarm.hostIds): Promise<HostRow[]> {
     const child = this.childIn('laptop', ['hosts', swarm.trackerUrl])
     const rows = (JSON.parse((await child.waitFor(/^\{"hosts".*$/m, 60_000))[0]) as { hosts: HostRow[] }).hosts
-    return swarm.hostIds.map((id) => {
+    return ids.map((id) => {
       const row = rows.find((r) => r.hostId === id)
       if (row === undefined) throw new Error(`the ${swarm.label} tracker lists no host ${id}: ${JSON.stringify(rows)}`)
       return row
     })
   }
 
-  /** Polls hosts.list until every host is dialed back (direct) or every host is relayed, as the plan says; at most `timeoutMs`. */
+  /**
+   * Polls hosts.list until every host is dialed back (direct) or every host is relayed, as the plan says, and with a
+   * volunteer relay, until every host has reserved there; at most `timeoutMs`.
+   */
   async untilReachedAsPlanned(swarm: Swarm, timeoutMs = 90_000): Promise<HostRow[]> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      const rows = await this.hosts(swarm)
-      if (rows.every((r) => (r.endpoint === null) === swarm.relay)) return rows
+      const all = await this.hosts(swarm, swarm.relayHostId === undefined ? swarm.hostIds : [...swarm.hostIds, swarm.relayHostId])
+      const rows = all.slice(0, swarm.hostIds.length)
+      const reserved = all[swarm.hostIds.length]?.relayOffer?.reserved ?? []
+      const atRelay = swarm.relayHostId === undefined || rows.every((r) => reserved.some((x) => x.hostId === r.hostId))
+      if (atRelay && rows.every((r) => (r.endpoint === null) === swarm.relay)) return rows
       if (Date.now() > deadline) {
-        throw new Error(`the ${swarm.label} swarm's hosts are not ${swarm.relay ? 'all relayed' : 'all direct'} after ${timeoutMs} ms: ${JSON.stringify(rows)}`)
+        const want = swarm.relayHostId === undefined ? '' : ' and reserved at the volunteer relay'
+        throw new Error(
+          `the ${swarm.label} swarm's hosts are not ${swarm.relay ? 'all relayed' : 'all direct'}${want} after ${timeoutMs} ms: ${JSON.stringify({ rows, reserved })}`,
+        )
       }
       await new Promise((r) => setTimeout(r, 1000))
     }
@@ -125,6 +153,8 @@ export class NamespaceSwarms {
     const atMs = [...child.output().matchAll(/^\{"token".*"atMs":(\d+)\}$/gm)].map((t) => Number(t[1]))
     if (done.route.length !== swarm.hostIds.length)
       throw new Error(`the ${swarm.label} chat took a route of ${done.route.length} hops: ${JSON.stringify(done)}`)
+    if (swarm.relayHostId !== undefined && done.route.some((h) => h.relayHostId !== swarm.relayHostId))
+      throw new Error(`the ${swarm.label} chat went around its volunteer relay ${swarm.relayHostId}: ${JSON.stringify(done.route)}`)
     return { ...done, gapsMs: atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0)) }
   }
 

@@ -1,14 +1,16 @@
 // npm run bench:wan — a 3-hop chat across homes behind NAT routers (test/network) at 10 and 40 ms one-way delay
-// on every home link, each hop direct and each hop relayed by the tracker, against the limit: compute (the same
-// chat with tracker, hosts and client all in the cloud namespace, same run) plus the round trips a token needs
-// (client↔host per direct hop; client↔tracker plus tracker↔host per relayed one), measured each round by TCP
-// connects. Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
+// on every home link, each hop direct, each hop relayed by the tracker, and each hop relayed by a volunteer (a host in
+// the cloud started with --relay-for-others, serving another model), against the limit: compute (the same chat with
+// tracker, hosts and client all in the cloud namespace, same run) plus the round trips a token needs (client↔host per
+// direct hop; client↔cloud plus cloud↔host per relayed one, the tracker and the volunteer both being in the cloud),
+// measured each round by TCP connects. Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
 // with the load average; the last line holds the medians, the ratios and the relay's bytes per token.
 //
 // Placement: the client on the laptop (internet side, no shaped link); the tracker in the cloud; hosts on the
 // home computers hostA, hostB, hostC (blocks in that order), so every hop crosses one shaped home link.
 // Direct: home C's host maps its port by UPnP/NAT-PMP (miniupnpd), homes A and B forward every port to their
-// host (a router's "DMZ host" setting). Relayed: the same computers, `neuron host --relay`.
+// host (a router's "DMZ host" setting). Relayed: the same computers, `neuron host --relay`, reserving at the volunteer
+// relay where the swarm has one, else at the tracker.
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
@@ -16,6 +18,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { packModel } from '../gguf/pack'
 import { readManifest } from '../host/publish'
+import { STORIES_260K } from '../test/models'
 import { buildHomeNetwork, type HomeName, type HomeNetwork, whyNoNamespaces } from '../test/network'
 import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
 import { median } from './seeded-host'
@@ -44,6 +47,10 @@ const source = await benchModel('q8_0', LLAMA_100M)
 const packed = join(BENCH_DIR, 'packed-llama-100m-q8_0')
 if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
 const manifest = await readManifest(packed)
+// the volunteer relay's own model: it must serve something, and not the route's blocks
+const relayPacked = join(BENCH_DIR, 'packed-stories260k')
+if (!existsSync(relayPacked)) await packModel({ source: STORIES_260K, out: relayPacked, blocksPerArtifact: 5 })
+const relayManifest = await readManifest(relayPacked)
 
 const load = () => Number(loadavg()[0]?.toFixed(2))
 const sum = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0)
@@ -76,13 +83,19 @@ process.once('SIGINT', () => {
 interface DelayResult {
   direct: number[]
   relayed: number[]
+  volunteer: number[]
   /** The round trips a token needs, ms: each round's sum over the route. */
   roundTripsDirectMs: number[]
   roundTripsRelayedMs: number[]
   relayedBytesPerToken: number[]
+  /** What the tracker relayed per token in the volunteer-relayed chats: 0 unless a hop fell back to it. */
+  volunteerTrackerBytesPerToken: number[]
 }
 const results = new Map<number, DelayResult>(
-  DELAYS_MS.map((d) => [d, { direct: [], relayed: [], roundTripsDirectMs: [], roundTripsRelayedMs: [], relayedBytesPerToken: [] }]),
+  DELAYS_MS.map((d) => [
+    d,
+    { direct: [], relayed: [], volunteer: [], roundTripsDirectMs: [], roundTripsRelayedMs: [], relayedBytesPerToken: [], volunteerTrackerBytesPerToken: [] },
+  ]),
 )
 /** Compute per token, ms: each round's loopback chat. */
 const computeMs: number[] = []
@@ -113,12 +126,14 @@ try {
   const direct = await s.start({ label: 'direct', port: 7070, places: [...places], relay: false, audits: AUDITS })
   const relayed = await s.start({ label: 'relayed', port: 7071, places: [...places], relay: true, audits: AUDITS })
   const loopback = await s.start({ label: 'loopback', port: 7072, places: ['cloud', 'cloud', 'cloud'], relay: false, audits: AUDITS })
-  for (const swarm of [direct, relayed, loopback]) {
+  const volunteerRelay = { packed: relayPacked, manifest: relayManifest }
+  const volunteer = await s.start({ label: 'volunteer', port: 7073, places: [...places], relay: true, audits: AUDITS, volunteerRelay })
+  for (const swarm of [direct, relayed, volunteer, loopback]) {
     const rows = await s.untilReachedAsPlanned(swarm)
     console.log(JSON.stringify({ swarm: swarm.label, hosts: rows.map((r, i) => ({ place: swarm.places[i], endpoint: r.endpoint })) }))
   }
   // warm-up: the clients' first connections, the hosts' first sessions
-  for (const swarm of [direct, relayed, loopback]) await s.chat(swarm, swarm.label === 'loopback' ? 'cloud' : 'laptop', 8, PROMPT)
+  for (const swarm of [direct, relayed, volunteer, loopback]) await s.chat(swarm, swarm.label === 'loopback' ? 'cloud' : 'laptop', 8, PROMPT)
 
   const relayedBytes = async (swarm: Swarm) => sum((await s.hosts(swarm)).map((r) => r.relayedBytes ?? 0))
   for (let round = 0; round < ROUNDS; round++) {
@@ -158,7 +173,7 @@ try {
           load_average: load(),
         }),
       )
-      const modes = round % 2 === 0 ? [direct, relayed] : [relayed, direct]
+      const modes = round % 2 === 0 ? [direct, relayed, volunteer] : [volunteer, relayed, direct]
       for (const swarm of modes) {
         const before = swarm.relay ? await relayedBytes(swarm) : 0
         const trackerCpuBefore = cpuMs(swarm.trackerPid)
@@ -166,8 +181,8 @@ try {
         const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
         const limit = swarm.relay ? limitRelayed : limitDirect
-        ;(swarm.relay ? r.relayed : r.direct).push(done.decodeTokensPerSecond)
-        if (bytesPerToken !== undefined) r.relayedBytesPerToken.push(bytesPerToken)
+        ;(swarm === volunteer ? r.volunteer : swarm.relay ? r.relayed : r.direct).push(done.decodeTokensPerSecond)
+        if (bytesPerToken !== undefined) (swarm === volunteer ? r.volunteerTrackerBytesPerToken : r.relayedBytesPerToken).push(bytesPerToken)
         console.log(
           JSON.stringify({
             round,
@@ -190,7 +205,7 @@ try {
   const summary: Record<string, number> = {}
   for (const [delayMs, r] of results) {
     // the limit of the medians: one round's compute slowed by a neighbour's burst moves it less than a median of per-round limits
-    const [d, rl] = [median(r.direct), median(r.relayed)]
+    const [d, rl, v] = [median(r.direct), median(r.relayed), median(r.volunteer)]
     const [tripsDirect, tripsRelayed] = [median(r.roundTripsDirectMs), median(r.roundTripsRelayedMs)]
     const [ld, lr] = [1000 / (median(computeMs) + tripsDirect), 1000 / (median(computeMs) + tripsRelayed)]
     Object.assign(summary, {
@@ -204,6 +219,11 @@ try {
       [`relayed_over_limit_${delayMs}ms`]: round2(rl / lr),
       [`relayed_over_direct_${delayMs}ms`]: round2(rl / d),
       [`relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.relayedBytesPerToken)),
+      // the volunteer is in the cloud as the tracker is: the same round trips, the same limit
+      [`volunteer_relayed_tokens_per_s_${delayMs}ms`]: round2(v),
+      [`volunteer_relayed_over_limit_${delayMs}ms`]: round2(v / lr),
+      [`volunteer_relayed_over_direct_${delayMs}ms`]: round2(v / d),
+      [`volunteer_tracker_relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.volunteerTrackerBytesPerToken)),
     })
   }
   console.log(

@@ -35,7 +35,14 @@ try {
       next = await run.next()
     }
     const { route, failovers, decodeTokensPerSecond } = next.value
-    say({ done: { tokens, route: route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs })), failovers, decodeTokensPerSecond } })
+    say({
+      done: {
+        tokens,
+        route: route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs, relayHostId: h.relayHostId })),
+        failovers,
+        decodeTokensPerSecond,
+      },
+    })
   } else throw new Error(`unknown command ${command}: hosts or chat`)
 } finally {
   await client.close()
