@@ -168,6 +168,7 @@ export class Tracker {
         accounts: this.accounts,
         ledger: store.ledger,
         holds: store.holds,
+        apiRequests: store.apiRequests,
         metering: this.metering,
         reputation: this.reputation,
         checks: async (hostId) => {
@@ -236,8 +237,13 @@ export class Tracker {
     })
   }
 
+  /** Where the HTTP server (Socket.IO, gateway) is bound: 127.0.0.1 on loopback only, 0.0.0.0 on every interface. */
+  address(): AddressInfo {
+    return this.http.address() as AddressInfo
+  }
+
   get port(): number {
-    return (this.http.address() as AddressInfo).port
+    return this.address().port
   }
 
   get url(): string {

@@ -4,7 +4,7 @@ import { NeuronError } from '../../../protocol/errors'
 import { fakeBridge } from '../../../test/renderer/fake-bridge'
 import { createApiAccessStore } from './store'
 
-const none: ApiAccessView = { endpoint: 'http://127.0.0.1:7070/v1', embedded: true, modelIds: ['stories260k'], key: null }
+const none: ApiAccessView = { endpoint: 'http://127.0.0.1:7070/v1', lanOpen: false, embedded: true, modelIds: ['stories260k'], key: null }
 const made: ApiAccessView = { ...none, key: { masked: 'nk-Ab…wxyz', createdAt: 1 } }
 
 describe('API access store', () => {
