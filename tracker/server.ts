@@ -21,6 +21,7 @@ import { routeHttp } from './http-routes'
 import { recordLatencyReport } from './latency/latency-rpc'
 import { MeasuredLatencies } from './latency/measured-latencies'
 import { Accounts } from './ledger/accounts'
+import { balanceOfKey } from './ledger/key-balance'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { Rent } from './ledger/rent'
@@ -347,6 +348,7 @@ export class Tracker {
         this.planner.ended(session, peer.publicKey)
         return this.tickets.endBy(session, peer.publicKey)
       },
+      'account.balance': (_request, peer) => balanceOfKey(this.accounts, this.store.holds, peer.publicKey),
       'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
       'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.
