@@ -197,6 +197,7 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       },
       'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
       'session.end': (rng) => ({ session: sessionId(rng) }),
+      'account.balance': () => ({}),
       'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
       'dashboard.subscribe': () => ({ hostIds }),
       'grant.challenge': () => ({}),
