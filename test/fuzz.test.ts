@@ -97,7 +97,6 @@ function start(args: string[]): NeuronProcess {
   processes.push(p)
   return p
 }
-
 const alive = (p: NeuronProcess) => p.child.exitCode === null && p.child.signalCode === null
 
 async function greedyTokens(): Promise<number[]> {

@@ -12,7 +12,8 @@ export function balanceText(balanceMicro: number): string {
  * account there: until then the card says so, rather than vanishing as if chat had no account to spend from.
  */
 export function accountCard(account: Earnings['account']): { value: string; hint: string; micro: number | null } {
-  if (account === null) return { value: 'not told yet', hint: 'this tracker has no account for this app yet: its grant, if it gives one, comes with the first answer', micro: null }
+  if (account === null)
+    return { value: 'not told yet', hint: 'this tracker has no account for this app yet (a grant comes with the first answer)', micro: null }
   return { value: balanceText(account.balanceMicro), hint: 'what chat spends', micro: account.balanceMicro }
 }
 
