@@ -26,7 +26,10 @@ async function copied(page: Page, testId: string): Promise<string> {
   return page.evaluate(() => navigator.clipboard.readText())
 }
 
-/** On the API screen of the embedded swarm: a new key works with curl, shows masked once the screen is left, and is refused once revoked. */
+/**
+ * On the API screen of the embedded swarm: a new key works with curl, its request shows in the log, the key shows
+ * masked once the screen is left, survives a cancelled revoke, and is refused once revoked.
+ */
 export async function apiKeyWorksWithCurl(page: Page, trackerUrl: string, model: string): Promise<void> {
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'])
   await openScreen(page, 'api')
@@ -51,7 +54,20 @@ export async function apiKeyWorksWithCurl(page: Page, trackerUrl: string, model:
   expect(await page.getByTestId('api-key-full').count()).toBe(0)
   expect(await page.getByTestId('api-example-curl').textContent()).not.toContain(key)
 
+  // The request log shows the curl call, with the tokens its answer's usage gave.
+  const usage = (answered.body as { usage: { prompt_tokens: number; completion_tokens: number } }).usage
+  await page.getByTestId('api-requests-refresh').click()
+  await expect.poll(() => page.getByTestId('api-request-completion').first().textContent()).toBe(String(usage.completion_tokens))
+  expect(await page.getByTestId('api-request-prompt').first().textContent()).toBe(String(usage.prompt_tokens))
+
+  // Revoking asks first: Cancel keeps the key working.
   await page.getByTestId('api-key-revoke').click()
+  await page.getByTestId('api-key-dialog').waitFor()
+  await page.getByTestId('dialog-cancel').click()
+  expect(await page.getByTestId('api-key-dialog').count()).toBe(0)
+  expect((await curlCompletion(endpoint, key, model)).status).toBe(200)
+  await page.getByTestId('api-key-revoke').click()
+  await page.getByTestId('dialog-confirm').click()
   await page.getByTestId('api-key-none').waitFor()
   const refused = await curlCompletion(endpoint, key, model)
   expect(refused).toMatchObject({ status: 401, body: { error: { code: 'invalid_api_key' } } })

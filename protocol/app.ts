@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { MAX_ALLOWED_KEYS } from './allowed-keys'
-import { ApiAccessView, CreatedApiKey } from './api-access'
+import { ApiAccessView, ApiRequestLog, CreatedApiKey } from './api-access'
 import { BlockRange } from './blocks'
 import { ChatCount, ChatCountRequest, ChatHop, ChatId, ChatRequest, ChatSummary, Conversation, MAX_CONVERSATION_CHARS } from './chat'
 import { HostChecksView } from './checks'
@@ -288,6 +288,8 @@ export const AppApi = {
   'api.createKey': rpc(Empty, CreatedApiKey),
   /** Revokes the app's keys: requests with one get 401 invalid_api_key at once. */
   'api.revokeKey': rpc(Empty, ApiAccessView),
+  /** The app account's latest requests through the API (tokens, credits, status), newest first. */
+  'api.requests': rpc(Empty, ApiRequestLog),
 } as const
 export type AppApi = typeof AppApi
 

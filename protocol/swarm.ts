@@ -242,6 +242,14 @@ export const TrackerToHost = {
   'relay.frame': rpc(z.object({ frame: Bytes, from: PublicKey }), z.object({ frame: Bytes })),
 }
 
+/** A key pair's account as `account.balance` answers it, micro-credits: free to spend is balanceMicro less heldMicro. */
+export const AccountBalance = z.object({
+  accountId: z.string().min(1).max(64),
+  balanceMicro: z.number().int(),
+  heldMicro: z.number().int().nonnegative(),
+})
+export type AccountBalance = z.infer<typeof AccountBalance>
+
 /** Events an app or client sends the tracker on the /clients namespace. */
 export const ClientToTracker = {
   /** A heartbeat: an app tells a dead tracker from a quiet one within seconds (Socket.IO's own ping takes 45 s). */
@@ -296,6 +304,11 @@ export const ClientToTracker = {
   'grant.challenge': rpc(Empty, GrantChallenge),
   /** The answer: the key's account opens with the grant, within its network prefix's daily bound. */
   'grant.claim': rpc(GrantClaim, GrantClaimed),
+  /**
+   * The balance of the account this connection's key pair pays from, and how much of it sessions in flight hold; no
+   * request field names a key (the tracker answers the key it authenticated), so no key can read another's. unknown_account without one.
+   */
+  'account.balance': rpc(Empty, AccountBalance),
   /** Has the tracker re-run one hop's step on another host and compare (see AuditRequest); rate-limited per key. */
   'audit.submit': rpc(AuditRequest, AuditVerdict),
   /** Join the dashboard pushes of these hosts (your own account's come without asking). */

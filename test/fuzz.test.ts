@@ -97,7 +97,6 @@ function start(args: string[]): NeuronProcess {
   processes.push(p)
   return p
 }
-
 const alive = (p: NeuronProcess) => p.child.exitCode === null && p.child.signalCode === null
 
 async function greedyTokens(): Promise<number[]> {
@@ -197,6 +196,7 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       },
       'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
       'session.end': (rng) => ({ session: sessionId(rng) }),
+      'account.balance': () => ({}),
       'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
       'dashboard.subscribe': () => ({ hostIds }),
       'grant.challenge': () => ({}),

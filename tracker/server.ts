@@ -21,6 +21,7 @@ import { routeHttp } from './http-routes'
 import { recordLatencyReport } from './latency/latency-rpc'
 import { MeasuredLatencies } from './latency/measured-latencies'
 import { Accounts } from './ledger/accounts'
+import { balanceOfKey } from './ledger/key-balance'
 import { Metering, type ReceiptVerdict, wireVerdicts } from './ledger/metering'
 import { type PricingOptions, priceOf, pricingFromEnv } from './ledger/pricing'
 import { Rent } from './ledger/rent'
@@ -168,6 +169,7 @@ export class Tracker {
         accounts: this.accounts,
         ledger: store.ledger,
         holds: store.holds,
+        apiRequests: store.apiRequests,
         metering: this.metering,
         reputation: this.reputation,
         checks: async (hostId) => {
@@ -236,8 +238,13 @@ export class Tracker {
     })
   }
 
+  /** Where the HTTP server (Socket.IO, gateway) is bound: 127.0.0.1 on loopback only, 0.0.0.0 on every interface. */
+  address(): AddressInfo {
+    return this.http.address() as AddressInfo
+  }
+
   get port(): number {
-    return (this.http.address() as AddressInfo).port
+    return this.address().port
   }
 
   get url(): string {
@@ -341,6 +348,7 @@ export class Tracker {
         this.planner.ended(session, peer.publicKey)
         return this.tickets.endBy(session, peer.publicKey)
       },
+      'account.balance': (_request, peer) => balanceOfKey(this.accounts, this.store.holds, peer.publicKey),
       'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
       'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.

@@ -3,6 +3,7 @@ import { ChecksStore } from './checks/checks-store'
 import { migrateSqlite } from './db/migrations'
 import type { Sql } from './db/sql'
 import { SqliteSql } from './db/sqlite-sql'
+import { ApiRequests } from './ledger/api-requests'
 import { CreditHolds } from './ledger/credit-holds'
 import { type LedgerStore, SqlLedgerStore } from './ledger/ledger-store'
 
@@ -46,6 +47,8 @@ export interface TrackerStore {
   readonly holds: CreditHolds
   /** What the tracker's checks found of each host, and its reputation tallies. */
   readonly checks: ChecksStore
+  /** The gateway's requests per account, for their owners' request logs. */
+  readonly apiRequests: ApiRequests
   /** The schema version now in force (number of migrations applied). */
   schemaVersion(): Promise<number>
   close(): Promise<void>
@@ -56,11 +59,13 @@ export class SqlTrackerStore implements TrackerStore {
   readonly ledger: LedgerStore
   readonly holds: CreditHolds
   readonly checks: ChecksStore
+  readonly apiRequests: ApiRequests
 
   constructor(protected readonly sql: Sql) {
     this.ledger = new SqlLedgerStore(sql)
     this.holds = new CreditHolds(sql)
     this.checks = new ChecksStore(sql)
+    this.apiRequests = new ApiRequests(sql)
   }
 
   async schemaVersion(): Promise<number> {

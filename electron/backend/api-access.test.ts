@@ -32,7 +32,7 @@ describe('the API tab’s key on the embedded swarm', () => {
 
   it('makes a key for the app’s own account that the openai client completes with, shows it masked after, and revokes it (401 at once)', async () => {
     const before = await call('api.get', {})
-    expect(before).toEqual({ endpoint: `${backend.trackerUrl}/v1`, embedded: true, modelIds: [MODEL], key: null })
+    expect(before).toEqual({ endpoint: `${backend.trackerUrl}/v1`, lanOpen: false, embedded: true, modelIds: [MODEL], key: null })
 
     const { apiKey, view } = await call('api.createKey', {})
     expect(apiKey).toMatch(/^nk-/)
@@ -68,7 +68,7 @@ describe('the API tab’s key on the embedded swarm', () => {
     const elsewhere = await AppBackend.start({ dataDir: join(dir, 'elsewhere'), trackerUrl: remote.url, defaultModels: [], threads: 1, mdns: false })
     try {
       const view = readAppReply('api.get', await elsewhere.call('api.get', {}))
-      expect(view).toEqual({ endpoint: `${remote.url}/v1`, embedded: false, modelIds: [], key: null })
+      expect(view).toEqual({ endpoint: `${remote.url}/v1`, lanOpen: false, embedded: false, modelIds: [], key: null })
       const refused = await elsewhere.call('api.createKey', {})
       expect(refused).toMatchObject({ ok: false, error: { code: 'not_available', message: expect.stringContaining('come from its operator') } })
     } finally {

@@ -158,6 +158,7 @@ export class AppBackend {
       log,
     })
     const limits = () => settings.limits
+    const api = new ApiController(swarm, store)
     const registry = {
       computer: new ComputerController({ dataDir, limits }),
       models: new ModelsController({ swarm, store, defaultModels: o.defaultModels, pickFile: o.pickFile }),
@@ -172,9 +173,17 @@ export class AppBackend {
       conversations: new ConversationsController(dataDir, log),
       swarm: new SwarmController(swarm, () => store.value.pairedApps),
       lan: new LanController(this.lan),
-      api: new ApiController(swarm, store),
+      api,
       settings,
-      identity: new IdentityController({ dataDir, swarm, settings, hostingPhase: () => this.hosting.status().phase, changes, log }),
+      identity: new IdentityController({
+        dataDir,
+        swarm,
+        settings,
+        hostingPhase: () => this.hosting.status().phase,
+        replaced: (previous) => api.identityReplaced(previous),
+        changes,
+        log,
+      }),
     } as const satisfies ControllerRegistry
     this.handlers = handlersOf(registry)
   }

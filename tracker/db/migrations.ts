@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type pg from 'pg'
 import { CHECKS_SCHEMA } from '../checks/checks-store'
+import { API_REQUESTS_SCHEMA } from '../ledger/api-requests'
 import { SHARED_HOLDS_SCHEMA } from '../ledger/credit-holds'
 import { ESCROW_SCHEMA } from '../ledger/escrowed-receipts'
 import { ROUTED_SESSIONS_SCHEMA } from '../ledger/routed-sessions'
@@ -107,6 +108,8 @@ export const MIGRATIONS: readonly string[] = [
   SHARED_HOLDS_SCHEMA,
   // The client key a session was routed to: only receipts carrying its step signatures are paid.
   'alter table routed_sessions add column client_key text',
+  // The gateway's requests per account (the app's API tab lists them with what each was charged).
+  API_REQUESTS_SCHEMA,
 ]
 
 /**

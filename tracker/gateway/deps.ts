@@ -5,6 +5,7 @@ import type { SwarmClient } from '../../client/swarm-client'
 import type { HostChecksView } from '../../protocol'
 import type { ModelCatalog } from '../catalog'
 import type { Accounts } from '../ledger/accounts'
+import type { ApiRequests } from '../ledger/api-requests'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { LedgerStore } from '../ledger/ledger-store'
 import type { Metering } from '../ledger/metering'
@@ -30,6 +31,8 @@ export interface GatewayDeps {
   readonly ledger: LedgerStore
   /** Credits set aside per account in the store, shared with the tracker's routed sessions and the other instances. */
   readonly holds: CreditHolds
+  /** Each generation's account, model and tokens, for its account's request log (what it cost: the ledger). */
+  readonly apiRequests: ApiRequests
   readonly metering: Metering
   readonly reputation: Reputation
   /** Tells the tracker the gateway's next session is paid by this account (before it is routed). */

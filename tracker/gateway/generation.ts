@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { SwarmClient } from '../../client/swarm-client'
-import type { Receipt } from '../../protocol'
+import { NeuronError, type Receipt } from '../../protocol'
 import { consumerAccount } from '../ledger/accounts'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
@@ -10,6 +10,8 @@ import { GatewayError } from './errors'
 
 /** One generation as the swarm runs it, whichever endpoint asked for it. */
 export interface Generation {
+  /** The OpenAI route that asked, as the account's request log names it. */
+  readonly endpoint: 'chat.completions' | 'completions'
   readonly modelId: string
   readonly promptTokens: number[]
   readonly maxTokens: number
@@ -28,7 +30,7 @@ export type Chunk = { readonly text: string } | { readonly done: true; readonly 
  */
 export class PaidGenerations {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'ledger' | 'metering' | 'reputation' | 'client' | 'sponsor'>,
+    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'ledger' | 'metering' | 'reputation' | 'client' | 'sponsor' | 'apiRequests' | 'log'>,
     private readonly pricing: PricingOptions,
     private readonly holds: CreditHolds,
     /** The longest the swarm may go without a token before the generation is given up (503): see STALL_MS. */
@@ -90,6 +92,10 @@ export class PaidGenerations {
       maxTokens = Math.min(g.maxTokens, affordable)
       return { heldMicro: maxCost(price, nLayer, g.promptTokens.length, maxTokens), maxTokens }
     })
+    const log = { session, accountId: account.accountId, endpoint: g.endpoint, modelId: g.modelId, promptTokens: g.promptTokens.length }
+    let generated = 0
+    let status = 'cancelled'
+    await this.deps.apiRequests.started({ ...log, startedAt: Date.now() }).catch((e: Error) => this.deps.log(`request log: ${e.message}`))
     let outOfCredits = false
     // Receipts wait here until a commit: text is written only once its step's receipts are committed (so every
     // token a caller got is paid, even across a tracker crash), but commits are batched, one every SETTLE_EVERY_MS
@@ -126,7 +132,7 @@ export class PaidGenerations {
       let sent = 0
       let next = await bounded(tokens.next(), this.stallMs + g.promptTokens.length * STALL_MS_PER_PROMPT_TOKEN)
       while (!next.done) {
-        const generated = countGenerated(next.value.position, g.promptTokens.length)
+        generated = countGenerated(next.value.position, g.promptTokens.length)
         text += next.value.text
         const at = firstStop(text, g.stop)
         if (at !== -1) {
@@ -134,6 +140,7 @@ export class PaidGenerations {
           if (at > sent) yield { text: text.slice(sent, at) }
           await tokens.return(undefined as never)
           await settle()
+          status = 'completed'
           yield { done: true, finishReason: 'stop', completionTokens: generated }
           return
         }
@@ -151,6 +158,7 @@ export class PaidGenerations {
           await settle()
           // Nothing past what was written: the steps since (a batch of them) may include those refused as unpaid.
           // Rare: the generation's hold covers every token it may make.
+          status = 'completed'
           yield { done: true, finishReason: 'length', completionTokens: generated }
           return
         }
@@ -166,7 +174,12 @@ export class PaidGenerations {
       if (text.length > sent) yield { text: text.slice(sent) }
       const s = next.value
       for (const hop of s.route) if (hop.medianMs > 0) this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
+      generated = s.completionTokens
+      status = 'completed'
       yield { done: true, finishReason: s.finishReason, completionTokens: s.completionTokens }
+    } catch (error) {
+      status = error instanceof GatewayError && error.code !== null ? error.code : error instanceof NeuronError ? error.code : 'failed'
+      throw error
     } finally {
       // A caller who hung up: what its steps cost is committed before the hold that covers it goes.
       await settle().catch(() => {})
@@ -177,6 +190,7 @@ export class PaidGenerations {
       if (!stalled) await closing
       // A hold whose release fails stays until it is idle past its expiry, then any instance releases it.
       await this.holds.release(session).catch(() => {})
+      await this.deps.apiRequests.ended(session, generated, status).catch((e: Error) => this.deps.log(`request log: ${e.message}`))
     }
   }
 }

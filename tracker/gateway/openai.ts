@@ -68,7 +68,7 @@ export class OpenAiEndpoints {
       prompt: 'messages',
       max: maxParam,
     })
-    const generation = generationOf(body, promptTokens, maxTokens)
+    const generation = generationOf('chat.completions', body, promptTokens, maxTokens)
     const id = `chatcmpl-${randomBytes(12).toString('hex')}`
     const created = Math.floor(Date.now() / 1000)
     const base = { id, created, model: body.model, system_fingerprint: null }
@@ -109,7 +109,7 @@ export class OpenAiEndpoints {
     const promptTokens = await this.completionPrompt(account, body.model, body.prompt, contextLength, nVocab)
     // OpenAI's legacy default is 16 tokens.
     const maxTokens = completionBudget(promptTokens.length, body.max_tokens, 16, contextLength, { prompt: 'prompt', max: 'max_tokens' })
-    const generation = generationOf(body, promptTokens, maxTokens)
+    const generation = generationOf('completions', body, promptTokens, maxTokens)
     const id = `cmpl-${randomBytes(12).toString('hex')}`
     const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
     const stream = this.generations.run(account, generation, abortOnClose(res))
@@ -177,10 +177,11 @@ export class OpenAiEndpoints {
 }
 
 /** The swarm's generation for OpenAI's sampling fields: temperature 1 and a random seed unless given, empty stops dropped. */
-function generationOf(body: SamplingParams, promptTokens: number[], maxTokens: number): Generation {
+function generationOf(endpoint: Generation['endpoint'], body: SamplingParams, promptTokens: number[], maxTokens: number): Generation {
   if (promptTokens.length === 0) throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'the prompt is empty.', 'prompt')
   const stop = body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== '')
   return {
+    endpoint,
     modelId: body.model,
     promptTokens,
     maxTokens,

@@ -1,4 +1,4 @@
-import { ClientToTracker, callRpc, DashboardReceipt } from '../../../protocol'
+import { ClientToTracker, callRpc, DashboardReceipt, type Earnings, NeuronError } from '../../../protocol'
 import { type CurrentSwarm, RPC_TIMEOUT_MS, type TrackerSocket } from '../current-swarm'
 import { fetchHostDashboard, type HostDashboard, toEarnings } from '../dashboard'
 import type { AppEventBus } from '../events'
@@ -21,10 +21,9 @@ export class EarningsController {
   readonly handlers: GroupHandlers<'earnings'> = {
     'earnings.get': async () => {
       const board = await this.dashboard()
-      // The embedded tracker tells the app's account; a remote one only its balance, in the pushes after a paid answer.
+      // The embedded tracker tells the app's account; a remote one answers account.balance for the app's key pair.
       const embedded = await this.deps.swarm.accountBalance()
-      const account = embedded !== undefined ? embedded : this.accountBalanceSeen === null ? null : { accountId: null, balanceMicro: this.accountBalanceSeen }
-      return toEarnings(this.deps.swarm.hostId, board, account)
+      return toEarnings(this.deps.swarm.hostId, board, embedded !== undefined ? embedded : await this.remoteAccount())
     },
   }
   /** This host's settled plus pending balance as last told (dashboard or receipt push): a push's earnings are that less this. */
@@ -35,6 +34,21 @@ export class EarningsController {
   private receiptPushes = 0
 
   constructor(private readonly deps: EarningsDeps) {}
+
+  /**
+   * The app's account on a remote tracker, asked with its own key pair; a tracker without account.balance (older),
+   * without an account for the key, or not answering: the balance its last push told, if any.
+   */
+  private async remoteAccount(): Promise<Earnings['account']> {
+    try {
+      const { accountId, balanceMicro } = await this.deps.swarm.rpc('account.balance', {})
+      return { accountId, balanceMicro }
+    } catch (error) {
+      if (!(error instanceof NeuronError) || !['unknown_event', 'unknown_account'].includes(error.code))
+        this.deps.log(`the app's balance on ${this.deps.swarm.trackerUrl}: ${error instanceof Error ? error.message : error}`)
+      return this.accountBalanceSeen === null ? null : { accountId: null, balanceMicro: this.accountBalanceSeen }
+    }
+  }
 
   /** Follows this host's receipt pushes on a tracker client just joined. */
   subscribe(socket: TrackerSocket): void {

@@ -12,6 +12,8 @@ export interface IdentityDeps {
   /** The tracker setting in force (a new identity joins the same swarm) and the settings to answer with. */
   readonly settings: { readonly trackerSetting: string | null; current(): Settings }
   hostingPhase(): HostingPhase
+  /** The identity was replaced: what belonged to the previous one (its API key) is given up. */
+  replaced(previousPublicKey: string): Promise<void>
   /** Settings, identity and hosting changes, one at a time. */
   readonly changes: SerialQueue
   readonly log: (line: string) => void
@@ -39,11 +41,13 @@ export class IdentityController {
       )
     }
     const path = join(this.deps.dataDir, 'identity.pem')
+    const previous = this.deps.swarm.identity.publicKey
     await this.deps.swarm.switchTo(this.deps.settings.trackerSetting, identity, async () => {
       // A failed write leaves the previous key whole; a power cut, one key or the other, never half of one.
       await writeFileDurably(path, identity.exportPrivatePem())
     })
     this.deps.log(`identity replaced: now ${identity.id}`)
+    await this.deps.replaced(previous).catch((e: Error) => this.deps.log(`revoking the previous identity's API key: ${e.message}`))
     return this.deps.settings.current()
   }
 }

@@ -27,7 +27,10 @@ export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKey
   const { key } = view
   return (
     <Panel title="API key" testId="api-key-panel">
-      <p className="muted">Requests with this key pay from this app's own account, the one chat spends from. Making a new key revokes the one before.</p>
+      <p className="muted">
+        Requests with this key pay from this app's own account, the one chat spends from. Making a new key revokes the one before. Importing another identity
+        (Settings) revokes it too: the new identity starts with no key.
+      </p>
       {freshKey !== null && (
         <div className="fresh-key" data-testid="api-key-fresh">
           <div className="copy-line">

@@ -41,7 +41,11 @@ describe('earnings selectors', () => {
   })
 
   it('keeps the chat-account card on a tracker that has not told the balance yet, saying when it will', () => {
-    expect(accountCard(null)).toEqual({ value: 'not told yet', hint: 'this tracker tells the balance after your first paid answer', micro: null })
+    expect(accountCard(null)).toEqual({
+      value: 'not told yet',
+      hint: 'this tracker has no account for this app yet (a grant comes with the first answer)',
+      micro: null,
+    })
     expect(accountCard({ accountId: null, balanceMicro: 4250 })).toEqual({ value: '0.00425 credits', hint: 'what chat spends', micro: 4250 })
   })
 })

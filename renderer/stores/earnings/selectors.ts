@@ -8,11 +8,12 @@ export function balanceText(balanceMicro: number): string {
 }
 
 /**
- * The chat-account card. A tracker other than the embedded one tells the app's balance only in the pushes after
- * a paid answer: until then the card says so, rather than vanishing as if chat had no account to spend from.
+ * The chat-account card. A remote tracker answers the app's key pair's balance (account.balance) once it has an
+ * account there: until then the card says so, rather than vanishing as if chat had no account to spend from.
  */
 export function accountCard(account: Earnings['account']): { value: string; hint: string; micro: number | null } {
-  if (account === null) return { value: 'not told yet', hint: 'this tracker tells the balance after your first paid answer', micro: null }
+  if (account === null)
+    return { value: 'not told yet', hint: 'this tracker has no account for this app yet (a grant comes with the first answer)', micro: null }
   return { value: balanceText(account.balanceMicro), hint: 'what chat spends', micro: account.balanceMicro }
 }
 

@@ -1,0 +1,48 @@
+import type { ApiAccessView } from '../../../protocol/app'
+import { CopyButton } from '../../components/CopyButton'
+import { Panel } from '../../components/Panel'
+
+interface ApiEndpointPanelProps {
+  view: ApiAccessView
+  busy: boolean
+  onLanOpen(open: boolean): void
+}
+
+/** The endpoint to call, and (on the embedded swarm) the switch that serves it to the home network. */
+export function ApiEndpointPanel({ view, busy, onLanOpen }: ApiEndpointPanelProps) {
+  return (
+    <Panel title="Endpoint" testId="api-endpoint-panel">
+      <div className="copy-line">
+        <code className="path mono" data-testid="api-endpoint">
+          {view.endpoint}
+        </code>
+        <CopyButton text={view.endpoint} what="the endpoint" testId="api-endpoint-copy" />
+      </div>
+      {view.embedded ? (
+        <>
+          <label className="switch-row" htmlFor="api-lan-open">
+            <input
+              id="api-lan-open"
+              type="checkbox"
+              role="switch"
+              aria-checked={view.lanOpen}
+              checked={view.lanOpen}
+              disabled={busy}
+              onChange={(event) => onLanOpen(event.target.checked)}
+              data-testid="api-lan-open"
+            />
+            <span>Serve the API on my home network</span>
+            {busy && <span className="muted small">Restarting the swarm…</span>}
+          </label>
+          <p className="muted">
+            {view.lanOpen
+              ? "Other computers at home reach the API at this computer's address above; every request still needs the key. This is Settings' home-network switch: the swarm is open to paired apps too."
+              : 'The embedded tracker keeps this address across restarts and answers this computer only. The switch (the same as the home-network switch in Settings) serves it to other computers at home; they still need the key.'}
+          </p>
+        </>
+      ) : (
+        <p className="muted">This is the remote tracker the app is connected to; requests there are served by that swarm's hosts.</p>
+      )}
+    </Panel>
+  )
+}

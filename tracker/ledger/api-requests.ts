@@ -1,0 +1,93 @@
+import type { Sql } from '../db/sql'
+import { consumerAccount } from './accounts'
+
+/** One gateway generation, as its account's request log shows it. */
+export interface ApiRequestRecord {
+  readonly session: string
+  readonly accountId: string
+  /** The OpenAI route that asked: 'chat.completions' or 'completions'. */
+  readonly endpoint: string
+  readonly modelId: string
+  readonly promptTokens: number
+  /** So far while it runs; the count its response's `usage` gave once it ended. */
+  readonly completionTokens: number
+  /** 'running', 'completed', 'cancelled' (the caller hung up), or the error code it ended with. */
+  readonly status: string
+  readonly startedAt: number
+}
+
+/** How many requests an account's log answers at most. */
+export const API_REQUEST_LOG_LIMIT = 100
+
+export const API_REQUESTS_SCHEMA = `create table api_requests (
+     session text primary key,
+     account_id text not null,
+     endpoint text not null,
+     model_id text not null,
+     prompt_tokens integer not null,
+     completion_tokens integer not null,
+     status text not null,
+     started_at integer not null
+   );
+   create index api_requests_account on api_requests(account_id, started_at);`
+
+interface Row {
+  session: string
+  account_id: string
+  endpoint: string
+  model_id: string
+  prompt_tokens: number
+  completion_tokens: number
+  status: string
+  started_at: number
+}
+
+/**
+ * The gateway's requests per account, kept in the tracker's store (either engine). What each cost is not kept
+ * here but read from the ledger when asked: its session's step charges, relay fees and rent, however late they settle.
+ */
+export class ApiRequests {
+  constructor(private readonly db: Sql) {}
+
+  async started(r: Omit<ApiRequestRecord, 'completionTokens' | 'status'>): Promise<void> {
+    await this.db.run(
+      `insert into api_requests (session, account_id, endpoint, model_id, prompt_tokens, completion_tokens, status, started_at) values (?, ?, ?, ?, ?, 0, 'running', ?)`,
+      [r.session, r.accountId, r.endpoint, r.modelId, r.promptTokens, r.startedAt],
+    )
+  }
+
+  async ended(session: string, completionTokens: number, status: string): Promise<void> {
+    await this.db.run('update api_requests set completion_tokens = ?, status = ? where session = ?', [completionTokens, status.slice(0, 64), session])
+  }
+
+  /** The account's latest requests, newest first, at most `limit` (bounded by API_REQUEST_LOG_LIMIT), each with what it was charged. */
+  async recent(accountId: string, limit = API_REQUEST_LOG_LIMIT): Promise<(ApiRequestRecord & { readonly chargedMicro: number })[]> {
+    const rows = await this.db.all<Row>('select * from api_requests where account_id = ? order by started_at desc, session desc limit ?', [
+      accountId,
+      Math.max(0, Math.min(limit, API_REQUEST_LOG_LIMIT)),
+    ])
+    const consumer = consumerAccount(accountId)
+    return Promise.all(
+      rows.map(async (r) => {
+        // The account's entries since the request began, in its session's transactions: a step's charge
+        // (`<session>:<step>:<blocks>`), a relay's fee (`relay:<session>:…`) and its rent (`rent:<session>`).
+        const charged = await this.db.get<{ charged: number | null }>(
+          `select -sum(e.amount) as charged from ledger_entries e join ledger_transactions t on t.txn_id = e.txn_id
+             where e.account = ? and e.created_at >= ? and (t.idempotency_key like ? or t.idempotency_key like ? or t.idempotency_key = ?)`,
+          [consumer, r.started_at, `${r.session}:%`, `relay:${r.session}:%`, `rent:${r.session}`],
+        )
+        return {
+          session: r.session,
+          accountId: r.account_id,
+          endpoint: r.endpoint,
+          modelId: r.model_id,
+          promptTokens: Number(r.prompt_tokens),
+          completionTokens: Number(r.completion_tokens),
+          status: r.status,
+          startedAt: Number(r.started_at),
+          chargedMicro: Number(charged?.charged ?? 0),
+        }
+      }),
+    )
+  }
+}
