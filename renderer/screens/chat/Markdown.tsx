@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react'
+import { memo, type ReactNode, useDeferredValue } from 'react'
 import ReactMarkdown, { type Components, type ExtraProps } from 'react-markdown'
 import remarkGfm from 'remark-gfm'
 import { CopyButton } from './CopyButton'
@@ -77,10 +77,23 @@ const COMPONENTS: Components = {
   ),
 }
 
-export function Markdown({ source }: { source: string }) {
+const PLUGINS = [remarkGfm]
+
+/** Memoized: while one answer streams, the thread re-renders, and only that answer's text has changed. */
+const MarkdownBody = memo(function MarkdownBody({ source }: { source: string }) {
   return (
-    <ReactMarkdown remarkPlugins={[remarkGfm]} skipHtml urlTransform={safeLinkUrl} components={COMPONENTS}>
+    <ReactMarkdown remarkPlugins={PLUGINS} skipHtml urlTransform={safeLinkUrl} components={COMPONENTS}>
       {source}
     </ReactMarkdown>
   )
+})
+
+/**
+ * Each render parses the whole answer (tens of ms for a long one on a busy machine), so while it streams the
+ * text shown may lag a token behind: React skips to the newest text instead of parsing every token, and typing
+ * stays responsive. A finished answer shows its final text in the same render as its status.
+ */
+export function Markdown({ source, streaming = false }: { source: string; streaming?: boolean }) {
+  const deferred = useDeferredValue(source)
+  return <MarkdownBody source={streaming ? deferred : source} />
 }

@@ -25,7 +25,7 @@ export function MessageView({ message, onResend }: MessageViewProps) {
         bubble && (
           <div className="bubble">
             <div className="message-text" data-testid="chat-message-text">
-              {message.role === 'assistant' ? <Markdown source={message.content} /> : message.content}
+              {message.role === 'assistant' ? <Markdown source={message.content} streaming={message.status === 'streaming'} /> : message.content}
             </div>
             {message.status === 'streaming' && <span className="caret" title="answering" />}
           </div>
