@@ -28,3 +28,23 @@ export async function openScreen(page: Page, screen: string): Promise<void> {
   await page.getByTestId(`nav-${screen}`).click()
   await page.getByTestId(`screen-${screen}`).waitFor()
 }
+
+/** One AppApi call over the page's own /api WebSocket (its cookie admits it), as the renderer makes them. */
+export async function appCall(page: Page, method: string, input: unknown): Promise<unknown> {
+  return page.evaluate(
+    ([method, input]) =>
+      new Promise((resolve, reject) => {
+        const socket = new WebSocket(`ws://${location.host}/api`)
+        socket.onopen = () => socket.send(JSON.stringify({ kind: 'call', id: 1, method, input }))
+        socket.onmessage = (message) => {
+          const frame = JSON.parse(String(message.data)) as { kind: string; ok?: boolean; value?: unknown; error?: { message: string } }
+          if (frame.kind !== 'reply') return
+          socket.close()
+          if (frame.ok === true) resolve(frame.value)
+          else reject(new Error(frame.error?.message ?? 'failed'))
+        }
+        socket.onerror = () => reject(new Error('the /api socket failed'))
+      }),
+    [method, input] as const,
+  )
+}

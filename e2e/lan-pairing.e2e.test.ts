@@ -10,7 +10,7 @@ import { buildUi } from '../test/build-ui'
 import { scratchDir } from '../test/models'
 import { chromiumIn, createHomeLan, type HomeComputer, whyNoNamespaces } from '../test/network/home-lan'
 import { type NeuronProcess, startNeuron } from '../test/processes'
-import { CHROMIUM, HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, SCREENSHOTS, screenshot } from './browser'
+import { appCall, CHROMIUM, HAVE_CHROMIUM, launchChromium, NEEDS_CHROMIUM, SCREENSHOTS, screenshot } from './browser'
 
 const MODEL = 'stories260k'
 const NO_NAMESPACES = whyNoNamespaces()
@@ -49,26 +49,6 @@ async function startComputer(net: HomeComputer, name: string): Promise<Computer>
 async function open(page: Page, screen: string): Promise<void> {
   await page.getByTestId(`nav-${screen}`).click()
   await page.getByTestId(`screen-${screen}`).waitFor()
-}
-
-/** One AppApi call over the page's own /api WebSocket (its cookie admits it), as the renderer makes them. */
-async function appCall(page: Page, method: string, input: unknown): Promise<unknown> {
-  return page.evaluate(
-    ([method, input]) =>
-      new Promise((resolve, reject) => {
-        const socket = new WebSocket(`ws://${location.host}/api`)
-        socket.onopen = () => socket.send(JSON.stringify({ kind: 'call', id: 1, method, input }))
-        socket.onmessage = (message) => {
-          const frame = JSON.parse(String(message.data)) as { kind: string; ok?: boolean; value?: unknown; error?: { message: string } }
-          if (frame.kind !== 'reply') return
-          socket.close()
-          if (frame.ok === true) resolve(frame.value)
-          else reject(new Error(frame.error?.message ?? 'failed'))
-        }
-        socket.onerror = () => reject(new Error('the /api socket failed'))
-      }),
-    [method, input] as const,
-  )
 }
 
 describe.skipIf(!HAVE_CHROMIUM || NO_NAMESPACES !== null)(`two apps of one home pair by a code and share a swarm${NEEDS_CHROMIUM}${NEEDS_NAMESPACES}`, () => {

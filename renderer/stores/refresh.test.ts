@@ -11,8 +11,10 @@ import { createSettingsStore } from './settings/store'
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0))
 
 function setup() {
+  /** What the tracker in force lists: a switch of tracker may change it. */
+  const listed = { models: [tinyModel] }
   const bridge = fakeBridge({
-    'models.list': () => ({ models: [tinyModel] }),
+    'models.list': () => ({ models: listed.models }),
     'hosting.preview': () => tinyPreview,
     'hosting.stop': () => ({ ...serving, phase: 'idle' }),
     'computer.get': () => desktopView,
@@ -22,7 +24,7 @@ function setup() {
   const stores = { settings: createSettingsStore(bridge), hosting: createHostingStore(bridge), computer: createComputerStore(bridge) }
   refreshOnChanges(stores)
   const asked = (method: string) => bridge.calls.filter((c) => c.method === method).length
-  return { bridge, stores, asked }
+  return { bridge, stores, asked, listed }
 }
 
 describe('refreshing what a change made stale', () => {
@@ -49,5 +51,16 @@ describe('refreshing what a change made stale', () => {
     await settle()
     expect(asked('hosting.preview')).toBe(2)
     expect(stores.hosting.getState().preview).toEqual(tinyPreview)
+  })
+
+  it('drops a model picked on the tracker before a switch when the new one does not list it, and previews nothing for it', async () => {
+    const { stores, asked, listed } = setup()
+    await stores.settings.getState().load()
+    await stores.hosting.getState().selectModel(tinyModel.modelId)
+    listed.models = []
+    await stores.settings.getState().saveTracker('http://127.0.0.1:9')
+    await settle()
+    expect(stores.hosting.getState()).toMatchObject({ models: [], selectedModelId: null, preview: null, previewError: null, previewLoading: false })
+    expect(asked('hosting.preview')).toBe(1)
   })
 })

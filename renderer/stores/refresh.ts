@@ -13,15 +13,19 @@ export interface RefreshStores {
 
 /**
  * Asks again for what a change made stale, so a screen never shows the world before it: a saved setting (limits,
- * tracker) changes what this computer may serve and where, so the Computer view and the placement preview are
- * fetched again; a stop (or a failure) puts the picker back, and its preview was computed while this computer
+ * tracker) changes what this computer may serve and where, so the Computer view, the model list and the placement
+ * preview are fetched again; a stop (or a failure) puts the picker back, and its preview was computed while this computer
  * still served. Returns the unsubscribe.
  */
 export function refreshOnChanges(stores: RefreshStores): () => void {
   const offSettings = stores.settings.subscribe((state, previous) => {
     if (previous.settings === null || state.settings === previous.settings || state.savedAt === previous.savedAt) return
     if (stores.computer.getState().view !== null) void stores.computer.getState().load()
-    void stores.hosting.getState().refreshPreview()
+    // The tracker may have changed: its model list first, so a model it does not list is not previewed.
+    void stores.hosting
+      .getState()
+      .loadModels()
+      .then(() => stores.hosting.getState().refreshPreview())
   })
   const offHosting = stores.hosting.subscribe((state, previous) => {
     if (previous.status === null || showsPicker(previous.status) || !showsPicker(state.status)) return

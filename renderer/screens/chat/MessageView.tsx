@@ -1,8 +1,9 @@
-import { Check, CircleAlert, Copy, Pencil, Route } from 'lucide-react'
+import { Pencil, Route } from 'lucide-react'
 import { useState } from 'react'
 import { ErrorNote } from '../../components/ErrorNote'
 import type { ChatEntry } from '../../stores/chat/initialState'
 import { answerStats, hopViews } from '../../stores/chat/selectors'
+import { CopyButton } from './CopyButton'
 import { Markdown } from './Markdown'
 
 interface MessageViewProps {
@@ -24,7 +25,7 @@ export function MessageView({ message, onResend }: MessageViewProps) {
         bubble && (
           <div className="bubble">
             <div className="message-text" data-testid="chat-message-text">
-              {message.role === 'assistant' ? <Markdown source={message.content} /> : message.content}
+              {message.role === 'assistant' ? <Markdown source={message.content} streaming={message.status === 'streaming'} /> : message.content}
             </div>
             {message.status === 'streaming' && <span className="caret" title="answering" />}
           </div>
@@ -32,7 +33,9 @@ export function MessageView({ message, onResend }: MessageViewProps) {
       )}
       {message.role === 'assistant' && message.status === 'error' && message.error !== undefined && <ErrorNote error={message.error} testId="chat-error" />}
       <div className="message-actions">
-        {message.role === 'assistant' && message.status === 'done' && message.content !== '' && <CopyButton text={message.content} />}
+        {message.role === 'assistant' && message.status === 'done' && message.content !== '' && (
+          <CopyButton text={message.content} label="Copy this answer" testId="chat-copy" />
+        )}
         {message.role === 'user' && onResend !== undefined && !editing && (
           <button type="button" className="icon-button subtle" onClick={() => setEditing(true)} title="Edit and resend" data-testid="chat-edit">
             <Pencil size={14} aria-label="Edit and resend" />
@@ -61,29 +64,6 @@ export function MessageView({ message, onResend }: MessageViewProps) {
         </div>
       )}
     </article>
-  )
-}
-
-function CopyButton({ text }: { text: string }) {
-  const [copied, setCopied] = useState<boolean | null>(null)
-  const copy = () =>
-    navigator.clipboard.writeText(text).then(
-      () => setCopied(true),
-      () => setCopied(false),
-    )
-  return (
-    <button
-      type="button"
-      className="icon-button subtle"
-      onClick={() => void copy()}
-      title={copied === false ? 'The browser refused to copy; select the text instead' : 'Copy this answer'}
-      data-testid="chat-copy"
-      data-copied={copied ?? undefined}
-    >
-      {copied === true && <Check size={14} aria-label="Copied" />}
-      {copied === false && <CircleAlert size={14} aria-label="The browser refused to copy; select the text instead" />}
-      {copied === null && <Copy size={14} aria-label="Copy this answer" />}
-    </button>
   )
 }
 

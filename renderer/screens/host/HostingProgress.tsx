@@ -18,7 +18,7 @@ interface HostingProgressProps {
 export function HostingProgress({ status, acting, onPause, onResume, onStop }: HostingProgressProps) {
   return (
     <div className="hosting-progress">
-      <div className="hosting-target">
+      <div className="hosting-target" data-testid="hosting-target">
         <span className="mono">{status.modelId ?? '—'}</span>
         {status.blocks !== null && <span className="muted"> · blocks {formatBlocks(status.blocks)}</span>}
       </div>

@@ -5,6 +5,7 @@ import { shownError } from '../../api/errorText'
 import { type HostingState, initialHostingState } from './initialState'
 
 export interface HostingActions {
+  /** The tracker's models; a selection it does not list (picked before a switch of tracker) is dropped. */
   loadModels(): Promise<void>
   /** Packs and publishes a GGUF; on success the new model is listed and selected. */
   addModel(path: string): Promise<void>
@@ -53,6 +54,11 @@ export function createHostingStore(bridge: NeuronBridge) {
         try {
           const { models } = await bridge.call('models.list', {})
           set({ models, modelsError: null })
+          // A model picked on another tracker (before a switch) is not this one's to preview.
+          const { selectedModelId } = get()
+          if (selectedModelId !== null && !models.some((m) => m.modelId === selectedModelId)) {
+            set({ selectedModelId: null, preview: null, previewError: null, previewLoading: false, chosenBlocks: null })
+          }
         } catch (error) {
           set({ modelsError: shownError(error) })
         }
