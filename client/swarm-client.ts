@@ -87,6 +87,8 @@ export class SwarmClient {
   /** Streams tokens; the generator's return value summarises the run. */
   async *generate(request: GenerateRequest): AsyncGenerator<GeneratedToken, GenerationSummary> {
     const tokenizer = await this.tokenizer(request.modelId)
+    // A grammar allows the end of generation only where its text is whole: the last hop is told which tokens end it.
+    if (request.sampling?.grammar !== undefined) request = { ...request, sampling: { ...request.sampling, endTokens: tokenizer.endTokens } }
     const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
     if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
     const maxTokens = promptTokens.length + request.maxTokens
@@ -174,7 +176,8 @@ export class SwarmClient {
      */
     const confirm = (s: HeldStep): { token: GeneratedToken | undefined; end: boolean } => {
       generated.push(s.sampled.token)
-      const token = { token: s.sampled.token, logprob: s.sampled.logprob, position: s.position + s.ids.length }
+      const top = s.sampled.top === undefined ? {} : { top: s.sampled.top }
+      const token = { token: s.sampled.token, logprob: s.sampled.logprob, ...top, position: s.position + s.ids.length }
       if (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token)) {
         finishReason = 'stop'
         const held = text.flush()

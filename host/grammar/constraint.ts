@@ -1,0 +1,50 @@
+import { NeuronError } from '../../protocol'
+import { type Grammar, GrammarError, parseGbnf } from './gbnf'
+import { GrammarState } from './matcher'
+
+/** Each token's text as it reads after another token (SentencePiece's leading space kept); '' for control tokens. */
+export type TokenTexts = readonly string[]
+
+/** Parses a session's grammar, refusing a malformed one with `bad_grammar` before any work. */
+export function compileGrammar(source: string): Grammar {
+  try {
+    const grammar = parseGbnf(source)
+    GrammarState.start(grammar) // left recursion and ambiguity show at the start
+    return grammar
+  } catch (error) {
+    if (error instanceof GrammarError) throw new NeuronError('bad_grammar', `the session's grammar is refused: ${error.message}`)
+    throw error
+  }
+}
+
+/**
+ * Generated text held to a grammar token by token: a token is allowed when its text keeps the output a prefix of
+ * a sentence of the grammar; an end-of-generation token only when the output is a whole sentence. A token whose
+ * text is empty (a control token) or holds an incomplete character (a lone UTF-8 byte) is never allowed.
+ */
+export class GrammarConstraint {
+  private state: GrammarState
+  private readonly ends: ReadonlySet<number>
+
+  constructor(
+    grammar: Grammar,
+    private readonly texts: TokenTexts,
+    endTokens: readonly number[],
+  ) {
+    this.state = GrammarState.start(grammar)
+    this.ends = new Set(endTokens)
+  }
+
+  readonly allows = (token: number): boolean => {
+    if (this.ends.has(token)) return this.state.accepts
+    const text = this.texts[token]
+    if (text === undefined || text === '' || text.includes('\uFFFD')) return false
+    return this.state.advance(text) !== undefined
+  }
+
+  /** Takes `token` as generated (an end token or one not allowed leaves the state as it was). */
+  accept(token: number): void {
+    if (this.ends.has(token)) return
+    this.state = this.state.advance(this.texts[token] ?? '') ?? this.state
+  }
+}
