@@ -206,7 +206,7 @@ class Parser {
     }
     const e = this.src[this.pos + 1]
     this.pos += 2
-    const simple: Record<string, number> = { n: 10, r: 13, t: 9, '\\': 92, '"': 34, '[': 91, ']': 93, '-': 45, '^': 94 }
+    const simple: Record<string, number> = { n: 10, r: 13, t: 9, b: 8, f: 12, '/': 47, '\\': 92, '"': 34, '[': 91, ']': 93, '-': 45, '^': 94 }
     if (e !== undefined && simple[e] !== undefined) return simple[e]
     const digits = e === 'x' ? 2 : e === 'u' ? 4 : e === 'U' ? 8 : 0
     const hex = this.src.slice(this.pos, this.pos + digits)
