@@ -36,7 +36,7 @@ const loaded = (async () => {
     // (the wrappers' own documentation outgrows a small model's context): see the README's tool calls.
     if (functions !== undefined && model.fileInfo.metadata.tokenizer.chat_template === undefined)
       wrapper.generateAvailableFunctionsSystemText = (fns) =>
-        LlamaText(['Tools, called as ', callExample, ':\n', ...Object.entries(fns).map(([n, f]) => n + '(' + JSON.stringify(f.params ?? {}) + ') ' + (f.description ?? '') + '\n')])
+        LlamaText(['Tools, called as ', callExample, ':\\n', ...Object.entries(fns).map(([n, f]) => n + '(' + JSON.stringify(f.params ?? {}) + ') ' + (f.description ?? '') + '\\n')])
     return [...wrapper.generateContextState({ chatHistory: history, availableFunctions: functions }).contextText.tokenize(model.tokenizer)]
   }
   wrapper = resolveChatWrapper(model, { warningLogs: false })

@@ -53,7 +53,7 @@ export function callSyntaxOf(settings: unknown): CallSyntax {
 }
 
 /**
- * The grammar `tool_choice` asks for (undefined: free text): a call to the named function, one or more calls
+ * The grammar `tool_choice` asks for (undefined: free text): one call to the named function, one or more calls
  * (`required`; one when `parallel_tool_calls` is false), or either calls or text that does not begin like one
  * (`auto`, the default with tools; `answer` is what text must be then: a response_format's JSON). Each call's
  * arguments follow its function's parameters schema.
@@ -76,8 +76,8 @@ export function toolGrammar(
       ].join(' '),
       'call',
     )
-  const section = (call: string) =>
-    [gbnfLiteral(syntax.sectionPrefix), call, parallel ? `(${gbnfLiteral(syntax.betweenCalls)} ${call})*` : '', gbnfLiteral(syntax.sectionSuffix)].join(' ')
+  const section = (call: string, several: boolean) =>
+    [gbnfLiteral(syntax.sectionPrefix), call, several ? `(${gbnfLiteral(syntax.betweenCalls)} ${call})*` : '', gbnfLiteral(syntax.sectionSuffix)].join(' ')
   if (typeof choice === 'object') {
     const tool = tools.find((t) => t.function.name === choice.function.name)
     if (tool === undefined)
@@ -88,9 +88,9 @@ export function toolGrammar(
         `tool_choice names the function ${choice.function.name}, which is not among the tools.`,
         'tool_choice',
       )
-    return b.rules(b.rule(section(callOf(tool)), 'calls'))
+    return b.rules(b.rule(section(callOf(tool), false), 'calls'))
   }
-  const calls = b.rule(section(b.rule(tools.map(callOf).join(' | '), 'anycall')), 'calls')
+  const calls = b.rule(section(b.rule(tools.map(callOf).join(' | '), 'anycall'), parallel), 'calls')
   if (choice === 'required') return b.rules(calls)
   const first = [...(syntax.sectionPrefix + syntax.prefix)][0] ?? ''
   const text =
