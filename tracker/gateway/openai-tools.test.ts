@@ -205,7 +205,8 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     let finish: string | null = null
     for await (const chunk of stream) {
       for (const d of chunk.choices[0]?.delta.tool_calls ?? []) {
-        const c = (calls[d.index] ??= { arguments: '' })
+        calls[d.index] ??= { arguments: '' }
+        const c = calls[d.index] as { id?: string; name?: string; arguments: string }
         if (d.id) c.id = d.id
         if (d.function?.name) c.name = d.function.name
         c.arguments += d.function?.arguments ?? ''
