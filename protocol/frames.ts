@@ -69,6 +69,8 @@ export const SamplingParams = z.object({
   grammar: z.string().min(1).max(MAX_GRAMMAR_BYTES).optional(),
   /** With a grammar: the model's end-of-generation tokens, allowed only where the grammar accepts the text so far. */
   endTokens: z.array(z.number().int().nonnegative()).max(64).optional(),
+  /** Tokens the session generated before this hop opened (a replacement after failover): its grammar and penalties take them first. */
+  generated: z.array(z.number().int().nonnegative()).max(MAX_SESSION_TOKENS).optional(),
 })
 export type SamplingParams = z.input<typeof SamplingParams>
 

@@ -16,7 +16,9 @@ export class LastHopSampler {
     readonly params: ReturnType<typeof SamplingParams.parse>,
     private readonly grammar: Grammar | undefined,
     private readonly tokenTexts: (() => Promise<TokenTexts>) | undefined,
-  ) {}
+  ) {
+    for (const t of params.generated ?? []) this.counts.set(t, (this.counts.get(t) ?? 0) + 1)
+  }
 
   /** Checks an open's sampling before any work: a malformed grammar is `bad_grammar`, one this host cannot hold `grammar_unsupported`. */
   static open(sampling: unknown, tokenTexts: (() => Promise<TokenTexts>) | undefined): LastHopSampler {
@@ -30,8 +32,10 @@ export class LastHopSampler {
   /** The next token after `next` positions, from the session's last logits. */
   async sample(session: Pick<ServingSession, 'sample'>, next: number): Promise<Sampled> {
     const s = this.params
-    if (this.grammar !== undefined && this.constraint === undefined && this.tokenTexts !== undefined)
+    if (this.grammar !== undefined && this.constraint === undefined && this.tokenTexts !== undefined) {
       this.constraint = new GrammarConstraint(this.grammar, await this.tokenTexts(), s.endTokens ?? [])
+      for (const t of s.generated ?? []) this.constraint.accept(t)
+    }
     const sampled = session.sample({
       temperature: s.temperature,
       ...(s.topK === undefined ? {} : { topK: s.topK }),

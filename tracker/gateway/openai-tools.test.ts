@@ -297,4 +297,25 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
       await client.close()
     }
   })
+
+  it('keeps the grammar’s place across a failover of the last hop: the answer equals the one without', async () => {
+    const ask = { model, messages: [{ role: 'user' as const, content: 'Describe a person.' }], max_tokens: 200, temperature: 1, seed: 31 }
+    const format = { type: 'json_schema' as const, json_schema: { name: 'person', schema: PERSON } }
+    const expected = (await openai.chat.completions.create({ ...ask, response_format: format })).choices[0]?.message.content
+    const spare = await swarm.addHost([3, 5])
+    const stream = await openai.chat.completions.create({ ...ask, response_format: format, stream: true })
+    let text = ''
+    let killed = ''
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? ''
+      if (killed !== '') continue
+      const last = swarm.hosts.find((h) => h !== spare && h.state.blocks?.[0] === 3) ?? spare
+      const onRoute = last.activeSessions > 0 ? last : spare
+      killed = onRoute.hostId
+      await onRoute.stop(0)
+    }
+    expect(killed).not.toBe('')
+    expect(text).toBe(expected)
+    expect(Person.safeParse(JSON.parse(text)).success).toBe(true)
+  })
 })
