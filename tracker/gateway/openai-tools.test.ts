@@ -288,11 +288,18 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     expect(penalized).toBeGreaterThan(plain)
   })
 
-  it('a host refuses a malformed grammar with bad_grammar before any work', async () => {
+  it('a host refuses a malformed grammar (bad_grammar) and an oversized one (bad_frame) before any work', async () => {
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     try {
       const run = client.generate({ modelId: model, prompt: 'Once', maxTokens: 4, sampling: { temperature: 0, grammar: 'root ::= "a" undefined-rule' } })
       await expect(run.next()).rejects.toMatchObject({ code: 'bad_grammar', message: expect.stringContaining('undefined-rule') })
+      const oversized = client.generate({
+        modelId: model,
+        prompt: 'Once',
+        maxTokens: 4,
+        sampling: { temperature: 0, grammar: `root ::= "${'a'.repeat(17_000)}"` },
+      })
+      await expect(oversized.next()).rejects.toMatchObject({ code: 'bad_frame', message: expect.stringContaining('grammar') })
     } finally {
       await client.close()
     }
