@@ -90,22 +90,27 @@ function check(params: SampleParams): void {
     bad('topLogprobs', params.topLogprobs)
 }
 
+/** The ids of the `n` largest values, largest first (one pass; an insertion into the n best so far). */
+function bestIds(values: Float32Array, n: number): number[] {
+  const best: number[] = []
+  for (let i = 0; i < values.length; i++) {
+    if (best.length === n && (values[i] as number) <= (values[best[n - 1] as number] as number)) continue
+    let at = best.length
+    while (at > 0 && (values[best[at - 1] as number] as number) < (values[i] as number)) at--
+    best.splice(at, 0, i)
+    if (best.length > n) best.pop()
+  }
+  return best
+}
+
 /** The `n` largest log-probabilities of `logits`, most likely first. */
 export function topLogprobs(logits: Float32Array, n: number): { token: number; logprob: number }[] {
   let max = Number.NEGATIVE_INFINITY
   for (let i = 0; i < logits.length; i++) max = Math.max(max, logits[i] as number)
   let sum = 0
   for (let i = 0; i < logits.length; i++) sum += Math.exp((logits[i] as number) - max)
-  const best: number[] = []
-  for (let i = 0; i < logits.length; i++) {
-    if (best.length === n && (logits[i] as number) <= (logits[best[n - 1] as number] as number)) continue
-    let at = best.length
-    while (at > 0 && (logits[best[at - 1] as number] as number) < (logits[i] as number)) at--
-    best.splice(at, 0, i)
-    if (best.length > n) best.pop()
-  }
   const lse = max + Math.log(sum)
-  return best.map((token) => ({ token, logprob: (logits[token] as number) - lse }))
+  return bestIds(logits, n).map((token) => ({ token, logprob: (logits[token] as number) - lse }))
 }
 
 function penalized(logits: Float32Array, params: SampleParams, history: readonly number[]): Float32Array {
@@ -133,11 +138,23 @@ function stuck(): never {
   throw new ShardRuntimeError('GRAMMAR_STUCK', 'no token of the vocabulary continues the grammar here; the grammar cannot be completed with this vocabulary')
 }
 
-/** The constrained choice among the rest: the first token in logit order the constraint allows. */
+/** Candidates checked in one pass before the whole vocabulary is sorted: most steps find an allowed token among them. */
+const FIRST_CANDIDATES = 256
+
+/**
+ * The constrained choice among the rest: the first token in logit order the constraint allows. The most likely
+ * FIRST_CANDIDATES are tried in order; past them, one pass over the vocabulary keeps the likeliest allowed token.
+ */
 function firstAllowed(work: Float32Array, allow: (token: number) => boolean, skip: ReadonlySet<number>): number {
-  const ids = Array.from(work.keys()).sort((a, b) => (work[b] as number) - (work[a] as number))
-  for (const id of ids) if (!skip.has(id) && allow(id)) return id
-  return stuck()
+  const first = bestIds(work, Math.min(FIRST_CANDIDATES, work.length))
+  for (const id of first) if (!skip.has(id) && allow(id)) return id
+  const tried = new Set(first)
+  let best = -1
+  for (let id = 0; id < work.length; id++) {
+    if (tried.has(id) || skip.has(id) || (best !== -1 && (work[id] as number) <= (work[best] as number))) continue
+    if (allow(id)) best = id
+  }
+  return best === -1 ? stuck() : best
 }
 
 export function sampleToken(logits: Float32Array, params: SampleParams, history: readonly number[], rng: () => number): Sampled {

@@ -25,6 +25,8 @@ export function compileGrammar(source: string): Grammar {
 export class GrammarConstraint {
   private state: GrammarState
   private readonly ends: ReadonlySet<number>
+  /** The state after each first character tried since the last token: most candidates fail or pass on it. */
+  private readonly afterFirst = new Map<string, GrammarState | undefined>()
 
   constructor(
     grammar: Grammar,
@@ -39,12 +41,19 @@ export class GrammarConstraint {
     if (this.ends.has(token)) return this.state.accepts
     const text = this.texts[token]
     if (text === undefined || text === '' || text.includes('\uFFFD')) return false
-    return this.state.advance(text) !== undefined
+    const first = String.fromCodePoint(text.codePointAt(0) as number)
+    let after = this.afterFirst.get(first)
+    if (!this.afterFirst.has(first)) {
+      after = this.state.advance(first)
+      this.afterFirst.set(first, after)
+    }
+    return after !== undefined && (text.length === first.length || after.advance(text.slice(first.length)) !== undefined)
   }
 
   /** Takes `token` as generated (an end token or one not allowed leaves the state as it was). */
   accept(token: number): void {
     if (this.ends.has(token)) return
     this.state = this.state.advance(this.texts[token] ?? '') ?? this.state
+    this.afterFirst.clear()
   }
 }
