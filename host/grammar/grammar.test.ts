@@ -40,3 +40,13 @@ describe('GBNF grammars', () => {
     expect([0, 1, 2, 3, 4, 5, 6].filter(c.allows)).toEqual([0])
   })
 })
+
+describe('the work a grammar may take per step', () => {
+  it('stops an ambiguous grammar with grammar_too_costly instead of spending seconds on a token', () => {
+    // after k a's, k + 1 parses wait for their b's: the stacks grow with every character
+    const ambiguous = parseGbnf('root ::= x\nx ::= "a" x "b" | "a" x | "c"')
+    const texts = Array.from({ length: 5000 }, (_, i) => 'a'.repeat(1 + (i % 40)) + String(i))
+    const c = new GrammarConstraint(ambiguous, texts, [])
+    expect(() => texts.forEach((_, t) => c.allows(t))).toThrow(/grammar is stopped/)
+  })
+})

@@ -34,10 +34,12 @@ export class GrammarState {
     return this.stacks.every((s) => s.length === 0)
   }
 
-  /** The state after `text`, or undefined when the text leaves the grammar's language. */
-  advance(text: string): GrammarState | undefined {
+  /** The state after `text`, or undefined when the text leaves the grammar's language; each stack tried costs `work` one. */
+  advance(text: string, work?: { left: number }): GrammarState | undefined {
     let stacks = this.stacks
     for (const ch of text) {
+      if (work !== undefined && (work.left -= stacks.length) < 0)
+        throw new GrammarError('the grammar took more work than a step allows (its rules are too ambiguous for this vocabulary)')
       const cp = ch.codePointAt(0) as number
       const out: Stack[] = []
       for (const s of stacks) {
