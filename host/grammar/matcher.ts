@@ -38,7 +38,8 @@ export class GrammarState {
   advance(text: string, work?: { left: number }): GrammarState | undefined {
     let stacks = this.stacks
     for (const ch of text) {
-      if (work !== undefined && (work.left -= stacks.length) < 0)
+      if (work !== undefined) work.left -= stacks.length
+      if (work !== undefined && work.left < 0)
         throw new GrammarError('the grammar took more work than a step allows (its rules are too ambiguous for this vocabulary)')
       const cp = ch.codePointAt(0) as number
       const out: Stack[] = []
