@@ -305,6 +305,35 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     }
   })
 
+  it('answers text under tool_choice none, and under auto with a json_schema format either JSON or a call', async () => {
+    const none = await openai.chat.completions.create({
+      model,
+      messages: ASK,
+      tools: [WEATHER_TOOL],
+      tool_choice: 'none',
+      max_tokens: 12,
+      temperature: 1,
+      seed: 8,
+    })
+    expect(none.choices[0]?.message.tool_calls).toBeUndefined()
+    expect(none.choices[0]?.message.content?.length).toBeGreaterThan(0)
+    const auto = await openai.chat.completions.create({
+      model,
+      messages: ASK,
+      tools: [WEATHER_TOOL],
+      parallel_tool_calls: false,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON } },
+      max_tokens: 200,
+      temperature: 1,
+      seed: 12,
+    })
+    const message = auto.choices[0]?.message
+    if (message?.tool_calls !== undefined) {
+      expect(auto.choices[0]?.finish_reason).toBe('tool_calls')
+      expect(WeatherArgs.safeParse(JSON.parse(message.tool_calls[0]?.type === 'function' ? message.tool_calls[0].function.arguments : '')).success).toBe(true)
+    } else expect(Person.safeParse(JSON.parse(message?.content ?? '')).success).toBe(true)
+  })
+
   it('keeps the grammar’s place across a failover of the last hop: the answer equals the one without', async () => {
     const ask = { model, messages: [{ role: 'user' as const, content: 'Describe a person.' }], max_tokens: 200, temperature: 1, seed: 31 }
     const format = { type: 'json_schema' as const, json_schema: { name: 'person', schema: PERSON } }
