@@ -35,6 +35,8 @@ export interface GeneratedToken {
   /** Text this token adds: empty while a multi-byte character is incomplete; the last token's ends what is held. */
   readonly text: string
   readonly logprob: number
+  /** The most likely tokens at this step and their log-probabilities, most likely first, when `sampling.topLogprobs` asked. */
+  readonly top?: readonly { readonly token: number; readonly logprob: number }[]
   readonly position: number
 }
 

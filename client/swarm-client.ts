@@ -87,6 +87,8 @@ export class SwarmClient {
   /** Streams tokens; the generator's return value summarises the run. */
   async *generate(request: GenerateRequest): AsyncGenerator<GeneratedToken, GenerationSummary> {
     const tokenizer = await this.tokenizer(request.modelId)
+    // A grammar allows the end of generation only where its text is whole: the last hop is told which tokens end it.
+    if (request.sampling?.grammar !== undefined) request = { ...request, sampling: { ...request.sampling, endTokens: tokenizer.endTokens } }
     const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
     if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
     const maxTokens = promptTokens.length + request.maxTokens
@@ -120,6 +122,14 @@ export class SwarmClient {
     let decodeStarted = 0
     const stopAtEog = request.stopAtEog ?? true
     /** Replaces the hop that failed; returns where its step resumes (a liar's step runs again from its replacement on). */
+    // Steps whose tokens wait for their audits, oldest first (see the loop below).
+    let held: HeldStep[] = []
+    /** A replacement last hop's sampling: the tokens sampled so far carry its grammar and penalties on where they were. */
+    const resumed = (r: GenerateRequest): GenerateRequest => {
+      const s = r.sampling
+      if (s?.grammar === undefined && !s?.presencePenalty && !s?.frequencyPenalty) return r
+      return { ...r, sampling: { ...s, generated: [...generated, ...held.map((h) => h.sampled.token)] } }
+    }
     const failover = async (error: HopFailure): Promise<{ from: number; pending: HopInput }> => {
       const dead = hops.find((h) => h.hop.hostId === error.hostId)
       if (dead === undefined || failovers.length >= MAX_FAILOVERS) throw error
@@ -127,7 +137,7 @@ export class SwarmClient {
       failed.push(dead.hop.hostId)
       this.log(`hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`)
       // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
-      const repaired = await this.replace(hops, dead, session, seamed, maxTokens, failed, collect, error.code === 'lied')
+      const repaired = await this.replace(hops, dead, session, resumed(seamed), maxTokens, failed, collect, error.code === 'lied')
       hops = repaired.hops
       failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
       request.onRoute?.(hops.map((h) => h.hop))
@@ -174,7 +184,8 @@ export class SwarmClient {
      */
     const confirm = (s: HeldStep): { token: GeneratedToken | undefined; end: boolean } => {
       generated.push(s.sampled.token)
-      const token = { token: s.sampled.token, logprob: s.sampled.logprob, position: s.position + s.ids.length }
+      const top = s.sampled.top === undefined ? {} : { top: s.sampled.top }
+      const token = { token: s.sampled.token, logprob: s.sampled.logprob, ...top, position: s.position + s.ids.length }
       if (stopAtEog && tokenizer.isEndOfGeneration(s.sampled.token)) {
         finishReason = 'stop'
         const held = text.flush()
@@ -187,7 +198,7 @@ export class SwarmClient {
       let next: StepAt | undefined = { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
       // Steps whose tokens wait for their audits, oldest first: the audits re-run a hop's history elsewhere, so the
       // route runs on meanwhile, up to the audits a key may have in flight, and tokens are yielded once theirs pass.
-      let held: HeldStep[] = []
+      held = []
       let settleFirst = false
       while (next !== undefined || held.length > 0) {
         if (request.signal?.aborted) break

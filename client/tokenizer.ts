@@ -18,6 +18,7 @@ export function sharedLlama(): Promise<Llama> {
  * (a few hundred KB), so a client never downloads weights.
  */
 export class ModelTokenizer {
+  private ends: number[] | undefined
   private constructor(readonly model: LlamaModel) {}
 
   static async load(modelId: string, tokenizerGguf: Uint8Array): Promise<ModelTokenizer> {
@@ -48,6 +49,16 @@ export class ModelTokenizer {
 
   isEndOfGeneration(token: number): boolean {
     return this.model.isEogToken(token as Token)
+  }
+
+  /** Every end-of-generation token of the vocabulary (a grammar allows them only where its text is whole), at most 64. */
+  get endTokens(): number[] {
+    if (this.ends === undefined) {
+      const tokens = this.model.fileInfo.metadata.tokenizer?.ggml?.tokens ?? []
+      this.ends = []
+      for (let t = 0; t < tokens.length && this.ends.length < 64; t++) if (this.model.isEogToken(t as Token)) this.ends.push(t)
+    }
+    return this.ends
   }
 
   async dispose(): Promise<void> {

@@ -251,6 +251,7 @@ export class Host extends EventEmitter<HostEvents> {
       },
       ...(this.options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: this.options.unsteppedSessionMs }),
       ...(this.identity === undefined ? {} : { dialBack: dialBackProver(this.identity) }),
+      ...(head ? { vocabularyFrom: paths[0] } : {}),
     })
     const reachable = this.options.relay ? undefined : await Reachable.listen(this.server, this.reachability())
     this.reachable = reachable

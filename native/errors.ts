@@ -32,6 +32,7 @@ export type ShardRuntimeErrorCode =
   | 'RUNTIME_DISPOSED'
   | 'NO_LOGITS'
   | 'BAD_SAMPLER'
+  | 'GRAMMAR_STUCK'
   | 'BAD_QUANT_TYPE'
   | 'BAD_QUANT_INPUT'
   | 'NATIVE_NOT_BUILT'

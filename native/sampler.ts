@@ -16,13 +16,29 @@ export type SampleParams = {
   }
   /** Seeds the session's generator on the first sample or when it changes. */
   seed?: number
+  /** OpenAI's penalties over `counts`, the generated tokens' counts: logit -= count × frequency + (count > 0) × presence. */
+  presencePenalty?: number
+  frequencyPenalty?: number
+  counts?: ReadonlyMap<number, number>
+  /** How many of the most likely tokens to return with their log-probabilities (0: none). */
+  topLogprobs?: number
+  /**
+   * A constraint (a grammar): only tokens it allows may be chosen. Candidates are checked in the order the
+   * sampler would take them (logit order when greedy; draw, refuse, draw again otherwise) until one fits.
+   */
+  allow?: (token: number) => boolean
 }
 
 export type Sampled = {
   token: number
   /** log-probability of the token under the model's distribution (before penalties and temperature) */
   logprob: number
+  /** The `topLogprobs` most likely tokens under the same distribution, most likely first. */
+  top?: { token: number; logprob: number }[]
 }
+
+/** Draws refused by a constraint before the rest of the candidates are taken in logit order. */
+const MAX_REFUSED_DRAWS = 32
 
 /** A small deterministic generator (mulberry32): same seed, same draws, on every host. */
 export class SeededRandom {
@@ -70,10 +86,34 @@ function check(params: SampleParams): void {
   if (params.topP !== undefined && !(params.topP > 0 && params.topP <= 1)) bad('topP', params.topP)
   if (params.minP !== undefined && !(params.minP >= 0 && params.minP <= 1)) bad('minP', params.minP)
   if (params.repeatPenalty && !(params.repeatPenalty.penalty > 0)) bad('repeatPenalty', params.repeatPenalty.penalty)
+  if (params.topLogprobs !== undefined && !(Number.isInteger(params.topLogprobs) && params.topLogprobs >= 0 && params.topLogprobs <= 20))
+    bad('topLogprobs', params.topLogprobs)
 }
 
-export function sampleToken(logits: Float32Array, params: SampleParams, history: readonly number[], rng: () => number): Sampled {
-  check(params)
+/** The ids of the `n` largest values, largest first (one pass; an insertion into the n best so far). */
+function bestIds(values: Float32Array, n: number): number[] {
+  const best: number[] = []
+  for (let i = 0; i < values.length; i++) {
+    if (best.length === n && (values[i] as number) <= (values[best[n - 1] as number] as number)) continue
+    let at = best.length
+    while (at > 0 && (values[best[at - 1] as number] as number) < (values[i] as number)) at--
+    best.splice(at, 0, i)
+    if (best.length > n) best.pop()
+  }
+  return best
+}
+
+/** The `n` largest log-probabilities of `logits`, most likely first. */
+export function topLogprobs(logits: Float32Array, n: number): { token: number; logprob: number }[] {
+  let max = Number.NEGATIVE_INFINITY
+  for (let i = 0; i < logits.length; i++) max = Math.max(max, logits[i] as number)
+  let sum = 0
+  for (let i = 0; i < logits.length; i++) sum += Math.exp((logits[i] as number) - max)
+  const lse = max + Math.log(sum)
+  return bestIds(logits, n).map((token) => ({ token, logprob: (logits[token] as number) - lse }))
+}
+
+function penalized(logits: Float32Array, params: SampleParams, history: readonly number[]): Float32Array {
   let work = logits
   const rp = params.repeatPenalty
   if (rp && rp.penalty !== 1 && history.length > 0) {
@@ -85,11 +125,52 @@ export function sampleToken(logits: Float32Array, params: SampleParams, history:
       work[t] = l > 0 ? l / rp.penalty : l * rp.penalty
     }
   }
+  const presence = params.presencePenalty ?? 0
+  const frequency = params.frequencyPenalty ?? 0
+  if ((presence !== 0 || frequency !== 0) && params.counts !== undefined && params.counts.size > 0) {
+    if (work === logits) work = Float32Array.from(logits)
+    for (const [t, c] of params.counts) if (t >= 0 && t < work.length && c > 0) work[t] = (work[t] as number) - c * frequency - presence
+  }
+  return work
+}
+
+function stuck(): never {
+  throw new ShardRuntimeError('GRAMMAR_STUCK', 'no token of the vocabulary continues the grammar here; the grammar cannot be completed with this vocabulary')
+}
+
+/** Candidates checked in one pass before the whole vocabulary is sorted: most steps find an allowed token among them. */
+const FIRST_CANDIDATES = 256
+
+/**
+ * The constrained choice among the rest: the first token in logit order the constraint allows. The most likely
+ * FIRST_CANDIDATES are tried in order; past them, one pass over the vocabulary keeps the likeliest allowed token.
+ */
+function firstAllowed(work: Float32Array, allow: (token: number) => boolean, skip: ReadonlySet<number>): number {
+  const first = bestIds(work, Math.min(FIRST_CANDIDATES, work.length))
+  for (const id of first) if (!skip.has(id) && allow(id)) return id
+  const tried = new Set(first)
+  let best = -1
+  for (let id = 0; id < work.length; id++) {
+    if (tried.has(id) || skip.has(id) || (best !== -1 && (work[id] as number) <= (work[best] as number))) continue
+    if (allow(id)) best = id
+  }
+  return best === -1 ? stuck() : best
+}
+
+export function sampleToken(logits: Float32Array, params: SampleParams, history: readonly number[], rng: () => number): Sampled {
+  check(params)
+  const token = choose(penalized(logits, params, history), params, rng)
+  const top = params.topLogprobs ? { top: topLogprobs(logits, params.topLogprobs) } : {}
+  return { token, logprob: logSoftmaxAt(logits, token), ...top }
+}
+
+function choose(work: Float32Array, params: SampleParams, rng: () => number): number {
   const temperature = params.temperature ?? 0
+  const allow = params.allow
   if (temperature <= 0) {
     let best = 0
     for (let i = 1; i < work.length; i++) if ((work[i] as number) > (work[best] as number)) best = i
-    return { token: best, logprob: logSoftmaxAt(logits, best) }
+    return allow === undefined || allow(best) ? best : firstAllowed(work, allow, new Set([best]))
   }
 
   let ids = Array.from(work.keys()).sort((a, b) => (work[b] as number) - (work[a] as number))
@@ -118,16 +199,26 @@ export function sampleToken(logits: Float32Array, params: SampleParams, history:
     const floor = (p[0] as number) * params.minP
     ids = ids.filter((_, i) => (p[i] as number) >= floor)
   }
-  const p = probsOf(ids, temperature)
-  const r = rng()
-  let cum = 0
-  let chosen = ids[ids.length - 1] as number
-  for (let i = 0; i < ids.length; i++) {
-    cum += p[i] as number
-    if (r < cum) {
-      chosen = ids[i] as number
-      break
+  const refused = new Set<number>()
+  for (let draws = 0; ids.length > 0 && draws < MAX_REFUSED_DRAWS; draws++) {
+    const p = probsOf(ids, temperature)
+    const r = rng()
+    let cum = 0
+    let at = ids.length - 1
+    for (let i = 0; i < ids.length; i++) {
+      cum += p[i] as number
+      if (r < cum) {
+        at = i
+        break
+      }
     }
+    const chosen = ids[at] as number
+    if (allow === undefined || allow(chosen)) return chosen
+    refused.add(chosen)
+    ids = ids.filter((_, i) => i !== at)
   }
-  return { token: chosen, logprob: logSoftmaxAt(logits, chosen) }
+  // Refused too often: the rest, in logit order (the truncated candidates first, then the whole vocabulary).
+  if (allow === undefined) return stuck()
+  for (const id of ids) if (allow(id)) return id
+  return firstAllowed(work, allow, new Set([...refused, ...ids]))
 }

@@ -42,7 +42,7 @@ export const API_REQUEST_LOG_MAX = 100
 /** One request to the API with the app's key, as the request log shows it. */
 export const ApiRequestRow = z.object({
   startedAt: z.number(),
-  /** 'chat.completions' or 'completions'. */
+  /** The route that asked: 'chat.completions', 'completions', 'ollama.chat', 'ollama.generate' or 'anthropic.messages'. */
   endpoint: z.string().max(40),
   modelId: ModelId,
   promptTokens: z.number().int().nonnegative(),

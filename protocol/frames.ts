@@ -14,6 +14,10 @@ import { Ticket } from './tickets'
  * · then the trailer: JSON a host appends to its answer (its signed receipt), absent when 0 bytes.
  */
 export const FRAME_HEADER_BYTES = 48
+/** The longest grammar a session may carry (characters of GBNF). */
+export const MAX_GRAMMAR_BYTES = 16 * 1024
+/** The most top log-probabilities a sampled token carries (OpenAI's bound). */
+export const MAX_TOP_LOGPROBS = 20
 /** The largest frame a host accepts by default, and the most the tracker's relay carries. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024
 const MAGIC = 0x314e524e // "NRN1"
@@ -56,6 +60,17 @@ export const SamplingParams = z.object({
   minP: z.number().min(0).max(1).optional(),
   repeatPenalty: z.number().positive().optional(),
   seed: z.number().int().nonnegative().default(0),
+  /** OpenAI's presence and frequency penalties over the tokens this session generated. */
+  presencePenalty: z.number().min(-2).max(2).optional(),
+  frequencyPenalty: z.number().min(-2).max(2).optional(),
+  /** Most likely tokens to return with each sampled one (OpenAI's top_logprobs). */
+  topLogprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).optional(),
+  /** A GBNF grammar (llama.cpp's format) the generated text must follow; the last hop refuses a malformed one at open. */
+  grammar: z.string().min(1).max(MAX_GRAMMAR_BYTES).optional(),
+  /** With a grammar: the model's end-of-generation tokens, allowed only where the grammar accepts the text so far. */
+  endTokens: z.array(z.number().int().nonnegative()).max(64).optional(),
+  /** Tokens the session generated before this hop opened (a replacement after failover): its grammar and penalties take them first. */
+  generated: z.array(z.number().int().nonnegative()).max(MAX_SESSION_TOKENS).optional(),
 })
 export type SamplingParams = z.input<typeof SamplingParams>
 
@@ -77,7 +92,16 @@ export const OpenSession = z.object({
 })
 export type OpenSession = z.infer<typeof OpenSession>
 
-export const SampledToken = z.object({ token: z.number().int().nonnegative(), logprob: z.number(), computeMs: z.number().nonnegative() })
+export const SampledToken = z.object({
+  token: z.number().int().nonnegative(),
+  logprob: z.number(),
+  computeMs: z.number().nonnegative(),
+  /** The most likely tokens and their log-probabilities, most likely first, when the session asked (topLogprobs). */
+  top: z
+    .array(z.object({ token: z.number().int().nonnegative(), logprob: z.number() }))
+    .max(MAX_TOP_LOGPROBS)
+    .optional(),
+})
 export type SampledToken = z.infer<typeof SampledToken>
 
 const KIND_BY_CODE = new Map<number, FrameKind>(Object.entries(FrameKind).map(([k, v]) => [v, k as FrameKind]))

@@ -1,7 +1,8 @@
 import type { KeyObject } from 'node:crypto'
-import type { OpenSession, SamplingParams, Ticket } from '../../protocol'
+import type { OpenSession, Ticket } from '../../protocol'
 import { MAX_HEARTBEAT_SESSIONS } from '../../protocol'
 import type { SerialQueue } from '../serial-queue'
+import type { LastHopSampler } from './last-hop-sampler'
 import type { ServingSession } from './serving-runtime'
 import type { StepOrder } from './step-order'
 
@@ -29,7 +30,7 @@ export interface ServedSession {
   readonly ticket: Ticket
   /** False until its first forward: an open never stepped is reaped early. */
   stepped: boolean
-  readonly sampling: ReturnType<typeof SamplingParams.parse>
+  readonly sampling: LastHopSampler
   lastUsed: number
   /** Steps of one session run one after another. */
   readonly steps: SerialQueue

@@ -20,15 +20,17 @@ import {
   readJson,
   receiptMessage,
   type SampledToken,
-  SamplingParams,
   type SeamFacts,
   type Ticket,
   toWireError,
 } from '../../protocol'
+import type { TokenTexts } from '../grammar/constraint'
+import { onceTokenTexts } from '../grammar/token-texts'
 import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkReplayTicket, checkStepTokens, squattedSession, type TicketTerms } from './admission'
 import { DataPlaneListener } from './data-plane-listener'
+import { LastHopSampler } from './last-hop-sampler'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
@@ -69,6 +71,8 @@ export interface ShardServerOptions {
   readonly maxInFlightPerConnection?: number
   /** Signs the tracker's dial-back at DIAL_BACK_PATH on the data-plane port (absent: it answers 503). */
   readonly dialBack?: DialBackProver
+  /** An artifact of the model (last hop only): its vocabulary is loaded on the first session with a grammar; without it grammars are refused. */
+  readonly vocabularyFrom?: string | undefined
 }
 
 export type { FrameCaller } from './served-session'
@@ -96,6 +100,8 @@ export class ShardServer {
   /** Compute time per block of the last single-token steps, for the measured speed. */
   private readonly recentMsPerBlock: number[] = []
   private readonly limits: AdmissionLimits
+  /** The vocabulary's token texts, loaded on the first grammar (last hop only). */
+  private readonly tokenTexts: (() => Promise<TokenTexts>) | undefined
   /** Runs the ready steps of all sessions in one graph per tick (step-batcher.ts). */
   readonly batcher: StepBatcher
   /** Takes WebSocket upgrades on other paths of the data-plane port (a volunteer relay's); true when it took this one. */
@@ -106,6 +112,7 @@ export class ShardServer {
     private readonly options: ShardServerOptions,
   ) {
     this.limits = admissionLimits(options.maxSessions, options.limits)
+    this.tokenTexts = options.vocabularyFrom === undefined ? undefined : onceTokenTexts(options.modelId, options.vocabularyFrom)
     this.batcher = new StepBatcher(runtime)
     this.reaper = setInterval(() => this.reapIdle(Date.now()), Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)))
     this.reaper.unref()
@@ -198,6 +205,8 @@ export class ShardServer {
     const { modelId, blocks } = this.options
     if (this.draining) throw new NeuronError('draining', 'this host is draining and takes no new sessions; ask the tracker for another route.')
     if (request.modelId !== modelId) throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
+    // A malformed grammar is refused before anything is admitted or evicted.
+    const sampling = LastHopSampler.open(request.sampling, this.tokenTexts)
     const ticket = this.admitOrEvict(frame.session, request)
     // A route may use part of this host's span: the session then runs only its blocks.
     if (request.blocks[0] < blocks[0] || request.blocks[1] > blocks[1]) {
@@ -219,7 +228,7 @@ export class ShardServer {
       probe: ticket.probe === true,
       ticket,
       stepped: false,
-      sampling: SamplingParams.parse(request.sampling ?? {}),
+      sampling,
       lastUsed: Date.now(),
       steps: new SerialQueue(),
     })
@@ -286,18 +295,8 @@ export class ShardServer {
     }
     if (output.kind === 'logits') {
       if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, signed, jsonAnswer('ok', frame, {}))
-      const s = served.sampling
-      // The draw depends on (seed, position) only, so a replacement hop after failover draws the same token.
-      const next = frame.position + frame.tokens
-      const sampled = served.runtime.sample({
-        temperature: s.temperature,
-        ...(s.topK === undefined ? {} : { topK: s.topK }),
-        ...(s.topP === undefined ? {} : { topP: s.topP }),
-        ...(s.minP === undefined ? {} : { minP: s.minP }),
-        ...(s.repeatPenalty === undefined ? {} : { repeatPenalty: { penalty: s.repeatPenalty } }),
-        seed: (Math.imul(s.seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(next, 0xc2b2ae35)) >>> 0,
-      })
-      const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs }
+      const sampled = await served.sampling.sample(served.runtime, frame.position + frame.tokens)
+      const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs, ...(sampled.top === undefined ? {} : { top: sampled.top }) }
       return this.seal(served, frame, signed, jsonAnswer('token', frame, body))
     }
     const values = new Uint8Array(output.data.buffer, output.data.byteOffset, output.data.byteLength)

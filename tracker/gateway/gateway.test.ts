@@ -148,7 +148,7 @@ for (const engine of await storeEngines())
 
     it('answers 400, 401, 402 and 404 in OpenAI’s error shape', async () => {
       const model = swarm.manifest.modelId
-      const n2 = await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: MESSAGES, n: 2 }) })
+      const n2 = await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: MESSAGES, n: 5 }) })
       expect(n2.status).toBe(400)
       expectOpenAiError(n2.body, 'invalid_value', 'n')
       const noMessages = await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model }) })

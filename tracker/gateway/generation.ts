@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import type { SwarmClient } from '../../client/swarm-client'
-import { NeuronError, type Receipt } from '../../protocol'
+import type { GeneratedToken, SwarmClient } from '../../client/swarm-client'
+import type { ModelTokenizer } from '../../client/tokenizer'
+import { NeuronError, type Receipt, type SamplingParams } from '../../protocol'
 import { consumerAccount } from '../ledger/accounts'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
@@ -8,10 +9,13 @@ import { affordableTokens, maxCost, type PricingOptions, priceOf } from '../ledg
 import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'
 
+/** The gateway routes that generate, as the account's request log names them. */
+export type GenerationEndpoint = 'chat.completions' | 'completions' | 'ollama.chat' | 'ollama.generate' | 'anthropic.messages'
+
 /** One generation as the swarm runs it, whichever endpoint asked for it. */
 export interface Generation {
-  /** The OpenAI route that asked, as the account's request log names it. */
-  readonly endpoint: 'chat.completions' | 'completions'
+  /** The route that asked, as the account's request log names it. */
+  readonly endpoint: GenerationEndpoint
   readonly modelId: string
   readonly promptTokens: number[]
   readonly maxTokens: number
@@ -19,10 +23,26 @@ export interface Generation {
   readonly topP: number | undefined
   readonly seed: number
   readonly stop: readonly string[]
+  /** A GBNF grammar the last hop holds the output to (response_format, tools). */
+  readonly grammar?: string | undefined
+  readonly presencePenalty?: number | undefined
+  readonly frequencyPenalty?: number | undefined
+  /** Log-probabilities of each token, with this many most likely alternatives (0 to 20); undefined: none. */
+  readonly logprobs?: number | undefined
 }
 
-/** What a generation yields: paid-for text as it comes, then exactly one finish. */
-export type Chunk = { readonly text: string } | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number }
+/** A generated token's log-probability and the most likely tokens at its place, in OpenAI's shape. */
+export interface TokenLogprob {
+  readonly token: string
+  readonly logprob: number
+  readonly bytes: number[]
+  readonly top_logprobs: { readonly token: string; readonly logprob: number; readonly bytes: number[] }[]
+}
+
+/** What a generation yields: paid-for text as it comes (with its tokens' log-probabilities when asked), then exactly one finish. */
+export type Chunk =
+  | { readonly text: string; readonly logprobs?: readonly TokenLogprob[] }
+  | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number }
 
 /**
  * Generations on the swarm through the tracker's own SwarmClient, paid from the caller's account
@@ -121,23 +141,27 @@ export class PaidGenerations {
         modelId: g.modelId,
         prompt: g.promptTokens,
         maxTokens,
-        sampling: { temperature: g.temperature, seed: g.seed, ...(g.topP === undefined ? {} : { topP: g.topP }) },
+        sampling: samplingOf(g),
         signal,
         onReceipts: (session, receipts) => {
           unsettled.push({ session, receipts })
         },
       })
       const longestStop = Math.max(0, ...g.stop.map((s) => s.length))
+      const logprobs = g.logprobs === undefined ? undefined : new LogprobTrail(await client.tokenizer(g.modelId))
+      /** A chunk of the text up to `end`, with the log-probabilities of the tokens that begin before it. */
+      const chunk = (from: number, end: number) => ({ text: text.slice(from, end), ...(logprobs === undefined ? {} : { logprobs: logprobs.until(end) }) })
       let text = ''
       let sent = 0
       let next = await bounded(tokens.next(), this.stallMs + g.promptTokens.length * STALL_MS_PER_PROMPT_TOKEN)
       while (!next.done) {
         generated = countGenerated(next.value.position, g.promptTokens.length)
+        logprobs?.push(next.value, text.length)
         text += next.value.text
         const at = firstStop(text, g.stop)
         if (at !== -1) {
           await settle()
-          if (at > sent) yield { text: text.slice(sent, at) }
+          if (at > sent) yield chunk(sent, at)
           await tokens.return(undefined as never)
           await settle()
           status = 'completed'
@@ -165,13 +189,13 @@ export class PaidGenerations {
         // Hold back what might be the start of a stop string.
         const safe = Math.max(sent, text.length - Math.max(0, longestStop - 1))
         if (safe > sent) {
-          yield { text: text.slice(sent, safe) }
+          yield chunk(sent, safe)
           sent = safe
         }
         next = await following
       }
       await settle()
-      if (text.length > sent) yield { text: text.slice(sent) }
+      if (text.length > sent) yield chunk(sent, text.length)
       const s = next.value
       for (const hop of s.route) if (hop.medianMs > 0) this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
       generated = s.completionTokens
@@ -214,12 +238,58 @@ const STALL_MS_PER_PROMPT_TOKEN = 20
 /** How often a generation's receipts are committed, and its text written, while it runs: 5 times a second. */
 const SETTLE_EVERY_MS = 200
 
+/** The swarm's sampling parameters of a generation. */
+function samplingOf(g: Generation): SamplingParams {
+  return {
+    temperature: g.temperature,
+    seed: g.seed,
+    ...(g.topP === undefined ? {} : { topP: g.topP }),
+    ...(g.grammar === undefined ? {} : { grammar: g.grammar }),
+    ...(g.presencePenalty ? { presencePenalty: g.presencePenalty } : {}),
+    ...(g.frequencyPenalty ? { frequencyPenalty: g.frequencyPenalty } : {}),
+    ...(g.logprobs === undefined ? {} : { topLogprobs: g.logprobs }),
+  }
+}
+
+/** A generation's tokens with their log-probabilities, given out with the text they begin in. */
+class LogprobTrail {
+  private readonly tokens: { start: number; entry: TokenLogprob }[] = []
+  private given = 0
+  private last: number | undefined
+
+  constructor(private readonly tokenizer: Pick<ModelTokenizer, 'decode'>) {}
+
+  /** `t` begins at `start` in the text. */
+  push(t: GeneratedToken, start: number): void {
+    const entry = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)] })
+    // An alternative reads as it would in the token's place: after the token before it.
+    const previous = this.last === undefined ? [] : [this.last]
+    this.last = t.token
+    const top = (t.top ?? []).map((a) => entry(this.tokenizer.decode([a.token], previous), a.logprob))
+    this.tokens.push({ start, entry: { ...entry(t.text, t.logprob), top_logprobs: top } })
+  }
+
+  /** The tokens not given yet that begin before `end`. */
+  until(end: number): TokenLogprob[] {
+    const out: TokenLogprob[] = []
+    while (this.given < this.tokens.length && (this.tokens[this.given]?.start ?? end) < end)
+      out.push((this.tokens[this.given++] as { entry: TokenLogprob }).entry)
+    return out
+  }
+}
+
 /** A whole generation's text and finish, for a response that is not streamed. */
-export async function collect(stream: AsyncGenerator<Chunk, void>): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number }> {
+export async function collect(
+  stream: AsyncGenerator<Chunk, void>,
+  first?: IteratorResult<Chunk, void>,
+): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number; logprobs: TokenLogprob[] }> {
   let text = ''
-  for await (const c of stream) {
-    if ('done' in c) return { text, finishReason: c.finishReason, completionTokens: c.completionTokens }
+  const logprobs: TokenLogprob[] = []
+  for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
+    const c = next.value
+    if ('done' in c) return { text, finishReason: c.finishReason, completionTokens: c.completionTokens, logprobs }
     text += c.text
+    logprobs.push(...(c.logprobs ?? []))
   }
   throw new GatewayError(500, 'server_error', 'internal', 'the generation ended without a finish reason')
 }

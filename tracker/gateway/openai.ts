@@ -3,24 +3,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { priceOf } from '../ledger/pricing'
 import { authenticate } from './auth'
+import { planChat } from './chat-generation'
 import type { GatewayDeps, GatewayOptions } from './deps'
 import { GatewayError } from './errors'
-import { collect, type Generation, type PaidGenerations } from './generation'
+import { type Chunk, collect, type Generation, type PaidGenerations, type TokenLogprob } from './generation'
 import { abortOnClose, MAX_BODY_BYTES, parse, readBody, sendJson } from './http'
+import { generationsOf, usage } from './openai-sampling'
 import { ChatCompletionRequest, CompletionRequest } from './openai-schemas'
 import { checkMaxTokens, completionBudget, fewestTokens, fitting, promptBounds, promptTokenLimit } from './prompt-bounds'
 import type { PromptTokenizers } from './prompt-tokenizers'
 import type { RateLimit } from './rate-limit'
-import { sse, startSse, streamSse } from './sse'
-
-/** The sampling fields chat and legacy completions share, as OpenAI names them. */
-interface SamplingParams {
-  model: string
-  temperature?: number | null
-  top_p?: number | null
-  seed?: number | null
-  stop?: string | string[] | null
-}
+import { type ChoiceStream, sse, startSse, streamChoices } from './sse'
 
 /** OpenAI's /v1/models, /v1/chat/completions and /v1/completions, streamed as SSE or not. */
 export class OpenAiEndpoints {
@@ -54,49 +47,58 @@ export class OpenAiEndpoints {
     const account = await authenticate(req, this.deps)
     await this.rateLimit.check(account)
     const body = parse(ChatCompletionRequest, await this.promptBody(req, 'messages'))
-    const { contextLength } = this.deps.catalog.get(body.model).manifest // 404 before any work
-    const maxParam = body.max_completion_tokens == null ? 'max_tokens' : 'max_completion_tokens'
-    const requested = body.max_completion_tokens ?? body.max_tokens
-    checkMaxTokens(requested, maxParam, contextLength)
-    const tokenizer = await this.tokenizers.get(body.model)
-    const messages = body.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') }))
-    const chars = messages.reduce((n, m) => n + m.content.length, 0)
-    const fewest = fewestTokens(chars, promptBounds(tokenizer.longestTokenChars, contextLength), 'messages')
-    await this.generations.checkAffordable(account, body.model, fewest)
-    const promptTokens = fitting(await tokenizer.chat(messages, promptTokenLimit(contextLength)), contextLength, 'messages')
-    const maxTokens = completionBudget(promptTokens.length, requested, this.options.defaultChatMaxTokens ?? 256, contextLength, {
-      prompt: 'messages',
-      max: maxParam,
-    })
-    const generation = generationOf('chat.completions', body, promptTokens, maxTokens)
+    const deps = { ...this.deps, generations: this.generations, tokenizers: this.tokenizers, defaultChatMaxTokens: this.options.defaultChatMaxTokens ?? 256 }
+    const chat = await planChat(deps, account, body)
     const id = `chatcmpl-${randomBytes(12).toString('hex')}`
-    const created = Math.floor(Date.now() / 1000)
-    const base = { id, created, model: body.model, system_fingerprint: null }
-    const stream = this.generations.run(account, generation, abortOnClose(res))
+    const base = { id, created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
+    const choices = await this.start(account, chat.generations, res)
+    const logprobsOf = (entries: readonly TokenLogprob[]) => (body.logprobs === true ? { content: entries, refusal: null } : null)
     if (body.stream === true) {
-      const first = await stream.next()
       startSse(res)
-      sse(res, {
-        ...base,
-        object: 'chat.completion.chunk',
-        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-      })
-      await streamSse(res, first, stream, {
-        text: (text) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }] }),
-        finish: (reason) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: reason }] }),
-        usage:
-          body.stream_options?.include_usage === true
-            ? (n) => ({ ...base, object: 'chat.completion.chunk', choices: [], usage: usage(promptTokens.length, n) })
-            : undefined,
+      const chunk = (choices: unknown[]) => ({ ...base, object: 'chat.completion.chunk', choices })
+      for (let i = 0; i < choices.length; i++) sse(res, chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]))
+      await streamChoices(res, choices, {
+        delta: chat.streamsText
+          ? (index, c) => chunk([{ index, delta: { content: c.text }, logprobs: logprobsOf(c.logprobs ?? []), finish_reason: null }])
+          : undefined,
+        finish: (index, done, text, held) => {
+          const a = chat.answer(text, done.finishReason)
+          const end = chunk([{ index, delta: {}, logprobs: null, finish_reason: a.finishReason }])
+          if (chat.streamsText) return [end]
+          if (a.toolCalls === undefined) return [chunk([{ index, delta: { content: a.content }, logprobs: logprobsOf(held), finish_reason: null }]), end]
+          // Each call as OpenAI streams one: its id and name, then its arguments.
+          return [
+            ...a.toolCalls.flatMap((c, k) => [
+              chunk([
+                {
+                  index,
+                  delta: { tool_calls: [{ index: k, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] },
+                  logprobs: null,
+                  finish_reason: null,
+                },
+              ]),
+              chunk([{ index, delta: { tool_calls: [{ index: k, function: { arguments: c.function.arguments } }] }, logprobs: null, finish_reason: null }]),
+            ]),
+            end,
+          ]
+        },
+        usage: body.stream_options?.include_usage === true ? (n) => ({ ...chunk([]), usage: usage(chat.promptTokens, n) }) : undefined,
       })
       return
     }
-    const { text, finishReason, completionTokens } = await collect(stream)
+    const results = await Promise.all(choices.map((c) => collect(c.stream, c.first)))
     sendJson(res, 200, {
       ...base,
       object: 'chat.completion',
-      choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: finishReason }],
-      usage: usage(promptTokens.length, completionTokens),
+      choices: results.map((r, index) => {
+        const a = chat.answer(r.text, r.finishReason)
+        const message = { role: 'assistant', content: a.content, refusal: null, ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }) }
+        return { index, message, logprobs: logprobsOf(r.logprobs), finish_reason: a.finishReason }
+      }),
+      usage: usage(
+        chat.promptTokens,
+        results.reduce((n, r) => n + r.completionTokens, 0),
+      ),
     })
   }
 
@@ -109,26 +111,47 @@ export class OpenAiEndpoints {
     const promptTokens = await this.completionPrompt(account, body.model, body.prompt, contextLength, nVocab)
     // OpenAI's legacy default is 16 tokens.
     const maxTokens = completionBudget(promptTokens.length, body.max_tokens, 16, contextLength, { prompt: 'prompt', max: 'max_tokens' })
-    const generation = generationOf('completions', body, promptTokens, maxTokens)
+    const generations = generationsOf('completions', body, promptTokens, maxTokens, body.logprobs == null ? {} : { logprobs: body.logprobs })
     const id = `cmpl-${randomBytes(12).toString('hex')}`
     const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
-    const stream = this.generations.run(account, generation, abortOnClose(res))
+    const choices = await this.start(account, generations, res)
+    const logprobsOf = (entries: readonly TokenLogprob[], offset: number) => (body.logprobs == null ? null : legacyLogprobs(entries, offset))
     if (body.stream === true) {
-      const first = await stream.next()
       startSse(res)
-      await streamSse(res, first, stream, {
-        text: (text) => ({ ...base, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }),
-        finish: (reason) => ({ ...base, choices: [{ index: 0, text: '', logprobs: null, finish_reason: reason }] }),
+      const offsets = choices.map(() => 0)
+      await streamChoices(res, choices, {
+        delta: (index, c) => {
+          const at = offsets[index] ?? 0
+          offsets[index] = at + c.text.length
+          return { ...base, choices: [{ index, text: c.text, logprobs: logprobsOf(c.logprobs ?? [], at), finish_reason: null }] }
+        },
+        finish: (index, done) => [{ ...base, choices: [{ index, text: '', logprobs: null, finish_reason: done.finishReason }] }],
         usage: body.stream_options?.include_usage === true ? (n) => ({ ...base, choices: [], usage: usage(promptTokens.length, n) }) : undefined,
       })
       return
     }
-    const { text, finishReason, completionTokens } = await collect(stream)
+    const results = await Promise.all(choices.map((c) => collect(c.stream, c.first)))
     sendJson(res, 200, {
       ...base,
-      choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason }],
-      usage: usage(promptTokens.length, completionTokens),
+      choices: results.map((r, index) => ({ index, text: r.text, logprobs: logprobsOf(r.logprobs, 0), finish_reason: r.finishReason })),
+      usage: usage(
+        promptTokens.length,
+        results.reduce((n, r) => n + r.completionTokens, 0),
+      ),
     })
+  }
+
+  /** Starts each choice's paid generation and waits for its first chunk, so a refusal (402, 503) is an HTTP error. */
+  private async start(account: StoredAccount, generations: readonly Generation[], res: ServerResponse): Promise<ChoiceStream[]> {
+    const signal = abortOnClose(res)
+    const streams = generations.map((g) => this.generations.run(account, g, signal))
+    const firsts = await Promise.allSettled(streams.map((s) => s.next()))
+    const failed = firsts.find((f) => f.status === 'rejected')
+    if (failed !== undefined) {
+      await Promise.all(streams.map((s) => s.return(undefined).catch(() => {})))
+      throw failed.reason
+    }
+    return streams.map((stream, i) => ({ stream, first: (firsts[i] as PromiseFulfilledResult<IteratorResult<Chunk, void>>).value }))
   }
 
   /** A chat's or completion's body, refused unparsed past the largest that could fit one of the models' contexts. */
@@ -176,22 +199,17 @@ export class OpenAiEndpoints {
   }
 }
 
-/** The swarm's generation for OpenAI's sampling fields: temperature 1 and a random seed unless given, empty stops dropped. */
-function generationOf(endpoint: Generation['endpoint'], body: SamplingParams, promptTokens: number[], maxTokens: number): Generation {
-  if (promptTokens.length === 0) throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'the prompt is empty.', 'prompt')
-  const stop = body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== '')
-  return {
-    endpoint,
-    modelId: body.model,
-    promptTokens,
-    maxTokens,
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? undefined,
-    seed: body.seed == null ? randomBytes(4).readUInt32LE() : body.seed >>> 0,
-    stop,
+/** Legacy completions' logprobs: parallel lists, the alternatives as token → log-probability, offsets into the text. */
+function legacyLogprobs(entries: readonly TokenLogprob[], offset: number) {
+  const offsets: number[] = []
+  for (const e of entries) {
+    offsets.push(offset)
+    offset += e.token.length
   }
-}
-
-function usage(prompt: number, completion: number) {
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
+  return {
+    tokens: entries.map((e) => e.token),
+    token_logprobs: entries.map((e) => e.logprob),
+    top_logprobs: entries.map((e) => Object.fromEntries(e.top_logprobs.map((t) => [t.token, t.logprob]))),
+    text_offset: offsets,
+  }
 }

@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import type { ChatMessage } from '../../client/chat-template'
+import { type ChatFunctions, type ChatMessage, chatHistoryOf } from '../../client/chat-template'
+import { NeuronError } from '../../protocol'
 import type { ModelCatalog } from '../catalog'
 import { GatewayError } from './errors'
 import { promptBodyBound, type Tokenized } from './prompt-bounds'
@@ -12,13 +13,13 @@ export type { Tokenized } from './prompt-bounds'
 /**
  * The worker's whole program, plain JavaScript evaluated as a script (a .ts worker would need tsx's loader,
  * which the app, the CLI and vitest provide differently): the model's tokenizer, loaded vocabulary-only.
- * `encode` is ModelTokenizer.encode and `chat` is renderChat (client/), line for line; the gateway's tests
+ * `encode` is ModelTokenizer.encode and `chat` is renderChat (client/), line for line (with tools besides); the gateway's tests
  * check that the usage they count equals the swarm client's.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const loaded = (async () => {
-  const { getLlama, LlamaLogLevel, resolveChatWrapper } = await import(workerData.llama)
+  const { getLlama, LlamaLogLevel, LlamaText, resolveChatWrapper } = await import(workerData.llama)
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, logger: () => {} })
   const model = await llama.loadModel({ modelPath: workerData.path, vocabOnly: true, gpuLayers: 0 })
   let longest = 0
@@ -29,24 +30,28 @@ const loaded = (async () => {
     const ids = [...model.tokenize(text)]
     return bos !== null && model.tokens.shouldPrependBosToken ? [bos, ...ids] : ids
   }
-  const chat = (messages) => {
+  const chat = (history, functions) => {
     wrapper ??= resolveChatWrapper(model, { warningLogs: false })
-    const history = messages.map((m) =>
-      m.role === 'assistant' ? { type: 'model', response: [m.content] } : m.role === 'user' ? { type: 'user', text: m.content } : { type: 'system', text: m.content },
-    )
-    history.push({ type: 'model', response: [] })
-    return [...wrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer)]
+    // A model without a chat template gets node-llama-cpp's closest wrapper and, for tools, a short list of them
+    // (the wrappers' own documentation outgrows a small model's context): see the README's tool calls.
+    if (functions !== undefined && model.fileInfo.metadata.tokenizer.chat_template === undefined)
+      wrapper.generateAvailableFunctionsSystemText = (fns) =>
+        LlamaText(['Tools, called as ', callExample, ':\\n', ...Object.entries(fns).map(([n, f]) => n + '(' + JSON.stringify(f.params ?? {}) + ') ' + (f.description ?? '') + '\\n')])
+    return [...wrapper.generateContextState({ chatHistory: history, availableFunctions: functions }).contextText.tokenize(model.tokenizer)]
   }
-  return { longest, encode, chat }
+  wrapper = resolveChatWrapper(model, { warningLogs: false })
+  const syntax = JSON.parse(JSON.stringify(wrapper.settings.functions))
+  const callExample = LlamaText([wrapper.settings.functions.call.prefix, 'name', wrapper.settings.functions.call.paramsPrefix, '{...}', wrapper.settings.functions.call.suffix]).toString()
+  return { longest, encode, chat, syntax }
 })()
 loaded.then(
-  (t) => parentPort.postMessage({ ready: true, longest: t.longest }),
+  (t) => parentPort.postMessage({ ready: true, longest: t.longest, syntax: t.syntax }),
   (e) => parentPort.postMessage({ ready: false, error: String(e && e.message ? e.message : e) }),
 )
 parentPort.on('message', async (m) => {
   try {
     const t = await loaded
-    const tokens = m.op === 'encode' ? t.encode(m.text) : t.chat(m.messages)
+    const tokens = m.op === 'encode' ? t.encode(m.text) : t.chat(m.history, m.functions)
     // past the limit only the count: a 3.9 MB prompt's million ids cost the main thread more to take in than to refuse
     if (tokens.length > m.limit) return parentPort.postMessage({ id: m.id, count: tokens.length })
     const ids = Int32Array.from(tokens)
@@ -64,7 +69,9 @@ export interface PromptTokenizer {
   /** A plain-text prompt's tokens, with the BOS token when the model wants one (ModelTokenizer.encode); ids only up to `limit`. */
   encode(text: string, limit?: number): Promise<Tokenized>
   /** OpenAI messages rendered with the model's chat template to the assistant's turn (renderChat); ids only up to `limit`. */
-  chat(messages: readonly ChatMessage[], limit?: number): Promise<Tokenized>
+  chat(messages: readonly ChatMessage[], limit?: number, functions?: ChatFunctions): Promise<Tokenized>
+  /** How the model's chat template writes a function call (node-llama-cpp's ChatWrapperSettings.functions, as JSON). */
+  readonly functionSyntax: unknown
 }
 
 type Reply =
@@ -129,6 +136,7 @@ class WorkerTokenizer implements PromptTokenizer {
     private readonly modelId: string,
     private readonly worker: Worker,
     readonly longestTokenChars: number,
+    readonly functionSyntax: unknown,
     onExit: () => void,
   ) {
     worker.on('message', (m: Reply) => {
@@ -160,16 +168,16 @@ class WorkerTokenizer implements PromptTokenizer {
       })
       // The tracker's exit does not wait for its tokenizers.
       worker.unref()
-      const longest = await new Promise<number>((resolve, reject) => {
-        worker.once('message', (m: { ready: boolean; longest?: number; error?: string }) =>
-          m.ready ? resolve(m.longest ?? 0) : reject(new Error(m.error ?? 'the tokenizer did not load')),
+      const ready = await new Promise<{ longest: number; syntax: unknown }>((resolve, reject) => {
+        worker.once('message', (m: { ready: boolean; longest?: number; syntax?: unknown; error?: string }) =>
+          m.ready ? resolve({ longest: m.longest ?? 0, syntax: m.syntax }) : reject(new Error(m.error ?? 'the tokenizer did not load')),
         )
         worker.once('error', reject)
       }).catch(async (error: Error) => {
         await worker.terminate()
         throw new GatewayError(500, 'server_error', 'tokenizer_failed', `the tokenizer of ${modelId} did not load on its worker: ${error.message}`)
       })
-      return new WorkerTokenizer(modelId, worker, longest, onExit)
+      return new WorkerTokenizer(modelId, worker, ready.longest, ready.syntax, onExit)
     } finally {
       await rm(dir, { recursive: true, force: true }).catch(() => {})
     }
@@ -179,15 +187,24 @@ class WorkerTokenizer implements PromptTokenizer {
     return this.ask({ op: 'encode', text, limit })
   }
 
-  chat(messages: readonly ChatMessage[], limit = Number.POSITIVE_INFINITY): Promise<Tokenized> {
-    return this.ask({ op: 'chat', messages, limit })
+  chat(messages: readonly ChatMessage[], limit = Number.POSITIVE_INFINITY, functions?: ChatFunctions): Promise<Tokenized> {
+    let history: unknown
+    try {
+      history = chatHistoryOf(messages)
+    } catch (error) {
+      if (error instanceof NeuronError) throw new GatewayError(400, 'invalid_request_error', 'invalid_value', error.message, 'messages')
+      throw error
+    }
+    return this.ask({ op: 'chat', history, functions, limit })
   }
 
   async terminate(): Promise<void> {
     await this.worker.terminate()
   }
 
-  private ask(message: ({ op: 'encode'; text: string } | { op: 'chat'; messages: readonly ChatMessage[] }) & { limit: number }): Promise<Tokenized> {
+  private ask(
+    message: ({ op: 'encode'; text: string } | { op: 'chat'; history: unknown; functions: ChatFunctions | undefined }) & { limit: number },
+  ): Promise<Tokenized> {
     if (this.failed !== undefined) return Promise.reject(this.failed)
     const id = this.nextId++
     return new Promise<Tokenized>((resolve, reject) => {

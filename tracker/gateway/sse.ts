@@ -38,3 +38,46 @@ export function endSseWithError(res: ServerResponse, error: GatewayError): void 
   sse(res, error.body())
   res.end()
 }
+
+/** A choice's stream: its first chunk (awaited before the response began, so a refusal is an HTTP error) and the rest. */
+export interface ChoiceStream {
+  readonly first: IteratorResult<Chunk, void>
+  readonly stream: AsyncGenerator<Chunk, void>
+}
+
+/** The endpoint's shape of each choice's chunks; `delta` undefined holds the choice's text until `finish` (tool calls). */
+export interface ChoiceChunks {
+  readonly delta: ((index: number, c: Extract<Chunk, { text: string }>) => unknown) | undefined
+  /** The chunks that end choice `index`, given its whole text and its log-probabilities. */
+  readonly finish: (
+    index: number,
+    done: Extract<Chunk, { done: true }>,
+    text: string,
+    logprobs: NonNullable<Extract<Chunk, { text: string }>['logprobs']>,
+  ) => unknown[]
+  readonly usage: ((completionTokens: number) => unknown) | undefined
+}
+
+/** Streams several choices as SSE, interleaved as they come: deltas, each choice's finish, then usage and [DONE]. */
+export async function streamChoices(res: ServerResponse, choices: readonly ChoiceStream[], chunk: ChoiceChunks): Promise<void> {
+  let completionTokens = 0
+  await Promise.all(
+    choices.map(async ({ first, stream }, index) => {
+      let text = ''
+      const logprobs: NonNullable<Extract<Chunk, { text: string }>['logprobs']>[number][] = []
+      for (let next = first; !next.done; next = await stream.next()) {
+        const c = next.value
+        if ('done' in c) {
+          completionTokens += c.completionTokens
+          for (const body of chunk.finish(index, c, text, logprobs)) sse(res, body)
+        } else {
+          text += c.text
+          if (chunk.delta === undefined) logprobs.push(...(c.logprobs ?? []))
+          else if (c.text !== '' || (c.logprobs?.length ?? 0) > 0) sse(res, chunk.delta(index, c))
+        }
+      }
+    }),
+  )
+  if (chunk.usage !== undefined) sse(res, chunk.usage(completionTokens))
+  res.end('data: [DONE]\n\n')
+}

@@ -5,7 +5,7 @@ import { consumerAccount } from './accounts'
 export interface ApiRequestRecord {
   readonly session: string
   readonly accountId: string
-  /** The OpenAI route that asked: 'chat.completions' or 'completions'. */
+  /** The route that asked: 'chat.completions', 'completions', 'ollama.chat', 'ollama.generate' or 'anthropic.messages'. */
   readonly endpoint: string
   readonly modelId: string
   readonly promptTokens: number
