@@ -15,12 +15,19 @@ export interface Generation {
   readonly maxTokens: number
   readonly temperature: number
   readonly topP: number | undefined
+  /** Samplers the OpenAI API lacks, which Ollama's and Anthropic's requests may set (absent: off). */
+  readonly topK?: number
+  readonly minP?: number
+  readonly repeatPenalty?: number
   readonly seed: number
   readonly stop: readonly string[]
 }
 
 /** What a generation yields: paid-for text as it comes, then exactly one finish. */
-export type Chunk = { readonly text: string } | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number }
+export type Chunk =
+  | { readonly text: string }
+  /** `stopSequence`: which of the stop strings ended it (Anthropic's stop_sequence); absent when the model ended it. */
+  | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number; readonly stopSequence?: string }
 
 /**
  * Generations on the swarm through the tracker's own SwarmClient, paid from the caller's account
@@ -115,7 +122,14 @@ export class PaidGenerations {
         modelId: g.modelId,
         prompt: g.promptTokens,
         maxTokens,
-        sampling: { temperature: g.temperature, seed: g.seed, ...(g.topP === undefined ? {} : { topP: g.topP }) },
+        sampling: {
+          temperature: g.temperature,
+          seed: g.seed,
+          ...(g.topP === undefined ? {} : { topP: g.topP }),
+          ...(g.topK === undefined ? {} : { topK: g.topK }),
+          ...(g.minP === undefined ? {} : { minP: g.minP }),
+          ...(g.repeatPenalty === undefined ? {} : { repeatPenalty: g.repeatPenalty }),
+        },
         signal,
         onReceipts: (session, receipts) => {
           unsettled.push({ session, receipts })
@@ -128,13 +142,13 @@ export class PaidGenerations {
       while (!next.done) {
         const generated = countGenerated(next.value.position, g.promptTokens.length)
         text += next.value.text
-        const at = firstStop(text, g.stop)
-        if (at !== -1) {
+        const { at, stopSequence } = firstStop(text, g.stop)
+        if (stopSequence !== undefined) {
           await settle()
           if (at > sent) yield { text: text.slice(sent, at) }
           await tokens.return(undefined as never)
           await settle()
-          yield { done: true, finishReason: 'stop', completionTokens: generated }
+          yield { done: true, finishReason: 'stop', completionTokens: generated, stopSequence }
           return
         }
         const following = bounded(tokens.next(), this.stallMs)
@@ -201,10 +215,12 @@ const STALL_MS_PER_PROMPT_TOKEN = 20
 const SETTLE_EVERY_MS = 200
 
 /** A whole generation's text and finish, for a response that is not streamed. */
-export async function collect(stream: AsyncGenerator<Chunk, void>): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number }> {
+export async function collect(
+  stream: AsyncGenerator<Chunk, void>,
+): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number; stopSequence?: string }> {
   let text = ''
   for await (const c of stream) {
-    if ('done' in c) return { text, finishReason: c.finishReason, completionTokens: c.completionTokens }
+    if ('done' in c) return { text, finishReason: c.finishReason, completionTokens: c.completionTokens, stopSequence: c.stopSequence }
     text += c.text
   }
   throw new GatewayError(500, 'server_error', 'internal', 'the generation ended without a finish reason')
@@ -215,11 +231,13 @@ function countGenerated(position: number, promptTokens: number): number {
   return position - promptTokens + 1
 }
 
-function firstStop(text: string, stops: readonly string[]): number {
+/** Where the earliest stop string in `text` starts, and which it is; `at` -1 and no stop when none is there. */
+function firstStop(text: string, stops: readonly string[]): { at: number; stopSequence: string | undefined } {
   let at = -1
+  let stopSequence: string | undefined
   for (const s of stops) {
     const i = text.indexOf(s)
-    if (i !== -1 && (at === -1 || i < at)) at = i
+    if (i !== -1 && (at === -1 || i < at)) [at, stopSequence] = [i, s]
   }
-  return at
+  return { at, stopSequence }
 }
