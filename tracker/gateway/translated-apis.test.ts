@@ -260,4 +260,30 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       console.log(`anthropic: ${streamed.usage.input_tokens} prompt + ${streamed.usage.output_tokens} completion tokens cost ${expected} micro-credits`)
     })
   })
+
+  // Last: it stops the only host of the last block.
+  it('ends a stream that fails after it began with the API’s own error, which its client throws', async () => {
+    // greedy: this prompt's answer runs to the token budget, so both streams are still running when the host stops
+    const prompt = renderChat(await direct.tokenizer(model), MESSAGES)
+    expect((await directText(prompt, 300, { temperature: 0 })).summary.finishReason).toBe('length')
+    const chat = await ollama.chat({ model, messages: MESSAGES, stream: true, options: { num_predict: 300, temperature: 0, repeat_penalty: 1 } })
+    const messages = anthropic.messages.stream({
+      model,
+      max_tokens: 300,
+      temperature: 0,
+      system: MESSAGES[0]?.content,
+      messages: [MESSAGES[1] as { role: 'user'; content: string }],
+    })
+    const ollamaParts = chat[Symbol.asyncIterator]()
+    expect((await ollamaParts.next()).value).toMatchObject({ done: false })
+    const anthropicEvents = messages[Symbol.asyncIterator]()
+    expect((await anthropicEvents.next()).value).toMatchObject({ type: 'message_start' })
+    await swarm.hosts.find((h) => h.state.blocks?.[1] === swarm.manifest.nLayer)?.stop(0)
+    const drain = async (it: AsyncIterator<unknown>) => {
+      for (let next = await it.next(); !next.done; next = await it.next()) {}
+    }
+    await expect(drain(ollamaParts)).rejects.toThrow(/route|swarm/)
+    await expect(drain(anthropicEvents)).rejects.toMatchObject({ error: { type: 'error', error: { type: 'overloaded_error' } } })
+    expect((await ollama.list()).models).toHaveLength(1)
+  })
 })
