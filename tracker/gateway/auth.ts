@@ -11,16 +11,19 @@ import { bearer } from './http'
  * one. On a private swarm the account's public key must be on the list (403 otherwise): an API key
  * is only as good as the key its account was created for.
  */
-export async function authenticate(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits'>): Promise<StoredAccount> {
+export function authenticate(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits'>): Promise<StoredAccount> {
+  return authenticateKey(bearer(req), deps)
+}
+
+/** As `authenticate`, for a key an API sends its own way; `howToSend` tells a caller without one where it goes. */
+export async function authenticateKey(
+  key: string | undefined,
+  deps: Pick<GatewayDeps, 'accounts' | 'admits'>,
+  howToSend = 'send Authorization: Bearer nk-…',
+): Promise<StoredAccount> {
   const { accounts } = deps
-  const key = bearer(req)
   if (key === undefined) {
-    throw new GatewayError(
-      401,
-      'invalid_request_error',
-      'missing_api_key',
-      'no API key: send Authorization: Bearer nk-… (ask the tracker operator for an account).',
-    )
+    throw new GatewayError(401, 'invalid_request_error', 'missing_api_key', `no API key: ${howToSend} (ask the tracker operator for an account).`)
   }
   const account = await accounts.byApiKey(key)
   if (account === undefined)

@@ -21,6 +21,10 @@ export interface Generation {
   readonly maxTokens: number
   readonly temperature: number
   readonly topP: number | undefined
+  /** Samplers the OpenAI API lacks, which Ollama's and Anthropic's requests may set (absent: off). */
+  readonly topK?: number
+  readonly minP?: number
+  readonly repeatPenalty?: number
   readonly seed: number
   readonly stop: readonly string[]
   /** A GBNF grammar the last hop holds the output to (response_format, tools). */
@@ -42,7 +46,8 @@ export interface TokenLogprob {
 /** What a generation yields: paid-for text as it comes (with its tokens' log-probabilities when asked), then exactly one finish. */
 export type Chunk =
   | { readonly text: string; readonly logprobs?: readonly TokenLogprob[] }
-  | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number }
+  /** `stopSequence`: which of the stop strings ended it (Anthropic's stop_sequence); absent when the model ended it. */
+  | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number; readonly stopSequence?: string }
 
 /**
  * Generations on the swarm through the tracker's own SwarmClient, paid from the caller's account
@@ -158,14 +163,14 @@ export class PaidGenerations {
         generated = countGenerated(next.value.position, g.promptTokens.length)
         logprobs?.push(next.value, text.length)
         text += next.value.text
-        const at = firstStop(text, g.stop)
-        if (at !== -1) {
+        const { at, stopSequence } = firstStop(text, g.stop)
+        if (stopSequence !== undefined) {
           await settle()
           if (at > sent) yield chunk(sent, at)
           await tokens.return(undefined as never)
           await settle()
           status = 'completed'
-          yield { done: true, finishReason: 'stop', completionTokens: generated }
+          yield { done: true, finishReason: 'stop', completionTokens: generated, stopSequence }
           return
         }
         const following = bounded(tokens.next(), this.stallMs)
@@ -244,6 +249,9 @@ function samplingOf(g: Generation): SamplingParams {
     temperature: g.temperature,
     seed: g.seed,
     ...(g.topP === undefined ? {} : { topP: g.topP }),
+    ...(g.topK === undefined ? {} : { topK: g.topK }),
+    ...(g.minP === undefined ? {} : { minP: g.minP }),
+    ...(g.repeatPenalty === undefined ? {} : { repeatPenalty: g.repeatPenalty }),
     ...(g.grammar === undefined ? {} : { grammar: g.grammar }),
     ...(g.presencePenalty ? { presencePenalty: g.presencePenalty } : {}),
     ...(g.frequencyPenalty ? { frequencyPenalty: g.frequencyPenalty } : {}),
@@ -282,12 +290,19 @@ class LogprobTrail {
 export async function collect(
   stream: AsyncGenerator<Chunk, void>,
   first?: IteratorResult<Chunk, void>,
-): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number; logprobs: TokenLogprob[] }> {
+): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number; logprobs: TokenLogprob[]; stopSequence?: string }> {
   let text = ''
   const logprobs: TokenLogprob[] = []
   for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
     const c = next.value
-    if ('done' in c) return { text, finishReason: c.finishReason, completionTokens: c.completionTokens, logprobs }
+    if ('done' in c)
+      return {
+        text,
+        finishReason: c.finishReason,
+        completionTokens: c.completionTokens,
+        logprobs,
+        ...(c.stopSequence === undefined ? {} : { stopSequence: c.stopSequence }),
+      }
     text += c.text
     logprobs.push(...(c.logprobs ?? []))
   }
@@ -299,11 +314,13 @@ function countGenerated(position: number, promptTokens: number): number {
   return position - promptTokens + 1
 }
 
-function firstStop(text: string, stops: readonly string[]): number {
+/** Where the earliest stop string in `text` starts, and which it is; `at` -1 and no stop when none is there. */
+function firstStop(text: string, stops: readonly string[]): { at: number; stopSequence: string | undefined } {
   let at = -1
+  let stopSequence: string | undefined
   for (const s of stops) {
     const i = text.indexOf(s)
-    if (i !== -1 && (at === -1 || i < at)) at = i
+    if (i !== -1 && (at === -1 || i < at)) [at, stopSequence] = [i, s]
   }
-  return at
+  return { at, stopSequence }
 }
