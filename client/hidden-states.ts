@@ -58,46 +58,50 @@ export interface StateResult {
 
 const outOfRange = (message: string, details: Record<string, unknown>) => new NeuronError('block_out_of_range', message, details)
 
-/** Checks a state request against the model; throws a typed NeuronError naming the bound that was passed. */
+/**
+ * Checks a state request against the model; throws a typed NeuronError naming the bound that was passed (its
+ * `details.param`: the request field, as POST /v1/hidden_states names it).
+ */
 export function checkStateRequest(manifest: Manifest, r: StateRequest): void {
   const { nLayer } = manifest
   const from = 'from' in r.input ? r.input.from : 0
   const last = nLayer - 2
-  if (!Number.isInteger(r.afterBlock) || r.afterBlock < from || r.afterBlock > last)
+  if (!Number.isInteger(r.afterBlock) || r.afterBlock < from || r.afterBlock > last || !cutAllowed(manifest, r.afterBlock + 1))
     throw outOfRange(
-      `after_block ${r.afterBlock} is outside [${from}, ${last}]: the state can be read after blocks ${from}..${last} of this ${nLayer}-block model.`,
-      {
-        afterBlock: r.afterBlock,
-        nLayer,
-      },
+      `after_block ${r.afterBlock} is outside [${from}, ${last}] or not a cut the manifest allows: the state can be read after blocks ${from}..${last} of this ${nLayer}-block model (the last block feeds the head on its host).`,
+      { afterBlock: r.afterBlock, nLayer, param: 'after_block' },
     )
-  if (!cutAllowed(manifest, r.afterBlock + 1))
-    throw outOfRange(`the model's manifest allows no cut after block ${r.afterBlock}; read the state after another block.`, { afterBlock: r.afterBlock })
   const rows = 'tokens' in r.input ? r.input.tokens.length : r.input.state.tokens
-  if (rows < 1 || rows > Math.min(MAX_HIDDEN_TOKENS, manifest.contextLength || MAX_HIDDEN_TOKENS))
-    throw new NeuronError(
-      'too_many_tokens',
-      `a hidden-state run takes 1 to ${Math.min(MAX_HIDDEN_TOKENS, manifest.contextLength || MAX_HIDDEN_TOKENS)} tokens, not ${rows}.`,
-      { rows },
-    )
+  const most = Math.min(MAX_HIDDEN_TOKENS, manifest.contextLength || MAX_HIDDEN_TOKENS)
+  if (rows < 1 || rows > most)
+    throw new NeuronError('too_many_tokens', `a hidden-state run takes 1 to ${most} tokens, not ${rows}.`, { rows, most, param: 'tokens' })
   if ('tokens' in r.input) {
     const bad = r.input.tokens.find((t) => !Number.isInteger(t) || t < 0 || t >= manifest.nVocab)
     if (bad !== undefined)
-      throw new NeuronError('bad_request', `token id ${bad} is not in this model's vocabulary of ${manifest.nVocab} tokens.`, { token: bad })
+      throw new NeuronError('bad_request', `token id ${bad} is not in this model's vocabulary of ${manifest.nVocab} tokens.`, { token: bad, param: 'tokens' })
   } else {
     if (from < 1 || from > last || !cutAllowed(manifest, from))
-      throw outOfRange(`a span starts at a block in [1, ${last}] where the manifest allows a cut, not ${from}; from block 0, send tokens.`, { from })
+      throw outOfRange(`a span starts at a block in [1, ${last}] where the manifest allows a cut, not ${from}; from block 0, send tokens.`, {
+        from,
+        param: 'input.from_block',
+      })
     const seam = seamAt(manifest, from)
     if (seamSideValues(seam) > 0)
       throw new NeuronError(
         'unsupported_seam',
         `the seam before block ${from} carries token ids or indices besides the state; start the span at another block.`,
+        {
+          param: 'input.from_block',
+        },
       )
-    checkValues('input', r.input.state, seam.values)
+    checkValues('input.data', r.input.state, seam.values)
   }
   if (r.add !== undefined) {
     if (!Number.isInteger(r.add.block) || r.add.block < from || r.add.block > r.afterBlock || !cutAllowed(manifest, r.add.block + 1))
-      throw outOfRange(`add.block ${r.add.block} is outside [${from}, ${r.afterBlock}] or not a cut the manifest allows.`, { block: r.add.block })
+      throw outOfRange(`add.block ${r.add.block} is outside [${from}, ${r.afterBlock}] or not a cut the manifest allows.`, {
+        block: r.add.block,
+        param: 'add.block',
+      })
     checkValues('add.vector', { tokens: 1, width: r.add.vector.length, data: r.add.vector }, seamAt(manifest, r.add.block + 1).values)
   }
 }
@@ -108,9 +112,11 @@ function checkValues(what: string, s: HiddenState, width: number): void {
     throw new NeuronError('wrong_width', `${what} has ${s.data.length} values (${s.tokens} × ${s.width}); this cut carries ${width} values per token.`, {
       width,
       got: s.width,
+      param: what,
     })
   for (const v of s.data)
-    if (!(Math.abs(v) <= MAX_HIDDEN_ABS)) throw new NeuronError('bad_request', `${what} holds ${v}; values are finite and at most ${MAX_HIDDEN_ABS} in size.`)
+    if (!(Math.abs(v) <= MAX_HIDDEN_ABS))
+      throw new NeuronError('bad_request', `${what} holds ${v}; values are finite and at most ${MAX_HIDDEN_ABS} in size.`, { param: what })
 }
 
 /** Runs the request's blocks, cut where it adds its vector, and answers the state after `afterBlock`. */

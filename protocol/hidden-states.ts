@@ -71,6 +71,8 @@ export const HiddenStatesResponse = z.object({
   width: z.number().int().positive(),
   encoding: z.enum(['f32-base64', 'json']),
   data: HiddenRows,
+  /** The hosts that ran it, with the blocks each ran, in order. */
+  route: z.array(z.object({ host_id: z.string().max(64), blocks: z.tuple([Block, Block]) })).max(MAX_BLOCKS),
   /** The prompt's token ids when it started at block 0. */
   token_ids: z.array(z.number().int()).optional(),
   usage: z.object({

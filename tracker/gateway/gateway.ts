@@ -4,6 +4,7 @@ import { Dashboards } from './dashboards'
 import type { GatewayDeps, GatewayOptions } from './deps'
 import { fromNeuronError, GatewayError } from './errors'
 import { PaidGenerations } from './generation'
+import { HiddenStatesEndpoint } from './hidden-states'
 import { sendError } from './http'
 import { OpenAiEndpoints } from './openai'
 import { PromptTokenizers } from './prompt-tokenizers'
@@ -21,6 +22,7 @@ export class Gateway {
   private readonly dashboards: Dashboards
   private readonly admin: AdminEndpoints
   private readonly tokenizers: PromptTokenizers
+  private readonly hiddenStates: HiddenStatesEndpoint
 
   constructor(
     private readonly deps: GatewayDeps,
@@ -29,6 +31,7 @@ export class Gateway {
     const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds, options.stallMs)
     this.tokenizers = new PromptTokenizers(deps.catalog)
     this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter), this.tokenizers)
+    this.hiddenStates = new HiddenStatesEndpoint(deps, options.pricing ?? {}, new RateLimit(options.requestsPerMinute ?? 120, deps.counter), this.tokenizers)
     this.dashboards = new Dashboards(deps)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
   }
@@ -49,6 +52,7 @@ export class Gateway {
       if (method === 'GET' && path === '/v1/models') return await this.openai.models(req, res)
       if (method === 'POST' && path === '/v1/chat/completions') return await this.openai.chat(req, res)
       if (method === 'POST' && path === '/v1/completions') return await this.openai.completion(req, res)
+      if (method === 'POST' && path === '/v1/hidden_states') return await this.hiddenStates.handle(req, res)
       if (method === 'GET' && path === '/v1/dashboard/account') return await this.dashboards.account(req, res)
       const host = /^\/v1\/dashboard\/hosts\/([0-9a-f]{20})$/.exec(path)
       if (method === 'GET' && host !== null) return await this.dashboards.host(req, res, host[1] as string)
