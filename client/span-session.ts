@@ -3,6 +3,7 @@
 // chains these: the client sits at every cut between spans, so it reads or changes the state there.
 import { randomBytes } from 'node:crypto'
 import { ClientToTracker, callRpc, NeuronError, Receipt, readJson, readTrailer, SampledToken, type SamplingParams } from '../protocol'
+import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import { planRoute } from './grant-claim'
 import { forwardFrame, type HopInput } from './hop-frames'
 import { type HopOpener, openHops } from './open-hops'
@@ -24,6 +25,8 @@ export interface SpanPlan {
   /** The last hop's sampling, for a span that ends at the model's last block. */
   readonly sampling?: SamplingParams
   readonly signal?: AbortSignal
+  /** How long to wait for a free session while every host that could serve is full (default 30 s); 0 fails at once. */
+  readonly waitForSessionMs?: number
 }
 
 /** A span's hops, open; `close` ends the session on every hop and at the tracker. */
@@ -38,22 +41,27 @@ export class SpanSession {
     private readonly hops: HopState[],
   ) {}
 
-  /** Plans a route over `plan.blocks` (the tracker holds its credits and tickets each hop) and opens it. */
+  /**
+   * Plans a route over `plan.blocks` (the tracker holds its credits and tickets each hop) and opens it; while every host
+   * that could serve is full, it waits for a free session as a chat does (up to `plan.waitForSessionMs`).
+   */
   static async open(client: HopOpener, plan: SpanPlan, log: (line: string) => void = () => {}): Promise<SpanSession> {
     const session = plan.session ?? randomBytes(16).toString('hex')
     const blocks: [number, number] = [plan.blocks[0], plan.blocks[1]]
-    const route = await planRoute(
-      client.tracker,
-      client.identity,
-      { modelId: plan.modelId, maxTokens: plan.maxTokens, promptTokens: plan.promptTokens, exclude: [], span: blocks, session },
-      log,
-      plan.signal,
-    )
     // f32 seams: what the caller reads is what the blocks computed, with no f16 rounding between hops.
     const request = { modelId: plan.modelId, prompt: [], maxTokens: plan.maxTokens, hiddenDtype: 'f32' as const, sampling: plan.sampling ?? {} }
+    const opening = async () => {
+      const route = await planRoute(
+        client.tracker,
+        client.identity,
+        { modelId: plan.modelId, maxTokens: plan.maxTokens, promptTokens: plan.promptTokens, exclude: [], span: blocks, session },
+        log,
+        plan.signal,
+      )
+      return openHops(client, route.hops, session, request, plan.maxTokens, true)
+    }
     try {
-      const hops = await openHops(client, route.hops, session, request, plan.maxTokens, true)
-      return new SpanSession(client, session, blocks, hops)
+      return new SpanSession(client, session, blocks, await whenSessionFree(opening, plan.waitForSessionMs ?? WAIT_FOR_SESSION_MS, plan.signal, log))
     } catch (error) {
       await endAtTracker(client, session)
       throw error

@@ -30,8 +30,10 @@ export class Gateway {
   ) {
     const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds, options.stallMs)
     this.tokenizers = new PromptTokenizers(deps.catalog)
-    this.openai = new OpenAiEndpoints(deps, options, generations, new RateLimit(options.requestsPerMinute ?? 120, deps.counter), this.tokenizers)
-    this.hiddenStates = new HiddenStatesEndpoint(deps, options.pricing ?? {}, new RateLimit(options.requestsPerMinute ?? 120, deps.counter), this.tokenizers)
+    // one limit per account across every endpoint
+    const rateLimit = new RateLimit(options.requestsPerMinute ?? 120, deps.counter)
+    this.openai = new OpenAiEndpoints(deps, options, generations, rateLimit, this.tokenizers)
+    this.hiddenStates = new HiddenStatesEndpoint(deps, options.pricing ?? {}, rateLimit, this.tokenizers)
     this.dashboards = new Dashboards(deps)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
   }

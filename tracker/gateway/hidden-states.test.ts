@@ -12,6 +12,7 @@ import { hasTorch, NO_TORCH, relativeError, runReferenceAsync, SEAM_TOLERANCE } 
 import { consumerAccount } from '../ledger/accounts'
 
 const ADMIN = 'admin-token-for-hidden-states'
+const RATE_LIMIT = 40
 const PROMPT = 'Once upon a time, there was a little girl'
 let swarm: InProcessSwarm
 let apiKey = ''
@@ -52,7 +53,7 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
         [0, 3],
         [3, 5],
       ],
-      { gateway: { adminToken: ADMIN, requestsPerMinute: 60 } },
+      { gateway: { adminToken: ADMIN, requestsPerMinute: RATE_LIMIT } },
     )
     ;({ apiKey, accountId } = await createAccount(swarm.tracker.url, ADMIN, { name: 'hidden-states' }))
   }, 180_000)
@@ -138,5 +139,19 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
     expect(answer.usage.charged_micro).toBeGreaterThan(0)
     // at most: a session's KV rent is charged at its end too
     expect(await balance()).toBeLessThanOrEqual(before - answer.usage.charged_micro)
+  })
+  // last: it spends the account's requests for this minute
+  it('rate-limits the account with 429s shared with the OpenAI endpoints', async () => {
+    let status = 0
+    let body: Record<string, unknown> = {}
+    for (let i = 0; i <= RATE_LIMIT && status !== 429; i++) ({ status, body } = await post({ model: swarm.manifest.modelId, after_block: 1 }))
+    expect(status).toBe(429)
+    expect(body).toMatchObject({ error: { code: 'rate_limit_exceeded', message: expect.stringContaining(accountId) } })
+    const completion = await fetch(`${swarm.tracker.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ model: swarm.manifest.modelId, prompt: 'Once', max_tokens: 1 }),
+    })
+    expect(completion.status).toBe(429)
   })
 })
