@@ -10,6 +10,7 @@ import { STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
 import { hasTorch, NO_TORCH, relativeError, runReferenceAsync, SEAM_TOLERANCE } from '../../test/reference'
 import { consumerAccount } from '../ledger/accounts'
+import { hopCharge, priceOf } from '../ledger/pricing'
 
 const ADMIN = 'admin-token-for-hidden-states'
 const RATE_LIMIT = 40
@@ -136,7 +137,11 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
     const before = await balance()
     const { answer } = await states({ prompt: PROMPT, after_block: 3 })
     expect(answer.usage).toMatchObject({ positions: answer.tokens, blocks: 4 })
-    expect(answer.usage.charged_micro).toBeGreaterThan(0)
+    // each hop's receipt charges its blocks' share of the prompt's price, as a chat's prefill does
+    const price = priceOf(swarm.manifest, {})
+    const expected = answer.route.reduce((sum, h) => sum + hopCharge(price, swarm.manifest.nLayer, { step: 1, tokens: answer.tokens, blocks: h.blocks }), 0)
+    expect(answer.usage.charged_micro).toBe(expected)
+    expect(expected).toBeGreaterThan(0)
     // at most: a session's KV rent is charged at its end too
     expect(await balance()).toBeLessThanOrEqual(before - answer.usage.charged_micro)
   })

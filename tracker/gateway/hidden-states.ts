@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { checkStateRequest, type HiddenState, runToBlock, type StateRequest } from '../../client/hidden-states'
 import { HiddenStatesRequest, type HiddenStatesResponse, MAX_HIDDEN_TOKENS, type Manifest, NeuronError } from '../../protocol'
 import type { StoredAccount } from '../ledger/ledger-store'
-import { maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
+import { hopCharge, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
 import { authenticate } from './auth'
 import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'
@@ -52,10 +52,16 @@ export class HiddenStatesEndpoint {
           this.deps.sponsor?.(session, account.accountId)
         },
       })
+      const price = priceOf(manifest, this.pricing)
       for (const { session, receipts } of result.receipts) {
         if (receipts.length === 0) continue
         await this.deps.metering.bind(session, account.accountId)
-        for (const v of await this.deps.metering.settle(session, receipts)) charged += v.charged
+        const verdicts = await this.deps.metering.settle(session, receipts)
+        // A receipt its host handed in first was charged then, at the same price.
+        verdicts.forEach((v, i) => {
+          const r = receipts[i]
+          charged += v.ok ? v.charged : v.code === 'already_settled' && r !== undefined ? hopCharge(price, manifest.nLayer, r) : 0
+        })
       }
       const response: HiddenStatesResponse = {
         object: 'hidden_states',
