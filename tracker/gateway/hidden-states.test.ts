@@ -145,6 +145,13 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
     // at most: a session's KV rent is charged at its end too
     expect(await balance()).toBeLessThanOrEqual(before - answer.usage.charged_micro)
   })
+
+  it('refuses an account that cannot pay with a 402 before routing anything', async () => {
+    const poor = await createAccount(swarm.tracker.url, ADMIN, { name: 'poor', grant_micro: 0 })
+    const res = await post({ model: swarm.manifest.modelId, prompt: PROMPT, after_block: 3 }, poor.apiKey)
+    expect(res.status).toBe(402)
+    expect(res.body).toMatchObject({ error: { code: 'insufficient_credits', type: 'insufficient_quota' } })
+  })
   // last: it spends the account's requests for this minute
   it('rate-limits the account with 429s shared with the OpenAI endpoints', async () => {
     let status = 0
