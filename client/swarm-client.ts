@@ -293,8 +293,8 @@ export class SwarmClient {
     this.tracker.close()
   }
 
-  /** What opening hops needs of this client: its key, its trusted CA, its tracker connection. */
-  private get hopOpener(): HopOpener {
+  /** What opening hops needs of this client: its key, its trusted CA, its tracker connection (span sessions use it too). */
+  get hopOpener(): HopOpener {
     return { identity: this.identity, ca: this.ca, tracker: this.tracker }
   }
 

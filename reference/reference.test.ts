@@ -2,7 +2,7 @@
 // node-llama-cpp's next-token distribution: the reference shows the hidden state after each block,
 // which node-llama-cpp cannot, and node-llama-cpp checks the reference independently of our graphs.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -12,17 +12,8 @@ import { artifactsFor } from '../native/artifacts'
 import { softmax } from '../native/sampler'
 import { REPO_ROOT } from '../test/models'
 import { packedStories, RuntimePool, removePackedStories, STORIES } from '../test/native'
+import { hasTorch, NO_TORCH, type Npy, PYTHON, type Reference, relativeError, runReference as runReferenceIn, SEAM_TOLERANCE } from '../test/reference'
 
-const PYTHON = '/usr/bin/python3'
-const hasTorch = spawnSync(PYTHON, ['-c', 'import torch, numpy'], { stdio: 'ignore' }).status === 0
-const NO_TORCH = hasTorch ? '' : ` (skipped: ${PYTHON} lacks torch; .ci/run installs python3-torch and python3-numpy)`
-/**
- * ‖ours − reference‖ / ‖reference‖ per seam, f32 weights (quantized weights make ggml quantize the
- * activations too). The reference runs attention as llama.cpp's CPU flash attention over an f16 KV
- * cache (--f16-attention): all-f32 attention differs from it by 2e-4 to 6e-4 after a few blocks, and
- * that much can flip a near-tie between two experts.
- */
-const SEAM_TOLERANCE = 1e-3
 /** max |p_ref − p_llama.cpp| over the next-token distribution (measured: 3e-7 to 6e-4). */
 const PROBS_TOLERANCE = 1e-3
 // Every family the native runtime serves or will serve; mixtral is llama with experts.
@@ -54,53 +45,7 @@ const MIN_ROUTER_MARGIN = 2e-4
 
 const scratch = mkdtempSync(join(tmpdir(), 'neuron-reference-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-
-type Npy = { shape: number[]; data: Float32Array }
-
-/** A little-endian f32 .npy file, as numpy.save writes it. */
-function readNpy(path: string): Npy {
-  const buf = readFileSync(path)
-  const headerLen = buf.readUInt8(6) === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8)
-  const start = buf.readUInt8(6) === 1 ? 10 : 12
-  const header = buf.subarray(start, start + headerLen).toString('latin1')
-  if (!header.includes("'<f4'") || header.includes("'fortran_order': True")) throw new Error(`${path}: expected C-order <f4, got ${header}`)
-  const shape = [...(header.match(/'shape': \(([^)]*)\)/)?.[1] ?? '').matchAll(/\d+/g)].map((m) => Number(m[0]))
-  const body = buf.subarray(start + headerLen)
-  return { shape, data: new Float32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length)) }
-}
-
-type Reference = { arch: string; hidden: Npy[]; logits: Npy; routerMargin: number | null }
-
-function runReference(artifacts: string[], tokens: number[], f16Attention = true): Reference {
-  const out = mkdtempSync(join(scratch, 'ref-'))
-  const args = [join(REPO_ROOT, 'reference/run.py'), '--artifacts', ...artifacts, '--tokens', tokens.join(','), '--out', out]
-  const res = spawnSync(PYTHON, f16Attention ? [...args, '--f16-attention'] : args, { encoding: 'utf8', timeout: 300_000 })
-  if (res.status !== 0) throw new Error(`reference/run.py failed (${res.status ?? res.signal}): ${res.stderr}`)
-  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
-    arch: string
-    hidden: string[]
-    logits: string
-    routerMargin: number | null
-  }
-  return {
-    arch: summary.arch,
-    hidden: summary.hidden.map((f) => readNpy(join(out, f))),
-    logits: readNpy(join(out, summary.logits)),
-    routerMargin: summary.routerMargin,
-  }
-}
-
-function relativeError(ours: ArrayLike<number>, ref: ArrayLike<number>): number {
-  expect(ours.length).toBe(ref.length)
-  let diff = 0
-  let norm = 0
-  for (let i = 0; i < ref.length; i++) {
-    const r = ref[i] as number
-    diff += ((ours[i] as number) - r) ** 2
-    norm += r * r
-  }
-  return Math.sqrt(diff / norm)
-}
+const runReference = (artifacts: string[], tokens: number[], f16Attention = true) => runReferenceIn(scratch, artifacts, tokens, f16Attention)
 
 /** Our runtime's hidden state after every block and its logits for every position, one causal batch. */
 async function nativeSeams(pool: RuntimePool, nLayer: number, tokens: number[]): Promise<{ hidden: Float32Array[]; logits: Float32Array }> {

@@ -6,6 +6,7 @@ import type { GatewayDeps, GatewayOptions } from './deps'
 import { type ErrorDialect, openAiDialect } from './dialects'
 import { fromNeuronError, GatewayError } from './errors'
 import { PaidGenerations } from './generation'
+import { HiddenStatesEndpoint } from './hidden-states'
 import { sendJson } from './http'
 import { OllamaEndpoints, ollamaDialect } from './ollama'
 import { OpenAiEndpoints } from './openai'
@@ -28,6 +29,7 @@ export class Gateway {
   private readonly dashboards: Dashboards
   private readonly admin: AdminEndpoints
   private readonly tokenizers: PromptTokenizers
+  private readonly hiddenStates: HiddenStatesEndpoint
 
   constructor(
     private readonly deps: GatewayDeps,
@@ -41,6 +43,7 @@ export class Gateway {
     const translated = new TranslatedGenerations(deps, generations, rateLimit, this.tokenizers)
     this.ollama = new OllamaEndpoints(deps, translated)
     this.anthropic = new AnthropicEndpoints(translated)
+    this.hiddenStates = new HiddenStatesEndpoint(deps, options.pricing ?? {}, rateLimit, this.tokenizers)
     this.dashboards = new Dashboards(deps)
     this.admin = new AdminEndpoints(deps.accounts, options.adminToken)
   }
@@ -68,6 +71,7 @@ export class Gateway {
       if (method === 'GET' && path === '/v1/models') return await this.openai.models(req, res)
       if (method === 'POST' && path === '/v1/chat/completions') return await this.openai.chat(req, res)
       if (method === 'POST' && path === '/v1/completions') return await this.openai.completion(req, res)
+      if (method === 'POST' && path === '/v1/hidden_states') return await this.hiddenStates.handle(req, res)
       if (method === 'GET' && path === '/v1/dashboard/account') return await this.dashboards.account(req, res)
       const host = /^\/v1\/dashboard\/hosts\/([0-9a-f]{20})$/.exec(path)
       if (method === 'GET' && host !== null) return await this.dashboards.host(req, res, host[1] as string)
