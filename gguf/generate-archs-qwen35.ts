@@ -40,7 +40,7 @@ export function qwen35moeTensors(o: GenerateOptions, m: MoeShape): PlannedTensor
         dense(`${b}.ssm_out.weight`, valueDim, o.embd),
       )
     }
-    tensors.push(...routedExperts(b, o.embd, m.expertFf, m.experts, routerStd(o)))
+    tensors.push(...routedExperts(b, o.embd, m.expertFf, m.experts, routerStd(o), o.fusedGateUp))
     // the shared expert is --ff wide and scaled by sigmoid(ffn_gate_inp_shexp · x)
     tensors.push(uniform(`${b}.ffn_gate_inp_shexp.weight`, [o.embd], 1 / Math.sqrt(o.embd)), ...sharedExpert(b, o.embd, o.ff))
   }

@@ -129,6 +129,9 @@ describe('K-quant mixes: each tensor gets the type llama-quantize (llama_tensor_
       /--full-attention-interval must be 1 to --blocks \(5\)/,
     )
     await expect(generateModel({ ...SHAPE, arch: 'glm-dsa', type: 'f16', indexerHeadSize: 96, out })).rejects.toThrow(/power of two of at least 64/)
+    await expect(generateModel({ ...SHAPE, arch: 'qwen3moe', type: 'f16', fusedGateUp: true, out })).rejects.toThrow(
+      /fused ffn_gate_up_exps loads in deepseek2 and qwen35moe only/,
+    )
     await expect(generateModel({ ...SHAPE, arch: 'deepseek4', type: 'f16', compressRatios: [0, 4, 4, 0, 4], out })).rejects.toThrow(
       /needs at least one 4 and one 128 block/,
     )

@@ -31,6 +31,9 @@ export function archProblems(o: GenerateOptions, m: MoeShape): string[] {
     else if (!Number.isSafeInteger(v) || v < 0) problems.push(`${flagOf(key)} must be a whole number, not ${v}.`)
   }
   if (o.compressRatios !== undefined && o.arch !== 'deepseek4') problems.push(`--compress-ratios applies to deepseek4 only, not ${o.arch}.`)
+  // llama.cpp's create_tensor_gate_up_exps: only these families' loaders look for the fused tensor
+  if (o.fusedGateUp === true && o.arch !== 'deepseek2' && o.arch !== 'qwen35moe')
+    problems.push(`a fused ffn_gate_up_exps loads in deepseek2 and qwen35moe only (llama.cpp's loaders), not ${o.arch}.`)
   if (problems.length > 0 || MOE_OPTIONS[o.arch].length === 0) return problems
   if (m.experts < 2 || m.experts > 1024) problems.push(`--experts must be 2 to 1024 (llama.cpp's LLAMA_MAX_EXPERTS), not ${m.experts}.`)
   if (m.expertsUsed < 1 || m.expertsUsed > m.experts) problems.push(`--experts-used must be 1 to --experts (${m.experts}), not ${m.expertsUsed}.`)
@@ -81,7 +84,7 @@ export function plannedTensors(o: GenerateOptions, m: MoeShape): PlannedTensor[]
       if (o.ffnBias === true) tensors.push(bias(`${b}.ffn_gate.bias`, o.ff), bias(`${b}.ffn_down.bias`, o.embd), bias(`${b}.ffn_up.bias`, o.ff))
       continue
     }
-    const [router, ...experts] = routedExperts(b, o.embd, m.expertFf, m.experts, routerStd(o))
+    const [router, ...experts] = routedExperts(b, o.embd, m.expertFf, m.experts, routerStd(o), o.fusedGateUp)
     tensors.push(router as PlannedTensor)
     if (a === 'gpt-oss') tensors.push(bias(`${b}.ffn_gate_inp.bias`, m.experts))
     if (mla) tensors.push(uniform(`${b}.exp_probs_b.bias`, [m.experts], 0.05))

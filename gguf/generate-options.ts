@@ -63,6 +63,8 @@ export interface GenerateOptions extends MoeOptions {
   readonly qkvBias?: boolean
   /** FFN gate, up and down biases on llama's dense blocks (llama.cpp's llama loader takes them where present). */
   readonly ffnBias?: boolean
+  /** One ffn_gate_up_exps tensor per MoE block instead of ffn_gate_exps and ffn_up_exps (deepseek2 and qwen35moe, as llama.cpp's create_tensor_gate_up_exps accepts). */
+  readonly fusedGateUp?: boolean
 }
 
 export type MoeShape = Required<MoeOptions>

@@ -19,14 +19,15 @@ export function routerStd(o: GenerateOptions): number {
 /** Logits with a spread of a few units, so greedy choices are clear rather than near-ties. */
 export const outputStd = (o: GenerateOptions): number => 3.5 / Math.sqrt(o.embd)
 
-/** Router and routed experts of one block (gate, down, up), as llama.cpp's build_moe_ffn reads them. */
-export function routedExperts(b: string, embd: number, expertFf: number, experts: number, routerStd: number): PlannedTensor[] {
-  return [
-    uniform(`${b}.ffn_gate_inp.weight`, [embd, experts], routerStd),
-    dense(`${b}.ffn_gate_exps.weight`, embd, expertFf, experts),
-    dense(`${b}.ffn_down_exps.weight`, expertFf, embd, experts),
-    dense(`${b}.ffn_up_exps.weight`, embd, expertFf, experts),
-  ]
+/**
+ * Router and routed experts of one block (gate, down, up), as llama.cpp's build_moe_ffn reads them; `fusedGateUp`: gate
+ * and up in one ffn_gate_up_exps tensor (gate's rows first), as its create_tensor_gate_up_exps accepts.
+ */
+export function routedExperts(b: string, embd: number, expertFf: number, experts: number, routerStd: number, fusedGateUp = false): PlannedTensor[] {
+  const router = uniform(`${b}.ffn_gate_inp.weight`, [embd, experts], routerStd)
+  const down = dense(`${b}.ffn_down_exps.weight`, expertFf, embd, experts)
+  if (fusedGateUp) return [router, dense(`${b}.ffn_gate_up_exps.weight`, embd, 2 * expertFf, experts), down]
+  return [router, dense(`${b}.ffn_gate_exps.weight`, embd, expertFf, experts), down, dense(`${b}.ffn_up_exps.weight`, embd, expertFf, experts)]
 }
 
 /** A block's shared expert: a dense SwiGLU feed-forward `width` wide beside the routed ones. */

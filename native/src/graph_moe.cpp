@@ -54,10 +54,20 @@ ggml_tensor * GraphBuilder::moe_ffn(const Layer & L, ggml_tensor * cur) const {
     ggml_build_forward_expand(gf, weights);
 
     cur = ggml_reshape_3d(ctx0, cur, n_embd, 1, n_tok);
-    ggml_tensor * up = ggml_mul_mat_id(ctx0, L.ffn_up_exps, cur, selected);  // [n_ff_exp, n_used, n_tok]
-    if (L.ffn_up_exps_b) up = ggml_add_id(ctx0, up, L.ffn_up_exps_b, selected);
-    ggml_tensor * gate = ggml_mul_mat_id(ctx0, L.ffn_gate_exps, cur, selected);
-    if (L.ffn_gate_exps_b) gate = ggml_add_id(ctx0, gate, L.ffn_gate_exps_b, selected);
+    ggml_tensor * up = nullptr;
+    ggml_tensor * gate = nullptr;
+    if (L.ffn_gate_up_exps) {
+        // llama.cpp's merged path: one product, then gate and up as views of its halves
+        ggml_tensor * gate_up = ggml_mul_mat_id(ctx0, L.ffn_gate_up_exps, cur, selected);  // [2 n_ff_exp, n_used, n_tok]
+        const int64_t n_ff = gate_up->ne[0] / 2;
+        gate = ggml_view_3d(ctx0, gate_up, n_ff, gate_up->ne[1], gate_up->ne[2], gate_up->nb[1], gate_up->nb[2], 0);
+        up = ggml_view_3d(ctx0, gate_up, n_ff, gate_up->ne[1], gate_up->ne[2], gate_up->nb[1], gate_up->nb[2], n_ff * gate_up->nb[0]);
+    } else {
+        up = ggml_mul_mat_id(ctx0, L.ffn_up_exps, cur, selected);  // [n_ff_exp, n_used, n_tok]
+        if (L.ffn_up_exps_b) up = ggml_add_id(ctx0, up, L.ffn_up_exps_b, selected);
+        gate = ggml_mul_mat_id(ctx0, L.ffn_gate_exps, cur, selected);
+        if (L.ffn_gate_exps_b) gate = ggml_add_id(ctx0, gate, L.ffn_gate_exps_b, selected);
+    }
     // gpt-oss: its clamped SwiGLU (alpha 1.702, limit 7, as llama.cpp hard-codes them)
     ggml_tensor * act = hp.arch == Arch::GptOss ? ggml_swiglu_oai(ctx0, gate, up, 1.702f, 7.0f) : ggml_swiglu_split(ctx0, gate, up);
     ggml_tensor * experts = ggml_mul_mat_id(ctx0, L.ffn_down_exps, act, selected);  // [n_embd, n_used, n_tok]

@@ -156,6 +156,8 @@ struct Layer {
     ggml_tensor * ffn_exp_probs_b = nullptr;
     ggml_tensor * ffn_gate_exps = nullptr;
     ggml_tensor * ffn_up_exps = nullptr;
+    // gate and up in one tensor (create_tensor_gate_up_exps accepts it in deepseek2 and qwen35moe), gate's rows first
+    ggml_tensor * ffn_gate_up_exps = nullptr;
     ggml_tensor * ffn_down_exps = nullptr;
     ggml_tensor * ffn_gate_exps_b = nullptr;
     ggml_tensor * ffn_up_exps_b = nullptr;

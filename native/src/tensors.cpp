@@ -96,8 +96,12 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
     }
     const int64_t X = hp.n_expert, F = hp.n_ff_exp;
     w.push_back({b + "ffn_gate_inp.weight", &L.ffn_gate_inp, true, GGML_OP_MUL_MAT, {E, X}});
-    w.push_back({b + "ffn_gate_exps.weight", &L.ffn_gate_exps, true, GGML_OP_MUL_MAT_ID, {E, F, X}});
-    w.push_back({b + "ffn_up_exps.weight", &L.ffn_up_exps, true, GGML_OP_MUL_MAT_ID, {E, F, X}});
+    // as llama.cpp's create_tensor_gate_up_exps, where the family's loader calls it: one fused ffn_gate_up_exps, or the two
+    const bool fusable = hp.arch == Arch::DeepSeek2 || hp.arch == Arch::Qwen35Moe;
+    const std::string fused = fusable ? b + "ffn_gate_up_exps.weight" : "";
+    if (fusable) w.push_back({fused, &L.ffn_gate_up_exps, false, GGML_OP_MUL_MAT_ID, {E, 2 * F, X}});
+    w.push_back({b + "ffn_gate_exps.weight", &L.ffn_gate_exps, !fusable, GGML_OP_MUL_MAT_ID, {E, F, X}, fused});
+    w.push_back({b + "ffn_up_exps.weight", &L.ffn_up_exps, !fusable, GGML_OP_MUL_MAT_ID, {E, F, X}, fused});
     w.push_back({b + "ffn_down_exps.weight", &L.ffn_down_exps, true, GGML_OP_MUL_MAT_ID, {F, E, X}});
     if (hp.arch == Arch::GptOss) {
         w.push_back({b + "ffn_gate_inp.bias", &L.ffn_gate_inp_b, true, GGML_OP_ADD, {X}});
