@@ -82,7 +82,21 @@ export class PaidGenerations {
    * trims at stop strings. A swarm that makes no token for `stallMs` (the first: plus the prompt's
    * allowance) ends it with a typed error: a hop that answers pings but never its step would hold the caller forever.
    */
+  /**
+   * The generation's text as it is paid for, then its finish. The finish comes only once the generation is settled,
+   * its hold released and its request logged: a caller may stop reading at the finish (every endpoint's non-streamed
+   * answer does) without leaving that clean-up suspended in a generator nobody resumes.
+   */
   async *run(account: StoredAccount, g: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
+    let finish: Chunk | undefined
+    for await (const c of this.paid(account, g, caller)) {
+      if ('done' in c) finish = c
+      else yield c
+    }
+    if (finish !== undefined) yield finish
+  }
+
+  private async *paid(account: StoredAccount, g: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
     const stop = new AbortController()
     const onCallerGone = () => stop.abort()
     caller.addEventListener('abort', onCallerGone, { once: true })
@@ -293,19 +307,25 @@ export async function collect(
 ): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number; logprobs: TokenLogprob[]; stopSequence?: string }> {
   let text = ''
   const logprobs: TokenLogprob[] = []
+  let finish: Extract<Chunk, { done: true }> | undefined
+  // To its end, past the finish: the generation's own clean-up (settling, releasing its hold, the request log) runs
+  // only when it is resumed after its last chunk, so a caller that stopped at the finish would leave it suspended.
   for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
     const c = next.value
-    if ('done' in c)
-      return {
-        text,
-        finishReason: c.finishReason,
-        completionTokens: c.completionTokens,
-        logprobs,
-        ...(c.stopSequence === undefined ? {} : { stopSequence: c.stopSequence }),
-      }
-    text += c.text
-    logprobs.push(...(c.logprobs ?? []))
+    if ('done' in c) finish = c
+    else {
+      text += c.text
+      logprobs.push(...(c.logprobs ?? []))
+    }
   }
+  if (finish !== undefined)
+    return {
+      text,
+      finishReason: finish.finishReason,
+      completionTokens: finish.completionTokens,
+      logprobs,
+      ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),
+    }
   throw new GatewayError(500, 'server_error', 'internal', 'the generation ended without a finish reason')
 }
 
