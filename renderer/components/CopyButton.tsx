@@ -1,8 +1,17 @@
 import { Check, CircleAlert, Copy } from 'lucide-react'
 import { useState } from 'react'
 
+interface CopyButtonProps {
+  text: string
+  /** What the button does, as its title: "Copy this answer", "Copy the endpoint". */
+  label: string
+  testId?: string
+  /** Quieter, beside text it belongs to (an answer, a code block). */
+  subtle?: boolean
+}
+
 /** Copies `text` to the clipboard; says so, or says the browser refused (then the text is there to select). */
-export function CopyButton({ text, what, testId }: { text: string; what: string; testId?: string }) {
+export function CopyButton({ text, label, testId, subtle = false }: CopyButtonProps) {
   const [copied, setCopied] = useState<boolean | null>(null)
   const copy = () =>
     navigator.clipboard.writeText(text).then(
@@ -13,15 +22,15 @@ export function CopyButton({ text, what, testId }: { text: string; what: string;
   return (
     <button
       type="button"
-      className="icon-button"
+      className={subtle ? 'icon-button subtle' : 'icon-button'}
       onClick={() => void copy()}
-      title={copied === false ? refused : `Copy ${what}`}
+      title={copied === false ? refused : label}
       data-testid={testId}
       data-copied={copied ?? undefined}
     >
       {copied === true && <Check size={14} aria-label="Copied" />}
       {copied === false && <CircleAlert size={14} aria-label={refused} />}
-      {copied === null && <Copy size={14} aria-label={`Copy ${what}`} />}
+      {copied === null && <Copy size={14} aria-label={label} />}
     </button>
   )
 }

@@ -16,7 +16,7 @@ export function ApiEndpointPanel({ view, busy, onLanOpen }: ApiEndpointPanelProp
         <code className="path mono" data-testid="api-endpoint">
           {view.endpoint}
         </code>
-        <CopyButton text={view.endpoint} what="the endpoint" testId="api-endpoint-copy" />
+        <CopyButton text={view.endpoint} label="Copy the endpoint" testId="api-endpoint-copy" />
       </div>
       {view.embedded ? (
         <>

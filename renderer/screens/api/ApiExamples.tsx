@@ -35,7 +35,7 @@ export function ApiExamples({ view, model, onModel, apiKey }: ApiExamplesProps) 
         <div key={example.id} className="example">
           <div className="example-header">
             <span className="field-label">{example.label}</span>
-            <CopyButton text={example.code} what={`the ${example.label} example`} testId={`api-example-${example.id}-copy`} />
+            <CopyButton text={example.code} label={`Copy the ${example.label} example`} testId={`api-example-${example.id}-copy`} />
           </div>
           <pre className="example-code mono" data-testid={`api-example-${example.id}`}>
             {example.code}

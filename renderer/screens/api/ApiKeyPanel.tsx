@@ -38,7 +38,7 @@ export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKey
             <code className="path mono" data-testid="api-key-full">
               {freshKey}
             </code>
-            <CopyButton text={freshKey} what="the API key" testId="api-key-copy" />
+            <CopyButton text={freshKey} label="Copy the API key" testId="api-key-copy" />
           </div>
           <p className="muted">Copy it now: it is shown this once. Later the app shows only its first and last characters.</p>
         </div>

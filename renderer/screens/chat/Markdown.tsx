@@ -1,7 +1,7 @@
 import { memo, type ReactNode, useDeferredValue } from 'react'
 import ReactMarkdown, { type Components, type ExtraProps } from 'react-markdown'
 import remarkGfm from 'remark-gfm'
-import { CopyButton } from './CopyButton'
+import { CopyButton } from '../../components/CopyButton'
 import { safeLinkUrl } from './safe-url'
 
 // An answer's Markdown (GFM: tables, lists, headings, emphasis, links, code) through react-markdown, which
@@ -36,7 +36,7 @@ function CodeBlock({ node }: ExtraProps) {
         <span className="code-lang mono" data-testid="chat-code-lang">
           {lang === '' ? 'code' : lang}
         </span>
-        <CopyButton text={text} label="Copy this code" testId="chat-code-copy" />
+        <CopyButton text={text} label="Copy this code" subtle testId="chat-code-copy" />
       </div>
       <pre className="code-block" data-lang={lang || undefined} data-testid="chat-code-block">
         <code>{text}</code>

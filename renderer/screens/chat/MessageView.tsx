@@ -1,9 +1,9 @@
 import { Pencil, Route } from 'lucide-react'
 import { useState } from 'react'
+import { CopyButton } from '../../components/CopyButton'
 import { ErrorNote } from '../../components/ErrorNote'
 import type { ChatEntry } from '../../stores/chat/initialState'
 import { answerStats, hopViews } from '../../stores/chat/selectors'
-import { CopyButton } from './CopyButton'
 import { Markdown } from './Markdown'
 
 interface MessageViewProps {
@@ -34,7 +34,7 @@ export function MessageView({ message, onResend }: MessageViewProps) {
       {message.role === 'assistant' && message.status === 'error' && message.error !== undefined && <ErrorNote error={message.error} testId="chat-error" />}
       <div className="message-actions">
         {message.role === 'assistant' && message.status === 'done' && message.content !== '' && (
-          <CopyButton text={message.content} label="Copy this answer" testId="chat-copy" />
+          <CopyButton text={message.content} label="Copy this answer" subtle testId="chat-copy" />
         )}
         {message.role === 'user' && onResend !== undefined && !editing && (
           <button type="button" className="icon-button subtle" onClick={() => setEditing(true)} title="Edit and resend" data-testid="chat-edit">
