@@ -86,7 +86,13 @@ export async function planChat(
   const maxTokens =
     options.clampMaxTokens === undefined
       ? completionBudget(promptTokens.length, requested, deps.defaultChatMaxTokens, contextLength, budgetParams)
-      : completionBudget(promptTokens.length, null, requested ?? options.clampMaxTokens.untilFull, contextLength, budgetParams)
+      : completionBudget(
+          promptTokens.length,
+          null,
+          requested ?? (contextLength > 0 ? contextLength : options.clampMaxTokens.untilFull),
+          contextLength,
+          budgetParams,
+        )
   const generations = generationsOf(endpoint, body, promptTokens, maxTokens, {
     ...options.samplers,
     grammar,
