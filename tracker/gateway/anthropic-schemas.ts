@@ -60,5 +60,7 @@ export const MessagesRequest = z.object({
   tools: z.array(AnthropicTool).max(MAX_TOOLS).optional(),
   tool_choice: AnthropicToolChoice.optional(),
   thinking: z.object({ type: z.string().max(32) }).optional(),
+  /** Structured outputs: the answer's text follows `format.schema` (`effort` is ignored). */
+  output_config: z.object({ format: z.object({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) }).nullish() }).optional(),
 })
 export type MessagesRequest = z.infer<typeof MessagesRequest>

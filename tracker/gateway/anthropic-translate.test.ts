@@ -81,6 +81,14 @@ describe('Anthropic requests in OpenAI’s shape', () => {
     ).toBe(false)
   })
 
+  it('translates output_config’s json_schema format (structured outputs) to a json_schema response_format', () => {
+    const schema = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }
+    const translated = chat({ messages: [user('hi')], output_config: { effort: 'low', format: { type: 'json_schema', schema } } })
+    expect(translated.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema, strict: true } })
+    expect(ChatCompletionRequest.parse(translated).response_format?.type).toBe('json_schema')
+    expect(chat({ messages: [user('hi')] }).response_format).toBeUndefined()
+  })
+
   it('refuses images, thinking and a prefilled assistant turn with a typed 400 naming the field', () => {
     const refusal = (body: Record<string, unknown>) => {
       try {

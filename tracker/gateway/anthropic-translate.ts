@@ -34,6 +34,7 @@ export function anthropicChat(body: MessagesRequest): OpenAiShapedChat {
   }
   const system = typeof body.system === 'string' ? body.system : (body.system ?? []).map((b) => b.text).join('\n')
   const choice = body.tool_choice
+  const format = body.output_config?.format
   const disableParallel = choice !== undefined && choice.type !== 'none' && choice.disable_parallel_tool_use === true
   return {
     model: body.model,
@@ -54,6 +55,7 @@ export function anthropicChat(body: MessagesRequest): OpenAiShapedChat {
         }),
     ...(choice === undefined ? {} : { tool_choice: toolChoice(choice) }),
     ...(disableParallel ? { parallel_tool_calls: false } : {}),
+    ...(format == null ? {} : { response_format: { type: 'json_schema' as const, json_schema: { name: 'output', schema: format.schema, strict: true } } }),
   }
 }
 

@@ -10,7 +10,7 @@ import { startSse } from './sse'
 import type { ForeignParams, TranslatedGenerations } from './translated-generations'
 
 const HOW_TO_SEND_KEY = 'send your Neuron API key as x-api-key: nk-… (new Anthropic({ apiKey, baseURL })) or Authorization: Bearer nk-…'
-const PARAMS: ForeignParams = { messages: 'messages', tools: 'tools', format: 'tools' }
+const PARAMS: ForeignParams = { messages: 'messages', tools: 'tools', format: 'output_config.format' }
 
 /** Anthropic's error type for each status the gateway answers (docs: "Errors"); 503 is Anthropic's overloaded. */
 function errorType(status: GatewayError['status']): string {
@@ -43,14 +43,22 @@ export class AnthropicEndpoints {
     const key = req.headers['x-api-key']
     const account = await this.translated.admit(typeof key === 'string' && key !== '' ? key : bearer(req), HOW_TO_SEND_KEY)
     const body = parse(MessagesRequest, await this.translated.body(req, 'messages'))
-    const generation = await this.translated.chat(account, anthropicChat(body), PARAMS, false, 'anthropic.messages')
-    const input_tokens = generation.promptTokens.length
+    const chat = await this.translated.chat(account, anthropicChat(body), PARAMS, false, 'anthropic.messages')
+    const input_tokens = chat.promptTokens
     const message = { id: `msg_${randomBytes(12).toString('hex')}`, type: 'message', role: 'assistant', model: body.model }
-    const stream = this.translated.run(account, generation, abortOnClose(res))
+    const stream = this.translated.run(account, chat, abortOnClose(res))
+    const answerOf = (text: string, done: { finishReason: 'stop' | 'length'; stopSequence?: string }) => {
+      const a = chat.answer(text, done.finishReason)
+      const openAi = { content: a.content ?? '', finish_reason: a.finishReason, ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }) }
+      return {
+        content: anthropicContent(openAi),
+        reason: stopReason({ ...openAi, ...(done.stopSequence === undefined ? {} : { stop_sequence: done.stopSequence }) }),
+      }
+    }
     if (body.stream !== true) {
       const done = await collect(stream)
-      const answer = { content: done.text, finish_reason: done.finishReason, ...(done.stopSequence === undefined ? {} : { stop_sequence: done.stopSequence }) }
-      sendJson(res, 200, { ...message, content: anthropicContent(answer), ...stopReason(answer), usage: usage(input_tokens, done.completionTokens) })
+      const { content, reason } = answerOf(done.text, done)
+      sendJson(res, 200, { ...message, content, ...reason, usage: usage(input_tokens, done.completionTokens) })
       return
     }
     // Started once the first text or finish is there: an error before it gets its own status.
@@ -60,16 +68,23 @@ export class AnthropicEndpoints {
       type: 'message_start',
       message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: usage(input_tokens, 0) },
     })
-    event(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })
+    // Text streams as it comes; an answer that may be tool calls is held until it ends, then sent block by block.
+    if (chat.streamsText) event(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })
     event(res, 'ping', { type: 'ping' })
+    let text = ''
     for (; !next.done; next = await stream.next()) {
       const c = next.value
       if (!('done' in c)) {
-        if (c.text !== '') event(res, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: c.text } })
+        text += c.text
+        if (chat.streamsText && c.text !== '') textDelta(res, 0, c.text)
         continue
       }
-      event(res, 'content_block_stop', { type: 'content_block_stop', index: 0 })
-      const reason = stopReason({ finish_reason: c.finishReason, ...(c.stopSequence === undefined ? {} : { stop_sequence: c.stopSequence }) })
+      const { content, reason } = answerOf(text, c)
+      if (chat.streamsText) event(res, 'content_block_stop', { type: 'content_block_stop', index: 0 })
+      else
+        content.forEach((block, index) => {
+          streamBlock(res, index, block)
+        })
       event(res, 'message_delta', { type: 'message_delta', delta: reason, usage: { input_tokens, output_tokens: c.completionTokens } })
       event(res, 'message_stop', { type: 'message_stop' })
       res.end()
@@ -77,6 +92,23 @@ export class AnthropicEndpoints {
     }
     throw new Error('the generation ended without a finish')
   }
+}
+
+/** A whole content block as Anthropic streams one: its start, its text or its input's JSON as one delta, its stop. */
+function streamBlock(res: ServerResponse, index: number, block: ReturnType<typeof anthropicContent>[number]): void {
+  if (block.type === 'text') {
+    event(res, 'content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
+    if (block.text !== '') textDelta(res, index, block.text)
+  } else {
+    event(res, 'content_block_start', { type: 'content_block_start', index, content_block: { ...block, input: {} } })
+    const delta = { type: 'input_json_delta', partial_json: JSON.stringify(block.input) }
+    event(res, 'content_block_delta', { type: 'content_block_delta', index, delta })
+  }
+  event(res, 'content_block_stop', { type: 'content_block_stop', index })
+}
+
+function textDelta(res: ServerResponse, index: number, text: string): void {
+  event(res, 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text } })
 }
 
 function usage(input_tokens: number, output_tokens: number) {

@@ -36,6 +36,17 @@ export interface PlannedChat {
   answer(text: string, finishReason: 'stop' | 'length'): ChatAnswer
 }
 
+/** What a translated API (Ollama's, Anthropic's) asks beyond OpenAI's chat fields. */
+export interface ChatPlanOptions {
+  /** Samplers OpenAI lacks: Ollama's options and Anthropic's top_k. */
+  readonly samplers?: Pick<Generation, 'topK' | 'minP' | 'repeatPenalty'>
+  /**
+   * Ollama's num_predict: a budget past the context stops where the context is full instead of being refused,
+   * and no budget means until the context is full (`untilFull` tokens when the model does not say its context).
+   */
+  readonly clampMaxTokens?: { readonly untilFull: number }
+}
+
 /**
  * The one entry point from an OpenAI-shaped chat request (any endpoint that speaks chat: OpenAI's, Ollama's,
  * Anthropic's, once mapped to it) to the swarm's generations: the messages, tool calls and tool results rendered
@@ -47,11 +58,12 @@ export async function planChat(
   account: StoredAccount,
   body: ChatCompletionRequest,
   endpoint: Generation['endpoint'] = 'chat.completions',
+  options: ChatPlanOptions = {},
 ): Promise<PlannedChat> {
   const { contextLength } = deps.catalog.get(body.model).manifest // 404 before any work
   const maxParam = body.max_completion_tokens == null ? 'max_tokens' : 'max_completion_tokens'
   const requested = body.max_completion_tokens ?? body.max_tokens
-  checkMaxTokens(requested, maxParam, contextLength)
+  if (options.clampMaxTokens === undefined) checkMaxTokens(requested, maxParam, contextLength)
   if (body.top_logprobs != null && body.logprobs !== true)
     throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'top_logprobs needs logprobs: true.', 'top_logprobs')
   const tokenizer = await deps.tokenizers.get(body.model)
@@ -70,8 +82,19 @@ export async function planChat(
       ? undefined
       : Object.fromEntries(tools.map((t) => [t.function.name, { description: t.function.description, params: t.function.parameters as never }]))
   const promptTokens = fitting(await tokenizer.chat(messages, promptTokenLimit(contextLength), functions), contextLength, 'messages')
-  const maxTokens = completionBudget(promptTokens.length, requested, deps.defaultChatMaxTokens, contextLength, { prompt: 'messages', max: maxParam })
+  const budgetParams = { prompt: 'messages', max: maxParam } as const
+  const maxTokens =
+    options.clampMaxTokens === undefined
+      ? completionBudget(promptTokens.length, requested, deps.defaultChatMaxTokens, contextLength, budgetParams)
+      : completionBudget(
+          promptTokens.length,
+          null,
+          requested ?? (contextLength > 0 ? contextLength : options.clampMaxTokens.untilFull),
+          contextLength,
+          budgetParams,
+        )
   const generations = generationsOf(endpoint, body, promptTokens, maxTokens, {
+    ...options.samplers,
     grammar,
     ...(body.logprobs === true ? { logprobs: body.top_logprobs ?? 0 } : {}),
   })
@@ -96,9 +119,14 @@ function chatMessageOf(m: ChatMessageInput): ChatMessage {
   return { role: m.role, content }
 }
 
+/** The grammar a response format alone asks for (a raw prompt's JSON output); undefined for free text. */
+export function responseFormatGrammar(format: ChatCompletionRequest['response_format']): string | undefined {
+  return grammarOf({ response_format: format }, undefined, 'none', undefined)
+}
+
 /** The grammar `response_format` and the tools ask for; undefined for free text. A 400 when it outgrows what a host takes. */
 function grammarOf(
-  body: ChatCompletionRequest,
+  body: Pick<ChatCompletionRequest, 'response_format' | 'parallel_tool_calls'>,
   tools: ChatCompletionRequest['tools'],
   choice: NonNullable<ChatCompletionRequest['tool_choice']>,
   syntax: ReturnType<typeof callSyntaxOf> | undefined,

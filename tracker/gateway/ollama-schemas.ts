@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { SAMPLING_BOUNDS } from '../../protocol/chat'
+import { ToolChoice } from './openai-schemas'
 
 // Request bodies of Ollama's API (docs/api.md of ollama/ollama), as far as the gateway serves them. Unknown
 // fields, and options that concern a local server (num_ctx, num_gpu, num_thread, …), are ignored.
@@ -77,6 +78,8 @@ export const OllamaChatRequest = z.object({
   /** Empty: Ollama only loads the model and answers done_reason "load". */
   messages: z.array(OllamaMessage).default([]),
   tools: z.array(OllamaTool).max(MAX_TOOLS).nullish(),
+  /** Neuron's extension, as OpenAI's: Ollama's API has no way to force a call ('required', or one named function). */
+  tool_choice: ToolChoice.nullish(),
 })
 export type OllamaChatRequest = z.infer<typeof OllamaChatRequest>
 

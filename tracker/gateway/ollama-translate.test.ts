@@ -103,6 +103,11 @@ describe('Ollama requests in OpenAI’s shape', () => {
       json_schema: { name: 'format', schema: parameters, strict: true },
     })
     expect(chat({ model: 'm', format: '' }).response_format).toBeUndefined()
+    // Neuron's extension: OpenAI's tool_choice, which Ollama's API lacks
+    const forced = { type: 'function', function: { name: 'weather' } }
+    expect(chat({ model: 'm', tools: withTools.tools, tool_choice: forced }).tool_choice).toEqual(forced)
+    expect(chat({ model: 'm' }).tool_choice).toBeUndefined()
+    expect(OllamaChatRequest.safeParse({ model: 'm', tool_choice: 'always' }).success).toBe(false)
   })
 
   it('refuses images, thinking, a suffix and a custom template with a typed 400 naming the field', () => {

@@ -84,6 +84,7 @@ export function ollamaChat(body: OllamaChatRequest): OpenAiShapedChat {
     messages: ollamaMessages(body.messages),
     ...ollamaSampling(body.options),
     ...(body.tools == null || body.tools.length === 0 ? {} : { tools: body.tools.map((t) => ({ type: 'function' as const, function: t.function })) }),
+    ...(body.tool_choice == null ? {} : { tool_choice: body.tool_choice }),
     ...(format === undefined ? {} : { response_format: format }),
   }
 }

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { StoredAccount } from '../ledger/ledger-store'
+import type { ChatAnswer, PlannedChat } from './chat-generation'
 import type { GatewayDeps } from './deps'
 import type { ErrorDialect } from './dialects'
 import type { GatewayError } from './errors'
-import type { Chunk, Generation } from './generation'
+import type { Chunk } from './generation'
 import { abortOnClose, bearer, parse, sendJson } from './http'
 import { OllamaChatRequest, OllamaGenerateRequest, OllamaShowRequest } from './ollama-schemas'
 import { OLLAMA_DEFAULTS, ollamaAnswerMessage, ollamaChat, ollamaDoneReason, ollamaGenerateChat } from './ollama-translate'
@@ -40,10 +41,10 @@ export class OllamaEndpoints {
     const body = parse(OllamaChatRequest, await this.translated.body(req, 'messages'))
     const model = modelIdOf(body.model, this.deps)
     if (body.messages.length === 0) return sendJson(res, 200, { ...loaded(model), message: { role: 'assistant', content: '' } })
-    const generation = await this.translated.chat(account, { ...ollamaChat(body), model }, PARAMS, true, 'ollama.chat')
-    await this.answer(res, account, generation, body.stream !== false, started, {
+    const chat = await this.translated.chat(account, { ...ollamaChat(body), model }, PARAMS, true, 'ollama.chat')
+    await this.answer(res, account, model, chat, body.stream !== false, started, {
       piece: (content) => ({ message: { role: 'assistant', content } }),
-      last: (content) => ({ message: ollamaAnswerMessage({ content }) }),
+      last: (a) => ({ message: ollamaAnswerMessage({ content: a.content ?? '', ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }) }) }),
     })
   }
 
@@ -56,13 +57,13 @@ export class OllamaEndpoints {
     const chat = { ...ollamaGenerateChat(body), model }
     const params = { ...PARAMS, messages: 'prompt' }
     // raw: the prompt as it is, the system prompt unused (as Ollama does)
-    const generation =
+    const planned =
       body.raw === true
         ? await this.translated.text(account, body.prompt, chat, params, 'ollama.generate')
         : await this.translated.chat(account, chat, params, true, 'ollama.generate')
-    await this.answer(res, account, generation, body.stream !== false, started, {
+    await this.answer(res, account, model, planned, body.stream !== false, started, {
       piece: (response) => ({ response }),
-      last: (response) => ({ response }),
+      last: (a) => ({ response: a.content ?? '' }),
     })
   }
 
@@ -115,21 +116,22 @@ export class OllamaEndpoints {
   }
 
   /**
-   * Runs the generation and answers as Ollama does: NDJSON objects with `done: false`, then the final one with
-   * `done: true`, done_reason, token counts and durations in ns; or that final object alone, the whole text in it.
+   * Runs the chat and answers as Ollama does: NDJSON objects with `done: false`, then the final one with
+   * `done: true`, done_reason, token counts and durations in ns; or that final object alone, the whole answer in it.
+   * An answer that may be tool calls is held until it ends, then streamed as one object (its calls, or its text).
    * A stream starts only once the first text or finish is there, so an error before it gets its own status.
    */
   private async answer(
     res: ServerResponse,
     account: StoredAccount,
-    generation: Generation,
+    model: string,
+    chat: PlannedChat,
     stream: boolean,
     started: bigint,
-    shape: { piece: (text: string) => object; last: (text: string) => object },
+    shape: { piece: (text: string) => object; last: (answer: ChatAnswer) => object },
   ): Promise<void> {
-    const model = generation.modelId
     const evalStarted = process.hrtime.bigint()
-    const run = this.translated.run(account, generation, abortOnClose(res))
+    const run = this.translated.run(account, chat, abortOnClose(res))
     let firstAt: bigint | undefined
     let text = ''
     let next: IteratorResult<Chunk, void> = await run.next()
@@ -137,24 +139,27 @@ export class OllamaEndpoints {
       res.setHeader('content-type', NDJSON) // set, not passed to writeHead: ollamaDialect.endStream looks for it
       res.writeHead(200)
     }
+    const line = (part: object, done: boolean) => res.write(`${JSON.stringify({ model, created_at: now(), ...part, done })}\n`)
     for (; !next.done; next = await run.next()) {
       const c = next.value
       firstAt ??= process.hrtime.bigint()
       if (!('done' in c)) {
-        if (stream && c.text !== '') res.write(`${JSON.stringify({ model, created_at: now(), ...shape.piece(c.text), done: false })}\n`)
-        if (!stream) text += c.text
+        text += c.text
+        if (stream && chat.streamsText && c.text !== '') line(shape.piece(c.text), false)
         continue
       }
+      const answer = chat.answer(text, c.finishReason)
+      if (stream && !chat.streamsText) line(shape.last(answer), false)
       const end = process.hrtime.bigint()
       const final = {
         model,
         created_at: now(),
-        ...shape.last(text),
+        ...shape.last(stream ? { content: '', toolCalls: undefined, finishReason: answer.finishReason } : answer),
         done: true,
-        done_reason: ollamaDoneReason(c.finishReason),
+        done_reason: ollamaDoneReason(answer.finishReason),
         total_duration: Number(end - started),
         load_duration: Number(evalStarted - started),
-        prompt_eval_count: generation.promptTokens.length,
+        prompt_eval_count: chat.promptTokens,
         prompt_eval_duration: Number((firstAt ?? end) - evalStarted),
         eval_count: c.completionTokens,
         eval_duration: Number(end - (firstAt ?? end)),

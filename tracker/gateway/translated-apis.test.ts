@@ -157,9 +157,8 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       const badOption = await post('/api/chat', JSON.stringify({ model, messages: MESSAGES, options: { top_p: 7 } }))
       expect(badOption).toEqual({ status: 400, body: { error: expect.stringContaining('options.top_p') } })
       await expect(ollama.chat({ model: 'no-such-model', messages: MESSAGES })).rejects.toMatchObject({ status_code: 404 })
-      const tools = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {} } } }]
-      await expect(ollama.chat({ model, messages: MESSAGES, tools })).rejects.toMatchObject({ status_code: 400, error: expect.stringContaining('tools') })
-      await expect(ollama.chat({ model, messages: MESSAGES, format: 'json' })).rejects.toMatchObject({ status_code: 400 })
+      const tools = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {}, not: {} } } }]
+      await expect(ollama.chat({ model, messages: MESSAGES, tools })).rejects.toMatchObject({ status_code: 400, error: expect.stringContaining('"not"') })
       expect((await ollama.list()).models).toHaveLength(1)
     })
 
@@ -238,10 +237,10 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       })
       await expect(anthropic.messages.create({ ...request, model, max_tokens: swarm.manifest.contextLength })).rejects.toBeInstanceOf(Anthropic.BadRequestError)
       await expect(anthropic.messages.create({ ...request, model: 'no-such-model' })).rejects.toBeInstanceOf(Anthropic.NotFoundError)
-      const tools = [{ name: 'weather', input_schema: { type: 'object' as const, properties: {} } }]
-      await expect(anthropic.messages.create({ ...request, model, tools })).rejects.toMatchObject({
+      const image = { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'aGk=' } }
+      await expect(anthropic.messages.create({ ...request, model, messages: [{ role: 'user', content: [image] }] })).rejects.toMatchObject({
         status: 400,
-        error: { error: { message: expect.stringContaining('tools') } },
+        error: { error: { message: expect.stringContaining('image') } },
       })
       expect((await anthropic.messages.create({ ...request, model, max_tokens: 2 })).usage.output_tokens).toBe(2)
     })

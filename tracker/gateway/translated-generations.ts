@@ -1,13 +1,15 @@
-import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { authenticateKey } from './auth'
+import { type PlannedChat, planChat, responseFormatGrammar } from './chat-generation'
 import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'
 import type { Chunk, Generation, PaidGenerations } from './generation'
 import { MAX_BODY_BYTES, readBody } from './http'
+import { generationsOf } from './openai-sampling'
+import type { ChatCompletionRequest } from './openai-schemas'
 import type { OpenAiShapedChat, OpenAiShapedSampling } from './openai-shaped'
-import { checkMaxTokens, completionBudget, fewestTokens, fitting, promptBounds, promptTokenLimit } from './prompt-bounds'
+import { completionBudget, fewestTokens, fitting, promptBounds, promptTokenLimit } from './prompt-bounds'
 import type { PromptTokenizers } from './prompt-tokenizers'
 import type { RateLimit } from './rate-limit'
 
@@ -52,8 +54,9 @@ export class TranslatedGenerations {
   }
 
   /**
-   * A chat rendered with the model's template and bounded like /v1/chat/completions'. `max_tokens` past the context
-   * is refused (Anthropic) unless `clampMaxTokens` (Ollama's num_predict, which stops where the context is full).
+   * A chat through the OpenAI chat path (`planChat`): the model's template, tools and tool results, a grammar for
+   * tool calls and JSON output, the same bounds. `max_tokens` past the context is refused (Anthropic) unless
+   * `clampMaxTokens` (Ollama's num_predict, which stops where the context is full). Errors name the caller's fields.
    */
   async chat(
     account: StoredAccount,
@@ -61,76 +64,78 @@ export class TranslatedGenerations {
     params: ForeignParams,
     clampMaxTokens: boolean,
     endpoint: Generation['endpoint'],
-  ): Promise<Generation> {
-    notYetSupported(chat, params)
-    const { contextLength } = this.deps.catalog.get(chat.model).manifest // 404 before any work
-    if (!clampMaxTokens) checkMaxTokens(chat.max_tokens, 'max_tokens', contextLength)
-    const tokenizer = await this.tokenizers.get(chat.model)
-    const messages = chat.messages.map((m) => ({ role: m.role as 'system' | 'user' | 'assistant', content: m.content ?? '' }))
-    const chars = messages.reduce((n, m) => n + m.content.length, 0)
-    await this.generations.checkAffordable(account, chat.model, fewestTokens(chars, promptBounds(tokenizer.longestTokenChars, contextLength), 'messages'))
-    const prompt = fitting(await tokenizer.chat(messages, promptTokenLimit(contextLength)), contextLength, 'messages')
-    return generationOf(endpoint, chat.model, prompt, this.budget(prompt.length, chat, contextLength, clampMaxTokens), chat)
+  ): Promise<PlannedChat> {
+    const deps = { catalog: this.deps.catalog, generations: this.generations, tokenizers: this.tokenizers, defaultChatMaxTokens: UNTIL_FULL_UNKNOWN_CONTEXT }
+    const options = { samplers: samplersOf(chat), ...(clampMaxTokens ? { clampMaxTokens: { untilFull: UNTIL_FULL_UNKNOWN_CONTEXT } } : {}) }
+    try {
+      return await planChat(deps, account, chatRequestOf(chat), endpoint, options)
+    } catch (e) {
+      throw inForeignWords(e, params)
+    }
   }
 
   /** A plain text prompt (Ollama's raw generate), tokenized as it is, sampled as `chat` says; its budget clamped to the context. */
-  async text(account: StoredAccount, prompt: string, chat: OpenAiShapedChat, params: ForeignParams, endpoint: Generation['endpoint']): Promise<Generation> {
-    notYetSupported(chat, params)
+  async text(account: StoredAccount, prompt: string, chat: OpenAiShapedChat, params: ForeignParams, endpoint: Generation['endpoint']): Promise<PlannedChat> {
     const { contextLength } = this.deps.catalog.get(chat.model).manifest
+    const request = chatRequestOf(chat)
+    let grammar: string | undefined
+    try {
+      grammar = responseFormatGrammar(request.response_format)
+    } catch (e) {
+      throw inForeignWords(e, params)
+    }
     const tokenizer = await this.tokenizers.get(chat.model)
     await this.generations.checkAffordable(account, chat.model, fewestTokens(prompt.length, promptBounds(tokenizer.longestTokenChars, contextLength), 'prompt'))
     const tokens = fitting(await tokenizer.encode(prompt, promptTokenLimit(contextLength)), contextLength, 'prompt')
-    return generationOf(endpoint, chat.model, tokens, this.budget(tokens.length, chat, contextLength, true), chat)
+    const untilFull = contextLength > 0 ? contextLength : UNTIL_FULL_UNKNOWN_CONTEXT
+    const maxTokens = completionBudget(tokens.length, null, chat.max_tokens ?? untilFull, contextLength, { prompt: 'prompt', max: 'max_tokens' })
+    const generations = generationsOf(endpoint, request, tokens, maxTokens, { ...samplersOf(chat), grammar })
+    return { generations, promptTokens: tokens.length, streamsText: true, answer: (content, finishReason) => ({ content, toolCalls: undefined, finishReason }) }
   }
 
-  run(account: StoredAccount, generation: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
+  /** Runs a planned chat's one generation (these APIs have no `n`). */
+  run(account: StoredAccount, chat: PlannedChat, caller: AbortSignal): AsyncGenerator<Chunk, void> {
+    const [generation] = chat.generations
+    if (generation === undefined || chat.generations.length > 1) throw new Error(`a translated chat plans one generation, not ${chat.generations.length}`)
     return this.generations.run(account, generation, caller)
-  }
-
-  private budget(promptTokens: number, sampling: OpenAiShapedSampling, contextLength: number, clamp: boolean): number {
-    const untilFull = contextLength > 0 ? contextLength : DEFAULT_MAX_TOKENS_UNKNOWN_CONTEXT
-    const params = { prompt: 'messages', max: 'max_tokens' } as const
-    if (clamp) return completionBudget(promptTokens, null, sampling.max_tokens ?? untilFull, contextLength, params)
-    return completionBudget(promptTokens, sampling.max_tokens, untilFull, contextLength, params)
   }
 }
 
 /** A model whose manifest does not say its context: a request without a token budget gets this many. */
-const DEFAULT_MAX_TOKENS_UNKNOWN_CONTEXT = 256
+const UNTIL_FULL_UNKNOWN_CONTEXT = 256
 
-/**
- * Tool definitions, tool turns and JSON output need the OpenAI chat path's templates and grammars (issue 28,
- * item 1); until this endpoint's translation can hand them to it, they are refused rather than ignored.
- */
-function notYetSupported(chat: OpenAiShapedChat, params: ForeignParams): void {
-  const refuse = (what: string, param: string) => {
-    throw new GatewayError(
-      400,
-      'invalid_request_error',
-      'not_supported',
-      `${what} are not yet supported through this endpoint; send the request without them (or use /v1/chat/completions).`,
-      param,
-    )
+/** A translated chat as planChat takes it: OpenAI's request body. */
+function chatRequestOf(chat: OpenAiShapedChat): ChatCompletionRequest {
+  return {
+    model: chat.model,
+    messages: chat.messages.map((m) =>
+      m.role === 'assistant' ? { role: m.role, content: m.content, tool_calls: m.tool_calls?.map((c) => ({ ...c, function: { ...c.function } })) } : { ...m },
+    ),
+    max_tokens: chat.max_tokens,
+    temperature: chat.temperature,
+    top_p: chat.top_p,
+    presence_penalty: chat.presence_penalty,
+    frequency_penalty: chat.frequency_penalty,
+    seed: chat.seed,
+    stop: chat.stop === undefined ? undefined : [...chat.stop],
+    tools: chat.tools?.map((t) => ({ type: t.type, function: { ...t.function } })),
+    tool_choice: chat.tool_choice,
+    parallel_tool_calls: chat.parallel_tool_calls,
+    response_format: chat.response_format,
   }
-  if ((chat.tools?.length ?? 0) > 0) refuse('tools', params.tools)
-  if (chat.messages.some((m) => m.role === 'tool' || (m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0)))
-    refuse('tool calls and tool results', params.messages)
-  if (chat.response_format !== undefined) refuse('JSON output formats', params.format)
 }
 
-function generationOf(endpoint: Generation['endpoint'], modelId: string, promptTokens: number[], maxTokens: number, s: OpenAiShapedSampling): Generation {
-  if (promptTokens.length === 0) throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'the prompt is empty.', 'prompt')
+function samplersOf(s: OpenAiShapedSampling): Pick<Generation, 'topK' | 'minP' | 'repeatPenalty'> {
   return {
-    endpoint,
-    modelId,
-    promptTokens,
-    maxTokens,
-    temperature: s.temperature ?? 1,
-    topP: s.top_p,
     ...(s.top_k === undefined ? {} : { topK: s.top_k }),
     ...(s.min_p === undefined ? {} : { minP: s.min_p }),
     ...(s.repeat_penalty === undefined ? {} : { repeatPenalty: s.repeat_penalty }),
-    seed: s.seed === undefined ? randomBytes(4).readUInt32LE() : s.seed >>> 0,
-    stop: (s.stop ?? []).filter((x) => x !== ''),
   }
+}
+
+/** An error of the OpenAI chat path with its `param` in the caller's API's words (Ollama's `format`, Anthropic's `tools`). */
+function inForeignWords(e: unknown, params: ForeignParams): unknown {
+  if (!(e instanceof GatewayError) || e.param === null) return e
+  const param = e.param === 'response_format' ? params.format : e.param === 'tools' ? params.tools : e.param === 'messages' ? params.messages : e.param
+  return param === e.param ? e : new GatewayError(e.status, e.type, e.code, e.message, param, e.extra)
 }
