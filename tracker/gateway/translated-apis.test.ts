@@ -261,14 +261,17 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
   })
 
   // Last: it stops the only host of the last block.
+  // Long enough that both streams still run when the host stops (at 300 tokens an Anthropic stream sometimes finished
+  // first, 2 runs in 4; 1 500 outran the test's time at load 10).
+  const BUDGET = 600
   it('ends a stream that fails after it began with the API’s own error, which its client throws', async () => {
     // greedy: this prompt's answer runs to the token budget, so both streams are still running when the host stops
     const prompt = renderChat(await direct.tokenizer(model), MESSAGES)
-    expect((await directText(prompt, 300, { temperature: 0 })).summary.finishReason).toBe('length')
-    const chat = await ollama.chat({ model, messages: MESSAGES, stream: true, options: { num_predict: 300, temperature: 0, repeat_penalty: 1 } })
+    expect((await directText(prompt, BUDGET, { temperature: 0 })).summary.finishReason).toBe('length')
+    const chat = await ollama.chat({ model, messages: MESSAGES, stream: true, options: { num_predict: BUDGET, temperature: 0, repeat_penalty: 1 } })
     const messages = anthropic.messages.stream({
       model,
-      max_tokens: 300,
+      max_tokens: BUDGET,
       temperature: 0,
       system: MESSAGES[0]?.content,
       messages: [MESSAGES[1] as { role: 'user'; content: string }],
