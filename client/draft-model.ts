@@ -42,8 +42,12 @@ export class DraftModel {
     while (common < cached.length && common < confirmed.length && cached[common] === confirmed[common]) common++
     common = Math.min(common, confirmed.length - 1)
     if (common < this.sequence.nextTokenIndex) await this.sequence.eraseContextTokenRanges([{ start: common, end: this.sequence.nextTokenIndex }])
+    // The route's tokens since the last proposal are fed one at a time, as a greedy decode feeds them: fed as one
+    // batch their logits differ in the last bits, which can flip a near tie, and the draft would miss a token it predicts.
+    const fresh = confirmed.slice(common) as Token[]
+    if (common > 0) for (const t of fresh.splice(0, fresh.length - 1)) await this.sequence.evaluateWithoutGeneratingNewTokens([t])
     const out: number[] = []
-    for await (const token of this.sequence.evaluate(confirmed.slice(common) as Token[], { temperature: 0, yieldEogToken: true })) {
+    for await (const token of this.sequence.evaluate(fresh, { temperature: 0, yieldEogToken: true })) {
       out.push(token)
       if (out.length >= k) break
     }
