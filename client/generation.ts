@@ -1,4 +1,5 @@
 import type { Receipt, RouteHop, SamplingParams } from '../protocol'
+import type { DraftRequest, SpeculationStats } from './speculation'
 
 // What one generation asks of SwarmClient.generate, and what it yields and returns.
 
@@ -24,6 +25,8 @@ export interface GenerateRequest {
   readonly session?: string
   /** How long to wait for a free session while every host that could serve is full (default 30 s); 0 fails at once. */
   readonly waitForSessionMs?: number
+  /** Speculative decoding (greedy only): a local GGUF with the model's tokenizer drafts `k` tokens (default 4) per route step. */
+  readonly draft?: DraftRequest
 }
 
 /**
@@ -59,4 +62,6 @@ export interface GenerationSummary {
   readonly session: string
   /** Every hop's signed receipt for every step, in order (hosts that sign none add none). */
   readonly receipts: readonly Receipt[]
+  /** With a draft: the verify steps run and the drafted tokens the route accepted. */
+  readonly speculation?: SpeculationStats
 }

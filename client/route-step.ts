@@ -1,4 +1,4 @@
-import { FLAG_NO_SAMPLE, jsonFrame, NeuronError, Receipt, readJson, readTrailer, SampledToken } from '../protocol'
+import { FLAG_NO_SAMPLE, FLAG_VERIFY, jsonFrame, NeuronError, Receipt, readJson, readTrailer, SampledToken } from '../protocol'
 import { forwardFrame, type HopInput, type StepSigning } from './hop-frames'
 import type { HopLink } from './hop-link'
 import { type AuditableHop, checkedAnswer, checkReceipt } from './step-audits'
@@ -14,6 +14,8 @@ export interface StepAt {
   readonly step: number
   readonly position: number
   readonly ids: Int32Array
+  /** A speculative check (FLAG_VERIFY): the last token and drafts; the last hop answers the greedy token after each. */
+  readonly verify?: boolean
 }
 
 /**
@@ -35,7 +37,9 @@ export async function runStep(
     // Recorded before sending: if this hop fails, its replacement replays all but this and retries it.
     h.inputs.push(input)
     const started = performance.now()
-    const answer = await h.link.request(forwardFrame(input, 0, session, at.step, at.position, { identity: client, ...h.hop }))
+    const answer = await h.link.request(
+      forwardFrame(input, at.verify === true ? FLAG_VERIFY : 0, session, at.step, at.position, { identity: client, ...h.hop }),
+    )
     if (input.tokens === 1) h.stepMs.push(performance.now() - started)
     const receipt = readTrailer(answer, Receipt)
     checkReceipt(h.hop.hostId, input, answer.payload, receipt)

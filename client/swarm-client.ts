@@ -10,6 +10,7 @@ import { HopFailure } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
 import { type HopOpener, openHops } from './open-hops'
 import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
+import { openDraft, speculativeTokens } from './speculation'
 import { type AuditableHop, auditStep, limitAudits } from './step-audits'
 import type { TrustedCa } from './tls-trust'
 import { checkTokenizer, ModelTokenizer } from './tokenizer'
@@ -92,6 +93,7 @@ export class SwarmClient {
     const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
     if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
     const maxTokens = promptTokens.length + request.maxTokens
+    const speculating = await openDraft(request, this.tracker, tokenizer, maxTokens)
     const session = request.session ?? randomBytes(16).toString('hex')
     const failed: string[] = []
     const failovers: { hostId: string; blocks: readonly [number, number]; recoveryMs: number }[] = []
@@ -108,6 +110,7 @@ export class SwarmClient {
       return { route, seamed, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true) }
     }
     const opened = await whenSessionFree(opening, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log).catch((error: unknown) => {
+      void speculating?.draft.dispose()
       this.endSession(session)
       throw error
     })
@@ -122,7 +125,7 @@ export class SwarmClient {
     let decodeStarted = 0
     const stopAtEog = request.stopAtEog ?? true
     /** Replaces the hop that failed; returns where its step resumes (a liar's step runs again from its replacement on). */
-    // Steps whose tokens wait for their audits, oldest first (see the loop below).
+    // Steps whose tokens wait for their audits, oldest first (see the loop below); none beside a draft's verify steps.
     let held: HeldStep[] = []
     /** A replacement last hop's sampling: the tokens sampled so far carry its grammar and penalties on where they were. */
     const resumed = (r: GenerateRequest): GenerateRequest => {
@@ -182,7 +185,7 @@ export class SwarmClient {
      * Takes a step's token as generated and gives it with its text; the last token also gives the text still held
      * for an incomplete character. An end-of-generation token ends it: undefined, unless it carries that held text.
      */
-    const confirm = (s: HeldStep): { token: GeneratedToken | undefined; end: boolean } => {
+    const confirm = (s: StepAt & { sampled: SampledToken }): { token: GeneratedToken | undefined; end: boolean } => {
       generated.push(s.sampled.token)
       const top = s.sampled.top === undefined ? {} : { top: s.sampled.top }
       const token = { token: s.sampled.token, logprob: s.sampled.logprob, ...top, position: s.position + s.ids.length }
@@ -195,10 +198,18 @@ export class SwarmClient {
       return { token: { ...token, text: last ? text.push(s.sampled.token) + text.flush() : text.push(s.sampled.token) }, end: last }
     }
     try {
-      let next: StepAt | undefined = { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
+      if (speculating !== undefined) {
+        const route = { ...speculating, prompt: promptTokens, maxNew: request.maxTokens, stopAtEog, hops: () => hops, signal: request.signal }
+        for await (const s of speculativeTokens({ ...route, tokenizer, step: (at: StepAt) => advance(at, 0, tokenInput(at.ids)) })) {
+          decodeStarted ||= performance.now()
+          const { token, end } = confirm(s)
+          if (token !== undefined) yield token
+          if (end) break
+        }
+      }
+      let next: StepAt | undefined = speculating !== undefined ? undefined : { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
       // Steps whose tokens wait for their audits, oldest first: the audits re-run a hop's history elsewhere, so the
       // route runs on meanwhile, up to the audits a key may have in flight, and tokens are yielded once theirs pass.
-      held = []
       let settleFirst = false
       while (next !== undefined || held.length > 0) {
         if (request.signal?.aborted) break
@@ -243,6 +254,7 @@ export class SwarmClient {
         } else held.push(step)
       }
     } finally {
+      await speculating?.draft.dispose()
       await closeHops(hops, session)
       this.endSession(session)
       reportLatencies(
@@ -267,6 +279,7 @@ export class SwarmClient {
       failovers,
       session,
       receipts,
+      ...(speculating === undefined ? {} : { speculation: speculating.stats }),
     }
   }
 

@@ -47,6 +47,11 @@ export class ModelTokenizer {
     return this.model.detokenize(tokens as readonly Token[], false, before as readonly Token[])
   }
 
+  /** Every token's text, in id order (a draft model must have the same). */
+  get tokenTexts(): readonly string[] {
+    return this.model.fileInfo.metadata.tokenizer?.ggml?.tokens ?? []
+  }
+
   isEndOfGeneration(token: number): boolean {
     return this.model.isEogToken(token as Token)
   }

@@ -37,6 +37,14 @@ export const FLAG_NO_SAMPLE = 1
  * bytes) / (4 × tokens); the receiver checks it against the seam.
  */
 export const FLAG_SIDE = 2
+/**
+ * Flag on a forward: a speculative check. The step carries the last token and up to MAX_DRAFT_TOKENS drafted ones;
+ * the last hop answers the greedy token after every position (`verified`), and the next step may start at any of
+ * them, which rolls every hop's cache back to it.
+ */
+export const FLAG_VERIFY = 4
+/** Drafted tokens one verify step may check (it runs one position more). */
+export const MAX_DRAFT_TOKENS = 16
 
 export interface Frame {
   readonly kind: FrameKind
@@ -100,6 +108,11 @@ export const SampledToken = z.object({
   top: z
     .array(z.object({ token: z.number().int().nonnegative(), logprob: z.number() }))
     .max(MAX_TOP_LOGPROBS)
+    .optional(),
+  /** A verify step's answer (FLAG_VERIFY): the greedy token after each of its positions, in order. */
+  verified: z
+    .array(z.object({ token: z.number().int().nonnegative(), logprob: z.number() }))
+    .max(MAX_DRAFT_TOKENS + 1)
     .optional(),
 })
 export type SampledToken = z.infer<typeof SampledToken>

@@ -1,5 +1,5 @@
 import { verifyTicket } from '../../identity/tickets'
-import { MAX_PROBE_TOKENS, NeuronError, type OpenSession, REPLAY_STEP_BASE, type Ticket } from '../../protocol'
+import { FLAG_VERIFY, MAX_DRAFT_TOKENS, MAX_PROBE_TOKENS, NeuronError, type OpenSession, REPLAY_STEP_BASE, type Ticket } from '../../protocol'
 
 /**
  * Sessions a host keeps free for its tracker's probes, past its session limit: a full host still
@@ -142,8 +142,9 @@ function admitProbe(request: OpenSession, open: Iterable<AdmittedSession>): void
 }
 
 /** A step carries what its ticket paid for: the declared prompt at step 1, one token after (replays rebuild a cache, unpaid by the client). */
-export function checkStepTokens(ticket: Pick<Ticket, 'promptTokens'>, step: number, tokens: number): void {
-  const allowed = step === 1 ? ticket.promptTokens : 1
+export function checkStepTokens(ticket: Pick<Ticket, 'promptTokens'>, step: number, tokens: number, flags = 0): void {
+  // a verify step (speculative decoding) checks the last token and its drafts: each position is paid as one token
+  const allowed = step === 1 ? ticket.promptTokens : flags & FLAG_VERIFY ? MAX_DRAFT_TOKENS + 1 : 1
   if (step < REPLAY_STEP_BASE && tokens > allowed)
     throw new NeuronError('tokens_not_ticketed', `step ${step} may carry ${allowed} tokens on this ticket, not ${tokens}; declare the prompt in route.plan.`, {
       allowed,

@@ -37,6 +37,7 @@ import type { ServingRuntime } from './serving-runtime'
 import { clientSigned, type SignedStep } from './signed-step'
 import { StepBatcher } from './step-batcher'
 import { StepOrder } from './step-order'
+import { checkVerify, isVerify, verifiedTokens } from './verify'
 
 export interface ShardServerOptions {
   readonly modelId: string
@@ -270,7 +271,8 @@ export class ShardServer {
       })
     const input = seamInput(frame, this.seamFacts, served.runtime.blocks[0], served.runtime.takesTokens)
     if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
-    checkStepTokens(served.ticket, frame.step, frame.tokens)
+    checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags)
+    checkVerify(frame, this.runtime.canBatch === true, served.sampling)
     checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
     const signed = clientSigned(served, frame)
     served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
@@ -283,6 +285,7 @@ export class ShardServer {
     const started = performance.now()
     const output = await this.batcher.forward(served.runtime, input.values, {
       positions: frame.position,
+      ...(isVerify(frame) ? { allLogits: true } : {}),
       hiddenType: served.open.hiddenDtype,
       ...(served.runtime.takesTokens || input.tokenIds === undefined ? {} : { tokenIds: input.tokenIds }),
       ...(input.indices === undefined ? {} : { indices: input.indices }),
@@ -295,6 +298,7 @@ export class ShardServer {
     }
     if (output.kind === 'logits') {
       if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, signed, jsonAnswer('ok', frame, {}))
+      if (isVerify(frame)) return this.seal(served, frame, signed, jsonAnswer('token', frame, verifiedTokens(output, computeMs)))
       const sampled = await served.sampling.sample(served.runtime, frame.position + frame.tokens)
       const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs, ...(sampled.top === undefined ? {} : { top: sampled.top }) }
       return this.seal(served, frame, signed, jsonAnswer('token', frame, body))

@@ -1,16 +1,19 @@
-import { FLAG_NO_SAMPLE, NeuronError, REPLAY_STEP_BASE } from '../../protocol'
+import { FLAG_NO_SAMPLE, FLAG_VERIFY, NeuronError, REPLAY_STEP_BASE } from '../../protocol'
 
 interface StepAt {
   readonly step: number
   readonly position: number
   readonly tokens: number
+  /** A verify step: the next may start at any of its positions after the first (the drafts that matched). */
+  readonly verify?: boolean
 }
 
 /**
  * The order a session's steps must come in: step 1 at position 0, then each step the next number at the next
  * position; the last step may come again at its own position (a client re-running it after an audit). Replays
  * (numbers from REPLAY_STEP_BASE) rebuild the cache from position 0, one after another, and never sample; a step
- * after them continues where they ended. Anything else is the client's doing and refused as such, before any work.
+ * after them continues where they ended. After a verify step (FLAG_VERIFY) the next step starts anywhere from its
+ * second position to just after its last, rolling the cache back past the drafts that did not match. Anything else is the client's doing and refused as such, before any work.
  */
 export class StepOrder {
   private last: StepAt | undefined
@@ -26,27 +29,33 @@ export class StepOrder {
     const last = this.last
     if (last !== undefined && this.replay === undefined && step === last.step && position === last.position) return
     const expected = this.expected()
-    if (position !== expected.position || !expected.steps(step)) {
+    if (!expected.positions(position) || !expected.steps(step)) {
       throw new NeuronError(
         'step_out_of_order',
         `step ${step} at position ${position} is out of order: this session takes ${expected.says} next. Send a session's steps in order.`,
         { step, position, expectedPosition: expected.position },
       )
     }
-    this.last = { step, position, tokens }
+    this.last = { step, position, tokens, verify: (flags & FLAG_VERIFY) !== 0 }
     this.replay = undefined
   }
 
-  private expected(): { position: number; steps: (step: number) => boolean; says: string } {
+  private expected(): { position: number; positions: (p: number) => boolean; steps: (step: number) => boolean; says: string } {
     const { last, replay } = this
     // after a rebuild the step in flight comes again: the next number, or the one the rebuild interrupted
     if (replay !== undefined) {
       const from = last?.step ?? 1
-      return { position: replay.position, steps: (s) => s >= from, says: `step ${from} or later at position ${replay.position}` }
+      const at = (p: number) => p === replay.position
+      return { position: replay.position, positions: at, steps: (s) => s >= from, says: `step ${from} or later at position ${replay.position}` }
     }
-    if (last === undefined) return { position: 0, steps: (s) => s === 1, says: 'step 1 at position 0' }
+    if (last === undefined) return { position: 0, positions: (p) => p === 0, steps: (s) => s === 1, says: 'step 1 at position 0' }
     const position = last.position + last.tokens
-    return { position, steps: (s) => s === last.step + 1, says: `step ${last.step + 1} at position ${position}` }
+    const steps = (s: number) => s === last.step + 1
+    if (last.verify === true && last.tokens > 1) {
+      const says = `step ${last.step + 1} at a position from ${last.position + 1} to ${position}`
+      return { position, positions: (p) => p > last.position && p <= position, steps, says }
+    }
+    return { position, positions: (p) => p === position, steps, says: `step ${last.step + 1} at position ${position}` }
   }
 
   private takeReplay(step: number, position: number, tokens: number, flags: number): void {

@@ -6,8 +6,8 @@ import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './acco
 import { Escrow, settlementWindowMs } from './escrow'
 import type { IssuedSession } from './issued-session'
 import type { LedgerStore } from './ledger-store'
-import { hopCharge, type PricingOptions, priceOf } from './pricing'
-import { checkTerms, clientSignedStep, countedTokens, type RoutedTokens, receiptKey, seamBreaks } from './receipt-terms'
+import { type PricingOptions, priceOf } from './pricing'
+import { checkTerms, clientSignedStep, type RoutedTokens, receiptKey, seamBreaks, stepCharge } from './receipt-terms'
 import { RelayFees } from './relay-fees'
 import { settleReplay } from './replays'
 
@@ -254,7 +254,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     for (const message of await seamBreaks(tx, session, issued.hops, r)) seams.push([r.step, message])
     const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
     // Paid by the tracker's own count of the step's tokens, never the host's claim.
-    const charge = paid ? hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: countedTokens(issued.routed, r) }) : 0
+    const charge = paid ? stepCharge(issued, r) : 0
     const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
     const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
     const result = await tx.post({

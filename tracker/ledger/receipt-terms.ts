@@ -1,7 +1,7 @@
 import { verifySignature } from '../../identity/keys'
-import { REPLAY_STEP_BASE, type Receipt, stepMessage } from '../../protocol'
+import { MAX_DRAFT_TOKENS, REPLAY_STEP_BASE, type Receipt, stepMessage } from '../../protocol'
 import type { LedgerStore } from './ledger-store'
-import type { Price } from './pricing'
+import { hopCharge, type Price } from './pricing'
 
 /** The positions a session was routed for: `promptTokens` of its `maxTokens` are the prompt (step 1). */
 export interface RoutedTokens {
@@ -14,15 +14,30 @@ export interface TicketTerms {
   readonly modelId: string
   readonly price: Price
   readonly routed: RoutedTokens | undefined
+  /** The session's client key: its receipts carry the client's signature of their token count (metering checks it first). */
+  readonly clientKey?: string | null
 }
 
 /**
  * The tokens the tracker counts for a step: step 1 carries the prompt the client declared (without a
- * declaration, the host's count, at most the tokens routed); every later step one token.
+ * declaration, the host's count, at most the tokens routed); every later step one token, or, where the client
+ * signed the count (`clientSigned`), each position of a verify step (speculative decoding: the last token and
+ * up to MAX_DRAFT_TOKENS drafts), at the same price per position.
  */
-export function countedTokens(routed: RoutedTokens | undefined, r: Pick<Receipt, 'step' | 'tokens'>): number {
-  if (r.step !== 1) return 1
+export function countedTokens(routed: RoutedTokens | undefined, r: Pick<Receipt, 'step' | 'tokens'>, clientSigned = false): number {
+  if (r.step !== 1) return clientSigned ? Math.max(1, Math.min(r.tokens, MAX_DRAFT_TOKENS + 1)) : 1
   return Math.max(1, Math.min(routed?.promptTokens ?? r.tokens, routed?.maxTokens ?? r.tokens))
+}
+
+/**
+ * What one hop's receipt costs by the tracker's count: the prefill as hopCharge prices it; a later step a completion
+ * token's price per position counted (one, or each position of a client-signed verify step).
+ */
+export function stepCharge(issued: TicketTerms & { readonly nLayer: number }, r: Pick<Receipt, 'step' | 'tokens' | 'blocks'>): number {
+  const signed = issued.clientKey !== undefined && issued.clientKey !== null
+  const tokens = countedTokens(issued.routed, r, signed)
+  if (r.step === 1) return hopCharge(issued.price, issued.nLayer, { step: 1, blocks: r.blocks, tokens })
+  return tokens * hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: 1 })
 }
 
 /** A receipt pays only on the terms of its session's ticket: this tracker (when known), the model, its price, the positions routed. */
@@ -36,8 +51,14 @@ export function checkTerms(issued: TicketTerms, r: Receipt, trackerKey: string |
   const prompt = issued.routed?.promptTokens
   if (r.step >= REPLAY_STEP_BASE || prompt === undefined) return undefined
   const expected = r.step <= 1 ? 0 : prompt + r.step - 2
-  if (r.position !== expected) return { code: 'position_mismatch', message: `step ${r.step} runs from position ${expected}, not ${r.position}` }
-  if (expected + countedTokens(issued.routed, r) > (issued.routed?.maxTokens ?? Number.POSITIVE_INFINITY))
+  const signed = issued.clientKey !== undefined && issued.clientKey !== null
+  // Verify steps advance one position or more each (the drafts that matched): a signed step lies in that range.
+  const furthest = signed && r.step > 1 ? prompt + (r.step - 2) * (MAX_DRAFT_TOKENS + 1) : expected
+  if (r.position < expected || r.position > furthest) {
+    const range = furthest === expected ? `${expected}` : `${expected} to ${furthest}`
+    return { code: 'position_mismatch', message: `step ${r.step} runs from position ${range}, not ${r.position}` }
+  }
+  if (r.position + countedTokens(issued.routed, r, signed) > (issued.routed?.maxTokens ?? Number.POSITIVE_INFINITY))
     return { code: 'position_mismatch', message: `step ${r.step} runs past the ${issued.routed?.maxTokens} tokens routed` }
   return undefined
 }
