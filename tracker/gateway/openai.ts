@@ -7,7 +7,7 @@ import { planChat } from './chat-generation'
 import type { GatewayDeps, GatewayOptions } from './deps'
 import { GatewayError } from './errors'
 import { type Chunk, collect, type Generation, type PaidGenerations, type TokenLogprob } from './generation'
-import { abortOnClose, MAX_BODY_BYTES, parse, readBody, sendJson } from './http'
+import { abortOnClose, parse, sendJson } from './http'
 import { generationsOf, usage } from './openai-sampling'
 import { ChatCompletionRequest, CompletionRequest } from './openai-schemas'
 import { checkMaxTokens, completionBudget, fewestTokens, fitting, promptBounds, promptTokenLimit } from './prompt-bounds'
@@ -156,17 +156,7 @@ export class OpenAiEndpoints {
 
   /** A chat's or completion's body, refused unparsed past the largest that could fit one of the models' contexts. */
   private promptBody(req: IncomingMessage, param: 'messages' | 'prompt'): Promise<unknown> {
-    const { bytes, contextLength } = this.tokenizers.largestPromptBody(MAX_BODY_BYTES)
-    // Before every model's tokenizer has loaded once, only MAX_BODY_BYTES bounds the body.
-    if (contextLength === 0) return readBody(req)
-    const tooLong = new GatewayError(
-      400,
-      'invalid_request_error',
-      'context_length_exceeded',
-      `This request is longer than ${bytes} bytes: no prompt that long fits the context of a model here (at most ${contextLength} tokens). Please reduce the length of the ${param}.`,
-      param,
-    )
-    return readBody(req, bytes, () => tooLong)
+    return this.tokenizers.readPromptBody(req, param)
   }
 
   /** A legacy prompt's token ids: given (each checked against the vocabulary), or its text's, refused before tokenizing when it cannot fit. */

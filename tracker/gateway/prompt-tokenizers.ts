@@ -1,4 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import type { IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
@@ -6,6 +7,7 @@ import { type ChatFunctions, type ChatMessage, chatHistoryOf } from '../../clien
 import { NeuronError } from '../../protocol'
 import type { ModelCatalog } from '../catalog'
 import { GatewayError } from './errors'
+import { MAX_BODY_BYTES, readBody } from './http'
 import { promptBodyBound, type Tokenized } from './prompt-bounds'
 
 export type { Tokenized } from './prompt-bounds'
@@ -105,6 +107,23 @@ export class PromptTokenizers {
       contextLength = Math.max(contextLength, m.contextLength)
     }
     return { bytes: Math.min(fallback, bytes), contextLength }
+  }
+
+  /**
+   * A request body whose `param` holds a prompt, refused unparsed past the largest that could fit one of the models'
+   * contexts; before every model's tokenizer has loaded once, only MAX_BODY_BYTES bounds it.
+   */
+  readPromptBody(req: IncomingMessage, param: string): Promise<unknown> {
+    const { bytes, contextLength } = this.largestPromptBody(MAX_BODY_BYTES)
+    if (contextLength === 0) return readBody(req)
+    const tooLong = new GatewayError(
+      400,
+      'invalid_request_error',
+      'context_length_exceeded',
+      `This request is longer than ${bytes} bytes: no prompt that long fits the context of a model here (at most ${contextLength} tokens). Please reduce the length of the ${param}.`,
+      param,
+    )
+    return readBody(req, bytes, () => tooLong)
   }
 
   get(modelId: string): Promise<PromptTokenizer> {

@@ -5,7 +5,6 @@ import { type PlannedChat, planChat, responseFormatGrammar } from './chat-genera
 import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'
 import type { Chunk, Generation, PaidGenerations } from './generation'
-import { MAX_BODY_BYTES, readBody } from './http'
 import { generationsOf } from './openai-sampling'
 import type { ChatCompletionRequest } from './openai-schemas'
 import type { OpenAiShapedChat, OpenAiShapedSampling } from './openai-shaped'
@@ -41,16 +40,7 @@ export class TranslatedGenerations {
 
   /** A request body, refused unparsed past the largest whose prompt could fit one of the models' contexts. */
   body(req: IncomingMessage, param: string): Promise<unknown> {
-    const { bytes, contextLength } = this.tokenizers.largestPromptBody(MAX_BODY_BYTES)
-    if (contextLength === 0) return readBody(req)
-    const tooLong = new GatewayError(
-      400,
-      'invalid_request_error',
-      'context_length_exceeded',
-      `This request is longer than ${bytes} bytes: no prompt that long fits the context of a model here (at most ${contextLength} tokens). Please reduce the length of the ${param}.`,
-      param,
-    )
-    return readBody(req, bytes, () => tooLong)
+    return this.tokenizers.readPromptBody(req, param)
   }
 
   /**
