@@ -5,6 +5,7 @@ import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
 import { planRoute } from './grant-claim'
+import { chainOpenings, directLegs, runChainStep } from './hop-chain'
 import type { HopInput } from './hop-frames'
 import { HopFailure } from './hop-link'
 import { measureHosts, median, reportLatencies } from './link-latency'
@@ -105,7 +106,10 @@ export class SwarmClient {
       const route = await planRoute(this.tracker, this.identity, plan, this.log, request.signal)
       // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
       const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
-      return { route, seamed, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true) }
+      // hop-to-hop: each seam whose hops reach each other is forwarded host to host (hop-chain.ts)
+      const legs = request.forwarding === 'hop-to-hop' ? directLegs(route.hops) : undefined
+      const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
+      return { route, seamed, legs, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true, forwarding) }
     }
     const opened = await whenSessionFree(opening, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log).catch((error: unknown) => {
       this.endSession(session)
@@ -113,6 +117,8 @@ export class SwarmClient {
     })
     const { route, seamed } = opened
     let hops = opened.hops
+    // after a failover the client carries every leg (the new hop's neighbours were not told of it)
+    let legs = opened.legs
     const probed = measureHosts(route.measure ?? [], this.ca)
     request.onRoute?.(hops.map((h) => h.hop))
 
@@ -139,6 +145,7 @@ export class SwarmClient {
       // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
       const repaired = await this.replace(hops, dead, session, resumed(seamed), maxTokens, failed, collect, error.code === 'lied')
       hops = repaired.hops
+      if (legs !== undefined) legs = []
       failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
       request.onRoute?.(hops.map((h) => h.hop))
       this.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
@@ -153,7 +160,10 @@ export class SwarmClient {
         // Hops before a failing one did their work: their receipts count even when the step is retried.
         const stepReceipts: Receipt[] = []
         try {
-          const sampled = await runStep(hops, from, session, at, pending, stepReceipts, this.identity)
+          const sampled =
+            legs === undefined
+              ? await runStep(hops, from, session, at, pending, stepReceipts, this.identity)
+              : await runChainStep(hops, from, session, at, pending, stepReceipts, this.identity, legs)
           await collect(stepReceipts)
           return sampled
         } catch (error) {
