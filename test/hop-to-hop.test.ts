@@ -78,6 +78,7 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     try {
       links.clear()
+      const rejectionsBefore = await swarm.tracker.store.ledger.rejections(swarm.hosts[1]?.hostId ?? '')
       const { tokens, summary, route } = await generate(client)
       expect(tokens).toEqual(oracle)
       expect(route.map((h) => h.blocks)).toEqual([
@@ -89,8 +90,12 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
       expect(first?.bytesIn.get('hidden') ?? 0).toBe(0)
       expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
       expect(last?.bytesIn.get('token')).toBeGreaterThan(0)
-      // every hop signed every step, the forwarded ones countersigned by the client
+      // every hop signed every step; the middle hop's, forwarded, are paid once the client countersigned them
       expect(summary.receipts.length).toBe(3 * TOKENS)
+      const middleId = route[1]?.hostId ?? ''
+      const stored = () => swarm.tracker.store.ledger.receipts({ hostId: middleId, session: summary.session })
+      await vi.waitFor(async () => expect(await stored()).toHaveLength(TOKENS), { timeout: 20_000 })
+      expect(await swarm.tracker.store.ledger.rejections(middleId)).toEqual(rejectionsBefore)
     } finally {
       await client.close()
     }
