@@ -8,12 +8,13 @@ import type { Command } from './command'
 
 export const chatCommand: Command = {
   name: 'chat',
-  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32]
+  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32] [--hop-to-hop]
 
 Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
 
   --chat   send the prompt as a user message, rendered with the model's own chat template
   --f32    hidden states travel as f32 between hops (default: the model's, f16 except for mixture-of-experts models)
+  --hop-to-hop  each host sends its hidden states straight to the next where the two reach each other (default: through this client)
 
 --tracker takes several instances of one swarm as URL,URL…: the chat moves to the next when one goes away.
 
@@ -28,6 +29,7 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
       'data-dir': { type: 'string' },
       f32: { type: 'boolean' },
       chat: { type: 'boolean' },
+      'hop-to-hop': { type: 'boolean' },
     })
     const prompt = positionals.join(' ')
     if (prompt === '') throw new NeuronError('bad_option', 'give a prompt. See neuron chat --help.')
@@ -47,6 +49,7 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
         maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 128,
         sampling: { temperature, seed: intOption('seed', values.seed) ?? 0 },
         ...(values.f32 ? { hiddenDtype: 'f32' as const } : {}),
+        ...(values['hop-to-hop'] ? { forwarding: 'hop-to-hop' as const } : {}),
       })
       let next = await generation.next()
       while (!next.done) {
