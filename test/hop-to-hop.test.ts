@@ -2,6 +2,7 @@
 // stories260K on loopback: llama.cpp's greedy tokens, no hidden states on the client's link to the middle hop, no
 // frame injected without the seam's capability, a hop stopped mid-generation, and a relayed hop's legs through the client.
 import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { GenerateRequest } from '../client/generation'
 import { WebSocketHopLink } from '../client/hop-link'
@@ -10,6 +11,7 @@ import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { encodeFrame, NeuronError, type Receipt, type RouteHop } from '../protocol'
 import { STORIES_260K, scratchDir } from './models'
+import { startNeuron } from './processes'
 import { Host, type InProcessSwarm, startSwarm } from './programs'
 
 const TOKENS = 24
@@ -123,6 +125,28 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
       expect(tokens).toEqual(oracle)
     } finally {
       await client.close()
+    }
+  })
+
+  it('neuron chat --hop-to-hop streams the same greedy text from the command line', async () => {
+    const chat = startNeuron([
+      'chat',
+      '--tracker',
+      swarm.tracker.url,
+      '--model',
+      swarm.manifest.modelId,
+      '--max-tokens',
+      '16',
+      '--hop-to-hop',
+      '--data-dir',
+      join(scratch.dir, 'chat'),
+      'Once upon a time',
+    ])
+    try {
+      await chat.waitFor(/16 tokens \(length\), [\d.]+ tokens\/s/)
+      expect(chat.output()).toMatch(/^, there was a little girl named Lily/)
+    } finally {
+      await chat.stop()
     }
   })
 
