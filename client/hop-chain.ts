@@ -83,6 +83,9 @@ export async function runChainStep(
       let end = i
       while (end < hops.length - 1 && legs[end] === true && hops[end + 1]?.link.expect !== undefined) end++
       const waits = hops.slice(i + 1, end + 1).map((h) => h.link.expect?.(session, at.step))
+      // a forwarding hop tells its client when its successor refused what it forwarded (or is gone)
+      const troubles: (Expected | undefined)[] = []
+      const unsigned: [HopState, Receipt][] = []
       try {
         const h = hops[i] as HopState
         h.inputs.push(input)
@@ -92,7 +95,17 @@ export async function runChainStep(
         let expected = payloadSha256(input.payload)
         for (let j = i; ; j++) {
           const hj = hops[j] as HopState
-          if (j > i) answer = await (waits[j - i - 1] as { answer: Promise<Frame> }).answer
+          if (j > i) {
+            const got = await successorOrRefusal((waits[j - i - 1] as Expected).answer, troubles[j - i - 1]?.answer)
+            if (got === 'refused') {
+              // the client fetches what hop j - 1 forwarded and carries this leg itself
+              hj.inputs.pop()
+              input = await fetchForwarded(hops[j - 1] as HopState, session, at.step, expected, at.ids)
+              i = j
+              break
+            }
+            answer = got
+          }
           const receipt = readTrailer(answer, Receipt)
           if (receipt === undefined)
             throw new HopFailure(hj.hop.hostId, 'no_receipt', `host ${hj.hop.hostId} answered without its signed receipt; finding another host`)
@@ -100,13 +113,13 @@ export async function runChainStep(
             throw new HopFailure(hj.hop.hostId, 'bad_receipt', `host ${hj.hop.hostId} signed for other input than it was sent; finding another host`)
           receipts.push(receipt)
           hj.receipts.push(receipt)
-          // forwarded in: signed by the client now, off the critical path (the host hands in the signed receipt)
-          if (j > i) countersign(hj, session, receipt, client)
+          if (j > i) unsigned.push([hj, receipt])
           const next = hops[j + 1]
           if (answer.kind === 'ok' && j < end && next !== undefined) {
             // forwarded: the next hop holds the input, the client its digest
             next.inputs.push(placeholder(at.step, receipt))
             expected = receipt.output
+            troubles.push(hj.link.expect?.(session, at.step))
             continue
           }
           if (receipt.output !== payloadSha256(answer.payload))
@@ -120,7 +133,9 @@ export async function runChainStep(
           break
         }
       } finally {
-        for (const w of waits) w?.cancel()
+        for (const w of [...waits, ...troubles]) w?.cancel()
+        // forwarded in: signed by the client once the step is through, off the critical path (the host hands in the signed receipt)
+        for (const [h, receipt] of unsigned) countersign(h, session, receipt, client)
       }
     }
     throw new NeuronError('internal', 'the route ended without a last hop')
@@ -128,6 +143,31 @@ export async function runChainStep(
     if (error instanceof HopFailure) await fillInputs(hops, error.hostId, session)
     throw error
   }
+}
+
+type Expected = NonNullable<ReturnType<NonNullable<HopState['link']['expect']>>>
+
+/** The successor's frame, or 'refused' when the hop before it says it refused what it was forwarded. */
+function successorOrRefusal(answer: Promise<Frame>, trouble: Promise<Frame> | undefined): Promise<Frame | 'refused'> {
+  if (trouble === undefined) return answer
+  const never = new Promise<never>(() => {})
+  const refusal = trouble.then(
+    () => never,
+    (error: unknown) => {
+      if (error instanceof NeuronError && error.code === 'forward_refused') return 'refused' as const
+      if (error instanceof HopFailure && error.code === 'cancelled') return never
+      throw error
+    },
+  )
+  return Promise.race([answer, refusal])
+}
+
+/** What `h` forwarded at `step`, fetched back and checked against the digest it signed, as the next hop's input. */
+async function fetchForwarded(h: HopState, session: string, step: number, digest: string, ids: Int32Array | undefined): Promise<HopInput> {
+  const answer = await h.link.request(jsonFrame('fetch', session, step, { step }))
+  if (payloadSha256(answer.payload) !== digest)
+    throw new HopFailure(h.hop.hostId, 'lied', `host ${h.hop.hostId} answered other bytes than it signed at step ${step}`)
+  return checkedAnswer(h.hop, answer, ids)
 }
 
 /** Signs a forwarded-in step over the input its hop's receipt names; the signed receipt replaces the unsigned one. */
@@ -156,9 +196,7 @@ export async function fillInputs(hops: readonly HopState[], hostId: string, sess
     const wanted = unseen.get(input)
     if (wanted === undefined) continue
     try {
-      const answer = await before.link.request(jsonFrame('fetch', session, wanted.step, { step: wanted.step }))
-      if (payloadSha256(answer.payload) !== wanted.digest) throw new Error(`it answered other bytes than it signed at step ${wanted.step}`)
-      h.inputs[k] = checkedAnswer(before.hop, answer, undefined)
+      h.inputs[k] = await fetchForwarded(before, session, wanted.step, wanted.digest, undefined)
     } catch (error) {
       // the predecessor is gone or lied too: the failover of this hop cannot replay, and the generation fails typed
       throw new HopFailure(before.hop.hostId, 'unreachable_input', `cannot fetch what host ${before.hop.hostId} forwarded: ${(error as Error).message}`)

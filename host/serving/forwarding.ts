@@ -10,6 +10,7 @@ import {
   CountersignStep,
   decodeFrame,
   encodeFrame,
+  errorFrame,
   FetchOutput,
   ForwardedStepTrailer,
   type ForwardingOpen,
@@ -92,7 +93,7 @@ export class Forwarder {
     const next = served.open.forwarding?.next
     let forwarded = false
     if (out.kind === 'hidden' && receipt !== undefined && next !== undefined) {
-      forwarded = await this.send(request.session, next, out, { capability: next.capability, origin: chain?.origin ?? receipt, prev: receipt })
+      forwarded = await this.send(served.owner, next, out, { capability: next.capability, origin: chain?.origin ?? receipt, prev: receipt })
       if (forwarded) this.keep(request.session, request.step, answer)
     }
     const toClient = forwarded
@@ -150,7 +151,8 @@ export class Forwarder {
     this.kept.set(session, steps.set(step, answer))
   }
 
-  private async send(session: string, next: NonNullable<ForwardingOpen['next']>, out: Frame, trailer: ChainTrailer): Promise<boolean> {
+  private async send(owner: FrameCaller, next: NonNullable<ForwardingOpen['next']>, out: Frame, trailer: ChainTrailer): Promise<boolean> {
+    const session = out.session
     let link = this.links.get(session)
     if (link === undefined) {
       link = WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch((error: Error) => {
@@ -164,7 +166,13 @@ export class Forwarder {
     const bytes = encodeFrame({ ...out, kind: 'forward', trailer: new TextEncoder().encode(JSON.stringify(trailer)) })
     l.request(bytes).then(
       (ack) => ack.kind !== 'ok' && this.host.log?.(`session ${session}: the next hop answered a forwarded step with ${ack.kind}`),
-      (error: Error) => this.host.log?.(`session ${session}: the next hop refused forwarded step ${out.step}: ${error.message}`),
+      (error: Error) => {
+        const message = `the next hop refused forwarded step ${out.step} or is gone (${error.message}); fetch this hop's output and carry the leg`
+        this.host.log?.(`session ${session}: ${message}`)
+        // the client waits on the successor: told here, it fetches the output and carries the leg itself
+        // after this hop's own answer to the step has gone out (a link already closed refuses at once)
+        setImmediate(() => this.host.push(owner, errorFrame(session, out.step, { code: 'forward_refused', message })))
+      },
     )
     return true
   }
