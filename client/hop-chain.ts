@@ -75,7 +75,8 @@ export async function runChainStep(
   first: HopInput,
   receipts: Receipt[],
   client: StepSigning['identity'],
-  legs: readonly boolean[],
+  /** Whether each seam is forwarded; a seam refused is turned to the client here for the rest of the session. */
+  legs: boolean[],
 ): Promise<SampledToken> {
   try {
     let input = first
@@ -98,7 +99,8 @@ export async function runChainStep(
           if (j > i) {
             const got = await successorOrRefusal((waits[j - i - 1] as Expected).answer, troubles[j - i - 1]?.answer)
             if (got === 'refused') {
-              // the client fetches what hop j - 1 forwarded and carries this leg itself
+              // the client fetches what hop j - 1 forwarded and carries this leg itself, from now on
+              legs[j - 1] = false
               hj.inputs.pop()
               input = await fetchForwarded(hops[j - 1] as HopState, session, at.step, expected, at.ids)
               i = j

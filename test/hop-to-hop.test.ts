@@ -9,7 +9,7 @@ import { WebSocketHopLink } from '../client/hop-link'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
-import { encodeFrame, NeuronError, type Receipt, type RouteHop } from '../protocol'
+import { decodeFrame, encodeFrame, jsonFrame, NeuronError, type Receipt, type RouteHop } from '../protocol'
 import { STORIES_260K, scratchDir } from './models'
 import { startNeuron } from './processes'
 import { Host, type InProcessSwarm, startSwarm } from './programs'
@@ -124,6 +124,34 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
       expect(refusals).toEqual(['bad_capability', 'not_your_session'])
       expect(tokens).toEqual(oracle)
     } finally {
+      await client.close()
+    }
+  })
+
+  it('a hop that refuses what its predecessor forwards (a wrong capability): the client fetches that output and carries the leg, with the same tokens', async () => {
+    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    const request = WebSocketHopLink.prototype.request
+    // the middle hop (it both accepts and forwards) is opened with another capability than its predecessor was given
+    const spy = vi.spyOn(WebSocketHopLink.prototype, 'request').mockImplementation(function (this: WebSocketHopLink, bytes: Uint8Array) {
+      const frame = decodeFrame(bytes)
+      if (frame.kind !== 'open') return request.call(this, bytes)
+      const body = JSON.parse(new TextDecoder().decode(frame.payload))
+      if (body.forwarding?.accept === undefined || body.forwarding?.next === undefined) return request.call(this, bytes)
+      return request.call(
+        this,
+        jsonFrame('open', frame.session, frame.step, { ...body, forwarding: { ...body.forwarding, accept: randomBytes(32).toString('hex') } }),
+      )
+    })
+    try {
+      links.clear()
+      const { tokens, route } = await generate(client)
+      expect(tokens).toEqual(oracle)
+      const [first, middle] = route.map((h) => links.get(h.hostId))
+      // the first leg went through the client (fetched), the second stayed host to host
+      expect(first?.bytesIn.get('hidden')).toBeGreaterThan(0)
+      expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
+    } finally {
+      spy.mockRestore()
       await client.close()
     }
   })
