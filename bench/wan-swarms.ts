@@ -146,9 +146,15 @@ export class NamespaceSwarms {
     }
   }
 
-  /** A greedy chat of `tokens` tokens from `place`. */
-  async chat(swarm: Swarm, place: Place, tokens: number, prompt: readonly number[]): Promise<ChatDone> {
-    const child = this.childIn(place, ['chat', swarm.trackerUrl, this.manifest.modelId, String(tokens), prompt.join(',')])
+  /** A greedy chat of `tokens` tokens from `place`, its hidden states carried by the client or forwarded hop to hop. */
+  async chat(
+    swarm: Swarm,
+    place: Place,
+    tokens: number,
+    prompt: readonly number[],
+    forwarding: 'client-relayed' | 'hop-to-hop' = 'client-relayed',
+  ): Promise<ChatDone> {
+    const child = this.childIn(place, ['chat', swarm.trackerUrl, this.manifest.modelId, String(tokens), prompt.join(','), forwarding])
     const done = (JSON.parse((await child.waitFor(/^\{"done".*$/m, 300_000))[0]) as { done: Omit<ChatDone, 'gapsMs'> }).done
     const atMs = [...child.output().matchAll(/^\{"token".*"atMs":(\d+)\}$/gm)].map((t) => Number(t[1]))
     if (done.route.length !== swarm.hostIds.length)

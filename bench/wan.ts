@@ -3,7 +3,9 @@
 // the cloud started with --relay-for-others, serving another model), against the limit: compute (the same chat with
 // tracker, hosts and client all in the cloud namespace, same run) plus the round trips a token needs (client↔host per
 // direct hop; client↔cloud plus cloud↔host per relayed one, the tracker and the volunteer both being in the cloud),
-// measured each round by TCP connects. Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
+// measured each round by TCP connects. The direct swarm runs twice: client-relayed (the client carries every hidden
+// state) and hop-to-hop (each host forwards to the next; its limit is compute plus the one-way legs client→host A,
+// A→B, B→C, C→client, each half a measured round trip; a host-to-host leg crosses two shaped home links). Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
 // with the load average; the last line holds the medians, the ratios and the relay's bytes per token.
 //
 // Placement: the client on the laptop (internet side, no shaped link); the tracker in the cloud; hosts on the
@@ -82,11 +84,14 @@ process.once('SIGINT', () => {
 
 interface DelayResult {
   direct: number[]
+  hopToHop: number[]
   relayed: number[]
   volunteer: number[]
   /** The round trips a token needs, ms: each round's sum over the route. */
   roundTripsDirectMs: number[]
   roundTripsRelayedMs: number[]
+  /** The one-way legs of a hop-to-hop token, ms: client→A, A→B, B→C, C→client. */
+  legsHopToHopMs: number[]
   relayedBytesPerToken: number[]
   /** What the tracker relayed per token in the volunteer-relayed chats: 0 unless a hop fell back to it. */
   volunteerTrackerBytesPerToken: number[]
@@ -94,7 +99,17 @@ interface DelayResult {
 const results = new Map<number, DelayResult>(
   DELAYS_MS.map((d) => [
     d,
-    { direct: [], relayed: [], volunteer: [], roundTripsDirectMs: [], roundTripsRelayedMs: [], relayedBytesPerToken: [], volunteerTrackerBytesPerToken: [] },
+    {
+      direct: [],
+      hopToHop: [],
+      relayed: [],
+      volunteer: [],
+      roundTripsDirectMs: [],
+      roundTripsRelayedMs: [],
+      legsHopToHopMs: [],
+      relayedBytesPerToken: [],
+      volunteerTrackerBytesPerToken: [],
+    },
   ]),
 )
 /** Compute per token, ms: each round's loopback chat. */
@@ -102,7 +117,7 @@ const computeMs: number[] = []
 
 /** Median round trips of this round at the delay set now: laptop→each router (direct hops), laptop→cloud and cloud→each router (relayed). */
 async function measureRoundTrips(n: HomeNetwork) {
-  const medianTo = async (from: 'laptop' | 'cloud', address: string) => {
+  const medianTo = async (from: 'laptop' | 'cloud' | 'hostA' | 'hostB', address: string) => {
     const ms = await roundTrips(n, from, address)
     if (ms.some((m) => m < 0)) throw new Error(`a round trip from ${from} to ${address} went unanswered: ${JSON.stringify(ms)}`)
     return median(ms)
@@ -113,7 +128,9 @@ async function measureRoundTrips(n: HomeNetwork) {
     laptopToRouter.push(await medianTo('laptop', n.homes[home].wan))
     cloudToRouter.push(await medianTo('cloud', n.homes[home].wan))
   }
-  return { laptopToRouter, cloudToRouter, laptopToCloud: await medianTo('laptop', n.addresses.cloud) }
+  // host to host, for hop-to-hop: A to B's router, B to C's (each crossing both homes' links)
+  const hostToRouter = [await medianTo('hostA', n.homes.b.wan), await medianTo('hostB', n.homes.c.wan)]
+  return { laptopToRouter, cloudToRouter, hostToRouter, laptopToCloud: await medianTo('laptop', n.addresses.cloud) }
 }
 
 try {
@@ -159,6 +176,9 @@ try {
       const roundTripsRelayed = sum(rtt.cloudToRouter) + HOMES.length * rtt.laptopToCloud
       r.roundTripsDirectMs.push(roundTripsDirect)
       r.roundTripsRelayedMs.push(roundTripsRelayed)
+      const legsHopToHop = ((rtt.laptopToRouter[0] ?? 0) + sum(rtt.hostToRouter) + (rtt.laptopToRouter.at(-1) ?? 0)) / 2
+      r.legsHopToHopMs.push(legsHopToHop)
+      const limitHopToHop = 1000 / (roundComputeMs + legsHopToHop)
       const limitDirect = 1000 / (roundComputeMs + roundTripsDirect)
       const limitRelayed = 1000 / (roundComputeMs + roundTripsRelayed)
       console.log(
@@ -168,20 +188,23 @@ try {
           run: 'round trips',
           laptop_to_router_ms: rtt.laptopToRouter.map(round2),
           cloud_to_router_ms: rtt.cloudToRouter.map(round2),
+          host_to_router_ms: rtt.hostToRouter.map(round2),
           laptop_to_cloud_ms: round2(rtt.laptopToCloud),
           base_rtt_ms: round2(median(rtt.laptopToRouter) - 2 * delayMs),
           load_average: load(),
         }),
       )
-      const modes = round % 2 === 0 ? [direct, relayed, volunteer] : [volunteer, relayed, direct]
+      const hopToHop = { ...direct, label: 'direct hop-to-hop' }
+      const modes = round % 2 === 0 ? [direct, hopToHop, relayed, volunteer] : [volunteer, relayed, hopToHop, direct]
       for (const swarm of modes) {
+        const forwarding = swarm === hopToHop ? 'hop-to-hop' : 'client-relayed'
         const before = swarm.relay ? await relayedBytes(swarm) : 0
         const trackerCpuBefore = cpuMs(swarm.trackerPid)
-        const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT)
+        const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT, forwarding)
         const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
-        const limit = swarm.relay ? limitRelayed : limitDirect
-        ;(swarm === volunteer ? r.volunteer : swarm.relay ? r.relayed : r.direct).push(done.decodeTokensPerSecond)
+        const limit = swarm.relay ? limitRelayed : swarm === hopToHop ? limitHopToHop : limitDirect
+        ;(swarm === volunteer ? r.volunteer : swarm.relay ? r.relayed : swarm === hopToHop ? r.hopToHop : r.direct).push(done.decodeTokensPerSecond)
         if (bytesPerToken !== undefined) (swarm === volunteer ? r.volunteerTrackerBytesPerToken : r.relayedBytesPerToken).push(bytesPerToken)
         console.log(
           JSON.stringify({
@@ -205,7 +228,8 @@ try {
   const summary: Record<string, number> = {}
   for (const [delayMs, r] of results) {
     // the limit of the medians: one round's compute slowed by a neighbour's burst moves it less than a median of per-round limits
-    const [d, rl, v] = [median(r.direct), median(r.relayed), median(r.volunteer)]
+    const [d, rl, v, h] = [median(r.direct), median(r.relayed), median(r.volunteer), median(r.hopToHop)]
+    const lh = 1000 / (median(computeMs) + median(r.legsHopToHopMs))
     const [tripsDirect, tripsRelayed] = [median(r.roundTripsDirectMs), median(r.roundTripsRelayedMs)]
     const [ld, lr] = [1000 / (median(computeMs) + tripsDirect), 1000 / (median(computeMs) + tripsRelayed)]
     Object.assign(summary, {
@@ -218,6 +242,12 @@ try {
       [`direct_over_limit_${delayMs}ms`]: round2(d / ld),
       [`relayed_over_limit_${delayMs}ms`]: round2(rl / lr),
       [`relayed_over_direct_${delayMs}ms`]: round2(rl / d),
+      [`legs_hop_to_hop_ms_${delayMs}ms`]: round2(median(r.legsHopToHopMs)),
+      [`hop_to_hop_tokens_per_s_${delayMs}ms`]: round2(h),
+      [`limit_hop_to_hop_tokens_per_s_${delayMs}ms`]: round2(lh),
+      [`hop_to_hop_over_limit_${delayMs}ms`]: round2(h / lh),
+      // the direct swarm both ways: what forwarding gains over the client carrying every hidden state
+      [`hop_to_hop_over_client_relayed_${delayMs}ms`]: round2(h / d),
       [`relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.relayedBytesPerToken)),
       // the volunteer is in the cloud as the tracker is: the same round trips, the same limit
       [`volunteer_relayed_tokens_per_s_${delayMs}ms`]: round2(v),

@@ -11,6 +11,12 @@ export interface GenerateRequest {
   readonly sampling?: SamplingParams
   /** How hidden states cross seams; by default the model's (`Route.seamDtype`: f32 for mixture-of-experts models). */
   readonly hiddenDtype?: 'f16' | 'f32'
+  /**
+   * How hidden states travel: through the client between every two hops ('client-relayed', the default), or from hop
+   * to hop where two hops can reach each other ('hop-to-hop': the client sends the first hop the step and gets the token
+   * from the last; see client/hop-chain.ts).
+   */
+  readonly forwarding?: 'client-relayed' | 'hop-to-hop'
   /** Stop early at an end-of-generation token (default true). */
   readonly stopAtEog?: boolean
   readonly signal?: AbortSignal

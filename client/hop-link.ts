@@ -21,6 +21,13 @@ export interface HopLink {
   close(): void
   /** WebSocket ping round trips to the host, ms, newest last (none through the relay). */
   readonly roundTripsMs?: readonly number[]
+  /**
+   * Waits for a frame the host sends unasked for `session`'s `step` (hop-to-hop forwarding: a hop's digest, or the token
+   * the last hop returns); only on a direct WebSocket. `cancel` stops waiting.
+   */
+  expect?(session: string, step: number): { answer: Promise<Frame>; cancel(): void }
+  /** Payload bytes received, by frame kind (hop-to-hop forwarding keeps hidden states off a middle hop's link). */
+  readonly bytesIn?: ReadonlyMap<string, number>
 }
 
 /** A hop failed in a way another host can repair (gone, unreachable, lost our session). */
@@ -51,6 +58,7 @@ export class WebSocketHopLink implements HopLink {
   private readonly pending = new Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void }>()
   private closedWith: HopFailure | undefined
   readonly roundTripsMs: number[] = []
+  readonly bytesIn = new Map<string, number>()
   private readonly pinger: Pinger
   private requests = 0
   /** When the link last carried anything from the host (a frame or a pong), for the liveness watch. */
@@ -73,6 +81,7 @@ export class WebSocketHopLink implements HopLink {
       } catch {
         return
       }
+      this.bytesIn.set(frame.kind, (this.bytesIn.get(frame.kind) ?? 0) + frame.payload.byteLength)
       const key = keyOf(frame)
       const waiter = this.pending.get(key)
       if (waiter === undefined) return
@@ -108,8 +117,25 @@ export class WebSocketHopLink implements HopLink {
   }
 
   request(bytes: Uint8Array): Promise<Frame> {
+    const answer = this.wait(keyOf(bytes))
+    if (!this.closedWith) {
+      this.socket.send(bytes)
+      if (++this.requests % PING_EVERY_REQUESTS === 0) this.measure()
+    }
+    return answer
+  }
+
+  expect(session: string, step: number): { answer: Promise<Frame>; cancel(): void } {
+    const key = `${session}:${step}`
+    const answer = this.wait(key)
+    // a wait cancelled or failed before anyone awaits it is no unhandled rejection
+    answer.catch(() => {})
+    return { answer, cancel: () => this.pending.get(key)?.reject(new HopFailure(this.hostId, 'cancelled', 'no longer waited for')) }
+  }
+
+  /** Resolves with the frame for `key` (session:step), failing on timeout, on the link's loss or its silence. */
+  private wait(key: string): Promise<Frame> {
     if (this.closedWith) return Promise.reject(this.closedWith)
-    const key = keyOf(bytes)
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(key)
@@ -122,12 +148,11 @@ export class WebSocketHopLink implements HopLink {
         },
         reject: (e) => {
           clearTimeout(timer)
+          this.pending.delete(key)
           reject(e)
         },
       })
-      this.socket.send(bytes)
       this.watchLiveness()
-      if (++this.requests % PING_EVERY_REQUESTS === 0) this.measure()
     })
   }
 

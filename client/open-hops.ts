@@ -2,7 +2,7 @@
 // the session's open with its ticket, signed by the client's key.
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
-import { jsonFrame, NeuronError, type Route } from '../protocol'
+import { type ForwardingOpen, jsonFrame, NeuronError, type Route } from '../protocol'
 import type { GenerateRequest } from './generation'
 import { expectOk } from './hop-frames'
 import { type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
@@ -25,6 +25,8 @@ export async function openHops(
   request: GenerateRequest,
   maxTokens: number,
   endsRoute: boolean,
+  /** Hop-to-hop forwarding, per hop (hop-chain.ts's chainOpenings); absent: client-relayed. */
+  forwarding?: readonly (ForwardingOpen | undefined)[],
 ): Promise<HopState[]> {
   const states: HopState[] = []
   try {
@@ -47,6 +49,7 @@ export async function openHops(
             ticket: hop.ticket,
             signature: signOpen(client.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
             hiddenDtype: request.hiddenDtype ?? 'f16',
+            ...(forwarding?.[i] === undefined ? {} : { forwarding: forwarding[i] }),
             ...(endsRoute && i === route.length - 1 ? { sampling: request.sampling ?? {} } : {}),
           }),
         ),
@@ -57,4 +60,27 @@ export async function openHops(
     throw error
   }
   return states
+}
+
+/** Reopens each hop rebuilt after a liar on its failover ticket (a plain ticket refuses replay numbering); they end the route. */
+export async function reopenRebuilt(
+  opener: HopOpener,
+  stale: HopState[],
+  tickets: Route['rebuildTickets'],
+  session: string,
+  request: GenerateRequest,
+  maxTokens: number,
+): Promise<HopState[]> {
+  if (stale.length === 0) return []
+  if (tickets?.length !== stale.length)
+    throw new NeuronError('no_ticket', `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`)
+  await closeHops(stale, session)
+  return openHops(
+    opener,
+    stale.map((h, i) => ({ ...h.hop, ticket: tickets[i] })),
+    session,
+    request,
+    maxTokens,
+    true,
+  )
 }

@@ -132,12 +132,20 @@ function firstRows(input: HopInput, rows: number): HopInput {
 
 /** The draft a request asks for, loaded and checked against the route model (its family and tokenizer); undefined without one. */
 export async function openDraft(
-  request: { readonly modelId: string; readonly draft?: DraftRequest | undefined; readonly sampling?: SamplingParams | undefined },
+  request: {
+    readonly modelId: string
+    readonly draft?: DraftRequest | undefined
+    readonly sampling?: SamplingParams | undefined
+    readonly forwarding?: 'hop-to-hop' | 'client-relayed' | undefined
+  },
   tracker: TrackerChannel,
   tokenizer: ModelTokenizer,
   positions: number,
 ): Promise<{ draft: DraftModel; k: number; stats: SpeculationStats } | undefined> {
   if (request.draft === undefined) return undefined
+  // verify steps run client-relayed: a chain of forwarded hops answers one token a step (hop-chain.ts)
+  if (request.forwarding === 'hop-to-hop')
+    throw new NeuronError('bad_request', 'speculative decoding and hop-to-hop forwarding do not combine yet; ask for one of them (draft, or forwarding).')
   const { manifest } = await callRpc(tracker, ClientToTracker, 'model.get', { modelId: request.modelId })
   const k = checkSpeculation(request.draft, request.sampling, manifest.architecture)
   return { draft: await DraftModel.load(request.draft.path, tokenizer.tokenTexts, positions + k), k, stats: { verifySteps: 0, drafted: 0, accepted: 0 } }

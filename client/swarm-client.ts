@@ -5,10 +5,12 @@ import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
 import { planRoute } from './grant-claim'
+import { chainOpenings, directLegs, runChainStep } from './hop-chain'
 import type { HopInput } from './hop-frames'
 import { HopFailure } from './hop-link'
-import { measureHosts, median, reportLatencies } from './link-latency'
-import { type HopOpener, openHops } from './open-hops'
+import { hopStats } from './hop-stats'
+import { measureHosts, reportLatencies } from './link-latency'
+import { type HopOpener, openHops, reopenRebuilt } from './open-hops'
 import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
 import { openDraft, speculativeTokens } from './speculation'
 import { type AuditableHop, auditStep, limitAudits } from './step-audits'
@@ -107,7 +109,10 @@ export class SwarmClient {
       const route = await planRoute(this.tracker, this.identity, plan, this.log, request.signal)
       // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
       const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
-      return { route, seamed, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true) }
+      // hop-to-hop: each seam whose hops reach each other is forwarded host to host (hop-chain.ts)
+      const legs = request.forwarding === 'hop-to-hop' ? directLegs(route.hops) : undefined
+      const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
+      return { route, seamed, legs, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true, forwarding) }
     }
     const opened = await whenSessionFree(opening, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log).catch((error: unknown) => {
       void speculating?.draft.dispose()
@@ -116,6 +121,8 @@ export class SwarmClient {
     })
     const { route, seamed } = opened
     let hops = opened.hops
+    // after a failover the client carries every leg (the new hop's neighbours were not told of it)
+    let legs = opened.legs
     const probed = measureHosts(route.measure ?? [], this.ca)
     request.onRoute?.(hops.map((h) => h.hop))
 
@@ -142,6 +149,7 @@ export class SwarmClient {
       // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
       const repaired = await this.replace(hops, dead, session, resumed(seamed), maxTokens, failed, collect, error.code === 'lied')
       hops = repaired.hops
+      if (legs !== undefined) legs = []
       failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
       request.onRoute?.(hops.map((h) => h.hop))
       this.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
@@ -156,7 +164,10 @@ export class SwarmClient {
         // Hops before a failing one did their work: their receipts count even when the step is retried.
         const stepReceipts: Receipt[] = []
         try {
-          const sampled = await runStep(hops, from, session, at, pending, stepReceipts, this.identity)
+          const sampled =
+            legs === undefined
+              ? await runStep(hops, from, session, at, pending, stepReceipts, this.identity)
+              : await runChainStep(hops, from, session, at, pending, stepReceipts, this.identity, legs)
           await collect(stepReceipts)
           return sampled
         } catch (error) {
@@ -269,12 +280,7 @@ export class SwarmClient {
       promptTokens: promptTokens.length,
       completionTokens: generated.length,
       finishReason,
-      route: hops.map((h) => ({
-        hostId: h.hop.hostId,
-        blocks: h.hop.blocks,
-        medianMs: median(h.stepMs),
-        ...(h.hop.via === undefined ? {} : { relayHostId: h.hop.via.relayHostId }),
-      })),
+      route: hopStats(hops),
       decodeTokensPerSecond: generated.length > 1 ? (generated.length - 1) / decodeSeconds : 0,
       failovers,
       session,
@@ -374,27 +380,11 @@ export class SwarmClient {
     const fresh = await openHops(this.hopOpener, replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)
     let replayStep = REPLAY_STEP_BASE
-    const after = await this.reopen(stale, replacement.rebuildTickets, session, request, maxTokens)
+    const after = await reopenRebuilt(this.hopOpener, stale, replacement.rebuildTickets, session, request, maxTokens)
     for (const h of [...fresh, ...after]) {
       chunks = await replay(h, chunks, session, replayStep, collect, this.identity)
       replayStep += h.inputs.length
     }
     return { hops: [...hops.slice(0, at), ...fresh, ...(rebuildAfter ? after : hops.slice(at + 1))], from: at, pending }
-  }
-
-  /** Reopens each hop rebuilt after a liar on its failover ticket (a plain ticket refuses replay numbering); they end the route. */
-  private async reopen(stale: HopState[], tickets: Route['rebuildTickets'], session: string, request: GenerateRequest, maxTokens: number): Promise<HopState[]> {
-    if (stale.length === 0) return []
-    if (tickets?.length !== stale.length)
-      throw new NeuronError('no_ticket', `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`)
-    await closeHops(stale, session)
-    return openHops(
-      this.hopOpener,
-      stale.map((h, i) => ({ ...h.hop, ticket: tickets[i] })),
-      session,
-      request,
-      maxTokens,
-      true,
-    )
   }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { NeuronError } from './errors'
+import { ForwardingOpen } from './forwarding'
 import { MAX_BLOCKS, MAX_SESSION_TOKENS } from './limits'
 import { ModelId } from './manifest'
 import { describeIssues, type WireError } from './rpc'
@@ -22,7 +23,7 @@ export const MAX_TOP_LOGPROBS = 20
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024
 const MAGIC = 0x314e524e // "NRN1"
 
-export const FrameKind = { open: 1, forward: 2, hidden: 3, token: 4, close: 5, error: 6, ok: 7 } as const
+export const FrameKind = { open: 1, forward: 2, hidden: 3, token: 4, close: 5, error: 6, ok: 7, fetch: 8, sign: 9 } as const
 export type FrameKind = keyof typeof FrameKind
 export const Dtype = { json: 0, f32: 1, f16: 2, i32: 3 } as const
 export type Dtype = keyof typeof Dtype
@@ -92,6 +93,8 @@ export const OpenSession = z.object({
   sampling: SamplingParams.optional(),
   /** The tracker's ticket for this hop: a host opens no session without one. */
   ticket: Ticket.optional(),
+  /** Hop-to-hop forwarding (protocol/forwarding.ts); absent: client-relayed. */
+  forwarding: ForwardingOpen.optional(),
   /** The ticket's client key's signature of `openMessage(ticket.signature, { blocks, maxTokens })`. */
   signature: z
     .string()

@@ -27,6 +27,8 @@ export interface DataPlaneListenerOptions {
  */
 export class DataPlaneListener {
   private connections = 0
+  /** Open connections by caller: a session's later frames (hop-to-hop forwarding) are pushed to the one that opened it. */
+  private readonly callers = new Map<FrameCaller, WebSocket>()
 
   private constructor(
     /** The HTTP or TLS server under `wss` (ws does not close a server it was given). */
@@ -60,6 +62,8 @@ export class DataPlaneListener {
       return
     }
     const caller = `ws:${++this.connections}`
+    this.callers.set(caller, socket)
+    socket.on('close', () => this.callers.delete(caller))
     const maxInFlight = o.maxInFlightPerConnection ?? 8
     let inFlight = 0
     socket.on('message', async (data, isBinary) => {
@@ -78,6 +82,14 @@ export class DataPlaneListener {
       }
     })
     socket.on('error', (e) => o.log?.(`data-plane socket: ${e.message}`))
+  }
+
+  /** Sends `bytes` to `caller` unasked; false when it is not a connection open here (a relayed caller, or gone). */
+  push(caller: FrameCaller, bytes: Uint8Array): boolean {
+    const socket = this.callers.get(caller)
+    if (socket === undefined || socket.readyState !== socket.OPEN) return false
+    socket.send(bytes)
+    return true
   }
 
   async close(): Promise<void> {

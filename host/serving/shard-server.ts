@@ -30,6 +30,7 @@ import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
 import { type AdmissionLimits, admissionLimits, admit, checkReplayTicket, checkStepTokens, squattedSession, type TicketTerms } from './admission'
 import { DataPlaneListener } from './data-plane-listener'
+import { chainSigned, chainTrailer, Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
 import { type SeamInput, seamInput, seamSide } from './seam-io'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
@@ -105,6 +106,8 @@ export class ShardServer {
   private readonly tokenTexts: (() => Promise<TokenTexts>) | undefined
   /** Runs the ready steps of all sessions in one graph per tick (step-batcher.ts). */
   readonly batcher: StepBatcher
+  /** Hop-to-hop forwarding (forwarding.ts). */
+  private readonly forwarder: Forwarder
   /** Takes WebSocket upgrades on other paths of the data-plane port (a volunteer relay's); true when it took this one. */
   upgrades: ((req: IncomingMessage, socket: Socket, head: Buffer) => boolean) | undefined
 
@@ -115,6 +118,8 @@ export class ShardServer {
     this.limits = admissionLimits(options.maxSessions, options.limits)
     this.tokenTexts = options.vocabularyFrom === undefined ? undefined : onceTokenTexts(options.modelId, options.vocabularyFrom)
     this.batcher = new StepBatcher(runtime)
+    const push = (caller: FrameCaller, bytes: Uint8Array) => this.listener?.push(caller, bytes) ?? false
+    this.forwarder = new Forwarder({ push, log: options.log, signer: options.signer, onReceipt: options.onReceipt })
     this.reaper = setInterval(() => this.reapIdle(Date.now()), Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)))
     this.reaper.unref()
   }
@@ -176,6 +181,10 @@ export class ShardServer {
           return this.open(frame, caller)
         case 'forward':
           return await this.forward(frame, caller)
+        case 'fetch':
+          return this.forwarder.fetch(frame, this.owned(frame.session, caller))
+        case 'sign':
+          return this.forwarder.countersign(frame, this.owned(frame.session, caller))
         case 'close':
           this.owned(frame.session, caller)
           this.closeSession(frame.session)
@@ -264,7 +273,9 @@ export class ShardServer {
   }
 
   private forward(frame: Frame, caller: FrameCaller): Promise<Uint8Array> {
-    const served = this.owned(frame.session, caller)
+    // from the predecessor hop (hop-to-hop forwarding), not the session's client: its capability stands for the owner
+    const chain = chainTrailer(frame)
+    const served = chain === undefined ? this.owned(frame.session, caller) : this.sessions.get(frame.session)
     if (served === undefined)
       throw new NeuronError('unknown_session', `no open session ${frame.session} on this host; open it first (it may have idled out).`, {
         session: frame.session,
@@ -274,11 +285,11 @@ export class ShardServer {
     checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags)
     checkVerify(frame, this.runtime.canBatch === true, served.sampling)
     checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
-    const signed = clientSigned(served, frame)
+    const signed = chain === undefined ? clientSigned(served, frame) : chainSigned(served, frame, chain)
     served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
     served.lastUsed = Date.now()
     served.stepped = true
-    return served.steps.run(() => this.compute(served, frame, input, signed))
+    return served.steps.run(() => this.compute(served, frame, input, signed)).then((answer) => this.forwarder.after(served, frame, chain, answer))
   }
 
   private async compute(served: ServedSession, frame: Frame, input: SeamInput, signed: SignedStep): Promise<Uint8Array> {
@@ -335,10 +346,11 @@ export class ShardServer {
       tracker: served.ticket.trackerKey,
       input: signed.input,
       output: payloadSha256(answer.payload),
-      client: signed.client,
+      ...(signed.client === undefined ? {} : { client: signed.client }),
     }
     const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
-    this.options.onReceipt?.(receipt)
+    // a forwarded step's receipt is handed in once its client signs it (forwarding.ts's countersign)
+    if (signed.client !== undefined) this.options.onReceipt?.(receipt)
     return encodeFrame({ ...answer, trailer: new TextEncoder().encode(JSON.stringify(receipt)) })
   }
 
@@ -346,6 +358,7 @@ export class ShardServer {
     const served = this.sessions.get(id)
     if (served === undefined) return
     this.sessions.delete(id)
+    this.forwarder.forget(id)
     this.options.onSessionFreed?.()
     // Close after any step still running on it.
     void served.steps.run(() => served.runtime.close())

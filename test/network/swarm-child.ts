@@ -1,12 +1,13 @@
 // A swarm client run inside a namespace of the test network (the test runner itself is on no namespace's
 // network): prints one JSON line per event, for the test to read as they come.
 // Usage: node --import tsx test/network/swarm-child.ts hosts TRACKER
-//        node --import tsx test/network/swarm-child.ts chat TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,…
+//        node --import tsx test/network/swarm-child.ts chat TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,… [client-relayed|hop-to-hop]
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import { ClientToTracker, callRpc } from '../../protocol'
 
-const [command, trackerUrl = '', modelId = '', maxTokens = '16', prompt = ''] = process.argv.slice(2)
+const [command, trackerUrl = '', modelId = '', maxTokens = '16', prompt = '', forwarding = 'client-relayed'] = process.argv.slice(2)
+if (forwarding !== 'client-relayed' && forwarding !== 'hop-to-hop') throw new Error(`forwarding is client-relayed or hop-to-hop, not ${forwarding}`)
 const say = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
 const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l) => process.stderr.write(`[client] ${l}\n`))
 try {
@@ -26,7 +27,7 @@ try {
     })
   } else if (command === 'chat') {
     const started = performance.now()
-    const run = client.generate({ modelId, prompt: prompt.split(',').map(Number), maxTokens: Number(maxTokens), stopAtEog: false })
+    const run = client.generate({ modelId, prompt: prompt.split(',').map(Number), maxTokens: Number(maxTokens), stopAtEog: false, forwarding })
     const tokens: number[] = []
     let next = await run.next()
     while (!next.done) {

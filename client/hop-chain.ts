@@ -1,0 +1,207 @@
+// Hop-to-hop forwarding on the client side (docs/architecture.md, "the path of one token"): the client sends a step
+// to the first hop of each run of hops that reach one another; each forwards its output straight to the next and sends
+// the client only its receipt (a digest of its output); the run's last hop answers with its output or the token.
+import { randomBytes } from 'node:crypto'
+import { payloadSha256 } from '../identity/tickets'
+import {
+  decodeFrame,
+  type ForwardingOpen,
+  type Frame,
+  jsonFrame,
+  NeuronError,
+  Receipt,
+  type RouteHop,
+  readJson,
+  readTrailer,
+  SampledToken,
+  StepTrailer,
+  stepMessage,
+  withTrailer,
+} from '../protocol'
+import { forwardFrame, type HopInput, type StepSigning } from './hop-frames'
+import { HopFailure } from './hop-link'
+import type { HopState, StepAt } from './route-step'
+import { checkedAnswer } from './step-audits'
+
+/** A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay does not. */
+const direct = (h: RouteHop) => h.endpoint !== null && h.via === undefined
+
+/** For each seam of the route, whether its two hops pass hidden states to each other (else that leg goes through the client). */
+export function directLegs(route: readonly RouteHop[]): boolean[] {
+  return route.slice(1).map((next, i) => direct(route[i] as RouteHop) && direct(next))
+}
+
+/** What each hop's open says about forwarding: a fresh capability per direct seam, given to its two hops alone. */
+export function chainOpenings(route: readonly RouteHop[], legs: readonly boolean[]): (ForwardingOpen | undefined)[] {
+  const caps = legs.map((d) => (d ? randomBytes(32).toString('hex') : undefined))
+  return route.map((_, i) => {
+    const [accept, capability, next] = [caps[i - 1], caps[i], route[i + 1]]
+    const forward =
+      capability === undefined || next?.endpoint == null
+        ? {}
+        : { next: { endpoint: next.endpoint, capability, ...(next.fingerprint === undefined ? {} : { fingerprint: next.fingerprint }) } }
+    return { ...(accept === undefined ? {} : { accept }), ...forward }
+  })
+}
+
+/** An input the client never saw (a predecessor forwarded it): its step and the digest its predecessor signed for it. */
+const unseen = new WeakMap<HopInput, { step: number; digest: string }>()
+
+function placeholder(step: number, from: Receipt): HopInput {
+  // 'json' keeps it out of audits (step-audits.ts's evidence) until it is fetched
+  const input: HopInput = { dtype: 'json', tokens: from.tokens, width: 0, payload: new Uint8Array(0) }
+  unseen.set(input, { step, digest: from.output })
+  return input
+}
+
+/** A step's frame to the first hop of a run, asking it to forward when the run goes on past it. */
+function stepFrame(input: HopInput, session: string, at: StepAt, signing: StepSigning, forward: boolean): Uint8Array {
+  const bytes = forwardFrame(input, 0, session, at.step, at.position, signing)
+  if (!forward) return bytes
+  const trailer = readTrailer(decodeFrame(bytes), StepTrailer)
+  return withTrailer(bytes, { ...trailer, forward: true })
+}
+
+/**
+ * Runs one step from hop `from` on like route-step.ts's runStep, but where `legs[i]` hop i forwards to hop i + 1
+ * itself. Each hop's receipt must name as its input what the one before it signed as its output. A hop that fails
+ * leaves its unseen inputs fetched from its predecessor first (fillInputs), so failover replays them.
+ */
+export async function runChainStep(
+  hops: HopState[],
+  from: number,
+  session: string,
+  at: StepAt,
+  first: HopInput,
+  receipts: Receipt[],
+  client: StepSigning['identity'],
+  /** Whether each seam is forwarded; a seam refused is turned to the client here for the rest of the session. */
+  legs: boolean[],
+): Promise<SampledToken> {
+  try {
+    let input = first
+    for (let i = from; i < hops.length; ) {
+      let end = i
+      while (end < hops.length - 1 && legs[end] === true && hops[end + 1]?.link.expect !== undefined) end++
+      const waits = hops.slice(i + 1, end + 1).map((h) => h.link.expect?.(session, at.step))
+      // a forwarding hop tells its client when its successor refused what it forwarded (or is gone)
+      const troubles: (Expected | undefined)[] = []
+      const unsigned: [HopState, Receipt][] = []
+      try {
+        const h = hops[i] as HopState
+        h.inputs.push(input)
+        const started = performance.now()
+        let answer = await h.link.request(stepFrame(input, session, at, { identity: client, ...h.hop }, end > i))
+        if (input.tokens === 1) h.stepMs.push(performance.now() - started)
+        let expected = payloadSha256(input.payload)
+        for (let j = i; ; j++) {
+          const hj = hops[j] as HopState
+          if (j > i) {
+            const got = await successorOrRefusal((waits[j - i - 1] as Expected).answer, troubles[j - i - 1]?.answer)
+            if (got === 'refused') {
+              // the client fetches what hop j - 1 forwarded and carries this leg itself, from now on
+              legs[j - 1] = false
+              hj.inputs.pop()
+              input = await fetchForwarded(hops[j - 1] as HopState, session, at.step, expected, at.ids)
+              i = j
+              break
+            }
+            answer = got
+          }
+          const receipt = readTrailer(answer, Receipt)
+          if (receipt === undefined)
+            throw new HopFailure(hj.hop.hostId, 'no_receipt', `host ${hj.hop.hostId} answered without its signed receipt; finding another host`)
+          if (receipt.input !== expected)
+            throw new HopFailure(hj.hop.hostId, 'bad_receipt', `host ${hj.hop.hostId} signed for other input than it was sent; finding another host`)
+          receipts.push(receipt)
+          hj.receipts.push(receipt)
+          if (j > i) unsigned.push([hj, receipt])
+          const next = hops[j + 1]
+          if (answer.kind === 'ok' && j < end && next !== undefined) {
+            // forwarded: the next hop holds the input, the client its digest
+            next.inputs.push(placeholder(at.step, receipt))
+            expected = receipt.output
+            troubles.push(hj.link.expect?.(session, at.step))
+            continue
+          }
+          if (receipt.output !== payloadSha256(answer.payload))
+            throw new HopFailure(hj.hop.hostId, 'bad_receipt', `host ${hj.hop.hostId} signed for other output than it answered; finding another host`)
+          hj.lastOutput = new Uint8Array(answer.payload)
+          if (answer.kind === 'token') return readJson(answer, SampledToken)
+          if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${hj.hop.hostId} answered a forward with ${answer.kind}`)
+          // the end of the run, or a successor it could not reach: the client carries the next leg
+          input = checkedAnswer(hj.hop, answer, at.ids)
+          i = j + 1
+          break
+        }
+      } finally {
+        for (const w of [...waits, ...troubles]) w?.cancel()
+        // forwarded in: signed by the client once the step is through, off the critical path (the host hands in the signed receipt)
+        for (const [h, receipt] of unsigned) countersign(h, session, receipt, client)
+      }
+    }
+    throw new NeuronError('internal', 'the route ended without a last hop')
+  } catch (error) {
+    if (error instanceof HopFailure) await fillInputs(hops, error.hostId, session)
+    throw error
+  }
+}
+
+type Expected = NonNullable<ReturnType<NonNullable<HopState['link']['expect']>>>
+
+/** The successor's frame, or 'refused' when the hop before it says it refused what it was forwarded. */
+function successorOrRefusal(answer: Promise<Frame>, trouble: Promise<Frame> | undefined): Promise<Frame | 'refused'> {
+  if (trouble === undefined) return answer
+  const never = new Promise<never>(() => {})
+  const refusal = trouble.then(
+    () => never,
+    (error: unknown) => {
+      if (error instanceof NeuronError && error.code === 'forward_refused') return 'refused' as const
+      if (error instanceof HopFailure && error.code === 'cancelled') return never
+      throw error
+    },
+  )
+  return Promise.race([answer, refusal])
+}
+
+/** What `h` forwarded at `step`, fetched back and checked against the digest it signed, as the next hop's input. */
+async function fetchForwarded(h: HopState, session: string, step: number, digest: string, ids: Int32Array | undefined): Promise<HopInput> {
+  const answer = await h.link.request(jsonFrame('fetch', session, step, { step }))
+  if (payloadSha256(answer.payload) !== digest)
+    throw new HopFailure(h.hop.hostId, 'lied', `host ${h.hop.hostId} answered other bytes than it signed at step ${step}`)
+  return checkedAnswer(h.hop, answer, ids)
+}
+
+/** Signs a forwarded-in step over the input its hop's receipt names; the signed receipt replaces the unsigned one. */
+function countersign(h: HopState, session: string, unsigned: Receipt, client: StepSigning['identity']): void {
+  const { session: s, hostId, blocks, step, position, tokens, input } = unsigned
+  const signature = client.sign(stepMessage({ session: s, hostId, blocks, step, position, tokens, input }))
+  h.link.request(jsonFrame('sign', session, step, { client: signature })).then(
+    (answer) => {
+      const signed = readTrailer(answer, Receipt)
+      const at = h.receipts.indexOf(unsigned)
+      if (signed !== undefined && signed.input === unsigned.input && signed.output === unsigned.output && at >= 0) h.receipts[at] = signed
+    },
+    () => {}, // a hop gone meanwhile: its failover says so
+  )
+}
+
+/**
+ * Fetches the inputs hop `hostId` was forwarded and the client never saw from the hop before it, checked against the
+ * digest that hop signed, so failover can replay them. One that cannot be fetched stays a placeholder (replay fails).
+ */
+export async function fillInputs(hops: readonly HopState[], hostId: string, session: string): Promise<void> {
+  const at = hops.findIndex((h) => h.hop.hostId === hostId)
+  const [h, before] = [hops[at], hops[at - 1]]
+  if (h === undefined || before === undefined) return
+  for (const [k, input] of h.inputs.entries()) {
+    const wanted = unseen.get(input)
+    if (wanted === undefined) continue
+    try {
+      h.inputs[k] = await fetchForwarded(before, session, wanted.step, wanted.digest, undefined)
+    } catch (error) {
+      // the predecessor is gone or lied too: the failover of this hop cannot replay, and the generation fails typed
+      throw new HopFailure(before.hop.hostId, 'unreachable_input', `cannot fetch what host ${before.hop.hostId} forwarded: ${(error as Error).message}`)
+    }
+  }
+}

@@ -1,0 +1,179 @@
+// Hop-to-hop forwarding on the host side (docs/architecture.md, "the path of one token"): a step the client asks
+// forwarded goes on from here straight to the next hop, and the client gets this hop's receipt (a digest of its output)
+// instead of the output; the next hop takes it only with the seam's capability and this hop's receipt of it.
+import { timingSafeEqual } from 'node:crypto'
+import { WebSocketHopLink } from '../../client/hop-link'
+import { verifySignature } from '../../identity/keys'
+import { payloadSha256 } from '../../identity/tickets'
+import {
+  ChainTrailer,
+  CountersignStep,
+  decodeFrame,
+  encodeFrame,
+  errorFrame,
+  FetchOutput,
+  ForwardedStepTrailer,
+  type ForwardingOpen,
+  type Frame,
+  jsonFrame,
+  NeuronError,
+  Receipt,
+  readJson,
+  readTrailer,
+  receiptMessage,
+  stepMessage,
+} from '../../protocol'
+import type { FrameCaller, ServedSession } from './served-session'
+import type { SignedStep } from './signed-step'
+
+/** What forwarding needs of its server: to push a frame to a session's client unasked, and a log. */
+export interface ForwardingHost {
+  push(caller: FrameCaller, bytes: Uint8Array): boolean
+  readonly log?: ((line: string) => void) | undefined
+  readonly signer?: { sign(message: string): string } | undefined
+  readonly onReceipt?: ((receipt: Receipt) => void) | undefined
+}
+
+/** A forward frame's hop-to-hop trailer, when it came from a predecessor hop rather than the session's client. */
+export function chainTrailer(frame: Frame): ChainTrailer | undefined {
+  return readTrailer(frame, ChainTrailer)
+}
+
+function sameCapability(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+}
+
+const badChain = (frame: Frame, why: string) =>
+  new NeuronError('bad_chain', `forwarded step ${frame.step} of session ${frame.session} refused: ${why}; the client falls back to carrying this leg itself.`)
+
+/**
+ * A forwarded step's proof: the seam's capability (the client gave it to this hop's predecessor alone), the
+ * predecessor's receipt naming exactly these bytes as its output, and the first hop's receipt carrying the client's
+ * signature of this step (so only steps the client sent run). The receipt this hop signs names the input it took.
+ */
+export function chainSigned(served: ServedSession, frame: Frame, chain: ChainTrailer): SignedStep {
+  const accept = served.open.forwarding?.accept
+  if (accept === undefined || !sameCapability(accept, chain.capability))
+    throw new NeuronError(
+      'bad_capability',
+      `session ${frame.session} takes no forwarded frame with this capability; only the hop its client named may forward into it.`,
+    )
+  const input = payloadSha256(frame.payload)
+  const { prev, origin } = chain
+  const sameStep = (r: Receipt) => r.session === frame.session && r.step === frame.step && r.position === frame.position && r.tokens === frame.tokens
+  if (!sameStep(prev) || !sameStep(origin)) throw badChain(frame, 'the receipts it carries are for another step')
+  if (prev.output !== input) throw badChain(frame, 'its payload is not the output its predecessor signed')
+  if (prev.blocks[1] !== served.open.blocks[0]) throw badChain(frame, `its predecessor ran blocks up to ${prev.blocks[1]}, not ${served.open.blocks[0]}`)
+  const terms = { session: frame.session, hostId: origin.hostId, blocks: origin.blocks, step: frame.step, position: frame.position, tokens: frame.tokens }
+  if (origin.client === undefined || !verifySignature(served.clientKeyObject, stepMessage({ ...terms, input: origin.input }), origin.client))
+    throw new NeuronError('bad_step_signature', `forwarded step ${frame.step} does not carry its client's signature of the step at the route's first hop.`)
+  return { input }
+}
+
+/** Forwards answers to successors and keeps what it forwarded until the client asks (audits, failover replay). */
+export class Forwarder {
+  /** One link per session to its successor (a connection's frames in flight are bounded per connection). */
+  private readonly links = new Map<string, Promise<WebSocketHopLink | undefined>>()
+  /** The answers forwarded, by session and step: the client, which never saw them, may ask for them. */
+  private readonly kept = new Map<string, Map<number, Uint8Array>>()
+  /** Receipts of forwarded-in steps waiting for their client's signature, by session and step. */
+  private readonly unsigned = new Map<string, Map<number, Receipt>>()
+
+  constructor(private readonly host: ForwardingHost) {}
+
+  /**
+   * After a step: when it asked to be forwarded and this hop has a successor, sends the output on and answers a
+   * digest (ok + this hop's receipt) instead; a successor it cannot reach gets nothing, and the client gets the whole
+   * answer (that leg falls back to the client). A forwarded-in step answers its predecessor ok and its client here.
+   */
+  async after(served: ServedSession, request: Frame, chain: ChainTrailer | undefined, answer: Uint8Array): Promise<Uint8Array> {
+    if (chain === undefined && readTrailer(request, ForwardedStepTrailer) === undefined) return answer
+    const out = decodeFrame(answer)
+    const receipt = readTrailer(out, Receipt)
+    const next = served.open.forwarding?.next
+    let forwarded = false
+    if (out.kind === 'hidden' && receipt !== undefined && next !== undefined) {
+      forwarded = await this.send(served.owner, next, out, { capability: next.capability, origin: chain?.origin ?? receipt, prev: receipt })
+      if (forwarded) this.keep(request.session, request.step, answer)
+    }
+    const toClient = forwarded
+      ? encodeFrame({ ...out, kind: 'ok', dtype: 'json', flags: 0, tokens: 0, width: 0, payload: new TextEncoder().encode('{}') })
+      : answer
+    if (chain === undefined) return toClient
+    if (receipt !== undefined) this.unsigned.set(request.session, (this.unsigned.get(request.session) ?? new Map()).set(request.step, receipt))
+    if (!this.host.push(served.owner, toClient))
+      this.host.log?.(`session ${request.session}: its client is not connected here; step ${request.step} not reported`)
+    return jsonFrame('ok', request.session, request.step, {})
+  }
+
+  /** The output this hop forwarded at the fetch frame's step, as it answered it (hidden states and receipt). */
+  fetch(frame: Frame, served: ServedSession | undefined): Uint8Array {
+    if (served === undefined) throw new NeuronError('unknown_session', `no open session ${frame.session} on this host.`)
+    const { step } = readJson(frame, FetchOutput)
+    const kept = step === frame.step ? this.kept.get(frame.session)?.get(step) : undefined
+    if (kept === undefined)
+      throw new NeuronError('not_kept', `this host forwarded no output at step ${step} of session ${frame.session}; it keeps only what it forwarded.`)
+    return kept
+  }
+
+  /**
+   * The client's signature of a forwarded-in step, checked against the session's client key over the input this hop's
+   * receipt names: the receipt is signed again with it in, handed in (onReceipt) and answered.
+   */
+  countersign(frame: Frame, served: ServedSession | undefined): Uint8Array {
+    if (served === undefined) throw new NeuronError('unknown_session', `no open session ${frame.session} on this host.`)
+    const { client } = readJson(frame, CountersignStep)
+    const held = this.unsigned.get(frame.session)?.get(frame.step)
+    if (held === undefined || this.host.signer === undefined)
+      throw new NeuronError('not_kept', `this host holds no unsigned receipt for step ${frame.step} of session ${frame.session}.`)
+    const { signature: _, ...body } = held
+    const terms = { session: body.session, hostId: body.hostId, blocks: body.blocks, step: body.step, position: body.position, tokens: body.tokens }
+    if (!verifySignature(served.clientKeyObject, stepMessage({ ...terms, input: body.input }), client))
+      throw new NeuronError('bad_step_signature', `the signature for step ${frame.step} is not the session client's over the input this hop took.`)
+    this.unsigned.get(frame.session)?.delete(frame.step)
+    const signedBody = { ...body, client }
+    const receipt: Receipt = { ...signedBody, signature: this.host.signer.sign(receiptMessage(signedBody)) }
+    this.host.onReceipt?.(receipt)
+    return encodeFrame({ ...decodeFrame(jsonFrame('ok', frame.session, frame.step, {})), trailer: new TextEncoder().encode(JSON.stringify(receipt)) })
+  }
+
+  /** Lets go of a closed session's link, kept outputs and unsigned receipts. */
+  forget(session: string): void {
+    this.kept.delete(session)
+    this.unsigned.delete(session)
+    const link = this.links.get(session)
+    this.links.delete(session)
+    void link?.then((l) => l?.close())
+  }
+
+  private keep(session: string, step: number, answer: Uint8Array): void {
+    const steps = this.kept.get(session) ?? new Map<number, Uint8Array>()
+    this.kept.set(session, steps.set(step, answer))
+  }
+
+  private async send(owner: FrameCaller, next: NonNullable<ForwardingOpen['next']>, out: Frame, trailer: ChainTrailer): Promise<boolean> {
+    const session = out.session
+    let link = this.links.get(session)
+    if (link === undefined) {
+      link = WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch((error: Error) => {
+        this.host.log?.(`session ${session}: cannot reach the next hop at ${next.endpoint} (${error.message}); the client carries that leg`)
+        return undefined
+      })
+      this.links.set(session, link)
+    }
+    const l = await link
+    if (l === undefined) return false
+    const bytes = encodeFrame({ ...out, kind: 'forward', trailer: new TextEncoder().encode(JSON.stringify(trailer)) })
+    l.request(bytes).then(
+      (ack) => ack.kind !== 'ok' && this.host.log?.(`session ${session}: the next hop answered a forwarded step with ${ack.kind}`),
+      (error: Error) => {
+        const message = `the next hop refused forwarded step ${out.step} or is gone (${error.message}); fetch this hop's output and carry the leg`
+        this.host.log?.(`session ${session}: ${message}`)
+        // the client waits on the successor: told here, it fetches the output and carries the leg itself
+        // after this hop's own answer to the step has gone out (a link already closed refuses at once)
+        setImmediate(() => this.host.push(owner, errorFrame(session, out.step, { code: 'forward_refused', message })))
+      },
+    )
+    return true
+  }
+}

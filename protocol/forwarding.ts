@@ -1,0 +1,50 @@
+import { z } from 'zod'
+import { MAX_URL_CHARS } from './limits'
+import { CertFingerprint } from './reachability'
+import { Receipt } from './receipts'
+
+/**
+ * Hop-to-hop forwarding (docs/architecture.md, "the path of one token"): the client sends a step to the first hop of a
+ * run of directly reachable hops; each forwards its hidden states straight to the next, and the run's last hop answers
+ * the client. A per-session, per-seam capability, which the client gives only to the two hops of that seam, is the only
+ * way into a session other than its client's own connection.
+ */
+export const Capability = z.string().regex(/^[0-9a-f]{64}$/, 'a forwarding capability is 32 random bytes, 64 hex digits')
+export type Capability = z.infer<typeof Capability>
+
+/** What an open tells a hop about forwarding; absent: the client carries every hidden state (client-relayed). */
+export const ForwardingOpen = z.object({
+  /** Forwarded frames into this session must carry this capability (the predecessor was given it); absent: none are taken. */
+  accept: Capability.optional(),
+  /** Where this hop sends its output on steps the client asks forwarded: the successor, pinned to its certificate. */
+  next: z
+    .object({
+      endpoint: z.string().max(MAX_URL_CHARS).url(),
+      fingerprint: CertFingerprint.optional(),
+      capability: Capability,
+    })
+    .optional(),
+})
+export type ForwardingOpen = z.infer<typeof ForwardingOpen>
+
+/** A client's step trailer asking the hop to forward its output (the client's signature as on every step). */
+export const ForwardedStepTrailer = z.object({ client: z.string(), forward: z.literal(true) })
+
+/**
+ * A forwarded frame's trailer (hop to hop): the seam's capability; `origin`, the first hop's receipt of this step, which
+ * carries the client's signature of the step (session, step, positions: the client asked for it); `prev`, the
+ * predecessor's receipt, whose output digest must be the frame's payload's (where the input came from).
+ */
+export const ChainTrailer = z.object({ capability: Capability, origin: Receipt, prev: Receipt })
+export type ChainTrailer = z.infer<typeof ChainTrailer>
+
+/** A client asking a hop for the output it forwarded at `step` (audits, failover replay). */
+export const FetchOutput = z.object({ step: z.number().int().nonnegative().max(0xffffffff) })
+export type FetchOutput = z.infer<typeof FetchOutput>
+
+/**
+ * A client's signature of a forwarded step (receipts.ts's stepMessage over the input the hop's receipt names), sent
+ * after the hop's digest, off the critical path: the hop then signs its receipt with it, as on every step.
+ */
+export const CountersignStep = z.object({ client: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url') })
+export type CountersignStep = z.infer<typeof CountersignStep>
