@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, MAX_AUDITS_IN_FLIGHT, NeuronError, REPLAY_STEP_BASE, type Receipt, type Route, type SampledToken } from '../protocol'
+import { ClientToTracker, callRpc, MAX_AUDITS_IN_FLIGHT, NeuronError, REPLAY_STEP_BASE, type Receipt, type SampledToken } from '../protocol'
 import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
