@@ -9,6 +9,7 @@ import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import type { SamplingParams } from '../../protocol'
+import { LyingHost } from '../../test/lying-host'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
 import { consumerAccount } from '../ledger/accounts'
@@ -260,32 +261,41 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
     })
   })
 
-  // Last: it stops the only host of the last block.
-  // Long enough that both streams still run when the host stops (at 300 tokens an Anthropic stream sometimes finished
-  // first, 2 runs in 4; 1 500 outran the test's time at load 10).
-  const BUDGET = 600
+  // Last: it stops the only host of the last block. That host is a slow one (an honest LyingHost, 20 ms more per
+  // step, in place of the first), so both streams are surely still running when it stops: at full speed a 300-token
+  // answer sometimes finished first (CI, and 2 runs in 4 here).
   it('ends a stream that fails after it began with the API’s own error, which its client throws', async () => {
     // greedy: this prompt's answer runs to the token budget, so both streams are still running when the host stops
     const prompt = renderChat(await direct.tokenizer(model), MESSAGES)
-    expect((await directText(prompt, BUDGET, { temperature: 0 })).summary.finishReason).toBe('length')
-    const chat = await ollama.chat({ model, messages: MESSAGES, stream: true, options: { num_predict: BUDGET, temperature: 0, repeat_penalty: 1 } })
+    expect((await directText(prompt, 300, { temperature: 0 })).summary.finishReason).toBe('length')
+    const last = [RANGES[2][0], RANGES[2][1]] as const
+    const slow = await swarm.addHost(
+      last,
+      (options) => new LyingHost(options, { lie: { kind: 'zeros' }, honestSessions: Number.MAX_SAFE_INTEGER, delayMs: 20 }),
+    )
+    await swarm.hosts.find((h) => h !== slow && h.state.blocks?.[1] === swarm.manifest.nLayer)?.stop(500)
+    const chat = await ollama.chat({ model, messages: MESSAGES, stream: true, options: { num_predict: 300, temperature: 0, repeat_penalty: 1 } })
     const messages = anthropic.messages.stream({
       model,
-      max_tokens: BUDGET,
+      max_tokens: 300,
       temperature: 0,
       system: MESSAGES[0]?.content,
       messages: [MESSAGES[1] as { role: 'user'; content: string }],
     })
     const ollamaParts = chat[Symbol.asyncIterator]()
     expect((await ollamaParts.next()).value).toMatchObject({ done: false })
+    const final = messages.finalMessage()
+    final.catch(() => {}) // awaited below, once Ollama's stream is drained
     const anthropicEvents = messages[Symbol.asyncIterator]()
     expect((await anthropicEvents.next()).value).toMatchObject({ type: 'message_start' })
-    await swarm.hosts.find((h) => h.state.blocks?.[1] === swarm.manifest.nLayer)?.stop(0)
+    await slow.stop(0)
     const drain = async (it: AsyncIterator<unknown>) => {
       for (let next = await it.next(); !next.done; next = await it.next()) {}
     }
     await expect(drain(ollamaParts)).rejects.toThrow(/route|swarm/)
-    await expect(drain(anthropicEvents)).rejects.toMatchObject({ error: { type: 'error', error: { type: 'overloaded_error' } } })
+    // The SDK's event iterator ends quietly when the error event comes while nobody awaits it (MessageStream's
+    // asyncIterator: `done`, and no reader to reject); its finalMessage() keeps the error (CI saw the iterator end).
+    await expect(final).rejects.toMatchObject({ error: { type: 'error', error: { type: 'overloaded_error' } } })
     expect((await ollama.list()).models).toHaveLength(1)
   })
 })
