@@ -66,28 +66,30 @@ export class ApiRequests {
       accountId,
       Math.max(0, Math.min(limit, API_REQUEST_LOG_LIMIT)),
     ])
-    const consumer = consumerAccount(accountId)
-    return Promise.all(
-      rows.map(async (r) => {
-        // The account's entries since the request began, in its session's transactions: a step's charge
-        // (`<session>:<step>:<blocks>`), a relay's fee (`relay:<session>:…`) and its rent (`rent:<session>`).
-        const charged = await this.db.get<{ charged: number | null }>(
-          `select -sum(e.amount) as charged from ledger_entries e join ledger_transactions t on t.txn_id = e.txn_id
-             where e.account = ? and e.created_at >= ? and (t.idempotency_key like ? or t.idempotency_key like ? or t.idempotency_key = ?)`,
-          [consumer, r.started_at, `${r.session}:%`, `relay:${r.session}:%`, `rent:${r.session}`],
-        )
-        return {
-          session: r.session,
-          accountId: r.account_id,
-          endpoint: r.endpoint,
-          modelId: r.model_id,
-          promptTokens: Number(r.prompt_tokens),
-          completionTokens: Number(r.completion_tokens),
-          status: r.status,
-          startedAt: Number(r.started_at),
-          chargedMicro: Number(charged?.charged ?? 0),
-        }
-      }),
+    if (rows.length === 0) return []
+    // One query for every row: the account's entries since each request began, in its session's transactions: a
+    // step's charge (`<session>:<step>:<blocks>`), a relay's fee (`relay:<session>:…`) and its rent (`rent:<session>`).
+    const charges = await this.db.all<{ session: string; charged: number | string | null }>(
+      `select r.session as session, -sum(e.amount) as charged
+         from api_requests r
+         join ledger_entries e on e.account = ? and e.created_at >= r.started_at
+         join ledger_transactions t on t.txn_id = e.txn_id
+        where r.session in (${rows.map(() => '?').join(', ')})
+          and (t.idempotency_key like r.session || ':%' or t.idempotency_key like 'relay:' || r.session || ':%' or t.idempotency_key = 'rent:' || r.session)
+        group by r.session`,
+      [consumerAccount(accountId), ...rows.map((r) => r.session)],
     )
+    const chargedBy = new Map(charges.map((c) => [c.session, Number(c.charged ?? 0)]))
+    return rows.map((r) => ({
+      session: r.session,
+      accountId: r.account_id,
+      endpoint: r.endpoint,
+      modelId: r.model_id,
+      promptTokens: Number(r.prompt_tokens),
+      completionTokens: Number(r.completion_tokens),
+      status: r.status,
+      startedAt: Number(r.started_at),
+      chargedMicro: chargedBy.get(r.session) ?? 0,
+    }))
   }
 }
