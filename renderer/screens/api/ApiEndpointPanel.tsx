@@ -1,5 +1,6 @@
 import type { ApiAccessView } from '../../../protocol/app'
 import { CopyButton } from '../../components/CopyButton'
+import { LanSwitch } from '../../components/LanSwitch'
 import { Panel } from '../../components/Panel'
 
 interface ApiEndpointPanelProps {
@@ -20,20 +21,7 @@ export function ApiEndpointPanel({ view, busy, onLanOpen }: ApiEndpointPanelProp
       </div>
       {view.embedded ? (
         <>
-          <label className="switch-row" htmlFor="api-lan-open">
-            <input
-              id="api-lan-open"
-              type="checkbox"
-              role="switch"
-              aria-checked={view.lanOpen}
-              checked={view.lanOpen}
-              disabled={busy}
-              onChange={(event) => onLanOpen(event.target.checked)}
-              data-testid="api-lan-open"
-            />
-            <span>Serve the API on my home network</span>
-            {busy && <span className="muted small">Restarting the swarm…</span>}
-          </label>
+          <LanSwitch id="api-lan-open" label="Serve the API on my home network" checked={view.lanOpen} busy={busy} onChange={onLanOpen} />
           <p className="muted">
             {view.lanOpen
               ? "Other computers at home reach the API at this computer's address above; every request still needs the key. This is Settings' home-network switch: the swarm is open to paired apps too."

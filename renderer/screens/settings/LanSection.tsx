@@ -1,6 +1,7 @@
 import type { Settings } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
 import { ErrorNote } from '../../components/ErrorNote'
+import { LanSwitch } from '../../components/LanSwitch'
 import { Panel } from '../../components/Panel'
 
 interface LanSectionProps {
@@ -14,20 +15,7 @@ interface LanSectionProps {
 export function LanSection({ settings, saving, error, onChange }: LanSectionProps) {
   return (
     <Panel title="Home network">
-      <label className="switch-row" htmlFor="settings-lan-open">
-        <input
-          id="settings-lan-open"
-          type="checkbox"
-          role="switch"
-          aria-checked={settings.lanOpen}
-          checked={settings.lanOpen}
-          disabled={saving}
-          onChange={(event) => onChange(event.target.checked)}
-          data-testid="settings-lan-open"
-        />
-        <span>Open this swarm to my home network</span>
-        {saving && <span className="muted small">Restarting the swarm…</span>}
-      </label>
+      <LanSwitch id="settings-lan-open" label="Open this swarm to my home network" checked={settings.lanOpen} busy={saving} onChange={onChange} />
       <p className="muted small">
         {settings.lanOpen
           ? 'Other Neuron apps at home see this one under Swarm and may ask to join; only those you pair with, by a code shown on both screens, are let in.'
