@@ -5,11 +5,12 @@
 // direct hop; client↔cloud plus cloud↔host per relayed one, the tracker and the volunteer both being in the cloud),
 // measured each round by TCP connects. The direct swarm runs twice: client-relayed (the client carries every hidden
 // state) and hop-to-hop (each host forwards to the next; its limit is compute plus the one-way legs client→host A,
-// A→B, B→C, C→client, each half a measured round trip; a host-to-host leg crosses two shaped home links). Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
+// A→B, B→C, C→client, each half a measured round trip; in the default layout a host-to-host leg crosses two shaped home links). Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
 // with the load average; the last line holds the medians, the ratios and the relay's bytes per token.
 //
-// Placement: the client on the laptop (internet side, no shaped link); the tracker in the cloud; hosts on the
-// home computers hostA, hostB, hostC (blocks in that order), so every hop crosses one shaped home link.
+// Placement: the client on the laptop (internet side); the tracker in the cloud; hosts on the home computers hostA,
+// hostB, hostC (blocks in that order). `--layout` says where the delay sits (LAYOUTS below; default homes: every home
+// line shaped, the laptop's not).
 // Direct: home C's host maps its port by UPnP/NAT-PMP (miniupnpd), homes A and B forward every port to their
 // host (a router's "DMZ host" setting). Relayed: the same computers, `neuron host --relay`, reserving at the volunteer
 // relay where the swarm has one, else at the tracker.
@@ -29,13 +30,45 @@ import { cpuMs, NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-s
 // `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
 // audited); by default the trackers keep their checks out of the data plane (bench/wan-tracker.ts).
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '3' }, tokens: { type: 'string', default: '48' }, audits: { type: 'boolean', default: false } },
+  options: {
+    rounds: { type: 'string', default: '3' },
+    tokens: { type: 'string', default: '48' },
+    audits: { type: 'boolean', default: false },
+    layout: { type: 'string', default: 'homes' },
+  },
 })
 const AUDITS = values.audits
 const ROUNDS = Number(values.rounds)
 const TOKENS = Number(values.tokens)
 const DELAYS_MS = [10, 40]
 const HOMES: HomeName[] = ['a', 'b', 'c']
+/** Hosts of one region, as placement would pick them: each home line's one-way delay in the far-client layout, ms. */
+const NEAR_MS = 2.5
+/**
+ * Where the delay sits (`--layout`). In each, the client↔host leg is the delay d one way; they differ in the
+ * host↔host leg, which decides what forwarding gains (per token, 3 hops: 6 client legs client-relayed, 2 client legs
+ * plus 2 host legs hop-to-hop):
+ * - homes: d on every home line, none on the laptop's: host↔host is 2d, and forwarding gains nothing (6d against 6d);
+ * - every-leg: d/2 on every line, the laptop's too: every leg is d, the issue's picture (at most 6d/4d = 1.5×);
+ * - far-client: the hosts in one region (NEAR_MS on each home line, host↔host 2·NEAR_MS), the client d from them.
+ */
+const LAYOUTS = {
+  homes: (d: number) => ({ home: d, laptop: undefined }),
+  'every-leg': (d: number) => ({ home: d / 2, laptop: d / 2 }),
+  'far-client': (d: number) => ({ home: NEAR_MS, laptop: d - NEAR_MS }),
+} as const
+const layoutName = values.layout as keyof typeof LAYOUTS
+if (!(layoutName in LAYOUTS)) {
+  console.error(`bench:wan --layout must be one of ${Object.keys(LAYOUTS).join(', ')}; got ${values.layout}`)
+  process.exit(2)
+}
+const LAYOUT = LAYOUTS[layoutName]
+/** Sets every shaped line for client↔host delay `d`. */
+async function setDelay(n: HomeNetwork, d: number): Promise<void> {
+  const { home, laptop } = LAYOUT(d)
+  for (const h of HOMES) await n.setLink(h, { delayMs: home })
+  if (laptop !== undefined) await n.setLink('laptop', { delayMs: laptop })
+}
 /** Token ids of the generated SentencePiece vocabulary (any will do: the weights are random). */
 const PROMPT = [1, 450, 1200, 3000, 4100, 5200, 6300, 7400]
 
@@ -134,7 +167,10 @@ async function measureRoundTrips(n: HomeNetwork) {
 }
 
 try {
-  net = await buildHomeNetwork({ links: { a: { delayMs: DELAYS_MS[0] }, b: { delayMs: DELAYS_MS[0] }, c: { delayMs: DELAYS_MS[0] } } })
+  const first = LAYOUT(DELAYS_MS[0] as number)
+  const homeLine = { delayMs: first.home }
+  const laptopLine = first.laptop === undefined ? {} : { laptop: { delayMs: first.laptop } }
+  net = await buildHomeNetwork({ links: { a: homeLine, b: homeLine, c: homeLine, ...laptopLine } })
   const n = net
   for (const home of n.upnp ? (['a', 'b'] as const) : HOMES) await openDmz(n, home)
   swarms = new NamespaceSwarms(n, work, manifest, packed)
@@ -169,7 +205,7 @@ try {
     )
     const delays = round % 2 === 0 ? DELAYS_MS : [...DELAYS_MS].reverse()
     for (const delayMs of delays) {
-      for (const home of HOMES) await n.setLink(home, { delayMs })
+      await setDelay(n, delayMs)
       const rtt = await measureRoundTrips(n)
       const r = results.get(delayMs) as DelayResult
       const roundTripsDirect = sum(rtt.laptopToRouter)
@@ -259,6 +295,7 @@ try {
   console.log(
     JSON.stringify({
       bench: 'wan',
+      layout: layoutName,
       model: source,
       tokens: TOKENS,
       rounds: ROUNDS,

@@ -9,7 +9,7 @@ import type { Command } from './command'
 export const chatCommand: Command = {
   name: 'chat',
   usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32]
-                  [--draft PATH [--draft-k 4] | --hop-to-hop]
+                  [--draft PATH [--draft-k 4]] [--hop-to-hop]
 
 Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
 

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { payloadSha256 } from '../identity/tickets'
 import {
   decodeFrame,
+  FLAG_VERIFY,
   type ForwardingOpen,
   type Frame,
   jsonFrame,
@@ -18,7 +19,7 @@ import {
   stepMessage,
   withTrailer,
 } from '../protocol'
-import { forwardFrame, type HopInput, type StepSigning } from './hop-frames'
+import { firstRows, forwardFrame, type HopInput, type StepSigning } from './hop-frames'
 import { HopFailure } from './hop-link'
 import type { HopState, StepAt } from './route-step'
 import { checkedAnswer } from './step-audits'
@@ -44,8 +45,20 @@ export function chainOpenings(route: readonly RouteHop[], legs: readonly boolean
   })
 }
 
-/** An input the client never saw (a predecessor forwarded it): its step and the digest its predecessor signed for it. */
-const unseen = new WeakMap<HopInput, { step: number; digest: string }>()
+/**
+ * An input the client never saw (a predecessor forwarded it): its step, the digest its predecessor signed for it, and
+ * the rows the route kept of it (a verify step's accepted positions; all when absent).
+ */
+const unseen = new WeakMap<HopInput, { step: number; digest: string; rows?: number }>()
+
+/** `input` cut to its first `rows` rows after a verify step; one the client never saw is cut once it is fetched. */
+export function firstRowsOf(input: HopInput, rows: number): HopInput {
+  const wanted = unseen.get(input)
+  if (wanted === undefined || input.tokens <= rows) return firstRows(input, rows)
+  const cut: HopInput = { ...input, tokens: rows }
+  unseen.set(cut, { ...wanted, rows })
+  return cut
+}
 
 function placeholder(step: number, from: Receipt): HopInput {
   // 'json' keeps it out of audits (step-audits.ts's evidence) until it is fetched
@@ -56,7 +69,7 @@ function placeholder(step: number, from: Receipt): HopInput {
 
 /** A step's frame to the first hop of a run, asking it to forward when the run goes on past it. */
 function stepFrame(input: HopInput, session: string, at: StepAt, signing: StepSigning, forward: boolean): Uint8Array {
-  const bytes = forwardFrame(input, 0, session, at.step, at.position, signing)
+  const bytes = forwardFrame(input, at.verify === true ? FLAG_VERIFY : 0, session, at.step, at.position, signing)
   if (!forward) return bytes
   const trailer = readTrailer(decodeFrame(bytes), StepTrailer)
   return withTrailer(bytes, { ...trailer, forward: true })
@@ -198,7 +211,8 @@ export async function fillInputs(hops: readonly HopState[], hostId: string, sess
     const wanted = unseen.get(input)
     if (wanted === undefined) continue
     try {
-      h.inputs[k] = await fetchForwarded(before, session, wanted.step, wanted.digest, undefined)
+      const fetched = await fetchForwarded(before, session, wanted.step, wanted.digest, undefined)
+      h.inputs[k] = wanted.rows === undefined ? fetched : firstRows(fetched, wanted.rows)
     } catch (error) {
       // the predecessor is gone or lied too: the failover of this hop cannot replay, and the generation fails typed
       throw new HopFailure(before.hop.hostId, 'unreachable_input', `cannot fetch what host ${before.hop.hostId} forwarded: ${(error as Error).message}`)

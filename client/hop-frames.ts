@@ -42,6 +42,16 @@ export function forwardFrame(input: HopInput, flags: number, session: string, st
 }
 
 /** A hop's hidden-state answer as the next hop's input (copied out of the received frame). */
+/** `input` cut to its first `rows` rows, its side values too (a verify step's accepted positions). */
+export function firstRows(input: HopInput, rows: number): HopInput {
+  if (input.tokens <= rows) return input
+  const side = input.side ?? 0
+  const { values, side: sideValues } = splitPayload(input.payload, input.tokens, side)
+  const rowBytes = values.byteLength / input.tokens
+  const payload = Buffer.concat([values.subarray(0, rows * rowBytes), sideValues.subarray(0, rows * side * 4)])
+  return { ...input, tokens: rows, payload: new Uint8Array(payload) }
+}
+
 export function hiddenInput(answer: Frame): HopInput {
   const side = sidePerToken(answer)
   return { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload), ...(side > 0 ? { side } : {}) }

@@ -1,6 +1,6 @@
-import { ClientToTracker, callRpc, MAX_DRAFT_TOKENS, NeuronError, type SampledToken, type SamplingParams, splitPayload } from '../protocol'
+import { ClientToTracker, callRpc, MAX_DRAFT_TOKENS, NeuronError, type SampledToken, type SamplingParams } from '../protocol'
 import { DraftModel } from './draft-model'
-import type { HopInput } from './hop-frames'
+import { firstRowsOf } from './hop-chain'
 import type { HopState, StepAt } from './route-step'
 import type { ModelTokenizer } from './tokenizer'
 import type { TrackerChannel } from './tracker-link'
@@ -117,17 +117,7 @@ async function run(r: SpeculativeRoute, at: StepAt): Promise<SampledToken> {
 /** Cuts a hop's last recorded input to its first `rows` rows: the positions the route keeps after a verify step. */
 function trimLast(h: HopState, rows: number): void {
   const last = h.inputs.at(-1)
-  if (last === undefined || last.tokens <= rows) return
-  h.inputs[h.inputs.length - 1] = firstRows(last, rows)
-}
-
-function firstRows(input: HopInput, rows: number): HopInput {
-  const side = input.side ?? 0
-  const { values, side: sideValues } = splitPayload(input.payload, input.tokens, side)
-  const rowBytes = values.byteLength / input.tokens
-  const sideBytes = side * 4
-  const payload = Buffer.concat([values.subarray(0, rows * rowBytes), sideValues.subarray(0, rows * sideBytes)])
-  return { ...input, tokens: rows, payload: new Uint8Array(payload) }
+  if (last !== undefined) h.inputs[h.inputs.length - 1] = firstRowsOf(last, rows)
 }
 
 /** The draft a request asks for, loaded and checked against the route model (its family and tokenizer); undefined without one. */
@@ -136,16 +126,12 @@ export async function openDraft(
     readonly modelId: string
     readonly draft?: DraftRequest | undefined
     readonly sampling?: SamplingParams | undefined
-    readonly forwarding?: 'hop-to-hop' | 'client-relayed' | undefined
   },
   tracker: TrackerChannel,
   tokenizer: ModelTokenizer,
   positions: number,
 ): Promise<{ draft: DraftModel; k: number; stats: SpeculationStats } | undefined> {
   if (request.draft === undefined) return undefined
-  // verify steps run client-relayed: a chain of forwarded hops answers one token a step (hop-chain.ts)
-  if (request.forwarding === 'hop-to-hop')
-    throw new NeuronError('bad_request', 'speculative decoding and hop-to-hop forwarding do not combine yet; ask for one of them (draft, or forwarding).')
   const { manifest } = await callRpc(tracker, ClientToTracker, 'model.get', { modelId: request.modelId })
   const k = checkSpeculation(request.draft, request.sampling, manifest.architecture)
   return { draft: await DraftModel.load(request.draft.path, tokenizer.tokenTexts, positions + k), k, stats: { verifySteps: 0, drafted: 0, accepted: 0 } }

@@ -1,6 +1,7 @@
 // Hop-to-hop forwarding (client/hop-chain.ts, host/serving/forwarding.ts) against a real tracker and real hosts of
 // stories260K on loopback: llama.cpp's greedy tokens, no hidden states on the client's link to the middle hop, no
-// frame injected without the seam's capability, a hop stopped mid-generation, and a relayed hop's legs through the client.
+// frame injected without the seam's capability, speculative decoding over forwarded hops, a hop stopped mid-generation,
+// and a relayed hop's legs through the client.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -10,6 +11,7 @@ import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { decodeFrame, encodeFrame, jsonFrame, NeuronError, type Receipt, type RouteHop } from '../protocol'
+import { damagedCopy } from './draft-models'
 import { STORIES_260K, scratchDir } from './models'
 import { startNeuron } from './processes'
 import { Host, type InProcessSwarm, startSwarm } from './programs'
@@ -175,6 +177,50 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
       expect(chat.output()).toMatch(/^, there was a little girl named Lily/)
     } finally {
       await chat.stop()
+    }
+  })
+
+  it('with a draft too: self-drafting accepts every draft, gives llama.cpp’s greedy tokens, and the middle hop, forwarded to, checks every position and is paid', async () => {
+    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    try {
+      links.clear()
+      const { tokens, summary, route } = await generate(client, { draft: { path: STORIES_260K, k: 4 } })
+      expect(tokens).toEqual(oracle)
+      const s = summary.speculation
+      expect(s?.accepted).toBe(s?.drafted)
+      // the prefill gives the first token, each verify step 5 more (4 drafts and the route's own)
+      expect(s?.verifySteps).toBe(Math.ceil((TOKENS - 1) / 5))
+      const [first, middle] = route.map((h) => links.get(h.hostId))
+      expect(first?.bytesIn.get('hidden') ?? 0).toBe(0)
+      expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
+      const middleId = route[1]?.hostId ?? ''
+      const stored = () => swarm.tracker.store.ledger.receipts({ hostId: middleId, session: summary.session })
+      await vi.waitFor(async () => expect(await stored()).toHaveLength(1 + (s?.verifySteps ?? 0)), { timeout: 20_000 })
+      // each stored receipt carries the client's countersignature and the positions the step checked
+      const middleReceipts = (await stored()).map((r) => r.receipt)
+      expect(middleReceipts.every((r) => r.client !== undefined)).toBe(true)
+      expect(middleReceipts.reduce((n, r) => n + r.tokens, 0)).toBe(prompt.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0))
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('with a draft that mispredicts, a middle hop stopped mid-generation: its replacement replays only the accepted positions, and the tokens are still llama.cpp’s', async () => {
+    await swarm.addHost([2, 4])
+    const damaged = await damagedCopy(STORIES_260K, join(scratch.dir, 'damaged.gguf'), [1, 3])
+    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    try {
+      let stopped = ''
+      const { tokens, summary } = await generate(client, { draft: { path: damaged, k: 4 } }, async (n, route) => {
+        if (n < 10 || stopped !== '') return
+        stopped = route[1]?.hostId ?? ''
+        await swarm.hosts.find((h) => h.hostId === stopped)?.stop(0)
+      })
+      expect(tokens).toEqual(oracle)
+      expect(summary.speculation?.accepted).toBeLessThan(summary.speculation?.drafted ?? 0)
+      expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[stopped, [2, 4]]])
+    } finally {
+      await client.close()
     }
   })
 

@@ -12,6 +12,7 @@ import {
   encodeFrame,
   errorFrame,
   FetchOutput,
+  FLAG_VERIFY,
   ForwardedStepTrailer,
   type ForwardingOpen,
   type Frame,
@@ -93,7 +94,9 @@ export class Forwarder {
     const next = served.open.forwarding?.next
     let forwarded = false
     if (out.kind === 'hidden' && receipt !== undefined && next !== undefined) {
-      forwarded = await this.send(served.owner, next, out, { capability: next.capability, origin: chain?.origin ?? receipt, prev: receipt })
+      // a verify step stays one on the next hop: it runs every position, and the last hop answers the token after each
+      const onward = { ...out, flags: out.flags | (request.flags & FLAG_VERIFY) }
+      forwarded = await this.send(served.owner, next, onward, { capability: next.capability, origin: chain?.origin ?? receipt, prev: receipt })
       if (forwarded) this.keep(request.session, request.step, answer)
     }
     const toClient = forwarded

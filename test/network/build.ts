@@ -23,6 +23,15 @@ export async function attachToInternet(internet: string, netns: string, port: st
   await ip(netns, 'link', 'set', 'eth0', 'up')
 }
 
+/** A computer on the internet behind a shaped link (the laptop, where a bench delays the client's own line). */
+export async function attachShaped(internet: string, netns: string, port: string, address: string, shape: LinkShape): Promise<Shaper> {
+  const shaper = await startShaper(netns, 'eth0', internet, port, shape)
+  await ip(internet, 'link', 'set', port, 'master', LAN_BRIDGE, 'up')
+  await ip(netns, 'addr', 'add', `${address}/${PREFIX_LENGTH}`, 'dev', 'eth0')
+  await ip(netns, 'link', 'set', 'eth0', 'up')
+  return shaper
+}
+
 /** Puts `computer` on a LAN at `address`, with the router as its default route (a DHCP lease, in effect). */
 export async function lease(computer: string, address: string, home: HomePlan): Promise<void> {
   await ip(computer, 'addr', 'flush', 'dev', 'eth0')

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { REPO_ROOT } from '../models'
-import { attachToInternet, buildHome, buildInternet, lease } from './build'
+import { attachShaped, attachToInternet, buildHome, buildInternet, lease } from './build'
 import { waitForOutput } from './children'
 import { createNamespace, deleteNamespace, MINIUPNPD, newRunPrefix, removeStaleNamespaces, runIn } from './namespaces'
 import type { LinkShape, Shaper } from './shaper'
@@ -19,9 +19,15 @@ export type { LinkShape } from './shaper'
 export type { Computer, HomeName, HomePlan, Place, Router } from './topology'
 export { NAT_PMP_PORT } from './upnp'
 
+/** The links a shaper carries: each home's uplink, and the laptop's line when asked for. */
+export type ShapedLink = HomeName | 'laptop'
+
 export interface HomeNetworkOptions {
-  /** Each home's link to the internet at the start; change it later with setLink. */
-  links?: Partial<Record<HomeName, LinkShape>>
+  /**
+   * Each home's link to the internet at the start; change it later with setLink. The laptop's line is shaped only
+   * when given here (`laptop: {}` for a shaped line with no delay yet); without it the laptop is on a plain veth.
+   */
+  links?: Partial<Record<ShapedLink, LinkShape>>
   /** Start miniupnpd in home C (default: true when /usr/sbin/miniupnpd exists). */
   upnp?: boolean
 }
@@ -42,8 +48,8 @@ export interface HomeNetwork {
   /** Takes the home's WAN link down at the internet side, as in an outage: the router stays up and keeps its NAT state. */
   cutLink(home: HomeName): Promise<void>
   restoreLink(home: HomeName): Promise<void>
-  /** Changes a home link's one-way delay and rate, both ways, from now on. */
-  setLink(home: HomeName, shape: LinkShape): Promise<void>
+  /** Changes a home link's (or the shaped laptop's) one-way delay and rate, both ways, from now on. */
+  setLink(link: ShapedLink, shape: LinkShape): Promise<void>
   /** Restarts home C's miniupnpd (SIGTERM, as a router reboot would): every port mapping it held is gone. */
   restartUpnp(): Promise<void>
   /** Moves a home computer to a new LAN address, as a new DHCP lease would; resolves the address. */
@@ -63,7 +69,7 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
     for (const c of home.computers) addresses[c.place] = c.address
   }
   const children = new Set<ChildProcess>()
-  const shapers = new Map<HomeName, Shaper>()
+  const shapers = new Map<ShapedLink, Shaper>()
   const dir = await mkdtemp(join(tmpdir(), `${prefix}-`))
   let nextHostNumber = 100
   let closed = false
@@ -75,9 +81,10 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
     child.once('exit', () => children.delete(child))
     return child
   }
-  const shaperOf = (home: HomeName) => {
-    const shaper = shapers.get(home)
-    if (shaper === undefined) throw new Error(`home ${home} has no link shaper (was the network closed?)`)
+  const shaperOf = (link: ShapedLink) => {
+    const shaper = shapers.get(link)
+    if (shaper === undefined)
+      throw new Error(`${link} has no link shaper (${link === 'laptop' ? 'build the network with links.laptop' : 'was the network closed?'})`)
     return shaper
   }
   const uplink = (home: HomeName, state: 'up' | 'down') => runIn(namespaces.internet, ['ip', 'link', 'set', HOMES[home].uplink, state])
@@ -126,7 +133,9 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
     for (const place of PLACES) await createNamespace(namespaces[place])
     await buildInternet(namespaces.internet)
     await attachToInternet(namespaces.internet, namespaces.cloud, 'cloud', addresses.cloud)
-    await attachToInternet(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop)
+    const laptopLink = options.links?.laptop
+    if (laptopLink === undefined) await attachToInternet(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop)
+    else shapers.set('laptop', await attachShaped(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop, laptopLink))
     for (const home of Object.values(HOMES)) {
       const names = { internet: namespaces.internet, router: namespaces[home.router], computers: home.computers.map((c) => namespaces[c.place]) }
       shapers.set(home.name, await buildHome(home, names, options.links?.[home.name] ?? {}, dir))
