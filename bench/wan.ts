@@ -1,4 +1,4 @@
-// npm run bench:wan — a 3-hop chat across homes behind NAT routers (test/network) at 10 and 40 ms one-way delay
+// npm run bench:wan — a 3-hop (`--hops N`: 6 cycles A, B, C twice) chat across homes behind NAT routers (test/network) at 10 and 40 ms one-way delay
 // on every home link, each hop direct, each hop relayed by the tracker, and each hop relayed by a volunteer (a host in
 // the cloud started with --relay-for-others, serving another model), against the limit: compute (the same chat with
 // tracker, hosts and client all in the cloud namespace, same run) plus the round trips a token needs (client↔host per
@@ -9,7 +9,7 @@
 // with the load average; the last line holds the medians, the ratios and the relay's bytes per token.
 //
 // Placement: the client on the laptop (internet side); the tracker in the cloud; hosts on the home computers hostA,
-// hostB, hostC (blocks in that order). `--layout` says where the delay sits (LAYOUTS below; default homes: every home
+// hostB, hostC (blocks in that order). `--layout` says where the delay sits (bench/wan-layouts.ts; default homes: every home
 // line shaped, the laptop's not).
 // Direct: home C's host maps its port by UPnP/NAT-PMP (miniupnpd), homes A and B forward every port to their
 // host (a router's "DMZ host" setting). Relayed: the same computers, `neuron host --relay`, reserving at the volunteer
@@ -22,9 +22,10 @@ import { parseArgs } from 'node:util'
 import { packModel } from '../gguf/pack'
 import { readManifest } from '../host/publish'
 import { STORIES_260K } from '../test/models'
-import { buildHomeNetwork, type HomeName, type HomeNetwork, whyNoNamespaces } from '../test/network'
+import { buildHomeNetwork, type HomeName, type HomeNetwork, type Place, whyNoNamespaces } from '../test/network'
 import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
 import { median } from './seeded-host'
+import { layoutLinks, layoutNamed, setLayoutDelay } from './wan-layouts'
 import { cpuMs, NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-swarms'
 
 // `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
@@ -35,6 +36,7 @@ const { values } = parseArgs({
     tokens: { type: 'string', default: '48' },
     audits: { type: 'boolean', default: false },
     layout: { type: 'string', default: 'homes' },
+    hops: { type: 'string', default: '3' },
   },
 })
 const AUDITS = values.audits
@@ -42,33 +44,15 @@ const ROUNDS = Number(values.rounds)
 const TOKENS = Number(values.tokens)
 const DELAYS_MS = [10, 40]
 const HOMES: HomeName[] = ['a', 'b', 'c']
-/** Hosts of one region, as placement would pick them: each home line's one-way delay in the far-client layout, ms. */
-const NEAR_MS = 2.5
-/**
- * Where the delay sits (`--layout`). In each, the client↔host leg is the delay d one way; they differ in the
- * host↔host leg, which decides what forwarding gains (per token, 3 hops: 6 client legs client-relayed, 2 client legs
- * plus 2 host legs hop-to-hop):
- * - homes: d on every home line, none on the laptop's: host↔host is 2d, and forwarding gains nothing (6d against 6d);
- * - every-leg: d/2 on every line, the laptop's too: every leg is d, the issue's picture (at most 6d/4d = 1.5×);
- * - far-client: the hosts in one region (NEAR_MS on each home line, host↔host 2·NEAR_MS), the client d from them.
- */
-const LAYOUTS = {
-  homes: (d: number) => ({ home: d, laptop: undefined }),
-  'every-leg': (d: number) => ({ home: d / 2, laptop: d / 2 }),
-  'far-client': (d: number) => ({ home: NEAR_MS, laptop: d - NEAR_MS }),
-} as const
-const layoutName = values.layout as keyof typeof LAYOUTS
-if (!(layoutName in LAYOUTS)) {
-  console.error(`bench:wan --layout must be one of ${Object.keys(LAYOUTS).join(', ')}; got ${values.layout}`)
+const LAYOUT = layoutNamed(values.layout, 'bench:wan')
+const HOPS = Number(values.hops)
+if (!Number.isInteger(HOPS) || HOPS < 1 || HOPS > 12) {
+  console.error(`bench:wan --hops is 1 to 12 (the model's blocks), not ${values.hops}`)
   process.exit(2)
 }
-const LAYOUT = LAYOUTS[layoutName]
-/** Sets every shaped line for client↔host delay `d`. */
-async function setDelay(n: HomeNetwork, d: number): Promise<void> {
-  const { home, laptop } = LAYOUT(d)
-  for (const h of HOMES) await n.setLink(h, { delayMs: home })
-  if (laptop !== undefined) await n.setLink('laptop', { delayMs: laptop })
-}
+const COMPUTERS = { a: 'hostA', b: 'hostB', c: 'hostC' } as const
+/** Hop i's home: A, B, C, A, … so that every seam crosses from one home to another (2 hosts a computer at 6 hops). */
+const HOP_HOMES = Array.from({ length: HOPS }, (_, i) => HOMES[i % HOMES.length] as HomeName)
 /** Token ids of the generated SentencePiece vocabulary (any will do: the weights are random). */
 const PROMPT = [1, 450, 1200, 3000, 4100, 5200, 6300, 7400]
 
@@ -148,37 +132,41 @@ const results = new Map<number, DelayResult>(
 /** Compute per token, ms: each round's loopback chat. */
 const computeMs: number[] = []
 
-/** Median round trips of this round at the delay set now: laptop→each router (direct hops), laptop→cloud and cloud→each router (relayed). */
+/**
+ * Median round trips of this round at the delay set now, per hop: laptop→its router (direct), cloud→its router
+ * (relayed, with laptop→cloud); per seam, for hop-to-hop: the hop's computer to the next hop's router.
+ */
 async function measureRoundTrips(n: HomeNetwork) {
-  const medianTo = async (from: 'laptop' | 'cloud' | 'hostA' | 'hostB', address: string) => {
+  const medianTo = async (from: Place, address: string) => {
     const ms = await roundTrips(n, from, address)
     if (ms.some((m) => m < 0)) throw new Error(`a round trip from ${from} to ${address} went unanswered: ${JSON.stringify(ms)}`)
     return median(ms)
   }
-  const laptopToRouter: number[] = []
-  const cloudToRouter: number[] = []
-  for (const home of HOMES) {
-    laptopToRouter.push(await medianTo('laptop', n.homes[home].wan))
-    cloudToRouter.push(await medianTo('cloud', n.homes[home].wan))
+  const toHome = new Map<HomeName, { laptop: number; cloud: number }>()
+  for (const home of HOMES) toHome.set(home, { laptop: await medianTo('laptop', n.homes[home].wan), cloud: await medianTo('cloud', n.homes[home].wan) })
+  const seams = new Map<string, number>()
+  for (const [i, from] of HOP_HOMES.slice(0, -1).entries()) {
+    const to = HOP_HOMES[i + 1] as HomeName
+    if (!seams.has(from + to)) seams.set(from + to, await medianTo(COMPUTERS[from], n.homes[to].wan))
   }
-  // host to host, for hop-to-hop: A to B's router, B to C's (each crossing both homes' links)
-  const hostToRouter = [await medianTo('hostA', n.homes.b.wan), await medianTo('hostB', n.homes.c.wan)]
-  return { laptopToRouter, cloudToRouter, hostToRouter, laptopToCloud: await medianTo('laptop', n.addresses.cloud) }
+  return {
+    laptopToRouter: HOP_HOMES.map((h) => toHome.get(h)?.laptop ?? 0),
+    cloudToRouter: HOP_HOMES.map((h) => toHome.get(h)?.cloud ?? 0),
+    hostToRouter: HOP_HOMES.slice(0, -1).map((h, i) => seams.get(h + HOP_HOMES[i + 1]) ?? 0),
+    laptopToCloud: await medianTo('laptop', n.addresses.cloud),
+  }
 }
 
 try {
-  const first = LAYOUT(DELAYS_MS[0] as number)
-  const homeLine = { delayMs: first.home }
-  const laptopLine = first.laptop === undefined ? {} : { laptop: { delayMs: first.laptop } }
-  net = await buildHomeNetwork({ links: { a: homeLine, b: homeLine, c: homeLine, ...laptopLine } })
+  net = await buildHomeNetwork({ links: layoutLinks(LAYOUT, DELAYS_MS[0] as number) })
   const n = net
   for (const home of n.upnp ? (['a', 'b'] as const) : HOMES) await openDmz(n, home)
   swarms = new NamespaceSwarms(n, work, manifest, packed)
   const s = swarms
-  const places = ['hostA', 'hostB', 'hostC'] as const
+  const places = HOP_HOMES.map((h) => COMPUTERS[h])
   const direct = await s.start({ label: 'direct', port: 7070, places: [...places], relay: false, audits: AUDITS })
   const relayed = await s.start({ label: 'relayed', port: 7071, places: [...places], relay: true, audits: AUDITS })
-  const loopback = await s.start({ label: 'loopback', port: 7072, places: ['cloud', 'cloud', 'cloud'], relay: false, audits: AUDITS })
+  const loopback = await s.start({ label: 'loopback', port: 7072, places: HOP_HOMES.map(() => 'cloud' as const), relay: false, audits: AUDITS })
   const volunteerRelay = { packed: relayPacked, manifest: relayManifest }
   const volunteer = await s.start({ label: 'volunteer', port: 7073, places: [...places], relay: true, audits: AUDITS, volunteerRelay })
   for (const swarm of [direct, relayed, volunteer, loopback]) {
@@ -205,11 +193,11 @@ try {
     )
     const delays = round % 2 === 0 ? DELAYS_MS : [...DELAYS_MS].reverse()
     for (const delayMs of delays) {
-      await setDelay(n, delayMs)
+      await setLayoutDelay(n, LAYOUT, delayMs)
       const rtt = await measureRoundTrips(n)
       const r = results.get(delayMs) as DelayResult
       const roundTripsDirect = sum(rtt.laptopToRouter)
-      const roundTripsRelayed = sum(rtt.cloudToRouter) + HOMES.length * rtt.laptopToCloud
+      const roundTripsRelayed = sum(rtt.cloudToRouter) + HOPS * rtt.laptopToCloud
       r.roundTripsDirectMs.push(roundTripsDirect)
       r.roundTripsRelayedMs.push(roundTripsRelayed)
       const legsHopToHop = ((rtt.laptopToRouter[0] ?? 0) + sum(rtt.hostToRouter) + (rtt.laptopToRouter.at(-1) ?? 0)) / 2
@@ -295,7 +283,8 @@ try {
   console.log(
     JSON.stringify({
       bench: 'wan',
-      layout: layoutName,
+      layout: LAYOUT,
+      hops: HOPS,
       model: source,
       tokens: TOKENS,
       rounds: ROUNDS,
