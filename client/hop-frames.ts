@@ -41,7 +41,6 @@ export function forwardFrame(input: HopInput, flags: number, session: string, st
   })
 }
 
-/** A hop's hidden-state answer as the next hop's input (copied out of the received frame). */
 /** `input` cut to its first `rows` rows, its side values too (a verify step's accepted positions). */
 export function firstRows(input: HopInput, rows: number): HopInput {
   if (input.tokens <= rows) return input
@@ -52,6 +51,7 @@ export function firstRows(input: HopInput, rows: number): HopInput {
   return { ...input, tokens: rows, payload: new Uint8Array(payload) }
 }
 
+/** A hop's hidden-state answer as the next hop's input (copied out of the received frame). */
 export function hiddenInput(answer: Frame): HopInput {
   const side = sidePerToken(answer)
   return { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload), ...(side > 0 ? { side } : {}) }

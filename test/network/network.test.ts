@@ -112,3 +112,29 @@ describe.skipIf(noNetwork !== undefined)(`a namespace network of a cloud, a lapt
     expect((await listNamespaces()).filter((n) => n.startsWith(`${net.prefix}-`))).toEqual([])
   })
 })
+
+describe.skipIf(noNetwork !== undefined)(`a namespace network whose laptop sits behind a shaped line too${skipped(noNetwork)}`, () => {
+  let net: HomeNetwork
+  beforeAll(async () => {
+    net = await buildHomeNetwork({ links: { laptop: {} }, upnp: false })
+    await startServer(net, 'cloud', 'who-am-i', 7000)
+  })
+  afterAll(async () => {
+    await net?.close()
+  })
+
+  it('reaches the cloud as before, and a delay on the laptop’s line adds about twice itself to the laptop’s round trips', async () => {
+    const connectMs = async () => {
+      const samples: number[] = []
+      for (let i = 0; i < 7; i++) samples.push((await connectFrom(net, 'laptop', net.addresses.cloud, 7000)).connectMs)
+      return median(samples)
+    }
+    expect((await connectFrom(net, 'laptop', net.addresses.cloud, 7000)).reply.split(' ')[0]).toBe(net.addresses.laptop)
+    const before = await connectMs()
+    await net.setLink('laptop', { delayMs: 20 })
+    const after = await connectMs()
+    console.log(`laptop: TCP connect ${before.toFixed(1)} ms at 0 ms one-way delay, ${after.toFixed(1)} ms at 20 ms`)
+    expect(after - before).toBeGreaterThan(32)
+    expect(after - before).toBeLessThan(60)
+  })
+})
