@@ -12,6 +12,7 @@ import { computeProbeSet } from '../host/probes'
 import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
 import { encodeProbeSet, type Manifest } from '../protocol'
+import type { GatewayOptions } from '../tracker/gateway/deps'
 import { Tracker, type TrackerOptions } from '../tracker/server'
 
 export { createModelTorrent } from '../host/artifacts/model-torrent'
@@ -95,4 +96,26 @@ export async function createAccount(
   const json = (await res.json()) as { account_id: string; api_key: string }
   if (res.status !== 201) throw new Error(`account creation failed: ${res.status} ${JSON.stringify(json)}`)
   return { accountId: json.account_id, apiKey: json.api_key }
+}
+
+/**
+ * The gateway tests' swarm: two hosts of `model` (blocks [0, 3) and [3, 5)) behind a tracker whose gateway takes
+ * `gateway` (its admin token at least), and an account made through the admin route, named `account`.
+ */
+export async function startGatewaySwarm(
+  dir: string,
+  model: string,
+  gateway: GatewayOptions & { readonly adminToken: string },
+  account: string,
+): Promise<{ swarm: InProcessSwarm; accountId: string; apiKey: string }> {
+  const swarm = await startSwarm(
+    dir,
+    model,
+    [
+      [0, 3],
+      [3, 5],
+    ],
+    { gateway },
+  )
+  return { swarm, ...(await createAccount(swarm.tracker.url, gateway.adminToken, { name: account })) }
 }

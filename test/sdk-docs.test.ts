@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REPO_ROOT, STORIES_260K, scratchDir } from './models'
-import { createAccount, type InProcessSwarm, startSwarm } from './programs'
+import { type InProcessSwarm, startGatewaySwarm } from './programs'
 import { hasTorch, NO_TORCH, PYTHON, SEAM_TOLERANCE } from './reference'
 
 const ADMIN = 'admin-token-for-sdk-docs'
@@ -40,16 +40,8 @@ describe('docs/sdk.md examples on a real swarm of two hosts', () => {
   beforeAll(async () => {
     let dir: string
     ;({ dir, cleanup } = await scratchDir())
-    swarm = await startSwarm(
-      dir,
-      STORIES_260K,
-      [
-        [0, 3],
-        [3, 5],
-      ],
-      { gateway: { adminToken: ADMIN } },
-    )
-    const { apiKey } = await createAccount(swarm.tracker.url, ADMIN, { name: 'docs' })
+    let apiKey: string
+    ;({ swarm, apiKey } = await startGatewaySwarm(dir, STORIES_260K, { adminToken: ADMIN }, 'docs'))
     env = {
       NEURON_TRACKER: swarm.tracker.url,
       NEURON_URL: swarm.tracker.url,

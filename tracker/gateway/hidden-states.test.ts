@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HiddenStatesResponse, MAX_HIDDEN_TOKENS } from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
-import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
+import { createAccount, type InProcessSwarm, startGatewaySwarm } from '../../test/programs'
 import { hasTorch, NO_TORCH, relativeError, runReferenceAsync, SEAM_TOLERANCE } from '../../test/reference'
 import { consumerAccount } from '../ledger/accounts'
 import { hopCharge, priceOf } from '../ledger/pricing'
@@ -47,16 +47,7 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
   beforeAll(async () => {
     let dir: string
     ;({ dir, cleanup } = await scratchDir())
-    swarm = await startSwarm(
-      dir,
-      STORIES_260K,
-      [
-        [0, 3],
-        [3, 5],
-      ],
-      { gateway: { adminToken: ADMIN, requestsPerMinute: RATE_LIMIT } },
-    )
-    ;({ apiKey, accountId } = await createAccount(swarm.tracker.url, ADMIN, { name: 'hidden-states' }))
+    ;({ swarm, apiKey, accountId } = await startGatewaySwarm(dir, STORIES_260K, { adminToken: ADMIN, requestsPerMinute: RATE_LIMIT }, 'hidden-states'))
   }, 180_000)
   afterAll(async () => {
     await swarm?.close()

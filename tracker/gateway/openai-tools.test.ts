@@ -9,7 +9,7 @@ import { parseGbnf } from '../../host/grammar/gbnf'
 import { GrammarState } from '../../host/grammar/matcher'
 import { NodeIdentity } from '../../identity/keys'
 import { STORIES_260K, scratchDir } from '../../test/models'
-import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
+import { type InProcessSwarm, startGatewaySwarm } from '../../test/programs'
 import { consumerAccount } from '../ledger/accounts'
 import { GrammarBuilder } from './json-schema-grammar'
 
@@ -68,16 +68,7 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
   beforeAll(async () => {
     let dir = ''
     ;({ dir, cleanup } = await scratchDir())
-    swarm = await startSwarm(
-      dir,
-      STORIES_260K,
-      [
-        [0, 3],
-        [3, 5],
-      ],
-      { gateway: { adminToken: ADMIN, requestsPerMinute: 200 } },
-    )
-    ;({ apiKey, accountId } = await createAccount(swarm.tracker.url, ADMIN, { name: 'tools' }))
+    ;({ swarm, apiKey, accountId } = await startGatewaySwarm(dir, STORIES_260K, { adminToken: ADMIN, requestsPerMinute: 200 }, 'tools'))
     openai = new OpenAI({ apiKey, baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0 })
     model = swarm.manifest.modelId
   }, 180_000)

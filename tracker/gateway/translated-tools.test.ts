@@ -6,7 +6,7 @@ import { Ollama, type Message as OllamaMessage, type Tool as OllamaTool } from '
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { STORIES_260K, scratchDir } from '../../test/models'
-import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
+import { type InProcessSwarm, startGatewaySwarm } from '../../test/programs'
 
 const ADMIN = 'admin-token-for-translated-tools'
 let cleanup: () => Promise<void> = async () => {}
@@ -48,17 +48,9 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
   beforeAll(async () => {
     let dir = ''
     ;({ dir, cleanup } = await scratchDir())
-    swarm = await startSwarm(
-      dir,
-      STORIES_260K,
-      [
-        [0, 3],
-        [3, 5],
-      ],
-      { gateway: { adminToken: ADMIN, requestsPerMinute: 600 } },
-    )
+    let apiKey: string
+    ;({ swarm, apiKey } = await startGatewaySwarm(dir, STORIES_260K, { adminToken: ADMIN, requestsPerMinute: 600 }, 'translated tools'))
     model = swarm.manifest.modelId
-    const { apiKey } = await createAccount(swarm.tracker.url, ADMIN, { name: 'translated tools' })
     ollama = new Ollama({ host: swarm.tracker.url, headers: { Authorization: `Bearer ${apiKey}` } })
     anthropic = new Anthropic({ apiKey, baseURL: swarm.tracker.url, maxRetries: 0 })
   }, 180_000)
