@@ -17,8 +17,8 @@ import { buildHomeNetwork, type HomeName, type HomeNetwork, type Place, whyNoNam
 import { type NeuronProcess, watchProcess } from '../test/processes'
 import { BENCH_DIR } from './models'
 import { median } from './seeded-host'
-import { layoutLinks, layoutNamed } from './wan-layouts'
-import { NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-swarms'
+import { hopToHopLegsMs, layoutLinks, layoutNamed, routeRoundTrips } from './wan-layouts'
+import { NamespaceSwarms, openDmz, type Swarm } from './wan-swarms'
 
 const { values } = parseArgs({
   options: {
@@ -88,14 +88,11 @@ try {
   const limitsHopToHop: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
     const compute = await chat(n, loopback, 'cloud')
-    const trips: number[] = []
-    for (const home of HOMES) trips.push(median(await roundTrips(n, 'laptop', n.homes[home].wan)))
+    const rtt = await routeRoundTrips(n, HOMES)
+    const trips = rtt.laptopToRouter
     const limit = 1000 / (1000 / compute.decodeTokensPerSecond + trips.reduce((s, x) => s + x, 0))
     limits.push(limit)
-    // hop-to-hop: client→A, A→B (A to B's router), B→C, C→client, each half a round trip
-    const hostTrips = [median(await roundTrips(n, 'hostA', n.homes.b.wan)), median(await roundTrips(n, 'hostB', n.homes.c.wan))]
-    const legs = ((trips[0] ?? 0) + hostTrips.reduce((s, x) => s + x, 0) + (trips.at(-1) ?? 0)) / 2
-    const limitHopToHop = 1000 / (1000 / compute.decodeTokensPerSecond + legs)
+    const limitHopToHop = 1000 / (1000 / compute.decodeTokensPerSecond + hopToHopLegsMs(rtt))
     limitsHopToHop.push(limitHopToHop)
     console.log(
       JSON.stringify({
@@ -103,7 +100,7 @@ try {
         run: 'loopback (compute)',
         decode_tokens_per_s: round2(compute.decodeTokensPerSecond),
         round_trips_ms: trips.map(round2),
-        host_to_router_ms: hostTrips.map(round2),
+        host_to_router_ms: rtt.hostToRouter.map(round2),
         limit_plain_tokens_per_s: round2(limit),
         limit_hop_to_hop_plain_tokens_per_s: round2(limitHopToHop),
         load_average: load(),

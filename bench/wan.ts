@@ -22,11 +22,11 @@ import { parseArgs } from 'node:util'
 import { packModel } from '../gguf/pack'
 import { readManifest } from '../host/publish'
 import { STORIES_260K } from '../test/models'
-import { buildHomeNetwork, type HomeName, type HomeNetwork, type Place, whyNoNamespaces } from '../test/network'
+import { buildHomeNetwork, type HomeName, type HomeNetwork, whyNoNamespaces } from '../test/network'
 import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
 import { median } from './seeded-host'
-import { layoutLinks, layoutNamed, setLayoutDelay } from './wan-layouts'
-import { cpuMs, NamespaceSwarms, openDmz, roundTrips, type Swarm } from './wan-swarms'
+import { COMPUTERS, hopHomes, hopToHopLegsMs, layoutLinks, layoutNamed, routeRoundTrips, setLayoutDelay } from './wan-layouts'
+import { cpuMs, NamespaceSwarms, openDmz, type Swarm } from './wan-swarms'
 
 // `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
 // audited); by default the trackers keep their checks out of the data plane (bench/wan-tracker.ts).
@@ -50,9 +50,7 @@ if (!Number.isInteger(HOPS) || HOPS < 1 || HOPS > 12) {
   console.error(`bench:wan --hops is 1 to 12 (the model's blocks), not ${values.hops}`)
   process.exit(2)
 }
-const COMPUTERS = { a: 'hostA', b: 'hostB', c: 'hostC' } as const
-/** Hop i's home: A, B, C, A, … so that every seam crosses from one home to another (2 hosts a computer at 6 hops). */
-const HOP_HOMES = Array.from({ length: HOPS }, (_, i) => HOMES[i % HOMES.length] as HomeName)
+const HOP_HOMES = hopHomes(HOPS)
 /** Token ids of the generated SentencePiece vocabulary (any will do: the weights are random). */
 const PROMPT = [1, 450, 1200, 3000, 4100, 5200, 6300, 7400]
 
@@ -132,31 +130,6 @@ const results = new Map<number, DelayResult>(
 /** Compute per token, ms: each round's loopback chat. */
 const computeMs: number[] = []
 
-/**
- * Median round trips of this round at the delay set now, per hop: laptop→its router (direct), cloud→its router
- * (relayed, with laptop→cloud); per seam, for hop-to-hop: the hop's computer to the next hop's router.
- */
-async function measureRoundTrips(n: HomeNetwork) {
-  const medianTo = async (from: Place, address: string) => {
-    const ms = await roundTrips(n, from, address)
-    if (ms.some((m) => m < 0)) throw new Error(`a round trip from ${from} to ${address} went unanswered: ${JSON.stringify(ms)}`)
-    return median(ms)
-  }
-  const toHome = new Map<HomeName, { laptop: number; cloud: number }>()
-  for (const home of HOMES) toHome.set(home, { laptop: await medianTo('laptop', n.homes[home].wan), cloud: await medianTo('cloud', n.homes[home].wan) })
-  const seams = new Map<string, number>()
-  for (const [i, from] of HOP_HOMES.slice(0, -1).entries()) {
-    const to = HOP_HOMES[i + 1] as HomeName
-    if (!seams.has(from + to)) seams.set(from + to, await medianTo(COMPUTERS[from], n.homes[to].wan))
-  }
-  return {
-    laptopToRouter: HOP_HOMES.map((h) => toHome.get(h)?.laptop ?? 0),
-    cloudToRouter: HOP_HOMES.map((h) => toHome.get(h)?.cloud ?? 0),
-    hostToRouter: HOP_HOMES.slice(0, -1).map((h, i) => seams.get(h + HOP_HOMES[i + 1]) ?? 0),
-    laptopToCloud: await medianTo('laptop', n.addresses.cloud),
-  }
-}
-
 try {
   net = await buildHomeNetwork({ links: layoutLinks(LAYOUT, DELAYS_MS[0] as number) })
   const n = net
@@ -194,13 +167,13 @@ try {
     const delays = round % 2 === 0 ? DELAYS_MS : [...DELAYS_MS].reverse()
     for (const delayMs of delays) {
       await setLayoutDelay(n, LAYOUT, delayMs)
-      const rtt = await measureRoundTrips(n)
+      const rtt = await routeRoundTrips(n, HOP_HOMES)
       const r = results.get(delayMs) as DelayResult
       const roundTripsDirect = sum(rtt.laptopToRouter)
       const roundTripsRelayed = sum(rtt.cloudToRouter) + HOPS * rtt.laptopToCloud
       r.roundTripsDirectMs.push(roundTripsDirect)
       r.roundTripsRelayedMs.push(roundTripsRelayed)
-      const legsHopToHop = ((rtt.laptopToRouter[0] ?? 0) + sum(rtt.hostToRouter) + (rtt.laptopToRouter.at(-1) ?? 0)) / 2
+      const legsHopToHop = hopToHopLegsMs(rtt)
       r.legsHopToHopMs.push(legsHopToHop)
       const limitHopToHop = 1000 / (roundComputeMs + legsHopToHop)
       const limitDirect = 1000 / (roundComputeMs + roundTripsDirect)

@@ -8,6 +8,12 @@ const noUpnp = noNetwork ?? whyNoMiniupnpd()
 const skipped = (why: string | undefined) => (why === undefined ? '' : ` (skipped: ${why})`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+/** The median of 7 TCP connects from `place` to the cloud's who-am-i server, ms. */
+async function medianConnectMs(net: HomeNetwork, place: 'hostA' | 'laptop'): Promise<number> {
+  const samples: number[] = []
+  for (let i = 0; i < 7; i++) samples.push((await connectFrom(net, place, net.addresses.cloud, 7000)).connectMs)
+  return median(samples)
+}
 
 describe.skipIf(noNetwork !== undefined)(`a namespace network of a cloud, a laptop and three homes behind NAT routers${skipped(noNetwork)}`, () => {
   let net: HomeNetwork
@@ -63,11 +69,7 @@ describe.skipIf(noNetwork !== undefined)(`a namespace network of a cloud, a lapt
   })
 
   it('adds about twice a link’s one-way delay to a round trip from behind it', async () => {
-    const connectMs = async () => {
-      const samples: number[] = []
-      for (let i = 0; i < 7; i++) samples.push((await connectFrom(net, 'hostA', net.addresses.cloud, 7000)).connectMs)
-      return median(samples)
-    }
+    const connectMs = () => medianConnectMs(net, 'hostA')
     const before = await connectMs()
     await net.setLink('a', { delayMs: 20 })
     const after = await connectMs()
@@ -124,11 +126,7 @@ describe.skipIf(noNetwork !== undefined)(`a namespace network whose laptop sits 
   })
 
   it('reaches the cloud as before, and a delay on the laptop’s line adds about twice itself to the laptop’s round trips', async () => {
-    const connectMs = async () => {
-      const samples: number[] = []
-      for (let i = 0; i < 7; i++) samples.push((await connectFrom(net, 'laptop', net.addresses.cloud, 7000)).connectMs)
-      return median(samples)
-    }
+    const connectMs = () => medianConnectMs(net, 'laptop')
     expect((await connectFrom(net, 'laptop', net.addresses.cloud, 7000)).reply.split(' ')[0]).toBe(net.addresses.laptop)
     const before = await connectMs()
     await net.setLink('laptop', { delayMs: 20 })
