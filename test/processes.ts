@@ -100,3 +100,46 @@ export function rssMiB(p: NeuronProcess): number {
   const kib = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1])
   return Math.round(kib / 1024)
 }
+
+/**
+ * A swarm of real `neuron` processes on loopback in `dir`: a tracker (heartbeats every 500 ms, a grant for new keys)
+ * with the model packed in `dir/packed` published to it, and hosts started on demand, each on one thread.
+ */
+export class ProcessSwarm {
+  /** Every process started, in order; stop() ends them all. */
+  readonly processes: NeuronProcess[] = []
+  trackerUrl = ''
+
+  private constructor(
+    readonly dir: string,
+    readonly modelId: string,
+  ) {}
+
+  static async start(dir: string, modelId: string): Promise<ProcessSwarm> {
+    const swarm = new ProcessSwarm(dir, modelId)
+    const tracker = swarm.start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'])
+    swarm.trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
+    await swarm
+      .start(['publish', join(dir, 'packed'), '--tracker', swarm.trackerUrl, '--data-dir', join(dir, 'publisher')])
+      .waitFor(/published \S+ \(infohash /)
+    return swarm
+  }
+
+  start(args: string[]): NeuronProcess {
+    const p = startNeuron(args)
+    this.processes.push(p)
+    return p
+  }
+
+  /** A host of blocks `layers` ("A:B") with its data in `dir/name`, once it is ready. */
+  async startHost(name: string, layers: string): Promise<NeuronProcess> {
+    const args = ['host', '--tracker', this.trackerUrl, '--model', this.modelId, '--blocks', layers, '--data-dir', join(this.dir, name), '--threads', '1']
+    const host = this.start(args)
+    await host.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)
+    return host
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.processes.map((p) => p.stop()))
+  }
+}

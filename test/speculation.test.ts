@@ -11,29 +11,17 @@ import { oracleGreedy, oracleModel } from '../native/oracle'
 import type { Manifest, RouteHop } from '../protocol'
 import { damagedCopy, foreignVocabularyModel } from './draft-models'
 import { STORIES_260K, scratchDir } from './models'
-import { type NeuronProcess, startNeuron } from './processes'
+import { ProcessSwarm } from './processes'
 
 const TOKENS = 48
 let dir = ''
 let cleanup: () => Promise<void> = async () => {}
-const processes: NeuronProcess[] = []
+let swarm: ProcessSwarm
 let trackerUrl = ''
 let manifest: Manifest
 let oracle: number[] = []
 let promptTokens: number[] = []
 let damaged = ''
-
-function start(args: string[]): NeuronProcess {
-  const p = startNeuron(args)
-  processes.push(p)
-  return p
-}
-
-async function startHost(name: string, layers: string): Promise<NeuronProcess> {
-  const host = start(['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', layers, '--data-dir', join(dir, name), '--threads', '1'])
-  await host.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)
-  return host
-}
 
 async function generate(
   client: SwarmClient,
@@ -63,19 +51,17 @@ describe('speculative decoding across a swarm of real processes on loopback', ()
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-    const tracker = start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'])
-    trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
-    const publisher = start(['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')])
-    await publisher.waitFor(/published stories260k/)
+    swarm = await ProcessSwarm.start(dir, manifest.modelId)
+    trackerUrl = swarm.trackerUrl
     const model: LlamaModel = await oracleModel(STORIES_260K)
     promptTokens = [...model.tokenize('Once upon a time', true)]
     oracle = (await oracleGreedy(model, promptTokens, TOKENS, manifest.nVocab)).map((s) => s.token)
     await model.dispose()
     damaged = await damagedCopy(STORIES_260K, join(dir, 'damaged.gguf'), [1, 3])
-    await Promise.all([startHost('host-a', '0:2'), startHost('host-b', '2:4'), startHost('host-c', '4:5')])
+    await Promise.all([swarm.startHost('host-a', '0:2'), swarm.startHost('host-b', '2:4'), swarm.startHost('host-c', '4:5')])
   }, 180_000)
   afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop()))
+    await swarm?.stop()
     await cleanup()
   })
 
@@ -142,8 +128,8 @@ describe('speculative decoding across a swarm of real processes on loopback', ()
   })
 
   it('survives a host killed mid-generation with a draft: the replacement replays the accepted positions and the tokens still equal llama.cpp’s', async () => {
-    const spare = await startHost('host-spare', '2:4')
-    const hostB = processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
+    const spare = await swarm.startHost('host-spare', '2:4')
+    const hostB = swarm.processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {
       let killed = ''

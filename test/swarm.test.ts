@@ -10,28 +10,16 @@ import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import type { Manifest, RouteHop } from '../protocol'
 import { STORIES_260K, scratchDir } from './models'
-import { type NeuronProcess, startNeuron } from './processes'
+import { ProcessSwarm } from './processes'
 
 const TOKENS = 64
 let dir = ''
 let cleanup: () => Promise<void> = async () => {}
-const processes: NeuronProcess[] = []
+let swarm: ProcessSwarm
 let trackerUrl = ''
 let manifest: Manifest
 let oracle: number[] = []
 let promptTokens: number[] = []
-
-function start(args: string[]): NeuronProcess {
-  const p = startNeuron(args)
-  processes.push(p)
-  return p
-}
-
-async function startHost(name: string, layers: string): Promise<NeuronProcess> {
-  const host = start(['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', layers, '--data-dir', join(dir, name), '--threads', '1'])
-  await host.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)
-  return host
-}
 
 async function generate(
   client: SwarmClient,
@@ -53,22 +41,20 @@ describe(`swarm of real processes on loopback`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-    const tracker = start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'])
-    trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
-    const publisher = start(['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')])
-    await publisher.waitFor(/published stories260k/)
+    swarm = await ProcessSwarm.start(dir, manifest.modelId)
+    trackerUrl = swarm.trackerUrl
     const model: LlamaModel = await oracleModel(STORIES_260K)
     promptTokens = [...model.tokenize('Once upon a time', true)]
     oracle = (await oracleGreedy(model, promptTokens, TOKENS, manifest.nVocab)).map((s) => s.token)
     await model.dispose()
   }, 180_000)
   afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop()))
+    await swarm?.stop()
     await cleanup()
   })
 
   it('three hosts fetch only their own artifacts, and the streamed greedy completion equals llama.cpp’s', async () => {
-    await Promise.all([startHost('host-a', '0:2'), startHost('host-b', '2:4'), startHost('host-c', '4:5')])
+    await Promise.all([swarm.startHost('host-a', '0:2'), swarm.startHost('host-b', '2:4'), swarm.startHost('host-c', '4:5')])
     const expectFiles = { 'host-a': ['blocks-0-2.gguf', 'embed.gguf'], 'host-b': ['blocks-2-4.gguf'], 'host-c': ['blocks-4-5.gguf', 'head.gguf'] }
     for (const [name, files] of Object.entries(expectFiles)) expect((await readdir(join(dir, name, 'models', manifest.modelId))).sort()).toEqual(files)
 
@@ -90,7 +76,7 @@ describe(`swarm of real processes on loopback`, () => {
   })
 
   it('neuron chat streams the same greedy text from the command line', async () => {
-    const chat = startNeuron([
+    const chat = swarm.start([
       'chat',
       '--tracker',
       trackerUrl,
@@ -102,15 +88,14 @@ describe(`swarm of real processes on loopback`, () => {
       join(dir, 'chat'),
       'Once upon a time',
     ])
-    processes.push(chat)
     await chat.waitFor(/16 tokens \(length\), [\d.]+ tokens\/s/)
     expect(chat.output()).toMatch(/^, there was a little girl named Lily/)
     expect(chat.output()).toMatch(/hop [0-9a-f]{20} blocks \[0, 2\)/)
   })
 
   it('survives a host killed (SIGKILL) mid-generation: a spare takes its span and the completion still equals llama.cpp’s', async () => {
-    const spare = await startHost('host-spare', '2:4')
-    const hostB = processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
+    const spare = await swarm.startHost('host-spare', '2:4')
+    const hostB = swarm.processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {
       let killed = ''
