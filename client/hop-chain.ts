@@ -5,7 +5,6 @@ import { randomBytes } from 'node:crypto'
 import { payloadSha256 } from '../identity/tickets'
 import {
   decodeFrame,
-  FLAG_VERIFY,
   type ForwardingOpen,
   type Frame,
   jsonFrame,
@@ -19,9 +18,9 @@ import {
   stepMessage,
   withTrailer,
 } from '../protocol'
-import { firstRows, forwardFrame, type HopInput, type StepSigning } from './hop-frames'
+import { firstRows, type HopInput, type StepSigning } from './hop-frames'
 import { HopFailure } from './hop-link'
-import type { HopState, StepAt } from './route-step'
+import { type HopState, type StepAt, stepForward } from './route-step'
 import { checkedAnswer } from './step-audits'
 
 /** A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay does not. */
@@ -69,7 +68,7 @@ function placeholder(step: number, from: Receipt): HopInput {
 
 /** A step's frame to the first hop of a run, asking it to forward when the run goes on past it. */
 function stepFrame(input: HopInput, session: string, at: StepAt, signing: StepSigning, forward: boolean): Uint8Array {
-  const bytes = forwardFrame(input, at.verify === true ? FLAG_VERIFY : 0, session, at.step, at.position, signing)
+  const bytes = stepForward(input, session, at, signing)
   if (!forward) return bytes
   const trailer = readTrailer(decodeFrame(bytes), StepTrailer)
   return withTrailer(bytes, { ...trailer, forward: true })

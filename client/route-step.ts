@@ -37,9 +37,7 @@ export async function runStep(
     // Recorded before sending: if this hop fails, its replacement replays all but this and retries it.
     h.inputs.push(input)
     const started = performance.now()
-    const answer = await h.link.request(
-      forwardFrame(input, at.verify === true ? FLAG_VERIFY : 0, session, at.step, at.position, { identity: client, ...h.hop }),
-    )
+    const answer = await h.link.request(stepForward(input, session, at, { identity: client, ...h.hop }))
     if (input.tokens === 1) h.stepMs.push(performance.now() - started)
     const receipt = readTrailer(answer, Receipt)
     checkReceipt(h.hop.hostId, input, answer.payload, receipt)
@@ -51,6 +49,11 @@ export async function runStep(
     input = checkedAnswer(h.hop, answer, at.ids)
   }
   throw new NeuronError('internal', 'the route ended without a last hop')
+}
+
+/** Step `at`'s forward frame of `input` to one hop, signed by the client; a verify step flagged as one. */
+export function stepForward(input: HopInput, session: string, at: StepAt, signing: StepSigning): Uint8Array {
+  return forwardFrame(input, at.verify === true ? FLAG_VERIFY : 0, session, at.step, at.position, signing)
 }
 
 /** The token ids of a step as the first hop's input. */
