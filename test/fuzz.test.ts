@@ -30,7 +30,7 @@ import { ANSWER_MS, AuthenticatedPool, emitJudged, engineFrames, Findings, Frame
 import { auditOf, below, copy, hostileValue, mutate, mutateFrame, pick, type Rng, randomBuffer, seededRng, text } from './hostile-inputs'
 import { STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
-import { type NeuronProcess, rssMiB, settledRss, startNeuron } from './processes'
+import { type NeuronProcess, ProcessSwarm, rssMiB, settledRss } from './processes'
 import { createModelTorrent } from './programs'
 
 const EVENTS = 10_000
@@ -84,16 +84,15 @@ function kindOf(roll: number): Kind {
   return 'frame-rough'
 }
 
-let [dir, trackerUrl, cleanup] = ['', '', async (): Promise<void> => {}]
-const processes: NeuronProcess[] = []
+let dir = ''
+let trackerUrl = ''
+let cleanup: () => Promise<void> = async () => {}
+let swarm: ProcessSwarm | undefined
 let tracker: NeuronProcess
 let hostProcesses: NeuronProcess[] = []
 let manifest: Manifest
 let client: SwarmClient
 
-function start(args: string[]): NeuronProcess {
-  return processes[processes.push(startNeuron(args)) - 1] as NeuronProcess
-}
 const alive = (p: NeuronProcess) => p.child.exitCode === null && p.child.signalCode === null
 
 async function greedyTokens(): Promise<number[]> {
@@ -107,30 +106,14 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-fuzz-'))
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 1 })
-    tracker = start([
-      'tracker',
-      '--port',
-      '0',
-      '--db',
-      join(dir, 'tracker.sqlite'),
-      '--heartbeat-ms',
-      '500',
-      '--new-key-grant-micro',
-      String(1e12),
-      '--new-accounts-per-minute',
-      '1000',
-    ])
-    trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
-    await start(['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')]).waitFor(/published stories260k/)
-    hostProcesses = ['0:2', '2:5'].map((blocks, i) =>
-      start(['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', blocks, '--data-dir', join(dir, `host-${i}`), '--threads', '1']),
-    )
-    await Promise.all(hostProcesses.map((h) => h.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)))
+    const s = await ProcessSwarm.start(dir, manifest.modelId, ['--new-key-grant-micro', String(1e12), '--new-accounts-per-minute', '1000'])
+    ;[swarm, trackerUrl, tracker] = [s, s.trackerUrl, s.processes[0] as NeuronProcess]
+    hostProcesses = await Promise.all(['0:2', '2:5'].map((blocks, i) => s.startHost(`host-${i}`, blocks)))
     client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
   }, 180_000)
   afterAll(async () => {
     client?.close()
-    await Promise.all(processes.map((p) => p.stop()))
+    await swarm?.stop()
     await cleanup()
   })
 

@@ -115,9 +115,10 @@ export class ProcessSwarm {
     readonly modelId: string,
   ) {}
 
-  static async start(dir: string, modelId: string): Promise<ProcessSwarm> {
+  /** `trackerArgs`: the tracker's options past its port, database and heartbeat (default: a grant of 10 credits a new key). */
+  static async start(dir: string, modelId: string, trackerArgs = ['--new-key-grant-micro', '10000000']): Promise<ProcessSwarm> {
     const swarm = new ProcessSwarm(dir, modelId)
-    const tracker = swarm.start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'])
+    const tracker = swarm.start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', ...trackerArgs])
     swarm.trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
     await swarm
       .start(['publish', join(dir, 'packed'), '--tracker', swarm.trackerUrl, '--data-dir', join(dir, 'publisher')])
