@@ -27,6 +27,7 @@ import {
   readTrailer,
 } from '../protocol'
 import { ANSWER_MS, AuthenticatedPool, emitJudged, engineFrames, Findings, FrameConnection, hopFrames, judgeFrame, rawPackets } from './fuzz-harness'
+import { generateAll } from './generations'
 import { auditOf, below, copy, hostileValue, mutate, mutateFrame, pick, type Rng, randomBuffer, seededRng, text } from './hostile-inputs'
 import { STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
@@ -96,10 +97,8 @@ let client: SwarmClient
 const alive = (p: NeuronProcess) => p.child.exitCode === null && p.child.signalCode === null
 
 async function greedyTokens(): Promise<number[]> {
-  const run = client.generate({ modelId: manifest.modelId, prompt: PROMPT, maxTokens: 24, sampling: { temperature: 0 }, stopAtEog: false })
-  const tokens: number[] = []
-  for (let next = await run.next(); !next.done; next = await run.next()) tokens.push(next.value.token)
-  return tokens
+  const request = { modelId: manifest.modelId, prompt: PROMPT, maxTokens: 24, sampling: { temperature: 0 }, stopAtEog: false }
+  return (await generateAll(client, request)).tokens
 }
 
 describe(`a tracker and hosts under 10 000 hostile messages`, () => {

@@ -12,6 +12,7 @@ import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import { decodeFrame, encodeFrame, jsonFrame, NeuronError, type Receipt, type RouteHop } from '../protocol'
 import { damagedCopy } from './draft-models'
+import { generateAll } from './generations'
 import { STORIES_260K, scratchDir } from './models'
 import { startNeuron } from './processes'
 import { Host, type InProcessSwarm, startSwarm } from './programs'
@@ -27,25 +28,9 @@ let oracle: number[] = []
 /** The client's links to hosts as it opened them, by host id (the real links, watched). */
 const links = new Map<string, WebSocketHopLink>()
 
-async function generate(client: SwarmClient, extra: Partial<GenerateRequest> = {}, onToken?: (n: number, route: readonly RouteHop[]) => Promise<void> | void) {
-  let route: readonly RouteHop[] = []
-  const run = client.generate({
-    modelId: swarm.manifest.modelId,
-    prompt,
-    maxTokens: TOKENS,
-    stopAtEog: false,
-    forwarding: 'hop-to-hop',
-    onRoute: (hops) => {
-      route = hops
-    },
-    ...extra,
-  })
-  const tokens: number[] = []
-  for (let next = await run.next(); ; next = await run.next()) {
-    if (next.done) return { tokens, summary: next.value, route }
-    tokens.push(next.value.token)
-    await onToken?.(tokens.length, route)
-  }
+function generate(client: SwarmClient, extra: Partial<GenerateRequest> = {}, onToken?: (n: number, route: readonly RouteHop[]) => Promise<void> | void) {
+  const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false, forwarding: 'hop-to-hop' as const, ...extra }
+  return generateAll(client, request, onToken)
 }
 
 describe('hop-to-hop forwarding on a real swarm of three hosts', () => {

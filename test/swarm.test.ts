@@ -4,11 +4,12 @@ import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { LlamaModel } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type GenerationSummary, SwarmClient } from '../client/swarm-client'
+import { SwarmClient } from '../client/swarm-client'
 import { packModel } from '../gguf/pack'
 import { NodeIdentity } from '../identity/keys'
 import { oracleGreedy, oracleModel } from '../native/oracle'
 import type { Manifest, RouteHop } from '../protocol'
+import { generateAll } from './generations'
 import { STORIES_260K, scratchDir } from './models'
 import { ProcessSwarm } from './processes'
 
@@ -21,20 +22,8 @@ let manifest: Manifest
 let oracle: number[] = []
 let promptTokens: number[] = []
 
-async function generate(
-  client: SwarmClient,
-  onToken?: (n: number, route: readonly RouteHop[]) => void,
-): Promise<{ tokens: number[]; summary: GenerationSummary }> {
-  let route: readonly RouteHop[] = []
-  const run = client.generate({ modelId: manifest.modelId, prompt: promptTokens, maxTokens: TOKENS, stopAtEog: false, onRoute: (hops) => (route = hops) })
-  const tokens: number[] = []
-  let next = await run.next()
-  while (!next.done) {
-    tokens.push(next.value.token)
-    onToken?.(tokens.length, route)
-    next = await run.next()
-  }
-  return { tokens, summary: next.value }
+function generate(client: SwarmClient, onToken?: (n: number, route: readonly RouteHop[]) => void) {
+  return generateAll(client, { modelId: manifest.modelId, prompt: promptTokens, maxTokens: TOKENS, stopAtEog: false }, onToken)
 }
 
 describe(`swarm of real processes on loopback`, () => {
