@@ -45,7 +45,11 @@ const config: ForgeConfig = {
     ignore: PACKAGE_IGNORE,
     prune: true,
     extraResource: [DEFAULT_MODEL_RESOURCE, DEFAULT_MODEL_LICENSE],
-    win32metadata: { CompanyName: 'Neuron', ProductName: 'Neuron', FileDescription: 'Neuron: run large language models together' },
+    win32metadata: {
+      CompanyName: 'Neuron',
+      ProductName: 'Neuron',
+      FileDescription: 'Neuron: run large language models together',
+    },
   },
   // Only better-sqlite3 is built against V8's ABI; the other addons (ours, node-llama-cpp's, utp-native,
   // bufferutil, utf-8-validate) use Node-API and load in Electron as built.

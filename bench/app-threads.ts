@@ -92,7 +92,15 @@ async function app(threads: number): Promise<{ msPerStep: number; startS: number
           }
         })
       })
-      readAppReply('chat.send', await backend.call('chat.send', { chatId, modelId, messages: [{ role: 'user', content: PROMPT }], maxTokens: TOKENS }))
+      readAppReply(
+        'chat.send',
+        await backend.call('chat.send', {
+          chatId,
+          modelId,
+          messages: [{ role: 'user', content: PROMPT }],
+          maxTokens: TOKENS,
+        }),
+      )
       const error = await ended
       if (error === null) {
         // From the app's start to the first token it streamed.
@@ -114,13 +122,23 @@ const ours = new Map<number, number[]>(THREADS.map((t) => [t, []]))
 for (let round = 1; round <= ROUNDS; round++) {
   const ms = await baseline()
   base.push(ms)
-  console.log(JSON.stringify({ round, run: 'node-llama-cpp', threads: 1, ms_per_step: round3(ms), load_average: load() }))
+  console.log(
+    JSON.stringify({ round, run: 'node-llama-cpp', threads: 1, ms_per_step: round3(ms), load_average: load() }),
+  )
   // Alternate the order of the thread counts too, so neither always runs right after the baseline.
   for (const threads of round % 2 ? THREADS : [...THREADS].reverse()) {
     const r = await app(threads)
     ours.get(threads)?.push(r.msPerStep)
     console.log(
-      JSON.stringify({ round, run: 'app', threads, ms_per_step: round3(r.msPerStep), tokens: r.tokens, first_token_s: round3(r.startS), load_average: load() }),
+      JSON.stringify({
+        round,
+        run: 'app',
+        threads,
+        ms_per_step: round3(r.msPerStep),
+        tokens: r.tokens,
+        first_token_s: round3(r.startS),
+        load_average: load(),
+      }),
     )
   }
 }

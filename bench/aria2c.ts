@@ -6,7 +6,8 @@ import { mkdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /** aria2c, and GNU time to account for its CPU. */
-export const HAVE_ARIA2C = spawnSync('aria2c', ['--version']).status === 0 && spawnSync('/usr/bin/time', ['true']).status === 0
+export const HAVE_ARIA2C =
+  spawnSync('aria2c', ['--version']).status === 0 && spawnSync('/usr/bin/time', ['true']).status === 0
 
 const NO_DISCOVERY = [
   '--enable-dht=false',
@@ -35,12 +36,32 @@ export interface Aria2cPlace {
  * (SHA-1), and has exited, with the CPU-seconds (user + system) aria2c spent: GNU time's, written to a
  * file of its own so aria2c's output cannot be taken for it.
  */
-export async function aria2cDownload(torrentFile: string, dir: string, timeoutMs = 300_000, place: Aria2cPlace = {}): Promise<{ cpuSeconds: number }> {
-  const args = [torrentFile, `--dir=${dir}`, ...(place.anyInterface ? NO_DISCOVERY : LOOPBACK_ONLY), '--seed-time=0', '--bt-stop-timeout=60']
+export async function aria2cDownload(
+  torrentFile: string,
+  dir: string,
+  timeoutMs = 300_000,
+  place: Aria2cPlace = {},
+): Promise<{ cpuSeconds: number }> {
+  const args = [
+    torrentFile,
+    `--dir=${dir}`,
+    ...(place.anyInterface ? NO_DISCOVERY : LOOPBACK_ONLY),
+    '--seed-time=0',
+    '--bt-stop-timeout=60',
+  ]
   await mkdir(dir, { recursive: true })
   const timeFile = join(dir, '.aria2c-time')
   await new Promise<void>((resolve, reject) => {
-    const [command = '/usr/bin/time', ...rest] = [...(place.prefix ?? []), '/usr/bin/time', '-f', '%U %S', '-o', timeFile, 'aria2c', ...args]
+    const [command = '/usr/bin/time', ...rest] = [
+      ...(place.prefix ?? []),
+      '/usr/bin/time',
+      '-f',
+      '%U %S',
+      '-o',
+      timeFile,
+      'aria2c',
+      ...args,
+    ]
     execFile(command, rest, { timeout: timeoutMs }, (error, stdout, stderr) =>
       error ? reject(new Error(`aria2c download failed (${error.message}):\n${stdout}\n${stderr}`)) : resolve(),
     )
@@ -57,7 +78,15 @@ export async function aria2cDownload(torrentFile: string, dir: string, timeoutMs
 export function aria2cSeed(torrentFile: string, dir: string, port: number): ChildProcess {
   return spawn(
     'aria2c',
-    [torrentFile, `--dir=${dir}`, ...LOOPBACK_ONLY, `--listen-port=${port}`, '--check-integrity=true', '--seed-ratio=0.0', '--bt-max-peers=0'],
+    [
+      torrentFile,
+      `--dir=${dir}`,
+      ...LOOPBACK_ONLY,
+      `--listen-port=${port}`,
+      '--check-integrity=true',
+      '--seed-ratio=0.0',
+      '--bt-max-peers=0',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
 }

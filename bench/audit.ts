@@ -15,7 +15,9 @@ import { LyingHost, type LyingOptions } from '../test/lying-host'
 import { startSwarm } from '../test/programs'
 import { BENCH_DIR, benchModel } from './models'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, 'honest-steps': { type: 'string', default: '10000' } } })
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '3' }, 'honest-steps': { type: 'string', default: '10000' } },
+})
 const ROUNDS = Number(values.rounds)
 const HONEST_STEPS = Number(values['honest-steps'])
 const RATES = [0.01, 0.05, 0.1]
@@ -72,7 +74,12 @@ async function measure(rate: number): Promise<Measure> {
   }
   const wall = performance.now() - started
   const used = process.cpuUsage(cpu)
-  return { tokens, msPerToken: wall / tokens, cpuMsPerToken: (used.user + used.system) / 1000 / tokens, p50TokenMs: median(gaps) }
+  return {
+    tokens,
+    msPerToken: wall / tokens,
+    cpuMsPerToken: (used.user + used.system) / 1000 / tokens,
+    p50TokenMs: median(gaps),
+  }
 }
 
 function median(xs: readonly number[]): number {
@@ -114,9 +121,19 @@ try {
     for (let next = await run.next(); !next.done; next = await run.next()) steps++
   }
   const after = checkTotals()
-  falsePositives = { passed: after.passed - before.passed, failed: after.failed - before.failed, banned: after.banned, steps }
+  falsePositives = {
+    passed: after.passed - before.passed,
+    failed: after.failed - before.failed,
+    banned: after.banned,
+    steps,
+  }
   console.log(
-    JSON.stringify({ honest_audited_checks: falsePositives.passed, false_positives: falsePositives.failed, banned_honest_hosts: after.banned, tokens: steps }),
+    JSON.stringify({
+      honest_audited_checks: falsePositives.passed,
+      false_positives: falsePositives.failed,
+      banned_honest_hosts: after.banned,
+      tokens: steps,
+    }),
   )
 } finally {
   client.close()
@@ -128,15 +145,21 @@ try {
  * Steps routed through a liar of blocks [3, 6) before its ban, at a 5 % audit rate (the default), in a swarm of its
  * own: the liar alone on its span, or with two honest (slower) hosts of it. Chats of 32 tokens, at most 2 000 steps.
  */
-async function stepsToCatch(lying: (victimKey: string) => LyingOptions, twins: number): Promise<{ steps: number; banned: boolean; reason: string }> {
+async function stepsToCatch(
+  lying: (victimKey: string) => LyingOptions,
+  twins: number,
+): Promise<{ steps: number; banned: boolean; reason: string }> {
   const dir = await mkdtemp(join(BENCH_DIR, 'audit-liar-'))
-  const liars = await startSwarm(dir, source, [], { checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.05 } })
+  const liars = await startSwarm(dir, source, [], {
+    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.05 },
+  })
   const victim = NodeIdentity.generate()
   const client = await SwarmClient.connect(liars.tracker.url, victim)
   try {
     await liars.addHost([0, 3])
     await liars.addHost([6, 8])
-    for (let i = 0; i < twins; i++) await liars.addHost([3, 6], (o) => new LyingHost(o, { lie: { kind: 'slow', factor: 1, delayMs: 15 } }))
+    for (let i = 0; i < twins; i++)
+      await liars.addHost([3, 6], (o) => new LyingHost(o, { lie: { kind: 'slow', factor: 1, delayMs: 15 } }))
     const liar = await liars.addHost([3, 6], (o) => new LyingHost(o, lying(victim.publicKey)))
     let steps = 0
     for (let chat = 0; chat < 200 && steps < 2000 && !liars.tracker.checks.banned(liar.hostId); chat++) {
@@ -166,7 +189,10 @@ async function stepsToCatch(lying: (victimKey: string) => LyingOptions, twins: n
 }
 
 const liarModes: { name: string; lying: (victimKey: string) => LyingOptions }[] = [
-  { name: 'honest_first_3_steps', lying: () => ({ lie: { kind: 'noise', size: 0.2 }, honestSessions: 2, honestSteps: 3 }) },
+  {
+    name: 'honest_first_3_steps',
+    lying: () => ({ lie: { kind: 'noise', size: 0.2 }, honestSessions: 2, honestSteps: 3 }),
+  },
   { name: 'lies_to_one_key', lying: (victimKey) => ({ lie: { kind: 'noise', size: 0.2 }, onlyKey: victimKey }) },
 ]
 const caught: Record<string, number | string> = {}
@@ -174,7 +200,15 @@ for (const mode of liarModes) {
   for (const twins of [0, 2]) {
     const name = `${mode.name}_${twins === 0 ? 'sole_host' : 'of_three'}`
     const found = await stepsToCatch(mode.lying, twins)
-    console.log(JSON.stringify({ liar: name, steps_routed_before_ban: found.steps, banned: found.banned, reason: found.reason, load_average: loadavg()[0] }))
+    console.log(
+      JSON.stringify({
+        liar: name,
+        steps_routed_before_ban: found.steps,
+        banned: found.banned,
+        reason: found.reason,
+        load_average: loadavg()[0],
+      }),
+    )
     caught[`steps_to_ban_${name}`] = found.banned ? found.steps : 'not banned'
   }
 }

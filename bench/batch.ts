@@ -17,7 +17,16 @@ import { ShardRuntime } from '../native'
 import { BENCH_DIR, benchModel, LLAMA_1B } from './models'
 
 /** A small llama for machines without the cached 1.1B model (bench/audit.ts's shape). */
-const SMALL_LLAMA = { arch: 'llama', blocks: 8, embd: 768, heads: 12, kvHeads: 4, ff: 2048, vocab: 4096, seed: 1 } as const
+const SMALL_LLAMA = {
+  arch: 'llama',
+  blocks: 8,
+  embd: 768,
+  heads: 12,
+  kvHeads: 4,
+  ff: 2048,
+  vocab: 4096,
+  seed: 1,
+} as const
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)
@@ -61,12 +70,20 @@ const { path, shape } = await modelPath()
 const gguf = await readGguf(path)
 const arch = String(kvValue(gguf, 'general.architecture'))
 const nLayer = Number(kvValue(gguf, `${arch}.block_count`))
-const ours = await ShardRuntime.load({ artifacts: [path], blocks: [0, nLayer], embed: true, head: true, threads, device: 'cpu' })
+const ours = await ShardRuntime.load({
+  artifacts: [path],
+  blocks: [0, nLayer],
+  embed: true,
+  head: true,
+  threads,
+  device: 'cpu',
+})
 const vocab = ours.info().nVocab
 const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error })
 const model = await llama.loadModel({ modelPath: path })
 const batcher = new StepBatcher(ours)
-if (!batcher.batching) throw new Error(`${ours.info().arch} cannot batch; bench:batch needs a family with plain K and V caches`)
+if (!batcher.batching)
+  throw new Error(`${ours.info().arch} cannot batch; bench:batch needs a family with plain K and V caches`)
 
 /** n sessions decoding at once through the batcher; seconds for `decode` tokens each after their prompts. */
 async function oursRound(n: number): Promise<number> {
@@ -96,15 +113,24 @@ async function oursRound(n: number): Promise<number> {
 }
 
 async function llamaRound(n: number): Promise<number> {
-  const context = await model.createContext({ contextSize: n * (promptLen + decode + 16), batchSize: 512, threads, flashAttention: true, sequences: n })
+  const context = await model.createContext({
+    contextSize: n * (promptLen + decode + 16),
+    batchSize: 512,
+    threads,
+    flashAttention: true,
+    sequences: n,
+  })
   try {
     const seqs = Array.from({ length: n }, () => context.getSequence())
-    await Promise.all(seqs.map((s, k) => s.evaluateWithoutGeneratingNewTokens(promptOf(k, promptLen - 1, vocab) as Token[])))
+    await Promise.all(
+      seqs.map((s, k) => s.evaluateWithoutGeneratingNewTokens(promptOf(k, promptLen - 1, vocab) as Token[])),
+    )
     const t0 = performance.now()
     await Promise.all(
       seqs.map(async (s, k) => {
         let i = 0
-        for await (const _ of s.evaluate(promptOf(k, promptLen, vocab).slice(-1) as Token[], { temperature: 0 })) if (++i >= decode) break
+        for await (const _ of s.evaluate(promptOf(k, promptLen, vocab).slice(-1) as Token[], { temperature: 0 }))
+          if (++i >= decode) break
       }),
     )
     return (performance.now() - t0) / 1000

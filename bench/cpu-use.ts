@@ -9,7 +9,11 @@ export function cpuNow(): { all: number; main: number; mainSystem: number } {
   const { user, system } = process.cpuUsage()
   // Fields 14 and 15 (utime, stime) of the main thread's stat; the command name before ')' may hold spaces.
   const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-  return { all: (user + system) / 1e6, main: (Number(fields[11]) + Number(fields[12])) / USER_HZ, mainSystem: Number(fields[12]) / USER_HZ }
+  return {
+    all: (user + system) / 1e6,
+    main: (Number(fields[11]) + Number(fields[12])) / USER_HZ,
+    mainSystem: Number(fields[12]) / USER_HZ,
+  }
 }
 
 export async function timed(fn: () => Promise<unknown> | unknown): Promise<number> {

@@ -16,7 +16,11 @@ const DECODE = 64
 // `--steady`: hosts start past probation (audited at 5 %, not new hosts' 50 %); `--audit-rate R` sets that rate
 // (0: no audits, so the two paths differ only by the gateway's own work: HTTP, SSE, holds and per-step settling).
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '3' }, steady: { type: 'boolean', default: false }, 'audit-rate': { type: 'string' } },
+  options: {
+    rounds: { type: 'string', default: '3' },
+    steady: { type: 'boolean', default: false },
+    'audit-rate': { type: 'string' },
+  },
 })
 const ROUNDS = Number(values.rounds)
 const AUDIT_RATE = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
@@ -37,7 +41,10 @@ const swarm = await startSwarm(
   {
     gateway: { adminToken: ADMIN },
     startingGrantMicro: 1_000_000_000,
-    checks: { ...(values.steady ? { probationProbes: 0 } : {}), ...(AUDIT_RATE === undefined ? {} : { auditRate: AUDIT_RATE }) },
+    checks: {
+      ...(values.steady ? { probationProbes: 0 } : {}),
+      ...(AUDIT_RATE === undefined ? {} : { auditRate: AUDIT_RATE }),
+    },
   },
 )
 const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
@@ -45,17 +52,34 @@ const { apiKey } = await createAccount(swarm.tracker.url, ADMIN)
 const modelId = swarm.manifest.modelId
 
 async function direct(): Promise<{ tokens: number; tps: number; route: string }> {
-  const run = client.generate({ modelId, prompt: PROMPT, maxTokens: DECODE, stopAtEog: false, sampling: { temperature: 0 } })
+  const run = client.generate({
+    modelId,
+    prompt: PROMPT,
+    maxTokens: DECODE,
+    stopAtEog: false,
+    sampling: { temperature: 0 },
+  })
   let next = await run.next()
   while (!next.done) next = await run.next()
-  return { tokens: next.value.completionTokens, tps: next.value.decodeTokensPerSecond, route: next.value.route.map((h) => h.hostId).join('>') }
+  return {
+    tokens: next.value.completionTokens,
+    tps: next.value.decodeTokensPerSecond,
+    route: next.value.route.map((h) => h.hostId).join('>'),
+  }
 }
 
 async function gateway(): Promise<{ tokens: number; tps: number }> {
   const res = await fetch(`${swarm.tracker.url}/v1/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: modelId, prompt: PROMPT, max_tokens: DECODE, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({
+      model: modelId,
+      prompt: PROMPT,
+      max_tokens: DECODE,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
   })
   if (res.status !== 200) throw new Error(`gateway answered ${res.status}: ${await res.text()}`)
   const reader = (res.body as ReadableStream<Uint8Array>).getReader()
@@ -94,10 +118,28 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     const d = await direct()
     directTps.push(d.tps)
-    console.log(JSON.stringify({ run: 'swarm-client', round, tokens: d.tokens, decode_tokens_per_s: d.tps, route: d.route, load_average: loadavg()[0] }))
+    console.log(
+      JSON.stringify({
+        run: 'swarm-client',
+        round,
+        tokens: d.tokens,
+        decode_tokens_per_s: d.tps,
+        route: d.route,
+        load_average: loadavg()[0],
+      }),
+    )
     const g = await gateway()
     gatewayTps.push(g.tps)
-    console.log(JSON.stringify({ run: 'gateway', round, tokens: g.tokens, decode_tokens_per_s: g.tps, ratio: g.tps / d.tps, load_average: loadavg()[0] }))
+    console.log(
+      JSON.stringify({
+        run: 'gateway',
+        round,
+        tokens: g.tokens,
+        decode_tokens_per_s: g.tps,
+        ratio: g.tps / d.tps,
+        load_average: loadavg()[0],
+      }),
+    )
   }
 } finally {
   client.close()

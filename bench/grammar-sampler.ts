@@ -15,17 +15,27 @@ const i = process.argv.indexOf('--tokens')
 const TOKENS = i >= 0 ? Number(process.argv[i + 1]) : 200
 const SCHEMA = {
   type: 'object',
-  properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' }, pets: { type: 'array', items: { enum: ['cat', 'dog'] }, maxItems: 3 } },
+  properties: {
+    name: { type: 'string', maxLength: 12 },
+    age: { type: 'integer' },
+    pets: { type: 'array', items: { enum: ['cat', 'dog'] }, maxItems: 3 },
+  },
   required: ['name', 'age'],
 }
 
 function synthetic(n: number): string[] {
   const rng = new SeededRandom(1)
   const chars = 'abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789{}[]",:.-'
-  return Array.from({ length: n }, () => Array.from({ length: 1 + Math.floor(rng.next() * 8) }, () => chars[Math.floor(rng.next() * chars.length)]).join(''))
+  return Array.from({ length: n }, () =>
+    Array.from({ length: 1 + Math.floor(rng.next() * 8) }, () => chars[Math.floor(rng.next() * chars.length)]).join(''),
+  )
 }
 
-function run(texts: readonly string[], end: number, constrained: boolean): { msPerToken: number; checksPerToken: number; tokens: number } {
+function run(
+  texts: readonly string[],
+  end: number,
+  constrained: boolean,
+): { msPerToken: number; checksPerToken: number; tokens: number } {
   const b = new GrammarBuilder('bench')
   const grammar = compileGrammar(b.rules(b.schema(SCHEMA)))
   const constraint = new GrammarConstraint(grammar, texts, [end])

@@ -56,13 +56,16 @@ function nativeHashRate(): number | undefined {
 }
 
 /** Solves `PROOFS` proofs on fresh challenges; seconds per proof, tries per second. */
-async function solveRate(identity: NodeIdentity): Promise<{ secondsPerProof: number; triesPerSecond: number; triesPerProof: number }> {
+async function solveRate(
+  identity: NodeIdentity,
+): Promise<{ secondsPerProof: number; triesPerSecond: number; triesPerProof: number }> {
   let tries = 0
   const started = performance.now()
   for (let p = 0; p < PROOFS; p++) {
     const c = challenge()
     const found = await solveGrantWork(c, identity.publicKey, BITS)
-    if (!hasGrantWork(c, identity.publicKey, found.nonce, BITS)) throw new Error(`the solver's nonce ${found.nonce} fails the tracker's check`)
+    if (!hasGrantWork(c, identity.publicKey, found.nonce, BITS))
+      throw new Error(`the solver's nonce ${found.nonce} fails the tracker's check`)
     tries += found.tries
   }
   const seconds = (performance.now() - started) / 1000
@@ -70,8 +73,16 @@ async function solveRate(identity: NodeIdentity): Promise<{ secondsPerProof: num
 }
 
 const identity = NodeIdentity.generate()
-const rounds: { plain: number; native: number | undefined; secondsPerProof: number; triesPerSecond: number; triesPerProof: number }[] = []
-console.log(`grant proof of ${BITS} bits (2^${BITS} = ${2 ** BITS} tries on average), ${PROOFS} proofs a round, ${ROUNDS} rounds`)
+const rounds: {
+  plain: number
+  native: number | undefined
+  secondsPerProof: number
+  triesPerSecond: number
+  triesPerProof: number
+}[] = []
+console.log(
+  `grant proof of ${BITS} bits (2^${BITS} = ${2 ** BITS} tries on average), ${PROOFS} proofs a round, ${ROUNDS} rounds`,
+)
 for (let r = 1; r <= ROUNDS; r++) {
   const plain = plainHashRate(identity.publicKey)
   const solved = await solveRate(identity)
@@ -110,7 +121,8 @@ console.log(
     grantsPerDayPerCore: Math.round(grantsPerDayPerCore),
     creditsPerDayPerCore: round3((grantsPerDayPerCore * GRANT_MICRO) / MICRO),
     farmerGrantsPerDayPerCore: farmerGrantsPerDayPerCore === undefined ? null : Math.round(farmerGrantsPerDayPerCore),
-    farmerCreditsPerDayPerCore: farmerGrantsPerDayPerCore === undefined ? null : round3((farmerGrantsPerDayPerCore * GRANT_MICRO) / MICRO),
+    farmerCreditsPerDayPerCore:
+      farmerGrantsPerDayPerCore === undefined ? null : round3((farmerGrantsPerDayPerCore * GRANT_MICRO) / MICRO),
     grantMicro: GRANT_MICRO,
     grantsPerPrefixPerDay: DEFAULT_GRANTS_PER_PREFIX_PER_DAY,
     creditsPerPrefixPerDay: round3((DEFAULT_GRANTS_PER_PREFIX_PER_DAY * GRANT_MICRO) / MICRO),

@@ -56,7 +56,9 @@ function rssOf(pid: number): { anon: number; file: number } {
 
 /** Bytes of these files in the page cache (util-linux fincore). */
 function pageCacheOf(files: string[]): number {
-  const out = execFileSync('fincore', ['--bytes', '--noheadings', '--raw', '--output', 'RES', ...files], { encoding: 'utf8' })
+  const out = execFileSync('fincore', ['--bytes', '--noheadings', '--raw', '--output', 'RES', ...files], {
+    encoding: 'utf8',
+  })
   return out
     .split('\n')
     .filter((l) => l.trim() !== '')
@@ -72,7 +74,12 @@ const front: [number, number] = [0, half]
 
 const work = await mkdtemp(join(BENCH_DIR, 'host-memory-'))
 // new keys get credit, so the bench's chat client needs no account set up
-const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 10_000_000, grantWorkBits: 0, grantsPerPrefixPerDay: 1_000_000 })
+const tracker = await Tracker.start({
+  dbPath: ':memory:',
+  newKeyGrantMicro: 10_000_000,
+  grantWorkBits: 0,
+  grantsPerPrefixPerDay: 1_000_000,
+})
 const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
 const back = startHostProcess({
   trackerUrl: tracker.url,
@@ -151,8 +158,18 @@ try {
       console.log(JSON.stringify({ round, ...run, caches_dropped: dropped, load_average: loadavg()[0] }))
     }
   }
-  const med = (mmap: boolean, key: keyof Run) => median(runs.filter((r) => r.mmap === mmap).map((r) => r[key] as number))
-  const keys = ['rss_anon_mb', 'rss_file_mb', 'page_cache_mb', 'total_mb', 'verified_s', 'loaded_s', 'ready_s', 'first_token_s'] as const
+  const med = (mmap: boolean, key: keyof Run) =>
+    median(runs.filter((r) => r.mmap === mmap).map((r) => r[key] as number))
+  const keys = [
+    'rss_anon_mb',
+    'rss_file_mb',
+    'page_cache_mb',
+    'total_mb',
+    'verified_s',
+    'loaded_s',
+    'ready_s',
+    'first_token_s',
+  ] as const
   const summary: Record<string, number | string | boolean | number[]> = {
     bench: 'host-memory',
     model: source,

@@ -45,7 +45,12 @@ const front: [number, number] = [0, half]
 
 const work = await mkdtemp(join(BENCH_DIR, 'host-restart-'))
 // new keys get credit, so the bench's chat client needs no account set up
-const tracker = await Tracker.start({ dbPath: ':memory:', newKeyGrantMicro: 10_000_000, grantWorkBits: 0, grantsPerPrefixPerDay: 1_000_000 })
+const tracker = await Tracker.start({
+  dbPath: ':memory:',
+  newKeyGrantMicro: 10_000_000,
+  grantWorkBits: 0,
+  grantsPerPrefixPerDay: 1_000_000,
+})
 const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
 
 // The restarted host's data dir, linked once: another link to these inodes later would change their ctime.
@@ -97,7 +102,8 @@ try {
       console.log(JSON.stringify({ round, ...run, caches_dropped: dropped, load_average: loadavg()[0] }))
     }
   }
-  const med = (cached: boolean, key: keyof Run) => median(runs.filter((r) => r.cached === cached).map((r) => r[key] as number))
+  const med = (cached: boolean, key: keyof Run) =>
+    median(runs.filter((r) => r.cached === cached).map((r) => r[key] as number))
   const summary: Record<string, number | string | boolean | number[]> = {
     bench: 'host-restart',
     model: source,

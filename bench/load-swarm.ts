@@ -88,7 +88,8 @@ export async function startLoadSwarm(o: LoadSwarmOptions): Promise<LoadSwarm> {
         if (used.some((s) => s === undefined)) return undefined
         return { tracker: used[0] as number, hosts: used.slice(1) as number[] }
       },
-      logs: () => processes.map((p, i) => `--- ${i === 0 ? 'tracker' : `host ${i - 1}`}\n${p.output().slice(-4000)}`).join('\n'),
+      logs: () =>
+        processes.map((p, i) => `--- ${i === 0 ? 'tracker' : `host ${i - 1}`}\n${p.output().slice(-4000)}`).join('\n'),
       close,
     }
   } catch (error) {

@@ -26,7 +26,8 @@ function arg(name: string, fallback: string): string {
 
 function intArg(name: string, fallback: number): number {
   const value = Number(arg(name, String(fallback)))
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} takes a whole number of at least 1, not ${arg(name, '')}`)
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${name} takes a whole number of at least 1, not ${arg(name, '')}`)
   return value
 }
 
@@ -47,7 +48,18 @@ const seam = arg('seam', 'f16') as 'f16' | 'f32'
 if (seam !== 'f16' && seam !== 'f32') throw new Error(`--seam is f16 or f32, not ${seam}`)
 
 const NAMES = ['Lily', 'Tom', 'Sue', 'Ben', 'Max', 'Mia', 'Sam', 'Anna', 'Tim', 'Lucy']
-const THINGS = ['a dog', 'a red ball', 'a big tree', 'a little bird', 'a toy car', 'a cat', 'the sun', 'a boat', 'a cake', 'a garden']
+const THINGS = [
+  'a dog',
+  'a red ball',
+  'a big tree',
+  'a little bird',
+  'a toy car',
+  'a cat',
+  'the sun',
+  'a boat',
+  'a cake',
+  'a garden',
+]
 
 /** Chat k's prompt: a different story opening for each of the first 100, then numbered. */
 function promptText(k: number): string {
@@ -115,7 +127,8 @@ async function chat(client: SwarmClient, modelId: string, k: number, prompt: rea
     if (run.tokens.length < tokens) run.error = `ended after ${run.tokens.length} of ${tokens} tokens`
   } catch (error) {
     generation.catch(() => {}) // still running after a timeout: its end is no longer awaited
-    run.error = error instanceof Error ? `${(error as { code?: string }).code ?? error.name}: ${error.message}` : String(error)
+    run.error =
+      error instanceof Error ? `${(error as { code?: string }).code ?? error.name}: ${error.message}` : String(error)
   } finally {
     clearTimeout(timer)
   }
@@ -129,7 +142,19 @@ function firstDifference(want: readonly number[], got: readonly number[]): numbe
 }
 
 const work = await mkdtemp(join(BENCH_DIR, 'load-'))
-emit({ bench: 'load', model, chats, tokens, rounds, hosts, threads, seam, max_sessions: maxSessions, clients: clientCount, loadavg: loadavg() })
+emit({
+  bench: 'load',
+  model,
+  chats,
+  tokens,
+  rounds,
+  hosts,
+  threads,
+  seam,
+  max_sessions: maxSessions,
+  clients: clientCount,
+  loadavg: loadavg(),
+})
 
 // The oracle first, alone on the machine: node-llama-cpp on the whole model, each prompt from an empty context.
 const llama = await sharedLlama()
@@ -137,7 +162,11 @@ const whole = await llama.loadModel({ modelPath: model, gpuLayers: 0 })
 const prompts = Array.from({ length: chats }, (_, k) => [...whole.tokenize(promptText(k), true)] as number[])
 const oracle: number[][] = []
 {
-  const context = await whole.createContext({ contextSize: Math.max(...prompts.map((p) => p.length)) + tokens + 8, threads, sequences: 1 })
+  const context = await whole.createContext({
+    contextSize: Math.max(...prompts.map((p) => p.length)) + tokens + 8,
+    threads,
+    sequences: 1,
+  })
   const sequence = context.getSequence()
   for (const prompt of prompts) {
     await sequence.clearHistory()
@@ -153,7 +182,15 @@ const oracle: number[][] = []
 }
 
 const auditRate = arg('audit-rate', '')
-const swarm = await startLoadSwarm({ work, model, hosts, threads, maxSessions, clients: clientCount, ...(auditRate === '' ? {} : { auditRate }) })
+const swarm = await startLoadSwarm({
+  work,
+  model,
+  hosts,
+  threads,
+  maxSessions,
+  clients: clientCount,
+  ...(auditRate === '' ? {} : { auditRate }),
+})
 const modelId = swarm.manifest.modelId
 const clients: SwarmClient[] = []
 const summary: Record<'sequential' | 'concurrent', { tps: number[]; gapsMs: number[]; ttftMs: number[] }> = {
@@ -165,7 +202,8 @@ let mismatched = 0
 let unequalToSolo = 0
 let lastSolo: number[][] | undefined
 try {
-  for (let i = 0; i < clientCount; i++) clients.push(await SwarmClient.connect(swarm.trackerUrl, NodeIdentity.generate()))
+  for (let i = 0; i < clientCount; i++)
+    clients.push(await SwarmClient.connect(swarm.trackerUrl, NodeIdentity.generate()))
   await Promise.all(clients.map((c) => c.tokenizer(modelId)))
   const warm = await chat(clients[0] as SwarmClient, modelId, 0, prompts[0] as number[])
   if (warm.error !== undefined) throw new Error(`the warm-up chat failed: ${warm.error}\n${swarm.logs()}`)
@@ -192,7 +230,9 @@ try {
       const produced = runs.reduce((s, c) => s + c.tokens.length, 0)
       const gaps = done.flatMap((c) => c.gapsMs)
       const ttft = done.map((c) => c.ttftMs)
-      const wrong = runs.filter((c) => c.error === undefined && firstDifference(oracle[c.chat] as number[], c.tokens) >= 0)
+      const wrong = runs.filter(
+        (c) => c.error === undefined && firstDifference(oracle[c.chat] as number[], c.tokens) >= 0,
+      )
       if (side === 'sequential') lastSolo = runs.map((c) => c.tokens)
       const notSolo =
         side === 'concurrent' && lastSolo !== undefined
@@ -222,7 +262,10 @@ try {
           clients: round2((cpu1.ours.user + cpu1.ours.system) / 1e6),
           ...(cpu0.swarm === undefined || cpu1.swarm === undefined
             ? {}
-            : { tracker: round2(cpu1.swarm.tracker - cpu0.swarm.tracker), hosts: cpu1.swarm.hosts.map((s, i) => round2(s - (cpu0.swarm?.hosts[i] ?? 0))) }),
+            : {
+                tracker: round2(cpu1.swarm.tracker - cpu0.swarm.tracker),
+                hosts: cpu1.swarm.hosts.map((s, i) => round2(s - (cpu0.swarm?.hosts[i] ?? 0))),
+              }),
         },
         loadavg: loadavg()[0],
       })
@@ -235,10 +278,21 @@ try {
         emit({
           round: r + 1,
           side,
-          mismatch: { chat: c.chat, prompt: promptText(c.chat), at, llama_cpp: oracle[c.chat]?.slice(at, at + 4), got: c.tokens.slice(at, at + 4) },
+          mismatch: {
+            chat: c.chat,
+            prompt: promptText(c.chat),
+            at,
+            llama_cpp: oracle[c.chat]?.slice(at, at + 4),
+            got: c.tokens.slice(at, at + 4),
+          },
         })
       }
-      for (const c of notSolo) emit({ round: r + 1, side, unequal_to_solo: { chat: c.chat, at: firstDifference(lastSolo?.[c.chat] ?? [], c.tokens) } })
+      for (const c of notSolo)
+        emit({
+          round: r + 1,
+          side,
+          unequal_to_solo: { chat: c.chat, at: firstDifference(lastSolo?.[c.chat] ?? [], c.tokens) },
+        })
     }
   }
 } finally {

@@ -9,10 +9,28 @@ import { quantizeRows } from '../native/quantize'
 export const BENCH_DIR = resolve(fileURLToPath(new URL('..', import.meta.url)), '.bench')
 
 /** TinyLlama's shape: 22 blocks, 2048 wide, 32 heads / 4 KV heads, 5632 FFN, 32000 vocab = 1.1B parameters. */
-export const LLAMA_1B = { arch: 'llama', blocks: 22, embd: 2048, heads: 32, kvHeads: 4, ff: 5632, vocab: 32000, seed: 1 } as const
+export const LLAMA_1B = {
+  arch: 'llama',
+  blocks: 22,
+  embd: 2048,
+  heads: 32,
+  kvHeads: 4,
+  ff: 5632,
+  vocab: 32000,
+  seed: 1,
+} as const
 
 /** A ~100M-parameter llama (12 blocks, 768 wide, 12 heads / 4 KV heads, 2048 FFN, 32000 vocab): compute a 2-core machine runs a 3-hop chat of in seconds. */
-export const LLAMA_100M = { arch: 'llama', blocks: 12, embd: 768, heads: 12, kvHeads: 4, ff: 2048, vocab: 32000, seed: 1 } as const
+export const LLAMA_100M = {
+  arch: 'llama',
+  blocks: 12,
+  embd: 768,
+  heads: 12,
+  kvHeads: 4,
+  ff: 2048,
+  vocab: 32000,
+  seed: 1,
+} as const
 
 /**
  * Qwen3-30B-A3B's block scaled to fit a small machine: its width, heads and experts (64 of its 128,
@@ -139,7 +157,10 @@ export const DEEPSEEK4_BENCH = {
 } as const
 
 /** Path of a cached generated model, writing it first if absent. */
-export async function benchModel(type: GenerateOptions['type'], shape: Omit<GenerateOptions, 'type' | 'out'> = LLAMA_1B): Promise<string> {
+export async function benchModel(
+  type: GenerateOptions['type'],
+  shape: Omit<GenerateOptions, 'type' | 'out'> = LLAMA_1B,
+): Promise<string> {
   await mkdir(BENCH_DIR, { recursive: true })
   const experts = shape.experts ? `-e${shape.experts}x${shape.expertsUsed ?? 0}` : ''
   const out = join(BENCH_DIR, `${shape.arch}-${shape.blocks}x${shape.embd}${experts}-${type}-seed${shape.seed}.gguf`)

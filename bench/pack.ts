@@ -46,7 +46,15 @@ try {
     })
     pack.push(packSeconds)
     await rm(out, { recursive: true })
-    console.log(JSON.stringify({ run, tool: 'neuron pack', seconds: packSeconds, mb_s: bytes / 1e6 / packSeconds, load_average: loadavg()[0] }))
+    console.log(
+      JSON.stringify({
+        run,
+        tool: 'neuron pack',
+        seconds: packSeconds,
+        mb_s: bytes / 1e6 / packSeconds,
+        load_average: loadavg()[0],
+      }),
+    )
   }
   const cpMbS = bytes / 1e6 / median(cp)
   const packMbS = bytes / 1e6 / median(pack)

@@ -42,7 +42,12 @@ const distance = (a: string, b: string) => {
   return 2 + Math.hypot(ax - bx, ay - by)
 }
 
-const statuses: ServingStatus[] = [...Array(90).fill('ready'), ...Array(4).fill('loading'), ...Array(3).fill('downloading'), ...Array(3).fill('draining')]
+const statuses: ServingStatus[] = [
+  ...Array(90).fill('ready'),
+  ...Array(4).fill('loading'),
+  ...Array(3).fill('downloading'),
+  ...Array(3).fill('draining'),
+]
 const spans: ServedSpan[] = []
 for (let i = 0; i < HOSTS; i++) {
   const hostId = `host-${i.toString().padStart(5, '0')}`
@@ -103,7 +108,14 @@ for (let run = 0; run < 8; run++) {
 }
 if (planner === undefined) throw new Error('unreachable: the loop above builds a planner')
 console.log(
-  JSON.stringify({ phase: 'build', hosts: HOSTS, blocks: BLOCKS, runs: buildMs.length, p50_ms: percentile(buildMs, 50), max_ms: Math.max(...buildMs) }),
+  JSON.stringify({
+    phase: 'build',
+    hosts: HOSTS,
+    blocks: BLOCKS,
+    runs: buildMs.length,
+    p50_ms: percentile(buildMs, 50),
+    max_ms: Math.max(...buildMs),
+  }),
 )
 
 // Nine in ten requests are whole routes from a client; one in ten replaces a span after a hop failed.
@@ -113,7 +125,13 @@ for (let r = 0; r < ROUTES; r++) {
   if (r % 10 === 9) {
     const begin = Math.floor(uniform() * (BLOCKS - 8))
     const end = begin + 1 + Math.floor(uniform() * 8)
-    requests.push({ tokens, span: [begin, end], previousHop: pick(spans).hostId, nextHop: pick(spans).hostId, exclude: new Set([pick(spans).hostId]) })
+    requests.push({
+      tokens,
+      span: [begin, end],
+      previousHop: pick(spans).hostId,
+      nextHop: pick(spans).hostId,
+      exclude: new Set([pick(spans).hostId]),
+    })
   } else {
     const client = pick(clients)
     requests.push({ tokens, previousHop: client, nextHop: client })
@@ -165,13 +183,22 @@ for (const request of requests.slice(0, 50)) {
   const [, ms] = timed(() => new RoutePlanner(view).plan(request))
   oneShotMs.push(ms)
 }
-console.log(JSON.stringify({ phase: 'build+plan', routes: oneShotMs.length, p50_ms: percentile(oneShotMs, 50), p99_ms: percentile(oneShotMs, 99) }))
+console.log(
+  JSON.stringify({
+    phase: 'build+plan',
+    routes: oneShotMs.length,
+    p50_ms: percentile(oneShotMs, 50),
+    p99_ms: percentile(oneShotMs, 99),
+  }),
+)
 
 // Baseline: the same cost model searched the plain way, every arrival tried for every hop entry at every
 // boundary (O(hosts² × blocks)), on a sub-swarm small enough to finish. Same time per token = same optimum.
 function baselineMsPerToken(sub: SwarmView, tokens: number, client: string): number {
   const { defaultLatencyMs, relayPenaltyMs } = DEFAULT_ROUTE_COSTS
-  const hosts = sub.spans.filter((s) => s.status === 'ready' && s.activeSessions < s.maxSessions && s.kvFreeTokens >= tokens)
+  const hosts = sub.spans.filter(
+    (s) => s.status === 'ready' && s.activeSessions < s.maxSessions && s.kvFreeTokens >= tokens,
+  )
   const link = (from: string, to: string) => sub.latency.ms(from, to) ?? defaultLatencyMs
   let arrivals: { id: string; ms: number }[] = [{ id: client, ms: 0 }]
   const cur = new Map<ServedSpan, number>()
@@ -180,7 +207,8 @@ function baselineMsPerToken(sub: SwarmView, tokens: number, client: string): num
     for (const s of hosts) {
       if (s.blocks[0] > b || s.blocks[1] <= b) continue
       let best = cur.get(s) ?? Number.POSITIVE_INFINITY
-      for (const a of arrivals) if (a.id !== s.hostId) best = Math.min(best, a.ms + link(a.id, s.hostId) + (s.relay ? relayPenaltyMs : 0))
+      for (const a of arrivals)
+        if (a.id !== s.hostId) best = Math.min(best, a.ms + link(a.id, s.hostId) + (s.relay ? relayPenaltyMs : 0))
       const ms = best + hopComputeMs(s, 1)
       cur.set(s, ms)
       if (ms < Number.POSITIVE_INFINITY) next.push({ id: s.hostId, ms })
@@ -190,7 +218,11 @@ function baselineMsPerToken(sub: SwarmView, tokens: number, client: string): num
   return Math.min(...arrivals.map((a) => a.ms + link(a.id, client)))
 }
 // Low reputation adds a search-only penalty the reported time leaves out, so the sub-swarm has none.
-const sub: SwarmView = { nBlocks: BLOCKS, spans: spans.slice(0, BASELINE_HOSTS).map((s) => ({ ...s, reputation: 0.9 })), latency }
+const sub: SwarmView = {
+  nBlocks: BLOCKS,
+  spans: spans.slice(0, BASELINE_HOSTS).map((s) => ({ ...s, reputation: 0.9 })),
+  latency,
+}
 const subPlanner = new RoutePlanner(sub)
 const baselineMs: number[] = []
 const plannerMs: number[] = []
@@ -230,7 +262,12 @@ const placementMs: number[] = []
 const outcomes: Record<string, number> = {}
 let placedBlocks = 0
 for (let p = 0; p < PLACEMENTS; p++) {
-  const joining = { freeMemoryBytes: 4e9 + uniform() * 40e9, freeDiskBytes: 20e9 + uniform() * 80e9, msPerBlock: 2 * 30 ** uniform(), relay: uniform() < 0.15 }
+  const joining = {
+    freeMemoryBytes: 4e9 + uniform() * 40e9,
+    freeDiskBytes: 20e9 + uniform() * 80e9,
+    msPerBlock: 2 * 30 ** uniform(),
+    relay: uniform() < 0.15,
+  }
   const [preview, ms] = timed(() => previewPlacement(view, model, joining, { kvBudgetTokens: 8192 }))
   placementMs.push(ms)
   const outcome = preview.decision.serve ? 'serve' : preview.decision.code

@@ -169,7 +169,16 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     const b = await baseline()
     baselineTps.push(b.tps)
-    console.log(JSON.stringify({ round, run: 'node-llama-cpp', threads: THREADS, tokens: b.tokens, decode_tokens_per_s: b.tps, load_average: loadavg()[0] }))
+    console.log(
+      JSON.stringify({
+        round,
+        run: 'node-llama-cpp',
+        threads: THREADS,
+        tokens: b.tokens,
+        decode_tokens_per_s: b.tps,
+        load_average: loadavg()[0],
+      }),
+    )
     for (const swarm of swarms) {
       const { summary: s, audits } = await throughRoute(swarm)
       routeTps.get(swarm.label)?.tps.push(s.decodeTokensPerSecond)
@@ -189,7 +198,10 @@ try {
   const baselineMedian = median(baselineTps)
   // Part of each hop's overhead: the client signs every step, the host checks it (a decode step's f16 hidden state)
   const signature = stepSignatureCost(manifest.nEmbd * 2)
-  const results: Record<string, number> = { step_sign_ms_per_hop: signature.signMs, step_verify_ms_per_hop: signature.verifyMs }
+  const results: Record<string, number> = {
+    step_sign_ms_per_hop: signature.signMs,
+    step_verify_ms_per_hop: signature.verifyMs,
+  }
   for (const [label, { hops, tps }] of routeTps) {
     const m = median(tps)
     results[`decode_ratio_${label}`] = m / baselineMedian

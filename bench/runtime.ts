@@ -15,7 +15,15 @@ import { fileURLToPath } from 'node:url'
 import { getLlama, LlamaLogLevel, type LlamaModel, type Token } from 'node-llama-cpp'
 import type { GeneratedType, GenerateOptions } from '../gguf/generate'
 import { ShardRuntime } from '../native'
-import { benchModel, DEEPSEEK_MLA_BENCH, DEEPSEEK4_BENCH, GLM_DSA_BENCH, LLAMA_1B, QWEN3_MOE_BENCH, QWEN35_MOE_BENCH } from './models'
+import {
+  benchModel,
+  DEEPSEEK_MLA_BENCH,
+  DEEPSEEK4_BENCH,
+  GLM_DSA_BENCH,
+  LLAMA_1B,
+  QWEN3_MOE_BENCH,
+  QWEN35_MOE_BENCH,
+} from './models'
 
 type BenchShape = Omit<GenerateOptions, 'type' | 'out'>
 
@@ -40,8 +48,22 @@ function emit(record: object): void {
 /** One side of the comparison, loaded once per case; `decode` and `prefill` return seconds. */
 type Side = { decode(): Promise<number>; prefill(): Promise<number>; close(): Promise<void> }
 
-async function ourSide(path: string, nLayer: number, threads: number, prompt: number[], decode: number, prefill: number[]): Promise<Side> {
-  const rt = await ShardRuntime.load({ artifacts: [path], blocks: [0, nLayer], embed: true, head: true, threads, device: 'cpu' })
+async function ourSide(
+  path: string,
+  nLayer: number,
+  threads: number,
+  prompt: number[],
+  decode: number,
+  prefill: number[],
+): Promise<Side> {
+  const rt = await ShardRuntime.load({
+    artifacts: [path],
+    blocks: [0, nLayer],
+    embed: true,
+    head: true,
+    threads,
+    device: 'cpu',
+  })
   const s = rt.openSession({ maxTokens: 1024 })
   await s.forward(Int32Array.from(prompt.slice(0, 8))) // warm-up: page in weights, size the compute buffers
   return {
@@ -68,8 +90,20 @@ async function ourSide(path: string, nLayer: number, threads: number, prompt: nu
   }
 }
 
-async function llamaSide(model: LlamaModel, threads: number, prompt: number[], decode: number, prefill: number[]): Promise<Side> {
-  const context = await model.createContext({ contextSize: 1024, batchSize: 512, threads, flashAttention: true, sequences: 1 })
+async function llamaSide(
+  model: LlamaModel,
+  threads: number,
+  prompt: number[],
+  decode: number,
+  prefill: number[],
+): Promise<Side> {
+  const context = await model.createContext({
+    contextSize: 1024,
+    batchSize: 512,
+    threads,
+    flashAttention: true,
+    sequences: 1,
+  })
   const seq = context.getSequence()
   await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, 8) as Token[]) // warm-up
   return {
@@ -134,7 +168,17 @@ async function compare(label: object, ours: Side, llama: Side, rounds: number, d
 function rssOf(path: string, blocks: [number, number], embed: boolean, head: boolean): number {
   const res = spawnSync(
     process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--rss-child', path, String(blocks[0]), String(blocks[1]), String(embed), String(head)],
+    [
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+      '--rss-child',
+      path,
+      String(blocks[0]),
+      String(blocks[1]),
+      String(embed),
+      String(head),
+    ],
     { encoding: 'utf8' },
   )
   const line = res.stdout.trim().split('\n').pop() ?? ''
@@ -165,10 +209,24 @@ async function rssChild(): Promise<void> {
 
 /** The shapes `--models` picks from, full size and `--tiny`. */
 const SHAPES: Record<string, { full: BenchShape; tiny: BenchShape; types: string }> = {
-  llama: { full: LLAMA_1B, tiny: { ...LLAMA_1B, blocks: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 }, types: 'types' },
+  llama: {
+    full: LLAMA_1B,
+    tiny: { ...LLAMA_1B, blocks: 4, embd: 256, heads: 8, kvHeads: 4, ff: 512, vocab: 4096 },
+    types: 'types',
+  },
   qwen3moe: {
     full: QWEN3_MOE_BENCH,
-    tiny: { ...QWEN3_MOE_BENCH, blocks: 2, embd: 512, heads: 8, kvHeads: 4, vocab: 4096, experts: 16, expertsUsed: 4, expertFf: 256 },
+    tiny: {
+      ...QWEN3_MOE_BENCH,
+      blocks: 2,
+      embd: 512,
+      heads: 8,
+      kvHeads: 4,
+      vocab: 4096,
+      experts: 16,
+      expertsUsed: 4,
+      expertFf: 256,
+    },
     types: 'moe-types',
   },
   deepseek2: {
@@ -194,7 +252,18 @@ const SHAPES: Record<string, { full: BenchShape; tiny: BenchShape; types: string
   },
   qwen35moe: {
     full: QWEN35_MOE_BENCH,
-    tiny: { ...QWEN35_MOE_BENCH, blocks: 4, embd: 512, heads: 4, kvHeads: 2, ff: 256, vocab: 4096, experts: 16, expertsUsed: 4, expertFf: 256 },
+    tiny: {
+      ...QWEN35_MOE_BENCH,
+      blocks: 4,
+      embd: 512,
+      heads: 4,
+      kvHeads: 2,
+      ff: 256,
+      vocab: 4096,
+      experts: 16,
+      expertsUsed: 4,
+      expertFf: 256,
+    },
     types: 'moe-types',
   },
   'glm-dsa': {
@@ -250,7 +319,12 @@ async function main(): Promise<void> {
   const tiny = process.argv.includes('--tiny')
 
   const loadStart = loadavg()
-  const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: Math.max(...threadList) })
+  const llama = await getLlama({
+    gpu: false,
+    build: 'never',
+    logLevel: LlamaLogLevel.error,
+    maxThreads: Math.max(...threadList),
+  })
   const cases: object[] = []
   let memory: object | undefined
   for (const name of models) {
@@ -290,14 +364,32 @@ async function main(): Promise<void> {
         const half = Math.floor(shape.blocks / 2)
         const firstHalf = rssOf(path, [0, half], true, false)
         const whole = rssOf(path, [0, shape.blocks], true, true)
-        memory = { model: name, type, blocks: [0, half], rss_first_half: firstHalf, rss_whole: whole, ratio: firstHalf / whole }
+        memory = {
+          model: name,
+          type,
+          blocks: [0, half],
+          rss_first_half: firstHalf,
+          rss_whole: whole,
+          ratio: firstHalf / whole,
+        }
         emit({ memory })
       }
     }
   }
   await llama.dispose()
   // other processes on a small machine stall ggml's spinning threads: say how busy it was
-  emit({ bench: 'runtime', models, tiny, decode, prompt: promptLen, prefill: prefillLen, rounds, loadavg: [loadStart, loadavg()], cases, memory })
+  emit({
+    bench: 'runtime',
+    models,
+    tiny,
+    decode,
+    prompt: promptLen,
+    prefill: prefillLen,
+    rounds,
+    loadavg: [loadStart, loadavg()],
+    cases,
+    memory,
+  })
 }
 
 if (process.argv.includes('--rss-child')) await rssChild()

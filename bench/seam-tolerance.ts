@@ -28,15 +28,36 @@ const PROBES = arg('probes', 32)
 const TOKENS = arg('tokens', 12)
 const THREADS = arg('threads', 1)
 const STORIES = STORIES_260K
-const LIES: ProbeLie[] = [{ kind: 'zeros' }, ...[0.01, 0.05, 0.1, 0.5].map((size) => ({ kind: 'noise', size }) as const), { kind: 'skip-block' }]
+const LIES: ProbeLie[] = [
+  { kind: 'zeros' },
+  ...[0.01, 0.05, 0.1, 0.5].map((size) => ({ kind: 'noise', size }) as const),
+  { kind: 'skip-block' },
+]
 const lieName = (l: ProbeLie) => (l.kind === 'noise' ? `noise ${l.size}` : l.kind)
 
 type Case = { name: string; source: (dir: string) => Promise<string> }
-const generated = (arch: 'llama' | 'qwen3', type: 'f16' | 'q8_0' | 'q4_0', blocks: number, embd: number, vocab: number): Case => ({
+const generated = (
+  arch: 'llama' | 'qwen3',
+  type: 'f16' | 'q8_0' | 'q4_0',
+  blocks: number,
+  embd: number,
+  vocab: number,
+): Case => ({
   name: `${arch} ${type} ${blocks}x${embd}`,
   source: async (dir) => {
     const out = join(dir, 'model.gguf')
-    await generateModel({ arch, type, blocks, embd, heads: embd / 32, kvHeads: embd / 64, ff: embd * 2, vocab, seed: 7, out })
+    await generateModel({
+      arch,
+      type,
+      blocks,
+      embd,
+      heads: embd / 32,
+      kvHeads: embd / 64,
+      ff: embd * 2,
+      vocab,
+      seed: 7,
+      out,
+    })
     return out
   },
 })
@@ -68,7 +89,9 @@ function ranges(nLayer: number): [number, number][] {
   for (let a = 0; a < nLayer; a++) for (let b = a + 1; b <= nLayer; b++) all.push([a, b])
   if (nLayer <= 8) return all
   const lengths = [1, 2, 4, 8, 16, 32, 64].filter((n) => n < nLayer).concat([nLayer - 1])
-  return all.filter(([a, b]) => lengths.includes(b - a) && [0, Math.floor((nLayer - (b - a)) / 2), nLayer - (b - a)].includes(a))
+  return all.filter(
+    ([a, b]) => lengths.includes(b - a) && [0, Math.floor((nLayer - (b - a)) / 2), nLayer - (b - a)].includes(a),
+  )
 }
 
 async function measure(c: Case): Promise<Record<string, unknown>> {
@@ -128,7 +151,8 @@ async function measure(c: Case): Promise<Record<string, unknown>> {
               lie.kind === 'skip-block'
                 ? await answerRange(runtime, [a, b], tokens, input, nEmbd, lie)
                 : { kind: 'hidden', data: lieAbout(answer.data, nEmbd, lie, i + 1) }
-            if (told?.kind === 'hidden') lies[lieName(lie)] = Math.min(lies[lieName(lie)] as number, seamError(told.data, expected, nEmbd))
+            if (told?.kind === 'hidden')
+              lies[lieName(lie)] = Math.min(lies[lieName(lie)] as number, seamError(told.data, expected, nEmbd))
           }
         }
       } finally {
@@ -145,7 +169,11 @@ async function measure(c: Case): Promise<Record<string, unknown>> {
       honestWorstLogitGap: worstGap,
       honestWorstLogitGapByRangeLength: gapByLength,
       headArgmaxDisagreements: `${disagreements} of ${positions}`,
-      acceptListLength: { mean: lengths.reduce((x, y) => x + y, 0) / lengths.length, max: Math.max(...lengths), nVocab },
+      acceptListLength: {
+        mean: lengths.reduce((x, y) => x + y, 0) / lengths.length,
+        max: Math.max(...lengths),
+        nVocab,
+      },
       smallestLieError: lies,
       skippedBlockAtHeadCaught: `${skippedHeadCaught} of ${skippedHeadPositions} positions`,
     }

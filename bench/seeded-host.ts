@@ -25,7 +25,12 @@ export interface SeededHost extends Omit<HostProcess, 'modelId'> {
 }
 
 /** Links the range's artifacts from the packed model into `dataDir`'s store; returns their paths there. */
-export async function seedDataDir(dataDir: string, manifest: Manifest, packed: string, blocks: readonly [number, number]): Promise<string[]> {
+export async function seedDataDir(
+  dataDir: string,
+  manifest: Manifest,
+  packed: string,
+  blocks: readonly [number, number],
+): Promise<string[]> {
   const modelDir = join(dataDir, 'models', manifest.modelId)
   await mkdir(modelDir, { recursive: true })
   const files: string[] = []
@@ -39,7 +44,17 @@ export async function seedDataDir(dataDir: string, manifest: Manifest, packed: s
 /** A `neuron host` process over whatever its data dir holds. */
 export function startHostProcess(o: HostProcess): NeuronProcess {
   const [a, b] = o.blocks
-  const args = ['host', '--tracker', o.trackerUrl, '--model', o.modelId, '--blocks', `${a}:${b}`, '--data-dir', o.dataDir]
+  const args = [
+    'host',
+    '--tracker',
+    o.trackerUrl,
+    '--model',
+    o.modelId,
+    '--blocks',
+    `${a}:${b}`,
+    '--data-dir',
+    o.dataDir,
+  ]
   return startNeuron([...args, '--threads', String(o.threads), ...(o.args ?? [])], o.env)
 }
 

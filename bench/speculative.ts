@@ -22,7 +22,11 @@ import { BENCH_DIR } from './models'
 import { median, startSeededHost } from './seeded-host'
 
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '3' }, k: { type: 'string', default: '4' }, tokens: { type: 'string', default: '128' } },
+  options: {
+    rounds: { type: 'string', default: '3' },
+    k: { type: 'string', default: '4' },
+    tokens: { type: 'string', default: '128' },
+  },
 })
 const ROUNDS = Number(values.rounds)
 const K = Number(values.k)
@@ -53,7 +57,14 @@ const hosts: NeuronProcess[] = []
 let client: SwarmClient | undefined
 try {
   for (const [i, [a, b]] of splitBlocks(manifest.nLayer, HOPS).entries()) {
-    const host = await startSeededHost({ trackerUrl: tracker.url, manifest, packed, dataDir: join(work, `host${i}`), blocks: [a, b], threads: 1 })
+    const host = await startSeededHost({
+      trackerUrl: tracker.url,
+      manifest,
+      packed,
+      dataDir: join(work, `host${i}`),
+      blocks: [a, b],
+      threads: 1,
+    })
     hosts.push(host)
     await host.waitFor(/ ready blocks/, 300_000)
   }
@@ -95,7 +106,9 @@ try {
           same_tokens_as_plain: tokens.every((t, i) => t === reference?.[i]),
           route_steps: steps,
           decode_tokens_per_s: summary.decodeTokensPerSecond,
-          ...(s === undefined ? {} : { verify_steps: s.verifySteps, drafted: s.drafted, accepted: s.accepted, acceptance: rate }),
+          ...(s === undefined
+            ? {}
+            : { verify_steps: s.verifySteps, drafted: s.drafted, accepted: s.accepted, acceptance: rate }),
           hops_median_ms: summary.route.map((h) => h.medianMs),
           load_average: loadavg()[0],
         }),

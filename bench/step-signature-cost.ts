@@ -14,12 +14,20 @@ export function stepSignatureCost(payloadBytes: number, steps = 2000): { signMs:
   const sign: number[] = []
   const verify: number[] = []
   for (let step = 0; step < steps; step++) {
-    const terms = { session: 'a'.repeat(32), hostId: 'b'.repeat(20), blocks: [0, 8] as [number, number], step, position: step, tokens: 1 }
+    const terms = {
+      session: 'a'.repeat(32),
+      hostId: 'b'.repeat(20),
+      blocks: [0, 8] as [number, number],
+      step,
+      position: step,
+      tokens: 1,
+    }
     let t = performance.now()
     const signature = client.sign(stepMessage({ ...terms, input: payloadSha256(payload) }))
     sign.push(performance.now() - t)
     t = performance.now()
-    if (!verifySignature(key, stepMessage({ ...terms, input: payloadSha256(payload) }), signature)) throw new Error('a step signature did not verify')
+    if (!verifySignature(key, stepMessage({ ...terms, input: payloadSha256(payload) }), signature))
+      throw new Error('a step signature did not verify')
     verify.push(performance.now() - t)
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN

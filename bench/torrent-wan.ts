@@ -40,8 +40,10 @@ const ROUNDS = Number(values.rounds)
 const BLOCKS = Number(values.blocks)
 const RATES = values.rates.split(',').map(Number)
 const DELAY_MS = Number(values['delay-ms'])
-if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds takes a whole number of at least 1, got ${values.rounds}`)
-if (!Number.isInteger(BLOCKS) || BLOCKS < 1) throw new Error(`--blocks takes a whole number of at least 1, got ${values.blocks}`)
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error(`--rounds takes a whole number of at least 1, got ${values.rounds}`)
+if (!Number.isInteger(BLOCKS) || BLOCKS < 1)
+  throw new Error(`--blocks takes a whole number of at least 1, got ${values.blocks}`)
 if (!RATES.every((r) => r > 0)) throw new Error(`--rates takes Mbit/s above 0, comma-separated, got ${values.rates}`)
 const why = whyNoNamespaces() ?? (HAVE_ARIA2C ? undefined : 'aria2c is not installed (apt-get install aria2 time)')
 if (why !== undefined) throw new Error(`bench:torrent-wan cannot run: ${why}`)
@@ -55,7 +57,10 @@ async function bulkMbS(net: HomeNetwork, from: Place, to: Place, bytes: number):
   const server = `const b = Buffer.alloc(1 << 16)
 require('node:net').createServer((s) => { let n = ${bytes}; const w = () => { while (n > 0) { n -= b.length; if (!s.write(b)) return s.once('drain', w) } s.end() }; w() })
   .listen(${BULK_PORT}, '0.0.0.0', () => console.log('listening'))`
-  const sender = watchProcess(net.spawnIn(from, process.execPath, ['-e', server], { stdio: ['ignore', 'pipe', 'pipe'] }), `bulk sender in ${from}`)
+  const sender = watchProcess(
+    net.spawnIn(from, process.execPath, ['-e', server], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    `bulk sender in ${from}`,
+  )
   try {
     await sender.waitFor(/listening/, 10_000)
     const client = `const t = performance.now(); let n = 0
@@ -86,7 +91,9 @@ const work = await mkdtemp(join(BENCH_DIR, 'torrent-wan-'))
 const net = await buildHomeNetwork({ upnp: false, links: { a: { delayMs: DELAY_MS } } })
 const processes: NeuronProcess[] = []
 const neuronIn = (place: Place, args: string[]) => {
-  const child = net.spawnIn(place, process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = net.spawnIn(place, process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   const p = watchProcess(child, `neuron ${args[0]} in ${place}`)
   processes.push(p)
   return p
@@ -96,7 +103,15 @@ try {
   console.log(JSON.stringify({ shaper_unlimited_mb_s: shaperMbS, delay_ms: DELAY_MS, load_average: loadavg()[0] }))
 
   const trackerUrl = `http://${net.addresses.cloud}:${TRACKER_PORT}`
-  const tracker = neuronIn('cloud', ['tracker', '--host', '0.0.0.0', '--port', String(TRACKER_PORT), '--db', join(work, 'tracker.sqlite')])
+  const tracker = neuronIn('cloud', [
+    'tracker',
+    '--host',
+    '0.0.0.0',
+    '--port',
+    String(TRACKER_PORT),
+    '--db',
+    join(work, 'tracker.sqlite'),
+  ])
   await tracker.waitFor(/tracker listening on/, 60_000)
   const torrentFile = join(work, 'model.torrent')
   await writeFile(torrentFile, await createModelTorrent(packed, manifest, [`${trackerUrl}/announce`]))
@@ -124,29 +139,47 @@ try {
       const out = join(work, 'aria-leecher')
       let cpuSeconds = Number.NaN
       const seconds = await timed(async () => {
-        cpuSeconds = (await aria2cDownload(torrentFile, out, 600_000, { prefix: ['ip', 'netns', 'exec', net.namespaces.hostA], anyInterface: true })).cpuSeconds
+        cpuSeconds = (
+          await aria2cDownload(torrentFile, out, 600_000, {
+            prefix: ['ip', 'netns', 'exec', net.namespaces.hostA],
+            anyInterface: true,
+          })
+        ).cpuSeconds
       })
       const sha256 = await measured(async () => {
         for (const a of manifest.artifacts) await verifyArtifact(join(out, manifest.modelId, a.file), a)
       })
       await rm(out, { recursive: true, force: true })
-      return { seconds, cpu_s: cpuSeconds, checked_seconds: seconds + sha256.seconds, checked_cpu_s: cpuSeconds + sha256.cpu_s }
+      return {
+        seconds,
+        cpu_s: cpuSeconds,
+        checked_seconds: seconds + sha256.seconds,
+        checked_cpu_s: cpuSeconds + sha256.cpu_s,
+      }
     },
     'ours in home A': async () => {
       const script = join(REPO_ROOT, 'bench/torrent-fetch.ts')
       const dataDir = join(work, 'leecher')
-      const child = net.spawnIn('hostA', process.execPath, [...PROFILE, '--import', 'tsx', script, packed, torrentFile, dataDir], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+      const child = net.spawnIn(
+        'hostA',
+        process.execPath,
+        [...PROFILE, '--import', 'tsx', script, packed, torrentFile, dataDir],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
       const fetcher = watchProcess(child, 'our leecher in home A')
       const line = (await fetcher.waitFor(/^\{"seconds".*$/m, 600_000))[0]
-      const exited = new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)))
+      const exited = new Promise((resolve) =>
+        child.exitCode === null ? child.once('exit', resolve) : resolve(undefined),
+      )
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))])
       await fetcher.stop()
       // Never let the next round find these files on disk (a stopped child may not have removed them).
       await rm(dataDir, { recursive: true, force: true })
       const m = JSON.parse(line) as Record<string, number>
-      if (!((m.peers ?? 0) > 0)) throw new Error(`our leecher fetched from no peer (were the files already on disk?): ${line}`)
+      if (!((m.peers ?? 0) > 0))
+        throw new Error(`our leecher fetched from no peer (were the files already on disk?): ${line}`)
       return m
     },
   }
@@ -167,7 +200,17 @@ try {
             .filter(([k]) => k.endsWith('cpu_s'))
             .map(([k, v]) => [`${k}_per_gb`, v / gb]),
         )
-        console.log(JSON.stringify({ rate_mbit: rate, round, tool, ...m, ...perGb, mb_s: mb / (m.seconds ?? Number.NaN), load_average: loadavg()[0] }))
+        console.log(
+          JSON.stringify({
+            rate_mbit: rate,
+            round,
+            tool,
+            ...m,
+            ...perGb,
+            mb_s: mb / (m.seconds ?? Number.NaN),
+            load_average: loadavg()[0],
+          }),
+        )
       }
     }
     const medianOf = (tool: string, key = 'seconds') => median((results[tool] ?? []).map((m) => m[key] ?? Number.NaN))

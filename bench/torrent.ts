@@ -24,11 +24,15 @@ import { aria2cDownload, aria2cSeed, HAVE_ARIA2C } from './aria2c'
 import { measured, median, timed } from './cpu-use'
 import { BENCH_DIR, benchModel, LLAMA_1B } from './models'
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, blocks: { type: 'string', default: String(LLAMA_1B.blocks) } } })
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '3' }, blocks: { type: 'string', default: String(LLAMA_1B.blocks) } },
+})
 const ROUNDS = Number(values.rounds)
-if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds takes a whole number of at least 1, got ${values.rounds}`)
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error(`--rounds takes a whole number of at least 1, got ${values.rounds}`)
 const BLOCKS = Number(values.blocks)
-if (!Number.isInteger(BLOCKS) || BLOCKS < 1) throw new Error(`--blocks takes a whole number of at least 1, got ${values.blocks}`)
+if (!Number.isInteger(BLOCKS) || BLOCKS < 1)
+  throw new Error(`--blocks takes a whole number of at least 1, got ${values.blocks}`)
 
 /** Resolves once the tracker counts `want` complete peers (seeders) of the torrent. */
 async function untilSeeders(tracker: Tracker, infoHash: string, want: number, timeoutMs: number): Promise<void> {
@@ -158,7 +162,16 @@ try {
           .filter(([k]) => k.endsWith('cpu_s'))
           .map(([k, v]) => [`${k}_per_gb`, v / gb]),
       )
-      console.log(JSON.stringify({ round, tool, ...m, ...perGb, mb_s: mb / (m.seconds ?? Number.NaN), load_average: loadavg()[0] }))
+      console.log(
+        JSON.stringify({
+          round,
+          tool,
+          ...m,
+          ...perGb,
+          mb_s: mb / (m.seconds ?? Number.NaN),
+          load_average: loadavg()[0],
+        }),
+      )
     }
   }
   const medianOf = (tool: string, key = 'seconds') => median((results[tool] ?? []).map((m) => m[key] ?? Number.NaN))

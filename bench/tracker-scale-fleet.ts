@@ -7,13 +7,32 @@ import { NodeIdentity } from '../identity/keys'
 import { callRpc, type HardwareProfile, HostToTracker } from '../protocol'
 
 export type FleetCommand =
-  | { readonly kind: 'connect'; readonly urls: readonly string[]; readonly keys: readonly string[]; readonly modelId: string; readonly nLayer: number }
+  | {
+      readonly kind: 'connect'
+      readonly urls: readonly string[]
+      readonly keys: readonly string[]
+      readonly modelId: string
+      readonly nLayer: number
+    }
   | { readonly kind: 'measure'; readonly windowMs: number }
   | { readonly kind: 'disconnect' }
 
 export type FleetAnswer =
-  | { readonly kind: 'connected'; readonly hosts: number; readonly failed: number; readonly ms: number; readonly firstError?: string }
-  | { readonly kind: 'measured'; readonly acked: number; readonly failed: number; readonly p50Ms: number; readonly p99Ms: number; readonly windowMs: number }
+  | {
+      readonly kind: 'connected'
+      readonly hosts: number
+      readonly failed: number
+      readonly ms: number
+      readonly firstError?: string
+    }
+  | {
+      readonly kind: 'measured'
+      readonly acked: number
+      readonly failed: number
+      readonly p50Ms: number
+      readonly p99Ms: number
+      readonly windowMs: number
+    }
   | { readonly kind: 'disconnected' }
 
 const PROFILE: HardwareProfile = {
@@ -88,7 +107,13 @@ async function connect(c: Extract<FleetCommand, { kind: 'connect' }>): Promise<F
     }
   }
   await Promise.all(Array.from({ length: CONNECT_AT_ONCE }, worker))
-  return { kind: 'connected', hosts: hosts.length, failed, ms: Date.now() - started, ...(firstError === undefined ? {} : { firstError }) }
+  return {
+    kind: 'connected',
+    hosts: hosts.length,
+    failed,
+    ms: Date.now() - started,
+    ...(firstError === undefined ? {} : { firstError }),
+  }
 }
 
 async function measure(windowMs: number): Promise<FleetAnswer> {
@@ -110,7 +135,8 @@ function disconnect(): FleetAnswer {
 }
 
 process.on('message', (raw: FleetCommand) => {
-  const run = async (): Promise<FleetAnswer> => (raw.kind === 'connect' ? connect(raw) : raw.kind === 'measure' ? measure(raw.windowMs) : disconnect())
+  const run = async (): Promise<FleetAnswer> =>
+    raw.kind === 'connect' ? connect(raw) : raw.kind === 'measure' ? measure(raw.windowMs) : disconnect()
   run().then(
     (answer) => process.send?.(answer),
     (e: Error) => {

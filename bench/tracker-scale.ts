@@ -16,7 +16,16 @@ import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { createModelTorrent } from '../host/artifacts/model-torrent'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, MAX_RECEIPTS, type Manifest, type Receipt, type ReceiptBody, type RouteHop, receiptMessage } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  MAX_RECEIPTS,
+  type Manifest,
+  type Receipt,
+  type ReceiptBody,
+  type RouteHop,
+  receiptMessage,
+} from '../protocol'
 import { STORIES_260K } from '../test/models'
 import { startPostgres } from '../test/postgres'
 import { type NeuronProcess, startNeuron } from '../test/processes'
@@ -90,7 +99,10 @@ const hostKeys = Array.from({ length: HOSTS }, () => NodeIdentity.generate())
 const keyOf = new Map(hostKeys.map((k) => [k.id, k]))
 const pems = hostKeys.map((k) => k.exportPrivatePem())
 
-const fleet = fork(join(import.meta.dirname, 'tracker-scale-fleet.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+const fleet = fork(join(import.meta.dirname, 'tracker-scale-fleet.ts'), [], {
+  execArgv: ['--import', 'tsx'],
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+})
 const ask = (command: FleetCommand) =>
   new Promise<FleetAnswer>((resolve, reject) => {
     const exited = (code: number | null) => reject(new Error(`the fleet process exited (${code})`))
@@ -133,10 +145,16 @@ async function startSetup(name: Setup['name']): Promise<Setup> {
   // The model, published once at the first instance (the others read it from the database).
   const publisher = await connectTracker(urls[0] as string, '/clients', NodeIdentity.generate())
   const torrent = await createModelTorrent(join(work, 'packed'), manifest, [`${urls[0]}/announce`])
-  await callRpc(publisher, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer: await tokenizerGguf(join(work, 'packed', 'head.gguf')) })
+  await callRpc(publisher, ClientToTracker, 'model.publish', {
+    manifest,
+    torrent,
+    tokenizer: await tokenizerGguf(join(work, 'packed', 'head.gguf')),
+  })
   publisher.close()
   const clients = await Promise.all(
-    Array.from({ length: PLAN_CLIENTS }, (_, i) => connectTracker(urls[i % urls.length] as string, '/clients', NodeIdentity.generate())),
+    Array.from({ length: PLAN_CLIENTS }, (_, i) =>
+      connectTracker(urls[i % urls.length] as string, '/clients', NodeIdentity.generate()),
+    ),
   )
   return { name, urls, trackers, clients }
 }
@@ -153,7 +171,10 @@ interface Planned {
   readonly hops: readonly RouteHop[]
 }
 
-async function planLoad(setup: Setup, until: number): Promise<{ latencies: number[]; failed: number; planned: Planned[] }> {
+async function planLoad(
+  setup: Setup,
+  until: number,
+): Promise<{ latencies: number[]; failed: number; planned: Planned[] }> {
   const latencies: number[] = []
   const planned: Planned[] = []
   let failed = 0
@@ -208,7 +229,9 @@ function receiptsOf(p: Planned, trackerKey: string): Receipt[] {
   return out
 }
 
-async function receiptLoad(planned: readonly Planned[]): Promise<{ settled: number; refused: number; seconds: number }> {
+async function receiptLoad(
+  planned: readonly Planned[],
+): Promise<{ settled: number; refused: number; seconds: number }> {
   const sessions = planned.slice(0, RECEIPT_SESSIONS)
   const batches = sessions.map((p) => ({ p, receipts: receiptsOf(p, p.client.trackerKey) }))
   let settled = 0
@@ -235,10 +258,17 @@ async function receiptLoad(planned: readonly Planned[]): Promise<{ settled: numb
 }
 
 async function runRound(round: number, setup: Setup): Promise<Round> {
-  const joined = await ask({ kind: 'connect', urls: setup.urls, keys: pems, modelId: manifest.modelId, nLayer: manifest.nLayer })
+  const joined = await ask({
+    kind: 'connect',
+    urls: setup.urls,
+    keys: pems,
+    modelId: manifest.modelId,
+    nLayer: manifest.nLayer,
+  })
   if (joined.kind !== 'connected') throw new Error('the fleet did not connect')
   if (joined.failed > 0) console.error(`${setup.name}: ${joined.failed} hosts could not join (${joined.firstError})`)
-  for (let waited = 0; waited < 60_000 && (await online(setup.urls[0] as string)) < joined.hosts; waited += 500) await new Promise((r) => setTimeout(r, 500))
+  for (let waited = 0; waited < 60_000 && (await online(setup.urls[0] as string)) < joined.hosts; waited += 500)
+    await new Promise((r) => setTimeout(r, 500))
   const hostsOnline = await online(setup.urls[0] as string)
   const until = Date.now() + WINDOW_MS
   const [beats, plans] = await Promise.all([ask({ kind: 'measure', windowMs: WINDOW_MS }), planLoad(setup, until)])
@@ -246,7 +276,8 @@ async function runRound(round: number, setup: Setup): Promise<Round> {
   const receipts = await receiptLoad(plans.planned)
   await ask({ kind: 'disconnect' })
   // Let the trackers take the hosts offline before the next set-up is measured.
-  for (let waited = 0; waited < 30_000 && (await online(setup.urls[0] as string)) > 0; waited += 500) await new Promise((r) => setTimeout(r, 500))
+  for (let waited = 0; waited < 30_000 && (await online(setup.urls[0] as string)) > 0; waited += 500)
+    await new Promise((r) => setTimeout(r, 500))
   return {
     round,
     setup: setup.name,
@@ -279,10 +310,21 @@ try {
       console.log(JSON.stringify(result))
     }
   }
-  const med = (name: string, key: keyof Round) => median(rounds.filter((r) => r.setup === name).map((r) => r[key] as number))
-  const keys = ['heartbeats_per_s', 'heartbeat_p99_ms', 'plans_per_s', 'plan_p50_ms', 'plan_p99_ms', 'receipts_per_s'] as const
-  const medians = Object.fromEntries(setups.map((s) => [s.name, Object.fromEntries(keys.map((k) => [k, med(s.name, k)]))]))
-  const ratio = (a: string, b: string) => Object.fromEntries(keys.map((k) => [k, round2(med(a, k) / Math.max(1e-9, med(b, k)))]))
+  const med = (name: string, key: keyof Round) =>
+    median(rounds.filter((r) => r.setup === name).map((r) => r[key] as number))
+  const keys = [
+    'heartbeats_per_s',
+    'heartbeat_p99_ms',
+    'plans_per_s',
+    'plan_p50_ms',
+    'plan_p99_ms',
+    'receipts_per_s',
+  ] as const
+  const medians = Object.fromEntries(
+    setups.map((s) => [s.name, Object.fromEntries(keys.map((k) => [k, med(s.name, k)]))]),
+  )
+  const ratio = (a: string, b: string) =>
+    Object.fromEntries(keys.map((k) => [k, round2(med(a, k) / Math.max(1e-9, med(b, k)))]))
   for (const s of setups) console.log(`${s.name}: ${keys.map((k) => `${k} ${med(s.name, k)}`).join(', ')}`)
   console.log(
     JSON.stringify({

@@ -62,11 +62,16 @@ export interface RouteRoundTrips {
 export async function routeRoundTrips(n: HomeNetwork, homes: readonly HomeName[]): Promise<RouteRoundTrips> {
   const medianTo = async (from: Place, address: string) => {
     const ms = await roundTrips(n, from, address)
-    if (ms.some((m) => m < 0)) throw new Error(`a round trip from ${from} to ${address} went unanswered: ${JSON.stringify(ms)}`)
+    if (ms.some((m) => m < 0))
+      throw new Error(`a round trip from ${from} to ${address} went unanswered: ${JSON.stringify(ms)}`)
     return median(ms)
   }
   const toHome = new Map<HomeName, { laptop: number; cloud: number }>()
-  for (const home of HOMES) toHome.set(home, { laptop: await medianTo('laptop', n.homes[home].wan), cloud: await medianTo('cloud', n.homes[home].wan) })
+  for (const home of HOMES)
+    toHome.set(home, {
+      laptop: await medianTo('laptop', n.homes[home].wan),
+      cloud: await medianTo('cloud', n.homes[home].wan),
+    })
   const seams = new Map<string, number>()
   for (const [i, from] of homes.slice(0, -1).entries()) {
     const to = homes[i + 1] as HomeName

@@ -30,7 +30,12 @@ const { values } = parseArgs({
   },
 })
 const LAYOUT = layoutNamed(values.layout, 'bench:wan-speculative')
-const [ROUNDS, TOKENS, K, DELAY_MS] = [Number(values.rounds), Number(values.tokens), Number(values.k), Number(values.delay)]
+const [ROUNDS, TOKENS, K, DELAY_MS] = [
+  Number(values.rounds),
+  Number(values.tokens),
+  Number(values.k),
+  Number(values.delay),
+]
 const HOMES: HomeName[] = ['a', 'b', 'c']
 const PROMPT = [1, 403, 407, 261, 378]
 const round2 = (x: number) => Math.round(x * 100) / 100
@@ -38,7 +43,9 @@ const load = () => round2(loadavg()[0] ?? 0)
 
 const why = whyNoNamespaces()
 if (why !== undefined) {
-  console.error(`bench:wan-speculative builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with iproute2 and nftables.`)
+  console.error(
+    `bench:wan-speculative builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with iproute2 and nftables.`,
+  )
   process.exit(1)
 }
 await mkdir(BENCH_DIR, { recursive: true })
@@ -46,7 +53,11 @@ const work = await mkdtemp(join(BENCH_DIR, 'wan-speculative-'))
 const packed = join(work, 'packed')
 const manifest = await packModel({ source: STORIES_260K, out: packed, blocksPerArtifact: 1 })
 const damaged = await damagedCopy(STORIES_260K, join(work, 'damaged.gguf'), [1, 3])
-const drafts = [{ label: 'plain' }, { label: 'self_draft', draft: STORIES_260K }, { label: 'damaged_draft', draft: damaged }]
+const drafts = [
+  { label: 'plain' },
+  { label: 'self_draft', draft: STORIES_260K },
+  { label: 'damaged_draft', draft: damaged },
+]
 const runs = drafts.flatMap((d) => [
   { ...d, forwarding: 'client-relayed' as const },
   { ...d, label: `hop_to_hop_${d.label}`, forwarding: 'hop-to-hop' as const },
@@ -59,11 +70,29 @@ interface Done {
   speculation?: { verifySteps: number; drafted: number; accepted: number }
 }
 const children: NeuronProcess[] = []
-async function chat(n: HomeNetwork, swarm: Swarm, place: Place, forwarding = 'client-relayed', draft?: string): Promise<Done> {
-  const args = [swarm.trackerUrl, manifest.modelId, String(TOKENS), PROMPT.join(','), forwarding, ...(draft === undefined ? [] : [draft, String(K)])]
-  const child = n.spawnIn(place, process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'test/network/speculative-child.ts'), ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+async function chat(
+  n: HomeNetwork,
+  swarm: Swarm,
+  place: Place,
+  forwarding = 'client-relayed',
+  draft?: string,
+): Promise<Done> {
+  const args = [
+    swarm.trackerUrl,
+    manifest.modelId,
+    String(TOKENS),
+    PROMPT.join(','),
+    forwarding,
+    ...(draft === undefined ? [] : [draft, String(K)]),
+  ]
+  const child = n.spawnIn(
+    place,
+    process.execPath,
+    ['--import', 'tsx', join(REPO_ROOT, 'test/network/speculative-child.ts'), ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   const p = watchProcess(child, `speculative chat in ${place}`)
   children.push(p)
   const done = (JSON.parse((await p.waitFor(/^\{"done".*$/m, 300_000))[0]) as { done: Done }).done
@@ -78,8 +107,20 @@ try {
   const n = net
   for (const home of n.upnp ? (['a', 'b'] as const) : HOMES) await openDmz(n, home)
   swarms = new NamespaceSwarms(n, work, manifest, packed)
-  const direct = await swarms.start({ label: 'direct', port: 7080, places: ['hostA', 'hostB', 'hostC'], relay: false, audits: false })
-  const loopback = await swarms.start({ label: 'loopback', port: 7081, places: ['cloud', 'cloud', 'cloud'], relay: false, audits: false })
+  const direct = await swarms.start({
+    label: 'direct',
+    port: 7080,
+    places: ['hostA', 'hostB', 'hostC'],
+    relay: false,
+    audits: false,
+  })
+  const loopback = await swarms.start({
+    label: 'loopback',
+    port: 7081,
+    places: ['cloud', 'cloud', 'cloud'],
+    relay: false,
+    audits: false,
+  })
   for (const swarm of [direct, loopback]) await swarms.untilReachedAsPlanned(swarm)
   for (const r of runs) await chat(n, direct, 'laptop', r.forwarding, r.draft) // warm-up
   const tps = new Map(runs.map((r) => [r.label, [] as number[]]))
@@ -119,7 +160,9 @@ try {
           tokens: done.tokens.length,
           route_steps: done.steps,
           decode_tokens_per_s: round2(done.decodeTokensPerSecond),
-          ratio_to_plain_limit: round2(done.decodeTokensPerSecond / (r.forwarding === 'hop-to-hop' ? limitHopToHop : limit)),
+          ratio_to_plain_limit: round2(
+            done.decodeTokensPerSecond / (r.forwarding === 'hop-to-hop' ? limitHopToHop : limit),
+          ),
           ...(s === undefined ? {} : { drafted: s.drafted, accepted: s.accepted }),
           load_average: load(),
         }),
@@ -138,7 +181,9 @@ try {
     summary[`${r.label}_over_plain`] = round2(median(tps.get(r.label) ?? []) / plain)
     if (r.draft !== undefined) summary[`${r.label}_acceptance`] = round2(median(acceptance.get(r.label) ?? []))
     if (r.forwarding === 'hop-to-hop' && r.draft !== undefined)
-      summary[`${r.label}_over_hop_to_hop_plain`] = round2(median(tps.get(r.label) ?? []) / median(tps.get('hop_to_hop_plain') ?? []))
+      summary[`${r.label}_over_hop_to_hop_plain`] = round2(
+        median(tps.get(r.label) ?? []) / median(tps.get('hop_to_hop_plain') ?? []),
+      )
   }
   console.log(
     JSON.stringify({

@@ -40,7 +40,9 @@ export interface HostRow {
   readonly hostId: string
   readonly endpoint: string | null
   readonly relayedBytes?: number
-  readonly relayOffer?: { readonly reserved: readonly { readonly hostId: string; readonly roundTripMs: number | null }[] }
+  readonly relayOffer?: {
+    readonly reserved: readonly { readonly hostId: string; readonly roundTripMs: number | null }[]
+  }
 }
 
 export interface ChatDone {
@@ -88,29 +90,79 @@ export class NamespaceSwarms {
       : this.tsxIn('cloud', join(REPO_ROOT, 'bench/wan-tracker.ts'), [String(plan.port), db], 'tracker')
     await tracker.waitFor(/tracker listening on/, 60_000)
     const trackerUrl = `http://${this.net.addresses.cloud}:${plan.port}`
-    const publisher = this.neuronIn('laptop', ['publish', this.packed, '--tracker', trackerUrl, '--data-dir', join(this.work, `${plan.label}-publisher`)])
+    const publisher = this.neuronIn('laptop', [
+      'publish',
+      this.packed,
+      '--tracker',
+      trackerUrl,
+      '--data-dir',
+      join(this.work, `${plan.label}-publisher`),
+    ])
     await publisher.waitFor(/published /, 120_000)
-    const host = async (place: Place, name: string, manifest: Manifest, packed: string, [a, b]: [number, number], extra: string[]) => {
+    const host = async (
+      place: Place,
+      name: string,
+      manifest: Manifest,
+      packed: string,
+      [a, b]: [number, number],
+      extra: string[],
+    ) => {
       const dataDir = join(this.work, `${plan.label}-${name}`)
       await seedDataDir(dataDir, manifest, packed, [a, b])
-      const args = ['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', `${a}:${b}`, '--data-dir', dataDir, '--threads', '1']
-      return (await this.neuronIn(place, [...args, ...extra]).waitFor(/host ([0-9a-f]{20}) ready blocks/, 180_000))[1] ?? ''
+      const args = [
+        'host',
+        '--tracker',
+        trackerUrl,
+        '--model',
+        manifest.modelId,
+        '--blocks',
+        `${a}:${b}`,
+        '--data-dir',
+        dataDir,
+        '--threads',
+        '1',
+      ]
+      return (
+        (await this.neuronIn(place, [...args, ...extra]).waitFor(/host ([0-9a-f]{20}) ready blocks/, 180_000))[1] ?? ''
+      )
     }
     let relayHostId: string | undefined
     const volunteer = plan.volunteerRelay
     if (volunteer !== undefined) {
-      const other = this.neuronIn('laptop', ['publish', volunteer.packed, '--tracker', trackerUrl, '--data-dir', join(this.work, `${plan.label}-publisher-2`)])
+      const other = this.neuronIn('laptop', [
+        'publish',
+        volunteer.packed,
+        '--tracker',
+        trackerUrl,
+        '--data-dir',
+        join(this.work, `${plan.label}-publisher-2`),
+      ])
       await other.waitFor(/published /, 120_000)
       // up before the route's hosts, so that they find it when they look for a relay
-      relayHostId = await host('cloud', 'relay', volunteer.manifest, volunteer.packed, [0, volunteer.manifest.nLayer], VOLUNTEER_RELAY_FLAGS)
+      relayHostId = await host(
+        'cloud',
+        'relay',
+        volunteer.manifest,
+        volunteer.packed,
+        [0, volunteer.manifest.nLayer],
+        VOLUNTEER_RELAY_FLAGS,
+      )
       await other.stop()
     }
     const ranges = splitBlocks(this.manifest.nLayer, plan.places.length)
     const hostIds = await Promise.all(
-      plan.places.map((place, i) => host(place, `${i}-${place}`, this.manifest, this.packed, ranges[i] ?? [0, 0], plan.relay ? ['--relay'] : [])),
+      plan.places.map((place, i) =>
+        host(place, `${i}-${place}`, this.manifest, this.packed, ranges[i] ?? [0, 0], plan.relay ? ['--relay'] : []),
+      ),
     )
     await publisher.stop()
-    return { ...plan, trackerUrl, trackerPid: tracker.child.pid ?? 0, hostIds, ...(relayHostId === undefined ? {} : { relayHostId }) }
+    return {
+      ...plan,
+      trackerUrl,
+      trackerPid: tracker.child.pid ?? 0,
+      hostIds,
+      ...(relayHostId === undefined ? {} : { relayHostId }),
+    }
   }
 
   /** The tracker's hosts.list rows for the swarm's hosts (or those `ids`), in route order. */
@@ -131,7 +183,10 @@ export class NamespaceSwarms {
   async untilReachedAsPlanned(swarm: Swarm, timeoutMs = 90_000): Promise<HostRow[]> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      const all = await this.hosts(swarm, swarm.relayHostId === undefined ? swarm.hostIds : [...swarm.hostIds, swarm.relayHostId])
+      const all = await this.hosts(
+        swarm,
+        swarm.relayHostId === undefined ? swarm.hostIds : [...swarm.hostIds, swarm.relayHostId],
+      )
       const rows = all.slice(0, swarm.hostIds.length)
       const reserved = all[swarm.hostIds.length]?.relayOffer?.reserved ?? []
       const atRelay = swarm.relayHostId === undefined || rows.every((r) => reserved.some((x) => x.hostId === r.hostId))
@@ -154,13 +209,23 @@ export class NamespaceSwarms {
     prompt: readonly number[],
     forwarding: 'client-relayed' | 'hop-to-hop' = 'client-relayed',
   ): Promise<ChatDone> {
-    const child = this.childIn(place, ['chat', swarm.trackerUrl, this.manifest.modelId, String(tokens), prompt.join(','), forwarding])
-    const done = (JSON.parse((await child.waitFor(/^\{"done".*$/m, 300_000))[0]) as { done: Omit<ChatDone, 'gapsMs'> }).done
+    const child = this.childIn(place, [
+      'chat',
+      swarm.trackerUrl,
+      this.manifest.modelId,
+      String(tokens),
+      prompt.join(','),
+      forwarding,
+    ])
+    const done = (JSON.parse((await child.waitFor(/^\{"done".*$/m, 300_000))[0]) as { done: Omit<ChatDone, 'gapsMs'> })
+      .done
     const atMs = [...child.output().matchAll(/^\{"token".*"atMs":(\d+)\}$/gm)].map((t) => Number(t[1]))
     if (done.route.length !== swarm.hostIds.length)
       throw new Error(`the ${swarm.label} chat took a route of ${done.route.length} hops: ${JSON.stringify(done)}`)
     if (swarm.relayHostId !== undefined && done.route.some((h) => h.relayHostId !== swarm.relayHostId))
-      throw new Error(`the ${swarm.label} chat went around its volunteer relay ${swarm.relayHostId}: ${JSON.stringify(done.route)}`)
+      throw new Error(
+        `the ${swarm.label} chat went around its volunteer relay ${swarm.relayHostId}: ${JSON.stringify(done.route)}`,
+      )
     return { ...done, gapsMs: atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0)) }
   }
 
@@ -169,7 +234,9 @@ export class NamespaceSwarms {
   }
 
   private neuronIn(place: Place, args: string[]): NeuronProcess {
-    const child = this.net.spawnIn(place, process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = this.net.spawnIn(place, process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     return this.watch(child, `neuron ${args[0]} in ${place}`)
   }
 
@@ -178,7 +245,9 @@ export class NamespaceSwarms {
   }
 
   private tsxIn(place: Place, script: string, args: string[], name: string): NeuronProcess {
-    const child = this.net.spawnIn(place, process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = this.net.spawnIn(place, process.execPath, ['--import', 'tsx', script, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     return this.watch(child, `${name} in ${place}`)
   }
 

@@ -25,7 +25,15 @@ import { STORIES_260K } from '../test/models'
 import { buildHomeNetwork, type HomeName, type HomeNetwork, whyNoNamespaces } from '../test/network'
 import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
 import { median } from './seeded-host'
-import { COMPUTERS, hopHomes, hopToHopLegsMs, layoutLinks, layoutNamed, routeRoundTrips, setLayoutDelay } from './wan-layouts'
+import {
+  COMPUTERS,
+  hopHomes,
+  hopToHopLegsMs,
+  layoutLinks,
+  layoutNamed,
+  routeRoundTrips,
+  setLayoutDelay,
+} from './wan-layouts'
 import { cpuMs, NamespaceSwarms, openDmz, type Swarm } from './wan-swarms'
 
 // `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
@@ -56,7 +64,9 @@ const PROMPT = [1, 450, 1200, 3000, 4100, 5200, 6300, 7400]
 
 const why = whyNoNamespaces()
 if (why !== undefined) {
-  console.error(`bench:wan builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with iproute2 and nftables.`)
+  console.error(
+    `bench:wan builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with iproute2 and nftables.`,
+  )
   process.exit(1)
 }
 
@@ -139,15 +149,34 @@ try {
   const places = HOP_HOMES.map((h) => COMPUTERS[h])
   const direct = await s.start({ label: 'direct', port: 7070, places: [...places], relay: false, audits: AUDITS })
   const relayed = await s.start({ label: 'relayed', port: 7071, places: [...places], relay: true, audits: AUDITS })
-  const loopback = await s.start({ label: 'loopback', port: 7072, places: HOP_HOMES.map(() => 'cloud' as const), relay: false, audits: AUDITS })
+  const loopback = await s.start({
+    label: 'loopback',
+    port: 7072,
+    places: HOP_HOMES.map(() => 'cloud' as const),
+    relay: false,
+    audits: AUDITS,
+  })
   const volunteerRelay = { packed: relayPacked, manifest: relayManifest }
-  const volunteer = await s.start({ label: 'volunteer', port: 7073, places: [...places], relay: true, audits: AUDITS, volunteerRelay })
+  const volunteer = await s.start({
+    label: 'volunteer',
+    port: 7073,
+    places: [...places],
+    relay: true,
+    audits: AUDITS,
+    volunteerRelay,
+  })
   for (const swarm of [direct, relayed, volunteer, loopback]) {
     const rows = await s.untilReachedAsPlanned(swarm)
-    console.log(JSON.stringify({ swarm: swarm.label, hosts: rows.map((r, i) => ({ place: swarm.places[i], endpoint: r.endpoint })) }))
+    console.log(
+      JSON.stringify({
+        swarm: swarm.label,
+        hosts: rows.map((r, i) => ({ place: swarm.places[i], endpoint: r.endpoint })),
+      }),
+    )
   }
   // warm-up: the clients' first connections, the hosts' first sessions
-  for (const swarm of [direct, relayed, volunteer, loopback]) await s.chat(swarm, swarm.label === 'loopback' ? 'cloud' : 'laptop', 8, PROMPT)
+  for (const swarm of [direct, relayed, volunteer, loopback])
+    await s.chat(swarm, swarm.label === 'loopback' ? 'cloud' : 'laptop', 8, PROMPT)
 
   const relayedBytes = async (swarm: Swarm) => sum((await s.hosts(swarm)).map((r) => r.relayedBytes ?? 0))
   for (let round = 0; round < ROUNDS; round++) {
@@ -201,8 +230,16 @@ try {
         const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
         const limit = swarm.relay ? limitRelayed : swarm === hopToHop ? limitHopToHop : limitDirect
-        ;(swarm === volunteer ? r.volunteer : swarm.relay ? r.relayed : swarm === hopToHop ? r.hopToHop : r.direct).push(done.decodeTokensPerSecond)
-        if (bytesPerToken !== undefined) (swarm === volunteer ? r.volunteerTrackerBytesPerToken : r.relayedBytesPerToken).push(bytesPerToken)
+        ;(swarm === volunteer
+          ? r.volunteer
+          : swarm.relay
+            ? r.relayed
+            : swarm === hopToHop
+              ? r.hopToHop
+              : r.direct
+        ).push(done.decodeTokensPerSecond)
+        if (bytesPerToken !== undefined)
+          (swarm === volunteer ? r.volunteerTrackerBytesPerToken : r.relayedBytesPerToken).push(bytesPerToken)
         console.log(
           JSON.stringify({
             round,

@@ -43,7 +43,12 @@ function render(size: number): Buffer {
     for (let i = 0; i < size; i++) {
       const [x, y] = [(i + 0.5) * px, (j + 0.5) * px]
       const t = Math.max(0, Math.min(1, (x + y) / 2))
-      const bg: Rgba = [from[0] + (to[0] - from[0]) * t, from[1] + (to[1] - from[1]) * t, from[2] + (to[2] - from[2]) * t, 255]
+      const bg: Rgba = [
+        from[0] + (to[0] - from[0]) * t,
+        from[1] + (to[1] - from[1]) * t,
+        from[2] + (to[2] - from[2]) * t,
+        255,
+      ]
       let c = over([0, 0, 0, 0], bg, cover(roundedRect(x, y, 0.06, 0.2)))
       const white: Rgba = [255, 255, 255, 255]
       for (let k = 0; k < ring.length; k++) {
@@ -87,7 +92,12 @@ function png(size: number, rgba: Buffer): Buffer {
   const rows = Buffer.alloc(size * (size * 4 + 1))
   for (let j = 0; j < size; j++) rgba.copy(rows, j * (size * 4 + 1) + 1, j * size * 4, (j + 1) * size * 4)
   const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
-  return Buffer.concat([signature, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(rows, { level: 9 })), chunk('IEND', Buffer.alloc(0))])
+  return Buffer.concat([
+    signature,
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(rows, { level: 9 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ])
 }
 
 /** Windows .ico holding PNG images (Vista and later read them). */

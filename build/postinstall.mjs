@@ -16,4 +16,8 @@ try {
 } catch {
   hasVite = false
 }
-if (hasVite) execFileSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' })
+if (hasVite)
+  execFileSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], {
+    cwd: root,
+    stdio: 'inherit',
+  })

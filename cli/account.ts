@@ -23,14 +23,24 @@ Example: neuron account create --db /tmp/neuron.sqlite --name me`,
       'grant-micro': { type: 'string' },
       'public-key': { type: 'string' },
     })
-    if (positionals[0] !== 'create') throw new NeuronError('bad_option', 'the account command has one action: neuron account create --db tracker.sqlite.')
+    if (positionals[0] !== 'create')
+      throw new NeuronError(
+        'bad_option',
+        'the account command has one action: neuron account create --db tracker.sqlite.',
+      )
     const db = requireOption('db', values.db)
     if (!isPostgresUrl(db) && !existsSync(db))
-      throw new NeuronError('bad_option', `${db} does not exist; give the --db file (or postgres:// URL) your tracker runs on.`)
+      throw new NeuronError(
+        'bad_option',
+        `${db} does not exist; give the --db file (or postgres:// URL) your tracker runs on.`,
+      )
     const store = await openTrackerStore(db)
     try {
       const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
-      const accounts = new Accounts(store.ledger, Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO)
+      const accounts = new Accounts(
+        store.ledger,
+        Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO,
+      )
       const grantMicro = intOption('grant-micro', values['grant-micro'])
       const publicKey = values['public-key']
       if (publicKey !== undefined && !PublicKey.safeParse(publicKey).success)
@@ -44,7 +54,12 @@ Example: neuron account create --db /tmp/neuron.sqlite --name me`,
         ...(publicKey === undefined ? {} : { publicKey }),
       })
       console.log(
-        JSON.stringify({ account_id: created.account.accountId, name: created.account.name, api_key: created.apiKey, grant_micro: created.grantMicro }),
+        JSON.stringify({
+          account_id: created.account.accountId,
+          name: created.account.name,
+          api_key: created.apiKey,
+          grant_micro: created.grantMicro,
+        }),
       )
     } finally {
       await store.close()

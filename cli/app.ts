@@ -36,7 +36,8 @@ Example: neuron app --headless --port 7071 --data-dir /tmp/neuron-app`,
     const threads = intOption('threads', values.threads, { min: 1 })
     const dataDir = resolve(values['data-dir'] ?? defaultDataDir())
     const port = intOption('port', values.port)
-    if (port !== undefined && port > 65535) throw new NeuronError('bad_option', `--port must be at most 65535, not ${port}.`)
+    if (port !== undefined && port > 65535)
+      throw new NeuronError('bad_option', `--port must be at most 65535, not ${port}.`)
     const electron = values.headless ? { missing: '--headless' } : electronBinary()
     if ('path' in electron) return runElectron(electron.path, dataDir, values.tracker)
     console.error(`[app] browser mode, the same UI in your browser: ${electron.missing}`)
@@ -57,7 +58,11 @@ async function runElectron(binary: string, dataDir: string, trackerUrl: string |
   const args = [REPO_ROOT, `--data-dir=${dataDir}`, ...(trackerUrl === undefined ? [] : [`--tracker=${trackerUrl}`])]
   const child = spawn(binary, args, {
     stdio: 'inherit',
-    env: { ...process.env, NEURON_DATA_DIR: dataDir, ...(trackerUrl === undefined ? {} : { NEURON_TRACKER_URL: trackerUrl }) },
+    env: {
+      ...process.env,
+      NEURON_DATA_DIR: dataDir,
+      ...(trackerUrl === undefined ? {} : { NEURON_TRACKER_URL: trackerUrl }),
+    },
   })
   const forward = (signal: NodeJS.Signals) => child.kill(signal)
   process.on('SIGINT', forward)

@@ -16,7 +16,11 @@ export function parseCommandArgs<T extends Spec>(
 }
 
 /** A whole number from an option, or a clear error naming the option. */
-export function intOption(name: string, raw: string | undefined, { min = 0, max }: { min?: number; max?: number } = {}): number | undefined {
+export function intOption(
+  name: string,
+  raw: string | undefined,
+  { min = 0, max }: { min?: number; max?: number } = {},
+): number | undefined {
   if (raw === undefined) return undefined
   const n = Number(raw)
   if (!Number.isSafeInteger(n) || n < min || (max !== undefined && n > max)) {
@@ -48,7 +52,8 @@ export function renamedOption(values: Record<string, unknown>, name: string, ali
 export function blocksOption(raw: string | undefined): BlockRange | 'auto' {
   if (raw === undefined || raw === 'auto') return 'auto'
   const m = /^(\d+):(\d+)$/.exec(raw)
-  if (m === null || Number(m[1]) >= Number(m[2])) throw new NeuronError('bad_option', `--blocks takes a:b with a < b (blocks [a, b)) or auto, not "${raw}".`)
+  if (m === null || Number(m[1]) >= Number(m[2]))
+    throw new NeuronError('bad_option', `--blocks takes a:b with a < b (blocks [a, b)) or auto, not "${raw}".`)
   return [Number(m[1]), Number(m[2])]
 }
 
@@ -60,7 +65,10 @@ export function readOptionFile(name: string, path: string, what: string): string
   try {
     return readFileSync(path, 'utf8')
   } catch (error) {
-    throw new NeuronError('bad_option', `--${name} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? error}); give ${what}.`)
+    throw new NeuronError(
+      'bad_option',
+      `--${name} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? error}); give ${what}.`,
+    )
   }
 }
 
@@ -70,8 +78,14 @@ export function tlsOptions(values: { 'tls-key'?: string; 'tls-cert'?: string }):
   const certPath = values['tls-cert']
   if (keyPath === undefined && certPath === undefined) return undefined
   if (keyPath === undefined || certPath === undefined)
-    throw new NeuronError('bad_option', '--tls-key and --tls-cert go together: give both PEM files, or neither for plain http.')
-  const tls = { key: readOptionFile('tls-key', keyPath, 'the PEM private key file'), cert: readOptionFile('tls-cert', certPath, 'the PEM certificate file') }
+    throw new NeuronError(
+      'bad_option',
+      '--tls-key and --tls-cert go together: give both PEM files, or neither for plain http.',
+    )
+  const tls = {
+    key: readOptionFile('tls-key', keyPath, 'the PEM private key file'),
+    cert: readOptionFile('tls-cert', certPath, 'the PEM certificate file'),
+  }
   try {
     createSecureContext(tls)
   } catch (error) {

@@ -44,7 +44,11 @@ export async function runBrowserMode(options: BrowserModeOptions): Promise<numbe
     log,
   })
   try {
-    const ui = await serveAtSavedAddress(backend, { staticDir, log, ...(options.port === undefined ? {} : { port: options.port }) })
+    const ui = await serveAtSavedAddress(backend, {
+      staticDir,
+      log,
+      ...(options.port === undefined ? {} : { port: options.port }),
+    })
     try {
       console.log(`Neuron is running at ${ui.openUrl}`)
       if (options.openBrowser === true) openBrowser(ui.openUrl, log)

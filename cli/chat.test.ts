@@ -14,9 +14,14 @@ const TOKENS = 16
 
 function neuron(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], { cwd: REPO_ROOT }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [join(REPO_ROOT, 'bin/neuron.js'), ...args],
+      { cwd: REPO_ROOT },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -31,10 +36,27 @@ describe('neuron chat on a swarm of real processes', () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-cli-chat-'))
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-    const tracker = startNeuron(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', '--new-key-grant-micro', '10000000'])
+    const tracker = startNeuron([
+      'tracker',
+      '--port',
+      '0',
+      '--db',
+      join(dir, 'tracker.sqlite'),
+      '--heartbeat-ms',
+      '500',
+      '--new-key-grant-micro',
+      '10000000',
+    ])
     processes.push(tracker)
     trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
-    const publisher = startNeuron(['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')])
+    const publisher = startNeuron([
+      'publish',
+      join(dir, 'packed'),
+      '--tracker',
+      trackerUrl,
+      '--data-dir',
+      join(dir, 'publisher'),
+    ])
     processes.push(publisher)
     await publisher.waitFor(/published stories260k/)
     const host = startNeuron([
@@ -55,7 +77,9 @@ describe('neuron chat on a swarm of real processes', () => {
     // llama.cpp's greedy text for the same prompt and length.
     const model = await oracleModel(STORIES_260K)
     const prompt = [...model.tokenize('Once upon a time', true)]
-    expected = model.detokenize((await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token as Token))
+    expected = model.detokenize(
+      (await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token as Token),
+    )
     await model.dispose()
   }, 180_000)
 

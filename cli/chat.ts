@@ -56,7 +56,12 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
         ...(values.f32 ? { hiddenDtype: 'f32' as const } : {}),
         ...(values.draft === undefined
           ? {}
-          : { draft: { path: values.draft, k: intOption('draft-k', values['draft-k'], { min: 1, max: MAX_DRAFT_TOKENS }) ?? 4 } }),
+          : {
+              draft: {
+                path: values.draft,
+                k: intOption('draft-k', values['draft-k'], { min: 1, max: MAX_DRAFT_TOKENS }) ?? 4,
+              },
+            }),
         ...(values['hop-to-hop'] ? { forwarding: 'hop-to-hop' as const } : {}),
       })
       let next = await generation.next()
@@ -66,11 +71,20 @@ Example: neuron chat --tracker http://127.0.0.1:7070 --model stories260k "Once u
       }
       process.stdout.write('\n')
       const s = next.value
-      for (const hop of s.route) console.error(`  hop ${hop.hostId} blocks [${hop.blocks[0]}, ${hop.blocks[1]}) ${hop.medianMs.toFixed(2)} ms/step`)
-      for (const f of s.failovers) console.error(`  failover: ${f.hostId} [${f.blocks[0]}, ${f.blocks[1]}) replaced in ${f.recoveryMs.toFixed(0)} ms`)
-      console.error(`  ${s.completionTokens} tokens (${s.finishReason}), ${s.decodeTokensPerSecond.toFixed(1)} tokens/s`)
+      for (const hop of s.route)
+        console.error(
+          `  hop ${hop.hostId} blocks [${hop.blocks[0]}, ${hop.blocks[1]}) ${hop.medianMs.toFixed(2)} ms/step`,
+        )
+      for (const f of s.failovers)
+        console.error(
+          `  failover: ${f.hostId} [${f.blocks[0]}, ${f.blocks[1]}) replaced in ${f.recoveryMs.toFixed(0)} ms`,
+        )
+      console.error(
+        `  ${s.completionTokens} tokens (${s.finishReason}), ${s.decodeTokensPerSecond.toFixed(1)} tokens/s`,
+      )
       const d = s.speculation
-      if (d !== undefined) console.error(`  draft: ${d.accepted} of ${d.drafted} drafted tokens accepted in ${d.verifySteps} verify steps`)
+      if (d !== undefined)
+        console.error(`  draft: ${d.accepted} of ${d.drafted} drafted tokens accepted in ${d.verifySteps} verify steps`)
     } finally {
       await client.close()
     }

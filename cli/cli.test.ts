@@ -51,7 +51,21 @@ describe('neuron command', () => {
 
   it('gen-model refuses impossible shapes with one clear line', async () => {
     const out = join(dir, 'never.gguf')
-    const base = ['gen-model', '--arch', 'llama', '--blocks', '2', '--heads', '4', '--ff', '128', '--vocab', '300', '--out', out]
+    const base = [
+      'gen-model',
+      '--arch',
+      'llama',
+      '--blocks',
+      '2',
+      '--heads',
+      '4',
+      '--ff',
+      '128',
+      '--vocab',
+      '300',
+      '--out',
+      out,
+    ]
     const odd = await neuron(...base, '--embd', '48', '--type', 'q8_0')
     expect(odd.code).toBe(1)
     expect(odd.stderr.trim().split('\n')).toHaveLength(1)
@@ -88,19 +102,61 @@ describe('neuron command', () => {
 
   it('gen-model refuses expert shapes llama.cpp would abort on, with one clear line', async () => {
     const out = join(dir, 'never.gguf')
-    const base = ['gen-model', '--arch', 'deepseek2', '--blocks', '3', '--embd', '256', '--heads', '4', '--ff', '256', '--vocab', '300', '--type', 'q4_K_M']
+    const base = [
+      'gen-model',
+      '--arch',
+      'deepseek2',
+      '--blocks',
+      '3',
+      '--embd',
+      '256',
+      '--heads',
+      '4',
+      '--ff',
+      '256',
+      '--vocab',
+      '300',
+      '--type',
+      'q4_K_M',
+    ]
     const groups = await neuron(...base, '--experts', '6', '--expert-groups', '4', '--out', out)
     expect(groups.code).toBe(1)
     expect(groups.stderr.trim().split('\n')).toHaveLength(1)
     expect(groups.stderr).toMatch(/--experts \(6\) must split into --expert-groups \(4\) of at least 2 experts each/)
-    const wrongArch = await neuron('gen-model', '--arch', 'qwen3moe', ...base.slice(3), '--sliding-window', '64', '--out', out)
-    expect(wrongArch.stderr.trim()).toMatch(/--sliding-window does not apply to qwen3moe; it takes --experts --experts-used --expert-ff\.$/)
+    const wrongArch = await neuron(
+      'gen-model',
+      '--arch',
+      'qwen3moe',
+      ...base.slice(3),
+      '--sliding-window',
+      '64',
+      '--out',
+      out,
+    )
+    expect(wrongArch.stderr.trim()).toMatch(
+      /--sliding-window does not apply to qwen3moe; it takes --experts --experts-used --expert-ff\.$/,
+    )
     expect(await readdir(dir)).not.toContain('never.gguf')
   })
 
   it('gen-model refuses qwen35moe, glm-dsa and deepseek4 shapes llama.cpp would abort on, with one clear line each', async () => {
     const out = join(dir, 'never.gguf')
-    const shape = ['--blocks', '4', '--embd', '256', '--heads', '4', '--ff', '256', '--vocab', '300', '--type', 'f16', '--out', out]
+    const shape = [
+      '--blocks',
+      '4',
+      '--embd',
+      '256',
+      '--heads',
+      '4',
+      '--ff',
+      '256',
+      '--vocab',
+      '300',
+      '--type',
+      'f16',
+      '--out',
+      out,
+    ]
     const cases: [string[], RegExp][] = [
       [
         ['qwen35moe', '--full-attention-interval', '5'],
@@ -110,8 +166,14 @@ describe('neuron command', () => {
         ['glm-dsa', '--indexer-head-size', '32'],
         /^neuron gen-model: error \[\w+\]: --indexer-head-size must be a power of two of at least 64 for glm-dsa, not 32\.$/,
       ],
-      [['deepseek4', '--compress-ratios', '0,4,4,0'], /^neuron gen-model: error \[\w+\]: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/],
-      [['deepseek4', '--compress-ratios', '4,128,8,0'], /^neuron gen-model: error \[\w+\]: --compress-ratios takes only 0, 4 and 128/],
+      [
+        ['deepseek4', '--compress-ratios', '0,4,4,0'],
+        /^neuron gen-model: error \[\w+\]: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/,
+      ],
+      [
+        ['deepseek4', '--compress-ratios', '4,128,8,0'],
+        /^neuron gen-model: error \[\w+\]: --compress-ratios takes only 0, 4 and 128/,
+      ],
     ]
     for (const [[arch, ...flags], message] of cases) {
       const r = await neuron('gen-model', '--arch', arch as string, ...shape, ...flags)
@@ -132,7 +194,9 @@ describe('neuron account', () => {
       expect(r.code).toBe(0)
       const created = JSON.parse(r.stdout) as { api_key: string; grant_micro: number; name: string }
       expect(created).toMatchObject({ name: 'me', grant_micro: 5_000_000, api_key: expect.stringMatching(/^nk-/) })
-      const models = await fetch(`${tracker.url}/v1/models`, { headers: { authorization: `Bearer ${created.api_key}` } })
+      const models = await fetch(`${tracker.url}/v1/models`, {
+        headers: { authorization: `Bearer ${created.api_key}` },
+      })
       expect(models.status).toBe(200)
       const wrong = await fetch(`${tracker.url}/v1/models`, { headers: { authorization: 'Bearer nk-not-a-key' } })
       expect(wrong.status).toBe(401)
@@ -149,9 +213,22 @@ describe('neuron host --ui', () => {
   it('serves the app to a browser for a headless host on a remote tracker, behind the key in the printed link', async () => {
     await buildUi()
     const tracker = await Tracker.start({ dbPath: join(dir, 'ui-tracker.sqlite') })
-    const host = startNeuron(['host', '--ui', '--tracker', tracker.url, '--data-dir', join(dir, 'ui-host'), '--port', '0', '--threads', '1'])
+    const host = startNeuron([
+      'host',
+      '--ui',
+      '--tracker',
+      tracker.url,
+      '--data-dir',
+      join(dir, 'ui-host'),
+      '--port',
+      '0',
+      '--threads',
+      '1',
+    ])
     try {
-      const link = new URL((await host.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/))[1] ?? '')
+      const link = new URL(
+        (await host.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/))[1] ?? '',
+      )
       expect((await fetch(link.origin, { redirect: 'manual' })).status).toBe(401)
       const opened = await fetch(link, { redirect: 'manual' })
       expect(opened.status).toBe(303)
@@ -167,7 +244,12 @@ describe('neuron host --ui', () => {
         ws.once('error', reject)
       })
       ws.close()
-      expect(reply).toMatchObject({ kind: 'reply', id: 1, ok: true, value: { trackerUrl: tracker.url, connectedTrackerUrl: tracker.url } })
+      expect(reply).toMatchObject({
+        kind: 'reply',
+        id: 1,
+        ok: true,
+        value: { trackerUrl: tracker.url, connectedTrackerUrl: tracker.url },
+      })
     } finally {
       await host.stop(5000)
       await tracker.close()
@@ -263,7 +345,8 @@ describe(`inspect and pack on stories260K`, () => {
       const all = await readFile(STORIES_260K)
       const fh = await open(holed, 'w')
       await fh.write(header.bytes, 0, header.bytes.length, 0)
-      for (const [i, t] of kept.entries()) await fh.write(all, t.offset, t.bytes, header.bytes.length + (header.dataOffsets[i] ?? 0))
+      for (const [i, t] of kept.entries())
+        await fh.write(all, t.offset, t.bytes, header.bytes.length + (header.dataOffsets[i] ?? 0))
       await fh.close()
       await expectRefused(holed, /is missing tensor blk\.3\.attn_k\.weight \(block 3\)/)
     })
@@ -324,7 +407,9 @@ describe('neuron tracker --allow-keys and --tls-key/--tls-cert', () => {
       const ca = certificate.cert
       const socket = await connectTracker(url, '/clients', member, { ca })
       socket.close()
-      await expect(connectTracker(url, '/hosts', NodeIdentity.generate(), { ca })).rejects.toMatchObject({ code: 'not_admitted' })
+      await expect(connectTracker(url, '/hosts', NodeIdentity.generate(), { ca })).rejects.toMatchObject({
+        code: 'not_admitted',
+      })
     })
   })
 })

@@ -42,12 +42,29 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
       tracker = await Tracker.start({ dbPath: join(work, 'tracker.sqlite'), newKeyGrantMicro: 10_000_000 })
       console.log(`tracker      ${tracker.url}`)
       const manifest = await packModel({ source: model, out: join(work, 'artifacts'), blocksPerArtifact: 1 })
-      if (manifest.nLayer < nHosts) throw new NeuronError('bad_option', `${model} has ${manifest.nLayer} blocks; use --hosts ${manifest.nLayer} or fewer.`)
-      publication = await publishModel(join(work, 'artifacts'), tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
-      console.log(`published    ${manifest.modelId}: ${manifest.nLayer} blocks in ${manifest.artifacts.length} artifacts, infohash ${publication.infoHash}`)
+      if (manifest.nLayer < nHosts)
+        throw new NeuronError(
+          'bad_option',
+          `${model} has ${manifest.nLayer} blocks; use --hosts ${manifest.nLayer} or fewer.`,
+        )
+      publication = await publishModel(
+        join(work, 'artifacts'),
+        tracker.url,
+        NodeIdentity.generate(),
+        join(work, 'publisher'),
+      )
+      console.log(
+        `published    ${manifest.modelId}: ${manifest.nLayer} blocks in ${manifest.artifacts.length} artifacts, infohash ${publication.infoHash}`,
+      )
       for (const [i, blocks] of splitBlocks(manifest.nLayer, nHosts).entries()) {
         const dataDir = join(work, `host-${i + 1}`)
-        const host = new Host({ trackerUrl: tracker.url, dataDir, modelId: manifest.modelId, blocks: blocks, threads: 1 })
+        const host = new Host({
+          trackerUrl: tracker.url,
+          dataDir,
+          modelId: manifest.modelId,
+          blocks: blocks,
+          threads: 1,
+        })
         hosts.push(host)
         await host.start()
         const files = await readdir(join(dataDir, 'models', manifest.modelId))
@@ -59,7 +76,11 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
       client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
       const prompt = values.prompt ?? 'Once upon a time'
       process.stdout.write(`\n${prompt}`)
-      const generation = client.generate({ modelId: manifest.modelId, prompt, maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 64 })
+      const generation = client.generate({
+        modelId: manifest.modelId,
+        prompt,
+        maxTokens: intOption('max-tokens', values['max-tokens'], { min: 1 }) ?? 64,
+      })
       let next = await generation.next()
       while (!next.done) {
         process.stdout.write(next.value.text)
@@ -67,8 +88,13 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
       }
       const s = next.value
       console.log('\n\nroute')
-      for (const hop of s.route) console.log(`  ${hop.hostId}  blocks [${hop.blocks[0]}, ${hop.blocks[1]})  ${hop.medianMs.toFixed(2)} ms per step`)
-      console.log(`${s.completionTokens} tokens at ${s.decodeTokensPerSecond.toFixed(1)} tokens/s through ${s.route.length} hops`)
+      for (const hop of s.route)
+        console.log(
+          `  ${hop.hostId}  blocks [${hop.blocks[0]}, ${hop.blocks[1]})  ${hop.medianMs.toFixed(2)} ms per step`,
+        )
+      console.log(
+        `${s.completionTokens} tokens at ${s.decodeTokensPerSecond.toFixed(1)} tokens/s through ${s.route.length} hops`,
+      )
       return 0
     } finally {
       await client?.close()

@@ -11,9 +11,14 @@ import { typedErrorLine } from './errors'
 
 function neuron(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], { cwd: REPO_ROOT }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [join(REPO_ROOT, 'bin/neuron.js'), ...args],
+      { cwd: REPO_ROOT },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -25,11 +30,16 @@ describe('typed errors on one line', () => {
     expect(typedErrorLine('host', new NeuronError('no_room', 'the disk is full;\n  free 2 GB'))).toBe(
       'neuron host: error [no_room]: the disk is full; free 2 GB',
     )
-    expect(typedErrorLine('publish', new ShardRuntimeError('UNSUPPORTED_ARCH', "architecture 'x' is not supported"))).toBe(
-      "neuron publish: error [UNSUPPORTED_ARCH]: architecture 'x' is not supported",
+    expect(
+      typedErrorLine('publish', new ShardRuntimeError('UNSUPPORTED_ARCH', "architecture 'x' is not supported")),
+    ).toBe("neuron publish: error [UNSUPPORTED_ARCH]: architecture 'x' is not supported")
+    const enoent = Object.assign(new Error("ENOENT: no such file or directory, open '/x'"), {
+      code: 'ENOENT',
+      syscall: 'open',
+    })
+    expect(typedErrorLine('pack', enoent)).toBe(
+      "neuron pack: error [ENOENT]: ENOENT: no such file or directory, open '/x'",
     )
-    const enoent = Object.assign(new Error("ENOENT: no such file or directory, open '/x'"), { code: 'ENOENT', syscall: 'open' })
-    expect(typedErrorLine('pack', enoent)).toBe("neuron pack: error [ENOENT]: ENOENT: no such file or directory, open '/x'")
     expect(typedErrorLine('pack', new TypeError('x is undefined'))).toBeUndefined()
   })
 })
@@ -63,17 +73,28 @@ describe('neuron publish of a model the runtime refuses', () => {
   })
 
   it('prints a NeuronError in one line with its code', async () => {
-    const r = await neuron('publish', join(dir, 'nowhere'), '--tracker', 'http://127.0.0.1:9', '--data-dir', join(dir, 'data'))
+    const r = await neuron(
+      'publish',
+      join(dir, 'nowhere'),
+      '--tracker',
+      'http://127.0.0.1:9',
+      '--data-dir',
+      join(dir, 'data'),
+    )
     expect(r.code).toBe(1)
     expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1)
-    expect(r.stderr).toMatch(/^neuron publish: error \[bad_manifest\]: .*nowhere\/manifest\.json is missing or not JSON/)
+    expect(r.stderr).toMatch(
+      /^neuron publish: error \[bad_manifest\]: .*nowhere\/manifest\.json is missing or not JSON/,
+    )
   })
 
   it('prints a bad option value in a line, then the usage, not a stack trace', async () => {
     const r = await neuron('pack', STORIES_260K, '--blocks-per-artifact')
     expect(r.code).toBe(2)
     expect(r.stderr).not.toMatch(STACK)
-    expect(r.stderr).toMatch(/^neuron pack: Option '--blocks-per-artifact <value>' argument missing\n\nUsage: neuron pack/)
+    expect(r.stderr).toMatch(
+      /^neuron pack: Option '--blocks-per-artifact <value>' argument missing\n\nUsage: neuron pack/,
+    )
   })
 })
 
@@ -84,7 +105,19 @@ describe('neuron host refused by a real tracker', () => {
     try {
       const url = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
       // It used to print the line and then run on, holding its tracker connection, until killed.
-      const r = await neuron('host', '--tracker', url, '--model', 'nothing-here', '--blocks', '0:1', '--data-dir', join(dir, 'host'), '--threads', '1')
+      const r = await neuron(
+        'host',
+        '--tracker',
+        url,
+        '--model',
+        'nothing-here',
+        '--blocks',
+        '0:1',
+        '--data-dir',
+        join(dir, 'host'),
+        '--threads',
+        '1',
+      )
       expect(r.code).toBe(1)
       expect(r.stderr).not.toMatch(STACK)
       expect(r.stderr).toMatch(/^neuron host: error \[unknown_model\]: no model nothing-here in this swarm/m)

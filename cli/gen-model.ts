@@ -1,4 +1,11 @@
-import { GENERATED_ARCHS, GENERATED_TYPES, type GeneratedArch, type GeneratedType, generateModel, type MoeOptions } from '../gguf/generate'
+import {
+  GENERATED_ARCHS,
+  GENERATED_TYPES,
+  type GeneratedArch,
+  type GeneratedType,
+  generateModel,
+  type MoeOptions,
+} from '../gguf/generate'
 import { flagOf, MOE_OPTION_KEYS } from '../gguf/generate-archs'
 import { formatBytes } from '../gguf/inspect'
 import { quantizeRows } from '../native/quantize'
@@ -87,12 +94,16 @@ Examples:
       quantize: quantizeRows,
     })
     const seconds = (performance.now() - started) / 1000
-    console.log(`${result.path}: ${(result.parameters / 1e6).toFixed(1)}M parameters, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s`)
+    console.log(
+      `${result.path}: ${(result.parameters / 1e6).toFixed(1)}M parameters, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s`,
+    )
     return 0
   },
 }
 
 /** --compress-ratios 0,4,128: whole numbers, comma-separated (generateModel says which ratios llama.cpp takes). */
 function ratiosOption(raw: string): number[] {
-  return raw.split(',').map((part) => requireOption('compress-ratios', intOption('compress-ratios', part.trim(), { min: 0 })))
+  return raw
+    .split(',')
+    .map((part) => requireOption('compress-ratios', intOption('compress-ratios', part.trim(), { min: 0 })))
 }

@@ -1,7 +1,15 @@
 import { defaultDataDir, Host } from '../host/host'
 import { type BlockRange, MAX_RELAY_CIRCUITS, NeuronError } from '../protocol'
 import { untilSignal } from '../tracker/main'
-import { blocksOption, defaultThreads, intOption, parseCommandArgs, renamedOption, requireOption, tlsOptions } from './args'
+import {
+  blocksOption,
+  defaultThreads,
+  intOption,
+  parseCommandArgs,
+  renamedOption,
+  requireOption,
+  tlsOptions,
+} from './args'
 import { runBrowserMode } from './browser-mode'
 import type { Command } from './command'
 
@@ -60,7 +68,8 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
     const torrentPort = intOption('torrent-port', values['torrent-port'], { min: 1, max: 65535 })
     const tls = tlsOptions(values)
     const listen = listenOption(values.listen)
-    const relayCircuits = intOption('relay-circuits', values['relay-circuits'], { min: 1, max: MAX_RELAY_CIRCUITS }) ?? 16
+    const relayCircuits =
+      intOption('relay-circuits', values['relay-circuits'], { min: 1, max: MAX_RELAY_CIRCUITS }) ?? 16
     const relayMbit = intOption('relay-mbit', values['relay-mbit'], { min: 1, max: 100_000 }) ?? 20
     const host = new Host({
       trackerUrl: requireOption('tracker', values.tracker),
@@ -100,7 +109,15 @@ function listenOption(raw: string | undefined): { host: string; port: number } |
 
 /** `neuron host --ui`: the app's browser mode on a headless host, hosting --model when given. */
 async function hostWithUi(
-  values: { tracker?: string; model?: string; blocks?: string; layers?: string; 'data-dir'?: string; threads?: string; port?: string },
+  values: {
+    tracker?: string
+    model?: string
+    blocks?: string
+    layers?: string
+    'data-dir'?: string
+    threads?: string
+    port?: string
+  },
   range: BlockRange | 'auto',
 ): Promise<number> {
   const threads = intOption('threads', values.threads, { min: 1 })

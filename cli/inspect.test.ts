@@ -13,9 +13,14 @@ afterAll(async () => {
 
 function neuron(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(REPO_ROOT, 'bin/neuron.js'), ...args], { cwd: REPO_ROOT }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [join(REPO_ROOT, 'bin/neuron.js'), ...args],
+      { cwd: REPO_ROOT },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr })
+      },
+    )
   })
 }
 

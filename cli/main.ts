@@ -18,9 +18,21 @@ const COMMANDS: readonly CommandEntry[] = [
     summary: 'run a tracker: registry, placement, routing, relay and a BitTorrent tracker on one port',
     load: async () => (await import('./tracker')).trackerCommand,
   },
-  { name: 'publish', summary: 'publish a packed model to a tracker and seed its artifacts', load: async () => (await import('./publish')).publishCommand },
-  { name: 'host', summary: 'serve blocks of a model to the swarm', load: async () => (await import('./host')).hostCommand },
-  { name: 'chat', summary: 'generate from a swarm model, streaming tokens', load: async () => (await import('./chat')).chatCommand },
+  {
+    name: 'publish',
+    summary: 'publish a packed model to a tracker and seed its artifacts',
+    load: async () => (await import('./publish')).publishCommand,
+  },
+  {
+    name: 'host',
+    summary: 'serve blocks of a model to the swarm',
+    load: async () => (await import('./host')).hostCommand,
+  },
+  {
+    name: 'chat',
+    summary: 'generate from a swarm model, streaming tokens',
+    load: async () => (await import('./chat')).chatCommand,
+  },
   {
     name: 'account',
     summary: 'create a gateway account (API key + starting grant) in a tracker’s database',
@@ -64,7 +76,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const entry = COMMANDS.find((c) => c.name === name)
   if (entry === undefined) {
-    console.error(`neuron: unknown command "${name}". Commands: ${COMMANDS.map((c) => c.name).join(', ')}. See neuron --help.`)
+    console.error(
+      `neuron: unknown command "${name}". Commands: ${COMMANDS.map((c) => c.name).join(', ')}. See neuron --help.`,
+    )
     return 2
   }
   const command = await entry.load()
@@ -76,7 +90,12 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command.run(rest)
   } catch (error) {
-    if (error instanceof Error && 'code' in error && typeof error.code === 'string' && error.code.startsWith('ERR_PARSE_ARGS_')) {
+    if (
+      error instanceof Error &&
+      'code' in error &&
+      typeof error.code === 'string' &&
+      error.code.startsWith('ERR_PARSE_ARGS_')
+    ) {
       console.error(`neuron ${name}: ${error.message}\n\n${command.usage}`)
       return 2
     }

@@ -25,7 +25,8 @@ Example: neuron pack resources/models/stories260K.gguf --out /tmp/stories --bloc
       'model-id': { type: 'string' },
     })
     const [source, ...extra] = positionals
-    if (source === undefined || extra.length > 0) throw new NeuronError('bad_option', 'pack takes exactly one GGUF file. See neuron pack --help.')
+    if (source === undefined || extra.length > 0)
+      throw new NeuronError('bad_option', 'pack takes exactly one GGUF file. See neuron pack --help.')
     const blocksPerArtifact = intOption('blocks-per-artifact', values['blocks-per-artifact'], { min: 1 })
     const maxArtifactBytes = intOption('max-artifact-bytes', values['max-artifact-bytes'], { min: 1 })
     if (blocksPerArtifact !== undefined && maxArtifactBytes !== undefined) {
@@ -42,9 +43,13 @@ Example: neuron pack resources/models/stories260K.gguf --out /tmp/stories --bloc
     const seconds = (performance.now() - started) / 1000
     for (const a of manifest.artifacts) {
       const what = a.blocks === null ? a.role : `blocks [${a.blocks[0]}, ${a.blocks[1]})`
-      console.log(`${a.file.padEnd(24)} ${what.padEnd(18)} ${formatBytes(a.bytes).padStart(10)}  ${a.sha256.slice(0, 16)}…`)
+      console.log(
+        `${a.file.padEnd(24)} ${what.padEnd(18)} ${formatBytes(a.bytes).padStart(10)}  ${a.sha256.slice(0, 16)}…`,
+      )
     }
-    console.log(`${manifest.modelId}: ${manifest.artifacts.length} artifacts and manifest.json in ${values.out} (${seconds.toFixed(2)} s)`)
+    console.log(
+      `${manifest.modelId}: ${manifest.artifacts.length} artifacts and manifest.json in ${values.out} (${seconds.toFixed(2)} s)`,
+    )
     return 0
   },
 }

@@ -33,13 +33,21 @@ Example: neuron publish /tmp/stories --tracker http://127.0.0.1:7070`,
       threads: { type: 'string' },
     })
     const [dir] = positionals
-    if (dir === undefined) throw new NeuronError('bad_option', 'publish takes the directory neuron pack wrote. See neuron publish --help.')
+    if (dir === undefined)
+      throw new NeuronError('bad_option', 'publish takes the directory neuron pack wrote. See neuron publish --help.')
     const dataDir = values['data-dir'] ?? defaultDataDir()
     const torrentPort = intOption('torrent-port', values['torrent-port'], { min: 1, max: 65535 })
     const threads = intOption('threads', values.threads, { min: 1, max: availableParallelism() }) ?? 1
     const identity = await NodeIdentity.loadOrCreate(dataDir)
     const seeding = torrentPort === undefined ? {} : { torrentPort }
-    const publication = await publishModel(dir, requireOption('tracker', values.tracker), identity, join(dataDir, 'publisher'), seeding, { threads })
+    const publication = await publishModel(
+      dir,
+      requireOption('tracker', values.tracker),
+      identity,
+      join(dataDir, 'publisher'),
+      seeding,
+      { threads },
+    )
     console.log(`published ${publication.manifest.modelId} (infohash ${publication.infoHash}); seeding, Ctrl-C to stop`)
     await untilSignal()
     await publication.close()

@@ -1,4 +1,10 @@
-import { DEFAULT_GRANT_WORK_BITS, DEFAULT_GRANTS_PER_PREFIX_PER_DAY, MAX_GRANT_WORK_BITS, NeuronError, parseAllowedKeys } from '../protocol'
+import {
+  DEFAULT_GRANT_WORK_BITS,
+  DEFAULT_GRANTS_PER_PREFIX_PER_DAY,
+  MAX_GRANT_WORK_BITS,
+  NeuronError,
+  parseAllowedKeys,
+} from '../protocol'
 import { runTracker, TRACKER_DEFAULTS } from '../tracker/main'
 import { intOption, parseCommandArgs, readOptionFile, tlsOptions } from './args'
 import type { Command } from './command'
@@ -67,14 +73,19 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
     const newKeyGrantMicro = intOption('new-key-grant-micro', values['new-key-grant-micro'], { min: 1 })
     const newAccountsPerMinute = intOption('new-accounts-per-minute', values['new-accounts-per-minute'], { min: 1 })
     const grantWorkBits = intOption('grant-work-bits', values['grant-work-bits'], { min: 0, max: MAX_GRANT_WORK_BITS })
-    const grantsPerPrefixPerDay = intOption('grants-per-prefix-per-day', values['grants-per-prefix-per-day'], { min: 1 })
+    const grantsPerPrefixPerDay = intOption('grants-per-prefix-per-day', values['grants-per-prefix-per-day'], {
+      min: 1,
+    })
     const port = intOption('port', values.port)
     const heartbeatMs = intOption('heartbeat-ms', values['heartbeat-ms'], { min: 50 })
     const settlementWindowMs = intOption('settlement-window-ms', values['settlement-window-ms'], { min: 0 })
     const auditRate = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
     const probationProbes = intOption('probation-probes', values['probation-probes'], { min: 0 })
     if (auditRate !== undefined && !(auditRate >= 0 && auditRate <= 1))
-      throw new NeuronError('bad_option', `--audit-rate is a fraction from 0 to 1 (0.05 audits one step in 20), not ${values['audit-rate']}.`)
+      throw new NeuronError(
+        'bad_option',
+        `--audit-rate is a fraction from 0 to 1 (0.05 audits one step in 20), not ${values['audit-rate']}.`,
+      )
     await runTracker({
       ...(port === undefined ? {} : { port }),
       ...(values.host === undefined ? {} : { host: values.host }),
@@ -89,7 +100,10 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       ...(tls === undefined ? {} : { tls }),
       ...(allowedKeys === undefined ? {} : { allowedKeys }),
       ...(settlementWindowMs === undefined ? {} : { settlementWindowMs }),
-      checks: { ...(auditRate === undefined ? {} : { auditRate }), ...(probationProbes === undefined ? {} : { probationProbes }) },
+      checks: {
+        ...(auditRate === undefined ? {} : { auditRate }),
+        ...(probationProbes === undefined ? {} : { probationProbes }),
+      },
       ...(values['log-routes'] === true ? { logRoutes: true } : {}),
     })
     return 0
@@ -98,7 +112,10 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
 
 /** --allow-keys FILE: the listed keys; a file that lists none is refused (it would admit nobody). */
 function allowedKeysOption(path: string): string[] {
-  const keys = parseAllowedKeys(readOptionFile('allow-keys', path, 'a file of public keys, one a line'), `--allow-keys ${path}`)
+  const keys = parseAllowedKeys(
+    readOptionFile('allow-keys', path, 'a file of public keys, one a line'),
+    `--allow-keys ${path}`,
+  )
   if (keys.length === 0)
     throw new NeuronError(
       'bad_option',

@@ -1,4 +1,10 @@
-import { type ChatHistoryItem, type ChatModelFunctions, type ChatModelResponse, type ChatWrapper, resolveChatWrapper } from 'node-llama-cpp'
+import {
+  type ChatHistoryItem,
+  type ChatModelFunctions,
+  type ChatModelResponse,
+  type ChatWrapper,
+  resolveChatWrapper,
+} from 'node-llama-cpp'
 
 type ResponsePart = ChatModelResponse['response'][number]
 
@@ -42,7 +48,10 @@ export function chatHistoryOf(messages: readonly ChatMessage[]): ChatHistoryItem
     if (m.role === 'tool') {
       const call = calls.get(m.toolCallId ?? '')
       if (call === undefined || turn === undefined)
-        throw new NeuronError('bad_request', `the tool message for call ${m.toolCallId ?? '(none)'} answers no tool call of the assistant message before it.`)
+        throw new NeuronError(
+          'bad_request',
+          `the tool message for call ${m.toolCallId ?? '(none)'} answers no tool call of the assistant message before it.`,
+        )
       call.result = parsedOrText(m.content)
       continue
     }
@@ -79,7 +88,10 @@ function parsedArguments(call: ChatToolCall): unknown {
   try {
     return JSON.parse(call.arguments)
   } catch {
-    throw new NeuronError('bad_request', `the arguments of tool call ${call.id} (${call.name}) are not JSON: ${call.arguments.slice(0, 80)}`)
+    throw new NeuronError(
+      'bad_request',
+      `the arguments of tool call ${call.id} (${call.name}) are not JSON: ${call.arguments.slice(0, 80)}`,
+    )
   }
 }
 

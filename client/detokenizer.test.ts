@@ -114,10 +114,13 @@ describe('a swarm generation that ends inside a character gives its text to the 
       }
       const tokens = yielded.map((t) => t.token)
       const expected = llama.detokenize(tokens as Token[], false)
-      expect(Buffer.from(yielded.map((t) => t.text).join('')), `seed ${seed}: tokens ${tokens}`).toEqual(Buffer.from(expected))
+      expect(Buffer.from(yielded.map((t) => t.text).join('')), `seed ${seed}: tokens ${tokens}`).toEqual(
+        Buffer.from(expected),
+      )
       expect(next.value.completionTokens).toBe(3)
       // Incomplete at the end: without the last token's bytes, the text decodes to U+FFFD where it stops.
-      if (!expected.endsWith('\uFFFD') || llama.detokenize(tokens.slice(0, -1) as Token[], false).endsWith('\uFFFD')) continue
+      if (!expected.endsWith('\uFFFD') || llama.detokenize(tokens.slice(0, -1) as Token[], false).endsWith('\uFFFD'))
+        continue
       console.log(`seed ${seed}: tokens ${tokens.join(' ')} end inside a character; text ${JSON.stringify(expected)}`)
       return
     }

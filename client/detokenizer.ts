@@ -33,6 +33,9 @@ export class StreamingDetokenizer {
 
   private pending(): string {
     if (this.shown === this.tokens.length) return ''
-    return this.tokenizer.decode(this.tokens.slice(this.shown), this.tokens.slice(Math.max(0, this.shown - CONTEXT_TOKENS), this.shown))
+    return this.tokenizer.decode(
+      this.tokens.slice(this.shown),
+      this.tokens.slice(Math.max(0, this.shown - CONTEXT_TOKENS), this.shown),
+    )
   }
 }

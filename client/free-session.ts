@@ -24,18 +24,27 @@ export function swarmIsFull(error: unknown): boolean {
  * then, or on any other error, throws what the last attempt threw. A burst of chats thus queues for sessions instead
  * of failing.
  */
-export async function whenSessionFree<T>(attempt: () => Promise<T>, waitMs: number, signal?: AbortSignal, log: (line: string) => void = () => {}): Promise<T> {
+export async function whenSessionFree<T>(
+  attempt: () => Promise<T>,
+  waitMs: number,
+  signal?: AbortSignal,
+  log: (line: string) => void = () => {},
+): Promise<T> {
   const deadline = performance.now() + waitMs
   let pauseMs = 100
   for (let tries = 1; ; tries++) {
     // A caller that hung up while this waited opens nothing more.
-    if (tries > 1 && signal?.aborted) throw new NeuronError('aborted', 'the chat was stopped while it waited for a free session.')
+    if (tries > 1 && signal?.aborted)
+      throw new NeuronError('aborted', 'the chat was stopped while it waited for a free session.')
     try {
       return await attempt()
     } catch (error) {
       const left = deadline - performance.now()
       if (!swarmIsFull(error) || left <= 0 || signal?.aborted) throw error
-      if (tries === 1) log(`every host that could serve this chat is full; waiting up to ${Math.round(waitMs / 1000)} s for a free session`)
+      if (tries === 1)
+        log(
+          `every host that could serve this chat is full; waiting up to ${Math.round(waitMs / 1000)} s for a free session`,
+        )
       // jittered, so a burst of waiting chats does not come back at the same moment
       await new Promise<void>((resolve) => {
         const done = () => {

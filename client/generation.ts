@@ -64,7 +64,11 @@ export interface GenerationSummary {
   readonly finishReason: 'stop' | 'length'
   readonly route: readonly HopStats[]
   readonly decodeTokensPerSecond: number
-  readonly failovers: readonly { readonly hostId: string; readonly blocks: readonly [number, number]; readonly recoveryMs: number }[]
+  readonly failovers: readonly {
+    readonly hostId: string
+    readonly blocks: readonly [number, number]
+    readonly recoveryMs: number
+  }[]
   readonly session: string
   /** Every hop's signed receipt for every step, in order (hosts that sign none add none). */
   readonly receipts: readonly Receipt[]

@@ -1,6 +1,14 @@
 import { solveGrantWork } from '../identity/grant-work'
 import type { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, type GrantClaimed, NeuronError, type RpcRequest, type RpcResponse, type RpcSocket } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  type GrantClaimed,
+  NeuronError,
+  type RpcRequest,
+  type RpcResponse,
+  type RpcSocket,
+} from '../protocol'
 
 /**
  * Claims the tracker's new-key grant for `identity`: asks a challenge, finds its proof of work (2^bits sha256 tries on

@@ -47,26 +47,32 @@ describe('hidden-state SDK on a real swarm of two hosts (blocks [0, 3) and [3, 5
     rmSync(scratch, { recursive: true, force: true })
   })
 
-  it.skipIf(!hasTorch)(`reads the state after every block equal to reference/run.py's within ${SEAM_TOLERANCE}${NO_TORCH}`, async () => {
-    const { nLayer, nEmbd } = await sdk.model(model())
-    const first = await sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 0 })
-    const ids = [...(first.tokenIds ?? [])]
-    const ref = await runReferenceAsync(scratch, [STORIES_260K], ids)
-    const errors: number[] = []
-    for (let k = 0; k <= nLayer - 2; k++) {
-      const { state, route } = k === 0 ? first : await sdk.hiddenStates({ model: model(), prompt: ids, afterBlock: k })
-      expect([state.tokens, state.width]).toEqual([ids.length, nEmbd])
-      // after block 3 the state crossed the seam between the two hosts
-      if (k === 3)
-        expect(route.map((h) => h.blocks)).toEqual([
-          [0, 3],
-          [3, 4],
-        ])
-      errors.push(relativeError(state.data, ref.hidden[k]?.data ?? []))
-    }
-    console.log(`SDK hidden states vs reference, rel err after blocks 0..${nLayer - 2}: ${errors.map((e) => e.toExponential(1)).join(' ')}`)
-    for (const e of errors) expect(e).toBeLessThan(SEAM_TOLERANCE)
-  })
+  it.skipIf(!hasTorch)(
+    `reads the state after every block equal to reference/run.py's within ${SEAM_TOLERANCE}${NO_TORCH}`,
+    async () => {
+      const { nLayer, nEmbd } = await sdk.model(model())
+      const first = await sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 0 })
+      const ids = [...(first.tokenIds ?? [])]
+      const ref = await runReferenceAsync(scratch, [STORIES_260K], ids)
+      const errors: number[] = []
+      for (let k = 0; k <= nLayer - 2; k++) {
+        const { state, route } =
+          k === 0 ? first : await sdk.hiddenStates({ model: model(), prompt: ids, afterBlock: k })
+        expect([state.tokens, state.width]).toEqual([ids.length, nEmbd])
+        // after block 3 the state crossed the seam between the two hosts
+        if (k === 3)
+          expect(route.map((h) => h.blocks)).toEqual([
+            [0, 3],
+            [3, 4],
+          ])
+        errors.push(relativeError(state.data, ref.hidden[k]?.data ?? []))
+      }
+      console.log(
+        `SDK hidden states vs reference, rel err after blocks 0..${nLayer - 2}: ${errors.map((e) => e.toExponential(1)).join(' ')}`,
+      )
+      for (const e of errors) expect(e).toBeLessThan(SEAM_TOLERANCE)
+    },
+  )
 
   it('adds a vector after a block: the state read there is h + v, and the next blocks run on it', async () => {
     const { nEmbd } = await sdk.model(model())
@@ -76,19 +82,34 @@ describe('hidden-state SDK on a real swarm of two hosts (blocks [0, 3) and [3, 5
     for (let i = 0; i < plain.state.data.length; i++)
       expect(steered.state.data[i]).toBeCloseTo((plain.state.data[i] as number) + (vector[i % nEmbd] as number), 4)
     const later = await sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 3 })
-    const laterSteered = await sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 3, add: { block: 1, vector } })
+    const laterSteered = await sdk.hiddenStates({
+      model: model(),
+      prompt: PROMPT,
+      afterBlock: 3,
+      add: { block: 1, vector },
+    })
     expect(relativeError(laterSteered.state.data, later.state.data)).toBeGreaterThan(0.05)
   })
 
   it('steers generation: a zero vector changes nothing, a large one changes the next token', async () => {
     const { nEmbd } = await sdk.model(model())
     const plain = await sdk.generate({ model: model(), prompt: PROMPT, maxTokens: 8 })
-    const zero = await sdk.generate({ model: model(), prompt: PROMPT, maxTokens: 8, add: { block: 2, vector: new Float32Array(nEmbd) } })
+    const zero = await sdk.generate({
+      model: model(),
+      prompt: PROMPT,
+      maxTokens: 8,
+      add: { block: 2, vector: new Float32Array(nEmbd) },
+    })
     expect(zero.tokens).toEqual(plain.tokens)
     expect(zero.text).toBe(plain.text)
     // the state after block 2, pushed far along one direction: the head sees another residual stream
     const large = Float32Array.from({ length: nEmbd }, (_, i) => (i % 3 === 0 ? 40 : -40))
-    const steered = await sdk.generate({ model: model(), prompt: PROMPT, maxTokens: 8, add: { block: 2, vector: large } })
+    const steered = await sdk.generate({
+      model: model(),
+      prompt: PROMPT,
+      maxTokens: 8,
+      add: { block: 2, vector: large },
+    })
     console.log(`generation: plain ${JSON.stringify(plain.text)}, steered ${JSON.stringify(steered.text)}`)
     expect(steered.tokens[0]).not.toBe(plain.tokens[0])
   })
@@ -107,15 +128,37 @@ describe('hidden-state SDK on a real swarm of two hosts (blocks [0, 3) and [3, 5
 
   it('refuses out-of-range blocks, wrong widths and oversized inputs with typed errors, and keeps serving', async () => {
     const { nLayer, nEmbd } = await sdk.model(model())
-    expect((await typedError(sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: nLayer - 1 }))).code).toBe('block_out_of_range')
+    expect((await typedError(sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: nLayer - 1 }))).code).toBe(
+      'block_out_of_range',
+    )
     expect(
-      (await typedError(sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 1, add: { block: 2, vector: new Float32Array(nEmbd) } }))).code,
+      (
+        await typedError(
+          sdk.hiddenStates({
+            model: model(),
+            prompt: PROMPT,
+            afterBlock: 1,
+            add: { block: 2, vector: new Float32Array(nEmbd) },
+          }),
+        )
+      ).code,
     ).toBe('block_out_of_range')
     expect(
-      (await typedError(sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 1, add: { block: 1, vector: new Float32Array(nEmbd + 1) } }))).code,
+      (
+        await typedError(
+          sdk.hiddenStates({
+            model: model(),
+            prompt: PROMPT,
+            afterBlock: 1,
+            add: { block: 1, vector: new Float32Array(nEmbd + 1) },
+          }),
+        )
+      ).code,
     ).toBe('wrong_width')
     const tooMany = Array.from({ length: MAX_HIDDEN_TOKENS + 1 }, () => 1)
-    expect((await typedError(sdk.hiddenStates({ model: model(), prompt: tooMany, afterBlock: 1 }))).code).toBe('too_many_tokens')
+    expect((await typedError(sdk.hiddenStates({ model: model(), prompt: tooMany, afterBlock: 1 }))).code).toBe(
+      'too_many_tokens',
+    )
     const nan = { tokens: 1, width: nEmbd, data: new Float32Array(nEmbd).fill(Number.NaN) }
     expect((await typedError(sdk.runSpan({ model: model(), blocks: [1, 3], input: nan }))).code).toBe('bad_request')
     const ok = await sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 2 })

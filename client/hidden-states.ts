@@ -56,7 +56,8 @@ export interface StateResult {
   readonly route: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[]
 }
 
-const outOfRange = (message: string, details: Record<string, unknown>) => new NeuronError('block_out_of_range', message, details)
+const outOfRange = (message: string, details: Record<string, unknown>) =>
+  new NeuronError('block_out_of_range', message, details)
 
 /**
  * Checks a state request against the model; throws a typed NeuronError naming the bound that was passed (its
@@ -66,7 +67,12 @@ export function checkStateRequest(manifest: Manifest, r: StateRequest): void {
   const { nLayer } = manifest
   const from = 'from' in r.input ? r.input.from : 0
   const last = nLayer - 2
-  if (!Number.isInteger(r.afterBlock) || r.afterBlock < from || r.afterBlock > last || !cutAllowed(manifest, r.afterBlock + 1))
+  if (
+    !Number.isInteger(r.afterBlock) ||
+    r.afterBlock < from ||
+    r.afterBlock > last ||
+    !cutAllowed(manifest, r.afterBlock + 1)
+  )
     throw outOfRange(
       `after_block ${r.afterBlock} is outside [${from}, ${last}] or not a cut the manifest allows: the state can be read after blocks ${from}..${last} of this ${nLayer}-block model (the last block feeds the head on its host).`,
       { afterBlock: r.afterBlock, nLayer, param: 'after_block' },
@@ -74,17 +80,28 @@ export function checkStateRequest(manifest: Manifest, r: StateRequest): void {
   const rows = 'tokens' in r.input ? r.input.tokens.length : r.input.state.tokens
   const most = Math.min(MAX_HIDDEN_TOKENS, manifest.contextLength || MAX_HIDDEN_TOKENS)
   if (rows < 1 || rows > most)
-    throw new NeuronError('too_many_tokens', `a hidden-state run takes 1 to ${most} tokens, not ${rows}.`, { rows, most, param: 'tokens' })
+    throw new NeuronError('too_many_tokens', `a hidden-state run takes 1 to ${most} tokens, not ${rows}.`, {
+      rows,
+      most,
+      param: 'tokens',
+    })
   if ('tokens' in r.input) {
     const bad = r.input.tokens.find((t) => !Number.isInteger(t) || t < 0 || t >= manifest.nVocab)
     if (bad !== undefined)
-      throw new NeuronError('bad_request', `token id ${bad} is not in this model's vocabulary of ${manifest.nVocab} tokens.`, { token: bad, param: 'tokens' })
+      throw new NeuronError(
+        'bad_request',
+        `token id ${bad} is not in this model's vocabulary of ${manifest.nVocab} tokens.`,
+        { token: bad, param: 'tokens' },
+      )
   } else {
     if (from < 1 || from > last || !cutAllowed(manifest, from))
-      throw outOfRange(`a span starts at a block in [1, ${last}] where the manifest allows a cut, not ${from}; from block 0, send tokens.`, {
-        from,
-        param: 'input.from_block',
-      })
+      throw outOfRange(
+        `a span starts at a block in [1, ${last}] where the manifest allows a cut, not ${from}; from block 0, send tokens.`,
+        {
+          from,
+          param: 'input.from_block',
+        },
+      )
     const seam = seamAt(manifest, from)
     if (seamSideValues(seam) > 0)
       throw new NeuronError(
@@ -97,26 +114,46 @@ export function checkStateRequest(manifest: Manifest, r: StateRequest): void {
     checkValues('input.data', r.input.state, seam.values)
   }
   if (r.add !== undefined) {
-    if (!Number.isInteger(r.add.block) || r.add.block < from || r.add.block > r.afterBlock || !cutAllowed(manifest, r.add.block + 1))
-      throw outOfRange(`add.block ${r.add.block} is outside [${from}, ${r.afterBlock}] or not a cut the manifest allows.`, {
-        block: r.add.block,
-        param: 'add.block',
-      })
-    checkValues('add.vector', { tokens: 1, width: r.add.vector.length, data: r.add.vector }, seamAt(manifest, r.add.block + 1).values)
+    if (
+      !Number.isInteger(r.add.block) ||
+      r.add.block < from ||
+      r.add.block > r.afterBlock ||
+      !cutAllowed(manifest, r.add.block + 1)
+    )
+      throw outOfRange(
+        `add.block ${r.add.block} is outside [${from}, ${r.afterBlock}] or not a cut the manifest allows.`,
+        {
+          block: r.add.block,
+          param: 'add.block',
+        },
+      )
+    checkValues(
+      'add.vector',
+      { tokens: 1, width: r.add.vector.length, data: r.add.vector },
+      seamAt(manifest, r.add.block + 1).values,
+    )
   }
 }
 
 /** A state or vector must be `width` wide, rows × width values, each finite and at most MAX_HIDDEN_ABS in size. */
 function checkValues(what: string, s: HiddenState, width: number): void {
   if (s.width !== width || s.data.length !== s.tokens * s.width || s.data.length > MAX_HIDDEN_VALUES)
-    throw new NeuronError('wrong_width', `${what} has ${s.data.length} values (${s.tokens} × ${s.width}); this cut carries ${width} values per token.`, {
-      width,
-      got: s.width,
-      param: what,
-    })
+    throw new NeuronError(
+      'wrong_width',
+      `${what} has ${s.data.length} values (${s.tokens} × ${s.width}); this cut carries ${width} values per token.`,
+      {
+        width,
+        got: s.width,
+        param: what,
+      },
+    )
   for (const v of s.data)
     if (!(Math.abs(v) <= MAX_HIDDEN_ABS))
-      throw new NeuronError('bad_request', `${what} holds ${v}; values are finite and at most ${MAX_HIDDEN_ABS} in size.`, { param: what })
+      throw new NeuronError(
+        'bad_request',
+        `${what} holds ${v}; values are finite and at most ${MAX_HIDDEN_ABS} in size.`,
+        { param: what },
+      )
 }
 
 /** Runs the request's blocks, cut where it adds its vector, and answers the state after `afterBlock`. */
@@ -165,16 +202,29 @@ export async function generateSteered(
   g: SteeredGeneration,
 ): Promise<{ tokens: number[]; receipts: { session: string; receipts: readonly Receipt[] }[] }> {
   const { nLayer } = manifest
-  if (g.add !== undefined) checkStateRequest(manifest, { input: { tokens: g.prompt }, afterBlock: g.add.block, add: g.add })
+  if (g.add !== undefined)
+    checkStateRequest(manifest, { input: { tokens: g.prompt }, afterBlock: g.add.block, add: g.add })
   else checkStateRequest(manifest, { input: { tokens: g.prompt }, afterBlock: 0 })
-  if (!Number.isInteger(g.maxTokens) || g.maxTokens < 1 || g.prompt.length + g.maxTokens > (manifest.contextLength || MAX_HIDDEN_TOKENS))
-    throw new NeuronError('too_many_tokens', `maxTokens ${g.maxTokens} with a ${g.prompt.length}-token prompt does not fit the model's context.`)
+  if (
+    !Number.isInteger(g.maxTokens) ||
+    g.maxTokens < 1 ||
+    g.prompt.length + g.maxTokens > (manifest.contextLength || MAX_HIDDEN_TOKENS)
+  )
+    throw new NeuronError(
+      'too_many_tokens',
+      `maxTokens ${g.maxTokens} with a ${g.prompt.length}-token prompt does not fit the model's context.`,
+    )
   const cuts = g.add === undefined ? [0, nLayer] : [0, g.add.block + 1, nLayer]
   const total = g.prompt.length + g.maxTokens
   const spans: SpanSession[] = []
   try {
     for (let i = 0; i + 1 < cuts.length; i++)
-      spans.push(await openSpan(client, manifest, [cuts[i], cuts[i + 1]] as [number, number], total, g.prompt.length, { ...g, sampling: g.sampling ?? {} }))
+      spans.push(
+        await openSpan(client, manifest, [cuts[i], cuts[i + 1]] as [number, number], total, g.prompt.length, {
+          ...g,
+          sampling: g.sampling ?? {},
+        }),
+      )
     const tokens: number[] = []
     let ids = Int32Array.from(g.prompt)
     let position = 0
@@ -219,7 +269,8 @@ async function openSpan(
 }
 
 function hiddenOf(out: SpanOutput, blocks: readonly [number, number]): HopInput {
-  if (out.kind !== 'hidden') throw new NeuronError('internal', `span [${blocks[0]}, ${blocks[1]}) answered a token, not a hidden state`)
+  if (out.kind !== 'hidden')
+    throw new NeuronError('internal', `span [${blocks[0]}, ${blocks[1]}) answered a token, not a hidden state`)
   return out.state
 }
 

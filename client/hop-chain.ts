@@ -39,7 +39,13 @@ export function chainOpenings(route: readonly RouteHop[], legs: readonly boolean
     const forward =
       capability === undefined || next?.endpoint == null
         ? {}
-        : { next: { endpoint: next.endpoint, capability, ...(next.fingerprint === undefined ? {} : { fingerprint: next.fingerprint }) } }
+        : {
+            next: {
+              endpoint: next.endpoint,
+              capability,
+              ...(next.fingerprint === undefined ? {} : { fingerprint: next.fingerprint }),
+            },
+          }
     return { ...(accept === undefined ? {} : { accept }), ...forward }
   })
 }
@@ -122,9 +128,17 @@ export async function runChainStep(
           }
           const receipt = readTrailer(answer, Receipt)
           if (receipt === undefined)
-            throw new HopFailure(hj.hop.hostId, 'no_receipt', `host ${hj.hop.hostId} answered without its signed receipt; finding another host`)
+            throw new HopFailure(
+              hj.hop.hostId,
+              'no_receipt',
+              `host ${hj.hop.hostId} answered without its signed receipt; finding another host`,
+            )
           if (receipt.input !== expected)
-            throw new HopFailure(hj.hop.hostId, 'bad_receipt', `host ${hj.hop.hostId} signed for other input than it was sent; finding another host`)
+            throw new HopFailure(
+              hj.hop.hostId,
+              'bad_receipt',
+              `host ${hj.hop.hostId} signed for other input than it was sent; finding another host`,
+            )
           receipts.push(receipt)
           hj.receipts.push(receipt)
           if (j > i) unsigned.push([hj, receipt])
@@ -137,10 +151,15 @@ export async function runChainStep(
             continue
           }
           if (receipt.output !== payloadSha256(answer.payload))
-            throw new HopFailure(hj.hop.hostId, 'bad_receipt', `host ${hj.hop.hostId} signed for other output than it answered; finding another host`)
+            throw new HopFailure(
+              hj.hop.hostId,
+              'bad_receipt',
+              `host ${hj.hop.hostId} signed for other output than it answered; finding another host`,
+            )
           hj.lastOutput = new Uint8Array(answer.payload)
           if (answer.kind === 'token') return readJson(answer, SampledToken)
-          if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${hj.hop.hostId} answered a forward with ${answer.kind}`)
+          if (answer.kind !== 'hidden')
+            throw new NeuronError('bad_frame', `host ${hj.hop.hostId} answered a forward with ${answer.kind}`)
           // the end of the run, or a successor it could not reach: the client carries the next leg
           input = checkedAnswer(hj.hop, answer, at.ids)
           i = j + 1
@@ -177,10 +196,20 @@ function successorOrRefusal(answer: Promise<Frame>, trouble: Promise<Frame> | un
 }
 
 /** What `h` forwarded at `step`, fetched back and checked against the digest it signed, as the next hop's input. */
-async function fetchForwarded(h: HopState, session: string, step: number, digest: string, ids: Int32Array | undefined): Promise<HopInput> {
+async function fetchForwarded(
+  h: HopState,
+  session: string,
+  step: number,
+  digest: string,
+  ids: Int32Array | undefined,
+): Promise<HopInput> {
   const answer = await h.link.request(jsonFrame('fetch', session, step, { step }))
   if (payloadSha256(answer.payload) !== digest)
-    throw new HopFailure(h.hop.hostId, 'lied', `host ${h.hop.hostId} answered other bytes than it signed at step ${step}`)
+    throw new HopFailure(
+      h.hop.hostId,
+      'lied',
+      `host ${h.hop.hostId} answered other bytes than it signed at step ${step}`,
+    )
   return checkedAnswer(h.hop, answer, ids)
 }
 
@@ -192,7 +221,8 @@ function countersign(h: HopState, session: string, unsigned: Receipt, client: St
     (answer) => {
       const signed = readTrailer(answer, Receipt)
       const at = h.receipts.indexOf(unsigned)
-      if (signed !== undefined && signed.input === unsigned.input && signed.output === unsigned.output && at >= 0) h.receipts[at] = signed
+      if (signed !== undefined && signed.input === unsigned.input && signed.output === unsigned.output && at >= 0)
+        h.receipts[at] = signed
     },
     () => {}, // a hop gone meanwhile: its failover says so
   )
@@ -214,7 +244,11 @@ export async function fillInputs(hops: readonly HopState[], hostId: string, sess
       h.inputs[k] = wanted.rows === undefined ? fetched : firstRows(fetched, wanted.rows)
     } catch (error) {
       // the predecessor is gone or lied too: the failover of this hop cannot replay, and the generation fails typed
-      throw new HopFailure(before.hop.hostId, 'unreachable_input', `cannot fetch what host ${before.hop.hostId} forwarded: ${(error as Error).message}`)
+      throw new HopFailure(
+        before.hop.hostId,
+        'unreachable_input',
+        `cannot fetch what host ${before.hop.hostId} forwarded: ${(error as Error).message}`,
+      )
     }
   }
 }

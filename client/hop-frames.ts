@@ -1,5 +1,15 @@
 import { payloadSha256 } from '../identity/tickets'
-import { type Dtype, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type StepTrailer, sidePerToken, splitPayload, stepMessage } from '../protocol'
+import {
+  type Dtype,
+  encodeFrame,
+  FLAG_SIDE,
+  type Frame,
+  NeuronError,
+  type StepTrailer,
+  sidePerToken,
+  splitPayload,
+  stepMessage,
+} from '../protocol'
 
 /** What one hop is sent for one step: token ids at the first hop, else hidden states. */
 export interface HopInput {
@@ -23,9 +33,24 @@ export interface StepSigning {
  * A forward frame carrying `input` (hidden states or token ids), signed by the client for that hop (stepMessage as its
  * trailer): the host serves only steps its session's client signed, and its receipt carries the signature.
  */
-export function forwardFrame(input: HopInput, flags: number, session: string, step: number, position: number, signing: StepSigning): Uint8Array {
+export function forwardFrame(
+  input: HopInput,
+  flags: number,
+  session: string,
+  step: number,
+  position: number,
+  signing: StepSigning,
+): Uint8Array {
   const side = (input.side ?? 0) > 0 ? FLAG_SIDE : 0
-  const terms = { session, hostId: signing.hostId, blocks: signing.blocks, step, position, tokens: input.tokens, input: payloadSha256(input.payload) }
+  const terms = {
+    session,
+    hostId: signing.hostId,
+    blocks: signing.blocks,
+    step,
+    position,
+    tokens: input.tokens,
+    input: payloadSha256(input.payload),
+  }
   const trailer: StepTrailer = { client: signing.identity.sign(stepMessage(terms)) }
   return encodeFrame({
     kind: 'forward',
@@ -54,7 +79,13 @@ export function firstRows(input: HopInput, rows: number): HopInput {
 /** A hop's hidden-state answer as the next hop's input (copied out of the received frame). */
 export function hiddenInput(answer: Frame): HopInput {
   const side = sidePerToken(answer)
-  return { dtype: answer.dtype, tokens: answer.tokens, width: answer.width, payload: new Uint8Array(answer.payload), ...(side > 0 ? { side } : {}) }
+  return {
+    dtype: answer.dtype,
+    tokens: answer.tokens,
+    width: answer.width,
+    payload: new Uint8Array(answer.payload),
+    ...(side > 0 ? { side } : {}),
+  }
 }
 
 export async function expectOk(frame: Frame): Promise<void> {
@@ -73,5 +104,11 @@ export function concatInputs(inputs: readonly HopInput[]): HopInput {
   })
   const payload = Buffer.concat([...parts.map((p) => p.values), ...parts.map((p) => p.side)])
   const tokens = inputs.reduce((s, i) => s + i.tokens, 0)
-  return { dtype: first.dtype, tokens, width: first.width, payload: new Uint8Array(payload), ...(side > 0 ? { side } : {}) }
+  return {
+    dtype: first.dtype,
+    tokens,
+    width: first.width,
+    payload: new Uint8Array(payload),
+    ...(side > 0 ? { side } : {}),
+  }
 }

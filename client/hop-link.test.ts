@@ -27,7 +27,10 @@ async function server({
 }): Promise<{ url: string; received: () => number }> {
   let received = 0
   const https: Server | undefined = tls === undefined ? undefined : createServer(tls)
-  const wss = https === undefined ? new WebSocketServer({ port: 0, host: '127.0.0.1', autoPong: pong }) : new WebSocketServer({ server: https, autoPong: pong })
+  const wss =
+    https === undefined
+      ? new WebSocketServer({ port: 0, host: '127.0.0.1', autoPong: pong })
+      : new WebSocketServer({ server: https, autoPong: pong })
   wss.on('connection', (socket) =>
     socket.on('message', (data) => {
       received++
@@ -60,7 +63,10 @@ describe('a hop link', () => {
     const { url } = await server({ echo: false, pong: false })
     const link = await WebSocketHopLink.connect('silent', url, { timeoutMs: 120_000 })
     const started = performance.now()
-    await expect(link.request(frame(1))).rejects.toMatchObject({ code: 'hop_unreachable', message: expect.stringMatching(/sent nothing, not even a pong/) })
+    await expect(link.request(frame(1))).rejects.toMatchObject({
+      code: 'hop_unreachable',
+      message: expect.stringMatching(/sent nothing, not even a pong/),
+    })
     const waited = performance.now() - started
     expect(waited).toBeGreaterThanOrEqual(LINK_SILENCE_MS)
     expect(waited).toBeLessThan(60_000)
@@ -83,7 +89,9 @@ describe('a hop link', () => {
     expect((await link.request(frame(2))).step).toBe(2)
     link.close()
     const impostor = await server({ echo: true, pong: true, tls: await hostCertificate(`${dir}/impostor`, identity) })
-    await expect(WebSocketHopLink.connect('pinned', impostor.url, { fingerprint: pinned.fingerprint })).rejects.toMatchObject({
+    await expect(
+      WebSocketHopLink.connect('pinned', impostor.url, { fingerprint: pinned.fingerprint }),
+    ).rejects.toMatchObject({
       code: 'hop_unreachable',
       message: expect.stringMatching(/not the pinned/),
     })

@@ -1,5 +1,14 @@
 import type WebSocket from 'ws'
-import { ClientToTracker, callRpc, decodeFrame, type Frame, MAX_ROUND_TRIPS_PER_LINK, NeuronError, type RpcSocket, type WireError } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  decodeFrame,
+  type Frame,
+  MAX_ROUND_TRIPS_PER_LINK,
+  NeuronError,
+  type RpcSocket,
+  type WireError,
+} from '../protocol'
 import { PING_TIMEOUT_MS, Pinger } from './link-latency'
 
 /** A hop's link is pinged on open and then every this many requests. */
@@ -50,7 +59,8 @@ function keyOf(frame: Frame | Uint8Array): string {
 export function rejectIfError(hostId: string, frame: Frame): Frame {
   if (frame.kind !== 'error') return frame
   const body = JSON.parse(new TextDecoder().decode(frame.payload)) as WireError
-  if (body.code === 'unknown_session' || body.code === 'draining') throw new HopFailure(hostId, body.code, `host ${hostId}: ${body.message}`)
+  if (body.code === 'unknown_session' || body.code === 'draining')
+    throw new HopFailure(hostId, body.code, `host ${hostId}: ${body.message}`)
   throw new NeuronError(body.code, `host ${hostId}: ${body.message}`, { hostId, ...body.details })
 }
 
@@ -95,8 +105,12 @@ export class WebSocketHopLink implements HopLink {
     this.pinger = new Pinger(socket)
     // Measured by ping, not by a step's time: the host's compute is in neither, and no host-reported figure is trusted.
     this.measure()
-    socket.on('close', () => this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)))
-    socket.on('error', () => this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)))
+    socket.on('close', () =>
+      this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)),
+    )
+    socket.on('error', () =>
+      this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)),
+    )
   }
 
   /**
@@ -106,13 +120,19 @@ export class WebSocketHopLink implements HopLink {
   static connect(
     hostId: string,
     url: string,
-    { timeoutMs = 120_000, ca, fingerprint }: { timeoutMs?: number; ca?: TrustedCa | undefined; fingerprint?: string | undefined } = {},
+    {
+      timeoutMs = 120_000,
+      ca,
+      fingerprint,
+    }: { timeoutMs?: number; ca?: TrustedCa | undefined; fingerprint?: string | undefined } = {},
   ): Promise<WebSocketHopLink> {
     return new Promise((resolve, reject) => {
       const socket = dataPlaneSocket(url, { fingerprint, ca, maxPayload: 256 * 1024 * 1024 })
       socket.binaryType = 'nodebuffer'
       socket.once('open', () => resolve(new WebSocketHopLink(hostId, socket, timeoutMs)))
-      socket.once('error', (e) => reject(new HopFailure(hostId, 'hop_unreachable', `cannot connect to host ${hostId} at ${url}: ${e.message}`)))
+      socket.once('error', (e) =>
+        reject(new HopFailure(hostId, 'hop_unreachable', `cannot connect to host ${hostId} at ${url}: ${e.message}`)),
+      )
     })
   }
 
@@ -130,7 +150,10 @@ export class WebSocketHopLink implements HopLink {
     const answer = this.wait(key)
     // a wait cancelled or failed before anyone awaits it is no unhandled rejection
     answer.catch(() => {})
-    return { answer, cancel: () => this.pending.get(key)?.reject(new HopFailure(this.hostId, 'cancelled', 'no longer waited for')) }
+    return {
+      answer,
+      cancel: () => this.pending.get(key)?.reject(new HopFailure(this.hostId, 'cancelled', 'no longer waited for')),
+    }
   }
 
   /** Resolves with the frame for `key` (session:step), failing on timeout, on the link's loss or its silence. */
@@ -139,7 +162,9 @@ export class WebSocketHopLink implements HopLink {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(key)
-        reject(new HopFailure(this.hostId, 'hop_timeout', `host ${this.hostId} did not answer within ${this.timeoutMs} ms`))
+        reject(
+          new HopFailure(this.hostId, 'hop_timeout', `host ${this.hostId} did not answer within ${this.timeoutMs} ms`),
+        )
       }, this.timeoutMs)
       this.pending.set(key, {
         resolve: (f) => {
@@ -169,7 +194,11 @@ export class WebSocketHopLink implements HopLink {
       const silentMs = performance.now() - this.lastHeard
       if (silentMs > LINK_SILENCE_MS) {
         this.fail(
-          new HopFailure(this.hostId, 'hop_unreachable', `host ${this.hostId} sent nothing, not even a pong, for ${Math.round(silentMs)} ms: its link is down`),
+          new HopFailure(
+            this.hostId,
+            'hop_unreachable',
+            `host ${this.hostId} sent nothing, not even a pong, for ${Math.round(silentMs)} ms: its link is down`,
+          ),
         )
         this.socket.terminate()
         return
@@ -215,7 +244,13 @@ export class RelayHopLink implements HopLink {
 
   async request(bytes: Uint8Array): Promise<Frame> {
     try {
-      const { frame } = await callRpc(this.tracker, ClientToTracker, 'relay.forward', { hostId: this.hostId, frame: bytes }, this.timeoutMs)
+      const { frame } = await callRpc(
+        this.tracker,
+        ClientToTracker,
+        'relay.forward',
+        { hostId: this.hostId, frame: bytes },
+        this.timeoutMs,
+      )
       return rejectIfError(this.hostId, decodeFrame(frame))
     } catch (error) {
       if (error instanceof NeuronError && (error.code === 'host_unreachable' || error.code === 'timeout'))

@@ -55,7 +55,9 @@ export class Swarm {
   /** Connects to the tracker with `key` (or a new one). */
   static async connect(options: ConnectOptions): Promise<Swarm> {
     const key = options.key ?? NodeIdentity.generate()
-    return new Swarm(await SwarmClient.connect(options.tracker, key, options.log, options.ca === undefined ? {} : { ca: options.ca }))
+    return new Swarm(
+      await SwarmClient.connect(options.tracker, key, options.log, options.ca === undefined ? {} : { ca: options.ca }),
+    )
   }
 
   /** The model's manifest as its publisher signed it (blocks `nLayer`, width `nEmbd`, context, seams). */
@@ -125,7 +127,11 @@ export class Swarm {
     seed?: number
     signal?: AbortSignal
   }): Promise<{ tokens: number[]; text: string; chargedMicro: number }> {
-    const [manifest, prompt, tokenizer] = await Promise.all([this.model(r.model), this.tokens(r.model, r.prompt), this.client.tokenizer(r.model)])
+    const [manifest, prompt, tokenizer] = await Promise.all([
+      this.model(r.model),
+      this.tokens(r.model, r.prompt),
+      this.client.tokenizer(r.model),
+    ])
     const { tokens, receipts } = await generateSteered(this.client.hopOpener, manifest, {
       prompt,
       maxTokens: r.maxTokens,

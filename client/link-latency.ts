@@ -5,7 +5,14 @@ import { randomBytes } from 'node:crypto'
  * reports about itself), and hosts answer it without a session or a ticket.
  */
 import type WebSocket from 'ws'
-import { ClientToTracker, callRpc, type LatencyReport, MAX_LATENCY_LINKS, type Route, type RpcSocket } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  type LatencyReport,
+  MAX_LATENCY_LINKS,
+  type Route,
+  type RpcSocket,
+} from '../protocol'
 import { dataPlaneSocket, type TrustedCa } from './tls-trust'
 
 /** A ping unanswered this long is not counted (the link is reported by the hops' failures instead), ms. */
@@ -48,7 +55,10 @@ export class Pinger {
 }
 
 /** Connects to each host the tracker named, pings it a few times and hangs up; hosts that do not answer are left out. */
-export async function measureHosts(targets: NonNullable<Route['measure']>, ca: TrustedCa | undefined): Promise<Map<string, number[]>> {
+export async function measureHosts(
+  targets: NonNullable<Route['measure']>,
+  ca: TrustedCa | undefined,
+): Promise<Map<string, number[]>> {
   const measured = new Map<string, number[]>()
   await Promise.all(
     targets.map(async ({ hostId, endpoint, fingerprint }) => {
@@ -90,10 +100,13 @@ export function reportLatencies(
   log: (line: string) => void,
 ): void {
   const links: LatencyReport['links'] = []
-  for (const { hostId, roundTripsMs } of hops) if (roundTripsMs !== undefined && roundTripsMs.length > 0) links.push({ hostId, roundTripMs: [...roundTripsMs] })
+  for (const { hostId, roundTripsMs } of hops)
+    if (roundTripsMs !== undefined && roundTripsMs.length > 0) links.push({ hostId, roundTripMs: [...roundTripsMs] })
   for (const [hostId, roundTripMs] of probed) links.push({ hostId, roundTripMs })
   if (links.length === 0) return
-  callRpc(tracker, ClientToTracker, 'latency.report', { links: links.slice(0, MAX_LATENCY_LINKS) }).catch((e: Error) => log(`latency.report: ${e.message}`))
+  callRpc(tracker, ClientToTracker, 'latency.report', { links: links.slice(0, MAX_LATENCY_LINKS) }).catch((e: Error) =>
+    log(`latency.report: ${e.message}`),
+  )
 }
 
 /** The middle of `xs` (the upper one of an even count), 0 for none. */

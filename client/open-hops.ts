@@ -34,12 +34,19 @@ export async function openHops(
       const link: HopLink =
         hop.via !== undefined
           ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
-            await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, { ca: client.ca, fingerprint: hop.via.fingerprint })
+            await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, {
+              ca: client.ca,
+              fingerprint: hop.via.fingerprint,
+            })
           : hop.endpoint === null
             ? new RelayHopLink(hop.hostId, client.tracker)
             : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: client.ca, fingerprint: hop.fingerprint })
       states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
-      if (hop.ticket === undefined) throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
+      if (hop.ticket === undefined)
+        throw new NeuronError(
+          'no_ticket',
+          `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`,
+        )
       await expectOk(
         await link.request(
           jsonFrame('open', session, 0, {
@@ -73,7 +80,10 @@ export async function reopenRebuilt(
 ): Promise<HopState[]> {
   if (stale.length === 0) return []
   if (tickets?.length !== stale.length)
-    throw new NeuronError('no_ticket', `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`)
+    throw new NeuronError(
+      'no_ticket',
+      `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`,
+    )
   await closeHops(stale, session)
   return openHops(
     opener,

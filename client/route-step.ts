@@ -1,4 +1,13 @@
-import { FLAG_NO_SAMPLE, FLAG_VERIFY, jsonFrame, NeuronError, Receipt, readJson, readTrailer, SampledToken } from '../protocol'
+import {
+  FLAG_NO_SAMPLE,
+  FLAG_VERIFY,
+  jsonFrame,
+  NeuronError,
+  Receipt,
+  readJson,
+  readTrailer,
+  SampledToken,
+} from '../protocol'
 import { forwardFrame, type HopInput, type StepSigning } from './hop-frames'
 import type { HopLink } from './hop-link'
 import { type AuditableHop, checkedAnswer, checkReceipt } from './step-audits'
@@ -45,7 +54,8 @@ export async function runStep(
     h.receipts.push(receipt)
     h.lastOutput = new Uint8Array(answer.payload)
     if (answer.kind === 'token') return readJson(answer, SampledToken)
-    if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
+    if (answer.kind !== 'hidden')
+      throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
     input = checkedAnswer(h.hop, answer, at.ids)
   }
   throw new NeuronError('internal', 'the route ended without a last hop')
@@ -58,7 +68,12 @@ export function stepForward(input: HopInput, session: string, at: StepAt, signin
 
 /** The token ids of a step as the first hop's input. */
 export function tokenInput(ids: Int32Array): HopInput {
-  return { dtype: 'i32', tokens: ids.length, width: 1, payload: new Uint8Array(ids.buffer, ids.byteOffset, ids.byteLength) }
+  return {
+    dtype: 'i32',
+    tokens: ids.length,
+    width: 1,
+    payload: new Uint8Array(ids.buffer, ids.byteOffset, ids.byteLength),
+  }
 }
 
 /**
@@ -106,7 +121,9 @@ export async function replay(
   h.receipts = []
   for (const chunk of chunks) {
     h.inputs.push(chunk)
-    const answer = await h.link.request(forwardFrame(chunk, FLAG_NO_SAMPLE, session, step++, position, { identity: client, ...h.hop }))
+    const answer = await h.link.request(
+      forwardFrame(chunk, FLAG_NO_SAMPLE, session, step++, position, { identity: client, ...h.hop }),
+    )
     position += chunk.tokens
     const receipt = readTrailer(answer, Receipt)
     checkReceipt(h.hop.hostId, chunk, answer.payload, receipt)

@@ -2,7 +2,16 @@
 // opened on their tickets with f32 seams, and steps run through them. The hidden-state SDK (hidden-states.ts)
 // chains these: the client sits at every cut between spans, so it reads or changes the state there.
 import { randomBytes } from 'node:crypto'
-import { ClientToTracker, callRpc, NeuronError, Receipt, readJson, readTrailer, SampledToken, type SamplingParams } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  NeuronError,
+  Receipt,
+  readJson,
+  readTrailer,
+  SampledToken,
+  type SamplingParams,
+} from '../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import { planRoute } from './grant-claim'
 import { forwardFrame, type HopInput } from './hop-frames'
@@ -11,7 +20,9 @@ import { closeHops, type HopState } from './route-step'
 import { checkedAnswer, checkReceipt } from './step-audits'
 
 /** What a step of a span answers: the state after its last block, or the token the model's head sampled (a span to the end). */
-export type SpanOutput = { readonly kind: 'hidden'; readonly state: HopInput } | { readonly kind: 'token'; readonly sampled: SampledToken }
+export type SpanOutput =
+  | { readonly kind: 'hidden'; readonly state: HopInput }
+  | { readonly kind: 'token'; readonly sampled: SampledToken }
 
 export interface SpanPlan {
   readonly modelId: string
@@ -49,19 +60,37 @@ export class SpanSession {
     const session = plan.session ?? randomBytes(16).toString('hex')
     const blocks: [number, number] = [plan.blocks[0], plan.blocks[1]]
     // f32 seams: what the caller reads is what the blocks computed, with no f16 rounding between hops.
-    const request = { modelId: plan.modelId, prompt: [], maxTokens: plan.maxTokens, hiddenDtype: 'f32' as const, sampling: plan.sampling ?? {} }
+    const request = {
+      modelId: plan.modelId,
+      prompt: [],
+      maxTokens: plan.maxTokens,
+      hiddenDtype: 'f32' as const,
+      sampling: plan.sampling ?? {},
+    }
     const opening = async () => {
       const route = await planRoute(
         client.tracker,
         client.identity,
-        { modelId: plan.modelId, maxTokens: plan.maxTokens, promptTokens: plan.promptTokens, exclude: [], span: blocks, session },
+        {
+          modelId: plan.modelId,
+          maxTokens: plan.maxTokens,
+          promptTokens: plan.promptTokens,
+          exclude: [],
+          span: blocks,
+          session,
+        },
         log,
         plan.signal,
       )
       return openHops(client, route.hops, session, request, plan.maxTokens, true)
     }
     try {
-      return new SpanSession(client, session, blocks, await whenSessionFree(opening, plan.waitForSessionMs ?? WAIT_FOR_SESSION_MS, plan.signal, log))
+      return new SpanSession(
+        client,
+        session,
+        blocks,
+        await whenSessionFree(opening, plan.waitForSessionMs ?? WAIT_FOR_SESSION_MS, plan.signal, log),
+      )
     } catch (error) {
       await endAtTracker(client, session)
       throw error
@@ -80,12 +109,15 @@ export class SpanSession {
   async step(step: number, position: number, input: HopInput, ids: Int32Array | undefined): Promise<SpanOutput> {
     let current = input
     for (const h of this.hops) {
-      const answer = await h.link.request(forwardFrame(current, 0, this.session, step, position, { identity: this.client.identity, ...h.hop }))
+      const answer = await h.link.request(
+        forwardFrame(current, 0, this.session, step, position, { identity: this.client.identity, ...h.hop }),
+      )
       const receipt = readTrailer(answer, Receipt)
       checkReceipt(h.hop.hostId, current, answer.payload, receipt)
       if (receipt !== undefined) this.receipts.push(receipt)
       if (answer.kind === 'token') return { kind: 'token', sampled: readJson(answer, SampledToken) }
-      if (answer.kind !== 'hidden') throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
+      if (answer.kind !== 'hidden')
+        throw new NeuronError('bad_frame', `host ${h.hop.hostId} answered a forward with ${answer.kind}`)
       current = checkedAnswer(h.hop, answer, ids)
     }
     return { kind: 'hidden', state: current }

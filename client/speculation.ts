@@ -1,4 +1,11 @@
-import { ClientToTracker, callRpc, MAX_DRAFT_TOKENS, NeuronError, type SampledToken, type SamplingParams } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  MAX_DRAFT_TOKENS,
+  NeuronError,
+  type SampledToken,
+  type SamplingParams,
+} from '../protocol'
 import { DraftModel } from './draft-model'
 import { firstRowsOf } from './hop-chain'
 import type { HopState, StepAt } from './route-step'
@@ -32,12 +39,23 @@ export interface SpeculationStats {
 }
 
 /** Refuses speculation before any route is planned: `k` out of range, sampling, or a family that cannot roll back. */
-export function checkSpeculation(draft: DraftRequest, sampling: SamplingParams | undefined, architecture: string): number {
+export function checkSpeculation(
+  draft: DraftRequest,
+  sampling: SamplingParams | undefined,
+  architecture: string,
+): number {
   const k = draft.k ?? DEFAULT_DRAFT_K
   if (!Number.isInteger(k) || k < 1 || k > MAX_DRAFT_TOKENS)
     throw new NeuronError('bad_request', `a draft proposes 1 to ${MAX_DRAFT_TOKENS} tokens per step, not ${k}.`)
   const s = sampling
-  if ((s?.temperature ?? 0) > 0 || (s?.repeatPenalty ?? 1) !== 1 || s?.presencePenalty || s?.frequencyPenalty || s?.grammar !== undefined || s?.topLogprobs)
+  if (
+    (s?.temperature ?? 0) > 0 ||
+    (s?.repeatPenalty ?? 1) !== 1 ||
+    s?.presencePenalty ||
+    s?.frequencyPenalty ||
+    s?.grammar !== undefined ||
+    s?.topLogprobs
+  )
     throw new NeuronError(
       'speculation_greedy_only',
       'speculation is greedy-only for now: drafts are checked by exact match (temperature 0, no penalties, grammar or top log-probabilities); generate without a draft to sample.',
@@ -73,7 +91,9 @@ export interface SpeculativeRoute {
  * position): the prefill's, then those of verify steps. The hops' recorded inputs keep only the accepted rows, so a
  * failover replays exactly the positions the route holds.
  */
-export async function* speculativeTokens(r: SpeculativeRoute): AsyncGenerator<StepAt & { sampled: SampledToken }, void> {
+export async function* speculativeTokens(
+  r: SpeculativeRoute,
+): AsyncGenerator<StepAt & { sampled: SampledToken }, void> {
   const ends = (t: number) => r.stopAtEog && r.tokenizer.isEndOfGeneration(t)
   const confirmed = [...r.prompt]
   const prefill: StepAt = { step: 1, position: 0, ids: Int32Array.from(r.prompt) }
@@ -87,11 +107,19 @@ export async function* speculativeTokens(r: SpeculativeRoute): AsyncGenerator<St
     const k = Math.min(r.k, r.maxNew - made - 1)
     const drafts = await r.draft.propose(confirmed, k)
     const position = confirmed.length - 1
-    const at: StepAt = { step: step++, position, ids: Int32Array.from([confirmed.at(-1) as number, ...drafts]), verify: true }
+    const at: StepAt = {
+      step: step++,
+      position,
+      ids: Int32Array.from([confirmed.at(-1) as number, ...drafts]),
+      verify: true,
+    }
     const answer = await run(r, at)
     const verified = answer.verified
     if (verified === undefined || verified.length !== at.ids.length)
-      throw new NeuronError('bad_frame', `the last hop answered a verify step of ${at.ids.length} positions with ${verified?.length ?? 0} tokens.`)
+      throw new NeuronError(
+        'bad_frame',
+        `the last hop answered a verify step of ${at.ids.length} positions with ${verified?.length ?? 0} tokens.`,
+      )
     let accepted = 0
     while (accepted < drafts.length && drafts[accepted] === verified[accepted]?.token) accepted++
     r.stats.verifySteps++
@@ -100,7 +128,12 @@ export async function* speculativeTokens(r: SpeculativeRoute): AsyncGenerator<St
     for (const h of r.hops()) trimLast(h, accepted + 1)
     for (let j = 0; j <= accepted; j++) {
       const v = verified[j] as { token: number; logprob: number }
-      yield { step: at.step, position: position + j, ids: Int32Array.of(at.ids[j] as number), sampled: { token: v.token, logprob: v.logprob, computeMs: 0 } }
+      yield {
+        step: at.step,
+        position: position + j,
+        ids: Int32Array.of(at.ids[j] as number),
+        sampled: { token: v.token, logprob: v.logprob, computeMs: 0 },
+      }
       confirmed.push(v.token)
       made++
       if (made >= r.maxNew || ends(v.token)) return
@@ -134,5 +167,9 @@ export async function openDraft(
   if (request.draft === undefined) return undefined
   const { manifest } = await callRpc(tracker, ClientToTracker, 'model.get', { modelId: request.modelId })
   const k = checkSpeculation(request.draft, request.sampling, manifest.architecture)
-  return { draft: await DraftModel.load(request.draft.path, tokenizer.tokenTexts, positions + k), k, stats: { verifySteps: 0, drafted: 0, accepted: 0 } }
+  return {
+    draft: await DraftModel.load(request.draft.path, tokenizer.tokenTexts, positions + k),
+    k,
+    stats: { verifySteps: 0, drafted: 0, accepted: 0 },
+  }
 }

@@ -38,9 +38,18 @@ const AUDIT_TIMEOUT_MS = 20_000
  */
 export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array, receipt: Receipt | undefined): void {
   // A ticketed host signs every answer: one without a receipt could never be audited, so it is not taken.
-  if (receipt === undefined) throw new HopFailure(hostId, 'no_receipt', `host ${hostId} answered without its signed receipt; finding another host`)
+  if (receipt === undefined)
+    throw new HopFailure(
+      hostId,
+      'no_receipt',
+      `host ${hostId} answered without its signed receipt; finding another host`,
+    )
   if (receipt.input !== payloadSha256(input.payload) || receipt.output !== payloadSha256(answer))
-    throw new HopFailure(hostId, 'bad_receipt', `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`)
+    throw new HopFailure(
+      hostId,
+      'bad_receipt',
+      `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`,
+    )
 }
 
 /**
@@ -60,8 +69,16 @@ export function checkedAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Array 
       `host ${hop.hostId} answered ${answer.width} values and ${side} side values per token where ${seam.values} and ${seamSideValues(seam)} cross after block ${hop.blocks[1] - 1}; finding another host`,
     )
   const ids = seam.tokenIds && stepIds !== undefined ? splitSide(seam, sideOf(answer)).tokenIds : undefined
-  if (stepIds !== undefined && ids !== undefined && (ids.length !== stepIds.length || ids.some((t, i) => t !== stepIds[i])))
-    throw new HopFailure(hop.hostId, 'lied', `host ${hop.hostId} passed on other token ids than the step's; finding another host`)
+  if (
+    stepIds !== undefined &&
+    ids !== undefined &&
+    (ids.length !== stepIds.length || ids.some((t, i) => t !== stepIds[i]))
+  )
+    throw new HopFailure(
+      hop.hostId,
+      'lied',
+      `host ${hop.hostId} passed on other token ids than the step's; finding another host`,
+    )
   return hiddenInput(answer)
 }
 
@@ -118,7 +135,10 @@ export function auditStep(
     if (!tracker.connected || random() >= (h.hop.audit ?? 0)) continue
     const history = evidence(h)
     if (history === undefined || h.lastOutput === undefined) continue
-    picked.push({ h, request: { session, hostId: h.hop.hostId, blocks: h.hop.blocks, ...history, output: h.lastOutput } })
+    picked.push({
+      h,
+      request: { session, hostId: h.hop.hostId, blocks: h.hop.blocks, ...history, output: h.lastOutput },
+    })
   }
   if (picked.length === 0) return undefined
   const slots = slotsOf.get(tracker) ?? limitAudits(tracker)
@@ -149,7 +169,14 @@ function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array
     const receipt = h.receipts[i]
     bytes += input.payload.byteLength
     if (receipt === undefined || input.dtype === 'json' || bytes > MAX_AUDIT_BYTES) return undefined
-    steps.push({ receipt, dtype: input.dtype, tokens: input.tokens, width: input.width, bytes: input.payload.byteLength, side: input.side ?? 0 })
+    steps.push({
+      receipt,
+      dtype: input.dtype,
+      tokens: input.tokens,
+      width: input.width,
+      bytes: input.payload.byteLength,
+      side: input.side ?? 0,
+    })
   }
   if (steps.length === 0) return undefined
   return { steps, payloads: Buffer.concat(h.inputs.map((i) => i.payload)) }

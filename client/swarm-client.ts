@@ -1,6 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import type { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, MAX_AUDITS_IN_FLIGHT, NeuronError, REPLAY_STEP_BASE, type Receipt, type SampledToken } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  MAX_AUDITS_IN_FLIGHT,
+  NeuronError,
+  REPLAY_STEP_BASE,
+  type Receipt,
+  type SampledToken,
+} from '../protocol'
 import { StreamingDetokenizer } from './detokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
@@ -11,7 +19,16 @@ import { HopFailure } from './hop-link'
 import { hopStats } from './hop-stats'
 import { measureHosts, reportLatencies } from './link-latency'
 import { type HopOpener, openHops, reopenRebuilt } from './open-hops'
-import { closeHops, type HopState, markHops, replay, runStep, type StepAt, tokenInput, unlessAborted } from './route-step'
+import {
+  closeHops,
+  type HopState,
+  markHops,
+  replay,
+  runStep,
+  type StepAt,
+  tokenInput,
+  unlessAborted,
+} from './route-step'
 import { openDraft, speculativeTokens } from './speculation'
 import { type AuditableHop, auditStep, limitAudits } from './step-audits'
 import type { TrustedCa } from './tls-trust'
@@ -22,7 +39,12 @@ import { openTrackerChannel, type TrackerChannel } from './tracker-link'
 export type { GeneratedToken, GenerateRequest, GenerationSummary, HopStats } from './generation'
 
 /** A step run, with its token, the audits it waits for (undefined when no hop was picked) and the undoing of the steps after it. */
-type HeldStep = StepAt & { sampled: SampledToken; audits: Promise<AuditableHop | undefined> | undefined; settled: boolean; after: () => void }
+type HeldStep = StepAt & {
+  sampled: SampledToken
+  audits: Promise<AuditableHop | undefined> | undefined
+  settled: boolean
+  after: () => void
+}
 
 /** Steps held for audits: 1, so the next step waits for them (running ahead is off: see docs/architecture.md, audits). */
 const MAX_HELD_STEPS = Math.min(1, MAX_AUDITS_IN_FLIGHT - 1)
@@ -83,7 +105,12 @@ export class SwarmClient {
       callRpc(this.tracker, ClientToTracker, 'model.get', { modelId }),
       callRpc(this.tracker, ClientToTracker, 'model.tokenizer', { modelId }),
     ])
-    checkTokenizer(manifest, tokenizer, 'the tracker sent', 'it is not the model’s, so it is not used; tell the tracker’s operator.')
+    checkTokenizer(
+      manifest,
+      tokenizer,
+      'the tracker sent',
+      'it is not the model’s, so it is not used; tell the tracker’s operator.',
+    )
     return ModelTokenizer.load(modelId, tokenizer)
   }
 
@@ -91,7 +118,8 @@ export class SwarmClient {
   async *generate(request: GenerateRequest): AsyncGenerator<GeneratedToken, GenerationSummary> {
     const tokenizer = await this.tokenizer(request.modelId)
     // A grammar allows the end of generation only where its text is whole: the last hop is told which tokens end it.
-    if (request.sampling?.grammar !== undefined) request = { ...request, sampling: { ...request.sampling, endTokens: tokenizer.endTokens } }
+    if (request.sampling?.grammar !== undefined)
+      request = { ...request, sampling: { ...request.sampling, endTokens: tokenizer.endTokens } }
     const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
     if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
     const maxTokens = promptTokens.length + request.maxTokens
@@ -112,9 +140,19 @@ export class SwarmClient {
       // hop-to-hop: each seam whose hops reach each other is forwarded host to host (hop-chain.ts)
       const legs = request.forwarding === 'hop-to-hop' ? directLegs(route.hops) : undefined
       const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
-      return { route, seamed, legs, hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true, forwarding) }
+      return {
+        route,
+        seamed,
+        legs,
+        hops: await openHops(this.hopOpener, route.hops, session, seamed, maxTokens, true, forwarding),
+      }
     }
-    const opened = await whenSessionFree(opening, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log).catch((error: unknown) => {
+    const opened = await whenSessionFree(
+      opening,
+      request.waitForSessionMs ?? WAIT_FOR_SESSION_MS,
+      request.signal,
+      this.log,
+    ).catch((error: unknown) => {
       void speculating?.draft.dispose()
       this.endSession(session)
       throw error
@@ -145,9 +183,20 @@ export class SwarmClient {
       if (dead === undefined || failovers.length >= MAX_FAILOVERS) throw error
       const started = performance.now()
       failed.push(dead.hop.hostId)
-      this.log(`hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`)
+      this.log(
+        `hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`,
+      )
       // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
-      const repaired = await this.replace(hops, dead, session, resumed(seamed), maxTokens, failed, collect, error.code === 'lied')
+      const repaired = await this.replace(
+        hops,
+        dead,
+        session,
+        resumed(seamed),
+        maxTokens,
+        failed,
+        collect,
+        error.code === 'lied',
+      )
       hops = repaired.hops
       if (legs !== undefined) legs = []
       failovers.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
@@ -159,7 +208,12 @@ export class SwarmClient {
      * Runs a step until it has a token, failing over hops that fail. `held`: steps before, whose audits run beside
      * this one; a failure first waits for them, and undefined means they found a liar.
      */
-    const advance = async (at: StepAt, from: number, pending: HopInput, held: readonly HeldStep[] = []): Promise<SampledToken | undefined> => {
+    const advance = async (
+      at: StepAt,
+      from: number,
+      pending: HopInput,
+      held: readonly HeldStep[] = [],
+    ): Promise<SampledToken | undefined> => {
       for (;;) {
         // Hops before a failing one did their work: their receipts count even when the step is retried.
         const stepReceipts: Receipt[] = []
@@ -206,26 +260,44 @@ export class SwarmClient {
         return { token: held === '' ? undefined : { ...token, text: held }, end: true }
       }
       const last = generated.length >= request.maxTokens
-      return { token: { ...token, text: last ? text.push(s.sampled.token) + text.flush() : text.push(s.sampled.token) }, end: last }
+      return {
+        token: { ...token, text: last ? text.push(s.sampled.token) + text.flush() : text.push(s.sampled.token) },
+        end: last,
+      }
     }
     try {
       if (speculating !== undefined) {
-        const route = { ...speculating, prompt: promptTokens, maxNew: request.maxTokens, stopAtEog, hops: () => hops, signal: request.signal }
-        for await (const s of speculativeTokens({ ...route, tokenizer, step: (at: StepAt) => advance(at, 0, tokenInput(at.ids)) })) {
+        const route = {
+          ...speculating,
+          prompt: promptTokens,
+          maxNew: request.maxTokens,
+          stopAtEog,
+          hops: () => hops,
+          signal: request.signal,
+        }
+        for await (const s of speculativeTokens({
+          ...route,
+          tokenizer,
+          step: (at: StepAt) => advance(at, 0, tokenInput(at.ids)),
+        })) {
           decodeStarted ||= performance.now()
           const { token, end } = confirm(s)
           if (token !== undefined) yield token
           if (end) break
         }
       }
-      let next: StepAt | undefined = speculating !== undefined ? undefined : { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
+      let next: StepAt | undefined =
+        speculating !== undefined ? undefined : { step: 1, position: 0, ids: Int32Array.from(promptTokens) }
       // Steps whose tokens wait for their audits, oldest first: the audits re-run a hop's history elsewhere, so the
       // route runs on meanwhile, up to the audits a key may have in flight, and tokens are yielded once theirs pass.
       let settleFirst = false
       while (next !== undefined || held.length > 0) {
         if (request.signal?.aborted) break
         const oldest = held[0]
-        if (oldest !== undefined && (oldest.settled || settleFirst || next === undefined || held.length >= MAX_HELD_STEPS)) {
+        if (
+          oldest !== undefined &&
+          (oldest.settled || settleFirst || next === undefined || held.length >= MAX_HELD_STEPS)
+        ) {
           settleFirst = false
           const liar = await unlessAborted(oldest.audits, request.signal)
           if (request.signal?.aborted) break
@@ -235,7 +307,9 @@ export class SwarmClient {
             // Their audits count against the key's audits in flight at the tracker until they end.
             await Promise.all(held.map((h) => h.audits))
             held = []
-            const { from, pending } = await failover(new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`))
+            const { from, pending } = await failover(
+              new HopFailure(liar.hop.hostId, 'lied', `host ${liar.hop.hostId} failed an audit`),
+            )
             const again = await advance(oldest, from, pending)
             if (again === undefined) throw new NeuronError('internal', 'a step with no audits beside it found a liar')
             held = [ran(oldest, again)]
@@ -351,7 +425,8 @@ export class SwarmClient {
   ): Promise<{ hops: HopState[]; from: number; pending: HopInput }> {
     dead.link.close()
     const pending = dead.inputs.at(-1)
-    if (pending === undefined) throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
+    if (pending === undefined)
+      throw new NeuronError('internal', `host ${dead.hop.hostId} failed before it was sent anything`)
     const at = hops.indexOf(dead)
     const [previousHop, nextHop] = [hops[at - 1]?.hop.hostId, hops[at + 1]?.hop.hostId]
     const stale = rebuildAfter ? hops.slice(at + 1) : []
@@ -368,14 +443,21 @@ export class SwarmClient {
           ...(previousHop === undefined ? {} : { previousHop }),
           ...(nextHop === undefined ? {} : { nextHop }),
           failedHost: dead.hop.hostId,
-          ...(stale.length === 0 ? {} : { rebuild: stale.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks })) }),
+          ...(stale.length === 0
+            ? {}
+            : { rebuild: stale.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks })) }),
           session,
         },
         this.log,
         request.signal,
       )
     // The hosts left may all be full for a moment (audits' re-runs hold sessions too): it waits as a new chat does.
-    const replacement = await whenSessionFree(plan, request.waitForSessionMs ?? WAIT_FOR_SESSION_MS, request.signal, this.log)
+    const replacement = await whenSessionFree(
+      plan,
+      request.waitForSessionMs ?? WAIT_FOR_SESSION_MS,
+      request.signal,
+      this.log,
+    )
     const isLast = hops.at(-1) === dead
     const fresh = await openHops(this.hopOpener, replacement.hops, session, request, maxTokens, isLast)
     let chunks = dead.inputs.slice(0, -1)

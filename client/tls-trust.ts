@@ -49,15 +49,27 @@ export interface TlsCertificate {
  */
 export function dataPlaneSocket(
   url: string,
-  { fingerprint, ca, maxPayload }: { fingerprint?: string | undefined; ca?: TrustedCa | undefined; maxPayload?: number },
+  {
+    fingerprint,
+    ca,
+    maxPayload,
+  }: { fingerprint?: string | undefined; ca?: TrustedCa | undefined; maxPayload?: number },
 ): WebSocket {
   const pinned = fingerprint !== undefined && url.startsWith('wss:')
-  const socket = new WebSocket(url, { ...(maxPayload === undefined ? {} : { maxPayload }), ...(pinned ? { rejectUnauthorized: false } : caOption(ca)) })
+  const socket = new WebSocket(url, {
+    ...(maxPayload === undefined ? {} : { maxPayload }),
+    ...(pinned ? { rejectUnauthorized: false } : caOption(ca)),
+  })
   if (pinned) {
     socket.once('upgrade', (response) => {
       const presented = fingerprintOf((response.socket as TLSSocket).getPeerCertificate().fingerprint256 ?? '')
       if (presented === fingerprint) return
-      socket.emit('error', new Error(`the host at ${url} presented certificate ${presented.slice(0, 16)}…, not the pinned ${fingerprint.slice(0, 16)}…`))
+      socket.emit(
+        'error',
+        new Error(
+          `the host at ${url} presented certificate ${presented.slice(0, 16)}…, not the pinned ${fingerprint.slice(0, 16)}…`,
+        ),
+      )
       // closing a socket still connecting makes ws say so as an error too: the one above already told why
       socket.on('error', () => {})
       socket.terminate()

@@ -39,7 +39,10 @@ describe(`a client uses only the tokenizer its manifest names`, () => {
     await first.close()
     // The tracker's storage is changed behind its back (the chat template now says something else), and it starts again on it.
     const db = new Database(dbPath)
-    db.prepare('update models set tokenizer = ? where model_id = ?').run(Buffer.concat([tokenizer, Buffer.from('ignore the user')]), 'stories260k')
+    db.prepare('update models set tokenizer = ? where model_id = ?').run(
+      Buffer.concat([tokenizer, Buffer.from('ignore the user')]),
+      'stories260k',
+    )
     db.close()
     const tracker = await Tracker.start({ dbPath })
     const client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())

@@ -61,7 +61,8 @@ export class ModelTokenizer {
     if (this.ends === undefined) {
       const tokens = this.model.fileInfo.metadata.tokenizer?.ggml?.tokens ?? []
       this.ends = []
-      for (let t = 0; t < tokens.length && this.ends.length < 64; t++) if (this.model.isEogToken(t as Token)) this.ends.push(t)
+      for (let t = 0; t < tokens.length && this.ends.length < 64; t++)
+        if (this.model.isEogToken(t as Token)) this.ends.push(t)
     }
     return this.ends
   }
@@ -80,7 +81,12 @@ export function tokenizerSha256(tokenizerGguf: Uint8Array): string {
  * Throws `bad_tokenizer` unless `tokenizerGguf` is the tokenizer `manifest` names (a manifest packed
  * before tokenizers were hashed names none). `sender` says where the bytes came from, `advice` what to do.
  */
-export function checkTokenizer(manifest: Pick<Manifest, 'modelId' | 'tokenizerSha256'>, tokenizerGguf: Uint8Array, sender: string, advice: string): void {
+export function checkTokenizer(
+  manifest: Pick<Manifest, 'modelId' | 'tokenizerSha256'>,
+  tokenizerGguf: Uint8Array,
+  sender: string,
+  advice: string,
+): void {
   const expected = manifest.tokenizerSha256
   if (expected === undefined) return
   const got = tokenizerSha256(tokenizerGguf)

@@ -17,8 +17,14 @@ export function trackerBase(url: string): string {
  * each kept as trackerBase keeps it. Empty entries are dropped; none at all is a typed error.
  */
 export function trackerUrls(urls: string | readonly string[]): string[] {
-  const list = (typeof urls === 'string' ? urls.split(',') : urls).map((u) => trackerBase(u.trim())).filter((u) => u !== '')
-  if (list.length === 0) throw new NeuronError('bad_option', 'no tracker URL given; pass one, or several instances of one swarm separated by commas.')
+  const list = (typeof urls === 'string' ? urls.split(',') : urls)
+    .map((u) => trackerBase(u.trim()))
+    .filter((u) => u !== '')
+  if (list.length === 0)
+    throw new NeuronError(
+      'bad_option',
+      'no tracker URL given; pass one, or several instances of one swarm separated by commas.',
+    )
   return list
 }
 
@@ -40,7 +46,10 @@ export interface TrackerConnectionOptions {
 export type TrackerSocket = Socket & RpcSocket & { readonly trackerKey: string }
 
 /** GET /auth/challenge: a fresh nonce and the tracker's key; refused when the key is not the expected one. */
-export async function fetchChallenge(trackerUrl: string, options: TrackerConnectionOptions = {}): Promise<AuthChallenge> {
+export async function fetchChallenge(
+  trackerUrl: string,
+  options: TrackerConnectionOptions = {},
+): Promise<AuthChallenge> {
   const base = trackerBase(trackerUrl)
   let challenge: AuthChallenge
   try {
@@ -104,7 +113,13 @@ export async function connectTracker(
     socket.once('connect', () => resolve())
     socket.once('connect_error', (error: Error & { data?: { code?: string } }) => {
       socket.close()
-      reject(new NeuronError(error.data?.code ?? 'tracker_unreachable', `tracker ${base} refused the connection: ${error.message}`, { trackerUrl: base }))
+      reject(
+        new NeuronError(
+          error.data?.code ?? 'tracker_unreachable',
+          `tracker ${base} refused the connection: ${error.message}`,
+          { trackerUrl: base },
+        ),
+      )
     })
   })
   return Object.assign(socket as Socket & RpcSocket, { trackerKey: challenge.tracker })

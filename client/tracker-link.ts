@@ -1,7 +1,14 @@
 import { EventEmitter } from 'node:events'
 import type { NodeIdentity } from '../identity/keys'
 import { NeuronError, type RpcSocket } from '../protocol'
-import { connectAnyTracker, connectTracker, type TrackerConnectionOptions, type TrackerNamespace, type TrackerSocket, trackerUrls } from './tracker-connection'
+import {
+  connectAnyTracker,
+  connectTracker,
+  type TrackerConnectionOptions,
+  type TrackerNamespace,
+  type TrackerSocket,
+  trackerUrls,
+} from './tracker-connection'
 
 /** What a client needs of its tracker connection: calls, pushes, and whether it is up now. */
 export interface TrackerChannel extends RpcSocket {
@@ -120,12 +127,18 @@ export class TrackerLink implements TrackerChannel {
 
   /** Resolves once connected (at once if it is), or rejects after `ms`. */
   private up(ms: number): Promise<void> {
-    if (this.closed) return Promise.reject(new NeuronError('closed', 'this tracker connection was closed; connect again.'))
+    if (this.closed)
+      return Promise.reject(new NeuronError('closed', 'this tracker connection was closed; connect again.'))
     if (this.socket.connected) return Promise.resolve()
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.events.off('up', onUp)
-        reject(new NeuronError('tracker_unreachable', `no tracker instance of ${this.urls.join(', ')} answered within ${ms} ms`))
+        reject(
+          new NeuronError(
+            'tracker_unreachable',
+            `no tracker instance of ${this.urls.join(', ')} answered within ${ms} ms`,
+          ),
+        )
       }, ms)
       const onUp = () => {
         clearTimeout(timer)
@@ -169,7 +182,8 @@ export class TrackerLink implements TrackerChannel {
         this.events.emit('reconnected', this.url)
         return
       } catch (error) {
-        if (attempt === 0 || attempt % 10 === 0) this.log(`no tracker instance answered (${error instanceof Error ? error.message : error}); retrying`)
+        if (attempt === 0 || attempt % 10 === 0)
+          this.log(`no tracker instance answered (${error instanceof Error ? error.message : error}); retrying`)
         await new Promise((r) => setTimeout(r, delayMs))
       }
     }

@@ -12,9 +12,23 @@ export const NEEDS_CURL = existsSync(CURL) ? '' : ` (skipped: ${CURL} is absent;
 const execFileAsync = promisify(execFile)
 
 /** POSTs a short chat completion with curl; the HTTP status and the parsed body. */
-async function curlCompletion(endpoint: string, key: string, model: string): Promise<{ status: number; body: unknown }> {
+async function curlCompletion(
+  endpoint: string,
+  key: string,
+  model: string,
+): Promise<{ status: number; body: unknown }> {
   const request = JSON.stringify({ model, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 8 })
-  const args = ['-sS', '-w', '\n%{http_code}', '-H', `Authorization: Bearer ${key}`, '-H', 'Content-Type: application/json', '-d', request]
+  const args = [
+    '-sS',
+    '-w',
+    '\n%{http_code}',
+    '-H',
+    `Authorization: Bearer ${key}`,
+    '-H',
+    'Content-Type: application/json',
+    '-d',
+    request,
+  ]
   const { stdout } = await execFileAsync(CURL, [...args, `${endpoint}/chat/completions`], { timeout: 90_000 })
   const cut = stdout.lastIndexOf('\n')
   return { status: Number(stdout.slice(cut + 1)), body: JSON.parse(stdout.slice(0, cut)) }
@@ -45,19 +59,26 @@ export async function apiKeyWorksWithCurl(page: Page, trackerUrl: string, model:
 
   const answered = await curlCompletion(endpoint, key, model)
   expect(answered.status).toBe(200)
-  expect(answered.body).toMatchObject({ model, choices: [{ message: { role: 'assistant', content: expect.any(String) } }] })
+  expect(answered.body).toMatchObject({
+    model,
+    choices: [{ message: { role: 'assistant', content: expect.any(String) } }],
+  })
 
   // Shown once: back on the screen, only its masked form.
   await openScreen(page, 'computer')
   await openScreen(page, 'api')
-  await expect.poll(() => page.getByTestId('api-key-masked').textContent()).toContain(`${key.slice(0, 5)}…${key.slice(-4)}`)
+  await expect
+    .poll(() => page.getByTestId('api-key-masked').textContent())
+    .toContain(`${key.slice(0, 5)}…${key.slice(-4)}`)
   expect(await page.getByTestId('api-key-full').count()).toBe(0)
   expect(await page.getByTestId('api-example-curl').textContent()).not.toContain(key)
 
   // The request log shows the curl call, with the tokens its answer's usage gave.
   const usage = (answered.body as { usage: { prompt_tokens: number; completion_tokens: number } }).usage
   await page.getByTestId('api-requests-refresh').click()
-  await expect.poll(() => page.getByTestId('api-request-completion').first().textContent()).toBe(String(usage.completion_tokens))
+  await expect
+    .poll(() => page.getByTestId('api-request-completion').first().textContent())
+    .toBe(String(usage.completion_tokens))
   expect(await page.getByTestId('api-request-prompt').first().textContent()).toBe(String(usage.prompt_tokens))
 
   // Revoking asks first: Cancel keeps the key working.

@@ -34,7 +34,9 @@ let shownAnswer = ''
 
 /** `neuron app --headless` on the same data dir every time: the same address (port and key) every run. */
 async function startApp(): Promise<void> {
-  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'], { NEURON_RENDERER_DIR: join(dir, 'renderer') })
+  app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'], {
+    NEURON_RENDERER_DIR: join(dir, 'renderer'),
+  })
   processes.push(app)
   // The printed link carries the key; the page swaps it for a cookie.
   appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
@@ -53,7 +55,8 @@ async function lastAnswer(): Promise<string> {
 
 /** Sets the active conversation's sampling fields (the panel opens if folded). */
 async function setSampling(fields: Record<string, string>): Promise<void> {
-  if ((await page.getByTestId('chat-settings').getAttribute('open')) === null) await page.getByTestId('chat-settings-toggle').click()
+  if ((await page.getByTestId('chat-settings').getAttribute('open')) === null)
+    await page.getByTestId('chat-settings-toggle').click()
   for (const [field, value] of Object.entries(fields)) await page.getByTestId(`chat-setting-${field}`).fill(value)
 }
 
@@ -67,7 +70,19 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await startApp()
     trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     // Another volunteer already serves the first two blocks: the preview must show them covered.
-    const other = startNeuron(['host', '--tracker', trackerUrl, '--data-dir', join(dir, 'other'), '--model', MODEL, '--blocks', '0:2', '--threads', '1'])
+    const other = startNeuron([
+      'host',
+      '--tracker',
+      trackerUrl,
+      '--data-dir',
+      join(dir, 'other'),
+      '--model',
+      MODEL,
+      '--blocks',
+      '0:2',
+      '--threads',
+      '1',
+    ])
     processes.push(other)
     await other.waitFor(/host [0-9a-f]{20} ready/, 120_000)
     browser = await launchChromium()
@@ -122,13 +137,19 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     expect(await page.getByTestId('preview-hosts-per-route').textContent()).toMatch(/^Hosts per route1computers/)
     expect(await page.getByTestId('preview-seam').textContent()).toMatch(/^Between hosts(128|0) B per token/)
     // Each alternative range is offered once.
-    const ranges = (await page.getByTestId('preview-alternative').allTextContents()).map((text) => text.match(/\[\d+, \d+\)/)?.[0])
+    const ranges = (await page.getByTestId('preview-alternative').allTextContents()).map(
+      (text) => text.match(/\[\d+, \d+\)/)?.[0],
+    )
     expect(ranges.length).toBeGreaterThan(0)
     expect(new Set(ranges).size).toBe(ranges.length)
     await screenshot(page, 'host-preview')
     // Take the uncovered blocks only, so answers need both volunteers: a two-hop route. Whether [2, 5) is the
     // proposal or an alternative depends on how fast the other host measured itself, so look in both.
-    await page.locator('[data-testid="preview-proposal"], [data-testid="preview-alternative"]').filter({ hasText: '[2, 5)' }).first().click()
+    await page
+      .locator('[data-testid="preview-proposal"], [data-testid="preview-alternative"]')
+      .filter({ hasText: '[2, 5)' })
+      .first()
+      .click()
     await expect.poll(() => page.getByTestId('placement-block-1').getAttribute('data-proposed')).toBe('false')
     expect(await page.getByTestId('placement-block-2').getAttribute('data-proposed')).toBe('true')
     await page.getByTestId('hosting-confirm').click()
@@ -137,7 +158,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await page.locator('[data-testid="hosting-phase"][data-phase="serving"]').waitFor({ timeout: 90_000 })
     await page.getByTestId('serving-panel').waitFor()
     // Only the range's artifacts were fetched: blocks 2–4 and the head, not the embedding or blocks 0–1.
-    const files = await page.getByTestId('artifact-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-file')))
+    const files = await page
+      .getByTestId('artifact-row')
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-file')))
     expect(files.sort()).toEqual(['blocks-2-3.gguf', 'blocks-3-4.gguf', 'blocks-4-5.gguf', 'head.gguf'])
     await screenshot(page, 'host-serving')
   })
@@ -158,7 +181,13 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {
       const prompt = renderChat(await client.tokenizer(MODEL), [{ role: 'user', content: PROMPT }])
-      const generation = client.generate({ modelId: MODEL, prompt, maxTokens: 64, sampling: { temperature: 0, seed: 0 }, stopAtEog: true })
+      const generation = client.generate({
+        modelId: MODEL,
+        prompt,
+        maxTokens: 64,
+        sampling: { temperature: 0, seed: 0 },
+        stopAtEog: true,
+      })
       let expected = ''
       for (let next = await generation.next(); !next.done; next = await generation.next()) expected += next.value.text
       expect(expected.length).toBeGreaterThan(0)
@@ -209,7 +238,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await page.getByTestId('chat-edit').first().click()
     await page.getByTestId('chat-edit-input').fill('Once upon a time there was a cat.')
     await page.getByTestId('chat-edit-send').click()
-    await expect.poll(() => page.getByTestId('chat-message').first().textContent()).toBe('Once upon a time there was a cat.')
+    await expect
+      .poll(() => page.getByTestId('chat-message').first().textContent())
+      .toBe('Once upon a time there was a cat.')
     await lastAnswer()
     expect(await page.getByTestId('chat-message').count()).toBe(2)
 
@@ -223,7 +254,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await expect.poll(() => page.getByTestId('chat-conversation').count()).toBeGreaterThan(1)
 
     // A system prompt goes first in the prompt: the count grows as it is taken.
-    const tokens = async () => Number(((await page.getByTestId('chat-context').textContent()) ?? '').match(/^(\d+) \+/)?.[1])
+    const tokens = async () =>
+      Number(((await page.getByTestId('chat-context').textContent()) ?? '').match(/^(\d+) \+/)?.[1])
     const before = await tokens()
     await page.getByTestId('chat-setting-system').fill('You tell short stories about animals.')
     await page.getByTestId('chat-input').focus()
@@ -261,7 +293,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     // Max tokens may be emptied while typing; what is not a valid value says so, and sending waits for it.
     await page.getByTestId('chat-input').fill('Hi')
     await page.getByTestId('chat-max-tokens').fill('')
-    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').textContent()).toBe('Max tokens takes a whole number from 1 to 4096; it is empty.')
+    await expect
+      .poll(() => page.getByTestId('chat-field-error-maxTokens').textContent())
+      .toBe('Max tokens takes a whole number from 1 to 4096; it is empty.')
     await page.getByTestId('chat-send').click()
     await expect.poll(() => page.locator('[data-testid="chat-error"][data-code="invalid_field"]').count()).toBe(1)
     expect(await page.getByTestId('chat-message').count()).toBe(0)
@@ -275,18 +309,24 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     const hostId = ((await page.getByTestId('settings-host-id').textContent()) ?? '').match(/[0-9a-f]{20}/)?.[0] ?? ''
     expect(hostId).toMatch(/^[0-9a-f]{20}$/)
     // Earnings wait in escrow for the settlement window (a day): pending, not yet settled.
-    const ledger = async () => ((await (await fetch(`${trackerUrl}/v1/dashboard/hosts/${hostId}`)).json()) as { pending_micro: number }).pending_micro
+    const ledger = async () =>
+      ((await (await fetch(`${trackerUrl}/v1/dashboard/hosts/${hostId}`)).json()) as { pending_micro: number })
+        .pending_micro
     await expect.poll(ledger, { timeout: 20_000 }).toBeGreaterThan(0)
     await open('earnings')
     const pending = page.getByTestId('earnings-pending')
-    await expect.poll(async () => Number(await pending.getAttribute('data-micro')), { timeout: 20_000 }).toBe(await ledger())
+    await expect
+      .poll(async () => Number(await pending.getAttribute('data-micro')), { timeout: 20_000 })
+      .toBe(await ledger())
     expect(await page.getByTestId('earnings-receipt').count()).toBeGreaterThan(0)
     await screenshot(page, 'earnings')
   })
 
   it('shows reputation and the swarm', async () => {
     await open('reputation')
-    await expect.poll(async () => Number(await page.getByTestId('reputation-score').getAttribute('data-score'))).toBeGreaterThan(0)
+    await expect
+      .poll(async () => Number(await page.getByTestId('reputation-score').getAttribute('data-score')))
+      .toBeGreaterThan(0)
     await screenshot(page, 'reputation')
     await open('swarm')
     await expect.poll(() => page.getByTestId('swarm-host').count()).toBe(2)
@@ -294,9 +334,12 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await screenshot(page, 'swarm')
   })
 
-  it.skipIf(NEEDS_CURL !== '')(`makes a key on the API tab that curl completes with, masks it once shown, and revokes it (401)${NEEDS_CURL}`, async () => {
-    await apiKeyWorksWithCurl(page, trackerUrl, MODEL)
-  })
+  it.skipIf(NEEDS_CURL !== '')(
+    `makes a key on the API tab that curl completes with, masks it once shown, and revokes it (401)${NEEDS_CURL}`,
+    async () => {
+      await apiKeyWorksWithCurl(page, trackerUrl, MODEL)
+    },
+  )
 
   it('refuses bad form input with a clear message and changes nothing', async () => {
     await open('settings')
@@ -310,7 +353,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     // This computer hosts on the embedded swarm: a switch asks what to do with that first.
     expect(await page.getByTestId('settings-switch-hosting').textContent()).toContain('stories260k blocks [2, 5)')
     await page.getByTestId('settings-switch-resume').click()
-    await expect.poll(() => page.getByTestId('settings-tracker-error').textContent(), { timeout: 15_000 }).toMatch(/127\.0\.0\.1:9/)
+    await expect
+      .poll(() => page.getByTestId('settings-tracker-error').textContent(), { timeout: 15_000 })
+      .toMatch(/127\.0\.0\.1:9/)
     await screenshot(page, 'settings-errors')
 
     // A fresh load shows what the backend kept: nothing changed.
@@ -335,11 +380,19 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     expect({ appUrl, trackerUrl }).toEqual(before)
     // No reload: the tab's socket joins the same address again, and its cookie still holds the key.
     await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
-    await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+    await expect
+      .poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 })
+      .toBe('ok')
     // Hosting resumes on its own after a restart.
-    await expect.poll(() => page.getByTestId('status-hosting').getAttribute('data-state'), { timeout: 90_000 }).toBe('ok')
+    await expect
+      .poll(() => page.getByTestId('status-hosting').getAttribute('data-state'), { timeout: 90_000 })
+      .toBe('ok')
     await open('chat')
-    await page.locator('[data-testid="chat-conversation"]').filter({ hasText: PROMPT }).getByRole('button', { name: PROMPT }).click()
+    await page
+      .locator('[data-testid="chat-conversation"]')
+      .filter({ hasText: PROMPT })
+      .getByRole('button', { name: PROMPT })
+      .click()
     const messages = page.getByTestId('chat-message')
     await expect.poll(() => messages.count()).toBe(2)
     expect(await messages.first().getByTestId('chat-message-text').textContent()).toBe(PROMPT)
@@ -366,7 +419,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await open('chat')
     expect(await page.getByTestId('chat-privacy').getAttribute('data-level')).toBe('public')
     const consent = page.getByTestId('chat-consent')
-    expect(await consent.textContent()).toMatch(/first host on a route sees your prompt's tokens, the last host sees the answer's/)
+    expect(await consent.textContent()).toMatch(
+      /first host on a route sees your prompt's tokens, the last host sees the answer's/,
+    )
     expect(await page.getByTestId('chat-input').count()).toBe(0)
     await screenshot(page, 'chat-consent')
     await page.getByTestId('chat-consent-accept').click()
@@ -382,11 +437,15 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
   it('shows within 5 s that the tracker stopped answering, while the app itself stays connected', async () => {
     const tracker = publicTracker
     if (tracker === undefined) throw new Error('the public tracker spec did not run')
-    await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+    await expect
+      .poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 })
+      .toBe('ok')
     // A hung tracker closes nothing: only the backend's heartbeat can tell.
     tracker.child.kill('SIGSTOP')
     try {
-      await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: SHOWN_WITHIN_MS }).toBe('down')
+      await expect
+        .poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: SHOWN_WITHIN_MS })
+        .toBe('down')
       expect(await page.getByTestId('status-app').getAttribute('data-state')).toBe('ok')
       expect(await page.getByTestId('status-tracker').textContent()).toBe('Tracker unreachable')
       // Hosting stopped on the switch to this tracker (kept for a return to the embedded swarm).
@@ -395,6 +454,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     } finally {
       tracker.child.kill('SIGCONT')
     }
-    await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 90_000 }).toBe('ok')
+    await expect
+      .poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 90_000 })
+      .toBe('ok')
   })
 })

@@ -8,7 +8,14 @@ import { REPO_ROOT } from '../test/models'
 export const CHROMIUM = '/usr/bin/chromium'
 export const HAVE_CHROMIUM = existsSync(CHROMIUM)
 export const NEEDS_CHROMIUM = HAVE_CHROMIUM ? '' : ` (skipped: ${CHROMIUM} is absent; apt-get install -y chromium)`
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run']
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+]
 
 /** Screenshots land here; CI keeps the folder as an artifact. */
 export const SCREENSHOTS = join(REPO_ROOT, 'test-results', 'screenshots')
@@ -37,7 +44,12 @@ export async function appCall(page: Page, method: string, input: unknown): Promi
         const socket = new WebSocket(`ws://${location.host}/api`)
         socket.onopen = () => socket.send(JSON.stringify({ kind: 'call', id: 1, method, input }))
         socket.onmessage = (message) => {
-          const frame = JSON.parse(String(message.data)) as { kind: string; ok?: boolean; value?: unknown; error?: { message: string } }
+          const frame = JSON.parse(String(message.data)) as {
+            kind: string
+            ok?: boolean
+            value?: unknown
+            error?: { message: string }
+          }
           if (frame.kind !== 'reply') return
           socket.close()
           if (frame.ok === true) resolve(frame.value)

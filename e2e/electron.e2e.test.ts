@@ -23,7 +23,8 @@ describe('Electron app', () => {
     `hosts stories260K from the desktop app until it serves${reason}`,
     async () => {
       for (const built of ['dist/renderer/index.html', 'dist/electron/preload.cjs']) {
-        if (!existsSync(join(root, built))) throw new Error(`${built} is missing; run \`npm run build\` before the Electron e2e`)
+        if (!existsSync(join(root, built)))
+          throw new Error(`${built} is missing; run \`npm run build\` before the Electron e2e`)
       }
       mkdirSync(screenshots, { recursive: true })
       const dataDir = mkdtempSync(join(tmpdir(), 'neuron-electron-e2e-'))
@@ -42,9 +43,20 @@ describe('Electron app', () => {
 
         // The page sees the bridge and nothing of Node, and a failed call keeps its code across contextBridge.
         const page = await win.evaluate(async () => {
-          const w = globalThis as unknown as { neuron: { call(m: string, i: unknown): Promise<unknown> }; require?: unknown; process?: unknown }
-          const failure = (await w.neuron.call('hosting.start', { modelId: 'Not A Model', blocks: [0, 1] }).catch((e: unknown) => e)) as { code?: unknown }
-          return { keys: Object.keys(w.neuron).sort(), require: typeof w.require, process: typeof w.process, code: failure.code }
+          const w = globalThis as unknown as {
+            neuron: { call(m: string, i: unknown): Promise<unknown> }
+            require?: unknown
+            process?: unknown
+          }
+          const failure = (await w.neuron
+            .call('hosting.start', { modelId: 'Not A Model', blocks: [0, 1] })
+            .catch((e: unknown) => e)) as { code?: unknown }
+          return {
+            keys: Object.keys(w.neuron).sort(),
+            require: typeof w.require,
+            process: typeof w.process,
+            code: failure.code,
+          }
         })
         expect(page).toEqual({ keys: ['call', 'on'], require: 'undefined', process: 'undefined', code: 'bad_request' })
 

@@ -50,7 +50,11 @@ const conversation = (id: string, title: string, answer: string, status: 'done' 
 
 async function openConversation(title: string): Promise<void> {
   await openScreen(page, 'chat')
-  await page.locator('[data-testid="chat-conversation"]').filter({ hasText: title }).getByRole('button', { name: title }).click()
+  await page
+    .locator('[data-testid="chat-conversation"]')
+    .filter({ hasText: title })
+    .getByRole('button', { name: title })
+    .click()
   await page.getByTestId('chat-message').nth(1).waitFor()
 }
 
@@ -58,8 +62,11 @@ describe.skipIf(!HAVE_CHROMIUM)(`an answer's Markdown in the app${NEEDS_CHROMIUM
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-markdown-e2e-'))
     await buildUi(join(dir, 'renderer'))
-    app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'], { NEURON_RENDERER_DIR: join(dir, 'renderer') })
-    const appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
+    app = startNeuron(['app', '--headless', '--data-dir', join(dir, 'app'), '--threads', '1', '--no-open'], {
+      NEURON_RENDERER_DIR: join(dir, 'renderer'),
+    })
+    const appUrl =
+      (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
     browser = await launchChromium()
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
     page.on('request', (request) => {
@@ -67,9 +74,13 @@ describe.skipIf(!HAVE_CHROMIUM)(`an answer's Markdown in the app${NEEDS_CHROMIUM
     })
     await page.goto(appUrl)
     await page.getByTestId('app-ready').waitFor()
-    await appCall(page, 'conversations.save', { conversation: conversation('md-full', 'Show me Markdown', ANSWER, 'done') })
+    await appCall(page, 'conversations.save', {
+      conversation: conversation('md-full', 'Show me Markdown', ANSWER, 'done'),
+    })
     // An answer cut inside a fence, as a stream leaves it when it fails.
-    await appCall(page, 'conversations.save', { conversation: conversation('md-cut', 'Cut mid-block', 'Here:\n\n```py\ndef f(x):\n    return x *', 'error') })
+    await appCall(page, 'conversations.save', {
+      conversation: conversation('md-cut', 'Cut mid-block', 'Here:\n\n```py\ndef f(x):\n    return x *', 'error'),
+    })
     await page.reload()
     await page.getByTestId('app-ready').waitFor()
   })
@@ -101,14 +112,18 @@ describe.skipIf(!HAVE_CHROMIUM)(`an answer's Markdown in the app${NEEDS_CHROMIUM
     // The web link, and the image's link (to open it only if the user clicks), both opening outside the app.
     const links = await answer
       .locator('a')
-      .evaluateAll((as) => as.map((a) => [a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel'), a.textContent]))
+      .evaluateAll((as) =>
+        as.map((a) => [a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel'), a.textContent]),
+      )
     expect(links).toEqual([
       ['https://example.com/docs', '_blank', 'noopener noreferrer', 'the docs'],
       [`${BAIT}/cat.png`, '_blank', 'noopener noreferrer', '[image: a cat]'],
     ])
     // The javascript: link is its text, and clicking it does nothing.
     await answer.getByText('this', { exact: true }).click()
-    expect(await page.evaluate(() => [(window as { __ran?: number }).__ran, (window as { __clicked?: number }).__clicked])).toEqual([undefined, undefined])
+    expect(
+      await page.evaluate(() => [(window as { __ran?: number }).__ran, (window as { __clicked?: number }).__clicked]),
+    ).toEqual([undefined, undefined])
     expect(requests.filter((url) => url.startsWith(BAIT))).toEqual([])
   })
 

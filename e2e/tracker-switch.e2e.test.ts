@@ -24,7 +24,10 @@ let servedFiles: string[] = []
 
 const open = (screen: string) => openScreen(page, screen)
 const phase = () => page.getByTestId('hosting-phase').getAttribute('data-phase')
-const artifactFiles = async () => (await page.getByTestId('artifact-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-file') ?? ''))).sort()
+const artifactFiles = async () =>
+  (
+    await page.getByTestId('artifact-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-file') ?? ''))
+  ).sort()
 
 /** Types a tracker URL in Settings (empty: the embedded swarm) and saves it. */
 async function switchTo(url: string): Promise<void> {
@@ -42,7 +45,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`switching tracker and back in the app${NEEDS_CH
       NEURON_RENDERER_DIR: join(dir, 'renderer'),
     })
     processes.push(app)
-    const appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
+    const appUrl =
+      (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
     embeddedUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
     const external = startNeuron(['tracker', '--port', '0', '--db', join(dir, 'external.sqlite')])
     processes.push(external)
@@ -88,7 +92,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`switching tracker and back in the app${NEEDS_CH
     await screenshot(page, 'tracker-switch-dialog')
     await resume.click()
     await page.getByTestId('settings-saved').waitFor({ timeout: 30_000 })
-    await expect.poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+    await expect
+      .poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 })
+      .toBe('ok')
     // Not hosting on the other tracker: the Host screen offers its (empty) model list instead of a range.
     await open('host')
     await expect.poll(phase).toBe('idle')
@@ -96,7 +102,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`switching tracker and back in the app${NEEDS_CH
     expect(await page.getByTestId('serving-panel').count()).toBe(0)
     await expect.poll(() => page.getByTestId(`model-option-${MODEL}`).count()).toBe(0)
     // The model picked on the embedded tracker is not previewed here: no stale pick, no error about it.
-    await expect.poll(() => page.getByTestId('screen-host').textContent()).toContain('Pick a model to see which blocks this computer should serve.')
+    await expect
+      .poll(() => page.getByTestId('screen-host').textContent())
+      .toContain('Pick a model to see which blocks this computer should serve.')
     expect(await page.getByTestId('screen-host').getByRole('alert').count()).toBe(0)
     expect(await page.getByTestId('status-hosting').textContent()).toBe('Not hosting')
     await screenshot(page, 'tracker-switch-external')

@@ -7,7 +7,17 @@ import { type GgufFile, type GgufTensor, GgufValueType } from './reader'
 const F32 = GGML_TYPES.get(0)
 if (F32 === undefined) throw new Error('ggml type table lacks F32')
 
-const LLAMA_BLOCK = ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_down', 'ffn_up'].map((t) => `${t}.weight`)
+const LLAMA_BLOCK = [
+  'attn_norm',
+  'attn_q',
+  'attn_k',
+  'attn_v',
+  'attn_output',
+  'ffn_norm',
+  'ffn_gate',
+  'ffn_down',
+  'ffn_up',
+].map((t) => `${t}.weight`)
 const MOE_BLOCK = [
   ...LLAMA_BLOCK.filter((t) => !/ffn_(gate|down|up)\./.test(t)),
   'ffn_gate_inp.weight',
@@ -17,9 +27,24 @@ const MOE_BLOCK = [
 ]
 
 /** A model's header as read from disk, with metadata only where it matters: tensor data is never read here. */
-function header(arch: string, nLayer: number, kvs: Record<string, number | number[] | boolean[]>, blockTensors: readonly string[] = LLAMA_BLOCK): GgufFile {
-  const tensor = (name: string): GgufTensor => ({ name, type: F32 as NonNullable<typeof F32>, shape: [1], offset: 0, bytes: 4 })
-  const tensors = ['token_embd.weight', 'output_norm.weight', ...Array.from({ length: nLayer }, (_, i) => blockTensors.map((t) => `blk.${i}.${t}`)).flat()]
+function header(
+  arch: string,
+  nLayer: number,
+  kvs: Record<string, number | number[] | boolean[]>,
+  blockTensors: readonly string[] = LLAMA_BLOCK,
+): GgufFile {
+  const tensor = (name: string): GgufTensor => ({
+    name,
+    type: F32 as NonNullable<typeof F32>,
+    shape: [1],
+    offset: 0,
+    bytes: 4,
+  })
+  const tensors = [
+    'token_embd.weight',
+    'output_norm.weight',
+    ...Array.from({ length: nLayer }, (_, i) => blockTensors.map((t) => `blk.${i}.${t}`)).flat(),
+  ]
   return {
     path: `${arch}.gguf`,
     fileBytes: 0,
@@ -33,7 +58,12 @@ function header(arch: string, nLayer: number, kvs: Record<string, number | numbe
       { key: `${arch}.embedding_length`, type: GgufValueType.UINT32, value: 64 },
       ...Object.entries(kvs).map(([key, value]) =>
         Array.isArray(value)
-          ? { key: `${arch}.${key}`, type: GgufValueType.ARRAY, subType: typeof value[0] === 'boolean' ? GgufValueType.BOOL : GgufValueType.UINT32, value }
+          ? {
+              key: `${arch}.${key}`,
+              type: GgufValueType.ARRAY,
+              subType: typeof value[0] === 'boolean' ? GgufValueType.BOOL : GgufValueType.UINT32,
+              value,
+            }
           : { key: `${arch}.${key}`, type: GgufValueType.UINT32, value },
       ),
     ],
@@ -45,18 +75,34 @@ const kinds = (file: GgufFile) => describeModel(file).cachePerBlock
 describe('each block’s cache from GGUF metadata', () => {
   it('ordinary attention (llama, qwen2, qwen3, qwen3moe, mixtral) caches K and V of its KV heads, f16', () => {
     // 4 KV heads × (16 + 16) × 2 bytes
-    const llama = header('llama', 3, { 'attention.head_count': 8, 'attention.head_count_kv': 4, 'attention.key_length': 16, 'attention.value_length': 16 })
+    const llama = header('llama', 3, {
+      'attention.head_count': 8,
+      'attention.head_count_kv': 4,
+      'attention.key_length': 16,
+      'attention.value_length': 16,
+    })
     expect(kinds(llama)).toEqual(Array(3).fill({ kind: 'kv', bytesPerToken: 256 }))
     // Qwen3-30B-A3B: 4 KV heads of 128: 2 KiB per token per block
     const qwen3moe = header(
       'qwen3moe',
       2,
-      { 'attention.head_count': 32, 'attention.head_count_kv': 4, 'attention.key_length': 128, 'attention.value_length': 128, expert_count: 128 },
+      {
+        'attention.head_count': 32,
+        'attention.head_count_kv': 4,
+        'attention.key_length': 128,
+        'attention.value_length': 128,
+        expert_count: 128,
+      },
       MOE_BLOCK,
     )
     expect(kinds(qwen3moe)).toEqual(Array(2).fill({ kind: 'kv', bytesPerToken: 2048 }))
     // Mixtral is llama with experts; key length from embedding / heads (64 / 8)
-    const mixtral = header('llama', 2, { 'attention.head_count': 8, 'attention.head_count_kv': 2, expert_count: 8 }, MOE_BLOCK)
+    const mixtral = header(
+      'llama',
+      2,
+      { 'attention.head_count': 8, 'attention.head_count_kv': 2, expert_count: 8 },
+      MOE_BLOCK,
+    )
     expect(kinds(mixtral)).toEqual(Array(2).fill({ kind: 'kv', bytesPerToken: 2 * 16 * 2 }))
     // KV heads per block, as some models state them
     const varied = header('qwen2', 2, { 'attention.head_count': 8, 'attention.head_count_kv': [8, 2] }, [
@@ -114,7 +160,9 @@ describe('each block’s cache from GGUF metadata', () => {
     expect(single.seams.every((x) => x.int32PerToken === 0)).toBe(true)
     // converters may write the types as bools (true: a full block), as the native loader reads them
     const bools = glm({ 'attention.indexer.types': Array.from({ length: 80 }, (_, il) => il % 4 === 0) })
-    expect(bools.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))).toEqual(Array.from({ length: 20 }, (_, i) => 4 * i))
+    expect(bools.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))).toEqual(
+      Array.from({ length: 20 }, (_, i) => 4 * i),
+    )
     expect(bools.seams[0]?.int32PerToken).toBe(2048)
     expect(bools.seams[3]?.int32PerToken).toBe(0)
     // GLM_5_2_DEFAULT_INDEXER_TYPES: blocks 0, 1 and every fourth from 2 up to 74; its entries past 77 are zero (shared)
@@ -146,7 +194,11 @@ describe('each block’s cache from GGUF metadata', () => {
   })
 
   it('inspect groups equal blocks into one line each', () => {
-    expect(formatCache(Array(48).fill({ kind: 'kv', bytesPerToken: 2048 }))).toEqual(['blocks 0–47: 2.00 KiB/token (KV)'])
-    expect(formatCache([{ kind: 'latent', bytesPerToken: 1152 }])).toEqual(['block 0: 1.13 KiB/token (latent, keys only)'])
+    expect(formatCache(Array(48).fill({ kind: 'kv', bytesPerToken: 2048 }))).toEqual([
+      'blocks 0–47: 2.00 KiB/token (KV)',
+    ])
+    expect(formatCache([{ kind: 'latent', bytesPerToken: 1152 }])).toEqual([
+      'block 0: 1.13 KiB/token (latent, keys only)',
+    ])
   })
 })

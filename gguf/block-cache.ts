@@ -48,14 +48,21 @@ export function blockCaches(h: CacheHparams): BlockCache[] {
     const latent = ((h.kvLoraRank ?? 0) + (h.ropeDim ?? 0)) * BYTES_PER_VALUE
     if (h.architecture === 'deepseek2' && (h.kvLoraRank ?? 0) > 0) return { kind: 'latent', bytesPerToken: latent }
     if (h.architecture === 'glm-dsa') {
-      return { kind: 'latent', bytesPerToken: latent + (h.indexerFull?.(il) === true ? (h.indexerHeadDim ?? 0) * BYTES_PER_VALUE : 0) }
+      return {
+        kind: 'latent',
+        bytesPerToken: latent + (h.indexerFull?.(il) === true ? (h.indexerHeadDim ?? 0) * BYTES_PER_VALUE : 0),
+      }
     }
     if (h.architecture === 'deepseek4') return deepseek4Cache(h, il)
     if (h.architecture === 'qwen35moe' && h.recurrent?.(il) === true) {
       return { kind: 'kv', bytesPerToken: 0, fixedBytes: (h.recurrentStateValues ?? 0) * BYTES_PER_STATE }
     }
     const bytesPerToken = h.nHeadKv(il) * (h.headDimK + h.headDimV) * BYTES_PER_VALUE
-    if (h.architecture === 'gpt-oss' && (h.slidingWindow ?? 0) > 0 && isSlidingWindow(il, h.slidingWindowPattern ?? 2)) {
+    if (
+      h.architecture === 'gpt-oss' &&
+      (h.slidingWindow ?? 0) > 0 &&
+      isSlidingWindow(il, h.slidingWindowPattern ?? 2)
+    ) {
       return { kind: 'window', bytesPerToken, windowTokens: h.slidingWindow }
     }
     return { kind: 'kv', bytesPerToken }

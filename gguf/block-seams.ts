@@ -27,8 +27,10 @@ export function blockSeams(h: SeamHparams): Seam[] {
   return Array.from({ length: h.nLayer - 1 }, (_, i): Seam => {
     const b = i + 1
     const seam: Seam = { cut: true, values: h.nEmbd, tokenIds: false, int32PerToken: 0 }
-    if (h.architecture === 'deepseek4') return { ...seam, values: h.nEmbd * (h.hyperConnections ?? 1), tokenIds: b < (h.hashLayers ?? 0) }
-    if (h.architecture === 'glm-dsa' && h.indexerFull?.(b) === false) return { ...seam, int32PerToken: h.indexerTopK ?? 0 }
+    if (h.architecture === 'deepseek4')
+      return { ...seam, values: h.nEmbd * (h.hyperConnections ?? 1), tokenIds: b < (h.hashLayers ?? 0) }
+    if (h.architecture === 'glm-dsa' && h.indexerFull?.(b) === false)
+      return { ...seam, int32PerToken: h.indexerTopK ?? 0 }
     return seam
   })
 }

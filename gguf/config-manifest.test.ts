@@ -9,12 +9,21 @@ const q6 = (n: number) => (n / 256) * 210
 const q5_0 = (n: number) => (n / 32) * 22
 const f32 = (n: number) => 4 * n
 /** llama.cpp's use_more_bits: the first and last eighth of the blocks, and every third between, get Q6_K at Q4_K_M. */
-const moreBits = (layer: number, n: number) => layer < Math.floor(n / 8) || layer >= Math.floor((7 * n) / 8) || (layer - Math.floor(n / 8)) % 3 === 2
+const moreBits = (layer: number, n: number) =>
+  layer < Math.floor(n / 8) || layer >= Math.floor((7 * n) / 8) || (layer - Math.floor(n / 8)) % 3 === 2
 
 describe('a model sized from its config.json at Q4_K_M', () => {
   it('Qwen3-30B-A3B: two block sizes (attn_v and the experts’ down projection get Q6_K on half the blocks), 2 KiB of KV per token per block', () => {
-    const { hidden_size: E, num_attention_heads: H, num_key_value_heads: KV, head_dim: hd, num_experts: X, moe_intermediate_size: F } = QWEN3_30B_A3B
-    const rest = q4(E * H * hd) + q4(E * KV * hd) + q4(H * hd * E) + 2 * q4(E * F * X) + f32(E * X) + f32(2 * E + 2 * hd)
+    const {
+      hidden_size: E,
+      num_attention_heads: H,
+      num_key_value_heads: KV,
+      head_dim: hd,
+      num_experts: X,
+      moe_intermediate_size: F,
+    } = QWEN3_30B_A3B
+    const rest =
+      q4(E * H * hd) + q4(E * KV * hd) + q4(H * hd * E) + 2 * q4(E * F * X) + f32(E * X) + f32(2 * E + 2 * hd)
     const small = rest + q4(E * KV * hd) + q4(F * E * X)
     const big = rest + q6(E * KV * hd) + q6(F * E * X)
     expect([small, big]).toEqual([351_421_440, 403_596_288])
@@ -23,7 +32,13 @@ describe('a model sized from its config.json at Q4_K_M', () => {
     expect(Array.from({ length: 48 }, (_, i) => i).filter((i) => moreBits(i, 48))).toEqual(bigBlocks)
 
     const model = estimateFromConfig(QWEN3_30B_A3B, 'Qwen3-30B-A3B')
-    expect(model).toMatchObject({ architecture: 'qwen3moe', nLayer: 48, nEmbd: 2048, nVocab: 151936, contextLength: 40960 })
+    expect(model).toMatchObject({
+      architecture: 'qwen3moe',
+      nLayer: 48,
+      nEmbd: 2048,
+      nVocab: 151936,
+      contextLength: 40960,
+    })
     expect(model.bytesPerBlock).toEqual(Array.from({ length: 48 }, (_, i) => (bigBlocks.includes(i) ? big : small)))
     expect(model.embedBytes).toBe(q4(E * 151936))
     expect(model.headBytes).toBe(f32(E) + q6(E * 151936))
@@ -33,7 +48,14 @@ describe('a model sized from its config.json at Q4_K_M', () => {
   })
 
   it('DeepSeek-V3: 3 dense blocks, then 58 of 256 experts plus a shared one; every block caches a 1152-byte latent', () => {
-    const { hidden_size: E, num_attention_heads: H, q_lora_rank: qLora, kv_lora_rank: kvLora, qk_nope_head_dim: nope, qk_rope_head_dim: rope } = DEEPSEEK_V3
+    const {
+      hidden_size: E,
+      num_attention_heads: H,
+      q_lora_rank: qLora,
+      kv_lora_rank: kvLora,
+      qk_nope_head_dim: nope,
+      qk_rope_head_dim: rope,
+    } = DEEPSEEK_V3
     const { v_head_dim: vHead, intermediate_size: FF, moe_intermediate_size: F, n_routed_experts: X } = DEEPSEEK_V3
     // attn_k_b's rows (128) do not fill a Q4_K block: llama-quantize falls back to Q5_0
     const attention =
@@ -53,13 +75,17 @@ describe('a model sized from its config.json at Q4_K_M', () => {
     expect(model.architecture).toBe('deepseek2')
     expect(model.bytesPerBlock).toEqual(Array.from({ length: 61 }, (_, i) => (i < 3 ? dense(i) : moe(i))))
     // about 404 GB in all, as the published Q4_K_M files
-    expect(Math.round((model.bytesPerBlock.reduce((s, b) => s + b, 0) + model.embedBytes + model.headBytes) / 1e9)).toBe(404)
+    expect(
+      Math.round((model.bytesPerBlock.reduce((s, b) => s + b, 0) + model.embedBytes + model.headBytes) / 1e9),
+    ).toBe(404)
     expect(model.cachePerBlock).toEqual(Array(61).fill({ kind: 'latent', bytesPerToken: (kvLora + rope) * 2 }))
     expect(model.cachePerBlock[0]?.bytesPerToken).toBe(1152)
   })
 
   it('refuses a config it cannot size, naming what is missing or unsupported', () => {
-    expect(() => estimateFromConfig({ ...QWEN3_30B_A3B, model_type: 'mamba' })).toThrow(/model_type mamba is not one Neuron sizes.*qwen3_moe/)
+    expect(() => estimateFromConfig({ ...QWEN3_30B_A3B, model_type: 'mamba' })).toThrow(
+      /model_type mamba is not one Neuron sizes.*qwen3_moe/,
+    )
     expect(() => estimateFromConfig({ model_type: 'llama' })).toThrow(NeuronError)
   })
 })

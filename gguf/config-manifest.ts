@@ -54,12 +54,18 @@ const ARCH: Record<string, string> = {
 export function estimateFromConfig(json: unknown, name = 'model'): ConfigEstimate {
   const parsed = HfConfig.safeParse(json)
   if (!parsed.success) {
-    throw new NeuronError('bad_config', `the config is not a Hugging Face config.json Neuron can size: ${parsed.error.issues[0]?.message ?? ''}`)
+    throw new NeuronError(
+      'bad_config',
+      `the config is not a Hugging Face config.json Neuron can size: ${parsed.error.issues[0]?.message ?? ''}`,
+    )
   }
   const c = parsed.data
   const architecture = ARCH[c.model_type]
   if (architecture === undefined) {
-    throw new NeuronError('bad_config', `model_type ${c.model_type} is not one Neuron sizes from a config; supported: ${Object.keys(ARCH).join(', ')}`)
+    throw new NeuronError(
+      'bad_config',
+      `model_type ${c.model_type} is not one Neuron sizes from a config; supported: ${Object.keys(ARCH).join(', ')}`,
+    )
   }
   const nLayer = c.num_hidden_layers
   const nExpert = c.num_experts ?? c.num_local_experts ?? c.n_routed_experts ?? 0
@@ -72,10 +78,16 @@ export function estimateFromConfig(json: unknown, name = 'model'): ConfigEstimat
     ...(tiedEmbeddings ? [] : [{ name: 'output.weight', shape: [E, c.vocab_size] }]),
     ...(family?.headTensors ?? []),
   ]
-  const blockSpecs = Array.from({ length: nLayer }, (_, il) => family?.blockTensors(il) ?? blockTensors(architecture, c, il, nExpert))
+  const blockSpecs = Array.from(
+    { length: nLayer },
+    (_, il) => family?.blockTensors(il) ?? blockTensors(architecture, c, il, nExpert),
+  )
   // llama-quantize's Q4_K_M mix, as the generator writes it; the values' spread (init) plays no part in the types.
   const typed = chooseTypes(
-    [...embedSpecs, ...headSpecs, ...blockSpecs.flat()].map((t) => ({ ...t, init: { kind: 'uniform', std: 0 } as const })),
+    [...embedSpecs, ...headSpecs, ...blockSpecs.flat()].map((t) => ({
+      ...t,
+      init: { kind: 'uniform', std: 0 } as const,
+    })),
     'q4_K_M',
     nExpert,
     nLayer,

@@ -94,7 +94,11 @@ function deepseek4(c: HfConfig, nExpert: number): TargetFamily {
         t('attn_kv_a_norm.weight', hd), // LLM_TENSOR_ATTN_KV_NORM's name in llama-arch.cpp
         t('attn_output_a.weight', (H * hd) / oGroups, oLora * oGroups),
         t('attn_output_b.weight', oGroups * oLora, E),
-        ...['attn', 'ffn'].flatMap((at) => [t(`hc_${at}_fn.weight`, hc * E, mix), t(`hc_${at}_base.weight`, mix), t(`hc_${at}_scale.weight`, 3)]),
+        ...['attn', 'ffn'].flatMap((at) => [
+          t(`hc_${at}_fn.weight`, hc * E, mix),
+          t(`hc_${at}_base.weight`, mix),
+          t(`hc_${at}_scale.weight`, 3),
+        ]),
         ...compressor,
         ...indexer,
         t('ffn_norm.weight', E),
@@ -109,7 +113,14 @@ function deepseek4(c: HfConfig, nExpert: number): TargetFamily {
       { name: 'output_hc_base.weight', shape: [hc] },
       { name: 'output_hc_scale.weight', shape: [1] },
     ],
-    cache: { nHeadKv: () => 1, headDimK: hd, headDimV: 0, slidingWindow: c.sliding_window, compressRatios: ratios, indexerHeadDim: ihd },
+    cache: {
+      nHeadKv: () => 1,
+      headDimK: hd,
+      headDimV: 0,
+      slidingWindow: c.sliding_window,
+      compressRatios: ratios,
+      indexerHeadDim: ihd,
+    },
     seams: { hyperConnections: hc, hashLayers: c.num_hash_layers ?? 0 },
   }
 }
@@ -123,7 +134,11 @@ function glmDsa(c: HfConfig, nExpert: number): TargetFamily {
   return {
     blockTensors(il) {
       const t = tensor(il)
-      const dense = (ff: number) => [t('ffn_gate.weight', E, ff), t('ffn_up.weight', E, ff), t('ffn_down.weight', ff, E)]
+      const dense = (ff: number) => [
+        t('ffn_gate.weight', E, ff),
+        t('ffn_up.weight', E, ff),
+        t('ffn_down.weight', ff, E),
+      ]
       const moe = (ff: number) => experts(il, E, ff, nExpert)
       const indexer = indexerFull(il)
         ? [
@@ -134,7 +149,13 @@ function glmDsa(c: HfConfig, nExpert: number): TargetFamily {
             t('indexer.attn_q_b.weight', c.q_lora_rank ?? 0, ih * ihd),
           ]
         : []
-      return [t('attn_norm.weight', E), t('ffn_norm.weight', E), ...mlaTensors(c, il), ...indexer, ...deepseekFfn(c, il, nExpert, dense, moe)]
+      return [
+        t('attn_norm.weight', E),
+        t('ffn_norm.weight', E),
+        ...mlaTensors(c, il),
+        ...indexer,
+        ...deepseekFfn(c, il, nExpert, dense, moe),
+      ]
     },
     headTensors: [],
     cache: { kvLoraRank: c.kv_lora_rank, ropeDim: c.qk_rope_head_dim, indexerHeadDim: ihd, indexerFull },

@@ -74,12 +74,18 @@ export function blockTensors(architecture: string, c: HfConfig, il: number, nExp
     t('ffn_up_exps.weight', E, ff, nExpert),
     t('ffn_down_exps.weight', ff, E, nExpert),
   ]
-  if (architecture === 'deepseek2') return [...norms, ...mlaTensors(c, il), ...deepseekFfn(c, il, nExpert, dense, experts)]
+  if (architecture === 'deepseek2')
+    return [...norms, ...mlaTensors(c, il), ...deepseekFfn(c, il, nExpert, dense, experts)]
   const ffn = nExpert > 0 ? experts(c.moe_intermediate_size ?? c.intermediate_size) : dense(c.intermediate_size)
   const H = c.num_attention_heads
   const Hkv = c.num_key_value_heads ?? H
   const hd = c.head_dim ?? E / H
-  const attention = [t('attn_q.weight', E, H * hd), t('attn_k.weight', E, Hkv * hd), t('attn_v.weight', E, Hkv * hd), t('attn_output.weight', H * hd, E)]
+  const attention = [
+    t('attn_q.weight', E, H * hd),
+    t('attn_k.weight', E, Hkv * hd),
+    t('attn_v.weight', E, Hkv * hd),
+    t('attn_output.weight', H * hd, E),
+  ]
   const extra =
     architecture === 'qwen2'
       ? [t('attn_q.bias', H * hd), t('attn_k.bias', Hkv * hd), t('attn_v.bias', Hkv * hd)]
@@ -101,7 +107,11 @@ export function mlaTensors(c: HfConfig, il: number): TensorSpec[] {
   const qLora = c.q_lora_rank ?? 0
   const q =
     qLora > 0
-      ? [t('attn_q_a_norm.weight', qLora), t('attn_q_a.weight', E, qLora), t('attn_q_b.weight', qLora, H * (nope + rope))]
+      ? [
+          t('attn_q_a_norm.weight', qLora),
+          t('attn_q_a.weight', E, qLora),
+          t('attn_q_b.weight', qLora, H * (nope + rope)),
+        ]
       : [t('attn_q.weight', E, H * (nope + rope))]
   return [
     ...q,
@@ -129,6 +139,12 @@ export function deepseekFfn(
   return [
     ...experts(ff),
     t('exp_probs_b.bias', nExpert),
-    ...(shared > 0 ? [t('ffn_gate_shexp.weight', E, shared), t('ffn_up_shexp.weight', E, shared), t('ffn_down_shexp.weight', shared, E)] : []),
+    ...(shared > 0
+      ? [
+          t('ffn_gate_shexp.weight', E, shared),
+          t('ffn_up_shexp.weight', E, shared),
+          t('ffn_down_shexp.weight', shared, E),
+        ]
+      : []),
   ]
 }

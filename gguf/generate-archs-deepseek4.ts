@@ -6,7 +6,16 @@
 import { indexerProblems } from './generate-archs-mla'
 import type { GenerateOptions, MoeShape } from './generate-options'
 import type { PlannedTensor } from './generate-quant'
-import { type ArchKeys, dense, norm, outputStd, routedExperts, routerStd, sharedExpert, uniform } from './generate-tensors'
+import {
+  type ArchKeys,
+  dense,
+  norm,
+  outputStd,
+  routedExperts,
+  routerStd,
+  sharedExpert,
+  uniform,
+} from './generate-tensors'
 import type { GgufKv } from './reader'
 
 /** Hyper-connection streams: llama.cpp asserts exactly 4. */
@@ -25,16 +34,25 @@ export function deepseek4Problems(o: GenerateOptions, m: MoeShape): string[] {
   const head = o.embd / o.heads
   const ratios = compressRatios(o)
   if (o.tied) problems.push('deepseek4 always has its own output.weight; drop --tied.')
-  if (ratios.length !== o.blocks) problems.push(`--compress-ratios needs one ratio per block (${o.blocks}), not ${ratios.length}.`)
-  else if (ratios.some((r) => !RATIOS.includes(r))) problems.push(`--compress-ratios takes only 0, 4 and 128 (llama.cpp's loader), not ${ratios.join(',')}.`)
+  if (ratios.length !== o.blocks)
+    problems.push(`--compress-ratios needs one ratio per block (${o.blocks}), not ${ratios.length}.`)
+  else if (ratios.some((r) => !RATIOS.includes(r)))
+    problems.push(`--compress-ratios takes only 0, 4 and 128 (llama.cpp's loader), not ${ratios.join(',')}.`)
   // llama_kv_cache_dsv4 divides by the sizes of both compressed caches: SIGFPE without either
   else if (!ratios.includes(4) || !ratios.includes(128))
-    problems.push(`--compress-ratios (${ratios.join(',')}) needs at least one 4 and one 128 block; with fewer than 3 blocks give them, e.g. 4,128.`)
+    problems.push(
+      `--compress-ratios (${ratios.join(',')}) needs at least one 4 and one 128 block; with fewer than 3 blocks give them, e.g. 4,128.`,
+    )
   if (m.hashLayers > o.blocks) problems.push(`--hash-layers must be 0 to --blocks (${o.blocks}), not ${m.hashLayers}.`)
-  if (m.sharedExperts < 1) problems.push(`--shared-experts must be at least 1 (llama.cpp creates a shared expert in every block), not ${m.sharedExperts}.`)
+  if (m.sharedExperts < 1)
+    problems.push(
+      `--shared-experts must be at least 1 (llama.cpp creates a shared expert in every block), not ${m.sharedExperts}.`,
+    )
   if (m.qLoraRank < 1) problems.push(`--q-lora-rank must be above 0, not ${m.qLoraRank}.`)
-  if (m.ropeDim < 2 || m.ropeDim % 2 !== 0 || m.ropeDim > head) problems.push(`--rope-dim must be even, 2 to the head size (${head}), not ${m.ropeDim}.`)
-  if (m.outputGroups < 1 || o.heads % m.outputGroups !== 0) problems.push(`--output-groups must divide --heads (${o.heads}), not ${m.outputGroups}.`)
+  if (m.ropeDim < 2 || m.ropeDim % 2 !== 0 || m.ropeDim > head)
+    problems.push(`--rope-dim must be even, 2 to the head size (${head}), not ${m.ropeDim}.`)
+  if (m.outputGroups < 1 || o.heads % m.outputGroups !== 0)
+    problems.push(`--output-groups must divide --heads (${o.heads}), not ${m.outputGroups}.`)
   if (m.outputLoraRank < 1) problems.push(`--output-lora-rank must be above 0, not ${m.outputLoraRank}.`)
   problems.push(...indexerProblems(m, 'deepseek4'))
   return problems
@@ -77,18 +95,33 @@ export function deepseek4Tensors(o: GenerateOptions, m: MoeShape): PlannedTensor
     )
     if (ratio !== 0) tensors.push(...compressor(`${b}.attn_compressor`, (ratio === 4 ? 2 : 1) * head, ratio, head))
     if (ratio === 4) {
-      tensors.push(dense(`${b}.indexer.proj.weight`, o.embd, ih), dense(`${b}.indexer.attn_q_b.weight`, m.qLoraRank, ih * id))
+      tensors.push(
+        dense(`${b}.indexer.proj.weight`, o.embd, ih),
+        dense(`${b}.indexer.attn_q_b.weight`, m.qLoraRank, ih * id),
+      )
       tensors.push(...compressor(`${b}.indexer_compressor`, 2 * id, ratio, id))
     }
     const [router, ...experts] = routedExperts(b, o.embd, m.expertFf, m.experts, routerStd(o))
     tensors.push(router as PlannedTensor)
     // hash-routed blocks pick experts by token id (the router still weighs them); the others add a score bias
     if (i < m.hashLayers)
-      tensors.push({ name: `${b}.ffn_gate_tid2eid.weight`, shape: [m.expertsUsed, o.vocab], init: { kind: 'expert-ids', experts: m.experts } })
+      tensors.push({
+        name: `${b}.ffn_gate_tid2eid.weight`,
+        shape: [m.expertsUsed, o.vocab],
+        init: { kind: 'expert-ids', experts: m.experts },
+      })
     else tensors.push(uniform(`${b}.exp_probs_b.bias`, [m.experts], 0.05))
-    tensors.push(norm(`${b}.ffn_norm.weight`, o.embd), ...experts, ...sharedExpert(b, o.embd, m.expertFf * m.sharedExperts))
+    tensors.push(
+      norm(`${b}.ffn_norm.weight`, o.embd),
+      ...experts,
+      ...sharedExpert(b, o.embd, m.expertFf * m.sharedExperts),
+    )
   }
-  tensors.push(norm('output_norm.weight', o.embd), uniform('output.weight', [o.embd, o.vocab], outputStd(o)), ...hc('output_hc', HC, 1))
+  tensors.push(
+    norm('output_norm.weight', o.embd),
+    uniform('output.weight', [o.embd, o.vocab], outputStd(o)),
+    ...hc('output_hc', HC, 1),
+  )
   return tensors
 }
 

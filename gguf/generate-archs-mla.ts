@@ -49,7 +49,8 @@ export function mlaMetadata(k: ArchKeys, o: GenerateOptions, m: MoeShape): GgufK
     k.bool('expert_weights_norm', true),
     k.u32('expert_gating_func', 2), // sigmoid, as DeepSeek-V3 and GLM-5
   ]
-  if (m.expertGroups > 1) kvs.push(k.u32('expert_group_count', m.expertGroups), k.u32('expert_group_used_count', m.groupsUsed))
+  if (m.expertGroups > 1)
+    kvs.push(k.u32('expert_group_count', m.expertGroups), k.u32('expert_group_used_count', m.groupsUsed))
   if (o.arch === 'glm-dsa') {
     kvs.push(
       k.u32('attention.indexer.head_count', m.indexerHeads),
@@ -70,23 +71,36 @@ export function mlaProblems(o: GenerateOptions, m: MoeShape): string[] {
   if (o.arch === 'deepseek2') {
     // llama.cpp takes 26- and 27-block deepseek2 models for DeepSeek-V2-Lite: no q_lora, a plain attn_q.
     if (o.blocks === 26 || o.blocks === 27)
-      problems.push(`--blocks ${o.blocks} makes llama.cpp read a DeepSeek-V2-Lite (no q_lora); choose another block count.`)
+      problems.push(
+        `--blocks ${o.blocks} makes llama.cpp read a DeepSeek-V2-Lite (no q_lora); choose another block count.`,
+      )
     if (o.blocks === 48 && o.vocab === 128256)
       problems.push('--blocks 48 with --vocab 128256 makes llama.cpp read a lite deepseek2 (no q_lora); change either.')
   }
-  if (m.denseBlocks >= o.blocks) problems.push(`--dense-blocks must be below --blocks (${o.blocks}) so some blocks have experts, not ${m.denseBlocks}.`)
+  if (m.denseBlocks >= o.blocks)
+    problems.push(
+      `--dense-blocks must be below --blocks (${o.blocks}) so some blocks have experts, not ${m.denseBlocks}.`,
+    )
   if (m.sharedExperts < 1)
-    problems.push(`--shared-experts must be at least 1 (llama.cpp creates shared-expert tensors for every MoE block), not ${m.sharedExperts}.`)
-  if (m.qLoraRank < 1 || m.kvLoraRank < 1) problems.push(`--q-lora-rank (${m.qLoraRank}) and --kv-lora-rank (${m.kvLoraRank}) must be above 0.`)
+    problems.push(
+      `--shared-experts must be at least 1 (llama.cpp creates shared-expert tensors for every MoE block), not ${m.sharedExperts}.`,
+    )
+  if (m.qLoraRank < 1 || m.kvLoraRank < 1)
+    problems.push(`--q-lora-rank (${m.qLoraRank}) and --kv-lora-rank (${m.kvLoraRank}) must be above 0.`)
   if (m.ropeDim < 2 || m.ropeDim % 2 !== 0) problems.push(`--rope-dim must be even and at least 2, not ${m.ropeDim}.`)
-  if (m.nopeDim < 1) problems.push(`--nope-dim must be at least 1 (the MLA key needs a non-rotary part), not ${m.nopeDim}.`)
+  if (m.nopeDim < 1)
+    problems.push(`--nope-dim must be at least 1 (the MLA key needs a non-rotary part), not ${m.nopeDim}.`)
   if (o.arch === 'glm-dsa') problems.push(...indexerProblems(m, 'glm-dsa'))
   const g = m.expertGroups
   if (g > 1) {
-    if (m.experts % g !== 0 || m.experts / g < 2) problems.push(`--experts (${m.experts}) must split into --expert-groups (${g}) of at least 2 experts each.`)
-    else if (m.groupsUsed < 1 || m.groupsUsed >= g) problems.push(`--groups-used must be 1 to ${g - 1} (fewer than --expert-groups), not ${m.groupsUsed}.`)
+    if (m.experts % g !== 0 || m.experts / g < 2)
+      problems.push(`--experts (${m.experts}) must split into --expert-groups (${g}) of at least 2 experts each.`)
+    else if (m.groupsUsed < 1 || m.groupsUsed >= g)
+      problems.push(`--groups-used must be 1 to ${g - 1} (fewer than --expert-groups), not ${m.groupsUsed}.`)
     else if ((m.groupsUsed * m.experts) / g < m.expertsUsed)
-      problems.push(`--groups-used ${m.groupsUsed} of ${g} groups hold ${(m.groupsUsed * m.experts) / g} experts, fewer than --experts-used ${m.expertsUsed}.`)
+      problems.push(
+        `--groups-used ${m.groupsUsed} of ${g} groups hold ${(m.groupsUsed * m.experts) / g} experts, fewer than --experts-used ${m.expertsUsed}.`,
+      )
   } else if (o.groupsUsed !== undefined && o.groupsUsed !== 0) {
     problems.push(`--groups-used needs --expert-groups of 2 or more, not ${g}.`)
   }
@@ -104,9 +118,12 @@ export function indexerProblems(m: MoeShape, arch: 'glm-dsa' | 'deepseek4'): str
   if (m.indexerHeads < 1) problems.push(`--indexer-heads must be at least 1, not ${m.indexerHeads}.`)
   if (arch === 'glm-dsa' && (size < 64 || (size & (size - 1)) !== 0))
     problems.push(`--indexer-head-size must be a power of two of at least 64 for glm-dsa, not ${size}.`)
-  if (arch === 'deepseek4' && (size < 64 || size % 64 !== 0)) problems.push(`--indexer-head-size must be a multiple of 64 for deepseek4, not ${size}.`)
+  if (arch === 'deepseek4' && (size < 64 || size % 64 !== 0))
+    problems.push(`--indexer-head-size must be a multiple of 64 for deepseek4, not ${size}.`)
   if (m.ropeDim > size)
-    problems.push(`--rope-dim (${m.ropeDim}) must not exceed --indexer-head-size (${size}): the indexer ropes that many values of each head.`)
+    problems.push(
+      `--rope-dim (${m.ropeDim}) must not exceed --indexer-head-size (${size}): the indexer ropes that many values of each head.`,
+    )
   if (m.indexerTopK < 1) problems.push(`--indexer-top-k must be at least 1, not ${m.indexerTopK}.`)
   if (arch === 'glm-dsa' && m.fullIndexerInterval < 1)
     problems.push(`--full-indexer-interval must be at least 1 (block 0 is always full), not ${m.fullIndexerInterval}.`)

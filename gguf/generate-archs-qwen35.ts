@@ -3,7 +3,16 @@
 // The delta-net heads follow --heads (values) and --kv-heads (keys), each head --embd/--heads wide.
 import type { GenerateOptions, MoeShape } from './generate-options'
 import type { PlannedTensor } from './generate-quant'
-import { type ArchKeys, dense, norm, outputStd, routedExperts, routerStd, sharedExpert, uniform } from './generate-tensors'
+import {
+  type ArchKeys,
+  dense,
+  norm,
+  outputStd,
+  routedExperts,
+  routerStd,
+  sharedExpert,
+  uniform,
+} from './generate-tensors'
 import type { GgufKv } from './reader'
 
 /** llama.cpp's rule: block i attends fully when (i + 1) is a multiple of the interval. */
@@ -24,8 +33,16 @@ export function qwen35moeTensors(o: GenerateOptions, m: MoeShape): PlannedTensor
     tensors.push(norm(`${b}.attn_norm.weight`, o.embd), norm(`${b}.post_attention_norm.weight`, o.embd))
     if (isFullAttention(m, i)) {
       // the query projection holds the query and its output gate, head by head
-      tensors.push(dense(`${b}.attn_q.weight`, o.embd, 2 * o.embd), dense(`${b}.attn_k.weight`, o.embd, keyDim), dense(`${b}.attn_v.weight`, o.embd, keyDim))
-      tensors.push(dense(`${b}.attn_output.weight`, o.embd, o.embd), norm(`${b}.attn_q_norm.weight`, head), norm(`${b}.attn_k_norm.weight`, head))
+      tensors.push(
+        dense(`${b}.attn_q.weight`, o.embd, 2 * o.embd),
+        dense(`${b}.attn_k.weight`, o.embd, keyDim),
+        dense(`${b}.attn_v.weight`, o.embd, keyDim),
+      )
+      tensors.push(
+        dense(`${b}.attn_output.weight`, o.embd, o.embd),
+        norm(`${b}.attn_q_norm.weight`, head),
+        norm(`${b}.attn_k_norm.weight`, head),
+      )
     } else {
       tensors.push(
         dense(`${b}.attn_qkv.weight`, o.embd, 2 * keyDim + valueDim),
@@ -42,7 +59,10 @@ export function qwen35moeTensors(o: GenerateOptions, m: MoeShape): PlannedTensor
     }
     tensors.push(...routedExperts(b, o.embd, m.expertFf, m.experts, routerStd(o), o.fusedGateUp))
     // the shared expert is --ff wide and scaled by sigmoid(ffn_gate_inp_shexp · x)
-    tensors.push(uniform(`${b}.ffn_gate_inp_shexp.weight`, [o.embd], 1 / Math.sqrt(o.embd)), ...sharedExpert(b, o.embd, o.ff))
+    tensors.push(
+      uniform(`${b}.ffn_gate_inp_shexp.weight`, [o.embd], 1 / Math.sqrt(o.embd)),
+      ...sharedExpert(b, o.embd, o.ff),
+    )
   }
   tensors.push(norm('output_norm.weight', o.embd))
   if (!o.tied) tensors.push(uniform('output.weight', [o.embd, o.vocab], outputStd(o)))

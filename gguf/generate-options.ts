@@ -2,7 +2,18 @@
 // tensors and keys per architecture live in generate-archs*.ts.
 import type { GeneratedType, RowQuantizer } from './generate-quant'
 
-export const GENERATED_ARCHS = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'mixtral', 'deepseek2', 'gpt-oss', 'qwen35moe', 'glm-dsa', 'deepseek4'] as const
+export const GENERATED_ARCHS = [
+  'llama',
+  'qwen2',
+  'qwen3',
+  'qwen3moe',
+  'mixtral',
+  'deepseek2',
+  'gpt-oss',
+  'qwen35moe',
+  'glm-dsa',
+  'deepseek4',
+] as const
 export type GeneratedArch = (typeof GENERATED_ARCHS)[number]
 
 /** Mixture-of-experts and attention variants; each applies to the architectures MOE_OPTIONS lists. */

@@ -8,7 +8,16 @@ export const GENERATED_TYPES = ['f32', 'f16', 'q8_0', 'q4_0', 'q4_K', 'q5_K', 'q
 export type GeneratedType = (typeof GENERATED_TYPES)[number]
 
 /** llama_ftype (include/llama.h): q4_K, q5_K and q6_K are llama-quantize's Q4_K_S, Q5_K_S and Q6_K mixes. */
-export const FILE_TYPE: Record<GeneratedType, number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7, q4_K: 14, q4_K_M: 15, q5_K: 16, q6_K: 18 }
+export const FILE_TYPE: Record<GeneratedType, number> = {
+  f32: 0,
+  f16: 1,
+  q4_0: 2,
+  q8_0: 7,
+  q4_K: 14,
+  q4_K_M: 15,
+  q5_K: 16,
+  q6_K: 18,
+}
 
 /** ggml's row quantizer (the native addon's `quantize`): rows of `nPerRow` f32 values in, blocks out. */
 export type RowQuantizer = (type: string, values: Float32Array, nPerRow: number) => Uint8Array
@@ -21,7 +30,10 @@ export interface PlannedTensor {
    * Standard deviation (and mean, default 0) of the random values, the spread of a norm weight
    * around one, or a token → expert table: `shape[0]` distinct expert ids below `experts` per row (I32).
    */
-  readonly init: { kind: 'uniform'; std: number; mean?: number } | { kind: 'around-one'; spread: number } | { kind: 'expert-ids'; experts: number }
+  readonly init:
+    | { kind: 'uniform'; std: number; mean?: number }
+    | { kind: 'around-one'; spread: number }
+    | { kind: 'expert-ids'; experts: number }
 }
 
 export interface TypedTensor extends PlannedTensor {
@@ -35,8 +47,18 @@ export function isKQuantMix(type: GeneratedType): boolean {
 
 const t = (name: keyof typeof ID): GgmlType => ggmlType(ID[name]) as GgmlType
 const ID = { F32: 0, F16: 1, Q4_0: 2, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14, I32: 26 } as const
-const PURE: Record<'f32' | 'f16' | 'q8_0' | 'q4_0', keyof typeof ID> = { f32: 'F32', f16: 'F16', q8_0: 'Q8_0', q4_0: 'Q4_0' }
-const MIX_BASE: Record<'q4_K' | 'q5_K' | 'q6_K' | 'q4_K_M', keyof typeof ID> = { q4_K: 'Q4_K', q5_K: 'Q5_K', q6_K: 'Q6_K', q4_K_M: 'Q4_K' }
+const PURE: Record<'f32' | 'f16' | 'q8_0' | 'q4_0', keyof typeof ID> = {
+  f32: 'F32',
+  f16: 'F16',
+  q8_0: 'Q8_0',
+  q4_0: 'Q4_0',
+}
+const MIX_BASE: Record<'q4_K' | 'q5_K' | 'q6_K' | 'q4_K_M', keyof typeof ID> = {
+  q4_K: 'Q4_K',
+  q5_K: 'Q5_K',
+  q6_K: 'Q6_K',
+  q4_K_M: 'Q4_K',
+}
 /** tensor_type_fallback: a K type whose rows do not fill 256-value blocks becomes a 32-value type. */
 const FALLBACK: Partial<Record<keyof typeof ID, keyof typeof ID>> = { Q4_K: 'Q5_0', Q5_K: 'Q5_1', Q6_K: 'Q8_0' }
 
@@ -71,12 +93,24 @@ function moreBits(layer: number, layers: number): boolean {
  * llama-quantize --pure writes), llama_tensor_get_type's choice for the K-quant mixes. The router,
  * norms, biases and sinks stay f32, the hash-routing table I32. `experts` and `layers` are the model's expert and block counts.
  */
-export function chooseTypes(tensors: readonly PlannedTensor[], type: GeneratedType, experts: number, layers: number): TypedTensor[] {
+export function chooseTypes(
+  tensors: readonly PlannedTensor[],
+  type: GeneratedType,
+  experts: number,
+  layers: number,
+): TypedTensor[] {
   // the token → expert table is never quantized (it is not quantizable), and holds ids, not values
-  return mixTypes(tensors, type, experts, layers).map((x) => (x.init.kind === 'expert-ids' ? { ...x, type: t('I32') } : x))
+  return mixTypes(tensors, type, experts, layers).map((x) =>
+    x.init.kind === 'expert-ids' ? { ...x, type: t('I32') } : x,
+  )
 }
 
-function mixTypes(tensors: readonly PlannedTensor[], type: GeneratedType, experts: number, layers: number): TypedTensor[] {
+function mixTypes(
+  tensors: readonly PlannedTensor[],
+  type: GeneratedType,
+  experts: number,
+  layers: number,
+): TypedTensor[] {
   const f32 = t('F32')
   if (type === 'f32' || type === 'f16' || type === 'q8_0' || type === 'q4_0') {
     const weights = t(PURE[type])
@@ -142,7 +176,11 @@ export function* tensorChunks(spec: TypedTensor, rng: Sfc32, quantize?: RowQuant
     const row = spec.shape[0] ?? 1
     const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMENTS / row))
     for (let done = 0; done < elements; done += rowsPerChunk * row) {
-      yield quantize(spec.type.name.toLowerCase().replace(/_k$/, '_K'), values(Math.min(rowsPerChunk * row, elements - done)), row)
+      yield quantize(
+        spec.type.name.toLowerCase().replace(/_k$/, '_K'),
+        values(Math.min(rowsPerChunk * row, elements - done)),
+        row,
+      )
     }
     return
   }

@@ -33,7 +33,9 @@ describe('gen-model output loads in node-llama-cpp 3.21.1 and generates tokens',
         await generateModel({ ...tiny, arch, type, out })
         const layout = describeModel(await readGguf(out))
         expect(layout.architecture).toBe(arch)
-        expect(layout.blocks.map((b) => b.length)).toEqual(Array(tiny.blocks).fill({ llama: 9, qwen2: 12, qwen3: 11 }[arch]))
+        expect(layout.blocks.map((b) => b.length)).toEqual(
+          Array(tiny.blocks).fill({ llama: 9, qwen2: 12, qwen3: 11 }[arch]),
+        )
 
         const model = await llama.loadModel({ modelPath: out })
         const context = await model.createContext({ contextSize: 128, threads: 1 })

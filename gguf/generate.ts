@@ -1,7 +1,16 @@
 import { open, rename, rm } from 'node:fs/promises'
 import { GGUFValueType } from '@huggingface/gguf'
 import { NeuronError } from '../protocol'
-import { archMetadata, archProblems, GENERATED_ARCHS, type GenerateOptions, ggufArch, type MoeShape, moeShape, plannedTensors } from './generate-archs'
+import {
+  archMetadata,
+  archProblems,
+  GENERATED_ARCHS,
+  type GenerateOptions,
+  ggufArch,
+  type MoeShape,
+  moeShape,
+  plannedTensors,
+} from './generate-archs'
 import { chooseTypes, FILE_TYPE, GENERATED_TYPES, isKQuantMix, type TypedTensor, tensorChunks } from './generate-quant'
 import { tensorBytes } from './ggml-types'
 import { hashName, Sfc32 } from './random'
@@ -20,7 +29,9 @@ const CHATML_TEMPLATE =
  * and hyper-parameters, a SentencePiece vocabulary with byte fallback, a ChatML template.
  * Random weights cost exactly what trained ones do, so these models serve tests and benchmarks.
  */
-export async function generateModel(options: GenerateOptions): Promise<{ path: string; bytes: number; parameters: number }> {
+export async function generateModel(
+  options: GenerateOptions,
+): Promise<{ path: string; bytes: number; parameters: number }> {
   const moe = validate(options)
   const tensors = chooseTypes(plannedTensors(options, moe), options.type, moe.experts, options.blocks)
   checkWidths(options, tensors)
@@ -61,18 +72,28 @@ function fail(message: string): never {
 function validate(o: GenerateOptions): MoeShape {
   if (!GENERATED_ARCHS.includes(o.arch)) fail(`--arch must be one of ${GENERATED_ARCHS.join(', ')}, not "${o.arch}".`)
   if (!GENERATED_TYPES.includes(o.type)) fail(`--type must be one of ${GENERATED_TYPES.join(', ')}, not "${o.type}".`)
-  for (const [name, v] of Object.entries({ blocks: o.blocks, embd: o.embd, heads: o.heads, 'kv-heads': o.kvHeads, ff: o.ff, vocab: o.vocab })) {
+  for (const [name, v] of Object.entries({
+    blocks: o.blocks,
+    embd: o.embd,
+    heads: o.heads,
+    'kv-heads': o.kvHeads,
+    ff: o.ff,
+    vocab: o.vocab,
+  })) {
     if (!Number.isSafeInteger(v) || v < 1) fail(`--${name} must be a whole number above 0, not ${v}.`)
   }
   if (o.blocks > 512) fail(`--blocks must be at most 512 (llama.cpp's LLAMA_MAX_LAYERS), not ${o.blocks}.`)
   if (o.embd % o.heads !== 0) fail(`--embd ${o.embd} must be a multiple of --heads ${o.heads}.`)
   if (o.heads % o.kvHeads !== 0) fail(`--heads ${o.heads} must be a multiple of --kv-heads ${o.kvHeads}.`)
-  if ((o.embd / o.heads) % 2 !== 0) fail(`the head size (--embd / --heads = ${o.embd / o.heads}) must be even for rotary embeddings.`)
+  if ((o.embd / o.heads) % 2 !== 0)
+    fail(`the head size (--embd / --heads = ${o.embd / o.heads}) must be even for rotary embeddings.`)
   const minVocab = SPECIAL_TOKENS.length + 256 + 1
-  if (o.vocab < minVocab) fail(`--vocab must be at least ${minVocab} (3 special tokens, 256 byte tokens, one word), not ${o.vocab}.`)
+  if (o.vocab < minVocab)
+    fail(`--vocab must be at least ${minVocab} (3 special tokens, 256 byte tokens, one word), not ${o.vocab}.`)
   if (!Number.isSafeInteger(o.seed) || o.seed < 0) fail(`--seed must be a whole number of at least 0, not ${o.seed}.`)
   if (o.tied && o.arch === 'gpt-oss') fail('gpt-oss always has its own output.weight; drop --tied.')
-  if (isKQuantMix(o.type) && !o.quantize) fail(`--type ${o.type} needs ggml's quantizer: pass \`quantize\` (native quantizeRows).`)
+  if (isKQuantMix(o.type) && !o.quantize)
+    fail(`--type ${o.type} needs ggml's quantizer: pass \`quantize\` (native quantizeRows).`)
   const moe = moeShape(o)
   const problems = archProblems(o, moe)
   if (problems[0] !== undefined) fail(problems[0])

@@ -44,7 +44,9 @@ const table: ReadonlyArray<readonly [number, string, number, number]> = [
   [39, 'MXFP4', 32, 17],
 ]
 
-export const GGML_TYPES: ReadonlyMap<number, GgmlType> = new Map(table.map(([id, name, blockSize, typeSize]) => [id, { id, name, blockSize, typeSize }]))
+export const GGML_TYPES: ReadonlyMap<number, GgmlType> = new Map(
+  table.map(([id, name, blockSize, typeSize]) => [id, { id, name, blockSize, typeSize }]),
+)
 
 export const GgmlTypeId = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8 } as const
 

@@ -90,7 +90,9 @@ export function formatReport(r: ModelReport): string {
     `  tensor types  ${types}`,
     `  embed         ${formatBytes(r.embedBytes)}`,
     `  head          ${formatBytes(r.headBytes)}${r.tiedEmbeddings ? ' (tied: reuses the token embedding)' : ''}`,
-    ...(r.mtpBytes > 0 ? [`  mtp           ${formatBytes(r.mtpBytes)} (next-token prediction blocks: not served, in no artifact)`] : []),
+    ...(r.mtpBytes > 0
+      ? [`  mtp           ${formatBytes(r.mtpBytes)} (next-token prediction blocks: not served, in no artifact)`]
+      : []),
     ...formatCache(r.cachePerBlock).map((line, i) => `${i === 0 ? '  cache (f16)   ' : '                '}${line}`),
     `  total         ${formatBytes(r.fileBytes)} on disk, ${formatBytes(r.tensorBytes)} of tensors`,
   ].join('\n')
@@ -152,7 +154,9 @@ export function formatCache(caches: readonly BlockCache[]): string[] {
         : cache.kind === 'latent'
           ? 'latent, keys only'
           : `sliding window: at most ${cache.windowTokens} tokens per session`
-    const recent = cache.recent ? `, + ${formatBytes(cache.recent.bytesPerToken)}/token of the last ${cache.recent.windowTokens}` : ''
+    const recent = cache.recent
+      ? `, + ${formatBytes(cache.recent.bytesPerToken)}/token of the last ${cache.recent.windowTokens}`
+      : ''
     const fixed = `${recent}${cache.fixedBytes ? `, + ${formatBytes(cache.fixedBytes)} per session` : ''}`
     return `${blocks.length === 1 ? 'block' : 'blocks'} ${formatBlockList(blocks)}: ${formatBytes(cache.bytesPerToken)}/token (${what})${fixed}`
   })

@@ -38,12 +38,18 @@ describe('a GGUF of a large-target family states its caches and seams as llama.c
     const hc = num('hyper_connection.count')
     const hash = num('hash_layer_count')
     const ratios = key('attention.compress_ratios') as number[]
-    for (let b = 1; b < 5; b++) expect(seamBytesPerToken({ ...model.hparams, seams: model.seams }, b)).toBe(hc * 256 * 2 + (b < hash ? 4 : 0))
+    for (let b = 1; b < 5; b++)
+      expect(seamBytesPerToken({ ...model.hparams, seams: model.seams }, b)).toBe(hc * 256 * 2 + (b < hash ? 4 : 0))
     const keyBytes = num('attention.key_length') * 2
     model.cachePerBlock.forEach((cache, il) => {
       const ratio = Number(ratios[il])
       if (ratio === 0) expect(cache).toMatchObject({ kind: 'window', bytesPerToken: keyBytes })
-      else expect(cache).toMatchObject({ kind: 'latent', recent: { bytesPerToken: keyBytes }, fixedBytes: expect.any(Number) })
+      else
+        expect(cache).toMatchObject({
+          kind: 'latent',
+          recent: { bytesPerToken: keyBytes },
+          fixedBytes: expect.any(Number),
+        })
     })
   })
 
@@ -51,29 +57,42 @@ describe('a GGUF of a large-target family states its caches and seams as llama.c
     const { model, key, num } = await described('glm-dsa')
     const types = key('attention.indexer.types') as number[]
     const topK = num('attention.indexer.top_k')
-    for (let b = 1; b < 5; b++) expect(seamBytesPerToken({ ...model.hparams, seams: model.seams }, b)).toBe(256 * 2 + (Number(types[b]) === 0 ? 4 * topK : 0))
+    for (let b = 1; b < 5; b++)
+      expect(seamBytesPerToken({ ...model.hparams, seams: model.seams }, b)).toBe(
+        256 * 2 + (Number(types[b]) === 0 ? 4 * topK : 0),
+      )
     // The packed manifest states them; a model whose seams are all plain (qwen35moe below) keeps the manifest as before.
-    expect((await packModel({ source: join(dir, 'glm-dsa.gguf'), out: join(dir, 'glm-dsa-pack'), blocksPerArtifact: 2 })).seams).toEqual(model.seams)
+    expect(
+      (await packModel({ source: join(dir, 'glm-dsa.gguf'), out: join(dir, 'glm-dsa-pack'), blocksPerArtifact: 2 }))
+        .seams,
+    ).toEqual(model.seams)
     const latent = (num('attention.kv_lora_rank') + num('rope.dimension_count')) * 2
-    expect(model.cachePerBlock.map((c) => c.bytesPerToken)).toEqual(types.map((t) => latent + (Number(t) === 0 ? 0 : num('attention.indexer.key_length') * 2)))
+    expect(model.cachePerBlock.map((c) => c.bytesPerToken)).toEqual(
+      types.map((t) => latent + (Number(t) === 0 ? 0 : num('attention.indexer.key_length') * 2)),
+    )
   })
 
   it('qwen35moe: delta-net blocks hold only fixed f32 state per session, the hidden state alone crosses each cut', async () => {
     const { model, num } = await described('qwen35moe')
     const interval = num('full_attention_interval')
-    const [kernel, inner, state, groups] = ['conv_kernel', 'inner_size', 'state_size', 'group_count'].map((k) => num(`ssm.${k}`)) as [
-      number,
-      number,
-      number,
-      number,
-    ]
+    const [kernel, inner, state, groups] = ['conv_kernel', 'inner_size', 'state_size', 'group_count'].map((k) =>
+      num(`ssm.${k}`),
+    ) as [number, number, number, number]
     const fixedBytes = 4 * ((kernel - 1) * (inner + 2 * groups * state) + state * inner)
     model.cachePerBlock.forEach((cache, il) => {
       if ((il + 1) % interval !== 0) expect(cache).toEqual({ kind: 'kv', bytesPerToken: 0, fixedBytes })
       else expect(cache.bytesPerToken).toBeGreaterThan(0)
     })
-    expect((await packModel({ source: join(dir, 'qwen35moe.gguf'), out: join(dir, 'qwen35moe-pack'), blocksPerArtifact: 2 })).seams).toBeUndefined()
-    expect(model.seams.every((s) => s.values === 256 && !s.tokenIds && s.int32PerToken === 0 && cutAllowed({ nLayer: 5, seams: model.seams }, 2))).toBe(true)
+    expect(
+      (await packModel({ source: join(dir, 'qwen35moe.gguf'), out: join(dir, 'qwen35moe-pack'), blocksPerArtifact: 2 }))
+        .seams,
+    ).toBeUndefined()
+    expect(
+      model.seams.every(
+        (s) =>
+          s.values === 256 && !s.tokenIds && s.int32PerToken === 0 && cutAllowed({ nLayer: 5, seams: model.seams }, 2),
+      ),
+    ).toBe(true)
   })
 })
 
@@ -86,8 +105,10 @@ async function withMtpBlock(path: string, out: string): Promise<void> {
   const prefix = String(kvValue(file, 'general.architecture'))
   const served = Number(kvValue(file, `${prefix}.block_count`)) - 1
   const kvs = file.kvs.flatMap((kv): GgufKv[] => {
-    if (kv.key === `${prefix}.block_count`) return [kv, { key: `${prefix}.nextn_predict_layers`, type: GgufValueType.UINT32, value: 1 }]
-    if (kv.key === `${prefix}.attention.indexer.types`) return [{ ...kv, value: (kv.value as number[]).slice(0, served) }]
+    if (kv.key === `${prefix}.block_count`)
+      return [kv, { key: `${prefix}.nextn_predict_layers`, type: GgufValueType.UINT32, value: 1 }]
+    if (kv.key === `${prefix}.attention.indexer.types`)
+      return [{ ...kv, value: (kv.value as number[]).slice(0, served) }]
     return [kv]
   })
   const f32 = GGML_TYPES.get(GgmlTypeId.F32)
@@ -102,7 +123,8 @@ async function withMtpBlock(path: string, out: string): Promise<void> {
   const header = serializeHeader(kvs, tensors, file.alignment)
   const bytes = await readFile(path)
   const body = Buffer.alloc(header.fileBytes - header.bytes.length)
-  for (const [i, t] of file.tensors.entries()) bytes.copy(body, header.dataOffsets[i] ?? 0, t.offset, t.offset + t.bytes)
+  for (const [i, t] of file.tensors.entries())
+    bytes.copy(body, header.dataOffsets[i] ?? 0, t.offset, t.offset + t.bytes)
   await writeFile(out, Buffer.concat([header.bytes, body]))
 }
 
@@ -114,11 +136,21 @@ describe('a GGUF with MTP blocks is served without them, as llama.cpp and the ru
     const source = join(dir, 'glm-dsa-mtp.gguf')
     await withMtpBlock(join(dir, 'glm-dsa-6.gguf'), source)
     const model = describeModel(await readGguf(source))
-    expect([model.hparams.nLayer, model.blocks.length, model.bytesPerBlock.length, model.cachePerBlock.length, model.seams.length]).toEqual([5, 5, 5, 5, 4])
+    expect([
+      model.hparams.nLayer,
+      model.blocks.length,
+      model.bytesPerBlock.length,
+      model.cachePerBlock.length,
+      model.seams.length,
+    ]).toEqual([5, 5, 5, 5, 4])
     expect(model.mtp.length).toBeGreaterThan(3)
     expect(model.mtp.every((t) => t.name.startsWith('blk.5.'))).toBe(true)
     const plain = describeModel(await readGguf(join(dir, 'glm-dsa-5.gguf')))
-    expect([model.bytesPerBlock, model.cachePerBlock, model.seams]).toEqual([plain.bytesPerBlock, plain.cachePerBlock, plain.seams])
+    expect([model.bytesPerBlock, model.cachePerBlock, model.seams]).toEqual([
+      plain.bytesPerBlock,
+      plain.cachePerBlock,
+      plain.seams,
+    ])
 
     const out = join(dir, 'glm-dsa-mtp-pack')
     const manifest = await packModel({ source, out, blocksPerArtifact: 2 })

@@ -57,7 +57,14 @@ const EMBED = /^(token_embd|token_types|position_embd|token_embd_norm)\./
 const HEAD = /^(output|output_norm|output_hc_[a-z]+|cls|cls\.output)\./
 
 /** Per-block tensors the runtime needs, for the architectures Neuron runs natively. */
-const ATTENTION = ['attn_norm.weight', 'attn_q.weight', 'attn_k.weight', 'attn_v.weight', 'attn_output.weight', 'ffn_norm.weight']
+const ATTENTION = [
+  'attn_norm.weight',
+  'attn_q.weight',
+  'attn_k.weight',
+  'attn_v.weight',
+  'attn_output.weight',
+  'ffn_norm.weight',
+]
 const DENSE_FFN = ['ffn_gate.weight', 'ffn_down.weight', 'ffn_up.weight']
 const MOE_FFN = ['ffn_gate_inp.weight', 'ffn_gate_exps.weight', 'ffn_down_exps.weight', 'ffn_up_exps.weight']
 const ARCH_EXTRA: Record<string, string[]> = {
@@ -77,7 +84,11 @@ export function roleOf(tensorName: string): TensorRole {
 export function describeModel(file: GgufFile): ModelLayout {
   const architecture = stringKv(file, 'general.architecture')
   if (architecture === undefined) {
-    throw new GgufError('bad_model', `${file.path} has no general.architecture key; it is not a model Neuron can split.`, { path: file.path })
+    throw new GgufError(
+      'bad_model',
+      `${file.path} has no general.architecture key; it is not a model Neuron can split.`,
+      { path: file.path },
+    )
   }
   const num = (key: string): number | undefined => firstNumber(kvValue(file, `${architecture}.${key}`))
   const nLayerAll = num('block_count')
@@ -142,7 +153,8 @@ export function describeModel(file: GgufFile): ModelLayout {
     // n_embd_r: (kernel − 1) × (inner + 2 × groups × state); n_embd_s: state × inner (llama-hparams.cpp)
     recurrent: (il) => (il + 1) % interval !== 0,
     recurrentStateValues:
-      Math.max(0, ssm('conv_kernel') - 1) * (ssm('inner_size') + 2 * ssm('group_count') * ssm('state_size')) + ssm('state_size') * ssm('inner_size'),
+      Math.max(0, ssm('conv_kernel') - 1) * (ssm('inner_size') + 2 * ssm('group_count') * ssm('state_size')) +
+      ssm('state_size') * ssm('inner_size'),
   })
   const seams = blockSeams({
     architecture,
@@ -167,10 +179,14 @@ export function describeModel(file: GgufFile): ModelLayout {
       if (block !== undefined) block.push(t)
       else if (index < nLayerAll) mtp.push(t)
       else {
-        throw new GgufError('bad_model', `${file.path}: tensor ${t.name} belongs to block ${index}, but the model declares ${nLayerAll} blocks.`, {
-          path: file.path,
-          tensor: t.name,
-        })
+        throw new GgufError(
+          'bad_model',
+          `${file.path}: tensor ${t.name} belongs to block ${index}, but the model declares ${nLayerAll} blocks.`,
+          {
+            path: file.path,
+            tensor: t.name,
+          },
+        )
       }
     } else if (role === 'embed') embed.push(t)
     else if (role === 'head') head.push(t)

@@ -54,7 +54,9 @@ describe(`pack stories260K into artifacts`, () => {
       const file = await readGguf(join(out, artifact.file))
       // Every artifact carries the source's full metadata (tokenizer included), then neuron.* keys.
       expect(file.kvs.slice(0, source.kvs.length)).toEqual(source.kvs)
-      const neuron = Object.fromEntries(file.kvs.filter((kv) => kv.key.startsWith('neuron.')).map((kv) => [kv.key, kv.value]))
+      const neuron = Object.fromEntries(
+        file.kvs.filter((kv) => kv.key.startsWith('neuron.')).map((kv) => [kv.key, kv.value]),
+      )
       expect(neuron['neuron.role']).toBe(artifact.role)
       expect([neuron['neuron.block_begin'], neuron['neuron.block_end']]).toEqual(artifact.blocks ?? [0, 0])
       expect(file.tensors.map((t) => t.name)).toEqual(artifact.tensors)
@@ -64,7 +66,10 @@ describe(`pack stories260K into artifacts`, () => {
         const original = source.tensors.find((s) => s.name === t.name)
         expect(original, `${t.name} is not in the source`).toBeDefined()
         expect([t.type.name, t.shape]).toEqual([original?.type.name, original?.shape])
-        expect((await tensorData(file, t.name)).equals(await tensorData(source, t.name)), `${t.name} data differs`).toBe(true)
+        expect(
+          (await tensorData(file, t.name)).equals(await tensorData(source, t.name)),
+          `${t.name} data differs`,
+        ).toBe(true)
       }
     }
     expect([...seen.keys()].sort()).toEqual(source.tensors.map((t) => t.name).sort())
@@ -80,7 +85,9 @@ describe(`pack stories260K into artifacts`, () => {
   })
 
   it('groups whole blocks under --max-artifact-bytes, one block at least', async () => {
-    const oneBlock = (await readGguf(STORIES_260K)).tensors.filter((t) => t.name.startsWith('blk.0.')).reduce((s, t) => s + t.bytes, 0)
+    const oneBlock = (await readGguf(STORIES_260K)).tensors
+      .filter((t) => t.name.startsWith('blk.0.'))
+      .reduce((s, t) => s + t.bytes, 0)
     const m = await packModel({ source: STORIES_260K, out: join(dir, 'by-bytes'), maxArtifactBytes: 3 * oneBlock })
     expect(m.artifacts.filter((a) => a.role === 'blocks').map((a) => a.blocks)).toEqual([
       [0, 3],
@@ -94,13 +101,27 @@ describe(`pack stories260K into artifacts`, () => {
 describe('pack a tied-embedding model', () => {
   it('puts the token embedding in the head too, since the head computes logits with it', async () => {
     const source = join(dir, 'tied.gguf')
-    await generateModel({ arch: 'qwen3', blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 300, type: 'q8_0', seed: 3, out: source, tied: true })
+    await generateModel({
+      arch: 'qwen3',
+      blocks: 2,
+      embd: 64,
+      heads: 4,
+      kvHeads: 2,
+      ff: 128,
+      vocab: 300,
+      type: 'q8_0',
+      seed: 3,
+      out: source,
+      tied: true,
+    })
     const m = await packModel({ source, out: join(dir, 'tied') })
     expect(m.tiedEmbeddings).toBe(true)
     const head = m.artifacts.find((a) => a.role === 'head')
     expect(head?.tensors).toEqual(['output_norm.weight', 'token_embd.weight'])
     const src = await readGguf(source)
     const headFile = await readGguf(join(dir, 'tied', 'head.gguf'))
-    expect((await tensorData(headFile, 'token_embd.weight')).equals(await tensorData(src, 'token_embd.weight'))).toBe(true)
+    expect((await tensorData(headFile, 'token_embd.weight')).equals(await tensorData(src, 'token_embd.weight'))).toBe(
+      true,
+    )
   })
 })

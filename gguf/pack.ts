@@ -40,13 +40,27 @@ const CHUNK = 8 << 20
 export async function packModel(options: PackOptions): Promise<Manifest> {
   const { source, out } = options
   if (await exists(out)) {
-    throw new NeuronError('output_exists', `${out} already exists; choose a new --out directory or remove it first.`, { out })
+    throw new NeuronError('output_exists', `${out} already exists; choose a new --out directory or remove it first.`, {
+      out,
+    })
   }
-  if (options.blocksPerArtifact !== undefined && !(Number.isInteger(options.blocksPerArtifact) && options.blocksPerArtifact > 0)) {
-    throw new NeuronError('bad_option', `--blocks-per-artifact must be a whole number above 0, not ${options.blocksPerArtifact}.`)
+  if (
+    options.blocksPerArtifact !== undefined &&
+    !(Number.isInteger(options.blocksPerArtifact) && options.blocksPerArtifact > 0)
+  ) {
+    throw new NeuronError(
+      'bad_option',
+      `--blocks-per-artifact must be a whole number above 0, not ${options.blocksPerArtifact}.`,
+    )
   }
-  if (options.maxArtifactBytes !== undefined && !(Number.isInteger(options.maxArtifactBytes) && options.maxArtifactBytes > 0)) {
-    throw new NeuronError('bad_option', `--max-artifact-bytes must be a whole number above 0, not ${options.maxArtifactBytes}.`)
+  if (
+    options.maxArtifactBytes !== undefined &&
+    !(Number.isInteger(options.maxArtifactBytes) && options.maxArtifactBytes > 0)
+  ) {
+    throw new NeuronError(
+      'bad_option',
+      `--max-artifact-bytes must be a whole number above 0, not ${options.maxArtifactBytes}.`,
+    )
   }
   const file = await readGguf(source)
   const model = describeModel(file)
@@ -66,10 +80,19 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
     const sourceHandle = await open(source, 'r')
     try {
       for (const plan of plans) {
-        const written = await writeArtifact(join(staging, plan.file), file, plan, model.hparams.nLayer, sourceHandle, buffers, pieceBytes, (n) => {
-          copied += n
-          options.onProgress?.(copied, total)
-        })
+        const written = await writeArtifact(
+          join(staging, plan.file),
+          file,
+          plan,
+          model.hparams.nLayer,
+          sourceHandle,
+          buffers,
+          pieceBytes,
+          (n) => {
+            copied += n
+            options.onProgress?.(copied, total)
+          },
+        )
         artifacts.push({
           file: plan.file,
           role: plan.role,
@@ -96,7 +119,9 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
       kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
       cachePerBlock: [...model.cachePerBlock],
       // Stated only where some boundary differs from a plain one (a forbidden cut, streams, token ids, indices): older readers see the same manifest.
-      ...(model.seams.some((x) => !x.cut || x.values !== model.hparams.nEmbd || x.tokenIds || x.int32PerToken > 0) ? { seams: [...model.seams] } : {}),
+      ...(model.seams.some((x) => !x.cut || x.values !== model.hparams.nEmbd || x.tokenIds || x.int32PerToken > 0)
+        ? { seams: [...model.seams] }
+        : {}),
       ...(model.experts > 0 ? { seamDtype: 'f32' as const } : {}),
       tiedEmbeddings: model.tiedEmbeddings,
       alignment: file.alignment,
@@ -124,7 +149,8 @@ function planArtifacts(model: ModelLayout, options: PackOptions): ArtifactPlan[]
     let end = begin + 1
     if (options.maxArtifactBytes !== undefined) {
       let size = model.bytesPerBlock[begin] ?? 0
-      while (end < n && size + (model.bytesPerBlock[end] ?? 0) <= options.maxArtifactBytes) size += model.bytesPerBlock[end++] ?? 0
+      while (end < n && size + (model.bytesPerBlock[end] ?? 0) <= options.maxArtifactBytes)
+        size += model.bytesPerBlock[end++] ?? 0
     } else {
       end = Math.min(n, begin + (options.blocksPerArtifact ?? 1))
     }
@@ -144,7 +170,12 @@ function planArtifacts(model: ModelLayout, options: PackOptions): ArtifactPlan[]
       }),
     ),
     // A tied-embedding model computes logits with token_embd.weight, so its head carries a copy.
-    { file: 'head.gguf', role: 'head', blocks: null, tensors: model.tiedEmbeddings ? [...model.head, ...tokenEmbd] : model.head },
+    {
+      file: 'head.gguf',
+      role: 'head',
+      blocks: null,
+      tensors: model.tiedEmbeddings ? [...model.head, ...tokenEmbd] : model.head,
+    },
   ]
 }
 
@@ -174,7 +205,11 @@ async function writeArtifact(
     const start = header.bytes.length + (header.dataOffsets[i] ?? 0)
     if (start > length) pieces.push({ bytes: Buffer.alloc(start - length) })
     for (let done = 0; done < tensor.bytes; done += CHUNK) {
-      pieces.push({ sourceOffset: tensor.offset + done, length: Math.min(CHUNK, tensor.bytes - done), tensor: tensor.name })
+      pieces.push({
+        sourceOffset: tensor.offset + done,
+        length: Math.min(CHUNK, tensor.bytes - done),
+        tensor: tensor.name,
+      })
     }
     length = start + tensor.bytes
   }
@@ -189,7 +224,10 @@ async function writeArtifact(
     if ('bytes' in piece) return piece.bytes
     const { bytesRead } = await sourceHandle.read(into, 0, piece.length, piece.sourceOffset)
     if (bytesRead !== piece.length)
-      throw new NeuronError('truncated', `${source.path} ended while copying tensor ${piece.tensor}; was it changed during packing?`)
+      throw new NeuronError(
+        'truncated',
+        `${source.path} ended while copying tensor ${piece.tensor}; was it changed during packing?`,
+      )
     return into.subarray(0, bytesRead)
   }
   try {
@@ -211,7 +249,9 @@ async function writeArtifact(
   }
 }
 
-type Piece = { readonly bytes: Buffer } | { readonly sourceOffset: number; readonly length: number; readonly tensor: string }
+type Piece =
+  | { readonly bytes: Buffer }
+  | { readonly sourceOffset: number; readonly length: number; readonly tensor: string }
 
 /**
  * BitTorrent piece size for a model: a power of two from 16 KiB to 4 MiB aiming at about 2000

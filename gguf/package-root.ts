@@ -20,7 +20,8 @@ function isOurs(manifest: string): boolean {
 export function findPackageRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     if (existsSync(join(dir, 'package.json')) && isOurs(join(dir, 'package.json'))) return dir
-    if (dirname(dir) === dir) throw new Error(`no package.json named "${NAME}" above ${from}: Neuron's files are not where its code is`)
+    if (dirname(dir) === dir)
+      throw new Error(`no package.json named "${NAME}" above ${from}: Neuron's files are not where its code is`)
   }
 }
 

@@ -48,10 +48,18 @@ export async function readGguf(path: string): Promise<GgufFile> {
   const head = await readPrefix(path, 8)
   if (head.length < 4 || !head.subarray(0, 4).equals(MAGIC)) {
     const seen = head.subarray(0, 4).toString('hex').replace(/(..)/g, '$1 ').trim() || 'nothing (empty file)'
-    throw new GgufError('not_gguf', `${path} is not a GGUF file: it starts with ${seen}, not "GGUF". Pass a .gguf model file.`, { path })
+    throw new GgufError(
+      'not_gguf',
+      `${path} is not a GGUF file: it starts with ${seen}, not "GGUF". Pass a .gguf model file.`,
+      { path },
+    )
   }
   if (head.length < 8) {
-    throw new GgufError('truncated', `${path} is truncated: ${fileBytes} bytes, too short for a GGUF header. Download it again.`, { path, fileBytes })
+    throw new GgufError(
+      'truncated',
+      `${path} is truncated: ${fileBytes} bytes, too short for a GGUF header. Download it again.`,
+      { path, fileBytes },
+    )
   }
   const version = head.readUInt32LE(4)
   if (!SUPPORTED_VERSIONS.includes(version)) {
@@ -115,10 +123,14 @@ export async function readGguf(path: string): Promise<GgufFile> {
     }
     const relative = Number(info.offset)
     if (relative % alignment !== 0) {
-      throw new GgufError('corrupt', `${path}: tensor ${info.name} starts at data offset ${relative}, not aligned to ${alignment}.`, {
-        path,
-        tensor: info.name,
-      })
+      throw new GgufError(
+        'corrupt',
+        `${path}: tensor ${info.name} starts at data offset ${relative}, not aligned to ${alignment}.`,
+        {
+          path,
+          tensor: info.name,
+        },
+      )
     }
     const offset = dataOffset + relative
     if (offset + bytes > fileBytes) {
@@ -136,14 +148,19 @@ export async function readGguf(path: string): Promise<GgufFile> {
 
 async function parseWithLibrary(
   path: string,
-): Promise<{ typedMetadata: GGUFTypedMetadata; tensorInfos: { name: string; dtype: number; shape: bigint[]; offset: bigint }[]; tensorDataOffset: bigint }> {
+): Promise<{
+  typedMetadata: GGUFTypedMetadata
+  tensorInfos: { name: string; dtype: number; shape: bigint[]; offset: bigint }[]
+  tensorDataOffset: bigint
+}> {
   return gguf(path, { allowLocalFile: true, typedMetadata: true })
 }
 
 async function statSize(path: string): Promise<number> {
   try {
     const s = await stat(path)
-    if (!s.isFile()) throw new GgufError('not_found', `${path} is not a file. Pass the path of a .gguf model.`, { path })
+    if (!s.isFile())
+      throw new GgufError('not_found', `${path} is not a file. Pass the path of a .gguf model.`, { path })
     return s.size
   } catch (cause) {
     if (cause instanceof GgufError) throw cause

@@ -21,7 +21,11 @@ export interface GgufHeader {
 }
 
 /** Serializes a GGUF v3 header. Tensors are placed in the given order, each aligned. */
-export function serializeHeader(kvs: readonly GgufKv[], tensors: readonly TensorLayout[], alignment: number): GgufHeader {
+export function serializeHeader(
+  kvs: readonly GgufKv[],
+  tensors: readonly TensorLayout[],
+  alignment: number,
+): GgufHeader {
   const out = new ByteSink()
   out.raw(Buffer.from('GGUF', 'latin1'))
   out.u32(3)
@@ -66,7 +70,13 @@ const SCALARS: Partial<Record<GGUFValueType, readonly [number, (b: Buffer, v: un
   [GGUFValueType.FLOAT64]: [8, (b, v) => b.writeDoubleLE(Number(v))],
 }
 
-function writeValue(out: ByteSink, type: GGUFValueType, value: unknown, subType: GGUFValueType | undefined, key: string): void {
+function writeValue(
+  out: ByteSink,
+  type: GGUFValueType,
+  value: unknown,
+  subType: GGUFValueType | undefined,
+  key: string,
+): void {
   const scalar = SCALARS[type]
   if (scalar !== undefined) {
     const [width, write] = scalar
@@ -74,7 +84,8 @@ function writeValue(out: ByteSink, type: GGUFValueType, value: unknown, subType:
   } else if (type === GGUFValueType.STRING) {
     out.string(String(value))
   } else if (type === GGUFValueType.ARRAY) {
-    if (!Array.isArray(value) || subType === undefined) throw new Error(`metadata ${key}: an ARRAY needs an element type and array value`)
+    if (!Array.isArray(value) || subType === undefined)
+      throw new Error(`metadata ${key}: an ARRAY needs an element type and array value`)
     out.u32(subType)
     out.u64(BigInt(value.length))
     for (const item of value) {

@@ -21,25 +21,52 @@ const remembered = new Map<string, CachedProfile>()
  * memory bandwidth. Measured once and cached in the data dir (`hardware.json`); available memory
  * is read afresh on every call.
  */
-export async function hardwareProfile(dataDir: string, options: { threads?: number; refresh?: boolean } = {}): Promise<HardwareProfile> {
+export async function hardwareProfile(
+  dataDir: string,
+  options: { threads?: number; refresh?: boolean } = {},
+): Promise<HardwareProfile> {
   const cachePath = join(dataDir, 'hardware.json')
   if (!options.refresh) {
-    const fresh = (c: CachedProfile | undefined) => (c !== undefined && Date.now() - c.measuredAt < MAX_AGE_MS ? c : undefined)
+    const fresh = (c: CachedProfile | undefined) =>
+      c !== undefined && Date.now() - c.measuredAt < MAX_AGE_MS ? c : undefined
     const cached = fresh(remembered.get(cachePath)) ?? fresh(await readCache(cachePath))
     if (cached !== undefined) {
       remembered.set(cachePath, cached)
       const { profile } = cached
-      return { ...profile, threads: options.threads ?? profile.threads, memory: { ...profile.memory, availableBytes: (await si.mem()).available } }
+      return {
+        ...profile,
+        threads: options.threads ?? profile.threads,
+        memory: { ...profile.memory, availableBytes: (await si.mem()).available },
+      }
     }
   }
-  const [cpu, flags, mem, graphics, fs] = await Promise.all([si.cpu(), si.cpuFlags(), si.mem(), si.graphics(), statfs(dataDir)])
+  const [cpu, flags, mem, graphics, fs] = await Promise.all([
+    si.cpu(),
+    si.cpuFlags(),
+    si.mem(),
+    si.graphics(),
+    statfs(dataDir),
+  ])
   const profile = HardwareProfile.parse({
-    cpu: { model: `${cpu.manufacturer} ${cpu.brand}`.trim(), cores: cpu.cores, physicalCores: cpu.physicalCores, flags: flags.split(/\s+/).filter(Boolean) },
+    cpu: {
+      model: `${cpu.manufacturer} ${cpu.brand}`.trim(),
+      cores: cpu.cores,
+      physicalCores: cpu.physicalCores,
+      flags: flags.split(/\s+/).filter(Boolean),
+    },
     memory: { totalBytes: mem.total, availableBytes: mem.available },
     gpus: graphics.controllers
       .filter((g) => (g.vram ?? 0) > 0)
-      .map((g) => ({ vendor: g.vendor ?? '', model: g.model ?? '', vramBytes: Math.round((g.vram ?? 0) * 1024 * 1024) })),
-    disk: { path: dataDir, freeBytes: fs.bavail * fs.bsize, readBytesPerSecond: Math.round(await diskReadSpeed(dataDir)) },
+      .map((g) => ({
+        vendor: g.vendor ?? '',
+        model: g.model ?? '',
+        vramBytes: Math.round((g.vram ?? 0) * 1024 * 1024),
+      })),
+    disk: {
+      path: dataDir,
+      freeBytes: fs.bavail * fs.bsize,
+      readBytesPerSecond: Math.round(await diskReadSpeed(dataDir)),
+    },
     memoryBytesPerSecond: Math.round(memoryBandwidth()),
     threads: options.threads ?? defaultThreads(cpu.physicalCores || availableParallelism(), availableParallelism()),
   })

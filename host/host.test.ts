@@ -32,7 +32,11 @@ async function complete(maxTokens = 24): Promise<{ text: string; hops: number }>
 describe(`hosts joining a tracker in-process`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
-    tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 300, newKeyGrantMicro: 10_000_000 })
+    tracker = await Tracker.start({
+      dbPath: join(dir, 'tracker.sqlite'),
+      heartbeatMs: 300,
+      newKeyGrantMicro: 10_000_000,
+    })
     await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
     publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
     manifest = publication.manifest
@@ -46,12 +50,25 @@ describe(`hosts joining a tracker in-process`, () => {
   })
 
   it('a host that accepts no connections serves through the tracker relay, with the same text', async () => {
-    const direct = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'direct'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    const direct = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'direct'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+    })
     await direct.start()
     const viaDirect = await complete()
     await direct.stop(1000)
 
-    const relayed = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'relayed'), modelId: manifest.modelId, blocks: [0, 5], threads: 1, relay: true })
+    const relayed = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'relayed'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+      relay: true,
+    })
     await relayed.start()
     try {
       expect(relayed.state.endpoint).toBeNull()
@@ -66,7 +83,10 @@ describe(`hosts joining a tracker in-process`, () => {
       const intruder = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
       try {
         const close = jsonFrame('close', session, 0, {})
-        const { frame } = await callRpc(intruder.tracker, ClientToTracker, 'relay.forward', { hostId: relayed.hostId, frame: close })
+        const { frame } = await callRpc(intruder.tracker, ClientToTracker, 'relay.forward', {
+          hostId: relayed.hostId,
+          frame: close,
+        })
         expect(readJson(decodeFrame(frame), z.object({ code: z.string() }))).toEqual({ code: 'not_your_session' })
       } finally {
         intruder.close()
@@ -80,13 +100,31 @@ describe(`hosts joining a tracker in-process`, () => {
   })
 
   it('routes through part of a host’s span when hosts overlap, with the same text', async () => {
-    const reference = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'whole'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    const reference = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'whole'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+    })
     await reference.start()
     const whole = await complete()
     await reference.stop(1000)
 
-    const a = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-a'), modelId: manifest.modelId, blocks: [0, 3], threads: 1 })
-    const b = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'overlap-b'), modelId: manifest.modelId, blocks: [2, 5], threads: 1 })
+    const a = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'overlap-a'),
+      modelId: manifest.modelId,
+      blocks: [0, 3],
+      threads: 1,
+    })
+    const b = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'overlap-b'),
+      modelId: manifest.modelId,
+      blocks: [2, 5],
+      threads: 1,
+    })
     await a.start()
     await b.start()
     try {
@@ -106,7 +144,13 @@ describe(`hosts joining a tracker in-process`, () => {
   })
 
   it('with --blocks auto a host takes the range the tracker proposes and serves it', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'auto'), modelId: manifest.modelId, blocks: 'auto', threads: 1 })
+    const host = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'auto'),
+      modelId: manifest.modelId,
+      blocks: 'auto',
+      threads: 1,
+    })
     await host.start()
     try {
       // Alone in the swarm, the bottleneck is every block: the proposal covers the whole model.
@@ -119,7 +163,13 @@ describe(`hosts joining a tracker in-process`, () => {
   })
 
   it('a draining host leaves routing at once and lets the session in flight finish', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'drain'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    const host = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'drain'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+    })
     await host.start()
     const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens: 40 })
     await run.next()
@@ -127,7 +177,11 @@ describe(`hosts joining a tracker in-process`, () => {
     // The tracker hears "draining" before the host waits for its sessions.
     await new Promise((r) => setTimeout(r, 100))
     await expect(
-      callRpc(client.tracker, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 10, session: randomBytes(16).toString('hex') }),
+      callRpc(client.tracker, ClientToTracker, 'route.plan', {
+        modelId: manifest.modelId,
+        maxTokens: 10,
+        session: randomBytes(16).toString('hex'),
+      }),
     ).rejects.toMatchObject({
       code: 'no_route',
     })
@@ -144,9 +198,20 @@ describe(`hosts joining a tracker in-process`, () => {
   it('a host stopped while it downloads gives up at once: start rejects with "stopped" and the tracker sees it leave', async () => {
     // Published, then no longer seeded: a download of it never finishes.
     await packModel({ source: STORIES_260K, out: join(dir, 'orphan-packed'), blocksPerArtifact: 2, modelId: 'orphan' })
-    const orphan = await publishModel(join(dir, 'orphan-packed'), tracker.url, NodeIdentity.generate(), join(dir, 'orphan-publisher'))
+    const orphan = await publishModel(
+      join(dir, 'orphan-packed'),
+      tracker.url,
+      NodeIdentity.generate(),
+      join(dir, 'orphan-publisher'),
+    )
     await orphan.close()
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'orphan-host'), modelId: 'orphan', blocks: [0, 5], threads: 1 })
+    const host = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'orphan-host'),
+      modelId: 'orphan',
+      blocks: [0, 5],
+      threads: 1,
+    })
     const downloading = new Promise<void>((resolve) => host.on('state', (s) => s.status === 'downloading' && resolve()))
     const outcome = host.start().then(
       () => 'ready',
@@ -158,12 +223,19 @@ describe(`hosts joining a tracker in-process`, () => {
     await host.stop(1000)
     expect(performance.now() - stopping).toBeLessThan(5000)
     expect(await outcome).toBe('stopped')
-    for (let i = 0; i < 50 && tracker.registry.get(host.hostId)?.online === true; i++) await new Promise((r) => setTimeout(r, 100))
+    for (let i = 0; i < 50 && tracker.registry.get(host.hostId)?.online === true; i++)
+      await new Promise((r) => setTimeout(r, 100))
     expect(tracker.registry.get(host.hostId)?.online).toBe(false)
   })
 
   it('a host stopped while it loads lets the load finish, then lets it go instead of serving', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'stop-loading'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    const host = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'stop-loading'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+    })
     const states: string[] = []
     let stopping: Promise<void> | undefined
     host.on('state', (s) => {
@@ -182,15 +254,30 @@ describe(`hosts joining a tracker in-process`, () => {
   })
 
   it('answers its tracker’s unknown events and malformed relay frames with typed errors, and keeps serving', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'hostile-tracker'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    const host = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'hostile-tracker'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+    })
     await host.start()
     try {
       // The tracker's end of the host's connection (a private field): what a hostile tracker could send down it.
       const toHost = (tracker as unknown as { hostSockets: Map<string, RpcSocket> }).hostSockets.get(host.hostId)
       if (toHost === undefined) throw new Error(`the tracker holds no socket for host ${host.hostId}`)
-      expect(await toHost.timeout(2000).emitWithAck('no.such.event', { x: 1 })).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
-      expect(await toHost.timeout(2000).emitWithAck('relay.frame', { frame: Buffer.from('xx') })).toMatchObject({ ok: false, error: { code: 'bad_request' } })
-      expect(await toHost.timeout(2000).emitWithAck('relay.frame', Buffer.alloc(64))).toMatchObject({ ok: false, error: { code: 'bad_request' } })
+      expect(await toHost.timeout(2000).emitWithAck('no.such.event', { x: 1 })).toMatchObject({
+        ok: false,
+        error: { code: 'unknown_event' },
+      })
+      expect(await toHost.timeout(2000).emitWithAck('relay.frame', { frame: Buffer.from('xx') })).toMatchObject({
+        ok: false,
+        error: { code: 'bad_request' },
+      })
+      expect(await toHost.timeout(2000).emitWithAck('relay.frame', Buffer.alloc(64))).toMatchObject({
+        ok: false,
+        error: { code: 'bad_request' },
+      })
       expect((await complete(8)).text).toMatch(/^, there was/)
     } finally {
       await host.stop(1000)
@@ -198,16 +285,28 @@ describe(`hosts joining a tracker in-process`, () => {
   })
 
   it('joins the tracker again after the tracker restarts, and serves as before', async () => {
-    const host = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'rejoin'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    const host = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'rejoin'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+    })
     await host.start()
     try {
       const { port } = tracker
       client.close()
       await tracker.close()
-      tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), port, heartbeatMs: 300, newKeyGrantMicro: 10_000_000 })
+      tracker = await Tracker.start({
+        dbPath: join(dir, 'tracker.sqlite'),
+        port,
+        heartbeatMs: 300,
+        newKeyGrantMicro: 10_000_000,
+      })
       client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
       // The restarted tracker knows the model from SQLite and the host from its new hello.
-      for (let i = 0; i < 100 && tracker.registry.get(host.hostId)?.online !== true; i++) await new Promise((r) => setTimeout(r, 100))
+      for (let i = 0; i < 100 && tracker.registry.get(host.hostId)?.online !== true; i++)
+        await new Promise((r) => setTimeout(r, 100))
       expect(tracker.registry.get(host.hostId)?.state.status).toBe('ready')
       expect((await complete(8)).text).toMatch(/^, there was/)
     } finally {

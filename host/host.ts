@@ -68,7 +68,8 @@ export class Host extends EventEmitter<HostEvents> {
   private stopping: Promise<void> | undefined
   /** stop(), as the steps of a start in progress see it: each gives up at its next step, a download at once. */
   private readonly halt = new StopSignal(
-    () => `the host was stopped before it was ready to serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
+    () =>
+      `the host was stopped before it was ready to serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
   )
   private identity: NodeIdentity | undefined
   /** The key that signs the tickets this host accepts, as the tracker said in its hello. */
@@ -127,14 +128,25 @@ export class Host extends EventEmitter<HostEvents> {
     // Several instances of one swarm: the next after the one it was on (a lost one is likely down), and only one signing with the key it knows.
     const urls = trackerUrls(this.options.trackerUrl)
     const known = this.trackerKey === undefined ? {} : { trackerKey: this.trackerKey }
-    const { socket, index } = await connectAnyTracker(urls, '/hosts', identity, known, this.socket === undefined ? 0 : this.trackerIndex + 1)
+    const { socket, index } = await connectAnyTracker(
+      urls,
+      '/hosts',
+      identity,
+      known,
+      this.socket === undefined ? 0 : this.trackerIndex + 1,
+    )
     this.trackerIndex = index
     if (this.halt.stopped) {
       socket.close()
       throw this.halt.error()
     }
     this.socket = socket
-    serveRpc(socket, TrackerToHost, { 'relay.frame': async ({ frame, from }) => ({ frame: await this.handleRelayed(frame, from) }) }, undefined)
+    serveRpc(
+      socket,
+      TrackerToHost,
+      { 'relay.frame': async ({ frame, from }) => ({ frame: await this.handleRelayed(frame, from) }) },
+      undefined,
+    )
     const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.state })
     // stop() closed the socket meanwhile: start no heartbeats.
     this.halt.check()
@@ -144,7 +156,9 @@ export class Host extends EventEmitter<HostEvents> {
     this.log(`joined ${urls[index]} as ${hello.hostId} (public key ${identity.publicKey})`)
     clearInterval(this.heartbeat)
     this.beat = () =>
-      callRpc(socket, HostToTracker, 'host.heartbeat', this.heartbeatBody(), hello.heartbeatMs).catch((e: Error) => this.log(`heartbeat failed: ${e.message}`))
+      callRpc(socket, HostToTracker, 'host.heartbeat', this.heartbeatBody(), hello.heartbeatMs).catch((e: Error) =>
+        this.log(`heartbeat failed: ${e.message}`),
+      )
     this.heartbeat = setInterval(() => {
       this.beat()
       this.reportMeasuredSpeed()
@@ -169,7 +183,9 @@ export class Host extends EventEmitter<HostEvents> {
     const reported = this.state.msPerBlock
     if (measured === undefined || reported === null || this.state.status !== 'ready') return
     if (Math.abs(measured - reported) / reported < 0.2) return
-    void this.publishState({ ...this.state, msPerBlock: measured }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+    void this.publishState({ ...this.state, msPerBlock: measured }).catch((e: Error) =>
+      this.log(`state update failed: ${e.message}`),
+    )
   }
 
   private async rejoin(): Promise<void> {
@@ -180,7 +196,9 @@ export class Host extends EventEmitter<HostEvents> {
         await this.join()
         return
       } catch (error) {
-        this.log(`tracker still unreachable (${error instanceof Error ? error.message : error}); retrying in ${Math.min(30_000, delayMs * 2)} ms`)
+        this.log(
+          `tracker still unreachable (${error instanceof Error ? error.message : error}); retrying in ${Math.min(30_000, delayMs * 2)} ms`,
+        )
       }
     }
   }
@@ -196,7 +214,10 @@ export class Host extends EventEmitter<HostEvents> {
     const blocks = range === 'auto' ? await placedRange(socket, modelId, (l) => this.log(l)) : range
     this.halt.check()
     if (blocks[0] < 0 || blocks[1] > manifest.nLayer || blocks[0] >= blocks[1]) {
-      throw new NeuronError('bad_option', `--blocks ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`)
+      throw new NeuronError(
+        'bad_option',
+        `--blocks ${blocks[0]}:${blocks[1]} is not a range of ${modelId}'s blocks [0, ${manifest.nLayer}).`,
+      )
     }
     const files = artifactsForBlocks(manifest, blocks).map((a) => a.file)
     await this.publishState({ ...IDLE_STATE, modelId, blocks, status: 'downloading' })
@@ -211,7 +232,11 @@ export class Host extends EventEmitter<HostEvents> {
       announceUrl: () => `${trackerBase(trackerUrls(this.options.trackerUrl)[this.trackerIndex] ?? '')}/announce`,
       log: (l) => this.log(l),
     })
-    const progress = overallProgress(manifest, files, (fraction) => void this.publishState({ ...this.state, progress: fraction }))
+    const progress = overallProgress(
+      manifest,
+      files,
+      (fraction) => void this.publishState({ ...this.state, progress: fraction }),
+    )
     const fetching = this.store.fetch(manifest, Buffer.from(torrent), files, (p) => {
       this.emit('progress', p)
       progress(p)
@@ -224,7 +249,14 @@ export class Host extends EventEmitter<HostEvents> {
     const head = blocks[1] === manifest.nLayer
     // Without a detected GPU, don't probe the CUDA/Vulkan builds: they can't load, and ggml says so on stderr.
     const device = this.options.device !== 'cpu' && (this.profile?.gpus.length ?? 0) > 0 ? 'auto' : 'cpu'
-    this.runtime = await this.loadRuntime({ artifacts: paths, blocks: [blocks[0], blocks[1]], embed, head, threads: this.options.threads, device })
+    this.runtime = await this.loadRuntime({
+      artifacts: paths,
+      blocks: [blocks[0], blocks[1]],
+      embed,
+      head,
+      threads: this.options.threads,
+      device,
+    })
     this.halt.check()
     const maxSessions = this.options.maxSessions ?? 4
     const kvCapacityTokens = this.options.maxSessionTokens ?? Math.min(4096, manifest.contextLength || 4096)
@@ -303,7 +335,9 @@ export class Host extends EventEmitter<HostEvents> {
       submit: (receipts) => this.handIn('relay.receipts', receipts),
       onOfferChange: () => {
         if (this.state.status === 'ready')
-          void this.publishState({ ...this.state, ...this.relayOffer() }).catch((e: Error) => this.log(`state update failed: ${e.message}`))
+          void this.publishState({ ...this.state, ...this.relayOffer() }).catch((e: Error) =>
+            this.log(`state update failed: ${e.message}`),
+          )
       },
       log: (l) => this.log(l),
     })
@@ -363,7 +397,8 @@ export class Host extends EventEmitter<HostEvents> {
   }
 
   private async handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {
-    if (this.server === undefined) return errorFrame('0'.repeat(32), 0, { code: 'not_serving', message: 'this host serves no model yet' })
+    if (this.server === undefined)
+      return errorFrame('0'.repeat(32), 0, { code: 'not_serving', message: 'this host serves no model yet' })
     return this.server.handle(frame, `relay:${from}`)
   }
 
@@ -371,7 +406,9 @@ export class Host extends EventEmitter<HostEvents> {
   protected async loadRuntime(options: ShardRuntimeOptions): Promise<ServingRuntime> {
     const runtime = await ShardRuntime.load(options)
     const { weightBytes, mappedBytes, hugePageBytes } = runtime.info()
-    this.log(`loaded ${weightBytes} bytes of weights, ${mappedBytes} of them mapped from the artifact files (${hugePageBytes} in 2 MB pages)`)
+    this.log(
+      `loaded ${weightBytes} bytes of weights, ${mappedBytes} of them mapped from the artifact files (${hugePageBytes} in 2 MB pages)`,
+    )
     return runtime
   }
 

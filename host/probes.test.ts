@@ -123,7 +123,9 @@ describe(`the publisher's known-answer probes of stories260K`, () => {
             rows.push(...out.data)
           }
           session.close()
-          expect(seamError(Float32Array.from(rows), f32(probe.hidden[j] as Uint8Array), manifest.nEmbd)).toBeLessThan(1e-5)
+          expect(seamError(Float32Array.from(rows), f32(probe.hidden[j] as Uint8Array), manifest.nEmbd)).toBeLessThan(
+            1e-5,
+          )
         }
       }
     } finally {
@@ -137,12 +139,15 @@ describe(`the publisher's known-answer probes of stories260K`, () => {
     expect(honest).toHaveLength(10 * 4)
     expect(Math.max(...honest)).toBeLessThan(SEAM_TOLERANCE / 10)
     expect(rejected).toEqual([])
-    for (const lie of ['zeros', 'noise 0.5', 'skip-block']) expect(Math.min(...(lying[lie] ?? [])), lie).toBeGreaterThan(SEAM_TOLERANCE)
+    for (const lie of ['zeros', 'noise 0.5', 'skip-block'])
+      expect(Math.min(...(lying[lie] ?? [])), lie).toBeGreaterThan(SEAM_TOLERANCE)
   })
 
   it('holds fewer probes when their hidden states would pass maxBytes, but always one', async () => {
     const perProbe = 4 * 12 * manifest.nEmbd * 4
-    expect((await computeProbeSet(manifest, packed, { threads: THREADS, count: 4, maxBytes: 2 * perProbe })).probes).toHaveLength(2)
+    expect(
+      (await computeProbeSet(manifest, packed, { threads: THREADS, count: 4, maxBytes: 2 * perProbe })).probes,
+    ).toHaveLength(2)
     expect((await computeProbeSet(manifest, packed, { threads: THREADS, maxBytes: 1 })).probes).toHaveLength(1)
   })
 })
@@ -150,7 +155,18 @@ describe(`the publisher's known-answer probes of stories260K`, () => {
 describe('the probes of a generated q4_0 model', () => {
   it('pass an honest f16 host on every range within SEAM_TOLERANCE, with its greedy picks accepted', async () => {
     const source = join(dir, 'q4.gguf')
-    await generateModel({ arch: 'llama', type: 'q4_0', blocks: 4, embd: 128, heads: 4, kvHeads: 2, ff: 256, vocab: 384, seed: 3, out: source })
+    await generateModel({
+      arch: 'llama',
+      type: 'q4_0',
+      blocks: 4,
+      embd: 128,
+      heads: 4,
+      kvHeads: 2,
+      ff: 256,
+      vocab: 384,
+      seed: 3,
+      out: source,
+    })
     const packed = join(dir, 'q4')
     const manifest = await packModel({ source, out: packed, blocksPerArtifact: 1 })
     const set = await computeProbeSet(manifest, packed, { threads: THREADS, count: 4, random: seeded(2) })

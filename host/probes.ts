@@ -55,10 +55,18 @@ export async function computeProbeSet(manifest: Manifest, dir: string, options: 
   const tokens = options.tokens ?? PROBE_TOKENS
   const boundaries = Array.from({ length: manifest.nLayer - 1 }, (_, i) => seamAt(manifest, i + 1))
   const perProbe = tokens * 4 * boundaries.reduce((sum, seam) => sum + seam.values + seamSideValues(seam), 0)
-  const count = Math.max(1, Math.min(options.count ?? PROBE_COUNT, Math.floor((options.maxBytes ?? PROBE_SET_BYTES) / Math.max(1, perProbe))))
+  const count = Math.max(
+    1,
+    Math.min(options.count ?? PROBE_COUNT, Math.floor((options.maxBytes ?? PROBE_SET_BYTES) / Math.max(1, perProbe))),
+  )
   const pickable = await ordinaryTokens(manifest, dir)
-  const draw = options.random === undefined ? (n: number) => randomInt(n) : (n: number) => Math.floor((options.random as () => number)() * n)
-  const prompts = Array.from({ length: count }, () => Array.from({ length: tokens }, () => pickable[draw(pickable.length)] as number))
+  const draw =
+    options.random === undefined
+      ? (n: number) => randomInt(n)
+      : (n: number) => Math.floor((options.random as () => number)() * n)
+  const prompts = Array.from({ length: count }, () =>
+    Array.from({ length: tokens }, () => pickable[draw(pickable.length)] as number),
+  )
   const reference = await referenceRun(manifest, dir, prompts, options)
   const probes: Probe[] = prompts.map((p, i) => ({
     tokens: p,
@@ -66,7 +74,9 @@ export async function computeProbeSet(manifest: Manifest, dir: string, options: 
     hidden: (reference.hidden[i] as Float32Array[]).map((h, j) => {
       const side = reference.side[i]?.[j]
       const values = new Uint8Array(h.buffer, h.byteOffset, h.byteLength)
-      return side === undefined ? values : new Uint8Array(Buffer.concat([values, new Uint8Array(side.buffer, side.byteOffset, side.byteLength)]))
+      return side === undefined
+        ? values
+        : new Uint8Array(Buffer.concat([values, new Uint8Array(side.buffer, side.byteOffset, side.byteLength)]))
     }),
     accept: acceptLists(reference.logits[i] as Float32Array, manifest.nVocab),
   }))
@@ -118,7 +128,8 @@ export async function referenceRun(
           const seamIn = b === 0 ? undefined : seamAt(manifest, b)
           const seamOut = head ? undefined : seamAt(manifest, b + 1)
           const ids = Int32Array.from(prompt)
-          const indicesIn = seamIn === undefined ? undefined : splitSide(seamIn, side[i]?.[b - 1] ?? new Int32Array(0)).indices
+          const indicesIn =
+            seamIn === undefined ? undefined : splitSide(seamIn, side[i]?.[b - 1] ?? new Int32Array(0)).indices
           // in the chunks the prober sends (all but two rows, then one and one): batched and single-token
           // matmuls round differently, and a mixture-of-experts router near a tie turns that into another expert
           const width = input.length / prompt.length
@@ -135,7 +146,10 @@ export async function referenceRun(
               ...(indicesIn === undefined ? {} : { indices: indicesIn.subarray(from * k, to * k) }),
             })
             if (out.dtype !== 'f32' || out.rows !== to - from)
-              throw new NeuronError('internal', `block ${b} of ${manifest.modelId} returned ${out.rows} ${out.dtype} rows for ${to - from} tokens`)
+              throw new NeuronError(
+                'internal',
+                `block ${b} of ${manifest.modelId} returned ${out.rows} ${out.dtype} rows for ${to - from} tokens`,
+              )
             parts.push(out.data as Float32Array)
             if (out.kind === 'hidden' && out.indices !== undefined) indicesOut.push(out.indices)
             kind = out.kind
@@ -143,7 +157,11 @@ export async function referenceRun(
           if (kind === 'logits') logits.push(concatenated(parts, Float32Array))
           else {
             hidden[i]?.push(concatenated(parts, Float32Array))
-            side[i]?.push(seamOut === undefined || seamSideValues(seamOut) === 0 ? undefined : sideValues(seamOut, ids, concatenated(indicesOut, Int32Array)))
+            side[i]?.push(
+              seamOut === undefined || seamSideValues(seamOut) === 0
+                ? undefined
+                : sideValues(seamOut, ids, concatenated(indicesOut, Int32Array)),
+            )
           }
         } finally {
           session.close()
@@ -159,7 +177,8 @@ export async function referenceRun(
 /** The side values entering a block (token-major: the token id where the seam carries it, then its indices). */
 function sideValues(seam: Seam, ids: Int32Array, indices: Int32Array): Int32Array {
   const k = seam.int32PerToken
-  if (indices.length !== ids.length * k) throw new NeuronError('internal', `the runtime returned ${indices.length} indices for ${ids.length} tokens × ${k}`)
+  if (indices.length !== ids.length * k)
+    throw new NeuronError('internal', `the runtime returned ${indices.length} indices for ${ids.length} tokens × ${k}`)
   return joinSide(seam, ids.length, ids, indices)
 }
 

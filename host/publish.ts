@@ -25,11 +25,17 @@ export async function readManifest(dir: string): Promise<Manifest> {
   try {
     raw = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'))
   } catch {
-    throw new NeuronError('bad_manifest', `${join(dir, 'manifest.json')} is missing or not JSON; pack the model with neuron pack first.`)
+    throw new NeuronError(
+      'bad_manifest',
+      `${join(dir, 'manifest.json')} is missing or not JSON; pack the model with neuron pack first.`,
+    )
   }
   const parsed = Manifest.safeParse(raw)
   if (!parsed.success)
-    throw new NeuronError('bad_manifest', `${join(dir, 'manifest.json')}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
+    throw new NeuronError(
+      'bad_manifest',
+      `${join(dir, 'manifest.json')}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    )
   return parsed.data
 }
 
@@ -73,7 +79,11 @@ export async function publishModel(
       tokenizer,
       ...(probeSet === undefined ? {} : { probes: encodeProbeSet(probeSet) }),
     })
-    if (published.infoHash !== infoHash) throw new NeuronError('internal', `the tracker recorded infohash ${published.infoHash}, the seeder has ${infoHash}`)
+    if (published.infoHash !== infoHash)
+      throw new NeuronError(
+        'internal',
+        `the tracker recorded infohash ${published.infoHash}, the seeder has ${infoHash}`,
+      )
     return { manifest, infoHash, store, tracker, close }
   } catch (error) {
     // Refused (a taken model id, say): nothing keeps seeding what the tracker does not list.

@@ -18,14 +18,19 @@ describe('grant proof of work', () => {
     expect(tries).toBeGreaterThan(0)
     expect(hasGrantWork(challenge, key.publicKey, nonce, 12)).toBe(true)
     // a proof is bound to its key and challenge: the same nonce for another key or challenge passes only by chance (2^-12)
-    const elsewhere = [hasGrantWork(challenge, other.publicKey, nonce, 12), hasGrantWork(`${challenge}x`, key.publicKey, nonce, 12)]
+    const elsewhere = [
+      hasGrantWork(challenge, other.publicKey, nonce, 12),
+      hasGrantWork(`${challenge}x`, key.publicKey, nonce, 12),
+    ]
     expect(elsewhere.filter(Boolean).length).toBeLessThan(2)
   })
 
   it('stops when its caller aborts', async () => {
     const abort = new AbortController()
     abort.abort()
-    await expect(solveGrantWork('grant.1.abcdefghijklmnopqrstuvwx', NodeIdentity.generate().publicKey, 40, abort.signal)).rejects.toMatchObject({
+    await expect(
+      solveGrantWork('grant.1.abcdefghijklmnopqrstuvwx', NodeIdentity.generate().publicKey, 40, abort.signal),
+    ).rejects.toMatchObject({
       code: 'aborted',
     })
   })

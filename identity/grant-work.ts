@@ -19,7 +19,12 @@ export function hasGrantWork(challenge: string, publicKey: string, nonce: string
  * Finds a nonce for `challenge` and `publicKey` with `bits` leading zero bits: 2^bits tries on average. Yields to the
  * event loop between slices; stops with `aborted` when `signal` fires.
  */
-export async function solveGrantWork(challenge: string, publicKey: string, bits: number, signal?: AbortSignal): Promise<{ nonce: string; tries: number }> {
+export async function solveGrantWork(
+  challenge: string,
+  publicKey: string,
+  bits: number,
+  signal?: AbortSignal,
+): Promise<{ nonce: string; tries: number }> {
   const prefix = createHash('sha256').update(grantWorkMessage(challenge, publicKey, ''))
   for (let n = 0; ; ) {
     for (const end = n + TRIES_PER_SLICE; n < end; n++) {

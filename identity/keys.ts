@@ -1,4 +1,13 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, sign, verify } from 'node:crypto'
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  sign,
+  verify,
+} from 'node:crypto'
 import { link, mkdir, open, readFile, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { type AuthChallenge, challengeMessage, type HandshakeAuth, NeuronError } from '../protocol'
@@ -83,7 +92,9 @@ export class NodeIdentity {
   }
 
   sign(message: string | Uint8Array): string {
-    return sign(null, typeof message === 'string' ? Buffer.from(message) : message, this.privateKey).toString('base64url')
+    return sign(null, typeof message === 'string' ? Buffer.from(message) : message, this.privateKey).toString(
+      'base64url',
+    )
   }
 
   /**
@@ -109,10 +120,19 @@ export function publicKeyObject(publicKey: string): KeyObject {
  * True when `signature` is `publicKey`'s ed25519 signature of `message`. Never throws on bad input.
  * A KeyObject (publicKeyObject) saves parsing the key again when one key checks many signatures.
  */
-export function verifySignature(publicKey: string | KeyObject, message: string | Uint8Array, signature: string): boolean {
+export function verifySignature(
+  publicKey: string | KeyObject,
+  message: string | Uint8Array,
+  signature: string,
+): boolean {
   try {
     const key = typeof publicKey === 'string' ? publicKeyObject(publicKey) : publicKey
-    return verify(null, typeof message === 'string' ? Buffer.from(message) : message, key, Buffer.from(signature, 'base64url'))
+    return verify(
+      null,
+      typeof message === 'string' ? Buffer.from(message) : message,
+      key,
+      Buffer.from(signature, 'base64url'),
+    )
   } catch {
     return false
   }

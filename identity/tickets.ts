@@ -9,7 +9,11 @@ export function signTicket(tracker: NodeIdentity, body: Omit<TicketBody, 'tracke
 }
 
 /** The client signs its open of a ticketed session (only the ticket's client key can). */
-export function signOpen(client: NodeIdentity, ticket: Pick<Ticket, 'signature'>, open: { blocks: readonly [number, number]; maxTokens: number }): string {
+export function signOpen(
+  client: NodeIdentity,
+  ticket: Pick<Ticket, 'signature'>,
+  open: { blocks: readonly [number, number]; maxTokens: number },
+): string {
   return client.sign(openMessage(ticket.signature, open))
 }
 
@@ -20,24 +24,41 @@ export function signOpen(client: NodeIdentity, ticket: Pick<Ticket, 'signature'>
  */
 export function verifyTicket(
   ticket: Ticket,
-  expect: { trackerKey: string; session: string; hostId: string; openSignature: string; blocks: readonly [number, number]; maxTokens: number },
+  expect: {
+    trackerKey: string
+    session: string
+    hostId: string
+    openSignature: string
+    blocks: readonly [number, number]
+    maxTokens: number
+  },
   now = Date.now(),
 ): void {
   const { signature, ...body } = ticket
   if (body.trackerKey !== expect.trackerKey || !verifySignature(expect.trackerKey, ticketMessage(body), signature)) {
-    throw new NeuronError('bad_ticket', "the ticket is not signed by this host's tracker; ask the tracker for a route (route.plan) and open with its ticket.")
+    throw new NeuronError(
+      'bad_ticket',
+      "the ticket is not signed by this host's tracker; ask the tracker for a route (route.plan) and open with its ticket.",
+    )
   }
   if (body.session !== expect.session)
-    throw new NeuronError('bad_ticket', `the ticket is for session ${body.session}, not ${expect.session}; open each session with its own ticket.`)
+    throw new NeuronError(
+      'bad_ticket',
+      `the ticket is for session ${body.session}, not ${expect.session}; open each session with its own ticket.`,
+    )
   if (body.hostId !== expect.hostId)
     throw new NeuronError(
       'wrong_host',
       `the ticket is for host ${body.hostId}, not this host (${expect.hostId}); open each hop with the ticket of its route hop.`,
     )
   if (now > body.expiresAt)
-    throw new NeuronError('ticket_expired', `the ticket expired ${Math.round((now - body.expiresAt) / 1000)} s ago; ask the tracker for a new route.`, {
-      expiresAt: body.expiresAt,
-    })
+    throw new NeuronError(
+      'ticket_expired',
+      `the ticket expired ${Math.round((now - body.expiresAt) / 1000)} s ago; ask the tracker for a new route.`,
+      {
+        expiresAt: body.expiresAt,
+      },
+    )
   if (expect.blocks[0] !== body.blocks[0] || expect.blocks[1] !== body.blocks[1])
     throw new NeuronError(
       'ticket_mismatch',
@@ -52,7 +73,10 @@ export function verifyTicket(
       },
     )
   if (!verifySignature(body.clientKey, openMessage(signature, expect), expect.openSignature))
-    throw new NeuronError('bad_open_signature', "the open is not signed by the ticket's client key; only the client the ticket was issued to may open it.")
+    throw new NeuronError(
+      'bad_open_signature',
+      "the open is not signed by the ticket's client key; only the client the ticket was issued to may open it.",
+    )
 }
 
 /** The sha256 a receipt names for a frame's payload (its `input` and `output`), hex. */

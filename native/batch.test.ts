@@ -24,8 +24,21 @@ const MAX_BATCH_DP = 1e-3
  */
 const MAX_BATCH_DP_MOE = 2e-2
 // prompts of different lengths, so the sessions sit at different positions in every batch
-const PROMPTS = Array.from({ length: SESSIONS }, (_, i) => Array.from({ length: 1 + ((i * 3) % 7) }, (_, j) => 1 + ((i * 37 + j * 11) % 200)))
-const SHAPE = { blocks: 3, embd: 256, heads: 4, kvHeads: 2, ff: 512, vocab: 384, seed: 9, experts: 8, expertsUsed: 2, expertFf: 256 }
+const PROMPTS = Array.from({ length: SESSIONS }, (_, i) =>
+  Array.from({ length: 1 + ((i * 3) % 7) }, (_, j) => 1 + ((i * 37 + j * 11) % 200)),
+)
+const SHAPE = {
+  blocks: 3,
+  embd: 256,
+  heads: 4,
+  kvHeads: 2,
+  ff: 512,
+  vocab: 384,
+  seed: 9,
+  experts: 8,
+  expertsUsed: 2,
+  expertFf: 256,
+}
 
 type Step = { token: number; probs: Float64Array }
 
@@ -77,7 +90,9 @@ async function batched(
   try {
     for (let i = 0; i < steps; i++) {
       const members = sessions.filter((s) => live.has(s))
-      const pending = rt.forwardBatch(members.map((s) => ({ session: s, input: inputs[sessions.indexOf(s)] as Int32Array })))
+      const pending = rt.forwardBatch(
+        members.map((s) => ({ session: s, input: inputs[sessions.indexOf(s)] as Int32Array })),
+      )
       during?.(i, sessions)
       const res = await pending
       outcomes.push(res)
@@ -127,7 +142,10 @@ function compare(alone: Step[][], together: (Step | undefined)[][]): { worst: nu
     for (const [i, s] of steps.entries()) {
       const dp = maxAbsDiff((s as Step).probs, (want[i] as Step).probs)
       worst = Math.max(worst, dp)
-      if (dp > MAX_BATCH_DP) over.push(`session ${k} step ${i}: ${dp.toExponential(1)}, solo margin ${margin((want[i] as Step).probs).toExponential(1)}`)
+      if (dp > MAX_BATCH_DP)
+        over.push(
+          `session ${k} step ${i}: ${dp.toExponential(1)}, solo margin ${margin((want[i] as Step).probs).toExponential(1)}`,
+        )
     }
   }
   return { worst, ties, over }
@@ -147,13 +165,24 @@ async function generated(arch: GeneratedArch): Promise<string> {
 }
 
 async function wholeModel(path: string, blocks: number): Promise<ShardRuntime> {
-  return ShardRuntime.load({ artifacts: [path], blocks: [0, blocks], embed: true, head: true, threads: THREADS, device: 'cpu' })
+  return ShardRuntime.load({
+    artifacts: [path],
+    blocks: [0, blocks],
+    embed: true,
+    head: true,
+    threads: THREADS,
+    device: 'cpu',
+  })
 }
 
 describe('8 concurrent greedy sessions in one graph per step produce their solo tokens', () => {
   const cases: { name: string; model: () => Promise<{ path: string; blocks: number }>; maxDp: number }[] = [
     { name: 'stories260K (llama)', model: async () => ({ path: STORIES, blocks: 5 }), maxDp: MAX_BATCH_DP },
-    { name: 'generated qwen3moe q8_0', model: async () => ({ path: await generated('qwen3moe'), blocks: SHAPE.blocks }), maxDp: MAX_BATCH_DP_MOE },
+    {
+      name: 'generated qwen3moe q8_0',
+      model: async () => ({ path: await generated('qwen3moe'), blocks: SHAPE.blocks }),
+      maxDp: MAX_BATCH_DP_MOE,
+    },
     {
       name: 'generated deepseek2 q8_0 (MLA latent)',
       model: async () => ({ path: await generated('deepseek2'), blocks: SHAPE.blocks }),
@@ -213,13 +242,20 @@ describe('a session failing mid-batch fails alone', () => {
     try {
       const alone = []
       for (const p of PROMPTS.slice(0, 3)) alone.push(await solo(rt, p, 2))
-      const [a, b, c] = PROMPTS.slice(0, 3).map(() => rt.openSession({ maxTokens: 128 })) as [ShardSession, ShardSession, ShardSession]
+      const [a, b, c] = PROMPTS.slice(0, 3).map(() => rt.openSession({ maxTokens: 128 })) as [
+        ShardSession,
+        ShardSession,
+        ShardSession,
+      ]
       const res = await rt.forwardBatch([
         { session: a, input: Int32Array.from(PROMPTS[0] as number[]) },
         { session: b, input: Int32Array.of(1, 100_000) },
         { session: c, input: Int32Array.from(PROMPTS[2] as number[]), options: { positions: 40 } },
       ])
-      expect(res[1]).toMatchObject({ ok: false, error: { code: 'TOKEN_OUT_OF_RANGE', details: { token: 100_000, index: 1 } } })
+      expect(res[1]).toMatchObject({
+        ok: false,
+        error: { code: 'TOKEN_OUT_OF_RANGE', details: { token: 100_000, index: 1 } },
+      })
       expect(res[2]).toMatchObject({ ok: false, error: { code: 'POSITION_GAP' } })
       expect(softmax(expectOk(res[0]))).toHaveLength(512)
       expect(a.sample({ temperature: 0 }).token).toBe(alone[0]?.[0]?.token)
@@ -230,7 +266,10 @@ describe('a session failing mid-batch fails alone', () => {
       ])
       expectOk(again[0])
       expectOk(again[1])
-      expect([b.sample({ temperature: 0 }).token, c.sample({ temperature: 0 }).token]).toEqual([alone[1]?.[0]?.token, alone[2]?.[0]?.token])
+      expect([b.sample({ temperature: 0 }).token, c.sample({ temperature: 0 }).token]).toEqual([
+        alone[1]?.[0]?.token,
+        alone[2]?.[0]?.token,
+      ])
       for (const s of [a, b, c]) s.close()
     } finally {
       rt.dispose()

@@ -43,7 +43,13 @@ export type NativeInfo = {
 export type NativeForwardResult = { data: Float32Array | Uint16Array; rows: number; cols: number; indices?: Int32Array }
 
 /** What crosses the session's seams (native/src/seams.h): widths per token, token ids, int32 indices per token. */
-export type NativeSeam = { inputWidth: number; outputWidth: number; needsTokenIds: boolean; indicesIn: number; indicesOut: number }
+export type NativeSeam = {
+  inputWidth: number
+  outputWidth: number
+  needsTokenIds: boolean
+  indicesIn: number
+  indicesOut: number
+}
 
 export interface NativeSession {
   forward(
@@ -147,9 +153,13 @@ export function nativeModule(wantGpu: boolean): { native: NativeModule; devices:
   if (!native) {
     const path = join(PACKAGE_ROOT, 'native', 'build', 'Release', 'neuron_native.node')
     if (!existsSync(path)) {
-      throw new ShardRuntimeError('NATIVE_NOT_BUILT', `the native runtime is not built (${path}); run: node native/build.mjs`, {
-        path,
-      })
+      throw new ShardRuntimeError(
+        'NATIVE_NOT_BUILT',
+        `the native runtime is not built (${path}); run: node native/build.mjs`,
+        {
+          path,
+        },
+      )
     }
     native = require(path) as NativeModule
   }

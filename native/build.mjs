@@ -33,7 +33,11 @@ function pkgDir(name) {
 function ggmlBinsDir() {
   const { platform, arch } = process
   const pkg = platform === 'darwin' ? (arch === 'arm64' ? 'mac-arm64-metal' : 'mac-x64') : `${platform}-${arch}`
-  const dir = join(pkgDir(`@node-llama-cpp/${pkg}`), 'bins', `${platform === 'darwin' ? 'mac' : platform}-${arch}${pkg.endsWith('-metal') ? '-metal' : ''}`)
+  const dir = join(
+    pkgDir(`@node-llama-cpp/${pkg}`),
+    'bins',
+    `${platform === 'darwin' ? 'mac' : platform}-${arch}${pkg.endsWith('-metal') ? '-metal' : ''}`,
+  )
   if (!existsSync(dir)) throw new Error(`ggml binaries not found at ${dir}; is @node-llama-cpp/${pkg} installed?`)
   return dir
 }
@@ -57,9 +61,13 @@ function extractHeaders(buildDir) {
     log(`cloning ${relative(root, bundle)}`)
     execFileSync('git', ['clone', '--quiet', '--no-checkout', bundle, clone], { stdio: 'inherit' })
     // The bundle has a single commit; check out only the ggml headers we compile against.
-    execFileSync('git', ['-C', clone, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', 'HEAD', '--', 'ggml/include'], {
-      stdio: 'inherit',
-    })
+    execFileSync(
+      'git',
+      ['-C', clone, '-c', 'advice.detachedHead=false', 'checkout', '--quiet', 'HEAD', '--', 'ggml/include'],
+      {
+        stdio: 'inherit',
+      },
+    )
   }
   rmSync(includeDir, { recursive: true, force: true })
   mkdirSync(includeDir, { recursive: true })
@@ -71,9 +79,20 @@ function extractHeaders(buildDir) {
 }
 
 function nodeGyp() {
-  if (process.env.npm_config_node_gyp && existsSync(process.env.npm_config_node_gyp)) return process.env.npm_config_node_gyp
+  if (process.env.npm_config_node_gyp && existsSync(process.env.npm_config_node_gyp))
+    return process.env.npm_config_node_gyp
   const candidates = [
-    join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+    join(
+      dirname(process.execPath),
+      '..',
+      'lib',
+      'node_modules',
+      'npm',
+      'node_modules',
+      'node-gyp',
+      'bin',
+      'node-gyp.js',
+    ),
     join(dirname(process.execPath), 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
   ]
   try {
@@ -106,7 +125,8 @@ const gypVars = [
 const gyp = nodeGyp()
 const configStamp = join(here, 'build', '.neuron-config')
 const config = JSON.stringify(gypVars)
-const run = (args) => execFileSync(process.execPath, [gyp, ...args], { cwd: here, stdio: ['ignore', 'inherit', 'inherit'] })
+const run = (args) =>
+  execFileSync(process.execPath, [gyp, ...args], { cwd: here, stdio: ['ignore', 'inherit', 'inherit'] })
 if (force || !existsSync(configStamp) || readFileSync(configStamp, 'utf8') !== config) {
   log('configuring')
   run(['configure', ...nodeDirArgs(), '--', ...gypVars])

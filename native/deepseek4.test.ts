@@ -108,7 +108,15 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
 
   it('another layout: indexer head 128 ≠ head 64 (attention keys unrotated), top-k 4, 4 output groups, ratio 4 at block 0', async () => {
     const path = join(dir, 'deepseek4-layout.gguf')
-    const layout = { ...SHAPE, seed: 3, compressRatios: [4, 128, 0, 4], hashLayers: 1, indexerHeadSize: 128, indexerTopK: 4, outputGroups: 4 }
+    const layout = {
+      ...SHAPE,
+      seed: 3,
+      compressRatios: [4, 128, 0, 4],
+      hashLayers: 1,
+      indexerHeadSize: 128,
+      indexerTopK: 4,
+      outputGroups: 4,
+    }
     await generateModel({ ...layout, type: 'f16', out: path, quantize: quantizeRows })
     await greedyInChild([path], 4)
     const model = await oracleModel(path)
@@ -122,7 +130,9 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
           route.map((s) => s.token),
           JSON.stringify(split),
         ).toEqual(oracle.map((s) => s.token))
-        expect(Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (oracle[i] as OracleStep).probs)))).toBeLessThanOrEqual(MAX_DP)
+        expect(
+          Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (oracle[i] as OracleStep).probs))),
+        ).toBeLessThanOrEqual(MAX_DP)
       }
     } finally {
       await pool.dispose()
@@ -151,7 +161,9 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
             route.map((s) => s.token),
             `${length} ${JSON.stringify(split)}`,
           ).toEqual(expected.map((s) => s.token))
-          expect(Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (expected[i] as OracleStep).probs)))).toBeLessThanOrEqual(MAX_DP)
+          expect(
+            Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (expected[i] as OracleStep).probs))),
+          ).toBeLessThanOrEqual(MAX_DP)
         }
       } finally {
         await pool.dispose()
@@ -164,30 +176,53 @@ describe('deepseek4: the seam', () => {
   it('states its widths and token ids per hop, and refuses bad seam input with a typed error before compute', async () => {
     const path = paths.q8_0 as string
     const load = (blocks: [number, number]) =>
-      ShardRuntime.load({ artifacts: [path], blocks, embed: blocks[0] === 0, head: blocks[1] === SHAPE.blocks, threads: 1, device: 'cpu' })
+      ShardRuntime.load({
+        artifacts: [path],
+        blocks,
+        embed: blocks[0] === 0,
+        head: blocks[1] === SHAPE.blocks,
+        threads: 1,
+        device: 'cpu',
+      })
     const [first, second, third] = await Promise.all([load([0, 1]), load([1, 3]), load([3, 4])])
     try {
       const a = first.openSession({ maxTokens: 64 })
       const b = second.openSession({ maxTokens: 64 })
       const c = third.openSession({ maxTokens: 64 })
-      expect([a.inputWidth, a.outputWidth, b.inputWidth, c.inputWidth]).toEqual([HC * SHAPE.embd, HC * SHAPE.embd, HC * SHAPE.embd, HC * SHAPE.embd])
+      expect([a.inputWidth, a.outputWidth, b.inputWidth, c.inputWidth]).toEqual([
+        HC * SHAPE.embd,
+        HC * SHAPE.embd,
+        HC * SHAPE.embd,
+        HC * SHAPE.embd,
+      ])
       // block 1 routes by token id; block 3 does not; the first hop has the ids already
       expect([a.needsTokenIds, b.needsTokenIds, c.needsTokenIds]).toEqual([false, true, false])
       expect([a.indicesIn, a.indicesOut, b.indicesIn, c.indicesOut]).toEqual([0, 0, 0, 0])
-      await expect(a.forward(Int32Array.from(prompt), { tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({ code: 'TOKEN_IDS_UNEXPECTED' })
+      await expect(a.forward(Int32Array.from(prompt), { tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({
+        code: 'TOKEN_IDS_UNEXPECTED',
+      })
       const out = await a.forward(Int32Array.from(prompt))
       expect(out).toMatchObject({ kind: 'hidden', rows: prompt.length, cols: HC * SHAPE.embd })
       const hidden = out.data as Float32Array
       const ids = Int32Array.from(prompt)
-      await expect(b.forward(hidden)).rejects.toMatchObject({ code: 'TOKEN_IDS_SIZE', details: { got: 0, expected: prompt.length } })
+      await expect(b.forward(hidden)).rejects.toMatchObject({
+        code: 'TOKEN_IDS_SIZE',
+        details: { got: 0, expected: prompt.length },
+      })
       await expect(b.forward(hidden, { tokenIds: ids.subarray(1) })).rejects.toMatchObject({ code: 'TOKEN_IDS_SIZE' })
-      await expect(b.forward(hidden, { tokenIds: Int32Array.from(prompt, (t, i) => (i === 3 ? SHAPE.vocab : t)) })).rejects.toMatchObject({
+      await expect(
+        b.forward(hidden, { tokenIds: Int32Array.from(prompt, (t, i) => (i === 3 ? SHAPE.vocab : t)) }),
+      ).rejects.toMatchObject({
         code: 'TOKEN_OUT_OF_RANGE',
         details: { index: 3, token: SHAPE.vocab },
       })
-      await expect(b.forward(hidden, { tokenIds: Int32Array.from(prompt, () => -1) })).rejects.toMatchObject({ code: 'TOKEN_OUT_OF_RANGE' })
+      await expect(b.forward(hidden, { tokenIds: Int32Array.from(prompt, () => -1) })).rejects.toMatchObject({
+        code: 'TOKEN_OUT_OF_RANGE',
+      })
       // one stream's width (n_embd) per token is not a deepseek4 hidden state
-      await expect(b.forward(hidden.subarray(0, prompt.length * SHAPE.embd + 1), { tokenIds: ids })).rejects.toMatchObject({ code: 'HIDDEN_SIZE' })
+      await expect(
+        b.forward(hidden.subarray(0, prompt.length * SHAPE.embd + 1), { tokenIds: ids }),
+      ).rejects.toMatchObject({ code: 'HIDDEN_SIZE' })
       await expect(b.forward(hidden, { tokenIds: ids, indices: new Int32Array(prompt.length) })).rejects.toMatchObject({
         code: 'BAD_INDICES',
       })
@@ -232,7 +267,10 @@ describe('deepseek4: the compressor state', () => {
   it('a replay from position 0 after other work gives exactly a fresh session’s logits and tokens', async () => {
     const pool = new RuntimePool(() => [paths.q8_0 as string], SHAPE.blocks)
     try {
-      const open = async () => [(await pool.get([0, 2])).openSession({ maxTokens: 128 }), (await pool.get([2, 4])).openSession({ maxTokens: 128 })]
+      const open = async () => [
+        (await pool.get([0, 2])).openSession({ maxTokens: 128 }),
+        (await pool.get([2, 4])).openSession({ maxTokens: 128 }),
+      ]
       const fresh = await open()
       const expected = await run(fresh, prompt, 20)
       const reused = await open()
@@ -249,7 +287,14 @@ describe('deepseek4: the compressor state', () => {
   }, 120_000)
 
   it('refuses to roll back a compressing block with RECURRENT_ROLLBACK; a window-only block rolls back within its ring', async () => {
-    const runtime = await ShardRuntime.load({ artifacts: [paths.q8_0 as string], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+    const runtime = await ShardRuntime.load({
+      artifacts: [paths.q8_0 as string],
+      blocks: [0, 4],
+      embed: true,
+      head: true,
+      threads: 1,
+      device: 'cpu',
+    })
     try {
       const session = runtime.openSession({ maxTokens: 64 })
       await session.forward(Int32Array.from(prompt))
@@ -260,7 +305,9 @@ describe('deepseek4: the compressor state', () => {
         details: { position: n - 1, nPast: n },
         message: expect.stringMatching(/compressor state.*replay the session from position 0/),
       })
-      expect(() => session.truncate(n - 2)).toThrow(expect.objectContaining({ code: 'RECURRENT_ROLLBACK', details: { to: n - 2, nPast: n } }))
+      expect(() => session.truncate(n - 2)).toThrow(
+        expect.objectContaining({ code: 'RECURRENT_ROLLBACK', details: { to: n - 2, nPast: n } }),
+      )
       expect(session.nPast).toBe(n)
       expect((await session.forward(Int32Array.of(9))).kind).toBe('logits')
       session.close()
@@ -280,11 +327,20 @@ describe('deepseek4: the compressor state', () => {
   it('each block’s cache bytes are what gguf/block-cache.ts states for the family', async () => {
     const path = paths.q8_0 as string
     const layout = describeModel(await readGguf(path))
-    const runtime = await ShardRuntime.load({ artifacts: [path], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+    const runtime = await ShardRuntime.load({
+      artifacts: [path],
+      blocks: [0, 4],
+      embed: true,
+      head: true,
+      threads: 1,
+      device: 'cpu',
+    })
     try {
       for (const tokens of [256, 1024]) {
         const s = runtime.openSession({ maxTokens: tokens })
-        expect(s.kvBytesPerBlock, `${tokens} tokens`).toEqual(layout.cachePerBlock.map((cache) => blockCacheBytes(cache, { tokens, sessions: 1 })))
+        expect(s.kvBytesPerBlock, `${tokens} tokens`).toEqual(
+          layout.cachePerBlock.map((cache) => blockCacheBytes(cache, { tokens, sessions: 1 })),
+        )
         s.close()
       }
       // by hand, at 1024 positions: a ring of 768 f16 keys of 64, then 256 compressed keys (+ 256 indexer keys of 64)
@@ -318,22 +374,36 @@ describe('deepseek4: hostile artifacts are refused with a typed error, and the p
 
   it('stream counts, ratios, groups, hash blocks, scoring and hash tables the graph cannot take', async () => {
     const path = paths.q8_0 as string
-    const load = (file: string) => ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+    const load = (file: string) =>
+      ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
     await expect(load(await patched(path, 'hyper_connection.count', 3))).rejects.toMatchObject({ code: 'BAD_METADATA' })
     await expect(load(await patched(path, 'hash_layer_count', 5))).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(load(await patched(path, 'attention.output_group_count', 3))).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(load(await patched(path, 'attention.indexer.top_k', 0))).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(load(await patched(path, 'expert_gating_func', 1))).rejects.toMatchObject({ code: 'UNSUPPORTED_MODEL' })
-    await expect(load(await patched(path, 'attention.compress_ratios', 8, 1))).rejects.toMatchObject({ code: 'BAD_METADATA' })
+    await expect(load(await patched(path, 'attention.output_group_count', 3))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
+    await expect(load(await patched(path, 'attention.indexer.top_k', 0))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
+    await expect(load(await patched(path, 'expert_gating_func', 1))).rejects.toMatchObject({
+      code: 'UNSUPPORTED_MODEL',
+    })
+    await expect(load(await patched(path, 'attention.compress_ratios', 8, 1))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
     // block 1 made window-only: its compressor tensors are no longer the shapes the metadata implies, or extra
-    await expect(load(await patched(path, 'attention.compress_ratios', 128, 1))).rejects.toMatchObject({ code: 'BAD_TENSOR' })
+    await expect(load(await patched(path, 'attention.compress_ratios', 128, 1))).rejects.toMatchObject({
+      code: 'BAD_TENSOR',
+    })
     // a token id -> experts table naming expert 8 of 8 would abort in the experts' matmul
     const table = (await readGguf(path)).tensors.find((t) => t.name === 'blk.1.ffn_gate_tid2eid.weight')
     const bytes = await readFile(path)
     bytes.writeInt32LE(8, (table?.offset ?? 0) + 4 * 17)
     const badTable = `${path}.tid2eid.gguf`
     await writeFile(badTable, bytes)
-    await expect(load(badTable)).rejects.toMatchObject({ code: 'BAD_TENSOR', message: expect.stringMatching(/names expert 8 of 8/) })
+    await expect(load(badTable)).rejects.toMatchObject({
+      code: 'BAD_TENSOR',
+      message: expect.stringMatching(/names expert 8 of 8/),
+    })
     const runtime = await load(path)
     const session = runtime.openSession({ maxTokens: 16 })
     expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')

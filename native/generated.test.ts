@@ -44,7 +44,9 @@ describe('generated models: greedy parity with node-llama-cpp through two shards
             if (split.length === 2) {
               const worst = Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (oracle[i] as OracleStep).probs)))
               const distinct = new Set(route.map((s) => s.token)).size
-              console.log(`${arch} ${type}: ${distinct} distinct tokens in ${STEPS}; max |dp| vs llama.cpp ${worst.toExponential(2)}`)
+              console.log(
+                `${arch} ${type}: ${distinct} distinct tokens in ${STEPS}; max |dp| vs llama.cpp ${worst.toExponential(2)}`,
+              )
               expect(worst).toBeLessThan(1e-4)
             }
           }

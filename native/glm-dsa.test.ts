@@ -21,7 +21,17 @@ const F16_STEPS = 64
 /** Largest |Δp| of any token at any step, f32 seams: measured 1.3e-6 (f16 weights) on this model. */
 const MAX_DP = 1e-5
 const TOP_K = 8
-const SHAPE = { blocks: 5, embd: 256, heads: 4, kvHeads: 2, ff: 256, vocab: 384, seed: 1, fullIndexerInterval: 3, indexerTopK: TOP_K }
+const SHAPE = {
+  blocks: 5,
+  embd: 256,
+  heads: 4,
+  kvHeads: 2,
+  ff: 256,
+  vocab: 384,
+  seed: 1,
+  fullIndexerInterval: 3,
+  indexerTopK: TOP_K,
+}
 const FULL = [true, false, false, true, false]
 
 let dir = ''
@@ -140,7 +150,9 @@ describe('glm-dsa: the top-k indices', () => {
       ] as [number, number][][]) {
         const route = await generateThroughRoute(pool, split, long, 8)
         expect(tokensOf(route), JSON.stringify(split)).toEqual(tokensOf(expected))
-        expect(Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (expected[i] as OracleStep).probs)))).toBeLessThanOrEqual(MAX_DP)
+        expect(
+          Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (expected[i] as OracleStep).probs))),
+        ).toBeLessThanOrEqual(MAX_DP)
       }
       // each token keeps its 8 best cells at or before its own position, ascending
       const session = (await pool.get([0, 2])).openSession({ maxTokens: 256 })
@@ -162,7 +174,14 @@ describe('glm-dsa: the top-k indices', () => {
 describe('glm-dsa: seams, cache and rollback', () => {
   let runtime: ShardRuntime
   beforeAll(async () => {
-    runtime = await ShardRuntime.load({ artifacts: [paths.f16 as string], blocks: [0, 5], embed: true, head: true, threads: 1, device: 'cpu' })
+    runtime = await ShardRuntime.load({
+      artifacts: [paths.f16 as string],
+      blocks: [0, 5],
+      embed: true,
+      head: true,
+      threads: 1,
+      device: 'cpu',
+    })
   })
   afterAll(() => runtime.dispose())
 
@@ -200,16 +219,29 @@ describe('glm-dsa: seams, cache and rollback', () => {
     await expect(bad({ indices: indices.subarray(TOP_K) })).rejects.toMatchObject({ code: 'BAD_INDICES' })
     const future = indices.slice()
     future[0] = 1 // token 0 (position 0) pointing at position 1
-    await expect(bad({ indices: future })).rejects.toMatchObject({ code: 'BAD_INDICES', details: { index: 1, token: 0, position: 0 } })
+    await expect(bad({ indices: future })).rejects.toMatchObject({
+      code: 'BAD_INDICES',
+      details: { index: 1, token: 0, position: 0 },
+    })
     const negative = indices.slice()
     negative[TOP_K + 1] = -2
-    await expect(bad({ indices: negative })).rejects.toMatchObject({ code: 'BAD_INDICES', details: { index: -2, token: 1 } })
+    await expect(bad({ indices: negative })).rejects.toMatchObject({
+      code: 'BAD_INDICES',
+      details: { index: -2, token: 1 },
+    })
     const none = indices.slice()
     none.fill(-1, 2 * TOP_K, 3 * TOP_K)
-    await expect(bad({ indices: none })).rejects.toMatchObject({ code: 'BAD_INDICES', details: { token: 2, position: 2 } })
+    await expect(bad({ indices: none })).rejects.toMatchObject({
+      code: 'BAD_INDICES',
+      details: { token: 2, position: 2 },
+    })
     await expect(bad({ indices: Float32Array.from(indices) })).rejects.toMatchObject({ code: 'BAD_INPUT' })
-    await expect(bad({ indices, tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({ code: 'TOKEN_IDS_UNEXPECTED' })
-    await expect(first.forward(Int32Array.of(5), { indices: new Int32Array(TOP_K).fill(-1) })).rejects.toMatchObject({ code: 'BAD_INDICES' })
+    await expect(bad({ indices, tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({
+      code: 'TOKEN_IDS_UNEXPECTED',
+    })
+    await expect(first.forward(Int32Array.of(5), { indices: new Int32Array(TOP_K).fill(-1) })).rejects.toMatchObject({
+      code: 'BAD_INDICES',
+    })
     expect([first.nPast, rest.nPast]).toEqual([n, 0])
     expect((await rest.forward(data, { indices })).kind).toBe('logits')
     first.close()
@@ -225,7 +257,10 @@ describe('glm-dsa: seams, cache and rollback', () => {
       for (let step = 0; step < steps; step++) {
         let indices: Int32Array | undefined
         for (const s of sessions) {
-          const out = await s.forward(x, { ...(step === 0 && start !== undefined ? { positions: start } : {}), ...(s.indicesIn ? { indices } : {}) })
+          const out = await s.forward(x, {
+            ...(step === 0 && start !== undefined ? { positions: start } : {}),
+            ...(s.indicesIn ? { indices } : {}),
+          })
           if (out.kind === 'logits') logits = logitsOf(out)
           else [x, indices] = [out.data, out.indices]
         }
@@ -235,7 +270,10 @@ describe('glm-dsa: seams, cache and rollback', () => {
       }
       return { tokens, logits }
     }
-    const open = () => [runtime.openSession({ maxTokens: 128, blocks: [0, 2] }), runtime.openSession({ maxTokens: 128, blocks: [2, 5] })]
+    const open = () => [
+      runtime.openSession({ maxTokens: 128, blocks: [0, 2] }),
+      runtime.openSession({ maxTokens: 128, blocks: [2, 5] }),
+    ]
     const fresh = open()
     const expected = await run(fresh, prompt, 16)
     expect(expected.tokens).toEqual(tokensOf((oracles.f16 as OracleStep[]).slice(0, 16)))
@@ -260,12 +298,14 @@ describe('glm-dsa: hostile metadata is refused with a typed error', () => {
     const kvs = file.kvs.map((kv): GgufKv => (kv.key in values ? { ...kv, value: values[kv.key] } : kv))
     const header = serializeHeader(kvs, file.tensors, file.alignment)
     const body = Buffer.alloc(header.fileBytes - header.bytes.length)
-    for (const [i, t] of file.tensors.entries()) bytes.copy(body, header.dataOffsets[i] ?? 0, t.offset, t.offset + t.bytes)
+    for (const [i, t] of file.tensors.entries())
+      bytes.copy(body, header.dataOffsets[i] ?? 0, t.offset, t.offset + t.bytes)
     const out = join(dir, `hostile-${name}.gguf`)
     await writeFile(out, Buffer.concat([header.bytes, body]))
     return out
   }
-  const load = (file: string) => ShardRuntime.load({ artifacts: [file], blocks: [0, 5], embed: true, head: true, threads: 1, device: 'cpu' })
+  const load = (file: string) =>
+    ShardRuntime.load({ artifacts: [file], blocks: [0, 5], embed: true, head: true, threads: 1, device: 'cpu' })
 
   it('a shared block 0, a types array of the wrong length, a full block without its indexer, odd indexer sizes', async () => {
     const types = 'glm-dsa.attention.indexer.types'
@@ -274,13 +314,22 @@ describe('glm-dsa: hostile metadata is refused with a typed error', () => {
       code: 'BAD_METADATA',
       details: { key: types },
     })
-    await expect(load(await withMetadata('types-short', { [types]: [1, 0, 0, 1] }))).rejects.toMatchObject({ code: 'BAD_METADATA' })
+    await expect(load(await withMetadata('types-short', { [types]: [1, 0, 0, 1] }))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
     // block 4 made full: its indexer's tensors are not in the file (llama.cpp would build a graph over null weights)
-    await expect(load(await withMetadata('full-4', { [types]: [1, 0, 0, 1, 1] }))).rejects.toMatchObject({ code: 'MISSING_TENSOR' })
+    await expect(load(await withMetadata('full-4', { [types]: [1, 0, 0, 1, 1] }))).rejects.toMatchObject({
+      code: 'MISSING_TENSOR',
+    })
     // the Hadamard rotation needs a power of two from 64
     const keyLength = 'glm-dsa.attention.indexer.key_length'
-    await expect(load(await withMetadata('key-96', { [keyLength]: 96 }))).rejects.toMatchObject({ code: 'BAD_METADATA', details: { value: 96 } })
-    await expect(load(await withMetadata('top-k-0', { 'glm-dsa.attention.indexer.top_k': 0 }))).rejects.toMatchObject({ code: 'BAD_METADATA' })
+    await expect(load(await withMetadata('key-96', { [keyLength]: 96 }))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+      details: { value: 96 },
+    })
+    await expect(load(await withMetadata('top-k-0', { 'glm-dsa.attention.indexer.top_k': 0 }))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
     // the same tensors with the model's own metadata still serve
     const runtime = await load(await withMetadata('unchanged', {}))
     const session = runtime.openSession({ maxTokens: 16 })

@@ -7,7 +7,17 @@
 // symlinks to the same bins minus the AMX variant; ggml then picks the next best (zen4/icelake,
 // AVX-512). Elsewhere it does nothing. Call it before the process's first getLlama().
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs'
 import { register } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -40,7 +50,8 @@ async function redirect(): Promise<void> {
     const staging = mkdtempSync(`${dir}.tmp-`)
     for (const folder of folders) {
       mkdirSync(join(staging, folder))
-      for (const file of readdirSync(join(binsDir, folder))) if (file !== AMX_VARIANT) symlinkSync(join(binsDir, folder, file), join(staging, folder, file))
+      for (const file of readdirSync(join(binsDir, folder)))
+        if (file !== AMX_VARIANT) symlinkSync(join(binsDir, folder, file), join(staging, folder, file))
     }
     try {
       renameSync(staging, dir)

@@ -1,4 +1,14 @@
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -13,7 +23,16 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const PROMPT = Int32Array.of(1, 303, 307, 261, 378, 16, 312, 270)
 
 function load(path: string, blocks: number, mmap: boolean, hugePages = true): Promise<ShardRuntime> {
-  return ShardRuntime.load({ artifacts: [path], blocks: [0, blocks], embed: true, head: true, threads: THREADS, device: 'cpu', mmap, hugePages })
+  return ShardRuntime.load({
+    artifacts: [path],
+    blocks: [0, blocks],
+    embed: true,
+    head: true,
+    threads: THREADS,
+    device: 'cpu',
+    mmap,
+    hugePages,
+  })
 }
 
 /** Why this machine cannot map files with 2 MB pages, if it cannot: Linux, THP not `never`, a filesystem with large folios. */
@@ -23,7 +42,8 @@ function hugePagesMissing(): string | undefined {
   if (readFileSync(thp, 'utf8').includes('[never]')) return 'skipped: transparent huge pages are switched to never'
   // ext4, xfs and btrfs keep file pages in large folios on Linux 6.x; tmpfs only with shmem_enabled
   const kind = statfsSync(dir).type
-  if (![0xef53, 0x58465342, 0x9123683e].includes(kind)) return `skipped: the temp dir's filesystem (0x${kind.toString(16)}) is not ext4, xfs or btrfs`
+  if (![0xef53, 0x58465342, 0x9123683e].includes(kind))
+    return `skipped: the temp dir's filesystem (0x${kind.toString(16)}) is not ext4, xfs or btrfs`
   return undefined
 }
 
@@ -102,7 +122,18 @@ describe(`weights mapped from the artifact file`, () => {
 describe('weights mapped next to repacked ones', () => {
   it('llama q4_0: identical logits with mmap on and off; what is not repacked is mapped', async () => {
     const path = join(dir, 'llama-q4_0.gguf')
-    await generateModel({ arch: 'llama', type: 'q4_0', blocks: 2, embd: 128, heads: 4, kvHeads: 2, ff: 256, vocab: 384, seed: 3, out: path })
+    await generateModel({
+      arch: 'llama',
+      type: 'q4_0',
+      blocks: 2,
+      embd: 128,
+      heads: 4,
+      kvHeads: 2,
+      ff: 256,
+      vocab: 384,
+      seed: 3,
+      out: path,
+    })
     const mapped = await load(path, 2, true)
     const copied = await load(path, 2, false)
     try {
@@ -114,7 +145,9 @@ describe('weights mapped next to repacked ones', () => {
       // the embedding and the norms at least stay in the file's layout
       expect(m.mappedBytes).toBeGreaterThanOrEqual(384 * 128 * (18 / 32))
       expect(c.mappedBytes).toBe(0)
-      console.log(`llama q4_0 weight buffers, mapped: ${JSON.stringify(m.weightBuffers)}; read in: ${JSON.stringify(c.weightBuffers)}`)
+      console.log(
+        `llama q4_0 weight buffers, mapped: ${JSON.stringify(m.weightBuffers)}; read in: ${JSON.stringify(c.weightBuffers)}`,
+      )
     } finally {
       mapped.dispose()
       copied.dispose()
@@ -128,7 +161,18 @@ describe.skipIf(NO_HUGE_PAGES)(`weights in 2 MB pages ${NO_HUGE_PAGES ?? ''}`, (
   it('a freshly written artifact (small page-cache folios) is mapped in 2 MB pages, and weights read in get them too, with the logits of 4 KB pages', async () => {
     // ~20 MB of q8_0, as a re-downloaded or just-verified artifact: written, so cached in small folios
     const path = join(dir, 'llama-q8_0-huge.gguf')
-    await generateModel({ arch: 'llama', type: 'q8_0', blocks: 4, embd: 512, heads: 8, kvHeads: 4, ff: 1536, vocab: 4096, seed: 5, out: path })
+    await generateModel({
+      arch: 'llama',
+      type: 'q8_0',
+      blocks: 4,
+      embd: 512,
+      heads: 8,
+      kvHeads: 4,
+      ff: 1536,
+      vocab: 4096,
+      seed: 5,
+      out: path,
+    })
     const small = join(dir, 'llama-q8_0-small.gguf')
     copyFileSync(path, small)
     const huge = await load(path, 4, true)
@@ -144,7 +188,9 @@ describe.skipIf(NO_HUGE_PAGES)(`weights in 2 MB pages ${NO_HUGE_PAGES ?? ''}`, (
       const expected = await logits(plain)
       expect(await logits(huge)).toEqual(expected)
       expect(await logits(read)).toEqual(expected)
-      console.log(`2 MB pages: ${h.hugePageBytes} of ${h.mappedBytes} mapped bytes; ${read.info().hugePageBytes} of ${read.info().weightBytes} read in`)
+      console.log(
+        `2 MB pages: ${h.hugePageBytes} of ${h.mappedBytes} mapped bytes; ${read.info().hugePageBytes} of ${read.info().weightBytes} read in`,
+      )
     } finally {
       huge.dispose()
       plain.dispose()

@@ -92,7 +92,14 @@ describe('gpt-oss sliding-window blocks keep a ring of cells', () => {
   let path = ''
   beforeAll(async () => {
     path = join(dir, 'gpt-oss-window.gguf')
-    await generateModel({ ...SHAPE, ...EXTRA['gpt-oss'], slidingWindow: WINDOW, arch: 'gpt-oss', type: 'q8_0', out: path })
+    await generateModel({
+      ...SHAPE,
+      ...EXTRA['gpt-oss'],
+      slidingWindow: WINDOW,
+      arch: 'gpt-oss',
+      type: 'q8_0',
+      out: path,
+    })
   })
 
   it('a 1500-token prompt (two slices through the ring) then greedy decoding equal llama.cpp’s; a sliding block caches 768 of 2048 positions', async () => {
@@ -141,7 +148,9 @@ describe('gpt-oss sliding-window blocks keep a ring of cells', () => {
       expect(session.sample({ temperature: 0 }).token).toBe(expected)
       await session.forward(Int32Array.from(prompt.slice(1000, 1500)), { positions: 1000 })
       // back 1000 positions: overwritten cells; position 0 (a full replay) is always allowed
-      await expect(session.forward(Int32Array.of(prompt[499] as number), { positions: 499 })).rejects.toMatchObject({ code: 'SWA_ROLLBACK' })
+      await expect(session.forward(Int32Array.of(prompt[499] as number), { positions: 499 })).rejects.toMatchObject({
+        code: 'SWA_ROLLBACK',
+      })
       expect(() => session.truncate(400)).toThrow(/replay the session from position 0/)
       // nor by steps: back to 1000 is within the slack of 1500, but 400 after it is measured from 1500 too
       session.truncate(1000)
@@ -172,15 +181,24 @@ describe('hostile metadata: an artifact whose metadata and tensors disagree is r
   it('more experts than the tensors hold, or KV heads that do not divide the heads: BAD_TENSOR / BAD_METADATA, and the process keeps serving', async () => {
     const path = join(dir, 'qwen3moe-hostile.gguf')
     await generateModel({ ...SHAPE, ...EXTRA.qwen3moe, arch: 'qwen3moe', type: 'q8_0', out: path })
-    const load = (file: string) => ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+    const load = (file: string) =>
+      ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
     await expect(load(await patched(path, 'qwen3moe.expert_count', 16))).rejects.toMatchObject({
       code: 'BAD_TENSOR',
-      message: expect.stringMatching(/blk\.0\.ffn_gate_inp\.weight is 256 x 8, but the model's metadata makes it 256 x 16/),
+      message: expect.stringMatching(
+        /blk\.0\.ffn_gate_inp\.weight is 256 x 8, but the model's metadata makes it 256 x 16/,
+      ),
     })
-    await expect(load(await patched(path, 'qwen3moe.attention.head_count_kv', 3))).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(load(await patched(path, 'qwen3moe.expert_used_count', 9))).rejects.toMatchObject({ code: 'BAD_METADATA' })
+    await expect(load(await patched(path, 'qwen3moe.attention.head_count_kv', 3))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
+    await expect(load(await patched(path, 'qwen3moe.expert_used_count', 9))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
     // no heads: nothing may divide by it
-    await expect(load(await patched(path, 'qwen3moe.attention.head_count', 0))).rejects.toMatchObject({ code: 'BAD_METADATA' })
+    await expect(load(await patched(path, 'qwen3moe.attention.head_count', 0))).rejects.toMatchObject({
+      code: 'BAD_METADATA',
+    })
     const runtime = await load(path)
     const session = runtime.openSession({ maxTokens: 16 })
     expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')

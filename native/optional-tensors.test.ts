@@ -21,7 +21,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 // the MoE families as native/moe.test.ts shapes them: 8 experts of which 2 run (deepseek2: one dense block first)
 const MOE = { experts: 8, expertsUsed: 2 }
-type CaseOptions = Pick<GenerateOptions, 'arch' | 'fusedQkv' | 'qkvBias' | 'ffnBias' | 'fusedGateUp' | 'experts' | 'expertsUsed' | 'expertFf'>
+type CaseOptions = Pick<
+  GenerateOptions,
+  'arch' | 'fusedQkv' | 'qkvBias' | 'ffnBias' | 'fusedGateUp' | 'experts' | 'expertsUsed' | 'expertFf'
+>
 const CASES: { name: string; options: CaseOptions }[] = [
   { name: 'llama with a fused attn_qkv', options: { arch: 'llama', fusedQkv: true } },
   { name: 'llama with Q/K/V and FFN biases', options: { arch: 'llama', qkvBias: true, ffnBias: true } },
@@ -29,7 +32,10 @@ const CASES: { name: string; options: CaseOptions }[] = [
   { name: 'qwen2 with a fused attn_qkv and its bias', options: { arch: 'qwen2', fusedQkv: true } },
   { name: 'qwen3 with a fused attn_qkv (then Q and K norms on its views)', options: { arch: 'qwen3', fusedQkv: true } },
   { name: 'gpt-oss without Q/K/V biases', options: { arch: 'gpt-oss', qkvBias: false } },
-  { name: 'deepseek2 with a fused ffn_gate_up_exps', options: { arch: 'deepseek2', fusedGateUp: true, ...MOE, expertFf: 128 } },
+  {
+    name: 'deepseek2 with a fused ffn_gate_up_exps',
+    options: { arch: 'deepseek2', fusedGateUp: true, ...MOE, expertFf: 128 },
+  },
   { name: 'qwen35moe with a fused ffn_gate_up_exps', options: { arch: 'qwen35moe', fusedGateUp: true, ...MOE } },
 ]
 

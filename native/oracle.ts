@@ -31,7 +31,11 @@ export async function oracleGreedy(
   try {
     const sequence = context.getSequence()
     const out: OracleStep[] = []
-    for await (const step of sequence.evaluateWithMetadata(prompt as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })) {
+    for await (const step of sequence.evaluateWithMetadata(
+      prompt as Token[],
+      { probabilities: true },
+      { temperature: 0, yieldEogToken: true },
+    )) {
       const probs = new Float64Array(nVocab)
       for (const [token, p] of step.probabilities) probs[token] = p
       out.push({ token: step.token, probs })
@@ -50,7 +54,12 @@ export async function oracleNextProbs(
   nVocab: number,
   opts: { oneByOne: boolean; threads?: number },
 ): Promise<Float64Array> {
-  const context = await model.createContext({ contextSize: 256, threads: opts.threads ?? 1, flashAttention: true, sequences: 1 })
+  const context = await model.createContext({
+    contextSize: 256,
+    threads: opts.threads ?? 1,
+    flashAttention: true,
+    sequences: 1,
+  })
   try {
     const sequence = context.getSequence()
     const head = opts.oneByOne ? tokens.slice(0, -1) : []

@@ -28,6 +28,8 @@ describe('quantizeRows: ggml_quantize_chunk from the addon', () => {
     expect(badType.code).toBe('BAD_QUANT_TYPE')
     expect(badType.message).toMatch(/cannot quantize to "q3_XL"; the quantizer writes q4_0, .*q6_K/)
     expect(err(() => quantizeRows('q4_K', new Float32Array(128), 128)).code).toBe('BAD_QUANT_INPUT')
-    expect(err(() => quantizeRows('q8_0', new Float32Array(48), 32)).message).toMatch(/48 values are not 1 to \d+ whole rows of 32/)
+    expect(err(() => quantizeRows('q8_0', new Float32Array(48), 32)).message).toMatch(
+      /48 values are not 1 to \d+ whole rows of 32/,
+    )
   })
 })

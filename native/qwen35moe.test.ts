@@ -90,7 +90,9 @@ describe('qwen35moe: a long prompt', () => {
           route.map((s) => s.token),
           JSON.stringify(split),
         ).toEqual(expected.map((s) => s.token))
-        expect(Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (expected[i] as OracleStep).probs)))).toBeLessThanOrEqual(MAX_DP)
+        expect(
+          Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (expected[i] as OracleStep).probs))),
+        ).toBeLessThanOrEqual(MAX_DP)
       }
     } finally {
       await pool.dispose()
@@ -123,7 +125,10 @@ describe('qwen35moe: the recurrent state', () => {
   it('a replay from position 0 after other work gives exactly a fresh session’s logits and tokens', async () => {
     const pool = new RuntimePool(() => [path], SHAPE.blocks)
     try {
-      const open = async () => [(await pool.get([0, 2])).openSession({ maxTokens: 128 }), (await pool.get([2, 4])).openSession({ maxTokens: 128 })]
+      const open = async () => [
+        (await pool.get([0, 2])).openSession({ maxTokens: 128 }),
+        (await pool.get([2, 4])).openSession({ maxTokens: 128 }),
+      ]
       const fresh = await open()
       const expected = await run(fresh, prompt, 12)
       const reused = await open()
@@ -141,7 +146,14 @@ describe('qwen35moe: the recurrent state', () => {
   }, 120_000)
 
   it('refuses to roll back a delta-net block with RECURRENT_ROLLBACK; blocks of full attention only may', async () => {
-    const runtime = await ShardRuntime.load({ artifacts: [path], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+    const runtime = await ShardRuntime.load({
+      artifacts: [path],
+      blocks: [0, 4],
+      embed: true,
+      head: true,
+      threads: 1,
+      device: 'cpu',
+    })
     try {
       const session = runtime.openSession({ maxTokens: 64 })
       await session.forward(Int32Array.from(prompt))
@@ -179,7 +191,14 @@ describe('qwen35moe: the recurrent state', () => {
   }, 60_000)
 
   it('a delta-net block keeps a fixed state whatever maxTokens is; a full-attention block keeps K and V per position', async () => {
-    const runtime = await ShardRuntime.load({ artifacts: [path], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+    const runtime = await ShardRuntime.load({
+      artifacts: [path],
+      blocks: [0, 4],
+      embed: true,
+      head: true,
+      threads: 1,
+      device: 'cpu',
+    })
     try {
       const perBlock = (maxTokens: number) => {
         const s = runtime.openSession({ maxTokens })
@@ -199,7 +218,8 @@ describe('qwen35moe: the recurrent state', () => {
 
 describe('qwen35moe: hostile metadata is refused with a typed error', () => {
   it('a full_attention_interval of 0, key heads that do not divide value heads, a state that does not fit its heads', async () => {
-    const load = (file: string) => ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+    const load = (file: string) =>
+      ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
     const bad = async (key: string, value: number) => {
       const file = join(dir, `hostile-${key}-${value}.gguf`)
       await writeQwen35Moe(file, SHAPE, { [`qwen35moe.${key}`]: value })

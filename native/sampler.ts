@@ -79,14 +79,19 @@ export function softmax(logits: Float32Array): Float64Array {
 
 function check(params: SampleParams): void {
   const bad = (what: string, value: unknown) => {
-    throw new ShardRuntimeError('BAD_SAMPLER', `sampler ${what} is out of range: ${String(value)}`, { [what]: String(value) })
+    throw new ShardRuntimeError('BAD_SAMPLER', `sampler ${what} is out of range: ${String(value)}`, {
+      [what]: String(value),
+    })
   }
   if (params.temperature !== undefined && !Number.isFinite(params.temperature)) bad('temperature', params.temperature)
   if (params.topK !== undefined && !(Number.isInteger(params.topK) && params.topK >= 0)) bad('topK', params.topK)
   if (params.topP !== undefined && !(params.topP > 0 && params.topP <= 1)) bad('topP', params.topP)
   if (params.minP !== undefined && !(params.minP >= 0 && params.minP <= 1)) bad('minP', params.minP)
   if (params.repeatPenalty && !(params.repeatPenalty.penalty > 0)) bad('repeatPenalty', params.repeatPenalty.penalty)
-  if (params.topLogprobs !== undefined && !(Number.isInteger(params.topLogprobs) && params.topLogprobs >= 0 && params.topLogprobs <= 20))
+  if (
+    params.topLogprobs !== undefined &&
+    !(Number.isInteger(params.topLogprobs) && params.topLogprobs >= 0 && params.topLogprobs <= 20)
+  )
     bad('topLogprobs', params.topLogprobs)
 }
 
@@ -129,13 +134,17 @@ function penalized(logits: Float32Array, params: SampleParams, history: readonly
   const frequency = params.frequencyPenalty ?? 0
   if ((presence !== 0 || frequency !== 0) && params.counts !== undefined && params.counts.size > 0) {
     if (work === logits) work = Float32Array.from(logits)
-    for (const [t, c] of params.counts) if (t >= 0 && t < work.length && c > 0) work[t] = (work[t] as number) - c * frequency - presence
+    for (const [t, c] of params.counts)
+      if (t >= 0 && t < work.length && c > 0) work[t] = (work[t] as number) - c * frequency - presence
   }
   return work
 }
 
 function stuck(): never {
-  throw new ShardRuntimeError('GRAMMAR_STUCK', 'no token of the vocabulary continues the grammar here; the grammar cannot be completed with this vocabulary')
+  throw new ShardRuntimeError(
+    'GRAMMAR_STUCK',
+    'no token of the vocabulary continues the grammar here; the grammar cannot be completed with this vocabulary',
+  )
 }
 
 /** Candidates checked in one pass before the whole vocabulary is sorted: most steps find an allowed token among them. */
@@ -157,7 +166,12 @@ function firstAllowed(work: Float32Array, allow: (token: number) => boolean, ski
   return best === -1 ? stuck() : best
 }
 
-export function sampleToken(logits: Float32Array, params: SampleParams, history: readonly number[], rng: () => number): Sampled {
+export function sampleToken(
+  logits: Float32Array,
+  params: SampleParams,
+  history: readonly number[],
+  rng: () => number,
+): Sampled {
   check(params)
   const token = choose(penalized(logits, params, history), params, rng)
   const top = params.topLogprobs ? { top: topLogprobs(logits, params.topLogprobs) } : {}

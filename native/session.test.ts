@@ -57,7 +57,9 @@ describe(`sessions on stories260K`, () => {
     await model.dispose()
     const gap = maxAbsDiff(ours.batch, ours.single)
     const llamaGap = maxAbsDiff(llama.batch, llama.single)
-    console.log(`prefill vs token-by-token: max |dp| ours ${gap.toExponential(2)}, llama.cpp ${llamaGap.toExponential(2)}`)
+    console.log(
+      `prefill vs token-by-token: max |dp| ours ${gap.toExponential(2)}, llama.cpp ${llamaGap.toExponential(2)}`,
+    )
     expect(maxAbsDiff(ours.batch, llama.batch)).toBeLessThan(1e-5)
     expect(maxAbsDiff(ours.single, llama.single)).toBeLessThan(1e-5)
     expect(gap).toBeLessThan(Math.max(1e-4, llamaGap + 1e-5))
@@ -92,7 +94,11 @@ describe(`sessions on stories260K`, () => {
     const rest = prompt100.subarray(60)
     const otherRest = rest.map((t) => (t + 7) % 512)
     const fresh = await run([{ tokens: prompt100.subarray(0, 60) }, { tokens: rest }])
-    const rolledBack = await run([{ tokens: prompt100.subarray(0, 60) }, { tokens: otherRest }, { tokens: rest, truncate: 60 }])
+    const rolledBack = await run([
+      { tokens: prompt100.subarray(0, 60) },
+      { tokens: otherRest },
+      { tokens: rest, truncate: 60 },
+    ])
     expect(Array.from(rolledBack)).toEqual(Array.from(fresh))
     // a step re-sent from an earlier position rolls back implicitly (again the same batch shapes:
     // positions 0..49 in one batch of 50 on both sides)
@@ -125,7 +131,14 @@ describe(`sessions on stories260K`, () => {
       const out: number[] = []
       await s.forward(start)
       for (let i = 0; i < 20; i++) {
-        const r = s.sample({ temperature: 0.9, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: { penalty: 1.1 }, seed: 42 })
+        const r = s.sample({
+          temperature: 0.9,
+          topK: 40,
+          topP: 0.95,
+          minP: 0.05,
+          repeatPenalty: { penalty: 1.1 },
+          seed: 42,
+        })
         expect(r.logprob).toBeLessThanOrEqual(0)
         out.push(r.token)
         await s.forward(Int32Array.of(r.token))

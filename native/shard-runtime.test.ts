@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { allSplits, generateThroughRoute, maxAbsDiff, packedPool, packedStories, type RuntimePool, removePackedStories, STORIES } from '../test/native'
+import {
+  allSplits,
+  generateThroughRoute,
+  maxAbsDiff,
+  packedPool,
+  packedStories,
+  type RuntimePool,
+  removePackedStories,
+  STORIES,
+} from '../test/native'
 import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
 
 const STEPS = 64

@@ -144,7 +144,11 @@ export class ShardRuntime {
     const blocks = options.blocks
     if (blocks !== undefined) {
       const [from, to] = Array.isArray(blocks) ? blocks : []
-      if (!Number.isInteger(from) || !Number.isInteger(to) || !(a <= (from as number) && (from as number) < (to as number) && (to as number) <= b)) {
+      if (
+        !Number.isInteger(from) ||
+        !Number.isInteger(to) ||
+        !(a <= (from as number) && (from as number) < (to as number) && (to as number) <= b)
+      ) {
         throw new ShardRuntimeError(
           'BAD_RANGE',
           `session blocks [${String(from)}, ${String(to)}) must be a non-empty sub-range of the runtime's blocks [${a}, ${b})`,
@@ -159,13 +163,21 @@ export class ShardRuntime {
     }
     let s: NativeSession
     try {
-      s = blocks === undefined ? this.native.openSession(options.maxTokens) : this.native.openSession(options.maxTokens, blocks[0], blocks[1])
+      s =
+        blocks === undefined
+          ? this.native.openSession(options.maxTokens)
+          : this.native.openSession(options.maxTokens, blocks[0], blocks[1])
     } catch (err) {
       throw toShardRuntimeError(err)
     }
     // the session's view: its blocks, and whether it embeds / has the head (same rule as the native side)
     const [from, to] = blocks ?? [a, b]
-    const view: NativeInfo = { ...info, blocks: [from, to], embed: info.embed && from === 0, head: info.head && to === info.nLayer }
+    const view: NativeInfo = {
+      ...info,
+      blocks: [from, to],
+      embed: info.embed && from === 0,
+      head: info.head && to === info.nLayer,
+    }
     const session = new ShardSession(s, view, options.maxTokens, () => this.sessions.delete(session))
     this.sessions.add(session)
     return session
@@ -187,15 +199,24 @@ export class ShardRuntime {
       }
     })
     const runnable = prepared.filter((p) => p.native !== undefined)
-    const results = runnable.length > 0 ? await typed(() => this.native.forwardBatch(runnable.map((p) => p.native as NativeBatchItem))) : []
+    const results =
+      runnable.length > 0
+        ? await typed(() => this.native.forwardBatch(runnable.map((p) => p.native as NativeBatchItem)))
+        : []
     let next = 0
     return prepared.map((p): BatchOutcome => {
-      if (p.native === undefined) return { ok: false, error: p.error ?? new ShardRuntimeError('INTERNAL', 'batch step not prepared') }
+      if (p.native === undefined)
+        return { ok: false, error: p.error ?? new ShardRuntimeError('INTERNAL', 'batch step not prepared') }
       const r = results[next++]
-      if (r === undefined) return { ok: false, error: new ShardRuntimeError('INTERNAL', 'the batch returned fewer results than steps') }
+      if (r === undefined)
+        return { ok: false, error: new ShardRuntimeError('INTERNAL', 'the batch returned fewer results than steps') }
       if (!r.ok) return { ok: false, error: toShardRuntimeError(r.error) }
       // closed while its step ran: the others' results stand, this one is dropped (its cache was freed as the batch settled)
-      if (p.step.session.isClosed) return { ok: false, error: new ShardRuntimeError('SESSION_CLOSED', 'the session was closed while its step ran') }
+      if (p.step.session.isClosed)
+        return {
+          ok: false,
+          error: new ShardRuntimeError('SESSION_CLOSED', 'the session was closed while its step ran'),
+        }
       return { ok: true, output: p.step.session.settleStep(p.step.input, p.native.start, r) }
     })
   }
@@ -221,7 +242,11 @@ export class ShardRuntime {
 /** Families whose cache is plain per-position K and V (runtime_batch.cpp's batch_refusal says why the others are not). */
 export const BATCHED_ARCHS: ReadonlySet<string> = new Set(['llama', 'qwen2', 'qwen3', 'qwen3moe', 'deepseek2'])
 
-export type BatchStep = { session: ShardSession; input: Int32Array | Float32Array | Uint16Array; options?: ForwardOptions }
+export type BatchStep = {
+  session: ShardSession
+  input: Int32Array | Float32Array | Uint16Array
+  options?: ForwardOptions
+}
 export type BatchOutcome = { ok: true; output: ForwardOutput } | { ok: false; error: ShardRuntimeError }
 
 export class ShardSession {
@@ -307,7 +332,11 @@ export class ShardSession {
   async forward(input: Int32Array | Float32Array | Uint16Array, options: ForwardOptions = {}): Promise<ForwardOutput> {
     return typed(async () => {
       const n = this.nativeStep(input, options)
-      return this.settleStep(input, n.start, await this.native.forward(input, n.start, n.allOutputs, n.f16Output, n.side))
+      return this.settleStep(
+        input,
+        n.start,
+        await this.native.forward(input, n.start, n.allOutputs, n.f16Output, n.side),
+      )
     })
   }
 
@@ -327,7 +356,8 @@ export class ShardSession {
       this.history.push(...input)
     }
     const { data, rows, cols, indices } = res
-    if (data instanceof Uint16Array) return { kind: 'hidden', dtype: 'f16', data, rows, cols, ...(indices ? { indices } : {}) }
+    if (data instanceof Uint16Array)
+      return { kind: 'hidden', dtype: 'f16', data, rows, cols, ...(indices ? { indices } : {}) }
     if (this.info.head) {
       this.lastLogits = data.subarray((rows - 1) * cols)
       return { kind: 'logits', dtype: 'f32', data, rows, cols }
@@ -341,7 +371,9 @@ export class ShardSession {
     if (!this.lastLogits) {
       throw new ShardRuntimeError(
         'NO_LOGITS',
-        this.info.head ? 'sample() needs a forward() first' : 'this session does not end at the last block with the head; only the last hop samples',
+        this.info.head
+          ? 'sample() needs a forward() first'
+          : 'this session does not end at the last block with the head; only the last hop samples',
       )
     }
     if (params.seed !== undefined && this.rng?.seed !== params.seed) this.rng = new SeededRandom(params.seed)
@@ -374,7 +406,12 @@ export class ShardSession {
   }
 }
 
-function startOf(positions: ForwardOptions['positions'], nPast: number, input: Int32Array | Float32Array | Uint16Array, width: number): number {
+function startOf(
+  positions: ForwardOptions['positions'],
+  nPast: number,
+  input: Int32Array | Float32Array | Uint16Array,
+  width: number,
+): number {
   if (positions === undefined) return nPast
   if (typeof positions === 'number') return positions
   const n = input instanceof Int32Array ? input.length : Math.floor(input.length / width)
@@ -387,11 +424,15 @@ function startOf(positions: ForwardOptions['positions'], nPast: number, input: I
   const first = positions[0] ?? nPast
   for (let i = 1; i < positions.length; i++) {
     if (positions[i] !== first + i) {
-      throw new ShardRuntimeError('BAD_POSITIONS', `positions must be contiguous; got ${positions[i]} at index ${i} after ${first}`, {
-        index: i,
-        position: positions[i] as number,
-        first,
-      })
+      throw new ShardRuntimeError(
+        'BAD_POSITIONS',
+        `positions must be contiguous; got ${positions[i]} at index ${i} after ${first}`,
+        {
+          index: i,
+          position: positions[i] as number,
+          first,
+        },
+      )
     }
   }
   return first

@@ -60,7 +60,14 @@ describe(`per-session block sub-ranges on stories260K`, () => {
   let a: ShardRuntime // [0, 3) embed
   let b: ShardRuntime // [2, 5) head
   const load = (blocks: [number, number], embed: boolean, head: boolean) =>
-    ShardRuntime.load({ artifacts: artifactsFor(manifest, dir, blocks), blocks, embed, head, threads: THREADS, device: 'cpu' })
+    ShardRuntime.load({
+      artifacts: artifactsFor(manifest, dir, blocks),
+      blocks,
+      embed,
+      head,
+      threads: THREADS,
+      device: 'cpu',
+    })
 
   beforeAll(async () => {
     const model = await oracleModel(STORIES)
@@ -138,7 +145,12 @@ describe(`per-session block sub-ranges on stories260K`, () => {
       [5, 5],
     ] as [number, number][]) {
       const err = expectCode(() => full.openSession({ maxTokens: 16, blocks }), 'BAD_RANGE')
-      expect(err.details, JSON.stringify(blocks)).toEqual({ from: blocks[0], to: blocks[1], runtimeFrom: 0, runtimeTo: 5 })
+      expect(err.details, JSON.stringify(blocks)).toEqual({
+        from: blocks[0],
+        to: blocks[1],
+        runtimeFrom: 0,
+        runtimeTo: 5,
+      })
       expect(err.message).toContain(`[${blocks[0]}, ${blocks[1]})`)
       expect(err.message).toContain('[0, 5)')
     }

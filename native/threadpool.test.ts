@@ -4,7 +4,8 @@ import { ShardRuntime, type ShardSession } from './shard-runtime'
 
 const PROMPT = Int32Array.of(1, 403, 407, 31, 261, 31) // "Once upon a time" with BOS
 
-const load = (threads: number) => ShardRuntime.load({ artifacts: [STORIES], blocks: [0, 5], embed: true, head: true, threads, device: 'cpu' })
+const load = (threads: number) =>
+  ShardRuntime.load({ artifacts: [STORIES], blocks: [0, 5], embed: true, head: true, threads, device: 'cpu' })
 
 /** The session's greedy story from PROMPT, then closed. */
 async function story(s: ShardSession, n: number): Promise<number[]> {

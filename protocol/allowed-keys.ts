@@ -23,7 +23,8 @@ export function parseAllowedKeys(text: string, source: string): string[] {
       )
     }
     keys.add(line)
-    if (keys.size > MAX_ALLOWED_KEYS) throw new NeuronError('bad_allowed_keys', `${source} lists more than ${MAX_ALLOWED_KEYS} keys; split the swarm.`)
+    if (keys.size > MAX_ALLOWED_KEYS)
+      throw new NeuronError('bad_allowed_keys', `${source} lists more than ${MAX_ALLOWED_KEYS} keys; split the swarm.`)
   }
   return [...keys]
 }

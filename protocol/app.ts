@@ -2,7 +2,16 @@ import { z } from 'zod'
 import { MAX_ALLOWED_KEYS } from './allowed-keys'
 import { ApiAccessView, ApiRequestLog, CreatedApiKey } from './api-access'
 import { BlockRange } from './blocks'
-import { ChatCount, ChatCountRequest, ChatHop, ChatId, ChatRequest, ChatSummary, Conversation, MAX_CONVERSATION_CHARS } from './chat'
+import {
+  ChatCount,
+  ChatCountRequest,
+  ChatHop,
+  ChatId,
+  ChatRequest,
+  ChatSummary,
+  Conversation,
+  MAX_CONVERSATION_CHARS,
+} from './chat'
 import { HostChecksView } from './checks'
 import { NeuronError } from './errors'
 import { NodeId, PublicKey } from './identity'
@@ -150,7 +159,13 @@ export const HostingPreview = z.object({
 })
 export type HostingPreview = z.infer<typeof HostingPreview>
 
-export const EarningsPoint = z.object({ start: z.number(), modelId: z.string(), earnedMicro: Micro, blockTokens: Count, receipts: Count })
+export const EarningsPoint = z.object({
+  start: z.number(),
+  modelId: z.string(),
+  earnedMicro: Micro,
+  blockTokens: Count,
+  receipts: Count,
+})
 export const RecentReceipt = z.object({
   at: z.number(),
   session: z.string(),
@@ -230,7 +245,10 @@ export const AppApi = {
   'computer.get': rpc(z.object({ refresh: z.boolean().default(false) }).strict(), ComputerView),
   'models.list': rpc(Empty, z.object({ models: z.array(ModelSummary) })),
   /** Packs a GGUF on this computer and publishes it to the tracker (this app seeds it). */
-  'models.add': rpc(z.object({ path: z.string().min(1, 'give the path of a .gguf file') }).strict(), z.object({ modelId: ModelId })),
+  'models.add': rpc(
+    z.object({ path: z.string().min(1, 'give the path of a .gguf file') }).strict(),
+    z.object({ modelId: ModelId }),
+  ),
   /** Shows the OS file dialog for a .gguf (where Settings.canPickFiles); null when the user cancels. */
   'models.pick': rpc(Empty, z.object({ path: z.string().nullable() })),
   'hosting.preview': rpc(z.object({ modelId: ModelId }).strict(), HostingPreview),
@@ -352,11 +370,18 @@ export type AppHandlers = RpcHandlers<AppApi, void>
  */
 export async function dispatchAppCall(handlers: AppHandlers, method: string, input: unknown): Promise<Ack<unknown>> {
   if (!Object.hasOwn(AppApi, method)) {
-    return { ok: false, error: { code: 'bad_request', message: `unknown method "${method}"; the app's methods are ${Object.keys(AppApi).join(', ')}.` } }
+    return {
+      ok: false,
+      error: {
+        code: 'bad_request',
+        message: `unknown method "${method}"; the app's methods are ${Object.keys(AppApi).join(', ')}.`,
+      },
+    }
   }
   const spec = AppApi[method as AppMethod]
   const parsed = spec.request.safeParse(input ?? {})
-  if (!parsed.success) return { ok: false, error: { code: 'bad_request', message: describeIssues(method, parsed.error) } }
+  if (!parsed.success)
+    return { ok: false, error: { code: 'bad_request', message: describeIssues(method, parsed.error) } }
   try {
     const handler = handlers[method as AppMethod] as (request: unknown, context: undefined) => unknown
     return { ok: true, value: spec.response.parse(await handler(parsed.data, undefined)) }
@@ -367,9 +392,15 @@ export async function dispatchAppCall(handlers: AppHandlers, method: string, inp
 
 /** The renderer's side of a reply: the parsed value, or the backend's typed error as a NeuronError. */
 export function readAppReply<M extends AppMethod>(method: M, ack: unknown): AppOutput<M> {
-  const shape = z.union([z.object({ ok: z.literal(true), value: z.unknown() }), z.object({ ok: z.literal(false), error: WireError })]).safeParse(ack)
+  const shape = z
+    .union([
+      z.object({ ok: z.literal(true), value: z.unknown() }),
+      z.object({ ok: z.literal(false), error: WireError }),
+    ])
+    .safeParse(ack)
   if (!shape.success) throw new NeuronError('bad_response', describeIssues(`${method} reply`, shape.error))
-  if (!shape.data.ok) throw new NeuronError(shape.data.error.code, shape.data.error.message, shape.data.error.details ?? {})
+  if (!shape.data.ok)
+    throw new NeuronError(shape.data.error.code, shape.data.error.message, shape.data.error.details ?? {})
   const value = AppApi[method].response.safeParse(shape.data.value)
   if (!value.success) throw new NeuronError('bad_response', describeIssues(`${method} reply`, value.error))
   return value.data as AppOutput<M>

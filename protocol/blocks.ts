@@ -8,7 +8,9 @@ export type BlockRange = readonly [number, number]
  * Half-open block range [begin, end). Readonly by type only: zod 4's `.readonly()` freezes the
  * input even when the parse fails, and throws on a Buffer sent in its place.
  */
-export const BlockRange: z.ZodType<BlockRange, BlockRange> = z.tuple([Count, Count]).refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
+export const BlockRange: z.ZodType<BlockRange, BlockRange> = z
+  .tuple([Count, Count])
+  .refine(([a, b]) => a < b, 'a block range [begin, end) needs begin < end')
 
 /** KV-cache tokens a placed range is sized for, per block: four sessions of 2048 tokens. */
 export const KV_BUDGET_TOKENS = 8192

@@ -17,13 +17,17 @@ export const BlockCache = z
     bytesPerToken: z.number().int().nonnegative(),
     /** `window` only: the tokens a session's cache keeps at most (the attention's sliding window). */
     windowTokens: z.number().int().positive().optional(),
-    recent: z.object({ bytesPerToken: z.number().int().nonnegative(), windowTokens: z.number().int().positive() }).optional(),
+    recent: z
+      .object({ bytesPerToken: z.number().int().nonnegative(), windowTokens: z.number().int().positive() })
+      .optional(),
     fixedBytes: z.number().int().nonnegative().optional(),
   })
   .refine((c) => (c.kind === 'window') === (c.windowTokens !== undefined), {
     message: 'a window cache states windowTokens; kv and latent caches state none',
   })
-  .refine((c) => c.kind !== 'window' || c.recent === undefined, { message: 'a window cache is all recent tokens: it states no second window' })
+  .refine((c) => c.kind !== 'window' || c.recent === undefined, {
+    message: 'a window cache is all recent tokens: it states no second window',
+  })
 export type BlockCache = z.infer<typeof BlockCache>
 
 /** Tokens a host sizes its cache for, spread over this many sessions (a window caps each session). */
@@ -54,7 +58,10 @@ export interface CacheFacts {
 
 /** The cache of every block; a manifest from before `cachePerBlock` means plain KV of its one figure. */
 export function cachePerBlock(model: CacheFacts): readonly BlockCache[] {
-  return model.cachePerBlock ?? Array.from({ length: model.nLayer }, () => ({ kind: 'kv' as const, bytesPerToken: model.kvBytesPerTokenPerBlock }))
+  return (
+    model.cachePerBlock ??
+    Array.from({ length: model.nLayer }, () => ({ kind: 'kv' as const, bytesPerToken: model.kvBytesPerTokenPerBlock }))
+  )
 }
 
 /** Tokens a block's cache holds when the budget is full. */
@@ -68,7 +75,9 @@ export function blockCacheBytes(cache: BlockCache, budget: CacheBudget): number 
   const recent =
     cache.recent === undefined
       ? 0
-      : cache.recent.bytesPerToken * budget.sessions * windowCells(cache.recent.windowTokens, Math.ceil(budget.tokens / budget.sessions))
+      : cache.recent.bytesPerToken *
+        budget.sessions *
+        windowCells(cache.recent.windowTokens, Math.ceil(budget.tokens / budget.sessions))
   return cache.bytesPerToken * cachedTokens(cache, budget) + recent + (cache.fixedBytes ?? 0) * budget.sessions
 }
 

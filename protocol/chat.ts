@@ -86,7 +86,14 @@ export const ChatSettings = z.object({
 export type ChatSettings = z.infer<typeof ChatSettings>
 
 /** llama.cpp's defaults (top-k 40, top-p 0.95, no repeat penalty) at a slightly cooler temperature; a fresh seed per answer. */
-export const DEFAULT_CHAT_SETTINGS: ChatSettings = { systemPrompt: '', temperature: 0.7, topP: 0.95, topK: 40, repeatPenalty: 1, seed: null }
+export const DEFAULT_CHAT_SETTINGS: ChatSettings = {
+  systemPrompt: '',
+  temperature: 0.7,
+  topP: 0.95,
+  topK: 40,
+  repeatPenalty: 1,
+  seed: null,
+}
 
 export const ChatHop = z.object({
   hostId: NodeId,
@@ -125,7 +132,9 @@ export const ChatEntry = z.object({
   route: z.array(ChatHop).max(1024).optional(),
   summary: ChatSummary.optional(),
   /** Why the answer failed, as it was shown. */
-  error: z.object({ code: z.string().max(64), message: z.string().max(8192), detail: z.string().max(8192).optional() }).optional(),
+  error: z
+    .object({ code: z.string().max(64), message: z.string().max(8192), detail: z.string().max(8192).optional() })
+    .optional(),
 })
 export type ChatEntry = z.infer<typeof ChatEntry>
 

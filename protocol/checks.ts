@@ -65,7 +65,10 @@ export const AuditRequest = z
     payloads: Bytes.refine((b) => b.byteLength <= MAX_AUDIT_BYTES, `at most ${MAX_AUDIT_BYTES} bytes`),
     output: Bytes.refine((b) => b.byteLength <= MAX_AUDIT_BYTES, `at most ${MAX_AUDIT_BYTES} bytes`),
   })
-  .refine((r) => r.steps.reduce((s, step) => s + step.bytes, 0) === r.payloads.byteLength, 'the steps’ bytes must add up to the payloads’ length')
+  .refine(
+    (r) => r.steps.reduce((s, step) => s + step.bytes, 0) === r.payloads.byteLength,
+    'the steps’ bytes must add up to the payloads’ length',
+  )
 export type AuditRequest = z.infer<typeof AuditRequest>
 
 export const AuditVerdict = z.object({

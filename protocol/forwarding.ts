@@ -9,7 +9,9 @@ import { Receipt } from './receipts'
  * the client. A per-session, per-seam capability, which the client gives only to the two hops of that seam, is the only
  * way into a session other than its client's own connection.
  */
-export const Capability = z.string().regex(/^[0-9a-f]{64}$/, 'a forwarding capability is 32 random bytes, 64 hex digits')
+export const Capability = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, 'a forwarding capability is 32 random bytes, 64 hex digits')
 export type Capability = z.infer<typeof Capability>
 
 /** What an open tells a hop about forwarding; absent: the client carries every hidden state (client-relayed). */
@@ -46,5 +48,7 @@ export type FetchOutput = z.infer<typeof FetchOutput>
  * A client's signature of a forwarded step (receipts.ts's stepMessage over the input the hop's receipt names), sent
  * after the hop's digest, off the critical path: the hop then signs its receipt with it, as on every step.
  */
-export const CountersignStep = z.object({ client: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url') })
+export const CountersignStep = z.object({
+  client: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url'),
+})
 export type CountersignStep = z.infer<typeof CountersignStep>

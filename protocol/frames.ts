@@ -23,7 +23,17 @@ export const MAX_TOP_LOGPROBS = 20
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024
 const MAGIC = 0x314e524e // "NRN1"
 
-export const FrameKind = { open: 1, forward: 2, hidden: 3, token: 4, close: 5, error: 6, ok: 7, fetch: 8, sign: 9 } as const
+export const FrameKind = {
+  open: 1,
+  forward: 2,
+  hidden: 3,
+  token: 4,
+  close: 5,
+  error: 6,
+  ok: 7,
+  fetch: 8,
+  sign: 9,
+} as const
 export type FrameKind = keyof typeof FrameKind
 export const Dtype = { json: 0, f32: 1, f16: 2, i32: 3 } as const
 export type Dtype = keyof typeof Dtype
@@ -124,7 +134,8 @@ const KIND_BY_CODE = new Map<number, FrameKind>(Object.entries(FrameKind).map(([
 const DTYPE_BY_CODE = new Map<number, Dtype>(Object.entries(Dtype).map(([k, v]) => [v, k as Dtype]))
 
 export function encodeFrame(frame: Frame): Uint8Array {
-  if (!/^[0-9a-f]{32}$/.test(frame.session)) throw new NeuronError('bad_frame', `session id must be 32 hex digits, not "${frame.session}"`)
+  if (!/^[0-9a-f]{32}$/.test(frame.session))
+    throw new NeuronError('bad_frame', `session id must be 32 hex digits, not "${frame.session}"`)
   const trailer = frame.trailer ?? new Uint8Array(0)
   const out = new Uint8Array(FRAME_HEADER_BYTES + frame.payload.byteLength + trailer.byteLength)
   const view = new DataView(out.buffer)
@@ -146,7 +157,8 @@ export function encodeFrame(frame: Frame): Uint8Array {
 
 /** Parses and checks a frame: a malformed one is a `bad_frame` error naming what is wrong. */
 export function decodeFrame(bytes: Uint8Array): Frame {
-  if (bytes.byteLength < FRAME_HEADER_BYTES) throw new NeuronError('bad_frame', `a frame is at least ${FRAME_HEADER_BYTES} bytes; got ${bytes.byteLength}`)
+  if (bytes.byteLength < FRAME_HEADER_BYTES)
+    throw new NeuronError('bad_frame', `a frame is at least ${FRAME_HEADER_BYTES} bytes; got ${bytes.byteLength}`)
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   if (view.getUint32(0, true) !== MAGIC) throw new NeuronError('bad_frame', 'not a Neuron frame (bad magic)')
   const kind = KIND_BY_CODE.get(view.getUint8(4))
@@ -157,7 +169,10 @@ export function decodeFrame(bytes: Uint8Array): Frame {
   const trailerBytes = view.getUint32(44, true)
   if (bytes.byteLength !== FRAME_HEADER_BYTES + payloadBytes + trailerBytes) {
     const trailer = trailerBytes === 0 ? '' : ` and ${trailerBytes} trailer bytes`
-    throw new NeuronError('bad_frame', `header says ${payloadBytes} payload bytes${trailer}, frame carries ${bytes.byteLength - FRAME_HEADER_BYTES}`)
+    throw new NeuronError(
+      'bad_frame',
+      `header says ${payloadBytes} payload bytes${trailer}, frame carries ${bytes.byteLength - FRAME_HEADER_BYTES}`,
+    )
   }
   const tokens = view.getUint32(32, true)
   const width = view.getUint32(36, true)
@@ -165,11 +180,15 @@ export function decodeFrame(bytes: Uint8Array): Frame {
   const valueBytes = tokens * width * BYTES_PER[dtype]
   const sideBytes = payloadBytes - valueBytes
   if (dtype !== 'json' && (flags & FLAG_SIDE) === 0 && valueBytes !== payloadBytes) {
-    throw new NeuronError('bad_frame', `shape ${tokens}×${width} of ${dtype} needs ${valueBytes} bytes, payload has ${payloadBytes}`, {
-      tokens,
-      width,
-      payloadBytes,
-    })
+    throw new NeuronError(
+      'bad_frame',
+      `shape ${tokens}×${width} of ${dtype} needs ${valueBytes} bytes, payload has ${payloadBytes}`,
+      {
+        tokens,
+        width,
+        payloadBytes,
+      },
+    )
   }
   if (flags & FLAG_SIDE && (dtype === 'json' || tokens === 0 || sideBytes <= 0 || sideBytes % (4 * tokens) !== 0)) {
     throw new NeuronError(
@@ -217,11 +236,22 @@ const text = () => (codec ??= { encoder: new TextEncoder(), decoder: new TextDec
 
 /** A frame whose payload is a JSON message. */
 export function jsonFrame(kind: FrameKind, session: string, step: number, body: unknown): Uint8Array {
-  return encodeFrame({ kind, dtype: 'json', flags: 0, session, step, position: 0, tokens: 0, width: 0, payload: text().encoder.encode(JSON.stringify(body)) })
+  return encodeFrame({
+    kind,
+    dtype: 'json',
+    flags: 0,
+    session,
+    step,
+    position: 0,
+    tokens: 0,
+    width: 0,
+    payload: text().encoder.encode(JSON.stringify(body)),
+  })
 }
 
 export function readJson<T extends z.ZodType>(frame: Frame, schema: T): z.output<T> {
-  if (frame.dtype !== 'json') throw new NeuronError('bad_frame', `a ${frame.kind} frame carries JSON, not ${frame.dtype}`)
+  if (frame.dtype !== 'json')
+    throw new NeuronError('bad_frame', `a ${frame.kind} frame carries JSON, not ${frame.dtype}`)
   let raw: unknown
   try {
     raw = JSON.parse(text().decoder.decode(frame.payload))
@@ -244,7 +274,11 @@ export function sidePerToken(frame: Pick<Frame, 'flags' | 'dtype' | 'tokens' | '
 }
 
 /** A payload of `tokens` rows as its values and its side values (`side` int32 per row after all the values). */
-export function splitPayload(payload: Uint8Array, tokens: number, side: number): { values: Uint8Array; side: Uint8Array } {
+export function splitPayload(
+  payload: Uint8Array,
+  tokens: number,
+  side: number,
+): { values: Uint8Array; side: Uint8Array } {
   const at = Math.max(0, payload.byteLength - tokens * side * 4)
   return { values: payload.subarray(0, at), side: payload.subarray(at) }
 }

@@ -14,7 +14,9 @@ export const GRANT_CHALLENGE_TTL_MS = 5 * 60_000
 export const MAX_GRANT_WORK_BITS = 40
 
 /** `grant.<expiresAt>.<random>`: issued by the tracker, spent by one claim. */
-export const GrantChallengeId = z.string().regex(/^grant\.\d{1,16}\.[A-Za-z0-9_-]{16,64}$/, 'a grant challenge is grant.<expiresAt>.<random>')
+export const GrantChallengeId = z
+  .string()
+  .regex(/^grant\.\d{1,16}\.[A-Za-z0-9_-]{16,64}$/, 'a grant challenge is grant.<expiresAt>.<random>')
 
 /** The tracker's puzzle: find `nonce` so that sha256(challenge ‖ publicKey ‖ nonce) starts with `bits` zero bits. */
 export const GrantChallenge = z.object({

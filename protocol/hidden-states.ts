@@ -23,7 +23,10 @@ const Value = z.number().min(-MAX_HIDDEN_ABS).max(MAX_HIDDEN_ABS)
 /** A steering vector: `width` numbers, or their f32 bytes in base64. */
 export const HiddenVector = z.union([Base64F32, z.array(Value).min(1).max(MAX_HIDDEN_WIDTH)])
 /** A hidden state: rows of numbers, or all its f32 bytes (row-major) in base64. */
-export const HiddenRows = z.union([Base64F32, z.array(z.array(Value).min(1).max(MAX_HIDDEN_WIDTH)).min(1).max(MAX_HIDDEN_TOKENS)])
+export const HiddenRows = z.union([
+  Base64F32,
+  z.array(z.array(Value).min(1).max(MAX_HIDDEN_WIDTH)).min(1).max(MAX_HIDDEN_TOKENS),
+])
 
 const Block = z.number().int().nonnegative().max(MAX_BLOCKS)
 

@@ -32,7 +32,12 @@ export type LanTxt = z.infer<typeof LanTxt>
 
 /** 1. The asking app (B) introduces itself; the asked app (A) answers with its key and a commitment to its nonce. */
 export const PairHello = z.object({ key: PublicKey, name: LanName }).strict()
-export const PairHelloReply = z.object({ pairingId: PairingId, key: PublicKey, commitment: z.string().regex(/^[0-9a-f]{64}$/), expiresAt: z.number() })
+export const PairHelloReply = z.object({
+  pairingId: PairingId,
+  key: PublicKey,
+  commitment: z.string().regex(/^[0-9a-f]{64}$/),
+  expiresAt: z.number(),
+})
 /** 2. B sends its nonce; A reveals its own. Only now can either compute the code, and A is bound to its nonce already. */
 export const PairNonce = z.object({ pairingId: PairingId, nonce: PairingNonce }).strict()
 export const PairNonceReply = z.object({ nonce: PairingNonce })

@@ -1,6 +1,13 @@
 import { z } from 'zod'
 import { BlockCache } from './cache-cost'
-import { MAX_ARTIFACTS, MAX_BLOCKS, MAX_LABEL_CHARS, MAX_MODEL_ID_CHARS, MAX_PATH_CHARS, MAX_TENSORS_PER_ARTIFACT } from './limits'
+import {
+  MAX_ARTIFACTS,
+  MAX_BLOCKS,
+  MAX_LABEL_CHARS,
+  MAX_MODEL_ID_CHARS,
+  MAX_PATH_CHARS,
+  MAX_TENSORS_PER_ARTIFACT,
+} from './limits'
 import { Seam } from './seams'
 
 /** What one artifact file holds: the token embedding, a range of blocks, or the output head. */
@@ -82,31 +89,49 @@ export const Manifest = z
   })
   .superRefine((m, ctx) => {
     for (const a of m.artifacts) {
-      if (a.bytes % m.pieceBytes !== 0) ctx.addIssue({ code: 'custom', message: `${a.file} is ${a.bytes} bytes, not a multiple of pieceBytes ${m.pieceBytes}` })
+      if (a.bytes % m.pieceBytes !== 0)
+        ctx.addIssue({
+          code: 'custom',
+          message: `${a.file} is ${a.bytes} bytes, not a multiple of pieceBytes ${m.pieceBytes}`,
+        })
     }
     if (m.bytesPerBlock.length !== m.nLayer) {
-      ctx.addIssue({ code: 'custom', message: `bytesPerBlock has ${m.bytesPerBlock.length} entries for ${m.nLayer} blocks` })
+      ctx.addIssue({
+        code: 'custom',
+        message: `bytesPerBlock has ${m.bytesPerBlock.length} entries for ${m.nLayer} blocks`,
+      })
     }
     if (m.cachePerBlock !== undefined && m.cachePerBlock.length !== m.nLayer) {
-      ctx.addIssue({ code: 'custom', message: `cachePerBlock has ${m.cachePerBlock.length} entries for ${m.nLayer} blocks` })
+      ctx.addIssue({
+        code: 'custom',
+        message: `cachePerBlock has ${m.cachePerBlock.length} entries for ${m.nLayer} blocks`,
+      })
     }
     if (m.seams !== undefined && m.seams.length !== m.nLayer - 1) {
-      ctx.addIssue({ code: 'custom', message: `seams has ${m.seams.length} entries for the ${m.nLayer - 1} boundaries between ${m.nLayer} blocks` })
+      ctx.addIssue({
+        code: 'custom',
+        message: `seams has ${m.seams.length} entries for the ${m.nLayer - 1} boundaries between ${m.nLayer} blocks`,
+      })
     }
     // Blocks artifacts must tile [0, nLayer) exactly, in order.
     let next = 0
     for (const a of m.artifacts) {
       if (a.blocks === null) continue
       if (a.blocks[0] !== next) {
-        ctx.addIssue({ code: 'custom', message: `block artifacts leave a gap or overlap at block ${next} (${a.file} starts at ${a.blocks[0]})` })
+        ctx.addIssue({
+          code: 'custom',
+          message: `block artifacts leave a gap or overlap at block ${next} (${a.file} starts at ${a.blocks[0]})`,
+        })
         return
       }
       next = a.blocks[1]
     }
-    if (next !== m.nLayer) ctx.addIssue({ code: 'custom', message: `block artifacts cover [0, ${next}) of ${m.nLayer} blocks` })
+    if (next !== m.nLayer)
+      ctx.addIssue({ code: 'custom', message: `block artifacts cover [0, ${next}) of ${m.nLayer} blocks` })
     for (const role of ['embed', 'head'] as const) {
       const n = m.artifacts.filter((a) => a.role === role).length
-      if (n !== 1) ctx.addIssue({ code: 'custom', message: `a manifest has exactly one ${role} artifact, this one has ${n}` })
+      if (n !== 1)
+        ctx.addIssue({ code: 'custom', message: `a manifest has exactly one ${role} artifact, this one has ${n}` })
     }
   })
 export type Manifest = z.infer<typeof Manifest>
@@ -116,7 +141,10 @@ export type Manifest = z.infer<typeof Manifest>
  * the range (fetched whole), and the head artifact when b is the last block (for a tied model it
  * carries the token embedding, so the head needs no embed artifact).
  */
-export function artifactsForBlocks(manifest: Pick<Manifest, 'artifacts' | 'nLayer'>, blocks: readonly [number, number]): ManifestArtifact[] {
+export function artifactsForBlocks(
+  manifest: Pick<Manifest, 'artifacts' | 'nLayer'>,
+  blocks: readonly [number, number],
+): ManifestArtifact[] {
   const [a, b] = blocks
   return manifest.artifacts.filter((x) => {
     if (x.role === 'embed') return a === 0

@@ -10,7 +10,10 @@ import { MAX_PROBE_SET_BYTES, ProbeSet, probeBoundary } from './probes'
 /** An encoded probe set: its hidden states plus room for the header's tokens and accept lists. */
 export const ProbeSetBytes = z
   .custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected binary data')
-  .refine((b) => b.byteLength <= MAX_PROBE_SET_BYTES + 4 * 1024 * 1024, `an encoded probe set holds at most ${MAX_PROBE_SET_BYTES} bytes of hidden states`)
+  .refine(
+    (b) => b.byteLength <= MAX_PROBE_SET_BYTES + 4 * 1024 * 1024,
+    `an encoded probe set holds at most ${MAX_PROBE_SET_BYTES} bytes of hidden states`,
+  )
 
 type Header = Omit<ProbeSet, 'probes'> & { probes: Omit<ProbeSet['probes'][number], 'hidden'>[] }
 
@@ -31,7 +34,8 @@ export function encodeProbeSet(set: ProbeSet): Uint8Array {
 
 /** The probe set `bytes` encode, checked against its schema; else `bad_probes`, saying what is wrong. */
 export function decodeProbeSet(bytes: Uint8Array): ProbeSet {
-  const bad = (why: string) => new NeuronError('bad_probes', `the probe set is malformed: ${why}; compute it again with neuron publish.`)
+  const bad = (why: string) =>
+    new NeuronError('bad_probes', `the probe set is malformed: ${why}; compute it again with neuron publish.`)
   if (bytes.byteLength < 4) throw bad('shorter than its header length')
   const end = 4 + new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true)
   if (end > bytes.byteLength) throw bad('its header runs past its end')
@@ -41,7 +45,8 @@ export function decodeProbeSet(bytes: Uint8Array): ProbeSet {
   } catch {
     throw bad('its header is not JSON')
   }
-  if (!Number.isInteger(header?.nEmbd) || header.nEmbd <= 0 || !Array.isArray(header.probes)) throw bad('its header has no width or no probes')
+  if (!Number.isInteger(header?.nEmbd) || header.nEmbd <= 0 || !Array.isArray(header.probes))
+    throw bad('its header has no width or no probes')
   const per = (v: unknown) => Array.isArray(v) && v.every((x) => Number.isInteger(x) && x >= 0 && x <= MAX_SEAM_VALUES)
   if ((header.widths !== undefined && !per(header.widths)) || (header.sides !== undefined && !per(header.sides)))
     throw bad('its widths or side values are not counts')

@@ -23,7 +23,9 @@ export const MAX_PROBE_TOKENS = 64
 /** A whole probe set, bytes of reference hidden states: it lives on the tracker, in SQLite. */
 export const MAX_PROBE_SET_BYTES = 48 * 1024 * 1024
 
-const F32Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected bytes').refine((b) => b.byteLength % 4 === 0, 'f32 values are 4 bytes each')
+const F32Bytes = z
+  .custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected bytes')
+  .refine((b) => b.byteLength % 4 === 0, 'f32 values are 4 bytes each')
 
 /**
  * One known-answer probe: `tokens` run through the whole model by the publisher (f32 seams), and
@@ -64,9 +66,15 @@ export const ProbeSet = z
     let bytes = 0
     for (const [i, p] of set.probes.entries()) {
       if (p.hidden.length !== p.boundaries.length)
-        ctx.addIssue({ code: 'custom', message: `probe ${i} has ${p.boundaries.length} boundaries but ${p.hidden.length} hidden states` })
+        ctx.addIssue({
+          code: 'custom',
+          message: `probe ${i} has ${p.boundaries.length} boundaries but ${p.hidden.length} hidden states`,
+        })
       if (p.accept.length !== p.tokens.length)
-        ctx.addIssue({ code: 'custom', message: `probe ${i} has ${p.tokens.length} tokens but ${p.accept.length} accept lists` })
+        ctx.addIssue({
+          code: 'custom',
+          message: `probe ${i} has ${p.tokens.length} tokens but ${p.accept.length} accept lists`,
+        })
       for (const [j, h] of p.hidden.entries()) {
         bytes += h.byteLength
         const { width, side } = probeBoundary(set, p.boundaries[j] ?? 0)
@@ -80,13 +88,20 @@ export const ProbeSet = z
         ctx.addIssue({ code: 'custom', message: `probe ${i} names a boundary past the model's ${set.nLayer} blocks` })
     }
     if (bytes > MAX_PROBE_SET_BYTES)
-      ctx.addIssue({ code: 'custom', message: `a probe set holds at most ${MAX_PROBE_SET_BYTES} bytes of hidden states, not ${bytes}` })
+      ctx.addIssue({
+        code: 'custom',
+        message: `a probe set holds at most ${MAX_PROBE_SET_BYTES} bytes of hidden states, not ${bytes}`,
+      })
   })
 export type ProbeSet = z.infer<typeof ProbeSet>
 
 /** What a probe holds entering block b: `width` f32 values per token, then `side` int32 per token. */
 export function probeBoundary(
-  set: { readonly nEmbd: number; readonly widths?: readonly number[] | undefined; readonly sides?: readonly number[] | undefined },
+  set: {
+    readonly nEmbd: number
+    readonly widths?: readonly number[] | undefined
+    readonly sides?: readonly number[] | undefined
+  },
   b: number,
 ) {
   return { width: set.widths?.[b - 1] ?? set.nEmbd, side: set.sides?.[b - 1] ?? 0 }

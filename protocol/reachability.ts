@@ -9,7 +9,9 @@ export const MAX_CANDIDATES = 8
 export const DIAL_BACK_PATH = '/.well-known/neuron-proof'
 
 /** The sha256 of a host's TLS certificate (DER), 64 lowercase hex digits: clients pin it. */
-export const CertFingerprint = z.string().regex(/^[0-9a-f]{64}$/, 'a certificate fingerprint is the sha256 of its DER, 64 hex digits')
+export const CertFingerprint = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, 'a certificate fingerprint is the sha256 of its DER, 64 hex digits')
 export type CertFingerprint = z.infer<typeof CertFingerprint>
 
 /** A host's answer at DIAL_BACK_PATH: its key and its signature of dialBackMessage. */

@@ -25,7 +25,10 @@ export const ReceiptBody = z.object({
   position: z.number().int().nonnegative().max(0xffffffff),
   modelId: ModelId,
   /** The price on the session's ticket, micro-credits per token. */
-  price: z.object({ promptMicroPerToken: z.number().int().nonnegative(), completionMicroPerToken: z.number().int().nonnegative() }),
+  price: z.object({
+    promptMicroPerToken: z.number().int().nonnegative(),
+    completionMicroPerToken: z.number().int().nonnegative(),
+  }),
   /** The key of the tracker whose ticket the session ran on: a receipt pays only there. */
   tracker: PublicKey,
   /** sha256 of the forward frame's payload. */

@@ -29,7 +29,9 @@ export const RelayOffer = z.object({
   /** Circuits open now. */
   openCircuits: z.number().int().nonnegative().max(MAX_RELAY_CIRCUITS),
   /** Hosts reserved here now, with the relay's measured WebSocket ping round trip to each, ms (null before one). */
-  reserved: z.array(z.object({ hostId: NodeId, roundTripMs: z.number().min(0).max(MAX_ROUND_TRIP_MS).nullable() })).max(MAX_RELAYED_HOSTS),
+  reserved: z
+    .array(z.object({ hostId: NodeId, roundTripMs: z.number().min(0).max(MAX_ROUND_TRIP_MS).nullable() }))
+    .max(MAX_RELAYED_HOSTS),
 })
 export type RelayOffer = z.infer<typeof RelayOffer>
 
@@ -78,11 +80,15 @@ export function encodeEnvelope(e: Envelope): Uint8Array {
 /** Parses an envelope, bounded: throws `bad_envelope` (or `frame_too_large`) rather than use what does not fit. */
 export function decodeEnvelope(bytes: Uint8Array): Envelope {
   if (bytes.byteLength < ENVELOPE_HEADER_BYTES)
-    throw new EnvelopeError('bad_envelope', `an envelope has a ${ENVELOPE_HEADER_BYTES}-byte header; got ${bytes.byteLength} bytes`)
+    throw new EnvelopeError(
+      'bad_envelope',
+      `an envelope has a ${ENVELOPE_HEADER_BYTES}-byte header; got ${bytes.byteLength} bytes`,
+    )
   if (bytes.byteLength > MAX_ENVELOPE_BYTES)
     throw new EnvelopeError('frame_too_large', `an envelope of ${bytes.byteLength} bytes exceeds ${MAX_ENVELOPE_BYTES}`)
   const kind = bytes[0]
-  if (kind !== ENVELOPE_FRAME && kind !== ENVELOPE_CLOSED) throw new EnvelopeError('bad_envelope', `unknown envelope kind ${kind}`)
+  if (kind !== ENVELOPE_FRAME && kind !== ENVELOPE_CLOSED)
+    throw new EnvelopeError('bad_envelope', `unknown envelope kind ${kind}`)
   const circuit = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(1)
   return { kind, circuit, payload: bytes.subarray(ENVELOPE_HEADER_BYTES) }
 }

@@ -12,7 +12,12 @@ describe('parsing what a peer sends', () => {
     expect(BlockRange.safeParse(Buffer.from('xx')).success).toBe(false)
     expect(BlockRange.safeParse(new Uint8Array([1, 2])).success).toBe(false)
     const plan = ClientToTracker['route.plan'].request
-    const parsed = plan.safeParse({ modelId: 'stories260k', maxTokens: 8, session: 'ab'.repeat(16), span: Buffer.from('xx') })
+    const parsed = plan.safeParse({
+      modelId: 'stories260k',
+      maxTokens: 8,
+      session: 'ab'.repeat(16),
+      span: Buffer.from('xx'),
+    })
     expect(parsed.success).toBe(false)
     expect(BlockRange.parse([1, 3])).toEqual([1, 3])
   })
@@ -27,8 +32,14 @@ describe('parsing what a peer sends', () => {
       threads: 1,
     }
     expect(HardwareProfile.safeParse(profile).success).toBe(true)
-    expect(HardwareProfile.safeParse({ ...profile, cpu: { ...profile.cpu, model: 'x'.repeat(MAX_LABEL_CHARS + 1) } }).success).toBe(false)
-    expect(HardwareProfile.safeParse({ ...profile, cpu: { ...profile.cpu, flags: Array(MAX_CPU_FLAGS + 1).fill('sse') } }).success).toBe(false)
+    expect(
+      HardwareProfile.safeParse({ ...profile, cpu: { ...profile.cpu, model: 'x'.repeat(MAX_LABEL_CHARS + 1) } })
+        .success,
+    ).toBe(false)
+    expect(
+      HardwareProfile.safeParse({ ...profile, cpu: { ...profile.cpu, flags: Array(MAX_CPU_FLAGS + 1).fill('sse') } })
+        .success,
+    ).toBe(false)
   })
 
   it('refuses a speed claim so small that the throughput placement computes from it is infinite (the fuzz test found one)', () => {

@@ -26,7 +26,10 @@ export type RpcTable = Record<string, RpcEvent<z.ZodType, z.ZodType>>
 export type RpcRequest<T extends RpcTable, K extends keyof T> = z.input<T[K]['request']>
 export type RpcResponse<T extends RpcTable, K extends keyof T> = z.output<T[K]['response']>
 export type RpcHandlers<T extends RpcTable, Ctx> = {
-  [K in keyof T]: (request: z.output<T[K]['request']>, context: Ctx) => Promise<z.input<T[K]['response']>> | z.input<T[K]['response']>
+  [K in keyof T]: (
+    request: z.output<T[K]['request']>,
+    context: Ctx,
+  ) => Promise<z.input<T[K]['response']>> | z.input<T[K]['response']>
 }
 
 /** The few members of a Socket.IO socket this module needs, so protocol/ imports no Socket.IO. */
@@ -40,14 +43,20 @@ export interface RpcSocket {
 /** An error as it goes on the wire, its code and message cut to the bounds WireError parses with. */
 export function toWireError(error: unknown): WireError {
   if (error instanceof NeuronError)
-    return { code: clip(error.code, MAX_LABEL_CHARS), message: clip(error.message, MAX_MESSAGE_CHARS), details: { ...error.details } }
+    return {
+      code: clip(error.code, MAX_LABEL_CHARS),
+      message: clip(error.message, MAX_MESSAGE_CHARS),
+      details: { ...error.details },
+    }
   const message = error instanceof Error ? error.message : String(error)
   return { code: 'internal', message: clip(`internal error: ${message}`, MAX_MESSAGE_CHARS) }
 }
 
 /** The first issues of a zod failure, as one line naming the event and each bad field. */
 export function describeIssues(event: string, error: z.ZodError): string {
-  const shown = error.issues.slice(0, 8).map((i) => `${i.path.length === 0 ? '(payload)' : i.path.join('.')}: ${i.message}`)
+  const shown = error.issues
+    .slice(0, 8)
+    .map((i) => `${i.path.length === 0 ? '(payload)' : i.path.join('.')}: ${i.message}`)
   const more = error.issues.length > shown.length ? `; and ${error.issues.length - shown.length} more` : ''
   return clip(`${event}: ${shown.join('; ')}${more}`, MAX_MESSAGE_CHARS)
 }
@@ -78,13 +87,17 @@ export function serveRpc<T extends RpcTable, Ctx>(
     socket.on(event, (...args: unknown[]) => {
       const ack = args.at(-1)
       if (typeof ack !== 'function') {
-        refuse(event, { code: 'no_ack', message: `${event} was sent without an acknowledgement callback; use emitWithAck` })
+        refuse(event, {
+          code: 'no_ack',
+          message: `${event} was sent without an acknowledgement callback; use emitWithAck`,
+        })
         return
       }
       const reply = ack as (a: Ack<unknown>) => void
       const answer = async () => {
         const parsed = spec.request.safeParse(args.length > 1 ? args[0] : undefined)
-        if (!parsed.success) return refuse(event, { code: 'bad_request', message: describeIssues(event, parsed.error) }, reply)
+        if (!parsed.success)
+          return refuse(event, { code: 'bad_request', message: describeIssues(event, parsed.error) }, reply)
         const handler = handlers[event as keyof T] as (r: unknown, c: Ctx) => unknown
         const value = spec.response.parse(await handler(parsed.data, context))
         reply({ ok: true, value })
@@ -98,7 +111,10 @@ export function serveRpc<T extends RpcTable, Ctx>(
     const name = typeof event === 'string' ? event : `(${typeof event})`
     if (Object.hasOwn(table, name)) return
     const ack = args.at(-1)
-    const error = { code: 'unknown_event', message: `no event "${clip(name, 64)}" here; the events served are ${Object.keys(table).join(', ')}` }
+    const error = {
+      code: 'unknown_event',
+      message: `no event "${clip(name, 64)}" here; the events served are ${Object.keys(table).join(', ')}`,
+    }
     refuse(clip(name, 64), error, typeof ack === 'function' ? (ack as (a: Ack<unknown>) => void) : undefined)
   })
 }
@@ -110,7 +126,10 @@ function guarded(f: () => void): void {
   } catch {}
 }
 
-const AckShape = z.union([z.object({ ok: z.literal(true), value: z.unknown() }), z.object({ ok: z.literal(false), error: WireError })])
+const AckShape = z.union([
+  z.object({ ok: z.literal(true), value: z.unknown() }),
+  z.object({ ok: z.literal(false), error: WireError }),
+])
 
 /** Calls an event and returns its parsed value, or throws the peer's typed error as a NeuronError. */
 export async function callRpc<T extends RpcTable, K extends keyof T & string>(
@@ -128,7 +147,10 @@ export async function callRpc<T extends RpcTable, K extends keyof T & string>(
   } catch (error) {
     // A socket that refused to send (a link to a host another instance holds) says why; Socket.IO's own failure is a timeout.
     if (error instanceof NeuronError) throw error
-    throw new NeuronError('timeout', `${event}: no answer within ${timeoutMs} ms; is the tracker reachable?`, { event, timeoutMs })
+    throw new NeuronError('timeout', `${event}: no answer within ${timeoutMs} ms; is the tracker reachable?`, {
+      event,
+      timeoutMs,
+    })
   }
   const ack = AckShape.safeParse(raw)
   if (!ack.success) throw new NeuronError('bad_response', describeIssues(`${event} acknowledgement`, ack.error))

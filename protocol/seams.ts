@@ -67,7 +67,12 @@ export function seamSideValues(seam: Seam): number {
 }
 
 /** The side values of `tokens` rows crossing `seam`, token-major: each row's token id where it carries one, then its indices. */
-export function joinSide(seam: Seam, tokens: number, tokenIds: ArrayLike<number> | undefined, indices: ArrayLike<number> | undefined): Int32Array {
+export function joinSide(
+  seam: Seam,
+  tokens: number,
+  tokenIds: ArrayLike<number> | undefined,
+  indices: ArrayLike<number> | undefined,
+): Int32Array {
   const per = seamSideValues(seam)
   const k = seam.int32PerToken
   const first = seam.tokenIds ? 1 : 0

@@ -160,7 +160,12 @@ export type Route = z.infer<typeof Route>
 /** A client's WebSocket ping round trips to hosts, ms; the tracker routes this client by them (and the swarm by their median). */
 export const LatencyReport = z.object({
   links: z
-    .array(z.object({ hostId: NodeId, roundTripMs: z.array(z.number().min(0).max(MAX_ROUND_TRIP_MS)).min(1).max(MAX_ROUND_TRIPS_PER_LINK) }))
+    .array(
+      z.object({
+        hostId: NodeId,
+        roundTripMs: z.array(z.number().min(0).max(MAX_ROUND_TRIP_MS)).min(1).max(MAX_ROUND_TRIPS_PER_LINK),
+      }),
+    )
     .max(MAX_LATENCY_LINKS),
 })
 export type LatencyReport = z.infer<typeof LatencyReport>
@@ -195,7 +200,9 @@ export const PlacementProposal = z.object({
   /** null when this host should not serve this model; `refusal` says why. */
   proposal: PlacementOption.nullable(),
   /** `neededBytes`: what the smallest range needs of the resource refused (memory or disk), absent from older trackers. */
-  refusal: z.object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS), neededBytes: Count.optional() }).nullable(),
+  refusal: z
+    .object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS), neededBytes: Count.optional() })
+    .nullable(),
   /** The swarm's weakest block today, tokens/s (0 while a block is not served). */
   swarmTokensPerSecond: z.number().nonnegative(),
   coverage: z.array(z.object({ block: Count, before: Served, after: Served })).max(MAX_BLOCKS),
@@ -210,7 +217,9 @@ const SessionId = z.string().regex(/^[0-9a-f]{32}$/)
 
 /** The tracker's verdict on each receipt handed in: settled (`charged` micro-credits) or refused (`code`). */
 const ReceiptVerdicts = z.object({
-  verdicts: z.array(z.object({ hostId: Label, step: z.number(), ok: z.boolean(), code: Label.optional(), charged: Count })).max(MAX_RECEIPTS),
+  verdicts: z
+    .array(z.object({ hostId: Label, step: z.number(), ok: z.boolean(), code: Label.optional(), charged: Count }))
+    .max(MAX_RECEIPTS),
 })
 
 /** Events a host sends the tracker on the /hosts namespace. */
@@ -222,14 +231,23 @@ export const HostToTracker = {
   ),
   /** Answered with the endpoint the tracker proved by dialing back (null: relayed); absent from older trackers. */
   /** `relay`: where a host no candidate of which answered should keep a reservation (null: none; absent: older trackers). */
-  'host.state': rpc(ServingState, z.object({ endpoint: Url.nullable().optional(), relay: RelayAssignment.nullable().optional() })),
+  'host.state': rpc(
+    ServingState,
+    z.object({ endpoint: Url.nullable().optional(), relay: RelayAssignment.nullable().optional() }),
+  ),
   /**
    * `sessions`: the ticketed sessions open now or opened since the last heartbeat, so the tracker stops counting those
    * it routed here only once the host's count holds them (absent from older hosts, and past MAX_HEARTBEAT_SESSIONS).
    */
-  'host.heartbeat': rpc(z.object({ activeSessions: Count, sessions: z.array(SessionId).max(MAX_HEARTBEAT_SESSIONS).optional() }), Empty),
+  'host.heartbeat': rpc(
+    z.object({ activeSessions: Count, sessions: z.array(SessionId).max(MAX_HEARTBEAT_SESSIONS).optional() }),
+    Empty,
+  ),
   'placement.request': rpc(z.object({ modelId: ModelId }), PlacementProposal),
-  'model.get': rpc(z.object({ modelId: ModelId }), z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), infoHash: InfoHash })),
+  'model.get': rpc(
+    z.object({ modelId: ModelId }),
+    z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), infoHash: InfoHash }),
+  ),
   /** A host hands in its own signed receipts, in batches: its sessions are paid even when their client vanishes. */
   'receipts.submit': rpc(z.object({ receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
   /** A volunteer relay hands in its signed receipts for the frames it carried (RelayReceipt). */
@@ -259,7 +277,12 @@ export const ClientToTracker = {
   /** `tokenizer`: the model's metadata-only GGUF (vocabulary, chat template), for clients. */
   'model.publish': rpc(
     // probes: the publisher's secret known-answer probes (encodeProbeSet), kept by the tracker and never handed out
-    z.object({ manifest: Manifest, torrent: BytesUpTo(MAX_TORRENT_BYTES), tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES), probes: ProbeSetBytes.optional() }),
+    z.object({
+      manifest: Manifest,
+      torrent: BytesUpTo(MAX_TORRENT_BYTES),
+      tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES),
+      probes: ProbeSetBytes.optional(),
+    }),
     z.object({ modelId: ModelId, infoHash: InfoHash }),
   ),
   'model.tokenizer': rpc(z.object({ modelId: ModelId }), z.object({ tokenizer: BytesUpTo(MAX_TOKENIZER_BYTES) })),
@@ -295,7 +318,10 @@ export const ClientToTracker = {
   'placement.preview': rpc(z.object({ modelId: ModelId, profile: HardwareProfile }), PlacementProposal),
   'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),
   /** An app's SwarmClient hands in its session's signed receipts; its key pair's account pays. */
-  'receipts.submit': rpc(z.object({ session: SessionId, receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
+  'receipts.submit': rpc(
+    z.object({ session: SessionId, receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }),
+    ReceiptVerdicts,
+  ),
   /** The client is done with a session: the tracker releases what is left of its credit hold. */
   'session.end': rpc(z.object({ session: SessionId }), Empty),
   /** Round trips the client measured; `recorded`: the links kept (hosts the tracker does not know are dropped). */
@@ -312,7 +338,10 @@ export const ClientToTracker = {
   /** Has the tracker re-run one hop's step on another host and compare (see AuditRequest); rate-limited per key. */
   'audit.submit': rpc(AuditRequest, AuditVerdict),
   /** Join the dashboard pushes of these hosts (your own account's come without asking). */
-  'dashboard.subscribe': rpc(z.object({ hostIds: z.array(NodeId).max(64) }), z.object({ hostIds: z.array(NodeId).max(MAX_HOST_IDS) })),
+  'dashboard.subscribe': rpc(
+    z.object({ hostIds: z.array(NodeId).max(64) }),
+    z.object({ hostIds: z.array(NodeId).max(MAX_HOST_IDS) }),
+  ),
 }
 
 /** Pushed by the tracker on /clients (no acknowledgement): a receipt settled or refused. */

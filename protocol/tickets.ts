@@ -76,7 +76,9 @@ export function ticketMessage(t: TicketBody): string {
     // last, and only on probes: every other ticket's bytes are as before
     ...(t.probe === true ? ['probe'] : []),
     ...(t.rentMicroPerMinute === undefined ? [] : ['rent', t.rentMicroPerMinute]),
-    ...(t.replay === undefined ? [] : ['replay', t.replay.span[0], t.replay.span[1], t.replay.escrowOf, t.replay.thenAccount]),
+    ...(t.replay === undefined
+      ? []
+      : ['replay', t.replay.span[0], t.replay.span[1], t.replay.escrowOf, t.replay.thenAccount]),
   ].join(' ')
 }
 
@@ -85,7 +87,10 @@ export function ticketMessage(t: TicketBody): string {
  * open's own terms. Only the ticket's client key can make it, so a ticket seen on the wire is useless
  * to anyone else.
  */
-export function openMessage(ticketSignature: string, open: { blocks: readonly [number, number]; maxTokens: number }): string {
+export function openMessage(
+  ticketSignature: string,
+  open: { blocks: readonly [number, number]; maxTokens: number },
+): string {
   return `neuron-open/1 ${ticketSignature} ${open.blocks[0]} ${open.blocks[1]} ${open.maxTokens}`
 }
 

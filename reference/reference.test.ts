@@ -12,7 +12,16 @@ import { artifactsFor } from '../native/artifacts'
 import { softmax } from '../native/sampler'
 import { REPO_ROOT } from '../test/models'
 import { packedStories, RuntimePool, removePackedStories, STORIES } from '../test/native'
-import { hasTorch, NO_TORCH, type Npy, PYTHON, type Reference, relativeError, runReference as runReferenceIn, SEAM_TOLERANCE } from '../test/reference'
+import {
+  hasTorch,
+  NO_TORCH,
+  type Npy,
+  PYTHON,
+  type Reference,
+  relativeError,
+  runReference as runReferenceIn,
+  SEAM_TOLERANCE,
+} from '../test/reference'
 
 /** max |p_ref − p_llama.cpp| over the next-token distribution (measured: 3e-7 to 6e-4). */
 const PROBS_TOLERANCE = 1e-3
@@ -45,10 +54,15 @@ const MIN_ROUTER_MARGIN = 2e-4
 
 const scratch = mkdtempSync(join(tmpdir(), 'neuron-reference-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-const runReference = (artifacts: string[], tokens: number[], f16Attention = true) => runReferenceIn(scratch, artifacts, tokens, f16Attention)
+const runReference = (artifacts: string[], tokens: number[], f16Attention = true) =>
+  runReferenceIn(scratch, artifacts, tokens, f16Attention)
 
 /** Our runtime's hidden state after every block and its logits for every position, one causal batch. */
-async function nativeSeams(pool: RuntimePool, nLayer: number, tokens: number[]): Promise<{ hidden: Float32Array[]; logits: Float32Array }> {
+async function nativeSeams(
+  pool: RuntimePool,
+  nLayer: number,
+  tokens: number[],
+): Promise<{ hidden: Float32Array[]; logits: Float32Array }> {
   const hidden: Float32Array[] = []
   const whole = await pool.get([0, nLayer], true, true)
   for (let k = 1; k < nLayer; k++) {
@@ -105,7 +119,8 @@ function llamaCppProbs(model: string, tokens: number[], nVocab: number): Float64
     timeout: 120_000,
     maxBuffer: 64 << 20,
   })
-  if (res.status !== 0) throw new Error(`node-llama-cpp could not run ${model} (${res.status ?? res.signal}): ${res.stderr.slice(-2000)}`)
+  if (res.status !== 0)
+    throw new Error(`node-llama-cpp could not run ${model} (${res.status ?? res.signal}): ${res.stderr.slice(-2000)}`)
   return Float64Array.from(JSON.parse(res.stdout) as number[])
 }
 
@@ -138,7 +153,9 @@ describe.skipIf(!hasTorch)(`PyTorch reference on stories260K${NO_TORCH}`, () => 
       const errors = await compareWithNative(pool, ref, tokens)
       const f32Errors = await compareWithNative(pool, f32, tokens)
       const dp = maxProbDiff(ref.logits, llamaCppProbs(STORIES, tokens, 512))
-      console.log(`stories260K: seams+logits rel err ${fmt(errors)} (all-f32 attention: ${fmt(f32Errors)}); max |dp| vs llama.cpp ${dp.toExponential(1)}`)
+      console.log(
+        `stories260K: seams+logits rel err ${fmt(errors)} (all-f32 attention: ${fmt(f32Errors)}); max |dp| vs llama.cpp ${dp.toExponential(1)}`,
+      )
       expect(Math.max(...errors)).toBeLessThan(SEAM_TOLERANCE)
       expect(Math.max(...f32Errors)).toBeLessThan(SEAM_TOLERANCE)
       // on this model (8 tokens, 8-wide heads) the flash-attention emulation reproduces llama.cpp to 3e-7
@@ -156,9 +173,13 @@ describe.skipIf(!hasTorch)(`PyTorch reference on generated models, every family$
     let m = models.get(family)
     if (!m) {
       if (!(GENERATED_ARCHS as readonly string[]).includes(family))
-        throw new Error(`generateModel has no "${family}" yet (GENERATED_ARCHS: ${GENERATED_ARCHS.join(', ')}); add it to gguf/generate.ts`)
+        throw new Error(
+          `generateModel has no "${family}" yet (GENERATED_ARCHS: ${GENERATED_ARCHS.join(', ')}); add it to gguf/generate.ts`,
+        )
       const out = join(scratch, `${family}.gguf`)
-      m = generateModel({ ...SHAPE, ...OPTIONS[family], arch: family as GeneratedArch, type: 'f32', out }).then(() => out)
+      m = generateModel({ ...SHAPE, ...OPTIONS[family], arch: family as GeneratedArch, type: 'f32', out }).then(
+        () => out,
+      )
       models.set(family, m)
     }
     return m
@@ -172,8 +193,15 @@ describe.skipIf(!hasTorch)(`PyTorch reference on generated models, every family$
         let path = base
         if (yarn) {
           path = join(scratch, `${family}-yarn.gguf`)
-          const sets = Object.entries(yarn).flatMap(([key, [type, value]]) => ['--set', `${family}.${key}`, type, value])
-          const res = spawnSync(PYTHON, [join(REPO_ROOT, 'reference/with_metadata.py'), base, path, ...sets], { encoding: 'utf8' })
+          const sets = Object.entries(yarn).flatMap(([key, [type, value]]) => [
+            '--set',
+            `${family}.${key}`,
+            type,
+            value,
+          ])
+          const res = spawnSync(PYTHON, [join(REPO_ROOT, 'reference/with_metadata.py'), base, path, ...sets], {
+            encoding: 'utf8',
+          })
           if (res.status !== 0) throw new Error(`reference/with_metadata.py failed: ${res.stderr}`)
         }
         const margins: number[] = []
@@ -183,7 +211,9 @@ describe.skipIf(!hasTorch)(`PyTorch reference on generated models, every family$
           if (ref.routerMargin === null || ref.routerMargin >= MIN_ROUTER_MARGIN) return { path, tokens, ref }
           margins.push(ref.routerMargin)
         }
-        throw new Error(`every prompt tried has a near-tie between experts (margins ${margins.map((m) => m.toExponential(1)).join(', ')})`)
+        throw new Error(
+          `every prompt tried has a near-tie between experts (margins ${margins.map((m) => m.toExponential(1)).join(', ')})`,
+        )
       })
       cases.set(name, c)
     }

@@ -62,7 +62,8 @@ export function App({ problem }: { problem?: string }) {
     return () => window.removeEventListener('keydown', onKey)
   }, [go])
 
-  if (!ready) return <ConnectingScreen reconnecting={connection === 'reconnecting'} error={loadError} problem={problem} />
+  if (!ready)
+    return <ConnectingScreen reconnecting={connection === 'reconnecting'} error={loadError} problem={problem} />
   const entry = SCREENS.find((s) => s.id === screen) ?? SCREENS[0]
   return (
     <div className="app" data-testid="app-ready">

@@ -18,7 +18,14 @@ const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, audi
 
 /** A chat that has its first token and holds its session open (stepped once) until `release`. */
 async function heldChat(client: SwarmClient, modelId: string) {
-  const run = client.generate({ modelId, prompt: 'Once upon a time', maxTokens: 32, stopAtEog: false, sampling: { temperature: 0 }, waitForSessionMs: 0 })
+  const run = client.generate({
+    modelId,
+    prompt: 'Once upon a time',
+    maxTokens: 32,
+    stopAtEog: false,
+    sampling: { temperature: 0 },
+    waitForSessionMs: 0,
+  })
   expect((await run.next()).done).toBe(false)
   return { release: () => run.return(undefined as never) }
 }
@@ -27,10 +34,19 @@ async function heldChat(client: SwarmClient, modelId: string) {
 async function chat(client: SwarmClient, modelId: string, withinMs: number): Promise<number> {
   const run = (async () => {
     let n = 0
-    for await (const _ of client.generate({ modelId, prompt: 'Once upon a time', maxTokens: 6, stopAtEog: false, sampling: { temperature: 0 } })) n++
+    for await (const _ of client.generate({
+      modelId,
+      prompt: 'Once upon a time',
+      maxTokens: 6,
+      stopAtEog: false,
+      sampling: { temperature: 0 },
+    }))
+      n++
     return n
   })()
-  const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the chat was not done within ${withinMs} ms`)), withinMs).unref())
+  const late = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error(`the chat was not done within ${withinMs} ms`)), withinMs).unref(),
+  )
   return Promise.race([run, late])
 }
 
@@ -63,7 +79,11 @@ describe(`admission that costs what it blocks`, () => {
   beforeEach(async () => {
     await vi.waitFor(
       () => {
-        for (const h of swarm.hosts) expect(swarm.tracker.registry.get(h.hostId)).toMatchObject({ routedSinceHeartbeat: 0, state: { activeSessions: 0 } })
+        for (const h of swarm.hosts)
+          expect(swarm.tracker.registry.get(h.hostId)).toMatchObject({
+            routedSinceHeartbeat: 0,
+            state: { activeSessions: 0 },
+          })
       },
       { timeout: 20_000, interval: 100 },
     )
@@ -80,7 +100,13 @@ describe(`admission that costs what it blocks`, () => {
       while (flooding) {
         const session = sid()
         plans++
-        await callRpc(attacker.tracker, ClientToTracker, 'route.plan', { modelId, maxTokens: 64, promptTokens: 8, exclude: [], session }).catch(() => undefined)
+        await callRpc(attacker.tracker, ClientToTracker, 'route.plan', {
+          modelId,
+          maxTokens: 64,
+          promptTokens: 8,
+          exclude: [],
+          session,
+        }).catch(() => undefined)
         await callRpc(attacker.tracker, ClientToTracker, 'session.end', { session })
       }
     }
@@ -91,7 +117,13 @@ describe(`admission that costs what it blocks`, () => {
       let routed = 0
       for (let k = 0; k < 15; k++) {
         const session = sid()
-        await callRpc(victim.tracker, ClientToTracker, 'route.plan', { modelId, maxTokens: 16, promptTokens: 4, exclude: [], session }).then(
+        await callRpc(victim.tracker, ClientToTracker, 'route.plan', {
+          modelId,
+          maxTokens: 16,
+          promptTokens: 4,
+          exclude: [],
+          session,
+        }).then(
           () => routed++,
           () => undefined,
         )
@@ -114,8 +146,15 @@ describe(`admission that costs what it blocks`, () => {
     // C has four sessions: a plan never opened stops counting there within the grace (two beats here), its hold stays
     let plans = 0
     const plan = async (session: string) => {
-      if (plans++ >= SESSIONS) await vi.waitFor(() => expect(swarm.tracker.registry.get(c)?.routedSinceHeartbeat).toBe(0), { timeout: 5_000 })
-      return callRpc(client.tracker, ClientToTracker, 'route.plan', { modelId, maxTokens: 16, promptTokens: 4, exclude: [], session })
+      if (plans++ >= SESSIONS)
+        await vi.waitFor(() => expect(swarm.tracker.registry.get(c)?.routedSinceHeartbeat).toBe(0), { timeout: 5_000 })
+      return callRpc(client.tracker, ClientToTracker, 'route.plan', {
+        modelId,
+        maxTokens: 16,
+        promptTokens: 4,
+        exclude: [],
+        session,
+      })
     }
     for (const s of sessions) await plan(s)
     const ninth = sid()
@@ -127,7 +166,8 @@ describe(`admission that costs what it blocks`, () => {
     await plan(sessions[0] ?? '')
     await callRpc(client.tracker, ClientToTracker, 'session.end', { session: sessions[0] ?? '' })
     await plan(ninth)
-    for (const s of [...sessions.slice(1), ninth]) await callRpc(client.tracker, ClientToTracker, 'session.end', { session: s })
+    for (const s of [...sessions.slice(1), ninth])
+      await callRpc(client.tracker, ClientToTracker, 'session.end', { session: s })
   }, 60_000)
 
   it('a key squatting three of the only [3, 5) host’s sessions gives one up to a waiting key within seconds, and pays rent for the time it held them', async () => {
@@ -136,12 +176,18 @@ describe(`admission that costs what it blocks`, () => {
     const bystander = await connect()
     const victim = await connect()
     const modelId = swarm.manifest.modelId
-    const squatted = [await heldChat(squatter, modelId), await heldChat(squatter, modelId), await heldChat(squatter, modelId)]
+    const squatted = [
+      await heldChat(squatter, modelId),
+      await heldChat(squatter, modelId),
+      await heldChat(squatter, modelId),
+    ]
     const other = await heldChat(bystander, modelId)
     const account = await swarm.tracker.accounts.byPublicKey(squatterKey.publicKey)
     if (account === undefined) throw new Error('the squatter has no account')
     const c = swarm.hosts[2]?.hostId ?? ''
-    await vi.waitFor(() => expect(swarm.tracker.registry.get(c)?.state.activeSessions).toBe(SESSIONS), { timeout: 10_000 })
+    await vi.waitFor(() => expect(swarm.tracker.registry.get(c)?.state.activeSessions).toBe(SESSIONS), {
+      timeout: 10_000,
+    })
     const started = Date.now()
     try {
       // bound: the host's idle time before it gives a squatted session up, a heartbeat, and the chat itself
@@ -153,7 +199,10 @@ describe(`admission that costs what it blocks`, () => {
     }
     // each session's rent, per minute started, from the route to session.end
     // C's settled account: receipts' earnings wait in escrow for a day, so what is there is rent
-    await vi.waitFor(async () => expect(await swarm.tracker.store.ledger.balance(hostAccount(c))).toBeGreaterThanOrEqual(3), { timeout: 10_000 })
+    await vi.waitFor(
+      async () => expect(await swarm.tracker.store.ledger.balance(hostAccount(c))).toBeGreaterThanOrEqual(3),
+      { timeout: 10_000 },
+    )
     expect(await swarm.tracker.store.ledger.balance(consumerAccount(account.accountId))).toBeLessThan(10_000_000)
   }, 90_000)
 
@@ -163,7 +212,13 @@ describe(`admission that costs what it blocks`, () => {
     const [a, b] = [swarm.hosts[0]?.hostId ?? '', swarm.hosts[1]?.hostId ?? '']
     const before = [swarm.tracker.reputation.score(a), swarm.tracker.reputation.score(b)]
     const session = sid()
-    const route = await callRpc(griefer.tracker, ClientToTracker, 'route.plan', { modelId, maxTokens: 16, promptTokens: 4, exclude: [], session })
+    const route = await callRpc(griefer.tracker, ClientToTracker, 'route.plan', {
+      modelId,
+      maxTokens: 16,
+      promptTokens: 4,
+      exclude: [],
+      session,
+    })
     let current = route.hops[0]?.hostId ?? ''
     for (let k = 0; k < 30; k++) {
       const again = await callRpc(griefer.tracker, ClientToTracker, 'route.plan', {

@@ -7,17 +7,26 @@ import { dirname, join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { REPO_ROOT } from './models'
 
-const tracked = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], { cwd: REPO_ROOT, encoding: 'utf8' })
+const tracked = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+  cwd: REPO_ROOT,
+  encoding: 'utf8',
+})
   .split('\n')
   .filter((f) => f !== '' && existsSync(join(REPO_ROOT, f)))
 const sources = tracked.filter((f) => /\.(ts|tsx)$/.test(f) && !f.endsWith('.d.ts'))
-const isTest = (f: string) => /\.test\.tsx?$/.test(f) || /^(test|bench|e2e|build)\//.test(f) || f.startsWith('electron/__mocks__/') || !f.includes('/')
+const isTest = (f: string) =>
+  /\.test\.tsx?$/.test(f) ||
+  /^(test|bench|e2e|build)\//.test(f) ||
+  f.startsWith('electron/__mocks__/') ||
+  !f.includes('/')
 
 /** Relative imports of a file, resolved to repository paths (type-only imports included). */
 function importsOf(file: string): string[] {
   const text = readFileSync(join(REPO_ROOT, file), 'utf8')
   const out: string[] = []
-  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g)) {
+  for (const m of text.matchAll(
+    /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g,
+  )) {
     const spec = m[1] ?? m[2]
     if (spec === undefined) continue
     const base = relative(REPO_ROOT, join(REPO_ROOT, dirname(file), spec))
@@ -64,7 +73,8 @@ describe('the layout', () => {
       }
       for (const dep of deps) {
         const to = room(dep)
-        if (to !== from && !allowed.includes(to)) wrong.push(`${file} imports ${dep}: ${from} may import only ${allowed.join(', ') || 'nothing of ours'}`)
+        if (to !== from && !allowed.includes(to))
+          wrong.push(`${file} imports ${dep}: ${from} may import only ${allowed.join(', ') || 'nothing of ours'}`)
         if (isTest(dep)) wrong.push(`${file} imports ${dep}: test code is never imported by product code`)
       }
     }

@@ -7,5 +7,9 @@ import { REPO_ROOT } from './models'
  * `outDir`, for a spec that serves its own build (NEURON_RENDERER_DIR) while other checkouts rebuild theirs.
  */
 export async function buildUi(outDir?: string): Promise<void> {
-  await build({ configFile: join(REPO_ROOT, 'vite.config.ts'), logLevel: 'warn', ...(outDir === undefined ? {} : { build: { outDir, emptyOutDir: true } }) })
+  await build({
+    configFile: join(REPO_ROOT, 'vite.config.ts'),
+    logLevel: 'warn',
+    ...(outDir === undefined ? {} : { build: { outDir, emptyOutDir: true } }),
+  })
 }

@@ -52,12 +52,22 @@ describe(`a burst of chats over hosts of ${SESSIONS_PER_HOST} sessions`, () => {
     const modelId = swarm.manifest.modelId
     const attacker = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     const plan = (client: SwarmClient | undefined, session: string) =>
-      callRpc((client ?? attacker).tracker, ClientToTracker, 'route.plan', { modelId, maxTokens: 8, promptTokens: 4, exclude: [], session })
+      callRpc((client ?? attacker).tracker, ClientToTracker, 'route.plan', {
+        modelId,
+        maxTokens: 8,
+        promptTokens: 4,
+        exclude: [],
+        session,
+      })
     // The hosts idle and past their first probes, and a heartbeat since.
     await vi.waitFor(
       () =>
         expect(
-          swarm.hosts.every((h) => swarm.tracker.checks.of(h.hostId).probesPassed >= 1 && swarm.tracker.registry.get(h.hostId)?.state.activeSessions === 0),
+          swarm.hosts.every(
+            (h) =>
+              swarm.tracker.checks.of(h.hostId).probesPassed >= 1 &&
+              swarm.tracker.registry.get(h.hostId)?.state.activeSessions === 0,
+          ),
         ).toBe(true),
       { timeout: 60_000 },
     )
@@ -67,7 +77,8 @@ describe(`a burst of chats over hosts of ${SESSIONS_PER_HOST} sessions`, () => {
       const theirs = randomBytes(16).toString('hex')
       await plan(clients[1], theirs)
       // Refused after the planner picked hosts for it, again and again.
-      for (let i = 0; i < 3 * SESSIONS_PER_HOST; i++) await expect(plan(attacker, theirs)).rejects.toMatchObject({ code: 'session_exists' })
+      for (let i = 0; i < 3 * SESSIONS_PER_HOST; i++)
+        await expect(plan(attacker, theirs)).rejects.toMatchObject({ code: 'session_exists' })
       const route = await plan(clients[0], randomBytes(16).toString('hex'))
       expect(route.hops.length).toBeGreaterThan(0)
     } finally {

@@ -21,6 +21,17 @@ export async function damagedCopy(source: string, out: string, zeroed: readonly 
 
 /** A small random llama with `vocab` tokens of generate.ts's own vocabulary (not stories260K's). */
 export async function foreignVocabularyModel(out: string, vocab: number): Promise<string> {
-  await generateModel({ arch: 'llama', blocks: 1, embd: 32, heads: 2, kvHeads: 2, ff: 64, vocab, type: 'f32', seed: 7, out })
+  await generateModel({
+    arch: 'llama',
+    blocks: 1,
+    embd: 32,
+    heads: 2,
+    kvHeads: 2,
+    ff: 64,
+    vocab,
+    type: 'f32',
+    seed: 7,
+    out,
+  })
   return out
 }

@@ -45,7 +45,9 @@ export function describeExposedBridge(label: string, expose: () => unknown): voi
       wire(
         fakeBackend({
           'hosting.start': () => {
-            throw new NeuronError('hosting_busy', 'already hosting stories260k; stop it first', { modelId: 'stories260k' })
+            throw new NeuronError('hosting_busy', 'already hosting stories260k; stop it first', {
+              modelId: 'stories260k',
+            })
           },
         }),
       )
@@ -63,7 +65,9 @@ export function describeExposedBridge(label: string, expose: () => unknown): voi
 
     it('call rejects with bad_request when the input breaks the contract, naming the field', async () => {
       wire(fakeBackend({}))
-      const failure = await neuron.call('hosting.start', { modelId: 'Bad Id!', blocks: [0, 5] }).catch((e: { code: string; message: string }) => e)
+      const failure = await neuron
+        .call('hosting.start', { modelId: 'Bad Id!', blocks: [0, 5] })
+        .catch((e: { code: string; message: string }) => e)
       expect(failure).toMatchObject({ code: 'bad_request', message: expect.stringContaining('modelId') })
     })
 
@@ -74,7 +78,10 @@ export function describeExposedBridge(label: string, expose: () => unknown): voi
     })
 
     it('call rejects with ipc_failed when main has no handler', async () => {
-      await expect(neuron.call('hosting.status', {})).rejects.toMatchObject({ code: 'ipc_failed', message: expect.stringContaining('hosting.status') })
+      await expect(neuron.call('hosting.status', {})).rejects.toMatchObject({
+        code: 'ipc_failed',
+        message: expect.stringContaining('hosting.status'),
+      })
     })
 
     it('on delivers only its event, parsed, drops malformed payloads, and unsubscribes', () => {

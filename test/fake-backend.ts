@@ -46,6 +46,13 @@ export const servingStatus: HostingStatus = {
   modelId: 'stories260k',
   blocks: [0, 5],
   artifacts: [],
-  serving: { activeSessions: 1, maxSessions: 4, tokensPerSecond: 42.5, servedBlockTokens: 1200, startedAt: 1_700_000_000_000, endpoint: null },
+  serving: {
+    activeSessions: 1,
+    maxSessions: 4,
+    tokensPerSecond: 42.5,
+    servedBlockTokens: 1200,
+    startedAt: 1_700_000_000_000,
+    endpoint: null,
+  },
   error: null,
 }

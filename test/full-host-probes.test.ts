@@ -20,7 +20,13 @@ const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, audi
 
 /** A chat that has its first token and holds its session open until `finish` (which reads the rest) or `release`. */
 async function heldChat(client: SwarmClient, modelId: string) {
-  const run = client.generate({ modelId, prompt: 'Once upon a time, a girl', maxTokens: TOKENS, stopAtEog: false, sampling: { temperature: 0 } })
+  const run = client.generate({
+    modelId,
+    prompt: 'Once upon a time, a girl',
+    maxTokens: TOKENS,
+    stopAtEog: false,
+    sampling: { temperature: 0 },
+  })
   const first = await run.next()
   expect(first.done).toBe(false)
   return {
@@ -52,7 +58,8 @@ async function startOneHostSwarm(make: (options: ConstructorParameters<typeof Ho
   const swarm = await startSwarm(scratch.dir, STORIES_260K, [], { checks: CHECKS })
   const host = await swarm.addHost([0, 5], (o) => make({ ...o, maxSessions: SESSIONS }))
   const clients: SwarmClient[] = []
-  for (let k = 0; k < SESSIONS + 1; k++) clients.push(await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate()))
+  for (let k = 0; k < SESSIONS + 1; k++)
+    clients.push(await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate()))
   return {
     swarm,
     host,
@@ -92,8 +99,13 @@ describe(`a full host and the tracker's probes`, () => {
       })
       const hop = route.hops[0]
       if (hop?.ticket === undefined || hop.endpoint === null) throw new Error('route.plan gave no ticketed hop')
-      await vi.waitFor(() => expect(swarm.tracker.registry.get(host.hostId)?.routedSinceHeartbeat).toBe(0), { timeout: 30_000 })
-      const held = [await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId), await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId)]
+      await vi.waitFor(() => expect(swarm.tracker.registry.get(host.hostId)?.routedSinceHeartbeat).toBe(0), {
+        timeout: 30_000,
+      })
+      const held = [
+        await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId),
+        await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId),
+      ]
       expect(host.activeSessions).toBe(SESSIONS)
       const link = await WebSocketHopLink.connect(host.hostId, hop.endpoint)
       const open = (ticket: Ticket) =>
@@ -122,12 +134,16 @@ describe(`a full host and the tracker's probes`, () => {
   it('a host with all its sessions taken answers probe after probe, stays routable, and its chats go on', async () => {
     const { host, clients } = run
     const { checks } = swarm.tracker
-    const held = [await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId), await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId)]
+    const held = [
+      await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId),
+      await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId),
+    ]
     expect(host.activeSessions).toBe(SESSIONS)
     await trackerCountsFull(swarm, host.hostId)
     const passed = checks.of(host.hostId).probesPassed
     // more probes in a row than the inconclusive ones that unroute a host
-    for (let i = 0; i < 4; i++) expect(await checks.probeNow(host.hostId)).toMatchObject({ passed: true, inconclusive: false })
+    for (let i = 0; i < 4; i++)
+      expect(await checks.probeNow(host.hostId)).toMatchObject({ passed: true, inconclusive: false })
     expect(checks.of(host.hostId).probesPassed).toBe(passed + 4)
     expect(checks.eligible(host.hostId)).toBe(true)
     // the probes held no session of the host's own
@@ -153,7 +169,10 @@ describe(`a full host that refuses the tracker's probes`, () => {
     const host = run.host as ProbeRefusingHost
     const { checks } = swarm.tracker
     expect(checks.eligible(host.hostId)).toBe(true)
-    const held = [await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId), await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId)]
+    const held = [
+      await heldChat(clients[0] as SwarmClient, swarm.manifest.modelId),
+      await heldChat(clients[1] as SwarmClient, swarm.manifest.modelId),
+    ]
     expect(host.activeSessions).toBe(SESSIONS)
     await trackerCountsFull(swarm, host.hostId)
     for (let i = 0; i < 3; i++) {

@@ -52,7 +52,13 @@ export function judgeAck(findings: Findings, what: string, answer: unknown): voi
   findings.add(`${what} got no typed acknowledgement: ${JSON.stringify(answer)?.slice(0, 200)}`)
 }
 
-export async function emitJudged(findings: Findings, socket: Socket, what: string, event: string, args: unknown[]): Promise<void> {
+export async function emitJudged(
+  findings: Findings,
+  socket: Socket,
+  what: string,
+  event: string,
+  args: unknown[],
+): Promise<void> {
   try {
     judgeAck(findings, what, await socket.timeout(ANSWER_MS).emitWithAck(event, ...args))
   } catch (error) {
@@ -109,7 +115,10 @@ export class FrameConnection {
       }
       const live = socket
       return new Promise<Buffer | 'closed'>((resolve, reject) => {
-        const timer = setTimeout(() => done(() => reject(new Error(`the host did not answer within ${ANSWER_MS} ms`))), ANSWER_MS)
+        const timer = setTimeout(
+          () => done(() => reject(new Error(`the host did not answer within ${ANSWER_MS} ms`))),
+          ANSWER_MS,
+        )
         const onMessage = (reply: Buffer) => done(() => resolve(reply))
         const onClose = () => done(() => resolve('closed'))
         const done = (settle: () => void) => {
@@ -180,9 +189,20 @@ export function hopFrames(
   const payload = first
     ? new Uint8Array(Int32Array.of(1, 400, 7).buffer)
     : new Uint8Array(Uint16Array.from({ length: tokens * manifest.nEmbd }, (_, i) => f32ToF16(Math.sin(i) / 10)).buffer)
-  const input = { dtype: first ? ('i32' as const) : ('f16' as const), tokens, width: first ? 1 : manifest.nEmbd, payload }
+  const input = {
+    dtype: first ? ('i32' as const) : ('f16' as const),
+    tokens,
+    width: first ? 1 : manifest.nEmbd,
+    payload,
+  }
   const forward = forwardFrame(input, 0, session, 1, 0, { identity, hostId: hop.hostId, blocks: hop.blocks })
-  return { hostId: hop.hostId, session, open: { body, frame: jsonFrame('open', session, 0, body) }, forward, close: jsonFrame('close', session, 1, {}) }
+  return {
+    hostId: hop.hostId,
+    session,
+    open: { body, frame: jsonFrame('open', session, 0, body) },
+    forward,
+    close: jsonFrame('close', session, 1, {}),
+  }
 }
 
 /** Raw Socket.IO packets, as a client library would never send them. */
@@ -197,7 +217,10 @@ export function rawPackets(rng: Rng, ns: string): (string | Buffer)[] {
     case 2:
       return [`2${ns},${text(rng, pick(rng, [1, 100, 10_000]))}`]
     case 3:
-      return [`51-${ns},${below(rng, 1000)}["route.plan",{"modelId":"stories260k","maxTokens":8,"span":{"_placeholder":true,"num":0}}]`, Buffer.from('xx')]
+      return [
+        `51-${ns},${below(rng, 1000)}["route.plan",{"modelId":"stories260k","maxTokens":8,"span":{"_placeholder":true,"num":0}}]`,
+        Buffer.from('xx'),
+      ]
     case 4:
       // Binary placeholders nested deep: rebuilding the packet recurses.
       return [`51-${ns},["${event}",${deep(200_000, '{"_placeholder":true,"num":0}')}]`, Buffer.from('x')]

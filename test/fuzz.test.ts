@@ -26,9 +26,31 @@ import {
   Receipt,
   readTrailer,
 } from '../protocol'
-import { ANSWER_MS, AuthenticatedPool, emitJudged, engineFrames, Findings, FrameConnection, hopFrames, judgeFrame, rawPackets } from './fuzz-harness'
+import {
+  ANSWER_MS,
+  AuthenticatedPool,
+  emitJudged,
+  engineFrames,
+  Findings,
+  FrameConnection,
+  hopFrames,
+  judgeFrame,
+  rawPackets,
+} from './fuzz-harness'
 import { generateAll } from './generations'
-import { auditOf, below, copy, hostileValue, mutate, mutateFrame, pick, type Rng, randomBuffer, seededRng, text } from './hostile-inputs'
+import {
+  auditOf,
+  below,
+  copy,
+  hostileValue,
+  mutate,
+  mutateFrame,
+  pick,
+  type Rng,
+  randomBuffer,
+  seededRng,
+  text,
+} from './hostile-inputs'
 import { STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
 import { type NeuronProcess, ProcessSwarm, rssMiB, settledRss } from './processes'
@@ -97,7 +119,13 @@ let client: SwarmClient
 const alive = (p: NeuronProcess) => p.child.exitCode === null && p.child.signalCode === null
 
 async function greedyTokens(): Promise<number[]> {
-  const request = { modelId: manifest.modelId, prompt: PROMPT, maxTokens: 24, sampling: { temperature: 0 }, stopAtEog: false }
+  const request = {
+    modelId: manifest.modelId,
+    prompt: PROMPT,
+    maxTokens: 24,
+    sampling: { temperature: 0 },
+    stopAtEog: false,
+  }
   return (await generateAll(client, request)).tokens
 }
 
@@ -105,7 +133,12 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-fuzz-'))
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 1 })
-    const s = await ProcessSwarm.start(dir, manifest.modelId, ['--new-key-grant-micro', String(1e12), '--new-accounts-per-minute', '1000'])
+    const s = await ProcessSwarm.start(dir, manifest.modelId, [
+      '--new-key-grant-micro',
+      String(1e12),
+      '--new-accounts-per-minute',
+      '1000',
+    ])
     ;[swarm, trackerUrl, tracker] = [s, s.trackerUrl, s.processes[0] as NeuronProcess]
     hostProcesses = await Promise.all(['0:2', '2:5'].map((blocks, i) => s.startHost(`host-${i}`, blocks)))
     client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
@@ -145,7 +178,12 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       }),
     )
     const hostIds = routed[0]?.map((h) => h.hostId) ?? []
-    const endpoints = new Map((await callRpc(await clients.get(), ClientToTracker, 'hosts.list', {})).hosts.map((h) => [h.hostId, h.state.endpoint ?? '']))
+    const endpoints = new Map(
+      (await callRpc(await clients.get(), ClientToTracker, 'hosts.list', {})).hosts.map((h) => [
+        h.hostId,
+        h.state.endpoint ?? '',
+      ]),
+    )
     // Per host: a connection that owns the fuzz's sessions (only mutations of valid frames), and one for rough input.
     const owners = new Map(hostIds.map((id) => [id, new FrameConnection(endpoints.get(id) ?? '')]))
     const roughs = new Map(hostIds.map((id) => [id, new FrameConnection(endpoints.get(id) ?? '')]))
@@ -162,7 +200,11 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
     const fuzzModel = { ...manifest, modelId: 'fuzz-model' }
     const torrent = await createModelTorrent(packed, fuzzModel, [`${trackerUrl}/announce`])
     const tokenizer = await tokenizerGguf(join(packed, 'head.gguf'))
-    await callRpc(await clients.get(), ClientToTracker, 'model.publish', { manifest: fuzzModel, torrent, tokenizer }).catch(() => undefined)
+    await callRpc(await clients.get(), ClientToTracker, 'model.publish', {
+      manifest: fuzzModel,
+      torrent,
+      tokenizer,
+    }).catch(() => undefined)
     const clientPayloads: Record<string, (rng: Rng) => unknown> = {
       ping: () => ({}),
       'models.list': () => ({}),
@@ -170,7 +212,14 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       'model.publish': () => ({ manifest: fuzzModel, torrent, tokenizer }),
       'model.tokenizer': () => ({ modelId: manifest.modelId }),
       'hosts.list': () => ({}),
-      'route.plan': () => ({ modelId: manifest.modelId, maxTokens: 64, session: routed[0]?.[0]?.session, exclude: [], span: [0, 2], nextHop: hostIds[1] }),
+      'route.plan': () => ({
+        modelId: manifest.modelId,
+        maxTokens: 64,
+        session: routed[0]?.[0]?.session,
+        exclude: [],
+        span: [0, 2],
+        nextHop: hostIds[1],
+      }),
       'placement.preview': () => ({ modelId: manifest.modelId, profile: PROFILE }),
       'relay.forward': (rng) => {
         const hop = pick(rng, hops)
@@ -182,7 +231,10 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
       'dashboard.subscribe': () => ({ hostIds }),
       'grant.challenge': () => ({}),
-      'grant.claim': (rng) => ({ challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`, nonce: String(Math.floor(rng() * 1e9)) }), // never issued
+      'grant.claim': (rng) => ({
+        challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`,
+        nonce: String(Math.floor(rng() * 1e9)),
+      }), // never issued
       'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>), // bytes not its receipt's: refused, never re-run
     }
     const hostPayloads: Record<string, (rng: Rng) => unknown> = {
@@ -230,7 +282,11 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
           const shape = rng()
           if (shape < 0.05) socket.emit(event, payload)
           else if (shape < 0.1) await emitJudged(findings, socket, `${kind} ${event} (no payload)`, event, [])
-          else if (shape < 0.15) await emitJudged(findings, socket, `${kind} ${event} (extra arguments)`, event, [payload, hostileValue(rng)])
+          else if (shape < 0.15)
+            await emitJudged(findings, socket, `${kind} ${event} (extra arguments)`, event, [
+              payload,
+              hostileValue(rng),
+            ])
           else await emitJudged(findings, socket, `${kind} ${event}`, event, [payload])
           return
         }
@@ -298,7 +354,11 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
           const base = pick(rng, [hop.open.frame, hop.forward, hop.forward, hop.close])
           const roll2 = rng()
           const frame =
-            roll2 < 0.15 ? Buffer.from(base) : roll2 < 0.4 ? Buffer.from(jsonFrame('open', hop.session, 0, mutate(rng, hop.open.body))) : mutateFrame(rng, base)
+            roll2 < 0.15
+              ? Buffer.from(base)
+              : roll2 < 0.4
+                ? Buffer.from(jsonFrame('open', hop.session, 0, mutate(rng, hop.open.body)))
+                : mutateFrame(rng, base)
           judgeFrame(findings, 'frame', (await owners.get(hop.hostId)?.exchange(frame)) ?? 'closed')
           return
         }
@@ -329,10 +389,17 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
           const i = next++
           let timer: NodeJS.Timeout | undefined
           const stuck = new Promise<void>((resolve) => {
-            timer = setTimeout(() => resolve(findings.add(`message ${i}: no outcome within ${2 * ANSWER_MS} ms`)), 2 * ANSWER_MS)
+            timer = setTimeout(
+              () => resolve(findings.add(`message ${i}: no outcome within ${2 * ANSWER_MS} ms`)),
+              2 * ANSWER_MS,
+            )
           })
           await Promise.race([send(i), stuck])
-            .catch((error: unknown) => findings.add(`message ${i}: the fuzzer failed to send it: ${error instanceof Error ? error.message : error}`))
+            .catch((error: unknown) =>
+              findings.add(
+                `message ${i}: the fuzzer failed to send it: ${error instanceof Error ? error.message : error}`,
+              ),
+            )
             .finally(() => clearTimeout(timer))
           done++
         }
@@ -341,14 +408,19 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
     const fuzzMs = Date.now() - started
     for (const p of [tracker, ...hostProcesses]) {
       const exit = p.child.exitCode ?? p.child.signalCode
-      expect(alive(p), `seed ${SEED}: neuron ${p.child.spawnargs[2]} exited (${exit}) under the fuzz:\n${p.output().slice(-3000)}`).toBe(true)
+      expect(
+        alive(p),
+        `seed ${SEED}: neuron ${p.child.spawnargs[2]} exited (${exit}) under the fuzz:\n${p.output().slice(-3000)}`,
+      ).toBe(true)
     }
 
     // The fuzz's own sessions closed, by the connection that opened them and through the relay.
     const relay = await clients.get()
     for (const hop of hops) {
       await owners.get(hop.hostId)?.exchange(Buffer.from(hop.close))
-      await callRpc(relay, ClientToTracker, 'relay.forward', { hostId: hop.hostId, frame: hop.close }).catch(() => undefined)
+      await callRpc(relay, ClientToTracker, 'relay.forward', { hostId: hop.hostId, frame: hop.close }).catch(
+        () => undefined,
+      )
     }
     for (const c of [...owners.values(), ...roughs.values()]) await c.close()
     await clients.close()
@@ -357,7 +429,9 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
     // up to a minute each, at once: seed 514962806 left the tracker at 426 MiB 20 s after the barrage in one run and at
     // 274 in the next (the memory reducer's timing, not a leak: a leak stays)
     const [trackerAfter, ...hostsAfter] = await Promise.all(
-      [tracker, ...hostProcesses].map((p, i) => settledRss(p, i === 0 ? rssBefore.tracker : (rssBefore.hosts[i - 1] ?? 0), RSS_GROWTH_BOUND_MIB, SETTLE_MS)),
+      [tracker, ...hostProcesses].map((p, i) =>
+        settledRss(p, i === 0 ? rssBefore.tracker : (rssBefore.hosts[i - 1] ?? 0), RSS_GROWTH_BOUND_MIB, SETTLE_MS),
+      ),
     )
     const rssAfter = { tracker: trackerAfter ?? 0, hosts: hostsAfter }
     console.log(
@@ -373,9 +447,15 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
     expect(findings.problems, `seed ${SEED}`).toEqual([])
     expect(done, `seed ${SEED}: sent ${done} of ${EVENTS} within ${FUZZ_DEADLINE_MS} ms`).toBe(EVENTS)
     expect((await fetch(`${trackerUrl}/health`)).status).toBe(200)
-    expect(rssAfter.tracker - rssBefore.tracker, `seed ${SEED}: tracker RSS ${rssBefore.tracker} → ${rssAfter.tracker} MiB`).toBeLessThan(RSS_GROWTH_BOUND_MIB)
+    expect(
+      rssAfter.tracker - rssBefore.tracker,
+      `seed ${SEED}: tracker RSS ${rssBefore.tracker} → ${rssAfter.tracker} MiB`,
+    ).toBeLessThan(RSS_GROWTH_BOUND_MIB)
     for (const [h, mib] of rssAfter.hosts.entries()) {
-      expect(mib - (rssBefore.hosts[h] ?? 0), `seed ${SEED}: host ${h} RSS ${rssBefore.hosts[h]} → ${mib} MiB`).toBeLessThan(RSS_GROWTH_BOUND_MIB)
+      expect(
+        mib - (rssBefore.hosts[h] ?? 0),
+        `seed ${SEED}: host ${h} RSS ${rssBefore.hosts[h]} → ${mib} MiB`,
+      ).toBeLessThan(RSS_GROWTH_BOUND_MIB)
     }
     expect(await greedyTokens(), `seed ${SEED}`).toEqual(before)
   }, 480_000)

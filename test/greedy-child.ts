@@ -12,11 +12,15 @@ for (const modelPath of paths) {
   const model = await llama.loadModel({ modelPath })
   const context = await model.createContext({ contextSize: 128, threads: 1, sequences: 1 })
   const tokens: number[] = []
-  for await (const token of context.getSequence().evaluate(model.tokenize('Once upon a time') as Token[], { temperature: 0, yieldEogToken: true })) {
+  for await (const token of context
+    .getSequence()
+    .evaluate(model.tokenize('Once upon a time') as Token[], { temperature: 0, yieldEogToken: true })) {
     tokens.push(token)
     if (tokens.length >= Number(steps)) break
   }
-  process.stdout.write(`${JSON.stringify({ modelPath, architecture: model.fileInfo.metadata.general.architecture, tokens })}\n`)
+  process.stdout.write(
+    `${JSON.stringify({ modelPath, architecture: model.fileInfo.metadata.general.architecture, tokens })}\n`,
+  )
   await context.dispose()
   await model.dispose()
 }

@@ -15,18 +15,23 @@ export interface GreedyRun {
 export function greedyInChild(paths: readonly string[], steps: number): Promise<GreedyRun[]> {
   const script = join(REPO_ROOT, 'test/greedy-child.ts')
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', script, String(steps), ...paths], { cwd: REPO_ROOT }, (error, stdout, stderr) => {
-      const runs = stdout
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as GreedyRun)
-      if (error)
-        reject(
-          new Error(
-            `llama.cpp failed after loading ${runs.length} of ${paths.length} models (${paths[runs.length]}): ${stderr.trim().split('\n').slice(-5).join(' | ')}`,
-          ),
-        )
-      else resolve(runs)
-    })
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', script, String(steps), ...paths],
+      { cwd: REPO_ROOT },
+      (error, stdout, stderr) => {
+        const runs = stdout
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as GreedyRun)
+        if (error)
+          reject(
+            new Error(
+              `llama.cpp failed after loading ${runs.length} of ${paths.length} models (${paths[runs.length]}): ${stderr.trim().split('\n').slice(-5).join(' | ')}`,
+            ),
+          )
+        else resolve(runs)
+      },
+    )
   })
 }

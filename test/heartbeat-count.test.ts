@@ -58,15 +58,28 @@ describe(`a host's session count at the tracker `, () => {
     expect(counted()).toMatchObject({ open: 0, routed: 1 })
 
     // the client opens it (a chat on the same session): once a heartbeat lists it, the host's own count holds it, once
-    const run = client.generate({ modelId, prompt: 'Once upon a time', maxTokens: 64, stopAtEog: false, session, sampling: { temperature: 0 } })
+    const run = client.generate({
+      modelId,
+      prompt: 'Once upon a time',
+      maxTokens: 64,
+      stopAtEog: false,
+      session,
+      sampling: { temperature: 0 },
+    })
     expect((await run.next()).done).toBe(false)
     // (a heartbeat made before the open may still be on its way: the count holds it by the one after)
-    await vi.waitFor(() => expect(counted()).toMatchObject({ open: 1, routed: 0 }), { timeout: 3 * HEARTBEAT_MS, interval: 20 })
+    await vi.waitFor(() => expect(counted()).toMatchObject({ open: 1, routed: 0 }), {
+      timeout: 3 * HEARTBEAT_MS,
+      interval: 20,
+    })
     await run.return(undefined as never)
 
     // a route that is never opened stops counting two beats after it was routed
     await callRpc(client.tracker, ClientToTracker, 'route.plan', { ...plan, session: randomBytes(16).toString('hex') })
     expect(counted().routed).toBe(1)
-    await vi.waitFor(() => expect(counted()).toMatchObject({ open: 0, routed: 0 }), { timeout: 6 * HEARTBEAT_MS, interval: 50 })
+    await vi.waitFor(() => expect(counted()).toMatchObject({ open: 0, routed: 0 }), {
+      timeout: 6 * HEARTBEAT_MS,
+      interval: 50,
+    })
   }, 120_000)
 })

@@ -28,8 +28,19 @@ let oracle: number[] = []
 /** The client's links to hosts as it opened them, by host id (the real links, watched). */
 const links = new Map<string, WebSocketHopLink>()
 
-function generate(client: SwarmClient, extra: Partial<GenerateRequest> = {}, onToken?: (n: number, route: readonly RouteHop[]) => Promise<void> | void) {
-  const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false, forwarding: 'hop-to-hop' as const, ...extra }
+function generate(
+  client: SwarmClient,
+  extra: Partial<GenerateRequest> = {},
+  onToken?: (n: number, route: readonly RouteHop[]) => Promise<void> | void,
+) {
+  const request = {
+    modelId: swarm.manifest.modelId,
+    prompt,
+    maxTokens: TOKENS,
+    stopAtEog: false,
+    forwarding: 'hop-to-hop' as const,
+    ...extra,
+  }
   return generateAll(client, request, onToken)
 }
 
@@ -102,9 +113,21 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
         const receipt = fakeReceipt(session, middle)
         const hidden = { dtype: 'f16' as const, tokens: 1, width: 64, payload: new Uint8Array(128) }
         const frame = (trailer: unknown) =>
-          encodeFrame({ kind: 'forward', flags: 0, session, step: 100, position: 50, ...hidden, trailer: new TextEncoder().encode(JSON.stringify(trailer)) })
+          encodeFrame({
+            kind: 'forward',
+            flags: 0,
+            session,
+            step: 100,
+            position: 50,
+            ...hidden,
+            trailer: new TextEncoder().encode(JSON.stringify(trailer)),
+          })
         // a guessed capability, and none at all (a plain forward from a connection that did not open the session)
-        refusals.push(await rejectIfErrorCode(attacker.request(frame({ capability: randomBytes(32).toString('hex'), origin: receipt, prev: receipt }))))
+        refusals.push(
+          await rejectIfErrorCode(
+            attacker.request(frame({ capability: randomBytes(32).toString('hex'), origin: receipt, prev: receipt })),
+          ),
+        )
         refusals.push(await rejectIfErrorCode(attacker.request(frame({ client: 'x'.repeat(86) }))))
         attacker.close()
       })
@@ -119,14 +142,20 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     const request = WebSocketHopLink.prototype.request
     // the middle hop (it both accepts and forwards) is opened with another capability than its predecessor was given
-    const spy = vi.spyOn(WebSocketHopLink.prototype, 'request').mockImplementation(function (this: WebSocketHopLink, bytes: Uint8Array) {
+    const spy = vi.spyOn(WebSocketHopLink.prototype, 'request').mockImplementation(function (
+      this: WebSocketHopLink,
+      bytes: Uint8Array,
+    ) {
       const frame = decodeFrame(bytes)
       if (frame.kind !== 'open') return request.call(this, bytes)
       const body = JSON.parse(new TextDecoder().decode(frame.payload))
       if (body.forwarding?.accept === undefined || body.forwarding?.next === undefined) return request.call(this, bytes)
       return request.call(
         this,
-        jsonFrame('open', frame.session, frame.step, { ...body, forwarding: { ...body.forwarding, accept: randomBytes(32).toString('hex') } }),
+        jsonFrame('open', frame.session, frame.step, {
+          ...body,
+          forwarding: { ...body.forwarding, accept: randomBytes(32).toString('hex') },
+        }),
       )
     })
     try {
@@ -184,7 +213,9 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
       // each stored receipt carries the client's countersignature and the positions the step checked
       const middleReceipts = (await stored()).map((r) => r.receipt)
       expect(middleReceipts.every((r) => r.client !== undefined)).toBe(true)
-      expect(middleReceipts.reduce((n, r) => n + r.tokens, 0)).toBe(prompt.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0))
+      expect(middleReceipts.reduce((n, r) => n + r.tokens, 0)).toBe(
+        prompt.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0),
+      )
     } finally {
       await client.close()
     }
@@ -262,6 +293,22 @@ async function rejectIfErrorCode(request: Promise<unknown>): Promise<string> {
 function fakeReceipt(session: string, hop: RouteHop): Receipt {
   const sig = 'A'.repeat(86)
   const price = { promptMicroPerToken: 0, completionMicroPerToken: 0 }
-  const body = { session, step: 100, hostId: hop.hostId, blocks: [0, 2] as [number, number], tokens: 1, position: 50, modelId: swarm.manifest.modelId, price }
-  return { ...body, tracker: 'A'.repeat(43), input: '0'.repeat(64), output: '0'.repeat(64), client: sig, signature: sig }
+  const body = {
+    session,
+    step: 100,
+    hostId: hop.hostId,
+    blocks: [0, 2] as [number, number],
+    tokens: 1,
+    position: 50,
+    modelId: swarm.manifest.modelId,
+    price,
+  }
+  return {
+    ...body,
+    tracker: 'A'.repeat(43),
+    input: '0'.repeat(64),
+    output: '0'.repeat(64),
+    client: sig,
+    signature: sig,
+  }
 }

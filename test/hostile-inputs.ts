@@ -74,8 +74,35 @@ const NUMBERS = [
   MAX_BLOCKS + 1,
 ]
 /** Keys that reach for an object's prototype, or look like its methods. */
-export const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'then', '']
-const ALPHABET = ['a', 'f', '0', '9', 'Z', '-', '_', '.', '/', ' ', '\u0000', 'é', '\u{1F600}', '\ud800', '"', '\\', '%']
+export const PROTOTYPE_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'then',
+  '',
+]
+const ALPHABET = [
+  'a',
+  'f',
+  '0',
+  '9',
+  'Z',
+  '-',
+  '_',
+  '.',
+  '/',
+  ' ',
+  '\u0000',
+  'é',
+  '\u{1F600}',
+  '\ud800',
+  '"',
+  '\\',
+  '%',
+]
 
 export function text(rng: Rng, length: number): string {
   // Long strings repeat a short random run: random enough for a parser, cheap to make.
@@ -116,7 +143,9 @@ export function hostileValue(rng: Rng, depth = 0): unknown {
       return prototypeKeys(rng)
     case 7:
       // Past the longest array a request may carry (4096 receipts or blocks).
-      return Array.from({ length: pick(rng, [2, 100, 1100, 5000]) }, (_, i) => (depth < 1 && i === 0 ? hostileValue(rng, depth + 1) : i))
+      return Array.from({ length: pick(rng, [2, 100, 1100, 5000]) }, (_, i) =>
+        depth < 1 && i === 0 ? hostileValue(rng, depth + 1) : i,
+      )
     case 8:
       return Object.fromEntries(Array.from({ length: pick(rng, [10, 300, 3000]) }, (_, i) => [`k${i}`, i]))
     case 9:
@@ -134,7 +163,8 @@ export function copy(value: unknown): unknown {
   if (value instanceof Uint8Array) return Buffer.from(value)
   if (ArrayBuffer.isView(value)) return value
   if (Array.isArray(value)) return value.map(copy)
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copy(v)]))
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copy(v)]))
   return value
 }
 
@@ -247,5 +277,12 @@ export function mutateFrame(rng: Rng, frame: Uint8Array): Buffer {
 export function auditOf(session: string, receipt: { hostId: string; blocks: [number, number]; tokens: number }) {
   const bytes = receipt.tokens * 128
   const steps = [{ receipt, dtype: 'f16', tokens: receipt.tokens, width: 64, bytes }]
-  return { session, hostId: receipt.hostId, blocks: receipt.blocks, steps, payloads: Buffer.alloc(bytes), output: Buffer.alloc(128) }
+  return {
+    session,
+    hostId: receipt.hostId,
+    blocks: receipt.blocks,
+    steps,
+    payloads: Buffer.alloc(bytes),
+    output: Buffer.alloc(128),
+  }
 }

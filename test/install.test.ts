@@ -43,14 +43,24 @@ describe('dependencies with install quirks', () => {
     await new Promise<void>((resolve) => tracker.listen(0, '127.0.0.1', resolve))
     const port = (tracker.http?.address() as { port: number } | undefined)?.port
     const announce = [`http://127.0.0.1:${port}/announce`]
-    const options = { dht: false, lsd: false, utp: false, webSeeds: false, natUpnp: false, natPmp: false, tracker: { announce } } as const
+    const options = {
+      dht: false,
+      lsd: false,
+      utp: false,
+      webSeeds: false,
+      natUpnp: false,
+      natPmp: false,
+      tracker: { announce },
+    } as const
     const seeder = new WebTorrent(options)
     const leecher = new WebTorrent(options)
     try {
       const content = randomBytes(3 * 1024 * 1024 + 123)
       await mkdir(join(dir, 'seed'))
       await writeFile(join(dir, 'seed', 'artifact.bin'), content)
-      const seeded = await new Promise<WebTorrent.Torrent>((resolve) => seeder.seed(join(dir, 'seed', 'artifact.bin'), { announce }, resolve))
+      const seeded = await new Promise<WebTorrent.Torrent>((resolve) =>
+        seeder.seed(join(dir, 'seed', 'artifact.bin'), { announce }, resolve),
+      )
       const got = await new Promise<WebTorrent.Torrent>((resolve, reject) => {
         const t = leecher.add(seeded.torrentFile, { path: join(dir, 'leech'), announce })
         t.on('done', () => resolve(t))

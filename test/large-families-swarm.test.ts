@@ -19,7 +19,18 @@ import { scratchDir } from './models'
 import { type NeuronProcess, startNeuron } from './processes'
 import { type InProcessSwarm, startSwarm } from './programs'
 
-const COMMON = { embd: 256, heads: 4, kvHeads: 2, ff: 256, vocab: 384, experts: 8, expertsUsed: 2, expertFf: 256, seed: 1, type: 'q8_0' } as const
+const COMMON = {
+  embd: 256,
+  heads: 4,
+  kvHeads: 2,
+  ff: 256,
+  vocab: 384,
+  experts: 8,
+  expertsUsed: 2,
+  expertFf: 256,
+  seed: 1,
+  type: 'q8_0',
+} as const
 
 interface Family {
   readonly shape: Omit<GenerateOptions, 'out'>
@@ -100,8 +111,10 @@ describe.each(Object.entries(FAMILIES))('%s in the swarm: neuron chat and a fail
     })
     expect(carried.join('; ')).toBe(family.seams)
     // the publisher's known-answer probes cross the same seams: every host passed one before it was routed
-    for (const host of swarm.hosts) expect(swarm.tracker.checks.of((host as Host).hostId)).toMatchObject({ probesFailed: 0, ban: null })
-    for (const host of swarm.hosts) expect(swarm.tracker.checks.of((host as Host).hostId).probesPassed).toBeGreaterThanOrEqual(1)
+    for (const host of swarm.hosts)
+      expect(swarm.tracker.checks.of((host as Host).hostId)).toMatchObject({ probesFailed: 0, ban: null })
+    for (const host of swarm.hosts)
+      expect(swarm.tracker.checks.of((host as Host).hostId).probesPassed).toBeGreaterThanOrEqual(1)
   })
 
   it('neuron chat prints llama.cpp’s greedy text through three hosts', async () => {
@@ -121,16 +134,22 @@ describe.each(Object.entries(FAMILIES))('%s in the swarm: neuron chat and a fail
     await chat.waitFor(/16 tokens \(length\), [\d.]+ tokens\/s/, 120_000)
     // the CLI starts the completion at its first visible character, and holds back a trailing partial UTF-8 character
     expect(chat.output()).toContain(oracleText.trimStart().replace(/\ufffd+$/, ''))
-    for (const [from, to] of family.split) expect(chat.output()).toMatch(new RegExp(`hop [0-9a-f]{20} blocks \\[${from}, ${to}\\)`))
+    for (const [from, to] of family.split)
+      expect(chat.output()).toMatch(new RegExp(`hop [0-9a-f]{20} blocks \\[${from}, ${to}\\)`))
   }, 150_000)
 
   // GLM-DSA only: the indices a hop passes on steer the next hop's attention, and values alone would not show a lie
   if (arch === 'glm-dsa')
     it('a host that computes honestly but passes on other top-k indices fails its known-answer probe and is never routed', async () => {
-      const liar = swarm.addHost(family.split[1] as [number, number], (options) => new LyingHost(options, { lie: { kind: 'indices' } }))
+      const liar = swarm.addHost(
+        family.split[1] as [number, number],
+        (options) => new LyingHost(options, { lie: { kind: 'indices' } }),
+      )
       await expect(liar).rejects.toMatchObject({ code: 'banned' })
       const id = (swarm.hosts.at(-1) as Host).hostId
-      expect(swarm.tracker.checks.of(id).ban?.reason).toMatch(/passed on other token ids or indices than the reference's/)
+      expect(swarm.tracker.checks.of(id).ban?.reason).toMatch(
+        /passed on other token ids or indices than the reference's/,
+      )
     }, 120_000)
 
   it('a middle hop stopped mid-generation is replaced and replayed from 0: tokens unchanged', async () => {
@@ -140,7 +159,13 @@ describe.each(Object.entries(FAMILIES))('%s in the swarm: neuron chat and a fail
       let route: readonly RouteHop[] = []
       let stopped = ''
       const tokens: number[] = []
-      const run = client.generate({ modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false, onRoute: (hops) => (route = hops) })
+      const run = client.generate({
+        modelId: swarm.manifest.modelId,
+        prompt,
+        maxTokens: TOKENS,
+        stopAtEog: false,
+        onRoute: (hops) => (route = hops),
+      })
       let next = await run.next()
       for (; !next.done; next = await run.next()) {
         tokens.push(next.value.token)

@@ -9,12 +9,22 @@ import { REPO_ROOT, STORIES_260K, scratchDir } from './models'
 
 /** How this machine can slow one loopback port: netem in a namespace, the proxy in a namespace, or not at all. */
 function delayMethod(): { run: boolean; name: string } {
-  const probe = spawnSync('unshare', ['-n', 'sh', '-c', 'ip link set lo up && tc qdisc add dev lo root netem delay 1ms'], { encoding: 'utf8' })
+  const probe = spawnSync(
+    'unshare',
+    ['-n', 'sh', '-c', 'ip link set lo up && tc qdisc add dev lo root netem delay 1ms'],
+    { encoding: 'utf8' },
+  )
   if (probe.error !== undefined || /unshare:/.test(probe.stderr)) {
-    return { run: false, name: `skipped: cannot make a network namespace here (${(probe.stderr || String(probe.error)).trim()}); run as root` }
+    return {
+      run: false,
+      name: `skipped: cannot make a network namespace here (${(probe.stderr || String(probe.error)).trim()}); run as root`,
+    }
   }
   if (probe.status === 0) return { run: true, name: 'tc netem delays the host’s port (the kernel has netem)' }
-  return { run: true, name: `a delay proxy slows the host (no tc netem in this kernel: ${probe.stderr.trim().split('\n')[0]})` }
+  return {
+    run: true,
+    name: `a delay proxy slows the host (no tc netem in this kernel: ${probe.stderr.trim().split('\n')[0]})`,
+  }
 }
 
 const method = delayMethod()
@@ -30,7 +40,12 @@ describe.skipIf(!method.run)(`routing by measured latency in a network namespace
   it(`routes around a host once its slow link is measured, and back to it once the link is fast again; ${method.name}`, () => {
     const child = join(REPO_ROOT, 'test/latency-swarm-child.ts')
     const script = `ip link set lo up && exec "${process.execPath}" --import tsx "${child}" "${dir}" "${STORIES_260K}"`
-    const out = execFileSync('unshare', ['-n', 'sh', '-c', script], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 240_000, maxBuffer: 16 << 20 })
+    const out = execFileSync('unshare', ['-n', 'sh', '-c', script], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      timeout: 240_000,
+      maxBuffer: 16 << 20,
+    })
     const result = JSON.parse(out.trim().split('\n').at(-1) as string) as {
       mode: 'netem' | 'proxy'
       slowHost: string

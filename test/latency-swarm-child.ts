@@ -39,7 +39,13 @@ const proxies = new Map<string, DelayProxy>()
 const swarm = await startSwarm(dir, model, [], {
   latency: { refreshMs: 200, samplesPerLink: 8 },
   // Probes time their steps over the tracker's link to the host: none while a link is slowed, none audited.
-  checks: { probationProbes: 1, probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 },
+  checks: {
+    probationProbes: 1,
+    probationProbeEveryMs: 3_600_000,
+    probeEveryMs: 3_600_000,
+    auditRate: 0,
+    probationAuditRate: 0,
+  },
 })
 const nLayer = swarm.manifest.nLayer
 const hosts: Host[] = []
@@ -63,7 +69,8 @@ for (let i = 0; i < 2; i++) {
 }
 const ids = hosts.map((h) => h.hostId as string)
 const endpointOf = (id: string) => swarm.tracker.registry.get(id)?.state.endpoint ?? ''
-for (let i = 0; i < 600 && !ids.every((id) => swarm.tracker.checks.eligible(id)); i++) await new Promise((r) => setTimeout(r, 100))
+for (let i = 0; i < 600 && !ids.every((id) => swarm.tracker.checks.eligible(id)); i++)
+  await new Promise((r) => setTimeout(r, 100))
 
 /** Slows the link of host `index` (or none): netem filters on its port, else its proxy's delay. */
 function slow(index: number | null): void {
@@ -74,12 +81,32 @@ function slow(index: number | null): void {
     if (index === null) return
     const port = String(portOf(endpointOf(ids[index] as string)))
     for (const dir of ['sport', 'dport'])
-      tc('filter', 'add', 'dev', 'lo', 'parent', '1:', 'protocol', 'ip', 'prio', '1', 'u32', 'match', 'ip', dir, port, '0xffff', 'flowid', '1:3')
+      tc(
+        'filter',
+        'add',
+        'dev',
+        'lo',
+        'parent',
+        '1:',
+        'protocol',
+        'ip',
+        'prio',
+        '1',
+        'u32',
+        'match',
+        'ip',
+        dir,
+        port,
+        '0xffff',
+        'flowid',
+        '1:3',
+      )
   } else for (const [i, proxy] of proxies) proxy.delayMs = Number(i) === index ? DELAY_MS : 0
 }
 
 // The host routes prefer while nothing is measured is the one slowed first: avoiding it is then the latency's doing.
-const preferred = swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 64, exclude: [] }).hops[0]?.hostId as string
+const preferred = swarm.tracker.planner.route({ modelId: swarm.manifest.modelId, maxTokens: 64, exclude: [] }).hops[0]
+  ?.hostId as string
 const slowFirst = ids.indexOf(preferred)
 const identity = NodeIdentity.generate()
 const client = await SwarmClient.connect(swarm.tracker.url, identity)
@@ -103,7 +130,8 @@ async function session(): Promise<string> {
 /** Runs sessions until the last `streak` went to `target`, at most `max` sessions; returns every session's route. */
 async function until(target: string, streak: number, max: number): Promise<string[]> {
   const routes: string[] = []
-  while (routes.length < max && !(routes.length >= streak && routes.slice(-streak).every((r) => r === target))) routes.push(await session())
+  while (routes.length < max && !(routes.length >= streak && routes.slice(-streak).every((r) => r === target)))
+    routes.push(await session())
   return routes
 }
 

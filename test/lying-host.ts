@@ -79,9 +79,13 @@ class LyingRuntime implements ServingRuntime {
     const claimedBlocks = options.blocks ?? [this.claimed[0], this.claimed[1]]
     const inner =
       lie.kind === 'missing-blocks'
-        ? this.inner.openSession({ maxTokens: options.maxTokens, blocks: [Math.max(claimedBlocks[0], lie.holds[0]), Math.min(claimedBlocks[1], lie.holds[1])] })
+        ? this.inner.openSession({
+            maxTokens: options.maxTokens,
+            blocks: [Math.max(claimedBlocks[0], lie.holds[0]), Math.min(claimedBlocks[1], lie.holds[1])],
+          })
         : this.inner.openSession(options)
-    if (honest && lie.kind !== 'missing-blocks' && lie.kind !== 'other-model' && this.host.lying.delayMs === undefined) return inner
+    if (honest && lie.kind !== 'missing-blocks' && lie.kind !== 'other-model' && this.host.lying.delayMs === undefined)
+      return inner
     return new LyingSession(inner, lie, claimedBlocks, this.host, honest)
   }
 

@@ -19,7 +19,14 @@ export const OLD_MANIFEST = {
   source: { file: 'toy.gguf', bytes: 5000, sha256: sha('a') },
   artifacts: [
     { file: 'embed.gguf', role: 'embed', blocks: null, bytes: 16384, sha256: sha('b'), tensors: ['token_embd.weight'] },
-    { file: 'blocks-0-3.gguf', role: 'blocks', blocks: [0, 3], bytes: 16384, sha256: sha('c'), tensors: ['blk.0.attn_q.weight'] },
+    {
+      file: 'blocks-0-3.gguf',
+      role: 'blocks',
+      blocks: [0, 3],
+      bytes: 16384,
+      sha256: sha('c'),
+      tensors: ['blk.0.attn_q.weight'],
+    },
     { file: 'head.gguf', role: 'head', blocks: null, bytes: 16384, sha256: sha('d'), tensors: ['output_norm.weight'] },
   ],
 }

@@ -13,7 +13,9 @@ export const REPO_ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 export function shippedFixture(pathInRepo: string): string {
   const path = resolve(REPO_ROOT, pathInRepo)
   if (!existsSync(path)) {
-    throw new Error(`${pathInRepo} is missing from the checkout at ${REPO_ROOT}; the repository ships it: run \`git checkout -- ${pathInRepo}\``)
+    throw new Error(
+      `${pathInRepo} is missing from the checkout at ${REPO_ROOT}; the repository ships it: run \`git checkout -- ${pathInRepo}\``,
+    )
   }
   return path
 }

@@ -13,7 +13,19 @@ import { quantizeRows } from '../native/quantize'
 import { scratchDir } from './models'
 import { type InProcessSwarm, startSwarm } from './programs'
 
-const SHAPE = { arch: 'qwen3moe', blocks: 5, embd: 256, heads: 4, kvHeads: 2, ff: 512, vocab: 384, experts: 8, expertsUsed: 2, expertFf: 256, seed: 3 } as const
+const SHAPE = {
+  arch: 'qwen3moe',
+  blocks: 5,
+  embd: 256,
+  heads: 4,
+  kvHeads: 2,
+  ff: 512,
+  vocab: 384,
+  experts: 8,
+  expertsUsed: 2,
+  expertFf: 256,
+  seed: 3,
+} as const
 const PROMPT = [1, 17, 42, 99, 7, 64, 300]
 const TOKENS = 32
 
@@ -45,10 +57,12 @@ describe('a Q4_K_M qwen3moe model served by two hosts on an uneven split', () =>
     // what the hosts fetched are K-quant blocks: the experts' weights in Q4_K (and Q6_K where Q4_K_M spends more bits)
     const types = new Set<string>()
     for (const a of swarm.manifest.artifacts.filter((a) => a.role === 'blocks')) {
-      for (const t of (await readGguf(join(scratch.dir, 'packed', a.file))).tensors) if (t.name.includes('_exps')) types.add(t.type.name)
+      for (const t of (await readGguf(join(scratch.dir, 'packed', a.file))).tensors)
+        if (t.name.includes('_exps')) types.add(t.type.name)
     }
     expect([...types].sort()).toEqual(['Q4_K', 'Q6_K'])
-    for (const host of swarm.hosts) expect(swarm.tracker.checks.of((host as Host).hostId).probesPassed).toBeGreaterThanOrEqual(1)
+    for (const host of swarm.hosts)
+      expect(swarm.tracker.checks.of((host as Host).hostId).probesPassed).toBeGreaterThanOrEqual(1)
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     try {
       const tokens: number[] = []

@@ -79,7 +79,14 @@ export class RuntimePool {
     const key = `${blocks[0]}-${blocks[1]}-${embed}-${head}`
     let rt = this.runtimes.get(key)
     if (!rt) {
-      rt = ShardRuntime.load({ artifacts: this.artifacts(blocks, embed, head), blocks, embed, head, threads: THREADS, device: 'cpu' })
+      rt = ShardRuntime.load({
+        artifacts: this.artifacts(blocks, embed, head),
+        blocks,
+        embed,
+        head,
+        threads: THREADS,
+        device: 'cpu',
+      })
       this.runtimes.set(key, rt)
     }
     return rt

@@ -17,15 +17,24 @@ let neuron = ''
 
 beforeAll(async () => {
   if (!existsSync(join(REPO_ROOT, 'dist', 'cli', 'main.mjs')))
-    throw new Error('dist/cli/main.mjs is missing: the package ships the compiled CLI; run npm run build first (npm ci does)')
+    throw new Error(
+      'dist/cli/main.mjs is missing: the package ships the compiled CLI; run npm run build first (npm ci does)',
+    )
   dir = await scratchDir('neuron-npm-install-')
-  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir.dir], { cwd: REPO_ROOT, maxBuffer: 1 << 24 })
+  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir.dir], {
+    cwd: REPO_ROOT,
+    maxBuffer: 1 << 24,
+  })
   const tarball = join(dir.dir, stdout.trim().split('\n').at(-1) ?? '')
   const prefix = join(dir.dir, 'prefix')
-  await run('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', `--allow-scripts=${ALLOW_SCRIPTS}`, tarball], {
-    cwd: dir.dir,
-    maxBuffer: 1 << 26,
-  })
+  await run(
+    'npm',
+    ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', `--allow-scripts=${ALLOW_SCRIPTS}`, tarball],
+    {
+      cwd: dir.dir,
+      maxBuffer: 1 << 26,
+    },
+  )
   neuron = join(prefix, 'bin', 'neuron')
 }, 1_200_000)
 
@@ -37,13 +46,19 @@ describe('npm install -g of the packed tarball, in a temporary prefix', () => {
   it('installs a neuron command that answers --help from the compiled CLI', async () => {
     const started = performance.now()
     const { stdout } = await run(neuron, ['--help'], { cwd: dir.dir })
-    console.log(`installed neuron --help: ${(performance.now() - started).toFixed(0)} ms wall (one run; bench figures in the closing note)`)
+    console.log(
+      `installed neuron --help: ${(performance.now() - started).toFixed(0)} ms wall (one run; bench figures in the closing note)`,
+    )
     expect(stdout).toMatch(/^neuron — run very large GGUF models together on home computers/)
     expect(stdout).toMatch(/\n {2}demo +a whole swarm on this machine/)
   })
 
   it('runs neuron demo to the end: the shipped model, the native runtime built at install, a swarm on loopback', async () => {
-    const { stdout, stderr } = await run(neuron, ['demo', '--max-tokens', '12'], { cwd: dir.dir, timeout: 600_000, maxBuffer: 1 << 24 })
+    const { stdout, stderr } = await run(neuron, ['demo', '--max-tokens', '12'], {
+      cwd: dir.dir,
+      timeout: 600_000,
+      maxBuffer: 1 << 24,
+    })
     expect(`${stdout}${stderr}`).toMatch(/\d+ tokens at [\d.]+ tokens\/s through \d hops/)
   }, 600_000)
 })

@@ -13,7 +13,8 @@ const run = promisify(execFile)
 
 /** Where initdb and pg_ctl are: on PATH, else the newest /usr/lib/postgresql/<version>/bin (Debian keeps them there, off PATH). */
 async function findBin(): Promise<string | undefined> {
-  for (const dir of (process.env.PATH ?? '').split(':')) if (dir !== '' && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir
+  for (const dir of (process.env.PATH ?? '').split(':'))
+    if (dir !== '' && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir
   const root = '/usr/lib/postgresql'
   if (!existsSync(root)) return undefined
   const versions = (await readdir(root)).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))
@@ -57,7 +58,8 @@ export interface PostgresCluster {
 /** Starts a cluster (a few seconds: initdb, then start). Call postgresMissing() first. */
 export async function startPostgres(): Promise<PostgresCluster> {
   const bin = await findBin()
-  if (bin === undefined) throw new Error('PostgreSQL is not installed (apt-get install postgresql); postgresMissing() says so first.')
+  if (bin === undefined)
+    throw new Error('PostgreSQL is not installed (apt-get install postgresql); postgresMissing() says so first.')
   const root = process.getuid?.() === 0
   const dir = await mkdtemp(join(tmpdir(), 'neuron-pg-'))
   const data = join(dir, 'data')
@@ -68,7 +70,8 @@ export async function startPostgres(): Promise<PostgresCluster> {
     await chown(dir, uid, gid)
     await chmod(dir, 0o700)
   }
-  const as = (cmd: string, args: string[]) => (root ? run('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args]) : run(join(bin, cmd), args))
+  const as = (cmd: string, args: string[]) =>
+    root ? run('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args]) : run(join(bin, cmd), args)
   const port = await freePort()
   // The tests' own cluster: trust on loopback, no fsync (a crash loses a throwaway database, nothing else).
   await as('initdb', ['-D', data, '-U', 'neuron', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C'])

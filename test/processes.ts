@@ -17,7 +17,11 @@ export interface NeuronProcess {
  * Runs `neuron …` as a real process, as a person would. `wrapper`: a command it runs under, e.g.
  * ['ip', 'netns', 'exec', NS] for another computer on a namespace network.
  */
-export function startNeuron(args: string[], env: NodeJS.ProcessEnv = {}, wrapper: readonly string[] = []): NeuronProcess {
+export function startNeuron(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  wrapper: readonly string[] = [],
+): NeuronProcess {
   const [command = process.execPath, ...before] = [...wrapper, process.execPath]
   const child = spawn(command, [...before, join(REPO_ROOT, 'bin/neuron.js'), ...args], {
     cwd: REPO_ROOT,
@@ -57,7 +61,9 @@ export function watchProcess(child: ChildProcess, name: string): NeuronProcess {
         const onExit = () => {
           check()
           cleanup()
-          reject(new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${out}`))
+          reject(
+            new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${out}`),
+          )
         }
         const cleanup = () => {
           clearTimeout(timer)
@@ -116,9 +122,22 @@ export class ProcessSwarm {
   ) {}
 
   /** `trackerArgs`: the tracker's options past its port, database and heartbeat (default: a grant of 10 credits a new key). */
-  static async start(dir: string, modelId: string, trackerArgs = ['--new-key-grant-micro', '10000000']): Promise<ProcessSwarm> {
+  static async start(
+    dir: string,
+    modelId: string,
+    trackerArgs = ['--new-key-grant-micro', '10000000'],
+  ): Promise<ProcessSwarm> {
     const swarm = new ProcessSwarm(dir, modelId)
-    const tracker = swarm.start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', ...trackerArgs])
+    const tracker = swarm.start([
+      'tracker',
+      '--port',
+      '0',
+      '--db',
+      join(dir, 'tracker.sqlite'),
+      '--heartbeat-ms',
+      '500',
+      ...trackerArgs,
+    ])
     swarm.trackerUrl = (await tracker.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
     await swarm
       .start(['publish', join(dir, 'packed'), '--tracker', swarm.trackerUrl, '--data-dir', join(dir, 'publisher')])
@@ -134,7 +153,19 @@ export class ProcessSwarm {
 
   /** A host of blocks `layers` ("A:B") with its data in `dir/name`, once it is ready. */
   async startHost(name: string, layers: string): Promise<NeuronProcess> {
-    const args = ['host', '--tracker', this.trackerUrl, '--model', this.modelId, '--blocks', layers, '--data-dir', join(this.dir, name), '--threads', '1']
+    const args = [
+      'host',
+      '--tracker',
+      this.trackerUrl,
+      '--model',
+      this.modelId,
+      '--blocks',
+      layers,
+      '--data-dir',
+      join(this.dir, name),
+      '--threads',
+      '1',
+    ]
     const host = this.start(args)
     await host.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)
     return host

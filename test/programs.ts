@@ -43,10 +43,21 @@ export async function startSwarm(
     ...options,
   })
   const manifest = await packModel({ source: model, out: join(dir, 'packed'), blocksPerArtifact: 1 })
-  const publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
+  const publication = await publishModel(
+    join(dir, 'packed'),
+    tracker.url,
+    NodeIdentity.generate(),
+    join(dir, 'publisher'),
+  )
   const hosts: Host[] = []
   const addHost = async (blocks: readonly [number, number], make = (options: HostOptions) => new Host(options)) => {
-    const host = make({ trackerUrl: tracker.url, dataDir: join(dir, `host-${hosts.length}`), modelId: manifest.modelId, blocks: blocks, threads: 1 })
+    const host = make({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, `host-${hosts.length}`),
+      modelId: manifest.modelId,
+      blocks: blocks,
+      threads: 1,
+    })
     hosts.push(host)
     await host.start()
     return host
@@ -72,7 +83,12 @@ export async function packForPublish(
   out: string,
   modelId?: string,
 ): Promise<{ manifest: Manifest; torrent: Buffer; tokenizer: Buffer; probes: Uint8Array }> {
-  const manifest = await packModel({ source: model, out, blocksPerArtifact: 2, ...(modelId === undefined ? {} : { modelId }) })
+  const manifest = await packModel({
+    source: model,
+    out,
+    blocksPerArtifact: 2,
+    ...(modelId === undefined ? {} : { modelId }),
+  })
   const torrent = await createModelTorrent(out, manifest, [tracker.announceUrl])
   return {
     manifest,

@@ -72,7 +72,11 @@ function tensors(s: Qwen35Shape): Spec[] {
     return { name, shape, f16: true, init: (r: Sfc32) => r.signed() * scale * 1.7 }
   }
   const norm = (name: string, n: number) => ({ name, shape: [n], f16: false, init: (r: Sfc32) => 1 + 0.2 * r.signed() })
-  const out: Spec[] = [matrix('token_embd.weight', [E, s.vocab]), norm('output_norm.weight', E), matrix('output.weight', [E, s.vocab])]
+  const out: Spec[] = [
+    matrix('token_embd.weight', [E, s.vocab]),
+    norm('output_norm.weight', E),
+    matrix('output.weight', [E, s.vocab]),
+  ]
   const keyDim = s.stateSize * s.groups
   const valueDim = s.stateSize * s.valueHeads
   const convDim = 2 * keyDim + valueDim
@@ -120,7 +124,11 @@ function tensors(s: Qwen35Shape): Spec[] {
 
 function metadata(s: Qwen35Shape, overrides: Record<string, number>): GgufKv[] {
   const a = 'qwen35moe.'
-  const u32 = (key: string, value: number): GgufKv => ({ key, type: GGUFValueType.UINT32, value: overrides[key] ?? value })
+  const u32 = (key: string, value: number): GgufKv => ({
+    key,
+    type: GGUFValueType.UINT32,
+    value: overrides[key] ?? value,
+  })
   const f32 = (key: string, value: number): GgufKv => ({ key, type: GGUFValueType.FLOAT32, value })
   const str = (key: string, value: string): GgufKv => ({ key, type: GGUFValueType.STRING, value })
   const tokens = ['<unk>', '<s>', '</s>']
@@ -181,7 +189,11 @@ function metadata(s: Qwen35Shape, overrides: Record<string, number>): GgufKv[] {
  * Writes the model to `out`. `overrides` replaces u32 metadata values by key (e.g. a hostile
  * `qwen35moe.full_attention_interval` of 0) while the tensors keep the shape's sizes.
  */
-export async function writeQwen35Moe(out: string, shape: Qwen35Shape = QWEN35_SHAPE, overrides: Record<string, number> = {}): Promise<void> {
+export async function writeQwen35Moe(
+  out: string,
+  shape: Qwen35Shape = QWEN35_SHAPE,
+  overrides: Record<string, number> = {},
+): Promise<void> {
   if (!F32 || !F16) throw new Error('ggml type table lacks f32 / f16')
   const specs = tensors(shape)
   const layouts = specs.map((t) => {

@@ -31,7 +31,20 @@ export async function startRedis(port?: number): Promise<RedisServer> {
   port ??= await freePort()
   const child: ChildProcess = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--protected-mode', 'yes'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--protected-mode',
+      'yes',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   )
   let output = ''

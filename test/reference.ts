@@ -8,7 +8,9 @@ import { REPO_ROOT } from './models'
 
 export const PYTHON = '/usr/bin/python3'
 export const hasTorch = spawnSync(PYTHON, ['-c', 'import torch, numpy'], { stdio: 'ignore' }).status === 0
-export const NO_TORCH = hasTorch ? '' : ` (skipped: ${PYTHON} lacks torch; .ci/run installs python3-torch and python3-numpy)`
+export const NO_TORCH = hasTorch
+  ? ''
+  : ` (skipped: ${PYTHON} lacks torch; .ci/run installs python3-torch and python3-numpy)`
 /**
  * ‖ours − reference‖ / ‖reference‖ per seam, f32 weights (quantized weights make ggml quantize the
  * activations too). The reference runs attention as llama.cpp's CPU flash attention over an f16 KV
@@ -25,7 +27,8 @@ export function readNpy(path: string): Npy {
   const headerLen = buf.readUInt8(6) === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8)
   const start = buf.readUInt8(6) === 1 ? 10 : 12
   const header = buf.subarray(start, start + headerLen).toString('latin1')
-  if (!header.includes("'<f4'") || header.includes("'fortran_order': True")) throw new Error(`${path}: expected C-order <f4, got ${header}`)
+  if (!header.includes("'<f4'") || header.includes("'fortran_order': True"))
+    throw new Error(`${path}: expected C-order <f4, got ${header}`)
   const shape = [...(header.match(/'shape': \(([^)]*)\)/)?.[1] ?? '').matchAll(/\d+/g)].map((m) => Number(m[0]))
   const body = buf.subarray(start + headerLen)
   return { shape, data: new Float32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length)) }
@@ -42,15 +45,33 @@ export function runReference(scratch: string, artifacts: string[], tokens: numbe
 }
 
 /** runReference without blocking the event loop: a test's in-process tracker and hosts keep their heartbeats meanwhile. */
-export async function runReferenceAsync(scratch: string, artifacts: string[], tokens: number[], f16Attention = true): Promise<Reference> {
+export async function runReferenceAsync(
+  scratch: string,
+  artifacts: string[],
+  tokens: number[],
+  f16Attention = true,
+): Promise<Reference> {
   const { out, args } = referenceArgs(scratch, artifacts, tokens, f16Attention)
   await promisify(execFile)(PYTHON, args, { timeout: 300_000 })
   return readReference(out)
 }
 
-function referenceArgs(scratch: string, artifacts: string[], tokens: number[], f16Attention: boolean): { out: string; args: string[] } {
+function referenceArgs(
+  scratch: string,
+  artifacts: string[],
+  tokens: number[],
+  f16Attention: boolean,
+): { out: string; args: string[] } {
   const out = mkdtempSync(join(scratch, 'ref-'))
-  const args = [join(REPO_ROOT, 'reference/run.py'), '--artifacts', ...artifacts, '--tokens', tokens.join(','), '--out', out]
+  const args = [
+    join(REPO_ROOT, 'reference/run.py'),
+    '--artifacts',
+    ...artifacts,
+    '--tokens',
+    tokens.join(','),
+    '--out',
+    out,
+  ]
   return { out, args: f16Attention ? [...args, '--f16-attention'] : args }
 }
 

@@ -12,7 +12,8 @@ import { hasTorch, NO_TORCH, PYTHON, SEAM_TOLERANCE } from './reference'
 
 const ADMIN = 'admin-token-for-sdk-docs'
 const doc = readFileSync(join(REPO_ROOT, 'docs/sdk.md'), 'utf8')
-const blocks = (lang: string) => [...doc.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1] as string)
+const blocks = (lang: string) =>
+  [...doc.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, 'g'))].map((m) => m[1] as string)
 const scripts = blocks('ts')
 const python = blocks('python')
 const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')
@@ -25,7 +26,11 @@ const scratch = mkdtempSync(join(tmpdir(), 'neuron-sdk-docs-'))
 
 /** Runs one example in a child process from the repository root; its stdout. */
 async function run(file: string, command: string, args: string[] = []): Promise<string> {
-  const { stdout } = await promisify(execFile)(command, [...args, file], { cwd: REPO_ROOT, env: { ...process.env, ...env }, timeout: 120_000 })
+  const { stdout } = await promisify(execFile)(command, [...args, file], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+  })
   return stdout
 }
 
@@ -80,7 +85,12 @@ describe('docs/sdk.md examples on a real swarm of two hosts', () => {
 
   it('runs the README’s curl example: the state after block 1, then a steered span on the state after block 0', async () => {
     const file = join(scratch, 'curl.sh')
-    writeFileSync(file, curlExample.replaceAll('http://127.0.0.1:7070', swarm.tracker.url).replaceAll('"model":"tiny"', `"model":"${swarm.manifest.modelId}"`))
+    writeFileSync(
+      file,
+      curlExample
+        .replaceAll('http://127.0.0.1:7070', swarm.tracker.url)
+        .replaceAll('"model":"tiny"', `"model":"${swarm.manifest.modelId}"`),
+    )
     const [read, span] = (await run(file, 'bash', ['-eo', 'pipefail']))
       .trim()
       .split('\n')

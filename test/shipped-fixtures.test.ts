@@ -10,7 +10,10 @@ describe('fixtures the repository ships', () => {
   it('stories260K is the committed file resources/models/README.md describes, and the app’s default model', () => {
     expect(STORIES_260K).toBe(`${REPO_ROOT}/resources/models/stories260K.gguf`)
     expect(DEFAULT_MODEL).toBe(STORIES_260K)
-    const tracked = execFileSync('git', ['ls-files', '--error-unmatch', 'resources/models/stories260K.gguf'], { cwd: REPO_ROOT, encoding: 'utf8' })
+    const tracked = execFileSync('git', ['ls-files', '--error-unmatch', 'resources/models/stories260K.gguf'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    })
     expect(tracked.trim()).toBe('resources/models/stories260K.gguf')
     const sha256 = createHash('sha256').update(readFileSync(STORIES_260K)).digest('hex')
     expect(readFileSync(`${REPO_ROOT}/resources/models/README.md`, 'utf8')).toContain(sha256)

@@ -24,8 +24,16 @@ let oracle: number[] = []
 let promptTokens: number[] = []
 let damaged = ''
 
-function generate(client: SwarmClient, draft: GenerateRequest['draft'], onToken?: (n: number, route: readonly RouteHop[]) => void) {
-  return generateAll(client, { modelId: manifest.modelId, prompt: promptTokens, maxTokens: TOKENS, stopAtEog: false, draft }, onToken)
+function generate(
+  client: SwarmClient,
+  draft: GenerateRequest['draft'],
+  onToken?: (n: number, route: readonly RouteHop[]) => void,
+) {
+  return generateAll(
+    client,
+    { modelId: manifest.modelId, prompt: promptTokens, maxTokens: TOKENS, stopAtEog: false, draft },
+    onToken,
+  )
 }
 
 describe('speculative decoding across a swarm of real processes on loopback', () => {
@@ -39,7 +47,11 @@ describe('speculative decoding across a swarm of real processes on loopback', ()
     oracle = (await oracleGreedy(model, promptTokens, TOKENS, manifest.nVocab)).map((s) => s.token)
     await model.dispose()
     damaged = await damagedCopy(STORIES_260K, join(dir, 'damaged.gguf'), [1, 3])
-    await Promise.all([swarm.startHost('host-a', '0:2'), swarm.startHost('host-b', '2:4'), swarm.startHost('host-c', '4:5')])
+    await Promise.all([
+      swarm.startHost('host-a', '0:2'),
+      swarm.startHost('host-b', '2:4'),
+      swarm.startHost('host-c', '4:5'),
+    ])
   }, 180_000)
   afterAll(async () => {
     await swarm?.stop()
@@ -66,12 +78,17 @@ describe('speculative decoding across a swarm of real processes on loopback', ()
         [4, 5],
       ]) {
         const hop = summary.receipts.filter((r) => r.blocks[0] === blocks[0])
-        expect(hop.reduce((n, r) => n + r.tokens, 0)).toBe(promptTokens.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0))
+        expect(hop.reduce((n, r) => n + r.tokens, 0)).toBe(
+          promptTokens.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0),
+        )
       }
       // the tracker pays them on the terms it routed (the hosts hand the same receipts in: settled once)
       const verdicts = await client.submitReceipts(summary.session, summary.receipts)
-      for (const v of verdicts.verdicts) expect(v.ok || v.code === 'already_settled', `step ${v.step}: ${v.code}`).toBe(true)
-      console.log(`self-draft: ${tokens.length} tokens in ${steps.size} route steps, acceptance ${s?.accepted}/${s?.drafted}`)
+      for (const v of verdicts.verdicts)
+        expect(v.ok || v.code === 'already_settled', `step ${v.step}: ${v.code}`).toBe(true)
+      console.log(
+        `self-draft: ${tokens.length} tokens in ${steps.size} route steps, acceptance ${s?.accepted}/${s?.drafted}`,
+      )
     } finally {
       await client.close()
     }

@@ -45,13 +45,30 @@ async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generat
   const plan = { modelId, maxTokens, promptTokens: PROMPT.length, session, exclude: [] }
   let route = await callRpc(tracker, ClientToTracker, 'route.plan', plan)
   const planned = route.hops[0] as RouteHop
-  if (failover) route = await callRpc(tracker, ClientToTracker, 'route.plan', { ...plan, span: planned.blocks, failedHost: planned.hostId })
+  if (failover)
+    route = await callRpc(tracker, ClientToTracker, 'route.plan', {
+      ...plan,
+      span: planned.blocks,
+      failedHost: planned.hostId,
+    })
   const hop = route.hops[0] as RouteHop
-  if (hop.endpoint === null || hop.ticket === undefined) throw new Error('the test swarm routes to a direct, ticketed host')
+  if (hop.endpoint === null || hop.ticket === undefined)
+    throw new Error('the test swarm routes to a direct, ticketed host')
   const link = await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { fingerprint: hop.fingerprint })
-  const body = { modelId, blocks: hop.blocks, maxTokens, ticket: hop.ticket, signature: signOpen(identity, hop.ticket, { blocks: hop.blocks, maxTokens }) }
+  const body = {
+    modelId,
+    blocks: hop.blocks,
+    maxTokens,
+    ticket: hop.ticket,
+    signature: signOpen(identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
+  }
   await link.request(jsonFrame('open', session, 0, { ...body, sampling: { temperature: 0 } }))
-  const ids = (tokens: number[]): HopInput => ({ dtype: 'i32', tokens: tokens.length, width: 1, payload: new Uint8Array(Int32Array.from(tokens).buffer) })
+  const ids = (tokens: number[]): HopInput => ({
+    dtype: 'i32',
+    tokens: tokens.length,
+    width: 1,
+    payload: new Uint8Array(Int32Array.from(tokens).buffer),
+  })
   const signing = { identity, hostId: hop.hostId, blocks: hop.blocks }
   return {
     tracker,
@@ -62,7 +79,10 @@ async function rawSession(swarm: InProcessSwarm, identity = NodeIdentity.generat
       link.request(forwardFrame(ids(tokens), flags, session, step, position, signing)),
     /** Hands in the answers' receipts as a client may; the tracker's verdicts. */
     submit: (answers: Frame[]) =>
-      callRpc(tracker, ClientToTracker, 'receipts.submit', { session, receipts: answers.map((a) => readTrailer(a, Receipt)).filter((r) => r !== undefined) }),
+      callRpc(tracker, ClientToTracker, 'receipts.submit', {
+        session,
+        receipts: answers.map((a) => readTrailer(a, Receipt)).filter((r) => r !== undefined),
+      }),
     /** Ends the session at the host and the tracker, so the next test's plans find the host's slots free. */
     close: async () => {
       await link.request(jsonFrame('close', session, 0xfffffffe, {})).catch(() => undefined)
@@ -97,11 +117,16 @@ describe(`every step signed by both sides`, () => {
       for (const flags of [FLAG_NO_SAMPLE, 0]) {
         const refused = attacker.step(PROMPT, REPLAY_STEP_BASE, 0, flags)
         await expect(refused).rejects.toBeInstanceOf(NeuronError)
-        await expect(refused).rejects.toMatchObject({ code: 'replay_not_ticketed', message: expect.stringMatching(/plain one; number steps from 1/) })
+        await expect(refused).rejects.toMatchObject({
+          code: 'replay_not_ticketed',
+          message: expect.stringMatching(/plain one; number steps from 1/),
+        })
       }
       // numbered plainly, the session goes on
       expect((await attacker.step(PROMPT, 1, 0)).kind).toBe('token')
-      await expect(attacker.step([13], REPLAY_STEP_BASE + 1, PROMPT.length, FLAG_NO_SAMPLE)).rejects.toMatchObject({ code: 'replay_not_ticketed' })
+      await expect(attacker.step([13], REPLAY_STEP_BASE + 1, PROMPT.length, FLAG_NO_SAMPLE)).rejects.toMatchObject({
+        code: 'replay_not_ticketed',
+      })
       expect(await swarm.tracker.store.ledger.rejections(attacker.hop.hostId)).toEqual(rejectionsBefore)
       expect(swarm.tracker.reputation.of(attacker.hop.hostId).failedSteps).toBe(scoreBefore.failedSteps)
     } finally {
@@ -114,8 +139,16 @@ describe(`every step signed by both sides`, () => {
     const attacker = await rawSession(swarm, NodeIdentity.generate(), true)
     try {
       const account = await swarm.tracker.accounts.byPublicKey(attacker.identity.publicKey)
-      expect(attacker.hop.ticket?.replay).toEqual({ span: [0, PROMPT.length + 16], escrowOf: attacker.hop.hostId, thenAccount: account?.accountId })
-      const plain = [await honest.step(PROMPT, 1, 0), await honest.step([13], 2, PROMPT.length), await honest.step([14], 3, PROMPT.length + 1)]
+      expect(attacker.hop.ticket?.replay).toEqual({
+        span: [0, PROMPT.length + 16],
+        escrowOf: attacker.hop.hostId,
+        thenAccount: account?.accountId,
+      })
+      const plain = [
+        await honest.step(PROMPT, 1, 0),
+        await honest.step([13], 2, PROMPT.length),
+        await honest.step([14], 3, PROMPT.length + 1),
+      ]
       expect(plain.map((f) => f.kind)).toEqual(['token', 'token', 'token'])
       // a replay that asks for a token is refused: replays only rebuild a cache
       await expect(attacker.step(PROMPT, REPLAY_STEP_BASE, 0)).rejects.toMatchObject({ code: 'replay_samples' })
@@ -140,12 +173,19 @@ describe(`every step signed by both sides`, () => {
   it('a failover plan tickets for rebuild only the live hops of the session’s own route, never the failed host', async () => {
     const client = await rawSession(swarm)
     try {
-      const plan = { modelId: swarm.manifest.modelId, maxTokens: PROMPT.length + 16, session: client.session, span: client.hop.blocks }
+      const plan = {
+        modelId: swarm.manifest.modelId,
+        maxTokens: PROMPT.length + 16,
+        session: client.session,
+        span: client.hop.blocks,
+      }
       const failover = (rebuild: { hostId: string; blocks: [number, number] }[]) =>
         callRpc(client.tracker, ClientToTracker, 'route.plan', { ...plan, failedHost: client.hop.hostId, rebuild })
       const stranger = NodeIdentity.generate().id
       await expect(failover([{ hostId: stranger, blocks: [0, 5] }])).rejects.toMatchObject({ code: 'not_on_route' })
-      await expect(failover([{ hostId: client.hop.hostId, blocks: [0, 5] }])).rejects.toMatchObject({ code: 'not_on_route' })
+      await expect(failover([{ hostId: client.hop.hostId, blocks: [0, 5] }])).rejects.toMatchObject({
+        code: 'not_on_route',
+      })
     } finally {
       await client.close()
     }
@@ -159,7 +199,10 @@ describe(`every step signed by both sides`, () => {
       await client.step([13], 2, PROMPT.length)
       const again = client.step([14], 2, PROMPT.length + 1)
       await expect(again).rejects.toBeInstanceOf(NeuronError)
-      await expect(again).rejects.toMatchObject({ code: 'step_out_of_order', message: expect.stringMatching(/takes step 3 at position 6 next/) })
+      await expect(again).rejects.toMatchObject({
+        code: 'step_out_of_order',
+        message: expect.stringMatching(/takes step 3 at position 6 next/),
+      })
       await expect(client.step([14], 4, PROMPT.length + 2)).rejects.toMatchObject({ code: 'step_out_of_order' })
       // in order, the session goes on
       expect((await client.step([14], 3, PROMPT.length + 1)).kind).toBe('token')

@@ -23,7 +23,11 @@ let oracle: number[] = []
 let promptTokens: number[] = []
 
 function generate(client: SwarmClient, onToken?: (n: number, route: readonly RouteHop[]) => void) {
-  return generateAll(client, { modelId: manifest.modelId, prompt: promptTokens, maxTokens: TOKENS, stopAtEog: false }, onToken)
+  return generateAll(
+    client,
+    { modelId: manifest.modelId, prompt: promptTokens, maxTokens: TOKENS, stopAtEog: false },
+    onToken,
+  )
 }
 
 describe(`swarm of real processes on loopback`, () => {
@@ -43,9 +47,18 @@ describe(`swarm of real processes on loopback`, () => {
   })
 
   it('three hosts fetch only their own artifacts, and the streamed greedy completion equals llama.cpp’s', async () => {
-    await Promise.all([swarm.startHost('host-a', '0:2'), swarm.startHost('host-b', '2:4'), swarm.startHost('host-c', '4:5')])
-    const expectFiles = { 'host-a': ['blocks-0-2.gguf', 'embed.gguf'], 'host-b': ['blocks-2-4.gguf'], 'host-c': ['blocks-4-5.gguf', 'head.gguf'] }
-    for (const [name, files] of Object.entries(expectFiles)) expect((await readdir(join(dir, name, 'models', manifest.modelId))).sort()).toEqual(files)
+    await Promise.all([
+      swarm.startHost('host-a', '0:2'),
+      swarm.startHost('host-b', '2:4'),
+      swarm.startHost('host-c', '4:5'),
+    ])
+    const expectFiles = {
+      'host-a': ['blocks-0-2.gguf', 'embed.gguf'],
+      'host-b': ['blocks-2-4.gguf'],
+      'host-c': ['blocks-4-5.gguf', 'head.gguf'],
+    }
+    for (const [name, files] of Object.entries(expectFiles))
+      expect((await readdir(join(dir, name, 'models', manifest.modelId))).sort()).toEqual(files)
 
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
     try {

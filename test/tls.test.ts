@@ -30,7 +30,13 @@ function start(args: string[], env: NodeJS.ProcessEnv = {}): NeuronProcess {
 async function greedy(client: SwarmClient, modelId: string): Promise<{ tokens: number[]; route: readonly RouteHop[] }> {
   let route: readonly RouteHop[] = []
   const tokens: number[] = []
-  const run = client.generate({ modelId, prompt: PROMPT, maxTokens: TOKENS, stopAtEog: false, onRoute: (hops) => (route = hops) })
+  const run = client.generate({
+    modelId,
+    prompt: PROMPT,
+    maxTokens: TOKENS,
+    stopAtEog: false,
+    onRoute: (hops) => (route = hops),
+  })
   for await (const t of run) tokens.push(t.token)
   return { tokens, route }
 }
@@ -42,9 +48,23 @@ describe.skipIf(!HAVE_OPENSSL)(`TLS end to end: an https tracker and a wss host$
     const tls = ['--tls-key', certificate.keyPath, '--tls-cert', certificate.certPath]
     const trust = { NODE_EXTRA_CA_CERTS: certificate.certPath }
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-    const tracker = start(['tracker', '--port', '0', '--db', join(dir, 'tracker.sqlite'), '--heartbeat-ms', '500', '--new-key-grant-micro', '10000000', ...tls])
+    const tracker = start([
+      'tracker',
+      '--port',
+      '0',
+      '--db',
+      join(dir, 'tracker.sqlite'),
+      '--heartbeat-ms',
+      '500',
+      '--new-key-grant-micro',
+      '10000000',
+      ...tls,
+    ])
     trackerUrl = (await tracker.waitFor(/tracker listening on (https:\/\/127\.0\.0\.1:\d+)/))[1] as string
-    const publisher = start(['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')], trust)
+    const publisher = start(
+      ['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')],
+      trust,
+    )
     await publisher.waitFor(/published stories260k/)
     const host = start(
       [

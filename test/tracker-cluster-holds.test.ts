@@ -12,7 +12,16 @@ import { connectTracker } from '../client/tracker-connection'
 import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type Route, receiptMessage, stepMessage } from '../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  HostToTracker,
+  type Manifest,
+  type Receipt,
+  type Route,
+  receiptMessage,
+  stepMessage,
+} from '../protocol'
 import { maxCost, priceOf } from '../tracker/ledger/pricing'
 import type { TrackerOptions } from '../tracker/tracker-options'
 import { STORIES_260K, scratchDir } from './models'
@@ -43,7 +52,12 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
   beforeAll(async () => {
     scratch = await scratchDir('neuron-cluster-holds-')
     ;[cluster, redis] = await Promise.all([startPostgres(), startRedis()])
-    common = { dbPath: await cluster.createDatabase(), redisUrl: redis.url, keyPath: join(scratch.dir, 'tracker-key.pem'), heartbeatMs: 500 }
+    common = {
+      dbPath: await cluster.createDatabase(),
+      redisUrl: redis.url,
+      keyPath: join(scratch.dir, 'tracker-key.pem'),
+      heartbeatMs: 500,
+    }
     a = await Tracker.start(common)
     b = await Tracker.start(common)
     manifest = await packModel({ source: STORIES_260K, out: join(scratch.dir, 'stories'), blocksPerArtifact: 2 })
@@ -56,9 +70,15 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
     // Room for every session the tests plan: only credits may refuse them.
     const roomy = { ...readyState(manifest.modelId, [0, manifest.nLayer]), maxSessions: 64, kvCapacityTokens: 100_000 }
     hostId = (await callRpc(host, HostToTracker, 'host.hello', { profile: TEST_PROFILE, state: roomy })).hostId
-    await vi.waitFor(() => expect(b.registry.get(hostId)?.online === true && b.catalog.has(manifest.modelId)).toBe(true), { timeout: 10_000 })
+    await vi.waitFor(
+      () => expect(b.registry.get(hostId)?.online === true && b.catalog.has(manifest.modelId)).toBe(true),
+      { timeout: 10_000 },
+    )
     // A host heartbeats, or it is offline after three missed beats.
-    beating = setInterval(() => void callRpc(host, HostToTracker, 'host.heartbeat', { activeSessions: 0 }).catch(() => {}), 250)
+    beating = setInterval(
+      () => void callRpc(host, HostToTracker, 'host.heartbeat', { activeSessions: 0 }).catch(() => {}),
+      250,
+    )
   }, 120_000)
 
   afterAll(async () => {
@@ -72,7 +92,8 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
   })
 
   /** What a session of `maxTokens`, `promptTokens` of them prompt, may cost at the model's price. */
-  const cost = (maxTokens: number, promptTokens = 0) => maxCost(priceOf(manifest, {}), manifest.nLayer, promptTokens, maxTokens - promptTokens)
+  const cost = (maxTokens: number, promptTokens = 0) =>
+    maxCost(priceOf(manifest, {}), manifest.nLayer, promptTokens, maxTokens - promptTokens)
 
   /** A key with an account of `grantMicro`. */
   async function account(grantMicro: number): Promise<NodeIdentity> {
@@ -119,7 +140,9 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
     const [onA, onB] = [await connect(a, identity), await connect(b, identity)]
     const results = await Promise.allSettled([plan(onA, sid(), 1000), plan(onB, sid(), 1000)])
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
-    expect(results.filter((r) => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code)).toEqual(['insufficient_credits'])
+    expect(results.filter((r) => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code)).toEqual([
+      'insufficient_credits',
+    ])
   })
 
   it('takes the session’s first hold on a re-plan at the other instance, and session.end there frees it', async () => {
@@ -131,7 +154,10 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
     await later()
     // A failover to B: less than twice the session's cost is enough, as it was on one instance.
     await expect(plan(onB, session, 1000)).resolves.toMatchObject({ hops: [{ hostId }] })
-    await expect(plan(onA, sid(), 1000)).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: grant - cost(1000) } })
+    await expect(plan(onA, sid(), 1000)).rejects.toMatchObject({
+      code: 'insufficient_credits',
+      details: { availableMicro: grant - cost(1000) },
+    })
     await callRpc(onB, ClientToTracker, 'session.end', { session })
     await later()
     await expect(plan(onA, sid(), 1000)).resolves.toMatchObject({ hops: [{ hostId }] })
@@ -144,12 +170,17 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
     const session = sid()
     const route = await plan(onB, session, 1000, 4)
     // The host hands its receipt in at A, where it is connected.
-    const [paid] = (await callRpc(host, HostToTracker, 'receipts.submit', { receipts: [prefill(route, session, 4, client)] })).verdicts
+    const [paid] = (
+      await callRpc(host, HostToTracker, 'receipts.submit', { receipts: [prefill(route, session, 4, client)] })
+    ).verdicts
     const price = priceOf(manifest, {})
     expect(paid).toMatchObject({ ok: true, charged: 4 * price.promptMicroPerToken + price.completionMicroPerToken })
     await later()
     // Balance less what the hold has left is what it was: B lets the account hold exactly the rest.
-    await expect(plan(onB, sid(), 501)).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: cost(500) } })
+    await expect(plan(onB, sid(), 501)).rejects.toMatchObject({
+      code: 'insufficient_credits',
+      details: { availableMicro: cost(500) },
+    })
     await expect(plan(onB, sid(), 500)).resolves.toMatchObject({ hops: [{ hostId }] })
   })
 
@@ -174,7 +205,9 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
       const db = new pg.Client({ connectionString: common.dbPath })
       await db.connect()
       try {
-        expect((await db.query('select session from credit_holds where session = $1', [session])).rows).toEqual([{ session }])
+        expect((await db.query('select session from credit_holds where session = $1', [session])).rows).toEqual([
+          { session },
+        ])
       } finally {
         await db.end()
       }

@@ -40,7 +40,12 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     scratch = await scratchDir('neuron-cluster-')
     ;[pg, redis] = await Promise.all([startPostgres(), startRedis()])
     dbPath = await pg.createDatabase()
-    const common = { dbPath, redisUrl: redis.url, keyPath: join(scratch.dir, 'tracker-key.pem'), gateway: { adminToken: ADMIN } }
+    const common = {
+      dbPath,
+      redisUrl: redis.url,
+      keyPath: join(scratch.dir, 'tracker-key.pem'),
+      gateway: { adminToken: ADMIN },
+    }
     // Instance A, with the model published and two hosts on it, the second reachable only through A's
     // relay; then B, which learns of them from A.
     swarm = await startSwarm(scratch.dir, STORIES_260K, [[0, 3]], common)
@@ -57,7 +62,10 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     const db = new nodePostgres.Client({ connectionString: dbPath })
     await db.connect()
     try {
-      return Number((await db.query('select coalesce(sum(charged), 0) as total from receipts where account_id = $1', [accountId])).rows[0]?.total)
+      return Number(
+        (await db.query('select coalesce(sum(charged), 0) as total from receipts where account_id = $1', [accountId]))
+          .rows[0]?.total,
+      )
     } finally {
       await db.end()
     }
@@ -97,7 +105,13 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
       ).toEqual(hostIds)
       const tokens: number[] = []
       let route: readonly RouteHop[] = []
-      for await (const t of client.generate({ modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false, onRoute: (r) => (route = r) }))
+      for await (const t of client.generate({
+        modelId: swarm.manifest.modelId,
+        prompt,
+        maxTokens: TOKENS,
+        stopAtEog: false,
+        onRoute: (r) => (route = r),
+      }))
         tokens.push(t.token)
       const hops = route.map((h) => h.hostId)
       expect(tokens).toEqual(oracle)
@@ -115,7 +129,9 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     try {
       // Redis drops a subscriber past 32 MiB of output: such a frame would cut every instance off.
       const big = new Uint8Array(MAX_CROSS_INSTANCE_BYTES + 1)
-      await expect(callRpc(client, ClientToTracker, 'relay.forward', { hostId: relayed.hostId, frame: big })).rejects.toMatchObject({
+      await expect(
+        callRpc(client, ClientToTracker, 'relay.forward', { hostId: relayed.hostId, frame: big }),
+      ).rejects.toMatchObject({
         code: 'frame_too_large',
         message: expect.stringMatching(/smaller chunks/),
       })
@@ -126,7 +142,8 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     const chat = await SwarmClient.connect(b.url, NodeIdentity.generate())
     try {
       const tokens: number[] = []
-      for await (const t of chat.generate({ modelId: swarm.manifest.modelId, prompt, maxTokens: 4, stopAtEog: false })) tokens.push(t.token)
+      for await (const t of chat.generate({ modelId: swarm.manifest.modelId, prompt, maxTokens: 4, stopAtEog: false }))
+        tokens.push(t.token)
       expect(tokens).toEqual(oracle.slice(0, 4))
     } finally {
       chat.close()
@@ -143,11 +160,19 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
       dashboard.on('dashboard.receipt', (p: unknown) => pushes.push(DashboardReceipt.parse(p)))
       await callRpc(dashboard, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })
       const openai = new OpenAI({ baseURL: `${b.url}/v1`, apiKey, maxRetries: 0 })
-      const completion = await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 })
+      const completion = await openai.completions.create({
+        model: swarm.manifest.modelId,
+        prompt: 'Once upon a time',
+        max_tokens: 8,
+        temperature: 0,
+      })
       expect(completion.usage?.completion_tokens).toBe(8)
       const ledger = swarm.tracker.store.ledger
       // The hosts hand their receipts in at A, the gateway at B: each step is paid once.
-      await vi.waitFor(async () => expect(pushes.at(-1)?.hostPendingMicro).toBe(await ledger.balance(escrowAccount(host.hostId))), { timeout: 10_000 })
+      await vi.waitFor(
+        async () => expect(pushes.at(-1)?.hostPendingMicro).toBe(await ledger.balance(escrowAccount(host.hostId))),
+        { timeout: 10_000 },
+      )
       const paid = (await ledger.receipts({ limit: 100_000 })).filter((r) => r.accountId === accountId)
       expect(new Set(paid.map((r) => r.receipt.hostId)).size).toBe(2)
       const debit = 5_000_000 - (await ledger.balance(consumerAccount(accountId)))
@@ -157,7 +182,13 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
       const hops = [[0, 3] as const, [3, 5] as const]
       const steps = Array.from({ length: 8 }, (_, i) => i + 1)
       const expected = steps.reduce(
-        (sum, step) => sum + hops.reduce((s, blocks) => s + hopCharge(price, swarm.manifest.nLayer, { step, blocks, tokens: step === 1 ? prompt : 1 }), 0),
+        (sum, step) =>
+          sum +
+          hops.reduce(
+            (s, blocks) =>
+              s + hopCharge(price, swarm.manifest.nLayer, { step, blocks, tokens: step === 1 ? prompt : 1 }),
+            0,
+          ),
         0,
       )
       expect(debit).toBe(expected)
@@ -196,13 +227,18 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
 
   it('spends a grant challenge once across the instances: issued by A, claimed at B, refused when claimed again at A', async () => {
     const identity = NodeIdentity.generate()
-    const [onA, onB] = await Promise.all([connectTracker(swarm.tracker.url, '/clients', identity), connectTracker(b.url, '/clients', identity)])
+    const [onA, onB] = await Promise.all([
+      connectTracker(swarm.tracker.url, '/clients', identity),
+      connectTracker(b.url, '/clients', identity),
+    ])
     try {
       const { challenge, bits } = await callRpc(onA, ClientToTracker, 'grant.challenge', {})
       const { nonce } = await solveGrantWork(challenge, identity.publicKey, bits)
       const { accountId, grantMicro } = await callRpc(onB, ClientToTracker, 'grant.claim', { challenge, nonce })
       expect(await swarm.tracker.accounts.balance(accountId)).toBe(grantMicro)
-      await expect(callRpc(onA, ClientToTracker, 'grant.claim', { challenge, nonce })).rejects.toMatchObject({ code: 'grant_challenge_used' })
+      await expect(callRpc(onA, ClientToTracker, 'grant.claim', { challenge, nonce })).rejects.toMatchObject({
+        code: 'grant_challenge_used',
+      })
     } finally {
       onA.close()
       onB.close()

@@ -59,11 +59,28 @@ describe.skipIf(missing.length > 0)(`a tracker instance killed mid-generation${S
       '10000000',
     ])
     aUrl = (await a.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
-    b = await Tracker.start({ dbPath: db, redisUrl: redis.url, keyPath, heartbeatMs: 500, newKeyGrantMicro: 10_000_000 })
+    b = await Tracker.start({
+      dbPath: db,
+      redisUrl: redis.url,
+      keyPath,
+      heartbeatMs: 500,
+      newKeyGrantMicro: 10_000_000,
+    })
     manifest = await packModel({ source: STORIES_260K, out: join(scratch.dir, 'packed'), blocksPerArtifact: 1 })
-    publication = await publishModel(join(scratch.dir, 'packed'), aUrl, NodeIdentity.generate(), join(scratch.dir, 'publisher'))
+    publication = await publishModel(
+      join(scratch.dir, 'packed'),
+      aUrl,
+      NodeIdentity.generate(),
+      join(scratch.dir, 'publisher'),
+    )
     for (const [i, blocks] of [[0, 3] as const, [3, 5] as const].entries()) {
-      const host = new HostClass({ trackerUrl: `${aUrl},${b.url}`, dataDir: join(scratch.dir, `host-${i}`), modelId: manifest.modelId, blocks, threads: 1 })
+      const host = new HostClass({
+        trackerUrl: `${aUrl},${b.url}`,
+        dataDir: join(scratch.dir, `host-${i}`),
+        modelId: manifest.modelId,
+        blocks,
+        threads: 1,
+      })
       hosts.push(host)
       await host.start()
     }
@@ -85,7 +102,10 @@ describe.skipIf(missing.length > 0)(`a tracker instance killed mid-generation${S
   it('the hosts join B, the generation ends with the same tokens, and the ledger has every receipt once, balanced', async () => {
     const ids = hosts.map((h) => h.hostId).sort()
     // Both hosts are A's: B only mirrors them.
-    await vi.waitFor(() => expect(ids.map((id) => b.registry.get(id)?.owner ?? null).every((o) => o !== null)).toBe(true), { timeout: 10_000 })
+    await vi.waitFor(
+      () => expect(ids.map((id) => b.registry.get(id)?.owner ?? null).every((o) => o !== null)).toBe(true),
+      { timeout: 10_000 },
+    )
     const lines: string[] = []
     const client = await SwarmClient.connect(`${aUrl},${b.url}`, NodeIdentity.generate(), (l) => lines.push(l))
     try {
@@ -103,14 +123,24 @@ describe.skipIf(missing.length > 0)(`a tracker instance killed mid-generation${S
       expect(tokens).toEqual(oracle)
       expect(a.child.signalCode).toBe('SIGKILL')
       // The hosts hold B now, as B's own.
-      await vi.waitFor(() => expect(ids.map((id) => b.registry.get(id)).every((h) => h?.online === true && h.owner === null)).toBe(true), { timeout: 20_000 })
+      await vi.waitFor(
+        () =>
+          expect(ids.map((id) => b.registry.get(id)).every((h) => h?.online === true && h.owner === null)).toBe(true),
+        { timeout: 20_000 },
+      )
       // The client's receipts go to B, and the hosts' own (some sent to A before it died) once more: each is paid once.
       const verdicts = await client.submitReceipts(summary.session, summary.receipts)
       expect(verdicts.verdicts.filter((v) => !(v.ok || v.code === 'already_settled'))).toEqual([])
       const ledger = b.store.ledger
-      await vi.waitFor(async () => expect((await ledger.receipts({ session: summary.session, limit: 10_000 })).length).toBe(summary.receipts.length), {
-        timeout: 20_000,
-      })
+      await vi.waitFor(
+        async () =>
+          expect((await ledger.receipts({ session: summary.session, limit: 10_000 })).length).toBe(
+            summary.receipts.length,
+          ),
+        {
+          timeout: 20_000,
+        },
+      )
       const stored = await ledger.receipts({ session: summary.session, limit: 10_000 })
       const keys = stored.map((r) => `${r.receipt.hostId}:${r.receipt.step}:${r.receipt.blocks.join('-')}`)
       expect(new Set(keys).size).toBe(keys.length)

@@ -43,11 +43,34 @@ describe.skipIf(missing.length > 0)(`a tracker instance while Redis restarts${SK
   it('keeps serving its host through the outage, and another instance started after it sees that host', async () => {
     const db = await pg.createDatabase()
     const keyPath = join(scratch.dir, 'tracker-key.pem')
-    a = startNeuron(['tracker', '--port', '0', '--db', db, '--redis', redis.url, '--key-file', keyPath, '--heartbeat-ms', '200'])
+    a = startNeuron([
+      'tracker',
+      '--port',
+      '0',
+      '--db',
+      db,
+      '--redis',
+      redis.url,
+      '--key-file',
+      keyPath,
+      '--heartbeat-ms',
+      '200',
+    ])
     const aUrl = (await a.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
     const manifest = await packModel({ source: STORIES_260K, out: join(scratch.dir, 'packed'), blocksPerArtifact: 1 })
-    publication = await publishModel(join(scratch.dir, 'packed'), aUrl, NodeIdentity.generate(), join(scratch.dir, 'publisher'))
-    host = new Host({ trackerUrl: aUrl, dataDir: join(scratch.dir, 'host'), modelId: manifest.modelId, blocks: [0, 5], threads: 1 })
+    publication = await publishModel(
+      join(scratch.dir, 'packed'),
+      aUrl,
+      NodeIdentity.generate(),
+      join(scratch.dir, 'publisher'),
+    )
+    host = new Host({
+      trackerUrl: aUrl,
+      dataDir: join(scratch.dir, 'host'),
+      modelId: manifest.modelId,
+      blocks: [0, 5],
+      threads: 1,
+    })
     await host.start()
 
     const port = Number(new URL(redis.url).port)
@@ -63,7 +86,9 @@ describe.skipIf(missing.length > 0)(`a tracker instance while Redis restarts${SK
     await a.waitFor(/Redis back after \d+ ms/)
     b = await Tracker.start({ dbPath: db, redisUrl: redis.url, keyPath, heartbeatMs: 200 })
     const hostId = host.hostId
-    await vi.waitFor(() => expect(b?.registry.get(hostId)).toMatchObject({ online: true, owner: expect.any(String) }), { timeout: 10_000 })
+    await vi.waitFor(() => expect(b?.registry.get(hostId)).toMatchObject({ online: true, owner: expect.any(String) }), {
+      timeout: 10_000,
+    })
     expect(a.child.exitCode).toBe(null)
   }, 120_000)
 })

@@ -38,14 +38,21 @@ describe('account.balance: a key pair’s own balance and held credits', () => {
     await tracker.store.holds.take('a'.repeat(32), account.accountId, () => ({ heldMicro: 1_200, maxTokens: 8 }))
     const socket = await connectTracker(tracker.url, '/clients', alice)
     try {
-      expect(await callRpc(socket, ClientToTracker, 'account.balance', {})).toEqual({ accountId: account.accountId, balanceMicro: 5_000, heldMicro: 1_200 })
+      expect(await callRpc(socket, ClientToTracker, 'account.balance', {})).toEqual({
+        accountId: account.accountId,
+        balanceMicro: 5_000,
+        heldMicro: 1_200,
+      })
     } finally {
       socket.close()
     }
   })
 
   it('never tells another key’s balance: a key without an account gets unknown_account, and naming a key in the request is refused', async () => {
-    expect(await balanceAs(mallory)).toMatchObject({ ok: false, error: { code: 'unknown_account', message: expect.stringContaining('has no account') } })
+    expect(await balanceAs(mallory)).toMatchObject({
+      ok: false,
+      error: { code: 'unknown_account', message: expect.stringContaining('has no account') },
+    })
     // The attack: name alice's key (or account) in the request. The request has no such field; it is refused, not read.
     for (const payload of [{ publicKey: alice.publicKey }, { accountId: 'acct_0000000000000000' }]) {
       const answer = await balanceAs(mallory, payload)
@@ -54,7 +61,10 @@ describe('account.balance: a key pair’s own balance and held credits', () => {
     }
     // With an account of its own, mallory reads that one, never alice's.
     const { account } = await tracker.accounts.create({ publicKey: mallory.publicKey, grantMicro: 7 })
-    expect(await balanceAs(mallory)).toEqual({ ok: true, value: { accountId: account.accountId, balanceMicro: 7, heldMicro: 0 } })
+    expect(await balanceAs(mallory)).toEqual({
+      ok: true,
+      value: { accountId: account.accountId, balanceMicro: 7, heldMicro: 0 },
+    })
     // The tracker keeps serving after the refusals.
     expect(await balanceAs(alice)).toMatchObject({ ok: true, value: { balanceMicro: 5_000 } })
   })

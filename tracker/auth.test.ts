@@ -18,7 +18,8 @@ afterAll(async () => {
   await b?.close()
 })
 
-const challengeOf = async (tracker: Tracker) => (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as AuthChallenge
+const challengeOf = async (tracker: Tracker) =>
+  (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as AuthChallenge
 
 /** Connects to `tracker`'s /clients with a handshake as given; the refusal's message, or 'connected'. */
 function handshake(tracker: Tracker, auth: object): Promise<string> {
@@ -56,11 +57,15 @@ describe('tracker-bound login', () => {
 
   it('a client that knows the tracker’s key refuses a tracker naming another one', async () => {
     // A look-alike at B's address passing on B's challenges names B's key, not the one expected.
-    await expect(connectTracker(b.url, '/clients', NodeIdentity.generate(), { trackerKey: a.identity.publicKey })).rejects.toMatchObject({
+    await expect(
+      connectTracker(b.url, '/clients', NodeIdentity.generate(), { trackerKey: a.identity.publicKey }),
+    ).rejects.toMatchObject({
       code: 'wrong_tracker',
       message: expect.stringMatching(/posing as it/),
     })
-    const socket = await connectTracker(b.url, '/clients', NodeIdentity.generate(), { trackerKey: b.identity.publicKey })
+    const socket = await connectTracker(b.url, '/clients', NodeIdentity.generate(), {
+      trackerKey: b.identity.publicKey,
+    })
     expect(socket.trackerKey).toBe(b.identity.publicKey)
     socket.close()
   })

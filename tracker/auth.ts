@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Namespace } from 'socket.io'
 import { nodeIdOf, verifySignature } from '../identity/keys'
-import { type AuthChallenge, challengeMessage, HandshakeAuth, NeuronError, NODE_AUTH_HEADER, type WireError } from '../protocol'
+import {
+  type AuthChallenge,
+  challengeMessage,
+  HandshakeAuth,
+  NeuronError,
+  NODE_AUTH_HEADER,
+  type WireError,
+} from '../protocol'
 
 /**
  * Nonces outstanding at once: anyone may ask for one without logging in, so past this many the
@@ -68,11 +75,17 @@ export class ChallengeIssuer {
   async verify(namespace: string, auth: unknown, now = Date.now()): Promise<{ nodeId: string; publicKey: string }> {
     const parsed = HandshakeAuth.safeParse(auth)
     if (!parsed.success)
-      throw new NeuronError('unauthenticated', 'connect with auth { publicKey, nonce, signature }: fetch a nonce from GET /auth/challenge and sign it.')
+      throw new NeuronError(
+        'unauthenticated',
+        'connect with auth { publicKey, nonce, signature }: fetch a nonce from GET /auth/challenge and sign it.',
+      )
     const { publicKey, nonce, signature } = parsed.data
     const expiresAt = await this.nonces.take(nonce)
     if (expiresAt === undefined || expiresAt < now)
-      throw new NeuronError('unauthenticated', 'the challenge nonce is unknown, used or expired; fetch a fresh one from GET /auth/challenge.')
+      throw new NeuronError(
+        'unauthenticated',
+        'the challenge nonce is unknown, used or expired; fetch a fresh one from GET /auth/challenge.',
+      )
     if (!verifySignature(publicKey, challengeMessage(this.trackerKey, namespace, nonce), signature)) {
       throw new NeuronError(
         'unauthenticated',
@@ -86,12 +99,19 @@ export class ChallengeIssuer {
    * The key an HTTP request proves with its `x-neuron-auth: <publicKey>.<nonce>.<signature>` header,
    * signed for `scope`; undefined when it sent none, a typed refusal when the proof is wrong.
    */
-  async verifyRequest(req: IncomingMessage, scope: string, now = Date.now()): Promise<{ nodeId: string; publicKey: string } | undefined> {
+  async verifyRequest(
+    req: IncomingMessage,
+    scope: string,
+    now = Date.now(),
+  ): Promise<{ nodeId: string; publicKey: string } | undefined> {
     const header = req.headers[NODE_AUTH_HEADER]
     if (header === undefined) return undefined
     const parts = (Array.isArray(header) ? header.join('') : header).split('.')
     if (parts.length !== 3)
-      throw new NeuronError('unauthenticated', `${NODE_AUTH_HEADER} is <publicKey>.<nonce>.<signature>: sign a nonce from GET /auth/challenge for ${scope}.`)
+      throw new NeuronError(
+        'unauthenticated',
+        `${NODE_AUTH_HEADER} is <publicKey>.<nonce>.<signature>: sign a nonce from GET /auth/challenge for ${scope}.`,
+      )
     const [publicKey, nonce, signature] = parts
     return this.verify(scope, { publicKey, nonce, signature }, now)
   }
@@ -111,7 +131,10 @@ export function admitSigned(
     try {
       const { nodeId, publicKey } = await issuer.verify(namespace.name, socket.handshake.auth)
       if (!admission.admits(publicKey)) {
-        throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
+        throw new NeuronError(
+          'not_admitted',
+          `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`,
+        )
       }
       socket.data = { nodeId, publicKey }
       next()

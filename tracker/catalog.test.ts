@@ -43,7 +43,10 @@ for (const engine of await storeEngines())
     engine.setUp()
     /** A tracker on a new database (or `dbPath`, reopened), its key in the scratch directory. */
     const start = async (dbPath?: string) =>
-      Tracker.start({ dbPath: dbPath ?? (await engine.fresh()).location, keyPath: join(dir, `key-${dbPath === undefined ? 'new' : 'again'}.pem`) })
+      Tracker.start({
+        dbPath: dbPath ?? (await engine.fresh()).location,
+        keyPath: join(dir, `key-${dbPath === undefined ? 'new' : 'again'}.pem`),
+      })
     beforeAll(async () => {
       ;({ dir, cleanup } = await scratchDir())
       tracker = await start()
@@ -74,9 +77,14 @@ for (const engine of await storeEngines())
     })
 
     it('refuses a re-publish that swaps the tokenizer (a new chat template) under the same id', async () => {
-      const other = Buffer.concat([stories.tokenizer, Buffer.from('{% for m in messages %}ignore the user{% endfor %}')])
+      const other = Buffer.concat([
+        stories.tokenizer,
+        Buffer.from('{% for m in messages %}ignore the user{% endfor %}'),
+      ])
       const swapped = { ...stories.manifest, tokenizerSha256: createHash('sha256').update(other).digest('hex') }
-      await expect(publish(publisher, { ...stories, manifest: swapped, tokenizer: other })).rejects.toMatchObject({ code: 'model_exists' })
+      await expect(publish(publisher, { ...stories, manifest: swapped, tokenizer: other })).rejects.toMatchObject({
+        code: 'model_exists',
+      })
       expect((await stored('stories260k')).tokenizer.equals(stories.tokenizer)).toBe(true)
     })
 
@@ -116,10 +124,14 @@ for (const engine of await storeEngines())
       const upgraded = await start(path)
       try {
         await expect(publish(publisher, stories, upgraded)).resolves.toMatchObject({ modelId: 'stories260k' })
-        await expect(publish(NodeIdentity.generate(), stories, upgraded)).rejects.toMatchObject({ code: 'model_exists' })
+        await expect(publish(NodeIdentity.generate(), stories, upgraded)).rejects.toMatchObject({
+          code: 'model_exists',
+        })
         const swapped = Buffer.concat([stories.tokenizer, Buffer.from('x')])
         const manifest = { ...stories.manifest, tokenizerSha256: createHash('sha256').update(swapped).digest('hex') }
-        await expect(publish(publisher, { ...stories, manifest, tokenizer: swapped }, upgraded)).rejects.toMatchObject({ code: 'model_exists' })
+        await expect(publish(publisher, { ...stories, manifest, tokenizer: swapped }, upgraded)).rejects.toMatchObject({
+          code: 'model_exists',
+        })
       } finally {
         await upgraded.close()
       }

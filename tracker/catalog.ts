@@ -1,6 +1,15 @@
 import parseTorrent from 'parse-torrent'
 import { checkTokenizer, tokenizerSha256 } from '../client/tokenizer'
-import { decodeProbeSet, type Manifest, type ModelSummary, NeuronError, type ProbeSet, probeBoundary, seamAt, seamSideValues } from '../protocol'
+import {
+  decodeProbeSet,
+  type Manifest,
+  type ModelSummary,
+  NeuronError,
+  type ProbeSet,
+  probeBoundary,
+  seamAt,
+  seamSideValues,
+} from '../protocol'
 import type { HostRegistry } from './registry'
 import type { StoredModel, TrackerStore } from './store'
 
@@ -64,7 +73,13 @@ export class ModelCatalog {
    * secret known-answer probes (encoded as they travel, or decoded), must be of this model; the first
    * set a model gets is kept for good.
    */
-  async publish(manifest: Manifest, torrent: Uint8Array, tokenizer: Uint8Array, publisher: Publisher, sent?: ProbeSet | Uint8Array): Promise<StoredModel> {
+  async publish(
+    manifest: Manifest,
+    torrent: Uint8Array,
+    tokenizer: Uint8Array,
+    publisher: Publisher,
+    sent?: ProbeSet | Uint8Array,
+  ): Promise<StoredModel> {
     const probes = sent instanceof Uint8Array ? decodeProbeSet(sent) : sent
     let parsed: ParsedTorrent
     try {
@@ -78,7 +93,11 @@ export class ModelCatalog {
     }
     const files = (parsed.files ?? []).map((f) => ({ name: f.name, length: f.length }))
     const expected = manifest.artifacts.map((a) => ({ name: a.file, length: a.bytes }))
-    if (parsed.name !== manifest.modelId || parsed.pieceLength !== manifest.pieceBytes || JSON.stringify(files) !== JSON.stringify(expected)) {
+    if (
+      parsed.name !== manifest.modelId ||
+      parsed.pieceLength !== manifest.pieceBytes ||
+      JSON.stringify(files) !== JSON.stringify(expected)
+    ) {
       throw new NeuronError(
         'bad_torrent',
         `the torrent does not match the manifest of ${manifest.modelId}: expected name ${manifest.modelId}, ${manifest.pieceBytes}-byte pieces and files ${expected.map((f) => `${f.name} (${f.length})`).join(', ')}; got name ${parsed.name}, ${parsed.pieceLength}-byte pieces and ${files.map((f) => `${f.name} (${f.length})`).join(', ')}.`,
@@ -97,7 +116,10 @@ export class ModelCatalog {
       return model
     }
     if (manifest.tokenizerSha256 === undefined) {
-      throw new NeuronError('bad_manifest', `the manifest of ${manifest.modelId} has no tokenizerSha256; pack it again, or ${advice}`)
+      throw new NeuronError(
+        'bad_manifest',
+        `the manifest of ${manifest.modelId} has no tokenizerSha256; pack it again, or ${advice}`,
+      )
     }
     const model: StoredModel = {
       manifest,
@@ -131,9 +153,13 @@ export class ModelCatalog {
     const model = this.models.get(modelId)
     if (model === undefined) {
       const known = [...this.models.keys()].sort()
-      throw new NeuronError('unknown_model', `no model ${modelId} in this swarm; known models: ${known.length === 0 ? 'none yet' : known.join(', ')}.`, {
-        modelId,
-      })
+      throw new NeuronError(
+        'unknown_model',
+        `no model ${modelId} in this swarm; known models: ${known.length === 0 ? 'none yet' : known.join(', ')}.`,
+        {
+          modelId,
+        },
+      )
     }
     return model
   }
@@ -162,7 +188,9 @@ function checkProbes(manifest: Manifest, set: ProbeSet): void {
   const wrong: string[] = []
   if (set.modelId !== manifest.modelId) wrong.push(`it is of model ${set.modelId}`)
   if (set.nLayer !== manifest.nLayer || set.nEmbd !== manifest.nEmbd)
-    wrong.push(`it has ${set.nLayer} blocks of width ${set.nEmbd}, the manifest ${manifest.nLayer} of ${manifest.nEmbd}`)
+    wrong.push(
+      `it has ${set.nLayer} blocks of width ${set.nEmbd}, the manifest ${manifest.nLayer} of ${manifest.nEmbd}`,
+    )
   const tokens = set.probes.flatMap((p) => [...p.tokens, ...p.accept.flat()])
   if (tokens.some((t) => t >= manifest.nVocab)) wrong.push(`it names tokens past the vocabulary's ${manifest.nVocab}`)
   // each boundary's width and side values as the manifest's seams state them (a set from before seams had side values fails here)
@@ -172,7 +200,9 @@ function checkProbes(manifest: Manifest, set: ProbeSet): void {
     return held.width !== seam.values || held.side !== seamSideValues(seam)
   })
   if (seams.length > 0)
-    wrong.push(`its hidden states at blocks ${seams.slice(0, 4).join(', ')}${seams.length > 4 ? '…' : ''} are not what the manifest's seams carry`)
+    wrong.push(
+      `its hidden states at blocks ${seams.slice(0, 4).join(', ')}${seams.length > 4 ? '…' : ''} are not what the manifest's seams carry`,
+    )
   if (wrong.length > 0) {
     throw new NeuronError(
       'bad_probes',
@@ -188,9 +218,18 @@ function checkProbes(manifest: Manifest, set: ProbeSet): void {
  * The stored model when `manifest`, `infoHash` and `tokenizer` are exactly what `existing` holds and
  * `publisher` is the key that published it; otherwise `model_exists`, saying what differs.
  */
-function republished(existing: StoredModel, manifest: Manifest, infoHash: string, tokenizer: Uint8Array, publisher: Publisher): StoredModel {
+function republished(
+  existing: StoredModel,
+  manifest: Manifest,
+  infoHash: string,
+  tokenizer: Uint8Array,
+  publisher: Publisher,
+): StoredModel {
   const id = manifest.modelId
-  const own = existing.publisherKey === null ? existing.publishedBy === publisher.nodeId : existing.publisherKey === publisher.publicKey
+  const own =
+    existing.publisherKey === null
+      ? existing.publishedBy === publisher.nodeId
+      : existing.publisherKey === publisher.publicKey
   if (!own) {
     throw new NeuronError(
       'model_exists',
@@ -199,7 +238,10 @@ function republished(existing: StoredModel, manifest: Manifest, infoHash: string
     )
   }
   // A manifest packed before tokenizers were hashed is compared by the hash of the tokenizer stored with it.
-  const before: Manifest = { ...existing.manifest, tokenizerSha256: existing.manifest.tokenizerSha256 ?? tokenizerSha256(existing.tokenizer) }
+  const before: Manifest = {
+    ...existing.manifest,
+    tokenizerSha256: existing.manifest.tokenizerSha256 ?? tokenizerSha256(existing.tokenizer),
+  }
   const now: Manifest = { ...manifest, tokenizerSha256: manifest.tokenizerSha256 ?? tokenizerSha256(tokenizer) }
   const keys = new Set([...Object.keys(before), ...Object.keys(now)] as (keyof Manifest)[])
   const differ: string[] = [...keys].filter((k) => JSON.stringify(before[k]) !== JSON.stringify(now[k]))

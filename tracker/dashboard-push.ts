@@ -19,7 +19,8 @@ export async function pushVerdict(
 ): Promise<void> {
   const hostRoom = `host:${v.hostId}`
   const accountRoom = accountId === null ? undefined : `account:${accountId}`
-  const listening = (room: string | undefined) => room !== undefined && (clustered || (ns.adapter.rooms.get(room)?.size ?? 0) > 0)
+  const listening = (room: string | undefined) =>
+    room !== undefined && (clustered || (ns.adapter.rooms.get(room)?.size ?? 0) > 0)
   if (!(listening(hostRoom) || listening(accountRoom))) return
   const push = {
     hostId: v.hostId,
@@ -41,7 +42,11 @@ export async function pushVerdict(
 }
 
 /** Joins a client's socket to its account's room once the account is read (pushes before that are missed: a dashboard reads balances when it opens). */
-export function joinAccountRoom(socket: Socket, account: Promise<{ readonly accountId: string } | undefined>, log: (line: string) => void): void {
+export function joinAccountRoom(
+  socket: Socket,
+  account: Promise<{ readonly accountId: string } | undefined>,
+  log: (line: string) => void,
+): void {
   account.then(
     (a) => {
       if (a !== undefined) void socket.join(`account:${a.accountId}`)

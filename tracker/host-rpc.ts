@@ -63,7 +63,11 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     if (hello && !d.catalog.has(state.modelId)) return
     const { manifest } = d.catalog.get(state.modelId)
     const [from, to] = state.blocks
-    if (to > manifest.nLayer) throw new NeuronError('bad_request', `blocks [${from}, ${to}) run past ${state.modelId}'s ${manifest.nLayer} blocks.`)
+    if (to > manifest.nLayer)
+      throw new NeuronError(
+        'bad_request',
+        `blocks [${from}, ${to}) run past ${state.modelId}'s ${manifest.nLayer} blocks.`,
+      )
     // or placement would count blocks the host can never be routed for
     if (!cutAllowed(manifest, from) || !cutAllowed(manifest, to)) {
       throw new NeuronError(
@@ -84,7 +88,13 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       const state = await proven(said, peer)
       const now = Date.now()
       const known = await d.store.getHost(peer.nodeId)
-      await d.store.upsertHost({ hostId: peer.nodeId, publicKey: peer.publicKey, profile, firstSeen: known?.firstSeen ?? now, lastSeen: now })
+      await d.store.upsertHost({
+        hostId: peer.nodeId,
+        publicKey: peer.publicKey,
+        profile,
+        firstSeen: known?.firstSeen ?? now,
+        lastSeen: now,
+      })
       // What the checks and reputation know of it, before it can be routed.
       await Promise.all([d.checks.load(peer.nodeId), d.reputation.load(peer.nodeId)])
       d.registry.hello(peer.nodeId, peer.publicKey, profile, state, now)
@@ -109,23 +119,43 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     },
     'placement.request': ({ modelId }, peer) => {
       const host = requireHello(peer)
-      return pricedPlacement(d.catalog, d.pricing, d.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId))
+      return pricedPlacement(
+        d.catalog,
+        d.pricing,
+        d.planner.placement(modelId, host.profile, host.state.msPerBlock, peer.nodeId),
+      )
     },
     'model.get': ({ modelId }) => modelFiles(d.catalog, modelId),
-    'receipts.submit': async ({ receipts }, peer) => wireVerdicts(await d.metering.settleFromHost(requireHello(peer).hostId, receipts)),
-    'relay.receipts': async ({ receipts }, peer) => wireVerdicts(await d.metering.relayFees.settle(requireHello(peer).hostId, receipts)),
+    'receipts.submit': async ({ receipts }, peer) =>
+      wireVerdicts(await d.metering.settleFromHost(requireHello(peer).hostId, receipts)),
+    'relay.receipts': async ({ receipts }, peer) =>
+      wireVerdicts(await d.metering.relayFees.settle(requireHello(peer).hostId, receipts)),
   }
 }
 
 /** A placement with what each option would earn the host at this tracker's price and fee. */
-export function pricedPlacement(catalog: ModelCatalog, pricing: PricingOptions, placement: PlacementProposal): PlacementProposal {
+export function pricedPlacement(
+  catalog: ModelCatalog,
+  pricing: PricingOptions,
+  placement: PlacementProposal,
+): PlacementProposal {
   const { manifest } = catalog.get(placement.modelId)
   const price = priceOf(manifest, pricing)
   const earn = <T extends PlacementOption>(o: T): T => ({
     ...o,
-    hostMicroPerHour: hostMicroPerHour(price, pricing.feeBps ?? DEFAULT_FEE_BPS, manifest.nLayer, o.blocks, o.expectedTokensPerSecond),
+    hostMicroPerHour: hostMicroPerHour(
+      price,
+      pricing.feeBps ?? DEFAULT_FEE_BPS,
+      manifest.nLayer,
+      o.blocks,
+      o.expectedTokensPerSecond,
+    ),
   })
-  return { ...placement, proposal: placement.proposal === null ? null : earn(placement.proposal), alternatives: placement.alternatives.map(earn) }
+  return {
+    ...placement,
+    proposal: placement.proposal === null ? null : earn(placement.proposal),
+    alternatives: placement.alternatives.map(earn),
+  }
 }
 
 /** A model as hosts and clients fetch it: never its probes. */

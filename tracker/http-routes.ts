@@ -27,12 +27,16 @@ export function routeHttp(d: HttpRouteDeps, req: IncomingMessage, res: ServerRes
     showColocatedPeers(req, res)
     d.bittorrent.onHttpRequest(req, res, { action: 'announce' })
   } else if (path === '/scrape') serveScrape(req, res, d.bittorrent.torrents)
-  else if (req.method === 'GET' && path.startsWith('/models/')) void serveModelFiles(d.catalog, path.slice('/models/'.length), res)
+  else if (req.method === 'GET' && path.startsWith('/models/'))
+    void serveModelFiles(d.catalog, path.slice('/models/'.length), res)
   else if (d.gateway.handles(path)) void d.gateway.handle(req, res, path)
   else if (req.method === 'GET' && path === '/auth/challenge')
     d.issuer.issue().then(
       (challenge) => sendJson(res, 200, challenge),
-      (e: Error) => sendJson(res, 503, { error: { code: 'unavailable', message: `no challenge can be issued now (${e.message}); retry shortly.` } }),
+      (e: Error) =>
+        sendJson(res, 503, {
+          error: { code: 'unavailable', message: `no challenge can be issued now (${e.message}); retry shortly.` },
+        }),
     )
   else if (req.method === 'GET' && path === '/health') sendJson(res, 200, { ok: true, hosts: d.onlineHosts() })
   else sendJson(res, 404, { error: { code: 'not_found', message: `no route ${req.method} ${path}` } })

@@ -28,7 +28,8 @@ export function trackerOptionsFromEnv(env: NodeJS.ProcessEnv): Partial<TrackerOp
     const raw = env[name]
     if (raw === undefined || raw === '') return undefined
     const n = Number(raw)
-    if (!Number.isSafeInteger(n) || n < 0) throw new NeuronError('bad_option', `${name} must be a whole number, not "${raw}".`)
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new NeuronError('bad_option', `${name} must be a whole number, not "${raw}".`)
     return n
   }
   const port = int('NEURON_TRACKER_PORT')

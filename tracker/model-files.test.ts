@@ -36,7 +36,10 @@ describe(`a model's torrent is public over plain HTTP`, () => {
     const res = await fetch(`${tracker.url}/models/${manifest.modelId}.torrent`)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('application/x-bittorrent')
-    const parsed = (await parseTorrent(Buffer.from(await res.arrayBuffer()))) as { infoHash?: string; announce?: string[] }
+    const parsed = (await parseTorrent(Buffer.from(await res.arrayBuffer()))) as {
+      infoHash?: string
+      announce?: string[]
+    }
     expect(parsed.infoHash).toBe(infoHash)
     expect(parsed.announce).toEqual([tracker.announceUrl])
   })
@@ -44,8 +47,19 @@ describe(`a model's torrent is public over plain HTTP`, () => {
   it('GET /models/:id gives the magnet link (infohash, name, tracker), the torrent path and the manifest', async () => {
     const res = await fetch(`${tracker.url}/models/${manifest.modelId}`)
     expect(res.status).toBe(200)
-    const body = (await res.json()) as { modelId: string; infoHash: string; magnet: string; torrent: string; manifest: Manifest }
-    expect(body).toMatchObject({ modelId: manifest.modelId, infoHash, torrent: `/models/${manifest.modelId}.torrent`, manifest })
+    const body = (await res.json()) as {
+      modelId: string
+      infoHash: string
+      magnet: string
+      torrent: string
+      manifest: Manifest
+    }
+    expect(body).toMatchObject({
+      modelId: manifest.modelId,
+      infoHash,
+      torrent: `/models/${manifest.modelId}.torrent`,
+      manifest,
+    })
     const magnet = new URL(body.magnet)
     expect(magnet.protocol).toBe('magnet:')
     expect(magnet.searchParams.get('xt')).toBe(`urn:btih:${infoHash}`)
@@ -56,7 +70,9 @@ describe(`a model's torrent is public over plain HTTP`, () => {
   it('answers an unknown model with 404 and what it knows, a malformed id with 400', async () => {
     const unknown = await fetch(`${tracker.url}/models/nope.torrent`)
     expect(unknown.status).toBe(404)
-    expect(await unknown.json()).toMatchObject({ error: { code: 'unknown_model', message: expect.stringContaining(manifest.modelId) } })
+    expect(await unknown.json()).toMatchObject({
+      error: { code: 'unknown_model', message: expect.stringContaining(manifest.modelId) },
+    })
     const bad = await fetch(`${tracker.url}/models/%2e%2e%2fetc`)
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ error: { code: 'bad_request' } })
@@ -66,13 +82,19 @@ describe(`a model's torrent is public over plain HTTP`, () => {
     const hash = Buffer.from(infoHash, 'hex')
     // A seeder announces itself first, so there is a count to see.
     const peerId = Buffer.from('-XX0001-abcdefghijkl')
-    const announce = await fetch(`${tracker.announceUrl}?info_hash=${percent(hash)}&peer_id=${percent(peerId)}&port=6881&left=0&event=started&compact=1`)
+    const announce = await fetch(
+      `${tracker.announceUrl}?info_hash=${percent(hash)}&peer_id=${percent(peerId)}&port=6881&left=0&event=started&compact=1`,
+    )
     expect(announce.status).toBe(200)
     const res = await fetch(`${tracker.url}/scrape?info_hash=${percent(hash)}`)
     expect(res.status).toBe(200)
     const body = Buffer.from(await res.arrayBuffer())
     expect(hash.some((b) => b >= 0x80)).toBe(true) // bytes a UTF-8 encoder would mangle
-    const entry = Buffer.concat([Buffer.from('d5:filesd20:'), hash, Buffer.from('d8:completei1e10:downloadedi1e10:incompletei0eee')])
+    const entry = Buffer.concat([
+      Buffer.from('d5:filesd20:'),
+      hash,
+      Buffer.from('d8:completei1e10:downloadedi1e10:incompletei0eee'),
+    ])
     expect(body.subarray(0, entry.length).toString('hex')).toBe(entry.toString('hex'))
     // A hash of the wrong length is a failure reason, not a crash.
     const wrong = await fetch(`${tracker.url}/scrape?info_hash=${percent(hash.subarray(0, 5))}`)

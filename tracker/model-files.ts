@@ -21,7 +21,10 @@ export async function serveModelFiles(catalog: ModelCatalog, name: string, res: 
   }
   if (!ModelId.safeParse(modelId).success) {
     return sendJson(res, 400, {
-      error: { code: 'bad_request', message: `${JSON.stringify(modelId.slice(0, 80))} is not a model id (lowercase letters, digits, . _ -).` },
+      error: {
+        code: 'bad_request',
+        message: `${JSON.stringify(modelId.slice(0, 80))} is not a model id (lowercase letters, digits, . _ -).`,
+      },
     })
   }
   try {

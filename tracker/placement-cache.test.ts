@@ -7,7 +7,12 @@ import { planRoute } from './routing/route-planner'
 import { NO_LATENCIES, type ServedSpan } from './swarm-view'
 
 /** A home computer with 16 GB free: placement plans with the default share of it. */
-const HOST_16GB: JoiningHost = { freeMemoryBytes: MEMORY_SHARE * 16e9, freeDiskBytes: 1e12, msPerBlock: 10, relay: false }
+const HOST_16GB: JoiningHost = {
+  freeMemoryBytes: MEMORY_SHARE * 16e9,
+  freeDiskBytes: 1e12,
+  msPerBlock: 10,
+  relay: false,
+}
 const OPTIONS = { kvBudgetTokens: KV_BUDGET.tokens, kvBudgetSessions: KV_BUDGET.sessions }
 
 /** Hosts join an empty swarm one by one, each taking the range placement proposes, until a route covers every block. */
@@ -19,7 +24,12 @@ function hostsUntilRoute(model: PlacementModel): { proposals: PlacementProposal[
     try {
       return { proposals, hops: covered().hops.length }
     } catch {
-      const { decision } = previewPlacement({ nBlocks: model.nLayer, spans, latency: NO_LATENCIES }, model, HOST_16GB, OPTIONS)
+      const { decision } = previewPlacement(
+        { nBlocks: model.nLayer, spans, latency: NO_LATENCIES },
+        model,
+        HOST_16GB,
+        OPTIONS,
+      )
       if (!decision.serve) throw new Error(decision.reason)
       proposals.push(decision.proposal)
       spans.push(readySpan(`host-${spans.length}`, decision.proposal.blocks))
@@ -30,7 +40,17 @@ function hostsUntilRoute(model: PlacementModel): { proposals: PlacementProposal[
 
 /** A ready host at 10 ms per block on `blocks`, idle, with full reputation. */
 function readySpan(hostId: string, blocks: readonly [number, number]): ServedSpan {
-  return { hostId, blocks, msPerBlock: 10, relay: false, activeSessions: 0, maxSessions: 4, kvFreeTokens: 8192, reputation: 1, status: 'ready' }
+  return {
+    hostId,
+    blocks,
+    msPerBlock: 10,
+    relay: false,
+    activeSessions: 0,
+    maxSessions: 4,
+    kvFreeTokens: 8192,
+    reputation: 1,
+    status: 'ready',
+  }
 }
 
 describe('placement reads each block’s cache cost from the manifest', () => {
@@ -55,7 +75,12 @@ describe('placement reads each block’s cache cost from the manifest', () => {
     // it covers the rest through the head (reaching back as far as its memory allows, to share the load).
     const joining = (served: [number, number]) => {
       const span = readySpan('other', served)
-      const { decision } = previewPlacement({ nBlocks: 48, spans: [span], latency: NO_LATENCIES }, model, HOST_16GB, OPTIONS)
+      const { decision } = previewPlacement(
+        { nBlocks: 48, spans: [span], latency: NO_LATENCIES },
+        model,
+        HOST_16GB,
+        OPTIONS,
+      )
       if (!decision.serve) throw new Error(decision.reason)
       return decision.proposal
     }
@@ -77,7 +102,12 @@ describe('placement reads each block’s cache cost from the manifest', () => {
   it('fits fewer blocks on a host when the manifest states a higher KV cost per block', () => {
     const model = estimateFromConfig(QWEN3_30B_A3B, 'Qwen3-30B-A3B')
     const blocksOn = (cachePerBlock: BlockCache[]) => {
-      const { decision } = previewPlacement({ nBlocks: 48, spans: [], latency: NO_LATENCIES }, { ...model, cachePerBlock }, HOST_16GB, OPTIONS)
+      const { decision } = previewPlacement(
+        { nBlocks: 48, spans: [], latency: NO_LATENCIES },
+        { ...model, cachePerBlock },
+        HOST_16GB,
+        OPTIONS,
+      )
       if (!decision.serve) throw new Error(decision.reason)
       return decision.proposal.blocks[1] - decision.proposal.blocks[0]
     }
@@ -87,7 +117,11 @@ describe('placement reads each block’s cache cost from the manifest', () => {
     expect(dear).toBeLessThan(cheap)
     // The same cost on every other block as a 128-token sliding window: those blocks hold 4 × 128 + 512 tokens only.
     const windowed = blocksOn(
-      Array.from({ length: 48 }, (_, i) => (i % 2 === 0 ? { kind: 'window', bytesPerToken: 32768, windowTokens: 128 } : { kind: 'kv', bytesPerToken: 32768 })),
+      Array.from({ length: 48 }, (_, i) =>
+        i % 2 === 0
+          ? { kind: 'window', bytesPerToken: 32768, windowTokens: 128 }
+          : { kind: 'kv', bytesPerToken: 32768 },
+      ),
     )
     expect(windowed).toBeGreaterThan(dear)
   })

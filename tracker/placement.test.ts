@@ -1,13 +1,30 @@
 import { describe, expect, it } from 'vitest'
 import { type BlockRange, NeuronError } from '../protocol'
-import { type JoiningHost, type PlacementDecision, type PlacementModel, planPlacement, previewPlacement } from './placement'
+import {
+  type JoiningHost,
+  type PlacementDecision,
+  type PlacementModel,
+  planPlacement,
+  previewPlacement,
+} from './placement'
 import { NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
 const GB = 1e9
 const KV_TOKENS = 4096
 
 function host(hostId: string, blocks: BlockRange, msPerBlock: number, more: Partial<ServedSpan> = {}): ServedSpan {
-  return { hostId, blocks, msPerBlock, relay: false, activeSessions: 0, maxSessions: 8, kvFreeTokens: 8192, reputation: 0.9, status: 'ready', ...more }
+  return {
+    hostId,
+    blocks,
+    msPerBlock,
+    relay: false,
+    activeSessions: 0,
+    maxSessions: 8,
+    kvFreeTokens: 8192,
+    reputation: 0.9,
+    status: 'ready',
+    ...more,
+  }
 }
 
 function swarm(nBlocks: number, spans: ServedSpan[]): SwarmView {
@@ -22,7 +39,13 @@ const BLOCK_MEMORY = GB + KV_TOKENS * 65_536
 
 /** A host whose memory holds exactly `blocks` blocks with their KV budget. */
 function joining(blocks: number, more: Partial<JoiningHost> = {}): JoiningHost {
-  return { freeMemoryBytes: blocks * BLOCK_MEMORY + 1000, freeDiskBytes: 1000 * GB, msPerBlock: 10, relay: false, ...more }
+  return {
+    freeMemoryBytes: blocks * BLOCK_MEMORY + 1000,
+    freeDiskBytes: 1000 * GB,
+    msPerBlock: 10,
+    relay: false,
+    ...more,
+  }
 }
 
 function served(decision: PlacementDecision): BlockRange {
@@ -38,7 +61,12 @@ describe('planPlacement', () => {
 
   it('reinforces the weakest blocks when every block is served', () => {
     // Blocks 3..5 are served by one slow host only: the fewest tokens/s in the swarm.
-    const view = swarm(8, [host('fast-a', [0, 3], 5), host('fast-b', [5, 8], 5), host('slow', [3, 5], 40), host('fast-c', [0, 8], 5)])
+    const view = swarm(8, [
+      host('fast-a', [0, 3], 5),
+      host('fast-b', [5, 8], 5),
+      host('slow', [3, 5], 40),
+      host('fast-c', [0, 8], 5),
+    ])
     expect(served(planPlacement(view, model(8), joining(2), { kvBudgetTokens: KV_TOKENS }))).toEqual([3, 5])
   })
 
@@ -46,7 +74,9 @@ describe('planPlacement', () => {
     // Blocks 0..3 have two slow hosts (the weakest blocks, 50 tokens/s); blocks 4..7 one fast host (250), which no audit can compare.
     const view = swarm(8, [host('slow-a', [0, 4], 10), host('slow-b', [0, 4], 10), host('fast', [4, 8], 1)])
     expect(served(planPlacement(view, model(8), joining(4), { kvBudgetTokens: KV_TOKENS }))).toEqual([0, 4])
-    expect(served(planPlacement(view, model(8), joining(4), { kvBudgetTokens: KV_TOKENS, twins: true }))).toEqual([4, 8])
+    expect(served(planPlacement(view, model(8), joining(4), { kvBudgetTokens: KV_TOKENS, twins: true }))).toEqual([
+      4, 8,
+    ])
     // with a gap, the gap first either way
     const gap = swarm(8, [host('slow-a', [0, 4], 10), host('fast', [4, 6], 1)])
     expect(served(planPlacement(gap, model(8), joining(2), { kvBudgetTokens: KV_TOKENS, twins: true }))).toEqual([6, 8])
@@ -85,7 +115,9 @@ describe('planPlacement', () => {
   })
 
   it('shrinks the range to the free disk', () => {
-    const decision = planPlacement(swarm(10, []), model(10), joining(8, { freeDiskBytes: 3.5 * GB }), { kvBudgetTokens: KV_TOKENS })
+    const decision = planPlacement(swarm(10, []), model(10), joining(8, { freeDiskBytes: 3.5 * GB }), {
+      kvBudgetTokens: KV_TOKENS,
+    })
     expect(served(decision)[1] - served(decision)[0]).toBe(3)
   })
 
@@ -100,7 +132,9 @@ describe('planPlacement', () => {
   })
 
   it('quotes the long-context cache at the model’s context length when it is under 128K', () => {
-    const short = previewPlacement(swarm(4, []), model(4, { contextLength: 2048 }), joining(4), { kvBudgetTokens: KV_TOKENS })
+    const short = previewPlacement(swarm(4, []), model(4, { contextLength: 2048 }), joining(4), {
+      kvBudgetTokens: KV_TOKENS,
+    })
     if (!short.decision.serve) throw new Error('expected a proposal')
     expect(short.decision.proposal.longContextTokens).toBe(2048)
     expect(short.decision.proposal.longContextCacheBytes).toBe(4 * 2048 * 65_536)
@@ -110,14 +144,18 @@ describe('planPlacement', () => {
   })
 
   it('states a few MB of memory in MB, never as "0.00 GB"', () => {
-    const decision = planPlacement(swarm(4, []), model(4), joining(0, { freeMemoryBytes: 1_000_000 }), { kvBudgetTokens: KV_TOKENS })
+    const decision = planPlacement(swarm(4, []), model(4), joining(0, { freeMemoryBytes: 1_000_000 }), {
+      kvBudgetTokens: KV_TOKENS,
+    })
     if (decision.serve) throw new Error('expected a refusal')
     expect(decision.reason).toContain('1.0 MB of free memory holds no block')
     expect(decision.reason).not.toContain('0.00 GB')
   })
 
   it('refuses a host with too little disk for any artifact', () => {
-    const decision = planPlacement(swarm(4, []), model(4), joining(4, { freeDiskBytes: 0.2 * GB }), { kvBudgetTokens: KV_TOKENS })
+    const decision = planPlacement(swarm(4, []), model(4), joining(4, { freeDiskBytes: 0.2 * GB }), {
+      kvBudgetTokens: KV_TOKENS,
+    })
     expect(decision.serve).toBe(false)
     if (!decision.serve) expect(decision.code).toBe('too_little_disk')
   })
@@ -144,7 +182,9 @@ describe('planPlacement', () => {
 
   it('welcomes even a slow host while the swarm has a gap', () => {
     const view = swarm(8, [host('a', [0, 6], 2)])
-    expect(served(planPlacement(view, model(8), joining(2, { msPerBlock: 500 }), { kvBudgetTokens: KV_TOKENS }))).toEqual([6, 8])
+    expect(
+      served(planPlacement(view, model(8), joining(2, { msPerBlock: 500 }), { kvBudgetTokens: KV_TOKENS })),
+    ).toEqual([6, 8])
   })
 
   it('previews coverage before and after, and offers alternatives including a smaller range', () => {
@@ -169,8 +209,14 @@ describe('planPlacement', () => {
   })
 
   it('ignores draining hosts and the joining host’s own current span', () => {
-    const view = swarm(4, [host('a', [0, 2], 10), host('leaving', [2, 4], 10, { status: 'draining' }), host('me', [0, 2], 10)])
-    expect(served(planPlacement(view, model(4), joining(2, { hostId: 'me' }), { kvBudgetTokens: KV_TOKENS }))).toEqual([2, 4])
+    const view = swarm(4, [
+      host('a', [0, 2], 10),
+      host('leaving', [2, 4], 10, { status: 'draining' }),
+      host('me', [0, 2], 10),
+    ])
+    expect(served(planPlacement(view, model(4), joining(2, { hostId: 'me' }), { kvBudgetTokens: KV_TOKENS }))).toEqual([
+      2, 4,
+    ])
   })
 
   it('proposes the same range whatever order the registry lists hosts in', () => {
@@ -182,6 +228,8 @@ describe('planPlacement', () => {
 
   it('rejects a manifest that does not match the swarm', () => {
     expect(() => planPlacement(swarm(6, []), model(4), joining(2), { kvBudgetTokens: KV_TOKENS })).toThrow(NeuronError)
-    expect(() => planPlacement(swarm(6, []), model(4), joining(2), { kvBudgetTokens: KV_TOKENS })).toThrow(/4 blocks .* swarm view has 6/)
+    expect(() => planPlacement(swarm(6, []), model(4), joining(2), { kvBudgetTokens: KV_TOKENS })).toThrow(
+      /4 blocks .* swarm view has 6/,
+    )
   })
 })

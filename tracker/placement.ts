@@ -22,7 +22,15 @@
  * Such a range is shortened until it passes; a host with no passing range is refused. While the swarm
  * has no complete route, every host that fits is welcome: it can only help close a gap.
  */
-import { allowedCuts, type BlockRange, LONG_CONTEXT, NeuronError, rangeCacheBytes, seamBytesPerToken, seamDtype } from '../protocol'
+import {
+  allowedCuts,
+  type BlockRange,
+  LONG_CONTEXT,
+  NeuronError,
+  rangeCacheBytes,
+  seamBytesPerToken,
+  seamDtype,
+} from '../protocol'
 import { RangeSizes, type SizedModel } from './range-sizes'
 import { byHostId, DEFAULT_ROUTE_COSTS, type RouteCosts, relayMs, usableSpan } from './routing/costs'
 import { RouteBounds } from './routing/route-bounds'
@@ -86,7 +94,12 @@ export interface PlacementAlternative extends PlacementProposal {
 
 export type PlacementDecision =
   | { serve: true; proposal: PlacementProposal }
-  | { serve: false; code: 'too_little_memory' | 'too_little_disk' | 'too_slow'; reason: string; details: Record<string, unknown> }
+  | {
+      serve: false
+      code: 'too_little_memory' | 'too_little_disk' | 'too_slow'
+      reason: string
+      details: Record<string, unknown>
+    }
 
 export interface ServedThroughput {
   tokensPerSecond: number
@@ -135,8 +148,16 @@ interface Candidate {
  * coverage of every block before and after, and other ranges it could take. Pure and deterministic: the
  * same swarm, model and host give the same preview, whatever order the registry lists the hosts in.
  */
-export function previewPlacement(view: SwarmView, model: PlacementModel, host: JoiningHost, options: PlacementOptions): PlacementPreview {
-  const longContext = { ...LONG_CONTEXT, tokens: Math.min(LONG_CONTEXT.tokens, model.contextLength ?? LONG_CONTEXT.tokens) }
+export function previewPlacement(
+  view: SwarmView,
+  model: PlacementModel,
+  host: JoiningHost,
+  options: PlacementOptions,
+): PlacementPreview {
+  const longContext = {
+    ...LONG_CONTEXT,
+    tokens: Math.min(LONG_CONTEXT.tokens, model.contextLength ?? LONG_CONTEXT.tokens),
+  }
   const n = view.nBlocks
   checkRequest(view, model, host, options)
   const costs = options.costs ?? DEFAULT_ROUTE_COSTS
@@ -217,18 +238,28 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
       return {
         block,
         before: { tokensPerSecond, hosts },
-        after: inside ? { tokensPerSecond: tokensPerSecond + placed.tokensPerSecond, hosts: hosts + 1 } : { tokensPerSecond, hosts },
+        after: inside
+          ? { tokensPerSecond: tokensPerSecond + placed.tokensPerSecond, hosts: hosts + 1 }
+          : { tokensPerSecond, hosts },
       }
     })
 
   if (best === undefined) {
-    return { decision: refusal(), swarmTokensPerSecond: swarmBefore, coverage: coverageWith(undefined), alternatives: [] }
+    return {
+      decision: refusal(),
+      swarmTokensPerSecond: swarmBefore,
+      coverage: coverageWith(undefined),
+      alternatives: [],
+    }
   }
 
   const alternatives: PlacementAlternative[] = []
   for (const other of candidates.slice(1)) {
     if (alternatives.length === 2) break
-    alternatives.push({ ...proposal(other), why: `next-best start: covers blocks [${other.blocks[0]}, ${other.blocks[1]})` })
+    alternatives.push({
+      ...proposal(other),
+      why: `next-best start: covers blocks [${other.blocks[0]}, ${other.blocks[1]})`,
+    })
   }
   // The bottleneck run inside the chosen range alone: fewer blocks, so more tokens/s on each of them.
   const [a, e] = best.blocks
@@ -245,8 +276,15 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
   // Offered once: the smaller range may be one of the next-best starts already listed.
   const listed = alternatives.some((o) => o.blocks[0] === runBegin && o.blocks[1] === runEnd)
   if (runEnd - runBegin < e - a && !listed) {
-    const smaller = candidate(runBegin, runEnd, routes.throughNewHost(runBegin, runEnd, host.msPerBlock * (runEnd - runBegin) + newHostPenaltyMs))
-    alternatives.push({ ...proposal(smaller), why: `smaller range: only the weakest blocks [${runBegin}, ${runEnd}), less memory and more tokens/s on each` })
+    const smaller = candidate(
+      runBegin,
+      runEnd,
+      routes.throughNewHost(runBegin, runEnd, host.msPerBlock * (runEnd - runBegin) + newHostPenaltyMs),
+    )
+    alternatives.push({
+      ...proposal(smaller),
+      why: `smaller range: only the weakest blocks [${runBegin}, ${runEnd}), less memory and more tokens/s on each`,
+    })
   }
 
   return {
@@ -266,7 +304,13 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
         serve: false,
         code: 'too_little_memory',
         reason: `${gb(host.freeMemoryBytes)} of free memory holds no block: the smallest, ${rangeName(a, e)}, needs ${gb(needed)} (weights + KV for ${options.kvBudgetTokens} tokens); free memory or lower the KV budget`,
-        details: { freeMemoryBytes: host.freeMemoryBytes, neededBytes: needed, block: a, blocks: [a, e], kvBudgetTokens: options.kvBudgetTokens },
+        details: {
+          freeMemoryBytes: host.freeMemoryBytes,
+          neededBytes: needed,
+          block: a,
+          blocks: [a, e],
+          kvBudgetTokens: options.kvBudgetTokens,
+        },
       }
     }
     if (leastSlow === undefined) {
@@ -318,7 +362,12 @@ export function previewPlacement(view: SwarmView, model: PlacementModel, host: J
 }
 
 /** The range a joining host should serve, or why it should not serve this model. */
-export function planPlacement(view: SwarmView, model: PlacementModel, host: JoiningHost, options: PlacementOptions): PlacementDecision {
+export function planPlacement(
+  view: SwarmView,
+  model: PlacementModel,
+  host: JoiningHost,
+  options: PlacementOptions,
+): PlacementDecision {
   return previewPlacement(view, model, host, options).decision
 }
 
@@ -349,15 +398,21 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
     )
   }
   if (!(host.msPerBlock > 0 && Number.isFinite(host.msPerBlock))) {
-    fail(`a host's measured time per block must be a positive number of ms, got ${host.msPerBlock}; run the compute benchmark first`, {
-      msPerBlock: host.msPerBlock,
-    })
+    fail(
+      `a host's measured time per block must be a positive number of ms, got ${host.msPerBlock}; run the compute benchmark first`,
+      {
+        msPerBlock: host.msPerBlock,
+      },
+    )
   }
   if (!(options.kvBudgetTokens >= 0 && Number.isFinite(options.kvBudgetTokens))) {
-    fail(`the KV budget must be 0 or more tokens, got ${options.kvBudgetTokens}`, { kvBudgetTokens: options.kvBudgetTokens })
+    fail(`the KV budget must be 0 or more tokens, got ${options.kvBudgetTokens}`, {
+      kvBudgetTokens: options.kvBudgetTokens,
+    })
   }
   const sessions = options.kvBudgetSessions ?? 1
-  if (!(Number.isInteger(sessions) && sessions >= 1)) fail(`the KV budget's sessions must be a whole number of at least 1, got ${sessions}`, { sessions })
+  if (!(Number.isInteger(sessions) && sessions >= 1))
+    fail(`the KV budget's sessions must be a whole number of at least 1, got ${sessions}`, { sessions })
   if (model.seams !== undefined && model.seams.length !== model.nLayer - 1) {
     fail(`the model has ${model.nLayer} blocks and ${model.seams.length} seams; pass a manifest that parses`, {
       nLayer: model.nLayer,
@@ -365,10 +420,13 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
     })
   }
   if (model.cachePerBlock !== undefined && model.cachePerBlock.length !== model.nLayer) {
-    fail(`the model has ${model.nLayer} blocks and ${model.cachePerBlock.length} block caches; pass a manifest that parses`, {
-      nLayer: model.nLayer,
-      cachePerBlock: model.cachePerBlock.length,
-    })
+    fail(
+      `the model has ${model.nLayer} blocks and ${model.cachePerBlock.length} block caches; pass a manifest that parses`,
+      {
+        nLayer: model.nLayer,
+        cachePerBlock: model.cachePerBlock.length,
+      },
+    )
   }
 }
 

@@ -15,7 +15,14 @@ const manifest = Manifest.parse({
   seams: [true, false, true].map((cut) => ({ cut, values: 64, tokenIds: false, int32PerToken: 0 })),
   artifacts: [
     { file: 'embed.gguf', role: 'embed', blocks: null, bytes: 16384, sha256: sha('b'), tensors: ['token_embd.weight'] },
-    { file: 'blocks-0-4.gguf', role: 'blocks', blocks: [0, 4], bytes: 16384, sha256: sha('c'), tensors: ['blk.0.attn_q.weight'] },
+    {
+      file: 'blocks-0-4.gguf',
+      role: 'blocks',
+      blocks: [0, 4],
+      bytes: 16384,
+      sha256: sha('c'),
+      tensors: ['blk.0.attn_q.weight'],
+    },
     { file: 'head.gguf', role: 'head', blocks: null, bytes: 16384, sha256: sha('d'), tensors: ['output_norm.weight'] },
   ],
 })
@@ -33,7 +40,10 @@ describe('the swarm planner reads where the manifest allows a cut', () => {
     registries.push(registry)
     // Handing over at 2 would be fastest (a's 1 ms blocks, then b's 10 ms ones), but the manifest forbids it.
     registry.hello('aaaaaaaaaaaaaaaaaaaa', 'k1', TEST_PROFILE, readyState(manifest.modelId, [0, 2]))
-    registry.hello('bbbbbbbbbbbbbbbbbbbb', 'k2', TEST_PROFILE, { ...readyState(manifest.modelId, [1, 4]), msPerBlock: 10 })
+    registry.hello('bbbbbbbbbbbbbbbbbbbb', 'k2', TEST_PROFILE, {
+      ...readyState(manifest.modelId, [1, 4]),
+      msPerBlock: 10,
+    })
     const planner = new SwarmPlanner(registry, catalog)
     const route = planner.route({ modelId: manifest.modelId, maxTokens: 100, exclude: [] })
     expect(route.hops.map((h) => h.blocks)).toEqual([
@@ -55,7 +65,10 @@ describe('the swarm planner counts the sessions it routes', () => {
     registries.push(registry)
     // Two hosts of 4 sessions each, either serving the whole model: 8 routes fit, the 9th does not.
     registry.hello('aaaaaaaaaaaaaaaaaaaa', 'k1', TEST_PROFILE, readyState(manifest.modelId, [0, 4]))
-    registry.hello('bbbbbbbbbbbbbbbbbbbb', 'k2', TEST_PROFILE, { ...readyState(manifest.modelId, [0, 4]), msPerBlock: 2 })
+    registry.hello('bbbbbbbbbbbbbbbbbbbb', 'k2', TEST_PROFILE, {
+      ...readyState(manifest.modelId, [0, 4]),
+      msPerBlock: 2,
+    })
     const planner = new SwarmPlanner(registry, catalog)
     let sessions = 0
     const plan = () => {

@@ -1,4 +1,13 @@
-import { allowedCuts, type HardwareProfile, KV_BUDGET, type Manifest, MEMORY_SHARE, NeuronError, type PlacementProposal, type Route } from '../protocol'
+import {
+  allowedCuts,
+  type HardwareProfile,
+  KV_BUDGET,
+  type Manifest,
+  MEMORY_SHARE,
+  NeuronError,
+  type PlacementProposal,
+  type Route,
+} from '../protocol'
 import type { ModelCatalog } from './catalog'
 import { previewPlacement } from './placement'
 import type { VolunteerRelays } from './reachability/volunteer-relays'
@@ -18,7 +27,10 @@ export class SwarmPlanner {
     /** Each host's reputation 0..1 (routing uses low scores last); absent, everyone is 1. */
     private readonly reputationOf: (hostId: string) => number = () => 1,
     /** The tracker's checks: whether a host may be routed (verified, not banned) and the speed its probes measured. */
-    private readonly checks?: { eligible(hostId: string): boolean; msPerBlock(hostId: string, advertised: number): number },
+    private readonly checks?: {
+      eligible(hostId: string): boolean
+      msPerBlock(hostId: string, advertised: number): number
+    },
     /** Measured latencies between clients and hosts (tracker/latency); absent, every link costs the default. */
     private readonly latency: LatencyTable = NO_LATENCIES,
     /** Volunteer relays: an unreachable host reserved at one is routed through it, priced by its measured round trips. */
@@ -138,14 +150,17 @@ export class SwarmPlanner {
       planned = this.plannerFor(request.modelId).plan(ask)
     } catch (error) {
       if (!(error instanceof NeuronError) || error.code !== 'no_route' || request.clientKey === undefined) throw error
-      planned = new RoutePlanner(this.fairShareView(this.catalog.get(request.modelId).manifest, request.clientKey)).plan(ask)
+      planned = new RoutePlanner(
+        this.fairShareView(this.catalog.get(request.modelId).manifest, request.clientKey),
+      ).plan(ask)
     }
     return {
       modelId: request.modelId,
       expectedMsPerToken: planned.expectedMsPerToken,
       hops: planned.hops.map((hop) => {
         const host = this.registry.get(hop.hostId)
-        if (host === undefined) throw new NeuronError('no_route', `host ${hop.hostId} left while the route was planned; ask again.`)
+        if (host === undefined)
+          throw new NeuronError('no_route', `host ${hop.hostId} left while the route was planned; ask again.`)
         const { endpoint, tls } = host.state
         const relayed = endpoint === null ? this.relays?.hopOf(hop.hostId) : undefined
         return {
@@ -160,7 +175,12 @@ export class SwarmPlanner {
   }
 
   /** A placement preview for a host with this profile; `hostId` set when the host already serves. */
-  placement(modelId: string, profile: HardwareProfile, msPerBlock: number | null, hostId: string | null): PlacementProposal {
+  placement(
+    modelId: string,
+    profile: HardwareProfile,
+    msPerBlock: number | null,
+    hostId: string | null,
+  ): PlacementProposal {
     const model = this.catalog.get(modelId).manifest
     const vram = profile.gpus.reduce((s, g) => s + g.vramBytes, 0)
     const freeMemoryBytes = Math.floor(MEMORY_SHARE * (vram > 0 ? vram : profile.memory.availableBytes))

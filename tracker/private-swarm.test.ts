@@ -40,7 +40,11 @@ describe('a private swarm refuses an unlisted key', () => {
   let keylessKey = ''
 
   beforeAll(async () => {
-    tracker = await Tracker.start({ dbPath: ':memory:', allowedKeys: [member.publicKey], gateway: { adminToken: ADMIN } })
+    tracker = await Tracker.start({
+      dbPath: ':memory:',
+      allowedKeys: [member.publicKey],
+      gateway: { adminToken: ADMIN },
+    })
     open = await Tracker.start({ dbPath: ':memory:' })
     memberKey = (await createAccount(tracker.url, ADMIN, { public_key: member.publicKey })).apiKey
     strangerKey = (await createAccount(tracker.url, ADMIN, { public_key: stranger.publicKey })).apiKey
@@ -73,7 +77,10 @@ describe('a private swarm refuses an unlisted key', () => {
   it('on the gateway: 403 for an account whose key is not listed, or that has no key', async () => {
     const stranger = await get(`${tracker.url}/v1/models`, bearer(strangerKey))
     expect(stranger.status).toBe(403)
-    expect(JSON.parse(stranger.text).error).toMatchObject({ code: 'not_admitted', message: expect.stringMatching(/private swarm .* is not on its list/) })
+    expect(JSON.parse(stranger.text).error).toMatchObject({
+      code: 'not_admitted',
+      message: expect.stringMatching(/private swarm .* is not on its list/),
+    })
     const keyless = await get(`${tracker.url}/v1/models`, bearer(keylessKey))
     expect(keyless.status).toBe(403)
     expect(JSON.parse(keyless.text).error.message).toMatch(/has no public key/)
@@ -158,7 +165,13 @@ describe(`a private swarm serves its members end to end`, () => {
     const client = await SwarmClient.connect(swarm.tracker.url, member)
     try {
       let tokens = 0
-      for await (const _ of client.generate({ modelId: swarm.manifest.modelId, prompt: [1, 400, 500], maxTokens: 4, stopAtEog: false })) tokens++
+      for await (const _ of client.generate({
+        modelId: swarm.manifest.modelId,
+        prompt: [1, 400, 500],
+        maxTokens: 4,
+        stopAtEog: false,
+      }))
+        tokens++
       expect(tokens).toBe(4)
     } finally {
       client.close()
@@ -166,10 +179,16 @@ describe(`a private swarm serves its members end to end`, () => {
     const chat = await fetch(`${swarm.tracker.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { ...bearer(apiKey), 'content-type': 'application/json' },
-      body: JSON.stringify({ model: swarm.manifest.modelId, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 4 }),
+      body: JSON.stringify({
+        model: swarm.manifest.modelId,
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        max_tokens: 4,
+      }),
     })
     expect(chat.status, await chat.clone().text()).toBe(200)
-    await expect(SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())).rejects.toMatchObject({ code: 'not_admitted' })
+    await expect(SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())).rejects.toMatchObject({
+      code: 'not_admitted',
+    })
   })
 
   it('on the data plane: a stranger who knows a host’s address opens nothing there, not even with a member’s ticket', async () => {
@@ -178,9 +197,15 @@ describe(`a private swarm serves its members end to end`, () => {
     const session = randomBytes(16).toString('hex')
     const maxTokens = 16
     try {
-      const route = await callRpc(memberSocket, ClientToTracker, 'route.plan', { modelId: swarm.manifest.modelId, maxTokens, promptTokens: 3, session })
+      const route = await callRpc(memberSocket, ClientToTracker, 'route.plan', {
+        modelId: swarm.manifest.modelId,
+        maxTokens,
+        promptTokens: 3,
+        session,
+      })
       const hop = route.hops[0]
-      if (hop?.endpoint == null || hop.ticket === undefined) throw new Error('the route has no direct hop with a ticket')
+      if (hop?.endpoint == null || hop.ticket === undefined)
+        throw new Error('the route has no direct hop with a ticket')
       const ws = new WebSocket(hop.endpoint)
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
       const ask = (frame: Uint8Array) =>

@@ -29,7 +29,8 @@ export class Admission {
   /** Another list (null: open to anyone); connections whose key it no longer admits are closed at once. */
   set(keys: readonly string[] | null): void {
     this.keys = keys === null ? null : new Set(keys)
-    for (const socket of this.sockets()) if (!this.admits((socket.data as { publicKey: string }).publicKey)) socket.disconnect(true)
+    for (const socket of this.sockets())
+      if (!this.admits((socket.data as { publicKey: string }).publicKey)) socket.disconnect(true)
   }
 
   /**
@@ -67,10 +68,14 @@ function plainAddress(address: string | undefined): string {
 export function refuseStranger(req: IncomingMessage, res: ServerResponse, path: string): void {
   const message = `this is a private swarm: ${path.startsWith('/models/') ? 'its torrents' : 'announces and scrapes'} are answered only to an address with an admitted Neuron connection open; join the tracker with a listed key first (ask the operator to add yours), then retry.`
   if (path.startsWith('/models/')) {
-    res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'not_admitted', message } }))
+    res
+      .writeHead(403, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: { code: 'not_admitted', message } }))
     return
   }
   req.resume()
   const reason = Buffer.from(message)
-  res.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.concat([Buffer.from(`d14:failure reason${reason.length}:`), reason, Buffer.from('e')]))
+  res
+    .writeHead(200, { 'content-type': 'text/plain' })
+    .end(Buffer.concat([Buffer.from(`d14:failure reason${reason.length}:`), reason, Buffer.from('e')]))
 }

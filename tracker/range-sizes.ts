@@ -1,4 +1,12 @@
-import { type BlockCache, blockCacheBytes, type CacheBudget, cachePerBlock, type ManifestArtifact, type Seam, tokenCacheBytes } from '../protocol'
+import {
+  type BlockCache,
+  blockCacheBytes,
+  type CacheBudget,
+  cachePerBlock,
+  type ManifestArtifact,
+  type Seam,
+  tokenCacheBytes,
+} from '../protocol'
 
 /** What sizing needs of a model's manifest; a Manifest fits as is. */
 export interface SizedModel {
@@ -64,7 +72,8 @@ export class RangeSizes {
   downloadBytes(a: number, e: number): number {
     if (!this.wholeArtifacts) return (this.weights[e] as number) - (this.weights[a] as number)
     let bytes = this.ends(a, e)
-    for (const x of this.artifacts) if (x.role === 'blocks' && x.blocks !== null && x.blocks[0] < e && x.blocks[1] > a) bytes += x.bytes
+    for (const x of this.artifacts)
+      if (x.role === 'blocks' && x.blocks !== null && x.blocks[0] < e && x.blocks[1] > a) bytes += x.bytes
     return bytes
   }
 }

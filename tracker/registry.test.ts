@@ -45,7 +45,11 @@ describe("the host registry's count of a host's sessions", () => {
     try {
       registry.hello('h1', 'key-1', PROFILE, { ...IDLE_STATE, status: 'ready', maxSessions: 4 }, 0)
       registry.heartbeat('h1', 3, 100)
-      registry.updateState('h1', { ...IDLE_STATE, status: 'ready', maxSessions: 4, msPerBlock: 2, activeSessions: 0 }, 200)
+      registry.updateState(
+        'h1',
+        { ...IDLE_STATE, status: 'ready', maxSessions: 4, msPerBlock: 2, activeSessions: 0 },
+        200,
+      )
       expect(registry.get('h1')?.state).toMatchObject({ activeSessions: 3, msPerBlock: 2 })
       registry.heartbeat('h1', 1, 300)
       expect(registry.get('h1')?.state.activeSessions).toBe(1)

@@ -54,7 +54,17 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   }
 
   hello(hostId: string, publicKey: string, profile: HardwareProfile, state: ServingState, now = Date.now()): LiveHost {
-    const host: LiveHost = { hostId, publicKey, profile, state, lastHeartbeat: now, online: true, owner: null, verifiedFor: null, routedSinceHeartbeat: 0 }
+    const host: LiveHost = {
+      hostId,
+      publicKey,
+      profile,
+      state,
+      lastHeartbeat: now,
+      online: true,
+      owner: null,
+      verifiedFor: null,
+      routedSinceHeartbeat: 0,
+    }
     this.hosts.set(hostId, host)
     this.claims.delete(hostId)
     // a host saying hello again (restarted, reconnected) holds none of the sessions routed to it before
@@ -104,7 +114,13 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
    * closed), or for the routed grace (it was never opened). Without `seen` (an older host, another instance's batch), the
    * count holds every session routed before it.
    */
-  heartbeat(hostId: string, activeSessions: number, now = Date.now(), owner: string | null = null, seen?: readonly string[]): void {
+  heartbeat(
+    hostId: string,
+    activeSessions: number,
+    now = Date.now(),
+    owner: string | null = null,
+    seen?: readonly string[],
+  ): void {
     const host = this.hosts.get(hostId)
     if (host === undefined || host.owner !== owner) return
     host.lastHeartbeat = now
@@ -205,7 +221,13 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   }
 
   summaries(): HostSummary[] {
-    return [...this.hosts.values()].map((h) => ({ hostId: h.hostId, online: h.online, profile: h.profile, state: h.state, lastSeen: h.lastHeartbeat }))
+    return [...this.hosts.values()].map((h) => ({
+      hostId: h.hostId,
+      online: h.online,
+      profile: h.profile,
+      state: h.state,
+      lastSeen: h.lastHeartbeat,
+    }))
   }
 
   sweep(now: number): void {

@@ -14,7 +14,8 @@ const OPTIONS = { kvBudgetTokens: KV_BUDGET.tokens, kvBudgetSessions: KV_BUDGET.
 const q4 = (n: number) => (n / 256) * 144
 const q6 = (n: number) => (n / 256) * 210
 /** llama.cpp's use_more_bits: these blocks' ffn_down (and attn_v) get Q6_K at Q4_K_M. */
-const moreBits = (layer: number, n: number) => layer < Math.floor(n / 8) || layer >= Math.floor((7 * n) / 8) || (layer - Math.floor(n / 8)) % 3 === 2
+const moreBits = (layer: number, n: number) =>
+  layer < Math.floor(n / 8) || layer >= Math.floor((7 * n) / 8) || (layer - Math.floor(n / 8)) % 3 === 2
 
 /**
  * The experts decide a block's size: gate and up at Q4_K, down at Q6_K on the use_more_bits blocks, within `rest`
@@ -32,7 +33,12 @@ function hopsOnceServed(model: Parameters<typeof previewPlacement>[1], usable = 
     try {
       return planRoute(view, { tokens: 100 }).hops.length
     } catch {
-      const { decision } = previewPlacement(view, model, { freeMemoryBytes: usable, freeDiskBytes: 1e12, msPerBlock: 10, relay: false }, OPTIONS)
+      const { decision } = previewPlacement(
+        view,
+        model,
+        { freeMemoryBytes: usable, freeDiskBytes: 1e12, msPerBlock: 10, relay: false },
+        OPTIONS,
+      )
       if (!decision.serve) throw new Error(decision.reason)
       const hostId = `host-${spans.length}`
       spans.push({

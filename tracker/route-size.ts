@@ -1,7 +1,15 @@
 // How many hosts of a given size one route through a model needs, and what crosses between them: the preview of a
 // model before anyone serves it (`neuron inspect --config`) and of a joining host (the placement preview).
 import type { ServingPreview } from '../gguf/inspect'
-import { type BlockRange, type CacheBudget, cutAllowed, KV_BUDGET, LONG_CONTEXT, rangeCacheBytes, seamBytesPerToken } from '../protocol'
+import {
+  type BlockRange,
+  type CacheBudget,
+  cutAllowed,
+  KV_BUDGET,
+  LONG_CONTEXT,
+  rangeCacheBytes,
+  seamBytesPerToken,
+} from '../protocol'
 import { RangeSizes, type SizedModel } from './range-sizes'
 
 /**
@@ -15,7 +23,8 @@ export function hostsPerRoute(model: SizedModel, usableBytes: number, budget: Ca
   const ranges: BlockRange[] = []
   for (let a = 0; a < model.nLayer; ) {
     let end = a
-    for (let e = a + 1; e <= model.nLayer && sizes.memoryBytes(a, e) <= usableBytes; e++) if (cutAllowed(model, e)) end = e
+    for (let e = a + 1; e <= model.nLayer && sizes.memoryBytes(a, e) <= usableBytes; e++)
+      if (cutAllowed(model, e)) end = e
     if (end === a) return undefined
     ranges.push([a, end])
     a = end
@@ -27,7 +36,10 @@ export function hostsPerRoute(model: SizedModel, usableBytes: number, budget: Ca
 export function servingPreview(model: SizedModel, usableBytes: number): ServingPreview {
   const seams = Array.from({ length: model.nLayer - 1 }, (_, i) => seamBytesPerToken(model, i + 1))
   // a model trained for fewer tokens is quoted at its own context
-  const longContext = { ...LONG_CONTEXT, tokens: Math.min(LONG_CONTEXT.tokens, model.contextLength ?? LONG_CONTEXT.tokens) }
+  const longContext = {
+    ...LONG_CONTEXT,
+    tokens: Math.min(LONG_CONTEXT.tokens, model.contextLength ?? LONG_CONTEXT.tokens),
+  }
   return {
     usableBytes,
     ranges: hostsPerRoute(model, usableBytes, KV_BUDGET) ?? null,

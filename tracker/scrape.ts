@@ -18,7 +18,11 @@ const MIN_SCRAPE_INTERVAL_S = 60
  * *string* that bencode writes as UTF-8, so a hash with any byte of 0x80 or more came out mangled;
  * this answer writes the raw bytes.
  */
-export function serveScrape(req: IncomingMessage, res: ServerResponse, swarms: Readonly<Record<string, SwarmCounts>>): void {
+export function serveScrape(
+  req: IncomingMessage,
+  res: ServerResponse,
+  swarms: Readonly<Record<string, SwarmCounts>>,
+): void {
   res.writeHead(200, { 'content-type': 'text/plain' }).end(scrapeResponse((req.url ?? '').split('?')[1] ?? '', swarms))
 }
 
@@ -27,11 +31,14 @@ function scrapeResponse(query: string, swarms: Readonly<Record<string, SwarmCoun
     .split('&')
     .filter((pair) => pair.startsWith('info_hash='))
     .map((pair) => percentDecode(pair.slice('info_hash='.length)))
-  if (asked.length > MAX_SCRAPE_HASHES) return failure(`a scrape names at most ${MAX_SCRAPE_HASHES} info_hash values, this one ${asked.length}`)
+  if (asked.length > MAX_SCRAPE_HASHES)
+    return failure(`a scrape names at most ${MAX_SCRAPE_HASHES} info_hash values, this one ${asked.length}`)
   const wrong = asked.findIndex((h) => h?.length !== 20)
   if (wrong >= 0) {
     const got = asked[wrong]
-    return failure(`each info_hash is 20 bytes, percent-encoded; got ${got === undefined ? 'a malformed escape' : `${got.length} bytes`}`)
+    return failure(
+      `each info_hash is 20 bytes, percent-encoded; got ${got === undefined ? 'a malformed escape' : `${got.length} bytes`}`,
+    )
   }
   const hashes = asked.length > 0 ? (asked as Buffer[]) : Object.keys(swarms).map((hex) => Buffer.from(hex, 'hex'))
   const files = new Map<Buffer, Bencoded>()

@@ -6,7 +6,15 @@ import { connectTracker } from '../client/tracker-connection'
 import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { NodeIdentity } from '../identity/keys'
-import { type AuthChallenge, ClientToTracker, callRpc, type HardwareProfile, HostToTracker, type Manifest, type ServingState } from '../protocol'
+import {
+  type AuthChallenge,
+  ClientToTracker,
+  callRpc,
+  type HardwareProfile,
+  HostToTracker,
+  type Manifest,
+  type ServingState,
+} from '../protocol'
 import { STORIES_260K, scratchDir } from '../test/models'
 import { readyState, TEST_PROFILE } from '../test/peers'
 import { createModelTorrent } from '../test/programs'
@@ -35,7 +43,12 @@ for (const engine of await storeEngines())
     beforeAll(async () => {
       ;({ dir, cleanup } = await scratchDir())
       const dbPath = (await engine.fresh()).location
-      tracker = await Tracker.start({ dbPath, keyPath: join(dir, 'tracker-key.pem'), heartbeatMs: 200, newKeyGrantMicro: 10_000_000 })
+      tracker = await Tracker.start({
+        dbPath,
+        keyPath: join(dir, 'tracker-key.pem'),
+        heartbeatMs: 200,
+        newKeyGrantMicro: 10_000_000,
+      })
       manifest = await packModel({ source: STORIES_260K, out: join(dir, 'stories'), blocksPerArtifact: 2 })
       torrent = await createModelTorrent(join(dir, 'stories'), manifest, [tracker.announceUrl])
       tokenizer = await tokenizerGguf(join(dir, 'stories', 'head.gguf'))
@@ -53,7 +66,14 @@ for (const engine of await storeEngines())
         const again = await createModelTorrent(join(dir, 'stories'), manifest, [tracker.announceUrl])
         expect(again.equals(torrent)).toBe(true)
         const { models } = await callRpc(client, ClientToTracker, 'models.list', {})
-        expect(models).toEqual([expect.objectContaining({ modelId: 'stories260k', nLayer: 5, infoHash: published.infoHash, coverage: [0, 0, 0, 0, 0] })])
+        expect(models).toEqual([
+          expect.objectContaining({
+            modelId: 'stories260k',
+            nLayer: 5,
+            infoHash: published.infoHash,
+            coverage: [0, 0, 0, 0, 0],
+          }),
+        ])
         const got = await callRpc(client, ClientToTracker, 'model.get', { modelId: 'stories260k' })
         expect(Buffer.from(got.torrent).equals(torrent)).toBe(true)
         const tok = await callRpc(client, ClientToTracker, 'model.tokenizer', { modelId: 'stories260k' })
@@ -70,8 +90,12 @@ for (const engine of await storeEngines())
     it('refuses a torrent that does not match its manifest', async () => {
       const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
       try {
-        const other = await createModelTorrent(join(dir, 'stories'), { ...manifest, modelId: 'renamed' }, [tracker.announceUrl])
-        await expect(callRpc(client, ClientToTracker, 'model.publish', { manifest, torrent: other, tokenizer })).rejects.toMatchObject({ code: 'bad_torrent' })
+        const other = await createModelTorrent(join(dir, 'stories'), { ...manifest, modelId: 'renamed' }, [
+          tracker.announceUrl,
+        ])
+        await expect(
+          callRpc(client, ClientToTracker, 'model.publish', { manifest, torrent: other, tokenizer }),
+        ).rejects.toMatchObject({ code: 'bad_torrent' })
       } finally {
         client.close()
       }
@@ -84,7 +108,11 @@ for (const engine of await storeEngines())
       try {
         const ha = await callRpc(a, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(manifest, [0, 3]) })
         const hb = await callRpc(b, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(manifest, [3, 5]) })
-        const route = await callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })
+        const route = await callRpc(client, ClientToTracker, 'route.plan', {
+          modelId: manifest.modelId,
+          maxTokens: 100,
+          session: sid(),
+        })
         expect(route.hops.map((h) => [h.hostId, h.blocks])).toEqual([
           [ha.hostId, [0, 3]],
           [hb.hostId, [3, 5]],
@@ -93,19 +121,34 @@ for (const engine of await storeEngines())
         expect(models[0]?.coverage).toEqual([1, 1, 1, 1, 1])
 
         // b stays connected but stops heartbeating: three missed beats (600 ms) and it is out.
-        const keepA = setInterval(() => void callRpc(a, HostToTracker, 'host.heartbeat', { activeSessions: 0 }).catch(() => {}), 100)
+        const keepA = setInterval(
+          () => void callRpc(a, HostToTracker, 'host.heartbeat', { activeSessions: 0 }).catch(() => {}),
+          100,
+        )
         await new Promise((r) => setTimeout(r, 900))
         clearInterval(keepA)
-        await expect(callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })).rejects.toMatchObject({
+        await expect(
+          callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() }),
+        ).rejects.toMatchObject({
           code: 'no_route',
           details: expect.objectContaining({ uncovered: [[3, 5]] }),
         })
         await callRpc(b, HostToTracker, 'host.heartbeat', { activeSessions: 0 })
-        expect((await callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })).hops).toHaveLength(2)
+        expect(
+          (
+            await callRpc(client, ClientToTracker, 'route.plan', {
+              modelId: manifest.modelId,
+              maxTokens: 100,
+              session: sid(),
+            })
+          ).hops,
+        ).toHaveLength(2)
 
         a.close()
         await new Promise((r) => setTimeout(r, 100))
-        await expect(callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() })).rejects.toMatchObject({
+        await expect(
+          callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() }),
+        ).rejects.toMatchObject({
           code: 'no_route',
           details: expect.objectContaining({ uncovered: [[0, 3]] }),
         })
@@ -117,7 +160,11 @@ for (const engine of await storeEngines())
     it('authenticates by signed challenge: no auth, a reused nonce, a wrong key are refused', async () => {
       const refused = (auth: unknown) =>
         new Promise<string>((resolve) => {
-          const s = io(`${tracker.url}/clients`, { auth: auth as object, transports: ['websocket'], reconnection: false })
+          const s = io(`${tracker.url}/clients`, {
+            auth: auth as object,
+            transports: ['websocket'],
+            reconnection: false,
+          })
           s.once('connect', () => resolve('connected'))
           s.once('connect_error', (e) => {
             s.close()
@@ -128,9 +175,14 @@ for (const engine of await storeEngines())
       const me = NodeIdentity.generate()
       const challenge = (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as AuthChallenge
       const answer = me.answer('/clients', challenge)
-      expect(await refused({ ...answer, signature: NodeIdentity.generate().answer('/clients', challenge).signature })).toMatch(/does not match/)
+      expect(
+        await refused({ ...answer, signature: NodeIdentity.generate().answer('/clients', challenge).signature }),
+      ).toMatch(/does not match/)
       expect(await refused(answer)).toMatch(/unknown, used or expired/)
-      const wrongNamespace = me.answer('/hosts', (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as AuthChallenge)
+      const wrongNamespace = me.answer(
+        '/hosts',
+        (await (await fetch(`${tracker.url}/auth/challenge`)).json()) as AuthChallenge,
+      )
       expect(await refused(wrongNamespace)).toMatch(/does not match/)
     })
 
@@ -150,10 +202,14 @@ for (const engine of await storeEngines())
         ]
         const answers = []
         for (let round = 0; round < 5; round++) {
-          for (const [socket, event, payload] of bad) answers.push(await socket.timeout(2000).emitWithAck(event, payload))
+          for (const [socket, event, payload] of bad)
+            answers.push(await socket.timeout(2000).emitWithAck(event, payload))
         }
-        for (const answer of answers) expect(answer).toMatchObject({ ok: false, error: { code: expect.any(String), message: expect.any(String) } })
-        expect(answers[0]).toMatchObject({ error: { code: 'bad_request', message: expect.stringMatching(/^host\.state: .*blocks/) } })
+        for (const answer of answers)
+          expect(answer).toMatchObject({ ok: false, error: { code: expect.any(String), message: expect.any(String) } })
+        expect(answers[0]).toMatchObject({
+          error: { code: 'bad_request', message: expect.stringMatching(/^host\.state: .*blocks/) },
+        })
         expect(answers[3]).toMatchObject({ error: { code: 'no_hello' } })
         expect(answers[6]).toMatchObject({ error: { code: 'host_unreachable' } })
         // Unknown events and events without an ack are ignored, not fatal.
@@ -178,7 +234,11 @@ for (const engine of await storeEngines())
           [client, 'route.plan', { modelId: manifest.modelId, maxTokens: Buffer.from('10') }],
           [client, 'route.plan', Buffer.from('route me')],
           [client, 'placement.preview', { modelId: manifest.modelId, profile: { ...PROFILE, gpus: Buffer.alloc(8) } }],
-          [host, 'host.hello', { profile: PROFILE, state: { ...serving(manifest, [0, 2]), blocks: Buffer.from('xx') } }],
+          [
+            host,
+            'host.hello',
+            { profile: PROFILE, state: { ...serving(manifest, [0, 2]), blocks: Buffer.from('xx') } },
+          ],
           [host, 'host.state', { ...serving(manifest, [0, 2]), blocks: new Uint8Array([1, 2]) }],
         ]
         for (const [socket, event, payload] of bad) {
@@ -187,7 +247,9 @@ for (const engine of await storeEngines())
             error: { code: 'bad_request', message: expect.any(String) },
           })
         }
-        expect((await callRpc(client, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toEqual(['stories260k'])
+        expect((await callRpc(client, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toEqual([
+          'stories260k',
+        ])
       } finally {
         host.close()
         client.close()
@@ -203,9 +265,18 @@ for (const engine of await storeEngines())
           error: { code: 'unknown_event', message: expect.stringContaining('no.such.event') },
         })
         // A host event on the clients' namespace is unknown there too.
-        expect(await client.timeout(2000).emitWithAck('host.hello', {})).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
-        expect(await host.timeout(2000).emitWithAck('route.plan', {})).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
-        expect(await client.timeout(2000).emitWithAck('__proto__')).toMatchObject({ ok: false, error: { code: 'unknown_event' } })
+        expect(await client.timeout(2000).emitWithAck('host.hello', {})).toMatchObject({
+          ok: false,
+          error: { code: 'unknown_event' },
+        })
+        expect(await host.timeout(2000).emitWithAck('route.plan', {})).toMatchObject({
+          ok: false,
+          error: { code: 'unknown_event' },
+        })
+        expect(await client.timeout(2000).emitWithAck('__proto__')).toMatchObject({
+          ok: false,
+          error: { code: 'unknown_event' },
+        })
       } finally {
         host.close()
         client.close()
@@ -216,8 +287,13 @@ for (const engine of await storeEngines())
       const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
       try {
         const receipts = [{ hostId: 'h'.repeat(100_000), step: 1 }, { hostId: Buffer.from('xx') }, 'not a receipt']
-        const { verdicts } = await callRpc(client, ClientToTracker, 'receipts.submit', { session: 'cd'.repeat(16), receipts })
-        expect(verdicts.map((v) => [v.hostId, v.ok, v.code])).toEqual(receipts.map(() => ['unknown', false, 'bad_receipt']))
+        const { verdicts } = await callRpc(client, ClientToTracker, 'receipts.submit', {
+          session: 'cd'.repeat(16),
+          receipts,
+        })
+        expect(verdicts.map((v) => [v.hostId, v.ok, v.code])).toEqual(
+          receipts.map(() => ['unknown', false, 'bad_receipt']),
+        )
       } finally {
         client.close()
       }
@@ -241,7 +317,9 @@ for (const engine of await storeEngines())
           tokenizer,
         })
         const forbidden = /blocks \[1, 2\) cut stories260k-cuts where its manifest forbids a cut/
-        await expect(callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [1, 2]) })).rejects.toMatchObject({
+        await expect(
+          callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [1, 2]) }),
+        ).rejects.toMatchObject({
           code: 'bad_request',
           message: expect.stringMatching(forbidden),
         })
@@ -250,7 +328,9 @@ for (const engine of await storeEngines())
           code: 'bad_request',
           message: expect.stringMatching(forbidden),
         })
-        await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 9]))).rejects.toMatchObject({ message: expect.stringMatching(/run past/) })
+        await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 9]))).rejects.toMatchObject({
+          message: expect.stringMatching(/run past/),
+        })
         // between allowed cuts it is taken, and the tracker keeps serving
         await callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 4], 'loading'))
       } finally {
@@ -270,7 +350,9 @@ for (const engine of await storeEngines())
       const second = await Tracker.start({ dbPath: path, keyPath })
       const c2 = await connectTracker(second.url, '/clients', NodeIdentity.generate())
       try {
-        expect((await callRpc(c2, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toEqual(['stories260k'])
+        expect((await callRpc(c2, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toEqual([
+          'stories260k',
+        ])
       } finally {
         c2.close()
         await second.close()

@@ -5,7 +5,16 @@ import { Server as BitTorrentTracker } from 'bittorrent-tracker'
 import { type Namespace, type Socket, Server as SocketServer } from 'socket.io'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
-import { ClientToTracker, HostToTracker, MICRO, NeuronError, type RpcHandlers, type RpcSocket, serveRpc, type WireError } from '../protocol'
+import {
+  ClientToTracker,
+  HostToTracker,
+  MICRO,
+  NeuronError,
+  type RpcHandlers,
+  type RpcSocket,
+  serveRpc,
+  type WireError,
+} from '../protocol'
 import { admitSigned, ChallengeIssuer } from './auth'
 import { ModelCatalog } from './catalog'
 import type { Auditor } from './checks/auditor'
@@ -60,14 +69,17 @@ export class Tracker {
   readonly checks: HostChecks
   private readonly auditor: Auditor
   /** Whether another host may re-run a hop's blocks: route.plan marks a hop without one unaudited. */
-  readonly hasTwin = (modelId: string, blocks: readonly [number, number], hostId: string) => this.auditor.hasTwin(modelId, blocks, hostId)
+  readonly hasTwin = (modelId: string, blocks: readonly [number, number], hostId: string) =>
+    this.auditor.hasTwin(modelId, blocks, hostId)
   readonly gateway: Gateway
   /** Accounts, credit holds and signed tickets for routed sessions. */
   readonly tickets: TicketOffice
   /** The key of the gateway's own SwarmClient: the sessions it routes are paid by the gateway's callers. */
   private readonly gatewayIdentity = NodeIdentity.generate()
   /** Frames for hosts no candidate of which answered the dial-back, counted per host. */
-  readonly relay = new TrackerRelay((hostId) => (this.registry.get(hostId)?.online ? this.hostSocket(hostId) : undefined))
+  readonly relay = new TrackerRelay((hostId) =>
+    this.registry.get(hostId)?.online ? this.hostSocket(hostId) : undefined,
+  )
   /** Malformed or failed requests, counted per code (for tests and the operator). */
   readonly rejected = new Map<string, number>()
   private readonly pricing: PricingOptions
@@ -101,7 +113,8 @@ export class Tracker {
     ])
     this.registry = new HostRegistry(options.heartbeatMs ?? 5000)
     this.catalog = new ModelCatalog(store, this.registry)
-    const publicKeyOf = async (hostId: string) => this.registry.get(hostId)?.publicKey ?? (await store.getHost(hostId))?.publicKey
+    const publicKeyOf = async (hostId: string) =>
+      this.registry.get(hostId)?.publicKey ?? (await store.getHost(hostId))?.publicKey
     ;({ checks: this.checks, auditor: this.auditor } = createSwarmChecks({
       store,
       registry: this.registry,
@@ -120,10 +133,20 @@ export class Tracker {
     this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs, this.checks)
     this.latencies = new MeasuredLatencies(options.latency)
     this.volunteerRelays = new VolunteerRelays(this.registry)
-    this.planner = new SwarmPlanner(this.registry, this.catalog, (hostId) => this.reputation.score(hostId), this.checks, this.latencies, this.volunteerRelays)
+    this.planner = new SwarmPlanner(
+      this.registry,
+      this.catalog,
+      (hostId) => this.reputation.score(hostId),
+      this.checks,
+      this.latencies,
+      this.volunteerRelays,
+    )
     this.latencies.on('changed', () => this.planner.invalidate())
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
-    this.accounts = new Accounts(store.ledger, options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO))
+    this.accounts = new Accounts(
+      store.ledger,
+      options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO),
+    )
     this.pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)
     this.metering = new Metering(
       store.ledger,
@@ -134,14 +157,21 @@ export class Tracker {
       options,
       (h) => this.checks.banned(h),
     )
-    this.metering.on('verdict', (session, verdict, accountId, modelId) => this.onVerdict(session, verdict, accountId, modelId))
+    this.metering.on('verdict', (session, verdict, accountId, modelId) =>
+      this.onVerdict(session, verdict, accountId, modelId),
+    )
     // A host caught lying loses what it earned in the settlement window: its payers get it back.
-    this.metering.on('seam', (session, step, message) => this.countRejected(`session ${session} step ${step}`, { code: 'seam_mismatch', message }))
+    this.metering.on('seam', (session, step, message) =>
+      this.countRejected(`session ${session} step ${step}`, { code: 'seam_mismatch', message }),
+    )
     this.checks.on('verified', () => this.planner.invalidate())
     this.checks.on('banned', (hostId, reason) => {
       this.planner.invalidate()
       this.metering.escrow.voidHost(hostId, reason).then(
-        (voided) => this.log(`host ${hostId}: ${voided.receipts} pending receipts voided, ${voided.refundedMicro} micro-credits refunded to their payers`),
+        (voided) =>
+          this.log(
+            `host ${hostId}: ${voided.receipts} pending receipts voided, ${voided.refundedMicro} micro-credits refunded to their payers`,
+          ),
         (e: Error) => this.log(`host ${hostId}: voiding its pending receipts failed: ${e.message}`),
       )
     })
@@ -155,13 +185,27 @@ export class Tracker {
       (session, hostId, accountId, modelId, charged) => {
         const ns = this.clientNamespace
         if (ns !== undefined)
-          void pushVerdict(ns, store.ledger, session, { hostId, step: -1, ok: true, code: 'rent', charged }, accountId, modelId, cluster !== undefined).catch(
-            () => {},
-          )
+          void pushVerdict(
+            ns,
+            store.ledger,
+            session,
+            { hostId, step: -1, ok: true, code: 'rent', charged },
+            accountId,
+            modelId,
+            cluster !== undefined,
+          ).catch(() => {})
       },
     )
     const shared = cluster === undefined ? {} : { challenges: cluster.nonces, counter: cluster.counter }
-    this.tickets = new TicketOffice(identity, this.accounts, this.pricing, this.gatewayIdentity.publicKey, store.holds, { ...ticketing, rent }, shared)
+    this.tickets = new TicketOffice(
+      identity,
+      this.accounts,
+      this.pricing,
+      this.gatewayIdentity.publicKey,
+      store.holds,
+      { ...ticketing, rent },
+      shared,
+    )
     const adminToken = options.gateway?.adminToken ?? process.env.NEURON_ADMIN_TOKEN
     this.gateway = new Gateway(
       {
@@ -182,13 +226,21 @@ export class Tracker {
         ...(cluster === undefined ? {} : { counter: cluster.counter }),
         client: () => {
           // Pinned to this tracker's key; trusts its own certificate (maybe self-signed); its audits are its callers', uncapped.
-          const own = { trackerKey: identity.publicKey, ca: options.tls?.cert, auditsInFlight: Number.POSITIVE_INFINITY }
+          const own = {
+            trackerKey: identity.publicKey,
+            ca: options.tls?.cert,
+            auditsInFlight: Number.POSITIVE_INFINITY,
+          }
           this.ownClient ??= SwarmClient.connect(this.url, this.gatewayIdentity, (l) => this.log(`gateway: ${l}`), own)
           return this.ownClient
         },
         log: (l) => this.log(l),
       },
-      { ...options.gateway, pricing: this.pricing, ...(adminToken === undefined || adminToken === '' ? {} : { adminToken }) },
+      {
+        ...options.gateway,
+        pricing: this.pricing,
+        ...(adminToken === undefined || adminToken === '' ? {} : { adminToken }),
+      },
     )
     this.bittorrent.on('warning', (e: Error) => this.log(`bittorrent: ${e.message}`))
     const onRequest = guarded(
@@ -288,7 +340,18 @@ export class Tracker {
 
   private onHttp(req: IncomingMessage, res: ServerResponse): void {
     const { admission, bittorrent, catalog, gateway, issuer } = this
-    routeHttp({ admission, bittorrent, catalog, gateway, issuer, onlineHosts: () => this.registry.summaries().filter((h) => h.online).length }, req, res)
+    routeHttp(
+      {
+        admission,
+        bittorrent,
+        catalog,
+        gateway,
+        issuer,
+        onlineHosts: () => this.registry.summaries().filter((h) => h.online).length,
+      },
+      req,
+      res,
+    )
   }
 
   private setUpHosts(namespace: Namespace): void {
@@ -333,7 +396,9 @@ export class Tracker {
         return { modelId: manifest.modelId, infoHash: model.infoHash }
       },
       'model.tokenizer': ({ modelId }) => ({ tokenizer: this.catalog.get(modelId).tokenizer }),
-      'hosts.list': () => ({ hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })) }),
+      'hosts.list': () => ({
+        hosts: this.registry.summaries().map((h) => ({ ...h, relayedBytes: this.relay.bytesFor(h.hostId) })),
+      }),
       'route.plan': (request, peer) => planRoute(this, request, peer),
       'grant.challenge': () => this.grantsOrRefuse().challenge(),
       'grant.claim': async (claim, peer) => {
@@ -342,21 +407,28 @@ export class Tracker {
         joinAccountRoom(peer.socket, Promise.resolve(claimed), (l) => this.log(l))
         return claimed
       },
-      'audit.submit': (request, peer) => this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
+      'audit.submit': (request, peer) =>
+        this.auditor.audit(request, peer, peer.publicKey !== this.gatewayIdentity.publicKey),
       'session.end': ({ session }, peer) => {
         // the hosts stop counting a plan its key ended at once: a plan + end loop holds no slot
         this.planner.ended(session, peer.publicKey)
         return this.tickets.endBy(session, peer.publicKey)
       },
       'account.balance': (_request, peer) => balanceOfKey(this.accounts, this.store.holds, peer.publicKey),
-      'latency.report': (report, peer) => ({ recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report) }),
-      'placement.preview': ({ modelId, profile }) => pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
+      'latency.report': (report, peer) => ({
+        recorded: recordLatencyReport(this.latencies, this.registry, peer.nodeId, report),
+      }),
+      'placement.preview': ({ modelId, profile }) =>
+        pricedPlacement(this.catalog, this.pricing, this.planner.placement(modelId, profile, null, null)),
       // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.
       'relay.forward': ({ hostId, frame }, peer) => this.relay.forward(hostId, frame, peer.publicKey),
       'receipts.submit': async ({ session, receipts }, peer) => {
         const issuedTo = await this.metering.issuedTo(session)
         if (issuedTo !== undefined && issuedTo !== peer.nodeId) {
-          throw new NeuronError('not_your_session', `session ${session} was issued to another client; submit receipts for your own sessions.`)
+          throw new NeuronError(
+            'not_your_session',
+            `session ${session} was issued to another client; submit receipts for your own sessions.`,
+          )
         }
         const account = await this.accounts.byPublicKey(peer.publicKey)
         if (account !== undefined) await this.metering.bind(session, account.accountId)
@@ -377,7 +449,10 @@ export class Tracker {
 
   private grantsOrRefuse(): NonNullable<TicketOffice['grants']> {
     if (this.tickets.grants !== undefined) return this.tickets.grants
-    throw new NeuronError('no_grants', 'this tracker grants new keys nothing; ask the operator for an account (neuron account create).')
+    throw new NeuronError(
+      'no_grants',
+      'this tracker grants new keys nothing; ask the operator for an account (neuron account create).',
+    )
   }
 
   /** Reputation and dashboard pushes follow every settled or refused receipt. */
@@ -388,8 +463,14 @@ export class Tracker {
       this.log(`receipt from ${v.hostId} for session ${session} step ${v.step} refused: ${v.code}: ${v.message ?? ''}`)
     }
     if (this.clientNamespace === undefined) return
-    pushVerdict(this.clientNamespace, this.store.ledger, session, v, accountId, modelId, this.cluster !== undefined).catch((e: Error) =>
-      this.log(`a dashboard push for session ${session} failed: ${e.message}`),
-    )
+    pushVerdict(
+      this.clientNamespace,
+      this.store.ledger,
+      session,
+      v,
+      accountId,
+      modelId,
+      this.cluster !== undefined,
+    ).catch((e: Error) => this.log(`a dashboard push for session ${session} failed: ${e.message}`))
   }
 }

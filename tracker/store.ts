@@ -76,7 +76,16 @@ export class SqlTrackerStore implements TrackerStore {
     const changes = await this.sql.run(
       `insert into models (model_id, manifest, torrent, tokenizer, info_hash, published_by, publisher_key, published_at) values (?, ?, ?, ?, ?, ?, ?, ?)
        on conflict do nothing`,
-      [m.manifest.modelId, JSON.stringify(m.manifest), m.torrent, m.tokenizer, m.infoHash, m.publishedBy, m.publisherKey, m.publishedAt],
+      [
+        m.manifest.modelId,
+        JSON.stringify(m.manifest),
+        m.torrent,
+        m.tokenizer,
+        m.infoHash,
+        m.publishedBy,
+        m.publisherKey,
+        m.publishedAt,
+      ],
     )
     return changes === 1
   }
@@ -101,20 +110,27 @@ export class SqlTrackerStore implements TrackerStore {
   async getHost(hostId: string): Promise<StoredHost | undefined> {
     const row = await this.sql.get<HostRow>('select * from hosts where host_id = ?', [hostId])
     if (row === undefined) return undefined
-    return { hostId: row.host_id, publicKey: row.public_key, profile: JSON.parse(row.profile), firstSeen: row.first_seen, lastSeen: row.last_seen }
+    return {
+      hostId: row.host_id,
+      publicKey: row.public_key,
+      profile: JSON.parse(row.profile),
+      firstSeen: row.first_seen,
+      lastSeen: row.last_seen,
+    }
   }
 
   async putProbes(probes: ProbeSet): Promise<boolean> {
-    const changes = await this.sql.run('insert into model_probes (model_id, probe_set, created_at) values (?, ?, ?) on conflict do nothing', [
-      probes.modelId,
-      Buffer.from(encodeProbeSet(probes)),
-      Date.now(),
-    ])
+    const changes = await this.sql.run(
+      'insert into model_probes (model_id, probe_set, created_at) values (?, ?, ?) on conflict do nothing',
+      [probes.modelId, Buffer.from(encodeProbeSet(probes)), Date.now()],
+    )
     return changes === 1
   }
 
   async getProbes(modelId: string): Promise<ProbeSet | undefined> {
-    const row = await this.sql.get<{ probe_set: Buffer }>('select probe_set from model_probes where model_id = ?', [modelId])
+    const row = await this.sql.get<{ probe_set: Buffer }>('select probe_set from model_probes where model_id = ?', [
+      modelId,
+    ])
     return row === undefined ? undefined : decodeProbeSet(row.probe_set)
   }
 
@@ -137,7 +153,10 @@ export class SqliteTrackerStore extends SqlTrackerStore {
   /** How commits reach the disk: the journal mode and SQLite's synchronous level (2: FULL). */
   get durability(): { journalMode: string; synchronous: number } {
     const db = this.file.db
-    return { journalMode: String(db.pragma('journal_mode', { simple: true })), synchronous: Number(db.pragma('synchronous', { simple: true })) }
+    return {
+      journalMode: String(db.pragma('journal_mode', { simple: true })),
+      synchronous: Number(db.pragma('synchronous', { simple: true })),
+    }
   }
 }
 

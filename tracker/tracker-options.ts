@@ -51,5 +51,7 @@ export interface TrackerOptions extends TicketOfficeOptions {
 export async function trackerIdentity(options: TrackerOptions): Promise<NodeIdentity> {
   if (options.identity !== undefined) return options.identity
   if (options.dbPath === ':memory:' && options.keyPath === undefined) return NodeIdentity.generate()
-  return NodeIdentity.loadOrCreateFile(options.keyPath ?? (isPostgresUrl(options.dbPath) ? 'tracker-key.pem' : `${options.dbPath}.tracker-key.pem`))
+  return NodeIdentity.loadOrCreateFile(
+    options.keyPath ?? (isPostgresUrl(options.dbPath) ? 'tracker-key.pem' : `${options.dbPath}.tracker-key.pem`),
+  )
 }

@@ -71,7 +71,10 @@ declare module '@electron-forge/shared-types' {
   export type ForgeConfigMaker = IForgeResolvableMaker
   export type ForgeConfigPlugin = IForgeResolvablePlugin
   export type ForgeRebuildOptions = Omit<RebuildOptions, 'buildPath' | 'electronVersion' | 'arch'>
-  export type ForgePackagerOptions = Omit<ElectronPackagerOptions, 'dir' | 'arch' | 'platform' | 'out' | 'electronVersion'>
+  export type ForgePackagerOptions = Omit<
+    ElectronPackagerOptions,
+    'dir' | 'arch' | 'platform' | 'out' | 'electronVersion'
+  >
 
   export interface ResolvedForgeConfig {
     /**

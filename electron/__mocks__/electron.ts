@@ -44,17 +44,27 @@ export function copyAcrossBridge(value: unknown): unknown {
   }
   if (value === null || typeof value !== 'object') return value
   if (types.isPromise(value)) {
-    return (value as Promise<unknown>).then(copyAcrossBridge, (reason: unknown) => Promise.reject(copyAcrossBridge(reason)))
+    return (value as Promise<unknown>).then(copyAcrossBridge, (reason: unknown) =>
+      Promise.reject(copyAcrossBridge(reason)),
+    )
   }
   if (types.isNativeError(value)) return new Error((value as Error).message)
   if (Array.isArray(value)) return value.map(copyAcrossBridge)
-  if (types.isDate(value) || types.isRegExp(value) || types.isMap(value) || types.isSet(value) || ArrayBuffer.isView(value)) return structuredClone(value)
+  if (
+    types.isDate(value) ||
+    types.isRegExp(value) ||
+    types.isMap(value) ||
+    types.isSet(value) ||
+    ArrayBuffer.isView(value)
+  )
+    return structuredClone(value)
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copyAcrossBridge(v)]))
 }
 
 export const contextBridge = {
   exposeInMainWorld(apiKey: string, api: unknown): void {
-    if (Object.hasOwn(mainWorld, apiKey)) throw new Error('Cannot bind an API on top of an existing property on the window object')
+    if (Object.hasOwn(mainWorld, apiKey))
+      throw new Error('Cannot bind an API on top of an existing property on the window object')
     mainWorld[apiKey] = copyAcrossBridge(api)
   },
 }
@@ -72,9 +82,12 @@ export const ipcMain = {
 export const ipcRenderer = {
   async invoke(channel: string, ...args: unknown[]): Promise<unknown> {
     const handler = handlers.get(channel)
-    if (!handler) throw new Error(`Error invoking remote method '${channel}': Error: No handler registered for '${channel}'`)
+    if (!handler)
+      throw new Error(`Error invoking remote method '${channel}': Error: No handler registered for '${channel}'`)
     try {
-      return structuredClone(await handler({ sender: webContents, senderFrame: { url: pageUrl } }, ...structuredClone(args)))
+      return structuredClone(
+        await handler({ sender: webContents, senderFrame: { url: pageUrl } }, ...structuredClone(args)),
+      )
     } catch (error) {
       throw new Error(`Error invoking remote method '${channel}': ${String(error)}`)
     }

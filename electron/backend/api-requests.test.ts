@@ -29,8 +29,20 @@ describe('the API tab’s request log and key, with the openai client', () => {
   beforeAll(async () => {
     const scratch = await scratchDir('neuron-api-log-')
     cleanup = scratch.cleanup
-    backend = await AppBackend.start({ dataDir: join(scratch.dir, 'app'), trackerUrl: null, defaultModels: [STORIES_260K], threads: 1, mdns: false })
-    host = new Host({ trackerUrl: backend.trackerUrl, dataDir: join(scratch.dir, 'host'), modelId: MODEL, blocks: [0, 5], threads: 1 })
+    backend = await AppBackend.start({
+      dataDir: join(scratch.dir, 'app'),
+      trackerUrl: null,
+      defaultModels: [STORIES_260K],
+      threads: 1,
+      mdns: false,
+    })
+    host = new Host({
+      trackerUrl: backend.trackerUrl,
+      dataDir: join(scratch.dir, 'host'),
+      modelId: MODEL,
+      blocks: [0, 5],
+      threads: 1,
+    })
     await host.start()
   })
   afterAll(async () => {
@@ -46,7 +58,11 @@ describe('the API tab’s request log and key, with the openai client', () => {
     const spent: { usage: OpenAI.CompletionUsage | undefined; drop: number }[] = []
     for (const prompt of ['Once upon a time', 'The little dog ran to the park and']) {
       const before = await ownBalance()
-      const completion = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: prompt }], max_tokens: 6 + spent.length * 4 })
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        messages: [{ role: 'user', content: prompt }],
+        max_tokens: 6 + spent.length * 4,
+      })
       spent.push({ usage: completion.usage, drop: before - (await ownBalance()) })
     }
     const { requests } = await call('api.requests', {})

@@ -68,8 +68,15 @@ describe(`the app backend on its embedded swarm`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-app-'))
     const started = performance.now()
-    backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: null, defaultModels: [STORIES_260K], threads: 1 })
-    console.log(`backend started (embedded tracker, stories260K packed and published) in ${(performance.now() - started).toFixed(0)} ms`)
+    backend = await AppBackend.start({
+      dataDir: join(dir, 'app'),
+      trackerUrl: null,
+      defaultModels: [STORIES_260K],
+      threads: 1,
+    })
+    console.log(
+      `backend started (embedded tracker, stories260K packed and published) in ${(performance.now() - started).toFixed(0)} ms`,
+    )
     backend.onEvent((event, data) => events.push({ event, data, at: performance.now() }))
   })
   afterEach(() => {
@@ -86,7 +93,11 @@ describe(`the app backend on its embedded swarm`, () => {
     expect(models.map((m) => m.modelId)).toEqual([MODEL])
     expect(models[0]?.nLayer).toBe(5)
     const settings = await call('settings.get', {})
-    expect(settings).toMatchObject({ trackerUrl: null, connectedTrackerUrl: backend.trackerUrl, hostId: backend.hostId })
+    expect(settings).toMatchObject({
+      trackerUrl: null,
+      connectedTrackerUrl: backend.trackerUrl,
+      hostId: backend.hostId,
+    })
     expect(settings.limits).toEqual({ threads: 1, useGpu: true, diskBytes: null, memoryBytes: null })
     const computer = await call('computer.get', {})
     expect(computer.servableBytes).toBeGreaterThan(0)
@@ -94,7 +105,13 @@ describe(`the app backend on its embedded swarm`, () => {
   })
 
   it('previews the existing coverage, then hosts the proposed range through downloading and loading to serving', async () => {
-    extra = new Host({ trackerUrl: backend.trackerUrl, dataDir: join(dir, 'extra'), modelId: MODEL, blocks: [0, 2], threads: 1 })
+    extra = new Host({
+      trackerUrl: backend.trackerUrl,
+      dataDir: join(dir, 'extra'),
+      modelId: MODEL,
+      blocks: [0, 2],
+      threads: 1,
+    })
     await extra.start()
     const preview = await call('hosting.preview', { modelId: MODEL })
     expect(preview.placement.coverage.map((c) => c.before.hosts)).toEqual([1, 1, 0, 0, 0])
@@ -102,7 +119,9 @@ describe(`the app backend on its embedded swarm`, () => {
     if (proposal === null) throw new Error(`no proposal: ${preview.placement.refusal?.reason}`)
     expect(proposal.blocks[1]).toBe(5)
     // The cache each block states in the manifest (stories260K: 128 bytes per token), at the host's KV budget.
-    expect([proposal.cacheBytesPerToken, proposal.cacheBytes]).toEqual([128, 128 * KV_BUDGET.tokens].map((x) => x * (proposal.blocks[1] - proposal.blocks[0])))
+    expect([proposal.cacheBytesPerToken, proposal.cacheBytes]).toEqual(
+      [128, 128 * KV_BUDGET.tokens].map((x) => x * (proposal.blocks[1] - proposal.blocks[0])),
+    )
     // Priced by the tracker: the proposal and every alternative say what they would earn.
     expect(preview.creditsPerHourMicro).toBeGreaterThan(0)
     expect(preview.creditsPerHourMicro).toBe(proposal.hostMicroPerHour)
@@ -110,7 +129,13 @@ describe(`the app backend on its embedded swarm`, () => {
 
     const started = performance.now()
     const status = await call('hosting.start', { modelId: MODEL, blocks: proposal.blocks })
-    expect(status).toMatchObject({ phase: 'downloading', modelId: MODEL, blocks: proposal.blocks, serving: null, error: null })
+    expect(status).toMatchObject({
+      phase: 'downloading',
+      modelId: MODEL,
+      blocks: proposal.blocks,
+      serving: null,
+      error: null,
+    })
     await until('serving', () => seen('hosting.status').some((s) => s.phase === 'serving'))
     console.log(`hosting.start → serving in ${(performance.now() - started).toFixed(0)} ms`)
     const phases = seen('hosting.status').map((s) => s.phase)
@@ -122,7 +147,11 @@ describe(`the app backend on its embedded swarm`, () => {
       await new Promise((r) => setTimeout(r, 25))
       serving = await call('hosting.status', {})
     }
-    expect(serving.serving).toMatchObject({ activeSessions: 0, servedBlockTokens: 0, endpoint: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:/) })
+    expect(serving.serving).toMatchObject({
+      activeSessions: 0,
+      servedBlockTokens: 0,
+      endpoint: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:/),
+    })
     expect(serving.serving?.tokensPerSecond).toBeGreaterThan(0)
     expect(serving.artifacts.length).toBeGreaterThan(0)
     expect(serving.artifacts.every((a) => a.downloadedBytes === a.totalBytes)).toBe(true)
@@ -141,8 +170,13 @@ describe(`the app backend on its embedded swarm`, () => {
     }
     expect(expected.length).toBeGreaterThan(10)
 
-    expect(await call('chat.send', { chatId: 'story-1', modelId: MODEL, messages: MESSAGES, maxTokens: 24 })).toEqual({ chatId: 'story-1' })
-    await until('chat.done', () => seen('chat.done').some((d) => d.chatId === 'story-1') || seen('chat.error').length > 0)
+    expect(await call('chat.send', { chatId: 'story-1', modelId: MODEL, messages: MESSAGES, maxTokens: 24 })).toEqual({
+      chatId: 'story-1',
+    })
+    await until(
+      'chat.done',
+      () => seen('chat.done').some((d) => d.chatId === 'story-1') || seen('chat.error').length > 0,
+    )
     expect(seen('chat.error')).toEqual([])
     const text = seen('chat.token')
       .filter((t) => t.chatId === 'story-1')
@@ -180,7 +214,10 @@ describe(`the app backend on its embedded swarm`, () => {
     expect(earnings.recent.length).toBeGreaterThan(0)
     expect(earnings.byHour[0]?.modelId).toBe(MODEL)
     const account = await tracker.accounts.byPublicKey((await call('settings.get', {})).publicKey)
-    expect(earnings.account).toEqual({ accountId: account?.accountId, balanceMicro: await tracker.accounts.balance(account?.accountId ?? '') })
+    expect(earnings.account).toEqual({
+      accountId: account?.accountId,
+      balanceMicro: await tracker.accounts.balance(account?.accountId ?? ''),
+    })
     const pushed = seen('earnings.receipt')
     expect(pushed.length).toBeGreaterThan(0)
     expect(pushed.at(-1)).toMatchObject({ balanceMicro: earnings.balanceMicro, pendingMicro: earnings.pendingMicro })
@@ -188,9 +225,17 @@ describe(`the app backend on its embedded swarm`, () => {
     // (A probe's receipts are verified and pay nothing: those pushes earn 0.)
     expect(pushed.some((p) => p.ok && p.earnedMicro > 0)).toBe(true)
     expect(pushed.every((p) => p.earnedMicro >= 0)).toBe(true)
-    await until('served block-tokens in the status', () => (backend.hostingStatus.serving?.servedBlockTokens ?? 0) > 0, 5000)
+    await until(
+      'served block-tokens in the status',
+      () => (backend.hostingStatus.serving?.servedBlockTokens ?? 0) > 0,
+      5000,
+    )
     expect((await call('reputation.get', {})).hostId).toBe(backend.hostId)
-    await until('completed steps in the reputation', async () => (await call('reputation.get', {})).completedSteps > 0, 5000)
+    await until(
+      'completed steps in the reputation',
+      async () => (await call('reputation.get', {})).completedSteps > 0,
+      5000,
+    )
   })
 
   it('makes the embedded swarm private from Settings: a stranger is refused at once, the app keeps its dashboards', async () => {
@@ -199,10 +244,15 @@ describe(`the app backend on its embedded swarm`, () => {
     const friend = NodeIdentity.generate()
     const extraKey = tracker.registry.get(extra.hostId)?.publicKey ?? ''
     expect((await failure('settings.update', { allowedKeys: ['not a key'] })).message).toMatch(/public key/)
-    expect((await call('settings.update', { allowedKeys: [friend.publicKey, extraKey] })).allowedKeys).toEqual([friend.publicKey, extraKey])
+    expect((await call('settings.update', { allowedKeys: [friend.publicKey, extraKey] })).allowedKeys).toEqual([
+      friend.publicKey,
+      extraKey,
+    ])
     try {
       expect((await SettingsStore.open(join(dir, 'app'))).value.allowedKeys).toEqual([friend.publicKey, extraKey])
-      await expect(SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).rejects.toMatchObject({ code: 'not_admitted' })
+      await expect(SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).rejects.toMatchObject({
+        code: 'not_admitted',
+      })
       ;(await SwarmClient.connect(backend.trackerUrl, friend)).close()
       // The app's own key stays admitted: its earnings come from the members-only dashboard, signed.
       expect((await call('earnings.get', {})).pendingMicro).toBeGreaterThan(0)
@@ -242,7 +292,10 @@ describe(`the app backend on its embedded swarm`, () => {
 
   it('a pause and a start of another range at once: the pause lands first, then the new range serves', async () => {
     const live = liveHosts()
-    const [paused, started] = await Promise.all([call('hosting.pause', {}), call('hosting.start', { modelId: MODEL, blocks: [3, 5] })])
+    const [paused, started] = await Promise.all([
+      call('hosting.pause', {}),
+      call('hosting.start', { modelId: MODEL, blocks: [3, 5] }),
+    ])
     expect(paused).toMatchObject({ phase: 'paused', blocks: [1, 5] })
     expect(started).toMatchObject({ phase: 'downloading', blocks: [3, 5] })
     await until('serving the new range', () => backend.hostingStatus.phase === 'serving')
@@ -278,7 +331,9 @@ describe(`the app backend on its embedded swarm`, () => {
 
     await call('settings.update', { limits: { memoryBytes: 1e12, diskBytes: 1e15 } })
     const computer = await call('computer.get', {})
-    expect(computer.servableBytes).toBeLessThanOrEqual(Math.min(computer.profile.memory.availableBytes, computer.profile.disk.freeBytes))
+    expect(computer.servableBytes).toBeLessThanOrEqual(
+      Math.min(computer.profile.memory.availableBytes, computer.profile.disk.freeBytes),
+    )
 
     const live = liveHosts()
     await call('hosting.start', { modelId: MODEL, blocks: [3, 5] })
@@ -323,11 +378,21 @@ describe(`the app backend on its embedded swarm`, () => {
     try {
       expect(backend.hostingStatus.phase).toBe('serving')
       await call('chat.send', { chatId: 'switch-1', modelId: MODEL, messages: MESSAGES, maxTokens: 2000 })
-      await until('the first token', () => seen('chat.token').some((t) => t.chatId === 'switch-1') || seen('chat.error').some((e) => e.chatId === 'switch-1'))
+      await until(
+        'the first token',
+        () =>
+          seen('chat.token').some((t) => t.chatId === 'switch-1') ||
+          seen('chat.error').some((e) => e.chatId === 'switch-1'),
+      )
       expect(seen('chat.error').map((e) => e.error.message)).toEqual([])
       const settings = await call('settings.update', { trackerUrl: `${other.url}/` })
       expect(settings).toMatchObject({ trackerUrl: other.url, connectedTrackerUrl: other.url })
-      await until('the chat ended', () => seen('chat.error').some((e) => e.chatId === 'switch-1') || seen('chat.done').some((d) => d.chatId === 'switch-1'))
+      await until(
+        'the chat ended',
+        () =>
+          seen('chat.error').some((e) => e.chatId === 'switch-1') ||
+          seen('chat.done').some((d) => d.chatId === 'switch-1'),
+      )
       expect(seen('chat.error').find((e) => e.chatId === 'switch-1')?.error).toMatchObject({
         code: 'swarm_changed',
         message: expect.stringMatching(/swarm connection changed/),
@@ -337,7 +402,9 @@ describe(`the app backend on its embedded swarm`, () => {
       // On a remote tracker the app's own account is unknown: no invented id.
       expect((await call('earnings.get', {})).account).toBeNull()
       const url = backend.trackerUrl
-      expect(await call('settings.update', { trackerUrl: `${other.url}//` })).toMatchObject({ connectedTrackerUrl: url })
+      expect(await call('settings.update', { trackerUrl: `${other.url}//` })).toMatchObject({
+        connectedTrackerUrl: url,
+      })
       expect(backend.trackerUrl).toBe(url)
     } finally {
       await call('settings.update', { trackerUrl: null }).catch(() => {}) // hosts again the range left there
@@ -359,13 +426,19 @@ describe(`the app backend on its embedded swarm`, () => {
     const path = join(dir, 'notes.gguf')
     await writeFile(path, 'hello, not a model')
     const error = await failure('models.add', { path })
-    expect(error).toMatchObject({ code: 'not_gguf', message: `${path} is not a GGUF file (it starts with "hell"); pick a .gguf model file` })
+    expect(error).toMatchObject({
+      code: 'not_gguf',
+      message: `${path} is not a GGUF file (it starts with "hell"); pick a .gguf model file`,
+    })
     expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
   })
 
   it('starts with an empty swarm when the default model is missing, and offers the file dialog only where its adapter has one', async () => {
     expect((await call('settings.get', {})).canPickFiles).toBe(false)
-    expect(await failure('models.pick', {})).toMatchObject({ code: 'not_available', message: expect.stringMatching(/type the path/) })
+    expect(await failure('models.pick', {})).toMatchObject({
+      code: 'not_available',
+      message: expect.stringMatching(/type the path/),
+    })
     const chosen = [join(dir, 'picked.gguf'), null]
     const withDialog = await AppBackend.start({
       dataDir: join(dir, 'dialog'),

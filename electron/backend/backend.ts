@@ -126,18 +126,33 @@ export class AppBackend {
       identity: () => swarm.identity,
       paired: () => store.value.pairedApps,
       admit: async (key, name) => {
-        await store.update({ pairedApps: [...store.value.pairedApps.filter((p) => p.key !== key), { key, name, role: 'asked', at: Date.now() }] })
+        await store.update({
+          pairedApps: [
+            ...store.value.pairedApps.filter((p) => p.key !== key),
+            { key, name, role: 'asked', at: Date.now() },
+          ],
+        })
         swarm.embedded?.admission.set(embeddedAllowList(admittedKeys(store.value), swarm.identity))
       },
       join: async (trackerUrl, peer) => {
-        await store.update({ pairedApps: [...store.value.pairedApps.filter((p) => p.key !== peer.key), { ...peer, role: 'asking', at: Date.now() }] })
+        await store.update({
+          pairedApps: [
+            ...store.value.pairedApps.filter((p) => p.key !== peer.key),
+            { ...peer, role: 'asking', at: Date.now() },
+          ],
+        })
         await settings.handlers['settings.update']({ trackerUrl }, undefined)
       },
       changed: (view) => this.events.emit('lan.changed', view),
       log: (line) => log(`lan: ${line}`),
       ...(o.mdns === undefined ? {} : { mdns: o.mdns }),
     })
-    this.earnings = new EarningsController({ swarm, events: this.events, receiptSettled: () => this.hosting.receiptSettled(), log })
+    this.earnings = new EarningsController({
+      swarm,
+      events: this.events,
+      receiptSettled: () => this.hosting.receiptSettled(),
+      log,
+    })
     this.hosting = new HostingRunner({
       dataDir,
       trackerUrl: () => swarm.connection.trackerUrl,
@@ -292,7 +307,9 @@ export class AppBackend {
     const open = this.settingsStore.value.lanOpen
     await this.lan
       .sync(open && embedded !== null ? { trackerPort: embedded.port } : null, open)
-      .catch((e: Error) => this.log(`could not open this app to the home network (${e.message}); turn the switch off and on to retry`))
+      .catch((e: Error) =>
+        this.log(`could not open this app to the home network (${e.message}); turn the switch off and on to retry`),
+      )
   }
 
   /** Ends what ran on the swarm being left: chats (each says why) and hosting (already saved as stopped). */

@@ -33,7 +33,9 @@ async function until(what: string, check: () => boolean, timeoutMs = 60_000): Pr
 /** The answer's text, once chat.done came (a chat.error fails the test with its message). */
 async function answer(input: AppInput<'chat.send'>): Promise<string> {
   await call('chat.send', input)
-  const ended = () => seen('chat.done').some((d) => d.chatId === input.chatId) || seen('chat.error').some((e) => e.chatId === input.chatId)
+  const ended = () =>
+    seen('chat.done').some((d) => d.chatId === input.chatId) ||
+    seen('chat.error').some((e) => e.chatId === input.chatId)
   await until(`${input.chatId} to end`, ended)
   expect(seen('chat.error').filter((e) => e.chatId === input.chatId)).toEqual([])
   return seen('chat.token')
@@ -45,7 +47,12 @@ async function answer(input: AppInput<'chat.send'>): Promise<string> {
 describe('chat sampling and context on the embedded swarm', () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-chat-'))
-    backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: null, defaultModels: [STORIES_260K], threads: 1 })
+    backend = await AppBackend.start({
+      dataDir: join(dir, 'app'),
+      trackerUrl: null,
+      defaultModels: [STORIES_260K],
+      threads: 1,
+    })
     backend.onEvent((event, data) => events.push({ event, data }))
     await call('hosting.start', { modelId: MODEL, blocks: [0, 5] })
     await until('serving', () => seen('hosting.status').some((s) => s.phase === 'serving'), 120_000)
@@ -59,14 +66,23 @@ describe('chat sampling and context on the embedded swarm', () => {
     const reference = await SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())
     try {
       const expected = renderChat(await reference.tokenizer(MODEL), MESSAGES).length
-      expect(await call('chat.count', { modelId: MODEL, messages: MESSAGES })).toEqual({ promptTokens: expected, contextLength: 2048 })
+      expect(await call('chat.count', { modelId: MODEL, messages: MESSAGES })).toEqual({
+        promptTokens: expected,
+        contextLength: 2048,
+      })
     } finally {
       reference.close()
     }
-    const longer = await call('chat.count', { modelId: MODEL, messages: [{ role: 'system', content: 'You tell short stories.' }, ...MESSAGES] })
+    const longer = await call('chat.count', {
+      modelId: MODEL,
+      messages: [{ role: 'system', content: 'You tell short stories.' }, ...MESSAGES],
+    })
     expect(longer.promptTokens).toBeGreaterThan(0)
     // Bounded input: a conversation past 256,000 characters is refused, not tokenized.
-    const huge = await failure('chat.count', { modelId: MODEL, messages: [{ role: 'user', content: 'a'.repeat(256_001) }] })
+    const huge = await failure('chat.count', {
+      modelId: MODEL,
+      messages: [{ role: 'user', content: 'a'.repeat(256_001) }],
+    })
     expect(huge).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/256000 characters/) })
   })
 
@@ -81,13 +97,28 @@ describe('chat sampling and context on the embedded swarm', () => {
     expect(seen('chat.route').some((r) => r.chatId === 'too-long')).toBe(false)
     // A prompt that fits only without its max tokens is refused too; the chat id is free again after.
     const short = await call('chat.count', { modelId: MODEL, messages: MESSAGES })
-    const over = await failure('chat.send', { chatId: 'too-long', modelId: MODEL, messages: MESSAGES, maxTokens: 2049 - short.promptTokens })
-    expect(over.message).toContain(`${short.promptTokens + 2049 - short.promptTokens} > ${MODEL}'s context of 2048 tokens`)
+    const over = await failure('chat.send', {
+      chatId: 'too-long',
+      modelId: MODEL,
+      messages: MESSAGES,
+      maxTokens: 2049 - short.promptTokens,
+    })
+    expect(over.message).toContain(
+      `${short.promptTokens + 2049 - short.promptTokens} > ${MODEL}'s context of 2048 tokens`,
+    )
     expect(await answer({ chatId: 'too-long', modelId: MODEL, messages: MESSAGES, maxTokens: 8 })).not.toBe('')
   })
 
   it('samples at temperature > 0: a fixed seed repeats its answer, another seed gives another, top-p/top-k/repeat penalty are taken', async () => {
-    const sampling = { modelId: MODEL, messages: MESSAGES, maxTokens: 32, temperature: 1, topP: 0.95, topK: 40, repeatPenalty: 1.1 }
+    const sampling = {
+      modelId: MODEL,
+      messages: MESSAGES,
+      maxTokens: 32,
+      temperature: 1,
+      topP: 0.95,
+      topK: 40,
+      repeatPenalty: 1.1,
+    }
     const first = await answer({ ...sampling, chatId: 'seed-1a', seed: 1 })
     const again = await answer({ ...sampling, chatId: 'seed-1b', seed: 1 })
     const other = await answer({ ...sampling, chatId: 'seed-2', seed: 2 })

@@ -42,7 +42,10 @@ export class ChatRunner {
    */
   async send(request: z.output<typeof ChatRequest>): Promise<{ chatId: string }> {
     if (this.running.has(request.chatId)) {
-      throw new NeuronError('chat_busy', `chat ${request.chatId} is still answering; stop it or wait for its chat.done before sending again`)
+      throw new NeuronError(
+        'chat_busy',
+        `chat ${request.chatId} is still answering; stop it or wait for its chat.done before sending again`,
+      )
     }
     const controller = new AbortController()
     this.running.set(request.chatId, controller)
@@ -57,20 +60,33 @@ export class ChatRunner {
       const wire = describe(error, client, trackerUrl)
       throw new NeuronError(wire.code, wire.message, wire.details ?? {})
     }
-    void this.answer(request, { client, trackerUrl, prompt }, controller).finally(() => this.running.delete(request.chatId))
+    void this.answer(request, { client, trackerUrl, prompt }, controller).finally(() =>
+      this.running.delete(request.chatId),
+    )
     return { chatId: request.chatId }
   }
 
   /** The conversation's prompt tokens with the model's template, and the model's context length. */
   async count(modelId: string, messages: readonly ChatMessage[]): Promise<ChatCount> {
     const client = this.deps.client()
-    const [tokenizer, contextLength] = await Promise.all([client.tokenizer(modelId), this.contextLength(client, modelId)])
+    const [tokenizer, contextLength] = await Promise.all([
+      client.tokenizer(modelId),
+      this.contextLength(client, modelId),
+    ])
     return { promptTokens: renderChat(tokenizer, messages).length, contextLength }
   }
 
   /** The prompt's tokens, when they and `maxTokens` more fit in the model's context. */
-  private async fitting(client: SwarmClient, modelId: string, messages: readonly ChatMessage[], maxTokens: number): Promise<number[]> {
-    const [tokenizer, contextLength] = await Promise.all([client.tokenizer(modelId), this.contextLength(client, modelId)])
+  private async fitting(
+    client: SwarmClient,
+    modelId: string,
+    messages: readonly ChatMessage[],
+    maxTokens: number,
+  ): Promise<number[]> {
+    const [tokenizer, contextLength] = await Promise.all([
+      client.tokenizer(modelId),
+      this.contextLength(client, modelId),
+    ])
     const prompt = renderChat(tokenizer, messages)
     if (prompt.length + maxTokens > contextLength) {
       throw new NeuronError(
@@ -87,7 +103,9 @@ export class ChatRunner {
     this.contexts.set(client, byModel)
     let length = byModel.get(modelId)
     if (length === undefined) {
-      const asked = callRpc(client.tracker, ClientToTracker, 'model.get', { modelId }).then((m) => m.manifest.contextLength)
+      const asked = callRpc(client.tracker, ClientToTracker, 'model.get', { modelId }).then(
+        (m) => m.manifest.contextLength,
+      )
       // A failed ask is asked again next time, not remembered.
       asked.catch(() => byModel.get(modelId) === asked && byModel.delete(modelId))
       byModel.set(modelId, asked)
@@ -104,7 +122,8 @@ export class ChatRunner {
 
   /** Ends every answer in flight; with `because`, each ends with a chat.error saying so instead of chat.done. */
   stopAll(because?: string): void {
-    for (const c of this.running.values()) c.abort(because === undefined ? undefined : new NeuronError('swarm_changed', because))
+    for (const c of this.running.values())
+      c.abort(because === undefined ? undefined : new NeuronError('swarm_changed', because))
   }
 
   /** `asked`: the swarm the prompt was counted on, and its tokens. */
@@ -131,7 +150,12 @@ export class ChatRunner {
           for (const h of hops) if (h.unaudited === true) unaudited.add(h.hostId)
           this.deps.emit('chat.route', {
             chatId,
-            hops: hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: null, unaudited: h.unaudited === true })),
+            hops: hops.map((h) => ({
+              hostId: h.hostId,
+              blocks: h.blocks,
+              medianMs: null,
+              unaudited: h.unaudited === true,
+            })),
           })
         },
         onReceipts: async (session, receipts) => {
@@ -150,7 +174,8 @@ export class ChatRunner {
       })
       let next = await generation.next()
       while (!next.done) {
-        if (creditsOut === null) this.deps.emit('chat.token', { chatId, text: next.value.text, token: next.value.token })
+        if (creditsOut === null)
+          this.deps.emit('chat.token', { chatId, text: next.value.text, token: next.value.token })
         next = await generation.next()
       }
       // Out of credits, or stopped because the swarm connection changed: no summary, the reason.
@@ -160,7 +185,12 @@ export class ChatRunner {
         return
       }
       const s = next.value
-      const route: ChatHop[] = s.route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs, unaudited: unaudited.has(h.hostId) }))
+      const route: ChatHop[] = s.route.map((h) => ({
+        hostId: h.hostId,
+        blocks: h.blocks,
+        medianMs: h.medianMs,
+        unaudited: unaudited.has(h.hostId),
+      }))
       this.deps.emit('chat.done', {
         chatId,
         promptTokens: s.promptTokens,
@@ -198,7 +228,10 @@ function stopReason(controller: AbortController): WireError | null {
 /** `trackerUrl`: the tracker the answer was asked of, not the one connected now. */
 function describe(error: unknown, client: SwarmClient, trackerUrl: string): WireError {
   if (!client.tracker.connected || (error instanceof NeuronError && error.code === 'tracker_unreachable')) {
-    return { code: 'tracker_unreachable', message: `lost the tracker at ${trackerUrl}; check that it is running, then send again` }
+    return {
+      code: 'tracker_unreachable',
+      message: `lost the tracker at ${trackerUrl}; check that it is running, then send again`,
+    }
   }
   return toWireError(error)
 }

@@ -1,4 +1,13 @@
-import { type BlockRange, type ComputerView, type HardwareProfile, KV_BUDGET, type Limits, type Manifest, MEMORY_SHARE, rangeCacheBytes } from '../../protocol'
+import {
+  type BlockRange,
+  type ComputerView,
+  type HardwareProfile,
+  KV_BUDGET,
+  type Limits,
+  type Manifest,
+  MEMORY_SHARE,
+  rangeCacheBytes,
+} from '../../protocol'
 
 /** The yardstick in the summary: Llama 3 70B at Q4_K_M is about 42 GB over 80 blocks. */
 const REFERENCE = { name: 'Llama 3 70B', blocks: 80, bytesPerBlock: 0.52e9 } as const
@@ -9,9 +18,16 @@ export function limitedProfile(profile: HardwareProfile, limits: Limits): Hardwa
     ...profile,
     memory: {
       ...profile.memory,
-      availableBytes: limits.memoryBytes === null ? profile.memory.availableBytes : Math.min(profile.memory.availableBytes, limits.memoryBytes),
+      availableBytes:
+        limits.memoryBytes === null
+          ? profile.memory.availableBytes
+          : Math.min(profile.memory.availableBytes, limits.memoryBytes),
     },
-    disk: { ...profile.disk, freeBytes: limits.diskBytes === null ? profile.disk.freeBytes : Math.min(profile.disk.freeBytes, limits.diskBytes) },
+    disk: {
+      ...profile.disk,
+      freeBytes:
+        limits.diskBytes === null ? profile.disk.freeBytes : Math.min(profile.disk.freeBytes, limits.diskBytes),
+    },
     gpus: limits.useGpu ? profile.gpus : [],
     threads: limits.threads,
   }
@@ -49,7 +65,9 @@ function summarize(bytes: number): string {
   const blocks = Math.floor(bytes / REFERENCE.bytesPerBlock)
   const amount = `about ${gb < 10 ? gb.toFixed(1) : gb.toFixed(0)} GB of layers`
   if (bytes <= 0) return 'This computer has no room to serve layers within its limits: raise the memory or disk limit.'
-  if (blocks === 0) return `This computer can serve ${amount}: enough for small models, but not yet one of ${REFERENCE.name}'s blocks at Q4.`
-  if (blocks >= REFERENCE.blocks) return `This computer can serve ${amount}: enough for all ${REFERENCE.blocks} of ${REFERENCE.name}'s blocks at Q4.`
+  if (blocks === 0)
+    return `This computer can serve ${amount}: enough for small models, but not yet one of ${REFERENCE.name}'s blocks at Q4.`
+  if (blocks >= REFERENCE.blocks)
+    return `This computer can serve ${amount}: enough for all ${REFERENCE.blocks} of ${REFERENCE.name}'s blocks at Q4.`
   return `This computer can serve ${amount}: enough for ${blocks} of ${REFERENCE.name}'s ${REFERENCE.blocks} blocks at Q4.`
 }

@@ -1,6 +1,14 @@
 import type { SwarmClient } from '../../client/swarm-client'
 import { type NodeIdentity, nodeIdOf } from '../../identity/keys'
-import { ClientToTracker, callRpc, type Manifest, NeuronError, type RpcRequest, type RpcResponse, type TrackerLinkStatus } from '../../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  type Manifest,
+  NeuronError,
+  type RpcRequest,
+  type RpcResponse,
+  type TrackerLinkStatus,
+} from '../../protocol'
 import type { Tracker } from '../../tracker/server'
 import { SwarmConnection } from './swarm-connection'
 import { watchHeartbeat } from './tracker-heartbeat'
@@ -81,8 +89,14 @@ export class CurrentSwarm {
 
   /** Whether the tracker answers now: a dropped socket or an unanswered ping tells within seconds. */
   get status(): TrackerLinkStatus {
-    const problem = this.current === null ? (this.lost ?? 'the app is switching its swarm connection') : this.link.problem
-    return { trackerUrl: this.trackerUrl, state: problem === null ? 'connected' : 'unreachable', problem, since: this.link.since }
+    const problem =
+      this.current === null ? (this.lost ?? 'the app is switching its swarm connection') : this.link.problem
+    return {
+      trackerUrl: this.trackerUrl,
+      state: problem === null ? 'connected' : 'unreachable',
+      problem,
+      since: this.link.since,
+    }
   }
 
   /** Throws tracker_unreachable, saying why and since when, while the tracker does not answer. */
@@ -99,7 +113,11 @@ export class CurrentSwarm {
 
   /** The swarm connection in use; throws (saying why) while there is none. */
   get connection(): SwarmConnection {
-    if (this.current === null) throw new NeuronError('tracker_unreachable', this.lost ?? 'the app is switching its swarm connection; try again in a moment')
+    if (this.current === null)
+      throw new NeuronError(
+        'tracker_unreachable',
+        this.lost ?? 'the app is switching its swarm connection; try again in a moment',
+      )
     return this.current
   }
 
@@ -122,7 +140,10 @@ export class CurrentSwarm {
     const socket = this.connection.client.tracker
     this.checkReachable()
     if (!socket.connected) {
-      throw new NeuronError('tracker_unreachable', `not connected to the tracker at ${this.trackerUrl}; joining it again, try in a moment`)
+      throw new NeuronError(
+        'tracker_unreachable',
+        `not connected to the tracker at ${this.trackerUrl}; joining it again, try in a moment`,
+      )
     }
     return callRpc(socket, ClientToTracker, event, request, RPC_TIMEOUT_MS)
   }
@@ -143,7 +164,12 @@ export class CurrentSwarm {
    * changes nothing, and nothing fails after it. The embedded swarm shares its database with its
    * successor: see reopenEmbedded.
    */
-  async switchTo(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>, lanOpen = this.deps.lanOpen()): Promise<void> {
+  async switchTo(
+    trackerUrl: string | null,
+    identity: NodeIdentity,
+    save: () => Promise<unknown>,
+    lanOpen = this.deps.lanOpen(),
+  ): Promise<void> {
     const old = this.current
     if (old?.embedded != null && trackerUrl === null) return this.reopenEmbedded(identity, save, lanOpen)
     const next = await this.openAndSave(trackerUrl, identity, save, lanOpen)
@@ -189,7 +215,12 @@ export class CurrentSwarm {
   }
 
   /** Opens the next connection and records the change; a failed save closes it unused. */
-  private async openAndSave(trackerUrl: string | null, identity: NodeIdentity, save: () => Promise<unknown>, lanOpen: boolean): Promise<SwarmConnection> {
+  private async openAndSave(
+    trackerUrl: string | null,
+    identity: NodeIdentity,
+    save: () => Promise<unknown>,
+    lanOpen: boolean,
+  ): Promise<SwarmConnection> {
     const next = await this.open(trackerUrl, identity, lanOpen)
     try {
       await save()
@@ -201,7 +232,11 @@ export class CurrentSwarm {
   }
 
   /** `lanOpen`: the switch as it will be saved (a switch of it opens the embedded swarm before saving). */
-  private open(trackerUrl: string | null, identity: NodeIdentity, lanOpen = this.deps.lanOpen()): Promise<SwarmConnection> {
+  private open(
+    trackerUrl: string | null,
+    identity: NodeIdentity,
+    lanOpen = this.deps.lanOpen(),
+  ): Promise<SwarmConnection> {
     const { dataDir, defaultModels, log } = this.deps
     return SwarmConnection.open({
       dataDir,
@@ -230,7 +265,9 @@ export class CurrentSwarm {
   private keepPort(connection: SwarmConnection): void {
     const port = connection.embedded?.port
     if (port === undefined || port === this.deps.trackerPort()) return
-    this.deps.keepTrackerPort(port).catch((e: Error) => this.deps.log(`could not save the embedded tracker's port ${port}: ${e.message}`))
+    this.deps
+      .keepTrackerPort(port)
+      .catch((e: Error) => this.deps.log(`could not save the embedded tracker's port ${port}: ${e.message}`))
   }
 
   /**
@@ -263,7 +300,11 @@ export class CurrentSwarm {
   }
 
   private async rejoin(connection: SwarmConnection): Promise<void> {
-    for (let delayMs = 1000; !this.closing && this.current === connection; delayMs = Math.min(RECONNECT_MAX_MS, delayMs * 2)) {
+    for (
+      let delayMs = 1000;
+      !this.closing && this.current === connection;
+      delayMs = Math.min(RECONNECT_MAX_MS, delayMs * 2)
+    ) {
       await new Promise((r) => setTimeout(r, delayMs).unref())
       if (this.closing || this.current !== connection) return
       try {

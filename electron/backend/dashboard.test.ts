@@ -13,7 +13,12 @@ const older = {
   earnings_by_hour: [],
   earnings_by_day: [],
   recent_receipts: [],
-  reputation: { score: 0.5, components: { uptime: 1, completion: 1, latency: 0.5, audits: 0.5 }, completedSteps: 0, failedSteps: 0 },
+  reputation: {
+    score: 0.5,
+    components: { uptime: 1, completion: 1, latency: 0.5, audits: 0.5 },
+    completedSteps: 0,
+    failedSteps: 0,
+  },
   reputation_history: [{ at: 2, score: 0.5 }],
 }
 

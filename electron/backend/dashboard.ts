@@ -1,10 +1,23 @@
 import { z } from 'zod'
 import { nodeAuthHeaders } from '../../client/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
-import { DASHBOARD_SCOPE, describeIssues, type Earnings, HostChecksView, NeuronError, type ReputationView } from '../../protocol'
+import {
+  DASHBOARD_SCOPE,
+  describeIssues,
+  type Earnings,
+  HostChecksView,
+  NeuronError,
+  type ReputationView,
+} from '../../protocol'
 
 const Count = z.number().int().nonnegative()
-const Bucket = z.object({ start: z.number(), modelId: z.string(), earned: z.number().int(), blockTokens: Count, receipts: Count })
+const Bucket = z.object({
+  start: z.number(),
+  modelId: z.string(),
+  earned: z.number().int(),
+  blockTokens: Count,
+  receipts: Count,
+})
 const Unit = z.number().min(0).max(1)
 
 /** The tracker gateway's GET /v1/dashboard/hosts/<hostId> (tracker/gateway/dashboards.ts), the parts the app shows. */
@@ -41,7 +54,12 @@ export type HostDashboard = z.infer<typeof HostDashboard>
  * Fetches a host's dashboard over HTTP, so a remote tracker works like the embedded one. The request
  * carries the app's key, signed: a private swarm shows its dashboards to its members only.
  */
-export async function fetchHostDashboard(trackerUrl: string, hostId: string, identity: NodeIdentity, timeoutMs = 5000): Promise<HostDashboard> {
+export async function fetchHostDashboard(
+  trackerUrl: string,
+  hostId: string,
+  identity: NodeIdentity,
+  timeoutMs = 5000,
+): Promise<HostDashboard> {
   const url = `${trackerUrl}/v1/dashboard/hosts/${hostId}`
   let body: unknown
   let refusal: NeuronError | undefined
@@ -73,7 +91,13 @@ export function parseHostDashboard(url: string, body: unknown): HostDashboard {
 }
 
 export function toEarnings(hostId: string, d: HostDashboard, account: Earnings['account']): Earnings {
-  const point = (b: z.infer<typeof Bucket>) => ({ start: b.start, modelId: b.modelId, earnedMicro: b.earned, blockTokens: b.blockTokens, receipts: b.receipts })
+  const point = (b: z.infer<typeof Bucket>) => ({
+    start: b.start,
+    modelId: b.modelId,
+    earnedMicro: b.earned,
+    blockTokens: b.blockTokens,
+    receipts: b.receipts,
+  })
   return {
     hostId,
     balanceMicro: d.balance_micro,

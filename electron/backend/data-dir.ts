@@ -8,8 +8,10 @@ import { SettingsStore } from './settings-store'
 /** Refuses a data dir that is missing, a file, or not writable by this user, saying which. */
 export async function checkWritableDir(dir: string): Promise<void> {
   const info = await stat(dir).catch(() => undefined)
-  if (info === undefined) throw new NeuronError('bad_request', `the data dir ${dir} does not exist; create the folder first, or pick another`)
-  if (!info.isDirectory()) throw new NeuronError('bad_request', `the data dir ${dir} is a file, not a folder; pick a folder`)
+  if (info === undefined)
+    throw new NeuronError('bad_request', `the data dir ${dir} does not exist; create the folder first, or pick another`)
+  if (!info.isDirectory())
+    throw new NeuronError('bad_request', `the data dir ${dir} is a file, not a folder; pick a folder`)
   try {
     await access(dir, constants.W_OK)
   } catch {
@@ -21,7 +23,10 @@ export async function checkWritableDir(dir: string): Promise<void> {
  * The data dir this run uses, with its settings: the given one, unless its settings name another (a
  * change made in the app applies at the next start); the identity and conversations come along the first time.
  */
-export async function resolveDataDir(given: string, log: (line: string) => void): Promise<{ dataDir: string; store: SettingsStore }> {
+export async function resolveDataDir(
+  given: string,
+  log: (line: string) => void,
+): Promise<{ dataDir: string; store: SettingsStore }> {
   await mkdir(given, { recursive: true })
   const here = await SettingsStore.open(given)
   const moved = here.value.dataDir
@@ -34,7 +39,9 @@ export async function resolveDataDir(given: string, log: (line: string) => void)
   const store = await SettingsStore.open(target)
   if (store.value.dataDir === null) await store.update({ ...here.value, dataDir: target })
   await copyFile(join(given, 'identity.pem'), join(target, 'identity.pem'), constants.COPYFILE_EXCL).catch(() => {})
-  await cp(join(given, CONVERSATIONS_DIR), join(target, CONVERSATIONS_DIR), { recursive: true, force: false }).catch(() => {})
+  await cp(join(given, CONVERSATIONS_DIR), join(target, CONVERSATIONS_DIR), { recursive: true, force: false }).catch(
+    () => {},
+  )
   log(`data dir ${target} (named in ${join(given, 'settings.json')})`)
   return { dataDir: target, store }
 }

@@ -9,7 +9,9 @@ const FILE = 'stories260K.gguf'
  * (forge.config.ts, `extraResource`); from a checkout, the repository's own copy in resources/models/.
  * `resourcesPath` is Electron's `process.resourcesPath` (undefined under Node).
  */
-export function defaultModelPath(resourcesPath: string | undefined = (process as { resourcesPath?: string }).resourcesPath): string {
+export function defaultModelPath(
+  resourcesPath: string | undefined = (process as { resourcesPath?: string }).resourcesPath,
+): string {
   const packaged = resourcesPath === undefined ? undefined : join(resourcesPath, FILE)
   if (packaged !== undefined && existsSync(packaged)) return packaged
   return join(PACKAGE_ROOT, 'resources', 'models', FILE)

@@ -21,7 +21,13 @@ export class AppEventBus {
       // The renderer shows an answer as streaming until chat.done or chat.error: end it either way.
       if (event === 'chat.done') {
         const { chatId } = data as AppEventData<'chat.done'>
-        this.emit('chat.error', { chatId, error: { code: 'internal', message: `the answer ended, but its summary was malformed (${issues}); send again` } })
+        this.emit('chat.error', {
+          chatId,
+          error: {
+            code: 'internal',
+            message: `the answer ended, but its summary was malformed (${issues}); send again`,
+          },
+        })
       }
       return
     }

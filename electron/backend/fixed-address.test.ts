@@ -16,7 +16,14 @@ const logged: string[] = []
 /** The backend and its UI as `neuron app --headless` starts them, on one data dir. */
 async function startApp(): Promise<{ backend: AppBackend; ui: AppUiServer; stop: () => Promise<void> }> {
   const log = (l: string) => logged.push(l)
-  const backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: null, defaultModels: [], threads: 1, mdns: false, log })
+  const backend = await AppBackend.start({
+    dataDir: join(dir, 'app'),
+    trackerUrl: null,
+    defaultModels: [],
+    threads: 1,
+    mdns: false,
+    log,
+  })
   const ui = await serveAtSavedAddress(backend, { staticDir, log })
   return {
     backend,
@@ -31,7 +38,10 @@ async function startApp(): Promise<{ backend: AppBackend; ui: AppUiServer; stop:
 /** Opens the API socket as a tab that was given the key before; resolves true once admitted. */
 function admitted(ui: AppUiServer, key: string): Promise<boolean> {
   const { port } = new URL(ui.url)
-  const ws = new WebSocket(`${ui.url.replace('http', 'ws')}/api`, { origin: ui.url, headers: { cookie: `neuron-key-${port}=${key}` } })
+  const ws = new WebSocket(`${ui.url.replace('http', 'ws')}/api`, {
+    origin: ui.url,
+    headers: { cookie: `neuron-key-${port}=${key}` },
+  })
   return new Promise((resolve) => {
     ws.once('open', () => {
       ws.close()

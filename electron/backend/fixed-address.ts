@@ -14,13 +14,20 @@ const KEY_MODE = 0o600
  * Starts something on `preferred` (a saved port), or on a free one when there is none yet or it is
  * taken, saying so: a port another program took since the last start is no reason not to start.
  */
-export async function onPreferredPort<T>(preferred: number | null, what: string, start: (port: number) => Promise<T>, log: (line: string) => void): Promise<T> {
+export async function onPreferredPort<T>(
+  preferred: number | null,
+  what: string,
+  start: (port: number) => Promise<T>,
+  log: (line: string) => void,
+): Promise<T> {
   if (preferred === null) return start(0)
   try {
     return await start(preferred)
   } catch (error) {
     if (!portTaken(error)) throw error
-    log(`${what}'s saved port ${preferred} is taken (another program, or another Neuron, listens there); using another one, saved for the next starts`)
+    log(
+      `${what}'s saved port ${preferred} is taken (another program, or another Neuron, listens there); using another one, saved for the next starts`,
+    )
     return start(0)
   }
 }

@@ -125,7 +125,8 @@ export class HostingRunner {
   resume(): Promise<HostingStatus> {
     return this.changes.run(async () => {
       if (this.phase !== 'paused' && this.phase !== 'failed') return this.status()
-      if (this.modelId === null || this.blocks === null) throw new NeuronError('bad_request', 'nothing to resume: start hosting a model first')
+      if (this.modelId === null || this.blocks === null)
+        throw new NeuronError('bad_request', 'nothing to resume: start hosting a model first')
       return this.startNow(this.modelId, this.blocks)
     })
   }
@@ -145,7 +146,8 @@ export class HostingRunner {
     return this.changes.run(async () => {
       clearInterval(this.sessionPoll)
       clearTimeout(this.servedTimer)
-      if (this.host !== undefined) await this.halt(this.phase === 'serving' ? 'paused' : this.phase === 'failed' ? 'failed' : 'idle', false)
+      if (this.host !== undefined)
+        await this.halt(this.phase === 'serving' ? 'paused' : this.phase === 'failed' ? 'failed' : 'idle', false)
       clearTimeout(this.pushTimer)
     })
   }
@@ -251,7 +253,8 @@ export class HostingRunner {
 
   private begin(modelId: string, blocks: BlockRange): void {
     // Callers halt the previous host first; replacing it here would leave it serving.
-    if (this.host !== undefined) throw new NeuronError('hosting_busy', `a host for ${this.modelId} is still running; stop it first`)
+    if (this.host !== undefined)
+      throw new NeuronError('hosting_busy', `a host for ${this.modelId} is still running; stop it first`)
     const limits = this.deps.limits()
     // Made before any state changes: without a swarm connection this throws, and nothing has changed.
     const host = new Host({
@@ -278,7 +281,10 @@ export class HostingRunner {
     host.on('progress', (p) => {
       if (run !== this.run) return
       const left = Math.max(0, p.totalBytes - p.downloadedBytes)
-      this.artifacts.set(p.file, { ...p, etaSeconds: p.bytesPerSecond > 0 ? left / p.bytesPerSecond : left === 0 ? 0 : null })
+      this.artifacts.set(p.file, {
+        ...p,
+        etaSeconds: p.bytesPerSecond > 0 ? left / p.bytesPerSecond : left === 0 ? 0 : null,
+      })
       this.push(false)
     })
     host.on('state', (s) => {
@@ -295,7 +301,14 @@ export class HostingRunner {
         if (run !== this.run || this.phase !== 'downloading') return
         for (const a of artifactsForBlocks(manifest, blocks)) {
           if (!this.artifacts.has(a.file))
-            this.artifacts.set(a.file, { file: a.file, downloadedBytes: 0, totalBytes: a.bytes, bytesPerSecond: 0, peers: 0, etaSeconds: null })
+            this.artifacts.set(a.file, {
+              file: a.file,
+              downloadedBytes: 0,
+              totalBytes: a.bytes,
+              bytesPerSecond: 0,
+              peers: 0,
+              etaSeconds: null,
+            })
         }
         this.push(false)
       })
@@ -340,7 +353,8 @@ export class HostingRunner {
   }
 
   private completeArtifacts(): void {
-    for (const [file, a] of this.artifacts) this.artifacts.set(file, { ...a, downloadedBytes: a.totalBytes, etaSeconds: 0 })
+    for (const [file, a] of this.artifacts)
+      this.artifacts.set(file, { ...a, downloadedBytes: a.totalBytes, etaSeconds: 0 })
   }
 
   private push(force: boolean): void {

@@ -20,7 +20,10 @@ export async function checkGguf(path: string): Promise<void> {
     await fh.close()
   }
   if (!head.equals(GGUF_MAGIC)) {
-    const shown = info.size === 0 ? 'it is empty' : `it starts with ${JSON.stringify(head.subarray(0, Math.min(4, info.size)).toString('latin1'))}`
+    const shown =
+      info.size === 0
+        ? 'it is empty'
+        : `it starts with ${JSON.stringify(head.subarray(0, Math.min(4, info.size)).toString('latin1'))}`
     throw new NeuronError('not_gguf', `${path} is not a GGUF file (${shown}); pick a .gguf model file`, { path })
   }
 }

@@ -16,7 +16,14 @@ const option = {
   bestRouteMsPerToken: null,
 }
 const preview: HostingPreview = {
-  placement: { modelId: manifest.modelId, proposal: option, refusal: null, swarmTokensPerSecond: 0, coverage: [], alternatives: [] },
+  placement: {
+    modelId: manifest.modelId,
+    proposal: option,
+    refusal: null,
+    swarmTokensPerSecond: 0,
+    coverage: [],
+    alternatives: [],
+  },
   creditsPerHourMicro: null,
 }
 let dir = ''

@@ -19,7 +19,11 @@ export async function filesOnDisk(dataDir: string, manifest: Manifest): Promise<
 }
 
 /** Bytes of each offered range's files already on disk: the proposal's and every alternative's. */
-export function withBytesOnDisk(preview: HostingPreview, manifest: Manifest, onDisk: ReadonlySet<string>): HostingPreview {
+export function withBytesOnDisk(
+  preview: HostingPreview,
+  manifest: Manifest,
+  onDisk: ReadonlySet<string>,
+): HostingPreview {
   const { proposal, alternatives } = preview.placement
   const ranges: BlockRange[] = [...(proposal === null ? [] : [proposal.blocks]), ...alternatives.map((a) => a.blocks)]
   const bytesOnDisk = ranges.map((blocks) => ({

@@ -6,7 +6,11 @@ import { blameMemoryLimit, formatSize } from './preview'
 const refused: PlacementProposal = {
   modelId: 'stories260K',
   proposal: null,
-  refusal: { code: 'too_little_memory', reason: '0.00 GB of free memory holds no block; free memory', neededBytes: 2_400_000 },
+  refusal: {
+    code: 'too_little_memory',
+    reason: '0.00 GB of free memory holds no block; free memory',
+    neededBytes: 2_400_000,
+  },
   swarmTokensPerSecond: 0,
   coverage: [],
   alternatives: [],

@@ -1,4 +1,11 @@
-import { DEFAULT_FEE_BPS, feeOf, type HardwareProfile, type HostingPreview, type Limits, type PlacementProposal } from '../../protocol'
+import {
+  DEFAULT_FEE_BPS,
+  feeOf,
+  type HardwareProfile,
+  type HostingPreview,
+  type Limits,
+  type PlacementProposal,
+} from '../../protocol'
 
 /** What a host keeps of a charge at the default swarm fee, micro-credits (when the tracker has not said). */
 export function hostShare(chargedMicro: number): number {
@@ -14,12 +21,20 @@ export function withCredits(placement: PlacementProposal): HostingPreview {
  * The placement with a memory refusal blamed on the memory limit when that limit, not the computer, is what
  * held no block: the person can raise a limit, but "free memory" tells them to close programs that are not the cause.
  */
-export function blameMemoryLimit(placement: PlacementProposal, profile: HardwareProfile, limits: Limits): PlacementProposal {
+export function blameMemoryLimit(
+  placement: PlacementProposal,
+  profile: HardwareProfile,
+  limits: Limits,
+): PlacementProposal {
   const refusal = placement.refusal
   const limit = limits.memoryBytes
   const onGpu = limits.useGpu && profile.gpus.length > 0
-  if (refusal?.code !== 'too_little_memory' || limit === null || onGpu || limit >= profile.memory.availableBytes) return placement
-  const needed = refusal.neededBytes === undefined ? '' : `: its smallest range needs about ${formatSize(refusal.neededBytes)} (weights and KV cache)`
+  if (refusal?.code !== 'too_little_memory' || limit === null || onGpu || limit >= profile.memory.availableBytes)
+    return placement
+  const needed =
+    refusal.neededBytes === undefined
+      ? ''
+      : `: its smallest range needs about ${formatSize(refusal.neededBytes)} (weights and KV cache)`
   return {
     ...placement,
     refusal: {

@@ -16,7 +16,13 @@ describe('the chat account on a remote tracker', () => {
     const scratch = await scratchDir('neuron-remote-balance-')
     cleanup = scratch.cleanup
     remote = await Tracker.start({ dbPath: join(scratch.dir, 'remote.sqlite'), host: '127.0.0.1', port: 0 })
-    backend = await AppBackend.start({ dataDir: join(scratch.dir, 'app'), trackerUrl: remote.url, defaultModels: [], threads: 1, mdns: false })
+    backend = await AppBackend.start({
+      dataDir: join(scratch.dir, 'app'),
+      trackerUrl: remote.url,
+      defaultModels: [],
+      threads: 1,
+      mdns: false,
+    })
   })
   afterAll(async () => {
     await backend?.close()
@@ -28,6 +34,9 @@ describe('the chat account on a remote tracker', () => {
     expect(readAppReply('earnings.get', await backend.call('earnings.get', {})).account).toBeNull()
     const { publicKey } = readAppReply('settings.get', await backend.call('settings.get', {}))
     const { account } = await remote.accounts.create({ publicKey, grantMicro: 12_345_678 })
-    expect(readAppReply('earnings.get', await backend.call('earnings.get', {})).account).toEqual({ accountId: account.accountId, balanceMicro: 12_345_678 })
+    expect(readAppReply('earnings.get', await backend.call('earnings.get', {})).account).toEqual({
+      accountId: account.accountId,
+      balanceMicro: 12_345_678,
+    })
   })
 })

@@ -19,7 +19,10 @@ describe('the settings file', () => {
   it('is left whole and valid by two writers saving at once, with no temp file behind', async () => {
     const dir = await scratch()
     const [a, b] = await Promise.all([SettingsStore.open(dir), SettingsStore.open(dir)])
-    const writes = Array.from({ length: 20 }, (_, i) => [a.update({ limits: { threads: i + 1 } }), b.update({ addedModels: [`/models/m${i}.gguf`] })]).flat()
+    const writes = Array.from({ length: 20 }, (_, i) => [
+      a.update({ limits: { threads: i + 1 } }),
+      b.update({ addedModels: [`/models/m${i}.gguf`] }),
+    ]).flat()
     await Promise.all(writes)
     const text = await readFile(join(dir, SETTINGS_FILE), 'utf8')
     const last = [a.value, b.value].map((v) => `${JSON.stringify(v, null, 2)}\n`)
@@ -50,7 +53,13 @@ describe('the settings file', () => {
     const corrupt = '{"trackerUrl": "http://127.0.0.1:7070", "limits": {"threads": '
     await writeFile(join(dir, SETTINGS_FILE), corrupt)
     const lines: string[] = []
-    const backend = await AppBackend.start({ dataDir: dir, trackerUrl: null, defaultModels: [], threads: 1, log: (line) => lines.push(line) })
+    const backend = await AppBackend.start({
+      dataDir: dir,
+      trackerUrl: null,
+      defaultModels: [],
+      threads: 1,
+      log: (line) => lines.push(line),
+    })
     try {
       const settings = readAppReply('settings.get', await backend.call('settings.get', {}))
       expect(settings.trackerUrl).toBeNull()
@@ -58,7 +67,9 @@ describe('the settings file', () => {
       expect(aside).toHaveLength(1)
       expect(await readFile(join(dir, aside[0] ?? ''), 'utf8')).toBe(corrupt)
       expect(settings.notice).toContain(`${join(dir, SETTINGS_FILE)} is not JSON (`)
-      expect(settings.notice).toContain(`. It was kept as ${join(dir, aside[0] ?? '')} and the app started with the default settings`)
+      expect(settings.notice).toContain(
+        `. It was kept as ${join(dir, aside[0] ?? '')} and the app started with the default settings`,
+      )
       expect(lines).toContain(settings.notice)
       // The next save writes a fresh file; the kept one stays as it was.
       readAppReply('settings.update', await backend.call('settings.update', { limits: { threads: 2 } }))

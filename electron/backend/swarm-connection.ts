@@ -65,7 +65,9 @@ export class SwarmConnection {
         for (const model of options.defaultModels) {
           await publisher
             .publish(model, localUrl(embedded), options.identity)
-            .catch((e: Error) => log(`not publishing the default model ${model} (${e.message}); add a GGUF under Host a model`))
+            .catch((e: Error) =>
+              log(`not publishing the default model ${model} (${e.message}); add a GGUF under Host a model`),
+            )
         }
         await ensureAccount(embedded, options.identity)
       } else {
@@ -73,7 +75,9 @@ export class SwarmConnection {
       }
       const url = embedded === null ? trackerBase(options.trackerUrl as string) : localUrl(embedded)
       for (const model of options.addedModels ?? []) {
-        await publisher.publish(model, url, options.identity).catch((e: Error) => log(`not seeding ${model}: ${e.message}`))
+        await publisher
+          .publish(model, url, options.identity)
+          .catch((e: Error) => log(`not seeding ${model}: ${e.message}`))
       }
       // The account exists before the client connects: the tracker joins it to its account's pushes then.
       const client = await SwarmClient.connect(url, options.identity, (l) => log(`client: ${l}`))
@@ -104,7 +108,9 @@ export class SwarmConnection {
   async accountBalance(publicKey: string): Promise<{ accountId: string; balanceMicro: number } | null | undefined> {
     if (this.embedded === null) return undefined
     const account = await this.embedded.accounts.byPublicKey(publicKey)
-    return account === undefined ? null : { accountId: account.accountId, balanceMicro: await this.embedded.accounts.balance(account.accountId) }
+    return account === undefined
+      ? null
+      : { accountId: account.accountId, balanceMicro: await this.embedded.accounts.balance(account.accountId) }
   }
 
   async close(): Promise<void> {
@@ -126,7 +132,8 @@ export function embeddedAllowList(keys: readonly string[] | null, identity: Node
 
 /** The embedded tracker pays chats from the app's own account, granted the tracker's default. */
 async function ensureAccount(tracker: Tracker, identity: NodeIdentity): Promise<void> {
-  if ((await tracker.accounts.byPublicKey(identity.publicKey)) === undefined) await tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
+  if ((await tracker.accounts.byPublicKey(identity.publicKey)) === undefined)
+    await tracker.accounts.create({ publicKey: identity.publicKey, name: 'this app' })
 }
 
 /**
@@ -142,7 +149,10 @@ export async function probeTracker(url: string, timeoutMs = 3000): Promise<void>
     reason = res.ok ? 'it answered, but not like a Neuron tracker' : `HTTP ${res.status}`
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : undefined
-    reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : (cause ?? String(error))
+    reason =
+      error instanceof Error && error.name === 'TimeoutError'
+        ? `no answer within ${timeoutMs / 1000} s`
+        : (cause ?? String(error))
   }
   throw new NeuronError(
     'tracker_unreachable',

@@ -35,7 +35,12 @@ async function endedWith(chatId: string, timeoutMs: number): Promise<WireError |
 }
 
 const state = async () => (await call('swarm.status', {})).state
-const chat = { chatId: 'dead-tracker', modelId: 'stories260k', messages: [{ role: 'user' as const, content: 'Hi' }], maxTokens: 4 }
+const chat = {
+  chatId: 'dead-tracker',
+  modelId: 'stories260k',
+  messages: [{ role: 'user' as const, content: 'Hi' }],
+  maxTokens: 4,
+}
 
 describe('the backend’s link to its tracker, told as it is', () => {
   beforeAll(async () => {
@@ -43,7 +48,13 @@ describe('the backend’s link to its tracker, told as it is', () => {
     tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), host: '127.0.0.1', port: 0 })
     // The backend reaches the tracker through a proxy that can stall: a tracker that stops answering without closing anything.
     proxy = await DelayProxy.start(tracker.port)
-    backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: `http://127.0.0.1:${proxy.port}`, defaultModels: [], threads: 1, mdns: false })
+    backend = await AppBackend.start({
+      dataDir: join(dir, 'app'),
+      trackerUrl: `http://127.0.0.1:${proxy.port}`,
+      defaultModels: [],
+      threads: 1,
+      mdns: false,
+    })
     backend.onEvent((event, data) => {
       if (event === 'swarm.status') pushed.push(data as TrackerLinkStatus)
       if (event === 'chat.error') chatErrors.push(data as AppEventData<'chat.error'>)
@@ -58,7 +69,11 @@ describe('the backend’s link to its tracker, told as it is', () => {
   })
 
   it('says a tracker that stopped answering is unreachable within 5 s, fails a chat at once saying why, and joins it again', async () => {
-    expect(await call('swarm.status', {})).toMatchObject({ state: 'connected', problem: null, trackerUrl: backend.trackerUrl })
+    expect(await call('swarm.status', {})).toMatchObject({
+      state: 'connected',
+      problem: null,
+      trackerUrl: backend.trackerUrl,
+    })
     proxy.delayMs = 10 * 60_000
     await until('the tracker shown unreachable', async () => (await state()) === 'unreachable', SHOWN_WITHIN_MS)
     expect((await call('swarm.status', {})).problem).toMatch(/no answer to a ping/)

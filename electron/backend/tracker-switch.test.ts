@@ -19,7 +19,8 @@ async function call<M extends AppMethod>(method: M, input: AppInput<M>): Promise
 async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; hosting is ${JSON.stringify(backend.hostingStatus)}`)
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; hosting is ${JSON.stringify(backend.hostingStatus)}`)
     await new Promise((r) => setTimeout(r, 50))
   }
 }
@@ -34,7 +35,13 @@ describe('hosting across a switch of tracker', () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-switch-'))
     other = await Tracker.start({ dbPath: join(dir, 'other.sqlite'), host: '127.0.0.1', port: 0 })
-    backend = await AppBackend.start({ dataDir: join(dir, 'app'), trackerUrl: null, defaultModels: [STORIES_260K], threads: 1, mdns: false })
+    backend = await AppBackend.start({
+      dataDir: join(dir, 'app'),
+      trackerUrl: null,
+      defaultModels: [STORIES_260K],
+      threads: 1,
+      mdns: false,
+    })
   })
   afterAll(async () => {
     await backend?.close()
@@ -48,13 +55,19 @@ describe('hosting across a switch of tracker', () => {
     const embeddedUrl = backend.trackerUrl
     await call('settings.update', { trackerUrl: other.url })
     expect(hosting()).toEqual({ phase: 'idle', modelId: null, blocks: null })
-    expect(await saved()).toMatchObject({ hosting: null, hostingByTracker: { embedded: { modelId: MODEL, blocks: [1, 4], paused: false } } })
+    expect(await saved()).toMatchObject({
+      hosting: null,
+      hostingByTracker: { embedded: { modelId: MODEL, blocks: [1, 4], paused: false } },
+    })
     await call('settings.update', { trackerUrl: null })
     // The embedded swarm is back at the same address, and this computer serves the range it served there.
     expect(backend.trackerUrl).toBe(embeddedUrl)
     await until('serving again', () => backend.hostingStatus.phase === 'serving')
     expect(hosting()).toEqual({ phase: 'serving', modelId: MODEL, blocks: [1, 4] })
-    expect(await saved()).toMatchObject({ hosting: { modelId: MODEL, blocks: [1, 4], paused: false }, hostingByTracker: {} })
+    expect(await saved()).toMatchObject({
+      hosting: { modelId: MODEL, blocks: [1, 4], paused: false },
+      hostingByTracker: {},
+    })
   })
 
   it('keeps a paused range paused across the return, and forgets hosting when asked to stop it', async () => {

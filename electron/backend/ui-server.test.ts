@@ -27,7 +27,9 @@ function get(
       res.on('data', (c: Buffer) => {
         body += c.toString()
       })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body, headers: res.headers }))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body, headers: res.headers }),
+      )
     })
     req.on('error', reject)
     req.end()
@@ -44,7 +46,10 @@ async function open(
   origin = ui.url,
   cookie: string | null = keyCookie(),
 ): Promise<{ ws: WebSocket; frames: unknown[]; next: (match: (f: unknown) => boolean) => Promise<unknown> }> {
-  const ws = new WebSocket(`${ui.url.replace('http', 'ws')}/api`, { origin, headers: cookie === null ? {} : { cookie } })
+  const ws = new WebSocket(`${ui.url.replace('http', 'ws')}/api`, {
+    origin,
+    headers: cookie === null ? {} : { cookie },
+  })
   const frames: unknown[] = []
   const waiting = new Set<() => void>()
   ws.on('message', (data) => {
@@ -143,7 +148,11 @@ describe('the browser mode’s UI server', () => {
     // Assets are the public build; the API is not.
     expect((await get('/assets/app-1234.js', null)).status).toBe(200)
     expect(String(await open(ui.url, null).catch((e: unknown) => e))).toMatch(/401/)
-    expect(String(await open(ui.url, `neuron-key-${new URL(ui.url).port}=${'x'.repeat(ui.key.length)}`).catch((e: unknown) => e))).toMatch(/401/)
+    expect(
+      String(
+        await open(ui.url, `neuron-key-${new URL(ui.url).port}=${'x'.repeat(ui.key.length)}`).catch((e: unknown) => e),
+      ),
+    ).toMatch(/401/)
   })
 
   it('refuses a socket from a page on another origin', async () => {
@@ -167,7 +176,12 @@ describe('the browser mode’s UI server', () => {
     const b = await open()
     try {
       b.ws.send(JSON.stringify({ kind: 'call', id: 1, method: 'models.list', input: {} }))
-      expect(AppReplyFrame.parse(await b.next(replyTo(1)))).toEqual({ kind: 'reply', id: 1, ok: true, value: { models: [] } })
+      expect(AppReplyFrame.parse(await b.next(replyTo(1)))).toEqual({
+        kind: 'reply',
+        id: 1,
+        ok: true,
+        value: { models: [] },
+      })
     } finally {
       b.ws.close()
     }

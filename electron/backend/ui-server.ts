@@ -6,7 +6,14 @@ import type { AddressInfo } from 'node:net'
 import { extname, join, resolve, sep } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { type WebSocket, WebSocketServer } from 'ws'
-import { type Ack, AppCallFrame, type AppEventFrame, type AppReplyFrame, describeIssues, NeuronError } from '../../protocol'
+import {
+  type Ack,
+  AppCallFrame,
+  type AppEventFrame,
+  type AppReplyFrame,
+  describeIssues,
+  NeuronError,
+} from '../../protocol'
 import type { AppEventListener } from './events'
 
 /** The part of AppBackend the browser mode needs. */
@@ -92,7 +99,11 @@ export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Prom
   cookieName = `neuron-key-${port}`
   const shownHost = host.includes(':') ? `[${host}]` : host
   const url = `http://${shownHost}:${port}`
-  const origins = new Set([url, ...(host === '127.0.0.1' || host === '::1' ? [`http://localhost:${port}`] : []), ...(options.allowedOrigins ?? [])])
+  const origins = new Set([
+    url,
+    ...(host === '127.0.0.1' || host === '::1' ? [`http://localhost:${port}`] : []),
+    ...(options.allowedOrigins ?? []),
+  ])
 
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '/').split('?')[0]
@@ -102,9 +113,13 @@ export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Prom
     if (path !== API_PATH) return refuse('404 Not Found', `the app's API socket is at ${API_PATH}`)
     // Browsers always send Origin: a page from anywhere else must not drive this host. (Non-browser clients send none.)
     const origin = req.headers.origin
-    if (origin !== undefined && !origins.has(origin)) return refuse('403 Forbidden', `origin ${origin} may not use this app's API; open ${url} instead`)
+    if (origin !== undefined && !origins.has(origin))
+      return refuse('403 Forbidden', `origin ${origin} may not use this app's API; open ${url} instead`)
     if (!sameKey(cookieOf(req, cookieName), key)) {
-      return refuse('401 Unauthorized', `this app's API needs the key from the link neuron printed (${url}/?key=…); open that link`)
+      return refuse(
+        '401 Unauthorized',
+        `this app's API needs the key from the link neuron printed (${url}/?key=…); open that link`,
+      )
     }
     sockets.handleUpgrade(req, socket, head, (ws) => sockets.emit('connection', ws, req))
   })
@@ -126,16 +141,33 @@ export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Prom
     }
     const frame = AppCallFrame.safeParse(raw)
     if (!frame.success) {
-      const id = typeof raw === 'object' && raw !== null && 'id' in raw && Number.isSafeInteger(raw.id) && (raw.id as number) >= 0 ? (raw.id as number) : null
+      const id =
+        typeof raw === 'object' &&
+        raw !== null &&
+        'id' in raw &&
+        Number.isSafeInteger(raw.id) &&
+        (raw.id as number) >= 0
+          ? (raw.id as number)
+          : null
       if (id === null) {
         ws.close(1008, 'bad_request: a frame is {kind:"call", id, method, input}')
         return
       }
-      send(ws, { kind: 'reply', id, ok: false, error: { code: 'bad_request', message: describeIssues('call frame', frame.error) } })
+      send(ws, {
+        kind: 'reply',
+        id,
+        ok: false,
+        error: { code: 'bad_request', message: describeIssues('call frame', frame.error) },
+      })
       return
     }
     const ack = await backend.call(frame.data.method, frame.data.input)
-    send(ws, ack.ok ? { kind: 'reply', id: frame.data.id, ok: true, value: ack.value } : { kind: 'reply', id: frame.data.id, ok: false, error: ack.error })
+    send(
+      ws,
+      ack.ok
+        ? { kind: 'reply', id: frame.data.id, ok: true, value: ack.value }
+        : { kind: 'reply', id: frame.data.id, ok: false, error: ack.error },
+    )
   }
 
   const unsubscribe = backend.onEvent((event, data) => {
@@ -200,7 +232,13 @@ const NEEDS_KEY_PAGE = `<!doctype html><meta charset="utf-8"><title>Neuron</titl
  * `root`. The page itself needs the run's key: from `?key=` (then kept as a cookie, and dropped from
  * the address bar by a redirect) or from that cookie. Assets are the public build and need none.
  */
-async function serveStatic(root: string, index: string, req: IncomingMessage, res: ServerResponse, auth: { key: string; cookieName: string }): Promise<void> {
+async function serveStatic(
+  root: string,
+  index: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  auth: { key: string; cookieName: string },
+): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' })
     res.end('only GET and HEAD\n')

@@ -13,7 +13,10 @@ describe('main IPC wiring (electron mocked: no Electron binary on this machine)'
     const backend = fakeBackend({ 'hosting.status': () => servingStatus })
     wireAppIpc(ipcMain, backend, () => webContents, APP_PAGE)
     expect(await ipcRenderer.invoke(IPC_CALL, 'hosting.status', {})).toEqual({ ok: true, value: servingStatus })
-    expect(await ipcRenderer.invoke(IPC_CALL, 'hosting.launch', {})).toMatchObject({ ok: false, error: { code: 'bad_request' } })
+    expect(await ipcRenderer.invoke(IPC_CALL, 'hosting.launch', {})).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request' },
+    })
     expect(backend.calls.map((c) => c.method)).toEqual(['hosting.status', 'hosting.launch'])
   })
 
@@ -36,7 +39,10 @@ describe('main IPC wiring (electron mocked: no Electron binary on this machine)'
     navigatePage(`${APP_PAGE}#/chat`)
     expect(await ipcRenderer.invoke(IPC_CALL, 'hosting.status', {})).toEqual({ ok: true, value: servingStatus })
     navigatePage('https://evil.example/')
-    expect(await ipcRenderer.invoke(IPC_CALL, 'identity.export', {})).toMatchObject({ ok: false, error: { code: 'forbidden' } })
+    expect(await ipcRenderer.invoke(IPC_CALL, 'identity.export', {})).toMatchObject({
+      ok: false,
+      error: { code: 'forbidden' },
+    })
     expect(backend.calls.map((c) => c.method)).toEqual(['hosting.status'])
   })
 

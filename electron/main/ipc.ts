@@ -19,7 +19,9 @@ export interface EventSender {
 function senderUrl(event: unknown): string | undefined {
   if (typeof event !== 'object' || event === null || !('senderFrame' in event)) return undefined
   const frame = event.senderFrame
-  return typeof frame === 'object' && frame !== null && 'url' in frame && typeof frame.url === 'string' ? frame.url : undefined
+  return typeof frame === 'object' && frame !== null && 'url' in frame && typeof frame.url === 'string'
+    ? frame.url
+    : undefined
 }
 
 /**
@@ -37,9 +39,19 @@ export function wireAppIpc(
   ipcMain.handle(IPC_CALL, async (event, method, input): Promise<Ack<unknown>> => {
     const from = senderUrl(event)
     if (from === undefined || from.split('#')[0] !== appUrl) {
-      return { ok: false, error: { code: 'forbidden', message: `calls are answered only from the app's own page, not from ${from ?? 'an unknown frame'}` } }
+      return {
+        ok: false,
+        error: {
+          code: 'forbidden',
+          message: `calls are answered only from the app's own page, not from ${from ?? 'an unknown frame'}`,
+        },
+      }
     }
-    if (typeof method !== 'string') return { ok: false, error: { code: 'bad_request', message: `a call names its method as a string, got ${typeof method}` } }
+    if (typeof method !== 'string')
+      return {
+        ok: false,
+        error: { code: 'bad_request', message: `a call names its method as a string, got ${typeof method}` },
+      }
     try {
       return await backend.call(method, input)
     } catch (error) {

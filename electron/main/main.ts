@@ -58,7 +58,12 @@ async function run(): Promise<void> {
   const backend = await backendStarting
   log(`data in ${app.getPath('userData')}; tracker ${backend.trackerUrl}`)
 
-  unwire = wireAppIpc(ipcMain, backend, () => (win && !win.isDestroyed() ? win.webContents : null), pathToFileURL(appPaths.rendererIndex).href)
+  unwire = wireAppIpc(
+    ipcMain,
+    backend,
+    () => (win && !win.isDestroyed() ? win.webContents : null),
+    pathToFileURL(appPaths.rendererIndex).href,
+  )
   const tray = createHostingTray({ icon: appPaths.trayIcon, backend, open: showWindow, quit: () => app.quit(), log })
   destroyTray = () => tray.destroy()
   showWindow()
@@ -90,7 +95,14 @@ function quitAfterBackendCloses(): void {
 
 /** The OS file dialog for a model, over the app's window when it has one. */
 async function pickGguf(parent: BrowserWindow | null): Promise<string | null> {
-  const options = { title: 'Add a GGUF model', properties: ['openFile' as const], filters: [{ name: 'GGUF models', extensions: ['gguf'] }] }
-  const picked = parent && !parent.isDestroyed() ? await dialog.showOpenDialog(parent, options) : await dialog.showOpenDialog(options)
+  const options = {
+    title: 'Add a GGUF model',
+    properties: ['openFile' as const],
+    filters: [{ name: 'GGUF models', extensions: ['gguf'] }],
+  }
+  const picked =
+    parent && !parent.isDestroyed()
+      ? await dialog.showOpenDialog(parent, options)
+      : await dialog.showOpenDialog(options)
   return picked.canceled ? null : (picked.filePaths[0] ?? null)
 }

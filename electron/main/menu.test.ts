@@ -23,7 +23,16 @@ describe('application menu', () => {
       ['Settings', 'CmdOrCtrl+8'],
     ])
     for (const item of screens) (item.click as () => void)()
-    expect(show.mock.calls.map(([id]) => id)).toEqual(['computer', 'host', 'earnings', 'reputation', 'chat', 'swarm', 'api', 'settings'])
+    expect(show.mock.calls.map(([id]) => id)).toEqual([
+      'computer',
+      'host',
+      'earnings',
+      'reputation',
+      'chat',
+      'swarm',
+      'api',
+      'settings',
+    ])
   })
 
   it('has the app menu on macOS only', () => {

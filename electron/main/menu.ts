@@ -18,7 +18,10 @@ export type ScreenId = (typeof SCREENS)[number][0]
  * CmdOrCtrl+1…8 are shown but not registered (Linux, Windows), so the keys still reach the renderer,
  * which handles them itself; a click goes through `show`.
  */
-export function appMenuTemplate(platform: NodeJS.Platform, show: (screen: ScreenId) => void): MenuItemConstructorOptions[] {
+export function appMenuTemplate(
+  platform: NodeJS.Platform,
+  show: (screen: ScreenId) => void,
+): MenuItemConstructorOptions[] {
   const screens: MenuItemConstructorOptions[] = SCREENS.map(([id, label], i) => ({
     label,
     accelerator: `CmdOrCtrl+${i + 1}`,

@@ -16,7 +16,10 @@ export const appPaths = {
  * A data dir chosen on the command line (`--data-dir <dir>` or `--data-dir=<dir>`) or in NEURON_DATA_DIR,
  * so tests and second profiles never touch the user's; null: Electron's userData.
  */
-export function dataDirOverride(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): string | null {
+export function dataDirOverride(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): string | null {
   const chosen = (() => {
     for (const [i, arg] of argv.entries()) {
       if (arg.startsWith('--data-dir=')) return arg.slice('--data-dir='.length)

@@ -33,9 +33,15 @@ export interface BridgeFailure {
 }
 
 function toBridgeFailure(error: unknown): BridgeFailure {
-  if (error instanceof NeuronError) return { name: 'NeuronError', code: error.code, message: error.message, details: { ...error.details } }
+  if (error instanceof NeuronError)
+    return { name: 'NeuronError', code: error.code, message: error.message, details: { ...error.details } }
   const message = error instanceof Error ? error.message : String(error)
-  return { name: 'NeuronError', code: 'internal', message: `internal error in the preload bridge: ${message}`, details: {} }
+  return {
+    name: 'NeuronError',
+    code: 'internal',
+    message: `internal error in the preload bridge: ${message}`,
+    details: {},
+  }
 }
 
 /** The typed API the preload exposes as `window.neuron`: exactly `call` and `on`, nothing of Electron or Node. */
@@ -46,7 +52,11 @@ export function createNeuronBridge(ipc: BridgeIpc): NeuronBridge {
       ack = await ipc.invoke(IPC_CALL, method, input)
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error)
-      throw toBridgeFailure(new NeuronError('ipc_failed', `${method}: the app's main process did not answer (${reason}); restart Neuron`, { method }))
+      throw toBridgeFailure(
+        new NeuronError('ipc_failed', `${method}: the app's main process did not answer (${reason}); restart Neuron`, {
+          method,
+        }),
+      )
     }
     try {
       return readAppReply(method, ack)

@@ -22,18 +22,23 @@ describe('preload (electron mocked: no Electron binary on this machine)', () => 
   const required: string[] = []
   beforeAll(async () => {
     ;({ dir: outDir, cleanup } = await scratchDir('neuron-preload-'))
-    await build({ configFile: join(REPO_ROOT, 'vite.preload.config.ts'), root: REPO_ROOT, logLevel: 'silent', build: { outDir, emptyOutDir: true } })
+    await build({
+      configFile: join(REPO_ROOT, 'vite.preload.config.ts'),
+      root: REPO_ROOT,
+      logLevel: 'silent',
+      build: { outDir, emptyOutDir: true },
+    })
   })
   afterAll(() => cleanup())
 
   describeExposedBridge('the built preload.cjs (vite.preload.config.ts) in node:vm, requiring only electron', () => {
     electron.resetElectronMock()
     const code = readFileSync(join(outDir, 'preload.cjs'), 'utf8')
-    const run = runInNewContext(`(function (require, module, exports) {\n${code}\n})`, { console }, { filename: 'preload.cjs' }) as (
-      require: (id: string) => unknown,
-      module: { exports: unknown },
-      exports: unknown,
-    ) => void
+    const run = runInNewContext(
+      `(function (require, module, exports) {\n${code}\n})`,
+      { console },
+      { filename: 'preload.cjs' },
+    ) as (require: (id: string) => unknown, module: { exports: unknown }, exports: unknown) => void
     const module = { exports: {} }
     run(
       (id) => {

@@ -56,7 +56,13 @@ describe.skipIf(!HAVE_ARIA2C)(`any BitTorrent client fetches a published artifac
     ;({ dir, cleanup } = await scratchDir())
     tracker = await Tracker.start({ dbPath: ':memory:' })
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-    publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'), { torrentHost: '127.0.0.1' })
+    publication = await publishModel(
+      join(dir, 'packed'),
+      tracker.url,
+      NodeIdentity.generate(),
+      join(dir, 'publisher'),
+      { torrentHost: '127.0.0.1' },
+    )
     expect((await publication.store.torrentAddress()).address).toBe('127.0.0.1')
   })
   afterAll(async () => {

@@ -89,7 +89,9 @@ describe(`artifact store over BitTorrent on loopback`, () => {
     const [path] = await host.fetch(manifest, torrent, ['blocks-2-4.gguf'])
     await flipByte(path as string, 100_000)
     const [again] = await host.fetch(manifest, torrent, ['blocks-2-4.gguf'])
-    expect(logs.join('\n')).toMatch(/blocks-2-4\.gguf failed sha256 \(expected [0-9a-f]{12}…, got [0-9a-f]{12}…\); re-downloading/)
+    expect(logs.join('\n')).toMatch(
+      /blocks-2-4\.gguf failed sha256 \(expected [0-9a-f]{12}…, got [0-9a-f]{12}…\); re-downloading/,
+    )
     expect(await sha256(again as string)).toBe(artifact('blocks-2-4.gguf').sha256)
   })
 
@@ -99,7 +101,10 @@ describe(`artifact store over BitTorrent on loopback`, () => {
     stores.push(host)
     // The torrent is the true one; the manifest the host was given says another sha256 for head.gguf.
     const truth = artifact('head.gguf').sha256
-    const lying: Manifest = { ...manifest, artifacts: manifest.artifacts.map((a) => (a.file === 'head.gguf' ? { ...a, sha256: '0'.repeat(64) } : a)) }
+    const lying: Manifest = {
+      ...manifest,
+      artifacts: manifest.artifacts.map((a) => (a.file === 'head.gguf' ? { ...a, sha256: '0'.repeat(64) } : a)),
+    }
     await expect(host.fetch(lying, torrent, ['head.gguf'])).rejects.toMatchObject({
       code: 'artifact_corrupt',
       message: expect.stringMatching(/head\.gguf failed sha256 3 times/),
@@ -107,7 +112,8 @@ describe(`artifact store over BitTorrent on loopback`, () => {
     const refusals = logs.filter((l) => l.includes('failed sha256'))
     expect(refusals).toHaveLength(3)
     // Each time, the digest came from the pieces as stored (on a worker), not from reading the file back, and was the file's true one.
-    for (const l of refusals) expect(l).toContain(`artifact head.gguf failed sha256 (expected 000000000000…, got ${truth.slice(0, 12)}…)`)
+    for (const l of refusals)
+      expect(l).toContain(`artifact head.gguf failed sha256 (expected 000000000000…, got ${truth.slice(0, 12)}…)`)
     expect(logs.join('\n')).not.toMatch(/checking its sha256 on disk/)
   })
 

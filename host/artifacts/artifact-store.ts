@@ -126,7 +126,12 @@ export class ArtifactStore {
    * Fetches `files` of a model (skipping any already here and intact), verifies each against the
    * manifest, and keeps seeding them. Returns their paths once every one is verified.
    */
-  async fetch(manifest: Manifest, torrent: Buffer, files: readonly string[], onProgress?: (p: FetchProgress) => void): Promise<string[]> {
+  async fetch(
+    manifest: Manifest,
+    torrent: Buffer,
+    files: readonly string[],
+    onProgress?: (p: FetchProgress) => void,
+  ): Promise<string[]> {
     const wanted = files.map((f) => {
       const artifact = manifest.artifacts.find((a) => a.file === f)
       if (artifact === undefined) throw new NeuronError('unknown_artifact', `${manifest.modelId} has no artifact ${f}.`)
@@ -190,7 +195,11 @@ export class ArtifactStore {
     await this.sha256.close()
   }
 
-  private async addTorrent(torrent: Buffer, deselect: boolean, bitfield: Uint8Array | undefined): Promise<WebTorrent.Torrent> {
+  private async addTorrent(
+    torrent: Buffer,
+    deselect: boolean,
+    bitfield: Uint8Array | undefined,
+  ): Promise<WebTorrent.Torrent> {
     const existing = await this.client.get(torrent)
     if (existing) {
       await onceReady(existing)
@@ -220,7 +229,9 @@ export class ArtifactStore {
     }
     const taken = bitfield === undefined ? 0 : bitfield.reduce((n, byte) => n + popcount(byte), 0)
     if (hashed > 0 || taken > 0)
-      this.options.log?.(`${t.name}: ${taken} pieces on disk taken from the record of verified files, ${hashed} found intact by hashing them`)
+      this.options.log?.(
+        `${t.name}: ${taken} pieces on disk taken from the record of verified files, ${hashed} found intact by hashing them`,
+      )
     return t
   }
 
@@ -233,11 +244,20 @@ export class ArtifactStore {
     // The record only saves work: a failure to write it costs a re-hash at the next start, nothing more.
     await record
       ?.save()
-      .catch((e: unknown) => this.options.log?.(`could not record the verified artifacts of ${modelId}: ${e instanceof Error ? e.message : e}`))
+      .catch((e: unknown) =>
+        this.options.log?.(
+          `could not record the verified artifacts of ${modelId}: ${e instanceof Error ? e.message : e}`,
+        ),
+      )
   }
 
   /** Checks the file against the manifest unless the record trusts it, then records it as checked. */
-  private async check(record: VerifiedFiles | undefined, path: string, a: ManifestArtifact, streamedSha256?: string): Promise<void> {
+  private async check(
+    record: VerifiedFiles | undefined,
+    path: string,
+    a: ManifestArtifact,
+    streamedSha256?: string,
+  ): Promise<void> {
     if (await record?.trusts(a, path)) return
     record?.forget(a.file)
     const before = await identityOf(path)
@@ -258,7 +278,10 @@ export class ArtifactStore {
    * trusted: webtorrent hashes no piece outside a startup bitfield but takes it as missing, so it would
    * fetch that file again instead of checking it (lib/torrent.js, _verifyPiecesUsingBitfield).
    */
-  private async startupBitfield(manifest: Manifest, record: VerifiedFiles | undefined): Promise<Uint8Array | undefined> {
+  private async startupBitfield(
+    manifest: Manifest,
+    record: VerifiedFiles | undefined,
+  ): Promise<Uint8Array | undefined> {
     if (record === undefined) return undefined
     const trusted = new Set<string>()
     for (const a of manifest.artifacts) {
@@ -270,7 +293,11 @@ export class ArtifactStore {
   }
 
   /** Selects the wanted files and resolves when all are downloaded (and piece-verified by BitTorrent). */
-  private async download(t: WebTorrent.Torrent, wanted: readonly ManifestArtifact[], onProgress?: (p: FetchProgress) => void): Promise<void> {
+  private async download(
+    t: WebTorrent.Torrent,
+    wanted: readonly ManifestArtifact[],
+    onProgress?: (p: FetchProgress) => void,
+  ): Promise<void> {
     const files = wanted.map((artifact) => {
       const file = t.files.find((f) => f.name === artifact.file)
       if (file === undefined) throw new NeuronError('bad_torrent', `the torrent has no file ${artifact.file}.`)
@@ -282,7 +309,13 @@ export class ArtifactStore {
     const report = () => {
       for (const f of pending) {
         const bytesPerSecond = rates.rate(f.name, f.downloaded, performance.now())
-        onProgress?.({ file: f.name, downloadedBytes: f.downloaded, totalBytes: f.length, bytesPerSecond, peers: t.numPeers })
+        onProgress?.({
+          file: f.name,
+          downloadedBytes: f.downloaded,
+          totalBytes: f.length,
+          bytesPerSecond,
+          peers: t.numPeers,
+        })
       }
     }
     // 'download' fires per 16 KiB block, and a file's `downloaded` walks all its pieces (webtorrent lib/file.js):
@@ -341,7 +374,11 @@ export class ArtifactStore {
  */
 function bindTorrentServer(client: WebTorrent.Instance, host: string, port: number): void {
   const server = (client as unknown as { _connPool?: { tcpServer?: Server } })._connPool?.tcpServer
-  if (server === undefined) throw new NeuronError('internal', 'this webtorrent has no TCP server to bind; check its version against package.json.')
+  if (server === undefined)
+    throw new NeuronError(
+      'internal',
+      'this webtorrent has no TCP server to bind; check its version against package.json.',
+    )
   server.close()
   server.listen(port, host)
 }
@@ -369,7 +406,12 @@ function onceReady(t: WebTorrent.Torrent): Promise<void> {
  * Throws unless the file's size and sha256 are the manifest's. `streamedSha256`, when given, is the
  * digest of the bytes as they were stored (see StreamedSha256); without it the file is read back.
  */
-export async function verifyArtifact(path: string, artifact: ManifestArtifact, streamedSha256?: string, log?: (line: string) => void): Promise<void> {
+export async function verifyArtifact(
+  path: string,
+  artifact: ManifestArtifact,
+  streamedSha256?: string,
+  log?: (line: string) => void,
+): Promise<void> {
   const size = (await stat(path).catch(() => undefined))?.size
   if (size !== artifact.bytes) {
     throw new NeuronError(

@@ -92,7 +92,8 @@ export class Sha256Workers {
     return {
       update: (bytes) => take(copyOf(bytes)),
       give: (bytes) => {
-        const whole = bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        const whole =
+          bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
         take(whole ? (bytes.buffer as ArrayBuffer) : copyOf(bytes))
       },
       digest: () => {

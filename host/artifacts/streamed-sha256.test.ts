@@ -20,7 +20,10 @@ async function piecesOf(a: ManifestArtifact): Promise<[number, Uint8Array][]> {
     if (x === a) break
     first += x.bytes / manifest.pieceBytes
   }
-  return Array.from({ length: a.bytes / manifest.pieceBytes }, (_, i) => [first + i, bytes.subarray(i * manifest.pieceBytes, (i + 1) * manifest.pieceBytes)])
+  return Array.from({ length: a.bytes / manifest.pieceBytes }, (_, i) => [
+    first + i,
+    bytes.subarray(i * manifest.pieceBytes, (i + 1) * manifest.pieceBytes),
+  ])
 }
 
 function blocksArtifact(): ManifestArtifact {
@@ -45,7 +48,11 @@ describe(`the sha256 of an artifact from its pieces as they are stored`, () => {
     const streamed = new StreamedSha256(manifest, [a], workers)
     const pieces = await piecesOf(a)
     // Each pair swapped, the last piece first, one piece twice: as two peers deliver.
-    const order = [pieces.at(-1), ...pieces.slice(0, -1).flatMap((_, i, all) => (i % 2 === 0 ? [all[i + 1], all[i]] : [])), pieces[0]]
+    const order = [
+      pieces.at(-1),
+      ...pieces.slice(0, -1).flatMap((_, i, all) => (i % 2 === 0 ? [all[i + 1], all[i]] : [])),
+      pieces[0],
+    ]
     for (const p of order) if (p !== undefined) streamed.add(...p)
     for (const p of pieces) streamed.add(...p)
     expect(await streamed.digestOf(a.file)).toBe(a.sha256)

@@ -20,7 +20,11 @@ const stores: ArtifactStore[] = []
 /** A store over `<dir>/<name>` and the lines it logs. */
 function store(name: string, verifiedRecord?: boolean): { store: ArtifactStore; logs: string[] } {
   const logs: string[] = []
-  const s = new ArtifactStore({ dataDir: join(dir, name), log: (l) => logs.push(l), ...(verifiedRecord === undefined ? {} : { verifiedRecord }) })
+  const s = new ArtifactStore({
+    dataDir: join(dir, name),
+    log: (l) => logs.push(l),
+    ...(verifiedRecord === undefined ? {} : { verifiedRecord }),
+  })
   stores.push(s)
   return { store: s, logs }
 }
@@ -50,7 +54,9 @@ function expected(file: string): string | undefined {
 
 /** The startup line: pieces taken from the record, and pieces webtorrent hashed on disk. */
 function startup(logs: string[]): { taken: number; hashed: number } {
-  const m = logs.join('\n').match(/(\d+) pieces on disk taken from the record of verified files, (\d+) found intact by hashing them/)
+  const m = logs
+    .join('\n')
+    .match(/(\d+) pieces on disk taken from the record of verified files, (\d+) found intact by hashing them/)
   return { taken: Number(m?.[1] ?? 0), hashed: Number(m?.[2] ?? 0) }
 }
 
@@ -120,7 +126,11 @@ describe(`a restarted host trusts the files it verified before, and only those`,
     await flipByte(path, 70_000)
     await utimes(path, when, when)
     const touched = await stat(path, { bigint: true })
-    expect({ size: touched.size, mtimeNs: touched.mtimeNs, ino: touched.ino }).toEqual({ size: recorded.size, mtimeNs: recorded.mtimeNs, ino: recorded.ino })
+    expect({ size: touched.size, mtimeNs: touched.mtimeNs, ino: touched.ino }).toEqual({
+      size: recorded.size,
+      mtimeNs: recorded.mtimeNs,
+      ino: recorded.ino,
+    })
     expect(touched.ctimeNs).not.toBe(recorded.ctimeNs)
 
     const { store: again, logs } = store('ctime')
@@ -154,7 +164,10 @@ describe(`a restarted host trusts the files it verified before, and only those`,
   it.each([
     ['garbage', () => Buffer.from('{"format":"neuron-verified/1","files":{"embed.gguf":')],
     ['oversized', () => Buffer.from(`{"format":"neuron-verified/1","files":{}}${' '.repeat(2 << 20)}`)],
-    ['of another schema', () => Buffer.from(JSON.stringify({ format: 'neuron-verified/1', files: { 'embed.gguf': { sha256: 'yes' } } }))],
+    [
+      'of another schema',
+      () => Buffer.from(JSON.stringify({ format: 'neuron-verified/1', files: { 'embed.gguf': { sha256: 'yes' } } })),
+    ],
   ])('ignores a record file that is %s, says so and checks every file again', async (kind, body) => {
     const name = `record-${kind.replace(/ /g, '-')}`
     await fetchAndStop(name, ['embed.gguf'])
@@ -163,7 +176,9 @@ describe(`a restarted host trusts the files it verified before, and only those`,
     const { store: again, logs } = store(name)
     const [path] = await again.fetch(manifest, torrent, ['embed.gguf'])
     await again.close()
-    expect(logs.join('\n')).toMatch(new RegExp(`ignoring .*${manifest.modelId}\\.verified\\.json \\(.+\\); artifacts on disk are checked again`))
+    expect(logs.join('\n')).toMatch(
+      new RegExp(`ignoring .*${manifest.modelId}\\.verified\\.json \\(.+\\); artifacts on disk are checked again`),
+    )
     expect(sha256Checks(logs)).toEqual(['embed.gguf'])
     expect(startup(logs)).toEqual({ taken: 0, hashed: piecesOf('embed.gguf') })
     expect(await sha256(path as string)).toBe(expected('embed.gguf'))
@@ -188,7 +203,14 @@ describe(`a restarted host trusts the files it verified before, and only those`,
     await fetchAndStop('partial', ['head.gguf'])
     // A tracker only the restarted host announces to: a peer sees its pieces and nobody else's.
     const lonely = await Tracker.start({ dbPath: ':memory:' })
-    const leecher = new WebTorrent({ dht: false, lsd: false, utp: false, webSeeds: false, natUpnp: false, natPmp: false } as WebTorrent.Options)
+    const leecher = new WebTorrent({
+      dht: false,
+      lsd: false,
+      utp: false,
+      webSeeds: false,
+      natUpnp: false,
+      natPmp: false,
+    } as WebTorrent.Options)
     try {
       const alone = await createModelTorrent(join(dir, 'packed'), manifest, [lonely.announceUrl])
       const { store: partial, logs } = store('partial')
@@ -199,7 +221,11 @@ describe(`a restarted host trusts the files it verified before, and only those`,
       const advertised = await new Promise<boolean[]>((resolve) => {
         t.on('wire', (wire) => {
           const w = wire as unknown as NodeJS.EventEmitter & { peerPieces: { get(i: number): boolean } }
-          w.once('bitfield', () => resolve(Array.from({ length: piecesOf(...manifest.artifacts.map((a) => a.file)) }, (_, i) => w.peerPieces.get(i))))
+          w.once('bitfield', () =>
+            resolve(
+              Array.from({ length: piecesOf(...manifest.artifacts.map((a) => a.file)) }, (_, i) => w.peerPieces.get(i)),
+            ),
+          )
         })
       })
       const at = manifest.artifacts.findIndex((a) => a.file === 'head.gguf')

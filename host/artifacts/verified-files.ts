@@ -17,11 +17,20 @@ export interface FileIdentity {
 
 const Decimal = z.string().regex(/^\d{1,30}$/)
 const VerifiedFile = z
-  .object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), dev: Decimal, ino: Decimal, size: Decimal, mtimeNs: Decimal, ctimeNs: Decimal })
+  .object({
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    dev: Decimal,
+    ino: Decimal,
+    size: Decimal,
+    mtimeNs: Decimal,
+    ctimeNs: Decimal,
+  })
   .strict()
 type VerifiedFile = z.infer<typeof VerifiedFile>
 /** `<dataDir>/models/<modelId>.verified.json` as this module writes it; read back as hostile input. */
-const VerifiedRecord = z.object({ format: z.literal('neuron-verified/1'), files: z.record(z.string().max(255), VerifiedFile) }).strict()
+const VerifiedRecord = z
+  .object({ format: z.literal('neuron-verified/1'), files: z.record(z.string().max(255), VerifiedFile) })
+  .strict()
 
 export async function identityOf(path: string): Promise<FileIdentity | undefined> {
   const s = await stat(path, { bigint: true }).catch(() => undefined)
@@ -48,7 +57,9 @@ export class VerifiedFiles {
   /** The record at `path` (`<dataDir>/models/<modelId>.verified.json`), or an empty one when it cannot be used. */
   static async open(path: string, log?: (line: string) => void): Promise<VerifiedFiles> {
     const files = await readRecord(path).catch((error: unknown) => {
-      log?.(`ignoring ${path} (${error instanceof Error ? error.message : String(error)}); artifacts on disk are checked again`)
+      log?.(
+        `ignoring ${path} (${error instanceof Error ? error.message : String(error)}); artifacts on disk are checked again`,
+      )
       return undefined
     })
     return new VerifiedFiles(path, new Map(Object.entries(files ?? {})))
@@ -57,7 +68,8 @@ export class VerifiedFiles {
   /** True when the file at `path` is the one recorded as matching `artifact`'s sha256 and size, unchanged since. */
   async trusts(artifact: ManifestArtifact, path: string): Promise<boolean> {
     const entry = this.files.get(artifact.file)
-    if (entry === undefined || entry.sha256 !== artifact.sha256 || BigInt(entry.size) !== BigInt(artifact.bytes)) return false
+    if (entry === undefined || entry.sha256 !== artifact.sha256 || BigInt(entry.size) !== BigInt(artifact.bytes))
+      return false
     const now = await identityOf(path)
     return now !== undefined && sameIdentity(now, parseIdentity(entry))
   }
@@ -110,10 +122,12 @@ async function readRecord(path: string): Promise<Record<string, VerifiedFile> | 
     // Read one byte past the bound rather than trust fstat: the file may grow while it is read.
     const buf = Buffer.alloc(MAX_RECORD_BYTES + 1)
     let length = 0
-    for (let n = -1; n !== 0 && length < buf.length; length += n) n = (await fh.read(buf, length, buf.length - length, length)).bytesRead
+    for (let n = -1; n !== 0 && length < buf.length; length += n)
+      n = (await fh.read(buf, length, buf.length - length, length)).bytesRead
     if (length > MAX_RECORD_BYTES) throw new Error(`larger than ${MAX_RECORD_BYTES} bytes`)
     const parsed = VerifiedRecord.safeParse(JSON.parse(buf.subarray(0, length).toString('utf8')))
-    if (!parsed.success) throw new Error(`not a neuron-verified/1 record: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
+    if (!parsed.success)
+      throw new Error(`not a neuron-verified/1 record: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
     return parsed.data.files
   } finally {
     await fh.close()
@@ -121,7 +135,13 @@ async function readRecord(path: string): Promise<Record<string, VerifiedFile> | 
 }
 
 function parseIdentity(entry: VerifiedFile): FileIdentity {
-  return { dev: BigInt(entry.dev), ino: BigInt(entry.ino), size: BigInt(entry.size), mtimeNs: BigInt(entry.mtimeNs), ctimeNs: BigInt(entry.ctimeNs) }
+  return {
+    dev: BigInt(entry.dev),
+    ino: BigInt(entry.ino),
+    size: BigInt(entry.size),
+    mtimeNs: BigInt(entry.mtimeNs),
+    ctimeNs: BigInt(entry.ctimeNs),
+  }
 }
 
 /**

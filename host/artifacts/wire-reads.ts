@@ -19,7 +19,9 @@ interface WireParser {
 }
 
 const proto = Wire.prototype as unknown as WireParser & { _neuronReads?: true }
-const hasParser = typeof proto._write === 'function' && typeof (proto as unknown as { _processBuffer?: unknown })._processBuffer === 'function'
+const hasParser =
+  typeof proto._write === 'function' &&
+  typeof (proto as unknown as { _processBuffer?: unknown })._processBuffer === 'function'
 if (hasParser && proto._neuronReads !== true) {
   const original = proto._write
   proto._neuronReads = true

@@ -18,7 +18,8 @@ export function compileGrammar(source: string): Grammar {
     GrammarState.start(grammar) // left recursion and ambiguity show at the start
     return grammar
   } catch (error) {
-    if (error instanceof GrammarError) throw new NeuronError('bad_grammar', `the session's grammar is refused: ${error.message}`)
+    if (error instanceof GrammarError)
+      throw new NeuronError('bad_grammar', `the session's grammar is refused: ${error.message}`)
     throw error
   }
 }
@@ -55,14 +56,19 @@ export class GrammarConstraint {
       after = this.guarded(() => this.state.advance(first, this.work))
       this.afterFirst.set(first, after)
     }
-    return after !== undefined && (text.length === first.length || this.guarded(() => after.advance(text.slice(first.length), this.work)) !== undefined)
+    return (
+      after !== undefined &&
+      (text.length === first.length ||
+        this.guarded(() => after.advance(text.slice(first.length), this.work)) !== undefined)
+    )
   }
 
   private guarded(advance: () => GrammarState | undefined): GrammarState | undefined {
     try {
       return advance()
     } catch (error) {
-      if (error instanceof GrammarError) throw new NeuronError('grammar_too_costly', `the session's grammar is stopped: ${error.message}`)
+      if (error instanceof GrammarError)
+        throw new NeuronError('grammar_too_costly', `the session's grammar is stopped: ${error.message}`)
       throw error
     }
   }

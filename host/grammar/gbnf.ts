@@ -56,8 +56,10 @@ class Parser {
       this.space(true)
     }
     const root = this.byName.get('root')
-    if (root === undefined || !this.defined.has(root)) throw new GrammarError('the grammar has no root rule (root ::= ...)')
-    for (const [name, id] of this.byName) if (!this.defined.has(id)) throw new GrammarError(`rule ${name} is used but never defined`)
+    if (root === undefined || !this.defined.has(root))
+      throw new GrammarError('the grammar has no root rule (root ::= ...)')
+    for (const [name, id] of this.byName)
+      if (!this.defined.has(id)) throw new GrammarError(`rule ${name} is used but never defined`)
     return { rules: this.rules, names: this.names, root }
   }
 
@@ -71,7 +73,8 @@ class Parser {
   }
 
   private newRule(name: string, alts: Alternative[] = []): number {
-    if (this.rules.length >= MAX_RULES) throw new GrammarError(`the grammar needs more than ${MAX_RULES} rules; simplify it`)
+    if (this.rules.length >= MAX_RULES)
+      throw new GrammarError(`the grammar needs more than ${MAX_RULES} rules; simplify it`)
     this.rules.push(alts)
     this.names.push(name)
     return this.rules.length - 1
@@ -206,7 +209,20 @@ class Parser {
     }
     const e = this.src[this.pos + 1]
     this.pos += 2
-    const simple: Record<string, number> = { n: 10, r: 13, t: 9, b: 8, f: 12, '/': 47, '\\': 92, '"': 34, '[': 91, ']': 93, '-': 45, '^': 94 }
+    const simple: Record<string, number> = {
+      n: 10,
+      r: 13,
+      t: 9,
+      b: 8,
+      f: 12,
+      '/': 47,
+      '\\': 92,
+      '"': 34,
+      '[': 91,
+      ']': 93,
+      '-': 45,
+      '^': 94,
+    }
     if (e !== undefined && simple[e] !== undefined) return simple[e]
     const digits = e === 'x' ? 2 : e === 'u' ? 4 : e === 'U' ? 8 : 0
     const hex = this.src.slice(this.pos, this.pos + digits)

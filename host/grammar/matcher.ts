@@ -40,7 +40,9 @@ export class GrammarState {
     for (const ch of text) {
       if (work !== undefined) work.left -= stacks.length
       if (work !== undefined && work.left < 0)
-        throw new GrammarError('the grammar took more work than a step allows (its rules are too ambiguous for this vocabulary)')
+        throw new GrammarError(
+          'the grammar took more work than a step allows (its rules are too ambiguous for this vocabulary)',
+        )
       const cp = ch.codePointAt(0) as number
       const out: Stack[] = []
       for (const s of stacks) {
@@ -69,8 +71,10 @@ function matches(c: CharClass, cp: number): boolean {
 
 /** Pushes onto `out` every stack `stack` can become whose top is a character class (or that is empty). */
 function expand(g: Grammar, stack: Stack, out: Stack[], depth: number): void {
-  if (depth > MAX_DEPTH) throw new GrammarError(`rules nest deeper than ${MAX_DEPTH} without a character (left recursion?)`)
-  if (out.length > MAX_STACKS) throw new GrammarError(`the grammar is too ambiguous: more than ${MAX_STACKS} parse states at once`)
+  if (depth > MAX_DEPTH)
+    throw new GrammarError(`rules nest deeper than ${MAX_DEPTH} without a character (left recursion?)`)
+  if (out.length > MAX_STACKS)
+    throw new GrammarError(`the grammar is too ambiguous: more than ${MAX_STACKS} parse states at once`)
   const top = stack[stack.length - 1]
   if (top === undefined) {
     out.push(stack)

@@ -19,7 +19,11 @@ const VALID_DAYS = 3650
  * The host's own TLS certificate (ECDSA P-256, self-signed), made once and kept in `<dataDir>/tls/`, as Syncthing
  * keeps its device certificate: no CA and no user step. A certificate given by the operator (--tls-cert) is pinned the same way.
  */
-export async function hostCertificate(dataDir: string, identity: NodeIdentity, given?: TlsCertificate): Promise<HostCertificate> {
+export async function hostCertificate(
+  dataDir: string,
+  identity: NodeIdentity,
+  given?: TlsCertificate,
+): Promise<HostCertificate> {
   const pair = given ?? (await loadOrCreate(join(dataDir, 'tls')))
   const fingerprint = fingerprintOf(new X509Certificate(pair.cert).fingerprint256)
   return { ...pair, fingerprint, signature: identity.sign(certificateMessage(fingerprint)) }

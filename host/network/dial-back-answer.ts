@@ -19,8 +19,16 @@ export function answerDialBack(req: IncomingMessage, res: ServerResponse, prove:
 
 const BASE64URL = /^[A-Za-z0-9_-]{16,}$/
 
-function dialBackAnswer(asked: boolean, tracker: string, nonce: string, prove: DialBackProver | undefined): [number, unknown] {
-  const refuse = (status: number, code: string, message: string): [number, unknown] => [status, { error: { code, message } }]
+function dialBackAnswer(
+  asked: boolean,
+  tracker: string,
+  nonce: string,
+  prove: DialBackProver | undefined,
+): [number, unknown] {
+  const refuse = (status: number, code: string, message: string): [number, unknown] => [
+    status,
+    { error: { code, message } },
+  ]
   if (!asked) return refuse(426, 'upgrade_required', 'this port speaks WebSocket: open a data-plane connection.')
   if (!BASE64URL.test(nonce) || nonce.length > MAX_NONCE_CHARS)
     return refuse(400, 'bad_nonce', `a dial-back nonce is 16 to ${MAX_NONCE_CHARS} base64url characters.`)
@@ -32,5 +40,8 @@ function dialBackAnswer(asked: boolean, tracker: string, nonce: string, prove: D
 
 /** The prover of a host's key: its signature of each dial-back. */
 export function dialBackProver(identity: NodeIdentity): DialBackProver {
-  return (trackerKey, nonce) => ({ publicKey: identity.publicKey, signature: identity.sign(dialBackMessage(trackerKey, nonce)) })
+  return (trackerKey, nonce) => ({
+    publicKey: identity.publicKey,
+    signature: identity.sign(dialBackMessage(trackerKey, nonce)),
+  })
 }

@@ -8,7 +8,14 @@ declare module '@silentbot1/nat-api' {
     ttl?: number
   }
   export default class NatAPI {
-    constructor(options?: { ttl?: number; description?: string; gateway?: string; autoUpdate?: boolean; enablePMP?: boolean; enableUPNP?: boolean })
+    constructor(options?: {
+      ttl?: number
+      description?: string
+      gateway?: string
+      autoUpdate?: boolean
+      enablePMP?: boolean
+      enableUPNP?: boolean
+    })
     map(options: MapOptions): Promise<boolean>
     unmap(options: MapOptions): Promise<boolean>
     externalIp(): Promise<string>

@@ -58,7 +58,8 @@ export class PortMapping {
     this.attempt = (this.attempt ?? Promise.resolve())
       .then(() => this.mapOnce())
       .finally(() => {
-        if (!this.closed && round === this.rounds) this.timer = setTimeout(() => void this.refresh(), this.options.refreshMs ?? REFRESH_MS).unref()
+        if (!this.closed && round === this.rounds)
+          this.timer = setTimeout(() => void this.refresh(), this.options.refreshMs ?? REFRESH_MS).unref()
       })
     return this.attempt
   }

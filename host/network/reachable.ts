@@ -75,7 +75,9 @@ export class Reachable {
     const listening = await server.listen(plan.listenPort ?? 0, plan.listenHost, certificate)
     const advertised = plan.advertise === undefined ? undefined : await plan.advertise(listening)
     const reachable = new Reachable(plan, listening, advertised, certificate)
-    plan.log?.(`data plane listening at ${listening}${certificate === undefined ? '' : ` (certificate ${certificate.fingerprint.slice(0, 16)}…)`}`)
+    plan.log?.(
+      `data plane listening at ${listening}${certificate === undefined ? '' : ` (certificate ${certificate.fingerprint.slice(0, 16)}…)`}`,
+    )
     if (plan.mapsPorts) await reachable.startMapping(Number(new URL(listening).port))
     return reachable
   }
@@ -93,7 +95,9 @@ export class Reachable {
       // older trackers route to `endpoint` as it is: the best guess, the first candidate
       endpoint: candidates[0] ?? null,
       candidates,
-      ...(this.certificate === undefined ? {} : { tls: { fingerprint: this.certificate.fingerprint, signature: this.certificate.signature } }),
+      ...(this.certificate === undefined
+        ? {}
+        : { tls: { fingerprint: this.certificate.fingerprint, signature: this.certificate.signature } }),
     }
   }
 
@@ -110,16 +114,24 @@ export class Reachable {
 
   /** Asks the router for `port`; waits a little for its first answer, then goes on in the background (a home without UPnP or NAT-PMP must not hold up serving). */
   private async startMapping(port: number): Promise<void> {
-    this.mapping = new PortMapping(port, { onChange: () => this.changed('mapping'), ...(this.plan.log === undefined ? {} : { log: this.plan.log }) })
+    this.mapping = new PortMapping(port, {
+      onChange: () => this.changed('mapping'),
+      ...(this.plan.log === undefined ? {} : { log: this.plan.log }),
+    })
     let timer: NodeJS.Timeout | undefined
-    await Promise.race([this.mapping.start(), new Promise<void>((resolve) => (timer = setTimeout(resolve, FIRST_MAPPING_WAIT_MS)))])
+    await Promise.race([
+      this.mapping.start(),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, FIRST_MAPPING_WAIT_MS))),
+    ])
     clearTimeout(timer)
   }
 
   private checkAddresses(): void {
     const now = interfaceCandidates(this.listening)
     if (now.join() === this.addresses.join()) return
-    this.plan.log?.(`this computer's addresses changed (${this.addresses.join(', ')} -> ${now.join(', ')}); offering them to the tracker`)
+    this.plan.log?.(
+      `this computer's addresses changed (${this.addresses.join(', ')} -> ${now.join(', ')}); offering them to the tracker`,
+    )
     this.addresses = now
     // the router's mapping points at the old address: ask for it again from the new one
     void this.mapping?.refresh()

@@ -111,7 +111,8 @@ export class RelayReservation {
     this.inFlight++
     try {
       const answer = await this.handle(envelope.payload, `circuit:${this.relay.hostId}:${envelope.circuit}`)
-      if (socket.readyState === socket.OPEN) socket.send(encodeEnvelope({ kind: ENVELOPE_FRAME, circuit: envelope.circuit, payload: answer }))
+      if (socket.readyState === socket.OPEN)
+        socket.send(encodeEnvelope({ kind: ENVELOPE_FRAME, circuit: envelope.circuit, payload: answer }))
     } catch (error) {
       this.log(`a frame through relay ${this.relay.hostId} failed: ${error instanceof Error ? error.message : error}`)
     } finally {

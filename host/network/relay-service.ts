@@ -95,7 +95,9 @@ export class RelayService {
       circuits: this.options.circuits,
       mbit: this.options.mbit,
       openCircuits: Math.min(this.circuits.size, this.options.circuits),
-      reserved: [...this.reservations.values()].slice(0, MAX_RELAYED_HOSTS).map((r) => ({ hostId: r.hostId, roundTripMs: r.roundTripMs })),
+      reserved: [...this.reservations.values()]
+        .slice(0, MAX_RELAYED_HOSTS)
+        .map((r) => ({ hostId: r.hostId, roundTripMs: r.roundTripMs })),
     }
   }
 
@@ -137,11 +139,15 @@ export class RelayService {
       socket.close(1008, code)
     }
     socket.on('error', (e) => this.options.log?.(`relay reservation socket: ${e.message}`))
-    const timer = setTimeout(() => refuse('proof_timeout', `prove your key within ${PROOF_TIMEOUT_MS} ms`), PROOF_TIMEOUT_MS)
+    const timer = setTimeout(
+      () => refuse('proof_timeout', `prove your key within ${PROOF_TIMEOUT_MS} ms`),
+      PROOF_TIMEOUT_MS,
+    )
     socket.once('message', (data, isBinary) => {
       clearTimeout(timer)
       const bytes = rawBytes(data)
-      if (isBinary || bytes.byteLength > MAX_PROOF_BYTES) return refuse('bad_proof', `a reservation proof is a JSON text of at most ${MAX_PROOF_BYTES} bytes`)
+      if (isBinary || bytes.byteLength > MAX_PROOF_BYTES)
+        return refuse('bad_proof', `a reservation proof is a JSON text of at most ${MAX_PROOF_BYTES} bytes`)
       let proof: ReservationProof
       try {
         proof = ReservationProof.parse(JSON.parse(bytes.toString('utf8')))
@@ -149,11 +155,17 @@ export class RelayService {
         return refuse('bad_proof', 'a reservation proof is {publicKey, signature}')
       }
       if (!verifySignature(proof.publicKey, reservationMessage(this.options.relayId, nonce), proof.signature))
-        return refuse('bad_proof', `the signature does not prove key ${proof.publicKey.slice(0, 8)}… over this relay's nonce`)
+        return refuse(
+          'bad_proof',
+          `the signature does not prove key ${proof.publicKey.slice(0, 8)}… over this relay's nonce`,
+        )
       const hostId = nodeIdOf(proof.publicKey)
       const known = this.reservations.get(hostId)
       if (known === undefined && this.reservations.size >= this.options.circuits)
-        return refuse('relay_full', `this relay holds ${this.reservations.size} reservations, its bound; ask the tracker for another relay`)
+        return refuse(
+          'relay_full',
+          `this relay holds ${this.reservations.size} reservations, its bound; ask the tracker for another relay`,
+        )
       if (known !== undefined) this.dropReservation(known, 'replaced by a new reservation')
       this.accept(hostId, socket)
     })
@@ -210,7 +222,9 @@ export class RelayService {
       envelope = decodeEnvelope(bytes)
     } catch (error) {
       const code = error instanceof EnvelopeError ? error.code : 'bad_envelope'
-      r.socket.send(JSON.stringify({ error: { code, message: error instanceof Error ? error.message : String(error) } }))
+      r.socket.send(
+        JSON.stringify({ error: { code, message: error instanceof Error ? error.message : String(error) } }),
+      )
       return
     }
     const circuit = this.circuits.get(envelope.circuit)
@@ -226,7 +240,8 @@ export class RelayService {
     circuit.waiting.delete(key)
     r.inFlight = Math.max(0, r.inFlight - 1)
     if (circuit.socket.readyState === circuit.socket.OPEN) circuit.socket.send(envelope.payload)
-    if (header !== undefined) this.carried(header.session, header.step, r.hostId, requestBytes + envelope.payload.byteLength)
+    if (header !== undefined)
+      this.carried(header.session, header.step, r.hostId, requestBytes + envelope.payload.byteLength)
   }
 
   /** Counts the step's two frames for its session and signs the relay's receipt for them. */
@@ -235,10 +250,20 @@ export class RelayService {
     const count = (this.framesBySession.get(session) ?? 0) + 2
     this.framesBySession.delete(session)
     this.framesBySession.set(session, count)
-    if (this.framesBySession.size > MAX_COUNTED_SESSIONS) this.framesBySession.delete(this.framesBySession.keys().next().value as string)
+    if (this.framesBySession.size > MAX_COUNTED_SESSIONS)
+      this.framesBySession.delete(this.framesBySession.keys().next().value as string)
     const tracker = this.options.trackerKey()
     if (tracker === undefined) return
-    const body: RelayReceiptBody = { kind: 'relay', session, step, relayId: this.options.relayId, hostId, frames: 2, bytes, tracker }
+    const body: RelayReceiptBody = {
+      kind: 'relay',
+      session,
+      step,
+      relayId: this.options.relayId,
+      hostId,
+      frames: 2,
+      bytes,
+      tracker,
+    }
     this.options.onReceipt({ ...body, signature: this.options.sign(relayReceiptMessage(body)) })
   }
 
@@ -246,11 +271,19 @@ export class RelayService {
     socket.on('error', (e) => this.options.log?.(`relay circuit socket: ${e.message}`))
     const reservation = this.reservations.get(hostId)
     if (this.circuits.size >= this.options.circuits) {
-      refuseCircuit(socket, 'relay_full', `this relay carries ${this.circuits.size} circuits, its bound; ask the tracker for a new route`)
+      refuseCircuit(
+        socket,
+        'relay_full',
+        `this relay carries ${this.circuits.size} circuits, its bound; ask the tracker for a new route`,
+      )
       return
     }
     if (reservation === undefined) {
-      refuseCircuit(socket, 'not_reserved', `host ${hostId.slice(0, 40)} keeps no reservation at this relay; ask the tracker for a new route`)
+      refuseCircuit(
+        socket,
+        'not_reserved',
+        `host ${hostId.slice(0, 40)} keeps no reservation at this relay; ask the tracker for a new route`,
+      )
       return
     }
     const id = this.nextCircuit
@@ -275,10 +308,16 @@ export class RelayService {
     try {
       header = decodeFrame(bytes)
     } catch (error) {
-      circuit.socket.send(errorFrame(NO_SESSION, 0, { code: 'bad_frame', message: error instanceof Error ? error.message : String(error) }))
+      circuit.socket.send(
+        errorFrame(NO_SESSION, 0, {
+          code: 'bad_frame',
+          message: error instanceof Error ? error.message : String(error),
+        }),
+      )
       return
     }
-    const answer = (code: string, message: string) => circuit.socket.send(errorFrame(header.session, header.step, { code, message }))
+    const answer = (code: string, message: string) =>
+      circuit.socket.send(errorFrame(header.session, header.step, { code, message }))
     const reservation = this.reservations.get(circuit.hostId)
     if (reservation === undefined) {
       answer('not_reserved', `host ${circuit.hostId} left this relay; ask the tracker for a new route`)
@@ -289,11 +328,17 @@ export class RelayService {
       return
     }
     if (circuit.waiting.size >= MAX_IN_FLIGHT_PER_CIRCUIT || reservation.inFlight >= MAX_IN_FLIGHT_PER_RESERVATION) {
-      answer('too_many_in_flight', `a circuit may have ${MAX_IN_FLIGHT_PER_CIRCUIT} frames in flight; wait for answers before sending more`)
+      answer(
+        'too_many_in_flight',
+        `a circuit may have ${MAX_IN_FLIGHT_PER_CIRCUIT} frames in flight; wait for answers before sending more`,
+      )
       return
     }
     if (!circuit.bucket.take(bytes.byteLength) || !this.total.take(bytes.byteLength)) {
-      answer('relay_rate_limited', `this relay carries ${this.options.mbit} Mbit/s (half of it per circuit); send again in a second`)
+      answer(
+        'relay_rate_limited',
+        `this relay carries ${this.options.mbit} Mbit/s (half of it per circuit); send again in a second`,
+      )
       return
     }
     circuit.waiting.set(`${header.session}:${header.step}`, bytes.byteLength)

@@ -68,7 +68,12 @@ export class HostRelaying {
     this.reservation = undefined
     if (relay === null) return
     this.options.log(`the tracker names relay ${relay.hostId} at ${relay.endpoint}; reserving there`)
-    this.reservation = new RelayReservation(relay, this.options.identity, (frame, caller) => this.options.server.handle(frame, caller), this.options.log)
+    this.reservation = new RelayReservation(
+      relay,
+      this.options.identity,
+      (frame, caller) => this.options.server.handle(frame, caller),
+      this.options.log,
+    )
   }
 
   async close(): Promise<void> {

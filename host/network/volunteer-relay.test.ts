@@ -33,7 +33,9 @@ let clientIdentity: NodeIdentity
 let client: SwarmClient
 let relayHost: Host
 
-async function complete(maxTokens = 16): Promise<{ text: string; hops: Array<{ hostId: string; relayHostId?: string; medianMs: number }> }> {
+async function complete(
+  maxTokens = 16,
+): Promise<{ text: string; hops: Array<{ hostId: string; relayHostId?: string; medianMs: number }> }> {
   const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens })
   let text = ''
   let next = await run.next()
@@ -76,7 +78,11 @@ function circuitAnswer(url: string, frame: Uint8Array): Promise<{ code: string; 
 describe(`volunteer relays on loopback`, () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir())
-    tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), heartbeatMs: 300, newKeyGrantMicro: 10_000_000 })
+    tracker = await Tracker.start({
+      dbPath: join(dir, 'tracker.sqlite'),
+      heartbeatMs: 300,
+      newKeyGrantMicro: 10_000_000,
+    })
     await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 1 })
     publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
     manifest = publication.manifest
@@ -101,7 +107,13 @@ describe(`volunteer relays on loopback`, () => {
   })
 
   it('a host that accepts no connections reserves at a volunteer relay; its chat equals the direct one, the tracker relays nothing and the relay is paid per frame', async () => {
-    const direct = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'direct'), modelId: manifest.modelId, blocks: [2, 5], threads: 1 })
+    const direct = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'direct'),
+      modelId: manifest.modelId,
+      blocks: [2, 5],
+      threads: 1,
+    })
     await direct.start()
     await complete() // warm
     const directStarted = performance.now()
@@ -110,7 +122,14 @@ describe(`volunteer relays on loopback`, () => {
     await direct.stop(1000)
     expect(viaDirect.text.length).toBeGreaterThan(10)
 
-    const hidden = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'hidden'), modelId: manifest.modelId, blocks: [2, 5], threads: 1, relay: true })
+    const hidden = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'hidden'),
+      modelId: manifest.modelId,
+      blocks: [2, 5],
+      threads: 1,
+      relay: true,
+    })
     await hidden.start()
     try {
       expect(hidden.state.endpoint).toBeNull()
@@ -128,12 +147,23 @@ describe(`volunteer relays on loopback`, () => {
       expect((await hosts()).find((h) => h.hostId === hidden.hostId)?.relayedBytes).toBe(0)
 
       // the relay hands in its receipts within a second or two; each step's two frames are charged to the client
-      await vi.waitFor(async () => expect(await ledger.balance(hostAccount(relayHost.hostId))).toBeGreaterThan(relayBefore), { timeout: 10_000 })
+      await vi.waitFor(
+        async () => expect(await ledger.balance(hostAccount(relayHost.hostId))).toBeGreaterThan(relayBefore),
+        { timeout: 10_000 },
+      )
       const relayEarned = (await ledger.balance(hostAccount(relayHost.hostId))) - relayBefore
       const paying = await tracker.accounts.byPublicKey(clientIdentity.publicKey)
       expect(paying).toBeDefined()
-      if (paying !== undefined && account !== undefined) expect(await ledger.balance(consumerAccount(paying.accountId))).toBeLessThan(clientBefore)
-      console.log(JSON.stringify({ directChatMs: Math.round(directMs), relayedChatMs: Math.round(ms), relayEarnedMicro: relayEarned, tokens: 16 }))
+      if (paying !== undefined && account !== undefined)
+        expect(await ledger.balance(consumerAccount(paying.accountId))).toBeLessThan(clientBefore)
+      console.log(
+        JSON.stringify({
+          directChatMs: Math.round(directMs),
+          relayedChatMs: Math.round(ms),
+          relayEarnedMicro: relayEarned,
+          tokens: 16,
+        }),
+      )
     } finally {
       await hidden.stop(1000)
     }
@@ -148,7 +178,12 @@ describe(`volunteer relays on loopback`, () => {
         const text = JSON.parse(data.toString()) as { nonce?: string }
         if (text.nonce !== undefined) {
           // signed with another key than the one it claims
-          socket.send(JSON.stringify({ publicKey: liar.publicKey, signature: NodeIdentity.generate().sign(reservationMessage(relayHost.hostId, text.nonce)) }))
+          socket.send(
+            JSON.stringify({
+              publicKey: liar.publicKey,
+              signature: NodeIdentity.generate().sign(reservationMessage(relayHost.hostId, text.nonce)),
+            }),
+          )
         } else resolve(text)
       })
       socket.on('error', reject)
@@ -163,7 +198,12 @@ describe(`volunteer relays on loopback`, () => {
         if (isBinary) return
         const text = JSON.parse(data.toString()) as { nonce?: string; ok?: boolean; error?: unknown }
         if (text.nonce !== undefined)
-          socket.send(JSON.stringify({ publicKey: honest.publicKey, signature: honest.sign(reservationMessage(relayHost.hostId, text.nonce)) }))
+          socket.send(
+            JSON.stringify({
+              publicKey: honest.publicKey,
+              signature: honest.sign(reservationMessage(relayHost.hostId, text.nonce)),
+            }),
+          )
         else if (text.ok === true) {
           socket.send(new Uint8Array([9, 0, 0]), { binary: true }) // shorter than a header
           socket.send(new Uint8Array([7, 0, 0, 0, 1, 42]), { binary: true }) // unknown kind
@@ -177,15 +217,28 @@ describe(`volunteer relays on loopback`, () => {
       })
       socket.on('error', reject)
     })
-    expect(errors).toEqual([expect.objectContaining({ code: 'bad_envelope' }), expect.objectContaining({ code: 'bad_envelope' })])
+    expect(errors).toEqual([
+      expect.objectContaining({ code: 'bad_envelope' }),
+      expect.objectContaining({ code: 'bad_envelope' }),
+    ])
     // still serving: a circuit to a host with no reservation gets its typed answer
-    const { code, socket } = await circuitAnswer(`${new URL(`${CIRCUIT_PATH}/${'f'.repeat(20)}`, base).href}`, jsonFrame('close', 'a'.repeat(32), 0, {}))
+    const { code, socket } = await circuitAnswer(
+      `${new URL(`${CIRCUIT_PATH}/${'f'.repeat(20)}`, base).href}`,
+      jsonFrame('close', 'a'.repeat(32), 0, {}),
+    )
     socket.close()
     expect(code).toBe('not_reserved')
   }, 60_000)
 
   it('a relay at its circuit bound refuses the next with a typed error, and the tracker routes that host through its own relay instead', async () => {
-    const hidden = new Host({ trackerUrl: tracker.url, dataDir: join(dir, 'hidden2'), modelId: manifest.modelId, blocks: [2, 5], threads: 1, relay: true })
+    const hidden = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'hidden2'),
+      modelId: manifest.modelId,
+      blocks: [2, 5],
+      threads: 1,
+      relay: true,
+    })
     await hidden.start()
     const held: WebSocket[] = []
     try {
@@ -200,9 +253,13 @@ describe(`volunteer relays on loopback`, () => {
       const third = await circuitAnswer(url, jsonFrame('close', randomBytes(16).toString('hex'), 0, {}))
       third.socket.close()
       expect(third.code).toBe('relay_full')
-      await vi.waitFor(async () => expect((await hosts()).find((h) => h.hostId === relayHost.hostId)?.state.relayOffer?.openCircuits).toBe(2), {
-        timeout: 10_000,
-      })
+      await vi.waitFor(
+        async () =>
+          expect((await hosts()).find((h) => h.hostId === relayHost.hostId)?.state.relayOffer?.openCircuits).toBe(2),
+        {
+          timeout: 10_000,
+        },
+      )
       const before = (await hosts()).find((h) => h.hostId === hidden.hostId)?.relayedBytes ?? 0
       const chat = await complete(6)
       expect(chat.hops.find((h) => h.hostId === hidden.hostId)?.relayHostId).toBeUndefined()

@@ -1,5 +1,13 @@
 import { verifyTicket } from '../../identity/tickets'
-import { FLAG_VERIFY, MAX_DRAFT_TOKENS, MAX_PROBE_TOKENS, NeuronError, type OpenSession, REPLAY_STEP_BASE, type Ticket } from '../../protocol'
+import {
+  FLAG_VERIFY,
+  MAX_DRAFT_TOKENS,
+  MAX_PROBE_TOKENS,
+  NeuronError,
+  type OpenSession,
+  REPLAY_STEP_BASE,
+  type Ticket,
+} from '../../protocol'
 
 /**
  * Sessions a host keeps free for its tracker's probes, past its session limit: a full host still
@@ -51,13 +59,30 @@ export function admissionLimits(maxSessions: number, given: Partial<AdmissionLim
  * ticket, the probe slots'). Returns the ticket: the session is bound to its client key and its
  * receipts name its price and tracker.
  */
-export function admit(session: string, request: OpenSession, terms: TicketTerms, limits: AdmissionLimits, open: Iterable<AdmittedSession>): Ticket {
+export function admit(
+  session: string,
+  request: OpenSession,
+  terms: TicketTerms,
+  limits: AdmissionLimits,
+  open: Iterable<AdmittedSession>,
+): Ticket {
   const { ticket, signature } = request
   if (ticket === undefined || signature === undefined)
-    throw new NeuronError('no_ticket', "this host serves only ticketed sessions; ask the tracker for a route (route.plan) and open with each hop's ticket.")
+    throw new NeuronError(
+      'no_ticket',
+      "this host serves only ticketed sessions; ask the tracker for a route (route.plan) and open with each hop's ticket.",
+    )
   const trackerKey = terms.trackerKey()
-  if (trackerKey === undefined) throw new NeuronError('no_tracker', "this host has not yet learned its tracker's key; try again in a moment.")
-  verifyTicket(ticket, { trackerKey, session, hostId: terms.hostId, openSignature: signature, blocks: request.blocks, maxTokens: request.maxTokens })
+  if (trackerKey === undefined)
+    throw new NeuronError('no_tracker', "this host has not yet learned its tracker's key; try again in a moment.")
+  verifyTicket(ticket, {
+    trackerKey,
+    session,
+    hostId: terms.hostId,
+    openSignature: signature,
+    blocks: request.blocks,
+    maxTokens: request.maxTokens,
+  })
   if (ticket.modelId !== terms.modelId || ticket.manifestSha256 !== terms.manifestSha256)
     throw new NeuronError(
       'wrong_model',
@@ -83,9 +108,13 @@ export function admit(session: string, request: OpenSession, terms: TicketTerms,
     if (s.clientKey === ticket.clientKey) ofClient++
   }
   if (ofClient >= limits.maxSessionsPerClient)
-    throw new NeuronError('too_many_sessions', `this client already holds ${ofClient} sessions here, the most one key may; close one first.`, {
-      maxSessionsPerClient: limits.maxSessionsPerClient,
-    })
+    throw new NeuronError(
+      'too_many_sessions',
+      `this client already holds ${ofClient} sessions here, the most one key may; close one first.`,
+      {
+        maxSessionsPerClient: limits.maxSessionsPerClient,
+      },
+    )
   if (reserved + request.maxTokens > limits.kvBudgetTokens)
     throw new NeuronError(
       'kv_budget_full',
@@ -93,7 +122,10 @@ export function admit(session: string, request: OpenSession, terms: TicketTerms,
       { freeTokens: limits.kvBudgetTokens - reserved },
     )
   if (sessions >= limits.maxSessions)
-    throw new NeuronError('busy', `this host runs its maximum of ${limits.maxSessions} sessions; ask the tracker for another route.`)
+    throw new NeuronError(
+      'busy',
+      `this host runs its maximum of ${limits.maxSessions} sessions; ask the tracker for another route.`,
+    )
   return ticket
 }
 
@@ -118,7 +150,8 @@ export function squattedSession(
 ): string | undefined {
   if (!(refusal instanceof NeuronError) || !FULL.has(refusal.code)) return undefined
   const byKey = new Map<string, [string, number][]>()
-  for (const [id, s] of open) if (!s.probe) byKey.set(s.clientKey, [...(byKey.get(s.clientKey) ?? []), [id, s.lastUsed]])
+  for (const [id, s] of open)
+    if (!s.probe) byKey.set(s.clientKey, [...(byKey.get(s.clientKey) ?? []), [id, s.lastUsed]])
   let top: [string, number][] = []
   for (const sessions of byKey.values()) if (sessions.length > top.length) top = sessions
   if (top.length < (byKey.get(opener)?.length ?? 0) + 2) return undefined
@@ -129,16 +162,24 @@ export function squattedSession(
 /** A tracker's probe fits a probe slot: a probe's tokens at most, PROBE_SLOTS at once (of any load the host has besides). */
 function admitProbe(request: OpenSession, open: Iterable<AdmittedSession>): void {
   if (request.maxTokens > MAX_PROBE_TOKENS)
-    throw new NeuronError('too_many_tokens', `a probe holds at most ${MAX_PROBE_TOKENS} tokens; ${request.maxTokens} asked.`, {
-      maxProbeTokens: MAX_PROBE_TOKENS,
-      requested: request.maxTokens,
-    })
+    throw new NeuronError(
+      'too_many_tokens',
+      `a probe holds at most ${MAX_PROBE_TOKENS} tokens; ${request.maxTokens} asked.`,
+      {
+        maxProbeTokens: MAX_PROBE_TOKENS,
+        requested: request.maxTokens,
+      },
+    )
   let probes = 0
   for (const s of open) if (s.probe) probes++
   if (probes >= PROBE_SLOTS)
-    throw new NeuronError('probe_slots_full', `this host is answering ${probes} probes, all its probe slots; probe it again once one has closed.`, {
-      probeSlots: PROBE_SLOTS,
-    })
+    throw new NeuronError(
+      'probe_slots_full',
+      `this host is answering ${probes} probes, all its probe slots; probe it again once one has closed.`,
+      {
+        probeSlots: PROBE_SLOTS,
+      },
+    )
 }
 
 /** A step carries what its ticket paid for: the declared prompt at step 1, one token after (replays rebuild a cache, unpaid by the client). */
@@ -146,16 +187,25 @@ export function checkStepTokens(ticket: Pick<Ticket, 'promptTokens'>, step: numb
   // a verify step (speculative decoding) checks the last token and its drafts: each position is paid as one token
   const allowed = step === 1 ? ticket.promptTokens : flags & FLAG_VERIFY ? MAX_DRAFT_TOKENS + 1 : 1
   if (step < REPLAY_STEP_BASE && tokens > allowed)
-    throw new NeuronError('tokens_not_ticketed', `step ${step} may carry ${allowed} tokens on this ticket, not ${tokens}; declare the prompt in route.plan.`, {
-      allowed,
-    })
+    throw new NeuronError(
+      'tokens_not_ticketed',
+      `step ${step} may carry ${allowed} tokens on this ticket, not ${tokens}; declare the prompt in route.plan.`,
+      {
+        allowed,
+      },
+    )
 }
 
 /**
  * Replay numbering (steps from REPLAY_STEP_BASE) runs only on a failover ticket, inside the positions it names: a
  * plain ticket's client numbering its steps as replays is refused as the client's doing, before any work.
  */
-export function checkReplayTicket(ticket: Pick<Ticket, 'replay'>, step: number, position: number, tokens: number): void {
+export function checkReplayTicket(
+  ticket: Pick<Ticket, 'replay'>,
+  step: number,
+  position: number,
+  tokens: number,
+): void {
   if (step < REPLAY_STEP_BASE) return
   const replay = ticket.replay
   if (replay === undefined)

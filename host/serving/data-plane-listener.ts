@@ -1,4 +1,9 @@
-import { createServer as createHttpServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import {
+  createServer as createHttpServer,
+  type Server as HttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
@@ -37,9 +42,15 @@ export class DataPlaneListener {
     readonly endpoint: string,
   ) {}
 
-  static async listen(port: number, host: string, tls: TlsCertificate | undefined, o: DataPlaneListenerOptions): Promise<DataPlaneListener> {
+  static async listen(
+    port: number,
+    host: string,
+    tls: TlsCertificate | undefined,
+    o: DataPlaneListenerOptions,
+  ): Promise<DataPlaneListener> {
     const onRequest = (req: IncomingMessage, res: ServerResponse) => answerDialBack(req, res, o.dialBack)
-    const http = tls === undefined ? createHttpServer(onRequest) : createHttpsServer({ key: tls.key, cert: tls.cert }, onRequest)
+    const http =
+      tls === undefined ? createHttpServer(onRequest) : createHttpsServer({ key: tls.key, cert: tls.cert }, onRequest)
     // ws closes a connection whose message passes maxPayload; below that, oversized frames get a typed error.
     const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * o.maxFrameBytes })
     http.on('upgrade', (req, socket: Socket, head) => {
@@ -51,7 +62,11 @@ export class DataPlaneListener {
       http.once('error', reject)
       http.listen(port, host)
     })
-    const listener = new DataPlaneListener(http, wss, `${tls === undefined ? 'ws' : 'wss'}://${host}:${(http.address() as AddressInfo).port}/`)
+    const listener = new DataPlaneListener(
+      http,
+      wss,
+      `${tls === undefined ? 'ws' : 'wss'}://${host}:${(http.address() as AddressInfo).port}/`,
+    )
     wss.on('connection', (socket: WebSocket) => listener.serve(socket, o))
     return listener
   }
@@ -69,9 +84,19 @@ export class DataPlaneListener {
     socket.on('message', async (data, isBinary) => {
       // A rejection here would be unhandled and end the host: whatever fails is logged, not thrown.
       try {
-        const bytes = isBinary ? (Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[])) : Buffer.from(String(data))
+        const bytes = isBinary
+          ? Buffer.isBuffer(data)
+            ? data
+            : Buffer.concat(data as Buffer[])
+          : Buffer.from(String(data))
         if (inFlight >= maxInFlight) {
-          socket.send(refusal(bytes, 'too_many_in_flight', `a connection may have ${maxInFlight} frames in flight; wait for answers before sending more.`))
+          socket.send(
+            refusal(
+              bytes,
+              'too_many_in_flight',
+              `a connection may have ${maxInFlight} frames in flight; wait for answers before sending more.`,
+            ),
+          )
           return
         }
         inFlight++

@@ -45,7 +45,10 @@ function sameCapability(a: string, b: string): boolean {
 }
 
 const badChain = (frame: Frame, why: string) =>
-  new NeuronError('bad_chain', `forwarded step ${frame.step} of session ${frame.session} refused: ${why}; the client falls back to carrying this leg itself.`)
+  new NeuronError(
+    'bad_chain',
+    `forwarded step ${frame.step} of session ${frame.session} refused: ${why}; the client falls back to carrying this leg itself.`,
+  )
 
 /**
  * A forwarded step's proof: the seam's capability (the client gave it to this hop's predecessor alone), the
@@ -61,13 +64,28 @@ export function chainSigned(served: ServedSession, frame: Frame, chain: ChainTra
     )
   const input = payloadSha256(frame.payload)
   const { prev, origin } = chain
-  const sameStep = (r: Receipt) => r.session === frame.session && r.step === frame.step && r.position === frame.position && r.tokens === frame.tokens
+  const sameStep = (r: Receipt) =>
+    r.session === frame.session && r.step === frame.step && r.position === frame.position && r.tokens === frame.tokens
   if (!sameStep(prev) || !sameStep(origin)) throw badChain(frame, 'the receipts it carries are for another step')
   if (prev.output !== input) throw badChain(frame, 'its payload is not the output its predecessor signed')
-  if (prev.blocks[1] !== served.open.blocks[0]) throw badChain(frame, `its predecessor ran blocks up to ${prev.blocks[1]}, not ${served.open.blocks[0]}`)
-  const terms = { session: frame.session, hostId: origin.hostId, blocks: origin.blocks, step: frame.step, position: frame.position, tokens: frame.tokens }
-  if (origin.client === undefined || !verifySignature(served.clientKeyObject, stepMessage({ ...terms, input: origin.input }), origin.client))
-    throw new NeuronError('bad_step_signature', `forwarded step ${frame.step} does not carry its client's signature of the step at the route's first hop.`)
+  if (prev.blocks[1] !== served.open.blocks[0])
+    throw badChain(frame, `its predecessor ran blocks up to ${prev.blocks[1]}, not ${served.open.blocks[0]}`)
+  const terms = {
+    session: frame.session,
+    hostId: origin.hostId,
+    blocks: origin.blocks,
+    step: frame.step,
+    position: frame.position,
+    tokens: frame.tokens,
+  }
+  if (
+    origin.client === undefined ||
+    !verifySignature(served.clientKeyObject, stepMessage({ ...terms, input: origin.input }), origin.client)
+  )
+    throw new NeuronError(
+      'bad_step_signature',
+      `forwarded step ${frame.step} does not carry its client's signature of the step at the route's first hop.`,
+    )
   return { input }
 }
 
@@ -87,7 +105,12 @@ export class Forwarder {
    * digest (ok + this hop's receipt) instead; a successor it cannot reach gets nothing, and the client gets the whole
    * answer (that leg falls back to the client). A forwarded-in step answers its predecessor ok and its client here.
    */
-  async after(served: ServedSession, request: Frame, chain: ChainTrailer | undefined, answer: Uint8Array): Promise<Uint8Array> {
+  async after(
+    served: ServedSession,
+    request: Frame,
+    chain: ChainTrailer | undefined,
+    answer: Uint8Array,
+  ): Promise<Uint8Array> {
     if (chain === undefined && readTrailer(request, ForwardedStepTrailer) === undefined) return answer
     const out = decodeFrame(answer)
     const receipt = readTrailer(out, Receipt)
@@ -96,14 +119,27 @@ export class Forwarder {
     if (out.kind === 'hidden' && receipt !== undefined && next !== undefined) {
       // a verify step stays one on the next hop: it runs every position, and the last hop answers the token after each
       const onward = { ...out, flags: out.flags | (request.flags & FLAG_VERIFY) }
-      forwarded = await this.send(served.owner, next, onward, { capability: next.capability, origin: chain?.origin ?? receipt, prev: receipt })
+      forwarded = await this.send(served.owner, next, onward, {
+        capability: next.capability,
+        origin: chain?.origin ?? receipt,
+        prev: receipt,
+      })
       if (forwarded) this.keep(request.session, request.step, answer)
     }
     const toClient = forwarded
-      ? encodeFrame({ ...out, kind: 'ok', dtype: 'json', flags: 0, tokens: 0, width: 0, payload: new TextEncoder().encode('{}') })
+      ? encodeFrame({
+          ...out,
+          kind: 'ok',
+          dtype: 'json',
+          flags: 0,
+          tokens: 0,
+          width: 0,
+          payload: new TextEncoder().encode('{}'),
+        })
       : answer
     if (chain === undefined) return toClient
-    if (receipt !== undefined) this.unsigned.set(request.session, (this.unsigned.get(request.session) ?? new Map()).set(request.step, receipt))
+    if (receipt !== undefined)
+      this.unsigned.set(request.session, (this.unsigned.get(request.session) ?? new Map()).set(request.step, receipt))
     if (!this.host.push(served.owner, toClient))
       this.host.log?.(`session ${request.session}: its client is not connected here; step ${request.step} not reported`)
     return jsonFrame('ok', request.session, request.step, {})
@@ -115,7 +151,10 @@ export class Forwarder {
     const { step } = readJson(frame, FetchOutput)
     const kept = step === frame.step ? this.kept.get(frame.session)?.get(step) : undefined
     if (kept === undefined)
-      throw new NeuronError('not_kept', `this host forwarded no output at step ${step} of session ${frame.session}; it keeps only what it forwarded.`)
+      throw new NeuronError(
+        'not_kept',
+        `this host forwarded no output at step ${step} of session ${frame.session}; it keeps only what it forwarded.`,
+      )
     return kept
   }
 
@@ -128,16 +167,32 @@ export class Forwarder {
     const { client } = readJson(frame, CountersignStep)
     const held = this.unsigned.get(frame.session)?.get(frame.step)
     if (held === undefined || this.host.signer === undefined)
-      throw new NeuronError('not_kept', `this host holds no unsigned receipt for step ${frame.step} of session ${frame.session}.`)
+      throw new NeuronError(
+        'not_kept',
+        `this host holds no unsigned receipt for step ${frame.step} of session ${frame.session}.`,
+      )
     const { signature: _, ...body } = held
-    const terms = { session: body.session, hostId: body.hostId, blocks: body.blocks, step: body.step, position: body.position, tokens: body.tokens }
+    const terms = {
+      session: body.session,
+      hostId: body.hostId,
+      blocks: body.blocks,
+      step: body.step,
+      position: body.position,
+      tokens: body.tokens,
+    }
     if (!verifySignature(served.clientKeyObject, stepMessage({ ...terms, input: body.input }), client))
-      throw new NeuronError('bad_step_signature', `the signature for step ${frame.step} is not the session client's over the input this hop took.`)
+      throw new NeuronError(
+        'bad_step_signature',
+        `the signature for step ${frame.step} is not the session client's over the input this hop took.`,
+      )
     this.unsigned.get(frame.session)?.delete(frame.step)
     const signedBody = { ...body, client }
     const receipt: Receipt = { ...signedBody, signature: this.host.signer.sign(receiptMessage(signedBody)) }
     this.host.onReceipt?.(receipt)
-    return encodeFrame({ ...decodeFrame(jsonFrame('ok', frame.session, frame.step, {})), trailer: new TextEncoder().encode(JSON.stringify(receipt)) })
+    return encodeFrame({
+      ...decodeFrame(jsonFrame('ok', frame.session, frame.step, {})),
+      trailer: new TextEncoder().encode(JSON.stringify(receipt)),
+    })
   }
 
   /** Lets go of a closed session's link, kept outputs and unsigned receipts. */
@@ -154,21 +209,32 @@ export class Forwarder {
     this.kept.set(session, steps.set(step, answer))
   }
 
-  private async send(owner: FrameCaller, next: NonNullable<ForwardingOpen['next']>, out: Frame, trailer: ChainTrailer): Promise<boolean> {
+  private async send(
+    owner: FrameCaller,
+    next: NonNullable<ForwardingOpen['next']>,
+    out: Frame,
+    trailer: ChainTrailer,
+  ): Promise<boolean> {
     const session = out.session
     let link = this.links.get(session)
     if (link === undefined) {
-      link = WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch((error: Error) => {
-        this.host.log?.(`session ${session}: cannot reach the next hop at ${next.endpoint} (${error.message}); the client carries that leg`)
-        return undefined
-      })
+      link = WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch(
+        (error: Error) => {
+          this.host.log?.(
+            `session ${session}: cannot reach the next hop at ${next.endpoint} (${error.message}); the client carries that leg`,
+          )
+          return undefined
+        },
+      )
       this.links.set(session, link)
     }
     const l = await link
     if (l === undefined) return false
     const bytes = encodeFrame({ ...out, kind: 'forward', trailer: new TextEncoder().encode(JSON.stringify(trailer)) })
     l.request(bytes).then(
-      (ack) => ack.kind !== 'ok' && this.host.log?.(`session ${session}: the next hop answered a forwarded step with ${ack.kind}`),
+      (ack) =>
+        ack.kind !== 'ok' &&
+        this.host.log?.(`session ${session}: the next hop answered a forwarded step with ${ack.kind}`),
       (error: Error) => {
         const message = `the next hop refused forwarded step ${out.step} or is gone (${error.message}); fetch this hop's output and carry the leg`
         this.host.log?.(`session ${session}: ${message}`)

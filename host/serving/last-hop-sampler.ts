@@ -25,7 +25,10 @@ export class LastHopSampler {
     const params = SamplingParams.parse(sampling ?? {})
     if (params.grammar === undefined) return new LastHopSampler(params, undefined, tokenTexts)
     if (tokenTexts === undefined)
-      throw new NeuronError('grammar_unsupported', 'this host has no vocabulary to hold a grammar to; ask the tracker for another route.')
+      throw new NeuronError(
+        'grammar_unsupported',
+        'this host has no vocabulary to hold a grammar to; ask the tracker for another route.',
+      )
     return new LastHopSampler(params, compileGrammar(params.grammar), tokenTexts)
   }
 

@@ -5,7 +5,12 @@ import { checkSeamsAgree } from './seam-io'
 import type { ServingRuntime } from './serving-runtime'
 
 /** The median of a few single-token steps, per block; first checks that the runtime's seams are the manifest's. */
-export async function measureSpeed(runtime: ServingRuntime, manifest: Manifest, blocks: readonly [number, number], embed: boolean): Promise<number> {
+export async function measureSpeed(
+  runtime: ServingRuntime,
+  manifest: Manifest,
+  blocks: readonly [number, number],
+  embed: boolean,
+): Promise<number> {
   const session = runtime.openSession({ maxTokens: 8 })
   const times: number[] = []
   try {
@@ -17,7 +22,10 @@ export async function measureSpeed(runtime: ServingRuntime, manifest: Manifest, 
       const k = seam.int32PerToken
       const side = embed
         ? {}
-        : { ...(seam.tokenIds ? { tokenIds: Int32Array.of(1) } : {}), ...(k > 0 ? { indices: new Int32Array(k).map((_, j) => (j <= i ? j : -1)) } : {}) }
+        : {
+            ...(seam.tokenIds ? { tokenIds: Int32Array.of(1) } : {}),
+            ...(k > 0 ? { indices: new Int32Array(k).map((_, j) => (j <= i ? j : -1)) } : {}),
+          }
       const started = performance.now()
       await session.forward(input, { positions: i, ...side })
       times.push(performance.now() - started)

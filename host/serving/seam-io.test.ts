@@ -5,7 +5,18 @@ import { concatInputs, forwardFrame, hiddenInput } from '../../client/hop-frames
 import { HopFailure } from '../../client/hop-link'
 import { checkedAnswer } from '../../client/step-audits'
 import { NodeIdentity } from '../../identity/keys'
-import { decodeFrame, encodeFrame, FLAG_SIDE, type Frame, NeuronError, type RouteHop, type SeamFacts, sideError, sideOf, sidePerToken } from '../../protocol'
+import {
+  decodeFrame,
+  encodeFrame,
+  FLAG_SIDE,
+  type Frame,
+  NeuronError,
+  type RouteHop,
+  type SeamFacts,
+  sideError,
+  sideOf,
+  sidePerToken,
+} from '../../protocol'
 import { seamInput, seamSide } from './seam-io'
 
 const S = 'ab'.repeat(16)
@@ -25,9 +36,20 @@ const MODEL: SeamFacts = {
 function hidden(tokens: number, width: number, side: number[] | undefined): Frame {
   const values = new Float32Array(tokens * width).map((_, i) => i / 10)
   const bytes = new Uint8Array(values.buffer)
-  const payload = side === undefined ? bytes : new Uint8Array(Buffer.concat([bytes, new Uint8Array(Int32Array.from(side).buffer)]))
+  const payload =
+    side === undefined ? bytes : new Uint8Array(Buffer.concat([bytes, new Uint8Array(Int32Array.from(side).buffer)]))
   return decodeFrame(
-    encodeFrame({ kind: 'forward', dtype: 'f32', flags: side === undefined ? 0 : FLAG_SIDE, session: S, step: 1, position: 0, tokens, width, payload }),
+    encodeFrame({
+      kind: 'forward',
+      dtype: 'f32',
+      flags: side === undefined ? 0 : FLAG_SIDE,
+      session: S,
+      step: 1,
+      position: 0,
+      tokens,
+      width,
+      payload,
+    }),
   )
 }
 
@@ -76,7 +98,16 @@ describe('a session’s seams on the wire', () => {
     expect([...new Int32Array((side as Uint8Array).buffer)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6])
     // the first hop passes on the token ids it embedded
     const first = seamInput(
-      decodeFrame(forwardFrame({ dtype: 'i32', tokens: 2, width: 1, payload: new Uint8Array(Int32Array.of(5, 6).buffer) }, 0, S, 1, 0, SIGNING)),
+      decodeFrame(
+        forwardFrame(
+          { dtype: 'i32', tokens: 2, width: 1, payload: new Uint8Array(Int32Array.of(5, 6).buffer) },
+          0,
+          S,
+          1,
+          0,
+          SIGNING,
+        ),
+      ),
       MODEL,
       0,
       true,
@@ -91,7 +122,9 @@ describe('a session’s seams on the wire', () => {
     // the hidden state alone where token ids must cross
     const noIds = hidden(2, 16, undefined)
     expect(code(() => seamInput(noIds, MODEL, 1, false))).toBe('bad_frame')
-    expect(() => seamInput(noIds, MODEL, 1, false)).toThrow(/width 16\) and 1 int32 per token after them \(the token id\)/)
+    expect(() => seamInput(noIds, MODEL, 1, false)).toThrow(
+      /width 16\) and 1 int32 per token after them \(the token id\)/,
+    )
     // one stream where two cross
     expect(code(() => seamInput(hidden(2, 8, [7, 9]), MODEL, 1, false))).toBe('bad_frame')
     // side values where none cross
@@ -119,7 +152,9 @@ describe('what a hop passes on is checked', () => {
     // another token id passed on (it would pick other hash-routed experts at the next hop)
     expect(failure(() => checkedAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), ids))).toBe(`${hop.hostId}:lied`)
     // one stream short, or the indices left out
-    expect(failure(() => checkedAnswer(hop, hidden(2, 8, [7, 1, 2, 3, 9, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0]), ids))).toBe(`${hop.hostId}:lied`)
+    expect(failure(() => checkedAnswer(hop, hidden(2, 8, [7, 1, 2, 3, 9, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0, 0]), ids))).toBe(
+      `${hop.hostId}:lied`,
+    )
     expect(failure(() => checkedAnswer(hop, hidden(2, 16, [7, 9]), ids))).toBe(`${hop.hostId}:lied`)
     // a replay, where the client has no step ids at hand, still checks the shape
     expect(failure(() => checkedAnswer(hop, hidden(2, 16, [7, 1, 2, 3, 8, 4, 5, 6]), undefined))).toBe('none')

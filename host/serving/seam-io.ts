@@ -2,7 +2,18 @@
 // manifest's seam at the session's first block and split into the runtime's inputs (values, token ids,
 // indices); a hidden answer carries what the seam at the session's last block needs besides the values.
 
-import { type Frame, joinSide, NeuronError, payloadAs, type SeamFacts, seamAt, seamSideValues, sideOf, sidePerToken, splitSide } from '../../protocol'
+import {
+  type Frame,
+  joinSide,
+  NeuronError,
+  payloadAs,
+  type SeamFacts,
+  seamAt,
+  seamSideValues,
+  sideOf,
+  sidePerToken,
+  splitSide,
+} from '../../protocol'
 import type { ServingSession } from './serving-runtime'
 
 /** A forward frame's contents as the runtime takes them. */
@@ -22,7 +33,10 @@ export interface SeamInput {
 export function seamInput(frame: Frame, model: SeamFacts, from: number, takesTokens: boolean): SeamInput {
   if (takesTokens) {
     if (frame.dtype !== 'i32' || frame.width !== 1 || sidePerToken(frame) !== 0)
-      throw new NeuronError('bad_frame', `the first hop takes token ids (i32, width 1), not ${frame.dtype} × ${frame.width}.`)
+      throw new NeuronError(
+        'bad_frame',
+        `the first hop takes token ids (i32, width 1), not ${frame.dtype} × ${frame.width}.`,
+      )
     const ids = payloadAs(frame) as Int32Array
     return { values: ids, tokenIds: ids }
   }
@@ -47,14 +61,23 @@ export function seamInput(frame: Frame, model: SeamFacts, from: number, takesTok
  * The side values a hidden answer of `rows` rows carries for the seam at block `to`: the rows' token ids (passed
  * on from the input) where the seam needs them, then the runtime's indices. Undefined when the seam carries none.
  */
-export function seamSide(model: SeamFacts, to: number, rows: number, input: SeamInput, indices: Int32Array | undefined): Uint8Array | undefined {
+export function seamSide(
+  model: SeamFacts,
+  to: number,
+  rows: number,
+  input: SeamInput,
+  indices: Int32Array | undefined,
+): Uint8Array | undefined {
   if (to <= 0 || to >= model.nLayer) return undefined
   const seam = seamAt(model, to)
   const side = seamSideValues(seam)
   if (side === 0) return undefined
   const k = seam.int32PerToken
   if (seam.tokenIds && input.tokenIds?.length !== rows)
-    throw new NeuronError('internal', `the seam after block ${to - 1} carries token ids, and this session's input had none to pass on.`)
+    throw new NeuronError(
+      'internal',
+      `the seam after block ${to - 1} carries token ids, and this session's input had none to pass on.`,
+    )
   if (k > 0 && indices?.length !== rows * k)
     throw new NeuronError(
       'internal',
@@ -77,13 +100,18 @@ interface SessionSeams {
  * Refuses to serve blocks [from, to) when the runtime's seams are not the manifest's (a manifest packed by another
  * version, or metadata read two ways): hops would refuse each other's frames, or drop what the next one needs.
  */
-export function checkSeamsAgree(serving: ServingSession, model: SeamFacts, [from, to]: readonly [number, number]): void {
+export function checkSeamsAgree(
+  serving: ServingSession,
+  model: SeamFacts,
+  [from, to]: readonly [number, number],
+): void {
   const session = serving as SessionSeams
   const wrong: string[] = []
   const inSeam = seamAt(model, from)
   const outSeam = seamAt(model, to)
   const differs = (what: string, runtime: number | boolean | undefined, manifest: number | boolean) => {
-    if (runtime !== undefined && runtime !== manifest) wrong.push(`${what}: the runtime ${runtime}, the manifest ${manifest}`)
+    if (runtime !== undefined && runtime !== manifest)
+      wrong.push(`${what}: the runtime ${runtime}, the manifest ${manifest}`)
   }
   if (from > 0) {
     differs(`values per token into block ${from}`, session.inputWidth, inSeam.values)

@@ -4,7 +4,11 @@ import type { BatchOutcome, ForwardOptions, SessionOptions, ShardSession } from 
 export type ServingSession = Pick<ShardSession, 'forward' | 'sample' | 'close' | 'blocks' | 'takesTokens'>
 
 /** One session's step in a batch. */
-export type ServingStep = { session: ServingSession; input: Int32Array | Float32Array | Uint16Array; options?: ForwardOptions }
+export type ServingStep = {
+  session: ServingSession
+  input: Int32Array | Float32Array | Uint16Array
+  options?: ForwardOptions
+}
 
 /** A session's options, and the client key its ticket names (for a wrapper that accounts per key; the native runtime ignores it). */
 export interface ServingSessionOptions extends SessionOptions {

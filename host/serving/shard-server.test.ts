@@ -6,7 +6,17 @@ import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import { ShardRuntime } from '../../native'
-import { decodeFrame, encodeFrame, type Frame, jsonFrame, MAX_PROBE_TOKENS, type Manifest, readJson, SampledToken, type Ticket } from '../../protocol'
+import {
+  decodeFrame,
+  encodeFrame,
+  type Frame,
+  jsonFrame,
+  MAX_PROBE_TOKENS,
+  type Manifest,
+  readJson,
+  SampledToken,
+  type Ticket,
+} from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { PROBE_SLOTS } from './admission'
 import { ShardServer, type ShardServerOptions } from './shard-server'
@@ -50,9 +60,19 @@ const clientKey = NodeIdentity.generate()
 const HOST_ID = 'ab'.repeat(10)
 
 /** A server of the whole model whose opens need `trackerKey`'s tickets for HOST_ID. */
-function serverOptions(options: Partial<ShardServerOptions> & Pick<ShardServerOptions, 'maxSessions'>): ShardServerOptions {
+function serverOptions(
+  options: Partial<ShardServerOptions> & Pick<ShardServerOptions, 'maxSessions'>,
+): ShardServerOptions {
   const tickets = { trackerKey: () => trackerKey.publicKey, hostId: HOST_ID, manifestSha256: manifestSha256(manifest) }
-  return { modelId: manifest.modelId, blocks: [0, 5], embed: true, head: true, nEmbd: manifest.nEmbd, tickets, ...options }
+  return {
+    modelId: manifest.modelId,
+    blocks: [0, 5],
+    embed: true,
+    head: true,
+    nEmbd: manifest.nEmbd,
+    tickets,
+    ...options,
+  }
 }
 
 /** An open frame carrying the tracker's ticket for `body`, signed by the client (`ticket` overrides the ticket's terms). */
@@ -77,7 +97,11 @@ function ticketedOpen(
     ...ticket,
   })
   const t = options.forge?.(signed) ?? signed
-  return jsonFrame('open', s, 0, { ...body, ticket: t, signature: signOpen(options.signer ?? options.client ?? clientKey, t, body) })
+  return jsonFrame('open', s, 0, {
+    ...body,
+    ticket: t,
+    signature: signOpen(options.signer ?? options.client ?? clientKey, t, body),
+  })
 }
 
 const session = (n: number) => n.toString(16).padStart(32, '0')
@@ -88,15 +112,29 @@ interface SignedAs {
   flags?: number
 }
 /** A forward of token ids, signed by the session's client (`signer`) for the blocks it opened, as every step is. */
-const tokens = (s: string, step: number, position: number, ids: number[], { blocks = [0, 5], signer = clientKey, flags = 0 }: SignedAs = {}) => {
+const tokens = (
+  s: string,
+  step: number,
+  position: number,
+  ids: number[],
+  { blocks = [0, 5], signer = clientKey, flags = 0 }: SignedAs = {},
+) => {
   const data = Int32Array.from(ids)
-  return forwardFrame({ dtype: 'i32', tokens: ids.length, width: 1, payload: new Uint8Array(data.buffer) }, flags, s, step, position, {
-    identity: signer,
-    hostId: HOST_ID,
-    blocks,
-  })
+  return forwardFrame(
+    { dtype: 'i32', tokens: ids.length, width: 1, payload: new Uint8Array(data.buffer) },
+    flags,
+    s,
+    step,
+    position,
+    {
+      identity: signer,
+      hostId: HOST_ID,
+      blocks,
+    },
+  )
 }
-const errorOf = (f: Frame) => (f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string; message: string }) : undefined)
+const errorOf = (f: Frame) =>
+  f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string; message: string }) : undefined
 
 describe(`shard server on loopback`, () => {
   beforeAll(async () => {
@@ -109,7 +147,10 @@ describe(`shard server on loopback`, () => {
       head: true,
       threads: 1,
     })
-    server = new ShardServer(runtime, serverOptions({ maxSessions: 2, maxFrameBytes: MAX_FRAME, limits: { maxSessionsPerClient: 2 } }))
+    server = new ShardServer(
+      runtime,
+      serverOptions({ maxSessions: 2, maxFrameBytes: MAX_FRAME, limits: { maxSessionsPerClient: 2 } }),
+    )
     url = await server.listen()
     shared = await connect()
   })
@@ -121,8 +162,14 @@ describe(`shard server on loopback`, () => {
   })
 
   it('answers a burst of bad frames with typed errors, and a good session still works after', async () => {
-    const open = (s: string, body: { modelId: unknown; blocks: [number, number]; maxTokens: number }) => ticketedOpen(s, body)
-    const good = { modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens: 64, sampling: { temperature: 0 } }
+    const open = (s: string, body: { modelId: unknown; blocks: [number, number]; maxTokens: number }) =>
+      ticketedOpen(s, body)
+    const good = {
+      modelId: manifest.modelId,
+      blocks: [0, 5] as [number, number],
+      maxTokens: 64,
+      sampling: { temperature: 0 },
+    }
     await exchange(open(session(1), good))
     const hidden = new Float32Array(manifest.nEmbd * 2)
     const cases: [Uint8Array, string, RegExp][] = [
@@ -148,7 +195,11 @@ describe(`shard server on loopback`, () => {
       [tokens(session(1), 1, 0, [manifest.nVocab + 5]), 'token_out_of_range', /517/],
       // a step out of order is refused before any work (step-order.ts)
       [tokens(session(1), 1, 63, [1, 2]), 'step_out_of_order', /position 63 is out of order/],
-      [tokens(session(1), 1, 0, [1], { signer: NodeIdentity.generate() }), 'bad_step_signature', /not signed by the session's client key/],
+      [
+        tokens(session(1), 1, 0, [1], { signer: NodeIdentity.generate() }),
+        'bad_step_signature',
+        /not signed by the session's client key/,
+      ],
       [open(session(2), { ...good, modelId: 'other' }), 'wrong_model', /serves stories260k, not other/],
       [open(session(3), { ...good, blocks: [3, 7] }), 'range_not_served', /\[3, 7\) must lie inside it/],
       [open(session(1), good), 'session_exists', /already open/],
@@ -177,14 +228,22 @@ describe(`shard server on loopback`, () => {
     const before = server.activeSessions
     const cases: [Uint8Array, string, RegExp][] = [
       [jsonFrame('open', session(20), 0, body), 'no_ticket', /only ticketed sessions/],
-      [ticketedOpen(session(21), body, {}, { tracker: NodeIdentity.generate() }), 'bad_ticket', /not signed by this host's tracker/],
+      [
+        ticketedOpen(session(21), body, {}, { tracker: NodeIdentity.generate() }),
+        'bad_ticket',
+        /not signed by this host's tracker/,
+      ],
       [ticketedOpen(session(22), body, { hostId: 'cd'.repeat(10) }), 'wrong_host', /not this host/],
       [ticketedOpen(session(23), body, { modelId: 'stories-other' }), 'wrong_model', /ticket is for stories-other/],
       [ticketedOpen(session(24), body, { manifestSha256: '0'.repeat(64) }), 'wrong_model', /manifest 000000000000/],
       [ticketedOpen(session(25), body, { blocks: [0, 3] }), 'ticket_mismatch', /covers blocks \[0, 3\)/],
       [ticketedOpen(session(26), body, { maxTokens: 8 }), 'ticket_mismatch', /covers 8 tokens; the open asks for 64/],
       [ticketedOpen(session(27), body, { expiresAt: Date.now() - 5000 }), 'ticket_expired', /expired \d+ s ago/],
-      [ticketedOpen(session(28), body, {}, { signer: NodeIdentity.generate() }), 'bad_open_signature', /not signed by the ticket's client key/],
+      [
+        ticketedOpen(session(28), body, {}, { signer: NodeIdentity.generate() }),
+        'bad_open_signature',
+        /not signed by the ticket's client key/,
+      ],
       [ticketedOpen(session(29), body, { session: session(30) }), 'bad_ticket', /for session 0+1e, not 0+1d/],
     ]
     for (const [bytes, code, message] of cases) {
@@ -203,7 +262,9 @@ describe(`shard server on loopback`, () => {
     const intruder = await connect()
     try {
       const s = session(40)
-      expect((await owner.exchange(ticketedOpen(s, { modelId: manifest.modelId, blocks: [0, 5], maxTokens: 64 }))).kind).toBe('ok')
+      expect(
+        (await owner.exchange(ticketedOpen(s, { modelId: manifest.modelId, blocks: [0, 5], maxTokens: 64 }))).kind,
+      ).toBe('ok')
       for (const frame of [tokens(s, 1, 0, [1, 403]), jsonFrame('close', s, 0, {})]) {
         const error = errorOf(await intruder.exchange(frame))
         expect(error?.code).toBe('not_your_session')
@@ -219,7 +280,13 @@ describe(`shard server on loopback`, () => {
   })
   it('serves a step only the tokens its ticket paid for: the declared prompt at step 1, one token after', async () => {
     const s = session(50)
-    expect((await exchange(ticketedOpen(s, { modelId: manifest.modelId, blocks: [0, 5], maxTokens: 64 }, { promptTokens: 3 }))).kind).toBe('ok')
+    expect(
+      (
+        await exchange(
+          ticketedOpen(s, { modelId: manifest.modelId, blocks: [0, 5], maxTokens: 64 }, { promptTokens: 3 }),
+        )
+      ).kind,
+    ).toBe('ok')
     expect(errorOf(await exchange(tokens(s, 1, 0, [1, 403, 407, 261, 378])))).toMatchObject({
       code: 'tokens_not_ticketed',
       message: expect.stringMatching(/may carry 3 tokens on this ticket, not 5/),
@@ -240,21 +307,40 @@ describe(`shard server on loopback`, () => {
     afterAll(async () => {
       await full?.close()
     })
-    const body = (maxTokens: number) => ({ modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens, sampling: { temperature: 0 } })
+    const body = (maxTokens: number) => ({
+      modelId: manifest.modelId,
+      blocks: [0, 5] as [number, number],
+      maxTokens,
+      sampling: { temperature: 0 },
+    })
 
     it('a client cannot open a session in the probe slots, by forging its ticket or by asking, while its sessions are taken', async () => {
       const c = await connect(fullUrl)
       try {
-        expect((await c.exchange(ticketedOpen(session(300), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
-        expect((await c.exchange(ticketedOpen(session(301), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
+        expect(
+          (await c.exchange(ticketedOpen(session(300), body(64), {}, { client: NodeIdentity.generate() }))).kind,
+        ).toBe('ok')
+        expect(
+          (await c.exchange(ticketedOpen(session(301), body(64), {}, { client: NodeIdentity.generate() }))).kind,
+        ).toBe('ok')
         const attacker = NodeIdentity.generate()
-        expect(errorOf(await c.exchange(ticketedOpen(session(302), body(8), {}, { client: attacker })))).toMatchObject({ code: 'busy' })
+        expect(errorOf(await c.exchange(ticketedOpen(session(302), body(8), {}, { client: attacker })))).toMatchObject({
+          code: 'busy',
+        })
         // its own ticket with the probe mark added: the tracker never signed that
-        expect(errorOf(await c.exchange(ticketedOpen(session(303), body(8), {}, { client: attacker, forge: (t) => ({ ...t, probe: true }) })))).toMatchObject({
+        expect(
+          errorOf(
+            await c.exchange(
+              ticketedOpen(session(303), body(8), {}, { client: attacker, forge: (t) => ({ ...t, probe: true }) }),
+            ),
+          ),
+        ).toMatchObject({
           code: 'bad_ticket',
         })
         // the mark in the open, outside the ticket, is no mark at all
-        expect(errorOf(await c.exchange(ticketedOpen(session(304), { ...body(8), probe: true }, {}, { client: attacker })))).toMatchObject({ code: 'busy' })
+        expect(
+          errorOf(await c.exchange(ticketedOpen(session(304), { ...body(8), probe: true }, {}, { client: attacker }))),
+        ).toMatchObject({ code: 'busy' })
         expect(full.activeSessions).toBe(2)
       } finally {
         for (const s of [300, 301]) await c.exchange(jsonFrame('close', session(s), 0, {}))
@@ -266,25 +352,44 @@ describe(`shard server on loopback`, () => {
       const c = await connect(fullUrl)
       const gateway = NodeIdentity.generate()
       try {
-        expect((await c.exchange(ticketedOpen(session(310), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
-        expect((await c.exchange(ticketedOpen(session(311), body(64), {}, { client: NodeIdentity.generate() }))).kind).toBe('ok')
-        expect(errorOf(await c.exchange(ticketedOpen(session(312), body(12), {}, { client: gateway })))).toMatchObject({ code: 'busy' })
+        expect(
+          (await c.exchange(ticketedOpen(session(310), body(64), {}, { client: NodeIdentity.generate() }))).kind,
+        ).toBe('ok')
+        expect(
+          (await c.exchange(ticketedOpen(session(311), body(64), {}, { client: NodeIdentity.generate() }))).kind,
+        ).toBe('ok')
+        expect(errorOf(await c.exchange(ticketedOpen(session(312), body(12), {}, { client: gateway })))).toMatchObject({
+          code: 'busy',
+        })
         // one key, past its one session a key may hold: a probe is held to the probe slots' limits alone
         for (let i = 0; i < PROBE_SLOTS; i++)
-          expect((await c.exchange(ticketedOpen(session(313 + i), body(12), { probe: true }, { client: gateway }))).kind).toBe('ok')
+          expect(
+            (await c.exchange(ticketedOpen(session(313 + i), body(12), { probe: true }, { client: gateway }))).kind,
+          ).toBe('ok')
         const answer = await c.exchange(tokens(session(313), 1, 0, [1, 403, 407], { signer: gateway }))
         expect(answer.kind).toBe('token')
         expect(readJson(answer, SampledToken).token).toBeGreaterThanOrEqual(0)
         expect(full.activeSessions).toBe(2)
-        expect(errorOf(await c.exchange(ticketedOpen(session(320), body(12), { probe: true }, { client: gateway })))).toMatchObject({
+        expect(
+          errorOf(await c.exchange(ticketedOpen(session(320), body(12), { probe: true }, { client: gateway }))),
+        ).toMatchObject({
           code: 'probe_slots_full',
         })
         await c.exchange(jsonFrame('close', session(313), 0, {}))
-        expect(errorOf(await c.exchange(ticketedOpen(session(321), body(MAX_PROBE_TOKENS + 1), { probe: true }, { client: gateway })))).toMatchObject({
+        expect(
+          errorOf(
+            await c.exchange(
+              ticketedOpen(session(321), body(MAX_PROBE_TOKENS + 1), { probe: true }, { client: gateway }),
+            ),
+          ),
+        ).toMatchObject({
           code: 'too_many_tokens',
           message: expect.stringMatching(new RegExp(`probe holds at most ${MAX_PROBE_TOKENS} tokens`)),
         })
-        expect((await c.exchange(ticketedOpen(session(322), body(MAX_PROBE_TOKENS), { probe: true }, { client: gateway }))).kind).toBe('ok')
+        expect(
+          (await c.exchange(ticketedOpen(session(322), body(MAX_PROBE_TOKENS), { probe: true }, { client: gateway })))
+            .kind,
+        ).toBe('ok')
       } finally {
         for (const s of [310, 311, 314, 322]) await c.exchange(jsonFrame('close', session(s), 0, {}))
         c.close()
@@ -311,7 +416,12 @@ describe(`shard server on loopback`, () => {
     afterAll(async () => {
       await limited?.close()
     })
-    const body = (maxTokens: number) => ({ modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens, sampling: { temperature: 0 } })
+    const body = (maxTokens: number) => ({
+      modelId: manifest.modelId,
+      blocks: [0, 5] as [number, number],
+      maxTokens,
+      sampling: { temperature: 0 },
+    })
 
     it('refuses an open past its KV capacity before allocating it: the process does not grow', async () => {
       const c = await connect(limitedUrl)
@@ -337,13 +447,17 @@ describe(`shard server on loopback`, () => {
       try {
         expect((await c.exchange(ticketedOpen(session(110), body(256)))).kind).toBe('ok')
         expect((await c.exchange(ticketedOpen(session(111), body(256)))).kind).toBe('ok')
-        expect(errorOf(await c.exchange(ticketedOpen(session(112), body(16))))).toMatchObject({ code: 'too_many_sessions' })
+        expect(errorOf(await c.exchange(ticketedOpen(session(112), body(16))))).toMatchObject({
+          code: 'too_many_sessions',
+        })
         expect(errorOf(await c.exchange(ticketedOpen(session(113), body(256), {}, { client: other })))).toMatchObject({
           code: 'kv_budget_full',
           message: expect.stringMatching(/128 of 640 tokens free; 256 asked/),
         })
         expect((await c.exchange(ticketedOpen(session(114), body(64), {}, { client: other }))).kind).toBe('ok')
-        expect(errorOf(await c.exchange(ticketedOpen(session(115), body(1), {}, { client: NodeIdentity.generate() })))).toMatchObject({ code: 'busy' })
+        expect(
+          errorOf(await c.exchange(ticketedOpen(session(115), body(1), {}, { client: NodeIdentity.generate() }))),
+        ).toMatchObject({ code: 'busy' })
         // Nobody steps them: after the 1 s idle timeout for unstepped sessions every slot is free.
         await new Promise((r) => setTimeout(r, 1600))
         expect(limited.activeSessions).toBe(0)

@@ -28,7 +28,15 @@ import type { TokenTexts } from '../grammar/constraint'
 import { onceTokenTexts } from '../grammar/token-texts'
 import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
-import { type AdmissionLimits, admissionLimits, admit, checkReplayTicket, checkStepTokens, squattedSession, type TicketTerms } from './admission'
+import {
+  type AdmissionLimits,
+  admissionLimits,
+  admit,
+  checkReplayTicket,
+  checkStepTokens,
+  squattedSession,
+  type TicketTerms,
+} from './admission'
 import { DataPlaneListener } from './data-plane-listener'
 import { chainSigned, chainTrailer, Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
@@ -116,11 +124,15 @@ export class ShardServer {
     private readonly options: ShardServerOptions,
   ) {
     this.limits = admissionLimits(options.maxSessions, options.limits)
-    this.tokenTexts = options.vocabularyFrom === undefined ? undefined : onceTokenTexts(options.modelId, options.vocabularyFrom)
+    this.tokenTexts =
+      options.vocabularyFrom === undefined ? undefined : onceTokenTexts(options.modelId, options.vocabularyFrom)
     this.batcher = new StepBatcher(runtime)
     const push = (caller: FrameCaller, bytes: Uint8Array) => this.listener?.push(caller, bytes) ?? false
     this.forwarder = new Forwarder({ push, log: options.log, signer: options.signer, onReceipt: options.onReceipt })
-    this.reaper = setInterval(() => this.reapIdle(Date.now()), Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)))
+    this.reaper = setInterval(
+      () => this.reapIdle(Date.now()),
+      Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)),
+    )
     this.reaper.unref()
   }
 
@@ -213,8 +225,13 @@ export class ShardServer {
   private open(frame: Frame, caller: FrameCaller): Uint8Array {
     const request = readJson(frame, OpenSession)
     const { modelId, blocks } = this.options
-    if (this.draining) throw new NeuronError('draining', 'this host is draining and takes no new sessions; ask the tracker for another route.')
-    if (request.modelId !== modelId) throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
+    if (this.draining)
+      throw new NeuronError(
+        'draining',
+        'this host is draining and takes no new sessions; ask the tracker for another route.',
+      )
+    if (request.modelId !== modelId)
+      throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
     // A malformed grammar is refused before anything is admitted or evicted.
     const sampling = LastHopSampler.open(request.sampling, this.tokenTexts)
     const ticket = this.admitOrEvict(frame.session, request)
@@ -226,8 +243,13 @@ export class ShardServer {
         { served: [...blocks], requested: request.blocks },
       )
     }
-    if (this.sessions.has(frame.session)) throw new NeuronError('session_exists', `session ${frame.session} is already open here.`)
-    const runtime = this.runtime.openSession({ maxTokens: request.maxTokens, blocks: [request.blocks[0], request.blocks[1]], clientKey: ticket.clientKey })
+    if (this.sessions.has(frame.session))
+      throw new NeuronError('session_exists', `session ${frame.session} is already open here.`)
+    const runtime = this.runtime.openSession({
+      maxTokens: request.maxTokens,
+      blocks: [request.blocks[0], request.blocks[1]],
+      clientKey: ticket.clientKey,
+    })
     this.sessions.set(frame.session, {
       runtime,
       open: request,
@@ -258,7 +280,9 @@ export class ShardServer {
       const opener = request.ticket?.clientKey ?? ''
       const squatted = squattedSession(refusal, opener, this.sessions, Date.now(), this.options.evictIdleMs)
       if (squatted === undefined) throw refusal
-      this.options.log?.(`session ${squatted} given up: its key holds the most sessions here and another key is waiting`)
+      this.options.log?.(
+        `session ${squatted} given up: its key holds the most sessions here and another key is waiting`,
+      )
       this.closeSession(squatted)
       return admit(session, request, terms, this.limits, this.sessions.values())
     }
@@ -268,7 +292,10 @@ export class ShardServer {
   private owned(id: string, caller: FrameCaller): ServedSession | undefined {
     const served = this.sessions.get(id)
     if (served !== undefined && served.owner !== caller)
-      throw new NeuronError('not_your_session', `session ${id} was opened by another connection; open your own session with your own ticket.`)
+      throw new NeuronError(
+        'not_your_session',
+        `session ${id} was opened by another connection; open your own session with your own ticket.`,
+      )
     return served
   }
 
@@ -277,9 +304,13 @@ export class ShardServer {
     const chain = chainTrailer(frame)
     const served = chain === undefined ? this.owned(frame.session, caller) : this.sessions.get(frame.session)
     if (served === undefined)
-      throw new NeuronError('unknown_session', `no open session ${frame.session} on this host; open it first (it may have idled out).`, {
-        session: frame.session,
-      })
+      throw new NeuronError(
+        'unknown_session',
+        `no open session ${frame.session} on this host; open it first (it may have idled out).`,
+        {
+          session: frame.session,
+        },
+      )
     const input = seamInput(frame, this.seamFacts, served.runtime.blocks[0], served.runtime.takesTokens)
     if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
     checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags)
@@ -289,10 +320,17 @@ export class ShardServer {
     served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
     served.lastUsed = Date.now()
     served.stepped = true
-    return served.steps.run(() => this.compute(served, frame, input, signed)).then((answer) => this.forwarder.after(served, frame, chain, answer))
+    return served.steps
+      .run(() => this.compute(served, frame, input, signed))
+      .then((answer) => this.forwarder.after(served, frame, chain, answer))
   }
 
-  private async compute(served: ServedSession, frame: Frame, input: SeamInput, signed: SignedStep): Promise<Uint8Array> {
+  private async compute(
+    served: ServedSession,
+    frame: Frame,
+    input: SeamInput,
+    signed: SignedStep,
+  ): Promise<Uint8Array> {
     const started = performance.now()
     const output = await this.batcher.forward(served.runtime, input.values, {
       positions: frame.position,
@@ -309,9 +347,15 @@ export class ShardServer {
     }
     if (output.kind === 'logits') {
       if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, signed, jsonAnswer('ok', frame, {}))
-      if (isVerify(frame)) return this.seal(served, frame, signed, jsonAnswer('token', frame, verifiedTokens(output, computeMs)))
+      if (isVerify(frame))
+        return this.seal(served, frame, signed, jsonAnswer('token', frame, verifiedTokens(output, computeMs)))
       const sampled = await served.sampling.sample(served.runtime, frame.position + frame.tokens)
-      const body: SampledToken = { token: sampled.token, logprob: sampled.logprob, computeMs, ...(sampled.top === undefined ? {} : { top: sampled.top }) }
+      const body: SampledToken = {
+        token: sampled.token,
+        logprob: sampled.logprob,
+        computeMs,
+        ...(sampled.top === undefined ? {} : { top: sampled.top }),
+      }
       return this.seal(served, frame, signed, jsonAnswer('token', frame, body))
     }
     const values = new Uint8Array(output.data.buffer, output.data.byteOffset, output.data.byteLength)
@@ -379,11 +423,22 @@ export class ShardServer {
 /** An error answer to a frame not handled, addressed to its session and step when its header parses. */
 function jsonAnswer(kind: 'ok' | 'token', request: Frame, body: unknown): Frame {
   const payload = new TextEncoder().encode(JSON.stringify(body))
-  return { kind, dtype: 'json', flags: 0, session: request.session, step: request.step, position: 0, tokens: 0, width: 0, payload }
+  return {
+    kind,
+    dtype: 'json',
+    flags: 0,
+    session: request.session,
+    step: request.step,
+    position: 0,
+    tokens: 0,
+    width: 0,
+    payload,
+  }
 }
 
 /** Runtime errors keep their code and numbers on the wire. */
 function wire(error: unknown) {
-  if (error instanceof ShardRuntimeError) return { code: error.code.toLowerCase(), message: error.message, details: { ...error.details } }
+  if (error instanceof ShardRuntimeError)
+    return { code: error.code.toLowerCase(), message: error.message, details: { ...error.details } }
   return toWireError(error)
 }

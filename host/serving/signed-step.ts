@@ -14,7 +14,10 @@ export interface SignedStep {
 export function clientSigned(served: ServedSession, frame: Frame): SignedStep {
   const trailer = readTrailer(frame, StepTrailer)
   if (trailer === undefined)
-    throw new NeuronError('unsigned_step', `step ${frame.step} carries no client signature; a host serves only steps its session's client signed.`)
+    throw new NeuronError(
+      'unsigned_step',
+      `step ${frame.step} carries no client signature; a host serves only steps its session's client signed.`,
+    )
   const input = payloadSha256(frame.payload)
   const terms = {
     session: frame.session,
@@ -26,6 +29,9 @@ export function clientSigned(served: ServedSession, frame: Frame): SignedStep {
     input,
   }
   if (!verifySignature(served.clientKeyObject, stepMessage(terms), trailer.client))
-    throw new NeuronError('bad_step_signature', `step ${frame.step} is not signed by the session's client key; sign each step with the key its ticket names.`)
+    throw new NeuronError(
+      'bad_step_signature',
+      `step ${frame.step} is not signed by the session's client key; sign each step with the key its ticket names.`,
+    )
   return { input, client: trailer.client }
 }

@@ -14,7 +14,10 @@ import { ShardServer } from './shard-server'
 
 const SESSIONS = 8
 const STEPS = 12
-const PROMPTS = Array.from({ length: SESSIONS }, (_, i) => [1, ...Array.from({ length: 1 + (i % 4) }, (_, j) => 260 + ((i * 29 + j * 7) % 140))])
+const PROMPTS = Array.from({ length: SESSIONS }, (_, i) => [
+  1,
+  ...Array.from({ length: 1 + (i % 4) }, (_, j) => 260 + ((i * 29 + j * 7) % 140)),
+])
 const trackerKey = NodeIdentity.generate()
 const clientKey = NodeIdentity.generate()
 const HOST_ID = 'cd'.repeat(10)
@@ -47,7 +50,12 @@ async function connect(): Promise<{ send(bytes: Uint8Array): Promise<Frame>; clo
 
 const sessionId = (n: number) => (0x5000 + n).toString(16).padStart(32, '0')
 function open(s: string): Uint8Array {
-  const body = { modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens: 64, sampling: { temperature: 0 } }
+  const body = {
+    modelId: manifest.modelId,
+    blocks: [0, 5] as [number, number],
+    maxTokens: 64,
+    sampling: { temperature: 0 },
+  }
   const t = signTicket(trackerKey, {
     session: s,
     clientKey: clientKey.publicKey,
@@ -74,7 +82,11 @@ const tokenOf = (f: Frame) => {
 }
 
 /** Greedy generation of one session over its own connection; `at` may replace a step's frame (or close instead). */
-async function generate(k: number, id: string, at?: (n: number) => 'close' | number[] | undefined): Promise<(number | string)[]> {
+async function generate(
+  k: number,
+  id: string,
+  at?: (n: number) => 'close' | number[] | undefined,
+): Promise<(number | string)[]> {
   const c = await connect()
   try {
     expect((await c.send(open(id))).kind).toBe('ok')
@@ -119,7 +131,11 @@ describe(`continuous batching on one host`, () => {
       head: true,
       threads: 1,
     })
-    const tickets = { trackerKey: () => trackerKey.publicKey, hostId: HOST_ID, manifestSha256: manifestSha256(manifest) }
+    const tickets = {
+      trackerKey: () => trackerKey.publicKey,
+      hostId: HOST_ID,
+      manifestSha256: manifestSha256(manifest),
+    }
     server = new ShardServer(runtime, {
       modelId: manifest.modelId,
       blocks: [0, 5],

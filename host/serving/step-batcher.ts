@@ -84,7 +84,8 @@ export class StepBatcher {
       for (const [i, p] of batch.entries()) {
         const o = outcomes[i]
         this.stats.steps++
-        if (o === undefined) p.reject(new ShardRuntimeError('INTERNAL', `the batch of ${batch.length} answered ${outcomes.length} steps`))
+        if (o === undefined)
+          p.reject(new ShardRuntimeError('INTERNAL', `the batch of ${batch.length} answered ${outcomes.length} steps`))
         else if (o.ok) p.resolve(o.output)
         else p.reject(o.error)
       }

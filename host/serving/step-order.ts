@@ -40,15 +40,26 @@ export class StepOrder {
     this.replay = undefined
   }
 
-  private expected(): { position: number; positions: (p: number) => boolean; steps: (step: number) => boolean; says: string } {
+  private expected(): {
+    position: number
+    positions: (p: number) => boolean
+    steps: (step: number) => boolean
+    says: string
+  } {
     const { last, replay } = this
     // after a rebuild the step in flight comes again: the next number, or the one the rebuild interrupted
     if (replay !== undefined) {
       const from = last?.step ?? 1
       const at = (p: number) => p === replay.position
-      return { position: replay.position, positions: at, steps: (s) => s >= from, says: `step ${from} or later at position ${replay.position}` }
+      return {
+        position: replay.position,
+        positions: at,
+        steps: (s) => s >= from,
+        says: `step ${from} or later at position ${replay.position}`,
+      }
     }
-    if (last === undefined) return { position: 0, positions: (p) => p === 0, steps: (s) => s === 1, says: 'step 1 at position 0' }
+    if (last === undefined)
+      return { position: 0, positions: (p) => p === 0, steps: (s) => s === 1, says: 'step 1 at position 0' }
     const position = last.position + last.tokens
     const steps = (s: number) => s === last.step + 1
     if (last.verify === true && last.tokens > 1) {
@@ -60,7 +71,11 @@ export class StepOrder {
 
   private takeReplay(step: number, position: number, tokens: number, flags: number): void {
     if ((flags & FLAG_NO_SAMPLE) === 0)
-      throw new NeuronError('replay_samples', `replay step ${step} asks for a token; a replay only rebuilds the cache (no-sample flag).`, { step })
+      throw new NeuronError(
+        'replay_samples',
+        `replay step ${step} asks for a token; a replay only rebuilds the cache (no-sample flag).`,
+        { step },
+      )
     const run = this.replay
     const continues = run !== undefined && step === run.step && position === run.position
     if (!continues && position !== 0)

@@ -8,7 +8,17 @@ import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import { ShardRuntime } from '../../native'
-import { decodeFrame, FLAG_VERIFY, type Frame, jsonFrame, type Manifest, Receipt, readJson, readTrailer, SampledToken } from '../../protocol'
+import {
+  decodeFrame,
+  FLAG_VERIFY,
+  type Frame,
+  jsonFrame,
+  type Manifest,
+  Receipt,
+  readJson,
+  readTrailer,
+  SampledToken,
+} from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { ShardServer } from './shard-server'
 
@@ -25,7 +35,12 @@ let server: ShardServer
 const session = (n: number) => n.toString(16).padStart(32, '0')
 
 async function open(s: string, temperature = 0): Promise<void> {
-  const body = { modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens: 64, sampling: { temperature } }
+  const body = {
+    modelId: manifest.modelId,
+    blocks: [0, 5] as [number, number],
+    maxTokens: 64,
+    sampling: { temperature },
+  }
   const ticket = signTicket(trackerKey, {
     session: s,
     clientKey: clientKey.publicKey,
@@ -50,11 +65,18 @@ async function send(bytes: Uint8Array): Promise<Frame> {
 function step(s: string, n: number, position: number, ids: number[], verify = false): Promise<Frame> {
   const data = Int32Array.from(ids)
   const input = { dtype: 'i32' as const, tokens: ids.length, width: 1, payload: new Uint8Array(data.buffer) }
-  return send(forwardFrame(input, verify ? FLAG_VERIFY : 0, s, n, position, { identity: clientKey, hostId: hostKey.id, blocks: [0, 5] }))
+  return send(
+    forwardFrame(input, verify ? FLAG_VERIFY : 0, s, n, position, {
+      identity: clientKey,
+      hostId: hostKey.id,
+      blocks: [0, 5],
+    }),
+  )
 }
 
 const tokenOf = (f: Frame) => readJson(f, SampledToken)
-const errorOf = (f: Frame) => (f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string }).code : f.kind)
+const errorOf = (f: Frame) =>
+  f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string }).code : f.kind
 
 describe('verify steps at a host', () => {
   let greedy: number[] = []
@@ -63,7 +85,11 @@ describe('verify steps at a host', () => {
     manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })
     const artifacts = manifest.artifacts.map((a) => join(dir, 'packed', a.file))
     runtime = await ShardRuntime.load({ artifacts, blocks: [0, 5], embed: true, head: true, threads: 1 })
-    const tickets = { trackerKey: () => trackerKey.publicKey, hostId: hostKey.id, manifestSha256: manifestSha256(manifest) }
+    const tickets = {
+      trackerKey: () => trackerKey.publicKey,
+      hostId: hostKey.id,
+      manifestSha256: manifestSha256(manifest),
+    }
     server = new ShardServer(runtime, {
       modelId: manifest.modelId,
       blocks: [0, 5],
@@ -77,7 +103,8 @@ describe('verify steps at a host', () => {
     // the plain greedy continuation, one step per token
     await open(session(1))
     greedy = [tokenOf(await step(session(1), 1, 0, PROMPT)).token]
-    for (let i = 0; i < 6; i++) greedy.push(tokenOf(await step(session(1), i + 2, PROMPT.length + i, [greedy[i] as number])).token)
+    for (let i = 0; i < 6; i++)
+      greedy.push(tokenOf(await step(session(1), i + 2, PROMPT.length + i, [greedy[i] as number])).token)
     await send(jsonFrame('close', session(1), 0, {}))
   }, 60_000)
   afterAll(async () => {
@@ -118,6 +145,8 @@ describe('verify steps at a host', () => {
     const sampled = session(4)
     await open(sampled, 0.7)
     await step(sampled, 1, 0, PROMPT)
-    expect(errorOf(await step(sampled, 2, P, [greedy[0] as number, greedy[1] as number], true))).toBe('speculation_greedy_only')
+    expect(errorOf(await step(sampled, 2, P, [greedy[0] as number, greedy[1] as number], true))).toBe(
+      'speculation_greedy_only',
+    )
   })
 })

@@ -16,13 +16,22 @@ export function isVerify(frame: Pick<Frame, 'flags'>): boolean {
  * positions than MAX_DRAFT_TOKENS + 1, a family whose per-session state cannot roll back (`canRollBack` false:
  * recurrent or compressor blocks, sliding windows), or, at the last hop, sampling other than plain greedy.
  */
-export function checkVerify(frame: Pick<Frame, 'flags' | 'step' | 'tokens'>, canRollBack: boolean, sampling: LastHopSampler | undefined): void {
+export function checkVerify(
+  frame: Pick<Frame, 'flags' | 'step' | 'tokens'>,
+  canRollBack: boolean,
+  sampling: LastHopSampler | undefined,
+): void {
   if (!isVerify(frame)) return
-  if (frame.step === 1) throw new NeuronError('bad_frame', 'step 1 carries the prompt and cannot be a verify step; draft from step 2 on.')
+  if (frame.step === 1)
+    throw new NeuronError('bad_frame', 'step 1 carries the prompt and cannot be a verify step; draft from step 2 on.')
   if (frame.tokens > MAX_DRAFT_TOKENS + 1)
-    throw new NeuronError('tokens_not_ticketed', `a verify step checks at most ${MAX_DRAFT_TOKENS} drafted tokens, not ${frame.tokens - 1}; draft fewer.`, {
-      allowed: MAX_DRAFT_TOKENS + 1,
-    })
+    throw new NeuronError(
+      'tokens_not_ticketed',
+      `a verify step checks at most ${MAX_DRAFT_TOKENS} drafted tokens, not ${frame.tokens - 1}; draft fewer.`,
+      {
+        allowed: MAX_DRAFT_TOKENS + 1,
+      },
+    )
   if (!canRollBack)
     throw new NeuronError(
       'speculation_unsupported',
@@ -41,13 +50,21 @@ export function greedyOnly(): NeuronError {
 
 function isPlainGreedy(sampling: LastHopSampler): boolean {
   const p = sampling.params
-  return p.temperature === 0 && (p.repeatPenalty ?? 1) === 1 && !p.presencePenalty && !p.frequencyPenalty && p.grammar === undefined && !p.topLogprobs
+  return (
+    p.temperature === 0 &&
+    (p.repeatPenalty ?? 1) === 1 &&
+    !p.presencePenalty &&
+    !p.frequencyPenalty &&
+    p.grammar === undefined &&
+    !p.topLogprobs
+  )
 }
 
 /** The last hop's answer to a verify step: the greedy token after each position, with its log-probability. */
 export function verifiedTokens(output: Extract<ForwardOutput, { kind: 'logits' }>, computeMs: number): SampledToken {
   const verified: { token: number; logprob: number }[] = []
-  for (let r = 0; r < output.rows; r++) verified.push(greedy(output.data.subarray(r * output.cols, (r + 1) * output.cols)))
+  for (let r = 0; r < output.rows; r++)
+    verified.push(greedy(output.data.subarray(r * output.cols, (r + 1) * output.cols)))
   const first = verified[0]
   if (first === undefined) throw new NeuronError('internal', 'a verify step produced no logits')
   return { token: first.token, logprob: first.logprob, computeMs, verified }

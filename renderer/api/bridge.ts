@@ -35,7 +35,10 @@ function detached(problem: string): ConnectedBridge {
 /** The preload's bridge in Electron, otherwise the WebSocket on the page's own origin at /api. */
 export function connectBridge(): ConnectedBridge {
   if (window.neuron !== undefined) return alwaysOpen(window.neuron)
-  if (location.host === '') return detached('this page was opened from a file without the Neuron app; run `neuron app` and open the address it prints.')
+  if (location.host === '')
+    return detached(
+      'this page was opened from a file without the Neuron app; run `neuron app` and open the address it prints.',
+    )
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws'
   return createSocketBridge({ url: `${scheme}://${location.host}/api`, connect: (url) => new WebSocket(url) })
 }

@@ -69,7 +69,12 @@ describe('the WebSocket bridge against a fake browser WebSocket', () => {
     const { bridge, last } = setup()
     last().accept()
     const answer = bridge.call('models.add', { path: '/tmp/notes.txt' })
-    last().push({ kind: 'reply', id: 1, ok: false, error: { code: 'not_gguf', message: '/tmp/notes.txt is not a GGUF file' } })
+    last().push({
+      kind: 'reply',
+      id: 1,
+      ok: false,
+      error: { code: 'not_gguf', message: '/tmp/notes.txt is not a GGUF file' },
+    })
     await expect(answer).rejects.toMatchObject({ code: 'not_gguf', message: '/tmp/notes.txt is not a GGUF file' })
   })
 
@@ -101,7 +106,10 @@ describe('the WebSocket bridge against a fake browser WebSocket', () => {
     last().accept()
     const answer = bridge.call('settings.get', {})
     last().drop()
-    await expect(answer).rejects.toMatchObject({ code: 'host_unreachable', message: expect.stringContaining('settings.get') })
+    await expect(answer).rejects.toMatchObject({
+      code: 'host_unreachable',
+      message: expect.stringContaining('settings.get'),
+    })
     expect(bridge.connection()).toBe('reconnecting')
     expect(sockets).toHaveLength(1)
     vi.advanceTimersByTime(250)

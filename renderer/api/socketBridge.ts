@@ -111,7 +111,9 @@ export function createSocketBridge(options: SocketBridgeOptions): ConnectedBridg
     if (call === undefined) return warn(`neuron bridge: reply for unknown call id ${frame.id} dropped`)
     pending.delete(frame.id)
     try {
-      call.resolve(readAppReply(call.method, frame.ok ? { ok: true, value: frame.value } : { ok: false, error: frame.error }))
+      call.resolve(
+        readAppReply(call.method, frame.ok ? { ok: true, value: frame.value } : { ok: false, error: frame.error }),
+      )
     } catch (error) {
       call.reject(error instanceof Error ? error : new Error(String(error)))
     }
@@ -184,10 +186,19 @@ export function createSocketBridge(options: SocketBridgeOptions): ConnectedBridg
   return {
     call<M extends AppMethod>(method: M, input: AppInput<M>): Promise<AppOutput<M>> {
       return new Promise<AppOutput<M>>((resolve, reject) => {
-        if (closed) return reject(new NeuronError('host_unreachable', `the connection to the Neuron host was closed; ${method} was not sent`))
+        if (closed)
+          return reject(
+            new NeuronError('host_unreachable', `the connection to the Neuron host was closed; ${method} was not sent`),
+          )
         const id = nextId++
         const frame: AppCallFrame = { kind: 'call', id, method, input }
-        pending.set(id, { method, frame: JSON.stringify(frame), sent: false, resolve: resolve as (value: unknown) => void, reject })
+        pending.set(id, {
+          method,
+          frame: JSON.stringify(frame),
+          sent: false,
+          resolve: resolve as (value: unknown) => void,
+          reject,
+        })
         flush()
       })
     },

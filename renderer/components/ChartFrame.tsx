@@ -2,7 +2,12 @@ import { type ReactElement, useId } from 'react'
 import { ResponsiveContainer } from 'recharts'
 
 /** Recharts styles its tooltip inline, so the theme's tokens go in the same way. */
-export const tooltipStyle = { background: 'var(--surface)', border: '1px solid var(--border)', borderRadius: 8, color: 'var(--text)' }
+export const tooltipStyle = {
+  background: 'var(--surface)',
+  border: '1px solid var(--border)',
+  borderRadius: 8,
+  color: 'var(--text)',
+}
 
 /** Padding either side of a lone point, so a chart of one hour still has an axis to place it on. */
 const LONE_POINT_PAD_MS = 3_600_000
@@ -29,7 +34,13 @@ interface ChartFrameProps {
 export function ChartFrame({ height = 220, testId, label, description, children }: ChartFrameProps) {
   const descriptionId = useId()
   return (
-    <figure className="chart" style={{ height }} data-testid={testId} aria-label={label} aria-describedby={descriptionId}>
+    <figure
+      className="chart"
+      style={{ height }}
+      data-testid={testId}
+      aria-label={label}
+      aria-describedby={descriptionId}
+    >
       <ResponsiveContainer width="100%" height="100%">
         {children}
       </ResponsiveContainer>

@@ -6,7 +6,13 @@ import { dialogKeyAction } from './dialogKeys'
 
 describe('the confirmation dialog', () => {
   it('is a modal alertdialog named by its title and described by its text, Cancel first', () => {
-    const props = { title: 'Stop hosting?', confirmLabel: 'Stop hosting', onConfirm() {}, onCancel() {}, children: 'This computer stops serving.' }
+    const props = {
+      title: 'Stop hosting?',
+      confirmLabel: 'Stop hosting',
+      onConfirm() {},
+      onCancel() {},
+      children: 'This computer stops serving.',
+    }
     const html = renderToStaticMarkup(createElement(ConfirmDialog, props))
     expect(html).toContain('role="alertdialog"')
     expect(html).toContain('aria-modal="true"')

@@ -27,7 +27,12 @@ export function ConfirmDialog({ title, children, confirmLabel, onConfirm, onCanc
   }, [])
   const onKeyDown = (event: KeyboardEvent) => {
     const buttons = [...(box.current?.querySelectorAll('button') ?? [])]
-    const action = dialogKeyAction(event.key, event.shiftKey, buttons.indexOf(document.activeElement as HTMLButtonElement), buttons.length)
+    const action = dialogKeyAction(
+      event.key,
+      event.shiftKey,
+      buttons.indexOf(document.activeElement as HTMLButtonElement),
+      buttons.length,
+    )
     if (action === null) return
     // Escape here cancels the dialog, not (on the Chat screen) the answer streaming
     event.stopPropagation()

@@ -18,7 +18,12 @@ interface CoverageBarProps {
 export function CoverageBar({ cells, testId, cellTestId, compact }: CoverageBarProps) {
   const max = Math.max(1, ...cells.map((c) => c.before))
   return (
-    <div className={`coverage-bar ${compact === true ? 'compact' : ''}`} data-testid={testId} role="img" aria-label={`${cells.length} blocks`}>
+    <div
+      className={`coverage-bar ${compact === true ? 'compact' : ''}`}
+      data-testid={testId}
+      role="img"
+      aria-label={`${cells.length} blocks`}
+    >
       {cells.map((cell, i) => (
         <div
           // biome-ignore lint/suspicious/noArrayIndexKey: a block's index is its identity

@@ -9,7 +9,9 @@ export function ErrorNote({ error, testId }: { error: ShownError | null; testId?
       <CircleAlert size={16} className="error-icon" aria-hidden />
       <div>
         <div>{error.message}</div>
-        {error.detail !== undefined && error.detail !== error.message && <div className="error-detail">{error.detail}</div>}
+        {error.detail !== undefined && error.detail !== error.message && (
+          <div className="error-detail">{error.detail}</div>
+        )}
       </div>
     </div>
   )

@@ -1,5 +1,13 @@
 /** A horizontal bar for a 0..1 value. */
-export function Meter({ value, tone = 'accent', label }: { value: number; tone?: 'accent' | 'good' | 'warn' | 'bad'; label?: string }) {
+export function Meter({
+  value,
+  tone = 'accent',
+  label,
+}: {
+  value: number
+  tone?: 'accent' | 'good' | 'warn' | 'bad'
+  label?: string
+}) {
   const clamped = Math.min(1, Math.max(0, value))
   return (
     <div className="meter" title={label === undefined ? undefined : `${label}: ${Math.round(clamped * 100)}%`}>

@@ -1,6 +1,14 @@
 import type { ReactNode } from 'react'
 
-export function ScreenHeader({ title, subtitle, actions }: { title: string; subtitle?: ReactNode; actions?: ReactNode }) {
+export function ScreenHeader({
+  title,
+  subtitle,
+  actions,
+}: {
+  title: string
+  subtitle?: ReactNode
+  actions?: ReactNode
+}) {
   return (
     <header className="screen-header">
       <div>

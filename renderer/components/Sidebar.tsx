@@ -3,7 +3,15 @@ import { SCREENS, type ScreenId } from '../screens/registry'
 
 const isMac = typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.platform)
 
-export function Sidebar({ current, onSelect, footer }: { current: ScreenId; onSelect(id: ScreenId): void; footer: ReactNode }) {
+export function Sidebar({
+  current,
+  onSelect,
+  footer,
+}: {
+  current: ScreenId
+  onSelect(id: ScreenId): void
+  footer: ReactNode
+}) {
   return (
     <nav className="sidebar" aria-label="Screens">
       <div className="brand">

@@ -1,6 +1,16 @@
 import type { ReactNode } from 'react'
 
-export function Stat({ label, value, hint, testId }: { label: string; value: ReactNode; hint?: ReactNode; testId?: string }) {
+export function Stat({
+  label,
+  value,
+  hint,
+  testId,
+}: {
+  label: string
+  value: ReactNode
+  hint?: ReactNode
+  testId?: string
+}) {
   return (
     <div className="stat" data-testid={testId}>
       <div className="stat-label">{label}</div>

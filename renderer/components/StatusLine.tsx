@@ -16,7 +16,13 @@ export function StatusLine() {
   return (
     <div className="status-line" data-testid="status-line" data-connection={state}>
       {parts.map((part) => (
-        <div key={part.id} className="status-part" data-testid={`status-${part.id}`} data-state={part.state} title={part.detail ?? undefined}>
+        <div
+          key={part.id}
+          className="status-part"
+          data-testid={`status-${part.id}`}
+          data-state={part.state}
+          title={part.detail ?? undefined}
+        >
           <span className={`dot ${DOT[part.state]}`} aria-hidden />
           <span>{part.text}</span>
         </div>

@@ -34,7 +34,10 @@ export function ApiScreen() {
 
   return (
     <div className="screen" data-testid="screen-api">
-      <ScreenHeader title="API" subtitle="Use the swarm from your own programs: an OpenAI-compatible endpoint, paid from this app's credits." />
+      <ScreenHeader
+        title="API"
+        subtitle="Use the swarm from your own programs: an OpenAI-compatible endpoint, paid from this app's credits."
+      />
       <ErrorNote error={error} testId="api-error" />
       {view === null ? (
         error === null && <Loading text="Loading the API…" />
@@ -62,7 +65,9 @@ export function ApiScreen() {
             </ConfirmDialog>
           )}
           <ApiExamples view={view} model={model ?? exampleModel(view)} onModel={setModel} apiKey={freshKey} />
-          {view.embedded && <ApiRequestsPanel requests={requests} onRefresh={() => void api.getState().loadRequests()} />}
+          {view.embedded && (
+            <ApiRequestsPanel requests={requests} onRefresh={() => void api.getState().loadRequests()} />
+          )}
         </>
       )}
     </div>

@@ -37,7 +37,15 @@ export function ChatScreen() {
   useEffect(() => {
     const timer = setTimeout(() => void chat.getState().countPrompt(draft), 250)
     return () => clearTimeout(timer)
-  }, [chat, draft, conversation?.id, conversation?.modelId, conversation?.messages.length, conversation?.messages.at(-1)?.status, settingsOf.systemPrompt])
+  }, [
+    chat,
+    draft,
+    conversation?.id,
+    conversation?.modelId,
+    conversation?.messages.length,
+    conversation?.messages.at(-1)?.status,
+    settingsOf.systemPrompt,
+  ])
 
   // Escape stops the running answer from anywhere on this screen.
   useEffect(() => {
@@ -106,11 +114,21 @@ export function ChatScreen() {
         )}
         <ErrorNote error={state.modelsError} />
         <ErrorNote error={state.historyError} testId="chat-history-error" />
-        <div className="thread" ref={thread} role="log" aria-live="polite" aria-label="Conversation" data-testid="chat-thread">
+        <div
+          className="thread"
+          ref={thread}
+          role="log"
+          aria-live="polite"
+          aria-label="Conversation"
+          data-testid="chat-thread"
+        >
           {conversation === null || conversation.messages.length === 0 ? (
             <div className="thread-empty">
               <h2>Ask the swarm</h2>
-              <p className="muted">Each answer is computed block by block by the hosts on your tracker. The route that served it shows under the answer.</p>
+              <p className="muted">
+                Each answer is computed block by block by the hosts on your tracker. The route that served it shows
+                under the answer.
+              </p>
               {privacy !== null && (
                 <p className="muted small" data-testid="chat-privacy-detail">
                   {privacy.detail}
@@ -119,13 +137,22 @@ export function ChatScreen() {
             </div>
           ) : (
             conversation.messages.map((message) => (
-              <MessageView key={message.id} message={message} onResend={streaming ? undefined : (text) => state.resend(message.id, text)} />
+              <MessageView
+                key={message.id}
+                message={message}
+                onResend={streaming ? undefined : (text) => state.resend(message.id, text)}
+              />
             ))
           )}
         </div>
         <ErrorNote error={state.composerError} testId="chat-error" />
         {privacy?.needsConsent ? (
-          <PrivacyConsent notice={privacy} busy={swarm.saving === 'consent'} error={swarm.consentError} onAgree={() => void swarm.consent()} />
+          <PrivacyConsent
+            notice={privacy}
+            busy={swarm.saving === 'consent'}
+            error={swarm.consentError}
+            onAgree={() => void swarm.consent()}
+          />
         ) : (
           <Composer
             streaming={streaming}

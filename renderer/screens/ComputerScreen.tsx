@@ -8,7 +8,14 @@ import { Meter } from '../components/Meter'
 import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
 import { formatBytes, formatGb } from '../format'
-import { bandwidthLine, coresLine, diskLine, gpuLines, memoryLine, memoryUsedFraction } from '../stores/computer/selectors'
+import {
+  bandwidthLine,
+  coresLine,
+  diskLine,
+  gpuLines,
+  memoryLine,
+  memoryUsedFraction,
+} from '../stores/computer/selectors'
 import { useStores } from '../stores/context'
 
 export function ComputerScreen() {
@@ -25,8 +32,15 @@ export function ComputerScreen() {
         title="This computer"
         subtitle="What this machine can contribute to the swarm."
         actions={
-          <button type="button" className="button" onClick={() => void load(true)} disabled={loading} data-testid="computer-refresh">
-            <RefreshCw size={16} className={loading ? 'spin' : ''} aria-hidden /> {loading ? 'Measuring…' : 'Measure again'}
+          <button
+            type="button"
+            className="button"
+            onClick={() => void load(true)}
+            disabled={loading}
+            data-testid="computer-refresh"
+          >
+            <RefreshCw size={16} className={loading ? 'spin' : ''} aria-hidden />{' '}
+            {loading ? 'Measuring…' : 'Measure again'}
           </button>
         }
       />
@@ -67,7 +81,9 @@ export function ComputerScreen() {
                   {line}
                 </div>
               ))}
-              <div className="muted small">{view.limits.useGpu ? 'GPU use allowed in Settings' : 'GPU use turned off in Settings'}</div>
+              <div className="muted small">
+                {view.limits.useGpu ? 'GPU use allowed in Settings' : 'GPU use turned off in Settings'}
+              </div>
             </Panel>
             <Panel title={<IconTitle icon={<HardDrive size={16} />} text="Disk" />} testId="computer-disk">
               <div className="big-line">{formatBytes(view.profile.disk.freeBytes)} free</div>
@@ -75,7 +91,9 @@ export function ComputerScreen() {
             </Panel>
             <Panel title={<IconTitle icon={<Gauge size={16} />} text="Memory bandwidth" />} testId="computer-bandwidth">
               <div className="big-line">{bandwidthLine(view)}</div>
-              <div className="muted small">Decoding is memory-bound: this predicts time per block before anything loads.</div>
+              <div className="muted small">
+                Decoding is memory-bound: this predicts time per block before anything loads.
+              </div>
             </Panel>
           </div>
         </>

@@ -21,7 +21,8 @@ import {
   type TotalsRow,
 } from '../stores/earnings/selectors'
 
-const dayLabel = (ms: number) => new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
+const dayLabel = (ms: number) =>
+  new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
 
 export function EarningsScreen() {
   const { earnings: store } = useStores()
@@ -35,7 +36,10 @@ export function EarningsScreen() {
 
   return (
     <div className="screen" data-testid="screen-earnings">
-      <ScreenHeader title="Earnings" subtitle="Credits this computer earned by serving blocks, settled receipt by receipt." />
+      <ScreenHeader
+        title="Earnings"
+        subtitle="Credits this computer earned by serving blocks, settled receipt by receipt."
+      />
       <ErrorNote error={error} />
       {earnings === null ? (
         error === null && <Loading text="Loading earnings…" />
@@ -85,10 +89,21 @@ export function EarningsScreen() {
                 No receipts yet. Host a model and credits appear here hour by hour.
               </p>
             ) : (
-              <ChartFrame testId="earnings-chart" label="Credits earned over time, running total" description={creditsChartDescription(chart)}>
+              <ChartFrame
+                testId="earnings-chart"
+                label="Credits earned over time, running total"
+                description={creditsChartDescription(chart)}
+              >
                 <AreaChart data={chart} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
                   <CartesianGrid vertical={false} />
-                  <XAxis dataKey="start" type="number" scale="time" domain={timeDomain(chart.map((p) => p.start))} tickFormatter={formatHour} minTickGap={40} />
+                  <XAxis
+                    dataKey="start"
+                    type="number"
+                    scale="time"
+                    domain={timeDomain(chart.map((p) => p.start))}
+                    tickFormatter={formatHour}
+                    minTickGap={40}
+                  />
                   <YAxis width={72} tickFormatter={(v: number) => formatCredits(v * 1e6)} />
                   <Tooltip
                     contentStyle={tooltipStyle}
@@ -102,7 +117,11 @@ export function EarningsScreen() {
           </Panel>
           <div className="two-columns">
             <Panel title="Per model" testId="earnings-by-model">
-              <TotalsTable rows={byModel(earnings.byDay)} first="Model" label={(r) => <span className="mono">{r.key}</span>} />
+              <TotalsTable
+                rows={byModel(earnings.byDay)}
+                first="Model"
+                label={(r) => <span className="mono">{r.key}</span>}
+              />
             </Panel>
             <Panel title="Per day" testId="earnings-by-day">
               <TotalsTable rows={byDay(earnings.byDay)} first="Day" label={(r) => dayLabel(r.start)} />
@@ -146,7 +165,15 @@ export function EarningsScreen() {
   )
 }
 
-function TotalsTable({ rows, first, label }: { rows: TotalsRow[]; first: string; label: (row: TotalsRow) => ReactNode }) {
+function TotalsTable({
+  rows,
+  first,
+  label,
+}: {
+  rows: TotalsRow[]
+  first: string
+  label: (row: TotalsRow) => ReactNode
+}) {
   if (rows.length === 0) return <p className="muted empty">Nothing earned yet.</p>
   return (
     <table className="table">

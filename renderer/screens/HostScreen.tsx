@@ -38,7 +38,10 @@ export function HostScreen() {
         }
       />
       {status?.phase === 'failed' && (
-        <ErrorNote error={{ code: status.error?.code ?? 'failed', message: status.error?.message ?? 'Hosting failed.' }} testId="hosting-error" />
+        <ErrorNote
+          error={{ code: status.error?.code ?? 'failed', message: status.error?.message ?? 'Hosting failed.' }}
+          testId="hosting-error"
+        />
       )}
       <ErrorNote error={state.actionError} />
       {showsPicker(status) ? (
@@ -46,13 +49,22 @@ export function HostScreen() {
           <Panel
             title="Models on the tracker"
             actions={
-              <button type="button" className="icon-button" onClick={() => void state.loadModels()} title="Reload the list">
+              <button
+                type="button"
+                className="icon-button"
+                onClick={() => void state.loadModels()}
+                title="Reload the list"
+              >
                 <RefreshCw size={16} aria-label="Reload the list" />
               </button>
             }
           >
             <ErrorNote error={state.modelsError} />
-            <ModelList models={state.models} selectedModelId={state.selectedModelId} onSelect={(id) => void state.selectModel(id)} />
+            <ModelList
+              models={state.models}
+              selectedModelId={state.selectedModelId}
+              onSelect={(id) => void state.selectModel(id)}
+            />
             <AddModelForm
               adding={state.adding}
               error={state.addError}
@@ -62,7 +74,9 @@ export function HostScreen() {
             />
           </Panel>
           <Panel title="Placement preview">
-            {state.selectedModelId === null && <p className="muted empty">Pick a model to see which blocks this computer should serve.</p>}
+            {state.selectedModelId === null && (
+              <p className="muted empty">Pick a model to see which blocks this computer should serve.</p>
+            )}
             {state.previewLoading && <Loading text="Asking the tracker where this computer helps most…" />}
             <ErrorNote error={state.previewError} />
             {state.preview !== null && (
@@ -97,7 +111,8 @@ export function HostScreen() {
                 onCancel={() => setConfirmingStop(false)}
                 testId="hosting-stop-dialog"
               >
-                This computer stops serving its blocks and earning credits; chats routed through it move to other hosts. The downloaded files stay on disk.
+                This computer stops serving its blocks and earning credits; chats routed through it move to other hosts.
+                The downloaded files stay on disk.
               </ConfirmDialog>
             )}
           </Panel>

@@ -16,7 +16,10 @@ export function ReputationScreen() {
 
   return (
     <div className="screen" data-testid="screen-reputation">
-      <ScreenHeader title="Reputation" subtitle="How the tracker rates and checks this host. A higher score gets more routes and more credits." />
+      <ScreenHeader
+        title="Reputation"
+        subtitle="How the tracker rates and checks this host. A higher score gets more routes and more credits."
+      />
       <ErrorNote error={error} />
       {view === null ? error === null && <Loading text="Loading reputation…" /> : <ReputationReport view={view} />}
     </div>

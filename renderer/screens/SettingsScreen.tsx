@@ -50,10 +50,16 @@ export function SettingsScreen() {
 
   return (
     <div className="screen" data-testid="screen-settings">
-      <ScreenHeader title="Settings" subtitle="Where this app connects, who it is, and how much of this computer it may use." />
+      <ScreenHeader
+        title="Settings"
+        subtitle="Where this app connects, who it is, and how much of this computer it may use."
+      />
       <SavedNote savedAt={state.savedAt} section={state.savedSection} />
       <ErrorNote error={state.loadError} />
-      <ErrorNote error={settings?.notice ? { code: 'settings_kept_aside', message: settings.notice } : null} testId="settings-notice" />
+      <ErrorNote
+        error={settings?.notice ? { code: 'settings_kept_aside', message: settings.notice } : null}
+        testId="settings-notice"
+      />
       {settings === null ? (
         <Loading text="Loading settings…" />
       ) : (
@@ -90,7 +96,12 @@ export function SettingsScreen() {
             error={state.accessError}
             onSave={(text) => void state.saveAllowedKeys(text)}
           />
-          <LanSection settings={settings} saving={state.saving === 'lan'} error={state.lanError} onChange={(open) => void state.saveLanOpen(open)} />
+          <LanSection
+            settings={settings}
+            saving={state.saving === 'lan'}
+            error={state.lanError}
+            onChange={(open) => void state.saveLanOpen(open)}
+          />
           <LimitsSection
             key={JSON.stringify(settings.limits)}
             limits={settings.limits}

@@ -26,7 +26,8 @@ export function SwarmScreen() {
             'The hosts and models on your tracker.'
           ) : (
             <>
-              Tracker <span className="mono">{view.trackerUrl}</span> · {onlineCount(view)} of {view.hosts.length} hosts online
+              Tracker <span className="mono">{view.trackerUrl}</span> · {onlineCount(view)} of {view.hosts.length} hosts
+              online
             </>
           )
         }
@@ -51,10 +52,16 @@ export function SwarmScreen() {
                           <strong>{model.name}</strong> <span className="mono muted small">{model.modelId}</span>
                         </span>
                         <span className={`small ${missing > 0 ? 'warn-text' : 'good-text'}`}>
-                          {missing > 0 ? `${missing} of ${model.nLayer} blocks unserved` : `all ${model.nLayer} blocks served`} · {formatBytes(model.bytes)}
+                          {missing > 0
+                            ? `${missing} of ${model.nLayer} blocks unserved`
+                            : `all ${model.nLayer} blocks served`}{' '}
+                          · {formatBytes(model.bytes)}
                         </span>
                       </div>
-                      <CoverageBar cells={model.coverage.map((before) => ({ before }))} testId={`swarm-coverage-${model.modelId}`} />
+                      <CoverageBar
+                        cells={model.coverage.map((before) => ({ before }))}
+                        testId={`swarm-coverage-${model.modelId}`}
+                      />
                     </li>
                   )
                 })}
@@ -80,9 +87,18 @@ export function SwarmScreen() {
                 </thead>
                 <tbody>
                   {hostRows(view).map((row) => (
-                    <tr key={row.hostId} data-testid="swarm-host" data-host-id={row.hostId} className={row.online ? '' : 'offline'}>
+                    <tr
+                      key={row.hostId}
+                      data-testid="swarm-host"
+                      data-host-id={row.hostId}
+                      className={row.online ? '' : 'offline'}
+                    >
                       <td className="mono" title={row.hostId}>
-                        <span className={`dot ${row.online ? 'online' : 'offline'}`} title={row.online ? 'online' : 'offline'} /> {row.shortId}
+                        <span
+                          className={`dot ${row.online ? 'online' : 'offline'}`}
+                          title={row.online ? 'online' : 'offline'}
+                        />{' '}
+                        {row.shortId}
                         {row.who !== '' && (
                           <span className="host-who" data-testid="swarm-host-who">
                             {row.who}
@@ -92,7 +108,9 @@ export function SwarmScreen() {
                       <td className="mono">{row.model}</td>
                       <td className="mono">{row.blocks}</td>
                       <td>
-                        <span className={`status-chip status-${row.status}`}>{row.online ? row.status : 'offline'}</span>
+                        <span className={`status-chip status-${row.status}`}>
+                          {row.online ? row.status : 'offline'}
+                        </span>
                       </td>
                       <td>{row.sessions}</td>
                       <td className="num">{row.msPerBlock}</td>

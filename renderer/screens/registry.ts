@@ -1,4 +1,14 @@
-import { Coins, Cpu, KeySquare, type LucideIcon, MessageSquare, Network, Server, Settings, ShieldCheck } from 'lucide-react'
+import {
+  Coins,
+  Cpu,
+  KeySquare,
+  type LucideIcon,
+  MessageSquare,
+  Network,
+  Server,
+  Settings,
+  ShieldCheck,
+} from 'lucide-react'
 import type { ComponentType } from 'react'
 import { ApiScreen } from './ApiScreen'
 import { ChatScreen } from './ChatScreen'

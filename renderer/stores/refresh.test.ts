@@ -21,7 +21,11 @@ function setup() {
     'settings.get': () => someSettings,
     'settings.update': () => ({ ...someSettings, limits: { ...someSettings.limits, memoryBytes: 1_000_000_000 } }),
   })
-  const stores = { settings: createSettingsStore(bridge), hosting: createHostingStore(bridge), computer: createComputerStore(bridge) }
+  const stores = {
+    settings: createSettingsStore(bridge),
+    hosting: createHostingStore(bridge),
+    computer: createComputerStore(bridge),
+  }
   refreshOnChanges(stores)
   const asked = (method: string) => bridge.calls.filter((c) => c.method === method).length
   return { bridge, stores, asked, listed }
@@ -36,7 +40,12 @@ describe('refreshing what a change made stale', () => {
     expect([asked('hosting.preview'), asked('computer.get')]).toEqual([1, 1])
     await stores.settings
       .getState()
-      .saveLimits({ diskGb: '20', memoryGb: '1', threads: String(someSettings.limits.threads), useGpu: someSettings.limits.useGpu })
+      .saveLimits({
+        diskGb: '20',
+        memoryGb: '1',
+        threads: String(someSettings.limits.threads),
+        useGpu: someSettings.limits.useGpu,
+      })
     await settle()
     expect([asked('hosting.preview'), asked('computer.get')]).toEqual([2, 2])
   })
@@ -60,7 +69,13 @@ describe('refreshing what a change made stale', () => {
     listed.models = []
     await stores.settings.getState().saveTracker('http://127.0.0.1:9')
     await settle()
-    expect(stores.hosting.getState()).toMatchObject({ models: [], selectedModelId: null, preview: null, previewError: null, previewLoading: false })
+    expect(stores.hosting.getState()).toMatchObject({
+      models: [],
+      selectedModelId: null,
+      preview: null,
+      previewError: null,
+      previewLoading: false,
+    })
     expect(asked('hosting.preview')).toBe(1)
   })
 })

@@ -24,7 +24,13 @@ export async function attachToInternet(internet: string, netns: string, port: st
 }
 
 /** A computer on the internet behind a shaped link (the laptop, where a bench delays the client's own line). */
-export async function attachShaped(internet: string, netns: string, port: string, address: string, shape: LinkShape): Promise<Shaper> {
+export async function attachShaped(
+  internet: string,
+  netns: string,
+  port: string,
+  address: string,
+  shape: LinkShape,
+): Promise<Shaper> {
   const shaper = await startShaper(netns, 'eth0', internet, port, shape)
   await ip(internet, 'link', 'set', port, 'master', LAN_BRIDGE, 'up')
   await ip(netns, 'addr', 'add', `${address}/${PREFIX_LENGTH}`, 'dev', 'eth0')

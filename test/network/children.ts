@@ -9,8 +9,12 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp, what: string
       seen += chunk.toString()
       if (pattern.test(seen)) finish(() => resolve(seen))
     }
-    const onExit = (code: number | null) => finish(() => reject(new Error(`${what} exited (${code}) before printing ${pattern}:\n${seen}`)))
-    const timer = setTimeout(() => finish(() => reject(new Error(`${what} printed no ${pattern} within ${timeoutMs} ms:\n${seen}`))), timeoutMs)
+    const onExit = (code: number | null) =>
+      finish(() => reject(new Error(`${what} exited (${code}) before printing ${pattern}:\n${seen}`)))
+    const timer = setTimeout(
+      () => finish(() => reject(new Error(`${what} printed no ${pattern} within ${timeoutMs} ms:\n${seen}`))),
+      timeoutMs,
+    )
     const finish = (settle: () => void) => {
       clearTimeout(timer)
       child.stdout?.off('data', onData)

@@ -43,7 +43,20 @@ export function createHomeLan(prefix: string): { computers: [HomeComputer, HomeC
   }
   try {
     for (const ns of names) ip('netns', 'add', ns)
-    ip('link', 'add', `${prefix}va`, 'netns', names[0], 'type', 'veth', 'peer', 'name', `${prefix}vb`, 'netns', names[1])
+    ip(
+      'link',
+      'add',
+      `${prefix}va`,
+      'netns',
+      names[0],
+      'type',
+      'veth',
+      'peer',
+      'name',
+      `${prefix}vb`,
+      'netns',
+      names[1],
+    )
     for (const [i, ns] of names.entries()) {
       const dev = `${prefix}v${i === 0 ? 'a' : 'b'}`
       ip('-n', ns, 'link', 'set', 'lo', 'up')
@@ -56,7 +69,11 @@ export function createHomeLan(prefix: string): { computers: [HomeComputer, HomeC
     destroy()
     throw error
   }
-  const computer = (i: 0 | 1): HomeComputer => ({ ns: names[i], address: addresses[i], exec: ['ip', 'netns', 'exec', names[i]] })
+  const computer = (i: 0 | 1): HomeComputer => ({
+    ns: names[i],
+    address: addresses[i],
+    exec: ['ip', 'netns', 'exec', names[i]],
+  })
   return { computers: [computer(0), computer(1)], destroy }
 }
 

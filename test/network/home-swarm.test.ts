@@ -46,8 +46,12 @@ async function withLogs<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step()
   } catch (error) {
-    const tail = (name: string, p: NeuronProcess | undefined) => `--- ${name} ---\n${(p?.output() ?? '').split('\n').slice(-25).join('\n')}`
-    const logs = [tail('tracker', tracker), ...Object.entries(hostProcesses).map(([place, p]) => tail(`${place} (${hostIds[place as Place]})`, p))]
+    const tail = (name: string, p: NeuronProcess | undefined) =>
+      `--- ${name} ---\n${(p?.output() ?? '').split('\n').slice(-25).join('\n')}`
+    const logs = [
+      tail('tracker', tracker),
+      ...Object.entries(hostProcesses).map(([place, p]) => tail(`${place} (${hostIds[place as Place]})`, p)),
+    ]
     const rows = await hosts().catch((e: Error) => `hosts.list failed: ${e.message}`)
     if (error instanceof Error) error.message += `\n${logs.join('\n')}\n--- hosts.list ---\n${JSON.stringify(rows)}`
     throw error
@@ -118,120 +122,151 @@ function chatFrom(place: Place, onToken?: (index: number) => void): Promise<Chat
   })
   return child.waitFor(/^\{"done".*$/m, 180_000).then((m) => {
     const atMs = [...child.output().matchAll(/^\{"token".*"atMs":(\d+)\}$/gm)].map((t) => Number(t[1]))
-    return { ...(JSON.parse(m[0]) as { done: ChatDone }).done, longestGapMs: Math.max(...atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0))) }
+    return {
+      ...(JSON.parse(m[0]) as { done: ChatDone }).done,
+      longestGapMs: Math.max(...atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0))),
+    }
   })
 }
 
-describe.skipIf(why !== undefined)(`a swarm across three homes behind NAT routers${why === undefined ? '' : ` (skipped: ${why})`}`, () => {
-  beforeAll(async () => {
-    ;({ dir, cleanup } = await scratchDir('neuron-homes-'))
-    // a few ms each way on every home link: far from loopback, and a generation long enough to cut in the middle
-    net = await buildHomeNetwork({ links: { a: { delayMs: 5 }, b: { delayMs: 5 }, c: { delayMs: 5 } } })
-    manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-    const model = await oracleModel(STORIES_260K)
-    prompt = [...model.tokenize('Once upon a time', true)]
-    oracle = (await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token)
-    await model.dispose()
-    tracker = neuronIn('cloud', [
-      'tracker',
-      ...['--host', '0.0.0.0', '--port', String(PORT), '--db', join(dir, 'tracker.sqlite')],
-      ...['--heartbeat-ms', '500', '--new-key-grant-micro', '10000000', '--log-routes'],
-      // out of probation at the first probe: which of homes B and C is routed must not hang on when each passed its next ones
-      ...['--probation-probes', '1'],
-    ])
-    await tracker.waitFor(/tracker listening on/, 60_000)
-    trackerUrl = `http://${net.addresses.cloud}:${PORT}`
-  }, 300_000)
+describe.skipIf(why !== undefined)(
+  `a swarm across three homes behind NAT routers${why === undefined ? '' : ` (skipped: ${why})`}`,
+  () => {
+    beforeAll(async () => {
+      ;({ dir, cleanup } = await scratchDir('neuron-homes-'))
+      // a few ms each way on every home link: far from loopback, and a generation long enough to cut in the middle
+      net = await buildHomeNetwork({ links: { a: { delayMs: 5 }, b: { delayMs: 5 }, c: { delayMs: 5 } } })
+      manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
+      const model = await oracleModel(STORIES_260K)
+      prompt = [...model.tokenize('Once upon a time', true)]
+      oracle = (await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token)
+      await model.dispose()
+      tracker = neuronIn('cloud', [
+        'tracker',
+        ...['--host', '0.0.0.0', '--port', String(PORT), '--db', join(dir, 'tracker.sqlite')],
+        ...['--heartbeat-ms', '500', '--new-key-grant-micro', '10000000', '--log-routes'],
+        // out of probation at the first probe: which of homes B and C is routed must not hang on when each passed its next ones
+        ...['--probation-probes', '1'],
+      ])
+      await tracker.waitFor(/tracker listening on/, 60_000)
+      trackerUrl = `http://${net.addresses.cloud}:${PORT}`
+    }, 300_000)
 
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop(2000)))
-    await net?.close()
-    await cleanup()
-  })
-
-  it('hosts fetch their artifacts over BitTorrent across the NATs: the second host of a span fetches from the first, the publisher gone', async () => {
-    const publisher = neuronIn('laptop', ['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')])
-    await publisher.waitFor(/published stories260k/, 120_000)
-    // home C's router maps ports (miniupnpd): its host seeds to the others once the publisher is gone
-    await Promise.all([startHost('hostC', '2:5'), startHost('hostA', '0:2')])
-    await publisher.stop()
-    await startHost('hostB', '2:5')
-    expect((await readdir(join(dir, 'hostB', 'models', manifest.modelId))).sort()).toEqual(['blocks-2-4.gguf', 'blocks-4-5.gguf', 'head.gguf'])
-    expect((await readdir(join(dir, 'hostA', 'models', manifest.modelId))).sort()).toEqual(['blocks-0-2.gguf', 'embed.gguf'])
-  }, 600_000)
-
-  it('the tracker proves each host by dialing it back: home C at the port its router mapped, homes A and B (no mapping) through the relay', async () => {
-    const rows = await untilHosts((r) => hostRow(r, 'hostC').endpoint !== null, 'home C reachable at its mapped port')
-    expect(hostRow(rows, 'hostC').endpoint).toMatch(new RegExp(`^wss://${net.addresses.routerC.replaceAll('.', '\\.')}:\\d+/$`))
-    expect(hostRow(rows, 'hostA').endpoint).toBeNull()
-    expect(hostRow(rows, 'hostB').endpoint).toBeNull()
-  }, 120_000)
-
-  it('chats from the laptop and from a computer inside home A give llama.cpp’s greedy tokens; the relay carries home A and nothing of home C', async () => {
-    const [fromLaptop, fromHome] = [await chatFrom('laptop'), await chatFrom('peerA')]
-    expect(fromLaptop.tokens).toEqual(oracle)
-    expect(fromHome.tokens).toEqual(oracle)
-    expect(fromLaptop.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
-    const rows = await hosts()
-    expect(hostRow(rows, 'hostC').relayedBytes).toBe(0)
-    expect(hostRow(rows, 'hostA').relayedBytes).toBeGreaterThan(0)
-  }, 300_000)
-
-  it('home C’s router restarts (miniupnpd: every mapping gone): the host maps its port again, and the laptop reaches it directly again', async () => {
-    await withLogs(async () => {
-      await net.restartUpnp()
-      // the host asks its router again every 15 s (PortMapping); the tracker's proof of the endpoint still holds once it has
-      await new Promise((r) => setTimeout(r, 20_000))
-      // and home C is listed at its mapped port (a host whose tracker connection the restart broke joins and is proven again)
-      await untilHosts((r) => hostRow(r, 'hostC').online && hostRow(r, 'hostC').endpoint !== null, 'home C listed at its mapped port again')
-      const done = await chatFrom('laptop')
-      expect(done.tokens).toEqual(oracle)
-      expect(done.failovers).toEqual([])
-      expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+    afterAll(async () => {
+      await Promise.all(processes.map((p) => p.stop(2000)))
+      await net?.close()
+      await cleanup()
     })
-  }, 180_000)
 
-  it('a host’s address changes (a new DHCP lease): it joins the tracker again from the new address, is dialed back again, and serves', async () => {
-    const host = hostProcesses.hostA
-    if (host === undefined) throw new Error('home A runs no host')
-    await withLogs(async () => {
-      const before = host.output().length
-      await net.changeAddress('hostA')
-      const deadline = Date.now() + 60_000
-      while (!/addresses changed[\s\S]*joined /.test(host.output().slice(before))) {
-        if (Date.now() > deadline) throw new Error(`host A did not join again after its address changed:\n${host.output().slice(before)}`)
-        await new Promise((r) => setTimeout(r, 250))
+    it('hosts fetch their artifacts over BitTorrent across the NATs: the second host of a span fetches from the first, the publisher gone', async () => {
+      const publisher = neuronIn('laptop', [
+        'publish',
+        join(dir, 'packed'),
+        '--tracker',
+        trackerUrl,
+        '--data-dir',
+        join(dir, 'publisher'),
+      ])
+      await publisher.waitFor(/published stories260k/, 120_000)
+      // home C's router maps ports (miniupnpd): its host seeds to the others once the publisher is gone
+      await Promise.all([startHost('hostC', '2:5'), startHost('hostA', '0:2')])
+      await publisher.stop()
+      await startHost('hostB', '2:5')
+      expect((await readdir(join(dir, 'hostB', 'models', manifest.modelId))).sort()).toEqual([
+        'blocks-2-4.gguf',
+        'blocks-4-5.gguf',
+        'head.gguf',
+      ])
+      expect((await readdir(join(dir, 'hostA', 'models', manifest.modelId))).sort()).toEqual([
+        'blocks-0-2.gguf',
+        'embed.gguf',
+      ])
+    }, 600_000)
+
+    it('the tracker proves each host by dialing it back: home C at the port its router mapped, homes A and B (no mapping) through the relay', async () => {
+      const rows = await untilHosts((r) => hostRow(r, 'hostC').endpoint !== null, 'home C reachable at its mapped port')
+      expect(hostRow(rows, 'hostC').endpoint).toMatch(
+        new RegExp(`^wss://${net.addresses.routerC.replaceAll('.', '\\.')}:\\d+/$`),
+      )
+      expect(hostRow(rows, 'hostA').endpoint).toBeNull()
+      expect(hostRow(rows, 'hostB').endpoint).toBeNull()
+    }, 120_000)
+
+    it('chats from the laptop and from a computer inside home A give llama.cpp’s greedy tokens; the relay carries home A and nothing of home C', async () => {
+      const [fromLaptop, fromHome] = [await chatFrom('laptop'), await chatFrom('peerA')]
+      expect(fromLaptop.tokens).toEqual(oracle)
+      expect(fromHome.tokens).toEqual(oracle)
+      expect(fromLaptop.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+      const rows = await hosts()
+      expect(hostRow(rows, 'hostC').relayedBytes).toBe(0)
+      expect(hostRow(rows, 'hostA').relayedBytes).toBeGreaterThan(0)
+    }, 300_000)
+
+    it('home C’s router restarts (miniupnpd: every mapping gone): the host maps its port again, and the laptop reaches it directly again', async () => {
+      await withLogs(async () => {
+        await net.restartUpnp()
+        // the host asks its router again every 15 s (PortMapping); the tracker's proof of the endpoint still holds once it has
+        await new Promise((r) => setTimeout(r, 20_000))
+        // and home C is listed at its mapped port (a host whose tracker connection the restart broke joins and is proven again)
+        await untilHosts(
+          (r) => hostRow(r, 'hostC').online && hostRow(r, 'hostC').endpoint !== null,
+          'home C listed at its mapped port again',
+        )
+        const done = await chatFrom('laptop')
+        expect(done.tokens).toEqual(oracle)
+        expect(done.failovers).toEqual([])
+        expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+      })
+    }, 180_000)
+
+    it('a host’s address changes (a new DHCP lease): it joins the tracker again from the new address, is dialed back again, and serves', async () => {
+      const host = hostProcesses.hostA
+      if (host === undefined) throw new Error('home A runs no host')
+      await withLogs(async () => {
+        const before = host.output().length
+        await net.changeAddress('hostA')
+        const deadline = Date.now() + 60_000
+        while (!/addresses changed[\s\S]*joined /.test(host.output().slice(before))) {
+          if (Date.now() > deadline)
+            throw new Error(`host A did not join again after its address changed:\n${host.output().slice(before)}`)
+          await new Promise((r) => setTimeout(r, 250))
+        }
+        // the tracker lists it serving again once it has dialed its new candidates back (none answers: relayed)
+        await untilHosts(
+          (r) => hostRow(r, 'hostA').online && hostRow(r, 'hostA').blocks?.join() === '0,2',
+          'home A listed as serving again',
+        )
+        const done = await chatFrom('laptop')
+        expect(done.tokens).toEqual(oracle)
+        expect(done.failovers).toEqual([])
+        expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
+      })
+    }, 180_000)
+
+    it('home C’s link cut mid-generation (the router’s link down, no process killed): the chat fails over to home B and keeps the same tokens', async () => {
+      // a longer round trip to home C, so the generation is still running when the link goes down
+      await net.setLink('c', { delayMs: 25 })
+      let cut = false
+      const done = await withLogs(() =>
+        chatFrom('laptop', (index) => {
+          if (index !== 12 || cut) return
+          cut = true
+          void net.cutLink('c')
+        }),
+      )
+      try {
+        expect(done.tokens).toEqual(oracle)
+        expect(done.failovers.map((f) => f.hostId)).toEqual([hostIds.hostC])
+        expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostB])
+        // noticed by the hop link's pings (LINK_SILENCE_MS), not by the step's 120 s timeout
+        console.log(
+          `link cut: the chat waited ${done.longestGapMs} ms for its next token (failover ${Math.round(done.failovers[0]?.recoveryMs ?? 0)} ms of it)`,
+        )
+        expect(done.longestGapMs).toBeLessThan(60_000)
+      } finally {
+        await net.restoreLink('c')
+        await net.setLink('c', { delayMs: 5 })
       }
-      // the tracker lists it serving again once it has dialed its new candidates back (none answers: relayed)
-      await untilHosts((r) => hostRow(r, 'hostA').online && hostRow(r, 'hostA').blocks?.join() === '0,2', 'home A listed as serving again')
-      const done = await chatFrom('laptop')
-      expect(done.tokens).toEqual(oracle)
-      expect(done.failovers).toEqual([])
-      expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostC])
-    })
-  }, 180_000)
-
-  it('home C’s link cut mid-generation (the router’s link down, no process killed): the chat fails over to home B and keeps the same tokens', async () => {
-    // a longer round trip to home C, so the generation is still running when the link goes down
-    await net.setLink('c', { delayMs: 25 })
-    let cut = false
-    const done = await withLogs(() =>
-      chatFrom('laptop', (index) => {
-        if (index !== 12 || cut) return
-        cut = true
-        void net.cutLink('c')
-      }),
-    )
-    try {
-      expect(done.tokens).toEqual(oracle)
-      expect(done.failovers.map((f) => f.hostId)).toEqual([hostIds.hostC])
-      expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostB])
-      // noticed by the hop link's pings (LINK_SILENCE_MS), not by the step's 120 s timeout
-      console.log(`link cut: the chat waited ${done.longestGapMs} ms for its next token (failover ${Math.round(done.failovers[0]?.recoveryMs ?? 0)} ms of it)`)
-      expect(done.longestGapMs).toBeLessThan(60_000)
-    } finally {
-      await net.restoreLink('c')
-      await net.setLink('c', { delayMs: 5 })
-    }
-  }, 300_000)
-})
+    }, 300_000)
+  },
+)

@@ -10,7 +10,16 @@ import { attachShaped, attachToInternet, buildHome, buildInternet, lease } from 
 import { waitForOutput } from './children'
 import { createNamespace, deleteNamespace, MINIUPNPD, newRunPrefix, removeStaleNamespaces, runIn } from './namespaces'
 import type { LinkShape, Shaper } from './shaper'
-import { type Computer, HOMES, type HomeName, type HomePlan, homeOf, INTERNET_ADDRESSES, PLACES, type Place } from './topology'
+import {
+  type Computer,
+  HOMES,
+  type HomeName,
+  type HomePlan,
+  homeOf,
+  INTERNET_ADDRESSES,
+  PLACES,
+  type Place,
+} from './topology'
 import { stunServerSource, writeMiniupnpdConfig } from './upnp'
 
 export { whyNoMiniupnpd, whyNoNamespaces } from './namespaces'
@@ -76,7 +85,10 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
   let miniupnpd: ChildProcess | undefined
 
   const spawnIn = (place: Place, command: string, args: readonly string[] = [], spawnOptions: SpawnOptions = {}) => {
-    const child = spawn('ip', ['netns', 'exec', namespaces[place], command, ...args], { cwd: REPO_ROOT, ...spawnOptions })
+    const child = spawn('ip', ['netns', 'exec', namespaces[place], command, ...args], {
+      cwd: REPO_ROOT,
+      ...spawnOptions,
+    })
     children.add(child)
     child.once('exit', () => children.delete(child))
     return child
@@ -84,10 +96,13 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
   const shaperOf = (link: ShapedLink) => {
     const shaper = shapers.get(link)
     if (shaper === undefined)
-      throw new Error(`${link} has no link shaper (${link === 'laptop' ? 'build the network with links.laptop' : 'was the network closed?'})`)
+      throw new Error(
+        `${link} has no link shaper (${link === 'laptop' ? 'build the network with links.laptop' : 'was the network closed?'})`,
+      )
     return shaper
   }
-  const uplink = (home: HomeName, state: 'up' | 'down') => runIn(namespaces.internet, ['ip', 'link', 'set', HOMES[home].uplink, state])
+  const uplink = (home: HomeName, state: 'up' | 'down') =>
+    runIn(namespaces.internet, ['ip', 'link', 'set', HOMES[home].uplink, state])
 
   const network: HomeNetwork = {
     prefix,
@@ -106,7 +121,8 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
     setLink: (home, shape) => shaperOf(home).set(shape),
     async restartUpnp() {
       const running = miniupnpd
-      if (running === undefined) throw new Error('home C runs no miniupnpd (built with upnp: false, or miniupnpd is absent)')
+      if (running === undefined)
+        throw new Error('home C runs no miniupnpd (built with upnp: false, or miniupnpd is absent)')
       const exited = new Promise((resolve) => running.once('exit', resolve))
       running.kill('SIGTERM')
       await exited
@@ -134,10 +150,19 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
     await buildInternet(namespaces.internet)
     await attachToInternet(namespaces.internet, namespaces.cloud, 'cloud', addresses.cloud)
     const laptopLink = options.links?.laptop
-    if (laptopLink === undefined) await attachToInternet(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop)
-    else shapers.set('laptop', await attachShaped(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop, laptopLink))
+    if (laptopLink === undefined)
+      await attachToInternet(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop)
+    else
+      shapers.set(
+        'laptop',
+        await attachShaped(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop, laptopLink),
+      )
     for (const home of Object.values(HOMES)) {
-      const names = { internet: namespaces.internet, router: namespaces[home.router], computers: home.computers.map((c) => namespaces[c.place]) }
+      const names = {
+        internet: namespaces.internet,
+        router: namespaces[home.router],
+        computers: home.computers.map((c) => namespaces[c.place]),
+      }
       shapers.set(home.name, await buildHome(home, names, options.links?.[home.name] ?? {}, dir))
     }
     const upnp = options.upnp ?? existsSync(MINIUPNPD)
@@ -161,6 +186,7 @@ async function startMiniupnpd(network: HomeNetwork, dir: string): Promise<ChildP
   const config = await writeMiniupnpdConfig(dir, home.lan, network.addresses.internet)
   const miniupnpd = network.spawnIn(home.router, MINIUPNPD, ['-d', '-f', config, '-P', join(dir, 'miniupnpd.pid')])
   const log = await waitForOutput(miniupnpd, /Listening for NAT-PMP/, `miniupnpd in ${network.namespaces[home.router]}`)
-  if (!log.includes('Port forwarding is now enabled')) throw new Error(`miniupnpd did not enable port forwarding after its STUN check:\n${log}`)
+  if (!log.includes('Port forwarding is now enabled'))
+    throw new Error(`miniupnpd did not enable port forwarding after its STUN check:\n${log}`)
   return miniupnpd
 }

@@ -15,11 +15,17 @@ export type ServerKind =
 const SERVERS: Record<ServerKind, string> = {
   'who-am-i': 's.end(s.remoteAddress + " " + s.remotePort + "\\n")',
   hello: 's.end("hello from " + name + "\\n")',
-  ticker: 'const t = setInterval(() => s.write("tick\\n"), 50); s.on("close", () => clearInterval(t)); s.on("error", () => {})',
+  ticker:
+    'const t = setInterval(() => s.write("tick\\n"), 50); s.on("close", () => clearInterval(t)); s.on("error", () => {})',
 }
 
 /** Starts a TCP server in `place` on `port` (all addresses); resolves once it listens. */
-export async function startServer(net: HomeNetwork, place: Place, kind: ServerKind, port: number): Promise<ChildProcess> {
+export async function startServer(
+  net: HomeNetwork,
+  place: Place,
+  kind: ServerKind,
+  port: number,
+): Promise<ChildProcess> {
   const source = `const name = ${JSON.stringify(place)}
 require('node:net').createServer((s) => { ${SERVERS[kind]} }).listen(${port}, '0.0.0.0', () => console.log('listening'))`
   const child = net.spawnIn(place, process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -55,7 +61,13 @@ s.on('error', (e) => done('failed ' + e.code))`
 }
 
 /** Asks the home's router for a TCP mapping by NAT-PMP (RFC 6886); resolves the external port it granted. */
-export async function mapPortByNatPmp(net: HomeNetwork, place: Place, gateway: string, internalPort: number, externalPort: number): Promise<number> {
+export async function mapPortByNatPmp(
+  net: HomeNetwork,
+  place: Place,
+  gateway: string,
+  internalPort: number,
+  externalPort: number,
+): Promise<number> {
   const source = `const [gateway, internal, external] = process.argv.slice(1).map((v, i) => i === 0 ? v : Number(v))
 const socket = require('node:dgram').createSocket('udp4')
 const request = Buffer.alloc(12)
@@ -64,8 +76,18 @@ request.writeUInt16BE(internal, 4); request.writeUInt16BE(external, 6); request.
 socket.on('message', (m) => { console.log(JSON.stringify({ result: m.readUInt16BE(2), external: m.readUInt16BE(10) })); process.exit(0) })
 setTimeout(() => { console.log(JSON.stringify({ result: -1, external: 0 })); process.exit(0) }, 3000)
 socket.send(request, 5351, gateway)`
-  const out = await net.exec(place, [process.execPath, '-e', source, gateway, String(internalPort), String(externalPort)])
+  const out = await net.exec(place, [
+    process.execPath,
+    '-e',
+    source,
+    gateway,
+    String(internalPort),
+    String(externalPort),
+  ])
   const answer = JSON.parse(out) as { result: number; external: number }
-  if (answer.result !== 0) throw new Error(`NAT-PMP mapping of ${place}:${internalPort} refused by ${gateway} (result ${answer.result}; -1: no answer)`)
+  if (answer.result !== 0)
+    throw new Error(
+      `NAT-PMP mapping of ${place}:${internalPort} refused by ${gateway} (result ${answer.result}; -1: no answer)`,
+    )
   return answer.external
 }

@@ -15,5 +15,10 @@ export function neuronIn(net: HomeNetwork, place: Place, args: string[]): Neuron
 
 /** A swarm client in `place` (swarm-child.ts: `hosts` or `chat`), printing a JSON line per event. */
 export function swarmChildIn(net: HomeNetwork, place: Place, args: string[]): NeuronProcess {
-  return nodeIn(net, place, ['--import', 'tsx', join(REPO_ROOT, 'test/network/swarm-child.ts'), ...args], `swarm client in ${place}`)
+  return nodeIn(
+    net,
+    place,
+    ['--import', 'tsx', join(REPO_ROOT, 'test/network/swarm-child.ts'), ...args],
+    `swarm client in ${place}`,
+  )
 }

@@ -20,13 +20,16 @@ export interface Shaper {
 function line(shape: LinkShape): string {
   const delay = shape.delayMs ?? 0
   const rate = shape.rateMbit ?? 0
-  if (!(delay >= 0 && rate >= 0)) throw new Error(`link shape needs delayMs >= 0 and rateMbit >= 0, got ${JSON.stringify(shape)}`)
+  if (!(delay >= 0 && rate >= 0))
+    throw new Error(`link shape needs delayMs >= 0 and rateMbit >= 0, got ${JSON.stringify(shape)}`)
   return `${delay} ${rate}`
 }
 
 /** Starts a shaper that creates TAP `ifA` in namespace `nsA` and TAP `ifB` in `nsB`; resolves once both exist. */
 export function startShaper(nsA: string, ifA: string, nsB: string, ifB: string, shape: LinkShape): Promise<Shaper> {
-  const child = spawn('/usr/bin/python3', [SCRIPT, nsA, ifA, nsB, ifB, ...line(shape).split(' ')], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn('/usr/bin/python3', [SCRIPT, nsA, ifA, nsB, ifB, ...line(shape).split(' ')], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   const waiting: Array<() => void> = []

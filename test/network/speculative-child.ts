@@ -5,9 +5,13 @@
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 
-const [trackerUrl = '', modelId = '', maxTokens = '16', prompt = '', forwarding = 'client-relayed', draft, k = '4'] = process.argv.slice(2)
-if (forwarding !== 'client-relayed' && forwarding !== 'hop-to-hop') throw new Error(`FORWARDING is client-relayed or hop-to-hop, not ${forwarding}`)
-const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l) => process.stderr.write(`[client] ${l}\n`))
+const [trackerUrl = '', modelId = '', maxTokens = '16', prompt = '', forwarding = 'client-relayed', draft, k = '4'] =
+  process.argv.slice(2)
+if (forwarding !== 'client-relayed' && forwarding !== 'hop-to-hop')
+  throw new Error(`FORWARDING is client-relayed or hop-to-hop, not ${forwarding}`)
+const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l) =>
+  process.stderr.write(`[client] ${l}\n`),
+)
 try {
   const run = client.generate({
     modelId,

@@ -6,10 +6,14 @@ import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import { ClientToTracker, callRpc } from '../../protocol'
 
-const [command, trackerUrl = '', modelId = '', maxTokens = '16', prompt = '', forwarding = 'client-relayed'] = process.argv.slice(2)
-if (forwarding !== 'client-relayed' && forwarding !== 'hop-to-hop') throw new Error(`forwarding is client-relayed or hop-to-hop, not ${forwarding}`)
+const [command, trackerUrl = '', modelId = '', maxTokens = '16', prompt = '', forwarding = 'client-relayed'] =
+  process.argv.slice(2)
+if (forwarding !== 'client-relayed' && forwarding !== 'hop-to-hop')
+  throw new Error(`forwarding is client-relayed or hop-to-hop, not ${forwarding}`)
 const say = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
-const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l) => process.stderr.write(`[client] ${l}\n`))
+const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l) =>
+  process.stderr.write(`[client] ${l}\n`),
+)
 try {
   if (command === 'hosts') {
     const { hosts } = await callRpc(client.tracker, ClientToTracker, 'hosts.list', {})
@@ -22,12 +26,23 @@ try {
         relayedBytes: h.relayedBytes,
         relayOffer: h.state.relayOffer,
         // what routing weighs, for a failing test to print
-        speed: { msPerBlock: h.state.msPerBlock, activeSessions: h.state.activeSessions, maxSessions: h.state.maxSessions, status: h.state.status },
+        speed: {
+          msPerBlock: h.state.msPerBlock,
+          activeSessions: h.state.activeSessions,
+          maxSessions: h.state.maxSessions,
+          status: h.state.status,
+        },
       })),
     })
   } else if (command === 'chat') {
     const started = performance.now()
-    const run = client.generate({ modelId, prompt: prompt.split(',').map(Number), maxTokens: Number(maxTokens), stopAtEog: false, forwarding })
+    const run = client.generate({
+      modelId,
+      prompt: prompt.split(',').map(Number),
+      maxTokens: Number(maxTokens),
+      stopAtEog: false,
+      forwarding,
+    })
     const tokens: number[] = []
     let next = await run.next()
     while (!next.done) {
@@ -39,7 +54,12 @@ try {
     say({
       done: {
         tokens,
-        route: route.map((h) => ({ hostId: h.hostId, blocks: h.blocks, medianMs: h.medianMs, relayHostId: h.relayHostId })),
+        route: route.map((h) => ({
+          hostId: h.hostId,
+          blocks: h.blocks,
+          medianMs: h.medianMs,
+          relayHostId: h.relayHostId,
+        })),
         failovers,
         decodeTokensPerSecond,
       },

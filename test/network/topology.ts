@@ -61,7 +61,18 @@ export const HOMES: Readonly<Record<HomeName, HomePlan>> = {
   },
 }
 
-export const PLACES: readonly Place[] = ['internet', 'cloud', 'laptop', 'routerA', 'hostA', 'peerA', 'routerB', 'hostB', 'routerC', 'hostC']
+export const PLACES: readonly Place[] = [
+  'internet',
+  'cloud',
+  'laptop',
+  'routerA',
+  'hostA',
+  'peerA',
+  'routerB',
+  'hostB',
+  'routerC',
+  'hostC',
+]
 
 export function homeOf(computer: Computer): HomePlan {
   const home = Object.values(HOMES).find((h) => h.computers.some((c) => c.place === computer))

@@ -40,7 +40,19 @@ const neuronIn = (place: Place, args: string[]) => started(startNeuronIn(net, pl
 const childIn = (place: Place, args: string[]) => started(swarmChildIn(net, place, args))
 
 async function startHost(place: Place, blocks: string, extra: string[] = []): Promise<void> {
-  const args = ['host', '--tracker', trackerUrl, '--model', manifest.modelId, '--blocks', blocks, '--data-dir', join(dir, place), '--threads', '1']
+  const args = [
+    'host',
+    '--tracker',
+    trackerUrl,
+    '--model',
+    manifest.modelId,
+    '--blocks',
+    blocks,
+    '--data-dir',
+    join(dir, place),
+    '--threads',
+    '1',
+  ]
   const host = neuronIn(place, [...args, ...extra])
   hostIds[place] = (await host.waitFor(/host ([0-9a-f]{20}) ready blocks/, 180_000))[1]
 }
@@ -50,56 +62,75 @@ async function hosts(): Promise<HostRow[]> {
   return (JSON.parse(line) as { hosts: HostRow[] }).hosts
 }
 
-describe.skipIf(why !== undefined)(`a volunteer relay on the internet side for a host behind NAT${why === undefined ? '' : ` (skipped: ${why})`}`, () => {
-  beforeAll(async () => {
-    ;({ dir, cleanup } = await scratchDir('neuron-vrelay-'))
-    net = await buildHomeNetwork({ links: { a: { delayMs: 5 } } })
-    manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-    const model = await oracleModel(STORIES_260K)
-    prompt = [...model.tokenize('Once upon a time', true)]
-    oracle = (await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token)
-    await model.dispose()
-    const tracker = neuronIn('cloud', [
-      'tracker',
-      '--host',
-      '0.0.0.0',
-      '--port',
-      String(PORT),
-      '--db',
-      join(dir, 'tracker.sqlite'),
-      '--new-key-grant-micro',
-      '10000000',
-    ])
-    await tracker.waitFor(/tracker listening on/, 60_000)
-    trackerUrl = `http://${net.addresses.cloud}:${PORT}`
-    const publisher = neuronIn('laptop', ['publish', join(dir, 'packed'), '--tracker', trackerUrl, '--data-dir', join(dir, 'publisher')])
-    await publisher.waitFor(/published stories260k/, 120_000)
-  }, 300_000)
+describe.skipIf(why !== undefined)(
+  `a volunteer relay on the internet side for a host behind NAT${why === undefined ? '' : ` (skipped: ${why})`}`,
+  () => {
+    beforeAll(async () => {
+      ;({ dir, cleanup } = await scratchDir('neuron-vrelay-'))
+      net = await buildHomeNetwork({ links: { a: { delayMs: 5 } } })
+      manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
+      const model = await oracleModel(STORIES_260K)
+      prompt = [...model.tokenize('Once upon a time', true)]
+      oracle = (await oracleGreedy(model, prompt, TOKENS, manifest.nVocab)).map((s) => s.token)
+      await model.dispose()
+      const tracker = neuronIn('cloud', [
+        'tracker',
+        '--host',
+        '0.0.0.0',
+        '--port',
+        String(PORT),
+        '--db',
+        join(dir, 'tracker.sqlite'),
+        '--new-key-grant-micro',
+        '10000000',
+      ])
+      await tracker.waitFor(/tracker listening on/, 60_000)
+      trackerUrl = `http://${net.addresses.cloud}:${PORT}`
+      const publisher = neuronIn('laptop', [
+        'publish',
+        join(dir, 'packed'),
+        '--tracker',
+        trackerUrl,
+        '--data-dir',
+        join(dir, 'publisher'),
+      ])
+      await publisher.waitFor(/published stories260k/, 120_000)
+    }, 300_000)
 
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop(2000)))
-    await net?.close()
-    await cleanup()
-  })
+    afterAll(async () => {
+      await Promise.all(processes.map((p) => p.stop(2000)))
+      await net?.close()
+      await cleanup()
+    })
 
-  it('home A’s host (NAT, no mapping) is reached through the laptop’s volunteer relay: llama.cpp’s greedy tokens, nothing through the tracker', async () => {
-    await startHost('laptop', '0:2', ['--relay-for-others', '--relay-circuits', '4', '--relay-mbit', '50'])
-    await startHost('hostA', '2:5')
-    const deadline = Date.now() + 60_000
-    let rows = await hosts()
-    while (!rows.find((h) => h.hostId === hostIds.laptop)?.relayOffer?.reserved.some((r) => r.hostId === hostIds.hostA)) {
-      if (Date.now() > deadline) throw new Error(`home A never reserved at the laptop's relay: ${JSON.stringify(rows)}`)
-      await new Promise((r) => setTimeout(r, 1000))
+    it('home A’s host (NAT, no mapping) is reached through the laptop’s volunteer relay: llama.cpp’s greedy tokens, nothing through the tracker', async () => {
+      await startHost('laptop', '0:2', ['--relay-for-others', '--relay-circuits', '4', '--relay-mbit', '50'])
+      await startHost('hostA', '2:5')
+      const deadline = Date.now() + 60_000
+      let rows = await hosts()
+      while (
+        !rows.find((h) => h.hostId === hostIds.laptop)?.relayOffer?.reserved.some((r) => r.hostId === hostIds.hostA)
+      ) {
+        if (Date.now() > deadline)
+          throw new Error(`home A never reserved at the laptop's relay: ${JSON.stringify(rows)}`)
+        await new Promise((r) => setTimeout(r, 1000))
+        rows = await hosts()
+      }
+      expect(rows.find((h) => h.hostId === hostIds.hostA)?.endpoint).toBeNull()
+      const chat = childIn('laptop', ['chat', trackerUrl, manifest.modelId, String(TOKENS), prompt.join(',')])
+      const done = (
+        JSON.parse((await chat.waitFor(/^\{"done".*$/m, 180_000))[0]) as {
+          done: { tokens: number[]; route: { hostId: string }[] }
+        }
+      ).done
+      expect(done.tokens).toEqual(oracle)
+      expect(done.route.map((h) => h.hostId)).toEqual([hostIds.laptop, hostIds.hostA])
       rows = await hosts()
-    }
-    expect(rows.find((h) => h.hostId === hostIds.hostA)?.endpoint).toBeNull()
-    const chat = childIn('laptop', ['chat', trackerUrl, manifest.modelId, String(TOKENS), prompt.join(',')])
-    const done = (JSON.parse((await chat.waitFor(/^\{"done".*$/m, 180_000))[0]) as { done: { tokens: number[]; route: { hostId: string }[] } }).done
-    expect(done.tokens).toEqual(oracle)
-    expect(done.route.map((h) => h.hostId)).toEqual([hostIds.laptop, hostIds.hostA])
-    rows = await hosts()
-    expect(rows.find((h) => h.hostId === hostIds.hostA)?.relayedBytes).toBe(0)
-    const reserved = rows.find((h) => h.hostId === hostIds.laptop)?.relayOffer?.reserved.find((r) => r.hostId === hostIds.hostA)
-    console.log(JSON.stringify({ relayToHomeARoundTripMs: reserved?.roundTripMs }))
-  }, 400_000)
-})
+      expect(rows.find((h) => h.hostId === hostIds.hostA)?.relayedBytes).toBe(0)
+      const reserved = rows
+        .find((h) => h.hostId === hostIds.laptop)
+        ?.relayOffer?.reserved.find((r) => r.hostId === hostIds.hostA)
+      console.log(JSON.stringify({ relayToHomeARoundTripMs: reserved?.roundTripMs }))
+    }, 400_000)
+  },
+)

@@ -18,6 +18,16 @@ export const someEarnings: Earnings = {
     { start: 0, modelId: 'stories260k', earnedMicro: 3_000, blockTokens: 3_000, receipts: 8 },
     { start: DAY, modelId: 'llama-70b', earnedMicro: 1_250, blockTokens: 2_400, receipts: 2 },
   ],
-  recent: [{ at: 2 * HOUR + 5, session: 'f'.repeat(32), step: 4, modelId: 'llama-70b', blocks: [0, 8], tokens: 300, earnedMicro: 1_250 }],
+  recent: [
+    {
+      at: 2 * HOUR + 5,
+      session: 'f'.repeat(32),
+      step: 4,
+      modelId: 'llama-70b',
+      blocks: [0, 8],
+      tokens: 300,
+      earnedMicro: 1_250,
+    },
+  ],
   account: { accountId: 'acct-1', balanceMicro: 9_000_000 },
 }

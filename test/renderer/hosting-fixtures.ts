@@ -42,7 +42,16 @@ export const downloading: HostingStatus = {
   phase: 'downloading',
   modelId: 'stories260k',
   blocks: [3, 6],
-  artifacts: [{ file: 'blk-03-06.gguf', downloadedBytes: 300_000, totalBytes: 600_000, bytesPerSecond: 100_000, peers: 2, etaSeconds: 3 }],
+  artifacts: [
+    {
+      file: 'blk-03-06.gguf',
+      downloadedBytes: 300_000,
+      totalBytes: 600_000,
+      bytesPerSecond: 100_000,
+      peers: 2,
+      etaSeconds: 3,
+    },
+  ],
   serving: null,
   error: null,
 }
@@ -51,5 +60,12 @@ export const serving: HostingStatus = {
   ...downloading,
   phase: 'serving',
   artifacts: [],
-  serving: { activeSessions: 1, maxSessions: 4, tokensPerSecond: 38, servedBlockTokens: 1200, startedAt: 1_000_000, endpoint: 'ws://192.168.1.5:7071' },
+  serving: {
+    activeSessions: 1,
+    maxSessions: 4,
+    tokensPerSecond: 38,
+    servedBlockTokens: 1200,
+    startedAt: 1_000_000,
+    endpoint: 'ws://192.168.1.5:7071',
+  },
 }

@@ -27,7 +27,13 @@ afterAll(async () => {
 /** A greedy chat of TOKENS through a swarm of one host, every step audited; the host's probes before and after, and the tokens. */
 async function auditedChat(name: string, auditProbeReuseMs: number) {
   // out of probation after its first probe, no scheduled probe during the test: every probe after it is an audit's
-  const checks = { probationProbes: 1, probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 1, auditProbeReuseMs }
+  const checks = {
+    probationProbes: 1,
+    probationProbeEveryMs: 3_600_000,
+    probeEveryMs: 3_600_000,
+    auditRate: 1,
+    auditProbeReuseMs,
+  }
   const swarm = await startSwarm(join(dir.dir, name), model, [[0, SHAPE.blocks]], { checks })
   const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
   try {
@@ -45,7 +51,13 @@ async function auditedChat(name: string, auditProbeReuseMs: number) {
       },
     })
     for (let next = await run.next(); !next.done; next = await run.next()) tokens.push(next.value.token)
-    return { tokens, audits, before, after: swarm.tracker.checks.of(hostId).probesPassed, banned: swarm.tracker.checks.banned(hostId) }
+    return {
+      tokens,
+      audits,
+      before,
+      after: swarm.tracker.checks.of(hostId).probesPassed,
+      banned: swarm.tracker.checks.banned(hostId),
+    }
   } finally {
     client.close()
     await swarm.close()
@@ -65,6 +77,8 @@ describe('audits decided by a recent probe', () => {
     // its join probe (under a minute ago) decided every audit; without reuse, audits probed it again
     expect(reused.after).toBe(reused.before)
     expect(fresh.after).toBeGreaterThan(fresh.before)
-    console.log(`probes during ${TOKENS} audited steps: ${reused.after - reused.before} with reuse, ${fresh.after - fresh.before} without`)
+    console.log(
+      `probes during ${TOKENS} audited steps: ${reused.after - reused.before} with reuse, ${fresh.after - fresh.before} without`,
+    )
   }, 120_000)
 })

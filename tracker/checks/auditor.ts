@@ -39,7 +39,14 @@ export interface AuditorDeps {
   /** The hops the tracker issued for a session, and to whom (undefined: it issued none). */
   readonly route: (
     session: string,
-  ) => Promise<{ modelId: string; issuedTo: string | null; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>
+  ) => Promise<
+    | {
+        modelId: string
+        issuedTo: string | null
+        hops: readonly { hostId: string; blocks: readonly [number, number] }[]
+      }
+    | undefined
+  >
   /** The model's blocks and what crosses each seam (its manifest). */
   readonly shape: (modelId: string) => SeamFacts
   /** Audits one key may ask for a minute. */
@@ -73,7 +80,11 @@ export class Auditor {
   constructor(private readonly deps: AuditorDeps) {}
 
   /** `limited`: false for the tracker's own gateway client, whose audits are its callers' (each rate-limited there). */
-  async audit(request: AuditRequest, requester: { nodeId: string; publicKey: string }, limited = true): Promise<AuditVerdict> {
+  async audit(
+    request: AuditRequest,
+    requester: { nodeId: string; publicKey: string },
+    limited = true,
+  ): Promise<AuditVerdict> {
     if (!limited) return this.check(request, requester)
     const load = this.admit(requester.publicKey)
     try {
@@ -83,18 +94,36 @@ export class Auditor {
     }
   }
 
-  private async check(request: AuditRequest, { nodeId, publicKey }: { nodeId: string; publicKey: string }): Promise<AuditVerdict> {
+  private async check(
+    request: AuditRequest,
+    { nodeId, publicKey }: { nodeId: string; publicKey: string },
+  ): Promise<AuditVerdict> {
     const { hostId, blocks, session } = request
     const route = await this.deps.route(session)
-    if (route === undefined) throw new NeuronError('unknown_session', `the tracker routed no session ${session}; audit only steps of your own sessions.`)
-    if (route.issuedTo !== nodeId) throw new NeuronError('not_your_session', `session ${session} was issued to another client; audit your own sessions.`)
+    if (route === undefined)
+      throw new NeuronError(
+        'unknown_session',
+        `the tracker routed no session ${session}; audit only steps of your own sessions.`,
+      )
+    if (route.issuedTo !== nodeId)
+      throw new NeuronError(
+        'not_your_session',
+        `session ${session} was issued to another client; audit your own sessions.`,
+      )
     if (!route.hops.some((h) => h.hostId === hostId && h.blocks[0] === blocks[0] && h.blocks[1] === blocks[1]))
-      throw new NeuronError('bad_request', `host ${hostId} blocks [${blocks[0]}, ${blocks[1]}) is not a hop of session ${session}.`)
+      throw new NeuronError(
+        'bad_request',
+        `host ${hostId} blocks [${blocks[0]}, ${blocks[1]}) is not a hop of session ${session}.`,
+      )
     // Passes it asked for itself would raise its own record; its own steps are never audited for it (route audit 0).
-    if (hostId === nodeId) throw new NeuronError('own_host', `host ${hostId} is your own key; audits check other people's hosts.`)
+    if (hostId === nodeId)
+      throw new NeuronError('own_host', `host ${hostId} is your own key; audits check other people's hosts.`)
     const once = `${session}:${hostId}:${blocks[0]}-${blocks[1]}:${request.steps.length}`
     if (this.audited.has(once))
-      throw new NeuronError('already_audited', `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`)
+      throw new NeuronError(
+        'already_audited',
+        `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`,
+      )
     const model = this.deps.shape(route.modelId)
     const steps = await this.verifiedHistory(request, model)
     if (this.audited.size >= 100_000) this.audited.clear()
@@ -113,15 +142,19 @@ export class Auditor {
     const f32 = request.output.byteLength === rows * width * 4 + sideBytes
     const parts = splitPayload(request.output, rows, seamSideValues(seam))
     const values = request.output.byteLength < sideBytes ? undefined : hiddenFloats(parts.values, f32 ? 'f32' : 'f16')
-    const answer = values === undefined ? undefined : { values, side: new Int32Array(new Uint8Array(parts.side).buffer) }
+    const answer =
+      values === undefined ? undefined : { values, side: new Int32Array(new Uint8Array(parts.side).buffer) }
     // values within the seam tolerance, and the token ids and indices it passes on the same
-    const off = (x: Answer, y: Answer) => (sideError(x.side, y.side, seam) > SIDE_TOLERANCE ? Number.POSITIVE_INFINITY : seamError(x.values, y.values, width))
+    const off = (x: Answer, y: Answer) =>
+      sideError(x.side, y.side, seam) > SIDE_TOLERANCE ? Number.POSITIVE_INFINITY : seamError(x.values, y.values, width)
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
-    if (answer === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (its answer is not hidden states)`, true)
+    if (answer === undefined)
+      return this.byProbes([hostId], `step ${steps.length} on ${label} (its answer is not hidden states)`, true)
     if (second === undefined) return this.againOnItself(hostId, route.modelId, blocks, steps, answer, off, publicKey)
     const b = await this.rerun(second, route.modelId, blocks, steps)
-    if (b === undefined) return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`, true)
+    if (b === undefined)
+      return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`, true)
     const errorAB = off(answer, b)
     if (errorAB <= SEAM_TOLERANCE) {
       this.deps.checks.recordAudit(hostId, true, '')
@@ -130,13 +163,17 @@ export class Auditor {
     const third = others[1]
     const c = third === undefined ? undefined : await this.rerun(third, route.modelId, blocks, steps)
     if (third === undefined || c === undefined)
-      return this.byProbes([hostId, second], `step ${steps.length} on ${label}, where ${hostId} and ${second} differ by ${pct(errorAB)}`)
+      return this.byProbes(
+        [hostId, second],
+        `step ${steps.length} on ${label}, where ${hostId} and ${second} differ by ${pct(errorAB)}`,
+      )
     const errorAC = off(answer, c)
     const errorBC = off(b, c)
     if (errorBC <= SEAM_TOLERANCE && errorAC > SEAM_TOLERANCE) {
       // Its own re-run, in a session it cannot link to this client, agrees with the two others: it answered the client otherwise.
       const again = await this.rerun(hostId, route.modelId, blocks, steps)
-      if (again !== undefined && off(again, b) <= SEAM_TOLERANCE) return this.twoWays(hostId, label, steps.length, off(answer, again), publicKey)
+      if (again !== undefined && off(again, b) <= SEAM_TOLERANCE)
+        return this.twoWays(hostId, label, steps.length, off(answer, again), publicKey)
       const reason = `failed an audit of a real step on ${label}: answer off by ${pct(errorAC)} from two other hosts'`
       return { verdict: 'failed', liar: hostId, reason: await this.convict(hostId, reason, publicKey) }
     }
@@ -177,7 +214,11 @@ export class Auditor {
         })
         .finally(() => this.selfChecking.delete(hostId))
     }
-    return this.byProbes([hostId], `step ${steps.length} on ${label} (no other host serves it; it re-runs the step itself beside the chat)`, true)
+    return this.byProbes(
+      [hostId],
+      `step ${steps.length} on ${label} (no other host serves it; it re-runs the step itself beside the chat)`,
+      true,
+    )
   }
 
   /** The host answered the same inputs two ways (both answers its own, one signed to the client): a ban, no strike count needed. */
@@ -206,12 +247,16 @@ export class Auditor {
       const payload = request.payloads.subarray(at, at + s.bytes)
       at += s.bytes
       if (r.hostId !== hostId || r.session !== session || r.blocks[0] !== blocks[0] || r.blocks[1] !== blocks[1])
-        throw new NeuronError('bad_request', `step ${i + 1}'s receipt is not host ${hostId}'s for this session and blocks.`)
+        throw new NeuronError(
+          'bad_request',
+          `step ${i + 1}'s receipt is not host ${hostId}'s for this session and blocks.`,
+        )
       const { signature, ...body } = r
       const message = receiptMessage(body)
       const checked = `${registered}:${signature}:${createHash('sha256').update(message).digest('base64url')}`
       if (!this.verifiedReceipts.has(checked)) {
-        if (!verifySignature(key, message, signature)) throw new NeuronError('bad_signature', `step ${i + 1}'s receipt is not signed by host ${hostId}.`)
+        if (!verifySignature(key, message, signature))
+          throw new NeuronError('bad_signature', `step ${i + 1}'s receipt is not signed by host ${hostId}.`)
         if (this.verifiedReceipts.size >= MAX_VERIFIED_RECEIPTS) this.verifiedReceipts.clear()
         this.verifiedReceipts.add(checked)
       }
@@ -228,7 +273,8 @@ export class Auditor {
           'bad_request',
           `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values and ${s.side} int32 side values per token.`,
         )
-      if (payloadSha256(payload) !== r.input) throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
+      if (payloadSha256(payload) !== r.input)
+        throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
       position += s.tokens
       steps.push({ dtype: s.dtype, tokens: s.tokens, width: s.width, payload, ...(s.side > 0 ? { side: s.side } : {}) })
     }
@@ -258,10 +304,15 @@ export class Auditor {
   private async byProbes(hostIds: string[], what: string, reuse = false): Promise<AuditVerdict> {
     for (const id of hostIds) {
       const host = this.deps.registry.get(id)
-      if (host?.state.modelId == null || host.state.blocks === null || !this.deps.prober.hasProbes(host.state.modelId)) continue
+      if (host?.state.modelId == null || host.state.blocks === null || !this.deps.prober.hasProbes(host.state.modelId))
+        continue
       const last = this.deps.checks.of(id).lastProbeAt
       if (reuse && last !== null && Date.now() - last < this.deps.probeReuseMs && this.deps.checks.eligible(id)) {
-        return { verdict: 'unresolved', liar: null, reason: `${what}: it passed a known-answer probe ${((Date.now() - last) / 1000).toFixed(1)} s ago` }
+        return {
+          verdict: 'unresolved',
+          liar: null,
+          reason: `${what}: it passed a known-answer probe ${((Date.now() - last) / 1000).toFixed(1)} s ago`,
+        }
       }
       const outcome = await this.deps.checks.probeNow(id, true)
       if (!outcome.inconclusive && !outcome.passed) return { verdict: 'failed', liar: id, reason: outcome.reason }
@@ -286,7 +337,12 @@ export class Auditor {
     return ids.sort(() => Math.random() - 0.5)
   }
 
-  private async rerun(hostId: string, modelId: string, blocks: readonly [number, number], steps: HopInput[]): Promise<Answer | undefined> {
+  private async rerun(
+    hostId: string,
+    modelId: string,
+    blocks: readonly [number, number],
+    steps: HopInput[],
+  ): Promise<Answer | undefined> {
     try {
       const { frame } = await this.deps.prober.rerun(hostId, modelId, blocks, steps)
       const values = frameValues(frame)
@@ -308,10 +364,14 @@ export class Auditor {
       l.count = 0
     }
     if (l.inFlight >= MAX_AUDITS_IN_FLIGHT || l.count >= this.deps.perMinute)
-      throw new NeuronError('rate_limited', `at most ${MAX_AUDITS_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer steps.`)
+      throw new NeuronError(
+        'rate_limited',
+        `at most ${MAX_AUDITS_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer steps.`,
+      )
     l.inFlight++
     l.count++
-    if (this.load.size > 10_000) for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
+    if (this.load.size > 10_000)
+      for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
     return l
   }
 }

@@ -25,16 +25,27 @@ for (const engine of await storeEngines())
       const db = await engine.fresh()
       const store = await db.open()
       try {
-        await store.checks.saveChecks({ ...clean, probesFailed: 1, banReason: 'failed a known-answer probe', bannedAt: 1000 })
+        await store.checks.saveChecks({
+          ...clean,
+          probesFailed: 1,
+          banReason: 'failed a known-answer probe',
+          bannedAt: 1000,
+        })
         // an audit's pass recorded on a record that never saw the ban
         await store.checks.saveChecks({ ...clean, auditsPassed: 1 })
-        expect(await store.checks.checks(HOST)).toMatchObject({ auditsPassed: 1, banReason: 'failed a known-answer probe', bannedAt: 1000 })
+        expect(await store.checks.checks(HOST)).toMatchObject({
+          auditsPassed: 1,
+          banReason: 'failed a known-answer probe',
+          bannedAt: 1000,
+        })
       } finally {
         await store.close()
       }
       const restarted = await db.open()
       try {
-        expect((await restarted.checks.banned()).map((c) => [c.hostId, c.banReason])).toEqual([[HOST, 'failed a known-answer probe']])
+        expect((await restarted.checks.banned()).map((c) => [c.hostId, c.banReason])).toEqual([
+          [HOST, 'failed a known-answer probe'],
+        ])
       } finally {
         await restarted.close()
       }

@@ -49,13 +49,17 @@ export class ChecksStore {
   constructor(private readonly db: Sql) {}
 
   async checks(hostId: string): Promise<StoredChecks | undefined> {
-    const r = await this.db.get<Record<string, number | string | null>>('select * from host_checks where host_id = ?', [hostId])
+    const r = await this.db.get<Record<string, number | string | null>>('select * from host_checks where host_id = ?', [
+      hostId,
+    ])
     return r === undefined ? undefined : storedChecks(hostId, r)
   }
 
   /** Every banned host's checks: a tracker reads them at start, so a ban holds before the host says hello again. */
   async banned(): Promise<StoredChecks[]> {
-    const rows = await this.db.all<Record<string, number | string | null>>('select * from host_checks where ban_reason is not null')
+    const rows = await this.db.all<Record<string, number | string | null>>(
+      'select * from host_checks where ban_reason is not null',
+    )
     return rows.map((r) => storedChecks(String(r.host_id), r))
   }
 
@@ -67,14 +71,30 @@ export class ChecksStore {
        on conflict (host_id) do update set probes_passed = excluded.probes_passed, probes_failed = excluded.probes_failed,
          audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, ban_reason = coalesce(host_checks.ban_reason, excluded.ban_reason),
          banned_at = coalesce(host_checks.banned_at, excluded.banned_at), measured_ms_per_block = excluded.measured_ms_per_block, last_probe_at = excluded.last_probe_at`,
-      [c.hostId, c.probesPassed, c.probesFailed, c.auditsPassed, c.auditsFailed, c.banReason, c.bannedAt, c.measuredMsPerBlock, c.lastProbeAt],
+      [
+        c.hostId,
+        c.probesPassed,
+        c.probesFailed,
+        c.auditsPassed,
+        c.auditsFailed,
+        c.banReason,
+        c.bannedAt,
+        c.measuredMsPerBlock,
+        c.lastProbeAt,
+      ],
     )
   }
 
   async tally(hostId: string): Promise<StoredTally | undefined> {
     const r = await this.db.get<Record<string, number>>('select * from reputation_tallies where host_id = ?', [hostId])
     if (r === undefined) return undefined
-    return { completed: r.completed ?? 0, failed: r.failed ?? 0, samples: r.samples ?? 0, onlineSamples: r.online_samples ?? 0, latency: r.latency ?? 1 }
+    return {
+      completed: r.completed ?? 0,
+      failed: r.failed ?? 0,
+      samples: r.samples ?? 0,
+      onlineSamples: r.online_samples ?? 0,
+      latency: r.latency ?? 1,
+    }
   }
 
   async saveTally(hostId: string, t: StoredTally): Promise<void> {

@@ -58,7 +58,9 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       probationProbes: options.probationProbes ?? 3,
       probationProbeEveryMs: options.probationProbeEveryMs ?? 30_000,
       probeEveryMs: options.probeEveryMs ?? 600_000,
-      auditRate: options.auditRate ?? (process.env.NEURON_AUDIT_RATE !== undefined && envRate >= 0 && envRate <= 1 ? envRate : 0.05),
+      auditRate:
+        options.auditRate ??
+        (process.env.NEURON_AUDIT_RATE !== undefined && envRate >= 0 && envRate <= 1 ? envRate : 0.05),
       probationAuditRate: options.probationAuditRate ?? 0.5,
       speedClaimFactor: options.speedClaimFactor ?? 4,
       auditsPerMinute: options.auditsPerMinute ?? 600,
@@ -135,14 +137,18 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     // Another instance holds it: that instance probes it, and says when it passed.
     if (host.owner !== null) return false
     // Never probed for this (say its model got probes after it joined): probe it now.
-    if (host.online && host.state.status === 'ready' && !this.probing.has(hostId) && !this.timers.has(hostId)) this.schedule(hostId, 0)
+    if (host.online && host.state.status === 'ready' && !this.probing.has(hostId) && !this.timers.has(hostId))
+      this.schedule(hostId, 0)
     return false
   }
 
   /** The speed routing uses: what the probes measured on what the host serves now, else what it says. */
   msPerBlock(hostId: string, advertised: number): number {
     const state = this.registry.get(hostId)?.state
-    const current = state?.modelId != null && state.blocks !== null && this.verifiedKey(hostId) === servedKey(state.modelId, state.blocks)
+    const current =
+      state?.modelId != null &&
+      state.blocks !== null &&
+      this.verifiedKey(hostId) === servedKey(state.modelId, state.blocks)
     return current ? (this.get(hostId).measuredMsPerBlock ?? advertised) : advertised
   }
 
@@ -156,7 +162,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
 
   /** Changes the audit rate of hosts out of probation from now on (an operator's knob; the benchmark's). */
   setAuditRate(rate: number): void {
-    if (!(rate >= 0 && rate <= 1)) throw new NeuronError('bad_option', `an audit rate is a fraction from 0 to 1, not ${rate}`)
+    if (!(rate >= 0 && rate <= 1))
+      throw new NeuronError('bad_option', `an audit rate is a fraction from 0 to 1, not ${rate}`)
     this.options.auditRate = rate
   }
 
@@ -180,7 +187,13 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     for (let attempt = 0; attempt < 3 && Date.now() < deadline; attempt++) {
       if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
       const state = this.registry.get(hostId)?.state
-      if (state?.status !== 'ready' || state.modelId === null || state.blocks === null || !this.prober.hasProbes(state.modelId)) return
+      if (
+        state?.status !== 'ready' ||
+        state.modelId === null ||
+        state.blocks === null ||
+        !this.prober.hasProbes(state.modelId)
+      )
+        return
       if (this.verifiedFor.get(hostId) === servedKey(state.modelId, state.blocks)) return
       // A probe already running may be of what the host served before: then another follows.
       let timer: NodeJS.Timeout | undefined
@@ -190,7 +203,9 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       const outcome = await Promise.race([this.probeNow(hostId), late]).finally(() => clearTimeout(timer))
       if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
       if (outcome === undefined || outcome.inconclusive) {
-        this.log(`host ${hostId} is not routed until a probe gets through${outcome === undefined ? '' : `: ${outcome.reason}`}`)
+        this.log(
+          `host ${hostId} is not routed until a probe gets through${outcome === undefined ? '' : `: ${outcome.reason}`}`,
+        )
         return
       }
     }
@@ -208,7 +223,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     if (askedByClient)
       void run.then(
         (o) => {
-          if (o.passed && this.registry.get(hostId) !== undefined) this.askedPasses.set(hostId, (this.askedPasses.get(hostId) ?? 0) + 1)
+          if (o.passed && this.registry.get(hostId) !== undefined)
+            this.askedPasses.set(hostId, (this.askedPasses.get(hostId) ?? 0) + 1)
         },
         () => {},
       )
@@ -221,7 +237,11 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
    */
   recordAudit(hostId: string, passed: boolean, reason: string, clientKey = ''): void {
     const c = this.get(hostId)
-    this.save({ ...c, auditsPassed: c.auditsPassed + (passed ? 1 : 0), auditsFailed: c.auditsFailed + (passed ? 0 : 1) })
+    this.save({
+      ...c,
+      auditsPassed: c.auditsPassed + (passed ? 1 : 0),
+      auditsFailed: c.auditsFailed + (passed ? 0 : 1),
+    })
     if (passed) return
     const by = this.strikes.get(hostId) ?? new Set<string>()
     if (by.size < STRIKES_TO_BAN) by.add(clientKey)
@@ -261,7 +281,13 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       outcome = await this.prober.probe(hostId, modelId, blocks)
     } catch (error) {
       // The tracker's own failure (a bad probe set, say): nobody is faulted for it.
-      outcome = { passed: false, inconclusive: true, error: 0, reason: `the probe failed here: ${(error as Error).message}`, msPerBlock: null }
+      outcome = {
+        passed: false,
+        inconclusive: true,
+        error: 0,
+        reason: `the probe failed here: ${(error as Error).message}`,
+        msPerBlock: null,
+      }
     }
     if (outcome.inconclusive) {
       this.log(`probe of ${hostId} inconclusive: ${outcome.reason}`)
@@ -274,7 +300,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     }
     this.inconclusive.delete(hostId)
     const c = this.get(hostId)
-    const measured = outcome.msPerBlock === null ? c.measuredMsPerBlock : smooth(c.measuredMsPerBlock, outcome.msPerBlock)
+    const measured =
+      outcome.msPerBlock === null ? c.measuredMsPerBlock : smooth(c.measuredMsPerBlock, outcome.msPerBlock)
     this.save({
       ...c,
       probesPassed: c.probesPassed + (outcome.passed ? 1 : 0),
@@ -294,7 +321,10 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       this.verifiedFor.set(hostId, servedKey(modelId, blocks))
       if (first) this.emit('verified', hostId)
     }
-    if (this.speedMarked(hostId)) this.log(`host ${hostId} claims ${host.state.msPerBlock} ms per block; the probes measured ${measured?.toFixed(2)}`)
+    if (this.speedMarked(hostId))
+      this.log(
+        `host ${hostId} claims ${host.state.msPerBlock} ms per block; the probes measured ${measured?.toFixed(2)}`,
+      )
     return outcome
   }
 
@@ -328,7 +358,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       return
     }
     if (!this.prober.hasProbes(state.modelId)) return
-    if (this.verifiedFor.get(hostId) !== servedKey(state.modelId, state.blocks) && !this.probing.has(hostId)) this.schedule(hostId, 0)
+    if (this.verifiedFor.get(hostId) !== servedKey(state.modelId, state.blocks) && !this.probing.has(hostId))
+      this.schedule(hostId, 0)
     else if (!this.timers.has(hostId)) this.schedule(hostId, this.nextWait(hostId))
   }
 
@@ -339,9 +370,17 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       void this.probeNow(hostId).then(
         () => {
           const host = this.registry.get(hostId)
-          if (this.closed || !host?.online || host.state.status !== 'ready' || this.banned(hostId) || this.timers.has(hostId)) return
+          if (
+            this.closed ||
+            !host?.online ||
+            host.state.status !== 'ready' ||
+            this.banned(hostId) ||
+            this.timers.has(hostId)
+          )
+            return
           const { modelId, blocks } = host.state
-          const verified = modelId !== null && blocks !== null && this.verifiedFor.get(hostId) === servedKey(modelId, blocks)
+          const verified =
+            modelId !== null && blocks !== null && this.verifiedFor.get(hostId) === servedKey(modelId, blocks)
           this.schedule(hostId, verified ? this.nextWait(hostId) : RETRY_MS)
         },
         (e: Error) => this.log(`probe of ${hostId} failed here: ${e.message}`),
@@ -380,12 +419,17 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   private save(c: StoredChecks): void {
     this.cache.set(c.hostId, c)
     // In order: a later record never lands before an earlier one.
-    this.saving = this.saving.then(() => this.store.saveChecks(c)).catch((e: Error) => this.log(`saving the checks of host ${c.hostId} failed: ${e.message}`))
+    this.saving = this.saving
+      .then(() => this.store.saveChecks(c))
+      .catch((e: Error) => this.log(`saving the checks of host ${c.hostId} failed: ${e.message}`))
   }
 }
 
 function banned(reason: string | null): NeuronError {
-  return new NeuronError('banned', `this host is banned from the swarm: ${reason ?? 'it lied'}. A banned key is never routed again.`)
+  return new NeuronError(
+    'banned',
+    `this host is banned from the swarm: ${reason ?? 'it lied'}. A banned key is never routed again.`,
+  )
 }
 
 function servedKey(modelId: string, blocks: readonly [number, number]): string {

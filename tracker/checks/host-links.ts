@@ -15,7 +15,13 @@ class OwnRelayLink implements HopLink {
   ) {}
 
   async request(bytes: Uint8Array): Promise<Frame> {
-    const { frame } = await callRpc(this.socket, TrackerToHost, 'relay.frame', { frame: bytes, from: this.from }, CHECK_TIMEOUT_MS).catch((e: Error) => {
+    const { frame } = await callRpc(
+      this.socket,
+      TrackerToHost,
+      'relay.frame',
+      { frame: bytes, from: this.from },
+      CHECK_TIMEOUT_MS,
+    ).catch((e: Error) => {
       throw new HopFailure(this.hostId, 'hop_unreachable', e.message)
     })
     return rejectIfError(this.hostId, decodeFrame(frame))
@@ -34,7 +40,9 @@ export async function linkToHost(
   /** The certificate the host signed into its state: a wss:// endpoint must present it. */
   fingerprint?: string,
 ): Promise<HopLink> {
-  if (endpoint !== null) return WebSocketHopLink.connect(hostId, endpoint, { timeoutMs: CHECK_TIMEOUT_MS, ca, fingerprint })
-  if (socket === undefined) throw new HopFailure(hostId, 'hop_unreachable', `host ${hostId} is not connected to the tracker`)
+  if (endpoint !== null)
+    return WebSocketHopLink.connect(hostId, endpoint, { timeoutMs: CHECK_TIMEOUT_MS, ca, fingerprint })
+  if (socket === undefined)
+    throw new HopFailure(hostId, 'hop_unreachable', `host ${hostId} is not connected to the tracker`)
   return new OwnRelayLink(hostId, socket, clientKey)
 }

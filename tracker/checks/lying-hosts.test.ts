@@ -100,7 +100,11 @@ for (const each of await storeEngines())
     describe('lying hosts are caught and banned', () => {
       // Out of probation after one probe, and real traffic audited at 10 %: a liar goes unaudited for 100
       // steps with probability 0.9^100 ≈ 3e-5 (at the default 5 % it is 0.6 %, too often for a test).
-      const suite = suiteSwarm('neuron-liars-', { probationProbes: 1, auditRate: 0.1, probeEveryMs: 3_600_000 }, SLOW_AUDITOR)
+      const suite = suiteSwarm(
+        'neuron-liars-',
+        { probationProbes: 1, auditRate: 0.1, probeEveryMs: 3_600_000 },
+        SLOW_AUDITOR,
+      )
       let other: string
 
       beforeAll(async () => {
@@ -129,7 +133,9 @@ for (const each of await storeEngines())
       for (const mode of modes) {
         it(`a host that passes its probe and then ${mode.name} on real traffic is excluded within 100 steps routed through it`, async () => {
           // Honest for its speed measurement and its first probe (where it can be: a host missing weights never is).
-          const joined = await suite.swarm.add([2, 4], { lie: mode.lie(), honestSessions: 2 }).catch((e: { code?: string }) => e)
+          const joined = await suite.swarm
+            .add([2, 4], { lie: mode.lie(), honestSessions: 2 })
+            .catch((e: { code?: string }) => e)
           const liar = suite.swarm.hosts.at(-1) as LyingHost
           if (!(joined instanceof LyingHost)) expect(joined).toMatchObject({ code: 'banned' })
           let stepsThroughLiar = 0
@@ -139,14 +145,19 @@ for (const each of await storeEngines())
             if (routed.has(liar.hostId)) stepsThroughLiar += tokens.length
           }
           const checks = suite.swarm.tracker.checks.of(liar.hostId)
-          const when = joined instanceof LyingHost ? `after ${stepsThroughLiar} steps routed through it` : 'at its first probe, before any routing'
+          const when =
+            joined instanceof LyingHost
+              ? `after ${stepsThroughLiar} steps routed through it`
+              : 'at its first probe, before any routing'
           console.log(`lying mode "${mode.name}": banned ${when} (${liar.lies} lies told): ${checks.ban?.reason}`)
           expect(checks.ban).not.toBeNull()
           // One that passed its first probe was caught by an audit of real traffic (then confirmed by a probe).
           if (joined instanceof LyingHost) expect(checks.auditsFailed).toBeGreaterThanOrEqual(1)
           expect(stepsThroughLiar).toBeLessThanOrEqual(100)
           expect(
-            suite.swarm.tracker.planner.route({ modelId: suite.swarm.manifest.modelId, maxTokens: 16, exclude: [] }).hops.map((h) => h.hostId),
+            suite.swarm.tracker.planner
+              .route({ modelId: suite.swarm.manifest.modelId, maxTokens: 16, exclude: [] })
+              .hops.map((h) => h.hostId),
           ).not.toContain(liar.hostId)
         }, 120_000)
       }
@@ -163,12 +174,20 @@ for (const each of await storeEngines())
         expect(view.spans.find((sp) => sp.hostId === boaster.hostId)?.msPerBlock).toBe(checks.measuredMsPerBlock)
         // Taken at its word it would be the fastest host of [2, 4) by far; measured, the honest ones are.
         const fastestClaim = Math.min(
-          ...view.spans.filter((sp) => sp.blocks[0] === 2).map((sp) => suite.swarm.tracker.registry.get(sp.hostId)?.state.msPerBlock ?? 1e9),
+          ...view.spans
+            .filter((sp) => sp.blocks[0] === 2)
+            .map((sp) => suite.swarm.tracker.registry.get(sp.hostId)?.state.msPerBlock ?? 1e9),
         )
         expect(fastestClaim).toBe(advertised)
-        const route = suite.swarm.tracker.planner.route({ modelId: suite.swarm.manifest.modelId, maxTokens: 16, exclude: [] })
+        const route = suite.swarm.tracker.planner.route({
+          modelId: suite.swarm.manifest.modelId,
+          maxTokens: 16,
+          exclude: [],
+        })
         expect(route.hops.map((h) => h.hostId)).not.toContain(boaster.hostId)
-        console.log(`a host claiming ${advertised.toFixed(2)} ms per block measured ${checks.measuredMsPerBlock?.toFixed(2)}: routed around`)
+        console.log(
+          `a host claiming ${advertised.toFixed(2)} ms per block measured ${checks.measuredMsPerBlock?.toFixed(2)}: routed around`,
+        )
       }, 60_000)
     })
 
@@ -195,7 +214,10 @@ for (const each of await storeEngines())
         expect(honestCost).toBeGreaterThan(0)
 
         // The fastest host of blocks [2, 4) from now on: it passes its probe, then adds noise to real traffic.
-        const liar = (await suite.swarm.add([2, 4], { lie: { kind: 'noise', size: 0.5 }, honestSessions: 2 })) as LyingHost
+        const liar = (await suite.swarm.add([2, 4], {
+          lie: { kind: 'noise', size: 0.5 },
+          honestSessions: 2,
+        })) as LyingHost
         const lying = await generate(suite.client, suite.swarm.manifest.modelId, 12)
         expect(lying.routed.has(liar.hostId)).toBe(true)
         expect(lying.summary.failovers.map((f) => f.hostId)).toEqual([liar.hostId])
@@ -210,7 +232,9 @@ for (const each of await storeEngines())
         expect(suite.swarm.tracker.checks.of(liar.hostId).ban?.reason).toMatch(/known-answer probe/)
         // Its receipts of the session were refused once it was banned, or, settled before, voided back to the user.
         const liarReceipts = await ledger.receipts({ hostId: liar.hostId, session: lying.summary.session })
-        const refused = (await ledger.rejections(liar.hostId)).filter((r) => r.session === lying.summary.session && r.code === 'banned_host')
+        const refused = (await ledger.rejections(liar.hostId)).filter(
+          (r) => r.session === lying.summary.session && r.code === 'banned_host',
+        )
         expect(liarReceipts.length + refused.length).toBeGreaterThan(0)
         expect(liarReceipts.every((r) => r.escrow === 'voided')).toBe(true)
         expect(await suite.swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
@@ -276,7 +300,9 @@ for (const each of await storeEngines())
         expect(checks.auditsFailed).toBeGreaterThanOrEqual(1)
         expect(checks.probesPassed).toBeGreaterThanOrEqual(2)
         expect(checks.ban).toBeNull()
-        expect(suite.swarm.tracker.planner.view(suite.swarm.manifest.modelId).spans.map((sp) => sp.hostId)).toContain(honest.hostId)
+        expect(suite.swarm.tracker.planner.view(suite.swarm.manifest.modelId).spans.map((sp) => sp.hostId)).toContain(
+          honest.hostId,
+        )
       }, 120_000)
     })
   })

@@ -22,7 +22,14 @@ let dir: { dir: string; cleanup: () => Promise<void> }
 let swarm: InProcessSwarm
 let client: SwarmClient
 /** Audits the tracker is running now, per session and per key; the most seen at once; and those it refused. */
-const running = { bySession: new Map<string, number>(), byKey: new Map<string, number>(), peakSession: 0, peakKey: 0, refused: 0, done: 0 }
+const running = {
+  bySession: new Map<string, number>(),
+  byKey: new Map<string, number>(),
+  peakSession: 0,
+  peakKey: 0,
+  refused: 0,
+  done: 0,
+}
 
 beforeAll(async () => {
   dir = await scratchDir('neuron-parallel-audits-')
@@ -47,7 +54,11 @@ beforeAll(async () => {
     m.set(k, n)
     return n
   }
-  auditor.audit = async (request: AuditRequest, requester: { nodeId: string; publicKey: string }, limited?: boolean) => {
+  auditor.audit = async (
+    request: AuditRequest,
+    requester: { nodeId: string; publicKey: string },
+    limited?: boolean,
+  ) => {
     running.peakSession = Math.max(running.peakSession, bump(running.bySession, request.session, 1))
     running.peakKey = Math.max(running.peakKey, bump(running.byKey, requester.publicKey, 1))
     try {
@@ -73,7 +84,13 @@ afterAll(async () => {
 
 async function chat(): Promise<number[]> {
   const tokens: number[] = []
-  const run = client.generate({ modelId: swarm.manifest.modelId, prompt: PROMPT, maxTokens: TOKENS, stopAtEog: false, sampling: { temperature: 0 } })
+  const run = client.generate({
+    modelId: swarm.manifest.modelId,
+    prompt: PROMPT,
+    maxTokens: TOKENS,
+    stopAtEog: false,
+    sampling: { temperature: 0 },
+  })
   for (let next = await run.next(); !next.done; next = await run.next()) tokens.push(next.value.token)
   return tokens
 }
@@ -92,6 +109,8 @@ describe("a client's audits", () => {
     expect(running.done - before).toBeGreaterThanOrEqual(2 * 3 * (TOKENS - 1))
     expect(running.peakKey).toBe(MAX_AUDITS_IN_FLIGHT)
     expect(running.refused).toBe(0)
-    console.log(`audits at once: ${running.peakSession} in one session, ${running.peakKey} for the key; ${running.done} run, none refused`)
+    console.log(
+      `audits at once: ${running.peakSession} in one session, ${running.peakKey} for the key; ${running.done} run, none refused`,
+    )
   }, 120_000)
 })

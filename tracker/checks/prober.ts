@@ -80,12 +80,26 @@ export class Prober {
   /** Probes `blocks` of `modelId` on the host with one of the model's probes, chosen at random. */
   async probe(hostId: string, modelId: string, blocks: readonly [number, number]): Promise<ProbeOutcome> {
     const set = this.deps.probes(modelId)
-    if (set === undefined) return { passed: false, inconclusive: true, error: 0, reason: `${modelId} was published without probes`, msPerBlock: null }
+    if (set === undefined)
+      return {
+        passed: false,
+        inconclusive: true,
+        error: 0,
+        reason: `${modelId} was published without probes`,
+        msPerBlock: null,
+      }
     const probe = set.probes[randomInt(set.probes.length)] as Probe
     const head = blocks[1] === set.nLayer
     // in the model's seam precision, as paying traffic sends it
     const input = probeInput(probe, set, blocks[0], seamDtype(this.deps.manifest(modelId)))
-    if (input === undefined) return { passed: false, inconclusive: true, error: 0, reason: `no reference at block ${blocks[0]}`, msPerBlock: null }
+    if (input === undefined)
+      return {
+        passed: false,
+        inconclusive: true,
+        error: 0,
+        reason: `no reference at block ${blocks[0]}`,
+        msPerBlock: null,
+      }
     const n = probe.tokens.length
     // As a chat: the prompt in one step, then two tokens one at a time (their times are the speed).
     const chunks = probeChunks(n).map(([from, to]) => rows(input, from, to))
@@ -93,7 +107,13 @@ export class Prober {
     try {
       answers = await this.run(hostId, modelId, blocks, chunks, head, true)
     } catch (error) {
-      return { passed: false, inconclusive: true, error: 0, reason: `probe not answered: ${(error as Error).message}`, msPerBlock: null }
+      return {
+        passed: false,
+        inconclusive: true,
+        error: 0,
+        reason: `probe not answered: ${(error as Error).message}`,
+        msPerBlock: null,
+      }
     }
     const decodeMs = Math.max(answers[1]?.ms ?? 0, 0) + Math.max(answers[2]?.ms ?? 0, 0)
     const msPerBlock = decodeMs / 2 / (blocks[1] - blocks[0])
@@ -112,13 +132,29 @@ export class Prober {
             msPerBlock,
           }
       }
-      return { passed: true, inconclusive: false, error: 0, reason: `passed a known-answer probe on ${span}`, msPerBlock }
+      return {
+        passed: true,
+        inconclusive: false,
+        error: 0,
+        reason: `passed a known-answer probe on ${span}`,
+        msPerBlock,
+      }
     }
     const reference = probeReference(probe, set, blocks[1])
-    if (reference === undefined) return { passed: false, inconclusive: true, error: 0, reason: `no reference at block ${blocks[1]}`, msPerBlock: null }
+    if (reference === undefined)
+      return {
+        passed: false,
+        inconclusive: true,
+        error: 0,
+        reason: `no reference at block ${blocks[1]}`,
+        msPerBlock: null,
+      }
     const answered = hiddenValues(answers)
     const width = probeBoundary(set, blocks[1]).width
-    const error = answered === undefined || answered.length !== reference.length ? Number.POSITIVE_INFINITY : seamError(answered, reference, width)
+    const error =
+      answered === undefined || answered.length !== reference.length
+        ? Number.POSITIVE_INFINITY
+        : seamError(answered, reference, width)
     if (error > SEAM_TOLERANCE)
       return {
         passed: false,
@@ -140,14 +176,25 @@ export class Prober {
           msPerBlock,
         }
     }
-    return { passed: true, inconclusive: false, error, reason: `passed a known-answer probe on ${span} (off by ${seamPercent(error)})`, msPerBlock }
+    return {
+      passed: true,
+      inconclusive: false,
+      error,
+      reason: `passed a known-answer probe on ${span} (off by ${seamPercent(error)})`,
+      msPerBlock,
+    }
   }
 
   /**
    * Runs a hop's steps again on `hostId`: every step but the last as one prefill, then the last; the
    * answer to the last is what an audit compares. Throws when the host cannot be asked.
    */
-  async rerun(hostId: string, modelId: string, blocks: readonly [number, number], steps: readonly HopInput[]): Promise<SpanAnswer> {
+  async rerun(
+    hostId: string,
+    modelId: string,
+    blocks: readonly [number, number],
+    steps: readonly HopInput[],
+  ): Promise<SpanAnswer> {
     const chunks = steps.length === 1 ? [...steps] : [concatInputs(steps.slice(0, -1)), steps.at(-1) as HopInput]
     const answers = await this.run(hostId, modelId, blocks, chunks, false)
     const last = answers.at(-1)
@@ -203,7 +250,8 @@ export class Prober {
     } catch (error) {
       // Only a host the tracker counts full gets the probe slots: one that says busy with room to spare would
       // otherwise see every probe marked, answer those honestly and lie to everyone else.
-      if (!probe || !(error instanceof NeuronError) || !FULL_HOST_CODES.has(error.code) || !this.deps.full(hostId)) throw error
+      if (!probe || !(error instanceof NeuronError) || !FULL_HOST_CODES.has(error.code) || !this.deps.full(hostId))
+        throw error
       // A host older than probe slots refuses the marked ticket (bad_ticket), and that counts like any refusal:
       // excusing it would let any full host that says so go unchecked, the gap the slots close. Updating ends it.
       return await runSpan(link, session, open(true), chunks, this.deps.client)
@@ -238,13 +286,17 @@ export function probeReference(probe: Probe, set: ProbeSet, block: number): Floa
   const bytes = probe.hidden[i]
   if (i < 0 || bytes === undefined) return undefined
   // a copy: `bytes` may be a view into a Buffer's pool (Buffer.slice would be one too)
-  return new Float32Array(new Uint8Array(bytes.subarray(0, probe.tokens.length * probeBoundary(set, block).width * 4)).buffer)
+  return new Float32Array(
+    new Uint8Array(bytes.subarray(0, probe.tokens.length * probeBoundary(set, block).width * 4)).buffer,
+  )
 }
 
 /** The side values entering `block` in the reference (tokens × side int32, token-major). */
 function probeSide(probe: Probe, set: ProbeSet, block: number): Int32Array {
   const bytes = probe.hidden[probe.boundaries.indexOf(block)] ?? new Uint8Array(0)
-  return new Int32Array(new Uint8Array(bytes.subarray(probe.tokens.length * probeBoundary(set, block).width * 4)).buffer)
+  return new Int32Array(
+    new Uint8Array(bytes.subarray(probe.tokens.length * probeBoundary(set, block).width * 4)).buffer,
+  )
 }
 
 /** The side values of every answer, in order. */

@@ -80,7 +80,9 @@ beforeAll(async () => {
   await generateModel({ ...SHAPE, seed: 1, out: model })
   // Out of probation after one probe, no scheduled probe during the test, real traffic audited at 10 %: a liar's
   // ~70 lying steps in 100 go unaudited with probability 0.9^70 ≈ 6e-4.
-  swarm = await startSwarm(dir.dir, model, [], { checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.1 } })
+  swarm = await startSwarm(dir.dir, model, [], {
+    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.1 },
+  })
   await swarm.addHost([0, 2])
   await swarm.addHost([4, 5])
   victimClient = await SwarmClient.connect(swarm.tracker.url, victim)
@@ -100,7 +102,9 @@ describe('liars a known-answer probe cannot see', () => {
     const liar = await addLiar({ lie: { kind: 'noise', size: 0.5 }, honestSessions: 2, honestSteps: 3 })
     const { steps, chats } = await chatUntilBanned(bystander, liar.hostId)
     const checks = swarm.tracker.checks.of(liar.hostId)
-    console.log(`honest for 3 steps a session: banned after ${steps} steps routed through it in ${chats} chats (${liar.lies} lies told): ${checks.ban?.reason}`)
+    console.log(
+      `honest for 3 steps a session: banned after ${steps} steps routed through it in ${chats} chats (${liar.lies} lies told): ${checks.ban?.reason}`,
+    )
     expect(checks.ban?.reason).toMatch(/answered step \d+ on blocks \[2, 4\) two ways/)
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
     expect(checks.probesFailed).toBe(0)
@@ -115,7 +119,9 @@ describe('liars a known-answer probe cannot see', () => {
     expect(swarm.tracker.checks.of(liar.hostId).auditsFailed).toBe(0)
     const { steps, chats: victimChats } = await chatUntilBanned(victimClient, liar.hostId)
     const checks = swarm.tracker.checks.of(liar.hostId)
-    console.log(`lying to one key: banned after ${steps} of its steps in ${victimChats} chats (${liar.lies} lies told): ${checks.ban?.reason}`)
+    console.log(
+      `lying to one key: banned after ${steps} of its steps in ${victimChats} chats (${liar.lies} lies told): ${checks.ban?.reason}`,
+    )
     expect(checks.ban?.reason).toMatch(/two ways/)
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
   }, 300_000)
@@ -123,7 +129,10 @@ describe('liars a known-answer probe cannot see', () => {
   it('one of three hosts of its span, lying to one key alone, is banned at the first audit that outvotes it (one client’s strike alone would not)', async () => {
     // two honest hosts slower than it, so it is the one routed and they are there to re-run its steps
     const slow: LyingOptions = { lie: { kind: 'slow', factor: 1, delayMs: 15 } }
-    const twins: Host[] = [await swarm.addHost([2, 4], (o) => new LyingHost(o, slow)), await swarm.addHost([2, 4], (o) => new LyingHost(o, slow))]
+    const twins: Host[] = [
+      await swarm.addHost([2, 4], (o) => new LyingHost(o, slow)),
+      await swarm.addHost([2, 4], (o) => new LyingHost(o, slow)),
+    ]
     const liar = await addLiar({ lie: { kind: 'noise', size: 0.5 }, onlyKey: victim.publicKey })
     const { steps } = await chatUntilBanned(victimClient, liar.hostId)
     const checks = swarm.tracker.checks.of(liar.hostId)

@@ -52,9 +52,17 @@ export function createSwarmChecks(deps: SwarmChecksDeps): { checks: HostChecks; 
     client: deps.client,
     link: (hostId) => {
       const host = deps.registry.get(hostId)
-      return linkToHost(hostId, host?.state.endpoint ?? null, deps.hostSocket(hostId), deps.client.publicKey, deps.ca, host?.state.tls?.fingerprint)
+      return linkToHost(
+        hostId,
+        host?.state.endpoint ?? null,
+        deps.hostSocket(hostId),
+        deps.client.publicKey,
+        deps.ca,
+        host?.state.tls?.fingerprint,
+      )
     },
-    issue: (session, modelId, hop, maxTokens, promptTokens) => deps.issue(session, modelId, [hop], { maxTokens, promptTokens }),
+    issue: (session, modelId, hop, maxTokens, promptTokens) =>
+      deps.issue(session, modelId, [hop], { maxTokens, promptTokens }),
     full: (hostId) => {
       const host = deps.registry.get(hostId)
       return host !== undefined && host.state.activeSessions + host.routedSinceHeartbeat >= host.state.maxSessions

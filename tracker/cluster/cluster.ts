@@ -85,7 +85,10 @@ export class TrackerCluster {
 
   /** The Socket.IO adapter that joins this instance's namespaces to the others'. */
   adapter(): ReturnType<typeof createAdapter> {
-    return createAdapter(publishing(this.commands, this.outage), this.subscriber, { key: 'neuron.socket.io', requestsTimeout: SNAPSHOT_WAIT_MS })
+    return createAdapter(publishing(this.commands, this.outage), this.subscriber, {
+      key: 'neuron.socket.io',
+      requestsTimeout: SNAPSHOT_WAIT_MS,
+    })
   }
 
   /** Starts telling the others of this instance's hosts and listening for theirs (after the Socket.IO server exists). */
@@ -165,7 +168,8 @@ export class TrackerCluster {
               { bytes, maxBytes: MAX_CROSS_INSTANCE_BYTES },
             )
           const answers: unknown[] = await room.timeout(ms).emitWithAck(event, ...args)
-          if (answers.length === 0) throw new NeuronError('host_unreachable', `host ${hostId} is connected to no tracker instance now`)
+          if (answers.length === 0)
+            throw new NeuronError('host_unreachable', `host ${hostId} is connected to no tracker instance now`)
           return answers[0]
         },
       }),
@@ -179,7 +183,15 @@ export class TrackerCluster {
 
   private describe(h: LiveHost): ClusterHost {
     const verifiedFor = this.deps?.checks.verifiedKey(h.hostId) ?? null
-    return { instance: this.instance, hostId: h.hostId, publicKey: h.publicKey, profile: h.profile, state: h.state, online: h.online, verifiedFor }
+    return {
+      instance: this.instance,
+      hostId: h.hostId,
+      publicKey: h.publicKey,
+      profile: h.profile,
+      state: h.state,
+      online: h.online,
+      verifiedFor,
+    }
   }
 
   private mirror(h: ClusterHost): void {

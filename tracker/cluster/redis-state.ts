@@ -24,7 +24,10 @@ export class RedisNonces implements NonceBook {
     const results = await this.redis.multi().incr(minute).pexpire(minute, 120_000).exec()
     const issued = Number(results?.[0]?.[1] ?? 0)
     if (issued > this.maxOpen)
-      throw new NeuronError('busy', `the swarm has issued ${this.maxOpen} login challenges this minute; retry in ${60 - Math.floor((now % 60_000) / 1000)} s.`)
+      throw new NeuronError(
+        'busy',
+        `the swarm has issued ${this.maxOpen} login challenges this minute; retry in ${60 - Math.floor((now % 60_000) / 1000)} s.`,
+      )
     await this.redis.set(`${PREFIX}nonce:${nonce}`, String(expiresAt), 'PX', Math.max(1, expiresAt - now))
   }
 

@@ -124,7 +124,8 @@ export function postgresDialect(sql: string): string {
     .replace(/\breal\b/g, 'double precision')
 }
 
-const CREATE_VERSIONS = 'create table if not exists schema_migrations (version integer primary key, applied_at bigint not null)'
+const CREATE_VERSIONS =
+  'create table if not exists schema_migrations (version integer primary key, applied_at bigint not null)'
 
 /** Applies the migrations SQLite's file lacks, each in its own transaction; returns the version now in force. */
 export function migrateSqlite(db: Database.Database): number {
@@ -166,7 +167,10 @@ export async function migratePostgres(pool: pg.Pool): Promise<number> {
         await client.query('begin')
         try {
           await client.query(postgresDialect(sql))
-          await client.query('insert into schema_migrations (version, applied_at) values ($1, $2)', [version, Date.now()])
+          await client.query('insert into schema_migrations (version, applied_at) values ($1, $2)', [
+            version,
+            Date.now(),
+          ])
           await client.query('commit')
         } catch (error) {
           await client.query('rollback')

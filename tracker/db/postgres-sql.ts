@@ -88,7 +88,10 @@ export class PostgresSql extends PostgresQueries {
       try {
         client = await this.pool.connect()
       } catch (cause) {
-        throw new StoreError(`cannot reach PostgreSQL (${cause instanceof Error ? cause.message : cause}); check --db and that the server is up.`, { cause })
+        throw new StoreError(
+          `cannot reach PostgreSQL (${cause instanceof Error ? cause.message : cause}); check --db and that the server is up.`,
+          { cause },
+        )
       }
       const tx = new PostgresQueries(client, undefined)
       let broken: Error | undefined

@@ -23,7 +23,8 @@ export class SqliteSql implements Sql {
     this.inside = {
       dialect: 'sqlite',
       all: async <T>(sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).all(...params) as T[],
-      get: async <T>(sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).get(...params) as T | undefined,
+      get: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+        this.prepared(sql).get(...params) as T | undefined,
       run: async (sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).run(...params).changes,
       transaction: <T>(fn: (tx: Sql) => Promise<T>) => fn(this.inside),
       close: () => this.close(),

@@ -9,7 +9,12 @@ const MAX_BLOCKS = 4096
 const MAX_TOOLS = 128
 
 export const TextBlock = z.object({ type: z.literal('text'), text: z.string() })
-const ToolUseBlock = z.object({ type: z.literal('tool_use'), id: z.string().min(1).max(256), name: ToolName, input: z.record(z.string(), z.unknown()) })
+const ToolUseBlock = z.object({
+  type: z.literal('tool_use'),
+  id: z.string().min(1).max(256),
+  name: ToolName,
+  input: z.record(z.string(), z.unknown()),
+})
 const ToolResultBlock = z.object({
   type: z.literal('tool_result'),
   tool_use_id: z.string().min(1).max(256),
@@ -34,7 +39,9 @@ export const AnthropicMessage = z.object({
 export type AnthropicMessage = z.infer<typeof AnthropicMessage>
 
 export const AnthropicTool = z.object({
-  type: z.literal('custom', "only your own tools (with an input_schema) are supported, not Anthropic's server tools").optional(),
+  type: z
+    .literal('custom', "only your own tools (with an input_schema) are supported, not Anthropic's server tools")
+    .optional(),
   name: ToolName,
   description: z.string().max(4096).optional(),
   input_schema: z.record(z.string(), z.unknown()),
@@ -61,6 +68,10 @@ export const MessagesRequest = z.object({
   tool_choice: AnthropicToolChoice.optional(),
   thinking: z.object({ type: z.string().max(32) }).optional(),
   /** Structured outputs: the answer's text follows `format.schema` (`effort` is ignored). */
-  output_config: z.object({ format: z.object({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) }).nullish() }).optional(),
+  output_config: z
+    .object({
+      format: z.object({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) }).nullish(),
+    })
+    .optional(),
 })
 export type MessagesRequest = z.infer<typeof MessagesRequest>

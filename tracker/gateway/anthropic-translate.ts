@@ -38,7 +38,10 @@ export function anthropicChat(body: MessagesRequest): OpenAiShapedChat {
   const disableParallel = choice !== undefined && choice.type !== 'none' && choice.disable_parallel_tool_use === true
   return {
     model: body.model,
-    messages: [...(system === '' ? [] : [{ role: 'system' as const, content: system }]), ...body.messages.flatMap(openAiMessages)],
+    messages: [
+      ...(system === '' ? [] : [{ role: 'system' as const, content: system }]),
+      ...body.messages.flatMap(openAiMessages),
+    ],
     max_tokens: body.max_tokens,
     // Anthropic's default temperature is 1
     temperature: body.temperature ?? 1,
@@ -50,12 +53,23 @@ export function anthropicChat(body: MessagesRequest): OpenAiShapedChat {
       : {
           tools: body.tools.map((t) => ({
             type: 'function' as const,
-            function: { name: t.name, ...(t.description === undefined ? {} : { description: t.description }), parameters: t.input_schema },
+            function: {
+              name: t.name,
+              ...(t.description === undefined ? {} : { description: t.description }),
+              parameters: t.input_schema,
+            },
           })),
         }),
     ...(choice === undefined ? {} : { tool_choice: toolChoice(choice) }),
     ...(disableParallel ? { parallel_tool_calls: false } : {}),
-    ...(format == null ? {} : { response_format: { type: 'json_schema' as const, json_schema: { name: 'output', schema: format.schema, strict: true } } }),
+    ...(format == null
+      ? {}
+      : {
+          response_format: {
+            type: 'json_schema' as const,
+            json_schema: { name: 'output', schema: format.schema, strict: true },
+          },
+        }),
   }
 }
 
@@ -80,11 +94,20 @@ export function openAiMessages(message: AnthropicMessage, turn: number): OpenAiS
     if (block.type === 'text' && 'text' in block) texts.push(block.text)
     else if (block.type === 'tool_use' && 'input' in block) {
       if (message.role !== 'assistant') throw misplaced('tool_use', 'an assistant', param)
-      calls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } })
+      calls.push({
+        id: block.id,
+        type: 'function',
+        function: { name: block.name, arguments: JSON.stringify(block.input) },
+      })
     } else if (block.type === 'tool_result' && 'tool_use_id' in block) {
       if (message.role !== 'user') throw misplaced('tool_result', 'a user', param)
-      const content = typeof block.content === 'string' ? block.content : (block.content ?? []).map((b) => b.text).join('\n')
-      results.push({ role: 'tool', tool_call_id: block.tool_use_id, content: block.is_error === true ? `Error: ${content}` : content })
+      const content =
+        typeof block.content === 'string' ? block.content : (block.content ?? []).map((b) => b.text).join('\n')
+      results.push({
+        role: 'tool',
+        tool_call_id: block.tool_use_id,
+        content: block.is_error === true ? `Error: ${content}` : content,
+      })
     } else {
       throw new GatewayError(
         400,
@@ -97,7 +120,11 @@ export function openAiMessages(message: AnthropicMessage, turn: number): OpenAiS
   })
   const text = texts.join('\n')
   if (message.role === 'assistant')
-    return [calls.length === 0 ? { role: 'assistant', content: text } : { role: 'assistant', content: text === '' ? null : text, tool_calls: calls }]
+    return [
+      calls.length === 0
+        ? { role: 'assistant', content: text }
+        : { role: 'assistant', content: text === '' ? null : text, tool_calls: calls },
+    ]
   return [...results, ...(texts.length === 0 ? [] : [{ role: 'user' as const, content: text }])]
 }
 
@@ -118,9 +145,18 @@ export function stopReason(answer: Pick<OpenAiShapedAnswer, 'finish_reason' | 's
 export function anthropicContent(answer: Pick<OpenAiShapedAnswer, 'content' | 'tool_calls'>) {
   const calls = answer.tool_calls ?? []
   const text = answer.content === '' && calls.length > 0 ? [] : [{ type: 'text' as const, text: answer.content }]
-  return [...text, ...calls.map((c) => ({ type: 'tool_use' as const, id: c.id, name: c.function.name, input: argumentsObject(c) }))]
+  return [
+    ...text,
+    ...calls.map((c) => ({ type: 'tool_use' as const, id: c.id, name: c.function.name, input: argumentsObject(c) })),
+  ]
 }
 
 function misplaced(block: string, role: string, param: string): GatewayError {
-  return new GatewayError(400, 'invalid_request_error', 'invalid_value', `a ${block} block belongs in ${role} turn.`, param)
+  return new GatewayError(
+    400,
+    'invalid_request_error',
+    'invalid_value',
+    `a ${block} block belongs in ${role} turn.`,
+    param,
+  )
 }

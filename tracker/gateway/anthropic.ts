@@ -9,7 +9,8 @@ import { abortOnClose, bearer, parse, sendJson } from './http'
 import { startSse } from './sse'
 import type { ForeignParams, TranslatedGenerations } from './translated-generations'
 
-const HOW_TO_SEND_KEY = 'send your Neuron API key as x-api-key: nk-… (new Anthropic({ apiKey, baseURL })) or Authorization: Bearer nk-…'
+const HOW_TO_SEND_KEY =
+  'send your Neuron API key as x-api-key: nk-… (new Anthropic({ apiKey, baseURL })) or Authorization: Bearer nk-…'
 const PARAMS: ForeignParams = { messages: 'messages', tools: 'tools', format: 'output_config.format' }
 
 /** Anthropic's error type for each status the gateway answers (docs: "Errors"); 503 is Anthropic's overloaded. */
@@ -41,18 +42,33 @@ export class AnthropicEndpoints {
 
   async messages(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const key = req.headers['x-api-key']
-    const account = await this.translated.admit(typeof key === 'string' && key !== '' ? key : bearer(req), HOW_TO_SEND_KEY)
+    const account = await this.translated.admit(
+      typeof key === 'string' && key !== '' ? key : bearer(req),
+      HOW_TO_SEND_KEY,
+    )
     const body = parse(MessagesRequest, await this.translated.body(req, 'messages'))
     const chat = await this.translated.chat(account, anthropicChat(body), PARAMS, false, 'anthropic.messages')
     const input_tokens = chat.promptTokens
-    const message = { id: `msg_${randomBytes(12).toString('hex')}`, type: 'message', role: 'assistant', model: body.model }
+    const message = {
+      id: `msg_${randomBytes(12).toString('hex')}`,
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+    }
     const stream = this.translated.run(account, chat, abortOnClose(res))
     const answerOf = (text: string, done: { finishReason: 'stop' | 'length'; stopSequence?: string }) => {
       const a = chat.answer(text, done.finishReason)
-      const openAi = { content: a.content ?? '', finish_reason: a.finishReason, ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }) }
+      const openAi = {
+        content: a.content ?? '',
+        finish_reason: a.finishReason,
+        ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }),
+      }
       return {
         content: anthropicContent(openAi),
-        reason: stopReason({ ...openAi, ...(done.stopSequence === undefined ? {} : { stop_sequence: done.stopSequence }) }),
+        reason: stopReason({
+          ...openAi,
+          ...(done.stopSequence === undefined ? {} : { stop_sequence: done.stopSequence }),
+        }),
       }
     }
     if (body.stream !== true) {
@@ -69,7 +85,12 @@ export class AnthropicEndpoints {
       message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: usage(input_tokens, 0) },
     })
     // Text streams as it comes; an answer that may be tool calls is held until it ends, then sent block by block.
-    if (chat.streamsText) event(res, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })
+    if (chat.streamsText)
+      event(res, 'content_block_start', {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'text', text: '' },
+      })
     event(res, 'ping', { type: 'ping' })
     let text = ''
     for (; !next.done; next = await stream.next()) {
@@ -85,7 +106,11 @@ export class AnthropicEndpoints {
         content.forEach((block, index) => {
           streamBlock(res, index, block)
         })
-      event(res, 'message_delta', { type: 'message_delta', delta: reason, usage: { input_tokens, output_tokens: c.completionTokens } })
+      event(res, 'message_delta', {
+        type: 'message_delta',
+        delta: reason,
+        usage: { input_tokens, output_tokens: c.completionTokens },
+      })
       event(res, 'message_stop', { type: 'message_stop' })
       res.end()
       return
@@ -112,7 +137,14 @@ function textDelta(res: ServerResponse, index: number, text: string): void {
 }
 
 function usage(input_tokens: number, output_tokens: number) {
-  return { input_tokens, output_tokens, cache_creation_input_tokens: null, cache_read_input_tokens: null, server_tool_use: null, service_tier: null }
+  return {
+    input_tokens,
+    output_tokens,
+    cache_creation_input_tokens: null,
+    cache_read_input_tokens: null,
+    server_tool_use: null,
+    service_tier: null,
+  }
 }
 
 function event(res: ServerResponse, name: string, data: unknown): void {

@@ -11,7 +11,10 @@ import { bearer } from './http'
  * one. On a private swarm the account's public key must be on the list (403 otherwise): an API key
  * is only as good as the key its account was created for.
  */
-export function authenticate(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits'>): Promise<StoredAccount> {
+export function authenticate(
+  req: IncomingMessage,
+  deps: Pick<GatewayDeps, 'accounts' | 'admits'>,
+): Promise<StoredAccount> {
   return authenticateKey(bearer(req), deps)
 }
 
@@ -23,11 +26,21 @@ export async function authenticateKey(
 ): Promise<StoredAccount> {
   const { accounts } = deps
   if (key === undefined) {
-    throw new GatewayError(401, 'invalid_request_error', 'missing_api_key', `no API key: ${howToSend} (ask the tracker operator for an account).`)
+    throw new GatewayError(
+      401,
+      'invalid_request_error',
+      'missing_api_key',
+      `no API key: ${howToSend} (ask the tracker operator for an account).`,
+    )
   }
   const account = await accounts.byApiKey(key)
   if (account === undefined)
-    throw new GatewayError(401, 'invalid_request_error', 'invalid_api_key', `API key ${key.slice(0, 6)}… is not known to this tracker.`)
+    throw new GatewayError(
+      401,
+      'invalid_request_error',
+      'invalid_api_key',
+      `API key ${key.slice(0, 6)}… is not known to this tracker.`,
+    )
   if (!deps.admits(account.publicKey)) {
     throw notAdmitted(
       account.publicKey === null
@@ -42,13 +55,21 @@ export async function authenticateKey(
  * Lets a dashboard request through on an open swarm; on a private one only a member's: a key proven
  * by a signed `x-neuron-auth` header (hosts and the app), or an API key (authenticate), admitted.
  */
-export async function requireMember(req: IncomingMessage, deps: Pick<GatewayDeps, 'accounts' | 'admits' | 'provenKey'>): Promise<void> {
+export async function requireMember(
+  req: IncomingMessage,
+  deps: Pick<GatewayDeps, 'accounts' | 'admits' | 'provenKey'>,
+): Promise<void> {
   if (deps.admits(null)) return
   let proven: string | undefined
   try {
     proven = await deps.provenKey(req, DASHBOARD_SCOPE)
   } catch (error) {
-    throw new GatewayError(401, 'invalid_request_error', 'invalid_signature', error instanceof Error ? error.message : String(error))
+    throw new GatewayError(
+      401,
+      'invalid_request_error',
+      'invalid_signature',
+      error instanceof Error ? error.message : String(error),
+    )
   }
   if (proven === undefined && bearer(req) === undefined) {
     throw new GatewayError(
@@ -59,7 +80,8 @@ export async function requireMember(req: IncomingMessage, deps: Pick<GatewayDeps
     )
   }
   if (proven === undefined) await authenticate(req, deps)
-  else if (!deps.admits(proven)) throw notAdmitted(`key ${proven.slice(0, 8)}… is not on its list; ask the operator to add it.`)
+  else if (!deps.admits(proven))
+    throw notAdmitted(`key ${proven.slice(0, 8)}… is not on its list; ask the operator to add it.`)
 }
 
 function notAdmitted(why: string): GatewayError {
@@ -69,7 +91,12 @@ function notAdmitted(why: string): GatewayError {
 /** Passes only a request bearing the operator's admin token; without a configured token the admin routes are off (403). */
 export function requireAdmin(req: IncomingMessage, adminToken: string | undefined): void {
   if (adminToken === undefined)
-    throw new GatewayError(403, 'invalid_request_error', 'admin_disabled', 'this tracker has no admin token (NEURON_ADMIN_TOKEN); admin routes are off.')
+    throw new GatewayError(
+      403,
+      'invalid_request_error',
+      'admin_disabled',
+      'this tracker has no admin token (NEURON_ADMIN_TOKEN); admin routes are off.',
+    )
   const given = bearer(req) ?? ''
   const a = Buffer.from(given)
   const b = Buffer.from(adminToken)

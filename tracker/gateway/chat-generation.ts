@@ -7,7 +7,14 @@ import type { Generation, PaidGenerations } from './generation'
 import { GrammarBuilder } from './json-schema-grammar'
 import { generationsOf } from './openai-sampling'
 import type { ChatCompletionRequest, ChatMessageInput } from './openai-schemas'
-import { checkMaxTokens, completionBudget, fewestTokens, fitting, promptBounds, promptTokenLimit } from './prompt-bounds'
+import {
+  checkMaxTokens,
+  completionBudget,
+  fewestTokens,
+  fitting,
+  promptBounds,
+  promptTokenLimit,
+} from './prompt-bounds'
 import type { PromptTokenizers } from './prompt-tokenizers'
 import { callSyntaxOf, parseToolCalls, type ToolCall, toolGrammar } from './tool-calls'
 
@@ -65,7 +72,13 @@ export async function planChat(
   const requested = body.max_completion_tokens ?? body.max_tokens
   if (options.clampMaxTokens === undefined) checkMaxTokens(requested, maxParam, contextLength)
   if (body.top_logprobs != null && body.logprobs !== true)
-    throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'top_logprobs needs logprobs: true.', 'top_logprobs')
+    throw new GatewayError(
+      400,
+      'invalid_request_error',
+      'invalid_value',
+      'top_logprobs needs logprobs: true.',
+      'top_logprobs',
+    )
   const tokenizer = await deps.tokenizers.get(body.model)
   const messages = body.messages.map(chatMessageOf)
   const tools = body.tools ?? undefined
@@ -80,8 +93,17 @@ export async function planChat(
   const functions: ChatFunctions | undefined =
     tools === undefined
       ? undefined
-      : Object.fromEntries(tools.map((t) => [t.function.name, { description: t.function.description, params: t.function.parameters as never }]))
-  const promptTokens = fitting(await tokenizer.chat(messages, promptTokenLimit(contextLength), functions), contextLength, 'messages')
+      : Object.fromEntries(
+          tools.map((t) => [
+            t.function.name,
+            { description: t.function.description, params: t.function.parameters as never },
+          ]),
+        )
+  const promptTokens = fitting(
+    await tokenizer.chat(messages, promptTokenLimit(contextLength), functions),
+    contextLength,
+    'messages',
+  )
   const budgetParams = { prompt: 'messages', max: maxParam } as const
   const maxTokens =
     options.clampMaxTokens === undefined
@@ -112,10 +134,15 @@ export async function planChat(
 
 /** An OpenAI message as the chat template takes it. */
 function chatMessageOf(m: ChatMessageInput): ChatMessage {
-  const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('')
+  const content =
+    m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('')
   if (m.role === 'tool') return { role: 'tool', content, toolCallId: m.tool_call_id }
   if (m.role === 'assistant' && m.tool_calls != null)
-    return { role: 'assistant', content, toolCalls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) }
+    return {
+      role: 'assistant',
+      content,
+      toolCalls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+    }
   return { role: m.role, content }
 }
 
@@ -136,9 +163,14 @@ function grammarOf(
   const answer =
     format == null || format.type === 'text'
       ? undefined
-      : { builder, root: format.type === 'json_object' ? builder.anyObject() : builder.schema(format.json_schema.schema ?? {}) }
+      : {
+          builder,
+          root: format.type === 'json_object' ? builder.anyObject() : builder.schema(format.json_schema.schema ?? {}),
+        }
   const grammar =
-    tools != null && syntax !== undefined ? toolGrammar(tools, choice, body.parallel_tool_calls ?? true, syntax, answer) : answer?.builder.rules(answer.root)
+    tools != null && syntax !== undefined
+      ? toolGrammar(tools, choice, body.parallel_tool_calls ?? true, syntax, answer)
+      : answer?.builder.rules(answer.root)
   if (grammar !== undefined && grammar.length > MAX_GRAMMAR_BYTES)
     throw new GatewayError(
       400,

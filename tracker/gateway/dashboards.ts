@@ -6,7 +6,12 @@ import { sendJson } from './http'
 
 /** The /v1/dashboard queries: a consumer's own balance, and any host's earnings, receipts and reputation. */
 export class Dashboards {
-  constructor(private readonly deps: Pick<GatewayDeps, 'accounts' | 'ledger' | 'holds' | 'reputation' | 'admits' | 'provenKey' | 'checks' | 'metering'>) {}
+  constructor(
+    private readonly deps: Pick<
+      GatewayDeps,
+      'accounts' | 'ledger' | 'holds' | 'reputation' | 'admits' | 'provenKey' | 'checks' | 'metering'
+    >,
+  ) {}
 
   async account(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const account = await authenticate(req, this.deps)

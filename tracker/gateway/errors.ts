@@ -22,7 +22,9 @@ export class GatewayError extends Error {
 export function badRequest(error: z.ZodError): GatewayError {
   const first = error.issues[0]
   const param = first === undefined || first.path.length === 0 ? null : first.path.join('.')
-  const fields = error.issues.map((i) => `${i.path.length === 0 ? '(body)' : i.path.join('.')}: ${i.message}`).join('; ')
+  const fields = error.issues
+    .map((i) => `${i.path.length === 0 ? '(body)' : i.path.join('.')}: ${i.message}`)
+    .join('; ')
   return new GatewayError(400, 'invalid_request_error', 'invalid_value', `invalid request: ${fields}`, param)
 }
 
@@ -30,13 +32,32 @@ export function badRequest(error: z.ZodError): GatewayError {
 export function fromNeuronError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error
   if (error instanceof NeuronError) {
-    if (error.code === 'unknown_model') return new GatewayError(404, 'invalid_request_error', 'model_not_found', error.message, 'model')
+    if (error.code === 'unknown_model')
+      return new GatewayError(404, 'invalid_request_error', 'model_not_found', error.message, 'model')
     if (error.code === 'no_route') {
       const uncovered = Array.isArray(error.details.uncovered) ? error.details.uncovered : []
-      return new GatewayError(503, 'service_unavailable', 'no_route', `no complete route right now: ${error.message}`, null, { uncovered_blocks: uncovered })
+      return new GatewayError(
+        503,
+        'service_unavailable',
+        'no_route',
+        `no complete route right now: ${error.message}`,
+        null,
+        { uncovered_blocks: uncovered },
+      )
     }
-    if (error.code === 'bad_request') return new GatewayError(400, 'invalid_request_error', 'invalid_value', error.message)
-    return new GatewayError(503, 'service_unavailable', error.code, `the swarm could not serve this request: ${error.message}`)
+    if (error.code === 'bad_request')
+      return new GatewayError(400, 'invalid_request_error', 'invalid_value', error.message)
+    return new GatewayError(
+      503,
+      'service_unavailable',
+      error.code,
+      `the swarm could not serve this request: ${error.message}`,
+    )
   }
-  return new GatewayError(500, 'server_error', 'internal', `internal error: ${error instanceof Error ? error.message : String(error)}`)
+  return new GatewayError(
+    500,
+    'server_error',
+    'internal',
+    `internal error: ${error instanceof Error ? error.message : String(error)}`,
+  )
 }

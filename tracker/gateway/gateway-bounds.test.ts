@@ -47,7 +47,9 @@ function percentile99(ms: readonly number[]): number {
 }
 
 /** The typed error a call rejects with, and how long it took. */
-async function refusal(call: () => Promise<unknown>): Promise<{ ms: number; error: InstanceType<typeof OpenAI.APIError> }> {
+async function refusal(
+  call: () => Promise<unknown>,
+): Promise<{ ms: number; error: InstanceType<typeof OpenAI.APIError> }> {
   const t0 = performance.now()
   const error = await call().then(
     () => new Error('the request was served'),
@@ -119,16 +121,25 @@ describe(`gateway bounds on a real swarm`, () => {
     const results = await answered
     const p99 = percentile99(latencies)
     const baseline = percentile99(before)
-    console.log(`/auth/challenge p99: ${baseline.toFixed(1)} ms before, ${p99.toFixed(1)} ms during four 3.9 MB prompts (${latencies.length} probes)`)
+    console.log(
+      `/auth/challenge p99: ${baseline.toFixed(1)} ms before, ${p99.toFixed(1)} ms during four 3.9 MB prompts (${latencies.length} probes)`,
+    )
     expect(results).toEqual([0, 1, 2, 3].map(() => ({ status: 400, code: 'context_length_exceeded' })))
     expect(p99).toBeLessThan(baseline + 100)
   })
 
   it('refuses a prompt of 100 000 token ids at once, as context_length_exceeded', async () => {
     const prompt = Array.from({ length: 100_000 }, (_, i) => 1 + (i % 400))
-    const { ms, error } = await refusal(() => openai.completions.create({ model: swarm.manifest.modelId, prompt, max_tokens: 4 }))
+    const { ms, error } = await refusal(() =>
+      openai.completions.create({ model: swarm.manifest.modelId, prompt, max_tokens: 4 }),
+    )
     console.log(`100 000 prompt token ids: ${error.status} ${error.code} in ${ms.toFixed(0)} ms`)
-    expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'prompt', type: 'invalid_request_error' })
+    expect(error).toMatchObject({
+      status: 400,
+      code: 'context_length_exceeded',
+      param: 'prompt',
+      type: 'invalid_request_error',
+    })
     expect(error.message).toContain(`${swarm.manifest.contextLength}`)
     expect(ms).toBeLessThan(1000)
   })
@@ -136,21 +147,34 @@ describe(`gateway bounds on a real swarm`, () => {
   it('refuses a chat whose messages are longer than the context, as context_length_exceeded on messages', async () => {
     // about 2 600 tokens, in fewer characters than the bound that refuses without tokenizing
     const content = 'Once upon a time there was a cat. '.repeat(250)
-    const { ms, error } = await refusal(() => openai.chat.completions.create({ model: swarm.manifest.modelId, messages: [{ role: 'user', content }] }))
-    expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'messages', type: 'invalid_request_error' })
+    const { ms, error } = await refusal(() =>
+      openai.chat.completions.create({ model: swarm.manifest.modelId, messages: [{ role: 'user', content }] }),
+    )
+    expect(error).toMatchObject({
+      status: 400,
+      code: 'context_length_exceeded',
+      param: 'messages',
+      type: 'invalid_request_error',
+    })
     expect(ms).toBeLessThan(1000)
   })
 
   it('refuses max_tokens of 1e15 at once, and negative or fractional ones', async () => {
     const model = swarm.manifest.modelId
     for (const max_tokens of [1e15, -5, 2.5]) {
-      const { ms, error } = await refusal(() => openai.completions.create({ model, prompt: 'Once upon a time', max_tokens }))
+      const { ms, error } = await refusal(() =>
+        openai.completions.create({ model, prompt: 'Once upon a time', max_tokens }),
+      )
       console.log(`max_tokens ${max_tokens}: ${error.status} ${error.code} in ${ms.toFixed(0)} ms`)
       expect(error).toMatchObject({ status: 400, param: 'max_tokens', type: 'invalid_request_error' })
       expect(ms).toBeLessThan(1000)
     }
     const chat = await refusal(() =>
-      openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Once upon a time' }], max_completion_tokens: 1e15 }),
+      openai.chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        max_completion_tokens: 1e15,
+      }),
     )
     expect(chat.error).toMatchObject({ status: 400, param: 'max_completion_tokens' })
     expect(chat.ms).toBeLessThan(1000)
@@ -158,9 +182,13 @@ describe(`gateway bounds on a real swarm`, () => {
 
   it('refuses a prompt and max_tokens that together pass the context, naming both', async () => {
     const context = swarm.manifest.contextLength
-    const { error } = await refusal(() => openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: context - 2 }))
+    const { error } = await refusal(() =>
+      openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: context - 2 }),
+    )
     expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'max_tokens' })
-    expect(error.message).toMatch(new RegExp(`maximum context length is ${context} tokens.*\\d+ in your prompt; ${context - 2} for the completion`))
+    expect(error.message).toMatch(
+      new RegExp(`maximum context length is ${context} tokens.*\\d+ in your prompt; ${context - 2} for the completion`),
+    )
   })
 
   it('clamps a chat without max_tokens to what the context has left', async () => {
@@ -180,7 +208,10 @@ describe(`gateway bounds on a real swarm`, () => {
     const last = swarm.hosts.find((h) => h.state.blocks?.[1] === swarm.manifest.nLayer)
     const staller = (await swarm.addHost([4, 5], (options) => new StallingHost(options))) as StallingHost
     await last?.stop(0)
-    await vi.waitFor(() => openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 2 }), { timeout: 60_000, interval: 500 })
+    await vi.waitFor(() => openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 2 }), {
+      timeout: 60_000,
+      interval: 500,
+    })
     try {
       staller.stalled = true
       const plain = await refusal(() => openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8 }))
@@ -189,7 +220,13 @@ describe(`gateway bounds on a real swarm`, () => {
       expect(plain.ms).toBeLessThan(STALL_MS + 2000)
 
       staller.stalled = false
-      const stream = await openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 200, temperature: 0.9, stream: true })
+      const stream = await openai.completions.create({
+        model,
+        prompt: 'Once upon a time',
+        max_tokens: 200,
+        temperature: 0.9,
+        stream: true,
+      })
       const t0 = performance.now()
       const streamed = await (async () => {
         for await (const _ of stream) staller.stalled = true
@@ -198,7 +235,9 @@ describe(`gateway bounds on a real swarm`, () => {
         (e: unknown) => e,
       )
       const ms = performance.now() - t0
-      console.log(`a stalled hop, streamed: ${streamed instanceof OpenAI.APIError ? streamed.code : streamed} in ${ms.toFixed(0)} ms`)
+      console.log(
+        `a stalled hop, streamed: ${streamed instanceof OpenAI.APIError ? streamed.code : streamed} in ${ms.toFixed(0)} ms`,
+      )
       expect(streamed).toBeInstanceOf(OpenAI.APIError)
       expect(streamed).toMatchObject({ code: 'swarm_stalled', type: 'service_unavailable' })
       expect(ms).toBeLessThan(STALL_MS + 2000)

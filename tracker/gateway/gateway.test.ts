@@ -7,7 +7,15 @@ import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { connectTracker } from '../../client/tracker-connection'
 import { NodeIdentity, verifySignature } from '../../identity/keys'
-import { ClientToTracker, callRpc, DashboardReceipt, feeOf, REPLAY_STEP_BASE, type Receipt, receiptMessage } from '../../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  DashboardReceipt,
+  feeOf,
+  REPLAY_STEP_BASE,
+  type Receipt,
+  receiptMessage,
+} from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
 import { storeEngines } from '../../test/store-engines'
@@ -43,7 +51,10 @@ async function raw(path: string, init: RequestInit & { key?: string | null } = {
   const key = init.key === undefined ? apiKey : init.key
   if (key !== null) headers.authorization = `Bearer ${key}`
   const res = await fetch(`${swarm.tracker.url}${path}`, { ...init, headers })
-  return { status: res.status, body: (await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } } }
+  return {
+    status: res.status,
+    body: (await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } },
+  }
 }
 
 function expectOpenAiError(body: unknown, code: string, param: string | null = null) {
@@ -115,7 +126,13 @@ for (const engine of await storeEngines())
     })
 
     it('answers a non-streamed completion equal to the swarm client’s, usage counted by the tokenizer', async () => {
-      const completion = await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 20, temperature: 0, seed: 3 })
+      const completion = await openai.completions.create({
+        model: swarm.manifest.modelId,
+        prompt: 'Once upon a time',
+        max_tokens: 20,
+        temperature: 0,
+        seed: 3,
+      })
       const tokenizer = await direct.tokenizer(swarm.manifest.modelId)
       const prompt = tokenizer.encode('Once upon a time')
       const expected = await directText(prompt, 20, 0, 3)
@@ -130,7 +147,13 @@ for (const engine of await storeEngines())
     })
 
     it('trims the output at a stop string and finishes with stop', async () => {
-      const full = await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 30, temperature: 0, seed: 1 })
+      const full = await openai.completions.create({
+        model: swarm.manifest.modelId,
+        prompt: 'Once upon a time',
+        max_tokens: 30,
+        temperature: 0,
+        seed: 1,
+      })
       const text = full.choices[0]?.text ?? ''
       const stop = text.trim().split(/\s+/)[3] ?? ''
       expect(stop).not.toBe('')
@@ -148,7 +171,10 @@ for (const engine of await storeEngines())
 
     it('answers 400, 401, 402 and 404 in OpenAI’s error shape', async () => {
       const model = swarm.manifest.modelId
-      const n2 = await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model, messages: MESSAGES, n: 5 }) })
+      const n2 = await raw('/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model, messages: MESSAGES, n: 5 }),
+      })
       expect(n2.status).toBe(400)
       expectOpenAiError(n2.body, 'invalid_value', 'n')
       const noMessages = await raw('/v1/chat/completions', { method: 'POST', body: JSON.stringify({ model }) })
@@ -161,14 +187,23 @@ for (const engine of await storeEngines())
       const wrong = await raw('/v1/models', { key: 'nk-not-a-key' })
       expect(wrong.status).toBe(401)
       expectOpenAiError(wrong.body, 'invalid_api_key')
-      await expect(new OpenAI({ apiKey: 'nk-wrong', baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0 }).models.list()).rejects.toMatchObject({ status: 401 })
+      await expect(
+        new OpenAI({ apiKey: 'nk-wrong', baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0 }).models.list(),
+      ).rejects.toMatchObject({ status: 401 })
 
       const poor = await createAccount(swarm.tracker.url, ADMIN, { grant_micro: 10 })
-      const broke = await raw('/v1/completions', { method: 'POST', key: poor.apiKey, body: JSON.stringify({ model, prompt: 'Once upon a time' }) })
+      const broke = await raw('/v1/completions', {
+        method: 'POST',
+        key: poor.apiKey,
+        body: JSON.stringify({ model, prompt: 'Once upon a time' }),
+      })
       expect(broke.status).toBe(402)
       expectOpenAiError(broke.body, 'insufficient_credits')
 
-      const unknown = await raw('/v1/completions', { method: 'POST', body: JSON.stringify({ model: 'no-such-model', prompt: 'hi' }) })
+      const unknown = await raw('/v1/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model: 'no-such-model', prompt: 'hi' }),
+      })
       expect(unknown.status).toBe(404)
       expectOpenAiError(unknown.body, 'model_not_found', 'model')
     })
@@ -178,7 +213,8 @@ for (const engine of await storeEngines())
       const tokenizer = await direct.tokenizer(swarm.manifest.modelId)
       const prompt = tokenizer.encode('Once upon a time')
       // Enough for the prompt and about five tokens.
-      const grant = prompt.length * price.promptMicroPerToken + 5 * (price.completionMicroPerToken + swarm.manifest.nLayer) + 1
+      const grant =
+        prompt.length * price.promptMicroPerToken + 5 * (price.completionMicroPerToken + swarm.manifest.nLayer) + 1
       const small = await createAccount(swarm.tracker.url, ADMIN, { grant_micro: grant })
       const client = new OpenAI({ apiKey: small.apiKey, baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0 })
       const stream = await client.completions.create({
@@ -202,7 +238,13 @@ for (const engine of await storeEngines())
     })
 
     it('keeps the ledger sound: entries sum to zero and each host’s earnings equal what its receipts prove', async () => {
-      for (let i = 0; i < 3; i++) await openai.chat.completions.create({ model: swarm.manifest.modelId, messages: MESSAGES, max_tokens: 12, seed: i })
+      for (let i = 0; i < 3; i++)
+        await openai.chat.completions.create({
+          model: swarm.manifest.modelId,
+          messages: MESSAGES,
+          max_tokens: 12,
+          seed: i,
+        })
       const ledger = swarm.tracker.store.ledger
       expect(await ledger.total()).toBe(0)
       expect(await ledger.unbalancedTransactions()).toEqual([])
@@ -215,7 +257,9 @@ for (const engine of await storeEngines())
         let proven = 0
         for (const { receipt, accountId: payer } of receipts) {
           const { signature, ...body } = receipt
-          expect(verifySignature(swarm.tracker.registry.get(host.hostId)?.publicKey ?? '', receiptMessage(body), signature)).toBe(true)
+          expect(
+            verifySignature(swarm.tracker.registry.get(host.hostId)?.publicKey ?? '', receiptMessage(body), signature),
+          ).toBe(true)
           if (payer === null || receipt.step >= REPLAY_STEP_BASE) continue
           const charge = hopCharge(price, swarm.manifest.nLayer, receipt)
           proven += charge - feeOf(charge, 1000)
@@ -229,7 +273,10 @@ for (const engine of await storeEngines())
       expect(rent).toBeGreaterThanOrEqual(0)
       expect((await ledger.balance(FEE_ACCOUNT)) - fees).toSatisfy((extra: number) => extra >= 0 && extra <= rent)
       const dashboard = await raw('/v1/dashboard/account')
-      expect(dashboard.body).toMatchObject({ account_id: accountId, balance_micro: await ledger.balance(consumerAccount(accountId)) })
+      expect(dashboard.body).toMatchObject({
+        account_id: accountId,
+        balance_micro: await ledger.balance(consumerAccount(accountId)),
+      })
     })
 
     it('pushes settled receipts to a subscribed dashboard and answers the host dashboard over HTTP', async () => {
@@ -238,10 +285,18 @@ for (const engine of await storeEngines())
       try {
         const pushes: DashboardReceipt[] = []
         socket.on('dashboard.receipt', (p: unknown) => pushes.push(DashboardReceipt.parse(p)))
-        expect(await callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })).toEqual({ hostIds: [host.hostId] })
-        await openai.completions.create({ model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 6, temperature: 0 })
+        expect(await callRpc(socket, ClientToTracker, 'dashboard.subscribe', { hostIds: [host.hostId] })).toEqual({
+          hostIds: [host.hostId],
+        })
+        await openai.completions.create({
+          model: swarm.manifest.modelId,
+          prompt: 'Once upon a time',
+          max_tokens: 6,
+          temperature: 0,
+        })
         const { ledger } = swarm.tracker.store // the host hands its receipts in too (batched): wait for every step's push
-        const paid = async () => (await ledger.receipts({ hostId: host.hostId, limit: 1000 })).filter((r) => r.accountId === accountId)
+        const paid = async () =>
+          (await ledger.receipts({ hostId: host.hostId, limit: 1000 })).filter((r) => r.accountId === accountId)
         const pushedOf = (sessions: Set<string>) => pushes.filter((p) => sessions.has(p.session))
         await vi.waitFor(async () => {
           expect(pushedOf(new Set((await paid()).map((r) => r.receipt.session))).length).toBeGreaterThanOrEqual(6)
@@ -254,7 +309,9 @@ for (const engine of await storeEngines())
         const ours = new Set((await paid()).map((r) => r.receipt.session))
         expect(pushedOf(ours).length).toBeGreaterThanOrEqual(6)
         expect(pushes.filter((p) => ours.has(p.session) && !(p.ok && p.chargedMicro > 0))).toEqual([])
-        const payer = new Map((await ledger.receipts({ hostId: host.hostId, limit: 1000 })).map((r) => [r.receipt.session, r.accountId]))
+        const payer = new Map(
+          (await ledger.receipts({ hostId: host.hostId, limit: 1000 })).map((r) => [r.receipt.session, r.accountId]),
+        )
         expect(pushes.filter((p) => payer.get(p.session) == null && p.chargedMicro !== 0)).toEqual([])
       } finally {
         socket.close()
@@ -282,13 +339,19 @@ for (const engine of await storeEngines())
       try {
         const runs = []
         for (const seed of [1, 2]) {
-          const run = client.generate({ modelId: swarm.manifest.modelId, prompt: 'Once upon a time', maxTokens: 4, sampling: { seed } })
+          const run = client.generate({
+            modelId: swarm.manifest.modelId,
+            prompt: 'Once upon a time',
+            maxTokens: 4,
+            sampling: { seed },
+          })
           let next = await run.next()
           while (!next.done) next = await run.next()
           runs.push(next.value)
         }
         const [a, b] = runs as [(typeof runs)[0], (typeof runs)[0]]
-        const submit = (session: string, receipts: unknown[]) => callRpc(client.tracker, ClientToTracker, 'receipts.submit', { session, receipts })
+        const submit = (session: string, receipts: unknown[]) =>
+          callRpc(client.tracker, ClientToTracker, 'receipts.submit', { session, receipts })
         const first = await client.submitReceipts(a.session, a.receipts)
         // The hosts hand in their own receipts too: whichever copy comes first pays.
         expect(first.verdicts.every((v) => (v.ok && v.charged > 0) || v.code === 'already_settled')).toBe(true)
@@ -314,7 +377,13 @@ for (const engine of await storeEngines())
     })
 
     it('stops generating, and charging, when the caller hangs up mid-stream', async () => {
-      const request = { model: swarm.manifest.modelId, prompt: 'Once upon a time', max_tokens: 150, temperature: 0.9, seed: 5 }
+      const request = {
+        model: swarm.manifest.modelId,
+        prompt: 'Once upon a time',
+        max_tokens: 150,
+        temperature: 0.9,
+        seed: 5,
+      }
       const full = await openai.completions.create(request)
       const n = full.usage?.completion_tokens ?? 0
       expect(n).toBeGreaterThan(30)
@@ -332,7 +401,11 @@ for (const engine of await storeEngines())
       controller.abort()
       await new Promise((r) => setTimeout(r, 300))
       const steps = async () =>
-        new Set((await swarm.tracker.store.ledger.receipts({ limit: 100_000 })).filter((r) => r.accountId === caller.accountId).map((r) => r.receipt.step)).size
+        new Set(
+          (await swarm.tracker.store.ledger.receipts({ limit: 100_000 }))
+            .filter((r) => r.accountId === caller.accountId)
+            .map((r) => r.receipt.step),
+        ).size
       const paid = await steps()
       await new Promise((r) => setTimeout(r, 200))
       expect(await steps()).toBe(paid)
@@ -342,7 +415,9 @@ for (const engine of await storeEngines())
 
     it('pays a step retried after a failover once, and the replay that rebuilt the cache from the failed host’s share, not the caller’s; the failure counts against no host on the client’s word', async () => {
       const spare = await swarm.addHost([2, 4])
-      const failedBefore = new Map(swarm.hosts.map((h) => [h.hostId, swarm.tracker.reputation.of(h.hostId).failedSteps]))
+      const failedBefore = new Map(
+        swarm.hosts.map((h) => [h.hostId, swarm.tracker.reputation.of(h.hostId).failedSteps]),
+      )
       const stream = await openai.completions.create({
         model: swarm.manifest.modelId,
         prompt: 'Once upon a time',
@@ -372,7 +447,11 @@ for (const engine of await storeEngines())
       expect(replayEarned).toBeGreaterThan(0)
       expect(replayEarned).toBeLessThanOrEqual(killedEarned)
       const blocksPerStep = new Map<number, number>()
-      for (const r of paid) blocksPerStep.set(r.receipt.step, (blocksPerStep.get(r.receipt.step) ?? 0) + r.receipt.blocks[1] - r.receipt.blocks[0])
+      for (const r of paid)
+        blocksPerStep.set(
+          r.receipt.step,
+          (blocksPerStep.get(r.receipt.step) ?? 0) + r.receipt.blocks[1] - r.receipt.blocks[0],
+        )
       expect([...blocksPerStep.values()].every((n) => n === swarm.manifest.nLayer)).toBe(true)
       expect(await ledger.total()).toBe(0)
       // A client's word that a hop failed counts against no host (a probe is asked for instead; test/admission-attacks)
@@ -387,12 +466,16 @@ for (const engine of await storeEngines())
       const last = swarm.hosts.find((h) => h.state.blocks?.[1] === swarm.manifest.nLayer)
       await last?.stop(0)
       await new Promise((r) => setTimeout(r, 200))
-      const down = await raw('/v1/completions', { method: 'POST', body: JSON.stringify({ model, prompt: 'Once upon a time', max_tokens: 4 }) })
+      const down = await raw('/v1/completions', {
+        method: 'POST',
+        body: JSON.stringify({ model, prompt: 'Once upon a time', max_tokens: 4 }),
+      })
       expect(down.status).toBe(503)
       expectOpenAiError(down.body, 'no_route')
       expect(down.body.error).toMatchObject({ uncovered_blocks: [[4, 5]] })
       let status = 0
-      for (let i = 0; i < 45 && status !== 429; i++) status = (await raw('/v1/completions', { method: 'POST', body: '{}' })).status
+      for (let i = 0; i < 45 && status !== 429; i++)
+        status = (await raw('/v1/completions', { method: 'POST', body: '{}' })).status
       expect(status).toBe(429)
       const limited = await raw('/v1/completions', { method: 'POST', body: '{}' })
       expectOpenAiError(limited.body, 'rate_limit_exceeded')

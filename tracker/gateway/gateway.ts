@@ -59,7 +59,11 @@ export class Gateway {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
-    const dialect: ErrorDialect = path.startsWith('/api/') ? ollamaDialect : path === '/v1/messages' ? anthropicDialect : openAiDialect
+    const dialect: ErrorDialect = path.startsWith('/api/')
+      ? ollamaDialect
+      : path === '/v1/messages'
+        ? anthropicDialect
+        : openAiDialect
     try {
       const method = req.method ?? 'GET'
       if (method === 'POST' && path === '/v1/messages') return await this.anthropic.messages(req, res)

@@ -10,7 +10,12 @@ import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'
 
 /** The gateway routes that generate, as the account's request log names them. */
-export type GenerationEndpoint = 'chat.completions' | 'completions' | 'ollama.chat' | 'ollama.generate' | 'anthropic.messages'
+export type GenerationEndpoint =
+  | 'chat.completions'
+  | 'completions'
+  | 'ollama.chat'
+  | 'ollama.generate'
+  | 'anthropic.messages'
 
 /** One generation as the swarm runs it, whichever endpoint asked for it. */
 export interface Generation {
@@ -47,7 +52,12 @@ export interface TokenLogprob {
 export type Chunk =
   | { readonly text: string; readonly logprobs?: readonly TokenLogprob[] }
   /** `stopSequence`: which of the stop strings ended it (Anthropic's stop_sequence); absent when the model ended it. */
-  | { readonly done: true; readonly finishReason: 'stop' | 'length'; readonly completionTokens: number; readonly stopSequence?: string }
+  | {
+      readonly done: true
+      readonly finishReason: 'stop' | 'length'
+      readonly completionTokens: number
+      readonly stopSequence?: string
+    }
 
 /**
  * Generations on the swarm through the tracker's own SwarmClient, paid from the caller's account
@@ -55,7 +65,10 @@ export type Chunk =
  */
 export class PaidGenerations {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'ledger' | 'metering' | 'reputation' | 'client' | 'sponsor' | 'apiRequests' | 'log'>,
+    private readonly deps: Pick<
+      GatewayDeps,
+      'catalog' | 'accounts' | 'ledger' | 'metering' | 'reputation' | 'client' | 'sponsor' | 'apiRequests' | 'log'
+    >,
     private readonly pricing: PricingOptions,
     private readonly holds: CreditHolds,
     /** The longest the swarm may go without a token before the generation is given up (503): see STALL_MS. */
@@ -69,9 +82,16 @@ export class PaidGenerations {
   async checkAffordable(account: StoredAccount, modelId: string, fewestPromptTokens: number): Promise<void> {
     const { manifest } = this.deps.catalog.get(modelId)
     const price = priceOf(manifest, this.pricing)
-    const available = (await this.deps.ledger.balance(consumerAccount(account.accountId))) - (await this.holds.heldMicro(account.accountId))
+    const available =
+      (await this.deps.ledger.balance(consumerAccount(account.accountId))) -
+      (await this.holds.heldMicro(account.accountId))
     if (affordableTokens(price, manifest.nLayer, fewestPromptTokens, available) < 1) {
-      throw unaffordable(account, available, maxCost(price, manifest.nLayer, fewestPromptTokens, 1), `at least ${fewestPromptTokens}`)
+      throw unaffordable(
+        account,
+        available,
+        maxCost(price, manifest.nLayer, fewestPromptTokens, 1),
+        `at least ${fewestPromptTokens}`,
+      )
     }
   }
 
@@ -127,14 +147,28 @@ export class PaidGenerations {
     // Checked and taken in one store transaction: another instance's generation cannot spend the same credits.
     await this.holds.take(session, account.accountId, (available) => {
       const affordable = affordableTokens(price, nLayer, g.promptTokens.length, available)
-      if (affordable < 1) throw unaffordable(account, available, maxCost(price, nLayer, g.promptTokens.length, 1), `${g.promptTokens.length}`)
+      if (affordable < 1)
+        throw unaffordable(
+          account,
+          available,
+          maxCost(price, nLayer, g.promptTokens.length, 1),
+          `${g.promptTokens.length}`,
+        )
       maxTokens = Math.min(g.maxTokens, affordable)
       return { heldMicro: maxCost(price, nLayer, g.promptTokens.length, maxTokens), maxTokens }
     })
-    const log = { session, accountId: account.accountId, endpoint: g.endpoint, modelId: g.modelId, promptTokens: g.promptTokens.length }
+    const log = {
+      session,
+      accountId: account.accountId,
+      endpoint: g.endpoint,
+      modelId: g.modelId,
+      promptTokens: g.promptTokens.length,
+    }
     let generated = 0
     let status = 'cancelled'
-    await this.deps.apiRequests.started({ ...log, startedAt: Date.now() }).catch((e: Error) => this.deps.log(`request log: ${e.message}`))
+    await this.deps.apiRequests
+      .started({ ...log, startedAt: Date.now() })
+      .catch((e: Error) => this.deps.log(`request log: ${e.message}`))
     let outOfCredits = false
     // Receipts wait here until a commit: text is written only once its step's receipts are committed (so every
     // token a caller got is paid, even across a tracker crash), but commits are batched, one every SETTLE_EVERY_MS
@@ -147,7 +181,8 @@ export class PaidGenerations {
         // one commit for every queued step of the same session
         while (unsettled[0]?.session === batch.session) receipts.push(...(unsettled.shift()?.receipts ?? []))
         await this.deps.metering.bind(batch.session, account.accountId)
-        for (const v of await this.deps.metering.settle(batch.session, receipts)) if (v.code === 'insufficient_credits') outOfCredits = true
+        for (const v of await this.deps.metering.settle(batch.session, receipts))
+          if (v.code === 'insufficient_credits') outOfCredits = true
       }
     }
     let settledAt = Number.NEGATIVE_INFINITY // the first token goes out at once
@@ -169,7 +204,10 @@ export class PaidGenerations {
       const longestStop = Math.max(0, ...g.stop.map((s) => s.length))
       const logprobs = g.logprobs === undefined ? undefined : new LogprobTrail(await client.tokenizer(g.modelId))
       /** A chunk of the text up to `end`, with the log-probabilities of the tokens that begin before it. */
-      const chunk = (from: number, end: number) => ({ text: text.slice(from, end), ...(logprobs === undefined ? {} : { logprobs: logprobs.until(end) }) })
+      const chunk = (from: number, end: number) => ({
+        text: text.slice(from, end),
+        ...(logprobs === undefined ? {} : { logprobs: logprobs.until(end) }),
+      })
       let text = ''
       let sent = 0
       let next = await bounded(tokens.next(), this.stallMs + g.promptTokens.length * STALL_MS_PER_PROMPT_TOKEN)
@@ -216,12 +254,19 @@ export class PaidGenerations {
       await settle()
       if (text.length > sent) yield chunk(sent, text.length)
       const s = next.value
-      for (const hop of s.route) if (hop.medianMs > 0) this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
+      for (const hop of s.route)
+        if (hop.medianMs > 0)
+          this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
       generated = s.completionTokens
       status = 'completed'
       yield { done: true, finishReason: s.finishReason, completionTokens: s.completionTokens }
     } catch (error) {
-      status = error instanceof GatewayError && error.code !== null ? error.code : error instanceof NeuronError ? error.code : 'failed'
+      status =
+        error instanceof GatewayError && error.code !== null
+          ? error.code
+          : error instanceof NeuronError
+            ? error.code
+            : 'failed'
       throw error
     } finally {
       // A caller who hung up: what its steps cost is committed before the hold that covers it goes.
@@ -233,7 +278,9 @@ export class PaidGenerations {
       if (!stalled) await closing
       // A hold whose release fails stays until it is idle past its expiry, then any instance releases it.
       await this.holds.release(session).catch(() => {})
-      await this.deps.apiRequests.ended(session, generated, status).catch((e: Error) => this.deps.log(`request log: ${e.message}`))
+      await this.deps.apiRequests
+        .ended(session, generated, status)
+        .catch((e: Error) => this.deps.log(`request log: ${e.message}`))
     }
   }
 }
@@ -304,7 +351,13 @@ class LogprobTrail {
 export async function collect(
   stream: AsyncGenerator<Chunk, void>,
   first?: IteratorResult<Chunk, void>,
-): Promise<{ text: string; finishReason: 'stop' | 'length'; completionTokens: number; logprobs: TokenLogprob[]; stopSequence?: string }> {
+): Promise<{
+  text: string
+  finishReason: 'stop' | 'length'
+  completionTokens: number
+  logprobs: TokenLogprob[]
+  stopSequence?: string
+}> {
   let text = ''
   const logprobs: TokenLogprob[] = []
   let finish: Extract<Chunk, { done: true }> | undefined

@@ -21,7 +21,10 @@ let accountId = ''
 let cleanup: () => Promise<void> = async () => {}
 const scratch = mkdtempSync(join(tmpdir(), 'neuron-gateway-ref-'))
 
-async function post(body: unknown, key: string | null = apiKey): Promise<{ status: number; body: Record<string, unknown> }> {
+async function post(
+  body: unknown,
+  key: string | null = apiKey,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${swarm.tracker.url}/v1/hidden_states`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(key === null ? {} : { authorization: `Bearer ${key}` }) },
@@ -36,18 +39,26 @@ async function states(body: Record<string, unknown>): Promise<{ answer: HiddenSt
   if (res.status !== 200) throw new Error(`expected 200, got ${res.status}: ${JSON.stringify(res.body)}`)
   const answer = HiddenStatesResponse.parse(res.body)
   const data =
-    typeof answer.data === 'string' ? new Float32Array(new Uint8Array(Buffer.from(answer.data, 'base64')).buffer) : Float32Array.from(answer.data.flat())
+    typeof answer.data === 'string'
+      ? new Float32Array(new Uint8Array(Buffer.from(answer.data, 'base64')).buffer)
+      : Float32Array.from(answer.data.flat())
   expect(data.length).toBe(answer.tokens * answer.width)
   return { answer, data }
 }
 
-const base64 = (values: Float32Array) => Buffer.from(values.buffer, values.byteOffset, values.byteLength).toString('base64')
+const base64 = (values: Float32Array) =>
+  Buffer.from(values.buffer, values.byteOffset, values.byteLength).toString('base64')
 
 describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and [3, 5))', () => {
   beforeAll(async () => {
     let dir: string
     ;({ dir, cleanup } = await scratchDir())
-    ;({ swarm, apiKey, accountId } = await startGatewaySwarm(dir, STORIES_260K, { adminToken: ADMIN, requestsPerMinute: RATE_LIMIT }, 'hidden-states'))
+    ;({ swarm, apiKey, accountId } = await startGatewaySwarm(
+      dir,
+      STORIES_260K,
+      { adminToken: ADMIN, requestsPerMinute: RATE_LIMIT },
+      'hidden-states',
+    ))
   }, 180_000)
   afterAll(async () => {
     await swarm?.close()
@@ -59,7 +70,13 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
     `answers the state after blocks 1 and 3 (across the hosts' seam) equal to reference/run.py's within ${SEAM_TOLERANCE}${NO_TORCH}`,
     async () => {
       const after3 = await states({ prompt: PROMPT, after_block: 3 })
-      expect(after3.answer).toMatchObject({ object: 'hidden_states', from_block: 0, after_block: 3, width: swarm.manifest.nEmbd, encoding: 'f32-base64' })
+      expect(after3.answer).toMatchObject({
+        object: 'hidden_states',
+        from_block: 0,
+        after_block: 3,
+        width: swarm.manifest.nEmbd,
+        encoding: 'f32-base64',
+      })
       // the state crossed the seam between the two hosts
       expect(after3.answer.route.map((h) => h.blocks)).toEqual([
         [0, 3],
@@ -70,8 +87,13 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
       const after1 = await states({ tokens: ids, after_block: 1, encoding: 'json' })
       expect(Array.isArray(after1.answer.data)).toBe(true)
       const ref = await runReferenceAsync(scratch, [STORIES_260K], ids)
-      const errors = [relativeError(after1.data, ref.hidden[1]?.data ?? []), relativeError(after3.data, ref.hidden[3]?.data ?? [])]
-      console.log(`HTTP hidden states vs reference, rel err after blocks 1 and 3: ${errors.map((e) => e.toExponential(1)).join(' ')}`)
+      const errors = [
+        relativeError(after1.data, ref.hidden[1]?.data ?? []),
+        relativeError(after3.data, ref.hidden[3]?.data ?? []),
+      ]
+      console.log(
+        `HTTP hidden states vs reference, rel err after blocks 1 and 3: ${errors.map((e) => e.toExponential(1)).join(' ')}`,
+      )
       for (const e of errors) expect(e).toBeLessThan(SEAM_TOLERANCE)
     },
   )
@@ -105,17 +127,43 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
     const refused = async (body: unknown, code: string, param: string | null) => {
       const res = await post(body)
       expect(res.status).toBe(400)
-      expect(res.body).toMatchObject({ error: { code, param, message: expect.any(String), type: 'invalid_request_error' } })
+      expect(res.body).toMatchObject({
+        error: { code, param, message: expect.any(String), type: 'invalid_request_error' },
+      })
     }
     await refused({ model, prompt: PROMPT, after_block: 4 }, 'block_out_of_range', 'after_block')
-    await refused({ model, prompt: PROMPT, after_block: 1, add: { block: 3, vector: new Array(width).fill(0) } }, 'block_out_of_range', 'add.block')
-    await refused({ model, prompt: PROMPT, after_block: 1, add: { block: 1, vector: new Array(width + 1).fill(0) } }, 'wrong_width', 'add.vector')
-    await refused({ model, input: { from_block: 2, tokens: 2, data: base64(new Float32Array(3)) }, after_block: 3 }, 'wrong_width', 'input.data')
-    await refused({ model, input: { from_block: 2, tokens: 1, data: base64(new Float32Array(width * 2)) }, after_block: 3 }, 'wrong_width', 'input.data')
-    await refused({ model, tokens: new Array(MAX_HIDDEN_TOKENS + 1).fill(1), after_block: 1 }, 'invalid_value', 'tokens')
+    await refused(
+      { model, prompt: PROMPT, after_block: 1, add: { block: 3, vector: new Array(width).fill(0) } },
+      'block_out_of_range',
+      'add.block',
+    )
+    await refused(
+      { model, prompt: PROMPT, after_block: 1, add: { block: 1, vector: new Array(width + 1).fill(0) } },
+      'wrong_width',
+      'add.vector',
+    )
+    await refused(
+      { model, input: { from_block: 2, tokens: 2, data: base64(new Float32Array(3)) }, after_block: 3 },
+      'wrong_width',
+      'input.data',
+    )
+    await refused(
+      { model, input: { from_block: 2, tokens: 1, data: base64(new Float32Array(width * 2)) }, after_block: 3 },
+      'wrong_width',
+      'input.data',
+    )
+    await refused(
+      { model, tokens: new Array(MAX_HIDDEN_TOKENS + 1).fill(1), after_block: 1 },
+      'invalid_value',
+      'tokens',
+    )
     await refused({ model, tokens: [1, 999_999], after_block: 1 }, 'bad_request', 'tokens')
     await refused({ model, prompt: PROMPT, tokens: [1, 2], after_block: 1 }, 'invalid_value', 'prompt')
-    await refused({ model, prompt: PROMPT, after_block: 1, add: { block: 1, vector: 'not base64!' } }, 'invalid_value', 'add.vector')
+    await refused(
+      { model, prompt: PROMPT, after_block: 1, add: { block: 1, vector: 'not base64!' } },
+      'invalid_value',
+      'add.vector',
+    )
     await refused('{"model": ', 'invalid_json', null)
     expect((await post({ model, prompt: PROMPT, after_block: 1 }, null)).status).toBe(401)
     expect((await post({ model: 'no-such-model', prompt: PROMPT, after_block: 1 })).status).toBe(404)
@@ -130,7 +178,10 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
     expect(answer.usage).toMatchObject({ positions: answer.tokens, blocks: 4 })
     // each hop's receipt charges its blocks' share of the prompt's price, as a chat's prefill does
     const price = priceOf(swarm.manifest, {})
-    const expected = answer.route.reduce((sum, h) => sum + hopCharge(price, swarm.manifest.nLayer, { step: 1, tokens: answer.tokens, blocks: h.blocks }), 0)
+    const expected = answer.route.reduce(
+      (sum, h) => sum + hopCharge(price, swarm.manifest.nLayer, { step: 1, tokens: answer.tokens, blocks: h.blocks }),
+      0,
+    )
     expect(answer.usage.charged_micro).toBe(expected)
     expect(expected).toBeGreaterThan(0)
     // at most: a session's KV rent is charged at its end too
@@ -147,7 +198,8 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
   it('rate-limits the account with 429s shared with the OpenAI endpoints', async () => {
     let status = 0
     let body: Record<string, unknown> = {}
-    for (let i = 0; i <= RATE_LIMIT && status !== 429; i++) ({ status, body } = await post({ model: swarm.manifest.modelId, after_block: 1 }))
+    for (let i = 0; i <= RATE_LIMIT && status !== 429; i++)
+      ({ status, body } = await post({ model: swarm.manifest.modelId, after_block: 1 }))
     expect(status).toBe(429)
     expect(body).toMatchObject({ error: { code: 'rate_limit_exceeded', message: expect.stringContaining(accountId) } })
     const completion = await fetch(`${swarm.tracker.url}/v1/completions`, {

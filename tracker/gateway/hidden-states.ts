@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { checkStateRequest, type HiddenState, runToBlock, type StateRequest } from '../../client/hidden-states'
-import { HiddenStatesRequest, type HiddenStatesResponse, MAX_HIDDEN_TOKENS, type Manifest, NeuronError } from '../../protocol'
+import {
+  HiddenStatesRequest,
+  type HiddenStatesResponse,
+  MAX_HIDDEN_TOKENS,
+  type Manifest,
+  NeuronError,
+} from '../../protocol'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { hopCharge, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
 import { authenticate } from './auth'
@@ -12,7 +18,13 @@ import type { PromptTokenizers } from './prompt-tokenizers'
 import type { RateLimit } from './rate-limit'
 
 /** The SDK's refusals of a request that the caller can fix: a 400 naming the field. */
-const CALLER_ERRORS = new Set(['block_out_of_range', 'too_many_tokens', 'wrong_width', 'bad_request', 'unsupported_seam'])
+const CALLER_ERRORS = new Set([
+  'block_out_of_range',
+  'too_many_tokens',
+  'wrong_width',
+  'bad_request',
+  'unsupported_seam',
+])
 
 /**
  * POST /v1/hidden_states: the state after a block (client/hidden-states.ts) over HTTP, for callers outside Node
@@ -21,7 +33,10 @@ const CALLER_ERRORS = new Set(['block_out_of_range', 'too_many_tokens', 'wrong_w
  */
 export class HiddenStatesEndpoint {
   constructor(
-    private readonly deps: Pick<GatewayDeps, 'catalog' | 'accounts' | 'admits' | 'holds' | 'metering' | 'client' | 'sponsor'>,
+    private readonly deps: Pick<
+      GatewayDeps,
+      'catalog' | 'accounts' | 'admits' | 'holds' | 'metering' | 'client' | 'sponsor'
+    >,
     private readonly pricing: PricingOptions,
     private readonly rateLimit: RateLimit,
     private readonly tokenizers: PromptTokenizers,
@@ -33,7 +48,10 @@ export class HiddenStatesEndpoint {
     const body = parse(HiddenStatesRequest, await readBody(req))
     const { manifest } = this.deps.catalog.get(body.model) // 404 before any work
     const request: StateRequest = {
-      input: body.input === undefined ? { tokens: await this.promptTokens(body) } : { from: body.input.from_block, state: rowsOf(body.input, 'input.data') },
+      input:
+        body.input === undefined
+          ? { tokens: await this.promptTokens(body) }
+          : { from: body.input.from_block, state: rowsOf(body.input, 'input.data') },
       afterBlock: body.after_block,
       ...(body.add === undefined ? {} : { add: { block: body.add.block, vector: vectorOf(body.add.vector) } }),
     }
@@ -60,7 +78,11 @@ export class HiddenStatesEndpoint {
         // A receipt its host handed in first was charged then, at the same price.
         verdicts.forEach((v, i) => {
           const r = receipts[i]
-          charged += v.ok ? v.charged : v.code === 'already_settled' && r !== undefined ? hopCharge(price, manifest.nLayer, r) : 0
+          charged += v.ok
+            ? v.charged
+            : v.code === 'already_settled' && r !== undefined
+              ? hopCharge(price, manifest.nLayer, r)
+              : 0
         })
       }
       const response: HiddenStatesResponse = {
@@ -74,7 +96,11 @@ export class HiddenStatesEndpoint {
         data: encode(result.state, body.encoding),
         route: result.route.map((h) => ({ host_id: h.hostId, blocks: [h.blocks[0], h.blocks[1]] })),
         ...('tokens' in request.input ? { token_ids: [...request.input.tokens] } : {}),
-        usage: { positions: result.state.tokens, blocks: result.afterBlock + 1 - result.fromBlock, charged_micro: charged },
+        usage: {
+          positions: result.state.tokens,
+          blocks: result.afterBlock + 1 - result.fromBlock,
+          charged_micro: charged,
+        },
       }
       sendJson(res, 200, response)
     } finally {
@@ -130,7 +156,13 @@ function callerError(check: () => void): void {
 function fromBase64(data: string, param: string): Float32Array {
   const bytes = Buffer.from(data, 'base64')
   if (bytes.length % 4 !== 0)
-    throw new GatewayError(400, 'invalid_request_error', 'invalid_value', `${param} decodes to ${bytes.length} bytes, not a whole number of f32 values.`, param)
+    throw new GatewayError(
+      400,
+      'invalid_request_error',
+      'invalid_value',
+      `${param} decodes to ${bytes.length} bytes, not a whole number of f32 values.`,
+      param,
+    )
   return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length))
 }
 
@@ -143,16 +175,22 @@ function rowsOf(input: { tokens: number; data: string | number[][] }, param: str
   const wrong = (message: string) => new GatewayError(400, 'invalid_request_error', 'wrong_width', message, param)
   if (typeof input.data === 'string') {
     const data = fromBase64(input.data, param)
-    if (data.length === 0 || data.length % input.tokens !== 0) throw wrong(`${param} holds ${data.length} values, not ${input.tokens} rows of equal width.`)
+    if (data.length === 0 || data.length % input.tokens !== 0)
+      throw wrong(`${param} holds ${data.length} values, not ${input.tokens} rows of equal width.`)
     return { tokens: input.tokens, width: data.length / input.tokens, data }
   }
   const width = input.data[0]?.length ?? 0
   if (input.data.length !== input.tokens || input.data.some((row) => row.length !== width))
-    throw wrong(`${param} has ${input.data.length} rows (input.tokens says ${input.tokens}), each of one width (the first is ${width}).`)
+    throw wrong(
+      `${param} has ${input.data.length} rows (input.tokens says ${input.tokens}), each of one width (the first is ${width}).`,
+    )
   return { tokens: input.tokens, width, data: Float32Array.from(input.data.flat()) }
 }
 
 function encode(state: HiddenState, encoding: 'f32-base64' | 'json'): string | number[][] {
-  if (encoding === 'f32-base64') return Buffer.from(state.data.buffer, state.data.byteOffset, state.data.byteLength).toString('base64')
-  return Array.from({ length: state.tokens }, (_, r) => Array.from(state.data.subarray(r * state.width, (r + 1) * state.width)))
+  if (encoding === 'f32-base64')
+    return Buffer.from(state.data.buffer, state.data.byteOffset, state.data.byteLength).toString('base64')
+  return Array.from({ length: state.tokens }, (_, r) =>
+    Array.from(state.data.subarray(r * state.width, (r + 1) * state.width)),
+  )
 }

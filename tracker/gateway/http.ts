@@ -11,7 +11,8 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024
 export async function readBody(
   req: IncomingMessage,
   maxBytes = MAX_BODY_BYTES,
-  tooLarge = (max: number) => new GatewayError(400, 'invalid_request_error', 'body_too_large', `request bodies are at most ${max} bytes.`),
+  tooLarge = (max: number) =>
+    new GatewayError(400, 'invalid_request_error', 'body_too_large', `request bodies are at most ${max} bytes.`),
 ): Promise<unknown> {
   if (Number(req.headers['content-length'] ?? 0) > maxBytes) throw tooLarge(maxBytes)
   const chunks: Buffer[] = []
@@ -70,7 +71,10 @@ export function guarded(
     } catch (error) {
       log(`${req.method} ${(req.url ?? '').slice(0, 200)} failed: ${error instanceof Error ? error.message : error}`)
       if (res.headersSent) res.destroy()
-      else sendJson(res, 500, { error: { code: 'internal', message: 'the tracker failed to answer this request; it keeps serving.' } })
+      else
+        sendJson(res, 500, {
+          error: { code: 'internal', message: 'the tracker failed to answer this request; it keeps serving.' },
+        })
     }
   }
 }

@@ -66,12 +66,15 @@ export class GrammarBuilder {
     if (depth > MAX_DEPTH) this.refuse(path, `schemas nest deeper than ${MAX_DEPTH}`)
     if (schema === true || (isObject(schema) && Object.keys(schema).length === 0)) return 'value'
     if (!isObject(schema)) return this.refuse(path, 'a schema is a JSON object')
-    for (const key of Object.keys(schema)) if (!SUPPORTED.has(key)) this.refuse(path, `the keyword "${key}" is not supported`)
+    for (const key of Object.keys(schema))
+      if (!SUPPORTED.has(key)) this.refuse(path, `the keyword "${key}" is not supported`)
     if ('const' in schema) return this.rule(gbnfLiteral(JSON.stringify(schema.const)), 'const')
-    if (Array.isArray(schema.enum)) return this.rule(schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ') || '"null"', 'enum')
+    if (Array.isArray(schema.enum))
+      return this.rule(schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ') || '"null"', 'enum')
     const alternatives = schema.anyOf ?? schema.oneOf
     if (alternatives !== undefined) {
-      if (!Array.isArray(alternatives) || alternatives.length === 0) this.refuse(path, 'anyOf/oneOf is a non-empty array of schemas')
+      if (!Array.isArray(alternatives) || alternatives.length === 0)
+        this.refuse(path, 'anyOf/oneOf is a non-empty array of schemas')
       return this.rule(alternatives.map((s, i) => this.schema(s, `${path}/anyOf/${i}`, depth + 1)).join(' | '), 'any')
     }
     const types = Array.isArray(schema.type) ? schema.type : schema.type === undefined ? ['object'] : [schema.type]
@@ -100,7 +103,10 @@ export class GrammarBuilder {
       case 'object':
         return this.object(schema, path, depth)
       default:
-        return this.refuse(path, `the type ${JSON.stringify(type)} is not one of string, number, integer, boolean, null, array, object`)
+        return this.refuse(
+          path,
+          `the type ${JSON.stringify(type)} is not one of string, number, integer, boolean, null, array, object`,
+        )
     }
   }
 
@@ -117,14 +123,17 @@ export class GrammarBuilder {
   /** Declared properties in their order, the required ones always, the others optional; nothing else. */
   private object(schema: Record<string, unknown>, path: string, depth: number): string {
     const extra = schema.additionalProperties
-    if (extra !== undefined && extra !== false) this.refuse(path, 'additionalProperties must be false or absent (only declared properties are generated)')
+    if (extra !== undefined && extra !== false)
+      this.refuse(path, 'additionalProperties must be false or absent (only declared properties are generated)')
     if (schema.properties === undefined) return 'object'
     if (!isObject(schema.properties)) return this.refuse(path, 'properties is an object of schemas')
     const required = new Set(Array.isArray(schema.required) ? schema.required : [])
     const names = Object.keys(schema.properties)
-    for (const r of required) if (!names.includes(String(r))) this.refuse(path, `required property "${String(r)}" is not among the properties`)
+    for (const r of required)
+      if (!names.includes(String(r))) this.refuse(path, `required property "${String(r)}" is not among the properties`)
     const kv = names.map(
-      (n) => `${gbnfLiteral(JSON.stringify(n))} ": " ${this.schema((schema.properties as Record<string, unknown>)[n], `${path}/properties/${n}`, depth + 1)}`,
+      (n) =>
+        `${gbnfLiteral(JSON.stringify(n))} ": " ${this.schema((schema.properties as Record<string, unknown>)[n], `${path}/properties/${n}`, depth + 1)}`,
     )
     // after[i]: properties i.. after one was written (each with its comma); first[i]: none written yet.
     let after = this.rule('""', 'after')
@@ -146,7 +155,13 @@ export class GrammarBuilder {
   }
 
   private refuse(path: string, what: string): never {
-    throw new GatewayError(400, 'invalid_request_error', 'unsupported_schema', `the JSON schema at "${path || '/'}" is refused: ${what}.`, this.param)
+    throw new GatewayError(
+      400,
+      'invalid_request_error',
+      'unsupported_schema',
+      `the JSON schema at "${path || '/'}" is refused: ${what}.`,
+      this.param,
+    )
   }
 }
 

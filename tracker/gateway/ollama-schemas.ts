@@ -54,7 +54,11 @@ export type OllamaMessage = z.infer<typeof OllamaMessage>
 
 export const OllamaTool = z.object({
   type: z.literal('function'),
-  function: z.object({ name: FunctionName, description: z.string().max(4096).optional(), parameters: z.record(z.string(), z.unknown()).optional() }),
+  function: z.object({
+    name: FunctionName,
+    description: z.string().max(4096).optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
 })
 export type OllamaTool = z.infer<typeof OllamaTool>
 
@@ -92,7 +96,10 @@ export const OllamaGenerateRequest = z.object({
   raw: z.boolean().nullish(),
   suffix: z.string().nullish(),
   template: z.string().nullish(),
-  context: z.array(z.number().int()).max(0, 'context (the token ids of an earlier answer) is not supported; send the conversation to /api/chat').nullish(),
+  context: z
+    .array(z.number().int())
+    .max(0, 'context (the token ids of an earlier answer) is not supported; send the conversation to /api/chat')
+    .nullish(),
   images: z.array(z.string()).nullish(),
 })
 export type OllamaGenerateRequest = z.infer<typeof OllamaGenerateRequest>
@@ -100,4 +107,7 @@ export type OllamaGenerateRequest = z.infer<typeof OllamaGenerateRequest>
 /** Older clients name the model `name`. */
 export const OllamaShowRequest = z
   .object({ model: ModelName.optional(), name: ModelName.optional(), verbose: z.boolean().nullish() })
-  .refine((r) => r.model !== undefined || r.name !== undefined, { message: 'say which model: {"model": "<name>"}', path: ['model'] })
+  .refine((r) => r.model !== undefined || r.name !== undefined, {
+    message: 'say which model: {"model": "<name>"}',
+    path: ['model'],
+  })

@@ -2,7 +2,15 @@
 import { describe, expect, it } from 'vitest'
 import { GatewayError } from './errors'
 import { OllamaChatRequest, OllamaGenerateRequest } from './ollama-schemas'
-import { OLLAMA_DEFAULTS, ollamaAnswerMessage, ollamaChat, ollamaDoneReason, ollamaGenerateChat, ollamaMessages, ollamaSampling } from './ollama-translate'
+import {
+  OLLAMA_DEFAULTS,
+  ollamaAnswerMessage,
+  ollamaChat,
+  ollamaDoneReason,
+  ollamaGenerateChat,
+  ollamaMessages,
+  ollamaSampling,
+} from './ollama-translate'
 import { ChatCompletionRequest } from './openai-schemas'
 
 const chat = (body: unknown) => ollamaChat(OllamaChatRequest.parse(body))
@@ -86,7 +94,9 @@ describe('Ollama requests in OpenAI’s shape', () => {
       { role: 'tool', tool_call_id: 'call_1_0', content: 'sunny' },
       { role: 'tool', tool_call_id: 'call_1_2', content: 'rain' },
     ])
-    expect(() => ollamaMessages([{ role: 'tool', content: 'orphan', tool_name: 'clock' }])).toThrow(/answers no earlier assistant tool call/)
+    expect(() => ollamaMessages([{ role: 'tool', content: 'orphan', tool_name: 'clock' }])).toThrow(
+      /answers no earlier assistant tool call/,
+    )
   })
 
   it('translates tools to OpenAI functions and format to response_format', () => {
@@ -119,36 +129,47 @@ describe('Ollama requests in OpenAI’s shape', () => {
       }
       return 'not refused'
     }
-    expect(refusal(() => chat({ model: 'm', messages: [{ role: 'user', content: 'see', images: ['aGk='] }] }))).toEqual([
-      400,
-      'not_supported',
-      'messages.0.images',
-    ])
+    expect(refusal(() => chat({ model: 'm', messages: [{ role: 'user', content: 'see', images: ['aGk='] }] }))).toEqual(
+      [400, 'not_supported', 'messages.0.images'],
+    )
     expect(refusal(() => chat({ model: 'm', think: true }))).toEqual([400, 'not_supported', 'think'])
-    expect(refusal(() => ollamaGenerateChat(OllamaGenerateRequest.parse({ model: 'm', prompt: 'p', suffix: 's' })))).toEqual([400, 'not_supported', 'suffix'])
-    expect(refusal(() => ollamaGenerateChat(OllamaGenerateRequest.parse({ model: 'm', prompt: 'p', template: '{{ .Prompt }}' })))).toEqual([
-      400,
-      'not_supported',
-      'template',
-    ])
+    expect(
+      refusal(() => ollamaGenerateChat(OllamaGenerateRequest.parse({ model: 'm', prompt: 'p', suffix: 's' }))),
+    ).toEqual([400, 'not_supported', 'suffix'])
+    expect(
+      refusal(() =>
+        ollamaGenerateChat(OllamaGenerateRequest.parse({ model: 'm', prompt: 'p', template: '{{ .Prompt }}' })),
+      ),
+    ).toEqual([400, 'not_supported', 'template'])
     expect(OllamaGenerateRequest.safeParse({ model: 'm', prompt: 'p', context: [1, 2] }).success).toBe(false)
   })
 
   it('renders /api/generate as a system and a user turn', () => {
-    expect(ollamaGenerateChat(OllamaGenerateRequest.parse({ model: 'm', prompt: 'Once', system: 'Be brief.' })).messages).toEqual([
+    expect(
+      ollamaGenerateChat(OllamaGenerateRequest.parse({ model: 'm', prompt: 'Once', system: 'Be brief.' })).messages,
+    ).toEqual([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Once' },
     ])
   })
 
   it('answers tool calls with their arguments as objects, and done_reason stop for them', () => {
-    const answer = { content: '', tool_calls: [{ id: 'call_0', type: 'function' as const, function: { name: 'weather', arguments: '{"city":"Paris"}' } }] }
+    const answer = {
+      content: '',
+      tool_calls: [
+        { id: 'call_0', type: 'function' as const, function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+      ],
+    }
     expect(ollamaAnswerMessage(answer)).toEqual({
       role: 'assistant',
       content: '',
       tool_calls: [{ function: { name: 'weather', arguments: { city: 'Paris' } } }],
     })
     expect(ollamaAnswerMessage({ content: 'hello' })).toEqual({ role: 'assistant', content: 'hello' })
-    expect([ollamaDoneReason('tool_calls'), ollamaDoneReason('stop'), ollamaDoneReason('length')]).toEqual(['stop', 'stop', 'length'])
+    expect([ollamaDoneReason('tool_calls'), ollamaDoneReason('stop'), ollamaDoneReason('length')]).toEqual([
+      'stop',
+      'stop',
+      'length',
+    ])
   })
 })

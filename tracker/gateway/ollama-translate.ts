@@ -83,7 +83,9 @@ export function ollamaChat(body: OllamaChatRequest): OpenAiShapedChat {
     model: body.model,
     messages: ollamaMessages(body.messages),
     ...ollamaSampling(body.options),
-    ...(body.tools == null || body.tools.length === 0 ? {} : { tools: body.tools.map((t) => ({ type: 'function' as const, function: t.function })) }),
+    ...(body.tools == null || body.tools.length === 0
+      ? {}
+      : { tools: body.tools.map((t) => ({ type: 'function' as const, function: t.function })) }),
     ...(body.tool_choice == null ? {} : { tool_choice: body.tool_choice }),
     ...(format === undefined ? {} : { response_format: format }),
   }
@@ -109,7 +111,13 @@ export function ollamaGenerateChat(body: OllamaGenerateRequest): OpenAiShapedCha
 export function refuseGenerateExtras(body: OllamaGenerateRequest): void {
   if ((body.images?.length ?? 0) > 0) throw textOnly('images')
   if (body.suffix != null && body.suffix !== '')
-    throw new GatewayError(400, 'invalid_request_error', 'not_supported', 'suffix (fill-in-the-middle) is not supported; send the prompt alone.', 'suffix')
+    throw new GatewayError(
+      400,
+      'invalid_request_error',
+      'not_supported',
+      'suffix (fill-in-the-middle) is not supported; send the prompt alone.',
+      'suffix',
+    )
   if (body.template != null && body.template !== '')
     throw new GatewayError(
       400,
@@ -122,7 +130,9 @@ export function refuseGenerateExtras(body: OllamaGenerateRequest): void {
 
 /** The answer's message as Ollama's: tool calls with their arguments as objects, no ids. */
 export function ollamaAnswerMessage(answer: Pick<OpenAiShapedAnswer, 'content' | 'tool_calls'>) {
-  const calls = (answer.tool_calls ?? []).map((c) => ({ function: { name: c.function.name, arguments: argumentsObject(c) } }))
+  const calls = (answer.tool_calls ?? []).map((c) => ({
+    function: { name: c.function.name, arguments: argumentsObject(c) },
+  }))
   return { role: 'assistant' as const, content: answer.content, ...(calls.length === 0 ? {} : { tool_calls: calls }) }
 }
 
@@ -141,9 +151,21 @@ function refuseThinking(body: { think?: boolean | string | null; logprobs?: bool
       'think',
     )
   if (body.logprobs === true)
-    throw new GatewayError(400, 'invalid_request_error', 'not_supported', 'logprobs are not yet supported through this endpoint; leave them out.', 'logprobs')
+    throw new GatewayError(
+      400,
+      'invalid_request_error',
+      'not_supported',
+      'logprobs are not yet supported through this endpoint; leave them out.',
+      'logprobs',
+    )
 }
 
 function textOnly(param: string): GatewayError {
-  return new GatewayError(400, 'invalid_request_error', 'not_supported', "this swarm's models read text only; send the request without images.", param)
+  return new GatewayError(
+    400,
+    'invalid_request_error',
+    'not_supported',
+    "this swarm's models read text only; send the request without images.",
+    param,
+  )
 }

@@ -7,7 +7,13 @@ import type { GatewayError } from './errors'
 import type { Chunk } from './generation'
 import { abortOnClose, bearer, parse, sendJson } from './http'
 import { OllamaChatRequest, OllamaGenerateRequest, OllamaShowRequest } from './ollama-schemas'
-import { OLLAMA_DEFAULTS, ollamaAnswerMessage, ollamaChat, ollamaDoneReason, ollamaGenerateChat } from './ollama-translate'
+import {
+  OLLAMA_DEFAULTS,
+  ollamaAnswerMessage,
+  ollamaChat,
+  ollamaDoneReason,
+  ollamaGenerateChat,
+} from './ollama-translate'
 import type { ForeignParams, TranslatedGenerations } from './translated-generations'
 
 /** The Ollama release whose API these endpoints follow (clients check it to know what they may ask). */
@@ -40,11 +46,17 @@ export class OllamaEndpoints {
     const account = await this.translated.admit(bearer(req), HOW_TO_SEND_KEY)
     const body = parse(OllamaChatRequest, await this.translated.body(req, 'messages'))
     const model = modelIdOf(body.model, this.deps)
-    if (body.messages.length === 0) return sendJson(res, 200, { ...loaded(model), message: { role: 'assistant', content: '' } })
+    if (body.messages.length === 0)
+      return sendJson(res, 200, { ...loaded(model), message: { role: 'assistant', content: '' } })
     const chat = await this.translated.chat(account, { ...ollamaChat(body), model }, PARAMS, true, 'ollama.chat')
     await this.answer(res, account, model, chat, body.stream !== false, started, {
       piece: (content) => ({ message: { role: 'assistant', content } }),
-      last: (a) => ({ message: ollamaAnswerMessage({ content: a.content ?? '', ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }) }) }),
+      last: (a) => ({
+        message: ollamaAnswerMessage({
+          content: a.content ?? '',
+          ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }),
+        }),
+      }),
     })
   }
 
@@ -139,7 +151,8 @@ export class OllamaEndpoints {
       res.setHeader('content-type', NDJSON) // set, not passed to writeHead: ollamaDialect.endStream looks for it
       res.writeHead(200)
     }
-    const line = (part: object, done: boolean) => res.write(`${JSON.stringify({ model, created_at: now(), ...part, done })}\n`)
+    const line = (part: object, done: boolean) =>
+      res.write(`${JSON.stringify({ model, created_at: now(), ...part, done })}\n`)
     for (; !next.done; next = await run.next()) {
       const c = next.value
       firstAt ??= process.hrtime.bigint()
@@ -185,7 +198,14 @@ function loaded(model: string) {
 }
 
 function details(architecture: string) {
-  return { parent_model: '', format: 'gguf', family: architecture, families: [architecture], parameter_size: '', quantization_level: '' }
+  return {
+    parent_model: '',
+    format: 'gguf',
+    family: architecture,
+    families: [architecture],
+    parameter_size: '',
+    quantization_level: '',
+  }
 }
 
 function now(): string {

@@ -25,8 +25,10 @@ export function generationsOf(
   maxTokens: number,
   extra: Partial<Generation> = {},
 ): Generation[] {
-  if (promptTokens.length === 0) throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'the prompt is empty.', 'prompt')
-  const stop = body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== '')
+  if (promptTokens.length === 0)
+    throw new GatewayError(400, 'invalid_request_error', 'invalid_value', 'the prompt is empty.', 'prompt')
+  const stop =
+    body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== '')
   const seed = body.seed == null ? randomBytes(4).readUInt32LE() : body.seed >>> 0
   const one: Generation = {
     endpoint,

@@ -31,15 +31,27 @@ export const ToolCallInput = z.object({
 })
 export const ChatMessageInput = z.discriminatedUnion('role', [
   z.object({ role: z.enum(['system', 'developer', 'user']), content: Content }),
-  z.object({ role: z.literal('assistant'), content: Content.nullish(), tool_calls: z.array(ToolCallInput).max(64).nullish() }),
+  z.object({
+    role: z.literal('assistant'),
+    content: Content.nullish(),
+    tool_calls: z.array(ToolCallInput).max(64).nullish(),
+  }),
   z.object({ role: z.literal('tool'), content: Content, tool_call_id: z.string().min(1).max(256) }),
 ])
 export type ChatMessageInput = z.infer<typeof ChatMessageInput>
 const Tool = z.object({
   type: z.literal('function'),
-  function: z.object({ name: FunctionName, description: z.string().max(4096).optional(), parameters: JsonSchema.optional(), strict: z.boolean().nullish() }),
+  function: z.object({
+    name: FunctionName,
+    description: z.string().max(4096).optional(),
+    parameters: JsonSchema.optional(),
+    strict: z.boolean().nullish(),
+  }),
 })
-export const ToolChoice = z.union([z.enum(['none', 'auto', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: FunctionName }) })])
+export const ToolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.object({ type: z.literal('function'), function: z.object({ name: FunctionName }) }),
+])
 export const ResponseFormat = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),
   z.object({ type: z.literal('json_object') }),
@@ -69,7 +81,11 @@ export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>
 
 export const CompletionRequest = z.object({
   ...Common,
-  prompt: z.union([z.string(), z.array(z.string()).length(1, 'one prompt per request'), z.array(z.number().int().nonnegative()).min(1)]),
+  prompt: z.union([
+    z.string(),
+    z.array(z.string()).length(1, 'one prompt per request'),
+    z.array(z.number().int().nonnegative()).min(1),
+  ]),
   echo: z.literal(false, 'echo is not supported').nullish(),
   /** Legacy completions' logprobs: how many most likely tokens to list at each position (0 to 5). */
   logprobs: z.number().int().min(0).max(5).nullish(),

@@ -17,16 +17,28 @@ export type OpenAiShapedMessage =
 
 export interface OpenAiTool {
   readonly type: 'function'
-  readonly function: { readonly name: string; readonly description?: string; readonly parameters?: Readonly<Record<string, unknown>> }
+  readonly function: {
+    readonly name: string
+    readonly description?: string
+    readonly parameters?: Readonly<Record<string, unknown>>
+  }
 }
 
-export type OpenAiToolChoice = 'auto' | 'none' | 'required' | { readonly type: 'function'; readonly function: { readonly name: string } }
+export type OpenAiToolChoice =
+  | 'auto'
+  | 'none'
+  | 'required'
+  | { readonly type: 'function'; readonly function: { readonly name: string } }
 
 export type OpenAiResponseFormat =
   | { readonly type: 'json_object' }
   | {
       readonly type: 'json_schema'
-      readonly json_schema: { readonly name: string; readonly schema: Readonly<Record<string, unknown>>; readonly strict?: boolean }
+      readonly json_schema: {
+        readonly name: string
+        readonly schema: Readonly<Record<string, unknown>>
+        readonly strict?: boolean
+      }
     }
 
 /**
@@ -72,7 +84,13 @@ export interface OpenAiShapedAnswer {
 export function argumentsObject(call: OpenAiToolCall): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(call.function.arguments)
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>
   } catch {}
-  throw new GatewayError(500, 'server_error', 'internal', `tool call ${call.id}'s arguments are not a JSON object: ${call.function.arguments.slice(0, 200)}`)
+  throw new GatewayError(
+    500,
+    'server_error',
+    'internal',
+    `tool call ${call.id}'s arguments are not a JSON object: ${call.function.arguments.slice(0, 200)}`,
+  )
 }

@@ -27,7 +27,12 @@ const PERSON = {
     name: { type: 'string', maxLength: 12 },
     age: { type: 'integer' },
     pets: { type: 'array', items: { enum: ['cat', 'dog'] }, maxItems: 3 },
-    home: { type: 'object', properties: { town: { type: 'string', maxLength: 8 } }, required: ['town'], additionalProperties: false },
+    home: {
+      type: 'object',
+      properties: { town: { type: 'string', maxLength: 8 } },
+      required: ['town'],
+      additionalProperties: false,
+    },
     alive: { type: 'boolean' },
   },
   required: ['name', 'age', 'alive', 'home'],
@@ -68,7 +73,12 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
   beforeAll(async () => {
     let dir = ''
     ;({ dir, cleanup } = await scratchDir())
-    ;({ swarm, apiKey, accountId } = await startGatewaySwarm(dir, STORIES_260K, { adminToken: ADMIN, requestsPerMinute: 200 }, 'tools'))
+    ;({ swarm, apiKey, accountId } = await startGatewaySwarm(
+      dir,
+      STORIES_260K,
+      { adminToken: ADMIN, requestsPerMinute: 200 },
+      'tools',
+    ))
     openai = new OpenAI({ apiKey, baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0 })
     model = swarm.manifest.modelId
   }, 180_000)
@@ -168,7 +178,11 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
 
     const final = await openai.chat.completions.create({
       model,
-      messages: [...ASK, { role: 'assistant', tool_calls: [call] }, { role: 'tool', tool_call_id: call.id, content: '{"temperature": 21}' }],
+      messages: [
+        ...ASK,
+        { role: 'assistant', tool_calls: [call] },
+        { role: 'tool', tool_call_id: call.id, content: '{"temperature": 21}' },
+      ],
       tools,
       max_tokens: 24,
       temperature: 0.8,
@@ -185,7 +199,10 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     const stream = await openai.chat.completions.create({
       model,
       messages: ASK,
-      tools: [WEATHER_TOOL, { type: 'function', function: { name: 'noop', parameters: { type: 'object', properties: {} } } }],
+      tools: [
+        WEATHER_TOOL,
+        { type: 'function', function: { name: 'noop', parameters: { type: 'object', properties: {} } } },
+      ],
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
       max_tokens: 80,
       temperature: 1,
@@ -214,7 +231,15 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
   })
 
   it('returns log-probabilities: each ≤ 0, its alternatives sorted, the tokens spelling the answer', async () => {
-    const answer = await openai.chat.completions.create({ model, messages: ASK, max_tokens: 12, temperature: 1, seed: 2, logprobs: true, top_logprobs: 3 })
+    const answer = await openai.chat.completions.create({
+      model,
+      messages: ASK,
+      max_tokens: 12,
+      temperature: 1,
+      seed: 2,
+      logprobs: true,
+      top_logprobs: 3,
+    })
     const entries = answer.choices[0]?.logprobs?.content ?? []
     expect(entries.length).toBe(answer.usage?.completion_tokens)
     expect(entries.map((e) => e.token).join('')).toBe(answer.choices[0]?.message.content)
@@ -225,7 +250,13 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
       expect(tops).toEqual([...tops].sort((a, b) => b - a))
       expect(e.logprob).toBeLessThanOrEqual((tops[0] ?? 0) + 1e-6)
     }
-    const legacy = await openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0, logprobs: 2 })
+    const legacy = await openai.completions.create({
+      model,
+      prompt: 'Once upon a time',
+      max_tokens: 8,
+      temperature: 0,
+      logprobs: 2,
+    })
     const lp = legacy.choices[0]?.logprobs
     expect(lp?.tokens?.join('')).toBe(legacy.choices[0]?.text)
     expect(lp?.token_logprobs?.every((l) => l <= 0)).toBe(true)
@@ -237,7 +268,14 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     const before = await balance()
     const one = await openai.chat.completions.create({ model, messages: ASK, max_tokens: 10, temperature: 1, seed: 21 })
     const afterOne = await balance()
-    const two = await openai.chat.completions.create({ model, messages: ASK, max_tokens: 10, temperature: 1, seed: 21, n: 2 })
+    const two = await openai.chat.completions.create({
+      model,
+      messages: ASK,
+      max_tokens: 10,
+      temperature: 1,
+      seed: 21,
+      n: 2,
+    })
     const afterTwo = await balance()
     expect(two.choices.map((c) => c.index)).toEqual([0, 1])
     // choice 0 draws with the seed, choice 1 with the next: the first is the single answer's
@@ -270,7 +308,14 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
 
   it('repeats itself less under a frequency penalty', async () => {
     const distinct = async (frequency_penalty: number) => {
-      const r = await openai.completions.create({ model, prompt: 'Once upon a time', max_tokens: 40, temperature: 0, frequency_penalty, logprobs: 0 })
+      const r = await openai.completions.create({
+        model,
+        prompt: 'Once upon a time',
+        max_tokens: 40,
+        temperature: 0,
+        frequency_penalty,
+        logprobs: 0,
+      })
       const tokens = r.choices[0]?.logprobs?.tokens ?? []
       return new Set(tokens).size / tokens.length
     }
@@ -282,15 +327,26 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
   it('a host refuses a malformed grammar (bad_grammar) and an oversized one (bad_frame) before any work', async () => {
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     try {
-      const run = client.generate({ modelId: model, prompt: 'Once', maxTokens: 4, sampling: { temperature: 0, grammar: 'root ::= "a" undefined-rule' } })
-      await expect(run.next()).rejects.toMatchObject({ code: 'bad_grammar', message: expect.stringContaining('undefined-rule') })
+      const run = client.generate({
+        modelId: model,
+        prompt: 'Once',
+        maxTokens: 4,
+        sampling: { temperature: 0, grammar: 'root ::= "a" undefined-rule' },
+      })
+      await expect(run.next()).rejects.toMatchObject({
+        code: 'bad_grammar',
+        message: expect.stringContaining('undefined-rule'),
+      })
       const oversized = client.generate({
         modelId: model,
         prompt: 'Once',
         maxTokens: 4,
         sampling: { temperature: 0, grammar: `root ::= "${'a'.repeat(17_000)}"` },
       })
-      await expect(oversized.next()).rejects.toMatchObject({ code: 'bad_frame', message: expect.stringContaining('grammar') })
+      await expect(oversized.next()).rejects.toMatchObject({
+        code: 'bad_frame',
+        message: expect.stringContaining('grammar'),
+      })
     } finally {
       await client.close()
     }
@@ -321,14 +377,25 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     const message = auto.choices[0]?.message
     if (message?.tool_calls !== undefined) {
       expect(auto.choices[0]?.finish_reason).toBe('tool_calls')
-      expect(WeatherArgs.safeParse(JSON.parse(message.tool_calls[0]?.type === 'function' ? message.tool_calls[0].function.arguments : '')).success).toBe(true)
+      expect(
+        WeatherArgs.safeParse(
+          JSON.parse(message.tool_calls[0]?.type === 'function' ? message.tool_calls[0].function.arguments : ''),
+        ).success,
+      ).toBe(true)
     } else expect(Person.safeParse(JSON.parse(message?.content ?? '')).success).toBe(true)
   })
 
   it('keeps the grammar’s place across a failover of the last hop: the answer equals the one without', async () => {
-    const ask = { model, messages: [{ role: 'user' as const, content: 'Describe a person.' }], max_tokens: 200, temperature: 1, seed: 31 }
+    const ask = {
+      model,
+      messages: [{ role: 'user' as const, content: 'Describe a person.' }],
+      max_tokens: 200,
+      temperature: 1,
+      seed: 31,
+    }
     const format = { type: 'json_schema' as const, json_schema: { name: 'person', schema: PERSON } }
-    const expected = (await openai.chat.completions.create({ ...ask, response_format: format })).choices[0]?.message.content
+    const expected = (await openai.chat.completions.create({ ...ask, response_format: format })).choices[0]?.message
+      .content
     const spare = await swarm.addHost([3, 5])
     const stream = await openai.chat.completions.create({ ...ask, response_format: format, stream: true })
     let text = ''

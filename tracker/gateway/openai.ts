@@ -10,7 +10,14 @@ import { type Chunk, collect, type Generation, type PaidGenerations, type TokenL
 import { abortOnClose, parse, sendJson } from './http'
 import { generationsOf, usage } from './openai-sampling'
 import { ChatCompletionRequest, CompletionRequest } from './openai-schemas'
-import { checkMaxTokens, completionBudget, fewestTokens, fitting, promptBounds, promptTokenLimit } from './prompt-bounds'
+import {
+  checkMaxTokens,
+  completionBudget,
+  fewestTokens,
+  fitting,
+  promptBounds,
+  promptTokenLimit,
+} from './prompt-bounds'
 import type { PromptTokenizers } from './prompt-tokenizers'
 import type { RateLimit } from './rate-limit'
 import { type ChoiceStream, sse, startSse, streamChoices } from './sse'
@@ -36,7 +43,10 @@ export class OpenAiEndpoints {
         created: Math.floor(stored.publishedAt / 1000),
         owned_by: stored.publishedBy,
         // Neuron's extension: what a token costs, micro-credits.
-        pricing: { prompt_micro_per_token: price.promptMicroPerToken, completion_micro_per_token: price.completionMicroPerToken },
+        pricing: {
+          prompt_micro_per_token: price.promptMicroPerToken,
+          completion_micro_per_token: price.completionMicroPerToken,
+        },
         coverage: m.coverage,
       }
     })
@@ -47,42 +57,70 @@ export class OpenAiEndpoints {
     const account = await authenticate(req, this.deps)
     await this.rateLimit.check(account)
     const body = parse(ChatCompletionRequest, await this.promptBody(req, 'messages'))
-    const deps = { ...this.deps, generations: this.generations, tokenizers: this.tokenizers, defaultChatMaxTokens: this.options.defaultChatMaxTokens ?? 256 }
+    const deps = {
+      ...this.deps,
+      generations: this.generations,
+      tokenizers: this.tokenizers,
+      defaultChatMaxTokens: this.options.defaultChatMaxTokens ?? 256,
+    }
     const chat = await planChat(deps, account, body)
     const id = `chatcmpl-${randomBytes(12).toString('hex')}`
     const base = { id, created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
     const choices = await this.start(account, chat.generations, res)
-    const logprobsOf = (entries: readonly TokenLogprob[]) => (body.logprobs === true ? { content: entries, refusal: null } : null)
+    const logprobsOf = (entries: readonly TokenLogprob[]) =>
+      body.logprobs === true ? { content: entries, refusal: null } : null
     if (body.stream === true) {
       startSse(res)
       const chunk = (choices: unknown[]) => ({ ...base, object: 'chat.completion.chunk', choices })
-      for (let i = 0; i < choices.length; i++) sse(res, chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]))
+      for (let i = 0; i < choices.length; i++)
+        sse(res, chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]))
       await streamChoices(res, choices, {
         delta: chat.streamsText
-          ? (index, c) => chunk([{ index, delta: { content: c.text }, logprobs: logprobsOf(c.logprobs ?? []), finish_reason: null }])
+          ? (index, c) =>
+              chunk([
+                { index, delta: { content: c.text }, logprobs: logprobsOf(c.logprobs ?? []), finish_reason: null },
+              ])
           : undefined,
         finish: (index, done, text, held) => {
           const a = chat.answer(text, done.finishReason)
           const end = chunk([{ index, delta: {}, logprobs: null, finish_reason: a.finishReason }])
           if (chat.streamsText) return [end]
-          if (a.toolCalls === undefined) return [chunk([{ index, delta: { content: a.content }, logprobs: logprobsOf(held), finish_reason: null }]), end]
+          if (a.toolCalls === undefined)
+            return [
+              chunk([{ index, delta: { content: a.content }, logprobs: logprobsOf(held), finish_reason: null }]),
+              end,
+            ]
           // Each call as OpenAI streams one: its id and name, then its arguments.
           return [
             ...a.toolCalls.flatMap((c, k) => [
               chunk([
                 {
                   index,
-                  delta: { tool_calls: [{ index: k, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] },
+                  delta: {
+                    tool_calls: [
+                      { index: k, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } },
+                    ],
+                  },
                   logprobs: null,
                   finish_reason: null,
                 },
               ]),
-              chunk([{ index, delta: { tool_calls: [{ index: k, function: { arguments: c.function.arguments } }] }, logprobs: null, finish_reason: null }]),
+              chunk([
+                {
+                  index,
+                  delta: { tool_calls: [{ index: k, function: { arguments: c.function.arguments } }] },
+                  logprobs: null,
+                  finish_reason: null,
+                },
+              ]),
             ]),
             end,
           ]
         },
-        usage: body.stream_options?.include_usage === true ? (n) => ({ ...chunk([]), usage: usage(chat.promptTokens, n) }) : undefined,
+        usage:
+          body.stream_options?.include_usage === true
+            ? (n) => ({ ...chunk([]), usage: usage(chat.promptTokens, n) })
+            : undefined,
       })
       return
     }
@@ -92,7 +130,12 @@ export class OpenAiEndpoints {
       object: 'chat.completion',
       choices: results.map((r, index) => {
         const a = chat.answer(r.text, r.finishReason)
-        const message = { role: 'assistant', content: a.content, refusal: null, ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }) }
+        const message = {
+          role: 'assistant',
+          content: a.content,
+          refusal: null,
+          ...(a.toolCalls === undefined ? {} : { tool_calls: a.toolCalls }),
+        }
         return { index, message, logprobs: logprobsOf(r.logprobs), finish_reason: a.finishReason }
       }),
       usage: usage(
@@ -110,12 +153,28 @@ export class OpenAiEndpoints {
     checkMaxTokens(body.max_tokens, 'max_tokens', contextLength)
     const promptTokens = await this.completionPrompt(account, body.model, body.prompt, contextLength, nVocab)
     // OpenAI's legacy default is 16 tokens.
-    const maxTokens = completionBudget(promptTokens.length, body.max_tokens, 16, contextLength, { prompt: 'prompt', max: 'max_tokens' })
-    const generations = generationsOf('completions', body, promptTokens, maxTokens, body.logprobs == null ? {} : { logprobs: body.logprobs })
+    const maxTokens = completionBudget(promptTokens.length, body.max_tokens, 16, contextLength, {
+      prompt: 'prompt',
+      max: 'max_tokens',
+    })
+    const generations = generationsOf(
+      'completions',
+      body,
+      promptTokens,
+      maxTokens,
+      body.logprobs == null ? {} : { logprobs: body.logprobs },
+    )
     const id = `cmpl-${randomBytes(12).toString('hex')}`
-    const base = { id, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: body.model, system_fingerprint: null }
+    const base = {
+      id,
+      object: 'text_completion',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      system_fingerprint: null,
+    }
     const choices = await this.start(account, generations, res)
-    const logprobsOf = (entries: readonly TokenLogprob[], offset: number) => (body.logprobs == null ? null : legacyLogprobs(entries, offset))
+    const logprobsOf = (entries: readonly TokenLogprob[], offset: number) =>
+      body.logprobs == null ? null : legacyLogprobs(entries, offset)
     if (body.stream === true) {
       startSse(res)
       const offsets = choices.map(() => 0)
@@ -123,17 +182,30 @@ export class OpenAiEndpoints {
         delta: (index, c) => {
           const at = offsets[index] ?? 0
           offsets[index] = at + c.text.length
-          return { ...base, choices: [{ index, text: c.text, logprobs: logprobsOf(c.logprobs ?? [], at), finish_reason: null }] }
+          return {
+            ...base,
+            choices: [{ index, text: c.text, logprobs: logprobsOf(c.logprobs ?? [], at), finish_reason: null }],
+          }
         },
-        finish: (index, done) => [{ ...base, choices: [{ index, text: '', logprobs: null, finish_reason: done.finishReason }] }],
-        usage: body.stream_options?.include_usage === true ? (n) => ({ ...base, choices: [], usage: usage(promptTokens.length, n) }) : undefined,
+        finish: (index, done) => [
+          { ...base, choices: [{ index, text: '', logprobs: null, finish_reason: done.finishReason }] },
+        ],
+        usage:
+          body.stream_options?.include_usage === true
+            ? (n) => ({ ...base, choices: [], usage: usage(promptTokens.length, n) })
+            : undefined,
       })
       return
     }
     const results = await Promise.all(choices.map((c) => collect(c.stream, c.first)))
     sendJson(res, 200, {
       ...base,
-      choices: results.map((r, index) => ({ index, text: r.text, logprobs: logprobsOf(r.logprobs, 0), finish_reason: r.finishReason })),
+      choices: results.map((r, index) => ({
+        index,
+        text: r.text,
+        logprobs: logprobsOf(r.logprobs, 0),
+        finish_reason: r.finishReason,
+      })),
       usage: usage(
         promptTokens.length,
         results.reduce((n, r) => n + r.completionTokens, 0),
@@ -142,7 +214,11 @@ export class OpenAiEndpoints {
   }
 
   /** Starts each choice's paid generation and waits for its first chunk, so a refusal (402, 503) is an HTTP error. */
-  private async start(account: StoredAccount, generations: readonly Generation[], res: ServerResponse): Promise<ChoiceStream[]> {
+  private async start(
+    account: StoredAccount,
+    generations: readonly Generation[],
+    res: ServerResponse,
+  ): Promise<ChoiceStream[]> {
     const signal = abortOnClose(res)
     const streams = generations.map((g) => this.generations.run(account, g, signal))
     const firsts = await Promise.allSettled(streams.map((s) => s.next()))
@@ -151,7 +227,10 @@ export class OpenAiEndpoints {
       await Promise.all(streams.map((s) => s.return(undefined).catch(() => {})))
       throw failed.reason
     }
-    return streams.map((stream, i) => ({ stream, first: (firsts[i] as PromiseFulfilledResult<IteratorResult<Chunk, void>>).value }))
+    return streams.map((stream, i) => ({
+      stream,
+      first: (firsts[i] as PromiseFulfilledResult<IteratorResult<Chunk, void>>).value,
+    }))
   }
 
   /** A chat's or completion's body, refused unparsed past the largest that could fit one of the models' contexts. */
@@ -184,7 +263,11 @@ export class OpenAiEndpoints {
       return ids
     }
     const tokenizer = await this.tokenizers.get(modelId)
-    await this.generations.checkAffordable(account, modelId, fewestTokens(text.length, promptBounds(tokenizer.longestTokenChars, contextLength), 'prompt'))
+    await this.generations.checkAffordable(
+      account,
+      modelId,
+      fewestTokens(text.length, promptBounds(tokenizer.longestTokenChars, contextLength), 'prompt'),
+    )
     return fitting(await tokenizer.encode(text, promptTokenLimit(contextLength)), contextLength, 'prompt')
   }
 }

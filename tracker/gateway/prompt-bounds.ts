@@ -38,7 +38,11 @@ export function fewestTokens(chars: number, bounds: PromptBounds, param: 'messag
 }
 
 /** Refuses (400) a max_tokens the context could never hold, before any other work, as OpenAI does. */
-export function checkMaxTokens(requested: number | null | undefined, param: 'max_tokens' | 'max_completion_tokens', contextLength: number): void {
+export function checkMaxTokens(
+  requested: number | null | undefined,
+  param: 'max_tokens' | 'max_completion_tokens',
+  contextLength: number,
+): void {
   if (requested == null || contextLength === 0 || requested < contextLength) return
   throw new GatewayError(
     400,

@@ -15,7 +15,10 @@ let local: ModelTokenizer
 describe(`prompt tokenizers on worker threads`, () => {
   beforeAll(async () => {
     gguf = await tokenizerGguf(STORIES_260K)
-    tokenizers = new PromptTokenizers({ get: () => ({ tokenizer: gguf, manifest: { nVocab: 512 } }) as never, manifests: () => [] })
+    tokenizers = new PromptTokenizers({
+      get: () => ({ tokenizer: gguf, manifest: { nVocab: 512 } }) as never,
+      manifests: () => [],
+    })
     local = await ModelTokenizer.load(MODEL, gguf)
   })
   afterAll(async () => {
@@ -54,7 +57,9 @@ describe(`prompt tokenizers on worker threads`, () => {
     const { count } = await t.encode(text, 2048)
     clearInterval(ticker)
     const elapsed = performance.now() - t0
-    console.log(`3.9 MB tokenized on the worker in ${elapsed.toFixed(0)} ms; the event loop's longest pause ${longestPause.toFixed(1)} ms`)
+    console.log(
+      `3.9 MB tokenized on the worker in ${elapsed.toFixed(0)} ms; the event loop's longest pause ${longestPause.toFixed(1)} ms`,
+    )
     expect(count).toBeGreaterThan(1_000_000)
     // On the event loop the pause was the whole tokenizing (2 s on an idle machine); on a loaded one (2 shared
     // cores) the worker's CPU delays the loop too, so the bound is 50 ms or a tenth of the tokenizing.

@@ -163,10 +163,18 @@ class WorkerTokenizer implements PromptTokenizer {
       this.waiting.delete(m.id)
       if ('ids' in m) w?.resolve({ count: m.ids.length, ids: Array.from(m.ids) })
       else if ('count' in m) w?.resolve({ count: m.count, ids: undefined })
-      else w?.reject(new GatewayError(500, 'server_error', 'tokenizer_failed', `tokenizing for ${modelId} failed: ${m.error}`))
+      else
+        w?.reject(
+          new GatewayError(500, 'server_error', 'tokenizer_failed', `tokenizing for ${modelId} failed: ${m.error}`),
+        )
     })
     const fail = (error: Error) => {
-      this.failed = new GatewayError(500, 'server_error', 'tokenizer_failed', `the tokenizer worker of ${modelId} stopped (${error.message}); retry.`)
+      this.failed = new GatewayError(
+        500,
+        'server_error',
+        'tokenizer_failed',
+        `the tokenizer worker of ${modelId} stopped (${error.message}); retry.`,
+      )
       for (const w of this.waiting.values()) w.reject(this.failed)
       this.waiting.clear()
       onExit()
@@ -175,7 +183,11 @@ class WorkerTokenizer implements PromptTokenizer {
     worker.on('exit', (code) => fail(new Error(`exit code ${code}`)))
   }
 
-  static async start(modelId: string, model: { tokenizer: Uint8Array; manifest: { nVocab: number } }, onExit: () => void): Promise<WorkerTokenizer> {
+  static async start(
+    modelId: string,
+    model: { tokenizer: Uint8Array; manifest: { nVocab: number } },
+    onExit: () => void,
+  ): Promise<WorkerTokenizer> {
     // A directory of our own (mode 0700, unguessable name), as ModelTokenizer.load makes: nobody can swap the file.
     const dir = await mkdtemp(join(tmpdir(), 'neuron-gateway-tokenizer-'))
     try {
@@ -189,12 +201,19 @@ class WorkerTokenizer implements PromptTokenizer {
       worker.unref()
       const ready = await new Promise<{ longest: number; syntax: unknown }>((resolve, reject) => {
         worker.once('message', (m: { ready: boolean; longest?: number; syntax?: unknown; error?: string }) =>
-          m.ready ? resolve({ longest: m.longest ?? 0, syntax: m.syntax }) : reject(new Error(m.error ?? 'the tokenizer did not load')),
+          m.ready
+            ? resolve({ longest: m.longest ?? 0, syntax: m.syntax })
+            : reject(new Error(m.error ?? 'the tokenizer did not load')),
         )
         worker.once('error', reject)
       }).catch(async (error: Error) => {
         await worker.terminate()
-        throw new GatewayError(500, 'server_error', 'tokenizer_failed', `the tokenizer of ${modelId} did not load on its worker: ${error.message}`)
+        throw new GatewayError(
+          500,
+          'server_error',
+          'tokenizer_failed',
+          `the tokenizer of ${modelId} did not load on its worker: ${error.message}`,
+        )
       })
       return new WorkerTokenizer(modelId, worker, ready.longest, ready.syntax, onExit)
     } finally {
@@ -206,12 +225,17 @@ class WorkerTokenizer implements PromptTokenizer {
     return this.ask({ op: 'encode', text, limit })
   }
 
-  chat(messages: readonly ChatMessage[], limit = Number.POSITIVE_INFINITY, functions?: ChatFunctions): Promise<Tokenized> {
+  chat(
+    messages: readonly ChatMessage[],
+    limit = Number.POSITIVE_INFINITY,
+    functions?: ChatFunctions,
+  ): Promise<Tokenized> {
     let history: unknown
     try {
       history = chatHistoryOf(messages)
     } catch (error) {
-      if (error instanceof NeuronError) throw new GatewayError(400, 'invalid_request_error', 'invalid_value', error.message, 'messages')
+      if (error instanceof NeuronError)
+        throw new GatewayError(400, 'invalid_request_error', 'invalid_value', error.message, 'messages')
       throw error
     }
     return this.ask({ op: 'chat', history, functions, limit })
@@ -222,7 +246,10 @@ class WorkerTokenizer implements PromptTokenizer {
   }
 
   private ask(
-    message: ({ op: 'encode'; text: string } | { op: 'chat'; history: unknown; functions: ChatFunctions | undefined }) & { limit: number },
+    message: (
+      | { op: 'encode'; text: string }
+      | { op: 'chat'; history: unknown; functions: ChatFunctions | undefined }
+    ) & { limit: number },
   ): Promise<Tokenized> {
     if (this.failed !== undefined) return Promise.reject(this.failed)
     const id = this.nextId++
@@ -230,7 +257,9 @@ class WorkerTokenizer implements PromptTokenizer {
       this.waiting.set(id, { resolve, reject })
       this.worker.postMessage({ id, ...message })
     }).catch((error: unknown) => {
-      throw error instanceof GatewayError ? error : new GatewayError(500, 'server_error', 'tokenizer_failed', `tokenizing for ${this.modelId} failed: ${error}`)
+      throw error instanceof GatewayError
+        ? error
+        : new GatewayError(500, 'server_error', 'tokenizer_failed', `tokenizing for ${this.modelId} failed: ${error}`)
     })
   }
 }

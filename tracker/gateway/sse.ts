@@ -22,7 +22,12 @@ export function sse(res: ServerResponse, body: unknown): void {
 }
 
 /** Streams a generation as SSE chunks in OpenAI's order: text deltas, the finish chunk, usage, [DONE]. */
-export async function streamSse(res: ServerResponse, first: IteratorResult<Chunk, void>, stream: AsyncGenerator<Chunk, void>, chunk: SseChunks): Promise<void> {
+export async function streamSse(
+  res: ServerResponse,
+  first: IteratorResult<Chunk, void>,
+  stream: AsyncGenerator<Chunk, void>,
+  chunk: SseChunks,
+): Promise<void> {
   for (let next = first; !next.done; next = await stream.next()) {
     const c = next.value
     if ('done' in c) {
@@ -59,7 +64,11 @@ export interface ChoiceChunks {
 }
 
 /** Streams several choices as SSE, interleaved as they come: deltas, each choice's finish, then usage and [DONE]. */
-export async function streamChoices(res: ServerResponse, choices: readonly ChoiceStream[], chunk: ChoiceChunks): Promise<void> {
+export async function streamChoices(
+  res: ServerResponse,
+  choices: readonly ChoiceStream[],
+  chunk: ChoiceChunks,
+): Promise<void> {
   let completionTokens = 0
   await Promise.all(
     choices.map(async ({ first, stream }, index) => {

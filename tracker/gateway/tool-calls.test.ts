@@ -9,7 +9,11 @@ import { callSyntaxOf, parseToolCalls, toolGrammar } from './tool-calls'
 
 // Llama2ChatWrapper's settings (stories260K's fallback) and a parallel syntax like Llama 3.1's, as node-llama-cpp gives them.
 const LLAMA2 = {
-  call: { prefix: '||call: ', paramsPrefix: [{ type: 'specialTokensText', value: '(' }], suffix: [{ type: 'specialTokensText', value: ')' }] },
+  call: {
+    prefix: '||call: ',
+    paramsPrefix: [{ type: 'specialTokensText', value: '(' }],
+    suffix: [{ type: 'specialTokensText', value: ')' }],
+  },
 }
 const PARALLEL = {
   call: { prefix: '<call>', paramsPrefix: ' ', suffix: '</call>' },
@@ -18,7 +22,14 @@ const PARALLEL = {
 const TOOLS = [
   {
     type: 'function' as const,
-    function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'] } },
+    function: {
+      name: 'add',
+      parameters: {
+        type: 'object',
+        properties: { a: { type: 'integer' }, b: { type: 'integer' } },
+        required: ['a', 'b'],
+      },
+    },
   },
   { type: 'function' as const, function: { name: 'now' } },
 ]
@@ -50,10 +61,18 @@ describe('tool calls in a chat template’s syntax', () => {
     expect(accepts(toolGrammar(TOOLS, 'required', true, syntax), two)).toBe(true)
     expect(parseToolCalls(two, syntax, TOOLS)?.length).toBe(2)
     expect(accepts(toolGrammar(TOOLS, 'required', false, syntax), two)).toBe(false)
-    expect(accepts(toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax), '<calls><call>now {}</call></calls>')).toBe(true)
-    expect(accepts(toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax), '<calls><call>add {"a": 1, "b": 2}</call></calls>')).toBe(
-      false,
-    )
+    expect(
+      accepts(
+        toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax),
+        '<calls><call>now {}</call></calls>',
+      ),
+    ).toBe(true)
+    expect(
+      accepts(
+        toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax),
+        '<calls><call>add {"a": 1, "b": 2}</call></calls>',
+      ),
+    ).toBe(false)
     const auto = toolGrammar(TOOLS, 'auto', true, syntax)
     expect(accepts(auto, 'Just text.')).toBe(true)
     expect(accepts(auto, two)).toBe(true)
@@ -62,7 +81,9 @@ describe('tool calls in a chat template’s syntax', () => {
   })
 
   it('refuses a template whose call syntax is special tokens with tools_unsupported', () => {
-    expect(() => callSyntaxOf({ call: { prefix: [{ type: 'specialToken', value: 'EOT' }], paramsPrefix: '', suffix: '' } })).toThrow(/special tokens/)
+    expect(() =>
+      callSyntaxOf({ call: { prefix: [{ type: 'specialToken', value: 'EOT' }], paramsPrefix: '', suffix: '' } }),
+    ).toThrow(/special tokens/)
   })
 
   it('carries tool calls and their results into the chat history, the model going on after the results', () => {

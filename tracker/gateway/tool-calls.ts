@@ -31,7 +31,8 @@ function textOf(value: unknown): string | undefined {
     const parts = value.map(textOf)
     return parts.every((p) => p !== undefined) ? parts.join('') : undefined
   }
-  if (typeof value === 'object' && 'type' in value && value.type === 'specialTokensText' && 'value' in value) return String(value.value)
+  if (typeof value === 'object' && 'type' in value && value.type === 'specialTokensText' && 'value' in value)
+    return String(value.value)
   return undefined
 }
 
@@ -39,9 +40,23 @@ function textOf(value: unknown): string | undefined {
 export function callSyntaxOf(settings: unknown): CallSyntax {
   const s = (settings ?? {}) as { call?: Record<string, unknown>; parallelism?: { call?: Record<string, unknown> } }
   const parallel = s.parallelism?.call
-  const parts = [s.call?.prefix, s.call?.paramsPrefix, s.call?.suffix, parallel?.sectionPrefix, parallel?.betweenCalls, parallel?.sectionSuffix].map(textOf)
+  const parts = [
+    s.call?.prefix,
+    s.call?.paramsPrefix,
+    s.call?.suffix,
+    parallel?.sectionPrefix,
+    parallel?.betweenCalls,
+    parallel?.sectionSuffix,
+  ].map(textOf)
   const [prefix, paramsPrefix, suffix, sectionPrefix, betweenCalls, sectionSuffix] = parts
-  if (prefix === undefined || paramsPrefix === undefined || suffix === undefined || sectionPrefix === undefined || sectionSuffix === undefined || !prefix)
+  if (
+    prefix === undefined ||
+    paramsPrefix === undefined ||
+    suffix === undefined ||
+    sectionPrefix === undefined ||
+    sectionSuffix === undefined ||
+    !prefix
+  )
     throw new GatewayError(
       400,
       'invalid_request_error',
@@ -49,7 +64,14 @@ export function callSyntaxOf(settings: unknown): CallSyntax {
       "this model's chat template writes function calls with special tokens; it cannot take tools here.",
       'tools',
     )
-  return { prefix, paramsPrefix, suffix, sectionPrefix, betweenCalls: parallel === undefined ? '\n' : (betweenCalls ?? ''), sectionSuffix }
+  return {
+    prefix,
+    paramsPrefix,
+    suffix,
+    sectionPrefix,
+    betweenCalls: parallel === undefined ? '\n' : (betweenCalls ?? ''),
+    sectionSuffix,
+  }
 }
 
 /**
@@ -77,7 +99,12 @@ export function toolGrammar(
       'call',
     )
   const section = (call: string, several: boolean) =>
-    [gbnfLiteral(syntax.sectionPrefix), call, several ? `(${gbnfLiteral(syntax.betweenCalls)} ${call})*` : '', gbnfLiteral(syntax.sectionSuffix)].join(' ')
+    [
+      gbnfLiteral(syntax.sectionPrefix),
+      call,
+      several ? `(${gbnfLiteral(syntax.betweenCalls)} ${call})*` : '',
+      gbnfLiteral(syntax.sectionSuffix),
+    ].join(' ')
   if (typeof choice === 'object') {
     const tool = tools.find((t) => t.function.name === choice.function.name)
     if (tool === undefined)
@@ -150,7 +177,11 @@ export function parseToolCalls(text: string, syntax: CallSyntax, tools: Tools): 
     }
     at = end
     if (!expect(syntax.suffix)) return undefined
-    calls.push({ id: `call_${randomBytes(12).toString('hex')}`, type: 'function', function: { name, arguments: JSON.stringify(args) } })
+    calls.push({
+      id: `call_${randomBytes(12).toString('hex')}`,
+      type: 'function',
+      function: { name, arguments: JSON.stringify(args) },
+    })
     if (expect(syntax.sectionSuffix) && at === text.trimEnd().length) return calls
     if (!expect(syntax.betweenCalls)) return undefined
   }

@@ -54,8 +54,16 @@ async function directText(prompt: string | readonly number[], maxTokens: number,
   return { text, summary: next.value }
 }
 
-async function post(path: string, body: string, headers: Record<string, string> = { authorization: `Bearer ${apiKey}` }) {
-  const res = await fetch(`${swarm.tracker.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
+async function post(
+  path: string,
+  body: string,
+  headers: Record<string, string> = { authorization: `Bearer ${apiKey}` },
+) {
+  const res = await fetch(`${swarm.tracker.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  })
   return { status: res.status, body: (await res.json()) as Record<string, unknown> }
 }
 
@@ -65,7 +73,9 @@ const balance = (accountId: string) => swarm.tracker.store.ledger.balance(consum
 function cost(prompt: number, completion: number): number {
   const price = priceOf(swarm.manifest, {})
   let total = 0
-  for (const blocks of RANGES) for (let step = 1; step <= completion; step++) total += hopCharge(price, swarm.manifest.nLayer, { step, tokens: prompt, blocks })
+  for (const blocks of RANGES)
+    for (let step = 1; step <= completion; step++)
+      total += hopCharge(price, swarm.manifest.nLayer, { step, tokens: prompt, blocks })
   return total
 }
 
@@ -122,7 +132,11 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       expect(text).toBe(expected.text)
       expect(parts.length).toBeGreaterThan(1)
       expect(parts.slice(0, -1).every((p) => !p.done)).toBe(true)
-      expect(parts.at(-1)).toMatchObject({ done: true, done_reason: expected.summary.finishReason, eval_count: expected.summary.completionTokens })
+      expect(parts.at(-1)).toMatchObject({
+        done: true,
+        done_reason: expected.summary.finishReason,
+        eval_count: expected.summary.completionTokens,
+      })
     })
 
     it('generates from a prompt rendered with the model’s template, or raw, streamed or not', async () => {
@@ -136,19 +150,32 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       const raw = await directText('Once upon a time', 16, sampling)
       let streamed = ''
       let last: { done: boolean; eval_count: number } | undefined
-      for await (const part of await ollama.generate({ model, prompt: 'Once upon a time', raw: true, options, stream: true })) {
+      for await (const part of await ollama.generate({
+        model,
+        prompt: 'Once upon a time',
+        raw: true,
+        options,
+        stream: true,
+      })) {
         streamed += part.response
         last = part
       }
       expect(streamed).toBe(raw.text)
       expect(last).toMatchObject({ done: true, eval_count: raw.summary.completionTokens })
       // no prompt: the model is "loaded", nothing generated or charged
-      expect(await ollama.generate({ model, prompt: '' })).toMatchObject({ done: true, done_reason: 'load', response: '' })
+      expect(await ollama.generate({ model, prompt: '' })).toMatchObject({
+        done: true,
+        done_reason: 'load',
+        response: '',
+      })
     })
 
     it('refuses a caller without a key with a 401 in Ollama’s shape saying how to send it, and malformed bodies with 400s, and keeps serving', async () => {
       const keyless = new Ollama({ host: swarm.tracker.url })
-      await expect(keyless.list()).rejects.toMatchObject({ status_code: 401, error: expect.stringContaining("headers: { Authorization: 'Bearer nk-…' }") })
+      await expect(keyless.list()).rejects.toMatchObject({
+        status_code: 401,
+        error: expect.stringContaining("headers: { Authorization: 'Bearer nk-…' }"),
+      })
       const noKey = await post('/api/chat', JSON.stringify({ model, messages: MESSAGES }), {})
       expect(noKey).toEqual({ status: 401, body: { error: expect.stringContaining('Authorization: Bearer') } })
       const notJson = await post('/api/chat', '{"model":')
@@ -157,9 +184,16 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       expect(wrongType).toEqual({ status: 400, body: { error: expect.stringContaining('prompt') } })
       const badOption = await post('/api/chat', JSON.stringify({ model, messages: MESSAGES, options: { top_p: 7 } }))
       expect(badOption).toEqual({ status: 400, body: { error: expect.stringContaining('options.top_p') } })
-      await expect(ollama.chat({ model: 'no-such-model', messages: MESSAGES })).rejects.toMatchObject({ status_code: 404 })
-      const tools = [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {}, not: {} } } }]
-      await expect(ollama.chat({ model, messages: MESSAGES, tools })).rejects.toMatchObject({ status_code: 400, error: expect.stringContaining('"not"') })
+      await expect(ollama.chat({ model: 'no-such-model', messages: MESSAGES })).rejects.toMatchObject({
+        status_code: 404,
+      })
+      const tools = [
+        { type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {}, not: {} } } },
+      ]
+      await expect(ollama.chat({ model, messages: MESSAGES, tools })).rejects.toMatchObject({
+        status_code: 400,
+        error: expect.stringContaining('"not"'),
+      })
       expect((await ollama.list()).models).toHaveLength(1)
     })
 
@@ -170,7 +204,9 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       const answer = await client.chat({ model, messages: MESSAGES, options: { num_predict: 12, seed: 2 } })
       const expected = cost(answer.prompt_eval_count, answer.eval_count)
       await vi.waitFor(async () => expect(before - (await balance(payer.accountId))).toBe(expected), 10_000)
-      console.log(`ollama: ${answer.prompt_eval_count} prompt + ${answer.eval_count} completion tokens cost ${expected} micro-credits`)
+      console.log(
+        `ollama: ${answer.prompt_eval_count} prompt + ${answer.eval_count} completion tokens cost ${expected} micro-credits`,
+      )
     })
   })
 
@@ -191,7 +227,10 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       expect(message.role).toBe('assistant')
       expect(message.content).toEqual([{ type: 'text', text: expected.text }])
       expect(message.stop_reason).toBe(expected.summary.finishReason === 'length' ? 'max_tokens' : 'end_turn')
-      expect(message.usage).toMatchObject({ input_tokens: prompt.length, output_tokens: expected.summary.completionTokens })
+      expect(message.usage).toMatchObject({
+        input_tokens: prompt.length,
+        output_tokens: expected.summary.completionTokens,
+      })
     })
 
     it('streams Anthropic’s events, which the SDK’s stream helper assembles into the same message', async () => {
@@ -207,7 +246,10 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       expect(final.content).toEqual(plain.content)
       expect(text).toBe(plain.content[0]?.type === 'text' ? plain.content[0].text : '')
       expect(final.stop_reason).toBe(plain.stop_reason)
-      expect(final.usage).toMatchObject({ input_tokens: plain.usage.input_tokens, output_tokens: plain.usage.output_tokens })
+      expect(final.usage).toMatchObject({
+        input_tokens: plain.usage.input_tokens,
+        output_tokens: plain.usage.output_tokens,
+      })
       expect(events[0]).toBe('message_start')
       expect(events[1]).toBe('content_block_start')
       expect(events.filter((e) => e === 'content_block_delta').length).toBeGreaterThan(0)
@@ -219,7 +261,12 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       const text = plain.content[0]?.type === 'text' ? plain.content[0].text : ''
       const stop = text.trim().split(/\s+/)[2] ?? ''
       expect(stop).not.toBe('')
-      const cut = await anthropic.messages.create({ ...request, model, max_tokens: 30, stop_sequences: ['no such words', stop] })
+      const cut = await anthropic.messages.create({
+        ...request,
+        model,
+        max_tokens: 30,
+        stop_sequences: ['no such words', stop],
+      })
       expect(cut.content).toEqual([{ type: 'text', text: text.slice(0, text.indexOf(stop)) }])
       expect(cut.stop_reason).toBe('stop_sequence')
       expect(cut.stop_sequence).toBe(stop)
@@ -227,19 +274,36 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
 
     it('refuses a wrong key with AuthenticationError and malformed requests with invalid_request_error, in Anthropic’s shape', async () => {
       const stranger = new Anthropic({ apiKey: 'nk-not-a-key', baseURL: swarm.tracker.url, maxRetries: 0 })
-      await expect(stranger.messages.create({ ...request, model })).rejects.toBeInstanceOf(Anthropic.AuthenticationError)
+      await expect(stranger.messages.create({ ...request, model })).rejects.toBeInstanceOf(
+        Anthropic.AuthenticationError,
+      )
       const noKey = await post('/v1/messages', JSON.stringify({ ...request, model }), {})
-      expect(noKey).toEqual({ status: 401, body: { type: 'error', error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') } } })
+      expect(noKey).toEqual({
+        status: 401,
+        body: { type: 'error', error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') } },
+      })
       const { max_tokens: _, ...noMax } = { ...request, model }
       const missing = await post('/v1/messages', JSON.stringify(noMax), { 'x-api-key': apiKey })
       expect(missing).toEqual({
         status: 400,
-        body: { type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') } },
+        body: {
+          type: 'error',
+          error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') },
+        },
       })
-      await expect(anthropic.messages.create({ ...request, model, max_tokens: swarm.manifest.contextLength })).rejects.toBeInstanceOf(Anthropic.BadRequestError)
-      await expect(anthropic.messages.create({ ...request, model: 'no-such-model' })).rejects.toBeInstanceOf(Anthropic.NotFoundError)
-      const image = { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'aGk=' } }
-      await expect(anthropic.messages.create({ ...request, model, messages: [{ role: 'user', content: [image] }] })).rejects.toMatchObject({
+      await expect(
+        anthropic.messages.create({ ...request, model, max_tokens: swarm.manifest.contextLength }),
+      ).rejects.toBeInstanceOf(Anthropic.BadRequestError)
+      await expect(anthropic.messages.create({ ...request, model: 'no-such-model' })).rejects.toBeInstanceOf(
+        Anthropic.NotFoundError,
+      )
+      const image = {
+        type: 'image' as const,
+        source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'aGk=' },
+      }
+      await expect(
+        anthropic.messages.create({ ...request, model, messages: [{ role: 'user', content: [image] }] }),
+      ).rejects.toMatchObject({
         status: 400,
         error: { error: { message: expect.stringContaining('image') } },
       })
@@ -254,10 +318,14 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       let expected = cost(plain.usage.input_tokens, plain.usage.output_tokens)
       await vi.waitFor(async () => expect(before - (await balance(payer.accountId))).toBe(expected), 10_000)
       before = await balance(payer.accountId)
-      const streamed = await client.messages.stream({ ...request, model, max_tokens: 14, temperature: 0.7 }).finalMessage()
+      const streamed = await client.messages
+        .stream({ ...request, model, max_tokens: 14, temperature: 0.7 })
+        .finalMessage()
       expected = cost(streamed.usage.input_tokens, streamed.usage.output_tokens)
       await vi.waitFor(async () => expect(before - (await balance(payer.accountId))).toBe(expected), 10_000)
-      console.log(`anthropic: ${streamed.usage.input_tokens} prompt + ${streamed.usage.output_tokens} completion tokens cost ${expected} micro-credits`)
+      console.log(
+        `anthropic: ${streamed.usage.input_tokens} prompt + ${streamed.usage.output_tokens} completion tokens cost ${expected} micro-credits`,
+      )
     })
   })
 
@@ -271,10 +339,16 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
     const last = [RANGES[2][0], RANGES[2][1]] as const
     const slow = await swarm.addHost(
       last,
-      (options) => new LyingHost(options, { lie: { kind: 'zeros' }, honestSessions: Number.MAX_SAFE_INTEGER, delayMs: 20 }),
+      (options) =>
+        new LyingHost(options, { lie: { kind: 'zeros' }, honestSessions: Number.MAX_SAFE_INTEGER, delayMs: 20 }),
     )
     await swarm.hosts.find((h) => h !== slow && h.state.blocks?.[1] === swarm.manifest.nLayer)?.stop(500)
-    const chat = await ollama.chat({ model, messages: MESSAGES, stream: true, options: { num_predict: 300, temperature: 0, repeat_penalty: 1 } })
+    const chat = await ollama.chat({
+      model,
+      messages: MESSAGES,
+      stream: true,
+      options: { num_predict: 300, temperature: 0, repeat_penalty: 1 },
+    })
     const messages = anthropic.messages.stream({
       model,
       max_tokens: 300,

@@ -55,8 +55,16 @@ export class TranslatedGenerations {
     clampMaxTokens: boolean,
     endpoint: Generation['endpoint'],
   ): Promise<PlannedChat> {
-    const deps = { catalog: this.deps.catalog, generations: this.generations, tokenizers: this.tokenizers, defaultChatMaxTokens: UNTIL_FULL_UNKNOWN_CONTEXT }
-    const options = { samplers: samplersOf(chat), ...(clampMaxTokens ? { clampMaxTokens: { untilFull: UNTIL_FULL_UNKNOWN_CONTEXT } } : {}) }
+    const deps = {
+      catalog: this.deps.catalog,
+      generations: this.generations,
+      tokenizers: this.tokenizers,
+      defaultChatMaxTokens: UNTIL_FULL_UNKNOWN_CONTEXT,
+    }
+    const options = {
+      samplers: samplersOf(chat),
+      ...(clampMaxTokens ? { clampMaxTokens: { untilFull: UNTIL_FULL_UNKNOWN_CONTEXT } } : {}),
+    }
     try {
       return await planChat(deps, account, chatRequestOf(chat), endpoint, options)
     } catch (e) {
@@ -65,7 +73,13 @@ export class TranslatedGenerations {
   }
 
   /** A plain text prompt (Ollama's raw generate), tokenized as it is, sampled as `chat` says; its budget clamped to the context. */
-  async text(account: StoredAccount, prompt: string, chat: OpenAiShapedChat, params: ForeignParams, endpoint: Generation['endpoint']): Promise<PlannedChat> {
+  async text(
+    account: StoredAccount,
+    prompt: string,
+    chat: OpenAiShapedChat,
+    params: ForeignParams,
+    endpoint: Generation['endpoint'],
+  ): Promise<PlannedChat> {
     const { contextLength } = this.deps.catalog.get(chat.model).manifest
     const request = chatRequestOf(chat)
     let grammar: string | undefined
@@ -75,18 +89,31 @@ export class TranslatedGenerations {
       throw inForeignWords(e, params)
     }
     const tokenizer = await this.tokenizers.get(chat.model)
-    await this.generations.checkAffordable(account, chat.model, fewestTokens(prompt.length, promptBounds(tokenizer.longestTokenChars, contextLength), 'prompt'))
+    await this.generations.checkAffordable(
+      account,
+      chat.model,
+      fewestTokens(prompt.length, promptBounds(tokenizer.longestTokenChars, contextLength), 'prompt'),
+    )
     const tokens = fitting(await tokenizer.encode(prompt, promptTokenLimit(contextLength)), contextLength, 'prompt')
     const untilFull = contextLength > 0 ? contextLength : UNTIL_FULL_UNKNOWN_CONTEXT
-    const maxTokens = completionBudget(tokens.length, null, chat.max_tokens ?? untilFull, contextLength, { prompt: 'prompt', max: 'max_tokens' })
+    const maxTokens = completionBudget(tokens.length, null, chat.max_tokens ?? untilFull, contextLength, {
+      prompt: 'prompt',
+      max: 'max_tokens',
+    })
     const generations = generationsOf(endpoint, request, tokens, maxTokens, { ...samplersOf(chat), grammar })
-    return { generations, promptTokens: tokens.length, streamsText: true, answer: (content, finishReason) => ({ content, toolCalls: undefined, finishReason }) }
+    return {
+      generations,
+      promptTokens: tokens.length,
+      streamsText: true,
+      answer: (content, finishReason) => ({ content, toolCalls: undefined, finishReason }),
+    }
   }
 
   /** Runs a planned chat's one generation (these APIs have no `n`). */
   run(account: StoredAccount, chat: PlannedChat, caller: AbortSignal): AsyncGenerator<Chunk, void> {
     const [generation] = chat.generations
-    if (generation === undefined || chat.generations.length > 1) throw new Error(`a translated chat plans one generation, not ${chat.generations.length}`)
+    if (generation === undefined || chat.generations.length > 1)
+      throw new Error(`a translated chat plans one generation, not ${chat.generations.length}`)
     return this.generations.run(account, generation, caller)
   }
 }
@@ -99,7 +126,13 @@ function chatRequestOf(chat: OpenAiShapedChat): ChatCompletionRequest {
   return {
     model: chat.model,
     messages: chat.messages.map((m) =>
-      m.role === 'assistant' ? { role: m.role, content: m.content, tool_calls: m.tool_calls?.map((c) => ({ ...c, function: { ...c.function } })) } : { ...m },
+      m.role === 'assistant'
+        ? {
+            role: m.role,
+            content: m.content,
+            tool_calls: m.tool_calls?.map((c) => ({ ...c, function: { ...c.function } })),
+          }
+        : { ...m },
     ),
     max_tokens: chat.max_tokens,
     temperature: chat.temperature,
@@ -126,6 +159,13 @@ function samplersOf(s: OpenAiShapedSampling): Pick<Generation, 'topK' | 'minP' |
 /** An error of the OpenAI chat path with its `param` in the caller's API's words (Ollama's `format`, Anthropic's `tools`). */
 function inForeignWords(e: unknown, params: ForeignParams): unknown {
   if (!(e instanceof GatewayError) || e.param === null) return e
-  const param = e.param === 'response_format' ? params.format : e.param === 'tools' ? params.tools : e.param === 'messages' ? params.messages : e.param
+  const param =
+    e.param === 'response_format'
+      ? params.format
+      : e.param === 'tools'
+        ? params.tools
+        : e.param === 'messages'
+          ? params.messages
+          : e.param
   return param === e.param ? e : new GatewayError(e.status, e.type, e.code, e.message, param, e.extra)
 }

@@ -49,7 +49,12 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
     let dir = ''
     ;({ dir, cleanup } = await scratchDir())
     let apiKey: string
-    ;({ swarm, apiKey } = await startGatewaySwarm(dir, STORIES_260K, { adminToken: ADMIN, requestsPerMinute: 600 }, 'translated tools'))
+    ;({ swarm, apiKey } = await startGatewaySwarm(
+      dir,
+      STORIES_260K,
+      { adminToken: ADMIN, requestsPerMinute: 600 },
+      'translated tools',
+    ))
     model = swarm.manifest.modelId
     ollama = new Ollama({ host: swarm.tracker.url, headers: { Authorization: `Bearer ${apiKey}` } })
     anthropic = new Anthropic({ apiKey, baseURL: swarm.tracker.url, maxRetries: 0 })
@@ -60,14 +65,25 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
   })
 
   describe('Ollama', () => {
-    const tools: OllamaTool[] = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a town', parameters: WEATHER_SCHEMA } }]
+    const tools: OllamaTool[] = [
+      {
+        type: 'function',
+        function: { name: 'get_weather', description: 'The weather in a town', parameters: WEATHER_SCHEMA },
+      },
+    ]
     const options = { temperature: 1.5, top_k: 0, top_p: 1, repeat_penalty: 1, num_predict: 80 }
 
     it('makes a tool call, streamed as one chunk or not, takes its result back as a tool turn, and gives a final answer', async () => {
       const seed = 3
       const ask: OllamaMessage[] = [{ role: 'user', content: ASK }]
       // Ollama's API has no tool_choice; Neuron takes OpenAI's as an extra field, which the client passes through
-      const forced = { model, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, options: { ...options, seed } }
+      const forced = {
+        model,
+        messages: ask,
+        tools,
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+        options: { ...options, seed },
+      }
       const first = await ollama.chat(forced)
       if (first.message.tool_calls === undefined) throw new Error(`no tool call: ${JSON.stringify(first)}`)
       const call = first.message.tool_calls?.[0]
@@ -97,14 +113,24 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
     })
 
     it('answers a JSON-schema format that parses and validates, streamed or not, and "json" as a JSON object', async () => {
-      const ask = { model, messages: [{ role: 'user' as const, content: 'Describe a person.' }], format: PERSON, options: { num_predict: 200, seed: 11 } }
+      const ask = {
+        model,
+        messages: [{ role: 'user' as const, content: 'Describe a person.' }],
+        format: PERSON,
+        options: { num_predict: 200, seed: 11 },
+      }
       const answer = await ollama.chat(ask)
       expect(answer.done_reason).toBe('stop')
       expect(Person.safeParse(JSON.parse(answer.message.content)).success).toBe(true)
       let streamed = ''
       for await (const part of await ollama.chat({ ...ask, stream: true })) streamed += part.message.content
       expect(streamed).toBe(answer.message.content)
-      const generated = await ollama.generate({ model, prompt: 'Describe a person.', format: PERSON, options: { num_predict: 200, seed: 5 } })
+      const generated = await ollama.generate({
+        model,
+        prompt: 'Describe a person.',
+        format: PERSON,
+        options: { num_predict: 200, seed: 5 },
+      })
       expect(Person.safeParse(JSON.parse(generated.response ?? '')).success).toBe(true)
       // a free-form object may be cut at num_predict (a grammar does not make a tiny model finish); it begins as one
       const json = await ollama.chat({ ...ask, format: 'json', options: { num_predict: 12, seed: 3 } })
@@ -112,17 +138,29 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
     })
 
     it('refuses a schema keyword outside the supported subset with a 400 naming it, in Ollama’s shape', async () => {
-      const refused = ollama.chat({ model, messages: [{ role: 'user', content: ASK }], format: { type: 'string', pattern: '^a' } })
+      const refused = ollama.chat({
+        model,
+        messages: [{ role: 'user', content: ASK }],
+        format: { type: 'string', pattern: '^a' },
+      })
       await expect(refused).rejects.toMatchObject({ status_code: 400, error: expect.stringContaining('"pattern"') })
     })
   })
 
   describe('Anthropic Messages', () => {
-    const tools: Anthropic.Tool[] = [{ name: 'get_weather', description: 'The weather in a town', input_schema: WEATHER_SCHEMA }]
+    const tools: Anthropic.Tool[] = [
+      { name: 'get_weather', description: 'The weather in a town', input_schema: WEATHER_SCHEMA },
+    ]
     const ask: Anthropic.MessageParam[] = [{ role: 'user', content: ASK }]
 
     it('makes a forced tool call as a tool_use block, takes a tool_result back and gives a final answer', async () => {
-      const first = await anthropic.messages.create({ model, max_tokens: 80, messages: ask, tools, tool_choice: { type: 'tool', name: 'get_weather' } })
+      const first = await anthropic.messages.create({
+        model,
+        max_tokens: 80,
+        messages: ask,
+        tools,
+        tool_choice: { type: 'tool', name: 'get_weather' },
+      })
       expect(first.stop_reason).toBe('tool_use')
       expect(first.content).toHaveLength(1)
       const use = first.content[0]
@@ -150,7 +188,13 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
     })
 
     it('streams a call as a tool_use block with input_json_delta, which the SDK assembles into its input', async () => {
-      const stream = anthropic.messages.stream({ model, max_tokens: 80, messages: ask, tools, tool_choice: { type: 'any', disable_parallel_tool_use: true } })
+      const stream = anthropic.messages.stream({
+        model,
+        max_tokens: 80,
+        messages: ask,
+        tools,
+        tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      })
       const events: Anthropic.MessageStreamEvent[] = []
       stream.on('streamEvent', (e) => events.push(e))
       const final = await stream.finalMessage()
@@ -159,7 +203,12 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
       if (use?.type !== 'tool_use') throw new Error(`no tool_use block: ${JSON.stringify(final.content)}`)
       expect(WeatherArgs.safeParse(use.input).success).toBe(true)
       const start = events.find((e) => e.type === 'content_block_start')
-      expect(start?.type === 'content_block_start' && start.content_block).toMatchObject({ type: 'tool_use', id: use.id, name: 'get_weather', input: {} })
+      expect(start?.type === 'content_block_start' && start.content_block).toMatchObject({
+        type: 'tool_use',
+        id: use.id,
+        name: 'get_weather',
+        input: {},
+      })
       expect(events.some((e) => e.type === 'content_block_delta' && e.delta.type === 'input_json_delta')).toBe(true)
       expect(events.map((e) => e.type).slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop'])
     })
@@ -190,7 +239,13 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
     })
 
     it('refuses a tool_choice naming a tool it was not given, as invalid_request_error', async () => {
-      const refused = anthropic.messages.create({ model, max_tokens: 20, messages: ask, tools, tool_choice: { type: 'tool', name: 'get_time' } })
+      const refused = anthropic.messages.create({
+        model,
+        max_tokens: 20,
+        messages: ask,
+        tools,
+        tool_choice: { type: 'tool', name: 'get_time' },
+      })
       await expect(refused).rejects.toMatchObject({
         status: 400,
         error: { error: { type: 'invalid_request_error', message: expect.stringContaining('get_time') } },

@@ -5,7 +5,17 @@ import type { ServedSpan, SwarmView } from '../swarm-view'
 import { clientLatencyId, MeasuredLatencies } from './measured-latencies'
 
 function host(hostId: string, blocks: BlockRange, msPerBlock = 1): ServedSpan {
-  return { hostId, blocks, msPerBlock, relay: false, activeSessions: 0, maxSessions: 8, kvFreeTokens: 8192, reputation: 0.9, status: 'ready' }
+  return {
+    hostId,
+    blocks,
+    msPerBlock,
+    relay: false,
+    activeSessions: 0,
+    maxSessions: 8,
+    kvFreeTokens: 8192,
+    reputation: 0.9,
+    status: 'ready',
+  }
 }
 
 /** Two hosts serving the same four blocks: `near` slightly slower to compute, so an unmeasured swarm routes through `far`. */

@@ -100,7 +100,11 @@ export class MeasuredLatencies extends EventEmitter<{ changed: [hostId: string] 
 
   /** One-way ms between a client (`client:<id>`) and a host, either way round: half the round trip. */
   ms(from: string, to: string): number | undefined {
-    const [client, host] = from.startsWith('client:') ? [from, to] : to.startsWith('client:') ? [to, from] : [undefined, undefined]
+    const [client, host] = from.startsWith('client:')
+      ? [from, to]
+      : to.startsWith('client:')
+        ? [to, from]
+        : [undefined, undefined]
     if (client === undefined || host === undefined) return undefined
     const rtt = this.roundTrip(client.slice('client:'.length), host)
     return rtt === undefined ? undefined : rtt / 2

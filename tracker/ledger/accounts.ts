@@ -33,10 +33,18 @@ export class Accounts {
     private readonly startingGrantMicro: number,
   ) {}
 
-  async create(options: { name?: string; grantMicro?: number; publicKey?: string | null } = {}, now = Date.now()): Promise<CreatedAccount> {
+  async create(
+    options: { name?: string; grantMicro?: number; publicKey?: string | null } = {},
+    now = Date.now(),
+  ): Promise<CreatedAccount> {
     const accountId = `acct_${randomBytes(8).toString('hex')}`
     const apiKey = newApiKey()
-    const account: StoredAccount = { accountId, name: options.name ?? accountId, publicKey: options.publicKey ?? null, createdAt: now }
+    const account: StoredAccount = {
+      accountId,
+      name: options.name ?? accountId,
+      publicKey: options.publicKey ?? null,
+      createdAt: now,
+    }
     if (options.publicKey != null && (await this.store.accountByPublicKey(options.publicKey)) !== undefined) {
       throw new NeuronError('account_exists', `key ${options.publicKey.slice(0, 8)}… already has an account.`)
     }
@@ -48,8 +56,10 @@ export class Accounts {
 
   /** Credits an account from the swarm's grants account (which goes negative: credits issued). */
   async grant(accountId: string, micro: number, now = Date.now()): Promise<void> {
-    if (!Number.isSafeInteger(micro) || micro <= 0) throw new NeuronError('bad_request', `a grant is a positive whole number of micro-credits, not ${micro}.`)
-    if ((await this.store.getAccount(accountId)) === undefined) throw new NeuronError('unknown_account', `no account ${accountId}.`)
+    if (!Number.isSafeInteger(micro) || micro <= 0)
+      throw new NeuronError('bad_request', `a grant is a positive whole number of micro-credits, not ${micro}.`)
+    if ((await this.store.getAccount(accountId)) === undefined)
+      throw new NeuronError('unknown_account', `no account ${accountId}.`)
     await this.store.post({
       kind: 'grant',
       idempotencyKey: null,
@@ -64,7 +74,8 @@ export class Accounts {
 
   /** A new key for the account, replacing every key it had (shown once: only its sha256 is stored). */
   async replaceKey(accountId: string, now = Date.now()): Promise<string> {
-    if ((await this.store.getAccount(accountId)) === undefined) throw new NeuronError('unknown_account', `no account ${accountId}.`)
+    if ((await this.store.getAccount(accountId)) === undefined)
+      throw new NeuronError('unknown_account', `no account ${accountId}.`)
     const apiKey = newApiKey()
     await this.store.replaceApiKeys(accountId, hashApiKey(apiKey), now)
     return apiKey

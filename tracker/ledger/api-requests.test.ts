@@ -37,9 +37,30 @@ describe.each(await storeEngines())('the API request log on $name', (engine) => 
       const { account: other } = await accounts.create({ name: 'other' })
       const t = Date.now()
       const log = store.apiRequests
-      await log.started({ session: 'a1', accountId: mine.accountId, endpoint: 'chat.completions', modelId: 'toy', promptTokens: 5, startedAt: t })
-      await log.started({ session: 'b1', accountId: other.accountId, endpoint: 'completions', modelId: 'toy', promptTokens: 9, startedAt: t + 1 })
-      await log.started({ session: 'a2', accountId: mine.accountId, endpoint: 'completions', modelId: 'toy', promptTokens: 3, startedAt: t + 2 })
+      await log.started({
+        session: 'a1',
+        accountId: mine.accountId,
+        endpoint: 'chat.completions',
+        modelId: 'toy',
+        promptTokens: 5,
+        startedAt: t,
+      })
+      await log.started({
+        session: 'b1',
+        accountId: other.accountId,
+        endpoint: 'completions',
+        modelId: 'toy',
+        promptTokens: 9,
+        startedAt: t + 1,
+      })
+      await log.started({
+        session: 'a2',
+        accountId: mine.accountId,
+        endpoint: 'completions',
+        modelId: 'toy',
+        promptTokens: 3,
+        startedAt: t + 2,
+      })
       await pay(mine.accountId, 'a1:0:0-2', 100, t + 3)
       await pay(mine.accountId, 'a1:1:0-2', 40, t + 4)
       await pay(mine.accountId, 'relay:a1:relay-x:1', 7, t + 4)
@@ -50,7 +71,9 @@ describe.each(await storeEngines())('the API request log on $name', (engine) => 
       await log.ended('b1', 4, 'completed')
 
       const rows = await log.recent(mine.accountId)
-      expect(rows.map((r) => [r.session, r.endpoint, r.promptTokens, r.completionTokens, r.status, r.chargedMicro])).toEqual([
+      expect(
+        rows.map((r) => [r.session, r.endpoint, r.promptTokens, r.completionTokens, r.status, r.chargedMicro]),
+      ).toEqual([
         ['a2', 'completions', 3, 0, 'running', 30],
         ['a1', 'chat.completions', 5, 2, 'completed', 149],
       ])

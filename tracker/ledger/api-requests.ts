@@ -57,15 +57,22 @@ export class ApiRequests {
   }
 
   async ended(session: string, completionTokens: number, status: string): Promise<void> {
-    await this.db.run('update api_requests set completion_tokens = ?, status = ? where session = ?', [completionTokens, status.slice(0, 64), session])
+    await this.db.run('update api_requests set completion_tokens = ?, status = ? where session = ?', [
+      completionTokens,
+      status.slice(0, 64),
+      session,
+    ])
   }
 
   /** The account's latest requests, newest first, at most `limit` (bounded by API_REQUEST_LOG_LIMIT), each with what it was charged. */
-  async recent(accountId: string, limit = API_REQUEST_LOG_LIMIT): Promise<(ApiRequestRecord & { readonly chargedMicro: number })[]> {
-    const rows = await this.db.all<Row>('select * from api_requests where account_id = ? order by started_at desc, session desc limit ?', [
-      accountId,
-      Math.max(0, Math.min(limit, API_REQUEST_LOG_LIMIT)),
-    ])
+  async recent(
+    accountId: string,
+    limit = API_REQUEST_LOG_LIMIT,
+  ): Promise<(ApiRequestRecord & { readonly chargedMicro: number })[]> {
+    const rows = await this.db.all<Row>(
+      'select * from api_requests where account_id = ? order by started_at desc, session desc limit ?',
+      [accountId, Math.max(0, Math.min(limit, API_REQUEST_LOG_LIMIT))],
+    )
     if (rows.length === 0) return []
     // One query for every row: the account's entries since each request began, in its session's transactions: a
     // step's charge (`<session>:<step>:<blocks>`), a relay's fee (`relay:<session>:…`) and its rent (`rent:<session>`).

@@ -48,7 +48,19 @@ for (const engine of await storeEngines())
       await processes.at(-1)?.waitFor(/published stories260k/)
       const ranges = ['0:2', '2:4', '4:5']
       const hosts = ranges.map((layers, i) =>
-        start(['host', '--tracker', first.url, '--model', manifest.modelId, '--blocks', layers, '--data-dir', join(dir, `host-${i}`), '--threads', '1']),
+        start([
+          'host',
+          '--tracker',
+          first.url,
+          '--model',
+          manifest.modelId,
+          '--blocks',
+          layers,
+          '--data-dir',
+          join(dir, `host-${i}`),
+          '--threads',
+          '1',
+        ]),
       )
       await Promise.all(hosts.map((h) => h.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)))
       const { accountId, apiKey } = await createAccount(first.url, ADMIN, { grant_micro: GRANT })
@@ -56,7 +68,14 @@ for (const engine of await storeEngines())
       const res = await fetch(`${first.url}/v1/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: manifest.modelId, prompt: 'Once upon a time', max_tokens: 400, temperature: 1, seed: 11, stream: true }),
+        body: JSON.stringify({
+          model: manifest.modelId,
+          prompt: 'Once upon a time',
+          max_tokens: 400,
+          temperature: 1,
+          seed: 11,
+          stream: true,
+        }),
       })
       expect(res.status).toBe(200)
       const reader = (res.body as ReadableStream<Uint8Array>).getReader()
@@ -76,7 +95,9 @@ for (const engine of await storeEngines())
 
       // The restarted tracker opens the same file, migrates nothing twice and reports the same balance.
       const second = await startTracker(db, keyFile)
-      const dashboard = (await (await fetch(`${second.url}/v1/dashboard/account`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as {
+      const dashboard = (await (
+        await fetch(`${second.url}/v1/dashboard/account`, { headers: { authorization: `Bearer ${apiKey}` } })
+      ).json()) as {
         balance_micro: number
       }
       await second.process.stop()
@@ -94,7 +115,10 @@ for (const engine of await storeEngines())
         const blocksPerStep = new Map<number, number>()
         for (const { receipt } of receipts) {
           expect(receipt.step).toBeLessThan(REPLAY_STEP_BASE)
-          blocksPerStep.set(receipt.step, (blocksPerStep.get(receipt.step) ?? 0) + receipt.blocks[1] - receipt.blocks[0])
+          blocksPerStep.set(
+            receipt.step,
+            (blocksPerStep.get(receipt.step) ?? 0) + receipt.blocks[1] - receipt.blocks[0],
+          )
         }
         // No block of any step paid twice; every step whose token reached the caller fully paid.
         expect([...blocksPerStep.values()].every((n) => n <= manifest.nLayer)).toBe(true)
@@ -103,13 +127,18 @@ for (const engine of await storeEngines())
         const charged = receipts.reduce((s, r) => s + r.hostEarned, 0)
         const hosts = [...new Set(receipts.map((r) => r.receipt.hostId))]
         // Earnings wait in the hosts' escrow for the settlement window (a day by default): all pending, none settled yet.
-        const sum = async (accounts: string[]) => (await Promise.all(accounts.map((a) => ledger.balance(a)))).reduce((s, b) => s + b, 0)
+        const sum = async (accounts: string[]) =>
+          (await Promise.all(accounts.map((a) => ledger.balance(a)))).reduce((s, b) => s + b, 0)
         expect(await sum(hosts.map(escrowAccount))).toBe(charged)
         expect(await sum(hosts.map(hostAccount))).toBe(0)
-        expect(await ledger.balance(consumerAccount(accountId))).toBe(GRANT - charged - (await ledger.balance(FEE_ACCOUNT)))
+        expect(await ledger.balance(consumerAccount(accountId))).toBe(
+          GRANT - charged - (await ledger.balance(FEE_ACCOUNT)),
+        )
         expect(await ledger.balance(GRANTS_ACCOUNT)).toBe(-GRANT)
         expect(dashboard.balance_micro).toBe(await ledger.balance(consumerAccount(accountId)))
-        console.log(`after SIGKILL: ${chunks} chunks streamed, ${complete} steps fully paid, ${receipts.length} receipts, ${charged} micro-credits to hosts`)
+        console.log(
+          `after SIGKILL: ${chunks} chunks streamed, ${complete} steps fully paid, ${receipts.length} receipts, ${charged} micro-credits to hosts`,
+        )
       } finally {
         await store.close()
       }

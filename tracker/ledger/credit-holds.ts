@@ -41,11 +41,18 @@ export class CreditHolds {
    * touched when it is `accountId`'s; else a new one sized by `size` from the credits the account has
    * free (it throws to refuse).
    */
-  take(session: string, accountId: string, size: SizeHold, now = Date.now(), maxLive?: number): Promise<{ hold: StoredHold; taken: boolean }> {
+  take(
+    session: string,
+    accountId: string,
+    size: SizeHold,
+    now = Date.now(),
+    maxLive?: number,
+  ): Promise<{ hold: StoredHold; taken: boolean }> {
     return this.db.transaction(async (tx) => {
       const known = await tx.get<HoldRow>(`${WITH_CHARGES} where h.session = ? group by h.session`, [session])
       if (known !== undefined && !idle(known, now)) {
-        if (known.account_id === accountId) await tx.run('update credit_holds set last_used = ? where session = ?', [now, session])
+        if (known.account_id === accountId)
+          await tx.run('update credit_holds set last_used = ? where session = ?', [now, session])
         return { hold: fromRow(known), taken: false }
       }
       let held = 0
@@ -61,7 +68,12 @@ export class CreditHolds {
           `account ${accountId} has ${live} sessions routed and not ended, the most one account may; end one (session.end) before planning another.`,
           { maxPlans: maxLive },
         )
-      const balance = (await tx.get<{ amount: number }>('select amount from ledger_balances where account = ?', [consumerAccount(accountId)]))?.amount ?? 0
+      const balance =
+        (
+          await tx.get<{ amount: number }>('select amount from ledger_balances where account = ?', [
+            consumerAccount(accountId),
+          ])
+        )?.amount ?? 0
       const { heldMicro, maxTokens } = size(balance - held)
       const hold = { session, accountId, heldMicro, maxTokens, createdAt: now }
       // A stale hold of the same session id (idle past its expiry) is replaced.
@@ -94,7 +106,9 @@ export class CreditHolds {
   /** Holds idle past HOLD_IDLE_MS, with when each was last asked for or charged (their rent runs to then). */
   async idle(now = Date.now()): Promise<{ hold: StoredHold; lastActive: number }[]> {
     const rows = await this.db.all<HoldRow>(`${WITH_CHARGES} group by h.session`, [])
-    return rows.filter((h) => idle(h, now)).map((h) => ({ hold: fromRow(h), lastActive: Math.max(h.last_used, h.settled_at) }))
+    return rows
+      .filter((h) => idle(h, now))
+      .map((h) => ({ hold: fromRow(h), lastActive: Math.max(h.last_used, h.settled_at) }))
   }
 
   /** Releases every hold idle past HOLD_IDLE_MS, whichever instance took it; returns how many. */
@@ -134,5 +148,11 @@ function left(h: HoldRow): number {
 }
 
 function fromRow(h: HoldRow): StoredHold {
-  return { session: h.session, accountId: h.account_id, heldMicro: h.held_micro, maxTokens: h.max_tokens, createdAt: h.created_at }
+  return {
+    session: h.session,
+    accountId: h.account_id,
+    heldMicro: h.held_micro,
+    maxTokens: h.max_tokens,
+    createdAt: h.created_at,
+  }
 }

@@ -20,7 +20,10 @@ const TRACKER = NodeIdentity.generate()
 const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 const earned = (r: Receipt) => hopCharge(PRICE, 4, r) - feeOf(hopCharge(PRICE, 4, r), 1000)
 
-function sign(host: NodeIdentity, body: Pick<ReceiptBody, 'session' | 'step' | 'blocks' | 'tokens'> & Partial<ReceiptBody>): Receipt {
+function sign(
+  host: NodeIdentity,
+  body: Pick<ReceiptBody, 'session' | 'step' | 'blocks' | 'tokens'> & Partial<ReceiptBody>,
+): Receipt {
   const full: ReceiptBody = {
     position: 0,
     modelId: 'toy',
@@ -34,7 +37,11 @@ function sign(host: NodeIdentity, body: Pick<ReceiptBody, 'session' | 'step' | '
   return { ...full, signature: host.sign(receiptMessage(full)) }
 }
 
-const [hostA, hostB, hostC] = [NodeIdentity.generate(), NodeIdentity.generate(), NodeIdentity.generate()] as [NodeIdentity, NodeIdentity, NodeIdentity]
+const [hostA, hostB, hostC] = [NodeIdentity.generate(), NodeIdentity.generate(), NodeIdentity.generate()] as [
+  NodeIdentity,
+  NodeIdentity,
+  NodeIdentity,
+]
 const keys = new Map([hostA, hostB, hostC].map((h) => [h.id, h.publicKey]))
 
 let store: TrackerStore
@@ -68,10 +75,19 @@ for (const engine of await storeEngines())
     const ledger = () => store.ledger
     const settled = async (host: NodeIdentity) => await ledger().balance(hostAccount(host.id))
     const pending = async (host: NodeIdentity) => await ledger().balance(escrowAccount(host.id))
-    const sound = async () => expect([await ledger().total(), await ledger().driftedBalances(), await ledger().unbalancedTransactions()]).toEqual([0, [], []])
+    const sound = async () =>
+      expect([
+        await ledger().total(),
+        await ledger().driftedBalances(),
+        await ledger().unbalancedTransactions(),
+      ]).toEqual([0, [], []])
 
     /** A session over A [0, 3) and B [3, 4), paid by `accountId`, with `steps` steps settled at `at`. */
-    async function serve(accountId: string, steps: number, at: number): Promise<{ session: string; receipts: Receipt[] }> {
+    async function serve(
+      accountId: string,
+      steps: number,
+      at: number,
+    ): Promise<{ session: string; receipts: Receipt[] }> {
       const session = randomBytes(16).toString('hex')
       const hops = [
         { hostId: hostA.id, blocks: [0, 3] as [number, number] },
@@ -80,7 +96,13 @@ for (const engine of await storeEngines())
       await metering.issue(session, 'toy', hops, null, at, { maxTokens: 50, promptTokens: 10, accountId })
       const receipts = Array.from({ length: steps }, (_, i) => i + 1).flatMap((step) =>
         hops.map((h) =>
-          sign(h.hostId === hostA.id ? hostA : hostB, { session, step, blocks: h.blocks, tokens: step === 1 ? 10 : 1, position: step === 1 ? 0 : 8 + step }),
+          sign(h.hostId === hostA.id ? hostA : hostB, {
+            session,
+            step,
+            blocks: h.blocks,
+            tokens: step === 1 ? 10 : 1,
+            position: step === 1 ? 0 : 8 + step,
+          }),
         ),
       )
       expect((await metering.settle(session, receipts, at)).every((v) => v.ok)).toBe(true)
@@ -92,17 +114,35 @@ for (const engine of await storeEngines())
       const { receipts } = await serve(account.accountId, 3, T0)
       const earnedA = receipts.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + earned(r), 0)
       const earnedB = receipts.filter((r) => r.hostId === hostB.id).reduce((s, r) => s + earned(r), 0)
-      expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([0, earnedA, 0, earnedB])
-      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual(['pending', 'pending', 'pending'])
+      expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([
+        0,
+        earnedA,
+        0,
+        earnedB,
+      ])
+      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual([
+        'pending',
+        'pending',
+        'pending',
+      ])
       // A minute short of the window: nothing moves.
       expect(await escrow.release(T0 + WINDOW - 60_000)).toEqual({ releasedMicro: 0, receipts: 0, hosts: 0 })
       expect(await settled(hostA)).toBe(0)
       const entries = await ledger().entryCount()
       expect(await escrow.release(T0 + WINDOW)).toEqual({ releasedMicro: earnedA + earnedB, receipts: 6, hosts: 2 })
-      expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([earnedA, 0, earnedB, 0])
+      expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([
+        earnedA,
+        0,
+        earnedB,
+        0,
+      ])
       // One transaction of two legs per host.
       expect((await ledger().entryCount()) - entries).toBe(4)
-      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual(['released', 'released', 'released'])
+      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual([
+        'released',
+        'released',
+        'released',
+      ])
       expect(await escrow.release(T0 + 2 * WINDOW)).toEqual({ releasedMicro: 0, receipts: 0, hosts: 0 })
       expect(await settled(hostA)).toBe(earnedA)
       await sound()
@@ -111,8 +151,16 @@ for (const engine of await storeEngines())
     it('tells each settled receipt’s settled and pending balances, and pays at once with a window of 0', async () => {
       const { account } = await accounts.create()
       const { session } = await serve(account.accountId, 1, T0)
-      const [v] = await metering.settle(session, [sign(hostA, { session, step: 2, blocks: [0, 3], tokens: 1, position: 10 })], T0)
-      expect(v?.balances).toEqual({ host: 0, pending: await pending(hostA), account: await accounts.balance(account.accountId) })
+      const [v] = await metering.settle(
+        session,
+        [sign(hostA, { session, step: 2, blocks: [0, 3], tokens: 1, position: 10 })],
+        T0,
+      )
+      expect(v?.balances).toEqual({
+        host: 0,
+        pending: await pending(hostA),
+        account: await accounts.balance(account.accountId),
+      })
       const atOnce = new Metering(
         store.ledger,
         () => MODEL,
@@ -124,8 +172,14 @@ for (const engine of await storeEngines())
         },
       )
       const s = randomBytes(16).toString('hex')
-      await atOnce.issue(s, 'toy', [{ hostId: hostC.id, blocks: [0, 4] }], null, T0, { maxTokens: 50, promptTokens: 10, accountId: account.accountId })
-      expect((await atOnce.settle(s, [sign(hostC, { session: s, step: 1, blocks: [0, 4], tokens: 10 })], T0))[0]?.ok).toBe(true)
+      await atOnce.issue(s, 'toy', [{ hostId: hostC.id, blocks: [0, 4] }], null, T0, {
+        maxTokens: 50,
+        promptTokens: 10,
+        accountId: account.accountId,
+      })
+      expect(
+        (await atOnce.settle(s, [sign(hostC, { session: s, step: 1, blocks: [0, 4], tokens: 10 })], T0))[0]?.ok,
+      ).toBe(true)
       atOnce.close()
       expect([await settled(hostC), await pending(hostC)]).toEqual([560 - 56, 0])
       expect((await ledger().receipts({ hostId: hostC.id }))[0]?.escrow).toBe('released')
@@ -137,7 +191,8 @@ for (const engine of await storeEngines())
       const bob = (await accounts.create({ name: 'bob' })).account.accountId
       const a = await serve(alice, 3, T0)
       const b = await serve(bob, 2, T0 + 1000)
-      const paidToA = (rs: Receipt[]) => rs.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r), 0)
+      const paidToA = (rs: Receipt[]) =>
+        rs.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r), 0)
       const [aliceBefore, bobBefore, feesBefore, pendingB] = [
         await accounts.balance(alice),
         await accounts.balance(bob),
@@ -146,7 +201,9 @@ for (const engine of await storeEngines())
       ]
       const voided = await escrow.voidHost(hostA.id, 'failed an audit', T0 + 2000)
       expect(voided).toEqual({
-        voidedMicro: [...a.receipts, ...b.receipts].filter((r) => r.hostId === hostA.id).reduce((s, r) => s + earned(r), 0),
+        voidedMicro: [...a.receipts, ...b.receipts]
+          .filter((r) => r.hostId === hostA.id)
+          .reduce((s, r) => s + earned(r), 0),
         refundedMicro: paidToA(a.receipts) + paidToA(b.receipts),
         receipts: 5,
       })
@@ -154,13 +211,23 @@ for (const engine of await storeEngines())
       expect(await accounts.balance(bob)).toBe(bobBefore + paidToA(b.receipts))
       expect([await pending(hostA), await settled(hostA), await pending(hostB)]).toEqual([0, 0, pendingB])
       expect(await ledger().balance(FEE_ACCOUNT)).toBe(
-        feesBefore - [...a.receipts, ...b.receipts].filter((r) => r.hostId === hostA.id).reduce((s, r) => s + feeOf(hopCharge(PRICE, 4, r), 1000), 0),
+        feesBefore -
+          [...a.receipts, ...b.receipts]
+            .filter((r) => r.hostId === hostA.id)
+            .reduce((s, r) => s + feeOf(hopCharge(PRICE, 4, r), 1000), 0),
       )
       expect((await ledger().receipts({ hostId: hostA.id })).every((r) => r.escrow === 'voided')).toBe(true)
       // Voided earnings leave the host's charts.
       expect(await ledger().earnings(hostA.id, 'hour', 0)).toEqual([])
-      expect(await escrow.voidHost(hostA.id, 'failed an audit', T0 + 3000)).toEqual({ voidedMicro: 0, refundedMicro: 0, receipts: 0 })
-      expect([await accounts.balance(alice), await accounts.balance(bob)]).toEqual([aliceBefore + paidToA(a.receipts), bobBefore + paidToA(b.receipts)])
+      expect(await escrow.voidHost(hostA.id, 'failed an audit', T0 + 3000)).toEqual({
+        voidedMicro: 0,
+        refundedMicro: 0,
+        receipts: 0,
+      })
+      expect([await accounts.balance(alice), await accounts.balance(bob)]).toEqual([
+        aliceBefore + paidToA(a.receipts),
+        bobBefore + paidToA(b.receipts),
+      ])
       // B's earnings still settle when their window passes.
       await escrow.release(T0 + WINDOW + 1000)
       expect([await settled(hostB), await pending(hostB), await settled(hostA)]).toEqual([pendingB, 0, 0])
@@ -174,22 +241,50 @@ for (const engine of await storeEngines())
       const settledA = await settled(hostA)
       const late = await serve(alice, 1, T0 + WINDOW + 5)
       const before = await accounts.balance(alice)
-      const lateCharge = late.receipts.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r), 0)
-      expect(await escrow.voidHost(hostA.id, 'banned', T0 + WINDOW + 10)).toMatchObject({ refundedMicro: lateCharge, receipts: 1 })
-      expect([await settled(hostA), await pending(hostA), await accounts.balance(alice)]).toEqual([settledA, 0, before + lateCharge])
-      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual(['voided', 'released', 'released'])
+      const lateCharge = late.receipts
+        .filter((r) => r.hostId === hostA.id)
+        .reduce((s, r) => s + hopCharge(PRICE, 4, r), 0)
+      expect(await escrow.voidHost(hostA.id, 'banned', T0 + WINDOW + 10)).toMatchObject({
+        refundedMicro: lateCharge,
+        receipts: 1,
+      })
+      expect([await settled(hostA), await pending(hostA), await accounts.balance(alice)]).toEqual([
+        settledA,
+        0,
+        before + lateCharge,
+      ])
+      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual([
+        'voided',
+        'released',
+        'released',
+      ])
       await sound()
     })
 
     /** A session on A [0, 3) that A fails after three steps; C replays A's inputs; returns what A had pending. */
-    async function failOver(accountId: string, at: number): Promise<{ session: string; earnedA: number; replays: Receipt[] }> {
+    async function failOver(
+      accountId: string,
+      at: number,
+    ): Promise<{ session: string; earnedA: number; replays: Receipt[] }> {
       const session = randomBytes(16).toString('hex')
       const routed = { maxTokens: 20, promptTokens: 10 }
       await metering.issue(session, 'toy', [{ hostId: hostA.id, blocks: [0, 3] }], null, at, { ...routed, accountId })
-      const served = [1, 2, 3].map((step) => sign(hostA, { session, step, blocks: [0, 3], tokens: step === 1 ? 10 : 1, position: step === 1 ? 0 : 8 + step }))
+      const served = [1, 2, 3].map((step) =>
+        sign(hostA, {
+          session,
+          step,
+          blocks: [0, 3],
+          tokens: step === 1 ? 10 : 1,
+          position: step === 1 ? 0 : 8 + step,
+        }),
+      )
       expect((await metering.settle(session, served, at)).every((v) => v.ok)).toBe(true)
       const earnedA = await pending(hostA)
-      await metering.issue(session, 'toy', [{ hostId: hostC.id, blocks: [0, 3] }], null, at, { ...routed, failedHost: hostA.id, span: [0, 3] })
+      await metering.issue(session, 'toy', [{ hostId: hostC.id, blocks: [0, 3] }], null, at, {
+        ...routed,
+        failedHost: hostA.id,
+        span: [0, 3],
+      })
       const replays = [0, 10, 11].map((position, i) =>
         sign(hostC, { session, step: REPLAY_STEP_BASE + i, blocks: [0, 3], tokens: position === 0 ? 10 : 1, position }),
       )
@@ -201,15 +296,19 @@ for (const engine of await storeEngines())
       const { session, earnedA, replays } = await failOver(alice, T0)
       const paid = await accounts.balance(alice)
       expect((await metering.settle(session, replays, T0 + 10)).every((v) => v.ok && v.charged === 0)).toBe(true)
-      expect([await pending(hostA), await pending(hostC), await settled(hostA), await settled(hostC), await accounts.balance(alice)]).toEqual([
-        0,
-        earnedA,
-        0,
-        0,
-        paid,
-      ])
+      expect([
+        await pending(hostA),
+        await pending(hostC),
+        await settled(hostA),
+        await settled(hostC),
+        await accounts.balance(alice),
+      ]).toEqual([0, earnedA, 0, 0, paid])
       // C's replays were paid from A: voiding C refunds no payer and puts them back in A's escrow.
-      expect(await escrow.voidHost(hostC.id, 'failed a probe', T0 + 20)).toEqual({ voidedMicro: earnedA, refundedMicro: 0, receipts: 3 })
+      expect(await escrow.voidHost(hostC.id, 'failed a probe', T0 + 20)).toEqual({
+        voidedMicro: earnedA,
+        refundedMicro: 0,
+        receipts: 3,
+      })
       expect([await pending(hostA), await pending(hostC), await accounts.balance(alice)]).toEqual([earnedA, 0, paid])
       await escrow.release(T0 + WINDOW)
       expect([await settled(hostA), await pending(hostA)]).toEqual([earnedA, 0])
@@ -223,9 +322,15 @@ for (const engine of await storeEngines())
       const paid = before - (await accounts.balance(alice))
       await metering.settle(session, replays, T0 + 10)
       expect(await pending(hostC)).toBe(earnedA)
-      expect(await escrow.voidHost(hostA.id, 'wrong known answers', T0 + 20)).toEqual({ voidedMicro: earnedA, refundedMicro: paid, receipts: 3 })
+      expect(await escrow.voidHost(hostA.id, 'wrong known answers', T0 + 20)).toEqual({
+        voidedMicro: earnedA,
+        refundedMicro: paid,
+        receipts: 3,
+      })
       expect(await accounts.balance(alice)).toBe(before)
-      expect([await pending(hostA), await pending(hostC), await settled(hostA), await settled(hostC)]).toEqual([0, 0, 0, 0])
+      expect([await pending(hostA), await pending(hostC), await settled(hostA), await settled(hostC)]).toEqual([
+        0, 0, 0, 0,
+      ])
       expect((await ledger().receipts({ session })).every((r) => r.escrow === 'voided')).toBe(true)
       await sound()
     })
@@ -246,7 +351,10 @@ for (const engine of await storeEngines())
       const { receipts } = await serve(alice, 1, Date.now())
       const quick = new Escrow(store.ledger, 50, { releaseEveryMs: 20 })
       quick.start()
-      await vi.waitFor(async () => expect(await settled(hostA)).toBe(earned(receipts[0] as Receipt)), { timeout: 2000, interval: 20 })
+      await vi.waitFor(async () => expect(await settled(hostA)).toBe(earned(receipts[0] as Receipt)), {
+        timeout: 2000,
+        interval: 20,
+      })
       quick.close()
       await sound()
     })
@@ -256,7 +364,9 @@ for (const engine of await storeEngines())
       expect(settlementWindowMs(undefined, { NEURON_SETTLEMENT_WINDOW_MS: '5000' })).toBe(5000)
       expect(settlementWindowMs(undefined, {})).toBe(DEFAULT_SETTLEMENT_WINDOW_MS)
       expect(DEFAULT_SETTLEMENT_WINDOW_MS).toBe(24 * HOUR)
-      expect(() => settlementWindowMs(undefined, { NEURON_SETTLEMENT_WINDOW_MS: '1h' })).toThrow(/whole number of milliseconds/)
+      expect(() => settlementWindowMs(undefined, { NEURON_SETTLEMENT_WINDOW_MS: '1h' })).toThrow(
+        /whole number of milliseconds/,
+      )
       expect(() => settlementWindowMs(-1, {})).toThrow(/NEURON_SETTLEMENT_WINDOW_MS/)
     })
   })

@@ -6,12 +6,21 @@ import type { Entry, LedgerStore } from './ledger-store'
 export const DEFAULT_SETTLEMENT_WINDOW_MS = 24 * 3_600_000
 
 /** The settlement window: the option, else $NEURON_SETTLEMENT_WINDOW_MS, else 24 h; 0 pays hosts at once. */
-export function settlementWindowMs(option: number | undefined, env: Record<string, string | undefined> = process.env): number {
-  const raw = option ?? (env.NEURON_SETTLEMENT_WINDOW_MS === undefined || env.NEURON_SETTLEMENT_WINDOW_MS === '' ? undefined : env.NEURON_SETTLEMENT_WINDOW_MS)
+export function settlementWindowMs(
+  option: number | undefined,
+  env: Record<string, string | undefined> = process.env,
+): number {
+  const raw =
+    option ??
+    (env.NEURON_SETTLEMENT_WINDOW_MS === undefined || env.NEURON_SETTLEMENT_WINDOW_MS === ''
+      ? undefined
+      : env.NEURON_SETTLEMENT_WINDOW_MS)
   if (raw === undefined) return DEFAULT_SETTLEMENT_WINDOW_MS
   const ms = Number(raw)
   if (!Number.isSafeInteger(ms) || ms < 0)
-    throw new Error(`the settlement window (NEURON_SETTLEMENT_WINDOW_MS) is a whole number of milliseconds, 0 or more, not ${raw}; 86400000 is a day.`)
+    throw new Error(
+      `the settlement window (NEURON_SETTLEMENT_WINDOW_MS) is a whole number of milliseconds, 0 or more, not ${raw}; 86400000 is a day.`,
+    )
   return ms
 }
 
@@ -67,7 +76,10 @@ export class Escrow {
    */
   async forfeitable(session: string, failedHost: string, store: LedgerStore = this.store): Promise<number> {
     const left = await store.routes.forfeitable(session, failedHost, REPLAY_STEP_BASE)
-    const held = this.windowMs > 0 ? await store.escrow.pendingFrom(session, failedHost) : await store.balance(hostAccount(failedHost))
+    const held =
+      this.windowMs > 0
+        ? await store.escrow.pendingFrom(session, failedHost)
+        : await store.balance(hostAccount(failedHost))
     return Math.max(0, Math.min(left, held))
   }
 
@@ -82,7 +94,9 @@ export class Escrow {
     const every = this.options.releaseEveryMs ?? Math.min(60_000, Math.max(1000, Math.floor(this.windowMs / 4)))
     this.timer = setInterval(() => {
       this.release().catch((error: unknown) => {
-        this.options.log?.(`releasing pending earnings failed (retried in ${every} ms): ${error instanceof Error ? error.message : error}`)
+        this.options.log?.(
+          `releasing pending earnings failed (retried in ${every} ms): ${error instanceof Error ? error.message : error}`,
+        )
       })
     }, every)
     this.timer.unref()
@@ -144,11 +158,15 @@ export class Escrow {
         }
         // What a replay that has since settled took from it (none, as replays settle after the steps they repay) is not refunded.
         const refund = r.accountId === null ? 0 : r.charged - r.forfeited
-        entries.push({ account: escrowAccount(hostId), amount: -(r.earned - r.forfeited) }, { account: FEE_ACCOUNT, amount: -r.fee })
+        entries.push(
+          { account: escrowAccount(hostId), amount: -(r.earned - r.forfeited) },
+          { account: FEE_ACCOUNT, amount: -r.fee },
+        )
         if (r.accountId !== null) entries.push({ account: consumerAccount(r.accountId), amount: refund })
         refundedMicro += refund
       }
-      if (entries.length > 0) await tx.post({ kind: 'void', idempotencyKey: null, modelId: null, entries: merged(entries), at: now })
+      if (entries.length > 0)
+        await tx.post({ kind: 'void', idempotencyKey: null, modelId: null, entries: merged(entries), at: now })
       await tx.escrow.markVoided(
         paidFromIt.map((r) => r.key),
         `paid from host ${hostId}'s voided earnings: ${reason}`,
@@ -158,7 +176,9 @@ export class Escrow {
         reason,
       )
       if (own.length > 0)
-        this.options.log?.(`voided ${own.length} pending receipts of host ${hostId} (${voidedMicro} µ, ${refundedMicro} µ refunded): ${reason}`)
+        this.options.log?.(
+          `voided ${own.length} pending receipts of host ${hostId} (${voidedMicro} µ, ${refundedMicro} µ refunded): ${reason}`,
+        )
       return { voidedMicro, refundedMicro, receipts: own.length }
     })
   }

@@ -36,17 +36,27 @@ export class EscrowedReceipts {
   }
 
   markReleased(hostId: string, cutoff: number): Promise<number> {
-    return this.db.run(`update receipts set escrow = 'released' where escrow = 'pending' and host_id = ? and created_at <= ?`, [hostId, cutoff])
+    return this.db.run(
+      `update receipts set escrow = 'released' where escrow = 'pending' and host_id = ? and created_at <= ?`,
+      [hostId, cutoff],
+    )
   }
 
   /** The host's own receipts still in escrow, oldest first. */
   async pendingOf(hostId: string): Promise<PendingReceipt[]> {
-    return (await this.db.all<PendingRow>(`${SELECT_PENDING} and host_id = ? order by created_at, step`, [hostId])).map(fromRow)
+    return (await this.db.all<PendingRow>(`${SELECT_PENDING} and host_id = ? order by created_at, step`, [hostId])).map(
+      fromRow,
+    )
   }
 
   /** Replays by other hosts still in escrow that were paid from `hostId`'s escrow. */
   async pendingForfeitsFrom(hostId: string): Promise<PendingReceipt[]> {
-    return (await this.db.all<PendingRow>(`${SELECT_PENDING} and forfeit_from = ? and host_id != ? order by created_at, step`, [hostId, hostId])).map(fromRow)
+    return (
+      await this.db.all<PendingRow>(
+        `${SELECT_PENDING} and forfeit_from = ? and host_id != ? order by created_at, step`,
+        [hostId, hostId],
+      )
+    ).map(fromRow)
   }
 
   /** What the host's steps of `session` (replays aside) still hold in escrow: the most a replay may take from it. */
@@ -86,11 +96,15 @@ export class EscrowedReceipts {
 
   async markVoided(keys: readonly string[], reason: string): Promise<void> {
     for (const key of keys)
-      await this.db.run(`update receipts set escrow = 'voided', void_reason = ? where idempotency_key = ? and escrow = 'pending'`, [reason, key])
+      await this.db.run(
+        `update receipts set escrow = 'voided', void_reason = ? where idempotency_key = ? and escrow = 'pending'`,
+        [reason, key],
+      )
   }
 
   async state(key: string): Promise<EscrowState | undefined> {
-    return (await this.db.get<{ escrow: EscrowState }>('select escrow from receipts where idempotency_key = ?', [key]))?.escrow
+    return (await this.db.get<{ escrow: EscrowState }>('select escrow from receipts where idempotency_key = ?', [key]))
+      ?.escrow
   }
 
   private sessionSteps(session: string, hostId: string, order: 'asc' | 'desc') {

@@ -86,16 +86,36 @@ for (const engine of await storeEngines())
       const first = tracker()
       const url = (await first.waitFor(/tracker listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
       const manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed'), blocksPerArtifact: 2 })
-      await start(['publish', join(dir, 'packed'), '--tracker', url, '--data-dir', join(dir, 'publisher')]).waitFor(/published stories260k/)
+      await start(['publish', join(dir, 'packed'), '--tracker', url, '--data-dir', join(dir, 'publisher')]).waitFor(
+        /published stories260k/,
+      )
       const hosts = ['0:3', '3:5'].map((blocks, i) =>
-        start(['host', '--tracker', url, '--model', manifest.modelId, '--blocks', blocks, '--data-dir', join(dir, `host-${i}`), '--threads', '1']),
+        start([
+          'host',
+          '--tracker',
+          url,
+          '--model',
+          manifest.modelId,
+          '--blocks',
+          blocks,
+          '--data-dir',
+          join(dir, `host-${i}`),
+          '--threads',
+          '1',
+        ]),
       )
       await Promise.all(hosts.map((h) => h.waitFor(/ ready blocks \[\d+, \d+\) ws:/, 90_000)))
 
       const identity = NodeIdentity.generate()
       const client = await SwarmClient.connect(url, identity)
       const session = randomBytes(16).toString('hex')
-      const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens: 60, session, stopAtEog: false })
+      const run = client.generate({
+        modelId: manifest.modelId,
+        prompt: 'Once upon a time',
+        maxTokens: 60,
+        session,
+        stopAtEog: false,
+      })
       let tokens = 0
       let settledBeforeKill = 0
       for (let next = await run.next(); !next.done; next = await run.next()) {
@@ -139,7 +159,9 @@ for (const engine of await storeEngines())
         const paid = GRANT - (await ledger.balance(consumerAccount(account.accountId)))
         expect(paid).toBe(receipts.reduce((s, r) => s + r.hostEarned, 0) + (await ledger.balance('swarm:fee')))
         expect(settledBeforeKill).toBeLessThan(2 * tokens)
-        console.log(`SIGKILL with ${settledBeforeKill} receipts settled; after the restart ${receipts.length} for ${tokens} steps, ${paid} micro-credits paid`)
+        console.log(
+          `SIGKILL with ${settledBeforeKill} receipts settled; after the restart ${receipts.length} for ${tokens} steps, ${paid} micro-credits paid`,
+        )
       } finally {
         await store.close()
       }

@@ -14,5 +14,9 @@ export async function balanceOfKey(accounts: Accounts, holds: CreditHolds, publi
       `key ${publicKey.slice(0, 8)}… has no account on this tracker; claim the tracker's grant (grant.challenge) or ask its operator for one (neuron account create --public-key).`,
     )
   }
-  return { accountId: account.accountId, balanceMicro: await accounts.balance(account.accountId), heldMicro: await holds.heldMicro(account.accountId) }
+  return {
+    accountId: account.accountId,
+    balanceMicro: await accounts.balance(account.accountId),
+    heldMicro: await holds.heldMicro(account.accountId),
+  }
 }

@@ -48,7 +48,9 @@ export interface Transaction {
   readonly at: number
 }
 
-export type PostResult = { readonly posted: true; readonly txnId: number } | { readonly posted: false; readonly reason: 'duplicate' | 'insufficient' }
+export type PostResult =
+  | { readonly posted: true; readonly txnId: number }
+  | { readonly posted: false; readonly reason: 'duplicate' | 'insufficient' }
 
 export interface StoredReceipt {
   readonly receipt: Receipt
@@ -115,7 +117,10 @@ export interface LedgerStore {
   reject(rejection: Rejection): Promise<void>
   rejections(hostId: string, limit?: number): Promise<Rejection[]>
   recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): Promise<void>
-  reputationHistory(hostId: string, limit?: number): Promise<{ at: number; score: number; components: Record<string, number> }[]>
+  reputationHistory(
+    hostId: string,
+    limit?: number,
+  ): Promise<{ at: number; score: number; components: Record<string, number> }[]>
 }
 
 const HOUR = 3_600_000
@@ -141,24 +146,46 @@ export class SqlLedgerStore implements LedgerStore {
 
   async createAccount(a: StoredAccount, keyHash: string | null): Promise<void> {
     await this.db.transaction(async (tx) => {
-      await tx.run('insert into accounts (account_id, name, public_key, created_at) values (?, ?, ?, ?)', [a.accountId, a.name, a.publicKey, a.createdAt])
-      if (keyHash !== null) await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [keyHash, a.accountId, a.createdAt])
+      await tx.run('insert into accounts (account_id, name, public_key, created_at) values (?, ?, ?, ?)', [
+        a.accountId,
+        a.name,
+        a.publicKey,
+        a.createdAt,
+      ])
+      if (keyHash !== null)
+        await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [
+          keyHash,
+          a.accountId,
+          a.createdAt,
+        ])
     })
   }
 
   async addApiKey(accountId: string, keyHash: string, at: number): Promise<void> {
-    await this.db.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [keyHash, accountId, at])
+    await this.db.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [
+      keyHash,
+      accountId,
+      at,
+    ])
   }
 
   async replaceApiKeys(accountId: string, keyHash: string | null, at: number): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.run('delete from api_keys where account_id = ?', [accountId])
-      if (keyHash !== null) await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [keyHash, accountId, at])
+      if (keyHash !== null)
+        await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [
+          keyHash,
+          accountId,
+          at,
+        ])
     })
   }
 
   async accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined> {
-    const row = await this.db.get<AccountRow>('select a.* from api_keys k join accounts a using (account_id) where k.key_hash = ?', [keyHash])
+    const row = await this.db.get<AccountRow>(
+      'select a.* from api_keys k join accounts a using (account_id) where k.key_hash = ?',
+      [keyHash],
+    )
     return row === undefined ? undefined : accountFromRow(row)
   }
 
@@ -175,7 +202,9 @@ export class SqlLedgerStore implements LedgerStore {
   post(txn: Transaction): Promise<PostResult> {
     const sum = txn.entries.reduce((s, e) => s + e.amount, 0)
     if (sum !== 0 || txn.entries.some((e) => !Number.isSafeInteger(e.amount))) {
-      return Promise.reject(new Error(`a ledger transaction's entries must be integers summing to zero; these sum to ${sum}`))
+      return Promise.reject(
+        new Error(`a ledger transaction's entries must be integers summing to zero; these sum to ${sum}`),
+      )
     }
     return this.inTransaction ? postIn(this.db, txn) : this.db.transaction((tx) => postIn(tx, txn))
   }
@@ -186,7 +215,10 @@ export class SqlLedgerStore implements LedgerStore {
   }
 
   async balance(account: string): Promise<number> {
-    return (await this.db.get<{ amount: number }>('select amount from ledger_balances where account = ?', [account]))?.amount ?? 0
+    return (
+      (await this.db.get<{ amount: number }>('select amount from ledger_balances where account = ?', [account]))
+        ?.amount ?? 0
+    )
   }
 
   async driftedBalances(): Promise<string[]> {
@@ -200,11 +232,15 @@ export class SqlLedgerStore implements LedgerStore {
   }
 
   async total(): Promise<number> {
-    return Number((await this.db.get<{ t: number }>('select coalesce(sum(amount), 0) as t from ledger_entries'))?.t ?? 0)
+    return Number(
+      (await this.db.get<{ t: number }>('select coalesce(sum(amount), 0) as t from ledger_entries'))?.t ?? 0,
+    )
   }
 
   async unbalancedTransactions(): Promise<number[]> {
-    return (await this.db.all<{ txn_id: number }>('select txn_id from ledger_entries group by txn_id having sum(amount) != 0')).map((r) => r.txn_id)
+    return (
+      await this.db.all<{ txn_id: number }>('select txn_id from ledger_entries group by txn_id having sum(amount) != 0')
+    ).map((r) => r.txn_id)
   }
 
   async entryCount(): Promise<number> {
@@ -212,12 +248,18 @@ export class SqlLedgerStore implements LedgerStore {
   }
 
   receiptHashes(idempotencyKey: string): Promise<{ input: string; output: string } | undefined> {
-    const field = (name: string) => (this.db.dialect === 'sqlite' ? `json_extract(body, '$.${name}')` : `(body::json ->> '${name}')`)
-    return this.db.get(`select ${field('input')} as input, ${field('output')} as output from receipts where idempotency_key = ?`, [idempotencyKey])
+    const field = (name: string) =>
+      this.db.dialect === 'sqlite' ? `json_extract(body, '$.${name}')` : `(body::json ->> '${name}')`
+    return this.db.get(
+      `select ${field('input')} as input, ${field('output')} as output from receipts where idempotency_key = ?`,
+      [idempotencyKey],
+    )
   }
 
   async hasReceipt(idempotencyKey: string): Promise<boolean> {
-    return (await this.db.get('select 1 as one from receipts where idempotency_key = ?', [idempotencyKey])) !== undefined
+    return (
+      (await this.db.get('select 1 as one from receipts where idempotency_key = ?', [idempotencyKey])) !== undefined
+    )
   }
 
   async receipts(filter: { hostId?: string; session?: string; limit?: number }): Promise<StoredReceipt[]> {
@@ -245,43 +287,73 @@ export class SqlLedgerStore implements LedgerStore {
 
   async earnings(hostId: string, bucket: 'hour' | 'day', since: number): Promise<EarningsBucket[]> {
     const size = bucket === 'hour' ? HOUR : DAY
-    const rows = await this.db.all<{ start: number; model_id: string; earned: number; block_tokens: number; n: number }>(
+    const rows = await this.db.all<{
+      start: number
+      model_id: string
+      earned: number
+      block_tokens: number
+      n: number
+    }>(
       `select created_at - (created_at % ?) as start, model_id, sum(host_earned) as earned, sum((block_end - block_begin) * tokens) as block_tokens, count(*) as n
        from receipts where host_id = ? and created_at >= ? and escrow != 'voided' group by 1, model_id order by 1, model_id`,
       [size, hostId, since],
     )
-    return rows.map((r) => ({ start: r.start, modelId: r.model_id, earned: r.earned, blockTokens: r.block_tokens, receipts: r.n }))
+    return rows.map((r) => ({
+      start: r.start,
+      modelId: r.model_id,
+      earned: r.earned,
+      blockTokens: r.block_tokens,
+      receipts: r.n,
+    }))
   }
 
   async servedBlockTokens(hostId: string): Promise<number> {
-    const row = await this.db.get<{ n: number }>('select coalesce(sum((block_end - block_begin) * tokens), 0) as n from receipts where host_id = ?', [hostId])
+    const row = await this.db.get<{ n: number }>(
+      'select coalesce(sum((block_end - block_begin) * tokens), 0) as n from receipts where host_id = ?',
+      [hostId],
+    )
     return row?.n ?? 0
   }
 
   async reject(r: Rejection): Promise<void> {
-    await this.db.run('insert into receipt_rejections (host_id, session, step, code, message, created_at) values (?, ?, ?, ?, ?, ?)', [
-      r.hostId,
-      r.session,
-      r.step,
-      r.code,
-      r.message,
-      r.createdAt,
-    ])
+    await this.db.run(
+      'insert into receipt_rejections (host_id, session, step, code, message, created_at) values (?, ?, ?, ?, ?, ?)',
+      [r.hostId, r.session, r.step, r.code, r.message, r.createdAt],
+    )
   }
 
   async rejections(hostId: string, limit = 100): Promise<Rejection[]> {
-    const rows = await this.db.all<{ host_id: string; session: string | null; step: number | null; code: string; message: string; created_at: number }>(
-      'select * from receipt_rejections where host_id = ? order by rejection_id desc limit ?',
-      [hostId, limit],
-    )
-    return rows.map((r) => ({ hostId: r.host_id, session: r.session, step: r.step, code: r.code, message: r.message, createdAt: r.created_at }))
+    const rows = await this.db.all<{
+      host_id: string
+      session: string | null
+      step: number | null
+      code: string
+      message: string
+      created_at: number
+    }>('select * from receipt_rejections where host_id = ? order by rejection_id desc limit ?', [hostId, limit])
+    return rows.map((r) => ({
+      hostId: r.host_id,
+      session: r.session,
+      step: r.step,
+      code: r.code,
+      message: r.message,
+      createdAt: r.created_at,
+    }))
   }
 
   async recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): Promise<void> {
-    await this.db.run('insert into reputation_history (host_id, at, score, components) values (?, ?, ?, ?)', [hostId, at, score, JSON.stringify(components)])
+    await this.db.run('insert into reputation_history (host_id, at, score, components) values (?, ?, ?, ?)', [
+      hostId,
+      at,
+      score,
+      JSON.stringify(components),
+    ])
   }
 
-  async reputationHistory(hostId: string, limit = 100): Promise<{ at: number; score: number; components: Record<string, number> }[]> {
+  async reputationHistory(
+    hostId: string,
+    limit = 100,
+  ): Promise<{ at: number; score: number; components: Record<string, number> }[]> {
     const rows = await this.db.all<{ at: number; score: number; components: string }>(
       'select * from reputation_history where host_id = ? order by at desc limit ?',
       [hostId, limit],
@@ -296,11 +368,17 @@ export class SqlLedgerStore implements LedgerStore {
  * the same key, or overdrawing one account, cannot both pass their checks: one is run again and sees the other.
  */
 async function postIn(tx: Sql, txn: Transaction): Promise<PostResult> {
-  if (txn.idempotencyKey !== null && (await tx.get('select 1 as one from ledger_transactions where idempotency_key = ?', [txn.idempotencyKey])) !== undefined)
+  if (
+    txn.idempotencyKey !== null &&
+    (await tx.get('select 1 as one from ledger_transactions where idempotency_key = ?', [txn.idempotencyKey])) !==
+      undefined
+  )
     return { posted: false, reason: 'duplicate' }
   if (txn.noOverdraft !== undefined) {
     const change = txn.entries.filter((e) => e.account === txn.noOverdraft).reduce((s, e) => s + e.amount, 0)
-    const row = await tx.get<{ amount: number }>('select amount from ledger_balances where account = ?', [txn.noOverdraft])
+    const row = await tx.get<{ amount: number }>('select amount from ledger_balances where account = ?', [
+      txn.noOverdraft,
+    ])
     if ((row?.amount ?? 0) + change < 0) return { posted: false, reason: 'insufficient' }
   }
   const inserted = await tx.get<{ txn_id: number }>(
@@ -311,7 +389,12 @@ async function postIn(tx: Sql, txn: Transaction): Promise<PostResult> {
   const txnId = inserted.txn_id
   for (const e of txn.entries) {
     if (e.amount === 0) continue
-    await tx.run('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)', [txnId, e.account, e.amount, txn.at])
+    await tx.run('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)', [
+      txnId,
+      e.account,
+      e.amount,
+      txn.at,
+    ])
     await tx.run(
       'insert into ledger_balances (account, amount) values (?, ?) on conflict (account) do update set amount = ledger_balances.amount + excluded.amount',
       [e.account, e.amount],

@@ -19,7 +19,8 @@ const TRACKER = NodeIdentity.generate()
 /** A host's receipt for a step of the toy model, at its price, on TRACKER's ticket (position 0 unless given). */
 function sign(
   host: NodeIdentity,
-  body: Omit<ReceiptBody, 'hostId' | 'input' | 'output' | 'position' | 'modelId' | 'price' | 'tracker'> & Partial<ReceiptBody>,
+  body: Omit<ReceiptBody, 'hostId' | 'input' | 'output' | 'position' | 'modelId' | 'price' | 'tracker'> &
+    Partial<ReceiptBody>,
 ): Receipt {
   const full: ReceiptBody = {
     position: 0,
@@ -88,7 +89,9 @@ for (const engine of await storeEngines())
       expect(charges.slice(0, 2)).toEqual([420, 140])
       const spent = charges.reduce((s, c) => s + c, 0)
       expect(await accounts.balance(account.accountId)).toBe(1_000_000 - spent)
-      const earnedA = receipts.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r) - feeOf(hopCharge(PRICE, 4, r), 1000), 0)
+      const earnedA = receipts
+        .filter((r) => r.hostId === hostA.id)
+        .reduce((s, r) => s + hopCharge(PRICE, 4, r) - feeOf(hopCharge(PRICE, 4, r), 1000), 0)
       // Pending in the host's escrow for the settlement window (escrow.test.ts), not yet spendable.
       expect(await store.ledger.balance(escrowAccount(hostA.id))).toBe(earnedA)
       expect(await store.ledger.balance(hostAccount(hostA.id))).toBe(0)
@@ -97,7 +100,9 @@ for (const engine of await storeEngines())
       expect(await store.ledger.unbalancedTransactions()).toEqual([])
       expect(await store.ledger.driftedBalances()).toEqual([])
       expect(await store.ledger.servedBlockTokens(hostA.id)).toBe(3 * 10 + 3 + 3)
-      expect(await store.ledger.earnings(hostA.id, 'hour', 0)).toEqual([expect.objectContaining({ modelId: 'toy', earned: earnedA, receipts: 3 })])
+      expect(await store.ledger.earnings(hostA.id, 'hour', 0)).toEqual([
+        expect.objectContaining({ modelId: 'toy', earned: earnedA, receipts: 3 }),
+      ])
     })
 
     it('pays a replayed receipt nothing, and refuses a forged one and one for a hop the tracker never issued, each logged against the host', async () => {
@@ -127,7 +132,10 @@ for (const engine of await storeEngines())
       expect((await store.ledger.rejections(hostA.id)).map((r) => r.code).sort()).toEqual(
         ['bad_signature', 'bad_signature', 'route_mismatch', 'route_mismatch'].sort(),
       )
-      expect((await store.ledger.rejections(hostB.id)).map((r) => r.code).sort()).toEqual(['bad_receipt', 'route_mismatch'])
+      expect((await store.ledger.rejections(hostB.id)).map((r) => r.code).sort()).toEqual([
+        'bad_receipt',
+        'route_mismatch',
+      ])
     })
 
     it('counts a refusal against a host only for a receipt it signed, of a session the tracker routed, for a hop it was not issued', async () => {
@@ -141,7 +149,9 @@ for (const engine of await storeEngines())
         { hostId: hostA.id, step: 'x' },
         sign(hostB, { session: other, step: 1, blocks: [3, 4], tokens: 5 }),
       ])
-      const unrouted = await metering.settle(randomBytes(16).toString('hex'), [sign(hostA, { session: s, step: 1, blocks: [0, 3], tokens: 5 })])
+      const unrouted = await metering.settle(randomBytes(16).toString('hex'), [
+        sign(hostA, { session: s, step: 1, blocks: [0, 3], tokens: 5 }),
+      ])
       // Anyone can hand in such receipts naming any host: refused and listed, never held against it.
       expect([...notHers, ...unrouted].map((v) => [v.code, v.fault])).toEqual([
         ['bad_signature', false],
@@ -153,10 +163,15 @@ for (const engine of await storeEngines())
       // Signed by the host itself: a hop it was never issued counts against it; a step off the routed positions does not
       // (hosts take steps in order, so one off the positions is the client's doing: test/admission-attacks.test.ts).
       const routed = randomBytes(16).toString('hex')
-      await metering.issue(routed, 'toy', [{ hostId: hostA.id, blocks: [0, 4] }], null, Date.now(), { maxTokens: 20, promptTokens: 10 })
+      await metering.issue(routed, 'toy', [{ hostId: hostA.id, blocks: [0, 4] }], null, Date.now(), {
+        maxTokens: 20,
+        promptTokens: 10,
+      })
       const hers = [
         ...(await metering.settle(s, [sign(hostA, { session: s, step: 4, blocks: [0, 4], tokens: 1 })])),
-        ...(await metering.settle(routed, [sign(hostA, { session: routed, step: 3, blocks: [0, 4], tokens: 1, position: 40 })])),
+        ...(await metering.settle(routed, [
+          sign(hostA, { session: routed, step: 3, blocks: [0, 4], tokens: 1, position: 40 }),
+        ])),
       ]
       expect(hers.map((v) => [v.code, v.fault])).toEqual([
         ['route_mismatch', true],
@@ -167,7 +182,12 @@ for (const engine of await storeEngines())
     it('believes a reported failure only of a hop the tracker issued for that span, and not on the new route', async () => {
       const s = await session(null)
       const replace = async (failedHost: string, span: [number, number], hostId: string) =>
-        await metering.issue(s, 'toy', [{ hostId, blocks: span }], null, Date.now(), { maxTokens: 20, promptTokens: 10, failedHost, span })
+        await metering.issue(s, 'toy', [{ hostId, blocks: span }], null, Date.now(), {
+          maxTokens: 20,
+          promptTokens: 10,
+          failedHost,
+          span,
+        })
       const stranger = NodeIdentity.generate().id
       expect(await replace(stranger, [0, 3], hostB.id)).toBe(false)
       expect(await replace(hostA.id, [0, 4], hostB.id)).toBe(false)
@@ -183,15 +203,24 @@ for (const engine of await storeEngines())
       await metering.settle(s, [step, replay, step, replay])
       expect(await store.ledger.receipts({ session: s })).toHaveLength(2)
       const earned = (charge: number) => charge - feeOf(charge, 1000)
-      const replayed = hopCharge(PRICE, 4, { step: replay.position === 0 ? 1 : 2, blocks: replay.blocks, tokens: replay.tokens })
-      expect(await store.ledger.balance(escrowAccount(hostB.id))).toBe(earned(hopCharge(PRICE, 4, step)) + earned(replayed))
+      const replayed = hopCharge(PRICE, 4, {
+        step: replay.position === 0 ? 1 : 2,
+        blocks: replay.blocks,
+        tokens: replay.tokens,
+      })
+      expect(await store.ledger.balance(escrowAccount(hostB.id))).toBe(
+        earned(hopCharge(PRICE, 4, step)) + earned(replayed),
+      )
       expect(await store.ledger.total()).toBe(0)
     })
 
     it('pays a step by the tracker’s own count of its tokens, never the host’s claim, on the ticket’s terms only', async () => {
       const { account } = await accounts.create()
       const s = randomBytes(16).toString('hex')
-      await metering.issue(s, 'toy', [{ hostId: hostA.id, blocks: [0, 4] }], null, Date.now(), { maxTokens: 20, promptTokens: 10 })
+      await metering.issue(s, 'toy', [{ hostId: hostA.id, blocks: [0, 4] }], null, Date.now(), {
+        maxTokens: 20,
+        promptTokens: 10,
+      })
       await metering.bind(s, account.accountId)
       // The client routed a 10-token prompt; the host claims 1000 prompt tokens for step 1 and 50 for step 2.
       const [prefill, decode] = await metering.settle(s, [
@@ -204,11 +233,31 @@ for (const engine of await storeEngines())
       const refused = await metering.settle(s, [
         sign(hostA, { session: s, step: 3, blocks: [0, 4], tokens: 1, position: 40 }),
         sign(hostA, { session: s, step: 4, blocks: [0, 4], tokens: 1, position: 12, modelId: 'other' }),
-        sign(hostA, { session: s, step: 5, blocks: [0, 4], tokens: 1, position: 13, price: { promptMicroPerToken: 40, completionMicroPerToken: 9000 } }),
-        sign(hostA, { session: s, step: 6, blocks: [0, 4], tokens: 1, position: 14, tracker: NodeIdentity.generate().publicKey }),
+        sign(hostA, {
+          session: s,
+          step: 5,
+          blocks: [0, 4],
+          tokens: 1,
+          position: 13,
+          price: { promptMicroPerToken: 40, completionMicroPerToken: 9000 },
+        }),
+        sign(hostA, {
+          session: s,
+          step: 6,
+          blocks: [0, 4],
+          tokens: 1,
+          position: 14,
+          tracker: NodeIdentity.generate().publicKey,
+        }),
         sign(hostA, { session: s, step: 12, blocks: [0, 4], tokens: 1, position: 20 }),
       ])
-      expect(refused.map((v) => v.code)).toEqual(['position_mismatch', 'route_mismatch', 'route_mismatch', 'route_mismatch', 'position_mismatch'])
+      expect(refused.map((v) => v.code)).toEqual([
+        'position_mismatch',
+        'route_mismatch',
+        'route_mismatch',
+        'route_mismatch',
+        'position_mismatch',
+      ])
       expect(refused.map((v) => v.message)).toEqual([
         'step 3 runs from position 11, not 40',
         'receipt for step 4 names model other, not toy',
@@ -229,16 +278,32 @@ for (const engine of await storeEngines())
       await metering.issue(s, 'toy', [{ hostId: hostA.id, blocks: [0, 3] }], null, Date.now(), routed)
       await metering.bind(s, account.accountId)
       const served = [1, 2, 3].map((step) =>
-        sign(hostA, { session: s, step, blocks: [0, 3], tokens: step === 1 ? 10 : 1, position: step === 1 ? 0 : 8 + step }),
+        sign(hostA, {
+          session: s,
+          step,
+          blocks: [0, 3],
+          tokens: step === 1 ? 10 : 1,
+          position: step === 1 ? 0 : 8 + step,
+        }),
       )
       expect((await metering.settle(s, served)).every((v) => v.ok)).toBe(true)
       const earnedA = await store.ledger.balance(escrowAccount(hostA.id))
       const paidBefore = await accounts.balance(account.accountId)
       const feesBefore = await store.ledger.balance(FEE_ACCOUNT)
       // A fails at step 4; the client asks for its span again and C replays A's three inputs, then one more.
-      await metering.issue(s, 'toy', [{ hostId: hostC.id, blocks: [0, 3] }], null, Date.now(), { ...routed, failedHost: hostA.id, span: [0, 3] })
+      await metering.issue(s, 'toy', [{ hostId: hostC.id, blocks: [0, 3] }], null, Date.now(), {
+        ...routed,
+        failedHost: hostA.id,
+        span: [0, 3],
+      })
       const replays = [0, 10, 11, 12].map((position, i) =>
-        sign(hostC, { session: s, step: REPLAY_STEP_BASE + i, blocks: [0, 3], tokens: position === 0 ? 10 : 1, position }),
+        sign(hostC, {
+          session: s,
+          step: REPLAY_STEP_BASE + i,
+          blocks: [0, 3],
+          tokens: position === 0 ? 10 : 1,
+          position,
+        }),
       )
       const verdicts = await metering.settle(s, replays)
       // A's earnings pay for the three inputs it was sent; the fourth finds A's share spent, and the consumer pays it
@@ -257,7 +322,9 @@ for (const engine of await storeEngines())
       expect((await metering.settle(s, replays)).map((v) => v.code)).toEqual(replays.map(() => 'already_settled'))
       expect(await store.ledger.balance(escrowAccount(hostC.id))).toBe(earnedA + fourth)
       // C's own step 4 is the consumer's to pay, as any step.
-      expect((await metering.settle(s, [sign(hostC, { session: s, step: 4, blocks: [0, 3], tokens: 1, position: 12 })]))[0]).toMatchObject({
+      expect(
+        (await metering.settle(s, [sign(hostC, { session: s, step: 4, blocks: [0, 3], tokens: 1, position: 12 })]))[0],
+      ).toMatchObject({
         ok: true,
         charged: 120,
       })
@@ -334,7 +401,10 @@ for (const engine of await storeEngines())
 
     it('prices by model size unless configured, and reads prices and fee from the environment', async () => {
       expect(defaultPrice({ bytesPerBlock: [1e6] })).toEqual({ promptMicroPerToken: 25, completionMicroPerToken: 100 })
-      expect(defaultPrice({ bytesPerBlock: Array(10).fill(7e9) })).toEqual({ promptMicroPerToken: 1750, completionMicroPerToken: 7000 })
+      expect(defaultPrice({ bytesPerBlock: Array(10).fill(7e9) })).toEqual({
+        promptMicroPerToken: 1750,
+        completionMicroPerToken: 7000,
+      })
       expect(pricingFromEnv({ NEURON_PRICES: '{"toy":{"prompt":5,"completion":20}}', NEURON_FEE_BPS: '500' })).toEqual({
         prices: { toy: { promptMicroPerToken: 5, completionMicroPerToken: 20 } },
         feeBps: 500,

@@ -1,7 +1,16 @@
 import { type KeyObject, verify } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { publicKeyObject } from '../../identity/keys'
-import { DEFAULT_FEE_BPS, feeOf, type Manifest, NeuronError, NodeId, REPLAY_STEP_BASE, Receipt as ReceiptSchema, receiptMessage } from '../../protocol'
+import {
+  DEFAULT_FEE_BPS,
+  feeOf,
+  type Manifest,
+  NeuronError,
+  NodeId,
+  REPLAY_STEP_BASE,
+  Receipt as ReceiptSchema,
+  receiptMessage,
+} from '../../protocol'
 import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import { Escrow, settlementWindowMs } from './escrow'
 import type { IssuedSession } from './issued-session'
@@ -77,10 +86,19 @@ export class Metering extends EventEmitter<MeteringEvents> {
     issuedTo: string | null = null,
     now = Date.now(),
     /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */
-    request?: RoutedTokens & { failedHost?: string | undefined; span?: readonly [number, number] | undefined; accountId?: string; clientKey?: string },
+    request?: RoutedTokens & {
+      failedHost?: string | undefined
+      span?: readonly [number, number] | undefined
+      accountId?: string
+      clientKey?: string
+    },
   ): Promise<boolean> {
-    const routed = request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
-    const failed = request?.failedHost === undefined || request.span === undefined ? undefined : { hostId: request.failedHost, blocks: request.span }
+    const routed =
+      request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
+    const failed =
+      request?.failedHost === undefined || request.span === undefined
+        ? undefined
+        : { hostId: request.failedHost, blocks: request.span }
     await this.sweep(now)
     // read again after the awaits: another route.plan for this new session may have set it meanwhile (its hops must stay)
     const known = (await this.lookup(session)) ?? this.sessions.get(session)
@@ -102,9 +120,15 @@ export class Metering extends EventEmitter<MeteringEvents> {
       this.sessions.set(session, issued)
       await this.save(session, issued, now)
     } else if (known.issuedTo !== issuedTo || known.modelId !== modelId) {
-      throw new NeuronError('session_exists', `session ${session} belongs to another client or model; use a fresh random session id.`)
+      throw new NeuronError(
+        'session_exists',
+        `session ${session} belongs to another client or model; use a fresh random session id.`,
+      )
     } else if (known.hops.length + hops.length > MAX_SESSION_HOPS) {
-      throw new NeuronError('too_many_routes', `session ${session} has been routed ${known.hops.length} hops already; start a new session.`)
+      throw new NeuronError(
+        'too_many_routes',
+        `session ${session} has been routed ${known.hops.length} hops already; start a new session.`,
+      )
     } else {
       const f = failed
       believed =
@@ -136,7 +160,9 @@ export class Metering extends EventEmitter<MeteringEvents> {
   }
 
   /** The model and hops the tracker issued for `session` (failovers add up), or undefined for a session it never issued. */
-  async route(session: string): Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined> {
+  async route(
+    session: string,
+  ): Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined> {
     const known = await this.lookup(session)
     return known === undefined ? undefined : { modelId: known.modelId, hops: known.hops }
   }
@@ -166,7 +192,13 @@ export class Metering extends EventEmitter<MeteringEvents> {
     for (const verdict of verdicts) {
       if (verdict.code === 'already_settled') continue
       const own = issued?.issuedTo !== null && issued?.issuedTo === verdict.hostId
-      this.emit('verdict', session, own ? { ...verdict, selfServed: true } : verdict, issued?.accountId ?? null, issued?.modelId ?? null)
+      this.emit(
+        'verdict',
+        session,
+        own ? { ...verdict, selfServed: true } : verdict,
+        issued?.accountId ?? null,
+        issued?.modelId ?? null,
+      )
     }
     return verdicts
   }
@@ -178,8 +210,20 @@ export class Metering extends EventEmitter<MeteringEvents> {
     for (const raw of receipts) {
       const r = ReceiptSchema.safeParse(raw)
       if (!r.success || r.data.hostId !== hostId) {
-        const why = r.success ? `it is signed by host ${r.data.hostId}; hand in only your own receipts` : (r.error.issues[0]?.message ?? '')
-        verdicts.push(await this.refuse(this.store, hostId, null, r.success ? r.data.step : null, 'bad_receipt', `not this host's receipt: ${why}`, now))
+        const why = r.success
+          ? `it is signed by host ${r.data.hostId}; hand in only your own receipts`
+          : (r.error.issues[0]?.message ?? '')
+        verdicts.push(
+          await this.refuse(
+            this.store,
+            hostId,
+            null,
+            r.success ? r.data.step : null,
+            'bad_receipt',
+            `not this host's receipt: ${why}`,
+            now,
+          ),
+        )
         continue
       }
       bySession.set(r.data.session, [...(bySession.get(r.data.session) ?? []), raw])
@@ -200,12 +244,41 @@ export class Metering extends EventEmitter<MeteringEvents> {
   ): Promise<ReceiptVerdict> {
     const parsed = ReceiptSchema.safeParse(raw)
     // Named back in the verdict only when it is a node id: a claim of any other shape is a peer's arbitrary text.
-    const claimed = typeof raw === 'object' && raw !== null && 'hostId' in raw && NodeId.safeParse(raw.hostId).success ? String(raw.hostId) : 'unknown'
-    if (!parsed.success) return this.refuse(tx, claimed, session, null, 'bad_receipt', `not a receipt: ${parsed.error.issues[0]?.message ?? ''}`, now)
+    const claimed =
+      typeof raw === 'object' && raw !== null && 'hostId' in raw && NodeId.safeParse(raw.hostId).success
+        ? String(raw.hostId)
+        : 'unknown'
+    if (!parsed.success)
+      return this.refuse(
+        tx,
+        claimed,
+        session,
+        null,
+        'bad_receipt',
+        `not a receipt: ${parsed.error.issues[0]?.message ?? ''}`,
+        now,
+      )
     const r = parsed.data
     if (r.session !== session)
-      return this.refuse(tx, r.hostId, session, r.step, 'route_mismatch', `receipt is for session ${r.session}, submitted for ${session}`, now)
-    if (issued === undefined) return this.refuse(tx, r.hostId, session, r.step, 'unknown_session', `the tracker issued no route for session ${session}`, now)
+      return this.refuse(
+        tx,
+        r.hostId,
+        session,
+        r.step,
+        'route_mismatch',
+        `receipt is for session ${r.session}, submitted for ${session}`,
+        now,
+      )
+    if (issued === undefined)
+      return this.refuse(
+        tx,
+        r.hostId,
+        session,
+        r.step,
+        'unknown_session',
+        `the tracker issued no route for session ${session}`,
+        now,
+      )
     const publicKey = keys.get(r.hostId)
     const { signature, ...body } = r
     const signed = publicKey !== undefined && this.verify(publicKey, receiptMessage(body), signature)
@@ -222,9 +295,26 @@ export class Metering extends EventEmitter<MeteringEvents> {
       )
     }
     if (!signed) {
-      return this.refuse(tx, r.hostId, session, r.step, 'bad_signature', `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`, now)
+      return this.refuse(
+        tx,
+        r.hostId,
+        session,
+        r.step,
+        'bad_signature',
+        `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`,
+        now,
+      )
     }
-    if (this.banned(r.hostId)) return this.refuse(tx, r.hostId, session, r.step, 'banned_host', `host ${r.hostId} is banned; nothing it hands in is paid`, now)
+    if (this.banned(r.hostId))
+      return this.refuse(
+        tx,
+        r.hostId,
+        session,
+        r.step,
+        'banned_host',
+        `host ${r.hostId} is banned; nothing it hands in is paid`,
+        now,
+      )
     // a step the client never sent has no client signature: its receipt is the host's claim alone
     if (issued.clientKey !== null && !clientSignedStep(issued.clientKey, r))
       return this.refuse(
@@ -240,11 +330,26 @@ export class Metering extends EventEmitter<MeteringEvents> {
     issued.lastUsed = now
     const terms = checkTerms(issued, r, this.trackerKey)
     // A step at a position other than its ticket's: the client chose the position, the host only signed it; no host's fault.
-    if (terms !== undefined) return this.refuse(tx, r.hostId, session, r.step, terms.code, terms.message, now, terms.code !== 'position_mismatch')
+    if (terms !== undefined)
+      return this.refuse(
+        tx,
+        r.hostId,
+        session,
+        r.step,
+        terms.code,
+        terms.message,
+        now,
+        terms.code !== 'position_mismatch',
+      )
     if (r.step >= REPLAY_STEP_BASE) {
       const feeBps = this.pricing.feeBps ?? DEFAULT_FEE_BPS
       return settleReplay(
-        { tx, escrow: this.escrow, feeBps, balancesAfter: (hostId, accountId) => this.balancesAfter(tx, hostId, accountId) },
+        {
+          tx,
+          escrow: this.escrow,
+          feeBps,
+          balancesAfter: (hostId, accountId) => this.balancesAfter(tx, hostId, accountId),
+        },
         session,
         issued,
         r,
@@ -270,7 +375,15 @@ export class Metering extends EventEmitter<MeteringEvents> {
               { account: FEE_ACCOUNT, amount: fee },
             ],
       ...(consumer === null ? {} : { noOverdraft: consumer }),
-      receipt: { body: r, modelId: issued.modelId, accountId: issued.accountId, hostEarned: charge - fee, charged: charge, fee, escrow: this.escrow.newState },
+      receipt: {
+        body: r,
+        modelId: issued.modelId,
+        accountId: issued.accountId,
+        hostEarned: charge - fee,
+        charged: charge,
+        fee,
+        escrow: this.escrow.newState,
+      },
       at: now,
     })
     if (!result.posted && result.reason === 'duplicate') {
@@ -286,13 +399,30 @@ export class Metering extends EventEmitter<MeteringEvents> {
     }
     if (!result.posted) {
       // Not the host's fault: the consumer's credits ran out; not logged against it.
-      return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this step', charged: 0 }
+      return {
+        hostId: r.hostId,
+        step: r.step,
+        ok: false,
+        code: 'insufficient_credits',
+        message: 'the account cannot pay for this step',
+        charged: 0,
+      }
     }
-    return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: await this.balancesAfter(tx, r.hostId, issued.accountId) }
+    return {
+      hostId: r.hostId,
+      step: r.step,
+      ok: true,
+      charged: charge,
+      balances: await this.balancesAfter(tx, r.hostId, issued.accountId),
+    }
   }
 
   /** Three indexed reads of the running balances: cheap beside the commit they ride in. */
-  private async balancesAfter(tx: LedgerStore, hostId: string, accountId: string | null): Promise<NonNullable<ReceiptVerdict['balances']>> {
+  private async balancesAfter(
+    tx: LedgerStore,
+    hostId: string,
+    accountId: string | null,
+  ): Promise<NonNullable<ReceiptVerdict['balances']>> {
     const account = accountId === null ? null : await tx.balance(consumerAccount(accountId))
     return { host: await tx.balance(hostAccount(hostId)), pending: await tx.balance(escrowAccount(hostId)), account }
   }

@@ -37,7 +37,11 @@ export function priceOf(manifest: Pick<Manifest, 'modelId' | 'bytesPerBlock'>, o
  * carries the prompt and yields the first completion token; every later step yields one more. The
  * step's price is shared by the hops in proportion to the blocks each ran.
  */
-export function hopCharge(price: Price, nLayer: number, r: { step: number; tokens: number; blocks: readonly [number, number] }): number {
+export function hopCharge(
+  price: Price,
+  nLayer: number,
+  r: { step: number; tokens: number; blocks: readonly [number, number] },
+): number {
   const stepMicro = (r.step === 1 ? r.tokens * price.promptMicroPerToken : 0) + price.completionMicroPerToken
   return Math.round((stepMicro * (r.blocks[1] - r.blocks[0])) / nLayer)
 }
@@ -46,7 +50,13 @@ export function hopCharge(price: Price, nLayer: number, r: { step: number; token
  * What serving `blocks` earns a host in an hour at `tokensPerSecond` decoded tokens, micro-credits,
  * net of the swarm's fee: the price of a completion token's share of those blocks, per token.
  */
-export function hostMicroPerHour(price: Price, feeBps: number, nLayer: number, blocks: readonly [number, number], tokensPerSecond: number): number {
+export function hostMicroPerHour(
+  price: Price,
+  feeBps: number,
+  nLayer: number,
+  blocks: readonly [number, number],
+  tokensPerSecond: number,
+): number {
   const perToken = hopCharge(price, nLayer, { step: 2, tokens: 1, blocks })
   return Math.round((perToken - feeOf(perToken, feeBps)) * tokensPerSecond * 3600)
 }
@@ -65,7 +75,10 @@ export function affordableTokens(price: Price, nLayer: number, promptTokens: num
   return left <= 0 ? 0 : Math.floor(left / (price.completionMicroPerToken + nLayer))
 }
 
-const EnvPrices = z.record(z.string(), z.object({ prompt: z.number().int().nonnegative(), completion: z.number().int().nonnegative() }))
+const EnvPrices = z.record(
+  z.string(),
+  z.object({ prompt: z.number().int().nonnegative(), completion: z.number().int().nonnegative() }),
+)
 
 /**
  * Prices and fee from the environment of `neuron tracker`: NEURON_PRICES is JSON
@@ -76,9 +89,16 @@ export function pricingFromEnv(env: NodeJS.ProcessEnv): PricingOptions {
   const out: { prices?: Record<string, Price>; feeBps?: number } = {}
   if (env.NEURON_PRICES !== undefined && env.NEURON_PRICES !== '') {
     const parsed = EnvPrices.safeParse(JSON.parse(env.NEURON_PRICES))
-    if (!parsed.success) throw new NeuronError('bad_option', `NEURON_PRICES: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`)
+    if (!parsed.success)
+      throw new NeuronError(
+        'bad_option',
+        `NEURON_PRICES: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      )
     out.prices = Object.fromEntries(
-      Object.entries(parsed.data).map(([id, p]) => [id, { promptMicroPerToken: p.prompt, completionMicroPerToken: p.completion }]),
+      Object.entries(parsed.data).map(([id, p]) => [
+        id,
+        { promptMicroPerToken: p.prompt, completionMicroPerToken: p.completion },
+      ]),
     )
   }
   const fee = Number(env.NEURON_FEE_BPS)

@@ -24,7 +24,11 @@ export interface TicketTerms {
  * signed the count (`clientSigned`), each position of a verify step (speculative decoding: the last token and
  * up to MAX_DRAFT_TOKENS drafts), at the same price per position.
  */
-export function countedTokens(routed: RoutedTokens | undefined, r: Pick<Receipt, 'step' | 'tokens'>, clientSigned = false): number {
+export function countedTokens(
+  routed: RoutedTokens | undefined,
+  r: Pick<Receipt, 'step' | 'tokens'>,
+  clientSigned = false,
+): number {
   if (r.step !== 1) return clientSigned ? Math.max(1, Math.min(r.tokens, MAX_DRAFT_TOKENS + 1)) : 1
   return Math.max(1, Math.min(routed?.promptTokens ?? r.tokens, routed?.maxTokens ?? r.tokens))
 }
@@ -33,7 +37,10 @@ export function countedTokens(routed: RoutedTokens | undefined, r: Pick<Receipt,
  * What one hop's receipt costs by the tracker's count: the prefill as hopCharge prices it; a later step a completion
  * token's price per position counted (one, or each position of a client-signed verify step).
  */
-export function stepCharge(issued: TicketTerms & { readonly nLayer: number }, r: Pick<Receipt, 'step' | 'tokens' | 'blocks'>): number {
+export function stepCharge(
+  issued: TicketTerms & { readonly nLayer: number },
+  r: Pick<Receipt, 'step' | 'tokens' | 'blocks'>,
+): number {
   const signed = issued.clientKey !== undefined && issued.clientKey !== null
   const tokens = countedTokens(issued.routed, r, signed)
   if (r.step === 1) return hopCharge(issued.price, issued.nLayer, { step: 1, blocks: r.blocks, tokens })
@@ -41,12 +48,26 @@ export function stepCharge(issued: TicketTerms & { readonly nLayer: number }, r:
 }
 
 /** A receipt pays only on the terms of its session's ticket: this tracker (when known), the model, its price, the positions routed. */
-export function checkTerms(issued: TicketTerms, r: Receipt, trackerKey: string | undefined): { code: string; message: string } | undefined {
+export function checkTerms(
+  issued: TicketTerms,
+  r: Receipt,
+  trackerKey: string | undefined,
+): { code: string; message: string } | undefined {
   if (trackerKey !== undefined && r.tracker !== trackerKey)
-    return { code: 'route_mismatch', message: `receipt for step ${r.step} names another tracker (${r.tracker.slice(0, 8)}…)` }
-  if (r.modelId !== issued.modelId) return { code: 'route_mismatch', message: `receipt for step ${r.step} names model ${r.modelId}, not ${issued.modelId}` }
+    return {
+      code: 'route_mismatch',
+      message: `receipt for step ${r.step} names another tracker (${r.tracker.slice(0, 8)}…)`,
+    }
+  if (r.modelId !== issued.modelId)
+    return {
+      code: 'route_mismatch',
+      message: `receipt for step ${r.step} names model ${r.modelId}, not ${issued.modelId}`,
+    }
   const p = issued.price
-  if (r.price.promptMicroPerToken !== p.promptMicroPerToken || r.price.completionMicroPerToken !== p.completionMicroPerToken)
+  if (
+    r.price.promptMicroPerToken !== p.promptMicroPerToken ||
+    r.price.completionMicroPerToken !== p.completionMicroPerToken
+  )
     return { code: 'route_mismatch', message: `receipt for step ${r.step} names another price than the ticket's` }
   const prompt = issued.routed?.promptTokens
   if (r.step >= REPLAY_STEP_BASE || prompt === undefined) return undefined
@@ -59,7 +80,10 @@ export function checkTerms(issued: TicketTerms, r: Receipt, trackerKey: string |
     return { code: 'position_mismatch', message: `step ${r.step} runs from position ${range}, not ${r.position}` }
   }
   if (r.position + countedTokens(issued.routed, r, signed) > (issued.routed?.maxTokens ?? Number.POSITIVE_INFINITY))
-    return { code: 'position_mismatch', message: `step ${r.step} runs past the ${issued.routed?.maxTokens} tokens routed` }
+    return {
+      code: 'position_mismatch',
+      message: `step ${r.step} runs past the ${issued.routed?.maxTokens} tokens routed`,
+    }
   return undefined
 }
 
@@ -93,6 +117,14 @@ export async function seamBreaks(
 /** Whether the receipt embeds `clientKey`'s signature of the very step it bills: its session, hop, step, positions and input. */
 export function clientSignedStep(clientKey: string, r: Receipt): boolean {
   if (r.client === undefined) return false
-  const terms = { session: r.session, hostId: r.hostId, blocks: r.blocks, step: r.step, position: r.position, tokens: r.tokens, input: r.input }
+  const terms = {
+    session: r.session,
+    hostId: r.hostId,
+    blocks: r.blocks,
+    step: r.step,
+    position: r.position,
+    tokens: r.tokens,
+    input: r.input,
+  }
   return verifySignature(clientKey, stepMessage(terms), r.client)
 }

@@ -2,7 +2,16 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { NodeIdentity, verifySignature } from '../../identity/keys'
-import { decodeFrame, encodeFrame, type Frame, Receipt, type ReceiptBody, readTrailer, receiptMessage, withTrailer } from '../../protocol'
+import {
+  decodeFrame,
+  encodeFrame,
+  type Frame,
+  Receipt,
+  type ReceiptBody,
+  readTrailer,
+  receiptMessage,
+  withTrailer,
+} from '../../protocol'
 
 const host = NodeIdentity.generate()
 const body: ReceiptBody = {

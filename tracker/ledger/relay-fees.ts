@@ -1,5 +1,12 @@
 import { verifySignature } from '../../identity/keys'
-import { DEFAULT_FEE_BPS, DEFAULT_RELAY_MICRO_PER_FRAME, feeOf, REPLAY_STEP_BASE, RelayReceipt, relayReceiptMessage } from '../../protocol'
+import {
+  DEFAULT_FEE_BPS,
+  DEFAULT_RELAY_MICRO_PER_FRAME,
+  feeOf,
+  REPLAY_STEP_BASE,
+  RelayReceipt,
+  relayReceiptMessage,
+} from '../../protocol'
 import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import type { LedgerStore } from './ledger-store'
 import type { PricingOptions } from './pricing'
@@ -38,24 +45,49 @@ export class RelayFees {
     return verdicts
   }
 
-  private async settleOne(relayId: string, publicKey: string | undefined, raw: unknown, now: number): Promise<ReceiptVerdict> {
-    const refuse = (step: number, code: string, message: string): ReceiptVerdict => ({ hostId: relayId, step, ok: false, code, message, charged: 0 })
+  private async settleOne(
+    relayId: string,
+    publicKey: string | undefined,
+    raw: unknown,
+    now: number,
+  ): Promise<ReceiptVerdict> {
+    const refuse = (step: number, code: string, message: string): ReceiptVerdict => ({
+      hostId: relayId,
+      step,
+      ok: false,
+      code,
+      message,
+      charged: 0,
+    })
     const parsed = RelayReceipt.safeParse(raw)
-    if (!parsed.success) return refuse(-1, 'bad_receipt', `not a relay receipt: ${parsed.error.issues[0]?.message ?? ''}`)
+    if (!parsed.success)
+      return refuse(-1, 'bad_receipt', `not a relay receipt: ${parsed.error.issues[0]?.message ?? ''}`)
     const r = parsed.data
     const { signature, ...body } = r
-    if (r.relayId !== relayId) return refuse(r.step, 'bad_receipt', `signed for relay ${r.relayId}; hand in only your own receipts`)
+    if (r.relayId !== relayId)
+      return refuse(r.step, 'bad_receipt', `signed for relay ${r.relayId}; hand in only your own receipts`)
     if (publicKey === undefined || !verifySignature(publicKey, relayReceiptMessage(body), signature))
-      return refuse(r.step, 'bad_signature', `relay receipt for step ${r.step} is not signed by relay ${relayId}'s registered key`)
-    if (this.trackerKey !== undefined && r.tracker !== this.trackerKey) return refuse(r.step, 'wrong_tracker', 'the receipt names another tracker')
+      return refuse(
+        r.step,
+        'bad_signature',
+        `relay receipt for step ${r.step} is not signed by relay ${relayId}'s registered key`,
+      )
+    if (this.trackerKey !== undefined && r.tracker !== this.trackerKey)
+      return refuse(r.step, 'wrong_tracker', 'the receipt names another tracker')
     const issued = await this.sessionOf(r.session)
-    if (issued === undefined) return refuse(r.step, 'unknown_session', `the tracker issued no route for session ${r.session}`)
+    if (issued === undefined)
+      return refuse(r.step, 'unknown_session', `the tracker issued no route for session ${r.session}`)
     if (!issued.hops.some((h) => h.hostId === r.hostId && h.relayId === relayId))
-      return refuse(r.step, 'route_mismatch', `session ${r.session} was not routed to host ${r.hostId} through relay ${relayId}`)
+      return refuse(
+        r.step,
+        'route_mismatch',
+        `session ${r.session} was not routed to host ${r.hostId} through relay ${relayId}`,
+      )
     if (r.step >= REPLAY_STEP_BASE || r.step > (issued.routed?.maxTokens ?? 0) + 1)
       return refuse(r.step, 'not_billable', `step ${r.step} is a replay or past the session's tokens`)
     if (issued.accountId === null) return refuse(r.step, 'no_payer', `session ${r.session} has no paying account yet`)
-    const charge = Math.min(r.frames, FRAMES_PER_STEP) * (this.pricing.relayMicroPerFrame ?? DEFAULT_RELAY_MICRO_PER_FRAME)
+    const charge =
+      Math.min(r.frames, FRAMES_PER_STEP) * (this.pricing.relayMicroPerFrame ?? DEFAULT_RELAY_MICRO_PER_FRAME)
     const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
     const consumer = consumerAccount(issued.accountId)
     const result = await this.store.post({
@@ -70,12 +102,21 @@ export class RelayFees {
       noOverdraft: consumer,
       at: now,
     })
-    if (!result.posted) return refuse(r.step, result.reason === 'duplicate' ? 'already_settled' : 'insufficient_credits', `relay step ${r.step} not charged`)
+    if (!result.posted)
+      return refuse(
+        r.step,
+        result.reason === 'duplicate' ? 'already_settled' : 'insufficient_credits',
+        `relay step ${r.step} not charged`,
+      )
     return { hostId: relayId, step: r.step, ok: true, charged: charge }
   }
 }
 
 /** What the relays of a route may charge its session at most: every step's two frames on every relayed hop. */
-export function maxRelayCost(relayedHops: number, maxTokens: number, pricing: { readonly relayMicroPerFrame?: number }): number {
+export function maxRelayCost(
+  relayedHops: number,
+  maxTokens: number,
+  pricing: { readonly relayMicroPerFrame?: number },
+): number {
   return relayedHops * (maxTokens + 2) * FRAMES_PER_STEP * (pricing.relayMicroPerFrame ?? DEFAULT_RELAY_MICRO_PER_FRAME)
 }

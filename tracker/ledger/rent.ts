@@ -24,7 +24,9 @@ export function rentPerMinute(
 }
 
 /** The hops holding the session's cache now: of the hops routed (failovers add up), the last to cover each block. */
-export function holdingHops<H extends { readonly hostId: string; readonly blocks: readonly [number, number] }>(hops: readonly H[]): H[] {
+export function holdingHops<H extends { readonly hostId: string; readonly blocks: readonly [number, number] }>(
+  hops: readonly H[],
+): H[] {
   const covered = new Set<number>()
   const holding: H[] = []
   for (const hop of [...hops].reverse()) {
@@ -50,11 +52,21 @@ export class Rent {
     /** The hops the tracker issued for a session and its model; undefined for a session it never routed. */
     private readonly routeOf: (
       session: string,
-    ) => Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined>,
-    private readonly manifestOf: (modelId: string) => Pick<Manifest, 'nLayer' | 'kvBytesPerTokenPerBlock' | 'cachePerBlock'>,
+    ) => Promise<
+      { modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined
+    >,
+    private readonly manifestOf: (
+      modelId: string,
+    ) => Pick<Manifest, 'nLayer' | 'kvBytesPerTokenPerBlock' | 'cachePerBlock'>,
     private readonly pricing: PricingOptions,
     /** Told of each host's rent once it is posted: the dashboards push it as they push a receipt. */
-    private readonly paid: (session: string, hostId: string, accountId: string, modelId: string, charged: number) => void = () => {},
+    private readonly paid: (
+      session: string,
+      hostId: string,
+      accountId: string,
+      modelId: string,
+      charged: number,
+    ) => void = () => {},
   ) {}
 
   /** Charges the session's rent up to `until`; returns the micro-credits charged (0 when already charged or unroutable). */
@@ -93,7 +105,9 @@ export class Rent {
       })
       return posted.posted ? total : 0
     })
-    if (charged > 0) for (const [hostId, owed] of rents) if (owed > 0) this.paid(hold.session, hostId, hold.accountId, route.modelId, owed)
+    if (charged > 0)
+      for (const [hostId, owed] of rents)
+        if (owed > 0) this.paid(hold.session, hostId, hold.accountId, route.modelId, owed)
     return charged
   }
 }

@@ -22,13 +22,22 @@ export interface ReplayContext {
  * costs an honest client nothing; numbering steps as replays, or claiming a failure of a hop that earned nothing,
  * buys nothing either: those rebuilds are paid in full.
  */
-export async function settleReplay(ctx: ReplayContext, session: string, issued: IssuedSession, r: Receipt, now: number): Promise<ReceiptVerdict> {
+export async function settleReplay(
+  ctx: ReplayContext,
+  session: string,
+  issued: IssuedSession,
+  r: Receipt,
+  now: number,
+): Promise<ReceiptVerdict> {
   const { tx, escrow } = ctx
-  const failed = issued.failed.find((f) => f.hostId !== r.hostId && f.blocks[0] <= r.blocks[0] && r.blocks[1] <= f.blocks[1])
+  const failed = issued.failed.find(
+    (f) => f.hostId !== r.hostId && f.blocks[0] <= r.blocks[0] && r.blocks[1] <= f.blocks[1],
+  )
   const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
   const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
   const earned = owed - feeOf(owed, ctx.feeBps)
-  const moved = failed === undefined ? 0 : Math.max(0, Math.min(earned, await escrow.forfeitable(session, failed.hostId, tx)))
+  const moved =
+    failed === undefined ? 0 : Math.max(0, Math.min(earned, await escrow.forfeitable(session, failed.hostId, tx)))
   const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
   // what the failed host's earnings did not cover, at the step's price
   const charge = consumer === null || moved >= earned ? 0 : owed - moved
@@ -67,7 +76,28 @@ export async function settleReplay(ctx: ReplayContext, session: string, issued: 
   })
   if (result.posted && failed !== undefined && moved > 0) await escrow.forfeited(session, failed.hostId, moved, tx)
   if (!result.posted && result.reason !== 'duplicate')
-    return { hostId: r.hostId, step: r.step, ok: false, code: 'insufficient_credits', message: 'the account cannot pay for this replay', charged: 0 }
-  if (!result.posted) return { hostId: r.hostId, step: r.step, ok: false, code: 'already_settled', message: `replay step ${r.step} is settled`, charged: 0 }
-  return { hostId: r.hostId, step: r.step, ok: true, charged: charge, balances: await ctx.balancesAfter(r.hostId, issued.accountId) }
+    return {
+      hostId: r.hostId,
+      step: r.step,
+      ok: false,
+      code: 'insufficient_credits',
+      message: 'the account cannot pay for this replay',
+      charged: 0,
+    }
+  if (!result.posted)
+    return {
+      hostId: r.hostId,
+      step: r.step,
+      ok: false,
+      code: 'already_settled',
+      message: `replay step ${r.step} is settled`,
+      charged: 0,
+    }
+  return {
+    hostId: r.hostId,
+    step: r.step,
+    ok: true,
+    charged: charge,
+    balances: await ctx.balancesAfter(r.hostId, issued.accountId),
+  }
 }

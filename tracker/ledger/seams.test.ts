@@ -73,7 +73,10 @@ for (const engine of await storeEngines())
 
     it('is quiet when each hop took what the one before it answered, in either order of hand-in', async () => {
       const s1 = await session()
-      await metering.settle(s1, [sign(hostA, s1, [0, 3], sha('x'), sha('h')), sign(hostB, s1, [3, 4], sha('h'), sha('t'))])
+      await metering.settle(s1, [
+        sign(hostA, s1, [0, 3], sha('x'), sha('h')),
+        sign(hostB, s1, [3, 4], sha('h'), sha('t')),
+      ])
       const s2 = await session()
       await metering.settle(s2, [sign(hostB, s2, [3, 4], sha('h'), sha('t'))])
       await metering.settle(s2, [sign(hostA, s2, [0, 3], sha('x'), sha('h'))])
@@ -82,7 +85,10 @@ for (const engine of await storeEngines())
 
     it('names the two hops when one took other bytes than the other answered, whichever came in first; both are still paid', async () => {
       const s1 = await session()
-      const verdicts = await metering.settle(s1, [sign(hostA, s1, [0, 3], sha('x'), sha('h')), sign(hostB, s1, [3, 4], sha('forged'), sha('t'))])
+      const verdicts = await metering.settle(s1, [
+        sign(hostA, s1, [0, 3], sha('x'), sha('h')),
+        sign(hostB, s1, [3, 4], sha('forged'), sha('t')),
+      ])
       expect(verdicts.every((v) => v.ok)).toBe(true)
       const s2 = await session()
       await metering.settle(s2, [sign(hostB, s2, [3, 4], sha('forged'), sha('t'))])

@@ -49,7 +49,13 @@ describe(`receipts that pay by themselves`, () => {
       if (account === undefined) throw new Error('the client got no account')
       const prompt = seen.find((r) => r.step === 1)?.tokens ?? 0
       const owed = seen.reduce(
-        (s, r) => s + hopCharge(r.price, swarm.manifest.nLayer, { step: r.step, blocks: r.blocks, tokens: r.step === 1 ? prompt : 1 }),
+        (s, r) =>
+          s +
+          hopCharge(r.price, swarm.manifest.nLayer, {
+            step: r.step,
+            blocks: r.blocks,
+            tokens: r.step === 1 ? prompt : 1,
+          }),
         0,
       )
       expect(owed).toBeGreaterThan(0)

@@ -41,6 +41,12 @@ export interface MeteringEvents {
 /** A verdict as it goes back over the wire. */
 export function wireVerdicts(verdicts: readonly ReceiptVerdict[]) {
   return {
-    verdicts: verdicts.map((v) => ({ hostId: v.hostId, step: v.step, ok: v.ok, ...(v.code === undefined ? {} : { code: v.code }), charged: v.charged })),
+    verdicts: verdicts.map((v) => ({
+      hostId: v.hostId,
+      step: v.step,
+      ok: v.ok,
+      ...(v.code === undefined ? {} : { code: v.code }),
+      charged: v.charged,
+    })),
   }
 }

@@ -12,7 +12,8 @@ export function plainAddress(address: string): string {
 export function addressScope(address: string): AddressScope {
   const a = plainAddress(address).toLowerCase()
   if (a === 'localhost' || a === '::1' || a.startsWith('127.')) return 'loopback'
-  if (/^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.)/.test(a)) return 'private'
+  if (/^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.)/.test(a))
+    return 'private'
   if (/^f[cd]|^fe[89ab]/.test(a)) return 'private'
   return 'public'
 }

@@ -10,10 +10,16 @@ import { addressScope, plainAddress } from './address-scope'
  */
 export function showColocatedPeers(req: IncomingMessage, res: ServerResponse): void {
   const here = plainAddress(req.socket.localAddress ?? '')
-  if (addressScope(plainAddress(req.socket.remoteAddress ?? '')) === 'loopback' || !isIPv4(here) || addressScope(here) === 'loopback') return
+  if (
+    addressScope(plainAddress(req.socket.remoteAddress ?? '')) === 'loopback' ||
+    !isIPv4(here) ||
+    addressScope(here) === 'loopback'
+  )
+    return
   const hereBytes = Uint8Array.from(here.split('.').map(Number))
   const end = res.end.bind(res) as (chunk?: unknown) => ServerResponse
-  res.end = ((chunk?: unknown) => end(chunk instanceof Uint8Array ? withPeersAt(chunk, hereBytes) : chunk)) as ServerResponse['end']
+  res.end = ((chunk?: unknown) =>
+    end(chunk instanceof Uint8Array ? withPeersAt(chunk, hereBytes) : chunk)) as ServerResponse['end']
 }
 
 /** The bencoded announce answer with each compact loopback peer (4 address bytes, 2 port bytes) moved to `here`. */

@@ -55,7 +55,11 @@ export function proveEndpoint(endpoint: string, target: DialBackTarget): Promise
     const timer = setTimeout(() => done(false), target.timeoutMs)
     req.on('error', () => done(false))
     req.on('response', (res) => {
-      if (tls && fingerprintOf((res.socket as TLSSocket).getPeerCertificate().fingerprint256 ?? '') !== target.fingerprint) return done(false)
+      if (
+        tls &&
+        fingerprintOf((res.socket as TLSSocket).getPeerCertificate().fingerprint256 ?? '') !== target.fingerprint
+      )
+        return done(false)
       const chunks: Buffer[] = []
       let bytes = 0
       res.on('data', (chunk: Buffer) => {
@@ -68,7 +72,10 @@ export function proveEndpoint(endpoint: string, target: DialBackTarget): Promise
         if (res.statusCode !== 200) return done(false)
         try {
           const proof = DialBackProof.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')))
-          done(proof.publicKey === target.publicKey && verifySignature(target.publicKey, dialBackMessage(target.trackerKey, nonce), proof.signature))
+          done(
+            proof.publicKey === target.publicKey &&
+              verifySignature(target.publicKey, dialBackMessage(target.trackerKey, nonce), proof.signature),
+          )
         } catch {
           done(false)
         }

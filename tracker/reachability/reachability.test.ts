@@ -67,7 +67,10 @@ describe('the tracker’s dial-back', () => {
     const impostor = NodeIdentity.generate()
     expect(await serveAt(impostor, { endpoint: own, candidates: [own] })).toMatchObject({ acked: null, listed: null })
     // an address where nothing answers
-    expect(await serveAt(NodeIdentity.generate(), { candidates: ['ws://127.0.0.1:1/'] })).toMatchObject({ acked: null, listed: null })
+    expect(await serveAt(NodeIdentity.generate(), { candidates: ['ws://127.0.0.1:1/'] })).toMatchObject({
+      acked: null,
+      listed: null,
+    })
   })
 
   it('proves a wss:// endpoint only with the certificate its host signed; an unsigned fingerprint is dropped', async () => {
@@ -80,8 +83,14 @@ describe('the tracker’s dial-back', () => {
     const other = await hostCertificate(`${dir}/other`, host)
     const elsewhere = await answering(host, other)
     expect(await serveAt(host, { candidates: [elsewhere], tls: signed })).toMatchObject({ acked: null })
-    const forged = { fingerprint: certificate.fingerprint, signature: NodeIdentity.generate().sign(certificateMessage(certificate.fingerprint)) }
-    expect(await serveAt(NodeIdentity.generate(), { candidates: [endpoint], tls: forged })).toMatchObject({ acked: null, tls: undefined })
+    const forged = {
+      fingerprint: certificate.fingerprint,
+      signature: NodeIdentity.generate().sign(certificateMessage(certificate.fingerprint)),
+    }
+    expect(await serveAt(NodeIdentity.generate(), { candidates: [endpoint], tls: forged })).toMatchObject({
+      acked: null,
+      tls: undefined,
+    })
   })
 
   it('dials no address on another network for a host on the internet, and only the address it sees for a public one', () => {
@@ -104,9 +113,18 @@ describe('the tracker’s dial-back', () => {
       const res = await fetch(`${endpoint}${DIAL_BACK_PATH}${query}`)
       return { status: res.status, body: (await res.json()) as { error?: { code: string }; publicKey?: string } }
     }
-    expect(await ask('?nonce=short&tracker=abcdefghijklmnopqrstuvwxyz')).toMatchObject({ status: 400, body: { error: { code: 'bad_nonce' } } })
-    expect(await ask(`?nonce=${'n'.repeat(20)}&tracker=${'x'.repeat(500)}`)).toMatchObject({ status: 400, body: { error: { code: 'bad_tracker_key' } } })
+    expect(await ask('?nonce=short&tracker=abcdefghijklmnopqrstuvwxyz')).toMatchObject({
+      status: 400,
+      body: { error: { code: 'bad_nonce' } },
+    })
+    expect(await ask(`?nonce=${'n'.repeat(20)}&tracker=${'x'.repeat(500)}`)).toMatchObject({
+      status: 400,
+      body: { error: { code: 'bad_tracker_key' } },
+    })
     expect((await fetch(`${endpoint}/anything`)).status).toBe(426)
-    expect(await ask(`?nonce=${'n'.repeat(20)}&tracker=${'t'.repeat(43)}`)).toMatchObject({ status: 200, body: { publicKey: expect.any(String) } })
+    expect(await ask(`?nonce=${'n'.repeat(20)}&tracker=${'t'.repeat(43)}`)).toMatchObject({
+      status: 200,
+      body: { publicKey: expect.any(String) },
+    })
   })
 })

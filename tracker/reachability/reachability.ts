@@ -50,7 +50,11 @@ export class Reachability {
     return { ...kept, endpoint: await this.endpointFor(host, state, fingerprint) }
   }
 
-  private async endpointFor(host: HostAt, state: ServingState, fingerprint: string | undefined): Promise<string | null> {
+  private async endpointFor(
+    host: HostAt,
+    state: ServingState,
+    fingerprint: string | undefined,
+  ): Promise<string | null> {
     const candidates = this.candidates(host, state)
     const key = JSON.stringify([host.observed, fingerprint, candidates])
     const known = this.proven.get(host.hostId)
@@ -79,7 +83,9 @@ export class Reachability {
     const tls = state.tls
     if (tls === undefined) return undefined
     if (verifySignature(host.publicKey, certificateMessage(tls.fingerprint), tls.signature)) return tls.fingerprint
-    this.options.log?.(`host ${host.hostId}: its certificate fingerprint is not signed by its key; its wss:// endpoints are not dialed`)
+    this.options.log?.(
+      `host ${host.hostId}: its certificate fingerprint is not signed by its key; its wss:// endpoints are not dialed`,
+    )
     return undefined
   }
 

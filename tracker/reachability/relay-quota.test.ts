@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { connectTracker } from '../../client/tracker-connection'
 import { NodeIdentity } from '../../identity/keys'
-import { ClientToTracker, callRpc, HostToTracker, IDLE_STATE, jsonFrame, MAX_FRAME_BYTES, serveRpc, TrackerToHost } from '../../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  HostToTracker,
+  IDLE_STATE,
+  jsonFrame,
+  MAX_FRAME_BYTES,
+  serveRpc,
+  TrackerToHost,
+} from '../../protocol'
 import { TEST_PROFILE } from '../../test/peers'
 import { Tracker } from '../server'
 
@@ -35,11 +44,23 @@ describe('the relay', () => {
       }
       serveRpc(host, TrackerToHost, { 'relay.frame': slowHost }, undefined)
       const frame = jsonFrame('ok', '0'.repeat(32), 0, {})
-      const forward = (socket: typeof client) => callRpc(socket, ClientToTracker, 'relay.forward', { hostId, frame }, 10_000)
+      const forward = (socket: typeof client) =>
+        callRpc(socket, ClientToTracker, 'relay.forward', { hostId, frame }, 10_000)
       const pending = Array.from({ length: 8 }, () => forward(client))
       await new Promise((r) => setTimeout(r, 200))
-      await expect(forward(client)).rejects.toMatchObject({ code: 'relay_quota', message: expect.stringMatching(/8 relayed frames in flight/) })
-      await expect(callRpc(client, ClientToTracker, 'relay.forward', { hostId, frame: new Uint8Array(MAX_FRAME_BYTES + 1) }, 30_000)).rejects.toMatchObject({
+      await expect(forward(client)).rejects.toMatchObject({
+        code: 'relay_quota',
+        message: expect.stringMatching(/8 relayed frames in flight/),
+      })
+      await expect(
+        callRpc(
+          client,
+          ClientToTracker,
+          'relay.forward',
+          { hostId, frame: new Uint8Array(MAX_FRAME_BYTES + 1) },
+          30_000,
+        ),
+      ).rejects.toMatchObject({
         code: 'frame_too_large',
       })
       // Another key is not held up by the first one's quota.

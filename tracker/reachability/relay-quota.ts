@@ -21,9 +21,13 @@ export class RelayQuota {
       )
     const now = this.inFlight.get(publicKey) ?? 0
     if (now >= this.maxInFlightPerKey)
-      throw new NeuronError('relay_quota', `this key has ${now} relayed frames in flight, the most one key may; wait for their answers.`, {
-        maxInFlight: this.maxInFlightPerKey,
-      })
+      throw new NeuronError(
+        'relay_quota',
+        `this key has ${now} relayed frames in flight, the most one key may; wait for their answers.`,
+        {
+          maxInFlight: this.maxInFlightPerKey,
+        },
+      )
     this.inFlight.set(publicKey, now + 1)
     try {
       return await relay()

@@ -20,15 +20,24 @@ export class TrackerRelay {
   /** Frame and answer, both ways counted. `from`: the key the tracker authenticated, to which the host binds the session. */
   async forward(hostId: string, frame: Uint8Array, from: string): Promise<{ frame: Uint8Array }> {
     const socket = this.socketOf(hostId)
-    if (socket === undefined) throw new NeuronError('host_unreachable', `host ${hostId} is not connected to the tracker; ask for a new route.`, { hostId })
-    const answer = await this.quota.run(from, frame.byteLength, () => this.untilGone(hostId, callRpc(socket, TrackerToHost, 'relay.frame', { frame, from })))
+    if (socket === undefined)
+      throw new NeuronError(
+        'host_unreachable',
+        `host ${hostId} is not connected to the tracker; ask for a new route.`,
+        { hostId },
+      )
+    const answer = await this.quota.run(from, frame.byteLength, () =>
+      this.untilGone(hostId, callRpc(socket, TrackerToHost, 'relay.frame', { frame, from })),
+    )
     this.count(hostId, frame.byteLength + answer.frame.byteLength)
     return answer
   }
 
   /** The host left or missed its heartbeats: what waits on it fails now, so its clients fail over instead of waiting. */
   hostGone(hostId: string, why: string): void {
-    const error = new NeuronError('host_unreachable', `host ${hostId} went away (${why}); ask for a new route.`, { hostId })
+    const error = new NeuronError('host_unreachable', `host ${hostId} went away (${why}); ask for a new route.`, {
+      hostId,
+    })
     for (const fail of this.waiting.get(hostId) ?? []) fail(error)
     this.waiting.delete(hostId)
   }

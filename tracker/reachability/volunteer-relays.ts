@@ -69,7 +69,11 @@ export class VolunteerRelays {
       return null
     }
     this.assigned.set(hostId, best)
-    return { hostId: best, endpoint: relay.endpoint, ...(relay.fingerprint === undefined ? {} : { fingerprint: relay.fingerprint }) }
+    return {
+      hostId: best,
+      endpoint: relay.endpoint,
+      ...(relay.fingerprint === undefined ? {} : { fingerprint: relay.fingerprint }),
+    }
   }
 
   /** The volunteer relay a route reaches `hostId` through: only one that reports the reservation and has a circuit free. */
@@ -78,7 +82,8 @@ export class VolunteerRelays {
     const relay = relayId === undefined ? undefined : this.relays.get(relayId)
     const live = relayId === undefined ? undefined : this.registry.get(relayId)
     const offer = live?.online === true ? live.state.relayOffer : undefined
-    if (relayId === undefined || relay === undefined || offer === undefined || offer.openCircuits >= offer.circuits) return undefined
+    if (relayId === undefined || relay === undefined || offer === undefined || offer.openCircuits >= offer.circuits)
+      return undefined
     const reserved = offer.reserved.find((r) => r.hostId === hostId)
     if (reserved === undefined) return undefined
     const via: RelayVia = {

@@ -117,7 +117,8 @@ export class Reputation {
 
   of(hostId: string): HostReputation {
     // Any id may be asked for on a dashboard: only hosts the tracker knows get a tally kept in memory.
-    const t = this.tallies.get(hostId) ?? (this.registry.get(hostId) === undefined ? this.read(hostId) : this.tally(hostId))
+    const t =
+      this.tallies.get(hostId) ?? (this.registry.get(hostId) === undefined ? this.read(hostId) : this.tally(hostId))
     const components: ReputationComponents = {
       uptime: t.samples === 0 ? 1 : t.onlineSamples / t.samples,
       completion: (t.completed + PRIOR_STEPS) / (t.completed + t.failed + PRIOR_STEPS),
@@ -197,7 +198,13 @@ export class Reputation {
     t.lastRecorded = now
     const tally = { ...t }
     this.persist(() => this.checks?.store.saveTally(hostId, tally))
-    this.persist(() => this.store.recordReputation(hostId, now, r.score, { ...r.components, completedSteps: r.completedSteps, failedSteps: r.failedSteps }))
+    this.persist(() =>
+      this.store.recordReputation(hostId, now, r.score, {
+        ...r.components,
+        completedSteps: r.completedSteps,
+        failedSteps: r.failedSteps,
+      }),
+    )
   }
 }
 

@@ -29,7 +29,10 @@ export function loadFactor(span: Pick<ServedSpan, 'activeSessions' | 'maxSession
 }
 
 /** Expected ms per decode token for `blocks` blocks on this host at its current load. */
-export function hopComputeMs(span: Pick<ServedSpan, 'msPerBlock' | 'activeSessions' | 'maxSessions'>, blocks: number): number {
+export function hopComputeMs(
+  span: Pick<ServedSpan, 'msPerBlock' | 'activeSessions' | 'maxSessions'>,
+  blocks: number,
+): number {
   return span.msPerBlock * loadFactor(span) * blocks
 }
 
@@ -54,7 +57,13 @@ export function relayMs(span: Pick<ServedSpan, 'relay' | 'viaRelay'>, costs: Rou
 export function usableSpan(span: ServedSpan, nBlocks: number): boolean {
   const [begin, end] = span.blocks
   return (
-    Number.isInteger(begin) && Number.isInteger(end) && begin >= 0 && begin < end && end <= nBlocks && span.msPerBlock > 0 && Number.isFinite(span.msPerBlock)
+    Number.isInteger(begin) &&
+    Number.isInteger(end) &&
+    begin >= 0 &&
+    begin < end &&
+    end <= nBlocks &&
+    span.msPerBlock > 0 &&
+    Number.isFinite(span.msPerBlock)
   )
 }
 

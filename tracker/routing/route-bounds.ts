@@ -23,7 +23,8 @@ export class RouteBounds {
     const penalty = Float64Array.from(ready, (s) => relayMs(s, costs))
     // Hosts covering each block, as compressed rows.
     const rowStart = new Int32Array(n + 1)
-    for (const s of ready) for (let b = s.blocks[0]; b < s.blocks[1]; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + 1
+    for (const s of ready)
+      for (let b = s.blocks[0]; b < s.blocks[1]; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + 1
     for (let b = 0; b < n; b++) rowStart[b + 1] = (rowStart[b + 1] as number) + (rowStart[b] as number)
     const next = rowStart.slice(0, n)
     const rows = new Int32Array(rowStart[n] as number)
@@ -41,7 +42,9 @@ export class RouteBounds {
       let best = Number.POSITIVE_INFINITY
       for (let k = rowStart[b] as number; k < (rowStart[b + 1] as number); k++) {
         const h = rows[k] as number
-        const ms = Math.min(cur[h] as number, (this.reach[b] as number) + this.linkMs + (penalty[h] as number)) + (step[h] as number)
+        const ms =
+          Math.min(cur[h] as number, (this.reach[b] as number) + this.linkMs + (penalty[h] as number)) +
+          (step[h] as number)
         cur[h] = ms
         if (ms < best) best = ms
       }

@@ -40,7 +40,9 @@ export class RouteGraph {
     this.cuts = view.cuts?.length === view.nBlocks + 1 ? view.cuts : new Uint8Array(view.nBlocks + 1).fill(1)
     // Hosts are numbered by begin block, then host id: ties break the same way whatever order the registry listed
     // hosts in, and the hosts covering a block sit close together in memory, which is most of the sweep's speed.
-    this.spans = view.spans.filter((s) => usableSpan(s, view.nBlocks)).sort((a, b) => a.blocks[0] - b.blocks[0] || byHostId(a, b))
+    this.spans = view.spans
+      .filter((s) => usableSpan(s, view.nBlocks))
+      .sort((a, b) => a.blocks[0] - b.blocks[0] || byHostId(a, b))
     const n = this.spans.length
     this.begin = new Int32Array(n)
     this.end = new Int32Array(n)
@@ -51,9 +53,13 @@ export class RouteGraph {
     for (let h = 0; h < n; h++) {
       const span = this.spans[h] as ServedSpan
       if (this.indexOf.has(span.hostId)) {
-        throw new NeuronError('duplicate_host', `host ${span.hostId} appears twice in the swarm view; the registry must list one span per host and model`, {
-          hostId: span.hostId,
-        })
+        throw new NeuronError(
+          'duplicate_host',
+          `host ${span.hostId} appears twice in the swarm view; the registry must list one span per host and model`,
+          {
+            hostId: span.hostId,
+          },
+        )
       }
       this.indexOf.set(span.hostId, h)
       this.begin[h] = span.blocks[0]

@@ -9,7 +9,18 @@ const LINK = DEFAULT_ROUTE_COSTS.defaultLatencyMs
 const RELAY = DEFAULT_ROUTE_COSTS.relayPenaltyMs
 
 function host(hostId: string, blocks: BlockRange, msPerBlock: number, more: Partial<ServedSpan> = {}): ServedSpan {
-  return { hostId, blocks, msPerBlock, relay: false, activeSessions: 0, maxSessions: 8, kvFreeTokens: 8192, reputation: 0.9, status: 'ready', ...more }
+  return {
+    hostId,
+    blocks,
+    msPerBlock,
+    relay: false,
+    activeSessions: 0,
+    maxSessions: 8,
+    kvFreeTokens: 8192,
+    reputation: 0.9,
+    status: 'ready',
+    ...more,
+  }
 }
 
 function swarm(nBlocks: number, spans: ServedSpan[], latency: LatencyTable = NO_LATENCIES): SwarmView {
@@ -80,7 +91,12 @@ describe('planRoute', () => {
     ])
     const error = noRoute(() => planRoute(view, { tokens: 2048 }))
     expect(error.details.uncovered).toEqual([[2, 4]])
-    expect(error.details.unavailable).toEqual({ 'no free session': 1, 'too little free KV': 1, loading: 1, draining: 1 })
+    expect(error.details.unavailable).toEqual({
+      'no free session': 1,
+      'too little free KV': 1,
+      loading: 1,
+      draining: 1,
+    })
     expect(error.message).toContain('2048 free KV tokens')
     // The same swarm routes a short session through the host with a little KV left.
     expect(hopsOf(view, { tokens: 256 })).toEqual(['a[0,2)', 'small-kv[2,4)'])
@@ -96,16 +112,24 @@ describe('planRoute', () => {
 
   it('routes around a relayed host unless it is faster by more than the relay penalty', () => {
     const direct = host('direct', [0, 4], 5)
-    expect(hopsOf(swarm(4, [host('relayed', [0, 4], 5, { relay: true }), direct]), { tokens: 1 })).toEqual(['direct[0,4)'])
+    expect(hopsOf(swarm(4, [host('relayed', [0, 4], 5, { relay: true }), direct]), { tokens: 1 })).toEqual([
+      'direct[0,4)',
+    ])
     // 4 blocks × 10 ms saved against a 25 ms relay penalty: the relayed host wins, and the penalty shows in the time.
-    const route = planRoute(swarm(4, [host('relayed', [0, 4], 2.5, { relay: true }), host('direct', [0, 4], 15)]), { tokens: 1 })
+    const route = planRoute(swarm(4, [host('relayed', [0, 4], 2.5, { relay: true }), host('direct', [0, 4], 15)]), {
+      tokens: 1,
+    })
     expect(route.hops.map((h) => h.hostId)).toEqual(['relayed'])
     expect(route.hops[0]?.relay).toBe(true)
     expect(route.expectedMsPerToken).toBe(4 * 2.5 + RELAY + 2 * LINK)
   })
 
   it('routes a low-reputation host last: only for blocks no one else serves', () => {
-    const view = swarm(6, [host('shady', [0, 6], 1, { reputation: 0.1 }), host('honest-a', [0, 3], 20), host('honest-b', [3, 6], 20)])
+    const view = swarm(6, [
+      host('shady', [0, 6], 1, { reputation: 0.1 }),
+      host('honest-a', [0, 3], 20),
+      host('honest-b', [3, 6], 20),
+    ])
     expect(hopsOf(view, { tokens: 1 })).toEqual(['honest-a[0,3)', 'honest-b[3,6)'])
     // Without honest-b, the shady host is the only way through [3, 6), and it takes just those blocks.
     const gap = swarm(6, [host('shady', [0, 6], 1, { reputation: 0.1 }), host('honest-a', [0, 3], 20)])
@@ -119,7 +143,11 @@ describe('planRoute', () => {
       .setBoth('eu-1', 'eu-2', 3)
       .setBoth('eu-1', 'us-2', 80)
       .setBoth('eu-2', 'alice', 6)
-    const view = swarm(8, [host('us-1', [0, 4], 5), host('eu-1', [0, 4], 6), host('us-2', [4, 8], 5), host('eu-2', [4, 8], 6)], latency)
+    const view = swarm(
+      8,
+      [host('us-1', [0, 4], 5), host('eu-1', [0, 4], 6), host('us-2', [4, 8], 5), host('eu-2', [4, 8], 6)],
+      latency,
+    )
     const route = planRoute(view, { tokens: 1, previousHop: 'alice', nextHop: 'alice' })
     expect(route.hops.map((h) => h.hostId)).toEqual(['eu-1', 'eu-2'])
     expect(route.expectedMsPerToken).toBe(5 + 4 * 6 + 3 + 4 * 6 + 6)
@@ -129,17 +157,35 @@ describe('planRoute', () => {
     const latency = new LatencyMatrix().setBoth('a', 'spare-near', 2).setBoth('spare-near', 'c', 2)
     const view = swarm(
       6,
-      [host('a', [0, 2], 5), host('b', [2, 4], 5), host('c', [4, 6], 5), host('spare-far', [1, 5], 4), host('spare-near', [2, 4], 5)],
+      [
+        host('a', [0, 2], 5),
+        host('b', [2, 4], 5),
+        host('c', [4, 6], 5),
+        host('spare-far', [1, 5], 4),
+        host('spare-near', [2, 4], 5),
+      ],
       latency,
     )
     // b died: find hosts for [2, 4) other than b, between a and c.
-    const replacement = planRoute(view, { tokens: 100, span: [2, 4], exclude: new Set(['b']), previousHop: 'a', nextHop: 'c' })
+    const replacement = planRoute(view, {
+      tokens: 100,
+      span: [2, 4],
+      exclude: new Set(['b']),
+      previousHop: 'a',
+      nextHop: 'c',
+    })
     expect(replacement.blocks).toEqual([2, 4])
     expect(replacement.hops.map((h) => [h.hostId, h.blocks])).toEqual([['spare-near', [2, 4]]])
     expect(replacement.expectedMsPerToken).toBe(2 + 2 * 5 + 2)
     // With both spares gone too, the error names the span's blocks only.
     const error = noRoute(() =>
-      planRoute(view, { tokens: 100, span: [2, 4], exclude: new Set(['b', 'spare-near', 'spare-far']), previousHop: 'a', nextHop: 'c' }),
+      planRoute(view, {
+        tokens: 100,
+        span: [2, 4],
+        exclude: new Set(['b', 'spare-near', 'spare-far']),
+        previousHop: 'a',
+        nextHop: 'c',
+      }),
     )
     expect(error.details.uncovered).toEqual([[2, 4]])
     expect(error.details.unavailable).toEqual({ excluded: 3 })
@@ -157,10 +203,18 @@ describe('planRoute', () => {
   })
 
   it('gives the same route whatever order the registry lists hosts in', () => {
-    const spans = [host('a', [0, 3], 5), host('b', [0, 3], 5), host('c', [3, 6], 5), host('d', [3, 6], 5), host('e', [0, 6], 12)]
+    const spans = [
+      host('a', [0, 3], 5),
+      host('b', [0, 3], 5),
+      host('c', [3, 6], 5),
+      host('d', [3, 6], 5),
+      host('e', [0, 6], 12),
+    ]
     const expected = hopsOf(swarm(6, spans), { tokens: 1 })
     expect(hopsOf(swarm(6, [...spans].reverse()), { tokens: 1 })).toEqual(expected)
-    expect(hopsOf(swarm(6, [spans[2], spans[4], spans[0], spans[3], spans[1]] as ServedSpan[]), { tokens: 1 })).toEqual(expected)
+    expect(hopsOf(swarm(6, [spans[2], spans[4], spans[0], spans[3], spans[1]] as ServedSpan[]), { tokens: 1 })).toEqual(
+      expected,
+    )
   })
 
   it('finds the fastest route that a full search over every host sequence finds, on random small swarms', () => {
@@ -176,10 +230,16 @@ describe('planRoute', () => {
       for (let i = 0; i < 6; i++) {
         const begin = Math.floor(random() * nBlocks)
         const end = begin + 1 + Math.floor(random() * (nBlocks - begin))
-        spans.push(host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), { relay: random() < 0.2, activeSessions: Math.floor(random() * 4) }))
+        spans.push(
+          host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), {
+            relay: random() < 0.2,
+            activeSessions: Math.floor(random() * 4),
+          }),
+        )
       }
       for (const from of [CLIENT, ...spans.map((s) => s.hostId)]) {
-        for (const to of [CLIENT, ...spans.map((s) => s.hostId)]) if (from !== to && random() < 0.4) latency.set(from, to, Math.floor(random() * 80))
+        for (const to of [CLIENT, ...spans.map((s) => s.hostId)])
+          if (from !== to && random() < 0.4) latency.set(from, to, Math.floor(random() * 80))
       }
       const view = swarm(nBlocks, spans, latency)
       const best = fastestByFullSearch(view)
@@ -207,9 +267,15 @@ describe('planRoute', () => {
       for (let i = 0; i < 6; i++) {
         const begin = Math.floor(random() * nBlocks)
         const end = begin + 1 + Math.floor(random() * (nBlocks - begin))
-        spans.push(host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), { relay: random() < 0.2, activeSessions: Math.floor(random() * 4) }))
+        spans.push(
+          host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), {
+            relay: random() < 0.2,
+            activeSessions: Math.floor(random() * 4),
+          }),
+        )
         // Some hosts measured from alice (either way round), the rest taken as typical of those.
-        if (random() < 0.6) latency.set('alice', `h${i}`, Math.floor(random() * 80)).set(`h${i}`, 'alice', Math.floor(random() * 80))
+        if (random() < 0.6)
+          latency.set('alice', `h${i}`, Math.floor(random() * 80)).set(`h${i}`, 'alice', Math.floor(random() * 80))
       }
       const view = swarm(nBlocks, spans, latency)
       const best = fastestRelayed(view, 'alice')

@@ -84,7 +84,15 @@ export class RoutePlanner {
   plan(request: RouteRequest): PlannedRoute {
     const { nBlocks } = this.graph
     const [spanBegin, spanEnd] = request.span ?? [0, nBlocks]
-    if (!(Number.isInteger(spanBegin) && Number.isInteger(spanEnd) && spanBegin >= 0 && spanBegin < spanEnd && spanEnd <= nBlocks)) {
+    if (
+      !(
+        Number.isInteger(spanBegin) &&
+        Number.isInteger(spanEnd) &&
+        spanBegin >= 0 &&
+        spanBegin < spanEnd &&
+        spanEnd <= nBlocks
+      )
+    ) {
       throw new NeuronError(
         'bad_route_request',
         `cannot plan blocks [${spanBegin}, ${spanEnd}) of a ${nBlocks}-block model; ask for [a, b) with 0 ≤ a < b ≤ ${nBlocks}`,
@@ -103,7 +111,11 @@ export class RoutePlanner {
       )
     }
     if (!(request.tokens >= 0 && Number.isFinite(request.tokens))) {
-      throw new NeuronError('bad_route_request', `a session needs a KV size of 0 or more tokens, got ${request.tokens}`, { tokens: request.tokens })
+      throw new NeuronError(
+        'bad_route_request',
+        `a session needs a KV size of 0 or more tokens, got ${request.tokens}`,
+        { tokens: request.tokens },
+      )
     }
     const previousHop = request.previousHop ?? CLIENT
     const nextHop = request.nextHop ?? CLIENT
@@ -122,7 +134,11 @@ export class RoutePlanner {
   private relayRoundTripMs(client: string, hostId: string): number {
     const h = this.graph.indexOf.get(hostId)
     const via = h === undefined ? undefined : this.graph.spans[h]?.viaRelay?.relayHostId
-    return (via === undefined ? undefined : this.measuredRoundTripMs(client, via)) ?? this.measuredRoundTripMs(client, hostId) ?? this.unmeasuredRoundTripMs
+    return (
+      (via === undefined ? undefined : this.measuredRoundTripMs(client, via)) ??
+      this.measuredRoundTripMs(client, hostId) ??
+      this.unmeasuredRoundTripMs
+    )
   }
 
   private measuredRoundTripMs(client: string, hostId: string): number | undefined {
@@ -148,7 +164,10 @@ export class RoutePlanner {
     measured.sort((a, b) => a - b)
     this.unmeasuredRoundTripMs = measured[Math.floor(measured.length / 2)] ?? 2 * this.graph.costs.defaultLatencyMs
     for (let h = 0; h < spans.length; h++) {
-      this.relayEntryMs[h] = this.eligible[h] === 1 ? this.relayRoundTripMs(client, (spans[h] as ServedSpan).hostId) - this.graph.costs.defaultLatencyMs : 0
+      this.relayEntryMs[h] =
+        this.eligible[h] === 1
+          ? this.relayRoundTripMs(client, (spans[h] as ServedSpan).hostId) - this.graph.costs.defaultLatencyMs
+          : 0
     }
     return this.relayEntryMs
   }
@@ -181,7 +200,14 @@ export class RoutePlanner {
     }
   }
 
-  private route(found: SearchedHop[], spanBegin: number, spanEnd: number, previousHop: string, nextHop: string, relayedBy?: string): PlannedRoute {
+  private route(
+    found: SearchedHop[],
+    spanBegin: number,
+    spanEnd: number,
+    previousHop: string,
+    nextHop: string,
+    relayedBy?: string,
+  ): PlannedRoute {
     const { spans, indexOf } = this.graph
     const hops: RouteHop[] = found.map(({ host, begin, end }) => {
       const span = spans[host] as ServedSpan
@@ -196,12 +222,19 @@ export class RoutePlanner {
       if (again <= i) continue
       const span = spans[indexOf.get(id) as number] as ServedSpan
       const blocks: BlockRange = [(hops[i] as RouteHop).blocks[0], (hops[again] as RouteHop).blocks[1]]
-      hops.splice(i, again - i + 1, { hostId: id, blocks, computeMs: hopComputeMs(span, blocks[1] - blocks[0]), ...relayOf(span) })
+      hops.splice(i, again - i + 1, {
+        hostId: id,
+        blocks,
+        computeMs: hopComputeMs(span, blocks[1] - blocks[0]),
+        ...relayOf(span),
+      })
     }
     // Report the time a user will see: penalties that only order the search (reputation) are left out.
     let expectedMsPerToken = 0
     if (relayedBy !== undefined) {
-      for (const hop of hops) expectedMsPerToken += this.relayRoundTripMs(relayedBy, hop.hostId) + hop.computeMs + relayMs(hop, this.graph.costs)
+      for (const hop of hops)
+        expectedMsPerToken +=
+          this.relayRoundTripMs(relayedBy, hop.hostId) + hop.computeMs + relayMs(hop, this.graph.costs)
       return { blocks: [spanBegin, spanEnd], hops, expectedMsPerToken }
     }
     let sender = previousHop
@@ -218,7 +251,12 @@ export class RoutePlanner {
     const covered = new Uint8Array(nBlocks)
     for (let h = 0; h < spans.length; h++) {
       if (this.eligible[h] === 0) continue
-      for (let b = Math.max(spanBegin, this.graph.begin[h] as number); b < Math.min(spanEnd, this.graph.end[h] as number); b++) covered[b] = 1
+      for (
+        let b = Math.max(spanBegin, this.graph.begin[h] as number);
+        b < Math.min(spanEnd, this.graph.end[h] as number);
+        b++
+      )
+        covered[b] = 1
     }
     const uncovered: [number, number][] = []
     for (let b = spanBegin; b < spanEnd; b++) {
@@ -245,7 +283,9 @@ export class RoutePlanner {
       unavailable[why] = (unavailable[why] ?? 0) + 1
     }
     if (uncovered.length === 0) {
-      const forbidden = [...this.graph.cuts.keys()].filter((b) => b > spanBegin && b < spanEnd && this.graph.cuts[b] === 0)
+      const forbidden = [...this.graph.cuts.keys()].filter(
+        (b) => b > spanBegin && b < spanEnd && this.graph.cuts[b] === 0,
+      )
       return new NeuronError(
         'no_route',
         `no route for blocks [${spanBegin}, ${spanEnd}) of ${nBlocks}: ready hosts serve every block, but no chain of them changes hosts only where the ` +
@@ -262,12 +302,21 @@ export class RoutePlanner {
       (servedBy === ''
         ? '; no host serves them at all, so a host must be placed there'
         : ` (the hosts that serve them: ${servedBy}); retry when one is free or add a host there`)
-    return new NeuronError('no_route', message, { uncovered, span: [spanBegin, spanEnd], tokens: request.tokens, unavailable })
+    return new NeuronError('no_route', message, {
+      uncovered,
+      span: [spanBegin, spanEnd],
+      tokens: request.tokens,
+      unavailable,
+    })
   }
 }
 
 /** Plan one route over a swarm snapshot. To plan many on the same snapshot, build one RoutePlanner and reuse it. */
-export function planRoute(view: SwarmView, request: RouteRequest, costs: RouteCosts = DEFAULT_ROUTE_COSTS): PlannedRoute {
+export function planRoute(
+  view: SwarmView,
+  request: RouteRequest,
+  costs: RouteCosts = DEFAULT_ROUTE_COSTS,
+): PlannedRoute {
   return new RoutePlanner(view, costs).plan(request)
 }
 
@@ -278,7 +327,12 @@ function relayOf(span: ServedSpan): Pick<RouteHop, 'relay' | 'viaRelay'> {
 /** One line for a log: each hop's host, blocks and how it is reached, and the expected ms per token. */
 export function describeRoute(route: Pick<Route, 'hops' | 'expectedMsPerToken'>): string {
   const hops = route.hops.map((h) => {
-    const reached = h.via !== undefined ? `via relay ${h.via.relayHostId}` : h.endpoint === null ? 'via the tracker' : `at ${h.endpoint}`
+    const reached =
+      h.via !== undefined
+        ? `via relay ${h.via.relayHostId}`
+        : h.endpoint === null
+          ? 'via the tracker'
+          : `at ${h.endpoint}`
     return `${h.hostId} [${h.blocks[0]}, ${h.blocks[1]}) ${reached}`
   })
   return `${hops.join(' -> ')}; expected ${route.expectedMsPerToken.toFixed(1)} ms per token`

@@ -81,8 +81,27 @@ export class RouteSearch {
   }
 
   /** One pass over boundaries spanBegin..spanEnd; returns the last hop's host, or NONE when no route exists. */
-  private sweep(eligible: Uint8Array, spanBegin: number, spanEnd: number, previousHop: string, nextHop: string, requestEntryMs?: Float64Array): number {
-    const { cur, arrivalMs, arrivalStart, arrivals, active, hopStart, pushedMs, pushedFrom, pushedAt, topLinks, topLinksAt } = this
+  private sweep(
+    eligible: Uint8Array,
+    spanBegin: number,
+    spanEnd: number,
+    previousHop: string,
+    nextHop: string,
+    requestEntryMs?: Float64Array,
+  ): number {
+    const {
+      cur,
+      arrivalMs,
+      arrivalStart,
+      arrivals,
+      active,
+      hopStart,
+      pushedMs,
+      pushedFrom,
+      pushedAt,
+      topLinks,
+      topLinksAt,
+    } = this
     const { graph } = this
     const { begin, end, stepMs, entryPenaltyMs, stateBase, outStart, outTo, outMs, minInMs, minOutMs, cuts } = graph
     const defaultMs = graph.costs.defaultLatencyMs
@@ -143,7 +162,8 @@ export class RouteSearch {
 
       // Push arrivals along their measured links. An arrival costlier than the TOP-th cheapest plus the
       // default latency cannot beat the default link from one of the TOP cheapest, so it stays put.
-      const pushBelow = topCount < TOP ? Number.POSITIVE_INFINITY : (arrivalMs[top[TOP - 1] as number] as number) + defaultMs
+      const pushBelow =
+        topCount < TOP ? Number.POSITIVE_INFINITY : (arrivalMs[top[TOP - 1] as number] as number) + defaultMs
       for (let k = 0; k < arrivalCount; k++) {
         const g = arrivals[k] as number
         const ms = arrivalMs[g] as number

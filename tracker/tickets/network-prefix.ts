@@ -20,5 +20,7 @@ function expandIpv6(address: string): string[] {
   const groups = (part: string) => (part === '' ? [] : part.split(':'))
   const [front, back] = [groups(head), tail === undefined ? [] : groups(tail)]
   const missing = 8 - front.length - back.length
-  return [...front, ...Array<string>(Math.max(0, missing)).fill('0'), ...back].map((g) => (g.includes('.') ? g : Number.parseInt(g, 16).toString(16)))
+  return [...front, ...Array<string>(Math.max(0, missing)).fill('0'), ...back].map((g) =>
+    g.includes('.') ? g : Number.parseInt(g, 16).toString(16),
+  )
 }

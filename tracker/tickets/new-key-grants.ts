@@ -46,7 +46,10 @@ export class NewKeyGrants {
   ) {
     const bits = this.bits
     if (!Number.isSafeInteger(bits) || bits < 0 || bits > MAX_GRANT_WORK_BITS)
-      throw new NeuronError('bad_option', `grant work is 0 to ${MAX_GRANT_WORK_BITS} leading zero bits, not ${bits}; each bit doubles a client's work.`)
+      throw new NeuronError(
+        'bad_option',
+        `grant work is 0 to ${MAX_GRANT_WORK_BITS} leading zero bits, not ${bits}; each bit doubles a client's work.`,
+      )
   }
 
   get bits(): number {
@@ -61,14 +64,25 @@ export class NewKeyGrants {
   }
 
   /** Opens `publicKey`'s account with the grant, seen from `address`; a typed refusal says what to do instead. */
-  async claim(publicKey: string, address: string, { challenge, nonce }: GrantClaim, now = Date.now()): Promise<GrantClaimed> {
+  async claim(
+    publicKey: string,
+    address: string,
+    { challenge, nonce }: GrantClaim,
+    now = Date.now(),
+  ): Promise<GrantClaimed> {
     const expiresAt = Number(challenge.split('.')[1])
     // Spent first, whatever follows: a challenge is answered once, right or wrong.
     const issued = await this.challenges.take(challenge)
     if (expiresAt < now)
-      throw new NeuronError('grant_challenge_expired', `grant challenge expired at ${new Date(expiresAt).toISOString()}; ask grant.challenge for a fresh one.`)
+      throw new NeuronError(
+        'grant_challenge_expired',
+        `grant challenge expired at ${new Date(expiresAt).toISOString()}; ask grant.challenge for a fresh one.`,
+      )
     if (issued === undefined)
-      throw new NeuronError('grant_challenge_used', 'this grant challenge was not issued here or is already spent; ask grant.challenge for a fresh one.')
+      throw new NeuronError(
+        'grant_challenge_used',
+        'this grant challenge was not issued here or is already spent; ask grant.challenge for a fresh one.',
+      )
     if (!hasGrantWork(challenge, publicKey, nonce, this.bits))
       throw new NeuronError(
         'grant_proof_invalid',
@@ -76,7 +90,10 @@ export class NewKeyGrants {
         { bits: this.bits },
       )
     if ((await this.accounts.byPublicKey(publicKey)) !== undefined)
-      throw new NeuronError('grant_already_given', `key ${publicKey.slice(0, 8)}… already has an account; a key is granted once.`)
+      throw new NeuronError(
+        'grant_already_given',
+        `key ${publicKey.slice(0, 8)}… already has an account; a key is granted once.`,
+      )
     const account = await this.open(publicKey, address, now)
     return { accountId: account.accountId, grantMicro: this.options.grantMicro }
   }
@@ -98,7 +115,12 @@ export class NewKeyGrants {
       )
     this.given.push(now)
     // One account per key (the store's unique key): a race of two claims for one key opens one.
-    return (await this.accounts.create({ publicKey, name: `key ${publicKey.slice(0, 8)}`, grantMicro: this.options.grantMicro }, now)).account
+    return (
+      await this.accounts.create(
+        { publicKey, name: `key ${publicKey.slice(0, 8)}`, grantMicro: this.options.grantMicro },
+        now,
+      )
+    ).account
   }
 
   /** The swarm-wide bound this instance keeps: at most `perMinute` new accounts a minute. */
@@ -106,8 +128,12 @@ export class NewKeyGrants {
     const perMinute = this.options.perMinute ?? 30
     while (this.given.length > 0 && now - (this.given[0] ?? now) > 60_000) this.given.shift()
     if (this.given.length >= perMinute)
-      throw new NeuronError('grants_exhausted', `this tracker opens at most ${perMinute} new accounts a minute; try again in a minute.`, {
-        retryAfterMs: 60_000,
-      })
+      throw new NeuronError(
+        'grants_exhausted',
+        `this tracker opens at most ${perMinute} new accounts a minute; try again in a minute.`,
+        {
+          retryAfterMs: 60_000,
+        },
+      )
   }
 }

@@ -40,7 +40,11 @@ type Plan = z.output<(typeof ClientToTracker)['route.plan']['request']>
  * (`failedHost`) gets failover tickets (replays allowed, the failed host's escrow paying first), and so do the hops
  * already on the route it asks to `rebuild`.
  */
-export async function planRoute(d: RoutePlanDeps, request: Plan, peer: RoutePlanPeer): Promise<RpcResponse<typeof ClientToTracker, 'route.plan'>> {
+export async function planRoute(
+  d: RoutePlanDeps,
+  request: Plan,
+  peer: RoutePlanPeer,
+): Promise<RpcResponse<typeof ClientToTracker, 'route.plan'>> {
   const payer = await d.tickets.payer(request.session, peer.publicKey, peer.socket.handshake.address)
   const route = d.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
   const manifest = d.catalog.get(request.modelId).manifest
@@ -51,8 +55,19 @@ export async function planRoute(d: RoutePlanDeps, request: Plan, peer: RoutePlan
   const rebuildTickets =
     request.rebuild === undefined || failedHost === undefined
       ? undefined
-      : d.tickets.rebuildTickets(request.rebuild, before ?? [], { ...request, failedHost }, manifest, peer.publicKey, payer)
-  const issued = route.hops.map((h) => ({ hostId: h.hostId, blocks: h.blocks, ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }) }))
+      : d.tickets.rebuildTickets(
+          request.rebuild,
+          before ?? [],
+          { ...request, failedHost },
+          manifest,
+          peer.publicKey,
+          payer,
+        )
+  const issued = route.hops.map((h) => ({
+    hostId: h.hostId,
+    blocks: h.blocks,
+    ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }),
+  }))
   const failed = await d.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
     ...request,
     clientKey: peer.publicKey,

@@ -7,7 +7,16 @@ import { packModel } from '../../gguf/pack'
 import { tokenizerGguf } from '../../gguf/tokenizer'
 import { NodeIdentity } from '../../identity/keys'
 import { signOpen, verifyTicket } from '../../identity/tickets'
-import { ClientToTracker, callRpc, HostToTracker, type Manifest, type Receipt, type ReceiptBody, receiptMessage, stepMessage } from '../../protocol'
+import {
+  ClientToTracker,
+  callRpc,
+  HostToTracker,
+  type Manifest,
+  type Receipt,
+  type ReceiptBody,
+  receiptMessage,
+  stepMessage,
+} from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { readyState, TEST_PROFILE } from '../../test/peers'
 import { createModelTorrent } from '../../test/programs'
@@ -46,7 +55,10 @@ async function swarm(name: string, options: Partial<TrackerOptions> = {}, hostKe
   await callRpc(publisher, ClientToTracker, 'model.publish', { manifest, ...files })
   publisher.close()
   const host = await connectTracker(tracker.url, '/hosts', hostKey)
-  const hello = await callRpc(host, HostToTracker, 'host.hello', { profile: TEST_PROFILE, state: readyState(manifest.modelId, [0, manifest.nLayer]) })
+  const hello = await callRpc(host, HostToTracker, 'host.hello', {
+    profile: TEST_PROFILE,
+    state: readyState(manifest.modelId, [0, manifest.nLayer]),
+  })
   const clients: { close(): void }[] = [host]
   const client = async (identity = NodeIdentity.generate()) => {
     const socket = await connectTracker(tracker.url, '/clients', identity)
@@ -68,7 +80,10 @@ for (const each of await storeEngines())
       databases.clear()
       ;({ dir, cleanup } = await scratchDir())
       manifest = await packModel({ source: STORIES_260K, out: join(dir, 'stories'), blocksPerArtifact: 2 })
-      files = { torrent: await createModelTorrent(join(dir, 'stories'), manifest, []), tokenizer: await tokenizerGguf(join(dir, 'stories', 'head.gguf')) }
+      files = {
+        torrent: await createModelTorrent(join(dir, 'stories'), manifest, []),
+        tokenizer: await tokenizerGguf(join(dir, 'stories', 'head.gguf')),
+      }
     })
     afterAll(async () => {
       await cleanup()
@@ -81,12 +96,18 @@ for (const each of await storeEngines())
         const identity = NodeIdentity.generate()
         const socket = await client(identity)
         const session = sid()
-        await expect(callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })).rejects.toMatchObject({
+        await expect(
+          callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session }),
+        ).rejects.toMatchObject({
           code: 'no_account',
           message: expect.stringMatching(/has no account on this tracker; ask the operator/),
         })
         await tracker.accounts.create({ publicKey: identity.publicKey })
-        const route = await callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 64, session })
+        const route = await callRpc(socket, ClientToTracker, 'route.plan', {
+          modelId: manifest.modelId,
+          maxTokens: 64,
+          session,
+        })
         const [hop] = route.hops
         expect(hop?.ticket).toMatchObject({
           session,
@@ -100,7 +121,13 @@ for (const each of await storeEngines())
         if (ticket === undefined) throw new Error('no ticket')
         const open = { blocks: ticket.blocks, maxTokens: 64 }
         expect(() =>
-          verifyTicket(ticket, { trackerKey: hello.trackerKey, session, hostId: hello.hostId, openSignature: signOpen(identity, ticket, open), ...open }),
+          verifyTicket(ticket, {
+            trackerKey: hello.trackerKey,
+            session,
+            hostId: hello.hostId,
+            openSignature: signOpen(identity, ticket, open),
+            ...open,
+          }),
         ).not.toThrow()
       } finally {
         await close()
@@ -114,7 +141,13 @@ for (const each of await storeEngines())
         const stranger = NodeIdentity.generate()
         for (const k of [hostKey, stranger]) await tracker.accounts.create({ publicKey: k.publicKey })
         const plan = async (identity: NodeIdentity, session = sid()) =>
-          (await callRpc(await client(identity), ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 16, session })).hops
+          (
+            await callRpc(await client(identity), ClientToTracker, 'route.plan', {
+              modelId: manifest.modelId,
+              maxTokens: 16,
+              session,
+            })
+          ).hops
         // the app's case: its host serves its own chats, and each audit would hold the chat for a re-run
         const own = sid()
         const [hop] = await plan(hostKey, own)
@@ -153,7 +186,11 @@ for (const each of await storeEngines())
 
     it("pays a host for its own key's chats through it but does not count them in its record; a stranger's do count", async () => {
       const hostKey = NodeIdentity.generate()
-      const { tracker, client, close } = await swarm('self-served', { newKeyGrantMicro: 10_000_000, grantWorkBits: 6 }, hostKey)
+      const { tracker, client, close } = await swarm(
+        'self-served',
+        { newKeyGrantMicro: 10_000_000, grantWorkBits: 6 },
+        hostKey,
+      )
       try {
         const served = async (identity: NodeIdentity) => {
           const socket = await client(identity)
@@ -161,11 +198,27 @@ for (const each of await storeEngines())
           const [hop] = (await planRoute(socket, identity, { modelId: manifest.modelId, maxTokens: 16, session })).hops
           if (hop?.ticket === undefined) throw new Error('expected a one-hop ticketed route')
           const body = {
-            ...{ session, step: 1, hostId: hop.hostId, blocks: [hop.blocks[0], hop.blocks[1]] as [number, number], tokens: 2, position: 0 },
-            ...{ modelId: manifest.modelId, price: hop.ticket.price, tracker: tracker.identity.publicKey, input: 'a'.repeat(64), output: 'b'.repeat(64) },
+            ...{
+              session,
+              step: 1,
+              hostId: hop.hostId,
+              blocks: [hop.blocks[0], hop.blocks[1]] as [number, number],
+              tokens: 2,
+              position: 0,
+            },
+            ...{
+              modelId: manifest.modelId,
+              price: hop.ticket.price,
+              tracker: tracker.identity.publicKey,
+              input: 'a'.repeat(64),
+              output: 'b'.repeat(64),
+            },
           }
           const receipt = signedBoth(body, identity, hostKey)
-          const { verdicts } = await callRpc(socket, ClientToTracker, 'receipts.submit', { session, receipts: [receipt] })
+          const { verdicts } = await callRpc(socket, ClientToTracker, 'receipts.submit', {
+            session,
+            receipts: [receipt],
+          })
           expect(verdicts).toMatchObject([{ ok: true }])
           expect(verdicts[0]?.charged).toBeGreaterThan(0)
           return hop.hostId
@@ -180,10 +233,18 @@ for (const each of await storeEngines())
     })
 
     it('a tracker with a new-key grant gives it once per key, for a proof of work, and opens at most N accounts a minute', async () => {
-      const { tracker, client, close } = await swarm('grant', { newKeyGrantMicro: 2_000_000, newAccountsPerMinute: 2, grantWorkBits: 6 })
+      const { tracker, client, close } = await swarm('grant', {
+        newKeyGrantMicro: 2_000_000,
+        newAccountsPerMinute: 2,
+        grantWorkBits: 6,
+      })
       try {
         const plan = async (identity = NodeIdentity.generate(), socket?: Awaited<ReturnType<typeof client>>) =>
-          planRoute(socket ?? (await client(identity)), identity, { modelId: manifest.modelId, maxTokens: 16, session: sid() })
+          planRoute(socket ?? (await client(identity)), identity, {
+            modelId: manifest.modelId,
+            maxTokens: 16,
+            session: sid(),
+          })
         const a = NodeIdentity.generate()
         const socketA = await client(a)
         await plan(a, socketA)
@@ -209,11 +270,18 @@ for (const each of await storeEngines())
         // stories260k: 100 micro per completion token plus 5 blocks of rounding: 105 × 1000 tokens = 105 000 a session.
         await tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
         const socket = await client(identity)
-        const plan = (session: string, maxTokens = 1000) => callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens, session })
-        await expect(plan(sid(), 2000)).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 150_000, neededMicro: 210_000 } })
+        const plan = (session: string, maxTokens = 1000) =>
+          callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens, session })
+        await expect(plan(sid(), 2000)).rejects.toMatchObject({
+          code: 'insufficient_credits',
+          details: { availableMicro: 150_000, neededMicro: 210_000 },
+        })
         const first = sid()
         await plan(first)
-        await expect(plan(sid())).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 45_000 } })
+        await expect(plan(sid())).rejects.toMatchObject({
+          code: 'insufficient_credits',
+          details: { availableMicro: 45_000 },
+        })
         // A failover's re-plan of the same session takes no second hold.
         await plan(first)
         await callRpc(socket, ClientToTracker, 'session.end', { session: first })
@@ -233,10 +301,9 @@ for (const each of await storeEngines())
         )
         const results = await Promise.allSettled(plans)
         expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
-        expect(results.filter((r) => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code)).toEqual([
-          'insufficient_credits',
-          'insufficient_credits',
-        ])
+        expect(results.filter((r) => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code)).toEqual(
+          ['insufficient_credits', 'insufficient_credits'],
+        )
       } finally {
         await close()
       }
@@ -249,7 +316,12 @@ for (const each of await storeEngines())
       await first.tracker.accounts.create({ publicKey: identity.publicKey, grantMicro: 150_000 })
       const session = sid()
       const plan = (socket: Awaited<ReturnType<typeof first.client>>, id: string) =>
-        callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 1000, promptTokens: 4, session: id })
+        callRpc(socket, ClientToTracker, 'route.plan', {
+          modelId: manifest.modelId,
+          maxTokens: 1000,
+          promptTokens: 4,
+          session: id,
+        })
       const hostHello = first.hello
       const route = await plan(await first.client(identity), session)
       const ticket = route.hops[0]?.ticket
@@ -259,10 +331,16 @@ for (const each of await storeEngines())
       try {
         const socket = await connectTracker(second.url, '/clients', identity)
         const hostAgain = await connectTracker(second.url, '/hosts', hostKey)
-        await callRpc(hostAgain, HostToTracker, 'host.hello', { profile: TEST_PROFILE, state: readyState(manifest.modelId, [0, manifest.nLayer]) })
+        await callRpc(hostAgain, HostToTracker, 'host.hello', {
+          profile: TEST_PROFILE,
+          state: readyState(manifest.modelId, [0, manifest.nLayer]),
+        })
         // The hold taken before the restart (4 prompt tokens and 996 more) still counts against the 150 000.
         const held = 4 * 25 + 996 * 105
-        await expect(plan(socket, sid())).rejects.toMatchObject({ code: 'insufficient_credits', details: { availableMicro: 150_000 - held } })
+        await expect(plan(socket, sid())).rejects.toMatchObject({
+          code: 'insufficient_credits',
+          details: { availableMicro: 150_000 - held },
+        })
         if (ticket === undefined || route.hops.length !== 1 || route.hops[0]?.hostId !== hostHello.hostId)
           throw new Error('expected a one-hop route through the test host')
         const body = {
@@ -280,7 +358,10 @@ for (const each of await storeEngines())
         }
         const receipt = signedBoth(body, identity, hostKey)
         const [paid] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
-        expect(paid).toMatchObject({ ok: true, charged: 4 * ticket.price.promptMicroPerToken + ticket.price.completionMicroPerToken })
+        expect(paid).toMatchObject({
+          ok: true,
+          charged: 4 * ticket.price.promptMicroPerToken + ticket.price.completionMicroPerToken,
+        })
         const [again] = (await callRpc(hostAgain, HostToTracker, 'receipts.submit', { receipts: [receipt] })).verdicts
         expect(again).toMatchObject({ code: 'already_settled', charged: 0 })
         // Idle past its expiry, the hold is released: the account can route again.

@@ -35,9 +35,14 @@ export interface TicketOfficeOptions {
 export const MAX_PLANS_PER_KEY = 8
 
 /** The options as given, else from $NEURON_NEW_KEY_GRANT_MICRO; `admits`: the swarm's admission. */
-export function ticketOptions(options: TicketOfficeOptions, env: NodeJS.ProcessEnv, admits?: (publicKey: string) => boolean): TicketOfficeOptions {
+export function ticketOptions(
+  options: TicketOfficeOptions,
+  env: NodeJS.ProcessEnv,
+  admits?: (publicKey: string) => boolean,
+): TicketOfficeOptions {
   const envGrant = Number(env.NEURON_NEW_KEY_GRANT_MICRO)
-  const newKeyGrantMicro = options.newKeyGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant > 0 ? envGrant : undefined)
+  const newKeyGrantMicro =
+    options.newKeyGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant > 0 ? envGrant : undefined)
   const grantWorkBits = options.grantWorkBits ?? envInt(env.NEURON_GRANT_WORK_BITS, 0)
   const grantsPerPrefixPerDay = options.grantsPerPrefixPerDay ?? envInt(env.NEURON_GRANTS_PER_PREFIX_PER_DAY, 1)
   return {
@@ -91,7 +96,9 @@ export class TicketOffice {
             {
               grantMicro,
               ...(options.grantWorkBits === undefined ? {} : { bits: options.grantWorkBits }),
-              ...(options.grantsPerPrefixPerDay === undefined ? {} : { perPrefixPerDay: options.grantsPerPrefixPerDay }),
+              ...(options.grantsPerPrefixPerDay === undefined
+                ? {}
+                : { perPrefixPerDay: options.grantsPerPrefixPerDay }),
               ...(options.newAccountsPerMinute === undefined ? {} : { perMinute: options.newAccountsPerMinute }),
             },
             shared.challenges,
@@ -105,13 +112,17 @@ export class TicketOffice {
    */
   async sweep(now = Date.now()): Promise<number> {
     const rent = this.options.rent
-    if (rent !== undefined) for (const { hold, lastActive } of await this.holds.idle(now)) await rent.charge(hold, lastActive)
+    if (rent !== undefined)
+      for (const { hold, lastActive } of await this.holds.idle(now)) await rent.charge(hold, lastActive)
     return this.holds.sweep(now)
   }
 
   /** Sweeps every minute until `close`. */
   start(log: (line: string) => void): void {
-    this.sweeper ??= setInterval(() => void this.sweep().catch((e: Error) => log(`sweeping idle credit holds failed: ${e.message}`)), 60_000)
+    this.sweeper ??= setInterval(
+      () => void this.sweep().catch((e: Error) => log(`sweeping idle credit holds failed: ${e.message}`)),
+      60_000,
+    )
     this.sweeper.unref()
   }
 
@@ -130,9 +141,17 @@ export class TicketOffice {
    * with a proof of work and asks again; no account is opened without one, so a refused key may still claim later),
    * `no_account` otherwise. A tracker that asks 0 bits of work opens it with the grant at once, within the bounds.
    */
-  async payer(session: string, publicKey: string, address: string, now = Date.now()): Promise<{ account: StoredAccount; sponsored: boolean }> {
+  async payer(
+    session: string,
+    publicKey: string,
+    address: string,
+    now = Date.now(),
+  ): Promise<{ account: StoredAccount; sponsored: boolean }> {
     if (this.options.admits?.(publicKey) === false)
-      throw new NeuronError('not_admitted', `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`)
+      throw new NeuronError(
+        'not_admitted',
+        `this is a private swarm and key ${publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`,
+      )
     const sponsoredBy = publicKey === this.gatewayKey ? this.sponsored.get(session) : undefined
     if (sponsoredBy !== undefined) {
       const account = await this.accounts.get(sponsoredBy)
@@ -173,10 +192,18 @@ export class TicketOffice {
     if (!payer.sponsored) {
       const prompt = Math.min(request.promptTokens ?? 0, request.maxTokens)
       const relayed = route.hops.filter((h) => h.via !== undefined).length
-      const cost = maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt) + maxRelayCost(relayed, request.maxTokens, this.pricing)
+      const cost =
+        maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt) +
+        maxRelayCost(relayed, request.maxTokens, this.pricing)
       await this.hold(request, manifest.modelId, cost, payer.account.accountId, now)
     }
-    return { ...route, hops: route.hops.map((hop) => ({ ...hop, ticket: this.sign(hop, request, manifest, clientKey, payer.account.accountId, now) })) }
+    return {
+      ...route,
+      hops: route.hops.map((hop) => ({
+        ...hop,
+        ticket: this.sign(hop, request, manifest, clientKey, payer.account.accountId, now),
+      })),
+    }
   }
 
   /**
@@ -193,7 +220,10 @@ export class TicketOffice {
     now = Date.now(),
   ): Ticket[] {
     return rebuild.map((hop) => {
-      if (hop.hostId === request.failedHost || !issued.some((h) => h.hostId === hop.hostId && h.blocks[0] === hop.blocks[0] && h.blocks[1] === hop.blocks[1]))
+      if (
+        hop.hostId === request.failedHost ||
+        !issued.some((h) => h.hostId === hop.hostId && h.blocks[0] === hop.blocks[0] && h.blocks[1] === hop.blocks[1])
+      )
         throw new NeuronError(
           'not_on_route',
           `host ${hop.hostId} [${hop.blocks[0]}, ${hop.blocks[1]}) is not a live hop of session ${request.session}; ask to rebuild only the hops of your route after the failed one.`,
@@ -226,7 +256,9 @@ export class TicketOffice {
       rentMicroPerMinute: rentPerMinute(manifest, blocks, request.maxTokens, this.pricing),
       expiresAt: now + TICKET_TTL_MS,
       // every position the session may hold: the tracker cannot know how far it got before the failure
-      ...(request.failedHost === undefined ? {} : { replay: { span: [0, request.maxTokens], escrowOf: request.failedHost, thenAccount: accountId } }),
+      ...(request.failedHost === undefined
+        ? {}
+        : { replay: { span: [0, request.maxTokens], escrowOf: request.failedHost, thenAccount: accountId } }),
     })
   }
 
@@ -243,7 +275,13 @@ export class TicketOffice {
   }
 
   /** Takes the session's hold of `cost`, or checks a re-plan against the hold its first plan took (on whichever instance). */
-  private async hold(request: { session: string; maxTokens: number }, modelId: string, cost: number, accountId: string, now: number): Promise<void> {
+  private async hold(
+    request: { session: string; maxTokens: number },
+    modelId: string,
+    cost: number,
+    accountId: string,
+    now: number,
+  ): Promise<void> {
     const size = (available: number) => {
       if (available < cost) {
         throw new NeuronError(
@@ -254,9 +292,19 @@ export class TicketOffice {
       }
       return { heldMicro: cost, maxTokens: request.maxTokens }
     }
-    const { hold, taken } = await this.holds.take(request.session, accountId, size, now, this.options.maxPlansPerKey ?? MAX_PLANS_PER_KEY)
+    const { hold, taken } = await this.holds.take(
+      request.session,
+      accountId,
+      size,
+      now,
+      this.options.maxPlansPerKey ?? MAX_PLANS_PER_KEY,
+    )
     if (taken) return
-    if (hold.accountId !== accountId) throw new NeuronError('session_exists', `session ${request.session} is another client's; use a fresh random session id.`)
+    if (hold.accountId !== accountId)
+      throw new NeuronError(
+        'session_exists',
+        `session ${request.session} is another client's; use a fresh random session id.`,
+      )
     if (request.maxTokens > hold.maxTokens)
       throw new NeuronError(
         'ticket_mismatch',

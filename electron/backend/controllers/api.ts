@@ -63,7 +63,10 @@ export class ApiController {
     const account = embedded === null ? undefined : await embedded.accounts.byPublicKey(this.swarm.identity.publicKey)
     await this.revokeStale(account?.accountId)
     const saved = this.store.value.apiKey
-    const key = saved !== null && saved.accountId === account?.accountId ? { masked: saved.masked, createdAt: saved.createdAt } : null
+    const key =
+      saved !== null && saved.accountId === account?.accountId
+        ? { masked: saved.masked, createdAt: saved.createdAt }
+        : null
     const lanOpen = embedded !== null && embedded.address().address === '0.0.0.0'
     return {
       endpoint: `${lanOpen ? lanUrl(this.swarm.trackerUrl) : this.swarm.trackerUrl}/v1`,
@@ -96,10 +99,17 @@ export class ApiController {
   private async ownAccount(what: string) {
     const tracker = this.swarm.embedded
     if (tracker === null) {
-      throw new NeuronError('not_available', `the app cannot ${what} on a remote tracker (${this.swarm.trackerUrl}): its API keys come from its operator`)
+      throw new NeuronError(
+        'not_available',
+        `the app cannot ${what} on a remote tracker (${this.swarm.trackerUrl}): its API keys come from its operator`,
+      )
     }
     const account = await tracker.accounts.byPublicKey(this.swarm.identity.publicKey)
-    if (account === undefined) throw new NeuronError('unknown_account', 'the embedded tracker has no account for this app yet; restart the app to make it')
+    if (account === undefined)
+      throw new NeuronError(
+        'unknown_account',
+        'the embedded tracker has no account for this app yet; restart the app to make it',
+      )
     return { tracker, accountId: account.accountId }
   }
 }

@@ -12,7 +12,10 @@ export interface ComputerDeps {
 export class ComputerController {
   readonly handlers: GroupHandlers<'computer'> = {
     'computer.get': async ({ refresh }) =>
-      computerView(await hardwareProfile(this.deps.dataDir, { threads: this.deps.limits().threads, refresh }), this.deps.limits()),
+      computerView(
+        await hardwareProfile(this.deps.dataDir, { threads: this.deps.limits().threads, refresh }),
+        this.deps.limits(),
+      ),
   }
 
   constructor(private readonly deps: ComputerDeps) {}

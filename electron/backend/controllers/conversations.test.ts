@@ -1,7 +1,14 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type AppInput, type AppMethod, type AppOutput, type Conversation, MAX_CONVERSATION_CHARS, readAppReply } from '../../../protocol'
+import {
+  type AppInput,
+  type AppMethod,
+  type AppOutput,
+  type Conversation,
+  MAX_CONVERSATION_CHARS,
+  readAppReply,
+} from '../../../protocol'
 import { scratchDir } from '../../../test/models'
 import { AppBackend } from '../backend'
 import { CONVERSATIONS_DIR } from './conversations'
@@ -44,7 +51,14 @@ const story: Conversation = {
     },
   ],
 }
-const other: Conversation = { ...story, id: 'feed02', title: 'Another', createdAt: 3_000, updatedAt: 3_000, messages: [] }
+const other: Conversation = {
+  ...story,
+  id: 'feed02',
+  title: 'Another',
+  createdAt: 3_000,
+  updatedAt: 3_000,
+  messages: [],
+}
 
 describe('conversations kept by the backend', () => {
   beforeAll(async () => {
@@ -60,7 +74,11 @@ describe('conversations kept by the backend', () => {
     expect(await call('conversations.list', {})).toEqual({ conversations: [], unreadable: [] })
     await call('conversations.save', { conversation: story })
     await call('conversations.save', { conversation: other })
-    const longer = { ...story, updatedAt: 4_000, messages: [...story.messages, { id: 'u2', role: 'user' as const, content: 'And then?', createdAt: 4_000 }] }
+    const longer = {
+      ...story,
+      updatedAt: 4_000,
+      messages: [...story.messages, { id: 'u2', role: 'user' as const, content: 'And then?', createdAt: 4_000 }],
+    }
     await call('conversations.save', { conversation: longer })
     await backend.close()
     backend = await start()
@@ -75,12 +93,24 @@ describe('conversations kept by the backend', () => {
 
   it('refuses a conversation over the size bound or with an id that is not a chat id, and keeps what it had', async () => {
     const before = await call('conversations.list', {})
-    const huge = { ...other, messages: [{ id: 'u1', role: 'user' as const, content: 'x'.repeat(MAX_CONVERSATION_CHARS - 10), createdAt: 0 }] }
+    const huge = {
+      ...other,
+      messages: [{ id: 'u1', role: 'user' as const, content: 'x'.repeat(MAX_CONVERSATION_CHARS - 10), createdAt: 0 }],
+    }
     const tooBig = await backend.call('conversations.save', { conversation: huge })
-    expect(tooBig).toMatchObject({ ok: false, error: { code: 'bad_request', message: expect.stringMatching(/start a new chat/) } })
+    expect(tooBig).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringMatching(/start a new chat/) },
+    })
     const badId = await backend.call('conversations.save', { conversation: { ...other, id: '../settings' } })
-    expect(badId).toMatchObject({ ok: false, error: { code: 'bad_request', message: expect.stringMatching(/chat id/) } })
-    expect(await backend.call('conversations.delete', { id: '../settings' })).toMatchObject({ ok: false, error: { code: 'bad_request' } })
+    expect(badId).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringMatching(/chat id/) },
+    })
+    expect(await backend.call('conversations.delete', { id: '../settings' })).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request' },
+    })
     expect(await call('conversations.list', {})).toEqual(before)
     expect(JSON.parse(await readFile(join(dir, CONVERSATIONS_DIR, `${other.id}.json`), 'utf8'))).toEqual(other)
   })
@@ -91,7 +121,9 @@ describe('conversations kept by the backend', () => {
     const { conversations, unreadable } = await call('conversations.list', {})
     expect(conversations).toEqual([other])
     expect(unreadable).toEqual([
-      expect.stringMatching(new RegExp(`^${path} is not JSON .*; it was kept as ${path}\\.corrupt-\\S+ and left out of the chat list$`)),
+      expect.stringMatching(
+        new RegExp(`^${path} is not JSON .*; it was kept as ${path}\\.corrupt-\\S+ and left out of the chat list$`),
+      ),
     ])
     const files = await readdir(join(dir, CONVERSATIONS_DIR))
     expect(files.filter((f) => f.startsWith('broken.json.corrupt-'))).toHaveLength(1)

@@ -37,7 +37,9 @@ export class ConversationsController {
     const unreadable: string[] = []
     for (const name of await this.files()) {
       const path = join(this.dir, name)
-      const read = await this.read(path, name).catch((error: Error) => ({ problem: `${path} could not be read (${error.message})` }))
+      const read = await this.read(path, name).catch((error: Error) => ({
+        problem: `${path} could not be read (${error.message})`,
+      }))
       if ('value' in read) {
         conversations.push(read.value)
         continue
@@ -52,7 +54,8 @@ export class ConversationsController {
 
   private async read(path: string, name: string): Promise<{ value: Conversation } | { problem: string }> {
     const read = parseJsonFile(path, await readFile(path, 'utf8'), Conversation)
-    if ('value' in read && `${read.value.id}.json` !== name) return { problem: `${path} holds conversation ${read.value.id}, not the one its name says` }
+    if ('value' in read && `${read.value.id}.json` !== name)
+      return { problem: `${path} holds conversation ${read.value.id}, not the one its name says` }
     return read
   }
 
@@ -60,7 +63,10 @@ export class ConversationsController {
     const name = `${conversation.id}.json`
     const files = await this.files()
     if (!files.includes(name) && files.length >= MAX_CONVERSATIONS) {
-      throw new NeuronError('too_many_conversations', `${MAX_CONVERSATIONS} conversations are kept already; delete old ones to keep "${conversation.title}"`)
+      throw new NeuronError(
+        'too_many_conversations',
+        `${MAX_CONVERSATIONS} conversations are kept already; delete old ones to keep "${conversation.title}"`,
+      )
     }
     await writeFileDurably(join(this.dir, name), JSON.stringify(conversation))
     return {}

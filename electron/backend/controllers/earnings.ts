@@ -45,7 +45,9 @@ export class EarningsController {
       return { accountId, balanceMicro }
     } catch (error) {
       if (!(error instanceof NeuronError) || !['unknown_event', 'unknown_account'].includes(error.code))
-        this.deps.log(`the app's balance on ${this.deps.swarm.trackerUrl}: ${error instanceof Error ? error.message : error}`)
+        this.deps.log(
+          `the app's balance on ${this.deps.swarm.trackerUrl}: ${error instanceof Error ? error.message : error}`,
+        )
       return this.accountBalanceSeen === null ? null : { accountId: null, balanceMicro: this.accountBalanceSeen }
     }
   }
@@ -74,7 +76,8 @@ export class EarningsController {
     const pushes = this.receiptPushes
     const board = await fetchHostDashboard(this.deps.swarm.trackerUrl, hostId, this.deps.swarm.identity)
     // A push that came meanwhile told a newer balance than this answer may hold.
-    if (pushes === this.receiptPushes && hostId === this.deps.swarm.hostId) this.hostBalanceSeen = board.balance_micro + board.pending_micro
+    if (pushes === this.receiptPushes && hostId === this.deps.swarm.hostId)
+      this.hostBalanceSeen = board.balance_micro + board.pending_micro
     return board
   }
 
@@ -92,10 +95,18 @@ export class EarningsController {
     // The tracker's balance change, settled and pending together (a release moves credits between them, earning nothing);
     // before any balance is known, the host's share of the charge at the default fee.
     const total = p.hostBalanceMicro + (p.hostPendingMicro ?? 0)
-    const earnedMicro = this.hostBalanceSeen !== null ? total - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0
+    const earnedMicro =
+      this.hostBalanceSeen !== null ? total - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0
     this.hostBalanceSeen = total
     const pending = p.hostPendingMicro === undefined ? {} : { pendingMicro: p.hostPendingMicro }
-    this.deps.events.emit('earnings.receipt', { hostId: p.hostId, ok: p.ok, modelId: p.modelId, earnedMicro, balanceMicro: p.hostBalanceMicro, ...pending })
+    this.deps.events.emit('earnings.receipt', {
+      hostId: p.hostId,
+      ok: p.ok,
+      modelId: p.modelId,
+      earnedMicro,
+      balanceMicro: p.hostBalanceMicro,
+      ...pending,
+    })
     this.deps.receiptSettled()
   }
 }

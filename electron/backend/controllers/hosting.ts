@@ -23,9 +23,16 @@ export class HostingController {
     'hosting.preview': async ({ modelId }) => {
       const limits = this.deps.limits()
       const computer = await hardwareProfile(this.deps.dataDir, { threads: limits.threads })
-      const placement = await this.deps.swarm.rpc('placement.preview', { modelId, profile: limitedProfile(computer, limits) })
+      const placement = await this.deps.swarm.rpc('placement.preview', {
+        modelId,
+        profile: limitedProfile(computer, limits),
+      })
       const manifest = await this.deps.swarm.manifest(modelId)
-      return withBytesOnDisk(withCredits(blameMemoryLimit(placement, computer, limits)), manifest, await filesOnDisk(this.deps.dataDir, manifest))
+      return withBytesOnDisk(
+        withCredits(blameMemoryLimit(placement, computer, limits)),
+        manifest,
+        await filesOnDisk(this.deps.dataDir, manifest),
+      )
     },
     // In line with settings and identity changes: a start never lands in the middle of a switch of swarm.
     'hosting.start': ({ modelId, blocks }) => this.deps.changes.run(() => this.deps.runner.start(modelId, blocks)),

@@ -17,7 +17,10 @@ describe('importing an identity', () => {
     const imported = NodeIdentity.generate()
     let backend = await start()
     try {
-      const settings = readAppReply('identity.import', await backend.call('identity.import', { pem: imported.exportPrivatePem() }))
+      const settings = readAppReply(
+        'identity.import',
+        await backend.call('identity.import', { pem: imported.exportPrivatePem() }),
+      )
       expect(settings.publicKey).toBe(imported.publicKey)
       expect(await readFile(join(scratch.dir, 'identity.pem'), 'utf8')).toBe(imported.exportPrivatePem())
       expect((await readdir(scratch.dir)).filter((f) => f.startsWith('identity.pem.'))).toEqual([])

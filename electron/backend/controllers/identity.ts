@@ -22,7 +22,10 @@ export interface IdentityDeps {
 /** This computer's key pair: exported for a backup, or replaced by another (the swarm is joined again with it). */
 export class IdentityController {
   readonly handlers: GroupHandlers<'identity'> = {
-    'identity.export': () => ({ pem: this.deps.swarm.identity.exportPrivatePem(), publicKey: this.deps.swarm.identity.publicKey }),
+    'identity.export': () => ({
+      pem: this.deps.swarm.identity.exportPrivatePem(),
+      publicKey: this.deps.swarm.identity.publicKey,
+    }),
     'identity.import': ({ pem }) => this.deps.changes.run(() => this.replace(pem)),
   }
 
@@ -30,7 +33,11 @@ export class IdentityController {
 
   private async replace(pem: string): Promise<Settings> {
     const phase = this.deps.hostingPhase()
-    if (phase !== 'idle') throw new NeuronError('hosting_busy', `hosting is ${phase}; stop hosting before replacing this computer's identity`)
+    if (phase !== 'idle')
+      throw new NeuronError(
+        'hosting_busy',
+        `hosting is ${phase}; stop hosting before replacing this computer's identity`,
+      )
     let identity: NodeIdentity
     try {
       identity = NodeIdentity.fromPem(pem)
@@ -47,7 +54,9 @@ export class IdentityController {
       await writeFileDurably(path, identity.exportPrivatePem())
     })
     this.deps.log(`identity replaced: now ${identity.id}`)
-    await this.deps.replaced(previous).catch((e: Error) => this.deps.log(`revoking the previous identity's API key: ${e.message}`))
+    await this.deps
+      .replaced(previous)
+      .catch((e: Error) => this.deps.log(`revoking the previous identity's API key: ${e.message}`))
     return this.deps.settings.current()
   }
 }

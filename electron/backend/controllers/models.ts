@@ -21,12 +21,16 @@ export class ModelsController {
       const source = resolve(path)
       const modelId = await this.deps.swarm.connection.publish(source)
       const added = this.deps.store.value.addedModels
-      if (!added.includes(source) && !this.deps.defaultModels.includes(source)) await this.deps.store.update({ addedModels: [...added, source] })
+      if (!added.includes(source) && !this.deps.defaultModels.includes(source))
+        await this.deps.store.update({ addedModels: [...added, source] })
       return { modelId }
     },
     'models.pick': async () => {
       if (this.deps.pickFile === undefined) {
-        throw new NeuronError('not_available', 'this window cannot show the computer’s file dialog (a browser cannot); type the path of the .gguf file instead')
+        throw new NeuronError(
+          'not_available',
+          'this window cannot show the computer’s file dialog (a browser cannot); type the path of the .gguf file instead',
+        )
       }
       return { path: await this.deps.pickFile() }
     },

@@ -38,26 +38,41 @@ describe('the privacy of the swarm in force', () => {
   it('is private on the embedded swarm, which needs no consent to chat', async () => {
     expect((await call('settings.get', {})).privacy).toEqual({ level: 'private', consented: true })
     const consent = await backend.call('settings.consent', { trackerUrl: backend.trackerUrl })
-    expect(consent).toMatchObject({ ok: false, error: { code: 'bad_request', message: expect.stringMatching(/embedded private swarm, which needs none/) } })
+    expect(consent).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringMatching(/embedded private swarm, which needs none/) },
+    })
   })
 
   it('is public on a remote tracker: a chat is refused until the user agrees, once per tracker, remembered across restarts', async () => {
     const url = await remoteTracker('public')
     expect((await call('settings.update', { trackerUrl: url })).privacy).toEqual({ level: 'public', consented: false })
     const refused = await backend.call('chat.send', hello)
-    expect(refused).toMatchObject({ ok: false, error: { code: 'consent_needed', message: expect.stringMatching(/hosts on a route see your prompt/) } })
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { code: 'consent_needed', message: expect.stringMatching(/hosts on a route see your prompt/) },
+    })
 
     // Consent names the tracker in force; another is refused and changes nothing.
     const elsewhere = await backend.call('settings.consent', { trackerUrl: 'https://tracker.example.org' })
-    expect(elsewhere).toMatchObject({ ok: false, error: { code: 'bad_request', message: expect.stringContaining(url) } })
+    expect(elsewhere).toMatchObject({
+      ok: false,
+      error: { code: 'bad_request', message: expect.stringContaining(url) },
+    })
     expect((await call('settings.get', {})).privacy.consented).toBe(false)
-    expect((await call('settings.consent', { trackerUrl: `${url}/` })).privacy).toEqual({ level: 'public', consented: true })
+    expect((await call('settings.consent', { trackerUrl: `${url}/` })).privacy).toEqual({
+      level: 'public',
+      consented: true,
+    })
     const sent = await backend.call('chat.send', hello)
     expect(sent.ok || sent.error.code).not.toBe('consent_needed')
 
     await backend.close()
     backend = await start()
-    expect(await call('settings.get', {})).toMatchObject({ trackerUrl: url, privacy: { level: 'public', consented: true } })
+    expect(await call('settings.get', {})).toMatchObject({
+      trackerUrl: url,
+      privacy: { level: 'public', consented: true },
+    })
     // Another public tracker asks again.
     const next = await remoteTracker('public-2')
     expect((await call('settings.update', { trackerUrl: next })).privacy).toEqual({ level: 'public', consented: false })

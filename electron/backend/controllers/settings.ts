@@ -81,7 +81,8 @@ export class SettingsController {
       )
     }
     const { consentedTrackers } = this.deps.store.value
-    if (!consentedTrackers.includes(tracker)) await this.deps.store.update({ consentedTrackers: [...consentedTrackers, tracker] })
+    if (!consentedTrackers.includes(tracker))
+      await this.deps.store.update({ consentedTrackers: [...consentedTrackers, tracker] })
     return this.current()
   }
 
@@ -89,7 +90,10 @@ export class SettingsController {
    * Hosting across a switch to `next`: the choice on the tracker in force is kept under its name (unless
    * `how` is stop), and the one left on `next` before, if any, is what hosts there now.
    */
-  private handOverHosting(next: string | null, how: 'resumeOnReturn' | 'stop'): { returning: SavedHosting | null; byTracker: Record<string, SavedHosting> } {
+  private handOverHosting(
+    next: string | null,
+    how: 'resumeOnReturn' | 'stop',
+  ): { returning: SavedHosting | null; byTracker: Record<string, SavedHosting> } {
     const { hosting, hostingByTracker } = this.deps.store.value
     const byTracker = { ...hostingByTracker }
     const leftKey = trackerKey(this.trackerInForce)
@@ -109,7 +113,12 @@ export class SettingsController {
     // SettingsUpdate's schema has checked each limit; absent ones keep their value.
     const limits: Limits = { ...this.limitsInForce, ...update.limits }
     if (update.dataDir !== undefined) await checkWritableDir(update.dataDir)
-    const trackerSetting = update.trackerUrl === undefined ? this.trackerInForce : update.trackerUrl === null ? null : trackerBase(update.trackerUrl)
+    const trackerSetting =
+      update.trackerUrl === undefined
+        ? this.trackerInForce
+        : update.trackerUrl === null
+          ? null
+          : trackerBase(update.trackerUrl)
     const dataDir = update.dataDir === undefined ? store.value.dataDir : resolve(update.dataDir)
     const switching = trackerSetting !== this.trackerInForce
     const lanOpen = update.lanOpen ?? store.value.lanOpen
@@ -143,7 +152,8 @@ export class SettingsController {
     }
     this.limitsInForce = limits
     // The embedded tracker takes a new list at once, and closes connections it no longer admits.
-    if (update.allowedKeys !== undefined) this.deps.swarm.embedded?.admission.set(embeddedAllowList(admittedKeys(store.value), this.deps.swarm.identity))
+    if (update.allowedKeys !== undefined)
+      this.deps.swarm.embedded?.admission.set(embeddedAllowList(admittedKeys(store.value), this.deps.swarm.identity))
     if (switching || rebinding || update.lanOpen !== undefined) await this.deps.lanChanged()
     if (moved) this.deps.log(`data dir ${dataDir} takes effect at the next start`)
     return this.current()

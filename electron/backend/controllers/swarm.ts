@@ -7,7 +7,10 @@ import type { GroupHandlers } from './registry'
 export class SwarmController {
   readonly handlers: GroupHandlers<'swarm'> = {
     'swarm.get': async () => {
-      const [{ hosts }, { models }] = await Promise.all([this.swarm.rpc('hosts.list', {}), this.swarm.rpc('models.list', {})])
+      const [{ hosts }, { models }] = await Promise.all([
+        this.swarm.rpc('hosts.list', {}),
+        this.swarm.rpc('models.list', {}),
+      ])
       const paired = this.paired().map((p) => ({ hostId: nodeIdOf(p.key), name: p.name }))
       return { trackerUrl: this.swarm.trackerUrl, hosts, models, thisHostId: this.swarm.hostId, paired }
     },

@@ -64,9 +64,12 @@ export class AskedPairings {
 
   nonce(request: z.infer<typeof PairNonce>): z.infer<typeof PairNonceReply> {
     const pairing = this.deps.book.open(request.pairingId)
-    if (pairing.peerNonce !== null) throw new NeuronError('bad_request', 'this pairing has its nonce already; ask to pair again')
+    if (pairing.peerNonce !== null)
+      throw new NeuronError('bad_request', 'this pairing has its nonce already; ask to pair again')
     pairing.peerNonce = request.nonce
-    this.deps.book.update(pairing, { code: pairingCode(this.deps.key(), pairing.view.peerKey, pairing.myNonce, request.nonce) })
+    this.deps.book.update(pairing, {
+      code: pairingCode(this.deps.key(), pairing.view.peerKey, pairing.myNonce, request.nonce),
+    })
     return { nonce: pairing.myNonce }
   }
 
@@ -76,7 +79,9 @@ export class AskedPairings {
     const pairing = book.open(request.pairingId)
     const code = pairing.view.code
     if (code === null) throw new NeuronError('bad_request', 'confirm came before the nonces; send the nonce first')
-    if (!verifySignature(pairing.view.peerKey, pairingConfirmMessage(pairing.view.pairingId, code), request.signature)) {
+    if (
+      !verifySignature(pairing.view.peerKey, pairingConfirmMessage(pairing.view.pairingId, code), request.signature)
+    ) {
       book.settle(
         pairing,
         'failed',
@@ -108,7 +113,8 @@ export class AskedPairings {
   /** This app's user saw the same code. */
   async confirmHere(pairingId: string): Promise<void> {
     const pairing = this.deps.book.open(pairingId)
-    if (pairing.view.code === null) throw new NeuronError('pairing_not_ready', 'the other app has not sent its part of the code yet; wait a second')
+    if (pairing.view.code === null)
+      throw new NeuronError('pairing_not_ready', 'the other app has not sent its part of the code yet; wait a second')
     this.deps.book.update(pairing, { confirmedHere: true })
     await this.settleIfBoth(pairing)
   }
@@ -121,7 +127,11 @@ export class AskedPairings {
       this.deps.book.settle(pairing, 'paired', null)
       this.deps.log(`pairing ${view.pairingId}: ${view.peerName} admitted to this swarm`)
     } catch (error) {
-      this.deps.book.settle(pairing, 'failed', `could not admit ${view.peerName} (${error instanceof Error ? error.message : error}); ask again`)
+      this.deps.book.settle(
+        pairing,
+        'failed',
+        `could not admit ${view.peerName} (${error instanceof Error ? error.message : error}); ask again`,
+      )
     }
   }
 }

@@ -55,7 +55,10 @@ export class AskingPairings {
     }
     const { nonce } = await client.nonce(hello.pairingId, myNonce)
     if (nonceCommitment(peer.key, identity.publicKey, nonce) !== hello.commitment) {
-      throw new NeuronError('pairing_failed', `${peer.name} revealed a nonce it had not committed to; someone may be in between. Nothing was changed`)
+      throw new NeuronError(
+        'pairing_failed',
+        `${peer.name} revealed a nonce it had not committed to; someone may be in between. Nothing was changed`,
+      )
     }
     pairing.peerNonce = nonce
     pairing.view.code = pairingCode(peer.key, identity.publicKey, nonce, myNonce)
@@ -82,7 +85,11 @@ export class AskingPairings {
     this.deps.book.settle(pairing, 'refused', 'the pairing was refused on this computer; nothing was changed')
     await this.client(pairing)
       .refuse(pairingId)
-      .catch((e: Error) => this.deps.log(`pairing ${pairingId}: telling the other app of the refusal failed (${e.message}); it lapses there in a minute`))
+      .catch((e: Error) =>
+        this.deps.log(
+          `pairing ${pairingId}: telling the other app of the refusal failed (${e.message}); it lapses there in a minute`,
+        ),
+      )
   }
 
   /** Asks every second until the asked app says paired, refused or expired, or this one's minute passes. */
@@ -94,14 +101,19 @@ export class AskingPairings {
       book.update(pairing, { confirmedThere: reply.confirmedByAsked })
       if (reply.state === 'paired') return this.joinPeer(pairing, reply.trackerPort)
       if (reply.state !== 'code') {
-        const why = { refused: `refused on ${pairing.view.peerName}`, expired: 'expired there', failed: `failed on ${pairing.view.peerName}` }[reply.state]
+        const why = {
+          refused: `refused on ${pairing.view.peerName}`,
+          expired: 'expired there',
+          failed: `failed on ${pairing.view.peerName}`,
+        }[reply.state]
         return book.settle(pairing, reply.state, `the pairing was ${why}; nothing was changed. Ask again to retry`)
       }
       await new Promise((resolve) => setTimeout(resolve, STATUS_EVERY_MS))
       try {
         reply = await client.status(pairing.view.pairingId)
       } catch (error) {
-        if (book.get(pairing.view.pairingId).view.state === 'code') book.settle(pairing, 'failed', error instanceof Error ? error.message : String(error))
+        if (book.get(pairing.view.pairingId).view.state === 'code')
+          book.settle(pairing, 'failed', error instanceof Error ? error.message : String(error))
         return
       }
     }
@@ -123,7 +135,8 @@ export class AskingPairings {
   }
 
   private client(pairing: Pairing): PairingClient {
-    if (pairing.peer === null) throw new NeuronError('bad_request', 'this pairing was asked by the other app; confirm it with lan.confirm')
+    if (pairing.peer === null)
+      throw new NeuronError('bad_request', 'this pairing was asked by the other app; confirm it with lan.confirm')
     return new PairingClient(pairing.peer.address, pairing.peer.pairingPort)
   }
 }

@@ -41,7 +41,9 @@ export class LanDiscovery {
 function peerOf(service: Service, paired: ReadonlySet<string>): LanPeer | null {
   const txt = LanTxt.safeParse(service.txt)
   if (!txt.success) return null
-  const candidates = [service.referer?.address, ...(service.addresses ?? [])].filter((a): a is string => typeof a === 'string')
+  const candidates = [service.referer?.address, ...(service.addresses ?? [])].filter(
+    (a): a is string => typeof a === 'string',
+  )
   const address = candidates.find((a) => isIPv4(a)) ?? candidates[0]
   if (address === undefined) return null
   const { key, id, name, port, pair } = txt.data

@@ -36,7 +36,10 @@ describe('the switch "Open this swarm to my home network" (mDNS off: no multicas
     expect((await call('lan.get', {})).advertising).toBe(false)
     // The API (the tracker's HTTP port) too: its endpoint names loopback.
     expect(backend.embeddedTracker?.address().address).toBe('127.0.0.1')
-    expect(await call('api.get', {})).toMatchObject({ lanOpen: false, endpoint: `http://127.0.0.1:${backend.embeddedTracker?.port}/v1` })
+    expect(await call('api.get', {})).toMatchObject({
+      lanOpen: false,
+      endpoint: `http://127.0.0.1:${backend.embeddedTracker?.port}/v1`,
+    })
   })
 
   it(`on: the API listens on every interface and its endpoint is this computer's LAN address${LAN === undefined ? ' (skipped: this machine has no non-loopback IPv4 address)' : ''}`, async ({
@@ -49,14 +52,19 @@ describe('the switch "Open this swarm to my home network" (mDNS off: no multicas
     // Nothing is sent to that address here (tests stay on loopback): the API still asks for a key there (the gateway's auth).
     expect(await call('api.get', {})).toMatchObject({ lanOpen: true, endpoint: `http://${LAN}:${port}/v1` })
     expect((await call('settings.update', { lanOpen: false })).lanOpen).toBe(false)
-    expect(await call('api.get', {})).toMatchObject({ lanOpen: false, endpoint: `http://127.0.0.1:${backend.embeddedTracker?.port}/v1` })
+    expect(await call('api.get', {})).toMatchObject({
+      lanOpen: false,
+      endpoint: `http://127.0.0.1:${backend.embeddedTracker?.port}/v1`,
+    })
   })
 
   it('on: listens on every interface and refuses a stranger while the app itself stays in', async () => {
     expect((await call('settings.update', { lanOpen: true })).lanOpen).toBe(true)
     expect(backend.embeddedTracker?.url).toMatch(/^http:\/\/0\.0\.0\.0:/)
     expect((await call('lan.get', {})).open).toBe(true)
-    await expect(SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).rejects.toMatchObject({ code: 'not_admitted' })
+    await expect(SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).rejects.toMatchObject({
+      code: 'not_admitted',
+    })
     // The app's own client is on the tracker: its calls still answer.
     expect((await call('swarm.get', {})).hosts).toEqual([])
   })

@@ -1,4 +1,10 @@
-import { MAX_PENDING_PAIRINGS, NeuronError, PAIRING_TTL_MS, type PairingState, type PairingView } from '../../../protocol'
+import {
+  MAX_PENDING_PAIRINGS,
+  NeuronError,
+  PAIRING_TTL_MS,
+  type PairingState,
+  type PairingView,
+} from '../../../protocol'
 
 /** One pairing as this app holds it: the view both screens show, plus the secrets and addresses behind it. */
 export interface Pairing {
@@ -35,13 +41,20 @@ export class PairingBook {
   add(pairing: Pairing): void {
     const open = [...this.pairings.values()].filter((p) => p.view.state === 'code').length
     if (open >= MAX_PENDING_PAIRINGS) {
-      throw new NeuronError('pairing_busy', `this app already has ${open} pairings waiting for a confirmation; finish or refuse one, or wait a minute`)
+      throw new NeuronError(
+        'pairing_busy',
+        `this app already has ${open} pairings waiting for a confirmation; finish or refuse one, or wait a minute`,
+      )
     }
     this.pairings.set(pairing.view.pairingId, pairing)
     const settled = [...this.pairings.values()].filter((p) => p.view.state !== 'code')
-    for (const old of settled.slice(0, Math.max(0, settled.length - KEPT_SETTLED))) this.pairings.delete(old.view.pairingId)
+    for (const old of settled.slice(0, Math.max(0, settled.length - KEPT_SETTLED)))
+      this.pairings.delete(old.view.pairingId)
     // Expires on its own, so both screens say so without a message from the other side.
-    const timer = setTimeout(() => this.get(pairing.view.pairingId), Math.max(0, pairing.view.expiresAt - this.now()) + 10)
+    const timer = setTimeout(
+      () => this.get(pairing.view.pairingId),
+      Math.max(0, pairing.view.expiresAt - this.now()) + 10,
+    )
     timer.unref()
     this.timers.set(pairing.view.pairingId, timer)
     this.changed()
@@ -51,9 +64,16 @@ export class PairingBook {
   get(pairingId: string): Pairing {
     const pairing = this.pairings.get(pairingId)
     if (pairing === undefined)
-      throw new NeuronError('pairing_unknown', `no pairing ${pairingId} here (it ended long ago, or the app restarted); ask to pair again`)
+      throw new NeuronError(
+        'pairing_unknown',
+        `no pairing ${pairingId} here (it ended long ago, or the app restarted); ask to pair again`,
+      )
     if (pairing.view.state === 'code' && this.now() >= pairing.view.expiresAt) {
-      this.settle(pairing, 'expired', `the pairing with ${pairing.view.peerName} expired: it was not confirmed on both screens within a minute; ask again`)
+      this.settle(
+        pairing,
+        'expired',
+        `the pairing with ${pairing.view.peerName} expired: it was not confirmed on both screens within a minute; ask again`,
+      )
     }
     return pairing
   }
@@ -62,7 +82,10 @@ export class PairingBook {
   open(pairingId: string): Pairing {
     const pairing = this.get(pairingId)
     if (pairing.view.state !== 'code')
-      throw new NeuronError(`pairing_${pairing.view.state}`, pairing.view.message ?? `the pairing is ${pairing.view.state} already`)
+      throw new NeuronError(
+        `pairing_${pairing.view.state}`,
+        pairing.view.message ?? `the pairing is ${pairing.view.state} already`,
+      )
     return pairing
   }
 

@@ -1,5 +1,12 @@
 import { z } from 'zod'
-import { describeIssues, NeuronError, PairHelloReply, PairNonceReply, PairStatusReply, WireError } from '../../../protocol'
+import {
+  describeIssues,
+  NeuronError,
+  PairHelloReply,
+  PairNonceReply,
+  PairStatusReply,
+  WireError,
+} from '../../../protocol'
 
 const TIMEOUT_MS = 5_000
 
@@ -46,7 +53,8 @@ export class PairingClient {
       )
     }
     const refused = z.object({ ok: z.literal(false), error: WireError }).safeParse(json)
-    if (refused.success) throw new NeuronError(refused.data.error.code, `the other app says: ${refused.data.error.message}`)
+    if (refused.success)
+      throw new NeuronError(refused.data.error.code, `the other app says: ${refused.data.error.message}`)
     const value = schema.safeParse(z.object({ ok: z.literal(true), value: z.unknown() }).safeParse(json).data?.value)
     if (!value.success)
       throw new NeuronError(

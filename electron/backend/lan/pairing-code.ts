@@ -15,6 +15,8 @@ export function nonceCommitment(askedKey: string, askingKey: string, askedNonce:
 
 /** Six digits from both keys and both nonces: the same on both screens only if each side saw the other's real key. */
 export function pairingCode(askedKey: string, askingKey: string, askedNonce: string, askingNonce: string): string {
-  const digest = createHash('sha256').update(`neuron-pair/1 code ${askedKey} ${askingKey} ${askedNonce} ${askingNonce}`).digest()
+  const digest = createHash('sha256')
+    .update(`neuron-pair/1 code ${askedKey} ${askingKey} ${askedNonce} ${askingNonce}`)
+    .digest()
   return (digest.readBigUInt64BE(0) % 1_000_000n).toString().padStart(6, '0')
 }

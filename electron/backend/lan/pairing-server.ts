@@ -1,7 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { z } from 'zod'
-import { describeIssues, MAX_PAIRING_BODY_BYTES, NeuronError, PairAsk, PairConfirm, PairHello, PairNonce, toWireError } from '../../../protocol'
+import {
+  describeIssues,
+  MAX_PAIRING_BODY_BYTES,
+  NeuronError,
+  PairAsk,
+  PairConfirm,
+  PairHello,
+  PairNonce,
+  toWireError,
+} from '../../../protocol'
 import type { AskedPairings } from './asked-pairings'
 import { RateLimit } from './rate-limit'
 
@@ -48,16 +57,29 @@ export class PairingServer {
   }
 }
 
-async function answer(req: IncomingMessage, res: ServerResponse, routes: Record<string, Route>, limit: RateLimit): Promise<void> {
+async function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  routes: Record<string, Route>,
+  limit: RateLimit,
+): Promise<void> {
   const reply = (status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body))
   }
   const fail = (status: number, code: string, message: string) => reply(status, { ok: false, error: { code, message } })
   if (!limit.take(req.socket.remoteAddress ?? ''))
-    return fail(429, 'rate_limited', `more than ${REQUESTS_PER_MINUTE} pairing requests a minute from this address; wait a minute`)
+    return fail(
+      429,
+      'rate_limited',
+      `more than ${REQUESTS_PER_MINUTE} pairing requests a minute from this address; wait a minute`,
+    )
   const route = Object.hasOwn(routes, req.url ?? '') ? routes[req.url as string] : undefined
   if (req.method !== 'POST' || route === undefined)
-    return fail(404, 'not_found', `no ${req.method} ${req.url} here; the pairing endpoint takes POST /pair/{hello,nonce,confirm,status,refuse}`)
+    return fail(
+      404,
+      'not_found',
+      `no ${req.method} ${req.url} here; the pairing endpoint takes POST /pair/{hello,nonce,confirm,status,refuse}`,
+    )
   const body = await readBody(req)
   if (body === null) return fail(413, 'too_large', `a pairing message is at most ${MAX_PAIRING_BODY_BYTES} bytes`)
   let json: unknown
@@ -72,7 +94,10 @@ async function answer(req: IncomingMessage, res: ServerResponse, routes: Record<
     reply(200, { ok: true, value: await route.run(parsed.data as never) })
   } catch (error) {
     const wire = toWireError(error)
-    reply(error instanceof NeuronError ? (wire.code === 'pairing_unknown' ? 404 : 409) : 500, { ok: false, error: wire })
+    reply(error instanceof NeuronError ? (wire.code === 'pairing_unknown' ? 404 : 409) : 500, {
+      ok: false,
+      error: wire,
+    })
   }
 }
 

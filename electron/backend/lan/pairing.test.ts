@@ -43,7 +43,13 @@ async function twoApps(ttlMs = 60_000) {
   })
   const server = await PairingServer.start(asked, '127.0.0.1', () => {})
   servers.push(server)
-  const asking = new AskingPairings({ book: askingBook, identity: () => b, name: 'study', join: async (url) => void joined.push(url), log: () => {} })
+  const asking = new AskingPairings({
+    book: askingBook,
+    identity: () => b,
+    name: 'study',
+    join: async (url) => void joined.push(url),
+    log: () => {},
+  })
   const peer: LanPeer = {
     key: a.publicKey,
     hostId: nodeIdOf(a.publicKey),
@@ -87,9 +93,14 @@ describe('pairing two apps with a code on both screens', () => {
     const wrong = theirs?.code === '000000' ? '000001' : '000000'
     await apps.asked.confirmHere(pairingId)
     const client = new PairingClient('127.0.0.1', apps.server.port)
-    await expect(client.confirm(pairingId, apps.b.sign(pairingConfirmMessage(pairingId, wrong)))).rejects.toMatchObject({ code: 'pairing_failed' })
+    await expect(client.confirm(pairingId, apps.b.sign(pairingConfirmMessage(pairingId, wrong)))).rejects.toMatchObject(
+      { code: 'pairing_failed' },
+    )
     expect(apps.admitted).toEqual([])
-    expect(apps.askedBook.views()[0]).toMatchObject({ state: 'failed', message: expect.stringMatching(/another code.*nothing was added/) })
+    expect(apps.askedBook.views()[0]).toMatchObject({
+      state: 'failed',
+      message: expect.stringMatching(/another code.*nothing was added/),
+    })
   })
 
   it('adds no key once the minute passed, and both screens say it expired', async () => {
@@ -97,7 +108,10 @@ describe('pairing two apps with a code on both screens', () => {
     await apps.asking.ask(apps.peer)
     const [mine] = apps.askingBook.views()
     await new Promise((r) => setTimeout(r, 400))
-    expect(apps.askedBook.views()[0]).toMatchObject({ state: 'expired', message: expect.stringMatching(/expired.*ask again/) })
+    expect(apps.askedBook.views()[0]).toMatchObject({
+      state: 'expired',
+      message: expect.stringMatching(/expired.*ask again/),
+    })
     expect(apps.askingBook.views()[0]?.state).toBe('expired')
     await expect(apps.asking.confirm(mine?.pairingId ?? '')).rejects.toMatchObject({ code: 'pairing_expired' })
     await expect(apps.asked.confirmHere(mine?.pairingId ?? '')).rejects.toMatchObject({ code: 'pairing_expired' })
@@ -120,7 +134,10 @@ describe('pairing two apps with a code on both screens', () => {
   it('refuses an app that answers with another key than it advertised', async () => {
     const apps = await twoApps()
     const impostor = { ...apps.peer, key: NodeIdentity.generate().publicKey }
-    await expect(apps.asking.ask(impostor)).rejects.toMatchObject({ code: 'pairing_failed', message: expect.stringMatching(/another key/) })
+    await expect(apps.asking.ask(impostor)).rejects.toMatchObject({
+      code: 'pairing_failed',
+      message: expect.stringMatching(/another key/),
+    })
     expect(apps.askingBook.views()).toEqual([])
   })
 
@@ -128,15 +145,28 @@ describe('pairing two apps with a code on both screens', () => {
     const apps = await twoApps()
     const url = `http://127.0.0.1:${apps.server.port}`
     const post = async (path: string, body: string) => {
-      const res = await fetch(`${url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } })
-      return { status: res.status, body: (await res.json()) as { ok: boolean; error?: { code: string; message: string } } }
+      const res = await fetch(`${url}${path}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      })
+      return {
+        status: res.status,
+        body: (await res.json()) as { ok: boolean; error?: { code: string; message: string } },
+      }
     }
-    expect(await post('/pair/hello', '{not json')).toMatchObject({ status: 400, body: { ok: false, error: { code: 'bad_request' } } })
+    expect(await post('/pair/hello', '{not json')).toMatchObject({
+      status: 400,
+      body: { ok: false, error: { code: 'bad_request' } },
+    })
     expect(await post('/pair/hello', JSON.stringify({ key: 'short', name: '' }))).toMatchObject({
       status: 400,
       body: { error: { code: 'bad_request', message: expect.stringMatching(/key: a public key/) } },
     })
-    expect(await post('/pair/hello', 'x'.repeat(MAX_PAIRING_BODY_BYTES + 1))).toMatchObject({ status: 413, body: { error: { code: 'too_large' } } })
+    expect(await post('/pair/hello', 'x'.repeat(MAX_PAIRING_BODY_BYTES + 1))).toMatchObject({
+      status: 413,
+      body: { error: { code: 'too_large' } },
+    })
     expect(await post('/pair/steal', '{}')).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } })
     expect(await post('/pair/status', JSON.stringify({ pairingId: 'A'.repeat(22) }))).toMatchObject({
       status: 404,

@@ -62,7 +62,13 @@ export class LanPresence {
       admit: deps.admit,
       log: deps.log,
     })
-    this.asking = new AskingPairings({ book: this.book, identity: deps.identity, name: this.name, join: deps.join, log: deps.log })
+    this.asking = new AskingPairings({
+      book: this.book,
+      identity: deps.identity,
+      name: this.name,
+      join: deps.join,
+      log: deps.log,
+    })
   }
 
   /** The port of the open pairing endpoint; null while closed. */
@@ -84,7 +90,13 @@ export class LanPresence {
     if (opening !== null) {
       this.server = await PairingServer.start(this.asked, this.deps.bindHost ?? '0.0.0.0', this.deps.log)
       const identity = this.deps.identity()
-      const txt = { id: nodeIdOf(identity.publicKey), key: identity.publicKey, name: this.name, port: opening.trackerPort, pair: this.server.port }
+      const txt = {
+        id: nodeIdOf(identity.publicKey),
+        key: identity.publicKey,
+        name: this.name,
+        port: opening.trackerPort,
+        pair: this.server.port,
+      }
       this.advertiser = this.mdns === null ? null : LanAdvertiser.publish(this.mdns.bonjour, txt)
       this.deps.log(`open to the home network: tracker port ${opening.trackerPort}, pairing port ${this.server.port}`)
     }
@@ -105,7 +117,11 @@ export class LanPresence {
 
   async pair(key: string): Promise<LanView> {
     const peer = this.mdns?.discovery.peers(new Set()).find((p) => p.key === key)
-    if (peer === undefined) throw new NeuronError('peer_not_found', 'that app is no longer seen on the network; check it is on, then pick it again')
+    if (peer === undefined)
+      throw new NeuronError(
+        'peer_not_found',
+        'that app is no longer seen on the network; check it is on, then pick it again',
+      )
     await this.asking.ask(peer)
     return this.view()
   }

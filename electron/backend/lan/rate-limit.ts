@@ -11,7 +11,8 @@ export class RateLimit {
   /** True when the request from `address` may go on (and counts it). */
   take(address: string): boolean {
     const now = this.now()
-    if (this.windows.size > 1024) for (const [a, w] of this.windows) if (now - w.start >= this.windowMs) this.windows.delete(a)
+    if (this.windows.size > 1024)
+      for (const [a, w] of this.windows) if (now - w.start >= this.windowMs) this.windows.delete(a)
     const w = this.windows.get(address)
     if (w === undefined || now - w.start >= this.windowMs) {
       this.windows.set(address, { start: now, count: 1 })

@@ -21,7 +21,13 @@ export function ApiEndpointPanel({ view, busy, onLanOpen }: ApiEndpointPanelProp
       </div>
       {view.embedded ? (
         <>
-          <LanSwitch id="api-lan-open" label="Serve the API on my home network" checked={view.lanOpen} busy={busy} onChange={onLanOpen} />
+          <LanSwitch
+            id="api-lan-open"
+            label="Serve the API on my home network"
+            checked={view.lanOpen}
+            busy={busy}
+            onChange={onLanOpen}
+          />
           <p className="muted">
             {view.lanOpen
               ? "Other computers at home reach the API at this computer's address above; every request still needs the key. This is Settings' home-network switch: the swarm is open to paired apps too."
@@ -29,7 +35,9 @@ export function ApiEndpointPanel({ view, busy, onLanOpen }: ApiEndpointPanelProp
           </p>
         </>
       ) : (
-        <p className="muted">This is the remote tracker the app is connected to; requests there are served by that swarm's hosts.</p>
+        <p className="muted">
+          This is the remote tracker the app is connected to; requests there are served by that swarm's hosts.
+        </p>
       )}
     </Panel>
   )

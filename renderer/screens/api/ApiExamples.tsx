@@ -15,7 +15,13 @@ interface ApiExamplesProps {
 export function ApiExamples({ view, model, onModel, apiKey }: ApiExamplesProps) {
   const picker =
     view.modelIds.length > 1 ? (
-      <select className="input" value={model} onChange={(e) => onModel(e.target.value)} aria-label="Model for the examples" data-testid="api-model">
+      <select
+        className="input"
+        value={model}
+        onChange={(e) => onModel(e.target.value)}
+        aria-label="Model for the examples"
+        data-testid="api-model"
+      >
         {view.modelIds.map((id) => (
           <option key={id} value={id}>
             {id}
@@ -25,7 +31,9 @@ export function ApiExamples({ view, model, onModel, apiKey }: ApiExamplesProps) 
     ) : undefined
   return (
     <Panel title="Examples" actions={picker} testId="api-examples">
-      {view.modelIds.length === 0 && <p className="muted">No model is published on this swarm yet; the examples name MODEL_ID until one is.</p>}
+      {view.modelIds.length === 0 && (
+        <p className="muted">No model is published on this swarm yet; the examples name MODEL_ID until one is.</p>
+      )}
       {apiKey === null && (
         <p className="muted">
           The examples read the key from <span className="mono">NEURON_KEY</span>; set it to your key first.
@@ -35,7 +43,11 @@ export function ApiExamples({ view, model, onModel, apiKey }: ApiExamplesProps) 
         <div key={example.id} className="example">
           <div className="example-header">
             <span className="field-label">{example.label}</span>
-            <CopyButton text={example.code} label={`Copy the ${example.label} example`} testId={`api-example-${example.id}-copy`} />
+            <CopyButton
+              text={example.code}
+              label={`Copy the ${example.label} example`}
+              testId={`api-example-${example.id}-copy`}
+            />
           </div>
           <pre className="example-code mono" data-testid={`api-example-${example.id}`}>
             {example.code}

@@ -18,8 +18,8 @@ export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKey
     return (
       <Panel title="API key" testId="api-key-panel">
         <p data-testid="api-key-remote">
-          Keys for this tracker come from its operator (<span className="mono">neuron account create</span> on the tracker's database). Ask them for one, then
-          use it with the endpoint above.
+          Keys for this tracker come from its operator (<span className="mono">neuron account create</span> on the
+          tracker's database). Ask them for one, then use it with the endpoint above.
         </p>
       </Panel>
     )
@@ -28,8 +28,8 @@ export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKey
   return (
     <Panel title="API key" testId="api-key-panel">
       <p className="muted">
-        Requests with this key pay from this app's own account, the one chat spends from. Making a new key revokes the one before. Importing another identity
-        (Settings) revokes it too: the new identity starts with no key.
+        Requests with this key pay from this app's own account, the one chat spends from. Making a new key revokes the
+        one before. Importing another identity (Settings) revokes it too: the new identity starts with no key.
       </p>
       {freshKey !== null && (
         <div className="fresh-key" data-testid="api-key-fresh">
@@ -40,7 +40,9 @@ export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKey
             </code>
             <CopyButton text={freshKey} label="Copy the API key" testId="api-key-copy" />
           </div>
-          <p className="muted">Copy it now: it is shown this once. Later the app shows only its first and last characters.</p>
+          <p className="muted">
+            Copy it now: it is shown this once. Later the app shows only its first and last characters.
+          </p>
         </div>
       )}
       {freshKey === null && key !== null && (
@@ -50,11 +52,23 @@ export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKey
       )}
       {key === null && <p data-testid="api-key-none">No key: make one to call this endpoint from your own programs.</p>}
       <div className="button-row">
-        <button type="button" className="button primary" disabled={busy} onClick={onCreate} data-testid="api-key-create">
+        <button
+          type="button"
+          className="button primary"
+          disabled={busy}
+          onClick={onCreate}
+          data-testid="api-key-create"
+        >
           {key === null ? 'Make a key' : 'Make a new key'}
         </button>
         {key !== null && (
-          <button type="button" className="button danger" disabled={busy} onClick={onRevoke} data-testid="api-key-revoke">
+          <button
+            type="button"
+            className="button danger"
+            disabled={busy}
+            onClick={onRevoke}
+            data-testid="api-key-revoke"
+          >
             Revoke key
           </button>
         )}

@@ -13,7 +13,10 @@ export function ApiRequestsPanel({ requests, onRefresh }: ApiRequestsPanelProps)
   return (
     <Panel title="Recent requests" testId="api-requests-panel">
       <div className="button-row">
-        <p className="muted">The last 100 requests made with this app's key, newest first; refreshed every few seconds while this screen is open.</p>
+        <p className="muted">
+          The last 100 requests made with this app's key, newest first; refreshed every few seconds while this screen is
+          open.
+        </p>
         <button type="button" className="button" onClick={onRefresh} data-testid="api-requests-refresh">
           <RefreshCw size={14} aria-hidden /> Refresh
         </button>

@@ -71,7 +71,13 @@ export function Composer({ streaming, canRegenerate, fit, onSend, onDraft, onSto
             <Square size={16} aria-hidden /> Stop
           </button>
         ) : (
-          <button type="button" className="button primary" onClick={send} disabled={text.trim() === '' || sending} data-testid="chat-send">
+          <button
+            type="button"
+            className="button primary"
+            onClick={send}
+            disabled={text.trim() === '' || sending}
+            data-testid="chat-send"
+          >
             <SendHorizontal size={16} aria-hidden /> Send
           </button>
         )}

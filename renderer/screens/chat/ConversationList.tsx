@@ -14,7 +14,14 @@ interface ConversationListProps {
   onRename(id: string, title: string): void
 }
 
-export function ConversationList({ conversations, activeId, onNew, onSelect, onDelete, onRename }: ConversationListProps) {
+export function ConversationList({
+  conversations,
+  activeId,
+  onNew,
+  onSelect,
+  onDelete,
+  onRename,
+}: ConversationListProps) {
   const [query, setQuery] = useState('')
   const [renaming, setRenaming] = useState<string | null>(null)
   const [deleting, setDeleting] = useState<Conversation | null>(null)
@@ -40,7 +47,12 @@ export function ConversationList({ conversations, activeId, onNew, onSelect, onD
       )}
       <ul>
         {shown.map((c) => (
-          <li key={c.id} className={c.id === activeId ? 'active' : ''} data-testid="chat-conversation" data-chat-id={c.id}>
+          <li
+            key={c.id}
+            className={c.id === activeId ? 'active' : ''}
+            data-testid="chat-conversation"
+            data-chat-id={c.id}
+          >
             {renaming === c.id ? (
               <RenameField
                 title={c.title}
@@ -51,7 +63,12 @@ export function ConversationList({ conversations, activeId, onNew, onSelect, onD
               />
             ) : (
               <>
-                <button type="button" className="conversation-title" onClick={() => onSelect(c.id)} aria-current={c.id === activeId}>
+                <button
+                  type="button"
+                  className="conversation-title"
+                  onClick={() => onSelect(c.id)}
+                  aria-current={c.id === activeId}
+                >
                   <MessageSquare size={14} aria-hidden />
                   <span>{c.title}</span>
                   {streamingAnswer(c) !== null && <span className="dot streaming" title="answering" />}
@@ -65,7 +82,13 @@ export function ConversationList({ conversations, activeId, onNew, onSelect, onD
                 >
                   <Pencil size={14} aria-label="Rename this conversation" />
                 </button>
-                <button type="button" className="icon-button subtle" onClick={() => setDeleting(c)} title="Delete this conversation" data-testid="chat-delete">
+                <button
+                  type="button"
+                  className="icon-button subtle"
+                  onClick={() => setDeleting(c)}
+                  title="Delete this conversation"
+                  data-testid="chat-delete"
+                >
                   <Trash2 size={14} aria-label="Delete this conversation" />
                 </button>
               </>
@@ -87,8 +110,12 @@ export function ConversationList({ conversations, activeId, onNew, onSelect, onD
           “{deleting.title}” and all its messages are removed from this computer. This cannot be undone.
         </ConfirmDialog>
       )}
-      {conversations.length === 0 && <p className="muted small empty">Conversations are kept in this computer's data folder.</p>}
-      {conversations.length > 0 && shown.length === 0 && <p className="muted small empty">No conversation mentions “{query.trim()}”.</p>}
+      {conversations.length === 0 && (
+        <p className="muted small empty">Conversations are kept in this computer's data folder.</p>
+      )}
+      {conversations.length > 0 && shown.length === 0 && (
+        <p className="muted small empty">No conversation mentions “{query.trim()}”.</p>
+      )}
     </aside>
   )
 }

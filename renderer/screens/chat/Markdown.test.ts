@@ -8,9 +8,13 @@ const render = (source: string) => renderToStaticMarkup(createElement(Markdown, 
 
 describe('an answer’s Markdown as shown', () => {
   it('renders a GFM table, a list, a heading, emphasis and inline code as elements', () => {
-    const html = render('## Sizes\n\n| model | blocks |\n|---|--:|\n| stories | **5** |\n\n- one `ls`\n- *two*\n\n1. first\n2. second')
+    const html = render(
+      '## Sizes\n\n| model | blocks |\n|---|--:|\n| stories | **5** |\n\n- one `ls`\n- *two*\n\n1. first\n2. second',
+    )
     expect(html).toContain('<h2>Sizes</h2>')
-    expect(html).toContain('<div class="table-scroll"><table class="md-table"><thead><tr><th>model</th><th style="text-align:right">blocks</th></tr></thead>')
+    expect(html).toContain(
+      '<div class="table-scroll"><table class="md-table"><thead><tr><th>model</th><th style="text-align:right">blocks</th></tr></thead>',
+    )
     expect(html).toContain('<tr><td>stories</td><td style="text-align:right"><strong>5</strong></td></tr>')
     expect(html).toContain('<li>one <code class="inline-code">ls</code></li>')
     expect(html).toContain('<li><em>two</em></li>')
@@ -35,12 +39,17 @@ describe('an answer’s Markdown as shown', () => {
     )
     // A tag's text stays, as text.
     expect(html).toContain('Hello alert(1) there')
-    for (const tag of ['<script', '<img', '<div onclick', '<iframe', 'onerror', 'onclick']) expect(html).not.toContain(tag)
+    for (const tag of ['<script', '<img', '<div onclick', '<iframe', 'onerror', 'onclick'])
+      expect(html).not.toContain(tag)
   })
 
   it('makes only http(s) and mailto links clickable, opening outside the app; a javascript: link is its text alone', () => {
-    const html = render('[docs](https://example.com/a?b=1) [mail](mailto:a@example.com) [bad](javascript:alert(1)) [data](data:text/html,hi) [here](/settings)')
-    expect(html).toContain('<a href="https://example.com/a?b=1" target="_blank" rel="noopener noreferrer" title="https://example.com/a?b=1">docs</a>')
+    const html = render(
+      '[docs](https://example.com/a?b=1) [mail](mailto:a@example.com) [bad](javascript:alert(1)) [data](data:text/html,hi) [here](/settings)',
+    )
+    expect(html).toContain(
+      '<a href="https://example.com/a?b=1" target="_blank" rel="noopener noreferrer" title="https://example.com/a?b=1">docs</a>',
+    )
     expect(html).toContain('<a href="mailto:a@example.com" target="_blank" rel="noopener noreferrer"')
     expect(html).toContain('<span class="inert-link">bad</span>')
     expect(html).toContain('<span class="inert-link">data</span>')
@@ -66,7 +75,9 @@ describe('an answer’s Markdown as shown', () => {
     const partial = 'Here is the code:\n\n```python\ndef f(x):\n    return x *'
     const html = render(partial)
     expect(html).toContain('<p class="paragraph">Here is the code:</p>')
-    expect(html).toContain('<pre class="code-block" data-lang="python" data-testid="chat-code-block"><code>def f(x):\n    return x *</code></pre>')
+    expect(html).toContain(
+      '<pre class="code-block" data-lang="python" data-testid="chat-code-block"><code>def f(x):\n    return x *</code></pre>',
+    )
     // Every prefix of a streamed answer renders: an open table, emphasis or link included.
     const answer = `${partial} 2\n\`\`\`\n\n| a | b |\n|---|---|\n| **1 | [x](https://e.com`
     for (let end = 0; end <= answer.length; end++) expect(() => render(answer.slice(0, end))).not.toThrow()

@@ -14,7 +14,9 @@ type HastNode = NonNullable<ExtraProps['node']> | { type: string; value?: string
 function textOf(node: HastNode | undefined): string {
   if (node === undefined) return ''
   if ('value' in node && typeof node.value === 'string') return node.value
-  return 'children' in node && node.children !== undefined ? node.children.map((child) => textOf(child as HastNode)).join('') : ''
+  return 'children' in node && node.children !== undefined
+    ? node.children.map((child) => textOf(child as HastNode)).join('')
+    : ''
 }
 
 /** A fence's language, from the `language-…` class remark gives its code element. */

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest'
 import type { ChatEntry } from '../../stores/chat/initialState'
 import { MessageView } from './MessageView'
 
-const render = (message: ChatEntry) => renderToStaticMarkup(createElement(MessageView, { message, onResend: async () => true }))
+const render = (message: ChatEntry) =>
+  renderToStaticMarkup(createElement(MessageView, { message, onResend: async () => true }))
 
 describe('a chat message as shown', () => {
   it('shows a failed answer that never got a token as its error card alone, with no empty bubble above it', () => {
@@ -19,13 +20,23 @@ describe('a chat message as shown', () => {
     expect(failed).not.toContain('class="bubble"')
     expect(failed).toContain('No hosts serve every block')
     // A streaming answer shows its bubble (with the caret) before the first token.
-    expect(render({ id: 'a2', role: 'assistant', content: '', createdAt: 1, status: 'streaming' })).toContain('class="bubble"')
+    expect(render({ id: 'a2', role: 'assistant', content: '', createdAt: 1, status: 'streaming' })).toContain(
+      'class="bubble"',
+    )
   })
 
   it('renders an answer’s Markdown as elements and text, never the model’s HTML', () => {
-    const html = render({ id: 'a3', role: 'assistant', content: 'Run `ls`:\n\n```sh\n<img src=x onerror=alert(1)>\n```', createdAt: 1, status: 'done' })
+    const html = render({
+      id: 'a3',
+      role: 'assistant',
+      content: 'Run `ls`:\n\n```sh\n<img src=x onerror=alert(1)>\n```',
+      createdAt: 1,
+      status: 'done',
+    })
     expect(html).toContain('<code class="inline-code">ls</code>')
-    expect(html).toContain('<pre class="code-block" data-lang="sh" data-testid="chat-code-block"><code>&lt;img src=x onerror=alert(1)&gt;</code></pre>')
+    expect(html).toContain(
+      '<pre class="code-block" data-lang="sh" data-testid="chat-code-block"><code>&lt;img src=x onerror=alert(1)&gt;</code></pre>',
+    )
     expect(html).not.toContain('<img')
     expect(html).toContain('data-testid="chat-copy"')
   })

@@ -18,26 +18,47 @@ export function MessageView({ message, onResend }: MessageViewProps) {
   // A failed answer that never got a token shows its error card only, not an empty bubble above it.
   const bubble = message.content !== '' || message.status === 'streaming'
   return (
-    <article className={`message ${message.role}`} data-testid="chat-message" data-role={message.role} data-status={message.status}>
+    <article
+      className={`message ${message.role}`}
+      data-testid="chat-message"
+      data-role={message.role}
+      data-status={message.status}
+    >
       {editing && onResend !== undefined ? (
-        <EditTurn text={message.content} onCancel={() => setEditing(false)} onResend={async (text) => (await onResend(text)) && setEditing(false)} />
+        <EditTurn
+          text={message.content}
+          onCancel={() => setEditing(false)}
+          onResend={async (text) => (await onResend(text)) && setEditing(false)}
+        />
       ) : (
         bubble && (
           <div className="bubble">
             <div className="message-text" data-testid="chat-message-text">
-              {message.role === 'assistant' ? <Markdown source={message.content} streaming={message.status === 'streaming'} /> : message.content}
+              {message.role === 'assistant' ? (
+                <Markdown source={message.content} streaming={message.status === 'streaming'} />
+              ) : (
+                message.content
+              )}
             </div>
             {message.status === 'streaming' && <span className="caret" title="answering" />}
           </div>
         )
       )}
-      {message.role === 'assistant' && message.status === 'error' && message.error !== undefined && <ErrorNote error={message.error} testId="chat-error" />}
+      {message.role === 'assistant' && message.status === 'error' && message.error !== undefined && (
+        <ErrorNote error={message.error} testId="chat-error" />
+      )}
       <div className="message-actions">
         {message.role === 'assistant' && message.status === 'done' && message.content !== '' && (
           <CopyButton text={message.content} label="Copy this answer" subtle testId="chat-copy" />
         )}
         {message.role === 'user' && onResend !== undefined && !editing && (
-          <button type="button" className="icon-button subtle" onClick={() => setEditing(true)} title="Edit and resend" data-testid="chat-edit">
+          <button
+            type="button"
+            className="icon-button subtle"
+            onClick={() => setEditing(true)}
+            title="Edit and resend"
+            data-testid="chat-edit"
+          >
             <Pencil size={14} aria-label="Edit and resend" />
           </button>
         )}
@@ -48,7 +69,8 @@ export function MessageView({ message, onResend }: MessageViewProps) {
           {message.modelId !== undefined && <span className="mono muted">{message.modelId}</span>}
           {hops.map((hop) => (
             <span key={`${hop.hostId}-${hop.blocks}`} className="hop" data-testid="chat-hop" title={hop.hostId}>
-              <span className="mono">{hop.shortId}</span> <span className="mono">{hop.blocks}</span> <span className="muted">{hop.ms}</span>
+              <span className="mono">{hop.shortId}</span> <span className="mono">{hop.blocks}</span>{' '}
+              <span className="muted">{hop.ms}</span>
               {hop.unaudited && (
                 <span
                   className="unaudited"
@@ -83,7 +105,13 @@ function EditTurn({ text, onCancel, onResend }: { text: string; onCancel(): void
         <button type="button" className="button" onClick={onCancel}>
           Cancel
         </button>
-        <button type="button" className="button primary" onClick={() => onResend(draft)} disabled={draft.trim() === ''} data-testid="chat-edit-send">
+        <button
+          type="button"
+          className="button primary"
+          onClick={() => onResend(draft)}
+          disabled={draft.trim() === ''}
+          data-testid="chat-edit-send"
+        >
           Send again
         </button>
       </div>

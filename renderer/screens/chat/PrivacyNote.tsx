@@ -7,7 +7,12 @@ import type { PrivacyNotice } from '../../stores/chat/privacy'
 export function PrivacyNote({ notice }: { notice: PrivacyNotice }) {
   const Icon = notice.level === 'private' ? Lock : Globe
   return (
-    <div className={`privacy-note ${notice.level}`} data-testid="chat-privacy" data-level={notice.level} title={notice.detail}>
+    <div
+      className={`privacy-note ${notice.level}`}
+      data-testid="chat-privacy"
+      data-level={notice.level}
+      title={notice.detail}
+    >
       <Icon size={14} aria-hidden />
       <span>{notice.label}</span>
     </div>
@@ -24,11 +29,22 @@ interface ConsentProps {
 /** Asked in place of the composer before the first chat on a public tracker (once per tracker). */
 export function PrivacyConsent({ notice, busy, error, onAgree }: ConsentProps) {
   return (
-    <div className="privacy-consent" data-testid="chat-consent" role="alertdialog" aria-labelledby="privacy-consent-title">
+    <div
+      className="privacy-consent"
+      data-testid="chat-consent"
+      role="alertdialog"
+      aria-labelledby="privacy-consent-title"
+    >
       <h3 id="privacy-consent-title">Before your first chat on this swarm</h3>
       <p>{notice.detail}</p>
       <ErrorNote error={error} testId="chat-consent-error" />
-      <button type="button" className="button primary" disabled={busy} onClick={onAgree} data-testid="chat-consent-accept">
+      <button
+        type="button"
+        className="button primary"
+        disabled={busy}
+        onClick={onAgree}
+        data-testid="chat-consent-accept"
+      >
         I understand; chat on this swarm
       </button>
     </div>

@@ -36,7 +36,9 @@ export function SettingsPanel({ conversationId, settings, onChange, onInvalid }:
             defaultValue={settings.systemPrompt}
             placeholder="How the model should answer in this chat (optional)"
             // Taken when the user leaves the box, not per keystroke: each change is a durable write of the conversation.
-            onBlur={(event) => event.target.value !== settings.systemPrompt && onChange({ systemPrompt: event.target.value })}
+            onBlur={(event) =>
+              event.target.value !== settings.systemPrompt && onChange({ systemPrompt: event.target.value })
+            }
             data-testid="chat-setting-system"
           />
         </label>
@@ -59,7 +61,8 @@ export function SettingsPanel({ conversationId, settings, onChange, onInvalid }:
           />
         </div>
         <p className="muted small">
-          Temperature 0 always gives the same answer; above it, each answer (and each regenerate) samples anew unless a seed is fixed.
+          Temperature 0 always gives the same answer; above it, each answer (and each regenerate) samples anew unless a
+          seed is fixed.
         </p>
       </div>
     </details>

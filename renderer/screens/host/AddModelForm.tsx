@@ -61,7 +61,9 @@ export function AddModelForm({ adding, error, onAdd, onEdit, onPick }: AddModelF
           <FilePlus2 size={16} aria-hidden /> {adding ? 'Packing…' : 'Add'}
         </button>
       </div>
-      <p className="muted small">The file is split into per-block artifacts and published to the tracker; this app seeds it.</p>
+      <p className="muted small">
+        The file is split into per-block artifacts and published to the tracker; this app seeds it.
+      </p>
       <ErrorNote error={error} testId="add-model-error" />
     </form>
   )

@@ -40,7 +40,11 @@ export function HostingProgress({ status, acting, onPause, onResume, onStop }: H
                 <tr key={row.file} data-testid="artifact-row" data-file={row.file}>
                   <td className="mono">{row.file}</td>
                   <td>
-                    <Meter value={row.fraction} tone={row.fraction >= 1 ? 'good' : 'accent'} label={`${row.file} downloaded`} />
+                    <Meter
+                      value={row.fraction}
+                      tone={row.fraction >= 1 ? 'good' : 'accent'}
+                      label={`${row.file} downloaded`}
+                    />
                     <span className="small muted">{row.bytes}</span>
                   </td>
                   <td>{row.speed}</td>
@@ -55,13 +59,31 @@ export function HostingProgress({ status, acting, onPause, onResume, onStop }: H
       {status.phase === 'loading' && <Loading text="Loading the layers into memory and measuring their speed…" />}
       {status.serving !== null && <ServingPanel serving={status.serving} />}
       <div className="button-row">
-        <button type="button" className="button" onClick={onPause} disabled={acting || !canPause(status)} data-testid="hosting-pause">
+        <button
+          type="button"
+          className="button"
+          onClick={onPause}
+          disabled={acting || !canPause(status)}
+          data-testid="hosting-pause"
+        >
           <Pause size={16} aria-hidden /> Pause
         </button>
-        <button type="button" className="button" onClick={onResume} disabled={acting || !canResume(status)} data-testid="hosting-resume">
+        <button
+          type="button"
+          className="button"
+          onClick={onResume}
+          disabled={acting || !canResume(status)}
+          data-testid="hosting-resume"
+        >
           <Play size={16} aria-hidden /> Resume
         </button>
-        <button type="button" className="button danger" onClick={onStop} disabled={acting || !canStop(status)} data-testid="hosting-stop">
+        <button
+          type="button"
+          className="button danger"
+          onClick={onStop}
+          disabled={acting || !canStop(status)}
+          data-testid="hosting-stop"
+        >
           <Square size={16} aria-hidden /> Stop
         </button>
       </div>
@@ -74,7 +96,11 @@ function ServingPanel({ serving }: { serving: NonNullable<HostingStatus['serving
   return (
     <div className="serving-panel" data-testid="serving-panel">
       <div className="stat-grid">
-        <Stat label="Sessions" value={`${serving.activeSessions} / ${serving.maxSessions}`} hint="active / most at once" />
+        <Stat
+          label="Sessions"
+          value={`${serving.activeSessions} / ${serving.maxSessions}`}
+          hint="active / most at once"
+        />
         <Stat label="Speed" value={formatTokensPerSecond(serving.tokensPerSecond)} hint="decode speed of this range" />
         <Stat label="Served" value={formatNumber(serving.servedBlockTokens)} hint="block-tokens since start" />
         <Stat label="Uptime" value={uptimeText(serving.startedAt, now)} />

@@ -10,7 +10,10 @@ interface ModelListProps {
 }
 
 export function ModelList({ models, selectedModelId, onSelect }: ModelListProps) {
-  if (models.length === 0) return <p className="muted empty">The tracker lists no models yet. Add a GGUF file below to publish the first one.</p>
+  if (models.length === 0)
+    return (
+      <p className="muted empty">The tracker lists no models yet. Add a GGUF file below to publish the first one.</p>
+    )
   return (
     <ul className="model-list">
       {models.map((model) => {

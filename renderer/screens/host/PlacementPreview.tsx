@@ -4,7 +4,15 @@ import type { BlockRange } from '../../../protocol/blocks'
 import { CoverageBar } from '../../components/CoverageBar'
 import { Stat } from '../../components/Stat'
 import { formatBlocks, formatBytes, formatTokensPerSecond } from '../../format'
-import { cacheFigures, chosenOption, creditsPerHour, downloadFigure, placementCells, routeFigures, sameRange } from '../../stores/hosting/selectors'
+import {
+  cacheFigures,
+  chosenOption,
+  creditsPerHour,
+  downloadFigure,
+  placementCells,
+  routeFigures,
+  sameRange,
+} from '../../stores/hosting/selectors'
 
 interface PlacementPreviewProps {
   preview: HostingPreview
@@ -21,16 +29,22 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
   const cache = option === null ? null : cacheFigures(option)
   const download = option === null ? null : downloadFigure(preview, option)
   const route = option === null ? null : routeFigures(preview, option)
-  const isProposal = option !== null && placement.proposal !== null && sameRange(option.blocks, placement.proposal.blocks)
+  const isProposal =
+    option !== null && placement.proposal !== null && sameRange(option.blocks, placement.proposal.blocks)
   return (
     <div className="placement">
       <div className="placement-legend">
         <span>Swarm coverage today, one cell per block</span>
         <span className="legend">
-          <i className="swatch empty" /> no host <i className="swatch full" /> more hosts <i className="swatch proposed" /> this computer
+          <i className="swatch empty" /> no host <i className="swatch full" /> more hosts{' '}
+          <i className="swatch proposed" /> this computer
         </span>
       </div>
-      <CoverageBar cells={placementCells(preview, option?.blocks ?? null)} testId="placement-bar" cellTestId="placement-block" />
+      <CoverageBar
+        cells={placementCells(preview, option?.blocks ?? null)}
+        testId="placement-bar"
+        cellTestId="placement-block"
+      />
       {option === null ? (
         <div className="refusal" data-testid="preview-refusal">
           {placement.refusal?.reason ?? 'The tracker has no placement for this computer on this model.'}
@@ -38,21 +52,45 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
       ) : (
         <>
           <p className="placement-range">
-            {isProposal ? 'Proposed' : 'Chosen'}: blocks <strong>{formatBlocks(option.blocks)}</strong> ({option.blocks[1] - option.blocks[0]} of{' '}
-            {placement.coverage.length})
+            {isProposal ? 'Proposed' : 'Chosen'}: blocks <strong>{formatBlocks(option.blocks)}</strong> (
+            {option.blocks[1] - option.blocks[0]} of {placement.coverage.length})
           </p>
           <div className="stat-grid">
-            {download !== null && <Stat label={download.label} value={download.value} hint={download.hint} testId="preview-download" />}
+            {download !== null && (
+              <Stat label={download.label} value={download.value} hint={download.hint} testId="preview-download" />
+            )}
             <Stat label="Memory needed" value={formatBytes(option.memoryBytes)} testId="preview-memory" />
-            {cache !== null && <Stat label="KV cache per block" value={cache.perTokenPerBlock} hint={cache.reserved} testId="preview-cache" />}
+            {cache !== null && (
+              <Stat
+                label="KV cache per block"
+                value={cache.perTokenPerBlock}
+                hint={cache.reserved}
+                testId="preview-cache"
+              />
+            )}
             {route !== null && route.hostsPerRoute !== null && (
-              <Stat label="Hosts per route" value={route.hostsPerRoute} hint="computers like this one, end to end" testId="preview-hosts-per-route" />
+              <Stat
+                label="Hosts per route"
+                value={route.hostsPerRoute}
+                hint="computers like this one, end to end"
+                testId="preview-hosts-per-route"
+              />
             )}
             {route !== null && route.seam !== null && (
-              <Stat label="Between hosts" value={route.seam} hint="into and out of this range, f16" testId="preview-seam" />
+              <Stat
+                label="Between hosts"
+                value={route.seam}
+                hint="into and out of this range, f16"
+                testId="preview-seam"
+              />
             )}
             {route !== null && route.longContext !== null && (
-              <Stat label={route.longContext.label} value={route.longContext.perToken} hint={route.longContext.session} testId="preview-long-context" />
+              <Stat
+                label={route.longContext.label}
+                value={route.longContext.perToken}
+                hint={route.longContext.session}
+                testId="preview-long-context"
+              />
             )}
             <Stat
               label="Expected speed"
@@ -62,7 +100,11 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
             />
             <Stat
               label="Credits per hour"
-              value={credits === null ? '—' : `${credits.estimated ? '≈ ' : ''}${credits.credits.toFixed(credits.credits < 1 ? 4 : 2)}`}
+              value={
+                credits === null
+                  ? '—'
+                  : `${credits.estimated ? '≈ ' : ''}${credits.credits.toFixed(credits.credits < 1 ? 4 : 2)}`
+              }
               hint="at full load"
               testId="preview-credits-per-hour"
             />
@@ -100,7 +142,13 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
       )}
       {option !== null && (
         <div className="confirm-row">
-          <button type="button" className="button primary" onClick={onConfirm} disabled={acting} data-testid="hosting-confirm">
+          <button
+            type="button"
+            className="button primary"
+            onClick={onConfirm}
+            disabled={acting}
+            data-testid="hosting-confirm"
+          >
             <Check size={16} aria-hidden /> {acting ? 'Starting…' : `Host blocks ${formatBlocks(option.blocks)}`}
           </button>
         </div>

@@ -29,7 +29,12 @@ export function ChecksPanel({ checks }: { checks: HostChecksView | null }) {
         <Stat label="Last probe" value={lastProbe(checks)} />
       </div>
       <div className="stat-grid">
-        <Stat label="Measured by the tracker" value={speed.measured} hint="what routing uses" testId="reputation-speed-measured" />
+        <Stat
+          label="Measured by the tracker"
+          value={speed.measured}
+          hint="what routing uses"
+          testId="reputation-speed-measured"
+        />
         <Stat label="Claimed by this host" value={speed.claimed} testId="reputation-speed-claimed" />
       </div>
       {speed.warning !== null && (

@@ -6,7 +6,13 @@ import { Meter, toneFor } from '../../components/Meter'
 import { Panel } from '../../components/Panel'
 import { Stat } from '../../components/Stat'
 import { formatHour, formatNumber, formatPercent, shortId } from '../../format'
-import { componentBars, historyDescription, historySeries, scoreHeadline, successRate } from '../../stores/reputation/selectors'
+import {
+  componentBars,
+  historyDescription,
+  historySeries,
+  scoreHeadline,
+  successRate,
+} from '../../stores/reputation/selectors'
 import { ChecksPanel } from './ChecksPanel'
 import { BanAlert, StandingBadge } from './Standing'
 
@@ -20,7 +26,11 @@ export function ReputationReport({ view }: { view: ReputationView }) {
       <div className="two-columns">
         <Panel className="score-panel">
           <div className="score" data-testid="reputation-score" data-score={view.score}>
-            <ShieldCheck size={36} className={headline.recorded ? `tone-text-${toneFor(view.score)}` : 'muted'} aria-hidden />
+            <ShieldCheck
+              size={36}
+              className={headline.recorded ? `tone-text-${toneFor(view.score)}` : 'muted'}
+              aria-hidden
+            />
             <div>
               <div className="score-value">{headline.value}</div>
               <div className="muted">
@@ -30,7 +40,11 @@ export function ReputationReport({ view }: { view: ReputationView }) {
             <StandingBadge checks={view.checks} />
           </div>
           <div className="stat-grid">
-            <Stat label="Completed steps" value={formatNumber(view.completedSteps)} hint="for others: your own chats through it are paid, not counted" />
+            <Stat
+              label="Completed steps"
+              value={formatNumber(view.completedSteps)}
+              hint="for others: your own chats through it are paid, not counted"
+            />
             <Stat label="Failed steps" value={formatNumber(view.failedSteps)} hint={successRate(view)} />
           </div>
         </Panel>
@@ -56,12 +70,27 @@ export function ReputationReport({ view }: { view: ReputationView }) {
             No history yet: the tracker scores a host as it serves.
           </p>
         ) : (
-          <ChartFrame testId="reputation-history" label="Reputation score over time" description={historyDescription(view)}>
+          <ChartFrame
+            testId="reputation-history"
+            label="Reputation score over time"
+            description={historyDescription(view)}
+          >
             <LineChart data={history} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
               <CartesianGrid vertical={false} />
-              <XAxis dataKey="at" type="number" scale="time" domain={timeDomain(history.map((p) => p.at))} tickFormatter={formatHour} minTickGap={40} />
+              <XAxis
+                dataKey="at"
+                type="number"
+                scale="time"
+                domain={timeDomain(history.map((p) => p.at))}
+                tickFormatter={formatHour}
+                minTickGap={40}
+              />
               <YAxis width={48} domain={[0, 100]} tickFormatter={(v: number) => `${v}%`} />
-              <Tooltip contentStyle={tooltipStyle} labelFormatter={(v) => formatHour(Number(v))} formatter={(v) => [`${v}%`, 'score']} />
+              <Tooltip
+                contentStyle={tooltipStyle}
+                labelFormatter={(v) => formatHour(Number(v))}
+                formatter={(v) => [`${v}%`, 'score']}
+              />
               <Line type="monotone" dataKey="score" dot={false} isAnimationActive={false} />
             </LineChart>
           </ChartFrame>

@@ -22,7 +22,12 @@ export function BanAlert({ checks }: { checks: HostChecksView | null }) {
 export function StandingBadge({ checks }: { checks: HostChecksView | null }) {
   const s = standing(checks)
   return (
-    <span className={`standing-badge standing-${s.kind}`} title={s.detail} data-testid="reputation-standing" data-standing={s.kind}>
+    <span
+      className={`standing-badge standing-${s.kind}`}
+      title={s.detail}
+      data-testid="reputation-standing"
+      data-standing={s.kind}
+    >
       {s.label}
     </span>
   )

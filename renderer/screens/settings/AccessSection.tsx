@@ -45,7 +45,10 @@ export function AccessSection({ settings, saving, error, onSave }: AccessSection
             ? 'Open to the home network, the embedded swarm admits only this app, the computers paired with it and these keys. '
             : 'Empty: anyone who can reach the embedded swarm may join it. '}
           With keys listed, only they and this app may connect, use its API and dashboards, or fetch its models
-          {settings.trackerUrl === null ? '' : ' (this applies to the embedded swarm; a remote tracker keeps its own list)'}.
+          {settings.trackerUrl === null
+            ? ''
+            : ' (this applies to the embedded swarm; a remote tracker keeps its own list)'}
+          .
         </p>
         <ErrorNote error={error} testId="settings-allowed-keys-error" />
       </form>

@@ -32,7 +32,9 @@ export function IdentitySection({ settings, saving, error, onExport, onImport }:
           <Download size={16} aria-hidden /> Export private key
         </button>
       </div>
-      <p className="muted small">The key is your host's identity and earnings account: keep the exported file somewhere safe.</p>
+      <p className="muted small">
+        The key is your host's identity and earnings account: keep the exported file somewhere safe.
+      </p>
       <label htmlFor="settings-identity-import-pem" className="field-label">
         Import a key
       </label>
@@ -47,7 +49,13 @@ export function IdentitySection({ settings, saving, error, onExport, onImport }:
         spellCheck={false}
       />
       <div className="button-row">
-        <button type="button" className="button" onClick={() => onImport(pem)} disabled={saving} data-testid="settings-identity-import">
+        <button
+          type="button"
+          className="button"
+          onClick={() => onImport(pem)}
+          disabled={saving}
+          data-testid="settings-identity-import"
+        >
           <Upload size={16} aria-hidden /> {saving ? 'Importing…' : 'Import'}
         </button>
         <span className="muted small">Hosting must be stopped first.</span>

@@ -14,7 +14,13 @@ interface LimitsSectionProps {
 
 export function LimitsSection({ limits, saving, error, onSave }: LimitsSectionProps) {
   const [form, setForm] = useState(() => limitsToForm(limits))
-  const field = (key: 'diskGb' | 'memoryGb' | 'threads', label: string, testId: string, placeholder: string, unit: string) => (
+  const field = (
+    key: 'diskGb' | 'memoryGb' | 'threads',
+    label: string,
+    testId: string,
+    placeholder: string,
+    unit: string,
+  ) => (
     <label className="limit-field">
       <span className="field-label">{label}</span>
       <span className="unit-input">
@@ -53,9 +59,10 @@ export function LimitsSection({ limits, saving, error, onSave }: LimitsSectionPr
           </label>
         </div>
         <p className="muted small">
-          Leave disk or memory empty for no limit beyond what the computer has. Threads: by default one per physical core, less one on computers of up to 4
-          cores, so the app, its swarm connection and your other programs keep a core (ggml's threads wait on each other, and one kept waiting slows every
-          step). More threads than physical cores slows ggml down.
+          Leave disk or memory empty for no limit beyond what the computer has. Threads: by default one per physical
+          core, less one on computers of up to 4 cores, so the app, its swarm connection and your other programs keep a
+          core (ggml's threads wait on each other, and one kept waiting slows every step). More threads than physical
+          cores slows ggml down.
         </p>
         <div className="button-row">
           <button type="submit" className="button primary" disabled={saving} data-testid="settings-limits-save">

@@ -50,23 +50,49 @@ export function TrackerSection({ settings, saving, error, hosting, onSave }: Tra
             data-testid="settings-tracker-url"
             spellCheck={false}
           />
-          <button type="submit" className="button" disabled={saving || asking !== null} data-testid="settings-tracker-save">
+          <button
+            type="submit"
+            className="button"
+            disabled={saving || asking !== null}
+            data-testid="settings-tracker-save"
+          >
             {saving ? 'Checking…' : 'Save'}
           </button>
         </div>
         {asking !== null && (
-          <div className="confirm" role="alertdialog" aria-label="Hosting on this tracker" data-testid="settings-switch-hosting">
+          <div
+            className="confirm"
+            role="alertdialog"
+            aria-label="Hosting on this tracker"
+            data-testid="settings-switch-hosting"
+          >
             <p>
-              This computer hosts <span className="mono">{asking}</span> on the tracker in force; it stops there when the app switches. What then?
+              This computer hosts <span className="mono">{asking}</span> on the tracker in force; it stops there when
+              the app switches. What then?
             </p>
             <div className="inline-field">
-              <button type="button" className="button primary" onClick={() => answer('resumeOnReturn')} data-testid="settings-switch-resume">
+              <button
+                type="button"
+                className="button primary"
+                onClick={() => answer('resumeOnReturn')}
+                data-testid="settings-switch-resume"
+              >
                 Stop, and host it again when I switch back
               </button>
-              <button type="button" className="button" onClick={() => answer('stop')} data-testid="settings-switch-stop">
+              <button
+                type="button"
+                className="button"
+                onClick={() => answer('stop')}
+                data-testid="settings-switch-stop"
+              >
                 Stop hosting it
               </button>
-              <button type="button" className="button" onClick={() => setAsking(null)} data-testid="settings-switch-cancel">
+              <button
+                type="button"
+                className="button"
+                onClick={() => setAsking(null)}
+                data-testid="settings-switch-cancel"
+              >
                 Cancel
               </button>
             </div>

@@ -53,7 +53,10 @@ export function HomeNetworkPanel() {
         </p>
       ))}
       {rows.length === 0 ? (
-        <p className="muted empty">No other Neuron app found at home yet. Each computer's Settings has the switch "Open this swarm to my home network".</p>
+        <p className="muted empty">
+          No other Neuron app found at home yet. Each computer's Settings has the switch "Open this swarm to my home
+          network".
+        </p>
       ) : (
         <table className="table">
           <thead>

@@ -17,4 +17,11 @@ export interface ApiAccessState {
   error: ShownError | null
 }
 
-export const initialApiAccessState: ApiAccessState = { view: null, freshKey: null, busy: false, confirming: null, requests: null, error: null }
+export const initialApiAccessState: ApiAccessState = {
+  view: null,
+  freshKey: null,
+  busy: false,
+  confirming: null,
+  requests: null,
+  error: null,
+}

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest'
 import type { ApiAccessView } from '../../../protocol/app'
 import { apiExamples, exampleModel, KEY_PLACEHOLDER } from './selectors'
 
-const view: ApiAccessView = { endpoint: 'http://127.0.0.1:7070/v1', lanOpen: false, embedded: true, modelIds: ['stories260k', 'other'], key: null }
+const view: ApiAccessView = {
+  endpoint: 'http://127.0.0.1:7070/v1',
+  lanOpen: false,
+  embedded: true,
+  modelIds: ['stories260k', 'other'],
+  key: null,
+}
 
 describe('API access selectors', () => {
   it('fills the examples with the endpoint, the model and the key on screen', () => {

@@ -5,12 +5,20 @@ import { fakeBridge } from '../../../test/renderer/fake-bridge'
 import { someSettings } from '../../../test/renderer/settings-fixtures'
 import { createApiAccessStore } from './store'
 
-const none: ApiAccessView = { endpoint: 'http://127.0.0.1:7070/v1', lanOpen: false, embedded: true, modelIds: ['stories260k'], key: null }
+const none: ApiAccessView = {
+  endpoint: 'http://127.0.0.1:7070/v1',
+  lanOpen: false,
+  embedded: true,
+  modelIds: ['stories260k'],
+  key: null,
+}
 const made: ApiAccessView = { ...none, key: { masked: 'nk-Ab…wxyz', createdAt: 1 } }
 
 describe('API access store', () => {
   it('holds a new key in full until the screen forgets it, then only its masked form', async () => {
-    const store = createApiAccessStore(fakeBridge({ 'api.get': () => none, 'api.createKey': () => ({ apiKey: 'nk-Abcdwxyz', view: made }) }))
+    const store = createApiAccessStore(
+      fakeBridge({ 'api.get': () => none, 'api.createKey': () => ({ apiKey: 'nk-Abcdwxyz', view: made }) }),
+    )
     await store.getState().load()
     expect(store.getState().view?.key).toBeNull()
     await store.getState().createKey()
@@ -43,7 +51,11 @@ describe('API access store', () => {
   })
 
   it('asks before revoking or replacing the key in use; Cancel revokes nothing and the key stays', async () => {
-    const bridge = fakeBridge({ 'api.get': () => made, 'api.revokeKey': () => none, 'api.createKey': () => ({ apiKey: 'nk-Newkwxyz', view: made }) })
+    const bridge = fakeBridge({
+      'api.get': () => made,
+      'api.revokeKey': () => none,
+      'api.createKey': () => ({ apiKey: 'nk-Newkwxyz', view: made }),
+    })
     const store = createApiAccessStore(bridge)
     await store.getState().load()
     store.getState().revokeKey()

@@ -67,7 +67,8 @@ export function createApiAccessStore(bridge: NeuronBridge) {
         const what = get().confirming
         set({ confirming: null })
         if (what === 'replace') await makeKey()
-        else if (what === 'revoke') await acting(async () => ({ view: await bridge.call('api.revokeKey', {}), freshKey: null }))
+        else if (what === 'revoke')
+          await acting(async () => ({ view: await bridge.call('api.revokeKey', {}), freshKey: null }))
       },
       cancel() {
         set({ confirming: null })

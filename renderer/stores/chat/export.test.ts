@@ -12,12 +12,25 @@ const cats: Conversation = {
     { id: 'u1', role: 'user', content: 'Tell me about cats', createdAt: 1 },
     { id: 'a1', role: 'assistant', content: 'Cats purr.\n\n```\npurr()\n```', createdAt: 2, status: 'done' },
     { id: 'u2', role: 'user', content: 'More', createdAt: 3 },
-    { id: 'a2', role: 'assistant', content: '', createdAt: 4, status: 'error', error: { code: 'no_route', message: 'no hosts' } },
+    {
+      id: 'a2',
+      role: 'assistant',
+      content: '',
+      createdAt: 4,
+      status: 'error',
+      error: { code: 'no_route', message: 'no hosts' },
+    },
   ],
   createdAt: 1,
   updatedAt: 4,
 }
-const dogs: Conversation = { ...cats, id: 'c2', title: 'Dogs', settings: undefined, messages: [{ id: 'u3', role: 'user', content: 'Woof', createdAt: 5 }] }
+const dogs: Conversation = {
+  ...cats,
+  id: 'c2',
+  title: 'Dogs',
+  settings: undefined,
+  messages: [{ id: 'u3', role: 'user', content: 'Woof', createdAt: 5 }],
+}
 
 describe('exporting and finding conversations', () => {
   it('writes a conversation as Markdown with its system prompt, turns and failures', () => {

@@ -20,10 +20,22 @@ const conversation = (settings?: Conversation['settings']): Conversation => ({
 describe('chat fields', () => {
   it('reads a field’s text as its number, or says what is wrong with it in words', () => {
     expect(parseField('temperature', ' 0.7 ')).toEqual({ ok: true, value: 0.7 })
-    expect(parseField('maxTokens', '')).toEqual({ ok: false, message: 'Max tokens takes a whole number from 1 to 4096; it is empty.' })
-    expect(parseField('maxTokens', '12.5')).toEqual({ ok: false, message: 'Max tokens takes a whole number from 1 to 4096; 12.5 is not whole.' })
-    expect(parseField('temperature', '3')).toEqual({ ok: false, message: 'Temperature takes a number from 0 to 2; 3 is out of range.' })
-    expect(parseField('topP', 'lots')).toEqual({ ok: false, message: 'Top-p takes a number from 0.01 to 1; "lots" is not a number.' })
+    expect(parseField('maxTokens', '')).toEqual({
+      ok: false,
+      message: 'Max tokens takes a whole number from 1 to 4096; it is empty.',
+    })
+    expect(parseField('maxTokens', '12.5')).toEqual({
+      ok: false,
+      message: 'Max tokens takes a whole number from 1 to 4096; 12.5 is not whole.',
+    })
+    expect(parseField('temperature', '3')).toEqual({
+      ok: false,
+      message: 'Temperature takes a number from 0 to 2; 3 is out of range.',
+    })
+    expect(parseField('topP', 'lots')).toEqual({
+      ok: false,
+      message: 'Top-p takes a number from 0.01 to 1; "lots" is not a number.',
+    })
     // An empty seed is a choice: a random one for every answer.
     expect(parseField('seed', '')).toEqual({ ok: true, value: null })
     expect(parseField('seed', '-1').ok).toBe(false)
@@ -52,12 +64,17 @@ describe('chat fields', () => {
   })
 
   it('says how the prompt and the answer fill the context, and refuses with the counts when they do not fit', () => {
-    expect(contextFit({ promptTokens: 100, contextLength: 2048 }, 64)).toEqual({ text: '100 + 64 tokens of 2048', over: false })
+    expect(contextFit({ promptTokens: 100, contextLength: 2048 }, 64)).toEqual({
+      text: '100 + 64 tokens of 2048',
+      over: false,
+    })
     expect(contextFit({ promptTokens: 1984, contextLength: 2048 }, 64).over).toBe(false)
     expect(contextFit({ promptTokens: 1985, contextLength: 2048 }, 64).over).toBe(true)
     expect(contextRefusal({ promptTokens: 3950, contextLength: 2048 }, 64)).toMatchObject({
       code: 'context_exceeded',
-      message: expect.stringMatching(/^This prompt is 3950 tokens and the answer may take 64 more: 4014 is past the model's context of 2048 tokens/),
+      message: expect.stringMatching(
+        /^This prompt is 3950 tokens and the answer may take 64 more: 4014 is past the model's context of 2048 tokens/,
+      ),
     })
   })
 })

@@ -1,4 +1,10 @@
-import { type ChatCount, type ChatMessage, type ChatSettings, DEFAULT_CHAT_SETTINGS, SAMPLING_BOUNDS } from '../../../protocol/app'
+import {
+  type ChatCount,
+  type ChatMessage,
+  type ChatSettings,
+  DEFAULT_CHAT_SETTINGS,
+  SAMPLING_BOUNDS,
+} from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
 import type { Conversation } from './initialState'
 import { requestMessages } from './selectors'
@@ -25,7 +31,8 @@ export function parseField(field: NumberField, text: string): ParsedField {
   const whole = WHOLE.has(field)
   const wanted = `${FIELD_LABELS[field]} takes ${whole ? 'a whole number' : 'a number'} from ${min} to ${max}`
   const trimmed = text.trim()
-  if (trimmed === '') return field === 'seed' ? { ok: true, value: null } : { ok: false, message: `${wanted}; it is empty.` }
+  if (trimmed === '')
+    return field === 'seed' ? { ok: true, value: null } : { ok: false, message: `${wanted}; it is empty.` }
   const value = Number(trimmed)
   if (!Number.isFinite(value)) return { ok: false, message: `${wanted}; "${trimmed}" is not a number.` }
   if (whole && !Number.isInteger(value)) return { ok: false, message: `${wanted}; ${trimmed} is not whole.` }
@@ -42,7 +49,8 @@ export function conversationSettings(conversation: Conversation | null): ChatSet
 export function promptMessages(conversation: Conversation, draft?: string): ChatMessage[] {
   const { systemPrompt } = conversationSettings(conversation)
   const system: ChatMessage[] = systemPrompt.trim() === '' ? [] : [{ role: 'system', content: systemPrompt }]
-  const user: ChatMessage[] = draft === undefined || draft.trim() === '' ? [] : [{ role: 'user', content: draft.trim() }]
+  const user: ChatMessage[] =
+    draft === undefined || draft.trim() === '' ? [] : [{ role: 'user', content: draft.trim() }]
   return [...system, ...requestMessages(conversation.messages), ...user]
 }
 

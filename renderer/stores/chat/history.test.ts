@@ -21,11 +21,15 @@ const old: Conversation = {
 
 /** localStorage as zustand's persist left it in a browser. */
 function browserStorage(conversations: unknown[]) {
-  const items = new Map([[LEGACY_KEY, JSON.stringify({ state: { conversations, activeId: null, maxTokens: 64 }, version: 1 })]])
+  const items = new Map([
+    [LEGACY_KEY, JSON.stringify({ state: { conversations, activeId: null, maxTokens: 64 }, version: 1 })],
+  ])
   return { items, getItem: (k: string) => items.get(k) ?? null, removeItem: (k: string) => void items.delete(k) }
 }
 
-function setup(options: { handlers?: FakeHandlers; kept?: Conversation[]; legacy?: ReturnType<typeof browserStorage> } = {}) {
+function setup(
+  options: { handlers?: FakeHandlers; kept?: Conversation[]; legacy?: ReturnType<typeof browserStorage> } = {},
+) {
   const backend = keptConversations(options.kept)
   const bridge = fakeBridge({
     'models.list': () => ({ models: [tinyModel] }),
@@ -35,7 +39,11 @@ function setup(options: { handlers?: FakeHandlers; kept?: Conversation[]; legacy
     ...options.handlers,
   })
   let n = 0
-  const store = createChatStore(bridge, { newId: () => `id${++n}`, now: () => n, ...(options.legacy ? { legacy: options.legacy } : {}) })
+  const store = createChatStore(bridge, {
+    newId: () => `id${++n}`,
+    now: () => n,
+    ...(options.legacy ? { legacy: options.legacy } : {}),
+  })
   store.getState().subscribe()
   const saves = () => bridge.calls.filter((c) => c.method === 'conversations.save').length
   return { bridge, store, kept: backend.kept, saves }
@@ -48,10 +56,19 @@ describe('conversations kept by the backend', () => {
     const chatId = store.getState().newConversation()
     await store.getState().send('Hello')
     const atSend = saves()
-    for (const [i, text] of [' there', ' my', ' friend'].entries()) bridge.emit('chat.token', { chatId, text, token: i })
+    for (const [i, text] of [' there', ' my', ' friend'].entries())
+      bridge.emit('chat.token', { chatId, text, token: i })
     expect(saves()).toBe(atSend)
     expect(kept.get(chatId)?.messages.at(-1)).toMatchObject({ content: '', status: 'streaming' })
-    bridge.emit('chat.done', { chatId, promptTokens: 3, completionTokens: 3, finishReason: 'stop', tokensPerSecond: 9, route: [], chargedMicro: 0 })
+    bridge.emit('chat.done', {
+      chatId,
+      promptTokens: 3,
+      completionTokens: 3,
+      finishReason: 'stop',
+      tokensPerSecond: 9,
+      route: [],
+      chargedMicro: 0,
+    })
     expect(saves()).toBe(atSend + 1)
     expect(kept.get(chatId)?.messages.at(-1)).toMatchObject({ content: ' there my friend', status: 'done' })
   })
@@ -119,7 +136,12 @@ describe('conversations kept by the backend', () => {
     await store.getState().send('And then?')
     await store.getState().loadConversations()
     expect(store.getState().conversations).toHaveLength(1)
-    expect(store.getState().conversations[0]?.messages.map((m) => m.content)).toEqual(['Once upon a time', ' there was', 'And then?', ''])
+    expect(store.getState().conversations[0]?.messages.map((m) => m.content)).toEqual([
+      'Once upon a time',
+      ' there was',
+      'And then?',
+      '',
+    ])
     expect(kept.get(old.id)?.messages).toHaveLength(4)
   })
 })

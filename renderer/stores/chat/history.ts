@@ -8,12 +8,20 @@ export const LEGACY_KEY = 'neuron.chat'
 export type LegacyStorage = Pick<Storage, 'getItem' | 'removeItem'>
 const LegacyState = z.object({ state: z.object({ conversations: z.array(z.unknown()) }) })
 
-const INTERRUPTED: ShownError = { code: 'interrupted', message: 'This answer was interrupted when the app closed. Regenerate to ask again.' }
+const INTERRUPTED: ShownError = {
+  code: 'interrupted',
+  message: 'This answer was interrupted when the app closed. Regenerate to ask again.',
+}
 
 /** An answer still streaming when the conversation was saved will never finish: it is shown as interrupted. */
 export function interrupted(conversation: Conversation): Conversation {
   if (streamingAnswer(conversation) === null) return conversation
-  return { ...conversation, messages: conversation.messages.map((m) => (m.status === 'streaming' ? { ...m, status: 'error', error: INTERRUPTED } : m)) }
+  return {
+    ...conversation,
+    messages: conversation.messages.map((m) =>
+      m.status === 'streaming' ? { ...m, status: 'error', error: INTERRUPTED } : m,
+    ),
+  }
 }
 
 /** Whether a changed conversation is written now: not while tokens stream into its answer (written as it starts and when it ends). */
@@ -23,7 +31,9 @@ export function worthSaving(before: Conversation | undefined, after: Conversatio
 }
 
 /** The conversations a browser still holds from before, each checked against the contract. */
-export function legacyConversations(storage: LegacyStorage): { conversations: Conversation[]; unreadable: number } | null {
+export function legacyConversations(
+  storage: LegacyStorage,
+): { conversations: Conversation[]; unreadable: number } | null {
   const text = storage.getItem(LEGACY_KEY)
   if (text === null) return null
   let raw: unknown
@@ -35,7 +45,10 @@ export function legacyConversations(storage: LegacyStorage): { conversations: Co
   const state = LegacyState.safeParse(raw)
   if (!state.success) return { conversations: [], unreadable: 1 }
   const parsed = state.data.state.conversations.map((c) => Conversation.safeParse(c))
-  return { conversations: parsed.flatMap((p) => (p.success ? [p.data] : [])), unreadable: parsed.filter((p) => !p.success).length }
+  return {
+    conversations: parsed.flatMap((p) => (p.success ? [p.data] : [])),
+    unreadable: parsed.filter((p) => !p.success).length,
+  }
 }
 
 /**
@@ -59,11 +72,16 @@ export function conversationHistory(bridge: NeuronBridge, legacy: LegacyStorage 
         imported.push(conversation)
       } catch (error) {
         failed++
-        problems.push(`"${conversation.title}" could not be moved from this browser to the app: ${shownError(error).message}`)
+        problems.push(
+          `"${conversation.title}" could not be moved from this browser to the app: ${shownError(error).message}`,
+        )
       }
     }
     if (failed === 0) legacy.removeItem(LEGACY_KEY)
-    else problems.push(`${failed} conversation(s) stay in this browser's storage (${LEGACY_KEY}); the app tries again at the next start.`)
+    else
+      problems.push(
+        `${failed} conversation(s) stay in this browser's storage (${LEGACY_KEY}); the app tries again at the next start.`,
+      )
     return imported
   }
 
@@ -81,10 +99,14 @@ export function conversationHistory(bridge: NeuronBridge, legacy: LegacyStorage 
     sync(previous: readonly Conversation[], next: readonly Conversation[], failed: (error: ShownError) => void): void {
       const before = new Map(previous.map((c) => [c.id, c]))
       for (const conversation of next) {
-        if (known.get(conversation.id) === conversation || !worthSaving(before.get(conversation.id), conversation)) continue
+        if (known.get(conversation.id) === conversation || !worthSaving(before.get(conversation.id), conversation))
+          continue
         known.set(conversation.id, conversation)
         bridge.call('conversations.save', { conversation }).catch((error) => {
-          failed({ code: 'not_saved', message: `"${conversation.title}" could not be saved: ${shownError(error).message}` })
+          failed({
+            code: 'not_saved',
+            message: `"${conversation.title}" could not be saved: ${shownError(error).message}`,
+          })
         })
       }
       const ids = new Set(next.map((c) => c.id))
@@ -92,7 +114,10 @@ export function conversationHistory(bridge: NeuronBridge, legacy: LegacyStorage 
         if (ids.has(id)) continue
         known.delete(id)
         bridge.call('conversations.delete', { id }).catch((error) => {
-          failed({ code: 'not_deleted', message: `A deleted conversation is still kept by the app: ${shownError(error).message}` })
+          failed({
+            code: 'not_deleted',
+            message: `A deleted conversation is still kept by the app: ${shownError(error).message}`,
+          })
         })
       }
     },

@@ -3,7 +3,13 @@ import type { ChatEntry, Conversation } from './initialState'
 import { answerStats, canRegenerate, conversationList, hopViews, requestMessages, titleFrom } from './selectors'
 
 const user = (content: string): ChatEntry => ({ id: content, role: 'user', content, createdAt: 0 })
-const answer = (content: string, status: ChatEntry['status']): ChatEntry => ({ id: content, role: 'assistant', content, createdAt: 0, status })
+const answer = (content: string, status: ChatEntry['status']): ChatEntry => ({
+  id: content,
+  role: 'assistant',
+  content,
+  createdAt: 0,
+  status,
+})
 const conversation = (messages: ChatEntry[], updatedAt = 0): Conversation => ({
   id: `c${updatedAt}`,
   title: 't',
@@ -41,9 +47,19 @@ describe('chat selectors', () => {
   })
 
   it('summarises an answer and titles a conversation by its first words', () => {
-    const summary = { chatId: 'c', promptTokens: 3, completionTokens: 20, finishReason: 'aborted' as const, tokensPerSecond: 8.25, route: [], chargedMicro: 0 }
+    const summary = {
+      chatId: 'c',
+      promptTokens: 3,
+      completionTokens: 20,
+      finishReason: 'aborted' as const,
+      tokensPerSecond: 8.25,
+      route: [],
+      chargedMicro: 0,
+    }
     expect(answerStats(summary)).toBe('20 tokens · 8.3 tok/s · stopped')
-    expect(titleFrom('  Tell me\na story about a dragon who learned to fly over the sea ')).toBe('Tell me a story about a dragon who lear…')
+    expect(titleFrom('  Tell me\na story about a dragon who learned to fly over the sea ')).toBe(
+      'Tell me a story about a dragon who lear…',
+    )
     expect(conversationList([conversation([], 1), conversation([], 3)]).map((c) => c.id)).toEqual(['c3', 'c1'])
   })
 })

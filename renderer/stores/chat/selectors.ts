@@ -28,7 +28,9 @@ export function canRegenerate(conversation: Conversation | null): boolean {
 
 /** The turns chat.send carries: failed or empty answers are left out, so the model never sees them. */
 export function requestMessages(messages: ChatEntry[]): ChatMessage[] {
-  return messages.filter((m) => m.role === 'user' || (m.status !== 'error' && m.content !== '')).map((m) => ({ role: m.role, content: m.content }))
+  return messages
+    .filter((m) => m.role === 'user' || (m.status !== 'error' && m.content !== ''))
+    .map((m) => ({ role: m.role, content: m.content }))
 }
 
 export function titleFrom(text: string): string {

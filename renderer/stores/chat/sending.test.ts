@@ -26,7 +26,8 @@ async function setup(handlers: FakeHandlers = {}) {
   store.getState().subscribe()
   await store.getState().loadModels()
   const chatId = store.getState().newConversation()
-  const sends = () => bridge.calls.filter((c) => c.method === 'chat.send').map((c) => c.input as Record<string, unknown>)
+  const sends = () =>
+    bridge.calls.filter((c) => c.method === 'chat.send').map((c) => c.input as Record<string, unknown>)
   const thread = () => store.getState().conversations.find((c) => c.id === chatId)?.messages ?? []
   return { bridge, store, chatId, sends, thread, kept: backend.kept }
 }
@@ -63,10 +64,26 @@ describe('chat store: sampling, context and edits', () => {
   it('regenerates with no seed (the backend draws a fresh one) unless the conversation fixed one', async () => {
     const { bridge, store, chatId, sends } = await setup()
     await store.getState().send('A cat')
-    bridge.emit('chat.done', { chatId, promptTokens: 3, completionTokens: 1, finishReason: 'stop', tokensPerSecond: 1, route: [], chargedMicro: 0 })
+    bridge.emit('chat.done', {
+      chatId,
+      promptTokens: 3,
+      completionTokens: 1,
+      finishReason: 'stop',
+      tokensPerSecond: 1,
+      route: [],
+      chargedMicro: 0,
+    })
     await store.getState().regenerate()
     expect(sends().map((s) => 'seed' in s)).toEqual([false, false])
-    bridge.emit('chat.done', { chatId, promptTokens: 3, completionTokens: 1, finishReason: 'stop', tokensPerSecond: 1, route: [], chargedMicro: 0 })
+    bridge.emit('chat.done', {
+      chatId,
+      promptTokens: 3,
+      completionTokens: 1,
+      finishReason: 'stop',
+      tokensPerSecond: 1,
+      route: [],
+      chargedMicro: 0,
+    })
     store.getState().setSettings({ seed: 3 })
     await store.getState().regenerate()
     expect(sends().at(-1)?.seed).toBe(3)
@@ -78,7 +95,10 @@ describe('chat store: sampling, context and edits', () => {
     expect(await store.getState().send(long)).toBe(false)
     expect(sends()).toEqual([])
     expect(thread()).toEqual([])
-    expect(store.getState().composerError).toMatchObject({ code: 'context_exceeded', message: expect.stringContaining('This prompt is 2000 tokens') })
+    expect(store.getState().composerError).toMatchObject({
+      code: 'context_exceeded',
+      message: expect.stringContaining('This prompt is 2000 tokens'),
+    })
     expect(store.getState().composerError?.message).toContain("2064 is past the model's context of 2048 tokens")
     // Lowering max tokens makes it fit.
     store.getState().setMaxTokens(48)
@@ -89,7 +109,10 @@ describe('chat store: sampling, context and edits', () => {
   it('refuses before sending turns the backend will not count (too many characters), in its words', async () => {
     const { store, sends, thread } = await setup({
       'chat.count': () => {
-        throw new NeuronError('bad_request', "chat.count: messages: a chat's turns take up to 256000 characters all together; start a new chat or shorten it")
+        throw new NeuronError(
+          'bad_request',
+          "chat.count: messages: a chat's turns take up to 256000 characters all together; start a new chat or shorten it",
+        )
       },
     })
     expect(await store.getState().send('A very long paste')).toBe(false)
@@ -136,7 +159,15 @@ describe('chat store: sampling, context and edits', () => {
     const { bridge, store, chatId, sends, thread } = await setup()
     await store.getState().send('A cat')
     bridge.emit('chat.token', { chatId, text: 'Meow', token: 0 })
-    bridge.emit('chat.done', { chatId, promptTokens: 3, completionTokens: 1, finishReason: 'stop', tokensPerSecond: 1, route: [], chargedMicro: 0 })
+    bridge.emit('chat.done', {
+      chatId,
+      promptTokens: 3,
+      completionTokens: 1,
+      finishReason: 'stop',
+      tokensPerSecond: 1,
+      route: [],
+      chargedMicro: 0,
+    })
     const userId = thread()[0]?.id ?? ''
     expect(await store.getState().resend(userId, 'A dog')).toBe(true)
     expect(thread().map((m) => [m.role, m.content, m.status])).toEqual([

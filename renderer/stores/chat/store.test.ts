@@ -32,7 +32,8 @@ function setup(handlers: FakeHandlers = {}) {
   return { bridge, store, kept: backend.kept }
 }
 
-const thread = (store: ReturnType<typeof setup>['store']) => store.getState().conversations.find((c) => c.id === store.getState().activeId)?.messages ?? []
+const thread = (store: ReturnType<typeof setup>['store']) =>
+  store.getState().conversations.find((c) => c.id === store.getState().activeId)?.messages ?? []
 
 describe('chat store', () => {
   it('sends the conversation with the picked model and shows the user turn and a streaming answer', async () => {
@@ -75,7 +76,12 @@ describe('chat store', () => {
         .getState()
         .conversations.find((c) => c.id === id)
         ?.messages.at(-1)
-    expect(answerOf(first)).toMatchObject({ content: ' there friend', status: 'done', route: done(first).route, summary: { tokensPerSecond: 12.5 } })
+    expect(answerOf(first)).toMatchObject({
+      content: ' there friend',
+      status: 'done',
+      route: done(first).route,
+      summary: { tokensPerSecond: 12.5 },
+    })
     expect(answerOf(second)).toMatchObject({ content: '', status: 'streaming' })
   })
 
@@ -84,8 +90,14 @@ describe('chat store', () => {
     await store.getState().loadModels()
     const chatId = store.getState().newConversation()
     await store.getState().send('Hi')
-    bridge.emit('chat.error', { chatId, error: { code: 'internal', message: 'host 0123456789 dropped the session at block 4' } })
-    expect(thread(store).at(-1)).toMatchObject({ status: 'error', error: { message: 'host 0123456789 dropped the session at block 4' } })
+    bridge.emit('chat.error', {
+      chatId,
+      error: { code: 'internal', message: 'host 0123456789 dropped the session at block 4' },
+    })
+    expect(thread(store).at(-1)).toMatchObject({
+      status: 'error',
+      error: { message: 'host 0123456789 dropped the session at block 4' },
+    })
   })
 
   it('explains no_route and insufficient_credits in words when chat.send is refused', async () => {
@@ -166,7 +178,9 @@ describe('chat store', () => {
         ?.messages.at(-1)
     expect(answerOf(first)).toMatchObject({ status: 'error', error: { code: 'interrupted' } })
     expect(answerOf(second)?.status).toBe('streaming')
-    expect(bridge.calls.filter((c) => c.method === 'chat.stop')).toEqual([{ method: 'chat.stop', input: { chatId: first } }])
+    expect(bridge.calls.filter((c) => c.method === 'chat.stop')).toEqual([
+      { method: 'chat.stop', input: { chatId: first } },
+    ])
     bridge.emit('chat.token', { chatId: first, text: 'late', token: 0 })
     expect(answerOf(first)?.content).toBe('')
   })

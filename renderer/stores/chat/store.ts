@@ -73,18 +73,33 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
     const updateAnswer = (chatId: string, change: (m: ChatEntry) => ChatEntry) =>
       update(chatId, (c) => {
         const answer = streamingAnswer(c)
-        return answer === null ? c : { ...c, messages: c.messages.map((m) => (m === answer ? change(m) : m)), updatedAt: now() }
+        return answer === null
+          ? c
+          : { ...c, messages: c.messages.map((m) => (m === answer ? change(m) : m)), updatedAt: now() }
       })
     const fail = (chatId: string, error: ShownError) => updateAnswer(chatId, (m) => ({ ...m, status: 'error', error }))
 
     /** Asks for an answer to the conversation as it is (ending with the user's turn). */
     const answer = async (conversation: Conversation, modelId: string) => {
       const messages = promptMessages(conversation)
-      const pending: ChatEntry = { id: newId(), role: 'assistant', content: '', createdAt: now(), status: 'streaming', modelId }
+      const pending: ChatEntry = {
+        id: newId(),
+        role: 'assistant',
+        content: '',
+        createdAt: now(),
+        status: 'streaming',
+        modelId,
+      }
       update(conversation.id, (c) => ({ ...c, messages: [...c.messages, pending], updatedAt: now() }))
       const sampling = samplingRequest(conversationSettings(conversation))
       try {
-        await bridge.call('chat.send', { chatId: conversation.id, modelId, messages, maxTokens: get().maxTokens, ...sampling })
+        await bridge.call('chat.send', {
+          chatId: conversation.id,
+          modelId,
+          messages,
+          maxTokens: get().maxTokens,
+          ...sampling,
+        })
       } catch (error) {
         fail(conversation.id, shownError(error))
       }
@@ -107,7 +122,11 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
     /** Conversations whose prompt is being counted before sending: a second send waits its turn. */
     const asking = new Set<string>()
     /** Appends `content` as the user's turn after `kept` (the turns before it), once it fits, and asks for the answer. */
-    const ask = async (target: { conversation: Conversation; modelId: string }, kept: ChatEntry[], content: string): Promise<boolean> => {
+    const ask = async (
+      target: { conversation: Conversation; modelId: string },
+      kept: ChatEntry[],
+      content: string,
+    ): Promise<boolean> => {
       const { id } = target.conversation
       if (asking.has(id)) return false
       asking.add(id)
@@ -137,7 +156,9 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         return null
       }
       if (streamingAnswer(conversation) !== null) {
-        set({ composerError: { code: 'busy', message: 'An answer is still streaming; stop it or wait for it to finish.' } })
+        set({
+          composerError: { code: 'busy', message: 'An answer is still streaming; stop it or wait for it to finish.' },
+        })
         return null
       }
       const invalid = Object.values(get().invalidFields).find((m) => m !== undefined)
@@ -159,7 +180,8 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
           history.adopt(added)
           set((s) => {
             const all = [...s.conversations, ...added]
-            const historyError = problems.length === 0 ? null : { code: 'unreadable_history', message: problems.join(' ') }
+            const historyError =
+              problems.length === 0 ? null : { code: 'unreadable_history', message: problems.join(' ') }
             return { conversations: all, activeId: s.activeId ?? conversationList(all)[0]?.id ?? null, historyError }
           })
         } catch (error) {
@@ -172,7 +194,8 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
           set({ models, modelsError: null })
           const conversation = activeConversation(get())
           const first = models[0]
-          if (conversation !== null && conversation.modelId === null && first !== undefined) get().setModel(first.modelId)
+          if (conversation !== null && conversation.modelId === null && first !== undefined)
+            get().setModel(first.modelId)
         } catch (error) {
           set({ modelsError: shownError(error) })
         }
@@ -180,8 +203,20 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       newConversation() {
         const id = newId()
         const modelId = activeConversation(get())?.modelId ?? get().models[0]?.modelId ?? null
-        const conversation: Conversation = { id, title: 'New chat', modelId, messages: [], createdAt: now(), updatedAt: now() }
-        set((s) => ({ conversations: [conversation, ...s.conversations], activeId: id, composerError: null, invalidFields: maxTokensOnly(s.invalidFields) }))
+        const conversation: Conversation = {
+          id,
+          title: 'New chat',
+          modelId,
+          messages: [],
+          createdAt: now(),
+          updatedAt: now(),
+        }
+        set((s) => ({
+          conversations: [conversation, ...s.conversations],
+          activeId: id,
+          composerError: null,
+          invalidFields: maxTokensOnly(s.invalidFields),
+        }))
         return id
       },
       select(id) {
@@ -190,7 +225,8 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       },
       remove(id) {
         const conversation = get().conversations.find((c) => c.id === id)
-        if (conversation !== undefined && streamingAnswer(conversation) !== null) bridge.call('chat.stop', { chatId: id }).catch(() => {})
+        if (conversation !== undefined && streamingAnswer(conversation) !== null)
+          bridge.call('chat.stop', { chatId: id }).catch(() => {})
         set((s) => {
           const conversations = s.conversations.filter((c) => c.id !== id)
           return { conversations, activeId: s.activeId === id ? (conversations[0]?.id ?? null) : s.activeId }
@@ -282,9 +318,13 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       },
       subscribe() {
         const offs = [
-          bridge.on('chat.token', ({ chatId, text }) => updateAnswer(chatId, (m) => ({ ...m, content: m.content + text }))),
+          bridge.on('chat.token', ({ chatId, text }) =>
+            updateAnswer(chatId, (m) => ({ ...m, content: m.content + text })),
+          ),
           bridge.on('chat.route', ({ chatId, hops }) => updateAnswer(chatId, (m) => ({ ...m, route: hops }))),
-          bridge.on('chat.done', (summary) => updateAnswer(summary.chatId, (m) => ({ ...m, status: 'done', summary, route: summary.route }))),
+          bridge.on('chat.done', (summary) =>
+            updateAnswer(summary.chatId, (m) => ({ ...m, status: 'done', summary, route: summary.route })),
+          ),
           bridge.on('chat.error', ({ chatId, error }) => fail(chatId, shownError(error))),
         ]
         return () => {

@@ -11,7 +11,10 @@ describe('computer selectors', () => {
 
   it('says so when there is no GPU, and lists VRAM when there is', () => {
     expect(gpuLines(desktopView)).toEqual(['No GPU detected'])
-    const withGpu = { ...desktopView, profile: { ...desktopView.profile, gpus: [{ vendor: 'NVIDIA', model: 'RTX 3060', vramBytes: 12e9 }] } }
+    const withGpu = {
+      ...desktopView,
+      profile: { ...desktopView.profile, gpus: [{ vendor: 'NVIDIA', model: 'RTX 3060', vramBytes: 12e9 }] },
+    }
     expect(gpuLines(withGpu)).toEqual(['NVIDIA RTX 3060 · 12.0 GB VRAM'])
   })
 })

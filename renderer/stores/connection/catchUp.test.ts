@@ -49,7 +49,11 @@ describe('catching up after the connection drops', () => {
     expect(lastAnswer(stores, chatId)).toMatchObject({
       content: 'there',
       status: 'error',
-      error: { message: expect.stringContaining('connection to the Neuron host dropped while this answer was streaming; regenerate') },
+      error: {
+        message: expect.stringContaining(
+          'connection to the Neuron host dropped while this answer was streaming; regenerate',
+        ),
+      },
     })
     expect(bridge.calls).toContainEqual({ method: 'chat.stop', input: { chatId } })
     await stores.chat.getState().regenerate()
@@ -79,7 +83,13 @@ describe('catching up after the connection drops', () => {
     bridge.setConnection('reconnecting')
     bridge.setConnection('open')
     await new Promise((resolve) => setTimeout(resolve, 0))
-    expect(bridge.calls.map((c) => c.method)).toEqual(['swarm.status', 'earnings.get', 'hosting.status', 'earnings.get', 'swarm.status'])
+    expect(bridge.calls.map((c) => c.method)).toEqual([
+      'swarm.status',
+      'earnings.get',
+      'hosting.status',
+      'earnings.get',
+      'swarm.status',
+    ])
     expect(stores.hosting.getState().status?.phase).toBe('serving')
   })
 })

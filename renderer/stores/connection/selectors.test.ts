@@ -4,7 +4,14 @@ import { connectionText, statusParts } from './selectors'
 
 const up: TrackerLinkStatus = { trackerUrl: 'http://127.0.0.1:7070', state: 'connected', problem: null, since: 0 }
 const gone: TrackerLinkStatus = { ...up, state: 'unreachable', problem: 'no answer to a ping within 3 s' }
-const serving: HostingStatus = { phase: 'serving', modelId: 'stories260k', blocks: [2, 5], artifacts: [], serving: null, error: null }
+const serving: HostingStatus = {
+  phase: 'serving',
+  modelId: 'stories260k',
+  blocks: [2, 5],
+  artifacts: [],
+  serving: null,
+  error: null,
+}
 const idle: HostingStatus = { ...serving, phase: 'idle', modelId: null, blocks: null }
 const states = (...args: Parameters<typeof statusParts>) => statusParts(...args).map((p) => [p.id, p.state, p.text])
 

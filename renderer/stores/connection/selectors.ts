@@ -19,33 +19,57 @@ export interface StatusPart {
 }
 
 /** The three parts the sidebar's badge shows: the app's backend, its tracker, and this computer's hosting. */
-export function statusParts(app: ConnectionState, tracker: TrackerLinkStatus | null, hosting: HostingStatus | null): StatusPart[] {
+export function statusParts(
+  app: ConnectionState,
+  tracker: TrackerLinkStatus | null,
+  hosting: HostingStatus | null,
+): StatusPart[] {
   return [appPart(app), trackerPart(app, tracker), hostingPart(app, tracker, hosting)]
 }
 
 function appPart(app: ConnectionState): StatusPart {
   if (app === 'open') return { id: 'app', state: 'ok', text: 'App connected', detail: null }
   if (app === 'reconnecting')
-    return { id: 'app', state: 'down', text: 'App unreachable, reconnecting…', detail: 'the Neuron backend does not answer; is it running?' }
+    return {
+      id: 'app',
+      state: 'down',
+      text: 'App unreachable, reconnecting…',
+      detail: 'the Neuron backend does not answer; is it running?',
+    }
   return { id: 'app', state: 'waiting', text: 'App connecting…', detail: null }
 }
 
 function trackerPart(app: ConnectionState, tracker: TrackerLinkStatus | null): StatusPart {
-  if (app !== 'open' || tracker === null) return { id: 'tracker', state: 'waiting', text: 'Tracker: unknown', detail: null }
-  if (tracker.state === 'connected') return { id: 'tracker', state: 'ok', text: 'Tracker connected', detail: tracker.trackerUrl }
-  return { id: 'tracker', state: 'down', text: 'Tracker unreachable', detail: `${tracker.trackerUrl}: ${tracker.problem ?? 'no answer'}` }
+  if (app !== 'open' || tracker === null)
+    return { id: 'tracker', state: 'waiting', text: 'Tracker: unknown', detail: null }
+  if (tracker.state === 'connected')
+    return { id: 'tracker', state: 'ok', text: 'Tracker connected', detail: tracker.trackerUrl }
+  return {
+    id: 'tracker',
+    state: 'down',
+    text: 'Tracker unreachable',
+    detail: `${tracker.trackerUrl}: ${tracker.problem ?? 'no answer'}`,
+  }
 }
 
-function hostingPart(app: ConnectionState, tracker: TrackerLinkStatus | null, hosting: HostingStatus | null): StatusPart {
+function hostingPart(
+  app: ConnectionState,
+  tracker: TrackerLinkStatus | null,
+  hosting: HostingStatus | null,
+): StatusPart {
   const id = 'hosting'
   if (app !== 'open' || hosting === null) return { id, state: 'waiting', text: 'Hosting: unknown', detail: null }
-  const range = hosting.modelId !== null && hosting.blocks !== null ? `${hosting.modelId} [${hosting.blocks[0]}, ${hosting.blocks[1]})` : null
+  const range =
+    hosting.modelId !== null && hosting.blocks !== null
+      ? `${hosting.modelId} [${hosting.blocks[0]}, ${hosting.blocks[1]})`
+      : null
   switch (hosting.phase) {
     case 'idle':
       return { id, state: 'off', text: 'Not hosting', detail: null }
     case 'serving':
       // Serving a range the tracker cannot route to helps nobody: say so.
-      if (tracker?.state === 'unreachable') return { id, state: 'down', text: 'Hosting, but the tracker is unreachable', detail: range }
+      if (tracker?.state === 'unreachable')
+        return { id, state: 'down', text: 'Hosting, but the tracker is unreachable', detail: range }
       return { id, state: 'ok', text: 'Hosting', detail: range }
     case 'paused':
       return { id, state: 'off', text: 'Hosting paused', detail: range }

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { someEarnings } from '../../../test/renderer/earnings-fixtures'
 import { formatHour } from '../../format'
-import { accountCard, balanceText, byDay, byModel, creditsChartDescription, creditsOverTime, settlementText } from './selectors'
+import {
+  accountCard,
+  balanceText,
+  byDay,
+  byModel,
+  creditsChartDescription,
+  creditsOverTime,
+  settlementText,
+} from './selectors'
 
 describe('earnings selectors', () => {
   it('shows a small balance to 6 significant decimals', () => {
@@ -46,6 +54,10 @@ describe('earnings selectors', () => {
       hint: 'this tracker has no account for this app yet (a grant comes with the first answer)',
       micro: null,
     })
-    expect(accountCard({ accountId: null, balanceMicro: 4250 })).toEqual({ value: '0.00425 credits', hint: 'what chat spends', micro: 4250 })
+    expect(accountCard({ accountId: null, balanceMicro: 4250 })).toEqual({
+      value: '0.00425 credits',
+      hint: 'what chat spends',
+      micro: 4250,
+    })
   })
 })

@@ -13,7 +13,11 @@ export function balanceText(balanceMicro: number): string {
  */
 export function accountCard(account: Earnings['account']): { value: string; hint: string; micro: number | null } {
   if (account === null)
-    return { value: 'not told yet', hint: 'this tracker has no account for this app yet (a grant comes with the first answer)', micro: null }
+    return {
+      value: 'not told yet',
+      hint: 'this tracker has no account for this app yet (a grant comes with the first answer)',
+      micro: null,
+    }
   return { value: balanceText(account.balanceMicro), hint: 'what chat spends', micro: account.balanceMicro }
 }
 

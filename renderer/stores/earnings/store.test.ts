@@ -12,7 +12,13 @@ describe('earnings store', () => {
     const store = createEarningsStore(bridge)
     await store.getState().load()
     store.getState().subscribe(500)
-    const receipt = { hostId: someEarnings.hostId, ok: true, modelId: 'stories260k', earnedMicro: 10, balanceMicro: 4_260 }
+    const receipt = {
+      hostId: someEarnings.hostId,
+      ok: true,
+      modelId: 'stories260k',
+      earnedMicro: 10,
+      balanceMicro: 4_260,
+    }
     bridge.emit('earnings.receipt', receipt)
     bridge.emit('earnings.receipt', { ...receipt, balanceMicro: 4_270 })
     expect(store.getState().earnings?.balanceMicro).toBe(4_270)
@@ -25,7 +31,13 @@ describe('earnings store', () => {
     const store = createEarningsStore(bridge)
     await store.getState().load()
     store.getState().subscribe(500)
-    bridge.emit('earnings.receipt', { hostId: someEarnings.hostId, ok: true, modelId: 'stories260k', earnedMicro: 999_999, balanceMicro: 4_260 })
+    bridge.emit('earnings.receipt', {
+      hostId: someEarnings.hostId,
+      ok: true,
+      modelId: 'stories260k',
+      earnedMicro: 999_999,
+      balanceMicro: 4_260,
+    })
     expect(store.getState().earnings).toEqual({ ...someEarnings, balanceMicro: 4_260 })
   })
 

@@ -26,7 +26,13 @@ export function createEarningsStore(bridge: NeuronBridge) {
       const off = bridge.on('earnings.receipt', (receipt) => {
         const { earnings } = get()
         if (earnings !== null && receipt.ok && receipt.hostId === earnings.hostId)
-          set({ earnings: { ...earnings, balanceMicro: receipt.balanceMicro, pendingMicro: receipt.pendingMicro ?? earnings.pendingMicro } })
+          set({
+            earnings: {
+              ...earnings,
+              balanceMicro: receipt.balanceMicro,
+              pendingMicro: receipt.pendingMicro ?? earnings.pendingMicro,
+            },
+          })
         if (timer !== null) clearTimeout(timer)
         timer = setTimeout(() => {
           timer = null

@@ -34,18 +34,33 @@ describe('hosting selectors', () => {
     const option = chosenOption(tinyPreview, [3, 6])
     if (option === null) throw new Error('expected the proposal')
     const total = option.bytesToDownload
-    expect(downloadFigure(tinyPreview, option)).toEqual({ label: 'To download', value: formatBytes(total), hint: undefined })
+    expect(downloadFigure(tinyPreview, option)).toEqual({
+      label: 'To download',
+      value: formatBytes(total),
+      hint: undefined,
+    })
     const all = { ...tinyPreview, bytesOnDisk: [{ blocks: [3, 6] as [number, number], bytes: total }] }
-    expect(downloadFigure(all, option)).toEqual({ label: 'On disk', value: formatBytes(total), hint: 'every file is already here: nothing to download' })
+    expect(downloadFigure(all, option)).toEqual({
+      label: 'On disk',
+      value: formatBytes(total),
+      hint: 'every file is already here: nothing to download',
+    })
     const part = { ...tinyPreview, bytesOnDisk: [{ blocks: [3, 6] as [number, number], bytes: 1000 }] }
-    expect(downloadFigure(part, option)).toEqual({ label: 'To download', value: formatBytes(total - 1000), hint: '1 kB already on disk' })
+    expect(downloadFigure(part, option)).toEqual({
+      label: 'To download',
+      value: formatBytes(total - 1000),
+      hint: '1 kB already on disk',
+    })
   })
 
   it('takes each option’s credits per hour from the tracker’s price when it gives one', () => {
     const { placement } = tinyPreview
     const priced = {
       ...tinyPreview,
-      placement: { ...placement, alternatives: placement.alternatives.map((a) => ({ ...a, hostMicroPerHour: 1_250_000 })) },
+      placement: {
+        ...placement,
+        alternatives: placement.alternatives.map((a) => ({ ...a, hostMicroPerHour: 1_250_000 })),
+      },
     }
     expect(creditsPerHour(priced, chosenOption(priced, [2, 4]))).toEqual({ credits: 1.25, estimated: false })
   })
@@ -53,7 +68,10 @@ describe('hosting selectors', () => {
   it('shows the cache one token costs each block of the chosen range, from the tracker’s per-block figures', () => {
     const option = chosenOption(tinyPreview, [3, 6])
     if (option === null) throw new Error('fixture has a proposal')
-    expect(cacheFigures(option)).toEqual({ perTokenPerBlock: '1 kB per token', reserved: '300 kB reserved for 3 blocks' })
+    expect(cacheFigures(option)).toEqual({
+      perTokenPerBlock: '1 kB per token',
+      reserved: '300 kB reserved for 3 blocks',
+    })
     expect(cacheFigures({ ...option, blocks: [0, 7] })?.perTokenPerBlock).toBe('≈ 429 B per token')
     expect(cacheFigures({ ...option, cacheBytes: undefined })).toBeNull()
   })
@@ -68,18 +86,36 @@ describe('hosting selectors', () => {
     expect(figures).toEqual({
       hostsPerRoute: '16',
       seam: '33 kB per token',
-      longContext: { label: 'Cache at 128K', perToken: '100 B per token', session: '13.1 MB for one 128K-token session' },
+      longContext: {
+        label: 'Cache at 128K',
+        perToken: '100 B per token',
+        session: '13.1 MB for one 128K-token session',
+      },
     })
     // a 2 048-token model: the figure at its own context, not at a 128K it cannot reach
     const short = routeFigures(withRoute, { ...option, longContextCacheBytes: 204_800, longContextTokens: 2048 })
-    expect(short.longContext).toEqual({ label: 'Cache at 2K', perToken: '100 B per token', session: '205 kB for one 2K-token session' })
-    expect(routeFigures({ ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: null } }, option).hostsPerRoute).toBe('none: no block fits')
+    expect(short.longContext).toEqual({
+      label: 'Cache at 2K',
+      perToken: '100 B per token',
+      session: '205 kB for one 2K-token session',
+    })
+    expect(
+      routeFigures({ ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: null } }, option)
+        .hostsPerRoute,
+    ).toBe('none: no block fits')
   })
 
   it('describes a download row with its progress, speed and time left', () => {
     const artifact = downloading.artifacts[0]
     if (artifact === undefined) throw new Error('fixture has an artifact')
-    expect(artifactRow(artifact)).toEqual({ file: 'blk-03-06.gguf', fraction: 0.5, bytes: '300 kB / 600 kB', speed: '100 kB/s', peers: 2, eta: '3s' })
+    expect(artifactRow(artifact)).toEqual({
+      file: 'blk-03-06.gguf',
+      fraction: 0.5,
+      bytes: '300 kB / 600 kB',
+      speed: '100 kB/s',
+      peers: 2,
+      eta: '3s',
+    })
     expect(artifactRow({ ...artifact, etaSeconds: null }).eta).toBe('estimating…')
   })
 

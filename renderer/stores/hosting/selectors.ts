@@ -40,7 +40,10 @@ export function chosenOption(preview: HostingPreview, chosen: BlockRange | null)
  * option (`hostMicroPerHour`); from a tracker that does not, an alternative is estimated from the
  * proposal's figure by the block-tokens per second it would serve (credits are paid per block-token).
  */
-export function creditsPerHour(preview: HostingPreview, option: PlacementOption | null): { credits: number; estimated: boolean } | null {
+export function creditsPerHour(
+  preview: HostingPreview,
+  option: PlacementOption | null,
+): { credits: number; estimated: boolean } | null {
   if (option === null) return null
   if (option.hostMicroPerHour !== undefined) return { credits: option.hostMicroPerHour / 1e6, estimated: false }
   const { proposal } = preview.placement
@@ -69,10 +72,18 @@ export function cacheFigures(option: PlacementOption): { perTokenPerBlock: strin
  * What the chosen range still has to fetch, counting the files already on this computer: "On disk" when all are,
  * the rest "To download" with what is here in the hint. An older backend that does not say: the tracker's figure.
  */
-export function downloadFigure(preview: HostingPreview, option: PlacementOption): { label: string; value: string; hint: string | undefined } {
+export function downloadFigure(
+  preview: HostingPreview,
+  option: PlacementOption,
+): { label: string; value: string; hint: string | undefined } {
   const here = preview.bytesOnDisk?.find((d) => sameRange(d.blocks, option.blocks))?.bytes ?? 0
-  if (here > 0 && here >= option.bytesToDownload) return { label: 'On disk', value: formatBytes(here), hint: 'every file is already here: nothing to download' }
-  return { label: 'To download', value: formatBytes(option.bytesToDownload - here), hint: here > 0 ? `${formatBytes(here)} already on disk` : undefined }
+  if (here > 0 && here >= option.bytesToDownload)
+    return { label: 'On disk', value: formatBytes(here), hint: 'every file is already here: nothing to download' }
+  return {
+    label: 'To download',
+    value: formatBytes(option.bytesToDownload - here),
+    hint: here > 0 ? `${formatBytes(here)} already on disk` : undefined,
+  }
 }
 
 /** Tokens of the one session the long-context figure is quoted for when the tracker does not say (protocol/blocks.ts LONG_CONTEXT). */
@@ -90,7 +101,11 @@ export function contextLabel(tokens: number): string {
 export function routeFigures(
   preview: HostingPreview,
   option: PlacementOption,
-): { hostsPerRoute: string | null; seam: string | null; longContext: { label: string; perToken: string; session: string } | null } {
+): {
+  hostsPerRoute: string | null
+  seam: string | null
+  longContext: { label: string; perToken: string; session: string } | null
+} {
   const hosts = preview.placement.hostsPerRoute
   const long = option.longContextCacheBytes
   const tokens = option.longContextTokens ?? LONG_CONTEXT_TOKENS

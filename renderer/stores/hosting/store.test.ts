@@ -28,7 +28,10 @@ describe('hosting store', () => {
       }),
     )
     expect(await browser.getState().pickModelFile()).toBeNull()
-    expect(browser.getState().addError).toMatchObject({ code: 'not_available', message: 'type the path of the .gguf file instead' })
+    expect(browser.getState().addError).toMatchObject({
+      code: 'not_available',
+      message: 'type the path of the .gguf file instead',
+    })
     // Editing the path makes the old error go.
     browser.getState().clearAddError()
     expect(browser.getState().addError).toBeNull()
@@ -101,7 +104,10 @@ describe('hosting store', () => {
     const store = createHostingStore(bridge)
     await store.getState().loadModels()
     await store.getState().addModel('/home/ada/notes.txt')
-    expect(store.getState().addError).toEqual({ code: 'not_gguf', message: '/home/ada/notes.txt is not a GGUF file (no GGUF magic)' })
+    expect(store.getState().addError).toEqual({
+      code: 'not_gguf',
+      message: '/home/ada/notes.txt is not a GGUF file (no GGUF magic)',
+    })
     expect(store.getState().models).toEqual([tinyModel])
     expect(store.getState().selectedModelId).toBeNull()
   })

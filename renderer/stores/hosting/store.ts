@@ -77,7 +77,8 @@ export function createHostingStore(bridge: NeuronBridge) {
       },
       async addModel(path) {
         const trimmed = path.trim()
-        if (trimmed === '') return set({ addError: { code: 'bad_request', message: 'Give the path of a .gguf file on this computer.' } })
+        if (trimmed === '')
+          return set({ addError: { code: 'bad_request', message: 'Give the path of a .gguf file on this computer.' } })
         set({ adding: true, addError: null })
         try {
           const { modelId } = await bridge.call('models.add', { path: trimmed })
@@ -108,7 +109,9 @@ export function createHostingStore(bridge: NeuronBridge) {
       async start() {
         const { selectedModelId, chosenBlocks } = get()
         if (selectedModelId === null || chosenBlocks === null) return
-        await act(() => bridge.call('hosting.start', { modelId: selectedModelId, blocks: [chosenBlocks[0], chosenBlocks[1]] }))
+        await act(() =>
+          bridge.call('hosting.start', { modelId: selectedModelId, blocks: [chosenBlocks[0], chosenBlocks[1]] }),
+        )
       },
       pause: () => act(() => bridge.call('hosting.pause', {})),
       resume: () => act(() => bridge.call('hosting.resume', {})),

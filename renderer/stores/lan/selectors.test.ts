@@ -26,21 +26,37 @@ const peer = (key: string, name: string, paired = false) => ({
   pairingPort: 7071,
   paired,
 })
-const view = (change: Partial<LanView>): LanView => ({ open: true, advertising: true, problem: null, peers: [], pairings: [], paired: [], ...change })
+const view = (change: Partial<LanView>): LanView => ({
+  open: true,
+  advertising: true,
+  problem: null,
+  peers: [],
+  pairings: [],
+  paired: [],
+  ...change,
+})
 
 describe('lan selectors', () => {
   it('offers to pair with an app only when it is neither paired nor pairing', () => {
-    const rows = peerRows(view({ peers: [peer(KEY_A, 'kitchen'), peer(KEY_B, 'study', true)], pairings: [pairing({})] }))
+    const rows = peerRows(
+      view({ peers: [peer(KEY_A, 'kitchen'), peer(KEY_B, 'study', true)], pairings: [pairing({})] }),
+    )
     expect(rows.map((r) => [r.name, r.state, r.canPair])).toEqual([
       ['kitchen', 'pairing…', false],
       ['study', 'paired', false],
     ])
-    expect(peerRows(view({ peers: [peer(KEY_A, 'kitchen')], pairings: [pairing({ state: 'expired' })] }))[0]).toMatchObject({ state: 'expired', canPair: true })
+    expect(
+      peerRows(view({ peers: [peer(KEY_A, 'kitchen')], pairings: [pairing({ state: 'expired' })] }))[0],
+    ).toMatchObject({ state: 'expired', canPair: true })
   })
 
   it('shows a code to compare only while it waits, and the latest ending per app that did not pair', () => {
     const v = view({
-      pairings: [pairing({}), pairing({ peerKey: KEY_B, state: 'refused', message: 'refused' }), pairing({ peerKey: KEY_B, state: 'expired', expiresAt: 10 })],
+      pairings: [
+        pairing({}),
+        pairing({ peerKey: KEY_B, state: 'refused', message: 'refused' }),
+        pairing({ peerKey: KEY_B, state: 'expired', expiresAt: 10 }),
+      ],
     })
     expect(openPairings(v).map((p) => p.peerKey)).toEqual([KEY_A])
     expect(endedPairings(v).map((p) => p.state)).toEqual(['refused'])
@@ -48,8 +64,12 @@ describe('lan selectors', () => {
   })
 
   it('says whose confirmation is awaited', () => {
-    expect(pairingPrompt(pairing({}))).toBe('kitchen asks to join this swarm. Confirm only if kitchen shows the same code.')
-    expect(pairingPrompt(pairing({ role: 'asking', confirmedHere: true }))).toBe("Asking to join kitchen's swarm. Confirmed here; now confirm on kitchen.")
+    expect(pairingPrompt(pairing({}))).toBe(
+      'kitchen asks to join this swarm. Confirm only if kitchen shows the same code.',
+    )
+    expect(pairingPrompt(pairing({ role: 'asking', confirmedHere: true }))).toBe(
+      "Asking to join kitchen's swarm. Confirmed here; now confirm on kitchen.",
+    )
     expect(spacedCode('042917')).toBe('042 917')
   })
 })

@@ -21,7 +21,14 @@ export function peerRow(view: LanView, peer: LanPeer): PeerRow {
   const pairing = pairingWith(view, peer.key)
   const waiting = pairing?.state === 'code'
   const state = peer.paired ? 'paired' : waiting ? 'pairing…' : pairing !== undefined ? pairing.state : 'not paired'
-  return { key: peer.key, name: peer.name, shortId: shortId(peer.hostId), address: peer.address, state, canPair: !peer.paired && !waiting }
+  return {
+    key: peer.key,
+    name: peer.name,
+    shortId: shortId(peer.hostId),
+    address: peer.address,
+    state,
+    canPair: !peer.paired && !waiting,
+  }
 }
 
 export function peerRows(view: LanView): PeerRow[] {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { bannedChecks, passedChecks, probationChecks, reputationWith, someReputation as view } from '../../../test/renderer/reputation-fixtures'
+import {
+  bannedChecks,
+  passedChecks,
+  probationChecks,
+  reputationWith,
+  someReputation as view,
+} from '../../../test/renderer/reputation-fixtures'
 import { formatHour } from '../../format'
 import {
   banNotice,
@@ -27,8 +33,16 @@ describe('reputation selectors', () => {
   it('reads "No record yet" for a host that has served nothing, not a prior or probation cap its components contradict', () => {
     const fresh = { ...reputationWith(probationChecks), score: 0.45, completedSteps: 0, failedSteps: 0, history: [] }
     expect(hasRecord(fresh)).toBe(false)
-    expect(scoreHeadline(fresh)).toEqual({ value: 'No record yet', grade: 'the tracker scores this host once it serves others', recorded: false })
-    expect(scoreHeadline({ ...fresh, completedSteps: 3 })).toEqual({ value: '45%', grade: 'Needs attention · capped under 50% on probation', recorded: true })
+    expect(scoreHeadline(fresh)).toEqual({
+      value: 'No record yet',
+      grade: 'the tracker scores this host once it serves others',
+      recorded: false,
+    })
+    expect(scoreHeadline({ ...fresh, completedSteps: 3 })).toEqual({
+      value: '45%',
+      grade: 'Needs attention · capped under 50% on probation',
+      recorded: true,
+    })
     expect(scoreHeadline(view)).toMatchObject({ value: '87%', grade: 'Good', recorded: true })
   })
 
@@ -43,7 +57,8 @@ describe('reputation selectors', () => {
   })
 
   it('says audits are neutral only on a tracker that does not check hosts', () => {
-    const audits = (checks: typeof passedChecks | null) => componentBars(reputationWith(checks)).find((b) => b.key === 'audits')?.hint
+    const audits = (checks: typeof passedChecks | null) =>
+      componentBars(reputationWith(checks)).find((b) => b.key === 'audits')?.hint
     expect(audits(null)).toMatch(/does not audit hosts yet: neutral/)
     expect(audits(passedChecks)).not.toMatch(/neutral/)
   })
@@ -58,7 +73,10 @@ describe('reputation selectors', () => {
 
 describe('check selectors', () => {
   it('puts a ban before probation, and says how many probes a host on probation has to go', () => {
-    expect(standing({ ...bannedChecks, probation: true, probationLeft: 3 })).toMatchObject({ kind: 'banned', label: 'Banned' })
+    expect(standing({ ...bannedChecks, probation: true, probationLeft: 3 })).toMatchObject({
+      kind: 'banned',
+      label: 'Banned',
+    })
     expect(standing(probationChecks)).toMatchObject({ kind: 'probation', label: 'On probation: 3 probes to go' })
     expect(standing(probationChecks).detail).toContain('passed 3 more known-answer probes')
     expect(standing({ ...probationChecks, probationLeft: 1 }).label).toBe('On probation: 1 probe to go')
@@ -87,16 +105,24 @@ describe('check selectors', () => {
   })
 
   it('shows measured against claimed speed, and warns how far off a marked claim is', () => {
-    expect(speedCheck(passedChecks)).toEqual({ measured: '4.2 ms per block', claimed: '4.0 ms per block', warning: null })
+    expect(speedCheck(passedChecks)).toEqual({
+      measured: '4.2 ms per block',
+      claimed: '4.0 ms per block',
+      warning: null,
+    })
     const marked = speedCheck(bannedChecks)
     expect(marked.measured).toBe('40 ms per block')
-    expect(marked.warning).toMatch(/much faster than the tracker measured \(10× slower\)\. Routing uses the measured speed/)
+    expect(marked.warning).toMatch(
+      /much faster than the tracker measured \(10× slower\)\. Routing uses the measured speed/,
+    )
     expect(speedCheck({ ...bannedChecks, measuredMsPerBlock: null }).warning).not.toContain('×')
     expect(formatMsPerBlock(null)).toBe('not known yet')
   })
 
   it('describes the score history in words for screen readers', () => {
-    expect(historyDescription(view)).toBe(`Score from 80% on ${formatHour(10)} to 87.4% on ${formatHour(20)}, over 2 points; lowest 80% on ${formatHour(10)}.`)
+    expect(historyDescription(view)).toBe(
+      `Score from 80% on ${formatHour(10)} to 87.4% on ${formatHour(20)}, over 2 points; lowest 80% on ${formatHour(10)}.`,
+    )
     expect(historyDescription({ ...view, history: [] })).toBe('No history yet.')
   })
 })

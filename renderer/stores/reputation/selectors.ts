@@ -50,18 +50,23 @@ export function hasRecord(view: ReputationView): boolean {
  * would read as a verdict that its components, all at their neutral 100 %, contradict), the percentage after.
  */
 export function scoreHeadline(view: ReputationView): { value: string; grade: string; recorded: boolean } {
-  if (!hasRecord(view)) return { value: 'No record yet', grade: 'the tracker scores this host once it serves others', recorded: false }
+  if (!hasRecord(view))
+    return { value: 'No record yet', grade: 'the tracker scores this host once it serves others', recorded: false }
   const capped = view.checks?.probation === true && view.checks.ban === null ? ' · capped under 50% on probation' : ''
   return { value: scorePercent(view.score), grade: `${scoreGrade(view.score)}${capped}`, recorded: true }
 }
 
 export function successRate(view: ReputationView): string {
   const total = view.completedSteps + view.failedSteps
-  return total === 0 ? 'no steps yet' : `${((view.completedSteps / total) * 100).toFixed(1)}% of ${formatNumber(total)} steps`
+  return total === 0
+    ? 'no steps yet'
+    : `${((view.completedSteps / total) * 100).toFixed(1)}% of ${formatNumber(total)} steps`
 }
 
 export function historySeries(view: ReputationView): { at: number; score: number }[] {
-  return [...view.history].sort((a, b) => a.at - b.at).map((p) => ({ at: p.at, score: Math.round(p.score * 1000) / 10 }))
+  return [...view.history]
+    .sort((a, b) => a.at - b.at)
+    .map((p) => ({ at: p.at, score: Math.round(p.score * 1000) / 10 }))
 }
 
 /** The score history in words, for screen readers: where it started and ended, and its lowest point. */
@@ -84,8 +89,10 @@ export interface Standing {
 }
 
 export function standing(checks: HostChecksView | null): Standing {
-  if (checks === null) return { kind: 'unchecked', label: 'Not checked', detail: 'This tracker does not check hosts yet.' }
-  if (checks.ban !== null) return { kind: 'banned', label: 'Banned', detail: 'The tracker sends this host no more work, so it earns nothing.' }
+  if (checks === null)
+    return { kind: 'unchecked', label: 'Not checked', detail: 'This tracker does not check hosts yet.' }
+  if (checks.ban !== null)
+    return { kind: 'banned', label: 'Banned', detail: 'The tracker sends this host no more work, so it earns nothing.' }
   if (checks.probation) {
     const left = checks.probationLeft
     return {
@@ -130,8 +137,20 @@ export function checkTallies(checks: HostChecksView): CheckTally[] {
     tone: failed > 0 ? 'bad' : passed > 0 ? 'good' : 'neutral',
   })
   return [
-    tally('probes', 'Known-answer probes', 'test inputs the tracker already knows the answer to', checks.probesPassed, checks.probesFailed),
-    tally('audits', 'Audits', 'real steps re-run on another host and compared', checks.auditsPassed, checks.auditsFailed),
+    tally(
+      'probes',
+      'Known-answer probes',
+      'test inputs the tracker already knows the answer to',
+      checks.probesPassed,
+      checks.probesFailed,
+    ),
+    tally(
+      'audits',
+      'Audits',
+      'real steps re-run on another host and compared',
+      checks.auditsPassed,
+      checks.auditsFailed,
+    ),
   ]
 }
 
@@ -150,7 +169,8 @@ export function speedCheck(checks: HostChecksView): { measured: string; claimed:
   const { measuredMsPerBlock: measured, advertisedMsPerBlock: claimed } = checks
   let warning: string | null = null
   if (checks.speedMarked) {
-    const times = measured !== null && claimed !== null && claimed > 0 ? ` (${formatRatio(measured / claimed)} slower)` : ''
+    const times =
+      measured !== null && claimed !== null && claimed > 0 ? ` (${formatRatio(measured / claimed)} slower)` : ''
     warning =
       `This host claims to be much faster than the tracker measured${times}. Routing uses the measured speed, not the claim; ` +
       'a computer busy with other programs measures slower.'

@@ -29,7 +29,12 @@ function gbToBytes(text: string): number {
 
 export function limitsToForm(limits: Limits): LimitsForm {
   const gb = (bytes: number | null) => (bytes === null ? '' : gbText(bytes))
-  return { diskGb: gb(limits.diskBytes), memoryGb: gb(limits.memoryBytes), threads: String(limits.threads), useGpu: limits.useGpu }
+  return {
+    diskGb: gb(limits.diskBytes),
+    memoryGb: gb(limits.memoryBytes),
+    threads: String(limits.threads),
+    useGpu: limits.useGpu,
+  }
 }
 
 function sizeLimit(text: string, what: string, example: number): number | null | { error: string } {
@@ -37,7 +42,9 @@ function sizeLimit(text: string, what: string, example: number): number | null |
   if (trimmed === '') return null
   const bytes = gbToBytes(trimmed)
   if (!(bytes > 0 && Number.isSafeInteger(bytes)))
-    return { error: `${what} limit must be a number of GB greater than 0, like ${example} (leave it empty for no limit).` }
+    return {
+      error: `${what} limit must be a number of GB greater than 0, like ${example} (leave it empty for no limit).`,
+    }
   return bytes
 }
 
@@ -53,7 +60,8 @@ export function limitsFromForm(form: LimitsForm, loaded: Limits): { changes: Par
   if (typeof memoryBytes === 'object' && memoryBytes !== null) return memoryBytes
   const threadsText = form.threads.trim()
   const threads = /^\d+$/.test(threadsText) ? Number(threadsText) : Number.NaN
-  if (!(threads >= 1 && threads <= 256)) return { error: 'Threads must be a whole number from 1 to 256, like 8 (at most your physical cores is fastest).' }
+  if (!(threads >= 1 && threads <= 256))
+    return { error: 'Threads must be a whole number from 1 to 256, like 8 (at most your physical cores is fastest).' }
   const changes: Partial<Limits> = {}
   if (diskBytes !== loaded.diskBytes) changes.diskBytes = diskBytes
   if (memoryBytes !== loaded.memoryBytes) changes.memoryBytes = memoryBytes

@@ -2,16 +2,31 @@ import { describe, expect, it } from 'vitest'
 import type { HostingStatus } from '../../../protocol/app'
 import { someSettings } from '../../../test/renderer/settings-fixtures'
 import { gbText, limitsFromForm, limitsToForm } from './limitsForm'
-import { EMBEDDED_SWARM, hostingLeftBySwitch, identityFileName, savedMessage, showsSaved, trackerLabel, trackerShort, trackerUrlProblem } from './selectors'
+import {
+  EMBEDDED_SWARM,
+  hostingLeftBySwitch,
+  identityFileName,
+  savedMessage,
+  showsSaved,
+  trackerLabel,
+  trackerShort,
+  trackerUrlProblem,
+} from './selectors'
 
 describe('settings selectors', () => {
   it('calls an empty tracker URL the embedded private swarm', () => {
     expect(trackerLabel(someSettings)).toBe(EMBEDDED_SWARM)
-    expect(trackerLabel({ ...someSettings, trackerUrl: 'https://tracker.example.org' })).toBe('https://tracker.example.org')
-    expect(trackerShort(someSettings)).toBe('Embedded swarm · 127.0.0.1:43111')
-    expect(trackerShort({ ...someSettings, trackerUrl: 'https://tracker.example.org', connectedTrackerUrl: 'https://tracker.example.org' })).toBe(
-      'Tracker · tracker.example.org',
+    expect(trackerLabel({ ...someSettings, trackerUrl: 'https://tracker.example.org' })).toBe(
+      'https://tracker.example.org',
     )
+    expect(trackerShort(someSettings)).toBe('Embedded swarm · 127.0.0.1:43111')
+    expect(
+      trackerShort({
+        ...someSettings,
+        trackerUrl: 'https://tracker.example.org',
+        connectedTrackerUrl: 'https://tracker.example.org',
+      }),
+    ).toBe('Tracker · tracker.example.org')
   })
 
   it('rejects a tracker URL that is not a full http(s) URL', () => {
@@ -47,32 +62,61 @@ describe('limits form', () => {
 
   it('sends only the fields the user changed, in bytes', () => {
     const form = limitsToForm(someSettings.limits)
-    expect(limitsFromForm({ ...form, memoryGb: '12.5' }, someSettings.limits)).toEqual({ changes: { memoryBytes: 12_500_000_000 } })
-    expect(limitsFromForm({ ...form, diskGb: ' ', useGpu: false }, someSettings.limits)).toEqual({ changes: { diskBytes: null, useGpu: false } })
+    expect(limitsFromForm({ ...form, memoryGb: '12.5' }, someSettings.limits)).toEqual({
+      changes: { memoryBytes: 12_500_000_000 },
+    })
+    expect(limitsFromForm({ ...form, diskGb: ' ', useGpu: false }, someSettings.limits)).toEqual({
+      changes: { diskBytes: null, useGpu: false },
+    })
     expect(limitsFromForm({ ...form, threads: '4' }, someSettings.limits)).toEqual({ changes: { threads: 4 } })
-    expect(limitsFromForm({ ...form, diskGb: '1.0000000006' }, someSettings.limits)).toEqual({ changes: { diskBytes: 1_000_000_001 } })
+    expect(limitsFromForm({ ...form, diskGb: '1.0000000006' }, someSettings.limits)).toEqual({
+      changes: { diskBytes: 1_000_000_001 },
+    })
   })
 
   it('explains each bad value', () => {
     const form = limitsToForm(someSettings.limits)
     const from = (change: Partial<typeof form>) => limitsFromForm({ ...form, ...change }, someSettings.limits)
-    expect(from({ diskGb: 'lots' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0, like 20') })
-    expect(from({ diskGb: '0' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0') })
-    expect(from({ diskGb: '0.0000000001' })).toEqual({ error: expect.stringContaining('Disk limit must be a number of GB greater than 0') })
-    expect(from({ memoryGb: '-4' })).toEqual({ error: expect.stringContaining('Memory limit must be a number of GB greater than 0') })
-    expect(from({ threads: '2.5' })).toEqual({ error: expect.stringContaining('Threads must be a whole number from 1 to 256') })
+    expect(from({ diskGb: 'lots' })).toEqual({
+      error: expect.stringContaining('Disk limit must be a number of GB greater than 0, like 20'),
+    })
+    expect(from({ diskGb: '0' })).toEqual({
+      error: expect.stringContaining('Disk limit must be a number of GB greater than 0'),
+    })
+    expect(from({ diskGb: '0.0000000001' })).toEqual({
+      error: expect.stringContaining('Disk limit must be a number of GB greater than 0'),
+    })
+    expect(from({ memoryGb: '-4' })).toEqual({
+      error: expect.stringContaining('Memory limit must be a number of GB greater than 0'),
+    })
+    expect(from({ threads: '2.5' })).toEqual({
+      error: expect.stringContaining('Threads must be a whole number from 1 to 256'),
+    })
   })
 })
 
 describe('what a switch of tracker leaves behind', () => {
-  const serving: HostingStatus = { phase: 'serving', modelId: 'stories260k', blocks: [1, 4], artifacts: [], serving: null, error: null }
+  const serving: HostingStatus = {
+    phase: 'serving',
+    modelId: 'stories260k',
+    blocks: [1, 4],
+    artifacts: [],
+    serving: null,
+    error: null,
+  }
   const embedded = { ...someSettings, trackerUrl: null }
 
   it('names the hosting a save would stop, so the user is asked, and nothing when the tracker stays or nothing is hosted', () => {
     expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', serving)).toBe('stories260k blocks [1, 4)')
-    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'paused' })).toBe('stories260k blocks [1, 4) (paused)')
+    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'paused' })).toBe(
+      'stories260k blocks [1, 4) (paused)',
+    )
     expect(hostingLeftBySwitch(embedded, '  ', serving)).toBeNull()
-    expect(hostingLeftBySwitch({ ...someSettings, trackerUrl: 'http://10.0.0.9:7070' }, 'http://10.0.0.9:7070/', serving)).toBeNull()
-    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'idle', modelId: null, blocks: null })).toBeNull()
+    expect(
+      hostingLeftBySwitch({ ...someSettings, trackerUrl: 'http://10.0.0.9:7070' }, 'http://10.0.0.9:7070/', serving),
+    ).toBeNull()
+    expect(
+      hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'idle', modelId: null, blocks: null }),
+    ).toBeNull()
   })
 })

@@ -33,7 +33,8 @@ export function trackerUrlProblem(text: string): string | null {
  */
 export function hostingLeftBySwitch(settings: Settings, text: string, hosting: HostingStatus | null): string | null {
   const next = text.trim() === '' ? null : text.trim().replace(/\/+$/, '')
-  if (next === settings.trackerUrl || hosting === null || hosting.modelId === null || hosting.blocks === null) return null
+  if (next === settings.trackerUrl || hosting === null || hosting.modelId === null || hosting.blocks === null)
+    return null
   if (hosting.phase === 'idle' || hosting.phase === 'stopping') return null
   return `${hosting.modelId} blocks [${hosting.blocks[0]}, ${hosting.blocks[1]})${hosting.phase === 'paused' ? ' (paused)' : ''}`
 }

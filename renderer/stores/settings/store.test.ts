@@ -23,7 +23,9 @@ describe('settings store', () => {
   })
 
   it('saves only the changed limit, in bytes, and confirms', async () => {
-    const { bridge, store } = await loaded({ 'settings.update': () => ({ ...someSettings, limits: { ...someSettings.limits, memoryBytes: 12e9 } }) })
+    const { bridge, store } = await loaded({
+      'settings.update': () => ({ ...someSettings, limits: { ...someSettings.limits, memoryBytes: 12e9 } }),
+    })
     await store.getState().saveLimits({ ...limitsToForm(someSettings.limits), memoryGb: '12' })
     // threads may be a one-run --threads override: left out, the saved value stays.
     expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { limits: { memoryBytes: 12e9 } } })
@@ -33,7 +35,10 @@ describe('settings store', () => {
   })
 
   it('saving an untouched form changes nothing, even a limit of a few odd bytes', async () => {
-    const settings = { ...someSettings, limits: { diskBytes: 4_321_987, memoryBytes: 8_589_934_592, threads: 3, useGpu: false } }
+    const settings = {
+      ...someSettings,
+      limits: { diskBytes: 4_321_987, memoryBytes: 8_589_934_592, threads: 3, useGpu: false },
+    }
     const { bridge, store } = await loaded({ 'settings.get': () => settings })
     await store.getState().saveLimits(limitsToForm(settings.limits))
     expect(store.getState().limitsError).toBeNull()

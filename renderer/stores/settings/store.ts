@@ -35,7 +35,8 @@ const ERROR_FIELD = {
 
 export function createSettingsStore(bridge: NeuronBridge, now: () => number = Date.now) {
   return createStore<SettingsStore>()((set, get) => {
-    const fail = (section: SettingsSection, message: string, code = 'bad_request') => set({ [ERROR_FIELD[section]]: { code, message } })
+    const fail = (section: SettingsSection, message: string, code = 'bad_request') =>
+      set({ [ERROR_FIELD[section]]: { code, message } })
     /** On any error the previous settings stay: the backend changes nothing either. */
     const save = async (section: SettingsSection, run: () => Promise<Settings>) => {
       set({ saving: section, [ERROR_FIELD[section]]: null })
@@ -59,7 +60,12 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
         const problem = trackerUrlProblem(trimmed)
         if (problem !== null) return fail('tracker', problem)
         const trackerUrl = trimmed === '' ? null : trimmed
-        await save('tracker', () => bridge.call('settings.update', hostingOnSwitch === undefined ? { trackerUrl } : { trackerUrl, hostingOnSwitch }))
+        await save('tracker', () =>
+          bridge.call(
+            'settings.update',
+            hostingOnSwitch === undefined ? { trackerUrl } : { trackerUrl, hostingOnSwitch },
+          ),
+        )
       },
       async saveLimits(form) {
         const loaded = get().settings
@@ -67,13 +73,17 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
         const parsed = limitsFromForm(form, loaded.limits)
         if ('error' in parsed) return fail('limits', parsed.error)
         // Nothing changed: the settings already are what the form shows.
-        if (Object.keys(parsed.changes).length === 0) return set({ limitsError: null, savedAt: now(), savedSection: 'limits' })
+        if (Object.keys(parsed.changes).length === 0)
+          return set({ limitsError: null, savedAt: now(), savedSection: 'limits' })
         await save('limits', () => bridge.call('settings.update', { limits: parsed.changes }))
       },
       async importIdentity(pem) {
         const trimmed = pem.trim()
         if (!trimmed.startsWith('-----BEGIN'))
-          return fail('identity', 'Paste a PEM private key: the text from -----BEGIN PRIVATE KEY----- to -----END PRIVATE KEY-----.')
+          return fail(
+            'identity',
+            'Paste a PEM private key: the text from -----BEGIN PRIVATE KEY----- to -----END PRIVATE KEY-----.',
+          )
         await save('identity', () => bridge.call('identity.import', { pem: trimmed }))
       },
       async saveAllowedKeys(text) {

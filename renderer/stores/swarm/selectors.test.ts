@@ -4,7 +4,13 @@ import { IDLE_STATE } from '../../../protocol/swarm'
 import { desktopView } from '../../../test/renderer/computer-fixtures'
 import { hostRows, missingBlocks, onlineCount } from './selectors'
 
-const host = (hostId: string, online: boolean) => ({ hostId, online, profile: desktopView.profile, state: IDLE_STATE, lastSeen: 0 })
+const host = (hostId: string, online: boolean) => ({
+  hostId,
+  online,
+  profile: desktopView.profile,
+  state: IDLE_STATE,
+  lastSeen: 0,
+})
 
 const view: SwarmView = {
   trackerUrl: 'http://127.0.0.1:7070',
@@ -12,7 +18,15 @@ const view: SwarmView = {
     host('bbbbbbbbbbbbbbbbbbbb', false),
     {
       ...host('aaaaaaaaaaaaaaaaaaaa', true),
-      state: { ...IDLE_STATE, modelId: 'stories260k', blocks: [0, 3] as const, status: 'ready' as const, msPerBlock: 2.345, activeSessions: 1, maxSessions: 4 },
+      state: {
+        ...IDLE_STATE,
+        modelId: 'stories260k',
+        blocks: [0, 3] as const,
+        status: 'ready' as const,
+        msPerBlock: 2.345,
+        activeSessions: 1,
+        maxSessions: 4,
+      },
     },
   ],
   models: [],
@@ -24,7 +38,14 @@ describe('swarm selectors', () => {
   it('lists online hosts first with their model, range and speed', () => {
     const rows = hostRows(view)
     expect(rows.map((r) => r.shortId)).toEqual(['aaaaaaaa', 'bbbbbbbb'])
-    expect(rows[0]).toMatchObject({ model: 'stories260k', blocks: '[0, 3)', status: 'ready', msPerBlock: '2.3 ms', cpu: '8c/16t', ram: '32.0 GB' })
+    expect(rows[0]).toMatchObject({
+      model: 'stories260k',
+      blocks: '[0, 3)',
+      status: 'ready',
+      msPerBlock: '2.3 ms',
+      cpu: '8c/16t',
+      ram: '32.0 GB',
+    })
     expect(rows[1]).toMatchObject({ model: '—', blocks: '—', msPerBlock: '—' })
     expect(onlineCount(view)).toBe(1)
   })

@@ -38,7 +38,9 @@ export function hostRow(host: HostSummary, who = ''): HostRow {
 export function hostRows(view: SwarmView): HostRow[] {
   const paired = new Map(view.paired.map((p) => [p.hostId, p.name]))
   const who = (hostId: string) => (hostId === view.thisHostId ? 'this computer' : (paired.get(hostId) ?? ''))
-  return [...view.hosts].sort((a, b) => Number(b.online) - Number(a.online) || a.hostId.localeCompare(b.hostId)).map((host) => hostRow(host, who(host.hostId)))
+  return [...view.hosts]
+    .sort((a, b) => Number(b.online) - Number(a.online) || a.hostId.localeCompare(b.hostId))
+    .map((host) => hostRow(host, who(host.hostId)))
 }
 
 /** Blocks no ready host serves: a model with any cannot answer a chat. */

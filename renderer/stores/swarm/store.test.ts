@@ -7,7 +7,15 @@ describe('swarm store', () => {
   afterEach(() => vi.useRealTimers())
 
   it('refreshes every 3 s while the screen polls and stops when it is left', async () => {
-    const bridge = fakeBridge({ 'swarm.get': () => ({ trackerUrl: 'http://127.0.0.1:7070', hosts: [], models: [], thisHostId: 'a'.repeat(20), paired: [] }) })
+    const bridge = fakeBridge({
+      'swarm.get': () => ({
+        trackerUrl: 'http://127.0.0.1:7070',
+        hosts: [],
+        models: [],
+        thisHostId: 'a'.repeat(20),
+        paired: [],
+      }),
+    })
     const store = createSwarmStore(bridge)
     const stop = store.getState().poll(3_000)
     await vi.advanceTimersByTimeAsync(6_000)
