@@ -17,12 +17,14 @@ export const PACKAGE_IGNORE: RegExp[] = [
   /^\/native\/(src\/|\.build\/|binding\.gyp$|build\.mjs$)/,
   /^\/native\/build\/(?!Release(\/|$))/,
   /^\/native\/build\/Release\/obj\.target(\/|$)/,
-  /^\/(tsconfig.*\.json|biome\.json|vite.*\.config\.ts|vitest\.config\.ts|forge\.config\.ts|electron-builder\.config\.ts)$/,
+  /^\/(tsconfig.*\.json|biome\.json)$/,
+  /^\/(vite.*\.config\.ts|vitest\.config\.ts|forge\.config\.ts|electron-builder\.config\.ts)$/,
 ]
 
 /**
- * The embedded swarm's default model (stories260K, MIT, 1.2 MB), which the repository ships (resources/models/README.md).
- * It lands in the app's resources folder, where electron/backend/default-model.ts looks first.
+ * The embedded swarm's default model (stories260K, MIT, 1.2 MB), which the repository ships
+ * (resources/models/README.md). It lands in the app's resources
+ * folder, where electron/backend/default-model.ts looks first.
  */
 export const DEFAULT_MODEL_RESOURCE = fileURLToPath(new URL('./resources/models/stories260K.gguf', import.meta.url))
 /** Its MIT licence, which must travel with every copy. */

@@ -4,7 +4,10 @@ import { readFileSync } from 'node:fs'
 /** Clock ticks per second of /proc's utime and stime (USER_HZ): 100 on every Linux Node supports. */
 const USER_HZ = 100
 
-/** CPU-seconds (user + system) spent so far by every thread of this process, by its main thread alone, and the main thread's in the kernel. */
+/**
+ * CPU-seconds (user + system) spent so far by every thread of this
+ * process, by its main thread alone, and the main thread's in the kernel.
+ */
 export function cpuNow(): { all: number; main: number; mainSystem: number } {
   const { user, system } = process.cpuUsage()
   // Fields 14 and 15 (utime, stime) of the main thread's stat; the command name before ')' may hold spaces.

@@ -89,8 +89,10 @@ for (let r = 1; r <= ROUNDS; r++) {
   const native = nativeHashRate()
   rounds.push({ plain, native, ...solved })
   console.log(
-    `round ${r}: plain sha256 ${Math.round(plain)}/s, solver ${Math.round(solved.triesPerSecond)} tries/s, ${round3(solved.secondsPerProof)} s a proof ` +
-      `(${Math.round(solved.triesPerProof)} tries), openssl ${native === undefined ? 'absent' : `${Math.round(native)}/s`}, load ${load()}`,
+    `round ${r}: plain sha256 ${Math.round(plain)}/s, solver ${Math.round(solved.triesPerSecond)} tries/s, ` +
+      `${round3(solved.secondsPerProof)} s a proof ` +
+      `(${Math.round(solved.triesPerProof)} tries), openssl ` +
+      `${native === undefined ? 'absent' : `${Math.round(native)}/s`}, load ${load()}`,
   )
 }
 const secondsPerProof = median(rounds.map((r) => r.secondsPerProof))
@@ -103,7 +105,8 @@ const honestSecondsPerProof = 2 ** BITS / solver
 const grantsPerDayPerCore = DAY_S / honestSecondsPerProof
 const farmerGrantsPerDayPerCore = native === undefined ? undefined : (DAY_S * native) / 2 ** BITS
 console.log(
-  `median: ${round3(secondsPerProof)} s a proof measured, ${round3(honestSecondsPerProof)} s expected at ${Math.round(solver)} tries/s; load ${load()}`,
+  `median: ${round3(secondsPerProof)} s a proof measured, ${round3(honestSecondsPerProof)} s expected at ` +
+    `${Math.round(solver)} tries/s; load ${load()}`,
 )
 console.log(
   JSON.stringify({

@@ -6,7 +6,8 @@
 // unchanged. One warm-up start writes the record; rounds then alternate baseline and ours over the same data dir.
 // Per run: seconds from spawning the host to its artifacts verified, to ready, to the first token of a chat through
 // it, and how many files it read back for their sha256. The page cache is dropped before each run when this process
-// may (root); every run is printed with the load average; the last JSON line holds the medians and ratios ours ÷ baseline.
+// may (root); every run is printed with the load average; the
+// last JSON line holds the medians and ratios ours ÷ baseline.
 //
 // Options: --rounds 3  --threads 1  --type q8_0 (the weights' type: f32, f16, q8_0, q4_0)
 import { existsSync } from 'node:fs'
@@ -61,7 +62,9 @@ const startHost = (blocks: [number, number], dir: string, env: NodeJS.ProcessEnv
 const back = startHost([half, manifest.nLayer], join(work, 'back'))
 let dropped = true
 
-/** One start of the front host over its data dir: spawn, verified artifacts, ready, first token of a chat through it. */
+/**
+ * One start of the front host over its data dir: spawn, verified artifacts, ready, first token of a chat through it.
+ */
 async function measure(cached: boolean): Promise<Run> {
   dropped = dropCaches() && dropped
   const started = performance.now()

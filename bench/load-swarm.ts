@@ -30,7 +30,10 @@ export interface LoadSwarmOptions {
   readonly maxSessions: number
   /** Client keys that will ask for routes: each is a new account, within the tracker's new accounts per minute. */
   readonly clients: number
-  /** `neuron tracker --audit-rate` (default the tracker's); hosts on probation are audited at half their steps either way. */
+  /**
+   * `neuron tracker --audit-rate` (default the tracker's); hosts
+   * on probation are audited at half their steps either way.
+   */
   readonly auditRate?: string
 }
 

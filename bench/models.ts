@@ -20,7 +20,10 @@ export const LLAMA_1B = {
   seed: 1,
 } as const
 
-/** A ~100M-parameter llama (12 blocks, 768 wide, 12 heads / 4 KV heads, 2048 FFN, 32000 vocab): compute a 2-core machine runs a 3-hop chat of in seconds. */
+/**
+ * A ~100M-parameter llama (12 blocks, 768 wide, 12 heads / 4 KV heads, 2048 FFN, 32000 vocab): compute a 2-core machine
+ * runs a 3-hop chat of in seconds.
+ */
 export const LLAMA_100M = {
   arch: 'llama',
   blocks: 12,

@@ -7,8 +7,8 @@
 // DeepSeek-V3-like MLA + MoE, a Qwen3.5-MoE (delta-net + full attention) and a GLM-5.2-like MLA + lightning
 // indexer, each scaled to fit this machine (bench/models.ts).
 //
-// Options: --models llama,qwen3moe,deepseek2,qwen35moe,glm-dsa,deepseek4  --types q8_0,q4_0 (llama)  --moe-types q8_0,q4_K_M
-//          --threads 1,2  --decode 128  --prompt 64  --prefill 512  --rounds 3  --tiny
+// Options: --models llama,qwen3moe,deepseek2,qwen35moe,glm-dsa,deepseek4  --types q8_0,q4_0 (llama)  --moe-types
+// q8_0,q4_K_M          --threads 1,2  --decode 128  --prompt 64  --prefill 512  --rounds 3  --tiny
 import { spawnSync } from 'node:child_process'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'

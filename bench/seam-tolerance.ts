@@ -191,6 +191,12 @@ for (const c of CASES) {
 const worst = (key: string) => Math.max(...results.map((r) => r[key] as number))
 const seam = worst('honestWorstSeamError')
 const gap = worst('honestWorstLogitGap')
-process.stdout.write(
-  `${JSON.stringify({ honestWorstSeamError: seam, SEAM_TOLERANCE, seamSafety: SEAM_TOLERANCE / seam, honestWorstLogitGap: gap, ACCEPT_LOGIT_MARGIN, gapSafety: ACCEPT_LOGIT_MARGIN / gap })}\n`,
-)
+const summary = {
+  honestWorstSeamError: seam,
+  SEAM_TOLERANCE,
+  seamSafety: SEAM_TOLERANCE / seam,
+  honestWorstLogitGap: gap,
+  ACCEPT_LOGIT_MARGIN,
+  gapSafety: ACCEPT_LOGIT_MARGIN / gap,
+}
+process.stdout.write(`${JSON.stringify(summary)}\n`)

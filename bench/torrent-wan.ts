@@ -5,9 +5,9 @@
 // both ways, with --delay-ms each way). First the shaper's own capacity (a bulk TCP copy laptop -> home A, no rate
 // set), then per rate: the link's own carry (the same copy at that rate), and rounds alternating aria2c (the
 // baseline; the manifest's sha256 read back after it, as bench:torrent) and ours (bench/torrent-fetch.ts, the
-// fetch a host does, as a child in home A; --cpu-prof DIR profiles it), the order reversed every other round. Each round prints one JSON line
-// with the load average; the last line holds the medians and the ratios. Every process here (seeders, shaper,
-// leecher) shares this machine's cores.
+// fetch a host does, as a child in home A; --cpu-prof DIR profiles it), the order reversed every other round. Each
+// round prints one JSON line with the load average; the last line holds the medians and the ratios. Every process here
+// (seeders, shaper, leecher) shares this machine's cores.
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -55,7 +55,11 @@ const BULK_PORT = 5201
 /** Copies `bytes` over TCP from `from` to `to` (a throwaway server and client, one stream); resolves MB/s. */
 async function bulkMbS(net: HomeNetwork, from: Place, to: Place, bytes: number): Promise<number> {
   const server = `const b = Buffer.alloc(1 << 16)
-require('node:net').createServer((s) => { let n = ${bytes}; const w = () => { while (n > 0) { n -= b.length; if (!s.write(b)) return s.once('drain', w) } s.end() }; w() })
+require('node:net').createServer((s) => {
+  let n = ${bytes}
+  const w = () => { while (n > 0) { n -= b.length; if (!s.write(b)) return s.once('drain', w) } s.end() }
+  w()
+})
   .listen(${BULK_PORT}, '0.0.0.0', () => console.log('listening'))`
   const sender = watchProcess(
     net.spawnIn(from, process.execPath, ['-e', server], { stdio: ['ignore', 'pipe', 'pipe'] }),
@@ -72,10 +76,15 @@ s.on('data', (d) => { n += d.length }); s.on('end', () => console.log(n / 1e6 / 
   }
 }
 
-/** The number of seeders the tracker counts for `infoHash`, asked from the laptop (the tracker is reachable only on the namespace network). */
+/**
+ * The number of seeders the tracker counts for `infoHash`, asked from
+ * the laptop (the tracker is reachable only on the namespace network).
+ */
 async function seedersOf(net: HomeNetwork, trackerUrl: string, infoHash: string): Promise<number> {
   const query = [...Buffer.from(infoHash, 'hex')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')
-  const asker = `fetch(${JSON.stringify(`${trackerUrl}/scrape?info_hash=${query}`)}).then((r) => r.arrayBuffer()).then((b) => console.log(Buffer.from(b).toString('latin1')))`
+  const asker =
+    `fetch(${JSON.stringify(`${trackerUrl}/scrape?info_hash=${query}`)}).then((r) => ` +
+    `r.arrayBuffer()).then((b) => console.log(Buffer.from(b).toString('latin1')))`
   const body = await net.exec('laptop', [process.execPath, '-e', asker])
   return Number(/8:completei(\d+)e/.exec(body)?.[1] ?? 0)
 }

@@ -1,9 +1,10 @@
 // npm run bench:torrent [-- --rounds 3 --blocks 22] — fetching a ~1 GB artifact set (the 1.1B model at q8_0;
 // --blocks 4 makes it ~330 MB) over BitTorrent from two seeding hosts (separate `neuron publish` processes) on
-// loopback, sha256 checks included, against `cp` of the same bytes. Debian's aria2c is the outside reference, when installed: aria2c downloading from our two
-// seeders, and our client downloading from two aria2c seeders (a swarm of its own, on its own tracker).
-// Rounds alternate the sides (the order reversed every other round); each prints one JSON line with the
-// load average; the last line holds the medians and the ratios. CPU is the fetching side's, per GB fetched:
+// loopback, sha256 checks included, against `cp` of the same bytes. Debian's aria2c is the outside reference, when
+// installed: aria2c downloading from our two seeders, and our client downloading from two aria2c seeders (a swarm of
+// its own, on its own tracker). Rounds alternate the sides (the order reversed every other round); each prints one JSON
+// line with the load average; the last line holds the medians
+// and the ratios. CPU is the fetching side's, per GB fetched:
 // ours from getrusage (every thread of this process, workers included; the in-process tracker's share is
 // negligible) and its main thread's alone (/proc/self/task), aria2c's from GNU time.
 import { type ChildProcess, spawnSync } from 'node:child_process'
@@ -36,7 +37,8 @@ if (!Number.isInteger(BLOCKS) || BLOCKS < 1)
 
 /** Resolves once the tracker counts `want` complete peers (seeders) of the torrent. */
 async function untilSeeders(tracker: Tracker, infoHash: string, want: number, timeoutMs: number): Promise<void> {
-  const query = `info_hash=${[...Buffer.from(infoHash, 'hex')].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`
+  const percent = [...Buffer.from(infoHash, 'hex')].map((b) => `%${b.toString(16).padStart(2, '0')}`)
+  const query = `info_hash=${percent.join('')}`
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const body = Buffer.from(await (await fetch(`${tracker.url}/scrape?${query}`)).arrayBuffer()).toString('latin1')
@@ -77,7 +79,8 @@ const mb = bytes / 1e6
 const gb = bytes / 1e9
 const work = await mkdtemp(join(BENCH_DIR, 'torrent-'))
 const tracker = await Tracker.start({ dbPath: ':memory:' })
-// The aria2c seeders' swarm: the same torrent (same infohash) announced to a tracker of its own, so its leechers meet no other seeder.
+// The aria2c seeders' swarm: the same torrent (same infohash) announced
+// to a tracker of its own, so its leechers meet no other seeder.
 const ariaTracker = HAVE_ARIA2C ? await Tracker.start({ dbPath: ':memory:' }) : undefined
 const seeders: NeuronProcess[] = []
 const ariaSeeders: ChildProcess[] = []

@@ -92,7 +92,8 @@ const manifest: Manifest = await packModel({ source: STORIES_260K, out: join(wor
 const pricing: PricingOptions = pricingFromEnv(process.env)
 const price = priceOf(manifest, pricing)
 console.log(
-  `bench:tracker-scale: ${HOSTS} hosts, ${ROUNDS} rounds, ${PLAN_CLIENTS} planning clients, windows of ${WINDOW_MS / 1000} s, ${RECEIPT_SESSIONS} sessions × ${STEPS + 1} steps of receipts per round`,
+  `bench:tracker-scale: ${HOSTS} hosts, ${ROUNDS} rounds, ${PLAN_CLIENTS} planning clients, windows of ` +
+    `${WINDOW_MS / 1000} s, ${RECEIPT_SESSIONS} sessions × ${STEPS + 1} steps of receipts per round`,
 )
 
 const hostKeys = Array.from({ length: HOSTS }, () => NodeIdentity.generate())
@@ -203,7 +204,9 @@ async function planLoad(
   return { latencies, failed, planned }
 }
 
-/** Every hop's signed receipt for every step of the session, the seams joined (each hop takes what the one before gave). */
+/**
+ * Every hop's signed receipt for every step of the session, the seams joined (each hop takes what the one before gave).
+ */
 function receiptsOf(p: Planned, trackerKey: string): Receipt[] {
   const out: Receipt[] = []
   for (let step = 1; step <= STEPS + 1; step++) {

@@ -28,7 +28,10 @@ export function layoutNamed(name: string, bench: string): LayoutName {
   process.exit(2)
 }
 
-/** The network's links at the start, for client↔host delay `d` (the laptop's line shaped only where the layout shapes it). */
+/**
+ * The network's links at the start, for client↔host delay `d`
+ * (the laptop's line shaped only where the layout shapes it).
+ */
 export function layoutLinks(layout: LayoutName, d: number): NonNullable<HomeNetworkOptions['links']> {
   const { home, laptop } = LAYOUTS[layout](d)
   const line = { delayMs: home }
@@ -50,7 +53,10 @@ export function hopHomes(hops: number): HomeName[] {
   return Array.from({ length: hops }, (_, i) => HOMES[i % HOMES.length] as HomeName)
 }
 
-/** A route's round trips at the delay set now, median ms: per hop, from the laptop and the cloud to its router; per seam, from the hop's computer to the next hop's router. */
+/**
+ * A route's round trips at the delay set now, median ms: per hop, from the laptop and the cloud to its router; per
+ * seam, from the hop's computer to the next hop's router.
+ */
 export interface RouteRoundTrips {
   readonly laptopToRouter: number[]
   readonly cloudToRouter: number[]

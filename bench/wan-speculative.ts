@@ -44,7 +44,8 @@ const load = () => round2(loadavg()[0] ?? 0)
 const why = whyNoNamespaces()
 if (why !== undefined) {
   console.error(
-    `bench:wan-speculative builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with iproute2 and nftables.`,
+    `bench:wan-speculative builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux ` +
+      `with iproute2 and nftables.`,
   )
   process.exit(1)
 }

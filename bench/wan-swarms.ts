@@ -17,7 +17,10 @@ export interface SwarmPlan {
   readonly places: readonly Place[]
   /** `neuron host --relay`: the tracker relays every frame to these hosts. */
   readonly relay: boolean
-  /** `neuron tracker` as a public swarm runs it (new hosts on probation: probes and audits); otherwise bench/wan-tracker.ts. */
+  /**
+   * `neuron tracker` as a public swarm runs it (new hosts on
+   * probation: probes and audits); otherwise bench/wan-tracker.ts.
+   */
   readonly audits: boolean
   /**
    * With `relay`: a volunteer relay in the cloud (`neuron host --relay-for-others`, a public computer other than the
@@ -194,7 +197,8 @@ export class NamespaceSwarms {
       if (Date.now() > deadline) {
         const want = swarm.relayHostId === undefined ? '' : ' and reserved at the volunteer relay'
         throw new Error(
-          `the ${swarm.label} swarm's hosts are not ${swarm.relay ? 'all relayed' : 'all direct'}${want} after ${timeoutMs} ms: ${JSON.stringify({ rows, reserved })}`,
+          `the ${swarm.label} swarm's hosts are not ${swarm.relay ? 'all relayed' : 'all direct'}${want} after ` +
+            `${timeoutMs} ms: ${JSON.stringify({ rows, reserved })}`,
         )
       }
       await new Promise((r) => setTimeout(r, 1000))
@@ -282,14 +286,24 @@ const one = () => new Promise((resolve) => {
   s.once('connect', () => end(performance.now() - start)); s.once('error', () => end(performance.now() - start))
   setTimeout(() => end(-1), 3000)
 })
-;(async () => { const ms = []; for (let i = 0; i < Number(n); i++) ms.push(await one()); console.log(JSON.stringify(ms)) })()`
+;(async () => {
+  const ms = []
+  for (let i = 0; i < Number(n); i++) ms.push(await one())
+  console.log(JSON.stringify(ms))
+})()`
 
-/** Round trips from `place` to `address`, ms, by TCP connects to port 9 (closed: the kernel's RST is the answer); -1 for one unanswered in 3 s. */
+/**
+ * Round trips from `place` to `address`, ms, by TCP connects to port 9
+ * (closed: the kernel's RST is the answer); -1 for one unanswered in 3 s.
+ */
 export async function roundTrips(net: HomeNetwork, place: Place, address: string, n = 5): Promise<number[]> {
   return JSON.parse(await net.exec(place, [process.execPath, '-e', RTT_PROBE, address, '9', String(n)])) as number[]
 }
 
-/** CPU time a process has used so far, user and system, ms (from /proc; a tick is 10 ms on Linux's usual USER_HZ of 100). */
+/**
+ * CPU time a process has used so far, user and system, ms (from
+ * /proc; a tick is 10 ms on Linux's usual USER_HZ of 100).
+ */
 export function cpuMs(pid: number): number {
   // the fields after the command's closing parenthesis: state is field 3, utime 14, stime 15
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')

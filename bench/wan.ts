@@ -1,16 +1,18 @@
-// npm run bench:wan — a 3-hop (`--hops N`: 6 cycles A, B, C twice) chat across homes behind NAT routers (test/network) at 10 and 40 ms one-way delay
-// on every home link, each hop direct, each hop relayed by the tracker, and each hop relayed by a volunteer (a host in
-// the cloud started with --relay-for-others, serving another model), against the limit: compute (the same chat with
-// tracker, hosts and client all in the cloud namespace, same run) plus the round trips a token needs (client↔host per
-// direct hop; client↔cloud plus cloud↔host per relayed one, the tracker and the volunteer both being in the cloud),
-// measured each round by TCP connects. The direct swarm runs twice: client-relayed (the client carries every hidden
-// state) and hop-to-hop (each host forwards to the next; its limit is compute plus the one-way legs client→host A,
-// A→B, B→C, C→client, each half a measured round trip; in the default layout a host-to-host leg crosses two shaped home links). Rounds alternate the modes and the delays (`--rounds N`, default 3); every run prints a JSON line
-// with the load average; the last line holds the medians, the ratios and the relay's bytes per token.
+// npm run bench:wan — a 3-hop (`--hops N`: 6 cycles A, B, C twice) chat across homes behind NAT routers (test/network)
+// at 10 and 40 ms one-way delay on every home link, each hop direct, each hop relayed by the tracker, and each hop
+// relayed by a volunteer (a host in the cloud started with --relay-for-others, serving another model), against the
+// limit: compute (the same chat with tracker, hosts and client all in the cloud namespace, same run) plus the round
+// trips a token needs (client↔host per direct hop; client↔cloud plus cloud↔host per relayed one, the tracker and the
+// volunteer both being in the cloud), measured each round by TCP connects. The direct swarm runs twice: client-relayed
+// (the client carries every hidden state) and hop-to-hop (each host forwards to the next; its limit is compute plus the
+// one-way legs client→host A, A→B, B→C, C→client, each half a measured round trip; in the default layout a host-to-host
+// leg crosses two shaped home links). Rounds alternate the modes and the delays
+// (`--rounds N`, default 3); every run prints a JSON line with the load average;
+// the last line holds the medians, the ratios and the relay's bytes per token.
 //
 // Placement: the client on the laptop (internet side); the tracker in the cloud; hosts on the home computers hostA,
-// hostB, hostC (blocks in that order). `--layout` says where the delay sits (bench/wan-layouts.ts; default homes: every home
-// line shaped, the laptop's not).
+// hostB, hostC (blocks in that order). `--layout` says where the delay sits (bench/wan-layouts.ts; default homes: every
+// home line shaped, the laptop's not).
 // Direct: home C's host maps its port by UPnP/NAT-PMP (miniupnpd), homes A and B forward every port to their
 // host (a router's "DMZ host" setting). Relayed: the same computers, `neuron host --relay`, reserving at the volunteer
 // relay where the swarm has one, else at the tracker.
@@ -65,7 +67,8 @@ const PROMPT = [1, 450, 1200, 3000, 4100, 5200, 6300, 7400]
 const why = whyNoNamespaces()
 if (why !== undefined) {
   console.error(
-    `bench:wan builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with iproute2 and nftables.`,
+    `bench:wan builds a network of Linux namespaces and cannot here (${why}); run it as root on Linux with ` +
+      `iproute2 and nftables.`,
   )
   process.exit(1)
 }
@@ -82,7 +85,10 @@ const relayManifest = await readManifest(relayPacked)
 const load = () => Number(loadavg()[0]?.toFixed(2))
 const sum = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0)
 const round2 = (x: number) => Math.round(x * 100) / 100
-/** The spread of the client's waits between tokens: a median near the round trips with a long tail points at stalls, not at the path. */
+/**
+ * The spread of the client's waits between tokens: a median near the
+ * round trips with a long tail points at stalls, not at the path.
+ */
 const gapSpread = (gaps: readonly number[]) => {
   const sorted = [...gaps].sort((a, b) => a - b)
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
@@ -261,7 +267,8 @@ try {
   }
   const summary: Record<string, number> = {}
   for (const [delayMs, r] of results) {
-    // the limit of the medians: one round's compute slowed by a neighbour's burst moves it less than a median of per-round limits
+    // the limit of the medians: one round's compute slowed by a
+    // neighbour's burst moves it less than a median of per-round limits
     const [d, rl, v, h] = [median(r.direct), median(r.relayed), median(r.volunteer), median(r.hopToHop)]
     const lh = 1000 / (median(computeMs) + median(r.legsHopToHopMs))
     const [tripsDirect, tripsRelayed] = [median(r.roundTripsDirectMs), median(r.roundTripsRelayedMs)]

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The `neuron` command. It runs the compiled CLI (dist/cli/main.mjs, `npm run build`: nothing is compiled when a command
-// runs) unless a TypeScript source is newer than it, as in a checkout being edited: then it loads the sources through
-// tsx, so a change is never run stale.
+// The `neuron` command. It runs the compiled CLI (dist/cli/main.mjs, `npm run build`: nothing is compiled when a
+// command runs) unless a TypeScript source is newer than it, as in a checkout being edited: then it loads the sources
+// through tsx, so a change is never run stale.
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'

@@ -7,11 +7,11 @@ import type { Command } from './command'
 
 export const accountCommand: Command = {
   name: 'account',
-  usage: `Usage: neuron account create --db tracker.sqlite|postgres://… [--name NAME] [--grant-micro N] [--public-key KEY]
+  usage: `Usage: neuron account create --db tracker.sqlite|postgres://… [--name NAME] [--grant-micro N]
+                             [--public-key KEY]
 
 Creates an account in the tracker's database, its SQLite file or PostgreSQL URL (the tracker may be
-running), and prints its API
-key once; only the key's sha256 is stored. 1 credit = 1,000,000 micro-credits; the grant
+running), and prints its API key once; only the key's sha256 is stored. 1 credit = 1,000,000 micro-credits; the grant
 defaults to NEURON_STARTING_GRANT_MICRO or 10 credits. On a private swarm (--allow-keys) the
 gateway serves only accounts made for a listed --public-key.
 
@@ -46,7 +46,8 @@ Example: neuron account create --db /tmp/neuron.sqlite --name me`,
       if (publicKey !== undefined && !PublicKey.safeParse(publicKey).success)
         throw new NeuronError(
           'bad_option',
-          `--public-key "${publicKey}" is not a public key (43 characters of base64url, as the app's Settings or a host's log show it).`,
+          `--public-key "${publicKey}" is not a public key (43 characters of base64url, as the app's Settings or a ` +
+            `host's log show it).`,
         )
       const created = await accounts.create({
         ...(values.name === undefined ? {} : { name: values.name }),

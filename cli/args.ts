@@ -91,7 +91,8 @@ export function tlsOptions(values: { 'tls-key'?: string; 'tls-cert'?: string }):
   } catch (error) {
     throw new NeuronError(
       'bad_option',
-      `--tls-key ${keyPath} and --tls-cert ${certPath} are not a PEM key and its certificate (${error instanceof Error ? error.message : error}); check that they belong together.`,
+      `--tls-key ${keyPath} and --tls-cert ${certPath} are not a PEM key and its certificate ` +
+        `(${error instanceof Error ? error.message : error}); check that they belong together.`,
     )
   }
   return tls

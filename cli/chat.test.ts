@@ -88,23 +88,27 @@ describe('neuron chat on a swarm of real processes', () => {
     await cleanup()
   })
 
-  it('streams the greedy text, ends its session with the tracker’s acknowledgement and exits 0, printing no session.end complaint', async () => {
-    const r = await neuron(
-      'chat',
-      '--tracker',
-      trackerUrl,
-      '--model',
-      manifest.modelId,
-      '--max-tokens',
-      String(TOKENS),
-      '--data-dir',
-      join(dir, 'chat'),
-      'Once upon a time',
-    )
-    expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toBe(`${expected}\n`)
-    expect(expected).toMatch(/^, there was a little girl named Lily/)
-    expect(r.stderr).toMatch(new RegExp(`${TOKENS} tokens \\(length\\)`))
-    expect(r.stderr).not.toMatch(/session\.end/)
-  })
+  it(
+    'streams the greedy text, ends its session with the tracker’s acknowledgement and exits 0, printing no ' +
+      'session.end complaint',
+    async () => {
+      const r = await neuron(
+        'chat',
+        '--tracker',
+        trackerUrl,
+        '--model',
+        manifest.modelId,
+        '--max-tokens',
+        String(TOKENS),
+        '--data-dir',
+        join(dir, 'chat'),
+        'Once upon a time',
+      )
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).toBe(`${expected}\n`)
+      expect(expected).toMatch(/^, there was a little girl named Lily/)
+      expect(r.stderr).toMatch(new RegExp(`${TOKENS} tokens \\(length\\)`))
+      expect(r.stderr).not.toMatch(/session\.end/)
+    },
+  )
 })

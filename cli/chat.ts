@@ -8,8 +8,8 @@ import type { Command } from './command'
 
 export const chatCommand: Command = {
   name: 'chat',
-  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0] [--chat] [--f32]
-                  [--draft PATH [--draft-k 4]] [--hop-to-hop]
+  usage: `Usage: neuron chat --tracker URL --model ID "prompt" [--max-tokens 128] [--temperature 0] [--seed 0]
+                  [--chat] [--f32] [--draft PATH [--draft-k 4]] [--hop-to-hop]
 
 Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and tokens/s go to stderr.
 
@@ -17,7 +17,8 @@ Streams the completion to stdout; the route (hosts, blocks, per-hop ms) and toke
   --f32    hidden states travel as f32 between hops (default: the model's, f16 except for mixture-of-experts models)
   --draft PATH   speculative decoding (greedy only): a local GGUF with the model's tokenizer drafts tokens, one route
                  step checks --draft-k of them (default 4, at most 16)
-  --hop-to-hop  each host sends its hidden states straight to the next where the two reach each other (default: through this client)
+  --hop-to-hop  each host sends its hidden states straight to the next where the two reach each other
+                (default: through this client)
 
 --tracker takes several instances of one swarm as URL,URL…: the chat moves to the next when one goes away.
 

@@ -139,50 +139,59 @@ describe('neuron command', () => {
     expect(await readdir(dir)).not.toContain('never.gguf')
   })
 
-  it('gen-model refuses qwen35moe, glm-dsa and deepseek4 shapes llama.cpp would abort on, with one clear line each', async () => {
-    const out = join(dir, 'never.gguf')
-    const shape = [
-      '--blocks',
-      '4',
-      '--embd',
-      '256',
-      '--heads',
-      '4',
-      '--ff',
-      '256',
-      '--vocab',
-      '300',
-      '--type',
-      'f16',
-      '--out',
-      out,
-    ]
-    const cases: [string[], RegExp][] = [
-      [
-        ['qwen35moe', '--full-attention-interval', '5'],
-        /^neuron gen-model: error \[\w+\]: --full-attention-interval must be 1 to --blocks \(4\) so some block has full attention, not 5\.$/,
-      ],
-      [
-        ['glm-dsa', '--indexer-head-size', '32'],
-        /^neuron gen-model: error \[\w+\]: --indexer-head-size must be a power of two of at least 64 for glm-dsa, not 32\.$/,
-      ],
-      [
-        ['deepseek4', '--compress-ratios', '0,4,4,0'],
-        /^neuron gen-model: error \[\w+\]: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/,
-      ],
-      [
-        ['deepseek4', '--compress-ratios', '4,128,8,0'],
-        /^neuron gen-model: error \[\w+\]: --compress-ratios takes only 0, 4 and 128/,
-      ],
-    ]
-    for (const [[arch, ...flags], message] of cases) {
-      const r = await neuron('gen-model', '--arch', arch as string, ...shape, ...flags)
-      expect(r.code, r.stderr).toBe(1)
-      expect(r.stderr.trim().split('\n')).toHaveLength(1)
-      expect(r.stderr.trim()).toMatch(message)
-    }
-    expect(await readdir(dir)).not.toContain('never.gguf')
-  })
+  it(
+    'gen-model refuses qwen35moe, glm-dsa and deepseek4 shapes ' + 'llama.cpp would abort on, with one clear line each',
+    async () => {
+      const out = join(dir, 'never.gguf')
+      const shape = [
+        '--blocks',
+        '4',
+        '--embd',
+        '256',
+        '--heads',
+        '4',
+        '--ff',
+        '256',
+        '--vocab',
+        '300',
+        '--type',
+        'f16',
+        '--out',
+        out,
+      ]
+      const cases: [string[], RegExp][] = [
+        [
+          ['qwen35moe', '--full-attention-interval', '5'],
+          new RegExp(
+            String.raw`^neuron gen-model: error \[\w+\]: --full-attention-interval must be 1 to --blocks \(4\) ` +
+              String.raw`so some block has full attention, not 5\.$`,
+          ),
+        ],
+        [
+          ['glm-dsa', '--indexer-head-size', '32'],
+          new RegExp(
+            String.raw`^neuron gen-model: error \[\w+\]: --indexer-head-size must be a power of two of at least 64 ` +
+              String.raw`for glm-dsa, not 32\.$`,
+          ),
+        ],
+        [
+          ['deepseek4', '--compress-ratios', '0,4,4,0'],
+          /^neuron gen-model: error \[\w+\]: --compress-ratios \(0,4,4,0\) needs at least one 4 and one 128 block/,
+        ],
+        [
+          ['deepseek4', '--compress-ratios', '4,128,8,0'],
+          /^neuron gen-model: error \[\w+\]: --compress-ratios takes only 0, 4 and 128/,
+        ],
+      ]
+      for (const [[arch, ...flags], message] of cases) {
+        const r = await neuron('gen-model', '--arch', arch as string, ...shape, ...flags)
+        expect(r.code, r.stderr).toBe(1)
+        expect(r.stderr.trim().split('\n')).toHaveLength(1)
+        expect(r.stderr.trim()).toMatch(message)
+      }
+      expect(await readdir(dir)).not.toContain('never.gguf')
+    },
+  )
 })
 
 describe('neuron account', () => {
@@ -210,51 +219,54 @@ describe('neuron account', () => {
 })
 
 describe('neuron host --ui', () => {
-  it('serves the app to a browser for a headless host on a remote tracker, behind the key in the printed link', async () => {
-    await buildUi()
-    const tracker = await Tracker.start({ dbPath: join(dir, 'ui-tracker.sqlite') })
-    const host = startNeuron([
-      'host',
-      '--ui',
-      '--tracker',
-      tracker.url,
-      '--data-dir',
-      join(dir, 'ui-host'),
-      '--port',
-      '0',
-      '--threads',
-      '1',
-    ])
-    try {
-      const link = new URL(
-        (await host.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/))[1] ?? '',
-      )
-      expect((await fetch(link.origin, { redirect: 'manual' })).status).toBe(401)
-      const opened = await fetch(link, { redirect: 'manual' })
-      expect(opened.status).toBe(303)
-      const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0] ?? ''
-      const page = await fetch(link.origin, { headers: { cookie } })
-      expect(page.status).toBe(200)
-      expect(await page.text()).toContain('<div id="root">')
-      // The same contract as the app: this host's settings name the tracker it joined.
-      const ws = new WebSocket(`ws://${link.host}/api`, { origin: link.origin, headers: { cookie } })
-      const reply = await new Promise<unknown>((resolve, reject) => {
-        ws.once('open', () => ws.send(JSON.stringify({ kind: 'call', id: 1, method: 'settings.get', input: {} })))
-        ws.once('message', (data) => resolve(JSON.parse(data.toString())))
-        ws.once('error', reject)
-      })
-      ws.close()
-      expect(reply).toMatchObject({
-        kind: 'reply',
-        id: 1,
-        ok: true,
-        value: { trackerUrl: tracker.url, connectedTrackerUrl: tracker.url },
-      })
-    } finally {
-      await host.stop(5000)
-      await tracker.close()
-    }
-  })
+  it(
+    'serves the app to a browser for a headless host on ' + 'a remote tracker, behind the key in the printed link',
+    async () => {
+      await buildUi()
+      const tracker = await Tracker.start({ dbPath: join(dir, 'ui-tracker.sqlite') })
+      const host = startNeuron([
+        'host',
+        '--ui',
+        '--tracker',
+        tracker.url,
+        '--data-dir',
+        join(dir, 'ui-host'),
+        '--port',
+        '0',
+        '--threads',
+        '1',
+      ])
+      try {
+        const link = new URL(
+          (await host.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/))[1] ?? '',
+        )
+        expect((await fetch(link.origin, { redirect: 'manual' })).status).toBe(401)
+        const opened = await fetch(link, { redirect: 'manual' })
+        expect(opened.status).toBe(303)
+        const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0] ?? ''
+        const page = await fetch(link.origin, { headers: { cookie } })
+        expect(page.status).toBe(200)
+        expect(await page.text()).toContain('<div id="root">')
+        // The same contract as the app: this host's settings name the tracker it joined.
+        const ws = new WebSocket(`ws://${link.host}/api`, { origin: link.origin, headers: { cookie } })
+        const reply = await new Promise<unknown>((resolve, reject) => {
+          ws.once('open', () => ws.send(JSON.stringify({ kind: 'call', id: 1, method: 'settings.get', input: {} })))
+          ws.once('message', (data) => resolve(JSON.parse(data.toString())))
+          ws.once('error', reject)
+        })
+        ws.close()
+        expect(reply).toMatchObject({
+          kind: 'reply',
+          id: 1,
+          ok: true,
+          value: { trackerUrl: tracker.url, connectedTrackerUrl: tracker.url },
+        })
+      } finally {
+        await host.stop(5000)
+        await tracker.close()
+      }
+    },
+  )
 })
 
 describe('neuron inspect --config', () => {

@@ -5,7 +5,9 @@ export interface Command {
   run(args: string[]): Promise<number>
 }
 
-/** What `neuron --help` lists of a command without loading it (its module imports the tracker, the host, the runtime…). */
+/**
+ * What `neuron --help` lists of a command without loading it (its module imports the tracker, the host, the runtime…).
+ */
 export interface CommandEntry {
   readonly name: string
   readonly summary: string

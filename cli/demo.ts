@@ -54,7 +54,8 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
         join(work, 'publisher'),
       )
       console.log(
-        `published    ${manifest.modelId}: ${manifest.nLayer} blocks in ${manifest.artifacts.length} artifacts, infohash ${publication.infoHash}`,
+        `published    ${manifest.modelId}: ${manifest.nLayer} blocks in ${manifest.artifacts.length} artifacts, ` +
+          `infohash ${publication.infoHash}`,
       )
       for (const [i, blocks] of splitBlocks(manifest.nLayer, nHosts).entries()) {
         const dataDir = join(work, `host-${i + 1}`)
@@ -70,7 +71,8 @@ Example: neuron demo --prompt "Once upon a time" --max-tokens 64`,
         const files = await readdir(join(dataDir, 'models', manifest.modelId))
         const bytes = manifest.artifacts.filter((a) => files.includes(a.file)).reduce((s, a) => s + a.bytes, 0)
         console.log(
-          `host ${i + 1}       blocks [${blocks[0]}, ${blocks[1]}) fetched ${files.length} of ${manifest.artifacts.length} artifacts (${formatBytes(bytes)}): ${files.sort().join(', ')}`,
+          `host ${i + 1}       blocks [${blocks[0]}, ${blocks[1]}) fetched ${files.length} of ` +
+            `${manifest.artifacts.length} artifacts (${formatBytes(bytes)}): ${files.sort().join(', ')}`,
         )
       }
       client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())

@@ -68,7 +68,8 @@ describe('neuron publish of a model the runtime refuses', () => {
     expect(r.code).toBe(1)
     expect(r.stderr).not.toMatch(STACK)
     expect(r.stderr.trim().split('\n'), r.stderr).toEqual([
-      "neuron publish: error [UNSUPPORTED_ARCH]: architecture 'llamb' is not supported; supported: llama, qwen2, qwen3, qwen3moe, deepseek2, gpt-oss, qwen35moe, glm-dsa, deepseek4",
+      "neuron publish: error [UNSUPPORTED_ARCH]: architecture 'llamb' is not supported; supported: llama, qwen2, " +
+        'qwen3, qwen3moe, deepseek2, gpt-oss, qwen35moe, glm-dsa, deepseek4',
     ])
   })
 

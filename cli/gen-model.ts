@@ -46,10 +46,13 @@ deepseek4 one KV head (--kv-heads is ignored); qwen35moe's delta-net has --heads
 glm-dsa takes deepseek2's MLA and expert options but no expert groups; deepseek4 takes --q-lora-rank, --rope-dim.
 
 Examples:
-  neuron gen-model --arch llama --blocks 4 --embd 128 --heads 4 --kv-heads 2 --ff 256 --vocab 512 --type q8_0 --seed 1 --out /tmp/tiny.gguf
-  neuron gen-model --arch deepseek2 --blocks 5 --embd 256 --heads 4 --ff 512 --expert-ff 256 --vocab 384 --type q4_K_M --out /tmp/ds.gguf
+  neuron gen-model --arch llama --blocks 4 --embd 128 --heads 4 --kv-heads 2 --ff 256 --vocab 512 --type q8_0 \\
+    --seed 1 --out /tmp/tiny.gguf
+  neuron gen-model --arch deepseek2 --blocks 5 --embd 256 --heads 4 --ff 512 --expert-ff 256 --vocab 384 \\
+    --type q4_K_M --out /tmp/ds.gguf
   neuron gen-model --arch deepseek4 --blocks 5 --embd 256 --heads 4 --ff 256 --vocab 384 --type q8_0 --out /tmp/ds4.gguf
-  neuron gen-model --arch llama --blocks 22 --embd 2048 --heads 32 --kv-heads 4 --ff 5632 --vocab 32000 --type q8_0 --seed 1 --out /tmp/1b.gguf`,
+  neuron gen-model --arch llama --blocks 22 --embd 2048 --heads 32 --kv-heads 4 --ff 5632 --vocab 32000 --type q8_0 \\
+    --seed 1 --out /tmp/1b.gguf`,
   async run(args) {
     const { values } = parseCommandArgs(args, {
       arch: { type: 'string' },
@@ -95,7 +98,8 @@ Examples:
     })
     const seconds = (performance.now() - started) / 1000
     console.log(
-      `${result.path}: ${(result.parameters / 1e6).toFixed(1)}M parameters, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s`,
+      `${result.path}: ${(result.parameters / 1e6).toFixed(1)}M parameters, ${formatBytes(result.bytes)} in ` +
+        `${seconds.toFixed(1)} s`,
     )
     return 0
   },

@@ -88,9 +88,9 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
     })
     const stop = untilSignal()
     await host.start()
-    console.log(
-      `host ${host.hostId} ${host.state.status}${host.state.blocks ? ` blocks [${host.state.blocks[0]}, ${host.state.blocks[1]})` : ''} ${host.state.endpoint ?? ''}`.trim(),
-    )
+    const { status, blocks: served, endpoint } = host.state
+    const range = served ? ` blocks [${served[0]}, ${served[1]})` : ''
+    console.log(`host ${host.hostId} ${status}${range} ${endpoint ?? ''}`.trim())
     console.error(`[host] stopping on ${await stop}: draining`)
     await host.stop()
     return 0
@@ -138,7 +138,8 @@ async function hostWithUi(
         if (proposal === null)
           throw new NeuronError(
             'not_placed',
-            `the tracker proposes no range of ${modelId} for this computer: ${preview.placement.refusal?.reason ?? 'no reason given'}`,
+            `the tracker proposes no range of ${modelId} for this computer: ` +
+              `${preview.placement.refusal?.reason ?? 'no reason given'}`,
           )
         blocks = proposal.blocks
       }

@@ -67,7 +67,10 @@ function help(): string {
   ].join('\n')
 }
 
-/** Runs one CLI invocation and returns the exit code; typed errors print one line, `neuron <command>: error [code]: message`. */
+/**
+ * Runs one CLI invocation and returns the exit code; typed errors
+ * print one line, `neuron <command>: error [code]: message`.
+ */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {

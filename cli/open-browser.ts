@@ -35,7 +35,8 @@ export function openBrowser(url: string, log: (line: string) => void): void {
     child.unref()
   } catch (e) {
     log(
-      `could not open the browser with ${command} (${e instanceof Error ? e.message : e}); open the link above yourself`,
+      `could not open the browser with ${command} (${e instanceof Error ? e.message : e}); open the link above ` +
+        `yourself`,
     )
   }
 }

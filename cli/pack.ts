@@ -48,7 +48,8 @@ Example: neuron pack resources/models/stories260K.gguf --out /tmp/stories --bloc
       )
     }
     console.log(
-      `${manifest.modelId}: ${manifest.artifacts.length} artifacts and manifest.json in ${values.out} (${seconds.toFixed(2)} s)`,
+      `${manifest.modelId}: ${manifest.artifacts.length} artifacts and manifest.json in ${values.out} ` +
+        `(${seconds.toFixed(2)} s)`,
     )
     return 0
   },

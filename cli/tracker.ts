@@ -11,7 +11,8 @@ import type { Command } from './command'
 
 export const trackerCommand: Command = {
   name: 'tracker',
-  usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--db ${TRACKER_DEFAULTS.dbPath}] [--key-file FILE] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
+  usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}]
+       [--db ${TRACKER_DEFAULTS.dbPath}] [--key-file FILE] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
        [--redis redis://HOST:6379]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
        [--grant-work-bits ${DEFAULT_GRANT_WORK_BITS}] [--grants-per-prefix-per-day ${DEFAULT_GRANTS_PER_PREFIX_PER_DAY}]
@@ -119,7 +120,8 @@ function allowedKeysOption(path: string): string[] {
   if (keys.length === 0)
     throw new NeuronError(
       'bad_option',
-      `--allow-keys ${path} lists no keys, so the swarm would admit nobody; add a public key a line, or leave the option out for an open swarm.`,
+      `--allow-keys ${path} lists no keys, so the swarm would admit nobody; add a public key a line, or leave the ` +
+        `option out for an open swarm.`,
     )
   return keys
 }

@@ -50,7 +50,8 @@ export function chatHistoryOf(messages: readonly ChatMessage[]): ChatHistoryItem
       if (call === undefined || turn === undefined)
         throw new NeuronError(
           'bad_request',
-          `the tool message for call ${m.toolCallId ?? '(none)'} answers no tool call of the assistant message before it.`,
+          `the tool message for call ${m.toolCallId ?? '(none)'} answers no tool call of the assistant message ` +
+            `before it.`,
         )
       call.result = parsedOrText(m.content)
       continue

@@ -46,16 +46,19 @@ describe('the streamed text of a generation equals llama.cpp’s detokenize of i
   })
 
   for (const bytes of [1, 2, 3]) {
-    it(`keeps the last ${bytes} byte${bytes > 1 ? 's' : ''} of a character a generation ended inside, as U+FFFD`, () => {
-      const generated = [...ids.slice(0, -4), ...emoji.slice(0, bytes)]
-      const { pieces, held } = streamed(generated)
-      const expected = whole(generated)
-      expect(expected).toBe('Once upon a time \uFFFD')
-      // The character's bytes came out as nothing while it was incomplete; the flush gives them.
-      expect(pieces.slice(-bytes)).toEqual(Array(bytes).fill(''))
-      expect(held).toBe('\uFFFD')
-      expect(Buffer.from(pieces.join('') + held)).toEqual(Buffer.from(expected))
-    })
+    it(
+      `keeps the last ${bytes} byte${bytes > 1 ? 's' : ''} of a character a generation ended inside, as ` + `U+FFFD`,
+      () => {
+        const generated = [...ids.slice(0, -4), ...emoji.slice(0, bytes)]
+        const { pieces, held } = streamed(generated)
+        const expected = whole(generated)
+        expect(expected).toBe('Once upon a time \uFFFD')
+        // The character's bytes came out as nothing while it was incomplete; the flush gives them.
+        expect(pieces.slice(-bytes)).toEqual(Array(bytes).fill(''))
+        expect(held).toBe('\uFFFD')
+        expect(Buffer.from(pieces.join('') + held)).toEqual(Buffer.from(expected))
+      },
+    )
   }
 
   it('gives a whole character with its last byte, and nothing held', () => {
@@ -95,35 +98,39 @@ describe('a swarm generation that ends inside a character gives its text to the 
     await cleanup()
   })
 
-  it('yields the held bytes of its last character as U+FFFD, so the texts joined equal llama.cpp’s detokenize of its tokens', async () => {
-    // Near-uniform sampling over stories260K's 512 tokens, half of them byte tokens: the first seed whose 3 tokens end
-    // inside a character (the same seeds give the same tokens on every run).
-    for (let seed = 0; seed < 200; seed++) {
-      const run = client.generate({
-        modelId: swarm.manifest.modelId,
-        prompt: 'Once upon a time',
-        maxTokens: 3,
-        stopAtEog: false,
-        sampling: { temperature: 10, seed },
-      })
-      const yielded: { token: number; text: string }[] = []
-      let next = await run.next()
-      while (!next.done) {
-        yielded.push(next.value)
-        next = await run.next()
+  it(
+    'yields the held bytes of its last character as U+FFFD, so the texts joined equal llama.cpp’s detokenize of ' +
+      'its tokens',
+    async () => {
+      // Near-uniform sampling over stories260K's 512 tokens, half of them byte tokens: the first seed whose 3 tokens
+      // end inside a character (the same seeds give the same tokens on every run).
+      for (let seed = 0; seed < 200; seed++) {
+        const run = client.generate({
+          modelId: swarm.manifest.modelId,
+          prompt: 'Once upon a time',
+          maxTokens: 3,
+          stopAtEog: false,
+          sampling: { temperature: 10, seed },
+        })
+        const yielded: { token: number; text: string }[] = []
+        let next = await run.next()
+        while (!next.done) {
+          yielded.push(next.value)
+          next = await run.next()
+        }
+        const tokens = yielded.map((t) => t.token)
+        const expected = llama.detokenize(tokens as Token[], false)
+        expect(Buffer.from(yielded.map((t) => t.text).join('')), `seed ${seed}: tokens ${tokens}`).toEqual(
+          Buffer.from(expected),
+        )
+        expect(next.value.completionTokens).toBe(3)
+        // Incomplete at the end: without the last token's bytes, the text decodes to U+FFFD where it stops.
+        if (!expected.endsWith('\uFFFD') || llama.detokenize(tokens.slice(0, -1) as Token[], false).endsWith('\uFFFD'))
+          continue
+        console.log(`seed ${seed}: tokens ${tokens.join(' ')} end inside a character; text ${JSON.stringify(expected)}`)
+        return
       }
-      const tokens = yielded.map((t) => t.token)
-      const expected = llama.detokenize(tokens as Token[], false)
-      expect(Buffer.from(yielded.map((t) => t.text).join('')), `seed ${seed}: tokens ${tokens}`).toEqual(
-        Buffer.from(expected),
-      )
-      expect(next.value.completionTokens).toBe(3)
-      // Incomplete at the end: without the last token's bytes, the text decodes to U+FFFD where it stops.
-      if (!expected.endsWith('\uFFFD') || llama.detokenize(tokens.slice(0, -1) as Token[], false).endsWith('\uFFFD'))
-        continue
-      console.log(`seed ${seed}: tokens ${tokens.join(' ')} end inside a character; text ${JSON.stringify(expected)}`)
-      return
-    }
-    expect.unreachable('no seed below 200 ended a generation inside a character')
-  })
+      expect.unreachable('no seed below 200 ended a generation inside a character')
+    },
+  )
 })

@@ -52,7 +52,8 @@ export class DraftModel {
     if (common < this.sequence.nextTokenIndex)
       await this.sequence.eraseContextTokenRanges([{ start: common, end: this.sequence.nextTokenIndex }])
     // The route's tokens since the last proposal are fed one at a time, as a greedy decode feeds them: fed as one
-    // batch their logits differ in the last bits, which can flip a near tie, and the draft would miss a token it predicts.
+    // batch their logits differ in the last bits, which can flip
+    // a near tie, and the draft would miss a token it predicts.
     const fresh = confirmed.slice(common) as Token[]
     if (common > 0)
       for (const t of fresh.splice(0, fresh.length - 1)) await this.sequence.evaluateWithoutGeneratingNewTokens([t])
@@ -70,7 +71,9 @@ export class DraftModel {
   }
 }
 
-/** Same vocabulary size and the same text for every token, else `draft_vocabulary_mismatch` naming the first difference. */
+/**
+ * Same vocabulary size and the same text for every token, else `draft_vocabulary_mismatch` naming the first difference.
+ */
 export function checkVocabulary(path: string, draft: readonly string[], route: readonly string[]): void {
   const say = (what: string) =>
     new NeuronError(

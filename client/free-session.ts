@@ -3,7 +3,10 @@ import { NeuronError } from '../protocol'
 /** How long a chat waits for a free session by default when every host that could serve it is full. */
 export const WAIT_FOR_SESSION_MS = 30_000
 
-/** Refusals that pass once a session ends: a host at its sessions or KV budget (the tracker's view of it lags by a heartbeat). */
+/**
+ * Refusals that pass once a session ends: a host at its sessions
+ * or KV budget (the tracker's view of it lags by a heartbeat).
+ */
 const HOST_FULL = new Set(['busy', 'kv_budget_full', 'too_many_sessions'])
 /** The reasons route.plan gives for hosts that serve the blocks but cannot take one more session now. */
 const ONLY_FULL = new Set(['no free session', 'too little free KV'])
@@ -43,7 +46,8 @@ export async function whenSessionFree<T>(
       if (!swarmIsFull(error) || left <= 0 || signal?.aborted) throw error
       if (tries === 1)
         log(
-          `every host that could serve this chat is full; waiting up to ${Math.round(waitMs / 1000)} s for a free session`,
+          `every host that could serve this chat is full; waiting up to ${Math.round(waitMs / 1000)} s for a free ` +
+            `session`,
         )
       // jittered, so a burst of waiting chats does not come back at the same moment
       await new Promise<void>((resolve) => {

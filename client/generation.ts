@@ -13,8 +13,8 @@ export interface GenerateRequest {
   readonly hiddenDtype?: 'f16' | 'f32'
   /**
    * How hidden states travel: through the client between every two hops ('client-relayed', the default), or from hop
-   * to hop where two hops can reach each other ('hop-to-hop': the client sends the first hop the step and gets the token
-   * from the last; see client/hop-chain.ts).
+   * to hop where two hops can reach each other ('hop-to-hop': the client sends the first hop the step and gets the
+   * token from the last; see client/hop-chain.ts).
    */
   readonly forwarding?: 'client-relayed' | 'hop-to-hop'
   /** Stop early at an end-of-generation token (default true). */
@@ -31,7 +31,10 @@ export interface GenerateRequest {
   readonly session?: string
   /** How long to wait for a free session while every host that could serve is full (default 30 s); 0 fails at once. */
   readonly waitForSessionMs?: number
-  /** Speculative decoding (greedy only): a local GGUF with the model's tokenizer drafts `k` tokens (default 4) per route step. */
+  /**
+   * Speculative decoding (greedy only): a local GGUF with the
+   * model's tokenizer drafts `k` tokens (default 4) per route step.
+   */
   readonly draft?: DraftRequest
 }
 
@@ -44,7 +47,10 @@ export interface GeneratedToken {
   /** Text this token adds: empty while a multi-byte character is incomplete; the last token's ends what is held. */
   readonly text: string
   readonly logprob: number
-  /** The most likely tokens at this step and their log-probabilities, most likely first, when `sampling.topLogprobs` asked. */
+  /**
+   * The most likely tokens at this step and their log-probabilities,
+   * most likely first, when `sampling.topLogprobs` asked.
+   */
   readonly top?: readonly { readonly token: number; readonly logprob: number }[]
   readonly position: number
 }

@@ -28,8 +28,8 @@ export async function claimGrant(
 }
 
 /**
- * route.plan for a key that may have no account yet: told `grant_unclaimed`, it claims the tracker's grant once and asks
- * again, so a first chat on a granting tracker just works.
+ * route.plan for a key that may have no account yet: told `grant_unclaimed`, it claims the tracker's grant once and
+ * asks again, so a first chat on a granting tracker just works.
  */
 export async function planRoute(
   tracker: RpcSocket,

@@ -68,7 +68,8 @@ describe('hidden-state SDK on a real swarm of two hosts (blocks [0, 3) and [3, 5
         errors.push(relativeError(state.data, ref.hidden[k]?.data ?? []))
       }
       console.log(
-        `SDK hidden states vs reference, rel err after blocks 0..${nLayer - 2}: ${errors.map((e) => e.toExponential(1)).join(' ')}`,
+        `SDK hidden states vs reference, rel err after blocks 0..${nLayer - 2}: ` +
+          `${errors.map((e) => e.toExponential(1)).join(' ')}`,
       )
       for (const e of errors) expect(e).toBeLessThan(SEAM_TOLERANCE)
     },
@@ -126,44 +127,47 @@ describe('hidden-state SDK on a real swarm of two hosts (blocks [0, 3) and [3, 5
     expect(relativeError(span.state.data, after3.state.data)).toBeLessThan(SEAM_TOLERANCE)
   })
 
-  it('refuses out-of-range blocks, wrong widths and oversized inputs with typed errors, and keeps serving', async () => {
-    const { nLayer, nEmbd } = await sdk.model(model())
-    expect((await typedError(sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: nLayer - 1 }))).code).toBe(
-      'block_out_of_range',
-    )
-    expect(
-      (
-        await typedError(
-          sdk.hiddenStates({
-            model: model(),
-            prompt: PROMPT,
-            afterBlock: 1,
-            add: { block: 2, vector: new Float32Array(nEmbd) },
-          }),
-        )
-      ).code,
-    ).toBe('block_out_of_range')
-    expect(
-      (
-        await typedError(
-          sdk.hiddenStates({
-            model: model(),
-            prompt: PROMPT,
-            afterBlock: 1,
-            add: { block: 1, vector: new Float32Array(nEmbd + 1) },
-          }),
-        )
-      ).code,
-    ).toBe('wrong_width')
-    const tooMany = Array.from({ length: MAX_HIDDEN_TOKENS + 1 }, () => 1)
-    expect((await typedError(sdk.hiddenStates({ model: model(), prompt: tooMany, afterBlock: 1 }))).code).toBe(
-      'too_many_tokens',
-    )
-    const nan = { tokens: 1, width: nEmbd, data: new Float32Array(nEmbd).fill(Number.NaN) }
-    expect((await typedError(sdk.runSpan({ model: model(), blocks: [1, 3], input: nan }))).code).toBe('bad_request')
-    const ok = await sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 2 })
-    expect(ok.state.width).toBe(nEmbd)
-  })
+  it(
+    'refuses out-of-range blocks, wrong widths and ' + 'oversized inputs with typed errors, and keeps serving',
+    async () => {
+      const { nLayer, nEmbd } = await sdk.model(model())
+      expect(
+        (await typedError(sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: nLayer - 1 }))).code,
+      ).toBe('block_out_of_range')
+      expect(
+        (
+          await typedError(
+            sdk.hiddenStates({
+              model: model(),
+              prompt: PROMPT,
+              afterBlock: 1,
+              add: { block: 2, vector: new Float32Array(nEmbd) },
+            }),
+          )
+        ).code,
+      ).toBe('block_out_of_range')
+      expect(
+        (
+          await typedError(
+            sdk.hiddenStates({
+              model: model(),
+              prompt: PROMPT,
+              afterBlock: 1,
+              add: { block: 1, vector: new Float32Array(nEmbd + 1) },
+            }),
+          )
+        ).code,
+      ).toBe('wrong_width')
+      const tooMany = Array.from({ length: MAX_HIDDEN_TOKENS + 1 }, () => 1)
+      expect((await typedError(sdk.hiddenStates({ model: model(), prompt: tooMany, afterBlock: 1 }))).code).toBe(
+        'too_many_tokens',
+      )
+      const nan = { tokens: 1, width: nEmbd, data: new Float32Array(nEmbd).fill(Number.NaN) }
+      expect((await typedError(sdk.runSpan({ model: model(), blocks: [1, 3], input: nan }))).code).toBe('bad_request')
+      const ok = await sdk.hiddenStates({ model: model(), prompt: PROMPT, afterBlock: 2 })
+      expect(ok.state.width).toBe(nEmbd)
+    },
+  )
 
   it('charges the key’s account for the positions it ran', async () => {
     const account = await swarm.tracker.accounts.byPublicKey(key.publicKey)

@@ -32,13 +32,18 @@ export interface Steering {
   readonly vector: Float32Array
 }
 
-/** Called before each span's session is planned, with its id: the gateway holds credits for it and sponsors it there. */
+/**
+ * Called before each span's session is planned, with its id: the gateway holds credits for it and sponsors it there.
+ */
 export type BeforeSpan = (session: string, blocks: readonly [number, number], rows: number) => Promise<void>
 
 export interface StateRequest {
   /** Token ids from block 0, or a state entering block `from` (the one after block from − 1). */
   readonly input: { readonly tokens: readonly number[] } | { readonly from: number; readonly state: HiddenState }
-  /** The block after which the state is read: from ≤ afterBlock ≤ nLayer − 2 (the last block feeds the head on its host). */
+  /**
+   * The block after which the state is read: from ≤ afterBlock
+   * ≤ nLayer − 2 (the last block feeds the head on its host).
+   */
   readonly afterBlock: number
   readonly add?: Steering
   readonly signal?: AbortSignal
@@ -74,7 +79,9 @@ export function checkStateRequest(manifest: Manifest, r: StateRequest): void {
     !cutAllowed(manifest, r.afterBlock + 1)
   )
     throw outOfRange(
-      `after_block ${r.afterBlock} is outside [${from}, ${last}] or not a cut the manifest allows: the state can be read after blocks ${from}..${last} of this ${nLayer}-block model (the last block feeds the head on its host).`,
+      `after_block ${r.afterBlock} is outside [${from}, ${last}] or not a cut the manifest allows: the state can ` +
+        `be read after blocks ${from}..${last} of this ${nLayer}-block model (the last block feeds the head on its ` +
+        `host).`,
       { afterBlock: r.afterBlock, nLayer, param: 'after_block' },
     )
   const rows = 'tokens' in r.input ? r.input.tokens.length : r.input.state.tokens
@@ -96,7 +103,8 @@ export function checkStateRequest(manifest: Manifest, r: StateRequest): void {
   } else {
     if (from < 1 || from > last || !cutAllowed(manifest, from))
       throw outOfRange(
-        `a span starts at a block in [1, ${last}] where the manifest allows a cut, not ${from}; from block 0, send tokens.`,
+        `a span starts at a block in [1, ${last}] where the manifest allows a cut, not ${from}; from block 0, send ` +
+          `tokens.`,
         {
           from,
           param: 'input.from_block',
@@ -106,7 +114,8 @@ export function checkStateRequest(manifest: Manifest, r: StateRequest): void {
     if (seamSideValues(seam) > 0)
       throw new NeuronError(
         'unsupported_seam',
-        `the seam before block ${from} carries token ids or indices besides the state; start the span at another block.`,
+        `the seam before block ${from} carries token ids or indices besides the state; start the span at another ` +
+          `block.`,
         {
           param: 'input.from_block',
         },

@@ -23,10 +23,15 @@ import { HopFailure } from './hop-link'
 import { type HopState, type StepAt, stepForward } from './route-step'
 import { checkedAnswer } from './step-audits'
 
-/** A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay does not. */
+/**
+ * A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay does not.
+ */
 const direct = (h: RouteHop) => h.endpoint !== null && h.via === undefined
 
-/** For each seam of the route, whether its two hops pass hidden states to each other (else that leg goes through the client). */
+/**
+ * For each seam of the route, whether its two hops pass hidden
+ * states to each other (else that leg goes through the client).
+ */
 export function directLegs(route: readonly RouteHop[]): boolean[] {
   return route.slice(1).map((next, i) => direct(route[i] as RouteHop) && direct(next))
 }
@@ -167,7 +172,8 @@ export async function runChainStep(
         }
       } finally {
         for (const w of [...waits, ...troubles]) w?.cancel()
-        // forwarded in: signed by the client once the step is through, off the critical path (the host hands in the signed receipt)
+        // forwarded in: signed by the client once the step is through,
+        // off the critical path (the host hands in the signed receipt)
         for (const [h, receipt] of unsigned) countersign(h, session, receipt, client)
       }
     }

@@ -92,7 +92,10 @@ export async function expectOk(frame: Frame): Promise<void> {
   if (frame.kind !== 'ok') throw new NeuronError('bad_frame', `expected ok, got ${frame.kind}`)
 }
 
-/** Inputs of consecutive steps as one prefill: same dtype, width and side values, rows one after another (values, then side values). */
+/**
+ * Inputs of consecutive steps as one prefill: same dtype, width and
+ * side values, rows one after another (values, then side values).
+ */
 export function concatInputs(inputs: readonly HopInput[]): HopInput {
   const first = inputs[0]
   if (first === undefined) throw new NeuronError('internal', 'nothing to concatenate')

@@ -15,7 +15,9 @@ let dir = ''
 let cleanup: () => Promise<void> = async () => {}
 const closers: (() => void)[] = []
 
-/** A WebSocket server on a free loopback port that echoes frames (or swallows them), over TLS when given a certificate. */
+/**
+ * A WebSocket server on a free loopback port that echoes frames (or swallows them), over TLS when given a certificate.
+ */
 async function server({
   echo,
   pong,
@@ -59,19 +61,23 @@ describe('a hop link', () => {
     await cleanup()
   })
 
-  it('gives up on a host that sends nothing, not even a pong, for LINK_SILENCE_MS while a step waits, long before the step’s timeout', async () => {
-    const { url } = await server({ echo: false, pong: false })
-    const link = await WebSocketHopLink.connect('silent', url, { timeoutMs: 120_000 })
-    const started = performance.now()
-    await expect(link.request(frame(1))).rejects.toMatchObject({
-      code: 'hop_unreachable',
-      message: expect.stringMatching(/sent nothing, not even a pong/),
-    })
-    const waited = performance.now() - started
-    expect(waited).toBeGreaterThanOrEqual(LINK_SILENCE_MS)
-    expect(waited).toBeLessThan(60_000)
-    link.close()
-  })
+  it(
+    'gives up on a host that sends nothing, not even a pong, for LINK_SILENCE_MS while a step waits, long before ' +
+      'the step’s timeout',
+    async () => {
+      const { url } = await server({ echo: false, pong: false })
+      const link = await WebSocketHopLink.connect('silent', url, { timeoutMs: 120_000 })
+      const started = performance.now()
+      await expect(link.request(frame(1))).rejects.toMatchObject({
+        code: 'hop_unreachable',
+        message: expect.stringMatching(/sent nothing, not even a pong/),
+      })
+      const waited = performance.now() - started
+      expect(waited).toBeGreaterThanOrEqual(LINK_SILENCE_MS)
+      expect(waited).toBeLessThan(60_000)
+      link.close()
+    },
+  )
 
   it('keeps waiting on a host that answers pings while it computes', async () => {
     const { url } = await server({ echo: false, pong: true })
@@ -81,20 +87,23 @@ describe('a hop link', () => {
     link.close()
   })
 
-  it('talks to a wss:// host that presents the pinned certificate, and sends nothing to one that presents another', async () => {
-    const identity = NodeIdentity.generate()
-    const pinned = await hostCertificate(`${dir}/pinned`, identity)
-    const good = await server({ echo: true, pong: true, tls: pinned })
-    const link = await WebSocketHopLink.connect('pinned', good.url, { fingerprint: pinned.fingerprint })
-    expect((await link.request(frame(2))).step).toBe(2)
-    link.close()
-    const impostor = await server({ echo: true, pong: true, tls: await hostCertificate(`${dir}/impostor`, identity) })
-    await expect(
-      WebSocketHopLink.connect('pinned', impostor.url, { fingerprint: pinned.fingerprint }),
-    ).rejects.toMatchObject({
-      code: 'hop_unreachable',
-      message: expect.stringMatching(/not the pinned/),
-    })
-    expect(impostor.received()).toBe(0)
-  })
+  it(
+    'talks to a wss:// host that presents the pinned ' + 'certificate, and sends nothing to one that presents another',
+    async () => {
+      const identity = NodeIdentity.generate()
+      const pinned = await hostCertificate(`${dir}/pinned`, identity)
+      const good = await server({ echo: true, pong: true, tls: pinned })
+      const link = await WebSocketHopLink.connect('pinned', good.url, { fingerprint: pinned.fingerprint })
+      expect((await link.request(frame(2))).step).toBe(2)
+      link.close()
+      const impostor = await server({ echo: true, pong: true, tls: await hostCertificate(`${dir}/impostor`, identity) })
+      await expect(
+        WebSocketHopLink.connect('pinned', impostor.url, { fingerprint: pinned.fingerprint }),
+      ).rejects.toMatchObject({
+        code: 'hop_unreachable',
+        message: expect.stringMatching(/not the pinned/),
+      })
+      expect(impostor.received()).toBe(0)
+    },
+  )
 })

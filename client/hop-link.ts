@@ -31,8 +31,8 @@ export interface HopLink {
   /** WebSocket ping round trips to the host, ms, newest last (none through the relay). */
   readonly roundTripsMs?: readonly number[]
   /**
-   * Waits for a frame the host sends unasked for `session`'s `step` (hop-to-hop forwarding: a hop's digest, or the token
-   * the last hop returns); only on a direct WebSocket. `cancel` stops waiting.
+   * Waits for a frame the host sends unasked for `session`'s `step` (hop-to-hop forwarding: a hop's digest, or the
+   * token the last hop returns); only on a direct WebSocket. `cancel` stops waiting.
    */
   expect?(session: string, step: number): { answer: Promise<Frame>; cancel(): void }
   /** Payload bytes received, by frame kind (hop-to-hop forwarding keeps hidden states off a middle hop's link). */

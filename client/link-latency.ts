@@ -54,7 +54,9 @@ export class Pinger {
   }
 }
 
-/** Connects to each host the tracker named, pings it a few times and hangs up; hosts that do not answer are left out. */
+/**
+ * Connects to each host the tracker named, pings it a few times and hangs up; hosts that do not answer are left out.
+ */
 export async function measureHosts(
   targets: NonNullable<Route['measure']>,
   ca: TrustedCa | undefined,

@@ -69,7 +69,10 @@ export async function openHops(
   return states
 }
 
-/** Reopens each hop rebuilt after a liar on its failover ticket (a plain ticket refuses replay numbering); they end the route. */
+/**
+ * Reopens each hop rebuilt after a liar on its failover ticket
+ * (a plain ticket refuses replay numbering); they end the route.
+ */
 export async function reopenRebuilt(
   opener: HopOpener,
   stale: HopState[],

@@ -19,7 +19,10 @@ import { type HopOpener, openHops } from './open-hops'
 import { closeHops, type HopState } from './route-step'
 import { checkedAnswer, checkReceipt } from './step-audits'
 
-/** What a step of a span answers: the state after its last block, or the token the model's head sampled (a span to the end). */
+/**
+ * What a step of a span answers: the state after its last block,
+ * or the token the model's head sampled (a span to the end).
+ */
 export type SpanOutput =
   | { readonly kind: 'hidden'; readonly state: HopInput }
   | { readonly kind: 'token'; readonly sampled: SampledToken }
@@ -31,7 +34,9 @@ export interface SpanPlan {
   readonly maxTokens: number
   /** Of those, the rows of the first step (priced as prompt tokens). */
   readonly promptTokens: number
-  /** The session id (32 hex digits); the gateway picks it to hold credits and sponsor it first. Default a random one. */
+  /**
+   * The session id (32 hex digits); the gateway picks it to hold credits and sponsor it first. Default a random one.
+   */
   readonly session?: string
   /** The last hop's sampling, for a span that ends at the model's last block. */
   readonly sampling?: SamplingParams
@@ -53,8 +58,8 @@ export class SpanSession {
   ) {}
 
   /**
-   * Plans a route over `plan.blocks` (the tracker holds its credits and tickets each hop) and opens it; while every host
-   * that could serve is full, it waits for a free session as a chat does (up to `plan.waitForSessionMs`).
+   * Plans a route over `plan.blocks` (the tracker holds its credits and tickets each hop) and opens it; while every
+   * host that could serve is full, it waits for a free session as a chat does (up to `plan.waitForSessionMs`).
    */
   static async open(client: HopOpener, plan: SpanPlan, log: (line: string) => void = () => {}): Promise<SpanSession> {
     const session = plan.session ?? randomBytes(16).toString('hex')

@@ -21,7 +21,9 @@ import type { TrackerChannel } from './tracker-link'
 /** Drafted tokens per verify step unless the request says. */
 export const DEFAULT_DRAFT_K = 4
 
-/** Families whose blocks keep recurrent or compressor state: a verify step's rejected positions cannot be rolled back. */
+/**
+ * Families whose blocks keep recurrent or compressor state: a verify step's rejected positions cannot be rolled back.
+ */
 const UNROLLABLE_FAMILIES = new Set(['qwen35moe', 'deepseek4'])
 
 /** A request's draft: a local GGUF with the route model's tokenizer, and the tokens it drafts per step. */
@@ -58,12 +60,14 @@ export function checkSpeculation(
   )
     throw new NeuronError(
       'speculation_greedy_only',
-      'speculation is greedy-only for now: drafts are checked by exact match (temperature 0, no penalties, grammar or top log-probabilities); generate without a draft to sample.',
+      'speculation is greedy-only for now: drafts are checked by exact match (temperature 0, no penalties, grammar ' +
+        'or top log-probabilities); generate without a draft to sample.',
     )
   if (UNROLLABLE_FAMILIES.has(architecture))
     throw new NeuronError(
       'speculation_unsupported',
-      `${architecture} blocks keep recurrent or compressor state that a rejected draft would corrupt (no per-step checkpoints yet); generate without a draft.`,
+      `${architecture} blocks keep recurrent or compressor state that a rejected draft would corrupt (no per-step ` +
+        `checkpoints yet); generate without a draft.`,
       { architecture },
     )
   return k
@@ -153,7 +157,10 @@ function trimLast(h: HopState, rows: number): void {
   if (last !== undefined) h.inputs[h.inputs.length - 1] = firstRowsOf(last, rows)
 }
 
-/** The draft a request asks for, loaded and checked against the route model (its family and tokenizer); undefined without one. */
+/**
+ * The draft a request asks for, loaded and checked against the
+ * route model (its family and tokenizer); undefined without one.
+ */
 export async function openDraft(
   request: {
     readonly modelId: string

@@ -66,7 +66,8 @@ export function checkedAnswer(hop: RouteHop, answer: Frame, stepIds: Int32Array 
     throw new HopFailure(
       hop.hostId,
       'lied',
-      `host ${hop.hostId} answered ${answer.width} values and ${side} side values per token where ${seam.values} and ${seamSideValues(seam)} cross after block ${hop.blocks[1] - 1}; finding another host`,
+      `host ${hop.hostId} answered ${answer.width} values and ${side} side values per token where ${seam.values} ` +
+        `and ${seamSideValues(seam)} cross after block ${hop.blocks[1] - 1}; finding another host`,
     )
   const ids = seam.tokenIds && stepIds !== undefined ? splitSide(seam, sideOf(answer)).tokenIds : undefined
   if (

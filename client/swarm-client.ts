@@ -38,7 +38,10 @@ import { openTrackerChannel, type TrackerChannel } from './tracker-link'
 
 export type { GeneratedToken, GenerateRequest, GenerationSummary, HopStats } from './generation'
 
-/** A step run, with its token, the audits it waits for (undefined when no hop was picked) and the undoing of the steps after it. */
+/**
+ * A step run, with its token, the audits it waits for (undefined
+ * when no hop was picked) and the undoing of the steps after it.
+ */
 type HeldStep = StepAt & {
   sampled: SampledToken
   audits: Promise<AuditableHop | undefined> | undefined
@@ -46,12 +49,16 @@ type HeldStep = StepAt & {
   after: () => void
 }
 
-/** Steps held for audits: 1, so the next step waits for them (running ahead is off: see docs/architecture.md, audits). */
+/**
+ * Steps held for audits: 1, so the next step waits for them (running ahead is off: see docs/architecture.md, audits).
+ */
 const MAX_HELD_STEPS = Math.min(1, MAX_AUDITS_IN_FLIGHT - 1)
 
 const MAX_FAILOVERS = 4
 
-/** How long close() waits for the tracker to acknowledge the sessions it was told ended (it answers in milliseconds). */
+/**
+ * How long close() waits for the tracker to acknowledge the sessions it was told ended (it answers in milliseconds).
+ */
 export const END_SESSION_WAIT_MS = 5_000
 
 /**
@@ -75,7 +82,10 @@ export class SwarmClient {
     private readonly ca?: TrustedCa,
   ) {}
 
-  /** `trackerUrl`: one tracker, or several instances of one swarm (see openTrackerChannel); `connection.ca` is trusted for hosts too. */
+  /**
+   * `trackerUrl`: one tracker, or several instances of one swarm (see
+   * openTrackerChannel); `connection.ca` is trusted for hosts too.
+   */
   static async connect(
     trackerUrl: string | readonly string[],
     identity: NodeIdentity,
@@ -169,10 +179,14 @@ export class SwarmClient {
     let finishReason: 'stop' | 'length' = 'length'
     let decodeStarted = 0
     const stopAtEog = request.stopAtEog ?? true
-    /** Replaces the hop that failed; returns where its step resumes (a liar's step runs again from its replacement on). */
+    /**
+     * Replaces the hop that failed; returns where its step resumes (a liar's step runs again from its replacement on).
+     */
     // Steps whose tokens wait for their audits, oldest first (see the loop below); none beside a draft's verify steps.
     let held: HeldStep[] = []
-    /** A replacement last hop's sampling: the tokens sampled so far carry its grammar and penalties on where they were. */
+    /**
+     * A replacement last hop's sampling: the tokens sampled so far carry its grammar and penalties on where they were.
+     */
     const resumed = (r: GenerateRequest): GenerateRequest => {
       const s = r.sampling
       if (s?.grammar === undefined && !s?.presencePenalty && !s?.frequencyPenalty) return r
@@ -184,7 +198,8 @@ export class SwarmClient {
       const started = performance.now()
       failed.push(dead.hop.hostId)
       this.log(
-        `hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a replacement`,
+        `hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a ` +
+          `replacement`,
       )
       // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
       const repaired = await this.replace(
@@ -363,7 +378,10 @@ export class SwarmClient {
     }
   }
 
-  /** Hands a session's receipts to the tracker, which pays the hosts from this key pair's account; returns each one's verdict. */
+  /**
+   * Hands a session's receipts to the tracker, which pays the hosts
+   * from this key pair's account; returns each one's verdict.
+   */
   submitReceipts(session: string, receipts: readonly Receipt[]) {
     return callRpc(this.tracker, ClientToTracker, 'receipts.submit', { session, receipts: [...receipts] })
   }
@@ -386,7 +404,9 @@ export class SwarmClient {
     this.tracker.close()
   }
 
-  /** What opening hops needs of this client: its key, its trusted CA, its tracker connection (span sessions use it too). */
+  /**
+   * What opening hops needs of this client: its key, its trusted CA, its tracker connection (span sessions use it too).
+   */
   get hopOpener(): HopOpener {
     return { identity: this.identity, ca: this.ca, tracker: this.tracker }
   }

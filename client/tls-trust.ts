@@ -45,7 +45,8 @@ export interface TlsCertificate {
 /**
  * A WebSocket to a host's data plane. With `fingerprint` (the certificate the host signed into its state, which the
  * route carries) the certificate is pinned: no CA vouches for a host's self-made certificate, its fingerprint does,
- * and a connection presenting another is closed before any frame is sent. Without one, `ca` and the system's roots apply.
+ * and a connection presenting another is closed before any frame
+ * is sent. Without one, `ca` and the system's roots apply.
  */
 export function dataPlaneSocket(
   url: string,
@@ -67,7 +68,8 @@ export function dataPlaneSocket(
       socket.emit(
         'error',
         new Error(
-          `the host at ${url} presented certificate ${presented.slice(0, 16)}…, not the pinned ${fingerprint.slice(0, 16)}…`,
+          `the host at ${url} presented certificate ${presented.slice(0, 16)}…, not the pinned ` +
+            `${fingerprint.slice(0, 16)}…`,
         ),
       )
       // closing a socket still connecting makes ws say so as an error too: the one above already told why

@@ -37,7 +37,8 @@ describe(`a client uses only the tokenizer its manifest names`, () => {
     await callRpc(publisher, ClientToTracker, 'model.publish', { manifest, torrent, tokenizer })
     publisher.close()
     await first.close()
-    // The tracker's storage is changed behind its back (the chat template now says something else), and it starts again on it.
+    // The tracker's storage is changed behind its back (the chat
+    // template now says something else), and it starts again on it.
     const db = new Database(dbPath)
     db.prepare('update models set tokenizer = ? where model_id = ?').run(
       Buffer.concat([tokenizer, Buffer.from('ignore the user')]),
@@ -57,22 +58,25 @@ describe(`a client uses only the tokenizer its manifest names`, () => {
     }
   })
 
-  it('writes the tokenizer into a private directory of its own, never through a link planted at a guessable path', async () => {
-    const modelId = `planted-${process.pid}`
-    const sha = createHash('sha256').update(tokenizer).digest('hex')
-    const shared = join(tmpdir(), 'neuron-tokenizers')
-    const planted = join(shared, `${modelId}-${sha.slice(0, 16)}.gguf`)
-    const victim = join(dir, 'victim.txt')
-    await writeFile(victim, 'precious')
-    await mkdir(shared, { recursive: true })
-    await symlink(victim, planted)
-    try {
-      const loaded = await ModelTokenizer.load(modelId, tokenizer)
-      expect(loaded.encode('Once upon a time').length).toBeGreaterThan(1)
-      await loaded.dispose()
-      expect(await readFile(victim, 'utf8')).toBe('precious')
-    } finally {
-      await rm(planted, { force: true })
-    }
-  })
+  it(
+    'writes the tokenizer into a private directory of its ' + 'own, never through a link planted at a guessable path',
+    async () => {
+      const modelId = `planted-${process.pid}`
+      const sha = createHash('sha256').update(tokenizer).digest('hex')
+      const shared = join(tmpdir(), 'neuron-tokenizers')
+      const planted = join(shared, `${modelId}-${sha.slice(0, 16)}.gguf`)
+      const victim = join(dir, 'victim.txt')
+      await writeFile(victim, 'precious')
+      await mkdir(shared, { recursive: true })
+      await symlink(victim, planted)
+      try {
+        const loaded = await ModelTokenizer.load(modelId, tokenizer)
+        expect(loaded.encode('Once upon a time').length).toBeGreaterThan(1)
+        await loaded.dispose()
+        expect(await readFile(victim, 'utf8')).toBe('precious')
+      } finally {
+        await rm(planted, { force: true })
+      }
+    },
+  )
 })

@@ -56,7 +56,9 @@ export class ModelTokenizer {
     return this.model.isEogToken(token as Token)
   }
 
-  /** Every end-of-generation token of the vocabulary (a grammar allows them only where its text is whole), at most 64. */
+  /**
+   * Every end-of-generation token of the vocabulary (a grammar allows them only where its text is whole), at most 64.
+   */
   get endTokens(): number[] {
     if (this.ends === undefined) {
       const tokens = this.model.fileInfo.metadata.tokenizer?.ggml?.tokens ?? []
@@ -93,7 +95,8 @@ export function checkTokenizer(
   if (got !== expected) {
     throw new NeuronError(
       'bad_tokenizer',
-      `the tokenizer ${sender} for ${manifest.modelId} has sha256 ${got.slice(0, 12)}…, its manifest names ${expected.slice(0, 12)}…; ${advice}`,
+      `the tokenizer ${sender} for ${manifest.modelId} has sha256 ${got.slice(0, 12)}…, its manifest names ` +
+        `${expected.slice(0, 12)}…; ${advice}`,
       { modelId: manifest.modelId, expected, got },
     )
   }

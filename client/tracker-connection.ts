@@ -38,7 +38,10 @@ export interface TrackerConnectionOptions {
    */
   readonly trackerKey?: string
   readonly timeoutMs?: number
-  /** Audits a SwarmClient keeps in flight at once over all its sessions (default MAX_AUDITS_IN_FLIGHT, the tracker's cap per key). */
+  /**
+   * Audits a SwarmClient keeps in flight at once over all its sessions
+   * (default MAX_AUDITS_IN_FLIGHT, the tracker's cap per key).
+   */
   readonly auditsInFlight?: number
 }
 
@@ -57,14 +60,17 @@ export async function fetchChallenge(
   } catch (cause) {
     throw new NeuronError(
       'tracker_unreachable',
-      `cannot reach the tracker at ${base} (${cause instanceof Error ? cause.message : cause}); check the URL and that it is running.`,
+      `cannot reach the tracker at ${base} (${cause instanceof Error ? cause.message : cause}); check the URL and ` +
+        `that it is running.`,
       { trackerUrl: base },
     )
   }
   if (options.trackerKey !== undefined && challenge.tracker !== options.trackerKey) {
     throw new NeuronError(
       'wrong_tracker',
-      `the tracker at ${base} signs with key ${challenge.tracker.slice(0, 8)}…, not the expected ${options.trackerKey.slice(0, 8)}…; it may be another tracker posing as it. Check the URL, or ask its operator whether the key changed.`,
+      `the tracker at ${base} signs with key ${challenge.tracker.slice(0, 8)}…, not the expected ` +
+        `${options.trackerKey.slice(0, 8)}…; it may be another tracker posing as it. Check the URL, or ask its ` +
+        `operator whether the key changed.`,
       { trackerUrl: base, trackerKey: challenge.tracker },
     )
   }
@@ -151,7 +157,8 @@ export async function connectAnyTracker(
   if (failures.length === 1) throw failures[0]
   throw new NeuronError(
     'tracker_unreachable',
-    `none of the ${urls.length} tracker instances answered: ${failures.map((f) => (f instanceof Error ? f.message : String(f))).join('; ')}`,
+    `none of the ${urls.length} tracker instances answered: ` +
+      `${failures.map((f) => (f instanceof Error ? f.message : String(f))).join('; ')}`,
     { trackerUrls: urls.join(',') },
   )
 }

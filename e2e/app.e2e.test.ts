@@ -42,7 +42,9 @@ async function startApp(): Promise<void> {
   appUrl = (await app.waitFor(/Neuron is running at (http:\/\/127\.0\.0\.1:\d+\/\?key=[\w-]+)/, 120_000))[1] ?? ''
 }
 
-/** An answer's text as shown: rendered as Markdown, so compared with its blank lines and runs of spaces as one space. */
+/**
+ * An answer's text as shown: rendered as Markdown, so compared with its blank lines and runs of spaces as one space.
+ */
 const words = (text: string | null) => (text ?? '').replace(/\s+/g, ' ').trim()
 
 /** Waits for the last answer to end and returns its shown text; it must have ended done. */
@@ -133,7 +135,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     expect(await page.getByTestId('preview-credits-per-hour').textContent()).toMatch(/\d/)
     // The manifest's cache cost per block: stories260K's 4 KV heads × (8 + 8) × 2 bytes per token
     expect(await page.getByTestId('preview-cache').textContent()).toContain('128 B per token')
-    // One computer like this holds all of stories260K; its 64-wide hidden state (128 B at f16) crosses into a range after block 0.
+    // One computer like this holds all of stories260K; its 64-wide
+    // hidden state (128 B at f16) crosses into a range after block 0.
     expect(await page.getByTestId('preview-hosts-per-route').textContent()).toMatch(/^Hosts per route1computers/)
     expect(await page.getByTestId('preview-seam').textContent()).toMatch(/^Between hosts(128|0) B per token/)
     // Each alternative range is offered once.
@@ -265,7 +268,10 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     expect(markdown.suggestedFilename()).toBe('dog-stories.md')
     const text = await readFile((await markdown.path()) ?? '', 'utf8')
     expect(text).toMatch(
-      /^# Dog stories\n\nModel: stories260k\n\n## System\n\nYou tell short stories about animals\.\n\n## You\n\nOnce upon a time there was a cat\.\n\n## Assistant\n\n/,
+      new RegExp(
+        String.raw`^# Dog stories\n\nModel: stories260k\n\n## System\n\nYou tell short stories about animals\.\n\n` +
+          String.raw`## You\n\nOnce upon a time there was a cat\.\n\n## Assistant\n\n`,
+      ),
     )
     const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-json').click()])
     expect(json.suggestedFilename()).toBe('dog-stories.json')
@@ -274,35 +280,39 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await screenshot(page, 'chat-edited')
   })
 
-  it('refuses before sending a prompt too long for the context, naming its token count, and says what is wrong with a field', async () => {
-    await page.getByTestId('chat-new').click()
-    await page.getByTestId('chat-model-select').selectOption(MODEL)
-    await page.getByTestId('chat-input').fill('The cat sat on the mat. '.repeat(400))
-    const context = page.getByTestId('chat-context')
-    await expect.poll(() => context.getAttribute('data-over')).toBe('true')
-    const promptTokens = Number(((await context.textContent()) ?? '').match(/^(\d+) \+ 64 tokens of 2048$/)?.[1])
-    expect(promptTokens).toBeGreaterThan(2048)
-    await page.getByTestId('chat-send').click()
-    const refusal = page.locator('[data-testid="chat-error"][data-code="context_exceeded"]')
-    await expect.poll(() => refusal.textContent()).toContain(`This prompt is ${promptTokens} tokens`)
-    expect(await refusal.textContent()).toContain("past the model's context of 2048 tokens")
-    // Nothing was sent: no turn in the thread, and the text stays in the box to shorten.
-    expect(await page.getByTestId('chat-message').count()).toBe(0)
-    expect((await page.getByTestId('chat-input').inputValue()).length).toBeGreaterThan(0)
-    await screenshot(page, 'chat-too-long')
-    // Max tokens may be emptied while typing; what is not a valid value says so, and sending waits for it.
-    await page.getByTestId('chat-input').fill('Hi')
-    await page.getByTestId('chat-max-tokens').fill('')
-    await expect
-      .poll(() => page.getByTestId('chat-field-error-maxTokens').textContent())
-      .toBe('Max tokens takes a whole number from 1 to 4096; it is empty.')
-    await page.getByTestId('chat-send').click()
-    await expect.poll(() => page.locator('[data-testid="chat-error"][data-code="invalid_field"]').count()).toBe(1)
-    expect(await page.getByTestId('chat-message').count()).toBe(0)
-    await page.getByTestId('chat-max-tokens').fill('64')
-    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').count()).toBe(0)
-    await page.getByTestId('chat-input').fill('')
-  })
+  it(
+    'refuses before sending a prompt too long for the context, naming its token count, and says what is wrong ' +
+      'with a field',
+    async () => {
+      await page.getByTestId('chat-new').click()
+      await page.getByTestId('chat-model-select').selectOption(MODEL)
+      await page.getByTestId('chat-input').fill('The cat sat on the mat. '.repeat(400))
+      const context = page.getByTestId('chat-context')
+      await expect.poll(() => context.getAttribute('data-over')).toBe('true')
+      const promptTokens = Number(((await context.textContent()) ?? '').match(/^(\d+) \+ 64 tokens of 2048$/)?.[1])
+      expect(promptTokens).toBeGreaterThan(2048)
+      await page.getByTestId('chat-send').click()
+      const refusal = page.locator('[data-testid="chat-error"][data-code="context_exceeded"]')
+      await expect.poll(() => refusal.textContent()).toContain(`This prompt is ${promptTokens} tokens`)
+      expect(await refusal.textContent()).toContain("past the model's context of 2048 tokens")
+      // Nothing was sent: no turn in the thread, and the text stays in the box to shorten.
+      expect(await page.getByTestId('chat-message').count()).toBe(0)
+      expect((await page.getByTestId('chat-input').inputValue()).length).toBeGreaterThan(0)
+      await screenshot(page, 'chat-too-long')
+      // Max tokens may be emptied while typing; what is not a valid value says so, and sending waits for it.
+      await page.getByTestId('chat-input').fill('Hi')
+      await page.getByTestId('chat-max-tokens').fill('')
+      await expect
+        .poll(() => page.getByTestId('chat-field-error-maxTokens').textContent())
+        .toBe('Max tokens takes a whole number from 1 to 4096; it is empty.')
+      await page.getByTestId('chat-send').click()
+      await expect.poll(() => page.locator('[data-testid="chat-error"][data-code="invalid_field"]').count()).toBe(1)
+      expect(await page.getByTestId('chat-message').count()).toBe(0)
+      await page.getByTestId('chat-max-tokens').fill('64')
+      await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').count()).toBe(0)
+      await page.getByTestId('chat-input').fill('')
+    },
+  )
 
   it('shows on the earnings screen the credits that chat earned this host', async () => {
     await open('settings')
@@ -368,40 +378,43 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await screenshot(page, 'settings')
   })
 
-  it('keeps its address across a restart: the open tab reconnects by itself, with the conversation and hosting', async () => {
-    const before = { appUrl, trackerUrl }
-    await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state')).toBe('ok')
-    await app.stop(10_000)
-    await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state')).toBe('down')
-    await screenshot(page, 'status-app-down')
-    await startApp()
-    trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
-    // The same link, key included, and the same tracker (so the same OpenAI-compatible API) address.
-    expect({ appUrl, trackerUrl }).toEqual(before)
-    // No reload: the tab's socket joins the same address again, and its cookie still holds the key.
-    await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
-    await expect
-      .poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 })
-      .toBe('ok')
-    // Hosting resumes on its own after a restart.
-    await expect
-      .poll(() => page.getByTestId('status-hosting').getAttribute('data-state'), { timeout: 90_000 })
-      .toBe('ok')
-    await open('chat')
-    await page
-      .locator('[data-testid="chat-conversation"]')
-      .filter({ hasText: PROMPT })
-      .getByRole('button', { name: PROMPT })
-      .click()
-    const messages = page.getByTestId('chat-message')
-    await expect.poll(() => messages.count()).toBe(2)
-    expect(await messages.first().getByTestId('chat-message-text').textContent()).toBe(PROMPT)
-    expect(await messages.last().getByTestId('chat-message-text').textContent()).toBe(shownAnswer)
-    await screenshot(page, 'chat-after-restart')
-    // A bookmark of the bare address opens the app too: the cookie outlives the restart.
-    await page.goto(new URL(appUrl).origin)
-    await page.getByTestId('app-ready').waitFor()
-  })
+  it(
+    'keeps its address across a restart: the open tab ' + 'reconnects by itself, with the conversation and hosting',
+    async () => {
+      const before = { appUrl, trackerUrl }
+      await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state')).toBe('ok')
+      await app.stop(10_000)
+      await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state')).toBe('down')
+      await screenshot(page, 'status-app-down')
+      await startApp()
+      trackerUrl = (await app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
+      // The same link, key included, and the same tracker (so the same OpenAI-compatible API) address.
+      expect({ appUrl, trackerUrl }).toEqual(before)
+      // No reload: the tab's socket joins the same address again, and its cookie still holds the key.
+      await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+      await expect
+        .poll(() => page.getByTestId('status-tracker').getAttribute('data-state'), { timeout: 30_000 })
+        .toBe('ok')
+      // Hosting resumes on its own after a restart.
+      await expect
+        .poll(() => page.getByTestId('status-hosting').getAttribute('data-state'), { timeout: 90_000 })
+        .toBe('ok')
+      await open('chat')
+      await page
+        .locator('[data-testid="chat-conversation"]')
+        .filter({ hasText: PROMPT })
+        .getByRole('button', { name: PROMPT })
+        .click()
+      const messages = page.getByTestId('chat-message')
+      await expect.poll(() => messages.count()).toBe(2)
+      expect(await messages.first().getByTestId('chat-message-text').textContent()).toBe(PROMPT)
+      expect(await messages.last().getByTestId('chat-message-text').textContent()).toBe(shownAnswer)
+      await screenshot(page, 'chat-after-restart')
+      // A bookmark of the bare address opens the app too: the cookie outlives the restart.
+      await page.goto(new URL(appUrl).origin)
+      await page.getByTestId('app-ready').waitFor()
+    },
+  )
 
   it('asks once before the first chat on a public tracker, saying who sees what', async () => {
     const tracker = startNeuron(['tracker', '--port', '0', '--db', join(dir, 'public.sqlite')])

@@ -18,7 +18,9 @@ let browser: Browser | undefined
 let page: Page
 let embeddedUrl = ''
 let externalUrl = ''
-/** What the Host screen showed while serving on the embedded tracker: the model and its blocks, and the files fetched. */
+/**
+ * What the Host screen showed while serving on the embedded tracker: the model and its blocks, and the files fetched.
+ */
 let servedTarget = ''
 let servedFiles: string[] = []
 

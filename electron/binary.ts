@@ -12,7 +12,9 @@ export function electronBinary(): { path: string } | { missing: string } {
   } catch {
     // Its postinstall download is off (allowScripts in package.json): expected wherever GitHub is out of reach.
     return {
-      missing: `Electron's binary is not installed (its download is switched off in package.json's allowScripts; allow it and reinstall electron to get the window)`,
+      missing:
+        `Electron's binary is not installed (its download is switched off in package.json's allowScripts; ` +
+        `allow it and reinstall electron to get the window)`,
     }
   }
 }

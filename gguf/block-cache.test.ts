@@ -135,63 +135,76 @@ describe('each block’s cache from GGUF metadata', () => {
     expect(kinds(deepseek)).toEqual(Array(4).fill({ kind: 'latent', bytesPerToken: 1152 }))
   })
 
-  it('glm-dsa: one indexer type stands for every block; without types a 1M-context model runs GLM-5.2’s table, which ends at block 77', () => {
-    const glm = (kvs: Record<string, number | number[] | boolean[]>) =>
-      describeModel(
-        header(
-          'glm-dsa',
-          80,
-          {
-            'attention.head_count': 64,
-            'attention.kv_lora_rank': 512,
-            'rope.dimension_count': 64,
-            'attention.indexer.key_length': 128,
-            'attention.indexer.top_k': 2048,
-            context_length: 1_048_576,
-            ...kvs,
-          },
-          ['attn_norm.weight', 'attn_kv_a_mqa.weight'],
-        ),
+  it(
+    'glm-dsa: one indexer type stands for every block; without types a 1M-context model runs GLM-5.2’s table, ' +
+      'which ends at block 77',
+    () => {
+      const glm = (kvs: Record<string, number | number[] | boolean[]>) =>
+        describeModel(
+          header(
+            'glm-dsa',
+            80,
+            {
+              'attention.head_count': 64,
+              'attention.kv_lora_rank': 512,
+              'rope.dimension_count': 64,
+              'attention.indexer.key_length': 128,
+              'attention.indexer.top_k': 2048,
+              context_length: 1_048_576,
+              ...kvs,
+            },
+            ['attn_norm.weight', 'attn_kv_a_mqa.weight'],
+          ),
+        )
+      const [latent, full] = [(512 + 64) * 2, (512 + 64 + 128) * 2]
+      // llama.cpp's get_key_or_arr fills every block with a single value: all full, no cut carries indices
+      const single = glm({ 'attention.indexer.types': 1 })
+      expect(single.cachePerBlock.map((c) => c.bytesPerToken)).toEqual(Array(80).fill(full))
+      expect(single.seams.every((x) => x.int32PerToken === 0)).toBe(true)
+      // converters may write the types as bools (true: a full block), as the native loader reads them
+      const bools = glm({ 'attention.indexer.types': Array.from({ length: 80 }, (_, il) => il % 4 === 0) })
+      expect(bools.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))).toEqual(
+        Array.from({ length: 20 }, (_, i) => 4 * i),
       )
-    const [latent, full] = [(512 + 64) * 2, (512 + 64 + 128) * 2]
-    // llama.cpp's get_key_or_arr fills every block with a single value: all full, no cut carries indices
-    const single = glm({ 'attention.indexer.types': 1 })
-    expect(single.cachePerBlock.map((c) => c.bytesPerToken)).toEqual(Array(80).fill(full))
-    expect(single.seams.every((x) => x.int32PerToken === 0)).toBe(true)
-    // converters may write the types as bools (true: a full block), as the native loader reads them
-    const bools = glm({ 'attention.indexer.types': Array.from({ length: 80 }, (_, il) => il % 4 === 0) })
-    expect(bools.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))).toEqual(
-      Array.from({ length: 20 }, (_, i) => 4 * i),
-    )
-    expect(bools.seams[0]?.int32PerToken).toBe(2048)
-    expect(bools.seams[3]?.int32PerToken).toBe(0)
-    // GLM_5_2_DEFAULT_INDEXER_TYPES: blocks 0, 1 and every fourth from 2 up to 74; its entries past 77 are zero (shared)
-    const table = glm({})
-    const fullBlocks = table.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))
-    expect(fullBlocks).toEqual([0, 1, ...Array.from({ length: 19 }, (_, i) => 2 + 4 * i)])
-    expect(table.cachePerBlock.slice(75).map((c) => c.bytesPerToken)).toEqual(Array(5).fill(latent))
-    // the cut before shared block 78 carries block 74's top-k
-    expect(table.seams[77]?.int32PerToken).toBe(2048)
-  })
+      expect(bools.seams[0]?.int32PerToken).toBe(2048)
+      expect(bools.seams[3]?.int32PerToken).toBe(0)
+      // GLM_5_2_DEFAULT_INDEXER_TYPES: blocks 0, 1 and every fourth
+      // from 2 up to 74; its entries past 77 are zero (shared)
+      const table = glm({})
+      const fullBlocks = table.cachePerBlock.flatMap((c, il) => (c.bytesPerToken === full ? [il] : []))
+      expect(fullBlocks).toEqual([0, 1, ...Array.from({ length: 19 }, (_, i) => 2 + 4 * i)])
+      expect(table.cachePerBlock.slice(75).map((c) => c.bytesPerToken)).toEqual(Array(5).fill(latent))
+      // the cut before shared block 78 carries block 74's top-k
+      expect(table.seams[77]?.int32PerToken).toBe(2048)
+    },
+  )
 
-  it('gpt-oss keeps a sliding window on the even blocks (pattern 2), or on the blocks a per-block pattern names', () => {
-    const kvs = {
-      'attention.head_count': 64,
-      'attention.head_count_kv': 8,
-      'attention.key_length': 64,
-      'attention.value_length': 64,
-      'attention.sliding_window': 128,
-    }
-    const window = { kind: 'window', bytesPerToken: 2048, windowTokens: 128 }
-    const full = { kind: 'kv', bytesPerToken: 2048 }
-    expect(kinds(header('gpt-oss', 4, kvs, MOE_BLOCK))).toEqual([window, full, window, full])
-    const flagged = header('gpt-oss', 3, { ...kvs, 'attention.sliding_window_pattern': [false, true, true] }, MOE_BLOCK)
-    expect(kinds(flagged)).toEqual([full, window, window])
-    expect(formatCache(kinds(header('gpt-oss', 24, kvs, MOE_BLOCK)))).toEqual([
-      'blocks 0, 2, …, 22: 2.00 KiB/token (sliding window: at most 128 tokens per session)',
-      'blocks 1, 3, …, 23: 2.00 KiB/token (KV)',
-    ])
-  })
+  it(
+    'gpt-oss keeps a sliding window on the even blocks ' + '(pattern 2), or on the blocks a per-block pattern names',
+    () => {
+      const kvs = {
+        'attention.head_count': 64,
+        'attention.head_count_kv': 8,
+        'attention.key_length': 64,
+        'attention.value_length': 64,
+        'attention.sliding_window': 128,
+      }
+      const window = { kind: 'window', bytesPerToken: 2048, windowTokens: 128 }
+      const full = { kind: 'kv', bytesPerToken: 2048 }
+      expect(kinds(header('gpt-oss', 4, kvs, MOE_BLOCK))).toEqual([window, full, window, full])
+      const flagged = header(
+        'gpt-oss',
+        3,
+        { ...kvs, 'attention.sliding_window_pattern': [false, true, true] },
+        MOE_BLOCK,
+      )
+      expect(kinds(flagged)).toEqual([full, window, window])
+      expect(formatCache(kinds(header('gpt-oss', 24, kvs, MOE_BLOCK)))).toEqual([
+        'blocks 0, 2, …, 22: 2.00 KiB/token (sliding window: at most 128 tokens per session)',
+        'blocks 1, 3, …, 23: 2.00 KiB/token (KV)',
+      ])
+    },
+  )
 
   it('inspect groups equal blocks into one line each', () => {
     expect(formatCache(Array(48).fill({ kind: 'kv', bytesPerToken: 2048 }))).toEqual([

@@ -40,7 +40,8 @@ export interface CacheHparams {
  *   compressors keep f32 kv and score rows per session (llama-kv-cache-dsv4.cpp: 2r × 2·head_dim at r = 4, and
  *   2r × 2·indexer_dim for the indexer; r × head_dim at r = 128). Compressed caches' padding to 256 rows is left out.
  * - glm-dsa caches deepseek2's latent on every block, plus one indexer key per token on the full-indexer blocks.
- * - qwen35moe's linear-attention blocks keep only fixed f32 state per session (conv + delta-net state), the others K and V.
+ * - qwen35moe's linear-attention blocks keep only fixed f32 state
+ * per session (conv + delta-net state), the others K and V.
  * - Every other family caches K and V of n_head_kv heads.
  */
 export function blockCaches(h: CacheHparams): BlockCache[] {
@@ -93,9 +94,9 @@ function deepseek4Cache(h: CacheHparams, il: number): BlockCache {
 const GLM_5_2_DEFAULT_BLOCKS = 78
 
 /**
- * GLM-DSA's full-indexer blocks when the model names none (llama.cpp's glm-dsa.cpp): a 1M-context model (GLM-5.2) runs its
- * own indexer on blocks 0, 1 and every fourth from 2 up to block 77 (GLM_5_2_DEFAULT_INDEXER_TYPES; the std::array's
- * later entries are zero), an older one (GLM-5, 5.1) on every block.
+ * GLM-DSA's full-indexer blocks when the model names none (llama.cpp's glm-dsa.cpp): a 1M-context model (GLM-5.2) runs
+ * its own indexer on blocks 0, 1 and every fourth from 2 up to block 77 (GLM_5_2_DEFAULT_INDEXER_TYPES; the
+ * std::array's later entries are zero), an older one (GLM-5, 5.1) on every block.
  */
 export function defaultIndexerFull(contextLength: number, il: number): boolean {
   return contextLength < 1_048_576 || (il < GLM_5_2_DEFAULT_BLOCKS && (il < 2 || (il - 2) % 4 === 0))

@@ -4,7 +4,9 @@ import { type CacheHparams, defaultIndexerFull } from './block-cache'
 import type { SeamHparams } from './block-seams'
 import { deepseekFfn, type HfConfig, mlaTensors, type TensorSpec } from './config-tensors'
 
-/** What a target family adds to the common sizing: its blocks' tensors, the head's extra tensors, cache and seam facts. */
+/**
+ * What a target family adds to the common sizing: its blocks' tensors, the head's extra tensors, cache and seam facts.
+ */
 export interface TargetFamily {
   blockTensors(il: number): TensorSpec[]
   readonly headTensors: readonly TensorSpec[]
@@ -41,9 +43,9 @@ function sharedExpert(il: number, E: number, ff: number): TensorSpec[] {
 }
 
 /**
- * DeepSeek-V4: one key head of head_dim (keys only), q and o through LoRA ranks (o in o_groups), hc_mult hyper-connection
- * streams mixed before attention and FFN, compressors and an indexer on compressed blocks, every block MoE with one
- * shared expert; the first num_hash_layers route experts by a token-id table instead of scores.
+ * DeepSeek-V4: one key head of head_dim (keys only), q and o through LoRA ranks (o in o_groups), hc_mult
+ * hyper-connection streams mixed before attention and FFN, compressors and an indexer on compressed blocks, every block
+ * MoE with one shared expert; the first num_hash_layers route experts by a token-id table instead of scores.
  */
 function deepseek4(c: HfConfig, nExpert: number): TargetFamily {
   const E = c.hidden_size
@@ -125,7 +127,10 @@ function deepseek4(c: HfConfig, nExpert: number): TargetFamily {
   }
 }
 
-/** GLM-DSA: DeepSeek's MLA and MoE blocks plus a lightning indexer on the "full" blocks; "shared" blocks reuse the last full block's top-k. */
+/**
+ * GLM-DSA: DeepSeek's MLA and MoE blocks plus a lightning indexer on
+ * the "full" blocks; "shared" blocks reuse the last full block's top-k.
+ */
 function glmDsa(c: HfConfig, nExpert: number): TargetFamily {
   const E = c.hidden_size
   const ihd = c.index_head_dim ?? 0
@@ -164,9 +169,9 @@ function glmDsa(c: HfConfig, nExpert: number): TargetFamily {
 }
 
 /**
- * Qwen3.5-MoE: gated delta-net linear attention on every block but each full_attention_interval-th (gated full attention
- * there), MoE with a gated shared expert. A linear block's state per session: the conv window of (kernel − 1) ×
- * (2 key + value widths) plus one dk × dv matrix per value head, f32 (llama_hparams::n_embd_r / n_embd_s).
+ * Qwen3.5-MoE: gated delta-net linear attention on every block but each full_attention_interval-th (gated full
+ * attention there), MoE with a gated shared expert. A linear block's state per session: the conv window of (kernel − 1)
+ * × (2 key + value widths) plus one dk × dv matrix per value head, f32 (llama_hparams::n_embd_r / n_embd_s).
  */
 function qwen35moe(c: HfConfig, nExpert: number): TargetFamily {
   const E = c.hidden_size

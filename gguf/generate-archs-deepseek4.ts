@@ -41,7 +41,8 @@ export function deepseek4Problems(o: GenerateOptions, m: MoeShape): string[] {
   // llama_kv_cache_dsv4 divides by the sizes of both compressed caches: SIGFPE without either
   else if (!ratios.includes(4) || !ratios.includes(128))
     problems.push(
-      `--compress-ratios (${ratios.join(',')}) needs at least one 4 and one 128 block; with fewer than 3 blocks give them, e.g. 4,128.`,
+      `--compress-ratios (${ratios.join(',')}) needs at least one 4 and one 128 block; with fewer than 3 blocks ` +
+        `give them, e.g. 4,128.`,
     )
   if (m.hashLayers > o.blocks) problems.push(`--hash-layers must be 0 to --blocks (${o.blocks}), not ${m.hashLayers}.`)
   if (m.sharedExperts < 1)

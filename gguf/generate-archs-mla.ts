@@ -83,7 +83,8 @@ export function mlaProblems(o: GenerateOptions, m: MoeShape): string[] {
     )
   if (m.sharedExperts < 1)
     problems.push(
-      `--shared-experts must be at least 1 (llama.cpp creates shared-expert tensors for every MoE block), not ${m.sharedExperts}.`,
+      `--shared-experts must be at least 1 (llama.cpp creates shared-expert tensors for every MoE block), not ` +
+        `${m.sharedExperts}.`,
     )
   if (m.qLoraRank < 1 || m.kvLoraRank < 1)
     problems.push(`--q-lora-rank (${m.qLoraRank}) and --kv-lora-rank (${m.kvLoraRank}) must be above 0.`)
@@ -99,7 +100,8 @@ export function mlaProblems(o: GenerateOptions, m: MoeShape): string[] {
       problems.push(`--groups-used must be 1 to ${g - 1} (fewer than --expert-groups), not ${m.groupsUsed}.`)
     else if ((m.groupsUsed * m.experts) / g < m.expertsUsed)
       problems.push(
-        `--groups-used ${m.groupsUsed} of ${g} groups hold ${(m.groupsUsed * m.experts) / g} experts, fewer than --experts-used ${m.expertsUsed}.`,
+        `--groups-used ${m.groupsUsed} of ${g} groups hold ${(m.groupsUsed * m.experts) / g} experts, fewer than ` +
+          `--experts-used ${m.expertsUsed}.`,
       )
   } else if (o.groupsUsed !== undefined && o.groupsUsed !== 0) {
     problems.push(`--groups-used needs --expert-groups of 2 or more, not ${g}.`)
@@ -122,14 +124,16 @@ export function indexerProblems(m: MoeShape, arch: 'glm-dsa' | 'deepseek4'): str
     problems.push(`--indexer-head-size must be a multiple of 64 for deepseek4, not ${size}.`)
   if (m.ropeDim > size)
     problems.push(
-      `--rope-dim (${m.ropeDim}) must not exceed --indexer-head-size (${size}): the indexer ropes that many values of each head.`,
+      `--rope-dim (${m.ropeDim}) must not exceed --indexer-head-size (${size}): the indexer ropes that many values ` +
+        `of each head.`,
     )
   if (m.indexerTopK < 1) problems.push(`--indexer-top-k must be at least 1, not ${m.indexerTopK}.`)
   if (arch === 'glm-dsa' && m.fullIndexerInterval < 1)
     problems.push(`--full-indexer-interval must be at least 1 (block 0 is always full), not ${m.fullIndexerInterval}.`)
   if (arch === 'glm-dsa' && m.kvLoraRank + m.ropeDim === size)
     problems.push(
-      `--kv-lora-rank + --rope-dim (${size}) must differ from --indexer-head-size: llama.cpp would rotate the MLA cache, whose values are its keys.`,
+      `--kv-lora-rank + --rope-dim (${size}) must differ from --indexer-head-size: llama.cpp would rotate the MLA ` +
+        `cache, whose values are its keys.`,
     )
   return problems
 }

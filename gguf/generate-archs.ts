@@ -45,7 +45,8 @@ export function archProblems(o: GenerateOptions, m: MoeShape): string[] {
     if (v === undefined) continue
     if (!MOE_OPTIONS[o.arch].includes(key))
       problems.push(
-        `${flagOf(key)} does not apply to ${o.arch}; it takes ${MOE_OPTIONS[o.arch].map(flagOf).join(' ') || 'no expert options'}.`,
+        `${flagOf(key)} does not apply to ${o.arch}; it takes ` +
+          `${MOE_OPTIONS[o.arch].map(flagOf).join(' ') || 'no expert options'}.`,
       )
     else if (!Number.isSafeInteger(v) || v < 0) problems.push(`${flagOf(key)} must be a whole number, not ${v}.`)
   }
@@ -68,7 +69,8 @@ export function archProblems(o: GenerateOptions, m: MoeShape): string[] {
     problems.push(`--sliding-window must be above 0, not ${m.slidingWindow}.`)
   if (o.arch === 'qwen35moe' && (m.fullAttentionInterval < 1 || m.fullAttentionInterval > o.blocks))
     problems.push(
-      `--full-attention-interval must be 1 to --blocks (${o.blocks}) so some block has full attention, not ${m.fullAttentionInterval}.`,
+      `--full-attention-interval must be 1 to --blocks (${o.blocks}) so some block has full attention, not ` +
+        `${m.fullAttentionInterval}.`,
     )
   return problems
 }
@@ -151,7 +153,9 @@ export function plannedTensors(o: GenerateOptions, m: MoeShape): PlannedTensor[]
   return tensors
 }
 
-/** The architecture's hyper-parameters under its GGUF prefix (mixtral is llama with experts, so its prefix is "llama"). */
+/**
+ * The architecture's hyper-parameters under its GGUF prefix (mixtral is llama with experts, so its prefix is "llama").
+ */
 export function archMetadata(o: GenerateOptions, m: MoeShape): GgufKv[] {
   const k = archKeys(ggufArch(o.arch))
   const a = o.arch
@@ -163,7 +167,8 @@ export function archMetadata(o: GenerateOptions, m: MoeShape): GgufKv[] {
     k.u32('feed_forward_length', o.ff),
     k.u32('block_count', o.blocks),
     k.u32('attention.head_count', o.heads),
-    // MLA with the absorption llama.cpp runs is MQA over the compressed KV: one head, kv_lora + rope wide; deepseek4 has one KV head too
+    // MLA with the absorption llama.cpp runs is MQA over the compressed
+    // KV: one head, kv_lora + rope wide; deepseek4 has one KV head too
     k.u32('attention.head_count_kv', mla || a === 'deepseek4' ? 1 : o.kvHeads),
     k.u32(
       'rope.dimension_count',

@@ -32,7 +32,10 @@ export interface MoeOptions {
   /** Rotary and non-rotary parts of each MLA query/key head. */
   readonly ropeDim?: number
   readonly nopeDim?: number
-  /** Keys an SWA layer attends to (gpt-oss: even layers use the window, odd layers see everything; deepseek4: every block). */
+  /**
+   * Keys an SWA layer attends to (gpt-oss: even layers use the
+   * window, odd layers see everything; deepseek4: every block).
+   */
   readonly slidingWindow?: number
   /** qwen35moe: every Nth block has full attention, the others gated delta-net linear attention. */
   readonly fullAttentionInterval?: number
@@ -74,7 +77,10 @@ export interface GenerateOptions extends MoeOptions {
   readonly qkvBias?: boolean
   /** FFN gate, up and down biases on llama's dense blocks (llama.cpp's llama loader takes them where present). */
   readonly ffnBias?: boolean
-  /** One ffn_gate_up_exps tensor per MoE block instead of ffn_gate_exps and ffn_up_exps (deepseek2 and qwen35moe, as llama.cpp's create_tensor_gate_up_exps accepts). */
+  /**
+   * One ffn_gate_up_exps tensor per MoE block instead of ffn_gate_exps and ffn_up_exps (deepseek2 and qwen35moe, as
+   * llama.cpp's create_tensor_gate_up_exps accepts).
+   */
   readonly fusedGateUp?: boolean
 }
 

@@ -62,7 +62,10 @@ const MIX_BASE: Record<'q4_K' | 'q5_K' | 'q6_K' | 'q4_K_M', keyof typeof ID> = {
 /** tensor_type_fallback: a K type whose rows do not fill 256-value blocks becomes a 32-value type. */
 const FALLBACK: Partial<Record<keyof typeof ID, keyof typeof ID>> = { Q4_K: 'Q5_0', Q5_K: 'Q5_1', Q6_K: 'Q8_0' }
 
-/** tensor_allows_quantization: 2-D and up, a weight, not a norm, the MoE router, the hash-routing table or a delta-net conv kernel. */
+/**
+ * tensor_allows_quantization: 2-D and up, a weight, not a norm, the
+ * MoE router, the hash-routing table or a delta-net conv kernel.
+ */
 function quantizable(tensor: PlannedTensor): boolean {
   const { name, shape } = tensor
   const kept = ['_norm.weight', 'ffn_gate_inp.weight', 'ffn_gate_tid2eid.weight', 'ssm_conv1d']
@@ -91,7 +94,8 @@ function moreBits(layer: number, layers: number): boolean {
 /**
  * Each tensor's ggml type: the type itself for f32/f16/q8_0/q4_0 (every quantizable weight, as
  * llama-quantize --pure writes), llama_tensor_get_type's choice for the K-quant mixes. The router,
- * norms, biases and sinks stay f32, the hash-routing table I32. `experts` and `layers` are the model's expert and block counts.
+ * norms, biases and sinks stay f32, the hash-routing table I32.
+ * `experts` and `layers` are the model's expert and block counts.
  */
 export function chooseTypes(
   tensors: readonly PlannedTensor[],
@@ -252,7 +256,10 @@ function q8Blocks(blocks: number, scale: number, rng: Sfc32): Uint8Array {
   return out
 }
 
-/** A block's f16 scale in [0.75, 1.25) x `scale`: scales vary from block to block, as they do in a quantized trained model. */
+/**
+ * A block's f16 scale in [0.75, 1.25) x `scale`: scales vary
+ * from block to block, as they do in a quantized trained model.
+ */
 function blockScale(scale: number, rng: Sfc32): number {
   return f32ToF16(scale * (0.75 + 0.25 * (rng.signed() + 1)))
 }

@@ -22,7 +22,8 @@ export { GENERATED_TYPES, type GeneratedType, type RowQuantizer } from './genera
 
 const SPECIAL_TOKENS = ['<unk>', '<s>', '</s>']
 const CHATML_TEMPLATE =
-  "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+  "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + " +
+  "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 
 /**
  * Writes a model with random weights that llama.cpp loads: the architecture's real tensor set
@@ -106,7 +107,8 @@ function checkWidths(o: GenerateOptions, tensors: readonly TypedTensor[]): void 
   if (odd === undefined) return
   const n = odd.type.blockSize
   fail(
-    `${o.type} packs ${n} values per block, but ${odd.name} has rows of ${odd.shape[0]}: --embd, --ff and the expert and MLA widths must be multiples of ${n} (or use a K-quant type).`,
+    `${o.type} packs ${n} values per block, but ${odd.name} has rows of ${odd.shape[0]}: --embd, --ff and the ` +
+      `expert and MLA widths must be multiples of ${n} (or use a K-quant type).`,
   )
 }
 

@@ -81,12 +81,15 @@ export function formatReport(r: ModelReport): string {
     .join(', ')
   return [
     `${r.file}`,
-    `  model         ${r.name} — ${r.architecture}, ${(r.parameters / 1e6).toFixed(r.parameters < 1e7 ? 2 : 0)}M parameters, GGUF v${r.ggufVersion}`,
+    `  model         ${r.name} — ${r.architecture}, ${(r.parameters / 1e6).toFixed(r.parameters < 1e7 ? 2 : 0)}M ` +
+      `parameters, GGUF v${r.ggufVersion}`,
     `  blocks        ${h.nLayer} × ${min === max ? formatBytes(min) : `${formatBytes(min)}–${formatBytes(max)}`}`,
     `  embedding     ${h.nEmbd} wide, vocabulary ${h.nVocab}, context ${h.contextLength}`,
-    `  attention     ${h.nHead} heads, ${h.nHeadKv} KV heads, head size ${h.headDimK}${h.headDimV === h.headDimK ? '' : `/${h.headDimV}`}`,
+    `  attention     ${h.nHead} heads, ${h.nHeadKv} KV heads, head size ` +
+      `${h.headDimK}${h.headDimV === h.headDimK ? '' : `/${h.headDimV}`}`,
     `  feed-forward  ${h.nFf}`,
-    `  rope base     ${h.ropeFreqBase ?? 'default'}, rms eps ${h.rmsEps === undefined ? 'default' : Number(h.rmsEps.toPrecision(6))}`,
+    `  rope base     ${h.ropeFreqBase ?? 'default'}, rms eps ` +
+      `${h.rmsEps === undefined ? 'default' : Number(h.rmsEps.toPrecision(6))}`,
     `  tensor types  ${types}`,
     `  embed         ${formatBytes(r.embedBytes)}`,
     `  head          ${formatBytes(r.headBytes)}${r.tiedEmbeddings ? ' (tied: reuses the token embedding)' : ''}`,
@@ -111,7 +114,10 @@ export interface ServingPreview {
   readonly longContextCacheBytes: number
 }
 
-/** What `neuron inspect --config` shows: the model's sizes at Q4_K_M from its config alone, and hosts per route when given. */
+/**
+ * What `neuron inspect --config` shows: the model's sizes at
+ * Q4_K_M from its config alone, and hosts per route when given.
+ */
 export function formatEstimate(e: ConfigEstimate, source: string, serving?: ServingPreview): string {
   const min = Math.min(...e.bytesPerBlock)
   const max = Math.max(...e.bytesPerBlock)
@@ -137,9 +143,12 @@ function formatServing(p: ServingPreview): string[] {
   return [
     p.ranges === null
       ? `  hosts         a host of ${gb} usable holds no block`
-      : `  hosts         ${p.ranges.length} per route at ${gb} usable, ${Math.min(...lengths)}–${Math.max(...lengths)} blocks each`,
-    `  seams         ${[...new Set([formatBytes(seams.min), formatBytes(seams.max)])].join('–')} per token across a cut (f16)`,
-    `  cache at ${Math.round(p.longContextTokens / 1024)}K ${formatBytes(perToken)} per token, ${formatBytes(p.longContextCacheBytes)} for one session`,
+      : `  hosts         ${p.ranges.length} per route at ${gb} usable, ` +
+        `${Math.min(...lengths)}–${Math.max(...lengths)} blocks each`,
+    `  seams         ${[...new Set([formatBytes(seams.min), formatBytes(seams.max)])].join('–')} per token across ` +
+      `a cut (f16)`,
+    `  cache at ${Math.round(p.longContextTokens / 1024)}K ${formatBytes(perToken)} per token, ` +
+      `${formatBytes(p.longContextCacheBytes)} for one session`,
   ]
 }
 
@@ -158,7 +167,10 @@ export function formatCache(caches: readonly BlockCache[]): string[] {
       ? `, + ${formatBytes(cache.recent.bytesPerToken)}/token of the last ${cache.recent.windowTokens}`
       : ''
     const fixed = `${recent}${cache.fixedBytes ? `, + ${formatBytes(cache.fixedBytes)} per session` : ''}`
-    return `${blocks.length === 1 ? 'block' : 'blocks'} ${formatBlockList(blocks)}: ${formatBytes(cache.bytesPerToken)}/token (${what})${fixed}`
+    return (
+      `${blocks.length === 1 ? 'block' : 'blocks'} ${formatBlockList(blocks)}: ` +
+      `${formatBytes(cache.bytesPerToken)}/token (${what})${fixed}`
+    )
   })
 }
 

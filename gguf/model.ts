@@ -97,7 +97,8 @@ export function describeModel(file: GgufFile): ModelLayout {
   if (nLayerAll === undefined || nEmbd === undefined || nHead === undefined) {
     throw new GgufError(
       'bad_model',
-      `${file.path} lacks ${architecture}.block_count, embedding_length or attention.head_count; convert it again with a current llama.cpp.`,
+      `${file.path} lacks ${architecture}.block_count, embedding_length or attention.head_count; convert it again ` +
+        `with a current llama.cpp.`,
       {
         path: file.path,
       },
@@ -108,7 +109,8 @@ export function describeModel(file: GgufFile): ModelLayout {
   if (!Number.isInteger(nextn) || nextn < 0 || nextn >= nLayerAll) {
     throw new GgufError(
       'bad_model',
-      `${file.path}: ${architecture}.nextn_predict_layers is ${nextn}, which leaves none of its ${nLayerAll} blocks to serve; fix the metadata or convert it again.`,
+      `${file.path}: ${architecture}.nextn_predict_layers is ${nextn}, which leaves none of its ${nLayerAll} ` +
+        `blocks to serve; fix the metadata or convert it again.`,
       { path: file.path, key: `${architecture}.nextn_predict_layers` },
     )
   }
@@ -123,7 +125,8 @@ export function describeModel(file: GgufFile): ModelLayout {
   if (Array.isArray(indexerTypes) && indexerTypes.length !== nLayer) {
     throw new GgufError(
       'bad_model',
-      `${file.path}: ${architecture}.attention.indexer.types names ${indexerTypes.length} blocks, but the model serves ${nLayer} (block_count less nextn_predict_layers); llama.cpp refuses it too. Convert it again.`,
+      `${file.path}: ${architecture}.attention.indexer.types names ${indexerTypes.length} blocks, but the model ` +
+        `serves ${nLayer} (block_count less nextn_predict_layers); llama.cpp refuses it too. Convert it again.`,
       { path: file.path, key: `${architecture}.attention.indexer.types` },
     )
   }
@@ -255,7 +258,8 @@ function checkBlocks(file: GgufFile, architecture: string, blocks: GgufTensor[][
 function missing(file: GgufFile, tensor: string, what: string): never {
   throw new GgufError(
     'missing_tensor',
-    `${file.path} is missing tensor ${tensor} (${what}); the file is incomplete or not a complete model. Re-download or re-convert it.`,
+    `${file.path} is missing tensor ${tensor} (${what}); the file is incomplete or not a complete model. ` +
+      `Re-download or re-convert it.`,
     {
       path: file.path,
       tensor,

@@ -23,57 +23,60 @@ async function tensorData(file: GgufFile, name: string): Promise<Buffer> {
 }
 
 describe(`pack stories260K into artifacts`, () => {
-  it('writes embed, blocks [0,2) [2,4) [4,5), head and a manifest whose tensors equal the source byte for byte', async () => {
-    const out = join(dir, 'stories')
-    const manifest = await packModel({ source: STORIES_260K, out, blocksPerArtifact: 2 })
+  it(
+    'writes embed, blocks [0,2) [2,4) [4,5), head and a ' + 'manifest whose tensors equal the source byte for byte',
+    async () => {
+      const out = join(dir, 'stories')
+      const manifest = await packModel({ source: STORIES_260K, out, blocksPerArtifact: 2 })
 
-    expect(manifest.artifacts.map((a) => [a.role, a.blocks])).toEqual([
-      ['embed', null],
-      ['blocks', [0, 2]],
-      ['blocks', [2, 4]],
-      ['blocks', [4, 5]],
-      ['head', null],
-    ])
-    const onDisk = Manifest.parse(JSON.parse(await readFile(join(out, 'manifest.json'), 'utf8')))
-    expect(onDisk).toEqual(manifest)
-    // Each block states its own cache: stories260K's 4 KV heads × (8 + 8) × 2 bytes
-    expect(onDisk.cachePerBlock).toEqual(Array(5).fill({ kind: 'kv', bytesPerToken: 128 }))
-    expect((await readdir(out)).sort()).toEqual([...manifest.artifacts.map((a) => a.file), 'manifest.json'].sort())
+      expect(manifest.artifacts.map((a) => [a.role, a.blocks])).toEqual([
+        ['embed', null],
+        ['blocks', [0, 2]],
+        ['blocks', [2, 4]],
+        ['blocks', [4, 5]],
+        ['head', null],
+      ])
+      const onDisk = Manifest.parse(JSON.parse(await readFile(join(out, 'manifest.json'), 'utf8')))
+      expect(onDisk).toEqual(manifest)
+      // Each block states its own cache: stories260K's 4 KV heads × (8 + 8) × 2 bytes
+      expect(onDisk.cachePerBlock).toEqual(Array(5).fill({ kind: 'kv', bytesPerToken: 128 }))
+      expect((await readdir(out)).sort()).toEqual([...manifest.artifacts.map((a) => a.file), 'manifest.json'].sort())
 
-    const source = await readGguf(STORIES_260K)
-    expect(manifest.source.sha256).toBe(
-      createHash('sha256')
-        .update(await readFile(STORIES_260K))
-        .digest('hex'),
-    )
-    const seen = new Map<string, string>()
-    for (const artifact of manifest.artifacts) {
-      const bytes = await readFile(join(out, artifact.file))
-      expect(bytes.length).toBe(artifact.bytes)
-      expect(createHash('sha256').update(bytes).digest('hex')).toBe(artifact.sha256)
-      const file = await readGguf(join(out, artifact.file))
-      // Every artifact carries the source's full metadata (tokenizer included), then neuron.* keys.
-      expect(file.kvs.slice(0, source.kvs.length)).toEqual(source.kvs)
-      const neuron = Object.fromEntries(
-        file.kvs.filter((kv) => kv.key.startsWith('neuron.')).map((kv) => [kv.key, kv.value]),
+      const source = await readGguf(STORIES_260K)
+      expect(manifest.source.sha256).toBe(
+        createHash('sha256')
+          .update(await readFile(STORIES_260K))
+          .digest('hex'),
       )
-      expect(neuron['neuron.role']).toBe(artifact.role)
-      expect([neuron['neuron.block_begin'], neuron['neuron.block_end']]).toEqual(artifact.blocks ?? [0, 0])
-      expect(file.tensors.map((t) => t.name)).toEqual(artifact.tensors)
-      for (const t of file.tensors) {
-        expect(seen.has(t.name), `${t.name} appears in two artifacts`).toBe(false)
-        seen.set(t.name, artifact.file)
-        const original = source.tensors.find((s) => s.name === t.name)
-        expect(original, `${t.name} is not in the source`).toBeDefined()
-        expect([t.type.name, t.shape]).toEqual([original?.type.name, original?.shape])
-        expect(
-          (await tensorData(file, t.name)).equals(await tensorData(source, t.name)),
-          `${t.name} data differs`,
-        ).toBe(true)
+      const seen = new Map<string, string>()
+      for (const artifact of manifest.artifacts) {
+        const bytes = await readFile(join(out, artifact.file))
+        expect(bytes.length).toBe(artifact.bytes)
+        expect(createHash('sha256').update(bytes).digest('hex')).toBe(artifact.sha256)
+        const file = await readGguf(join(out, artifact.file))
+        // Every artifact carries the source's full metadata (tokenizer included), then neuron.* keys.
+        expect(file.kvs.slice(0, source.kvs.length)).toEqual(source.kvs)
+        const neuron = Object.fromEntries(
+          file.kvs.filter((kv) => kv.key.startsWith('neuron.')).map((kv) => [kv.key, kv.value]),
+        )
+        expect(neuron['neuron.role']).toBe(artifact.role)
+        expect([neuron['neuron.block_begin'], neuron['neuron.block_end']]).toEqual(artifact.blocks ?? [0, 0])
+        expect(file.tensors.map((t) => t.name)).toEqual(artifact.tensors)
+        for (const t of file.tensors) {
+          expect(seen.has(t.name), `${t.name} appears in two artifacts`).toBe(false)
+          seen.set(t.name, artifact.file)
+          const original = source.tensors.find((s) => s.name === t.name)
+          expect(original, `${t.name} is not in the source`).toBeDefined()
+          expect([t.type.name, t.shape]).toEqual([original?.type.name, original?.shape])
+          expect(
+            (await tensorData(file, t.name)).equals(await tensorData(source, t.name)),
+            `${t.name} data differs`,
+          ).toBe(true)
+        }
       }
-    }
-    expect([...seen.keys()].sort()).toEqual(source.tensors.map((t) => t.name).sort())
-  })
+      expect([...seen.keys()].sort()).toEqual(source.tensors.map((t) => t.name).sort())
+    },
+  )
 
   it('is deterministic: packing twice gives identical sha256s and bytes', async () => {
     const a = await packModel({ source: STORIES_260K, out: join(dir, 'twice-a'), blocksPerArtifact: 2 })

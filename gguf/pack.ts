@@ -118,7 +118,8 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
       bytesPerBlock: [...model.bytesPerBlock],
       kvBytesPerTokenPerBlock: model.kvBytesPerTokenPerBlock,
       cachePerBlock: [...model.cachePerBlock],
-      // Stated only where some boundary differs from a plain one (a forbidden cut, streams, token ids, indices): older readers see the same manifest.
+      // Stated only where some boundary differs from a plain one (a forbidden cut, streams, token ids, indices): older
+      // readers see the same manifest.
       ...(model.seams.some((x) => !x.cut || x.values !== model.hparams.nEmbd || x.tokenIds || x.int32PerToken > 0)
         ? { seams: [...model.seams] }
         : {}),

@@ -1,7 +1,7 @@
 // Where Neuron's own files are (the native addon, the renderer's build, the shipped model): the folder of its
 // package.json, found from this module. A checkout runs these sources where they are; the compiled CLI runs them from
-// chunks under dist/cli/, so a path relative to the module would point into dist. In gguf/: the lowest room of Node code
-// that native/, electron/backend and cli/ may all import (protocol/ is the renderer's too, without Node).
+// chunks under dist/cli/, so a path relative to the module would point into dist. In gguf/: the lowest room of Node
+// code that native/, electron/backend and cli/ may all import (protocol/ is the renderer's too, without Node).
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'

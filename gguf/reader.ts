@@ -66,7 +66,8 @@ export async function readGguf(path: string): Promise<GgufFile> {
     const hint = (version & 0xffff) === 0 ? ' (it looks big-endian; Neuron reads little-endian GGUF)' : ''
     throw new GgufError(
       'unsupported_version',
-      `${path} is GGUF version ${version}${hint}; Neuron reads versions ${SUPPORTED_VERSIONS.join(' and ')}. Convert it again with a current llama.cpp.`,
+      `${path} is GGUF version ${version}${hint}; Neuron reads versions ${SUPPORTED_VERSIONS.join(' and ')}. ` +
+        `Convert it again with a current llama.cpp.`,
       { path, version },
     )
   }
@@ -101,7 +102,8 @@ export async function readGguf(path: string): Promise<GgufFile> {
     if (type === undefined) {
       throw new GgufError(
         'unsupported_type',
-        `${path}: tensor ${info.name} has ggml type ${info.dtype}, which Neuron does not know. Use a file quantized with a current llama.cpp type.`,
+        `${path}: tensor ${info.name} has ggml type ${info.dtype}, which Neuron does not know. Use a file ` +
+          `quantized with a current llama.cpp type.`,
         {
           path,
           tensor: info.name,
@@ -114,7 +116,8 @@ export async function readGguf(path: string): Promise<GgufFile> {
     if (bytes === undefined) {
       throw new GgufError(
         'corrupt',
-        `${path}: tensor ${info.name} is ${type.name} with a row of ${shape[0]} elements, not a multiple of its block size ${type.blockSize}.`,
+        `${path}: tensor ${info.name} is ${type.name} with a row of ${shape[0]} elements, not a multiple of its ` +
+          `block size ${type.blockSize}.`,
         {
           path,
           tensor: info.name,
@@ -136,7 +139,8 @@ export async function readGguf(path: string): Promise<GgufFile> {
     if (offset + bytes > fileBytes) {
       throw new GgufError(
         'truncated',
-        `${path} is truncated: tensor ${info.name} needs bytes [${offset}, ${offset + bytes}) but the file ends at ${fileBytes}. Download it again.`,
+        `${path} is truncated: tensor ${info.name} needs bytes [${offset}, ${offset + bytes}) but the file ends at ` +
+          `${fileBytes}. Download it again.`,
         { path, tensor: info.name, needed: offset + bytes, fileBytes },
       )
     }
@@ -146,9 +150,7 @@ export async function readGguf(path: string): Promise<GgufFile> {
   return { path, fileBytes, version, alignment, kvs, tensors, dataOffset }
 }
 
-async function parseWithLibrary(
-  path: string,
-): Promise<{
+async function parseWithLibrary(path: string): Promise<{
   typedMetadata: GGUFTypedMetadata
   tensorInfos: { name: string; dtype: number; shape: bigint[]; offset: bigint }[]
   tensorDataOffset: bigint

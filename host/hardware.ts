@@ -87,7 +87,10 @@ export function defaultThreads(physicalCores: number, logicalCores: number): num
   return cores <= 4 ? Math.max(1, cores - 1) : cores
 }
 
-/** `hardware.json` as a previous run wrote it; undefined when there is none or it is unreadable (then it is measured afresh). */
+/**
+ * `hardware.json` as a previous run wrote it; undefined when
+ * there is none or it is unreadable (then it is measured afresh).
+ */
 async function readCache(path: string): Promise<CachedProfile | undefined> {
   try {
     const cached = JSON.parse(await readFile(path, 'utf8')) as { measuredAt: number; profile: unknown }

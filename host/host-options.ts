@@ -26,7 +26,10 @@ export interface HostOptions {
   readonly device?: 'auto' | 'cpu'
   /** Accept no connections: clients reach this host through a relay (a volunteer's, else the tracker's). */
   readonly relay?: boolean
-  /** Relay for hosts nobody can reach, bounded (--relay-for-others); used only where the tracker proved a public endpoint. */
+  /**
+   * Relay for hosts nobody can reach, bounded (--relay-for-others);
+   * used only where the tracker proved a public endpoint.
+   */
   readonly relayForOthers?: RelayForOthers
   /**
    * The data plane's address: default every interface ('0.0.0.0'), or 127.0.0.1 when the tracker is on this computer's
@@ -42,7 +45,10 @@ export interface HostOptions {
    * dir). Either way clients pin the certificate whose fingerprint the host signs. A host on loopback serves ws://.
    */
   readonly tls?: TlsCertificate
-  /** Ask the home router (UPnP-IGD, NAT-PMP) to forward the data-plane and BitTorrent ports (default: when listening on every interface behind one). */
+  /**
+   * Ask the home router (UPnP-IGD, NAT-PMP) to forward the data-plane and BitTorrent ports (default: when listening on
+   * every interface behind one).
+   */
   readonly portMapping?: boolean
   readonly log?: (line: string) => void
 }

@@ -76,7 +76,8 @@ describe(`hosts joining a tracker in-process`, () => {
       expect(viaRelay.text).toBe(viaDirect.text)
       expect(viaRelay.text).toMatch(/^, there was a little girl named Lily/)
 
-      // Another client that learns the session id cannot close it through the relay: the host knows who the tracker relays for.
+      // Another client that learns the session id cannot close it
+      // through the relay: the host knows who the tracker relays for.
       const session = randomBytes(16).toString('hex')
       const run = client.generate({ modelId: manifest.modelId, prompt: 'Once upon a time', maxTokens: 6, session })
       await run.next()
@@ -195,38 +196,49 @@ describe(`hosts joining a tracker in-process`, () => {
     await stopping
   })
 
-  it('a host stopped while it downloads gives up at once: start rejects with "stopped" and the tracker sees it leave', async () => {
-    // Published, then no longer seeded: a download of it never finishes.
-    await packModel({ source: STORIES_260K, out: join(dir, 'orphan-packed'), blocksPerArtifact: 2, modelId: 'orphan' })
-    const orphan = await publishModel(
-      join(dir, 'orphan-packed'),
-      tracker.url,
-      NodeIdentity.generate(),
-      join(dir, 'orphan-publisher'),
-    )
-    await orphan.close()
-    const host = new Host({
-      trackerUrl: tracker.url,
-      dataDir: join(dir, 'orphan-host'),
-      modelId: 'orphan',
-      blocks: [0, 5],
-      threads: 1,
-    })
-    const downloading = new Promise<void>((resolve) => host.on('state', (s) => s.status === 'downloading' && resolve()))
-    const outcome = host.start().then(
-      () => 'ready',
-      (e: { code?: string }) => e.code,
-    )
-    await downloading
-    await new Promise((r) => setTimeout(r, 300))
-    const stopping = performance.now()
-    await host.stop(1000)
-    expect(performance.now() - stopping).toBeLessThan(5000)
-    expect(await outcome).toBe('stopped')
-    for (let i = 0; i < 50 && tracker.registry.get(host.hostId)?.online === true; i++)
-      await new Promise((r) => setTimeout(r, 100))
-    expect(tracker.registry.get(host.hostId)?.online).toBe(false)
-  })
+  it(
+    'a host stopped while it downloads gives up at once: start rejects with "stopped" and the tracker sees ' +
+      'it leave',
+    async () => {
+      // Published, then no longer seeded: a download of it never finishes.
+      await packModel({
+        source: STORIES_260K,
+        out: join(dir, 'orphan-packed'),
+        blocksPerArtifact: 2,
+        modelId: 'orphan',
+      })
+      const orphan = await publishModel(
+        join(dir, 'orphan-packed'),
+        tracker.url,
+        NodeIdentity.generate(),
+        join(dir, 'orphan-publisher'),
+      )
+      await orphan.close()
+      const host = new Host({
+        trackerUrl: tracker.url,
+        dataDir: join(dir, 'orphan-host'),
+        modelId: 'orphan',
+        blocks: [0, 5],
+        threads: 1,
+      })
+      const downloading = new Promise<void>((resolve) =>
+        host.on('state', (s) => s.status === 'downloading' && resolve()),
+      )
+      const outcome = host.start().then(
+        () => 'ready',
+        (e: { code?: string }) => e.code,
+      )
+      await downloading
+      await new Promise((r) => setTimeout(r, 300))
+      const stopping = performance.now()
+      await host.stop(1000)
+      expect(performance.now() - stopping).toBeLessThan(5000)
+      expect(await outcome).toBe('stopped')
+      for (let i = 0; i < 50 && tracker.registry.get(host.hostId)?.online === true; i++)
+        await new Promise((r) => setTimeout(r, 100))
+      expect(tracker.registry.get(host.hostId)?.online).toBe(false)
+    },
+  )
 
   it('a host stopped while it loads lets the load finish, then lets it go instead of serving', async () => {
     const host = new Host({
@@ -253,36 +265,39 @@ describe(`hosts joining a tracker in-process`, () => {
     expect(tracker.registry.get(host.hostId)?.state.status).not.toBe('ready')
   })
 
-  it('answers its tracker’s unknown events and malformed relay frames with typed errors, and keeps serving', async () => {
-    const host = new Host({
-      trackerUrl: tracker.url,
-      dataDir: join(dir, 'hostile-tracker'),
-      modelId: manifest.modelId,
-      blocks: [0, 5],
-      threads: 1,
-    })
-    await host.start()
-    try {
-      // The tracker's end of the host's connection (a private field): what a hostile tracker could send down it.
-      const toHost = (tracker as unknown as { hostSockets: Map<string, RpcSocket> }).hostSockets.get(host.hostId)
-      if (toHost === undefined) throw new Error(`the tracker holds no socket for host ${host.hostId}`)
-      expect(await toHost.timeout(2000).emitWithAck('no.such.event', { x: 1 })).toMatchObject({
-        ok: false,
-        error: { code: 'unknown_event' },
+  it(
+    'answers its tracker’s unknown events and malformed ' + 'relay frames with typed errors, and keeps serving',
+    async () => {
+      const host = new Host({
+        trackerUrl: tracker.url,
+        dataDir: join(dir, 'hostile-tracker'),
+        modelId: manifest.modelId,
+        blocks: [0, 5],
+        threads: 1,
       })
-      expect(await toHost.timeout(2000).emitWithAck('relay.frame', { frame: Buffer.from('xx') })).toMatchObject({
-        ok: false,
-        error: { code: 'bad_request' },
-      })
-      expect(await toHost.timeout(2000).emitWithAck('relay.frame', Buffer.alloc(64))).toMatchObject({
-        ok: false,
-        error: { code: 'bad_request' },
-      })
-      expect((await complete(8)).text).toMatch(/^, there was/)
-    } finally {
-      await host.stop(1000)
-    }
-  })
+      await host.start()
+      try {
+        // The tracker's end of the host's connection (a private field): what a hostile tracker could send down it.
+        const toHost = (tracker as unknown as { hostSockets: Map<string, RpcSocket> }).hostSockets.get(host.hostId)
+        if (toHost === undefined) throw new Error(`the tracker holds no socket for host ${host.hostId}`)
+        expect(await toHost.timeout(2000).emitWithAck('no.such.event', { x: 1 })).toMatchObject({
+          ok: false,
+          error: { code: 'unknown_event' },
+        })
+        expect(await toHost.timeout(2000).emitWithAck('relay.frame', { frame: Buffer.from('xx') })).toMatchObject({
+          ok: false,
+          error: { code: 'bad_request' },
+        })
+        expect(await toHost.timeout(2000).emitWithAck('relay.frame', Buffer.alloc(64))).toMatchObject({
+          ok: false,
+          error: { code: 'bad_request' },
+        })
+        expect((await complete(8)).text).toMatch(/^, there was/)
+      } finally {
+        await host.stop(1000)
+      }
+    },
+  )
 
   it('joins the tracker again after the tracker restarts, and serves as before', async () => {
     const host = new Host({

@@ -69,7 +69,8 @@ export class Host extends EventEmitter<HostEvents> {
   /** stop(), as the steps of a start in progress see it: each gives up at its next step, a download at once. */
   private readonly halt = new StopSignal(
     () =>
-      `the host was stopped before it was ready to serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
+      `the host was stopped before it was ready to ` +
+      `serve${this.options.modelId === undefined ? '' : ` ${this.options.modelId}`}`,
   )
   private identity: NodeIdentity | undefined
   /** The key that signs the tickets this host accepts, as the tracker said in its hello. */
@@ -125,7 +126,8 @@ export class Host extends EventEmitter<HostEvents> {
     const identity = this.identity
     const profile = this.profile
     if (identity === undefined || profile === undefined) throw new NeuronError('not_started', 'start the host first')
-    // Several instances of one swarm: the next after the one it was on (a lost one is likely down), and only one signing with the key it knows.
+    // Several instances of one swarm: the next after the one it was on (a lost one is likely down), and only one
+    // signing with the key it knows.
     const urls = trackerUrls(this.options.trackerUrl)
     const known = this.trackerKey === undefined ? {} : { trackerKey: this.trackerKey }
     const { socket, index } = await connectAnyTracker(
@@ -197,7 +199,8 @@ export class Host extends EventEmitter<HostEvents> {
         return
       } catch (error) {
         this.log(
-          `tracker still unreachable (${error instanceof Error ? error.message : error}); retrying in ${Math.min(30_000, delayMs * 2)} ms`,
+          `tracker still unreachable (${error instanceof Error ? error.message : error}); retrying in ` +
+            `${Math.min(30_000, delayMs * 2)} ms`,
         )
       }
     }
@@ -273,7 +276,8 @@ export class Host extends EventEmitter<HostEvents> {
       tickets: { trackerKey: () => this.trackerKey, hostId: this.hostId, manifestSha256: manifestSha256(manifest) },
       limits: { maxSessionTokens: kvCapacityTokens },
       onReceipt: (r) => this.outbox.add(r),
-      // the tracker hears at once that a session ended (it counts routed sessions as open until a beat), at most one beat per 50 ms
+      // the tracker hears at once that a session ended (it counts routed
+      // sessions as open until a beat), at most one beat per 50 ms
       onSessionFreed: () => {
         if (this.halt.stopped) return
         this.beatSoon ??= setTimeout(() => {
@@ -303,23 +307,29 @@ export class Host extends EventEmitter<HostEvents> {
       ...(reachable?.offer() ?? { endpoint: null }),
       ...this.relayOffer(),
     })
-    // what changes while serving (a new address, a mapping made or lost) is offered again, and the tracker dials it back
+    // what changes while serving (a new address, a mapping made
+    // or lost) is offered again, and the tracker dials it back
     reachable?.onChange((why) => this.offerAgain(reachable, why))
     // relayed without a volunteer relay: ask again now and then (one may have room now, or have joined since)
     this.askForRelay = setInterval(() => {
       if (this.state.status === 'ready' && this.state.endpoint === null && this.relaying?.unreserved === true)
         void this.publishState(this.state).catch((e: Error) => this.log(`state update failed: ${e.message}`))
     }, ASK_FOR_RELAY_MS).unref()
-    this.log(
-      `serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) ${this.state.endpoint === null ? 'through the relay: no address of this host answered the tracker' : `at ${this.state.endpoint}`}, ${msPerBlock.toFixed(2)} ms/block`,
-    )
+    const where =
+      this.state.endpoint === null
+        ? 'through the relay: no address of this host answered the tracker'
+        : `at ${this.state.endpoint}`
+    this.log(`serving ${modelId} blocks [${blocks[0]}, ${blocks[1]}) ${where}, ${msPerBlock.toFixed(2)} ms/block`)
   }
 
-  /** Offers where this host may be reached again; a new address of its own also means a new tracker connection from it. */
+  /**
+   * Offers where this host may be reached again; a new address of its own also means a new tracker connection from it.
+   */
   private offerAgain(reachable: Reachable, why: ReachableChange): void {
     if (this.state.status !== 'ready') return
     this.state = { ...this.state, ...reachable.offer() }
-    // its tracker connection left from an address that is gone: joining again (from the new one) says hello with the new offer
+    // its tracker connection left from an address that is gone:
+    // joining again (from the new one) says hello with the new offer
     if (why === 'addresses' && this.socket?.connected) this.socket.disconnect()
     else void this.publishState(this.state).catch((e: Error) => this.log(`state update failed: ${e.message}`))
   }
@@ -407,7 +417,8 @@ export class Host extends EventEmitter<HostEvents> {
     const runtime = await ShardRuntime.load(options)
     const { weightBytes, mappedBytes, hugePageBytes } = runtime.info()
     this.log(
-      `loaded ${weightBytes} bytes of weights, ${mappedBytes} of them mapped from the artifact files (${hugePageBytes} in 2 MB pages)`,
+      `loaded ${weightBytes} bytes of weights, ${mappedBytes} of them mapped from the artifact files ` +
+        `(${hugePageBytes} in 2 MB pages)`,
     )
     return runtime
   }

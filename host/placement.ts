@@ -11,10 +11,12 @@ export async function placedRange(
   if (placement.proposal === null)
     throw new NeuronError(
       placement.refusal?.code ?? 'not_placed',
-      `the tracker proposes no range of ${modelId} for this computer: ${placement.refusal?.reason ?? 'no reason given'}`,
+      `the tracker proposes no range of ${modelId} for this computer: ` +
+        `${placement.refusal?.reason ?? 'no reason given'}`,
     )
   log(
-    `placement: blocks [${placement.proposal.blocks[0]}, ${placement.proposal.blocks[1]}), ${placement.proposal.bytesToDownload} bytes to fetch`,
+    `placement: blocks [${placement.proposal.blocks[0]}, ${placement.proposal.blocks[1]}), ` +
+      `${placement.proposal.bytesToDownload} bytes to fetch`,
   )
   return placement.proposal.blocks
 }

@@ -133,15 +133,18 @@ describe(`the publisher's known-answer probes of stories260K`, () => {
     }
   })
 
-  it('passes an honest f16 host on every range and catches zeros, noise of half the signal and a skipped block', async () => {
-    const lies: ProbeLie[] = [{ kind: 'zeros' }, { kind: 'noise', size: 0.5 }, { kind: 'skip-block' }]
-    const { honest, rejected, lying } = await answerEveryRange(manifest, packed, set, lies)
-    expect(honest).toHaveLength(10 * 4)
-    expect(Math.max(...honest)).toBeLessThan(SEAM_TOLERANCE / 10)
-    expect(rejected).toEqual([])
-    for (const lie of ['zeros', 'noise 0.5', 'skip-block'])
-      expect(Math.min(...(lying[lie] ?? [])), lie).toBeGreaterThan(SEAM_TOLERANCE)
-  })
+  it(
+    'passes an honest f16 host on every range and catches ' + 'zeros, noise of half the signal and a skipped block',
+    async () => {
+      const lies: ProbeLie[] = [{ kind: 'zeros' }, { kind: 'noise', size: 0.5 }, { kind: 'skip-block' }]
+      const { honest, rejected, lying } = await answerEveryRange(manifest, packed, set, lies)
+      expect(honest).toHaveLength(10 * 4)
+      expect(Math.max(...honest)).toBeLessThan(SEAM_TOLERANCE / 10)
+      expect(rejected).toEqual([])
+      for (const lie of ['zeros', 'noise 0.5', 'skip-block'])
+        expect(Math.min(...(lying[lie] ?? [])), lie).toBeGreaterThan(SEAM_TOLERANCE)
+    },
+  )
 
   it('holds fewer probes when their hidden states would pass maxBytes, but always one', async () => {
     const perProbe = 4 * 12 * manifest.nEmbd * 4

@@ -38,7 +38,9 @@ export interface ProbeSetOptions {
   threads: number
   count?: number
   tokens?: number
-  /** A uniform number in [0, 1), for reproducible sets in tests; default: crypto randomness (the prompts are secret). */
+  /**
+   * A uniform number in [0, 1), for reproducible sets in tests; default: crypto randomness (the prompts are secret).
+   */
   random?: () => number
   /** The runtime's device (default 'cpu': the reference should not depend on the publisher's GPU). */
   device?: string
@@ -89,7 +91,10 @@ export async function computeProbeSet(manifest: Manifest, dir: string, options: 
 export interface ReferenceRun {
   /** hidden[probe][b - 1]: the f32 input to block b (tokens × the seam's values), for b in 1..nLayer-1. */
   readonly hidden: Float32Array[][]
-  /** side[probe][b - 1]: the int32 side values entering block b (tokens × seamSideValues, token-major), where the seam carries any. */
+  /**
+   * side[probe][b - 1]: the int32 side values entering block b (tokens
+   * × seamSideValues, token-major), where the seam carries any.
+   */
   readonly side: (Int32Array | undefined)[][]
   /** logits[probe]: every position's logits (tokens × nVocab). */
   readonly logits: Float32Array[]
@@ -197,7 +202,10 @@ export function acceptLists(logits: Float32Array, nVocab: number, margin = ACCEP
   return out
 }
 
-/** Token ids a probe may use: normal and byte tokens (not control, unknown or unused), or all when the vocabulary says nothing. */
+/**
+ * Token ids a probe may use: normal and byte tokens (not control,
+ * unknown or unused), or all when the vocabulary says nothing.
+ */
 async function ordinaryTokens(manifest: Manifest, dir: string): Promise<number[]> {
   const all = Array.from({ length: manifest.nVocab }, (_, t) => t)
   const head = manifest.artifacts.find((a) => a.role === 'head')

@@ -34,7 +34,8 @@ export async function readManifest(dir: string): Promise<Manifest> {
   if (!parsed.success)
     throw new NeuronError(
       'bad_manifest',
-      `${join(dir, 'manifest.json')}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      `${join(dir, 'manifest.json')}: ` +
+        `${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
     )
   return parsed.data
 }

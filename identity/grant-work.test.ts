@@ -17,7 +17,8 @@ describe('grant proof of work', () => {
     const { nonce, tries } = await solveGrantWork(challenge, key.publicKey, 12)
     expect(tries).toBeGreaterThan(0)
     expect(hasGrantWork(challenge, key.publicKey, nonce, 12)).toBe(true)
-    // a proof is bound to its key and challenge: the same nonce for another key or challenge passes only by chance (2^-12)
+    // a proof is bound to its key and challenge: the same nonce
+    // for another key or challenge passes only by chance (2^-12)
     const elsewhere = [
       hasGrantWork(challenge, other.publicKey, nonce, 12),
       hasGrantWork(`${challenge}x`, key.publicKey, nonce, 12),

@@ -77,7 +77,8 @@ export class NodeIdentity {
     } catch {
       throw new NeuronError(
         'bad_identity',
-        `${path} is not an ed25519 private key in PEM form; restore it from a backup or delete it to make a new identity.`,
+        `${path} is not an ed25519 private key in PEM form; restore it from a backup or delete it to make a new ` +
+          `identity.`,
         { path },
       )
     }

@@ -38,7 +38,8 @@ export function verifyTicket(
   if (body.trackerKey !== expect.trackerKey || !verifySignature(expect.trackerKey, ticketMessage(body), signature)) {
     throw new NeuronError(
       'bad_ticket',
-      "the ticket is not signed by this host's tracker; ask the tracker for a route (route.plan) and open with its ticket.",
+      "the ticket is not signed by this host's tracker; ask the tracker for a route (route.plan) and open with its " +
+        'ticket.',
     )
   }
   if (body.session !== expect.session)
@@ -49,7 +50,8 @@ export function verifyTicket(
   if (body.hostId !== expect.hostId)
     throw new NeuronError(
       'wrong_host',
-      `the ticket is for host ${body.hostId}, not this host (${expect.hostId}); open each hop with the ticket of its route hop.`,
+      `the ticket is for host ${body.hostId}, not this host (${expect.hostId}); open each hop with the ticket of ` +
+        `its route hop.`,
     )
   if (now > body.expiresAt)
     throw new NeuronError(
@@ -62,12 +64,14 @@ export function verifyTicket(
   if (expect.blocks[0] !== body.blocks[0] || expect.blocks[1] !== body.blocks[1])
     throw new NeuronError(
       'ticket_mismatch',
-      `the ticket covers blocks [${body.blocks[0]}, ${body.blocks[1]}); the open asks for [${expect.blocks[0]}, ${expect.blocks[1]}). Open the blocks the route gave.`,
+      `the ticket covers blocks [${body.blocks[0]}, ${body.blocks[1]}); the open asks for [${expect.blocks[0]}, ` +
+        `${expect.blocks[1]}). Open the blocks the route gave.`,
     )
   if (expect.maxTokens > body.maxTokens)
     throw new NeuronError(
       'ticket_mismatch',
-      `the ticket covers ${body.maxTokens} tokens; the open asks for ${expect.maxTokens}. Ask the tracker for a larger route.`,
+      `the ticket covers ${body.maxTokens} tokens; the open asks for ${expect.maxTokens}. Ask the tracker for a ` +
+        `larger route.`,
       {
         ticketMaxTokens: body.maxTokens,
       },

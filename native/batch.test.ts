@@ -74,7 +74,10 @@ function expectOk(o: BatchOutcome | undefined): Float32Array {
   return logitsOf(o.output)
 }
 
-/** Greedy steps of every session in one batch per step (the prompts' prefills too); `during` runs while a batch is in flight. */
+/**
+ * Greedy steps of every session in one batch per step (the prompts'
+ * prefills too); `during` runs while a batch is in flight.
+ */
 async function batched(
   rt: ShardRuntime,
   prompts: number[][],
@@ -116,7 +119,9 @@ async function batched(
   }
 }
 
-/** The solo step's top-2 probability margin: below MAX_BATCH_DP the batch's rounding may legitimately pick the other. */
+/**
+ * The solo step's top-2 probability margin: below MAX_BATCH_DP the batch's rounding may legitimately pick the other.
+ */
 function margin(p: Float64Array): number {
   let a = 0
   let b = 0
@@ -126,7 +131,10 @@ function margin(p: Float64Array): number {
   return a - b
 }
 
-/** Greedy tokens equal at every step whose solo margin is above the tolerance; returns the largest |Δp| and the near-ties skipped. */
+/**
+ * Greedy tokens equal at every step whose solo margin is above the
+ * tolerance; returns the largest |Δp| and the near-ties skipped.
+ */
 function compare(alone: Step[][], together: (Step | undefined)[][]): { worst: number; ties: number; over: string[] } {
   let worst = 0
   let ties = 0
@@ -144,7 +152,8 @@ function compare(alone: Step[][], together: (Step | undefined)[][]): { worst: nu
       worst = Math.max(worst, dp)
       if (dp > MAX_BATCH_DP)
         over.push(
-          `session ${k} step ${i}: ${dp.toExponential(1)}, solo margin ${margin((want[i] as Step).probs).toExponential(1)}`,
+          `session ${k} step ${i}: ${dp.toExponential(1)}, solo margin ` +
+            `${margin((want[i] as Step).probs).toExponential(1)}`,
         )
     }
   }
@@ -200,7 +209,8 @@ describe('8 concurrent greedy sessions in one graph per step produce their solo 
         const together = await batched(rt, PROMPTS, STEPS, alone)
         const { worst, ties, over } = compare(alone, together.steps)
         console.log(
-          `${c.name}: ${SESSIONS} sessions x ${STEPS} steps batched, max |dp| vs solo ${worst.toExponential(2)}, ${ties} near-ties; above ${MAX_BATCH_DP}: ${over.join('; ') || 'none'}`,
+          `${c.name}: ${SESSIONS} sessions x ${STEPS} steps batched, max |dp| vs solo ${worst.toExponential(2)}, ` +
+            `${ties} near-ties; above ${MAX_BATCH_DP}: ${over.join('; ') || 'none'}`,
         )
         expect(worst).toBeLessThanOrEqual(c.maxDp)
         expect(new Set(alone.flat().map((s) => s.token)).size).toBeGreaterThanOrEqual(8)

@@ -26,9 +26,9 @@ export type NativeInfo = {
   /** Of weightBytes, those used in place from the mapped artifact files (0 with mmap off). */
   mappedBytes: number
   /**
-   * Bytes of weight memory in 2 MB pages: of the mapped artifacts' spans (which hold every weight used in place, and may
-   * hold others) and of the CPU buffers weights are read or repacked into (0 without transparent huge pages, or with
-   * `hugePages` off).
+   * Bytes of weight memory in 2 MB pages: of the mapped artifacts' spans (which hold every weight used in place, and
+   * may hold others) and of the CPU buffers weights are read or repacked into (0 without transparent huge pages, or
+   * with `hugePages` off).
    */
   hugePageBytes: number
   /** Weight bytes per ggml buffer type (CPU_REPACK: matmul weights repacked the way llama.cpp does). */
@@ -81,7 +81,10 @@ export type NativeBatchResult = (NativeForwardResult & { ok: true }) | { ok: fal
 
 export interface NativeRuntime {
   info(): NativeInfo
-  /** The items' steps in one graph: a bad item fails alone; a family that cannot batch fails every item (BATCH_UNSUPPORTED). */
+  /**
+   * The items' steps in one graph: a bad item fails alone; a
+   * family that cannot batch fails every item (BATCH_UNSUPPORTED).
+   */
   forwardBatch(items: NativeBatchItem[]): Promise<NativeBatchResult[]>
   /** from/to: the session's blocks, a sub-range of the runtime's (default: all of them). */
   openSession(maxTokens: number, from?: number, to?: number): NativeSession

@@ -97,7 +97,9 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
         const first = f16.findIndex((s, i) => s.token !== (oracle[i] as OracleStep).token)
         const distinct = new Set(oracle.map((s) => s.token)).size
         console.log(
-          `deepseek4 ${type}: ${distinct} distinct tokens in ${F16_STEPS}; max |dp| ${worst.toExponential(2)} over ${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams: ${agree}/${F16_STEPS} tokens agree, first difference at ${first < 0 ? 'none' : first}`,
+          `deepseek4 ${type}: ${distinct} distinct tokens in ${F16_STEPS}; max |dp| ${worst.toExponential(2)} over ` +
+            `${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams: ${agree}/${F16_STEPS} tokens agree, ` +
+            `first difference at ${first < 0 ? 'none' : first}`,
         )
         expect(distinct).toBeGreaterThanOrEqual(8)
       } finally {
@@ -106,7 +108,8 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
     }, 300_000)
   }
 
-  it('another layout: indexer head 128 ≠ head 64 (attention keys unrotated), top-k 4, 4 output groups, ratio 4 at block 0', async () => {
+  it('another layout: indexer head 128 ≠ head 64 (attention keys unrotated), top-k 4, 4 output groups, ratio 4 at ' +
+    'block 0', async () => {
     const path = join(dir, 'deepseek4-layout.gguf')
     const layout = {
       ...SHAPE,
@@ -139,7 +142,8 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
     }
   }, 120_000)
 
-  it('long prompts equal llama.cpp’s: 150 tokens (a 128x key, the indexer choosing among 37) and 1300 (two slices through the window’s ring)', async () => {
+  it('long prompts equal llama.cpp’s: 150 tokens (a 128x key, the indexer choosing among 37) and 1300 (two slices ' +
+    'through the window’s ring)', async () => {
     const path = paths.q8_0 as string
     for (const length of [150, 1300]) {
       const long = Array.from({ length }, (_, i) => 3 + ((i * 7919) % (SHAPE.vocab - 3)))
@@ -173,7 +177,8 @@ describe('deepseek4: greedy parity with node-llama-cpp', () => {
 })
 
 describe('deepseek4: the seam', () => {
-  it('states its widths and token ids per hop, and refuses bad seam input with a typed error before compute', async () => {
+  it('states its widths and token ids per hop, and refuses bad seam input with a typed error before ' +
+    'compute', async () => {
     const path = paths.q8_0 as string
     const load = (blocks: [number, number]) =>
       ShardRuntime.load({
@@ -286,7 +291,8 @@ describe('deepseek4: the compressor state', () => {
     }
   }, 120_000)
 
-  it('refuses to roll back a compressing block with RECURRENT_ROLLBACK; a window-only block rolls back within its ring', async () => {
+  it('refuses to roll back a compressing block with RECURRENT_ROLLBACK; a window-only block rolls back within ' +
+    'its ring', async () => {
     const runtime = await ShardRuntime.load({
       artifacts: [paths.q8_0 as string],
       blocks: [0, 4],

@@ -45,7 +45,8 @@ describe('generated models: greedy parity with node-llama-cpp through two shards
               const worst = Math.max(...route.map((s, i) => maxAbsDiff(s.probs, (oracle[i] as OracleStep).probs)))
               const distinct = new Set(route.map((s) => s.token)).size
               console.log(
-                `${arch} ${type}: ${distinct} distinct tokens in ${STEPS}; max |dp| vs llama.cpp ${worst.toExponential(2)}`,
+                `${arch} ${type}: ${distinct} distinct tokens in ${STEPS}; max |dp| vs llama.cpp ` +
+                  `${worst.toExponential(2)}`,
               )
               expect(worst).toBeLessThan(1e-4)
             }

@@ -69,7 +69,8 @@ afterAll(() => cleanup())
 
 describe('glm-dsa: greedy parity with node-llama-cpp', () => {
   for (const type of ['f16', 'q8_0'] as const) {
-    it(`${type}: every split of its 5 blocks (top-k indices crossing before shared blocks 1, 2 and 4) gives llama.cpp’s tokens`, async () => {
+    it(`${type}: every split of its 5 blocks (top-k indices crossing before shared blocks 1, 2 and 4) gives ` +
+      `llama.cpp’s tokens`, async () => {
       const oracle = oracles[type] as OracleStep[]
       const pool = new RuntimePool(() => [paths[type] as string], SHAPE.blocks)
       try {
@@ -91,7 +92,9 @@ describe('glm-dsa: greedy parity with node-llama-cpp', () => {
         const first = f16.findIndex((s, i) => s.token !== (oracle[i] as OracleStep).token)
         const distinct = new Set(tokensOf(oracle)).size
         console.log(
-          `glm-dsa ${type}: ${distinct} distinct tokens in ${F16_STEPS}; max |dp| ${worst.toExponential(2)} over ${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams ${JSON.stringify(split)}: ${agree}/${F16_STEPS} tokens agree, first difference at ${first < 0 ? 'none' : first}`,
+          `glm-dsa ${type}: ${distinct} distinct tokens in ${F16_STEPS}; max |dp| ${worst.toExponential(2)} over ` +
+            `${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams ${JSON.stringify(split)}: ` +
+            `${agree}/${F16_STEPS} tokens agree, first difference at ${first < 0 ? 'none' : first}`,
         )
         expect(distinct).toBeGreaterThanOrEqual(8)
       } finally {
@@ -135,7 +138,8 @@ describe('glm-dsa: the top-k indices', () => {
     }
   }, 120_000)
 
-  it('a 150-token prefill (top-k chosen within the batch) then greedy decoding equal llama.cpp’s through splits', async () => {
+  it('a 150-token prefill (top-k chosen within the batch) then greedy decoding equal llama.cpp’s through ' +
+    'splits', async () => {
     const long = Array.from({ length: 150 }, (_, i) => 3 + ((i * 7919) % (SHAPE.vocab - 3)))
     const expected = await oracleOf(paths.f16 as string, long, 8)
     const pool = new RuntimePool(() => [paths.f16 as string], SHAPE.blocks)
@@ -207,48 +211,52 @@ describe('glm-dsa: seams, cache and rollback', () => {
     expect(layout.cachePerBlock.map((c) => c.bytesPerToken)).toEqual(FULL.map((full) => latent + (full ? 2 * 64 : 0)))
   })
 
-  it('refuses missing, short, out-of-range and unwanted side inputs with typed errors, and goes on serving', async () => {
-    const first = runtime.openSession({ maxTokens: 64, blocks: [0, 1] })
-    const rest = runtime.openSession({ maxTokens: 64, blocks: [1, 5] })
-    const out = await first.forward(Int32Array.from(prompt))
-    if (out.kind !== 'hidden' || !out.indices) throw new Error('block 0 hands on hidden states and indices')
-    const { data, indices } = out
-    const n = prompt.length
-    const bad = (options: object) => rest.forward(data, options)
-    await expect(bad({})).rejects.toMatchObject({ code: 'BAD_INDICES', details: { got: 0, expected: n * TOP_K } })
-    await expect(bad({ indices: indices.subarray(TOP_K) })).rejects.toMatchObject({ code: 'BAD_INDICES' })
-    const future = indices.slice()
-    future[0] = 1 // token 0 (position 0) pointing at position 1
-    await expect(bad({ indices: future })).rejects.toMatchObject({
-      code: 'BAD_INDICES',
-      details: { index: 1, token: 0, position: 0 },
-    })
-    const negative = indices.slice()
-    negative[TOP_K + 1] = -2
-    await expect(bad({ indices: negative })).rejects.toMatchObject({
-      code: 'BAD_INDICES',
-      details: { index: -2, token: 1 },
-    })
-    const none = indices.slice()
-    none.fill(-1, 2 * TOP_K, 3 * TOP_K)
-    await expect(bad({ indices: none })).rejects.toMatchObject({
-      code: 'BAD_INDICES',
-      details: { token: 2, position: 2 },
-    })
-    await expect(bad({ indices: Float32Array.from(indices) })).rejects.toMatchObject({ code: 'BAD_INPUT' })
-    await expect(bad({ indices, tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({
-      code: 'TOKEN_IDS_UNEXPECTED',
-    })
-    await expect(first.forward(Int32Array.of(5), { indices: new Int32Array(TOP_K).fill(-1) })).rejects.toMatchObject({
-      code: 'BAD_INDICES',
-    })
-    expect([first.nPast, rest.nPast]).toEqual([n, 0])
-    expect((await rest.forward(data, { indices })).kind).toBe('logits')
-    first.close()
-    rest.close()
-  })
+  it(
+    'refuses missing, short, out-of-range and unwanted ' + 'side inputs with typed errors, and goes on serving',
+    async () => {
+      const first = runtime.openSession({ maxTokens: 64, blocks: [0, 1] })
+      const rest = runtime.openSession({ maxTokens: 64, blocks: [1, 5] })
+      const out = await first.forward(Int32Array.from(prompt))
+      if (out.kind !== 'hidden' || !out.indices) throw new Error('block 0 hands on hidden states and indices')
+      const { data, indices } = out
+      const n = prompt.length
+      const bad = (options: object) => rest.forward(data, options)
+      await expect(bad({})).rejects.toMatchObject({ code: 'BAD_INDICES', details: { got: 0, expected: n * TOP_K } })
+      await expect(bad({ indices: indices.subarray(TOP_K) })).rejects.toMatchObject({ code: 'BAD_INDICES' })
+      const future = indices.slice()
+      future[0] = 1 // token 0 (position 0) pointing at position 1
+      await expect(bad({ indices: future })).rejects.toMatchObject({
+        code: 'BAD_INDICES',
+        details: { index: 1, token: 0, position: 0 },
+      })
+      const negative = indices.slice()
+      negative[TOP_K + 1] = -2
+      await expect(bad({ indices: negative })).rejects.toMatchObject({
+        code: 'BAD_INDICES',
+        details: { index: -2, token: 1 },
+      })
+      const none = indices.slice()
+      none.fill(-1, 2 * TOP_K, 3 * TOP_K)
+      await expect(bad({ indices: none })).rejects.toMatchObject({
+        code: 'BAD_INDICES',
+        details: { token: 2, position: 2 },
+      })
+      await expect(bad({ indices: Float32Array.from(indices) })).rejects.toMatchObject({ code: 'BAD_INPUT' })
+      await expect(bad({ indices, tokenIds: Int32Array.from(prompt) })).rejects.toMatchObject({
+        code: 'TOKEN_IDS_UNEXPECTED',
+      })
+      await expect(first.forward(Int32Array.of(5), { indices: new Int32Array(TOP_K).fill(-1) })).rejects.toMatchObject({
+        code: 'BAD_INDICES',
+      })
+      expect([first.nPast, rest.nPast]).toEqual([n, 0])
+      expect((await rest.forward(data, { indices })).kind).toBe('logits')
+      first.close()
+      rest.close()
+    },
+  )
 
-  it('rolls back like any cache of positions: truncate and regenerate, or restart earlier, give the fresh run’s tokens', async () => {
+  it('rolls back like any cache of positions: truncate and regenerate, or restart earlier, give the fresh run’s ' +
+    'tokens', async () => {
     /** Greedy tokens through [0, 2) and [2, 5) from where the sessions are, starting with `input`. */
     async function run(sessions: ShardSession[], input: number[], steps: number, start?: number) {
       const tokens: number[] = []
@@ -307,34 +315,39 @@ describe('glm-dsa: hostile metadata is refused with a typed error', () => {
   const load = (file: string) =>
     ShardRuntime.load({ artifacts: [file], blocks: [0, 5], embed: true, head: true, threads: 1, device: 'cpu' })
 
-  it('a shared block 0, a types array of the wrong length, a full block without its indexer, odd indexer sizes', async () => {
-    const types = 'glm-dsa.attention.indexer.types'
-    // llama.cpp asserts (aborts) on a shared block with no full block before it
-    await expect(load(await withMetadata('shared-first', { [types]: [0, 1, 1, 0, 1] }))).rejects.toMatchObject({
-      code: 'BAD_METADATA',
-      details: { key: types },
-    })
-    await expect(load(await withMetadata('types-short', { [types]: [1, 0, 0, 1] }))).rejects.toMatchObject({
-      code: 'BAD_METADATA',
-    })
-    // block 4 made full: its indexer's tensors are not in the file (llama.cpp would build a graph over null weights)
-    await expect(load(await withMetadata('full-4', { [types]: [1, 0, 0, 1, 1] }))).rejects.toMatchObject({
-      code: 'MISSING_TENSOR',
-    })
-    // the Hadamard rotation needs a power of two from 64
-    const keyLength = 'glm-dsa.attention.indexer.key_length'
-    await expect(load(await withMetadata('key-96', { [keyLength]: 96 }))).rejects.toMatchObject({
-      code: 'BAD_METADATA',
-      details: { value: 96 },
-    })
-    await expect(load(await withMetadata('top-k-0', { 'glm-dsa.attention.indexer.top_k': 0 }))).rejects.toMatchObject({
-      code: 'BAD_METADATA',
-    })
-    // the same tensors with the model's own metadata still serve
-    const runtime = await load(await withMetadata('unchanged', {}))
-    const session = runtime.openSession({ maxTokens: 16 })
-    expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')
-    session.close()
-    runtime.dispose()
-  })
+  it(
+    'a shared block 0, a types array of the wrong length, ' + 'a full block without its indexer, odd indexer sizes',
+    async () => {
+      const types = 'glm-dsa.attention.indexer.types'
+      // llama.cpp asserts (aborts) on a shared block with no full block before it
+      await expect(load(await withMetadata('shared-first', { [types]: [0, 1, 1, 0, 1] }))).rejects.toMatchObject({
+        code: 'BAD_METADATA',
+        details: { key: types },
+      })
+      await expect(load(await withMetadata('types-short', { [types]: [1, 0, 0, 1] }))).rejects.toMatchObject({
+        code: 'BAD_METADATA',
+      })
+      // block 4 made full: its indexer's tensors are not in the file (llama.cpp would build a graph over null weights)
+      await expect(load(await withMetadata('full-4', { [types]: [1, 0, 0, 1, 1] }))).rejects.toMatchObject({
+        code: 'MISSING_TENSOR',
+      })
+      // the Hadamard rotation needs a power of two from 64
+      const keyLength = 'glm-dsa.attention.indexer.key_length'
+      await expect(load(await withMetadata('key-96', { [keyLength]: 96 }))).rejects.toMatchObject({
+        code: 'BAD_METADATA',
+        details: { value: 96 },
+      })
+      await expect(load(await withMetadata('top-k-0', { 'glm-dsa.attention.indexer.top_k': 0 }))).rejects.toMatchObject(
+        {
+          code: 'BAD_METADATA',
+        },
+      )
+      // the same tensors with the model's own metadata still serve
+      const runtime = await load(await withMetadata('unchanged', {}))
+      const session = runtime.openSession({ maxTokens: 16 })
+      expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')
+      session.close()
+      runtime.dispose()
+    },
+  )
 })

@@ -59,7 +59,8 @@ async function redirect(): Promise<void> {
       rmSync(staging, { recursive: true, force: true }) // another process got there first
     }
   }
-  const shim = `data:text/javascript,${encodeURIComponent(`export function getBinsDir() { return ${JSON.stringify({ binsDir: dir, packageVersion })} }`)}`
+  const shimSource = `export function getBinsDir() { return ${JSON.stringify({ binsDir: dir, packageVersion })} }`
+  const shim = `data:text/javascript,${encodeURIComponent(shimSource)}`
   const hooks = `
     export async function resolve(specifier, context, next) {
       if (specifier === ${JSON.stringify(PLATFORM_PACKAGE)}) return { url: ${JSON.stringify(shim)}, shortCircuit: true }

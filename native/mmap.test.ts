@@ -35,7 +35,10 @@ function load(path: string, blocks: number, mmap: boolean, hugePages = true): Pr
   })
 }
 
-/** Why this machine cannot map files with 2 MB pages, if it cannot: Linux, THP not `never`, a filesystem with large folios. */
+/**
+ * Why this machine cannot map files with 2 MB pages, if it
+ * cannot: Linux, THP not `never`, a filesystem with large folios.
+ */
 function hugePagesMissing(): string | undefined {
   const thp = '/sys/kernel/mm/transparent_hugepage/enabled'
   if (!existsSync(thp)) return 'skipped: no transparent huge pages (not Linux, or a kernel without them)'
@@ -79,23 +82,26 @@ describe(`weights mapped from the artifact file`, () => {
     }
   })
 
-  it('a mapped artifact deleted and rewritten under the runtime (a re-download) does not change its logits', async () => {
-    const path = join(dir, 'stories-replaced.gguf')
-    copyFileSync(STORIES, path)
-    const rt = await load(path, 5, true)
-    try {
-      const before = await logits(rt)
-      const bytes = readFileSync(path)
-      rmSync(path)
-      writeFileSync(
-        path,
-        bytes.map((b) => b ^ 0xff),
-      )
-      expect(await logits(rt)).toEqual(before)
-    } finally {
-      rt.dispose()
-    }
-  })
+  it(
+    'a mapped artifact deleted and rewritten under the ' + 'runtime (a re-download) does not change its logits',
+    async () => {
+      const path = join(dir, 'stories-replaced.gguf')
+      copyFileSync(STORIES, path)
+      const rt = await load(path, 5, true)
+      try {
+        const before = await logits(rt)
+        const bytes = readFileSync(path)
+        rmSync(path)
+        writeFileSync(
+          path,
+          bytes.map((b) => b ^ 0xff),
+        )
+        expect(await logits(rt)).toEqual(before)
+      } finally {
+        rt.dispose()
+      }
+    },
+  )
 
   it('a truncated artifact is refused with the same typed error with mmap on or off', async () => {
     const path = join(dir, 'stories-truncated.gguf')
@@ -146,7 +152,8 @@ describe('weights mapped next to repacked ones', () => {
       expect(m.mappedBytes).toBeGreaterThanOrEqual(384 * 128 * (18 / 32))
       expect(c.mappedBytes).toBe(0)
       console.log(
-        `llama q4_0 weight buffers, mapped: ${JSON.stringify(m.weightBuffers)}; read in: ${JSON.stringify(c.weightBuffers)}`,
+        `llama q4_0 weight buffers, mapped: ${JSON.stringify(m.weightBuffers)}; read in: ` +
+          `${JSON.stringify(c.weightBuffers)}`,
       )
     } finally {
       mapped.dispose()
@@ -158,43 +165,48 @@ describe('weights mapped next to repacked ones', () => {
 const NO_HUGE_PAGES = hugePagesMissing()
 
 describe.skipIf(NO_HUGE_PAGES)(`weights in 2 MB pages ${NO_HUGE_PAGES ?? ''}`, () => {
-  it('a freshly written artifact (small page-cache folios) is mapped in 2 MB pages, and weights read in get them too, with the logits of 4 KB pages', async () => {
-    // ~20 MB of q8_0, as a re-downloaded or just-verified artifact: written, so cached in small folios
-    const path = join(dir, 'llama-q8_0-huge.gguf')
-    await generateModel({
-      arch: 'llama',
-      type: 'q8_0',
-      blocks: 4,
-      embd: 512,
-      heads: 8,
-      kvHeads: 4,
-      ff: 1536,
-      vocab: 4096,
-      seed: 5,
-      out: path,
-    })
-    const small = join(dir, 'llama-q8_0-small.gguf')
-    copyFileSync(path, small)
-    const huge = await load(path, 4, true)
-    const plain = await load(small, 4, true, false)
-    // read into memory instead (mmap off): ggml's buffer, anonymous pages
-    const read = await load(path, 4, false)
-    try {
-      const h = huge.info()
-      // most of it: the stretches at either end of the span that are not whole 2 MB pages stay in 4 KB ones
-      expect(h.hugePageBytes).toBeGreaterThan(h.mappedBytes / 2)
-      expect(plain.info().hugePageBytes).toBe(0)
-      expect(read.info().hugePageBytes).toBeGreaterThan(read.info().weightBytes / 2)
-      const expected = await logits(plain)
-      expect(await logits(huge)).toEqual(expected)
-      expect(await logits(read)).toEqual(expected)
-      console.log(
-        `2 MB pages: ${h.hugePageBytes} of ${h.mappedBytes} mapped bytes; ${read.info().hugePageBytes} of ${read.info().weightBytes} read in`,
-      )
-    } finally {
-      huge.dispose()
-      plain.dispose()
-      read.dispose()
-    }
-  })
+  it(
+    'a freshly written artifact (small page-cache folios) is mapped in 2 MB pages, and weights read in get them ' +
+      'too, with the logits of 4 KB pages',
+    async () => {
+      // ~20 MB of q8_0, as a re-downloaded or just-verified artifact: written, so cached in small folios
+      const path = join(dir, 'llama-q8_0-huge.gguf')
+      await generateModel({
+        arch: 'llama',
+        type: 'q8_0',
+        blocks: 4,
+        embd: 512,
+        heads: 8,
+        kvHeads: 4,
+        ff: 1536,
+        vocab: 4096,
+        seed: 5,
+        out: path,
+      })
+      const small = join(dir, 'llama-q8_0-small.gguf')
+      copyFileSync(path, small)
+      const huge = await load(path, 4, true)
+      const plain = await load(small, 4, true, false)
+      // read into memory instead (mmap off): ggml's buffer, anonymous pages
+      const read = await load(path, 4, false)
+      try {
+        const h = huge.info()
+        // most of it: the stretches at either end of the span that are not whole 2 MB pages stay in 4 KB ones
+        expect(h.hugePageBytes).toBeGreaterThan(h.mappedBytes / 2)
+        expect(plain.info().hugePageBytes).toBe(0)
+        expect(read.info().hugePageBytes).toBeGreaterThan(read.info().weightBytes / 2)
+        const expected = await logits(plain)
+        expect(await logits(huge)).toEqual(expected)
+        expect(await logits(read)).toEqual(expected)
+        console.log(
+          `2 MB pages: ${h.hugePageBytes} of ${h.mappedBytes} mapped bytes; ${read.info().hugePageBytes} of ` +
+            `${read.info().weightBytes} read in`,
+        )
+      } finally {
+        huge.dispose()
+        plain.dispose()
+        read.dispose()
+      }
+    },
+  )
 })

@@ -72,7 +72,9 @@ describe('MoE and MLA models: greedy parity with node-llama-cpp through every sp
           const agree = f16.filter((s, i) => s.token === (oracle[i] as OracleStep).token).length
           const distinct = new Set(oracle.map((s) => s.token)).size
           console.log(
-            `${arch} ${type}: ${distinct} distinct tokens in ${F16_STEPS}; max |dp| ${worst.toExponential(2)} over ${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams: ${agree}/${F16_STEPS} tokens agree, first difference at ${same < 0 ? 'none' : same}`,
+            `${arch} ${type}: ${distinct} distinct tokens in ${F16_STEPS}; max |dp| ${worst.toExponential(2)} over ` +
+              `${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams: ${agree}/${F16_STEPS} tokens ` +
+              `agree, first difference at ${same < 0 ? 'none' : same}`,
           )
           expect(distinct).toBeGreaterThanOrEqual(8)
         } finally {
@@ -84,7 +86,8 @@ describe('MoE and MLA models: greedy parity with node-llama-cpp through every sp
 })
 
 describe('gpt-oss sliding-window blocks keep a ring of cells', () => {
-  // a window of 8: each sliding-window block keeps 8 + 512 positions rounded up to 768 cells, whatever the session's size
+  // a window of 8: each sliding-window block keeps 8 + 512
+  // positions rounded up to 768 cells, whatever the session's size
   const WINDOW = 8
   const RING = 768
   const MAX_TOKENS = 2048
@@ -102,7 +105,8 @@ describe('gpt-oss sliding-window blocks keep a ring of cells', () => {
     })
   })
 
-  it('a 1500-token prompt (two slices through the ring) then greedy decoding equal llama.cpp’s; a sliding block caches 768 of 2048 positions', async () => {
+  it('a 1500-token prompt (two slices through the ring) then greedy decoding equal llama.cpp’s; a sliding block ' +
+    'caches 768 of 2048 positions', async () => {
     const model = await oracleModel(path)
     const oracle = await oracleGreedy(model, prompt, 8, SHAPE.vocab, { contextSize: MAX_TOKENS })
     await model.dispose()
@@ -132,7 +136,8 @@ describe('gpt-oss sliding-window blocks keep a ring of cells', () => {
     }
   }, 120_000)
 
-  it('rolls back within the ring’s slack to the same tokens as a fresh run, and refuses further with SWA_ROLLBACK', async () => {
+  it('rolls back within the ring’s slack to the same tokens as a fresh run, and refuses further with ' +
+    'SWA_ROLLBACK', async () => {
     const pool = new RuntimePool(() => [path], SHAPE.blocks)
     try {
       const rt = await pool.get([0, 4])
@@ -178,31 +183,35 @@ describe('hostile metadata: an artifact whose metadata and tensors disagree is r
     return out
   }
 
-  it('more experts than the tensors hold, or KV heads that do not divide the heads: BAD_TENSOR / BAD_METADATA, and the process keeps serving', async () => {
-    const path = join(dir, 'qwen3moe-hostile.gguf')
-    await generateModel({ ...SHAPE, ...EXTRA.qwen3moe, arch: 'qwen3moe', type: 'q8_0', out: path })
-    const load = (file: string) =>
-      ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
-    await expect(load(await patched(path, 'qwen3moe.expert_count', 16))).rejects.toMatchObject({
-      code: 'BAD_TENSOR',
-      message: expect.stringMatching(
-        /blk\.0\.ffn_gate_inp\.weight is 256 x 8, but the model's metadata makes it 256 x 16/,
-      ),
-    })
-    await expect(load(await patched(path, 'qwen3moe.attention.head_count_kv', 3))).rejects.toMatchObject({
-      code: 'BAD_METADATA',
-    })
-    await expect(load(await patched(path, 'qwen3moe.expert_used_count', 9))).rejects.toMatchObject({
-      code: 'BAD_METADATA',
-    })
-    // no heads: nothing may divide by it
-    await expect(load(await patched(path, 'qwen3moe.attention.head_count', 0))).rejects.toMatchObject({
-      code: 'BAD_METADATA',
-    })
-    const runtime = await load(path)
-    const session = runtime.openSession({ maxTokens: 16 })
-    expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')
-    session.close()
-    runtime.dispose()
-  })
+  it(
+    'more experts than the tensors hold, or KV heads that do not divide the heads: BAD_TENSOR / BAD_METADATA, and ' +
+      'the process keeps serving',
+    async () => {
+      const path = join(dir, 'qwen3moe-hostile.gguf')
+      await generateModel({ ...SHAPE, ...EXTRA.qwen3moe, arch: 'qwen3moe', type: 'q8_0', out: path })
+      const load = (file: string) =>
+        ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+      await expect(load(await patched(path, 'qwen3moe.expert_count', 16))).rejects.toMatchObject({
+        code: 'BAD_TENSOR',
+        message: expect.stringMatching(
+          /blk\.0\.ffn_gate_inp\.weight is 256 x 8, but the model's metadata makes it 256 x 16/,
+        ),
+      })
+      await expect(load(await patched(path, 'qwen3moe.attention.head_count_kv', 3))).rejects.toMatchObject({
+        code: 'BAD_METADATA',
+      })
+      await expect(load(await patched(path, 'qwen3moe.expert_used_count', 9))).rejects.toMatchObject({
+        code: 'BAD_METADATA',
+      })
+      // no heads: nothing may divide by it
+      await expect(load(await patched(path, 'qwen3moe.attention.head_count', 0))).rejects.toMatchObject({
+        code: 'BAD_METADATA',
+      })
+      const runtime = await load(path)
+      const session = runtime.openSession({ maxTokens: 16 })
+      expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')
+      session.close()
+      runtime.dispose()
+    },
+  )
 })

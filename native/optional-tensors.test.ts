@@ -1,9 +1,10 @@
 // Tensors llama.cpp's loader marks "not required" are optional here too, and its alternatives load: a fused attn_qkv
 // (create_tensor_qkv) in place of attn_q/attn_k/attn_v, Q/K/V biases present or not in every family, llama's FFN
 // biases, and a fused ffn_gate_up_exps (create_tensor_gate_up_exps) in deepseek2 and qwen35moe. qwen35moe's loader
-// also accepts a fused attn_qkv on its full-attention blocks, but its graph reads attn_q alone there (build_layer_attn),
-// so llama.cpp cannot run such a file and neither does Neuron (MISSING_TENSOR). Each generated model must give node-llama-cpp's greedy tokens through two shards (the probabilities within
-// 1e-4, as native/generated.test.ts measures for the separate-matrix models).
+// also accepts a fused attn_qkv on its full-attention blocks, but its graph reads attn_q alone there
+// (build_layer_attn), so llama.cpp cannot run such a file and neither does Neuron (MISSING_TENSOR). Each generated
+// model must give node-llama-cpp's greedy tokens through two shards (the probabilities within 1e-4, as
+// native/generated.test.ts measures for the separate-matrix models).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

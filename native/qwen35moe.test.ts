@@ -36,7 +36,8 @@ beforeAll(async () => {
 afterAll(() => cleanup())
 
 describe('qwen35moe: greedy parity with node-llama-cpp', () => {
-  it('every split of its 4 blocks (delta-net and full attention on either side of a seam) gives llama.cpp’s tokens', async () => {
+  it('every split of its 4 blocks (delta-net and full attention on either side of a seam) gives llama.cpp’s ' +
+    'tokens', async () => {
     const pool = new RuntimePool(() => [path], SHAPE.blocks)
     try {
       let worst = 0
@@ -60,7 +61,9 @@ describe('qwen35moe: greedy parity with node-llama-cpp', () => {
       const distinct = new Set(oracle.map((s) => s.token)).size
       const topP = oracle.reduce((sum, s) => sum + Math.max(...s.probs), 0) / oracle.length
       console.log(
-        `qwen35moe f16: ${distinct} distinct tokens in ${F16_STEPS}, mean top p ${topP.toFixed(3)}; max |dp| ${worst.toExponential(2)} over ${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams: ${agree}/${F16_STEPS} tokens agree, first difference at ${first < 0 ? 'none' : first}`,
+        `qwen35moe f16: ${distinct} distinct tokens in ${F16_STEPS}, mean top p ${topP.toFixed(3)}; max |dp| ` +
+          `${worst.toExponential(2)} over ${allSplits(SHAPE.blocks).length} splits (f32 seams); f16 seams: ` +
+          `${agree}/${F16_STEPS} tokens agree, first difference at ${first < 0 ? 'none' : first}`,
       )
       expect(distinct).toBeGreaterThanOrEqual(8)
     } finally {
@@ -70,7 +73,8 @@ describe('qwen35moe: greedy parity with node-llama-cpp', () => {
 })
 
 describe('qwen35moe: a long prompt', () => {
-  it('a 150-token prefill (past the conv kernel and any 64-token chunk) then greedy decoding equal llama.cpp’s', async () => {
+  it('a 150-token prefill (past the conv kernel and any 64-token chunk) then greedy decoding equal ' +
+    'llama.cpp’s', async () => {
     const long = Array.from({ length: 150 }, (_, i) => 3 + ((i * 7919) % (SHAPE.vocab - 3)))
     const model = await oracleModel(path)
     const expected = await oracleGreedy(model, long, 8, SHAPE.vocab)
@@ -190,51 +194,59 @@ describe('qwen35moe: the recurrent state', () => {
     }
   }, 60_000)
 
-  it('a delta-net block keeps a fixed state whatever maxTokens is; a full-attention block keeps K and V per position', async () => {
-    const runtime = await ShardRuntime.load({
-      artifacts: [path],
-      blocks: [0, 4],
-      embed: true,
-      head: true,
-      threads: 1,
-      device: 'cpu',
-    })
-    try {
-      const perBlock = (maxTokens: number) => {
-        const s = runtime.openSession({ maxTokens })
-        const bytes = s.kvBytesPerBlock
-        s.close()
-        return bytes
+  it(
+    'a delta-net block keeps a fixed state whatever maxTokens is; a full-attention block keeps K and V per ' +
+      'position',
+    async () => {
+      const runtime = await ShardRuntime.load({
+        artifacts: [path],
+        blocks: [0, 4],
+        embed: true,
+        head: true,
+        threads: 1,
+        device: 'cpu',
+      })
+      try {
+        const perBlock = (maxTokens: number) => {
+          const s = runtime.openSession({ maxTokens })
+          const bytes = s.kvBytesPerBlock
+          s.close()
+          return bytes
+        }
+        const state = recurrentStateBytes(SHAPE)
+        const kv = (cells: number) => 2 * 2 * SHAPE.kvHeads * SHAPE.headDim * cells // f16 K and V
+        expect(perBlock(256)).toEqual([state, kv(256), state, kv(256)])
+        expect(perBlock(1024)).toEqual([state, kv(1024), state, kv(1024)])
+      } finally {
+        runtime.dispose()
       }
-      const state = recurrentStateBytes(SHAPE)
-      const kv = (cells: number) => 2 * 2 * SHAPE.kvHeads * SHAPE.headDim * cells // f16 K and V
-      expect(perBlock(256)).toEqual([state, kv(256), state, kv(256)])
-      expect(perBlock(1024)).toEqual([state, kv(1024), state, kv(1024)])
-    } finally {
-      runtime.dispose()
-    }
-  })
+    },
+  )
 })
 
 describe('qwen35moe: hostile metadata is refused with a typed error', () => {
-  it('a full_attention_interval of 0, key heads that do not divide value heads, a state that does not fit its heads', async () => {
-    const load = (file: string) =>
-      ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
-    const bad = async (key: string, value: number) => {
-      const file = join(dir, `hostile-${key}-${value}.gguf`)
-      await writeQwen35Moe(file, SHAPE, { [`qwen35moe.${key}`]: value })
-      return load(file)
-    }
-    await expect(bad('full_attention_interval', 0)).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(bad('ssm.group_count', 3)).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(bad('ssm.inner_size', 100)).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(bad('ssm.conv_kernel', 1)).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(bad('ssm.state_size', 8)).rejects.toMatchObject({ code: 'BAD_METADATA' })
-    await expect(bad('expert_shared_feed_forward_length', 32)).rejects.toMatchObject({ code: 'BAD_TENSOR' })
-    const runtime = await load(path)
-    const session = runtime.openSession({ maxTokens: 16 })
-    expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')
-    session.close()
-    runtime.dispose()
-  })
+  it(
+    'a full_attention_interval of 0, key heads that do not divide value heads, a state that does not fit ' +
+      'its heads',
+    async () => {
+      const load = (file: string) =>
+        ShardRuntime.load({ artifacts: [file], blocks: [0, 4], embed: true, head: true, threads: 1, device: 'cpu' })
+      const bad = async (key: string, value: number) => {
+        const file = join(dir, `hostile-${key}-${value}.gguf`)
+        await writeQwen35Moe(file, SHAPE, { [`qwen35moe.${key}`]: value })
+        return load(file)
+      }
+      await expect(bad('full_attention_interval', 0)).rejects.toMatchObject({ code: 'BAD_METADATA' })
+      await expect(bad('ssm.group_count', 3)).rejects.toMatchObject({ code: 'BAD_METADATA' })
+      await expect(bad('ssm.inner_size', 100)).rejects.toMatchObject({ code: 'BAD_METADATA' })
+      await expect(bad('ssm.conv_kernel', 1)).rejects.toMatchObject({ code: 'BAD_METADATA' })
+      await expect(bad('ssm.state_size', 8)).rejects.toMatchObject({ code: 'BAD_METADATA' })
+      await expect(bad('expert_shared_feed_forward_length', 32)).rejects.toMatchObject({ code: 'BAD_TENSOR' })
+      const runtime = await load(path)
+      const session = runtime.openSession({ maxTokens: 16 })
+      expect((await session.forward(Int32Array.of(1, 2, 3))).kind).toBe('logits')
+      session.close()
+      runtime.dispose()
+    },
+  )
 })

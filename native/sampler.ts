@@ -16,7 +16,10 @@ export type SampleParams = {
   }
   /** Seeds the session's generator on the first sample or when it changes. */
   seed?: number
-  /** OpenAI's penalties over `counts`, the generated tokens' counts: logit -= count × frequency + (count > 0) × presence. */
+  /**
+   * OpenAI's penalties over `counts`, the generated tokens'
+   * counts: logit -= count × frequency + (count > 0) × presence.
+   */
   presencePenalty?: number
   frequencyPenalty?: number
   counts?: ReadonlyMap<number, number>
@@ -147,7 +150,9 @@ function stuck(): never {
   )
 }
 
-/** Candidates checked in one pass before the whole vocabulary is sorted: most steps find an allowed token among them. */
+/**
+ * Candidates checked in one pass before the whole vocabulary is sorted: most steps find an allowed token among them.
+ */
 const FIRST_CANDIDATES = 256
 
 /**

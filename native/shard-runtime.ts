@@ -48,7 +48,9 @@ export type ShardRuntimeInfo = NativeInfo & {
 }
 
 export type ForwardOptions = {
-  /** Position of the first input token (a number), or every token's position (contiguous). Default: the session's nPast. */
+  /**
+   * Position of the first input token (a number), or every token's position (contiguous). Default: the session's nPast.
+   */
   positions?: number | Int32Array
   /** With `head`: logits for every position instead of the last one only. */
   allLogits?: boolean
@@ -56,13 +58,15 @@ export type ForwardOptions = {
   hiddenType?: 'f32' | 'f16'
   /** The token ids of the hidden rows: required exactly when the session `needsTokenIds`. */
   tokenIds?: Int32Array
-  /** nTokens x `indicesIn` int32, token-major, from the previous hop's output: required exactly when `indicesIn` > 0. */
+  /**
+   * nTokens x `indicesIn` int32, token-major, from the previous hop's output: required exactly when `indicesIn` > 0.
+   */
   indices?: Int32Array
 }
 
 /**
- * Hidden states [rows = nTokens x cols = outputWidth] for the next hop (with `indices`, nTokens x `indicesOut`, when the
- * session returns them), or logits [rows x nVocab] at the last hop.
+ * Hidden states [rows = nTokens x cols = outputWidth] for the next hop (with `indices`, nTokens x `indicesOut`, when
+ * the session returns them), or logits [rows x nVocab] at the last hop.
  */
 export type ForwardOutput =
   | { kind: 'logits'; dtype: 'f32'; data: Float32Array; rows: number; cols: number }
@@ -151,7 +155,8 @@ export class ShardRuntime {
       ) {
         throw new ShardRuntimeError(
           'BAD_RANGE',
-          `session blocks [${String(from)}, ${String(to)}) must be a non-empty sub-range of the runtime's blocks [${a}, ${b})`,
+          `session blocks [${String(from)}, ${String(to)}) must be a non-empty sub-range of the runtime's blocks ` +
+            `[${a}, ${b})`,
           {
             from: Number.isInteger(from) ? (from as number) : String(from),
             to: Number.isInteger(to) ? (to as number) : String(to),
@@ -211,7 +216,8 @@ export class ShardRuntime {
       if (r === undefined)
         return { ok: false, error: new ShardRuntimeError('INTERNAL', 'the batch returned fewer results than steps') }
       if (!r.ok) return { ok: false, error: toShardRuntimeError(r.error) }
-      // closed while its step ran: the others' results stand, this one is dropped (its cache was freed as the batch settled)
+      // closed while its step ran: the others' results stand, this
+      // one is dropped (its cache was freed as the batch settled)
       if (p.step.session.isClosed)
         return {
           ok: false,
@@ -239,7 +245,9 @@ export class ShardRuntime {
   }
 }
 
-/** Families whose cache is plain per-position K and V (runtime_batch.cpp's batch_refusal says why the others are not). */
+/**
+ * Families whose cache is plain per-position K and V (runtime_batch.cpp's batch_refusal says why the others are not).
+ */
 export const BATCHED_ARCHS: ReadonlySet<string> = new Set(['llama', 'qwen2', 'qwen3', 'qwen3moe', 'deepseek2'])
 
 export type BatchStep = {
@@ -295,12 +303,18 @@ export class ShardSession {
     return this.seam.needsTokenIds
   }
 
-  /** Int32 per token that forward() needs in `indices` (glm-dsa: the range starts at a shared-indexer block); 0 when none. */
+  /**
+   * Int32 per token that forward() needs in `indices` (glm-dsa:
+   * the range starts at a shared-indexer block); 0 when none.
+   */
   get indicesIn(): number {
     return this.seam.indicesIn
   }
 
-  /** Int32 per token a hidden output carries in `indices` (glm-dsa: the next block is a shared-indexer block); 0 when none. */
+  /**
+   * Int32 per token a hidden output carries in `indices` (glm-dsa:
+   * the next block is a shared-indexer block); 0 when none.
+   */
   get indicesOut(): number {
     return this.seam.indicesOut
   }

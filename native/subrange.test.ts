@@ -115,26 +115,29 @@ describe(`per-session block sub-ranges on stories260K`, () => {
     }
   })
 
-  it('runtime A [0, 3) with a session on [0, 3) + runtime B [2, 5) with a session on [3, 5) give the oracle tokens', async () => {
-    const sa = a.openSession({ maxTokens: 256, blocks: [0, 3] })
-    const sb = b.openSession({ maxTokens: 256, blocks: [3, 5] })
-    try {
-      expect(sb.blocks).toEqual([3, 5])
-      expect(await greedyChain([sa, sb], prompt, STEPS)).toEqual(want)
-    } finally {
-      sa.close()
-      sb.close()
-    }
-    // and the other way round: A's [0, 2) + B's whole [2, 5)
-    const sa2 = a.openSession({ maxTokens: 256, blocks: [0, 2] })
-    const sb2 = b.openSession({ maxTokens: 256 })
-    try {
-      expect(await greedyChain([sa2, sb2], prompt, STEPS)).toEqual(want)
-    } finally {
-      sa2.close()
-      sb2.close()
-    }
-  })
+  it(
+    'runtime A [0, 3) with a session on [0, 3) + runtime B ' + '[2, 5) with a session on [3, 5) give the oracle tokens',
+    async () => {
+      const sa = a.openSession({ maxTokens: 256, blocks: [0, 3] })
+      const sb = b.openSession({ maxTokens: 256, blocks: [3, 5] })
+      try {
+        expect(sb.blocks).toEqual([3, 5])
+        expect(await greedyChain([sa, sb], prompt, STEPS)).toEqual(want)
+      } finally {
+        sa.close()
+        sb.close()
+      }
+      // and the other way round: A's [0, 2) + B's whole [2, 5)
+      const sa2 = a.openSession({ maxTokens: 256, blocks: [0, 2] })
+      const sb2 = b.openSession({ maxTokens: 256 })
+      try {
+        expect(await greedyChain([sa2, sb2], prompt, STEPS)).toEqual(want)
+      } finally {
+        sa2.close()
+        sb2.close()
+      }
+    },
+  )
 
   it('a bad sub-range throws BAD_RANGE with the numbers', () => {
     for (const blocks of [

@@ -24,32 +24,36 @@ afterEach(() => {
 
 // 2 threads on a 2-core machine: more would oversubscribe it (the README's threads note)
 describe(`the CPU thread pool kept between graphs`, () => {
-  it('2 threads with the kept pool, and without it, write the 1-thread greedy story; a disposed runtime leaves the other serving', async () => {
-    const one = await load(1)
-    expect(one.info().threadPool).toBe(false) // one thread needs no pool
-    const solo = await story(one.openSession({ maxTokens: 96 }), 40)
-    one.dispose()
+  it(
+    '2 threads with the kept pool, and without it, write the 1-thread greedy story; a disposed runtime leaves the ' +
+      'other serving',
+    async () => {
+      const one = await load(1)
+      expect(one.info().threadPool).toBe(false) // one thread needs no pool
+      const solo = await story(one.openSession({ maxTokens: 96 }), 40)
+      one.dispose()
 
-    delete process.env.NEURON_NO_THREADPOOL
-    const pooled = await load(2)
-    const other = await load(2)
-    process.env.NEURON_NO_THREADPOOL = '1'
-    const perGraph = await load(2)
-    try {
-      expect(pooled.info().threadPool).toBe(true)
-      expect(perGraph.info().threadPool).toBe(false)
-      // stories260K's matmuls split across threads by rows: the same sums, so the same greedy tokens
-      expect(await story(pooled.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
-      expect(await story(perGraph.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
-      // two pools at once, one freed mid-chat: the other's threads are its own
-      const a = other.openSession({ maxTokens: 96 })
-      const running = story(a, 40)
-      pooled.dispose()
-      expect(await running).toEqual(solo)
-    } finally {
-      pooled.dispose()
-      other.dispose()
-      perGraph.dispose()
-    }
-  })
+      delete process.env.NEURON_NO_THREADPOOL
+      const pooled = await load(2)
+      const other = await load(2)
+      process.env.NEURON_NO_THREADPOOL = '1'
+      const perGraph = await load(2)
+      try {
+        expect(pooled.info().threadPool).toBe(true)
+        expect(perGraph.info().threadPool).toBe(false)
+        // stories260K's matmuls split across threads by rows: the same sums, so the same greedy tokens
+        expect(await story(pooled.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
+        expect(await story(perGraph.openSession({ maxTokens: 96 }), 40)).toEqual(solo)
+        // two pools at once, one freed mid-chat: the other's threads are its own
+        const a = other.openSession({ maxTokens: 96 })
+        const running = story(a, 40)
+        pooled.dispose()
+        expect(await running).toEqual(solo)
+      } finally {
+        pooled.dispose()
+        other.dispose()
+        perGraph.dispose()
+      }
+    },
+  )
 })

@@ -18,7 +18,8 @@ export function parseAllowedKeys(text: string, source: string): string[] {
       const shown = line.length > 60 ? `${line.slice(0, 60)}…` : line
       throw new NeuronError(
         'bad_allowed_keys',
-        `${source} line ${i + 1}: "${shown}" is not a public key (43 characters of base64url, as the app's Settings or a host's log show it); fix the line or comment it out with #.`,
+        `${source} line ${i + 1}: "${shown}" is not a public key (43 characters of base64url, as the app's ` +
+          `Settings or a host's log show it); fix the line or comment it out with #.`,
         { source, line: i + 1 },
       )
     }

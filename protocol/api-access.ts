@@ -16,9 +16,15 @@ export const ApiAccessView = z.object({
    * home-network switch on, at this computer's address on the LAN, for other computers there.
    */
   endpoint: z.string().url(),
-  /** The embedded tracker, and so the API, listens on every interface (Settings' home-network switch); false: this computer only. */
+  /**
+   * The embedded tracker, and so the API, listens on every interface
+   * (Settings' home-network switch); false: this computer only.
+   */
   lanOpen: z.boolean(),
-  /** The embedded tracker: the app makes keys for its own account. false: a remote tracker, whose operator hands out keys. */
+  /**
+   * The embedded tracker: the app makes keys for its own account.
+   * false: a remote tracker, whose operator hands out keys.
+   */
   embedded: z.boolean(),
   /** The swarm's models, for the examples; empty while none is published. */
   modelIds: z.array(ModelId).max(1000),
@@ -42,7 +48,9 @@ export const API_REQUEST_LOG_MAX = 100
 /** One request to the API with the app's key, as the request log shows it. */
 export const ApiRequestRow = z.object({
   startedAt: z.number(),
-  /** The route that asked: 'chat.completions', 'completions', 'ollama.chat', 'ollama.generate' or 'anthropic.messages'. */
+  /**
+   * The route that asked: 'chat.completions', 'completions', 'ollama.chat', 'ollama.generate' or 'anthropic.messages'.
+   */
   endpoint: z.string().max(40),
   modelId: ModelId,
   promptTokens: z.number().int().nonnegative(),

@@ -71,10 +71,14 @@ export const Settings = z.object({
   limits: Limits,
   /** The backend can show this computer's file dialog (models.pick): true in Electron, false in a browser. */
   canPickFiles: z.boolean(),
-  /** Something to tell the user about the settings themselves (the file was unreadable and kept aside); null: nothing. */
+  /**
+   * Something to tell the user about the settings themselves (the file was unreadable and kept aside); null: nothing.
+   */
   notice: z.string().nullable(),
   privacy: SwarmPrivacy,
-  /** The embedded swarm's allow-list: only these keys (and this app's own) may join it; null: anyone who can reach it. */
+  /**
+   * The embedded swarm's allow-list: only these keys (and this app's own) may join it; null: anyone who can reach it.
+   */
   allowedKeys: z.array(PublicKey).max(MAX_ALLOWED_KEYS).nullable(),
   /** The embedded swarm is open to the home network (listens on every interface, advertised by mDNS, pairing). */
   lanOpen: z.boolean(),
@@ -179,7 +183,9 @@ export const Earnings = z.object({
   hostId: NodeId,
   /** Settled earnings: spendable. */
   balanceMicro: Micro,
-  /** Earnings still pending in escrow: settled once the settlement window passes, voided if the host is caught cheating. */
+  /**
+   * Earnings still pending in escrow: settled once the settlement window passes, voided if the host is caught cheating.
+   */
   pendingMicro: Micro,
   /** How long earnings stay pending, ms; null from a tracker that does not say (one without escrow). */
   settlementWindowMs: Count.nullable(),
@@ -263,7 +269,9 @@ export const AppApi = {
   /** Starts an answer; tokens arrive as chat.token events, then chat.done or chat.error. */
   'chat.send': rpc(ChatRequest, z.object({ chatId: ChatId })),
   'chat.stop': rpc(z.object({ chatId: ChatId }).strict(), Empty),
-  /** Counts a conversation's prompt tokens with the model's tokenizer and template, and says the model's context length. */
+  /**
+   * Counts a conversation's prompt tokens with the model's tokenizer and template, and says the model's context length.
+   */
   'chat.count': rpc(ChatCountRequest, ChatCount),
   'swarm.get': rpc(Empty, SwarmView),
   /** Whether the tracker answers now (pushed as swarm.status when that changes). */
@@ -302,7 +310,10 @@ export const AppApi = {
   'lan.refuse': rpc(z.object({ pairingId: PairingId }).strict(), LanView),
   /** The swarm's OpenAI-compatible endpoint, and the app's key there (masked). */
   'api.get': rpc(Empty, ApiAccessView),
-  /** Makes a key for the app's own account on the embedded tracker, revoking the one before; not_available on a remote tracker. */
+  /**
+   * Makes a key for the app's own account on the embedded tracker,
+   * revoking the one before; not_available on a remote tracker.
+   */
   'api.createKey': rpc(Empty, CreatedApiKey),
   /** Revokes the app's keys: requests with one get 401 invalid_api_key at once. */
   'api.revokeKey': rpc(Empty, ApiAccessView),

@@ -28,7 +28,9 @@ export const SAMPLING_BOUNDS = {
 } as const
 /** A system prompt, in characters. */
 export const MAX_SYSTEM_PROMPT_CHARS = 8192
-/** What chat.send and chat.count take of a conversation's text: far past any context, small enough to tokenize at once. */
+/**
+ * What chat.send and chat.count take of a conversation's text: far past any context, small enough to tokenize at once.
+ */
 export const MAX_PROMPT_CHARS = 256_000
 
 /** A number in `bounds` (whole with `int`), refused with a message naming the field and its range. */
@@ -85,7 +87,10 @@ export const ChatSettings = z.object({
 })
 export type ChatSettings = z.infer<typeof ChatSettings>
 
-/** llama.cpp's defaults (top-k 40, top-p 0.95, no repeat penalty) at a slightly cooler temperature; a fresh seed per answer. */
+/**
+ * llama.cpp's defaults (top-k 40, top-p 0.95, no repeat penalty)
+ * at a slightly cooler temperature; a fresh seed per answer.
+ */
 export const DEFAULT_CHAT_SETTINGS: ChatSettings = {
   systemPrompt: '',
   temperature: 0.7,

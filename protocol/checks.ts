@@ -34,7 +34,10 @@ export const HostChecksView = z.object({
 })
 export type HostChecksView = z.infer<typeof HostChecksView>
 
-/** One step a hop ran: what it was sent (its bytes are the next `bytes` of the request's `payloads`) and its signed receipt. */
+/**
+ * One step a hop ran: what it was sent (its bytes are the next
+ * `bytes` of the request's `payloads`) and its signed receipt.
+ */
 export const AuditedStep = z.object({
   receipt: Receipt,
   dtype: z.enum(['f32', 'f16', 'i32']),

@@ -16,7 +16,10 @@ export type Capability = z.infer<typeof Capability>
 
 /** What an open tells a hop about forwarding; absent: the client carries every hidden state (client-relayed). */
 export const ForwardingOpen = z.object({
-  /** Forwarded frames into this session must carry this capability (the predecessor was given it); absent: none are taken. */
+  /**
+   * Forwarded frames into this session must carry this capability
+   * (the predecessor was given it); absent: none are taken.
+   */
   accept: Capability.optional(),
   /** Where this hop sends its output on steps the client asks forwarded: the successor, pinned to its certificate. */
   next: z
@@ -33,8 +36,8 @@ export type ForwardingOpen = z.infer<typeof ForwardingOpen>
 export const ForwardedStepTrailer = z.object({ client: z.string(), forward: z.literal(true) })
 
 /**
- * A forwarded frame's trailer (hop to hop): the seam's capability; `origin`, the first hop's receipt of this step, which
- * carries the client's signature of the step (session, step, positions: the client asked for it); `prev`, the
+ * A forwarded frame's trailer (hop to hop): the seam's capability; `origin`, the first hop's receipt of this step,
+ * which carries the client's signature of the step (session, step, positions: the client asked for it); `prev`, the
  * predecessor's receipt, whose output digest must be the frame's payload's (where the input came from).
  */
 export const ChainTrailer = z.object({ capability: Capability, origin: Receipt, prev: Receipt })

@@ -84,11 +84,16 @@ export const SamplingParams = z.object({
   frequencyPenalty: z.number().min(-2).max(2).optional(),
   /** Most likely tokens to return with each sampled one (OpenAI's top_logprobs). */
   topLogprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).optional(),
-  /** A GBNF grammar (llama.cpp's format) the generated text must follow; the last hop refuses a malformed one at open. */
+  /**
+   * A GBNF grammar (llama.cpp's format) the generated text must follow; the last hop refuses a malformed one at open.
+   */
   grammar: z.string().min(1).max(MAX_GRAMMAR_BYTES).optional(),
   /** With a grammar: the model's end-of-generation tokens, allowed only where the grammar accepts the text so far. */
   endTokens: z.array(z.number().int().nonnegative()).max(64).optional(),
-  /** Tokens the session generated before this hop opened (a replacement after failover): its grammar and penalties take them first. */
+  /**
+   * Tokens the session generated before this hop opened (a replacement
+   * after failover): its grammar and penalties take them first.
+   */
   generated: z.array(z.number().int().nonnegative()).max(MAX_SESSION_TOKENS).optional(),
 })
 export type SamplingParams = z.input<typeof SamplingParams>
@@ -193,7 +198,8 @@ export function decodeFrame(bytes: Uint8Array): Frame {
   if (flags & FLAG_SIDE && (dtype === 'json' || tokens === 0 || sideBytes <= 0 || sideBytes % (4 * tokens) !== 0)) {
     throw new NeuronError(
       'bad_frame',
-      `a frame with side values carries ${tokens}×${width} ${dtype} values (${valueBytes} bytes) and then a whole number (≥ 1) of int32 per token; its payload has ${payloadBytes} bytes`,
+      `a frame with side values carries ${tokens}×${width} ${dtype} values (${valueBytes} bytes) and then a whole ` +
+        `number (≥ 1) of int32 per token; its payload has ${payloadBytes} bytes`,
       { tokens, width, payloadBytes },
     )
   }

@@ -38,7 +38,9 @@ export const PairHelloReply = z.object({
   commitment: z.string().regex(/^[0-9a-f]{64}$/),
   expiresAt: z.number(),
 })
-/** 2. B sends its nonce; A reveals its own. Only now can either compute the code, and A is bound to its nonce already. */
+/**
+ * 2. B sends its nonce; A reveals its own. Only now can either compute the code, and A is bound to its nonce already.
+ */
 export const PairNonce = z.object({ pairingId: PairingId, nonce: PairingNonce }).strict()
 export const PairNonceReply = z.object({ nonce: PairingNonce })
 /** 3. B's user confirmed: B signs the code it shows, so A learns both that B holds its key and that the codes match. */

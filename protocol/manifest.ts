@@ -62,7 +62,10 @@ export const Manifest = z
      * of its `bytesPerToken`, so readers that know only this figure never under-count a block's per-token cost.
      */
     kvBytesPerTokenPerBlock: Count,
-    /** Each block's cache (index = block); absent in manifests packed before it, which mean plain KV of the figure above. */
+    /**
+     * Each block's cache (index = block); absent in manifests
+     * packed before it, which mean plain KV of the figure above.
+     */
     cachePerBlock: z.array(BlockCache).max(MAX_BLOCKS).optional(),
     /**
      * Boundaries 1..nLayer − 1 (index = boundary − 1): whether a route may cut there and what crosses it

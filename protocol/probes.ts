@@ -56,7 +56,10 @@ export const ProbeSet = z
       .int()
       .positive()
       .max(1 << 20),
-    /** Values per token entering block b (index b − 1), where they are not nEmbd (DeepSeek-V4's hyper-connection streams). */
+    /**
+     * Values per token entering block b (index b − 1), where they
+     * are not nEmbd (DeepSeek-V4's hyper-connection streams).
+     */
     widths: z.array(z.number().int().positive().max(MAX_SEAM_VALUES)).max(MAX_BLOCKS).optional(),
     /** int32 side values per token entering block b (index b − 1): the token id and indices its seam carries. */
     sides: z.array(z.number().int().nonnegative().max(MAX_SEAM_VALUES)).max(MAX_BLOCKS).optional(),
@@ -81,7 +84,9 @@ export const ProbeSet = z
         if (h.byteLength !== p.tokens.length * (width + side) * 4)
           ctx.addIssue({
             code: 'custom',
-            message: `probe ${i} boundary ${p.boundaries[j]}: expected ${p.tokens.length} × ${width} f32 values${side > 0 ? ` and ${side} int32 per token` : ''}`,
+            message:
+              `probe ${i} boundary ${p.boundaries[j]}: expected ${p.tokens.length} × ${width} f32 ` +
+              `values${side > 0 ? ` and ${side} int32 per token` : ''}`,
           })
       }
       if (p.boundaries.some((b) => b >= set.nLayer))

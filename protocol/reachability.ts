@@ -21,12 +21,17 @@ export const DialBackProof = z.object({
 })
 export type DialBackProof = z.infer<typeof DialBackProof>
 
-/** What a host signs to prove, at one address, that it holds its key: it names the tracker, so no other tracker can replay it. */
+/**
+ * What a host signs to prove, at one address, that it holds its
+ * key: it names the tracker, so no other tracker can replay it.
+ */
 export function dialBackMessage(trackerKey: string, nonce: string): string {
   return `neuron-dial-back\n${trackerKey}\n${nonce}`
 }
 
-/** What a host signs to bind its TLS certificate to its key (sent in its state, checked by clients that know the key). */
+/**
+ * What a host signs to bind its TLS certificate to its key (sent in its state, checked by clients that know the key).
+ */
 export function certificateMessage(fingerprint: string): string {
   return `neuron-certificate\n${fingerprint}`
 }

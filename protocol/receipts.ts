@@ -50,7 +50,10 @@ export type Receipt = z.infer<typeof Receipt>
 export function receiptMessage(r: ReceiptBody): string {
   const price = `${r.price.promptMicroPerToken} ${r.price.completionMicroPerToken}`
   const client = r.client === undefined ? '' : ` ${r.client}`
-  return `neuron-receipt/2 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ${r.position} ${r.modelId} ${price} ${r.tracker} ${r.input} ${r.output}${client}`
+  return (
+    `neuron-receipt/2 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ` +
+    `${r.position} ${r.modelId} ${price} ${r.tracker} ${r.input} ${r.output}${client}`
+  )
 }
 
 /** What a client signs for each step it sends one hop: which session, hop, step, positions, and the bytes it sent. */
@@ -66,10 +69,16 @@ export interface StepTerms {
 }
 
 export function stepMessage(s: StepTerms): string {
-  return `neuron-step/1 ${s.session} ${s.hostId} ${s.blocks[0]} ${s.blocks[1]} ${s.step} ${s.position} ${s.tokens} ${s.input}`
+  return (
+    `neuron-step/1 ${s.session} ${s.hostId} ${s.blocks[0]} ${s.blocks[1]} ${s.step} ${s.position} ${s.tokens} ` +
+    `${s.input}`
+  )
 }
 
-/** A forward frame's trailer: the client's signature of the step (stepMessage), which the host checks and embeds in its receipt. */
+/**
+ * A forward frame's trailer: the client's signature of the step
+ * (stepMessage), which the host checks and embeds in its receipt.
+ */
 export const StepTrailer = z.object({ client: Signature })
 export type StepTrailer = z.infer<typeof StepTrailer>
 

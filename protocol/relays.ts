@@ -39,7 +39,10 @@ export type RelayOffer = z.infer<typeof RelayOffer>
 export const RelayAssignment = z.object({ hostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() })
 export type RelayAssignment = z.infer<typeof RelayAssignment>
 
-/** On a route: the hop's host is reached through this volunteer relay at `endpoint` (the circuit URL), pinned to its certificate. */
+/**
+ * On a route: the hop's host is reached through this volunteer
+ * relay at `endpoint` (the circuit URL), pinned to its certificate.
+ */
 export const RelayVia = z.object({ relayHostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() })
 export type RelayVia = z.infer<typeof RelayVia>
 
@@ -104,7 +107,8 @@ export class EnvelopeError extends Error {
 
 /**
  * What a relay proves it carried for one step of one session: the request frame to `hostId` and its answer.
- * Signed with the relay's key; the tracker pays `frames` at the relay price on the route, once per (session, relay, step).
+ * Signed with the relay's key; the tracker pays `frames` at the
+ * relay price on the route, once per (session, relay, step).
  */
 export const RelayReceiptBody = z.object({
   kind: z.literal('relay'),

@@ -42,12 +42,16 @@ describe('parsing what a peer sends', () => {
     ).toBe(false)
   })
 
-  it('refuses a speed claim so small that the throughput placement computes from it is infinite (the fuzz test found one)', () => {
-    expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: 5e-324 }).success).toBe(false)
-    expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: Number.POSITIVE_INFINITY }).success).toBe(false)
-    expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: MIN_MS_PER_BLOCK }).success).toBe(true)
-    expect(Number.isFinite(1000 / MIN_MS_PER_BLOCK)).toBe(true)
-  })
+  it(
+    'refuses a speed claim so small that the throughput placement computes from it is infinite (the fuzz test ' +
+      'found one)',
+    () => {
+      expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: 5e-324 }).success).toBe(false)
+      expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: Number.POSITIVE_INFINITY }).success).toBe(false)
+      expect(ServingState.safeParse({ ...IDLE_STATE, msPerBlock: MIN_MS_PER_BLOCK }).success).toBe(true)
+      expect(Number.isFinite(1000 / MIN_MS_PER_BLOCK)).toBe(true)
+    },
+  )
 
   it('keeps an error on the wire within the bounds its schema parses with, however long the cause', () => {
     const wire = toWireError(new NeuronError('bad_request', `bad: ${'x'.repeat(10 * MAX_MESSAGE_CHARS)}`))

@@ -145,7 +145,8 @@ export async function callRpc<T extends RpcTable, K extends keyof T & string>(
   try {
     raw = await socket.timeout(timeoutMs).emitWithAck(event, payload)
   } catch (error) {
-    // A socket that refused to send (a link to a host another instance holds) says why; Socket.IO's own failure is a timeout.
+    // A socket that refused to send (a link to a host another
+    // instance holds) says why; Socket.IO's own failure is a timeout.
     if (error instanceof NeuronError) throw error
     throw new NeuronError('timeout', `${event}: no answer within ${timeoutMs} ms; is the tracker reachable?`, {
       event,

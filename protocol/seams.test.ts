@@ -16,18 +16,22 @@ describe('seams between blocks', () => {
     expect(seamBytesPerToken(manifest, 2, 'f32')).toBe(256)
   })
 
-  it('counts streams, token ids and extra int32 per token, and never allows a cut outside the model or inside a forbidden boundary', () => {
-    const seams: Seam[] = [
-      { cut: true, values: 4 * 64, tokenIds: true, int32PerToken: 0 },
-      { cut: false, values: 64, tokenIds: false, int32PerToken: 2048 },
-    ]
-    const manifest = Manifest.parse({ ...OLD_MANIFEST, seams })
-    // 4 streams of 64 f16 values plus one int32 token id; 64 f16 values plus 2048 int32 indices
-    expect(seamBytesPerToken(manifest, 1)).toBe(4 * 64 * 2 + 4)
-    expect(seamBytesPerToken(manifest, 2)).toBe(64 * 2 + 2048 * 4)
-    expect([...allowedCuts(manifest)]).toEqual([1, 1, 0, 1])
-    expect([-1, 4, 1.5].map((b) => cutAllowed(manifest, b))).toEqual([false, false, false])
-  })
+  it(
+    'counts streams, token ids and extra int32 per token, and never allows a cut outside the model or inside a ' +
+      'forbidden boundary',
+    () => {
+      const seams: Seam[] = [
+        { cut: true, values: 4 * 64, tokenIds: true, int32PerToken: 0 },
+        { cut: false, values: 64, tokenIds: false, int32PerToken: 2048 },
+      ]
+      const manifest = Manifest.parse({ ...OLD_MANIFEST, seams })
+      // 4 streams of 64 f16 values plus one int32 token id; 64 f16 values plus 2048 int32 indices
+      expect(seamBytesPerToken(manifest, 1)).toBe(4 * 64 * 2 + 4)
+      expect(seamBytesPerToken(manifest, 2)).toBe(64 * 2 + 2048 * 4)
+      expect([...allowedCuts(manifest)]).toEqual([1, 1, 0, 1])
+      expect([-1, 4, 1.5].map((b) => cutAllowed(manifest, b))).toEqual([false, false, false])
+    },
+  )
 
   it('refuses seams that do not describe every boundary between the blocks', () => {
     expect(Manifest.safeParse({ ...OLD_MANIFEST, seams: [hidden()] }).success).toBe(false)

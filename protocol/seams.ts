@@ -34,7 +34,9 @@ export function seamAt(model: SeamFacts, b: number): Seam {
   return model.seams?.[b - 1] ?? { cut: true, values: model.nEmbd, tokenIds: false, int32PerToken: 0 }
 }
 
-/** Whether a hop may start or end at boundary b: 0 and nLayer always (the client's ends), others as the manifest says. */
+/**
+ * Whether a hop may start or end at boundary b: 0 and nLayer always (the client's ends), others as the manifest says.
+ */
 export function cutAllowed(model: Pick<SeamFacts, 'nLayer' | 'seams'>, b: number): boolean {
   if (!Number.isInteger(b) || b < 0 || b > model.nLayer) return false
   if (b === 0 || b === model.nLayer) return true
@@ -66,7 +68,10 @@ export function seamSideValues(seam: Seam): number {
   return (seam.tokenIds ? 1 : 0) + seam.int32PerToken
 }
 
-/** The side values of `tokens` rows crossing `seam`, token-major: each row's token id where it carries one, then its indices. */
+/**
+ * The side values of `tokens` rows crossing `seam`, token-major:
+ * each row's token id where it carries one, then its indices.
+ */
 export function joinSide(
   seam: Seam,
   tokens: number,
@@ -84,7 +89,10 @@ export function joinSide(
   return out
 }
 
-/** The token ids and indices among side values crossing `seam` (`joinSide` undone); each absent where the seam carries none. */
+/**
+ * The token ids and indices among side values crossing `seam`
+ * (`joinSide` undone); each absent where the seam carries none.
+ */
 export function splitSide(seam: Seam, side: Int32Array): { tokenIds?: Int32Array; indices?: Int32Array } {
   const per = seamSideValues(seam)
   if (per === 0) return {}

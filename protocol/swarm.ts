@@ -78,9 +78,14 @@ export const ServingState = z.object({
   endpoint: Url.nullable(),
   /** Where the host may be reached: its interfaces and a port mapped on its router (absent from older hosts). */
   candidates: z.array(Url).max(MAX_CANDIDATES).optional(),
-  /** Its data-plane certificate's fingerprint, which clients pin, and the host's signature of it (certificateMessage). */
+  /**
+   * Its data-plane certificate's fingerprint, which clients pin, and the host's signature of it (certificateMessage).
+   */
   tls: z.object({ fingerprint: CertFingerprint, signature: Label }).optional(),
-  /** This host relays for others (--relay-for-others): its bounds and load; the tracker uses it only where it proved a public endpoint. */
+  /**
+   * This host relays for others (--relay-for-others): its bounds and
+   * load; the tracker uses it only where it proved a public endpoint.
+   */
   relayOffer: RelayOffer.optional(),
 })
 export type ServingState = z.infer<typeof ServingState>
@@ -145,19 +150,30 @@ export const Route = z.object({
   modelId: ModelId,
   hops: z.array(RouteHop).min(1).max(MAX_BLOCKS),
   expectedMsPerToken: z.number().nonnegative(),
-  /** How hidden states cross this model's seams unless a client asks otherwise (`seamDtype` in protocol/seams.ts); absent from older trackers. */
+  /**
+   * How hidden states cross this model's seams unless a client asks otherwise (`seamDtype` in protocol/seams.ts);
+   * absent from older trackers.
+   */
   seamDtype: z.enum(['f16', 'f32']).optional(),
-  /** Hosts of this model the client has not measured lately: it pings them and reports (latency.report); absent from older trackers. */
+  /**
+   * Hosts of this model the client has not measured lately: it pings
+   * them and reports (latency.report); absent from older trackers.
+   */
   measure: z
     .array(z.object({ hostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() }))
     .max(MAX_MEASURE_TARGETS)
     .optional(),
-  /** A failover plan's tickets for the `rebuild` hops it was asked for, in their order: each reopens its hop to replay. */
+  /**
+   * A failover plan's tickets for the `rebuild` hops it was asked for, in their order: each reopens its hop to replay.
+   */
   rebuildTickets: z.array(Ticket).max(MAX_HOST_IDS).optional(),
 })
 export type Route = z.infer<typeof Route>
 
-/** A client's WebSocket ping round trips to hosts, ms; the tracker routes this client by them (and the swarm by their median). */
+/**
+ * A client's WebSocket ping round trips to hosts, ms; the tracker
+ * routes this client by them (and the swarm by their median).
+ */
 export const LatencyReport = z.object({
   links: z
     .array(
@@ -176,13 +192,21 @@ const PlacementOption = z.object({
   memoryBytes: Count,
   /** Of memoryBytes, the cache of the range's blocks at the host's KV budget (absent from older trackers). */
   cacheBytes: Count.optional(),
-  /** Cache bytes one token adds across the range's blocks, each block's cost from the manifest (absent from older trackers). */
+  /**
+   * Cache bytes one token adds across the range's blocks, each
+   * block's cost from the manifest (absent from older trackers).
+   */
   cacheBytesPerToken: Count.optional(),
   /** The range's cache for one 128K-token session (LONG_CONTEXT), fixed state included (absent from older trackers). */
   longContextCacheBytes: Count.optional(),
-  /** The tokens of that session: 128K, or the model's context length when shorter (absent from older trackers: 128K). */
+  /**
+   * The tokens of that session: 128K, or the model's context length when shorter (absent from older trackers: 128K).
+   */
   longContextTokens: Count.optional(),
-  /** Bytes one token brings into the range and sends out of it across its inner seams, at f16 (absent from older trackers). */
+  /**
+   * Bytes one token brings into the range and sends out of it
+   * across its inner seams, at f16 (absent from older trackers).
+   */
   seamBytesPerToken: Count.optional(),
   /** What this host adds to each block of its range, tokens/s. */
   expectedTokensPerSecond: z.number().nonnegative(),
@@ -190,7 +214,10 @@ const PlacementOption = z.object({
   swarmTokensPerSecond: z.number().nonnegative(),
   /** The fastest route through this host on this range, ms per token; null while no complete route exists. */
   bestRouteMsPerToken: z.number().nonnegative().nullable(),
-  /** What this range would earn the host in an hour at `expectedTokensPerSecond`, micro-credits, at the tracker's price and fee. */
+  /**
+   * What this range would earn the host in an hour at
+   * `expectedTokensPerSecond`, micro-credits, at the tracker's price and fee.
+   */
   hostMicroPerHour: Count.optional(),
 })
 export type PlacementOption = z.infer<typeof PlacementOption>
@@ -199,7 +226,9 @@ export const PlacementProposal = z.object({
   modelId: ModelId,
   /** null when this host should not serve this model; `refusal` says why. */
   proposal: PlacementOption.nullable(),
-  /** `neededBytes`: what the smallest range needs of the resource refused (memory or disk), absent from older trackers. */
+  /**
+   * `neededBytes`: what the smallest range needs of the resource refused (memory or disk), absent from older trackers.
+   */
   refusal: z
     .object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS), neededBytes: Count.optional() })
     .nullable(),
@@ -207,7 +236,10 @@ export const PlacementProposal = z.object({
   swarmTokensPerSecond: z.number().nonnegative(),
   coverage: z.array(z.object({ block: Count, before: Served, after: Served })).max(MAX_BLOCKS),
   alternatives: z.array(PlacementOption.extend({ why: z.string().max(MAX_MESSAGE_CHARS) })).max(MAX_BLOCKS),
-  /** Hosts with this one's usable memory that one route through the model needs; null when a block fits none (absent from older trackers). */
+  /**
+   * Hosts with this one's usable memory that one route through the model
+   * needs; null when a block fits none (absent from older trackers).
+   */
   hostsPerRoute: Count.nullable().optional(),
 })
 export type PlacementProposal = z.infer<typeof PlacementProposal>
@@ -230,7 +262,10 @@ export const HostToTracker = {
     z.object({ hostId: NodeId, heartbeatMs: z.number().int().positive(), trackerKey: PublicKey }),
   ),
   /** Answered with the endpoint the tracker proved by dialing back (null: relayed); absent from older trackers. */
-  /** `relay`: where a host no candidate of which answered should keep a reservation (null: none; absent: older trackers). */
+  /**
+   * `relay`: where a host no candidate of which answered should
+   * keep a reservation (null: none; absent: older trackers).
+   */
   'host.state': rpc(
     ServingState,
     z.object({ endpoint: Url.nullable().optional(), relay: RelayAssignment.nullable().optional() }),
@@ -260,7 +295,9 @@ export const TrackerToHost = {
   'relay.frame': rpc(z.object({ frame: Bytes, from: PublicKey }), z.object({ frame: Bytes })),
 }
 
-/** A key pair's account as `account.balance` answers it, micro-credits: free to spend is balanceMicro less heldMicro. */
+/**
+ * A key pair's account as `account.balance` answers it, micro-credits: free to spend is balanceMicro less heldMicro.
+ */
 export const AccountBalance = z.object({
   accountId: z.string().min(1).max(64),
   balanceMicro: z.number().int(),
@@ -303,12 +340,17 @@ export const ClientToTracker = {
        * tickets allow replay numbering (the ticket's `replay` says the span and who pays).
        */
       failedHost: NodeId.optional(),
-      /** With `failedHost`: hops already on this session's route whose caches must be rebuilt too (after a liar); each gets a failover ticket. */
+      /**
+       * With `failedHost`: hops already on this session's route whose caches
+       * must be rebuilt too (after a liar); each gets a failover ticket.
+       */
       rebuild: z
         .array(z.object({ hostId: NodeId, blocks: BlockRange }))
         .max(MAX_HOST_IDS)
         .optional(),
-      /** The session the route is for: its tickets name it, its hold pays for it, its receipts are checked against it. */
+      /**
+       * The session the route is for: its tickets name it, its hold pays for it, its receipts are checked against it.
+       */
       session: SessionId,
       /** Of `maxTokens`, how many are the prompt (priced as prompt tokens); default none. */
       promptTokens: z.number().int().nonnegative().max(MAX_SESSION_TOKENS).optional(),
@@ -326,13 +368,16 @@ export const ClientToTracker = {
   'session.end': rpc(z.object({ session: SessionId }), Empty),
   /** Round trips the client measured; `recorded`: the links kept (hosts the tracker does not know are dropped). */
   'latency.report': rpc(LatencyReport, z.object({ recorded: Count })),
-  /** A single-use puzzle whose answer opens a new key's account with the tracker's grant (refused where there is none). */
+  /**
+   * A single-use puzzle whose answer opens a new key's account with the tracker's grant (refused where there is none).
+   */
   'grant.challenge': rpc(Empty, GrantChallenge),
   /** The answer: the key's account opens with the grant, within its network prefix's daily bound. */
   'grant.claim': rpc(GrantClaim, GrantClaimed),
   /**
    * The balance of the account this connection's key pair pays from, and how much of it sessions in flight hold; no
-   * request field names a key (the tracker answers the key it authenticated), so no key can read another's. unknown_account without one.
+   * request field names a key (the tracker answers the key it authenticated), so no key can read another's.
+   * unknown_account without one.
    */
   'account.balance': rpc(Empty, AccountBalance),
   /** Has the tracker re-run one hop's step on another host and compare (see AuditRequest); rate-limited per key. */

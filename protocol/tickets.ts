@@ -39,8 +39,8 @@ export const TicketBody = z.object({
    */
   rentMicroPerMinute: Micro.optional(),
   /**
-   * A failover ticket's terms (route.plan with `failedHost`): the host may take steps numbered from REPLAY_STEP_BASE that
-   * rebuild positions [span[0], span[1]) of the cache, paid from `escrowOf`'s (the failed host's) earnings in the
+   * A failover ticket's terms (route.plan with `failedHost`): the host may take steps numbered from REPLAY_STEP_BASE
+   * that rebuild positions [span[0], span[1]) of the cache, paid from `escrowOf`'s (the failed host's) earnings in the
    * session first, then by account `thenAccount`. A plain ticket, without it, refuses replay numbering.
    */
   replay: z

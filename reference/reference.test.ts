@@ -96,8 +96,9 @@ async function compareWithNative(pool: RuntimePool, ref: Reference, tokens: numb
  * aborts the whole process on a failed GGML_ASSERT, and a new architecture must fail only its test.
  */
 function llamaCppProbs(model: string, tokens: number[], nVocab: number): Float64Array {
+  const nodeLlamaCpp = pathToFileURL(join(REPO_ROOT, 'node_modules/node-llama-cpp/dist/index.js')).href
   const script = `
-    import { getLlama, LlamaLogLevel } from '${pathToFileURL(join(REPO_ROOT, 'node_modules/node-llama-cpp/dist/index.js')).href}'
+    import { getLlama, LlamaLogLevel } from '${nodeLlamaCpp}'
     const { model, tokens, nVocab } = JSON.parse(process.env.NEURON_ORACLE_JOB)
     const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: 1 })
     const m = await llama.loadModel({ modelPath: model })
@@ -154,7 +155,8 @@ describe.skipIf(!hasTorch)(`PyTorch reference on stories260K${NO_TORCH}`, () => 
       const f32Errors = await compareWithNative(pool, f32, tokens)
       const dp = maxProbDiff(ref.logits, llamaCppProbs(STORIES, tokens, 512))
       console.log(
-        `stories260K: seams+logits rel err ${fmt(errors)} (all-f32 attention: ${fmt(f32Errors)}); max |dp| vs llama.cpp ${dp.toExponential(1)}`,
+        `stories260K: seams+logits rel err ${fmt(errors)} (all-f32 attention: ${fmt(f32Errors)}); max |dp| vs ` +
+          `llama.cpp ${dp.toExponential(1)}`,
       )
       expect(Math.max(...errors)).toBeLessThan(SEAM_TOLERANCE)
       expect(Math.max(...f32Errors)).toBeLessThan(SEAM_TOLERANCE)
@@ -174,7 +176,8 @@ describe.skipIf(!hasTorch)(`PyTorch reference on generated models, every family$
     if (!m) {
       if (!(GENERATED_ARCHS as readonly string[]).includes(family))
         throw new Error(
-          `generateModel has no "${family}" yet (GENERATED_ARCHS: ${GENERATED_ARCHS.join(', ')}); add it to gguf/generate.ts`,
+          `generateModel has no "${family}" yet (GENERATED_ARCHS: ${GENERATED_ARCHS.join(', ')}); add it to ` +
+            `gguf/generate.ts`,
         )
       const out = join(scratch, `${family}.gguf`)
       m = generateModel({ ...SHAPE, ...OPTIONS[family], arch: family as GeneratedArch, type: 'f32', out }).then(
@@ -212,7 +215,8 @@ describe.skipIf(!hasTorch)(`PyTorch reference on generated models, every family$
           margins.push(ref.routerMargin)
         }
         throw new Error(
-          `every prompt tried has a near-tie between experts (margins ${margins.map((m) => m.toExponential(1)).join(', ')})`,
+          `every prompt tried has a near-tie between experts (margins ` +
+            `${margins.map((m) => m.toExponential(1)).join(', ')})`,
         )
       })
       cases.set(name, c)

@@ -170,7 +170,8 @@ describe(`admission that costs what it blocks`, () => {
       await callRpc(client.tracker, ClientToTracker, 'session.end', { session: s })
   }, 60_000)
 
-  it('a key squatting three of the only [3, 5) host’s sessions gives one up to a waiting key within seconds, and pays rent for the time it held them', async () => {
+  it('a key squatting three of the only [3, 5) host’s sessions gives one up to a waiting key within seconds, and ' +
+    'pays rent for the time it held them', async () => {
     const squatterKey = NodeIdentity.generate()
     const squatter = await connect(squatterKey)
     const bystander = await connect()

@@ -164,7 +164,8 @@ describe(`a full host that refuses the tracker's probes`, () => {
     await run?.close()
   })
 
-  it('is routed no more once it has refused three probes while its sessions are taken, and again once one passes', async () => {
+  it('is routed no more once it has refused three probes while its sessions are taken, and again once one ' +
+    'passes', async () => {
     const { swarm, clients } = run
     const host = run.host as ProbeRefusingHost
     const { checks } = swarm.tracker

@@ -218,7 +218,8 @@ export function rawPackets(rng: Rng, ns: string): (string | Buffer)[] {
       return [`2${ns},${text(rng, pick(rng, [1, 100, 10_000]))}`]
     case 3:
       return [
-        `51-${ns},${below(rng, 1000)}["route.plan",{"modelId":"stories260k","maxTokens":8,"span":{"_placeholder":true,"num":0}}]`,
+        `51-${ns},${below(rng, 1000)}` +
+          '["route.plan",{"modelId":"stories260k","maxTokens":8,"span":{"_placeholder":true,"num":0}}]',
         Buffer.from('xx'),
       ]
     case 4:

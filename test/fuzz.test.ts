@@ -149,7 +149,8 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
     await cleanup()
   })
 
-  it('stays up, within its memory bound, and generates the same tokens after 10 000 fuzzed events and frames', async () => {
+  it('stays up, within its memory bound, and generates the same tokens after 10 000 fuzzed events and ' +
+    'frames', async () => {
     console.log(`fuzz seed ${SEED} (replay with NEURON_FUZZ_SEED=${SEED})`)
     const before = await greedyTokens()
     expect(before).toHaveLength(24)
@@ -235,7 +236,8 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
         challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`,
         nonce: String(Math.floor(rng() * 1e9)),
       }), // never issued
-      'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>), // bytes not its receipt's: refused, never re-run
+      // bytes not its receipt's: refused, never re-run
+      'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>),
     }
     const hostPayloads: Record<string, (rng: Rng) => unknown> = {
       'host.hello': () => ({ profile: PROFILE, state }),
@@ -244,7 +246,8 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       'placement.request': () => ({ modelId: manifest.modelId }),
       'model.get': () => ({ modelId: manifest.modelId }),
       'receipts.submit': () => ({ receipts: [receipt] }),
-      'relay.receipts': () => ({ receipts: [receipt] }), // a volunteer relay's, from a host that relays for none: refused, never paid
+      // a volunteer relay's, from a host that relays for none: refused, never paid
+      'relay.receipts': () => ({ receipts: [receipt] }),
     }
     // Every event of the protocol has a valid payload to start from.
     expect(Object.keys(clientPayloads).sort()).toEqual(Object.keys(ClientToTracker).sort())

@@ -75,97 +75,108 @@ describe(`new-key grants that cost work and are bounded per network prefix`, () 
     expect(await swarm.tracker.store.ledger.balance(GRANTS_ACCOUNT)).toBe(-GRANT)
   })
 
-  it('a key without a proof gets no grant, garbage and reused proofs are refused, and it can still use the tracker', async () => {
-    const identity = NodeIdentity.generate()
-    const socket = await connect(identity)
-    const plan = () =>
-      callRpc(socket, ClientToTracker, 'route.plan', { modelId: swarm.manifest.modelId, maxTokens: 8, session: sid() })
-    await expect(plan()).rejects.toMatchObject({
-      code: 'grant_unclaimed',
-      message: expect.stringMatching(/grant\.challenge/),
-    })
-    expect((await callRpc(socket, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toContain(
-      swarm.manifest.modelId,
-    )
+  it(
+    'a key without a proof gets no grant, garbage and reused ' + 'proofs are refused, and it can still use the tracker',
+    async () => {
+      const identity = NodeIdentity.generate()
+      const socket = await connect(identity)
+      const plan = () =>
+        callRpc(socket, ClientToTracker, 'route.plan', {
+          modelId: swarm.manifest.modelId,
+          maxTokens: 8,
+          session: sid(),
+        })
+      await expect(plan()).rejects.toMatchObject({
+        code: 'grant_unclaimed',
+        message: expect.stringMatching(/grant\.challenge/),
+      })
+      expect((await callRpc(socket, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toContain(
+        swarm.manifest.modelId,
+      )
 
-    const challenge = await callRpc(socket, ClientToTracker, 'grant.challenge', {})
-    expect(challenge).toMatchObject({ bits: BITS, grantMicro: GRANT })
-    let garbage = 0
-    while (hasGrantWork(challenge.challenge, identity.publicKey, String(garbage), BITS)) garbage++
-    await expect(
-      callRpc(socket, ClientToTracker, 'grant.claim', { challenge: challenge.challenge, nonce: String(garbage) }),
-    ).rejects.toMatchObject({
-      code: 'grant_proof_invalid',
-    })
-    // A refused proof spends its challenge: a right answer to it afterwards is refused too.
-    const { nonce } = await solveGrantWork(challenge.challenge, identity.publicKey, BITS)
-    await expect(
-      callRpc(socket, ClientToTracker, 'grant.claim', { challenge: challenge.challenge, nonce }),
-    ).rejects.toMatchObject({
-      code: 'grant_challenge_used',
-    })
-    // A challenge the tracker never issued, and one past its expiry.
-    const forged = `grant.${Date.now() + 60_000}.${randomBytes(16).toString('base64url')}`
-    await expect(
-      callRpc(socket, ClientToTracker, 'grant.claim', { challenge: forged, nonce: '0' }),
-    ).rejects.toMatchObject({ code: 'grant_challenge_used' })
-    const expired = `grant.${Date.now() - 1}.${randomBytes(16).toString('base64url')}`
-    await expect(
-      callRpc(socket, ClientToTracker, 'grant.claim', { challenge: expired, nonce: '0' }),
-    ).rejects.toMatchObject({
-      code: 'grant_challenge_expired',
-    })
-    expect(await granted(identity)).toBe(0)
-
-    // Proof made for another key does not open this one's account.
-    const other = NodeIdentity.generate()
-    const fresh = await callRpc(socket, ClientToTracker, 'grant.challenge', {})
-    const forOther = await solveGrantWork(fresh.challenge, other.publicKey, BITS)
-    if (!hasGrantWork(fresh.challenge, identity.publicKey, forOther.nonce, BITS))
+      const challenge = await callRpc(socket, ClientToTracker, 'grant.challenge', {})
+      expect(challenge).toMatchObject({ bits: BITS, grantMicro: GRANT })
+      let garbage = 0
+      while (hasGrantWork(challenge.challenge, identity.publicKey, String(garbage), BITS)) garbage++
       await expect(
-        callRpc(socket, ClientToTracker, 'grant.claim', { challenge: fresh.challenge, nonce: forOther.nonce }),
+        callRpc(socket, ClientToTracker, 'grant.claim', { challenge: challenge.challenge, nonce: String(garbage) }),
       ).rejects.toMatchObject({
         code: 'grant_proof_invalid',
       })
+      // A refused proof spends its challenge: a right answer to it afterwards is refused too.
+      const { nonce } = await solveGrantWork(challenge.challenge, identity.publicKey, BITS)
+      await expect(
+        callRpc(socket, ClientToTracker, 'grant.claim', { challenge: challenge.challenge, nonce }),
+      ).rejects.toMatchObject({
+        code: 'grant_challenge_used',
+      })
+      // A challenge the tracker never issued, and one past its expiry.
+      const forged = `grant.${Date.now() + 60_000}.${randomBytes(16).toString('base64url')}`
+      await expect(
+        callRpc(socket, ClientToTracker, 'grant.claim', { challenge: forged, nonce: '0' }),
+      ).rejects.toMatchObject({ code: 'grant_challenge_used' })
+      const expired = `grant.${Date.now() - 1}.${randomBytes(16).toString('base64url')}`
+      await expect(
+        callRpc(socket, ClientToTracker, 'grant.claim', { challenge: expired, nonce: '0' }),
+      ).rejects.toMatchObject({
+        code: 'grant_challenge_expired',
+      })
+      expect(await granted(identity)).toBe(0)
 
-    // The honest path: one proof, one grant; the same challenge answered again is spent.
-    const good = await callRpc(socket, ClientToTracker, 'grant.challenge', {})
-    const answer = await solveGrantWork(good.challenge, identity.publicKey, BITS)
-    expect(
-      await callRpc(socket, ClientToTracker, 'grant.claim', { challenge: good.challenge, nonce: answer.nonce }),
-    ).toMatchObject({ grantMicro: GRANT })
-    await expect(
-      callRpc(socket, ClientToTracker, 'grant.claim', { challenge: good.challenge, nonce: answer.nonce }),
-    ).rejects.toMatchObject({
-      code: 'grant_challenge_used',
-    })
-    expect(await granted(identity)).toBe(GRANT)
-    await plan()
-  })
+      // Proof made for another key does not open this one's account.
+      const other = NodeIdentity.generate()
+      const fresh = await callRpc(socket, ClientToTracker, 'grant.challenge', {})
+      const forOther = await solveGrantWork(fresh.challenge, other.publicKey, BITS)
+      if (!hasGrantWork(fresh.challenge, identity.publicKey, forOther.nonce, BITS))
+        await expect(
+          callRpc(socket, ClientToTracker, 'grant.claim', { challenge: fresh.challenge, nonce: forOther.nonce }),
+        ).rejects.toMatchObject({
+          code: 'grant_proof_invalid',
+        })
 
-  it(`${FRESH_KEYS} fresh keys from one address, each doing the work, take at most ${PER_PREFIX} grants a day between them`, async () => {
-    let grants = 0
-    const refusals = new Map<string, number>()
-    for (let k = 0; k < FRESH_KEYS; k++) {
-      const identity = NodeIdentity.generate()
-      const socket = await connect(identity)
-      // What a farmer would do first: just ask for a route.
-      await callRpc(socket, ClientToTracker, 'route.plan', {
-        modelId: swarm.manifest.modelId,
-        maxTokens: 8,
-        session: sid(),
-      }).catch(() => undefined)
-      await claimGrant(socket, identity).catch((e: { code: string }) =>
-        refusals.set(e.code, (refusals.get(e.code) ?? 0) + 1),
-      )
-      if ((await granted(identity)) > 0) grants++
-      socket.close()
-    }
-    // The first two tests' keys took two of the prefix's grants.
-    expect(grants).toBe(PER_PREFIX - 2)
-    expect(refusals.get('grants_exhausted_prefix')).toBe(FRESH_KEYS - grants)
-    expect(await swarm.tracker.store.ledger.balance(GRANTS_ACCOUNT)).toBe(-PER_PREFIX * GRANT)
-  })
+      // The honest path: one proof, one grant; the same challenge answered again is spent.
+      const good = await callRpc(socket, ClientToTracker, 'grant.challenge', {})
+      const answer = await solveGrantWork(good.challenge, identity.publicKey, BITS)
+      expect(
+        await callRpc(socket, ClientToTracker, 'grant.claim', { challenge: good.challenge, nonce: answer.nonce }),
+      ).toMatchObject({ grantMicro: GRANT })
+      await expect(
+        callRpc(socket, ClientToTracker, 'grant.claim', { challenge: good.challenge, nonce: answer.nonce }),
+      ).rejects.toMatchObject({
+        code: 'grant_challenge_used',
+      })
+      expect(await granted(identity)).toBe(GRANT)
+      await plan()
+    },
+  )
+
+  it(
+    `${FRESH_KEYS} fresh keys from one address, each doing the work, take at most ${PER_PREFIX} grants a day ` +
+      `between them`,
+    async () => {
+      let grants = 0
+      const refusals = new Map<string, number>()
+      for (let k = 0; k < FRESH_KEYS; k++) {
+        const identity = NodeIdentity.generate()
+        const socket = await connect(identity)
+        // What a farmer would do first: just ask for a route.
+        await callRpc(socket, ClientToTracker, 'route.plan', {
+          modelId: swarm.manifest.modelId,
+          maxTokens: 8,
+          session: sid(),
+        }).catch(() => undefined)
+        await claimGrant(socket, identity).catch((e: { code: string }) =>
+          refusals.set(e.code, (refusals.get(e.code) ?? 0) + 1),
+        )
+        if ((await granted(identity)) > 0) grants++
+        socket.close()
+      }
+      // The first two tests' keys took two of the prefix's grants.
+      expect(grants).toBe(PER_PREFIX - 2)
+      expect(refusals.get('grants_exhausted_prefix')).toBe(FRESH_KEYS - grants)
+      expect(await swarm.tracker.store.ledger.balance(GRANTS_ACCOUNT)).toBe(-PER_PREFIX * GRANT)
+    },
+  )
 
   it('once the prefix has taken its grants, the honest client is told so on its first chat', async () => {
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())

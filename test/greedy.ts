@@ -27,7 +27,8 @@ export function greedyInChild(paths: readonly string[], steps: number): Promise<
         if (error)
           reject(
             new Error(
-              `llama.cpp failed after loading ${runs.length} of ${paths.length} models (${paths[runs.length]}): ${stderr.trim().split('\n').slice(-5).join(' | ')}`,
+              `llama.cpp failed after loading ${runs.length} of ${paths.length} models (${paths[runs.length]}): ` +
+                `${stderr.trim().split('\n').slice(-5).join(' | ')}`,
             ),
           )
         else resolve(runs)

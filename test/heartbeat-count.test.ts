@@ -10,7 +10,8 @@ import { ClientToTracker, callRpc } from '../protocol'
 import { STORIES_260K, scratchDir } from './models'
 import { type InProcessSwarm, startSwarm } from './programs'
 
-// A long beat, so the first heartbeat after a route comes well within the two beats a routed session waits for its open.
+// A long beat, so the first heartbeat after a route comes well
+// within the two beats a routed session waits for its open.
 const HEARTBEAT_MS = 2000
 
 describe(`a host's session count at the tracker `, () => {
@@ -47,7 +48,8 @@ describe(`a host's session count at the tracker `, () => {
     })
   }
 
-  it('a heartbeat sent before the open keeps the routed session counted; one after it holds it; a route never opened is forgotten', async () => {
+  it('a heartbeat sent before the open keeps the routed session counted; one after it holds it; a route never ' +
+    'opened is forgotten', async () => {
     const modelId = swarm.manifest.modelId
     const session = randomBytes(16).toString('hex')
     const plan = { modelId, maxTokens: 128, promptTokens: 8, exclude: [], session }

@@ -74,103 +74,114 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
     await scratch?.cleanup()
   })
 
-  it('gives llama.cpp’s greedy tokens, and the client’s links to the first and middle hops carry no hidden states', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    try {
-      links.clear()
-      const rejectionsBefore = await swarm.tracker.store.ledger.rejections(swarm.hosts[1]?.hostId ?? '')
-      const { tokens, summary, route } = await generate(client)
-      expect(tokens).toEqual(oracle)
-      expect(route.map((h) => h.blocks)).toEqual([
-        [0, 2],
-        [2, 4],
-        [4, 5],
-      ])
-      const [first, middle, last] = route.map((h) => links.get(h.hostId))
-      expect(first?.bytesIn.get('hidden') ?? 0).toBe(0)
-      expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
-      expect(last?.bytesIn.get('token')).toBeGreaterThan(0)
-      // every hop signed every step; the middle hop's, forwarded, are paid once the client countersigned them
-      expect(summary.receipts.length).toBe(3 * TOKENS)
-      const middleId = route[1]?.hostId ?? ''
-      const stored = () => swarm.tracker.store.ledger.receipts({ hostId: middleId, session: summary.session })
-      await vi.waitFor(async () => expect(await stored()).toHaveLength(TOKENS), { timeout: 20_000 })
-      expect(await swarm.tracker.store.ledger.rejections(middleId)).toEqual(rejectionsBefore)
-    } finally {
-      await client.close()
-    }
-  })
+  it(
+    'gives llama.cpp’s greedy tokens, and the client’s links ' + 'to the first and middle hops carry no hidden states',
+    async () => {
+      const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+      try {
+        links.clear()
+        const rejectionsBefore = await swarm.tracker.store.ledger.rejections(swarm.hosts[1]?.hostId ?? '')
+        const { tokens, summary, route } = await generate(client)
+        expect(tokens).toEqual(oracle)
+        expect(route.map((h) => h.blocks)).toEqual([
+          [0, 2],
+          [2, 4],
+          [4, 5],
+        ])
+        const [first, middle, last] = route.map((h) => links.get(h.hostId))
+        expect(first?.bytesIn.get('hidden') ?? 0).toBe(0)
+        expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
+        expect(last?.bytesIn.get('token')).toBeGreaterThan(0)
+        // every hop signed every step; the middle hop's, forwarded, are paid once the client countersigned them
+        expect(summary.receipts.length).toBe(3 * TOKENS)
+        const middleId = route[1]?.hostId ?? ''
+        const stored = () => swarm.tracker.store.ledger.receipts({ hostId: middleId, session: summary.session })
+        await vi.waitFor(async () => expect(await stored()).toHaveLength(TOKENS), { timeout: 20_000 })
+        expect(await swarm.tracker.store.ledger.rejections(middleId)).toEqual(rejectionsBefore)
+      } finally {
+        await client.close()
+      }
+    },
+  )
 
-  it('refuses a frame injected into the session without the seam’s capability, and the generation goes on unharmed', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    const session = randomBytes(16).toString('hex')
-    const refusals: string[] = []
-    try {
-      const { tokens } = await generate(client, { session }, async (n, route) => {
-        if (n !== 8) return
-        const middle = route[1] as RouteHop
-        const attacker = await WebSocketHopLink.connect('attacker', middle.endpoint ?? '')
-        const receipt = fakeReceipt(session, middle)
-        const hidden = { dtype: 'f16' as const, tokens: 1, width: 64, payload: new Uint8Array(128) }
-        const frame = (trailer: unknown) =>
-          encodeFrame({
-            kind: 'forward',
-            flags: 0,
-            session,
-            step: 100,
-            position: 50,
-            ...hidden,
-            trailer: new TextEncoder().encode(JSON.stringify(trailer)),
-          })
-        // a guessed capability, and none at all (a plain forward from a connection that did not open the session)
-        refusals.push(
-          await rejectIfErrorCode(
-            attacker.request(frame({ capability: randomBytes(32).toString('hex'), origin: receipt, prev: receipt })),
-          ),
+  it(
+    'refuses a frame injected into the session without the ' + 'seam’s capability, and the generation goes on unharmed',
+    async () => {
+      const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+      const session = randomBytes(16).toString('hex')
+      const refusals: string[] = []
+      try {
+        const { tokens } = await generate(client, { session }, async (n, route) => {
+          if (n !== 8) return
+          const middle = route[1] as RouteHop
+          const attacker = await WebSocketHopLink.connect('attacker', middle.endpoint ?? '')
+          const receipt = fakeReceipt(session, middle)
+          const hidden = { dtype: 'f16' as const, tokens: 1, width: 64, payload: new Uint8Array(128) }
+          const frame = (trailer: unknown) =>
+            encodeFrame({
+              kind: 'forward',
+              flags: 0,
+              session,
+              step: 100,
+              position: 50,
+              ...hidden,
+              trailer: new TextEncoder().encode(JSON.stringify(trailer)),
+            })
+          // a guessed capability, and none at all (a plain forward from a connection that did not open the session)
+          refusals.push(
+            await rejectIfErrorCode(
+              attacker.request(frame({ capability: randomBytes(32).toString('hex'), origin: receipt, prev: receipt })),
+            ),
+          )
+          refusals.push(await rejectIfErrorCode(attacker.request(frame({ client: 'x'.repeat(86) }))))
+          attacker.close()
+        })
+        expect(refusals).toEqual(['bad_capability', 'not_your_session'])
+        expect(tokens).toEqual(oracle)
+      } finally {
+        await client.close()
+      }
+    },
+  )
+
+  it(
+    'a hop that refuses what its predecessor forwards (a wrong capability): the client fetches that output and ' +
+      'carries the leg, with the same tokens',
+    async () => {
+      const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+      const request = WebSocketHopLink.prototype.request
+      // the middle hop (it both accepts and forwards) is opened with another capability than its predecessor was given
+      const spy = vi.spyOn(WebSocketHopLink.prototype, 'request').mockImplementation(function (
+        this: WebSocketHopLink,
+        bytes: Uint8Array,
+      ) {
+        const frame = decodeFrame(bytes)
+        if (frame.kind !== 'open') return request.call(this, bytes)
+        const body = JSON.parse(new TextDecoder().decode(frame.payload))
+        if (body.forwarding?.accept === undefined || body.forwarding?.next === undefined)
+          return request.call(this, bytes)
+        return request.call(
+          this,
+          jsonFrame('open', frame.session, frame.step, {
+            ...body,
+            forwarding: { ...body.forwarding, accept: randomBytes(32).toString('hex') },
+          }),
         )
-        refusals.push(await rejectIfErrorCode(attacker.request(frame({ client: 'x'.repeat(86) }))))
-        attacker.close()
       })
-      expect(refusals).toEqual(['bad_capability', 'not_your_session'])
-      expect(tokens).toEqual(oracle)
-    } finally {
-      await client.close()
-    }
-  })
-
-  it('a hop that refuses what its predecessor forwards (a wrong capability): the client fetches that output and carries the leg, with the same tokens', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    const request = WebSocketHopLink.prototype.request
-    // the middle hop (it both accepts and forwards) is opened with another capability than its predecessor was given
-    const spy = vi.spyOn(WebSocketHopLink.prototype, 'request').mockImplementation(function (
-      this: WebSocketHopLink,
-      bytes: Uint8Array,
-    ) {
-      const frame = decodeFrame(bytes)
-      if (frame.kind !== 'open') return request.call(this, bytes)
-      const body = JSON.parse(new TextDecoder().decode(frame.payload))
-      if (body.forwarding?.accept === undefined || body.forwarding?.next === undefined) return request.call(this, bytes)
-      return request.call(
-        this,
-        jsonFrame('open', frame.session, frame.step, {
-          ...body,
-          forwarding: { ...body.forwarding, accept: randomBytes(32).toString('hex') },
-        }),
-      )
-    })
-    try {
-      links.clear()
-      const { tokens, route } = await generate(client)
-      expect(tokens).toEqual(oracle)
-      const [first, middle] = route.map((h) => links.get(h.hostId))
-      // the first leg went through the client (fetched), the second stayed host to host
-      expect(first?.bytesIn.get('hidden')).toBeGreaterThan(0)
-      expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
-    } finally {
-      spy.mockRestore()
-      await client.close()
-    }
-  })
+      try {
+        links.clear()
+        const { tokens, route } = await generate(client)
+        expect(tokens).toEqual(oracle)
+        const [first, middle] = route.map((h) => links.get(h.hostId))
+        // the first leg went through the client (fetched), the second stayed host to host
+        expect(first?.bytesIn.get('hidden')).toBeGreaterThan(0)
+        expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
+      } finally {
+        spy.mockRestore()
+        await client.close()
+      }
+    },
+  )
 
   it('neuron chat --hop-to-hop streams the same greedy text from the command line', async () => {
     const chat = startNeuron([
@@ -194,51 +205,61 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
     }
   })
 
-  it('with a draft too: self-drafting accepts every draft, gives llama.cpp’s greedy tokens, and the middle hop, forwarded to, checks every position and is paid', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    try {
-      links.clear()
-      const { tokens, summary, route } = await generate(client, { draft: { path: STORIES_260K, k: 4 } })
-      expect(tokens).toEqual(oracle)
-      const s = summary.speculation
-      expect(s?.accepted).toBe(s?.drafted)
-      // the prefill gives the first token, each verify step 5 more (4 drafts and the route's own)
-      expect(s?.verifySteps).toBe(Math.ceil((TOKENS - 1) / 5))
-      const [first, middle] = route.map((h) => links.get(h.hostId))
-      expect(first?.bytesIn.get('hidden') ?? 0).toBe(0)
-      expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
-      const middleId = route[1]?.hostId ?? ''
-      const stored = () => swarm.tracker.store.ledger.receipts({ hostId: middleId, session: summary.session })
-      await vi.waitFor(async () => expect(await stored()).toHaveLength(1 + (s?.verifySteps ?? 0)), { timeout: 20_000 })
-      // each stored receipt carries the client's countersignature and the positions the step checked
-      const middleReceipts = (await stored()).map((r) => r.receipt)
-      expect(middleReceipts.every((r) => r.client !== undefined)).toBe(true)
-      expect(middleReceipts.reduce((n, r) => n + r.tokens, 0)).toBe(
-        prompt.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0),
-      )
-    } finally {
-      await client.close()
-    }
-  })
+  it(
+    'with a draft too: self-drafting accepts every draft, gives llama.cpp’s greedy tokens, and the middle hop, ' +
+      'forwarded to, checks every position and is paid',
+    async () => {
+      const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+      try {
+        links.clear()
+        const { tokens, summary, route } = await generate(client, { draft: { path: STORIES_260K, k: 4 } })
+        expect(tokens).toEqual(oracle)
+        const s = summary.speculation
+        expect(s?.accepted).toBe(s?.drafted)
+        // the prefill gives the first token, each verify step 5 more (4 drafts and the route's own)
+        expect(s?.verifySteps).toBe(Math.ceil((TOKENS - 1) / 5))
+        const [first, middle] = route.map((h) => links.get(h.hostId))
+        expect(first?.bytesIn.get('hidden') ?? 0).toBe(0)
+        expect(middle?.bytesIn.get('hidden') ?? 0).toBe(0)
+        const middleId = route[1]?.hostId ?? ''
+        const stored = () => swarm.tracker.store.ledger.receipts({ hostId: middleId, session: summary.session })
+        await vi.waitFor(async () => expect(await stored()).toHaveLength(1 + (s?.verifySteps ?? 0)), {
+          timeout: 20_000,
+        })
+        // each stored receipt carries the client's countersignature and the positions the step checked
+        const middleReceipts = (await stored()).map((r) => r.receipt)
+        expect(middleReceipts.every((r) => r.client !== undefined)).toBe(true)
+        expect(middleReceipts.reduce((n, r) => n + r.tokens, 0)).toBe(
+          prompt.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0),
+        )
+      } finally {
+        await client.close()
+      }
+    },
+  )
 
-  it('with a draft that mispredicts, a middle hop stopped mid-generation: its replacement replays only the accepted positions, and the tokens are still llama.cpp’s', async () => {
-    await swarm.addHost([2, 4])
-    const damaged = await damagedCopy(STORIES_260K, join(scratch.dir, 'damaged.gguf'), [1, 3])
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    try {
-      let stopped = ''
-      const { tokens, summary } = await generate(client, { draft: { path: damaged, k: 4 } }, async (n, route) => {
-        if (n < 10 || stopped !== '') return
-        stopped = route[1]?.hostId ?? ''
-        await swarm.hosts.find((h) => h.hostId === stopped)?.stop(0)
-      })
-      expect(tokens).toEqual(oracle)
-      expect(summary.speculation?.accepted).toBeLessThan(summary.speculation?.drafted ?? 0)
-      expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[stopped, [2, 4]]])
-    } finally {
-      await client.close()
-    }
-  })
+  it(
+    'with a draft that mispredicts, a middle hop stopped mid-generation: its replacement replays only the ' +
+      'accepted positions, and the tokens are still llama.cpp’s',
+    async () => {
+      await swarm.addHost([2, 4])
+      const damaged = await damagedCopy(STORIES_260K, join(scratch.dir, 'damaged.gguf'), [1, 3])
+      const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+      try {
+        let stopped = ''
+        const { tokens, summary } = await generate(client, { draft: { path: damaged, k: 4 } }, async (n, route) => {
+          if (n < 10 || stopped !== '') return
+          stopped = route[1]?.hostId ?? ''
+          await swarm.hosts.find((h) => h.hostId === stopped)?.stop(0)
+        })
+        expect(tokens).toEqual(oracle)
+        expect(summary.speculation?.accepted).toBeLessThan(summary.speculation?.drafted ?? 0)
+        expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[stopped, [2, 4]]])
+      } finally {
+        await client.close()
+      }
+    },
+  )
 
   it('a middle hop stopped mid-generation: a spare takes its span and the tokens are still llama.cpp’s', async () => {
     await swarm.addHost([2, 4])

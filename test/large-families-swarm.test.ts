@@ -2,9 +2,9 @@
 // spare, for qwen35moe (Qwen3.5-MoE: delta-net blocks keep a fixed-size state per session that cannot be
 // rolled back), glm-dsa (GLM-5.2: the top-k indices of the last full-indexer block cross the seams
 // before shared-indexer blocks) and deepseek4 (DeepSeek-V4-Flash: four streams of the hidden state and,
-// before hash-routed blocks, the token ids cross; compressor states cannot be rolled back). `neuron chat` prints node-llama-cpp's greedy text; when the middle hop
-// stops mid-generation, the spare that takes its span rebuilds its state by replaying the session from
-// position 0, and the tokens do not change.
+// before hash-routed blocks, the token ids cross; compressor states cannot be rolled back). `neuron chat` prints
+// node-llama-cpp's greedy text; when the middle hop stops mid-generation, the spare that takes its span rebuilds its
+// state by replaying the session from position 0, and the tokens do not change.
 import { join } from 'node:path'
 import type { Token } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -104,18 +104,22 @@ describe.each(Object.entries(FAMILIES))('%s in the swarm: neuron chat and a fail
     await scratch?.cleanup()
   })
 
-  it('the manifest states what crosses each cut of the split, and every host passed a known-answer probe across it', () => {
-    const carried = family.split.slice(1).map(([b]) => {
-      const seam = seamAt(swarm.manifest, b)
-      return `${seam.values} values${seam.tokenIds ? ' + token ids' : ''}${seam.int32PerToken > 0 ? ` + ${seam.int32PerToken} indices` : ''}`
-    })
-    expect(carried.join('; ')).toBe(family.seams)
-    // the publisher's known-answer probes cross the same seams: every host passed one before it was routed
-    for (const host of swarm.hosts)
-      expect(swarm.tracker.checks.of((host as Host).hostId)).toMatchObject({ probesFailed: 0, ban: null })
-    for (const host of swarm.hosts)
-      expect(swarm.tracker.checks.of((host as Host).hostId).probesPassed).toBeGreaterThanOrEqual(1)
-  })
+  it(
+    'the manifest states what crosses each cut of the split, ' + 'and every host passed a known-answer probe across it',
+    () => {
+      const carried = family.split.slice(1).map(([b]) => {
+        const seam = seamAt(swarm.manifest, b)
+        const indices = seam.int32PerToken > 0 ? ` + ${seam.int32PerToken} indices` : ''
+        return `${seam.values} values${seam.tokenIds ? ' + token ids' : ''}${indices}`
+      })
+      expect(carried.join('; ')).toBe(family.seams)
+      // the publisher's known-answer probes cross the same seams: every host passed one before it was routed
+      for (const host of swarm.hosts)
+        expect(swarm.tracker.checks.of((host as Host).hostId)).toMatchObject({ probesFailed: 0, ban: null })
+      for (const host of swarm.hosts)
+        expect(swarm.tracker.checks.of((host as Host).hostId).probesPassed).toBeGreaterThanOrEqual(1)
+    },
+  )
 
   it('neuron chat prints llama.cpp’s greedy text through three hosts', async () => {
     const chat = startNeuron([
@@ -140,7 +144,8 @@ describe.each(Object.entries(FAMILIES))('%s in the swarm: neuron chat and a fail
 
   // GLM-DSA only: the indices a hop passes on steer the next hop's attention, and values alone would not show a lie
   if (arch === 'glm-dsa')
-    it('a host that computes honestly but passes on other top-k indices fails its known-answer probe and is never routed', async () => {
+    it('a host that computes honestly but passes on other top-k indices fails its known-answer probe and is never ' +
+      'routed', async () => {
       const liar = swarm.addHost(
         family.split[1] as [number, number],
         (options) => new LyingHost(options, { lie: { kind: 'indices' } }),

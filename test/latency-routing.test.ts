@@ -17,7 +17,9 @@ function delayMethod(): { run: boolean; name: string } {
   if (probe.error !== undefined || /unshare:/.test(probe.stderr)) {
     return {
       run: false,
-      name: `skipped: cannot make a network namespace here (${(probe.stderr || String(probe.error)).trim()}); run as root`,
+      name:
+        `skipped: cannot make a network namespace here (${(probe.stderr || String(probe.error)).trim()}); run ` +
+        `as root`,
     }
   }
   if (probe.status === 0) return { run: true, name: 'tc netem delays the host’s port (the kernel has netem)' }
@@ -37,7 +39,8 @@ describe.skipIf(!method.run)(`routing by measured latency in a network namespace
   })
   afterAll(() => cleanup())
 
-  it(`routes around a host once its slow link is measured, and back to it once the link is fast again; ${method.name}`, () => {
+  it(`routes around a host once its slow link is measured, and back to it once the link is fast again; ` +
+    `${method.name}`, () => {
     const child = join(REPO_ROOT, 'test/latency-swarm-child.ts')
     const script = `ip link set lo up && exec "${process.execPath}" --import tsx "${child}" "${dir}" "${STORIES_260K}"`
     const out = execFileSync('unshare', ['-n', 'sh', '-c', script], {

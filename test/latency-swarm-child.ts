@@ -123,7 +123,8 @@ async function session(): Promise<string> {
     onRoute: (hops) => (routed = hops.map((h) => h.hostId).join(',')),
   })
   for (let next = await run.next(); !next.done; next = await run.next()) {}
-  await new Promise((r) => setTimeout(r, 250)) // the report is on its way; past refreshMs, the other host is measured again
+  // the report is on its way; past refreshMs, the other host is measured again
+  await new Promise((r) => setTimeout(r, 250))
   return routed
 }
 
@@ -148,7 +149,7 @@ slow(null)
 await client.close()
 for (const p of proxies.values()) await p.close()
 await swarm.close()
-process.stdout.write(
-  `${JSON.stringify({ mode, why: kernel.ok ? 'the kernel has netem' : kernel.why, slowHost, otherHost, whileSlow, recovered, measuredWhileSlow, measuredRecovered })}\n`,
-)
+const why = kernel.ok ? 'the kernel has netem' : kernel.why
+const summary = { mode, why, slowHost, otherHost, whileSlow, recovered, measuredWhileSlow, measuredRecovered }
+process.stdout.write(`${JSON.stringify(summary)}\n`)
 process.exit(0)

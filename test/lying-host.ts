@@ -30,7 +30,9 @@ export interface LyingOptions {
   readonly honestSessions?: number
   /** Steps of every session answered honestly before it lies in that session (a known-answer probe is 3 steps). */
   readonly honestSteps?: number
-  /** Lies only in sessions of this client key; honest with every other key (the tracker's probes and audits included). */
+  /**
+   * Lies only in sessions of this client key; honest with every other key (the tracker's probes and audits included).
+   */
   readonly onlyKey?: string
   /** Real extra time per step, ms, whatever the lie (a slow host is routed last: it is there to be asked to re-run). */
   readonly delayMs?: number

@@ -43,9 +43,10 @@ export const DEEPSEEK_V3 = {
 /**
  * deepseek-ai/DeepSeek-V4-Flash (284B total, 13B active, 43 blocks, 1M context). From its model card and the key names
  * llama.cpp's converter reads (conversion/deepseek.py): hidden 4096, 64 heads of 512 with one key head, q and o LoRA
- * rank 1024, rope 64, 256 experts (6 used) of 2048 plus one shared, sliding window 128, 64 indexer heads of 128 (top 512),
- * hc_mult 4; compress ratios 0 on blocks 0–1, then 4 on even and 128 on odd blocks. Estimates (not read from a published
- * config): o_groups 8, num_hash_layers 3, the vocabulary (DeepSeek-V3's 129280), intermediate_size (unused: every block is MoE).
+ * rank 1024, rope 64, 256 experts (6 used) of 2048 plus one shared, sliding window 128, 64 indexer heads of 128 (top
+ * 512), hc_mult 4; compress ratios 0 on blocks 0–1, then 4 on even and 128 on odd blocks. Estimates (not read from a
+ * published config): o_groups 8, num_hash_layers 3, the vocabulary
+ * (DeepSeek-V3's 129280), intermediate_size (unused: every block is MoE).
  */
 export const DEEPSEEK_V4_FLASH = {
   model_type: 'deepseek_v4',
@@ -109,8 +110,8 @@ export const GLM_5_2 = {
 /**
  * Ornith-1.0-397B: Qwen3.5-397B-A17B's text config (60 blocks, full attention on every 4th, gated delta net on the
  * others; 512 experts of 1024 with 10 used plus a shared one of 1024; 32 heads of 256 with 2 KV heads; linear attention
- * 16 key and 64 value heads of 128, conv kernel 4; vocabulary 248320, context 262144). Ornith publishes no config of its
- * own: these are estimates from the model it is based on.
+ * 16 key and 64 value heads of 128, conv kernel 4; vocabulary 248320, context 262144). Ornith publishes no config of
+ * its own: these are estimates from the model it is based on.
  */
 export const ORNITH_1_0_397B = {
   model_type: 'qwen3_5_moe',

@@ -14,7 +14,8 @@ export function shippedFixture(pathInRepo: string): string {
   const path = resolve(REPO_ROOT, pathInRepo)
   if (!existsSync(path)) {
     throw new Error(
-      `${pathInRepo} is missing from the checkout at ${REPO_ROOT}; the repository ships it: run \`git checkout -- ${pathInRepo}\``,
+      `${pathInRepo} is missing from the checkout at ${REPO_ROOT}; the repository ships it: run \`git checkout -- ` +
+        `${pathInRepo}\``,
     )
   }
   return path

@@ -12,7 +12,8 @@ import { STORIES_260K } from './models'
 
 /** The model the repository ships (test/models.ts). */
 export const STORIES = STORIES_260K
-// one thread: tiny models are dominated by thread hand-offs, and a 2-core machine shared with other work stalls spinning threads
+// one thread: tiny models are dominated by thread hand-offs, and
+// a 2-core machine shared with other work stalls spinning threads
 export const THREADS = 1
 
 /** Greedy tokens from a whole-model session: the prompt in one step, then `n` tokens one at a time. */

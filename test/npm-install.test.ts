@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REPO_ROOT, scratchDir } from './models'
 
 const run = promisify(execFile)
-/** The packages whose install scripts build something for this machine: SQLite, llama.cpp's loader, esbuild, and ours. */
+/**
+ * The packages whose install scripts build something for this machine: SQLite, llama.cpp's loader, esbuild, and ours.
+ */
 const ALLOW_SCRIPTS = 'better-sqlite3,node-llama-cpp,esbuild,neuron'
 
 let dir: { dir: string; cleanup: () => Promise<void> }
@@ -47,13 +49,15 @@ describe('npm install -g of the packed tarball, in a temporary prefix', () => {
     const started = performance.now()
     const { stdout } = await run(neuron, ['--help'], { cwd: dir.dir })
     console.log(
-      `installed neuron --help: ${(performance.now() - started).toFixed(0)} ms wall (one run; bench figures in the closing note)`,
+      `installed neuron --help: ${(performance.now() - started).toFixed(0)} ms wall (one run; bench figures in the ` +
+        `closing note)`,
     )
     expect(stdout).toMatch(/^neuron — run very large GGUF models together on home computers/)
     expect(stdout).toMatch(/\n {2}demo +a whole swarm on this machine/)
   })
 
-  it('runs neuron demo to the end: the shipped model, the native runtime built at install, a swarm on loopback', async () => {
+  it('runs neuron demo to the end: the shipped model, the native runtime built at install, a swarm on ' +
+    'loopback', async () => {
     const { stdout, stderr } = await run(neuron, ['demo', '--max-tokens', '12'], {
       cwd: dir.dir,
       timeout: 600_000,

@@ -11,7 +11,10 @@ import { promisify } from 'node:util'
 
 const run = promisify(execFile)
 
-/** Where initdb and pg_ctl are: on PATH, else the newest /usr/lib/postgresql/<version>/bin (Debian keeps them there, off PATH). */
+/**
+ * Where initdb and pg_ctl are: on PATH, else the newest
+ * /usr/lib/postgresql/<version>/bin (Debian keeps them there, off PATH).
+ */
 async function findBin(): Promise<string | undefined> {
   for (const dir of (process.env.PATH ?? '').split(':'))
     if (dir !== '' && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir
@@ -75,7 +78,9 @@ export async function startPostgres(): Promise<PostgresCluster> {
   const port = await freePort()
   // The tests' own cluster: trust on loopback, no fsync (a crash loses a throwaway database, nothing else).
   await as('initdb', ['-D', data, '-U', 'neuron', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C'])
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`
+  const options =
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c ` +
+    `full_page_writes=off -c max_connections=60`
   await as('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
   const url = `postgres://neuron@127.0.0.1:${port}/postgres`
   let n = 0

@@ -65,7 +65,10 @@ export async function answerRange(
   }
 }
 
-/** An honest hidden answer turned into the lie (what the liar would send, after its f16 rounding); `skip-block` needs answerRange. */
+/**
+ * An honest hidden answer turned into the lie (what the liar would
+ * send, after its f16 rounding); `skip-block` needs answerRange.
+ */
 export function lieAbout(data: Float32Array, width: number, lie: ProbeLie, seed: number): Float32Array {
   if (lie.kind === 'zeros') return new Float32Array(data.length)
   if (lie.kind !== 'noise') return data

@@ -86,10 +86,10 @@ export function watchProcess(child: ChildProcess, name: string): NeuronProcess {
 }
 
 /**
- * A process's resident memory once it has settled after a burst of work, MiB: the least seen over up to `settleMs`, as soon
- * as it is within `bound` of `before`. V8's memory reducer gives back the heap a burst grew once the process idles
- * (test/fuzz.test.ts, seed 1639436350: the tracker held 317 MiB for 7 s after its barrage, then 180, under its 197 before);
- * a leak stays.
+ * A process's resident memory once it has settled after a burst of work, MiB: the least seen over up to `settleMs`, as
+ * soon as it is within `bound` of `before`. V8's memory reducer gives back the heap a burst grew once the process idles
+ * (test/fuzz.test.ts, seed 1639436350: the tracker held 317 MiB for 7 s after its barrage, then 180, under its 197
+ * before); a leak stays.
  */
 export async function settledRss(p: NeuronProcess, before: number, bound: number, settleMs = 20_000): Promise<number> {
   let least = rssMiB(p)
@@ -121,7 +121,10 @@ export class ProcessSwarm {
     readonly modelId: string,
   ) {}
 
-  /** `trackerArgs`: the tracker's options past its port, database and heartbeat (default: a grant of 10 credits a new key). */
+  /**
+   * `trackerArgs`: the tracker's options past its port, database
+   * and heartbeat (default: a grant of 10 credits a new key).
+   */
   static async start(
     dir: string,
     modelId: string,

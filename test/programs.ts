@@ -76,7 +76,10 @@ export async function startSwarm(
   }
 }
 
-/** `model` packed into `out` with what `model.publish` takes: the manifest, a torrent announcing to `tracker`, the tokenizer, two probes (encoded). */
+/**
+ * `model` packed into `out` with what `model.publish` takes: the manifest, a torrent announcing to `tracker`, the
+ * tokenizer, two probes (encoded).
+ */
 export async function packForPublish(
   tracker: Tracker,
   model: string,

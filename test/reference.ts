@@ -44,7 +44,9 @@ export function runReference(scratch: string, artifacts: string[], tokens: numbe
   return readReference(out)
 }
 
-/** runReference without blocking the event loop: a test's in-process tracker and hosts keep their heartbeats meanwhile. */
+/**
+ * runReference without blocking the event loop: a test's in-process tracker and hosts keep their heartbeats meanwhile.
+ */
 export async function runReferenceAsync(
   scratch: string,
   artifacts: string[],

@@ -34,7 +34,9 @@ async function run(file: string, command: string, args: string[] = []): Promise<
   return stdout
 }
 
-/** A TypeScript example, its import of the SDK pointed at this checkout (the docs import it from the repository root). */
+/**
+ * A TypeScript example, its import of the SDK pointed at this checkout (the docs import it from the repository root).
+ */
 function tsExample(i: number): string {
   const file = join(scratch, `example-${i}.mts`)
   writeFileSync(file, (scripts[i] as string).replace("'./client/index.ts'", `'${join(REPO_ROOT, 'client/index.ts')}'`))
@@ -83,22 +85,25 @@ describe('docs/sdk.md examples on a real swarm of two hosts', () => {
     expect(error).toBeLessThan(SEAM_TOLERANCE)
   })
 
-  it('runs the README’s curl example: the state after block 1, then a steered span on the state after block 0', async () => {
-    const file = join(scratch, 'curl.sh')
-    writeFileSync(
-      file,
-      curlExample
-        .replaceAll('http://127.0.0.1:7070', swarm.tracker.url)
-        .replaceAll('"model":"tiny"', `"model":"${swarm.manifest.modelId}"`),
-    )
-    const [read, span] = (await run(file, 'bash', ['-eo', 'pipefail']))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line))
-    expect(read).toMatchObject({ width: 64, route: [{ blocks: [0, 2] }], usage: { blocks: 2 } })
-    expect(read.usage.charged_micro).toBeGreaterThan(0)
-    expect(span).toMatchObject({ from_block: 1, after_block: 2, width: 64, usage: { blocks: 2 } })
-  })
+  it(
+    'runs the README’s curl example: the state after block ' + '1, then a steered span on the state after block 0',
+    async () => {
+      const file = join(scratch, 'curl.sh')
+      writeFileSync(
+        file,
+        curlExample
+          .replaceAll('http://127.0.0.1:7070', swarm.tracker.url)
+          .replaceAll('"model":"tiny"', `"model":"${swarm.manifest.modelId}"`),
+      )
+      const [read, span] = (await run(file, 'bash', ['-eo', 'pipefail']))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+      expect(read).toMatchObject({ width: 64, route: [{ blocks: [0, 2] }], usage: { blocks: 2 } })
+      expect(read.usage.charged_micro).toBeGreaterThan(0)
+      expect(span).toMatchObject({ from_block: 1, after_block: 2, width: 64, usage: { blocks: 2 } })
+    },
+  )
 
   it.skipIf(!hasTorch)(`over HTTP from Python, equals reference/run.py within the tolerance${NO_TORCH}`, async () => {
     const file = join(scratch, 'example.py')

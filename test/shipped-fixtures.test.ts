@@ -21,7 +21,10 @@ describe('fixtures the repository ships', () => {
 
   it('a missing one fails the suite, naming the file and how to restore it', () => {
     expect(() => shippedFixture('resources/models/absent.gguf')).toThrow(
-      /^resources\/models\/absent\.gguf is missing from the checkout at .*; the repository ships it: run `git checkout -- resources\/models\/absent\.gguf`$/,
+      new RegExp(
+        String.raw`^resources/models/absent\.gguf is missing from the checkout at .*; the repository ships it: ` +
+          String.raw`run \`git checkout -- resources/models/absent\.gguf\`$`,
+      ),
     )
   })
 

@@ -58,41 +58,46 @@ describe('speculative decoding across a swarm of real processes on loopback', ()
     await cleanup()
   })
 
-  it('self-drafting gives llama.cpp’s greedy tokens, accepts every draft, takes fewer route steps than tokens, and pays each checked position', async () => {
-    const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
-    try {
-      const { tokens, summary } = await generate(client, { path: STORIES_260K, k: 4 })
-      expect(tokens).toEqual(oracle)
-      const s = summary.speculation
-      expect(s).toBeDefined()
-      expect(s?.accepted).toBe(s?.drafted)
-      // the prefill gives the first token; each verify step then gives its k accepted drafts and the route's own token
-      expect(s?.verifySteps).toBe(Math.ceil((TOKENS - 1) / 5))
-      const steps = new Set(summary.receipts.map((r) => r.step))
-      expect(steps.size).toBe(1 + (s?.verifySteps ?? 0))
-      expect(steps.size).toBeLessThan(tokens.length)
-      // every hop signed a receipt for every position it checked: the prompt, then k + 1 per verify step
-      for (const blocks of [
-        [0, 2],
-        [2, 4],
-        [4, 5],
-      ]) {
-        const hop = summary.receipts.filter((r) => r.blocks[0] === blocks[0])
-        expect(hop.reduce((n, r) => n + r.tokens, 0)).toBe(
-          promptTokens.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0),
+  it(
+    'self-drafting gives llama.cpp’s greedy tokens, accepts every draft, takes fewer route steps than tokens, and ' +
+      'pays each checked position',
+    async () => {
+      const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
+      try {
+        const { tokens, summary } = await generate(client, { path: STORIES_260K, k: 4 })
+        expect(tokens).toEqual(oracle)
+        const s = summary.speculation
+        expect(s).toBeDefined()
+        expect(s?.accepted).toBe(s?.drafted)
+        // the prefill gives the first token; each verify step then
+        // gives its k accepted drafts and the route's own token
+        expect(s?.verifySteps).toBe(Math.ceil((TOKENS - 1) / 5))
+        const steps = new Set(summary.receipts.map((r) => r.step))
+        expect(steps.size).toBe(1 + (s?.verifySteps ?? 0))
+        expect(steps.size).toBeLessThan(tokens.length)
+        // every hop signed a receipt for every position it checked: the prompt, then k + 1 per verify step
+        for (const blocks of [
+          [0, 2],
+          [2, 4],
+          [4, 5],
+        ]) {
+          const hop = summary.receipts.filter((r) => r.blocks[0] === blocks[0])
+          expect(hop.reduce((n, r) => n + r.tokens, 0)).toBe(
+            promptTokens.length + (s?.verifySteps ?? 0) + (s?.drafted ?? 0),
+          )
+        }
+        // the tracker pays them on the terms it routed (the hosts hand the same receipts in: settled once)
+        const verdicts = await client.submitReceipts(summary.session, summary.receipts)
+        for (const v of verdicts.verdicts)
+          expect(v.ok || v.code === 'already_settled', `step ${v.step}: ${v.code}`).toBe(true)
+        console.log(
+          `self-draft: ${tokens.length} tokens in ${steps.size} route steps, acceptance ${s?.accepted}/${s?.drafted}`,
         )
+      } finally {
+        await client.close()
       }
-      // the tracker pays them on the terms it routed (the hosts hand the same receipts in: settled once)
-      const verdicts = await client.submitReceipts(summary.session, summary.receipts)
-      for (const v of verdicts.verdicts)
-        expect(v.ok || v.code === 'already_settled', `step ${v.step}: ${v.code}`).toBe(true)
-      console.log(
-        `self-draft: ${tokens.length} tokens in ${steps.size} route steps, acceptance ${s?.accepted}/${s?.drafted}`,
-      )
-    } finally {
-      await client.close()
-    }
-  })
+    },
+  )
 
   it('a draft with the same vocabulary that predicts worse still gives exactly llama.cpp’s greedy tokens', async () => {
     const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
@@ -125,24 +130,28 @@ describe('speculative decoding across a swarm of real processes on loopback', ()
     }
   })
 
-  it('survives a host killed mid-generation with a draft: the replacement replays the accepted positions and the tokens still equal llama.cpp’s', async () => {
-    const spare = await swarm.startHost('host-spare', '2:4')
-    const hostB = swarm.processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
-    const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
-    try {
-      let killed = ''
-      const { tokens, summary } = await generate(client, { path: damaged, k: 4 }, (n, route) => {
-        if (n !== 20 || killed !== '') return
-        const onRoute = route.find((h) => h.blocks[0] === 2)?.hostId ?? ''
-        const victim = [hostB, spare].find((p) => p?.output().includes(onRoute))
-        killed = onRoute
-        victim?.child.kill('SIGKILL')
-      })
-      expect(killed).not.toBe('')
-      expect(tokens).toEqual(oracle)
-      expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[killed, [2, 4]]])
-    } finally {
-      await client.close()
-    }
-  })
+  it(
+    'survives a host killed mid-generation with a draft: the replacement replays the accepted positions and the ' +
+      'tokens still equal llama.cpp’s',
+    async () => {
+      const spare = await swarm.startHost('host-spare', '2:4')
+      const hostB = swarm.processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
+      const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
+      try {
+        let killed = ''
+        const { tokens, summary } = await generate(client, { path: damaged, k: 4 }, (n, route) => {
+          if (n !== 20 || killed !== '') return
+          const onRoute = route.find((h) => h.blocks[0] === 2)?.hostId ?? ''
+          const victim = [hostB, spare].find((p) => p?.output().includes(onRoute))
+          killed = onRoute
+          victim?.child.kill('SIGKILL')
+        })
+        expect(killed).not.toBe('')
+        expect(tokens).toEqual(oracle)
+        expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[killed, [2, 4]]])
+      } finally {
+        await client.close()
+      }
+    },
+  )
 })

@@ -70,7 +70,8 @@ describe(`swarm of real processes on loopback`, () => {
         [4, 5],
       ])
       console.log(
-        `3-hop route: ${summary.decodeTokensPerSecond.toFixed(1)} tokens/s; per hop ${summary.route.map((h) => `${h.medianMs.toFixed(2)} ms`).join(', ')}`,
+        `3-hop route: ${summary.decodeTokensPerSecond.toFixed(1)} tokens/s; per hop ` +
+          `${summary.route.map((h) => `${h.medianMs.toFixed(2)} ms`).join(', ')}`,
       )
     } finally {
       client.close()
@@ -95,26 +96,30 @@ describe(`swarm of real processes on loopback`, () => {
     expect(chat.output()).toMatch(/hop [0-9a-f]{20} blocks \[0, 2\)/)
   })
 
-  it('survives a host killed (SIGKILL) mid-generation: a spare takes its span and the completion still equals llama.cpp’s', async () => {
-    const spare = await swarm.startHost('host-spare', '2:4')
-    const hostB = swarm.processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
-    const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
-    try {
-      let killed = ''
-      const { tokens, summary } = await generate(client, (n, route) => {
-        if (n !== 20 || killed !== '') return
-        // Kill whichever [2, 4) host the route uses, between two steps.
-        const onRoute = route.find((h) => h.blocks[0] === 2)?.hostId ?? ''
-        const victim = [hostB, spare].find((p) => p?.output().includes(onRoute))
-        killed = onRoute
-        victim?.child.kill('SIGKILL')
-      })
-      expect(killed).not.toBe('')
-      expect(tokens).toEqual(oracle)
-      expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[killed, [2, 4]]])
-      console.log(`failover: host ${killed} replaced in ${summary.failovers[0]?.recoveryMs.toFixed(0)} ms`)
-    } finally {
-      client.close()
-    }
-  })
+  it(
+    'survives a host killed (SIGKILL) mid-generation: a spare takes its span and the completion still equals ' +
+      'llama.cpp’s',
+    async () => {
+      const spare = await swarm.startHost('host-spare', '2:4')
+      const hostB = swarm.processes.find((p) => / ready blocks \[2, 4\)/.test(p.output()) && p !== spare)
+      const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate())
+      try {
+        let killed = ''
+        const { tokens, summary } = await generate(client, (n, route) => {
+          if (n !== 20 || killed !== '') return
+          // Kill whichever [2, 4) host the route uses, between two steps.
+          const onRoute = route.find((h) => h.blocks[0] === 2)?.hostId ?? ''
+          const victim = [hostB, spare].find((p) => p?.output().includes(onRoute))
+          killed = onRoute
+          victim?.child.kill('SIGKILL')
+        })
+        expect(killed).not.toBe('')
+        expect(tokens).toEqual(oracle)
+        expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[killed, [2, 4]]])
+        console.log(`failover: host ${killed} replaced in ${summary.failovers[0]?.recoveryMs.toFixed(0)} ms`)
+      } finally {
+        client.close()
+      }
+    },
+  )
 })

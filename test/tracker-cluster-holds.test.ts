@@ -111,7 +111,10 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
   const plan = (socket: Socket, session: string, maxTokens: number, promptTokens = 0) =>
     callRpc(socket, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens, promptTokens, session })
 
-  /** The host's signed receipt for step 1 (the prefill of `tokens` prompt tokens) of a route's one hop, carrying `client`'s step signature. */
+  /**
+   * The host's signed receipt for step 1 (the prefill of `tokens` prompt tokens) of a route's one hop, carrying
+   * `client`'s step signature.
+   */
   function prefill(route: Route, session: string, tokens: number, client: NodeIdentity): Receipt {
     const hop = route.hops[0]
     if (route.hops.length !== 1 || hop?.ticket === undefined) throw new Error('expected a one-hop ticketed route')
@@ -135,15 +138,19 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
   /** The instances tell each other of changes within 100 ms; a failover or a second request comes later than that. */
   const later = () => new Promise((r) => setTimeout(r, 500))
 
-  it('gives one hold, not two, when the same account plans on A and on B at once, each session over half its balance', async () => {
-    const identity = await account(Math.ceil(cost(1000) * 1.5))
-    const [onA, onB] = [await connect(a, identity), await connect(b, identity)]
-    const results = await Promise.allSettled([plan(onA, sid(), 1000), plan(onB, sid(), 1000)])
-    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
-    expect(results.filter((r) => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code)).toEqual([
-      'insufficient_credits',
-    ])
-  })
+  it(
+    'gives one hold, not two, when the same account plans on A and on B at once, each session over half its ' +
+      'balance',
+    async () => {
+      const identity = await account(Math.ceil(cost(1000) * 1.5))
+      const [onA, onB] = [await connect(a, identity), await connect(b, identity)]
+      const results = await Promise.allSettled([plan(onA, sid(), 1000), plan(onB, sid(), 1000)])
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+      expect(results.filter((r) => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code)).toEqual([
+        'insufficient_credits',
+      ])
+    },
+  )
 
   it('takes the session’s first hold on a re-plan at the other instance, and session.end there frees it', async () => {
     const grant = Math.ceil(cost(1000) * 1.5)
@@ -184,36 +191,44 @@ describe.skipIf(missing.length > 0)(`credit holds across two tracker instances o
     await expect(plan(onB, sid(), 500)).resolves.toMatchObject({ hops: [{ hostId }] })
   })
 
-  it('an instance that starts later counts a live instance’s holds once and leaves them while their session is charged', async () => {
-    const grant = cost(1000, 4) + cost(500)
-    const identity = await account(grant)
-    const session = sid()
-    const route = await plan(await connect(a, identity), session, 1000, 4)
-    const c = await Tracker.start(common)
-    try {
-      const onC = await connect(c, identity)
-      await vi.waitFor(() => expect(c.registry.get(hostId)?.online).toBe(true), { timeout: 10_000 })
-      // The session is still in use ten minutes on: A settles its prefill then.
-      const [paid] = await a.metering.settle(session, [prefill(route, session, 4, identity)], Date.now() + 10 * 60_000)
-      expect(paid).toMatchObject({ ok: true })
-      await later()
-      const refused = { code: 'insufficient_credits', details: { availableMicro: cost(500) } }
-      await expect(plan(onC, sid(), 501)).rejects.toMatchObject(refused)
-      // Sixteen minutes after the plan, six after the charge: the hold is not idle, C leaves it.
-      await c.tickets.sweep(Date.now() + 16 * 60_000)
-      await expect(plan(onC, sid(), 501)).rejects.toMatchObject(refused)
-      const db = new pg.Client({ connectionString: common.dbPath })
-      await db.connect()
+  it(
+    'an instance that starts later counts a live instance’s holds once and leaves them while their session is ' +
+      'charged',
+    async () => {
+      const grant = cost(1000, 4) + cost(500)
+      const identity = await account(grant)
+      const session = sid()
+      const route = await plan(await connect(a, identity), session, 1000, 4)
+      const c = await Tracker.start(common)
       try {
-        expect((await db.query('select session from credit_holds where session = $1', [session])).rows).toEqual([
-          { session },
-        ])
+        const onC = await connect(c, identity)
+        await vi.waitFor(() => expect(c.registry.get(hostId)?.online).toBe(true), { timeout: 10_000 })
+        // The session is still in use ten minutes on: A settles its prefill then.
+        const [paid] = await a.metering.settle(
+          session,
+          [prefill(route, session, 4, identity)],
+          Date.now() + 10 * 60_000,
+        )
+        expect(paid).toMatchObject({ ok: true })
+        await later()
+        const refused = { code: 'insufficient_credits', details: { availableMicro: cost(500) } }
+        await expect(plan(onC, sid(), 501)).rejects.toMatchObject(refused)
+        // Sixteen minutes after the plan, six after the charge: the hold is not idle, C leaves it.
+        await c.tickets.sweep(Date.now() + 16 * 60_000)
+        await expect(plan(onC, sid(), 501)).rejects.toMatchObject(refused)
+        const db = new pg.Client({ connectionString: common.dbPath })
+        await db.connect()
+        try {
+          expect((await db.query('select session from credit_holds where session = $1', [session])).rows).toEqual([
+            { session },
+          ])
+        } finally {
+          await db.end()
+        }
+        await expect(plan(onC, sid(), 500)).resolves.toMatchObject({ hops: [{ hostId }] })
       } finally {
-        await db.end()
+        await c.close()
       }
-      await expect(plan(onC, sid(), 500)).resolves.toMatchObject({ hops: [{ hostId }] })
-    } finally {
-      await c.close()
-    }
-  })
+    },
+  )
 })

@@ -1,8 +1,8 @@
 // Two tracker instances serving one swarm, on a throwaway PostgreSQL cluster and Redis server: hosts
 // join instance A; a client on instance B chats with llama.cpp's greedy tokens; B's gateway meters a
 // request once; B's dashboards see A's hosts and get pushes for their receipts; a login nonce is spent
-// once across both, and so is a new-key grant's challenge. Skipped, with the reason in the name, where PostgreSQL or Redis is not installed
-// (CI installs both).
+// once across both, and so is a new-key grant's challenge. Skipped, with the reason in the name, where PostgreSQL or
+// Redis is not installed (CI installs both).
 import { join } from 'node:path'
 import OpenAI from 'openai'
 import nodePostgres from 'pg'
@@ -78,77 +78,89 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     await scratch?.cleanup()
   })
 
-  it('B lists the hosts and the model that joined A, and routes a client through them (one by A’s relay) with llama.cpp’s greedy tokens', async () => {
-    const hostIds = swarm.hosts.map((h) => h.hostId).sort()
-    await vi.waitFor(
-      () =>
+  it(
+    'B lists the hosts and the model that joined A, and routes a client through them (one by A’s relay) with ' +
+      'llama.cpp’s greedy tokens',
+    async () => {
+      const hostIds = swarm.hosts.map((h) => h.hostId).sort()
+      await vi.waitFor(
+        () =>
+          expect(
+            b.registry
+              .summaries()
+              .filter((h) => h.online && h.state.status === 'ready')
+              .map((h) => h.hostId)
+              .sort(),
+          ).toEqual(hostIds),
+        {
+          timeout: 10_000,
+        },
+      )
+      expect(b.catalog.has(swarm.manifest.modelId)).toBe(true)
+      const client = await SwarmClient.connect(b.url, NodeIdentity.generate())
+      try {
+        const hosts = await callRpc(client.tracker, ClientToTracker, 'hosts.list', {})
         expect(
-          b.registry
-            .summaries()
-            .filter((h) => h.online && h.state.status === 'ready')
+          hosts.hosts
+            .filter((h) => h.online)
             .map((h) => h.hostId)
             .sort(),
-        ).toEqual(hostIds),
-      {
-        timeout: 10_000,
-      },
-    )
-    expect(b.catalog.has(swarm.manifest.modelId)).toBe(true)
-    const client = await SwarmClient.connect(b.url, NodeIdentity.generate())
-    try {
-      const hosts = await callRpc(client.tracker, ClientToTracker, 'hosts.list', {})
-      expect(
-        hosts.hosts
-          .filter((h) => h.online)
-          .map((h) => h.hostId)
-          .sort(),
-      ).toEqual(hostIds)
-      const tokens: number[] = []
-      let route: readonly RouteHop[] = []
-      for await (const t of client.generate({
-        modelId: swarm.manifest.modelId,
-        prompt,
-        maxTokens: TOKENS,
-        stopAtEog: false,
-        onRoute: (r) => (route = r),
-      }))
-        tokens.push(t.token)
-      const hops = route.map((h) => h.hostId)
-      expect(tokens).toEqual(oracle)
-      expect(hops.sort()).toEqual(hostIds)
-      expect(route.filter((h) => h.endpoint === null).length).toBe(1)
-    } finally {
-      client.close()
-    }
-  })
+        ).toEqual(hostIds)
+        const tokens: number[] = []
+        let route: readonly RouteHop[] = []
+        for await (const t of client.generate({
+          modelId: swarm.manifest.modelId,
+          prompt,
+          maxTokens: TOKENS,
+          stopAtEog: false,
+          onRoute: (r) => (route = r),
+        }))
+          tokens.push(t.token)
+        const hops = route.map((h) => h.hostId)
+        expect(tokens).toEqual(oracle)
+        expect(hops.sort()).toEqual(hostIds)
+        expect(route.filter((h) => h.endpoint === null).length).toBe(1)
+      } finally {
+        client.close()
+      }
+    },
+  )
 
-  it('refuses a frame too large to cross Redis to A’s relayed host, with a typed error, and relays the next', async () => {
-    const relayed = swarm.hosts[1]
-    if (relayed === undefined) throw new Error('no relayed host')
-    const client = await connectTracker(b.url, '/clients', NodeIdentity.generate())
-    try {
-      // Redis drops a subscriber past 32 MiB of output: such a frame would cut every instance off.
-      const big = new Uint8Array(MAX_CROSS_INSTANCE_BYTES + 1)
-      await expect(
-        callRpc(client, ClientToTracker, 'relay.forward', { hostId: relayed.hostId, frame: big }),
-      ).rejects.toMatchObject({
-        code: 'frame_too_large',
-        message: expect.stringMatching(/smaller chunks/),
-      })
-    } finally {
-      client.close()
-    }
-    // The instances are still joined: a chat through A's relayed host from B works.
-    const chat = await SwarmClient.connect(b.url, NodeIdentity.generate())
-    try {
-      const tokens: number[] = []
-      for await (const t of chat.generate({ modelId: swarm.manifest.modelId, prompt, maxTokens: 4, stopAtEog: false }))
-        tokens.push(t.token)
-      expect(tokens).toEqual(oracle.slice(0, 4))
-    } finally {
-      chat.close()
-    }
-  })
+  it(
+    'refuses a frame too large to cross Redis to A’s ' + 'relayed host, with a typed error, and relays the next',
+    async () => {
+      const relayed = swarm.hosts[1]
+      if (relayed === undefined) throw new Error('no relayed host')
+      const client = await connectTracker(b.url, '/clients', NodeIdentity.generate())
+      try {
+        // Redis drops a subscriber past 32 MiB of output: such a frame would cut every instance off.
+        const big = new Uint8Array(MAX_CROSS_INSTANCE_BYTES + 1)
+        await expect(
+          callRpc(client, ClientToTracker, 'relay.forward', { hostId: relayed.hostId, frame: big }),
+        ).rejects.toMatchObject({
+          code: 'frame_too_large',
+          message: expect.stringMatching(/smaller chunks/),
+        })
+      } finally {
+        client.close()
+      }
+      // The instances are still joined: a chat through A's relayed host from B works.
+      const chat = await SwarmClient.connect(b.url, NodeIdentity.generate())
+      try {
+        const tokens: number[] = []
+        for await (const t of chat.generate({
+          modelId: swarm.manifest.modelId,
+          prompt,
+          maxTokens: 4,
+          stopAtEog: false,
+        }))
+          tokens.push(t.token)
+        expect(tokens).toEqual(oracle.slice(0, 4))
+      } finally {
+        chat.close()
+      }
+    },
+  )
 
   it('meters a gateway request on B once, and B’s dashboard gets the pushes for A’s host', async () => {
     const host = swarm.hosts[0]
@@ -176,7 +188,8 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
       const paid = (await ledger.receipts({ limit: 100_000 })).filter((r) => r.accountId === accountId)
       expect(new Set(paid.map((r) => r.receipt.hostId)).size).toBe(2)
       const debit = 5_000_000 - (await ledger.balance(consumerAccount(accountId)))
-      // Once, not twice: each of the 8 steps paid by each hop at the step's price (step 1 the prompt and a token, every later step a token).
+      // Once, not twice: each of the 8 steps paid by each hop at the step's
+      // price (step 1 the prompt and a token, every later step a token).
       const price = priceOf(swarm.manifest, {})
       const prompt = completion.usage?.prompt_tokens ?? 0
       const hops = [[0, 3] as const, [3, 5] as const]
@@ -204,44 +217,51 @@ describe.skipIf(missing.length > 0)(`two tracker instances on PostgreSQL and Red
     expect(((await board.json()) as { served_block_tokens: number }).served_block_tokens).toBeGreaterThan(0)
   })
 
-  it('spends a login nonce once across the instances: fetched from A, accepted by B, refused when used again at A', async () => {
-    const identity = NodeIdentity.generate()
-    const challenge = await fetchChallenge(swarm.tracker.url)
-    const auth = identity.answer('/clients', challenge)
-    const { io } = await import('socket.io-client')
-    const connect = (url: string) =>
-      new Promise<string>((resolve) => {
-        const socket = io(`${url}/clients`, { auth, transports: ['websocket'], reconnection: false, forceNew: true })
-        socket.once('connect', () => {
-          socket.close()
-          resolve('connected')
+  it(
+    'spends a login nonce once across the instances: fetched ' + 'from A, accepted by B, refused when used again at A',
+    async () => {
+      const identity = NodeIdentity.generate()
+      const challenge = await fetchChallenge(swarm.tracker.url)
+      const auth = identity.answer('/clients', challenge)
+      const { io } = await import('socket.io-client')
+      const connect = (url: string) =>
+        new Promise<string>((resolve) => {
+          const socket = io(`${url}/clients`, { auth, transports: ['websocket'], reconnection: false, forceNew: true })
+          socket.once('connect', () => {
+            socket.close()
+            resolve('connected')
+          })
+          socket.once('connect_error', (e: Error & { data?: { code?: string } }) => {
+            socket.close()
+            resolve(e.data?.code ?? e.message)
+          })
         })
-        socket.once('connect_error', (e: Error & { data?: { code?: string } }) => {
-          socket.close()
-          resolve(e.data?.code ?? e.message)
-        })
-      })
-    expect(await connect(b.url)).toBe('connected')
-    expect(await connect(swarm.tracker.url)).toBe('unauthenticated')
-  })
+      expect(await connect(b.url)).toBe('connected')
+      expect(await connect(swarm.tracker.url)).toBe('unauthenticated')
+    },
+  )
 
-  it('spends a grant challenge once across the instances: issued by A, claimed at B, refused when claimed again at A', async () => {
-    const identity = NodeIdentity.generate()
-    const [onA, onB] = await Promise.all([
-      connectTracker(swarm.tracker.url, '/clients', identity),
-      connectTracker(b.url, '/clients', identity),
-    ])
-    try {
-      const { challenge, bits } = await callRpc(onA, ClientToTracker, 'grant.challenge', {})
-      const { nonce } = await solveGrantWork(challenge, identity.publicKey, bits)
-      const { accountId, grantMicro } = await callRpc(onB, ClientToTracker, 'grant.claim', { challenge, nonce })
-      expect(await swarm.tracker.accounts.balance(accountId)).toBe(grantMicro)
-      await expect(callRpc(onA, ClientToTracker, 'grant.claim', { challenge, nonce })).rejects.toMatchObject({
-        code: 'grant_challenge_used',
-      })
-    } finally {
-      onA.close()
-      onB.close()
-    }
-  })
+  it(
+    'spends a grant challenge once across the instances: issued by A, claimed at B, refused when claimed ' +
+      'again at A',
+    async () => {
+      const identity = NodeIdentity.generate()
+      const [onA, onB] = await Promise.all([
+        connectTracker(swarm.tracker.url, '/clients', identity),
+        connectTracker(b.url, '/clients', identity),
+      ])
+      try {
+        const { challenge, bits } = await callRpc(onA, ClientToTracker, 'grant.challenge', {})
+        const { nonce } = await solveGrantWork(challenge, identity.publicKey, bits)
+        const { accountId, grantMicro } = await callRpc(onB, ClientToTracker, 'grant.claim', { challenge, nonce })
+        expect(await swarm.tracker.accounts.balance(accountId)).toBe(grantMicro)
+        await expect(callRpc(onA, ClientToTracker, 'grant.claim', { challenge, nonce })).rejects.toMatchObject({
+          code: 'grant_challenge_used',
+        })
+      } finally {
+        onA.close()
+        onB.close()
+      }
+    },
+  )
 })

@@ -99,7 +99,8 @@ describe.skipIf(missing.length > 0)(`a tracker instance killed mid-generation${S
     await scratch?.cleanup()
   })
 
-  it('the hosts join B, the generation ends with the same tokens, and the ledger has every receipt once, balanced', async () => {
+  it('the hosts join B, the generation ends with the same tokens, and the ledger has every receipt once, ' +
+    'balanced', async () => {
     const ids = hosts.map((h) => h.hostId).sort()
     // Both hosts are A's: B only mirrors them.
     await vi.waitFor(

@@ -48,24 +48,29 @@ describe('account.balance: a key pair’s own balance and held credits', () => {
     }
   })
 
-  it('never tells another key’s balance: a key without an account gets unknown_account, and naming a key in the request is refused', async () => {
-    expect(await balanceAs(mallory)).toMatchObject({
-      ok: false,
-      error: { code: 'unknown_account', message: expect.stringContaining('has no account') },
-    })
-    // The attack: name alice's key (or account) in the request. The request has no such field; it is refused, not read.
-    for (const payload of [{ publicKey: alice.publicKey }, { accountId: 'acct_0000000000000000' }]) {
-      const answer = await balanceAs(mallory, payload)
-      expect(answer).toMatchObject({ ok: false, error: { code: 'bad_request' } })
-      expect(JSON.stringify(answer)).not.toContain('5000')
-    }
-    // With an account of its own, mallory reads that one, never alice's.
-    const { account } = await tracker.accounts.create({ publicKey: mallory.publicKey, grantMicro: 7 })
-    expect(await balanceAs(mallory)).toEqual({
-      ok: true,
-      value: { accountId: account.accountId, balanceMicro: 7, heldMicro: 0 },
-    })
-    // The tracker keeps serving after the refusals.
-    expect(await balanceAs(alice)).toMatchObject({ ok: true, value: { balanceMicro: 5_000 } })
-  })
+  it(
+    'never tells another key’s balance: a key without an account gets unknown_account, and naming a key in the ' +
+      'request is refused',
+    async () => {
+      expect(await balanceAs(mallory)).toMatchObject({
+        ok: false,
+        error: { code: 'unknown_account', message: expect.stringContaining('has no account') },
+      })
+      // The attack: name alice's key (or account) in the request.
+      // The request has no such field; it is refused, not read.
+      for (const payload of [{ publicKey: alice.publicKey }, { accountId: 'acct_0000000000000000' }]) {
+        const answer = await balanceAs(mallory, payload)
+        expect(answer).toMatchObject({ ok: false, error: { code: 'bad_request' } })
+        expect(JSON.stringify(answer)).not.toContain('5000')
+      }
+      // With an account of its own, mallory reads that one, never alice's.
+      const { account } = await tracker.accounts.create({ publicKey: mallory.publicKey, grantMicro: 7 })
+      expect(await balanceAs(mallory)).toEqual({
+        ok: true,
+        value: { accountId: account.accountId, balanceMicro: 7, heldMicro: 0 },
+      })
+      // The tracker keeps serving after the refusals.
+      expect(await balanceAs(alice)).toMatchObject({ ok: true, value: { balanceMicro: 5_000 } })
+    },
+  )
 })

@@ -43,17 +43,20 @@ describe('tracker-bound login', () => {
     expect(a.identity.publicKey).not.toBe(b.identity.publicKey)
   })
 
-  it('refuses a relayed nonce: tracker A passes on B’s challenge, the victim signs it for A, and B says no', async () => {
-    const victim = NodeIdentity.generate()
-    // A, joined by the victim, fetches a nonce from B and presents it as its own (under A's key,
-    // which the victim expects of A).
-    const fromB = await challengeOf(b)
-    const signedForA = victim.answer('/clients', { nonce: fromB.nonce, tracker: a.identity.publicKey })
-    expect(await handshake(b, signedForA)).toMatch(/does not match .* on this tracker/)
-    // The same nonce answered for B itself would have opened B: the refusal is the tracker binding, not a bad nonce.
-    const honest = await challengeOf(b)
-    expect(await handshake(b, victim.answer('/clients', honest))).toBe('connected')
-  })
+  it(
+    'refuses a relayed nonce: tracker A passes on B’s ' + 'challenge, the victim signs it for A, and B says no',
+    async () => {
+      const victim = NodeIdentity.generate()
+      // A, joined by the victim, fetches a nonce from B and presents it as its own (under A's key,
+      // which the victim expects of A).
+      const fromB = await challengeOf(b)
+      const signedForA = victim.answer('/clients', { nonce: fromB.nonce, tracker: a.identity.publicKey })
+      expect(await handshake(b, signedForA)).toMatch(/does not match .* on this tracker/)
+      // The same nonce answered for B itself would have opened B: the refusal is the tracker binding, not a bad nonce.
+      const honest = await challengeOf(b)
+      expect(await handshake(b, victim.answer('/clients', honest))).toBe('connected')
+    },
+  )
 
   it('a client that knows the tracker’s key refuses a tracker naming another one', async () => {
     // A look-alike at B's address passing on B's challenges names B's key, not the one expected.

@@ -17,7 +17,10 @@ import {
  */
 export const MAX_OPEN_CHALLENGES = 100_000
 
-/** Where open nonces are kept: this process's memory, or Redis when several tracker instances share the swarm (tracker/cluster/). */
+/**
+ * Where open nonces are kept: this process's memory, or Redis when
+ * several tracker instances share the swarm (tracker/cluster/).
+ */
 export interface NonceBook {
   put(nonce: string, expiresAt: number, now: number): Promise<void>
   /** Spends the nonce, once across every instance: its expiry if it was open, undefined if unknown or spent. */
@@ -89,7 +92,9 @@ export class ChallengeIssuer {
     if (!verifySignature(publicKey, challengeMessage(this.trackerKey, namespace, nonce), signature)) {
       throw new NeuronError(
         'unauthenticated',
-        `the signature does not match public key ${publicKey.slice(0, 8)}… for namespace ${namespace} on this tracker (key ${this.trackerKey.slice(0, 8)}…); sign the challenge with the tracker key GET /auth/challenge names.`,
+        `the signature does not match public key ${publicKey.slice(0, 8)}… for namespace ${namespace} on this ` +
+          `tracker (key ${this.trackerKey.slice(0, 8)}…); sign the challenge with the tracker key GET ` +
+          `/auth/challenge names.`,
       )
     }
     return { nodeId: nodeIdOf(publicKey), publicKey }

@@ -62,19 +62,22 @@ for (const engine of await storeEngines())
       expect(stories.manifest.tokenizerSha256).toBe(createHash('sha256').update(stories.tokenizer).digest('hex'))
     })
 
-    it('refuses a re-publish of the same id with another manifest, from its own publisher too, and keeps the first', async () => {
-      // Same artifacts, same torrent: only the manifest's price-setting bytesPerBlock changes.
-      const { manifest } = stories
-      const repriced = { ...manifest, bytesPerBlock: manifest.bytesPerBlock.map((b) => b * 100) }
-      for (const as of [publisher, NodeIdentity.generate()]) {
-        await expect(publish(as, { ...stories, manifest: repriced })).rejects.toMatchObject({
-          code: 'model_exists',
-          message: expect.stringMatching(/stories260k.*neuron pack --model-id/),
-        })
-      }
-      const { manifest: kept } = await stored('stories260k')
-      expect(kept.bytesPerBlock).toEqual(manifest.bytesPerBlock)
-    })
+    it(
+      'refuses a re-publish of the same id with another ' + 'manifest, from its own publisher too, and keeps the first',
+      async () => {
+        // Same artifacts, same torrent: only the manifest's price-setting bytesPerBlock changes.
+        const { manifest } = stories
+        const repriced = { ...manifest, bytesPerBlock: manifest.bytesPerBlock.map((b) => b * 100) }
+        for (const as of [publisher, NodeIdentity.generate()]) {
+          await expect(publish(as, { ...stories, manifest: repriced })).rejects.toMatchObject({
+            code: 'model_exists',
+            message: expect.stringMatching(/stories260k.*neuron pack --model-id/),
+          })
+        }
+        const { manifest: kept } = await stored('stories260k')
+        expect(kept.bytesPerBlock).toEqual(manifest.bytesPerBlock)
+      },
+    )
 
     it('refuses a re-publish that swaps the tokenizer (a new chat template) under the same id', async () => {
       const other = Buffer.concat([
@@ -113,29 +116,34 @@ for (const engine of await storeEngines())
       await expect(stored('tampered')).rejects.toMatchObject({ code: 'unknown_model' })
     })
 
-    it('accepts its publisher’s re-publish of a model stored before keys and tokenizer hashes were recorded', async () => {
-      const path = (await engine.fresh()).location
-      const old = await start(path)
-      await publish(publisher, stories, old)
-      await old.close()
-      // The row as an older tracker wrote it: no publisher key, no tokenizerSha256 in the manifest.
-      const { tokenizerSha256: _, ...legacy } = stories.manifest
-      await engine.exec(path, 'update models set publisher_key = null, manifest = ?', [JSON.stringify(legacy)])
-      const upgraded = await start(path)
-      try {
-        await expect(publish(publisher, stories, upgraded)).resolves.toMatchObject({ modelId: 'stories260k' })
-        await expect(publish(NodeIdentity.generate(), stories, upgraded)).rejects.toMatchObject({
-          code: 'model_exists',
-        })
-        const swapped = Buffer.concat([stories.tokenizer, Buffer.from('x')])
-        const manifest = { ...stories.manifest, tokenizerSha256: createHash('sha256').update(swapped).digest('hex') }
-        await expect(publish(publisher, { ...stories, manifest, tokenizer: swapped }, upgraded)).rejects.toMatchObject({
-          code: 'model_exists',
-        })
-      } finally {
-        await upgraded.close()
-      }
-    })
+    it(
+      'accepts its publisher’s re-publish of a model stored ' + 'before keys and tokenizer hashes were recorded',
+      async () => {
+        const path = (await engine.fresh()).location
+        const old = await start(path)
+        await publish(publisher, stories, old)
+        await old.close()
+        // The row as an older tracker wrote it: no publisher key, no tokenizerSha256 in the manifest.
+        const { tokenizerSha256: _, ...legacy } = stories.manifest
+        await engine.exec(path, 'update models set publisher_key = null, manifest = ?', [JSON.stringify(legacy)])
+        const upgraded = await start(path)
+        try {
+          await expect(publish(publisher, stories, upgraded)).resolves.toMatchObject({ modelId: 'stories260k' })
+          await expect(publish(NodeIdentity.generate(), stories, upgraded)).rejects.toMatchObject({
+            code: 'model_exists',
+          })
+          const swapped = Buffer.concat([stories.tokenizer, Buffer.from('x')])
+          const manifest = { ...stories.manifest, tokenizerSha256: createHash('sha256').update(swapped).digest('hex') }
+          await expect(
+            publish(publisher, { ...stories, manifest, tokenizer: swapped }, upgraded),
+          ).rejects.toMatchObject({
+            code: 'model_exists',
+          })
+        } finally {
+          await upgraded.close()
+        }
+      },
+    )
 
     it('keeps refusing after a restart: the publisher key is stored with the model', async () => {
       const path = (await engine.fresh()).location

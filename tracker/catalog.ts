@@ -88,7 +88,8 @@ export class ModelCatalog {
     } catch (cause) {
       throw new NeuronError(
         'bad_torrent',
-        `the torrent for ${manifest.modelId} cannot be parsed (${cause instanceof Error ? cause.message : cause}); create it with neuron publish.`,
+        `the torrent for ${manifest.modelId} cannot be parsed (${cause instanceof Error ? cause.message : cause}); ` +
+          `create it with neuron publish.`,
       )
     }
     const files = (parsed.files ?? []).map((f) => ({ name: f.name, length: f.length }))
@@ -100,7 +101,10 @@ export class ModelCatalog {
     ) {
       throw new NeuronError(
         'bad_torrent',
-        `the torrent does not match the manifest of ${manifest.modelId}: expected name ${manifest.modelId}, ${manifest.pieceBytes}-byte pieces and files ${expected.map((f) => `${f.name} (${f.length})`).join(', ')}; got name ${parsed.name}, ${parsed.pieceLength}-byte pieces and ${files.map((f) => `${f.name} (${f.length})`).join(', ')}.`,
+        `the torrent does not match the manifest of ${manifest.modelId}: expected name ${manifest.modelId}, ` +
+          `${manifest.pieceBytes}-byte pieces and files ` +
+          `${expected.map((f) => `${f.name} (${f.length})`).join(', ')}; got name ${parsed.name}, ` +
+          `${parsed.pieceLength}-byte pieces and ${files.map((f) => `${f.name} (${f.length})`).join(', ')}.`,
       )
     }
     const advice = 'publish with neuron publish, which sends the tokenizer of the packed artifacts.'
@@ -133,14 +137,17 @@ export class ModelCatalog {
     if (!(await this.store.putModel(model)))
       throw new NeuronError(
         'model_exists',
-        `model ${manifest.modelId} was published meanwhile; pack yours under a new id (neuron pack --model-id) and publish that.`,
+        `model ${manifest.modelId} was published meanwhile; pack yours under a new id (neuron pack --model-id) and ` +
+          `publish that.`,
       )
     this.models.set(manifest.modelId, model)
     if (probes !== undefined) await this.keepProbes(probes)
     return model
   }
 
-  /** The model's secret known-answer probes, if its publisher sent any: for the tracker's checks only, never for a peer. */
+  /**
+   * The model's secret known-answer probes, if its publisher sent any: for the tracker's checks only, never for a peer.
+   */
   probes(modelId: string): ProbeSet | undefined {
     return this.probeSets.get(modelId)
   }
@@ -193,7 +200,8 @@ function checkProbes(manifest: Manifest, set: ProbeSet): void {
     )
   const tokens = set.probes.flatMap((p) => [...p.tokens, ...p.accept.flat()])
   if (tokens.some((t) => t >= manifest.nVocab)) wrong.push(`it names tokens past the vocabulary's ${manifest.nVocab}`)
-  // each boundary's width and side values as the manifest's seams state them (a set from before seams had side values fails here)
+  // each boundary's width and side values as the manifest's seams
+  // state them (a set from before seams had side values fails here)
   const seams = Array.from({ length: Math.max(0, manifest.nLayer - 1) }, (_, i) => i + 1).filter((b) => {
     const seam = seamAt(manifest, b)
     const held = probeBoundary(set, b)
@@ -201,12 +209,14 @@ function checkProbes(manifest: Manifest, set: ProbeSet): void {
   })
   if (seams.length > 0)
     wrong.push(
-      `its hidden states at blocks ${seams.slice(0, 4).join(', ')}${seams.length > 4 ? '…' : ''} are not what the manifest's seams carry`,
+      `its hidden states at blocks ${seams.slice(0, 4).join(', ')}${seams.length > 4 ? '…' : ''} are not what the ` +
+        `manifest's seams carry`,
     )
   if (wrong.length > 0) {
     throw new NeuronError(
       'bad_probes',
-      `the probe set sent for ${manifest.modelId} is not of that model: ${wrong.join('; ')}. Publish with neuron publish, which computes it.`,
+      `the probe set sent for ${manifest.modelId} is not of that model: ${wrong.join('; ')}. Publish with neuron ` +
+        `publish, which computes it.`,
       {
         modelId: manifest.modelId,
       },
@@ -233,7 +243,8 @@ function republished(
   if (!own) {
     throw new NeuronError(
       'model_exists',
-      `model ${id} was published by another key (node ${existing.publishedBy}) and a published model never changes; pack yours under a new id (neuron pack --model-id) and publish that.`,
+      `model ${id} was published by another key (node ${existing.publishedBy}) and a published model never ` +
+        `changes; pack yours under a new id (neuron pack --model-id) and publish that.`,
       { modelId: id, publishedBy: existing.publishedBy },
     )
   }
@@ -249,7 +260,8 @@ function republished(
   if (differ.length > 0) {
     throw new NeuronError(
       'model_exists',
-      `model ${id} is already published and a published model never changes (this one differs in ${differ.join(', ')}); pack the new version under a new id (neuron pack --model-id ${id}-2) and publish that.`,
+      `model ${id} is already published and a published model never changes (this one differs in ` +
+        `${differ.join(', ')}); pack the new version under a new id (neuron pack --model-id ${id}-2) and publish that.`,
       { modelId: id, differ },
     )
   }

@@ -41,7 +41,10 @@ export async function pushVerdict(
     })
 }
 
-/** Joins a client's socket to its account's room once the account is read (pushes before that are missed: a dashboard reads balances when it opens). */
+/**
+ * Joins a client's socket to its account's room once the account is read (pushes before that are missed: a dashboard
+ * reads balances when it opens).
+ */
 export function joinAccountRoom(
   socket: Socket,
   account: Promise<{ readonly accountId: string } | undefined>,

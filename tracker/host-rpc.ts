@@ -72,7 +72,8 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     if (!cutAllowed(manifest, from) || !cutAllowed(manifest, to)) {
       throw new NeuronError(
         'bad_request',
-        `blocks [${from}, ${to}) cut ${state.modelId} where its manifest forbids a cut; serve a range between allowed cuts (the placement preview proposes one).`,
+        `blocks [${from}, ${to}) cut ${state.modelId} where its manifest forbids a cut; serve a range between ` +
+          `allowed cuts (the placement preview proposes one).`,
       )
     }
   }

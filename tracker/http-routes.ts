@@ -19,7 +19,9 @@ export interface HttpRouteDeps {
   onlineHosts(): number
 }
 
-/** The tracker's HTTP port beside Socket.IO: the BitTorrent tracker, model files, the gateway, login challenges, health. */
+/**
+ * The tracker's HTTP port beside Socket.IO: the BitTorrent tracker, model files, the gateway, login challenges, health.
+ */
 export function routeHttp(d: HttpRouteDeps, req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0] ?? '/'
   if (namesTorrents(path) && !d.admission.admitsTorrentPeer(req)) refuseStranger(req, res, path)

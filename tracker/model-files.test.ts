@@ -83,7 +83,8 @@ describe(`a model's torrent is public over plain HTTP`, () => {
     // A seeder announces itself first, so there is a count to see.
     const peerId = Buffer.from('-XX0001-abcdefghijkl')
     const announce = await fetch(
-      `${tracker.announceUrl}?info_hash=${percent(hash)}&peer_id=${percent(peerId)}&port=6881&left=0&event=started&compact=1`,
+      `${tracker.announceUrl}?info_hash=${percent(hash)}&peer_id=${percent(peerId)}` +
+        '&port=6881&left=0&event=started&compact=1',
     )
     expect(announce.status).toBe(200)
     const res = await fetch(`${tracker.url}/scrape?info_hash=${percent(hash)}`)

@@ -97,35 +97,39 @@ for (const engine of await storeEngines())
         }
       })
 
-      it('answers probes that are not bytes with bad_request, undecodable or of another model with bad_probes, and keeps serving', async () => {
-        const set = decodeProbeSet(stories.probes)
-        const [probe] = set.probes
-        if (probe === undefined) throw new Error('no probe')
-        const badRequest = { ok: false, error: { code: 'bad_request', message: expect.stringMatching(/probes/) } }
-        expect(await publishRaw({ ...stories, probes: 'lots' })).toMatchObject(badRequest)
-        expect(await publishRaw({ ...stories, probes: { ...set } })).toMatchObject(badRequest)
-        const badProbes = (why: RegExp) => ({
-          ok: false,
-          error: { code: 'bad_probes', message: expect.stringMatching(why) },
-        })
-        expect(
-          await publishRaw({ ...stories, probes: stories.probes.subarray(0, stories.probes.byteLength - 4) }),
-        ).toMatchObject(badProbes(/more hidden states/))
-        expect(await publishRaw({ ...stories, probes: Buffer.from('{"not":"a probe set"}') })).toMatchObject(
-          badProbes(/header/),
-        )
-        const truncated = { ...set, probes: [{ ...probe, hidden: probe.hidden.map((h) => h.subarray(0, 12)) }] }
-        expect(await publishRaw({ ...stories, probes: encodeProbeSet(truncated) })).toMatchObject(badProbes(/./))
-        expect(await publishRaw({ ...stories, probes: encodeProbeSet({ ...set, modelId: 'another' }) })).toMatchObject(
-          badProbes(/model another/),
-        )
-        const pastVocab = { ...set, probes: [{ ...probe, tokens: probe.tokens.map(() => 1_000_000) }] }
-        expect(await publishRaw({ ...stories, probes: encodeProbeSet(pastVocab) })).toMatchObject(
-          badProbes(/vocabulary/),
-        )
-        expect((await call('models.list', {})).models.map((m) => m.modelId)).toContain('stories260k')
-        expect(comparable(tracker.catalog.probes('stories260k'))).toEqual(comparable(stories.probes))
-      })
+      it(
+        'answers probes that are not bytes with bad_request, undecodable or of another model with bad_probes, and ' +
+          'keeps serving',
+        async () => {
+          const set = decodeProbeSet(stories.probes)
+          const [probe] = set.probes
+          if (probe === undefined) throw new Error('no probe')
+          const badRequest = { ok: false, error: { code: 'bad_request', message: expect.stringMatching(/probes/) } }
+          expect(await publishRaw({ ...stories, probes: 'lots' })).toMatchObject(badRequest)
+          expect(await publishRaw({ ...stories, probes: { ...set } })).toMatchObject(badRequest)
+          const badProbes = (why: RegExp) => ({
+            ok: false,
+            error: { code: 'bad_probes', message: expect.stringMatching(why) },
+          })
+          expect(
+            await publishRaw({ ...stories, probes: stories.probes.subarray(0, stories.probes.byteLength - 4) }),
+          ).toMatchObject(badProbes(/more hidden states/))
+          expect(await publishRaw({ ...stories, probes: Buffer.from('{"not":"a probe set"}') })).toMatchObject(
+            badProbes(/header/),
+          )
+          const truncated = { ...set, probes: [{ ...probe, hidden: probe.hidden.map((h) => h.subarray(0, 12)) }] }
+          expect(await publishRaw({ ...stories, probes: encodeProbeSet(truncated) })).toMatchObject(badProbes(/./))
+          expect(
+            await publishRaw({ ...stories, probes: encodeProbeSet({ ...set, modelId: 'another' }) }),
+          ).toMatchObject(badProbes(/model another/))
+          const pastVocab = { ...set, probes: [{ ...probe, tokens: probe.tokens.map(() => 1_000_000) }] }
+          expect(await publishRaw({ ...stories, probes: encodeProbeSet(pastVocab) })).toMatchObject(
+            badProbes(/vocabulary/),
+          )
+          expect((await call('models.list', {})).models.map((m) => m.modelId)).toContain('stories260k')
+          expect(comparable(tracker.catalog.probes('stories260k'))).toEqual(comparable(stories.probes))
+        },
+      )
 
       it('stores a probe set as a compact blob: its f32 bytes plus a small header', () => {
         const set = decodeProbeSet(stories.probes)

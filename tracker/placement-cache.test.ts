@@ -126,16 +126,20 @@ describe('placement reads each block’s cache cost from the manifest', () => {
     expect(windowed).toBeGreaterThan(dear)
   })
 
-  it('DeepSeek-V3 at Q4_K_M: each MoE block (6.5–7.5 GB) takes a 16 GB host of its own; the latent cache is 9 MiB per block', () => {
-    const model = estimateFromConfig(DEEPSEEK_V3, 'DeepSeek-V3')
-    const latentPerBlock = (512 + 64) * 2 * KV_BUDGET.tokens
-    expect(latentPerBlock).toBe(9 * 2 ** 20)
-    // By hand: two MoE blocks need at least 2 × 6.48 GB = 12.96 GB > 12.8 GB, so from block 3 on one host per block
-    // (58 hosts). The embedding (0.52 GB) and the three dense blocks (0.36 GB each) fit beside block 3 (6.48 GB),
-    // and the head (0.76 GB) beside block 60: 58 hosts for 61 blocks.
-    expect(2 * Math.min(...model.bytesPerBlock.slice(3))).toBeGreaterThan(HOST_16GB.freeMemoryBytes)
-    const { proposals, hops } = hostsUntilRoute(model)
-    expect(hops).toBe(58)
-    expect(proposals.every((p) => p.cacheBytes === (p.blocks[1] - p.blocks[0]) * latentPerBlock)).toBe(true)
-  })
+  it(
+    'DeepSeek-V3 at Q4_K_M: each MoE block (6.5–7.5 GB) takes a 16 GB host of its own; the latent cache is 9 MiB ' +
+      'per block',
+    () => {
+      const model = estimateFromConfig(DEEPSEEK_V3, 'DeepSeek-V3')
+      const latentPerBlock = (512 + 64) * 2 * KV_BUDGET.tokens
+      expect(latentPerBlock).toBe(9 * 2 ** 20)
+      // By hand: two MoE blocks need at least 2 × 6.48 GB = 12.96 GB > 12.8 GB, so from block 3 on one host per block
+      // (58 hosts). The embedding (0.52 GB) and the three dense blocks (0.36 GB each) fit beside block 3 (6.48 GB),
+      // and the head (0.76 GB) beside block 60: 58 hosts for 61 blocks.
+      expect(2 * Math.min(...model.bytesPerBlock.slice(3))).toBeGreaterThan(HOST_16GB.freeMemoryBytes)
+      const { proposals, hops } = hostsUntilRoute(model)
+      expect(hops).toBe(58)
+      expect(proposals.every((p) => p.cacheBytes === (p.blocks[1] - p.blocks[0]) * latentPerBlock)).toBe(true)
+    },
+  )
 })

@@ -31,7 +31,10 @@ function swarm(nBlocks: number, spans: ServedSpan[]): SwarmView {
   return { nBlocks, spans, latency: NO_LATENCIES }
 }
 
-/** 1 GB per block and 64 KiB of KV per token per block: 4096 tokens of KV is 0.27 GB per block, so a block costs 1.27 GB of memory. */
+/**
+ * 1 GB per block and 64 KiB of KV per token per block: 4096 tokens
+ * of KV is 0.27 GB per block, so a block costs 1.27 GB of memory.
+ */
 function model(nLayer: number, more: Partial<PlacementModel> = {}): PlacementModel {
   return { nLayer, nEmbd: 4096, bytesPerBlock: Array(nLayer).fill(GB), kvBytesPerTokenPerBlock: 65_536, ...more }
 }
@@ -71,7 +74,8 @@ describe('planPlacement', () => {
   })
 
   it('with twins, gives blocks a single host serves a second one before raising the weakest blocks', () => {
-    // Blocks 0..3 have two slow hosts (the weakest blocks, 50 tokens/s); blocks 4..7 one fast host (250), which no audit can compare.
+    // Blocks 0..3 have two slow hosts (the weakest blocks, 50 tokens/s);
+    // blocks 4..7 one fast host (250), which no audit can compare.
     const view = swarm(8, [host('slow-a', [0, 4], 10), host('slow-b', [0, 4], 10), host('fast', [4, 8], 1)])
     expect(served(planPlacement(view, model(8), joining(4), { kvBudgetTokens: KV_TOKENS }))).toEqual([0, 4])
     expect(served(planPlacement(view, model(8), joining(4), { kvBudgetTokens: KV_TOKENS, twins: true }))).toEqual([
@@ -108,7 +112,8 @@ describe('planPlacement', () => {
     const view = swarm(4, [host('a', [0, 3], 10)])
     const preview = previewPlacement(view, withArtifacts, joining(1.5), { kvBudgetTokens: KV_TOKENS })
     if (!preview.decision.serve) throw new Error(preview.decision.reason)
-    // Block 3 is the gap; serving it means fetching the whole [2, 4) artifact and the head, and holding the head in memory.
+    // Block 3 is the gap; serving it means fetching the whole [2,
+    // 4) artifact and the head, and holding the head in memory.
     expect(preview.decision.proposal.blocks).toEqual([3, 4])
     expect(preview.decision.proposal.bytesToDownload).toBe(2.5 * GB)
     expect(preview.decision.proposal.memoryBytes).toBe(BLOCK_MEMORY + 0.5 * GB)
@@ -162,7 +167,8 @@ describe('planPlacement', () => {
 
   it('refuses a host so slow that every route through it is more than twice the best route', () => {
     const view = swarm(8, [host('a', [0, 8], 2), host('b', [0, 4], 2), host('c', [4, 8], 2)])
-    // Best route: 8 blocks × 2 ms + 2 links × 40 ms = 96 ms. One block at 500 ms already makes any route through it > 192 ms.
+    // Best route: 8 blocks × 2 ms + 2 links × 40 ms = 96 ms. One
+    // block at 500 ms already makes any route through it > 192 ms.
     const decision = planPlacement(view, model(8), joining(4, { msPerBlock: 500 }), { kvBudgetTokens: KV_TOKENS })
     expect(decision.serve).toBe(false)
     if (decision.serve) return
@@ -173,7 +179,8 @@ describe('planPlacement', () => {
 
   it('gives a slow-but-useful host a shorter range so routes through it stay within the limit', () => {
     const view = swarm(8, [host('a', [0, 8], 2), host('b', [0, 4], 2), host('c', [4, 8], 2)])
-    // At 20 ms per block, 4 blocks would cost 2 links + 80 ms more than the best 96 ms route: too slow; 2 blocks are fine.
+    // At 20 ms per block, 4 blocks would cost 2 links + 80 ms more
+    // than the best 96 ms route: too slow; 2 blocks are fine.
     const decision = planPlacement(view, model(8), joining(4, { msPerBlock: 20 }), { kvBudgetTokens: KV_TOKENS })
     const [a, b] = served(decision)
     expect(b - a).toBeLessThan(4)

@@ -187,7 +187,8 @@ export function previewPlacement(
   let leastSlow: { blocks: BlockRange; routeMs: number } | undefined
   for (let a = 0; a < n; a++) {
     if (cuts[a] === 0) continue
-    // The longest range from a to an allowed cut that fits memory and disk; memory and download grow with the end block.
+    // The longest range from a to an allowed cut that fits memory
+    // and disk; memory and download grow with the end block.
     let end = a
     for (let e = a + 1; e <= n; e++) {
       const memory = sizes.memoryBytes(a, e)
@@ -303,7 +304,9 @@ export function previewPlacement(
       return {
         serve: false,
         code: 'too_little_memory',
-        reason: `${gb(host.freeMemoryBytes)} of free memory holds no block: the smallest, ${rangeName(a, e)}, needs ${gb(needed)} (weights + KV for ${options.kvBudgetTokens} tokens); free memory or lower the KV budget`,
+        reason:
+          `${gb(host.freeMemoryBytes)} of free memory holds no block: the smallest, ${rangeName(a, e)}, ` +
+          `needs ${gb(needed)} (weights + KV for ${options.kvBudgetTokens} tokens); free memory or lower the KV budget`,
         details: {
           freeMemoryBytes: host.freeMemoryBytes,
           neededBytes: needed,
@@ -319,7 +322,9 @@ export function previewPlacement(
       return {
         serve: false,
         code: 'too_little_disk',
-        reason: `${gb(host.freeDiskBytes)} of free disk holds no block's artifacts: the smallest download, for ${rangeName(a, e)}, is ${gb(needed)}; free disk space or raise the disk quota`,
+        reason:
+          `${gb(host.freeDiskBytes)} of free disk holds no block's artifacts: the smallest download, for ` +
+          `${rangeName(a, e)}, is ${gb(needed)}; free disk space or raise the disk quota`,
         details: { freeDiskBytes: host.freeDiskBytes, neededBytes: needed, block: a, blocks: [a, e] },
       }
     }
@@ -328,8 +333,10 @@ export function previewPlacement(
       serve: false,
       code: 'too_slow',
       reason:
-        `at ${host.msPerBlock} ms per block this host would slow every route it joins: the fastest route through it (blocks [${leastSlow.blocks[0]}, ${leastSlow.blocks[1]})) ` +
-        `takes ${leastSlow.routeMs.toFixed(1)} ms per token, ${slowdown.toFixed(2)}× the swarm's best ${routes.bestMs.toFixed(1)} ms (limit ${maxSlowdown}×); ` +
+        `at ${host.msPerBlock} ms per block this host would slow every route it joins: the fastest route through ` +
+        `it (blocks [${leastSlow.blocks[0]}, ${leastSlow.blocks[1]})) ` +
+        `takes ${leastSlow.routeMs.toFixed(1)} ms per token, ${slowdown.toFixed(2)}× the swarm's best ` +
+        `${routes.bestMs.toFixed(1)} ms (limit ${maxSlowdown}×); ` +
         'serve on a faster device (GPU) or use this one as a client',
       details: {
         msPerBlock: host.msPerBlock,
@@ -389,7 +396,8 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
   }
   if (model.nLayer !== view.nBlocks || model.bytesPerBlock.length !== model.nLayer) {
     fail(
-      `the model has ${model.nLayer} blocks and ${model.bytesPerBlock.length} block sizes but the swarm view has ${view.nBlocks}; pass the manifest of the swarm's model`,
+      `the model has ${model.nLayer} blocks and ${model.bytesPerBlock.length} block sizes but the swarm view has ` +
+        `${view.nBlocks}; pass the manifest of the swarm's model`,
       {
         nLayer: model.nLayer,
         bytesPerBlock: model.bytesPerBlock.length,
@@ -399,7 +407,8 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
   }
   if (!(host.msPerBlock > 0 && Number.isFinite(host.msPerBlock))) {
     fail(
-      `a host's measured time per block must be a positive number of ms, got ${host.msPerBlock}; run the compute benchmark first`,
+      `a host's measured time per block must be a positive number of ms, got ${host.msPerBlock}; run the compute ` +
+        `benchmark first`,
       {
         msPerBlock: host.msPerBlock,
       },
@@ -421,7 +430,8 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
   }
   if (model.cachePerBlock !== undefined && model.cachePerBlock.length !== model.nLayer) {
     fail(
-      `the model has ${model.nLayer} blocks and ${model.cachePerBlock.length} block caches; pass a manifest that parses`,
+      `the model has ${model.nLayer} blocks and ${model.cachePerBlock.length} block caches; pass a manifest that ` +
+        `parses`,
       {
         nLayer: model.nLayer,
         cachePerBlock: model.cachePerBlock.length,
@@ -430,7 +440,10 @@ function checkRequest(view: SwarmView, model: PlacementModel, host: JoiningHost,
   }
 }
 
-/** Of the ranges between neighbouring allowed cuts (single blocks when every cut is allowed), the one whose `cost` is lowest (the first on a tie). */
+/**
+ * Of the ranges between neighbouring allowed cuts (single blocks when every cut is allowed), the one whose `cost` is
+ * lowest (the first on a tie).
+ */
 function cheapestRange(cuts: Uint8Array, cost: (a: number, e: number) => number): BlockRange {
   let cheapest: BlockRange | undefined
   for (let a = 0, e = 1; e < cuts.length; e++) {

@@ -33,7 +33,9 @@ export class SwarmPlanner {
     },
     /** Measured latencies between clients and hosts (tracker/latency); absent, every link costs the default. */
     private readonly latency: LatencyTable = NO_LATENCIES,
-    /** Volunteer relays: an unreachable host reserved at one is routed through it, priced by its measured round trips. */
+    /**
+     * Volunteer relays: an unreachable host reserved at one is routed through it, priced by its measured round trips.
+     */
     private readonly relays?: Pick<VolunteerRelays, 'hopOf'>,
   ) {
     registry.on('changed', () => this.planners.clear())
@@ -77,7 +79,8 @@ export class SwarmPlanner {
   /**
    * The swarm as `key` may have it when every host it needs is full: a full host where another key holds at least two
    * sessions more than `key` has one slot for it. The host gives that key's least recently used idle session up
-   * when `key` opens (host/serving/admission.ts squattedSession), so no key keeps more than its share from a waiting one.
+   * when `key` opens (host/serving/admission.ts squattedSession),
+   * so no key keeps more than its share from a waiting one.
    */
   private fairShareView(manifest: Manifest, key: string): SwarmView {
     const view = this.viewOf(manifest)
@@ -118,7 +121,10 @@ export class SwarmPlanner {
     return { nBlocks: manifest.nLayer, spans, latency: this.latency, cuts: allowedCuts(manifest) }
   }
 
-  /** An unreachable host's volunteer relay, as the planner prices it: the relay's round trip to the host (else the default's). */
+  /**
+   * An unreachable host's volunteer relay, as the planner prices
+   * it: the relay's round trip to the host (else the default's).
+   */
   private viaRelay(hostId: string, endpoint: string | null): Pick<ServedSpan, 'viaRelay'> {
     const relayed = endpoint === null ? this.relays?.hopOf(hostId) : undefined
     if (relayed === undefined) return {}
@@ -221,7 +227,10 @@ function meanBlockBytes(manifest: Pick<Manifest, 'bytesPerBlock' | 'nLayer'>): n
   return manifest.bytesPerBlock.reduce((s, b) => s + b, 0) / manifest.nLayer
 }
 
-/** Before a host has measured a model, decode time per block is about its bytes over memory bandwidth, plus the fixed cost. */
+/**
+ * Before a host has measured a model, decode time per block is
+ * about its bytes over memory bandwidth, plus the fixed cost.
+ */
 function estimateMsPerBlock(blockBytes: number, profile: HardwareProfile): number {
   return BLOCK_OVERHEAD_MS + (1000 * blockBytes) / Math.max(1, profile.memoryBytesPerSecond)
 }

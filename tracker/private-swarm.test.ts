@@ -27,7 +27,8 @@ const bearer = (apiKey: string) => ({ authorization: `Bearer ${apiKey}` })
 /** A BitTorrent announce as a client sends it: binary infohash and peer id, URL-encoded. */
 function announceUrl(tracker: Tracker): string {
   const bin = (hex: string) => `%${hex}`.repeat(20)
-  return `${tracker.url}/announce?info_hash=${bin('ab')}&peer_id=${bin('2d')}&port=6881&uploaded=0&downloaded=0&left=0&compact=1&event=started`
+  const rest = '&port=6881&uploaded=0&downloaded=0&left=0&compact=1&event=started'
+  return `${tracker.url}/announce?info_hash=${bin('ab')}&peer_id=${bin('2d')}${rest}`
 }
 
 describe('a private swarm refuses an unlisted key', () => {
@@ -191,38 +192,42 @@ describe(`a private swarm serves its members end to end`, () => {
     })
   })
 
-  it('on the data plane: a stranger who knows a host’s address opens nothing there, not even with a member’s ticket', async () => {
-    const stranger = NodeIdentity.generate()
-    const memberSocket = await connectTracker(swarm.tracker.url, '/clients', member)
-    const session = randomBytes(16).toString('hex')
-    const maxTokens = 16
-    try {
-      const route = await callRpc(memberSocket, ClientToTracker, 'route.plan', {
-        modelId: swarm.manifest.modelId,
-        maxTokens,
-        promptTokens: 3,
-        session,
-      })
-      const hop = route.hops[0]
-      if (hop?.endpoint == null || hop.ticket === undefined)
-        throw new Error('the route has no direct hop with a ticket')
-      const ws = new WebSocket(hop.endpoint)
-      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
-      const ask = (frame: Uint8Array) =>
-        new Promise<string>((resolve) => {
-          ws.once('message', (data: Buffer) => resolve(readJson(decodeFrame(data), WireError).code))
-          ws.send(frame)
-        })
+  it(
+    'on the data plane: a stranger who knows a host’s address opens nothing there, not even with a member’s ' +
+      'ticket',
+    async () => {
+      const stranger = NodeIdentity.generate()
+      const memberSocket = await connectTracker(swarm.tracker.url, '/clients', member)
+      const session = randomBytes(16).toString('hex')
+      const maxTokens = 16
       try {
-        const open = { modelId: swarm.manifest.modelId, blocks: hop.blocks, maxTokens }
-        expect(await ask(jsonFrame('open', session, 0, open))).toBe('no_ticket')
-        const stolen = { ...open, ticket: hop.ticket, signature: signOpen(stranger, hop.ticket, open) }
-        expect(await ask(jsonFrame('open', session, 0, stolen))).toBe('bad_open_signature')
+        const route = await callRpc(memberSocket, ClientToTracker, 'route.plan', {
+          modelId: swarm.manifest.modelId,
+          maxTokens,
+          promptTokens: 3,
+          session,
+        })
+        const hop = route.hops[0]
+        if (hop?.endpoint == null || hop.ticket === undefined)
+          throw new Error('the route has no direct hop with a ticket')
+        const ws = new WebSocket(hop.endpoint)
+        await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
+        const ask = (frame: Uint8Array) =>
+          new Promise<string>((resolve) => {
+            ws.once('message', (data: Buffer) => resolve(readJson(decodeFrame(data), WireError).code))
+            ws.send(frame)
+          })
+        try {
+          const open = { modelId: swarm.manifest.modelId, blocks: hop.blocks, maxTokens }
+          expect(await ask(jsonFrame('open', session, 0, open))).toBe('no_ticket')
+          const stolen = { ...open, ticket: hop.ticket, signature: signOpen(stranger, hop.ticket, open) }
+          expect(await ask(jsonFrame('open', session, 0, stolen))).toBe('bad_open_signature')
+        } finally {
+          ws.close()
+        }
       } finally {
-        ws.close()
+        memberSocket.close()
       }
-    } finally {
-      memberSocket.close()
-    }
-  })
+    },
+  )
 })

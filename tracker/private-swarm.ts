@@ -66,7 +66,11 @@ function plainAddress(address: string | undefined): string {
  * bencoded `failure reason` (BEP 3) and shows it; a person fetching a .torrent reads the JSON.
  */
 export function refuseStranger(req: IncomingMessage, res: ServerResponse, path: string): void {
-  const message = `this is a private swarm: ${path.startsWith('/models/') ? 'its torrents' : 'announces and scrapes'} are answered only to an address with an admitted Neuron connection open; join the tracker with a listed key first (ask the operator to add yours), then retry.`
+  const message =
+    `this is a private swarm: ` +
+    `${path.startsWith('/models/') ? 'its torrents' : 'announces and scrapes'} are answered only to an address ` +
+    `with an admitted Neuron connection open; join the tracker with a listed key first (ask the operator to add ` +
+    `yours), then retry.`
   if (path.startsWith('/models/')) {
     res
       .writeHead(403, { 'content-type': 'application/json' })

@@ -18,7 +18,9 @@ export interface LiveHost {
 
 /** Sessions remembered as routed to one host between two of its heartbeats. */
 const MAX_COUNTED_SESSIONS = 4096
-/** A routed session no heartbeat has listed counts against its host this long at most (two beats where they are faster). */
+/**
+ * A routed session no heartbeat has listed counts against its host this long at most (two beats where they are faster).
+ */
 export const ROUTED_GRACE_MS = 5_000
 
 /** A session routed to a host: when, and the client key that planned it (its share of the host, session.end). */
@@ -98,7 +100,10 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     return [...this.hosts.values()].filter((h) => h.owner === null)
   }
 
-  /** What the host serves now; its count of sessions is its heartbeats' (a state update carries whatever count it was made with). */
+  /**
+   * What the host serves now; its count of sessions is its heartbeats'
+   * (a state update carries whatever count it was made with).
+   */
   updateState(hostId: string, state: ServingState, now = Date.now()): void {
     const host = this.hosts.get(hostId)
     if (host === undefined) return
@@ -111,8 +116,8 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
   /**
    * `owner`: the instance whose batch carries it (null: this instance's own host). `seen`: the sessions the host held
    * since its last heartbeat; a routed session stays counted until one lists it (its count then holds it, or it has
-   * closed), or for the routed grace (it was never opened). Without `seen` (an older host, another instance's batch), the
-   * count holds every session routed before it.
+   * closed), or for the routed grace (it was never opened). Without `seen` (an older host, another instance's batch),
+   * the count holds every session routed before it.
    */
   heartbeat(
     hostId: string,
@@ -146,12 +151,17 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     }
   }
 
-  /** How long a routed session that no heartbeat lists counts against its host: ROUTED_GRACE_MS, or two beats if sooner. */
+  /**
+   * How long a routed session that no heartbeat lists counts against its host: ROUTED_GRACE_MS, or two beats if sooner.
+   */
   get routedGraceMs(): number {
     return Math.min(ROUTED_GRACE_MS, 2 * this.heartbeatMs)
   }
 
-  /** A session was routed to it by `key`: counted as open until a heartbeat holds it (see heartbeat). False if already counted. */
+  /**
+   * A session was routed to it by `key`: counted as open until a
+   * heartbeat holds it (see heartbeat). False if already counted.
+   */
   routed(hostId: string, session: string, key = '', now = Date.now()): boolean {
     const host = this.hosts.get(hostId)
     if (host === undefined) return false
@@ -180,7 +190,10 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     return changed
   }
 
-  /** Sessions each client key holds at a host, routed or listed by its heartbeats (those the tracker did not route aside). */
+  /**
+   * Sessions each client key holds at a host, routed or listed
+   * by its heartbeats (those the tracker did not route aside).
+   */
   holders(hostId: string): Map<string, number> {
     const counts = new Map<string, number>()
     for (const r of this.routedSessions.get(hostId)?.values() ?? []) counts.set(r.key, (counts.get(r.key) ?? 0) + 1)
@@ -249,7 +262,8 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
       if (host.online && now - host.lastHeartbeat > 3 * this.heartbeatMs)
         this.markOffline(
           host.hostId,
-          `missed three heartbeats (${3 * this.heartbeatMs} ms)${host.owner === null ? '' : ` from instance ${host.owner}`}`,
+          `missed three heartbeats (${3 * this.heartbeatMs} ` +
+            `ms)${host.owner === null ? '' : ` from instance ${host.owner}`}`,
           host.owner,
         )
     }

@@ -32,7 +32,10 @@ export function hostsPerRoute(model: SizedModel, usableBytes: number, budget: Ca
   return ranges
 }
 
-/** A model served by hosts of `usableBytes` each at the placement KV budget: the route's hosts, its seams, its long-context cache. */
+/**
+ * A model served by hosts of `usableBytes` each at the placement
+ * KV budget: the route's hosts, its seams, its long-context cache.
+ */
 export function servingPreview(model: SizedModel, usableBytes: number): ServingPreview {
   const seams = Array.from({ length: model.nLayer - 1 }, (_, i) => seamBytesPerToken(model, i + 1))
   // a model trained for fewer tokens is quoted at its own context

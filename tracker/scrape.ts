@@ -37,7 +37,8 @@ function scrapeResponse(query: string, swarms: Readonly<Record<string, SwarmCoun
   if (wrong >= 0) {
     const got = asked[wrong]
     return failure(
-      `each info_hash is 20 bytes, percent-encoded; got ${got === undefined ? 'a malformed escape' : `${got.length} bytes`}`,
+      `each info_hash is 20 bytes, percent-encoded; got ` +
+        `${got === undefined ? 'a malformed escape' : `${got.length} bytes`}`,
     )
   }
   const hashes = asked.length > 0 ? (asked as Buffer[]) : Object.keys(swarms).map((hex) => Buffer.from(hex, 'hex'))

@@ -101,61 +101,78 @@ for (const engine of await storeEngines())
       }
     })
 
-    it('routes over ready hosts, and drops a host from routing when it disconnects or misses three heartbeats', async () => {
-      const a = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
-      const b = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
-      const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
-      try {
-        const ha = await callRpc(a, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(manifest, [0, 3]) })
-        const hb = await callRpc(b, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(manifest, [3, 5]) })
-        const route = await callRpc(client, ClientToTracker, 'route.plan', {
-          modelId: manifest.modelId,
-          maxTokens: 100,
-          session: sid(),
-        })
-        expect(route.hops.map((h) => [h.hostId, h.blocks])).toEqual([
-          [ha.hostId, [0, 3]],
-          [hb.hostId, [3, 5]],
-        ])
-        const { models } = await callRpc(client, ClientToTracker, 'models.list', {})
-        expect(models[0]?.coverage).toEqual([1, 1, 1, 1, 1])
+    it(
+      'routes over ready hosts, and drops a host from ' + 'routing when it disconnects or misses three heartbeats',
+      async () => {
+        const a = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
+        const b = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
+        const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
+        try {
+          const ha = await callRpc(a, HostToTracker, 'host.hello', {
+            profile: PROFILE,
+            state: serving(manifest, [0, 3]),
+          })
+          const hb = await callRpc(b, HostToTracker, 'host.hello', {
+            profile: PROFILE,
+            state: serving(manifest, [3, 5]),
+          })
+          const route = await callRpc(client, ClientToTracker, 'route.plan', {
+            modelId: manifest.modelId,
+            maxTokens: 100,
+            session: sid(),
+          })
+          expect(route.hops.map((h) => [h.hostId, h.blocks])).toEqual([
+            [ha.hostId, [0, 3]],
+            [hb.hostId, [3, 5]],
+          ])
+          const { models } = await callRpc(client, ClientToTracker, 'models.list', {})
+          expect(models[0]?.coverage).toEqual([1, 1, 1, 1, 1])
 
-        // b stays connected but stops heartbeating: three missed beats (600 ms) and it is out.
-        const keepA = setInterval(
-          () => void callRpc(a, HostToTracker, 'host.heartbeat', { activeSessions: 0 }).catch(() => {}),
-          100,
-        )
-        await new Promise((r) => setTimeout(r, 900))
-        clearInterval(keepA)
-        await expect(
-          callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() }),
-        ).rejects.toMatchObject({
-          code: 'no_route',
-          details: expect.objectContaining({ uncovered: [[3, 5]] }),
-        })
-        await callRpc(b, HostToTracker, 'host.heartbeat', { activeSessions: 0 })
-        expect(
-          (
-            await callRpc(client, ClientToTracker, 'route.plan', {
+          // b stays connected but stops heartbeating: three missed beats (600 ms) and it is out.
+          const keepA = setInterval(
+            () => void callRpc(a, HostToTracker, 'host.heartbeat', { activeSessions: 0 }).catch(() => {}),
+            100,
+          )
+          await new Promise((r) => setTimeout(r, 900))
+          clearInterval(keepA)
+          await expect(
+            callRpc(client, ClientToTracker, 'route.plan', {
               modelId: manifest.modelId,
               maxTokens: 100,
               session: sid(),
-            })
-          ).hops,
-        ).toHaveLength(2)
+            }),
+          ).rejects.toMatchObject({
+            code: 'no_route',
+            details: expect.objectContaining({ uncovered: [[3, 5]] }),
+          })
+          await callRpc(b, HostToTracker, 'host.heartbeat', { activeSessions: 0 })
+          expect(
+            (
+              await callRpc(client, ClientToTracker, 'route.plan', {
+                modelId: manifest.modelId,
+                maxTokens: 100,
+                session: sid(),
+              })
+            ).hops,
+          ).toHaveLength(2)
 
-        a.close()
-        await new Promise((r) => setTimeout(r, 100))
-        await expect(
-          callRpc(client, ClientToTracker, 'route.plan', { modelId: manifest.modelId, maxTokens: 100, session: sid() }),
-        ).rejects.toMatchObject({
-          code: 'no_route',
-          details: expect.objectContaining({ uncovered: [[0, 3]] }),
-        })
-      } finally {
-        for (const s of [a, b, client]) s.close()
-      }
-    })
+          a.close()
+          await new Promise((r) => setTimeout(r, 100))
+          await expect(
+            callRpc(client, ClientToTracker, 'route.plan', {
+              modelId: manifest.modelId,
+              maxTokens: 100,
+              session: sid(),
+            }),
+          ).rejects.toMatchObject({
+            code: 'no_route',
+            details: expect.objectContaining({ uncovered: [[0, 3]] }),
+          })
+        } finally {
+          for (const s of [a, b, client]) s.close()
+        }
+      },
+    )
 
     it('authenticates by signed challenge: no auth, a reused nonce, a wrong key are refused', async () => {
       const refused = (auth: unknown) =>
@@ -224,37 +241,44 @@ for (const engine of await storeEngines())
       }
     })
 
-    it('answers binary data where a block range or number is expected with bad_request, and keeps serving', async () => {
-      const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
-      const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
-      try {
-        // zod 4 freezes `.readonly()` input even when the parse fails: a Buffer there made safeParse throw.
-        const bad: [typeof host, string, unknown][] = [
-          [client, 'route.plan', { modelId: manifest.modelId, maxTokens: 10, span: Buffer.from('xx') }],
-          [client, 'route.plan', { modelId: manifest.modelId, maxTokens: Buffer.from('10') }],
-          [client, 'route.plan', Buffer.from('route me')],
-          [client, 'placement.preview', { modelId: manifest.modelId, profile: { ...PROFILE, gpus: Buffer.alloc(8) } }],
-          [
-            host,
-            'host.hello',
-            { profile: PROFILE, state: { ...serving(manifest, [0, 2]), blocks: Buffer.from('xx') } },
-          ],
-          [host, 'host.state', { ...serving(manifest, [0, 2]), blocks: new Uint8Array([1, 2]) }],
-        ]
-        for (const [socket, event, payload] of bad) {
-          expect(await socket.timeout(2000).emitWithAck(event, payload)).toMatchObject({
-            ok: false,
-            error: { code: 'bad_request', message: expect.any(String) },
-          })
+    it(
+      'answers binary data where a block range or number ' + 'is expected with bad_request, and keeps serving',
+      async () => {
+        const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
+        const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
+        try {
+          // zod 4 freezes `.readonly()` input even when the parse fails: a Buffer there made safeParse throw.
+          const bad: [typeof host, string, unknown][] = [
+            [client, 'route.plan', { modelId: manifest.modelId, maxTokens: 10, span: Buffer.from('xx') }],
+            [client, 'route.plan', { modelId: manifest.modelId, maxTokens: Buffer.from('10') }],
+            [client, 'route.plan', Buffer.from('route me')],
+            [
+              client,
+              'placement.preview',
+              { modelId: manifest.modelId, profile: { ...PROFILE, gpus: Buffer.alloc(8) } },
+            ],
+            [
+              host,
+              'host.hello',
+              { profile: PROFILE, state: { ...serving(manifest, [0, 2]), blocks: Buffer.from('xx') } },
+            ],
+            [host, 'host.state', { ...serving(manifest, [0, 2]), blocks: new Uint8Array([1, 2]) }],
+          ]
+          for (const [socket, event, payload] of bad) {
+            expect(await socket.timeout(2000).emitWithAck(event, payload)).toMatchObject({
+              ok: false,
+              error: { code: 'bad_request', message: expect.any(String) },
+            })
+          }
+          expect((await callRpc(client, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toEqual([
+            'stories260k',
+          ])
+        } finally {
+          host.close()
+          client.close()
         }
-        expect((await callRpc(client, ClientToTracker, 'models.list', {})).models.map((m) => m.modelId)).toEqual([
-          'stories260k',
-        ])
-      } finally {
-        host.close()
-        client.close()
-      }
-    })
+      },
+    )
 
     it('answers an unknown event that asks for an acknowledgement with a typed unknown_event error', async () => {
       const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
@@ -299,45 +323,48 @@ for (const engine of await storeEngines())
       }
     })
 
-    it('refuses a host whose range cuts the model where its manifest forbids a cut, in hello and in state', async () => {
-      // the same files as a model whose boundaries 2 and 3 may not be cut (as a seam carrying indices could require)
-      const seams = Array.from({ length: manifest.nLayer - 1 }, (_, i) => ({
-        cut: i + 1 < 2 || i + 1 > 3,
-        values: manifest.nEmbd,
-        tokenIds: false,
-        int32PerToken: 0,
-      }))
-      const cuts = { ...manifest, modelId: 'stories260k-cuts', seams }
-      const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
-      const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
-      try {
-        await callRpc(client, ClientToTracker, 'model.publish', {
-          manifest: cuts,
-          torrent: await createModelTorrent(join(dir, 'stories'), cuts, [tracker.announceUrl]),
-          tokenizer,
-        })
-        const forbidden = /blocks \[1, 2\) cut stories260k-cuts where its manifest forbids a cut/
-        await expect(
-          callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [1, 2]) }),
-        ).rejects.toMatchObject({
-          code: 'bad_request',
-          message: expect.stringMatching(forbidden),
-        })
-        await callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [0, 1]) })
-        await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 2]))).rejects.toMatchObject({
-          code: 'bad_request',
-          message: expect.stringMatching(forbidden),
-        })
-        await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 9]))).rejects.toMatchObject({
-          message: expect.stringMatching(/run past/),
-        })
-        // between allowed cuts it is taken, and the tracker keeps serving
-        await callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 4], 'loading'))
-      } finally {
-        host.close()
-        client.close()
-      }
-    })
+    it(
+      'refuses a host whose range cuts the model where ' + 'its manifest forbids a cut, in hello and in state',
+      async () => {
+        // the same files as a model whose boundaries 2 and 3 may not be cut (as a seam carrying indices could require)
+        const seams = Array.from({ length: manifest.nLayer - 1 }, (_, i) => ({
+          cut: i + 1 < 2 || i + 1 > 3,
+          values: manifest.nEmbd,
+          tokenIds: false,
+          int32PerToken: 0,
+        }))
+        const cuts = { ...manifest, modelId: 'stories260k-cuts', seams }
+        const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
+        const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
+        try {
+          await callRpc(client, ClientToTracker, 'model.publish', {
+            manifest: cuts,
+            torrent: await createModelTorrent(join(dir, 'stories'), cuts, [tracker.announceUrl]),
+            tokenizer,
+          })
+          const forbidden = /blocks \[1, 2\) cut stories260k-cuts where its manifest forbids a cut/
+          await expect(
+            callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [1, 2]) }),
+          ).rejects.toMatchObject({
+            code: 'bad_request',
+            message: expect.stringMatching(forbidden),
+          })
+          await callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [0, 1]) })
+          await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 2]))).rejects.toMatchObject({
+            code: 'bad_request',
+            message: expect.stringMatching(forbidden),
+          })
+          await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 9]))).rejects.toMatchObject({
+            message: expect.stringMatching(/run past/),
+          })
+          // between allowed cuts it is taken, and the tracker keeps serving
+          await callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 4], 'loading'))
+        } finally {
+          host.close()
+          client.close()
+        }
+      },
+    )
 
     it('persists published models across a restart (the same database)', async () => {
       const path = (await engine.fresh()).location

@@ -84,7 +84,10 @@ export class Tracker {
   readonly rejected = new Map<string, number>()
   private readonly pricing: PricingOptions
   private readonly issuer: ChallengeIssuer
-  /** Who may use this swarm (`admission.admits(key)`, for the data plane's tickets too); `admission.set` changes the list at once. */
+  /**
+   * Who may use this swarm (`admission.admits(key)`, for the data
+   * plane's tickets too); `admission.set` changes the list at once.
+   */
   readonly admission: Admission
   private readonly hostSockets = new Map<string, Socket>()
   /** route.plan's log of each planned route (`--log-routes`), else none. */
@@ -170,7 +173,8 @@ export class Tracker {
       this.metering.escrow.voidHost(hostId, reason).then(
         (voided) =>
           this.log(
-            `host ${hostId}: ${voided.receipts} pending receipts voided, ${voided.refundedMicro} micro-credits refunded to their payers`,
+            `host ${hostId}: ${voided.receipts} pending receipts voided, ${voided.refundedMicro} micro-credits ` +
+              `refunded to their payers`,
           ),
         (e: Error) => this.log(`host ${hostId}: voiding its pending receipts failed: ${e.message}`),
       )
@@ -225,7 +229,8 @@ export class Tracker {
         provenKey: async (req, scope) => (await this.issuer.verifyRequest(req, scope))?.publicKey,
         ...(cluster === undefined ? {} : { counter: cluster.counter }),
         client: () => {
-          // Pinned to this tracker's key; trusts its own certificate (maybe self-signed); its audits are its callers', uncapped.
+          // Pinned to this tracker's key; trusts its own certificate
+          // (maybe self-signed); its audits are its callers', uncapped.
           const own = {
             trackerKey: identity.publicKey,
             ca: options.tls?.cert,
@@ -403,7 +408,8 @@ export class Tracker {
       'grant.challenge': () => this.grantsOrRefuse().challenge(),
       'grant.claim': async (claim, peer) => {
         const claimed = await this.grantsOrRefuse().claim(peer.publicKey, peer.socket.handshake.address, claim)
-        // the new account's pushes (balance, receipts) reach this connection from now on, as they would after a reconnect
+        // the new account's pushes (balance, receipts) reach this
+        // connection from now on, as they would after a reconnect
         joinAccountRoom(peer.socket, Promise.resolve(claimed), (l) => this.log(l))
         return claimed
       },

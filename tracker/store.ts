@@ -74,7 +74,8 @@ export class SqlTrackerStore implements TrackerStore {
 
   async putModel(m: StoredModel): Promise<boolean> {
     const changes = await this.sql.run(
-      `insert into models (model_id, manifest, torrent, tokenizer, info_hash, published_by, publisher_key, published_at) values (?, ?, ?, ?, ?, ?, ?, ?)
+      `insert into models (model_id, manifest, torrent, tokenizer, info_hash, published_by, publisher_key,
+        published_at) values (?, ?, ?, ?, ?, ?, ?, ?)
        on conflict do nothing`,
       [
         m.manifest.modelId,

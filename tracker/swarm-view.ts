@@ -45,11 +45,16 @@ export interface SwarmView {
   nBlocks: number
   spans: readonly ServedSpan[]
   latency: LatencyTable
-  /** 1 at each boundary 0..nBlocks where a hop may start or end (the manifest's seams: allowedCuts); absent, every boundary. */
+  /**
+   * 1 at each boundary 0..nBlocks where a hop may start or end
+   * (the manifest's seams: allowedCuts); absent, every boundary.
+   */
   cuts?: Uint8Array
 }
 
-/** A LatencyTable over measurements kept in memory; `set` records one direction, `setBoth` the round trip split evenly. */
+/**
+ * A LatencyTable over measurements kept in memory; `set` records one direction, `setBoth` the round trip split evenly.
+ */
 export class LatencyMatrix implements LatencyTable {
   private readonly into = new Map<string, Map<string, number>>()
 

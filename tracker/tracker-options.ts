@@ -18,10 +18,16 @@ export interface TrackerOptions extends TicketOfficeOptions {
    * postgres:// store and meet here. Absent: this process is the whole tracker.
    */
   readonly redisUrl?: string
-  /** Where the tracker's key pair is kept (default `<dbPath>.tracker-key.pem`; `tracker-key.pem` beside a postgres:// URL). */
+  /**
+   * Where the tracker's key pair is kept (default
+   * `<dbPath>.tracker-key.pem`; `tracker-key.pem` beside a postgres:// URL).
+   */
   readonly keyPath?: string
   readonly heartbeatMs?: number
-  /** A private swarm admits only these public keys (base64url) and its own, everywhere (see Admission); absent, anyone may join. */
+  /**
+   * A private swarm admits only these public keys (base64url) and
+   * its own, everywhere (see Admission); absent, anyone may join.
+   */
   readonly allowedKeys?: readonly string[]
   /** Known-answer probes, audits and probation (see HostChecks); defaults suit a public swarm. */
   readonly checks?: ChecksOptions
@@ -30,7 +36,10 @@ export interface TrackerOptions extends TicketOfficeOptions {
   /** Largest Socket.IO message (relayed frames included), bytes. */
   readonly maxMessageBytes?: number
   readonly log?: (line: string) => void
-  /** Logs every planned route: its hops, how each is reached, the expected ms per token (`--log-routes`; for diagnosing routing). */
+  /**
+   * Logs every planned route: its hops, how each is reached, the
+   * expected ms per token (`--log-routes`; for diagnosing routing).
+   */
   readonly logRoutes?: boolean
   /** The OpenAI-compatible gateway; its admin token defaults to $NEURON_ADMIN_TOKEN. */
   readonly gateway?: GatewayOptions
@@ -43,11 +52,16 @@ export interface TrackerOptions extends TicketOfficeOptions {
    * in `keyPath` (a fresh one for ':memory:').
    */
   readonly identity?: NodeIdentity
-  /** How long host earnings stay pending (voidable) before they are settled (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h). */
+  /**
+   * How long host earnings stay pending (voidable) before they are
+   * settled (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h).
+   */
   readonly settlementWindowMs?: number
 }
 
-/** The tracker's key pair: given, a throwaway one for a throwaway in-memory swarm, or the key file (created if absent). */
+/**
+ * The tracker's key pair: given, a throwaway one for a throwaway in-memory swarm, or the key file (created if absent).
+ */
 export async function trackerIdentity(options: TrackerOptions): Promise<NodeIdentity> {
   if (options.identity !== undefined) return options.identity
   if (options.dbPath === ':memory:' && options.keyPath === undefined) return NodeIdentity.generate()

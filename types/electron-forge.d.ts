@@ -10,7 +10,8 @@ declare module '@electron-forge/shared-types' {
   export type AsarOptions = {
     dot?: boolean
     /**
-     * Path to a file containing the list of relative filepaths relative to `src` and the specific order they should be inserted into the asar.
+     * Path to a file containing the list of relative filepaths relative to
+     * `src` and the specific order they should be inserted into the asar.
      */
     ordering?: string
     pattern?: string

@@ -42,7 +42,8 @@ describe('the API tab’s key on the embedded swarm', () => {
     await cleanup()
   })
 
-  it('makes a key for the app’s own account that the openai client completes with, shows it masked after, and revokes it (401 at once)', async () => {
+  it('makes a key for the app’s own account that the openai client completes with, shows it masked after, and ' +
+    'revokes it (401 at once)', async () => {
     const before = await call('api.get', {})
     expect(before).toEqual({
       endpoint: `${backend.trackerUrl}/v1`,

@@ -51,7 +51,8 @@ describe('the API tab’s request log and key, with the openai client', () => {
     await cleanup()
   })
 
-  it('lists two completions newest first, with the tokens their usage said and the credits the balance lost', async () => {
+  it('lists two completions newest first, with the tokens their usage said and the credits the ' +
+    'balance lost', async () => {
     expect(await call('api.requests', {})).toEqual({ requests: [] })
     const { apiKey, view } = await call('api.createKey', {})
     const client = new OpenAI({ baseURL: view.endpoint, apiKey, maxRetries: 0 })
@@ -85,7 +86,8 @@ describe('the API tab’s request log and key, with the openai client', () => {
     expect(second?.startedAt).toBeGreaterThanOrEqual(first?.startedAt ?? Number.POSITIVE_INFINITY)
   }, 180_000)
 
-  it('revokes the old identity’s key when another identity is imported (401 invalid_api_key); the new one starts with no key', async () => {
+  it('revokes the old identity’s key when another identity is imported (401 invalid_api_key); the new one starts ' +
+    'with no key', async () => {
     const { apiKey, view } = await call('api.createKey', {})
     const old = new OpenAI({ baseURL: view.endpoint, apiKey, maxRetries: 0 })
     expect((await old.models.list()).data.map((m) => m.id)).toContain(MODEL)

@@ -75,7 +75,8 @@ describe(`the app backend on its embedded swarm`, () => {
       threads: 1,
     })
     console.log(
-      `backend started (embedded tracker, stories260K packed and published) in ${(performance.now() - started).toFixed(0)} ms`,
+      `backend started (embedded tracker, stories260K packed and published) in ` +
+        `${(performance.now() - started).toFixed(0)} ms`,
     )
     backend.onEvent((event, data) => events.push({ event, data, at: performance.now() }))
   })
@@ -104,96 +105,105 @@ describe(`the app backend on its embedded swarm`, () => {
     expect(computer.summary).toMatch(/^This computer can serve about [\d.]+ GB of layers/)
   })
 
-  it('previews the existing coverage, then hosts the proposed range through downloading and loading to serving', async () => {
-    extra = new Host({
-      trackerUrl: backend.trackerUrl,
-      dataDir: join(dir, 'extra'),
-      modelId: MODEL,
-      blocks: [0, 2],
-      threads: 1,
-    })
-    await extra.start()
-    const preview = await call('hosting.preview', { modelId: MODEL })
-    expect(preview.placement.coverage.map((c) => c.before.hosts)).toEqual([1, 1, 0, 0, 0])
-    const proposal = preview.placement.proposal
-    if (proposal === null) throw new Error(`no proposal: ${preview.placement.refusal?.reason}`)
-    expect(proposal.blocks[1]).toBe(5)
-    // The cache each block states in the manifest (stories260K: 128 bytes per token), at the host's KV budget.
-    expect([proposal.cacheBytesPerToken, proposal.cacheBytes]).toEqual(
-      [128, 128 * KV_BUDGET.tokens].map((x) => x * (proposal.blocks[1] - proposal.blocks[0])),
-    )
-    // Priced by the tracker: the proposal and every alternative say what they would earn.
-    expect(preview.creditsPerHourMicro).toBeGreaterThan(0)
-    expect(preview.creditsPerHourMicro).toBe(proposal.hostMicroPerHour)
-    for (const alternative of preview.placement.alternatives) expect(alternative.hostMicroPerHour).toBeGreaterThan(0)
+  it(
+    'previews the existing coverage, then hosts the proposed ' + 'range through downloading and loading to serving',
+    async () => {
+      extra = new Host({
+        trackerUrl: backend.trackerUrl,
+        dataDir: join(dir, 'extra'),
+        modelId: MODEL,
+        blocks: [0, 2],
+        threads: 1,
+      })
+      await extra.start()
+      const preview = await call('hosting.preview', { modelId: MODEL })
+      expect(preview.placement.coverage.map((c) => c.before.hosts)).toEqual([1, 1, 0, 0, 0])
+      const proposal = preview.placement.proposal
+      if (proposal === null) throw new Error(`no proposal: ${preview.placement.refusal?.reason}`)
+      expect(proposal.blocks[1]).toBe(5)
+      // The cache each block states in the manifest (stories260K: 128 bytes per token), at the host's KV budget.
+      expect([proposal.cacheBytesPerToken, proposal.cacheBytes]).toEqual(
+        [128, 128 * KV_BUDGET.tokens].map((x) => x * (proposal.blocks[1] - proposal.blocks[0])),
+      )
+      // Priced by the tracker: the proposal and every alternative say what they would earn.
+      expect(preview.creditsPerHourMicro).toBeGreaterThan(0)
+      expect(preview.creditsPerHourMicro).toBe(proposal.hostMicroPerHour)
+      for (const alternative of preview.placement.alternatives) expect(alternative.hostMicroPerHour).toBeGreaterThan(0)
 
-    const started = performance.now()
-    const status = await call('hosting.start', { modelId: MODEL, blocks: proposal.blocks })
-    expect(status).toMatchObject({
-      phase: 'downloading',
-      modelId: MODEL,
-      blocks: proposal.blocks,
-      serving: null,
-      error: null,
-    })
-    await until('serving', () => seen('hosting.status').some((s) => s.phase === 'serving'))
-    console.log(`hosting.start → serving in ${(performance.now() - started).toFixed(0)} ms`)
-    const phases = seen('hosting.status').map((s) => s.phase)
-    expect(phases.indexOf('loading')).toBeGreaterThan(phases.indexOf('downloading'))
-    expect(phases.indexOf('serving')).toBeGreaterThan(phases.indexOf('loading'))
-    // The tracker's known-answer probe of the new range is a session too, closed once answered.
-    let serving = await call('hosting.status', {})
-    for (let i = 0; i < 200 && serving.serving?.activeSessions !== 0; i++) {
-      await new Promise((r) => setTimeout(r, 25))
-      serving = await call('hosting.status', {})
-    }
-    expect(serving.serving).toMatchObject({
-      activeSessions: 0,
-      servedBlockTokens: 0,
-      endpoint: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:/),
-    })
-    expect(serving.serving?.tokensPerSecond).toBeGreaterThan(0)
-    expect(serving.artifacts.length).toBeGreaterThan(0)
-    expect(serving.artifacts.every((a) => a.downloadedBytes === a.totalBytes)).toBe(true)
-    expect((await failure('hosting.start', { modelId: MODEL, blocks: [0, 5] })).code).toBe('hosting_busy')
-  })
+      const started = performance.now()
+      const status = await call('hosting.start', { modelId: MODEL, blocks: proposal.blocks })
+      expect(status).toMatchObject({
+        phase: 'downloading',
+        modelId: MODEL,
+        blocks: proposal.blocks,
+        serving: null,
+        error: null,
+      })
+      await until('serving', () => seen('hosting.status').some((s) => s.phase === 'serving'))
+      console.log(`hosting.start → serving in ${(performance.now() - started).toFixed(0)} ms`)
+      const phases = seen('hosting.status').map((s) => s.phase)
+      expect(phases.indexOf('loading')).toBeGreaterThan(phases.indexOf('downloading'))
+      expect(phases.indexOf('serving')).toBeGreaterThan(phases.indexOf('loading'))
+      // The tracker's known-answer probe of the new range is a session too, closed once answered.
+      let serving = await call('hosting.status', {})
+      for (let i = 0; i < 200 && serving.serving?.activeSessions !== 0; i++) {
+        await new Promise((r) => setTimeout(r, 25))
+        serving = await call('hosting.status', {})
+      }
+      expect(serving.serving).toMatchObject({
+        activeSessions: 0,
+        servedBlockTokens: 0,
+        endpoint: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:/),
+      })
+      expect(serving.serving?.tokensPerSecond).toBeGreaterThan(0)
+      expect(serving.artifacts.length).toBeGreaterThan(0)
+      expect(serving.artifacts.every((a) => a.downloadedBytes === a.totalBytes)).toBe(true)
+      expect((await failure('hosting.start', { modelId: MODEL, blocks: [0, 5] })).code).toBe('hosting_busy')
+    },
+  )
 
-  it('streams a chat whose text equals the swarm client’s greedy output, with the route and the charge in chat.done', async () => {
-    const reference = await SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())
-    let expected = ''
-    try {
-      const prompt = renderChat(await reference.tokenizer(MODEL), MESSAGES)
-      const run = reference.generate({ modelId: MODEL, prompt, maxTokens: 24, stopAtEog: true })
-      for (let next = await run.next(); !next.done; next = await run.next()) expected += next.value.text
-    } finally {
-      reference.close()
-    }
-    expect(expected.length).toBeGreaterThan(10)
-
-    expect(await call('chat.send', { chatId: 'story-1', modelId: MODEL, messages: MESSAGES, maxTokens: 24 })).toEqual({
-      chatId: 'story-1',
-    })
-    await until(
+  it(
+    'streams a chat whose text equals the swarm client’s greedy output, with the route and the charge in ' +
       'chat.done',
-      () => seen('chat.done').some((d) => d.chatId === 'story-1') || seen('chat.error').length > 0,
-    )
-    expect(seen('chat.error')).toEqual([])
-    const text = seen('chat.token')
-      .filter((t) => t.chatId === 'story-1')
-      .map((t) => t.text)
-      .join('')
-    expect(text).toBe(expected)
-    const done = seen('chat.done').find((d) => d.chatId === 'story-1')
-    expect(done?.route.map((h) => h.hostId)).toContain(backend.hostId)
-    expect(done?.route.reduce((n, h) => n + h.blocks[1] - h.blocks[0], 0)).toBe(5)
-    expect(done?.route.every((h) => h.medianMs !== null && h.medianMs > 0)).toBe(true)
-    expect(done?.chargedMicro).toBeGreaterThan(0)
-    expect(
-      seen('chat.route')
-        .find((r) => r.chatId === 'story-1')
-        ?.hops.map((h) => h.hostId),
-    ).toEqual(done?.route.map((h) => h.hostId))
-  })
+    async () => {
+      const reference = await SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())
+      let expected = ''
+      try {
+        const prompt = renderChat(await reference.tokenizer(MODEL), MESSAGES)
+        const run = reference.generate({ modelId: MODEL, prompt, maxTokens: 24, stopAtEog: true })
+        for (let next = await run.next(); !next.done; next = await run.next()) expected += next.value.text
+      } finally {
+        reference.close()
+      }
+      expect(expected.length).toBeGreaterThan(10)
+
+      expect(await call('chat.send', { chatId: 'story-1', modelId: MODEL, messages: MESSAGES, maxTokens: 24 })).toEqual(
+        {
+          chatId: 'story-1',
+        },
+      )
+      await until(
+        'chat.done',
+        () => seen('chat.done').some((d) => d.chatId === 'story-1') || seen('chat.error').length > 0,
+      )
+      expect(seen('chat.error')).toEqual([])
+      const text = seen('chat.token')
+        .filter((t) => t.chatId === 'story-1')
+        .map((t) => t.text)
+        .join('')
+      expect(text).toBe(expected)
+      const done = seen('chat.done').find((d) => d.chatId === 'story-1')
+      expect(done?.route.map((h) => h.hostId)).toContain(backend.hostId)
+      expect(done?.route.reduce((n, h) => n + h.blocks[1] - h.blocks[0], 0)).toBe(5)
+      expect(done?.route.every((h) => h.medianMs !== null && h.medianMs > 0)).toBe(true)
+      expect(done?.chargedMicro).toBeGreaterThan(0)
+      expect(
+        seen('chat.route')
+          .find((r) => r.chatId === 'story-1')
+          ?.hops.map((h) => h.hostId),
+      ).toEqual(done?.route.map((h) => h.hostId))
+    },
+  )
 
   it('shows the host’s earnings, equal to the tracker ledger, and pushes them as receipts settle', async () => {
     const tracker = backend.embeddedTracker
@@ -221,8 +231,8 @@ describe(`the app backend on its embedded swarm`, () => {
     const pushed = seen('earnings.receipt')
     expect(pushed.length).toBeGreaterThan(0)
     expect(pushed.at(-1)).toMatchObject({ balanceMicro: earnings.balanceMicro, pendingMicro: earnings.pendingMicro })
-    // Each push says what that receipt earned, the first one too: together, the whole balance (pending and settled) of this new host.
-    // (A probe's receipts are verified and pay nothing: those pushes earn 0.)
+    // Each push says what that receipt earned, the first one too: together, the whole balance (pending and settled) of
+    // this new host. (A probe's receipts are verified and pay nothing: those pushes earn 0.)
     expect(pushed.some((p) => p.ok && p.earnedMicro > 0)).toBe(true)
     expect(pushed.every((p) => p.earnedMicro >= 0)).toBe(true)
     await until(
@@ -238,30 +248,33 @@ describe(`the app backend on its embedded swarm`, () => {
     )
   })
 
-  it('makes the embedded swarm private from Settings: a stranger is refused at once, the app keeps its dashboards', async () => {
-    const tracker = backend.embeddedTracker
-    if (tracker === null || extra === undefined) throw new Error('not embedded, or no extra host')
-    const friend = NodeIdentity.generate()
-    const extraKey = tracker.registry.get(extra.hostId)?.publicKey ?? ''
-    expect((await failure('settings.update', { allowedKeys: ['not a key'] })).message).toMatch(/public key/)
-    expect((await call('settings.update', { allowedKeys: [friend.publicKey, extraKey] })).allowedKeys).toEqual([
-      friend.publicKey,
-      extraKey,
-    ])
-    try {
-      expect((await SettingsStore.open(join(dir, 'app'))).value.allowedKeys).toEqual([friend.publicKey, extraKey])
-      await expect(SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).rejects.toMatchObject({
-        code: 'not_admitted',
-      })
-      ;(await SwarmClient.connect(backend.trackerUrl, friend)).close()
-      // The app's own key stays admitted: its earnings come from the members-only dashboard, signed.
-      expect((await call('earnings.get', {})).pendingMicro).toBeGreaterThan(0)
-      expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
-    } finally {
-      await call('settings.update', { allowedKeys: null })
-    }
-    ;(await SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).close()
-  })
+  it(
+    'makes the embedded swarm private from Settings: a ' + 'stranger is refused at once, the app keeps its dashboards',
+    async () => {
+      const tracker = backend.embeddedTracker
+      if (tracker === null || extra === undefined) throw new Error('not embedded, or no extra host')
+      const friend = NodeIdentity.generate()
+      const extraKey = tracker.registry.get(extra.hostId)?.publicKey ?? ''
+      expect((await failure('settings.update', { allowedKeys: ['not a key'] })).message).toMatch(/public key/)
+      expect((await call('settings.update', { allowedKeys: [friend.publicKey, extraKey] })).allowedKeys).toEqual([
+        friend.publicKey,
+        extraKey,
+      ])
+      try {
+        expect((await SettingsStore.open(join(dir, 'app'))).value.allowedKeys).toEqual([friend.publicKey, extraKey])
+        await expect(SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).rejects.toMatchObject({
+          code: 'not_admitted',
+        })
+        ;(await SwarmClient.connect(backend.trackerUrl, friend)).close()
+        // The app's own key stays admitted: its earnings come from the members-only dashboard, signed.
+        expect((await call('earnings.get', {})).pendingMicro).toBeGreaterThan(0)
+        expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
+      } finally {
+        await call('settings.update', { allowedKeys: null })
+      }
+      ;(await SwarmClient.connect(backend.trackerUrl, NodeIdentity.generate())).close()
+    },
+  )
 
   it('pauses (artifacts stay) and resumes serving the same range, then stops', async () => {
     const blocks = backend.hostingStatus.blocks
@@ -273,22 +286,26 @@ describe(`the app backend on its embedded swarm`, () => {
     expect((await call('hosting.status', {})).modelId).toBeNull()
   })
 
-  it('runs hosting changes in the order called: two stops and a start at once leave one host, serving what is saved', async () => {
-    const live = liveHosts()
-    await call('hosting.start', { modelId: MODEL, blocks: [2, 5] })
-    await until('serving', () => backend.hostingStatus.phase === 'serving')
-    const [first, second, started] = await Promise.all([
-      call('hosting.stop', {}),
-      call('hosting.stop', {}),
-      call('hosting.start', { modelId: MODEL, blocks: [1, 5] }),
-    ])
-    expect([first.phase, second.phase]).toEqual(['idle', 'idle'])
-    expect(started).toMatchObject({ phase: 'downloading', blocks: [1, 5] })
-    await until('serving again', () => backend.hostingStatus.phase === 'serving')
-    expect(backend.hostingStatus).toMatchObject({ modelId: MODEL, blocks: [1, 5] })
-    expect(live.size).toBe(1)
-    expect(await savedHosting()).toEqual({ modelId: MODEL, blocks: [1, 5], paused: false })
-  })
+  it(
+    'runs hosting changes in the order called: two stops and a start at once leave one host, serving what ' +
+      'is saved',
+    async () => {
+      const live = liveHosts()
+      await call('hosting.start', { modelId: MODEL, blocks: [2, 5] })
+      await until('serving', () => backend.hostingStatus.phase === 'serving')
+      const [first, second, started] = await Promise.all([
+        call('hosting.stop', {}),
+        call('hosting.stop', {}),
+        call('hosting.start', { modelId: MODEL, blocks: [1, 5] }),
+      ])
+      expect([first.phase, second.phase]).toEqual(['idle', 'idle'])
+      expect(started).toMatchObject({ phase: 'downloading', blocks: [1, 5] })
+      await until('serving again', () => backend.hostingStatus.phase === 'serving')
+      expect(backend.hostingStatus).toMatchObject({ modelId: MODEL, blocks: [1, 5] })
+      expect(live.size).toBe(1)
+      expect(await savedHosting()).toEqual({ modelId: MODEL, blocks: [1, 5], paused: false })
+    },
+  )
 
   it('a pause and a start of another range at once: the pause lands first, then the new range serves', async () => {
     const live = liveHosts()
@@ -319,29 +336,36 @@ describe(`the app backend on its embedded swarm`, () => {
     expect(await savedHosting()).toBeNull()
   })
 
-  it('refuses a range over the memory limit, hosts on the CPU when GPUs are off, and counts no more than the computer has', async () => {
-    await call('settings.update', { limits: { memoryBytes: 1000, useGpu: false } })
-    const error = await failure('hosting.start', { modelId: MODEL, blocks: [0, 5] })
-    expect(error.code).toBe('memory_limit')
-    expect(error.message).toMatch(
-      /^blocks \[0, 5\) of stories260k need about [\d.]+ (bytes|MB|GB) of memory .* over this computer's memory limit of 1000 bytes/,
-    )
-    expect(backend.hostingStatus.phase).toBe('idle')
-    expect(await savedHosting()).toBeNull()
+  it(
+    'refuses a range over the memory limit, hosts on the CPU when GPUs are off, and counts no more than the ' +
+      'computer has',
+    async () => {
+      await call('settings.update', { limits: { memoryBytes: 1000, useGpu: false } })
+      const error = await failure('hosting.start', { modelId: MODEL, blocks: [0, 5] })
+      expect(error.code).toBe('memory_limit')
+      expect(error.message).toMatch(
+        new RegExp(
+          String.raw`^blocks \[0, 5\) of stories260k need about [\d.]+ (bytes|MB|GB) of memory .* ` +
+            String.raw`over this computer's memory limit of 1000 bytes`,
+        ),
+      )
+      expect(backend.hostingStatus.phase).toBe('idle')
+      expect(await savedHosting()).toBeNull()
 
-    await call('settings.update', { limits: { memoryBytes: 1e12, diskBytes: 1e15 } })
-    const computer = await call('computer.get', {})
-    expect(computer.servableBytes).toBeLessThanOrEqual(
-      Math.min(computer.profile.memory.availableBytes, computer.profile.disk.freeBytes),
-    )
+      await call('settings.update', { limits: { memoryBytes: 1e12, diskBytes: 1e15 } })
+      const computer = await call('computer.get', {})
+      expect(computer.servableBytes).toBeLessThanOrEqual(
+        Math.min(computer.profile.memory.availableBytes, computer.profile.disk.freeBytes),
+      )
 
-    const live = liveHosts()
-    await call('hosting.start', { modelId: MODEL, blocks: [3, 5] })
-    expect([...live].map((h) => h.options.device)).toEqual(['cpu'])
-    await until('serving on the CPU', () => backend.hostingStatus.phase === 'serving')
-    await call('hosting.stop', {})
-    await call('settings.update', { limits: { memoryBytes: null, diskBytes: null, useGpu: true } })
-  })
+      const live = liveHosts()
+      await call('hosting.start', { modelId: MODEL, blocks: [3, 5] })
+      expect([...live].map((h) => h.options.device)).toEqual(['cpu'])
+      await until('serving on the CPU', () => backend.hostingStatus.phase === 'serving')
+      await call('hosting.stop', {})
+      await call('settings.update', { limits: { memoryBytes: null, diskBytes: null, useGpu: true } })
+    },
+  )
 
   it('changes nothing when the settings cannot be saved, though the new tracker answers', async () => {
     const other = await Tracker.start({ dbPath: join(dir, 'other.sqlite'), host: '127.0.0.1', port: 0 })
@@ -373,45 +397,49 @@ describe(`the app backend on its embedded swarm`, () => {
     }
   })
 
-  it('a switch of tracker stops hosting and ends a chat saying the connection changed; the same URL with a slash is no switch', async () => {
-    const other = await Tracker.start({ dbPath: join(dir, 'other-2.sqlite'), host: '127.0.0.1', port: 0 })
-    try {
-      expect(backend.hostingStatus.phase).toBe('serving')
-      await call('chat.send', { chatId: 'switch-1', modelId: MODEL, messages: MESSAGES, maxTokens: 2000 })
-      await until(
-        'the first token',
-        () =>
-          seen('chat.token').some((t) => t.chatId === 'switch-1') ||
-          seen('chat.error').some((e) => e.chatId === 'switch-1'),
-      )
-      expect(seen('chat.error').map((e) => e.error.message)).toEqual([])
-      const settings = await call('settings.update', { trackerUrl: `${other.url}/` })
-      expect(settings).toMatchObject({ trackerUrl: other.url, connectedTrackerUrl: other.url })
-      await until(
-        'the chat ended',
-        () =>
-          seen('chat.error').some((e) => e.chatId === 'switch-1') ||
-          seen('chat.done').some((d) => d.chatId === 'switch-1'),
-      )
-      expect(seen('chat.error').find((e) => e.chatId === 'switch-1')?.error).toMatchObject({
-        code: 'swarm_changed',
-        message: expect.stringMatching(/swarm connection changed/),
-      })
-      expect(backend.hostingStatus).toMatchObject({ phase: 'idle', modelId: null })
-      expect(await savedHosting()).toBeNull()
-      // On a remote tracker the app's own account is unknown: no invented id.
-      expect((await call('earnings.get', {})).account).toBeNull()
-      const url = backend.trackerUrl
-      expect(await call('settings.update', { trackerUrl: `${other.url}//` })).toMatchObject({
-        connectedTrackerUrl: url,
-      })
-      expect(backend.trackerUrl).toBe(url)
-    } finally {
-      await call('settings.update', { trackerUrl: null }).catch(() => {}) // hosts again the range left there
-      await call('hosting.stop', {}).catch(() => {})
-      await other.close()
-    }
-  })
+  it(
+    'a switch of tracker stops hosting and ends a chat saying the connection changed; the same URL with a slash ' +
+      'is no switch',
+    async () => {
+      const other = await Tracker.start({ dbPath: join(dir, 'other-2.sqlite'), host: '127.0.0.1', port: 0 })
+      try {
+        expect(backend.hostingStatus.phase).toBe('serving')
+        await call('chat.send', { chatId: 'switch-1', modelId: MODEL, messages: MESSAGES, maxTokens: 2000 })
+        await until(
+          'the first token',
+          () =>
+            seen('chat.token').some((t) => t.chatId === 'switch-1') ||
+            seen('chat.error').some((e) => e.chatId === 'switch-1'),
+        )
+        expect(seen('chat.error').map((e) => e.error.message)).toEqual([])
+        const settings = await call('settings.update', { trackerUrl: `${other.url}/` })
+        expect(settings).toMatchObject({ trackerUrl: other.url, connectedTrackerUrl: other.url })
+        await until(
+          'the chat ended',
+          () =>
+            seen('chat.error').some((e) => e.chatId === 'switch-1') ||
+            seen('chat.done').some((d) => d.chatId === 'switch-1'),
+        )
+        expect(seen('chat.error').find((e) => e.chatId === 'switch-1')?.error).toMatchObject({
+          code: 'swarm_changed',
+          message: expect.stringMatching(/swarm connection changed/),
+        })
+        expect(backend.hostingStatus).toMatchObject({ phase: 'idle', modelId: null })
+        expect(await savedHosting()).toBeNull()
+        // On a remote tracker the app's own account is unknown: no invented id.
+        expect((await call('earnings.get', {})).account).toBeNull()
+        const url = backend.trackerUrl
+        expect(await call('settings.update', { trackerUrl: `${other.url}//` })).toMatchObject({
+          connectedTrackerUrl: url,
+        })
+        expect(backend.trackerUrl).toBe(url)
+      } finally {
+        await call('settings.update', { trackerUrl: null }).catch(() => {}) // hosts again the range left there
+        await call('hosting.stop', {}).catch(() => {})
+        await other.close()
+      }
+    },
+  )
 
   it('refuses a tracker URL where no tracker answers, and changes nothing', async () => {
     const before = await call('settings.get', {})
@@ -433,31 +461,38 @@ describe(`the app backend on its embedded swarm`, () => {
     expect((await call('models.list', {})).models.map((m) => m.modelId)).toEqual([MODEL])
   })
 
-  it('starts with an empty swarm when the default model is missing, and offers the file dialog only where its adapter has one', async () => {
-    expect((await call('settings.get', {})).canPickFiles).toBe(false)
-    expect(await failure('models.pick', {})).toMatchObject({
-      code: 'not_available',
-      message: expect.stringMatching(/type the path/),
-    })
-    const chosen = [join(dir, 'picked.gguf'), null]
-    const withDialog = await AppBackend.start({
-      dataDir: join(dir, 'dialog'),
-      trackerUrl: null,
-      defaultModels: [join(dir, 'no-such-model.gguf')],
-      threads: 1,
-      pickFile: async () => chosen.shift() ?? null,
-    })
-    try {
-      expect(await withDialog.call('models.list', {})).toEqual({ ok: true, value: { models: [] } })
-      const settings = await withDialog.call('settings.get', {})
-      expect(settings.ok && (settings.value as { canPickFiles: boolean }).canPickFiles).toBe(true)
-      expect(await withDialog.call('models.pick', {})).toEqual({ ok: true, value: { path: join(dir, 'picked.gguf') } })
-      // Cancelled: no path, and no error.
-      expect(await withDialog.call('models.pick', {})).toEqual({ ok: true, value: { path: null } })
-    } finally {
-      await withDialog.close()
-    }
-  })
+  it(
+    'starts with an empty swarm when the default model is missing, and offers the file dialog only where its ' +
+      'adapter has one',
+    async () => {
+      expect((await call('settings.get', {})).canPickFiles).toBe(false)
+      expect(await failure('models.pick', {})).toMatchObject({
+        code: 'not_available',
+        message: expect.stringMatching(/type the path/),
+      })
+      const chosen = [join(dir, 'picked.gguf'), null]
+      const withDialog = await AppBackend.start({
+        dataDir: join(dir, 'dialog'),
+        trackerUrl: null,
+        defaultModels: [join(dir, 'no-such-model.gguf')],
+        threads: 1,
+        pickFile: async () => chosen.shift() ?? null,
+      })
+      try {
+        expect(await withDialog.call('models.list', {})).toEqual({ ok: true, value: { models: [] } })
+        const settings = await withDialog.call('settings.get', {})
+        expect(settings.ok && (settings.value as { canPickFiles: boolean }).canPickFiles).toBe(true)
+        expect(await withDialog.call('models.pick', {})).toEqual({
+          ok: true,
+          value: { path: join(dir, 'picked.gguf') },
+        })
+        // Cancelled: no path, and no error.
+        expect(await withDialog.call('models.pick', {})).toEqual({ ok: true, value: { path: null } })
+      } finally {
+        await withDialog.close()
+      }
+    },
+  )
 
   it('answers malformed calls with bad_request and keeps serving', async () => {
     expect((await failure('hosting.start', { modelId: MODEL, blocks: [3, 1] })).code).toBe('bad_request')

@@ -42,7 +42,10 @@ export interface AppBackendOptions {
   /** This computer's file dialog for a .gguf, where the adapter has one (Electron); null when cancelled. */
   readonly pickFile?: () => Promise<string | null>
   readonly log?: (line: string) => void
-  /** Advertise and browse by mDNS while the home-network switch is on (default true; tests outside a namespace turn it off). */
+  /**
+   * Advertise and browse by mDNS while the home-network switch
+   * is on (default true; tests outside a namespace turn it off).
+   */
   readonly mdns?: boolean
 }
 
@@ -249,7 +252,8 @@ export class AppBackend {
     await backend.syncLan()
     if (saved.hosting !== null) {
       log(
-        `${saved.hosting.paused ? 'hosting paused' : 'resuming hosting'}: ${saved.hosting.modelId} blocks [${saved.hosting.blocks[0]}, ${saved.hosting.blocks[1]})`,
+        `${saved.hosting.paused ? 'hosting paused' : 'resuming hosting'}: ${saved.hosting.modelId} blocks ` +
+          `[${saved.hosting.blocks[0]}, ${saved.hosting.blocks[1]})`,
       )
       void backend.hosting.restore(saved.hosting)
     }

@@ -86,53 +86,61 @@ describe('chat sampling and context on the embedded swarm', () => {
     expect(huge).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/256000 characters/) })
   })
 
-  it('refuses, before any host sees it, a prompt whose tokens plus max tokens exceed the context, naming the counts', async () => {
-    const messages = [{ role: 'user' as const, content: 'The cat sat on the mat. '.repeat(400) }]
-    const { promptTokens } = await call('chat.count', { modelId: MODEL, messages })
-    expect(promptTokens).toBeGreaterThan(2048)
-    const refused = await failure('chat.send', { chatId: 'too-long', modelId: MODEL, messages, maxTokens: 64 })
-    expect(refused.code).toBe('context_exceeded')
-    expect(refused.message).toContain(`the prompt is ${promptTokens} tokens`)
-    expect(refused.message).toContain('context of 2048 tokens')
-    expect(seen('chat.route').some((r) => r.chatId === 'too-long')).toBe(false)
-    // A prompt that fits only without its max tokens is refused too; the chat id is free again after.
-    const short = await call('chat.count', { modelId: MODEL, messages: MESSAGES })
-    const over = await failure('chat.send', {
-      chatId: 'too-long',
-      modelId: MODEL,
-      messages: MESSAGES,
-      maxTokens: 2049 - short.promptTokens,
-    })
-    expect(over.message).toContain(
-      `${short.promptTokens + 2049 - short.promptTokens} > ${MODEL}'s context of 2048 tokens`,
-    )
-    expect(await answer({ chatId: 'too-long', modelId: MODEL, messages: MESSAGES, maxTokens: 8 })).not.toBe('')
-  })
+  it(
+    'refuses, before any host sees it, a prompt whose tokens plus max tokens exceed the context, naming the ' +
+      'counts',
+    async () => {
+      const messages = [{ role: 'user' as const, content: 'The cat sat on the mat. '.repeat(400) }]
+      const { promptTokens } = await call('chat.count', { modelId: MODEL, messages })
+      expect(promptTokens).toBeGreaterThan(2048)
+      const refused = await failure('chat.send', { chatId: 'too-long', modelId: MODEL, messages, maxTokens: 64 })
+      expect(refused.code).toBe('context_exceeded')
+      expect(refused.message).toContain(`the prompt is ${promptTokens} tokens`)
+      expect(refused.message).toContain('context of 2048 tokens')
+      expect(seen('chat.route').some((r) => r.chatId === 'too-long')).toBe(false)
+      // A prompt that fits only without its max tokens is refused too; the chat id is free again after.
+      const short = await call('chat.count', { modelId: MODEL, messages: MESSAGES })
+      const over = await failure('chat.send', {
+        chatId: 'too-long',
+        modelId: MODEL,
+        messages: MESSAGES,
+        maxTokens: 2049 - short.promptTokens,
+      })
+      expect(over.message).toContain(
+        `${short.promptTokens + 2049 - short.promptTokens} > ${MODEL}'s context of 2048 tokens`,
+      )
+      expect(await answer({ chatId: 'too-long', modelId: MODEL, messages: MESSAGES, maxTokens: 8 })).not.toBe('')
+    },
+  )
 
-  it('samples at temperature > 0: a fixed seed repeats its answer, another seed gives another, top-p/top-k/repeat penalty are taken', async () => {
-    const sampling = {
-      modelId: MODEL,
-      messages: MESSAGES,
-      maxTokens: 32,
-      temperature: 1,
-      topP: 0.95,
-      topK: 40,
-      repeatPenalty: 1.1,
-    }
-    const first = await answer({ ...sampling, chatId: 'seed-1a', seed: 1 })
-    const again = await answer({ ...sampling, chatId: 'seed-1b', seed: 1 })
-    const other = await answer({ ...sampling, chatId: 'seed-2', seed: 2 })
-    expect(first.length).toBeGreaterThan(0)
-    expect(again).toBe(first)
-    expect(other).not.toBe(first)
-    // Without a seed every answer draws a fresh one: three answers are not all the same.
-    const unseeded = [
-      await answer({ ...sampling, chatId: 'fresh-1' }),
-      await answer({ ...sampling, chatId: 'fresh-2' }),
-      await answer({ ...sampling, chatId: 'fresh-3' }),
-    ]
-    expect(new Set(unseeded).size).toBeGreaterThan(1)
-  })
+  it(
+    'samples at temperature > 0: a fixed seed repeats its answer, another seed gives another, top-p/top-k/repeat ' +
+      'penalty are taken',
+    async () => {
+      const sampling = {
+        modelId: MODEL,
+        messages: MESSAGES,
+        maxTokens: 32,
+        temperature: 1,
+        topP: 0.95,
+        topK: 40,
+        repeatPenalty: 1.1,
+      }
+      const first = await answer({ ...sampling, chatId: 'seed-1a', seed: 1 })
+      const again = await answer({ ...sampling, chatId: 'seed-1b', seed: 1 })
+      const other = await answer({ ...sampling, chatId: 'seed-2', seed: 2 })
+      expect(first.length).toBeGreaterThan(0)
+      expect(again).toBe(first)
+      expect(other).not.toBe(first)
+      // Without a seed every answer draws a fresh one: three answers are not all the same.
+      const unseeded = [
+        await answer({ ...sampling, chatId: 'fresh-1' }),
+        await answer({ ...sampling, chatId: 'fresh-2' }),
+        await answer({ ...sampling, chatId: 'fresh-3' }),
+      ]
+      expect(new Set(unseeded).size).toBeGreaterThan(1)
+    },
+  )
 
   it('refuses sampling out of range with a typed error naming the field and its range', async () => {
     const base = { chatId: 'bad', modelId: MODEL, messages: MESSAGES }

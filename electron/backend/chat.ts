@@ -91,7 +91,9 @@ export class ChatRunner {
     if (prompt.length + maxTokens > contextLength) {
       throw new NeuronError(
         'context_exceeded',
-        `the prompt is ${prompt.length} tokens and the answer may take ${maxTokens} more: ${prompt.length + maxTokens} > ${modelId}'s context of ${contextLength} tokens; shorten the conversation (or start a new one) or lower max tokens`,
+        `the prompt is ${prompt.length} tokens and the answer may take ${maxTokens} more: ` +
+          `${prompt.length + maxTokens} > ${modelId}'s context of ${contextLength} tokens; shorten the ` +
+          `conversation (or start a new one) or lower max tokens`,
         { promptTokens: prompt.length, maxTokens, contextLength },
       )
     }
@@ -165,7 +167,9 @@ export class ChatRunner {
             if (v.code === 'insufficient_credits' && creditsOut === null) {
               creditsOut = {
                 code: 'insufficient_credits',
-                message: `your account ran out of credits after ${chargedMicro} micro-credits on this answer; host a model to earn more`,
+                message:
+                  `your account ran out of credits after ${chargedMicro} micro-credits on this answer; host ` +
+                  `a model to earn more`,
               }
               controller.abort()
             }

@@ -66,8 +66,14 @@ function summarize(bytes: number): string {
   const amount = `about ${gb < 10 ? gb.toFixed(1) : gb.toFixed(0)} GB of layers`
   if (bytes <= 0) return 'This computer has no room to serve layers within its limits: raise the memory or disk limit.'
   if (blocks === 0)
-    return `This computer can serve ${amount}: enough for small models, but not yet one of ${REFERENCE.name}'s blocks at Q4.`
+    return (
+      `This computer can serve ${amount}: enough for small models, but not yet one of ${REFERENCE.name}'s ` +
+      `blocks at Q4.`
+    )
   if (blocks >= REFERENCE.blocks)
     return `This computer can serve ${amount}: enough for all ${REFERENCE.blocks} of ${REFERENCE.name}'s blocks at Q4.`
-  return `This computer can serve ${amount}: enough for ${blocks} of ${REFERENCE.name}'s ${REFERENCE.blocks} blocks at Q4.`
+  return (
+    `This computer can serve ${amount}: enough for ${blocks} of ${REFERENCE.name}'s ${REFERENCE.blocks} ` +
+    `blocks at Q4.`
+  )
 }

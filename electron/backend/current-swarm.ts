@@ -106,7 +106,8 @@ export class CurrentSwarm {
     const seconds = Math.max(1, Math.round((Date.now() - since) / 1000))
     throw new NeuronError(
       'tracker_unreachable',
-      `the tracker at ${this.trackerUrl} has not answered for ${seconds} s (${problem}); the app keeps trying to join it again: send once it is back, or pick another tracker in Settings`,
+      `the tracker at ${this.trackerUrl} has not answered for ${seconds} s (${problem}); the app keeps trying to ` +
+        `join it again: send once it is back, or pick another tracker in Settings`,
       { trackerUrl: this.trackerUrl },
     )
   }
@@ -206,7 +207,9 @@ export class CurrentSwarm {
       try {
         this.adopt(await this.open(null, oldIdentity), oldIdentity)
       } catch (again) {
-        this.lost = `the embedded swarm did not start again (${again instanceof Error ? again.message : again}); restart the app`
+        this.lost =
+          `the embedded swarm did not start again (${again instanceof Error ? again.message : again}); ` +
+          `restart the app`
         this.deps.log(this.lost)
         this.deps.linkChanged(this.status)
       }

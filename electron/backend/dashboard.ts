@@ -76,14 +76,17 @@ export async function fetchHostDashboard(
   } catch (error) {
     throw new NeuronError(
       'tracker_unreachable',
-      `the tracker's dashboard at ${url} did not answer (${error instanceof Error ? error.message : error}); is the tracker running?`,
+      `the tracker's dashboard at ${url} did not answer (${error instanceof Error ? error.message : error}); is ` +
+        `the tracker running?`,
     )
   }
   if (refusal !== undefined) throw refusal
   return parseHostDashboard(url, body)
 }
 
-/** The dashboard `url` answered, parsed; anything malformed (a field, the checks) is a bad_response naming the field. */
+/**
+ * The dashboard `url` answered, parsed; anything malformed (a field, the checks) is a bad_response naming the field.
+ */
 export function parseHostDashboard(url: string, body: unknown): HostDashboard {
   const parsed = HostDashboard.safeParse(body)
   if (!parsed.success) throw new NeuronError('bad_response', describeIssues(url, parsed.error))

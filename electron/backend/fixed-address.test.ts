@@ -70,21 +70,25 @@ describe('the app’s address across restarts', () => {
     await cleanup()
   })
 
-  it('keeps the UI’s port, its key and the embedded tracker’s port, so an open tab is admitted again after a restart', async () => {
-    const first = await startApp()
-    const before = { ui: first.ui.url, key: first.ui.key, tracker: first.backend.trackerUrl }
-    expect(await admitted(first.ui, before.key)).toBe(true)
-    await first.stop()
-    const second = await startApp()
-    try {
-      expect({ ui: second.ui.url, key: second.ui.key, tracker: second.backend.trackerUrl }).toEqual(before)
-      expect(await admitted(second.ui, before.key)).toBe(true)
-      // Only its owner may read the key.
-      if (process.platform !== 'win32') expect((await stat(join(dir, 'app', UI_KEY_FILE))).mode & 0o777).toBe(0o600)
-    } finally {
-      await second.stop()
-    }
-  })
+  it(
+    'keeps the UI’s port, its key and the embedded tracker’s port, so an open tab is admitted again after a ' +
+      'restart',
+    async () => {
+      const first = await startApp()
+      const before = { ui: first.ui.url, key: first.ui.key, tracker: first.backend.trackerUrl }
+      expect(await admitted(first.ui, before.key)).toBe(true)
+      await first.stop()
+      const second = await startApp()
+      try {
+        expect({ ui: second.ui.url, key: second.ui.key, tracker: second.backend.trackerUrl }).toEqual(before)
+        expect(await admitted(second.ui, before.key)).toBe(true)
+        // Only its owner may read the key.
+        if (process.platform !== 'win32') expect((await stat(join(dir, 'app', UI_KEY_FILE))).mode & 0o777).toBe(0o600)
+      } finally {
+        await second.stop()
+      }
+    },
+  )
 
   it('starts on other ports when the saved ones are taken, says so, and keeps the new ones', async () => {
     const first = await startApp()

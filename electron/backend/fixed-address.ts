@@ -26,7 +26,8 @@ export async function onPreferredPort<T>(
   } catch (error) {
     if (!portTaken(error)) throw error
     log(
-      `${what}'s saved port ${preferred} is taken (another program, or another Neuron, listens there); using another one, saved for the next starts`,
+      `${what}'s saved port ${preferred} is taken (another program, or another Neuron, listens there); using ` +
+        `another one, saved for the next starts`,
     )
     return start(0)
   }

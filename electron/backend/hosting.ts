@@ -156,7 +156,9 @@ export class HostingRunner {
     return this.phase === 'idle' || this.phase === 'paused' || this.phase === 'failed'
   }
 
-  /** A receipt for this host settled: recount the block-tokens served since hosting started (at most twice a second). */
+  /**
+   * A receipt for this host settled: recount the block-tokens served since hosting started (at most twice a second).
+   */
   receiptSettled(): void {
     if (this.servedTimer !== undefined || this.phase !== 'serving') return
     this.servedTimer = setTimeout(() => {
@@ -202,7 +204,8 @@ export class HostingRunner {
     if (!this.idle) {
       throw new NeuronError(
         'hosting_busy',
-        `this computer is already hosting (${this.phase} ${this.modelId} blocks [${this.blocks?.[0]}, ${this.blocks?.[1]})); stop it before starting another range`,
+        `this computer is already hosting (${this.phase} ${this.modelId} blocks [${this.blocks?.[0]}, ` +
+          `${this.blocks?.[1]})); stop it before starting another range`,
       )
     }
     await this.check(modelId, blocks)
@@ -228,7 +231,8 @@ export class HostingRunner {
     if (blocks[1] > manifest.nLayer) {
       throw new NeuronError(
         'bad_request',
-        `blocks [${blocks[0]}, ${blocks[1]}) run past ${modelId}'s ${manifest.nLayer} blocks; pick a range within [0, ${manifest.nLayer})`,
+        `blocks [${blocks[0]}, ${blocks[1]}) run past ${modelId}'s ${manifest.nLayer} blocks; pick a range within ` +
+          `[0, ${manifest.nLayer})`,
       )
     }
     const limit = this.deps.limits().memoryBytes
@@ -236,7 +240,9 @@ export class HostingRunner {
     if (limit !== null && needed > limit) {
       throw new NeuronError(
         'memory_limit',
-        `blocks [${blocks[0]}, ${blocks[1]}) of ${modelId} need about ${formatSize(needed)} of memory (weights and KV cache), over this computer's memory limit of ${formatSize(limit)}; raise the limit in Settings or pick a smaller range`,
+        `blocks [${blocks[0]}, ${blocks[1]}) of ${modelId} need about ${formatSize(needed)} of memory (weights and ` +
+          `KV cache), over this computer's memory limit of ${formatSize(limit)}; raise the limit in Settings or ` +
+          `pick a smaller range`,
         { neededBytes: needed, limitBytes: limit },
       )
     }

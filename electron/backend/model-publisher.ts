@@ -78,7 +78,8 @@ export class ModelPublisher {
       if (clash.source.sha256 === manifest.source.sha256) return target
       throw new NeuronError(
         'model_exists',
-        `another model named ${manifest.modelId} is already published from ${target} (source ${clash.source.file}); rename ${basename(source)} and add it again`,
+        `another model named ${manifest.modelId} is already published from ${target} (source ` +
+          `${clash.source.file}); rename ${basename(source)} and add it again`,
       )
     }
     await rename(staging, target)

@@ -21,7 +21,8 @@ describe('a memory refusal under a memory limit', () => {
   it('names the limit in MB and what the smallest range needs, and says to raise the limit', () => {
     const reason = blameMemoryLimit(refused, TEST_PROFILE, limits(1_000_000)).refusal?.reason
     expect(reason).toBe(
-      "This computer's memory limit of 1.0 MB holds no block of stories260K: its smallest range needs about 2.4 MB (weights and KV cache); raise the memory limit in Settings",
+      "This computer's memory limit of 1.0 MB holds no block of stories260K: its smallest range needs about 2.4 MB " +
+        '(weights and KV cache); raise the memory limit in Settings',
     )
     expect(reason).not.toMatch(/0\.00 GB|free memory/)
   })

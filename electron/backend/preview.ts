@@ -39,7 +39,9 @@ export function blameMemoryLimit(
     ...placement,
     refusal: {
       ...refusal,
-      reason: `This computer's memory limit of ${formatSize(limit)} holds no block of ${placement.modelId}${needed}; raise the memory limit in Settings`,
+      reason:
+        `This computer's memory limit of ${formatSize(limit)} holds no block of ` +
+        `${placement.modelId}${needed}; raise the memory limit in Settings`,
     },
   }
 }

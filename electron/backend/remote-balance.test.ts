@@ -30,13 +30,16 @@ describe('the chat account on a remote tracker', () => {
     await cleanup()
   })
 
-  it('shows the balance of the app’s key pair’s account before any paid answer, and nothing while it has none', async () => {
-    expect(readAppReply('earnings.get', await backend.call('earnings.get', {})).account).toBeNull()
-    const { publicKey } = readAppReply('settings.get', await backend.call('settings.get', {}))
-    const { account } = await remote.accounts.create({ publicKey, grantMicro: 12_345_678 })
-    expect(readAppReply('earnings.get', await backend.call('earnings.get', {})).account).toEqual({
-      accountId: account.accountId,
-      balanceMicro: 12_345_678,
-    })
-  })
+  it(
+    'shows the balance of the app’s key pair’s account ' + 'before any paid answer, and nothing while it has none',
+    async () => {
+      expect(readAppReply('earnings.get', await backend.call('earnings.get', {})).account).toBeNull()
+      const { publicKey } = readAppReply('settings.get', await backend.call('settings.get', {}))
+      const { account } = await remote.accounts.create({ publicKey, grantMicro: 12_345_678 })
+      expect(readAppReply('earnings.get', await backend.call('earnings.get', {})).account).toEqual({
+        accountId: account.accountId,
+        balanceMicro: 12_345_678,
+      })
+    },
+  )
 })

@@ -5,7 +5,10 @@ import { SerialQueue } from '../../host/serial-queue'
 import { ApiKeyHint, AppApi, Limits, MAX_ALLOWED_KEYS, PairedApp, PublicKey } from '../../protocol'
 import { keepAside, parseJsonFile, writeFileDurably } from './durable-file'
 
-/** A saved hosting choice is what hosting.start accepts (the same model id and block range schemas), plus whether it was paused. */
+/**
+ * A saved hosting choice is what hosting.start accepts (the same
+ * model id and block range schemas), plus whether it was paused.
+ */
 export const SavedHosting = AppApi['hosting.start'].request.extend({ paused: z.boolean() })
 
 const Port = z.number().int().min(1).max(65535)
@@ -30,13 +33,24 @@ export const SavedSettings = z.object({
   lanOpen: z.boolean().default(false),
   /** Apps paired on the home network: asked (this app admitted their key) or asking (this app joined theirs). */
   pairedApps: z.array(PairedApp).max(1000).default([]),
-  /** The browser mode's port, kept so open tabs and bookmarks find the app again after a restart; null: none chosen yet. */
+  /**
+   * The browser mode's port, kept so open tabs and bookmarks find the app again after a restart; null: none chosen yet.
+   */
   uiPort: Port.nullable().default(null),
-  /** The embedded tracker's port, kept so the OpenAI-compatible API and hosts' links keep their address; null: none chosen yet. */
+  /**
+   * The embedded tracker's port, kept so the OpenAI-compatible API
+   * and hosts' links keep their address; null: none chosen yet.
+   */
   trackerPort: Port.nullable().default(null),
-  /** The hosting choice left on each tracker the app switched away from (base URL, or "embedded"): switching back resumes it. */
+  /**
+   * The hosting choice left on each tracker the app switched away
+   * from (base URL, or "embedded"): switching back resumes it.
+   */
   hostingByTracker: z.record(z.string(), SavedHosting).default({}),
-  /** The API key last made for the app's account on the embedded tracker, masked (the key itself is shown once, never kept); null: none. */
+  /**
+   * The API key last made for the app's account on the embedded tracker,
+   * masked (the key itself is shown once, never kept); null: none.
+   */
   apiKey: ApiKeyHint.extend({ accountId: z.string().min(1) })
     .nullable()
     .default(null),
@@ -72,7 +86,9 @@ export class SettingsStore {
     const parsed = parseJsonFile(path, text, SavedSettings)
     if ('value' in parsed) return new SettingsStore(path, parsed.value)
     const aside = await keepAside(path)
-    const notice = `${parsed.problem}. It was kept as ${aside} and the app started with the default settings: set the tracker and limits again, or copy them from that file.`
+    const notice =
+      `${parsed.problem}. It was kept as ${aside} and the app started with the default settings: set ` +
+      `the tracker and limits again, or copy them from that file.`
     return new SettingsStore(path, SavedSettings.parse({}), notice)
   }
 
@@ -80,7 +96,9 @@ export class SettingsStore {
     return this.current
   }
 
-  /** Applies `change` over the settings as the changes queued before it left them; on a failed write nothing changes. */
+  /**
+   * Applies `change` over the settings as the changes queued before it left them; on a failed write nothing changes.
+   */
   update(change: Partial<SavedSettings>): Promise<SavedSettings> {
     return this.writes.run(async () => {
       const next = SavedSettings.parse({ ...this.current, ...change })

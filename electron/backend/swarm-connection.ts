@@ -50,7 +50,8 @@ export class SwarmConnection {
     let embedded: Tracker | null = null
     try {
       if (options.trackerUrl === null) {
-        // Loopback only unless opened to the home network: then admitted are the allow-list's keys alone (admittedKeys).
+        // Loopback only unless opened to the home network: then
+        // admitted are the allow-list's keys alone (admittedKeys).
         const allowedKeys = embeddedAllowList(options.allowedKeys ?? null, options.identity)
         const start = (port: number) =>
           Tracker.start({
@@ -120,7 +121,10 @@ export class SwarmConnection {
   }
 }
 
-/** The embedded tracker as this app reaches it: on loopback, also when it listens on every interface (0.0.0.0 is no address to dial). */
+/**
+ * The embedded tracker as this app reaches it: on loopback, also when
+ * it listens on every interface (0.0.0.0 is no address to dial).
+ */
 function localUrl(tracker: Tracker): string {
   return tracker.url.replace('//0.0.0.0:', '//127.0.0.1:')
 }

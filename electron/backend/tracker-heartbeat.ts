@@ -22,7 +22,8 @@ export function watchHeartbeat(socket: TrackerChannel, lost: (reason: string) =>
     if (inFlight || done) return
     inFlight = true
     let answered = false
-    // Any answer counts, an error too (a tracker from before the ping refuses the event); a dropped socket is told by disconnect.
+    // Any answer counts, an error too (a tracker from before the ping
+    // refuses the event); a dropped socket is told by disconnect.
     callRpc(socket, ClientToTracker, 'ping', {}, 10_000)
       .catch(() => {})
       .finally(() => {
@@ -30,7 +31,8 @@ export function watchHeartbeat(socket: TrackerChannel, lost: (reason: string) =>
         inFlight = false
       })
     const late = setTimeout(() => {
-      // Read what arrived first: after this process was busy for a while, its own timer fires before the answer is read.
+      // Read what arrived first: after this process was busy for
+      // a while, its own timer fires before the answer is read.
       setImmediate(() => {
         if (!answered) end(`no answer to a ping within ${HEARTBEAT_TIMEOUT_MS / 1000} s`)
       })

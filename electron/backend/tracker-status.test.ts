@@ -46,7 +46,8 @@ describe('the backend’s link to its tracker, told as it is', () => {
   beforeAll(async () => {
     ;({ dir, cleanup } = await scratchDir('neuron-link-'))
     tracker = await Tracker.start({ dbPath: join(dir, 'tracker.sqlite'), host: '127.0.0.1', port: 0 })
-    // The backend reaches the tracker through a proxy that can stall: a tracker that stops answering without closing anything.
+    // The backend reaches the tracker through a proxy that can stall:
+    // a tracker that stops answering without closing anything.
     proxy = await DelayProxy.start(tracker.port)
     backend = await AppBackend.start({
       dataDir: join(dir, 'app'),
@@ -68,39 +69,47 @@ describe('the backend’s link to its tracker, told as it is', () => {
     await cleanup()
   })
 
-  it('says a tracker that stopped answering is unreachable within 5 s, fails a chat at once saying why, and joins it again', async () => {
-    expect(await call('swarm.status', {})).toMatchObject({
-      state: 'connected',
-      problem: null,
-      trackerUrl: backend.trackerUrl,
-    })
-    proxy.delayMs = 10 * 60_000
-    await until('the tracker shown unreachable', async () => (await state()) === 'unreachable', SHOWN_WITHIN_MS)
-    expect((await call('swarm.status', {})).problem).toMatch(/no answer to a ping/)
-    expect(pushed.at(-1)).toMatchObject({ state: 'unreachable' })
-    const error = await failure('chat.send', chat)
-    expect(error.code).toBe('tracker_unreachable')
-    expect(error.message).toContain(`the tracker at ${backend.trackerUrl} has not answered`)
-    // Calls that need the tracker say so too, rather than waiting out their timeouts.
-    expect((await failure('swarm.get', {})).code).toBe('tracker_unreachable')
-    proxy.delayMs = 0
-    // Joined again with a backoff that grows to 30 s, each try given 10 s: a generous wait.
-    await until('the tracker joined again', async () => (await state()) === 'connected', 90_000)
-    expect(pushed.at(-1)).toMatchObject({ state: 'connected', problem: null })
-    expect((await call('swarm.get', {})).hosts).toEqual([])
-  })
+  it(
+    'says a tracker that stopped answering is unreachable within 5 s, fails a chat at once saying why, and joins ' +
+      'it again',
+    async () => {
+      expect(await call('swarm.status', {})).toMatchObject({
+        state: 'connected',
+        problem: null,
+        trackerUrl: backend.trackerUrl,
+      })
+      proxy.delayMs = 10 * 60_000
+      await until('the tracker shown unreachable', async () => (await state()) === 'unreachable', SHOWN_WITHIN_MS)
+      expect((await call('swarm.status', {})).problem).toMatch(/no answer to a ping/)
+      expect(pushed.at(-1)).toMatchObject({ state: 'unreachable' })
+      const error = await failure('chat.send', chat)
+      expect(error.code).toBe('tracker_unreachable')
+      expect(error.message).toContain(`the tracker at ${backend.trackerUrl} has not answered`)
+      // Calls that need the tracker say so too, rather than waiting out their timeouts.
+      expect((await failure('swarm.get', {})).code).toBe('tracker_unreachable')
+      proxy.delayMs = 0
+      // Joined again with a backoff that grows to 30 s, each try given 10 s: a generous wait.
+      await until('the tracker joined again', async () => (await state()) === 'connected', 90_000)
+      expect(pushed.at(-1)).toMatchObject({ state: 'connected', problem: null })
+      expect((await call('swarm.get', {})).hosts).toEqual([])
+    },
+  )
 
-  it('ends within 5 s, saying why, a chat asked just as the tracker stopped answering (it waited out 30 s timeouts before)', async () => {
-    proxy.delayMs = 10 * 60_000
-    // Before the heartbeat has told: the chat goes ahead, and its first call to the tracker gets no answer. It ends
-    // in the reply (the answer's first steps run before it) or in a chat.error, whichever the runner reaches.
-    const started = Date.now()
-    const reply = await backend.call('chat.send', { ...chat, chatId: 'just-stalled' })
-    const error = reply.ok ? await endedWith('just-stalled', SHOWN_WITHIN_MS - (Date.now() - started)) : reply.error
-    expect(error).toMatchObject({ code: 'tracker_unreachable', message: expect.stringContaining('lost the tracker') })
-    proxy.delayMs = 0
-    await until('the tracker joined again', async () => (await state()) === 'connected', 90_000)
-  })
+  it(
+    'ends within 5 s, saying why, a chat asked just as the tracker stopped answering (it waited out 30 s timeouts ' +
+      'before)',
+    async () => {
+      proxy.delayMs = 10 * 60_000
+      // Before the heartbeat has told: the chat goes ahead, and its first call to the tracker gets no answer. It ends
+      // in the reply (the answer's first steps run before it) or in a chat.error, whichever the runner reaches.
+      const started = Date.now()
+      const reply = await backend.call('chat.send', { ...chat, chatId: 'just-stalled' })
+      const error = reply.ok ? await endedWith('just-stalled', SHOWN_WITHIN_MS - (Date.now() - started)) : reply.error
+      expect(error).toMatchObject({ code: 'tracker_unreachable', message: expect.stringContaining('lost the tracker') })
+      proxy.delayMs = 0
+      await until('the tracker joined again', async () => (await state()) === 'connected', 90_000)
+    },
+  )
 
   it('says a killed tracker is unreachable within 5 s, and a chat fails saying why', async () => {
     // What the backend sees of a killed process: its connections reset and its port closed.

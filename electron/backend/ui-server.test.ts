@@ -96,19 +96,23 @@ describe('the browser mode’s UI server', () => {
     await cleanup()
   })
 
-  it('serves the built renderer with MIME types, falls back to index.html for app routes, and nothing outside its folder', async () => {
-    expect(ui.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
-    expect(await get('/')).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', body: INDEX })
-    expect(await get('/assets/app-1234.js')).toMatchObject({ status: 200, type: 'text/javascript; charset=utf-8' })
-    expect(await get('/assets/app-1234.css')).toMatchObject({ status: 200, type: 'text/css; charset=utf-8' })
-    expect(await get('/earnings')).toMatchObject({ status: 200, body: INDEX })
-    expect((await get('/assets/missing.js')).status).toBe(404)
-    for (const path of ['/../secret.txt', '/assets/../../secret.txt', '/%2e%2e/secret.txt', '/..%2fsecret.txt']) {
-      const res = await get(path)
-      expect(res.body).not.toContain('not for the web')
-      expect([200, 404]).toContain(res.status)
-    }
-  })
+  it(
+    'serves the built renderer with MIME types, falls back to index.html for app routes, and nothing outside its ' +
+      'folder',
+    async () => {
+      expect(ui.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      expect(await get('/')).toMatchObject({ status: 200, type: 'text/html; charset=utf-8', body: INDEX })
+      expect(await get('/assets/app-1234.js')).toMatchObject({ status: 200, type: 'text/javascript; charset=utf-8' })
+      expect(await get('/assets/app-1234.css')).toMatchObject({ status: 200, type: 'text/css; charset=utf-8' })
+      expect(await get('/earnings')).toMatchObject({ status: 200, body: INDEX })
+      expect((await get('/assets/missing.js')).status).toBe(404)
+      for (const path of ['/../secret.txt', '/assets/../../secret.txt', '/%2e%2e/secret.txt', '/..%2fsecret.txt']) {
+        const res = await get(path)
+        expect(res.body).not.toContain('not for the web')
+        expect([200, 404]).toContain(res.status)
+      }
+    },
+  )
 
   it('refuses to start without a built UI', async () => {
     const error = await serveAppUi(backend, { staticDir: join(dir, 'nothing') }).catch((e: unknown) => e)

@@ -29,7 +29,9 @@ export interface AppUiOptions {
   readonly host?: string
   /** The built renderer (dist/renderer), with index.html. */
   readonly staticDir: string
-  /** The key the page and its socket need; default a new one for this run (browser mode: the saved one, see loadUiKey). */
+  /**
+   * The key the page and its socket need; default a new one for this run (browser mode: the saved one, see loadUiKey).
+   */
   readonly key?: string
   /** Origins besides this server's own that may open the API socket (e.g. a dev server). */
   readonly allowedOrigins?: readonly string[]
@@ -74,8 +76,8 @@ const MIME: Record<string, string> = {
  * The browser mode: serves the built renderer and, at /api, a WebSocket speaking the app contract's
  * frames (protocol/app.ts) to the backend. It listens on loopback unless told otherwise, and the socket
  * admits only pages served by this server (its own origin) in a browser holding the key: the printed
- * link (or the key pasted on the page that asks for it) carries it once, and it lives on as an HttpOnly cookie. Without the key, any local
- * process could drive the host (export its identity, change its settings).
+ * link (or the key pasted on the page that asks for it) carries it once, and it lives on as an HttpOnly cookie. Without
+ * the key, any local process could drive the host (export its identity, change its settings).
  */
 export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Promise<AppUiServer> {
   const root = resolve(options.staticDir)

@@ -71,23 +71,29 @@ describe.skipIf(!HAVE_ARIA2C)(`any BitTorrent client fetches a published artifac
     await cleanup()
   })
 
-  it('aria2c downloads one artifact by the magnet link from GET /models/:id, and its sha256 is the manifest’s', async () => {
-    const { magnet } = (await (await fetch(`${tracker.url}/models/${manifest.modelId}`)).json()) as { magnet: string }
-    const index = manifest.artifacts.findIndex((a) => a.role === 'blocks')
-    const artifact = manifest.artifacts[index]
-    if (artifact === undefined) throw new Error('the pack has no blocks artifact')
-    await aria2c(magnet, join(dir, 'by-magnet'), index + 1)
-    await verifyArtifact(join(dir, 'by-magnet', manifest.modelId, artifact.file), artifact)
-    // Artifacts end on piece boundaries, so selecting one file fetches no byte of the others.
-    expect(await readdir(join(dir, 'by-magnet', manifest.modelId))).toEqual([artifact.file])
-  })
+  it(
+    'aria2c downloads one artifact by the magnet link from ' + 'GET /models/:id, and its sha256 is the manifest’s',
+    async () => {
+      const { magnet } = (await (await fetch(`${tracker.url}/models/${manifest.modelId}`)).json()) as { magnet: string }
+      const index = manifest.artifacts.findIndex((a) => a.role === 'blocks')
+      const artifact = manifest.artifacts[index]
+      if (artifact === undefined) throw new Error('the pack has no blocks artifact')
+      await aria2c(magnet, join(dir, 'by-magnet'), index + 1)
+      await verifyArtifact(join(dir, 'by-magnet', manifest.modelId, artifact.file), artifact)
+      // Artifacts end on piece boundaries, so selecting one file fetches no byte of the others.
+      expect(await readdir(join(dir, 'by-magnet', manifest.modelId))).toEqual([artifact.file])
+    },
+  )
 
-  it('aria2c downloads one artifact by the .torrent from GET /models/:id.torrent, and its sha256 is the manifest’s', async () => {
-    const index = manifest.artifacts.findIndex((a) => a.role === 'head')
-    const artifact = manifest.artifacts[index]
-    if (artifact === undefined) throw new Error('the pack has no head artifact')
-    await aria2c(`${tracker.url}/models/${manifest.modelId}.torrent`, join(dir, 'by-torrent'), index + 1)
-    await verifyArtifact(join(dir, 'by-torrent', manifest.modelId, artifact.file), artifact)
-    expect(await readdir(join(dir, 'by-torrent', manifest.modelId))).toEqual([artifact.file])
-  })
+  it(
+    'aria2c downloads one artifact by the .torrent from GET ' + '/models/:id.torrent, and its sha256 is the manifest’s',
+    async () => {
+      const index = manifest.artifacts.findIndex((a) => a.role === 'head')
+      const artifact = manifest.artifacts[index]
+      if (artifact === undefined) throw new Error('the pack has no head artifact')
+      await aria2c(`${tracker.url}/models/${manifest.modelId}.torrent`, join(dir, 'by-torrent'), index + 1)
+      await verifyArtifact(join(dir, 'by-torrent', manifest.modelId, artifact.file), artifact)
+      expect(await readdir(join(dir, 'by-torrent', manifest.modelId))).toEqual([artifact.file])
+    },
+  )
 })

@@ -82,40 +82,47 @@ describe(`artifact store over BitTorrent on loopback`, () => {
     expect(await sha256(path as string)).toBe(artifact('blocks-0-2.gguf').sha256)
   })
 
-  it('a file corrupted on disk after download fails the sha256 check, is never returned, and is fetched again', async () => {
-    const logs: string[] = []
-    const host = new ArtifactStore({ dataDir: join(dir, 'host-d'), log: (l) => logs.push(l) })
-    stores.push(host)
-    const [path] = await host.fetch(manifest, torrent, ['blocks-2-4.gguf'])
-    await flipByte(path as string, 100_000)
-    const [again] = await host.fetch(manifest, torrent, ['blocks-2-4.gguf'])
-    expect(logs.join('\n')).toMatch(
-      /blocks-2-4\.gguf failed sha256 \(expected [0-9a-f]{12}…, got [0-9a-f]{12}…\); re-downloading/,
-    )
-    expect(await sha256(again as string)).toBe(artifact('blocks-2-4.gguf').sha256)
-  })
+  it(
+    'a file corrupted on disk after download fails the ' + 'sha256 check, is never returned, and is fetched again',
+    async () => {
+      const logs: string[] = []
+      const host = new ArtifactStore({ dataDir: join(dir, 'host-d'), log: (l) => logs.push(l) })
+      stores.push(host)
+      const [path] = await host.fetch(manifest, torrent, ['blocks-2-4.gguf'])
+      await flipByte(path as string, 100_000)
+      const [again] = await host.fetch(manifest, torrent, ['blocks-2-4.gguf'])
+      expect(logs.join('\n')).toMatch(
+        /blocks-2-4\.gguf failed sha256 \(expected [0-9a-f]{12}…, got [0-9a-f]{12}…\); re-downloading/,
+      )
+      expect(await sha256(again as string)).toBe(artifact('blocks-2-4.gguf').sha256)
+    },
+  )
 
-  it('refuses a file whose every piece passes its SHA-1 but whose sha256 is not the manifest’s, naming the file', async () => {
-    const logs: string[] = []
-    const host = new ArtifactStore({ dataDir: join(dir, 'host-lied-to'), log: (l) => logs.push(l) })
-    stores.push(host)
-    // The torrent is the true one; the manifest the host was given says another sha256 for head.gguf.
-    const truth = artifact('head.gguf').sha256
-    const lying: Manifest = {
-      ...manifest,
-      artifacts: manifest.artifacts.map((a) => (a.file === 'head.gguf' ? { ...a, sha256: '0'.repeat(64) } : a)),
-    }
-    await expect(host.fetch(lying, torrent, ['head.gguf'])).rejects.toMatchObject({
-      code: 'artifact_corrupt',
-      message: expect.stringMatching(/head\.gguf failed sha256 3 times/),
-    })
-    const refusals = logs.filter((l) => l.includes('failed sha256'))
-    expect(refusals).toHaveLength(3)
-    // Each time, the digest came from the pieces as stored (on a worker), not from reading the file back, and was the file's true one.
-    for (const l of refusals)
-      expect(l).toContain(`artifact head.gguf failed sha256 (expected 000000000000…, got ${truth.slice(0, 12)}…)`)
-    expect(logs.join('\n')).not.toMatch(/checking its sha256 on disk/)
-  })
+  it(
+    'refuses a file whose every piece passes its SHA-1 but ' + 'whose sha256 is not the manifest’s, naming the file',
+    async () => {
+      const logs: string[] = []
+      const host = new ArtifactStore({ dataDir: join(dir, 'host-lied-to'), log: (l) => logs.push(l) })
+      stores.push(host)
+      // The torrent is the true one; the manifest the host was given says another sha256 for head.gguf.
+      const truth = artifact('head.gguf').sha256
+      const lying: Manifest = {
+        ...manifest,
+        artifacts: manifest.artifacts.map((a) => (a.file === 'head.gguf' ? { ...a, sha256: '0'.repeat(64) } : a)),
+      }
+      await expect(host.fetch(lying, torrent, ['head.gguf'])).rejects.toMatchObject({
+        code: 'artifact_corrupt',
+        message: expect.stringMatching(/head\.gguf failed sha256 3 times/),
+      })
+      const refusals = logs.filter((l) => l.includes('failed sha256'))
+      expect(refusals).toHaveLength(3)
+      // Each time, the digest came from the pieces as stored (on a worker),
+      // not from reading the file back, and was the file's true one.
+      for (const l of refusals)
+        expect(l).toContain(`artifact head.gguf failed sha256 (expected 000000000000…, got ${truth.slice(0, 12)}…)`)
+      expect(logs.join('\n')).not.toMatch(/checking its sha256 on disk/)
+    },
+  )
 
   it('ends its sha256 workers when it closes: a process that fetched and closed its store exits', async () => {
     await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest))

@@ -27,7 +27,10 @@ export interface ArtifactStoreOptions {
    * which names another computer, or nothing, from where this host is.
    */
   readonly announceUrl?: () => string | undefined
-  /** Ask the home router (NAT-PMP, UPnP-IGD) to forward the BitTorrent port, as webtorrent can, so peers elsewhere fetch from this host. */
+  /**
+   * Ask the home router (NAT-PMP, UPnP-IGD) to forward the BitTorrent
+   * port, as webtorrent can, so peers elsewhere fetch from this host.
+   */
   readonly portMapping?: boolean
   readonly log?: (line: string) => void
   /**
@@ -165,7 +168,8 @@ export class ArtifactStore {
       if (attempt + 1 >= MAX_REFETCH) {
         throw new NeuronError(
           'artifact_corrupt',
-          `${bad.map((a) => a.file).join(', ')} failed sha256 ${MAX_REFETCH} times; the swarm may be serving a different model under ${manifest.modelId}.`,
+          `${bad.map((a) => a.file).join(', ')} failed sha256 ${MAX_REFETCH} times; the swarm may be serving a ` +
+            `different model under ${manifest.modelId}.`,
         )
       }
       // Never load a bad file: drop it and its torrent state, then fetch it again from the swarm.
@@ -230,7 +234,8 @@ export class ArtifactStore {
     const taken = bitfield === undefined ? 0 : bitfield.reduce((n, byte) => n + popcount(byte), 0)
     if (hashed > 0 || taken > 0)
       this.options.log?.(
-        `${t.name}: ${taken} pieces on disk taken from the record of verified files, ${hashed} found intact by hashing them`,
+        `${t.name}: ${taken} pieces on disk taken from the record of verified files, ${hashed} found intact by ` +
+          `hashing them`,
       )
     return t
   }
@@ -356,7 +361,8 @@ export class ArtifactStore {
     if (used + needed > quota) {
       throw new NeuronError(
         'disk_quota',
-        `serving this range needs ${needed} more bytes of artifacts, but the disk quota is ${quota} bytes with ${used} in use; raise the quota or take a smaller range.`,
+        `serving this range needs ${needed} more bytes of artifacts, but the disk quota is ${quota} bytes with ` +
+          `${used} in use; raise the quota or take a smaller range.`,
         {
           needed,
           used,
@@ -416,7 +422,8 @@ export async function verifyArtifact(
   if (size !== artifact.bytes) {
     throw new NeuronError(
       'artifact_corrupt',
-      `artifact ${artifact.file} is ${size ?? 'missing'}${size === undefined ? '' : ' bytes'}, expected ${artifact.bytes} bytes.`,
+      `artifact ${artifact.file} is ${size ?? 'missing'}${size === undefined ? '' : ' bytes'}, expected ` +
+        `${artifact.bytes} bytes.`,
       { file: artifact.file },
     )
   }
@@ -425,7 +432,8 @@ export async function verifyArtifact(
   if (got !== artifact.sha256) {
     throw new NeuronError(
       'artifact_corrupt',
-      `artifact ${artifact.file} failed sha256 (expected ${artifact.sha256.slice(0, 12)}…, got ${got.slice(0, 12)}…); re-downloading.`,
+      `artifact ${artifact.file} failed sha256 (expected ${artifact.sha256.slice(0, 12)}…, got ` +
+        `${got.slice(0, 12)}…); re-downloading.`,
       {
         file: artifact.file,
         expected: artifact.sha256,

@@ -1,4 +1,7 @@
-/** How far back a file's download speed looks: long enough to smooth BitTorrent's bursts, short enough to follow a stall. */
+/**
+ * How far back a file's download speed looks: long enough to
+ * smooth BitTorrent's bursts, short enough to follow a stall.
+ */
 const WINDOW_MS = 5000
 
 /**

@@ -39,7 +39,10 @@ export interface Sha256Stream {
   drop(): void
 }
 
-/** Bytes gathered before one message to a worker: a message per 256 KiB piece cost the main thread about as much as hashing it (copy, postMessage). */
+/**
+ * Bytes gathered before one message to a worker: a message per 256 KiB piece cost the main thread about as much as
+ * hashing it (copy, postMessage).
+ */
 const BATCH_BYTES = 2 << 20
 
 interface Waiting {
@@ -69,7 +72,8 @@ export class Sha256Workers {
     const id = this.nextId++
     const worker = this.workerFor(id)
     let finished = false
-    // Buffers of this stream's bytes, in order, each ours alone: sent (transferred) together once they hold BATCH_BYTES.
+    // Buffers of this stream's bytes, in order, each ours alone:
+    // sent (transferred) together once they hold BATCH_BYTES.
     let pending: ArrayBuffer[] = []
     let pendingBytes = 0
     const send = () => {

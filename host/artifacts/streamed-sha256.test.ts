@@ -60,14 +60,18 @@ describe(`the sha256 of an artifact from its pieces as they are stored`, () => {
     expect(await streamed.digestOf(other.file)).toBeUndefined()
   })
 
-  it('takes pieces that are whole buffers without copying them (they move to the worker) and still gives the manifest’s sha256', async () => {
-    const a = blocksArtifact()
-    const streamed = new StreamedSha256(manifest, [a], workers)
-    const owned = (await piecesOf(a)).map(([i, p]) => [i, Uint8Array.from(p)] as const)
-    for (const [i, p] of owned) streamed.add(i, p)
-    expect(owned.every(([, p]) => p.byteLength === 0)).toBe(true)
-    expect(await streamed.digestOf(a.file)).toBe(a.sha256)
-  })
+  it(
+    'takes pieces that are whole buffers without copying them (they move to the worker) and still gives the ' +
+      'manifest’s sha256',
+    async () => {
+      const a = blocksArtifact()
+      const streamed = new StreamedSha256(manifest, [a], workers)
+      const owned = (await piecesOf(a)).map(([i, p]) => [i, Uint8Array.from(p)] as const)
+      for (const [i, p] of owned) streamed.add(i, p)
+      expect(owned.every(([, p]) => p.byteLength === 0)).toBe(true)
+      expect(await streamed.digestOf(a.file)).toBe(a.sha256)
+    },
+  )
 
   it('is not the manifest’s sha256 when a stored byte differs', async () => {
     const a = blocksArtifact()

@@ -2,7 +2,10 @@ import type WebTorrent from 'webtorrent'
 import type { Manifest, ManifestArtifact } from '../../protocol'
 import type { Sha256Stream, Sha256Workers } from './sha256-workers'
 
-/** Most bytes of pieces held in memory while they wait for an earlier piece of their file; past it, that file is read back instead. */
+/**
+ * Most bytes of pieces held in memory while they wait for an earlier
+ * piece of their file; past it, that file is read back instead.
+ */
 const MAX_HELD_BYTES = 64 << 20
 
 interface FileDigest {

@@ -89,56 +89,62 @@ describe(`a restarted host trusts the files it verified before, and only those`,
     await cleanup()
   })
 
-  it('hashes neither the sha256 nor the pieces of unchanged files again, and hands out the same verified files', async () => {
-    const files = ['embed.gguf', 'blocks-0-2.gguf']
-    await fetchAndStop('restart', files)
+  it(
+    'hashes neither the sha256 nor the pieces of unchanged ' + 'files again, and hands out the same verified files',
+    async () => {
+      const files = ['embed.gguf', 'blocks-0-2.gguf']
+      await fetchAndStop('restart', files)
 
-    const { store: again, logs } = store('restart')
-    const paths = await again.fetch(manifest, torrent, files)
-    await again.close()
-    expect(sha256Checks(logs)).toEqual([])
-    // webtorrent still spot-checks one piece per file it is told it has
-    expect(startup(logs).taken).toBe(piecesOf(...files))
-    expect(startup(logs).hashed).toBeLessThanOrEqual(files.length)
-    for (const [i, f] of files.entries()) expect(await sha256(paths[i] as string)).toBe(expected(f))
+      const { store: again, logs } = store('restart')
+      const paths = await again.fetch(manifest, torrent, files)
+      await again.close()
+      expect(sha256Checks(logs)).toEqual([])
+      // webtorrent still spot-checks one piece per file it is told it has
+      expect(startup(logs).taken).toBe(piecesOf(...files))
+      expect(startup(logs).hashed).toBeLessThanOrEqual(files.length)
+      for (const [i, f] of files.entries()) expect(await sha256(paths[i] as string)).toBe(expected(f))
 
-    // The baseline, without the record: every file read back and every piece hashed.
-    const { store: baseline, logs: baseLogs } = store('restart', false)
-    await baseline.fetch(manifest, torrent, files)
-    await baseline.close()
-    expect(sha256Checks(baseLogs)).toEqual([...files].sort())
-    expect(startup(baseLogs)).toEqual({ taken: 0, hashed: piecesOf(...files) })
-  })
+      // The baseline, without the record: every file read back and every piece hashed.
+      const { store: baseline, logs: baseLogs } = store('restart', false)
+      await baseline.fetch(manifest, torrent, files)
+      await baseline.close()
+      expect(sha256Checks(baseLogs)).toEqual([...files].sort())
+      expect(startup(baseLogs)).toEqual({ taken: 0, hashed: piecesOf(...files) })
+    },
+  )
 
-  it('catches a byte changed in place with its size and mtime put back (by its ctime), and fetches the piece again', async () => {
-    const file = 'blocks-0-2.gguf'
-    const path = pathOf('ctime', file)
-    await fetchAndStop('ctime', ['embed.gguf', file])
-    // A whole-second mtime, so utimes can put it back exactly; the restart records the file with it.
-    const when = new Date('2026-02-01T00:00:00Z')
-    await utimes(path, when, when)
-    const { store: first, logs: firstLogs } = store('ctime')
-    await first.fetch(manifest, torrent, ['embed.gguf', file])
-    await first.close()
-    expect(sha256Checks(firstLogs)).toEqual([file])
-    const recorded = await stat(path, { bigint: true })
+  it(
+    'catches a byte changed in place with its size and mtime ' + 'put back (by its ctime), and fetches the piece again',
+    async () => {
+      const file = 'blocks-0-2.gguf'
+      const path = pathOf('ctime', file)
+      await fetchAndStop('ctime', ['embed.gguf', file])
+      // A whole-second mtime, so utimes can put it back exactly; the restart records the file with it.
+      const when = new Date('2026-02-01T00:00:00Z')
+      await utimes(path, when, when)
+      const { store: first, logs: firstLogs } = store('ctime')
+      await first.fetch(manifest, torrent, ['embed.gguf', file])
+      await first.close()
+      expect(sha256Checks(firstLogs)).toEqual([file])
+      const recorded = await stat(path, { bigint: true })
 
-    await flipByte(path, 70_000)
-    await utimes(path, when, when)
-    const touched = await stat(path, { bigint: true })
-    expect({ size: touched.size, mtimeNs: touched.mtimeNs, ino: touched.ino }).toEqual({
-      size: recorded.size,
-      mtimeNs: recorded.mtimeNs,
-      ino: recorded.ino,
-    })
-    expect(touched.ctimeNs).not.toBe(recorded.ctimeNs)
+      await flipByte(path, 70_000)
+      await utimes(path, when, when)
+      const touched = await stat(path, { bigint: true })
+      expect({ size: touched.size, mtimeNs: touched.mtimeNs, ino: touched.ino }).toEqual({
+        size: recorded.size,
+        mtimeNs: recorded.mtimeNs,
+        ino: recorded.ino,
+      })
+      expect(touched.ctimeNs).not.toBe(recorded.ctimeNs)
 
-    const { store: again, logs } = store('ctime')
-    const [, fixed] = await again.fetch(manifest, torrent, ['embed.gguf', file])
-    await again.close()
-    expect(await sha256(fixed as string)).toBe(expected(file))
-    expect(sha256Checks(logs)).toEqual([file])
-  })
+      const { store: again, logs } = store('ctime')
+      const [, fixed] = await again.fetch(manifest, torrent, ['embed.gguf', file])
+      await again.close()
+      expect(await sha256(fixed as string)).toBe(expected(file))
+      expect(sha256Checks(logs)).toEqual([file])
+    },
+  )
 
   it('checks again a file whose mtime changed, and refuses and fetches again one whose size changed', async () => {
     const files = ['blocks-2-4.gguf', 'head.gguf']
@@ -184,20 +190,23 @@ describe(`a restarted host trusts the files it verified before, and only those`,
     expect(await sha256(path as string)).toBe(expected('embed.gguf'))
   })
 
-  it('never trusts a well-formed record whose sha256 is not the manifest’s, even with the file’s own stat', async () => {
-    await fetchAndStop('other-sha', ['head.gguf'])
-    const recordPath = join(dir, 'other-sha', 'models', `${manifest.modelId}.verified.json`)
-    const record = JSON.parse(await readFile(recordPath, 'utf8')) as { files: Record<string, { sha256: string }> }
-    const entry = record.files['head.gguf']
-    expect(entry?.sha256).toBe(expected('head.gguf'))
-    if (entry) entry.sha256 = 'f'.repeat(64)
-    await writeFile(recordPath, JSON.stringify(record))
+  it(
+    'never trusts a well-formed record whose sha256 is ' + 'not the manifest’s, even with the file’s own stat',
+    async () => {
+      await fetchAndStop('other-sha', ['head.gguf'])
+      const recordPath = join(dir, 'other-sha', 'models', `${manifest.modelId}.verified.json`)
+      const record = JSON.parse(await readFile(recordPath, 'utf8')) as { files: Record<string, { sha256: string }> }
+      const entry = record.files['head.gguf']
+      expect(entry?.sha256).toBe(expected('head.gguf'))
+      if (entry) entry.sha256 = 'f'.repeat(64)
+      await writeFile(recordPath, JSON.stringify(record))
 
-    const { store: again, logs } = store('other-sha')
-    await again.fetch(manifest, torrent, ['head.gguf'])
-    await again.close()
-    expect(sha256Checks(logs)).toEqual(['head.gguf'])
-  })
+      const { store: again, logs } = store('other-sha')
+      await again.fetch(manifest, torrent, ['head.gguf'])
+      await again.close()
+      expect(sha256Checks(logs)).toEqual(['head.gguf'])
+    },
+  )
 
   it('a restarted host holding some files advertises their pieces and no piece of the files it lacks', async () => {
     await fetchAndStop('partial', ['head.gguf'])

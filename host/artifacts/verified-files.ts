@@ -58,7 +58,8 @@ export class VerifiedFiles {
   static async open(path: string, log?: (line: string) => void): Promise<VerifiedFiles> {
     const files = await readRecord(path).catch((error: unknown) => {
       log?.(
-        `ignoring ${path} (${error instanceof Error ? error.message : String(error)}); artifacts on disk are checked again`,
+        `ignoring ${path} (${error instanceof Error ? error.message : String(error)}); artifacts on disk are ` +
+          `checked again`,
       )
       return undefined
     })
@@ -91,7 +92,10 @@ export class VerifiedFiles {
     this.files.delete(file)
   }
 
-  /** Writes the record atomically (a unique temp file, fsynced, renamed over), so a crash leaves the old record or the new. */
+  /**
+   * Writes the record atomically (a unique temp file, fsynced,
+   * renamed over), so a crash leaves the old record or the new.
+   */
   async save(): Promise<void> {
     const body = JSON.stringify({ format: 'neuron-verified/1', files: Object.fromEntries(this.files) }, null, 1)
     const temp = `${this.path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`

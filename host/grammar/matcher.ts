@@ -34,7 +34,10 @@ export class GrammarState {
     return this.stacks.every((s) => s.length === 0)
   }
 
-  /** The state after `text`, or undefined when the text leaves the grammar's language; each stack tried costs `work` one. */
+  /**
+   * The state after `text`, or undefined when the text leaves
+   * the grammar's language; each stack tried costs `work` one.
+   */
   advance(text: string, work?: { left: number }): GrammarState | undefined {
     let stacks = this.stacks
     for (const ch of text) {

@@ -19,7 +19,10 @@ export function interfaceAddresses(): string[] {
   return [...external, '127.0.0.1']
 }
 
-/** The data-plane endpoints a host listening at `listening` (ws://ADDR:PORT/) offers: each interface's address on that port. */
+/**
+ * The data-plane endpoints a host listening at `listening`
+ * (ws://ADDR:PORT/) offers: each interface's address on that port.
+ */
 export function interfaceCandidates(listening: string): string[] {
   const url = new URL(listening)
   const host = url.hostname.replace(/^\[|\]$/g, '')
@@ -27,7 +30,10 @@ export function interfaceCandidates(listening: string): string[] {
   return interfaceAddresses().map((address) => `${url.protocol}//${address}:${url.port}/`)
 }
 
-/** Whether any interface sits on a private network: then a router is likely between it and the swarm, worth asking for a mapped port. */
+/**
+ * Whether any interface sits on a private network: then a router is
+ * likely between it and the swarm, worth asking for a mapped port.
+ */
 export function behindRouter(): boolean {
   return interfaceAddresses().some((a) => /^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.)/.test(a))
 }

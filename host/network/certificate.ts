@@ -17,7 +17,8 @@ const VALID_DAYS = 3650
 
 /**
  * The host's own TLS certificate (ECDSA P-256, self-signed), made once and kept in `<dataDir>/tls/`, as Syncthing
- * keeps its device certificate: no CA and no user step. A certificate given by the operator (--tls-cert) is pinned the same way.
+ * keeps its device certificate: no CA and no user step. A certificate
+ * given by the operator (--tls-cert) is pinned the same way.
  */
 export async function hostCertificate(
   dataDir: string,

@@ -1,6 +1,9 @@
 import NatAPI from '@silentbot1/nat-api'
 
-/** How often a mapping is asked for again, ms: a router that restarted has forgotten it, and one packet to it costs nothing. */
+/**
+ * How often a mapping is asked for again, ms: a router that
+ * restarted has forgotten it, and one packet to it costs nothing.
+ */
 const REFRESH_MS = 15_000
 
 /** A port the router forwards to this computer: where the rest of the swarm can reach it. */
@@ -84,7 +87,10 @@ export class PortMapping {
     this.options.onChange(next)
   }
 
-  /** Stops refreshing and removes the mapping from the router (best effort: a router that is gone keeps it until its lease ends). */
+  /**
+   * Stops refreshing and removes the mapping from the router (best
+   * effort: a router that is gone keeps it until its lease ends).
+   */
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true

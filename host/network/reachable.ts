@@ -7,7 +7,10 @@ import { PortMapping } from './port-mapping'
 
 /** How often the host looks at its interfaces for a new address (a DHCP lease, another network). */
 const ADDRESS_CHECK_MS = 5_000
-/** How long serving waits for the router's first answer, so the first offer has the mapped port where a router maps one quickly. */
+/**
+ * How long serving waits for the router's first answer, so the
+ * first offer has the mapped port where a router maps one quickly.
+ */
 const FIRST_MAPPING_WAIT_MS = 3_000
 
 export interface ReachableOptions {
@@ -43,7 +46,8 @@ export interface Listener {
 /**
  * Where the swarm may reach a host's data plane: it listens (every interface by default), offers its candidate
  * endpoints (each interface's address, a port mapped on the router) with its own certificate's fingerprint, and says
- * when they change. The tracker dials each back; only one that proves the host's key is routed to (tracker/reachability/).
+ * when they change. The tracker dials each back; only one that
+ * proves the host's key is routed to (tracker/reachability/).
  */
 export class Reachable {
   private mapping: PortMapping | undefined
@@ -76,7 +80,8 @@ export class Reachable {
     const advertised = plan.advertise === undefined ? undefined : await plan.advertise(listening)
     const reachable = new Reachable(plan, listening, advertised, certificate)
     plan.log?.(
-      `data plane listening at ${listening}${certificate === undefined ? '' : ` (certificate ${certificate.fingerprint.slice(0, 16)}…)`}`,
+      `data plane listening at ` +
+        `${listening}${certificate === undefined ? '' : ` (certificate ${certificate.fingerprint.slice(0, 16)}…)`}`,
     )
     if (plan.mapsPorts) await reachable.startMapping(Number(new URL(listening).port))
     return reachable
@@ -112,7 +117,10 @@ export class Reachable {
     await this.mapping?.close()
   }
 
-  /** Asks the router for `port`; waits a little for its first answer, then goes on in the background (a home without UPnP or NAT-PMP must not hold up serving). */
+  /**
+   * Asks the router for `port`; waits a little for its first answer, then goes on in the background (a home without
+   * UPnP or NAT-PMP must not hold up serving).
+   */
   private async startMapping(port: number): Promise<void> {
     this.mapping = new PortMapping(port, {
       onChange: () => this.changed('mapping'),
@@ -130,7 +138,8 @@ export class Reachable {
     const now = interfaceCandidates(this.listening)
     if (now.join() === this.addresses.join()) return
     this.plan.log?.(
-      `this computer's addresses changed (${this.addresses.join(', ')} -> ${now.join(', ')}); offering them to the tracker`,
+      `this computer's addresses changed (${this.addresses.join(', ')} -> ${now.join(', ')}); offering them to the ` +
+        `tracker`,
     )
     this.addresses = now
     // the router's mapping points at the old address: ask for it again from the new one

@@ -20,7 +20,10 @@ const MAX_BACKOFF_MS = 30_000
 /** A relay's texts (nonce, verdict, errors) are short: longer ones are not parsed. */
 const MAX_TEXT_BYTES = 4096
 
-/** Serves one frame that came through the relay, as the host's ShardServer does (`caller` binds sessions to the circuit). */
+/**
+ * Serves one frame that came through the relay, as the host's
+ * ShardServer does (`caller` binds sessions to the circuit).
+ */
 export type CircuitHandler = (frame: Uint8Array, caller: string) => Promise<Uint8Array>
 
 /**

@@ -214,7 +214,10 @@ export class RelayService {
     this.options.onChange()
   }
 
-  /** An envelope from a reserved host: an answer for one circuit. A malformed one gets a typed error; the relay carries on. */
+  /**
+   * An envelope from a reserved host: an answer for one circuit.
+   * A malformed one gets a typed error; the relay carries on.
+   */
   private fromHost(r: Reservation, bytes: Buffer, isBinary: boolean): void {
     let envelope: ReturnType<typeof decodeEnvelope>
     try {
@@ -302,7 +305,10 @@ export class RelayService {
     })
   }
 
-  /** A frame from a client: carried to the host in an envelope, unless a bound says no (then a typed error frame answers it). */
+  /**
+   * A frame from a client: carried to the host in an envelope,
+   * unless a bound says no (then a typed error frame answers it).
+   */
   private fromClient(circuit: Circuit, bytes: Buffer): void {
     let header: { session: string; step: number }
     try {

@@ -24,7 +24,9 @@ export interface RelayingOptions {
   readonly log: (line: string) => void
 }
 
-/** A host's part in volunteer relaying: the relay it runs for others, and its own reservation at one when unreachable. */
+/**
+ * A host's part in volunteer relaying: the relay it runs for others, and its own reservation at one when unreachable.
+ */
 export class HostRelaying {
   readonly service: RelayService | undefined
   private reservation: RelayReservation | undefined

@@ -106,7 +106,8 @@ describe(`volunteer relays on loopback`, () => {
     await cleanup()
   })
 
-  it('a host that accepts no connections reserves at a volunteer relay; its chat equals the direct one, the tracker relays nothing and the relay is paid per frame', async () => {
+  it('a host that accepts no connections reserves at a volunteer relay; its chat equals the direct one, the ' +
+    'tracker relays nothing and the relay is paid per frame', async () => {
     const direct = new Host({
       trackerUrl: tracker.url,
       dataDir: join(dir, 'direct'),
@@ -169,7 +170,8 @@ describe(`volunteer relays on loopback`, () => {
     }
   }, 120_000)
 
-  it('refuses a reservation whose key cannot sign the nonce, and answers a malformed envelope with a typed error while it keeps serving', async () => {
+  it('refuses a reservation whose key cannot sign the nonce, and answers a malformed envelope with a typed error ' +
+    'while it keeps serving', async () => {
     const base = relayHost.state.endpoint ?? ''
     const liar = NodeIdentity.generate()
     const verdict = await new Promise<unknown>((resolve, reject) => {
@@ -230,7 +232,8 @@ describe(`volunteer relays on loopback`, () => {
     expect(code).toBe('not_reserved')
   }, 60_000)
 
-  it('a relay at its circuit bound refuses the next with a typed error, and the tracker routes that host through its own relay instead', async () => {
+  it('a relay at its circuit bound refuses the next with a typed error, and the tracker routes that host through ' +
+    'its own relay instead', async () => {
     const hidden = new Host({
       trackerUrl: tracker.url,
       dataDir: join(dir, 'hidden2'),

@@ -70,7 +70,8 @@ export function admit(
   if (ticket === undefined || signature === undefined)
     throw new NeuronError(
       'no_ticket',
-      "this host serves only ticketed sessions; ask the tracker for a route (route.plan) and open with each hop's ticket.",
+      "this host serves only ticketed sessions; ask the tracker for a route (route.plan) and open with each hop's " +
+        'ticket.',
     )
   const trackerKey = terms.trackerKey()
   if (trackerKey === undefined)
@@ -86,7 +87,8 @@ export function admit(
   if (ticket.modelId !== terms.modelId || ticket.manifestSha256 !== terms.manifestSha256)
     throw new NeuronError(
       'wrong_model',
-      `the ticket is for ${ticket.modelId} (manifest ${ticket.manifestSha256.slice(0, 12)}…); this host serves ${terms.modelId} (${terms.manifestSha256.slice(0, 12)}…).`,
+      `the ticket is for ${ticket.modelId} (manifest ${ticket.manifestSha256.slice(0, 12)}…); this host serves ` +
+        `${terms.modelId} (${terms.manifestSha256.slice(0, 12)}…).`,
     )
   if (ticket.probe === true) {
     admitProbe(request, open)
@@ -95,7 +97,8 @@ export function admit(
   if (request.maxTokens > limits.maxSessionTokens)
     throw new NeuronError(
       'too_many_tokens',
-      `a session here holds at most ${limits.maxSessionTokens} tokens; ${request.maxTokens} asked. Ask the tracker for a route with fewer tokens.`,
+      `a session here holds at most ${limits.maxSessionTokens} tokens; ${request.maxTokens} asked. Ask the tracker ` +
+        `for a route with fewer tokens.`,
       { maxSessionTokens: limits.maxSessionTokens, requested: request.maxTokens },
     )
   let reserved = 0
@@ -118,7 +121,8 @@ export function admit(
   if (reserved + request.maxTokens > limits.kvBudgetTokens)
     throw new NeuronError(
       'kv_budget_full',
-      `this host's KV cache has ${limits.kvBudgetTokens - reserved} of ${limits.kvBudgetTokens} tokens free; ${request.maxTokens} asked. Ask the tracker for another route.`,
+      `this host's KV cache has ${limits.kvBudgetTokens - reserved} of ${limits.kvBudgetTokens} tokens free; ` +
+        `${request.maxTokens} asked. Ask the tracker for another route.`,
       { freeTokens: limits.kvBudgetTokens - reserved },
     )
   if (sessions >= limits.maxSessions)
@@ -129,7 +133,9 @@ export function admit(
   return ticket
 }
 
-/** How long a session must have gone unstepped before a full host gives it up to a key holding fewer (squattedSession). */
+/**
+ * How long a session must have gone unstepped before a full host gives it up to a key holding fewer (squattedSession).
+ */
 export const EVICT_IDLE_MS = 5_000
 
 /** Refusals a full host may answer by giving up a squatted session instead. */
@@ -159,7 +165,10 @@ export function squattedSession(
   return idle[0]?.[0]
 }
 
-/** A tracker's probe fits a probe slot: a probe's tokens at most, PROBE_SLOTS at once (of any load the host has besides). */
+/**
+ * A tracker's probe fits a probe slot: a probe's tokens at
+ * most, PROBE_SLOTS at once (of any load the host has besides).
+ */
 function admitProbe(request: OpenSession, open: Iterable<AdmittedSession>): void {
   if (request.maxTokens > MAX_PROBE_TOKENS)
     throw new NeuronError(
@@ -182,7 +191,10 @@ function admitProbe(request: OpenSession, open: Iterable<AdmittedSession>): void
     )
 }
 
-/** A step carries what its ticket paid for: the declared prompt at step 1, one token after (replays rebuild a cache, unpaid by the client). */
+/**
+ * A step carries what its ticket paid for: the declared prompt at step
+ * 1, one token after (replays rebuild a cache, unpaid by the client).
+ */
 export function checkStepTokens(ticket: Pick<Ticket, 'promptTokens'>, step: number, tokens: number, flags = 0): void {
   // a verify step (speculative decoding) checks the last token and its drafts: each position is paid as one token
   const allowed = step === 1 ? ticket.promptTokens : flags & FLAG_VERIFY ? MAX_DRAFT_TOKENS + 1 : 1
@@ -211,13 +223,15 @@ export function checkReplayTicket(
   if (replay === undefined)
     throw new NeuronError(
       'replay_not_ticketed',
-      `step ${step} is numbered as a failover replay, but this session's ticket is a plain one; number steps from 1, or ask route.plan for a failover ticket (with failedHost).`,
+      `step ${step} is numbered as a failover replay, but this session's ticket is a plain one; number steps from ` +
+        `1, or ask route.plan for a failover ticket (with failedHost).`,
       { step },
     )
   if (position < replay.span[0] || position + tokens > replay.span[1])
     throw new NeuronError(
       'replay_out_of_span',
-      `replay step ${step} covers positions [${position}, ${position + tokens}); this failover ticket rebuilds [${replay.span[0]}, ${replay.span[1]}) only.`,
+      `replay step ${step} covers positions [${position}, ${position + tokens}); this failover ticket rebuilds ` +
+        `[${replay.span[0]}, ${replay.span[1]}) only.`,
       { step, span: replay.span },
     )
 }

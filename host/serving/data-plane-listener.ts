@@ -32,7 +32,9 @@ export interface DataPlaneListenerOptions {
  */
 export class DataPlaneListener {
   private connections = 0
-  /** Open connections by caller: a session's later frames (hop-to-hop forwarding) are pushed to the one that opened it. */
+  /**
+   * Open connections by caller: a session's later frames (hop-to-hop forwarding) are pushed to the one that opened it.
+   */
   private readonly callers = new Map<FrameCaller, WebSocket>()
 
   private constructor(

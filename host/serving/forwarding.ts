@@ -47,7 +47,8 @@ function sameCapability(a: string, b: string): boolean {
 const badChain = (frame: Frame, why: string) =>
   new NeuronError(
     'bad_chain',
-    `forwarded step ${frame.step} of session ${frame.session} refused: ${why}; the client falls back to carrying this leg itself.`,
+    `forwarded step ${frame.step} of session ${frame.session} refused: ${why}; the client falls back to carrying ` +
+      `this leg itself.`,
   )
 
 /**
@@ -60,7 +61,8 @@ export function chainSigned(served: ServedSession, frame: Frame, chain: ChainTra
   if (accept === undefined || !sameCapability(accept, chain.capability))
     throw new NeuronError(
       'bad_capability',
-      `session ${frame.session} takes no forwarded frame with this capability; only the hop its client named may forward into it.`,
+      `session ${frame.session} takes no forwarded frame with this capability; only the hop its client named may ` +
+        `forward into it.`,
     )
   const input = payloadSha256(frame.payload)
   const { prev, origin } = chain
@@ -221,7 +223,8 @@ export class Forwarder {
       link = WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch(
         (error: Error) => {
           this.host.log?.(
-            `session ${session}: cannot reach the next hop at ${next.endpoint} (${error.message}); the client carries that leg`,
+            `session ${session}: cannot reach the next hop at ${next.endpoint} (${error.message}); the client ` +
+              `carries that leg`,
           )
           return undefined
         },
@@ -236,7 +239,9 @@ export class Forwarder {
         ack.kind !== 'ok' &&
         this.host.log?.(`session ${session}: the next hop answered a forwarded step with ${ack.kind}`),
       (error: Error) => {
-        const message = `the next hop refused forwarded step ${out.step} or is gone (${error.message}); fetch this hop's output and carry the leg`
+        const message =
+          `the next hop refused forwarded step ${out.step} or is gone (${error.message}); fetch this ` +
+          `hop's output and carry the leg`
         this.host.log?.(`session ${session}: ${message}`)
         // the client waits on the successor: told here, it fetches the output and carries the leg itself
         // after this hop's own answer to the step has gone out (a link already closed refuses at once)

@@ -20,7 +20,10 @@ export class LastHopSampler {
     for (const t of params.generated ?? []) this.counts.set(t, (this.counts.get(t) ?? 0) + 1)
   }
 
-  /** Checks an open's sampling before any work: a malformed grammar is `bad_grammar`, one this host cannot hold `grammar_unsupported`. */
+  /**
+   * Checks an open's sampling before any work: a malformed grammar is
+   * `bad_grammar`, one this host cannot hold `grammar_unsupported`.
+   */
   static open(sampling: unknown, tokenTexts: (() => Promise<TokenTexts>) | undefined): LastHopSampler {
     const params = SamplingParams.parse(sampling ?? {})
     if (params.grammar === undefined) return new LastHopSampler(params, undefined, tokenTexts)

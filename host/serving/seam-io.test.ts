@@ -75,16 +75,20 @@ describe('side values in frames', () => {
     expect(code(() => decodeFrame(encodeFrame({ ...f, flags: 0 })))).toBe('bad_frame')
   })
 
-  it('a hop input keeps its side values through an answer, and a prefill of several steps puts values first, then side values', () => {
-    const a = hiddenInput(hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6]))
-    const b = hiddenInput(hidden(1, 16, [11, 8, 8, 8]))
-    expect(a.side).toBe(4)
-    const both = concatInputs([a, b])
-    const frame = decodeFrame(forwardFrame(both, 0, S, 1, 0, SIGNING))
-    expect(frame.tokens).toBe(3)
-    expect([...sideOf(frame)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6, 11, 8, 8, 8])
-    expect(frame.payload.subarray(0, 2 * 16 * 4)).toEqual(a.payload.subarray(0, 2 * 16 * 4))
-  })
+  it(
+    'a hop input keeps its side values through an answer, and a prefill of several steps puts values first, then ' +
+      'side values',
+    () => {
+      const a = hiddenInput(hidden(2, 16, [7, 1, 2, 3, 9, 4, 5, 6]))
+      const b = hiddenInput(hidden(1, 16, [11, 8, 8, 8]))
+      expect(a.side).toBe(4)
+      const both = concatInputs([a, b])
+      const frame = decodeFrame(forwardFrame(both, 0, S, 1, 0, SIGNING))
+      expect(frame.tokens).toBe(3)
+      expect([...sideOf(frame)]).toEqual([7, 1, 2, 3, 9, 4, 5, 6, 11, 8, 8, 8])
+      expect(frame.payload.subarray(0, 2 * 16 * 4)).toEqual(a.payload.subarray(0, 2 * 16 * 4))
+    },
+  )
 })
 
 describe('a session’s seams on the wire', () => {

@@ -43,13 +43,15 @@ export function seamInput(frame: Frame, model: SeamFacts, from: number, takesTok
   const seam = seamAt(model, from)
   const side = seamSideValues(seam)
   if (frame.dtype === 'i32' || frame.dtype === 'json' || frame.width !== seam.values || sidePerToken(frame) !== side) {
-    const carries =
-      side === 0
-        ? ''
-        : ` and ${side} int32 per token after them (${seam.tokenIds ? 'the token id' : ''}${seam.tokenIds && seam.int32PerToken > 0 ? ', then ' : ''}${seam.int32PerToken > 0 ? `${seam.int32PerToken} indices` : ''})`
+    const parts = [
+      ...(seam.tokenIds ? ['the token id'] : []),
+      ...(seam.int32PerToken > 0 ? [`${seam.int32PerToken} indices`] : []),
+    ]
+    const carries = side === 0 ? '' : ` and ${side} int32 per token after them (${parts.join(', then ')})`
     throw new NeuronError(
       'bad_frame',
-      `this hop takes hidden states (f32 or f16, width ${seam.values})${carries} at block ${from}, not ${frame.dtype} × ${frame.width} with ${sidePerToken(frame)} side values per token.`,
+      `this hop takes hidden states (f32 or f16, width ${seam.values})${carries} at block ${from}, not ` +
+        `${frame.dtype} × ${frame.width} with ${sidePerToken(frame)} side values per token.`,
       { expectedWidth: seam.values, width: frame.width, expectedSide: side, side: sidePerToken(frame) },
     )
   }
@@ -81,7 +83,8 @@ export function seamSide(
   if (k > 0 && indices?.length !== rows * k)
     throw new NeuronError(
       'internal',
-      `the seam after block ${to - 1} carries ${k} indices per token; the runtime returned ${indices?.length ?? 0} for ${rows} rows.`,
+      `the seam after block ${to - 1} carries ${k} indices per token; the runtime returned ${indices?.length ?? 0} ` +
+        `for ${rows} rows.`,
     )
   const out = joinSide(seam, rows, input.tokenIds, indices)
   return new Uint8Array(out.buffer)
@@ -125,6 +128,7 @@ export function checkSeamsAgree(
   if (wrong.length > 0)
     throw new NeuronError(
       'seams_differ',
-      `the model's manifest and this host's runtime disagree on what crosses its seams (${wrong.join('; ')}); the manifest was packed by another version: pack and publish it again.`,
+      `the model's manifest and this host's runtime disagree on what crosses its seams (${wrong.join('; ')}); the ` +
+        `manifest was packed by another version: pack and publish it again.`,
     )
 }

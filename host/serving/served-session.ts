@@ -50,7 +50,9 @@ export class SessionsSeen {
     else this.overflowed = true
   }
 
-  /** What to list: `open` and those opened since the last take; undefined past MAX_HEARTBEAT_SESSIONS. Starts afresh. */
+  /**
+   * What to list: `open` and those opened since the last take; undefined past MAX_HEARTBEAT_SESSIONS. Starts afresh.
+   */
   take(open: Iterable<string>): string[] | undefined {
     for (const id of open) this.opened(id)
     const listed = this.overflowed ? undefined : [...this.ids]

@@ -10,7 +10,10 @@ export type ServingStep = {
   options?: ForwardOptions
 }
 
-/** A session's options, and the client key its ticket names (for a wrapper that accounts per key; the native runtime ignores it). */
+/**
+ * A session's options, and the client key its ticket names (for a
+ * wrapper that accounts per key; the native runtime ignores it).
+ */
 export interface ServingSessionOptions extends SessionOptions {
   readonly clientKey?: string
 }
@@ -21,6 +24,9 @@ export interface ServingRuntime {
   dispose(): void
   /** Whether forwardBatch can run this family (plain per-position K and V caches); absent: one session per graph. */
   readonly canBatch?: boolean
-  /** Several sessions' steps in one graph, each settling on its own (ShardRuntime.forwardBatch; its sessions are its own). */
+  /**
+   * Several sessions' steps in one graph, each settling on its
+   * own (ShardRuntime.forwardBatch; its sessions are its own).
+   */
   forwardBatch?(steps: ServingStep[]): Promise<BatchOutcome[]>
 }

@@ -75,12 +75,17 @@ function serverOptions(
   }
 }
 
-/** An open frame carrying the tracker's ticket for `body`, signed by the client (`ticket` overrides the ticket's terms). */
+/**
+ * An open frame carrying the tracker's ticket for `body`, signed by the client (`ticket` overrides the ticket's terms).
+ */
 function ticketedOpen(
   s: string,
   body: { modelId: unknown; blocks: [number, number]; maxTokens: number; [k: string]: unknown },
   ticket: Partial<Parameters<typeof signTicket>[1]> = {},
-  /** `client`: the key the ticket is issued to; `signer`: who signs the open (default the client); `forge`: the client's edit of the signed ticket. */
+  /**
+   * `client`: the key the ticket is issued to; `signer`: who signs the open (default the client); `forge`: the client's
+   * edit of the signed ticket.
+   */
   options: { tracker?: NodeIdentity; client?: NodeIdentity; signer?: NodeIdentity; forge?: (t: Ticket) => Ticket } = {},
 ): Uint8Array {
   const signed = signTicket(options.tracker ?? trackerKey, {
@@ -223,39 +228,43 @@ describe(`shard server on loopback`, () => {
     expect(readJson(reply, SampledToken).token).toBeGreaterThan(0)
     expect(server.activeSessions).toBe(1)
   })
-  it('opens no session without a valid ticket: missing, forged, for another host, model or blocks, too small, expired, or opened by another key', async () => {
-    const body = { modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens: 64 }
-    const before = server.activeSessions
-    const cases: [Uint8Array, string, RegExp][] = [
-      [jsonFrame('open', session(20), 0, body), 'no_ticket', /only ticketed sessions/],
-      [
-        ticketedOpen(session(21), body, {}, { tracker: NodeIdentity.generate() }),
-        'bad_ticket',
-        /not signed by this host's tracker/,
-      ],
-      [ticketedOpen(session(22), body, { hostId: 'cd'.repeat(10) }), 'wrong_host', /not this host/],
-      [ticketedOpen(session(23), body, { modelId: 'stories-other' }), 'wrong_model', /ticket is for stories-other/],
-      [ticketedOpen(session(24), body, { manifestSha256: '0'.repeat(64) }), 'wrong_model', /manifest 000000000000/],
-      [ticketedOpen(session(25), body, { blocks: [0, 3] }), 'ticket_mismatch', /covers blocks \[0, 3\)/],
-      [ticketedOpen(session(26), body, { maxTokens: 8 }), 'ticket_mismatch', /covers 8 tokens; the open asks for 64/],
-      [ticketedOpen(session(27), body, { expiresAt: Date.now() - 5000 }), 'ticket_expired', /expired \d+ s ago/],
-      [
-        ticketedOpen(session(28), body, {}, { signer: NodeIdentity.generate() }),
-        'bad_open_signature',
-        /not signed by the ticket's client key/,
-      ],
-      [ticketedOpen(session(29), body, { session: session(30) }), 'bad_ticket', /for session 0+1e, not 0+1d/],
-    ]
-    for (const [bytes, code, message] of cases) {
-      const error = errorOf(await exchange(bytes))
-      expect(error?.code, JSON.stringify(error)).toBe(code)
-      expect(error?.message).toMatch(message)
-    }
-    expect(server.activeSessions).toBe(before)
-    // The same terms with a good ticket open.
-    expect((await exchange(ticketedOpen(session(31), body))).kind).toBe('ok')
-    expect((await exchange(jsonFrame('close', session(31), 0, {}))).kind).toBe('ok')
-  })
+  it(
+    'opens no session without a valid ticket: missing, forged, for another host, model or blocks, too small, ' +
+      'expired, or opened by another key',
+    async () => {
+      const body = { modelId: manifest.modelId, blocks: [0, 5] as [number, number], maxTokens: 64 }
+      const before = server.activeSessions
+      const cases: [Uint8Array, string, RegExp][] = [
+        [jsonFrame('open', session(20), 0, body), 'no_ticket', /only ticketed sessions/],
+        [
+          ticketedOpen(session(21), body, {}, { tracker: NodeIdentity.generate() }),
+          'bad_ticket',
+          /not signed by this host's tracker/,
+        ],
+        [ticketedOpen(session(22), body, { hostId: 'cd'.repeat(10) }), 'wrong_host', /not this host/],
+        [ticketedOpen(session(23), body, { modelId: 'stories-other' }), 'wrong_model', /ticket is for stories-other/],
+        [ticketedOpen(session(24), body, { manifestSha256: '0'.repeat(64) }), 'wrong_model', /manifest 000000000000/],
+        [ticketedOpen(session(25), body, { blocks: [0, 3] }), 'ticket_mismatch', /covers blocks \[0, 3\)/],
+        [ticketedOpen(session(26), body, { maxTokens: 8 }), 'ticket_mismatch', /covers 8 tokens; the open asks for 64/],
+        [ticketedOpen(session(27), body, { expiresAt: Date.now() - 5000 }), 'ticket_expired', /expired \d+ s ago/],
+        [
+          ticketedOpen(session(28), body, {}, { signer: NodeIdentity.generate() }),
+          'bad_open_signature',
+          /not signed by the ticket's client key/,
+        ],
+        [ticketedOpen(session(29), body, { session: session(30) }), 'bad_ticket', /for session 0+1e, not 0+1d/],
+      ]
+      for (const [bytes, code, message] of cases) {
+        const error = errorOf(await exchange(bytes))
+        expect(error?.code, JSON.stringify(error)).toBe(code)
+        expect(error?.message).toMatch(message)
+      }
+      expect(server.activeSessions).toBe(before)
+      // The same terms with a good ticket open.
+      expect((await exchange(ticketedOpen(session(31), body))).kind).toBe('ok')
+      expect((await exchange(jsonFrame('close', session(31), 0, {}))).kind).toBe('ok')
+    },
+  )
 
   it('a second connection can neither forward on nor close another connection’s session', async () => {
     const owner = await connect()
@@ -314,87 +323,101 @@ describe(`shard server on loopback`, () => {
       sampling: { temperature: 0 },
     })
 
-    it('a client cannot open a session in the probe slots, by forging its ticket or by asking, while its sessions are taken', async () => {
-      const c = await connect(fullUrl)
-      try {
-        expect(
-          (await c.exchange(ticketedOpen(session(300), body(64), {}, { client: NodeIdentity.generate() }))).kind,
-        ).toBe('ok')
-        expect(
-          (await c.exchange(ticketedOpen(session(301), body(64), {}, { client: NodeIdentity.generate() }))).kind,
-        ).toBe('ok')
-        const attacker = NodeIdentity.generate()
-        expect(errorOf(await c.exchange(ticketedOpen(session(302), body(8), {}, { client: attacker })))).toMatchObject({
-          code: 'busy',
-        })
-        // its own ticket with the probe mark added: the tracker never signed that
-        expect(
-          errorOf(
-            await c.exchange(
-              ticketedOpen(session(303), body(8), {}, { client: attacker, forge: (t) => ({ ...t, probe: true }) }),
-            ),
-          ),
-        ).toMatchObject({
-          code: 'bad_ticket',
-        })
-        // the mark in the open, outside the ticket, is no mark at all
-        expect(
-          errorOf(await c.exchange(ticketedOpen(session(304), { ...body(8), probe: true }, {}, { client: attacker }))),
-        ).toMatchObject({ code: 'busy' })
-        expect(full.activeSessions).toBe(2)
-      } finally {
-        for (const s of [300, 301]) await c.exchange(jsonFrame('close', session(s), 0, {}))
-        c.close()
-      }
-    })
-
-    it(`answers the tracker's probes past its session limit, ${PROBE_SLOTS} at once, each of a probe's tokens at most, and counts them in no session`, async () => {
-      const c = await connect(fullUrl)
-      const gateway = NodeIdentity.generate()
-      try {
-        expect(
-          (await c.exchange(ticketedOpen(session(310), body(64), {}, { client: NodeIdentity.generate() }))).kind,
-        ).toBe('ok')
-        expect(
-          (await c.exchange(ticketedOpen(session(311), body(64), {}, { client: NodeIdentity.generate() }))).kind,
-        ).toBe('ok')
-        expect(errorOf(await c.exchange(ticketedOpen(session(312), body(12), {}, { client: gateway })))).toMatchObject({
-          code: 'busy',
-        })
-        // one key, past its one session a key may hold: a probe is held to the probe slots' limits alone
-        for (let i = 0; i < PROBE_SLOTS; i++)
+    it(
+      'a client cannot open a session in the probe slots, by forging its ticket or by asking, while its sessions ' +
+        'are taken',
+      async () => {
+        const c = await connect(fullUrl)
+        try {
           expect(
-            (await c.exchange(ticketedOpen(session(313 + i), body(12), { probe: true }, { client: gateway }))).kind,
+            (await c.exchange(ticketedOpen(session(300), body(64), {}, { client: NodeIdentity.generate() }))).kind,
           ).toBe('ok')
-        const answer = await c.exchange(tokens(session(313), 1, 0, [1, 403, 407], { signer: gateway }))
-        expect(answer.kind).toBe('token')
-        expect(readJson(answer, SampledToken).token).toBeGreaterThanOrEqual(0)
-        expect(full.activeSessions).toBe(2)
-        expect(
-          errorOf(await c.exchange(ticketedOpen(session(320), body(12), { probe: true }, { client: gateway }))),
-        ).toMatchObject({
-          code: 'probe_slots_full',
-        })
-        await c.exchange(jsonFrame('close', session(313), 0, {}))
-        expect(
-          errorOf(
-            await c.exchange(
-              ticketedOpen(session(321), body(MAX_PROBE_TOKENS + 1), { probe: true }, { client: gateway }),
+          expect(
+            (await c.exchange(ticketedOpen(session(301), body(64), {}, { client: NodeIdentity.generate() }))).kind,
+          ).toBe('ok')
+          const attacker = NodeIdentity.generate()
+          expect(
+            errorOf(await c.exchange(ticketedOpen(session(302), body(8), {}, { client: attacker }))),
+          ).toMatchObject({
+            code: 'busy',
+          })
+          // its own ticket with the probe mark added: the tracker never signed that
+          expect(
+            errorOf(
+              await c.exchange(
+                ticketedOpen(session(303), body(8), {}, { client: attacker, forge: (t) => ({ ...t, probe: true }) }),
+              ),
             ),
-          ),
-        ).toMatchObject({
-          code: 'too_many_tokens',
-          message: expect.stringMatching(new RegExp(`probe holds at most ${MAX_PROBE_TOKENS} tokens`)),
-        })
-        expect(
-          (await c.exchange(ticketedOpen(session(322), body(MAX_PROBE_TOKENS), { probe: true }, { client: gateway })))
-            .kind,
-        ).toBe('ok')
-      } finally {
-        for (const s of [310, 311, 314, 322]) await c.exchange(jsonFrame('close', session(s), 0, {}))
-        c.close()
-      }
-    })
+          ).toMatchObject({
+            code: 'bad_ticket',
+          })
+          // the mark in the open, outside the ticket, is no mark at all
+          expect(
+            errorOf(
+              await c.exchange(ticketedOpen(session(304), { ...body(8), probe: true }, {}, { client: attacker })),
+            ),
+          ).toMatchObject({ code: 'busy' })
+          expect(full.activeSessions).toBe(2)
+        } finally {
+          for (const s of [300, 301]) await c.exchange(jsonFrame('close', session(s), 0, {}))
+          c.close()
+        }
+      },
+    )
+
+    it(
+      `answers the tracker's probes past its session limit, ${PROBE_SLOTS} at once, each of a probe's tokens at ` +
+        `most, and counts them in no session`,
+      async () => {
+        const c = await connect(fullUrl)
+        const gateway = NodeIdentity.generate()
+        try {
+          expect(
+            (await c.exchange(ticketedOpen(session(310), body(64), {}, { client: NodeIdentity.generate() }))).kind,
+          ).toBe('ok')
+          expect(
+            (await c.exchange(ticketedOpen(session(311), body(64), {}, { client: NodeIdentity.generate() }))).kind,
+          ).toBe('ok')
+          expect(
+            errorOf(await c.exchange(ticketedOpen(session(312), body(12), {}, { client: gateway }))),
+          ).toMatchObject({
+            code: 'busy',
+          })
+          // one key, past its one session a key may hold: a probe is held to the probe slots' limits alone
+          for (let i = 0; i < PROBE_SLOTS; i++)
+            expect(
+              (await c.exchange(ticketedOpen(session(313 + i), body(12), { probe: true }, { client: gateway }))).kind,
+            ).toBe('ok')
+          const answer = await c.exchange(tokens(session(313), 1, 0, [1, 403, 407], { signer: gateway }))
+          expect(answer.kind).toBe('token')
+          expect(readJson(answer, SampledToken).token).toBeGreaterThanOrEqual(0)
+          expect(full.activeSessions).toBe(2)
+          expect(
+            errorOf(await c.exchange(ticketedOpen(session(320), body(12), { probe: true }, { client: gateway }))),
+          ).toMatchObject({
+            code: 'probe_slots_full',
+          })
+          await c.exchange(jsonFrame('close', session(313), 0, {}))
+          expect(
+            errorOf(
+              await c.exchange(
+                ticketedOpen(session(321), body(MAX_PROBE_TOKENS + 1), { probe: true }, { client: gateway }),
+              ),
+            ),
+          ).toMatchObject({
+            code: 'too_many_tokens',
+            message: expect.stringMatching(new RegExp(`probe holds at most ${MAX_PROBE_TOKENS} tokens`)),
+          })
+          expect(
+            (await c.exchange(ticketedOpen(session(322), body(MAX_PROBE_TOKENS), { probe: true }, { client: gateway })))
+              .kind,
+          ).toBe('ok')
+        } finally {
+          for (const s of [310, 311, 314, 322]) await c.exchange(jsonFrame('close', session(s), 0, {}))
+          c.close()
+        }
+      },
+    )
   })
 
   describe('a host with small limits', () => {
@@ -441,33 +464,39 @@ describe(`shard server on loopback`, () => {
       }
     })
 
-    it('bounds sessions per client key and the KV budget over all sessions; sessions never stepped are evicted, then a session opens and steps', async () => {
-      const c = await connect(limitedUrl)
-      const other = NodeIdentity.generate()
-      try {
-        expect((await c.exchange(ticketedOpen(session(110), body(256)))).kind).toBe('ok')
-        expect((await c.exchange(ticketedOpen(session(111), body(256)))).kind).toBe('ok')
-        expect(errorOf(await c.exchange(ticketedOpen(session(112), body(16))))).toMatchObject({
-          code: 'too_many_sessions',
-        })
-        expect(errorOf(await c.exchange(ticketedOpen(session(113), body(256), {}, { client: other })))).toMatchObject({
-          code: 'kv_budget_full',
-          message: expect.stringMatching(/128 of 640 tokens free; 256 asked/),
-        })
-        expect((await c.exchange(ticketedOpen(session(114), body(64), {}, { client: other }))).kind).toBe('ok')
-        expect(
-          errorOf(await c.exchange(ticketedOpen(session(115), body(1), {}, { client: NodeIdentity.generate() }))),
-        ).toMatchObject({ code: 'busy' })
-        // Nobody steps them: after the 1 s idle timeout for unstepped sessions every slot is free.
-        await new Promise((r) => setTimeout(r, 1600))
-        expect(limited.activeSessions).toBe(0)
-        expect((await c.exchange(ticketedOpen(session(116), body(64)))).kind).toBe('ok')
-        expect((await c.exchange(tokens(session(116), 1, 0, [1, 403, 407]))).kind).toBe('token')
-        expect((await c.exchange(jsonFrame('close', session(116), 0, {}))).kind).toBe('ok')
-      } finally {
-        c.close()
-      }
-    })
+    it(
+      'bounds sessions per client key and the KV budget over all sessions; sessions never stepped are evicted, ' +
+        'then a session opens and steps',
+      async () => {
+        const c = await connect(limitedUrl)
+        const other = NodeIdentity.generate()
+        try {
+          expect((await c.exchange(ticketedOpen(session(110), body(256)))).kind).toBe('ok')
+          expect((await c.exchange(ticketedOpen(session(111), body(256)))).kind).toBe('ok')
+          expect(errorOf(await c.exchange(ticketedOpen(session(112), body(16))))).toMatchObject({
+            code: 'too_many_sessions',
+          })
+          expect(errorOf(await c.exchange(ticketedOpen(session(113), body(256), {}, { client: other })))).toMatchObject(
+            {
+              code: 'kv_budget_full',
+              message: expect.stringMatching(/128 of 640 tokens free; 256 asked/),
+            },
+          )
+          expect((await c.exchange(ticketedOpen(session(114), body(64), {}, { client: other }))).kind).toBe('ok')
+          expect(
+            errorOf(await c.exchange(ticketedOpen(session(115), body(1), {}, { client: NodeIdentity.generate() }))),
+          ).toMatchObject({ code: 'busy' })
+          // Nobody steps them: after the 1 s idle timeout for unstepped sessions every slot is free.
+          await new Promise((r) => setTimeout(r, 1600))
+          expect(limited.activeSessions).toBe(0)
+          expect((await c.exchange(ticketedOpen(session(116), body(64)))).kind).toBe('ok')
+          expect((await c.exchange(tokens(session(116), 1, 0, [1, 403, 407]))).kind).toBe('token')
+          expect((await c.exchange(jsonFrame('close', session(116), 0, {}))).kind).toBe('ok')
+        } finally {
+          c.close()
+        }
+      },
+    )
 
     it('caps connections and the frames one connection has in flight', async () => {
       const raw = new WebSocket(limitedUrl)

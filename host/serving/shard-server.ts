@@ -66,9 +66,14 @@ export interface ShardServerOptions {
   readonly signer?: ReceiptSigner
   /** Told every receipt signed: the host hands them to the tracker itself, so a client that vanishes still pays. */
   readonly onReceipt?: (receipt: Receipt) => void
-  /** Told when a session closes: the tracker counts the sessions it routed here as open until it hears the host's count. */
+  /**
+   * Told when a session closes: the tracker counts the sessions it routed here as open until it hears the host's count.
+   */
   readonly onSessionFreed?: () => void
-  /** What an open's ticket must name: signed by the tracker's key (undefined until the tracker said it), for this host and manifest. */
+  /**
+   * What an open's ticket must name: signed by the tracker's key
+   * (undefined until the tracker said it), for this host and manifest.
+   */
   readonly tickets: Omit<TicketTerms, 'modelId'>
   /** KV capacity per session, the KV budget over all sessions and sessions per client key (see admissionLimits). */
   readonly limits?: Partial<Omit<AdmissionLimits, 'maxSessions'>>
@@ -81,7 +86,10 @@ export interface ShardServerOptions {
   readonly maxInFlightPerConnection?: number
   /** Signs the tracker's dial-back at DIAL_BACK_PATH on the data-plane port (absent: it answers 503). */
   readonly dialBack?: DialBackProver
-  /** An artifact of the model (last hop only): its vocabulary is loaded on the first session with a grammar; without it grammars are refused. */
+  /**
+   * An artifact of the model (last hop only): its vocabulary is loaded on
+   * the first session with a grammar; without it grammars are refused.
+   */
   readonly vocabularyFrom?: string | undefined
 }
 
@@ -116,7 +124,9 @@ export class ShardServer {
   readonly batcher: StepBatcher
   /** Hop-to-hop forwarding (forwarding.ts). */
   private readonly forwarder: Forwarder
-  /** Takes WebSocket upgrades on other paths of the data-plane port (a volunteer relay's); true when it took this one. */
+  /**
+   * Takes WebSocket upgrades on other paths of the data-plane port (a volunteer relay's); true when it took this one.
+   */
   upgrades: ((req: IncomingMessage, socket: Socket, head: Buffer) => boolean) | undefined
 
   constructor(
@@ -239,7 +249,8 @@ export class ShardServer {
     if (request.blocks[0] < blocks[0] || request.blocks[1] > blocks[1]) {
       throw new NeuronError(
         'range_not_served',
-        `this host serves blocks [${blocks[0]}, ${blocks[1]}); a session for [${request.blocks[0]}, ${request.blocks[1]}) must lie inside it.`,
+        `this host serves blocks [${blocks[0]}, ${blocks[1]}); a session for [${request.blocks[0]}, ` +
+          `${request.blocks[1]}) must lie inside it.`,
         { served: [...blocks], requested: request.blocks },
       )
     }

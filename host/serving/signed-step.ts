@@ -6,11 +6,16 @@ import type { ServedSession } from './served-session'
 /** A step as its client signed it: the sha256 of what it sent, and the signature the receipt carries. */
 export interface SignedStep {
   readonly input: string
-  /** Absent on a step forwarded from the predecessor hop: the client signed it at the route's first hop (forwarding.ts). */
+  /**
+   * Absent on a step forwarded from the predecessor hop: the client signed it at the route's first hop (forwarding.ts).
+   */
   readonly client?: string
 }
 
-/** The step's client signature, checked against the session's client key; a step without a valid one is refused (the client's doing). */
+/**
+ * The step's client signature, checked against the session's client
+ * key; a step without a valid one is refused (the client's doing).
+ */
 export function clientSigned(served: ServedSession, frame: Frame): SignedStep {
   const trailer = readTrailer(frame, StepTrailer)
   if (trailer === undefined)

@@ -9,7 +9,10 @@ import type { ServingRuntime, ServingSession } from './serving-runtime'
 
 /** The native limit on sessions per graph (runtime_batch.cpp's MAX_BATCH_SEQS). */
 export const MAX_BATCH_SESSIONS = 16
-/** Rows one batched graph runs at most (llama.cpp's default ubatch): concurrent prompts must not multiply a graph's compute buffer. */
+/**
+ * Rows one batched graph runs at most (llama.cpp's default ubatch):
+ * concurrent prompts must not multiply a graph's compute buffer.
+ */
 export const MAX_BATCH_ROWS = 512
 /** A step of more rows (a prompt) runs in a graph of its own. */
 export const MAX_BATCHED_STEP_ROWS = 64
@@ -109,7 +112,10 @@ function groups(steps: Pending[]): Pending[][] {
   return [...byKey.values()]
 }
 
-/** Rows of a step: token ids, or hidden states of the session's input width (unknown: as many as its values, so it runs alone). */
+/**
+ * Rows of a step: token ids, or hidden states of the session's
+ * input width (unknown: as many as its values, so it runs alone).
+ */
 function rowsOf(p: Pending): number {
   if (p.input instanceof Int32Array) return p.input.length
   return p.input.length / ((p.session as { readonly inputWidth?: number }).inputWidth ?? 1)

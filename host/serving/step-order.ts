@@ -13,7 +13,8 @@ interface StepAt {
  * position; the last step may come again at its own position (a client re-running it after an audit). Replays
  * (numbers from REPLAY_STEP_BASE) rebuild the cache from position 0, one after another, and never sample; a step
  * after them continues where they ended. After a verify step (FLAG_VERIFY) the next step starts anywhere from its
- * second position to just after its last, rolling the cache back past the drafts that did not match. Anything else is the client's doing and refused as such, before any work.
+ * second position to just after its last, rolling the cache back past the drafts that did not match. Anything else is
+ * the client's doing and refused as such, before any work.
  */
 export class StepOrder {
   private last: StepAt | undefined
@@ -32,7 +33,8 @@ export class StepOrder {
     if (!expected.positions(position) || !expected.steps(step)) {
       throw new NeuronError(
         'step_out_of_order',
-        `step ${step} at position ${position} is out of order: this session takes ${expected.says} next. Send a session's steps in order.`,
+        `step ${step} at position ${position} is out of order: this session takes ${expected.says} next. Send a ` +
+          `session's steps in order.`,
         { step, position, expectedPosition: expected.position },
       )
     }
@@ -81,7 +83,8 @@ export class StepOrder {
     if (!continues && position !== 0)
       throw new NeuronError(
         'step_out_of_order',
-        `replay step ${step} at position ${position} is out of order: a rebuild starts at position 0 and goes on in order.`,
+        `replay step ${step} at position ${position} is out of order: a rebuild starts at position 0 and goes on ` +
+          `in order.`,
         {
           step,
           position,

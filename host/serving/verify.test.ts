@@ -113,40 +113,48 @@ describe('verify steps at a host', () => {
     await cleanup()
   })
 
-  it('answers the greedy token after every checked position, and the next step rolls back to where the drafts stopped matching', async () => {
-    const s = session(2)
-    await open(s)
-    const P = PROMPT.length
-    expect(tokenOf(await step(s, 1, 0, PROMPT)).token).toBe(greedy[0])
-    const g = greedy as [number, number, number, number, number, number, number]
-    // drafts: g1 (right), a wrong token, g3: the route keeps g0 g1 and gives g2 itself
-    const wrong = (g[2] + 1) % manifest.nVocab
-    const first = await step(s, 2, P, [g[0], g[1], wrong, g[3]], true)
-    const verified = tokenOf(first).verified?.map((v) => v.token)
-    expect(verified?.slice(0, 2)).toEqual([g[1], g[2]])
-    expect(readTrailer(first, Receipt)?.tokens).toBe(4)
-    // the next step starts at the position after the accepted draft: the wrong token's position, overwritten
-    const second = await step(s, 3, P + 2, [g[2], g[3], g[4]], true)
-    expect(tokenOf(second).verified?.map((v) => v.token)).toEqual([g[3], g[4], g[5]])
-    // all accepted: the next continues after the last checked position
-    expect(tokenOf(await step(s, 4, P + 5, [g[5]], true)).verified?.map((v) => v.token)).toEqual([g[6]])
-    await send(jsonFrame('close', s, 0, {}))
-  })
+  it(
+    'answers the greedy token after every checked position, and the next step rolls back to where the drafts ' +
+      'stopped matching',
+    async () => {
+      const s = session(2)
+      await open(s)
+      const P = PROMPT.length
+      expect(tokenOf(await step(s, 1, 0, PROMPT)).token).toBe(greedy[0])
+      const g = greedy as [number, number, number, number, number, number, number]
+      // drafts: g1 (right), a wrong token, g3: the route keeps g0 g1 and gives g2 itself
+      const wrong = (g[2] + 1) % manifest.nVocab
+      const first = await step(s, 2, P, [g[0], g[1], wrong, g[3]], true)
+      const verified = tokenOf(first).verified?.map((v) => v.token)
+      expect(verified?.slice(0, 2)).toEqual([g[1], g[2]])
+      expect(readTrailer(first, Receipt)?.tokens).toBe(4)
+      // the next step starts at the position after the accepted draft: the wrong token's position, overwritten
+      const second = await step(s, 3, P + 2, [g[2], g[3], g[4]], true)
+      expect(tokenOf(second).verified?.map((v) => v.token)).toEqual([g[3], g[4], g[5]])
+      // all accepted: the next continues after the last checked position
+      expect(tokenOf(await step(s, 4, P + 5, [g[5]], true)).verified?.map((v) => v.token)).toEqual([g[6]])
+      await send(jsonFrame('close', s, 0, {}))
+    },
+  )
 
-  it('refuses before any work: a step that goes back past a verify step, several tokens without the flag, a verify step under sampling', async () => {
-    const s = session(3)
-    await open(s)
-    const P = PROMPT.length
-    await step(s, 1, 0, PROMPT)
-    await step(s, 2, P, [greedy[0] as number, greedy[1] as number], true)
-    expect(errorOf(await step(s, 3, P, [greedy[0] as number], true))).toBe('step_out_of_order')
-    expect(errorOf(await step(s, 3, P + 3, [greedy[0] as number], true))).toBe('step_out_of_order')
-    expect(errorOf(await step(s, 3, P + 1, [greedy[1] as number, greedy[2] as number]))).toBe('tokens_not_ticketed')
-    const sampled = session(4)
-    await open(sampled, 0.7)
-    await step(sampled, 1, 0, PROMPT)
-    expect(errorOf(await step(sampled, 2, P, [greedy[0] as number, greedy[1] as number], true))).toBe(
-      'speculation_greedy_only',
-    )
-  })
+  it(
+    'refuses before any work: a step that goes back past a verify step, several tokens without the flag, a verify ' +
+      'step under sampling',
+    async () => {
+      const s = session(3)
+      await open(s)
+      const P = PROMPT.length
+      await step(s, 1, 0, PROMPT)
+      await step(s, 2, P, [greedy[0] as number, greedy[1] as number], true)
+      expect(errorOf(await step(s, 3, P, [greedy[0] as number], true))).toBe('step_out_of_order')
+      expect(errorOf(await step(s, 3, P + 3, [greedy[0] as number], true))).toBe('step_out_of_order')
+      expect(errorOf(await step(s, 3, P + 1, [greedy[1] as number, greedy[2] as number]))).toBe('tokens_not_ticketed')
+      const sampled = session(4)
+      await open(sampled, 0.7)
+      await step(sampled, 1, 0, PROMPT)
+      expect(errorOf(await step(sampled, 2, P, [greedy[0] as number, greedy[1] as number], true))).toBe(
+        'speculation_greedy_only',
+      )
+    },
+  )
 })

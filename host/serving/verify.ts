@@ -35,7 +35,8 @@ export function checkVerify(
   if (!canRollBack)
     throw new NeuronError(
       'speculation_unsupported',
-      'this model family keeps recurrent, compressor or sliding-window state that a verify step cannot roll back; generate without a draft.',
+      'this model family keeps recurrent, compressor or sliding-window state that a verify step cannot roll back; ' +
+        'generate without a draft.',
     )
   if (sampling !== undefined && !isPlainGreedy(sampling)) throw greedyOnly()
 }
@@ -44,7 +45,8 @@ export function checkVerify(
 export function greedyOnly(): NeuronError {
   return new NeuronError(
     'speculation_greedy_only',
-    'speculation is greedy-only for now: drafts are checked by exact match (temperature 0, no penalties, grammar or top log-probabilities); generate without a draft to sample.',
+    'speculation is greedy-only for now: drafts are checked by exact match (temperature 0, no penalties, grammar ' +
+      'or top log-probabilities); generate without a draft to sample.',
   )
 }
 

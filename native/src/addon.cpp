@@ -32,7 +32,8 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
 
     static void Init(Napi::Env env, Napi::Object exports) {
         Napi::Function f = DefineClass(env, "NativeRuntime",
-                                       {InstanceMethod("info", &RuntimeWrap::Info), InstanceMethod("openSession", &RuntimeWrap::OpenSession),
+                                       {InstanceMethod("info", &RuntimeWrap::Info),
+                                        InstanceMethod("openSession", &RuntimeWrap::OpenSession),
                                         InstanceMethod("forwardBatch", &RuntimeWrap::ForwardBatch),
                                         InstanceMethod("dispose", &RuntimeWrap::Dispose)});
         ctor = Napi::Persistent(f);
@@ -79,7 +80,8 @@ class RuntimeWrap : public Napi::ObjectWrap<RuntimeWrap> {
             for (const auto & [name, bytes] : m.weight_buffers) bufs.Set(name, (double) bytes);
             o.Set("weightBuffers", bufs);
             // f16 K and V for each block of the range
-            o.Set("kvBytesPerToken", (double) ((hp.cache_k_values() + hp.cache_v_values()) * ggml_type_size(GGML_TYPE_F16) * (m.il1 - m.il0)));
+            o.Set("kvBytesPerToken", (double) ((hp.cache_k_values() + hp.cache_v_values()) *
+                                               ggml_type_size(GGML_TYPE_F16) * (m.il1 - m.il0)));
             return o;
         });
     }
@@ -100,41 +102,48 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     std::shared_ptr<SessionState> state;
 
     static void Init(Napi::Env env, Napi::Object exports) {
-        Napi::Function f = DefineClass(env, "NativeSession",
-                                       {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
-                                        InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
-                                        InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr),
-                                        InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr),
-                                        InstanceAccessor("seam", &SessionWrap::Seam, nullptr)});
+        Napi::Function f = DefineClass(
+            env, "NativeSession",
+            {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
+             InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+             InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr),
+             InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr),
+             InstanceAccessor("seam", &SessionWrap::Seam, nullptr)});
         ctor = Napi::Persistent(f);
         exports.Set("NativeSession", f);
     }
 
     explicit SessionWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<SessionWrap>(info) {
-        if (info.Length() > 0 && info[0].IsExternal()) state = *info[0].As<Napi::External<std::shared_ptr<SessionState>>>().Data();
+        if (info.Length() > 0 && info[0].IsExternal())
+            state = *info[0].As<Napi::External<std::shared_ptr<SessionState>>>().Data();
     }
 
     Napi::Value NPast(const Napi::CallbackInfo & info) { return Napi::Number::New(info.Env(), (double) state->n_past); }
-    Napi::Value Seam(const Napi::CallbackInfo & info) { return guard(info.Env(), [&]() -> Napi::Value { return seam_object(info.Env(), *state); }); }
+    Napi::Value Seam(const Napi::CallbackInfo & info) {
+        return guard(info.Env(), [&]() -> Napi::Value { return seam_object(info.Env(), *state); });
+    }
     // each block's cache: K and V per position, a latent (MLA), or a sliding window's ring of cells
     Napi::Value KvBytesPerBlock(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         const int n = state->il1 - state->il0;
         Napi::Array a = Napi::Array::New(env, (size_t) n);
-        for (int i = 0; i < n; ++i) a.Set((uint32_t) i, state->kv ? (double) state->kv->block_bytes(state->il0 + i) : 0.0);
+        for (int i = 0; i < n; ++i)
+            a.Set((uint32_t) i, state->kv ? (double) state->kv->block_bytes(state->il0 + i) : 0.0);
         return a;
     }
     Napi::Value KvBytes(const Napi::CallbackInfo & info) {
         return Napi::Number::New(info.Env(), state->kv ? (double) state->kv->bytes() : 0.0);
     }
 
-    // forward(input, start, allOutputs, f16Output, side?: { tokenIds?, indices? }) -> Promise<{ data, rows, cols, indices? }>
+    // forward(input, start, allOutputs, f16Output, side?: { tokenIds?,
+    // indices? }) -> Promise<{ data, rows, cols, indices? }>
     Napi::Value Forward(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         return guard(env, [&]() -> Napi::Value {
             check_idle();
-            ForwardRequest req = read_forward_request(*state, info[0], (int64_t) info[1].As<Napi::Number>().Int64Value(), info[2].ToBoolean().Value(),
-                                                      info.Length() > 3 && info[3].ToBoolean().Value(), info.Length() > 4 ? info[4] : env.Undefined());
+            ForwardRequest req = read_forward_request(
+                *state, info[0], (int64_t) info[1].As<Napi::Number>().Int64Value(), info[2].ToBoolean().Value(),
+                info.Length() > 3 && info[3].ToBoolean().Value(), info.Length() > 4 ? info[4] : env.Undefined());
             validate_forward(*state, req);
             auto * job = new ForwardJob(env, state, std::move(req));
             state->busy.store(true);
@@ -151,8 +160,8 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             check_idle();
             const int64_t n = info[0].As<Napi::Number>().Int64Value();
             if (n < 0 || n > state->n_past) {
-                throw RuntimeError("BAD_TRUNCATE", "cannot truncate to " + std::to_string(n) + " positions; the session holds " +
-                                                       std::to_string(state->n_past))
+                throw RuntimeError("BAD_TRUNCATE", "cannot truncate to " + std::to_string(n) +
+                                                       " positions; the session holds " + std::to_string(state->n_past))
                     .num("nPast", (double) state->n_past)
                     .num("to", (double) n);
             }
@@ -172,12 +181,14 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     // forward and truncate need an open session with no forward pass in flight
     void check_idle() const {
         if (state->closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
-        if (state->busy.load()) throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
+        if (state->busy.load())
+            throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
     }
 
     class ForwardJob : public Job {
       public:
-        ForwardJob(Napi::Env env, std::shared_ptr<SessionState> s, ForwardRequest req) : Job(env), s_(std::move(s)), req_(std::move(req)) {}
+          ForwardJob(Napi::Env env, std::shared_ptr<SessionState> s, ForwardRequest req)
+              : Job(env), s_(std::move(s)), req_(std::move(req)) {}
 
       protected:
         void run() override { out_ = forward(*s_, req_); }
@@ -249,7 +260,8 @@ Napi::Value InitBackends(const Napi::CallbackInfo & info) {
     });
 }
 
-// loadRuntime({ artifacts, from, to, embed, head, threads, device, flashAttention, mmap, hugePages }) -> Promise<NativeRuntime>
+// loadRuntime({ artifacts, from, to, embed, head, threads, device,
+// flashAttention, mmap, hugePages }) -> Promise<NativeRuntime>
 Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     return guard(env, [&]() -> Napi::Value {
@@ -272,17 +284,19 @@ Napi::Value LoadRuntime(const Napi::CallbackInfo & info) {
     });
 }
 
-// quantize(type: string, values: Float32Array, nPerRow: number) -> Buffer of ggml blocks (synchronous; callers pass row chunks)
+// quantize(type: string, values: Float32Array, nPerRow: number)
+// -> Buffer of ggml blocks (synchronous; callers pass row chunks)
 Napi::Value Quantize(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     return guard(env, [&]() -> Napi::Value {
-        if (info.Length() < 3 || !info[0].IsString() || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array ||
-            !info[2].IsNumber()) {
-            throw RuntimeError("BAD_QUANT_INPUT", "quantize takes (type: string, values: Float32Array, nPerRow: number)");
+        if (info.Length() < 3 || !info[0].IsString() || !info[1].IsTypedArray() ||
+            info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array || !info[2].IsNumber()) {
+            throw RuntimeError("BAD_QUANT_INPUT",
+                               "quantize takes (type: string, values: Float32Array, nPerRow: number)");
         }
         auto values = info[1].As<Napi::Float32Array>();
-        auto bytes = quantize_rows(info[0].As<Napi::String>().Utf8Value(), values.Data(), (int64_t) values.ElementLength(),
-                                   info[2].As<Napi::Number>().Int64Value());
+        auto bytes = quantize_rows(info[0].As<Napi::String>().Utf8Value(), values.Data(),
+                                   (int64_t) values.ElementLength(), info[2].As<Napi::Number>().Int64Value());
         return Napi::Buffer<uint8_t>::Copy(env, bytes.data(), bytes.size());
     });
 }

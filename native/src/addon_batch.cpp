@@ -1,4 +1,5 @@
-// N-API side of batched forward passes (runtime_batch.cpp), and the request / result conversions forward shares with it.
+// N-API side of batched forward passes (runtime_batch.cpp),
+// and the request / result conversions forward shares with it.
 #include <cstring>
 
 #include "addon_job.h"
@@ -6,9 +7,10 @@
 
 namespace neuron {
 
-ForwardRequest read_forward_request(const SessionState & s, const Napi::Value & input, int64_t start, bool all_outputs, bool f16_output,
-                                    const Napi::Value & side) {
-    if (!input.IsTypedArray()) throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
+ForwardRequest read_forward_request(const SessionState & s, const Napi::Value & input, int64_t start, bool all_outputs,
+                                    bool f16_output, const Napi::Value & side) {
+    if (!input.IsTypedArray())
+        throw RuntimeError("BAD_INPUT", "input must be an Int32Array, Float32Array or Uint16Array");
     auto ta = input.As<Napi::TypedArray>();
     ForwardRequest req;
     req.start = start;
@@ -66,8 +68,9 @@ namespace {
 // One batch on the worker pool. Each item settles on its own: { ok: true, data, rows, cols } or { ok: false, error }.
 class BatchJob : public Job {
   public:
-    BatchJob(Napi::Env env, std::shared_ptr<RuntimeCore> core, std::vector<std::shared_ptr<SessionState>> keep, std::vector<BatchItem> items)
-        : Job(env), core_(std::move(core)), keep_(std::move(keep)), items_(std::move(items)) {}
+      BatchJob(Napi::Env env, std::shared_ptr<RuntimeCore> core, std::vector<std::shared_ptr<SessionState>> keep,
+               std::vector<BatchItem> items)
+          : Job(env), core_(std::move(core)), keep_(std::move(keep)), items_(std::move(items)) {}
 
   protected:
     void run() override {
@@ -115,12 +118,14 @@ class BatchJob : public Job {
 
 }  // namespace
 
-// forwardBatch([{ session, input, start, allOutputs, f16Output, side? }]) -> Promise<Array<result & { ok: true } | { ok: false, error }>>
+// forwardBatch([{ session, input, start, allOutputs, f16Output, side?
+// }]) -> Promise<Array<result & { ok: true } | { ok: false, error }>>
 Napi::Value forward_batch_js(const Napi::CallbackInfo & info, const std::shared_ptr<RuntimeCore> & core) {
     Napi::Env env = info.Env();
     return guard(env, [&]() -> Napi::Value {
         if (core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
-        if (info.Length() < 1 || !info[0].IsArray()) throw RuntimeError("BAD_INPUT", "forwardBatch takes an array of items");
+        if (info.Length() < 1 || !info[0].IsArray())
+            throw RuntimeError("BAD_INPUT", "forwardBatch takes an array of items");
         auto arr = info[0].As<Napi::Array>();
         std::vector<BatchItem> items(arr.Length());
         std::vector<std::shared_ptr<SessionState>> keep(arr.Length());
@@ -130,11 +135,15 @@ Napi::Value forward_batch_js(const Napi::CallbackInfo & info, const std::shared_
                 if (!arr.Get(i).IsObject()) throw RuntimeError("BAD_INPUT", "a batch item must be an object");
                 auto o = arr.Get(i).As<Napi::Object>();
                 auto s = session_state_of(o.Get("session"));
-                if (s->core != core) throw RuntimeError("BAD_INPUT", "a batch item's session belongs to another runtime");
+                if (s->core != core)
+                    throw RuntimeError("BAD_INPUT", "a batch item's session belongs to another runtime");
                 if (s->closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
-                if (s->busy.load()) throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
-                if (!o.Get("start").IsNumber()) throw RuntimeError("BAD_INPUT", "a batch item's start must be a number");
-                it.req = read_forward_request(*s, o.Get("input"), o.Get("start").As<Napi::Number>().Int64Value(), o.Get("allOutputs").ToBoolean().Value(),
+                if (s->busy.load())
+                    throw RuntimeError("SESSION_BUSY", "the session has a forward pass in flight; await it first");
+                if (!o.Get("start").IsNumber())
+                    throw RuntimeError("BAD_INPUT", "a batch item's start must be a number");
+                it.req = read_forward_request(*s, o.Get("input"), o.Get("start").As<Napi::Number>().Int64Value(),
+                                              o.Get("allOutputs").ToBoolean().Value(),
                                               o.Get("f16Output").ToBoolean().Value(), o.Get("side"));
                 validate_forward(*s, it.req);
                 it.session = s.get();

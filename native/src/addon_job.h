@@ -1,5 +1,6 @@
 #pragma once
-// What every N-API entry point shares: typed errors as JS Errors, the promise-settling worker, a forward's request and result.
+// What every N-API entry point shares: typed errors as JS Errors,
+// the promise-settling worker, a forward's request and result.
 #include <napi.h>
 
 #include <memory>
@@ -84,8 +85,8 @@ class Job : public Napi::AsyncWorker {
 };
 
 // forward's arguments: the input (Int32Array ids, Float32Array or f16 Uint16Array hidden states) and its options
-ForwardRequest read_forward_request(const SessionState & s, const Napi::Value & input, int64_t start, bool all_outputs, bool f16_output,
-                                    const Napi::Value & side);
+ForwardRequest read_forward_request(const SessionState & s, const Napi::Value & input, int64_t start, bool all_outputs,
+                                    bool f16_output, const Napi::Value & side);
 // the native session a JS NativeSession wraps (BAD_INPUT for anything else); in addon.cpp
 std::shared_ptr<SessionState> session_state_of(const Napi::Value & v);
 // NativeRuntime.forwardBatch (addon_batch.cpp)

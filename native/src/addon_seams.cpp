@@ -21,7 +21,8 @@ Napi::Object seam_object(Napi::Env env, const SessionState & s) {
 
 void read_side_inputs(const Napi::Value & v, ForwardRequest & req) {
     if (v.IsUndefined() || v.IsNull()) return;
-    if (!v.IsObject()) throw RuntimeError("BAD_INPUT", "forward's side inputs must be an object { tokenIds?, indices? }");
+    if (!v.IsObject())
+        throw RuntimeError("BAD_INPUT", "forward's side inputs must be an object { tokenIds?, indices? }");
     const Napi::Object o = v.As<Napi::Object>();
     auto ints = [&](const char * key, std::vector<int32_t> & dst) {
         const Napi::Value x = o.Get(key);

@@ -40,7 +40,8 @@ static void install_log_filter() {
     ggml_log_set(filtered_log, nullptr);
 }
 
-std::vector<std::string> load_backends(const std::vector<std::string> & dirs, const std::vector<std::string> & extra_libs) {
+std::vector<std::string> load_backends(const std::vector<std::string> & dirs,
+                                       const std::vector<std::string> & extra_libs) {
     std::lock_guard<std::mutex> lock(g_load_mutex);
     if (g_loaded.empty()) install_log_filter();
     // node-llama-cpp may share this process and its libggml: do not register the CPU twice.
@@ -75,7 +76,8 @@ std::vector<std::string> load_backends(const std::vector<std::string> & dirs, co
 
 std::vector<std::string> device_names() {
     std::vector<std::string> names;
-    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) names.emplace_back(ggml_backend_dev_name(ggml_backend_dev_get(i)));
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i)
+        names.emplace_back(ggml_backend_dev_name(ggml_backend_dev_get(i)));
     return names;
 }
 
@@ -112,7 +114,8 @@ void * attach_cpu_threadpool(ggml_backend_t cpu, int n_threads) {
     if (!make || !set) return nullptr;
     ggml_threadpool_params params = ggml_threadpool_params_default(n_threads);
     // No polling: by default the workers spin for a while after each graph, holding the cores the host's event
-    // loop (and in the app the tracker and UI) needs between steps; asleep on a condition variable, they wake per graph.
+    // loop (and in the app the tracker and UI) needs between
+    // steps; asleep on a condition variable, they wake per graph.
     params.poll = 0;
     ggml_threadpool_t pool = make(&params);
     if (pool) set(cpu, pool);
@@ -123,7 +126,8 @@ void free_cpu_threadpool(void * pool) {
     if (!pool) return;
     ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     ggml_backend_reg_t reg = dev ? ggml_backend_dev_backend_reg(dev) : nullptr;
-    auto free_fn = reg ? (void (*)(ggml_threadpool_t)) ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free") : nullptr;
+    auto free_fn =
+        reg ? (void (*)(ggml_threadpool_t)) ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free") : nullptr;
     if (free_fn) free_fn((ggml_threadpool_t) pool);
 }
 
@@ -131,8 +135,8 @@ std::vector<ggml_backend_buffer_type_t> cpu_extra_bufts() {
     std::vector<ggml_backend_buffer_type_t> out;
     auto * cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!cpu) return out;
-    auto fn = (ggml_backend_dev_get_extra_bufts_t) ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(cpu),
-                                                                                     "ggml_backend_dev_get_extra_bufts");
+    auto fn = (ggml_backend_dev_get_extra_bufts_t) ggml_backend_reg_get_proc_address(
+        ggml_backend_dev_backend_reg(cpu), "ggml_backend_dev_get_extra_bufts");
     if (!fn) return out;
     for (auto * p = fn(cpu); p && *p; ++p) out.push_back(*p);
     return out;

@@ -6,10 +6,10 @@
 namespace neuron {
 
 GraphBuilder::GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf,
-                           int64_t n_tokens, int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1,
-                           bool embed, bool head)
-    : model(model), hp(model.hp), kv(kv), ctx0(ctx0), gf(gf), n_tokens(n_tokens), n_kv(n_kv), n_kv_swa(n_kv_swa), n_outputs(n_outputs),
-      flash_attn(flash_attn), il0(il0), il1(il1), embed(embed), head(head) {
+                           int64_t n_tokens, int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn,
+                           int il0, int il1, bool embed, bool head)
+    : model(model), hp(model.hp), kv(kv), ctx0(ctx0), gf(gf), n_tokens(n_tokens), n_kv(n_kv), n_kv_swa(n_kv_swa),
+      n_outputs(n_outputs), flash_attn(flash_attn), il0(il0), il1(il1), embed(embed), head(head) {
     if (n_outputs < n_tokens) {
         inp_out_ids = ggml_new_tensor_1d(ctx0, GGML_TYPE_I32, n_outputs);
         ggml_set_name(inp_out_ids, "inp_out_ids");
@@ -70,8 +70,8 @@ ggml_tensor * GraphBuilder::rope(ggml_tensor * x, int il) const {
     if (hp.multi_rope()) {
         int sections[4];
         std::copy(std::begin(hp.rope_sections), std::end(hp.rope_sections), sections);
-        return ggml_rope_multi(ctx0, x, inp_pos, nullptr, (int) hp.n_rot, sections, hp.rope_type, hp.n_ctx_orig, freq_base, hp.freq_scale,
-                               hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
+        return ggml_rope_multi(ctx0, x, inp_pos, nullptr, (int) hp.n_rot, sections, hp.rope_type, hp.n_ctx_orig,
+                               freq_base, hp.freq_scale, hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
     }
     return ggml_rope_ext(ctx0, x, inp_pos, model.rope_freqs, (int) hp.n_rot, hp.rope_type, hp.n_ctx_orig, freq_base,
                          hp.freq_scale, hp.ext_factor, hp.attn_factor, hp.beta_fast, hp.beta_slow);
@@ -120,7 +120,8 @@ ggml_tensor * GraphBuilder::attend(int il, ggml_tensor * q, ggml_tensor * k, ggm
     if (seqs.empty()) {
         const bool swa = hp.is_swa(il);
         ggml_tensor * mask = attn_mask ? attn_mask : swa ? inp_kq_mask_swa : inp_kq_mask;
-        return attend_seq(il, q, k, v, kv, 0, n_tokens, swa ? n_kv_swa : n_kv, swa ? inp_kv_idxs_swa : inp_kv_idxs, mask);
+        return attend_seq(il, q, k, v, kv, 0, n_tokens, swa ? n_kv_swa : n_kv, swa ? inp_kv_idxs_swa : inp_kv_idxs,
+                          mask);
     }
     // each session's rows attend over its own cache; the rows are joined again for the output projection
     ggml_tensor * out = nullptr;
@@ -131,8 +132,9 @@ ggml_tensor * GraphBuilder::attend(int il, ggml_tensor * q, ggml_tensor * k, ggm
     return out;
 }
 
-ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, const KvCache & cache, int64_t t0,
-                                       int64_t n_rows, int64_t n_kv, ggml_tensor * idxs, ggml_tensor * mask) {
+ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, const KvCache & cache,
+                                       int64_t t0, int64_t n_rows, int64_t n_kv, ggml_tensor * idxs,
+                                       ggml_tensor * mask) {
     const Layer & L = model.layer(il);
     const bool mla = hp.is_mla();
     ggml_tensor * cache_k = cache.k[il - cache.il0];
@@ -140,7 +142,9 @@ ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k,
     const int64_t head_k = mla ? k_values : hp.n_embd_head;
     const int64_t n_head_kv = mla ? 1 : hp.n_head_kv;
     if (n_rows != n_tokens) {  // this session's rows of the batch
-        auto rows = [&](ggml_tensor * t) { return ggml_view_3d(ctx0, t, t->ne[0], t->ne[1], n_rows, t->nb[1], t->nb[2], t0 * t->nb[2]); };
+        auto rows = [&](ggml_tensor * t) {
+            return ggml_view_3d(ctx0, t, t->ne[0], t->ne[1], n_rows, t->nb[1], t->nb[2], t0 * t->nb[2]);
+        };
         q = rows(q);
         k = rows(k);
         v = rows(v);
@@ -153,7 +157,8 @@ ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k,
     ggml_build_forward_expand(gf, k);
 
     // store this batch's K (and V) at their cells
-    ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_k, ggml_view_2d(ctx0, k, k_values, n_tokens, k->nb[2], 0), idxs));
+    ggml_build_forward_expand(
+        gf, ggml_set_rows(ctx0, cache_k, ggml_view_2d(ctx0, k, k_values, n_tokens, k->nb[2], 0), idxs));
     ggml_tensor * kc = ggml_view_3d(ctx0, cache_k, head_k, n_head_kv, n_kv, ggml_row_size(cache_k->type, head_k),
                                     ggml_row_size(cache_k->type, k_values), 0);
     ggml_tensor * vc;
@@ -163,9 +168,10 @@ ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k,
     } else {
         ggml_tensor * cache_v = cache.v[il - cache.il0];
         const int64_t n_embd_kv = hp.n_embd_kv();
-        ggml_build_forward_expand(gf, ggml_set_rows(ctx0, cache_v, ggml_view_2d(ctx0, v, n_embd_kv, n_tokens, v->nb[2], 0), idxs));
-        vc = ggml_view_3d(ctx0, cache_v, hp.n_embd_head, hp.n_head_kv, n_kv, ggml_row_size(cache_v->type, hp.n_embd_head),
-                          ggml_row_size(cache_v->type, n_embd_kv), 0);
+        ggml_build_forward_expand(
+            gf, ggml_set_rows(ctx0, cache_v, ggml_view_2d(ctx0, v, n_embd_kv, n_tokens, v->nb[2], 0), idxs));
+        vc = ggml_view_3d(ctx0, cache_v, hp.n_embd_head, hp.n_head_kv, n_kv,
+                          ggml_row_size(cache_v->type, hp.n_embd_head), ggml_row_size(cache_v->type, n_embd_kv), 0);
     }
     ggml_tensor * v_mla = mla ? L.wv_b : nullptr;
 
@@ -200,8 +206,8 @@ ggml_tensor * GraphBuilder::attend_seq(int il, ggml_tensor * q, ggml_tensor * k,
     return cur;
 }
 
-ggml_tensor * GraphBuilder::ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down, ggml_tensor * up_b,
-                                       ggml_tensor * gate_b, ggml_tensor * down_b) const {
+ggml_tensor * GraphBuilder::ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down,
+                                       ggml_tensor * up_b, ggml_tensor * gate_b, ggml_tensor * down_b) const {
     ggml_tensor * u = ggml_mul_mat(ctx0, up, x);
     if (up_b) u = ggml_add(ctx0, u, up_b);
     ggml_tensor * g = ggml_mul_mat(ctx0, gate, x);
@@ -228,7 +234,8 @@ ggml_tensor * GraphBuilder::ffn_residual(int il, ggml_tensor * attn_out, ggml_te
         if (L.ffn_up_shexp) {
             ggml_tensor * shared = ffn_swiglu(x, L.ffn_up_shexp, L.ffn_gate_shexp, L.ffn_down_shexp);
             // qwen35moe scales the shared expert by a per-token sigmoid gate
-            if (L.ffn_gate_inp_shexp) shared = ggml_mul(ctx0, shared, ggml_sigmoid(ctx0, ggml_mul_mat(ctx0, L.ffn_gate_inp_shexp, x)));
+            if (L.ffn_gate_inp_shexp)
+                shared = ggml_mul(ctx0, shared, ggml_sigmoid(ctx0, ggml_mul_mat(ctx0, L.ffn_gate_inp_shexp, x)));
             cur = ggml_add(ctx0, cur, shared);
         }
     }

@@ -35,7 +35,8 @@ struct GraphBuilder {
     ggml_tensor * inp_embd = nullptr;    // F32 [n_embd, n_tokens]
     ggml_tensor * inp_pos = nullptr;     // I32 [n_tokens]
     ggml_tensor * inp_kq_mask = nullptr; // F16 (flash) / F32 [n_kv, n_tokens]
-    ggml_tensor * inp_kq_mask_swa = nullptr;  // F16 / F32 [n_kv_swa, n_tokens], when the graph runs sliding-window blocks
+    // F16 / F32 [n_kv_swa, n_tokens], when the graph runs sliding-window blocks
+    ggml_tensor * inp_kq_mask_swa = nullptr;
     ggml_tensor * inp_kv_idxs_swa = nullptr;  // I64 [n_tokens]: each token's cell in the sliding-window ring
     ggml_tensor * inp_kv_idxs = nullptr; // I64 [n_tokens]: cache cell of each token
     ggml_tensor * inp_out_ids = nullptr; // I32 [n_outputs], only when n_outputs < n_tokens
@@ -46,11 +47,13 @@ struct GraphBuilder {
     ggml_tensor * inp_kq_mask_top_k = nullptr;  // like inp_kq_mask, -inf outside each token's top-k cells
     ggml_tensor * out_top_k = nullptr;          // I32 [min(n_kv, top_k), n_tokens], an output of the graph
     ggml_tensor * attn_mask = nullptr;          // when set, attend() masks with it instead of inp_kq_mask
-    ggml_tensor * inp_token_ids = nullptr;  // I32 [n_tokens]: the hidden rows' token ids (deepseek4's hash-routed blocks)
+    // I32 [n_tokens]: the hidden rows' token ids (deepseek4's hash-routed blocks)
+    ggml_tensor * inp_token_ids = nullptr;
     struct Dsv4Inputs * dsv4 = nullptr;     // deepseek4's compressor plans (graph_dsv4.h)
 
     // A batch of sessions (runtime_batch.cpp): rows [t0, t0 + n) of the graph are one session's, attending over its own
-    // cache with its own mask and cells; everything else runs once over all rows. Empty: one session (kv and the inputs above).
+    // cache with its own mask and cells; everything else runs once
+    // over all rows. Empty: one session (kv and the inputs above).
     struct Seq {
         const KvCache * kv;
         int64_t t0, n, n_kv;
@@ -61,7 +64,8 @@ struct GraphBuilder {
     void add_seq(const KvCache & kv, int64_t t0, int64_t n, int64_t n_kv);
 
     GraphBuilder(const Model & model, const KvCache & kv, ggml_context * ctx0, ggml_cgraph * gf, int64_t n_tokens,
-                 int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed, bool head);
+                 int64_t n_kv, int64_t n_kv_swa, int64_t n_outputs, bool flash_attn, int il0, int il1, bool embed,
+                 bool head);
 
     ggml_tensor * input(InputKind kind);  // token embeddings or the previous hop's hidden states
     ggml_tensor * rms_norm(ggml_tensor * x, ggml_tensor * w) const;
@@ -84,8 +88,9 @@ struct GraphBuilder {
     // glm-dsa: a full block's lightning indexer -> each token's top-k cells; the attention mask they make
     ggml_tensor * dsa_top_k(int il, ggml_tensor * x, ggml_tensor * qr);
     ggml_tensor * dsa_mask(ggml_tensor * top_k) const;
-    ggml_tensor * ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down, ggml_tensor * up_b = nullptr,
-                             ggml_tensor * gate_b = nullptr, ggml_tensor * down_b = nullptr) const;
+    ggml_tensor * ffn_swiglu(ggml_tensor * x, ggml_tensor * up, ggml_tensor * gate, ggml_tensor * down,
+                             ggml_tensor * up_b = nullptr, ggml_tensor * gate_b = nullptr,
+                             ggml_tensor * down_b = nullptr) const;
     // llama.cpp's build_moe_ffn: route each token to n_expert_used experts and sum their weighted outputs
     ggml_tensor * moe_ffn(const Layer & L, ggml_tensor * x) const;
     // the rest of block il after attention: residual, normed FFN (dense, experts, experts + shared), residual
@@ -96,11 +101,11 @@ struct GraphBuilder {
 
   private:
     // attention of rows [t0, t0 + n) over one cache (the single-session graph: all rows and kv)
-    ggml_tensor * attend_seq(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, const KvCache & cache, int64_t t0, int64_t n,
-                             int64_t n_kv, ggml_tensor * idxs, ggml_tensor * mask);
-    ggml_tensor * out_rows(ggml_tensor * x) const { return ggml_get_rows(ctx0, x, inp_out_ids); }
-    // families whose last block runs every row (the logits' rows are picked in output())
-    bool rows_after_blocks() const { return hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe; }
+      ggml_tensor * attend_seq(int il, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v, const KvCache & cache,
+                               int64_t t0, int64_t n, int64_t n_kv, ggml_tensor * idxs, ggml_tensor * mask);
+      ggml_tensor * out_rows(ggml_tensor * x) const { return ggml_get_rows(ctx0, x, inp_out_ids); }
+      // families whose last block runs every row (the logits' rows are picked in output())
+      bool rows_after_blocks() const { return hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe; }
 };
 
 // one builder per architecture family (models/*.cpp); each returns the graph's result

@@ -19,7 +19,8 @@ ggml_tensor * GraphBuilder::delta_net(int il, ggml_tensor * x) {
     ggml_tensor * beta = ggml_reshape_4d(ctx0, ggml_mul_mat(ctx0, L.ssm_beta, x), 1, H_v, n, 1);
     beta = ggml_sigmoid(ctx0, beta);
     ggml_tensor * alpha = ggml_reshape_3d(ctx0, ggml_mul_mat(ctx0, L.ssm_alpha, x), H_v, n, 1);
-    ggml_tensor * gate = ggml_mul(ctx0, ggml_softplus(ctx0, ggml_add(ctx0, alpha, L.ssm_dt)), L.ssm_a);  // -exp(A_log) * softplus
+    // -exp(A_log) * softplus
+    ggml_tensor * gate = ggml_mul(ctx0, ggml_softplus(ctx0, ggml_add(ctx0, alpha, L.ssm_dt)), L.ssm_a);
     gate = ggml_reshape_4d(ctx0, gate, 1, H_v, n, 1);
 
     // the convolution sees the last d_conv - 1 inputs before this batch (the conv state), then the batch;
@@ -28,9 +29,10 @@ ggml_tensor * GraphBuilder::delta_net(int il, ggml_tensor * x) {
     ggml_tensor * ssm_all = kv.ssm[i];
     ggml_tensor * conv_states = ggml_reshape_3d(ctx0, conv_all, d_conv - 1, channels, 1);
     ggml_tensor * conv_input = ggml_concat(ctx0, conv_states, ggml_transpose(ctx0, qkv), 0);
-    ggml_tensor * conv_last = ggml_view_3d(ctx0, conv_input, d_conv - 1, channels, 1, conv_input->nb[1], conv_input->nb[2],
-                                           ggml_row_size(conv_input->type, n));
-    ggml_build_forward_expand(gf, ggml_cpy(ctx0, conv_last, ggml_view_2d(ctx0, conv_all, hp.n_embd_r(), 1, conv_all->nb[1], 0)));
+    ggml_tensor * conv_last = ggml_view_3d(ctx0, conv_input, d_conv - 1, channels, 1, conv_input->nb[1],
+                                           conv_input->nb[2], ggml_row_size(conv_input->type, n));
+    ggml_build_forward_expand(
+        gf, ggml_cpy(ctx0, conv_last, ggml_view_2d(ctx0, conv_all, hp.n_embd_r(), 1, conv_all->nb[1], 0)));
 
     ggml_tensor * state = ggml_reshape_4d(ctx0, ssm_all, S, S, H_v, 1);
     ggml_tensor * conv = ggml_silu(ctx0, ggml_ssm_conv(ctx0, conv_input, L.ssm_conv1d));  // [channels, n, 1]
@@ -46,8 +48,10 @@ ggml_tensor * GraphBuilder::delta_net(int il, ggml_tensor * x) {
     ggml_tensor * res = ggml_gated_delta_net(ctx0, q, k, v, gate, beta, state, 1);
     const size_t rs = ggml_element_size(res);
     ggml_tensor * out = ggml_view_4d(ctx0, res, S, H_v, n, 1, rs * S, rs * S * H_v, rs * S * H_v * n, 0);
-    ggml_tensor * new_state = ggml_view_4d(ctx0, res, S, S, H_v, 1, rs * S, rs * S * S, rs * S * S * H_v, rs * S * H_v * n);
-    ggml_build_forward_expand(gf, ggml_cpy(ctx0, new_state, ggml_view_2d(ctx0, ssm_all, hp.n_embd_s(), 1, ssm_all->nb[1], 0)));
+    ggml_tensor * new_state =
+        ggml_view_4d(ctx0, res, S, S, H_v, 1, rs * S, rs * S * S, rs * S * S * H_v, rs * S * H_v * n);
+    ggml_build_forward_expand(
+        gf, ggml_cpy(ctx0, new_state, ggml_view_2d(ctx0, ssm_all, hp.n_embd_s(), 1, ssm_all->nb[1], 0)));
 
     // gated RMS norm per head, then the output projection
     ggml_tensor * z4 = ggml_reshape_4d(ctx0, z, S, H_v, n, 1);

@@ -80,7 +80,9 @@ ggml_tensor * hadamard(ggml_context * ctx, ggml_tensor * cur, ggml_tensor * rot)
 }
 
 // llama.cpp's dsv4_rope_attn_factor
-float rope_attn_factor(float freq_scale, float ext_factor) { return ext_factor == 0.0f ? 1.0f : 1.0f / (1.0f + 0.1f * logf(1.0f / freq_scale)); }
+float rope_attn_factor(float freq_scale, float ext_factor) {
+    return ext_factor == 0.0f ? 1.0f : 1.0f / (1.0f + 0.1f * logf(1.0f / freq_scale));
+}
 
 // rotary embedding of the last n_rot values of each head: block-own parameters (ratio 0), or the compressors'
 ggml_tensor * rope_tail(GraphBuilder & g, ggml_tensor * x, ggml_tensor * pos, bool compress, bool back = false) {
@@ -90,10 +92,10 @@ ggml_tensor * rope_tail(GraphBuilder & g, ggml_tensor * x, ggml_tensor * pos, bo
     const float ext = compress ? hp.ext_factor : 0.0f;
     const float bf = compress ? hp.beta_fast : 0.0f, bs = compress ? hp.beta_slow : 0.0f;
     const int n_ctx_orig = compress ? hp.n_ctx_orig : 0;
-    ggml_tensor * r = back ? ggml_rope_ext_back(g.ctx0, x, pos, nullptr, (int) hp.n_rot, hp.rope_type, n_ctx_orig, base, scale, ext,
-                                                rope_attn_factor(scale, ext), bf, bs)
-                           : ggml_rope_ext(g.ctx0, x, pos, nullptr, (int) hp.n_rot, hp.rope_type, n_ctx_orig, base, scale, ext,
-                                           rope_attn_factor(scale, ext), bf, bs);
+    ggml_tensor * r = back ? ggml_rope_ext_back(g.ctx0, x, pos, nullptr, (int) hp.n_rot, hp.rope_type, n_ctx_orig, base,
+                                                scale, ext, rope_attn_factor(scale, ext), bf, bs)
+                           : ggml_rope_ext(g.ctx0, x, pos, nullptr, (int) hp.n_rot, hp.rope_type, n_ctx_orig, base,
+                                           scale, ext, rope_attn_factor(scale, ext), bf, bs);
     return ggml_rope_set_offset(r, (int) (x->ne[0] - hp.n_rot));
 }
 
@@ -106,8 +108,9 @@ ggml_tensor * append_row(ggml_context * ctx, ggml_tensor * t, bool neg_inf) {
 // One compressor (attention keys, or the indexer's): this forward's kv and score rows, the keys it completes
 // written to `cache` (softmax-weighted over each window per channel, normed, roped at the window's start),
 // then its rows kept in the state for the windows that end later.
-void compress(GraphBuilder & g, Dsv4Plan & p, ggml_tensor * x, ggml_tensor * wkv, ggml_tensor * wgate, ggml_tensor * ape,
-              ggml_tensor * norm, ggml_tensor * state_kv, ggml_tensor * state_score, ggml_tensor * cache, ggml_tensor * rot) {
+void compress(GraphBuilder & g, Dsv4Plan & p, ggml_tensor * x, ggml_tensor * wkv, ggml_tensor * wgate,
+              ggml_tensor * ape, ggml_tensor * norm, ggml_tensor * state_kv, ggml_tensor * state_score,
+              ggml_tensor * cache, ggml_tensor * rot) {
     ggml_context * ctx = g.ctx0;
     ggml_tensor * kv = ggml_mul_mat(ctx, wkv, x);                       // [W, n]
     ggml_tensor * score = ggml_add(ctx, ggml_mul_mat(ctx, wgate, x), ggml_get_rows(ctx, ape, p.t_state_pos));
@@ -124,7 +127,8 @@ void compress(GraphBuilder & g, Dsv4Plan & p, ggml_tensor * x, ggml_tensor * wkv
             ggml_tensor * score_rows = ggml_get_rows(ctx, src_score, p.t_read);
             // the previous window's first half of the channels, this window's second half
             auto half = [&](ggml_tensor * rows, int64_t part) {
-                ggml_tensor * v = ggml_view_2d(ctx, rows, D, r * nb, rows->nb[1], part * (r * nb * rows->nb[1] + ggml_row_size(rows->type, D)));
+                ggml_tensor * v = ggml_view_2d(ctx, rows, D, r * nb, rows->nb[1],
+                                               part * (r * nb * rows->nb[1] + ggml_row_size(rows->type, D)));
                 return ggml_reshape_3d(ctx, ggml_cont(ctx, v), D, r, nb);
             };
             values = ggml_concat(ctx, half(kv_rows, 0), half(kv_rows, 1), 1);
@@ -141,8 +145,10 @@ void compress(GraphBuilder & g, Dsv4Plan & p, ggml_tensor * x, ggml_tensor * wkv
         comp = hadamard(ctx, rope_tail(g, comp, p.t_write_pos, true), rot);
         ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, cache, ggml_reshape_2d(ctx, comp, D, nb), p.t_write));
     }
-    ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, state_kv, ggml_get_rows(ctx, kv, p.t_persist_src), p.t_persist_dst));
-    ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, state_score, ggml_get_rows(ctx, score, p.t_persist_src), p.t_persist_dst));
+    ggml_build_forward_expand(g.gf,
+                              ggml_set_rows(ctx, state_kv, ggml_get_rows(ctx, kv, p.t_persist_src), p.t_persist_dst));
+    ggml_build_forward_expand(
+        g.gf, ggml_set_rows(ctx, state_score, ggml_get_rows(ctx, score, p.t_persist_src), p.t_persist_dst));
 }
 
 // [head, 1, cells] of a key cache
@@ -151,13 +157,15 @@ ggml_tensor * cache_view(ggml_context * ctx, ggml_tensor * cache, int64_t cells)
 }
 
 // the lightning indexer: the n_top_k compressed keys each token attends to (indices into the compressed cells)
-ggml_tensor * indexer_top_k(GraphBuilder & g, Dsv4Inputs & in, const Layer & L, const KvCache::Compressed & c, ggml_tensor * qr, ggml_tensor * x) {
+ggml_tensor * indexer_top_k(GraphBuilder & g, Dsv4Inputs & in, const Layer & L, const KvCache::Compressed & c,
+                            ggml_tensor * qr, ggml_tensor * x) {
     ggml_context * ctx = g.ctx0;
     const auto & d = g.hp.dsv4;
     Dsv4Plan & p = in.r4;
     ggml_tensor * q = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, L.idx_q_b, qr), d.idx_head_size, d.idx_heads, g.n_tokens);
     q = hadamard(ctx, rope_tail(g, q, g.inp_pos, true), in.idx_rot);
-    ggml_tensor * w = ggml_scale(ctx, ggml_mul_mat(ctx, L.idx_proj, x), 1.0f / sqrtf(float(d.idx_head_size * d.idx_heads)));
+    ggml_tensor * w =
+        ggml_scale(ctx, ggml_mul_mat(ctx, L.idx_proj, x), 1.0f / sqrtf(float(d.idx_head_size * d.idx_heads)));
     ggml_tensor * k = cache_view(ctx, c.idx_k, p.n_cells);
     // the fused indexer takes an f16 mask whether or not the attention is flash
     ggml_tensor * mask = p.t_mask->type == GGML_TYPE_F16 ? p.t_mask : ggml_cast(ctx, p.t_mask, GGML_TYPE_F16);
@@ -170,8 +178,10 @@ ggml_tensor * top_k_mask(GraphBuilder & g, ggml_tensor * mask, ggml_tensor * top
     ggml_context * ctx = g.ctx0;
     ggml_tensor * all = ggml_fill(ctx, mask, -INFINITY);
     all = ggml_view_4d(ctx, all, 1, all->ne[0], all->ne[1], all->ne[3], all->nb[0], all->nb[1], all->nb[2], 0);
-    ggml_tensor * idx = ggml_view_4d(ctx, top_k, top_k->ne[0], top_k->ne[1], top_k->ne[3], 1, top_k->nb[1], top_k->nb[2], top_k->ne[3] * top_k->nb[3], 0);
-    ggml_tensor * zeros = ggml_fill(ctx, ggml_new_tensor_4d(ctx, mask->type, 1, idx->ne[0], idx->ne[1], idx->ne[2]), 0.0f);
+    ggml_tensor * idx = ggml_view_4d(ctx, top_k, top_k->ne[0], top_k->ne[1], top_k->ne[3], 1, top_k->nb[1],
+                                     top_k->nb[2], top_k->ne[3] * top_k->nb[3], 0);
+    ggml_tensor * zeros =
+        ggml_fill(ctx, ggml_new_tensor_4d(ctx, mask->type, 1, idx->ne[0], idx->ne[1], idx->ne[2]), 0.0f);
     ggml_tensor * open = ggml_set_rows(ctx, all, zeros, idx);
     open = ggml_view_4d(ctx, open, open->ne[1], open->ne[2], 1, open->ne[3], open->nb[2], open->nb[3], open->nb[3], 0);
     return ggml_add(ctx, open, mask);
@@ -259,7 +269,8 @@ ggml_tensor * dsv4_attention(GraphBuilder & g, Dsv4Inputs & in, int il, ggml_ten
         Dsv4Plan & p = in.plan(ratio);
         compress(g, p, x, L.comp_wkv, L.comp_wgate, L.comp_ape, L.comp_norm, c.kv, c.score, c.k, in.rot);
         if (ratio == 4) {
-            compress(g, p, x, L.idx_comp_wkv, L.idx_comp_wgate, L.idx_comp_ape, L.idx_comp_norm, c.idx_kv, c.idx_score, c.idx_k, in.idx_rot);
+            compress(g, p, x, L.idx_comp_wkv, L.idx_comp_wgate, L.idx_comp_ape, L.idx_comp_norm, c.idx_kv, c.idx_score,
+                     c.idx_k, in.idx_rot);
             if (p.n_cells > 0) top_k = indexer_top_k(g, in, L, c, qr, x);
         }
     }
@@ -269,7 +280,8 @@ ggml_tensor * dsv4_attention(GraphBuilder & g, Dsv4Inputs & in, int il, ggml_ten
     ggml_build_forward_expand(g.gf, q);
     ggml_build_forward_expand(g.gf, kv);
     ggml_tensor * raw = g.kv.k[il - g.kv.il0];
-    ggml_build_forward_expand(g.gf, ggml_set_rows(ctx, raw, ggml_view_2d(ctx, kv, D, n, kv->nb[2], 0), g.inp_kv_idxs_swa));
+    ggml_build_forward_expand(g.gf,
+                              ggml_set_rows(ctx, raw, ggml_view_2d(ctx, kv, D, n, kv->nb[2], 0), g.inp_kv_idxs_swa));
     ggml_tensor * k = cache_view(ctx, raw, g.n_kv_swa);
     ggml_tensor * mask = g.inp_kq_mask_swa;
     if (ratio != 0 && in.plan(ratio).n_cells > 0) {

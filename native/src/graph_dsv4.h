@@ -36,7 +36,8 @@ struct Dsv4Plan {
 struct Dsv4Inputs {
     Dsv4Plan r4;
     Dsv4Plan r128;
-    ggml_tensor * rot = nullptr;      // Hadamard rotation of attention keys (llama.cpp rotates them when head size = indexer's)
+    // Hadamard rotation of attention keys (llama.cpp rotates them when head size = indexer's)
+    ggml_tensor * rot = nullptr;
     ggml_tensor * idx_rot = nullptr;  // the same for the indexer's keys (always)
     Dsv4Plan & plan(int64_t ratio) { return ratio == 4 ? r4 : r128; }
 };

@@ -30,7 +30,8 @@ ggml_tensor * GraphBuilder::moe_ffn(const Layer & L, ggml_tensor * cur) const {
         const int64_t per_group = n_expert / hp.n_expert_groups;
         ggml_tensor * groups = ggml_reshape_3d(ctx0, selection, per_group, hp.n_expert_groups, n_tok);
         ggml_tensor * scores = ggml_argsort_top_k(ctx0, groups, 2);
-        scores = ggml_get_rows(ctx0, ggml_reshape_4d(ctx0, groups, 1, groups->ne[0], groups->ne[1], groups->ne[2]), scores);
+        scores =
+            ggml_get_rows(ctx0, ggml_reshape_4d(ctx0, groups, 1, groups->ne[0], groups->ne[1], groups->ne[2]), scores);
         scores = ggml_sum_rows(ctx0, ggml_reshape_3d(ctx0, scores, scores->ne[1], scores->ne[2], scores->ne[3]));
         scores = ggml_reshape_2d(ctx0, scores, scores->ne[1], scores->ne[2]);
         ggml_tensor * kept = ggml_argsort_top_k(ctx0, scores, hp.n_group_used);
@@ -40,9 +41,11 @@ ggml_tensor * GraphBuilder::moe_ffn(const Layer & L, ggml_tensor * cur) const {
     }
 
     ggml_tensor * selected = ggml_argsort_top_k(ctx0, selection, n_used);  // [n_used, n_tok]
-    ggml_tensor * weights = ggml_get_rows(ctx0, ggml_reshape_3d(ctx0, probs, 1, n_expert, n_tok), selected);  // [1, n_used, n_tok]
+    // [1, n_used, n_tok]
+    ggml_tensor * weights = ggml_get_rows(ctx0, ggml_reshape_3d(ctx0, probs, 1, n_expert, n_tok), selected);
     if (hp.gating == Gating::SoftmaxWeight) {
-        weights = ggml_reshape_3d(ctx0, ggml_soft_max(ctx0, ggml_reshape_2d(ctx0, weights, n_used, n_tok)), 1, n_used, n_tok);
+        weights =
+            ggml_reshape_3d(ctx0, ggml_soft_max(ctx0, ggml_reshape_2d(ctx0, weights, n_used, n_tok)), 1, n_used, n_tok);
     }
     if (hp.expert_weights_norm) {
         weights = ggml_reshape_2d(ctx0, weights, n_used, n_tok);
@@ -50,7 +53,8 @@ ggml_tensor * GraphBuilder::moe_ffn(const Layer & L, ggml_tensor * cur) const {
         ggml_tensor * sum = ggml_clamp(ctx0, ggml_sum_rows(ctx0, weights), 6.103515625e-5, INFINITY);
         weights = ggml_reshape_3d(ctx0, ggml_div(ctx0, weights, sum), 1, n_used, n_tok);
     }
-    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f) weights = ggml_scale(ctx0, weights, hp.expert_weights_scale);
+    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
+        weights = ggml_scale(ctx0, weights, hp.expert_weights_scale);
     ggml_build_forward_expand(gf, weights);
 
     cur = ggml_reshape_3d(ctx0, cur, n_embd, 1, n_tok);
@@ -58,10 +62,12 @@ ggml_tensor * GraphBuilder::moe_ffn(const Layer & L, ggml_tensor * cur) const {
     ggml_tensor * gate = nullptr;
     if (L.ffn_gate_up_exps) {
         // llama.cpp's merged path: one product, then gate and up as views of its halves
-        ggml_tensor * gate_up = ggml_mul_mat_id(ctx0, L.ffn_gate_up_exps, cur, selected);  // [2 n_ff_exp, n_used, n_tok]
+        // [2 n_ff_exp, n_used, n_tok]
+        ggml_tensor * gate_up = ggml_mul_mat_id(ctx0, L.ffn_gate_up_exps, cur, selected);
         const int64_t n_ff = gate_up->ne[0] / 2;
         gate = ggml_view_3d(ctx0, gate_up, n_ff, gate_up->ne[1], gate_up->ne[2], gate_up->nb[1], gate_up->nb[2], 0);
-        up = ggml_view_3d(ctx0, gate_up, n_ff, gate_up->ne[1], gate_up->ne[2], gate_up->nb[1], gate_up->nb[2], n_ff * gate_up->nb[0]);
+        up = ggml_view_3d(ctx0, gate_up, n_ff, gate_up->ne[1], gate_up->ne[2], gate_up->nb[1], gate_up->nb[2],
+                          n_ff * gate_up->nb[0]);
     } else {
         up = ggml_mul_mat_id(ctx0, L.ffn_up_exps, cur, selected);  // [n_ff_exp, n_used, n_tok]
         if (L.ffn_up_exps_b) up = ggml_add_id(ctx0, up, L.ffn_up_exps_b, selected);
@@ -69,7 +75,8 @@ ggml_tensor * GraphBuilder::moe_ffn(const Layer & L, ggml_tensor * cur) const {
         if (L.ffn_gate_exps_b) gate = ggml_add_id(ctx0, gate, L.ffn_gate_exps_b, selected);
     }
     // gpt-oss: its clamped SwiGLU (alpha 1.702, limit 7, as llama.cpp hard-codes them)
-    ggml_tensor * act = hp.arch == Arch::GptOss ? ggml_swiglu_oai(ctx0, gate, up, 1.702f, 7.0f) : ggml_swiglu_split(ctx0, gate, up);
+    ggml_tensor * act =
+        hp.arch == Arch::GptOss ? ggml_swiglu_oai(ctx0, gate, up, 1.702f, 7.0f) : ggml_swiglu_split(ctx0, gate, up);
     ggml_tensor * experts = ggml_mul_mat_id(ctx0, L.ffn_down_exps, act, selected);  // [n_embd, n_used, n_tok]
     if (L.ffn_down_exps_b) experts = ggml_add_id(ctx0, experts, L.ffn_down_exps_b, selected);
     experts = ggml_mul(ctx0, experts, weights);
@@ -107,7 +114,8 @@ ggml_tensor * GraphBuilder::mla_attention(int il, ggml_tensor * x, ggml_tensor *
     kv_cmpr = rms_norm(kv_cmpr, L.attn_kv_a_norm);
 
     ggml_tensor * q_nope = ggml_view_3d(ctx0, q, n_nope, hp.n_head, n_tokens, q->nb[1], q->nb[2], 0);
-    ggml_tensor * q_pe = ggml_view_3d(ctx0, q, n_rope, hp.n_head, n_tokens, q->nb[1], q->nb[2], ggml_row_size(q->type, n_nope));
+    ggml_tensor * q_pe =
+        ggml_view_3d(ctx0, q, n_rope, hp.n_head, n_tokens, q->nb[1], q->nb[2], ggml_row_size(q->type, n_nope));
     q_pe = rope(q_pe, il);
     // absorb wk_b into the query: {n_nope, n_lora, n_head} x {n_nope, n_tokens, n_head}
     ggml_tensor * q_abs = ggml_mul_mat(ctx0, L.wk_b, ggml_permute(ctx0, q_nope, 0, 2, 1, 3));

@@ -13,16 +13,21 @@ constexpr int64_t MAX_DIM = 1 << 20;
 
 int64_t required(const gguf_context * g, const std::string & key, const std::string & path) {
     if (auto v = get_int(g, key)) return *v;
-    throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + key).str("key", key).str("file", path);
+    throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + key)
+        .str("key", key)
+        .str("file", path);
 }
 
 // a per-block array (one value per block, at least n entries) or one value for every block
 template <typename T>
-std::vector<T> per_block(const gguf_context * g, const std::string & key, int64_t n, const std::string & path, std::optional<T> fallback) {
+std::vector<T> per_block(const gguf_context * g, const std::string & key, int64_t n, const std::string & path,
+                         std::optional<T> fallback) {
     const int64_t id = gguf_find_key(g, key.c_str());
     if (id < 0) {
         if (fallback) return std::vector<T>((size_t) n, *fallback);
-        throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + key).str("key", key).str("file", path);
+        throw RuntimeError("BAD_METADATA", "artifact " + path + " lacks metadata key " + key)
+            .str("key", key)
+            .str("file", path);
     }
     if (gguf_get_kv_type(g, id) != GGUF_TYPE_ARRAY) {
         if constexpr (std::is_same_v<T, float>) return std::vector<T>((size_t) n, *get_float(g, key));
@@ -30,14 +35,15 @@ std::vector<T> per_block(const gguf_context * g, const std::string & key, int64_
     }
     const auto t = gguf_get_arr_type(g, id);
     if ((int64_t) gguf_get_arr_n(g, id) < n) {
-        throw RuntimeError("BAD_METADATA", "metadata " + key + " holds " + std::to_string(gguf_get_arr_n(g, id)) + " entries, fewer than the " +
-                                               std::to_string(n) + " blocks")
+        throw RuntimeError("BAD_METADATA", "metadata " + key + " holds " + std::to_string(gguf_get_arr_n(g, id)) +
+                                               " entries, fewer than the " + std::to_string(n) + " blocks")
             .str("key", key);
     }
     std::vector<T> out((size_t) n);
     for (int64_t i = 0; i < n; ++i) {
         if (t == GGUF_TYPE_FLOAT32) out[i] = (T) ((const float *) gguf_get_arr_data(g, id))[i];
-        else if (t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32) out[i] = (T) ((const int32_t *) gguf_get_arr_data(g, id))[i];
+        else if (t == GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT32)
+            out[i] = (T) ((const int32_t *) gguf_get_arr_data(g, id))[i];
         else throw RuntimeError("BAD_METADATA", "metadata " + key + " is not an array of numbers").str("key", key);
     }
     return out;
@@ -50,7 +56,8 @@ void read_deepseek4(const gguf_context * g, const std::string & a, const std::st
     const int64_t n_all = hp.n_layer;
     const int64_t nextn = get_int(g, a + "nextn_predict_layers").value_or(0);
     if (nextn < 0 || nextn >= n_all) {
-        throw RuntimeError("BAD_METADATA", "nextn_predict_layers " + std::to_string(nextn) + " leaves no blocks of " + std::to_string(n_all))
+        throw RuntimeError("BAD_METADATA", "nextn_predict_layers " + std::to_string(nextn) + " leaves no blocks of " +
+                                               std::to_string(n_all))
             .str("key", a + "nextn_predict_layers");
     }
     // the MTP blocks after the trunk are never run by the main pass
@@ -80,7 +87,8 @@ void read_deepseek4(const gguf_context * g, const std::string & a, const std::st
     const int64_t gating = get_int(g, a + "expert_gating_func").value_or(0);
     // llama.cpp's loader refuses any other scoring
     if (gating != (int64_t) Gating::SqrtSoftplus) {
-        throw RuntimeError("UNSUPPORTED_MODEL", "deepseek4 expects expert_gating_func 4 (sqrt-softplus), not " + std::to_string(gating))
+        throw RuntimeError("UNSUPPORTED_MODEL",
+                           "deepseek4 expects expert_gating_func 4 (sqrt-softplus), not " + std::to_string(gating))
             .num("value", (double) gating);
     }
     hp.gating = Gating::SqrtSoftplus;
@@ -89,7 +97,9 @@ void read_deepseek4(const gguf_context * g, const std::string & a, const std::st
 void check_deepseek4(const HParams & hp) {
     const auto & d = hp.dsv4;
     auto bad = [&](const std::string & what, int64_t v) {
-        throw RuntimeError("BAD_METADATA", what + " is " + std::to_string(v) + ", which no deepseek4 model can have").str("key", what).num("value", (double) v);
+        throw RuntimeError("BAD_METADATA", what + " is " + std::to_string(v) + ", which no deepseek4 model can have")
+            .str("key", what)
+            .num("value", (double) v);
     };
     // build_hc_pre asserts exactly 4 streams
     if (d.hc != 4) bad("hyper_connection.count (llama.cpp supports 4)", d.hc);

@@ -1,11 +1,11 @@
 // Mapped weights in 2 MB pages. A decode step reads every weight once, so with 4 KB pages a 1 GB model walks 262,144
 // page-table entries per token; on the 1.1B bench model that costs 15-20 % of a step (docs/architecture.md,
-// "Weights in 2 MB pages"). Linux maps a file's page cache with 2 MB pages only where the cache holds it in 2 MB folios.
-// A single large file read from its start ramps up to them (llama.cpp's one GGUF gets them so); our ~50 MB per-block
-// artifacts mostly do not, nor do files the torrent client wrote or our sha256 check read. MADV_HUGEPAGE makes the
-// kernel fault the mapping's uncached pages in as 2 MB folios; where the file is cached in small ones already, its
-// cached pages are collapsed in place where the kernel can, else dropped and faulted in again: one read of the span
-// from disk at load, tried first on a 2 MB stretch so a filesystem without large folios costs no more. Nothing
+// "Weights in 2 MB pages"). Linux maps a file's page cache with 2 MB pages only where the cache holds it in 2 MB
+// folios. A single large file read from its start ramps up to them (llama.cpp's one GGUF gets them so); our ~50 MB
+// per-block artifacts mostly do not, nor do files the torrent client wrote or our sha256 check read. MADV_HUGEPAGE
+// makes the kernel fault the mapping's uncached pages in as 2 MB folios; where the file is cached in small ones
+// already, its cached pages are collapsed in place where the kernel can, else dropped and faulted in again: one read of
+// the span from disk at load, tried first on a 2 MB stretch so a filesystem without large folios costs no more. Nothing
 // here can fail a load: every call is advice, and a kernel without file huge pages keeps 4 KB pages.
 #include "huge_pages.h"
 
@@ -65,7 +65,8 @@ size_t pmd_mapped(uintptr_t from, uintptr_t to) {
             continue;
         }
         unsigned long kb = 0;
-        if (inside && (std::sscanf(line, "FilePmdMapped: %lu kB", &kb) == 1 || std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1))
+        if (inside && (std::sscanf(line, "FilePmdMapped: %lu kB", &kb) == 1 ||
+                       std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1))
             kb_total += kb;
     }
     std::fclose(f);

@@ -13,7 +13,8 @@ void advise_huge_mapping(void * addr, size_t size);
 // pages (0 where the kernel has none for files, or with `huge_pages` false: 4 KB pages, as faulted).
 size_t fault_in_span(int fd, void * mapping, size_t file_from, size_t file_to, bool huge_pages);
 
-// Asks for 2 MB pages under a weight buffer in anonymous memory (ggml's CPU and repacking buffers), before it is written.
+// Asks for 2 MB pages under a weight buffer in anonymous memory
+// (ggml's CPU and repacking buffers), before it is written.
 void advise_huge_buffer(void * base, size_t size);
 
 // Bytes of the buffer [base, base + size) in 2 MB pages.

@@ -88,7 +88,8 @@ std::unique_ptr<KvCache> make_kv_cache(const Model & model, int il0, int il1, in
     ggml_init_params p = {ggml_tensor_overhead() * (9 * n_layers + 1), nullptr, true};
     kv->ctx = ggml_init(p);
     for (int il = il0; il < il1; ++il) {
-        ggml_tensor * idx = nullptr;  // llama_kv_cache_dsa's second cache: one indexer key per position, full blocks only
+        // llama_kv_cache_dsa's second cache: one indexer key per position, full blocks only
+        ggml_tensor * idx = nullptr;
         if (model.hp.arch == Arch::GlmDsa && model.hp.is_indexer_full(il)) {
             idx = ggml_new_tensor_2d(kv->ctx, type, model.hp.indexer_head_size, size);
             ggml_format_name(idx, "cache_idx_k_l%d", il);

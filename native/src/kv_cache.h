@@ -20,7 +20,8 @@ struct KvCache {
     int il0 = 0;                     // first block cached: k[il - il0], v[il - il0]
     std::vector<ggml_tensor *> k;    // per layer: [n_embd_kv, size] (MLA: [kv_lora + rope, size])
     std::vector<ggml_tensor *> v;    // per layer: [n_embd_kv, size], not transposed; nullptr for MLA
-    std::vector<ggml_tensor *> conv; // per layer, delta-net only (else nullptr, and k / v are): f32 [(d_conv - 1) * channels]
+    // per layer, delta-net only (else nullptr, and k / v are): f32 [(d_conv - 1) * channels]
+    std::vector<ggml_tensor *> conv;
     std::vector<ggml_tensor *> ssm;  // per layer, delta-net only: f32 [d_state * d_state * value heads]
     std::vector<ggml_tensor *> idx_k;  // per layer, glm-dsa's full-indexer blocks only: [indexer_head_size, size] keys
     // deepseek4, per layer of ratio 4 or 128 (else all null): one compressed key per `ratio` positions (f16
@@ -48,7 +49,8 @@ struct KvCache {
     // the sliding-window blocks reuse cells: positions a forward may add, and how far back it may start
     bool ring() const { return swa_size > 0 && swa_size < size; }
     size_t block_bytes(int il) const;  // the cache of block il (K and V, or its recurrent state)
-    // recurrent (or compressor) state cannot be rolled back: only a replay from position 0 (which clears it) may go back
+    // recurrent (or compressor) state cannot be rolled back: only
+    // a replay from position 0 (which clears it) may go back
     bool recurrent() const;
     void clear_recurrent() const;
 };

@@ -62,7 +62,8 @@ struct Artifact {
 };
 
 // llama.cpp's weight_buft_supported for matmul weights: ask the device with a dummy buffer.
-bool buft_supports(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft, ggml_tensor * w, ggml_op op, int64_t n_ids_used) {
+bool buft_supports(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft, ggml_tensor * w, ggml_op op,
+                   int64_t n_ids_used) {
     if (op != GGML_OP_MUL_MAT && op != GGML_OP_MUL_MAT_ID) return false;
     ggml_init_params p = {ggml_tensor_overhead() * 8, nullptr, true};
     ggml_context * ctx = ggml_init(p);
@@ -126,10 +127,12 @@ FileMapping & map_artifact(Artifact & art, Model & model, bool huge_pages) {
     if (art.mapping) return *art.mapping;
     open_artifact(art);
     struct stat st{};
-    if (fstat(art.fd, &st) != 0 || st.st_size <= 0) throw RuntimeError("ARTIFACT_UNREADABLE", "cannot stat " + art.path).str("file", art.path);
+    if (fstat(art.fd, &st) != 0 || st.st_size <= 0)
+        throw RuntimeError("ARTIFACT_UNREADABLE", "cannot stat " + art.path).str("file", art.path);
     void * addr = mmap(nullptr, (size_t) st.st_size, PROT_READ, MAP_SHARED, art.fd, 0);
     if (addr == MAP_FAILED) {
-        throw RuntimeError("ARTIFACT_UNREADABLE", "cannot map " + art.path + ": " + strerror(errno)).str("file", art.path);
+        throw RuntimeError("ARTIFACT_UNREADABLE", "cannot map " + art.path + ": " + strerror(errno))
+            .str("file", art.path);
     }
     if (huge_pages) advise_huge_mapping(addr, (size_t) st.st_size);
     model.mappings.push_back(std::make_unique<FileMapping>(addr, (size_t) st.st_size));
@@ -138,8 +141,8 @@ FileMapping & map_artifact(Artifact & art, Model & model, bool huge_pages) {
 }
 
 // One CPU buffer per artifact over the mapped bytes its tensors span, each tensor at its file offset.
-void place_mapped(std::vector<std::unique_ptr<Artifact>> & arts, const std::vector<std::pair<const Found *, ggml_tensor *>> & mapped, Model & model,
-                  bool huge_pages) {
+void place_mapped(std::vector<std::unique_ptr<Artifact>> & arts,
+                  const std::vector<std::pair<const Found *, ggml_tensor *>> & mapped, Model & model, bool huge_pages) {
     std::vector<std::pair<size_t, size_t>> span(arts.size(), {SIZE_MAX, 0});
     std::map<std::pair<int, int64_t>, size_t> used;  // (artifact, tensor) -> bytes: tied embeddings count once
     for (const auto & [f, t] : mapped) {
@@ -200,11 +203,12 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             .num("blocks", (double) hp.n_layer);
     }
     if (opts.embed && opts.il0 != 0) {
-        throw RuntimeError("BAD_RANGE", "embed needs the range to start at block 0, not " + std::to_string(opts.il0)).num("from", opts.il0);
+        throw RuntimeError("BAD_RANGE", "embed needs the range to start at block 0, not " + std::to_string(opts.il0))
+            .num("from", opts.il0);
     }
     if (opts.head && opts.il1 != hp.n_layer) {
-        throw RuntimeError("BAD_RANGE", "head needs the range to end at the last block (" + std::to_string(hp.n_layer) + "), not " +
-                                            std::to_string(opts.il1))
+        throw RuntimeError("BAD_RANGE", "head needs the range to end at the last block (" + std::to_string(hp.n_layer) +
+                                            "), not " + std::to_string(opts.il1))
             .num("to", opts.il1)
             .num("blocks", (double) hp.n_layer);
     }
@@ -227,7 +231,11 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         bool has_output = false;
         for (auto & art : arts) has_output = has_output || gguf_find_tensor(art->gguf, "output.weight") >= 0;
         // no output.weight anywhere: tied embeddings (llama.cpp duplicates token_embd.weight)
-        wants.push_back({has_output ? "output.weight" : "token_embd.weight", &model->output, true, GGML_OP_MUL_MAT, {hp.n_embd, V}});
+        wants.push_back({has_output ? "output.weight" : "token_embd.weight",
+                         &model->output,
+                         true,
+                         GGML_OP_MUL_MAT,
+                         {hp.n_embd, V}});
         if (hp.arch == Arch::Qwen2) wants.push_back({"output.bias", &model->output_b, false, GGML_OP_ADD, {V}});
         if (hp.arch == Arch::DeepSeek4) deepseek4_head_wants(hp, *model, wants);
     }
@@ -256,9 +264,11 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         found.push_back({w, where, tid, ggml_get_tensor(arts[where]->meta, w.name.c_str())});
     }
     if (!missing.empty()) {
-        throw RuntimeError("MISSING_TENSOR", "tensor " + missing[0] + " of layers [" + std::to_string(opts.il0) + ", " +
-                                                 std::to_string(opts.il1) + ") is in none of the artifacts (" + join_names(opts.artifacts) + ")" +
-                                                 (missing.size() > 1 ? "; " + std::to_string(missing.size() - 1) + " more missing" : ""))
+        throw RuntimeError("MISSING_TENSOR",
+                           "tensor " + missing[0] + " of layers [" + std::to_string(opts.il0) + ", " +
+                               std::to_string(opts.il1) + ") is in none of the artifacts (" +
+                               join_names(opts.artifacts) + ")" +
+                               (missing.size() > 1 ? "; " + std::to_string(missing.size() - 1) + " more missing" : ""))
             .str("tensor", missing[0])
             .list("missing", missing)
             .list("files", opts.artifacts)
@@ -277,7 +287,9 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
     // every shape as the metadata implies it: ggml aborts the process on a graph over mismatched shapes
     for (const auto & f : found) {
         const std::string problem = shape_problem(f.want, f.meta);
-        if (!problem.empty()) throw RuntimeError("BAD_TENSOR", problem + "; the artifact does not match its metadata").str("tensor", f.want.name);
+        if (!problem.empty())
+            throw RuntimeError("BAD_TENSOR", problem + "; the artifact does not match its metadata")
+                .str("tensor", f.want.name);
     }
 
     // choose a buffer type per tensor, the way llama.cpp does: the CPU's repacking buffer
@@ -310,10 +322,12 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             buft = cpu_buft;
         } else if (on_cpu && (f.want.op == GGML_OP_MUL_MAT || f.want.op == GGML_OP_MUL_MAT_ID)) {
             for (auto * extra : extras) {
-                // ggml's AMX buffer type takes MLA's per-head k_b/v_b (3-D matmul weights) when probed with one shape, and
-                // then no backend runs the batched graph's: the scheduler aborts (GGML_ASSERT(*cur_backend_id != -1)) on
-                // AMX CPUs. Those stay in the CPU's repacked or plain layout; other weights may use AMX.
-                if (f.want.op == GGML_OP_MUL_MAT && f.meta->ne[2] > 1 && std::strstr(ggml_backend_buft_name(extra), "AMX") != nullptr) continue;
+                // ggml's AMX buffer type takes MLA's per-head k_b/v_b (3-D matmul weights) when probed with one shape,
+                // and then no backend runs the batched graph's: the scheduler aborts (GGML_ASSERT(*cur_backend_id !=
+                // -1)) on AMX CPUs. Those stay in the CPU's repacked or plain layout; other weights may use AMX.
+                if (f.want.op == GGML_OP_MUL_MAT && f.meta->ne[2] > 1 &&
+                    std::strstr(ggml_backend_buft_name(extra), "AMX") != nullptr)
+                    continue;
                 if (buft_supports(cpu, extra, f.meta, f.want.op, std::max<int64_t>(1, hp.n_expert_used))) {
                     buft = extra;
                     break;
@@ -321,7 +335,8 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             }
         }
         // the plain CPU layout is the file's: map it, unless the file's alignment is below ggml's (32 bytes)
-        const size_t offset = gguf_get_data_offset(arts[f.art]->gguf) + gguf_get_tensor_offset(arts[f.art]->gguf, f.tid);
+        const size_t offset =
+            gguf_get_data_offset(arts[f.art]->gguf) + gguf_get_tensor_offset(arts[f.art]->gguf, f.tid);
         const bool in_place = opts.mmap && buft == cpu_buft && offset % 32 == 0;
         if (in_place && !mapped_ctx) mapped_ctx = new_ctx();
         ggml_tensor * t = ggml_dup_tensor(in_place ? mapped_ctx : ctx_for(buft), f.meta);
@@ -333,8 +348,10 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
     for (auto & [buft, c] : ctx_of) {
         ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(c, buft);
         if (!buf) {
-            throw RuntimeError("OUT_OF_MEMORY", std::string("cannot allocate ") + std::to_string(ggml_backend_alloc_ctx_tensors_from_buft_size(c, buft)) +
-                                                    " bytes of weights in " + ggml_backend_buft_name(buft));
+            throw RuntimeError("OUT_OF_MEMORY",
+                               std::string("cannot allocate ") +
+                                   std::to_string(ggml_backend_alloc_ctx_tensors_from_buft_size(c, buft)) +
+                                   " bytes of weights in " + ggml_backend_buft_name(buft));
         }
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         const bool cpu_memory = buft == cpu_buft || std::find(extras.begin(), extras.end(), buft) != extras.end();
@@ -355,7 +372,8 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
         open_artifact(art);
         const size_t offset = gguf_get_data_offset(art.gguf) + gguf_get_tensor_offset(art.gguf, f->tid);
         const size_t n = ggml_nbytes(t);
-        const bool direct = ggml_backend_buffer_is_host(t->buffer) && ggml_backend_buffer_get_type(t->buffer) == cpu_buft;
+        const bool direct =
+            ggml_backend_buffer_is_host(t->buffer) && ggml_backend_buffer_get_type(t->buffer) == cpu_buft;
         if (direct) {
             read_exact(art.fd, t->data, n, offset, art.path, f->want.name);
         } else {
@@ -364,7 +382,9 @@ std::unique_ptr<Model> load_model(const LoadOptions & opts) {
             ggml_backend_tensor_set(t, staging.data(), 0, n);
         }
     }
-    for (ggml_backend_buffer_t buf : anonymous) model->huge_page_bytes += huge_buffer_bytes(ggml_backend_buffer_get_base(buf), ggml_backend_buffer_get_size(buf));
+    for (ggml_backend_buffer_t buf : anonymous)
+        model->huge_page_bytes +=
+            huge_buffer_bytes(ggml_backend_buffer_get_base(buf), ggml_backend_buffer_get_size(buf));
     if (hp.arch == Arch::DeepSeek4) {
         const std::string problem = deepseek4_weight_problem(*model);
         if (!problem.empty()) throw RuntimeError("BAD_TENSOR", problem + "; the artifact does not match its metadata");

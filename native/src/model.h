@@ -222,7 +222,8 @@ struct LoadOptions {
     bool embed = false;
     bool head = false;
     ggml_backend_dev_t device = nullptr;
-    // weights on the plain CPU buffer point into the artifact files (one copy: the page cache's) instead of being read in
+    // weights on the plain CPU buffer point into the artifact
+    // files (one copy: the page cache's) instead of being read in
     bool mmap = true;
     // those weights in 2 MB pages where the kernel can (huge_pages.cpp)
     bool huge_pages = true;
@@ -262,7 +263,8 @@ struct Model {
     size_t weight_bytes = 0;
     size_t mapped_bytes = 0;  // weights used in place from the mapped artifacts (part of weight_bytes)
     size_t huge_page_bytes = 0;  // of the mapped spans and the CPU weight buffers, in 2 MB pages (huge_pages.cpp)
-    std::vector<std::pair<std::string, size_t>> weight_buffers;  // buffer type name -> bytes (CPU_REPACK = repacked for faster matmul)
+    // buffer type name -> bytes (CPU_REPACK = repacked for faster matmul)
+    std::vector<std::pair<std::string, size_t>> weight_buffers;
 
     const Layer & layer(int il) const { return layers[il - il0]; }
 

@@ -23,7 +23,10 @@ ggml_type quantizable_type(const std::string & name) {
         if (name == ggml_type_name(type)) return type;
         names.emplace_back(ggml_type_name(type));
     }
-    throw RuntimeError("BAD_QUANT_TYPE", "cannot quantize to \"" + name + "\"; the quantizer writes " + join_names(names)).str("type", name).list("types", names);
+    throw RuntimeError("BAD_QUANT_TYPE",
+                       "cannot quantize to \"" + name + "\"; the quantizer writes " + join_names(names))
+        .str("type", name)
+        .list("types", names);
 }
 
 }  // namespace
@@ -32,13 +35,15 @@ std::vector<uint8_t> quantize_rows(const std::string & type_name, const float * 
     const ggml_type type = quantizable_type(type_name);
     const int64_t block = ggml_blck_size(type);
     if (n_per_row < 1 || n_per_row % block != 0) {
-        throw RuntimeError("BAD_QUANT_INPUT", type_name + " packs " + std::to_string(block) + " values per block; a row of " + std::to_string(n_per_row) +
+        throw RuntimeError("BAD_QUANT_INPUT", type_name + " packs " + std::to_string(block) +
+                                                  " values per block; a row of " + std::to_string(n_per_row) +
                                                   " values is not a whole number of blocks")
             .num("nPerRow", (double) n_per_row)
             .num("blockSize", (double) block);
     }
     if (n < 1 || n > MAX_VALUES || n % n_per_row != 0) {
-        throw RuntimeError("BAD_QUANT_INPUT", std::to_string(n) + " values are not 1 to " + std::to_string(MAX_VALUES / n_per_row) + " whole rows of " +
+        throw RuntimeError("BAD_QUANT_INPUT", std::to_string(n) + " values are not 1 to " +
+                                                  std::to_string(MAX_VALUES / n_per_row) + " whole rows of " +
                                                   std::to_string(n_per_row) + "; quantize large tensors in row chunks")
             .num("values", (double) n)
             .num("nPerRow", (double) n_per_row);
@@ -46,7 +51,9 @@ std::vector<uint8_t> quantize_rows(const std::string & type_name, const float * 
     const int64_t rows = n / n_per_row;
     std::vector<uint8_t> out(ggml_row_size(type, n_per_row) * rows);
     const size_t written = ggml_quantize_chunk(type, values, out.data(), 0, rows, n_per_row, nullptr);
-    if (written != out.size()) throw RuntimeError("INTERNAL", "ggml_quantize_chunk wrote " + std::to_string(written) + " bytes, expected " + std::to_string(out.size()));
+    if (written != out.size())
+        throw RuntimeError("INTERNAL", "ggml_quantize_chunk wrote " + std::to_string(written) + " bytes, expected " +
+                                           std::to_string(out.size()));
     return out;
 }
 

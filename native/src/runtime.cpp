@@ -22,7 +22,8 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
     core->flash_attn = opts.flash_attn;
 
     core->backend = ggml_backend_dev_init(core->dev, nullptr);
-    if (!core->backend) throw RuntimeError("NO_BACKEND", std::string("cannot start device ") + ggml_backend_dev_name(core->dev));
+    if (!core->backend)
+        throw RuntimeError("NO_BACKEND", std::string("cannot start device ") + ggml_backend_dev_name(core->dev));
     std::vector<ggml_backend_t> backends = {core->backend};
     if (ggml_backend_dev_type(core->dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
         core->cpu = core->backend;
@@ -38,12 +39,15 @@ std::shared_ptr<RuntimeCore> RuntimeCore::load(const RuntimeOptions & opts) {
     const int n_layers = core->model->il1 - core->model->il0;
     // nodes per block: ~95 for a deepseek2 MoE block with 8 experts (MLA, group routing, one view and add per expert)
     // (a delta-net block adds ~40: projections, conv state, the fused delta-net, gated norm)
-    const size_t per_block = 128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) + (core->model->hp.recurrent_layers.empty() && core->model->hp.arch != Arch::GlmDsa ? 0 : 64) +
-                             (core->model->hp.is_dsv4() ? 384 : 0);
+    const size_t per_block =
+        128 + 2 * (size_t) std::max<int64_t>(0, core->model->hp.n_expert_used) +
+        (core->model->hp.recurrent_layers.empty() && core->model->hp.arch != Arch::GlmDsa ? 0 : 64) +
+        (core->model->hp.is_dsv4() ? 384 : 0);
     core->graph_size = std::max<size_t>(1024, (size_t) n_layers * per_block + 256);
     // a batch adds per block and session: its rows' views, cache stores and views, mask, attention, the join
     core->batch_graph_size = core->graph_size + (size_t) n_layers * MAX_BATCH_SEQS * 32;
-    core->sched = ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->batch_graph_size, false, true);
+    core->sched =
+        ggml_backend_sched_new(backends.data(), nullptr, (int) backends.size(), core->batch_graph_size, false, true);
     if (!core->sched) throw RuntimeError("NO_BACKEND", "cannot create the ggml scheduler");
     return core;
 }
@@ -69,10 +73,12 @@ RuntimeCore::~RuntimeCore() { release(); }
 
 std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & core, int64_t max_tokens,
                                            const std::pair<int64_t, int64_t> * blocks) {
-    // JS thread only, like dispose(): no lock needed to read the model, so a long forward pass elsewhere does not block it
+    // JS thread only, like dispose(): no lock needed to read the
+    // model, so a long forward pass elsewhere does not block it
     if (core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
     if (max_tokens <= 0) {
-        throw RuntimeError("BAD_OPTIONS", "maxTokens must be positive, got " + std::to_string(max_tokens)).num("maxTokens", (double) max_tokens);
+        throw RuntimeError("BAD_OPTIONS", "maxTokens must be positive, got " + std::to_string(max_tokens))
+            .num("maxTokens", (double) max_tokens);
     }
     const Model & m = *core->model;
     int64_t from = m.il0, to = m.il1;
@@ -81,8 +87,8 @@ std::shared_ptr<SessionState> open_session(const std::shared_ptr<RuntimeCore> & 
         to = blocks->second;
         if (!(m.il0 <= from && from < to && to <= m.il1)) {
             throw RuntimeError("BAD_RANGE", "session blocks [" + std::to_string(from) + ", " + std::to_string(to) +
-                                                ") must be a non-empty sub-range of the runtime's blocks [" + std::to_string(m.il0) +
-                                                ", " + std::to_string(m.il1) + ")")
+                                                ") must be a non-empty sub-range of the runtime's blocks [" +
+                                                std::to_string(m.il0) + ", " + std::to_string(m.il1) + ")")
                 .num("from", (double) from)
                 .num("to", (double) to)
                 .num("runtimeFrom", m.il0)
@@ -116,20 +122,22 @@ void check_rollback(const SessionState & s, int64_t to, bool truncating) {
     if (!kv) return;
     const char * at = truncating ? "to" : "position";
     if (!ring_allows(s, to)) {
-        throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) + " positions; " +
-                                               (truncating ? "truncating" : "rolling back") + " from " + std::to_string(s.ring_written) +
-                                               " to " + std::to_string(to) + " is too far: replay the session from position 0")
+        throw RuntimeError("SWA_ROLLBACK", "sliding-window blocks keep the last " + std::to_string(kv->swa_size) +
+                                               " positions; " + (truncating ? "truncating" : "rolling back") +
+                                               " from " + std::to_string(s.ring_written) + " to " + std::to_string(to) +
+                                               " is too far: replay the session from position 0")
             .num(at, (double) to)
             .num("nPast", (double) s.ring_written)
             .num("ringCells", (double) kv->swa_size);
     }
     // a recurrent state holds the whole past in fixed space: it can go on, or start over, but not go back
     if (kv->recurrent() && to != 0 && to != s.n_past) {
-        throw RuntimeError("RECURRENT_ROLLBACK", std::string(kv->comp.empty() ? "linear-attention blocks keep a recurrent state"
-                                                                              : "compressed-attention blocks keep a compressor state") +
-                                                     " that cannot be rolled back; " +
-                                                     (truncating ? "truncating" : "starting a forward") + " at " + std::to_string(to) +
-                                                     " of " + std::to_string(s.n_past) + " positions: replay the session from position 0")
+        throw RuntimeError("RECURRENT_ROLLBACK",
+                           std::string(kv->comp.empty() ? "linear-attention blocks keep a recurrent state"
+                                                        : "compressed-attention blocks keep a compressor state") +
+                               " that cannot be rolled back; " + (truncating ? "truncating" : "starting a forward") +
+                               " at " + std::to_string(to) + " of " + std::to_string(s.n_past) +
+                               " positions: replay the session from position 0")
             .num(at, (double) to)
             .num("nPast", (double) s.n_past);
     }
@@ -139,7 +147,8 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
     if (s.closed) throw RuntimeError("SESSION_CLOSED", "the session is closed");
     if (s.core->disposed) throw RuntimeError("RUNTIME_DISPOSED", "the runtime was disposed");
     const Model & m = *s.core->model;
-    if (req.n_tokens <= 0) throw RuntimeError("EMPTY_INPUT", "forward needs at least one token").num("tokens", (double) req.n_tokens);
+    if (req.n_tokens <= 0)
+        throw RuntimeError("EMPTY_INPUT", "forward needs at least one token").num("tokens", (double) req.n_tokens);
     if (req.kind == InputKind::Tokens) {
         if (!s.embed) {
             throw RuntimeError("INPUT_KIND", "this range starts at block " + std::to_string(s.il0) +
@@ -149,19 +158,23 @@ void validate_forward(const SessionState & s, const ForwardRequest & req) {
         for (size_t i = 0; i < req.tokens.size(); ++i) {
             const int32_t t = req.tokens[i];
             if (t < 0 || t >= m.hp.n_vocab) {
-                throw RuntimeError("TOKEN_OUT_OF_RANGE", "token id " + std::to_string(t) + " at index " + std::to_string(i) +
-                                                             " is outside the vocabulary [0, " + std::to_string(m.hp.n_vocab) + ")")
+                throw RuntimeError("TOKEN_OUT_OF_RANGE", "token id " + std::to_string(t) + " at index " +
+                                                             std::to_string(i) + " is outside the vocabulary [0, " +
+                                                             std::to_string(m.hp.n_vocab) + ")")
                     .num("token", t)
                     .num("index", (double) i)
                     .num("vocab", (double) m.hp.n_vocab);
             }
         }
     } else {
-        if (s.embed) throw RuntimeError("INPUT_KIND", "this range embeds tokens; it takes token ids, not hidden states").num("from", s.il0);
+        if (s.embed)
+            throw RuntimeError("INPUT_KIND", "this range embeds tokens; it takes token ids, not hidden states")
+                .num("from", s.il0);
         const int64_t width = m.hp.hidden_width();
         if ((int64_t) req.hidden.size() != req.n_tokens * width) {
-            throw RuntimeError("HIDDEN_SIZE", "hidden states hold " + std::to_string(req.hidden.size()) + " values, expected " +
-                                                  std::to_string(req.n_tokens) + " tokens x " + std::to_string(width) + " per token")
+            throw RuntimeError("HIDDEN_SIZE", "hidden states hold " + std::to_string(req.hidden.size()) +
+                                                  " values, expected " + std::to_string(req.n_tokens) + " tokens x " +
+                                                  std::to_string(width) + " per token")
                 .num("got", (double) req.hidden.size())
                 .num("expected", (double) (req.n_tokens * width))
                 .num("nEmbd", (double) width);
@@ -193,12 +206,14 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     const KvCache & kv = *s.kv;
     const int64_t n = req.n_tokens;
     const int64_t n_end = req.start + n;
-    // llama.cpp pads the attended cells to 256 so graphs repeat; same here (masked cells cost nothing in flash attention)
+    // llama.cpp pads the attended cells to 256 so graphs repeat;
+    // same here (masked cells cost nothing in flash attention)
     const int64_t n_kv = std::min<int64_t>(kv.size, std::max<int64_t>(256, (n_end + 255) / 256 * 256));
     const int64_t n_kv_swa = kv.swa_size > 0 ? std::min(kv.swa_size, n_kv) : 0;
     const int64_t n_outputs = (s.head && !req.all_outputs) ? 1 : n;
 
-    ggml_init_params p = {ggml_tensor_overhead() * core.graph_size + ggml_graph_overhead_custom(core.graph_size, false), nullptr, true};
+    ggml_init_params p = {ggml_tensor_overhead() * core.graph_size + ggml_graph_overhead_custom(core.graph_size, false),
+                          nullptr, true};
     ggml_context * ctx0 = ggml_init(p);
     struct CtxGuard {
         ggml_context * c;
@@ -225,7 +240,8 @@ ForwardResult forward_chunk(SessionState & s, const ForwardRequest & req) {
     ggml_build_forward_expand(gf, res);
 
     ggml_backend_sched_reset(core.sched);
-    if (!ggml_backend_sched_alloc_graph(core.sched, gf)) throw RuntimeError("OUT_OF_MEMORY", "cannot allocate the compute graph");
+    if (!ggml_backend_sched_alloc_graph(core.sched, gf))
+        throw RuntimeError("OUT_OF_MEMORY", "cannot allocate the compute graph");
 
     // inputs the graph lacks are null (e.g. positions in a head-only range); one it never reaches has no buffer
     auto used = [](ggml_tensor * t) { return t && t->buffer; };
@@ -316,7 +332,8 @@ ForwardResult forward_slices(SessionState & s, const ForwardRequest & req) {
             if (req.kind == InputKind::Tokens) {
                 part.tokens.assign(req.tokens.begin() + from, req.tokens.begin() + from + part.n_tokens);
             } else {
-                part.hidden.assign(req.hidden.begin() + from * n_embd, req.hidden.begin() + (from + part.n_tokens) * n_embd);
+                part.hidden.assign(req.hidden.begin() + from * n_embd,
+                                   req.hidden.begin() + (from + part.n_tokens) * n_embd);
             }
             const auto rows = [&](const std::vector<int32_t> & v) {  // per-token side data, token-major
                 const size_t w = v.size() / req.n_tokens;
@@ -348,7 +365,8 @@ ForwardResult forward(SessionState & s, const ForwardRequest & req) {
     std::lock_guard<std::mutex> lock(core.mu);
     validate_forward(s, req);
     if (s.kv->recurrent()) {
-        if (req.start == 0) s.kv->clear_recurrent();  // a replay from 0 starts from a zero state, as a new sequence does
+        // a replay from 0 starts from a zero state, as a new sequence does
+        if (req.start == 0) s.kv->clear_recurrent();
         try {
             return forward_slices(s, req);
         } catch (...) {

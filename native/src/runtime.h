@@ -91,17 +91,20 @@ struct ForwardResult {
     int64_t cols = 0;
 };
 
-// Throws SWA_ROLLBACK or RECURRENT_ROLLBACK when the session's cache cannot go back to `to` (a forward's start, or a truncate).
+// Throws SWA_ROLLBACK or RECURRENT_ROLLBACK when the session's
+// cache cannot go back to `to` (a forward's start, or a truncate).
 void check_rollback(const SessionState & s, int64_t to, bool truncating);
 // the session runs hash-routed blocks on hidden states: each forward needs the rows' token ids (seam_inputs.cpp)
 bool session_needs_token_ids(const SessionState & s);
-// exactly n_tokens ids in the vocabulary when it does, none otherwise (throws TOKEN_IDS_SIZE / TOKEN_IDS_UNEXPECTED / TOKEN_OUT_OF_RANGE)
+// exactly n_tokens ids in the vocabulary when it does, none otherwise
+// (throws TOKEN_IDS_SIZE / TOKEN_IDS_UNEXPECTED / TOKEN_OUT_OF_RANGE)
 void validate_token_ids(const SessionState & s, const ForwardRequest & req);
 // Checks everything about a request that can be checked before compute (throws RuntimeError).
 void validate_forward(const SessionState & s, const ForwardRequest & req);
 ForwardResult forward(SessionState & s, const ForwardRequest & req);
 
-// Batched forward (runtime_batch.cpp): several sessions of one runtime in one graph, as llama-server's continuous batching.
+// Batched forward (runtime_batch.cpp): several sessions of one
+// runtime in one graph, as llama-server's continuous batching.
 constexpr size_t MAX_BATCH_SEQS = 16;
 struct BatchItem {
     SessionState * session = nullptr;
@@ -112,8 +115,9 @@ struct BatchItem {
 // Why the session cannot join a batched graph (its family keeps a sliding window, a recurrent or compressor state, an
 // indexer), or nullptr when it can.
 const char * batch_refusal(const SessionState & s);
-// Runs the items in one graph: each item is checked alone (a bad one gets its error and is left out), the rest must share
-// blocks, embedding, head and input kind and be batchable (else every item fails with BATCH_MISMATCH / BATCH_UNSUPPORTED).
+// Runs the items in one graph: each item is checked alone (a bad one gets its error and is left out), the rest must
+// share blocks, embedding, head and input kind and be batchable
+// (else every item fails with BATCH_MISMATCH / BATCH_UNSUPPORTED).
 void forward_batch(RuntimeCore & core, std::vector<BatchItem> & items);
 
 }  // namespace neuron

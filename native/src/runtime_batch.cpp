@@ -22,7 +22,8 @@ const char * batch_refusal(const SessionState & s) {
         case Arch::GlmDsa: return "glm-dsa's indexer picks cells per session";
         case Arch::DeepSeek4: return "deepseek4 keeps compressor states and sliding windows";
     }
-    if (!s.kv || s.kv->swa_size > 0 || s.kv->recurrent()) return "the session's cache is not plain per-position K and V";
+    if (!s.kv || s.kv->swa_size > 0 || s.kv->recurrent())
+        return "the session's cache is not plain per-position K and V";
     return nullptr;
 }
 
@@ -37,14 +38,18 @@ void check_group(const std::vector<BatchItem *> & live) {
     const bool tokens = live.front()->req.kind == InputKind::Tokens;
     for (const BatchItem * it : live) {
         const SessionState & s = *it->session;
-        if (const char * why = batch_refusal(s)) throw batch_error("BATCH_UNSUPPORTED", std::string("cannot batch: ") + why);
-        if (s.il0 != a.il0 || s.il1 != a.il1 || s.embed != a.embed || s.head != a.head || (it->req.kind == InputKind::Tokens) != tokens) {
-            throw batch_error("BATCH_MISMATCH", "sessions of one batch must run the same blocks [" + std::to_string(a.il0) + ", " +
-                                                    std::to_string(a.il1) + ") with the same input kind, got [" + std::to_string(s.il0) +
-                                                    ", " + std::to_string(s.il1) + ")");
+        if (const char * why = batch_refusal(s))
+            throw batch_error("BATCH_UNSUPPORTED", std::string("cannot batch: ") + why);
+        if (s.il0 != a.il0 || s.il1 != a.il1 || s.embed != a.embed || s.head != a.head ||
+            (it->req.kind == InputKind::Tokens) != tokens) {
+            throw batch_error("BATCH_MISMATCH", "sessions of one batch must run the same blocks [" +
+                                                    std::to_string(a.il0) + ", " + std::to_string(a.il1) +
+                                                    ") with the same input kind, got [" + std::to_string(s.il0) + ", " +
+                                                    std::to_string(s.il1) + ")");
         }
         for (const BatchItem * other : live)
-            if (other != it && other->session == it->session) throw batch_error("BATCH_MISMATCH", "a session appears twice in one batch");
+            if (other != it && other->session == it->session)
+                throw batch_error("BATCH_MISMATCH", "a session appears twice in one batch");
     }
 }
 
@@ -56,8 +61,9 @@ void run_graph(RuntimeCore & core, const std::vector<BatchItem *> & live) {
         n += it->req.n_tokens;
         n_outputs += (first.head && !it->req.all_outputs) ? 1 : it->req.n_tokens;
     }
-    ggml_init_params p = {ggml_tensor_overhead() * core.batch_graph_size + ggml_graph_overhead_custom(core.batch_graph_size, false), nullptr,
-                          true};
+    ggml_init_params p = {ggml_tensor_overhead() * core.batch_graph_size +
+                              ggml_graph_overhead_custom(core.batch_graph_size, false),
+                          nullptr, true};
     ggml_context * ctx0 = ggml_init(p);
     struct CtxGuard {
         ggml_context * c;
@@ -65,7 +71,8 @@ void run_graph(RuntimeCore & core, const std::vector<BatchItem *> & live) {
     } guard{ctx0};
     ggml_cgraph * gf = ggml_new_graph_custom(ctx0, core.batch_graph_size, false);
     // the single-session inputs (mask, cells) go unused: each session gets its own in add_seq
-    GraphBuilder g(m, *first.kv, ctx0, gf, n, 256, 0, n_outputs, core.flash_attn, first.il0, first.il1, first.embed, first.head);
+    GraphBuilder g(m, *first.kv, ctx0, gf, n, 256, 0, n_outputs, core.flash_attn, first.il0, first.il1, first.embed,
+                   first.head);
     std::vector<int64_t> n_kv(live.size());
     int64_t t0 = 0;
     for (size_t i = 0; i < live.size(); ++i) {
@@ -89,7 +96,8 @@ void run_graph(RuntimeCore & core, const std::vector<BatchItem *> & live) {
     ggml_set_output(res);
     ggml_build_forward_expand(gf, res);
     ggml_backend_sched_reset(core.sched);
-    if (!ggml_backend_sched_alloc_graph(core.sched, gf)) throw RuntimeError("OUT_OF_MEMORY", "cannot allocate the batch's compute graph");
+    if (!ggml_backend_sched_alloc_graph(core.sched, gf))
+        throw RuntimeError("OUT_OF_MEMORY", "cannot allocate the batch's compute graph");
 
     auto used = [](ggml_tensor * t) { return t && t->buffer; };
     std::vector<int32_t> tokens, pos, out_ids;
@@ -107,7 +115,8 @@ void run_graph(RuntimeCore & core, const std::vector<BatchItem *> & live) {
     if (used(g.inp_tokens)) ggml_backend_tensor_set(g.inp_tokens, tokens.data(), 0, tokens.size() * sizeof(int32_t));
     if (used(g.inp_embd)) ggml_backend_tensor_set(g.inp_embd, hidden.data(), 0, hidden.size() * sizeof(float));
     if (used(g.inp_pos)) ggml_backend_tensor_set(g.inp_pos, pos.data(), 0, pos.size() * sizeof(int32_t));
-    if (used(g.inp_out_ids)) ggml_backend_tensor_set(g.inp_out_ids, out_ids.data(), 0, out_ids.size() * sizeof(int32_t));
+    if (used(g.inp_out_ids))
+        ggml_backend_tensor_set(g.inp_out_ids, out_ids.data(), 0, out_ids.size() * sizeof(int32_t));
     for (size_t i = 0; i < g.seqs.size(); ++i) {
         const GraphBuilder::Seq & q = g.seqs[i];
         const ForwardRequest & r = live[i]->req;
@@ -129,7 +138,8 @@ void run_graph(RuntimeCore & core, const std::vector<BatchItem *> & live) {
             ggml_backend_tensor_set(q.kq_mask, mask.data(), 0, mask.size() * sizeof(float));
         }
     }
-    if (ggml_backend_sched_graph_compute(core.sched, gf) != GGML_STATUS_SUCCESS) throw RuntimeError("COMPUTE_FAILED", "ggml graph compute failed");
+    if (ggml_backend_sched_graph_compute(core.sched, gf) != GGML_STATUS_SUCCESS)
+        throw RuntimeError("COMPUTE_FAILED", "ggml graph compute failed");
 
     const int64_t cols = res->ne[0];
     std::vector<float> all(cols * res->ne[1]);
@@ -169,8 +179,8 @@ void forward_batch(RuntimeCore & core, std::vector<BatchItem> & items) {
     if (live.empty()) return;
     try {
         if (live.size() > MAX_BATCH_SEQS) {
-            throw batch_error("BATCH_TOO_LARGE", "a batch holds at most " + std::to_string(MAX_BATCH_SEQS) + " sessions, got " +
-                                                     std::to_string(live.size()))
+            throw batch_error("BATCH_TOO_LARGE", "a batch holds at most " + std::to_string(MAX_BATCH_SEQS) +
+                                                     " sessions, got " + std::to_string(live.size()))
                 .num("sessions", (double) live.size())
                 .num("max", (double) MAX_BATCH_SEQS);
         }

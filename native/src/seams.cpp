@@ -27,10 +27,13 @@ void validate_seam_inputs(const SessionState & s, const ForwardRequest & req) {
     // token ids: validate_token_ids (seam_inputs.cpp)
     const int64_t expected = req.n_tokens * seam.indices_in;
     if ((int64_t) req.indices.size() != expected) {
-        throw RuntimeError("BAD_INDICES", seam.indices_in == 0
-                                              ? "blocks [" + std::to_string(s.il0) + ", " + std::to_string(s.il1) + ") take no indices with their input"
-                                              : "block " + std::to_string(s.il0) + " reuses the previous hop's top-k: expected " + std::to_string(req.n_tokens) +
-                                                    " tokens x " + std::to_string(seam.indices_in) + " indices, got " + std::to_string(req.indices.size()))
+        throw RuntimeError("BAD_INDICES",
+                           seam.indices_in == 0
+                               ? "blocks [" + std::to_string(s.il0) + ", " + std::to_string(s.il1) +
+                                     ") take no indices with their input"
+                               : "block " + std::to_string(s.il0) + " reuses the previous hop's top-k: expected " +
+                                     std::to_string(req.n_tokens) + " tokens x " + std::to_string(seam.indices_in) +
+                                     " indices, got " + std::to_string(req.indices.size()))
             .num("got", (double) req.indices.size())
             .num("expected", (double) expected);
     }
@@ -43,15 +46,18 @@ void validate_seam_inputs(const SessionState & s, const ForwardRequest & req) {
             const int32_t v = req.indices[t * seam.indices_in + j];
             any = any || v >= 0;
             if (v < -1 || v > pos) {
-                throw RuntimeError("BAD_INDICES", "index " + std::to_string(v) + " of token " + std::to_string(t) + " (position " + std::to_string(pos) +
-                                                      ") is neither -1 nor a position in [0, " + std::to_string(pos) + "]")
+                throw RuntimeError("BAD_INDICES", "index " + std::to_string(v) + " of token " + std::to_string(t) +
+                                                      " (position " + std::to_string(pos) +
+                                                      ") is neither -1 nor a position in [0, " + std::to_string(pos) +
+                                                      "]")
                     .num("index", v)
                     .num("token", (double) t)
                     .num("position", (double) pos);
             }
         }
         if (!any) {
-            throw RuntimeError("BAD_INDICES", "token " + std::to_string(t) + " (position " + std::to_string(pos) + ") has no cell to attend to: all its indices are -1")
+            throw RuntimeError("BAD_INDICES", "token " + std::to_string(t) + " (position " + std::to_string(pos) +
+                                                  ") has no cell to attend to: all its indices are -1")
                 .num("token", (double) t)
                 .num("position", (double) pos);
         }

@@ -17,7 +17,8 @@ struct SeamShape {
 };
 
 SeamShape seam_shape(const HParams & hp, int il0, int il1);
-// lengths and values of the indices (BAD_INDICES; token ids: validate_token_ids in seam_inputs.cpp): nothing unchecked may reach ggml
+// lengths and values of the indices (BAD_INDICES; token ids:
+// validate_token_ids in seam_inputs.cpp): nothing unchecked may reach ggml
 void validate_seam_inputs(const SessionState & s, const ForwardRequest & req);
 // after allocation: the indexer's mask and rotation, the attention mask of the previous hop's indices
 void set_dsa_inputs(const GraphBuilder & g, const ForwardRequest & req);

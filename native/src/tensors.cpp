@@ -67,10 +67,12 @@ void qwen35_attention_wants(const HParams & hp, int il, const std::string & b, L
         w.push_back({b + "attn_k_norm.weight", &L.k_norm, true, GGML_OP_MUL, {hp.n_embd_head}});
         return;
     }
-    const int64_t key_dim = hp.ssm_d_state * hp.ssm_n_group, value_dim = hp.ssm_d_state * hp.ssm_dt_rank, H_v = hp.ssm_dt_rank;
+    const int64_t key_dim = hp.ssm_d_state * hp.ssm_n_group, value_dim = hp.ssm_d_state * hp.ssm_dt_rank,
+                  H_v = hp.ssm_dt_rank;
     w.push_back({b + "attn_qkv.weight", &L.wqkv, true, GGML_OP_MUL_MAT, {E, 2 * key_dim + value_dim}});
     w.push_back({b + "attn_gate.weight", &L.wqkv_gate, true, GGML_OP_MUL_MAT, {E, value_dim}});
-    w.push_back({b + "ssm_conv1d.weight", &L.ssm_conv1d, true, GGML_OP_SSM_CONV, {hp.ssm_d_conv, 2 * key_dim + value_dim}});
+    w.push_back(
+        {b + "ssm_conv1d.weight", &L.ssm_conv1d, true, GGML_OP_SSM_CONV, {hp.ssm_d_conv, 2 * key_dim + value_dim}});
     w.push_back({b + "ssm_dt.bias", &L.ssm_dt, true, GGML_OP_ADD, {H_v}});
     w.push_back({b + "ssm_a", &L.ssm_a, true, GGML_OP_MUL, {H_v}});
     w.push_back({b + "ssm_beta.weight", &L.ssm_beta, true, GGML_OP_MUL_MAT, {E, H_v}});
@@ -96,7 +98,8 @@ void ffn_wants(const HParams & hp, int il, const std::string & b, Layer & L, std
     }
     const int64_t X = hp.n_expert, F = hp.n_ff_exp;
     w.push_back({b + "ffn_gate_inp.weight", &L.ffn_gate_inp, true, GGML_OP_MUL_MAT, {E, X}});
-    // as llama.cpp's create_tensor_gate_up_exps, where the family's loader calls it: one fused ffn_gate_up_exps, or the two
+    // as llama.cpp's create_tensor_gate_up_exps, where the family's
+    // loader calls it: one fused ffn_gate_up_exps, or the two
     const bool fusable = hp.arch == Arch::DeepSeek2 || hp.arch == Arch::Qwen35Moe;
     const std::string fused = fusable ? b + "ffn_gate_up_exps.weight" : "";
     if (fusable) w.push_back({fused, &L.ffn_gate_up_exps, false, GGML_OP_MUL_MAT_ID, {E, 2 * F, X}});
@@ -138,7 +141,8 @@ void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & w) {
         if (hp.arch == Arch::GlmDsa && hp.is_indexer_full(il)) indexer_wants(hp, b, L, w);
     }
     // gpt-oss and qwen35moe name their pre-FFN norm post_attention_norm
-    const char * ffn_norm = hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe ? "post_attention_norm.weight" : "ffn_norm.weight";
+    const char * ffn_norm =
+        hp.arch == Arch::GptOss || hp.arch == Arch::Qwen35Moe ? "post_attention_norm.weight" : "ffn_norm.weight";
     w.push_back({b + ffn_norm, &L.ffn_norm, true, GGML_OP_MUL, {hp.n_embd}});
     ffn_wants(hp, il, b, L, w);
 }
@@ -146,7 +150,8 @@ void block_wants(const HParams & hp, int il, Layer & L, std::vector<Want> & w) {
 std::string shape_problem(const Want & want, const ggml_tensor * t) {
     // norms, biases, sinks and rope factors are f32 in every published GGUF; ggml aborts on other types there
     const bool matrix = want.op == GGML_OP_MUL_MAT || want.op == GGML_OP_MUL_MAT_ID || want.op == GGML_OP_GET_ROWS;
-    if (!matrix && t->type != GGML_TYPE_F32) return "tensor " + want.name + " is " + ggml_type_name(t->type) + ", not f32";
+    if (!matrix && t->type != GGML_TYPE_F32)
+        return "tensor " + want.name + " is " + ggml_type_name(t->type) + ", not f32";
     for (int d = 0; d < GGML_MAX_DIMS; ++d) {
         const int64_t expected = d < (int) want.ne.size() ? want.ne[d] : 1;
         if (t->ne[d] != expected) {

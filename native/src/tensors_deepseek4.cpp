@@ -18,7 +18,11 @@ void deepseek4_block_wants(const HParams & hp, int il, Layer & L, std::vector<Wa
     w.push_back({b + "attn_kv_a_norm.weight", &L.attn_kv_norm, true, GGML_OP_MUL, {D}});
     // the graph views it as (group width, rank, groups): kept out of the CPU's repacked buffers (as get_rows'
     // tables are), whose layout a reshaped view would misread
-    w.push_back({b + "attn_output_a.weight", &L.wo_a, true, GGML_OP_GET_ROWS, {H * D / d.o_groups, d.o_lora_rank * d.o_groups}});
+    w.push_back({b + "attn_output_a.weight",
+                 &L.wo_a,
+                 true,
+                 GGML_OP_GET_ROWS,
+                 {H * D / d.o_groups, d.o_lora_rank * d.o_groups}});
     w.push_back({b + "attn_output_b.weight", &L.wo_b, true, GGML_OP_MUL_MAT, {d.o_groups * d.o_lora_rank, E}});
     w.push_back({b + "hc_attn_fn.weight", &L.hc_attn_fn, true, GGML_OP_MUL_MAT, {hc_dim, mix}});
     w.push_back({b + "hc_attn_base.weight", &L.hc_attn_base, true, GGML_OP_ADD, {mix}});
@@ -47,7 +51,8 @@ void deepseek4_block_wants(const HParams & hp, int il, Layer & L, std::vector<Wa
     w.push_back({b + "ffn_gate_inp.weight", &L.ffn_gate_inp, true, GGML_OP_MUL_MAT, {E, X}});
     if (il < d.hash_layers) {
         // token id -> the experts it uses (i32), checked against the expert count after loading
-        w.push_back({b + "ffn_gate_tid2eid.weight", &L.ffn_tid2eid, true, GGML_OP_GET_ROWS, {hp.n_expert_used, hp.n_vocab}});
+        w.push_back(
+            {b + "ffn_gate_tid2eid.weight", &L.ffn_tid2eid, true, GGML_OP_GET_ROWS, {hp.n_expert_used, hp.n_vocab}});
     } else {
         w.push_back({b + "exp_probs_b.bias", &L.ffn_exp_probs_b, true, GGML_OP_ADD, {X}});
     }
@@ -72,12 +77,14 @@ std::string deepseek4_weight_problem(const Model & m) {
     for (int il = m.il0; il < m.il1; ++il) {
         const ggml_tensor * t = m.layer(il).ffn_tid2eid;
         if (!t) continue;
-        if (t->type != GGML_TYPE_I32) return "tensor " + std::string(t->name) + " is " + ggml_type_name(t->type) + ", not i32";
+        if (t->type != GGML_TYPE_I32)
+            return "tensor " + std::string(t->name) + " is " + ggml_type_name(t->type) + ", not i32";
         if (!t->buffer || !ggml_backend_buffer_is_host(t->buffer)) continue;
         const auto * ids = (const int32_t *) t->data;
         for (int64_t i = 0; i < ggml_nelements(t); ++i) {
             if (ids[i] < 0 || ids[i] >= m.hp.n_expert) {
-                return "tensor " + std::string(t->name) + " names expert " + std::to_string(ids[i]) + " of " + std::to_string(m.hp.n_expert);
+                return "tensor " + std::string(t->name) + " names expert " + std::to_string(ids[i]) + " of " +
+                       std::to_string(m.hp.n_expert);
             }
         }
     }

@@ -10,7 +10,8 @@ export interface ShownError {
 
 const TAILORED: Record<string, string> = {
   no_route:
-    'No hosts serve every block of this model right now. Host the missing blocks yourself, or try again when more hosts are online.',
+    'No hosts serve every block of this model right now. Host the missing blocks yourself, or try again when more ' +
+    'hosts are online.',
   insufficient_credits:
     'Out of credits: this account cannot pay for the answer. Host a model for a while to earn credits, then try again.',
   tracker_unreachable:
@@ -18,7 +19,9 @@ const TAILORED: Record<string, string> = {
   host_unreachable: 'Lost the connection to the Neuron host. It is reconnecting; try again in a moment.',
 }
 
-/** What went wrong, in words: a tailored sentence for the codes a user can act on, otherwise the backend's own message. */
+/**
+ * What went wrong, in words: a tailored sentence for the codes a user can act on, otherwise the backend's own message.
+ */
 export function shownError(error: unknown): ShownError {
   if (
     error instanceof NeuronError ||

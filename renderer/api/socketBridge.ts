@@ -60,7 +60,9 @@ interface PendingCall {
 
 type AnyListener = (data: unknown) => void
 
-/** The browser mode's bridge: AppCallFrame/AppReplyFrame/AppEventFrame over one WebSocket that reconnects with backoff. */
+/**
+ * The browser mode's bridge: AppCallFrame/AppReplyFrame/AppEventFrame over one WebSocket that reconnects with backoff.
+ */
 export function createSocketBridge(options: SocketBridgeOptions): ConnectedBridge {
   const minBackoff = options.minBackoffMs ?? 250
   const maxBackoff = options.maxBackoffMs ?? 5_000
@@ -97,7 +99,8 @@ export function createSocketBridge(options: SocketBridgeOptions): ConnectedBridg
       call.reject(
         new NeuronError(
           'host_unreachable',
-          `lost the connection to the Neuron host (${options.url}) before it answered ${call.method}; reconnecting, try again`,
+          `lost the connection to the Neuron host (${options.url}) before it answered ${call.method}; ` +
+            `reconnecting, try again`,
           {
             method: call.method,
           },

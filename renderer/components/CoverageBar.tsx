@@ -33,7 +33,10 @@ export function CoverageBar({ cells, testId, cellTestId, compact }: CoverageBarP
           data-testid={cellTestId === undefined ? undefined : `${cellTestId}-${i}`}
           data-before={cell.before}
           data-proposed={cell.proposed === true ? 'true' : 'false'}
-          title={`block ${i}: ${cell.before} host${cell.before === 1 ? '' : 's'}${cell.proposed === true ? ' · proposed for this computer' : ''}`}
+          title={
+            `block ${i}: ${cell.before} ` +
+            `host${cell.before === 1 ? '' : 's'}${cell.proposed === true ? ' · proposed for this computer' : ''}`
+          }
         />
       ))}
     </div>

@@ -14,7 +14,10 @@ import { ApiRequestsPanel } from './api/ApiRequestsPanel'
 /** How often the request log is refreshed while the screen is open. */
 const REQUESTS_REFRESH_MS = 5_000
 
-/** The swarm's OpenAI-compatible API: its endpoint, the app's key for it, examples to paste, and the requests made with it. */
+/**
+ * The swarm's OpenAI-compatible API: its endpoint, the app's
+ * key for it, examples to paste, and the requests made with it.
+ */
 export function ApiScreen() {
   const { api } = useStores()
   const { view, freshKey, busy, confirming, requests, error } = useStore(api)
@@ -60,8 +63,10 @@ export function ApiScreen() {
               testId="api-key-dialog"
             >
               {confirming === 'revoke'
-                ? 'Programs using this key get "401 invalid_api_key" from their next request on. Cancel keeps it working.'
-                : 'A new key is made and this one revoked: programs using it get "401 invalid_api_key" until they are given the new one. Cancel keeps it working.'}
+                ? 'Programs using this key get "401 invalid_api_key" from their next request on. Cancel keeps it ' +
+                  'working.'
+                : 'A new key is made and this one revoked: programs using it get "401 invalid_api_key" until they ' +
+                  'are given the new one. Cancel keeps it working.'}
             </ConfirmDialog>
           )}
           <ApiExamples view={view} model={model ?? exampleModel(view)} onModel={setModel} apiKey={freshKey} />

@@ -38,14 +38,12 @@ describe('refreshing what a change made stale', () => {
     await stores.computer.getState().load()
     await stores.hosting.getState().selectModel(tinyModel.modelId)
     expect([asked('hosting.preview'), asked('computer.get')]).toEqual([1, 1])
-    await stores.settings
-      .getState()
-      .saveLimits({
-        diskGb: '20',
-        memoryGb: '1',
-        threads: String(someSettings.limits.threads),
-        useGpu: someSettings.limits.useGpu,
-      })
+    await stores.settings.getState().saveLimits({
+      diskGb: '20',
+      memoryGb: '1',
+      threads: String(someSettings.limits.threads),
+      useGpu: someSettings.limits.useGpu,
+    })
     await settle()
     expect([asked('hosting.preview'), asked('computer.get')]).toEqual([2, 2])
   })
@@ -62,20 +60,24 @@ describe('refreshing what a change made stale', () => {
     expect(stores.hosting.getState().preview).toEqual(tinyPreview)
   })
 
-  it('drops a model picked on the tracker before a switch when the new one does not list it, and previews nothing for it', async () => {
-    const { stores, asked, listed } = setup()
-    await stores.settings.getState().load()
-    await stores.hosting.getState().selectModel(tinyModel.modelId)
-    listed.models = []
-    await stores.settings.getState().saveTracker('http://127.0.0.1:9')
-    await settle()
-    expect(stores.hosting.getState()).toMatchObject({
-      models: [],
-      selectedModelId: null,
-      preview: null,
-      previewError: null,
-      previewLoading: false,
-    })
-    expect(asked('hosting.preview')).toBe(1)
-  })
+  it(
+    'drops a model picked on the tracker before a switch when the new one does not list it, and previews nothing ' +
+      'for it',
+    async () => {
+      const { stores, asked, listed } = setup()
+      await stores.settings.getState().load()
+      await stores.hosting.getState().selectModel(tinyModel.modelId)
+      listed.models = []
+      await stores.settings.getState().saveTracker('http://127.0.0.1:9')
+      await settle()
+      expect(stores.hosting.getState()).toMatchObject({
+        models: [],
+        selectedModelId: null,
+        preview: null,
+        previewError: null,
+        previewLoading: false,
+      })
+      expect(asked('hosting.preview')).toBe(1)
+    },
+  )
 })

@@ -14,8 +14,8 @@ export interface RefreshStores {
 /**
  * Asks again for what a change made stale, so a screen never shows the world before it: a saved setting (limits,
  * tracker) changes what this computer may serve and where, so the Computer view, the model list and the placement
- * preview are fetched again; a stop (or a failure) puts the picker back, and its preview was computed while this computer
- * still served. Returns the unsubscribe.
+ * preview are fetched again; a stop (or a failure) puts the picker back, and its preview was computed while this
+ * computer still served. Returns the unsubscribe.
  */
 export function refreshOnChanges(stores: RefreshStores): () => void {
   const offSettings = stores.settings.subscribe((state, previous) => {

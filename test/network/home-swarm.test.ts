@@ -145,7 +145,8 @@ describe.skipIf(why !== undefined)(
         'tracker',
         ...['--host', '0.0.0.0', '--port', String(PORT), '--db', join(dir, 'tracker.sqlite')],
         ...['--heartbeat-ms', '500', '--new-key-grant-micro', '10000000', '--log-routes'],
-        // out of probation at the first probe: which of homes B and C is routed must not hang on when each passed its next ones
+        // out of probation at the first probe: which of homes B and C
+        // is routed must not hang on when each passed its next ones
         ...['--probation-probes', '1'],
       ])
       await tracker.waitFor(/tracker listening on/, 60_000)
@@ -158,7 +159,8 @@ describe.skipIf(why !== undefined)(
       await cleanup()
     })
 
-    it('hosts fetch their artifacts over BitTorrent across the NATs: the second host of a span fetches from the first, the publisher gone', async () => {
+    it('hosts fetch their artifacts over BitTorrent across the NATs: the second host of a span fetches from the ' +
+      'first, the publisher gone', async () => {
       const publisher = neuronIn('laptop', [
         'publish',
         join(dir, 'packed'),
@@ -183,7 +185,8 @@ describe.skipIf(why !== undefined)(
       ])
     }, 600_000)
 
-    it('the tracker proves each host by dialing it back: home C at the port its router mapped, homes A and B (no mapping) through the relay', async () => {
+    it('the tracker proves each host by dialing it back: home C at the port its router mapped, homes A and B (no ' +
+      'mapping) through the relay', async () => {
       const rows = await untilHosts((r) => hostRow(r, 'hostC').endpoint !== null, 'home C reachable at its mapped port')
       expect(hostRow(rows, 'hostC').endpoint).toMatch(
         new RegExp(`^wss://${net.addresses.routerC.replaceAll('.', '\\.')}:\\d+/$`),
@@ -192,7 +195,8 @@ describe.skipIf(why !== undefined)(
       expect(hostRow(rows, 'hostB').endpoint).toBeNull()
     }, 120_000)
 
-    it('chats from the laptop and from a computer inside home A give llama.cpp’s greedy tokens; the relay carries home A and nothing of home C', async () => {
+    it('chats from the laptop and from a computer inside home A give llama.cpp’s greedy tokens; the relay carries ' +
+      'home A and nothing of home C', async () => {
       const [fromLaptop, fromHome] = [await chatFrom('laptop'), await chatFrom('peerA')]
       expect(fromLaptop.tokens).toEqual(oracle)
       expect(fromHome.tokens).toEqual(oracle)
@@ -202,12 +206,15 @@ describe.skipIf(why !== undefined)(
       expect(hostRow(rows, 'hostA').relayedBytes).toBeGreaterThan(0)
     }, 300_000)
 
-    it('home C’s router restarts (miniupnpd: every mapping gone): the host maps its port again, and the laptop reaches it directly again', async () => {
+    it('home C’s router restarts (miniupnpd: every mapping gone): the host maps its port again, and the laptop ' +
+      'reaches it directly again', async () => {
       await withLogs(async () => {
         await net.restartUpnp()
-        // the host asks its router again every 15 s (PortMapping); the tracker's proof of the endpoint still holds once it has
+        // the host asks its router again every 15 s (PortMapping);
+        // the tracker's proof of the endpoint still holds once it has
         await new Promise((r) => setTimeout(r, 20_000))
-        // and home C is listed at its mapped port (a host whose tracker connection the restart broke joins and is proven again)
+        // and home C is listed at its mapped port (a host whose tracker
+        // connection the restart broke joins and is proven again)
         await untilHosts(
           (r) => hostRow(r, 'hostC').online && hostRow(r, 'hostC').endpoint !== null,
           'home C listed at its mapped port again',
@@ -219,7 +226,8 @@ describe.skipIf(why !== undefined)(
       })
     }, 180_000)
 
-    it('a host’s address changes (a new DHCP lease): it joins the tracker again from the new address, is dialed back again, and serves', async () => {
+    it('a host’s address changes (a new DHCP lease): it joins the tracker again from the new address, is dialed ' +
+      'back again, and serves', async () => {
       const host = hostProcesses.hostA
       if (host === undefined) throw new Error('home A runs no host')
       await withLogs(async () => {
@@ -243,7 +251,8 @@ describe.skipIf(why !== undefined)(
       })
     }, 180_000)
 
-    it('home C’s link cut mid-generation (the router’s link down, no process killed): the chat fails over to home B and keeps the same tokens', async () => {
+    it('home C’s link cut mid-generation (the router’s link down, no process killed): the chat fails over to home ' +
+      'B and keeps the same tokens', async () => {
       // a longer round trip to home C, so the generation is still running when the link goes down
       await net.setLink('c', { delayMs: 25 })
       let cut = false
@@ -260,7 +269,8 @@ describe.skipIf(why !== undefined)(
         expect(done.route.map((h) => h.hostId)).toEqual([hostIds.hostA, hostIds.hostB])
         // noticed by the hop link's pings (LINK_SILENCE_MS), not by the step's 120 s timeout
         console.log(
-          `link cut: the chat waited ${done.longestGapMs} ms for its next token (failover ${Math.round(done.failovers[0]?.recoveryMs ?? 0)} ms of it)`,
+          `link cut: the chat waited ${done.longestGapMs} ms for its next token (failover ` +
+            `${Math.round(done.failovers[0]?.recoveryMs ?? 0)} ms of it)`,
         )
         expect(done.longestGapMs).toBeLessThan(60_000)
       } finally {

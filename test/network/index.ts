@@ -54,7 +54,9 @@ export interface HomeNetwork {
   exec(place: Place, argv: readonly string[]): Promise<string>
   /** Starts a process in `place` (cwd: the repository root); close() kills it if it still runs. */
   spawnIn(place: Place, command: string, args?: readonly string[], options?: SpawnOptions): ChildProcess
-  /** Takes the home's WAN link down at the internet side, as in an outage: the router stays up and keeps its NAT state. */
+  /**
+   * Takes the home's WAN link down at the internet side, as in an outage: the router stays up and keeps its NAT state.
+   */
   cutLink(home: HomeName): Promise<void>
   restoreLink(home: HomeName): Promise<void>
   /** Changes a home link's (or the shaped laptop's) one-way delay and rate, both ways, from now on. */
@@ -97,7 +99,8 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
     const shaper = shapers.get(link)
     if (shaper === undefined)
       throw new Error(
-        `${link} has no link shaper (${link === 'laptop' ? 'build the network with links.laptop' : 'was the network closed?'})`,
+        `${link} has no link shaper ` +
+          `(${link === 'laptop' ? 'build the network with links.laptop' : 'was the network closed?'})`,
       )
     return shaper
   }

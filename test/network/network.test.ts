@@ -27,15 +27,19 @@ describe.skipIf(noNetwork !== undefined)(
       await net?.close()
     })
 
-    it('lets the laptop and every home computer reach the cloud, which sees a home computer as its router’s WAN address', async () => {
-      const seen = async (place: 'laptop' | 'hostA' | 'peerA' | 'hostB' | 'hostC') =>
-        (await connectFrom(net, place, net.addresses.cloud, 7000)).reply.split(' ')[0]
-      expect(await seen('laptop')).toBe(net.addresses.laptop)
-      expect(await seen('hostA')).toBe(net.addresses.routerA)
-      expect(await seen('peerA')).toBe(net.addresses.routerA)
-      expect(await seen('hostB')).toBe(net.addresses.routerB)
-      expect(await seen('hostC')).toBe(net.addresses.routerC)
-    })
+    it(
+      'lets the laptop and every home computer reach the cloud, which sees a home computer as its router’s WAN ' +
+        'address',
+      async () => {
+        const seen = async (place: 'laptop' | 'hostA' | 'peerA' | 'hostB' | 'hostC') =>
+          (await connectFrom(net, place, net.addresses.cloud, 7000)).reply.split(' ')[0]
+        expect(await seen('laptop')).toBe(net.addresses.laptop)
+        expect(await seen('hostA')).toBe(net.addresses.routerA)
+        expect(await seen('peerA')).toBe(net.addresses.routerA)
+        expect(await seen('hostB')).toBe(net.addresses.routerB)
+        expect(await seen('hostC')).toBe(net.addresses.routerC)
+      },
+    )
 
     it('keeps a connection’s source port through home A’s router and changes it through home B’s', async () => {
       const ports = async (place: 'hostA' | 'hostB', first: number) => {
@@ -50,20 +54,24 @@ describe.skipIf(noNetwork !== undefined)(
       for (const [local, seen] of await ports('hostB', 42001)) expect(seen).not.toBe(local)
     })
 
-    it('refuses the laptop a connection to a home computer, by its LAN address or an unmapped port on its router', async () => {
-      await startServer(net, 'hostA', 'hello', 7100)
-      expect((await connectFrom(net, 'peerA', net.addresses.hostA, 7100)).reply).toBe('hello from hostA')
-      expect((await connectFrom(net, 'laptop', net.addresses.routerA, 7100)).reply).toMatch(/^failed/)
-      // Even a laptop that routes the home's LAN range to its router gets nowhere: the router forwards nothing inbound.
-      await net.exec('laptop', ['ip', 'route', 'add', net.homes.a.lan, 'via', net.addresses.routerA])
-      try {
-        expect((await connectFrom(net, 'laptop', net.addresses.hostA, 7100, { timeoutMs: 1500 })).reply).toMatch(
-          /^failed/,
-        )
-      } finally {
-        await net.exec('laptop', ['ip', 'route', 'del', net.homes.a.lan])
-      }
-    })
+    it(
+      'refuses the laptop a connection to a home computer, ' + 'by its LAN address or an unmapped port on its router',
+      async () => {
+        await startServer(net, 'hostA', 'hello', 7100)
+        expect((await connectFrom(net, 'peerA', net.addresses.hostA, 7100)).reply).toBe('hello from hostA')
+        expect((await connectFrom(net, 'laptop', net.addresses.routerA, 7100)).reply).toMatch(/^failed/)
+        // Even a laptop that routes the home's LAN range to its
+        // router gets nowhere: the router forwards nothing inbound.
+        await net.exec('laptop', ['ip', 'route', 'add', net.homes.a.lan, 'via', net.addresses.routerA])
+        try {
+          expect((await connectFrom(net, 'laptop', net.addresses.hostA, 7100, { timeoutMs: 1500 })).reply).toMatch(
+            /^failed/,
+          )
+        } finally {
+          await net.exec('laptop', ['ip', 'route', 'del', net.homes.a.lan])
+        }
+      },
+    )
 
     it.skipIf(noUpnp !== undefined)(
       `lets the laptop reach home C’s computer through a port it mapped by NAT-PMP${skipped(noUpnp)}`,
@@ -140,17 +148,23 @@ describe.skipIf(noNetwork !== undefined)(
       await net?.close()
     })
 
-    it('reaches the cloud as before, and a delay on the laptop’s line adds about twice itself to the laptop’s round trips', async () => {
-      const connectMs = () => medianConnectMs(net, 'laptop')
-      expect((await connectFrom(net, 'laptop', net.addresses.cloud, 7000)).reply.split(' ')[0]).toBe(
-        net.addresses.laptop,
-      )
-      const before = await connectMs()
-      await net.setLink('laptop', { delayMs: 20 })
-      const after = await connectMs()
-      console.log(`laptop: TCP connect ${before.toFixed(1)} ms at 0 ms one-way delay, ${after.toFixed(1)} ms at 20 ms`)
-      expect(after - before).toBeGreaterThan(32)
-      expect(after - before).toBeLessThan(60)
-    })
+    it(
+      'reaches the cloud as before, and a delay on the laptop’s line adds about twice itself to the laptop’s ' +
+        'round trips',
+      async () => {
+        const connectMs = () => medianConnectMs(net, 'laptop')
+        expect((await connectFrom(net, 'laptop', net.addresses.cloud, 7000)).reply.split(' ')[0]).toBe(
+          net.addresses.laptop,
+        )
+        const before = await connectMs()
+        await net.setLink('laptop', { delayMs: 20 })
+        const after = await connectMs()
+        console.log(
+          `laptop: TCP connect ${before.toFixed(1)} ms at 0 ms one-way delay, ${after.toFixed(1)} ms at 20 ms`,
+        )
+        expect(after - before).toBeGreaterThan(32)
+        expect(after - before).toBeLessThan(60)
+      },
+    )
   },
 )

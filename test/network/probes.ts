@@ -16,7 +16,8 @@ const SERVERS: Record<ServerKind, string> = {
   'who-am-i': 's.end(s.remoteAddress + " " + s.remotePort + "\\n")',
   hello: 's.end("hello from " + name + "\\n")',
   ticker:
-    'const t = setInterval(() => s.write("tick\\n"), 50); s.on("close", () => clearInterval(t)); s.on("error", () => {})',
+    'const t = setInterval(() => s.write("tick\\n"), 50); ' +
+    's.on("close", () => clearInterval(t)); s.on("error", () => {})',
 }
 
 /** Starts a TCP server in `place` on `port` (all addresses); resolves once it listens. */
@@ -27,7 +28,9 @@ export async function startServer(
   port: number,
 ): Promise<ChildProcess> {
   const source = `const name = ${JSON.stringify(place)}
-require('node:net').createServer((s) => { ${SERVERS[kind]} }).listen(${port}, '0.0.0.0', () => console.log('listening'))`
+require('node:net')
+  .createServer((s) => { ${SERVERS[kind]} })
+  .listen(${port}, '0.0.0.0', () => console.log('listening'))`
   const child = net.spawnIn(place, process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'pipe'] })
   await waitForOutput(child, /listening/, `a ${kind} server in ${place}`)
   return child
@@ -50,7 +53,8 @@ export async function connectFrom(
 ): Promise<Connection> {
   const source = `const [host, port, localPort, timeoutMs] = process.argv.slice(1)
 const start = performance.now(); let connectMs = -1
-const s = require('node:net').connect({ host, port: Number(port), ...(localPort === '0' ? {} : { localPort: Number(localPort) }) })
+const bind = localPort === '0' ? {} : { localPort: Number(localPort) }
+const s = require('node:net').connect({ host, port: Number(port), ...bind })
 const done = (reply) => { console.log(JSON.stringify({ reply, connectMs })); process.exit(0) }
 setTimeout(() => done('failed timeout'), Number(timeoutMs))
 s.on('connect', () => { connectMs = performance.now() - start })
@@ -73,7 +77,10 @@ const socket = require('node:dgram').createSocket('udp4')
 const request = Buffer.alloc(12)
 request[1] = 2 // opcode 2: map TCP
 request.writeUInt16BE(internal, 4); request.writeUInt16BE(external, 6); request.writeUInt32BE(3600, 8)
-socket.on('message', (m) => { console.log(JSON.stringify({ result: m.readUInt16BE(2), external: m.readUInt16BE(10) })); process.exit(0) })
+socket.on('message', (m) => {
+  console.log(JSON.stringify({ result: m.readUInt16BE(2), external: m.readUInt16BE(10) }))
+  process.exit(0)
+})
 setTimeout(() => { console.log(JSON.stringify({ result: -1, external: 0 })); process.exit(0) }, 3000)
 socket.send(request, 5351, gateway)`
   const out = await net.exec(place, [

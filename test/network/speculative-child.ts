@@ -1,7 +1,7 @@
 // A greedy chat, with or without a draft, run inside a namespace of the test network (bench/wan-speculative.ts):
 // prints one JSON line when done.
-// Usage: node --import tsx test/network/speculative-child.ts TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,… FORWARDING [DRAFT_PATH K]
-// (FORWARDING: client-relayed or hop-to-hop)
+// Usage: node --import tsx test/network/speculative-child.ts TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,… FORWARDING
+// [DRAFT_PATH K] (FORWARDING: client-relayed or hop-to-hop)
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 

@@ -1,7 +1,8 @@
 // A swarm client run inside a namespace of the test network (the test runner itself is on no namespace's
 // network): prints one JSON line per event, for the test to read as they come.
 // Usage: node --import tsx test/network/swarm-child.ts hosts TRACKER
-//        node --import tsx test/network/swarm-child.ts chat TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,… [client-relayed|hop-to-hop]
+//        node --import tsx test/network/swarm-child.ts chat TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,…
+// [client-relayed|hop-to-hop]
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import { ClientToTracker, callRpc } from '../../protocol'

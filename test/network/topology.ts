@@ -4,7 +4,9 @@ import type { NatKind } from './routers'
 export type HomeName = 'a' | 'b' | 'c'
 export type Computer = 'hostA' | 'peerA' | 'hostB' | 'hostC'
 export type Router = 'routerA' | 'routerB' | 'routerC'
-/** Every namespace: the internet bridge (which also runs the STUN server), the cloud, the laptop, routers and computers. */
+/**
+ * Every namespace: the internet bridge (which also runs the STUN server), the cloud, the laptop, routers and computers.
+ */
 export type Place = 'internet' | 'cloud' | 'laptop' | Router | Computer
 
 export interface HomePlan {

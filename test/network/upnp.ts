@@ -20,7 +20,8 @@ socket.on('message', (m, from) => {
   const out = Buffer.alloc(44)
   out.writeUInt16BE(0x0101, 0); out.writeUInt16BE(24, 2); m.copy(out, 4, 4, 20)
   const ip = from.address.split('.').reduce((a, b) => a * 256 + Number(b), 0)
-  out.writeUInt16BE(0x0001, 20); out.writeUInt16BE(8, 22); out[25] = 1; out.writeUInt16BE(from.port, 26); out.writeUInt32BE(ip, 28)
+  out.writeUInt16BE(0x0001, 20); out.writeUInt16BE(8, 22); out[25] = 1
+  out.writeUInt16BE(from.port, 26); out.writeUInt32BE(ip, 28)
   out.writeUInt16BE(0x0020, 32); out.writeUInt16BE(8, 34); out[37] = 1
   out.writeUInt16BE(from.port ^ 0x2112, 38); out.writeUInt32BE((ip ^ 0x2112a442) >>> 0, 40)
   socket.send(out, from.port, from.address)

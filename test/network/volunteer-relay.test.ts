@@ -103,7 +103,8 @@ describe.skipIf(why !== undefined)(
       await cleanup()
     })
 
-    it('home A’s host (NAT, no mapping) is reached through the laptop’s volunteer relay: llama.cpp’s greedy tokens, nothing through the tracker', async () => {
+    it('home A’s host (NAT, no mapping) is reached through the laptop’s volunteer relay: llama.cpp’s greedy ' +
+      'tokens, nothing through the tracker', async () => {
       await startHost('laptop', '0:2', ['--relay-for-others', '--relay-circuits', '4', '--relay-mbit', '50'])
       await startHost('hostA', '2:5')
       const deadline = Date.now() + 60_000

@@ -24,7 +24,10 @@ afterAll(async () => {
   await dir?.cleanup()
 })
 
-/** A greedy chat of TOKENS through a swarm of one host, every step audited; the host's probes before and after, and the tokens. */
+/**
+ * A greedy chat of TOKENS through a swarm of one host, every step
+ * audited; the host's probes before and after, and the tokens.
+ */
 async function auditedChat(name: string, auditProbeReuseMs: number) {
   // out of probation after its first probe, no scheduled probe during the test: every probe after it is an audit's
   const checks = {
@@ -65,7 +68,8 @@ async function auditedChat(name: string, auditProbeReuseMs: number) {
 }
 
 describe('audits decided by a recent probe', () => {
-  it('a chat audited at every step through its only host waits for no new probe while the last one is recent, and for one per audit without reuse', async () => {
+  it('a chat audited at every step through its only host waits for no new probe while the last one is recent, and ' +
+    'for one per audit without reuse', async () => {
     const reused = await auditedChat('reuse', 60_000)
     const fresh = await auditedChat('fresh', 0)
     expect(reused.audits).toEqual([1])
@@ -78,7 +82,8 @@ describe('audits decided by a recent probe', () => {
     expect(reused.after).toBe(reused.before)
     expect(fresh.after).toBeGreaterThan(fresh.before)
     console.log(
-      `probes during ${TOKENS} audited steps: ${reused.after - reused.before} with reuse, ${fresh.after - fresh.before} without`,
+      `probes during ${TOKENS} audited steps: ${reused.after - reused.before} with reuse, ` +
+        `${fresh.after - fresh.before} without`,
     )
   }, 120_000)
 })

@@ -37,9 +37,7 @@ export interface AuditorDeps {
   readonly prober: Prober
   readonly publicKeyOf: (hostId: string) => Promise<string | undefined>
   /** The hops the tracker issued for a session, and to whom (undefined: it issued none). */
-  readonly route: (
-    session: string,
-  ) => Promise<
+  readonly route: (session: string) => Promise<
     | {
         modelId: string
         issuedTo: string | null
@@ -131,7 +129,8 @@ export class Auditor {
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
     const head = blocks[1] === model.nLayer
     if (head) {
-      // The last hop answers a sampled token, which another host may draw differently near a tie: its record is the probes.
+      // The last hop answers a sampled token, which another host
+      // may draw differently near a tie: its record is the probes.
       return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`, true)
     }
     // f16 or f32, as the client opened the session: told apart by the answer's size (its side values after them)
@@ -170,7 +169,8 @@ export class Auditor {
     const errorAC = off(answer, c)
     const errorBC = off(b, c)
     if (errorBC <= SEAM_TOLERANCE && errorAC > SEAM_TOLERANCE) {
-      // Its own re-run, in a session it cannot link to this client, agrees with the two others: it answered the client otherwise.
+      // Its own re-run, in a session it cannot link to this client,
+      // agrees with the two others: it answered the client otherwise.
       const again = await this.rerun(hostId, route.modelId, blocks, steps)
       if (again !== undefined && off(again, b) <= SEAM_TOLERANCE)
         return this.twoWays(hostId, label, steps.length, off(answer, again), publicKey)
@@ -221,15 +221,22 @@ export class Auditor {
     )
   }
 
-  /** The host answered the same inputs two ways (both answers its own, one signed to the client): a ban, no strike count needed. */
+  /**
+   * The host answered the same inputs two ways (both answers its
+   * own, one signed to the client): a ban, no strike count needed.
+   */
   private twoWays(hostId: string, label: string, step: number, error: number, clientKey: string): AuditVerdict {
-    const reason = `answered step ${step} on ${label} two ways: its answer to a client is off by ${pct(error)} from its own re-run of the same inputs (honest hosts are within ${pct(SEAM_TOLERANCE)})`
+    const reason =
+      `answered step ${step} on ${label} two ways: its answer to a client is off by ${pct(error)} ` +
+      `from its own re-run of the same inputs (honest hosts are within ${pct(SEAM_TOLERANCE)})`
     this.deps.checks.recordAudit(hostId, false, reason, clientKey)
     this.deps.checks.ban(hostId, reason)
     return { verdict: 'failed', liar: hostId, reason }
   }
 
-  /** Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs. */
+  /**
+   * Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs.
+   */
   private async verifiedHistory(request: AuditRequest, model: SeamFacts): Promise<HopInput[]> {
     const { hostId, blocks, session } = request
     // what the hop takes: token ids at block 0, else the seam's values and side values (never the client's say-so)
@@ -265,13 +272,16 @@ export class Auditor {
       if (s.width !== takes.width || s.side !== takes.side || (blocks[0] === 0) !== (s.dtype === 'i32'))
         throw new NeuronError(
           'bad_request',
-          `step ${i + 1} carries ${s.dtype} × ${s.width} and ${s.side} side values per token; blocks from ${blocks[0]} take ${blocks[0] === 0 ? 'token ids' : `${takes.width} values and ${takes.side} side values`}.`,
+          `step ${i + 1} carries ${s.dtype} × ${s.width} and ${s.side} side values per token; blocks from ` +
+            `${blocks[0]} take ` +
+            `${blocks[0] === 0 ? 'token ids' : `${takes.width} values and ${takes.side} side values`}.`,
         )
       const valueBytes = s.dtype === 'f16' ? 2 : 4
       if (payload.byteLength !== s.tokens * (s.width * valueBytes + 4 * s.side))
         throw new NeuronError(
           'bad_request',
-          `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values and ${s.side} int32 side values per token.`,
+          `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values and ${s.side} int32 side ` +
+            `values per token.`,
         )
       if (payloadSha256(payload) !== r.input)
         throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
@@ -366,7 +376,8 @@ export class Auditor {
     if (l.inFlight >= MAX_AUDITS_IN_FLIGHT || l.count >= this.deps.perMinute)
       throw new NeuronError(
         'rate_limited',
-        `at most ${MAX_AUDITS_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer steps.`,
+        `at most ${MAX_AUDITS_IN_FLIGHT} audits at once and ${this.deps.perMinute} a minute per key; audit fewer ` +
+          `steps.`,
       )
     l.inFlight++
     l.count++

@@ -17,8 +17,8 @@ export interface ChecksOptions {
   readonly auditsPerMinute?: number
   /**
    * An audit no other host can re-run (the last hop's; or blocks only this host serves, when it cannot re-run
-   * them itself) is decided by a known-answer probe of the host, unless it passed one for what it serves within this many ms (default
-   * 30 s): the probe says nothing of the audited step itself, and the chat waits for it.
+   * them itself) is decided by a known-answer probe of the host, unless it passed one for what it serves within this
+   * many ms (default 30 s): the probe says nothing of the audited step itself, and the chat waits for it.
    */
   readonly auditProbeReuseMs?: number
 }

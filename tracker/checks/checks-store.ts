@@ -63,14 +63,21 @@ export class ChecksStore {
     return rows.map((r) => storedChecks(String(r.host_id), r))
   }
 
-  /** Saves a host's checks; a ban is never cleared by a later save (one from a record read before the ban, or never read). */
+  /**
+   * Saves a host's checks; a ban is never cleared by a later
+   * save (one from a record read before the ban, or never read).
+   */
   async saveChecks(c: StoredChecks): Promise<void> {
     await this.db.run(
-      `insert into host_checks (host_id, probes_passed, probes_failed, audits_passed, audits_failed, ban_reason, banned_at, measured_ms_per_block, last_probe_at)
+      `insert into host_checks (host_id, probes_passed, probes_failed, audits_passed, audits_failed, ban_reason,
+        banned_at, measured_ms_per_block, last_probe_at)
        values (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       on conflict (host_id) do update set probes_passed = excluded.probes_passed, probes_failed = excluded.probes_failed,
-         audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, ban_reason = coalesce(host_checks.ban_reason, excluded.ban_reason),
-         banned_at = coalesce(host_checks.banned_at, excluded.banned_at), measured_ms_per_block = excluded.measured_ms_per_block, last_probe_at = excluded.last_probe_at`,
+       on conflict (host_id) do update set probes_passed = excluded.probes_passed, probes_failed =
+         excluded.probes_failed,
+         audits_passed = excluded.audits_passed, audits_failed = excluded.audits_failed, ban_reason =
+           coalesce(host_checks.ban_reason, excluded.ban_reason),
+         banned_at = coalesce(host_checks.banned_at, excluded.banned_at), measured_ms_per_block =
+           excluded.measured_ms_per_block, last_probe_at = excluded.last_probe_at`,
       [
         c.hostId,
         c.probesPassed,
@@ -99,8 +106,10 @@ export class ChecksStore {
 
   async saveTally(hostId: string, t: StoredTally): Promise<void> {
     await this.db.run(
-      `insert into reputation_tallies (host_id, completed, failed, samples, online_samples, latency) values (?, ?, ?, ?, ?, ?)
-       on conflict (host_id) do update set completed = excluded.completed, failed = excluded.failed, samples = excluded.samples,
+      `insert into reputation_tallies (host_id, completed, failed, samples, online_samples, latency) values (?, ?, ?,
+        ?, ?, ?)
+       on conflict (host_id) do update set completed = excluded.completed, failed = excluded.failed, samples =
+         excluded.samples,
          online_samples = excluded.online_samples, latency = excluded.latency`,
       [hostId, t.completed, t.failed, t.samples, t.onlineSamples, t.latency],
     )

@@ -69,12 +69,18 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     registry.on('changed', (hostId) => this.onChanged(hostId))
   }
 
-  /** Reads every banned host's checks (at start): a ban holds before the host says hello again, and no payment reaches it. */
+  /**
+   * Reads every banned host's checks (at start): a ban holds
+   * before the host says hello again, and no payment reaches it.
+   */
   async loadBanned(): Promise<void> {
     for (const c of await this.store.banned()) if (!this.cache.has(c.hostId)) this.cache.set(c.hostId, c)
   }
 
-  /** What the host passed a probe for (`<modelId>@<from>-<to>`): this instance's probe, or for a host another instance holds, that one's. */
+  /**
+   * What the host passed a probe for (`<modelId>@<from>-<to>`): this
+   * instance's probe, or for a host another instance holds, that one's.
+   */
   verifiedKey(hostId: string): string | null {
     const host = this.registry.get(hostId)
     return (host !== undefined && host.owner !== null ? host.verifiedFor : this.verifiedFor.get(hostId)) ?? null
@@ -119,7 +125,10 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     return this.get(hostId).banReason !== null
   }
 
-  /** Until it has passed `probationProbes` of the tracker's own scheduled probes (those a client's audit asked for do not count). */
+  /**
+   * Until it has passed `probationProbes` of the tracker's own
+   * scheduled probes (those a client's audit asked for do not count).
+   */
   onProbation(hostId: string): boolean {
     return this.get(hostId).probesPassed - (this.askedPasses.get(hostId) ?? 0) < this.options.probationProbes
   }
@@ -204,7 +213,8 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
       if (this.banned(hostId)) throw banned(this.get(hostId).banReason)
       if (outcome === undefined || outcome.inconclusive) {
         this.log(
-          `host ${hostId} is not routed until a probe gets through${outcome === undefined ? '' : `: ${outcome.reason}`}`,
+          `host ${hostId} is not routed until a probe gets ` +
+            `through${outcome === undefined ? '' : `: ${outcome.reason}`}`,
         )
         return
       }
@@ -266,7 +276,10 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     this.timers.clear()
   }
 
-  /** Resolves once every record saved so far is in the store (a ban included): the tracker waits for it before closing the store. */
+  /**
+   * Resolves once every record saved so far is in the store (a ban
+   * included): the tracker waits for it before closing the store.
+   */
   flushed(): Promise<void> {
     return this.saving
   }
@@ -396,7 +409,10 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
     return Math.min(10 * mean, -mean * Math.log(1 - Math.random()))
   }
 
-  /** A host's record as loaded (`load`), else a fresh one; kept in memory only for hosts the registry knows (any id may be asked for on a dashboard). */
+  /**
+   * A host's record as loaded (`load`), else a fresh one; kept in memory only for hosts the registry knows (any id may
+   * be asked for on a dashboard).
+   */
   private get(hostId: string): StoredChecks {
     let c = this.cache.get(hostId)
     if (c === undefined) {

@@ -30,7 +30,10 @@ class OwnRelayLink implements HopLink {
   close(): void {}
 }
 
-/** Opens the tracker's own data-plane link to a host: its WebSocket endpoint, or its tracker connection when it is relayed. */
+/**
+ * Opens the tracker's own data-plane link to a host: its WebSocket
+ * endpoint, or its tracker connection when it is relayed.
+ */
 export async function linkToHost(
   hostId: string,
   endpoint: string | null,

@@ -112,15 +112,18 @@ for (const each of await storeEngines())
         await generateModel({ ...SHAPE, seed: 2, out: other })
       })
 
-      it('a host that lies from its first session fails the probe before it is ever routed, and is told why', async () => {
-        const liar = suite.swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 1 })
-        await expect(liar).rejects.toMatchObject({ code: 'banned' })
-        const id = (suite.swarm.hosts.at(-1) as Host).hostId
-        const checks = suite.swarm.tracker.checks.of(id)
-        expect(checks.ban?.reason).toMatch(/failed a known-answer probe on blocks \[2, 4\)/)
-        expect(checks.probesFailed).toBe(1)
-        expect(suite.swarm.tracker.reputation.score(id)).toBe(0)
-      })
+      it(
+        'a host that lies from its first session fails the ' + 'probe before it is ever routed, and is told why',
+        async () => {
+          const liar = suite.swarm.add([2, 4], { lie: { kind: 'zeros' }, honestSessions: 1 })
+          await expect(liar).rejects.toMatchObject({ code: 'banned' })
+          const id = (suite.swarm.hosts.at(-1) as Host).hostId
+          const checks = suite.swarm.tracker.checks.of(id)
+          expect(checks.ban?.reason).toMatch(/failed a known-answer probe on blocks \[2, 4\)/)
+          expect(checks.probesFailed).toBe(1)
+          expect(suite.swarm.tracker.reputation.score(id)).toBe(0)
+        },
+      )
 
       const modes: { name: string; lie: () => Lie }[] = [
         { name: 'answers zeros', lie: () => ({ kind: 'zeros' }) },
@@ -131,7 +134,8 @@ for (const each of await storeEngines())
         { name: 'claims blocks it does not hold', lie: () => ({ kind: 'missing-blocks', holds: [2, 3] }) },
       ]
       for (const mode of modes) {
-        it(`a host that passes its probe and then ${mode.name} on real traffic is excluded within 100 steps routed through it`, async () => {
+        it(`a host that passes its probe and then ${mode.name} on real traffic is excluded within 100 steps routed ` +
+          `through it`, async () => {
           // Honest for its speed measurement and its first probe (where it can be: a host missing weights never is).
           const joined = await suite.swarm
             .add([2, 4], { lie: mode.lie(), honestSessions: 2 })
@@ -186,7 +190,8 @@ for (const each of await storeEngines())
         })
         expect(route.hops.map((h) => h.hostId)).not.toContain(boaster.hostId)
         console.log(
-          `a host claiming ${advertised.toFixed(2)} ms per block measured ${checks.measuredMsPerBlock?.toFixed(2)}: routed around`,
+          `a host claiming ${advertised.toFixed(2)} ms per block measured ` +
+            `${checks.measuredMsPerBlock?.toFixed(2)}: routed around`,
         )
       }, 60_000)
     })
@@ -202,7 +207,8 @@ for (const each of await storeEngines())
         identity,
       )
 
-      it('ends with the honest tokens, and the user pays nothing for the lying hop (its pending earnings are voided and refunded)', async () => {
+      it('ends with the honest tokens, and the user pays nothing for the lying hop (its pending earnings are ' +
+        'voided and refunded)', async () => {
         const ledger = suite.swarm.tracker.store.ledger
         const { accounts } = suite.swarm.tracker
         const balance = async () => accounts.balance((await accounts.byPublicKey(identity.publicKey))?.accountId ?? '')
@@ -250,11 +256,13 @@ for (const each of await storeEngines())
           ),
         )
         const owed = (owedBy[0] ?? 0) + (owedBy[1] ?? 0)
-        // and each session's rent for the cache it held (tracker/ledger/rent.ts): a micro-credit a minute a hop for this tiny model
+        // and each session's rent for the cache it held (tracker/ledger/rent.ts):
+        // a micro-credit a minute a hop for this tiny model
         const rent = NEW_KEY_GRANT - (await balance()) - owed
         expect(rent).toBeGreaterThan(0)
         expect(rent).toBeLessThan(owed / 100)
-        // the lying session's steps cost no more than the honest one's (its rent may be a few micro-credits more: it ran longer)
+        // the lying session's steps cost no more than the honest one's
+        // (its rent may be a few micro-credits more: it ran longer)
         expect(owedBy[1]).toBeLessThanOrEqual(owedBy[0] ?? 0)
         expect(await ledger.total()).toBe(0)
         expect(await ledger.driftedBalances()).toEqual([])
@@ -284,7 +292,8 @@ for (const each of await storeEngines())
         },
       )
 
-      it('cannot get the honest host banned through one client’s audits: it passes the probe that follows, and the strike waits for other clients', async () => {
+      it('cannot get the honest host banned through one client’s audits: it passes the probe that follows, and the ' +
+        'strike waits for other clients', async () => {
         const honest = await suite.swarm.add([2, 4])
         const checksOf = () => suite.swarm.tracker.checks.of(honest.hostId)
         // On a loaded machine its first probe can outlast add()'s 10 s wait (CI saw it): it is routed once that passes.

@@ -96,7 +96,8 @@ async function chat(): Promise<number[]> {
 }
 
 describe("a client's audits", () => {
-  it("run a step's audits at once, and keep two chats of one key within the tracker's cap with none refused", async () => {
+  it("run a step's audits at once, and keep two chats of one key within the tracker's cap with none " +
+    'refused', async () => {
     const solo = await chat()
     expect(solo).toHaveLength(TOKENS)
     // the three hops of a step were audited at once
@@ -110,7 +111,8 @@ describe("a client's audits", () => {
     expect(running.peakKey).toBe(MAX_AUDITS_IN_FLIGHT)
     expect(running.refused).toBe(0)
     console.log(
-      `audits at once: ${running.peakSession} in one session, ${running.peakKey} for the key; ${running.done} run, none refused`,
+      `audits at once: ${running.peakSession} in one session, ${running.peakKey} for the key; ${running.done} run, ` +
+        `none refused`,
     )
   }, 120_000)
 })

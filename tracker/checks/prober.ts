@@ -128,7 +128,9 @@ export class Prober {
             passed: false,
             inconclusive: false,
             error: 1,
-            reason: `failed a known-answer probe on ${span}: answered token ${token ?? a.frame.kind} where ${accepted.join(' or ')} was right`,
+            reason:
+              `failed a known-answer probe on ${span}: answered token ${token ?? a.frame.kind} where ` +
+              `${accepted.join(' or ')} was right`,
             msPerBlock,
           }
       }
@@ -160,7 +162,9 @@ export class Prober {
         passed: false,
         inconclusive: false,
         error,
-        reason: `failed a known-answer probe on ${span}: answer off by ${seamPercent(error)} (honest hosts are within ${seamPercent(SEAM_TOLERANCE)})`,
+        reason:
+          `failed a known-answer probe on ${span}: answer off by ${seamPercent(error)} (honest hosts are ` +
+          `within ${seamPercent(SEAM_TOLERANCE)})`,
         msPerBlock,
       }
     // the token ids and indices the answer passes on (where the seam carries any) must be the reference's too
@@ -172,7 +176,9 @@ export class Prober {
           passed: false,
           inconclusive: false,
           error: Math.max(error, side),
-          reason: `failed a known-answer probe on ${span}: passed on other token ids or indices than the reference's (${seamPercent(side)} of a token's differ)`,
+          reason:
+            `failed a known-answer probe on ${span}: passed on other token ids or indices than the ` +
+            `reference's (${seamPercent(side)} of a token's differ)`,
           msPerBlock,
         }
     }
@@ -261,10 +267,16 @@ export class Prober {
   }
 }
 
-/** What a host answers an open when its sessions are taken: a probe is then opened in its probe slots, if the tracker counts it full. */
+/**
+ * What a host answers an open when its sessions are taken: a probe
+ * is then opened in its probe slots, if the tracker counts it full.
+ */
 const FULL_HOST_CODES = new Set(['busy', 'kv_budget_full', 'too_many_sessions'])
 
-/** The probe's input at `block`: token ids at block 0, else the reference hidden states in the seams' precision (and the seam's side values). */
+/**
+ * The probe's input at `block`: token ids at block 0, else the reference
+ * hidden states in the seams' precision (and the seam's side values).
+ */
 function probeInput(probe: Probe, set: ProbeSet, block: number, dtype: 'f16' | 'f32'): HopInput | undefined {
   if (block === 0) {
     const ids = Int32Array.from(probe.tokens)
@@ -280,7 +292,10 @@ function probeInput(probe: Probe, set: ProbeSet, block: number, dtype: 'f16' | '
   return { dtype, tokens: probe.tokens.length, width, payload, ...(side > 0 ? { side } : {}) }
 }
 
-/** The reference hidden states entering `block`, f32, without side values (copied: stored bytes may be unaligned views of a Buffer). */
+/**
+ * The reference hidden states entering `block`, f32, without side
+ * values (copied: stored bytes may be unaligned views of a Buffer).
+ */
 export function probeReference(probe: Probe, set: ProbeSet, block: number): Float32Array | undefined {
   const i = probe.boundaries.indexOf(block)
   const bytes = probe.hidden[i]

@@ -25,7 +25,10 @@ const victim = NodeIdentity.generate()
 let victimClient: SwarmClient
 let bystander: SwarmClient
 
-/** Chats of `client` until the host is banned or CAUGHT_WITHIN steps went through it; the steps it served, and the chats. */
+/**
+ * Chats of `client` until the host is banned or CAUGHT_WITHIN
+ * steps went through it; the steps it served, and the chats.
+ */
 async function chatUntilBanned(client: SwarmClient, hostId: string) {
   let steps = 0
   let chats = 0
@@ -50,7 +53,10 @@ async function chatUntilBanned(client: SwarmClient, hostId: string) {
   return { steps, chats }
 }
 
-/** Chats of `client` that must all complete; the hosts they were routed through, and whether the route marked each unaudited. */
+/**
+ * Chats of `client` that must all complete; the hosts they were
+ * routed through, and whether the route marked each unaudited.
+ */
 async function chats(client: SwarmClient, count: number): Promise<Map<string, boolean>> {
   const routed = new Map<string, boolean>()
   for (let i = 0; i < count; i++) {
@@ -97,20 +103,23 @@ afterAll(async () => {
 })
 
 describe('liars a known-answer probe cannot see', () => {
-  it(`the only host of its span, honest on each session's first 3 steps and lying after, is banned within ${CAUGHT_WITHIN} steps routed through it`, async () => {
+  it(`the only host of its span, honest on each session's first 3 steps and lying after, is banned within ` +
+    `${CAUGHT_WITHIN} steps routed through it`, async () => {
     // honest for its speed test and its first probe (3 steps), then honest on every session's first 3 steps
     const liar = await addLiar({ lie: { kind: 'noise', size: 0.5 }, honestSessions: 2, honestSteps: 3 })
     const { steps, chats } = await chatUntilBanned(bystander, liar.hostId)
     const checks = swarm.tracker.checks.of(liar.hostId)
     console.log(
-      `honest for 3 steps a session: banned after ${steps} steps routed through it in ${chats} chats (${liar.lies} lies told): ${checks.ban?.reason}`,
+      `honest for 3 steps a session: banned after ${steps} steps routed through it in ${chats} chats (${liar.lies} ` +
+        `lies told): ${checks.ban?.reason}`,
     )
     expect(checks.ban?.reason).toMatch(/answered step \d+ on blocks \[2, 4\) two ways/)
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
     expect(checks.probesFailed).toBe(0)
   }, 300_000)
 
-  it(`the only host of its span, lying to one key alone, serves others without a strike and is banned within ${CAUGHT_WITHIN} of that key's steps`, async () => {
+  it(`the only host of its span, lying to one key alone, serves others without a strike and is banned within ` +
+    `${CAUGHT_WITHIN} of that key's steps`, async () => {
     const liar = await addLiar({ lie: { kind: 'noise', size: 0.5 }, onlyKey: victim.publicKey })
     // every other key gets honest answers: audited, never found lying; its route says nobody else serves [2, 4)
     const routed = await chats(bystander, 3)
@@ -120,13 +129,15 @@ describe('liars a known-answer probe cannot see', () => {
     const { steps, chats: victimChats } = await chatUntilBanned(victimClient, liar.hostId)
     const checks = swarm.tracker.checks.of(liar.hostId)
     console.log(
-      `lying to one key: banned after ${steps} of its steps in ${victimChats} chats (${liar.lies} lies told): ${checks.ban?.reason}`,
+      `lying to one key: banned after ${steps} of its steps in ${victimChats} chats (${liar.lies} lies told): ` +
+        `${checks.ban?.reason}`,
     )
     expect(checks.ban?.reason).toMatch(/two ways/)
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
   }, 300_000)
 
-  it('one of three hosts of its span, lying to one key alone, is banned at the first audit that outvotes it (one client’s strike alone would not)', async () => {
+  it('one of three hosts of its span, lying to one key alone, is banned at the first audit that outvotes it (one ' +
+    'client’s strike alone would not)', async () => {
     // two honest hosts slower than it, so it is the one routed and they are there to re-run its steps
     const slow: LyingOptions = { lie: { kind: 'slow', factor: 1, delayMs: 15 } }
     const twins: Host[] = [

@@ -78,7 +78,8 @@ export class TrackerCluster {
       commands?.disconnect()
       throw new NeuronError(
         'redis_unreachable',
-        `cannot reach Redis at ${redact(url)} (${error instanceof Error ? error.message : error}); check the URL and that redis-server is running.`,
+        `cannot reach Redis at ${redact(url)} (${error instanceof Error ? error.message : error}); check the URL ` +
+          `and that redis-server is running.`,
       )
     }
   }
@@ -91,7 +92,9 @@ export class TrackerCluster {
     })
   }
 
-  /** Starts telling the others of this instance's hosts and listening for theirs (after the Socket.IO server exists). */
+  /**
+   * Starts telling the others of this instance's hosts and listening for theirs (after the Socket.IO server exists).
+   */
   async attach(deps: ClusterDeps, heartbeatMs: number): Promise<void> {
     this.deps = deps
     this.outage.log = deps.log
@@ -164,7 +167,8 @@ export class TrackerCluster {
           if (bytes > MAX_CROSS_INSTANCE_BYTES)
             throw new NeuronError(
               'frame_too_large',
-              `a frame of ${bytes} bytes cannot be relayed to host ${hostId} through another tracker instance (at most ${MAX_CROSS_INSTANCE_BYTES}); send the prompt in smaller chunks.`,
+              `a frame of ${bytes} bytes cannot be relayed to host ${hostId} through another tracker instance (at ` +
+                `most ${MAX_CROSS_INSTANCE_BYTES}); send the prompt in smaller chunks.`,
               { bytes, maxBytes: MAX_CROSS_INSTANCE_BYTES },
             )
           const answers: unknown[] = await room.timeout(ms).emitWithAck(event, ...args)
@@ -219,12 +223,16 @@ export class TrackerCluster {
   }
 }
 
-/** Connects an instance to the others: they must share a PostgreSQL store, as each keeps only a mirror of what the others hold. */
+/**
+ * Connects an instance to the others: they must share a PostgreSQL
+ * store, as each keeps only a mirror of what the others hold.
+ */
 export async function joinCluster(redisUrl: string, dbPath: string): Promise<TrackerCluster> {
   if (!isPostgresUrl(dbPath))
     throw new NeuronError(
       'bad_option',
-      `several tracker instances (--redis) share one PostgreSQL database: give --db postgres://…, not ${dbPath}; run one instance alone on SQLite.`,
+      `several tracker instances (--redis) share one PostgreSQL database: give --db postgres://…, not ${dbPath}; ` +
+        `run one instance alone on SQLite.`,
     )
   return TrackerCluster.connect(redisUrl)
 }

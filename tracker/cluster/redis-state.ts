@@ -26,7 +26,8 @@ export class RedisNonces implements NonceBook {
     if (issued > this.maxOpen)
       throw new NeuronError(
         'busy',
-        `the swarm has issued ${this.maxOpen} login challenges this minute; retry in ${60 - Math.floor((now % 60_000) / 1000)} s.`,
+        `the swarm has issued ${this.maxOpen} login challenges this minute; retry in ` +
+          `${60 - Math.floor((now % 60_000) / 1000)} s.`,
       )
     await this.redis.set(`${PREFIX}nonce:${nonce}`, String(expiresAt), 'PX', Math.max(1, expiresAt - now))
   }

@@ -94,7 +94,8 @@ export const MIGRATIONS: readonly string[] = [
   'alter table models add column publisher_key text',
   // Routed sessions and their credit holds: a restart loses and doubles neither.
   ROUTED_SESSIONS_SCHEMA,
-  // Host earnings wait in escrow for a settlement window; each receipt says whether they are pending, released or voided.
+  // Host earnings wait in escrow for a settlement window; each
+  // receipt says whether they are pending, released or voided.
   ESCROW_SCHEMA,
   // Known-answer probes, audits and bans per host, and reputation tallies: a restart resets neither.
   CHECKS_SCHEMA,
@@ -104,7 +105,8 @@ export const MIGRATIONS: readonly string[] = [
      probe_set blob not null,
      created_at integer not null
    );`,
-  // Credit holds as the one reservation every tracker instance takes and counts: when each was last asked for, and indexes for an account's holds and a session's charges.
+  // Credit holds as the one reservation every tracker instance takes and counts: when each was last asked for, and
+  // indexes for an account's holds and a session's charges.
   SHARED_HOLDS_SCHEMA,
   // The client key a session was routed to: only receipts carrying its step signatures are paid.
   'alter table routed_sessions add column client_key text',

@@ -1,7 +1,10 @@
 import pg from 'pg'
 import { type Sql, type SqlValue, StoreError } from './sql'
 
-/** int8 (count, bigint columns) and numeric (sums of bigints) as JS numbers: every amount is a safe integer of micro-credits or ms. */
+/**
+ * int8 (count, bigint columns) and numeric (sums of bigints) as JS
+ * numbers: every amount is a safe integer of micro-credits or ms.
+ */
 const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
     if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return (value: string) => Number(value)
@@ -11,7 +14,10 @@ const TYPES = {
 
 /** Serialization failure and deadlock: the transaction lost a race with another writer and is safe to run again. */
 const RETRYABLE = new Set(['40001', '40P01'])
-/** Attempts before a transaction's serialization failure is given up on: writers racing on one hot balance (the fee account) collide often. */
+/**
+ * Attempts before a transaction's serialization failure is given up on:
+ * writers racing on one hot balance (the fee account) collide often.
+ */
 const MAX_ATTEMPTS = 100
 /** The session advisory lock retried transactions take (any fixed number, distinct from the migration lock). */
 const RETRY_LOCK = 0x6e6576
@@ -89,19 +95,21 @@ export class PostgresSql extends PostgresQueries {
         client = await this.pool.connect()
       } catch (cause) {
         throw new StoreError(
-          `cannot reach PostgreSQL (${cause instanceof Error ? cause.message : cause}); check --db and that the server is up.`,
+          `cannot reach PostgreSQL (${cause instanceof Error ? cause.message : cause}); check --db and that the ` +
+            `server is up.`,
           { cause },
         )
       }
       const tx = new PostgresQueries(client, undefined)
       let broken: Error | undefined
-      // A connection lost while checked out (the server restarted) is told here, not as an unhandled 'error' that ends the
-      // process; the attempt's next query fails, and the connection is not reused.
+      // A connection lost while checked out (the server restarted) is told here, not as an unhandled 'error' that ends
+      // the process; the attempt's next query fails, and the connection is not reused.
       const lost = (e: Error) => {
         broken = e
       }
       client.on('error', lost)
-      // After a lost race, the attempt queues behind every other retrying writer (any tracker's) instead of racing again.
+      // After a lost race, the attempt queues behind every other
+      // retrying writer (any tracker's) instead of racing again.
       const queued = attempt > 1
       try {
         if (queued) await client.query('select pg_advisory_lock($1)', [RETRY_LOCK])

@@ -22,7 +22,9 @@ export class PostgresStore extends SqlTrackerStore {
     } catch (cause) {
       await postgres.close().catch(() => {})
       throw new StoreError(
-        `cannot open the tracker's database at ${redacted(url)}: ${cause instanceof Error ? cause.message : cause}; check the URL, that the server is up and that the role may create tables.`,
+        `cannot open the tracker's database at ${redacted(url)}: ` +
+          `${cause instanceof Error ? cause.message : cause}; check the URL, that the server is up and that the ` +
+          `role may create tables.`,
         { cause },
       )
     }

@@ -31,7 +31,8 @@ export class SqliteSql implements Sql {
     }
   }
 
-  // Each call checks the gate and runs its statement in one synchronous stretch: no transaction can open between the two.
+  // Each call checks the gate and runs its statement in one
+  // synchronous stretch: no transaction can open between the two.
   async all<T>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
     while (this.gate !== undefined) await this.gate
     return this.prepared(sql).all(...params) as T[]

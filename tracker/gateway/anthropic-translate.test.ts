@@ -10,25 +10,29 @@ const chat = (body: Record<string, unknown>) =>
 const user = (content: unknown) => ({ role: 'user', content })
 
 describe('Anthropic requests in OpenAI’s shape', () => {
-  it('makes a plain chat that OpenAI’s chat schema takes: system blocks joined, sampling and stop sequences carried', () => {
-    const translated = chat({
-      system: [
-        { type: 'text', text: 'You tell stories.' },
-        { type: 'text', text: 'Short ones.' },
-      ],
-      messages: [user([{ type: 'text', text: 'Once' }])],
-      stop_sequences: ['THE END'],
-      top_k: 20,
-      top_p: 0.9,
-    })
-    expect(translated).toMatchObject({ max_tokens: 16, temperature: 1, top_k: 20, top_p: 0.9, stop: ['THE END'] })
-    const openai = ChatCompletionRequest.parse(translated)
-    expect(openai.messages).toEqual([
-      { role: 'system', content: 'You tell stories.\nShort ones.' },
-      { role: 'user', content: 'Once' },
-    ])
-    expect(chat({ messages: [user('hi')], temperature: 0 }).temperature).toBe(0)
-  })
+  it(
+    'makes a plain chat that OpenAI’s chat schema takes: system blocks joined, sampling and stop sequences ' +
+      'carried',
+    () => {
+      const translated = chat({
+        system: [
+          { type: 'text', text: 'You tell stories.' },
+          { type: 'text', text: 'Short ones.' },
+        ],
+        messages: [user([{ type: 'text', text: 'Once' }])],
+        stop_sequences: ['THE END'],
+        top_k: 20,
+        top_p: 0.9,
+      })
+      expect(translated).toMatchObject({ max_tokens: 16, temperature: 1, top_k: 20, top_p: 0.9, stop: ['THE END'] })
+      const openai = ChatCompletionRequest.parse(translated)
+      expect(openai.messages).toEqual([
+        { role: 'system', content: 'You tell stories.\nShort ones.' },
+        { role: 'user', content: 'Once' },
+      ])
+      expect(chat({ messages: [user('hi')], temperature: 0 }).temperature).toBe(0)
+    },
+  )
 
   it('refuses a request without max_tokens and temperatures past 1, as Anthropic does', () => {
     expect(MessagesRequest.safeParse({ model: 'm', messages: [user('hi')] }).error?.issues[0]?.path).toEqual([

@@ -113,7 +113,8 @@ export function openAiMessages(message: AnthropicMessage, turn: number): OpenAiS
         400,
         'invalid_request_error',
         'not_supported',
-        `content blocks of type ${block.type} are not supported (this swarm's models read text); send text, tool_use and tool_result blocks only.`,
+        `content blocks of type ${block.type} are not supported (this swarm's models read text); send text, ` +
+          `tool_use and tool_result blocks only.`,
         param,
       )
     }

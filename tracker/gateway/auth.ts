@@ -44,8 +44,10 @@ export async function authenticateKey(
   if (!deps.admits(account.publicKey)) {
     throw notAdmitted(
       account.publicKey === null
-        ? `account ${account.accountId} has no public key, so it cannot be on the list; ask the operator for an account made for your listed key (public_key).`
-        : `account ${account.accountId}'s key ${account.publicKey.slice(0, 8)}… is not on its list; ask the operator to add it.`,
+        ? `account ${account.accountId} has no public key, so it cannot be on the list; ask the operator for an ` +
+            `account made for your listed key (public_key).`
+        : `account ${account.accountId}'s key ${account.publicKey.slice(0, 8)}… is not on its list; ask the ` +
+            `operator to add it.`,
     )
   }
   return account
@@ -76,7 +78,8 @@ export async function requireMember(
       401,
       'invalid_request_error',
       'missing_credentials',
-      `this is a private swarm: its dashboards answer members only; send an API key (Authorization: Bearer nk-…) or your key signed in ${NODE_AUTH_HEADER} (a nonce from GET /auth/challenge, signed for ${DASHBOARD_SCOPE}).`,
+      `this is a private swarm: its dashboards answer members only; send an API key (Authorization: Bearer nk-…) ` +
+        `or your key signed in ${NODE_AUTH_HEADER} (a nonce from GET /auth/challenge, signed for ${DASHBOARD_SCOPE}).`,
     )
   }
   if (proven === undefined) await authenticate(req, deps)
@@ -88,7 +91,9 @@ function notAdmitted(why: string): GatewayError {
   return new GatewayError(403, 'permission_error', 'not_admitted', `this is a private swarm and ${why}`)
 }
 
-/** Passes only a request bearing the operator's admin token; without a configured token the admin routes are off (403). */
+/**
+ * Passes only a request bearing the operator's admin token; without a configured token the admin routes are off (403).
+ */
 export function requireAdmin(req: IncomingMessage, adminToken: string | undefined): void {
   if (adminToken === undefined)
     throw new GatewayError(

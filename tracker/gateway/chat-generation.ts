@@ -151,7 +151,10 @@ export function responseFormatGrammar(format: ChatCompletionRequest['response_fo
   return grammarOf({ response_format: format }, undefined, 'none', undefined)
 }
 
-/** The grammar `response_format` and the tools ask for; undefined for free text. A 400 when it outgrows what a host takes. */
+/**
+ * The grammar `response_format` and the tools ask for; undefined
+ * for free text. A 400 when it outgrows what a host takes.
+ */
 function grammarOf(
   body: Pick<ChatCompletionRequest, 'response_format' | 'parallel_tool_calls'>,
   tools: ChatCompletionRequest['tools'],
@@ -176,7 +179,8 @@ function grammarOf(
       400,
       'invalid_request_error',
       'grammar_too_large',
-      `the tools' and response format's schemas make a grammar of ${grammar.length} characters; a host takes at most ${MAX_GRAMMAR_BYTES}. Simplify the schemas.`,
+      `the tools' and response format's schemas make a grammar of ${grammar.length} characters; a host takes at ` +
+        `most ${MAX_GRAMMAR_BYTES}. Simplify the schemas.`,
       tools == null ? 'response_format' : 'tools',
     )
   return grammar

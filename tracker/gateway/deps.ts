@@ -39,13 +39,18 @@ export interface GatewayDeps {
   readonly sponsor?: (session: string, accountId: string) => void
   /** Whether the swarm admits this key (null: a caller without one): see Tracker.admits. */
   readonly admits: (publicKey: string | null) => boolean
-  /** The key a request proves with an `x-neuron-auth` header signed for `scope`; undefined without one, a refusal when it is wrong. */
+  /**
+   * The key a request proves with an `x-neuron-auth` header signed
+   * for `scope`; undefined without one, a refusal when it is wrong.
+   */
   /** Where the rate limit counts (default: this process's memory; Redis across instances). */
   readonly counter?: WindowCounter
   readonly provenKey: (req: IncomingMessage, scope: string) => Promise<string | undefined>
   /** The tracker's own client of its swarm, connected on first use. */
   readonly client: () => Promise<SwarmClient>
-  /** What the tracker's fraud checks say of a host (probes, audits, probation, a ban); absent: the dashboard shows null. */
+  /**
+   * What the tracker's fraud checks say of a host (probes, audits, probation, a ban); absent: the dashboard shows null.
+   */
   readonly checks?: (hostId: string) => Promise<HostChecksView>
   readonly log: (line: string) => void
 }

@@ -86,7 +86,8 @@ export class Gateway {
         404,
         'invalid_request_error',
         'unknown_url',
-        `no route ${method} ${path}; see /v1/models, /v1/chat/completions, /v1/completions, /v1/messages, /api/chat, /api/generate, /api/tags, /api/show, /api/version.`,
+        `no route ${method} ${path}; see /v1/models, /v1/chat/completions, /v1/completions, /v1/messages, ` +
+          `/api/chat, /api/generate, /api/tags, /api/show, /api/version.`,
       )
     } catch (error) {
       const e = fromNeuronError(error)

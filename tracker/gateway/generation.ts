@@ -48,7 +48,10 @@ export interface TokenLogprob {
   readonly top_logprobs: { readonly token: string; readonly logprob: number; readonly bytes: number[] }[]
 }
 
-/** What a generation yields: paid-for text as it comes (with its tokens' log-probabilities when asked), then exactly one finish. */
+/**
+ * What a generation yields: paid-for text as it comes (with its
+ * tokens' log-probabilities when asked), then exactly one finish.
+ */
 export type Chunk =
   | { readonly text: string; readonly logprobs?: readonly TokenLogprob[] }
   /** `stopSequence`: which of the stop strings ended it (Anthropic's stop_sequence); absent when the model ended it. */
@@ -132,7 +135,8 @@ export class PaidGenerations {
               503,
               'service_unavailable',
               'swarm_stalled',
-              `the swarm made no token for ${Math.round(ms / 1000)} s (a hop stopped answering); the generation was stopped, retry it.`,
+              `the swarm made no token for ${Math.round(ms / 1000)} s (a hop stopped answering); the generation ` +
+                `was stopped, retry it.`,
             ),
           )
         }, ms)
@@ -290,7 +294,8 @@ function unaffordable(account: StoredAccount, available: number, cost: number, p
     402,
     'insufficient_quota',
     'insufficient_credits',
-    `account ${account.accountId} has ${available} micro-credits available; this prompt of ${promptTokens} tokens and one completion token cost ${cost}. Ask the operator for a grant.`,
+    `account ${account.accountId} has ${available} micro-credits available; this prompt of ${promptTokens} tokens ` +
+      `and one completion token cost ${cost}. Ask the operator for a grant.`,
   )
 }
 

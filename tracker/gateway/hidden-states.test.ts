@@ -67,7 +67,8 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
   })
 
   it.skipIf(!hasTorch)(
-    `answers the state after blocks 1 and 3 (across the hosts' seam) equal to reference/run.py's within ${SEAM_TOLERANCE}${NO_TORCH}`,
+    `answers the state after blocks 1 and 3 (across the hosts' seam) equal to reference/run.py's within ` +
+      `${SEAM_TOLERANCE}${NO_TORCH}`,
     async () => {
       const after3 = await states({ prompt: PROMPT, after_block: 3 })
       expect(after3.answer).toMatchObject({
@@ -92,7 +93,8 @@ describe('POST /v1/hidden_states on a real swarm of two hosts (blocks [0, 3) and
         relativeError(after3.data, ref.hidden[3]?.data ?? []),
       ]
       console.log(
-        `HTTP hidden states vs reference, rel err after blocks 1 and 3: ${errors.map((e) => e.toExponential(1)).join(' ')}`,
+        `HTTP hidden states vs reference, rel err after blocks 1 and 3: ` +
+          `${errors.map((e) => e.toExponential(1)).join(' ')}`,
       )
       for (const e of errors) expect(e).toBeLessThan(SEAM_TOLERANCE)
     },

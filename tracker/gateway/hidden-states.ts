@@ -109,7 +109,10 @@ export class HiddenStatesEndpoint {
     }
   }
 
-  /** Sets aside what a span's one step may cost (its rows as prompt, one step's completion share), refusing 402 when it cannot. */
+  /**
+   * Sets aside what a span's one step may cost (its rows as prompt,
+   * one step's completion share), refusing 402 when it cannot.
+   */
   private async hold(session: string, account: StoredAccount, manifest: Manifest, rows: number): Promise<void> {
     const cost = maxCost(priceOf(manifest, this.pricing), manifest.nLayer, rows, 1)
     await this.deps.holds.take(session, account.accountId, (available) => {
@@ -118,7 +121,8 @@ export class HiddenStatesEndpoint {
           402,
           'insufficient_quota',
           'insufficient_credits',
-          `account ${account.accountId} has ${available} micro-credits available; running ${rows} tokens through these blocks may cost ${cost}. Ask the operator for a grant.`,
+          `account ${account.accountId} has ${available} micro-credits available; running ${rows} tokens through ` +
+            `these blocks may cost ${cost}. Ask the operator for a grant.`,
         )
       return { heldMicro: cost, maxTokens: rows }
     })
@@ -182,7 +186,8 @@ function rowsOf(input: { tokens: number; data: string | number[][] }, param: str
   const width = input.data[0]?.length ?? 0
   if (input.data.length !== input.tokens || input.data.some((row) => row.length !== width))
     throw wrong(
-      `${param} has ${input.data.length} rows (input.tokens says ${input.tokens}), each of one width (the first is ${width}).`,
+      `${param} has ${input.data.length} rows (input.tokens says ${input.tokens}), each of one width (the first is ` +
+        `${width}).`,
     )
   return { tokens: input.tokens, width, data: Float32Array.from(input.data.flat()) }
 }

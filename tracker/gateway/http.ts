@@ -60,7 +60,9 @@ export function abortOnClose(res: ServerResponse): AbortSignal {
   return controller.signal
 }
 
-/** `handle`, answering 500 when it throws: a route that throws must not end the tracker (an uncaught exception would). */
+/**
+ * `handle`, answering 500 when it throws: a route that throws must not end the tracker (an uncaught exception would).
+ */
 export function guarded(
   handle: (req: IncomingMessage, res: ServerResponse) => void,
   log: (line: string) => void,

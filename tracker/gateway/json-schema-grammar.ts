@@ -133,7 +133,8 @@ export class GrammarBuilder {
       if (!names.includes(String(r))) this.refuse(path, `required property "${String(r)}" is not among the properties`)
     const kv = names.map(
       (n) =>
-        `${gbnfLiteral(JSON.stringify(n))} ": " ${this.schema((schema.properties as Record<string, unknown>)[n], `${path}/properties/${n}`, depth + 1)}`,
+        `${gbnfLiteral(JSON.stringify(n))} ": " ` +
+        `${this.schema((schema.properties as Record<string, unknown>)[n], `${path}/properties/${n}`, depth + 1)}`,
     )
     // after[i]: properties i.. after one was written (each with its comma); first[i]: none written yet.
     let after = this.rule('""', 'after')

@@ -15,7 +15,10 @@ import {
 /** Ollama's documented defaults (docs/modelfile.md), which its clients expect when they send no options. */
 export const OLLAMA_DEFAULTS = { temperature: 0.8, top_k: 40, top_p: 0.9, repeat_penalty: 1.1 } as const
 
-/** Ollama's `options` as sampling: its defaults where absent, num_predict -1/-2 as "until the context is full", seed -1 as random. */
+/**
+ * Ollama's `options` as sampling: its defaults where absent,
+ * num_predict -1/-2 as "until the context is full", seed -1 as random.
+ */
 export function ollamaSampling(options: OllamaOptions | null | undefined): OpenAiShapedSampling {
   const o = options ?? {}
   return {
@@ -65,7 +68,8 @@ export function ollamaMessages(messages: readonly OllamaMessage[]): OpenAiShaped
           400,
           'invalid_request_error',
           'invalid_value',
-          `messages.${turn} is a tool result${m.tool_name === undefined ? '' : ` of ${m.tool_name}`} that answers no earlier assistant tool call; put the assistant's tool_calls before it.`,
+          `messages.${turn} is a tool result${m.tool_name === undefined ? '' : ` of ${m.tool_name}`} that answers ` +
+            `no earlier assistant tool call; put the assistant's tool_calls before it.`,
           `messages.${turn}`,
         )
       }
@@ -91,7 +95,9 @@ export function ollamaChat(body: OllamaChatRequest): OpenAiShapedChat {
   }
 }
 
-/** /api/generate's prompt (and system) as a chat of one user turn, rendered with the model's template as Ollama does. */
+/**
+ * /api/generate's prompt (and system) as a chat of one user turn, rendered with the model's template as Ollama does.
+ */
 export function ollamaGenerateChat(body: OllamaGenerateRequest): OpenAiShapedChat {
   refuseThinking(body)
   refuseGenerateExtras(body)
@@ -123,7 +129,8 @@ export function refuseGenerateExtras(body: OllamaGenerateRequest): void {
       400,
       'invalid_request_error',
       'not_supported',
-      "a custom template is not supported: prompts are rendered with the model's own chat template; send raw: true with a prompt you rendered yourself.",
+      "a custom template is not supported: prompts are rendered with the model's own chat template; send raw: true " +
+        'with a prompt you rendered yourself.',
       'template',
     )
 }

@@ -20,10 +20,13 @@ import type { ForeignParams, TranslatedGenerations } from './translated-generati
 export const OLLAMA_API_VERSION = '0.12.0'
 
 const HOW_TO_SEND_KEY =
-  "send your Neuron API key as Authorization: Bearer nk-… (the ollama client's headers option: new Ollama({ host, headers: { Authorization: 'Bearer nk-…' } }))"
+  "send your Neuron API key as Authorization: Bearer nk-… (the ollama client's headers option: new Ollama({ host, " +
+  "headers: { Authorization: 'Bearer nk-…' } }))"
 const PARAMS: ForeignParams = { messages: 'messages', tools: 'tools', format: 'format' }
 
-/** Ollama's errors are `{"error": "..."}`; a stream that fails after it began ends with that object as its last line. */
+/**
+ * Ollama's errors are `{"error": "..."}`; a stream that fails after it began ends with that object as its last line.
+ */
 export const ollamaDialect: ErrorDialect = {
   body: (e: GatewayError) => ({ error: e.message }),
   endStream(res: ServerResponse, e: GatewayError) {

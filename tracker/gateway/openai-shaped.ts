@@ -80,7 +80,10 @@ export interface OpenAiShapedAnswer {
   readonly completion_tokens: number
 }
 
-/** A tool call's arguments as the object Ollama and Anthropic carry (OpenAI's are its JSON text); 500 when they are not one. */
+/**
+ * A tool call's arguments as the object Ollama and Anthropic
+ * carry (OpenAI's are its JSON text); 500 when they are not one.
+ */
 export function argumentsObject(call: OpenAiToolCall): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(call.function.arguments)

@@ -124,22 +124,26 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     expect(Person.safeParse(JSON.parse(text)).success).toBe(true)
   })
 
-  it('holds a json_object answer to JSON at every token (stories260K never closes its object: it is cut at max_tokens)', async () => {
-    const answer = await openai.chat.completions.create({
-      model,
-      messages: [{ role: 'user', content: 'Give me JSON.' }],
-      response_format: { type: 'json_object' },
-      max_tokens: 40,
-      temperature: 1,
-      seed: 7,
-    })
-    const text = answer.choices[0]?.message.content ?? ''
-    const any = new GrammarBuilder('response_format')
-    const json = GrammarState.start(parseGbnf(any.rules(any.anyObject())))
-    expect(text.startsWith('{')).toBe(true)
-    expect(json.advance(text)).toBeDefined()
-    expect(answer.choices[0]?.finish_reason).toBe('length')
-  })
+  it(
+    'holds a json_object answer to JSON at every token (stories260K never closes its object: it is cut at ' +
+      'max_tokens)',
+    async () => {
+      const answer = await openai.chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: 'Give me JSON.' }],
+        response_format: { type: 'json_object' },
+        max_tokens: 40,
+        temperature: 1,
+        seed: 7,
+      })
+      const text = answer.choices[0]?.message.content ?? ''
+      const any = new GrammarBuilder('response_format')
+      const json = GrammarState.start(parseGbnf(any.rules(any.anyObject())))
+      expect(text.startsWith('{')).toBe(true)
+      expect(json.advance(text)).toBeDefined()
+      expect(answer.choices[0]?.finish_reason).toBe('length')
+    },
+  )
 
   it('refuses a schema keyword outside the supported subset with a 400 naming it', async () => {
     const refused = openai.chat.completions.create({
@@ -352,38 +356,41 @@ describe('OpenAI tools, JSON answers and sampling parameters on a real swarm', (
     }
   })
 
-  it('answers text under tool_choice none, and under auto with a json_schema format either JSON or a call', async () => {
-    const none = await openai.chat.completions.create({
-      model,
-      messages: ASK,
-      tools: [WEATHER_TOOL],
-      tool_choice: 'none',
-      max_tokens: 12,
-      temperature: 1,
-      seed: 8,
-    })
-    expect(none.choices[0]?.message.tool_calls).toBeUndefined()
-    expect(none.choices[0]?.message.content?.length).toBeGreaterThan(0)
-    const auto = await openai.chat.completions.create({
-      model,
-      messages: ASK,
-      tools: [WEATHER_TOOL],
-      parallel_tool_calls: false,
-      response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON } },
-      max_tokens: 200,
-      temperature: 1,
-      seed: 12,
-    })
-    const message = auto.choices[0]?.message
-    if (message?.tool_calls !== undefined) {
-      expect(auto.choices[0]?.finish_reason).toBe('tool_calls')
-      expect(
-        WeatherArgs.safeParse(
-          JSON.parse(message.tool_calls[0]?.type === 'function' ? message.tool_calls[0].function.arguments : ''),
-        ).success,
-      ).toBe(true)
-    } else expect(Person.safeParse(JSON.parse(message?.content ?? '')).success).toBe(true)
-  })
+  it(
+    'answers text under tool_choice none, and under auto ' + 'with a json_schema format either JSON or a call',
+    async () => {
+      const none = await openai.chat.completions.create({
+        model,
+        messages: ASK,
+        tools: [WEATHER_TOOL],
+        tool_choice: 'none',
+        max_tokens: 12,
+        temperature: 1,
+        seed: 8,
+      })
+      expect(none.choices[0]?.message.tool_calls).toBeUndefined()
+      expect(none.choices[0]?.message.content?.length).toBeGreaterThan(0)
+      const auto = await openai.chat.completions.create({
+        model,
+        messages: ASK,
+        tools: [WEATHER_TOOL],
+        parallel_tool_calls: false,
+        response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON } },
+        max_tokens: 200,
+        temperature: 1,
+        seed: 12,
+      })
+      const message = auto.choices[0]?.message
+      if (message?.tool_calls !== undefined) {
+        expect(auto.choices[0]?.finish_reason).toBe('tool_calls')
+        expect(
+          WeatherArgs.safeParse(
+            JSON.parse(message.tool_calls[0]?.type === 'function' ? message.tool_calls[0].function.arguments : ''),
+          ).success,
+        ).toBe(true)
+      } else expect(Person.safeParse(JSON.parse(message?.content ?? '')).success).toBe(true)
+    },
+  )
 
   it('keeps the grammar’s place across a failover of the last hop: the answer equals the one without', async () => {
     const ask = {

@@ -238,7 +238,10 @@ export class OpenAiEndpoints {
     return this.tokenizers.readPromptBody(req, param)
   }
 
-  /** A legacy prompt's token ids: given (each checked against the vocabulary), or its text's, refused before tokenizing when it cannot fit. */
+  /**
+   * A legacy prompt's token ids: given (each checked against the vocabulary),
+   * or its text's, refused before tokenizing when it cannot fit.
+   */
   private async completionPrompt(
     account: StoredAccount,
     modelId: string,

@@ -7,7 +7,10 @@ import { GatewayError } from './errors'
  */
 export interface PromptBounds {
   readonly contextLength: number
-  /** The longest token's text, plus one for the space SentencePiece puts before a word: a prompt of c characters has at least c / this tokens. */
+  /**
+   * The longest token's text, plus one for the space SentencePiece puts
+   * before a word: a prompt of c characters has at least c / this tokens.
+   */
   readonly maxCharsPerToken: number
 }
 
@@ -25,12 +28,17 @@ export function promptBodyBound(contextLength: number, longestTokenChars: number
   return contextLength * Math.max(6 * (longestTokenChars + 1), 64) + 65_536
 }
 
-/** Refuses (400) a text of `chars` characters that cannot fit the context whatever it tokenizes to; the fewest tokens it may be otherwise. */
+/**
+ * Refuses (400) a text of `chars` characters that cannot fit the context
+ * whatever it tokenizes to; the fewest tokens it may be otherwise.
+ */
 export function fewestTokens(chars: number, bounds: PromptBounds, param: 'messages' | 'prompt'): number {
   const fewest = Math.ceil(chars / bounds.maxCharsPerToken)
   if (bounds.contextLength > 0 && fewest >= bounds.contextLength) {
     throw contextExceeded(
-      `This model's maximum context length is ${bounds.contextLength} tokens. However, your ${param} of ${chars} characters is at least ${fewest} tokens (a token of this model is at most ${bounds.maxCharsPerToken} characters). Please reduce the length of the ${param}.`,
+      `This model's maximum context length is ${bounds.contextLength} tokens. However, your ${param} of ${chars} ` +
+        `characters is at least ${fewest} tokens (a token of this model is at most ${bounds.maxCharsPerToken} ` +
+        `characters). Please reduce the length of the ${param}.`,
       param,
     )
   }
@@ -48,7 +56,8 @@ export function checkMaxTokens(
     400,
     'invalid_request_error',
     'invalid_value',
-    `${param} is too large: ${requested}. This model supports at most ${contextLength - 1} completion tokens, whereas you provided ${requested}.`,
+    `${param} is too large: ${requested}. This model supports at most ${contextLength - 1} completion tokens, ` +
+      `whereas you provided ${requested}.`,
     param,
   )
 }
@@ -69,7 +78,9 @@ export function completionBudget(
   if (requested == null) return Math.min(fallback, contextLength - promptTokens)
   if (promptTokens + requested > contextLength) {
     throw contextExceeded(
-      `This model's maximum context length is ${contextLength} tokens. However, you requested ${promptTokens + requested} tokens (${promptTokens} in your prompt; ${requested} for the completion). Please reduce your prompt; or completion length.`,
+      `This model's maximum context length is ${contextLength} tokens. However, you requested ` +
+        `${promptTokens + requested} tokens (${promptTokens} in your prompt; ${requested} for the completion). ` +
+        `Please reduce your prompt; or completion length.`,
       params.max,
     )
   }
@@ -89,7 +100,8 @@ export function fitting(tokenized: Tokenized, contextLength: number, param: 'mes
 
 function promptTooLong(promptTokens: number, contextLength: number, param: 'messages' | 'prompt'): GatewayError {
   return contextExceeded(
-    `This model's maximum context length is ${contextLength} tokens. However, your ${param} resulted in ${promptTokens} tokens. Please reduce the length of the ${param}.`,
+    `This model's maximum context length is ${contextLength} tokens. However, your ${param} resulted in ` +
+      `${promptTokens} tokens. Please reduce the length of the ${param}.`,
     param,
   )
 }

@@ -58,7 +58,8 @@ describe(`prompt tokenizers on worker threads`, () => {
     clearInterval(ticker)
     const elapsed = performance.now() - t0
     console.log(
-      `3.9 MB tokenized on the worker in ${elapsed.toFixed(0)} ms; the event loop's longest pause ${longestPause.toFixed(1)} ms`,
+      `3.9 MB tokenized on the worker in ${elapsed.toFixed(0)} ms; the event loop's longest pause ` +
+        `${longestPause.toFixed(1)} ms`,
     )
     expect(count).toBeGreaterThan(1_000_000)
     // On the event loop the pause was the whole tokenizing (2 s on an idle machine); on a loaded one (2 shared

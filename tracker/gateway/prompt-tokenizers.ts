@@ -15,8 +15,8 @@ export type { Tokenized } from './prompt-bounds'
 /**
  * The worker's whole program, plain JavaScript evaluated as a script (a .ts worker would need tsx's loader,
  * which the app, the CLI and vitest provide differently): the model's tokenizer, loaded vocabulary-only.
- * `encode` is ModelTokenizer.encode and `chat` is renderChat (client/), line for line (with tools besides); the gateway's tests
- * check that the usage they count equals the swarm client's.
+ * `encode` is ModelTokenizer.encode and `chat` is renderChat (client/), line for line (with tools besides); the
+ * gateway's tests check that the usage they count equals the swarm client's.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
@@ -25,7 +25,8 @@ const loaded = (async () => {
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, logger: () => {} })
   const model = await llama.loadModel({ modelPath: workerData.path, vocabOnly: true, gpuLayers: 0 })
   let longest = 0
-  for (let token = 0; token < workerData.nVocab; token++) longest = Math.max(longest, model.detokenize([token], false).length)
+  for (let token = 0; token < workerData.nVocab; token++)
+    longest = Math.max(longest, model.detokenize([token], false).length)
   let wrapper
   const encode = (text) => {
     const bos = model.tokens.bos
@@ -38,12 +39,18 @@ const loaded = (async () => {
     // (the wrappers' own documentation outgrows a small model's context): see the README's tool calls.
     if (functions !== undefined && model.fileInfo.metadata.tokenizer.chat_template === undefined)
       wrapper.generateAvailableFunctionsSystemText = (fns) =>
-        LlamaText(['Tools, called as ', callExample, ':\\n', ...Object.entries(fns).map(([n, f]) => n + '(' + JSON.stringify(f.params ?? {}) + ') ' + (f.description ?? '') + '\\n')])
-    return [...wrapper.generateContextState({ chatHistory: history, availableFunctions: functions }).contextText.tokenize(model.tokenizer)]
+        LlamaText([
+          'Tools, called as ', callExample, ':\\n',
+          ...Object.entries(fns).map(([n, f]) =>
+            n + '(' + JSON.stringify(f.params ?? {}) + ') ' + (f.description ?? '') + '\\n'),
+        ])
+    const state = wrapper.generateContextState({ chatHistory: history, availableFunctions: functions })
+    return [...state.contextText.tokenize(model.tokenizer)]
   }
   wrapper = resolveChatWrapper(model, { warningLogs: false })
   const syntax = JSON.parse(JSON.stringify(wrapper.settings.functions))
-  const callExample = LlamaText([wrapper.settings.functions.call.prefix, 'name', wrapper.settings.functions.call.paramsPrefix, '{...}', wrapper.settings.functions.call.suffix]).toString()
+  const callExample = LlamaText([wrapper.settings.functions.call.prefix, 'name',
+    wrapper.settings.functions.call.paramsPrefix, '{...}', wrapper.settings.functions.call.suffix]).toString()
   return { longest, encode, chat, syntax }
 })()
 loaded.then(
@@ -68,9 +75,15 @@ parentPort.on('message', async (m) => {
 export interface PromptTokenizer {
   /** Characters of the vocabulary's longest token (SentencePiece's leading space not counted). */
   readonly longestTokenChars: number
-  /** A plain-text prompt's tokens, with the BOS token when the model wants one (ModelTokenizer.encode); ids only up to `limit`. */
+  /**
+   * A plain-text prompt's tokens, with the BOS token when the model
+   * wants one (ModelTokenizer.encode); ids only up to `limit`.
+   */
   encode(text: string, limit?: number): Promise<Tokenized>
-  /** OpenAI messages rendered with the model's chat template to the assistant's turn (renderChat); ids only up to `limit`. */
+  /**
+   * OpenAI messages rendered with the model's chat template to
+   * the assistant's turn (renderChat); ids only up to `limit`.
+   */
   chat(messages: readonly ChatMessage[], limit?: number, functions?: ChatFunctions): Promise<Tokenized>
   /** How the model's chat template writes a function call (node-llama-cpp's ChatWrapperSettings.functions, as JSON). */
   readonly functionSyntax: unknown
@@ -120,7 +133,8 @@ export class PromptTokenizers {
       400,
       'invalid_request_error',
       'context_length_exceeded',
-      `This request is longer than ${bytes} bytes: no prompt that long fits the context of a model here (at most ${contextLength} tokens). Please reduce the length of the ${param}.`,
+      `This request is longer than ${bytes} bytes: no prompt that long fits the context of a model here (at most ` +
+        `${contextLength} tokens). Please reduce the length of the ${param}.`,
       param,
     )
     return readBody(req, bytes, () => tooLong)

@@ -1,13 +1,21 @@
 import type { StoredAccount } from '../ledger/ledger-store'
 import { GatewayError } from './errors'
 
-/** Counts in fixed windows: this process's memory, or Redis when several instances share the swarm (tracker/cluster/). */
+/**
+ * Counts in fixed windows: this process's memory, or Redis when several instances share the swarm (tracker/cluster/).
+ */
 export interface WindowCounter {
-  /** Adds one to `key`'s count in the window `windowMs` long that holds `now`; returns the count and when that window ends. */
+  /**
+   * Adds one to `key`'s count in the window `windowMs` long that
+   * holds `now`; returns the count and when that window ends.
+   */
   hit(key: string, windowMs: number, now: number): Promise<{ count: number; endsAt: number }>
 }
 
-/** One process's windows, aligned to the clock so that every instance counts the same ones (one window length per counter). */
+/**
+ * One process's windows, aligned to the clock so that every
+ * instance counts the same ones (one window length per counter).
+ */
 export class MemoryCounter implements WindowCounter {
   private readonly counts = new Map<string, number>()
   private start = 0
@@ -25,7 +33,9 @@ export class MemoryCounter implements WindowCounter {
   }
 }
 
-/** Requests per account in fixed one-minute windows: past the limit a request is refused (429) until the window ends. */
+/**
+ * Requests per account in fixed one-minute windows: past the limit a request is refused (429) until the window ends.
+ */
 export class RateLimit {
   constructor(
     private readonly perMinute: number,
@@ -39,7 +49,8 @@ export class RateLimit {
         429,
         'rate_limit_exceeded',
         'rate_limit_exceeded',
-        `account ${account.accountId} sent more than ${this.perMinute} requests this minute; retry in ${Math.ceil((endsAt - now) / 1000)} s.`,
+        `account ${account.accountId} sent more than ${this.perMinute} requests this minute; retry in ` +
+          `${Math.ceil((endsAt - now) / 1000)} s.`,
       )
     }
   }

@@ -44,13 +44,17 @@ export function endSseWithError(res: ServerResponse, error: GatewayError): void 
   res.end()
 }
 
-/** A choice's stream: its first chunk (awaited before the response began, so a refusal is an HTTP error) and the rest. */
+/**
+ * A choice's stream: its first chunk (awaited before the response began, so a refusal is an HTTP error) and the rest.
+ */
 export interface ChoiceStream {
   readonly first: IteratorResult<Chunk, void>
   readonly stream: AsyncGenerator<Chunk, void>
 }
 
-/** The endpoint's shape of each choice's chunks; `delta` undefined holds the choice's text until `finish` (tool calls). */
+/**
+ * The endpoint's shape of each choice's chunks; `delta` undefined holds the choice's text until `finish` (tool calls).
+ */
 export interface ChoiceChunks {
   readonly delta: ((index: number, c: Extract<Chunk, { text: string }>) => unknown) | undefined
   /** The chunks that end choice `index`, given its whole text and its log-probabilities. */

@@ -7,7 +7,8 @@ import { parseGbnf } from '../../host/grammar/gbnf'
 import { GrammarState } from '../../host/grammar/matcher'
 import { callSyntaxOf, parseToolCalls, toolGrammar } from './tool-calls'
 
-// Llama2ChatWrapper's settings (stories260K's fallback) and a parallel syntax like Llama 3.1's, as node-llama-cpp gives them.
+// Llama2ChatWrapper's settings (stories260K's fallback) and a
+// parallel syntax like Llama 3.1's, as node-llama-cpp gives them.
 const LLAMA2 = {
   call: {
     prefix: '||call: ',
@@ -55,30 +56,34 @@ describe('tool calls in a chat template’s syntax', () => {
     expect(new Set(calls?.map((c) => c.id)).size).toBe(2)
   })
 
-  it('parallel_tool_calls false and a named choice allow one call; auto allows text that does not begin like a call', () => {
-    const syntax = callSyntaxOf(PARALLEL)
-    const two = '<calls><call>add {"a": 1, "b": 2}</call>\n<call>now {}</call></calls>'
-    expect(accepts(toolGrammar(TOOLS, 'required', true, syntax), two)).toBe(true)
-    expect(parseToolCalls(two, syntax, TOOLS)?.length).toBe(2)
-    expect(accepts(toolGrammar(TOOLS, 'required', false, syntax), two)).toBe(false)
-    expect(
-      accepts(
-        toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax),
-        '<calls><call>now {}</call></calls>',
-      ),
-    ).toBe(true)
-    expect(
-      accepts(
-        toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax),
-        '<calls><call>add {"a": 1, "b": 2}</call></calls>',
-      ),
-    ).toBe(false)
-    const auto = toolGrammar(TOOLS, 'auto', true, syntax)
-    expect(accepts(auto, 'Just text.')).toBe(true)
-    expect(accepts(auto, two)).toBe(true)
-    expect(parseToolCalls('Just text.', syntax, TOOLS)).toBeUndefined()
-    expect(toolGrammar(TOOLS, 'none', true, syntax)).toBeUndefined()
-  })
+  it(
+    'parallel_tool_calls false and a named choice allow one call; auto allows text that does not begin like ' +
+      'a call',
+    () => {
+      const syntax = callSyntaxOf(PARALLEL)
+      const two = '<calls><call>add {"a": 1, "b": 2}</call>\n<call>now {}</call></calls>'
+      expect(accepts(toolGrammar(TOOLS, 'required', true, syntax), two)).toBe(true)
+      expect(parseToolCalls(two, syntax, TOOLS)?.length).toBe(2)
+      expect(accepts(toolGrammar(TOOLS, 'required', false, syntax), two)).toBe(false)
+      expect(
+        accepts(
+          toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax),
+          '<calls><call>now {}</call></calls>',
+        ),
+      ).toBe(true)
+      expect(
+        accepts(
+          toolGrammar(TOOLS, { type: 'function', function: { name: 'now' } }, true, syntax),
+          '<calls><call>add {"a": 1, "b": 2}</call></calls>',
+        ),
+      ).toBe(false)
+      const auto = toolGrammar(TOOLS, 'auto', true, syntax)
+      expect(accepts(auto, 'Just text.')).toBe(true)
+      expect(accepts(auto, two)).toBe(true)
+      expect(parseToolCalls('Just text.', syntax, TOOLS)).toBeUndefined()
+      expect(toolGrammar(TOOLS, 'none', true, syntax)).toBeUndefined()
+    },
+  )
 
   it('refuses a template whose call syntax is special tokens with tools_unsupported', () => {
     expect(() =>

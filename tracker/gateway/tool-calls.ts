@@ -23,7 +23,9 @@ export interface ToolCall {
 type Tools = NonNullable<ChatCompletionRequest['tools']>
 type ToolChoice = NonNullable<ChatCompletionRequest['tool_choice']>
 
-/** LlamaText's JSON (a string, special-tokens text, or a list of them) as text; undefined when it holds a special token. */
+/**
+ * LlamaText's JSON (a string, special-tokens text, or a list of them) as text; undefined when it holds a special token.
+ */
 function textOf(value: unknown): string | undefined {
   if (value === undefined || value === null) return ''
   if (typeof value === 'string') return value
@@ -36,7 +38,10 @@ function textOf(value: unknown): string | undefined {
   return undefined
 }
 
-/** The call syntax of node-llama-cpp's `settings.functions`; a 400 when it is written with special tokens, which text cannot carry. */
+/**
+ * The call syntax of node-llama-cpp's `settings.functions`; a 400
+ * when it is written with special tokens, which text cannot carry.
+ */
 export function callSyntaxOf(settings: unknown): CallSyntax {
   const s = (settings ?? {}) as { call?: Record<string, unknown>; parallelism?: { call?: Record<string, unknown> } }
   const parallel = s.parallelism?.call
@@ -150,7 +155,10 @@ function jsonEnd(text: string, from: number): number {
   return -1
 }
 
-/** The tool calls `text` makes in the template's syntax, or undefined when it is not (only) calls: then it is the answer's text. */
+/**
+ * The tool calls `text` makes in the template's syntax, or undefined
+ * when it is not (only) calls: then it is the answer's text.
+ */
 export function parseToolCalls(text: string, syntax: CallSyntax, tools: Tools): ToolCall[] | undefined {
   const names = new Set(tools.map((t) => t.function.name))
   let at = 0

@@ -69,7 +69,10 @@ async function post(
 
 const balance = (accountId: string) => swarm.tracker.store.ledger.balance(consumerAccount(accountId))
 
-/** What a generation of `prompt` and `completion` tokens costs: each step's receipt per hop, the prefill carrying the prompt (a gateway's session pays no rent). */
+/**
+ * What a generation of `prompt` and `completion` tokens costs: each step's receipt per hop, the prefill carrying the
+ * prompt (a gateway's session pays no rent).
+ */
 function cost(prompt: number, completion: number): number {
   const price = priceOf(swarm.manifest, {})
   let total = 0
@@ -111,33 +114,36 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       expect((await ollama.version()).version).toMatch(/^\d+\.\d+\.\d+$/)
     })
 
-    it('answers a chat equal to the swarm client’s for Ollama’s default sampling and the seed, streamed or not', async () => {
-      const options = { seed: 11, num_predict: 20 }
-      const answer = await ollama.chat({ model, messages: MESSAGES, options })
-      const prompt = renderChat(await direct.tokenizer(model), MESSAGES)
-      const expected = await directText(prompt, 20, ollamaSampling(11))
-      expect(answer.message).toEqual({ role: 'assistant', content: expected.text })
-      expect(answer.message.content.length).toBeGreaterThan(0)
-      expect(answer).toMatchObject({ model, done: true, done_reason: expected.summary.finishReason })
-      expect(answer.prompt_eval_count).toBe(prompt.length)
-      expect(answer.eval_count).toBe(expected.summary.completionTokens)
-      expect(answer.total_duration).toBeGreaterThanOrEqual(answer.eval_duration + answer.prompt_eval_duration)
+    it(
+      'answers a chat equal to the swarm client’s for Ollama’s ' + 'default sampling and the seed, streamed or not',
+      async () => {
+        const options = { seed: 11, num_predict: 20 }
+        const answer = await ollama.chat({ model, messages: MESSAGES, options })
+        const prompt = renderChat(await direct.tokenizer(model), MESSAGES)
+        const expected = await directText(prompt, 20, ollamaSampling(11))
+        expect(answer.message).toEqual({ role: 'assistant', content: expected.text })
+        expect(answer.message.content.length).toBeGreaterThan(0)
+        expect(answer).toMatchObject({ model, done: true, done_reason: expected.summary.finishReason })
+        expect(answer.prompt_eval_count).toBe(prompt.length)
+        expect(answer.eval_count).toBe(expected.summary.completionTokens)
+        expect(answer.total_duration).toBeGreaterThanOrEqual(answer.eval_duration + answer.prompt_eval_duration)
 
-      let text = ''
-      const parts: { done: boolean; done_reason?: string; eval_count?: number }[] = []
-      for await (const part of await ollama.chat({ model, messages: MESSAGES, options, stream: true })) {
-        text += part.message.content
-        parts.push(part)
-      }
-      expect(text).toBe(expected.text)
-      expect(parts.length).toBeGreaterThan(1)
-      expect(parts.slice(0, -1).every((p) => !p.done)).toBe(true)
-      expect(parts.at(-1)).toMatchObject({
-        done: true,
-        done_reason: expected.summary.finishReason,
-        eval_count: expected.summary.completionTokens,
-      })
-    })
+        let text = ''
+        const parts: { done: boolean; done_reason?: string; eval_count?: number }[] = []
+        for await (const part of await ollama.chat({ model, messages: MESSAGES, options, stream: true })) {
+          text += part.message.content
+          parts.push(part)
+        }
+        expect(text).toBe(expected.text)
+        expect(parts.length).toBeGreaterThan(1)
+        expect(parts.slice(0, -1).every((p) => !p.done)).toBe(true)
+        expect(parts.at(-1)).toMatchObject({
+          done: true,
+          done_reason: expected.summary.finishReason,
+          eval_count: expected.summary.completionTokens,
+        })
+      },
+    )
 
     it('generates from a prompt rendered with the model’s template, or raw, streamed or not', async () => {
       const options = { seed: 4, num_predict: 16, temperature: 0.5, top_k: 0, top_p: 1, repeat_penalty: 1 }
@@ -170,32 +176,36 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       })
     })
 
-    it('refuses a caller without a key with a 401 in Ollama’s shape saying how to send it, and malformed bodies with 400s, and keeps serving', async () => {
-      const keyless = new Ollama({ host: swarm.tracker.url })
-      await expect(keyless.list()).rejects.toMatchObject({
-        status_code: 401,
-        error: expect.stringContaining("headers: { Authorization: 'Bearer nk-…' }"),
-      })
-      const noKey = await post('/api/chat', JSON.stringify({ model, messages: MESSAGES }), {})
-      expect(noKey).toEqual({ status: 401, body: { error: expect.stringContaining('Authorization: Bearer') } })
-      const notJson = await post('/api/chat', '{"model":')
-      expect(notJson).toEqual({ status: 400, body: { error: 'the request body is not JSON.' } })
-      const wrongType = await post('/api/generate', JSON.stringify({ model, prompt: 7 }))
-      expect(wrongType).toEqual({ status: 400, body: { error: expect.stringContaining('prompt') } })
-      const badOption = await post('/api/chat', JSON.stringify({ model, messages: MESSAGES, options: { top_p: 7 } }))
-      expect(badOption).toEqual({ status: 400, body: { error: expect.stringContaining('options.top_p') } })
-      await expect(ollama.chat({ model: 'no-such-model', messages: MESSAGES })).rejects.toMatchObject({
-        status_code: 404,
-      })
-      const tools = [
-        { type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {}, not: {} } } },
-      ]
-      await expect(ollama.chat({ model, messages: MESSAGES, tools })).rejects.toMatchObject({
-        status_code: 400,
-        error: expect.stringContaining('"not"'),
-      })
-      expect((await ollama.list()).models).toHaveLength(1)
-    })
+    it(
+      'refuses a caller without a key with a 401 in Ollama’s shape saying how to send it, and malformed bodies ' +
+        'with 400s, and keeps serving',
+      async () => {
+        const keyless = new Ollama({ host: swarm.tracker.url })
+        await expect(keyless.list()).rejects.toMatchObject({
+          status_code: 401,
+          error: expect.stringContaining("headers: { Authorization: 'Bearer nk-…' }"),
+        })
+        const noKey = await post('/api/chat', JSON.stringify({ model, messages: MESSAGES }), {})
+        expect(noKey).toEqual({ status: 401, body: { error: expect.stringContaining('Authorization: Bearer') } })
+        const notJson = await post('/api/chat', '{"model":')
+        expect(notJson).toEqual({ status: 400, body: { error: 'the request body is not JSON.' } })
+        const wrongType = await post('/api/generate', JSON.stringify({ model, prompt: 7 }))
+        expect(wrongType).toEqual({ status: 400, body: { error: expect.stringContaining('prompt') } })
+        const badOption = await post('/api/chat', JSON.stringify({ model, messages: MESSAGES, options: { top_p: 7 } }))
+        expect(badOption).toEqual({ status: 400, body: { error: expect.stringContaining('options.top_p') } })
+        await expect(ollama.chat({ model: 'no-such-model', messages: MESSAGES })).rejects.toMatchObject({
+          status_code: 404,
+        })
+        const tools = [
+          { type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {}, not: {} } } },
+        ]
+        await expect(ollama.chat({ model, messages: MESSAGES, tools })).rejects.toMatchObject({
+          status_code: 400,
+          error: expect.stringContaining('"not"'),
+        })
+        expect((await ollama.list()).models).toHaveLength(1)
+      },
+    )
 
     it('charges the account what the tokens it reports cost', async () => {
       const payer = await createAccount(swarm.tracker.url, ADMIN, { name: 'ollama payer' })
@@ -205,7 +215,8 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       const expected = cost(answer.prompt_eval_count, answer.eval_count)
       await vi.waitFor(async () => expect(before - (await balance(payer.accountId))).toBe(expected), 10_000)
       console.log(
-        `ollama: ${answer.prompt_eval_count} prompt + ${answer.eval_count} completion tokens cost ${expected} micro-credits`,
+        `ollama: ${answer.prompt_eval_count} prompt + ${answer.eval_count} completion tokens cost ${expected} ` +
+          `micro-credits`,
       )
     })
   })
@@ -272,43 +283,50 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       expect(cut.stop_sequence).toBe(stop)
     })
 
-    it('refuses a wrong key with AuthenticationError and malformed requests with invalid_request_error, in Anthropic’s shape', async () => {
-      const stranger = new Anthropic({ apiKey: 'nk-not-a-key', baseURL: swarm.tracker.url, maxRetries: 0 })
-      await expect(stranger.messages.create({ ...request, model })).rejects.toBeInstanceOf(
-        Anthropic.AuthenticationError,
-      )
-      const noKey = await post('/v1/messages', JSON.stringify({ ...request, model }), {})
-      expect(noKey).toEqual({
-        status: 401,
-        body: { type: 'error', error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') } },
-      })
-      const { max_tokens: _, ...noMax } = { ...request, model }
-      const missing = await post('/v1/messages', JSON.stringify(noMax), { 'x-api-key': apiKey })
-      expect(missing).toEqual({
-        status: 400,
-        body: {
-          type: 'error',
-          error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') },
-        },
-      })
-      await expect(
-        anthropic.messages.create({ ...request, model, max_tokens: swarm.manifest.contextLength }),
-      ).rejects.toBeInstanceOf(Anthropic.BadRequestError)
-      await expect(anthropic.messages.create({ ...request, model: 'no-such-model' })).rejects.toBeInstanceOf(
-        Anthropic.NotFoundError,
-      )
-      const image = {
-        type: 'image' as const,
-        source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'aGk=' },
-      }
-      await expect(
-        anthropic.messages.create({ ...request, model, messages: [{ role: 'user', content: [image] }] }),
-      ).rejects.toMatchObject({
-        status: 400,
-        error: { error: { message: expect.stringContaining('image') } },
-      })
-      expect((await anthropic.messages.create({ ...request, model, max_tokens: 2 })).usage.output_tokens).toBe(2)
-    })
+    it(
+      'refuses a wrong key with AuthenticationError and malformed requests with invalid_request_error, in ' +
+        'Anthropic’s shape',
+      async () => {
+        const stranger = new Anthropic({ apiKey: 'nk-not-a-key', baseURL: swarm.tracker.url, maxRetries: 0 })
+        await expect(stranger.messages.create({ ...request, model })).rejects.toBeInstanceOf(
+          Anthropic.AuthenticationError,
+        )
+        const noKey = await post('/v1/messages', JSON.stringify({ ...request, model }), {})
+        expect(noKey).toEqual({
+          status: 401,
+          body: {
+            type: 'error',
+            error: { type: 'authentication_error', message: expect.stringContaining('x-api-key') },
+          },
+        })
+        const { max_tokens: _, ...noMax } = { ...request, model }
+        const missing = await post('/v1/messages', JSON.stringify(noMax), { 'x-api-key': apiKey })
+        expect(missing).toEqual({
+          status: 400,
+          body: {
+            type: 'error',
+            error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') },
+          },
+        })
+        await expect(
+          anthropic.messages.create({ ...request, model, max_tokens: swarm.manifest.contextLength }),
+        ).rejects.toBeInstanceOf(Anthropic.BadRequestError)
+        await expect(anthropic.messages.create({ ...request, model: 'no-such-model' })).rejects.toBeInstanceOf(
+          Anthropic.NotFoundError,
+        )
+        const image = {
+          type: 'image' as const,
+          source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'aGk=' },
+        }
+        await expect(
+          anthropic.messages.create({ ...request, model, messages: [{ role: 'user', content: [image] }] }),
+        ).rejects.toMatchObject({
+          status: 400,
+          error: { error: { message: expect.stringContaining('image') } },
+        })
+        expect((await anthropic.messages.create({ ...request, model, max_tokens: 2 })).usage.output_tokens).toBe(2)
+      },
+    )
 
     it('charges the account what the tokens it reports cost, streamed or not', async () => {
       const payer = await createAccount(swarm.tracker.url, ADMIN, { name: 'anthropic payer' })
@@ -324,7 +342,8 @@ describe('Ollama and Anthropic APIs on a real swarm', () => {
       expected = cost(streamed.usage.input_tokens, streamed.usage.output_tokens)
       await vi.waitFor(async () => expect(before - (await balance(payer.accountId))).toBe(expected), 10_000)
       console.log(
-        `anthropic: ${streamed.usage.input_tokens} prompt + ${streamed.usage.output_tokens} completion tokens cost ${expected} micro-credits`,
+        `anthropic: ${streamed.usage.input_tokens} prompt + ${streamed.usage.output_tokens} completion tokens cost ` +
+          `${expected} micro-credits`,
       )
     })
   })

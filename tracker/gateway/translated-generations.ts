@@ -72,7 +72,10 @@ export class TranslatedGenerations {
     }
   }
 
-  /** A plain text prompt (Ollama's raw generate), tokenized as it is, sampled as `chat` says; its budget clamped to the context. */
+  /**
+   * A plain text prompt (Ollama's raw generate), tokenized as it
+   * is, sampled as `chat` says; its budget clamped to the context.
+   */
   async text(
     account: StoredAccount,
     prompt: string,
@@ -156,7 +159,10 @@ function samplersOf(s: OpenAiShapedSampling): Pick<Generation, 'topK' | 'minP' |
   }
 }
 
-/** An error of the OpenAI chat path with its `param` in the caller's API's words (Ollama's `format`, Anthropic's `tools`). */
+/**
+ * An error of the OpenAI chat path with its `param` in the
+ * caller's API's words (Ollama's `format`, Anthropic's `tools`).
+ */
 function inForeignWords(e: unknown, params: ForeignParams): unknown {
   if (!(e instanceof GatewayError) || e.param === null) return e
   const param =

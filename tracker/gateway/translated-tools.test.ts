@@ -73,69 +73,76 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
     ]
     const options = { temperature: 1.5, top_k: 0, top_p: 1, repeat_penalty: 1, num_predict: 80 }
 
-    it('makes a tool call, streamed as one chunk or not, takes its result back as a tool turn, and gives a final answer', async () => {
-      const seed = 3
-      const ask: OllamaMessage[] = [{ role: 'user', content: ASK }]
-      // Ollama's API has no tool_choice; Neuron takes OpenAI's as an extra field, which the client passes through
-      const forced = {
-        model,
-        messages: ask,
-        tools,
-        tool_choice: { type: 'function', function: { name: 'get_weather' } },
-        options: { ...options, seed },
-      }
-      const first = await ollama.chat(forced)
-      if (first.message.tool_calls === undefined) throw new Error(`no tool call: ${JSON.stringify(first)}`)
-      const call = first.message.tool_calls?.[0]
-      expect(first.message.tool_calls).toHaveLength(1)
-      expect(call?.function.name).toBe('get_weather')
-      expect(WeatherArgs.safeParse(call?.function.arguments).success).toBe(true)
-      expect(first.message.content).toBe('')
-      expect(first).toMatchObject({ done: true, done_reason: 'stop' })
+    it(
+      'makes a tool call, streamed as one chunk or not, takes its result back as a tool turn, and gives a final ' +
+        'answer',
+      async () => {
+        const seed = 3
+        const ask: OllamaMessage[] = [{ role: 'user', content: ASK }]
+        // Ollama's API has no tool_choice; Neuron takes OpenAI's as an extra field, which the client passes through
+        const forced = {
+          model,
+          messages: ask,
+          tools,
+          tool_choice: { type: 'function', function: { name: 'get_weather' } },
+          options: { ...options, seed },
+        }
+        const first = await ollama.chat(forced)
+        if (first.message.tool_calls === undefined) throw new Error(`no tool call: ${JSON.stringify(first)}`)
+        const call = first.message.tool_calls?.[0]
+        expect(first.message.tool_calls).toHaveLength(1)
+        expect(call?.function.name).toBe('get_weather')
+        expect(WeatherArgs.safeParse(call?.function.arguments).success).toBe(true)
+        expect(first.message.content).toBe('')
+        expect(first).toMatchObject({ done: true, done_reason: 'stop' })
 
-      const parts = []
-      for await (const part of await ollama.chat({ ...forced, stream: true })) parts.push(part)
-      const withCalls = parts.filter((p) => (p.message.tool_calls?.length ?? 0) > 0)
-      expect(withCalls).toHaveLength(1)
-      expect(withCalls[0]?.message.tool_calls).toEqual(first.message.tool_calls)
-      expect(parts.at(-1)).toMatchObject({ done: true, done_reason: 'stop', eval_count: first.eval_count })
+        const parts = []
+        for await (const part of await ollama.chat({ ...forced, stream: true })) parts.push(part)
+        const withCalls = parts.filter((p) => (p.message.tool_calls?.length ?? 0) > 0)
+        expect(withCalls).toHaveLength(1)
+        expect(withCalls[0]?.message.tool_calls).toEqual(first.message.tool_calls)
+        expect(parts.at(-1)).toMatchObject({ done: true, done_reason: 'stop', eval_count: first.eval_count })
 
-      const final = await ollama.chat({
-        model,
-        messages: [...ask, first.message, { role: 'tool', tool_name: 'get_weather', content: '{"temperature": 21}' }],
-        tools,
-        options: { ...options, num_predict: 24, seed: seed + 1 },
-      })
-      expect(final.message.tool_calls).toBeUndefined()
-      expect(final.message.content.length).toBeGreaterThan(0)
-      // the call and its result are in the prompt: it is longer than the question alone
-      expect(final.prompt_eval_count).toBeGreaterThan(first.prompt_eval_count)
-    })
+        const final = await ollama.chat({
+          model,
+          messages: [...ask, first.message, { role: 'tool', tool_name: 'get_weather', content: '{"temperature": 21}' }],
+          tools,
+          options: { ...options, num_predict: 24, seed: seed + 1 },
+        })
+        expect(final.message.tool_calls).toBeUndefined()
+        expect(final.message.content.length).toBeGreaterThan(0)
+        // the call and its result are in the prompt: it is longer than the question alone
+        expect(final.prompt_eval_count).toBeGreaterThan(first.prompt_eval_count)
+      },
+    )
 
-    it('answers a JSON-schema format that parses and validates, streamed or not, and "json" as a JSON object', async () => {
-      const ask = {
-        model,
-        messages: [{ role: 'user' as const, content: 'Describe a person.' }],
-        format: PERSON,
-        options: { num_predict: 200, seed: 11 },
-      }
-      const answer = await ollama.chat(ask)
-      expect(answer.done_reason).toBe('stop')
-      expect(Person.safeParse(JSON.parse(answer.message.content)).success).toBe(true)
-      let streamed = ''
-      for await (const part of await ollama.chat({ ...ask, stream: true })) streamed += part.message.content
-      expect(streamed).toBe(answer.message.content)
-      const generated = await ollama.generate({
-        model,
-        prompt: 'Describe a person.',
-        format: PERSON,
-        options: { num_predict: 200, seed: 5 },
-      })
-      expect(Person.safeParse(JSON.parse(generated.response ?? '')).success).toBe(true)
-      // a free-form object may be cut at num_predict (a grammar does not make a tiny model finish); it begins as one
-      const json = await ollama.chat({ ...ask, format: 'json', options: { num_predict: 12, seed: 3 } })
-      expect(json.message.content.startsWith('{')).toBe(true)
-    })
+    it(
+      'answers a JSON-schema format that parses and validates, ' + 'streamed or not, and "json" as a JSON object',
+      async () => {
+        const ask = {
+          model,
+          messages: [{ role: 'user' as const, content: 'Describe a person.' }],
+          format: PERSON,
+          options: { num_predict: 200, seed: 11 },
+        }
+        const answer = await ollama.chat(ask)
+        expect(answer.done_reason).toBe('stop')
+        expect(Person.safeParse(JSON.parse(answer.message.content)).success).toBe(true)
+        let streamed = ''
+        for await (const part of await ollama.chat({ ...ask, stream: true })) streamed += part.message.content
+        expect(streamed).toBe(answer.message.content)
+        const generated = await ollama.generate({
+          model,
+          prompt: 'Describe a person.',
+          format: PERSON,
+          options: { num_predict: 200, seed: 5 },
+        })
+        expect(Person.safeParse(JSON.parse(generated.response ?? '')).success).toBe(true)
+        // a free-form object may be cut at num_predict (a grammar does not make a tiny model finish); it begins as one
+        const json = await ollama.chat({ ...ask, format: 'json', options: { num_predict: 12, seed: 3 } })
+        expect(json.message.content.startsWith('{')).toBe(true)
+      },
+    )
 
     it('refuses a schema keyword outside the supported subset with a 400 naming it, in Ollama’s shape', async () => {
       const refused = ollama.chat({
@@ -213,30 +220,36 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
       expect(events.map((e) => e.type).slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop'])
     })
 
-    it('answers JSON that parses and validates through a forced tool whose input schema is the JSON schema', async () => {
-      const message = await anthropic.messages.create({
-        model,
-        max_tokens: 200,
-        messages: [{ role: 'user', content: 'Describe a person.' }],
-        tools: [{ name: 'record_person', description: 'Record the person described', input_schema: PERSON }],
-        tool_choice: { type: 'tool', name: 'record_person' },
-      })
-      const use = message.content[0]
-      if (use?.type !== 'tool_use') throw new Error(`no tool_use block: ${JSON.stringify(message.content)}`)
-      expect(Person.safeParse(use.input).success).toBe(true)
-    })
+    it(
+      'answers JSON that parses and validates through a ' + 'forced tool whose input schema is the JSON schema',
+      async () => {
+        const message = await anthropic.messages.create({
+          model,
+          max_tokens: 200,
+          messages: [{ role: 'user', content: 'Describe a person.' }],
+          tools: [{ name: 'record_person', description: 'Record the person described', input_schema: PERSON }],
+          tool_choice: { type: 'tool', name: 'record_person' },
+        })
+        const use = message.content[0]
+        if (use?.type !== 'tool_use') throw new Error(`no tool_use block: ${JSON.stringify(message.content)}`)
+        expect(Person.safeParse(use.input).success).toBe(true)
+      },
+    )
 
-    it('answers text that parses and validates under output_config’s json_schema format (structured outputs)', async () => {
-      const message = await anthropic.messages.create({
-        model,
-        max_tokens: 200,
-        messages: [{ role: 'user', content: 'Describe a person.' }],
-        output_config: { format: { type: 'json_schema', schema: PERSON } },
-      })
-      expect(message.stop_reason).toBe('end_turn')
-      const text = message.content[0]?.type === 'text' ? message.content[0].text : ''
-      expect(Person.safeParse(JSON.parse(text)).success).toBe(true)
-    })
+    it(
+      'answers text that parses and validates under ' + 'output_config’s json_schema format (structured outputs)',
+      async () => {
+        const message = await anthropic.messages.create({
+          model,
+          max_tokens: 200,
+          messages: [{ role: 'user', content: 'Describe a person.' }],
+          output_config: { format: { type: 'json_schema', schema: PERSON } },
+        })
+        expect(message.stop_reason).toBe('end_turn')
+        const text = message.content[0]?.type === 'text' ? message.content[0].text : ''
+        expect(Person.safeParse(JSON.parse(text)).success).toBe(true)
+      },
+    )
 
     it('refuses a tool_choice naming a tool it was not given, as invalid_request_error', async () => {
       const refused = anthropic.messages.create({

@@ -3,10 +3,16 @@ import type { LatencyReport, Route } from '../../protocol'
 import type { HostRegistry } from '../registry'
 import type { MeasuredLatencies } from './measured-latencies'
 
-/** Hosts one route asks its client to ping besides its own hops: enough to notice a recovered host, few enough to cost nothing. */
+/**
+ * Hosts one route asks its client to ping besides its own hops:
+ * enough to notice a recovered host, few enough to cost nothing.
+ */
 const MEASURE_PER_ROUTE = 4
 
-/** Records a client's report under its own node id; links to hosts the registry does not know are dropped. Returns the links kept. */
+/**
+ * Records a client's report under its own node id; links to hosts
+ * the registry does not know are dropped. Returns the links kept.
+ */
 export function recordLatencyReport(
   latencies: MeasuredLatencies,
   registry: HostRegistry,

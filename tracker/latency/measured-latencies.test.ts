@@ -18,7 +18,10 @@ function host(hostId: string, blocks: BlockRange, msPerBlock = 1): ServedSpan {
   }
 }
 
-/** Two hosts serving the same four blocks: `near` slightly slower to compute, so an unmeasured swarm routes through `far`. */
+/**
+ * Two hosts serving the same four blocks: `near` slightly slower
+ * to compute, so an unmeasured swarm routes through `far`.
+ */
 function twoHosts(latency: MeasuredLatencies): SwarmView {
   return { nBlocks: 4, spans: [host('far', [0, 4], 1), host('near', [0, 4], 1.5)], latency }
 }
@@ -67,25 +70,29 @@ describe('MeasuredLatencies', () => {
     expect(route.expectedMsPerToken).toBeCloseTo(1 + 2 + 1 + 6, 6)
   })
 
-  it('a lying client steers only its own routes: a slow host reported as 0 ms and a fast one as a minute move no other client', () => {
-    const latency = new MeasuredLatencies({ quorum: 3 })
-    const view = twoHosts(latency)
-    for (const honest of ['h1', 'h2', 'h3']) {
-      latency.record(honest, 'far', [150, 170, 160])
-      latency.record(honest, 'near', [1, 2, 1])
-    }
-    // The liar floods: many samples, the wildest values the protocol lets through, again and again.
-    for (let i = 0; i < 50; i++) {
-      latency.record('liar', 'far', [0, 0, 0, 0, 0, 0, 0, 0])
-      latency.record('liar', 'near', Array(8).fill(MAX_ROUND_TRIP_MS))
-    }
-    expect(routedFor(view, 'liar')).toBe('far')
-    // A newcomer has measured nothing: it gets the swarm's median, where the liar is one vote of four.
-    expect(routedFor(view, 'newcomer')).toBe('near')
-    expect(latency.roundTrip('newcomer', 'far')).toBe(160)
-    expect(latency.roundTrip('newcomer', 'near')).toBe(1)
-    for (const honest of ['h1', 'h2', 'h3']) expect(routedFor(view, honest)).toBe('near')
-  })
+  it(
+    'a lying client steers only its own routes: a slow host reported as 0 ms and a fast one as a minute move no ' +
+      'other client',
+    () => {
+      const latency = new MeasuredLatencies({ quorum: 3 })
+      const view = twoHosts(latency)
+      for (const honest of ['h1', 'h2', 'h3']) {
+        latency.record(honest, 'far', [150, 170, 160])
+        latency.record(honest, 'near', [1, 2, 1])
+      }
+      // The liar floods: many samples, the wildest values the protocol lets through, again and again.
+      for (let i = 0; i < 50; i++) {
+        latency.record('liar', 'far', [0, 0, 0, 0, 0, 0, 0, 0])
+        latency.record('liar', 'near', Array(8).fill(MAX_ROUND_TRIP_MS))
+      }
+      expect(routedFor(view, 'liar')).toBe('far')
+      // A newcomer has measured nothing: it gets the swarm's median, where the liar is one vote of four.
+      expect(routedFor(view, 'newcomer')).toBe('near')
+      expect(latency.roundTrip('newcomer', 'far')).toBe(160)
+      expect(latency.roundTrip('newcomer', 'near')).toBe(1)
+      for (const honest of ['h1', 'h2', 'h3']) expect(routedFor(view, honest)).toBe('near')
+    },
+  )
 
   it('a lone reporter sets no other client’s view: under a quorum, unmeasured links cost the default', () => {
     const latency = new MeasuredLatencies({ quorum: 3 })

@@ -67,7 +67,10 @@ export class MeasuredLatencies extends EventEmitter<{ changed: [hostId: string] 
     this.options = { ...DEFAULT_LATENCY_OPTIONS, ...options }
   }
 
-  /** Records `reporter`'s round trips to `hostId`; a sample outside [0, MAX_ROUND_TRIP_MS] or not a number is clamped or dropped. */
+  /**
+   * Records `reporter`'s round trips to `hostId`; a sample outside
+   * [0, MAX_ROUND_TRIP_MS] or not a number is clamped or dropped.
+   */
   record(reporter: string, hostId: string, roundTripsMs: readonly number[]): void {
     const now = this.now()
     let row = this.links.get(hostId)

@@ -32,53 +32,57 @@ describe.each(await storeEngines())('the API request log on $name', (engine) => 
     })
     afterEach(async () => store?.close())
 
-    it('lists an account’s requests newest first with the tokens they ended with and what their sessions were charged', async () => {
-      const { account: mine } = await accounts.create({ name: 'mine' })
-      const { account: other } = await accounts.create({ name: 'other' })
-      const t = Date.now()
-      const log = store.apiRequests
-      await log.started({
-        session: 'a1',
-        accountId: mine.accountId,
-        endpoint: 'chat.completions',
-        modelId: 'toy',
-        promptTokens: 5,
-        startedAt: t,
-      })
-      await log.started({
-        session: 'b1',
-        accountId: other.accountId,
-        endpoint: 'completions',
-        modelId: 'toy',
-        promptTokens: 9,
-        startedAt: t + 1,
-      })
-      await log.started({
-        session: 'a2',
-        accountId: mine.accountId,
-        endpoint: 'completions',
-        modelId: 'toy',
-        promptTokens: 3,
-        startedAt: t + 2,
-      })
-      await pay(mine.accountId, 'a1:0:0-2', 100, t + 3)
-      await pay(mine.accountId, 'a1:1:0-2', 40, t + 4)
-      await pay(mine.accountId, 'relay:a1:relay-x:1', 7, t + 4)
-      await pay(mine.accountId, 'rent:a1', 2, t + 5)
-      await pay(other.accountId, 'b1:0:0-2', 999, t + 5)
-      await pay(mine.accountId, 'a2:0:0-2', 30, t + 6)
-      await log.ended('a1', 2, 'completed')
-      await log.ended('b1', 4, 'completed')
+    it(
+      'lists an account’s requests newest first with the tokens they ended with and what their sessions were ' +
+        'charged',
+      async () => {
+        const { account: mine } = await accounts.create({ name: 'mine' })
+        const { account: other } = await accounts.create({ name: 'other' })
+        const t = Date.now()
+        const log = store.apiRequests
+        await log.started({
+          session: 'a1',
+          accountId: mine.accountId,
+          endpoint: 'chat.completions',
+          modelId: 'toy',
+          promptTokens: 5,
+          startedAt: t,
+        })
+        await log.started({
+          session: 'b1',
+          accountId: other.accountId,
+          endpoint: 'completions',
+          modelId: 'toy',
+          promptTokens: 9,
+          startedAt: t + 1,
+        })
+        await log.started({
+          session: 'a2',
+          accountId: mine.accountId,
+          endpoint: 'completions',
+          modelId: 'toy',
+          promptTokens: 3,
+          startedAt: t + 2,
+        })
+        await pay(mine.accountId, 'a1:0:0-2', 100, t + 3)
+        await pay(mine.accountId, 'a1:1:0-2', 40, t + 4)
+        await pay(mine.accountId, 'relay:a1:relay-x:1', 7, t + 4)
+        await pay(mine.accountId, 'rent:a1', 2, t + 5)
+        await pay(other.accountId, 'b1:0:0-2', 999, t + 5)
+        await pay(mine.accountId, 'a2:0:0-2', 30, t + 6)
+        await log.ended('a1', 2, 'completed')
+        await log.ended('b1', 4, 'completed')
 
-      const rows = await log.recent(mine.accountId)
-      expect(
-        rows.map((r) => [r.session, r.endpoint, r.promptTokens, r.completionTokens, r.status, r.chargedMicro]),
-      ).toEqual([
-        ['a2', 'completions', 3, 0, 'running', 30],
-        ['a1', 'chat.completions', 5, 2, 'completed', 149],
-      ])
-      expect(rows.reduce((s, r) => s + r.chargedMicro, 0)).toBe(1_000_000 - (await accounts.balance(mine.accountId)))
-    })
+        const rows = await log.recent(mine.accountId)
+        expect(
+          rows.map((r) => [r.session, r.endpoint, r.promptTokens, r.completionTokens, r.status, r.chargedMicro]),
+        ).toEqual([
+          ['a2', 'completions', 3, 0, 'running', 30],
+          ['a1', 'chat.completions', 5, 2, 'completed', 149],
+        ])
+        expect(rows.reduce((s, r) => s + r.chargedMicro, 0)).toBe(1_000_000 - (await accounts.balance(mine.accountId)))
+      },
+    )
 
     it('answers at most the last 100', async () => {
       const { account } = await accounts.create({ name: 'busy' })

@@ -5,7 +5,9 @@ import { consumerAccount } from './accounts'
 export interface ApiRequestRecord {
   readonly session: string
   readonly accountId: string
-  /** The route that asked: 'chat.completions', 'completions', 'ollama.chat', 'ollama.generate' or 'anthropic.messages'. */
+  /**
+   * The route that asked: 'chat.completions', 'completions', 'ollama.chat', 'ollama.generate' or 'anthropic.messages'.
+   */
   readonly endpoint: string
   readonly modelId: string
   readonly promptTokens: number
@@ -51,7 +53,8 @@ export class ApiRequests {
 
   async started(r: Omit<ApiRequestRecord, 'completionTokens' | 'status'>): Promise<void> {
     await this.db.run(
-      `insert into api_requests (session, account_id, endpoint, model_id, prompt_tokens, completion_tokens, status, started_at) values (?, ?, ?, ?, ?, 0, 'running', ?)`,
+      `insert into api_requests (session, account_id, endpoint, model_id, prompt_tokens, completion_tokens, ` +
+        `status, started_at) values (?, ?, ?, ?, ?, 0, 'running', ?)`,
       [r.session, r.accountId, r.endpoint, r.modelId, r.promptTokens, r.startedAt],
     )
   }
@@ -64,7 +67,10 @@ export class ApiRequests {
     ])
   }
 
-  /** The account's latest requests, newest first, at most `limit` (bounded by API_REQUEST_LOG_LIMIT), each with what it was charged. */
+  /**
+   * The account's latest requests, newest first, at most `limit`
+   * (bounded by API_REQUEST_LOG_LIMIT), each with what it was charged.
+   */
   async recent(
     accountId: string,
     limit = API_REQUEST_LOG_LIMIT,
@@ -82,7 +88,8 @@ export class ApiRequests {
          join ledger_entries e on e.account = ? and e.created_at >= r.started_at
          join ledger_transactions t on t.txn_id = e.txn_id
         where r.session in (${rows.map(() => '?').join(', ')})
-          and (t.idempotency_key like r.session || ':%' or t.idempotency_key like 'relay:' || r.session || ':%' or t.idempotency_key = 'rent:' || r.session)
+          and (t.idempotency_key like r.session || ':%' or t.idempotency_key like 'relay:' || r.session || ':%' or
+            t.idempotency_key = 'rent:' || r.session)
         group by r.session`,
       [consumerAccount(accountId), ...rows.map((r) => r.session)],
     )

@@ -126,7 +126,8 @@ for (const engine of await storeEngines())
         expect(complete).toBeGreaterThanOrEqual(chunks)
         const charged = receipts.reduce((s, r) => s + r.hostEarned, 0)
         const hosts = [...new Set(receipts.map((r) => r.receipt.hostId))]
-        // Earnings wait in the hosts' escrow for the settlement window (a day by default): all pending, none settled yet.
+        // Earnings wait in the hosts' escrow for the settlement
+        // window (a day by default): all pending, none settled yet.
         const sum = async (accounts: string[]) =>
           (await Promise.all(accounts.map((a) => ledger.balance(a)))).reduce((s, b) => s + b, 0)
         expect(await sum(hosts.map(escrowAccount))).toBe(charged)
@@ -137,7 +138,8 @@ for (const engine of await storeEngines())
         expect(await ledger.balance(GRANTS_ACCOUNT)).toBe(-GRANT)
         expect(dashboard.balance_micro).toBe(await ledger.balance(consumerAccount(accountId)))
         console.log(
-          `after SIGKILL: ${chunks} chunks streamed, ${complete} steps fully paid, ${receipts.length} receipts, ${charged} micro-credits to hosts`,
+          `after SIGKILL: ${chunks} chunks streamed, ${complete} steps fully paid, ${receipts.length} receipts, ` +
+            `${charged} micro-credits to hosts`,
         )
       } finally {
         await store.close()

@@ -22,7 +22,8 @@ export type SizeHold = (freeMicro: number) => { readonly heldMicro: number; read
  * come from the ledger, whichever instance settled them; grouped by the primary key, so both engines
  * accept the other columns.
  */
-const WITH_CHARGES = `select h.session, h.account_id, h.held_micro, h.max_tokens, h.created_at, coalesce(h.last_used, h.created_at) as last_used,
+const WITH_CHARGES = `select h.session, h.account_id, h.held_micro, h.max_tokens, h.created_at, coalesce(h.last_used,
+  h.created_at) as last_used,
     coalesce(sum(r.charged), 0) as charged, coalesce(max(r.created_at), 0) as settled_at
   from credit_holds h left join receipts r on r.session = h.session and r.account_id = h.account_id`
 
@@ -65,7 +66,8 @@ export class CreditHolds {
       if (maxLive !== undefined && live >= maxLive)
         throw new NeuronError(
           'too_many_plans',
-          `account ${accountId} has ${live} sessions routed and not ended, the most one account may; end one (session.end) before planning another.`,
+          `account ${accountId} has ${live} sessions routed and not ended, the most one account may; end one ` +
+            `(session.end) before planning another.`,
           { maxPlans: maxLive },
         )
       const balance =
@@ -78,8 +80,10 @@ export class CreditHolds {
       const hold = { session, accountId, heldMicro, maxTokens, createdAt: now }
       // A stale hold of the same session id (idle past its expiry) is replaced.
       await tx.run(
-        `insert into credit_holds (session, account_id, held_micro, max_tokens, created_at, last_used) values (?, ?, ?, ?, ?, ?)
-         on conflict (session) do update set account_id = excluded.account_id, held_micro = excluded.held_micro, max_tokens = excluded.max_tokens,
+        `insert into credit_holds (session, account_id, held_micro, max_tokens, created_at, last_used) values (?, ?,
+          ?, ?, ?, ?)
+         on conflict (session) do update set account_id = excluded.account_id, held_micro = excluded.held_micro,
+           max_tokens = excluded.max_tokens,
            created_at = excluded.created_at, last_used = excluded.last_used`,
         [session, accountId, heldMicro, maxTokens, now, now],
       )
@@ -115,7 +119,8 @@ export class CreditHolds {
   async sweep(now = Date.now()): Promise<number> {
     const cutoff = now - HOLD_IDLE_MS
     return this.db.run(
-      `delete from credit_holds where session in (select h.session from credit_holds h left join receipts r on r.session = h.session and r.account_id = h.account_id
+      `delete from credit_holds where session in (select h.session from credit_holds h left join receipts r on
+        r.session = h.session and r.account_id = h.account_id
          group by h.session having coalesce(h.last_used, h.created_at) < ? and coalesce(max(r.created_at), 0) < ?)`,
       [cutoff, cutoff],
     )

@@ -1,5 +1,5 @@
-// Host earnings in escrow on a real SQLite file and a real PostgreSQL database, with hosts' real ed25519 keys: pending until the
-// settlement window passes, then settled exactly; voided back to each payer when a host is caught.
+// Host earnings in escrow on a real SQLite file and a real PostgreSQL database, with hosts' real ed25519 keys: pending
+// until the settlement window passes, then settled exactly; voided back to each payer when a host is caught.
 import { createHash, randomBytes } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { NodeIdentity } from '../../identity/keys'
@@ -109,44 +109,47 @@ for (const engine of await storeEngines())
       return { session, receipts }
     }
 
-    it('keeps earnings pending, not spendable, until the settlement window passes, then settles them exactly', async () => {
-      const { account } = await accounts.create({ name: 'alice' })
-      const { receipts } = await serve(account.accountId, 3, T0)
-      const earnedA = receipts.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + earned(r), 0)
-      const earnedB = receipts.filter((r) => r.hostId === hostB.id).reduce((s, r) => s + earned(r), 0)
-      expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([
-        0,
-        earnedA,
-        0,
-        earnedB,
-      ])
-      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual([
-        'pending',
-        'pending',
-        'pending',
-      ])
-      // A minute short of the window: nothing moves.
-      expect(await escrow.release(T0 + WINDOW - 60_000)).toEqual({ releasedMicro: 0, receipts: 0, hosts: 0 })
-      expect(await settled(hostA)).toBe(0)
-      const entries = await ledger().entryCount()
-      expect(await escrow.release(T0 + WINDOW)).toEqual({ releasedMicro: earnedA + earnedB, receipts: 6, hosts: 2 })
-      expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([
-        earnedA,
-        0,
-        earnedB,
-        0,
-      ])
-      // One transaction of two legs per host.
-      expect((await ledger().entryCount()) - entries).toBe(4)
-      expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual([
-        'released',
-        'released',
-        'released',
-      ])
-      expect(await escrow.release(T0 + 2 * WINDOW)).toEqual({ releasedMicro: 0, receipts: 0, hosts: 0 })
-      expect(await settled(hostA)).toBe(earnedA)
-      await sound()
-    })
+    it(
+      'keeps earnings pending, not spendable, until the ' + 'settlement window passes, then settles them exactly',
+      async () => {
+        const { account } = await accounts.create({ name: 'alice' })
+        const { receipts } = await serve(account.accountId, 3, T0)
+        const earnedA = receipts.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + earned(r), 0)
+        const earnedB = receipts.filter((r) => r.hostId === hostB.id).reduce((s, r) => s + earned(r), 0)
+        expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([
+          0,
+          earnedA,
+          0,
+          earnedB,
+        ])
+        expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual([
+          'pending',
+          'pending',
+          'pending',
+        ])
+        // A minute short of the window: nothing moves.
+        expect(await escrow.release(T0 + WINDOW - 60_000)).toEqual({ releasedMicro: 0, receipts: 0, hosts: 0 })
+        expect(await settled(hostA)).toBe(0)
+        const entries = await ledger().entryCount()
+        expect(await escrow.release(T0 + WINDOW)).toEqual({ releasedMicro: earnedA + earnedB, receipts: 6, hosts: 2 })
+        expect([await settled(hostA), await pending(hostA), await settled(hostB), await pending(hostB)]).toEqual([
+          earnedA,
+          0,
+          earnedB,
+          0,
+        ])
+        // One transaction of two legs per host.
+        expect((await ledger().entryCount()) - entries).toBe(4)
+        expect((await ledger().receipts({ hostId: hostA.id })).map((r) => r.escrow)).toEqual([
+          'released',
+          'released',
+          'released',
+        ])
+        expect(await escrow.release(T0 + 2 * WINDOW)).toEqual({ releasedMicro: 0, receipts: 0, hosts: 0 })
+        expect(await settled(hostA)).toBe(earnedA)
+        await sound()
+      },
+    )
 
     it('tells each settled receipt’s settled and pending balances, and pays at once with a window of 0', async () => {
       const { account } = await accounts.create()
@@ -186,53 +189,56 @@ for (const engine of await storeEngines())
       await sound()
     })
 
-    it('voids a host’s pending earnings: each payer gets back exactly what it paid, and voiding twice refunds once', async () => {
-      const alice = (await accounts.create({ name: 'alice' })).account.accountId
-      const bob = (await accounts.create({ name: 'bob' })).account.accountId
-      const a = await serve(alice, 3, T0)
-      const b = await serve(bob, 2, T0 + 1000)
-      const paidToA = (rs: Receipt[]) =>
-        rs.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r), 0)
-      const [aliceBefore, bobBefore, feesBefore, pendingB] = [
-        await accounts.balance(alice),
-        await accounts.balance(bob),
-        await ledger().balance(FEE_ACCOUNT),
-        await pending(hostB),
-      ]
-      const voided = await escrow.voidHost(hostA.id, 'failed an audit', T0 + 2000)
-      expect(voided).toEqual({
-        voidedMicro: [...a.receipts, ...b.receipts]
-          .filter((r) => r.hostId === hostA.id)
-          .reduce((s, r) => s + earned(r), 0),
-        refundedMicro: paidToA(a.receipts) + paidToA(b.receipts),
-        receipts: 5,
-      })
-      expect(await accounts.balance(alice)).toBe(aliceBefore + paidToA(a.receipts))
-      expect(await accounts.balance(bob)).toBe(bobBefore + paidToA(b.receipts))
-      expect([await pending(hostA), await settled(hostA), await pending(hostB)]).toEqual([0, 0, pendingB])
-      expect(await ledger().balance(FEE_ACCOUNT)).toBe(
-        feesBefore -
-          [...a.receipts, ...b.receipts]
+    it(
+      'voids a host’s pending earnings: each payer gets back ' + 'exactly what it paid, and voiding twice refunds once',
+      async () => {
+        const alice = (await accounts.create({ name: 'alice' })).account.accountId
+        const bob = (await accounts.create({ name: 'bob' })).account.accountId
+        const a = await serve(alice, 3, T0)
+        const b = await serve(bob, 2, T0 + 1000)
+        const paidToA = (rs: Receipt[]) =>
+          rs.filter((r) => r.hostId === hostA.id).reduce((s, r) => s + hopCharge(PRICE, 4, r), 0)
+        const [aliceBefore, bobBefore, feesBefore, pendingB] = [
+          await accounts.balance(alice),
+          await accounts.balance(bob),
+          await ledger().balance(FEE_ACCOUNT),
+          await pending(hostB),
+        ]
+        const voided = await escrow.voidHost(hostA.id, 'failed an audit', T0 + 2000)
+        expect(voided).toEqual({
+          voidedMicro: [...a.receipts, ...b.receipts]
             .filter((r) => r.hostId === hostA.id)
-            .reduce((s, r) => s + feeOf(hopCharge(PRICE, 4, r), 1000), 0),
-      )
-      expect((await ledger().receipts({ hostId: hostA.id })).every((r) => r.escrow === 'voided')).toBe(true)
-      // Voided earnings leave the host's charts.
-      expect(await ledger().earnings(hostA.id, 'hour', 0)).toEqual([])
-      expect(await escrow.voidHost(hostA.id, 'failed an audit', T0 + 3000)).toEqual({
-        voidedMicro: 0,
-        refundedMicro: 0,
-        receipts: 0,
-      })
-      expect([await accounts.balance(alice), await accounts.balance(bob)]).toEqual([
-        aliceBefore + paidToA(a.receipts),
-        bobBefore + paidToA(b.receipts),
-      ])
-      // B's earnings still settle when their window passes.
-      await escrow.release(T0 + WINDOW + 1000)
-      expect([await settled(hostB), await pending(hostB), await settled(hostA)]).toEqual([pendingB, 0, 0])
-      await sound()
-    })
+            .reduce((s, r) => s + earned(r), 0),
+          refundedMicro: paidToA(a.receipts) + paidToA(b.receipts),
+          receipts: 5,
+        })
+        expect(await accounts.balance(alice)).toBe(aliceBefore + paidToA(a.receipts))
+        expect(await accounts.balance(bob)).toBe(bobBefore + paidToA(b.receipts))
+        expect([await pending(hostA), await settled(hostA), await pending(hostB)]).toEqual([0, 0, pendingB])
+        expect(await ledger().balance(FEE_ACCOUNT)).toBe(
+          feesBefore -
+            [...a.receipts, ...b.receipts]
+              .filter((r) => r.hostId === hostA.id)
+              .reduce((s, r) => s + feeOf(hopCharge(PRICE, 4, r), 1000), 0),
+        )
+        expect((await ledger().receipts({ hostId: hostA.id })).every((r) => r.escrow === 'voided')).toBe(true)
+        // Voided earnings leave the host's charts.
+        expect(await ledger().earnings(hostA.id, 'hour', 0)).toEqual([])
+        expect(await escrow.voidHost(hostA.id, 'failed an audit', T0 + 3000)).toEqual({
+          voidedMicro: 0,
+          refundedMicro: 0,
+          receipts: 0,
+        })
+        expect([await accounts.balance(alice), await accounts.balance(bob)]).toEqual([
+          aliceBefore + paidToA(a.receipts),
+          bobBefore + paidToA(b.receipts),
+        ])
+        // B's earnings still settle when their window passes.
+        await escrow.release(T0 + WINDOW + 1000)
+        expect([await settled(hostB), await pending(hostB), await settled(hostA)]).toEqual([pendingB, 0, 0])
+        await sound()
+      },
+    )
 
     it('never voids earnings already released: only what is still pending goes back', async () => {
       const alice = (await accounts.create()).account.accountId
@@ -291,60 +297,72 @@ for (const engine of await storeEngines())
       return { session, earnedA, replays }
     }
 
-    it('pays a replay from the failed host’s pending earnings, escrow to escrow, and voiding the replacement gives them back', async () => {
-      const alice = (await accounts.create()).account.accountId
-      const { session, earnedA, replays } = await failOver(alice, T0)
-      const paid = await accounts.balance(alice)
-      expect((await metering.settle(session, replays, T0 + 10)).every((v) => v.ok && v.charged === 0)).toBe(true)
-      expect([
-        await pending(hostA),
-        await pending(hostC),
-        await settled(hostA),
-        await settled(hostC),
-        await accounts.balance(alice),
-      ]).toEqual([0, earnedA, 0, 0, paid])
-      // C's replays were paid from A: voiding C refunds no payer and puts them back in A's escrow.
-      expect(await escrow.voidHost(hostC.id, 'failed a probe', T0 + 20)).toEqual({
-        voidedMicro: earnedA,
-        refundedMicro: 0,
-        receipts: 3,
-      })
-      expect([await pending(hostA), await pending(hostC), await accounts.balance(alice)]).toEqual([earnedA, 0, paid])
-      await escrow.release(T0 + WINDOW)
-      expect([await settled(hostA), await pending(hostA)]).toEqual([earnedA, 0])
-      await sound()
-    })
+    it(
+      'pays a replay from the failed host’s pending earnings, escrow to escrow, and voiding the replacement gives ' +
+        'them back',
+      async () => {
+        const alice = (await accounts.create()).account.accountId
+        const { session, earnedA, replays } = await failOver(alice, T0)
+        const paid = await accounts.balance(alice)
+        expect((await metering.settle(session, replays, T0 + 10)).every((v) => v.ok && v.charged === 0)).toBe(true)
+        expect([
+          await pending(hostA),
+          await pending(hostC),
+          await settled(hostA),
+          await settled(hostC),
+          await accounts.balance(alice),
+        ]).toEqual([0, earnedA, 0, 0, paid])
+        // C's replays were paid from A: voiding C refunds no payer and puts them back in A's escrow.
+        expect(await escrow.voidHost(hostC.id, 'failed a probe', T0 + 20)).toEqual({
+          voidedMicro: earnedA,
+          refundedMicro: 0,
+          receipts: 3,
+        })
+        expect([await pending(hostA), await pending(hostC), await accounts.balance(alice)]).toEqual([earnedA, 0, paid])
+        await escrow.release(T0 + WINDOW)
+        expect([await settled(hostA), await pending(hostA)]).toEqual([earnedA, 0])
+        await sound()
+      },
+    )
 
-    it('voiding the failed host takes its replacement’s replay pay back too, so its payer gets back exactly what it paid', async () => {
-      const alice = (await accounts.create()).account.accountId
-      const before = await accounts.balance(alice)
-      const { session, earnedA, replays } = await failOver(alice, T0)
-      const paid = before - (await accounts.balance(alice))
-      await metering.settle(session, replays, T0 + 10)
-      expect(await pending(hostC)).toBe(earnedA)
-      expect(await escrow.voidHost(hostA.id, 'wrong known answers', T0 + 20)).toEqual({
-        voidedMicro: earnedA,
-        refundedMicro: paid,
-        receipts: 3,
-      })
-      expect(await accounts.balance(alice)).toBe(before)
-      expect([await pending(hostA), await pending(hostC), await settled(hostA), await settled(hostC)]).toEqual([
-        0, 0, 0, 0,
-      ])
-      expect((await ledger().receipts({ session })).every((r) => r.escrow === 'voided')).toBe(true)
-      await sound()
-    })
+    it(
+      'voiding the failed host takes its replacement’s replay pay back too, so its payer gets back exactly what ' +
+        'it paid',
+      async () => {
+        const alice = (await accounts.create()).account.accountId
+        const before = await accounts.balance(alice)
+        const { session, earnedA, replays } = await failOver(alice, T0)
+        const paid = before - (await accounts.balance(alice))
+        await metering.settle(session, replays, T0 + 10)
+        expect(await pending(hostC)).toBe(earnedA)
+        expect(await escrow.voidHost(hostA.id, 'wrong known answers', T0 + 20)).toEqual({
+          voidedMicro: earnedA,
+          refundedMicro: paid,
+          receipts: 3,
+        })
+        expect(await accounts.balance(alice)).toBe(before)
+        expect([await pending(hostA), await pending(hostC), await settled(hostA), await settled(hostC)]).toEqual([
+          0, 0, 0, 0,
+        ])
+        expect((await ledger().receipts({ session })).every((r) => r.escrow === 'voided')).toBe(true)
+        await sound()
+      },
+    )
 
-    it('takes a replay’s pay only from what the failed host still has pending in the session; the consumer pays the rest', async () => {
-      const alice = (await accounts.create()).account.accountId
-      const { session, earnedA, replays } = await failOver(alice, T0)
-      await escrow.release(T0 + WINDOW)
-      expect(await settled(hostA)).toBe(earnedA)
-      expect((await metering.settle(session, replays, T0 + WINDOW + 10)).every((v) => v.ok)).toBe(true)
-      // A's earnings were released: they stay A's, and the consumer pays C for the same work
-      expect([await settled(hostA), await pending(hostC)]).toEqual([earnedA, earnedA])
-      await sound()
-    })
+    it(
+      'takes a replay’s pay only from what the failed host still has pending in the session; the consumer pays ' +
+        'the rest',
+      async () => {
+        const alice = (await accounts.create()).account.accountId
+        const { session, earnedA, replays } = await failOver(alice, T0)
+        await escrow.release(T0 + WINDOW)
+        expect(await settled(hostA)).toBe(earnedA)
+        expect((await metering.settle(session, replays, T0 + WINDOW + 10)).every((v) => v.ok)).toBe(true)
+        // A's earnings were released: they stay A's, and the consumer pays C for the same work
+        expect([await settled(hostA), await pending(hostC)]).toEqual([earnedA, earnedA])
+        await sound()
+      },
+    )
 
     it('releases pending earnings on its own timer, and stops when closed', async () => {
       const alice = (await accounts.create()).account.accountId
@@ -359,14 +377,17 @@ for (const engine of await storeEngines())
       await sound()
     })
 
-    it('reads the window from the option, else NEURON_SETTLEMENT_WINDOW_MS, else a day, and refuses a bad one', async () => {
-      expect(settlementWindowMs(0, { NEURON_SETTLEMENT_WINDOW_MS: '5' })).toBe(0)
-      expect(settlementWindowMs(undefined, { NEURON_SETTLEMENT_WINDOW_MS: '5000' })).toBe(5000)
-      expect(settlementWindowMs(undefined, {})).toBe(DEFAULT_SETTLEMENT_WINDOW_MS)
-      expect(DEFAULT_SETTLEMENT_WINDOW_MS).toBe(24 * HOUR)
-      expect(() => settlementWindowMs(undefined, { NEURON_SETTLEMENT_WINDOW_MS: '1h' })).toThrow(
-        /whole number of milliseconds/,
-      )
-      expect(() => settlementWindowMs(-1, {})).toThrow(/NEURON_SETTLEMENT_WINDOW_MS/)
-    })
+    it(
+      'reads the window from the option, else ' + 'NEURON_SETTLEMENT_WINDOW_MS, else a day, and refuses a bad one',
+      async () => {
+        expect(settlementWindowMs(0, { NEURON_SETTLEMENT_WINDOW_MS: '5' })).toBe(0)
+        expect(settlementWindowMs(undefined, { NEURON_SETTLEMENT_WINDOW_MS: '5000' })).toBe(5000)
+        expect(settlementWindowMs(undefined, {})).toBe(DEFAULT_SETTLEMENT_WINDOW_MS)
+        expect(DEFAULT_SETTLEMENT_WINDOW_MS).toBe(24 * HOUR)
+        expect(() => settlementWindowMs(undefined, { NEURON_SETTLEMENT_WINDOW_MS: '1h' })).toThrow(
+          /whole number of milliseconds/,
+        )
+        expect(() => settlementWindowMs(-1, {})).toThrow(/NEURON_SETTLEMENT_WINDOW_MS/)
+      },
+    )
   })

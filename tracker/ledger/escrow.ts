@@ -19,7 +19,8 @@ export function settlementWindowMs(
   const ms = Number(raw)
   if (!Number.isSafeInteger(ms) || ms < 0)
     throw new Error(
-      `the settlement window (NEURON_SETTLEMENT_WINDOW_MS) is a whole number of milliseconds, 0 or more, not ${raw}; 86400000 is a day.`,
+      `the settlement window (NEURON_SETTLEMENT_WINDOW_MS) is a whole number of milliseconds, 0 or more, not ` +
+        `${raw}; 86400000 is a day.`,
     )
   return ms
 }
@@ -95,7 +96,8 @@ export class Escrow {
     this.timer = setInterval(() => {
       this.release().catch((error: unknown) => {
         this.options.log?.(
-          `releasing pending earnings failed (retried in ${every} ms): ${error instanceof Error ? error.message : error}`,
+          `releasing pending earnings failed (retried in ${every} ms): ` +
+            `${error instanceof Error ? error.message : error}`,
         )
       })
     }, every)
@@ -107,7 +109,9 @@ export class Escrow {
     this.timer = undefined
   }
 
-  /** Moves every receipt created at least a window before `now` to its host's settled account: one transaction per host. */
+  /**
+   * Moves every receipt created at least a window before `now` to its host's settled account: one transaction per host.
+   */
   release(now = Date.now()): Promise<Released> {
     const cutoff = now - this.windowMs
     return this.store.atomically(async (tx) => {
@@ -156,7 +160,8 @@ export class Escrow {
           entries.push(...(await this.giveBack(tx, r)))
           continue
         }
-        // What a replay that has since settled took from it (none, as replays settle after the steps they repay) is not refunded.
+        // What a replay that has since settled took from it (none, as
+        // replays settle after the steps they repay) is not refunded.
         const refund = r.accountId === null ? 0 : r.charged - r.forfeited
         entries.push(
           { account: escrowAccount(hostId), amount: -(r.earned - r.forfeited) },
@@ -177,7 +182,8 @@ export class Escrow {
       )
       if (own.length > 0)
         this.options.log?.(
-          `voided ${own.length} pending receipts of host ${hostId} (${voidedMicro} µ, ${refundedMicro} µ refunded): ${reason}`,
+          `voided ${own.length} pending receipts of host ${hostId} (${voidedMicro} µ, ${refundedMicro} µ ` +
+            `refunded): ${reason}`,
         )
       return { voidedMicro, refundedMicro, receipts: own.length }
     })

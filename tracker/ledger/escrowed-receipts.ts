@@ -110,7 +110,8 @@ export class EscrowedReceipts {
   private sessionSteps(session: string, hostId: string, order: 'asc' | 'desc') {
     return this.db.all<{ idempotency_key: string; host_earned: number; forfeited: number }>(
       `select idempotency_key, host_earned, forfeited from receipts
-         where escrow = 'pending' and host_id = ? and session = ? and step < ? order by created_at ${order}, step ${order}`,
+         where escrow = 'pending' and host_id = ? and session = ? and step < ? order by created_at ${order}, step
+           ${order}`,
       [hostId, session, REPLAY_STEP_BASE],
     )
   }
@@ -120,7 +121,8 @@ export class EscrowedReceipts {
   }
 }
 
-const SELECT_PENDING = `select idempotency_key, session, host_id, account_id, host_earned, coalesce(charged, 0) as charged, coalesce(fee, 0) as fee,
+const SELECT_PENDING = `select idempotency_key, session, host_id, account_id, host_earned, coalesce(charged, 0) as
+  charged, coalesce(fee, 0) as fee,
   forfeited, forfeit_from from receipts where escrow = 'pending'`
 
 interface PendingRow {

@@ -1,6 +1,6 @@
 // The tracker SIGKILLed while hosts hand in their own receipts, as real processes: after a restart on
-// the same SQLite file or PostgreSQL database the hosts hand in what they kept, every step served is paid exactly once, and the
-// books balance to zero.
+// the same SQLite file or PostgreSQL database the hosts hand in what they kept, every step served is paid exactly once,
+// and the books balance to zero.
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
@@ -119,7 +119,8 @@ for (const engine of await storeEngines())
       let tokens = 0
       let settledBeforeKill = 0
       for (let next = await run.next(); !next.done; next = await run.next()) {
-        // Mid-settlement: once the hosts' first receipts are settled and more are coming. The data plane carries on without it.
+        // Mid-settlement: once the hosts' first receipts are settled
+        // and more are coming. The data plane carries on without it.
         if (++tokens === 6) {
           settledBeforeKill = await until(
             () => settledSteps(database.open, session),
@@ -160,7 +161,8 @@ for (const engine of await storeEngines())
         expect(paid).toBe(receipts.reduce((s, r) => s + r.hostEarned, 0) + (await ledger.balance('swarm:fee')))
         expect(settledBeforeKill).toBeLessThan(2 * tokens)
         console.log(
-          `SIGKILL with ${settledBeforeKill} receipts settled; after the restart ${receipts.length} for ${tokens} steps, ${paid} micro-credits paid`,
+          `SIGKILL with ${settledBeforeKill} receipts settled; after the restart ${receipts.length} for ${tokens} ` +
+            `steps, ${paid} micro-credits paid`,
         )
       } finally {
         await store.close()

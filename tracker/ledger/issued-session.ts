@@ -12,7 +12,10 @@ export interface IssuedSession {
   accountId: string | null
   /** The node that asked for the route: only it may hand in the session's receipts over Socket.IO. */
   readonly issuedTo: string | null
-  /** That client's public key: every step it sent carries its signature, and only a receipt embedding one is paid (null: routed without one). */
+  /**
+   * That client's public key: every step it sent carries its signature,
+   * and only a receipt embedding one is paid (null: routed without one).
+   */
   readonly clientKey: string | null
   /** What the client declared in route.plan: the tracker's own count of each step's tokens comes from it. */
   readonly routed: RoutedTokens | undefined

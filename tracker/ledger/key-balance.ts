@@ -11,7 +11,8 @@ export async function balanceOfKey(accounts: Accounts, holds: CreditHolds, publi
   if (account === undefined) {
     throw new NeuronError(
       'unknown_account',
-      `key ${publicKey.slice(0, 8)}… has no account on this tracker; claim the tracker's grant (grant.challenge) or ask its operator for one (neuron account create --public-key).`,
+      `key ${publicKey.slice(0, 8)}… has no account on this tracker; claim the tracker's grant (grant.challenge) ` +
+        `or ask its operator for one (neuron account create --public-key).`,
     )
   }
   return {

@@ -11,7 +11,9 @@ export interface StoredAccount {
   readonly createdAt: number
 }
 
-/** One leg of a transaction: `account` is `consumer:<id>`, `host:<id>`, `escrow:<id>`, `swarm:fee` or `swarm:grants`. */
+/**
+ * One leg of a transaction: `account` is `consumer:<id>`, `host:<id>`, `escrow:<id>`, `swarm:fee` or `swarm:grants`.
+ */
 export interface Entry {
   readonly account: string
   /** Micro-credits; a debit is negative. */
@@ -87,7 +89,10 @@ export interface LedgerStore {
   readonly escrow: EscrowedReceipts
   createAccount(account: StoredAccount, keyHash: string | null): Promise<void>
   addApiKey(accountId: string, keyHash: string, at: number): Promise<void>
-  /** Drops every API key of the account, then keeps `keyHash` as its one key (null: none); requests with a dropped key get 401 at once. */
+  /**
+   * Drops every API key of the account, then keeps `keyHash` as its
+   * one key (null: none); requests with a dropped key get 401 at once.
+   */
   replaceApiKeys(accountId: string, keyHash: string | null, at: number): Promise<void>
   accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined>
   accountByPublicKey(publicKey: string): Promise<StoredAccount | undefined>
@@ -126,7 +131,8 @@ export interface LedgerStore {
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 
-const INSERT_RECEIPT = `insert into receipts (idempotency_key, session, step, host_id, block_begin, block_end, tokens, model_id, account_id, txn_id, host_earned, body,
+const INSERT_RECEIPT = `insert into receipts (idempotency_key, session, step, host_id, block_begin, block_end,
+  tokens, model_id, account_id, txn_id, host_earned, body,
      created_at, escrow, charged, fee, forfeit_from)
    values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
@@ -273,7 +279,9 @@ export class SqlLedgerStore implements LedgerStore {
       where.push('session = ?')
       args.push(filter.session)
     }
-    const sql = `select * from receipts ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by created_at desc, step desc limit ?`
+    const sql =
+      `select * from receipts ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by ` +
+      `created_at desc, step desc limit ?`
     const rows = await this.db.all<ReceiptRow>(sql, [...args, filter.limit ?? 100])
     return rows.map((r) => ({
       receipt: JSON.parse(r.body),
@@ -294,8 +302,10 @@ export class SqlLedgerStore implements LedgerStore {
       block_tokens: number
       n: number
     }>(
-      `select created_at - (created_at % ?) as start, model_id, sum(host_earned) as earned, sum((block_end - block_begin) * tokens) as block_tokens, count(*) as n
-       from receipts where host_id = ? and created_at >= ? and escrow != 'voided' group by 1, model_id order by 1, model_id`,
+      `select created_at - (created_at % ?) as start, model_id, sum(host_earned) as earned, sum((block_end -
+        block_begin) * tokens) as block_tokens, count(*) as n
+       from receipts where host_id = ? and created_at >= ? and escrow != 'voided' group by 1, model_id order by 1,
+         model_id`,
       [size, hostId, since],
     )
     return rows.map((r) => ({
@@ -382,7 +392,8 @@ async function postIn(tx: Sql, txn: Transaction): Promise<PostResult> {
     if ((row?.amount ?? 0) + change < 0) return { posted: false, reason: 'insufficient' }
   }
   const inserted = await tx.get<{ txn_id: number }>(
-    'insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?) on conflict do nothing returning txn_id',
+    'insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?) on conflict ' +
+      'do nothing returning txn_id',
     [txn.kind, txn.idempotencyKey, txn.modelId, txn.at],
   )
   if (inserted === undefined) return { posted: false, reason: 'duplicate' }
@@ -396,7 +407,8 @@ async function postIn(tx: Sql, txn: Transaction): Promise<PostResult> {
       txn.at,
     ])
     await tx.run(
-      'insert into ledger_balances (account, amount) values (?, ?) on conflict (account) do update set amount = ledger_balances.amount + excluded.amount',
+      'insert into ledger_balances (account, amount) values (?, ?) on conflict (account) do update set amount = ' +
+        'ledger_balances.amount + excluded.amount',
       [e.account, e.amount],
     )
   }

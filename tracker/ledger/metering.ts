@@ -30,7 +30,10 @@ export { type MeteringEvents, type ReceiptVerdict, wireVerdicts } from './verdic
 /** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
 
 const SESSION_TTL_MS = 6 * 3_600_000
-/** Hops one session's routes may add up to, failovers included: a client asking again and again must not grow it without end. */
+/**
+ * Hops one session's routes may add up to, failovers included:
+ * a client asking again and again must not grow it without end.
+ */
 const MAX_SESSION_HOPS = 4096
 
 /**
@@ -85,7 +88,10 @@ export class Metering extends EventEmitter<MeteringEvents> {
     hops: readonly { hostId: string; blocks: readonly [number, number]; relayId?: string }[],
     issuedTo: string | null = null,
     now = Date.now(),
-    /** What route.plan declared; with `failedHost` and `span`, the hop the client gave up on (believed only if the tracker issued it). */
+    /**
+     * What route.plan declared; with `failedHost` and `span`, the hop
+     * the client gave up on (believed only if the tracker issued it).
+     */
     request?: RoutedTokens & {
       failedHost?: string | undefined
       span?: readonly [number, number] | undefined
@@ -100,7 +106,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
         ? undefined
         : { hostId: request.failedHost, blocks: request.span }
     await this.sweep(now)
-    // read again after the awaits: another route.plan for this new session may have set it meanwhile (its hops must stay)
+    // read again after the awaits: another route.plan for this
+    // new session may have set it meanwhile (its hops must stay)
     const known = (await this.lookup(session)) ?? this.sessions.get(session)
     let believed = false
     if (known === undefined) {
@@ -159,7 +166,9 @@ export class Metering extends EventEmitter<MeteringEvents> {
     return (await this.lookup(session))?.issuedTo
   }
 
-  /** The model and hops the tracker issued for `session` (failovers add up), or undefined for a session it never issued. */
+  /**
+   * The model and hops the tracker issued for `session` (failovers add up), or undefined for a session it never issued.
+   */
   async route(
     session: string,
   ): Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined> {
@@ -174,13 +183,15 @@ export class Metering extends EventEmitter<MeteringEvents> {
   /** Verifies and settles receipts for `session`, in order; returns each one's verdict. */
   async settle(session: string, receipts: readonly unknown[], now = Date.now()): Promise<ReceiptVerdict[]> {
     const issued = await this.lookup(session)
-    // Read before the transaction (it may only touch the database through its own handle): the signers' registered keys.
+    // Read before the transaction (it may only touch the database
+    // through its own handle): the signers' registered keys.
     const keys = new Map<string, string | undefined>()
     for (const raw of receipts) {
       const hostId = ReceiptSchema.safeParse(raw).data?.hostId
       if (hostId !== undefined && !keys.has(hostId)) keys.set(hostId, await this.publicKeyOf(hostId))
     }
-    // One commit for the step's receipts; each still settles (or is refused) on its own. Seams are told once it commits.
+    // One commit for the step's receipts; each still settles (or
+    // is refused) on its own. Seams are told once it commits.
     let seams: [number, string][] = []
     const verdicts = await this.store.atomically(async (tx) => {
       seams = []
@@ -289,7 +300,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
         session,
         r.step,
         'route_mismatch',
-        `host ${r.hostId} blocks [${r.blocks[0]}, ${r.blocks[1]}) is not a hop the tracker issued for session ${session}`,
+        `host ${r.hostId} blocks [${r.blocks[0]}, ${r.blocks[1]}) is not a hop the tracker issued for session ` +
+          `${session}`,
         now,
         signed,
       )
@@ -329,7 +341,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
       )
     issued.lastUsed = now
     const terms = checkTerms(issued, r, this.trackerKey)
-    // A step at a position other than its ticket's: the client chose the position, the host only signed it; no host's fault.
+    // A step at a position other than its ticket's: the client
+    // chose the position, the host only signed it; no host's fault.
     if (terms !== undefined)
       return this.refuse(
         tx,
@@ -480,7 +493,9 @@ export class Metering extends EventEmitter<MeteringEvents> {
     return restored
   }
 
-  /** Writes `s`, the object the caller changed: a lookup meanwhile (shared mode) may have put another copy in the map. */
+  /**
+   * Writes `s`, the object the caller changed: a lookup meanwhile (shared mode) may have put another copy in the map.
+   */
   private async save(session: string, s: IssuedSession, now = Date.now()): Promise<void> {
     await this.store.routes.saveRoute({
       session,

@@ -12,7 +12,10 @@ export interface PricingOptions {
   readonly prices?: Readonly<Record<string, Price>>
   /** The swarm's share of every charge, basis points (default DEFAULT_FEE_BPS). */
   readonly feeBps?: number
-  /** Rent of a session's KV cache, micro-credits per GB per minute (default RENT_MICRO_PER_GB_MINUTE, tracker/ledger/rent.ts). */
+  /**
+   * Rent of a session's KV cache, micro-credits per GB per minute
+   * (default RENT_MICRO_PER_GB_MINUTE, tracker/ledger/rent.ts).
+   */
   readonly rentMicroPerGbMinute?: number
   /** What a volunteer relay earns per frame it carries, micro-credits (default DEFAULT_RELAY_MICRO_PER_FRAME). */
   readonly relayMicroPerFrame?: number

@@ -14,7 +14,10 @@ export interface TicketTerms {
   readonly modelId: string
   readonly price: Price
   readonly routed: RoutedTokens | undefined
-  /** The session's client key: its receipts carry the client's signature of their token count (metering checks it first). */
+  /**
+   * The session's client key: its receipts carry the client's
+   * signature of their token count (metering checks it first).
+   */
   readonly clientKey?: string | null
 }
 
@@ -47,7 +50,10 @@ export function stepCharge(
   return tokens * hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: 1 })
 }
 
-/** A receipt pays only on the terms of its session's ticket: this tracker (when known), the model, its price, the positions routed. */
+/**
+ * A receipt pays only on the terms of its session's ticket: this
+ * tracker (when known), the model, its price, the positions routed.
+ */
 export function checkTerms(
   issued: TicketTerms,
   r: Receipt,
@@ -114,7 +120,10 @@ export async function seamBreaks(
   return breaks
 }
 
-/** Whether the receipt embeds `clientKey`'s signature of the very step it bills: its session, hop, step, positions and input. */
+/**
+ * Whether the receipt embeds `clientKey`'s signature of the very
+ * step it bills: its session, hop, step, positions and input.
+ */
 export function clientSignedStep(clientKey: string, r: Receipt): boolean {
   if (r.client === undefined) return false
   const terms = {

@@ -4,7 +4,9 @@ import type { StoredHold } from './credit-holds'
 import type { LedgerStore } from './ledger-store'
 import type { PricingOptions } from './pricing'
 
-/** Micro-credits one GB of KV cache costs its holder per minute, by default (about a completion token of a 10 GB model). */
+/**
+ * Micro-credits one GB of KV cache costs its holder per minute, by default (about a completion token of a 10 GB model).
+ */
 export const RENT_MICRO_PER_GB_MINUTE = 1_000
 /** Minutes of rent a plan's credit hold covers beside its tokens: the host's idle timeout for a stepped session. */
 export const RENT_MINUTES_HELD = 10
@@ -69,7 +71,9 @@ export class Rent {
     ) => void = () => {},
   ) {}
 
-  /** Charges the session's rent up to `until`; returns the micro-credits charged (0 when already charged or unroutable). */
+  /**
+   * Charges the session's rent up to `until`; returns the micro-credits charged (0 when already charged or unroutable).
+   */
   async charge(hold: StoredHold, until: number): Promise<number> {
     const route = await this.routeOf(hold.session)
     if (route === undefined) return 0

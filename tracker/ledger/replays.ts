@@ -8,7 +8,9 @@ import { hopCharge } from './pricing'
 import { receiptKey } from './receipt-terms'
 import type { ReceiptVerdict } from './verdicts'
 
-/** What settling a replay needs of the metering it runs in: its transaction, the escrow, the fee, the balances after. */
+/**
+ * What settling a replay needs of the metering it runs in: its transaction, the escrow, the fee, the balances after.
+ */
 export interface ReplayContext {
   readonly tx: LedgerStore
   readonly escrow: Escrow

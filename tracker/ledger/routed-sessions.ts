@@ -5,13 +5,18 @@ export interface StoredRoute {
   readonly session: string
   readonly modelId: string
   readonly issuedTo: string | null
-  /** The client's public key: receipts are paid only with its step signatures (null: routed without one, or before it was kept). */
+  /**
+   * The client's public key: receipts are paid only with its step
+   * signatures (null: routed without one, or before it was kept).
+   */
   readonly clientKey: string | null
   readonly accountId: string | null
   /** What the client declared in route.plan (absent for routes issued without it). */
   readonly routed: { readonly maxTokens: number; readonly promptTokens?: number | undefined } | undefined
   readonly hops: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[]
-  /** Hops the client gave up on (route.plan's failedHost with its span): their earnings pay the replacements' replays. */
+  /**
+   * Hops the client gave up on (route.plan's failedHost with its span): their earnings pay the replacements' replays.
+   */
   readonly failed: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[]
   /** Priced when routed: a restart with other prices does not change a session's. */
   readonly price: { readonly promptMicroPerToken: number; readonly completionMicroPerToken: number }
@@ -24,8 +29,10 @@ export class RoutedSessions {
 
   async saveRoute(r: StoredRoute): Promise<void> {
     await this.db.run(
-      `insert into routed_sessions (session, model_id, issued_to, client_key, account_id, routed, hops, failed, price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         on conflict(session) do update set account_id = excluded.account_id, hops = excluded.hops, failed = excluded.failed, saved_at = excluded.saved_at`,
+      `insert into routed_sessions (session, model_id, issued_to, client_key, account_id, routed, hops, failed,
+        price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         on conflict(session) do update set account_id = excluded.account_id, hops = excluded.hops, failed =
+           excluded.failed, saved_at = excluded.saved_at`,
       [
         r.session,
         r.modelId,
@@ -64,12 +71,14 @@ export class RoutedSessions {
 
   /**
    * What a failed host's earnings from a session can still pay for replays: what it earned there less
-   * every replay already paid in the session (counted against it, so nothing is paid twice); voided receipts count for nothing.
+   * every replay already paid in the session (counted against it,
+   * so nothing is paid twice); voided receipts count for nothing.
    */
   async forfeitable(session: string, failedHost: string, replayBase: number): Promise<number> {
     const row = await this.db.get<{ left: number }>(
       `select coalesce(sum(case when host_id = ? and step < ? then host_earned else 0 end), 0)
-              - coalesce(sum(case when step >= ? then host_earned else 0 end), 0) as left from receipts where session = ? and escrow != 'voided'`,
+              - coalesce(sum(case when step >= ? then host_earned else 0 end), 0) as left from receipts where session
+                = ? and escrow != 'voided'`,
       [failedHost, replayBase, replayBase, session],
     )
     return Math.max(0, row?.left ?? 0)

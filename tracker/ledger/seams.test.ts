@@ -83,19 +83,23 @@ for (const engine of await storeEngines())
       expect(seams).toEqual([])
     })
 
-    it('names the two hops when one took other bytes than the other answered, whichever came in first; both are still paid', async () => {
-      const s1 = await session()
-      const verdicts = await metering.settle(s1, [
-        sign(hostA, s1, [0, 3], sha('x'), sha('h')),
-        sign(hostB, s1, [3, 4], sha('forged'), sha('t')),
-      ])
-      expect(verdicts.every((v) => v.ok)).toBe(true)
-      const s2 = await session()
-      await metering.settle(s2, [sign(hostB, s2, [3, 4], sha('forged'), sha('t'))])
-      await metering.settle(s2, [sign(hostA, s2, [0, 3], sha('x'), sha('h'))])
-      expect(seams).toEqual([
-        'step 2: blocks [3, 4) took other bytes than blocks [0, 3) answered',
-        'step 2: blocks [3, 4) took other bytes than blocks [0, 3) answered',
-      ])
-    })
+    it(
+      'names the two hops when one took other bytes than the other answered, whichever came in first; both are ' +
+        'still paid',
+      async () => {
+        const s1 = await session()
+        const verdicts = await metering.settle(s1, [
+          sign(hostA, s1, [0, 3], sha('x'), sha('h')),
+          sign(hostB, s1, [3, 4], sha('forged'), sha('t')),
+        ])
+        expect(verdicts.every((v) => v.ok)).toBe(true)
+        const s2 = await session()
+        await metering.settle(s2, [sign(hostB, s2, [3, 4], sha('forged'), sha('t'))])
+        await metering.settle(s2, [sign(hostA, s2, [0, 3], sha('x'), sha('h'))])
+        expect(seams).toEqual([
+          'step 2: blocks [3, 4) took other bytes than blocks [0, 3) answered',
+          'step 2: blocks [3, 4) took other bytes than blocks [0, 3) answered',
+        ])
+      },
+    )
   })

@@ -23,7 +23,10 @@ export interface ReceiptVerdict {
    * proves nothing about serving others, so a host's record does not count it (a host could pad its completed steps).
    */
   readonly selfServed?: boolean
-  /** On a settled receipt, the host's (settled and pending) and payer's balances right after it, read in its transaction: exact pushes for a batch. */
+  /**
+   * On a settled receipt, the host's (settled and pending) and payer's balances right after it, read in its
+   * transaction: exact pushes for a batch.
+   */
   readonly balances?: { readonly host: number; readonly pending: number; readonly account: number | null }
 }
 

@@ -30,7 +30,8 @@ export interface HostAt {
 /**
  * Which of a host's candidate endpoints the swarm can reach: the tracker dials each one back (tracker/reachability/
  * dial-back.ts) and keeps the best that proved the host's key; a host none of whose candidates answers is relayed.
- * Dial-backs are bounded: MAX_CANDIDATES per state, one round per host at a time, reused while its candidates stay the same.
+ * Dial-backs are bounded: MAX_CANDIDATES per state, one round
+ * per host at a time, reused while its candidates stay the same.
  */
 export class Reachability {
   private readonly proven = new Map<string, Proven>()
@@ -89,7 +90,10 @@ export class Reachability {
     return undefined
   }
 
-  /** What to dial: the host's candidates and named endpoint, plus its port at the address the tracker sees; only those it may dial. */
+  /**
+   * What to dial: the host's candidates and named endpoint, plus its
+   * port at the address the tracker sees; only those it may dial.
+   */
   private candidates(host: HostAt, state: ServingState): string[] {
     const offered = [...(state.endpoint === null ? [] : [state.endpoint]), ...(state.candidates ?? [])]
     const observed = plainAddress(host.observed)
@@ -102,7 +106,8 @@ export class Reachability {
         continue
       }
       seen.add(url.href)
-      // as STUN does: the port the host listens on, at the address its router shows the tracker (a forwarded port, a full-cone NAT)
+      // as STUN does: the port the host listens on, at the address its
+      // router shows the tracker (a forwarded port, a full-cone NAT)
       const atObserved = new URL(url.href)
       atObserved.hostname = observed.includes(':') ? `[${observed}]` : observed
       seen.add(atObserved.href)
@@ -124,8 +129,10 @@ export class Reachability {
     const endpoint = candidates.find((_, i) => answers[i]) ?? null
     this.options.log?.(
       endpoint === null
-        ? `host ${host.hostId} (seen at ${plainAddress(host.observed)}) answered at none of ${candidates.length} candidate endpoints: it is served through the relay`
-        : `host ${host.hostId} proved its key at ${endpoint} (dialed back ${candidates.length}, ${answers.filter(Boolean).length} answered)`,
+        ? `host ${host.hostId} (seen at ${plainAddress(host.observed)}) answered at none of ${candidates.length} ` +
+            `candidate endpoints: it is served through the relay`
+        : `host ${host.hostId} proved its key at ${endpoint} (dialed back ${candidates.length}, ` +
+            `${answers.filter(Boolean).length} answered)`,
     )
     return endpoint
   }

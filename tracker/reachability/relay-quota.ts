@@ -13,7 +13,8 @@ export class RelayQuota {
     if (frameBytes > MAX_FRAME_BYTES)
       throw new NeuronError(
         'frame_too_large',
-        `a relayed frame of ${frameBytes} bytes exceeds a host's ${MAX_FRAME_BYTES}; send the prompt in smaller chunks.`,
+        `a relayed frame of ${frameBytes} bytes exceeds a host's ${MAX_FRAME_BYTES}; send the prompt in smaller ` +
+          `chunks.`,
         {
           bytes: frameBytes,
           max: MAX_FRAME_BYTES,

@@ -1,7 +1,10 @@
 import { callRpc, NeuronError, type RpcSocket, TrackerToHost } from '../../protocol'
 import { RelayQuota } from './relay-quota'
 
-/** Hosts the relay has carried bytes for, at most: past it the oldest count is dropped (counts are for operators and tests). */
+/**
+ * Hosts the relay has carried bytes for, at most: past it the
+ * oldest count is dropped (counts are for operators and tests).
+ */
 const MAX_COUNTED_HOSTS = 100_000
 
 /**
@@ -17,7 +20,10 @@ export class TrackerRelay {
 
   constructor(private readonly socketOf: (hostId: string) => RpcSocket | undefined) {}
 
-  /** Frame and answer, both ways counted. `from`: the key the tracker authenticated, to which the host binds the session. */
+  /**
+   * Frame and answer, both ways counted. `from`: the key the
+   * tracker authenticated, to which the host binds the session.
+   */
   async forward(hostId: string, frame: Uint8Array, from: string): Promise<{ frame: Uint8Array }> {
     const socket = this.socketOf(hostId)
     if (socket === undefined)
@@ -33,7 +39,9 @@ export class TrackerRelay {
     return answer
   }
 
-  /** The host left or missed its heartbeats: what waits on it fails now, so its clients fail over instead of waiting. */
+  /**
+   * The host left or missed its heartbeats: what waits on it fails now, so its clients fail over instead of waiting.
+   */
   hostGone(hostId: string, why: string): void {
     const error = new NeuronError('host_unreachable', `host ${hostId} went away (${why}); ask for a new route.`, {
       hostId,

@@ -11,8 +11,8 @@ export interface RelayedHop {
 /**
  * Which hosts relay for others and who reserves where. A host's offer counts only where the tracker proved an endpoint
  * of it that reaches the internet ('public'; on a swarm of one computer, its loopback); an unreachable host is told the
- * relay with the most room, and is routed through it once the relay reports the reservation, while it has a circuit free.
- * The tracker's own relay stays the last resort.
+ * relay with the most room, and is routed through it once the relay reports the reservation, while it has a circuit
+ * free. The tracker's own relay stays the last resort.
  */
 export class VolunteerRelays {
   /** Relays whose offer counts: their proven endpoint and certificate. */
@@ -40,7 +40,10 @@ export class VolunteerRelays {
     return state
   }
 
-  /** Where an unreachable host should reserve: its relay so far while that one still holds it or has room, else the roomiest. */
+  /**
+   * Where an unreachable host should reserve: its relay so far
+   * while that one still holds it or has room, else the roomiest.
+   */
   assign(hostId: string, state: ServingState): RelayAssignment | null {
     if (state.endpoint !== null || state.status !== 'ready') {
       this.assigned.delete(hostId)
@@ -76,7 +79,9 @@ export class VolunteerRelays {
     }
   }
 
-  /** The volunteer relay a route reaches `hostId` through: only one that reports the reservation and has a circuit free. */
+  /**
+   * The volunteer relay a route reaches `hostId` through: only one that reports the reservation and has a circuit free.
+   */
   hopOf(hostId: string): RelayedHop | undefined {
     const relayId = this.assigned.get(hostId)
     const relay = relayId === undefined ? undefined : this.relays.get(relayId)

@@ -64,32 +64,36 @@ for (const engine of await storeEngines())
       expect(history[0]?.components).toMatchObject({ failedSteps: 30 })
     })
 
-    it('keeps a host’s tallies across a tracker restart on the same file, so a failing host cannot start over by waiting for one', async () => {
-      const database = await engine.fresh()
-      {
-        const checksOf = (s: TrackerStore) => ({ store: s.checks, auditsScore: () => 1, onProbation: () => false })
-        store = await database.open()
-        registry = new HostRegistry(1000)
-        reputation = new Reputation(store.ledger, registry, 20, checksOf(store))
-        registry.hello('cccccccccccccccccccc', 'k3', PROFILE, STATE)
-        reputation.completed('cccccccccccccccccccc', 40)
-        reputation.failed('cccccccccccccccccccc', 40)
-        const before = reputation.of('cccccccccccccccccccc')
-        reputation.close()
-        registry.close()
-        await reputation.flushed()
-        await store.close()
+    it(
+      'keeps a host’s tallies across a tracker restart on the same file, so a failing host cannot start over by ' +
+        'waiting for one',
+      async () => {
+        const database = await engine.fresh()
+        {
+          const checksOf = (s: TrackerStore) => ({ store: s.checks, auditsScore: () => 1, onProbation: () => false })
+          store = await database.open()
+          registry = new HostRegistry(1000)
+          reputation = new Reputation(store.ledger, registry, 20, checksOf(store))
+          registry.hello('cccccccccccccccccccc', 'k3', PROFILE, STATE)
+          reputation.completed('cccccccccccccccccccc', 40)
+          reputation.failed('cccccccccccccccccccc', 40)
+          const before = reputation.of('cccccccccccccccccccc')
+          reputation.close()
+          registry.close()
+          await reputation.flushed()
+          await store.close()
 
-        store = await database.open()
-        registry = new HostRegistry(1000)
-        reputation = new Reputation(store.ledger, registry, 20, checksOf(store))
-        // A host's hello reads its tally (tracker/host-rpc.ts).
-        await reputation.load('cccccccccccccccccccc')
-        const after = reputation.of('cccccccccccccccccccc')
-        expect(after.failedSteps).toBe(40)
-        expect(after.completedSteps).toBe(40)
-        expect(after.components.completion).toBeCloseTo(before.components.completion)
-        expect(after.score).toBeLessThan(0.5)
-      }
-    })
+          store = await database.open()
+          registry = new HostRegistry(1000)
+          reputation = new Reputation(store.ledger, registry, 20, checksOf(store))
+          // A host's hello reads its tally (tracker/host-rpc.ts).
+          await reputation.load('cccccccccccccccccccc')
+          const after = reputation.of('cccccccccccccccccccc')
+          expect(after.failedSteps).toBe(40)
+          expect(after.completedSteps).toBe(40)
+          expect(after.components.completion).toBeCloseTo(before.components.completion)
+          expect(after.score).toBeLessThan(0.5)
+        }
+      },
+    )
   })

@@ -6,7 +6,10 @@ import type { HostRegistry } from '../registry'
 export interface ReputationComponents {
   /** Share of the tracker's samples in which the host was online since it joined. */
   readonly uptime: number
-  /** Completed steps over completed + failed (receipts it signed that the route refutes), with a prior of a few good steps. */
+  /**
+   * Completed steps over completed + failed (receipts it signed
+   * that the route refutes), with a prior of a few good steps.
+   */
   readonly completion: number
   /** Advertised compute time against the round trips clients measured, capped at 1. */
   readonly latency: number
@@ -172,9 +175,12 @@ export class Reputation {
     return fresh()
   }
 
-  /** Writes in order, and never throw into the caller: a lost history row costs a dashboard a point, not the tracker. */
+  /**
+   * Writes in order, and never throw into the caller: a lost history row costs a dashboard a point, not the tracker.
+   */
   private persist(write: () => Promise<void> | undefined): void {
-    // a thunk, started after the writes before it: started early, a later write could reject unhandled (and end the process)
+    // a thunk, started after the writes before it: started early,
+    // a later write could reject unhandled (and end the process)
     this.writes = this.writes.then(write).catch(() => {})
   }
 
@@ -192,7 +198,8 @@ export class Reputation {
 
   private record(hostId: string): void {
     const t = this.tally(hostId)
-    // Strictly later than the host's last row: the history reads newest first, and two rows in one millisecond would tie.
+    // Strictly later than the host's last row: the history reads
+    // newest first, and two rows in one millisecond would tie.
     const now = Math.max(Date.now(), t.lastRecorded + 1)
     const r = this.of(hostId)
     t.lastRecorded = now

@@ -16,7 +16,10 @@ export interface RouteCosts {
 
 export const DEFAULT_ROUTE_COSTS: RouteCosts = { defaultLatencyMs: 40, relayPenaltyMs: 25, minReputation: 0.5 }
 
-/** Per block on a low-reputation host: larger than any real route (hours per token), so the count of such blocks decides before time does. */
+/**
+ * Per block on a low-reputation host: larger than any real route (hours
+ * per token), so the count of such blocks decides before time does.
+ */
 export const LOW_REPUTATION_PENALTY_MS = 1e7
 
 /**
@@ -46,7 +49,8 @@ export function searchStepMs(span: ServedSpan, costs: RouteCosts): number {
 
 /**
  * What entering a hop on this host adds besides the link to it: through a volunteer relay, the relay's measured round
- * trip to the host (the link to the relay is priced as the link to the host); through the tracker, its constant penalty.
+ * trip to the host (the link to the relay is priced as the link
+ * to the host); through the tracker, its constant penalty.
  */
 export function relayMs(span: Pick<ServedSpan, 'relay' | 'viaRelay'>, costs: RouteCosts): number {
   if (span.viaRelay !== undefined) return span.viaRelay.relayToHostMs ?? 2 * costs.defaultLatencyMs

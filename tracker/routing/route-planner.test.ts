@@ -193,7 +193,8 @@ describe('planRoute', () => {
 
   it('never puts one host on a route twice, even when a detour through a fast host would save time', () => {
     const latency = new LatencyMatrix().setBoth('big', 'quick', 1)
-    // big → quick → big would save 99 ms of compute for 2 ms of links, but big would hold two KV caches for one session.
+    // big → quick → big would save 99 ms of compute for 2 ms of
+    // links, but big would hold two KV caches for one session.
     const view = swarm(6, [host('big', [0, 6], 100), host('quick', [2, 3], 1)], latency)
     const route = planRoute(view, { tokens: 1 })
     const hosts = route.hops.map((h) => h.hostId)
@@ -254,39 +255,43 @@ describe('planRoute', () => {
     }
   })
 
-  it('for a client that relays every hop, finds the route with the least Σ (round trip from the client + compute), on random small swarms', () => {
-    let seed = 11
-    const random = () => {
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      return seed / 2147483648
-    }
-    for (let trial = 0; trial < 200; trial++) {
-      const nBlocks = 6
-      const spans: ServedSpan[] = []
-      const latency = new LatencyMatrix()
-      for (let i = 0; i < 6; i++) {
-        const begin = Math.floor(random() * nBlocks)
-        const end = begin + 1 + Math.floor(random() * (nBlocks - begin))
-        spans.push(
-          host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), {
-            relay: random() < 0.2,
-            activeSessions: Math.floor(random() * 4),
-          }),
-        )
-        // Some hosts measured from alice (either way round), the rest taken as typical of those.
-        if (random() < 0.6)
-          latency.set('alice', `h${i}`, Math.floor(random() * 80)).set(`h${i}`, 'alice', Math.floor(random() * 80))
+  it(
+    'for a client that relays every hop, finds the route with the least Σ (round trip from the client + compute), ' +
+      'on random small swarms',
+    () => {
+      let seed = 11
+      const random = () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648
+        return seed / 2147483648
       }
-      const view = swarm(nBlocks, spans, latency)
-      const best = fastestRelayed(view, 'alice')
-      if (best === undefined) {
-        expect(() => planRoute(view, { tokens: 1, relayedBy: 'alice' })).toThrow(NeuronError)
-        continue
+      for (let trial = 0; trial < 200; trial++) {
+        const nBlocks = 6
+        const spans: ServedSpan[] = []
+        const latency = new LatencyMatrix()
+        for (let i = 0; i < 6; i++) {
+          const begin = Math.floor(random() * nBlocks)
+          const end = begin + 1 + Math.floor(random() * (nBlocks - begin))
+          spans.push(
+            host(`h${i}`, [begin, end], 1 + Math.floor(random() * 40), {
+              relay: random() < 0.2,
+              activeSessions: Math.floor(random() * 4),
+            }),
+          )
+          // Some hosts measured from alice (either way round), the rest taken as typical of those.
+          if (random() < 0.6)
+            latency.set('alice', `h${i}`, Math.floor(random() * 80)).set(`h${i}`, 'alice', Math.floor(random() * 80))
+        }
+        const view = swarm(nBlocks, spans, latency)
+        const best = fastestRelayed(view, 'alice')
+        if (best === undefined) {
+          expect(() => planRoute(view, { tokens: 1, relayedBy: 'alice' })).toThrow(NeuronError)
+          continue
+        }
+        const route = planRoute(view, { tokens: 1, relayedBy: 'alice' })
+        expect(route.expectedMsPerToken, `trial ${trial}`).toBeCloseTo(best, 9)
       }
-      const route = planRoute(view, { tokens: 1, relayedBy: 'alice' })
-      expect(route.expectedMsPerToken, `trial ${trial}`).toBeCloseTo(best, 9)
-    }
-  })
+    },
+  )
 
   it('rejects a span outside the model with a message that says the valid range', () => {
     const view = swarm(4, [host('a', [0, 4], 5)])

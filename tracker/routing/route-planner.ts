@@ -70,7 +70,9 @@ export class RoutePlanner {
   private readonly eligible: Uint8Array
   /** Per relayed plan: each host's round trip from the client, less the default link the search charges it. */
   private readonly relayEntryMs: Float64Array
-  /** A relayed round trip this planner charges a host its client has not measured (relayEntries sets it per request). */
+  /**
+   * A relayed round trip this planner charges a host its client has not measured (relayEntries sets it per request).
+   */
   private unmeasuredRoundTripMs = 0
 
   constructor(view: SwarmView, costs: RouteCosts = DEFAULT_ROUTE_COSTS) {
@@ -95,7 +97,8 @@ export class RoutePlanner {
     ) {
       throw new NeuronError(
         'bad_route_request',
-        `cannot plan blocks [${spanBegin}, ${spanEnd}) of a ${nBlocks}-block model; ask for [a, b) with 0 ≤ a < b ≤ ${nBlocks}`,
+        `cannot plan blocks [${spanBegin}, ${spanEnd}) of a ${nBlocks}-block model; ask for [a, b) with 0 ≤ a < b ` +
+          `≤ ${nBlocks}`,
         {
           span: [spanBegin, spanEnd],
           nBlocks,
@@ -106,7 +109,8 @@ export class RoutePlanner {
     if (cuts[spanBegin] === 0 || cuts[spanEnd] === 0) {
       throw new NeuronError(
         'bad_route_request',
-        `cannot plan blocks [${spanBegin}, ${spanEnd}): the model's manifest allows no cut at boundary ${cuts[spanBegin] === 0 ? spanBegin : spanEnd}; ask for a span between allowed cuts`,
+        `cannot plan blocks [${spanBegin}, ${spanEnd}): the model's manifest allows no cut at boundary ` +
+          `${cuts[spanBegin] === 0 ? spanBegin : spanEnd}; ask for a span between allowed cuts`,
         { span: [spanBegin, spanEnd], nBlocks },
       )
     }
@@ -265,7 +269,8 @@ export class RoutePlanner {
       if (lastRange !== undefined && lastRange[1] === b) lastRange[1] = b + 1
       else uncovered.push([b, b + 1])
     }
-    // Why the hosts that do serve those blocks could not take the session, so the user knows whether to wait or add hosts.
+    // Why the hosts that do serve those blocks could not take the
+    // session, so the user knows whether to wait or add hosts.
     const unavailable: Record<string, number> = {}
     const excluded = request.exclude ?? new Set<string>()
     for (const span of spans) {
@@ -288,8 +293,10 @@ export class RoutePlanner {
       )
       return new NeuronError(
         'no_route',
-        `no route for blocks [${spanBegin}, ${spanEnd}) of ${nBlocks}: ready hosts serve every block, but no chain of them changes hosts only where the ` +
-          `manifest allows a cut (not at ${forbidden.join(', ')}); add a host whose range starts and ends at allowed cuts`,
+        `no route for blocks [${spanBegin}, ${spanEnd}) of ${nBlocks}: ready hosts serve every block, but no chain ` +
+          `of them changes hosts only where the ` +
+          `manifest allows a cut (not at ${forbidden.join(', ')}); add a host whose range starts and ends at ` +
+          `allowed cuts`,
         { uncovered, span: [spanBegin, spanEnd], tokens: request.tokens, forbiddenCuts: forbidden },
       )
     }
@@ -298,7 +305,8 @@ export class RoutePlanner {
       .map(([why, count]) => `${count} ${why}`)
       .join(', ')
     const message =
-      `no route for blocks ${ranges} of ${nBlocks}: no ready host with a free session and ${request.tokens} free KV tokens serves them` +
+      `no route for blocks ${ranges} of ${nBlocks}: no ready host with a free session and ${request.tokens} free ` +
+      `KV tokens serves them` +
       (servedBy === ''
         ? '; no host serves them at all, so a host must be placed there'
         : ` (the hosts that serve them: ${servedBy}); retry when one is free or add a host there`)

@@ -29,7 +29,8 @@ const TOP = 2
 /** Search state and scratch for one graph, reused by every search on it (one at a time). */
 export class RouteSearch {
   private readonly graph: RouteGraph
-  // Hop entries, at stateBase[h] + boundary - begin[h]: the host that fed the hop, and where that host's own hop started.
+  // Hop entries, at stateBase[h] + boundary - begin[h]: the host
+  // that fed the hop, and where that host's own hop started.
   private readonly fromAt: Int32Array
   private readonly fromStartAt: Int32Array
   private readonly cur: Float64Array
@@ -73,7 +74,9 @@ export class RouteSearch {
     spanEnd: number,
     previousHop: string,
     nextHop: string,
-    /** Per host, added to this request's hops on it besides the graph's entry penalty (a relaying client's round trip). */
+    /**
+     * Per host, added to this request's hops on it besides the graph's entry penalty (a relaying client's round trip).
+     */
     requestEntryMs?: Float64Array,
   ): SearchedHop[] | undefined {
     const finalHost = this.sweep(eligible, spanBegin, spanEnd, previousHop, nextHop, requestEntryMs)
@@ -174,12 +177,14 @@ export class RouteSearch {
         const last = outStart[g + 1] as number
         for (let e = outStart[g] as number; e < last; e++) {
           const via = ms + (outMs[e] as number)
-          // Links are sorted: the rest cannot beat a default link either. The cheapest arrivals go on, to mark every link.
+          // Links are sorted: the rest cannot beat a default link
+          // either. The cheapest arrivals go on, to mark every link.
           if (via >= pushBelow && topBit === 0) break
           const h = outTo[e] as number
           if (eligible[h] === 0 || (begin[h] as number) > b || (end[h] as number) <= b) continue
           if (topBit !== 0) {
-            // Remember which of the cheapest arrivals reach h by a measured link: their default estimate does not apply.
+            // Remember which of the cheapest arrivals reach h by a
+            // measured link: their default estimate does not apply.
             topLinks[h] = topLinksAt[h] === b ? (topLinks[h] as number) | topBit : topBit
             topLinksAt[h] = b
           }
@@ -245,7 +250,9 @@ export class RouteSearch {
     return finalHost
   }
 
-  /** Walks the hop entries back from the last hop; each step goes back one non-empty hop, so this ends within the span. */
+  /**
+   * Walks the hop entries back from the last hop; each step goes back one non-empty hop, so this ends within the span.
+   */
   private hops(last: number, spanEnd: number): SearchedHop[] {
     const { begin, stateBase } = this.graph
     const hops: SearchedHop[] = []

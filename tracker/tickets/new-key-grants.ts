@@ -86,7 +86,8 @@ export class NewKeyGrants {
     if (!hasGrantWork(challenge, publicKey, nonce, this.bits))
       throw new NeuronError(
         'grant_proof_invalid',
-        `sha256(challenge, key ${publicKey.slice(0, 8)}…, nonce ${nonce}) has fewer than ${this.bits} leading zero bits; the challenge is spent, ask grant.challenge for a fresh one.`,
+        `sha256(challenge, key ${publicKey.slice(0, 8)}…, nonce ${nonce}) has fewer than ${this.bits} leading zero ` +
+          `bits; the challenge is spent, ask grant.challenge for a fresh one.`,
         { bits: this.bits },
       )
     if ((await this.accounts.byPublicKey(publicKey)) !== undefined)
@@ -110,7 +111,8 @@ export class NewKeyGrants {
     if (count > perDay)
       throw new NeuronError(
         'grants_exhausted_prefix',
-        `network ${prefix} has taken its ${perDay} new-key grants for today; try again after ${new Date(endsAt).toISOString()} or ask the operator for an account.`,
+        `network ${prefix} has taken its ${perDay} new-key grants for today; try again after ` +
+          `${new Date(endsAt).toISOString()} or ask the operator for an account.`,
         { retryAfterMs: endsAt - now, perPrefixPerDay: perDay },
       )
     this.given.push(now)

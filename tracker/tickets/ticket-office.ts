@@ -21,9 +21,15 @@ export interface TicketOfficeOptions {
   readonly newAccountsPerMinute?: number
   /** Leading zero bits a grant's proof needs (default $NEURON_GRANT_WORK_BITS, else DEFAULT_GRANT_WORK_BITS). */
   readonly grantWorkBits?: number
-  /** Grants one IPv4 /24 or IPv6 /48 may take a day (default $NEURON_GRANTS_PER_PREFIX_PER_DAY, else DEFAULT_GRANTS_PER_PREFIX_PER_DAY). */
+  /**
+   * Grants one IPv4 /24 or IPv6 /48 may take a day (default $NEURON_GRANTS_PER_PREFIX_PER_DAY, else
+   * DEFAULT_GRANTS_PER_PREFIX_PER_DAY).
+   */
   readonly grantsPerPrefixPerDay?: number
-  /** Sessions one account may have routed and not ended (nor idle past HOLD_IDLE_MS) at once (default MAX_PLANS_PER_KEY). */
+  /**
+   * Sessions one account may have routed and not ended (nor idle
+   * past HOLD_IDLE_MS) at once (default MAX_PLANS_PER_KEY).
+   */
   readonly maxPlansPerKey?: number
   /** A private swarm's list: a key it does not admit gets no ticket (default: everyone). */
   readonly admits?: (publicKey: string) => boolean
@@ -81,7 +87,10 @@ export class TicketOffice {
     private readonly pricing: PricingOptions,
     /** The gateway's own client: only it may route sponsored sessions. */
     private readonly gatewayKey: string,
-    /** Credits set aside per account, in the store every instance shares: the gateway's generations and routed sessions alike. */
+    /**
+     * Credits set aside per account, in the store every instance
+     * shares: the gateway's generations and routed sessions alike.
+     */
     private readonly holds: CreditHolds,
     private readonly options: TicketOfficeOptions = {},
     /** Where grant challenges and per-prefix counts live: the cluster's shared stores, else this process. */
@@ -164,12 +173,15 @@ export class TicketOffice {
     if (this.grants !== undefined)
       throw new NeuronError(
         'grant_unclaimed',
-        `key ${publicKey.slice(0, 8)}… has no account yet; this tracker grants a new key ${this.grants.options.grantMicro} micro-credits for a proof of work: ask grant.challenge, find the nonce, send grant.claim (the neuron client does this itself), then plan again.`,
+        `key ${publicKey.slice(0, 8)}… has no account yet; this tracker grants a new key ` +
+          `${this.grants.options.grantMicro} micro-credits for a proof of work: ask grant.challenge, find the ` +
+          `nonce, send grant.claim (the neuron client does this itself), then plan again.`,
         { bits: this.grants.bits, grantMicro: this.grants.options.grantMicro },
       )
     throw new NeuronError(
       'no_account',
-      `key ${publicKey.slice(0, 8)}… has no account on this tracker; ask the operator for one (neuron account create) or use a tracker that grants new keys.`,
+      `key ${publicKey.slice(0, 8)}… has no account on this tracker; ask the operator for one (neuron account ` +
+        `create) or use a tracker that grants new keys.`,
     )
   }
 
@@ -226,7 +238,8 @@ export class TicketOffice {
       )
         throw new NeuronError(
           'not_on_route',
-          `host ${hop.hostId} [${hop.blocks[0]}, ${hop.blocks[1]}) is not a live hop of session ${request.session}; ask to rebuild only the hops of your route after the failed one.`,
+          `host ${hop.hostId} [${hop.blocks[0]}, ${hop.blocks[1]}) is not a live hop of session ` +
+            `${request.session}; ask to rebuild only the hops of your route after the failed one.`,
         )
       return this.sign(hop, request, manifest, clientKey, payer.account.accountId, now)
     })
@@ -262,7 +275,9 @@ export class TicketOffice {
     })
   }
 
-  /** `session.end` from `publicKey`: releases the session's hold if that key's account took it; the rpc's empty answer. */
+  /**
+   * `session.end` from `publicKey`: releases the session's hold if that key's account took it; the rpc's empty answer.
+   */
   async endBy(session: string, publicKey: string): Promise<Record<string, never>> {
     // The gateway releases its generation's hold itself, once the last receipts are settled.
     if (publicKey === this.gatewayKey && this.sponsored.delete(session)) return {}
@@ -274,7 +289,10 @@ export class TicketOffice {
     return {}
   }
 
-  /** Takes the session's hold of `cost`, or checks a re-plan against the hold its first plan took (on whichever instance). */
+  /**
+   * Takes the session's hold of `cost`, or checks a re-plan
+   * against the hold its first plan took (on whichever instance).
+   */
   private async hold(
     request: { session: string; maxTokens: number },
     modelId: string,
@@ -286,7 +304,8 @@ export class TicketOffice {
       if (available < cost) {
         throw new NeuronError(
           'insufficient_credits',
-          `account ${accountId} has ${available} micro-credits free; a session of ${request.maxTokens} tokens of ${modelId} may cost ${cost}. Ask for fewer tokens or for a grant.`,
+          `account ${accountId} has ${available} micro-credits free; a session of ${request.maxTokens} tokens of ` +
+            `${modelId} may cost ${cost}. Ask for fewer tokens or for a grant.`,
           { availableMicro: available, neededMicro: cost },
         )
       }
@@ -308,7 +327,8 @@ export class TicketOffice {
     if (request.maxTokens > hold.maxTokens)
       throw new NeuronError(
         'ticket_mismatch',
-        `session ${request.session} was routed for ${hold.maxTokens} tokens; a re-plan cannot ask for ${request.maxTokens}.`,
+        `session ${request.session} was routed for ${hold.maxTokens} tokens; a re-plan cannot ask for ` +
+          `${request.maxTokens}.`,
       )
   }
 

@@ -77,7 +77,9 @@ export class ApiController {
     }
   }
 
-  /** The app account's latest requests on the embedded tracker, newest first; a remote tracker's operator keeps its own. */
+  /**
+   * The app account's latest requests on the embedded tracker, newest first; a remote tracker's operator keeps its own.
+   */
   private async requests(): Promise<ApiRequestLog> {
     const tracker = this.swarm.embedded
     const account = await tracker?.accounts.byPublicKey(this.swarm.identity.publicKey)
@@ -114,7 +116,10 @@ export class ApiController {
   }
 }
 
-/** The embedded tracker's URL at this computer's first LAN address (IPv4, not loopback): what other computers at home dial. */
+/**
+ * The embedded tracker's URL at this computer's first LAN address
+ * (IPv4, not loopback): what other computers at home dial.
+ */
 function lanUrl(localUrl: string): string {
   const url = new URL(localUrl)
   const lan = interfaceAddresses().find((a) => !a.startsWith('127.'))

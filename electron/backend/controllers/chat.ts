@@ -2,14 +2,17 @@ import { NeuronError, type SwarmPrivacy } from '../../../protocol'
 import type { ChatRunner } from '../chat'
 import type { GroupHandlers } from './registry'
 
-/** Answers from the swarm's models, streamed as chat.* events (ChatRunner); on a public swarm only once the user agreed. */
+/**
+ * Answers from the swarm's models, streamed as chat.* events (ChatRunner); on a public swarm only once the user agreed.
+ */
 export class ChatController {
   readonly handlers: GroupHandlers<'chat'> = {
     'chat.send': (request) => {
       if (!this.privacy().consented) {
         throw new NeuronError(
           'consent_needed',
-          'this tracker is public: the hosts on a route see your prompt, the answer and the hidden states between them; agree to that first (settings.consent), then send again',
+          'this tracker is public: the hosts on a route see your prompt, the answer and the hidden states between ' +
+            'them; agree to that first (settings.consent), then send again',
         )
       }
       // A chat on a tracker that is gone fails now, saying so, rather than waiting out its calls' timeouts.

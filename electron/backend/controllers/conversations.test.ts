@@ -70,63 +70,72 @@ describe('conversations kept by the backend', () => {
     await cleanup()
   })
 
-  it('keeps conversations in the data dir across a restart, newest first, and forgets a deleted one for good', async () => {
-    expect(await call('conversations.list', {})).toEqual({ conversations: [], unreadable: [] })
-    await call('conversations.save', { conversation: story })
-    await call('conversations.save', { conversation: other })
-    const longer = {
-      ...story,
-      updatedAt: 4_000,
-      messages: [...story.messages, { id: 'u2', role: 'user' as const, content: 'And then?', createdAt: 4_000 }],
-    }
-    await call('conversations.save', { conversation: longer })
-    await backend.close()
-    backend = await start()
-    expect(await call('conversations.list', {})).toEqual({ conversations: [longer, other], unreadable: [] })
+  it(
+    'keeps conversations in the data dir across a restart, ' + 'newest first, and forgets a deleted one for good',
+    async () => {
+      expect(await call('conversations.list', {})).toEqual({ conversations: [], unreadable: [] })
+      await call('conversations.save', { conversation: story })
+      await call('conversations.save', { conversation: other })
+      const longer = {
+        ...story,
+        updatedAt: 4_000,
+        messages: [...story.messages, { id: 'u2', role: 'user' as const, content: 'And then?', createdAt: 4_000 }],
+      }
+      await call('conversations.save', { conversation: longer })
+      await backend.close()
+      backend = await start()
+      expect(await call('conversations.list', {})).toEqual({ conversations: [longer, other], unreadable: [] })
 
-    await call('conversations.delete', { id: story.id })
-    // Deleting one that is gone already is no error.
-    await call('conversations.delete', { id: story.id })
-    expect((await call('conversations.list', {})).conversations).toEqual([other])
-    expect(await readdir(join(dir, CONVERSATIONS_DIR))).toEqual([`${other.id}.json`])
-  })
+      await call('conversations.delete', { id: story.id })
+      // Deleting one that is gone already is no error.
+      await call('conversations.delete', { id: story.id })
+      expect((await call('conversations.list', {})).conversations).toEqual([other])
+      expect(await readdir(join(dir, CONVERSATIONS_DIR))).toEqual([`${other.id}.json`])
+    },
+  )
 
-  it('refuses a conversation over the size bound or with an id that is not a chat id, and keeps what it had', async () => {
-    const before = await call('conversations.list', {})
-    const huge = {
-      ...other,
-      messages: [{ id: 'u1', role: 'user' as const, content: 'x'.repeat(MAX_CONVERSATION_CHARS - 10), createdAt: 0 }],
-    }
-    const tooBig = await backend.call('conversations.save', { conversation: huge })
-    expect(tooBig).toMatchObject({
-      ok: false,
-      error: { code: 'bad_request', message: expect.stringMatching(/start a new chat/) },
-    })
-    const badId = await backend.call('conversations.save', { conversation: { ...other, id: '../settings' } })
-    expect(badId).toMatchObject({
-      ok: false,
-      error: { code: 'bad_request', message: expect.stringMatching(/chat id/) },
-    })
-    expect(await backend.call('conversations.delete', { id: '../settings' })).toMatchObject({
-      ok: false,
-      error: { code: 'bad_request' },
-    })
-    expect(await call('conversations.list', {})).toEqual(before)
-    expect(JSON.parse(await readFile(join(dir, CONVERSATIONS_DIR, `${other.id}.json`), 'utf8'))).toEqual(other)
-  })
+  it(
+    'refuses a conversation over the size bound or with ' + 'an id that is not a chat id, and keeps what it had',
+    async () => {
+      const before = await call('conversations.list', {})
+      const huge = {
+        ...other,
+        messages: [{ id: 'u1', role: 'user' as const, content: 'x'.repeat(MAX_CONVERSATION_CHARS - 10), createdAt: 0 }],
+      }
+      const tooBig = await backend.call('conversations.save', { conversation: huge })
+      expect(tooBig).toMatchObject({
+        ok: false,
+        error: { code: 'bad_request', message: expect.stringMatching(/start a new chat/) },
+      })
+      const badId = await backend.call('conversations.save', { conversation: { ...other, id: '../settings' } })
+      expect(badId).toMatchObject({
+        ok: false,
+        error: { code: 'bad_request', message: expect.stringMatching(/chat id/) },
+      })
+      expect(await backend.call('conversations.delete', { id: '../settings' })).toMatchObject({
+        ok: false,
+        error: { code: 'bad_request' },
+      })
+      expect(await call('conversations.list', {})).toEqual(before)
+      expect(JSON.parse(await readFile(join(dir, CONVERSATIONS_DIR, `${other.id}.json`), 'utf8'))).toEqual(other)
+    },
+  )
 
-  it('keeps aside a conversation file it cannot read, lists the others and says which file and where it went', async () => {
-    const path = join(dir, CONVERSATIONS_DIR, 'broken.json')
-    await writeFile(path, '{"id": "broken", "title": ')
-    const { conversations, unreadable } = await call('conversations.list', {})
-    expect(conversations).toEqual([other])
-    expect(unreadable).toEqual([
-      expect.stringMatching(
-        new RegExp(`^${path} is not JSON .*; it was kept as ${path}\\.corrupt-\\S+ and left out of the chat list$`),
-      ),
-    ])
-    const files = await readdir(join(dir, CONVERSATIONS_DIR))
-    expect(files.filter((f) => f.startsWith('broken.json.corrupt-'))).toHaveLength(1)
-    expect((await call('conversations.list', {})).unreadable).toEqual([])
-  })
+  it(
+    'keeps aside a conversation file it cannot read, lists ' + 'the others and says which file and where it went',
+    async () => {
+      const path = join(dir, CONVERSATIONS_DIR, 'broken.json')
+      await writeFile(path, '{"id": "broken", "title": ')
+      const { conversations, unreadable } = await call('conversations.list', {})
+      expect(conversations).toEqual([other])
+      expect(unreadable).toEqual([
+        expect.stringMatching(
+          new RegExp(`^${path} is not JSON .*; it was kept as ${path}\\.corrupt-\\S+ and left out of the chat list$`),
+        ),
+      ])
+      const files = await readdir(join(dir, CONVERSATIONS_DIR))
+      expect(files.filter((f) => f.startsWith('broken.json.corrupt-'))).toHaveLength(1)
+      expect((await call('conversations.list', {})).unreadable).toEqual([])
+    },
+  )
 })

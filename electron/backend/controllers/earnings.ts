@@ -26,7 +26,10 @@ export class EarningsController {
       return toEarnings(this.deps.swarm.hostId, board, embedded !== undefined ? embedded : await this.remoteAccount())
     },
   }
-  /** This host's settled plus pending balance as last told (dashboard or receipt push): a push's earnings are that less this. */
+  /**
+   * This host's settled plus pending balance as last told (dashboard
+   * or receipt push): a push's earnings are that less this.
+   */
   private hostBalanceSeen: number | null = null
   /** The app account's balance as a remote tracker's last push told it. */
   private accountBalanceSeen: number | null = null
@@ -92,8 +95,8 @@ export class EarningsController {
     }
     if (p.hostId !== this.deps.swarm.hostId) return
     this.receiptPushes++
-    // The tracker's balance change, settled and pending together (a release moves credits between them, earning nothing);
-    // before any balance is known, the host's share of the charge at the default fee.
+    // The tracker's balance change, settled and pending together (a release moves credits between them, earning
+    // nothing); before any balance is known, the host's share of the charge at the default fee.
     const total = p.hostBalanceMicro + (p.hostPendingMicro ?? 0)
     const earnedMicro =
       this.hostBalanceSeen !== null ? total - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0

@@ -44,7 +44,8 @@ export class IdentityController {
     } catch {
       throw new NeuronError(
         'bad_identity',
-        'that is not an ed25519 private key in PEM form (-----BEGIN PRIVATE KEY-----…); paste the key identity.export gave you',
+        'that is not an ed25519 private key in PEM form (-----BEGIN PRIVATE KEY-----…); paste the key ' +
+          'identity.export gave you',
       )
     }
     const path = join(this.deps.dataDir, 'identity.pem')

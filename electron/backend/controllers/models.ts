@@ -29,7 +29,8 @@ export class ModelsController {
       if (this.deps.pickFile === undefined) {
         throw new NeuronError(
           'not_available',
-          'this window cannot show the computer’s file dialog (a browser cannot); type the path of the .gguf file instead',
+          'this window cannot show the computer’s file dialog (a browser cannot); type the path of the .gguf file ' +
+            'instead',
         )
       }
       return { path: await this.deps.pickFile() }

@@ -44,38 +44,48 @@ describe('the privacy of the swarm in force', () => {
     })
   })
 
-  it('is public on a remote tracker: a chat is refused until the user agrees, once per tracker, remembered across restarts', async () => {
-    const url = await remoteTracker('public')
-    expect((await call('settings.update', { trackerUrl: url })).privacy).toEqual({ level: 'public', consented: false })
-    const refused = await backend.call('chat.send', hello)
-    expect(refused).toMatchObject({
-      ok: false,
-      error: { code: 'consent_needed', message: expect.stringMatching(/hosts on a route see your prompt/) },
-    })
+  it(
+    'is public on a remote tracker: a chat is refused until the user agrees, once per tracker, remembered across ' +
+      'restarts',
+    async () => {
+      const url = await remoteTracker('public')
+      expect((await call('settings.update', { trackerUrl: url })).privacy).toEqual({
+        level: 'public',
+        consented: false,
+      })
+      const refused = await backend.call('chat.send', hello)
+      expect(refused).toMatchObject({
+        ok: false,
+        error: { code: 'consent_needed', message: expect.stringMatching(/hosts on a route see your prompt/) },
+      })
 
-    // Consent names the tracker in force; another is refused and changes nothing.
-    const elsewhere = await backend.call('settings.consent', { trackerUrl: 'https://tracker.example.org' })
-    expect(elsewhere).toMatchObject({
-      ok: false,
-      error: { code: 'bad_request', message: expect.stringContaining(url) },
-    })
-    expect((await call('settings.get', {})).privacy.consented).toBe(false)
-    expect((await call('settings.consent', { trackerUrl: `${url}/` })).privacy).toEqual({
-      level: 'public',
-      consented: true,
-    })
-    const sent = await backend.call('chat.send', hello)
-    expect(sent.ok || sent.error.code).not.toBe('consent_needed')
+      // Consent names the tracker in force; another is refused and changes nothing.
+      const elsewhere = await backend.call('settings.consent', { trackerUrl: 'https://tracker.example.org' })
+      expect(elsewhere).toMatchObject({
+        ok: false,
+        error: { code: 'bad_request', message: expect.stringContaining(url) },
+      })
+      expect((await call('settings.get', {})).privacy.consented).toBe(false)
+      expect((await call('settings.consent', { trackerUrl: `${url}/` })).privacy).toEqual({
+        level: 'public',
+        consented: true,
+      })
+      const sent = await backend.call('chat.send', hello)
+      expect(sent.ok || sent.error.code).not.toBe('consent_needed')
 
-    await backend.close()
-    backend = await start()
-    expect(await call('settings.get', {})).toMatchObject({
-      trackerUrl: url,
-      privacy: { level: 'public', consented: true },
-    })
-    // Another public tracker asks again.
-    const next = await remoteTracker('public-2')
-    expect((await call('settings.update', { trackerUrl: next })).privacy).toEqual({ level: 'public', consented: false })
-    expect((await call('settings.update', { trackerUrl: url })).privacy).toEqual({ level: 'public', consented: true })
-  })
+      await backend.close()
+      backend = await start()
+      expect(await call('settings.get', {})).toMatchObject({
+        trackerUrl: url,
+        privacy: { level: 'public', consented: true },
+      })
+      // Another public tracker asks again.
+      const next = await remoteTracker('public-2')
+      expect((await call('settings.update', { trackerUrl: next })).privacy).toEqual({
+        level: 'public',
+        consented: false,
+      })
+      expect((await call('settings.update', { trackerUrl: url })).privacy).toEqual({ level: 'public', consented: true })
+    },
+  )
 })

@@ -77,7 +77,8 @@ export class SettingsController {
     if (tracker === null || trackerBase(trackerUrl) !== tracker) {
       throw new NeuronError(
         'bad_request',
-        `consent is asked for the tracker in force (${tracker ?? 'the embedded private swarm, which needs none'}), not ${trackerUrl}; reload the settings and answer again`,
+        `consent is asked for the tracker in force (${tracker ?? 'the embedded private swarm, which needs none'}), ` +
+          `not ${trackerUrl}; reload the settings and answer again`,
       )
     }
     const { consentedTrackers } = this.deps.store.value
@@ -132,7 +133,8 @@ export class SettingsController {
         ...(update.trackerUrl === undefined ? {} : { trackerUrl: trackerSetting }),
         dataDir,
         limits: { ...store.value.limits, ...update.limits },
-        // Hosting stops on a switch (kept for a return, unless asked not to); what was left on the new tracker comes back.
+        // Hosting stops on a switch (kept for a return, unless asked
+        // not to); what was left on the new tracker comes back.
         ...(hand === null ? {} : { hosting: hand.returning, hostingByTracker: hand.byTracker }),
         ...(update.allowedKeys === undefined ? {} : { allowedKeys: update.allowedKeys }),
         lanOpen,
@@ -143,7 +145,8 @@ export class SettingsController {
       if (hand?.returning != null) {
         const { modelId, blocks, paused } = hand.returning
         this.deps.log(
-          `back on ${trackerSetting ?? 'the embedded swarm'}: ${paused ? 'hosting paused' : 'resuming hosting'} ${modelId} blocks [${blocks[0]}, ${blocks[1]})`,
+          `back on ${trackerSetting ?? 'the embedded swarm'}: ${paused ? 'hosting paused' : 'resuming hosting'} ` +
+            `${modelId} blocks [${blocks[0]}, ${blocks[1]})`,
         )
         await this.deps.restoreHosting(hand.returning)
       }

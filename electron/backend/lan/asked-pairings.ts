@@ -85,11 +85,13 @@ export class AskedPairings {
       book.settle(
         pairing,
         'failed',
-        `${pairing.view.peerName} confirmed another code than the one shown here: someone may be in between; nothing was added. Ask again`,
+        `${pairing.view.peerName} confirmed another code than the one shown here: someone may be in between; ` +
+          `nothing was added. Ask again`,
       )
       throw new NeuronError(
         'pairing_failed',
-        'the confirmation does not sign the code shown on the asked screen; nothing was added. Ask again and compare the codes',
+        'the confirmation does not sign the code shown on the asked screen; nothing was added. Ask again and ' +
+          'compare the codes',
       )
     }
     book.update(pairing, { confirmedThere: true })

@@ -27,11 +27,13 @@ export class AskingPairings {
     const identity = this.deps.identity()
     const client = new PairingClient(peer.address, peer.pairingPort)
     const hello = await client.hello(identity.publicKey, this.deps.name)
-    // The advertisement is not signed; the code is what proves the key. A key other than the one listed is refused early all the same.
+    // The advertisement is not signed; the code is what proves the key.
+    // A key other than the one listed is refused early all the same.
     if (hello.key !== peer.key) {
       throw new NeuronError(
         'pairing_failed',
-        `the app at ${peer.address} answered with another key than it advertised; someone may be in between. Nothing was changed`,
+        `the app at ${peer.address} answered with another key than it advertised; someone may be in between. ` +
+          `Nothing was changed`,
       )
     }
     const myNonce = pairingNonce()
@@ -87,7 +89,8 @@ export class AskingPairings {
       .refuse(pairingId)
       .catch((e: Error) =>
         this.deps.log(
-          `pairing ${pairingId}: telling the other app of the refusal failed (${e.message}); it lapses there in a minute`,
+          `pairing ${pairingId}: telling the other app of the refusal failed (${e.message}); it lapses there in a ` +
+            `minute`,
         ),
       )
   }
@@ -129,7 +132,8 @@ export class AskingPairings {
       this.deps.book.settle(
         pairing,
         'failed',
-        `paired, but joining ${pairing.view.peerName}'s swarm failed (${error instanceof Error ? error.message : error}); set its tracker in Settings`,
+        `paired, but joining ${pairing.view.peerName}'s swarm failed ` +
+          `(${error instanceof Error ? error.message : error}); set its tracker in Settings`,
       )
     }
   }

@@ -37,7 +37,9 @@ export class LanDiscovery {
   }
 }
 
-/** A service's TXT parsed (an app of another version, or anything else, is skipped), at the address it answered from. */
+/**
+ * A service's TXT parsed (an app of another version, or anything else, is skipped), at the address it answered from.
+ */
 function peerOf(service: Service, paired: ReadonlySet<string>): LanPeer | null {
   const txt = LanTxt.safeParse(service.txt)
   if (!txt.success) return null

@@ -42,21 +42,24 @@ describe('the switch "Open this swarm to my home network" (mDNS off: no multicas
     })
   })
 
-  it(`on: the API listens on every interface and its endpoint is this computer's LAN address${LAN === undefined ? ' (skipped: this machine has no non-loopback IPv4 address)' : ''}`, async ({
-    skip,
-  }) => {
-    if (LAN === undefined) skip()
-    expect((await call('settings.update', { lanOpen: true })).lanOpen).toBe(true)
-    const port = backend.embeddedTracker?.port
-    expect(backend.embeddedTracker?.address().address).toBe('0.0.0.0')
-    // Nothing is sent to that address here (tests stay on loopback): the API still asks for a key there (the gateway's auth).
-    expect(await call('api.get', {})).toMatchObject({ lanOpen: true, endpoint: `http://${LAN}:${port}/v1` })
-    expect((await call('settings.update', { lanOpen: false })).lanOpen).toBe(false)
-    expect(await call('api.get', {})).toMatchObject({
-      lanOpen: false,
-      endpoint: `http://127.0.0.1:${backend.embeddedTracker?.port}/v1`,
-    })
-  })
+  it(
+    `on: the API listens on every interface and its endpoint is this computer's LAN ` +
+      `address${LAN === undefined ? ' (skipped: this machine has no non-loopback IPv4 address)' : ''}`,
+    async ({ skip }) => {
+      if (LAN === undefined) skip()
+      expect((await call('settings.update', { lanOpen: true })).lanOpen).toBe(true)
+      const port = backend.embeddedTracker?.port
+      expect(backend.embeddedTracker?.address().address).toBe('0.0.0.0')
+      // Nothing is sent to that address here (tests stay on loopback):
+      // the API still asks for a key there (the gateway's auth).
+      expect(await call('api.get', {})).toMatchObject({ lanOpen: true, endpoint: `http://${LAN}:${port}/v1` })
+      expect((await call('settings.update', { lanOpen: false })).lanOpen).toBe(false)
+      expect(await call('api.get', {})).toMatchObject({
+        lanOpen: false,
+        endpoint: `http://127.0.0.1:${backend.embeddedTracker?.port}/v1`,
+      })
+    },
+  )
 
   it('on: listens on every interface and refuses a stranger while the app itself stays in', async () => {
     expect((await call('settings.update', { lanOpen: true })).lanOpen).toBe(true)

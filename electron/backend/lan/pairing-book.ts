@@ -72,7 +72,8 @@ export class PairingBook {
       this.settle(
         pairing,
         'expired',
-        `the pairing with ${pairing.view.peerName} expired: it was not confirmed on both screens within a minute; ask again`,
+        `the pairing with ${pairing.view.peerName} expired: it was not confirmed on both screens within a minute; ` +
+          `ask again`,
       )
     }
     return pairing

@@ -49,7 +49,8 @@ export class PairingClient {
       const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)
       throw new NeuronError(
         'peer_unreachable',
-        `the other app does not answer at ${url} (${cause}); check it is on and its switch "Open this swarm to my home network" is on`,
+        `the other app does not answer at ${url} (${cause}); check it is on and its switch "Open this swarm to my ` +
+          `home network" is on`,
       )
     }
     const refused = z.object({ ok: z.literal(false), error: WireError }).safeParse(json)
@@ -59,7 +60,8 @@ export class PairingClient {
     if (!value.success)
       throw new NeuronError(
         'bad_response',
-        `the other app answered ${path} in a way this one does not read: ${describeIssues(path, value.error)}; update both apps`,
+        `the other app answered ${path} in a way this one does not read: ${describeIssues(path, value.error)}; ` +
+          `update both apps`,
       )
     return value.data
   }

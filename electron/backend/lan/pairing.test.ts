@@ -63,27 +63,30 @@ async function twoApps(ttlMs = 60_000) {
 }
 
 describe('pairing two apps with a code on both screens', () => {
-  it('shows the same six digits on both screens, and admits the asking key only once both users confirmed', async () => {
-    const apps = await twoApps()
-    await apps.asking.ask(apps.peer)
-    const [mine] = apps.askingBook.views()
-    const [theirs] = apps.askedBook.views()
-    expect(mine?.code).toMatch(/^\d{6}$/)
-    expect(theirs?.code).toBe(mine?.code)
-    expect(theirs?.peerKey).toBe(apps.b.publicKey)
+  it(
+    'shows the same six digits on both screens, and ' + 'admits the asking key only once both users confirmed',
+    async () => {
+      const apps = await twoApps()
+      await apps.asking.ask(apps.peer)
+      const [mine] = apps.askingBook.views()
+      const [theirs] = apps.askedBook.views()
+      expect(mine?.code).toMatch(/^\d{6}$/)
+      expect(theirs?.code).toBe(mine?.code)
+      expect(theirs?.peerKey).toBe(apps.b.publicKey)
 
-    await apps.asking.confirm(mine?.pairingId ?? '')
-    await until('the asked screen sees the confirmation', () => apps.askedBook.views()[0]?.confirmedThere === true)
-    expect(apps.admitted).toEqual([])
-    expect(apps.joined).toEqual([])
+      await apps.asking.confirm(mine?.pairingId ?? '')
+      await until('the asked screen sees the confirmation', () => apps.askedBook.views()[0]?.confirmedThere === true)
+      expect(apps.admitted).toEqual([])
+      expect(apps.joined).toEqual([])
 
-    await apps.asked.confirmHere(theirs?.pairingId ?? '')
-    expect(apps.admitted).toEqual([apps.b.publicKey])
-    await until('the asking app joins', () => apps.joined.length === 1)
-    expect(apps.joined).toEqual([`http://127.0.0.1:${TRACKER_PORT}`])
-    expect(apps.askingBook.views()[0]?.state).toBe('paired')
-    expect(apps.askedBook.views()[0]?.state).toBe('paired')
-  })
+      await apps.asked.confirmHere(theirs?.pairingId ?? '')
+      expect(apps.admitted).toEqual([apps.b.publicKey])
+      await until('the asking app joins', () => apps.joined.length === 1)
+      expect(apps.joined).toEqual([`http://127.0.0.1:${TRACKER_PORT}`])
+      expect(apps.askingBook.views()[0]?.state).toBe('paired')
+      expect(apps.askedBook.views()[0]?.state).toBe('paired')
+    },
+  )
 
   it('adds no key when the confirmation signs another code, and says so on the asked screen', async () => {
     const apps = await twoApps()

@@ -148,7 +148,9 @@ export class LanPresence {
 
   private startMdns(): Mdns {
     const bonjour = new Bonjour({}, (error: Error) => {
-      this.problem = `mDNS does not work on this network (${error.message}); other apps cannot find this one. Check the firewall allows UDP 5353`
+      this.problem =
+        `mDNS does not work on this network (${error.message}); other apps cannot find this one. ` +
+        `Check the firewall allows UDP 5353`
       this.deps.log(this.problem)
     })
     return {

@@ -13,8 +13,8 @@ namespace neuron {
 namespace {
 
 // build_hc_pre: the streams' mixes from their RMS-normed concatenation; returns the block input
-ggml_tensor * hc_pre(GraphBuilder & g, ggml_tensor * x, ggml_tensor * fn, ggml_tensor * scale, ggml_tensor * base, ggml_tensor ** post,
-                     ggml_tensor ** comb) {
+ggml_tensor * hc_pre(GraphBuilder & g, ggml_tensor * x, ggml_tensor * fn, ggml_tensor * scale, ggml_tensor * base,
+                     ggml_tensor ** post, ggml_tensor ** comb) {
     ggml_context * ctx = g.ctx0;
     const auto & d = g.hp.dsv4;
     const int64_t hc = d.hc, nt = x->ne[2];
@@ -47,7 +47,8 @@ ggml_tensor * experts(GraphBuilder & g, const Layer & L, ggml_tensor * cur, ggml
         ggml_tensor * sum = ggml_clamp(ctx, ggml_sum_rows(ctx, weights), 6.103515625e-5, INFINITY);
         weights = ggml_reshape_3d(ctx, ggml_div(ctx, weights, sum), 1, n_used, n_tok);
     }
-    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f) weights = ggml_scale(ctx, weights, hp.expert_weights_scale);
+    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
+        weights = ggml_scale(ctx, weights, hp.expert_weights_scale);
     ggml_build_forward_expand(g.gf, weights);
     cur = ggml_reshape_3d(ctx, cur, n_embd, 1, n_tok);
     ggml_tensor * up = ggml_mul_mat_id(ctx, L.ffn_up_exps, cur, selected);
@@ -81,7 +82,8 @@ ggml_tensor * hc_head(GraphBuilder & g, ggml_tensor * x) {
     ggml_context * ctx = g.ctx0;
     const int64_t hc = g.hp.dsv4.hc, nt = x->ne[2], E = g.hp.n_embd;
     ggml_tensor * flat = ggml_rms_norm(ctx, ggml_reshape_2d(ctx, x, hc * E, nt), g.hp.rms_eps);
-    ggml_tensor * pre = ggml_add(ctx, ggml_mul(ctx, ggml_mul_mat(ctx, g.model.hc_head_fn, flat), g.model.hc_head_scale), g.model.hc_head_base);
+    ggml_tensor * pre = ggml_add(ctx, ggml_mul(ctx, ggml_mul_mat(ctx, g.model.hc_head_fn, flat), g.model.hc_head_scale),
+                                 g.model.hc_head_base);
     pre = ggml_scale_bias(ctx, ggml_sigmoid(ctx, pre), 1.0f, g.hp.dsv4.hc_eps);
     // llama.cpp sums the weighted streams one by one here (the fused op serves the blocks only)
     ggml_tensor * out = nullptr;
@@ -102,7 +104,8 @@ ggml_tensor * build_deepseek4(GraphBuilder & g, InputKind kind) {
     const int64_t E = hp.n_embd, hc = hp.dsv4.hc, n = g.n_tokens;
     ggml_tensor * inpL = g.input(kind);
     // the first hop copies the embedding into every stream
-    inpL = kind == InputKind::Tokens ? ggml_repeat_4d(ctx, ggml_reshape_3d(ctx, inpL, E, 1, n), E, hc, n, 1) : ggml_reshape_3d(ctx, inpL, E, hc, n);
+    inpL = kind == InputKind::Tokens ? ggml_repeat_4d(ctx, ggml_reshape_3d(ctx, inpL, E, 1, n), E, hc, n, 1)
+                                     : ggml_reshape_3d(ctx, inpL, E, hc, n);
     if (g.il1 > g.il0) ggml_build_forward_expand(g.gf, g.inp_kq_mask_swa);
     for (int il = g.il0; il < g.il1; ++il) {
         const Layer & L = g.model.layer(il);
@@ -119,8 +122,11 @@ ggml_tensor * build_deepseek4(GraphBuilder & g, InputKind kind) {
         ggml_build_forward_expand(g.gf, post);
         ggml_build_forward_expand(g.gf, comb);
         cur = g.rms_norm(cur, L.ffn_norm);
-        ggml_tensor * selected = L.ffn_tid2eid ? ggml_get_rows(ctx, L.ffn_tid2eid, g.inp_token_ids ? g.inp_token_ids : g.inp_tokens) : nullptr;
-        cur = ggml_add(ctx, experts(g, L, cur, selected, hp.dsv4.clamp_exp[il]), shared_expert(g, L, cur, hp.dsv4.clamp_shexp[il]));
+        ggml_tensor * selected =
+            L.ffn_tid2eid ? ggml_get_rows(ctx, L.ffn_tid2eid, g.inp_token_ids ? g.inp_token_ids : g.inp_tokens)
+                          : nullptr;
+        cur = ggml_add(ctx, experts(g, L, cur, selected, hp.dsv4.clamp_exp[il]),
+                       shared_expert(g, L, cur, hp.dsv4.clamp_shexp[il]));
         inpL = ggml_dsv4_hc_post(ctx, cur, residual, post, comb);
     }
     ggml_tensor * flat = ggml_reshape_2d(ctx, inpL, E * hc, n);

@@ -30,8 +30,11 @@ export function ApiEndpointPanel({ view, busy, onLanOpen }: ApiEndpointPanelProp
           />
           <p className="muted">
             {view.lanOpen
-              ? "Other computers at home reach the API at this computer's address above; every request still needs the key. This is Settings' home-network switch: the swarm is open to paired apps too."
-              : 'The embedded tracker keeps this address across restarts and answers this computer only. The switch (the same as the home-network switch in Settings) serves it to other computers at home; they still need the key.'}
+              ? "Other computers at home reach the API at this computer's address above; every request still needs " +
+                "the key. This is Settings' home-network switch: the swarm is open to paired apps too."
+              : 'The embedded tracker keeps this address across restarts and answers this computer only. The ' +
+                'switch (the same as the home-network switch in Settings) serves it to other computers at home; ' +
+                'they still need the key.'}
           </p>
         </>
       ) : (

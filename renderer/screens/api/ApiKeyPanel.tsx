@@ -12,7 +12,10 @@ interface ApiKeyPanelProps {
   onRevoke(): void
 }
 
-/** The app's key on the embedded tracker: made on request, shown once in full, then masked; or, on a remote tracker, who hands keys out. */
+/**
+ * The app's key on the embedded tracker: made on request, shown once
+ * in full, then masked; or, on a remote tracker, who hands keys out.
+ */
 export function ApiKeyPanel({ view, freshKey, busy, onCreate, onRevoke }: ApiKeyPanelProps) {
   if (!view.embedded) {
     return (

@@ -13,7 +13,8 @@ describe('an answer’s Markdown as shown', () => {
     )
     expect(html).toContain('<h2>Sizes</h2>')
     expect(html).toContain(
-      '<div class="table-scroll"><table class="md-table"><thead><tr><th>model</th><th style="text-align:right">blocks</th></tr></thead>',
+      '<div class="table-scroll"><table class="md-table"><thead><tr><th>model</th><th ' +
+        'style="text-align:right">blocks</th></tr></thead>',
     )
     expect(html).toContain('<tr><td>stories</td><td style="text-align:right"><strong>5</strong></td></tr>')
     expect(html).toContain('<li>one <code class="inline-code">ls</code></li>')
@@ -25,7 +26,8 @@ describe('an answer’s Markdown as shown', () => {
     const html = render('Try:\n\n```ts\nconst a = `x` < 2 && "<b>"\n```\n\nand\n\n```\nplain\n```')
     expect(html).toContain('<span class="code-lang mono" data-testid="chat-code-lang">ts</span>')
     expect(html).toContain(
-      '<pre class="code-block" data-lang="ts" data-testid="chat-code-block"><code>const a = `x` &lt; 2 &amp;&amp; &quot;&lt;b&gt;&quot;</code></pre>',
+      '<pre class="code-block" data-lang="ts" data-testid="chat-code-block"><code>const a = `x` &lt; 2 &amp;&amp; ' +
+        '&quot;&lt;b&gt;&quot;</code></pre>',
     )
     // One Copy button per block; a block with no language says "code".
     expect(html.match(/data-testid="chat-code-copy"/g)).toHaveLength(2)
@@ -35,7 +37,8 @@ describe('an answer’s Markdown as shown', () => {
 
   it('renders HTML in the text inert: no script, no image, no event handler reaches the page', () => {
     const html = render(
-      'Hello <script>alert(1)</script> there <img src=x onerror=alert(2)>\n\n<div onclick="alert(3)">click</div>\n\n<iframe src="https://example.com"></iframe>',
+      'Hello <script>alert(1)</script> there <img src=x onerror=alert(2)>\n\n<div ' +
+        'onclick="alert(3)">click</div>\n\n<iframe src="https://example.com"></iframe>',
     )
     // A tag's text stays, as text.
     expect(html).toContain('Hello alert(1) there')
@@ -43,30 +46,36 @@ describe('an answer’s Markdown as shown', () => {
       expect(html).not.toContain(tag)
   })
 
-  it('makes only http(s) and mailto links clickable, opening outside the app; a javascript: link is its text alone', () => {
-    const html = render(
-      '[docs](https://example.com/a?b=1) [mail](mailto:a@example.com) [bad](javascript:alert(1)) [data](data:text/html,hi) [here](/settings)',
-    )
-    expect(html).toContain(
-      '<a href="https://example.com/a?b=1" target="_blank" rel="noopener noreferrer" title="https://example.com/a?b=1">docs</a>',
-    )
-    expect(html).toContain('<a href="mailto:a@example.com" target="_blank" rel="noopener noreferrer"')
-    expect(html).toContain('<span class="inert-link">bad</span>')
-    expect(html).toContain('<span class="inert-link">data</span>')
-    expect(html).toContain('<span class="inert-link">here</span>')
-    expect(html).not.toContain('javascript:')
-    expect(html).not.toContain('data:text')
-    expect(html.match(/<a /g)).toHaveLength(2)
-    // Case and spaces do not sneak a scheme past the check.
-    expect(safeLinkUrl(' JavaScript:alert(1)')).toBe('')
-    expect(safeLinkUrl('HTTPS://example.com')).toBe('HTTPS://example.com')
-  })
+  it(
+    'makes only http(s) and mailto links clickable, opening ' + 'outside the app; a javascript: link is its text alone',
+    () => {
+      const html = render(
+        '[docs](https://example.com/a?b=1) [mail](mailto:a@example.com) [bad](javascript:alert(1)) ' +
+          '[data](data:text/html,hi) [here](/settings)',
+      )
+      expect(html).toContain(
+        '<a href="https://example.com/a?b=1" target="_blank" rel="noopener noreferrer" ' +
+          'title="https://example.com/a?b=1">docs</a>',
+      )
+      expect(html).toContain('<a href="mailto:a@example.com" target="_blank" rel="noopener noreferrer"')
+      expect(html).toContain('<span class="inert-link">bad</span>')
+      expect(html).toContain('<span class="inert-link">data</span>')
+      expect(html).toContain('<span class="inert-link">here</span>')
+      expect(html).not.toContain('javascript:')
+      expect(html).not.toContain('data:text')
+      expect(html.match(/<a /g)).toHaveLength(2)
+      // Case and spaces do not sneak a scheme past the check.
+      expect(safeLinkUrl(' JavaScript:alert(1)')).toBe('')
+      expect(safeLinkUrl('HTTPS://example.com')).toBe('HTTPS://example.com')
+    },
+  )
 
   it('never loads an image from the network: its alt text shows, as a link to open it', () => {
     const html = render('![a cat](https://example.com/cat.png) ![](file:///etc/passwd)')
     expect(html).not.toContain('<img')
     expect(html).toContain(
-      '<a href="https://example.com/cat.png" target="_blank" rel="noopener noreferrer" title="https://example.com/cat.png">[image: a cat]</a>',
+      '<a href="https://example.com/cat.png" target="_blank" rel="noopener noreferrer" ' +
+        'title="https://example.com/cat.png">[image: a cat]</a>',
     )
     expect(html).toContain('<span class="inert-link">[image]</span>')
   })
@@ -76,7 +85,8 @@ describe('an answer’s Markdown as shown', () => {
     const html = render(partial)
     expect(html).toContain('<p class="paragraph">Here is the code:</p>')
     expect(html).toContain(
-      '<pre class="code-block" data-lang="python" data-testid="chat-code-block"><code>def f(x):\n    return x *</code></pre>',
+      '<pre class="code-block" data-lang="python" data-testid="chat-code-block"><code>def f(x):\n    return x ' +
+        '*</code></pre>',
     )
     // Every prefix of a streamed answer renders: an open table, emphasis or link included.
     const answer = `${partial} 2\n\`\`\`\n\n| a | b |\n|---|---|\n| **1 | [x](https://e.com`

@@ -27,7 +27,10 @@ function languageOf(pre: NonNullable<ExtraProps['node']> | undefined): string {
   return names.find((name) => name.startsWith('language-'))?.slice('language-'.length) ?? ''
 }
 
-/** A fenced (or indented) code block: its language, a Copy button, and its text verbatim. Still open while streaming, it runs to the end. */
+/**
+ * A fenced (or indented) code block: its language, a Copy button, and
+ * its text verbatim. Still open while streaming, it runs to the end.
+ */
 function CodeBlock({ node }: ExtraProps) {
   const lang = languageOf(node)
   // remark ends a block's text with a newline; the copy is the code alone.

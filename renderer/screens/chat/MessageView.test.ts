@@ -35,7 +35,8 @@ describe('a chat message as shown', () => {
     })
     expect(html).toContain('<code class="inline-code">ls</code>')
     expect(html).toContain(
-      '<pre class="code-block" data-lang="sh" data-testid="chat-code-block"><code>&lt;img src=x onerror=alert(1)&gt;</code></pre>',
+      '<pre class="code-block" data-lang="sh" data-testid="chat-code-block"><code>&lt;img src=x ' +
+        'onerror=alert(1)&gt;</code></pre>',
     )
     expect(html).not.toContain('<img')
     expect(html).toContain('data-testid="chat-copy"')

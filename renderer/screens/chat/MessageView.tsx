@@ -75,7 +75,10 @@ export function MessageView({ message, onResend }: MessageViewProps) {
                 <span
                   className="unaudited"
                   data-testid="chat-hop-unaudited"
-                  title="No other host serves these blocks: its answers are checked only against its own re-runs and known-answer probes"
+                  title={
+                    'No other host serves these blocks: its answers are checked only against its own re-runs ' +
+                    'and known-answer probes'
+                  }
                 >
                   unaudited
                 </span>

@@ -35,7 +35,8 @@ export function SettingsPanel({ conversationId, settings, onChange, onInvalid }:
             maxLength={MAX_SYSTEM_PROMPT_CHARS}
             defaultValue={settings.systemPrompt}
             placeholder="How the model should answer in this chat (optional)"
-            // Taken when the user leaves the box, not per keystroke: each change is a durable write of the conversation.
+            // Taken when the user leaves the box, not per keystroke:
+            // each change is a durable write of the conversation.
             onBlur={(event) =>
               event.target.value !== settings.systemPrompt && onChange({ systemPrompt: event.target.value })
             }

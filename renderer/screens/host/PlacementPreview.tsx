@@ -95,7 +95,10 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
             <Stat
               label="Expected speed"
               value={formatTokensPerSecond(option.expectedTokensPerSecond)}
-              hint={`swarm's weakest block after: ${formatTokensPerSecond(option.swarmTokensPerSecond)} (today ${formatTokensPerSecond(placement.swarmTokensPerSecond)})`}
+              hint={
+                `swarm's weakest block after: ${formatTokensPerSecond(option.swarmTokensPerSecond)} (today ` +
+                `${formatTokensPerSecond(placement.swarmTokensPerSecond)})`
+              }
               testId="preview-tokens-per-second"
             />
             <Stat

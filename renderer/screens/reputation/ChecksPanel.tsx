@@ -4,7 +4,10 @@ import { Panel } from '../../components/Panel'
 import { Stat } from '../../components/Stat'
 import { checkTallies, lastProbe, speedCheck, standing } from '../../stores/reputation/selectors'
 
-/** What the tracker's checks found: probes and audits passed or failed, and the speed it measured against the claimed one. */
+/**
+ * What the tracker's checks found: probes and audits passed or
+ * failed, and the speed it measured against the claimed one.
+ */
 export function ChecksPanel({ checks }: { checks: HostChecksView | null }) {
   if (checks === null)
     return (

@@ -42,7 +42,8 @@ export function AccessSection({ settings, saving, error, onSave }: AccessSection
         </div>
         <p className="muted small">
           {settings.lanOpen
-            ? 'Open to the home network, the embedded swarm admits only this app, the computers paired with it and these keys. '
+            ? 'Open to the home network, the embedded swarm admits only this app, the computers paired with it and ' +
+              'these keys. '
             : 'Empty: anyone who can reach the embedded swarm may join it. '}
           With keys listed, only they and this app may connect, use its API and dashboards, or fetch its models
           {settings.trackerUrl === null

@@ -24,8 +24,10 @@ export function LanSection({ settings, saving, error, onChange }: LanSectionProp
       />
       <p className="muted small">
         {settings.lanOpen
-          ? 'Other Neuron apps at home see this one under Swarm and may ask to join; only those you pair with, by a code shown on both screens, are let in.'
-          : 'Off: the embedded swarm answers this computer only. On, other Neuron apps at home find it and may pair with it; no one else is let in.'}
+          ? 'Other Neuron apps at home see this one under Swarm and may ask to join; only those you pair with, by ' +
+            'a code shown on both screens, are let in.'
+          : 'Off: the embedded swarm answers this computer only. On, other Neuron apps at home find it and may ' +
+            'pair with it; no one else is let in.'}
         {settings.trackerUrl === null
           ? ''
           : ' This app is on another tracker now: the switch applies when it is back on its embedded swarm.'}

@@ -23,11 +23,15 @@ describe('API access selectors', () => {
     expect(examples[1]?.code).not.toContain('import os')
   })
 
-  it('puts an environment variable where the key goes once it is no longer shown, and a placeholder model while none is listed', () => {
-    const [curl, python, javascript] = apiExamples(view, 'm', null)
-    expect(curl?.code).toContain(`Bearer ${KEY_PLACEHOLDER}`)
-    expect(python?.code).toContain('os.environ["NEURON_KEY"]')
-    expect(javascript?.code).toContain('process.env.NEURON_KEY')
-    expect(exampleModel({ ...view, modelIds: [] })).toBe('MODEL_ID')
-  })
+  it(
+    'puts an environment variable where the key goes once it is no longer shown, and a placeholder model while ' +
+      'none is listed',
+    () => {
+      const [curl, python, javascript] = apiExamples(view, 'm', null)
+      expect(curl?.code).toContain(`Bearer ${KEY_PLACEHOLDER}`)
+      expect(python?.code).toContain('os.environ["NEURON_KEY"]')
+      expect(javascript?.code).toContain('process.env.NEURON_KEY')
+      expect(exampleModel({ ...view, modelIds: [] })).toBe('MODEL_ID')
+    },
+  )
 })

@@ -14,7 +14,10 @@ export function exampleModel(view: ApiAccessView): string {
   return view.modelIds[0] ?? 'MODEL_ID'
 }
 
-/** A chat completion with curl, Python's and JavaScript's openai clients, filled with the endpoint, model and key (or its placeholder). */
+/**
+ * A chat completion with curl, Python's and JavaScript's openai clients,
+ * filled with the endpoint, model and key (or its placeholder).
+ */
 export function apiExamples(view: ApiAccessView, model: string, key: string | null): ApiExample[] {
   const { endpoint } = view
   const shellKey = key ?? KEY_PLACEHOLDER
@@ -39,7 +42,8 @@ export function apiExamples(view: ApiAccessView, model: string, key: string | nu
         'from openai import OpenAI',
         '',
         `client = OpenAI(base_url=${JSON.stringify(endpoint)}, api_key=${codeKey ?? 'os.environ["NEURON_KEY"]'})`,
-        `reply = client.chat.completions.create(model=${JSON.stringify(model)}, messages=[{"role": "user", "content": ${JSON.stringify(prompt)}}], max_tokens=64)`,
+        `reply = client.chat.completions.create(model=${JSON.stringify(model)}, messages=[{"role": "user", ` +
+          `"content": ${JSON.stringify(prompt)}}], max_tokens=64)`,
         'print(reply.choices[0].message.content)',
       ].join('\n'),
     },
@@ -49,8 +53,10 @@ export function apiExamples(view: ApiAccessView, model: string, key: string | nu
       code: [
         "import OpenAI from 'openai'",
         '',
-        `const client = new OpenAI({ baseURL: ${JSON.stringify(endpoint)}, apiKey: ${codeKey ?? 'process.env.NEURON_KEY'} })`,
-        `const reply = await client.chat.completions.create({ model: ${JSON.stringify(model)}, messages: [{ role: 'user', content: ${JSON.stringify(prompt)} }], max_tokens: 64 })`,
+        `const client = new OpenAI({ baseURL: ${JSON.stringify(endpoint)}, apiKey: ` +
+          `${codeKey ?? 'process.env.NEURON_KEY'} })`,
+        `const reply = await client.chat.completions.create({ model: ${JSON.stringify(model)}, messages: [{ role: ` +
+          `'user', content: ${JSON.stringify(prompt)} }], max_tokens: 64 })`,
         'console.log(reply.choices[0].message.content)',
       ].join('\n'),
     },

@@ -73,26 +73,29 @@ describe('API access store', () => {
     expect(bridge.calls.map((c) => c.method)).toEqual(['api.get', 'api.createKey'])
   })
 
-  it('turns the home-network switch through settings and shows the endpoint it gives; loads the request log', async () => {
-    const row = {
-      startedAt: 1,
-      endpoint: 'chat.completions',
-      modelId: 'stories260k',
-      promptTokens: 5,
-      completionTokens: 6,
-      chargedMicro: 42,
-      status: 'completed',
-    }
-    const bridge = fakeBridge({
-      'settings.update': () => ({ ...someSettings, lanOpen: true }),
-      'api.get': () => ({ ...none, lanOpen: true, endpoint: 'http://192.168.1.20:7070/v1' }),
-      'api.requests': () => ({ requests: [row] }),
-    })
-    const store = createApiAccessStore(bridge)
-    await store.getState().setLanOpen(true)
-    expect(bridge.calls[0]).toEqual({ method: 'settings.update', input: { lanOpen: true } })
-    expect(store.getState().view).toMatchObject({ lanOpen: true, endpoint: 'http://192.168.1.20:7070/v1' })
-    await store.getState().loadRequests()
-    expect(store.getState().requests).toEqual([row])
-  })
+  it(
+    'turns the home-network switch through settings and ' + 'shows the endpoint it gives; loads the request log',
+    async () => {
+      const row = {
+        startedAt: 1,
+        endpoint: 'chat.completions',
+        modelId: 'stories260k',
+        promptTokens: 5,
+        completionTokens: 6,
+        chargedMicro: 42,
+        status: 'completed',
+      }
+      const bridge = fakeBridge({
+        'settings.update': () => ({ ...someSettings, lanOpen: true }),
+        'api.get': () => ({ ...none, lanOpen: true, endpoint: 'http://192.168.1.20:7070/v1' }),
+        'api.requests': () => ({ requests: [row] }),
+      })
+      const store = createApiAccessStore(bridge)
+      await store.getState().setLanOpen(true)
+      expect(bridge.calls[0]).toEqual({ method: 'settings.update', input: { lanOpen: true } })
+      expect(store.getState().view).toMatchObject({ lanOpen: true, endpoint: 'http://192.168.1.20:7070/v1' })
+      await store.getState().loadRequests()
+      expect(store.getState().requests).toEqual([row])
+    },
+  )
 })

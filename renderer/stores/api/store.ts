@@ -15,7 +15,9 @@ export interface ApiAccessActions {
   confirm(): Promise<void>
   /** The user said no: the key in use keeps working. */
   cancel(): void
-  /** Turns the home-network switch (Settings' too): the API then listens beyond this computer, still asking for the key. */
+  /**
+   * Turns the home-network switch (Settings' too): the API then listens beyond this computer, still asking for the key.
+   */
   setLanOpen(open: boolean): Promise<void>
   /** Forgets the full key (the screen closed): from then on only its masked form shows. */
   forgetKey(): void

@@ -35,7 +35,8 @@ const dogs: Conversation = {
 describe('exporting and finding conversations', () => {
   it('writes a conversation as Markdown with its system prompt, turns and failures', () => {
     expect(conversationMarkdown(cats)).toBe(
-      '# Cats: a story?\n\nModel: stories260k\n\n## System\n\nBe brief.\n\n## You\n\nTell me about cats\n\n## Assistant\n\nCats purr.\n\n```\npurr()\n```\n\n## You\n\nMore\n\n## Assistant\n\n*(failed: no hosts)*\n',
+      '# Cats: a story?\n\nModel: stories260k\n\n## System\n\nBe brief.\n\n## You\n\nTell me about cats\n\n## ' +
+        'Assistant\n\nCats purr.\n\n```\npurr()\n```\n\n## You\n\nMore\n\n## Assistant\n\n*(failed: no hosts)*\n',
     )
   })
 

@@ -25,7 +25,10 @@ const WHOLE: ReadonlySet<NumberField> = new Set(['topK', 'seed', 'maxTokens'])
 
 export type ParsedField = { ok: true; value: number | null } | { ok: false; message: string }
 
-/** A field's text as the number it stands for (seed: empty is null, random each time), or what is wrong with it, in words. */
+/**
+ * A field's text as the number it stands for (seed: empty is
+ * null, random each time), or what is wrong with it, in words.
+ */
 export function parseField(field: NumberField, text: string): ParsedField {
   const { min, max } = SAMPLING_BOUNDS[field]
   const whole = WHOLE.has(field)
@@ -76,6 +79,8 @@ export function contextRefusal(count: ChatCount, maxTokens: number): ShownError 
   const total = count.promptTokens + maxTokens
   return {
     code: 'context_exceeded',
-    message: `This prompt is ${count.promptTokens} tokens and the answer may take ${maxTokens} more: ${total} is past the model's context of ${count.contextLength} tokens. Shorten it, start a new chat, or lower max tokens.`,
+    message:
+      `This prompt is ${count.promptTokens} tokens and the answer may take ${maxTokens} more: ${total} is ` +
+      `past the model's context of ${count.contextLength} tokens. Shorten it, start a new chat, or lower max tokens.`,
   }
 }

@@ -81,17 +81,20 @@ describe('conversations kept by the backend', () => {
     expect(kept.has(old.id)).toBe(false)
   })
 
-  it('moves the conversations a browser held before into the backend once, then clears them from the browser', async () => {
-    const legacy = browserStorage([old])
-    const first = setup({ legacy })
-    await first.store.getState().loadConversations()
-    expect(first.kept.get(old.id)).toEqual(old)
-    expect(legacy.items.has(LEGACY_KEY)).toBe(false)
-    // Shown as the browser had it, the answer cut off by the old app's close; written back only when it changes.
-    expect(first.store.getState().conversations.map((c) => c.messages.at(-1)?.status)).toEqual(['error'])
-    expect(first.saves()).toBe(1)
-    expect(first.store.getState().historyError).toBeNull()
-  })
+  it(
+    'moves the conversations a browser held before into ' + 'the backend once, then clears them from the browser',
+    async () => {
+      const legacy = browserStorage([old])
+      const first = setup({ legacy })
+      await first.store.getState().loadConversations()
+      expect(first.kept.get(old.id)).toEqual(old)
+      expect(legacy.items.has(LEGACY_KEY)).toBe(false)
+      // Shown as the browser had it, the answer cut off by the old app's close; written back only when it changes.
+      expect(first.store.getState().conversations.map((c) => c.messages.at(-1)?.status)).toEqual(['error'])
+      expect(first.saves()).toBe(1)
+      expect(first.store.getState().historyError).toBeNull()
+    },
+  )
 
   it("keeps the browser's copy when the backend refuses a conversation, and says which", async () => {
     const legacy = browserStorage([old, { id: 'bad id!', title: 'broken' }])
@@ -107,7 +110,8 @@ describe('conversations kept by the backend', () => {
     expect(kept.size).toBe(0)
     expect(legacy.items.has(LEGACY_KEY)).toBe(true)
     expect(store.getState().historyError?.message).toBe(
-      `"A story from before" could not be moved from this browser to the app: conversations.save: the disk is full 2 conversation(s) stay in this browser's storage (${LEGACY_KEY}); the app tries again at the next start.`,
+      `"A story from before" could not be moved from this browser to the app: conversations.save: the disk is full ` +
+        `2 conversation(s) stay in this browser's storage (${LEGACY_KEY}); the app tries again at the next start.`,
     )
   })
 

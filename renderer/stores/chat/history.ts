@@ -24,7 +24,10 @@ export function interrupted(conversation: Conversation): Conversation {
   }
 }
 
-/** Whether a changed conversation is written now: not while tokens stream into its answer (written as it starts and when it ends). */
+/**
+ * Whether a changed conversation is written now: not while tokens
+ * stream into its answer (written as it starts and when it ends).
+ */
 export function worthSaving(before: Conversation | undefined, after: Conversation): boolean {
   const answer = streamingAnswer(after)
   return answer === null || answer.id !== streamingAnswer(before ?? null)?.id
@@ -80,7 +83,8 @@ export function conversationHistory(bridge: NeuronBridge, legacy: LegacyStorage 
     if (failed === 0) legacy.removeItem(LEGACY_KEY)
     else
       problems.push(
-        `${failed} conversation(s) stay in this browser's storage (${LEGACY_KEY}); the app tries again at the next start.`,
+        `${failed} conversation(s) stay in this browser's storage (${LEGACY_KEY}); the app tries again at the next ` +
+          `start.`,
       )
     return imported
   }

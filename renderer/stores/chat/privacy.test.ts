@@ -28,7 +28,10 @@ describe('the privacy of a chat', () => {
       /^Other people's computers on the swarm at https:\/\/swarm\.example\.org compute your answers\./,
     )
     expect(asked.detail).toMatch(
-      /first host on a route sees your prompt's tokens, the last host sees the answer's, and every host on the route sees the hidden states/,
+      new RegExp(
+        "first host on a route sees your prompt's tokens, the last host sees the answer's, " +
+          'and every host on the route sees the hidden states',
+      ),
     )
     expect(privacyNotice({ ...remote, privacy: { level: 'public', consented: true } }).needsConsent).toBe(false)
   })

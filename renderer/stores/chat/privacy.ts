@@ -17,7 +17,8 @@ export function privacyNotice(settings: Settings): PrivacyNotice {
       level: 'private',
       label: 'Private: all on this computer',
       detail:
-        'The embedded tracker listens only on this computer, so every host that computes an answer runs here: your prompts, the answers and the hidden states between blocks never leave it.',
+        'The embedded tracker listens only on this computer, so every host that computes an answer runs here: your ' +
+        'prompts, the answers and the hidden states between blocks never leave it.',
       needsConsent: false,
     }
   }
@@ -25,7 +26,11 @@ export function privacyNotice(settings: Settings): PrivacyNotice {
   return {
     level: 'public',
     label: 'Public swarm: hosts see your chats',
-    detail: `Other people's computers on the swarm at ${tracker} compute your answers. The first host on a route sees your prompt's tokens, the last host sees the answer's, and every host on the route sees the hidden states between blocks, from which text can be recovered. The tracker sees which model you use and how many tokens. Send nothing you would not show a stranger.`,
+    detail:
+      `Other people's computers on the swarm at ${tracker} compute your answers. The first host on a route ` +
+      `sees your prompt's tokens, the last host sees the answer's, and every host on the route sees the hidden ` +
+      `states between blocks, from which text can be recovered. The tracker sees which model you use and how many ` +
+      `tokens. Send nothing you would not show a stranger.`,
     needsConsent: !settings.privacy.consented,
   }
 }

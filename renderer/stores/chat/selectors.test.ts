@@ -35,16 +35,19 @@ describe('chat selectors', () => {
     expect(canRegenerate(conversation([user('a')]))).toBe(false)
   })
 
-  it('shows the route hop by hop with a short host id, its blocks and ms per step, and which hops nobody can check', () => {
-    const route = [
-      { hostId: '0123456789abcdef0123', blocks: [0, 3] as const, medianMs: 4.25 },
-      { hostId: 'fedcba98765432100123', blocks: [3, 5] as const, medianMs: null, unaudited: true },
-    ]
-    expect(hopViews({ ...answer('x', 'done'), route })).toEqual([
-      { hostId: '0123456789abcdef0123', shortId: '01234567', blocks: '[0, 3)', ms: '4.3 ms/step', unaudited: false },
-      { hostId: 'fedcba98765432100123', shortId: 'fedcba98', blocks: '[3, 5)', ms: '— ms/step', unaudited: true },
-    ])
-  })
+  it(
+    'shows the route hop by hop with a short host id, its ' + 'blocks and ms per step, and which hops nobody can check',
+    () => {
+      const route = [
+        { hostId: '0123456789abcdef0123', blocks: [0, 3] as const, medianMs: 4.25 },
+        { hostId: 'fedcba98765432100123', blocks: [3, 5] as const, medianMs: null, unaudited: true },
+      ]
+      expect(hopViews({ ...answer('x', 'done'), route })).toEqual([
+        { hostId: '0123456789abcdef0123', shortId: '01234567', blocks: '[0, 3)', ms: '4.3 ms/step', unaudited: false },
+        { hostId: 'fedcba98765432100123', shortId: 'fedcba98', blocks: '[3, 5)', ms: '— ms/step', unaudited: true },
+      ])
+    },
+  )
 
   it('summarises an answer and titles a conversation by its first words', () => {
     const summary = {

@@ -89,29 +89,34 @@ describe('chat store: sampling, context and edits', () => {
     expect(sends().at(-1)?.seed).toBe(3)
   })
 
-  it('refuses before sending a prompt that does not fit the context with max tokens, naming the counts, and adds no turn', async () => {
-    const { store, sends, thread } = await setup()
-    const long = Array.from({ length: 2000 }, () => 'word').join(' ')
-    expect(await store.getState().send(long)).toBe(false)
-    expect(sends()).toEqual([])
-    expect(thread()).toEqual([])
-    expect(store.getState().composerError).toMatchObject({
-      code: 'context_exceeded',
-      message: expect.stringContaining('This prompt is 2000 tokens'),
-    })
-    expect(store.getState().composerError?.message).toContain("2064 is past the model's context of 2048 tokens")
-    // Lowering max tokens makes it fit.
-    store.getState().setMaxTokens(48)
-    expect(await store.getState().send(long)).toBe(true)
-    expect(store.getState().composerError).toBeNull()
-  })
+  it(
+    'refuses before sending a prompt that does not fit the context with max tokens, naming the counts, and adds ' +
+      'no turn',
+    async () => {
+      const { store, sends, thread } = await setup()
+      const long = Array.from({ length: 2000 }, () => 'word').join(' ')
+      expect(await store.getState().send(long)).toBe(false)
+      expect(sends()).toEqual([])
+      expect(thread()).toEqual([])
+      expect(store.getState().composerError).toMatchObject({
+        code: 'context_exceeded',
+        message: expect.stringContaining('This prompt is 2000 tokens'),
+      })
+      expect(store.getState().composerError?.message).toContain("2064 is past the model's context of 2048 tokens")
+      // Lowering max tokens makes it fit.
+      store.getState().setMaxTokens(48)
+      expect(await store.getState().send(long)).toBe(true)
+      expect(store.getState().composerError).toBeNull()
+    },
+  )
 
   it('refuses before sending turns the backend will not count (too many characters), in its words', async () => {
     const { store, sends, thread } = await setup({
       'chat.count': () => {
         throw new NeuronError(
           'bad_request',
-          "chat.count: messages: a chat's turns take up to 256000 characters all together; start a new chat or shorten it",
+          "chat.count: messages: a chat's turns take up to 256000 characters all together; start a new chat or " +
+            'shorten it',
         )
       },
     })

@@ -149,18 +149,22 @@ describe('chat store', () => {
     expect(bridge.calls.some((c) => c.method === 'chat.send')).toBe(false)
   })
 
-  it('keeps conversations in the backend across restarts, opens the latest, and marks an answer cut off by the restart', async () => {
-    const { bridge, store } = setup()
-    await store.getState().loadModels()
-    const chatId = store.getState().newConversation()
-    await store.getState().send('Remember me')
-    const reopened = createChatStore(bridge)
-    await reopened.getState().loadConversations()
-    expect(reopened.getState().activeId).toBe(chatId)
-    const messages = reopened.getState().conversations[0]?.messages ?? []
-    expect(messages.map((m) => m.content)).toEqual(['Remember me', ''])
-    expect(messages[1]).toMatchObject({ status: 'error', error: { code: 'interrupted' } })
-  })
+  it(
+    'keeps conversations in the backend across restarts, opens the latest, and marks an answer cut off by the ' +
+      'restart',
+    async () => {
+      const { bridge, store } = setup()
+      await store.getState().loadModels()
+      const chatId = store.getState().newConversation()
+      await store.getState().send('Remember me')
+      const reopened = createChatStore(bridge)
+      await reopened.getState().loadConversations()
+      expect(reopened.getState().activeId).toBe(chatId)
+      const messages = reopened.getState().conversations[0]?.messages ?? []
+      expect(messages.map((m) => m.content)).toEqual(['Remember me', ''])
+      expect(messages[1]).toMatchObject({ status: 'error', error: { code: 'interrupted' } })
+    },
+  )
 
   it('interrupt ends only the named answers still streaming and asks the backend to stop them', async () => {
     const { bridge, store } = setup()

@@ -44,7 +44,10 @@ export interface ChatActions {
 export type ChatStore = ChatState & ChatActions
 
 export interface ChatStoreOptions {
-  /** Where the chat kept conversations before the backend did (the app passes localStorage): imported once, then cleared. */
+  /**
+   * Where the chat kept conversations before the backend did
+   * (the app passes localStorage): imported once, then cleared.
+   */
   legacy?: LegacyStorage
   newId?: () => string
   now?: () => number
@@ -121,7 +124,9 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
     }
     /** Conversations whose prompt is being counted before sending: a second send waits its turn. */
     const asking = new Set<string>()
-    /** Appends `content` as the user's turn after `kept` (the turns before it), once it fits, and asks for the answer. */
+    /**
+     * Appends `content` as the user's turn after `kept` (the turns before it), once it fits, and asks for the answer.
+     */
     const ask = async (
       target: { conversation: Conversation; modelId: string },
       kept: ChatEntry[],

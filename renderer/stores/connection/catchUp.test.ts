@@ -76,20 +76,23 @@ describe('catching up after the connection drops', () => {
     expect(bridge.calls).not.toContainEqual({ method: 'chat.stop', input: { chatId: during } })
   })
 
-  it('asks again for the hosting status, the earnings and the tracker link whose pushes may have been missed', async () => {
-    const { bridge, stores } = setup()
-    await stores.earnings.getState().load()
-    bridge.emit('hosting.status', downloading)
-    bridge.setConnection('reconnecting')
-    bridge.setConnection('open')
-    await new Promise((resolve) => setTimeout(resolve, 0))
-    expect(bridge.calls.map((c) => c.method)).toEqual([
-      'swarm.status',
-      'earnings.get',
-      'hosting.status',
-      'earnings.get',
-      'swarm.status',
-    ])
-    expect(stores.hosting.getState().status?.phase).toBe('serving')
-  })
+  it(
+    'asks again for the hosting status, the earnings and ' + 'the tracker link whose pushes may have been missed',
+    async () => {
+      const { bridge, stores } = setup()
+      await stores.earnings.getState().load()
+      bridge.emit('hosting.status', downloading)
+      bridge.setConnection('reconnecting')
+      bridge.setConnection('open')
+      await new Promise((resolve) => setTimeout(resolve, 0))
+      expect(bridge.calls.map((c) => c.method)).toEqual([
+        'swarm.status',
+        'earnings.get',
+        'hosting.status',
+        'earnings.get',
+        'swarm.status',
+      ])
+      expect(stores.hosting.getState().status?.phase).toBe('serving')
+    },
+  )
 })

@@ -31,12 +31,15 @@ describe('connection selectors', () => {
     expect(states('open', up, idle).at(2)).toEqual(['hosting', 'off', 'Not hosting'])
   })
 
-  it('says a dead tracker is unreachable, and that hosting on it helps nobody, while the app itself is connected', () => {
-    const parts = statusParts('open', gone, serving)
-    expect(parts.map((p) => p.state)).toEqual(['ok', 'down', 'down'])
-    expect(parts[1]?.detail).toContain('no answer to a ping')
-    expect(parts[2]?.text).toBe('Hosting, but the tracker is unreachable')
-  })
+  it(
+    'says a dead tracker is unreachable, and that hosting ' + 'on it helps nobody, while the app itself is connected',
+    () => {
+      const parts = statusParts('open', gone, serving)
+      expect(parts.map((p) => p.state)).toEqual(['ok', 'down', 'down'])
+      expect(parts[1]?.detail).toContain('no answer to a ping')
+      expect(parts[2]?.text).toBe('Hosting, but the tracker is unreachable')
+    },
+  )
 
   it('claims nothing of the tracker or hosting while the app’s backend is out of reach', () => {
     expect(states('reconnecting', up, serving)).toEqual([

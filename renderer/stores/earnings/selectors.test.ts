@@ -43,7 +43,8 @@ describe('earnings selectors', () => {
   it('describes the credits chart in words for screen readers', () => {
     const points = creditsOverTime(someEarnings.byHour)
     expect(creditsChartDescription(points)).toBe(
-      `Over 2 hours from ${formatHour(3_600_000)} to ${formatHour(7_200_000)}, this computer earned 0.00425 credits in all; the most in one hour was 0.00225, from ${formatHour(7_200_000)}.`,
+      `Over 2 hours from ${formatHour(3_600_000)} to ${formatHour(7_200_000)}, this computer earned 0.00425 ` +
+        `credits in all; the most in one hour was 0.00225, from ${formatHour(7_200_000)}.`,
     )
     expect(creditsChartDescription([])).toBe('No credits earned yet.')
   })

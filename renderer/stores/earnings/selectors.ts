@@ -63,7 +63,10 @@ export function creditsChartDescription(points: ChartPoint[]): string {
     points.length === 1
       ? `In the hour from ${formatHour(first.start)}`
       : `Over ${points.length} hours from ${formatHour(first.start)} to ${formatHour(last.start)}`
-  return `${hours}, this computer earned ${micro(last.total)} credits in all; the most in one hour was ${micro(best.credits)}, from ${formatHour(best.start)}.`
+  return (
+    `${hours}, this computer earned ${micro(last.total)} credits in all; the most in one hour was ` +
+    `${micro(best.credits)}, from ${formatHour(best.start)}.`
+  )
 }
 
 export interface TotalsRow {

@@ -41,13 +41,17 @@ describe('earnings store', () => {
     expect(store.getState().earnings).toEqual({ ...someEarnings, balanceMicro: 4_260 })
   })
 
-  it('shows pending and settled earnings apart as receipts arrive: a receipt adds to pending, not to what is spendable', async () => {
-    const bridge = fakeBridge({ 'earnings.get': () => someEarnings })
-    const store = createEarningsStore(bridge)
-    await store.getState().load()
-    store.getState().subscribe(500)
-    const receipt = { hostId: someEarnings.hostId, ok: true, modelId: 'stories260k', earnedMicro: 10 }
-    bridge.emit('earnings.receipt', { ...receipt, balanceMicro: someEarnings.balanceMicro, pendingMicro: 1_510 })
-    expect(store.getState().earnings).toMatchObject({ balanceMicro: 4_250, pendingMicro: 1_510 })
-  })
+  it(
+    'shows pending and settled earnings apart as receipts arrive: a receipt adds to pending, not to what is ' +
+      'spendable',
+    async () => {
+      const bridge = fakeBridge({ 'earnings.get': () => someEarnings })
+      const store = createEarningsStore(bridge)
+      await store.getState().load()
+      store.getState().subscribe(500)
+      const receipt = { hostId: someEarnings.hostId, ok: true, modelId: 'stories260k', earnedMicro: 10 }
+      bridge.emit('earnings.receipt', { ...receipt, balanceMicro: someEarnings.balanceMicro, pendingMicro: 1_510 })
+      expect(store.getState().earnings).toMatchObject({ balanceMicro: 4_250, pendingMicro: 1_510 })
+    },
+  )
 })

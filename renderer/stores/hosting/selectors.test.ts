@@ -22,13 +22,17 @@ describe('hosting selectors', () => {
     expect(cells.map((c) => c.proposed)).toEqual([false, false, false, true, true, true])
   })
 
-  it('shows the figures of the alternative the user picked; without the tracker’s price, credits are scaled by its block-tokens', () => {
-    const option = chosenOption(tinyPreview, [2, 4])
-    expect(option?.blocks).toEqual([2, 4])
-    expect(creditsPerHour(tinyPreview, option)?.credits).toBeCloseTo(2)
-    expect(creditsPerHour(tinyPreview, option)?.estimated).toBe(true)
-    expect(creditsPerHour(tinyPreview, chosenOption(tinyPreview, [3, 6]))).toEqual({ credits: 3, estimated: false })
-  })
+  it(
+    'shows the figures of the alternative the user picked; without the tracker’s price, credits are scaled by its ' +
+      'block-tokens',
+    () => {
+      const option = chosenOption(tinyPreview, [2, 4])
+      expect(option?.blocks).toEqual([2, 4])
+      expect(creditsPerHour(tinyPreview, option)?.credits).toBeCloseTo(2)
+      expect(creditsPerHour(tinyPreview, option)?.estimated).toBe(true)
+      expect(creditsPerHour(tinyPreview, chosenOption(tinyPreview, [3, 6]))).toEqual({ credits: 3, estimated: false })
+    },
+  )
 
   it('says what of the chosen range is already on disk instead of counting it to download', () => {
     const option = chosenOption(tinyPreview, [3, 6])
@@ -76,34 +80,42 @@ describe('hosting selectors', () => {
     expect(cacheFigures({ ...option, cacheBytes: undefined })).toBeNull()
   })
 
-  it('shows hosts per route, the bytes crossing the range’s seams and its cache per token over a 128K session, when the tracker gives them', () => {
-    const option = chosenOption(tinyPreview, [3, 6])
-    if (option === null) throw new Error('fixture has a proposal')
-    expect(routeFigures(tinyPreview, option)).toEqual({ hostsPerRoute: null, seam: null, longContext: null })
-    const withRoute = { ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: 16 } }
-    // 32 KiB in and out of the range per token; 131 072 tokens × 100 B of cache each
-    const figures = routeFigures(withRoute, { ...option, seamBytesPerToken: 32_768, longContextCacheBytes: 13_107_200 })
-    expect(figures).toEqual({
-      hostsPerRoute: '16',
-      seam: '33 kB per token',
-      longContext: {
-        label: 'Cache at 128K',
+  it(
+    'shows hosts per route, the bytes crossing the range’s seams and its cache per token over a 128K session, ' +
+      'when the tracker gives them',
+    () => {
+      const option = chosenOption(tinyPreview, [3, 6])
+      if (option === null) throw new Error('fixture has a proposal')
+      expect(routeFigures(tinyPreview, option)).toEqual({ hostsPerRoute: null, seam: null, longContext: null })
+      const withRoute = { ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: 16 } }
+      // 32 KiB in and out of the range per token; 131 072 tokens × 100 B of cache each
+      const figures = routeFigures(withRoute, {
+        ...option,
+        seamBytesPerToken: 32_768,
+        longContextCacheBytes: 13_107_200,
+      })
+      expect(figures).toEqual({
+        hostsPerRoute: '16',
+        seam: '33 kB per token',
+        longContext: {
+          label: 'Cache at 128K',
+          perToken: '100 B per token',
+          session: '13.1 MB for one 128K-token session',
+        },
+      })
+      // a 2 048-token model: the figure at its own context, not at a 128K it cannot reach
+      const short = routeFigures(withRoute, { ...option, longContextCacheBytes: 204_800, longContextTokens: 2048 })
+      expect(short.longContext).toEqual({
+        label: 'Cache at 2K',
         perToken: '100 B per token',
-        session: '13.1 MB for one 128K-token session',
-      },
-    })
-    // a 2 048-token model: the figure at its own context, not at a 128K it cannot reach
-    const short = routeFigures(withRoute, { ...option, longContextCacheBytes: 204_800, longContextTokens: 2048 })
-    expect(short.longContext).toEqual({
-      label: 'Cache at 2K',
-      perToken: '100 B per token',
-      session: '205 kB for one 2K-token session',
-    })
-    expect(
-      routeFigures({ ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: null } }, option)
-        .hostsPerRoute,
-    ).toBe('none: no block fits')
-  })
+        session: '205 kB for one 2K-token session',
+      })
+      expect(
+        routeFigures({ ...tinyPreview, placement: { ...tinyPreview.placement, hostsPerRoute: null } }, option)
+          .hostsPerRoute,
+      ).toBe('none: no block fits')
+    },
+  )
 
   it('describes a download row with its progress, speed and time left', () => {
     const artifact = downloading.artifacts[0]

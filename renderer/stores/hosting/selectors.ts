@@ -86,7 +86,10 @@ export function downloadFigure(
   }
 }
 
-/** Tokens of the one session the long-context figure is quoted for when the tracker does not say (protocol/blocks.ts LONG_CONTEXT). */
+/**
+ * Tokens of the one session the long-context figure is quoted for
+ * when the tracker does not say (protocol/blocks.ts LONG_CONTEXT).
+ */
 const LONG_CONTEXT_TOKENS = 131_072
 
 /** A context length as people say it: 2K, 128K, or the exact count when it is not a whole number of K. */
@@ -96,7 +99,8 @@ export function contextLabel(tokens: number): string {
 
 /**
  * The route around the chosen option: hosts like this computer one route needs, the bytes each token brings into and
- * sends out of the range, and its cache per token over a 128K-token session. Each null from a tracker that does not say.
+ * sends out of the range, and its cache per token over a
+ * 128K-token session. Each null from a tracker that does not say.
  */
 export function routeFigures(
   preview: HostingPreview,

@@ -30,21 +30,25 @@ describe('reputation selectors', () => {
     expect(scoreGrade(view.score)).toBe('Good')
   })
 
-  it('reads "No record yet" for a host that has served nothing, not a prior or probation cap its components contradict', () => {
-    const fresh = { ...reputationWith(probationChecks), score: 0.45, completedSteps: 0, failedSteps: 0, history: [] }
-    expect(hasRecord(fresh)).toBe(false)
-    expect(scoreHeadline(fresh)).toEqual({
-      value: 'No record yet',
-      grade: 'the tracker scores this host once it serves others',
-      recorded: false,
-    })
-    expect(scoreHeadline({ ...fresh, completedSteps: 3 })).toEqual({
-      value: '45%',
-      grade: 'Needs attention · capped under 50% on probation',
-      recorded: true,
-    })
-    expect(scoreHeadline(view)).toMatchObject({ value: '87%', grade: 'Good', recorded: true })
-  })
+  it(
+    'reads "No record yet" for a host that has served nothing, not a prior or probation cap its components ' +
+      'contradict',
+    () => {
+      const fresh = { ...reputationWith(probationChecks), score: 0.45, completedSteps: 0, failedSteps: 0, history: [] }
+      expect(hasRecord(fresh)).toBe(false)
+      expect(scoreHeadline(fresh)).toEqual({
+        value: 'No record yet',
+        grade: 'the tracker scores this host once it serves others',
+        recorded: false,
+      })
+      expect(scoreHeadline({ ...fresh, completedSteps: 3 })).toEqual({
+        value: '45%',
+        grade: 'Needs attention · capped under 50% on probation',
+        recorded: true,
+      })
+      expect(scoreHeadline(view)).toMatchObject({ value: '87%', grade: 'Good', recorded: true })
+    },
+  )
 
   it('lists the four components in a stable order, completion as the success rate', () => {
     expect(componentBars(view).map((b) => [b.key, b.value])).toEqual([
@@ -121,7 +125,8 @@ describe('check selectors', () => {
 
   it('describes the score history in words for screen readers', () => {
     expect(historyDescription(view)).toBe(
-      `Score from 80% on ${formatHour(10)} to 87.4% on ${formatHour(20)}, over 2 points; lowest 80% on ${formatHour(10)}.`,
+      `Score from 80% on ${formatHour(10)} to 87.4% on ${formatHour(20)}, over 2 points; lowest 80% on ` +
+        `${formatHour(10)}.`,
     )
     expect(historyDescription({ ...view, history: [] })).toBe('No history yet.')
   })

@@ -76,10 +76,16 @@ export function historyDescription(view: ReputationView): string {
   const last = points[points.length - 1]
   if (first === undefined || last === undefined) return 'No history yet.'
   const lowest = points.reduce((a, b) => (b.score < a.score ? b : a))
-  return `Score from ${first.score}% on ${formatHour(first.at)} to ${last.score}% on ${formatHour(last.at)}, over ${points.length} points; lowest ${lowest.score}% on ${formatHour(lowest.at)}.`
+  return (
+    `Score from ${first.score}% on ${formatHour(first.at)} to ${last.score}% on ${formatHour(last.at)}, over ` +
+    `${points.length} points; lowest ${lowest.score}% on ${formatHour(lowest.at)}.`
+  )
 }
 
-/** Where the tracker's checks leave this host, most serious first: banned, on probation, checked, or an older tracker that does not check. */
+/**
+ * Where the tracker's checks leave this host, most serious first: banned,
+ * on probation, checked, or an older tracker that does not check.
+ */
 export interface Standing {
   kind: 'banned' | 'probation' | 'trusted' | 'unchecked'
   /** A short badge. */
@@ -98,7 +104,9 @@ export function standing(checks: HostChecksView | null): Standing {
     return {
       kind: 'probation',
       label: left === 0 ? 'On probation: finishing' : `On probation: ${plural(left, 'probe')} to go`,
-      detail: `A new host is routed last and checked more often until it has passed ${plural(left, 'more known-answer probe')}.`,
+      detail:
+        `A new host is routed last and checked more often until it has passed ` +
+        `${plural(left, 'more known-answer probe')}.`,
     }
   }
   return { kind: 'trusted', label: 'Passed probation', detail: 'The tracker keeps probing every host now and then.' }
@@ -111,7 +119,8 @@ export function banNotice(checks: HostChecksView | null): { title: string; since
     title: `Banned: ${checks.ban.reason}`,
     since: `since ${formatHour(checks.ban.at)}`,
     advice:
-      "A host that does not cheat can still answer wrong, from faulty memory, a GPU driver bug or a damaged model file. Fix that, then ask the tracker's operator to review the ban.",
+      'A host that does not cheat can still answer wrong, from faulty memory, a GPU driver bug or a damaged model ' +
+      "file. Fix that, then ask the tracker's operator to review the ban.",
   }
 }
 
@@ -172,7 +181,8 @@ export function speedCheck(checks: HostChecksView): { measured: string; claimed:
     const times =
       measured !== null && claimed !== null && claimed > 0 ? ` (${formatRatio(measured / claimed)} slower)` : ''
     warning =
-      `This host claims to be much faster than the tracker measured${times}. Routing uses the measured speed, not the claim; ` +
+      `This host claims to be much faster than the tracker measured${times}. Routing uses the measured speed, not ` +
+      `the claim; ` +
       'a computer busy with other programs measures slower.'
   }
   return { measured: formatMsPerBlock(measured), claimed: formatMsPerBlock(claimed), warning }

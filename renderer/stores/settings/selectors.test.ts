@@ -106,17 +106,26 @@ describe('what a switch of tracker leaves behind', () => {
   }
   const embedded = { ...someSettings, trackerUrl: null }
 
-  it('names the hosting a save would stop, so the user is asked, and nothing when the tracker stays or nothing is hosted', () => {
-    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', serving)).toBe('stories260k blocks [1, 4)')
-    expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'paused' })).toBe(
-      'stories260k blocks [1, 4) (paused)',
-    )
-    expect(hostingLeftBySwitch(embedded, '  ', serving)).toBeNull()
-    expect(
-      hostingLeftBySwitch({ ...someSettings, trackerUrl: 'http://10.0.0.9:7070' }, 'http://10.0.0.9:7070/', serving),
-    ).toBeNull()
-    expect(
-      hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'idle', modelId: null, blocks: null }),
-    ).toBeNull()
-  })
+  it(
+    'names the hosting a save would stop, so the user is asked, and nothing when the tracker stays or nothing is ' +
+      'hosted',
+    () => {
+      expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', serving)).toBe('stories260k blocks [1, 4)')
+      expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'paused' })).toBe(
+        'stories260k blocks [1, 4) (paused)',
+      )
+      expect(hostingLeftBySwitch(embedded, '  ', serving)).toBeNull()
+      expect(
+        hostingLeftBySwitch({ ...someSettings, trackerUrl: 'http://10.0.0.9:7070' }, 'http://10.0.0.9:7070/', serving),
+      ).toBeNull()
+      expect(
+        hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', {
+          ...serving,
+          phase: 'idle',
+          modelId: null,
+          blocks: null,
+        }),
+      ).toBeNull()
+    },
+  )
 })

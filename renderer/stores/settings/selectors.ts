@@ -24,7 +24,10 @@ export function trackerUrlProblem(text: string): string | null {
     const url = new URL(text)
     if (url.protocol === 'http:' || url.protocol === 'https:') return null
   } catch {}
-  return 'The tracker URL must be a full http(s) URL such as http://127.0.0.1:7070 (leave it empty for the embedded private swarm).'
+  return (
+    'The tracker URL must be a full http(s) URL such as http://127.0.0.1:7070 (leave it empty for the ' +
+    'embedded private swarm).'
+  )
 }
 
 /**
@@ -36,7 +39,10 @@ export function hostingLeftBySwitch(settings: Settings, text: string, hosting: H
   if (next === settings.trackerUrl || hosting === null || hosting.modelId === null || hosting.blocks === null)
     return null
   if (hosting.phase === 'idle' || hosting.phase === 'stopping') return null
-  return `${hosting.modelId} blocks [${hosting.blocks[0]}, ${hosting.blocks[1]})${hosting.phase === 'paused' ? ' (paused)' : ''}`
+  return (
+    `${hosting.modelId} blocks [${hosting.blocks[0]}, ` +
+    `${hosting.blocks[1]})${hosting.phase === 'paused' ? ' (paused)' : ''}`
+  )
 }
 
 /** The PEM backup's file name: the host id tells backups of several computers apart. */

@@ -72,16 +72,20 @@ describe('settings store', () => {
     expect(bridge.calls).toHaveLength(1)
   })
 
-  it('sends the allow-list as keys, comments dropped, and an empty list as open (null); a bad line never reaches the backend', async () => {
-    const { bridge, store } = await loaded({ 'settings.update': () => someSettings })
-    const key = 'B'.repeat(43)
-    await store.getState().saveAllowedKeys(`# friends\n${key}  # ada\nnot-a-key\n`)
-    expect(store.getState().accessError?.message).toMatch(/line 3: "not-a-key" is not a public key/)
-    expect(bridge.calls).toHaveLength(1)
-    await store.getState().saveAllowedKeys(`# friends\n${key}  # ada\n`)
-    expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { allowedKeys: [key] } })
-    expect(store.getState().accessError).toBeNull()
-    await store.getState().saveAllowedKeys('  \n')
-    expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { allowedKeys: null } })
-  })
+  it(
+    'sends the allow-list as keys, comments dropped, and an empty list as open (null); a bad line never reaches ' +
+      'the backend',
+    async () => {
+      const { bridge, store } = await loaded({ 'settings.update': () => someSettings })
+      const key = 'B'.repeat(43)
+      await store.getState().saveAllowedKeys(`# friends\n${key}  # ada\nnot-a-key\n`)
+      expect(store.getState().accessError?.message).toMatch(/line 3: "not-a-key" is not a public key/)
+      expect(bridge.calls).toHaveLength(1)
+      await store.getState().saveAllowedKeys(`# friends\n${key}  # ada\n`)
+      expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { allowedKeys: [key] } })
+      expect(store.getState().accessError).toBeNull()
+      await store.getState().saveAllowedKeys('  \n')
+      expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { allowedKeys: null } })
+    },
+  )
 })

@@ -8,7 +8,10 @@ import { trackerUrlProblem } from './selectors'
 
 export interface SettingsActions {
   load(): Promise<void>
-  /** Empty text means the embedded private swarm; `hostingOnSwitch`: what the user chose for hosting on the tracker left. */
+  /**
+   * Empty text means the embedded private swarm; `hostingOnSwitch`:
+   * what the user chose for hosting on the tracker left.
+   */
   saveTracker(text: string, hostingOnSwitch?: SettingsUpdate['hostingOnSwitch']): Promise<void>
   /** Sends only the limits the form changed from the loaded settings. */
   saveLimits(form: LimitsForm): Promise<void>
@@ -17,7 +20,9 @@ export interface SettingsActions {
   saveAllowedKeys(text: string): Promise<void>
   /** Opens the embedded swarm to the home network (its tracker restarts on every interface), or closes it. */
   saveLanOpen(open: boolean): Promise<void>
-  /** Agrees to chat on the public tracker in force, knowing its hosts see prompts and answers (asked once per tracker). */
+  /**
+   * Agrees to chat on the public tracker in force, knowing its hosts see prompts and answers (asked once per tracker).
+   */
   consent(): Promise<void>
   /** The private key PEM for a backup file, or null (and identityError) when the backend refused. */
   exportIdentity(): Promise<{ pem: string; publicKey: string } | null>
