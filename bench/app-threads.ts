@@ -10,10 +10,10 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LlamaCompletion } from 'node-llama-cpp'
-import { sharedLlama } from '../client/tokenizer'
 import { AppBackend } from '../electron/backend/backend'
 import { type AppEventData, readAppReply } from '../protocol'
 import { STORIES_260K } from '../test/models'
+import { sharedLlama } from '../text/tokenizer'
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)

@@ -3,10 +3,10 @@
 import { loadavg } from 'node:os'
 import { Sfc32 } from '../gguf/random'
 import { NeuronError } from '../protocol'
-import { previewPlacement } from '../tracker/placement'
+import { previewPlacement } from '../tracker/placement/placement'
 import { DEFAULT_ROUTE_COSTS, hopComputeMs } from '../tracker/routing/costs'
 import { RoutePlanner, type RouteRequest } from '../tracker/routing/route-planner'
-import { LatencyMatrix, type ServedSpan, type ServingStatus, type SwarmView } from '../tracker/swarm-view'
+import { LatencyMatrix, type ServedSpan, type ServingStatus, type SwarmView } from '../tracker/routing/swarm-view'
 
 const HOSTS = 10_000
 const BLOCKS = 80

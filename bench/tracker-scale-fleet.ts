@@ -2,7 +2,7 @@
 // each a real authenticated Socket.IO connection on /hosts that says hello with what it serves and
 // heartbeats at the interval the tracker gives, as `neuron host` does; none runs a model. Commands
 // come over IPC; the parent keeps the keys (it signs the hosts' receipts).
-import { connectTracker, type TrackerSocket } from '../client/tracker-connection'
+import { connectTracker, type TrackerSocket } from '../dataplane/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { callRpc, type HardwareProfile, HostToTracker } from '../protocol'
 

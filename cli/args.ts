@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { createSecureContext } from 'node:tls'
 import { parseArgs } from 'node:util'
-import type { TlsCertificate } from '../client/tls-trust'
+import type { TlsCertificate } from '../dataplane/tls-trust'
 import { type BlockRange, NeuronError } from '../protocol'
 
 type Spec = Record<string, { type: 'string' | 'boolean'; short?: string }>

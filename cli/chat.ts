@@ -1,8 +1,8 @@
-import { renderChat } from '../client/chat-template'
 import { SwarmClient } from '../client/swarm-client'
 import { defaultDataDir } from '../host/host'
 import { NodeIdentity } from '../identity/keys'
 import { MAX_DRAFT_TOKENS, NeuronError } from '../protocol'
+import { renderChat } from '../text/chat-template'
 import { intOption, parseCommandArgs, requireOption } from './args'
 import type { Command } from './command'
 

@@ -3,7 +3,7 @@ import { copyFile, mkdir, open, readdir, readFile, writeFile } from 'node:fs/pro
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { connectTracker } from '../client/tracker-connection'
+import { connectTracker } from '../dataplane/tracker-connection'
 import { readGguf } from '../gguf/reader'
 import { serializeHeader } from '../gguf/writer'
 import { NodeIdentity } from '../identity/keys'

@@ -3,7 +3,7 @@ import { basename, dirname } from 'node:path'
 import { estimateFromConfig } from '../gguf/config-manifest'
 import { formatEstimate, formatReport, inspectModel } from '../gguf/inspect'
 import { NeuronError } from '../protocol'
-import { servingPreview } from '../tracker/route-size'
+import { servingPreview } from '../tracker/placement/route-size'
 import { parseCommandArgs } from './args'
 import type { Command } from './command'
 

@@ -1,6 +1,8 @@
 // Hidden states on a route: the state after block k, a vector added after block k (steering), a span [a, b) run on
 // a given state. Each is a chain of span sessions (span-session.ts) cut where the caller reads or changes the state;
 // every hop is ticketed, signed and paid like any session. Bounds are checked here, before anything is planned.
+
+import type { HopInput } from '../dataplane/hop-frames'
 import {
   cutAllowed,
   fromF16,
@@ -14,7 +16,6 @@ import {
   seamAt,
   seamSideValues,
 } from '../protocol'
-import type { HopInput } from './hop-frames'
 import type { HopOpener } from './open-hops'
 import { tokenInput } from './route-step'
 import { type SpanOutput, SpanSession } from './span-session'

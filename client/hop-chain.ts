@@ -2,6 +2,8 @@
 // to the first hop of each run of hops that reach one another; each forwards its output straight to the next and sends
 // the client only its receipt (a digest of its output); the run's last hop answers with its output or the token.
 import { randomBytes } from 'node:crypto'
+import { firstRows, type HopInput, type StepSigning } from '../dataplane/hop-frames'
+import { HopFailure } from '../dataplane/hop-link'
 import { payloadSha256 } from '../identity/tickets'
 import {
   decodeFrame,
@@ -18,8 +20,6 @@ import {
   stepMessage,
   withTrailer,
 } from '../protocol'
-import { firstRows, type HopInput, type StepSigning } from './hop-frames'
-import { HopFailure } from './hop-link'
 import { type HopState, type StepAt, stepForward } from './route-step'
 import { checkedAnswer } from './step-audits'
 

@@ -10,11 +10,12 @@
  * console.log(state.tokens, state.width, state.data[0])
  * await swarm.close()
  */
+
+import type { TrustedCa } from '../dataplane/tls-trust'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, type Manifest, type Receipt } from '../protocol'
 import { generateSteered, type HiddenState, runToBlock, type StateResult, type Steering } from './hidden-states'
 import { SwarmClient } from './swarm-client'
-import type { TrustedCa } from './tls-trust'
 
 export { MAX_HIDDEN_ABS, MAX_HIDDEN_TOKENS, MAX_HIDDEN_VALUES, MAX_HIDDEN_WIDTH } from '../protocol'
 export type { HiddenState, Steering } from './hidden-states'

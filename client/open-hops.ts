@@ -1,14 +1,15 @@
 // Opening a route's hops: a WebSocket to each host (or a volunteer relay's circuit, or the tracker's relay), then
 // the session's open with its ticket, signed by the client's key.
+
+import { expectOk } from '../dataplane/hop-frames'
+import { type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
+import type { TrustedCa } from '../dataplane/tls-trust'
+import type { TrackerChannel } from '../dataplane/tracker-link'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import { type ForwardingOpen, jsonFrame, NeuronError, type Route } from '../protocol'
 import type { GenerateRequest } from './generation'
-import { expectOk } from './hop-frames'
-import { type HopLink, RelayHopLink, WebSocketHopLink } from './hop-link'
 import { closeHops, type HopState } from './route-step'
-import type { TrustedCa } from './tls-trust'
-import type { TrackerChannel } from './tracker-link'
 
 /** What opening hops needs of a client. */
 export interface HopOpener {

@@ -1,3 +1,5 @@
+import { forwardFrame, type HopInput, type StepSigning } from '../dataplane/hop-frames'
+import type { HopLink } from '../dataplane/hop-link'
 import {
   FLAG_NO_SAMPLE,
   FLAG_VERIFY,
@@ -8,8 +10,6 @@ import {
   readTrailer,
   SampledToken,
 } from '../protocol'
-import { forwardFrame, type HopInput, type StepSigning } from './hop-frames'
-import type { HopLink } from './hop-link'
 import { type AuditableHop, checkedAnswer, checkReceipt } from './step-audits'
 
 /** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay (and for audits). */

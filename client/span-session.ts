@@ -2,6 +2,7 @@
 // opened on their tickets with f32 seams, and steps run through them. The hidden-state SDK (hidden-states.ts)
 // chains these: the client sits at every cut between spans, so it reads or changes the state there.
 import { randomBytes } from 'node:crypto'
+import { forwardFrame, type HopInput } from '../dataplane/hop-frames'
 import {
   ClientToTracker,
   callRpc,
@@ -14,7 +15,6 @@ import {
 } from '../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import { planRoute } from './grant-claim'
-import { forwardFrame, type HopInput } from './hop-frames'
 import { type HopOpener, openHops } from './open-hops'
 import { closeHops, type HopState } from './route-step'
 import { checkedAnswer, checkReceipt } from './step-audits'

@@ -1,3 +1,4 @@
+import type { TrackerChannel } from '../dataplane/tracker-link'
 import {
   ClientToTracker,
   callRpc,
@@ -6,11 +7,10 @@ import {
   type SampledToken,
   type SamplingParams,
 } from '../protocol'
+import type { ModelTokenizer } from '../text/tokenizer'
 import { DraftModel } from './draft-model'
 import { firstRowsOf } from './hop-chain'
 import type { HopState, StepAt } from './route-step'
-import type { ModelTokenizer } from './tokenizer'
-import type { TrackerChannel } from './tracker-link'
 
 // Speculative decoding on the client: the draft proposes k tokens, one verify step runs the last token and the k drafts
 // through the route (k + 1 positions), and the last hop answers the greedy token after each position. The longest

@@ -1,3 +1,5 @@
+import { type HopInput, hiddenInput } from '../dataplane/hop-frames'
+import { HopFailure } from '../dataplane/hop-link'
 import { payloadSha256 } from '../identity/tickets'
 import {
   type AuditedStep,
@@ -15,8 +17,6 @@ import {
   sidePerToken,
   splitSide,
 } from '../protocol'
-import { type HopInput, hiddenInput } from './hop-frames'
-import { HopFailure } from './hop-link'
 
 /** What a client keeps of one hop to have a step of it checked: every input, receipt and the last answer. */
 export interface AuditableHop {

@@ -1,4 +1,10 @@
 import { randomBytes } from 'node:crypto'
+import type { HopInput } from '../dataplane/hop-frames'
+import { HopFailure } from '../dataplane/hop-link'
+import { measureHosts, reportLatencies } from '../dataplane/link-latency'
+import type { TrustedCa } from '../dataplane/tls-trust'
+import type { TrackerConnectionOptions } from '../dataplane/tracker-connection'
+import { openTrackerChannel, type TrackerChannel } from '../dataplane/tracker-link'
 import type { NodeIdentity } from '../identity/keys'
 import {
   ClientToTracker,
@@ -9,15 +15,13 @@ import {
   type Receipt,
   type SampledToken,
 } from '../protocol'
-import { StreamingDetokenizer } from './detokenizer'
+import { StreamingDetokenizer } from '../text/detokenizer'
+import { checkTokenizer, ModelTokenizer } from '../text/tokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation'
 import { planRoute } from './grant-claim'
 import { chainOpenings, directLegs, runChainStep } from './hop-chain'
-import type { HopInput } from './hop-frames'
-import { HopFailure } from './hop-link'
 import { hopStats } from './hop-stats'
-import { measureHosts, reportLatencies } from './link-latency'
 import { type HopOpener, openHops, reopenRebuilt } from './open-hops'
 import {
   closeHops,
@@ -31,10 +35,6 @@ import {
 } from './route-step'
 import { openDraft, speculativeTokens } from './speculation'
 import { type AuditableHop, auditStep, limitAudits } from './step-audits'
-import type { TrustedCa } from './tls-trust'
-import { checkTokenizer, ModelTokenizer } from './tokenizer'
-import type { TrackerConnectionOptions } from './tracker-connection'
-import { openTrackerChannel, type TrackerChannel } from './tracker-link'
 
 export type { GeneratedToken, GenerateRequest, GenerationSummary, HopStats } from './generation'
 

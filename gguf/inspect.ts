@@ -101,7 +101,10 @@ export function formatReport(r: ModelReport): string {
   ].join('\n')
 }
 
-/** A model served by hosts of one size (tracker/route-size.ts computes it): what `neuron inspect --config` adds. */
+/**
+ * A model served by hosts of one size (tracker/placement/route-size.ts
+ * computes it): what `neuron inspect --config` adds.
+ */
 export interface ServingPreview {
   /** Memory each host may use: weights, embed or head at the ends, and cache at the placement budget. */
   readonly usableBytes: number

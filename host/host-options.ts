@@ -1,4 +1,4 @@
-import type { TlsCertificate } from '../client/tls-trust'
+import type { TlsCertificate } from '../dataplane/tls-trust'
 import type { BlockRange } from '../protocol'
 import type { RelayForOthers } from './network/relaying'
 

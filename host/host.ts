@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { Socket } from 'socket.io-client'
-import { connectAnyTracker, trackerBase, trackerUrls } from '../client/tracker-connection'
+import { connectAnyTracker, trackerBase, trackerUrls } from '../dataplane/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { manifestSha256 } from '../identity/tickets'
 import { ShardRuntime, type ShardRuntimeOptions } from '../native'

@@ -3,8 +3,8 @@
 // client cannot open a session in them, and a host that refuses probes while full is routed no more.
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { WebSocketHopLink } from '../client/hop-link'
 import { SwarmClient } from '../client/swarm-client'
+import { WebSocketHopLink } from '../dataplane/hop-link'
 import type { Host } from '../host/host'
 import { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'

@@ -3,8 +3,8 @@
 
 import type { Socket } from 'socket.io-client'
 import WebSocket from 'ws'
-import { forwardFrame } from '../client/hop-frames'
-import { connectTracker } from '../client/tracker-connection'
+import { forwardFrame } from '../dataplane/hop-frames'
+import { connectTracker } from '../dataplane/tracker-connection'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import {

@@ -1,6 +1,6 @@
 // Test helper: the slowest correct route planner, to check the real one against on random swarms.
 import { DEFAULT_ROUTE_COSTS } from '../tracker/routing/costs'
-import { CLIENT, type SwarmView } from '../tracker/swarm-view'
+import { CLIENT, type SwarmView } from '../tracker/routing/swarm-view'
 
 /**
  * The fastest route over distinct hosts by trying every one: each hop is a sub-range of its host's span,

@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { forwardFrame, type HopInput } from '../client/hop-frames'
-import { WebSocketHopLink } from '../client/hop-link'
-import { connectTracker } from '../client/tracker-connection'
+import { forwardFrame, type HopInput } from '../dataplane/hop-frames'
+import { WebSocketHopLink } from '../dataplane/hop-link'
+import { connectTracker } from '../dataplane/tracker-connection'
 import { NodeIdentity } from '../identity/keys'
 import { payloadSha256, signOpen } from '../identity/tickets'
 import {

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3'
 import pg from 'pg'
 import { afterAll, beforeAll } from 'vitest'
 import { PostgresStore } from '../tracker/db/postgres-store'
-import { SqliteTrackerStore, type TrackerStore } from '../tracker/store'
+import { SqliteTrackerStore, type TrackerStore } from '../tracker/db/store'
 import { scratchDir } from './models'
 import { type PostgresCluster, postgresMissing, startPostgres } from './postgres'
 

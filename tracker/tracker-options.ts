@@ -1,9 +1,9 @@
-import type { TlsCertificate } from '../client/tls-trust'
+import type { TlsCertificate } from '../dataplane/tls-trust'
 import { NodeIdentity } from '../identity/keys'
 import type { ChecksOptions } from './checks/host-checks'
 import { isPostgresUrl } from './db/postgres-store'
 import type { GatewayOptions } from './gateway/deps'
-import type { LatencyMatrixOptions } from './latency/measured-latencies'
+import type { LatencyMatrixOptions } from './routing/measured-latencies'
 import type { TicketOfficeOptions } from './tickets/ticket-office'
 
 /** How a tracker is set up: `neuron tracker`'s flags, a hosted deployment's NEURON_TRACKER_* variables, or a test's. */
@@ -43,7 +43,10 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly logRoutes?: boolean
   /** The OpenAI-compatible gateway; its admin token defaults to $NEURON_ADMIN_TOKEN. */
   readonly gateway?: GatewayOptions
-  /** How measured client-to-host latencies are kept and trusted (tracker/latency); defaults suit a public swarm. */
+  /**
+   * How measured client-to-host latencies are kept and trusted
+   * (tracker/routing/measured-latencies.ts); defaults suit a public swarm.
+   */
   readonly latency?: Partial<LatencyMatrixOptions>
   /** Micro-credits a new account starts with (default $NEURON_STARTING_GRANT_MICRO, else 10 credits). */
   readonly startingGrantMicro?: number

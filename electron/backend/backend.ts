@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { trackerBase } from '../../client/tracker-connection'
+import { trackerBase } from '../../dataplane/tracker-connection'
 import { hardwareProfile } from '../../host/hardware'
 import { SerialQueue } from '../../host/serial-queue'
 import { NodeIdentity } from '../../identity/keys'

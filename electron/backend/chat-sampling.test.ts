@@ -1,11 +1,11 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import type { AppEventData, AppEventName, AppInput } from '../../protocol'
 import { backendCalls } from '../../test/backend-calls'
 import { STORIES_260K, scratchDir } from '../../test/models'
+import { renderChat } from '../../text/chat-template'
 import { AppBackend } from './backend'
 
 // chat.send's sampling and chat.count's counting, on the backend's embedded swarm serving stories260K (context 2048).

@@ -1,6 +1,5 @@
 import { randomInt } from 'node:crypto'
 import type { z } from 'zod'
-import { renderChat } from '../../client/chat-template'
 import type { SwarmClient } from '../../client/swarm-client'
 import {
   type AppEventData,
@@ -16,6 +15,7 @@ import {
   toWireError,
   type WireError,
 } from '../../protocol'
+import { renderChat } from '../../text/chat-template'
 
 export interface ChatDeps {
   client(): SwarmClient

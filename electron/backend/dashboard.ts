@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { nodeAuthHeaders } from '../../client/tracker-connection'
+import { nodeAuthHeaders } from '../../dataplane/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
 import {
   DASHBOARD_SCOPE,

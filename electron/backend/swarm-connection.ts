@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { SwarmClient } from '../../client/swarm-client'
-import { trackerBase } from '../../client/tracker-connection'
+import { trackerBase } from '../../dataplane/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
 import { AuthChallenge, MICRO, NeuronError } from '../../protocol'
 import { Tracker } from '../../tracker/server'

@@ -1,4 +1,4 @@
-import type { TrackerChannel } from '../../client/tracker-link'
+import type { TrackerChannel } from '../../dataplane/tracker-link'
 import { ClientToTracker, callRpc } from '../../protocol'
 
 /** A ping each second, each given 3 s: a dead tracker is told within 4 s (the sidebar promises 5). */

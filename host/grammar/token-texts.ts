@@ -1,6 +1,6 @@
-import { ModelTokenizer } from '../../client/tokenizer'
 import { kvValue, readGguf } from '../../gguf/reader'
 import { tokenizerGgufOf } from '../../gguf/tokenizer'
+import { ModelTokenizer } from '../../text/tokenizer'
 import type { TokenTexts } from './constraint'
 
 /**

@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { generate } from 'selfsigned'
-import type { TlsCertificate } from '../../client/tls-trust'
+import type { TlsCertificate } from '../../dataplane/tls-trust'
 import type { NodeIdentity } from '../../identity/keys'
 import { certificateMessage, fingerprintOf } from '../../protocol'
 

@@ -1,4 +1,4 @@
-import type { TlsCertificate } from '../../client/tls-trust'
+import type { TlsCertificate } from '../../dataplane/tls-trust'
 import type { NodeIdentity } from '../../identity/keys'
 import type { ServingState } from '../../protocol'
 import { behindRouter, interfaceCandidates, isLoopbackHost, listensEverywhere } from './candidates'

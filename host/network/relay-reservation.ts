@@ -1,5 +1,5 @@
 import type WebSocket from 'ws'
-import { dataPlaneSocket } from '../../client/tls-trust'
+import { dataPlaneSocket } from '../../dataplane/tls-trust'
 import type { NodeIdentity } from '../../identity/keys'
 import {
   decodeEnvelope,

@@ -7,7 +7,7 @@ import {
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
-import type { TlsCertificate } from '../../client/tls-trust'
+import type { TlsCertificate } from '../../dataplane/tls-trust'
 import { decodeFrame, errorFrame } from '../../protocol'
 import { answerDialBack, type DialBackProver } from '../network/dial-back-answer'
 import type { FrameCaller } from './served-session'

@@ -2,7 +2,7 @@
 // forwarded goes on from here straight to the next hop, and the client gets this hop's receipt (a digest of its output)
 // instead of the output; the next hop takes it only with the seam's capability and this hop's receipt of it.
 import { timingSafeEqual } from 'node:crypto'
-import { WebSocketHopLink } from '../../client/hop-link'
+import { WebSocketHopLink } from '../../dataplane/hop-link'
 import { verifySignature } from '../../identity/keys'
 import { payloadSha256 } from '../../identity/tickets'
 import {

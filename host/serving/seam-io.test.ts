@@ -1,9 +1,9 @@
 // What crosses a seam besides the hidden state, on the wire: side values in frames (token ids for DeepSeek-V4's
 // hash-routed blocks, top-k indices for GLM-DSA's shared-indexer blocks), checked against the manifest's seams.
 import { describe, expect, it } from 'vitest'
-import { concatInputs, forwardFrame, hiddenInput } from '../../client/hop-frames'
-import { HopFailure } from '../../client/hop-link'
 import { checkedAnswer } from '../../client/step-audits'
+import { concatInputs, forwardFrame, hiddenInput } from '../../dataplane/hop-frames'
+import { HopFailure } from '../../dataplane/hop-link'
 import { NodeIdentity } from '../../identity/keys'
 import {
   decodeFrame,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
-import type { TlsCertificate } from '../../client/tls-trust'
+import type { TlsCertificate } from '../../dataplane/tls-trust'
 import { publicKeyObject } from '../../identity/keys'
 import { payloadSha256 } from '../../identity/tickets'
 import { ShardRuntimeError } from '../../native'

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { HopInput } from '../../client/hop-frames'
+import type { HopInput } from '../../dataplane/hop-frames'
 import { publicKeyObject, verifySignature } from '../../identity/keys'
 import { payloadSha256 } from '../../identity/tickets'
 import {
@@ -27,7 +27,7 @@ interface Answer {
   readonly side: Int32Array
 }
 
-import type { HostRegistry } from '../registry'
+import type { HostRegistry } from '../hosts/registry'
 import type { HostChecks } from './host-checks'
 import { frameValues, type Prober } from './prober'
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { type HostChecksView, NeuronError } from '../../protocol'
-import type { HostRegistry } from '../registry'
+import type { HostRegistry } from '../hosts/registry'
 import type { ChecksOptions, HostChecksEvents } from './checks-options'
 import type { ChecksStore, StoredChecks } from './checks-store'
 import type { ProbeOutcome, Prober } from './prober'

@@ -1,5 +1,5 @@
-import { HopFailure, type HopLink, rejectIfError, WebSocketHopLink } from '../../client/hop-link'
-import type { TrustedCa } from '../../client/tls-trust'
+import { HopFailure, type HopLink, rejectIfError, WebSocketHopLink } from '../../dataplane/hop-link'
+import type { TrustedCa } from '../../dataplane/tls-trust'
 import { callRpc, decodeFrame, type Frame, type RpcSocket, TrackerToHost } from '../../protocol'
 
 /** How long the tracker waits for one answer of a probe or an audit's re-run. */

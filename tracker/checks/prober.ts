@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto'
-import { concatInputs, type HopInput } from '../../client/hop-frames'
-import type { HopLink } from '../../client/hop-link'
-import { runSpan, type SpanAnswer } from '../../client/span-runner'
+import { concatInputs, type HopInput } from '../../dataplane/hop-frames'
+import type { HopLink } from '../../dataplane/hop-link'
+import { runSpan, type SpanAnswer } from '../../dataplane/span-runner'
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
 import {

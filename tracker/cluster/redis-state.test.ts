@@ -3,7 +3,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type RedisServer, redisMissing, startRedis } from '../../test/redis'
-import { ChallengeIssuer } from '../auth'
+import { ChallengeIssuer } from '../access/auth'
 import { RedisNonces } from './redis-state'
 
 const missing = await redisMissing()

@@ -2,7 +2,7 @@
 // instance) and the gateway's rate-limit windows (an account counted once across instances).
 import type { Redis } from 'ioredis'
 import { NeuronError } from '../../protocol'
-import { MAX_OPEN_CHALLENGES, type NonceBook } from '../auth'
+import { MAX_OPEN_CHALLENGES, type NonceBook } from '../access/auth'
 import type { WindowCounter } from '../gateway/rate-limit'
 
 const PREFIX = 'neuron:'

@@ -1,7 +1,7 @@
-import { SqliteTrackerStore, SqlTrackerStore, type TrackerStore } from '../store'
 import { migratePostgres } from './migrations'
 import { PostgresSql } from './postgres-sql'
 import { StoreError } from './sql'
+import { SqliteTrackerStore, SqlTrackerStore, type TrackerStore } from './store'
 
 /**
  * The tracker's store on PostgreSQL: the same queries and migrations as SQLite's, on a node-postgres pool.

@@ -1,5 +1,5 @@
-import type { ChatFunctions, ChatMessage } from '../../client/chat-template'
 import { MAX_GRAMMAR_BYTES } from '../../protocol'
+import type { ChatFunctions, ChatMessage } from '../../text/chat-template'
 import type { StoredAccount } from '../ledger/ledger-store'
 import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'

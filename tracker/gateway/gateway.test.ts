@@ -3,9 +3,8 @@
 // the ledger's invariants and a failover that is not paid twice.
 import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { renderChat } from '../../client/chat-template'
 import { SwarmClient } from '../../client/swarm-client'
-import { connectTracker } from '../../client/tracker-connection'
+import { connectTracker } from '../../dataplane/tracker-connection'
 import { NodeIdentity, verifySignature } from '../../identity/keys'
 import {
   ClientToTracker,
@@ -19,6 +18,7 @@ import {
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
 import { storeEngines } from '../../test/store-engines'
+import { renderChat } from '../../text/chat-template'
 import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from '../ledger/accounts'
 import { hopCharge, priceOf } from '../ledger/pricing'
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { GeneratedToken, SwarmClient } from '../../client/swarm-client'
-import type { ModelTokenizer } from '../../client/tokenizer'
 import { NeuronError, type Receipt, type SamplingParams } from '../../protocol'
+import type { ModelTokenizer } from '../../text/tokenizer'
 import { consumerAccount } from '../ledger/accounts'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'

@@ -1,10 +1,10 @@
 // The gateway's prompt tokenizers on worker threads: the same tokens as the swarm client's tokenizer,
 // and a 3.9 MB prompt tokenized without pausing the tracker's event loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { renderChat } from '../../client/chat-template'
-import { ModelTokenizer } from '../../client/tokenizer'
 import { tokenizerGguf } from '../../gguf/tokenizer'
 import { STORIES_260K } from '../../test/models'
+import { renderChat } from '../../text/chat-template'
+import { ModelTokenizer } from '../../text/tokenizer'
 import { PromptTokenizers } from './prompt-tokenizers'
 
 const MODEL = 'stories260k'

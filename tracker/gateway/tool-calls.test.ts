@@ -2,9 +2,9 @@
 // parser reads back, several in a parallel section; OpenAI's messages with tool calls and results become the chat
 // history node-llama-cpp renders.
 import { describe, expect, it } from 'vitest'
-import { chatHistoryOf } from '../../client/chat-template'
 import { parseGbnf } from '../../host/grammar/gbnf'
 import { GrammarState } from '../../host/grammar/matcher'
+import { chatHistoryOf } from '../../text/chat-template'
 import { callSyntaxOf, parseToolCalls, toolGrammar } from './tool-calls'
 
 // Llama2ChatWrapper's settings (stories260K's fallback) and a

@@ -2,7 +2,7 @@
 // bounded, each request's credits read from the ledger's entries of its session (steps, relays, rent), never another's.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { storeEngines } from '../../test/store-engines'
-import type { TrackerStore } from '../store'
+import type { TrackerStore } from '../db/store'
 import { Accounts, consumerAccount, FEE_ACCOUNT } from './accounts'
 import { API_REQUEST_LOG_LIMIT } from './api-requests'
 

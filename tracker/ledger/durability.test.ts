@@ -3,7 +3,7 @@
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { scratchDir } from '../../test/models'
-import { SqliteTrackerStore } from '../store'
+import { SqliteTrackerStore } from '../db/store'
 import { Accounts } from './accounts'
 
 let cleanup: () => Promise<void> = async () => {}

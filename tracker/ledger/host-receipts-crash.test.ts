@@ -11,7 +11,7 @@ import { NodeIdentity } from '../../identity/keys'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { type NeuronProcess, startNeuron } from '../../test/processes'
 import { storeEngines } from '../../test/store-engines'
-import type { TrackerStore } from '../store'
+import type { TrackerStore } from '../db/store'
 import { consumerAccount, GRANTS_ACCOUNT } from './accounts'
 
 const GRANT = 20_000_000

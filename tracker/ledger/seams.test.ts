@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { NodeIdentity } from '../../identity/keys'
 import { type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
 import { storeEngines } from '../../test/store-engines'
-import type { TrackerStore } from '../store'
+import type { TrackerStore } from '../db/store'
 import { Metering } from './metering'
 
 const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }

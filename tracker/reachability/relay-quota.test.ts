@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { connectTracker } from '../../client/tracker-connection'
+import { connectTracker } from '../../dataplane/tracker-connection'
 import { NodeIdentity } from '../../identity/keys'
 import {
   ClientToTracker,

@@ -1,5 +1,5 @@
 import { CIRCUIT_PATH, type RelayAssignment, type RelayVia, type ServingState } from '../../protocol'
-import type { HostRegistry } from '../registry'
+import type { HostRegistry } from '../hosts/registry'
 import { addressScope } from './address-scope'
 
 /** A volunteer relay's hop: where clients open the circuit, and the relay's measured round trip to the host, ms. */

@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { HardwareProfile, ServingState } from '../../protocol'
 import { TEST_PROFILE } from '../../test/peers'
 import { storeEngines } from '../../test/store-engines'
-import { HostRegistry } from '../registry'
-import type { TrackerStore } from '../store'
+import type { TrackerStore } from '../db/store'
+import { HostRegistry } from '../hosts/registry'
 import { Reputation } from './reputation'
 
 const PROFILE: HardwareProfile = TEST_PROFILE
@@ -86,7 +86,7 @@ for (const engine of await storeEngines())
           store = await database.open()
           registry = new HostRegistry(1000)
           reputation = new Reputation(store.ledger, registry, 20, checksOf(store))
-          // A host's hello reads its tally (tracker/host-rpc.ts).
+          // A host's hello reads its tally (tracker/rpc/host-rpc.ts).
           await reputation.load('cccccccccccccccccccc')
           const after = reputation.of('cccccccccccccccccccc')
           expect(after.failedSteps).toBe(40)

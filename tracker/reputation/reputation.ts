@@ -1,6 +1,6 @@
 import type { ChecksStore } from '../checks/checks-store'
+import type { HostRegistry } from '../hosts/registry'
 import type { LedgerStore } from '../ledger/ledger-store'
-import type { HostRegistry } from '../registry'
 
 /** Each component is 0..1; 1 is a host that does everything right. */
 export interface ReputationComponents {

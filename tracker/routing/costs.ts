@@ -3,7 +3,7 @@
  * route bounds share, so a host is priced the same way whether a session is routed through it or a
  * joining host is weighed against it.
  */
-import type { ServedSpan } from '../swarm-view'
+import type { ServedSpan } from './swarm-view'
 
 export interface RouteCosts {
   /** One-way latency assumed for a pair nobody has measured, in ms. */

@@ -1,5 +1,5 @@
-import type { ServedSpan } from '../swarm-view'
 import { type RouteCosts, relayMs, searchStepMs } from './costs'
+import type { ServedSpan } from './swarm-view'
 
 /**
  * Best route costs around a joining host, for placement's exclusion rule (a host that would slow every

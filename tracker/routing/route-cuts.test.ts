@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { allowedCuts, NeuronError, type Seam } from '../../protocol'
 import { fastestByFullSearch } from '../../test/route-oracle'
-import { previewPlacement } from '../placement'
-import { CLIENT, LatencyMatrix, NO_LATENCIES, type ServedSpan, type SwarmView } from '../swarm-view'
+import { previewPlacement } from '../placement/placement'
 import { planRoute } from './route-planner'
+import { CLIENT, LatencyMatrix, NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
 const GB = 1e9
 

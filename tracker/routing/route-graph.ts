@@ -3,8 +3,8 @@
  * block and per hop entry, and the measured links out of it as compressed rows sorted by latency.
  */
 import { NeuronError } from '../../protocol'
-import type { ServedSpan, SwarmView } from '../swarm-view'
 import { byHostId, type RouteCosts, relayMs, searchStepMs, usableSpan } from './costs'
+import type { ServedSpan, SwarmView } from './swarm-view'
 
 export class RouteGraph {
   readonly nBlocks: number

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { type BlockRange, NeuronError } from '../../protocol'
 import { fastestByFullSearch } from '../../test/route-oracle'
-import { CLIENT, LatencyMatrix, type LatencyTable, NO_LATENCIES, type ServedSpan, type SwarmView } from '../swarm-view'
 import { DEFAULT_ROUTE_COSTS } from './costs'
 import { planRoute, RoutePlanner } from './route-planner'
+import { CLIENT, LatencyMatrix, type LatencyTable, NO_LATENCIES, type ServedSpan, type SwarmView } from './swarm-view'
 
 const LINK = DEFAULT_ROUTE_COSTS.defaultLatencyMs
 const RELAY = DEFAULT_ROUTE_COSTS.relayPenaltyMs

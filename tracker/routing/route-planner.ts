@@ -15,10 +15,10 @@
  * is contiguous, so it covers the detour).
  */
 import { type BlockRange, NeuronError, type Route } from '../../protocol'
-import { CLIENT, type ServedSpan, type SwarmView } from '../swarm-view'
 import { DEFAULT_ROUTE_COSTS, hopComputeMs, type RouteCosts, relayMs } from './costs'
 import { RouteGraph } from './route-graph'
 import { RouteSearch, type SearchedHop } from './route-search'
+import { CLIENT, type ServedSpan, type SwarmView } from './swarm-view'
 
 export interface RouteRequest {
   /** KV-cache tokens the session needs in every hop (prompt + tokens to generate). */

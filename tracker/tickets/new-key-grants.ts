@@ -10,7 +10,7 @@ import {
   MAX_GRANT_WORK_BITS,
   NeuronError,
 } from '../../protocol'
-import { MemoryNonces, type NonceBook } from '../auth'
+import { MemoryNonces, type NonceBook } from '../access/auth'
 import { MemoryCounter, type WindowCounter } from '../gateway/rate-limit'
 import type { Accounts } from '../ledger/accounts'
 import type { StoredAccount } from '../ledger/ledger-store'

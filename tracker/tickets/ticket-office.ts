@@ -1,7 +1,7 @@
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signTicket } from '../../identity/tickets'
 import { type Manifest, NeuronError, type Route, TICKET_TTL_MS, type Ticket } from '../../protocol'
-import type { NonceBook } from '../auth'
+import type { NonceBook } from '../access/auth'
 import type { WindowCounter } from '../gateway/rate-limit'
 import type { Accounts } from '../ledger/accounts'
 import type { CreditHolds, StoredHold } from '../ledger/credit-holds'

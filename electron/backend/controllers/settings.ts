@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import { trackerBase } from '../../../client/tracker-connection'
+import { trackerBase } from '../../../dataplane/tracker-connection'
 import type { SerialQueue } from '../../../host/serial-queue'
 import { type Limits, NeuronError, type Settings, type SettingsUpdate, type SwarmPrivacy } from '../../../protocol'
 import type { CurrentSwarm } from '../current-swarm'
