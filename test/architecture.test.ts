@@ -1,6 +1,6 @@
 // The layout is the architecture (see docs/architecture.md): these checks keep it that way, with a
 // message that names the file to move or split. `tsc -b` enforces the same boundaries through each
-// folder's tsconfig.json references; this test also catches cycles and oversized files.
+// folder's tsconfig.json references; this test also catches cycles, oversized files and long lines.
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
@@ -35,6 +35,13 @@ function importsOf(file: string): string[] {
   }
   return out
 }
+
+/** Source files the size rules cover (C++ and CSS too), with their text. */
+const sourceTexts = tracked
+  .filter((f) => /\.(ts|tsx|css|cpp|h|mjs|js)$/.test(f) && !f.endsWith('.d.ts'))
+  .map((f) => ({ f, text: readFileSync(join(REPO_ROOT, f), 'utf8') }))
+/** biome's line width (biome.json) and native/.clang-format's column limit. */
+const MAX_LINE = 120
 
 const graph = new Map(sources.map((f) => [f, importsOf(f)]))
 
@@ -132,12 +139,20 @@ describe('the layout', () => {
   })
 
   it('keeps every source file under 400 lines, so each has one reason to change', () => {
-    const long = tracked
-      .filter((f) => /\.(ts|tsx|css|cpp|h|mjs|js)$/.test(f) && !f.endsWith('.d.ts'))
-      .map((f) => ({ f, text: readFileSync(join(REPO_ROOT, f), 'utf8') }))
+    const long = sourceTexts
       .map(({ f, text }) => ({ f, lines: text.split('\n').length - (text.endsWith('\n') ? 1 : 0) }))
       .filter(({ lines }) => lines > 400)
       .map(({ f, lines }) => `${f}: ${lines} lines`)
     expect(long).toEqual([])
+  })
+
+  it('keeps every line within 120 characters, so a file near its budget is split, not squeezed', () => {
+    const wide = sourceTexts.flatMap(({ f, text }) =>
+      text.split('\n').flatMap((line, i) => {
+        const width = [...line].length
+        return width > MAX_LINE ? [`${f}:${i + 1}: ${width} characters`] : []
+      }),
+    )
+    expect(wide).toEqual([])
   })
 })
