@@ -16,8 +16,8 @@ import {
   seamAt,
   seamSideValues,
 } from '../protocol'
+import { tokenInput } from './generation/step-runner'
 import type { HopOpener } from './open-hops'
-import { tokenInput } from './route-step'
 import { type SpanOutput, SpanSession } from './span-session'
 
 /** A hidden state: `tokens` rows of `width` f32 values, row-major (the residual stream at one cut). */

@@ -1,5 +1,5 @@
 // Opening a route's hops: a WebSocket to each host (or a volunteer relay's circuit, or the tracker's relay), then
-// the session's open with its ticket, signed by the client's key.
+// the session's open with its ticket, signed by the client's key; and closing them when the session ends.
 
 import { expectOk } from '../dataplane/hop-frames'
 import { type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
@@ -8,8 +8,14 @@ import type { TrackerChannel } from '../dataplane/tracker-link'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import { type ForwardingOpen, jsonFrame, NeuronError, type Route } from '../protocol'
-import type { GenerateRequest } from './generation'
-import { closeHops, type HopState } from './route-step'
+import type { GenerateRequest } from './generation/request'
+import type { AuditableHop } from './step-audits'
+
+/** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay (and for audits). */
+export interface HopState extends AuditableHop {
+  link: HopLink
+  stepMs: number[]
+}
 
 /** What opening hops needs of a client. */
 export interface HopOpener {
@@ -26,7 +32,7 @@ export async function openHops(
   request: GenerateRequest,
   maxTokens: number,
   endsRoute: boolean,
-  /** Hop-to-hop forwarding, per hop (hop-chain.ts's chainOpenings); absent: client-relayed. */
+  /** Hop-to-hop forwarding, per hop (generation/hop-to-hop.ts's chainOpenings); absent: client-relayed. */
   forwarding?: readonly (ForwardingOpen | undefined)[],
 ): Promise<HopState[]> {
   const states: HopState[] = []
@@ -70,31 +76,12 @@ export async function openHops(
   return states
 }
 
-/**
- * Reopens each hop rebuilt after a liar on its failover ticket
- * (a plain ticket refuses replay numbering); they end the route.
- */
-export async function reopenRebuilt(
-  opener: HopOpener,
-  stale: HopState[],
-  tickets: Route['rebuildTickets'],
-  session: string,
-  request: GenerateRequest,
-  maxTokens: number,
-): Promise<HopState[]> {
-  if (stale.length === 0) return []
-  if (tickets?.length !== stale.length)
-    throw new NeuronError(
-      'no_ticket',
-      `the tracker gave ${tickets?.length ?? 0} failover tickets for the ${stale.length} hops to rebuild; ask again.`,
-    )
-  await closeHops(stale, session)
-  return openHops(
-    opener,
-    stale.map((h, i) => ({ ...h.hop, ticket: tickets[i] })),
-    session,
-    request,
-    maxTokens,
-    true,
+/** Closes the session on every hop (a hop that is gone has nothing left to close) and hangs up. */
+export async function closeHops(hops: readonly HopState[], session: string): Promise<void> {
+  await Promise.all(
+    hops.map(async (h) => {
+      await h.link.request(jsonFrame('close', session, 0xfffffffe, {})).catch(() => {})
+      h.link.close()
+    }),
   )
 }

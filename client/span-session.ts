@@ -15,8 +15,7 @@ import {
 } from '../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from './free-session'
 import { planRoute } from './grant-claim'
-import { type HopOpener, openHops } from './open-hops'
-import { closeHops, type HopState } from './route-step'
+import { closeHops, type HopOpener, type HopState, openHops } from './open-hops'
 import { checkedAnswer, checkReceipt } from './step-audits'
 
 /**

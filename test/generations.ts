@@ -1,5 +1,5 @@
 // Running a swarm client's generation to its end in tests: the tokens, the summary and the route it ended on.
-import type { GenerateRequest, GenerationSummary } from '../client/generation'
+import type { GenerateRequest, GenerationSummary } from '../client/generation/request'
 import type { SwarmClient } from '../client/swarm-client'
 import type { RouteHop } from '../protocol'
 

@@ -1,11 +1,11 @@
-// Hop-to-hop forwarding (client/hop-chain.ts, host/serving/forwarding.ts) against a real tracker and real hosts of
-// stories260K on loopback: llama.cpp's greedy tokens, no hidden states on the client's link to the middle hop, no
-// frame injected without the seam's capability, speculative decoding over forwarded hops, a hop stopped mid-generation,
-// and a relayed hop's legs through the client.
+// Hop-to-hop forwarding (client/generation/hop-to-hop.ts, host/serving/forwarding.ts) against a real tracker and real
+// hosts of stories260K on loopback: llama.cpp's greedy tokens, no hidden states on the client's link to the middle
+// hop, no frame injected without the seam's capability, speculative decoding over forwarded hops, a hop stopped
+// mid-generation, and a relayed hop's legs through the client.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import type { GenerateRequest } from '../client/generation'
+import type { GenerateRequest } from '../client/generation/request'
 import { SwarmClient } from '../client/swarm-client'
 import { WebSocketHopLink } from '../dataplane/hop-link'
 import { NodeIdentity } from '../identity/keys'

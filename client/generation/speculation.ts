@@ -1,4 +1,4 @@
-import type { TrackerChannel } from '../dataplane/tracker-link'
+import type { TrackerChannel } from '../../dataplane/tracker-link'
 import {
   ClientToTracker,
   callRpc,
@@ -6,11 +6,13 @@ import {
   NeuronError,
   type SampledToken,
   type SamplingParams,
-} from '../protocol'
-import type { ModelTokenizer } from '../text/tokenizer'
+} from '../../protocol'
+import type { ModelTokenizer } from '../../text/tokenizer'
+import type { HopState } from '../open-hops'
 import { DraftModel } from './draft-model'
-import { firstRowsOf } from './hop-chain'
-import type { HopState, StepAt } from './route-step'
+import { firstRowsOf } from './hop-to-hop'
+import type { DraftRequest, SpeculationStats } from './request'
+import type { StepAt } from './step-runner'
 
 // Speculative decoding on the client: the draft proposes k tokens, one verify step runs the last token and the k drafts
 // through the route (k + 1 positions), and the last hop answers the greedy token after each position. The longest
@@ -25,20 +27,6 @@ export const DEFAULT_DRAFT_K = 4
  * Families whose blocks keep recurrent or compressor state: a verify step's rejected positions cannot be rolled back.
  */
 const UNROLLABLE_FAMILIES = new Set(['qwen35moe', 'deepseek4'])
-
-/** A request's draft: a local GGUF with the route model's tokenizer, and the tokens it drafts per step. */
-export interface DraftRequest {
-  readonly path: string
-  readonly k?: number
-}
-
-/** What speculation did in one generation. */
-export interface SpeculationStats {
-  /** Verify steps run (each is one step of the route, whatever its drafts). */
-  verifySteps: number
-  drafted: number
-  accepted: number
-}
 
 /** Refuses speculation before any route is planned: `k` out of range, sampling, or a family that cannot roll back. */
 export function checkSpeculation(
@@ -83,8 +71,8 @@ export interface SpeculativeRoute {
   /** Whether an end-of-generation token (the tokenizer's) ends the generation. */
   readonly stopAtEog: boolean
   readonly tokenizer: Pick<ModelTokenizer, 'isEndOfGeneration'>
-  /** Runs a step through the route; undefined would mean audits beside it found a liar (none run beside these). */
-  readonly step: (at: StepAt) => Promise<SampledToken | undefined>
+  /** Runs a step through the route, whichever way its steps travel, failing over hops that fail. */
+  readonly step: (at: StepAt) => Promise<SampledToken>
   readonly hops: () => readonly HopState[]
   readonly stats: SpeculationStats
   readonly signal?: AbortSignal | undefined
@@ -101,7 +89,7 @@ export async function* speculativeTokens(
   const ends = (t: number) => r.stopAtEog && r.tokenizer.isEndOfGeneration(t)
   const confirmed = [...r.prompt]
   const prefill: StepAt = { step: 1, position: 0, ids: Int32Array.from(r.prompt) }
-  const first = await run(r, prefill)
+  const first = await r.step(prefill)
   yield { ...prefill, sampled: first }
   confirmed.push(first.token)
   let made = 1
@@ -117,7 +105,7 @@ export async function* speculativeTokens(
       ids: Int32Array.from([confirmed.at(-1) as number, ...drafts]),
       verify: true,
     }
-    const answer = await run(r, at)
+    const answer = await r.step(at)
     const verified = answer.verified
     if (verified === undefined || verified.length !== at.ids.length)
       throw new NeuronError(
@@ -143,12 +131,6 @@ export async function* speculativeTokens(
       if (made >= r.maxNew || ends(v.token)) return
     }
   }
-}
-
-async function run(r: SpeculativeRoute, at: StepAt): Promise<SampledToken> {
-  const sampled = await r.step(at)
-  if (sampled === undefined) throw new NeuronError('internal', `step ${at.step} found a liar with no audits beside it`)
-  return sampled
 }
 
 /** Cuts a hop's last recorded input to its first `rows` rows: the positions the route keeps after a verify step. */

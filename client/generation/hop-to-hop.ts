@@ -2,9 +2,9 @@
 // to the first hop of each run of hops that reach one another; each forwards its output straight to the next and sends
 // the client only its receipt (a digest of its output); the run's last hop answers with its output or the token.
 import { randomBytes } from 'node:crypto'
-import { firstRows, type HopInput, type StepSigning } from '../dataplane/hop-frames'
-import { HopFailure } from '../dataplane/hop-link'
-import { payloadSha256 } from '../identity/tickets'
+import { firstRows, type HopInput, type StepSigning } from '../../dataplane/hop-frames'
+import { HopFailure } from '../../dataplane/hop-link'
+import { payloadSha256 } from '../../identity/tickets'
 import {
   decodeFrame,
   type ForwardingOpen,
@@ -19,9 +19,10 @@ import {
   StepTrailer,
   stepMessage,
   withTrailer,
-} from '../protocol'
-import { type HopState, type StepAt, stepForward } from './route-step'
-import { checkedAnswer } from './step-audits'
+} from '../../protocol'
+import type { HopState } from '../open-hops'
+import { checkedAnswer } from '../step-audits'
+import { type StepAt, type StepRunner, stepForward } from './step-runner'
 
 /**
  * A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay does not.
@@ -86,11 +87,35 @@ function stepFrame(input: HopInput, session: string, at: StepAt, signing: StepSi
 }
 
 /**
- * Runs one step from hop `from` on like route-step.ts's runStep, but where `legs[i]` hop i forwards to hop i + 1
- * itself. Each hop's receipt must name as its input what the one before it signed as its output. A hop that fails
- * leaves its unseen inputs fetched from its predecessor first (fillInputs), so failover replays them.
+ * Steps that travel from hop to hop where two hops reach each other, and through the client at the other seams: the
+ * client sends a step to the first hop of each run of forwarding hops and takes the run's last answer.
  */
-export async function runChainStep(
+export class HopToHop implements StepRunner {
+  constructor(
+    public hops: HopState[],
+    private readonly session: string,
+    private readonly client: StepSigning['identity'],
+    /** Whether each seam is forwarded (directLegs); a seam refused is turned to the client for the session's rest. */
+    private legs: boolean[],
+  ) {}
+
+  run(from: number, at: StepAt, input: HopInput, receipts: Receipt[]): Promise<SampledToken> {
+    return runChainStep(this.hops, from, this.session, at, input, receipts, this.client, this.legs)
+  }
+
+  /** After a failover the client carries every leg: the new hops' neighbours were not told of them. */
+  reroute(hops: HopState[]): void {
+    this.hops = hops
+    this.legs = []
+  }
+}
+
+/**
+ * Runs one step from hop `from` on like client-relayed.ts, but where `legs[i]` hop i forwards to hop i + 1 itself.
+ * Each hop's receipt must name as its input what the one before it signed as its output. A hop that fails leaves its
+ * unseen inputs fetched from its predecessor first (fillInputs), so failover replays them.
+ */
+async function runChainStep(
   hops: HopState[],
   from: number,
   session: string,
@@ -238,7 +263,7 @@ function countersign(h: HopState, session: string, unsigned: Receipt, client: St
  * Fetches the inputs hop `hostId` was forwarded and the client never saw from the hop before it, checked against the
  * digest that hop signed, so failover can replay them. One that cannot be fetched stays a placeholder (replay fails).
  */
-export async function fillInputs(hops: readonly HopState[], hostId: string, session: string): Promise<void> {
+async function fillInputs(hops: readonly HopState[], hostId: string, session: string): Promise<void> {
   const at = hops.findIndex((h) => h.hop.hostId === hostId)
   const [h, before] = [hops[at], hops[at - 1]]
   if (h === undefined || before === undefined) return

@@ -1,5 +1,4 @@
-import type { Receipt, RouteHop, SamplingParams } from '../protocol'
-import type { DraftRequest, SpeculationStats } from './speculation'
+import type { Receipt, RouteHop, SamplingParams } from '../../protocol'
 
 // What one generation asks of SwarmClient.generate, and what it yields and returns.
 
@@ -14,7 +13,7 @@ export interface GenerateRequest {
   /**
    * How hidden states travel: through the client between every two hops ('client-relayed', the default), or from hop
    * to hop where two hops can reach each other ('hop-to-hop': the client sends the first hop the step and gets the
-   * token from the last; see client/hop-chain.ts).
+   * token from the last; see client/generation/hop-to-hop.ts).
    */
   readonly forwarding?: 'client-relayed' | 'hop-to-hop'
   /** Stop early at an end-of-generation token (default true). */
@@ -36,6 +35,12 @@ export interface GenerateRequest {
    * model's tokenizer drafts `k` tokens (default 4) per route step.
    */
   readonly draft?: DraftRequest
+}
+
+/** A request's draft: a local GGUF with the route model's tokenizer, and the tokens it drafts per step. */
+export interface DraftRequest {
+  readonly path: string
+  readonly k?: number
 }
 
 /**
@@ -80,4 +85,12 @@ export interface GenerationSummary {
   readonly receipts: readonly Receipt[]
   /** With a draft: the verify steps run and the drafted tokens the route accepted. */
   readonly speculation?: SpeculationStats
+}
+
+/** What speculation did in one generation. */
+export interface SpeculationStats {
+  /** Verify steps run (each is one step of the route, whatever its drafts). */
+  verifySteps: number
+  drafted: number
+  accepted: number
 }

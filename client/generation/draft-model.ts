@@ -1,6 +1,6 @@
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp'
-import { NeuronError } from '../protocol'
-import { sharedLlama } from '../text/tokenizer'
+import { NeuronError } from '../../protocol'
+import { sharedLlama } from '../../text/tokenizer'
 
 /**
  * A small model on the client that proposes tokens for speculative decoding: llama.cpp through node-llama-cpp,

@@ -1,0 +1,262 @@
+import { randomBytes } from 'node:crypto'
+import type { HopInput } from '../../dataplane/hop-frames'
+import { HopFailure } from '../../dataplane/hop-link'
+import { measureHosts, reportLatencies } from '../../dataplane/link-latency'
+import { NeuronError, type Receipt, type SampledToken } from '../../protocol'
+import { StreamingDetokenizer } from '../../text/detokenizer'
+import type { ModelTokenizer } from '../../text/tokenizer'
+import { WAIT_FOR_SESSION_MS, whenSessionFree } from '../free-session'
+import { planRoute } from '../grant-claim'
+import { closeHops, type HopOpener, openHops } from '../open-hops'
+import { auditStep } from '../step-audits'
+import { auditedToken } from './audit-holds'
+import { ClientRelayed } from './client-relayed'
+import { Failover } from './failover'
+import { hopStats } from './hop-stats'
+import { chainOpenings, directLegs, HopToHop } from './hop-to-hop'
+import type { GeneratedToken, GenerateRequest, GenerationSummary } from './request'
+import { openDraft, speculativeTokens } from './speculation'
+import { type StepAt, type StepRunner, tokenInput } from './step-runner'
+
+/** What a generation needs of the client that runs it. */
+export interface GenerationClient extends HopOpener {
+  readonly log: (line: string) => void
+  /** The model's tokenizer, used only when its sha256 is the one the model's manifest names. */
+  tokenizer(modelId: string): Promise<ModelTokenizer>
+  /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
+  endSession(session: string): void
+}
+
+/** The draft a request asked for, loaded and checked against the route model (speculation.ts). */
+type Draft = NonNullable<Awaited<ReturnType<typeof openDraft>>>
+
+/**
+ * One generation across a route of hosts: the prompt tokenized with the model's own tokenizer, a route asked of the
+ * tracker and opened on every hop, then one loop: run a step, hold its token for its audits, confirm it. A hop that
+ * fails is replaced (failover.ts) and the step carries on with the same tokens.
+ */
+export class Generation {
+  private readonly generated: number[] = []
+  private readonly receipts: Receipt[] = []
+  private readonly failover: Failover
+  private readonly text: StreamingDetokenizer
+  private readonly stopAtEog: boolean
+  private finishReason: 'stop' | 'length' = 'length'
+  private decodeStarted = 0
+
+  private constructor(
+    private readonly client: GenerationClient,
+    /** The request as its hops were opened with it (the seams' precision, a grammar's end tokens). */
+    private readonly request: GenerateRequest,
+    private readonly tokenizer: ModelTokenizer,
+    private readonly promptTokens: readonly number[],
+    /** KV positions each hop holds for the session: the prompt and every token it may generate. */
+    maxTokens: number,
+    readonly session: string,
+    /** The route's hops and the way steps travel them. */
+    private readonly runner: StepRunner,
+    /** The draft when the request asked for speculation. */
+    private readonly speculating: Draft | undefined,
+    /** Latencies to the hosts the tracker asked about, measured meanwhile and reported at the end. */
+    private readonly probed: ReturnType<typeof measureHosts>,
+  ) {
+    this.failover = new Failover(client, session, maxTokens, (step) => this.collect(step))
+    this.text = new StreamingDetokenizer(tokenizer)
+    this.stopAtEog = request.stopAtEog ?? true
+  }
+
+  /**
+   * Tokenizes the prompt, loads the draft if one is asked for, plans the route and opens its hops (waiting while every
+   * host that could serve is full); the session is ended at the tracker when that fails.
+   */
+  static async open(client: GenerationClient, request: GenerateRequest): Promise<Generation> {
+    const tokenizer = await client.tokenizer(request.modelId)
+    // A grammar allows the end of generation only where its text is whole: the last hop is told which tokens end it.
+    if (request.sampling?.grammar !== undefined)
+      request = { ...request, sampling: { ...request.sampling, endTokens: tokenizer.endTokens } }
+    const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
+    if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
+    const maxTokens = promptTokens.length + request.maxTokens
+    const speculating = await openDraft(request, client.tracker, tokenizer, maxTokens)
+    const session = request.session ?? randomBytes(16).toString('hex')
+    const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
+    const opening = async () => {
+      const route = await planRoute(client.tracker, client.identity, plan, client.log, request.signal)
+      // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
+      const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
+      // hop-to-hop: each seam whose hops reach each other is forwarded host to host (hop-to-hop.ts)
+      const legs = request.forwarding === 'hop-to-hop' ? directLegs(route.hops) : undefined
+      const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
+      const hops = await openHops(client, route.hops, session, seamed, maxTokens, true, forwarding)
+      const runner: StepRunner =
+        legs === undefined
+          ? new ClientRelayed(hops, session, client.identity)
+          : new HopToHop(hops, session, client.identity, legs)
+      return { route, seamed, runner }
+    }
+    const { route, seamed, runner } = await whenSessionFree(
+      opening,
+      request.waitForSessionMs ?? WAIT_FOR_SESSION_MS,
+      request.signal,
+      client.log,
+    ).catch((error: unknown) => {
+      void speculating?.draft.dispose()
+      client.endSession(session)
+      throw error
+    })
+    const probed = measureHosts(route.measure ?? [], client.ca)
+    request.onRoute?.(runner.hops.map((h) => h.hop))
+    return new Generation(client, seamed, tokenizer, promptTokens, maxTokens, session, runner, speculating, probed)
+  }
+
+  /** Streams the tokens; the return value summarises the run. The route is closed and the session ended however. */
+  async *run(): AsyncGenerator<GeneratedToken, GenerationSummary> {
+    try {
+      if (this.speculating === undefined) yield* this.decode()
+      else yield* this.speculate(this.speculating)
+    } finally {
+      await this.end()
+    }
+    return this.summary()
+  }
+
+  /** The prompt's step, then a step per token: each token waits for its step's audits before it is confirmed. */
+  private async *decode(): AsyncGenerator<GeneratedToken, void> {
+    let at: StepAt = { step: 1, position: 0, ids: Int32Array.from(this.promptTokens) }
+    for (;;) {
+      if (this.request.signal?.aborted) return
+      const ran = await this.step(at, 0, tokenInput(at.ids))
+      if (this.decodeStarted === 0) this.decodeStarted = performance.now()
+      const sampled = await this.audited(at, ran)
+      if (sampled === undefined) return
+      const { token, end } = this.confirm(at, sampled)
+      if (token !== undefined) yield token
+      if (end) return
+      at = { step: at.step + 1, position: at.position + at.ids.length, ids: Int32Array.of(sampled.token) }
+    }
+  }
+
+  /**
+   * Step `at`'s token once its audits pass (audit-holds.ts): a liar they find is replaced and the step runs again.
+   * Undefined when the caller went away meanwhile.
+   */
+  private audited(at: StepAt, sampled: SampledToken): Promise<SampledToken | undefined> {
+    const { tracker, log } = this.client
+    return auditedToken(
+      sampled,
+      () => auditStep(tracker, this.session, this.runner.hops, log),
+      async (liar) => {
+        const { from, pending } = await this.recover(liar)
+        return this.step(at, from, pending)
+      },
+      this.request.signal,
+    )
+  }
+
+  /** A draft's tokens checked by verify steps through the route (speculation.ts), each confirmed as it comes. */
+  private async *speculate(speculating: Draft): AsyncGenerator<GeneratedToken, void> {
+    for await (const s of speculativeTokens({
+      ...speculating,
+      prompt: this.promptTokens,
+      maxNew: this.request.maxTokens,
+      stopAtEog: this.stopAtEog,
+      hops: () => this.runner.hops,
+      signal: this.request.signal,
+      tokenizer: this.tokenizer,
+      step: (at: StepAt) => this.step(at, 0, tokenInput(at.ids)),
+    })) {
+      this.decodeStarted ||= performance.now()
+      const { token, end } = this.confirm(s, s.sampled)
+      if (token !== undefined) yield token
+      if (end) return
+    }
+  }
+
+  /** Runs step `at` from hop `from` on, starting with `input`, until it has a token, failing over hops that fail. */
+  private async step(at: StepAt, from: number, input: HopInput): Promise<SampledToken> {
+    for (;;) {
+      // Hops before a failing one did their work: their receipts count even when the step is retried.
+      const stepReceipts: Receipt[] = []
+      try {
+        const sampled = await this.runner.run(from, at, input, stepReceipts)
+        await this.collect(stepReceipts)
+        return sampled
+      } catch (error) {
+        await this.collect(stepReceipts)
+        if (!(error instanceof HopFailure)) throw error
+        ;({ from, pending: input } = await this.recover(error))
+      }
+    }
+  }
+
+  /**
+   * Replaces the hop that failed (failover.ts); returns where its step resumes (a liar's step runs again from its
+   * replacement on).
+   */
+  private recover(error: HopFailure): Promise<{ from: number; pending: HopInput }> {
+    return this.failover.recover(this.runner, error, this.resumed())
+  }
+
+  /**
+   * A replacement last hop's sampling: the tokens sampled so far carry its grammar and penalties on where they were.
+   */
+  private resumed(): GenerateRequest {
+    const r = this.request
+    const s = r.sampling
+    if (s?.grammar === undefined && !s?.presencePenalty && !s?.frequencyPenalty) return r
+    return { ...r, sampling: { ...s, generated: [...this.generated] } }
+  }
+
+  /** A step's receipts (or a replay's), kept for the summary and told to the caller before the step's token. */
+  private async collect(step: Receipt[]): Promise<void> {
+    this.receipts.push(...step)
+    if (step.length > 0) await this.request.onReceipts?.(this.session, step)
+  }
+
+  /**
+   * Takes a step's token as generated and gives it with its text; the last token also gives the text still held
+   * for an incomplete character. An end-of-generation token ends it: undefined, unless it carries that held text.
+   */
+  private confirm(at: StepAt, sampled: SampledToken): { token: GeneratedToken | undefined; end: boolean } {
+    this.generated.push(sampled.token)
+    const top = sampled.top === undefined ? {} : { top: sampled.top }
+    const token = { token: sampled.token, logprob: sampled.logprob, ...top, position: at.position + at.ids.length }
+    if (this.stopAtEog && this.tokenizer.isEndOfGeneration(sampled.token)) {
+      this.finishReason = 'stop'
+      const held = this.text.flush()
+      return { token: held === '' ? undefined : { ...token, text: held }, end: true }
+    }
+    const last = this.generated.length >= this.request.maxTokens
+    const text = this.text.push(sampled.token)
+    return { token: { ...token, text: last ? text + this.text.flush() : text }, end: last }
+  }
+
+  /** Frees the draft, closes the session on every hop and at the tracker, and reports the hops' latencies. */
+  private async end(): Promise<void> {
+    await this.speculating?.draft.dispose()
+    await closeHops(this.runner.hops, this.session)
+    this.client.endSession(this.session)
+    reportLatencies(
+      this.client.tracker,
+      this.runner.hops.map((h) => ({ hostId: h.hop.hostId, roundTripsMs: h.link.roundTripsMs })),
+      await this.probed,
+      this.client.log,
+    )
+  }
+
+  private summary(): GenerationSummary {
+    const { generated, speculating } = this
+    const decodeSeconds = (performance.now() - this.decodeStarted) / 1000
+    return {
+      promptTokens: this.promptTokens.length,
+      completionTokens: generated.length,
+      finishReason: this.finishReason,
+      route: hopStats(this.runner.hops),
+      decodeTokensPerSecond: generated.length > 1 ? (generated.length - 1) / decodeSeconds : 0,
+      failovers: this.failover.replaced,
+      session: this.session,
+      receipts: this.receipts,
+      ...(speculating === undefined ? {} : { speculation: speculating.stats }),
+    }
+  }
+}
