@@ -76,7 +76,7 @@ export class Ledger {
   ) {}
 
   /** The swarm's fee out of `micro`. */
-  feeOf(micro: number): number {
+  fee(micro: number): number {
     return feeOf(micro, this.feeBps)
   }
 
@@ -108,7 +108,7 @@ export class Ledger {
    */
   chargeStep(c: StepCharge, at: number): Promise<PostResult> {
     const r = c.receipt
-    const fee = this.feeOf(c.charge)
+    const fee = this.fee(c.charge)
     const consumer = c.accountId === null ? null : consumerAccount(c.accountId)
     return this.store.post({
       kind: 'charge',
@@ -143,7 +143,7 @@ export class Ledger {
   payReplay(p: ReplayPay, at: number): Promise<PostResult> {
     const r = p.receipt
     const consumer = p.accountId === null ? null : consumerAccount(p.accountId)
-    const fee = this.feeOf(p.charge)
+    const fee = this.fee(p.charge)
     const entries = [
       ...(p.failedHost === undefined || p.moved === 0
         ? []
@@ -211,7 +211,7 @@ export class Ledger {
     let total = 0
     const entries: Entry[] = []
     for (const [hostId, owed] of r.owed) {
-      const fee = this.feeOf(owed)
+      const fee = this.fee(owed)
       total += owed
       entries.push({ account: hostAccount(hostId), amount: owed - fee }, { account: FEE_ACCOUNT, amount: fee })
     }
@@ -230,7 +230,7 @@ export class Ledger {
     f: { session: string; relayId: string; step: number; modelId: string; accountId: string; charge: number },
     at: number,
   ): Promise<PostResult> {
-    const fee = this.feeOf(f.charge)
+    const fee = this.fee(f.charge)
     const consumer = consumerAccount(f.accountId)
     return this.store.post({
       kind: 'charge',

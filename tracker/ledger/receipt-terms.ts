@@ -14,7 +14,7 @@ export interface TicketTerms {
   readonly routed: RoutedTokens | undefined
   /**
    * The session's client key: its receipts carry the client's
-   * signature of their token count (metering checks it first).
+   * signature of their token count (step-check.ts checks it first).
    */
   readonly clientKey?: string | null
 }

@@ -25,7 +25,7 @@ export async function payReplay(
   )
   const tokens = Math.min(r.tokens, issued.routed?.maxTokens ?? r.tokens)
   const owed = hopCharge(issued.price, issued.nLayer, { step: r.position === 0 ? 1 : 2, blocks: r.blocks, tokens })
-  const earned = owed - ledger.feeOf(owed)
+  const earned = owed - ledger.fee(owed)
   const moved =
     failed === undefined ? 0 : Math.max(0, Math.min(earned, await escrow.forfeitable(session, failed.hostId, tx)))
   // what the failed host's earnings did not cover, at the step's price
