@@ -37,10 +37,7 @@ Example: neuron account create --db /tmp/neuron.sqlite --name me`,
     const store = await openTrackerStore(db)
     try {
       const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
-      const accounts = new Accounts(
-        store.ledger,
-        Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO,
-      )
+      const accounts = new Accounts(store, Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO)
       const grantMicro = intOption('grant-micro', values['grant-micro'])
       const publicKey = values['public-key']
       if (publicKey !== undefined && !PublicKey.safeParse(publicKey).success)

@@ -133,7 +133,7 @@ export class Tracker {
       ...(options.checks === undefined ? {} : { options: options.checks }),
       log: (l) => this.log(l),
     }))
-    this.reputation = new Reputation(store.ledger, this.registry, this.registry.heartbeatMs, this.checks)
+    this.reputation = new Reputation(store.reputationHistory, this.registry, this.registry.heartbeatMs, this.checks)
     this.latencies = new MeasuredLatencies(options.latency)
     this.volunteerRelays = new VolunteerRelays(this.registry)
     this.planner = new SwarmPlanner(
@@ -147,7 +147,7 @@ export class Tracker {
     this.latencies.on('changed', () => this.planner.invalidate())
     const envGrant = Number(process.env.NEURON_STARTING_GRANT_MICRO)
     this.accounts = new Accounts(
-      store.ledger,
+      store,
       options.startingGrantMicro ?? (Number.isSafeInteger(envGrant) && envGrant >= 0 ? envGrant : 10 * MICRO),
     )
     this.pricing = options.gateway?.pricing ?? pricingFromEnv(process.env)

@@ -1,8 +1,10 @@
 import { decodeProbeSet, encodeProbeSet, type HardwareProfile, Manifest, type ProbeSet } from '../../protocol'
 import { ChecksStore } from '../checks/checks-store'
+import { ApiKeys } from '../ledger/api-keys'
 import { ApiRequests } from '../ledger/api-requests'
 import { CreditHolds } from '../ledger/credit-holds'
 import { type LedgerStore, SqlLedgerStore } from '../ledger/ledger-store'
+import { ReputationHistory } from '../reputation/reputation-history'
 import { migrateSqlite } from './migrations'
 import type { Sql } from './sql'
 import { SqliteSql } from './sqlite-sql'
@@ -41,14 +43,18 @@ export interface TrackerStore {
   /** Keeps a model's secret probe set; false when it already has one (the first set stays). */
   putProbes(probes: ProbeSet): Promise<boolean>
   getProbes(modelId: string): Promise<ProbeSet | undefined>
-  /** Accounts, keys, the ledger, receipts and reputation history. */
+  /** Accounts, the ledger's transactions and balances, receipts, rejections, routes and escrow. */
   readonly ledger: LedgerStore
+  /** Accounts' API keys, hashed. */
+  readonly apiKeys: ApiKeys
   /** Credits set aside for sessions in flight, shared by every tracker instance on the store. */
   readonly holds: CreditHolds
   /** What the tracker's checks found of each host, and its reputation tallies. */
   readonly checks: ChecksStore
   /** The gateway's requests per account, for their owners' request logs. */
   readonly apiRequests: ApiRequests
+  /** Hosts' past reputation scores. */
+  readonly reputationHistory: ReputationHistory
   /** The schema version now in force (number of migrations applied). */
   schemaVersion(): Promise<number>
   close(): Promise<void>
@@ -57,15 +63,19 @@ export interface TrackerStore {
 /** The tracker's store over either engine (tracker/db/sql.ts): the queries are written once. */
 export class SqlTrackerStore implements TrackerStore {
   readonly ledger: LedgerStore
+  readonly apiKeys: ApiKeys
   readonly holds: CreditHolds
   readonly checks: ChecksStore
   readonly apiRequests: ApiRequests
+  readonly reputationHistory: ReputationHistory
 
   constructor(protected readonly sql: Sql) {
     this.ledger = new SqlLedgerStore(sql)
+    this.apiKeys = new ApiKeys(sql)
     this.holds = new CreditHolds(sql)
     this.checks = new ChecksStore(sql)
     this.apiRequests = new ApiRequests(sql)
+    this.reputationHistory = new ReputationHistory(sql)
   }
 
   async schemaVersion(): Promise<number> {

@@ -28,7 +28,7 @@ describe.each(await storeEngines())('the API request log on $name', (engine) => 
     engine.setUp()
     beforeEach(async () => {
       store = await (await engine.fresh()).open()
-      accounts = new Accounts(store.ledger, 1_000_000)
+      accounts = new Accounts(store, 1_000_000)
     })
     afterEach(async () => store?.close())
 

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/sql'
-import { consumerAccount } from './accounts'
+import { consumerAccount } from './account-names'
 
 /** One gateway generation, as its account's request log shows it. */
 export interface ApiRequestRecord {

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type PostgresCluster, postgresMissing, startPostgres } from '../../test/postgres'
 import { PostgresStore } from '../db/postgres-store'
 import { Accounts, consumerAccount, escrowAccount, FEE_ACCOUNT } from './accounts'
-import type { LedgerStore, PostResult, Transaction } from './ledger-store'
+import type { PostResult, Transaction } from './ledger-posting'
+import type { LedgerStore } from './ledger-store'
 
 const missing = await postgresMissing()
 const CHARGE = 1_000
@@ -48,7 +49,7 @@ describe.skipIf(missing !== undefined)(
     it(
       'posts each key once and never overdraws, with both ' + 'instances posting the same and different keys at once',
       async () => {
-        const { account } = await new Accounts(a.ledger, AFFORDABLE * CHARGE).create({ name: 'shared' })
+        const { account } = await new Accounts(a, AFFORDABLE * CHARGE).create({ name: 'shared' })
         const hosts = ['h1', 'h2', 'h3']
         // 40 keys both instances post (a host's copy and a client's copy of
         // one receipt), 40 only A posts, 40 only B: 120 keys, 60 affordable.

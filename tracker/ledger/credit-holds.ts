@@ -1,6 +1,6 @@
 import { NeuronError } from '../../protocol'
 import type { Sql } from '../db/sql'
-import { consumerAccount } from './accounts'
+import { consumerAccount } from './account-names'
 
 /** A hold nobody charged or asked for again this long is released (its client is gone). */
 export const HOLD_IDLE_MS = 15 * 60_000

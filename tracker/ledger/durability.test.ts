@@ -16,7 +16,7 @@ describe('the ledger on disk', () => {
     const path = join(scratch.dir, 'tracker.sqlite')
     const store = new SqliteTrackerStore(path)
     expect(store.durability).toEqual({ journalMode: 'wal', synchronous: 2 })
-    const accounts = new Accounts(store.ledger, 0)
+    const accounts = new Accounts(store, 0)
     const { accountId } = (await accounts.create({ grantMicro: 1_234_567 })).account
     await accounts.grant(accountId, 1_000)
     await store.close()
@@ -24,7 +24,7 @@ describe('the ledger on disk', () => {
     const reopened = new SqliteTrackerStore(path)
     try {
       expect(reopened.durability.synchronous).toBe(2)
-      expect(await new Accounts(reopened.ledger, 0).balance(accountId)).toBe(1_235_567)
+      expect(await new Accounts(reopened, 0).balance(accountId)).toBe(1_235_567)
     } finally {
       await reopened.close()
     }

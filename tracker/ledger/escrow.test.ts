@@ -54,7 +54,7 @@ for (const engine of await storeEngines())
     engine.setUp()
     beforeEach(async () => {
       store = await (await engine.fresh()).open()
-      accounts = new Accounts(store.ledger, 1_000_000)
+      accounts = new Accounts(store, 1_000_000)
       metering = new Metering(
         store.ledger,
         () => MODEL,

@@ -1,7 +1,8 @@
 import { REPLAY_STEP_BASE } from '../../protocol'
-import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { escrowAccount, hostAccount } from './account-names'
 import type { PendingReceipt } from './escrowed-receipts'
-import type { Entry, LedgerStore } from './ledger-store'
+import { Ledger, type VoidMove } from './ledger'
+import type { LedgerStore } from './ledger-store'
 
 export const DEFAULT_SETTLEMENT_WINDOW_MS = 24 * 3_600_000
 
@@ -48,13 +49,16 @@ export interface Voided {
  */
 export class Escrow {
   private timer: NodeJS.Timeout | undefined
+  private readonly ledger: Ledger
 
   constructor(
     private readonly store: LedgerStore,
     /** How long earnings stay pending, ms; 0: paid to the settled account at once. */
     readonly windowMs: number,
     private readonly options: { readonly releaseEveryMs?: number; readonly log?: (line: string) => void } = {},
-  ) {}
+  ) {
+    this.ledger = new Ledger(store)
+  }
 
   /** State a receipt settled now starts in. */
   get newState(): 'pending' | 'released' {
@@ -114,23 +118,14 @@ export class Escrow {
    */
   release(now = Date.now()): Promise<Released> {
     const cutoff = now - this.windowMs
-    return this.store.atomically(async (tx) => {
+    return this.ledger.atomically(async (ledger) => {
+      const tx = ledger.store
       let releasedMicro = 0
       let receipts = 0
       const due = await tx.escrow.due(cutoff)
       for (const { hostId, micro } of due) {
         // Unpaid receipts (no payer, a replay with nothing left to take) hold nothing: marked, no transaction.
-        if (micro !== 0)
-          await tx.post({
-            kind: 'release',
-            idempotencyKey: null,
-            modelId: null,
-            entries: [
-              { account: escrowAccount(hostId), amount: -micro },
-              { account: hostAccount(hostId), amount: micro },
-            ],
-            at: now,
-          })
+        if (micro !== 0) await ledger.releaseEarnings(hostId, micro, now)
         receipts += await tx.escrow.markReleased(hostId, cutoff)
         releasedMicro += micro
       }
@@ -145,11 +140,12 @@ export class Escrow {
    * session was the voided host's). Released receipts stand. Voiding again finds nothing pending.
    */
   voidHost(hostId: string, reason: string, now = Date.now()): Promise<Voided> {
-    return this.store.atomically(async (tx) => {
-      const entries: Entry[] = []
+    return this.ledger.atomically(async (ledger) => {
+      const tx = ledger.store
+      const moves: VoidMove[] = []
       const paidFromIt = await tx.escrow.pendingForfeitsFrom(hostId)
       // Only what goes back into this host's pending earnings (to be refunded): a banned host is never paid by its ban.
-      for (const replay of paidFromIt) entries.push(...(await this.giveBack(tx, replay, false)))
+      for (const replay of paidFromIt) moves.push(...(await this.giveBack(tx, replay, false)))
       // Read after the give-backs: they restore what replays had taken from these receipts.
       const own = await tx.escrow.pendingOf(hostId)
       let voidedMicro = 0
@@ -157,21 +153,16 @@ export class Escrow {
       for (const r of own) {
         voidedMicro += r.earned - r.forfeited
         if (r.forfeitFrom !== null) {
-          entries.push(...(await this.giveBack(tx, r)))
+          moves.push(...(await this.giveBack(tx, r)))
           continue
         }
         // What a replay that has since settled took from it (none, as
         // replays settle after the steps they repay) is not refunded.
         const refund = r.accountId === null ? 0 : r.charged - r.forfeited
-        entries.push(
-          { account: escrowAccount(hostId), amount: -(r.earned - r.forfeited) },
-          { account: FEE_ACCOUNT, amount: -r.fee },
-        )
-        if (r.accountId !== null) entries.push({ account: consumerAccount(r.accountId), amount: refund })
+        moves.push({ refund, hostId, accountId: r.accountId, held: r.earned - r.forfeited, fee: r.fee })
         refundedMicro += refund
       }
-      if (entries.length > 0)
-        await tx.post({ kind: 'void', idempotencyKey: null, modelId: null, entries: merged(entries), at: now })
+      await ledger.voidEarnings(moves, now)
       await tx.escrow.markVoided(
         paidFromIt.map((r) => r.key),
         `paid from host ${hostId}'s voided earnings: ${reason}`,
@@ -193,22 +184,17 @@ export class Escrow {
    * Undoes a pending replay's pay: back to the failed host's escrow while the steps it repaid are
    * pending, and (`restAsSettled`) the rest to its settled account; without it the rest stays paid.
    */
-  private async giveBack(tx: LedgerStore, replay: PendingReceipt, restAsSettled = true): Promise<Entry[]> {
+  private async giveBack(tx: LedgerStore, replay: PendingReceipt, restAsSettled = true): Promise<VoidMove[]> {
     const from = replay.forfeitFrom
     if (from === null || replay.earned === 0) return []
     const toEscrow = await tx.escrow.unforfeit(replay.session, from, replay.earned)
-    const back = restAsSettled ? replay.earned : toEscrow
     return [
-      { account: escrowAccount(replay.hostId), amount: -back },
-      { account: escrowAccount(from), amount: toEscrow },
-      ...(restAsSettled ? [{ account: hostAccount(from), amount: replay.earned - toEscrow }] : []),
+      {
+        replayHost: replay.hostId,
+        failedHost: from,
+        toEscrow,
+        ...(restAsSettled ? { toSettled: replay.earned - toEscrow } : {}),
+      },
     ]
   }
-}
-
-/** One leg per account: a void touches the same accounts many times. */
-function merged(entries: readonly Entry[]): Entry[] {
-  const by = new Map<string, number>()
-  for (const e of entries) by.set(e.account, (by.get(e.account) ?? 0) + e.amount)
-  return [...by].map(([account, amount]) => ({ account, amount }))
 }

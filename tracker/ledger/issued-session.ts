@@ -1,7 +1,7 @@
 import type { Price } from './pricing'
 import type { RoutedTokens } from './receipt-terms'
 
-/** A session as the tracker issued its routes: what its receipts are checked and paid against (metering.ts). */
+/** A session as the tracker issued its routes: what its receipts are checked (step-check.ts) and paid against. */
 export interface IssuedSession {
   readonly modelId: string
   readonly nLayer: number

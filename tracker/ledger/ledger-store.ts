@@ -1,6 +1,7 @@
 import type { Receipt } from '../../protocol'
 import type { Sql } from '../db/sql'
 import { EscrowedReceipts, type EscrowState } from './escrowed-receipts'
+import { type PostResult, postIn, type Transaction } from './ledger-posting'
 import { RoutedSessions } from './routed-sessions'
 
 export interface StoredAccount {
@@ -10,49 +11,6 @@ export interface StoredAccount {
   readonly publicKey: string | null
   readonly createdAt: number
 }
-
-/**
- * One leg of a transaction: `account` is `consumer:<id>`, `host:<id>`, `escrow:<id>`, `swarm:fee` or `swarm:grants`.
- */
-export interface Entry {
-  readonly account: string
-  /** Micro-credits; a debit is negative. */
-  readonly amount: number
-}
-
-export interface Transaction {
-  /**
-   * forfeit: a failed host's earnings move to the host that replayed its work; release: pending earnings
-   * leave a host's escrow for its settled account; void: a host's pending earnings go back to its payers; rent: a
-   * session's hosts are paid for the minutes it held their cache (tracker/ledger/rent.ts).
-   */
-  readonly kind: 'grant' | 'charge' | 'forfeit' | 'release' | 'void' | 'rent'
-  /** Unique: a transaction posted twice with the same key is refused (null: always posts). */
-  readonly idempotencyKey: string | null
-  readonly modelId: string | null
-  readonly entries: readonly Entry[]
-  /** This account's balance may not go below zero after the transaction. */
-  readonly noOverdraft?: string
-  /** The verified receipt the transaction pays for, stored with it. */
-  readonly receipt?: {
-    readonly body: Receipt
-    readonly modelId: string
-    readonly accountId: string | null
-    readonly hostEarned: number
-    /** What the consumer paid for it and the fee out of that: a void refunds exactly these. */
-    readonly charged?: number
-    readonly fee?: number
-    /** 'pending' while the earnings wait in the host's escrow (default 'released': paid to its settled account). */
-    readonly escrow?: EscrowState
-    /** On a replay: the failed host whose earnings paid for it. */
-    readonly forfeitFrom?: string
-  }
-  readonly at: number
-}
-
-export type PostResult =
-  | { readonly posted: true; readonly txnId: number }
-  | { readonly posted: false; readonly reason: 'duplicate' | 'insufficient' }
 
 export interface StoredReceipt {
   readonly receipt: Receipt
@@ -87,17 +45,14 @@ export interface LedgerStore {
   readonly routes: RoutedSessions
   /** Hosts' pending earnings, receipt by receipt (Escrow moves the credits). */
   readonly escrow: EscrowedReceipts
-  createAccount(account: StoredAccount, keyHash: string | null): Promise<void>
-  addApiKey(accountId: string, keyHash: string, at: number): Promise<void>
-  /**
-   * Drops every API key of the account, then keeps `keyHash` as its
-   * one key (null: none); requests with a dropped key get 401 at once.
-   */
-  replaceApiKeys(accountId: string, keyHash: string | null, at: number): Promise<void>
-  accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined>
+  /** Adds an account (its API keys are kept apart: ApiKeys). */
+  createAccount(account: StoredAccount): Promise<void>
   accountByPublicKey(publicKey: string): Promise<StoredAccount | undefined>
   getAccount(accountId: string): Promise<StoredAccount | undefined>
-  /** Posts in its own transaction, or in the one `atomically` opened when called on the store it hands over. */
+  /**
+   * Posts in its own transaction, or in the one `atomically` opened when called on the store it hands over. Only the
+   * Ledger (ledger.ts) posts: it names each kind of write.
+   */
   post(txn: Transaction): Promise<PostResult>
   /**
    * Runs `fn` in one database transaction with a store bound to it: its posts commit together (one write
@@ -121,20 +76,10 @@ export interface LedgerStore {
   servedBlockTokens(hostId: string): Promise<number>
   reject(rejection: Rejection): Promise<void>
   rejections(hostId: string, limit?: number): Promise<Rejection[]>
-  recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): Promise<void>
-  reputationHistory(
-    hostId: string,
-    limit?: number,
-  ): Promise<{ at: number; score: number; components: Record<string, number> }[]>
 }
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
-
-const INSERT_RECEIPT = `insert into receipts (idempotency_key, session, step, host_id, block_begin, block_end,
-  tokens, model_id, account_id, txn_id, host_earned, body,
-     created_at, escrow, charged, fee, forfeit_from)
-   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 /** The ledger over either engine (tracker/db/sql.ts): one set of queries, SQLite's and PostgreSQL's common SQL. */
 export class SqlLedgerStore implements LedgerStore {
@@ -150,49 +95,13 @@ export class SqlLedgerStore implements LedgerStore {
     this.escrow = new EscrowedReceipts(db)
   }
 
-  async createAccount(a: StoredAccount, keyHash: string | null): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.run('insert into accounts (account_id, name, public_key, created_at) values (?, ?, ?, ?)', [
-        a.accountId,
-        a.name,
-        a.publicKey,
-        a.createdAt,
-      ])
-      if (keyHash !== null)
-        await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [
-          keyHash,
-          a.accountId,
-          a.createdAt,
-        ])
-    })
-  }
-
-  async addApiKey(accountId: string, keyHash: string, at: number): Promise<void> {
-    await this.db.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [
-      keyHash,
-      accountId,
-      at,
+  async createAccount(a: StoredAccount): Promise<void> {
+    await this.db.run('insert into accounts (account_id, name, public_key, created_at) values (?, ?, ?, ?)', [
+      a.accountId,
+      a.name,
+      a.publicKey,
+      a.createdAt,
     ])
-  }
-
-  async replaceApiKeys(accountId: string, keyHash: string | null, at: number): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.run('delete from api_keys where account_id = ?', [accountId])
-      if (keyHash !== null)
-        await tx.run('insert into api_keys (key_hash, account_id, created_at) values (?, ?, ?)', [
-          keyHash,
-          accountId,
-          at,
-        ])
-    })
-  }
-
-  async accountByKeyHash(keyHash: string): Promise<StoredAccount | undefined> {
-    const row = await this.db.get<AccountRow>(
-      'select a.* from api_keys k join accounts a using (account_id) where k.key_hash = ?',
-      [keyHash],
-    )
-    return row === undefined ? undefined : accountFromRow(row)
   }
 
   async accountByPublicKey(publicKey: string): Promise<StoredAccount | undefined> {
@@ -350,95 +259,9 @@ export class SqlLedgerStore implements LedgerStore {
       createdAt: r.created_at,
     }))
   }
-
-  async recordReputation(hostId: string, at: number, score: number, components: Record<string, number>): Promise<void> {
-    await this.db.run('insert into reputation_history (host_id, at, score, components) values (?, ?, ?, ?)', [
-      hostId,
-      at,
-      score,
-      JSON.stringify(components),
-    ])
-  }
-
-  async reputationHistory(
-    hostId: string,
-    limit = 100,
-  ): Promise<{ at: number; score: number; components: Record<string, number> }[]> {
-    const rows = await this.db.all<{ at: number; score: number; components: string }>(
-      'select * from reputation_history where host_id = ? order by at desc limit ?',
-      [hostId, limit],
-    )
-    return rows.map((r) => ({ at: r.at, score: r.score, components: JSON.parse(r.components) }))
-  }
 }
 
-/**
- * One posting inside an open transaction: the idempotency check, the overdraft check and every leg
- * commit together or not at all. On PostgreSQL the transaction is serializable, so two trackers posting
- * the same key, or overdrawing one account, cannot both pass their checks: one is run again and sees the other.
- */
-async function postIn(tx: Sql, txn: Transaction): Promise<PostResult> {
-  if (
-    txn.idempotencyKey !== null &&
-    (await tx.get('select 1 as one from ledger_transactions where idempotency_key = ?', [txn.idempotencyKey])) !==
-      undefined
-  )
-    return { posted: false, reason: 'duplicate' }
-  if (txn.noOverdraft !== undefined) {
-    const change = txn.entries.filter((e) => e.account === txn.noOverdraft).reduce((s, e) => s + e.amount, 0)
-    const row = await tx.get<{ amount: number }>('select amount from ledger_balances where account = ?', [
-      txn.noOverdraft,
-    ])
-    if ((row?.amount ?? 0) + change < 0) return { posted: false, reason: 'insufficient' }
-  }
-  const inserted = await tx.get<{ txn_id: number }>(
-    'insert into ledger_transactions (kind, idempotency_key, model_id, created_at) values (?, ?, ?, ?) on conflict ' +
-      'do nothing returning txn_id',
-    [txn.kind, txn.idempotencyKey, txn.modelId, txn.at],
-  )
-  if (inserted === undefined) return { posted: false, reason: 'duplicate' }
-  const txnId = inserted.txn_id
-  for (const e of txn.entries) {
-    if (e.amount === 0) continue
-    await tx.run('insert into ledger_entries (txn_id, account, amount, created_at) values (?, ?, ?, ?)', [
-      txnId,
-      e.account,
-      e.amount,
-      txn.at,
-    ])
-    await tx.run(
-      'insert into ledger_balances (account, amount) values (?, ?) on conflict (account) do update set amount = ' +
-        'ledger_balances.amount + excluded.amount',
-      [e.account, e.amount],
-    )
-  }
-  const r = txn.receipt
-  if (r !== undefined && txn.idempotencyKey !== null) {
-    const b = r.body
-    await tx.run(INSERT_RECEIPT, [
-      txn.idempotencyKey,
-      b.session,
-      b.step,
-      b.hostId,
-      b.blocks[0],
-      b.blocks[1],
-      b.tokens,
-      r.modelId,
-      r.accountId,
-      txnId,
-      r.hostEarned,
-      JSON.stringify(b),
-      txn.at,
-      r.escrow ?? 'released',
-      r.charged ?? 0,
-      r.fee ?? 0,
-      r.forfeitFrom ?? null,
-    ])
-  }
-  return { posted: true, txnId }
-}
-
-interface AccountRow {
+export interface AccountRow {
   account_id: string
   name: string
   public_key: string | null
@@ -454,6 +277,6 @@ interface ReceiptRow {
   created_at: number
 }
 
-function accountFromRow(r: AccountRow): StoredAccount {
+export function accountFromRow(r: AccountRow): StoredAccount {
   return { accountId: r.account_id, name: r.name, publicKey: r.public_key, createdAt: r.created_at }
 }

@@ -1,33 +1,18 @@
-import { type KeyObject, verify } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { publicKeyObject } from '../../identity/keys'
-import {
-  DEFAULT_FEE_BPS,
-  feeOf,
-  type Manifest,
-  NeuronError,
-  NodeId,
-  REPLAY_STEP_BASE,
-  Receipt as ReceiptSchema,
-  receiptMessage,
-} from '../../protocol'
-import { consumerAccount, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { type Manifest, NeuronError, Receipt as ReceiptSchema } from '../../protocol'
 import { Escrow, settlementWindowMs } from './escrow'
 import type { IssuedSession } from './issued-session'
+import { Ledger } from './ledger'
 import type { LedgerStore } from './ledger-store'
 import { type PricingOptions, priceOf } from './pricing'
-import { checkTerms, clientSignedStep, type RoutedTokens, receiptKey, seamBreaks, stepCharge } from './receipt-terms'
+import type { RoutedTokens } from './receipt-terms'
 import { RelayFees } from './relay-fees'
-import { settleReplay } from './replays'
-
-export type { IssuedSession } from './issued-session'
-
+import { refuse, StepCheck } from './step-check'
+import { payStep } from './step-pay'
 import type { MeteringEvents, ReceiptVerdict } from './verdicts'
 
-export { receiptKey } from './receipt-terms'
+// The verdicts' types and wire form, reached here by the RPC handlers.
 export { type MeteringEvents, type ReceiptVerdict, wireVerdicts } from './verdicts'
-
-/** A route the tracker issued for a session: only receipts from these hops, for these blocks, are paid. */
 
 const SESSION_TTL_MS = 6 * 3_600_000
 /**
@@ -37,10 +22,10 @@ const SESSION_TTL_MS = 6 * 3_600_000
 const MAX_SESSION_HOPS = 4096
 
 /**
- * Verifies hosts' signed receipts against the routes the tracker issued, and settles each in the
- * ledger: the consumer's debit, the host's credit (pending in its escrow for the settlement window)
- * and the swarm's fee, once per (session, step, blocks). Replay steps after a failover rebuild a
- * cache already paid for: the consumer pays nothing, the failed host's earnings pay the replay.
+ * Keeps the routes the tracker issued, and settles hosts' signed receipts against them: each is checked
+ * (step-check.ts), then paid (step-pay.ts) in the ledger: the consumer's debit, the host's credit (pending in
+ * its escrow for the settlement window) and the swarm's fee, once per (session, step, blocks). Replay steps after a
+ * failover rebuild a cache already paid for: the consumer pays nothing, the failed host's earnings pay the replay.
  */
 export class Metering extends EventEmitter<MeteringEvents> {
   /** Host earnings pending for the settlement window: released by its timer, voided when a host is caught cheating. */
@@ -48,8 +33,8 @@ export class Metering extends EventEmitter<MeteringEvents> {
   /** Volunteer relays' fees per frame, from the same sessions' holds. */
   readonly relayFees: RelayFees
   private readonly sessions = new Map<string, IssuedSession>()
-  /** Parsed host keys: building a KeyObject costs more than checking a signature with it. */
-  private readonly keys = new Map<string, KeyObject>()
+  private readonly ledger: Ledger
+  private readonly steps: StepCheck
   /** Other tracker instances write the same store (tracker/cluster/): routes are read from it, not from memory. */
   shared = false
 
@@ -60,13 +45,15 @@ export class Metering extends EventEmitter<MeteringEvents> {
     private readonly publicKeyOf: (hostId: string) => string | undefined | Promise<string | undefined>,
     private readonly pricing: PricingOptions,
     /** This tracker's key: receipts must name it (absent in ledger-only tests). */
-    private readonly trackerKey?: string,
+    trackerKey?: string,
     /** How long host earnings stay pending (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h; 0: paid at once). */
     settlement: { readonly settlementWindowMs?: number | undefined } = {},
     /** Hosts the checks banned: their receipts are refused (whatever they ran, they ran as liars). */
-    private readonly banned: (hostId: string) => boolean = () => false,
+    banned: (hostId: string) => boolean = () => false,
   ) {
     super()
+    this.ledger = new Ledger(store, pricing.feeBps)
+    this.steps = new StepCheck(trackerKey, banned)
     this.escrow = new Escrow(store, settlementWindowMs(settlement.settlementWindowMs))
     this.escrow.start()
     this.relayFees = new RelayFees(store, (session) => this.lookup(session), publicKeyOf, pricing, trackerKey)
@@ -180,7 +167,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     this.sessions.delete(session)
   }
 
-  /** Verifies and settles receipts for `session`, in order; returns each one's verdict. */
+  /** Checks each receipt for `session` (step-check.ts) and pays it (step-pay.ts), in order; returns their verdicts. */
   async settle(session: string, receipts: readonly unknown[], now = Date.now()): Promise<ReceiptVerdict[]> {
     const issued = await this.lookup(session)
     // Read before the transaction (it may only touch the database
@@ -193,10 +180,18 @@ export class Metering extends EventEmitter<MeteringEvents> {
     // One commit for the step's receipts; each still settles (or
     // is refused) on its own. Seams are told once it commits.
     let seams: [number, string][] = []
-    const verdicts = await this.store.atomically(async (tx) => {
+    const verdicts = await this.ledger.atomically(async (ledger) => {
       seams = []
       const settled: ReceiptVerdict[] = []
-      for (const raw of receipts) settled.push(await this.settleOne(tx, session, issued, keys, raw, now, seams))
+      for (const raw of receipts) {
+        const checked = await this.steps.check(ledger.store, session, issued, keys, raw, now)
+        if ('refused' in checked) {
+          settled.push(await refuse(ledger.store, checked.refused, now))
+          continue
+        }
+        for (const message of checked.seams) seams.push([checked.payable.step, message])
+        settled.push(await payStep(ledger, this.escrow, session, checked.issued, checked.payable, now))
+      }
       return settled
     })
     for (const [step, message] of seams) this.emit('seam', session, step, message)
@@ -224,16 +219,10 @@ export class Metering extends EventEmitter<MeteringEvents> {
         const why = r.success
           ? `it is signed by host ${r.data.hostId}; hand in only your own receipts`
           : (r.error.issues[0]?.message ?? '')
+        const step = r.success ? r.data.step : null
+        const message = `not this host's receipt: ${why}`
         verdicts.push(
-          await this.refuse(
-            this.store,
-            hostId,
-            null,
-            r.success ? r.data.step : null,
-            'bad_receipt',
-            `not this host's receipt: ${why}`,
-            now,
-          ),
+          await refuse(this.store, { hostId, session: null, step, code: 'bad_receipt', message, fault: false }, now),
         )
         continue
       }
@@ -242,230 +231,6 @@ export class Metering extends EventEmitter<MeteringEvents> {
     // One commit per session; each verdict carries the balances after its own receipt for the dashboards.
     for (const [session, list] of bySession) verdicts.push(...(await this.settle(session, list, now)))
     return verdicts
-  }
-
-  private async settleOne(
-    tx: LedgerStore,
-    session: string,
-    issued: IssuedSession | undefined,
-    keys: ReadonlyMap<string, string | undefined>,
-    raw: unknown,
-    now: number,
-    seams: [number, string][],
-  ): Promise<ReceiptVerdict> {
-    const parsed = ReceiptSchema.safeParse(raw)
-    // Named back in the verdict only when it is a node id: a claim of any other shape is a peer's arbitrary text.
-    const claimed =
-      typeof raw === 'object' && raw !== null && 'hostId' in raw && NodeId.safeParse(raw.hostId).success
-        ? String(raw.hostId)
-        : 'unknown'
-    if (!parsed.success)
-      return this.refuse(
-        tx,
-        claimed,
-        session,
-        null,
-        'bad_receipt',
-        `not a receipt: ${parsed.error.issues[0]?.message ?? ''}`,
-        now,
-      )
-    const r = parsed.data
-    if (r.session !== session)
-      return this.refuse(
-        tx,
-        r.hostId,
-        session,
-        r.step,
-        'route_mismatch',
-        `receipt is for session ${r.session}, submitted for ${session}`,
-        now,
-      )
-    if (issued === undefined)
-      return this.refuse(
-        tx,
-        r.hostId,
-        session,
-        r.step,
-        'unknown_session',
-        `the tracker issued no route for session ${session}`,
-        now,
-      )
-    const publicKey = keys.get(r.hostId)
-    const { signature, ...body } = r
-    const signed = publicKey !== undefined && this.verify(publicKey, receiptMessage(body), signature)
-    if (!issued.hops.some((h) => h.hostId === r.hostId && h.blocks[0] === r.blocks[0] && h.blocks[1] === r.blocks[1])) {
-      return this.refuse(
-        tx,
-        r.hostId,
-        session,
-        r.step,
-        'route_mismatch',
-        `host ${r.hostId} blocks [${r.blocks[0]}, ${r.blocks[1]}) is not a hop the tracker issued for session ` +
-          `${session}`,
-        now,
-        signed,
-      )
-    }
-    if (!signed) {
-      return this.refuse(
-        tx,
-        r.hostId,
-        session,
-        r.step,
-        'bad_signature',
-        `receipt for step ${r.step} is not signed by host ${r.hostId}'s registered key`,
-        now,
-      )
-    }
-    if (this.banned(r.hostId))
-      return this.refuse(
-        tx,
-        r.hostId,
-        session,
-        r.step,
-        'banned_host',
-        `host ${r.hostId} is banned; nothing it hands in is paid`,
-        now,
-      )
-    // a step the client never sent has no client signature: its receipt is the host's claim alone
-    if (issued.clientKey !== null && !clientSignedStep(issued.clientKey, r))
-      return this.refuse(
-        tx,
-        r.hostId,
-        session,
-        r.step,
-        'no_client_signature',
-        `step ${r.step} carries no signature of the session's client; only steps a client sent are paid`,
-        now,
-        true,
-      )
-    issued.lastUsed = now
-    const terms = checkTerms(issued, r, this.trackerKey)
-    // A step at a position other than its ticket's: the client
-    // chose the position, the host only signed it; no host's fault.
-    if (terms !== undefined)
-      return this.refuse(
-        tx,
-        r.hostId,
-        session,
-        r.step,
-        terms.code,
-        terms.message,
-        now,
-        terms.code !== 'position_mismatch',
-      )
-    if (r.step >= REPLAY_STEP_BASE) {
-      const feeBps = this.pricing.feeBps ?? DEFAULT_FEE_BPS
-      return settleReplay(
-        {
-          tx,
-          escrow: this.escrow,
-          feeBps,
-          balancesAfter: (hostId, accountId) => this.balancesAfter(tx, hostId, accountId),
-        },
-        session,
-        issued,
-        r,
-        now,
-      )
-    }
-    for (const message of await seamBreaks(tx, session, issued.hops, r)) seams.push([r.step, message])
-    const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
-    // Paid by the tracker's own count of the step's tokens, never the host's claim.
-    const charge = paid ? stepCharge(issued, r) : 0
-    const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
-    const consumer = issued.accountId === null ? null : consumerAccount(issued.accountId)
-    const result = await tx.post({
-      kind: 'charge',
-      idempotencyKey: receiptKey(r),
-      modelId: issued.modelId,
-      entries:
-        consumer === null
-          ? []
-          : [
-              { account: consumer, amount: -charge },
-              { account: this.escrow.earningsAccount(r.hostId), amount: charge - fee },
-              { account: FEE_ACCOUNT, amount: fee },
-            ],
-      ...(consumer === null ? {} : { noOverdraft: consumer }),
-      receipt: {
-        body: r,
-        modelId: issued.modelId,
-        accountId: issued.accountId,
-        hostEarned: charge - fee,
-        charged: charge,
-        fee,
-        escrow: this.escrow.newState,
-      },
-      at: now,
-    })
-    if (!result.posted && result.reason === 'duplicate') {
-      // Host and client both hand in each receipt: the second is no fault, and pays nothing.
-      return {
-        hostId: r.hostId,
-        step: r.step,
-        ok: false,
-        code: 'already_settled',
-        message: `step ${r.step} blocks [${r.blocks[0]}, ${r.blocks[1]}) is settled`,
-        charged: 0,
-      }
-    }
-    if (!result.posted) {
-      // Not the host's fault: the consumer's credits ran out; not logged against it.
-      return {
-        hostId: r.hostId,
-        step: r.step,
-        ok: false,
-        code: 'insufficient_credits',
-        message: 'the account cannot pay for this step',
-        charged: 0,
-      }
-    }
-    return {
-      hostId: r.hostId,
-      step: r.step,
-      ok: true,
-      charged: charge,
-      balances: await this.balancesAfter(tx, r.hostId, issued.accountId),
-    }
-  }
-
-  /** Three indexed reads of the running balances: cheap beside the commit they ride in. */
-  private async balancesAfter(
-    tx: LedgerStore,
-    hostId: string,
-    accountId: string | null,
-  ): Promise<NonNullable<ReceiptVerdict['balances']>> {
-    const account = accountId === null ? null : await tx.balance(consumerAccount(accountId))
-    return { host: await tx.balance(hostAccount(hostId)), pending: await tx.balance(escrowAccount(hostId)), account }
-  }
-
-  private verify(publicKey: string, message: string, signature: string): boolean {
-    try {
-      let key = this.keys.get(publicKey)
-      if (key === undefined) {
-        key = publicKeyObject(publicKey)
-        this.keys.set(publicKey, key)
-      }
-      return verify(null, Buffer.from(message), key, Buffer.from(signature, 'base64url'))
-    } catch {
-      return false
-    }
-  }
-
-  /** Records a refused receipt (the host's dashboard lists it); `fault` says whether it counts against the host. */
-  private async refuse(
-    tx: LedgerStore,
-    hostId: string,
-    session: string | null,
-    step: number | null,
-    code: string,
-    message: string,
-    now: number,
-    fault = false,
-  ): Promise<ReceiptVerdict> {
-    await tx.reject({ hostId, session, step, code, message, createdAt: now })
-    return { hostId, step: step ?? -1, ok: false, code, message, charged: 0, fault }
   }
 
   private async sweep(now: number): Promise<void> {

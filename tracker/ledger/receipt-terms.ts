@@ -1,6 +1,4 @@
-import { verifySignature } from '../../identity/keys'
-import { MAX_DRAFT_TOKENS, REPLAY_STEP_BASE, type Receipt, stepMessage } from '../../protocol'
-import type { LedgerStore } from './ledger-store'
+import { MAX_DRAFT_TOKENS, REPLAY_STEP_BASE, type Receipt } from '../../protocol'
 import { hopCharge, type Price } from './pricing'
 
 /** The positions a session was routed for: `promptTokens` of its `maxTokens` are the prompt (step 1). */
@@ -16,7 +14,7 @@ export interface TicketTerms {
   readonly routed: RoutedTokens | undefined
   /**
    * The session's client key: its receipts carry the client's
-   * signature of their token count (metering checks it first).
+   * signature of their token count (step-check.ts checks it first).
    */
   readonly clientKey?: string | null
 }
@@ -91,49 +89,4 @@ export function checkTerms(
       message: `step ${r.step} runs past the ${issued.routed?.maxTokens} tokens routed`,
     }
   return undefined
-}
-
-/** Where the step's idempotency key comes from: one payment per session, step and span of blocks. */
-export function receiptKey(r: Pick<Receipt, 'session' | 'step' | 'blocks'>): string {
-  return `${r.session}:${r.step}:${r.blocks[0]}-${r.blocks[1]}`
-}
-
-/**
- * The step's hops before and after `r`, where settled, must hand over exactly what `r` signs it took
- * and gave; one message per seam that does not join.
- */
-export async function seamBreaks(
-  store: Pick<LedgerStore, 'receiptHashes'>,
-  session: string,
-  hops: readonly { readonly blocks: readonly [number, number] }[],
-  r: Receipt,
-): Promise<string[]> {
-  const breaks: string[] = []
-  for (const h of hops) {
-    const before = h.blocks[1] === r.blocks[0]
-    if (!before && h.blocks[0] !== r.blocks[1]) continue
-    const other = await store.receiptHashes(receiptKey({ session, step: r.step, blocks: [h.blocks[0], h.blocks[1]] }))
-    if (other === undefined || (before ? other.output === r.input : other.input === r.output)) continue
-    const [a, b] = before ? [h.blocks, r.blocks] : [r.blocks, h.blocks]
-    breaks.push(`step ${r.step}: blocks [${b[0]}, ${b[1]}) took other bytes than blocks [${a[0]}, ${a[1]}) answered`)
-  }
-  return breaks
-}
-
-/**
- * Whether the receipt embeds `clientKey`'s signature of the very
- * step it bills: its session, hop, step, positions and input.
- */
-export function clientSignedStep(clientKey: string, r: Receipt): boolean {
-  if (r.client === undefined) return false
-  const terms = {
-    session: r.session,
-    hostId: r.hostId,
-    blocks: r.blocks,
-    step: r.step,
-    position: r.position,
-    tokens: r.tokens,
-    input: r.input,
-  }
-  return verifySignature(clientKey, stepMessage(terms), r.client)
 }

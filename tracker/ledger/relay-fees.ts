@@ -1,13 +1,6 @@
 import { verifySignature } from '../../identity/keys'
-import {
-  DEFAULT_FEE_BPS,
-  DEFAULT_RELAY_MICRO_PER_FRAME,
-  feeOf,
-  REPLAY_STEP_BASE,
-  RelayReceipt,
-  relayReceiptMessage,
-} from '../../protocol'
-import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { DEFAULT_RELAY_MICRO_PER_FRAME, REPLAY_STEP_BASE, RelayReceipt, relayReceiptMessage } from '../../protocol'
+import { Ledger } from './ledger'
 import type { LedgerStore } from './ledger-store'
 import type { PricingOptions } from './pricing'
 import type { ReceiptVerdict } from './verdicts'
@@ -30,13 +23,17 @@ const FRAMES_PER_STEP = 2
  * and failover replays are not paid.
  */
 export class RelayFees {
+  private readonly ledger: Ledger
+
   constructor(
-    private readonly store: LedgerStore,
+    store: LedgerStore,
     private readonly sessionOf: (session: string) => Promise<RelayedSession | undefined>,
     private readonly publicKeyOf: (hostId: string) => string | undefined | Promise<string | undefined>,
     private readonly pricing: PricingOptions & { readonly relayMicroPerFrame?: number },
     private readonly trackerKey: string | undefined,
-  ) {}
+  ) {
+    this.ledger = new Ledger(store, pricing.feeBps)
+  }
 
   async settle(relayId: string, receipts: readonly unknown[], now = Date.now()): Promise<ReceiptVerdict[]> {
     const publicKey = await this.publicKeyOf(relayId)
@@ -88,20 +85,10 @@ export class RelayFees {
     if (issued.accountId === null) return refuse(r.step, 'no_payer', `session ${r.session} has no paying account yet`)
     const charge =
       Math.min(r.frames, FRAMES_PER_STEP) * (this.pricing.relayMicroPerFrame ?? DEFAULT_RELAY_MICRO_PER_FRAME)
-    const fee = feeOf(charge, this.pricing.feeBps ?? DEFAULT_FEE_BPS)
-    const consumer = consumerAccount(issued.accountId)
-    const result = await this.store.post({
-      kind: 'charge',
-      idempotencyKey: `relay:${r.session}:${relayId}:${r.step}`,
-      modelId: issued.modelId,
-      entries: [
-        { account: consumer, amount: -charge },
-        { account: hostAccount(relayId), amount: charge - fee },
-        { account: FEE_ACCOUNT, amount: fee },
-      ],
-      noOverdraft: consumer,
-      at: now,
-    })
+    const result = await this.ledger.relayFee(
+      { session: r.session, relayId, step: r.step, modelId: issued.modelId, accountId: issued.accountId, charge },
+      now,
+    )
     if (!result.posted)
       return refuse(
         r.step,

@@ -1,6 +1,7 @@
-import { DEFAULT_FEE_BPS, feeOf, type Manifest, rangeCacheBytes } from '../../protocol'
-import { consumerAccount, FEE_ACCOUNT, hostAccount } from './accounts'
+import { type Manifest, rangeCacheBytes } from '../../protocol'
+import { consumerAccount } from './account-names'
 import type { StoredHold } from './credit-holds'
+import { Ledger } from './ledger'
 import type { LedgerStore } from './ledger-store'
 import type { PricingOptions } from './pricing'
 
@@ -49,8 +50,10 @@ export function holdingHops<H extends { readonly hostId: string; readonly blocks
  * the consumer's balance, never below zero. Idempotent per session, like a receipt per step.
  */
 export class Rent {
+  private readonly ledger: Ledger
+
   constructor(
-    private readonly ledger: LedgerStore,
+    store: LedgerStore,
     /** The hops the tracker issued for a session and its model; undefined for a session it never routed. */
     private readonly routeOf: (
       session: string,
@@ -69,7 +72,9 @@ export class Rent {
       modelId: string,
       charged: number,
     ) => void = () => {},
-  ) {}
+  ) {
+    this.ledger = new Ledger(store, pricing.feeBps)
+  }
 
   /**
    * Charges the session's rent up to `until`; returns the micro-credits charged (0 when already charged or unroutable).
@@ -84,29 +89,22 @@ export class Rent {
       return 0
     }
     const minutes = Math.max(1, Math.ceil((until - hold.createdAt) / 60_000))
-    const consumer = consumerAccount(hold.accountId)
-    const feeBps = this.pricing.feeBps ?? DEFAULT_FEE_BPS
     const rents: [string, number][] = []
-    const charged = await this.ledger.atomically(async (tx) => {
-      let left = Math.max(0, await tx.balance(consumer))
-      const entries = []
+    const charged = await this.ledger.atomically(async (ledger) => {
+      let left = Math.max(0, await ledger.store.balance(consumerAccount(hold.accountId)))
       let total = 0
+      const owedPerHost: [string, number][] = []
       for (const hop of holdingHops(route.hops)) {
         const owed = Math.min(left, minutes * rentPerMinute(manifest, hop.blocks, hold.maxTokens, this.pricing))
-        const fee = feeOf(owed, feeBps)
         left -= owed
         total += owed
-        entries.push({ account: hostAccount(hop.hostId), amount: owed - fee }, { account: FEE_ACCOUNT, amount: fee })
+        owedPerHost.push([hop.hostId, owed])
         rents.push([hop.hostId, owed])
       }
-      const posted = await tx.post({
-        kind: 'rent',
-        idempotencyKey: `rent:${hold.session}`,
-        modelId: route.modelId,
-        entries: [{ account: consumer, amount: -total }, ...entries],
-        noOverdraft: consumer,
-        at: until,
-      })
+      const posted = await ledger.rent(
+        { session: hold.session, modelId: route.modelId, accountId: hold.accountId, owed: owedPerHost },
+        until,
+      )
       return posted.posted ? total : 0
     })
     if (charged > 0)

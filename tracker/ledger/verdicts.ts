@@ -1,4 +1,6 @@
 // What settling a receipt answers: the verdict, the events metering emits, and the wire form.
+import { consumerAccount, escrowAccount, hostAccount } from './account-names'
+import type { LedgerStore } from './ledger-store'
 
 export interface ReceiptVerdict {
   readonly hostId: string
@@ -51,5 +53,19 @@ export function wireVerdicts(verdicts: readonly ReceiptVerdict[]) {
       ...(v.code === undefined ? {} : { code: v.code }),
       charged: v.charged,
     })),
+  }
+}
+
+/** A settled receipt's balances, in its transaction: three indexed reads, cheap beside the commit they ride in. */
+export async function balancesAfter(
+  store: Pick<LedgerStore, 'balance'>,
+  hostId: string,
+  accountId: string | null,
+): Promise<NonNullable<ReceiptVerdict['balances']>> {
+  const account = accountId === null ? null : await store.balance(consumerAccount(accountId))
+  return {
+    host: await store.balance(hostAccount(hostId)),
+    pending: await store.balance(escrowAccount(hostId)),
+    account,
   }
 }

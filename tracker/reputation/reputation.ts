@@ -1,6 +1,6 @@
 import type { ChecksStore } from '../checks/checks-store'
 import type { HostRegistry } from '../hosts/registry'
-import type { LedgerStore } from '../ledger/ledger-store'
+import type { ReputationHistory } from './reputation-history'
 
 /** Each component is 0..1; 1 is a host that does everything right. */
 export interface ReputationComponents {
@@ -72,7 +72,8 @@ export class Reputation {
   private readonly timer: NodeJS.Timeout
 
   constructor(
-    private readonly store: LedgerStore,
+    /** Where each host's score is recorded now and then, for its dashboard. */
+    private readonly historyStore: ReputationHistory,
     private readonly registry: HostRegistry,
     sampleMs = 5_000,
     private readonly checks?: ReputationChecks,
@@ -148,7 +149,7 @@ export class Reputation {
   }
 
   history(hostId: string, limit?: number) {
-    return this.store.reputationHistory(hostId, limit)
+    return this.historyStore.of(hostId, limit)
   }
 
   close(): void {
@@ -206,7 +207,7 @@ export class Reputation {
     const tally = { ...t }
     this.persist(() => this.checks?.store.saveTally(hostId, tally))
     this.persist(() =>
-      this.store.recordReputation(hostId, now, r.score, {
+      this.historyStore.record(hostId, now, r.score, {
         ...r.components,
         completedSteps: r.completedSteps,
         failedSteps: r.failedSteps,
