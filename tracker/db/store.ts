@@ -3,7 +3,7 @@ import { ChecksStore } from '../checks/checks-store'
 import { ApiKeys } from '../ledger/api-keys'
 import { ApiRequests } from '../ledger/api-requests'
 import { CreditHolds } from '../ledger/credit-holds'
-import { type LedgerStore, SqlLedgerStore } from '../ledger/ledger-store'
+import { type LedgerStore, SqlLedgerStore, type StoredAccount } from '../ledger/ledger-store'
 import { ReputationHistory } from '../reputation/reputation-history'
 import { migrateSqlite } from './migrations'
 import type { Sql } from './sql'
@@ -47,6 +47,8 @@ export interface TrackerStore {
   readonly ledger: LedgerStore
   /** Accounts' API keys, hashed. */
   readonly apiKeys: ApiKeys
+  /** A new account and its first API key, in one transaction: never an account without its key. */
+  openAccount(account: StoredAccount, apiKey: string): Promise<void>
   /** Credits set aside for sessions in flight, shared by every tracker instance on the store. */
   readonly holds: CreditHolds
   /** What the tracker's checks found of each host, and its reputation tallies. */
@@ -76,6 +78,13 @@ export class SqlTrackerStore implements TrackerStore {
     this.checks = new ChecksStore(sql)
     this.apiRequests = new ApiRequests(sql)
     this.reputationHistory = new ReputationHistory(sql)
+  }
+
+  openAccount(account: StoredAccount, apiKey: string): Promise<void> {
+    return this.sql.transaction(async (tx) => {
+      await new SqlLedgerStore(tx, true).createAccount(account)
+      await new ApiKeys(tx).add(account.accountId, apiKey, account.createdAt)
+    })
   }
 
   async schemaVersion(): Promise<number> {

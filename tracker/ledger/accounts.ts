@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { NeuronError } from '../../protocol'
+import type { TrackerStore } from '../db/store'
 import { consumerAccount } from './account-names'
-import type { ApiKeys } from './api-keys'
 import { Ledger } from './ledger'
-import type { LedgerStore, StoredAccount } from './ledger-store'
+import type { StoredAccount } from './ledger-store'
 
 // The ledger's account names, reached here by the rest of the tracker and its tests.
 export { consumerAccount, escrowAccount, FEE_ACCOUNT, GRANTS_ACCOUNT, hostAccount } from './account-names'
@@ -24,8 +24,8 @@ export class Accounts {
   private readonly ledger: Ledger
 
   constructor(
-    /** The tracker's store (TrackerStore): its ledger and its API keys. */
-    private readonly store: { readonly ledger: LedgerStore; readonly apiKeys: ApiKeys },
+    /** The tracker's store (TrackerStore): its ledger, its API keys, and the two written together for a new account. */
+    private readonly store: Pick<TrackerStore, 'ledger' | 'apiKeys' | 'openAccount'>,
     private readonly startingGrantMicro: number,
   ) {
     this.ledger = new Ledger(store.ledger)
@@ -46,8 +46,7 @@ export class Accounts {
     if (options.publicKey != null && (await this.store.ledger.accountByPublicKey(options.publicKey)) !== undefined) {
       throw new NeuronError('account_exists', `key ${options.publicKey.slice(0, 8)}… already has an account.`)
     }
-    await this.store.ledger.createAccount(account)
-    await this.store.apiKeys.add(accountId, apiKey, now)
+    await this.store.openAccount(account, apiKey)
     const grantMicro = options.grantMicro ?? this.startingGrantMicro
     if (grantMicro > 0) await this.grant(accountId, grantMicro, now)
     return { account, apiKey, grantMicro }
