@@ -40,6 +40,8 @@ function importsOf(file: string): string[] {
 const sourceTexts = tracked
   .filter((f) => /\.(ts|tsx|css|cpp|h|mjs|js)$/.test(f) && !f.endsWith('.d.ts'))
   .map((f) => ({ f, text: readFileSync(join(REPO_ROOT, f), 'utf8') }))
+/** The one file that writes ledger transactions (a named method per kind of write). */
+const LEDGER = 'tracker/ledger/ledger.ts'
 /** biome's line width (biome.json) and native/.clang-format's column limit. */
 const MAX_LINE = 120
 
@@ -144,6 +146,14 @@ describe('the layout', () => {
       .filter(({ lines }) => lines > 400)
       .map(({ f, lines }) => `${f}: ${lines} lines`)
     expect(long).toEqual([])
+  })
+
+  it('writes credits only through the Ledger: no post to the ledger store outside tracker/ledger/ledger.ts', () => {
+    const posting = sources
+      .filter((f) => f.startsWith('tracker/') && !isTest(f) && f !== LEDGER)
+      .filter((f) => /\.post\(/.test(readFileSync(join(REPO_ROOT, f), 'utf8')))
+      .map((f) => `${f} posts to the ledger store: add a named write to the Ledger (${LEDGER}) and call it`)
+    expect(posting).toEqual([])
   })
 
   it('keeps every line within 120 characters, so a file near its budget is split, not squeezed', () => {
