@@ -19,13 +19,14 @@ import {
   serveRpc,
   TrackerToHost,
 } from '../protocol'
-import { ArtifactStore, type FetchProgress } from './artifacts/artifact-store'
+import { ArtifactStore } from './artifacts/artifact-store'
+import { type FetchProgress, overallProgress } from './artifacts/fetch-progress'
 import { hardwareProfile } from './hardware'
 import type { HostOptions } from './host-options'
 import { dialBackProver } from './network/dial-back-answer'
 import { Reachable, type ReachableChange, type ReachablePlan } from './network/reachable'
 import { HostRelaying } from './network/relaying'
-import { overallProgress, placedRange } from './placement'
+import { placedRange } from './placement'
 import { ReceiptOutbox } from './receipt-outbox'
 import { measureSpeed } from './serving/measure-speed'
 import type { ServingRuntime } from './serving/serving-runtime'
