@@ -1,5 +1,5 @@
 // What signing every step costs one hop, in ms: the client hashes the hop's input and signs the step's terms
-// (dataplane/hop-frames.ts), the host hashes what it took and checks that signature (host/serving/signed-step.ts).
+// (dataplane/hop-frames.ts), the host hashes what it took and checks that signature (host/serving/step/signed-step.ts).
 // bench:route reports it beside the per-hop overhead it measures; `npx tsx bench/step-signature-cost.ts` alone.
 import { randomBytes } from 'node:crypto'
 import { NodeIdentity, publicKeyObject, verifySignature } from '../identity/keys'

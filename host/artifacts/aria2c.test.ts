@@ -8,7 +8,7 @@ import type { Manifest } from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { Tracker } from '../../test/programs'
 import { type Publication, publishModel } from '../publish'
-import { verifyArtifact } from './artifact-store'
+import { verifyArtifact } from './verify-artifact'
 
 // Debian's aria2c, a BitTorrent client that shares no code with ours: what it fetches by the
 // public magnet link or .torrent, any client can.

@@ -1,16 +1,18 @@
-import { createHash } from 'node:crypto'
-import { constants, createReadStream } from 'node:fs'
+import { constants } from 'node:fs'
 import { copyFile, link, lstat, mkdir, open, rm, stat } from 'node:fs/promises'
-import type { AddressInfo, Server } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import WebTorrent from 'webtorrent'
+import type WebTorrent from 'webtorrent'
 import { type Manifest, type ManifestArtifact, NeuronError } from '../../protocol'
-import { FileRates } from './file-rates'
+import type { FetchProgress } from './fetch-progress'
 import { announcingTo } from './model-torrent'
 import { Sha256Workers } from './sha256-workers'
 import './wire-reads'
 import { onStoredPiece, StreamedSha256 } from './streamed-sha256'
+import { isDone, onceReady, torrentAddress, torrentClient } from './torrent-client'
+import { downloadFiles } from './torrent-download'
 import { identityOf, sameIdentity, trustedPieces, VerifiedFiles } from './verified-files'
+import { verifyArtifact } from './verify-artifact'
 
 export interface ArtifactStoreOptions {
   /** Artifacts live in `<dataDir>/models/<modelId>/<file>`. */
@@ -41,17 +43,6 @@ export interface ArtifactStoreOptions {
   readonly verifiedRecord?: boolean
 }
 
-export interface FetchProgress {
-  readonly file: string
-  readonly downloadedBytes: number
-  readonly totalBytes: number
-  readonly bytesPerSecond: number
-  readonly peers: number
-}
-
-/** Fetch progress is reported at most this often (and once when the files are done). */
-const PROGRESS_INTERVAL_MS = 250
-
 /** How many times a file whose sha256 is wrong is thrown away and fetched again. */
 const MAX_REFETCH = 3
 
@@ -67,21 +58,9 @@ export class ArtifactStore {
   private readonly sha256 = new Sha256Workers()
 
   constructor(private readonly options: ArtifactStoreOptions) {
-    this.client = new WebTorrent({
-      dht: false,
-      lsd: false,
-      utp: false,
-      webSeeds: false,
-      natUpnp: options.portMapping === true,
-      natPmp: options.portMapping === true,
-      torrentPort: options.torrentPort ?? 0,
-    } as WebTorrent.Options)
-    if (options.torrentHost !== undefined) bindTorrentServer(this.client, options.torrentHost, options.torrentPort ?? 0)
-    this.client.on('error', (e) => options.log?.(`torrent client: ${e instanceof Error ? e.message : e}`))
-    this.ready = new Promise((resolve) => {
-      if ((this.client as unknown as { listening?: boolean }).listening) resolve()
-      else this.client.once('listening', () => resolve())
-    })
+    const torrent = torrentClient(options)
+    this.client = torrent.client
+    this.ready = torrent.ready
   }
 
   get modelsDir(): string {
@@ -149,7 +128,7 @@ export class ArtifactStore {
       const streamed = new StreamedSha256(manifest, wanted, this.sha256)
       const stopStreaming = onStoredPiece(t, (index, piece) => streamed.add(index, piece))
       try {
-        await this.download(t, wanted, onProgress)
+        await downloadFiles(t, wanted, onProgress)
       } finally {
         stopStreaming()
       }
@@ -181,8 +160,7 @@ export class ArtifactStore {
   /** Where the BitTorrent TCP server listens. */
   async torrentAddress(): Promise<AddressInfo> {
     await this.ready
-    // webtorrent 3's address() is its TCP server's; its @types predate it.
-    return (this.client as unknown as { address(): AddressInfo }).address()
+    return torrentAddress(this.client)
   }
 
   /** Seeding peers and bytes uploaded, for the dashboard. */
@@ -297,58 +275,6 @@ export class ArtifactStore {
     return trusted.size === 0 ? undefined : trustedPieces(manifest, trusted)
   }
 
-  /** Selects the wanted files and resolves when all are downloaded (and piece-verified by BitTorrent). */
-  private async download(
-    t: WebTorrent.Torrent,
-    wanted: readonly ManifestArtifact[],
-    onProgress?: (p: FetchProgress) => void,
-  ): Promise<void> {
-    const files = wanted.map((artifact) => {
-      const file = t.files.find((f) => f.name === artifact.file)
-      if (file === undefined) throw new NeuronError('bad_torrent', `the torrent has no file ${artifact.file}.`)
-      return file
-    })
-    const pending = files.filter((f) => !isDone(f))
-    if (pending.length === 0) return
-    const rates = new FileRates()
-    const report = () => {
-      for (const f of pending) {
-        const bytesPerSecond = rates.rate(f.name, f.downloaded, performance.now())
-        onProgress?.({
-          file: f.name,
-          downloadedBytes: f.downloaded,
-          totalBytes: f.length,
-          bytesPerSecond,
-          peers: t.numPeers,
-        })
-      }
-    }
-    // 'download' fires per 16 KiB block, and a file's `downloaded` walks all its pieces (webtorrent lib/file.js):
-    // reported on every block, that walk was a fifth of the main thread's busy time (bench:torrent-wan's profile).
-    let reportedAt = 0
-    const onBlock = () => {
-      const now = performance.now()
-      if (now - reportedAt < PROGRESS_INTERVAL_MS) return
-      reportedAt = now
-      report()
-    }
-    t.on('download', onBlock)
-    try {
-      await Promise.all(
-        pending.map(
-          (file) =>
-            new Promise<void>((resolve) => {
-              file.once('done', () => resolve())
-              file.select()
-            }),
-        ),
-      )
-    } finally {
-      t.off('download', onBlock)
-    }
-    report()
-  }
-
   private async checkQuota(manifest: Manifest, wanted: readonly ManifestArtifact[]): Promise<void> {
     const quota = this.options.quotaBytes
     if (quota === undefined) return
@@ -373,78 +299,8 @@ export class ArtifactStore {
   }
 }
 
-/**
- * webtorrent 3 starts its TCP server on every interface in its constructor and has no option for
- * the address: close it at once (nothing has connected yet) and listen again where asked. Its
- * 'listening' callback fires once, for the new address.
- */
-function bindTorrentServer(client: WebTorrent.Instance, host: string, port: number): void {
-  const server = (client as unknown as { _connPool?: { tcpServer?: Server } })._connPool?.tcpServer
-  if (server === undefined)
-    throw new NeuronError(
-      'internal',
-      'this webtorrent has no TCP server to bind; check its version against package.json.',
-    )
-  server.close()
-  server.listen(port, host)
-}
-
-/** webtorrent 3 marks finished files with `done`; its @types predate that. */
-function isDone(file: WebTorrent.TorrentFile): boolean {
-  return (file as unknown as { done: boolean }).done
-}
-
 function popcount(byte: number): number {
   let n = 0
   for (let b = byte; b !== 0; b &= b - 1) n++
   return n
-}
-
-function onceReady(t: WebTorrent.Torrent): Promise<void> {
-  if ((t as unknown as { ready: boolean }).ready) return Promise.resolve()
-  return new Promise((resolve, reject) => {
-    t.once('ready', () => resolve())
-    t.once('error', (e) => reject(e instanceof Error ? e : new Error(String(e))))
-  })
-}
-
-/**
- * Throws unless the file's size and sha256 are the manifest's. `streamedSha256`, when given, is the
- * digest of the bytes as they were stored (see StreamedSha256); without it the file is read back.
- */
-export async function verifyArtifact(
-  path: string,
-  artifact: ManifestArtifact,
-  streamedSha256?: string,
-  log?: (line: string) => void,
-): Promise<void> {
-  const size = (await stat(path).catch(() => undefined))?.size
-  if (size !== artifact.bytes) {
-    throw new NeuronError(
-      'artifact_corrupt',
-      `artifact ${artifact.file} is ${size ?? 'missing'}${size === undefined ? '' : ' bytes'}, expected ` +
-        `${artifact.bytes} bytes.`,
-      { file: artifact.file },
-    )
-  }
-  if (streamedSha256 === undefined) log?.(`${artifact.file}: checking its sha256 on disk`)
-  const got = streamedSha256 ?? (await sha256Of(path))
-  if (got !== artifact.sha256) {
-    throw new NeuronError(
-      'artifact_corrupt',
-      `artifact ${artifact.file} failed sha256 (expected ${artifact.sha256.slice(0, 12)}…, got ` +
-        `${got.slice(0, 12)}…); re-downloading.`,
-      {
-        file: artifact.file,
-        expected: artifact.sha256,
-        got,
-      },
-    )
-  }
-}
-
-async function sha256Of(path: string): Promise<string> {
-  const hash = createHash('sha256')
-  for await (const chunk of createReadStream(path, { highWaterMark: 4 << 20 })) hash.update(chunk as Buffer)
-  return hash.digest('hex')
 }

@@ -1,7 +1,7 @@
 import type { NodeIdentity } from '../../identity/keys'
 import type { RelayAssignment, RelayOffer, RelayReceipt } from '../../protocol'
-import { ReceiptOutbox } from '../receipt-outbox'
 import type { ShardServer } from '../serving/shard-server'
+import { ReceiptOutbox } from '../tracker-session/receipt-outbox'
 import { RelayReservation } from './relay-reservation'
 import { RelayService } from './relay-service'
 

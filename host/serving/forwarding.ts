@@ -1,10 +1,8 @@
 // Hop-to-hop forwarding on the host side (docs/architecture.md, "the path of one token"): a step the client asks
 // forwarded goes on from here straight to the next hop, and the client gets this hop's receipt (a digest of its output)
 // instead of the output; the next hop takes it only with the seam's capability and this hop's receipt of it.
-import { timingSafeEqual } from 'node:crypto'
 import { WebSocketHopLink } from '../../dataplane/hop-link'
 import { verifySignature } from '../../identity/keys'
-import { payloadSha256 } from '../../identity/tickets'
 import {
   ChainTrailer,
   CountersignStep,
@@ -25,7 +23,6 @@ import {
   stepMessage,
 } from '../../protocol'
 import type { FrameCaller, ServedSession } from './served-session'
-import type { SignedStep } from './signed-step'
 
 /** What forwarding needs of its server: to push a frame to a session's client unasked, and a log. */
 export interface ForwardingHost {
@@ -38,57 +35,6 @@ export interface ForwardingHost {
 /** A forward frame's hop-to-hop trailer, when it came from a predecessor hop rather than the session's client. */
 export function chainTrailer(frame: Frame): ChainTrailer | undefined {
   return readTrailer(frame, ChainTrailer)
-}
-
-function sameCapability(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
-}
-
-const badChain = (frame: Frame, why: string) =>
-  new NeuronError(
-    'bad_chain',
-    `forwarded step ${frame.step} of session ${frame.session} refused: ${why}; the client falls back to carrying ` +
-      `this leg itself.`,
-  )
-
-/**
- * A forwarded step's proof: the seam's capability (the client gave it to this hop's predecessor alone), the
- * predecessor's receipt naming exactly these bytes as its output, and the first hop's receipt carrying the client's
- * signature of this step (so only steps the client sent run). The receipt this hop signs names the input it took.
- */
-export function chainSigned(served: ServedSession, frame: Frame, chain: ChainTrailer): SignedStep {
-  const accept = served.open.forwarding?.accept
-  if (accept === undefined || !sameCapability(accept, chain.capability))
-    throw new NeuronError(
-      'bad_capability',
-      `session ${frame.session} takes no forwarded frame with this capability; only the hop its client named may ` +
-        `forward into it.`,
-    )
-  const input = payloadSha256(frame.payload)
-  const { prev, origin } = chain
-  const sameStep = (r: Receipt) =>
-    r.session === frame.session && r.step === frame.step && r.position === frame.position && r.tokens === frame.tokens
-  if (!sameStep(prev) || !sameStep(origin)) throw badChain(frame, 'the receipts it carries are for another step')
-  if (prev.output !== input) throw badChain(frame, 'its payload is not the output its predecessor signed')
-  if (prev.blocks[1] !== served.open.blocks[0])
-    throw badChain(frame, `its predecessor ran blocks up to ${prev.blocks[1]}, not ${served.open.blocks[0]}`)
-  const terms = {
-    session: frame.session,
-    hostId: origin.hostId,
-    blocks: origin.blocks,
-    step: frame.step,
-    position: frame.position,
-    tokens: frame.tokens,
-  }
-  if (
-    origin.client === undefined ||
-    !verifySignature(served.clientKeyObject, stepMessage({ ...terms, input: origin.input }), origin.client)
-  )
-    throw new NeuronError(
-      'bad_step_signature',
-      `forwarded step ${frame.step} does not carry its client's signature of the step at the route's first hop.`,
-    )
-  return { input }
 }
 
 /** Forwards answers to successors and keeps what it forwarded until the client asks (audits, failover replay). */

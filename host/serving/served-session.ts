@@ -4,7 +4,7 @@ import { MAX_HEARTBEAT_SESSIONS } from '../../protocol'
 import type { SerialQueue } from '../serial-queue'
 import type { LastHopSampler } from './last-hop-sampler'
 import type { ServingSession } from './serving-runtime'
-import type { StepOrder } from './step-order'
+import type { StepOrder } from './step/step-order'
 
 /**
  * Who sent a frame: `ws:<n>` for the n-th WebSocket connection, `relay:<public key>` for frames the

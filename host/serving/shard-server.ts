@@ -2,24 +2,17 @@ import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { TlsCertificate } from '../../dataplane/tls-trust'
 import { publicKeyObject } from '../../identity/keys'
-import { payloadSha256 } from '../../identity/tickets'
 import { ShardRuntimeError } from '../../native'
 import {
   decodeFrame,
-  encodeFrame,
   errorFrame,
-  FLAG_NO_SAMPLE,
-  FLAG_SIDE,
   type Frame,
   jsonFrame,
   MAX_FRAME_BYTES,
   NeuronError,
   OpenSession,
   type Receipt,
-  type ReceiptBody,
   readJson,
-  receiptMessage,
-  type SampledToken,
   type SeamFacts,
   type Ticket,
   toWireError,
@@ -28,25 +21,17 @@ import type { TokenTexts } from '../grammar/constraint'
 import { onceTokenTexts } from '../grammar/token-texts'
 import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
-import {
-  type AdmissionLimits,
-  admissionLimits,
-  admit,
-  checkReplayTicket,
-  checkStepTokens,
-  squattedSession,
-  type TicketTerms,
-} from './admission'
+import { type AdmissionLimits, admissionLimits, admit, squattedSession, type TicketTerms } from './admission'
 import { DataPlaneListener } from './data-plane-listener'
-import { chainSigned, chainTrailer, Forwarder } from './forwarding'
+import { Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
-import { type SeamInput, seamInput, seamSide } from './seam-io'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
-import { clientSigned, type SignedStep } from './signed-step'
+import { acceptStep, type StepGate } from './step/accept'
+import { StepCompute } from './step/compute'
+import { type ReceiptSigner, seal } from './step/seal'
+import { StepOrder } from './step/step-order'
 import { StepBatcher } from './step-batcher'
-import { StepOrder } from './step-order'
-import { checkVerify, isVerify, verifiedTokens } from './verify'
 
 export interface ShardServerOptions {
   readonly modelId: string
@@ -95,12 +80,6 @@ export interface ShardServerOptions {
 
 export type { FrameCaller } from './served-session'
 
-/** The part of a NodeIdentity that signs receipts. */
-export interface ReceiptSigner {
-  readonly id: string
-  sign(message: string): string
-}
-
 const NO_SESSION = '0'.repeat(32)
 
 export const DEFAULT_MAX_FRAME_BYTES = MAX_FRAME_BYTES
@@ -115,8 +94,6 @@ export class ShardServer {
   private listener: DataPlaneListener | undefined
   private draining = false
   private readonly reaper: NodeJS.Timeout
-  /** Compute time per block of the last single-token steps, for the measured speed. */
-  private readonly recentMsPerBlock: number[] = []
   private readonly limits: AdmissionLimits
   /** The vocabulary's token texts, loaded on the first grammar (last hop only). */
   private readonly tokenTexts: (() => Promise<TokenTexts>) | undefined
@@ -124,6 +101,10 @@ export class ShardServer {
   readonly batcher: StepBatcher
   /** Hop-to-hop forwarding (forwarding.ts). */
   private readonly forwarder: Forwarder
+  /** A step's compute and its answer (step/compute.ts). */
+  private readonly compute: StepCompute
+  /** What accepting a step asks of this server (step/accept.ts). */
+  private readonly gate: StepGate
   /**
    * Takes WebSocket upgrades on other paths of the data-plane port (a volunteer relay's); true when it took this one.
    */
@@ -137,6 +118,15 @@ export class ShardServer {
     this.tokenTexts =
       options.vocabularyFrom === undefined ? undefined : onceTokenTexts(options.modelId, options.vocabularyFrom)
     this.batcher = new StepBatcher(runtime)
+    this.compute = new StepCompute(this.batcher, this.seamFacts)
+    this.gate = {
+      owned: (id, caller) => this.owned(id, caller),
+      session: (id) => this.sessions.get(id),
+      seams: this.seamFacts,
+      get canRollBack() {
+        return runtime.canBatch === true
+      },
+    }
     const push = (caller: FrameCaller, bytes: Uint8Array) => this.listener?.push(caller, bytes) ?? false
     this.forwarder = new Forwarder({ push, log: options.log, signer: options.signer, onReceipt: options.onReceipt })
     this.reaper = setInterval(
@@ -164,9 +154,7 @@ export class ShardServer {
 
   /** Median compute time per block of recent single-token steps, ms; undefined before any. */
   get msPerBlock(): number | undefined {
-    if (this.recentMsPerBlock.length === 0) return undefined
-    const sorted = [...this.recentMsPerBlock].sort((a, b) => a - b)
-    return sorted[Math.floor(sorted.length / 2)]
+    return this.compute.msPerBlock
   }
 
   /** Serves clients at the returned endpoint: wss:// when given a certificate, else ws://. */
@@ -310,103 +298,16 @@ export class ShardServer {
     return served
   }
 
+  /** A step walks accept (every check, in order) → compute → seal (the signed receipt), then goes on (forwarding). */
   private forward(frame: Frame, caller: FrameCaller): Promise<Uint8Array> {
-    // from the predecessor hop (hop-to-hop forwarding), not the session's client: its capability stands for the owner
-    const chain = chainTrailer(frame)
-    const served = chain === undefined ? this.owned(frame.session, caller) : this.sessions.get(frame.session)
-    if (served === undefined)
-      throw new NeuronError(
-        'unknown_session',
-        `no open session ${frame.session} on this host; open it first (it may have idled out).`,
-        {
-          session: frame.session,
-        },
-      )
-    const input = seamInput(frame, this.seamFacts, served.runtime.blocks[0], served.runtime.takesTokens)
-    if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
-    checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags)
-    checkVerify(frame, this.runtime.canBatch === true, served.sampling)
-    checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
-    const signed = chain === undefined ? clientSigned(served, frame) : chainSigned(served, frame, chain)
-    served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
+    const step = acceptStep(frame, caller, this.gate)
+    const { served, chain } = step
     served.lastUsed = Date.now()
     served.stepped = true
+    const { signer, onReceipt } = this.options
     return served.steps
-      .run(() => this.compute(served, frame, input, signed))
+      .run(async () => seal(step, await this.compute.run(step), signer, onReceipt))
       .then((answer) => this.forwarder.after(served, frame, chain, answer))
-  }
-
-  private async compute(
-    served: ServedSession,
-    frame: Frame,
-    input: SeamInput,
-    signed: SignedStep,
-  ): Promise<Uint8Array> {
-    const started = performance.now()
-    const output = await this.batcher.forward(served.runtime, input.values, {
-      positions: frame.position,
-      ...(isVerify(frame) ? { allLogits: true } : {}),
-      hiddenType: served.open.hiddenDtype,
-      ...(served.runtime.takesTokens || input.tokenIds === undefined ? {} : { tokenIds: input.tokenIds }),
-      ...(input.indices === undefined ? {} : { indices: input.indices }),
-    })
-    const computeMs = performance.now() - started
-    if (frame.tokens === 1) {
-      const [from, to] = served.runtime.blocks
-      this.recentMsPerBlock.push(computeMs / (to - from))
-      if (this.recentMsPerBlock.length > 64) this.recentMsPerBlock.shift()
-    }
-    if (output.kind === 'logits') {
-      if (frame.flags & FLAG_NO_SAMPLE) return this.seal(served, frame, signed, jsonAnswer('ok', frame, {}))
-      if (isVerify(frame))
-        return this.seal(served, frame, signed, jsonAnswer('token', frame, verifiedTokens(output, computeMs)))
-      const sampled = await served.sampling.sample(served.runtime, frame.position + frame.tokens)
-      const body: SampledToken = {
-        token: sampled.token,
-        logprob: sampled.logprob,
-        computeMs,
-        ...(sampled.top === undefined ? {} : { top: sampled.top }),
-      }
-      return this.seal(served, frame, signed, jsonAnswer('token', frame, body))
-    }
-    const values = new Uint8Array(output.data.buffer, output.data.byteOffset, output.data.byteLength)
-    const side = seamSide(this.seamFacts, served.runtime.blocks[1], output.rows, input, output.indices)
-    return this.seal(served, frame, signed, {
-      kind: 'hidden',
-      dtype: output.dtype,
-      flags: side === undefined ? 0 : FLAG_SIDE,
-      session: frame.session,
-      step: frame.step,
-      position: frame.position,
-      tokens: output.rows,
-      width: output.cols,
-      payload: side === undefined ? values : new Uint8Array(Buffer.concat([values, side])),
-    })
-  }
-
-  /** Encodes an answer with this host's signed receipt for the step, the client's signature in it, as its trailer. */
-  private seal(served: ServedSession, request: Frame, signed: SignedStep, answer: Frame): Uint8Array {
-    const signer = this.options.signer
-    if (signer === undefined) return encodeFrame(answer)
-    const body: ReceiptBody = {
-      session: request.session,
-      step: request.step,
-      hostId: signer.id,
-      // What this step actually ran: a session may use part of the host's span.
-      blocks: [served.runtime.blocks[0], served.runtime.blocks[1]],
-      tokens: request.tokens,
-      position: request.position,
-      modelId: served.ticket.modelId,
-      price: served.ticket.price,
-      tracker: served.ticket.trackerKey,
-      input: signed.input,
-      output: payloadSha256(answer.payload),
-      ...(signed.client === undefined ? {} : { client: signed.client }),
-    }
-    const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
-    // a forwarded step's receipt is handed in once its client signs it (forwarding.ts's countersign)
-    if (signed.client !== undefined) this.options.onReceipt?.(receipt)
-    return encodeFrame({ ...answer, trailer: new TextEncoder().encode(JSON.stringify(receipt)) })
   }
 
   private closeSession(id: string): void {
@@ -428,22 +329,6 @@ export class ShardServer {
         this.closeSession(id)
       }
     }
-  }
-}
-
-/** An error answer to a frame not handled, addressed to its session and step when its header parses. */
-function jsonAnswer(kind: 'ok' | 'token', request: Frame, body: unknown): Frame {
-  const payload = new TextEncoder().encode(JSON.stringify(body))
-  return {
-    kind,
-    dtype: 'json',
-    flags: 0,
-    session: request.session,
-    step: request.step,
-    position: 0,
-    tokens: 0,
-    width: 0,
-    payload,
   }
 }
 

@@ -1,6 +1,6 @@
-import type { ForwardOutput } from '../../native'
-import { FLAG_VERIFY, type Frame, MAX_DRAFT_TOKENS, NeuronError, type SampledToken } from '../../protocol'
-import type { LastHopSampler } from './last-hop-sampler'
+import type { ForwardOutput } from '../../../native'
+import { FLAG_VERIFY, type Frame, MAX_DRAFT_TOKENS, NeuronError, type SampledToken } from '../../../protocol'
+import type { LastHopSampler } from '../last-hop-sampler'
 
 // Speculative decoding at a host: a verify step (FLAG_VERIFY) runs the last token and the client's drafted ones in one
 // pass; the last hop answers the greedy token after every position. The client's next step starts where the drafts

@@ -3,11 +3,11 @@
 // rolled back past the drafts that did not match), and the refusals before any work.
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { forwardFrame } from '../../dataplane/hop-frames'
-import { packModel } from '../../gguf/pack'
-import { NodeIdentity } from '../../identity/keys'
-import { manifestSha256, signOpen, signTicket } from '../../identity/tickets'
-import { ShardRuntime } from '../../native'
+import { forwardFrame } from '../../../dataplane/hop-frames'
+import { packModel } from '../../../gguf/pack'
+import { NodeIdentity } from '../../../identity/keys'
+import { manifestSha256, signOpen, signTicket } from '../../../identity/tickets'
+import { ShardRuntime } from '../../../native'
 import {
   decodeFrame,
   FLAG_VERIFY,
@@ -18,9 +18,9 @@ import {
   readJson,
   readTrailer,
   SampledToken,
-} from '../../protocol'
-import { STORIES_260K, scratchDir } from '../../test/models'
-import { ShardServer } from './shard-server'
+} from '../../../protocol'
+import { STORIES_260K, scratchDir } from '../../../test/models'
+import { ShardServer } from '../shard-server'
 
 const trackerKey = NodeIdentity.generate()
 const clientKey = NodeIdentity.generate()

@@ -1,4 +1,4 @@
-import { FLAG_NO_SAMPLE, FLAG_VERIFY, NeuronError, REPLAY_STEP_BASE } from '../../protocol'
+import { FLAG_NO_SAMPLE, FLAG_VERIFY, NeuronError, REPLAY_STEP_BASE } from '../../../protocol'
 
 interface StepAt {
   readonly step: number

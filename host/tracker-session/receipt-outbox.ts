@@ -1,4 +1,4 @@
-import type { Receipt } from '../protocol'
+import type { Receipt } from '../../protocol'
 
 /** At most this many receipts go in one receipts.submit (the tracker takes up to MAX_RECEIPTS). */
 const BATCH = 512

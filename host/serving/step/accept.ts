@@ -1,0 +1,62 @@
+import { type ChainTrailer, type Frame, NeuronError, type SeamFacts } from '../../../protocol'
+import { chainTrailer } from '../forwarding'
+import { type SeamInput, seamInput } from '../seam-io'
+import type { FrameCaller, ServedSession } from '../served-session'
+import { chainSigned, clientSigned, type SignedStep } from './signed-step'
+import { checkVerify } from './verify'
+import { checkReplayTicket, checkStepTokens } from './within-ticket'
+
+/** A forward frame taken as its session's next step: what compute and seal need. */
+export interface AcceptedStep {
+  readonly frame: Frame
+  readonly served: ServedSession
+  /** The frame's contents as the runtime takes them. */
+  readonly input: SeamInput
+  /** The input the receipt names, and the client's signature of the step (absent on a step forwarded in). */
+  readonly signed: SignedStep
+  /** The hop-to-hop trailer of a step forwarded in from the predecessor hop; undefined when its client sent it. */
+  readonly chain: ChainTrailer | undefined
+}
+
+/** What accepting a step needs of its server. */
+export interface StepGate {
+  /** The session `id` if `caller` opened it; throws `not_your_session` when another caller did. */
+  owned(id: string, caller: FrameCaller): ServedSession | undefined
+  /** The session `id`, whoever opened it. */
+  session(id: string): ServedSession | undefined
+  /** The manifest's seams: what a frame carries into a session's first block. */
+  readonly seams: SeamFacts
+  /** Whether the runtime rolls a session's cache back, as a verify step needs. */
+  readonly canRollBack: boolean
+}
+
+/**
+ * Takes a forward frame as the next step of its session, or throws the typed refusal of the first check it fails, all
+ * before any work. The order is the wire's (a client sees the first refusal's code):
+ * 1. the session is open here and the caller's; a step forwarded in from the predecessor hop may step any session,
+ *    its capability (checked at 6) standing for the owner;
+ * 2. the frame carries what the session's first block takes (the seam's shape), and at least one token;
+ * 3. its tokens are what the ticket paid for (the prompt at step 1, one token after, a verify step's drafts);
+ * 4. a verify step is one this session can take;
+ * 5. replay numbering comes only on a failover ticket, inside the positions it names;
+ * 6. the client signed it, or the chain of receipts proves the client signed it at the route's first hop;
+ * 7. it comes in order: taken, it is the session's latest step.
+ */
+export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): AcceptedStep {
+  const chain = chainTrailer(frame)
+  const served = chain === undefined ? gate.owned(frame.session, caller) : gate.session(frame.session)
+  if (served === undefined)
+    throw new NeuronError(
+      'unknown_session',
+      `no open session ${frame.session} on this host; open it first (it may have idled out).`,
+      { session: frame.session },
+    )
+  const input = seamInput(frame, gate.seams, served.runtime.blocks[0], served.runtime.takesTokens)
+  if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
+  checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags)
+  checkVerify(frame, gate.canRollBack, served.sampling)
+  checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
+  const signed = chain === undefined ? clientSigned(served, frame) : chainSigned(served, frame, chain)
+  served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
+  return { frame, served, input, signed, chain }
+}
