@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type GeneratedArch, generateModel } from '../gguf/generate'
 import { scratchDir } from '../test/models'
 import { logitsOf, maxAbsDiff, STORIES, THREADS } from '../test/native'
+import type { BatchOutcome } from './forward-batch'
 import { quantizeRows } from './quantize'
-import { type BatchOutcome, ShardRuntime, type ShardSession } from './shard-runtime'
+import { ShardRuntime } from './shard-runtime'
+import type { ShardSession } from './shard-session'
 
 const SESSIONS = 8
 const STEPS = 24

@@ -1,15 +1,12 @@
 export { fromF16, toF16 } from '../protocol/f16'
 export type { ShardRuntimeErrorCode, ShardRuntimeErrorDetails } from './errors'
 export { ShardRuntimeError } from './errors'
+export type { BatchOutcome, BatchStep } from './forward-batch'
+export { BATCHED_ARCHS } from './forward-batch'
+export type { ShardRuntimeOptions } from './load-runtime'
 export { quantizeRows } from './quantize'
 export type { Sampled, SampleParams } from './sampler'
-export type {
-  BatchOutcome,
-  BatchStep,
-  ForwardOptions,
-  ForwardOutput,
-  SessionOptions,
-  ShardRuntimeInfo,
-  ShardRuntimeOptions,
-} from './shard-runtime'
-export { BATCHED_ARCHS, ShardRuntime, ShardSession } from './shard-runtime'
+export type { SessionOptions, ShardRuntimeInfo } from './shard-runtime'
+export { ShardRuntime } from './shard-runtime'
+export type { ForwardOptions, ForwardOutput } from './shard-session'
+export { ShardSession } from './shard-session'

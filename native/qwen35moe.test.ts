@@ -9,7 +9,8 @@ import { scratchDir } from '../test/models'
 import { allSplits, generateThroughRoute, logitsOf, maxAbsDiff, RuntimePool } from '../test/native'
 import { recurrentStateBytes, QWEN35_SHAPE as SHAPE, writeQwen35Moe } from '../test/qwen35moe-model'
 import { type OracleStep, oracleGreedy, oracleModel } from './oracle'
-import { ShardRuntime, type ShardSession } from './shard-runtime'
+import { ShardRuntime } from './shard-runtime'
+import type { ShardSession } from './shard-session'
 
 const STEPS = 32
 const F16_STEPS = 64

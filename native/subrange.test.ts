@@ -7,7 +7,8 @@ import { artifactsFor } from './artifacts'
 import type { NativeRuntime } from './binding'
 import { ShardRuntimeError, toShardRuntimeError } from './errors'
 import { oracleGreedy, oracleModel } from './oracle'
-import { ShardRuntime, type ShardSession } from './shard-runtime'
+import { ShardRuntime } from './shard-runtime'
+import type { ShardSession } from './shard-session'
 
 const STEPS = 32
 

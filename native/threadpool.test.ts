@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { greedy, STORIES } from '../test/native'
-import { ShardRuntime, type ShardSession } from './shard-runtime'
+import { ShardRuntime } from './shard-runtime'
+import type { ShardSession } from './shard-session'
 
 const PROMPT = Int32Array.of(1, 403, 407, 31, 261, 31) // "Once upon a time" with BOS
 

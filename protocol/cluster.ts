@@ -1,7 +1,7 @@
 import { z } from 'zod'
+import { HardwareProfile, ServingState } from './host-state'
 import { NodeId, PublicKey } from './identity'
 import { ModelId } from './manifest'
-import { HardwareProfile, ServingState } from './swarm'
 
 /**
  * What tracker instances of one swarm tell each other over Redis (Socket.IO's server-side events,

@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { BlockRange } from './blocks'
 import { NeuronError } from './errors'
+import { HardwareProfile, IDLE_STATE, MIN_MS_PER_BLOCK, ServingState } from './host-state'
 import { MAX_CPU_FLAGS, MAX_LABEL_CHARS, MAX_MESSAGE_CHARS } from './limits'
 import { describeIssues, toWireError, WireError } from './rpc'
-import { ClientToTracker, HardwareProfile, IDLE_STATE, MIN_MS_PER_BLOCK, ServingState } from './swarm'
+import { ClientToTracker } from './swarm'
 
 describe('parsing what a peer sends', () => {
   it('refuses binary data where a block range is expected, as a parse failure rather than an exception', () => {

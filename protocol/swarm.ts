@@ -2,34 +2,29 @@ import { z } from 'zod'
 import { BlockRange } from './blocks'
 import { AuditRequest, AuditVerdict } from './checks'
 import { GrantChallenge, GrantClaim, GrantClaimed } from './grants'
+import { HardwareProfile, ServingState } from './host-state'
 import { NodeId, PublicKey } from './identity'
 import {
   MAX_BLOCKS,
-  MAX_CPU_FLAGS,
-  MAX_GPUS,
   MAX_HEARTBEAT_SESSIONS,
   MAX_HOST_IDS,
   MAX_LABEL_CHARS,
-  MAX_LATENCY_LINKS,
   MAX_LISTED,
-  MAX_MEASURE_TARGETS,
-  MAX_MESSAGE_CHARS,
-  MAX_PATH_CHARS,
   MAX_RECEIPTS,
-  MAX_ROUND_TRIP_MS,
-  MAX_ROUND_TRIPS_PER_LINK,
   MAX_SESSION_TOKENS,
   MAX_TOKENIZER_BYTES,
   MAX_TORRENT_BYTES,
   MAX_URL_CHARS,
 } from './limits'
 import { Count, Manifest, ModelId } from './manifest'
+import { PlacementProposal } from './placement'
 import { ProbeSetBytes } from './probe-codec'
-import { CertFingerprint, MAX_CANDIDATES } from './reachability'
-import { RelayAssignment, RelayOffer, RelayVia } from './relays'
+import { RelayAssignment } from './relays'
+import { LatencyReport, Route } from './routes'
 import { rpc } from './rpc'
-import { Seam } from './seams'
-import { Ticket } from './tickets'
+
+// The tracker's Socket.IO contract: the events hosts send on /hosts and apps and clients on /clients, what it answers
+// and pushes, and the listings of hosts and models those answers carry.
 
 /** Raw bytes: Socket.IO carries Buffers as binary attachments. */
 export const Bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected binary data')
@@ -38,69 +33,6 @@ const BytesUpTo = (max: number) => Bytes.refine((b) => b.byteLength <= max, `at 
 const Label = z.string().max(MAX_LABEL_CHARS)
 const Url = z.string().max(MAX_URL_CHARS).url()
 const InfoHash = z.string().regex(/^[0-9a-f]{40}$/)
-
-export const HardwareProfile = z.object({
-  cpu: z.object({ model: Label, cores: Count, physicalCores: Count, flags: z.array(Label).max(MAX_CPU_FLAGS) }),
-  memory: z.object({ totalBytes: Count, availableBytes: Count }),
-  gpus: z.array(z.object({ vendor: Label, model: Label, vramBytes: Count })).max(MAX_GPUS),
-  disk: z.object({ path: z.string().max(MAX_PATH_CHARS), freeBytes: Count, readBytesPerSecond: Count }),
-  /** Measured memory copy bandwidth: decoding is memory-bound, so it predicts time per block before loading. */
-  memoryBytesPerSecond: Count,
-  /** Threads the host gives its runtime. */
-  threads: z.number().int().positive(),
-})
-export type HardwareProfile = z.infer<typeof HardwareProfile>
-
-export const HostStatus = z.enum(['idle', 'downloading', 'loading', 'ready', 'draining'])
-export type HostStatus = z.infer<typeof HostStatus>
-
-/** The least ms per block a host may claim (1 ns): faster than any hardware, and far from float underflow. */
-export const MIN_MS_PER_BLOCK = 1e-6
-
-export const ServingState = z.object({
-  modelId: ModelId.nullable(),
-  blocks: BlockRange.nullable(),
-  status: HostStatus,
-  /** Download or load progress, 0..1. */
-  progress: z.number().min(0).max(1),
-  kvCapacityTokens: Count,
-  activeSessions: Count,
-  maxSessions: Count,
-  /**
-   * Measured compute time per block per decoded token, ms; null until measured. At least a nanosecond: a smaller claim
-   * (a denormal, say) makes the throughput placement computes from it infinite.
-   */
-  msPerBlock: z.number().min(MIN_MS_PER_BLOCK).nullable(),
-  /**
-   * The data-plane WebSocket address, or null when the host is reached through the tracker's relay. The tracker keeps
-   * the one it proved by dialing back (a candidate, or the endpoint a host names), never one a host merely says.
-   */
-  endpoint: Url.nullable(),
-  /** Where the host may be reached: its interfaces and a port mapped on its router (absent from older hosts). */
-  candidates: z.array(Url).max(MAX_CANDIDATES).optional(),
-  /**
-   * Its data-plane certificate's fingerprint, which clients pin, and the host's signature of it (certificateMessage).
-   */
-  tls: z.object({ fingerprint: CertFingerprint, signature: Label }).optional(),
-  /**
-   * This host relays for others (--relay-for-others): its bounds and
-   * load; the tracker uses it only where it proved a public endpoint.
-   */
-  relayOffer: RelayOffer.optional(),
-})
-export type ServingState = z.infer<typeof ServingState>
-
-export const IDLE_STATE: ServingState = {
-  modelId: null,
-  blocks: null,
-  status: 'idle',
-  progress: 0,
-  kvCapacityTokens: 0,
-  activeSessions: 0,
-  maxSessions: 0,
-  msPerBlock: null,
-  endpoint: null,
-}
 
 export const ModelSummary = z.object({
   modelId: ModelId,
@@ -124,125 +56,6 @@ export const HostSummary = z.object({
   relayedBytes: Count.optional(),
 })
 export type HostSummary = z.infer<typeof HostSummary>
-
-export const RouteHop = z.object({
-  hostId: NodeId,
-  blocks: BlockRange,
-  endpoint: Url.nullable(),
-  /** The certificate a wss:// endpoint must present (the host's own, signed into its state): the client pins it. */
-  fingerprint: CertFingerprint.optional(),
-  /** The tracker's signed permission to open this hop (present on every route.plan answer). */
-  ticket: Ticket.optional(),
-  /** Fraction of this hop's steps the client should have the tracker re-run elsewhere (audit.submit); absent: none. */
-  audit: z.number().min(0).max(1).optional(),
-  /** What this hop's hidden-state answer carries (the manifest's seam after its last block); absent on the last hop. */
-  seamOut: Seam.optional(),
-  /** The hop's host is reached through this volunteer relay (its endpoint is null); absent from older trackers. */
-  via: RelayVia.optional(),
-  /**
-   * No other host the tracker trusts serves these blocks: an audit can only have the host re-run a step itself (which
-   * catches a host answering the same inputs two ways, not one lying the same way every time) or probe it.
-   */
-  unaudited: z.literal(true).optional(),
-})
-export type RouteHop = z.infer<typeof RouteHop>
-export const Route = z.object({
-  modelId: ModelId,
-  hops: z.array(RouteHop).min(1).max(MAX_BLOCKS),
-  expectedMsPerToken: z.number().nonnegative(),
-  /**
-   * How hidden states cross this model's seams unless a client asks otherwise (`seamDtype` in protocol/seams.ts);
-   * absent from older trackers.
-   */
-  seamDtype: z.enum(['f16', 'f32']).optional(),
-  /**
-   * Hosts of this model the client has not measured lately: it pings
-   * them and reports (latency.report); absent from older trackers.
-   */
-  measure: z
-    .array(z.object({ hostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() }))
-    .max(MAX_MEASURE_TARGETS)
-    .optional(),
-  /**
-   * A failover plan's tickets for the `rebuild` hops it was asked for, in their order: each reopens its hop to replay.
-   */
-  rebuildTickets: z.array(Ticket).max(MAX_HOST_IDS).optional(),
-})
-export type Route = z.infer<typeof Route>
-
-/**
- * A client's WebSocket ping round trips to hosts, ms; the tracker
- * routes this client by them (and the swarm by their median).
- */
-export const LatencyReport = z.object({
-  links: z
-    .array(
-      z.object({
-        hostId: NodeId,
-        roundTripMs: z.array(z.number().min(0).max(MAX_ROUND_TRIP_MS)).min(1).max(MAX_ROUND_TRIPS_PER_LINK),
-      }),
-    )
-    .max(MAX_LATENCY_LINKS),
-})
-export type LatencyReport = z.infer<typeof LatencyReport>
-
-const PlacementOption = z.object({
-  blocks: BlockRange,
-  bytesToDownload: Count,
-  memoryBytes: Count,
-  /** Of memoryBytes, the cache of the range's blocks at the host's KV budget (absent from older trackers). */
-  cacheBytes: Count.optional(),
-  /**
-   * Cache bytes one token adds across the range's blocks, each
-   * block's cost from the manifest (absent from older trackers).
-   */
-  cacheBytesPerToken: Count.optional(),
-  /** The range's cache for one 128K-token session (LONG_CONTEXT), fixed state included (absent from older trackers). */
-  longContextCacheBytes: Count.optional(),
-  /**
-   * The tokens of that session: 128K, or the model's context length when shorter (absent from older trackers: 128K).
-   */
-  longContextTokens: Count.optional(),
-  /**
-   * Bytes one token brings into the range and sends out of it
-   * across its inner seams, at f16 (absent from older trackers).
-   */
-  seamBytesPerToken: Count.optional(),
-  /** What this host adds to each block of its range, tokens/s. */
-  expectedTokensPerSecond: z.number().nonnegative(),
-  /** The swarm's weakest block once this host serves the range, tokens/s. */
-  swarmTokensPerSecond: z.number().nonnegative(),
-  /** The fastest route through this host on this range, ms per token; null while no complete route exists. */
-  bestRouteMsPerToken: z.number().nonnegative().nullable(),
-  /**
-   * What this range would earn the host in an hour at
-   * `expectedTokensPerSecond`, micro-credits, at the tracker's price and fee.
-   */
-  hostMicroPerHour: Count.optional(),
-})
-export type PlacementOption = z.infer<typeof PlacementOption>
-const Served = z.object({ tokensPerSecond: z.number().nonnegative(), hosts: Count })
-export const PlacementProposal = z.object({
-  modelId: ModelId,
-  /** null when this host should not serve this model; `refusal` says why. */
-  proposal: PlacementOption.nullable(),
-  /**
-   * `neededBytes`: what the smallest range needs of the resource refused (memory or disk), absent from older trackers.
-   */
-  refusal: z
-    .object({ code: Label, reason: z.string().max(MAX_MESSAGE_CHARS), neededBytes: Count.optional() })
-    .nullable(),
-  /** The swarm's weakest block today, tokens/s (0 while a block is not served). */
-  swarmTokensPerSecond: z.number().nonnegative(),
-  coverage: z.array(z.object({ block: Count, before: Served, after: Served })).max(MAX_BLOCKS),
-  alternatives: z.array(PlacementOption.extend({ why: z.string().max(MAX_MESSAGE_CHARS) })).max(MAX_BLOCKS),
-  /**
-   * Hosts with this one's usable memory that one route through the model
-   * needs; null when a block fits none (absent from older trackers).
-   */
-  hostsPerRoute: Count.nullable().optional(),
-})
-export type PlacementProposal = z.infer<typeof PlacementProposal>
 
 const Empty = z.object({}).strict()
 const SessionId = z.string().regex(/^[0-9a-f]{32}$/)

@@ -5,52 +5,27 @@
 // NEURON_FUZZ_SEED=<seed> replays the same inputs.
 import { randomInt } from 'node:crypto'
 import { join } from 'node:path'
-import { io } from 'socket.io-client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from '../client/free-session'
 import { SwarmClient } from '../client/swarm-client'
-import { connectTracker } from '../dataplane/tracker-connection'
 import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
 import { NodeIdentity } from '../identity/keys'
 import {
-  AuthChallenge,
   ClientToTracker,
   callRpc,
   decodeFrame,
   type HardwareProfile,
   HostToTracker,
-  jsonFrame,
   type Manifest,
   Receipt,
   readTrailer,
 } from '../protocol'
-import {
-  ANSWER_MS,
-  AuthenticatedPool,
-  emitJudged,
-  engineFrames,
-  Findings,
-  FrameConnection,
-  hopFrames,
-  judgeFrame,
-  rawPackets,
-} from './fuzz-harness'
+import { Barrage } from './fuzz-barrage'
+import { ANSWER_MS, AuthenticatedPool, FrameConnection, hopFrames } from './fuzz-harness'
+import { clientEventPayloads, hostEventPayloads, sessionId } from './fuzz-payloads'
 import { generateAll } from './generations'
-import {
-  auditOf,
-  below,
-  copy,
-  hostileValue,
-  mutate,
-  mutateFrame,
-  pick,
-  type Rng,
-  randomBuffer,
-  seededRng,
-  text,
-} from './hostile-inputs'
+import { seededRng } from './hostile-inputs'
 import { STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
 import { type NeuronProcess, ProcessSwarm, rssMiB, settledRss } from './processes'
@@ -83,28 +58,6 @@ const PROFILE: HardwareProfile = {
   ...TEST_PROFILE,
   cpu: { ...TEST_PROFILE.cpu, flags: ['avx2', 'sse4_2'] },
   gpus: [{ vendor: 'NVIDIA', model: 'fuzz gpu', vramBytes: 8e9 }],
-}
-
-/** What the barrage is made of, and each kind's share of it. */
-const KINDS = [
-  ['client', 0.34], // a /clients event of the protocol, mutated, from an authenticated client
-  ['host', 0.14], // a /hosts event, mutated, from an authenticated host
-  ['unknown', 0.06], // an event name neither namespace serves
-  ['raw', 0.03], // malformed Socket.IO packets on an authenticated connection
-  ['unauth-connect', 0.03], // a Socket.IO connect with mutated auth, and an event sent before it
-  ['unauth-raw', 0.05], // Engine.IO frames on a raw WebSocket that never authenticated
-  ['frame', 0.25], // a data-plane frame mutated from the fuzzer's own valid sessions' frames
-  ['frame-rough', 0.1], // random bytes, text and oversized frames on a data-plane connection
-] as const
-type Kind = (typeof KINDS)[number][0]
-
-function kindOf(roll: number): Kind {
-  let upTo = 0
-  for (const [kind, share] of KINDS) {
-    upTo += share
-    if (roll < upTo) return kind
-  }
-  return 'frame-rough'
 }
 
 let dir = ''
@@ -166,7 +119,6 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
         ),
     )
     const seedRng = seededRng(SEED)
-    const sessionId = (rng: Rng) => randomBuffer(rng, 16).toString('hex')
     const routed = await Promise.all(
       [0, 1, 2].map(async () => {
         const session = sessionId(seedRng)
@@ -206,181 +158,38 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
       torrent,
       tokenizer,
     }).catch(() => undefined)
-    const clientPayloads: Record<string, (rng: Rng) => unknown> = {
-      ping: () => ({}),
-      'models.list': () => ({}),
-      'model.get': () => ({ modelId: manifest.modelId }),
-      'model.publish': () => ({ manifest: fuzzModel, torrent, tokenizer }),
-      'model.tokenizer': () => ({ modelId: manifest.modelId }),
-      'hosts.list': () => ({}),
-      'route.plan': () => ({
-        modelId: manifest.modelId,
-        maxTokens: 64,
-        session: routed[0]?.[0]?.session,
-        exclude: [],
-        span: [0, 2],
-        nextHop: hostIds[1],
-      }),
-      'placement.preview': () => ({ modelId: manifest.modelId, profile: PROFILE }),
-      'relay.forward': (rng) => {
-        const hop = pick(rng, hops)
-        return { hostId: hop.hostId, frame: Buffer.from(pick(rng, [hop.open.frame, hop.forward, hop.close])) }
-      },
-      'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
-      'session.end': (rng) => ({ session: sessionId(rng) }),
-      'account.balance': () => ({}),
-      'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
-      'dashboard.subscribe': () => ({ hostIds }),
-      'grant.challenge': () => ({}),
-      'grant.claim': (rng) => ({
-        challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`,
-        nonce: String(Math.floor(rng() * 1e9)),
-      }), // never issued
-      // bytes not its receipt's: refused, never re-run
-      'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>),
+    const sources = {
+      manifest,
+      fuzzModel,
+      torrent,
+      tokenizer,
+      profile: PROFILE,
+      state,
+      routed,
+      hostIds,
+      firstHop,
+      receipt,
     }
-    const hostPayloads: Record<string, (rng: Rng) => unknown> = {
-      'host.hello': () => ({ profile: PROFILE, state }),
-      'host.state': () => state,
-      'host.heartbeat': () => ({ activeSessions: 1 }),
-      'placement.request': () => ({ modelId: manifest.modelId }),
-      'model.get': () => ({ modelId: manifest.modelId }),
-      'receipts.submit': () => ({ receipts: [receipt] }),
-      // a volunteer relay's, from a host that relays for none: refused, never paid
-      'relay.receipts': () => ({ receipts: [receipt] }),
-    }
+    const clientPayloads = clientEventPayloads(sources)
+    const hostPayloads = hostEventPayloads(sources)
     // Every event of the protocol has a valid payload to start from.
     expect(Object.keys(clientPayloads).sort()).toEqual(Object.keys(ClientToTracker).sort())
     expect(Object.keys(hostPayloads).sort()).toEqual(Object.keys(HostToTracker).sort())
-    const unknownEvents = [
-      'no.such.event',
-      '__proto__',
-      'constructor',
-      'toString',
-      'hasOwnProperty',
-      'relay.frame',
-      'dashboard.receipt',
-      '',
-      'x'.repeat(70_000),
-    ]
 
-    const findings = new Findings()
-    const sent = new Map<string, number>()
+    const barrage = new Barrage({
+      seed: SEED,
+      trackerUrl,
+      clients,
+      hostPools,
+      clientPayloads,
+      hostPayloads,
+      hops,
+      hostIds,
+      owners,
+      roughs,
+    })
+    const { findings, sent } = barrage
     const rssBefore = { tracker: rssMiB(tracker), hosts: hostProcesses.map(rssMiB) }
-    const oversized = new Set<string>()
-
-    /** Message `i`: its kind and content come from its own PRNG, so the inputs do not depend on timing. */
-    const send = async (i: number): Promise<void> => {
-      const rng = seededRng((SEED ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0)
-      const kind = kindOf(rng())
-      sent.set(kind, (sent.get(kind) ?? 0) + 1)
-      switch (kind) {
-        case 'client':
-        case 'host': {
-          const payloads = kind === 'client' ? clientPayloads : hostPayloads
-          const event = pick(rng, Object.keys(payloads))
-          const valid = payloads[event]?.(rng)
-          const payload = rng() < 0.1 ? copy(valid) : mutate(rng, valid)
-          const socket = kind === 'client' ? await clients.get() : await pick(rng, hostPools).get()
-          const shape = rng()
-          if (shape < 0.05) socket.emit(event, payload)
-          else if (shape < 0.1) await emitJudged(findings, socket, `${kind} ${event} (no payload)`, event, [])
-          else if (shape < 0.15)
-            await emitJudged(findings, socket, `${kind} ${event} (extra arguments)`, event, [
-              payload,
-              hostileValue(rng),
-            ])
-          else await emitJudged(findings, socket, `${kind} ${event}`, event, [payload])
-          return
-        }
-        case 'unknown': {
-          const socket = rng() < 0.5 ? await clients.get() : await pick(rng, hostPools).get()
-          const event = pick(rng, [...unknownEvents, text(rng, 1 + below(rng, 40))])
-          await emitJudged(findings, socket, 'unknown event', event, [hostileValue(rng)])
-          return
-        }
-        case 'raw': {
-          // A connection of its own: a malformed packet makes the server close it.
-          const ns = pick(rng, ['/clients', '/hosts'] as const)
-          const socket = await connectTracker(trackerUrl, ns, NodeIdentity.generate())
-          try {
-            // The engine wraps each in an Engine.IO message; the packet itself is Socket.IO's encoding.
-            for (const packet of rawPackets(rng, ns)) socket.io.engine.write(packet)
-            await new Promise((r) => setTimeout(r, 20))
-          } finally {
-            socket.close()
-          }
-          return
-        }
-        case 'unauth-connect': {
-          const ns = pick(rng, ['/clients', '/hosts'] as const)
-          const challenge = AuthChallenge.parse(await (await fetch(`${trackerUrl}/auth/challenge`)).json())
-          const auth = NodeIdentity.generate().answer(ns, challenge)
-          const socket = io(`${trackerUrl}${ns}`, {
-            auth: mutate(rng, auth) as object,
-            transports: ['websocket'],
-            reconnection: false,
-            forceNew: true,
-            timeout: 5000,
-          })
-          try {
-            socket.emit(pick(rng, [...Object.keys(ClientToTracker), ...Object.keys(HostToTracker)]), hostileValue(rng))
-            await new Promise((resolve) => {
-              socket.once('connect', () => resolve('connect'))
-              socket.once('connect_error', resolve)
-              socket.io.once('close', resolve)
-              setTimeout(resolve, 5000)
-            })
-          } finally {
-            socket.close()
-          }
-          return
-        }
-        case 'unauth-raw': {
-          const socket = new WebSocket(`${trackerUrl.replace('http', 'ws')}/socket.io/?EIO=4&transport=websocket`)
-          socket.on('error', () => {})
-          try {
-            await new Promise((resolve) => {
-              socket.once('open', resolve)
-              socket.once('close', resolve)
-            })
-            const auth = { publicKey: 'A'.repeat(43), nonce: 'n'.repeat(32), signature: 'S'.repeat(86) }
-            for (const frame of engineFrames(rng, auth)) if (socket.readyState === WebSocket.OPEN) socket.send(frame)
-            await new Promise((r) => setTimeout(r, 20))
-          } finally {
-            socket.terminate()
-          }
-          return
-        }
-        case 'frame': {
-          const hop = pick(rng, hops)
-          const base = pick(rng, [hop.open.frame, hop.forward, hop.forward, hop.close])
-          const roll2 = rng()
-          const frame =
-            roll2 < 0.15
-              ? Buffer.from(base)
-              : roll2 < 0.4
-                ? Buffer.from(jsonFrame('open', hop.session, 0, mutate(rng, hop.open.body)))
-                : mutateFrame(rng, base)
-          judgeFrame(findings, 'frame', (await owners.get(hop.hostId)?.exchange(frame)) ?? 'closed')
-          return
-        }
-        default: {
-          const hostId = pick(rng, hostIds)
-          const connection = roughs.get(hostId)
-          // Once per host, a frame past the host's frame limit (32 MiB): a typed refusal, then the host carries on.
-          const data = !oversized.has(hostId)
-            ? Buffer.alloc(32 * 1024 * 1024 + 1)
-            : pick(rng, [
-                () => randomBuffer(rng, below(rng, 4096)),
-                () => text(rng, below(rng, 2000)),
-                () => mutateFrame(rng, mutateFrame(rng, pick(rng, hops).forward)),
-              ])()
-          oversized.add(hostId)
-          judgeFrame(findings, 'rough frame', (await connection?.exchange(data)) ?? 'closed')
-        }
-      }
-    }
 
     const started = Date.now()
     let next = 0
@@ -397,7 +206,7 @@ describe(`a tracker and hosts under 10 000 hostile messages`, () => {
               2 * ANSWER_MS,
             )
           })
-          await Promise.race([send(i), stuck])
+          await Promise.race([barrage.send(i), stuck])
             .catch((error: unknown) =>
               findings.add(
                 `message ${i}: the fuzzer failed to send it: ${error instanceof Error ? error.message : error}`,

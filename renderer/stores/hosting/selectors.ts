@@ -1,6 +1,6 @@
 import type { ArtifactProgress, HostingPhase, HostingPreview, HostingStatus } from '../../../protocol/app'
 import type { BlockRange } from '../../../protocol/blocks'
-import type { PlacementOption } from '../../../protocol/swarm'
+import type { PlacementOption } from '../../../protocol/placement'
 import { formatBytes, formatDuration, formatRate } from '../../format'
 
 export interface PlacementCell {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { SwarmView } from '../../../protocol/app'
-import { IDLE_STATE } from '../../../protocol/swarm'
+import { IDLE_STATE } from '../../../protocol/host-state'
 import { desktopView } from '../../../test/renderer/computer-fixtures'
 import { hostRows, missingBlocks, onlineCount } from './selectors'
 

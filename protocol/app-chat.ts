@@ -1,0 +1,38 @@
+import { z } from 'zod'
+import { ChatCount, ChatCountRequest, ChatId, ChatRequest, Conversation, MAX_CONVERSATION_CHARS } from './chat'
+import { rpc } from './rpc'
+
+// Chat with the swarm's models, and the conversations kept in the data dir: the Chat screen's part of the app's
+// contract (protocol/app.ts); protocol/chat.ts holds the schemas.
+
+const Empty = z.object({}).strict()
+
+/** chat.*: an answer streamed as chat.* events (AppEvents), and the prompt's token count. */
+export const ChatMethods = {
+  /** Starts an answer; tokens arrive as chat.token events, then chat.done or chat.error. */
+  'chat.send': rpc(ChatRequest, z.object({ chatId: ChatId })),
+  'chat.stop': rpc(z.object({ chatId: ChatId }).strict(), Empty),
+  /**
+   * Counts a conversation's prompt tokens with the model's tokenizer and template, and says the model's context length.
+   */
+  'chat.count': rpc(ChatCountRequest, ChatCount),
+} as const
+
+/** conversations.*: the chats kept on this computer. */
+export const ConversationMethods = {
+  /** Every conversation kept in the data dir; unreadable: files that could not be read, each kept aside, in words. */
+  'conversations.list': rpc(Empty, z.object({ conversations: z.array(Conversation), unreadable: z.array(z.string()) })),
+  /** Keeps a conversation (a new one, or a new version of one), written durably before the answer. */
+  'conversations.save': rpc(
+    z
+      .object({
+        conversation: Conversation.refine(
+          (c) => JSON.stringify(c).length <= MAX_CONVERSATION_CHARS,
+          `a conversation is kept up to ${MAX_CONVERSATION_CHARS} characters; start a new chat to go on`,
+        ),
+      })
+      .strict(),
+    Empty,
+  ),
+  'conversations.delete': rpc(z.object({ id: ChatId }).strict(), Empty),
+} as const

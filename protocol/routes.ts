@@ -1,0 +1,82 @@
+import { z } from 'zod'
+import { BlockRange } from './blocks'
+import { NodeId } from './identity'
+import {
+  MAX_BLOCKS,
+  MAX_HOST_IDS,
+  MAX_LATENCY_LINKS,
+  MAX_MEASURE_TARGETS,
+  MAX_ROUND_TRIP_MS,
+  MAX_ROUND_TRIPS_PER_LINK,
+  MAX_URL_CHARS,
+} from './limits'
+import { ModelId } from './manifest'
+import { CertFingerprint } from './reachability'
+import { RelayVia } from './relays'
+import { Seam } from './seams'
+import { Ticket } from './tickets'
+
+// The route a tracker plans for a client's session (route.plan), and the round trips clients report for routing.
+
+const Url = z.string().max(MAX_URL_CHARS).url()
+
+export const RouteHop = z.object({
+  hostId: NodeId,
+  blocks: BlockRange,
+  endpoint: Url.nullable(),
+  /** The certificate a wss:// endpoint must present (the host's own, signed into its state): the client pins it. */
+  fingerprint: CertFingerprint.optional(),
+  /** The tracker's signed permission to open this hop (present on every route.plan answer). */
+  ticket: Ticket.optional(),
+  /** Fraction of this hop's steps the client should have the tracker re-run elsewhere (audit.submit); absent: none. */
+  audit: z.number().min(0).max(1).optional(),
+  /** What this hop's hidden-state answer carries (the manifest's seam after its last block); absent on the last hop. */
+  seamOut: Seam.optional(),
+  /** The hop's host is reached through this volunteer relay (its endpoint is null); absent from older trackers. */
+  via: RelayVia.optional(),
+  /**
+   * No other host the tracker trusts serves these blocks: an audit can only have the host re-run a step itself (which
+   * catches a host answering the same inputs two ways, not one lying the same way every time) or probe it.
+   */
+  unaudited: z.literal(true).optional(),
+})
+export type RouteHop = z.infer<typeof RouteHop>
+export const Route = z.object({
+  modelId: ModelId,
+  hops: z.array(RouteHop).min(1).max(MAX_BLOCKS),
+  expectedMsPerToken: z.number().nonnegative(),
+  /**
+   * How hidden states cross this model's seams unless a client asks otherwise (`seamDtype` in protocol/seams.ts);
+   * absent from older trackers.
+   */
+  seamDtype: z.enum(['f16', 'f32']).optional(),
+  /**
+   * Hosts of this model the client has not measured lately: it pings
+   * them and reports (latency.report); absent from older trackers.
+   */
+  measure: z
+    .array(z.object({ hostId: NodeId, endpoint: Url, fingerprint: CertFingerprint.optional() }))
+    .max(MAX_MEASURE_TARGETS)
+    .optional(),
+  /**
+   * A failover plan's tickets for the `rebuild` hops it was asked for, in their order: each reopens its hop to replay.
+   */
+  rebuildTickets: z.array(Ticket).max(MAX_HOST_IDS).optional(),
+})
+export type Route = z.infer<typeof Route>
+
+/**
+ * A client's WebSocket ping round trips to hosts, ms; the tracker
+ * routes this client by them (and the swarm by their median).
+ */
+export const LatencyReport = z.object({
+  links: z
+    .array(
+      z.object({
+        hostId: NodeId,
+        roundTripMs: z.array(z.number().min(0).max(MAX_ROUND_TRIP_MS)).min(1).max(MAX_ROUND_TRIPS_PER_LINK),
+      }),
+    )
+    .max(MAX_LATENCY_LINKS),
+})
+export type LatencyReport = z.infer<typeof LatencyReport>

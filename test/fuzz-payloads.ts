@@ -1,0 +1,81 @@
+// Test helper for test/fuzz.test.ts: a valid payload of every event of the tracker's protocol, each made from the
+// fuzz's own model, sessions and receipt, for the barrage to mutate.
+import type { HardwareProfile, Manifest, Receipt, ServingState } from '../protocol'
+import type { HopFrames } from './fuzz-harness'
+import { auditOf, pick, type Rng, randomBuffer } from './hostile-inputs'
+
+/** A session id: 16 random bytes, hex. */
+export const sessionId = (rng: Rng) => randomBuffer(rng, 16).toString('hex')
+
+/** What the payloads are made of. */
+export type PayloadSources = {
+  manifest: Manifest
+  /** The model under another id, for model.publish. */
+  fuzzModel: Manifest
+  torrent: Buffer
+  tokenizer: Buffer
+  profile: HardwareProfile
+  /** A host's ready state. */
+  state: ServingState
+  /** The frames of each hop of the fuzz's routed sessions. */
+  routed: HopFrames[][]
+  hostIds: string[]
+  /** The first hop of the first session, whose step signed `receipt`. */
+  firstHop: HopFrames
+  receipt: Receipt | undefined
+}
+export type Payloads = Record<string, (rng: Rng) => unknown>
+
+/** A payload of each /clients event (ClientToTracker). */
+export function clientEventPayloads(sources: PayloadSources): Payloads {
+  const { manifest, fuzzModel, torrent, tokenizer, profile, routed, hostIds, firstHop, receipt } = sources
+  const hops = routed.flat()
+  return {
+    ping: () => ({}),
+    'models.list': () => ({}),
+    'model.get': () => ({ modelId: manifest.modelId }),
+    'model.publish': () => ({ manifest: fuzzModel, torrent, tokenizer }),
+    'model.tokenizer': () => ({ modelId: manifest.modelId }),
+    'hosts.list': () => ({}),
+    'route.plan': () => ({
+      modelId: manifest.modelId,
+      maxTokens: 64,
+      session: routed[0]?.[0]?.session,
+      exclude: [],
+      span: [0, 2],
+      nextHop: hostIds[1],
+    }),
+    'placement.preview': () => ({ modelId: manifest.modelId, profile }),
+    'relay.forward': (rng) => {
+      const hop = pick(rng, hops)
+      return { hostId: hop.hostId, frame: Buffer.from(pick(rng, [hop.open.frame, hop.forward, hop.close])) }
+    },
+    'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
+    'session.end': (rng) => ({ session: sessionId(rng) }),
+    'account.balance': () => ({}),
+    'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
+    'dashboard.subscribe': () => ({ hostIds }),
+    'grant.challenge': () => ({}),
+    'grant.claim': (rng) => ({
+      challenge: `grant.${Date.now() + 60_000}.${sessionId(rng)}`,
+      nonce: String(Math.floor(rng() * 1e9)),
+    }), // never issued
+    // bytes not its receipt's: refused, never re-run
+    'audit.submit': () => auditOf(firstHop.session, receipt as NonNullable<typeof receipt>),
+  }
+}
+
+/** A payload of each /hosts event (HostToTracker). */
+export function hostEventPayloads(sources: PayloadSources): Payloads {
+  const { manifest, profile, state, receipt } = sources
+  return {
+    'host.hello': () => ({ profile, state }),
+    'host.state': () => state,
+    'host.heartbeat': () => ({ activeSessions: 1 }),
+    'placement.request': () => ({ modelId: manifest.modelId }),
+    'model.get': () => ({ modelId: manifest.modelId }),
+    'receipts.submit': () => ({ receipts: [receipt] }),
+    // a volunteer relay's, from a host that relays for none: refused, never paid
+    'relay.receipts': () => ({ receipts: [receipt] }),
+  }
+}
