@@ -83,6 +83,20 @@ export class TrackerServices {
   /** The gateway's own client of this swarm, connected on first use. */
   private ownClient: Promise<SwarmClient> | undefined
 
+  /** Whether another host may re-run a hop's blocks: route.plan marks a hop without one unaudited. */
+  readonly hasTwin = (modelId: string, blocks: readonly [number, number], hostId: string): boolean =>
+    this.auditor.hasTwin(modelId, blocks, hostId)
+
+  readonly log = (line: string): void => {
+    this.context.options.log?.(line)
+  }
+
+  /** Counts a refused connection, request or step by its code, and logs it. */
+  readonly refused = (event: string, error: WireError): void => {
+    this.rejected.set(error.code, (this.rejected.get(error.code) ?? 0) + 1)
+    this.log(`${event} refused: ${error.code}: ${error.message}`)
+  }
+
   constructor(private readonly context: ServiceContext) {
     const { store, options, identity, cluster, io } = context
     this.store = store
@@ -141,10 +155,10 @@ export class TrackerServices {
       (modelId) => this.catalog.get(modelId).manifest,
       this.pricing,
       // the host's dashboard hears of its rent as of a receipt's pay (step -1: no step); reputation does not count it
-      (session, hostId, accountId, modelId, charged) =>
-        void this.push(session, { hostId, step: -1, ok: true, code: 'rent', charged }, accountId, modelId).catch(
-          () => {},
-        ),
+      (session, hostId, accountId, modelId, charged) => {
+        const paid: ReceiptVerdict = { hostId, step: -1, ok: true, code: 'rent', charged }
+        this.push(session, paid, accountId, modelId).catch(() => {})
+      },
     )
     const ticketing = ticketOptions(options, process.env, (k) => this.admission.admits(k))
     const shared = cluster === undefined ? {} : { challenges: cluster.nonces, counter: cluster.counter }
@@ -171,23 +185,9 @@ export class TrackerServices {
     this.wire()
   }
 
-  /** Whether another host may re-run a hop's blocks: route.plan marks a hop without one unaudited. */
-  readonly hasTwin = (modelId: string, blocks: readonly [number, number], hostId: string): boolean =>
-    this.auditor.hasTwin(modelId, blocks, hostId)
-
   /** route.plan's log of each planned route (`--log-routes`), else none. */
   get logRoute(): ((line: string) => void) | undefined {
     return this.context.options.logRoutes ? this.log : undefined
-  }
-
-  readonly log = (line: string): void => {
-    this.context.options.log?.(line)
-  }
-
-  /** Counts a refused connection, request or step by its code, and logs it. */
-  readonly refused = (event: string, error: WireError): void => {
-    this.rejected.set(error.code, (this.rejected.get(error.code) ?? 0) + 1)
-    this.log(`${event} refused: ${error.code}: ${error.message}`)
   }
 
   /** A host's tracker connection: here, or through the instance that holds it. */
