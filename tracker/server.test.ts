@@ -307,65 +307,6 @@ for (const engine of await storeEngines())
       }
     })
 
-    it('refuses a receipt claiming a host id of any length with a typed verdict naming no such host', async () => {
-      const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
-      try {
-        const receipts = [{ hostId: 'h'.repeat(100_000), step: 1 }, { hostId: Buffer.from('xx') }, 'not a receipt']
-        const { verdicts } = await callRpc(client, ClientToTracker, 'receipts.submit', {
-          session: 'cd'.repeat(16),
-          receipts,
-        })
-        expect(verdicts.map((v) => [v.hostId, v.ok, v.code])).toEqual(
-          receipts.map(() => ['unknown', false, 'bad_receipt']),
-        )
-      } finally {
-        client.close()
-      }
-    })
-
-    it(
-      'refuses a host whose range cuts the model where ' + 'its manifest forbids a cut, in hello and in state',
-      async () => {
-        // the same files as a model whose boundaries 2 and 3 may not be cut (as a seam carrying indices could require)
-        const seams = Array.from({ length: manifest.nLayer - 1 }, (_, i) => ({
-          cut: i + 1 < 2 || i + 1 > 3,
-          values: manifest.nEmbd,
-          tokenIds: false,
-          int32PerToken: 0,
-        }))
-        const cuts = { ...manifest, modelId: 'stories260k-cuts', seams }
-        const client = await connectTracker(tracker.url, '/clients', NodeIdentity.generate())
-        const host = await connectTracker(tracker.url, '/hosts', NodeIdentity.generate())
-        try {
-          await callRpc(client, ClientToTracker, 'model.publish', {
-            manifest: cuts,
-            torrent: await createModelTorrent(join(dir, 'stories'), cuts, [tracker.announceUrl]),
-            tokenizer,
-          })
-          const forbidden = /blocks \[1, 2\) cut stories260k-cuts where its manifest forbids a cut/
-          await expect(
-            callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [1, 2]) }),
-          ).rejects.toMatchObject({
-            code: 'bad_request',
-            message: expect.stringMatching(forbidden),
-          })
-          await callRpc(host, HostToTracker, 'host.hello', { profile: PROFILE, state: serving(cuts, [0, 1]) })
-          await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 2]))).rejects.toMatchObject({
-            code: 'bad_request',
-            message: expect.stringMatching(forbidden),
-          })
-          await expect(callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 9]))).rejects.toMatchObject({
-            message: expect.stringMatching(/run past/),
-          })
-          // between allowed cuts it is taken, and the tracker keeps serving
-          await callRpc(host, HostToTracker, 'host.state', serving(cuts, [1, 4], 'loading'))
-        } finally {
-          host.close()
-          client.close()
-        }
-      },
-    )
-
     it('persists published models across a restart (the same database)', async () => {
       const path = (await engine.fresh()).location
       const keyPath = join(dir, 'restart-key.pem')

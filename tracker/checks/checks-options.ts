@@ -29,3 +29,22 @@ export interface HostChecksEvents {
   /** A host passed a probe for what it serves now: it may be routed. */
   verified: [hostId: string]
 }
+
+/** The options with their defaults filled in; the audit rate may come from $NEURON_AUDIT_RATE. */
+export function checksOptionsWithDefaults(
+  options: ChecksOptions,
+  env: NodeJS.ProcessEnv,
+): Required<ChecksOptions> & { auditRate: number } {
+  const envRate = Number(env.NEURON_AUDIT_RATE)
+  return {
+    probationProbes: options.probationProbes ?? 3,
+    probationProbeEveryMs: options.probationProbeEveryMs ?? 30_000,
+    probeEveryMs: options.probeEveryMs ?? 600_000,
+    auditRate:
+      options.auditRate ?? (env.NEURON_AUDIT_RATE !== undefined && envRate >= 0 && envRate <= 1 ? envRate : 0.05),
+    probationAuditRate: options.probationAuditRate ?? 0.5,
+    speedClaimFactor: options.speedClaimFactor ?? 4,
+    auditsPerMinute: options.auditsPerMinute ?? 600,
+    auditProbeReuseMs: options.auditProbeReuseMs ?? 30_000,
+  }
+}

@@ -11,7 +11,6 @@ import { NodeIdentity } from '../../identity/keys'
 import { type AuditRequest, MAX_AUDITS_IN_FLIGHT } from '../../protocol'
 import { scratchDir } from '../../test/models'
 import { type InProcessSwarm, startSwarm } from '../../test/programs'
-import type { Auditor } from './auditor'
 
 const SHAPE = { arch: 'llama', blocks: 6, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 320, type: 'q8_0' } as const
 const PROMPT = [1, 17, 42, 99, 7, 64]
@@ -47,7 +46,7 @@ beforeAll(async () => {
     ],
     { checks },
   )
-  const auditor = (swarm.tracker as unknown as { auditor: Auditor }).auditor
+  const auditor = swarm.tracker.services.auditor
   const audit = auditor.audit.bind(auditor)
   const bump = (m: Map<string, number>, k: string, by: number) => {
     const n = (m.get(k) ?? 0) + by

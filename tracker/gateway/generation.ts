@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import type { GeneratedToken, SwarmClient } from '../../client/swarm-client'
+import type { SwarmClient } from '../../client/swarm-client'
 import { NeuronError, type Receipt, type SamplingParams } from '../../protocol'
-import type { ModelTokenizer } from '../../text/tokenizer'
 import { consumerAccount } from '../ledger/accounts'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { affordableTokens, maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
+import { type Chunk, LogprobTrail } from './chunks'
 import type { GatewayDeps } from './deps'
 import { GatewayError } from './errors'
 
@@ -39,28 +39,6 @@ export interface Generation {
   /** Log-probabilities of each token, with this many most likely alternatives (0 to 20); undefined: none. */
   readonly logprobs?: number | undefined
 }
-
-/** A generated token's log-probability and the most likely tokens at its place, in OpenAI's shape. */
-export interface TokenLogprob {
-  readonly token: string
-  readonly logprob: number
-  readonly bytes: number[]
-  readonly top_logprobs: { readonly token: string; readonly logprob: number; readonly bytes: number[] }[]
-}
-
-/**
- * What a generation yields: paid-for text as it comes (with its
- * tokens' log-probabilities when asked), then exactly one finish.
- */
-export type Chunk =
-  | { readonly text: string; readonly logprobs?: readonly TokenLogprob[] }
-  /** `stopSequence`: which of the stop strings ended it (Anthropic's stop_sequence); absent when the model ended it. */
-  | {
-      readonly done: true
-      readonly finishReason: 'stop' | 'length'
-      readonly completionTokens: number
-      readonly stopSequence?: string
-    }
 
 /**
  * Generations on the swarm through the tracker's own SwarmClient, paid from the caller's account
@@ -323,68 +301,6 @@ function samplingOf(g: Generation): SamplingParams {
     ...(g.frequencyPenalty ? { frequencyPenalty: g.frequencyPenalty } : {}),
     ...(g.logprobs === undefined ? {} : { topLogprobs: g.logprobs }),
   }
-}
-
-/** A generation's tokens with their log-probabilities, given out with the text they begin in. */
-class LogprobTrail {
-  private readonly tokens: { start: number; entry: TokenLogprob }[] = []
-  private given = 0
-  private last: number | undefined
-
-  constructor(private readonly tokenizer: Pick<ModelTokenizer, 'decode'>) {}
-
-  /** `t` begins at `start` in the text. */
-  push(t: GeneratedToken, start: number): void {
-    const entry = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)] })
-    // An alternative reads as it would in the token's place: after the token before it.
-    const previous = this.last === undefined ? [] : [this.last]
-    this.last = t.token
-    const top = (t.top ?? []).map((a) => entry(this.tokenizer.decode([a.token], previous), a.logprob))
-    this.tokens.push({ start, entry: { ...entry(t.text, t.logprob), top_logprobs: top } })
-  }
-
-  /** The tokens not given yet that begin before `end`. */
-  until(end: number): TokenLogprob[] {
-    const out: TokenLogprob[] = []
-    while (this.given < this.tokens.length && (this.tokens[this.given]?.start ?? end) < end)
-      out.push((this.tokens[this.given++] as { entry: TokenLogprob }).entry)
-    return out
-  }
-}
-
-/** A whole generation's text and finish, for a response that is not streamed. */
-export async function collect(
-  stream: AsyncGenerator<Chunk, void>,
-  first?: IteratorResult<Chunk, void>,
-): Promise<{
-  text: string
-  finishReason: 'stop' | 'length'
-  completionTokens: number
-  logprobs: TokenLogprob[]
-  stopSequence?: string
-}> {
-  let text = ''
-  const logprobs: TokenLogprob[] = []
-  let finish: Extract<Chunk, { done: true }> | undefined
-  // To its end, past the finish: the generation's own clean-up (settling, releasing its hold, the request log) runs
-  // only when it is resumed after its last chunk, so a caller that stopped at the finish would leave it suspended.
-  for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
-    const c = next.value
-    if ('done' in c) finish = c
-    else {
-      text += c.text
-      logprobs.push(...(c.logprobs ?? []))
-    }
-  }
-  if (finish !== undefined)
-    return {
-      text,
-      finishReason: finish.finishReason,
-      completionTokens: finish.completionTokens,
-      logprobs,
-      ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),
-    }
-  throw new GatewayError(500, 'server_error', 'internal', 'the generation ended without a finish reason')
 }
 
 /** SwarmClient's `position` after a token is the prompt plus the tokens before it. */

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { StoredAccount } from '../ledger/ledger-store'
 import type { ChatAnswer, PlannedChat } from './chat-generation'
+import type { Chunk } from './chunks'
 import type { GatewayDeps } from './deps'
 import type { ErrorDialect } from './dialects'
 import type { GatewayError } from './errors'
-import type { Chunk } from './generation'
 import { abortOnClose, bearer, parse, sendJson } from './http'
 import { OllamaChatRequest, OllamaGenerateRequest, OllamaShowRequest } from './ollama-schemas'
 import {

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
+import type { Chunk } from './chunks'
 import type { GatewayError } from './errors'
-import type { Chunk } from './generation'
 
 /** The endpoint's shape of each streamed chunk; `usage` is absent unless the caller asked for it. */
 export interface SseChunks {

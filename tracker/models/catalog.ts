@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events'
 import parseTorrent from 'parse-torrent'
 import {
   decodeProbeSet,
@@ -26,13 +27,18 @@ export interface Publisher {
   readonly publicKey: string
 }
 
+export interface CatalogEvents {
+  /** A publish succeeded (a first one, or a publisher's identical again): the other instances read the catalog. */
+  published: [model: StoredModel, publisher: Publisher]
+}
+
 /**
  * The models a swarm serves: their manifests and the one torrent that carries each model's artifacts.
  * A published model never changes: its id names one manifest, one torrent and one tokenizer for
  * good (a new version is a new id). Only the key that published a model may publish it again, and
  * only identically: a publisher restarting does that.
  */
-export class ModelCatalog {
+export class ModelCatalog extends EventEmitter<CatalogEvents> {
   /**
    * Published models, read from the store when the tracker starts (`load`) and kept as published: they
    * never change, and routes, placements and host states read them on every request.
@@ -42,7 +48,9 @@ export class ModelCatalog {
   constructor(
     private readonly store: TrackerStore,
     private readonly registry: HostRegistry,
-  ) {}
+  ) {
+    super()
+  }
 
   /** The publishers' probe sets, read with the models: the checks ask for them on every routing decision. */
   private readonly probeSets = new Map<string, ProbeSet>()
@@ -117,6 +125,7 @@ export class ModelCatalog {
       const model = republished(existing, manifest, infoHash, tokenizer, publisher)
       if (probes !== undefined) await this.keepProbes(probes)
       this.models.set(manifest.modelId, existing)
+      this.emit('published', model, publisher)
       return model
     }
     if (manifest.tokenizerSha256 === undefined) {
@@ -142,6 +151,7 @@ export class ModelCatalog {
       )
     this.models.set(manifest.modelId, model)
     if (probes !== undefined) await this.keepProbes(probes)
+    this.emit('published', model, publisher)
     return model
   }
 
@@ -169,6 +179,12 @@ export class ModelCatalog {
       )
     }
     return model
+  }
+
+  /** A model as hosts and clients fetch it: never its probes. */
+  files(modelId: string): { manifest: Manifest; torrent: Buffer; infoHash: string } {
+    const model = this.get(modelId)
+    return { manifest: model.manifest, torrent: model.torrent, infoHash: model.infoHash }
   }
 
   /** Every published model's manifest. */

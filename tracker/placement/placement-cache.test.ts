@@ -4,7 +4,8 @@ import { type BlockCache, KV_BUDGET, MEMORY_SHARE } from '../../protocol'
 import { DEEPSEEK_V3, QWEN3_30B_A3B } from '../../test/model-configs'
 import { planRoute } from '../routing/route-planner'
 import { NO_LATENCIES, type ServedSpan } from '../routing/swarm-view'
-import { type JoiningHost, type PlacementModel, type PlacementProposal, previewPlacement } from './placement'
+import { previewPlacement } from './placement'
+import type { JoiningHost, PlacementModel, PlacementProposal } from './types'
 
 /** A home computer with 16 GB free: placement plans with the default share of it. */
 const HOST_16GB: JoiningHost = {

@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { type BlockRange, NeuronError } from '../../protocol'
 import { NO_LATENCIES, type ServedSpan, type SwarmView } from '../routing/swarm-view'
-import {
-  type JoiningHost,
-  type PlacementDecision,
-  type PlacementModel,
-  planPlacement,
-  previewPlacement,
-} from './placement'
+import { planPlacement, previewPlacement } from './placement'
+import type { JoiningHost, PlacementDecision, PlacementModel } from './types'
 
 const GB = 1e9
 const KV_TOKENS = 4096

@@ -57,3 +57,9 @@ export function joinAccountRoom(
     (e: Error) => log(`reading the account of ${socket.data?.nodeId ?? 'a client'} failed: ${e.message}`),
   )
 }
+
+/** A dashboard's subscription to hosts' receipts: the connection joins each host's room; the rpc's answer. */
+export function joinHostRooms(socket: Socket, hostIds: string[]): { hostIds: string[] } {
+  for (const id of hostIds) void socket.join(`host:${id}`)
+  return { hostIds }
+}

@@ -5,10 +5,10 @@ import type { HostRegistry } from '../hosts/registry'
 import type { Metering } from '../ledger/metering'
 import type { ModelCatalog } from '../models/catalog'
 import type { Reputation } from '../reputation/reputation'
+import { measureTargets } from '../routing/latency-reports'
 import { clientLatencyId, type MeasuredLatencies } from '../routing/measured-latencies'
 import { describeRoute } from '../routing/route-planner'
 import type { SwarmPlanner } from '../routing/swarm-planner'
-import { measureTargets } from '../rpc/latency-rpc'
 import type { TicketOffice } from './ticket-office'
 
 export interface RoutePlanDeps {

@@ -139,6 +139,15 @@ export class TicketOffice {
     clearInterval(this.sweeper)
   }
 
+  /** New keys' grants (grant.challenge, grant.claim); `no_grants` where this tracker gives none. */
+  grantsOrRefuse(): NewKeyGrants {
+    if (this.grants !== undefined) return this.grants
+    throw new NeuronError(
+      'no_grants',
+      'this tracker grants new keys nothing; ask the operator for an account (neuron account create).',
+    )
+  }
+
   /** The gateway runs `session` for `accountId` (it holds the credits itself). */
   sponsor(session: string, accountId: string): void {
     this.sponsored.set(session, accountId)

@@ -1,7 +1,7 @@
 /** The tracker's side of measured latencies: what a client reports, and which hosts a route asks it to measure. */
 import type { LatencyReport, Route } from '../../protocol'
 import type { HostRegistry } from '../hosts/registry'
-import type { MeasuredLatencies } from '../routing/measured-latencies'
+import type { MeasuredLatencies } from './measured-latencies'
 
 /**
  * Hosts one route asks its client to ping besides its own hops:
