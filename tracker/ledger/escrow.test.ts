@@ -1,23 +1,20 @@
 // Host earnings in escrow on a real SQLite file and a real PostgreSQL database, with hosts' real ed25519 keys: pending
 // until the settlement window passes, then settled exactly; voided back to each payer when a host is caught.
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { NodeIdentity } from '../../identity/keys'
 import { feeOf, REPLAY_STEP_BASE, type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
 import { storeEngines } from '../../test/store-engines'
+import { MODEL, PRICE, sha, TRACKER, toyMetering } from '../../test/toy-ledger'
 import type { TrackerStore } from '../db/store'
 import { Accounts, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
 import { DEFAULT_SETTLEMENT_WINDOW_MS, Escrow, settlementWindowMs } from './escrow'
 import { Metering } from './metering'
 import { hopCharge } from './pricing'
 
-const MODEL = { modelId: 'toy', nLayer: 4, bytesPerBlock: [1e9, 1e9, 1e9, 1e9] }
-const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }
 const HOUR = 3_600_000
 const WINDOW = HOUR
 const T0 = 1_700_000_000_000
-const TRACKER = NodeIdentity.generate()
-const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 const earned = (r: Receipt) => hopCharge(PRICE, 4, r) - feeOf(hopCharge(PRICE, 4, r), 1000)
 
 function sign(
@@ -55,16 +52,7 @@ for (const engine of await storeEngines())
     beforeEach(async () => {
       store = await (await engine.fresh()).open()
       accounts = new Accounts(store, 1_000_000)
-      metering = new Metering(
-        store.ledger,
-        () => MODEL,
-        (id) => keys.get(id),
-        { prices: { toy: PRICE }, feeBps: 1000 },
-        TRACKER.publicKey,
-        {
-          settlementWindowMs: WINDOW,
-        },
-      )
+      metering = toyMetering(store, keys, WINDOW)
       escrow = metering.escrow
     })
     afterEach(async () => {

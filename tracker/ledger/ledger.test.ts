@@ -1,40 +1,16 @@
 // The ledger and receipt settlement on a real SQLite file and a real PostgreSQL database, with hosts' real
 // ed25519 keys: money is conserved, a step is paid once, balances
 // never go negative, bad receipts are refused and logged.
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { NodeIdentity } from '../../identity/keys'
-import { feeOf, REPLAY_STEP_BASE, type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
+import { feeOf, REPLAY_STEP_BASE } from '../../protocol'
 import { storeEngines } from '../../test/store-engines'
+import { PRICE, sign, toyMetering, toySession } from '../../test/toy-ledger'
 import type { TrackerStore } from '../db/store'
 import { Accounts, escrowAccount, FEE_ACCOUNT, hostAccount } from './accounts'
-import { Metering } from './metering'
+import type { Metering } from './metering'
 import { hopCharge } from './pricing'
-
-const MODEL = { modelId: 'toy', nLayer: 4, bytesPerBlock: [1e9, 1e9, 1e9, 1e9] }
-const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }
-const sha = (s: string) => createHash('sha256').update(s).digest('hex')
-
-const TRACKER = NodeIdentity.generate()
-
-/** A host's receipt for a step of the toy model, at its price, on TRACKER's ticket (position 0 unless given). */
-function sign(
-  host: NodeIdentity,
-  body: Omit<ReceiptBody, 'hostId' | 'input' | 'output' | 'position' | 'modelId' | 'price' | 'tracker'> &
-    Partial<ReceiptBody>,
-): Receipt {
-  const full: ReceiptBody = {
-    position: 0,
-    modelId: 'toy',
-    price: PRICE,
-    tracker: TRACKER.publicKey,
-    ...body,
-    hostId: host.id,
-    input: sha(`in ${body.step}`),
-    output: sha(`out ${body.step}`),
-  }
-  return { ...full, signature: host.sign(receiptMessage(full)) }
-}
 
 let store: TrackerStore
 let metering: Metering
@@ -52,29 +28,14 @@ for (const engine of await storeEngines())
     beforeEach(async () => {
       store = await (await engine.fresh()).open()
       accounts = new Accounts(store, 1_000_000)
-      metering = new Metering(
-        store.ledger,
-        () => MODEL,
-        (id) => keys.get(id),
-        { prices: { toy: PRICE }, feeBps: 1000 },
-        TRACKER.publicKey,
-        { settlementWindowMs: 3_600_000 },
-      )
+      metering = toyMetering(store, keys, 3_600_000)
     })
     afterEach(async () => {
       metering.close()
       await store.close()
     })
 
-    async function session(accountId: string | null): Promise<string> {
-      const id = randomBytes(16).toString('hex')
-      await metering.issue(id, 'toy', [
-        { hostId: hostA.id, blocks: [0, 3] },
-        { hostId: hostB.id, blocks: [3, 4] },
-      ])
-      if (accountId !== null) await metering.bind(id, accountId)
-      return id
-    }
+    const session = (accountId: string | null) => toySession(metering, [hostA, hostB], accountId)
 
     it('splits each step between the hops by blocks, keeps a fee, and every transaction sums to zero', async () => {
       const { account } = await accounts.create({ name: 'alice' })

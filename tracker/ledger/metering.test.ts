@@ -1,39 +1,11 @@
-// The routes metering keeps for a session on a real SQLite file and a real PostgreSQL database: failovers add up,
-// a reported failure is believed only of a hop the tracker issued, and a failover's hop survives a concurrent settle.
-import { createHash, randomBytes } from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { NodeIdentity } from '../../identity/keys'
-import { type Receipt, type ReceiptBody, receiptMessage } from '../../protocol'
 import { storeEngines } from '../../test/store-engines'
+import { PRICE, sign, toyMetering, toySession } from '../../test/toy-ledger'
 import type { TrackerStore } from '../db/store'
 import { Accounts } from './accounts'
-import { Metering } from './metering'
+import type { Metering } from './metering'
 import { hopCharge } from './pricing'
-
-const MODEL = { modelId: 'toy', nLayer: 4, bytesPerBlock: [1e9, 1e9, 1e9, 1e9] }
-const PRICE = { promptMicroPerToken: 40, completionMicroPerToken: 160 }
-const sha = (s: string) => createHash('sha256').update(s).digest('hex')
-
-const TRACKER = NodeIdentity.generate()
-
-/** A host's receipt for a step of the toy model, at its price, on TRACKER's ticket (position 0 unless given). */
-function sign(
-  host: NodeIdentity,
-  body: Omit<ReceiptBody, 'hostId' | 'input' | 'output' | 'position' | 'modelId' | 'price' | 'tracker'> &
-    Partial<ReceiptBody>,
-): Receipt {
-  const full: ReceiptBody = {
-    position: 0,
-    modelId: 'toy',
-    price: PRICE,
-    tracker: TRACKER.publicKey,
-    ...body,
-    hostId: host.id,
-    input: sha(`in ${body.step}`),
-    output: sha(`out ${body.step}`),
-  }
-  return { ...full, signature: host.sign(receiptMessage(full)) }
-}
 
 let store: TrackerStore
 let metering: Metering
@@ -51,29 +23,14 @@ for (const engine of await storeEngines())
     beforeEach(async () => {
       store = await (await engine.fresh()).open()
       accounts = new Accounts(store, 1_000_000)
-      metering = new Metering(
-        store.ledger,
-        () => MODEL,
-        (id) => keys.get(id),
-        { prices: { toy: PRICE }, feeBps: 1000 },
-        TRACKER.publicKey,
-        { settlementWindowMs: 3_600_000 },
-      )
+      metering = toyMetering(store, keys, 3_600_000)
     })
     afterEach(async () => {
       metering.close()
       await store.close()
     })
 
-    async function session(accountId: string | null): Promise<string> {
-      const id = randomBytes(16).toString('hex')
-      await metering.issue(id, 'toy', [
-        { hostId: hostA.id, blocks: [0, 3] },
-        { hostId: hostB.id, blocks: [3, 4] },
-      ])
-      if (accountId !== null) await metering.bind(id, accountId)
-      return id
-    }
+    const session = (accountId: string | null) => toySession(metering, [hostA, hostB], accountId)
 
     it(
       'believes a reported failure only of a hop the tracker ' + 'issued for that span, and not on the new route',
