@@ -2,6 +2,7 @@
 // a tracker with the model published and one protocol-level host serving all of it.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
+import { afterAll, beforeAll } from 'vitest'
 import { connectTracker } from '../dataplane/tracker-connection'
 import { packModel } from '../gguf/pack'
 import { tokenizerGguf } from '../gguf/tokenizer'
@@ -17,7 +18,7 @@ import {
   stepMessage,
 } from '../protocol'
 import { Tracker, type TrackerOptions } from '../tracker/server'
-import { STORIES_260K } from './models'
+import { STORIES_260K, scratchDir } from './models'
 import { readyState, TEST_PROFILE } from './peers'
 import { createModelTorrent } from './programs'
 import type { StoreEngine } from './store-engines'
@@ -30,6 +31,25 @@ export function signedBoth(body: Omit<ReceiptBody, 'client'>, client: NodeIdenti
 
 /** A fresh session id: every route.plan names the session it pays for. */
 export const sid = (): string => randomBytes(16).toString('hex')
+
+/**
+ * For the describe block it is called in: the model packed in a scratch folder before its tests (beforeAll) and the
+ * folder removed after them; the returned function gives the swarms once packed.
+ */
+export function packedPerSuite(engine: StoreEngine): () => TicketSwarms {
+  let packed: TicketSwarms | undefined
+  let cleanup: () => Promise<void> = async () => {}
+  beforeAll(async () => {
+    const scratch = await scratchDir()
+    cleanup = scratch.cleanup
+    packed = await TicketSwarms.pack(engine, scratch.dir)
+  })
+  afterAll(() => cleanup())
+  return () => {
+    if (packed === undefined) throw new Error('the swarms are packed in beforeAll: use them inside a test')
+    return packed
+  }
+}
 
 /** The model packed in `dir`, and each named tracker's database on `engine` (a restart opens the same one). */
 export class TicketSwarms {

@@ -1,29 +1,21 @@
 // Who pays and who is counted: a host's own key chatting through it, and new keys' grants for a proof of work.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { claimGrant, planRoute } from '../../client/grant-claim'
 import { NodeIdentity } from '../../identity/keys'
 import { ClientToTracker, callRpc, type Manifest } from '../../protocol'
-import { scratchDir } from '../../test/models'
 import { storeEngines } from '../../test/store-engines'
-import { sid, signedBoth, TicketSwarms } from '../../test/ticket-swarms'
+import { packedPerSuite, sid, signedBoth, type TicketSwarms } from '../../test/ticket-swarms'
 
-let dir = ''
-let cleanup: () => Promise<void> = async () => {}
-let swarms: TicketSwarms
 let manifest: Manifest
-/** A tracker with the model published and one (protocol-level) host serving all of it (test/ticket-swarms.ts). */
-const swarm = (...args: Parameters<TicketSwarms['start']>) => swarms.start(...args)
 
 for (const engine of await storeEngines())
   describe.skipIf(engine.skip !== undefined)(`payers of routed sessions on ${engine.name}`, () => {
     engine.setUp()
-    beforeAll(async () => {
-      ;({ dir, cleanup } = await scratchDir())
-      swarms = await TicketSwarms.pack(engine, dir)
-      manifest = swarms.manifest
-    })
-    afterAll(async () => {
-      await cleanup()
+    const swarms = packedPerSuite(engine)
+    /** A tracker with the model published and one (protocol-level) host serving all of it (test/ticket-swarms.ts). */
+    const swarm = (...args: Parameters<TicketSwarms['start']>) => swarms().start(...args)
+    beforeAll(() => {
+      manifest = swarms().manifest
     })
 
     it(

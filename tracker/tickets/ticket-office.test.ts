@@ -1,35 +1,27 @@
 // The ticket office: every hop's ticket signed for the payer's account, credit holds per routed session.
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { connectTracker } from '../../dataplane/tracker-connection'
 import { NodeIdentity } from '../../identity/keys'
 import { signOpen, verifyTicket } from '../../identity/tickets'
 import { ClientToTracker, callRpc, HostToTracker, type Manifest } from '../../protocol'
-import { scratchDir } from '../../test/models'
 import { readyState, TEST_PROFILE } from '../../test/peers'
 import { storeEngines } from '../../test/store-engines'
-import { sid, signedBoth, TicketSwarms } from '../../test/ticket-swarms'
+import { packedPerSuite, sid, signedBoth, type TicketSwarms } from '../../test/ticket-swarms'
 import { Tracker } from '../server'
 
-let dir = ''
-let cleanup: () => Promise<void> = async () => {}
-let swarms: TicketSwarms
 let manifest: Manifest
-/** A tracker with the model published and one (protocol-level) host serving all of it (test/ticket-swarms.ts). */
-const swarm = (...args: Parameters<TicketSwarms['start']>) => swarms.start(...args)
-/** Each named tracker's database (a restart opens the same one). */
-const database = (name: string) => swarms.database(name)
 
 for (const engine of await storeEngines())
   describe.skipIf(engine.skip !== undefined)(`tickets for routed sessions on ${engine.name}`, () => {
     engine.setUp()
-    beforeAll(async () => {
-      ;({ dir, cleanup } = await scratchDir())
-      swarms = await TicketSwarms.pack(engine, dir)
-      manifest = swarms.manifest
-    })
-    afterAll(async () => {
-      await cleanup()
+    const swarms = packedPerSuite(engine)
+    /** A tracker with the model published and one (protocol-level) host serving all of it (test/ticket-swarms.ts). */
+    const swarm = (...args: Parameters<TicketSwarms['start']>) => swarms().start(...args)
+    /** Each named tracker's database (a restart opens the same one). */
+    const database = (name: string) => swarms().database(name)
+    beforeAll(() => {
+      manifest = swarms().manifest
     })
 
     it(
@@ -154,7 +146,10 @@ for (const engine of await storeEngines())
         const ticket = route.hops[0]?.ticket
         await first.close()
 
-        const second = await Tracker.start({ dbPath: await database('restart'), keyPath: join(dir, 'restart.pem') })
+        const second = await Tracker.start({
+          dbPath: await database('restart'),
+          keyPath: join(swarms().dir, 'restart.pem'),
+        })
         try {
           const socket = await connectTracker(second.url, '/clients', identity)
           const hostAgain = await connectTracker(second.url, '/hosts', hostKey)
