@@ -109,7 +109,7 @@ describe(`the app backend on its embedded swarm`, () => {
       expect(error.message).toMatch(
         new RegExp(
           String.raw`^blocks \[0, 5\) of stories260k need about [\d.]+ (bytes|MB|GB) of memory .* ` +
-            String.raw`over this computer's memory limit of 1000 bytes`,
+            "over this computer's memory limit of 1000 bytes",
         ),
       )
       expect(backend.hostingStatus.phase).toBe('idle')
