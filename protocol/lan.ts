@@ -14,6 +14,11 @@ export const PAIRING_TTL_MS = 60_000
 export const MAX_PAIRING_BODY_BYTES = 4096
 /** Pairings one app holds open at once: a person pairs one computer at a time. */
 export const MAX_PENDING_PAIRINGS = 8
+/**
+ * Pairings one address may have waiting at once, unless it is an app this one found on the network: a flood from one
+ * address holds this many, never the whole book.
+ */
+export const MAX_PENDING_PER_ADDRESS = 2
 
 const Port = z.number().int().min(1).max(65_535)
 const PortText = z.coerce.number().pipe(Port)

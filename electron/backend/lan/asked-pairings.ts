@@ -24,6 +24,11 @@ export interface AskedDeps {
   /** Admits the asking app's key to the embedded swarm and remembers it; the pairing is done when this has. */
   readonly admit: (key: string, name: string) => Promise<void>
   readonly log: (line: string) => void
+  /**
+   * Whether `key` is an app this one found on the network (mDNS) at `address`: its hello skips the per-address bound,
+   * so a flood from another program never keeps a real app from pairing. Absent: every app is a stranger.
+   */
+  readonly advertised?: (key: string, address: string) => boolean
 }
 
 /**
@@ -33,7 +38,8 @@ export interface AskedDeps {
 export class AskedPairings {
   constructor(private readonly deps: AskedDeps) {}
 
-  hello(request: z.infer<typeof PairHello>): z.infer<typeof PairHelloReply> {
+  /** A pairing asked for by `request.key` from `from` (the address its hello came from). */
+  hello(request: z.infer<typeof PairHello>, from: string): z.infer<typeof PairHelloReply> {
     const { book } = this.deps
     const myKey = this.deps.key()
     if (request.key === myKey) throw new NeuronError('bad_request', 'an app cannot pair with itself')
@@ -57,6 +63,7 @@ export class AskedPairings {
       peerNonce: null,
       commitment: null,
       peer: null,
+      from: { address: from, advertised: this.deps.advertised?.(request.key, from) === true },
     })
     this.deps.log(`pairing ${pairingId}: ${request.name} asks to join this swarm`)
     return { pairingId, key: myKey, commitment: nonceCommitment(myKey, request.key, myNonce), expiresAt }

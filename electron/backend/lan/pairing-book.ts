@@ -1,5 +1,6 @@
 import {
   MAX_PENDING_PAIRINGS,
+  MAX_PENDING_PER_ADDRESS,
   NeuronError,
   PAIRING_TTL_MS,
   type PairingState,
@@ -15,6 +16,8 @@ export interface Pairing {
   readonly commitment: string | null
   /** Asking side: where the asked app answers. */
   readonly peer: { address: string; pairingPort: number; trackerPort: number } | null
+  /** Asked side: the address the hello came from, and whether an app seen on the network at that address sent it. */
+  readonly from?: { readonly address: string; readonly advertised: boolean }
 }
 
 /** Settled pairings kept for the screens to show how they ended. */
@@ -38,12 +41,30 @@ export class PairingBook {
     return this.now() + this.ttlMs
   }
 
+  /**
+   * Holds a new pairing. A stranger's (no app seen on the network at its address) counts against its address, at most
+   * MAX_PENDING_PER_ADDRESS waiting, and against the strangers' MAX_PENDING_PAIRINGS; an app seen on the network has
+   * MAX_PENDING_PAIRINGS of its own, so a flood of strangers' hellos never keeps it from pairing.
+   */
   add(pairing: Pairing): void {
-    const open = [...this.pairings.values()].filter((p) => p.view.state === 'code').length
-    if (open >= MAX_PENDING_PAIRINGS) {
+    const waiting = [...this.pairings.keys()].map((id) => this.get(id)).filter((p) => p.view.state === 'code')
+    const from = pairing.from
+    const stranger = from !== undefined && !from.advertised
+    const alike = waiting.filter((p) => (p.from !== undefined && !p.from.advertised) === stranger)
+    if (stranger) {
+      const fromThere = alike.filter((p) => p.from?.address === from.address).length
+      if (fromThere >= MAX_PENDING_PER_ADDRESS)
+        throw new NeuronError(
+          'pairing_busy',
+          `${fromThere} pairings from this address are waiting for a confirmation already; finish or refuse one, ` +
+            `or wait a minute`,
+        )
+    }
+    if (alike.length >= MAX_PENDING_PAIRINGS) {
       throw new NeuronError(
         'pairing_busy',
-        `this app already has ${open} pairings waiting for a confirmation; finish or refuse one, or wait a minute`,
+        `this app already has ${alike.length} pairings waiting for a confirmation; finish or refuse one, or wait a ` +
+          `minute`,
       )
     }
     this.pairings.set(pairing.view.pairingId, pairing)

@@ -17,7 +17,8 @@ import { RateLimit } from './rate-limit'
 /** Requests one address may send per minute: a pairing takes about 65 (one status a second). */
 const REQUESTS_PER_MINUTE = 120
 
-type Route = { schema: z.ZodType; run: (request: never) => unknown }
+/** One pairing message's handler: its parsed body, and the address it came from. */
+type Route = { schema: z.ZodType; run: (request: never, from: string) => unknown }
 
 /**
  * The asked app's pairing endpoint, next to its tracker: POST /pair/{hello,nonce,confirm,status,refuse}
@@ -32,7 +33,10 @@ export class PairingServer {
 
   static async start(pairings: AskedPairings, host: string, log: (line: string) => void): Promise<PairingServer> {
     const routes: Record<string, Route> = {
-      '/pair/hello': { schema: PairHello, run: (r: z.infer<typeof PairHello>) => pairings.hello(r) },
+      '/pair/hello': {
+        schema: PairHello,
+        run: (r: z.infer<typeof PairHello>, from: string) => pairings.hello(r, from),
+      },
       '/pair/nonce': { schema: PairNonce, run: (r: z.infer<typeof PairNonce>) => pairings.nonce(r) },
       '/pair/confirm': { schema: PairConfirm, run: (r: z.infer<typeof PairConfirm>) => pairings.confirmed(r) },
       '/pair/status': { schema: PairAsk, run: (r: z.infer<typeof PairAsk>) => pairings.status(r) },
@@ -67,7 +71,8 @@ async function answer(
     res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body))
   }
   const fail = (status: number, code: string, message: string) => reply(status, { ok: false, error: { code, message } })
-  if (!limit.take(req.socket.remoteAddress ?? ''))
+  const from = unmapped(req.socket.remoteAddress ?? '')
+  if (!limit.take(from))
     return fail(
       429,
       'rate_limited',
@@ -91,7 +96,7 @@ async function answer(
   const parsed = route.schema.safeParse(json)
   if (!parsed.success) return fail(400, 'bad_request', describeIssues(req.url ?? '', parsed.error))
   try {
-    reply(200, { ok: true, value: await route.run(parsed.data as never) })
+    reply(200, { ok: true, value: await route.run(parsed.data as never, from) })
   } catch (error) {
     const wire = toWireError(error)
     reply(error instanceof NeuronError ? (wire.code === 'pairing_unknown' ? 404 : 409) : 500, {
@@ -99,6 +104,11 @@ async function answer(
       error: wire,
     })
   }
+}
+
+/** An IPv4 peer as it advertises itself: without the `::ffff:` a dual-stack socket puts before it. */
+export function unmapped(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address
 }
 
 /** The body as text, or null once it passes MAX_PAIRING_BODY_BYTES (the rest is not read). */

@@ -61,6 +61,8 @@ export class LanPresence {
       trackerPort: () => this.trackerPort,
       admit: deps.admit,
       log: deps.log,
+      advertised: (key, address) =>
+        this.mdns?.discovery.peers(new Set()).some((p) => p.key === key && p.address === address) === true,
     })
     this.asking = new AskingPairings({
       book: this.book,
