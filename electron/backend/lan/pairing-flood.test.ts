@@ -57,7 +57,7 @@ async function hello(port: number): Promise<{ status: number; code?: string }> {
 }
 
 describe('a flood of pairing hellos', () => {
-  it('holds at most MAX_PENDING_PER_ADDRESS pairings for one address; an app seen on the network still pairs', async () => {
+  it('holds two waiting pairings per address at most, and an app seen on the network still pairs', async () => {
     const b = NodeIdentity.generate()
     const asked = await askedApp(new Map([[b.publicKey, '127.0.0.1']]))
     const answers = []
