@@ -2,6 +2,8 @@
 // before the change: a client numbering every step as a failover replay got 31 tokens and paid 0 (then, until replays
 // needed a failover ticket, any plain ticket could number its steps as replays); a client numbering every decode
 // step "2" paid about 10 %, and the host's refused receipts counted against it; a host billed 32 steps nobody sent.
+// A client re-running its last step with other inputs had 8 of 8 re-runs served (each a forward pass with another
+// input and output) and paid for the step once.
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -178,6 +180,32 @@ describe(`every step signed by both sides`, () => {
       }
     },
   )
+
+  it('serves a step number once: a re-run with another input is refused, the same one gets its answer', async () => {
+    const attacker = await rawSession(swarm)
+    try {
+      const first = await attacker.step(PROMPT, 1, 0)
+      expect(first.kind).toBe('token')
+      const served: Frame[] = []
+      for (let i = 0; i < 8; i++) {
+        const other = attacker.step([1, 403 + i, 407, 261], 1, 0)
+        await expect(other).rejects.toMatchObject({
+          code: 'step_rerun_changed',
+          message: expect.stringMatching(/served once/),
+        })
+        served.push(...(await other.then((f) => [f]).catch(() => [])))
+      }
+      expect(served).toEqual([])
+      // a retry of the same step (a failover's) gets the same answer, and the session goes on
+      const again = await attacker.step(PROMPT, 1, 0)
+      expect(Buffer.from(again.payload).equals(Buffer.from(first.payload))).toBe(true)
+      const token = JSON.parse(new TextDecoder().decode(first.payload)).token as number
+      expect((await attacker.step([token], 2, PROMPT.length)).kind).toBe('token')
+      await expect(attacker.step([token + 1], 2, PROMPT.length)).rejects.toMatchObject({ code: 'step_rerun_changed' })
+    } finally {
+      await attacker.close()
+    }
+  })
 
   it(
     'a failover plan tickets for rebuild only the live hops ' + 'of the session’s own route, never the failed host',

@@ -34,6 +34,17 @@ export interface ServedSession {
   lastUsed: number
   /** Steps of one session run one after another. */
   readonly steps: SerialQueue
+  /**
+   * The latest step's sealed answer, answered again to a retry of that step with the same input instead of a second
+   * pass (step/kept-answer.ts; undefined past KEPT_ANSWER_BYTES: such a retry gets one second pass, `recomputed`).
+   */
+  kept?: {
+    readonly step: number
+    /** The sha256 of the input it was served with, as the client signed it. */
+    readonly input: string
+    readonly answer: Uint8Array | undefined
+    recomputed: boolean
+  }
 }
 
 /**

@@ -29,6 +29,7 @@ import { type FrameCaller, type ServedSession, SessionsSeen } from './served-ses
 import type { ServingRuntime } from './serving-runtime'
 import { acceptStep, type StepGate } from './step/accept'
 import { StepCompute } from './step/compute'
+import { keep, keptAnswer } from './step/kept-answer'
 import { type ReceiptSigner, seal } from './step/seal'
 import { StepOrder } from './step/step-order'
 import { StepBatcher } from './step-batcher'
@@ -306,7 +307,7 @@ export class ShardServer {
     served.stepped = true
     const { signer, onReceipt } = this.options
     return served.steps
-      .run(async () => seal(step, await this.compute.run(step), signer, onReceipt))
+      .run(async () => keptAnswer(step) ?? keep(step, seal(step, await this.compute.run(step), signer, onReceipt)))
       .then((answer) => this.forwarder.after(served, frame, chain, answer))
   }
 

@@ -2,6 +2,7 @@ import { type ChainTrailer, type Frame, NeuronError, type SeamFacts } from '../.
 import { chainTrailer } from '../forwarding'
 import { type SeamInput, seamInput } from '../seam-io'
 import type { FrameCaller, ServedSession } from '../served-session'
+import { checkSameInput } from './kept-answer'
 import { chainSigned, clientSigned, type SignedStep } from './signed-step'
 import { checkVerify } from './verify'
 import { checkReplayTicket, checkStepTokens } from './within-ticket'
@@ -16,6 +17,8 @@ export interface AcceptedStep {
   readonly signed: SignedStep
   /** The hop-to-hop trailer of a step forwarded in from the predecessor hop; undefined when its client sent it. */
   readonly chain: ChainTrailer | undefined
+  /** The session's latest step again, with the same input (a failover's retry): its answer is the one it had. */
+  readonly again: boolean
 }
 
 /** What accepting a step needs of its server. */
@@ -40,7 +43,8 @@ export interface StepGate {
  * 4. a verify step is one this session can take;
  * 5. replay numbering comes only on a failover ticket, inside the positions it names;
  * 6. the client signed it, or the chain of receipts proves the client signed it at the route's first hop;
- * 7. it comes in order: taken, it is the session's latest step.
+ * 7. it comes in order: taken, it is the session's latest step; the latest step, once served, comes again only with
+ *    the same input (a failover's retry: a step number is served once).
  */
 export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): AcceptedStep {
   const chain = chainTrailer(frame)
@@ -57,6 +61,7 @@ export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): A
   checkVerify(frame, gate.canRollBack, served.sampling)
   checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
   const signed = chain === undefined ? clientSigned(served, frame) : chainSigned(served, frame, chain)
-  served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
-  return { frame, served, input, signed, chain }
+  const again = served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
+  if (again) checkSameInput(served, frame, signed.input)
+  return { frame, served, input, signed, chain, again }
 }

@@ -10,7 +10,8 @@ interface StepAt {
 
 /**
  * The order a session's steps must come in: step 1 at position 0, then each step the next number at the next
- * position; the last step may come again at its own position (a client re-running it after an audit). Replays
+ * position; the last step may come again at its own position (a failover's retry: once served, only with the same
+ * input, and answered as it was without a second pass: step/kept-answer.ts). Replays
  * (numbers from REPLAY_STEP_BASE) rebuild the cache from position 0, one after another, and never sample; a step
  * after them continues where they ended. After a verify step (FLAG_VERIFY) the next step starts anywhere from its
  * second position to just after its last, rolling the cache back past the drafts that did not match. Anything else is
@@ -21,14 +22,17 @@ export class StepOrder {
   /** The replay run in progress: the next replay step and position; the next plain step continues at its position. */
   private replay: { step: number; position: number } | undefined
 
-  /** Throws `step_out_of_order` or `replay_samples` when the step may not come now; else takes it as the latest. */
-  take(step: number, position: number, tokens: number, flags: number): void {
+  /**
+   * Throws `step_out_of_order` or `replay_samples` when the step may not come now; else takes it as the latest. True
+   * when it is the latest step again (a retry).
+   */
+  take(step: number, position: number, tokens: number, flags: number): boolean {
     if (step >= REPLAY_STEP_BASE) {
       this.takeReplay(step, position, tokens, flags)
-      return
+      return false
     }
     const last = this.last
-    if (last !== undefined && this.replay === undefined && step === last.step && position === last.position) return
+    if (last !== undefined && this.replay === undefined && step === last.step && position === last.position) return true
     const expected = this.expected()
     if (!expected.positions(position) || !expected.steps(step)) {
       throw new NeuronError(
@@ -40,6 +44,7 @@ export class StepOrder {
     }
     this.last = { step, position, tokens, verify: (flags & FLAG_VERIFY) !== 0 }
     this.replay = undefined
+    return false
   }
 
   private expected(): {
