@@ -86,9 +86,15 @@ export const HostToTracker = {
   /**
    * `sessions`: the ticketed sessions open now or opened since the last heartbeat, so the tracker stops counting those
    * it routed here only once the host's count holds them (absent from older hosts, and past MAX_HEARTBEAT_SESSIONS).
+   * `idleOpens`: sessions opened and never stepped long enough that a full host gives one up to a waiting key (host
+   * admission's squattedSession), so the tracker routes a waiting key there (absent from older hosts: none).
    */
   'host.heartbeat': rpc(
-    z.object({ activeSessions: Count, sessions: z.array(SessionId).max(MAX_HEARTBEAT_SESSIONS).optional() }),
+    z.object({
+      activeSessions: Count,
+      sessions: z.array(SessionId).max(MAX_HEARTBEAT_SESSIONS).optional(),
+      idleOpens: Count.optional(),
+    }),
     Empty,
   ),
   'placement.request': rpc(z.object({ modelId: ModelId }), PlacementProposal),

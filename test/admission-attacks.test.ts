@@ -1,9 +1,12 @@
 // Admission that costs what it blocks, against a real tracker and three real hosts of stories260K: A and B serve blocks
 // [0, 3), C alone serves [3, 5), four sessions each. Each attack as measured before the fix: a key looping route.plan +
 // session.end made every host look full for nothing; one key holding three sessions on C refused everyone else for the
-// sessions' 10-minute life; failovers one client claimed sank an honest host's score under the planner's cut-off.
+// sessions' 10-minute life; failovers one client claimed sank an honest host's score under the planner's cut-off;
+// four keys each opening one session on C and never stepping it refused everyone else until the opens lapsed (30 s).
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { planRoute } from '../client/grant-claim'
+import { closeHops, openHops } from '../client/open-hops'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, NeuronError } from '../protocol'
@@ -206,6 +209,35 @@ describe(`admission that costs what it blocks`, () => {
     )
     expect(await swarm.tracker.store.ledger.balance(consumerAccount(account.accountId))).toBeLessThan(10_000_000)
   }, 90_000)
+
+  it('sessions opened on the only [3, 5) host and never stepped, one per key, give way to a waiting chat within ' +
+    'seconds', async () => {
+    const modelId = swarm.manifest.modelId
+    const c = swarm.hosts[2]?.hostId ?? ''
+    // four keys, one open each on every hop of a route: C is full, and no key holds more than another
+    const opened = []
+    for (let i = 0; i < SESSIONS; i++) {
+      const squatter = await connect()
+      const session = sid()
+      const plan = { modelId, maxTokens: 24, promptTokens: 4, exclude: [], session }
+      const route = await planRoute(squatter.tracker, squatter.hopOpener.identity, plan, () => {})
+      const request = { modelId, prompt: [1], maxTokens: 20, sampling: { temperature: 0 } }
+      opened.push({ session, hops: await openHops(squatter.hopOpener, route.hops, session, request, 24, true) })
+    }
+    await vi.waitFor(() => expect(swarm.tracker.registry.get(c)?.state.activeSessions).toBe(SESSIONS), {
+      timeout: 10_000,
+    })
+    const victim = await connect()
+    const started = Date.now()
+    try {
+      // bound: the host's grace for an open never stepped (5 s), a heartbeat, and the chat itself; the opens' own
+      // lapse (30 s) is well past it
+      expect(await chat(victim, modelId, 15_000)).toBe(6)
+      expect(Date.now() - started).toBeLessThan(15_000)
+    } finally {
+      for (const o of opened) await closeHops(o.hops, o.session)
+    }
+  }, 60_000)
 
   it("failovers one client claims again and again leave the hosts' scores as they were", async () => {
     const griefer = await connect()

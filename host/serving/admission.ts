@@ -126,7 +126,8 @@ export function admit(
 }
 
 /**
- * How long a session must have gone unstepped before a full host gives it up to a key holding fewer (squattedSession).
+ * How long a session must have gone unstepped before a full host gives it up to a key holding fewer, or, opened and
+ * never stepped, to any waiting key (squattedSession).
  */
 export const EVICT_IDLE_MS = 5_000
 
@@ -134,22 +135,30 @@ export const EVICT_IDLE_MS = 5_000
 const FULL = new Set(['busy', 'kv_budget_full'])
 
 /**
- * The session a full host closes for an open by `opener` that it would otherwise refuse as full: the least recently
- * used session, idle EVICT_IDLE_MS at least, of the key holding the most sessions here, when that key holds at least
- * two more than the opener would (so keys converge on equal shares and an evicted key cannot evict back). Undefined
- * when no key holds more than its share, or its sessions are all in use: the opener is refused as before.
+ * The session a full host closes for an open by `opener` that it would otherwise refuse as full. First the oldest
+ * session opened and never stepped for EVICT_IDLE_MS, whoever holds it: an honest client steps right after its open,
+ * so such a session holds a slot for nothing (one key or many). Else the least recently used session, idle
+ * EVICT_IDLE_MS at least, of the key holding the most sessions here, when that key holds at least two more than the
+ * opener would (so keys converge on equal shares and an evicted key cannot evict back). Undefined when neither is
+ * there: the opener is refused as before.
  */
 export function squattedSession(
   refusal: unknown,
   opener: string,
-  open: Iterable<[string, AdmittedSession & { readonly lastUsed: number }]>,
+  open: Iterable<[string, AdmittedSession & { readonly lastUsed: number; readonly stepped: boolean }]>,
   now: number,
   idleMs = EVICT_IDLE_MS,
 ): string | undefined {
   if (!(refusal instanceof NeuronError) || !FULL.has(refusal.code)) return undefined
   const byKey = new Map<string, [string, number][]>()
-  for (const [id, s] of open)
-    if (!s.probe) byKey.set(s.clientKey, [...(byKey.get(s.clientKey) ?? []), [id, s.lastUsed]])
+  let unstepped: [string, number] | undefined
+  for (const [id, s] of open) {
+    if (s.probe) continue
+    byKey.set(s.clientKey, [...(byKey.get(s.clientKey) ?? []), [id, s.lastUsed]])
+    if (!s.stepped && now - s.lastUsed >= idleMs && (unstepped === undefined || s.lastUsed < unstepped[1]))
+      unstepped = [id, s.lastUsed]
+  }
+  if (unstepped !== undefined) return unstepped[0]
   let top: [string, number][] = []
   for (const sessions of byKey.values()) if (sessions.length > top.length) top = sessions
   if (top.length < (byKey.get(opener)?.length ?? 0) + 2) return undefined

@@ -73,9 +73,14 @@ export class HostServing {
     return this.server !== undefined
   }
 
-  /** Its count of sessions, and (host.heartbeat's `sessions`) those held since the last heartbeat. */
+  /** Its count of sessions, (`sessions`) those held since the last heartbeat, and its idle opens. */
   heartbeat(): HeartbeatBody {
-    return { activeSessions: this.server?.activeSessions ?? 0, sessions: this.server?.sessionsSeen() }
+    const server = this.server
+    return {
+      activeSessions: server?.activeSessions ?? 0,
+      sessions: server?.sessionsSeen(),
+      idleOpens: server?.idleOpens(Date.now()) ?? 0,
+    }
   }
 
   /**

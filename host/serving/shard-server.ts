@@ -21,7 +21,14 @@ import type { TokenTexts } from '../grammar/constraint'
 import { onceTokenTexts } from '../grammar/token-texts'
 import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
-import { type AdmissionLimits, admissionLimits, admit, squattedSession, type TicketTerms } from './admission'
+import {
+  type AdmissionLimits,
+  admissionLimits,
+  admit,
+  EVICT_IDLE_MS,
+  squattedSession,
+  type TicketTerms,
+} from './admission'
 import { DataPlaneListener } from './data-plane-listener'
 import { Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
@@ -145,6 +152,17 @@ export class ShardServer {
   get activeSessions(): number {
     let n = 0
     for (const s of this.sessions.values()) if (!s.probe) n++
+    return n
+  }
+
+  /**
+   * Sessions opened and never stepped for the eviction grace: a full host gives one up to a waiting key (admission's
+   * squattedSession), and the heartbeat says how many, so the tracker routes a waiting key here.
+   */
+  idleOpens(now: number): number {
+    const grace = this.options.evictIdleMs ?? EVICT_IDLE_MS
+    let n = 0
+    for (const s of this.sessions.values()) if (!s.probe && !s.stepped && now - s.lastUsed >= grace) n++
     return n
   }
 

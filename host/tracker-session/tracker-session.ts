@@ -34,7 +34,7 @@ export interface TrackerSessionOptions {
   readonly log: (line: string) => void
 }
 
-export type HeartbeatBody = { activeSessions: number; sessions: string[] | undefined }
+export type HeartbeatBody = { activeSessions: number; sessions: string[] | undefined; idleOpens: number }
 
 type StateAnswer = RpcResponse<typeof HostToTracker, 'host.state'>
 

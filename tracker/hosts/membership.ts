@@ -76,9 +76,9 @@ export class HostMembership {
     return { endpoint: state.endpoint, relay: this.d.volunteerRelays.assign(peer.nodeId, state) }
   }
 
-  heartbeat(peer: HostPeer, activeSessions: number, sessions?: readonly string[]): void {
+  heartbeat(peer: HostPeer, activeSessions: number, sessions?: readonly string[], idleOpens = 0): void {
     this.registered(peer)
-    this.d.registry.heartbeat(peer.nodeId, activeSessions, Date.now(), null, sessions)
+    this.d.registry.heartbeat(peer.nodeId, activeSessions, Date.now(), null, sessions, idleOpens)
   }
 
   /** The host's connection closed: it goes offline, unless it joined again on another connection. */

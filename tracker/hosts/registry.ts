@@ -14,6 +14,8 @@ export interface LiveHost {
   verifiedFor: string | null
   /** Sessions routed to it that the count it heartbeats may not hold yet. */
   routedSinceHeartbeat: number
+  /** Sessions it holds opened and never stepped, that it gives up to a waiting key when full (its last heartbeat's). */
+  idleOpens: number
 }
 
 /** Sessions remembered as routed to one host between two of its heartbeats. */
@@ -66,6 +68,7 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
       owner: null,
       verifiedFor: null,
       routedSinceHeartbeat: 0,
+      idleOpens: 0,
     }
     this.hosts.set(hostId, host)
     this.claims.delete(hostId)
@@ -90,7 +93,7 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     }
     if (!h.online && known?.owner !== owner) return
     const wasOnline = known?.online === true
-    this.hosts.set(h.hostId, { ...h, lastHeartbeat: now, owner, routedSinceHeartbeat: 0 })
+    this.hosts.set(h.hostId, { ...h, lastHeartbeat: now, owner, routedSinceHeartbeat: 0, idleOpens: 0 })
     if (wasOnline && !h.online) this.emit('offline', h.hostId, `offline at instance ${owner}`)
     this.emit('changed', h.hostId)
   }
@@ -125,10 +128,12 @@ export class HostRegistry extends EventEmitter<{ offline: [hostId: string, why: 
     now = Date.now(),
     owner: string | null = null,
     seen?: readonly string[],
+    idleOpens = 0,
   ): void {
     const host = this.hosts.get(hostId)
     if (host === undefined || host.owner !== owner) return
     host.lastHeartbeat = now
+    host.idleOpens = idleOpens
     host.state = { ...host.state, activeSessions }
     const routed = this.routedSessions.get(hostId)
     const held = this.heldSessions.get(hostId) ?? new Map<string, string>()

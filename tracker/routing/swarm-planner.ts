@@ -80,15 +80,16 @@ export class SwarmPlanner {
   }
 
   /**
-   * The swarm as `key` may have it when every host it needs is full: a full host where another key holds at least two
-   * sessions more than `key` has one slot for it. The host gives that key's least recently used idle session up
-   * when `key` opens (host/serving/admission.ts squattedSession),
-   * so no key keeps more than its share from a waiting one.
+   * The swarm as `key` may have it when every host it needs is full: a full host holding a session opened and never
+   * stepped, or where another key holds at least two sessions more than `key`, has one slot for it. The host gives
+   * that session up when `key` opens (host/serving/admission.ts squattedSession), so neither opens left idle nor a key
+   * keeping more than its share hold a waiting one off.
    */
   private fairShareView(manifest: Manifest, key: string): SwarmView {
     const view = this.viewOf(manifest)
     const spans = view.spans.map((span) => {
       if (span.activeSessions < span.maxSessions) return span
+      if ((this.registry.get(span.hostId)?.idleOpens ?? 0) > 0) return { ...span, activeSessions: span.maxSessions - 1 }
       const holders = this.registry.holders(span.hostId)
       const mine = holders.get(key) ?? 0
       let top = 0

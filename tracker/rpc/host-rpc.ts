@@ -32,8 +32,8 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
       return { hostId: peer.nodeId, heartbeatMs: d.registry.heartbeatMs, trackerKey: d.identity.publicKey }
     },
     'host.state': (state, peer) => d.membership.serving(peer, state),
-    'host.heartbeat': ({ activeSessions, sessions }, peer) => {
-      d.membership.heartbeat(peer, activeSessions, sessions)
+    'host.heartbeat': ({ activeSessions, sessions, idleOpens }, peer) => {
+      d.membership.heartbeat(peer, activeSessions, sessions, idleOpens)
       return {}
     },
     'placement.request': ({ modelId }, peer) => {
