@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { BlockRange } from './blocks'
 import { NodeId, PublicKey } from './identity'
-import { MAX_SESSION_TOKENS } from './limits'
+import { MAX_BLOCKS, MAX_SESSION_TOKENS } from './limits'
 import { ModelId } from './manifest'
 
 const SessionId = z.string().regex(/^[0-9a-f]{32}$/, 'a session id is 32 hex digits')
@@ -50,6 +50,17 @@ export const TicketBody = z.object({
       thenAccount: z.string().max(64),
     })
     .optional(),
+  /**
+   * The hops before this one on its route, in order, with their keys: a step forwarded into this hop (hop-to-hop)
+   * proves itself by their signed receipts, so the tracker names whose signatures those must be. Absent on a one-hop
+   * route, a route's first hop, and failover tickets (a failed-over route is client-relayed): no forwarded step is
+   * taken then.
+   */
+  upstream: z
+    .array(z.object({ hostId: NodeId, publicKey: PublicKey }))
+    .min(1)
+    .max(MAX_BLOCKS)
+    .optional(),
 })
 export type TicketBody = z.infer<typeof TicketBody>
 
@@ -79,6 +90,7 @@ export function ticketMessage(t: TicketBody): string {
     ...(t.replay === undefined
       ? []
       : ['replay', t.replay.span[0], t.replay.span[1], t.replay.escrowOf, t.replay.thenAccount]),
+    ...(t.upstream === undefined ? [] : ['upstream', ...t.upstream.flatMap((h) => [h.hostId, h.publicKey])]),
   ].join(' ')
 }
 

@@ -168,7 +168,7 @@ export class TrackerServices {
       this.pricing,
       this.gatewayIdentity.publicKey,
       store.holds,
-      { ...ticketing, rent },
+      { ...ticketing, rent, keyOf: (hostId) => this.registry.get(hostId)?.publicKey },
       shared,
     )
     this.gateway = this.createGateway()

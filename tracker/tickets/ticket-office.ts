@@ -35,6 +35,11 @@ export interface TicketOfficeOptions {
   readonly admits?: (publicKey: string) => boolean
   /** Charges a session's rent when its hold ends, up to `until` (tracker/ledger/rent.ts); absent, holding is free. */
   readonly rent?: { charge(hold: StoredHold, until: number): Promise<number> }
+  /**
+   * A host's public key, for the upstream hops a ticket names (a forwarded step's receipts are checked against them);
+   * absent, tickets name none and hosts take no forwarded step.
+   */
+  readonly keyOf?: (hostId: string) => string | undefined
 }
 
 /** Plans one account may have outstanding: each holds credits and, until opened, a slot on every host of its route. */
@@ -220,11 +225,19 @@ export class TicketOffice {
     }
     return {
       ...route,
-      hops: route.hops.map((hop) => ({
+      hops: route.hops.map((hop, i) => ({
         ...hop,
-        ticket: this.sign(hop, request, manifest, clientKey, payer.account.accountId, now),
+        ticket: this.sign(hop, request, manifest, clientKey, payer.account.accountId, now, this.upstream(route, i)),
       })),
     }
+  }
+
+  /** The hops before hop `i` with their keys, for its ticket; undefined for the first, or a key not known. */
+  private upstream(route: Route, i: number): Ticket['upstream'] {
+    const keyOf = this.options.keyOf
+    if (i === 0 || keyOf === undefined) return undefined
+    const hops = route.hops.slice(0, i).map((h) => ({ hostId: h.hostId, publicKey: keyOf(h.hostId) }))
+    return hops.every((h): h is { hostId: string; publicKey: string } => h.publicKey !== undefined) ? hops : undefined
   }
 
   /**
@@ -262,6 +275,7 @@ export class TicketOffice {
     clientKey: string,
     accountId: string,
     now: number,
+    upstream?: Ticket['upstream'],
   ): Ticket {
     const blocks: [number, number] = [hop.blocks[0], hop.blocks[1]]
     return signTicket(this.identity, {
@@ -281,6 +295,8 @@ export class TicketOffice {
       ...(request.failedHost === undefined
         ? {}
         : { replay: { span: [0, request.maxTokens], escrowOf: request.failedHost, thenAccount: accountId } }),
+      // a failed-over route is client-relayed: its tickets take no forwarded step
+      ...(upstream === undefined || request.failedHost !== undefined ? {} : { upstream }),
     })
   }
 

@@ -9,6 +9,7 @@ import {
   NeuronError,
   type Receipt,
   readTrailer,
+  receiptMessage,
   StepTrailer,
   stepMessage,
 } from '../../../protocol'
@@ -66,7 +67,9 @@ const badChain = (frame: Frame, why: string) =>
 /**
  * A forwarded step's proof: the seam's capability (the client gave it to this hop's predecessor alone), the
  * predecessor's receipt naming exactly these bytes as its output, and the first hop's receipt carrying the client's
- * signature of this step (so only steps the client sent run). The receipt this hop signs names the input it took.
+ * signature of this step (so only steps the client sent run). Both receipts must be signed by the hosts this hop's
+ * ticket names upstream (the tracker's word for whose they are): the client holds the capability, so without them it
+ * could make up a step no hop before this one ran. The receipt this hop signs names the input it took.
  */
 export function chainSigned(served: ServedSession, frame: Frame, chain: ChainTrailer): SignedStep {
   const accept = served.open.forwarding?.accept
@@ -84,6 +87,20 @@ export function chainSigned(served: ServedSession, frame: Frame, chain: ChainTra
   if (prev.output !== input) throw badChain(frame, 'its payload is not the output its predecessor signed')
   if (prev.blocks[1] !== served.open.blocks[0])
     throw badChain(frame, `its predecessor ran blocks up to ${prev.blocks[1]}, not ${served.open.blocks[0]}`)
+  const upstream = served.ticket.upstream ?? []
+  const signedBy = (r: Receipt, host: { hostId: string; publicKey: string } | undefined) => {
+    const { signature, ...body } = r
+    return host?.hostId === r.hostId && verifySignature(host.publicKey, receiptMessage(body), signature)
+  }
+  if (!signedBy(prev, upstream.at(-1)))
+    throw badChain(frame, "its predecessor's receipt is not signed by the hop its ticket names before this one")
+  if (
+    !signedBy(
+      origin,
+      upstream.find((h) => h.hostId === origin.hostId),
+    )
+  )
+    throw badChain(frame, "the first hop's receipt is not signed by a hop its ticket names upstream")
   const terms = {
     session: frame.session,
     hostId: origin.hostId,
