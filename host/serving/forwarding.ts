@@ -143,6 +143,15 @@ export class Forwarder {
     })
   }
 
+  /**
+   * The oldest step forwarded into `session` whose countersign its client owes a step late, when `step` comes: a
+   * client countersigns off the critical path, so the step just before may still be on its way; undefined when none.
+   */
+  owedCountersign(session: string, step: number): number | undefined {
+    for (const owed of this.unsigned.get(session)?.keys() ?? []) if (owed < step - 1) return owed
+    return undefined
+  }
+
   /** Lets go of a closed session's link, kept outputs and unsigned receipts. */
   forget(session: string): void {
     this.kept.delete(session)

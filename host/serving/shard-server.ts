@@ -134,6 +134,7 @@ export class ShardServer {
       get canRollBack() {
         return runtime.canBatch === true
       },
+      owedCountersign: (session, step) => this.forwarder.owedCountersign(session, step),
     }
     const push = (caller: FrameCaller, bytes: Uint8Array) => this.listener?.push(caller, bytes) ?? false
     this.forwarder = new Forwarder({ push, log: options.log, signer: options.signer, onReceipt: options.onReceipt })

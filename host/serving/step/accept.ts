@@ -1,4 +1,4 @@
-import { type ChainTrailer, type Frame, NeuronError, type SeamFacts } from '../../../protocol'
+import { type ChainTrailer, type Frame, NeuronError, REPLAY_STEP_BASE, type SeamFacts } from '../../../protocol'
 import { chainTrailer } from '../forwarding'
 import { type SeamInput, seamInput } from '../seam-io'
 import type { FrameCaller, ServedSession } from '../served-session'
@@ -31,6 +31,8 @@ export interface StepGate {
   readonly seams: SeamFacts
   /** Whether the runtime rolls a session's cache back, as a verify step needs. */
   readonly canRollBack: boolean
+  /** The oldest forwarded-in step of the session whose countersign its client owes a step late (forwarding.ts). */
+  owedCountersign(session: string, step: number): number | undefined
 }
 
 /**
@@ -43,7 +45,9 @@ export interface StepGate {
  * 4. a verify step is one this session can take;
  * 5. replay numbering comes only on a failover ticket, inside the positions it names;
  * 6. the client signed it, or the chain of receipts proves the client signed it at the route's first hop;
- * 7. it comes in order: taken, it is the session's latest step; the latest step, once served, comes again only with
+ * 7. the client owes no countersign of a step forwarded in two steps ago or earlier (hop-to-hop: it signs each
+ *    off the critical path, and a hop stops serving a session whose signatures lag, so none runs unpaid for long);
+ * 8. it comes in order: taken, it is the session's latest step; the latest step, once served, comes again only with
  *    the same input (a failover's retry: a step number is served once).
  */
 export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): AcceptedStep {
@@ -61,6 +65,15 @@ export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): A
   checkVerify(frame, gate.canRollBack, served.sampling)
   checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
   const signed = chain === undefined ? clientSigned(served, frame) : chainSigned(served, frame, chain)
+  // a failover's replay rebuilds a cache with steps of their own numbering: no countersign is owed before those
+  const owed = frame.step < REPLAY_STEP_BASE ? gate.owedCountersign(frame.session, frame.step) : undefined
+  if (owed !== undefined)
+    throw new NeuronError(
+      'countersign_owed',
+      `session ${frame.session} owes its client's countersign of step ${owed}, forwarded in and served; sign it (a ` +
+        `sign frame) before step ${frame.step}.`,
+      { owed, step: frame.step },
+    )
   const again = served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
   if (again) checkSameInput(served, frame, signed.input)
   return { frame, served, input, signed, chain, again }
