@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
-import { type RawData, type WebSocket, WebSocketServer } from 'ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 import { nodeIdOf, verifySignature } from '../../identity/keys'
 import {
   CIRCUIT_PATH,
@@ -15,6 +15,7 @@ import {
   MAX_ENVELOPE_BYTES,
   MAX_FRAME_BYTES,
   MAX_RELAYED_HOSTS,
+  NeuronError,
   RESERVATION_PATH,
   type RelayOffer,
   type RelayReceipt,
@@ -23,6 +24,15 @@ import {
   relayReceiptMessage,
   reservationMessage,
 } from '../../protocol'
+import { ByteBucket } from './byte-bucket'
+import {
+  admitCircuit,
+  answerRefused,
+  circuitClientKey,
+  OPEN_TIMEOUT_MS,
+  rawBytes,
+  refuseCircuit,
+} from './circuit-admission'
 
 const NO_SESSION = '0'.repeat(32)
 /** Frames one circuit may have in flight, and one reservation over all its circuits. */
@@ -65,6 +75,8 @@ interface Reservation {
 interface Circuit {
   readonly id: number
   readonly hostId: string
+  /** The client key its session's ticket names: circuits per key are bounded (circuitShare). */
+  readonly clientKey: string
   readonly socket: WebSocket
   readonly bucket: ByteBucket
   /** Requests carried to the host and not answered yet, by `session:step`, with their bytes. */
@@ -82,6 +94,8 @@ export class RelayService {
   private readonly reservations = new Map<string, Reservation>()
   private readonly circuits = new Map<number, Circuit>()
   private nextCircuit = 1
+  /** Circuits connected whose first frame has not come yet (they hold no slot). */
+  private opening = 0
   private readonly total: ByteBucket
   private readonly framesBySession = new Map<string, number>()
 
@@ -270,18 +284,14 @@ export class RelayService {
     this.options.onReceipt({ ...body, signature: this.options.sign(relayReceiptMessage(body)) })
   }
 
+  /**
+   * A circuit holds a slot only once its first frame, the open of a ticketed session on the host, proves its client
+   * key (circuit-admission.ts): a socket that sends nothing else is closed after OPEN_TIMEOUT_MS and holds none, and
+   * one key holds at most its share of the relay's circuits.
+   */
   private openCircuit(socket: WebSocket, hostId: string): void {
     socket.on('error', (e) => this.options.log?.(`relay circuit socket: ${e.message}`))
-    const reservation = this.reservations.get(hostId)
-    if (this.circuits.size >= this.options.circuits) {
-      refuseCircuit(
-        socket,
-        'relay_full',
-        `this relay carries ${this.circuits.size} circuits, its bound; ask the tracker for a new route`,
-      )
-      return
-    }
-    if (reservation === undefined) {
+    if (!this.reservations.has(hostId)) {
       refuseCircuit(
         socket,
         'not_reserved',
@@ -289,10 +299,33 @@ export class RelayService {
       )
       return
     }
+    if (this.opening >= 2 * this.options.circuits) {
+      refuseCircuit(socket, 'relay_busy', `this relay has ${this.opening} circuits opening; try again in a moment`)
+      return
+    }
+    this.opening++
+    const timer = setTimeout(() => socket.close(1008, 'circuit_unticketed'), OPEN_TIMEOUT_MS)
+    socket.once('close', () => clearTimeout(timer))
+    socket.once('message', (data) => {
+      clearTimeout(timer)
+      this.opening--
+      const bytes = rawBytes(data)
+      try {
+        this.ticketedCircuit(socket, hostId, circuitClientKey(bytes, hostId, this.options.trackerKey()), bytes)
+      } catch (error) {
+        const wire = error instanceof NeuronError ? error : new NeuronError('bad_frame', String(error))
+        answerRefused(socket, bytes, wire.code, wire.message)
+      }
+    })
+  }
+
+  /** A circuit proven by its first frame: within the relay's bound and its key's share, it carries that frame on. */
+  private ticketedCircuit(socket: WebSocket, hostId: string, clientKey: string, first: Buffer): void {
+    admitCircuit(this.circuits.values(), this.options.circuits, clientKey)
     const id = this.nextCircuit
     this.nextCircuit = this.nextCircuit >= 0xffffffff ? 1 : this.nextCircuit + 1
     const perCircuit = new ByteBucket(this.total.bytesPerSecond / 2)
-    const circuit: Circuit = { id, hostId, socket, bucket: perCircuit, waiting: new Map() }
+    const circuit: Circuit = { id, hostId, clientKey, socket, bucket: perCircuit, waiting: new Map() }
     this.circuits.set(id, circuit)
     this.options.onChange()
     socket.on('message', (data) => this.fromClient(circuit, rawBytes(data)))
@@ -303,6 +336,7 @@ export class RelayService {
       if (r !== undefined) r.inFlight = Math.max(0, r.inFlight - circuit.waiting.size)
       this.options.onChange()
     })
+    this.fromClient(circuit, first)
   }
 
   /**
@@ -350,41 +384,5 @@ export class RelayService {
     circuit.waiting.set(`${header.session}:${header.step}`, bytes.byteLength)
     reservation.inFlight++
     reservation.socket.send(encodeEnvelope({ kind: ENVELOPE_FRAME, circuit: circuit.id, payload: bytes }))
-  }
-}
-
-/** A refused circuit: every frame it sends is answered with the typed error, then it is closed. */
-function refuseCircuit(socket: WebSocket, code: string, message: string): void {
-  socket.once('message', (data) => {
-    let to = { session: NO_SESSION, step: 0 }
-    try {
-      to = decodeFrame(rawBytes(data))
-    } catch {}
-    socket.send(errorFrame(to.session, to.step, { code, message }), () => socket.close(1013, code))
-  })
-}
-
-function rawBytes(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data
-  if (Array.isArray(data)) return Buffer.concat(data)
-  return Buffer.from(data)
-}
-
-/** A token bucket of bytes: a second's worth of burst, refilled continuously. */
-class ByteBucket {
-  private tokens: number
-  private at = performance.now()
-
-  constructor(readonly bytesPerSecond: number) {
-    this.tokens = bytesPerSecond
-  }
-
-  take(bytes: number): boolean {
-    const now = performance.now()
-    this.tokens = Math.min(this.bytesPerSecond, this.tokens + ((now - this.at) / 1000) * this.bytesPerSecond)
-    this.at = now
-    if (bytes > this.tokens) return false
-    this.tokens -= bytes
-    return true
   }
 }

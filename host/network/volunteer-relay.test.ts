@@ -3,6 +3,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { z } from 'zod'
+import { planRoute } from '../../client/grant-claim'
+import { closeHops, type HopState, openHops } from '../../client/open-hops'
 import { SwarmClient } from '../../client/swarm-client'
 import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
@@ -61,6 +63,27 @@ async function reservedAtRelay(hostId: string): Promise<void> {
 }
 
 const ErrorBody = z.object({ code: z.string(), message: z.string() })
+
+/**
+ * A session of a fresh key (or `as`) opened on every hop of a route and never stepped: its circuit through the relay
+ * holds a slot there, as a real client's does.
+ */
+async function heldSession(as?: SwarmClient): Promise<{ hops: HopState[]; session: string; close(): Promise<void> }> {
+  const holder = as ?? (await SwarmClient.connect(tracker.url, NodeIdentity.generate()))
+  const session = randomBytes(16).toString('hex')
+  const plan = { modelId: manifest.modelId, maxTokens: 16, promptTokens: 1, exclude: [], session }
+  const route = await planRoute(holder.tracker, holder.hopOpener.identity, plan, () => {})
+  const request = { modelId: manifest.modelId, prompt: [1], maxTokens: 15 }
+  const hops = await openHops(holder.hopOpener, route.hops, session, request, 16, true)
+  return {
+    hops,
+    session,
+    close: async () => {
+      await closeHops(hops, session)
+      if (as === undefined) await holder.close()
+    },
+  }
+}
 
 /** Opens a raw circuit and sends one frame; resolves with the first answer's error code (or 'ok'). */
 function circuitAnswer(url: string, frame: Uint8Array): Promise<{ code: string; socket: WebSocket }> {
@@ -243,19 +266,14 @@ describe(`volunteer relays on loopback`, () => {
       relay: true,
     })
     await hidden.start()
-    const held: WebSocket[] = []
+    const held: Awaited<ReturnType<typeof heldSession>>[] = []
     try {
       await reservedAtRelay(hidden.hostId)
       const url = new URL(`${CIRCUIT_PATH}/${hidden.hostId}`, relayHost.state.endpoint ?? '').href
-      // two circuits (its bound) held open by a client that sends nothing
-      for (let i = 0; i < 2; i++) {
-        const socket = new WebSocket(url)
-        await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
-        held.push(socket)
-      }
-      const third = await circuitAnswer(url, jsonFrame('close', randomBytes(16).toString('hex'), 0, {}))
-      third.socket.close()
-      expect(third.code).toBe('relay_full')
+      // two circuits (its bound), each a ticketed session of its own client, held open and never stepped
+      for (let i = 0; i < 2; i++) held.push(await heldSession())
+      const third = await heldSession().catch((e: unknown) => e)
+      expect(third).toMatchObject({ code: 'relay_full' })
       await vi.waitFor(
         async () =>
           expect((await hosts()).find((h) => h.hostId === relayHost.hostId)?.state.relayOffer?.openCircuits).toBe(2),
@@ -268,7 +286,49 @@ describe(`volunteer relays on loopback`, () => {
       expect(chat.hops.find((h) => h.hostId === hidden.hostId)?.relayHostId).toBeUndefined()
       expect((await hosts()).find((h) => h.hostId === hidden.hostId)?.relayedBytes).toBeGreaterThan(before)
     } finally {
-      for (const s of held) s.close()
+      for (const s of held) await s.close()
+      await hidden.stop(1000)
+    }
+  }, 120_000)
+
+  it('holds no circuit for a socket without a ticket, and at most its share for one key', async () => {
+    const hidden = new Host({
+      trackerUrl: tracker.url,
+      dataDir: join(dir, 'hidden3'),
+      modelId: manifest.modelId,
+      blocks: [2, 5],
+      threads: 1,
+      relay: true,
+    })
+    await hidden.start()
+    const silent: WebSocket[] = []
+    try {
+      await reservedAtRelay(hidden.hostId)
+      const url = new URL(`${CIRCUIT_PATH}/${hidden.hostId}`, relayHost.state.endpoint ?? '').href
+      // as many sockets as the relay has circuits, opened by someone with no ticket and sending nothing
+      for (let i = 0; i < 2; i++) {
+        const socket = new WebSocket(url)
+        await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+        silent.push(socket)
+      }
+      // a frame that is not a ticketed open is refused, naming why
+      const unticketed = await circuitAnswer(url, jsonFrame('close', randomBytes(16).toString('hex'), 0, {}))
+      unticketed.socket.close()
+      expect(unticketed.code).toBe('circuit_unticketed')
+      // a real client's chat still goes through the relay
+      const chat = await complete(6)
+      expect(chat.hops.find((h) => h.hostId === hidden.hostId)?.relayHostId).toBe(relayHost.hostId)
+      // one key: its share of this relay's two circuits is one
+      const greedy = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
+      const first = await heldSession(greedy)
+      try {
+        await expect(heldSession(greedy)).rejects.toMatchObject({ code: 'relay_share' })
+      } finally {
+        await first.close()
+        await greedy.close()
+      }
+    } finally {
+      for (const s of silent) s.close()
       await hidden.stop(1000)
     }
   }, 120_000)
