@@ -55,3 +55,11 @@ export const CountersignStep = z.object({
   client: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url'),
 })
 export type CountersignStep = z.infer<typeof CountersignStep>
+
+/**
+ * A receipt for a step forwarded into a hop whose client never countersigned it, as the host hands it in when the
+ * session ends: with the chain it was forwarded with (the first hop's receipt, which carries the client's signature
+ * of the step, and the predecessor's), which proves the client asked for it, so the tracker pays it all the same.
+ */
+export const ChainedReceipt = Receipt.extend({ chain: z.object({ origin: Receipt, prev: Receipt }) })
+export type ChainedReceipt = z.infer<typeof ChainedReceipt>

@@ -1,7 +1,9 @@
 // Attacks on hop-to-hop forwarding by the session's own client, against a real tracker and three real hosts of
 // stories260K on loopback. Each as measured before its fix: holding the seam's capability, the client made up its
 // first hop's receipt and the middle hop ran a step no hop before it ran; never countersigning the steps forwarded
-// into the later hops, it got 12 tokens and the last hop (2/5 of the blocks) earned nothing.
+// into the later hops, it got 12 tokens and the last hop (2/5 of the blocks) earned nothing. Stopped after 2 steps,
+// the later hops still earned nothing for those until they handed them in with the chain that proves the client
+// asked for them.
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { chainOpenings, directLegs } from '../client/generation/hop-to-hop'
@@ -91,8 +93,10 @@ describe('hop-to-hop forwarding against its own client', () => {
       return request.call(this, bytes)
     })
     let tokens = 0
+    const session = randomBytes(16).toString('hex')
     try {
       const request = {
+        session,
         modelId: swarm.manifest.modelId,
         prompt: [1, 403, 407, 261, 378],
         maxTokens: 12,
@@ -109,6 +113,19 @@ describe('hop-to-hop forwarding against its own client', () => {
       // the later hops served steps 1 and 2 unsigned, then refused step 3: the client owed step 1's countersign
       expect(outcome).toBe('countersign_owed')
       expect(tokens).toBe(2)
+      // the steps the later hops served are paid all the same: each hands them in with their chain
+      const [, middle, last] = swarm.hosts
+      const paid = async (hostId: string) =>
+        (await swarm.tracker.store.ledger.receipts({ session })).filter(
+          (r) => r.receipt.hostId === hostId && r.hostEarned > 0,
+        ).length
+      await vi.waitFor(
+        async () => expect([await paid(middle?.hostId ?? ''), await paid(last?.hostId ?? '')]).toEqual([2, 2]),
+        {
+          timeout: 10_000,
+          interval: 200,
+        },
+      )
     } finally {
       vi.restoreAllMocks()
       await client.close()

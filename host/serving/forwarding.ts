@@ -4,6 +4,7 @@
 import { WebSocketHopLink } from '../../dataplane/hop-link'
 import { verifySignature } from '../../identity/keys'
 import {
+  type ChainedReceipt,
   ChainTrailer,
   CountersignStep,
   decodeFrame,
@@ -29,7 +30,8 @@ export interface ForwardingHost {
   push(caller: FrameCaller, bytes: Uint8Array): boolean
   readonly log?: ((line: string) => void) | undefined
   readonly signer?: { sign(message: string): string } | undefined
-  readonly onReceipt?: ((receipt: Receipt) => void) | undefined
+  /** Told every receipt to hand in: signed ones, and at a session's end its uncountersigned ones with their chain. */
+  readonly onReceipt?: ((receipt: Receipt | ChainedReceipt) => void) | undefined
 }
 
 /** A forward frame's hop-to-hop trailer, when it came from a predecessor hop rather than the session's client. */
@@ -43,8 +45,8 @@ export class Forwarder {
   private readonly links = new Map<string, Promise<WebSocketHopLink | undefined>>()
   /** The answers forwarded, by session and step: the client, which never saw them, may ask for them. */
   private readonly kept = new Map<string, Map<number, Uint8Array>>()
-  /** Receipts of forwarded-in steps waiting for their client's signature, by session and step. */
-  private readonly unsigned = new Map<string, Map<number, Receipt>>()
+  /** Receipts of forwarded-in steps waiting for their client's signature, by session and step, with their chain. */
+  private readonly unsigned = new Map<string, Map<number, ChainedReceipt>>()
 
   constructor(private readonly host: ForwardingHost) {}
 
@@ -86,8 +88,10 @@ export class Forwarder {
         })
       : answer
     if (chain === undefined) return toClient
-    if (receipt !== undefined)
-      this.unsigned.set(request.session, (this.unsigned.get(request.session) ?? new Map()).set(request.step, receipt))
+    if (receipt !== undefined) {
+      const chained = { ...receipt, chain: { origin: chain.origin, prev: chain.prev } }
+      this.unsigned.set(request.session, (this.unsigned.get(request.session) ?? new Map()).set(request.step, chained))
+    }
     if (!this.host.push(served.owner, toClient))
       this.host.log?.(`session ${request.session}: its client is not connected here; step ${request.step} not reported`)
     return jsonFrame('ok', request.session, request.step, {})
@@ -119,7 +123,7 @@ export class Forwarder {
         'not_kept',
         `this host holds no unsigned receipt for step ${frame.step} of session ${frame.session}.`,
       )
-    const { signature: _, ...body } = held
+    const { signature: _, chain: __, ...body } = held
     const terms = {
       session: body.session,
       hostId: body.hostId,
@@ -152,9 +156,13 @@ export class Forwarder {
     return undefined
   }
 
-  /** Lets go of a closed session's link, kept outputs and unsigned receipts. */
+  /**
+   * Lets go of a closed session's link and kept outputs; the receipts its client never countersigned are handed in
+   * with their chain (the tracker pays them from it).
+   */
   forget(session: string): void {
     this.kept.delete(session)
+    for (const chained of this.unsigned.get(session)?.values() ?? []) this.host.onReceipt?.(chained)
     this.unsigned.delete(session)
     const link = this.links.get(session)
     this.links.delete(session)

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events'
-import { type Manifest, NeuronError, Receipt as ReceiptSchema } from '../../protocol'
+import { ChainedReceipt, type Manifest, NeuronError, Receipt as ReceiptSchema } from '../../protocol'
 import { Escrow, settlementWindowMs } from './escrow'
 import type { IssuedSession } from './issued-session'
 import { Ledger } from './ledger'
@@ -174,8 +174,10 @@ export class Metering extends EventEmitter<MeteringEvents> {
     // through its own handle): the signers' registered keys.
     const keys = new Map<string, string | undefined>()
     for (const raw of receipts) {
-      const hostId = ReceiptSchema.safeParse(raw).data?.hostId
-      if (hostId !== undefined && !keys.has(hostId)) keys.set(hostId, await this.publicKeyOf(hostId))
+      const chain = ChainedReceipt.safeParse(raw).data?.chain
+      const signers = [ReceiptSchema.safeParse(raw).data?.hostId, chain?.origin.hostId, chain?.prev.hostId]
+      for (const hostId of signers)
+        if (hostId !== undefined && !keys.has(hostId)) keys.set(hostId, await this.publicKeyOf(hostId))
     }
     // One commit for the step's receipts; each still settles (or
     // is refused) on its own. Seams are told once it commits.

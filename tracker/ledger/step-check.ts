@@ -1,6 +1,7 @@
 import { type KeyObject, verify } from 'node:crypto'
 import { publicKeyObject, verifySignature } from '../../identity/keys'
 import {
+  ChainedReceipt,
   NodeId,
   REPLAY_STEP_BASE,
   type Receipt,
@@ -32,7 +33,8 @@ export type CheckedStep =
 /**
  * Whether a host's receipt is payable, in one order: a receipt of this session, which the tracker routed, for a hop it
  * issued, signed by the host's registered key, the host not banned, the step signed by the session's client (a
- * forwarded hop-to-hop step too: the client countersigns it), on the ticket's terms (receipt-terms.ts); a step's
+ * forwarded hop-to-hop step too: the client countersigns it, or the chain it was forwarded with carries the client's
+ * signature at the route's first hop), on the ticket's terms (receipt-terms.ts); a step's
  * seams with the hops before and after it are checked against what they signed. step-pay.ts pays what passes.
  */
 export class StepCheck {
@@ -99,8 +101,9 @@ export class StepCheck {
     }
     if (this.banned(r.hostId))
       return refused(r.hostId, r.step, 'banned_host', `host ${r.hostId} is banned; nothing it hands in is paid`)
-    // a step the client never sent has no client signature: its receipt is the host's claim alone
-    if (issued.clientKey !== null && !clientSignedStep(issued.clientKey, r))
+    // a step the client never sent has no client signature: its receipt is the host's claim alone (a step forwarded
+    // into the hop proves the client's signature by its chain, when the client never countersigned it)
+    if (issued.clientKey !== null && !clientSignedStep(issued.clientKey, r) && !this.chainProves(issued, keys, raw, r))
       return refused(
         r.hostId,
         r.step,
@@ -116,6 +119,37 @@ export class StepCheck {
       return refused(r.hostId, r.step, terms.code, terms.message, terms.code !== 'position_mismatch')
     const seams = r.step >= REPLAY_STEP_BASE ? [] : await seamBreaks(store, session, issued.hops, r)
     return { payable: r, issued, seams }
+  }
+
+  /**
+   * Whether a receipt handed in with its chain (ChainedReceipt) is a step its session's client asked for: the first
+   * hop's receipt carries the client's signature of the step, both it and the predecessor's are the route's hops' and
+   * signed by their registered keys, and the predecessor's output is this step's input.
+   */
+  private chainProves(
+    issued: IssuedSession,
+    keys: ReadonlyMap<string, string | undefined>,
+    raw: unknown,
+    r: Receipt,
+  ): boolean {
+    const chain = ChainedReceipt.safeParse(raw).data?.chain
+    if (chain === undefined || issued.clientKey === null) return false
+    const { origin, prev } = chain
+    const sameStep = (c: Receipt) =>
+      c.session === r.session && c.step === r.step && c.position === r.position && c.tokens === r.tokens
+    const onRoute = (c: Receipt) =>
+      issued.hops.some((h) => h.hostId === c.hostId && h.blocks[0] === c.blocks[0] && h.blocks[1] === c.blocks[1])
+    const signedByHost = (c: Receipt) => {
+      const key = keys.get(c.hostId)
+      const { signature, ...body } = c
+      return key !== undefined && this.verify(key, receiptMessage(body), signature)
+    }
+    return (
+      [origin, prev].every((c) => sameStep(c) && onRoute(c) && signedByHost(c)) &&
+      prev.output === r.input &&
+      prev.blocks[1] === r.blocks[0] &&
+      clientSignedStep(issued.clientKey, origin)
+    )
   }
 
   private verify(publicKey: string, message: string, signature: string): boolean {
