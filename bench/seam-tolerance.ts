@@ -4,7 +4,8 @@
 // (host/probes.ts referenceRun); the host runs [a, b) in one runtime, f16 in and out, prefill of all
 // but two tokens then two single-token steps. Prints one JSON line per model with the honest worst
 // seam error (vs SEAM_TOLERANCE), the honest worst logit gap (vs ACCEPT_LOGIT_MARGIN) and the
-// smallest error each lie produces; the last line sums them up.
+// smallest error each lie produces, and the same for the sketches receipts commit to (protocol/commitment.ts:
+// the answer's sketch against the reference rows, as an audit by prefill compares); the last line sums them up.
 //
 // Options: --probes 32  --tokens 12  --threads 1  --large (adds a 1.1B q4_0 model, 22×2048: about a minute)
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -15,6 +16,7 @@ import { packModel } from '../gguf/pack'
 import { acceptLists, referenceRun } from '../host/probes'
 import { artifactsFor } from '../native/artifacts'
 import { ShardRuntime } from '../native/shard-runtime'
+import { SKETCH_TOLERANCE, sketchError, sketchRows } from '../protocol/commitment'
 import { ACCEPT_LOGIT_MARGIN, SEAM_TOLERANCE, seamError } from '../protocol/seam'
 import { STORIES_260K } from '../test/models'
 import { answerRange, argmaxRows, lieAbout, logitGap, type ProbeLie, type RangeAnswer } from '../test/probe-answers'
@@ -104,6 +106,8 @@ async function measure(c: Case): Promise<Record<string, unknown>> {
     const byLength: Record<string, number> = {}
     const gapByLength: Record<string, number> = {}
     const lies: Record<string, number> = Object.fromEntries(LIES.map((l) => [lieName(l), Number.POSITIVE_INFINITY]))
+    const sketchLies: Record<string, number> = { ...lies }
+    let worstSketch = 0
     const accepts = ref.logits.map((l) => acceptLists(l, nVocab))
     let worstHidden = 0
     let worstGap = 0
@@ -145,14 +149,19 @@ async function measure(c: Case): Promise<Record<string, unknown>> {
           const expected = ref.hidden[i]?.[b - 1] as Float32Array
           const e = seamError(answer.data, expected, nEmbd)
           worstHidden = Math.max(worstHidden, e)
+          // the answer's sketch (what its receipt commits to) against rows computed another way, as an audit does
+          worstSketch = Math.max(worstSketch, sketchError(sketchRows(answer.data, nEmbd), expected, nEmbd))
           byLength[`${b - a} blocks`] = Math.max(byLength[`${b - a} blocks`] ?? 0, e)
           for (const lie of LIES) {
             const told =
               lie.kind === 'skip-block'
                 ? await answerRange(runtime, [a, b], tokens, input, nEmbd, lie)
                 : { kind: 'hidden', data: lieAbout(answer.data, nEmbd, lie, i + 1) }
-            if (told?.kind === 'hidden')
+            if (told?.kind === 'hidden') {
               lies[lieName(lie)] = Math.min(lies[lieName(lie)] as number, seamError(told.data, expected, nEmbd))
+              const k = sketchError(sketchRows(told.data, nEmbd), expected, nEmbd)
+              sketchLies[lieName(lie)] = Math.min(sketchLies[lieName(lie)] as number, k)
+            }
           }
         }
       } finally {
@@ -175,6 +184,8 @@ async function measure(c: Case): Promise<Record<string, unknown>> {
         nVocab,
       },
       smallestLieError: lies,
+      honestWorstSketchError: worstSketch,
+      smallestLieSketchError: sketchLies,
       skippedBlockAtHeadCaught: `${skippedHeadCaught} of ${skippedHeadPositions} positions`,
     }
   } finally {
@@ -190,13 +201,23 @@ for (const c of CASES) {
 }
 const worst = (key: string) => Math.max(...results.map((r) => r[key] as number))
 const seam = worst('honestWorstSeamError')
+const sketch = worst('honestWorstSketchError')
 const gap = worst('honestWorstLogitGap')
 const summary = {
   honestWorstSeamError: seam,
   SEAM_TOLERANCE,
   seamSafety: SEAM_TOLERANCE / seam,
+  honestWorstSketchError: sketch,
+  SKETCH_TOLERANCE,
+  sketchSafety: SKETCH_TOLERANCE / sketch,
   honestWorstLogitGap: gap,
   ACCEPT_LOGIT_MARGIN,
   gapSafety: ACCEPT_LOGIT_MARGIN / gap,
+  smallestLieSketchError: Object.fromEntries(
+    LIES.map((l) => [
+      lieName(l),
+      Math.min(...results.map((r) => (r.smallestLieSketchError as Record<string, number>)[lieName(l)] as number)),
+    ]),
+  ),
 }
 process.stdout.write(`${JSON.stringify(summary)}\n`)

@@ -48,7 +48,7 @@ export async function openHops(
           : hop.endpoint === null
             ? new RelayHopLink(hop.hostId, client.tracker)
             : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: client.ca, fingerprint: hop.fingerprint })
-      states.push({ hop, link, inputs: [], receipts: [], lastOutput: undefined, stepMs: [] })
+      states.push({ hop, link, inputs: [], receipts: [], sketches: [], lastOutput: undefined, stepMs: [] })
       if (hop.ticket === undefined)
         throw new NeuronError(
           'no_ticket',

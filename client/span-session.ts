@@ -117,7 +117,7 @@ export class SpanSession {
         forwardFrame(current, 0, this.session, step, position, { identity: this.client.identity, ...h.hop }),
       )
       const receipt = readTrailer(answer, Receipt)
-      checkReceipt(h.hop.hostId, current, answer.payload, receipt)
+      checkReceipt(h.hop.hostId, current, answer, receipt)
       if (receipt !== undefined) this.receipts.push(receipt)
       if (answer.kind === 'token') return { kind: 'token', sampled: readJson(answer, SampledToken) }
       if (answer.kind !== 'hidden')

@@ -7,6 +7,7 @@ import {
   ClientToTracker,
   callRpc,
   type Frame,
+  frameSketch,
   MAX_AUDIT_BYTES,
   MAX_AUDITS_IN_FLIGHT,
   type Receipt,
@@ -24,19 +25,30 @@ export interface AuditableHop {
   inputs: HopInput[]
   /** The hop's signed receipt for each of `inputs`, in order (undefined where it signed none). */
   receipts: (Receipt | undefined)[]
+  /**
+   * The sketch of each answer's rows its receipt commits to (protocol/commitment.ts), in order: what an audit by
+   * prefill compares every step with. Undefined where the client never saw the answer (forwarded on) or it is a token.
+   */
+  sketches: (Uint8Array | undefined)[]
   /** The answer to the last input. */
   lastOutput: Uint8Array | undefined
 }
 
-/** How long a step waits for its audit: a re-run of the hop's history on another host (and a third on disagreement). */
-const AUDIT_TIMEOUT_MS = 20_000
+/** How long an audit may take: a re-run of the hop's history on another host (and a third on disagreement). */
+const AUDIT_TIMEOUT_MS = 60_000
 
 /**
- * Checks what a hop answered against what it signed: the receipt must name the input it was sent and
- * the answer it gave. A host whose receipt is missing or does not match the bytes it sent answers for
- * nothing, so the step goes to another host (the cheap check on every step).
+ * Checks what a hop answered against what it signed: the receipt must name the input it was sent, the answer it gave
+ * and, for hidden states, the sketch of its rows (the commitment an audit compares). A host whose receipt is missing
+ * or does not match the bytes it sent answers for nothing, so the step goes to another host (the cheap check on every
+ * step). Returns the sketch, to keep for audits.
  */
-export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array, receipt: Receipt | undefined): void {
+export function checkReceipt(
+  hostId: string,
+  input: HopInput,
+  answer: Frame,
+  receipt: Receipt | undefined,
+): Uint8Array | undefined {
   // A ticketed host signs every answer: one without a receipt could never be audited, so it is not taken.
   if (receipt === undefined)
     throw new HopFailure(
@@ -44,12 +56,25 @@ export function checkReceipt(hostId: string, input: HopInput, answer: Uint8Array
       'no_receipt',
       `host ${hostId} answered without its signed receipt; finding another host`,
     )
-  if (receipt.input !== payloadSha256(input.payload) || receipt.output !== payloadSha256(answer))
+  if (receipt.input !== payloadSha256(input.payload) || receipt.output !== payloadSha256(answer.payload))
     throw new HopFailure(
       hostId,
       'bad_receipt',
       `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`,
     )
+  return committedSketch(hostId, answer, receipt)
+}
+
+/** The sketch of a hidden-state answer's rows, checked against the commitment its receipt signs. */
+export function committedSketch(hostId: string, answer: Frame, receipt: Receipt): Uint8Array | undefined {
+  const sketch = frameSketch(answer)
+  if (sketch !== undefined && receipt.commit !== payloadSha256(sketch))
+    throw new HopFailure(
+      hostId,
+      'bad_receipt',
+      `host ${hostId} signed no commitment, or another one, to the rows it answered; finding another host`,
+    )
+  return sketch
 }
 
 /**
@@ -116,24 +141,27 @@ export function limitAudits(tracker: object, inFlight = MAX_AUDITS_IN_FLIGHT): A
 }
 
 /**
- * Audits the step just run: each hop is picked at the rate its route names, and the tracker re-runs
- * its inputs on another host and compares. What is sent is taken from `hops` now, so the next step may
- * run while the audits do. The picked hops' audits run at once (a step waits for the slowest, not for
- * their sum), within the key's slots. Undefined when no hop was picked; else resolves with the first hop
- * the tracker found lying (already banned there), if any. An audit that cannot run is logged and never
- * holds up the generation.
+ * Whether this step picks `hop` for an audit at the session's end: each step picks each hop at the rate its route
+ * names (its own hosts' never), so a session of n steps audits a hop with probability 1 − (1 − rate)^n.
  */
-export function auditStep(
+export function picks(hop: RouteHop, random: () => number = Math.random): boolean {
+  return random() < (hop.audit ?? 0)
+}
+
+/**
+ * Audits hops of a session once it is over, off its critical path: the tracker re-runs each hop's steps on another
+ * host as one prefill and compares every step's rows with the sketch its receipt commits to (commitment.ts). The hops'
+ * audits run at once, within the key's slots. Resolves with the hops the tracker found lying (banned there, and their
+ * pending earnings refunded); an audit that cannot run is logged, never thrown.
+ */
+export async function auditHops(
   tracker: RpcSocket & { readonly connected: boolean },
   session: string,
   hops: readonly AuditableHop[],
   log: (line: string) => void,
-  random: () => number = Math.random,
-): Promise<AuditableHop | undefined> | undefined {
+): Promise<AuditableHop[]> {
   const picked: { h: AuditableHop; request: AuditRequest }[] = []
   for (const h of hops) {
-    // The data plane runs on while the tracker is away; audits wait for it to come back.
-    if (!tracker.connected || random() >= (h.hop.audit ?? 0)) continue
     const history = evidence(h)
     if (history === undefined || h.lastOutput === undefined) continue
     picked.push({
@@ -141,7 +169,6 @@ export function auditStep(
       request: { session, hostId: h.hop.hostId, blocks: h.hop.blocks, ...history, output: h.lastOutput },
     })
   }
-  if (picked.length === 0) return undefined
   const slots = slotsOf.get(tracker) ?? limitAudits(tracker)
   const audit = async ({ h, request }: (typeof picked)[number]): Promise<AuditableHop | undefined> => {
     try {
@@ -151,7 +178,7 @@ export function auditStep(
         return callRpc(tracker, ClientToTracker, 'audit.submit', request, AUDIT_TIMEOUT_MS)
       })
       if (verdict === 'failed' && liar === h.hop.hostId) {
-        log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); replacing it`)
+        log(`audit: host ${liar} [${h.hop.blocks[0]}, ${h.hop.blocks[1]}) lied (${reason}); it is banned`)
         return h
       }
     } catch (error) {
@@ -159,11 +186,12 @@ export function auditStep(
     }
     return undefined
   }
-  return Promise.all(picked.map(audit)).then((found) => found.find((h) => h !== undefined))
+  const found = await Promise.all(picked.map(audit))
+  return found.filter((h) => h !== undefined)
 }
 
 /** The hop's steps as the tracker wants them, or undefined when a receipt is missing or they are too large to send. */
-function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array } | undefined {
+function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array; sketches?: Uint8Array } | undefined {
   const steps: AuditedStep[] = []
   let bytes = h.lastOutput?.byteLength ?? 0
   for (const [i, input] of h.inputs.entries()) {
@@ -180,5 +208,9 @@ function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array
     })
   }
   if (steps.length === 0) return undefined
-  return { steps, payloads: Buffer.concat(h.inputs.map((i) => i.payload)) }
+  const payloads = Buffer.concat(h.inputs.map((i) => i.payload))
+  // every step's commitment, when the client saw every answer: the audit compares them all in one prefill
+  const sketches = h.sketches.length === steps.length ? h.sketches : []
+  if (sketches.length === 0 || sketches.some((k) => k === undefined)) return { steps, payloads }
+  return { steps, payloads, sketches: Buffer.concat(sketches as Uint8Array[]) }
 }

@@ -7,7 +7,7 @@ import { checkTokenizer, ModelTokenizer } from '../text/tokenizer'
 import { Generation, type GenerationClient } from './generation/generation'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation/request'
 import type { HopOpener } from './open-hops'
-import { limitAudits } from './step-audits'
+import { type AuditableHop, auditHops, limitAudits } from './step-audits'
 
 export type { GeneratedToken, GenerateRequest, GenerationSummary, HopStats } from './generation/request'
 
@@ -24,6 +24,10 @@ export class SwarmClient {
   private readonly tokenizers = new Map<string, Promise<ModelTokenizer>>()
   /** session.end calls not yet acknowledged: close() waits for them. */
   private readonly ending = new Set<Promise<void>>()
+  /** Audits of ended sessions still running (auditHops). */
+  private readonly auditing = new Set<Promise<void>>()
+  /** Hosts the audits found lying (banned at the tracker), not yet told by auditsSettled(). */
+  private readonly liars: string[] = []
   private closed = false
 
   private constructor(
@@ -92,17 +96,27 @@ export class SwarmClient {
   }
 
   /**
-   * Closes the tracker connection once the sessions this client ended are acknowledged, or after `waitMs`:
-   * closing first would drop those calls, and the tracker would hold the rest of their credit until they expire.
+   * Waits for the audits of the sessions ended so far (they run after each session, off its critical path); resolves
+   * with the hosts they found lying since the last call, each banned at the tracker.
+   */
+  async auditsSettled(): Promise<string[]> {
+    await Promise.all(this.auditing)
+    return this.liars.splice(0)
+  }
+
+  /**
+   * Closes the tracker connection once the sessions this client ended are acknowledged and their audits done, or after
+   * `waitMs`: closing first would drop those calls, and the tracker would hold the rest of their credit until they
+   * expire.
    */
   async close(waitMs = END_SESSION_WAIT_MS): Promise<void> {
     if (this.closed) return
-    if (this.ending.size > 0) {
+    if (this.ending.size > 0 || this.auditing.size > 0) {
       let timer: NodeJS.Timeout | undefined
       const bound = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, waitMs)
       })
-      await Promise.race([Promise.all(this.ending), bound])
+      await Promise.race([Promise.all([...this.ending, ...this.auditing]), bound])
       clearTimeout(timer)
     }
     this.closed = true
@@ -123,7 +137,18 @@ export class SwarmClient {
       log: this.log,
       tokenizer: (modelId) => this.tokenizer(modelId),
       endSession: (session) => this.endSession(session),
+      audit: (session, hops) => this.audit(session, hops),
     }
+  }
+
+  /** Audits an ended session's picked hops in the background; auditsSettled() and close() wait for them. */
+  private audit(session: string, hops: readonly AuditableHop[]): void {
+    const audit = auditHops(this.tracker, session, hops, this.log)
+      .then((liars) => {
+        this.liars.push(...liars.map((h) => h.hop.hostId))
+      })
+      .finally(() => this.auditing.delete(audit))
+    this.auditing.add(audit)
   }
 
   /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */

@@ -54,10 +54,10 @@ export const AuditedStep = z.object({
 export type AuditedStep = z.infer<typeof AuditedStep>
 
 /**
- * A client's request to check one hop's step: the hop's steps in the session so far, in order (the
- * last is the one audited), their inputs back to back in `payloads` (one binary attachment: Socket.IO
- * refuses messages with more than 10), and the answer it got for the last (it hashes to that
- * receipt's `output`). The tracker re-runs them on another host of the same blocks and compares.
+ * A client's request to check one hop's steps: the hop's steps in the session so far, in order, their inputs back to
+ * back in `payloads` (one binary attachment: Socket.IO refuses messages with more than 10), the answer it got for the
+ * last (it hashes to that receipt's `output`) and every step's sketch. The tracker re-runs them on another host of the
+ * same blocks as one prefill and the last step, and compares every step's rows.
  */
 export const AuditRequest = z
   .object({
@@ -67,6 +67,12 @@ export const AuditRequest = z
     steps: z.array(AuditedStep).min(1).max(MAX_AUDIT_STEPS),
     payloads: Bytes.refine((b) => b.byteLength <= MAX_AUDIT_BYTES, `at most ${MAX_AUDIT_BYTES} bytes`),
     output: Bytes.refine((b) => b.byteLength <= MAX_AUDIT_BYTES, `at most ${MAX_AUDIT_BYTES} bytes`),
+    /**
+     * Every step's sketch of its answer's rows (commitment.ts), back to back, each what its receipt's `commit` signs:
+     * the re-run's rows are compared with all of them, not only the last answer's. Absent when the client did not see
+     * every answer (forwarded on).
+     */
+    sketches: Bytes.refine((b) => b.byteLength <= MAX_AUDIT_BYTES, `at most ${MAX_AUDIT_BYTES} bytes`).optional(),
   })
   .refine(
     (r) => r.steps.reduce((s, step) => s + step.bytes, 0) === r.payloads.byteLength,

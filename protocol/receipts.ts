@@ -40,6 +40,11 @@ export const ReceiptBody = z.object({
    * so a host cannot bill one nobody sent. The tracker pays a session routed to a client key only with it.
    */
   client: Signature.optional(),
+  /**
+   * sha256 of the sketch of a hidden-state answer's rows (commitment.ts): what an audit by prefill compares each step
+   * with. Absent on token and ok answers.
+   */
+  commit: Sha256.optional(),
 })
 export type ReceiptBody = z.infer<typeof ReceiptBody>
 
@@ -50,9 +55,10 @@ export type Receipt = z.infer<typeof Receipt>
 export function receiptMessage(r: ReceiptBody): string {
   const price = `${r.price.promptMicroPerToken} ${r.price.completionMicroPerToken}`
   const client = r.client === undefined ? '' : ` ${r.client}`
+  const commit = r.commit === undefined ? '' : ` sketch:${r.commit}`
   return (
     `neuron-receipt/2 ${r.session} ${r.step} ${r.hostId} ${r.blocks[0]} ${r.blocks[1]} ${r.tokens} ` +
-    `${r.position} ${r.modelId} ${price} ${r.tracker} ${r.input} ${r.output}${client}`
+    `${r.position} ${r.modelId} ${price} ${r.tracker} ${r.input} ${r.output}${client}${commit}`
   )
 }
 

@@ -125,6 +125,7 @@ export class Failover {
     const outputs: HopInput[] = []
     h.inputs = []
     h.receipts = []
+    h.sketches = []
     for (const chunk of chunks) {
       h.inputs.push(chunk)
       const answer = await h.link.request(
@@ -135,7 +136,7 @@ export class Failover {
       )
       position += chunk.tokens
       const receipt = readTrailer(answer, Receipt)
-      checkReceipt(h.hop.hostId, chunk, answer.payload, receipt)
+      h.sketches.push(checkReceipt(h.hop.hostId, chunk, answer, receipt))
       h.receipts.push(receipt)
       h.lastOutput = new Uint8Array(answer.payload)
       if (receipt !== undefined) await this.collect([receipt])

@@ -8,8 +8,7 @@ import type { ModelTokenizer } from '../../text/tokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from '../free-session'
 import { planRoute } from '../grant-claim'
 import { closeHops, type HopOpener, openHops } from '../open-hops'
-import { auditStep } from '../step-audits'
-import { auditedToken } from './audit-holds'
+import { type AuditableHop, picks } from '../step-audits'
 import { ClientRelayed } from './client-relayed'
 import { Failover } from './failover'
 import { hopStats } from './hop-stats'
@@ -25,6 +24,8 @@ export interface GenerationClient extends HopOpener {
   tokenizer(modelId: string): Promise<ModelTokenizer>
   /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
   endSession(session: string): void
+  /** Audits the session's picked hops once it is over, in the background (step-audits.ts auditHops). */
+  audit(session: string, hops: readonly AuditableHop[]): void
 }
 
 /** The draft a request asked for, loaded and checked against the route model (speculation.ts). */
@@ -32,12 +33,15 @@ type Draft = NonNullable<Awaited<ReturnType<typeof openDraft>>>
 
 /**
  * One generation across a route of hosts: the prompt tokenized with the model's own tokenizer, a route asked of the
- * tracker and opened on every hop, then one loop: run a step, hold its token for its audits, confirm it. A hop that
- * fails is replaced (failover.ts) and the step carries on with the same tokens.
+ * tracker and opened on every hop, then one loop: run a step, confirm its token. A hop that fails is replaced
+ * (failover.ts) and the step carries on with the same tokens. Each step picks hops for an audit at their route's rate;
+ * the picked ones are audited once the session is over, every step of theirs in one prefill, off the critical path.
  */
 export class Generation {
   private readonly generated: number[] = []
   private readonly receipts: Receipt[] = []
+  /** Hops picked for an audit at the session's end (a hop replaced meanwhile stays, with the steps it ran). */
+  private readonly picked = new Set<AuditableHop>()
   private readonly failover: Failover
   private readonly text: StreamingDetokenizer
   private readonly stopAtEog: boolean
@@ -120,15 +124,15 @@ export class Generation {
     return this.summary()
   }
 
-  /** The prompt's step, then a step per token: each token waits for its step's audits before it is confirmed. */
+  /** The prompt's step, then a step per token, each confirmed as it comes: audits wait for the session's end. */
   private async *decode(): AsyncGenerator<GeneratedToken, void> {
     let at: StepAt = { step: 1, position: 0, ids: Int32Array.from(this.promptTokens) }
     for (;;) {
       if (this.request.signal?.aborted) return
       const ran = await this.step(at, 0, tokenInput(at.ids))
       if (this.decodeStarted === 0) this.decodeStarted = performance.now()
-      const sampled = await this.audited(at, ran)
-      if (sampled === undefined) return
+      this.pick()
+      const sampled = ran
       const { token, end } = this.confirm(at, sampled)
       if (token !== undefined) yield token
       if (end) return
@@ -136,21 +140,9 @@ export class Generation {
     }
   }
 
-  /**
-   * Step `at`'s token once its audits pass (audit-holds.ts): a liar they find is replaced and the step runs again.
-   * Undefined when the caller went away meanwhile.
-   */
-  private audited(at: StepAt, sampled: SampledToken): Promise<SampledToken | undefined> {
-    const { tracker, log } = this.client
-    return auditedToken(
-      sampled,
-      () => auditStep(tracker, this.session, this.runner.hops, log),
-      async (liar) => {
-        const { from, pending } = await this.recover(liar)
-        return this.step(at, from, pending)
-      },
-      this.request.signal,
-    )
+  /** Picks each hop for an audit at its route's rate (step-audits.ts picks). */
+  private pick(): void {
+    for (const h of this.runner.hops) if (picks(h.hop)) this.picked.add(h)
   }
 
   /** A draft's tokens checked by verify steps through the route (speculation.ts), each confirmed as it comes. */
@@ -236,6 +228,7 @@ export class Generation {
     await this.speculating?.draft.dispose()
     await closeHops(this.runner.hops, this.session)
     this.client.endSession(this.session)
+    if (this.picked.size > 0) this.client.audit(this.session, [...this.picked])
     reportLatencies(
       this.client.tracker,
       this.runner.hops.map((h) => ({ hostId: h.hop.hostId, roundTripsMs: h.link.roundTripsMs })),

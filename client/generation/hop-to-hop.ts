@@ -21,7 +21,7 @@ import {
   withTrailer,
 } from '../../protocol'
 import type { HopState } from '../open-hops'
-import { checkedAnswer } from '../step-audits'
+import { checkedAnswer, committedSketch } from '../step-audits'
 import { type StepAt, type StepRunner, stepForward } from './step-runner'
 
 /**
@@ -171,6 +171,8 @@ async function runChainStep(
             )
           receipts.push(receipt)
           hj.receipts.push(receipt)
+          // forwarded on, the client never sees the rows: their commitment is checked where they are fetched
+          hj.sketches.push(undefined)
           if (j > i) unsigned.push([hj, receipt])
           const next = hops[j + 1]
           if (answer.kind === 'ok' && j < end && next !== undefined) {
@@ -187,6 +189,7 @@ async function runChainStep(
               `host ${hj.hop.hostId} signed for other output than it answered; finding another host`,
             )
           hj.lastOutput = new Uint8Array(answer.payload)
+          hj.sketches[hj.sketches.length - 1] = committedSketch(hj.hop.hostId, answer, receipt)
           if (answer.kind === 'token') return readJson(answer, SampledToken)
           if (answer.kind !== 'hidden')
             throw new NeuronError('bad_frame', `host ${hj.hop.hostId} answered a forward with ${answer.kind}`)

@@ -269,7 +269,6 @@ describe(`volunteer relays on loopback`, () => {
     const held: Awaited<ReturnType<typeof heldSession>>[] = []
     try {
       await reservedAtRelay(hidden.hostId)
-      const url = new URL(`${CIRCUIT_PATH}/${hidden.hostId}`, relayHost.state.endpoint ?? '').href
       // two circuits (its bound), each a ticketed session of its own client, held open and never stepped
       for (let i = 0; i < 2; i++) held.push(await heldSession())
       const third = await heldSession().catch((e: unknown) => e)

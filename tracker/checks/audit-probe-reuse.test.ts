@@ -1,6 +1,6 @@
 // Audits no other host can re-run (here: the only host, serving every block, so also the last hop) are decided
-// by known-answer probes of the host; a probe it passed within auditProbeReuseMs stands for a new one, so a chat
-// audited at every step does not wait for a probe per step. A real tracker on loopback, a real host, a generated model.
+// by known-answer probes of the host; a probe it passed within auditProbeReuseMs stands for a new one, so the audits
+// of chats do not each cost the host a probe. A real tracker on loopback, a real host, a generated model.
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SwarmClient } from '../../client/swarm-client'
@@ -54,6 +54,8 @@ async function auditedChat(name: string, auditProbeReuseMs: number) {
       },
     })
     for (let next = await run.next(); !next.done; next = await run.next()) tokens.push(next.value.token)
+    // the session's audit runs once it is over
+    await client.auditsSettled()
     return {
       tokens,
       audits,
@@ -68,8 +70,8 @@ async function auditedChat(name: string, auditProbeReuseMs: number) {
 }
 
 describe('audits decided by a recent probe', () => {
-  it('a chat audited at every step through its only host waits for no new probe while the last one is recent, and ' +
-    'for one per audit without reuse', async () => {
+  it('a chat through its only host, picked for an audit at every step, is audited without a new probe while the last ' +
+    'one is recent, and with one without reuse', async () => {
     const reused = await auditedChat('reuse', 60_000)
     const fresh = await auditedChat('fresh', 0)
     expect(reused.audits).toEqual([1])
@@ -82,7 +84,7 @@ describe('audits decided by a recent probe', () => {
     expect(reused.after).toBe(reused.before)
     expect(fresh.after).toBeGreaterThan(fresh.before)
     console.log(
-      `probes during ${TOKENS} audited steps: ${reused.after - reused.before} with reuse, ` +
+      `probes for the audit of ${TOKENS} steps: ${reused.after - reused.before} with reuse, ` +
         `${fresh.after - fresh.before} without`,
     )
   }, 120_000)

@@ -5,27 +5,44 @@ import { payloadSha256 } from '../../identity/tickets'
 import {
   type AuditRequest,
   type AuditVerdict,
+  concatenated,
   hiddenFloats,
   MAX_AUDITS_IN_FLIGHT,
   NeuronError,
-  seamPercent as pct,
   receiptMessage,
   SEAM_TOLERANCE,
+  type Seam,
   type SeamFacts,
   SIDE_TOLERANCE,
+  SKETCH_TOLERANCE,
   seamAt,
   seamError,
   seamSideValues,
   sideError,
   sideOf,
+  sketchBytes,
+  sketchError,
   splitPayload,
 } from '../../protocol'
 
-/** A hop's hidden-state answer: its values as f32, and the side values it passes on. */
-interface Answer {
+/** A hop's hidden-state rows, in order: their values as f32, and the side values they pass on. */
+interface Rows {
   readonly values: Float32Array
   readonly side: Int32Array
 }
+
+/**
+ * How far two hosts' rows differ, as a multiple of what honest hosts differ by (1: at the tolerance). `claimed`: the
+ * audited hop's last answer whole and, when the client saw them all, every step's sketch; `rerun`: every row of a
+ * re-run. Two re-runs compare whole.
+ */
+interface Compare {
+  claimed(answer: Rows, rerun: Rows): number
+  runs(x: Rows, y: Rows): number
+}
+
+/** A multiple of the tolerance as people read it. */
+const times = (ratio: number) => (Number.isFinite(ratio) ? `${ratio.toPrecision(2)}× the tolerance` : 'beyond measure')
 
 import type { HostRegistry } from '../hosts/registry'
 import type { HostChecks } from './host-checks'
@@ -123,7 +140,7 @@ export class Auditor {
         `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`,
       )
     const model = this.deps.shape(route.modelId)
-    const steps = await this.verifiedHistory(request, model)
+    const { steps, sketches } = await this.verifiedHistory(request, model)
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
@@ -143,42 +160,42 @@ export class Auditor {
     const values = request.output.byteLength < sideBytes ? undefined : hiddenFloats(parts.values, f32 ? 'f32' : 'f16')
     const answer =
       values === undefined ? undefined : { values, side: new Int32Array(new Uint8Array(parts.side).buffer) }
-    // values within the seam tolerance, and the token ids and indices it passes on the same
-    const off = (x: Answer, y: Answer) =>
-      sideError(x.side, y.side, seam) > SIDE_TOLERANCE ? Number.POSITIVE_INFINITY : seamError(x.values, y.values, width)
+    const compare = comparing(steps, sketches, width, seam)
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
     if (answer === undefined)
       return this.byProbes([hostId], `step ${steps.length} on ${label} (its answer is not hidden states)`, true)
-    if (second === undefined) return this.againOnItself(hostId, route.modelId, blocks, steps, answer, off, publicKey)
+    const off = (rerun: Rows) => compare.claimed(answer, rerun)
+    if (second === undefined) return this.againOnItself(hostId, route.modelId, blocks, steps, off, publicKey)
     const b = await this.rerun(second, route.modelId, blocks, steps)
     if (b === undefined)
       return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`, true)
-    const errorAB = off(answer, b)
-    if (errorAB <= SEAM_TOLERANCE) {
+    const errorAB = off(b)
+    const checked = sketches === undefined ? `step ${steps.length}` : `all ${steps.length} steps`
+    if (errorAB <= 1) {
       this.deps.checks.recordAudit(hostId, true, '')
-      return { verdict: 'passed', liar: null, reason: `host ${second} agrees within ${pct(errorAB)}` }
+      return { verdict: 'passed', liar: null, reason: `host ${second} agrees on ${checked} within ${times(errorAB)}` }
     }
     const third = others[1]
     const c = third === undefined ? undefined : await this.rerun(third, route.modelId, blocks, steps)
     if (third === undefined || c === undefined)
       return this.byProbes(
         [hostId, second],
-        `step ${steps.length} on ${label}, where ${hostId} and ${second} differ by ${pct(errorAB)}`,
+        `${checked} on ${label}, where ${hostId} and ${second} differ by ${times(errorAB)}`,
       )
-    const errorAC = off(answer, c)
-    const errorBC = off(b, c)
-    if (errorBC <= SEAM_TOLERANCE && errorAC > SEAM_TOLERANCE) {
+    const errorAC = off(c)
+    const errorBC = compare.runs(b, c)
+    if (errorBC <= 1 && errorAC > 1) {
       // Its own re-run, in a session it cannot link to this client,
       // agrees with the two others: it answered the client otherwise.
       const again = await this.rerun(hostId, route.modelId, blocks, steps)
-      if (again !== undefined && off(again, b) <= SEAM_TOLERANCE)
-        return this.twoWays(hostId, label, steps.length, off(answer, again), publicKey)
-      const reason = `failed an audit of a real step on ${label}: answer off by ${pct(errorAC)} from two other hosts'`
+      if (again !== undefined && compare.runs(again, b) <= 1)
+        return this.twoWays(hostId, label, steps.length, off(again), publicKey)
+      const reason = `failed an audit of real steps on ${label}: answer off by ${times(errorAC)} from two other hosts'`
       return { verdict: 'failed', liar: hostId, reason: await this.convict(hostId, reason, publicKey) }
     }
-    if (errorAC <= SEAM_TOLERANCE && errorBC > SEAM_TOLERANCE) {
-      const reason = `failed an audit re-run on ${label}: answer off by ${pct(errorBC)} from two other hosts'`
+    if (errorAC <= 1 && errorBC > 1) {
+      const reason = `failed an audit re-run on ${label}: answer off by ${times(errorBC)} from two other hosts'`
       this.deps.checks.recordAudit(hostId, true, '')
       return { verdict: 'passed', liar: second, reason: await this.convict(second, reason, publicKey) }
     }
@@ -200,8 +217,7 @@ export class Auditor {
     modelId: string,
     blocks: readonly [number, number],
     steps: HopInput[],
-    answer: Answer,
-    off: (x: Answer, y: Answer) => number,
+    off: (rerun: Rows) => number,
     clientKey: string,
   ): Promise<AuditVerdict> {
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
@@ -209,8 +225,8 @@ export class Auditor {
       this.selfChecking.add(hostId)
       void this.rerun(hostId, modelId, blocks, steps)
         .then((again) => {
-          const error = again === undefined ? 0 : off(answer, again)
-          if (error > SEAM_TOLERANCE) this.twoWays(hostId, label, steps.length, error, clientKey)
+          const error = again === undefined ? 0 : off(again)
+          if (error > 1) this.twoWays(hostId, label, steps.length, error, clientKey)
         })
         .finally(() => this.selfChecking.delete(hostId))
     }
@@ -227,17 +243,21 @@ export class Auditor {
    */
   private twoWays(hostId: string, label: string, step: number, error: number, clientKey: string): AuditVerdict {
     const reason =
-      `answered step ${step} on ${label} two ways: its answer to a client is off by ${pct(error)} ` +
-      `from its own re-run of the same inputs (honest hosts are within ${pct(SEAM_TOLERANCE)})`
+      `answered step ${step} on ${label} two ways: its answer to a client is off by ${times(error)} ` +
+      `from its own re-run of the same inputs`
     this.deps.checks.recordAudit(hostId, false, reason, clientKey)
     this.deps.checks.ban(hostId, reason)
     return { verdict: 'failed', liar: hostId, reason }
   }
 
   /**
-   * Each step's payload must be what the host signed it took, positions one after another; returns them as hop inputs.
+   * Each step's payload must be what the host signed it took, positions one after another, and each sketch the one its
+   * receipt commits to; returns them as hop inputs, with the sketches when the request carries them.
    */
-  private async verifiedHistory(request: AuditRequest, model: SeamFacts): Promise<HopInput[]> {
+  private async verifiedHistory(
+    request: AuditRequest,
+    model: SeamFacts,
+  ): Promise<{ steps: HopInput[]; sketches: Uint8Array[] | undefined }> {
     const { hostId, blocks, session } = request
     // what the hop takes: token ids at block 0, else the seam's values and side values (never the client's say-so)
     const seamIn = seamAt(model, blocks[0])
@@ -291,7 +311,7 @@ export class Auditor {
     const last = request.steps.at(-1)?.receipt
     if (last === undefined || payloadSha256(request.output) !== last.output)
       throw new NeuronError('bad_request', `the answer is not what host ${hostId} signed it answered.`)
-    return steps
+    return { steps, sketches: committedSketches(request, seamAt(model, blocks[1]).values) }
   }
 
   /**
@@ -352,11 +372,18 @@ export class Auditor {
     modelId: string,
     blocks: readonly [number, number],
     steps: HopInput[],
-  ): Promise<Answer | undefined> {
+  ): Promise<Rows | undefined> {
     try {
-      const { frame } = await this.deps.prober.rerun(hostId, modelId, blocks, steps)
-      const values = frameValues(frame)
-      return values === undefined ? undefined : { values, side: sideOf(frame) }
+      const answers = await this.deps.prober.rerun(hostId, modelId, blocks, steps)
+      const values = answers.map(({ frame }) => frameValues(frame))
+      if (values.some((v) => v === undefined)) return undefined
+      return {
+        values: concatenated(values as Float32Array[], Float32Array),
+        side: concatenated(
+          answers.map(({ frame }) => sideOf(frame)),
+          Int32Array,
+        ),
+      }
     } catch {
       return undefined
     }
@@ -384,5 +411,63 @@ export class Auditor {
     if (this.load.size > 10_000)
       for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
     return l
+  }
+}
+
+/**
+ * The request's sketches, one per step, each `rows` × the answer's width long and hashing to what the step's receipt
+ * commits to (so they are the host's own claims); undefined when the request carries none.
+ */
+function committedSketches(request: AuditRequest, width: number): Uint8Array[] | undefined {
+  if (request.sketches === undefined) return undefined
+  const sketches: Uint8Array[] = []
+  let at = 0
+  for (const [i, { receipt }] of request.steps.entries()) {
+    const sketch = request.sketches.subarray(at, at + sketchBytes(receipt.tokens, width))
+    at += sketch.byteLength
+    if (sketch.byteLength !== sketchBytes(receipt.tokens, width) || payloadSha256(sketch) !== receipt.commit)
+      throw new NeuronError(
+        'bad_request',
+        `step ${i + 1}'s sketch is not the one host ${request.hostId} signed; send each answer's sketch.`,
+      )
+    sketches.push(sketch)
+  }
+  if (at !== request.sketches.byteLength)
+    throw new NeuronError('bad_request', `the sketches are longer than the ${request.steps.length} steps' rows.`)
+  return sketches
+}
+
+/** How an audit compares rows of `width` values crossing `seam`: see Compare. */
+function comparing(
+  steps: readonly HopInput[],
+  sketches: readonly Uint8Array[] | undefined,
+  width: number,
+  seam: Seam,
+): Compare {
+  const lastRows = steps.at(-1)?.tokens ?? 0
+  const perRow = seamSideValues(seam)
+  const runs = (x: Rows, y: Rows) =>
+    sideError(x.side, y.side, seam) > SIDE_TOLERANCE
+      ? Number.POSITIVE_INFINITY
+      : seamError(x.values, y.values, width) / SEAM_TOLERANCE
+  return {
+    runs,
+    claimed(answer, rerun) {
+      // the last answer whole, against the re-run's last rows: values within the seam tolerance, side values the same
+      const tail = {
+        values: rerun.values.subarray(rerun.values.length - lastRows * width),
+        side: rerun.side.subarray(rerun.side.length - lastRows * perRow),
+      }
+      let worst = runs(answer, tail)
+      // and every step's rows against its sketch
+      let row = 0
+      for (const [i, sketch] of (sketches ?? []).entries()) {
+        const rows = steps[i]?.tokens ?? 0
+        const error = sketchError(sketch, rerun.values.subarray(row * width, (row + rows) * width), width)
+        worst = Math.max(worst, error / SKETCH_TOLERANCE)
+        row += rows
+      }
+      return worst
+    },
   }
 }

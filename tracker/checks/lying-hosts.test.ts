@@ -207,13 +207,15 @@ for (const each of await storeEngines())
         identity,
       )
 
-      it('ends with the honest tokens, and the user pays nothing for the lying hop (its pending earnings are ' +
-        'voided and refunded)', async () => {
+      it('is banned by the audit of the session it lied in, once that is over (audits are off the critical path), the ' +
+        'user pays nothing for the lying hop (its pending earnings are voided and refunded), and the next chat is ' +
+        'honest', async () => {
         const ledger = suite.swarm.tracker.store.ledger
         const { accounts } = suite.swarm.tracker
         const balance = async () => accounts.balance((await accounts.byPublicKey(identity.publicKey))?.accountId ?? '')
         const honest = await generate(suite.client, suite.swarm.manifest.modelId, 12)
         await suite.client.submitReceipts(honest.summary.session, honest.summary.receipts)
+        expect(await suite.client.auditsSettled()).toEqual([])
         const afterHonest = await balance()
         // A new key starts with the swarm's grant (startSwarm's newKeyGrantMicro).
         const honestCost = NEW_KEY_GRANT - afterHonest
@@ -226,12 +228,13 @@ for (const each of await storeEngines())
         })) as LyingHost
         const lying = await generate(suite.client, suite.swarm.manifest.modelId, 12)
         expect(lying.routed.has(liar.hostId)).toBe(true)
-        expect(lying.summary.failovers.map((f) => f.hostId)).toEqual([liar.hostId])
-        expect(lying.tokens).toEqual(honest.tokens)
+        // nothing waited for an audit: the chat ran through the liar to its end
+        expect(lying.summary.failovers).toEqual([])
         await suite.client.submitReceipts(lying.summary.session, lying.summary.receipts)
+        // its audit, once the session is over, compares every step's rows: two hosts against it, then a probe
+        expect(await suite.client.auditsSettled()).toEqual([liar.hostId])
 
-        // Caught by the audit of its first lying step, two hosts against it, confirmed by a known-answer probe; the
-        // steps the client ran beside that audit (at most one per audit a key may have in flight) were audited too.
+        // Caught by the one audit of the session it lied in, two hosts against it, confirmed by a known-answer probe.
         const failedAudits = suite.swarm.tracker.checks.of(liar.hostId).auditsFailed
         expect(failedAudits).toBeGreaterThanOrEqual(1)
         expect(failedAudits).toBeLessThanOrEqual(MAX_AUDITS_IN_FLIGHT)
@@ -244,7 +247,9 @@ for (const each of await storeEngines())
         expect(liarReceipts.length + refused.length).toBeGreaterThan(0)
         expect(liarReceipts.every((r) => r.escrow === 'voided')).toBe(true)
         expect(await suite.swarm.tracker.metering.escrow.pending(liar.hostId)).toBe(0)
-        expect(await ledger.balance(`host:${liar.hostId}`)).toBe(0)
+        // Its settled balance holds the session's rent at most (rent.ts: paid once the hold ends, before the audit
+        // that banned it; a micro-credit here): none of the steps.
+        expect(await ledger.balance(`host:${liar.hostId}`)).toBeLessThanOrEqual(1)
         // The user paid exactly the steps that were not voided: the liar's charges came back.
         const price = priceOf(suite.swarm.manifest, pricingFromEnv(process.env))
         const sessions = [honest.summary.session, lying.summary.session]
@@ -270,6 +275,10 @@ for (const each of await storeEngines())
         const head = suite.swarm.tracker.checks.of((suite.swarm.hosts[1] as Host).hostId)
         expect(head.probesPassed).toBeGreaterThanOrEqual(3)
         expect(head.probation).toBe(true)
+        // The next chat goes around the banned liar and gives the honest tokens again.
+        const after = await generate(suite.client, suite.swarm.manifest.modelId, 12)
+        expect(after.routed.has(liar.hostId)).toBe(false)
+        expect(after.tokens).toEqual(honest.tokens)
         // The ban and the reason are on disk: a restarted tracker reads them from the same database.
         const file = await suite.database.open()
         try {

@@ -1,8 +1,8 @@
-// A step's audits run at once, not one after another, and a client keeps its key within the tracker's cap on
-// audits in flight over all its sessions: past it they wait at the client instead of being refused (a refused audit
-// is a step never checked). A real tracker on loopback, three real hosts (one hop each), a generated model, every
-// hop of every step audited (each decided by the host's recent probe, as blocks only one host serves are), each audit
-// held for a round trip to a distant tracker.
+// A session's audits (one per hop picked, run once the session is over, each comparing every step of it) run at once,
+// not one after another, and a client keeps its key within the tracker's cap on audits in flight over all its
+// sessions: past it they wait at the client instead of being refused (a refused audit is a session never checked). A
+// real tracker on loopback, three real hosts (one hop each), a generated model, every hop picked (each decided by the
+// host's recent probe, as blocks only one host serves are), each audit held for a round trip to a distant tracker.
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SwarmClient } from '../../client/swarm-client'
@@ -95,18 +95,21 @@ async function chat(): Promise<number[]> {
 }
 
 describe("a client's audits", () => {
-  it("run a step's audits at once, and keep two chats of one key within the tracker's cap with none " +
-    'refused', async () => {
+  it("run a session's audits at once once it is over, one per hop, and keep two chats of one key within the " +
+    "tracker's cap with none refused", async () => {
     const solo = await chat()
     expect(solo).toHaveLength(TOKENS)
-    // the three hops of a step were audited at once
+    expect(await client.auditsSettled()).toEqual([])
+    // the three hops of the session were audited once each, at once
+    expect(running.done).toBe(3)
     expect(running.peakSession).toBeGreaterThanOrEqual(2)
     const before = running.done
-    // two chats at once: six audits a step between them, four at most at the tracker
+    // two chats at once: six audits between them, four at most at the tracker
     const [a, b] = await Promise.all([chat(), chat()])
     expect(a).toEqual(solo)
     expect(b).toEqual(solo)
-    expect(running.done - before).toBeGreaterThanOrEqual(2 * 3 * (TOKENS - 1))
+    expect(await client.auditsSettled()).toEqual([])
+    expect(running.done - before).toBe(2 * 3)
     expect(running.peakKey).toBe(MAX_AUDITS_IN_FLIGHT)
     expect(running.refused).toBe(0)
     console.log(

@@ -192,20 +192,20 @@ export class Prober {
   }
 
   /**
-   * Runs a hop's steps again on `hostId`: every step but the last as one prefill, then the last; the
-   * answer to the last is what an audit compares. Throws when the host cannot be asked.
+   * Runs a hop's steps again on `hostId`: every step but the last as one prefill, then the last (in the shape it ran).
+   * Returns both answers: an audit compares every step's rows, and the last answer whole. Throws when the host cannot
+   * be asked.
    */
   async rerun(
     hostId: string,
     modelId: string,
     blocks: readonly [number, number],
     steps: readonly HopInput[],
-  ): Promise<SpanAnswer> {
+  ): Promise<SpanAnswer[]> {
     const chunks = steps.length === 1 ? [...steps] : [concatInputs(steps.slice(0, -1)), steps.at(-1) as HopInput]
     const answers = await this.run(hostId, modelId, blocks, chunks, false)
-    const last = answers.at(-1)
-    if (last === undefined) throw new NeuronError('internal', 'a re-run answered nothing')
-    return last
+    if (answers.length !== chunks.length) throw new NeuronError('internal', 'a re-run answered nothing')
+    return answers
   }
 
   /**

@@ -49,7 +49,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
     /** How long host earnings stay pending (default $NEURON_SETTLEMENT_WINDOW_MS, else 24 h; 0: paid at once). */
     settlement: { readonly settlementWindowMs?: number | undefined } = {},
     /** Hosts the checks banned: their receipts are refused (whatever they ran, they ran as liars). */
-    banned: (hostId: string) => boolean = () => false,
+    private readonly banned: (hostId: string) => boolean = () => false,
   ) {
     super()
     this.ledger = new Ledger(store, pricing.feeBps)
@@ -197,6 +197,10 @@ export class Metering extends EventEmitter<MeteringEvents> {
       return settled
     })
     for (const [step, message] of seams) this.emit('seam', session, step, message)
+    // A host banned while these settled: the ban's void ran beside this transaction and did not see them (an audit
+    // ends after its session, as the session's receipts come in). What it was just paid goes back too.
+    for (const hostId of new Set(verdicts.filter((v) => v.ok && this.banned(v.hostId)).map((v) => v.hostId)))
+      await this.escrow.voidHost(hostId, 'banned while its receipts settled')
     for (const verdict of verdicts) {
       if (verdict.code === 'already_settled') continue
       const own = issued?.issuedTo !== null && issued?.issuedTo === verdict.hostId

@@ -1,5 +1,5 @@
 import { payloadSha256 } from '../../../identity/tickets'
-import { encodeFrame, type Frame, type Receipt, type ReceiptBody, receiptMessage } from '../../../protocol'
+import { encodeFrame, type Frame, frameSketch, type Receipt, type ReceiptBody, receiptMessage } from '../../../protocol'
 import type { AcceptedStep } from './accept'
 
 /** The part of a NodeIdentity that signs receipts. */
@@ -9,8 +9,8 @@ export interface ReceiptSigner {
 }
 
 /**
- * Encodes an answer with this host's signed receipt for the step, the client's signature in it, as its trailer, and
- * hands the receipt in (`onReceipt`); without a signer the answer carries none.
+ * Encodes an answer with this host's signed receipt for the step, the client's signature and the commitment to its
+ * rows in it, as its trailer, and hands the receipt in (`onReceipt`); without a signer the answer carries none.
  */
 export function seal(
   { served, frame: request, signed }: AcceptedStep,
@@ -19,6 +19,8 @@ export function seal(
   onReceipt: ((receipt: Receipt) => void) | undefined,
 ): Uint8Array {
   if (signer === undefined) return encodeFrame(answer)
+  // the commitment an audit by prefill compares this step's rows with (protocol/commitment.ts)
+  const sketch = frameSketch(answer)
   const body: ReceiptBody = {
     session: request.session,
     step: request.step,
@@ -33,6 +35,7 @@ export function seal(
     input: signed.input,
     output: payloadSha256(answer.payload),
     ...(signed.client === undefined ? {} : { client: signed.client }),
+    ...(sketch === undefined ? {} : { commit: payloadSha256(sketch) }),
   }
   const receipt = { ...body, signature: signer.sign(receiptMessage(body)) }
   // a forwarded step's receipt is handed in once its client signs it (forwarding.ts's countersign)
