@@ -1,10 +1,13 @@
-// npm run bench:audit — what auditing real traffic costs: extra compute (the whole process's CPU time:
-// tracker, hosts and client run in it) and extra latency per token for the user, at audit rates of
-// 1 %, 5 % and 10 %, against no audits in the same swarm, rounds alternating. Then the false positives
-// of honest hosts over many audited steps (f16 seams; every step of every hop checked). Then liars a
-// known-answer probe never sees lie (honest on a session's first N steps; lying to one key only), as the only
-// host of their span and as one of three: the steps routed through each before its ban. The last line is
-// one JSON object with the ratios and those counts.
+// npm run bench:audit — what auditing real traffic costs. Audits run once a session is over, off its critical path:
+// each step picks hops at the audit rate, and each picked hop's history is re-run on another host as one prefill
+// and compared, every step, with the sketches its receipts commit to. Printed: extra compute (the whole process's
+// CPU time, the audits included: tracker, hosts and client run in it) and extra latency per token for the user, at
+// audit rates of 1 %, 5 % and 10 %, against no audits in the same swarm, rounds alternating; what the audits of a
+// 2 000-token session cost against that session's own prefill through the same hops; the false positives of honest
+// hosts over many audited steps (f16 seams, two chats at once so steps batch with other sessions'); then liars: the
+// lying harness's modes, and those a known-answer probe never sees lie (honest on a session's first N steps; lying
+// to one key only), as the only host of their span and as one of three: the steps routed through each before its
+// ban. The last line is one JSON object with the ratios and those counts.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -16,10 +19,15 @@ import { startSwarm } from '../test/programs'
 import { BENCH_DIR, benchModel } from './models'
 
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '3' }, 'honest-steps': { type: 'string', default: '10000' } },
+  options: {
+    rounds: { type: 'string', default: '3' },
+    'honest-steps': { type: 'string', default: '1000' },
+    'long-session': { type: 'string', default: '2000' },
+  },
 })
 const ROUNDS = Number(values.rounds)
 const HONEST_STEPS = Number(values['honest-steps'])
+const LONG_SESSION = Number(values['long-session'])
 const RATES = [0.01, 0.05, 0.1]
 const DECODE = 48
 const SESSIONS = 3
@@ -61,18 +69,21 @@ async function measure(rate: number): Promise<Measure> {
   const gaps: number[] = []
   let tokens = 0
   const cpu = process.cpuUsage()
-  const started = performance.now()
+  let wall = 0
   for (let s = 0; s < SESSIONS; s++) {
     const run = client.generate({ modelId, prompt: PROMPT, maxTokens: DECODE, stopAtEog: false })
     let last = performance.now()
+    const from = last
     for (let next = await run.next(); !next.done; next = await run.next()) {
       const now = performance.now()
       gaps.push(now - last)
       last = now
       tokens++
     }
+    wall += performance.now() - from
   }
-  const wall = performance.now() - started
+  // the audits the sessions picked, run after each (beside the next): their compute counts, the user waits for none
+  await client.auditsSettled()
   const used = process.cpuUsage(cpu)
   return {
     tokens,
@@ -101,6 +112,8 @@ function checkTotals() {
 
 const results = new Map<number, Measure[]>([[0, []], ...RATES.map((r) => [r, []] as [number, Measure[]])])
 let falsePositives = { passed: 0, failed: 0, banned: 0, steps: 0 }
+/** Audit compute of a long session, in prefills of it, each round. */
+const longAudits: number[] = []
 try {
   await measure(0) // warm-up: tokenizer, connections, page cache
   for (let round = 0; round < ROUNDS; round++) {
@@ -112,24 +125,52 @@ try {
       }
     }
   }
-  // Every step of every hop audited, honest hosts only: none may be found lying.
+  // What the audits of one long session cost, against that session's own prefill through the same hops: the prompt
+  // alone (one token out, no audits), then the same prompt and a few tokens more with every hop audited, each round.
+  const longPrompt = Array.from({ length: LONG_SESSION - 8 }, (_, i) => 3 + ((i * 7919) % 4000))
+  for (let round = 0; round < ROUNDS; round++) {
+    swarm.tracker.checks.setAuditRate(0)
+    let cpu = process.cpuUsage()
+    for await (const _ of client.generate({ modelId, prompt: longPrompt, maxTokens: 1, stopAtEog: false })) {
+    }
+    await client.auditsSettled()
+    const prefill = process.cpuUsage(cpu)
+    swarm.tracker.checks.setAuditRate(1)
+    for await (const _ of client.generate({ modelId, prompt: longPrompt, maxTokens: 8, stopAtEog: false })) {
+    }
+    cpu = process.cpuUsage()
+    await client.auditsSettled()
+    const audits = process.cpuUsage(cpu)
+    const ms = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000
+    const r = { round, session_tokens: LONG_SESSION, prefill_cpu_ms: ms(prefill), audits_cpu_ms: ms(audits) }
+    longAudits.push(r.audits_cpu_ms / r.prefill_cpu_ms)
+    console.log(JSON.stringify({ ...r, prefills: r.audits_cpu_ms / r.prefill_cpu_ms, load_average: loadavg()[0] }))
+  }
+
+  // Every hop of every session audited, honest hosts only, two chats at once: none may be found lying.
   swarm.tracker.checks.setAuditRate(1)
   const before = checkTotals()
   let steps = 0
-  for (let i = 0; i < 10_000 && checkTotals().passed - before.passed < HONEST_STEPS; i++) {
-    const run = client.generate({ modelId, prompt: [...PROMPT, i % 4000], maxTokens: 32, stopAtEog: false })
-    for (let next = await run.next(); !next.done; next = await run.next()) steps++
+  for (let i = 0; i < 10_000 && steps * 3 < HONEST_STEPS; i += 2) {
+    const chat = async (prompt: number[]) => {
+      const run = client.generate({ modelId, prompt, maxTokens: 32, stopAtEog: false })
+      for (let next = await run.next(); !next.done; next = await run.next()) steps++
+    }
+    await Promise.all([chat([...PROMPT, i % 4000]), chat([...PROMPT, (i + 1) % 4000, 5])])
+    await client.auditsSettled()
   }
   const after = checkTotals()
   falsePositives = {
     passed: after.passed - before.passed,
     failed: after.failed - before.failed,
     banned: after.banned,
-    steps,
+    // each audit compares every step of its hop: three hops a step
+    steps: steps * 3,
   }
   console.log(
     JSON.stringify({
-      honest_audited_checks: falsePositives.passed,
+      honest_audits_passed: falsePositives.passed,
+      honest_audited_steps: falsePositives.steps,
       false_positives: falsePositives.failed,
       banned_honest_hosts: after.banned,
       tokens: steps,
@@ -178,6 +219,8 @@ async function stepsToCatch(
       } catch (error) {
         if (!liars.tracker.checks.banned(liar.hostId)) throw error
       }
+      // the chat's audits, run once it is over
+      await client.auditsSettled()
     }
     const ban = liars.tracker.checks.of(liar.hostId).ban
     return { steps, banned: ban !== null, reason: ban?.reason ?? 'not banned' }
@@ -189,6 +232,10 @@ async function stepsToCatch(
 }
 
 const liarModes: { name: string; lying: (victimKey: string) => LyingOptions }[] = [
+  // the lying harness's modes, past the probe of their first session
+  { name: 'zeros', lying: () => ({ lie: { kind: 'zeros' }, honestSessions: 2 }) },
+  { name: 'noise_0.5', lying: () => ({ lie: { kind: 'noise', size: 0.5 }, honestSessions: 2 }) },
+  { name: 'replays_an_answer', lying: () => ({ lie: { kind: 'replay' }, honestSessions: 2 }) },
   {
     name: 'honest_first_3_steps',
     lying: () => ({ lie: { kind: 'noise', size: 0.2 }, honestSessions: 2, honestSteps: 3 }),
@@ -227,6 +274,9 @@ for (const rate of RATES) {
   summary[`latency_ratio_${rate}`] = median(ms.map((m) => m.msPerToken)) / baseLatency
   summary[`compute_ratio_${rate}`] = median(ms.map((m) => m.cpuMsPerToken)) / baseCpu
 }
-summary.honest_checks = falsePositives.passed
+summary.audit_cost_in_prefills_of_a_long_session = median(longAudits)
+summary.long_session_tokens = LONG_SESSION
+summary.honest_audited_steps = falsePositives.steps
+summary.honest_audits_passed = falsePositives.passed
 summary.false_positives = falsePositives.failed
 console.log(JSON.stringify({ ...summary, ...caught }))

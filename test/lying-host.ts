@@ -30,6 +30,8 @@ export interface LyingOptions {
   readonly honestSessions?: number
   /** Steps of every session answered honestly before it lies in that session (a known-answer probe is 3 steps). */
   readonly honestSteps?: number
+  /** Lies only on these steps of a session (1 is its prompt), honest on every other. */
+  readonly onlySteps?: readonly number[]
   /**
    * Lies only in sessions of this client key; honest with every other key (the tracker's probes and audits included).
    */
@@ -127,7 +129,9 @@ class LyingSession implements ServingSession {
     const key = `${input.length}`
     const before = this.previous.get(key)
     // honest for the session's first honestSteps steps (a probe's shape), as told
-    const honest = this.honestAnswers || ++this.steps <= (this.host.lying.honestSteps ?? 0)
+    const step = ++this.steps
+    const { honestSteps = 0, onlySteps } = this.host.lying
+    const honest = this.honestAnswers || step <= honestSteps || (onlySteps !== undefined && !onlySteps.includes(step))
     if (!honest && lie.kind === 'replay' && before !== undefined) {
       this.host.lies++
       return this.keep(before, honest)

@@ -136,6 +136,22 @@ describe('liars a known-answer probe cannot see', () => {
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
   }, 300_000)
 
+  it(`the only host of its span, lying to one key on a session's first decode step alone, is banned within ` +
+    `${CAUGHT_WITHIN} of that key's steps: an audit compares every step's rows with its commitment, not only the ` +
+    `last answer`, async () => {
+    const liar = await addLiar({ lie: { kind: 'noise', size: 0.5 }, onlyKey: victim.publicKey, onlySteps: [2] })
+    const { steps, chats: victimChats } = await chatUntilBanned(victimClient, liar.hostId)
+    const checks = swarm.tracker.checks.of(liar.hostId)
+    console.log(
+      `lying on step 2 alone: banned after ${steps} of its steps in ${victimChats} chats (${liar.lies} lies told): ` +
+        `${checks.ban?.reason}`,
+    )
+    // one lie a chat, and the audits that found it compared the session's later (honest) steps too
+    expect(liar.lies).toBeLessThanOrEqual(victimChats)
+    expect(checks.ban?.reason).toMatch(/two ways/)
+    expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
+  }, 300_000)
+
   it('one of three hosts of its span, lying to one key alone, is banned at the first audit that outvotes it (one ' +
     'client’s strike alone would not)', async () => {
     // two honest hosts slower than it, so it is the one routed and they are there to re-run its steps
