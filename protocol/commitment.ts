@@ -76,8 +76,8 @@ function magnitude(values: ArrayLike<number>, base: number, index: number): numb
 /**
  * How far `rerun` (the rows re-computed, `width` values each) is from what `sketch` claims of them: per row, the
  * larger of ‖claimed − re-run at the claimed indices‖ over the L2 norm of the re-run's k largest, and how far the
- * claimed indices' re-run magnitudes fall below the re-run's own k-th largest, over it; the worst row. Infinity when the
- * sketch's shape is not the rows' or anything is not finite.
+ * claimed indices' re-run magnitudes fall below the re-run's own k-th largest, over it; the worst row. Infinity when
+ * the sketch's shape is not the rows' or anything is not finite.
  */
 export function sketchError(sketch: Uint8Array, rerun: ArrayLike<number>, width: number): number {
   const rows = width > 0 ? rerun.length / width : 0

@@ -40,4 +40,7 @@ export class ClientRelayed implements StepRunner {
   reroute(hops: HopState[]): void {
     this.hops = hops
   }
+
+  /** The client saw every input and answer: nothing to fetch. */
+  async readyForAudit(): Promise<void> {}
 }

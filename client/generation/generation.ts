@@ -7,7 +7,7 @@ import { StreamingDetokenizer } from '../../text/detokenizer'
 import type { ModelTokenizer } from '../../text/tokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from '../free-session'
 import { planRoute } from '../grant-claim'
-import { closeHops, type HopOpener, openHops } from '../open-hops'
+import { closeHops, type HopOpener, type HopState, openHops } from '../open-hops'
 import { type AuditableHop, picks } from '../step-audits'
 import { ClientRelayed } from './client-relayed'
 import { Failover } from './failover'
@@ -41,7 +41,7 @@ export class Generation {
   private readonly generated: number[] = []
   private readonly receipts: Receipt[] = []
   /** Hops picked for an audit at the session's end (a hop replaced meanwhile stays, with the steps it ran). */
-  private readonly picked = new Set<AuditableHop>()
+  private readonly picked = new Set<HopState>()
   private readonly failover: Failover
   private readonly text: StreamingDetokenizer
   private readonly stopAtEog: boolean
@@ -226,6 +226,8 @@ export class Generation {
   /** Frees the draft, closes the session on every hop and at the tracker, and reports the hops' latencies. */
   private async end(): Promise<void> {
     await this.speculating?.draft.dispose()
+    // what the client never saw of the picked hops (forwarded host to host), fetched while their sessions are open
+    if (this.picked.size > 0) await this.runner.readyForAudit([...this.picked], this.client.log)
     await closeHops(this.runner.hops, this.session)
     this.client.endSession(this.session)
     if (this.picked.size > 0) this.client.audit(this.session, [...this.picked])

@@ -108,6 +108,44 @@ export class HopToHop implements StepRunner {
     this.hops = hops
     this.legs = []
   }
+
+  /**
+   * Fetches what each picked hop was forwarded (from the hop before it) and what it forwarded on (from itself), each
+   * checked against the digests their receipts sign, so its audit has every input and every step's sketch. A hop
+   * whose bytes cannot be fetched is logged and left out of the audit.
+   */
+  async readyForAudit(picked: readonly HopState[], log: (line: string) => void): Promise<void> {
+    for (const h of picked) {
+      try {
+        if (this.hops.includes(h)) await fillInputs(this.hops, h.hop.hostId, this.session)
+        await fetchAnswers(h, this.session)
+      } catch (error) {
+        const why = (error as Error).message
+        log(`audit of host ${h.hop.hostId} not run: its forwarded steps cannot be fetched (${why})`)
+      }
+    }
+  }
+}
+
+/**
+ * The answers `h` forwarded on (the client never saw them), fetched back from it: each must hash to its receipt's
+ * output, and its sketch to the receipt's commitment; they fill `h.sketches` and the last its `lastOutput`.
+ */
+async function fetchAnswers(h: HopState, session: string): Promise<void> {
+  const last = h.receipts.length - 1
+  for (const [k, receipt] of h.receipts.entries()) {
+    if (receipt === undefined || (h.sketches[k] !== undefined && k !== last) || receipt.commit === undefined) continue
+    if (k === last && h.lastOutput !== undefined && payloadSha256(h.lastOutput) === receipt.output) continue
+    const answer = await h.link.request(jsonFrame('fetch', session, receipt.step, { step: receipt.step }))
+    if (payloadSha256(answer.payload) !== receipt.output)
+      throw new HopFailure(
+        h.hop.hostId,
+        'lied',
+        `host ${h.hop.hostId} answered other bytes than it signed at step ${receipt.step}`,
+      )
+    h.sketches[k] = committedSketch(h.hop.hostId, answer, receipt)
+    if (k === last) h.lastOutput = new Uint8Array(answer.payload)
+  }
 }
 
 /**

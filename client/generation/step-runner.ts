@@ -25,6 +25,11 @@ export interface StepRunner {
   run(from: number, at: StepAt, input: HopInput, receipts: Receipt[]): Promise<SampledToken>
   /** Runs on `hops` from now on: failover replaced one (and, after a liar, those after it). */
   reroute(hops: HopState[]): void
+  /**
+   * Before the session closes, makes `picked` hops auditable: what the client never saw (inputs and answers forwarded
+   * host to host) is fetched from the hops that kept it, checked against their receipts. Client-relayed: nothing to do.
+   */
+  readyForAudit(picked: readonly HopState[], log: (line: string) => void): Promise<void>
 }
 
 /** Step `at`'s forward frame of `input` to one hop, signed by the client; a verify step flagged as one. */

@@ -1,7 +1,4 @@
-import { createHash } from 'node:crypto'
 import type { HopInput } from '../../dataplane/hop-frames'
-import { publicKeyObject, verifySignature } from '../../identity/keys'
-import { payloadSha256 } from '../../identity/tickets'
 import {
   type AuditRequest,
   type AuditVerdict,
@@ -9,42 +6,15 @@ import {
   hiddenFloats,
   MAX_AUDITS_IN_FLIGHT,
   NeuronError,
-  receiptMessage,
-  SEAM_TOLERANCE,
-  type Seam,
   type SeamFacts,
-  SIDE_TOLERANCE,
-  SKETCH_TOLERANCE,
   seamAt,
-  seamError,
   seamSideValues,
-  sideError,
   sideOf,
-  sketchBytes,
-  sketchError,
   splitPayload,
 } from '../../protocol'
 
-/** A hop's hidden-state rows, in order: their values as f32, and the side values they pass on. */
-interface Rows {
-  readonly values: Float32Array
-  readonly side: Int32Array
-}
-
-/**
- * How far two hosts' rows differ, as a multiple of what honest hosts differ by (1: at the tolerance). `claimed`: the
- * audited hop's last answer whole and, when the client saw them all, every step's sketch; `rerun`: every row of a
- * re-run. Two re-runs compare whole.
- */
-interface Compare {
-  claimed(answer: Rows, rerun: Rows): number
-  runs(x: Rows, y: Rows): number
-}
-
-/** A multiple of the tolerance as people read it. */
-const times = (ratio: number) => (Number.isFinite(ratio) ? `${ratio.toPrecision(2)}× the tolerance` : 'beyond measure')
-
 import type { HostRegistry } from '../hosts/registry'
+import { AuditEvidence, comparing, type Rows, times } from './audit-evidence'
 import type { HostChecks } from './host-checks'
 import { frameValues, type Prober } from './prober'
 
@@ -70,25 +40,19 @@ export interface AuditorDeps {
   readonly probeReuseMs: number
 }
 
-/** Checked receipt signatures remembered at once (about 150 bytes each); past it the memory starts again. */
-const MAX_VERIFIED_RECEIPTS = 100_000
-
 /**
- * Checks a real step of one hop: the client hands in the hop's inputs of the session so far with the
- * hop's signed receipts (so the history is the host's own), and the answer it got. The tracker re-runs
- * them on another host of the same blocks. On disagreement a third host decides (two against one);
- * without one, known-answer probes of both do. A liar a probe confirms is banned; nobody is faulted on a tie.
+ * Checks a session's steps of one hop: the client hands in the hop's inputs of the session with the hop's signed
+ * receipts (so the history is the host's own), the last answer it got and every step's sketch. The tracker re-runs
+ * them on another host of the same blocks and compares every step (audit-evidence.ts). On disagreement a third
+ * host decides (two against one); without one, known-answer probes of both do. A liar a probe confirms is banned;
+ * nobody is faulted on a tie.
  */
 export class Auditor {
   private readonly load = new Map<string, { inFlight: number; minute: number; count: number }>()
   /** Steps already audited (session, host, blocks, history length): each costs other hosts a re-run once only. */
   private readonly audited = new Set<string>()
-  /**
-   * Receipts whose signature this tracker has checked, by key, message and signature: a session's audits
-   * each hand in the hop's whole history, and checking every receipt again made an audit's cost grow with
-   * the session (ed25519 was 40 % of an app chat's CPU at 400 tokens). Only a checked triple is kept.
-   */
-  private readonly verifiedReceipts = new Set<string>()
+  /** The hop's history as handed in, checked against its receipts (audit-evidence.ts). */
+  private readonly evidence = new AuditEvidence()
   /** Hosts re-running an audited step of their own right now (againOnItself): one at a time each. */
   private readonly selfChecking = new Set<string>()
 
@@ -140,7 +104,8 @@ export class Auditor {
         `step ${request.steps.length} of host ${hostId} in session ${session} was audited already.`,
       )
     const model = this.deps.shape(route.modelId)
-    const { steps, sketches } = await this.verifiedHistory(request, model)
+    const registered = await this.deps.publicKeyOf(hostId)
+    const { steps, sketches } = this.evidence.history(request, model, registered)
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
@@ -251,70 +216,6 @@ export class Auditor {
   }
 
   /**
-   * Each step's payload must be what the host signed it took, positions one after another, and each sketch the one its
-   * receipt commits to; returns them as hop inputs, with the sketches when the request carries them.
-   */
-  private async verifiedHistory(
-    request: AuditRequest,
-    model: SeamFacts,
-  ): Promise<{ steps: HopInput[]; sketches: Uint8Array[] | undefined }> {
-    const { hostId, blocks, session } = request
-    // what the hop takes: token ids at block 0, else the seam's values and side values (never the client's say-so)
-    const seamIn = seamAt(model, blocks[0])
-    const takes = blocks[0] === 0 ? { width: 1, side: 0 } : { width: seamIn.values, side: seamSideValues(seamIn) }
-    const registered = await this.deps.publicKeyOf(hostId)
-    if (registered === undefined) throw new NeuronError('unknown_host', `host ${hostId} is not registered here.`)
-    // Parsed once: a history may hold thousands of receipts, all checked with this key.
-    const key = publicKeyObject(registered)
-    let position = 0
-    let at = 0
-    const steps: HopInput[] = []
-    for (const [i, s] of request.steps.entries()) {
-      const r = s.receipt
-      const payload = request.payloads.subarray(at, at + s.bytes)
-      at += s.bytes
-      if (r.hostId !== hostId || r.session !== session || r.blocks[0] !== blocks[0] || r.blocks[1] !== blocks[1])
-        throw new NeuronError(
-          'bad_request',
-          `step ${i + 1}'s receipt is not host ${hostId}'s for this session and blocks.`,
-        )
-      const { signature, ...body } = r
-      const message = receiptMessage(body)
-      const checked = `${registered}:${signature}:${createHash('sha256').update(message).digest('base64url')}`
-      if (!this.verifiedReceipts.has(checked)) {
-        if (!verifySignature(key, message, signature))
-          throw new NeuronError('bad_signature', `step ${i + 1}'s receipt is not signed by host ${hostId}.`)
-        if (this.verifiedReceipts.size >= MAX_VERIFIED_RECEIPTS) this.verifiedReceipts.clear()
-        this.verifiedReceipts.add(checked)
-      }
-      if (r.position !== position || r.tokens !== s.tokens)
-        throw new NeuronError('bad_request', `step ${i + 1} must run from position ${position}, not ${r.position}.`)
-      if (s.width !== takes.width || s.side !== takes.side || (blocks[0] === 0) !== (s.dtype === 'i32'))
-        throw new NeuronError(
-          'bad_request',
-          `step ${i + 1} carries ${s.dtype} × ${s.width} and ${s.side} side values per token; blocks from ` +
-            `${blocks[0]} take ` +
-            `${blocks[0] === 0 ? 'token ids' : `${takes.width} values and ${takes.side} side values`}.`,
-        )
-      const valueBytes = s.dtype === 'f16' ? 2 : 4
-      if (payload.byteLength !== s.tokens * (s.width * valueBytes + 4 * s.side))
-        throw new NeuronError(
-          'bad_request',
-          `step ${i + 1}'s payload is not ${s.tokens} × ${s.width} ${s.dtype} values and ${s.side} int32 side ` +
-            `values per token.`,
-        )
-      if (payloadSha256(payload) !== r.input)
-        throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
-      position += s.tokens
-      steps.push({ dtype: s.dtype, tokens: s.tokens, width: s.width, payload, ...(s.side > 0 ? { side: s.side } : {}) })
-    }
-    const last = request.steps.at(-1)?.receipt
-    if (last === undefined || payloadSha256(request.output) !== last.output)
-      throw new NeuronError('bad_request', `the answer is not what host ${hostId} signed it answered.`)
-    return { steps, sketches: committedSketches(request, seamAt(model, blocks[1]).values) }
-  }
-
-  /**
    * Two hosts against one is a strike, not yet a ban: the re-runs are chosen by a client's request, so
    * colluding hosts could be drawn. The accused is probed at once (a failed probe bans it); otherwise the
    * strike counts, and strikes from several clients ban it (HostChecks.recordAudit).
@@ -411,63 +312,5 @@ export class Auditor {
     if (this.load.size > 10_000)
       for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
     return l
-  }
-}
-
-/**
- * The request's sketches, one per step, each `rows` × the answer's width long and hashing to what the step's receipt
- * commits to (so they are the host's own claims); undefined when the request carries none.
- */
-function committedSketches(request: AuditRequest, width: number): Uint8Array[] | undefined {
-  if (request.sketches === undefined) return undefined
-  const sketches: Uint8Array[] = []
-  let at = 0
-  for (const [i, { receipt }] of request.steps.entries()) {
-    const sketch = request.sketches.subarray(at, at + sketchBytes(receipt.tokens, width))
-    at += sketch.byteLength
-    if (sketch.byteLength !== sketchBytes(receipt.tokens, width) || payloadSha256(sketch) !== receipt.commit)
-      throw new NeuronError(
-        'bad_request',
-        `step ${i + 1}'s sketch is not the one host ${request.hostId} signed; send each answer's sketch.`,
-      )
-    sketches.push(sketch)
-  }
-  if (at !== request.sketches.byteLength)
-    throw new NeuronError('bad_request', `the sketches are longer than the ${request.steps.length} steps' rows.`)
-  return sketches
-}
-
-/** How an audit compares rows of `width` values crossing `seam`: see Compare. */
-function comparing(
-  steps: readonly HopInput[],
-  sketches: readonly Uint8Array[] | undefined,
-  width: number,
-  seam: Seam,
-): Compare {
-  const lastRows = steps.at(-1)?.tokens ?? 0
-  const perRow = seamSideValues(seam)
-  const runs = (x: Rows, y: Rows) =>
-    sideError(x.side, y.side, seam) > SIDE_TOLERANCE
-      ? Number.POSITIVE_INFINITY
-      : seamError(x.values, y.values, width) / SEAM_TOLERANCE
-  return {
-    runs,
-    claimed(answer, rerun) {
-      // the last answer whole, against the re-run's last rows: values within the seam tolerance, side values the same
-      const tail = {
-        values: rerun.values.subarray(rerun.values.length - lastRows * width),
-        side: rerun.side.subarray(rerun.side.length - lastRows * perRow),
-      }
-      let worst = runs(answer, tail)
-      // and every step's rows against its sketch
-      let row = 0
-      for (const [i, sketch] of (sketches ?? []).entries()) {
-        const rows = steps[i]?.tokens ?? 0
-        const error = sketchError(sketch, rerun.values.subarray(row * width, (row + rows) * width), width)
-        worst = Math.max(worst, error / SKETCH_TOLERANCE)
-        row += rows
-      }
-      return worst
-    },
   }
 }

@@ -207,9 +207,9 @@ for (const each of await storeEngines())
         identity,
       )
 
-      it('is banned by the audit of the session it lied in, once that is over (audits are off the critical path), the ' +
-        'user pays nothing for the lying hop (its pending earnings are voided and refunded), and the next chat is ' +
-        'honest', async () => {
+      it('is banned by the audit of the session it lied in, once that is over (audits are off the critical path), ' +
+        'the user pays nothing for the lying hop (its pending earnings are voided and refunded), and the next chat ' +
+        'is honest', async () => {
         const ledger = suite.swarm.tracker.store.ledger
         const { accounts } = suite.swarm.tracker
         const balance = async () => accounts.balance((await accounts.byPublicKey(identity.publicKey))?.accountId ?? '')
