@@ -1,13 +1,13 @@
 // npm run bench:audit — what auditing real traffic costs. Audits run once a session is over, off its critical path:
-// each step picks hops at the audit rate, and each picked hop's history is re-run on another host as one prefill
+// a session picks each hop at the audit rate, and each picked hop's history is re-run on another host as one prefill
 // and compared, every step, with the sketches its receipts commit to. Printed: extra compute (the whole process's
-// CPU time, the audits included: tracker, hosts and client run in it) and extra latency per token for the user, at
-// audit rates of 1 %, 5 % and 10 %, against no audits in the same swarm, rounds alternating; what the audits of a
-// 2 000-token session cost against that session's own prefill through the same hops; the false positives of honest
-// hosts over many audited steps (f16 seams, two chats at once so steps batch with other sessions'); then liars: the
-// lying harness's modes, and those a known-answer probe never sees lie (honest on a session's first N steps; lying
-// to one key only), as the only host of their span and as one of three: the steps routed through each before its
-// ban. The last line is one JSON object with the ratios and those counts.
+// CPU time, the audits included: tracker, hosts and client run in it) and extra latency per token for the user, with
+// 10 %, 25 % (the default) and 50 % of sessions audited, against no audits in the same swarm, rounds alternating;
+// what the audits of a 2 000-token session cost against that session's own prefill through the same hops; the false
+// positives of honest hosts over many audited steps (f16 seams, two chats at once so steps batch with other
+// sessions'); then liars: the lying harness's modes, and those a known-answer probe never sees lie (honest on a
+// session's first N steps; lying to one key only), as the only host of their span and as one of three: the steps
+// routed through each before its ban. The last line is one JSON object with the ratios and those counts.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -28,7 +28,8 @@ const { values } = parseArgs({
 const ROUNDS = Number(values.rounds)
 const HONEST_STEPS = Number(values['honest-steps'])
 const LONG_SESSION = Number(values['long-session'])
-const RATES = [0.01, 0.05, 0.1]
+/** Chances that a session's hop is audited: the default (0.25) between half and double it. */
+const RATES = [0.1, 0.25, 0.5]
 const DECODE = 48
 const SESSIONS = 3
 const PROMPT = [1, 523, 87, 1002, 45, 9, 300, 77]
@@ -183,8 +184,9 @@ try {
 }
 
 /**
- * Steps routed through a liar of blocks [3, 6) before its ban, at a 5 % audit rate (the default), in a swarm of its
- * own: the liar alone on its span, or with two honest (slower) hosts of it. Chats of 32 tokens, at most 2 000 steps.
+ * Steps routed through a liar of blocks [3, 6) before its ban, a quarter of sessions audited (the default), in a
+ * swarm of its own: the liar alone on its span, or with two honest (slower) hosts of it. Chats of 32 tokens, at
+ * most 2 000 steps.
  */
 async function stepsToCatch(
   lying: (victimKey: string) => LyingOptions,
@@ -192,7 +194,7 @@ async function stepsToCatch(
 ): Promise<{ steps: number; banned: boolean; reason: string }> {
   const dir = await mkdtemp(join(BENCH_DIR, 'audit-liar-'))
   const liars = await startSwarm(dir, source, [], {
-    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.05 },
+    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.25 },
   })
   const victim = NodeIdentity.generate()
   const client = await SwarmClient.connect(liars.tracker.url, victim)

@@ -22,7 +22,8 @@ import { stepSignatureCost } from './step-signature-cost'
 
 // `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
-// `--steady`: hosts start past probation, audited at the swarm's steady rate (5%) instead of new hosts' (50%).
+// `--steady`: hosts start past probation, a quarter of their sessions audited (the swarm's steady rate) instead of
+// every one (new hosts'). Audits run once a session is over, off its critical path.
 // `--audit-rate R`: the steady rate (0 measures the data plane alone, without audits' re-runs).
 // `--unaudited-twin`: also a route of 3 on a tracker of its own that audits nothing, in the same rounds, so what
 // audits cost is measured in one run (its ratio is `decode_ratio_3_hops_unaudited`).

@@ -45,8 +45,9 @@ those shown.
   --settlement-window-ms  how long host earnings stay pending (voided if the host is caught
                           lying) before they are settled; default $NEURON_SETTLEMENT_WINDOW_MS or
                           a day; 0 settles at once
-  --audit-rate F          the fraction of each hop's steps clients have re-run on another host
-                          (0 to 1); default $NEURON_AUDIT_RATE or 0.05; hosts on probation 0.5
+  --audit-rate F          the chance that a client has each hop's session re-run on another host
+                          once it is over (0 to 1); default $NEURON_AUDIT_RATE or 0.25; hosts on
+                          probation 1
 
 Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
   async run(args) {

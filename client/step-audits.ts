@@ -141,8 +141,8 @@ export function limitAudits(tracker: object, inFlight = MAX_AUDITS_IN_FLIGHT): A
 }
 
 /**
- * Whether this step picks `hop` for an audit at the session's end: each step picks each hop at the rate its route
- * names (its own hosts' never), so a session of n steps audits a hop with probability 1 − (1 − rate)^n.
+ * Whether a session picks `hop` for an audit once it is over: at the chance its route names (its own hosts' never).
+ * One audit covers every step of the hop, so the chance is per session, drawn once per hop.
  */
 export function picks(hop: RouteHop, random: () => number = Math.random): boolean {
   return random() < (hop.audit ?? 0)

@@ -28,7 +28,10 @@ export const RouteHop = z.object({
   fingerprint: CertFingerprint.optional(),
   /** The tracker's signed permission to open this hop (present on every route.plan answer). */
   ticket: Ticket.optional(),
-  /** Fraction of this hop's steps the client should have the tracker re-run elsewhere (audit.submit); absent: none. */
+  /**
+   * The chance that the client has this hop's session audited once it is over (audit.submit: every step re-run
+   * elsewhere as one prefill); absent: none.
+   */
   audit: z.number().min(0).max(1).optional(),
   /** What this hop's hidden-state answer carries (the manifest's seam after its last block); absent on the last hop. */
   seamOut: Seam.optional(),

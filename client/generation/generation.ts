@@ -34,14 +34,17 @@ type Draft = NonNullable<Awaited<ReturnType<typeof openDraft>>>
 /**
  * One generation across a route of hosts: the prompt tokenized with the model's own tokenizer, a route asked of the
  * tracker and opened on every hop, then one loop: run a step, confirm its token. A hop that fails is replaced
- * (failover.ts) and the step carries on with the same tokens. Each step picks hops for an audit at their route's rate;
- * the picked ones are audited once the session is over, every step of theirs in one prefill, off the critical path.
+ * (failover.ts) and the step carries on with the same tokens. Each hop is picked for an audit at the chance its route
+ * names; the picked ones are audited once the session is over, every step of theirs in one prefill, off the critical
+ * path.
  */
 export class Generation {
   private readonly generated: number[] = []
   private readonly receipts: Receipt[] = []
   /** Hops picked for an audit at the session's end (a hop replaced meanwhile stays, with the steps it ran). */
   private readonly picked = new Set<HopState>()
+  /** Hops whose pick was drawn (once each, at its first step: a failover's replacement is drawn when it runs). */
+  private readonly drawn = new WeakSet<HopState>()
   private readonly failover: Failover
   private readonly text: StreamingDetokenizer
   private readonly stopAtEog: boolean
@@ -140,9 +143,13 @@ export class Generation {
     }
   }
 
-  /** Picks each hop for an audit at its route's rate (step-audits.ts picks). */
+  /** Draws each hop's pick for an audit once, at the chance its route names (step-audits.ts picks). */
   private pick(): void {
-    for (const h of this.runner.hops) if (picks(h.hop)) this.picked.add(h)
+    for (const h of this.runner.hops) {
+      if (this.drawn.has(h)) continue
+      this.drawn.add(h)
+      if (picks(h.hop)) this.picked.add(h)
+    }
   }
 
   /** A draft's tokens checked by verify steps through the route (speculation.ts), each confirmed as it comes. */

@@ -7,9 +7,12 @@ export interface ChecksOptions {
   readonly probationProbeEveryMs?: number
   /** Mean time between probes of an established host, ms (default 10 min); each wait is drawn at random. */
   readonly probeEveryMs?: number
-  /** Fraction of each hop's steps clients re-run on another host (default 0.05, or $NEURON_AUDIT_RATE). */
+  /**
+   * The chance that a client has each hop's session audited once it is over, every step of it re-run on another host
+   * as one prefill (default 0.25, or $NEURON_AUDIT_RATE).
+   */
   readonly auditRate?: number
-  /** The same for a host on probation (default 0.5). */
+  /** The same for a host on probation (default 1: every session). */
   readonly probationAuditRate?: number
   /** A host that claims to be this many times faster than the probes measure is marked (default 4). */
   readonly speedClaimFactor?: number
@@ -41,8 +44,8 @@ export function checksOptionsWithDefaults(
     probationProbeEveryMs: options.probationProbeEveryMs ?? 30_000,
     probeEveryMs: options.probeEveryMs ?? 600_000,
     auditRate:
-      options.auditRate ?? (env.NEURON_AUDIT_RATE !== undefined && envRate >= 0 && envRate <= 1 ? envRate : 0.05),
-    probationAuditRate: options.probationAuditRate ?? 0.5,
+      options.auditRate ?? (env.NEURON_AUDIT_RATE !== undefined && envRate >= 0 && envRate <= 1 ? envRate : 0.25),
+    probationAuditRate: options.probationAuditRate ?? 1,
     speedClaimFactor: options.speedClaimFactor ?? 4,
     auditsPerMinute: options.auditsPerMinute ?? 600,
     auditProbeReuseMs: options.auditProbeReuseMs ?? 30_000,

@@ -160,9 +160,9 @@ export class HostChecks extends EventEmitter<HostChecksEvents> {
   }
 
   /**
-   * Fraction of this host's steps the client `clientId` should have re-run elsewhere. None when the host is the
-   * client's own key (the app's host serving its own chats): audits guard a client against other people's hosts,
-   * and a host lying to itself harms nobody else, while each audit holds the chat for a re-run.
+   * The chance that the client `clientId` has this host's session audited. None when the host is the client's own key
+   * (the app's host serving its own chats): audits guard a client against other people's hosts, and a host lying to
+   * itself harms nobody else, while each audit costs another host a re-run.
    */
   auditRate(hostId: string, clientId?: string): number {
     if (hostId === clientId) return 0

@@ -98,11 +98,11 @@ for (const each of await storeEngines())
     })
 
     describe('lying hosts are caught and banned', () => {
-      // Out of probation after one probe, and real traffic audited at 10 %: a liar goes unaudited for 100
-      // steps with probability 0.9^100 ≈ 3e-5 (at the default 5 % it is 0.6 %, too often for a test).
+      // Out of probation after one probe, and half the sessions audited: a liar goes unaudited for 100 steps (10
+      // sessions) with probability 0.5^10 ≈ 1e-3 (at the default 25 % it is 6 %, too often for a test).
       const suite = suiteSwarm(
         'neuron-liars-',
-        { probationProbes: 1, auditRate: 0.1, probeEveryMs: 3_600_000 },
+        { probationProbes: 1, auditRate: 0.5, probeEveryMs: 3_600_000 },
         SLOW_AUDITOR,
       )
       let other: string
@@ -198,7 +198,7 @@ for (const each of await storeEngines())
 
     describe('a generation routed through a lying host', () => {
       const identity = NodeIdentity.generate()
-      // Every key stays on probation here, and every step of a host on probation is audited; the last hop's audits
+      // Every key stays on probation here, and every session of a host on probation is audited; the last hop's audits
       // each probe it (no recent probe stands for one), to show those passes do not end its probation.
       const suite = suiteSwarm(
         'neuron-liar-chat-',

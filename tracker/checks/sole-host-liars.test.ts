@@ -84,10 +84,10 @@ beforeAll(async () => {
   dir = await scratchDir('neuron-sole-liars-')
   const model = join(dir.dir, 'model.gguf')
   await generateModel({ ...SHAPE, seed: 1, out: model })
-  // Out of probation after one probe, no scheduled probe during the test, real traffic audited at 10 %: a liar's
-  // ~70 lying steps in 100 go unaudited with probability 0.9^70 ≈ 6e-4.
+  // Out of probation after one probe, no scheduled probe during the test, half the sessions audited: a liar's ~10
+  // sessions in 100 steps go unaudited with probability 0.5^10 ≈ 1e-3.
   swarm = await startSwarm(dir.dir, model, [], {
-    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.1 },
+    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.5 },
   })
   await swarm.addHost([0, 2])
   await swarm.addHost([4, 5])

@@ -35,11 +35,12 @@ for (const engine of await storeEngines())
                 session,
               })
             ).hops
-          // the app's case: its host serves its own chats, and each audit would hold the chat for a re-run
+          // the app's case: its host serves its own chats, and each audit would cost another host a re-run
           const own = sid()
           const [hop] = await plan(hostKey, own)
           expect(hop?.audit).toBe(0)
-          expect((await plan(stranger)).map((h) => h.audit)).toEqual([0.5])
+          // a stranger's session of the host, on probation, is always audited
+          expect((await plan(stranger)).map((h) => h.audit)).toEqual([1])
           // nor may it audit its own steps (each pass would raise its own record)
           if (hop?.ticket === undefined) throw new Error('expected a one-hop ticketed route')
           const body = {
