@@ -34,6 +34,18 @@ export interface AuditableHop {
   lastOutput: Uint8Array | undefined
 }
 
+/**
+ * A verify step's input as the client recorded it, cut to the rows the route kept (speculation.ts), back to the
+ * whole input the hop signed it took: an audit sends the whole (its digest is the receipt's) and names the rows kept.
+ */
+const wholeOf = new WeakMap<HopInput, HopInput>()
+
+/** Records that `cut` is the first rows of `whole` (a verify step's accepted positions). */
+export function keptRowsOf(cut: HopInput, whole: HopInput): HopInput {
+  if (cut !== whole) wholeOf.set(cut, wholeOf.get(whole) ?? whole)
+  return cut
+}
+
 /** How long an audit may take: a re-run of the hop's history on another host (and a third on disagreement). */
 const AUDIT_TIMEOUT_MS = 60_000
 
@@ -194,21 +206,27 @@ export async function auditHops(
 function evidence(h: AuditableHop): { steps: AuditedStep[]; payloads: Uint8Array; sketches?: Uint8Array } | undefined {
   const steps: AuditedStep[] = []
   let bytes = h.lastOutput?.byteLength ?? 0
+  const wholes: HopInput[] = []
   for (const [i, input] of h.inputs.entries()) {
     const receipt = h.receipts[i]
-    bytes += input.payload.byteLength
-    if (receipt === undefined || input.dtype === 'json' || bytes > MAX_AUDIT_BYTES) return undefined
+    const whole = wholeOf.get(input) ?? input
+    bytes += whole.payload.byteLength
+    if (receipt === undefined || whole.dtype === 'json' || bytes > MAX_AUDIT_BYTES) return undefined
+    if (whole.tokens !== receipt.tokens) return undefined
+    wholes.push(whole)
     steps.push({
       receipt,
-      dtype: input.dtype,
-      tokens: input.tokens,
-      width: input.width,
-      bytes: input.payload.byteLength,
-      side: input.side ?? 0,
+      dtype: whole.dtype,
+      tokens: whole.tokens,
+      width: whole.width,
+      bytes: whole.payload.byteLength,
+      side: whole.side ?? 0,
+      // a verify step: the route kept only its first rows
+      ...(input.tokens < whole.tokens ? { kept: input.tokens } : {}),
     })
   }
   if (steps.length === 0) return undefined
-  const payloads = Buffer.concat(h.inputs.map((i) => i.payload))
+  const payloads = Buffer.concat(wholes.map((i) => i.payload))
   // every step's commitment, when the client saw every answer: the audit compares them all in one prefill
   const sketches = h.sketches.length === steps.length ? h.sketches : []
   if (sketches.length === 0 || sketches.some((k) => k === undefined)) return { steps, payloads }

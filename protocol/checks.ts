@@ -50,6 +50,8 @@ export const AuditedStep = z.object({
   bytes: z.number().int().positive().max(MAX_AUDIT_BYTES),
   /** int32 side values per token after the values (the seam's token ids and indices; frames.ts FLAG_SIDE). */
   side: z.number().int().nonnegative().max(MAX_SEAM_VALUES).default(0),
+  /** A verify step: the rows the route kept of it (the accepted positions), the first `kept` of `tokens`. */
+  kept: z.number().int().positive().max(MAX_SESSION_TOKENS).optional(),
 })
 export type AuditedStep = z.infer<typeof AuditedStep>
 

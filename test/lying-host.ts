@@ -96,6 +96,14 @@ class LyingRuntime implements ServingRuntime {
   dispose(): void {
     this.inner.dispose()
   }
+
+  /**
+   * The family's caches roll back as the runtime's do (so verify steps are taken); without forwardBatch here, each
+   * session still runs in a graph of its own.
+   */
+  get canBatch(): boolean | undefined {
+    return this.inner.canBatch
+  }
 }
 
 class LyingSession implements ServingSession {

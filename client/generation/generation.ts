@@ -165,6 +165,7 @@ export class Generation {
       step: (at: StepAt) => this.step(at, 0, tokenInput(at.ids)),
     })) {
       this.decodeStarted ||= performance.now()
+      this.pick()
       const { token, end } = this.confirm(s, s.sampled)
       if (token !== undefined) yield token
       if (end) return

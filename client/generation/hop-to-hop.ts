@@ -21,7 +21,7 @@ import {
   withTrailer,
 } from '../../protocol'
 import type { HopState } from '../open-hops'
-import { checkedAnswer, committedSketch } from '../step-audits'
+import { checkedAnswer, committedSketch, keptRowsOf } from '../step-audits'
 import { type StepAt, type StepRunner, stepForward } from './step-runner'
 
 /**
@@ -313,7 +313,7 @@ async function fillInputs(hops: readonly HopState[], hostId: string, session: st
     if (wanted === undefined) continue
     try {
       const fetched = await fetchForwarded(before, session, wanted.step, wanted.digest, undefined)
-      h.inputs[k] = wanted.rows === undefined ? fetched : firstRows(fetched, wanted.rows)
+      h.inputs[k] = wanted.rows === undefined ? fetched : keptRowsOf(firstRows(fetched, wanted.rows), fetched)
     } catch (error) {
       // the predecessor is gone or lied too: the failover of this hop cannot replay, and the generation fails typed
       throw new HopFailure(

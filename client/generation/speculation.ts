@@ -9,6 +9,7 @@ import {
 } from '../../protocol'
 import type { ModelTokenizer } from '../../text/tokenizer'
 import type { HopState } from '../open-hops'
+import { keptRowsOf } from '../step-audits'
 import { DraftModel } from './draft-model'
 import { firstRowsOf } from './hop-to-hop'
 import type { DraftRequest, SpeculationStats } from './request'
@@ -136,7 +137,7 @@ export async function* speculativeTokens(
 /** Cuts a hop's last recorded input to its first `rows` rows: the positions the route keeps after a verify step. */
 function trimLast(h: HopState, rows: number): void {
   const last = h.inputs.at(-1)
-  if (last !== undefined) h.inputs[h.inputs.length - 1] = firstRowsOf(last, rows)
+  if (last !== undefined) h.inputs[h.inputs.length - 1] = keptRowsOf(firstRowsOf(last, rows), last)
 }
 
 /**

@@ -1,7 +1,7 @@
 // What an audit is handed and how it compares (auditor.ts): the hop's history, checked against the receipts it signed,
 // and the multiples of the tolerance by which a re-run's rows differ from the answer and the sketches it committed to.
 import { createHash } from 'node:crypto'
-import type { HopInput } from '../../dataplane/hop-frames'
+import { firstRows, type HopInput } from '../../dataplane/hop-frames'
 import { publicKeyObject, verifySignature } from '../../identity/keys'
 import { payloadSha256 } from '../../identity/tickets'
 import {
@@ -108,13 +108,29 @@ export class AuditEvidence {
         )
       if (payloadSha256(payload) !== r.input)
         throw new NeuronError('bad_request', `step ${i + 1}'s payload is not what host ${hostId} signed it took.`)
-      position += s.tokens
-      steps.push({ dtype: s.dtype, tokens: s.tokens, width: s.width, payload, ...(s.side > 0 ? { side: s.side } : {}) })
+      if (s.kept !== undefined && s.kept > s.tokens)
+        throw new NeuronError('bad_request', `step ${i + 1} keeps ${s.kept} of its ${s.tokens} rows.`)
+      // a verify step: the route kept its first rows, and the next step runs on from them
+      const whole: HopInput = {
+        dtype: s.dtype,
+        tokens: s.tokens,
+        width: s.width,
+        payload,
+        ...(s.side > 0 ? { side: s.side } : {}),
+      }
+      const kept = s.kept ?? s.tokens
+      position += kept
+      steps.push(kept < s.tokens ? firstRows(whole, kept) : whole)
     }
     const last = request.steps.at(-1)?.receipt
     if (last === undefined || payloadSha256(request.output) !== last.output)
       throw new NeuronError('bad_request', `the answer is not what host ${hostId} signed it answered.`)
-    return { steps, sketches: committedSketches(request, seamAt(model, blocks[1]).values) }
+    const width = seamAt(model, blocks[1]).values
+    // each sketch cut to the rows its step kept
+    const sketches = committedSketches(request, width)?.map((k, i) =>
+      k.subarray(0, sketchBytes(steps[i]?.tokens ?? 0, width)),
+    )
+    return { steps, sketches }
   }
 }
 

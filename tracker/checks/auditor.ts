@@ -123,8 +123,13 @@ export class Auditor {
     const f32 = request.output.byteLength === rows * width * 4 + sideBytes
     const parts = splitPayload(request.output, rows, seamSideValues(seam))
     const values = request.output.byteLength < sideBytes ? undefined : hiddenFloats(parts.values, f32 ? 'f32' : 'f16')
+    // a verify step's answer, cut to the rows the route kept of it
+    const kept = steps.at(-1)?.tokens ?? rows
+    const side = new Int32Array(new Uint8Array(parts.side).buffer)
     const answer =
-      values === undefined ? undefined : { values, side: new Int32Array(new Uint8Array(parts.side).buffer) }
+      values === undefined
+        ? undefined
+        : { values: values.subarray(0, kept * width), side: side.subarray(0, kept * seamSideValues(seam)) }
     const compare = comparing(steps, sketches, width, seam)
     const others = this.others(route.modelId, blocks, [hostId])
     const second = others[0]
