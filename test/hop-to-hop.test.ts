@@ -105,6 +105,24 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
   )
 
   it(
+    'by default (auto) on loopback, the client near every host carries every seam itself: forwarding there saves no ' +
+      'round trip',
+    async () => {
+      const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+      try {
+        links.clear()
+        const { tokens, route } = await generate(client, { forwarding: undefined })
+        expect(tokens).toEqual(oracle)
+        const [first, middle] = route.map((h) => links.get(h.hostId))
+        expect(first?.bytesIn.get('hidden') ?? 0).toBeGreaterThan(0)
+        expect(middle?.bytesIn.get('hidden') ?? 0).toBeGreaterThan(0)
+      } finally {
+        await client.close()
+      }
+    },
+  )
+
+  it(
     'refuses a frame injected into the session without the ' + 'seam’s capability, and the generation goes on unharmed',
     async () => {
       const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())

@@ -91,14 +91,25 @@ export class Generation {
       const route = await planRoute(client.tracker, client.identity, plan, client.log, request.signal)
       // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
       const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
-      // hop-to-hop: each seam whose hops reach each other is forwarded host to host (hop-to-hop.ts)
-      const legs = request.forwarding === 'hop-to-hop' ? directLegs(route.hops) : undefined
+      // hop-to-hop: each seam whose hops reach each other may be forwarded host to host (hop-to-hop.ts); 'auto' turns
+      // on those far from the client once its pings say so
+      const mode = request.forwarding ?? 'auto'
+      const direct = mode === 'client-relayed' ? undefined : directLegs(route.hops)
+      const legs = direct?.some((d) => d) === true ? direct : undefined
       const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
       const hops = await openHops(client, route.hops, session, seamed, maxTokens, true, forwarding)
       const runner: StepRunner =
         legs === undefined
           ? new ClientRelayed(hops, session, client.identity)
-          : new HopToHop(hops, session, client.identity, legs)
+          : mode === 'hop-to-hop'
+            ? new HopToHop(hops, session, client.identity, legs)
+            : new HopToHop(
+                hops,
+                session,
+                client.identity,
+                legs.map(() => false),
+                legs,
+              )
       return { route, seamed, runner }
     }
     const { route, seamed, runner } = await whenSessionFree(

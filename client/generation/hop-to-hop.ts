@@ -37,6 +37,22 @@ export function directLegs(route: readonly RouteHop[]): boolean[] {
   return route.slice(1).map((next, i) => direct(route[i] as RouteHop) && direct(next))
 }
 
+/** The client's median ping to a hop from which forwarding its seams pays (on a LAN the client carries them), ms. */
+export const FORWARD_FROM_RTT_MS = 5
+
+/**
+ * Of the seams that may be forwarded, those whose two hops are both far from the client (median ping at least
+ * FORWARD_FROM_RTT_MS): there a step saves the client's round trip to each, and with latencies that keep the triangle
+ * inequality a host-to-host leg is never longer than the two through the client.
+ */
+export function farLegs(hops: readonly HopState[], direct: readonly boolean[]): boolean[] {
+  const far = hops.map((h) => {
+    const pings = [...(h.link.roundTripsMs ?? [])].sort((a, b) => a - b)
+    return pings.length > 0 && (pings[Math.floor(pings.length / 2)] as number) >= FORWARD_FROM_RTT_MS
+  })
+  return direct.map((d, i) => d && far[i] === true && far[i + 1] === true)
+}
+
 /** What each hop's open says about forwarding: a fresh capability per direct seam, given to its two hops alone. */
 export function chainOpenings(route: readonly RouteHop[], legs: readonly boolean[]): (ForwardingOpen | undefined)[] {
   const caps = legs.map((d) => (d ? randomBytes(32).toString('hex') : undefined))
@@ -97,9 +113,15 @@ export class HopToHop implements StepRunner {
     private readonly client: StepSigning['identity'],
     /** Whether each seam is forwarded (directLegs); a seam refused is turned to the client for the session's rest. */
     private legs: boolean[],
+    /** 'auto': the seams that may be forwarded, turned on at the first step when far from the client (farLegs). */
+    private auto?: readonly boolean[],
   ) {}
 
   run(from: number, at: StepAt, input: HopInput, receipts: Receipt[]): Promise<SampledToken> {
+    if (this.auto !== undefined && (at.step > 1 || this.hops.every((h) => (h.link.roundTripsMs?.length ?? 0) > 0))) {
+      this.legs = farLegs(this.hops, this.auto)
+      this.auto = undefined
+    }
     return runChainStep(this.hops, from, this.session, at, input, receipts, this.client, this.legs)
   }
 
@@ -107,6 +129,7 @@ export class HopToHop implements StepRunner {
   reroute(hops: HopState[]): void {
     this.hops = hops
     this.legs = []
+    this.auto = undefined
   }
 
   /**

@@ -11,11 +11,13 @@ export interface GenerateRequest {
   /** How hidden states cross seams; by default the model's (`Route.seamDtype`: f32 for mixture-of-experts models). */
   readonly hiddenDtype?: 'f16' | 'f32'
   /**
-   * How hidden states travel: through the client between every two hops ('client-relayed', the default), or from hop
-   * to hop where two hops can reach each other ('hop-to-hop': the client sends the first hop the step and gets the
-   * token from the last; see client/generation/hop-to-hop.ts).
+   * How hidden states travel: through the client between every two hops ('client-relayed'), or from hop to hop where
+   * two hops can reach each other ('hop-to-hop': the client sends the first hop the step and gets the token from the
+   * last; see client/generation/hop-to-hop.ts). 'auto', the default: hop to hop on the seams whose two hops are
+   * reached directly and far from the client (its pings to both at least FORWARD_FROM_RTT_MS), where forwarding saves
+   * the client's round trips; through the client on a LAN. Both ways are audited alike.
    */
-  readonly forwarding?: 'client-relayed' | 'hop-to-hop'
+  readonly forwarding?: 'auto' | 'client-relayed' | 'hop-to-hop'
   /** Stop early at an end-of-generation token (default true). */
   readonly stopAtEog?: boolean
   readonly signal?: AbortSignal

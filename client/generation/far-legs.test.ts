@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest'
+import type { HopState } from '../open-hops'
+import { FORWARD_FROM_RTT_MS, farLegs } from './hop-to-hop'
+
+/** A hop as farLegs reads it: its link's measured pings alone (no socket: the function reads nothing else). */
+function hop(pings: number[]): HopState {
+  return { link: { roundTripsMs: pings } } as unknown as HopState
+}
+
+describe('auto forwarding turns on the seams far from the client (pure: hops stand in with their pings only)', () => {
+  it('forwards a seam only when both of its hops are direct and far from the client', () => {
+    const far = FORWARD_FROM_RTT_MS * 8
+    // the far-client layout: every hop 40 ms away, every seam direct
+    expect(farLegs([hop([far]), hop([far, far + 1]), hop([far])], [true, true])).toEqual([true, true])
+    // a LAN: every hop under a millisecond away
+    expect(farLegs([hop([0.4]), hop([0.6]), hop([0.5])], [true, true])).toEqual([false, false])
+    // a near middle hop: neither of its seams saves a round trip worth a host-to-host leg
+    expect(farLegs([hop([far]), hop([1]), hop([far])], [true, true])).toEqual([false, false])
+    // a seam that is not direct (a relayed hop) stays with the client however far
+    expect(farLegs([hop([far]), hop([far]), hop([far])], [true, false])).toEqual([true, false])
+    // no ping measured yet: not far
+    expect(farLegs([hop([]), hop([far])], [true])).toEqual([false])
+    // the median decides: one slow ping among fast ones is not far
+    expect(farLegs([hop([1, 1, far]), hop([far])], [true])).toEqual([false])
+  })
+})
