@@ -35,7 +35,8 @@ export class HostProbes {
   /** The (model, blocks) each host last passed a probe for: routed only while it serves that. */
   private readonly verifiedFor = new Map<string, string>()
   private readonly timers = new Map<string, NodeJS.Timeout>()
-  private readonly probing = new Map<string, Promise<ProbeOutcome>>()
+  /** The probe running per host, and when it started. */
+  private readonly probing = new Map<string, { run: Promise<ProbeOutcome>; at: number }>()
   /** Inconclusive probes in a row, per host. */
   private readonly inconclusive = new Map<string, number>()
   private closed = false
@@ -73,7 +74,8 @@ export class HostProbes {
    */
   async whenReady(hostId: string): Promise<void> {
     // Bounded: the host's call waits 30 s at most; a probe still running then goes on, and routes follow its pass.
-    const deadline = Date.now() + READY_WAIT_MS
+    const since = Date.now()
+    const deadline = since + READY_WAIT_MS
     for (let attempt = 0; attempt < 3 && Date.now() < deadline; attempt++) {
       if (this.banned(hostId)) throw banned(this.records.get(hostId).banReason)
       const state = this.registry.get(hostId)?.state
@@ -90,7 +92,11 @@ export class HostProbes {
       const late = new Promise<undefined>((resolve) => {
         timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now()))
       })
-      const outcome = await Promise.race([this.probeNow(hostId), late]).finally(() => clearTimeout(timer))
+      // a probe begun before the host said so (an audit's, say, on the connection it had before it joined again)
+      // speaks for that connection: a new one runs
+      const outcome = await Promise.race([this.probeNow(hostId, undefined, since), late]).finally(() =>
+        clearTimeout(timer),
+      )
       if (this.banned(hostId)) throw banned(this.records.get(hostId).banReason)
       if (outcome === undefined || outcome.inconclusive) {
         this.log(
@@ -103,14 +109,16 @@ export class HostProbes {
   }
 
   /**
-   * Probes the host now (one probe at a time per host); a lie bans it. `started` hears the outcome of a probe this
-   * call started, not of one already running.
+   * Probes the host now (one probe at a time per host, unless the one running began before `since`); a lie bans it.
+   * `started` hears the outcome of a probe this call started, not of one already running.
    */
-  probeNow(hostId: string, started?: (outcome: ProbeOutcome) => void): Promise<ProbeOutcome> {
+  probeNow(hostId: string, started?: (outcome: ProbeOutcome) => void, since?: number): Promise<ProbeOutcome> {
     const running = this.probing.get(hostId)
-    if (running !== undefined) return running
-    const run = this.runProbe(hostId).finally(() => this.probing.delete(hostId))
-    this.probing.set(hostId, run)
+    if (running !== undefined && (since === undefined || running.at >= since)) return running.run
+    const run: Promise<ProbeOutcome> = this.runProbe(hostId).finally(() => {
+      if (this.probing.get(hostId)?.run === run) this.probing.delete(hostId)
+    })
+    this.probing.set(hostId, { run, at: Date.now() })
     if (started !== undefined) void run.then(started, () => {})
     return run
   }
@@ -192,8 +200,12 @@ export class HostProbes {
     if (!host.online || state.status !== 'ready' || state.modelId === null || state.blocks === null) {
       clearTimeout(this.timers.get(hostId))
       this.timers.delete(hostId)
-      // A host that left may come back with other weights: it is probed again before it is routed.
-      if (!host.online) this.verifiedFor.delete(hostId)
+      // A host that left may come back with other weights: it is probed again before it is routed. A probe still
+      // running speaks for the connection it left (an audit's, say, that waits out its timeout): the next is new.
+      if (!host.online) {
+        this.verifiedFor.delete(hostId)
+        this.probing.delete(hostId)
+      }
       return
     }
     if (!this.prober.hasProbes(state.modelId)) return
