@@ -8,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SwarmClient } from '../client/swarm-client'
 import { generateModel } from '../gguf/generate'
 import { NodeIdentity } from '../identity/keys'
-import { LyingHost, type LyingOptions } from './lying-host'
+import { auditedTwinSwarm } from './audited-swarm'
+import { LyingHost } from './lying-host'
 import { scratchDir } from './models'
-import { type InProcessSwarm, startSwarm } from './programs'
+import type { InProcessSwarm } from './programs'
 
 const SHAPE = { arch: 'llama', blocks: 5, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 320, type: 'q8_0' } as const
 const PROMPT = [1, 17, 42, 99, 7, 64]
@@ -22,15 +23,7 @@ beforeAll(async () => {
   dir = await scratchDir('neuron-forwarded-audits-')
   const model = join(dir.dir, 'model.gguf')
   await generateModel({ ...SHAPE, seed: 3, out: model })
-  // out of probation after one probe, no scheduled probe during the test, every hop of every session picked
-  swarm = await startSwarm(dir.dir, model, [], {
-    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 1 },
-  })
-  await swarm.addHost([0, 2])
-  await swarm.addHost([4, 5])
-  const slow: LyingOptions = { lie: { kind: 'slow', factor: 1, delayMs: 15 } }
-  await swarm.addHost([2, 4], (o) => new LyingHost(o, slow))
-  await swarm.addHost([2, 4], (o) => new LyingHost(o, slow))
+  swarm = await auditedTwinSwarm(dir.dir, model)
 }, 120_000)
 
 afterAll(async () => {

@@ -8,10 +8,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
+import { auditedTwinSwarm } from './audited-swarm'
 import { damagedCopy } from './draft-models'
-import { LyingHost, type LyingOptions } from './lying-host'
+import { LyingHost } from './lying-host'
 import { STORIES_260K, scratchDir } from './models'
-import { type InProcessSwarm, startSwarm } from './programs'
+import type { InProcessSwarm } from './programs'
 
 const PROMPT = [1, 403, 407, 125, 261, 10, 300]
 const TOKENS = 24
@@ -23,15 +24,7 @@ let draft = ''
 beforeAll(async () => {
   dir = await scratchDir('neuron-verify-audits-')
   draft = await damagedCopy(STORIES_260K, join(dir.dir, 'damaged.gguf'), [1, 3])
-  // out of probation after one probe, no scheduled probe during the test, every hop of every session audited
-  swarm = await startSwarm(dir.dir, STORIES_260K, [], {
-    checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 1 },
-  })
-  await swarm.addHost([0, 2])
-  await swarm.addHost([4, 5])
-  const slow: LyingOptions = { lie: { kind: 'slow', factor: 1, delayMs: 15 } }
-  await swarm.addHost([2, 4], (o) => new LyingHost(o, slow))
-  await swarm.addHost([2, 4], (o) => new LyingHost(o, slow))
+  swarm = await auditedTwinSwarm(dir.dir, STORIES_260K)
 }, 120_000)
 
 afterAll(async () => {
