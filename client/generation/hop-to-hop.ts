@@ -157,8 +157,8 @@ export class HopToHop implements StepRunner {
 async function fetchAnswers(h: HopState, session: string): Promise<void> {
   const last = h.receipts.length - 1
   for (const [k, receipt] of h.receipts.entries()) {
-    if (receipt === undefined || (h.sketches[k] !== undefined && k !== last) || receipt.commit === undefined) continue
-    if (k === last && h.lastOutput !== undefined && payloadSha256(h.lastOutput) === receipt.output) continue
+    // an answer the client saw has its sketch (and, the last, its lastOutput) already
+    if (receipt?.commit === undefined || h.sketches[k] !== undefined) continue
     const answer = await h.link.request(jsonFrame('fetch', session, receipt.step, { step: receipt.step }))
     if (payloadSha256(answer.payload) !== receipt.output)
       throw new HopFailure(
