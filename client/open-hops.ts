@@ -48,7 +48,17 @@ export async function openHops(
           : hop.endpoint === null
             ? new RelayHopLink(hop.hostId, client.tracker)
             : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: client.ca, fingerprint: hop.fingerprint })
-      states.push({ hop, link, inputs: [], receipts: [], sketches: [], lastOutput: undefined, stepMs: [] })
+      const sampling = endsRoute && i === route.length - 1 ? (request.sampling ?? {}) : undefined
+      states.push({
+        hop,
+        link,
+        inputs: [],
+        receipts: [],
+        sketches: [],
+        lastOutput: undefined,
+        stepMs: [],
+        ...(sampling === undefined ? {} : { sampling }),
+      })
       if (hop.ticket === undefined)
         throw new NeuronError(
           'no_ticket',
@@ -64,7 +74,7 @@ export async function openHops(
             signature: signOpen(client.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
             hiddenDtype: request.hiddenDtype ?? 'f16',
             ...(forwarding?.[i] === undefined ? {} : { forwarding: forwarding[i] }),
-            ...(endsRoute && i === route.length - 1 ? { sampling: request.sampling ?? {} } : {}),
+            ...(sampling === undefined ? {} : { sampling }),
           }),
         ),
       )

@@ -13,6 +13,8 @@ import {
   type Receipt,
   type RouteHop,
   type RpcSocket,
+  SamplingParams,
+  samplingCommitment,
   seamSideValues,
   sideOf,
   sidePerToken,
@@ -32,6 +34,11 @@ export interface AuditableHop {
   sketches: (Uint8Array | undefined)[]
   /** The answer to the last input. */
   lastOutput: Uint8Array | undefined
+  /**
+   * The sampling a last hop was opened with: its receipts for tokens commit to it (protocol/commitment.ts
+   * samplingCommitment), and an audit re-draws the last token with it. Undefined for every other hop.
+   */
+  sampling?: SamplingParams
 }
 
 /**
@@ -60,6 +67,7 @@ export function checkReceipt(
   input: HopInput,
   answer: Frame,
   receipt: Receipt | undefined,
+  sampling?: SamplingParams,
 ): Uint8Array | undefined {
   // A ticketed host signs every answer: one without a receipt could never be audited, so it is not taken.
   if (receipt === undefined)
@@ -74,11 +82,28 @@ export function checkReceipt(
       'bad_receipt',
       `host ${hostId} signed a receipt for other bytes than it was sent or answered; finding another host`,
     )
-  return committedSketch(hostId, answer, receipt)
+  return committedSketch(hostId, answer, receipt, sampling)
 }
 
-/** The sketch of a hidden-state answer's rows, checked against the commitment its receipt signs. */
-export function committedSketch(hostId: string, answer: Frame, receipt: Receipt): Uint8Array | undefined {
+/**
+ * The sketch of a hidden-state answer's rows, checked against the commitment its receipt signs. A last hop's token
+ * answer commits to the session's `sampling` instead (an audit re-draws the token with it): checked, no sketch kept.
+ */
+export function committedSketch(
+  hostId: string,
+  answer: Frame,
+  receipt: Receipt,
+  sampling?: SamplingParams,
+): Uint8Array | undefined {
+  if (answer.kind === 'token' && sampling !== undefined) {
+    if (receipt.commit !== payloadSha256(samplingOf(sampling)))
+      throw new HopFailure(
+        hostId,
+        'bad_receipt',
+        `host ${hostId} signed no commitment, or another one, to the sampling it was opened with; finding another host`,
+      )
+    return undefined
+  }
   const sketch = frameSketch(answer)
   if (sketch !== undefined && receipt.commit !== payloadSha256(sketch))
     throw new HopFailure(
@@ -87,6 +112,17 @@ export function committedSketch(hostId: string, answer: Frame, receipt: Receipt)
       `host ${hostId} signed no commitment, or another one, to the rows it answered; finding another host`,
     )
   return sketch
+}
+
+/** Each session's sampling commitment, encoded once (a replacement's carries the tokens sampled before it). */
+const commitments = new WeakMap<SamplingParams, Uint8Array>()
+function samplingOf(sampling: SamplingParams): Uint8Array {
+  let bytes = commitments.get(sampling)
+  if (bytes === undefined) {
+    bytes = samplingCommitment(sampling)
+    commitments.set(sampling, bytes)
+  }
+  return bytes
 }
 
 /**
@@ -178,7 +214,14 @@ export async function auditHops(
     if (history === undefined || h.lastOutput === undefined) continue
     picked.push({
       h,
-      request: { session, hostId: h.hop.hostId, blocks: h.hop.blocks, ...history, output: h.lastOutput },
+      request: {
+        session,
+        hostId: h.hop.hostId,
+        blocks: h.hop.blocks,
+        ...history,
+        output: h.lastOutput,
+        ...(h.sampling === undefined ? {} : { sampling: SamplingParams.parse(h.sampling) }),
+      },
     })
   }
   const slots = slotsOf.get(tracker) ?? limitAudits(tracker)

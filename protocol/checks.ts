@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { BlockRange } from './blocks'
+import { SamplingParams } from './frames'
 import { NodeId } from './identity'
 import { MAX_MESSAGE_CHARS, MAX_SEAM_VALUES, MAX_SESSION_TOKENS } from './limits'
 import { Receipt } from './receipts'
@@ -75,6 +76,11 @@ export const AuditRequest = z
      * every answer (forwarded on).
      */
     sketches: Bytes.refine((b) => b.byteLength <= MAX_AUDIT_BYTES, `at most ${MAX_AUDIT_BYTES} bytes`).optional(),
+    /**
+     * The last hop's sampling as the client opened it, its sha256 what every receipt's `commit` signs
+     * (commitment.ts samplingCommitment): the re-run draws the last token with it and compares.
+     */
+    sampling: SamplingParams.optional(),
   })
   .refine(
     (r) => r.steps.reduce((s, step) => s + step.bytes, 0) === r.payloads.byteLength,

@@ -2,7 +2,7 @@
 // (Prime Intellect, 2025). The receipt signs its sha256 (ReceiptBody.commit); the sketch itself is a function of the
 // answer's bytes, so whoever holds the answer recomputes it, and an audit holding only the step's inputs and sketches
 // re-runs them all as one prefill and compares every row.
-import { type Frame, sidePerToken, splitPayload } from './frames'
+import { type Frame, SamplingParams, sidePerToken, splitPayload } from './frames'
 import { hiddenFloats } from './seam'
 
 /** Values kept of each row: its largest by magnitude. */
@@ -122,3 +122,20 @@ export function frameSketch(frame: Frame): Uint8Array | undefined {
   if (values === undefined || values.length !== frame.tokens * frame.width) return undefined
   return sketchRows(values, frame.width)
 }
+
+/**
+ * What a last hop commits to in every receipt of a sampling session (ReceiptBody.commit is its sha256): the session's
+ * sampling as both sides parse it (the same schema, so the same JSON). A draw depends on the logits, these parameters
+ * and the position alone (host/serving/last-hop-sampler.ts), so an audit re-runs the step with them and compares the
+ * token; the commitment keeps a client from handing in other parameters than the host sampled with.
+ */
+export function samplingCommitment(sampling: SamplingParams | undefined): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(SamplingParams.parse(sampling ?? {})))
+}
+
+/**
+ * How much less likely than the re-run's own pick a greedy token may be, in nats of the re-run's log-probabilities,
+ * and still be a tie rather than a lie: two hosts' logits differ by the seams' rounding, so a near-tie may fall either
+ * way. A lie that saves work or steers the answer picks a token far down (bench:audit prints the margins it saw).
+ */
+export const GREEDY_TIE_NATS = 0.05

@@ -24,7 +24,7 @@ export class ClientRelayed implements StepRunner {
       const answer = await h.link.request(stepForward(input, this.session, at, { identity: this.client, ...h.hop }))
       if (input.tokens === 1) h.stepMs.push(performance.now() - started)
       const receipt = readTrailer(answer, Receipt)
-      const sketch = checkReceipt(h.hop.hostId, input, answer, receipt)
+      const sketch = checkReceipt(h.hop.hostId, input, answer, receipt, h.sampling)
       if (receipt !== undefined) receipts.push(receipt)
       h.receipts.push(receipt)
       h.sketches.push(sketch)

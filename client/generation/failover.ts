@@ -136,7 +136,7 @@ export class Failover {
       )
       position += chunk.tokens
       const receipt = readTrailer(answer, Receipt)
-      h.sketches.push(checkReceipt(h.hop.hostId, chunk, answer, receipt))
+      h.sketches.push(checkReceipt(h.hop.hostId, chunk, answer, receipt, h.sampling))
       h.receipts.push(receipt)
       h.lastOutput = new Uint8Array(answer.payload)
       if (receipt !== undefined) await this.collect([receipt])

@@ -155,6 +155,8 @@ export class HopToHop implements StepRunner {
  * output, and its sketch to the receipt's commitment; they fill `h.sketches` and the last its `lastOutput`.
  */
 async function fetchAnswers(h: HopState, session: string): Promise<void> {
+  // the last hop answered the client every step itself
+  if (h.sampling !== undefined) return
   const last = h.receipts.length - 1
   for (const [k, receipt] of h.receipts.entries()) {
     // an answer the client saw has its sketch (and, the last, its lastOutput) already
@@ -166,7 +168,7 @@ async function fetchAnswers(h: HopState, session: string): Promise<void> {
         'lied',
         `host ${h.hop.hostId} answered other bytes than it signed at step ${receipt.step}`,
       )
-    h.sketches[k] = committedSketch(h.hop.hostId, answer, receipt)
+    h.sketches[k] = committedSketch(h.hop.hostId, answer, receipt, h.sampling)
     if (k === last) h.lastOutput = new Uint8Array(answer.payload)
   }
 }
@@ -250,7 +252,7 @@ async function runChainStep(
               `host ${hj.hop.hostId} signed for other output than it answered; finding another host`,
             )
           hj.lastOutput = new Uint8Array(answer.payload)
-          hj.sketches[hj.sketches.length - 1] = committedSketch(hj.hop.hostId, answer, receipt)
+          hj.sketches[hj.sketches.length - 1] = committedSketch(hj.hop.hostId, answer, receipt, hj.sampling)
           if (answer.kind === 'token') return readJson(answer, SampledToken)
           if (answer.kind !== 'hidden')
             throw new NeuronError('bad_frame', `host ${hj.hop.hostId} answered a forward with ${answer.kind}`)

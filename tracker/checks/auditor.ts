@@ -15,6 +15,7 @@ import {
 
 import type { HostRegistry } from '../hosts/registry'
 import { AuditEvidence, comparing, type Rows, times } from './audit-evidence'
+import { headJudge, type Judge, type SampledRerun } from './head-audit'
 import type { HostChecks } from './host-checks'
 import { frameValues, type Prober } from './prober'
 
@@ -109,11 +110,13 @@ export class Auditor {
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`
-    const head = blocks[1] === model.nLayer
-    if (head) {
-      // The last hop answers a sampled token, which another host
-      // may draw differently near a tie: its record is the probes.
-      return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label}`, true)
+    if (blocks[1] === model.nLayer) {
+      const rerun: SampledRerun = (id, history, sampling) =>
+        this.deps.prober.rerun(id, route.modelId, blocks, history, sampling)
+      const judge = headJudge(request, steps, rerun)
+      if ('unchecked' in judge)
+        return this.byProbes([hostId], `the last hop's step ${steps.length} on ${label} (${judge.unchecked})`, true)
+      return this.decide(hostId, route.modelId, blocks, judge, publicKey)
     }
     // f16 or f32, as the client opened the session: told apart by the answer's size (its side values after them)
     const rows = request.steps.at(-1)?.receipt.tokens ?? 1
@@ -126,41 +129,64 @@ export class Auditor {
     // a verify step's answer, cut to the rows the route kept of it
     const kept = steps.at(-1)?.tokens ?? rows
     const side = new Int32Array(new Uint8Array(parts.side).buffer)
-    const answer =
-      values === undefined
-        ? undefined
-        : { values: values.subarray(0, kept * width), side: side.subarray(0, kept * seamSideValues(seam)) }
-    const compare = comparing(steps, sketches, width, seam)
-    const others = this.others(route.modelId, blocks, [hostId])
-    const second = others[0]
-    if (answer === undefined)
+    if (values === undefined)
       return this.byProbes([hostId], `step ${steps.length} on ${label} (its answer is not hidden states)`, true)
-    const off = (rerun: Rows) => compare.claimed(answer, rerun)
-    if (second === undefined) return this.againOnItself(hostId, route.modelId, blocks, steps, off, publicKey)
-    const b = await this.rerun(second, route.modelId, blocks, steps)
+    const answer = { values: values.subarray(0, kept * width), side: side.subarray(0, kept * seamSideValues(seam)) }
+    const compare = comparing(steps, sketches, width, seam)
+    return this.decide(
+      hostId,
+      route.modelId,
+      blocks,
+      {
+        run: (id) => this.rerun(id, route.modelId, blocks, steps),
+        claimed: (rerun) => compare.claimed(answer, rerun),
+        runs: compare.runs,
+        checked: sketches === undefined ? `step ${steps.length}` : `all ${steps.length} steps`,
+        proves: true,
+      },
+      publicKey,
+    )
+  }
+
+  /**
+   * Re-runs the hop's steps on another host of its span and compares (`judge`). On disagreement a third host decides
+   * (two against one); without one, known-answer probes of both do; with no other host at all, it re-runs them itself.
+   */
+  private async decide<R>(
+    hostId: string,
+    modelId: string,
+    blocks: readonly [number, number],
+    judge: Judge<R>,
+    publicKey: string,
+  ): Promise<AuditVerdict> {
+    const label = `blocks [${blocks[0]}, ${blocks[1]})`
+    const { checked } = judge
+    const others = this.others(modelId, blocks, [hostId])
+    const second = others[0]
+    if (second === undefined) return this.againOnItself(hostId, label, judge, publicKey)
+    const b = await judge.run(second)
     if (b === undefined)
-      return this.byProbes([hostId], `step ${steps.length} on ${label} (host ${second} could not re-run it)`, true)
-    const errorAB = off(b)
-    const checked = sketches === undefined ? `step ${steps.length}` : `all ${steps.length} steps`
+      return this.byProbes([hostId], `${checked} on ${label} (host ${second} could not re-run it)`, true)
+    const errorAB = judge.claimed(b)
     if (errorAB <= 1) {
       this.deps.checks.recordAudit(hostId, true, '')
       return { verdict: 'passed', liar: null, reason: `host ${second} agrees on ${checked} within ${times(errorAB)}` }
     }
     const third = others[1]
-    const c = third === undefined ? undefined : await this.rerun(third, route.modelId, blocks, steps)
+    const c = third === undefined ? undefined : await judge.run(third)
     if (third === undefined || c === undefined)
       return this.byProbes(
         [hostId, second],
         `${checked} on ${label}, where ${hostId} and ${second} differ by ${times(errorAB)}`,
       )
-    const errorAC = off(c)
-    const errorBC = compare.runs(b, c)
+    const errorAC = judge.claimed(c)
+    const errorBC = judge.runs(b, c)
     if (errorBC <= 1 && errorAC > 1) {
       // Its own re-run, in a session it cannot link to this client,
       // agrees with the two others: it answered the client otherwise.
-      const again = await this.rerun(hostId, route.modelId, blocks, steps)
-      if (again !== undefined && compare.runs(again, b) <= 1)
-        return this.twoWays(hostId, label, steps.length, off(again), publicKey)
+      const again = await judge.run(hostId)
+      if (judge.proves && again !== undefined && judge.runs(again, b) <= 1)
+        return this.twoWays(hostId, label, checked, judge.claimed(again), publicKey)
       const reason = `failed an audit of real steps on ${label}: answer off by ${times(errorAC)} from two other hosts'`
       return { verdict: 'failed', liar: hostId, reason: await this.convict(hostId, reason, publicKey) }
     }
@@ -182,27 +208,22 @@ export class Auditor {
    * every time agrees with itself: for that only a second copy or a known-answer probe tells, and the route marks such
    * a hop unaudited.
    */
-  private againOnItself(
-    hostId: string,
-    modelId: string,
-    blocks: readonly [number, number],
-    steps: HopInput[],
-    off: (rerun: Rows) => number,
-    clientKey: string,
-  ): Promise<AuditVerdict> {
-    const label = `blocks [${blocks[0]}, ${blocks[1]})`
+  private againOnItself<R>(hostId: string, label: string, judge: Judge<R>, clientKey: string): Promise<AuditVerdict> {
     if (!this.selfChecking.has(hostId)) {
       this.selfChecking.add(hostId)
-      void this.rerun(hostId, modelId, blocks, steps)
+      void judge
+        .run(hostId)
         .then((again) => {
-          const error = again === undefined ? 0 : off(again)
-          if (error > 1) this.twoWays(hostId, label, steps.length, error, clientKey)
+          const error = again === undefined ? 0 : judge.claimed(again)
+          if (error <= 1) return
+          if (judge.proves) this.twoWays(hostId, label, judge.checked, error, clientKey)
+          else this.deps.checks.recordAudit(hostId, false, drewOtherwise(label, judge.checked), clientKey)
         })
         .finally(() => this.selfChecking.delete(hostId))
     }
     return this.byProbes(
       [hostId],
-      `step ${steps.length} on ${label} (no other host serves it; it re-runs the step itself beside the chat)`,
+      `${judge.checked} on ${label} (no other host serves it; it re-runs the step itself beside the chat)`,
       true,
     )
   }
@@ -211,9 +232,9 @@ export class Auditor {
    * The host answered the same inputs two ways (both answers its
    * own, one signed to the client): a ban, no strike count needed.
    */
-  private twoWays(hostId: string, label: string, step: number, error: number, clientKey: string): AuditVerdict {
+  private twoWays(hostId: string, label: string, checked: string, error: number, clientKey: string): AuditVerdict {
     const reason =
-      `answered step ${step} on ${label} two ways: its answer to a client is off by ${times(error)} ` +
+      `answered ${checked} on ${label} two ways: its answer to a client is off by ${times(error)} ` +
       `from its own re-run of the same inputs`
     this.deps.checks.recordAudit(hostId, false, reason, clientKey)
     this.deps.checks.ban(hostId, reason)
@@ -318,4 +339,9 @@ export class Auditor {
       for (const [k, v] of this.load) if (v.inFlight === 0 && v.minute !== minute) this.load.delete(k)
     return l
   }
+}
+
+/** A sampled draw its host's own re-run drew otherwise: a failed audit, not proof (see Judge.proves). */
+function drewOtherwise(label: string, checked: string): string {
+  return `drew ${checked} on ${label} otherwise than its own re-run of the same inputs with the same sampling`
 }

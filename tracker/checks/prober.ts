@@ -15,6 +15,7 @@ import {
   probeChunks,
   readJson,
   SampledToken,
+  SamplingParams,
   SEAM_TOLERANCE,
   SIDE_TOLERANCE,
   seamAt,
@@ -193,17 +194,18 @@ export class Prober {
 
   /**
    * Runs a hop's steps again on `hostId`: every step but the last as one prefill, then the last (in the shape it ran).
-   * Returns both answers: an audit compares every step's rows, and the last answer whole. Throws when the host cannot
-   * be asked.
+   * Returns both answers: an audit compares every step's rows, and the last answer whole. A last hop's steps run with
+   * the session's `sampling`, so its last answer is the token it draws. Throws when the host cannot be asked.
    */
   async rerun(
     hostId: string,
     modelId: string,
     blocks: readonly [number, number],
     steps: readonly HopInput[],
+    sampling?: SamplingParams,
   ): Promise<SpanAnswer[]> {
     const chunks = steps.length === 1 ? [...steps] : [concatInputs(steps.slice(0, -1)), steps.at(-1) as HopInput]
-    const answers = await this.run(hostId, modelId, blocks, chunks, false)
+    const answers = await this.run(hostId, modelId, blocks, chunks, sampling ?? false)
     if (answers.length !== chunks.length) throw new NeuronError('internal', 'a re-run answered nothing')
     return answers
   }
@@ -218,7 +220,8 @@ export class Prober {
     modelId: string,
     blocks: readonly [number, number],
     chunks: HopInput[],
-    sample: boolean,
+    /** true: greedy with a random seed; sampling: as given (a re-run of a last hop's steps); false: no sampling. */
+    sample: boolean | SamplingParams,
     probe = false,
   ): Promise<SpanAnswer[]> {
     const manifest = this.deps.manifest(modelId)
@@ -247,7 +250,11 @@ export class Prober {
         hiddenDtype: seamDtype(manifest),
         ticket,
         signature: signOpen(this.deps.client, ticket, { blocks, maxTokens }),
-        ...(sample ? { sampling: { temperature: 0, seed: randomInt(2 ** 31) } } : {}),
+        ...(sample === false
+          ? {}
+          : {
+              sampling: SamplingParams.parse(sample === true ? { temperature: 0, seed: randomInt(2 ** 31) } : sample),
+            }),
       }
     }
     const link = await this.deps.link(hostId)

@@ -1,5 +1,13 @@
 import { payloadSha256 } from '../../../identity/tickets'
-import { encodeFrame, type Frame, frameSketch, type Receipt, type ReceiptBody, receiptMessage } from '../../../protocol'
+import {
+  encodeFrame,
+  type Frame,
+  frameSketch,
+  type Receipt,
+  type ReceiptBody,
+  receiptMessage,
+  samplingCommitment,
+} from '../../../protocol'
 import type { AcceptedStep } from './accept'
 
 /** The part of a NodeIdentity that signs receipts. */
@@ -19,8 +27,9 @@ export function seal(
   onReceipt: ((receipt: Receipt) => void) | undefined,
 ): Uint8Array {
   if (signer === undefined) return encodeFrame(answer)
-  // the commitment an audit by prefill compares this step's rows with (protocol/commitment.ts)
-  const sketch = frameSketch(answer)
+  // the commitment an audit by prefill compares this step's rows with, or at a last hop the sampling it re-draws
+  // the token with (protocol/commitment.ts)
+  const sketch = answer.kind === 'token' ? samplingCommitment(served.sampling.params) : frameSketch(answer)
   const body: ReceiptBody = {
     session: request.session,
     step: request.step,
