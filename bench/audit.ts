@@ -184,14 +184,16 @@ try {
 }
 
 /**
- * Steps routed through a liar of blocks [3, 6) before its ban, a quarter of sessions audited (the default), in a
- * swarm of its own: the liar alone on its span, or with two honest (slower) hosts of it. Chats of 32 tokens, at
- * most 2 000 steps.
+ * Steps routed through a liar of blocks [3, 6) (or the last hop's, [6, 8)) before its ban, a quarter of sessions
+ * audited (the default), in a swarm of its own: the liar alone on its span, or with two honest (slower) hosts of it.
+ * Chats of 32 greedy tokens, at most 2 000 steps.
  */
 async function stepsToCatch(
   lying: (victimKey: string) => LyingOptions,
   twins: number,
+  lastHop = false,
 ): Promise<{ steps: number; banned: boolean; reason: string }> {
+  const span: [number, number] = lastHop ? [6, 8] : [3, 6]
   const dir = await mkdtemp(join(BENCH_DIR, 'audit-liar-'))
   const liars = await startSwarm(dir, source, [], {
     checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.25 },
@@ -200,10 +202,10 @@ async function stepsToCatch(
   const client = await SwarmClient.connect(liars.tracker.url, victim)
   try {
     await liars.addHost([0, 3])
-    await liars.addHost([6, 8])
+    await liars.addHost(lastHop ? [3, 6] : [6, 8])
     for (let i = 0; i < twins; i++)
-      await liars.addHost([3, 6], (o) => new LyingHost(o, { lie: { kind: 'slow', factor: 1, delayMs: 15 } }))
-    const liar = await liars.addHost([3, 6], (o) => new LyingHost(o, lying(victim.publicKey)))
+      await liars.addHost(span, (o) => new LyingHost(o, { lie: { kind: 'slow', factor: 1, delayMs: 15 } }))
+    const liar = await liars.addHost(span, (o) => new LyingHost(o, lying(victim.publicKey)))
     let steps = 0
     for (let chat = 0; chat < 200 && steps < 2000 && !liars.tracker.checks.banned(liar.hostId); chat++) {
       let through = false
@@ -233,7 +235,7 @@ async function stepsToCatch(
   }
 }
 
-const liarModes: { name: string; lying: (victimKey: string) => LyingOptions }[] = [
+const liarModes: { name: string; lying: (victimKey: string) => LyingOptions; lastHop?: boolean }[] = [
   // the lying harness's modes, past the probe of their first session
   { name: 'zeros', lying: () => ({ lie: { kind: 'zeros' }, honestSessions: 2 }) },
   { name: 'noise_0.5', lying: () => ({ lie: { kind: 'noise', size: 0.5 }, honestSessions: 2 }) },
@@ -243,12 +245,18 @@ const liarModes: { name: string; lying: (victimKey: string) => LyingOptions }[] 
     lying: () => ({ lie: { kind: 'noise', size: 0.2 }, honestSessions: 2, honestSteps: 3 }),
   },
   { name: 'lies_to_one_key', lying: (victimKey) => ({ lie: { kind: 'noise', size: 0.2 }, onlyKey: victimKey }) },
+  // a last hop that skips the pass past each session's third step (the probes' length): its tokens are re-drawn
+  {
+    name: 'last_hop_past_step_3',
+    lying: () => ({ lie: { kind: 'zeros' }, honestSessions: 2, honestSteps: 3 }),
+    lastHop: true,
+  },
 ]
 const caught: Record<string, number | string> = {}
 for (const mode of liarModes) {
   for (const twins of [0, 2]) {
     const name = `${mode.name}_${twins === 0 ? 'sole_host' : 'of_three'}`
-    const found = await stepsToCatch(mode.lying, twins)
+    const found = await stepsToCatch(mode.lying, twins, mode.lastHop)
     console.log(
       JSON.stringify({
         liar: name,

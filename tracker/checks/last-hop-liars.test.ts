@@ -84,8 +84,7 @@ describe('a last hop lying past step 3', () => {
     expect(checks.probesFailed).toBe(0)
   }, 300_000)
 
-  it('two honest hosts of the last block agree with each other on every greedy and sampled session: no audit fails',
-    async () => {
+  it('two honest hosts of the last block agree with each other on every greedy and sampled session: no audit fails', async () => {
     // the liar is banned: these two are the only hosts of [4, 5), each the other's twin
     const twins: Host[] = [
       await swarm.addHost([4, 5], (o) => new LyingHost(o, SLOW)),
@@ -111,7 +110,9 @@ describe('a last hop lying past step 3', () => {
     const steps = await chatUntilBanned(liar.hostId, { temperature: 0.9, seed: 7 }, 3)
     const checks = swarm.tracker.checks.of(liar.hostId)
     console.log(`one of three, sampled: banned after ${steps} steps (${liar.lies} lies told): ${checks.ban?.reason}`)
-    expect(checks.ban?.reason).toMatch(/failed an audit of real steps on blocks \[4, 5\).*outvoted in audits asked by 3/)
+    expect(checks.ban?.reason).toMatch(
+      /failed an audit of real steps on blocks \[4, 5\).*outvoted in audits asked by 3/,
+    )
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
   }, 300_000)
 })

@@ -113,7 +113,7 @@ describe('liars a known-answer probe cannot see', () => {
       `honest for 3 steps a session: banned after ${steps} steps routed through it in ${chats} chats (${liar.lies} ` +
         `lies told): ${checks.ban?.reason}`,
     )
-    expect(checks.ban?.reason).toMatch(/answered step \d+ on blocks \[2, 4\) two ways/)
+    expect(checks.ban?.reason).toMatch(/answered (step \d+|all \d+ steps) on blocks \[2, 4\) two ways/)
     expect(steps).toBeLessThanOrEqual(CAUGHT_WITHIN)
     expect(checks.probesFailed).toBe(0)
   }, 300_000)
