@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os'
+import { type ReferenceRerunsOptions, referenceReruns } from '../host/reference-reruns'
 import {
   DEFAULT_GRANT_WORK_BITS,
   DEFAULT_GRANTS_PER_PREFIX_PER_DAY,
@@ -18,6 +20,7 @@ export const trackerCommand: Command = {
        [--grant-work-bits ${DEFAULT_GRANT_WORK_BITS}] [--grants-per-prefix-per-day ${DEFAULT_GRANTS_PER_PREFIX_PER_DAY}]
        [--tls-key key.pem --tls-cert cert.pem] [--allow-keys FILE]
        [--settlement-window-ms 86400000] [--audit-rate 0.05] [--probation-probes 3] [--log-routes]
+       [--rerun-dir DIR [--rerun-gb 2] [--rerun-threads 1]]
 
 A key without an account is refused a route unless --new-key-grant-micro (or
 $NEURON_NEW_KEY_GRANT_MICRO) gives each new key that many micro-credits, once, to at
@@ -48,6 +51,12 @@ those shown.
   --audit-rate F          the chance that a client has each hop's session re-run on another host
                           once it is over (0 to 1); default $NEURON_AUDIT_RATE or 0.25; hosts on
                           probation 1
+  --rerun-dir DIR         re-run blocks that only one host serves here, for audits: a host that
+                          lies the same way to every client agrees with its own re-run, and is
+                          caught only against another run. Their artifacts are fetched from the
+                          swarm into DIR, at most --rerun-gb GiB of them (default 2), each span
+                          run on --rerun-threads CPU threads (default 1); a span past the budget
+                          is marked unaudited in routes, as without this option
 
 Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
   async run(args) {
@@ -69,6 +78,9 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       'audit-rate': { type: 'string' },
       'probation-probes': { type: 'string' },
       'log-routes': { type: 'boolean' },
+      'rerun-dir': { type: 'string' },
+      'rerun-gb': { type: 'string' },
+      'rerun-threads': { type: 'string' },
     })
     const tls = tlsOptions(values)
     const allowedKeys = values['allow-keys'] === undefined ? undefined : allowedKeysOption(values['allow-keys'])
@@ -88,6 +100,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
         'bad_option',
         `--audit-rate is a fraction from 0 to 1 (0.05 audits one step in 20), not ${values['audit-rate']}.`,
       )
+    const ownReruns = rerunOptions(values)
     await runTracker({
       ...(port === undefined ? {} : { port }),
       ...(values.host === undefined ? {} : { host: values.host }),
@@ -107,9 +120,33 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
         ...(probationProbes === undefined ? {} : { probationProbes }),
       },
       ...(values['log-routes'] === true ? { logRoutes: true } : {}),
+      ...(ownReruns === undefined ? {} : { ownReruns: referenceReruns(ownReruns) }),
     })
     return 0
   },
+}
+
+/** --rerun-dir, --rerun-gb, --rerun-threads: the spans the tracker re-runs itself; undefined without a directory. */
+function rerunOptions(values: {
+  'rerun-dir'?: string | undefined
+  'rerun-gb'?: string | undefined
+  'rerun-threads'?: string | undefined
+}): ReferenceRerunsOptions | undefined {
+  const dir = values['rerun-dir']
+  if (dir === undefined) {
+    if (values['rerun-gb'] !== undefined || values['rerun-threads'] !== undefined)
+      throw new NeuronError('bad_option', '--rerun-gb and --rerun-threads need --rerun-dir DIR: where the spans go.')
+    return undefined
+  }
+  const gb = values['rerun-gb'] === undefined ? undefined : Number(values['rerun-gb'])
+  if (gb !== undefined && !(gb > 0 && Number.isFinite(gb)))
+    throw new NeuronError('bad_option', `--rerun-gb is a number of GiB above 0 (2 runs small spans), not ${gb}.`)
+  const threads = intOption('rerun-threads', values['rerun-threads'], { min: 1, max: availableParallelism() })
+  return {
+    dataDir: dir,
+    ...(gb === undefined ? {} : { maxBytes: Math.round(gb * 1024 ** 3) }),
+    ...(threads === undefined ? {} : { threads }),
+  }
 }
 
 /** --allow-keys FILE: the listed keys; a file that lists none is refused (it would admit nobody). */

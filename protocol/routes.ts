@@ -42,6 +42,11 @@ export const RouteHop = z.object({
    * catches a host answering the same inputs two ways, not one lying the same way every time) or probe it.
    */
   unaudited: z.literal(true).optional(),
+  /**
+   * Who re-runs this hop's steps when a session is audited: other hosts of its blocks, or the tracker itself (no other
+   * host serves them, and they fit what the tracker runs). Absent where `unaudited`, and from older trackers.
+   */
+  auditedBy: z.enum(['twins', 'tracker']).optional(),
 })
 export type RouteHop = z.infer<typeof RouteHop>
 export const Route = z.object({

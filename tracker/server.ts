@@ -166,8 +166,8 @@ export class Tracker {
     return this.services.checks
   }
   /** Whether another host may re-run a hop's blocks: route.plan marks a hop without one unaudited. */
-  get hasTwin(): TrackerServices['hasTwin'] {
-    return this.services.hasTwin
+  get auditedBy(): TrackerServices['auditedBy'] {
+    return this.services.auditedBy
   }
   get gateway(): Gateway {
     return this.services.gateway

@@ -8,6 +8,7 @@ import { ChallengeIssuer } from './access/auth'
 import { Admission } from './access/private-swarm'
 import type { Auditor } from './checks/auditor'
 import type { HostChecks } from './checks/host-checks'
+import type { OwnReruns } from './checks/own-reruns'
 import { createSwarmChecks } from './checks/swarm-checks'
 import type { TrackerCluster } from './cluster/cluster'
 import type { TrackerStore } from './db/store'
@@ -83,9 +84,11 @@ export class TrackerServices {
   /** The gateway's own client of this swarm, connected on first use. */
   private ownClient: Promise<SwarmClient> | undefined
 
-  /** Whether another host may re-run a hop's blocks: route.plan marks a hop without one unaudited. */
-  readonly hasTwin = (modelId: string, blocks: readonly [number, number], hostId: string): boolean =>
-    this.auditor.hasTwin(modelId, blocks, hostId)
+  /** Who may re-run a hop's blocks (other hosts, or the tracker): route.plan marks a hop nobody can unaudited. */
+  readonly auditedBy = (modelId: string, blocks: readonly [number, number], hostId: string) =>
+    this.auditor.auditedBy(modelId, blocks, hostId)
+  /** The spans this tracker re-runs itself for audits (TrackerOptions.ownReruns); undefined when it runs none. */
+  readonly ownReruns: OwnReruns | undefined
 
   readonly log = (line: string): void => {
     this.context.options.log?.(line)
@@ -109,6 +112,13 @@ export class TrackerServices {
     this.relay = new TrackerRelay((hostId) => (this.registry.get(hostId)?.online ? this.hostSocket(hostId) : undefined))
     this.registry = new HostRegistry(options.heartbeatMs ?? 5000)
     this.catalog = new ModelCatalog(store, this.registry)
+    this.ownReruns = options.ownReruns?.({
+      files: (modelId) => this.catalog.files(modelId),
+      announceUrl: () => `${context.url()}/announce`,
+      trackerKey: identity.publicKey,
+      hostId: identity.id,
+      log: this.log,
+    })
     const publicKeyOf = async (hostId: string) =>
       this.registry.get(hostId)?.publicKey ?? (await store.getHost(hostId))?.publicKey
     ;({ checks: this.checks, auditor: this.auditor } = createSwarmChecks({
@@ -124,6 +134,7 @@ export class TrackerServices {
       publicKeyOf,
       issue: (session, modelId, hops, routed) => this.metering.issue(session, modelId, hops, null, Date.now(), routed),
       ...(options.checks === undefined ? {} : { options: options.checks }),
+      ...(this.ownReruns === undefined ? {} : { own: this.ownReruns }),
       log: this.log,
     }))
     this.reputation = new Reputation(store.reputationHistory, this.registry, this.registry.heartbeatMs, this.checks)
@@ -211,6 +222,7 @@ export class TrackerServices {
     this.tickets.close()
     if (this.ownClient !== undefined) await (await this.ownClient.catch(() => undefined))?.close()
     await this.gateway.close()
+    await this.ownReruns?.close()
   }
 
   /** Resolves once reputation and checks have written what they hold: then the store may close. */

@@ -1,6 +1,7 @@
 import type { TlsCertificate } from '../dataplane/tls-trust'
 import { NodeIdentity } from '../identity/keys'
 import type { ChecksOptions } from './checks/host-checks'
+import type { OwnRerunsFactory } from './checks/own-reruns'
 import { isPostgresUrl } from './db/postgres-store'
 import type { GatewayOptions } from './gateway/deps'
 import type { LatencyMatrixOptions } from './routing/measured-latencies'
@@ -31,6 +32,11 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly allowedKeys?: readonly string[]
   /** Known-answer probes, audits and probation (see HostChecks); defaults suit a public swarm. */
   readonly checks?: ChecksOptions
+  /**
+   * Re-run blocks no second host serves here, for audits (tracker/checks/own-reruns.ts): a sole host lying the same
+   * way to every key is caught only so. `neuron tracker --rerun-dir` hands host/reference-reruns.ts in.
+   */
+  readonly ownReruns?: OwnRerunsFactory
   /** Serve https:// and wss:// (Socket.IO) with this certificate; it must name `host`, as clients check it. */
   readonly tls?: TlsCertificate
   /** Largest Socket.IO message (relayed frames included), bytes. */

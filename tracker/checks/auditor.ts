@@ -17,6 +17,7 @@ import type { HostRegistry } from '../hosts/registry'
 import { AuditEvidence, comparing, type Rows, times } from './audit-evidence'
 import { headJudge, type Judge, type SampledRerun } from './head-audit'
 import type { HostChecks } from './host-checks'
+import type { OwnReruns } from './own-reruns'
 import { frameValues, type Prober } from './prober'
 
 export interface AuditorDeps {
@@ -39,6 +40,8 @@ export interface AuditorDeps {
   readonly perMinute: number
   /** A probe passed this recently decides an audit no other host can re-run (ChecksOptions.auditProbeReuseMs). */
   readonly probeReuseMs: number
+  /** Spans the tracker re-runs itself, under its own id (own-reruns.ts): they audit blocks no other host serves. */
+  readonly own?: { readonly id: string; readonly reruns: OwnReruns }
 }
 
 /**
@@ -163,6 +166,9 @@ export class Auditor {
     const { checked } = judge
     const others = this.others(modelId, blocks, [hostId])
     const second = others[0]
+    const own = this.deps.own
+    if (second === undefined && own?.reruns.link(modelId, blocks) !== undefined)
+      return this.byOwnRerun(hostId, own.id, label, judge, publicKey)
     if (second === undefined) return this.againOnItself(hostId, label, judge, publicKey)
     const b = await judge.run(second)
     if (b === undefined)
@@ -229,6 +235,35 @@ export class Auditor {
   }
 
   /**
+   * No other host serves the span, and the tracker runs it itself: its re-run is the reference. An answer beyond the
+   * tolerance from it is a lie, a ban at once as a failed probe is (a sampled draw, which the seams' rounding may move
+   * at the edge between two tokens, counts as a failed audit). A re-run that cannot be had falls back to the host's own.
+   */
+  private async byOwnRerun<R>(
+    hostId: string,
+    ownId: string,
+    label: string,
+    judge: Judge<R>,
+    clientKey: string,
+  ): Promise<AuditVerdict> {
+    const reference = await judge.run(ownId)
+    if (reference === undefined) return this.againOnItself(hostId, label, judge, clientKey)
+    const error = judge.claimed(reference)
+    if (error <= 1) {
+      this.deps.checks.recordAudit(hostId, true, '')
+      return {
+        verdict: 'passed',
+        liar: null,
+        reason: `the tracker's own re-run agrees on ${judge.checked} within ${times(error)}`,
+      }
+    }
+    const reason = `failed an audit of ${judge.checked} on ${label}: off by ${times(error)} from the tracker's own re-run`
+    this.deps.checks.recordAudit(hostId, false, reason, clientKey)
+    if (judge.proves) this.deps.checks.ban(hostId, reason)
+    return { verdict: 'failed', liar: hostId, reason }
+  }
+
+  /**
    * The host answered the same inputs two ways (both answers its
    * own, one signed to the client): a ban, no strike count needed.
    */
@@ -277,9 +312,13 @@ export class Auditor {
     return { verdict: 'unresolved', liar: null, reason: `${what}: no host disagrees with it on record` }
   }
 
-  /** Whether another host may re-run `hostId`'s steps of `blocks` (a route marks a hop without one unaudited). */
-  hasTwin(modelId: string, blocks: readonly [number, number], hostId: string): boolean {
-    return this.others(modelId, blocks, [hostId]).length > 0
+  /**
+   * Who may re-run `hostId`'s steps of `blocks`: other hosts of them, else the tracker where it runs them itself
+   * (asking starts loading them); undefined for nobody (a route marks the hop unaudited).
+   */
+  auditedBy(modelId: string, blocks: readonly [number, number], hostId: string): 'twins' | 'tracker' | undefined {
+    if (this.others(modelId, blocks, [hostId]).length > 0) return 'twins'
+    return this.deps.own?.reruns.serves(modelId, blocks) === true ? 'tracker' : undefined
   }
 
   /** Hosts that may re-run `blocks`: routable, serving all of them, not the ones named. */

@@ -51,6 +51,11 @@ export interface ProberDeps {
   /** The client key the probes open sessions with: the gateway's, so a host cannot tell them from paying traffic. */
   readonly client: NodeIdentity
   readonly link: (hostId: string) => Promise<HopLink>
+  /**
+   * A span the tracker re-runs itself (own-reruns.ts), in process, when `hostId` is the tracker's own id and the span
+   * is loaded; its sessions are no host's, so metering is not told of them.
+   */
+  readonly own?: (hostId: string, modelId: string, blocks: readonly [number, number]) => HopLink | undefined
   /** The model's price per token: a probe's ticket names it like any other (a zero price would give the probe away). */
   readonly price: (modelId: string) => { promptMicroPerToken: number; completionMicroPerToken: number }
   /** Tells metering the session's one hop, so the host's receipts for it are verified (and paid nothing). */
@@ -228,7 +233,8 @@ export class Prober {
     const session = randomBytes(16).toString('hex')
     const maxTokens = chunks.reduce((s, c) => s + c.tokens, 0)
     const promptTokens = chunks[0]?.tokens ?? 1
-    await this.deps.issue(session, modelId, { hostId, blocks }, maxTokens, promptTokens)
+    const own = this.deps.own?.(hostId, modelId, blocks)
+    if (own === undefined) await this.deps.issue(session, modelId, { hostId, blocks }, maxTokens, promptTokens)
     const open = (marked: boolean) => {
       const ticket = signTicket(this.deps.tracker, {
         session,
@@ -257,7 +263,7 @@ export class Prober {
             }),
       }
     }
-    const link = await this.deps.link(hostId)
+    const link = own ?? (await this.deps.link(hostId))
     try {
       return await runSpan(link, session, open(false), chunks, this.deps.client)
     } catch (error) {

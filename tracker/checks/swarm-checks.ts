@@ -6,6 +6,7 @@ import type { HostRegistry } from '../hosts/registry'
 import { Auditor } from './auditor'
 import { type ChecksOptions, HostChecks } from './host-checks'
 import { linkToHost } from './host-links'
+import type { OwnReruns } from './own-reruns'
 import { Prober } from './prober'
 
 export interface SwarmChecksDeps {
@@ -28,6 +29,8 @@ export interface SwarmChecksDeps {
     routed: { maxTokens: number; promptTokens: number },
   ) => Promise<unknown>
   readonly options?: ChecksOptions
+  /** Spans the tracker re-runs itself (own-reruns.ts), under its own id (`tracker.id`). */
+  readonly own?: OwnReruns
   readonly log: (line: string) => void
 }
 
@@ -61,6 +64,7 @@ export function createSwarmChecks(deps: SwarmChecksDeps): { checks: HostChecks; 
         host?.state.tls?.fingerprint,
       )
     },
+    own: (hostId, modelId, blocks) => (hostId === deps.tracker.id ? deps.own?.link(modelId, blocks) : undefined),
     issue: (session, modelId, hop, maxTokens, promptTokens) =>
       deps.issue(session, modelId, [hop], { maxTokens, promptTokens }),
     full: (hostId) => {
@@ -77,6 +81,7 @@ export function createSwarmChecks(deps: SwarmChecksDeps): { checks: HostChecks; 
     route: (session) => deps.store.ledger.routes.route(session),
     shape: (modelId) => deps.manifest(modelId),
     perMinute: checks.options.auditsPerMinute,
+    ...(deps.own === undefined ? {} : { own: { id: deps.tracker.id, reruns: deps.own } }),
     probeReuseMs: checks.options.auditProbeReuseMs,
   })
   return { checks, auditor, prober }

@@ -20,8 +20,12 @@ export interface RoutePlanDeps {
   readonly checks: HostChecks
   readonly latencies: MeasuredLatencies
   readonly registry: HostRegistry
-  /** Whether another host may re-run a hop's blocks (Auditor.hasTwin): a hop without one is marked unaudited. */
-  readonly hasTwin: (modelId: string, blocks: readonly [number, number], hostId: string) => boolean
+  /** Who may re-run a hop's blocks (Auditor.auditedBy): a hop nobody can re-run is marked unaudited. */
+  readonly auditedBy: (
+    modelId: string,
+    blocks: readonly [number, number],
+    hostId: string,
+  ) => 'twins' | 'tracker' | undefined
   /** Logs each planned route (`--log-routes`), or nothing. */
   readonly logRoute?: (line: string) => void
 }
@@ -80,12 +84,15 @@ export async function planRoute(
   const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
   return {
     ...ticketed,
-    hops: ticketed.hops.map((h) => ({
-      ...h,
-      audit: d.checks.auditRate(h.hostId, peer.nodeId),
-      ...seamOut(h.blocks[1]),
-      ...(d.hasTwin(request.modelId, h.blocks, h.hostId) ? {} : { unaudited: true as const }),
-    })),
+    hops: ticketed.hops.map((h) => {
+      const by = d.auditedBy(request.modelId, h.blocks, h.hostId)
+      return {
+        ...h,
+        audit: d.checks.auditRate(h.hostId, peer.nodeId),
+        ...seamOut(h.blocks[1]),
+        ...(by === undefined ? { unaudited: true as const } : { auditedBy: by }),
+      }
+    }),
     seamDtype: seamDtype(manifest),
     measure: measureTargets(d.latencies, d.registry, peer.nodeId, route),
     ...(rebuildTickets === undefined ? {} : { rebuildTickets }),
