@@ -106,6 +106,8 @@ export const ChatHop = z.object({
   medianMs: z.number().nonnegative().nullable(),
   /** No second host serves its blocks to check it against (the route's `unaudited`). */
   unaudited: z.boolean().optional(),
+  /** Who re-runs its steps when a session is audited: other hosts of its blocks, or the tracker (route's). */
+  auditedBy: z.enum(['twins', 'tracker']).optional(),
 })
 export type ChatHop = z.infer<typeof ChatHop>
 

@@ -139,8 +139,9 @@ export class ChatRunner {
     let chargedMicro = 0
     let creditsOut: WireError | null = null
     try {
-      /** Hosts a route marked unaudited (no second host serves their blocks). */
+      /** Hosts a route marked unaudited (nobody can re-run their blocks), and who audits the others. */
       const unaudited = new Set<string>()
+      const auditedBy = new Map<string, 'twins' | 'tracker'>()
       const generation = client.generate({
         modelId: request.modelId,
         prompt,
@@ -149,7 +150,10 @@ export class ChatRunner {
         stopAtEog: true,
         signal: controller.signal,
         onRoute: (hops) => {
-          for (const h of hops) if (h.unaudited === true) unaudited.add(h.hostId)
+          for (const h of hops) {
+            if (h.unaudited === true) unaudited.add(h.hostId)
+            if (h.auditedBy !== undefined) auditedBy.set(h.hostId, h.auditedBy)
+          }
           this.deps.emit('chat.route', {
             chatId,
             hops: hops.map((h) => ({
@@ -157,6 +161,7 @@ export class ChatRunner {
               blocks: h.blocks,
               medianMs: null,
               unaudited: h.unaudited === true,
+              ...(h.auditedBy === undefined ? {} : { auditedBy: h.auditedBy }),
             })),
           })
         },
@@ -194,6 +199,7 @@ export class ChatRunner {
         blocks: h.blocks,
         medianMs: h.medianMs,
         unaudited: unaudited.has(h.hostId),
+        ...(auditedBy.has(h.hostId) ? { auditedBy: auditedBy.get(h.hostId) } : {}),
       }))
       this.deps.emit('chat.done', {
         chatId,

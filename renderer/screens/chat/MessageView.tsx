@@ -83,6 +83,18 @@ export function MessageView({ message, onResend }: MessageViewProps) {
                   unaudited
                 </span>
               )}
+              {hop.trackerChecked && (
+                <span
+                  className="tracker-checked"
+                  data-testid="chat-hop-tracker-checked"
+                  title={
+                    'No other host serves these blocks: the tracker runs them itself and re-runs audited sessions ' +
+                    'to check its answers'
+                  }
+                >
+                  tracker-checked
+                </span>
+              )}
             </span>
           ))}
           {message.summary !== undefined && <span className="muted stats">{answerStats(message.summary)}</span>}

@@ -36,15 +36,26 @@ describe('chat selectors', () => {
   })
 
   it(
-    'shows the route hop by hop with a short host id, its ' + 'blocks and ms per step, and which hops nobody can check',
+    'shows the route hop by hop with a short host id, its blocks and ms per step, which hops nobody can check, and ' +
+      'which the tracker checks itself',
     () => {
       const route = [
-        { hostId: '0123456789abcdef0123', blocks: [0, 3] as const, medianMs: 4.25 },
+        { hostId: '0123456789abcdef0123', blocks: [0, 3] as const, medianMs: 4.25, auditedBy: 'twins' as const },
         { hostId: 'fedcba98765432100123', blocks: [3, 5] as const, medianMs: null, unaudited: true },
+        { hostId: 'abcdefabcdefabcdef01', blocks: [5, 6] as const, medianMs: 2, auditedBy: 'tracker' as const },
       ]
+      const hop = (hostId: string, blocks: string, ms: string, unaudited: boolean, trackerChecked: boolean) => ({
+        hostId,
+        shortId: hostId.slice(0, 8),
+        blocks,
+        ms,
+        unaudited,
+        trackerChecked,
+      })
       expect(hopViews({ ...answer('x', 'done'), route })).toEqual([
-        { hostId: '0123456789abcdef0123', shortId: '01234567', blocks: '[0, 3)', ms: '4.3 ms/step', unaudited: false },
-        { hostId: 'fedcba98765432100123', shortId: 'fedcba98', blocks: '[3, 5)', ms: '— ms/step', unaudited: true },
+        hop('0123456789abcdef0123', '[0, 3)', '4.3 ms/step', false, false),
+        hop('fedcba98765432100123', '[3, 5)', '— ms/step', true, false),
+        hop('abcdefabcdefabcdef01', '[5, 6)', '2.0 ms/step', false, true),
       ])
     },
   )

@@ -45,6 +45,8 @@ export interface HopView {
   ms: string
   /** No second host serves its blocks (shown as "unaudited"). */
   unaudited: boolean
+  /** No second host serves its blocks, and the tracker re-runs them itself to check it (shown as "tracker-checked"). */
+  trackerChecked: boolean
 }
 
 export function hopViews(entry: ChatEntry): HopView[] {
@@ -54,6 +56,7 @@ export function hopViews(entry: ChatEntry): HopView[] {
     blocks: formatBlocks(hop.blocks),
     ms: hop.medianMs === null ? '— ms/step' : `${hop.medianMs.toFixed(1)} ms/step`,
     unaudited: hop.unaudited === true,
+    trackerChecked: hop.auditedBy === 'tracker',
   }))
 }
 
