@@ -6,13 +6,15 @@
 // what the audits of a 2 000-token session cost against that session's own prefill through the same hops; the false
 // positives of honest hosts over many audited steps (f16 seams, two chats at once so steps batch with other
 // sessions'); then liars: the lying harness's modes, and those a known-answer probe never sees lie (honest on a
-// session's first N steps; lying to one key only), as the only host of their span and as one of three: the steps
-// routed through each before its ban. The last line is one JSON object with the ratios and those counts.
+// session's first N steps; lying to one key only; a last hop lying past step 3), as the only host of their span (the
+// tracker re-runs it itself, as with --rerun-dir) and as one of three: the steps routed through each before its ban.
+// The last line is one JSON object with the ratios and those counts.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { SwarmClient } from '../client/swarm-client'
+import { referenceReruns } from '../host/reference-reruns'
 import { NodeIdentity } from '../identity/keys'
 import { LyingHost, type LyingOptions } from '../test/lying-host'
 import { startSwarm } from '../test/programs'
@@ -195,8 +197,10 @@ async function stepsToCatch(
 ): Promise<{ steps: number; banned: boolean; reason: string }> {
   const span: [number, number] = lastHop ? [6, 8] : [3, 6]
   const dir = await mkdtemp(join(BENCH_DIR, 'audit-liar-'))
+  // as `neuron tracker --rerun-dir` runs: blocks only the liar serves are re-run by the tracker itself
   const liars = await startSwarm(dir, source, [], {
     checks: { probationProbes: 1, probeEveryMs: 3_600_000, auditRate: 0.25 },
+    ownReruns: referenceReruns({ dataDir: join(dir, 'reruns') }),
   })
   const victim = NodeIdentity.generate()
   const client = await SwarmClient.connect(liars.tracker.url, victim)
