@@ -211,7 +211,8 @@ export class NamespaceSwarms {
     place: Place,
     tokens: number,
     prompt: readonly number[],
-    forwarding: 'client-relayed' | 'hop-to-hop' = 'client-relayed',
+    /** default: none asked, as an app's or the API's chat runs ('auto'). */
+    forwarding: 'client-relayed' | 'hop-to-hop' | 'default' = 'client-relayed',
   ): Promise<ChatDone> {
     const child = this.childIn(place, [
       'chat',

@@ -6,7 +6,8 @@
 // volunteer both being in the cloud), measured each round by TCP connects. The direct swarm runs twice: client-relayed
 // (the client carries every hidden state) and hop-to-hop (each host forwards to the next; its limit is compute plus the
 // one-way legs client→host A, A→B, B→C, C→client, each half a measured round trip; in the default layout a host-to-host
-// leg crosses two shaped home links). Rounds alternate the modes and the delays
+// leg crosses two shaped home links). A third run of the direct swarm asks no mode, as the app and the API chat (the
+// planner's 'auto'). Rounds alternate the modes and the delays
 // (`--rounds N`, default 3); every run prints a JSON line with the load average;
 // the last line holds the medians, the ratios and the relay's bytes per token.
 //
@@ -116,6 +117,8 @@ process.once('SIGINT', () => {
 interface DelayResult {
   direct: number[]
   hopToHop: number[]
+  /** The direct swarm with no forwarding asked: what an app's or the API's chat gets. */
+  defaultMode: number[]
   relayed: number[]
   volunteer: number[]
   /** The round trips a token needs, ms: each round's sum over the route. */
@@ -133,6 +136,7 @@ const results = new Map<number, DelayResult>(
     {
       direct: [],
       hopToHop: [],
+      defaultMode: [],
       relayed: [],
       volunteer: [],
       roundTripsDirectMs: [],
@@ -227,22 +231,32 @@ try {
         }),
       )
       const hopToHop = { ...direct, label: 'direct hop-to-hop' }
-      const modes = round % 2 === 0 ? [direct, hopToHop, relayed, volunteer] : [volunteer, relayed, hopToHop, direct]
+      const defaultMode = { ...direct, label: 'direct, default mode' }
+      const modes =
+        round % 2 === 0
+          ? [direct, hopToHop, defaultMode, relayed, volunteer]
+          : [volunteer, relayed, defaultMode, hopToHop, direct]
       for (const swarm of modes) {
-        const forwarding = swarm === hopToHop ? 'hop-to-hop' : 'client-relayed'
+        const forwarding = swarm === hopToHop ? 'hop-to-hop' : swarm === defaultMode ? 'default' : 'client-relayed'
         const before = swarm.relay ? await relayedBytes(swarm) : 0
         const trackerCpuBefore = cpuMs(swarm.trackerPid)
         const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT, forwarding)
         const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
-        const limit = swarm.relay ? limitRelayed : swarm === hopToHop ? limitHopToHop : limitDirect
+        const limit = swarm.relay
+          ? limitRelayed
+          : swarm === hopToHop || swarm === defaultMode
+            ? limitHopToHop
+            : limitDirect
         ;(swarm === volunteer
           ? r.volunteer
           : swarm.relay
             ? r.relayed
             : swarm === hopToHop
               ? r.hopToHop
-              : r.direct
+              : swarm === defaultMode
+                ? r.defaultMode
+                : r.direct
         ).push(done.decodeTokensPerSecond)
         if (bytesPerToken !== undefined)
           (swarm === volunteer ? r.volunteerTrackerBytesPerToken : r.relayedBytesPerToken).push(bytesPerToken)
@@ -289,6 +303,9 @@ try {
       [`hop_to_hop_over_limit_${delayMs}ms`]: round2(h / lh),
       // the direct swarm both ways: what forwarding gains over the client carrying every hidden state
       [`hop_to_hop_over_client_relayed_${delayMs}ms`]: round2(h / d),
+      // no forwarding asked (the planner's 'auto'), as the app and the API chat
+      [`default_mode_tokens_per_s_${delayMs}ms`]: round2(median(r.defaultMode)),
+      [`default_mode_over_client_relayed_${delayMs}ms`]: round2(median(r.defaultMode) / d),
       [`relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.relayedBytesPerToken)),
       // the volunteer is in the cloud as the tracker is: the same round trips, the same limit
       [`volunteer_relayed_tokens_per_s_${delayMs}ms`]: round2(v),

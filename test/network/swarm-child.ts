@@ -2,15 +2,15 @@
 // network): prints one JSON line per event, for the test to read as they come.
 // Usage: node --import tsx test/network/swarm-child.ts hosts TRACKER
 //        node --import tsx test/network/swarm-child.ts chat TRACKER MODEL MAX_TOKENS TOKEN,TOKEN,…
-// [client-relayed|hop-to-hop]
+// [client-relayed|hop-to-hop|default] (default: no forwarding asked, as an app or the API chats: 'auto')
 import { SwarmClient } from '../../client/swarm-client'
 import { NodeIdentity } from '../../identity/keys'
 import { ClientToTracker, callRpc } from '../../protocol'
 
 const [command, trackerUrl = '', modelId = '', maxTokens = '16', prompt = '', forwarding = 'client-relayed'] =
   process.argv.slice(2)
-if (forwarding !== 'client-relayed' && forwarding !== 'hop-to-hop')
-  throw new Error(`forwarding is client-relayed or hop-to-hop, not ${forwarding}`)
+if (forwarding !== 'client-relayed' && forwarding !== 'hop-to-hop' && forwarding !== 'default')
+  throw new Error(`forwarding is client-relayed, hop-to-hop or default, not ${forwarding}`)
 const say = (line: unknown) => process.stdout.write(`${JSON.stringify(line)}\n`)
 const client = await SwarmClient.connect(trackerUrl, NodeIdentity.generate(), (l) =>
   process.stderr.write(`[client] ${l}\n`),
@@ -42,7 +42,7 @@ try {
       prompt: prompt.split(',').map(Number),
       maxTokens: Number(maxTokens),
       stopAtEog: false,
-      forwarding,
+      ...(forwarding === 'default' ? {} : { forwarding }),
     })
     const tokens: number[] = []
     let next = await run.next()
