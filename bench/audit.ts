@@ -225,7 +225,11 @@ async function stepsToCatch(
       try {
         for (let next = await run.next(); !next.done; next = await run.next()) if (through) steps++
       } catch (error) {
-        if (!liars.tracker.checks.banned(liar.hostId)) throw error
+        // the liar banned mid-chat (its own re-run, in the background, may land then), or the chat failed over and
+        // found no other host of its span: said, and the next chat goes on
+        await client.auditsSettled()
+        if (!liars.tracker.checks.banned(liar.hostId))
+          console.log(JSON.stringify({ chat, failed: (error as Error).message, load_average: loadavg()[0] }))
       }
       // the chat's audits, run once it is over
       await client.auditsSettled()

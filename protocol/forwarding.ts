@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { MAX_URL_CHARS } from './limits'
+import { MAX_BLOCKS, MAX_URL_CHARS } from './limits'
 import { CertFingerprint } from './reachability'
 import { Receipt } from './receipts'
 
@@ -32,15 +32,31 @@ export const ForwardingOpen = z.object({
 })
 export type ForwardingOpen = z.infer<typeof ForwardingOpen>
 
+/**
+ * How many hops past this one a step goes before the run's last answers the client: each hop that forwards passes one
+ * less on, and a hop given 0 answers its client itself, whatever successor its open named (the client carries that
+ * seam: after a failover, or where the seam is near the client). Absent (older clients): as far as the opens reach.
+ */
+const Through = z.number().int().nonnegative().max(MAX_BLOCKS)
+
 /** A client's step trailer asking the hop to forward its output (the client's signature as on every step). */
-export const ForwardedStepTrailer = z.object({ client: z.string(), forward: z.literal(true) })
+export const ForwardedStepTrailer = z.object({
+  client: z.string(),
+  forward: z.literal(true),
+  through: Through.optional(),
+})
 
 /**
  * A forwarded frame's trailer (hop to hop): the seam's capability; `origin`, the first hop's receipt of this step,
  * which carries the client's signature of the step (session, step, positions: the client asked for it); `prev`, the
  * predecessor's receipt, whose output digest must be the frame's payload's (where the input came from).
  */
-export const ChainTrailer = z.object({ capability: Capability, origin: Receipt, prev: Receipt })
+export const ChainTrailer = z.object({
+  capability: Capability,
+  origin: Receipt,
+  prev: Receipt,
+  through: Through.optional(),
+})
 export type ChainTrailer = z.infer<typeof ChainTrailer>
 
 /** A client asking a hop for the output it forwarded at `step` (audits, failover replay). */

@@ -298,6 +298,34 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
     }
   })
 
+  it(
+    'the last hop stopped mid-generation: the leg into its replacement goes through the client, the leg between the ' +
+      'first two hops stays host to host',
+    async () => {
+      await swarm.addHost([4, 5])
+      const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate(), (l) =>
+        console.log('CLIENT', l),
+      )
+      try {
+        links.clear()
+        let stopped = ''
+        let firstHop = ''
+        const { tokens, summary } = await generate(client, {}, async (n, route) => {
+          if (n !== 10 || stopped !== '') return
+          firstHop = route[0]?.hostId ?? ''
+          stopped = route[2]?.hostId ?? ''
+          await swarm.hosts.find((h) => h.hostId === stopped)?.stop(0)
+        })
+        expect(tokens).toEqual(oracle)
+        expect(summary.failovers.map((f) => [f.hostId, f.blocks])).toEqual([[stopped, [4, 5]]])
+        // the first hop still forwards to the middle one: its link never carried hidden states, after the failover too
+        expect(links.get(firstHop)?.bytesIn.get('hidden') ?? 0).toBe(0)
+      } finally {
+        await client.close()
+      }
+    },
+  )
+
   it('a relayed last hop: the leg into it goes through the client, the leg before it stays host to host', async () => {
     const relayed = await swarm.addHost([4, 5], (options) => new Host({ ...options, relay: true }))
     // the direct host of [4, 5) leaves: the route's last hop is the relayed one

@@ -94,12 +94,15 @@ function placeholder(step: number, from: Receipt): HopInput {
   return input
 }
 
-/** A step's frame to the first hop of a run, asking it to forward when the run goes on past it. */
-function stepFrame(input: HopInput, session: string, at: StepAt, signing: StepSigning, forward: boolean): Uint8Array {
+/**
+ * A step's frame to the first hop of a run, asking it to forward when the run goes on past it: `through` hops on, the
+ * run's last then answering the client whatever successor its open named.
+ */
+function stepFrame(input: HopInput, session: string, at: StepAt, signing: StepSigning, through: number): Uint8Array {
   const bytes = stepForward(input, session, at, signing)
-  if (!forward) return bytes
+  if (through === 0) return bytes
   const trailer = readTrailer(decodeFrame(bytes), StepTrailer)
-  return withTrailer(bytes, { ...trailer, forward: true })
+  return withTrailer(bytes, { ...trailer, forward: true, through })
 }
 
 /**
@@ -125,10 +128,19 @@ export class HopToHop implements StepRunner {
     return runChainStep(this.hops, from, this.session, at, input, receipts, this.client, this.legs)
   }
 
-  /** After a failover the client carries every leg: the new hops' neighbours were not told of them. */
+  /**
+   * After a failover, a seam whose two hops both stay (the same sessions, each neighbour's capability as opened) is
+   * forwarded still; the client carries the seams into and out of a replacement, whose neighbours were not told of it.
+   */
   reroute(hops: HopState[]): void {
+    const before = this.hops
+    // 'auto' not yet decided (a failover before the first step): the client carries every seam, as it would have
+    const legs = this.auto === undefined ? this.legs : []
+    this.legs = hops.slice(1).map((next, i) => {
+      const at = before.indexOf(hops[i] as HopState)
+      return at >= 0 && before[at + 1] === next && legs[at] === true
+    })
     this.hops = hops
-    this.legs = []
     this.auto = undefined
   }
 
@@ -202,7 +214,7 @@ async function runChainStep(
         const h = hops[i] as HopState
         h.inputs.push(input)
         const started = performance.now()
-        let answer = await h.link.request(stepFrame(input, session, at, { identity: client, ...h.hop }, end > i))
+        let answer = await h.link.request(stepFrame(input, session, at, { identity: client, ...h.hop }, end - i))
         if (input.tokens === 1) h.stepMs.push(performance.now() - started)
         let expected = payloadSha256(input.payload)
         for (let j = i; ; j++) {

@@ -61,18 +61,22 @@ export class Forwarder {
     chain: ChainTrailer | undefined,
     answer: Uint8Array,
   ): Promise<Uint8Array> {
-    if (chain === undefined && readTrailer(request, ForwardedStepTrailer) === undefined) return answer
+    const asked = chain === undefined ? readTrailer(request, ForwardedStepTrailer) : undefined
+    if (chain === undefined && asked === undefined) return answer
     const out = decodeFrame(answer)
     const receipt = readTrailer(out, Receipt)
     const next = served.open.forwarding?.next
+    // hops the client wants the step to go past this one (absent: as far as the opens reach)
+    const through = chain === undefined ? asked?.through : chain.through
     let forwarded = false
-    if (out.kind === 'hidden' && receipt !== undefined && next !== undefined) {
+    if (out.kind === 'hidden' && receipt !== undefined && next !== undefined && through !== 0) {
       // a verify step stays one on the next hop: it runs every position, and the last hop answers the token after each
       const onward = { ...out, flags: out.flags | (request.flags & FLAG_VERIFY) }
       forwarded = await this.send(served.owner, next, onward, {
         capability: next.capability,
         origin: chain?.origin ?? receipt,
         prev: receipt,
+        ...(through === undefined ? {} : { through: through - 1 }),
       })
       if (forwarded) this.keep(request.session, request.step, answer)
     }
