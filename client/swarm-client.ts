@@ -137,13 +137,18 @@ export class SwarmClient {
       log: this.log,
       tokenizer: (modelId) => this.tokenizer(modelId),
       endSession: (session) => this.endSession(session),
-      audit: (session, hops) => this.audit(session, hops),
+      audit: (session, hops, ready) => this.audit(session, hops, ready),
     }
   }
 
-  /** Audits an ended session's picked hops in the background; auditsSettled() and close() wait for them. */
-  private audit(session: string, hops: readonly AuditableHop[]): void {
-    const audit = auditHops(this.tracker, session, hops, this.log)
+  /**
+   * Audits an ended session's picked hops in the background once `ready` settles (their sessions closed, what they
+   * were forwarded fetched); auditsSettled() and close() wait for both.
+   */
+  private audit(session: string, hops: readonly AuditableHop[], ready: Promise<void>): void {
+    const audit = ready
+      .catch((error: Error) => this.log(`session ${session} did not close cleanly: ${error.message}`))
+      .then(() => auditHops(this.tracker, session, hops, this.log))
       .then((liars) => {
         this.liars.push(...liars.map((h) => h.hop.hostId))
       })

@@ -24,8 +24,11 @@ export interface GenerationClient extends HopOpener {
   tokenizer(modelId: string): Promise<ModelTokenizer>
   /** Tells the tracker the session is over so the rest of its credit hold is free again (best effort). */
   endSession(session: string): void
-  /** Audits the session's picked hops once it is over, in the background (step-audits.ts auditHops). */
-  audit(session: string, hops: readonly AuditableHop[]): void
+  /**
+   * Audits the session's picked hops once it is over and `ready` has settled (what they were forwarded is fetched),
+   * in the background (step-audits.ts auditHops).
+   */
+  audit(session: string, hops: readonly AuditableHop[], ready: Promise<void>): void
 }
 
 /** The draft a request asked for, loaded and checked against the route model (speculation.ts). */
@@ -245,11 +248,16 @@ export class Generation {
   /** Frees the draft, closes the session on every hop and at the tracker, and reports the hops' latencies. */
   private async end(): Promise<void> {
     await this.speculating?.draft.dispose()
-    // what the client never saw of the picked hops (forwarded host to host), fetched while their sessions are open
-    if (this.picked.size > 0) await this.runner.readyForAudit([...this.picked], this.client.log)
-    await closeHops(this.runner.hops, this.session)
-    this.client.endSession(this.session)
-    if (this.picked.size > 0) this.client.audit(this.session, [...this.picked])
+    const picked = [...this.picked]
+    // What the client never saw of the picked hops (forwarded host to host) is fetched while their sessions are open:
+    // after the answer is out (a fetch per step crosses the internet), then the sessions close and the audit is asked.
+    const closed = (async () => {
+      if (picked.length > 0) await this.runner.readyForAudit(picked, this.client.log)
+      await closeHops(this.runner.hops, this.session)
+      this.client.endSession(this.session)
+    })()
+    if (picked.length > 0) this.client.audit(this.session, picked, closed)
+    else await closed
     reportLatencies(
       this.client.tracker,
       this.runner.hops.map((h) => ({ hostId: h.hop.hostId, roundTripsMs: h.link.roundTripsMs })),
