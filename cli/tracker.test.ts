@@ -1,4 +1,4 @@
-// `neuron tracker`: its allow-list of keys and its TLS certificate.
+// `neuron tracker`: its allow-list of keys, its TLS certificate, and its options for re-running sole spans.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -16,7 +16,7 @@ beforeAll(async () => {
 })
 afterAll(() => cleanup())
 
-describe('neuron tracker --allow-keys and --tls-key/--tls-cert', () => {
+describe('neuron tracker --allow-keys, --tls-key/--tls-cert and --rerun-dir', () => {
   it('refuses a keys file with a bad line in one line naming the file and the line', async () => {
     const file = join(dir, 'bad-keys.txt')
     await writeFile(file, `# the team\n${NodeIdentity.generate().publicKey}  # ada\nnot-a-key\n`)
@@ -33,6 +33,19 @@ describe('neuron tracker --allow-keys and --tls-key/--tls-cert', () => {
     expect(bad.stderr).toContain(`--allow-keys ${file} line 3: "not-a-key" is not a public key`)
     expect(none.stderr).toMatch(/lists no keys/)
     expect(half.stderr).toMatch(/--tls-key and --tls-cert go together/)
+  })
+
+  it('refuses --rerun-gb without --rerun-dir, and a budget that is not above 0, each in one line', async () => {
+    const db = join(dir, 'never-reruns.sqlite')
+    const [noDir, zero] = await Promise.all([
+      neuron('tracker', '--port', '0', '--db', db, '--rerun-gb', '4'),
+      neuron('tracker', '--port', '0', '--db', db, '--rerun-dir', join(dir, 'reruns'), '--rerun-gb', '0'),
+    ])
+    expect(noDir.code).toBe(1)
+    expect(noDir.stderr).toMatch(/--rerun-gb and --rerun-threads need --rerun-dir DIR/)
+    expect(zero.code).toBe(1)
+    expect(zero.stderr.trim().split('\n')).toHaveLength(1)
+    expect(zero.stderr).toMatch(/--rerun-gb is a number of GiB above 0/)
   })
 
   describe.skipIf(!HAVE_OPENSSL)(`a running private tracker over https${NEEDS_OPENSSL}`, () => {

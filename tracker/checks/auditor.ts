@@ -190,8 +190,8 @@ export class Auditor {
     if (errorBC <= 1 && errorAC > 1) {
       // Its own re-run, in a session it cannot link to this client,
       // agrees with the two others: it answered the client otherwise.
-      const again = await judge.run(hostId)
-      if (judge.proves && again !== undefined && judge.runs(again, b) <= 1)
+      const again = judge.proves ? await judge.run(hostId) : undefined
+      if (again !== undefined && judge.runs(again, b) <= 1)
         return this.twoWays(hostId, label, checked, judge.claimed(again), publicKey)
       const reason = `failed an audit of real steps on ${label}: answer off by ${times(errorAC)} from two other hosts'`
       return { verdict: 'failed', liar: hostId, reason: await this.convict(hostId, reason, publicKey) }
@@ -237,7 +237,8 @@ export class Auditor {
   /**
    * No other host serves the span, and the tracker runs it itself: its re-run is the reference. An answer beyond the
    * tolerance from it is a lie, a ban at once as a failed probe is (a sampled draw, which the seams' rounding may move
-   * at the edge between two tokens, counts as a failed audit). A re-run that cannot be had falls back to the host's own.
+   * at the edge between two tokens, counts as a failed audit). A re-run that cannot be had falls back to the host's
+   * own.
    */
   private async byOwnRerun<R>(
     hostId: string,
@@ -257,7 +258,8 @@ export class Auditor {
         reason: `the tracker's own re-run agrees on ${judge.checked} within ${times(error)}`,
       }
     }
-    const reason = `failed an audit of ${judge.checked} on ${label}: off by ${times(error)} from the tracker's own re-run`
+    const off = times(error)
+    const reason = `failed an audit of ${judge.checked} on ${label}: off by ${off} from the tracker's own re-run`
     this.deps.checks.recordAudit(hostId, false, reason, clientKey)
     if (judge.proves) this.deps.checks.ban(hostId, reason)
     return { verdict: 'failed', liar: hostId, reason }

@@ -73,7 +73,8 @@ afterAll(async () => {
 })
 
 describe('a last hop lying past step 3', () => {
-  it(`the only host of the last block, picking greedy tokens from logits it never computed past step 3, is banned within ` +
+  it(`the only host of the last block, picking greedy tokens from logits it never computed past step 3, is banned ` +
+    `within ` +
     `${CAUGHT_WITHIN} steps: its own re-run of the session draws otherwise`, async () => {
     const liar = (await swarm.addHost([4, 5], (o) => new LyingHost(o, LIE))) as LyingHost
     const steps = await chatUntilBanned(liar.hostId, { temperature: 0 })
@@ -84,7 +85,8 @@ describe('a last hop lying past step 3', () => {
     expect(checks.probesFailed).toBe(0)
   }, 300_000)
 
-  it('two honest hosts of the last block agree with each other on every greedy and sampled session: no audit fails', async () => {
+  it('two honest hosts of the last block agree with each other on every greedy and sampled session: no audit ' +
+    'fails', async () => {
     // the liar is banned: these two are the only hosts of [4, 5), each the other's twin
     const twins: Host[] = [
       await swarm.addHost([4, 5], (o) => new LyingHost(o, SLOW)),
@@ -104,7 +106,8 @@ describe('a last hop lying past step 3', () => {
     expect(passed).toBeGreaterThanOrEqual(6)
   }, 300_000)
 
-  it(`one of three hosts of the last block, drawing sampled tokens from logits it never computed past step 3, is outvoted by ` +
+  it(`one of three hosts of the last block, drawing sampled tokens from logits it never computed past step 3, is ` +
+    `outvoted by ` +
     `the other two and banned once three clients' audits found it`, async () => {
     const liar = (await swarm.addHost([4, 5], (o) => new LyingHost(o, LIE))) as LyingHost
     const steps = await chatUntilBanned(liar.hostId, { temperature: 0.9, seed: 7 }, 3)
