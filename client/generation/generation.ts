@@ -53,6 +53,13 @@ export class Generation {
   private readonly stopAtEog: boolean
   private finishReason: 'stop' | 'length' = 'length'
   private decodeStarted = 0
+  /**
+   * Each step's receipts handed to `onReceipts` (the app submits them to its tracker), in order, off the steps' path:
+   * awaited per step, a tracker across the internet added its round trip to every token. end() waits for them.
+   */
+  private reported: Promise<void> = Promise.resolve()
+  /** The first failure of `onReceipts`: it fails the generation at its next step, as it did awaited. */
+  private reportFailed: { readonly error: unknown } | undefined
 
   private constructor(
     private readonly client: GenerationClient,
@@ -138,6 +145,8 @@ export class Generation {
     } finally {
       await this.end()
     }
+    // receipts the caller could not take after the last step (its tracker gone): the generation fails as it did
+    if (this.reportFailed !== undefined) throw this.reportFailed.error
     return this.summary()
   }
 
@@ -224,7 +233,14 @@ export class Generation {
   /** A step's receipts (or a replay's), kept for the summary and told to the caller before the step's token. */
   private async collect(step: Receipt[]): Promise<void> {
     this.receipts.push(...step)
-    if (step.length > 0) await this.request.onReceipts?.(this.session, step)
+    if (this.reportFailed !== undefined) throw this.reportFailed.error
+    const report = this.request.onReceipts
+    if (step.length === 0 || report === undefined) return
+    this.reported = this.reported
+      .then(() => report(this.session, step))
+      .catch((error: unknown) => {
+        this.reportFailed ??= { error }
+      })
   }
 
   /**
@@ -248,6 +264,8 @@ export class Generation {
   /** Frees the draft, closes the session on every hop and at the tracker, and reports the hops' latencies. */
   private async end(): Promise<void> {
     await this.speculating?.draft.dispose()
+    // the receipts still being handed on, before the session ends at the tracker
+    await this.reported
     const picked = [...this.picked]
     // What the client never saw of the picked hops (forwarded host to host) is fetched while their sessions are open:
     // after the answer is out (a fetch per step crosses the internet), then the sessions close and the audit is asked.
