@@ -3,7 +3,6 @@
 // manifest), its blocks loaded into a runtime of its own, and a shard server answering the tracker's re-runs in
 // process. It is no host: it registers nowhere, serves no client, and takes only tickets the tracker signed for its
 // own id. `neuron tracker --rerun-dir` starts it; the structural types below are the tracker's (it imports no host).
-import { join } from 'node:path'
 import { type HopLink, rejectIfError } from '../dataplane/hop-link'
 import { manifestSha256 } from '../identity/tickets'
 import { ShardRuntime } from '../native'
@@ -100,7 +99,7 @@ class ReferenceReruns {
     blocks: readonly [number, number],
   ): Promise<void> {
     this.store ??= new ArtifactStore({
-      dataDir: join(this.options.dataDir),
+      dataDir: this.options.dataDir,
       announceUrl: this.context.announceUrl,
       log: this.context.log,
     })

@@ -8,6 +8,7 @@ import { generateModel } from '../../gguf/generate'
 import type { Host } from '../../host/host'
 import { NodeIdentity } from '../../identity/keys'
 import type { SamplingParams } from '../../protocol'
+import { routedChat } from '../../test/audited-swarm'
 import { LyingHost, type LyingOptions } from '../../test/lying-host'
 import { scratchDir } from '../../test/models'
 import { type InProcessSwarm, startSwarm } from '../../test/programs'
@@ -26,21 +27,8 @@ let swarm: InProcessSwarm
 const clients: SwarmClient[] = []
 
 async function chat(client: SwarmClient, sampling: SamplingParams): Promise<string[]> {
-  const route: string[] = []
-  const run = client.generate({
-    modelId: swarm.manifest.modelId,
-    prompt: PROMPT,
-    maxTokens: TOKENS,
-    stopAtEog: false,
-    sampling,
-    onRoute: (hops) => route.push(...hops.map((h) => h.hostId)),
-  })
-  try {
-    for (let next = await run.next(); !next.done; next = await run.next());
-  } catch {
-    // a liar banned mid-chat: the chat may end without a route
-  }
-  return route
+  const request = { modelId: swarm.manifest.modelId, prompt: PROMPT, maxTokens: TOKENS, sampling }
+  return (await routedChat(client, request)).map((h) => h.hostId)
 }
 
 /** Chats of `clients` in turn until `hostId` is banned or CAUGHT_WITHIN steps went through it; the steps. */

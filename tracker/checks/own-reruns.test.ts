@@ -9,6 +9,7 @@ import { generateModel } from '../../gguf/generate'
 import { referenceReruns } from '../../host/reference-reruns'
 import { NodeIdentity } from '../../identity/keys'
 import type { RouteHop, SamplingParams } from '../../protocol'
+import { routedChat } from '../../test/audited-swarm'
 import { LyingHost, type LyingOptions } from '../../test/lying-host'
 import { scratchDir } from '../../test/models'
 import { type InProcessSwarm, startSwarm } from '../../test/programs'
@@ -25,23 +26,14 @@ let dir: { dir: string; cleanup: () => Promise<void> }
 let swarm: InProcessSwarm
 let client: SwarmClient
 
-/** One chat; the route's hops. */
+/** One chat, its audits run once it is over; the route's hops. */
 async function chat(sampling: SamplingParams = {}): Promise<RouteHop[]> {
-  const hops: RouteHop[] = []
-  const run = client.generate({
+  const hops = await routedChat(client, {
     modelId: swarm.manifest.modelId,
     prompt: PROMPT,
     maxTokens: TOKENS,
-    stopAtEog: false,
     sampling,
-    onRoute: (route) => hops.push(...route),
   })
-  try {
-    for (let next = await run.next(); !next.done; next = await run.next());
-  } catch {
-    // the liar banned mid-chat, the only host of its span: no route left
-  }
-  // the session's audits run once it is over
   await client.auditsSettled()
   return hops
 }
