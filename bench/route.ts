@@ -15,10 +15,10 @@ import { NodeIdentity } from '../identity/keys'
 import { splitBlocks } from '../protocol'
 import type { NeuronProcess } from '../test/processes'
 import { sharedLlama } from '../text/tokenizer'
-import { Tracker } from '../tracker/server'
 import { BENCH_DIR, benchModel } from './models'
 import { startSeededHost } from './seeded-host'
 import { stepSignatureCost } from './step-signature-cost'
+import { startTrackerProcess, type TrackerProcess } from './tracker-process'
 
 // `--threads N` (default 1): on a 2-core machine, hosts of 2 threads each contend (ggml's worker
 // threads spin between ops), so 1 thread per compute is the fair comparison there.
@@ -84,7 +84,7 @@ interface RouteSwarm {
   readonly hops: number
   /** `3_hops`, or `3_hops_unaudited` for the twin. */
   readonly label: string
-  readonly tracker: Tracker
+  readonly tracker: TrackerProcess
   readonly client: SwarmClient
   close(): Promise<void>
 }
@@ -92,8 +92,10 @@ interface RouteSwarm {
 async function startRoute(hops: number, work: string, unaudited = false): Promise<RouteSwarm> {
   const label = `${hops}_hops${unaudited ? '_unaudited' : ''}`
   const auditRate = unaudited ? 0 : AUDIT_RATE
-  // A new key gets a grant: the bench's clients pay like a public tracker's first-time users.
-  const tracker = await Tracker.start({
+  // A new key gets a grant: the bench's clients pay like a public tracker's first-time users. Each tracker runs in a
+  // process of its own, as deployed (another machine): its metering of every step's receipts stays off the client's
+  // event loop, where it would sit on the path of every hop.
+  const tracker = await startTrackerProcess({
     dbPath: ':memory:',
     newKeyGrantMicro: 1_000_000_000,
     // the bench's clients are not farming: no proof of work, no per-prefix bound (bench/grant-work.ts measures those)

@@ -96,7 +96,7 @@ export function committedSketch(
   sampling?: SamplingParams,
 ): Uint8Array | undefined {
   if (answer.kind === 'token' && sampling !== undefined) {
-    if (receipt.commit !== payloadSha256(samplingOf(sampling)))
+    if (receipt.commit !== payloadSha256(samplingCommitment(sampling)))
       throw new HopFailure(
         hostId,
         'bad_receipt',
@@ -112,17 +112,6 @@ export function committedSketch(
       `host ${hostId} signed no commitment, or another one, to the rows it answered; finding another host`,
     )
   return sketch
-}
-
-/** Each session's sampling commitment, encoded once (a replacement's carries the tokens sampled before it). */
-const commitments = new WeakMap<SamplingParams, Uint8Array>()
-function samplingOf(sampling: SamplingParams): Uint8Array {
-  let bytes = commitments.get(sampling)
-  if (bytes === undefined) {
-    bytes = samplingCommitment(sampling)
-    commitments.set(sampling, bytes)
-  }
-  return bytes
 }
 
 /**

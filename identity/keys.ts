@@ -20,9 +20,12 @@ export class NodeIdentity {
     readonly publicKey: string,
   ) {}
 
+  /** The node id (a hash of the public key): made once, as every receipt names it. */
   get id(): string {
-    return nodeIdOf(this.publicKey)
+    this.nodeId ??= nodeIdOf(this.publicKey)
+    return this.nodeId
   }
+  private nodeId: string | undefined
 
   static generate(): NodeIdentity {
     const { privateKey } = generateKeyPairSync('ed25519')

@@ -113,8 +113,10 @@ export class ShardRuntime {
 
   /** Whether this runtime's family runs several sessions in one graph (plain per-position K and V caches). */
   get canBatch(): boolean {
-    return BATCHED_ARCHS.has(this.info().arch)
+    this.batches ??= BATCHED_ARCHS.has(this.info().arch)
+    return this.batches
   }
+  private batches: boolean | undefined
 
   /** Frees the weights and every session's cache (waits for a forward pass in flight). */
   dispose(): void {

@@ -74,4 +74,18 @@ describe('output commitments (sketches of hidden rows)', () => {
     expect(sketchBytes(1, 3)).toBe(24)
     expect(sketchError(sketchRows(values, 3), values, 3)).toBe(0)
   })
+
+  // a sketch is recomputed by every checker: the order must be exactly a full sort's
+  it('orders equal magnitudes by index and NaN above all, as a full sort would', () => {
+    const width = 40
+    const values = new Float32Array(width)
+    for (let i = 0; i < width; i++) values[i] = (i % 5) - 2 // magnitudes 2, 1, 0, 1, 2: many ties
+    values[7] = Number.NaN
+    values[31] = -9
+    const sketch = new DataView(sketchRows(values, width).buffer)
+    const rank = (i: number) =>
+      Number.isNaN(values[i] as number) ? Number.POSITIVE_INFINITY : Math.abs(values[i] as number)
+    const expected = [...Array(width).keys()].sort((a, b) => rank(b) - rank(a) || a - b).slice(0, SKETCH_K)
+    expect([...Array(SKETCH_K).keys()].map((j) => sketch.getUint32(j * 8, true))).toEqual(expected)
+  })
 })

@@ -54,23 +54,24 @@ export function sketchRows(values: ArrayLike<number>, width: number): Uint8Array
 /** Fills `top` with the indices of the row's largest magnitudes, largest first (ties: lower index first). */
 function topIndices(values: ArrayLike<number>, base: number, width: number, top: Int32Array): void {
   const k = top.length
+  const kept = new Float64Array(k)
   let filled = 0
+  // the smallest magnitude kept once `top` is full: most values fall below it and cost one comparison
+  let floor = -1
   for (let i = 0; i < width; i++) {
     const m = Math.abs(values[base + i] as number)
     const v = Number.isNaN(m) ? Number.POSITIVE_INFINITY : m
-    if (filled === k && !(v > magnitude(values, base, top[k - 1] as number))) continue
+    if (filled === k && !(v > floor)) continue
     let j = filled < k ? filled++ : k - 1
-    while (j > 0 && v > magnitude(values, base, top[j - 1] as number)) {
+    while (j > 0 && v > (kept[j - 1] as number)) {
       top[j] = top[j - 1] as number
+      kept[j] = kept[j - 1] as number
       j--
     }
     top[j] = i
+    kept[j] = v
+    if (filled === k) floor = kept[k - 1] as number
   }
-}
-
-function magnitude(values: ArrayLike<number>, base: number, index: number): number {
-  const m = Math.abs(values[base + index] as number)
-  return Number.isNaN(m) ? Number.POSITIVE_INFINITY : m
 }
 
 /**
@@ -130,8 +131,16 @@ export function frameSketch(frame: Frame): Uint8Array | undefined {
  * token; the commitment keeps a client from handing in other parameters than the host sampled with.
  */
 export function samplingCommitment(sampling: SamplingParams | undefined): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(SamplingParams.parse(sampling ?? {})))
+  if (sampling === undefined) return new TextEncoder().encode(JSON.stringify(SamplingParams.parse({})))
+  // encoded once per session's parameters (every receipt of a last hop commits to them): the bytes are only hashed
+  let bytes = commitments.get(sampling)
+  if (bytes === undefined) {
+    bytes = new TextEncoder().encode(JSON.stringify(SamplingParams.parse(sampling)))
+    commitments.set(sampling, bytes)
+  }
+  return bytes
 }
+const commitments = new WeakMap<SamplingParams, Uint8Array>()
 
 /**
  * How much less likely than the re-run's own pick a greedy token may be, in nats of the re-run's log-probabilities,

@@ -50,8 +50,18 @@ export function toF16(values: Float32Array): Uint16Array {
   return out
 }
 
+/** Every half's value (256 KiB, made on first use): a hidden row of thousands converts by lookup. */
+let halves: Float32Array | undefined
+function halfTable(): Float32Array {
+  if (halves !== undefined) return halves
+  halves = new Float32Array(0x10000)
+  for (let h = 0; h < 0x10000; h++) halves[h] = f16ToF32(h)
+  return halves
+}
+
 export function fromF16(values: Uint16Array): Float32Array {
+  const table = halfTable()
   const out = new Float32Array(values.length)
-  for (let i = 0; i < values.length; i++) out[i] = f16ToF32(values[i] as number)
+  for (let i = 0; i < values.length; i++) out[i] = table[values[i] as number] as number
   return out
 }
