@@ -7,7 +7,7 @@ import type { TrustedCa } from '../dataplane/tls-trust'
 import type { TrackerChannel } from '../dataplane/tracker-link'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
-import { type ForwardingOpen, jsonFrame, NeuronError, type Route } from '../protocol'
+import { type ForwardingOpen, jsonFrame, NeuronError, type Route, type Ticket } from '../protocol'
 import type { GenerateRequest } from './generation/request'
 import type { AuditableHop } from './step-audits'
 
@@ -84,6 +84,44 @@ export async function openHops(
     throw error
   }
   return states
+}
+
+/**
+ * A conversation's next turn on hops that hold the session: each takes its turn ticket (route.turn) as the open
+ * session's, over the connection that opened it.
+ */
+export async function renewHops(
+  client: HopOpener,
+  hops: readonly HopState[],
+  session: string,
+  request: GenerateRequest,
+  maxTokens: number,
+  tickets: readonly Ticket[],
+): Promise<void> {
+  await Promise.all(
+    hops.map(async (h, i) => {
+      const ticket = tickets[i]
+      if (ticket === undefined || ticket.hostId !== h.hop.hostId)
+        throw new NeuronError('no_ticket', `the tracker gave no turn ticket for host ${h.hop.hostId}; start anew.`)
+      const blocks = h.hop.blocks
+      // the last hop samples the turn with its own sampling, as a new session would
+      const sampling = i === hops.length - 1 ? (request.sampling ?? {}) : undefined
+      if (sampling !== undefined) h.sampling = sampling
+      await expectOk(
+        await h.link.request(
+          jsonFrame('open', session, 0, {
+            modelId: request.modelId,
+            blocks,
+            maxTokens,
+            ticket,
+            signature: signOpen(client.identity, ticket, { blocks, maxTokens }),
+            hiddenDtype: request.hiddenDtype ?? 'f16',
+            ...(sampling === undefined ? {} : { sampling }),
+          }),
+        ),
+      )
+    }),
+  )
 }
 
 /** Closes the session on every hop (a hop that is gone has nothing left to close) and hangs up. */

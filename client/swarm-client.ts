@@ -4,6 +4,7 @@ import { openTrackerChannel, type TrackerChannel } from '../dataplane/tracker-li
 import type { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, type Receipt } from '../protocol'
 import { checkTokenizer, ModelTokenizer } from '../text/tokenizer'
+import { Conversation, type ConversationOptions } from './generation/conversation'
 import { Generation, type GenerationClient } from './generation/generation'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation/request'
 import type { HopOpener } from './open-hops'
@@ -85,6 +86,14 @@ export class SwarmClient {
   async *generate(request: GenerateRequest): AsyncGenerator<GeneratedToken, GenerationSummary> {
     const generation = await Generation.open(this.generationClient, request)
     return yield* generation.run()
+  }
+
+  /**
+   * A conversation whose turns keep their cache on the hops (generation/conversation.ts): each turn sends only the
+   * tokens after those its session holds. close() it when done.
+   */
+  conversation(options: ConversationOptions = {}): Conversation {
+    return new Conversation(this.generationClient, options)
   }
 
   /**

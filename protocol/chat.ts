@@ -114,6 +114,8 @@ export type ChatHop = z.infer<typeof ChatHop>
 export const ChatSummary = z.object({
   chatId: ChatId,
   promptTokens: Count,
+  /** Of the prompt, the tokens the conversation's session already held on its hops: not sent or computed again. */
+  cachedTokens: Count.optional(),
   completionTokens: Count,
   finishReason: z.enum(['stop', 'length', 'aborted']),
   tokensPerSecond: z.number().nonnegative(),

@@ -22,6 +22,7 @@ import { ProbeSetBytes } from './probe-codec'
 import { RelayAssignment } from './relays'
 import { LatencyReport, Route } from './routes'
 import { rpc } from './rpc'
+import { SessionTurn, Ticket } from './tickets'
 
 // The tracker's Socket.IO contract: the events hosts send on /hosts and apps and clients on /clients, what it answers
 // and pushes, and the listings of hosts and models those answers carry.
@@ -175,6 +176,22 @@ export const ClientToTracker = {
       promptTokens: z.number().int().nonnegative().max(MAX_SESSION_TOKENS).optional(),
     }),
     Route,
+  ),
+  /**
+   * A conversation's next turn on a session still open on its hops: a ticket per hop (each one the tracker routed for
+   * the session, in the client's order) that lets the turn's first step carry its new prompt tokens. The positions stay
+   * within the session's maxTokens, so its credit hold covers them; its rent runs on as the hops keep the cache.
+   */
+  'route.turn': rpc(
+    z.object({
+      session: SessionId,
+      turn: SessionTurn,
+      hops: z
+        .array(z.object({ hostId: NodeId, blocks: BlockRange }))
+        .min(1)
+        .max(MAX_BLOCKS),
+    }),
+    z.object({ tickets: z.array(Ticket).min(1).max(MAX_BLOCKS) }),
   ),
   'placement.preview': rpc(z.object({ modelId: ModelId, profile: HardwareProfile }), PlacementProposal),
   'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),

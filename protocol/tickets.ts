@@ -9,6 +9,14 @@ const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 is 64 hex digits')
 const Signature = z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'an ed25519 signature is 64 bytes, base64url')
 const Micro = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
 
+/** A turn of a conversation on an open session: its first step, where it starts, the prompt tokens it carries. */
+export const SessionTurn = z.object({
+  step: z.number().int().min(2).max(0x7fffffff),
+  position: z.number().int().min(1).max(MAX_SESSION_TOKENS),
+  tokens: z.number().int().min(1).max(MAX_SESSION_TOKENS),
+})
+export type SessionTurn = z.infer<typeof SessionTurn>
+
 /**
  * What the tracker grants one hop of one session: the client `clientKey` may run `blocks` of
  * `modelId` (the manifest whose sha256 is `manifestSha256`) on host `hostId` for up to `maxTokens`
@@ -61,6 +69,12 @@ export const TicketBody = z.object({
     .min(1)
     .max(MAX_BLOCKS)
     .optional(),
+  /**
+   * A conversation's next turn (route.turn): the session, open on the host with its cache, goes on at step `step`,
+   * position `position`, whose step may carry `tokens` new prompt tokens (priced as prompt, as step 1's are). A host
+   * takes it as the open session's ticket from then on; absent, only step 1 carries a prompt.
+   */
+  turn: SessionTurn.optional(),
 })
 export type TicketBody = z.infer<typeof TicketBody>
 
@@ -91,6 +105,7 @@ export function ticketMessage(t: TicketBody): string {
       ? []
       : ['replay', t.replay.span[0], t.replay.span[1], t.replay.escrowOf, t.replay.thenAccount]),
     ...(t.upstream === undefined ? [] : ['upstream', ...t.upstream.flatMap((h) => [h.hostId, h.publicKey])]),
+    ...(t.turn === undefined ? [] : ['turn', t.turn.step, t.turn.position, t.turn.tokens]),
   ].join(' ')
 }
 

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto'
 import type { HopInput } from '../../dataplane/hop-frames'
 import { HopFailure } from '../../dataplane/hop-link'
 import { measureHosts, reportLatencies } from '../../dataplane/link-latency'
-import { NeuronError, type Receipt, type SampledToken } from '../../protocol'
+import { ClientToTracker, callRpc, NeuronError, type Receipt, type SampledToken } from '../../protocol'
 import { StreamingDetokenizer } from '../../text/detokenizer'
 import type { ModelTokenizer } from '../../text/tokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from '../free-session'
 import { planRoute } from '../grant-claim'
-import { closeHops, type HopOpener, type HopState, openHops } from '../open-hops'
+import { closeHops, type HopOpener, type HopState, openHops, renewHops } from '../open-hops'
 import { type AuditableHop, picks } from '../step-audits'
 import { ClientRelayed } from './client-relayed'
 import { Failover } from './failover'
@@ -42,15 +42,24 @@ type Draft = NonNullable<Awaited<ReturnType<typeof openDraft>>>
  * path.
  */
 export class Generation {
-  private readonly generated: number[] = []
-  private readonly receipts: Receipt[] = []
+  private generated: number[] = []
+  /** The tokens whose positions the hops hold, in order: a conversation's next turn goes on after them. */
+  private readonly fed: number[] = []
+  /** Where the next turn's decode starts (a conversation's turn); undefined: step 1 with the prompt. */
+  private nextAt: StepAt | undefined
+  /** The last step sent: a turn numbers its first step after it. */
+  private lastStep = 0
+  /** Ended: its hops closed and its session ended at the tracker; a conversation starts a new one. */
+  private ended = false
+  /** The receipts of this turn's steps (a session's, until a conversation's next turn). */
+  private receipts: Receipt[] = []
   /** Hops picked for an audit at the session's end (a hop replaced meanwhile stays, with the steps it ran). */
   private readonly picked = new Set<HopState>()
   /** Hops whose pick was drawn (once each, at its first step: a failover's replacement is drawn when it runs). */
   private readonly drawn = new WeakSet<HopState>()
   private readonly failover: Failover
-  private readonly text: StreamingDetokenizer
-  private readonly stopAtEog: boolean
+  private text: StreamingDetokenizer
+  private stopAtEog: boolean
   private finishReason: 'stop' | 'length' = 'length'
   private decodeStarted = 0
   /**
@@ -64,11 +73,11 @@ export class Generation {
   private constructor(
     private readonly client: GenerationClient,
     /** The request as its hops were opened with it (the seams' precision, a grammar's end tokens). */
-    private readonly request: GenerateRequest,
+    private request: GenerateRequest,
     private readonly tokenizer: ModelTokenizer,
-    private readonly promptTokens: readonly number[],
+    private promptTokens: readonly number[],
     /** KV positions each hop holds for the session: the prompt and every token it may generate. */
-    maxTokens: number,
+    private readonly maxTokens: number,
     readonly session: string,
     /** The route's hops and the way steps travel them. */
     private readonly runner: StepRunner,
@@ -76,6 +85,8 @@ export class Generation {
     private readonly speculating: Draft | undefined,
     /** Latencies to the hosts the tracker asked about, measured meanwhile and reported at the end. */
     private readonly probed: ReturnType<typeof measureHosts>,
+    /** A conversation's: the session stays open after a turn for the next (continueWith), until close(). */
+    private readonly keep = false,
   ) {
     this.failover = new Failover(client, session, maxTokens, (step) => this.collect(step))
     this.text = new StreamingDetokenizer(tokenizer)
@@ -86,14 +97,19 @@ export class Generation {
    * Tokenizes the prompt, loads the draft if one is asked for, plans the route and opens its hops (waiting while every
    * host that could serve is full); the session is ended at the tracker when that fails.
    */
-  static async open(client: GenerationClient, request: GenerateRequest): Promise<Generation> {
+  static async open(
+    client: GenerationClient,
+    request: GenerateRequest,
+    /** A conversation's session: kept open after the turn, with `positions` reserved for the turns to come. */
+    conversation?: { readonly positions: number },
+  ): Promise<Generation> {
     const tokenizer = await client.tokenizer(request.modelId)
     // A grammar allows the end of generation only where its text is whole: the last hop is told which tokens end it.
     if (request.sampling?.grammar !== undefined)
       request = { ...request, sampling: { ...request.sampling, endTokens: tokenizer.endTokens } }
     const promptTokens = typeof request.prompt === 'string' ? tokenizer.encode(request.prompt) : [...request.prompt]
     if (promptTokens.length === 0) throw new NeuronError('bad_request', 'the prompt is empty; give at least one token.')
-    const maxTokens = promptTokens.length + request.maxTokens
+    const maxTokens = Math.max(promptTokens.length + request.maxTokens, conversation?.positions ?? 0)
     const speculating = await openDraft(request, client.tracker, tokenizer, maxTokens)
     const session = request.session ?? randomBytes(16).toString('hex')
     const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
@@ -134,16 +150,31 @@ export class Generation {
     })
     const probed = measureHosts(route.measure ?? [], client.ca)
     request.onRoute?.(runner.hops.map((h) => h.hop))
-    return new Generation(client, seamed, tokenizer, promptTokens, maxTokens, session, runner, speculating, probed)
+    return new Generation(
+      client,
+      seamed,
+      tokenizer,
+      promptTokens,
+      maxTokens,
+      session,
+      runner,
+      speculating,
+      probed,
+      conversation !== undefined && speculating === undefined,
+    )
   }
 
   /** Streams the tokens; the return value summarises the run. The route is closed and the session ended however. */
   async *run(): AsyncGenerator<GeneratedToken, GenerationSummary> {
+    let kept = false
     try {
       if (this.speculating === undefined) yield* this.decode()
       else yield* this.speculate(this.speculating)
+      // a conversation's turn that ran to its end keeps the session for the next (an abort or a failure ends it)
+      kept = this.keep && this.request.signal?.aborted !== true
     } finally {
-      await this.end()
+      if (kept) await this.reported
+      else await this.end()
     }
     // receipts the caller could not take after the last step (its tracker gone): the generation fails as it did
     if (this.reportFailed !== undefined) throw this.reportFailed.error
@@ -152,10 +183,12 @@ export class Generation {
 
   /** The prompt's step, then a step per token, each confirmed as it comes: audits wait for the session's end. */
   private async *decode(): AsyncGenerator<GeneratedToken, void> {
-    let at: StepAt = { step: 1, position: 0, ids: Int32Array.from(this.promptTokens) }
+    let at: StepAt = this.nextAt ?? { step: 1, position: 0, ids: Int32Array.from(this.promptTokens) }
     for (;;) {
       if (this.request.signal?.aborted) return
       const ran = await this.step(at, 0, tokenInput(at.ids))
+      this.fed.push(...at.ids)
+      this.lastStep = at.step
       if (this.decodeStarted === 0) this.decodeStarted = performance.now()
       this.pick()
       const sampled = ran
@@ -261,8 +294,65 @@ export class Generation {
     return { token: { ...token, text: last ? text + this.text.flush() : text }, end: last }
   }
 
+  /** A conversation's end: closes its session (as a turn's end does for a plain generation). */
+  async close(): Promise<void> {
+    if (!this.ended) await this.end()
+  }
+
+  /**
+   * Whether `request` (its prompt `tokens`) can go on in this session: the session is still open and kept, the
+   * tokens begin with every token its hops hold and add at least one, on the same model without a draft, and the turn
+   * fits the positions the session reserved. Its sampling may differ: the last hop takes the turn's.
+   */
+  continues(request: GenerateRequest, tokens: readonly number[]): boolean {
+    const held = this.fed
+    return (
+      this.keep &&
+      !this.ended &&
+      request.modelId === this.request.modelId &&
+      request.draft === undefined &&
+      tokens.length > held.length &&
+      held.every((t, i) => tokens[i] === t) &&
+      tokens.length + request.maxTokens <= this.maxTokens
+    )
+  }
+
+  /**
+   * The next turn of a conversation (continues() said it can): the tracker tickets it (route.turn) and each hop takes
+   * the ticket on the open session, then run() steps only the tokens after those the hops hold.
+   */
+  async continueWith(request: GenerateRequest, tokens: readonly number[]): Promise<void> {
+    const turn = { step: this.lastStep + 1, position: this.fed.length, tokens: tokens.length - this.fed.length }
+    const hops = this.runner.hops
+    const { tickets } = await callRpc(this.client.tracker, ClientToTracker, 'route.turn', {
+      session: this.session,
+      turn,
+      hops: hops.map((h) => ({ hostId: h.hop.hostId, blocks: h.hop.blocks })),
+    })
+    // a grammar allows the end only where its text is whole, as at the session's open
+    const sampling =
+      request.sampling?.grammar === undefined
+        ? request.sampling
+        : { ...request.sampling, endTokens: this.tokenizer.endTokens }
+    this.request = {
+      ...request,
+      hiddenDtype: this.request.hiddenDtype,
+      ...(sampling === undefined ? {} : { sampling }),
+    }
+    await renewHops(this.client, hops, this.session, this.request, this.maxTokens, tickets)
+    this.promptTokens = tokens
+    this.nextAt = { step: turn.step, position: turn.position, ids: Int32Array.from(tokens.slice(turn.position)) }
+    this.generated = []
+    this.receipts = []
+    this.finishReason = 'length'
+    this.decodeStarted = 0
+    this.text = new StreamingDetokenizer(this.tokenizer)
+    this.stopAtEog = request.stopAtEog ?? true
+  }
+
   /** Frees the draft, closes the session on every hop and at the tracker, and reports the hops' latencies. */
   private async end(): Promise<void> {
+    this.ended = true
     await this.speculating?.draft.dispose()
     // the receipts still being handed on, before the session ends at the tracker
     await this.reported
@@ -289,6 +379,7 @@ export class Generation {
     const decodeSeconds = (performance.now() - this.decodeStarted) / 1000
     return {
       promptTokens: this.promptTokens.length,
+      cachedTokens: this.nextAt?.position ?? 0,
       completionTokens: generated.length,
       finishReason: this.finishReason,
       route: hopStats(this.runner.hops),

@@ -73,6 +73,8 @@ export interface HopStats {
 
 export interface GenerationSummary {
   readonly promptTokens: number
+  /** Of them, the positions a conversation's session already held: not sent again (0 for a session's first turn). */
+  readonly cachedTokens: number
   readonly completionTokens: number
   readonly finishReason: 'stop' | 'length'
   readonly route: readonly HopStats[]

@@ -299,6 +299,8 @@ export class AppBackend {
     this.closing = true
     await this.swarm.close(async () => {
       this.chats.stopAll()
+      // the conversations' sessions end while the client is still connected: hosts free their caches, audits run
+      await this.chats.closeConversations()
       await this.hosting.close()
     })
     await this.lan.close()
@@ -319,6 +321,8 @@ export class AppBackend {
   /** Ends what ran on the swarm being left: chats (each says why) and hosting (already saved as stopped). */
   private async leave(): Promise<void> {
     this.chats.stopAll("the app's swarm connection changed (a new tracker or identity); send again")
+    // the sessions on the swarm being left are ended there in the background (its hops may be gone already)
+    void this.chats.closeConversations()
     await this.hosting.release()
   }
 }

@@ -142,6 +142,34 @@ describe('chat sampling and context on the embedded swarm', () => {
     },
   )
 
+  it(
+    'keeps a chat’s session between its answers: the next answer sends only its new turn and answers as a new chat ' +
+      'does',
+    async () => {
+      const greedy = { modelId: MODEL, maxTokens: 16, temperature: 0 }
+      const firstText = await answer({ ...greedy, chatId: 'kept', messages: MESSAGES })
+      const messages = [
+        ...MESSAGES,
+        { role: 'assistant' as const, content: firstText },
+        { role: 'user' as const, content: 'And then?' },
+      ]
+      const tokensBefore = seen('chat.token').length
+      await call('chat.send', { ...greedy, chatId: 'kept', messages })
+      await until('the second answer', () => seen('chat.done').filter((d) => d.chatId === 'kept').length === 2)
+      const second = seen('chat.done').filter((d) => d.chatId === 'kept')[1]
+      // the first turn's prompt and answer stayed on the hops: a stories260K answer re-tokenizes as it was generated
+      expect(second?.cachedTokens).toBeGreaterThan(0)
+      expect(second?.cachedTokens).toBeLessThan(second?.promptTokens ?? 0)
+      const secondText = seen('chat.token')
+        .slice(tokensBefore)
+        .filter((t) => t.chatId === 'kept')
+        .map((t) => t.text)
+        .join('')
+      expect(await answer({ ...greedy, chatId: 'kept-fresh', messages })).toBe(secondText)
+      expect(seen('chat.done').find((d) => d.chatId === 'kept-fresh')?.cachedTokens).toBe(0)
+    },
+  )
+
   it('refuses sampling out of range with a typed error naming the field and its range', async () => {
     const base = { chatId: 'bad', modelId: MODEL, messages: MESSAGES }
     for (const [field, value, says] of [

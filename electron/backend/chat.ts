@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto'
 import type { z } from 'zod'
+import { CONVERSATION_POSITIONS, type Conversation } from '../../client/generation/conversation'
 import type { SwarmClient } from '../../client/swarm-client'
 import {
   type AppEventData,
@@ -17,6 +18,20 @@ import {
 } from '../../protocol'
 import { renderChat } from '../../text/chat-template'
 
+/**
+ * Conversations the app keeps open at once (each holds a session on its hops, with its cache, and a credit hold): below
+ * a host's sessions per key (3 of its default 4), so a new chat never waits for one of the app's own to be given up.
+ */
+export const MAX_KEPT_CONVERSATIONS = 2
+/** A chat unanswered this long closes its session: its hops free the cache, the tracker charges the rent. */
+export const CONVERSATION_IDLE_MS = 5 * 60_000
+
+interface KeptConversation {
+  readonly client: SwarmClient
+  readonly conversation: Conversation
+  idle: NodeJS.Timeout | undefined
+}
+
 export interface ChatDeps {
   client(): SwarmClient
   trackerUrl(): string
@@ -31,6 +46,11 @@ export interface ChatDeps {
  */
 export class ChatRunner {
   private readonly running = new Map<string, AbortController>()
+  /**
+   * Each chat's conversation, kept between its answers so the next sends only its new turn (its hops keep the cache):
+   * the most recent MAX_KEPT_CONVERSATIONS, each closed after CONVERSATION_IDLE_MS without an answer.
+   */
+  private readonly conversations = new Map<string, KeptConversation>()
   /** Context lengths by model id, from the models' manifests (per client: a new swarm may list other models). */
   private readonly contexts = new WeakMap<SwarmClient, Map<string, Promise<number>>>()
 
@@ -50,17 +70,18 @@ export class ChatRunner {
     const controller = new AbortController()
     this.running.set(request.chatId, controller)
     let prompt: number[]
+    let contextLength: number
     const client = this.deps.client()
     const trackerUrl = this.deps.trackerUrl()
     try {
-      prompt = await this.fitting(client, request.modelId, request.messages, request.maxTokens)
+      ;({ prompt, contextLength } = await this.fitting(client, request.modelId, request.messages, request.maxTokens))
     } catch (error) {
       this.running.delete(request.chatId)
       if (error instanceof NeuronError && error.code === 'context_exceeded') throw error
       const wire = describe(error, client, trackerUrl)
       throw new NeuronError(wire.code, wire.message, wire.details ?? {})
     }
-    void this.answer(request, { client, trackerUrl, prompt }, controller).finally(() =>
+    void this.answer(request, { client, trackerUrl, prompt, contextLength }, controller).finally(() =>
       this.running.delete(request.chatId),
     )
     return { chatId: request.chatId }
@@ -82,7 +103,7 @@ export class ChatRunner {
     modelId: string,
     messages: readonly ChatMessage[],
     maxTokens: number,
-  ): Promise<number[]> {
+  ): Promise<{ prompt: number[]; contextLength: number }> {
     const [tokenizer, contextLength] = await Promise.all([
       client.tokenizer(modelId),
       this.contextLength(client, modelId),
@@ -97,7 +118,57 @@ export class ChatRunner {
         { promptTokens: prompt.length, maxTokens, contextLength },
       )
     }
-    return prompt
+    return { prompt, contextLength }
+  }
+
+  /**
+   * The chat's conversation on `client`: kept from its last answer (the swarm unchanged), else a new one; the oldest
+   * kept past MAX_KEPT_CONVERSATIONS is closed. Closed after CONVERSATION_IDLE_MS without an answer.
+   */
+  private async conversation(chatId: string, client: SwarmClient, positions: number): Promise<Conversation> {
+    const kept = this.conversations.get(chatId)
+    if (kept !== undefined) {
+      clearTimeout(kept.idle)
+      this.conversations.delete(chatId)
+      if (kept.client === client) {
+        this.keep(chatId, kept)
+        return kept.conversation
+      }
+      void kept.conversation.close()
+    }
+    // the oldest given up first, their sessions closed before this one asks for a route (their hosts free the slots)
+    const closing: Promise<void>[] = []
+    for (const [id, old] of this.conversations) {
+      if (this.conversations.size - closing.length < MAX_KEPT_CONVERSATIONS) break
+      closing.push(this.forget(id, old))
+    }
+    await Promise.all(closing)
+    const conversation = client.conversation({ positions })
+    this.keep(chatId, { client, conversation, idle: undefined })
+    return conversation
+  }
+
+  /** Keeps the chat's conversation (the most recent last), closing it after CONVERSATION_IDLE_MS. */
+  private keep(chatId: string, kept: KeptConversation): void {
+    kept.idle = setTimeout(() => void this.forget(chatId, kept), CONVERSATION_IDLE_MS)
+    kept.idle.unref()
+    this.conversations.set(chatId, kept)
+  }
+
+  private forget(chatId: string, kept: KeptConversation): Promise<void> {
+    clearTimeout(kept.idle)
+    if (this.conversations.get(chatId) === kept) this.conversations.delete(chatId)
+    return kept.conversation
+      .close()
+      .catch((e: Error) => this.deps.log(`closing chat ${chatId}'s session: ${e.message}`))
+  }
+
+  /** Closes every kept conversation (the app quits or changes swarm): the hosts free their caches, audits run. */
+  async closeConversations(): Promise<void> {
+    const kept = [...this.conversations]
+    this.conversations.clear()
+    for (const [, k] of kept) clearTimeout(k.idle)
+    await Promise.all(kept.map(([, k]) => k.conversation.close().catch(() => {})))
   }
 
   private contextLength(client: SwarmClient, modelId: string): Promise<number> {
@@ -131,18 +202,20 @@ export class ChatRunner {
   /** `asked`: the swarm the prompt was counted on, and its tokens. */
   private async answer(
     request: z.output<typeof ChatRequest>,
-    asked: { client: SwarmClient; trackerUrl: string; prompt: number[] },
+    asked: { client: SwarmClient; trackerUrl: string; prompt: number[]; contextLength: number },
     controller: AbortController,
   ): Promise<void> {
     const { chatId } = request
-    const { client, trackerUrl, prompt } = asked
+    const { client, trackerUrl, prompt, contextLength } = asked
+    // the session reserves room for the turns to come, within the model's context
+    const positions = Math.min(contextLength, Math.max(CONVERSATION_POSITIONS, prompt.length + request.maxTokens))
     let chargedMicro = 0
     let creditsOut: WireError | null = null
     try {
       /** Hosts a route marked unaudited (nobody can re-run their blocks), and who audits the others. */
       const unaudited = new Set<string>()
       const auditedBy = new Map<string, 'twins' | 'tracker'>()
-      const generation = client.generate({
+      const generation = (await this.conversation(chatId, client, positions)).turn({
         modelId: request.modelId,
         prompt,
         maxTokens: request.maxTokens,
@@ -204,6 +277,7 @@ export class ChatRunner {
       this.deps.emit('chat.done', {
         chatId,
         promptTokens: s.promptTokens,
+        cachedTokens: s.cachedTokens,
         completionTokens: s.completionTokens,
         finishReason: controller.signal.aborted ? 'aborted' : s.finishReason,
         tokensPerSecond: s.decodeTokensPerSecond,

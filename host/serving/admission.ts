@@ -131,16 +131,17 @@ export function admit(
  */
 export const EVICT_IDLE_MS = 5_000
 
-/** Refusals a full host may answer by giving up a squatted session instead. */
-const FULL = new Set(['busy', 'kv_budget_full'])
+/** Refusals a full host may answer by giving up a squatted session instead (the key's own, for its own bound). */
+const FULL = new Set(['busy', 'kv_budget_full', 'too_many_sessions'])
 
 /**
  * The session a full host closes for an open by `opener` that it would otherwise refuse as full. First the oldest
  * session opened and never stepped for EVICT_IDLE_MS, whoever holds it: an honest client steps right after its open,
- * so such a session holds a slot for nothing (one key or many). Else the least recently used session, idle
- * EVICT_IDLE_MS at least, of the key holding the most sessions here, when that key holds at least two more than the
- * opener would (so keys converge on equal shares and an evicted key cannot evict back). Undefined when neither is
- * there: the opener is refused as before.
+ * so such a session holds a slot for nothing (one key or many). Then the least recently used session stepped and idle
+ * EVICT_IDLE_MS at least: a conversation between its turns (its cache kept for the next, client/generation/
+ * conversation.ts) or a client gone; a kept cache is a cache, given up under pressure, and the conversation starts its
+ * next turn anew. Among those, the key holding the most sessions here gives first, so keys converge on equal shares.
+ * Undefined when none is idle: the opener is refused as before.
  */
 export function squattedSession(
   refusal: unknown,
@@ -150,19 +151,21 @@ export function squattedSession(
   idleMs = EVICT_IDLE_MS,
 ): string | undefined {
   if (!(refusal instanceof NeuronError) || !FULL.has(refusal.code)) return undefined
-  const byKey = new Map<string, [string, number][]>()
+  const byKey = new Map<string, number>()
   let unstepped: [string, number] | undefined
+  const idle: [string, number, string][] = []
   for (const [id, s] of open) {
     if (s.probe) continue
-    byKey.set(s.clientKey, [...(byKey.get(s.clientKey) ?? []), [id, s.lastUsed]])
-    if (!s.stepped && now - s.lastUsed >= idleMs && (unstepped === undefined || s.lastUsed < unstepped[1]))
-      unstepped = [id, s.lastUsed]
+    byKey.set(s.clientKey, (byKey.get(s.clientKey) ?? 0) + 1)
+    if (now - s.lastUsed < idleMs) continue
+    // past its own bound, a key gives up one of its own sessions: another key's would not make room for it
+    if (refusal.code === 'too_many_sessions' && s.clientKey !== opener) continue
+    if (!s.stepped && (unstepped === undefined || s.lastUsed < unstepped[1])) unstepped = [id, s.lastUsed]
+    if (s.stepped) idle.push([id, s.lastUsed, s.clientKey])
   }
   if (unstepped !== undefined) return unstepped[0]
-  let top: [string, number][] = []
-  for (const sessions of byKey.values()) if (sessions.length > top.length) top = sessions
-  if (top.length < (byKey.get(opener)?.length ?? 0) + 2) return undefined
-  const idle = top.filter(([, lastUsed]) => now - lastUsed >= idleMs).sort((x, y) => x[1] - y[1])
+  const held = (key: string) => (key === opener ? (byKey.get(key) ?? 0) + 1 : (byKey.get(key) ?? 0))
+  idle.sort((x, y) => held(y[2]) - held(x[2]) || x[1] - y[1])
   return idle[0]?.[0]
 }
 

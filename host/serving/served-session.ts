@@ -26,11 +26,12 @@ export interface ServedSession {
   readonly order: StepOrder
   /** The tracker's probe, in a probe slot: not one of the host's sessions (see PROBE_SLOTS). */
   readonly probe: boolean
-  /** What the session's receipts name: its model, price and tracker. */
-  readonly ticket: Ticket
+  /** What the session's receipts name: its model, price and tracker; a conversation's turn replaces it (renew.ts). */
+  ticket: Ticket
   /** False until its first forward: an open never stepped is reaped early. */
   stepped: boolean
-  readonly sampling: LastHopSampler
+  /** The last hop's sampling; a conversation's turn may bring its own (renew.ts). */
+  sampling: LastHopSampler
   lastUsed: number
   /** Steps of one session run one after another. */
   readonly steps: SerialQueue

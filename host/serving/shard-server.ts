@@ -32,6 +32,7 @@ import {
 import { DataPlaneListener } from './data-plane-listener'
 import { Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
+import { renewSession } from './renew'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
 import { acceptStep, type StepGate } from './step/accept'
@@ -89,6 +90,8 @@ export interface ShardServerOptions {
 export type { FrameCaller } from './served-session'
 
 const NO_SESSION = '0'.repeat(32)
+/** Idle sessions one open may make a host give up (a large open needs several small ones' room). */
+const MAX_EVICTIONS_PER_OPEN = 8
 
 export const DEFAULT_MAX_FRAME_BYTES = MAX_FRAME_BYTES
 
@@ -157,13 +160,14 @@ export class ShardServer {
   }
 
   /**
-   * Sessions opened and never stepped for the eviction grace: a full host gives one up to a waiting key (admission's
-   * squattedSession), and the heartbeat says how many, so the tracker routes a waiting key here.
+   * Sessions idle for the eviction grace (opened and never stepped, or a conversation between turns): a full host gives
+   * one up to a waiting key (admission's squattedSession), and the heartbeat says how many, so the tracker routes a
+   * waiting key here.
    */
   idleOpens(now: number): number {
     const grace = this.options.evictIdleMs ?? EVICT_IDLE_MS
     let n = 0
-    for (const s of this.sessions.values()) if (!s.probe && !s.stepped && now - s.lastUsed >= grace) n++
+    for (const s of this.sessions.values()) if (!s.probe && now - s.lastUsed >= grace) n++
     return n
   }
 
@@ -250,6 +254,23 @@ export class ShardServer {
       )
     if (request.modelId !== modelId)
       throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
+    const served = this.sessions.get(frame.session)
+    if (served !== undefined) {
+      const ticket = renewSession(frame.session, served, caller, request, { ...this.options.tickets, modelId })
+      // the turn's sampling (a last hop's): each turn of a conversation draws with its own, as a new session would
+      if (request.sampling !== undefined) served.sampling = LastHopSampler.open(request.sampling, this.tokenTexts)
+      served.ticket = ticket
+      served.lastUsed = Date.now()
+      return jsonFrame('ok', frame.session, frame.step, {})
+    }
+    // a turn goes on only where its session is (a failover's replacement, on a replay ticket, rebuilds it)
+    if (request.ticket?.turn !== undefined && request.ticket.replay === undefined)
+      throw new NeuronError(
+        'unknown_session',
+        `session ${frame.session} is no longer open here (given up while idle, or closed); start the conversation's ` +
+          `turn anew on a new session.`,
+        { session: frame.session },
+      )
     // A malformed grammar is refused before anything is admitted or evicted.
     const sampling = LastHopSampler.open(request.sampling, this.tokenTexts)
     const ticket = this.admitOrEvict(frame.session, request)
@@ -262,8 +283,6 @@ export class ShardServer {
         { served: [...blocks], requested: request.blocks },
       )
     }
-    if (this.sessions.has(frame.session))
-      throw new NeuronError('session_exists', `session ${frame.session} is already open here.`)
     const runtime = this.runtime.openSession({
       maxTokens: request.maxTokens,
       blocks: [request.blocks[0], request.blocks[1]],
@@ -293,17 +312,20 @@ export class ShardServer {
    */
   private admitOrEvict(session: string, request: OpenSession): Ticket {
     const terms = { ...this.options.tickets, modelId: this.options.modelId }
-    try {
-      return admit(session, request, terms, this.limits, this.sessions.values())
-    } catch (refusal) {
-      const opener = request.ticket?.clientKey ?? ''
-      const squatted = squattedSession(refusal, opener, this.sessions, Date.now(), this.options.evictIdleMs)
-      if (squatted === undefined) throw refusal
-      this.options.log?.(
-        `session ${squatted} given up: its key holds the most sessions here and another key is waiting`,
-      )
-      this.closeSession(squatted)
-      return admit(session, request, terms, this.limits, this.sessions.values())
+    // as many idle sessions as the open needs room for (a kept conversation's cache is a cache), one at a time
+    for (let given = 0; ; given++) {
+      try {
+        return admit(session, request, terms, this.limits, this.sessions.values())
+      } catch (refusal) {
+        const opener = request.ticket?.clientKey ?? ''
+        const squatted =
+          given < MAX_EVICTIONS_PER_OPEN
+            ? squattedSession(refusal, opener, this.sessions, Date.now(), this.options.evictIdleMs)
+            : undefined
+        if (squatted === undefined) throw refusal
+        this.options.log?.(`session ${squatted} given up: idle here while another key is waiting for room`)
+        this.closeSession(squatted)
+      }
     }
   }
 

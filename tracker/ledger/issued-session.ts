@@ -17,8 +17,11 @@ export interface IssuedSession {
    * and only a receipt embedding one is paid (null: routed without one).
    */
   readonly clientKey: string | null
-  /** What the client declared in route.plan: the tracker's own count of each step's tokens comes from it. */
-  readonly routed: RoutedTokens | undefined
+  /**
+   * What the client declared in route.plan, and the turns route.turn added: the tracker's own count of each step's
+   * tokens comes from it.
+   */
+  routed: RoutedTokens | undefined
   /** Hops the client gave up on: their earnings here pay their replacements' replays. */
   readonly failed: { readonly hostId: string; readonly blocks: readonly [number, number] }[]
   lastUsed: number

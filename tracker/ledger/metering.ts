@@ -1,5 +1,12 @@
 import { EventEmitter } from 'node:events'
-import { ChainedReceipt, type Manifest, NeuronError, Receipt as ReceiptSchema } from '../../protocol'
+import {
+  ChainedReceipt,
+  type Manifest,
+  NeuronError,
+  REPLAY_STEP_BASE,
+  Receipt as ReceiptSchema,
+  type SessionTurn,
+} from '../../protocol'
 import { Escrow, settlementWindowMs } from './escrow'
 import type { IssuedSession } from './issued-session'
 import { Ledger } from './ledger'
@@ -20,6 +27,8 @@ const SESSION_TTL_MS = 6 * 3_600_000
  * a client asking again and again must not grow it without end.
  */
 const MAX_SESSION_HOPS = 4096
+/** Turns one conversation's session may take (route.turn): each is kept with the session's route. */
+export const MAX_SESSION_TURNS = 1024
 
 /**
  * Keeps the routes the tracker issued, and settles hosts' signed receipts against them: each is checked
@@ -161,6 +170,65 @@ export class Metering extends EventEmitter<MeteringEvents> {
   ): Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined> {
     const known = await this.lookup(session)
     return known === undefined ? undefined : { modelId: known.modelId, hops: known.hops }
+  }
+
+  /**
+   * Records a conversation's next turn on `session` (route.turn) for `nodeId`, the client it was routed to: the turn
+   * must come after the last one and end within the session's maxTokens, and every hop it names must be one the
+   * tracker routed for the session, with its blocks. Returns what the session was routed for, the turn added.
+   */
+  async addTurn(
+    session: string,
+    nodeId: string,
+    turn: SessionTurn,
+    hops: readonly { hostId: string; blocks: readonly [number, number] }[],
+  ): Promise<RoutedTokens> {
+    const known = await this.lookup(session)
+    if (known === undefined || known.issuedTo !== nodeId || known.routed === undefined)
+      throw new NeuronError(
+        'unknown_session',
+        `the tracker routed you no session ${session}; plan a route (route.plan) for the conversation first.`,
+      )
+    const routed = known.routed
+    const last = routed.turns?.at(-1) ?? { step: 1, position: 0 }
+    if (turn.step <= last.step || turn.position <= last.position || turn.step >= REPLAY_STEP_BASE)
+      throw new NeuronError(
+        'turn_out_of_order',
+        `a turn at step ${turn.step}, position ${turn.position} does not come after the session's last (step ` +
+          `${last.step}, position ${last.position}); number a turn's first step after the last step sent.`,
+      )
+    if (turn.position + turn.tokens > routed.maxTokens)
+      throw new NeuronError(
+        'turn_too_long',
+        `a turn of ${turn.tokens} tokens at position ${turn.position} passes the ${routed.maxTokens} positions ` +
+          `session ${session} was routed for; start a new session for a longer conversation.`,
+        { maxTokens: routed.maxTokens },
+      )
+    if ((routed.turns?.length ?? 0) >= MAX_SESSION_TURNS)
+      throw new NeuronError(
+        'too_many_turns',
+        `session ${session} has had ${MAX_SESSION_TURNS} turns, the most one session may; start a new one.`,
+      )
+    for (const hop of hops)
+      if (
+        !known.hops.some(
+          (h) => h.hostId === hop.hostId && h.blocks[0] === hop.blocks[0] && h.blocks[1] === hop.blocks[1],
+        )
+      )
+        throw new NeuronError(
+          'not_on_route',
+          `host ${hop.hostId} [${hop.blocks[0]}, ${hop.blocks[1]}) is not a hop the tracker routed for session ` +
+            `${session}; a turn goes on only on the session's own hops.`,
+        )
+    known.routed = { ...routed, turns: [...(routed.turns ?? []), turn] }
+    known.lastUsed = Date.now()
+    await this.save(session, known)
+    return known.routed
+  }
+
+  /** What `session` was routed for, its conversation's turns included; undefined for a session never routed. */
+  async routed(session: string): Promise<RoutedTokens | undefined> {
+    return (await this.lookup(session))?.routed
   }
 
   forget(session: string): void {

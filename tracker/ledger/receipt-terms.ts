@@ -1,10 +1,34 @@
-import { MAX_DRAFT_TOKENS, REPLAY_STEP_BASE, type Receipt } from '../../protocol'
+import { MAX_DRAFT_TOKENS, REPLAY_STEP_BASE, type Receipt, type SessionTurn } from '../../protocol'
 import { hopCharge, type Price } from './pricing'
 
-/** The positions a session was routed for: `promptTokens` of its `maxTokens` are the prompt (step 1). */
+/**
+ * The positions a session was routed for: `promptTokens` of its `maxTokens` are the prompt (step 1), and each of a
+ * conversation's later turns (route.turn) carries its own prompt tokens in its first step.
+ */
 export interface RoutedTokens {
   readonly maxTokens: number
   readonly promptTokens?: number | undefined
+  /** A conversation's turns after the first, in order (route.turn). */
+  readonly turns?: readonly SessionTurn[] | undefined
+}
+
+/** The turn whose first step is `step`, if one is. */
+export function turnAt(routed: RoutedTokens | undefined, step: number): SessionTurn | undefined {
+  return routed?.turns?.find((t) => t.step === step)
+}
+
+/**
+ * Where the run of steps holding `step` starts: the latest turn at or before it, else step 1 at position 0 with the
+ * declared prompt.
+ */
+function runOf(
+  routed: RoutedTokens,
+  step: number,
+  prompt: number,
+): SessionTurn | { step: 1; position: 0; tokens: number } {
+  let run: SessionTurn | { step: 1; position: 0; tokens: number } = { step: 1, position: 0, tokens: prompt }
+  for (const t of routed.turns ?? []) if (t.step <= step) run = t
+  return run
 }
 
 /** What a session's ticket fixed: the model, its price, the positions routed. */
@@ -30,6 +54,8 @@ export function countedTokens(
   r: Pick<Receipt, 'step' | 'tokens'>,
   clientSigned = false,
 ): number {
+  const turn = turnAt(routed, r.step)
+  if (turn !== undefined) return Math.max(1, Math.min(turn.tokens, routed?.maxTokens ?? turn.tokens))
   if (r.step !== 1) return clientSigned ? Math.max(1, Math.min(r.tokens, MAX_DRAFT_TOKENS + 1)) : 1
   return Math.max(1, Math.min(routed?.promptTokens ?? r.tokens, routed?.maxTokens ?? r.tokens))
 }
@@ -44,7 +70,9 @@ export function stepCharge(
 ): number {
   const signed = issued.clientKey !== undefined && issued.clientKey !== null
   const tokens = countedTokens(issued.routed, r, signed)
-  if (r.step === 1) return hopCharge(issued.price, issued.nLayer, { step: 1, blocks: r.blocks, tokens })
+  // a turn's first step carries its prompt as step 1 does, at the prompt's price
+  if (r.step === 1 || turnAt(issued.routed, r.step) !== undefined)
+    return hopCharge(issued.price, issued.nLayer, { step: 1, blocks: r.blocks, tokens })
   return tokens * hopCharge(issued.price, issued.nLayer, { step: r.step, blocks: r.blocks, tokens: 1 })
 }
 
@@ -73,12 +101,16 @@ export function checkTerms(
     r.price.completionMicroPerToken !== p.completionMicroPerToken
   )
     return { code: 'route_mismatch', message: `receipt for step ${r.step} names another price than the ticket's` }
-  const prompt = issued.routed?.promptTokens
-  if (r.step >= REPLAY_STEP_BASE || prompt === undefined) return undefined
-  const expected = r.step <= 1 ? 0 : prompt + r.step - 2
+  const routed = issued.routed
+  const prompt = routed?.promptTokens
+  if (r.step >= REPLAY_STEP_BASE || routed === undefined || prompt === undefined) return undefined
+  // positions run on from the step that started the run (step 1, or a turn's first step at its declared position)
+  const run = runOf(routed, r.step, prompt)
+  const after = run.position + run.tokens
+  const expected = r.step <= run.step ? run.position : after + r.step - run.step - 1
   const signed = issued.clientKey !== undefined && issued.clientKey !== null
   // Verify steps advance one position or more each (the drafts that matched): a signed step lies in that range.
-  const furthest = signed && r.step > 1 ? prompt + (r.step - 2) * (MAX_DRAFT_TOKENS + 1) : expected
+  const furthest = signed && r.step > run.step ? after + (r.step - run.step - 1) * (MAX_DRAFT_TOKENS + 1) : expected
   if (r.position < expected || r.position > furthest) {
     const range = furthest === expected ? `${expected}` : `${expected} to ${furthest}`
     return { code: 'position_mismatch', message: `step ${r.step} runs from position ${range}, not ${r.position}` }

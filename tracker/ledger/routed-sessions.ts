@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql'
+import type { RoutedTokens } from './receipt-terms'
 
 /** A route the tracker issued for a session, as kept across restarts. */
 export interface StoredRoute {
@@ -11,8 +12,8 @@ export interface StoredRoute {
    */
   readonly clientKey: string | null
   readonly accountId: string | null
-  /** What the client declared in route.plan (absent for routes issued without it). */
-  readonly routed: { readonly maxTokens: number; readonly promptTokens?: number | undefined } | undefined
+  /** What the client declared in route.plan, with a conversation's later turns (absent for routes issued without). */
+  readonly routed: RoutedTokens | undefined
   readonly hops: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[]
   /**
    * Hops the client gave up on (route.plan's failedHost with its span): their earnings pay the replacements' replays.
@@ -31,8 +32,8 @@ export class RoutedSessions {
     await this.db.run(
       `insert into routed_sessions (session, model_id, issued_to, client_key, account_id, routed, hops, failed,
         price, saved_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         on conflict(session) do update set account_id = excluded.account_id, hops = excluded.hops, failed =
-           excluded.failed, saved_at = excluded.saved_at`,
+         on conflict(session) do update set account_id = excluded.account_id, routed = excluded.routed, hops =
+           excluded.hops, failed = excluded.failed, saved_at = excluded.saved_at`,
       [
         r.session,
         r.modelId,

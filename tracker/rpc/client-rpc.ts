@@ -14,6 +14,7 @@ import { recordLatencyReport } from '../routing/latency-reports'
 import type { MeasuredLatencies } from '../routing/measured-latencies'
 import type { SwarmPlanner } from '../routing/swarm-planner'
 import { planRoute, type RoutePlanDeps } from '../tickets/route-plan'
+import { routeTurn } from '../tickets/route-turn'
 import { settleClientReceipts } from '../tickets/session-receipts'
 import type { TicketOffice } from '../tickets/ticket-office'
 import { joinAccountRoom, joinHostRooms } from './dashboard-push'
@@ -49,6 +50,7 @@ export function clientHandlers(d: ClientRpcDeps): RpcHandlers<typeof ClientToTra
     'model.tokenizer': ({ modelId }) => ({ tokenizer: d.catalog.get(modelId).tokenizer }),
     'hosts.list': () => ({ hosts: hostsWithRelayedBytes(d.registry, d.relay) }),
     'route.plan': (request, peer) => planRoute(d, request, peer),
+    'route.turn': (request, peer) => routeTurn(d, request, peer),
     'grant.challenge': () => d.tickets.grantsOrRefuse().challenge(),
     'grant.claim': async (claim, peer) => {
       const claimed = await d.tickets.grantsOrRefuse().claim(peer.publicKey, peer.socket.handshake.address, claim)

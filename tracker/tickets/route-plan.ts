@@ -54,15 +54,17 @@ export async function planRoute(
   const manifest = d.catalog.get(request.modelId).manifest
   // the hops issued before this plan: what a rebuild may name
   const before = request.rebuild === undefined ? undefined : ((await d.metering.route(request.session))?.hops ?? [])
-  const ticketed = await d.tickets.ticket(route, request, manifest, peer.publicKey, payer)
   const failedHost = request.failedHost
+  // a failover within a conversation's turn: the replacements take the turn's first step (its prompt) again
+  const turn = failedHost === undefined ? undefined : (await d.metering.routed(request.session))?.turns?.at(-1)
+  const ticketed = await d.tickets.ticket(route, { ...request, turn }, manifest, peer.publicKey, payer)
   const rebuildTickets =
     request.rebuild === undefined || failedHost === undefined
       ? undefined
       : d.tickets.rebuildTickets(
           request.rebuild,
           before ?? [],
-          { ...request, failedHost },
+          { ...request, failedHost, turn },
           manifest,
           peer.publicKey,
           payer,

@@ -1,6 +1,6 @@
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256, signTicket } from '../../identity/tickets'
-import { type Manifest, NeuronError, type Route, TICKET_TTL_MS, type Ticket } from '../../protocol'
+import { type Manifest, NeuronError, type Route, type SessionTurn, TICKET_TTL_MS, type Ticket } from '../../protocol'
 import type { NonceBook } from '../access/auth'
 import type { WindowCounter } from '../gateway/rate-limit'
 import type { Accounts } from '../ledger/accounts'
@@ -207,7 +207,14 @@ export class TicketOffice {
    */
   async ticket(
     route: Route,
-    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost?: string | undefined },
+    request: {
+      session: string
+      maxTokens: number
+      promptTokens?: number | undefined
+      failedHost?: string | undefined
+      /** A failover within a conversation's turn: the replacement takes the turn's first step too. */
+      turn?: SessionTurn | undefined
+    },
     manifest: Manifest,
     clientKey: string,
     payer: { account: StoredAccount; sponsored: boolean },
@@ -227,13 +234,51 @@ export class TicketOffice {
       ...route,
       hops: route.hops.map((hop, i) => ({
         ...hop,
-        ticket: this.sign(hop, request, manifest, clientKey, payer.account.accountId, now, this.upstream(route, i)),
+        ticket: this.sign(
+          hop,
+          request,
+          manifest,
+          clientKey,
+          payer.account.accountId,
+          now,
+          this.upstream(route, i),
+          request.turn,
+        ),
       })),
     }
   }
 
+  /**
+   * A conversation's next turn on `session` (route.turn): a ticket per hop, on the session's terms, naming the turn.
+   * The session's hold must still be the payer's (a turn after session.end, or after the hold idled out, is refused):
+   * it is touched, so an active conversation's hold does not idle out.
+   */
+  async turnTickets(
+    hops: readonly { hostId: string; blocks: readonly [number, number] }[],
+    request: { session: string; maxTokens: number; promptTokens?: number | undefined },
+    turn: SessionTurn,
+    manifest: Manifest,
+    clientKey: string,
+    payer: { account: StoredAccount; sponsored: boolean },
+    now = Date.now(),
+  ): Promise<Ticket[]> {
+    const accountId = payer.account.accountId
+    if (!payer.sponsored) {
+      const hold = await this.holds.get(request.session)
+      if (hold === undefined || hold.accountId !== accountId)
+        throw new NeuronError(
+          'session_ended',
+          `session ${request.session} has ended (or idled out) and holds no credits; start a new conversation.`,
+        )
+      await this.holds.take(request.session, accountId, () => hold, now)
+    }
+    return hops.map((hop, i) =>
+      this.sign(hop, request, manifest, clientKey, accountId, now, this.upstream({ hops }, i), turn),
+    )
+  }
+
   /** The hops before hop `i` with their keys, for its ticket; undefined for the first, or a key not known. */
-  private upstream(route: Route, i: number): Ticket['upstream'] {
+  private upstream(route: { readonly hops: readonly { readonly hostId: string }[] }, i: number): Ticket['upstream'] {
     const keyOf = this.options.keyOf
     if (i === 0 || keyOf === undefined) return undefined
     const hops = route.hops.slice(0, i).map((h) => ({ hostId: h.hostId, publicKey: keyOf(h.hostId) }))
@@ -247,7 +292,13 @@ export class TicketOffice {
   rebuildTickets(
     rebuild: readonly { hostId: string; blocks: readonly [number, number] }[],
     issued: readonly { hostId: string; blocks: readonly [number, number] }[],
-    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost: string },
+    request: {
+      session: string
+      maxTokens: number
+      promptTokens?: number | undefined
+      failedHost: string
+      turn?: SessionTurn | undefined
+    },
     manifest: Manifest,
     clientKey: string,
     payer: { account: StoredAccount },
@@ -263,7 +314,7 @@ export class TicketOffice {
           `host ${hop.hostId} [${hop.blocks[0]}, ${hop.blocks[1]}) is not a live hop of session ` +
             `${request.session}; ask to rebuild only the hops of your route after the failed one.`,
         )
-      return this.sign(hop, request, manifest, clientKey, payer.account.accountId, now)
+      return this.sign(hop, request, manifest, clientKey, payer.account.accountId, now, undefined, request.turn)
     })
   }
 
@@ -276,6 +327,8 @@ export class TicketOffice {
     accountId: string,
     now: number,
     upstream?: Ticket['upstream'],
+    /** The conversation's turn the ticket is for (route.turn, or a failover within a turn). */
+    turn?: SessionTurn,
   ): Ticket {
     const blocks: [number, number] = [hop.blocks[0], hop.blocks[1]]
     return signTicket(this.identity, {
@@ -297,6 +350,7 @@ export class TicketOffice {
         : { replay: { span: [0, request.maxTokens], escrowOf: request.failedHost, thenAccount: accountId } }),
       // a failed-over route is client-relayed: its tickets take no forwarded step
       ...(upstream === undefined || request.failedHost !== undefined ? {} : { upstream }),
+      ...(turn === undefined ? {} : { turn }),
     })
   }
 

@@ -41,7 +41,8 @@ export interface StepGate {
  * 1. the session is open here and the caller's; a step forwarded in from the predecessor hop may step any session,
  *    its capability (checked at 6) standing for the owner;
  * 2. the frame carries what the session's first block takes (the seam's shape), and at least one token;
- * 3. its tokens are what the ticket paid for (the prompt at step 1, one token after, a verify step's drafts);
+ * 3. its tokens are what the ticket paid for (the prompt at step 1 or a turn's first step, one token after, a verify
+ *    step's drafts);
  * 4. a verify step is one this session can take;
  * 5. replay numbering comes only on a failover ticket, inside the positions it names;
  * 6. the client signed it, or the chain of receipts proves the client signed it at the route's first hop;
@@ -61,7 +62,7 @@ export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): A
     )
   const input = seamInput(frame, gate.seams, served.runtime.blocks[0], served.runtime.takesTokens)
   if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
-  checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags)
+  checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags, frame.position)
   checkVerify(frame, gate.canRollBack, served.sampling)
   checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
   const signed = chain === undefined ? clientSigned(served, frame) : chainSigned(served, frame, chain)

@@ -4,16 +4,31 @@ import { FLAG_VERIFY, MAX_DRAFT_TOKENS, NeuronError, REPLAY_STEP_BASE, type Tick
 // numbering only on a failover ticket (the ticket that says who pays for the replay).
 
 /**
- * A step carries what its ticket paid for: the declared prompt at step
- * 1, one token after (replays rebuild a cache, unpaid by the client).
+ * A step carries what its ticket paid for: the declared prompt at step 1, or at a conversation's turn (the ticket's
+ * `turn`) its prompt at its first step and position; one token after (replays rebuild a cache, unpaid by the client).
  */
-export function checkStepTokens(ticket: Pick<Ticket, 'promptTokens'>, step: number, tokens: number, flags = 0): void {
+export function checkStepTokens(
+  ticket: Pick<Ticket, 'promptTokens' | 'turn'>,
+  step: number,
+  tokens: number,
+  flags = 0,
+  position?: number,
+): void {
+  const turn = ticket.turn?.step === step ? ticket.turn : undefined
+  if (turn !== undefined && position !== undefined && position !== turn.position)
+    throw new NeuronError(
+      'tokens_not_ticketed',
+      `step ${step} starts a turn at position ${turn.position} on this ticket, not at ${position}.`,
+      { position: turn.position },
+    )
   // a verify step (speculative decoding) checks the last token and its drafts: each position is paid as one token
-  const allowed = step === 1 ? ticket.promptTokens : flags & FLAG_VERIFY ? MAX_DRAFT_TOKENS + 1 : 1
+  const allowed =
+    step === 1 ? ticket.promptTokens : turn !== undefined ? turn.tokens : flags & FLAG_VERIFY ? MAX_DRAFT_TOKENS + 1 : 1
   if (step < REPLAY_STEP_BASE && tokens > allowed)
     throw new NeuronError(
       'tokens_not_ticketed',
-      `step ${step} may carry ${allowed} tokens on this ticket, not ${tokens}; declare the prompt in route.plan.`,
+      `step ${step} may carry ${allowed} tokens on this ticket, not ${tokens}; declare the prompt in route.plan, or ` +
+        `a conversation's next turn in route.turn.`,
       {
         allowed,
       },

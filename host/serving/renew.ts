@@ -1,0 +1,63 @@
+import { verifyTicket } from '../../identity/tickets'
+import { NeuronError, type OpenSession, type Ticket } from '../../protocol'
+import type { TicketTerms } from './admission'
+import type { FrameCaller, ServedSession } from './served-session'
+
+/**
+ * A conversation's next turn on a session open here (route.turn): the open comes again, from the caller that opened
+ * it, with a turn ticket for the same client, blocks and positions, and the session, its cache kept, takes that ticket
+ * from then on (its turn's first step may carry the turn's prompt). An open of an open session without one is refused
+ * as before. Nothing is allocated: the session holds what its first open reserved.
+ */
+export function renewSession(
+  session: string,
+  served: ServedSession,
+  caller: FrameCaller,
+  request: OpenSession,
+  terms: TicketTerms,
+): Ticket {
+  const { ticket, signature } = request
+  if (ticket?.turn === undefined || signature === undefined || served.probe)
+    throw new NeuronError(
+      'session_exists',
+      `session ${session} is already open here; a conversation's next turn opens it again with the turn's ticket ` +
+        `(route.turn), else use a fresh session id.`,
+    )
+  if (served.owner !== caller)
+    throw new NeuronError(
+      'not_your_session',
+      `session ${session} was opened by another connection; a turn goes on over the connection that opened it.`,
+    )
+  const trackerKey = terms.trackerKey()
+  if (trackerKey === undefined)
+    throw new NeuronError('no_tracker', "this host has not yet learned its tracker's key; try again in a moment.")
+  verifyTicket(ticket, {
+    trackerKey,
+    session,
+    hostId: terms.hostId,
+    openSignature: signature,
+    blocks: request.blocks,
+    maxTokens: request.maxTokens,
+  })
+  const before = served.open
+  if (
+    ticket.modelId !== terms.modelId ||
+    ticket.manifestSha256 !== terms.manifestSha256 ||
+    ticket.clientKey !== served.clientKey ||
+    request.blocks[0] !== before.blocks[0] ||
+    request.blocks[1] !== before.blocks[1] ||
+    request.maxTokens !== before.maxTokens
+  )
+    throw new NeuronError(
+      'turn_mismatch',
+      `the turn's ticket is for another client, model, blocks or size than session ${session} was opened with; a ` +
+        `turn goes on with the session's own terms.`,
+    )
+  const last = served.ticket.turn?.step ?? 1
+  if (ticket.turn.step <= last)
+    throw new NeuronError(
+      'turn_out_of_order',
+      `session ${session} is past step ${last}; a turn ticket for step ${ticket.turn.step} comes too late.`,
+    )
+  return ticket
+}
