@@ -1,6 +1,6 @@
 // `neuron chat` as a person runs it, against a real tracker, publisher and host on loopback: it ends its session
 // at the tracker and waits for the acknowledgement before it exits, so it prints no complaint about session.end.
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import type { Token } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -111,4 +111,44 @@ describe('neuron chat on a swarm of real processes', () => {
       expect(r.stderr).not.toMatch(/session\.end/)
     },
   )
+
+  it('--interactive: each line is the next turn, and a later turn’s prompt comes mostly from its cache', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'bin/neuron.js'),
+        'chat',
+        '--tracker',
+        trackerUrl,
+        '--model',
+        manifest.modelId,
+        '--interactive',
+        '--max-tokens',
+        '8',
+        '--data-dir',
+        join(dir, 'chat-interactive'),
+      ],
+      { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
+    )
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => {
+      stdout += d
+    })
+    child.stderr.on('data', (d) => {
+      stderr += d
+    })
+    child.stdin.write('Tell me a story.\n')
+    child.stdin.write('And then?\n')
+    child.stdin.end()
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    expect(code, stderr).toBe(0)
+    expect(stdout.split('\n').filter((l) => l !== '')).toHaveLength(2)
+    const cached = [...stderr.matchAll(/(\d+) of (\d+) prompt tokens cached/g)].map((m) => [Number(m[1]), Number(m[2])])
+    expect(cached).toHaveLength(2)
+    expect(cached[0]?.[0]).toBe(0)
+    // the second turn sent only what came after the first turn's prompt and answer
+    expect(cached[1]?.[0]).toBeGreaterThan(cached[0]?.[1] ?? 0)
+    expect(cached[1]?.[0]).toBeLessThan(cached[1]?.[1] ?? 0)
+  }, 60_000)
 })

@@ -15,8 +15,10 @@ let swarm: InProcessSwarm
 
 beforeAll(async () => {
   scratch = await scratchDir('neuron-conversation-')
+  // two hosts of [3, 5): one can go away between turns
   swarm = await startSwarm(scratch.dir, STORIES_260K, [
     [0, 3],
+    [3, 5],
     [3, 5],
   ])
 }, 120_000)
@@ -122,6 +124,32 @@ describe('route.turn refuses', () => {
       await conversation.close()
       owner.close()
       other.close()
+    }
+  }, 120_000)
+})
+
+describe('a conversation whose session is gone', () => {
+  it('starts its next turn anew when a hop was given up or killed between turns, and answers as before', async () => {
+    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    const modelId = swarm.manifest.modelId
+    const tokenizer = await client.tokenizer(modelId)
+    const conversation = client.conversation({ positions: 256 })
+    try {
+      const first = tokenizer.encode('Once upon a time, there was a big dog')
+      const one = await drain(conversation.turn({ modelId, prompt: first, maxTokens: 8, stopAtEog: false }))
+      const second = [...first, ...one.tokens]
+      // the route's [3, 5) hop goes away; the other host of [3, 5) is there
+      const gone = one.summary.route.at(-1)?.hostId
+      await swarm.hosts.find((h) => h.hostId === gone)?.stop(0)
+      const two = await drain(conversation.turn({ modelId, prompt: second, maxTokens: 8, stopAtEog: false }))
+      expect(two.summary.cachedTokens).toBe(0)
+      expect(two.summary.session).not.toBe(one.summary.session)
+      expect(two.summary.route.at(-1)?.hostId).not.toBe(gone)
+      const fresh = await drain(client.generate({ modelId, prompt: second, maxTokens: 8, stopAtEog: false }))
+      expect(two.tokens).toEqual(fresh.tokens)
+    } finally {
+      await conversation.close()
+      client.close()
     }
   }, 120_000)
 })
