@@ -90,6 +90,8 @@ export interface ShardServerOptions {
 export type { FrameCaller } from './served-session'
 
 const NO_SESSION = '0'.repeat(32)
+/** A session stepped and unused this long while its host drains is between a conversation's turns: it is closed. */
+const DRAIN_IDLE_MS = 1_000
 /** Idle sessions one open may make a host give up (a large open needs several small ones' room). */
 const MAX_EVICTIONS_PER_OPEN = 8
 
@@ -235,7 +237,12 @@ export class ShardServer {
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true
     const deadline = Date.now() + timeoutMs
-    while (this.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    while (this.sessions.size > 0 && Date.now() < deadline) {
+      // a conversation between its turns holds no answer in flight: closed, its next turn starts anew elsewhere
+      for (const [id, s] of this.sessions)
+        if (s.stepped && Date.now() - s.lastUsed >= DRAIN_IDLE_MS) this.closeSession(id)
+      await new Promise((r) => setTimeout(r, 50))
+    }
   }
 
   async close(): Promise<void> {
