@@ -46,11 +46,11 @@ const packed = join(BENCH_DIR, values.model === '100m' ? 'packed-llama-100m-q8_0
 if (!existsSync(packed)) await packModel({ source, out: packed, blocksPerArtifact: 1 })
 const manifest = await readManifest(packed)
 
-/** Turn k's user message: about 330 tokens of plain sentences, different each turn. */
+/** Turn k's user message: about 330 tokens (the bench models' vocabulary) of plain sentences, different each turn. */
 function userMessage(turn: number): string {
   const words = ['the', 'river', 'carried', 'small', 'boats', 'past', 'old', 'mills', 'while', 'children', 'counted']
   const sentences: string[] = []
-  for (let i = 0; i < 30; i++) {
+  for (let i = 0; i < 9; i++) {
     const w = (j: number) => words[(turn * 7 + i * 3 + j) % words.length]
     sentences.push(`Turn ${turn + 1}, line ${i + 1}: ${w(0)} ${w(1)} ${w(2)} ${w(3)} ${w(4)} ${w(5)}.`)
   }

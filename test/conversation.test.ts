@@ -74,17 +74,24 @@ describe('a conversation', () => {
     }
   }, 120_000)
 
-  it('starts anew from an edit in the middle', async () => {
+  it('goes on from an edit in the middle: the hops roll back to where the prompts part', async () => {
     const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
     const modelId = swarm.manifest.modelId
     const tokenizer = await client.tokenizer(modelId)
     const conversation = client.conversation({ positions: 256 })
     try {
-      const one = await drain(conversation.turn({ modelId, prompt: 'Once upon a time', maxTokens: 4 }))
-      const edited = tokenizer.encode('Once upon a day, a dog')
-      const two = await drain(conversation.turn({ modelId, prompt: edited, maxTokens: 4, stopAtEog: false }))
-      expect(two.summary.cachedTokens).toBe(0)
-      expect(two.summary.session).not.toBe(one.summary.session)
+      const first = tokenizer.encode('Once upon a time, there was a little girl')
+      const one = await drain(conversation.turn({ modelId, prompt: first, maxTokens: 4, stopAtEog: false }))
+      const edited = tokenizer.encode('Once upon a time, a dog ran to the park')
+      let shared = 0
+      while (first[shared] === edited[shared]) shared++
+      expect(shared).toBeGreaterThan(1)
+      expect(shared).toBeLessThan(first.length)
+      const two = await drain(conversation.turn({ modelId, prompt: edited, maxTokens: 8, stopAtEog: false }))
+      expect(two.summary.session).toBe(one.summary.session)
+      expect(two.summary.cachedTokens).toBe(shared)
+      const fresh = await drain(client.generate({ modelId, prompt: edited, maxTokens: 8, stopAtEog: false }))
+      expect(two.tokens).toEqual(fresh.tokens)
     } finally {
       await conversation.close()
       client.close()

@@ -16,6 +16,7 @@ import { chainOpenings, directLegs, HopToHop } from './hop-to-hop'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './request'
 import { openDraft, speculativeTokens } from './speculation'
 import { type StepAt, type StepRunner, tokenInput } from './step-runner'
+import { cutHistory, sharedPrefix } from './turn-history'
 
 /** What a generation needs of the client that runs it. */
 export interface GenerationClient extends HopOpener {
@@ -300,19 +301,19 @@ export class Generation {
   }
 
   /**
-   * Whether `request` (its prompt `tokens`) can go on in this session: the session is still open and kept, the
-   * tokens begin with every token its hops hold and add at least one, on the same model without a draft, and the turn
-   * fits the positions the session reserved. Its sampling may differ: the last hop takes the turn's.
+   * Whether `request` (its prompt `tokens`) can go on in this session (kept, open, same model, no draft, within its
+   * positions): the tokens share a first token at least with those its hops hold, and add some. Where they part (an
+   * answer re-tokenized otherwise than it was generated, an edit) the hops roll back there, where the family can.
    */
   continues(request: GenerateRequest, tokens: readonly number[]): boolean {
-    const held = this.fed
+    const shared = sharedPrefix(this.fed, tokens)
     return (
       this.keep &&
       !this.ended &&
       request.modelId === this.request.modelId &&
       request.draft === undefined &&
-      tokens.length > held.length &&
-      held.every((t, i) => tokens[i] === t) &&
+      shared > 0 &&
+      tokens.length > shared &&
       tokens.length + request.maxTokens <= this.maxTokens
     )
   }
@@ -322,7 +323,8 @@ export class Generation {
    * the ticket on the open session, then run() steps only the tokens after those the hops hold.
    */
   async continueWith(request: GenerateRequest, tokens: readonly number[]): Promise<void> {
-    const turn = { step: this.lastStep + 1, position: this.fed.length, tokens: tokens.length - this.fed.length }
+    const shared = sharedPrefix(this.fed, tokens)
+    const turn = { step: this.lastStep + 1, position: shared, tokens: tokens.length - shared }
     const hops = this.runner.hops
     const { tickets } = await callRpc(this.client.tracker, ClientToTracker, 'route.turn', {
       session: this.session,
@@ -340,6 +342,9 @@ export class Generation {
       ...(sampling === undefined ? {} : { sampling }),
     }
     await renewHops(this.client, hops, this.session, this.request, this.maxTokens, tickets)
+    // what the hops roll back past is no longer their history: a failover replays, and an audit re-runs, the rest
+    if (shared < this.fed.length) for (const h of hops) cutHistory(h, shared)
+    this.fed.length = shared
     this.promptTokens = tokens
     this.nextAt = { step: turn.step, position: turn.position, ids: Int32Array.from(tokens.slice(turn.position)) }
     this.generated = []

@@ -15,6 +15,8 @@ export function renewSession(
   caller: FrameCaller,
   request: OpenSession,
   terms: TicketTerms,
+  /** Whether the runtime rolls a session's cache back: a turn may then start before the positions it holds end. */
+  canRollBack: boolean,
 ): Ticket {
   const { ticket, signature } = request
   if (ticket?.turn === undefined || signature === undefined || served.probe)
@@ -58,6 +60,17 @@ export function renewSession(
     throw new NeuronError(
       'turn_out_of_order',
       `session ${session} is past step ${last}; a turn ticket for step ${ticket.turn.step} comes too late.`,
+    )
+  const next = served.order.next
+  const back = ticket.turn.position < next
+  if (ticket.turn.position > next || (back && !canRollBack))
+    throw new NeuronError(
+      'turn_out_of_order',
+      back
+        ? `session ${session} holds positions up to ${next}; a turn back at ${ticket.turn.position} needs a cache ` +
+            "this model's family cannot roll back; start anew."
+        : `session ${session} holds positions up to ${next}; a turn at ${ticket.turn.position} would leave a gap.`,
+      { next },
     )
   return ticket
 }

@@ -263,7 +263,8 @@ export class ShardServer {
       throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
     const served = this.sessions.get(frame.session)
     if (served !== undefined) {
-      const ticket = renewSession(frame.session, served, caller, request, { ...this.options.tickets, modelId })
+      const terms = { ...this.options.tickets, modelId }
+      const ticket = renewSession(frame.session, served, caller, request, terms, this.runtime.canBatch === true)
       // the turn's sampling (a last hop's): each turn of a conversation draws with its own, as a new session would
       if (request.sampling !== undefined) served.sampling = LastHopSampler.open(request.sampling, this.tokenTexts)
       served.ticket = ticket

@@ -80,6 +80,28 @@ describe('a turn on an open session', () => {
     }
   })
 
+  it('rolls the cache back to a turn that starts before the positions it holds end, and refuses a gap', async () => {
+    const c = await connect(url)
+    const s = session(4)
+    try {
+      expect((await c.exchange(ticketedOpen(s, body(64), { promptTokens: 3 }))).kind).toBe('ok')
+      expect((await c.exchange(tokens(s, 1, 0, PROMPT))).kind).toBe('token')
+      expect((await c.exchange(tokens(s, 2, 3, [261]))).kind).toBe('token')
+      // positions 0 to 3 held: a turn at 5 would leave a gap
+      const gap = { step: 3, position: 5, tokens: 2 }
+      expect(errorOf(await c.exchange(ticketedOpen(s, body(64), { promptTokens: 3, turn: gap })))).toMatchObject({
+        code: 'turn_out_of_order',
+      })
+      // back at 2: the prompt's last token and what follows are sent again
+      const back = { step: 3, position: 2, tokens: 3 }
+      expect((await c.exchange(ticketedOpen(s, body(64), { promptTokens: 3, turn: back }))).kind).toBe('ok')
+      expect((await c.exchange(tokens(s, 3, 2, [407, 290, 261]))).kind).toBe('token')
+      expect((await c.exchange(tokens(s, 4, 5, [378]))).kind).toBe('token')
+    } finally {
+      c.close()
+    }
+  })
+
   it(
     'refuses a plain open of an open session, another connection’s turn, another client’s, and a turn of a ' +
       'session not here',

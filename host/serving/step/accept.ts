@@ -75,7 +75,7 @@ export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): A
         `sign frame) before step ${frame.step}.`,
       { owed, step: frame.step },
     )
-  const again = served.order.take(frame.step, frame.position, frame.tokens, frame.flags)
+  const again = served.order.take(frame.step, frame.position, frame.tokens, frame.flags, served.ticket.turn)
   if (again) checkSameInput(served, frame, signed.input)
   return { frame, served, input, signed, chain, again }
 }

@@ -26,7 +26,14 @@ export class StepOrder {
    * Throws `step_out_of_order` or `replay_samples` when the step may not come now; else takes it as the latest. True
    * when it is the latest step again (a retry).
    */
-  take(step: number, position: number, tokens: number, flags: number): boolean {
+  take(
+    step: number,
+    position: number,
+    tokens: number,
+    flags: number,
+    /** The session's turn (its ticket's): its first step may start back at the turn's position (rolled back to). */
+    turn?: { readonly step: number; readonly position: number },
+  ): boolean {
     if (step >= REPLAY_STEP_BASE) {
       this.takeReplay(step, position, tokens, flags)
       return false
@@ -34,6 +41,17 @@ export class StepOrder {
     const last = this.last
     if (last !== undefined && this.replay === undefined && step === last.step && position === last.position) return true
     const expected = this.expected()
+    if (
+      turn !== undefined &&
+      step === turn.step &&
+      position === turn.position &&
+      expected.steps(step) &&
+      position <= expected.position
+    ) {
+      this.last = { step, position, tokens }
+      this.replay = undefined
+      return false
+    }
     if (!expected.positions(position) || !expected.steps(step)) {
       throw new NeuronError(
         'step_out_of_order',
@@ -45,6 +63,11 @@ export class StepOrder {
     this.last = { step, position, tokens, verify: (flags & FLAG_VERIFY) !== 0 }
     this.replay = undefined
     return false
+  }
+
+  /** The position the next step starts at (a turn may start back from it, never past it). */
+  get next(): number {
+    return this.expected().position
   }
 
   private expected(): {
