@@ -37,8 +37,8 @@ const THREADS = Number(values.threads)
 const TURNS = 6
 const ANSWER_TOKENS = 24
 const HOPS = 3
-/** Positions the conversation's session reserves: six turns of about 330 tokens and their answers. */
-const POSITIONS = 2560
+/** Positions the conversation's session reserves: six turns of about 440 tokens and their answers. */
+const POSITIONS = 3072
 
 const shape = values.model === '100m' ? LLAMA_100M : LLAMA_1B
 const source = await benchModel('q8_0', shape)
@@ -66,7 +66,8 @@ const context = await model.createContext({ contextSize: 4096, threads: THREADS 
 
 async function baseline(): Promise<Run> {
   const sequence = context.getSequence()
-  const session = new LlamaChatSession({ contextSequence: sequence })
+  // no system prompt (LlamaChatSession's default adds one): both sides prefill the same conversation
+  const session = new LlamaChatSession({ contextSequence: sequence, systemPrompt: '' })
   const run: Run = { ttftMs: [], cached: [], prompt: [] }
   try {
     for (let turn = 0; turn < TURNS; turn++) {
