@@ -47,4 +47,18 @@ describe('SerialQueue', () => {
     await run
     expect(started).toBe(true)
   })
+
+  it('is busy while a task is queued or running, failed ones too, and idle once all have settled', async () => {
+    const queue = new SerialQueue()
+    expect(queue.busy).toBe(false)
+    const slow = queue.run(() => tick(20))
+    const failing = queue.run(async () => {
+      throw new Error('no')
+    })
+    expect(queue.busy).toBe(true)
+    await slow
+    await failing.catch(() => {})
+    await tick(0)
+    expect(queue.busy).toBe(false)
+  })
 })

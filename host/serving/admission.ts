@@ -146,7 +146,17 @@ const FULL = new Set(['busy', 'kv_budget_full', 'too_many_sessions'])
 export function squattedSession(
   refusal: unknown,
   opener: string,
-  open: Iterable<[string, AdmittedSession & { readonly lastUsed: number; readonly stepped: boolean }]>,
+  open: Iterable<
+    [
+      string,
+      AdmittedSession & {
+        readonly lastUsed: number
+        readonly stepped: boolean
+        /** Its steps: one in flight (a long prefill) is not idle. */
+        readonly steps?: { readonly busy: boolean }
+      },
+    ]
+  >,
   now: number,
   idleMs = EVICT_IDLE_MS,
 ): string | undefined {
@@ -157,7 +167,7 @@ export function squattedSession(
   for (const [id, s] of open) {
     if (s.probe) continue
     byKey.set(s.clientKey, (byKey.get(s.clientKey) ?? 0) + 1)
-    if (now - s.lastUsed < idleMs) continue
+    if (now - s.lastUsed < idleMs || s.steps?.busy === true) continue
     // past its own bound, a key gives up one of its own sessions: another key's would not make room for it
     if (refusal.code === 'too_many_sessions' && s.clientKey !== opener) continue
     if (!s.stepped && (unstepped === undefined || s.lastUsed < unstepped[1])) unstepped = [id, s.lastUsed]

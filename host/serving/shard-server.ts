@@ -169,7 +169,7 @@ export class ShardServer {
   idleOpens(now: number): number {
     const grace = this.options.evictIdleMs ?? EVICT_IDLE_MS
     let n = 0
-    for (const s of this.sessions.values()) if (!s.probe && now - s.lastUsed >= grace) n++
+    for (const s of this.sessions.values()) if (!s.probe && !s.steps.busy && now - s.lastUsed >= grace) n++
     return n
   }
 
@@ -240,7 +240,7 @@ export class ShardServer {
     while (this.sessions.size > 0 && Date.now() < deadline) {
       // a conversation between its turns holds no answer in flight: closed, its next turn starts anew elsewhere
       for (const [id, s] of this.sessions)
-        if (s.stepped && Date.now() - s.lastUsed >= DRAIN_IDLE_MS) this.closeSession(id)
+        if (s.stepped && !s.steps.busy && Date.now() - s.lastUsed >= DRAIN_IDLE_MS) this.closeSession(id)
       await new Promise((r) => setTimeout(r, 50))
     }
   }
@@ -357,7 +357,11 @@ export class ShardServer {
     const { signer, onReceipt } = this.options
     return served.steps
       .run(async () => keptAnswer(step) ?? keep(step, seal(step, await this.compute.run(step), signer, onReceipt)))
-      .then((answer) => this.forwarder.after(served, frame, chain, answer))
+      .then((answer) => {
+        // idle from the answer on: a long prefill is not time spent unused
+        served.lastUsed = Date.now()
+        return this.forwarder.after(served, frame, chain, answer)
+      })
   }
 
   private closeSession(id: string): void {

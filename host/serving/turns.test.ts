@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
 import { ShardRuntime } from '../../native'
-import { jsonFrame, type Manifest } from '../../protocol'
+import { jsonFrame, type Manifest, NeuronError } from '../../protocol'
 import { STORIES_260K, scratchDir } from '../../test/models'
 import { connect, errorOf, session, ticketing, tokens } from '../../test/shard-client'
+import { squattedSession } from './admission'
 import { ShardServer } from './shard-server'
 
 let dir = ''
@@ -175,5 +176,30 @@ describe('kept sessions under pressure', () => {
       b.close()
       await server.close()
     }
+  })
+})
+
+describe('which idle session a full host gives up', () => {
+  const full = new NeuronError('busy', 'full')
+  const held = (clientKey: string, lastUsed: number, busy = false) => ({
+    clientKey,
+    open: { maxTokens: 64 },
+    probe: false,
+    stepped: true,
+    lastUsed,
+    steps: { busy },
+  })
+
+  it('never one with a step in flight (a long prefill), however long ago it was last stepped', () => {
+    const now = 100_000
+    const sessions: [string, ReturnType<typeof held>][] = [
+      ['prefilling', held('a', 0, true)],
+      ['kept', held('b', 50_000)],
+    ]
+    expect(squattedSession(full, 'c', sessions, now)).toBe('kept')
+    expect(squattedSession(full, 'c', sessions.slice(0, 1), now)).toBeUndefined()
+    // past its own bound, a key gives up only its own
+    expect(squattedSession(new NeuronError('too_many_sessions', 'own'), 'c', sessions, now)).toBeUndefined()
+    expect(squattedSession(new NeuronError('too_many_sessions', 'own'), 'b', sessions, now)).toBe('kept')
   })
 })
