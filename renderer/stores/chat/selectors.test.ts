@@ -71,6 +71,10 @@ describe('chat selectors', () => {
       chargedMicro: 0,
     }
     expect(answerStats(summary)).toBe('20 tokens · 8.3 tok/s · stopped')
+    // a conversation's later turn: what its session kept on the hosts
+    expect(answerStats({ ...summary, promptTokens: 2614, cachedTokens: 2175, finishReason: 'stop' })).toBe(
+      '20 tokens · 8.3 tok/s · 2,175 of 2,614 prompt tokens reused',
+    )
     expect(titleFrom('  Tell me\na story about a dragon who learned to fly over the sea ')).toBe(
       'Tell me a story about a dragon who lear…',
     )

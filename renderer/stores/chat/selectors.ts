@@ -62,6 +62,10 @@ export function hopViews(entry: ChatEntry): HopView[] {
 
 export function answerStats(summary: ChatSummary): string {
   const parts = [`${summary.completionTokens} tokens`, formatTokensPerSecond(summary.tokensPerSecond)]
+  // the conversation's earlier turns stayed on the hosts: only the rest of the prompt was sent and computed
+  const cached = summary.cachedTokens ?? 0
+  if (cached > 0)
+    parts.push(`${cached.toLocaleString('en')} of ${summary.promptTokens.toLocaleString('en')} prompt tokens reused`)
   if (summary.chargedMicro > 0) parts.push(`${formatCredits(summary.chargedMicro)} credits`)
   if (summary.finishReason === 'aborted') parts.push('stopped')
   if (summary.finishReason === 'length') parts.push('hit the token limit')
