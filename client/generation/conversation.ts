@@ -34,7 +34,7 @@ export class Conversation {
         : [...request.prompt]
     const asked = { ...request, prompt: tokens }
     let generation = this.current
-    if (generation !== undefined && generation.continues(asked, tokens)) {
+    if (generation?.continues(asked, tokens)) {
       try {
         await generation.continueWith(asked, tokens)
       } catch (error) {

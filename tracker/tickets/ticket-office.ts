@@ -4,7 +4,7 @@ import { type Manifest, NeuronError, type Route, type SessionTurn, TICKET_TTL_MS
 import type { NonceBook } from '../access/auth'
 import type { WindowCounter } from '../gateway/rate-limit'
 import type { Accounts } from '../ledger/accounts'
-import type { CreditHolds, StoredHold } from '../ledger/credit-holds'
+import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
 import { maxCost, type PricingOptions, priceOf } from '../ledger/pricing'
 import { maxRelayCost } from '../ledger/relay-fees'
