@@ -45,6 +45,12 @@ export function clientEventPayloads(sources: PayloadSources): Payloads {
       span: [0, 2],
       nextHop: hostIds[1],
     }),
+    // a conversation's next turn on a routed session, on its own hops (the fuzz mutates the turn and the hops)
+    'route.turn': () => ({
+      session: routed[0]?.[0]?.session,
+      turn: { step: 3, position: 2, tokens: 4 },
+      hops: (routed[0] ?? []).map((h) => ({ hostId: h.hostId, blocks: h.open.body.blocks })),
+    }),
     'placement.preview': () => ({ modelId: manifest.modelId, profile }),
     'relay.forward': (rng) => {
       const hop = pick(rng, hops)
