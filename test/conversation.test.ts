@@ -28,6 +28,14 @@ afterAll(async () => {
   await scratch?.cleanup()
 })
 
+/** A new client of the swarm, the model's id and tokenizer, and a conversation reserving 256 positions. */
+async function converse() {
+  const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+  const modelId = swarm.manifest.modelId
+  const tokenizer = await client.tokenizer(modelId)
+  return { client, modelId, tokenizer, conversation: client.conversation({ positions: 256 }) }
+}
+
 /** Every token of a run, and its summary. */
 async function drain(
   run: AsyncGenerator<{ token: number }, GenerationSummary>,
@@ -43,10 +51,7 @@ async function drain(
 
 describe('a conversation', () => {
   it('sends its second turn’s new tokens alone, on the same session, and answers as a fresh session does', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    const modelId = swarm.manifest.modelId
-    const tokenizer = await client.tokenizer(modelId)
-    const conversation = client.conversation({ positions: 256 })
+    const { client, modelId, tokenizer, conversation } = await converse()
     try {
       const first = tokenizer.encode('Once upon a time, there was a little girl')
       const one = await drain(conversation.turn({ modelId, prompt: first, maxTokens: TOKENS, stopAtEog: false }))
@@ -75,10 +80,7 @@ describe('a conversation', () => {
   }, 120_000)
 
   it('goes on from an edit in the middle: the hops roll back to where the prompts part', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    const modelId = swarm.manifest.modelId
-    const tokenizer = await client.tokenizer(modelId)
-    const conversation = client.conversation({ positions: 256 })
+    const { client, modelId, tokenizer, conversation } = await converse()
     try {
       const first = tokenizer.encode('Once upon a time, there was a little girl')
       const one = await drain(conversation.turn({ modelId, prompt: first, maxTokens: 4, stopAtEog: false }))
@@ -137,10 +139,7 @@ describe('route.turn refuses', () => {
 
 describe('a conversation whose session is gone', () => {
   it('starts its next turn anew when a hop was given up or killed between turns, and answers as before', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    const modelId = swarm.manifest.modelId
-    const tokenizer = await client.tokenizer(modelId)
-    const conversation = client.conversation({ positions: 256 })
+    const { client, modelId, tokenizer, conversation } = await converse()
     try {
       const first = tokenizer.encode('Once upon a time, there was a big dog')
       const one = await drain(conversation.turn({ modelId, prompt: first, maxTokens: 8, stopAtEog: false }))

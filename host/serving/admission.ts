@@ -34,6 +34,30 @@ export interface TicketTerms {
   readonly manifestSha256: string
 }
 
+/**
+ * The open's ticket is its tracker's, for this host, session, blocks and size, and the open is signed by the ticket's
+ * client (an open of a new session, or a conversation's turn on an open one: renew.ts).
+ */
+export function verifyOpen(
+  session: string,
+  request: Pick<OpenSession, 'blocks' | 'maxTokens'>,
+  ticket: Ticket,
+  signature: string,
+  terms: Pick<TicketTerms, 'trackerKey' | 'hostId'>,
+): void {
+  const trackerKey = terms.trackerKey()
+  if (trackerKey === undefined)
+    throw new NeuronError('no_tracker', "this host has not yet learned its tracker's key; try again in a moment.")
+  verifyTicket(ticket, {
+    trackerKey,
+    session,
+    hostId: terms.hostId,
+    openSignature: signature,
+    blocks: request.blocks,
+    maxTokens: request.maxTokens,
+  })
+}
+
 /** Defaults from the session count and per-session capacity: one key may hold all but one slot. */
 export function admissionLimits(maxSessions: number, given: Partial<AdmissionLimits> = {}): AdmissionLimits {
   const maxSessionTokens = given.maxSessionTokens ?? 4096
@@ -65,17 +89,7 @@ export function admit(
       "this host serves only ticketed sessions; ask the tracker for a route (route.plan) and open with each hop's " +
         'ticket.',
     )
-  const trackerKey = terms.trackerKey()
-  if (trackerKey === undefined)
-    throw new NeuronError('no_tracker', "this host has not yet learned its tracker's key; try again in a moment.")
-  verifyTicket(ticket, {
-    trackerKey,
-    session,
-    hostId: terms.hostId,
-    openSignature: signature,
-    blocks: request.blocks,
-    maxTokens: request.maxTokens,
-  })
+  verifyOpen(session, request, ticket, signature, terms)
   if (ticket.modelId !== terms.modelId || ticket.manifestSha256 !== terms.manifestSha256)
     throw new NeuronError(
       'wrong_model',

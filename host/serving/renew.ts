@@ -1,6 +1,5 @@
-import { verifyTicket } from '../../identity/tickets'
 import { NeuronError, type OpenSession, type Ticket } from '../../protocol'
-import type { TicketTerms } from './admission'
+import { type TicketTerms, verifyOpen } from './admission'
 import type { FrameCaller, ServedSession } from './served-session'
 
 /**
@@ -30,17 +29,7 @@ export function renewSession(
       'not_your_session',
       `session ${session} was opened by another connection; a turn goes on over the connection that opened it.`,
     )
-  const trackerKey = terms.trackerKey()
-  if (trackerKey === undefined)
-    throw new NeuronError('no_tracker', "this host has not yet learned its tracker's key; try again in a moment.")
-  verifyTicket(ticket, {
-    trackerKey,
-    session,
-    hostId: terms.hostId,
-    openSignature: signature,
-    blocks: request.blocks,
-    maxTokens: request.maxTokens,
-  })
+  verifyOpen(session, request, ticket, signature, terms)
   const before = served.open
   if (
     ticket.modelId !== terms.modelId ||
