@@ -60,6 +60,8 @@ export interface NativeSession {
     side?: { tokenIds?: Int32Array; indices?: Int32Array },
   ): Promise<NativeForwardResult>
   truncate(nPast: number): void
+  /** This fresh session takes `source`'s first `n` cached positions (same runtime and blocks, plain K and V only). */
+  copyPrefix(source: NativeSession, n: number): void
   close(): void
   readonly nPast: number
   readonly kvBytes: number

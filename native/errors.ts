@@ -39,6 +39,8 @@ export type ShardRuntimeErrorCode =
   | 'BATCH_UNSUPPORTED'
   | 'BATCH_MISMATCH'
   | 'BATCH_TOO_LARGE'
+  | 'PREFIX_UNSUPPORTED'
+  | 'BAD_SOURCE'
   | 'INTERNAL'
 
 export type ShardRuntimeErrorDetails = Record<string, number | string | string[]>

@@ -117,6 +117,39 @@ describe(`sessions on stories260K`, () => {
     second.dispose()
   })
 
+  it('a session that copies the first positions of another continues as if it had run them, across a seam too', async () => {
+    const { manifest, dir } = await packedStories()
+    const first = await load(artifactsFor(manifest, dir, [0, 3]), [0, 3], true, false)
+    const second = await load(artifactsFor(manifest, dir, [3, 5]), [3, 5], false, true)
+    // the donor ran 80 positions (60, then 20 the copy leaves out); the copy takes its first 60 and runs 40 others
+    const donor1 = first.openSession({ maxTokens: 128 })
+    const donor2 = second.openSession({ maxTokens: 128 })
+    await donor2.forward((await donor1.forward(prompt100.subarray(0, 60))).data)
+    await donor2.forward((await donor1.forward(prompt100.subarray(60, 80).map((t) => (t + 7) % 512))).data)
+    const copy1 = first.openSession({ maxTokens: 128 })
+    const copy2 = second.openSession({ maxTokens: 128 })
+    copy1.copyPrefix(donor1, 60)
+    copy2.copyPrefix(donor2, 60)
+    expect([copy1.nPast, copy2.nPast]).toEqual([60, 60])
+    const copied = logitsOf(await copy2.forward((await copy1.forward(prompt100.subarray(60))).data))
+    // the same batch shapes as a fresh run (60, then 40): the comparison is exact
+    const fresh1 = first.openSession({ maxTokens: 128 })
+    const fresh2 = second.openSession({ maxTokens: 128 })
+    await fresh2.forward((await fresh1.forward(prompt100.subarray(0, 60))).data)
+    const want = logitsOf(await fresh2.forward((await fresh1.forward(prompt100.subarray(60))).data))
+    expect(Array.from(copied)).toEqual(Array.from(want))
+    // the donor is untouched: it still holds its own 80 positions
+    expect(donor1.nPast).toBe(80)
+    // refused: more positions than the donor holds, a donor of other blocks, a closed donor
+    await expectCode(() => first.openSession({ maxTokens: 128 }).copyPrefix(donor1, 81), 'BAD_TRUNCATE')
+    await expectCode(() => whole.openSession({ maxTokens: 128 }).copyPrefix(donor1, 10), 'BAD_SOURCE')
+    donor1.close()
+    await expectCode(() => first.openSession({ maxTokens: 128 }).copyPrefix(donor1, 10), 'SESSION_CLOSED')
+    for (const s of [donor2, copy1, copy2, fresh1, fresh2]) s.close()
+    first.dispose()
+    second.dispose()
+  })
+
   it('sessions computing at the same time on one runtime do not disturb each other', async () => {
     const alone = await greedy(whole.openSession({ maxTokens: 64 }), start, 24)
     const sessions = [0, 1, 2].map(() => whole.openSession({ maxTokens: 64 }))

@@ -182,6 +182,22 @@ export class ShardSession {
     this.lastLogits = undefined
   }
 
+  /**
+   * Takes `source`'s first `n` cached positions as this session's own (their K and V copied), as if it had run them: a
+   * host's prefix cache. Both run the same blocks of one runtime, whose family keeps plain per-position K and V (it
+   * batches: ShardRuntime.canBatch); else PREFIX_UNSUPPORTED / BAD_SOURCE. This session's cache starts over from them.
+   */
+  copyPrefix(source: ShardSession, n: number): void {
+    if (this.closed || source.closed) throw new ShardRuntimeError('SESSION_CLOSED', 'the session is closed')
+    try {
+      this.native.copyPrefix(source.native, n)
+    } catch (err) {
+      throw toShardRuntimeError(err)
+    }
+    this.history = source.history.slice(0, n)
+    this.lastLogits = undefined
+  }
+
   /** Frees the cache; later calls throw SESSION_CLOSED. */
   close(): void {
     if (this.closed) return

@@ -174,6 +174,22 @@ export const ClientToTracker = {
       session: SessionId,
       /** Of `maxTokens`, how many are the prompt (priced as prompt tokens); default none. */
       promptTokens: z.number().int().nonnegative().max(MAX_SESSION_TOKENS).optional(),
+      /**
+       * Prefix affinity: the prompt's first `position` tokens are those of the client's own earlier session `session`
+       * (open, or ended a short while ago) on `hops`. Where those hosts can take the session, the route is theirs and
+       * each ticket names the fork: the hosts copy those positions from the session's cache, and the prompt after them
+       * is what step 1 carries and pays (`promptTokens` counts the whole prompt). Otherwise a plain route.
+       */
+      fork: z
+        .object({
+          session: SessionId,
+          position: z.number().int().min(1).max(MAX_SESSION_TOKENS),
+          hops: z
+            .array(z.object({ hostId: NodeId, blocks: BlockRange }))
+            .min(1)
+            .max(MAX_BLOCKS),
+        })
+        .optional(),
     }),
     Route,
   ),

@@ -75,6 +75,15 @@ export const TicketBody = z.object({
    * takes it as the open session's ticket from then on; absent, only step 1 carries a prompt.
    */
   turn: SessionTurn.optional(),
+  /**
+   * A session that starts from another's cache (route.plan with `fork`): the host opens it with the first `position`
+   * positions of session `session`, which the same client key ran on this host with these blocks (open, or closed and
+   * still in the host's prefix cache: host/serving/prefix-cache.ts), copied; its step 1 runs at `position`, carrying
+   * the prompt after them (`promptTokens`). A host without that cache refuses the open (`prefix_gone`).
+   */
+  fork: z
+    .object({ session: SessionId, position: z.number().int().min(1).max(MAX_SESSION_TOKENS) })
+    .optional(),
 })
 export type TicketBody = z.infer<typeof TicketBody>
 
@@ -106,6 +115,7 @@ export function ticketMessage(t: TicketBody): string {
       : ['replay', t.replay.span[0], t.replay.span[1], t.replay.escrowOf, t.replay.thenAccount]),
     ...(t.upstream === undefined ? [] : ['upstream', ...t.upstream.flatMap((h) => [h.hostId, h.publicKey])]),
     ...(t.turn === undefined ? [] : ['turn', t.turn.step, t.turn.position, t.turn.tokens]),
+    ...(t.fork === undefined ? [] : ['fork', t.fork.session, t.fork.position]),
   ].join(' ')
 }
 

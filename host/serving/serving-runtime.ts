@@ -1,7 +1,13 @@
 import type { BatchOutcome, ForwardOptions, SessionOptions, ShardSession } from '../../native'
 
 /** What a shard server needs of one session: the native ShardSession, or a wrapper around one. */
-export type ServingSession = Pick<ShardSession, 'forward' | 'sample' | 'close' | 'blocks' | 'takesTokens'>
+export type ServingSession = Pick<ShardSession, 'forward' | 'sample' | 'close' | 'blocks' | 'takesTokens'> & {
+  /**
+   * Takes `source`'s first `n` cached positions (ShardSession.copyPrefix): a session started from another's cache (a
+   * ticket's fork, prefix-cache.ts). Absent: such a session is refused here (`prefix_gone`).
+   */
+  copyPrefix?(source: ServingSession, n: number): void
+}
 
 /** One session's step in a batch. */
 export type ServingStep = {

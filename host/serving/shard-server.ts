@@ -11,7 +11,6 @@ import {
   MAX_FRAME_BYTES,
   NeuronError,
   OpenSession,
-  type Receipt,
   readJson,
   type SeamFacts,
   type Ticket,
@@ -19,75 +18,25 @@ import {
 } from '../../protocol'
 import type { TokenTexts } from '../grammar/constraint'
 import { onceTokenTexts } from '../grammar/token-texts'
-import type { DialBackProver } from '../network/dial-back-answer'
 import { SerialQueue } from '../serial-queue'
-import {
-  type AdmissionLimits,
-  admissionLimits,
-  admit,
-  EVICT_IDLE_MS,
-  squattedSession,
-  type TicketTerms,
-} from './admission'
+import { type AdmissionLimits, admissionLimits, admit, EVICT_IDLE_MS, squattedSession } from './admission'
 import { DataPlaneListener } from './data-plane-listener'
 import { Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
+import { PrefixCache } from './prefix-cache'
 import { renewSession } from './renew'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
+import type { ShardServerOptions } from './shard-server-options'
 import { acceptStep, type StepGate } from './step/accept'
 import { StepCompute } from './step/compute'
 import { keep, keptAnswer } from './step/kept-answer'
-import { type ReceiptSigner, seal } from './step/seal'
+import { seal } from './step/seal'
 import { StepOrder } from './step/step-order'
 import { StepBatcher } from './step-batcher'
 
-export interface ShardServerOptions {
-  readonly modelId: string
-  readonly blocks: readonly [number, number]
-  readonly embed: boolean
-  readonly head: boolean
-  readonly nEmbd: number
-  /** The manifest's seams (what crosses each boundary); without them a seam is nEmbd values alone. */
-  readonly seams?: SeamFacts
-  readonly maxSessions: number
-  /** Largest frame accepted, bytes; larger ones get a `frame_too_large` error. */
-  readonly maxFrameBytes?: number
-  /** A session nobody has used for this long is closed and its KV cache freed. */
-  readonly idleSessionMs?: number
-  readonly log?: (line: string) => void
-  /** Signs a receipt for every step it serves (the host's NodeIdentity); without it, answers carry none. */
-  readonly signer?: ReceiptSigner
-  /** Told every receipt signed: the host hands them to the tracker itself, so a client that vanishes still pays. */
-  readonly onReceipt?: (receipt: Receipt) => void
-  /**
-   * Told when a session closes: the tracker counts the sessions it routed here as open until it hears the host's count.
-   */
-  readonly onSessionFreed?: () => void
-  /**
-   * What an open's ticket must name: signed by the tracker's key
-   * (undefined until the tracker said it), for this host and manifest.
-   */
-  readonly tickets: Omit<TicketTerms, 'modelId'>
-  /** KV capacity per session, the KV budget over all sessions and sessions per client key (see admissionLimits). */
-  readonly limits?: Partial<Omit<AdmissionLimits, 'maxSessions'>>
-  /** A full host gives up a squatted session unstepped this long to a waiting key (default EVICT_IDLE_MS). */
-  readonly evictIdleMs?: number
-  /** A session opened and never stepped is closed after this long (default 30 s): an open alone holds a slot. */
-  readonly unsteppedSessionMs?: number
-  /** WebSocket connections at once (default 256), and frames one connection may have in flight (default 8). */
-  readonly maxConnections?: number
-  readonly maxInFlightPerConnection?: number
-  /** Signs the tracker's dial-back at DIAL_BACK_PATH on the data-plane port (absent: it answers 503). */
-  readonly dialBack?: DialBackProver
-  /**
-   * An artifact of the model (last hop only): its vocabulary is loaded on
-   * the first session with a grammar; without it grammars are refused.
-   */
-  readonly vocabularyFrom?: string | undefined
-}
-
 export type { FrameCaller } from './served-session'
+export type { ShardServerOptions } from './shard-server-options'
 
 const NO_SESSION = '0'.repeat(32)
 /** A session stepped and unused this long while its host drains is between a conversation's turns: it is closed. */
@@ -103,6 +52,8 @@ export const DEFAULT_MAX_FRAME_BYTES = MAX_FRAME_BYTES
  */
 export class ShardServer {
   private readonly sessions = new Map<string, ServedSession>()
+  /** Closed sessions' caches, kept for sessions of the same key that start from them (prefix-cache.ts). */
+  private readonly prefixes: PrefixCache
   private readonly seen = new SessionsSeen()
   private listener: DataPlaneListener | undefined
   private draining = false
@@ -128,6 +79,7 @@ export class ShardServer {
     private readonly options: ShardServerOptions,
   ) {
     this.limits = admissionLimits(options.maxSessions, options.limits)
+    this.prefixes = new PrefixCache(options.prefixKeepMs)
     this.tokenTexts =
       options.vocabularyFrom === undefined ? undefined : onceTokenTexts(options.modelId, options.vocabularyFrom)
     this.batcher = new StepBatcher(runtime)
@@ -223,7 +175,7 @@ export class ShardServer {
           return this.forwarder.countersign(frame, this.owned(frame.session, caller))
         case 'close':
           this.owned(frame.session, caller)
-          this.closeSession(frame.session)
+          this.closeSession(frame.session, true)
           return jsonFrame('ok', frame.session, frame.step, {})
         default:
           throw new NeuronError('bad_frame', `a host accepts open, forward and close frames, not ${frame.kind}`)
@@ -236,6 +188,7 @@ export class ShardServer {
   /** Stops taking new sessions; resolves when the open ones have closed or `timeoutMs` passed. */
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true
+    this.prefixes.clear()
     const deadline = Date.now() + timeoutMs
     while (this.sessions.size > 0 && Date.now() < deadline) {
       // a conversation between its turns holds no answer in flight: closed, its next turn starts anew elsewhere
@@ -248,6 +201,7 @@ export class ShardServer {
   async close(): Promise<void> {
     clearInterval(this.reaper)
     for (const id of [...this.sessions.keys()]) this.closeSession(id)
+    this.prefixes.clear()
     await this.listener?.close()
   }
 
@@ -281,6 +235,10 @@ export class ShardServer {
       )
     // A malformed grammar is refused before anything is admitted or evicted.
     const sampling = LastHopSampler.open(request.sampling, this.tokenTexts)
+    // a fork's cache is looked up first: a refused one gives nothing up
+    const fork = request.ticket?.fork
+    if (request.ticket !== undefined && fork !== undefined)
+      this.prefixes.source(request.ticket, request, this.sessions.get(fork.session))
     const ticket = this.admitOrEvict(frame.session, request)
     // A route may use part of this host's span: the session then runs only its blocks.
     if (request.blocks[0] < blocks[0] || request.blocks[1] > blocks[1]) {
@@ -296,13 +254,20 @@ export class ShardServer {
       blocks: [request.blocks[0], request.blocks[1]],
       clientKey: ticket.clientKey,
     })
+    try {
+      if (ticket.fork !== undefined)
+        this.prefixes.start(runtime, ticket, request, this.sessions.get(ticket.fork.session), Date.now())
+    } catch (error) {
+      runtime.close()
+      throw error
+    }
     this.sessions.set(frame.session, {
       runtime,
       open: request,
       owner: caller,
       clientKey: ticket.clientKey,
       clientKeyObject: publicKeyObject(ticket.clientKey),
-      order: new StepOrder(),
+      order: new StepOrder(ticket.fork?.position),
       probe: ticket.probe === true,
       ticket,
       stepped: false,
@@ -320,6 +285,10 @@ export class ShardServer {
    */
   private admitOrEvict(session: string, request: OpenSession): Ticket {
     const terms = { ...this.options.tickets, modelId: this.options.modelId }
+    // kept caches give way first: the budget less what the open sessions and this one reserve is theirs
+    let reserved = request.maxTokens
+    for (const s of this.sessions.values()) if (!s.probe) reserved += s.open.maxTokens
+    this.prefixes.free(this.limits.kvBudgetTokens - reserved, request.ticket?.fork?.session)
     // as many idle sessions as the open needs room for (a kept conversation's cache is a cache), one at a time
     for (let given = 0; ; given++) {
       try {
@@ -364,12 +333,14 @@ export class ShardServer {
       })
   }
 
-  private closeSession(id: string): void {
+  /** `keep`: its client closed it, and its cache may stay a while for that client's next session (prefix-cache.ts). */
+  private closeSession(id: string, keep = false): void {
     const served = this.sessions.get(id)
     if (served === undefined) return
     this.sessions.delete(id)
     this.forwarder.forget(id)
     this.options.onSessionFreed?.()
+    if (keep && !this.draining && this.prefixes.keep(id, served, Date.now())) return
     // Close after any step still running on it.
     void served.steps.run(() => served.runtime.close())
   }
@@ -377,6 +348,7 @@ export class ShardServer {
   private reapIdle(now: number): void {
     const idle = this.options.idleSessionMs ?? 10 * 60_000
     const unstepped = this.options.unsteppedSessionMs ?? 30_000
+    this.prefixes.sweep(now)
     for (const [id, s] of this.sessions) {
       if (now - s.lastUsed > (s.stepped ? idle : unstepped)) {
         this.options.log?.(`session ${id} idle for ${Math.round((now - s.lastUsed) / 1000)} s; closed`)

@@ -105,7 +105,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         Napi::Function f = DefineClass(
             env, "NativeSession",
             {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
-             InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+             InstanceMethod("copyPrefix", &SessionWrap::CopyPrefix), InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
              InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr),
              InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr),
              InstanceAccessor("seam", &SessionWrap::Seam, nullptr)});
@@ -167,6 +167,55 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             }
             check_rollback(*state, n, true);
             state->n_past = n;  // later cells are masked out and overwritten
+            return env.Undefined();
+        });
+    }
+
+    // copyPrefix(source, n): this fresh session takes the source's first n cached positions (its K and V, copied), as
+    // if it had run them: a host's prefix cache (host/serving/prefix-cache.ts). Both sessions are of this runtime, run
+    // the same blocks and keep plain per-position K and V (what batches: batch_refusal); neither has a pass in flight.
+    Napi::Value CopyPrefix(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        return guard(env, [&]() -> Napi::Value {
+            check_idle();
+            if (info.Length() < 2 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(ctor.Value()))
+                throw RuntimeError("BAD_SOURCE", "copyPrefix takes a NativeSession of the same runtime and a count");
+            const SessionState & src = *SessionWrap::Unwrap(info[0].As<Napi::Object>())->state;
+            const int64_t n = info[1].As<Napi::Number>().Int64Value();
+            if (src.closed) throw RuntimeError("SESSION_CLOSED", "the source session is closed");
+            if (src.busy.load())
+                throw RuntimeError("SESSION_BUSY", "the source session has a forward pass in flight; await it first");
+            if (src.core != state->core || src.il0 != state->il0 || src.il1 != state->il1)
+                throw RuntimeError("BAD_SOURCE", "the source session runs other blocks or another runtime");
+            if (const char * why = batch_refusal(*state))
+                throw RuntimeError("PREFIX_UNSUPPORTED", std::string("cannot copy a cache prefix: ") + why);
+            if (n < 0 || n > src.n_past || n > state->max_tokens)
+                throw RuntimeError("BAD_TRUNCATE", "cannot copy " + std::to_string(n) + " positions: the source holds " +
+                                                       std::to_string(src.n_past) + ", this session takes " +
+                                                       std::to_string(state->max_tokens))
+                    .num("nPast", (double) src.n_past)
+                    .num("to", (double) n);
+            const KvCache & from = *src.kv;
+            const KvCache & to = *state->kv;
+            auto copy_rows = [n](const ggml_tensor * a, ggml_tensor * b) {
+                if (a == nullptr || b == nullptr) return;
+                const size_t bytes = a->nb[1] * (size_t) n;
+                if (a->type != b->type || a->ne[0] != b->ne[0] || bytes > ggml_nbytes(b))
+                    throw RuntimeError("BAD_SOURCE", "the source session's cache has another layout");
+                if (ggml_backend_buffer_is_host(a->buffer) && ggml_backend_buffer_is_host(b->buffer)) {
+                    std::memcpy(b->data, a->data, bytes);
+                    return;
+                }
+                std::vector<uint8_t> tmp(bytes);
+                ggml_backend_tensor_get(a, tmp.data(), 0, bytes);
+                ggml_backend_tensor_set(b, tmp.data(), 0, bytes);
+            };
+            for (size_t i = 0; i < from.k.size() && i < to.k.size(); ++i) {
+                copy_rows(from.k[i], to.k[i]);
+                copy_rows(from.v[i], to.v[i]);
+            }
+            state->n_past = n;
+            state->ring_written = n;
             return env.Undefined();
         });
     }

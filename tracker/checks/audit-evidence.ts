@@ -61,6 +61,11 @@ export class AuditEvidence {
     request: AuditRequest,
     model: SeamFacts,
     registered: string | undefined,
+    /**
+     * The session started from another's cache (route.plan's fork): its history begins with that session's steps on
+     * this hop up to the fork's position (the host's own receipts for them), then its own from there.
+     */
+    fork?: { readonly session: string; readonly position: number },
   ): { steps: HopInput[]; sketches: Uint8Array[] | undefined } {
     const { hostId, blocks, session } = request
     // what the hop takes: token ids at block 0, else the seam's values and side values (never the client's say-so)
@@ -76,10 +81,12 @@ export class AuditEvidence {
       const r = s.receipt
       const payload = request.payloads.subarray(at, at + s.bytes)
       at += s.bytes
-      if (r.hostId !== hostId || r.session !== session || r.blocks[0] !== blocks[0] || r.blocks[1] !== blocks[1])
+      const ours = r.session === session || (fork !== undefined && r.session === fork.session && position < fork.position)
+      if (r.hostId !== hostId || !ours || r.blocks[0] !== blocks[0] || r.blocks[1] !== blocks[1])
         throw new NeuronError(
           'bad_request',
-          `step ${i + 1}'s receipt is not host ${hostId}'s for this session and blocks.`,
+          `step ${i + 1}'s receipt is not host ${hostId}'s for this session and blocks` +
+            `${fork === undefined ? '' : ` (or the session it started from, before position ${fork.position})`}.`,
         )
       const { signature, ...body } = r
       const message = receiptMessage(body)

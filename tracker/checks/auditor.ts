@@ -31,6 +31,8 @@ export interface AuditorDeps {
         modelId: string
         issuedTo: string | null
         hops: readonly { hostId: string; blocks: readonly [number, number] }[]
+        /** A session started from another's cache: its history begins with that one's (audit-evidence.ts). */
+        routed?: { readonly fork?: { readonly session: string; readonly position: number } | undefined } | undefined
       }
     | undefined
   >
@@ -109,7 +111,7 @@ export class Auditor {
       )
     const model = this.deps.shape(route.modelId)
     const registered = await this.deps.publicKeyOf(hostId)
-    const { steps, sketches } = this.evidence.history(request, model, registered)
+    const { steps, sketches } = this.evidence.history(request, model, registered, route.routed?.fork)
     if (this.audited.size >= 100_000) this.audited.clear()
     this.audited.add(once)
     const label = `blocks [${blocks[0]}, ${blocks[1]})`

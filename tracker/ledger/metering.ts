@@ -96,7 +96,13 @@ export class Metering extends EventEmitter<MeteringEvents> {
     },
   ): Promise<boolean> {
     const routed =
-      request === undefined ? undefined : { maxTokens: request.maxTokens, promptTokens: request.promptTokens }
+      request === undefined
+        ? undefined
+        : {
+            maxTokens: request.maxTokens,
+            promptTokens: request.promptTokens,
+            ...(request.fork === undefined ? {} : { fork: request.fork }),
+          }
     const failed =
       request?.failedHost === undefined || request.span === undefined
         ? undefined

@@ -10,6 +10,11 @@ export interface RoutedTokens {
   readonly promptTokens?: number | undefined
   /** A conversation's turns after the first, in order (route.turn). */
   readonly turns?: readonly SessionTurn[] | undefined
+  /**
+   * A session started from another's cache (route.plan's fork): step 1 runs at `position`, after the positions copied
+   * from `session`, and `promptTokens` counts only the prompt after them.
+   */
+  readonly fork?: { readonly session: string; readonly position: number } | undefined
 }
 
 /** The turn whose first step is `step`, if one is. */
@@ -18,15 +23,19 @@ export function turnAt(routed: RoutedTokens | undefined, step: number): SessionT
 }
 
 /**
- * Where the run of steps holding `step` starts: the latest turn at or before it, else step 1 at position 0 with the
- * declared prompt.
+ * Where the run of steps holding `step` starts: the latest turn at or before it, else step 1 at position 0 (a fork's: at
+ * its position) with the declared prompt.
  */
 function runOf(
   routed: RoutedTokens,
   step: number,
   prompt: number,
-): SessionTurn | { step: 1; position: 0; tokens: number } {
-  let run: SessionTurn | { step: 1; position: 0; tokens: number } = { step: 1, position: 0, tokens: prompt }
+): SessionTurn | { step: 1; position: number; tokens: number } {
+  let run: SessionTurn | { step: 1; position: number; tokens: number } = {
+    step: 1,
+    position: routed.fork?.position ?? 0,
+    tokens: prompt,
+  }
   for (const t of routed.turns ?? []) if (t.step <= step) run = t
   return run
 }

@@ -164,24 +164,64 @@ export class SwarmPlanner {
         this.fairShareView(this.catalog.get(request.modelId).manifest, request.clientKey),
       ).plan(ask)
     }
-    return {
-      modelId: request.modelId,
-      expectedMsPerToken: planned.expectedMsPerToken,
-      hops: planned.hops.map((hop) => {
-        const host = this.registry.get(hop.hostId)
-        if (host === undefined)
-          throw new NeuronError('no_route', `host ${hop.hostId} left while the route was planned; ask again.`)
-        const { endpoint, tls } = host.state
-        const relayed = endpoint === null ? this.relays?.hopOf(hop.hostId) : undefined
-        return {
-          hostId: hop.hostId,
-          blocks: hop.blocks,
-          endpoint,
-          ...(endpoint?.startsWith('wss:') && tls !== undefined ? { fingerprint: tls.fingerprint } : {}),
-          ...(relayed === undefined ? {} : { via: relayed.via }),
-        }
-      }),
+    return { modelId: request.modelId, expectedMsPerToken: planned.expectedMsPerToken, hops: this.reached(planned.hops) }
+  }
+
+  /**
+   * Prefix affinity: `hops` as the route, when they still cover the whole model in order and each host can take a
+   * session of `maxTokens` now (serving those blocks, ready, eligible, not excluded, below its session count with the
+   * sessions routed since its heartbeat, and with that much KV free). A host that is full or gone loses the affinity:
+   * undefined, and the caller plans as usual (the prefix is prefilled again elsewhere).
+   */
+  affine(
+    modelId: string,
+    hops: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[],
+    maxTokens: number,
+    exclude: readonly string[] = [],
+  ): Route | undefined {
+    const view = this.viewOf(this.catalog.get(modelId).manifest)
+    let at = 0
+    let ms = 0
+    for (const hop of hops) {
+      const span = view.spans.find((s) => s.hostId === hop.hostId)
+      if (
+        span === undefined ||
+        exclude.includes(hop.hostId) ||
+        hop.blocks[0] !== at ||
+        hop.blocks[0] < span.blocks[0] ||
+        hop.blocks[1] > span.blocks[1] ||
+        span.status !== 'ready' ||
+        span.activeSessions >= span.maxSessions ||
+        span.kvFreeTokens < maxTokens
+      )
+        return undefined
+      at = hop.blocks[1]
+      ms += span.msPerBlock * (hop.blocks[1] - hop.blocks[0])
     }
+    if (at !== view.nBlocks) return undefined
+    try {
+      return { modelId, expectedMsPerToken: ms, hops: this.reached(hops) }
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Each hop with how the client reaches it: its endpoint (and certificate), or the volunteer relay it sits behind. */
+  private reached(hops: readonly { readonly hostId: string; readonly blocks: readonly [number, number] }[]) {
+    return hops.map((hop) => {
+      const host = this.registry.get(hop.hostId)
+      if (host === undefined)
+        throw new NeuronError('no_route', `host ${hop.hostId} left while the route was planned; ask again.`)
+      const { endpoint, tls } = host.state
+      const relayed = endpoint === null ? this.relays?.hopOf(hop.hostId) : undefined
+      return {
+        hostId: hop.hostId,
+        blocks: [hop.blocks[0], hop.blocks[1]] as [number, number],
+        endpoint,
+        ...(endpoint?.startsWith('wss:') && tls !== undefined ? { fingerprint: tls.fingerprint } : {}),
+        ...(relayed === undefined ? {} : { via: relayed.via }),
+      }
+    })
   }
 
   /** A placement preview for a host with this profile; `hostId` set when the host already serves. */

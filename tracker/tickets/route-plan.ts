@@ -9,6 +9,7 @@ import { measureTargets } from '../routing/latency-reports'
 import { clientLatencyId, type MeasuredLatencies } from '../routing/measured-latencies'
 import { describeRoute } from '../routing/route-planner'
 import type { SwarmPlanner } from '../routing/swarm-planner'
+import { affineRoute } from './prefix-affinity'
 import type { TicketOffice } from './ticket-office'
 
 export interface RoutePlanDeps {
@@ -50,14 +51,22 @@ export async function planRoute(
   peer: RoutePlanPeer,
 ): Promise<RpcResponse<typeof ClientToTracker, 'route.plan'>> {
   const payer = await d.tickets.payer(request.session, peer.publicKey, peer.socket.handshake.address)
-  const route = d.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
+  // prefix affinity: the hosts that hold the client's earlier session, when they can take this one (its prompt's
+  // shared positions are copied there, and only the rest is prefilled and paid)
+  const affine = await affineRoute(d, request, peer)
+  const route =
+    affine?.route ?? d.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
+  const forked =
+    affine === undefined
+      ? {}
+      : { fork: affine.fork, promptTokens: Math.max(0, (request.promptTokens ?? 0) - affine.fork.position) }
   const manifest = d.catalog.get(request.modelId).manifest
   // the hops issued before this plan: what a rebuild may name
   const before = request.rebuild === undefined ? undefined : ((await d.metering.route(request.session))?.hops ?? [])
   const failedHost = request.failedHost
   // a failover within a conversation's turn: the replacements take the turn's first step (its prompt) again
   const turn = failedHost === undefined ? undefined : (await d.metering.routed(request.session))?.turns?.at(-1)
-  const ticketed = await d.tickets.ticket(route, { ...request, turn }, manifest, peer.publicKey, payer)
+  const ticketed = await d.tickets.ticket(route, { ...request, ...forked, turn }, manifest, peer.publicKey, payer)
   const rebuildTickets =
     request.rebuild === undefined || failedHost === undefined
       ? undefined
@@ -76,6 +85,7 @@ export async function planRoute(
   }))
   const failed = await d.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
     ...request,
+    ...forked,
     clientKey: peer.publicKey,
     accountId: payer.account.accountId,
   })

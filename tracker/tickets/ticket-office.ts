@@ -155,6 +155,8 @@ export class TicketOffice {
       failedHost?: string | undefined
       /** A failover within a conversation's turn: the replacement takes the turn's first step too. */
       turn?: SessionTurn | undefined
+      /** Prefix affinity (prefix-affinity.ts): each hop starts the session from this one's cache. */
+      fork?: { session: string; position: number } | undefined
     },
     manifest: Manifest,
     clientKey: string,
@@ -262,7 +264,13 @@ export class TicketOffice {
   /** One hop's ticket; a failover plan's (with `failedHost`) names the replay span and who pays for it. */
   private sign(
     hop: { hostId: string; blocks: readonly [number, number] },
-    request: { session: string; maxTokens: number; promptTokens?: number | undefined; failedHost?: string | undefined },
+    request: {
+      session: string
+      maxTokens: number
+      promptTokens?: number | undefined
+      failedHost?: string | undefined
+      fork?: { session: string; position: number } | undefined
+    },
     manifest: Manifest,
     clientKey: string,
     accountId: string,
@@ -292,6 +300,7 @@ export class TicketOffice {
       // a failed-over route is client-relayed: its tickets take no forwarded step
       ...(upstream === undefined || request.failedHost !== undefined ? {} : { upstream }),
       ...(turn === undefined ? {} : { turn }),
+      ...(request.fork === undefined ? {} : { fork: request.fork }),
     })
   }
 

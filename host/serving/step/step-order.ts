@@ -22,6 +22,9 @@ export class StepOrder {
   /** The replay run in progress: the next replay step and position; the next plain step continues at its position. */
   private replay: { step: number; position: number } | undefined
 
+  /** `start`: where step 1 runs (a session started from another's cache, its first positions copied: a fork). */
+  constructor(private readonly start = 0) {}
+
   /**
    * Throws `step_out_of_order` or `replay_samples` when the step may not come now; else takes it as the latest. True
    * when it is the latest step again (a retry).
@@ -88,8 +91,15 @@ export class StepOrder {
         says: `step ${from} or later at position ${replay.position}`,
       }
     }
-    if (last === undefined)
-      return { position: 0, positions: (p) => p === 0, steps: (s) => s === 1, says: 'step 1 at position 0' }
+    if (last === undefined) {
+      const start = this.start
+      return {
+        position: start,
+        positions: (p) => p === start,
+        steps: (s) => s === 1,
+        says: `step 1 at position ${start}`,
+      }
+    }
     const position = last.position + last.tokens
     const steps = (s: number) => s === last.step + 1
     if (last.verify === true && last.tokens > 1) {

@@ -1,0 +1,36 @@
+import type { z } from 'zod'
+import type { ClientToTracker, Route } from '../../protocol'
+import type { RoutePlanDeps, RoutePlanPeer } from './route-plan'
+
+type Plan = z.output<(typeof ClientToTracker)['route.plan']['request']>
+
+/** Where a session starts from another's cache: that session and the positions copied from it. */
+export interface ForkFrom {
+  readonly session: string
+  readonly position: number
+}
+
+/**
+ * Prefix affinity (route.plan's `fork`): the hosts of the client's own earlier session, when the new session can start
+ * from its cache there. Only a whole-model plan of a new session (not a failover's, not a span's), whose prompt goes on
+ * past the shared positions, on hops the tracker routed for that session, issued to the same client; and only while
+ * each of those hosts can take the session now (SwarmPlanner.affine: a full or departed host loses the affinity).
+ * Undefined otherwise: the caller plans as usual and the prompt is prefilled whole.
+ */
+export async function affineRoute(
+  d: Pick<RoutePlanDeps, 'metering' | 'planner'>,
+  request: Plan,
+  peer: Pick<RoutePlanPeer, 'nodeId'>,
+): Promise<{ route: Route; fork: ForkFrom } | undefined> {
+  const fork = request.fork
+  if (fork === undefined || request.span !== undefined || request.failedHost !== undefined) return undefined
+  if (fork.position >= (request.promptTokens ?? 0) || fork.position >= request.maxTokens) return undefined
+  if ((await d.metering.issuedTo(fork.session)) !== peer.nodeId) return undefined
+  const parent = await d.metering.route(fork.session)
+  if (parent === undefined || parent.modelId !== request.modelId) return undefined
+  const routed = (hop: (typeof fork.hops)[number]) =>
+    parent.hops.some((h) => h.hostId === hop.hostId && h.blocks[0] === hop.blocks[0] && h.blocks[1] === hop.blocks[1])
+  if (!fork.hops.every(routed)) return undefined
+  const route = d.planner.affine(request.modelId, fork.hops, request.maxTokens, request.exclude)
+  return route === undefined ? undefined : { route, fork: { session: fork.session, position: fork.position } }
+}
