@@ -6,6 +6,7 @@ import { ClientToTracker, callRpc, type Receipt } from '../protocol'
 import { checkTokenizer, ModelTokenizer } from '../text/tokenizer'
 import { Conversation, type ConversationOptions } from './generation/conversation'
 import { Generation, type GenerationClient } from './generation/generation'
+import { PrefixBook } from './generation/prefix-book'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation/request'
 import type { HopOpener } from './open-hops'
 import { type AuditableHop, auditHops, limitAudits } from './step-audits'
@@ -30,6 +31,8 @@ export class SwarmClient {
   /** Hosts the audits found lying (banned at the tracker), not yet told by auditsSettled(). */
   private readonly liars: string[] = []
   private closed = false
+  /** What this client's ended sessions' hops still hold, once reusePrefixes() turned it on (prefix-book.ts). */
+  private prefixes: PrefixBook | undefined
 
   private constructor(
     readonly tracker: TrackerChannel,
@@ -80,6 +83,17 @@ export class SwarmClient {
       'it is not the model’s, so it is not used; tell the tracker’s operator.',
     )
     return ModelTokenizer.load(modelId, tokenizer)
+  }
+
+  /**
+   * From now on, a generation whose prompt begins with at least MIN_SHARED_TOKENS of an ended session's tokens (a
+   * shared system prompt, few-shot examples, the same document) asks for that session's hosts and starts from their
+   * cache: only the rest is prefilled and paid (route.plan's fork; the hosts keep a closed session's cache for its key a
+   * few minutes). The gateway's generations use it; the app's chats keep their sessions instead (conversation()).
+   */
+  reusePrefixes(): this {
+    this.prefixes ??= new PrefixBook()
+    return this
   }
 
   /** Streams tokens; the generator's return value summarises the run (generation/generation.ts). */
@@ -147,6 +161,7 @@ export class SwarmClient {
       tokenizer: (modelId) => this.tokenizer(modelId),
       endSession: (session) => this.endSession(session),
       audit: (session, hops, ready) => this.audit(session, hops, ready),
+      prefixes: this.prefixes,
     }
   }
 

@@ -81,9 +81,7 @@ export const TicketBody = z.object({
    * still in the host's prefix cache: host/serving/prefix-cache.ts), copied; its step 1 runs at `position`, carrying
    * the prompt after them (`promptTokens`). A host without that cache refuses the open (`prefix_gone`).
    */
-  fork: z
-    .object({ session: SessionId, position: z.number().int().min(1).max(MAX_SESSION_TOKENS) })
-    .optional(),
+  fork: z.object({ session: SessionId, position: z.number().int().min(1).max(MAX_SESSION_TOKENS) }).optional(),
 })
 export type TicketBody = z.infer<typeof TicketBody>
 

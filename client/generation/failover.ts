@@ -174,3 +174,13 @@ async function reopenRebuilt(
     true,
   )
 }
+
+/**
+ * A replacement last hop's sampling: the tokens sampled so far (`generated`) carry its grammar and penalties on where
+ * they were.
+ */
+export function resumedRequest(r: GenerateRequest, generated: readonly number[]): GenerateRequest {
+  const s = r.sampling
+  if (s?.grammar === undefined && !s?.presencePenalty && !s?.frequencyPenalty) return r
+  return { ...r, sampling: { ...s, generated: [...generated] } }
+}

@@ -6,13 +6,12 @@ import { ClientToTracker, callRpc, NeuronError, type Receipt, type SampledToken 
 import { StreamingDetokenizer } from '../../text/detokenizer'
 import type { ModelTokenizer } from '../../text/tokenizer'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from '../free-session'
-import { planRoute } from '../grant-claim'
-import { closeHops, type HopOpener, type HopState, openHops, renewHops } from '../open-hops'
+import { closeHops, type HopOpener, type HopState, renewHops } from '../open-hops'
 import { type AuditableHop, picks } from '../step-audits'
-import { ClientRelayed } from './client-relayed'
-import { Failover } from './failover'
+import { Failover, resumedRequest } from './failover'
 import { hopStats } from './hop-stats'
-import { chainOpenings, directLegs, HopToHop } from './hop-to-hop'
+import { openRoute } from './open-route'
+import { forkPlan, type PrefixBook } from './prefix-book'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './request'
 import { openDraft, speculativeTokens } from './speculation'
 import { type StepAt, type StepRunner, tokenInput } from './step-runner'
@@ -30,6 +29,8 @@ export interface GenerationClient extends HopOpener {
    * in the background (step-audits.ts auditHops).
    */
   audit(session: string, hops: readonly AuditableHop[], ready: Promise<void>): void
+  /** What this client's ended sessions' hops still hold (prefix-book.ts); absent, every prompt is prefilled whole. */
+  readonly prefixes?: PrefixBook | undefined
 }
 
 /** The draft a request asked for, loaded and checked against the route model (speculation.ts). */
@@ -104,6 +105,18 @@ export class Generation {
     /** A conversation's session: kept open after the turn, with `positions` reserved for the turns to come. */
     conversation?: { readonly positions: number },
   ): Promise<Generation> {
+    // a fork whose cache a host gave up meanwhile (prefix_gone; the book forgot it): planned again whole, anew
+    return Generation.openOnce(client, request, conversation).catch((error: unknown) => {
+      if (request.session !== undefined || !(error instanceof NeuronError) || error.code !== 'prefix_gone') throw error
+      return Generation.openOnce(client, request, conversation)
+    })
+  }
+
+  private static async openOnce(
+    client: GenerationClient,
+    request: GenerateRequest,
+    conversation?: { readonly positions: number },
+  ): Promise<Generation> {
     const tokenizer = await client.tokenizer(request.modelId)
     // A grammar allows the end of generation only where its text is whole: the last hop is told which tokens end it.
     if (request.sampling?.grammar !== undefined)
@@ -113,33 +126,19 @@ export class Generation {
     const maxTokens = Math.max(promptTokens.length + request.maxTokens, conversation?.positions ?? 0)
     const speculating = await openDraft(request, client.tracker, tokenizer, maxTokens)
     const session = request.session ?? randomBytes(16).toString('hex')
-    const plan = { modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session }
-    const opening = async () => {
-      const route = await planRoute(client.tracker, client.identity, plan, client.log, request.signal)
-      // the model's seam precision unless the caller chose one (f32 for mixture-of-experts models)
-      const seamed: GenerateRequest = { ...request, hiddenDtype: request.hiddenDtype ?? route.seamDtype ?? 'f16' }
-      // hop-to-hop: each seam whose hops reach each other may be forwarded host to host (hop-to-hop.ts); 'auto' turns
-      // on those far from the client once its pings say so
-      const mode = request.forwarding ?? 'auto'
-      const direct = mode === 'client-relayed' ? undefined : directLegs(route.hops)
-      const legs = direct?.some((d) => d) === true ? direct : undefined
-      const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
-      const hops = await openHops(client, route.hops, session, seamed, maxTokens, true, forwarding)
-      const runner: StepRunner =
-        legs === undefined
-          ? new ClientRelayed(hops, session, client.identity)
-          : mode === 'hop-to-hop'
-            ? new HopToHop(hops, session, client.identity, legs)
-            : new HopToHop(
-                hops,
-                session,
-                client.identity,
-                legs.map(() => false),
-                legs,
-              )
-      return { route, seamed, runner }
+    // prefix affinity: an ended session of this client's whose hops still hold the prompt's first tokens
+    const fork = speculating === undefined ? client.prefixes?.find(request.modelId, promptTokens) : undefined
+    const plan = {
+      ...{ modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session },
+      ...(fork === undefined ? {} : { fork: forkPlan(fork) }),
     }
-    const { route, seamed, runner } = await whenSessionFree(
+    const opening = () => openRoute(client, request, plan, maxTokens, fork)
+    const {
+      route,
+      seamed,
+      runner,
+      forkedAt: at,
+    } = await whenSessionFree(
       opening,
       request.waitForSessionMs ?? WAIT_FOR_SESSION_MS,
       request.signal,
@@ -151,7 +150,7 @@ export class Generation {
     })
     const probed = measureHosts(route.measure ?? [], client.ca)
     request.onRoute?.(runner.hops.map((h) => h.hop))
-    return new Generation(
+    const generation = new Generation(
       client,
       seamed,
       tokenizer,
@@ -163,6 +162,12 @@ export class Generation {
       probed,
       conversation !== undefined && speculating === undefined,
     )
+    if (at > 0) {
+      // the hops hold the first `at` tokens, copied from the earlier session's cache: step 1 carries the rest
+      generation.fed.push(...promptTokens.slice(0, at))
+      generation.nextAt = { step: 1, position: at, ids: Int32Array.from(promptTokens.slice(at)) }
+    }
+    return generation
   }
 
   /** Streams the tokens; the return value summarises the run. The route is closed and the session ended however. */
@@ -251,17 +256,7 @@ export class Generation {
    * replacement on).
    */
   private recover(error: HopFailure): Promise<{ from: number; pending: HopInput }> {
-    return this.failover.recover(this.runner, error, this.resumed())
-  }
-
-  /**
-   * A replacement last hop's sampling: the tokens sampled so far carry its grammar and penalties on where they were.
-   */
-  private resumed(): GenerateRequest {
-    const r = this.request
-    const s = r.sampling
-    if (s?.grammar === undefined && !s?.presencePenalty && !s?.frequencyPenalty) return r
-    return { ...r, sampling: { ...s, generated: [...this.generated] } }
+    return this.failover.recover(this.runner, error, resumedRequest(this.request, this.generated))
   }
 
   /** A step's receipts (or a replay's), kept for the summary and told to the caller before the step's token. */
@@ -358,6 +353,8 @@ export class Generation {
   /** Frees the draft, closes the session on every hop and at the tracker, and reports the hops' latencies. */
   private async end(): Promise<void> {
     this.ended = true
+    // the hops keep its cache a while (open, then closed) for this client's next session that begins the same way
+    this.client.prefixes?.record(this.session, this.request.modelId, this.fed, this.runner.hops)
     await this.speculating?.draft.dispose()
     // the receipts still being handed on, before the session ends at the tracker
     await this.reported

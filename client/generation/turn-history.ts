@@ -1,7 +1,6 @@
 // What a conversation's next turn keeps of its session's history (generation.ts's continueWith): the tokens the hops
 // hold that the turn's prompt begins with, and each hop's record cut to them where the hops roll back.
-import type { HopState } from '../open-hops'
-import { keptRowsOf } from '../step-audits'
+import { type AuditableHop, keptRowsOf } from '../step-audits'
 import { firstRowsOf } from './hop-to-hop'
 
 /** How many first tokens `a` and `b` share. */
@@ -16,7 +15,7 @@ export function sharedPrefix(a: readonly number[], b: readonly number[]): number
  * are dropped (paid, never audited: their rows are gone), a step across the cut keeps its first rows (audited as a
  * verify step's are), and the last answer is forgotten until the next step's.
  */
-export function cutHistory(h: HopState, positions: number): void {
+export function cutHistory(h: AuditableHop, positions: number): void {
   let at = 0
   let kept = 0
   for (const input of h.inputs) {

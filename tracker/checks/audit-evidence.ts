@@ -81,7 +81,8 @@ export class AuditEvidence {
       const r = s.receipt
       const payload = request.payloads.subarray(at, at + s.bytes)
       at += s.bytes
-      const ours = r.session === session || (fork !== undefined && r.session === fork.session && position < fork.position)
+      const ours =
+        r.session === session || (fork !== undefined && r.session === fork.session && position < fork.position)
       if (r.hostId !== hostId || !ours || r.blocks[0] !== blocks[0] || r.blocks[1] !== blocks[1])
         throw new NeuronError(
           'bad_request',

@@ -101,7 +101,9 @@ export class Metering extends EventEmitter<MeteringEvents> {
         : {
             maxTokens: request.maxTokens,
             promptTokens: request.promptTokens,
-            ...(request.fork === undefined ? {} : { fork: request.fork }),
+            ...(request.fork === undefined
+              ? {}
+              : { fork: { session: request.fork.session, position: request.fork.position } }),
           }
     const failed =
       request?.failedHost === undefined || request.span === undefined

@@ -164,7 +164,11 @@ export class SwarmPlanner {
         this.fairShareView(this.catalog.get(request.modelId).manifest, request.clientKey),
       ).plan(ask)
     }
-    return { modelId: request.modelId, expectedMsPerToken: planned.expectedMsPerToken, hops: this.reached(planned.hops) }
+    return {
+      modelId: request.modelId,
+      expectedMsPerToken: planned.expectedMsPerToken,
+      hops: this.reached(planned.hops),
+    }
   }
 
   /**

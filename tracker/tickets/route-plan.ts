@@ -56,9 +56,10 @@ export async function planRoute(
   const affine = await affineRoute(d, request, peer)
   const route =
     affine?.route ?? d.planner.route({ ...request, relayedBy: clientLatencyId(peer.nodeId), clientKey: peer.publicKey })
+  // the fork the tickets and the metering take is the tracker's finding, never the client's say-so
   const forked =
     affine === undefined
-      ? {}
+      ? { fork: undefined }
       : { fork: affine.fork, promptTokens: Math.max(0, (request.promptTokens ?? 0) - affine.fork.position) }
   const manifest = d.catalog.get(request.modelId).manifest
   // the hops issued before this plan: what a rebuild may name

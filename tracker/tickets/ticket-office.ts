@@ -300,7 +300,9 @@ export class TicketOffice {
       // a failed-over route is client-relayed: its tickets take no forwarded step
       ...(upstream === undefined || request.failedHost !== undefined ? {} : { upstream }),
       ...(turn === undefined ? {} : { turn }),
-      ...(request.fork === undefined ? {} : { fork: request.fork }),
+      ...(request.fork === undefined
+        ? {}
+        : { fork: { session: request.fork.session, position: request.fork.position } }),
     })
   }
 
