@@ -88,8 +88,8 @@ export class SwarmClient {
   /**
    * From now on, a generation whose prompt begins with at least MIN_SHARED_TOKENS of an ended session's tokens (a
    * shared system prompt, few-shot examples, the same document) asks for that session's hosts and starts from their
-   * cache: only the rest is prefilled and paid (route.plan's fork; the hosts keep a closed session's cache for its key a
-   * few minutes). The gateway's generations use it; the app's chats keep their sessions instead (conversation()).
+   * cache: only the rest is prefilled and paid (route.plan's fork; the hosts keep a closed session's cache for its key
+   * a few minutes). The gateway's generations use it; the app's chats keep their sessions instead (conversation()).
    */
   reusePrefixes(): this {
     this.prefixes ??= new PrefixBook()

@@ -117,7 +117,7 @@ describe(`sessions on stories260K`, () => {
     second.dispose()
   })
 
-  it('a session that copies the first positions of another continues as if it had run them, across a seam too', async () => {
+  it('a session copying the first positions of another goes on as if it had run them, across a seam', async () => {
     const { manifest, dir } = await packedStories()
     const first = await load(artifactsFor(manifest, dir, [0, 3]), [0, 3], true, false)
     const second = await load(artifactsFor(manifest, dir, [3, 5]), [3, 5], false, true)

@@ -82,7 +82,7 @@ describe('a generation that begins as an ended one did', () => {
       const fresh = await drain(plain.generate({ modelId, prompt, maxTokens: 8, stopAtEog: false }))
       expect(fresh.summary.cachedTokens).toBe(0)
       expect(second.tokens).toEqual(fresh.tokens)
-      // every hop of both sessions audited (rate 1): the forked one re-ran the earlier session's steps first, and passed
+      // every hop of both sessions audited (rate 1): the forked one re-ran the earlier one's steps first; all passed
       expect(await client.auditsSettled()).toEqual([])
       expect(lines.filter((l) => l.includes('not run'))).toEqual([])
     } finally {

@@ -104,8 +104,8 @@ export class PrefixBook {
 
 /**
  * A forked session's hop starts with the record of the hop it forks, cut to the shared positions: a failover replays
- * them to rebuild a replacement's cache, and an audit re-runs them before the session's own steps (the tracker takes the
- * earlier session's receipts up to the fork's position).
+ * them to rebuild a replacement's cache, and an audit re-runs them before the session's own steps (the tracker takes
+ * the earlier session's receipts up to the fork's position).
  */
 export function seedFromFork(h: AuditableHop, from: BookHop, position: number): void {
   h.inputs.push(...from.inputs)

@@ -77,7 +77,7 @@ describe('a session that starts from a closed session’s cache', () => {
     await server?.close()
   })
 
-  it('steps only the prompt after the shared positions and answers as a fresh session of the whole prompt', async () => {
+  it('steps only the prompt after the shared positions, answering as a fresh session of the whole prompt', async () => {
     const c = await connect(url)
     try {
       const [parent, child, fresh] = [session(1), session(2), session(3)]

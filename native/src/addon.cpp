@@ -105,7 +105,8 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         Napi::Function f = DefineClass(
             env, "NativeSession",
             {InstanceMethod("forward", &SessionWrap::Forward), InstanceMethod("truncate", &SessionWrap::Truncate),
-             InstanceMethod("copyPrefix", &SessionWrap::CopyPrefix), InstanceMethod("close", &SessionWrap::Close), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+             InstanceMethod("copyPrefix", &SessionWrap::CopyPrefix), InstanceMethod("close", &SessionWrap::Close),
+             InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
              InstanceAccessor("kvBytes", &SessionWrap::KvBytes, nullptr),
              InstanceAccessor("kvBytesPerBlock", &SessionWrap::KvBytesPerBlock, nullptr),
              InstanceAccessor("seam", &SessionWrap::Seam, nullptr)});
@@ -190,9 +191,9 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             if (const char * why = batch_refusal(*state))
                 throw RuntimeError("PREFIX_UNSUPPORTED", std::string("cannot copy a cache prefix: ") + why);
             if (n < 0 || n > src.n_past || n > state->max_tokens)
-                throw RuntimeError("BAD_TRUNCATE", "cannot copy " + std::to_string(n) + " positions: the source holds " +
-                                                       std::to_string(src.n_past) + ", this session takes " +
-                                                       std::to_string(state->max_tokens))
+                throw RuntimeError("BAD_TRUNCATE", "cannot copy " + std::to_string(n) +
+                                                       " positions: the source holds " + std::to_string(src.n_past) +
+                                                       ", this session takes " + std::to_string(state->max_tokens))
                     .num("nPast", (double) src.n_past)
                     .num("to", (double) n);
             const KvCache & from = *src.kv;

@@ -23,8 +23,8 @@ export function turnAt(routed: RoutedTokens | undefined, step: number): SessionT
 }
 
 /**
- * Where the run of steps holding `step` starts: the latest turn at or before it, else step 1 at position 0 (a fork's: at
- * its position) with the declared prompt.
+ * Where the run of steps holding `step` starts: the latest turn at or before it, else step 1 at position 0 (a
+ * fork's: at its position) with the declared prompt.
  */
 function runOf(
   routed: RoutedTokens,
