@@ -1,5 +1,5 @@
-// A client's prefix book: what its ended sessions' hops still hold (each host keeps a closed session's cache a while for
-// the same key: host/serving/prefix-cache.ts), so a new generation whose prompt begins with those tokens asks the
+// A client's prefix book: what its ended sessions' hops still hold (each host keeps a closed session's cache a while
+// for the same key: host/serving/prefix-cache.ts), so a new generation whose prompt begins with those tokens asks the
 // tracker for the same hosts (route.plan's fork) and steps only the tokens after them.
 import type { HopInput } from '../../dataplane/hop-frames'
 import { NeuronError, type Receipt, type RouteHop } from '../../protocol'
