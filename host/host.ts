@@ -53,6 +53,11 @@ export class Host extends EventEmitter<HostEvents> {
     return this.serving?.activeSessions ?? 0
   }
 
+  /** Positions its blocks have run, over every session: what a prefix cache saves is what this does not count. */
+  get computedPositions(): number {
+    return this.serving?.computedPositions ?? 0
+  }
+
   private log(line: string): void {
     this.options.log?.(line)
   }

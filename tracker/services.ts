@@ -311,12 +311,13 @@ export class TrackerServices {
             ca: options.tls?.cert,
             auditsInFlight: Number.POSITIVE_INFINITY,
           }
+          // its requests start from what earlier ones left on the hosts where their prompts begin alike
           this.ownClient ??= SwarmClient.connect(
             this.context.url(),
             this.gatewayIdentity,
             (l) => this.log(`gateway: ${l}`),
             own,
-          )
+          ).then((c) => c.reusePrefixes())
           return this.ownClient
         },
         log: this.log,

@@ -127,7 +127,10 @@ export class Generation {
     const speculating = await openDraft(request, client.tracker, tokenizer, maxTokens)
     const session = request.session ?? randomBytes(16).toString('hex')
     // prefix affinity: an ended session of this client's whose hops still hold the prompt's first tokens
-    const fork = speculating === undefined ? client.prefixes?.find(request.modelId, promptTokens) : undefined
+    const fork =
+      speculating === undefined
+        ? client.prefixes?.find(request.prefixScope ?? '', request.modelId, promptTokens)
+        : undefined
     const plan = {
       ...{ modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session },
       ...(fork === undefined ? {} : { fork: forkPlan(fork) }),
@@ -354,7 +357,8 @@ export class Generation {
   private async end(): Promise<void> {
     this.ended = true
     // the hops keep its cache a while (open, then closed) for this client's next session that begins the same way
-    this.client.prefixes?.record(this.session, this.request.modelId, this.fed, this.runner.hops)
+    const { prefixScope, modelId } = this.request
+    this.client.prefixes?.record(this.session, prefixScope ?? '', modelId, this.fed, this.runner.hops)
     await this.speculating?.draft.dispose()
     // the receipts still being handed on, before the session ends at the tracker
     await this.reported

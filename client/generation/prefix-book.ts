@@ -24,6 +24,8 @@ interface BookHop {
 
 interface Entry {
   readonly session: string
+  /** Whose: only a session of the same scope starts from it (GenerateRequest.prefixScope). */
+  readonly scope: string
   readonly modelId: string
   /** The tokens whose positions its hops hold, in order. */
   readonly tokens: readonly number[]
@@ -48,7 +50,13 @@ export class PrefixBook {
    * Records an ended session whose every step's every input and receipt the client holds (none forwarded): its hops
    * keep its cache a while. Sessions shorter than MIN_SHARED_TOKENS are not worth it.
    */
-  record(session: string, modelId: string, tokens: readonly number[], hops: readonly AuditableHop[]): void {
+  record(
+    session: string,
+    scope: string,
+    modelId: string,
+    tokens: readonly number[],
+    hops: readonly AuditableHop[],
+  ): void {
     if (tokens.length < MIN_SHARED_TOKENS || hops.length === 0) return
     let bytes = 0
     for (const h of hops) {
@@ -66,19 +74,19 @@ export class PrefixBook {
       receipts: [...h.receipts],
       sketches: [...h.sketches],
     }))
-    this.entries.push({ session, modelId, tokens: [...tokens], hops: kept, bytes, at: this.now() })
+    this.entries.push({ session, scope, modelId, tokens: [...tokens], hops: kept, bytes, at: this.now() })
     this.trim()
   }
 
   /**
-   * The entry sharing the most first tokens with `prompt` (at least MIN_SHARED_TOKENS, and fewer than the whole
+   * The entry of `scope` sharing the most first tokens with `prompt` (at least MIN_SHARED_TOKENS, and fewer than the whole
    * prompt: step 1 must carry one token at least), or undefined.
    */
-  find(modelId: string, prompt: readonly number[]): PrefixMatch | undefined {
+  find(scope: string, modelId: string, prompt: readonly number[]): PrefixMatch | undefined {
     this.trim()
     let best: PrefixMatch | undefined
     for (const e of this.entries) {
-      if (e.modelId !== modelId) continue
+      if (e.modelId !== modelId || e.scope !== scope) continue
       const shared = Math.min(sharedPrefix(e.tokens, prompt), prompt.length - 1)
       if (shared >= MIN_SHARED_TOKENS && shared > (best?.position ?? 0))
         best = { session: e.session, position: shared, hops: e.hops }

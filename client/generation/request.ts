@@ -30,6 +30,12 @@ export interface GenerateRequest {
   readonly onReceipts?: (session: string, receipts: readonly Receipt[]) => void | Promise<void>
   /** The session id to use (32 hex digits); default a random one. */
   readonly session?: string
+  /**
+   * With SwarmClient.reusePrefixes: whose ended sessions this one may start from, when its prompt begins as theirs
+   * did (a client serving many callers, as the gateway does, names the caller: one caller's cache never answers
+   * another's). Default '' (every session of the client).
+   */
+  readonly prefixScope?: string
   /** How long to wait for a free session while every host that could serve is full (default 30 s); 0 fails at once. */
   readonly waitForSessionMs?: number
   /**

@@ -68,6 +68,11 @@ export class HostServing {
     return this.server?.activeSessions ?? 0
   }
 
+  /** Positions its blocks have run, over every session (0 before it serves). */
+  get computedPositions(): number {
+    return this.server?.computedPositions ?? 0
+  }
+
   /** Whether a shard server was made (it may still be starting). */
   get started(): boolean {
     return this.server !== undefined

@@ -130,6 +130,11 @@ export class ShardServer {
     return this.seen.take([...this.sessions].filter(([, s]) => !s.probe).map(([id]) => id))
   }
 
+  /** Positions its blocks have run, over every session: a prefix cache's work saved is what this does not count. */
+  get computedPositions(): number {
+    return this.compute.positions
+  }
+
   /** Median compute time per block of recent single-token steps, ms; undefined before any. */
   get msPerBlock(): number | undefined {
     return this.compute.msPerBlock

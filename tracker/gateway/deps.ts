@@ -23,6 +23,13 @@ export interface GatewayOptions {
   readonly stallMs?: number
   /** Default max_tokens of a chat completion without one. */
   readonly defaultChatMaxTokens?: number
+  /**
+   * Whether a caller's request may start from the cache another caller's request left on the hosts when their prompts
+   * begin alike (a shared system prompt prefilled once for everyone; default $NEURON_SHARED_PREFIXES === '1', else
+   * false: each account starts only from its own). Shared, a caller can time whether someone sent a prompt beginning
+   * with tokens it guesses (a faster first token), as with any shared prompt cache; never read it.
+   */
+  readonly sharedPrefixes?: boolean
 }
 
 export interface GatewayDeps {

@@ -35,7 +35,13 @@ export class Gateway {
     private readonly deps: GatewayDeps,
     options: GatewayOptions,
   ) {
-    const generations = new PaidGenerations(deps, options.pricing ?? {}, deps.holds, options.stallMs)
+    const generations = new PaidGenerations(
+      deps,
+      options.pricing ?? {},
+      deps.holds,
+      options.stallMs,
+      options.sharedPrefixes ?? process.env.NEURON_SHARED_PREFIXES === '1',
+    )
     this.tokenizers = new PromptTokenizers(deps.catalog)
     // one limit per account, whichever API it calls
     const rateLimit = new RateLimit(options.requestsPerMinute ?? 120, deps.counter)

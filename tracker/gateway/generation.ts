@@ -54,6 +54,8 @@ export class PaidGenerations {
     private readonly holds: CreditHolds,
     /** The longest the swarm may go without a token before the generation is given up (503): see STALL_MS. */
     private readonly stallMs = STALL_MS,
+    /** Whether one account's request may start from another's cache (GatewayOptions.sharedPrefixes). */
+    private readonly sharedPrefixes = false,
   ) {}
 
   /**
@@ -90,9 +92,22 @@ export class PaidGenerations {
    */
   async *run(account: StoredAccount, g: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
     let finish: Chunk | undefined
-    for await (const c of this.paid(account, g, caller)) {
-      if ('done' in c) finish = c
-      else yield c
+    let written = false
+    try {
+      for await (const c of this.paid(account, g, caller)) {
+        if ('done' in c) finish = c
+        else {
+          written = true
+          yield c
+        }
+      }
+    } catch (error) {
+      // the hosts gave up the cache its prompt was to start from (the client's book forgets it): once more, whole
+      if (written || !(error instanceof NeuronError) || error.code !== 'prefix_gone') throw error
+      for await (const c of this.paid(account, g, caller)) {
+        if ('done' in c) finish = c
+        else yield c
+      }
     }
     if (finish !== undefined) yield finish
   }
@@ -179,6 +194,7 @@ export class PaidGenerations {
         maxTokens,
         sampling: samplingOf(g),
         signal,
+        prefixScope: this.sharedPrefixes ? '' : account.accountId,
         onReceipts: (session, receipts) => {
           unsettled.push({ session, receipts })
         },

@@ -25,7 +25,6 @@ export async function affineRoute(
   const fork = request.fork
   if (fork === undefined || request.span !== undefined || request.failedHost !== undefined) return undefined
   if (fork.position >= (request.promptTokens ?? 0) || fork.position >= request.maxTokens) return undefined
-  console.log('AFF', fork.session, await d.metering.issuedTo(fork.session), peer.nodeId)
   if ((await d.metering.issuedTo(fork.session)) !== peer.nodeId) return undefined
   const parent = await d.metering.route(fork.session)
   if (parent === undefined || parent.modelId !== request.modelId) return undefined

@@ -14,6 +14,8 @@ const RECENT_STEPS = 64
 export class StepCompute {
   /** Compute time per block of the last single-token steps, for the measured speed. */
   private readonly recentMsPerBlock: number[] = []
+  /** Positions run through the blocks so far, over every session (prefilled and decoded; a kept answer runs none). */
+  positions = 0
 
   constructor(
     private readonly batcher: StepBatcher,
@@ -38,6 +40,7 @@ export class StepCompute {
       ...(input.indices === undefined ? {} : { indices: input.indices }),
     })
     const computeMs = performance.now() - started
+    this.positions += frame.tokens
     if (frame.tokens === 1) {
       const [from, to] = served.runtime.blocks
       this.recentMsPerBlock.push(computeMs / (to - from))
