@@ -15,7 +15,7 @@ import { renderChat } from '../../text/chat-template'
 const SYSTEM =
   'You are a kind storyteller. You tell short stories about a little girl named Lily and her dog, who live in a ' +
   'small house near the park. Every story ends happily, and every story is about a day out.'
-const QUESTIONS = ['Tell me about the park.', 'What did the dog find?', 'Where did Lily go?']
+const QUESTIONS = ['Tell me about the park.', 'What did the dog find?', 'Where did Lily go?'] as const
 
 for (const shared of [true, false])
   describe(`the gateway's requests with a shared system prompt (prefixes ${shared ? 'shared' : 'per account'})`, () => {
