@@ -54,8 +54,8 @@ export class Host extends EventEmitter<HostEvents> {
   }
 
   /** Positions its blocks have run, over every session: what a prefix cache saves is what this does not count. */
-  get computedPositions(): number {
-    return this.serving?.computedPositions ?? 0
+  get computedPositions(): { all: number; prompts: number } {
+    return this.serving?.computedPositions ?? { all: 0, prompts: 0 }
   }
 
   private log(line: string): void {

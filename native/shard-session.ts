@@ -194,7 +194,9 @@ export class ShardSession {
     } catch (err) {
       throw toShardRuntimeError(err)
     }
-    this.history = source.history.slice(0, n)
+    // a session that takes token ids holds them by position; one that takes hidden states only its samples, which are
+    // the source's own and not this session's (a repeat penalty would count them)
+    this.history = this.info.embed ? source.history.slice(0, n) : []
     this.lastLogits = undefined
   }
 

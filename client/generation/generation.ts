@@ -170,6 +170,7 @@ export class Generation {
       generation.fed.push(...promptTokens.slice(0, at))
       generation.nextAt = { step: 1, position: at, ids: Int32Array.from(promptTokens.slice(at)) }
     }
+    request.onCached?.(at)
     return generation
   }
 

@@ -69,8 +69,8 @@ export class HostServing {
   }
 
   /** Positions its blocks have run, over every session (0 before it serves). */
-  get computedPositions(): number {
-    return this.server?.computedPositions ?? 0
+  get computedPositions(): { all: number; prompts: number } {
+    return this.server?.computedPositions ?? { all: 0, prompts: 0 }
   }
 
   /** Whether a shard server was made (it may still be starting). */

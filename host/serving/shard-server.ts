@@ -130,9 +130,9 @@ export class ShardServer {
     return this.seen.take([...this.sessions].filter(([, s]) => !s.probe).map(([id]) => id))
   }
 
-  /** Positions its blocks have run, over every session: a prefix cache's work saved is what this does not count. */
-  get computedPositions(): number {
-    return this.compute.positions
+  /** Positions its blocks have run over every session, and of them the prompts': a prefix cache saves what it skips. */
+  get computedPositions(): { all: number; prompts: number } {
+    return { all: this.compute.positions, prompts: this.compute.prefilled }
   }
 
   /** Median compute time per block of recent single-token steps, ms; undefined before any. */

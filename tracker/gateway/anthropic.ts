@@ -74,7 +74,9 @@ export class AnthropicEndpoints {
     if (body.stream !== true) {
       const done = await collect(stream)
       const { content, reason } = answerOf(done.text, done)
-      sendJson(res, 200, { ...message, content, ...reason, usage: usage(input_tokens, done.completionTokens) })
+      const cached = done.cachedTokens
+      const used = usage(input_tokens - cached, done.completionTokens, cached)
+      sendJson(res, 200, { ...message, content, ...reason, usage: used })
       return
     }
     // Started once the first text or finish is there: an error before it gets its own status.
@@ -109,7 +111,12 @@ export class AnthropicEndpoints {
       event(res, 'message_delta', {
         type: 'message_delta',
         delta: reason,
-        usage: { input_tokens, output_tokens: c.completionTokens },
+        // as Anthropic counts: input_tokens those not read from a cache
+        usage: {
+          input_tokens: input_tokens - (c.cachedTokens ?? 0),
+          output_tokens: c.completionTokens,
+          ...((c.cachedTokens ?? 0) > 0 ? { cache_read_input_tokens: c.cachedTokens } : {}),
+        },
       })
       event(res, 'message_stop', { type: 'message_stop' })
       res.end()
@@ -136,12 +143,13 @@ function textDelta(res: ServerResponse, index: number, text: string): void {
   event(res, 'content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text } })
 }
 
-function usage(input_tokens: number, output_tokens: number) {
+/** Anthropic's usage: `input_tokens` those not read from a cache, `cached` those that were (a shared prefix's). */
+function usage(input_tokens: number, output_tokens: number, cached = 0) {
   return {
     input_tokens,
     output_tokens,
     cache_creation_input_tokens: null,
-    cache_read_input_tokens: null,
+    cache_read_input_tokens: cached > 0 ? cached : null,
     server_tool_use: null,
     service_tier: null,
   }

@@ -22,6 +22,8 @@ export type Chunk =
       readonly done: true
       readonly finishReason: 'stop' | 'length'
       readonly completionTokens: number
+      /** Of the prompt, the tokens its hosts started from a cache of (not prefilled again, nor paid for). */
+      readonly cachedTokens?: number
       readonly stopSequence?: string
     }
 
@@ -33,6 +35,7 @@ export async function collect(
   text: string
   finishReason: 'stop' | 'length'
   completionTokens: number
+  cachedTokens: number
   logprobs: TokenLogprob[]
   stopSequence?: string
 }> {
@@ -54,6 +57,7 @@ export async function collect(
       text,
       finishReason: finish.finishReason,
       completionTokens: finish.completionTokens,
+      cachedTokens: finish.cachedTokens ?? 0,
       logprobs,
       ...(finish.stopSequence === undefined ? {} : { stopSequence: finish.stopSequence }),
     }

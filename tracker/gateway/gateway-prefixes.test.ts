@@ -56,7 +56,7 @@ for (const shared of [true, false])
     it('runs only what follows the prefix on the hosts, and answers as a fresh session', async () => {
       const modelId = swarm.manifest.modelId
       const tokenizer = await direct.tokenizer(modelId)
-      const positions = () => swarm.hosts.reduce((n, h) => n + h.computedPositions, 0)
+      const positions = () => swarm.hosts.reduce((n, h) => n + h.computedPositions.all, 0)
       const reused: boolean[] = []
       // key 1 asks first (its prefix is prefilled once), then key 2, then key 1 again
       for (const [k, question] of [
@@ -80,6 +80,9 @@ for (const shared of [true, false])
         expect(answer?.usage?.prompt_tokens).toBe(prompt.length)
         // each of the two hosts runs the prompt and the tokens fed back, unless it started from a cache
         reused.push(used < prompt.length)
+        // the usage says which prompt tokens came from the cache (OpenAI's prompt_tokens_details)
+        const cached = answer?.usage?.prompt_tokens_details?.cached_tokens ?? 0
+        expect(cached > 0).toBe(used < prompt.length)
         // greedy: the answer a client that reuses nothing gets for the whole prompt
         let expected = ''
         const run = direct.generate({ modelId, prompt, maxTokens: 6, sampling: { temperature: 0 } })

@@ -183,6 +183,8 @@ export class PaidGenerations {
       }
     }
     let settledAt = Number.NEGATIVE_INFINITY // the first token goes out at once
+    // of the prompt, the tokens the hosts started from a cache of: not prefilled, not paid (the usage says so)
+    let cachedTokens = 0
     let tokens: ReturnType<SwarmClient['generate']> | undefined
     try {
       const client = await this.deps.client()
@@ -195,6 +197,9 @@ export class PaidGenerations {
         sampling: samplingOf(g),
         signal,
         prefixScope: this.sharedPrefixes ? '' : account.accountId,
+        onCached: (n) => {
+          cachedTokens = n
+        },
         onReceipts: (session, receipts) => {
           unsettled.push({ session, receipts })
         },
@@ -220,7 +225,7 @@ export class PaidGenerations {
           await tokens.return(undefined as never)
           await settle()
           status = 'completed'
-          yield { done: true, finishReason: 'stop', completionTokens: generated, stopSequence }
+          yield { done: true, finishReason: 'stop', completionTokens: generated, cachedTokens, stopSequence }
           return
         }
         const following = bounded(tokens.next(), this.stallMs)
@@ -238,7 +243,7 @@ export class PaidGenerations {
           // Nothing past what was written: the steps since (a batch of them) may include those refused as unpaid.
           // Rare: the generation's hold covers every token it may make.
           status = 'completed'
-          yield { done: true, finishReason: 'length', completionTokens: generated }
+          yield { done: true, finishReason: 'length', completionTokens: generated, cachedTokens }
           return
         }
         // Hold back what might be the start of a stop string.
@@ -257,7 +262,7 @@ export class PaidGenerations {
           this.deps.reputation.observedLatency(hop.hostId, hop.blocks[1] - hop.blocks[0], hop.medianMs)
       generated = s.completionTokens
       status = 'completed'
-      yield { done: true, finishReason: s.finishReason, completionTokens: s.completionTokens }
+      yield { done: true, finishReason: s.finishReason, completionTokens: s.completionTokens, cachedTokens }
     } catch (error) {
       status =
         error instanceof GatewayError && error.code !== null

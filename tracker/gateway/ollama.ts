@@ -175,7 +175,8 @@ export class OllamaEndpoints {
         done_reason: ollamaDoneReason(answer.finishReason),
         total_duration: Number(end - started),
         load_duration: Number(evalStarted - started),
-        prompt_eval_count: chat.promptTokens,
+        // as Ollama counts: the prompt tokens evaluated, not those its cache held
+        prompt_eval_count: chat.promptTokens - (c.cachedTokens ?? 0),
         prompt_eval_duration: Number((firstAt ?? end) - evalStarted),
         eval_count: c.completionTokens,
         eval_duration: Number(end - (firstAt ?? end)),

@@ -46,6 +46,12 @@ export function generationsOf(
   return Array.from({ length: body.n ?? 1 }, (_, i) => ({ ...one, seed: (seed + i) >>> 0 }))
 }
 
-export function usage(prompt: number, completion: number) {
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
+/** OpenAI's usage; `cached`: of the prompt, the tokens read from a cache (prompt_tokens_details, when any). */
+export function usage(prompt: number, completion: number, cached = 0) {
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+  }
 }

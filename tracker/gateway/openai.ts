@@ -142,6 +142,7 @@ export class OpenAiEndpoints {
       usage: usage(
         chat.promptTokens,
         results.reduce((n, r) => n + r.completionTokens, 0),
+        results[0]?.cachedTokens,
       ),
     })
   }
@@ -210,6 +211,7 @@ export class OpenAiEndpoints {
       usage: usage(
         promptTokens.length,
         results.reduce((n, r) => n + r.completionTokens, 0),
+        results[0]?.cachedTokens,
       ),
     })
   }

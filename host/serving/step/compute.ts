@@ -16,6 +16,8 @@ export class StepCompute {
   private readonly recentMsPerBlock: number[] = []
   /** Positions run through the blocks so far, over every session (prefilled and decoded; a kept answer runs none). */
   positions = 0
+  /** Of them, those of prompts: a session's first step, or a conversation turn's. */
+  prefilled = 0
 
   constructor(
     private readonly batcher: StepBatcher,
@@ -41,6 +43,7 @@ export class StepCompute {
     })
     const computeMs = performance.now() - started
     this.positions += frame.tokens
+    if (frame.step === 1 || frame.step === served.ticket.turn?.step) this.prefilled += frame.tokens
     if (frame.tokens === 1) {
       const [from, to] = served.runtime.blocks
       this.recentMsPerBlock.push(computeMs / (to - from))
