@@ -108,7 +108,7 @@ export class Generation {
     // a fork whose cache a host gave up meanwhile (prefix_gone; the book forgot it): planned again whole, anew
     return Generation.openOnce(client, request, conversation).catch((error: unknown) => {
       if (request.session !== undefined || !(error instanceof NeuronError) || error.code !== 'prefix_gone') throw error
-      return Generation.openOnce(client, request, conversation)
+      return Generation.openOnce(client, { ...request, reusePrefix: false }, conversation)
     })
   }
 
@@ -127,10 +127,8 @@ export class Generation {
     const speculating = await openDraft(request, client.tracker, tokenizer, maxTokens)
     const session = request.session ?? randomBytes(16).toString('hex')
     // prefix affinity: an ended session of this client's whose hops still hold the prompt's first tokens
-    const fork =
-      speculating === undefined
-        ? client.prefixes?.find(request.prefixScope ?? '', request.modelId, promptTokens)
-        : undefined
+    const reuse = speculating === undefined && request.reusePrefix !== false ? client.prefixes : undefined
+    const fork = reuse?.find(request.prefixScope ?? '', request.modelId, promptTokens)
     const plan = {
       ...{ modelId: request.modelId, maxTokens, promptTokens: promptTokens.length, exclude: [], session },
       ...(fork === undefined ? {} : { fork: forkPlan(fork) }),

@@ -1,10 +1,9 @@
 import type { Route } from '../../protocol'
 import { planRoute } from '../grant-claim'
-import { openHops } from '../open-hops'
+import { type HopOpener, openHops } from '../open-hops'
 import { ClientRelayed } from './client-relayed'
-import type { GenerationClient } from './generation'
 import { chainOpenings, directLegs, HopToHop } from './hop-to-hop'
-import { forkedAt, forkGone, type PrefixMatch } from './prefix-book'
+import { forkedAt, forkGone, type PrefixBook, type PrefixMatch } from './prefix-book'
 import type { GenerateRequest } from './request'
 import type { StepRunner } from './step-runner'
 
@@ -14,7 +13,7 @@ import type { StepRunner } from './step-runner'
  * session `fork` names (0 when the tracker routed elsewhere).
  */
 export async function openRoute(
-  client: GenerationClient,
+  client: HopOpener & { readonly log: (line: string) => void; readonly prefixes?: PrefixBook | undefined },
   request: GenerateRequest,
   plan: Parameters<typeof planRoute>[2],
   maxTokens: number,

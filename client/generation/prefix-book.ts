@@ -79,13 +79,14 @@ export class PrefixBook {
   }
 
   /**
-   * The entry of `scope` sharing the most first tokens with `prompt` (at least MIN_SHARED_TOKENS, and fewer than the whole
-   * prompt: step 1 must carry one token at least), or undefined.
+   * The entry of `scope` sharing the most first tokens with `prompt` (at least MIN_SHARED_TOKENS, and fewer than the
+   * whole prompt: step 1 must carry one token at least), the newest of equals; or undefined.
    */
   find(scope: string, modelId: string, prompt: readonly number[]): PrefixMatch | undefined {
     this.trim()
     let best: PrefixMatch | undefined
-    for (const e of this.entries) {
+    // newest first: of equals, the cache its hosts are likeliest to keep still
+    for (const e of [...this.entries].reverse()) {
       if (e.modelId !== modelId || e.scope !== scope) continue
       const shared = Math.min(sharedPrefix(e.tokens, prompt), prompt.length - 1)
       if (shared >= MIN_SHARED_TOKENS && shared > (best?.position ?? 0))

@@ -36,6 +36,8 @@ export interface GenerateRequest {
    * another's). Default '' (every session of the client).
    */
   readonly prefixScope?: string
+  /** false: this request starts from no earlier session's cache (the prompt is prefilled whole). Default true. */
+  readonly reusePrefix?: boolean
   /** Told, before the first token, how many of the prompt's tokens the hops start from a cache of (a fork's). */
   readonly onCached?: (tokens: number) => void
   /** How long to wait for a free session while every host that could serve is full (default 30 s); 0 fails at once. */

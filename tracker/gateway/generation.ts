@@ -104,7 +104,7 @@ export class PaidGenerations {
     } catch (error) {
       // the hosts gave up the cache its prompt was to start from (the client's book forgets it): once more, whole
       if (written || !(error instanceof NeuronError) || error.code !== 'prefix_gone') throw error
-      for await (const c of this.paid(account, g, caller)) {
+      for await (const c of this.paid(account, g, caller, false)) {
         if ('done' in c) finish = c
         else yield c
       }
@@ -112,7 +112,13 @@ export class PaidGenerations {
     if (finish !== undefined) yield finish
   }
 
-  private async *paid(account: StoredAccount, g: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
+  private async *paid(
+    account: StoredAccount,
+    g: Generation,
+    caller: AbortSignal,
+    /** false: prefill the whole prompt (a retry after the cache it was to start from was given up). */
+    reusePrefix = true,
+  ): AsyncGenerator<Chunk, void> {
     const stop = new AbortController()
     const onCallerGone = () => stop.abort()
     caller.addEventListener('abort', onCallerGone, { once: true })
@@ -197,6 +203,7 @@ export class PaidGenerations {
         sampling: samplingOf(g),
         signal,
         prefixScope: this.sharedPrefixes ? '' : account.accountId,
+        reusePrefix,
         onCached: (n) => {
           cachedTokens = n
         },

@@ -1,6 +1,7 @@
 import type { z } from 'zod'
 import type { ClientToTracker, Route } from '../../protocol'
-import type { RoutePlanDeps, RoutePlanPeer } from './route-plan'
+import type { Metering } from '../ledger/metering'
+import type { SwarmPlanner } from '../routing/swarm-planner'
 
 type Plan = z.output<(typeof ClientToTracker)['route.plan']['request']>
 
@@ -18,9 +19,9 @@ export interface ForkFrom {
  * Undefined otherwise: the caller plans as usual and the prompt is prefilled whole.
  */
 export async function affineRoute(
-  d: Pick<RoutePlanDeps, 'metering' | 'planner'>,
+  d: { readonly metering: Pick<Metering, 'issuedTo' | 'route'>; readonly planner: Pick<SwarmPlanner, 'affine'> },
   request: Plan,
-  peer: Pick<RoutePlanPeer, 'nodeId'>,
+  peer: { readonly nodeId: string },
 ): Promise<{ route: Route; fork: ForkFrom } | undefined> {
   const fork = request.fork
   if (fork === undefined || request.span !== undefined || request.failedHost !== undefined) return undefined
