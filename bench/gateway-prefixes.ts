@@ -70,7 +70,15 @@ const tracker = await startTrackerProcess({
 })
 const publication = await publishModel(packed, tracker.url, NodeIdentity.generate(), join(work, 'publisher'))
 const hosts: Host[] = []
-type Run = { prompts: number; computed: number; ms: number[]; answers: string[]; promptTokens: number }
+type Run = {
+  prompts: number
+  computed: number
+  ms: number[]
+  answers: string[]
+  promptTokens: number
+  /** The baseline's: each answer token's text and how far the runner-up was below it, nats. */
+  margins?: { text: string; margin: number }[][]
+}
 const runs = { baseline: [] as Run[], gateway: [] as Run[] }
 try {
   for (const [i, blocks] of splitBlocks(manifest.nLayer, HOPS).entries()) {
@@ -98,18 +106,24 @@ try {
   /** The 20 prompts through a client that reuses nothing: each prefilled whole on every hop. */
   async function baseline(): Promise<Run> {
     const before = counted()
-    const run: Run = { prompts: 0, computed: 0, ms: [], answers: [], promptTokens: 0 }
+    const run: Run = { prompts: 0, computed: 0, ms: [], answers: [], promptTokens: 0, margins: [] }
     for (let i = 0; i < REQUESTS; i++) {
       const prompt = renderChat(tokenizer, messages(i))
+      const margins: { text: string; margin: number }[] = []
       const started = performance.now()
       let text = ''
       const tokens = plain.generate({
         modelId: manifest.modelId,
         prompt,
         maxTokens: ANSWER_TOKENS,
-        sampling: { temperature: 0 },
+        sampling: { temperature: 0, topLogprobs: 2 },
       })
-      for (let next = await tokens.next(); !next.done; next = await tokens.next()) text += next.value.text
+      for (let next = await tokens.next(); !next.done; next = await tokens.next()) {
+        text += next.value.text
+        const [a, b] = next.value.top ?? []
+        margins.push({ text: next.value.text, margin: a && b ? a.logprob - b.logprob : Number.POSITIVE_INFINITY })
+      }
+      run.margins?.push(margins)
       run.ms.push(performance.now() - started)
       run.answers.push(text)
       run.promptTokens += prompt.length
@@ -158,7 +172,12 @@ try {
       const list = name === 'no reuse' ? runs.baseline : runs.gateway
       list.push(r)
       const reference = runs.baseline.at(-1)
-      const differ = reference === undefined ? 0 : r.answers.filter((a, i) => a !== reference.answers[i]).length
+      const differing = r.answers.flatMap((a, i) =>
+        reference === undefined || a === reference.answers[i]
+          ? []
+          : [{ request: i + 1, ours: a, no_reuse: reference.answers[i], ...divergence(a, reference.margins?.[i]) }],
+      )
+      const differ = differing.length
       if (name !== 'no reuse') mismatched += differ
       console.log(
         JSON.stringify({
@@ -169,6 +188,7 @@ try {
           positions_run_by_hosts: r.computed,
           median_request_ms: Math.round(median(r.ms)),
           answers_differing_from_no_reuse: differ,
+          ...(differ > 0 ? { differing } : {}),
           load_average: loadavg()[0],
         }),
       )
@@ -201,4 +221,17 @@ try {
   await publication.close()
   await tracker.close()
   await rm(work, { recursive: true, force: true })
+}
+
+/**
+ * Where an answer parts from the baseline's (greedy, the same prompt): the baseline's token there and how far its
+ * runner-up was below it. A near tie (a margin within the noise between batch shapes and f16 seams) parts honestly.
+ */
+function divergence(ours: string, baseline: { text: string; margin: number }[] | undefined) {
+  let text = ''
+  for (const [token, { text: piece, margin }] of (baseline ?? []).entries()) {
+    if (!ours.startsWith(text + piece)) return { parts_at_token: token + 1, baseline_margin_nats: margin }
+    text += piece
+  }
+  return {}
 }

@@ -110,6 +110,11 @@ describe('a generation that begins as an ended one did', () => {
       // the owner's own plan of the same fork is one
       const own = await callRpc(owner.tracker, ClientToTracker, 'route.plan', { ...asked, session: 'cd'.repeat(16) })
       expect(own.hops.map((h) => h.ticket?.fork)).toEqual(own.hops.map(() => ({ session: fork.session, position: 32 })))
+      // planned again (as a wait for a free session does), it keeps the terms its first plan fixed: a fork
+      const { fork: _asked, ...whole } = { ...asked, session: 'cd'.repeat(16) }
+      await expect(callRpc(owner.tracker, ClientToTracker, 'route.plan', whole)).rejects.toMatchObject({
+        code: 'prefix_gone',
+      })
       await callRpc(owner.tracker, ClientToTracker, 'session.end', { session: 'cd'.repeat(16) })
     } finally {
       await owner.close()

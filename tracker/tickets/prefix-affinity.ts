@@ -1,5 +1,5 @@
 import type { z } from 'zod'
-import type { ClientToTracker, Route } from '../../protocol'
+import { type ClientToTracker, NeuronError, type Route } from '../../protocol'
 import type { Metering } from '../ledger/metering'
 import type { SwarmPlanner } from '../routing/swarm-planner'
 
@@ -19,12 +19,35 @@ export interface ForkFrom {
  * Undefined otherwise: the caller plans as usual and the prompt is prefilled whole.
  */
 export async function affineRoute(
-  d: { readonly metering: Pick<Metering, 'issuedTo' | 'route'>; readonly planner: Pick<SwarmPlanner, 'affine'> },
+  d: {
+    readonly metering: Pick<Metering, 'issuedTo' | 'route' | 'routed'>
+    readonly planner: Pick<SwarmPlanner, 'affine'>
+  },
   request: Plan,
   peer: { readonly nodeId: string },
 ): Promise<{ route: Route; fork: ForkFrom } | undefined> {
   const fork = request.fork
-  if (fork === undefined || request.span !== undefined || request.failedHost !== undefined) return undefined
+  if (request.span !== undefined || request.failedHost !== undefined) return undefined
+  // a session planned again (its opening found a host full, and it waited): its terms stay what the first plan fixed
+  const before = (await d.metering.routed(request.session))?.fork
+  const known = (await d.metering.route(request.session)) !== undefined
+  if (before === undefined) return known || fork === undefined ? undefined : affine(d, request, fork, peer)
+  const found = fork === undefined ? undefined : await affine(d, request, fork, peer)
+  if (found?.fork.session !== before.session || found.fork.position !== before.position)
+    throw new NeuronError(
+      'prefix_gone',
+      `session ${request.session} was planned to start from session ${before.session}'s cache, whose hosts ` +
+        'cannot take it now; plan a new session without the fork.',
+    )
+  return found
+}
+
+async function affine(
+  d: { readonly metering: Pick<Metering, 'issuedTo' | 'route'>; readonly planner: Pick<SwarmPlanner, 'affine'> },
+  request: Plan,
+  fork: NonNullable<Plan['fork']>,
+  peer: { readonly nodeId: string },
+): Promise<{ route: Route; fork: ForkFrom } | undefined> {
   if (fork.position >= (request.promptTokens ?? 0) || fork.position >= request.maxTokens) return undefined
   if ((await d.metering.issuedTo(fork.session)) !== peer.nodeId) return undefined
   const parent = await d.metering.route(fork.session)
