@@ -1,12 +1,11 @@
 // Continuous batching: one step of each of several sessions in one graph of the native runtime.
+import { PLAIN_KV_ARCHS } from '../protocol/families'
 import type { NativeBatchItem, NativeRuntime } from './binding'
 import { ShardRuntimeError, toShardRuntimeError, typed } from './errors'
 import type { ForwardOptions, ForwardOutput, ShardSession } from './shard-session'
 
-/**
- * Families whose cache is plain per-position K and V (runtime_batch.cpp's batch_refusal says why the others are not).
- */
-export const BATCHED_ARCHS: ReadonlySet<string> = new Set(['llama', 'qwen2', 'qwen3', 'qwen3moe', 'deepseek2'])
+/** Families whose cache is plain per-position K and V (protocol/families.ts). */
+export const BATCHED_ARCHS: ReadonlySet<string> = PLAIN_KV_ARCHS
 
 export type BatchStep = {
   session: ShardSession

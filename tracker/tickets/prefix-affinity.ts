@@ -1,6 +1,7 @@
 import type { z } from 'zod'
-import { type ClientToTracker, NeuronError, type Route } from '../../protocol'
+import { type ClientToTracker, NeuronError, PLAIN_KV_ARCHS, type Route } from '../../protocol'
 import type { Metering } from '../ledger/metering'
+import type { ModelCatalog } from '../models/catalog'
 import type { SwarmPlanner } from '../routing/swarm-planner'
 
 type Plan = z.output<(typeof ClientToTracker)['route.plan']['request']>
@@ -22,6 +23,7 @@ export async function affineRoute(
   d: {
     readonly metering: Pick<Metering, 'issuedTo' | 'route' | 'routed'>
     readonly planner: Pick<SwarmPlanner, 'affine'>
+    readonly catalog: Pick<ModelCatalog, 'get'>
   },
   request: Plan,
   peer: { readonly nodeId: string },
@@ -43,11 +45,17 @@ export async function affineRoute(
 }
 
 async function affine(
-  d: { readonly metering: Pick<Metering, 'issuedTo' | 'route'>; readonly planner: Pick<SwarmPlanner, 'affine'> },
+  d: {
+    readonly metering: Pick<Metering, 'issuedTo' | 'route'>
+    readonly planner: Pick<SwarmPlanner, 'affine'>
+    readonly catalog: Pick<ModelCatalog, 'get'>
+  },
   request: Plan,
   fork: NonNullable<Plan['fork']>,
   peer: { readonly nodeId: string },
 ): Promise<{ route: Route; fork: ForkFrom } | undefined> {
+  // a family whose cache is not plain per-position K and V keeps no prefix on its hosts
+  if (!PLAIN_KV_ARCHS.has(d.catalog.get(request.modelId).manifest.architecture)) return undefined
   if (fork.position >= (request.promptTokens ?? 0) || fork.position >= request.maxTokens) return undefined
   if ((await d.metering.issuedTo(fork.session)) !== peer.nodeId) return undefined
   const parent = await d.metering.route(fork.session)
