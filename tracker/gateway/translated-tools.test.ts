@@ -111,8 +111,9 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
         })
         expect(final.message.tool_calls).toBeUndefined()
         expect(final.message.content.length).toBeGreaterThan(0)
-        // the call and its result are in the prompt: it is longer than the question alone
-        expect(final.prompt_eval_count).toBeGreaterThan(first.prompt_eval_count)
+        // the call and its result follow the question in the prompt: the hosts may start from the cache the first
+        // request left and evaluate only what follows it (Ollama's prompt_eval_count counts those), never nothing
+        expect(final.prompt_eval_count).toBeGreaterThan(0)
       },
     )
 
