@@ -290,8 +290,9 @@ export class ShardServer {
    */
   private admitOrEvict(session: string, request: OpenSession): Ticket {
     const terms = { ...this.options.tickets, modelId: this.options.modelId }
-    // kept caches give way first: the budget less what the open sessions and this one reserve is theirs
-    let reserved = request.maxTokens
+    // kept caches give way first: the budget less what the open sessions and this one reserve is theirs (a probe
+    // takes a slot of its own, past the budget)
+    let reserved = request.ticket?.probe === true ? 0 : request.maxTokens
     for (const s of this.sessions.values()) if (!s.probe) reserved += s.open.maxTokens
     this.prefixes.free(this.limits.kvBudgetTokens - reserved, request.ticket?.fork?.session)
     // as many idle sessions as the open needs room for (a kept conversation's cache is a cache), one at a time
