@@ -6,7 +6,7 @@
 // and ratios per session count (ours ÷ llama.cpp, and ours at n ÷ ours at 1).
 //
 // Options: --model <gguf> (default: the 1.1B bench llama if cached, else a small generated llama)  --sessions 1,2,4,8
-//          --threads 1  --decode 64  --prompt 16  --rounds 3
+//          --threads 1  --decode 64  --prompt 16  --rounds 3  --llama-dispatch-ms 1 (0: node-llama-cpp's default)
 import { existsSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -65,6 +65,8 @@ const decode = Number(arg('decode', '64'))
 const promptLen = Number(arg('prompt', '16'))
 const rounds = Number(arg('rounds', '3'))
 const counts = arg('sessions', '1,2,4,8').split(',').map(Number)
+/** How long node-llama-cpp waits to gather its sequences' tokens into one batch (0: its default, the next cycle). */
+const LLAMA_DISPATCH_MS = Number(arg('llama-dispatch-ms', '1'))
 
 const { path, shape } = await modelPath()
 const gguf = await readGguf(path)
@@ -119,6 +121,13 @@ async function llamaRound(n: number): Promise<number> {
     threads,
     flashAttention: true,
     sequences: n,
+    // node-llama-cpp batches what is queued when it dispatches: on the next event-loop cycle by default, when some
+    // sequences have not yet sampled and queued their next token (each decodes alone, and the baseline does not
+    // scale). A millisecond lets every sequence queue its token, so each step is one batch of all n, as
+    // llama-batched-bench decodes; the baseline's own scaling is printed (scaling_llama_cpp) to show it.
+    ...(LLAMA_DISPATCH_MS > 0
+      ? { batching: { dispatchSchedule: (dispatch: () => void) => void setTimeout(dispatch, LLAMA_DISPATCH_MS) } }
+      : {}),
   })
   try {
     const seqs = Array.from({ length: n }, () => context.getSequence())
@@ -166,6 +175,12 @@ emit({
   largest_batch: batcher.stats.largest,
   ratios: Object.fromEntries(Object.entries(results).map(([n, r]) => [n, r.ratio])),
   scaling_vs_one_session: one ? Object.fromEntries(Object.entries(results).map(([n, r]) => [n, r.ours_tps / one])) : {},
+  scaling_llama_cpp: results[1]
+    ? Object.fromEntries(
+        Object.entries(results).map(([n, r]) => [n, r.llama_cpp_tps / (results[1]?.llama_cpp_tps ?? Number.NaN)]),
+      )
+    : {},
+  llama_dispatch_ms: LLAMA_DISPATCH_MS,
   tps: results,
   loadavg: loadavg()[0],
 })

@@ -36,6 +36,15 @@ export async function openRoute(
   const runner: StepRunner =
     legs === undefined
       ? new ClientRelayed(hops, session, client.identity)
-      : new HopToHop(hops, session, client.identity, mode === 'hop-to-hop' ? legs : legs.map(() => false), legs)
+      : mode === 'hop-to-hop'
+        ? new HopToHop(hops, session, client.identity, legs)
+        : // 'auto': every seam through the client until the first step's pings say which are far (farLegs)
+          new HopToHop(
+            hops,
+            session,
+            client.identity,
+            legs.map(() => false),
+            legs,
+          )
   return { route, seamed, runner, forkedAt: forkedAt(fork, route.hops, hops) }
 }
