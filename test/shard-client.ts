@@ -1,11 +1,15 @@
 // A raw client of one ShardServer, as the shard server's tests drive it: its tracker's tickets, opens signed by the
 // ticket's client, steps signed for the blocks they opened, and the typed errors the host answers.
+import { join } from 'node:path'
 import WebSocket from 'ws'
 import { forwardFrame } from '../dataplane/hop-frames'
+import { packModel } from '../gguf/pack'
 import type { ShardServerOptions } from '../host/serving/shard-server'
 import { NodeIdentity } from '../identity/keys'
 import { manifestSha256, signOpen, signTicket } from '../identity/tickets'
+import { ShardRuntime } from '../native'
 import { decodeFrame, type Frame, jsonFrame, type Manifest, type Ticket } from '../protocol'
+import { STORIES_260K, scratchDir } from './models'
 
 export const trackerKey = NodeIdentity.generate()
 export const clientKey = NodeIdentity.generate()
@@ -130,3 +134,30 @@ export const tokens = (
 
 export const errorOf = (f: Frame) =>
   f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string; message: string }) : undefined
+
+/**
+ * stories260K packed in a scratch directory and its whole model loaded (one thread), with the tickets and server
+ * options of a host of it (`ticketing`); `close()` frees the runtime and the directory. The host tests' common setup.
+ */
+export async function wholeStories(): Promise<
+  ReturnType<typeof ticketing> & { manifest: Manifest; runtime: ShardRuntime; close(): Promise<void> }
+> {
+  const { dir, cleanup } = await scratchDir()
+  const manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })
+  const runtime = await ShardRuntime.load({
+    artifacts: manifest.artifacts.map((a) => join(dir, 'packed', a.file)),
+    blocks: [0, 5],
+    embed: true,
+    head: true,
+    threads: 1,
+  })
+  return {
+    ...ticketing(manifest),
+    manifest,
+    runtime,
+    async close() {
+      runtime.dispose()
+      await cleanup()
+    },
+  }
+}

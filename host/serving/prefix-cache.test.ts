@@ -2,18 +2,14 @@
 // earlier one of the same key starts from a copy of its cache (only the prompt after it is stepped) and answers as a
 // fresh session given the whole prompt; another key, or positions the host never held, are refused; kept caches give
 // way to opens within the KV budget, and go at their keep time.
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
-import { ShardRuntime } from '../../native'
+import type { ShardRuntime } from '../../native'
 import { type Frame, jsonFrame, type Manifest, readJson, SampledToken } from '../../protocol'
-import { STORIES_260K, scratchDir } from '../../test/models'
-import { connect, errorOf, session, ticketing, tokens } from '../../test/shard-client'
+import { connect, errorOf, session, type ticketing, tokens, wholeStories } from '../../test/shard-client'
 import { ShardServer } from './shard-server'
 
-let dir = ''
-let cleanup: () => Promise<void> = async () => {}
+let stories: Awaited<ReturnType<typeof wholeStories>>
 let manifest: Manifest
 let runtime: ShardRuntime
 let serverOptions: ReturnType<typeof ticketing>['serverOptions']
@@ -36,21 +32,10 @@ const token = (f: Frame) => {
 const close = (s: string) => jsonFrame('close', s, 0xfffffffe, {})
 
 beforeAll(async () => {
-  ;({ dir, cleanup } = await scratchDir())
-  manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })
-  ;({ serverOptions, ticketedOpen } = ticketing(manifest))
-  runtime = await ShardRuntime.load({
-    artifacts: manifest.artifacts.map((a) => join(dir, 'packed', a.file)),
-    blocks: [0, 5],
-    embed: true,
-    head: true,
-    threads: 1,
-  })
+  stories = await wholeStories()
+  ;({ manifest, runtime, serverOptions, ticketedOpen } = stories)
 })
-afterAll(async () => {
-  runtime?.dispose()
-  await cleanup()
-})
+afterAll(() => stories?.close())
 
 /** A session's greedy tokens after `prompt` from `position`, `n` of them (step 1 carries the prompt). */
 async function greedyRun(

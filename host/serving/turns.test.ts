@@ -1,19 +1,15 @@
 // A conversation's turns at a real host of the whole stories260K model over loopback: the turn's ticket (route.turn)
 // taken on the open session, its first step's prompt, the refusals, and kept sessions given up under pressure so the
 // cache they hold never passes the host's bounds.
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { packModel } from '../../gguf/pack'
 import { NodeIdentity } from '../../identity/keys'
-import { ShardRuntime } from '../../native'
+import type { ShardRuntime } from '../../native'
 import { type Manifest, NeuronError } from '../../protocol'
-import { STORIES_260K, scratchDir } from '../../test/models'
-import { connect, errorOf, session, ticketing, tokens } from '../../test/shard-client'
+import { connect, errorOf, session, type ticketing, tokens, wholeStories } from '../../test/shard-client'
 import { squattedSession } from './admission'
 import { ShardServer } from './shard-server'
 
-let dir = ''
-let cleanup: () => Promise<void> = async () => {}
+let stories: Awaited<ReturnType<typeof wholeStories>>
 let manifest: Manifest
 let runtime: ShardRuntime
 let serverOptions: ReturnType<typeof ticketing>['serverOptions']
@@ -28,21 +24,10 @@ const body = (maxTokens: number) => ({
 const PROMPT = [1, 403, 407]
 
 beforeAll(async () => {
-  ;({ dir, cleanup } = await scratchDir())
-  manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })
-  ;({ serverOptions, ticketedOpen } = ticketing(manifest))
-  runtime = await ShardRuntime.load({
-    artifacts: manifest.artifacts.map((a) => join(dir, 'packed', a.file)),
-    blocks: [0, 5],
-    embed: true,
-    head: true,
-    threads: 1,
-  })
+  stories = await wholeStories()
+  ;({ manifest, runtime, serverOptions, ticketedOpen } = stories)
 })
-afterAll(async () => {
-  runtime?.dispose()
-  await cleanup()
-})
+afterAll(() => stories?.close())
 
 describe('a turn on an open session', () => {
   let server: ShardServer
