@@ -1,10 +1,10 @@
 // A conversation's turns keep their cache (issue 35): the next turn sends only the tokens after those its session's
 // hops hold, on the same session, ticketed by route.turn. A real tracker and two hosts of stories260K on loopback.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { GenerationSummary } from '../client/generation/request'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc } from '../protocol'
+import { drain } from './generations'
 import { STORIES_260K, scratchDir } from './models'
 import { type InProcessSwarm, startSwarm } from './programs'
 
@@ -34,19 +34,6 @@ async function converse() {
   const modelId = swarm.manifest.modelId
   const tokenizer = await client.tokenizer(modelId)
   return { client, modelId, tokenizer, conversation: client.conversation({ positions: 256 }) }
-}
-
-/** Every token of a run, and its summary. */
-async function drain(
-  run: AsyncGenerator<{ token: number }, GenerationSummary>,
-): Promise<{ tokens: number[]; summary: GenerationSummary }> {
-  const tokens: number[] = []
-  let next = await run.next()
-  while (!next.done) {
-    tokens.push(next.value.token)
-    next = await run.next()
-  }
-  return { tokens, summary: next.value }
 }
 
 describe('a conversation', () => {

@@ -27,3 +27,16 @@ export async function generateAll(
     await onToken?.(tokens.length, route)
   }
 }
+
+/** Every token of a run (a generation's, or a conversation's turn), and its summary. */
+export async function drain(
+  run: AsyncGenerator<{ token: number }, GenerationSummary>,
+): Promise<{ tokens: number[]; summary: GenerationSummary }> {
+  const tokens: number[] = []
+  let next = await run.next()
+  while (!next.done) {
+    tokens.push(next.value.token)
+    next = await run.next()
+  }
+  return { tokens, summary: next.value }
+}

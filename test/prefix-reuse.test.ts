@@ -4,10 +4,10 @@
 // priced from the fork's position, and its audit re-runs the earlier session's steps before its own. A real tracker
 // and three hosts of stories260K on loopback, every hop audited.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { GenerationSummary } from '../client/generation/request'
 import { SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc } from '../protocol'
+import { drain } from './generations'
 import { STORIES_260K, scratchDir } from './models'
 import { type InProcessSwarm, startSwarm } from './programs'
 
@@ -32,18 +32,6 @@ afterAll(async () => {
   await swarm?.close()
   await scratch?.cleanup()
 })
-
-async function drain(
-  run: AsyncGenerator<{ token: number }, GenerationSummary>,
-): Promise<{ tokens: number[]; summary: GenerationSummary }> {
-  const tokens: number[] = []
-  let next = await run.next()
-  while (!next.done) {
-    tokens.push(next.value.token)
-    next = await run.next()
-  }
-  return { tokens, summary: next.value }
-}
 
 const SYSTEM =
   'You are a kind storyteller. You tell short stories about a little girl named Lily and her dog, who live in a ' +
