@@ -58,8 +58,12 @@ describe('a generation that begins as an ended one did', () => {
       const second = await drain(client.generate({ modelId, prompt, maxTokens: 8, stopAtEog: false }))
       // a new session on the same hosts, which held the shared tokens: only the rest was stepped
       expect(second.summary.session).not.toBe(first.summary.session)
-      expect(second.summary.route.map((h) => h.hostId)).toEqual(first.summary.route.map((h) => h.hostId))
-      expect(second.summary.cachedTokens).toBe(shared)
+      const why = `the client's log:\n${lines.join('\n')}`
+      expect(
+        second.summary.route.map((h) => h.hostId),
+        why,
+      ).toEqual(first.summary.route.map((h) => h.hostId))
+      expect(second.summary.cachedTokens, why).toBe(shared)
       const stepOne = second.summary.receipts.filter((r) => r.step === 1)
       expect(stepOne).toHaveLength(2)
       for (const r of stepOne) expect([r.position, r.tokens]).toEqual([shared, prompt.length - shared])
@@ -71,7 +75,7 @@ describe('a generation that begins as an ended one did', () => {
       expect(fresh.summary.cachedTokens).toBe(0)
       expect(second.tokens).toEqual(fresh.tokens)
       // every hop of both sessions audited (rate 1): the forked one re-ran the earlier one's steps first; all passed
-      expect(await client.auditsSettled()).toEqual([])
+      expect(await client.auditsSettled(), `the client's log:\n${lines.join('\n')}`).toEqual([])
       expect(lines.filter((l) => l.includes('not run'))).toEqual([])
     } finally {
       await client.close()

@@ -168,8 +168,10 @@ export class TicketOffice {
     if (!payer.sponsored) {
       const prompt = Math.min(request.promptTokens ?? 0, request.maxTokens)
       const relayed = route.hops.filter((h) => h.via !== undefined).length
+      // a fork's copied positions are neither prefilled nor paid: only those after them may cost
+      const copied = Math.min(request.fork?.position ?? 0, request.maxTokens - prompt)
       const cost =
-        maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt) +
+        maxCost(price, manifest.nLayer, prompt, request.maxTokens - prompt - copied) +
         maxRelayCost(relayed, request.maxTokens, this.pricing)
       await this.hold(request, manifest.modelId, cost, payer.account.accountId, now)
     }
