@@ -1,4 +1,4 @@
-// npm run bench:gateway-prefixes — the gateway's requests sharing a long system prompt (issue 35): 20 requests from 20
+// npm run bench:gateway-prefixes: the gateway's requests sharing a long system prompt (issue 35): 20 requests from 20
 // API keys through the OpenAI-compatible gateway (prefixes shared across keys, GatewayOptions.sharedPrefixes), each a
 // ~1 500-token system prompt and its own question, on a route of 3 hosts; against the same 20 prompts through a
 // client that reuses nothing (every prompt prefilled whole), alternating, `--rounds N` (default 3). The hosts count the

@@ -15,6 +15,7 @@ import { publishModel } from '../host/publish'
 import { NodeIdentity } from '../identity/keys'
 import { splitBlocks } from '../protocol'
 import { damagedCopy } from '../test/draft-models'
+import { drain } from '../test/generations'
 import { STORIES_260K } from '../test/models'
 import type { NeuronProcess } from '../test/processes'
 import { Tracker } from '../tracker/server'
@@ -70,20 +71,15 @@ try {
   }
   client = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
   const chat = async (draft: GenerateRequest['draft']) => {
-    const run = (client as SwarmClient).generate({
-      modelId: manifest.modelId,
-      prompt: PROMPT,
-      maxTokens: DECODE,
-      stopAtEog: false,
-      ...(draft ? { draft } : {}),
-    })
-    const tokens: number[] = []
-    let next = await run.next()
-    while (!next.done) {
-      tokens.push(next.value.token)
-      next = await run.next()
-    }
-    return { tokens, summary: next.value }
+    return drain(
+      (client as SwarmClient).generate({
+        modelId: manifest.modelId,
+        prompt: PROMPT,
+        maxTokens: DECODE,
+        stopAtEog: false,
+        ...(draft ? { draft } : {}),
+      }),
+    )
   }
   for (const r of runs) await chat(r.draft) // warm-up: tokenizer, draft load, first connections
   const tps = new Map(runs.map((r) => [r.label, [] as number[]]))

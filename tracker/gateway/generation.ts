@@ -93,20 +93,19 @@ export class PaidGenerations {
   async *run(account: StoredAccount, g: Generation, caller: AbortSignal): AsyncGenerator<Chunk, void> {
     let finish: Chunk | undefined
     let written = false
-    try {
-      for await (const c of this.paid(account, g, caller)) {
-        if ('done' in c) finish = c
-        else {
-          written = true
-          yield c
+    // the hosts gave up the cache its prompt was to start from before any text: once more, prefilled whole
+    for (const reusePrefix of [true, false]) {
+      try {
+        for await (const c of this.paid(account, g, caller, reusePrefix)) {
+          if ('done' in c) finish = c
+          else {
+            written = true
+            yield c
+          }
         }
-      }
-    } catch (error) {
-      // the hosts gave up the cache its prompt was to start from (the client's book forgets it): once more, whole
-      if (written || !(error instanceof NeuronError) || error.code !== 'prefix_gone') throw error
-      for await (const c of this.paid(account, g, caller, false)) {
-        if ('done' in c) finish = c
-        else yield c
+        break
+      } catch (error) {
+        if (!reusePrefix || written || !(error instanceof NeuronError) || error.code !== 'prefix_gone') throw error
       }
     }
     if (finish !== undefined) yield finish

@@ -171,13 +171,22 @@ export class Metering extends EventEmitter<MeteringEvents> {
   }
 
   /**
-   * The model and hops the tracker issued for `session` (failovers add up), or undefined for a session it never issued.
+   * The model and hops the tracker issued for `session` (failovers add up), the client it issued them to and what
+   * route.plan declared; undefined for a session it never issued.
    */
-  async route(
-    session: string,
-  ): Promise<{ modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined> {
+  async route(session: string): Promise<
+    | {
+        modelId: string
+        hops: readonly { hostId: string; blocks: readonly [number, number] }[]
+        issuedTo: string | null
+        routed: RoutedTokens | undefined
+      }
+    | undefined
+  > {
     const known = await this.lookup(session)
-    return known === undefined ? undefined : { modelId: known.modelId, hops: known.hops }
+    return known === undefined
+      ? undefined
+      : { modelId: known.modelId, hops: known.hops, issuedTo: known.issuedTo, routed: known.routed }
   }
 
   /**

@@ -21,7 +21,7 @@ export interface ForkFrom {
  */
 export async function affineRoute(
   d: {
-    readonly metering: Pick<Metering, 'issuedTo' | 'route' | 'routed'>
+    readonly metering: Pick<Metering, 'route'>
     readonly planner: Pick<SwarmPlanner, 'affine'>
     readonly catalog: Pick<ModelCatalog, 'get'>
   },
@@ -31,9 +31,10 @@ export async function affineRoute(
   const fork = request.fork
   if (request.span !== undefined || request.failedHost !== undefined) return undefined
   // a session planned again (its opening found a host full, and it waited): its terms stay what the first plan fixed
-  const before = (await d.metering.routed(request.session))?.fork
-  const known = (await d.metering.route(request.session)) !== undefined
-  if (before === undefined) return known || fork === undefined ? undefined : affine(d, request, fork, peer)
+  const known = await d.metering.route(request.session)
+  const before = known?.routed?.fork
+  if (before === undefined)
+    return known !== undefined || fork === undefined ? undefined : affine(d, request, fork, peer)
   const found = fork === undefined ? undefined : await affine(d, request, fork, peer)
   if (found?.fork.session !== before.session || found.fork.position !== before.position)
     throw new NeuronError(
@@ -46,7 +47,7 @@ export async function affineRoute(
 
 async function affine(
   d: {
-    readonly metering: Pick<Metering, 'issuedTo' | 'route'>
+    readonly metering: Pick<Metering, 'route'>
     readonly planner: Pick<SwarmPlanner, 'affine'>
     readonly catalog: Pick<ModelCatalog, 'get'>
   },
@@ -57,9 +58,8 @@ async function affine(
   // a family whose cache is not plain per-position K and V keeps no prefix on its hosts
   if (!PLAIN_KV_ARCHS.has(d.catalog.get(request.modelId).manifest.architecture)) return undefined
   if (fork.position >= (request.promptTokens ?? 0) || fork.position >= request.maxTokens) return undefined
-  if ((await d.metering.issuedTo(fork.session)) !== peer.nodeId) return undefined
   const parent = await d.metering.route(fork.session)
-  if (parent === undefined || parent.modelId !== request.modelId) return undefined
+  if (parent === undefined || parent.issuedTo !== peer.nodeId || parent.modelId !== request.modelId) return undefined
   const routed = (hop: (typeof fork.hops)[number]) =>
     parent.hops.some((h) => h.hostId === hop.hostId && h.blocks[0] === hop.blocks[0] && h.blocks[1] === hop.blocks[1])
   if (!fork.hops.every(routed)) return undefined
