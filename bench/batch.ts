@@ -7,26 +7,12 @@
 //
 // Options: --model <gguf> (default: the 1.1B bench llama if cached, else a small generated llama)  --sessions 1,2,4,8
 //          --threads 1  --decode 64  --prompt 16  --rounds 3  --llama-dispatch-ms 5 (0: node-llama-cpp's default)
-import { existsSync } from 'node:fs'
 import { loadavg } from 'node:os'
-import { join } from 'node:path'
 import { getLlama, LlamaLogLevel, type Token } from 'node-llama-cpp'
 import { kvValue, readGguf } from '../gguf/reader'
 import { StepBatcher } from '../host/serving/step-batcher'
 import { ShardRuntime } from '../native'
-import { BENCH_DIR, benchModel, LLAMA_1B } from './models'
-
-/** A small llama for machines without the cached 1.1B model (bench/audit.ts's shape). */
-const SMALL_LLAMA = {
-  arch: 'llama',
-  blocks: 8,
-  embd: 768,
-  heads: 12,
-  kvHeads: 4,
-  ff: 2048,
-  vocab: 4096,
-  seed: 1,
-} as const
+import { batchBenchModel } from './models'
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)
@@ -52,14 +38,6 @@ function promptOf(k: number, n: number, vocab: number): number[] {
   })
 }
 
-async function modelPath(): Promise<{ path: string; shape: string }> {
-  const given = arg('model', '')
-  if (given) return { path: given, shape: given }
-  const big = join(BENCH_DIR, `llama-${LLAMA_1B.blocks}x${LLAMA_1B.embd}-q8_0-seed1.gguf`)
-  if (existsSync(big)) return { path: big, shape: 'llama 1.1B q8_0' }
-  return { path: await benchModel('q8_0', SMALL_LLAMA), shape: 'llama 8x768 q8_0' }
-}
-
 const threads = Number(arg('threads', '1'))
 const decode = Number(arg('decode', '64'))
 const promptLen = Number(arg('prompt', '16'))
@@ -68,7 +46,7 @@ const counts = arg('sessions', '1,2,4,8').split(',').map(Number)
 /** How long node-llama-cpp waits to gather its sequences' tokens into one batch (0: its default, the next cycle). */
 const LLAMA_DISPATCH_MS = Number(arg('llama-dispatch-ms', '5'))
 
-const { path, shape } = await modelPath()
+const { path, shape } = await batchBenchModel(arg('model', ''))
 const gguf = await readGguf(path)
 const arch = String(kvValue(gguf, 'general.architecture'))
 const nLayer = Number(kvValue(gguf, `${arch}.block_count`))

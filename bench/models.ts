@@ -174,3 +174,26 @@ export async function benchModel(
   }
   return out
 }
+
+/** A small llama for machines without the cached 1.1B model (bench/audit.ts's shape). */
+const SMALL_LLAMA = {
+  arch: 'llama',
+  blocks: 8,
+  embd: 768,
+  heads: 12,
+  kvHeads: 4,
+  ff: 2048,
+  vocab: 4096,
+  seed: 1,
+} as const
+
+/**
+ * The model bench:batch and bench:mixed-load run: `given` (a GGUF path), else the 1.1B bench llama if cached, else a
+ * small generated llama.
+ */
+export async function batchBenchModel(given: string): Promise<{ path: string; shape: string }> {
+  if (given) return { path: given, shape: given }
+  const big = join(BENCH_DIR, `llama-${LLAMA_1B.blocks}x${LLAMA_1B.embd}-q8_0-seed1.gguf`)
+  if (existsSync(big)) return { path: big, shape: 'llama 1.1B q8_0' }
+  return { path: await benchModel('q8_0', SMALL_LLAMA), shape: 'llama 8x768 q8_0' }
+}

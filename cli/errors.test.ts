@@ -99,6 +99,15 @@ describe('neuron publish of a model the runtime refuses', () => {
   })
 })
 
+describe('neuron host given a chunk bound it cannot batch', () => {
+  it('says which bounds are allowed before it joins anything', async () => {
+    const r = await neuron('host', '--tracker', 'http://127.0.0.1:9', '--prefill-chunk', '65', '--threads', '1')
+    expect(r.code).not.toBe(0)
+    expect(r.stderr).not.toMatch(STACK)
+    expect(r.stderr).toMatch(/--prefill-chunk must be a whole number from 0 to 64, not "65"/)
+  })
+})
+
 describe('neuron host refused by a real tracker', () => {
   it('prints the refusal in one line and exits 1, though it had joined the tracker', async () => {
     const { dir, cleanup } = await scratchDir('neuron-cli-host-')

@@ -1,4 +1,5 @@
 import { defaultDataDir, Host } from '../host/host'
+import { MAX_BATCHED_STEP_ROWS } from '../host/serving/step-batcher'
 import { type BlockRange, MAX_RELAY_CIRCUITS, NeuronError } from '../protocol'
 import { untilSignal } from '../tracker/main'
 import {
@@ -17,7 +18,7 @@ export const hostCommand: Command = {
   name: 'host',
   usage: `Usage: neuron host --tracker URL [--model ID] [--blocks a:b|auto] [--data-dir D] [--threads N]
                   [--max-sessions N] [--quota BYTES] [--listen ADDR:PORT] [--relay] [--torrent-port N]
-                  [--relay-for-others [--relay-circuits N] [--relay-mbit M]]
+                  [--prefill-chunk N] [--relay-for-others [--relay-circuits N] [--relay-mbit M]]
                   [--tls-key key.pem --tls-cert cert.pem]
        neuron host --ui [--tracker URL] [--model ID [--blocks a:b|auto]] [--data-dir D] [--port N]
 
@@ -33,6 +34,8 @@ their artifacts over BitTorrent, loads them and serves sessions. Ctrl-C drains a
             host's public endpoint), at most --relay-circuits circuits (default 16) and --relay-mbit
             Mbit/s (default 20); paid per frame carried
   --torrent-port N   the BitTorrent TCP port artifacts are fetched and seeded on (default: a free one)
+  --prefill-chunk N   a long prompt runs N tokens at a time beside the other sessions' decoding
+            (default 64, at most 64): their next token waits one chunk, not the whole prompt; 0 runs prompts whole
   --tls-key, --tls-cert   serve the data plane over wss:// with this PEM key and certificate
             (an https tracker with a self-signed certificate: start with NODE_EXTRA_CA_CERTS=ca.pem)
   --ui      run the app's backend and serve its UI at http://127.0.0.1:<port> for a browser
@@ -56,6 +59,7 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       'relay-circuits': { type: 'string' },
       'relay-mbit': { type: 'string' },
       'torrent-port': { type: 'string' },
+      'prefill-chunk': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-cert': { type: 'string' },
       ui: { type: 'boolean' },
@@ -66,6 +70,10 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
     const maxSessions = intOption('max-sessions', values['max-sessions'], { min: 1 })
     const quotaBytes = intOption('quota', values.quota, { min: 1 })
     const torrentPort = intOption('torrent-port', values['torrent-port'], { min: 1, max: 65535 })
+    const prefillChunkTokens = intOption('prefill-chunk', values['prefill-chunk'], {
+      min: 0,
+      max: MAX_BATCHED_STEP_ROWS,
+    })
     const tls = tlsOptions(values)
     const listen = listenOption(values.listen)
     const relayCircuits =
@@ -80,6 +88,7 @@ Example: neuron host --tracker http://127.0.0.1:7070 --model stories260k --block
       ...(maxSessions === undefined ? {} : { maxSessions }),
       ...(quotaBytes === undefined ? {} : { quotaBytes }),
       ...(torrentPort === undefined ? {} : { torrentPort }),
+      ...(prefillChunkTokens === undefined ? {} : { prefillChunkTokens }),
       ...(tls === undefined ? {} : { tls }),
       ...(listen === undefined ? {} : { listenHost: listen.host, listenPort: listen.port }),
       relay: values.relay ?? false,

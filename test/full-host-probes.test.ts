@@ -220,4 +220,20 @@ describe(`a host that says busy with room to spare`, () => {
     expect(checks.eligible(host.hostId)).toBe(false)
     expect(checks.banned(host.hostId)).toBe(false)
   }, 120_000)
+
+  it('is probed again within seconds once unrouted, not at its next random probe (an hour away here), and routed ' +
+    'again once it answers', async () => {
+    const { swarm } = run
+    const host = run.host as AlwaysBusyHost
+    const { checks } = swarm.tracker
+    expect(checks.eligible(host.hostId)).toBe(false)
+    const refused = host.refused
+    host.quiet = true
+    host.busy = false
+    // no probe asked by the test: the tracker's own retry (RETRY_MS, 5 s) finds it answering
+    await vi.waitFor(() => expect(checks.eligible(host.hostId)).toBe(true), { timeout: 30_000, interval: 250 })
+    expect(host.refused).toBe(refused)
+    expect(checks.banned(host.hostId)).toBe(false)
+    host.quiet = false
+  }, 120_000)
 })

@@ -226,9 +226,18 @@ export class ProbeRefusingHost extends Host {
 export class AlwaysBusyHost extends ProbeRefusingHost {
   /** From when it says busy (after its start, whose speed test and first probe it answers). */
   busy = false
+  /**
+   * While set, it tells the tracker nothing new (as a host back from a network change, which only says hello): a state
+   * update would have the tracker probe it at once, so only the tracker's own retries can route it again.
+   */
+  quiet = false
 
   protected override refuses(): boolean {
     return this.busy || super.refuses()
+  }
+
+  protected override publishState(state: ServingState): Promise<void> {
+    return this.quiet ? Promise.resolve() : super.publishState(state)
   }
 }
 

@@ -240,6 +240,7 @@ export class HostServing {
       // sessions as open until a beat), at most one beat per 50 ms
       onSessionFreed: () => tracker.beatSoon(),
       ...(options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: options.unsteppedSessionMs }),
+      ...(options.prefillChunkTokens === undefined ? {} : { prefillChunkTokens: options.prefillChunkTokens }),
       dialBack: dialBackProver(identity),
       ...(head ? { vocabularyFrom: paths[0] } : {}),
     })

@@ -37,6 +37,11 @@ export interface ShardServerOptions {
   readonly evictIdleMs?: number
   /** How long a session's cache stays after its client closed it, for its next session to start from (5 min). */
   readonly prefixKeepMs?: number
+  /**
+   * A prompt's rows per tick while other sessions step (step-batcher.ts, default PREFILL_CHUNK_TOKENS = 64): what a
+   * decode step waits on another session's prompt, at most. 0: prompts run whole.
+   */
+  readonly prefillChunkTokens?: number
   /** A session opened and never stepped is closed after this long (default 30 s): an open alone holds a slot. */
   readonly unsteppedSessionMs?: number
   /** WebSocket connections at once (default 256), and frames one connection may have in flight (default 8). */

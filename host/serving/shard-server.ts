@@ -82,7 +82,10 @@ export class ShardServer {
     this.prefixes = new PrefixCache(options.prefixKeepMs)
     this.tokenTexts =
       options.vocabularyFrom === undefined ? undefined : onceTokenTexts(options.modelId, options.vocabularyFrom)
-    this.batcher = new StepBatcher(runtime)
+    this.batcher = new StepBatcher(
+      runtime,
+      options.prefillChunkTokens === undefined ? {} : { prefillChunkTokens: options.prefillChunkTokens },
+    )
     this.compute = new StepCompute(this.batcher, this.seamFacts)
     this.gate = {
       owned: (id, caller) => this.owned(id, caller),

@@ -3,9 +3,14 @@
 // time (the shard server runs a session's steps in order), so a tick holds each session once. While a batch runs, new
 // steps wait for the next tick. Families that cannot batch (sliding windows, recurrent or compressor states, indexers:
 // the runtime's `canBatch` is false) run one session per graph, as before.
+//
+// Chunked prefill: a prompt longer than `prefillChunkTokens` runs a chunk per tick, in the tick's batch with the
+// other sessions' decode steps, so a decode step waits one chunk at most instead of the whole prompt (llama-server's
+// mixed batches). The prompt's answer is its chunks' outputs joined, as one forward of the whole prompt gives them.
 import type { ForwardOptions, ForwardOutput } from '../../native'
 import { ShardRuntimeError } from '../../native'
 import type { ServingRuntime, ServingSession } from './serving-runtime'
+import { TickCost } from './tick-cost'
 
 /** The native limit on sessions per graph (runtime_batch.cpp's MAX_BATCH_SEQS). */
 export const MAX_BATCH_SESSIONS = 16
@@ -16,13 +21,32 @@ export const MAX_BATCH_SESSIONS = 16
 export const MAX_BATCH_ROWS = 512
 /** A step of more rows (a prompt) runs in a graph of its own. */
 export const MAX_BATCHED_STEP_ROWS = 64
+/**
+ * A prompt's rows per tick (default): one chunk joins the decode batch, whose steps then wait a 72-row graph rather
+ * than a 2 000-row one. MAX_BATCHED_STEP_ROWS at most, so a chunk always joins a batch; 0 runs prompts whole.
+ */
+export const PREFILL_CHUNK_TOKENS = MAX_BATCHED_STEP_ROWS
+/**
+ * A graph with a prompt's chunk beside decode steps costs at most this times the decode steps alone (the chunk is cut
+ * to fit, by the graphs' measured cost per row): the decoders' tokens come at most this much slower while it runs.
+ */
+const CHUNK_TICK_FACTOR = 1.5
+/** The smallest chunk, whatever the fit says (a prompt must still make headway beside a full batch). */
+const MIN_CHUNK_ROWS = 8
+
+export interface StepBatcherOptions {
+  /** Rows of a prompt per tick (1..MAX_BATCHED_STEP_ROWS; default PREFILL_CHUNK_TOKENS); 0: prompts run whole. */
+  readonly prefillChunkTokens?: number
+}
 
 type Input = Int32Array | Float32Array | Uint16Array
+/** The graph a step ran in: its steps and rows, the step's own included. */
+type Graph = { steps: number; rows: number }
 type Pending = {
   session: ServingSession
   input: Input
   options: ForwardOptions
-  resolve: (out: ForwardOutput) => void
+  resolve: (out: ForwardOutput, graph: Graph) => void
   reject: (err: unknown) => void
 }
 
@@ -31,9 +55,21 @@ export class StepBatcher {
   private running = false
   private scheduled = false
   /** Steps answered and graphs run, for the host's log and the tests. */
-  readonly stats = { steps: 0, batches: 0, largest: 0 }
+  readonly stats = { steps: 0, batches: 0, largest: 0, chunkedPrompts: 0 }
+  private readonly chunkRows: number
+  private readonly cost = new TickCost()
 
-  constructor(private readonly runtime: ServingRuntime) {}
+  constructor(
+    private readonly runtime: ServingRuntime,
+    options: StepBatcherOptions = {},
+  ) {
+    const chunk = options.prefillChunkTokens ?? PREFILL_CHUNK_TOKENS
+    if (!Number.isInteger(chunk) || chunk < 0 || chunk > MAX_BATCHED_STEP_ROWS)
+      throw new RangeError(
+        `prefillChunkTokens must be an integer from 0 (prompts run whole) to ${MAX_BATCHED_STEP_ROWS}; got ${chunk}`,
+      )
+    this.chunkRows = chunk
+  }
 
   /** Whether steps join batches; else each runs alone (the family keeps per-session state a shared graph cannot). */
   get batching(): boolean {
@@ -45,10 +81,72 @@ export class StepBatcher {
   /** The step's output, computed in the next tick's batch (or alone when the runtime cannot batch). */
   forward(session: ServingSession, input: Input, options: ForwardOptions): Promise<ForwardOutput> {
     if (!this.batching) return session.forward(input, options)
-    return new Promise<ForwardOutput>((resolve, reject) => {
-      this.pending.push({ session, input, options, resolve, reject })
+    const width = widthOf(session, input)
+    const rows = width === undefined ? 0 : input.length / width
+    if (width !== undefined && this.chunkRows > 0 && rows > this.chunkRows)
+      return this.inChunks(session, input, options, width, rows)
+    return this.step(session, input, options)
+  }
+
+  private step(session: ServingSession, input: Input, options: ForwardOptions): Promise<ForwardOutput> {
+    return this.queued(session, input, options).then((r) => r.output)
+  }
+
+  private queued(
+    session: ServingSession,
+    input: Input,
+    options: ForwardOptions,
+  ): Promise<{ output: ForwardOutput; graph: Graph }> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({
+        session,
+        input,
+        options,
+        resolve: (output, graph) => resolve({ output, graph }),
+        reject,
+      })
       this.schedule()
     })
+  }
+
+  /**
+   * A prompt as chunks of `chunkRows` at most, each queued once the one before it is answered (so one per tick, beside
+   * the other sessions' steps), their outputs joined. Each chunk is cut so that its graph costs CHUNK_TICK_FACTOR times
+   * the other steps' alone at most, by the graphs' measured cost per row (TickCost). While no other session steps,
+   * the prompt runs in pieces of MAX_BATCH_ROWS (llama.cpp's ubatch), at prefill's full speed; a step that arrives
+   * meanwhile waits that piece, and the chunks after it are small. A chunk that fails fails the prompt: the session
+   * then holds the chunks before it, as a forward that failed part-way through a prompt's ubatches leaves llama.cpp's
+   * cache.
+   */
+  private async inChunks(
+    session: ServingSession,
+    input: Input,
+    options: ForwardOptions,
+    width: number,
+    rows: number,
+  ): Promise<ForwardOutput> {
+    this.stats.chunkedPrompts++
+    const outputs: ForwardOutput[] = []
+    let shared = this.running || this.pending.length > 0
+    // rows of the other steps beside the next chunk: those waiting now, then those its last graph had
+    let others = this.pending.reduce((n, p) => n + rowsOf(p), 0)
+    for (let from = 0; from < rows; ) {
+      const to = Math.min(rows, from + (shared ? this.chunkSize(others) : MAX_BATCH_ROWS))
+      const piece = input.subarray(from * width, to * width) as Input
+      const { output, graph } = await this.queued(session, piece, chunkOptions(options, from, to, rows))
+      outputs.push(output)
+      shared = graph.steps > 1 || this.pending.length > 0
+      others = graph.steps > 1 ? graph.rows - (to - from) : this.pending.reduce((n, p) => n + rowsOf(p), 0)
+      from = to
+    }
+    return joined(outputs, options.allLogits === true)
+  }
+
+  /** A chunk's rows beside `others` rows of other steps: as the graphs' cost allows, within the configured bound. */
+  private chunkSize(others: number): number {
+    const fit = this.cost.rowsWithin(Math.max(1, others), CHUNK_TICK_FACTOR)
+    if (fit === undefined) return this.chunkRows
+    return Math.min(this.chunkRows, Math.max(MIN_CHUNK_ROWS, fit))
   }
 
   private schedule(): void {
@@ -79,17 +177,20 @@ export class StepBatcher {
     if (forwardBatch === undefined) throw new ShardRuntimeError('INTERNAL', 'the runtime lost forwardBatch')
     this.stats.batches++
     this.stats.largest = Math.max(this.stats.largest, batch.length)
+    const graph = { steps: batch.length, rows: batch.reduce((n, p) => n + rowsOf(p), 0) }
     try {
+      const started = performance.now()
       const outcomes = await forwardBatch.call(
         this.runtime,
         batch.map((p) => ({ session: p.session, input: p.input, options: p.options })),
       )
+      this.cost.add(graph.rows, performance.now() - started)
       for (const [i, p] of batch.entries()) {
         const o = outcomes[i]
         this.stats.steps++
         if (o === undefined)
           p.reject(new ShardRuntimeError('INTERNAL', `the batch of ${batch.length} answered ${outcomes.length} steps`))
-        else if (o.ok) p.resolve(o.output)
+        else if (o.ok) p.resolve(o.output, graph)
         else p.reject(o.error)
       }
     } catch (err) {
@@ -112,13 +213,65 @@ function groups(steps: Pending[]): Pending[][] {
   return [...byKey.values()]
 }
 
+/** Values per row of a step's input: 1 for token ids, the session's input width for hidden states (else undefined). */
+function widthOf(session: ServingSession, input: Input): number | undefined {
+  if (input instanceof Int32Array) return 1
+  const width = (session as { readonly inputWidth?: number }).inputWidth
+  return width !== undefined && width > 0 && input.length % width === 0 ? width : undefined
+}
+
 /**
  * Rows of a step: token ids, or hidden states of the session's
  * input width (unknown: as many as its values, so it runs alone).
  */
 function rowsOf(p: Pending): number {
-  if (p.input instanceof Int32Array) return p.input.length
-  return p.input.length / ((p.session as { readonly inputWidth?: number }).inputWidth ?? 1)
+  return p.input.length / (widthOf(p.session, p.input) ?? 1)
+}
+
+/** A chunk's options: rows [from, to) of the prompt's positions, token ids and indices; logits as the prompt asked. */
+function chunkOptions(options: ForwardOptions, from: number, to: number, rows: number): ForwardOptions {
+  const { positions, tokenIds, indices } = options
+  const perRow = indices === undefined ? 0 : indices.length / rows
+  return {
+    ...options,
+    ...(positions === undefined
+      ? {}
+      : { positions: typeof positions === 'number' ? positions + from : positions.subarray(from, to) }),
+    ...(tokenIds === undefined ? {} : { tokenIds: tokenIds.subarray(from, to) }),
+    ...(indices === undefined ? {} : { indices: indices.subarray(from * perRow, to * perRow) }),
+  }
+}
+
+/**
+ * The chunks' outputs as the whole prompt's: hidden rows (and their indices) end to end; logits of every row when
+ * asked, else the last row's (the last chunk's).
+ */
+function joined(outputs: ForwardOutput[], allLogits: boolean): ForwardOutput {
+  const last = outputs.at(-1) as ForwardOutput
+  if (last.kind === 'logits' && !allLogits) return last
+  const rows = outputs.reduce((n, o) => n + o.rows, 0)
+  const data = concat(outputs.map((o) => o.data))
+  if (last.kind === 'logits') return { ...last, rows, data: data as Float32Array }
+  const indices = outputs.map((o) => (o.kind === 'hidden' ? o.indices : undefined))
+  const joinedIndices = indices.every((i) => i !== undefined) ? concat(indices as Int32Array[]) : undefined
+  return {
+    ...last,
+    rows,
+    data,
+    ...(joinedIndices === undefined ? {} : { indices: joinedIndices as Int32Array }),
+  } as ForwardOutput
+}
+
+/** Typed arrays of one kind, end to end, in a new array of that kind. */
+function concat<T extends Float32Array | Uint16Array | Int32Array>(parts: readonly T[]): T {
+  const first = parts[0] as T
+  const out = new (first.constructor as { new (n: number): T })(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p as never, at)
+    at += p.length
+  }
+  return out
 }
 
 /** A group's steps in batches of at most MAX_BATCH_SESSIONS sessions and MAX_BATCH_ROWS rows; long steps alone. */

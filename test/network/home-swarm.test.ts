@@ -46,8 +46,23 @@ async function withLogs<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step()
   } catch (error) {
-    const tail = (name: string, p: NeuronProcess | undefined) =>
-      `--- ${name} ---\n${(p?.output() ?? '').split('\n').slice(-25).join('\n')}`
+    // the last 40 lines, a line repeated in a row said once with its count (a refusal asked again fills a tail)
+    const tail = (name: string, p: NeuronProcess | undefined) => {
+      const lines: string[] = []
+      let last = ''
+      let repeats = 0
+      for (const line of [...(p?.output() ?? '').split('\n'), '']) {
+        if (line === last) {
+          repeats++
+          continue
+        }
+        if (repeats > 0) lines.push(`  (the line above ${repeats} more times)`)
+        lines.push(line)
+        last = line
+        repeats = 0
+      }
+      return `--- ${name} ---\n${lines.slice(-80).join('\n')}`
+    }
     const logs = [
       tail('tracker', tracker),
       ...Object.entries(hostProcesses).map(([place, p]) => tail(`${place} (${hostIds[place as Place]})`, p)),

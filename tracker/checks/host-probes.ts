@@ -34,7 +34,8 @@ export interface ProbeHooks {
 export class HostProbes {
   /** The (model, blocks) each host last passed a probe for: routed only while it serves that. */
   private readonly verifiedFor = new Map<string, string>()
-  private readonly timers = new Map<string, NodeJS.Timeout>()
+  /** Each host's next probe, and when it is due. */
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; due: number }>()
   /** The probe running per host, and when it started. */
   private readonly probing = new Map<string, { run: Promise<ProbeOutcome>; at: number }>()
   /** Inconclusive probes in a row, per host. */
@@ -58,14 +59,16 @@ export class HostProbes {
   /** Probes a ready host soon that no probe is running or waiting for (say its model got probes after it joined). */
   probeSoon(hostId: string): void {
     const host = this.registry.get(hostId)
-    if (host?.online && host.state.status === 'ready' && !this.probing.has(hostId) && !this.timers.has(hostId))
-      this.schedule(hostId, 0)
+    const next = this.timers.get(hostId)
+    if (!host?.online || host.state.status !== 'ready' || this.probing.has(hostId)) return
+    // a probe due soon (a retry) is kept; a random wait set while it was verified is not
+    if (next === undefined || next.due > Date.now() + RETRY_MS) this.schedule(hostId, 0)
   }
 
   /** A banned host: never routed again, its next probe cancelled. */
   forget(hostId: string): void {
     this.verifiedFor.delete(hostId)
-    clearTimeout(this.timers.get(hostId))
+    this.cancel(hostId)
   }
 
   /**
@@ -99,6 +102,7 @@ export class HostProbes {
       )
       if (this.banned(hostId)) throw banned(this.records.get(hostId).banReason)
       if (outcome === undefined || outcome.inconclusive) {
+        this.retrySoon(hostId)
         this.log(
           `host ${hostId} is not routed until a probe gets ` +
             `through${outcome === undefined ? '' : `: ${outcome.reason}`}`,
@@ -125,7 +129,7 @@ export class HostProbes {
 
   close(): void {
     this.closed = true
-    for (const t of this.timers.values()) clearTimeout(t)
+    for (const t of this.timers.values()) clearTimeout(t.timer)
     this.timers.clear()
   }
 
@@ -153,7 +157,7 @@ export class HostProbes {
       // host keeps probe slots past its sessions for the tracker's probes (PROBE_SLOTS in host/serving/admission.ts).
       const missed = (this.inconclusive.get(hostId) ?? 0) + 1
       this.inconclusive.set(hostId, missed)
-      if (missed >= MAX_INCONCLUSIVE) this.verifiedFor.delete(hostId)
+      if (missed >= MAX_INCONCLUSIVE && this.verifiedFor.delete(hostId)) this.retrySoon(hostId)
       return outcome
     }
     this.inconclusive.delete(hostId)
@@ -192,14 +196,12 @@ export class HostProbes {
     if (this.closed || host === undefined || this.banned(hostId)) return
     // Probes are the holding instance's: a host that moved away is no longer probed from here.
     if (host.owner !== null) {
-      clearTimeout(this.timers.get(hostId))
-      this.timers.delete(hostId)
+      this.cancel(hostId)
       return
     }
     const { state } = host
     if (!host.online || state.status !== 'ready' || state.modelId === null || state.blocks === null) {
-      clearTimeout(this.timers.get(hostId))
-      this.timers.delete(hostId)
+      this.cancel(hostId)
       // A host that left may come back with other weights: it is probed again before it is routed. A probe still
       // running speaks for the connection it left (an audit's, say, that waits out its timeout): the next is new.
       if (!host.online) {
@@ -209,36 +211,47 @@ export class HostProbes {
       return
     }
     if (!this.prober.hasProbes(state.modelId)) return
-    if (this.verifiedFor.get(hostId) !== servedKey(state.modelId, state.blocks) && !this.probing.has(hostId))
-      this.schedule(hostId, 0)
-    else if (!this.timers.has(hostId)) this.schedule(hostId, this.nextWait(hostId))
+    if (this.verifiedFor.get(hostId) === servedKey(state.modelId, state.blocks)) {
+      if (!this.timers.has(hostId)) this.schedule(hostId, this.nextWait(hostId))
+    } else if (this.probing.has(hostId)) this.retrySoon(hostId)
+    else this.schedule(hostId, 0)
+  }
+
+  /**
+   * A host not verified for what it serves is probed again within RETRY_MS, whatever random wait was set while it was
+   * verified: else a host unrouted by a network change or a few unanswered probes would wait out that wait (10 min on
+   * average past probation) before anything routed it again.
+   */
+  private retrySoon(hostId: string): void {
+    const next = this.timers.get(hostId)
+    if (this.closed || (next !== undefined && next.due <= Date.now() + RETRY_MS)) return
+    this.schedule(hostId, RETRY_MS)
+  }
+
+  private cancel(hostId: string): void {
+    clearTimeout(this.timers.get(hostId)?.timer)
+    this.timers.delete(hostId)
   }
 
   private schedule(hostId: string, waitMs: number): void {
-    clearTimeout(this.timers.get(hostId))
+    this.cancel(hostId)
     const timer = setTimeout(() => {
       this.timers.delete(hostId)
       void this.probeNow(hostId).then(
         () => {
           const host = this.registry.get(hostId)
-          if (
-            this.closed ||
-            !host?.online ||
-            host.state.status !== 'ready' ||
-            this.banned(hostId) ||
-            this.timers.has(hostId)
-          )
-            return
+          if (this.closed || !host?.online || host.state.status !== 'ready' || this.banned(hostId)) return
           const { modelId, blocks } = host.state
           const verified =
             modelId !== null && blocks !== null && this.verifiedFor.get(hostId) === servedKey(modelId, blocks)
-          this.schedule(hostId, verified ? this.nextWait(hostId) : RETRY_MS)
+          if (!verified) this.retrySoon(hostId)
+          else if (!this.timers.has(hostId)) this.schedule(hostId, this.nextWait(hostId))
         },
         (e: Error) => this.log(`probe of ${hostId} failed here: ${e.message}`),
       )
     }, waitMs)
     timer.unref()
-    this.timers.set(hostId, timer)
+    this.timers.set(hostId, { timer, due: Date.now() + waitMs })
   }
 
   /** Exponential waits: a host cannot tell when the next probe comes. */
