@@ -33,6 +33,11 @@ export const PREFILL_CHUNK_TOKENS = MAX_BATCHED_STEP_ROWS
 const CHUNK_TICK_FACTOR = 1.5
 /** The smallest chunk, whatever the fit says (a prompt must still make headway beside a full batch). */
 const MIN_CHUNK_ROWS = 8
+/**
+ * A session that stepped this recently is decoding: a prompt beside it runs in chunks, though its next step may not
+ * have arrived yet (its client's round trip).
+ */
+const ACTIVE_MS = 1000
 
 export interface StepBatcherOptions {
   /** Rows of a prompt per tick (1..MAX_BATCHED_STEP_ROWS; default PREFILL_CHUNK_TOKENS); 0: prompts run whole. */
@@ -55,9 +60,11 @@ export class StepBatcher {
   private running = false
   private scheduled = false
   /** Steps answered and graphs run, for the host's log and the tests. */
-  readonly stats = { steps: 0, batches: 0, largest: 0, chunkedPrompts: 0 }
+  readonly stats = { steps: 0, batches: 0, largest: 0, chunkedPrompts: 0, promptPieces: 0 }
   private readonly chunkRows: number
   private readonly cost = new TickCost()
+  /** When each session last queued a step (pruned past ACTIVE_MS). */
+  private readonly lastStep = new Map<ServingSession, number>()
 
   constructor(
     private readonly runtime: ServingRuntime,
@@ -97,6 +104,10 @@ export class StepBatcher {
     input: Input,
     options: ForwardOptions,
   ): Promise<{ output: ForwardOutput; graph: Graph }> {
+    this.lastStep.delete(session)
+    this.lastStep.set(session, performance.now())
+    // closed sessions leave it as they go idle (insertion order: the oldest first)
+    if (this.lastStep.size > 2 * MAX_BATCH_SESSIONS) this.forgetIdle()
     return new Promise((resolve, reject) => {
       this.pending.push({
         session,
@@ -112,11 +123,11 @@ export class StepBatcher {
   /**
    * A prompt as chunks of `chunkRows` at most, each queued once the one before it is answered (so one per tick, beside
    * the other sessions' steps), their outputs joined. Each chunk is cut so that its graph costs CHUNK_TICK_FACTOR times
-   * the other steps' alone at most, by the graphs' measured cost per row (TickCost). While no other session steps,
-   * the prompt runs in pieces of MAX_BATCH_ROWS (llama.cpp's ubatch), at prefill's full speed; a step that arrives
-   * meanwhile waits that piece, and the chunks after it are small. A chunk that fails fails the prompt: the session
-   * then holds the chunks before it, as a forward that failed part-way through a prompt's ubatches leaves llama.cpp's
-   * cache.
+   * the other steps' alone at most, by the graphs' measured cost per row (TickCost). While no other session has stepped
+   * within ACTIVE_MS, the prompt runs in pieces of MAX_BATCH_ROWS (llama.cpp's ubatch), at prefill's full speed; a
+   * step that arrives meanwhile waits that piece, and the chunks after it are small. A chunk that fails fails the
+   * prompt: the session then holds the chunks before it, as a forward that failed part-way through a prompt's ubatches
+   * leaves llama.cpp's cache.
    */
   private async inChunks(
     session: ServingSession,
@@ -127,19 +138,31 @@ export class StepBatcher {
   ): Promise<ForwardOutput> {
     this.stats.chunkedPrompts++
     const outputs: ForwardOutput[] = []
-    let shared = this.running || this.pending.length > 0
-    // rows of the other steps beside the next chunk: those waiting now, then those its last graph had
-    let others = this.pending.reduce((n, p) => n + rowsOf(p), 0)
+    // rows of the other steps beside the next chunk: a row per session decoding, then those its last graph had
+    let others = this.decodingBeside(session)
     for (let from = 0; from < rows; ) {
-      const to = Math.min(rows, from + (shared ? this.chunkSize(others) : MAX_BATCH_ROWS))
+      const to = Math.min(rows, from + (others > 0 ? this.chunkSize(others) : MAX_BATCH_ROWS))
       const piece = input.subarray(from * width, to * width) as Input
+      this.stats.promptPieces++
       const { output, graph } = await this.queued(session, piece, chunkOptions(options, from, to, rows))
       outputs.push(output)
-      shared = graph.steps > 1 || this.pending.length > 0
-      others = graph.steps > 1 ? graph.rows - (to - from) : this.pending.reduce((n, p) => n + rowsOf(p), 0)
+      others = graph.steps > 1 ? graph.rows - (to - from) : this.decodingBeside(session)
       from = to
     }
     return joined(outputs, options.allLogits === true)
+  }
+
+  /** Sessions other than `session` that stepped within ACTIVE_MS, or have a step waiting. */
+  private decodingBeside(session: ServingSession): number {
+    this.forgetIdle()
+    let n = 0
+    for (const s of this.lastStep.keys()) if (s !== session) n++
+    return Math.max(n, this.pending.filter((p) => p.session !== session).length)
+  }
+
+  private forgetIdle(): void {
+    const since = performance.now() - ACTIVE_MS
+    for (const [s, at] of this.lastStep) if (at < since) this.lastStep.delete(s)
   }
 
   /** A chunk's rows beside `others` rows of other steps: as the graphs' cost allows, within the configured bound. */
