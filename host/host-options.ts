@@ -17,6 +17,8 @@ export interface HostOptions {
   readonly maxSessionTokens?: number
   /** A session opened and never stepped is closed after this long (default 30 s). */
   readonly unsteppedSessionMs?: number
+  /** A stepped session idle this long is closed and its cache freed (default 10 min; its rent runs until then). */
+  readonly idleSessionMs?: number
   /** A prompt's rows per step of the batch while others decode (default 64, at most 64; 0: prompts run whole). */
   readonly prefillChunkTokens?: number
   readonly quotaBytes?: number

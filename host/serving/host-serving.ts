@@ -241,6 +241,7 @@ export class HostServing {
       onSessionFreed: () => tracker.beatSoon(),
       ...(options.unsteppedSessionMs === undefined ? {} : { unsteppedSessionMs: options.unsteppedSessionMs }),
       ...(options.prefillChunkTokens === undefined ? {} : { prefillChunkTokens: options.prefillChunkTokens }),
+      ...(options.idleSessionMs === undefined ? {} : { idleSessionMs: options.idleSessionMs }),
       dialBack: dialBackProver(identity),
       ...(head ? { vocabularyFrom: paths[0] } : {}),
     })

@@ -31,8 +31,12 @@ export const PREFILL_CHUNK_TOKENS = MAX_BATCHED_STEP_ROWS
  * to fit, by the graphs' measured cost per row): the decoders' tokens come at most this much slower while it runs.
  */
 const CHUNK_TICK_FACTOR = 1.5
-/** The smallest chunk, whatever the fit says (a prompt must still make headway beside a full batch). */
-const MIN_CHUNK_ROWS = 8
+/** The smallest chunk, whatever the costs say (a prompt must still make headway beside a full batch). */
+const MIN_CHUNK_ROWS = 2
+/** A prompt's first chunk beside decode steps, before its rows' cost is measured. */
+const FIRST_CHUNK_ROWS = 8
+/** A graph whose steps are all this small is a decode graph: the cost a chunk beside them is measured against. */
+const DECODE_STEP_ROWS = 8
 /**
  * A session that stepped this recently is decoding: a prompt beside it runs in chunks, though its next step may not
  * have arrived yet (its client's round trip).
@@ -51,6 +55,8 @@ type Pending = {
   session: ServingSession
   input: Input
   options: ForwardOptions
+  /** A chunk of a prompt (inChunks). */
+  chunk: boolean
   resolve: (out: ForwardOutput, graph: Graph) => void
   reject: (err: unknown) => void
 }
@@ -90,8 +96,12 @@ export class StepBatcher {
     if (!this.batching) return session.forward(input, options)
     const width = widthOf(session, input)
     const rows = width === undefined ? 0 : input.length / width
-    if (width !== undefined && this.chunkRows > 0 && rows > this.chunkRows)
-      return this.inChunks(session, input, options, width, rows)
+    // a prompt (a verify step's rows are a decode step's, and stay whole)
+    if (width !== undefined && this.chunkRows > 0 && rows > MIN_CHUNK_ROWS && options.allLogits !== true) {
+      const others = this.decodingBeside(session)
+      if (rows > (others > 0 ? this.chunkSize() : MAX_BATCH_ROWS))
+        return this.inChunks(session, input, options, width, rows, others)
+    }
     return this.step(session, input, options)
   }
 
@@ -103,6 +113,7 @@ export class StepBatcher {
     session: ServingSession,
     input: Input,
     options: ForwardOptions,
+    chunk = false,
   ): Promise<{ output: ForwardOutput; graph: Graph }> {
     this.lastStep.delete(session)
     this.lastStep.set(session, performance.now())
@@ -113,6 +124,7 @@ export class StepBatcher {
         session,
         input,
         options,
+        chunk,
         resolve: (output, graph) => resolve({ output, graph }),
         reject,
       })
@@ -121,13 +133,13 @@ export class StepBatcher {
   }
 
   /**
-   * A prompt as chunks of `chunkRows` at most, each queued once the one before it is answered (so one per tick, beside
-   * the other sessions' steps), their outputs joined. Each chunk is cut so that its graph costs CHUNK_TICK_FACTOR times
-   * the other steps' alone at most, by the graphs' measured cost per row (TickCost). While no other session has stepped
-   * within ACTIVE_MS, the prompt runs in pieces of MAX_BATCH_ROWS (llama.cpp's ubatch), at prefill's full speed; a
-   * step that arrives meanwhile waits that piece, and the chunks after it are small. A chunk that fails fails the
-   * prompt: the session then holds the chunks before it, as a forward that failed part-way through a prompt's ubatches
-   * leaves llama.cpp's cache.
+   * A prompt (more rows than a chunk beside the sessions decoding now) as chunks of `chunkRows` at most, each queued
+   * once the one before it is answered (so one per tick, beside the other sessions' steps), their outputs joined. Each
+   * chunk is cut so that its graph costs CHUNK_TICK_FACTOR times the other steps' alone at most, by the graphs'
+   * measured cost per row (TickCost). While no other session has stepped within ACTIVE_MS, the prompt runs in pieces
+   * of MAX_BATCH_ROWS (llama.cpp's ubatch), at prefill's full speed; a step that arrives meanwhile waits that piece,
+   * and the chunks after it are small. A chunk that fails fails the prompt: the session then holds the chunks before
+   * it, as a forward that failed part-way through a prompt's ubatches leaves llama.cpp's cache.
    */
   private async inChunks(
     session: ServingSession,
@@ -135,16 +147,17 @@ export class StepBatcher {
     options: ForwardOptions,
     width: number,
     rows: number,
+    /** Rows of the other steps beside the next chunk: a row per session decoding, then those its last graph had. */
+    decoding: number,
   ): Promise<ForwardOutput> {
     this.stats.chunkedPrompts++
     const outputs: ForwardOutput[] = []
-    // rows of the other steps beside the next chunk: a row per session decoding, then those its last graph had
-    let others = this.decodingBeside(session)
+    let others = decoding
     for (let from = 0; from < rows; ) {
-      const to = Math.min(rows, from + (others > 0 ? this.chunkSize(others) : MAX_BATCH_ROWS))
+      const to = Math.min(rows, from + (others > 0 ? this.chunkSize() : MAX_BATCH_ROWS))
       const piece = input.subarray(from * width, to * width) as Input
       this.stats.promptPieces++
-      const { output, graph } = await this.queued(session, piece, chunkOptions(options, from, to, rows))
+      const { output, graph } = await this.queued(session, piece, chunkOptions(options, from, to, rows), true)
       outputs.push(output)
       others = graph.steps > 1 ? graph.rows - (to - from) : this.decodingBeside(session)
       from = to
@@ -165,11 +178,25 @@ export class StepBatcher {
     for (const [s, at] of this.lastStep) if (at < since) this.lastStep.delete(s)
   }
 
-  /** A chunk's rows beside `others` rows of other steps: as the graphs' cost allows, within the configured bound. */
-  private chunkSize(others: number): number {
-    const fit = this.cost.rowsWithin(Math.max(1, others), CHUNK_TICK_FACTOR)
-    if (fit === undefined) return this.chunkRows
+  /** A chunk's rows beside decode steps: as the measured costs allow, within the configured bound. */
+  private chunkSize(): number {
+    const fit = this.cost.rowsWithin(CHUNK_TICK_FACTOR) ?? FIRST_CHUNK_ROWS
     return Math.min(this.chunkRows, Math.max(MIN_CHUNK_ROWS, fit))
+  }
+
+  /** A decode graph's cost, or what a prompt's rows added beside decode steps (the batcher's TickCost). */
+  private measure(batch: Pending[], ms: number): void {
+    let promptRows = 0
+    let decoding = 0
+    for (const p of batch) {
+      const n = rowsOf(p)
+      if (p.chunk) promptRows += n
+      else if (n <= DECODE_STEP_ROWS) decoding++
+      else return
+    }
+    if (decoding === 0) return
+    if (promptRows === 0) this.cost.decodeOnly(ms)
+    else this.cost.mixed(promptRows, ms)
   }
 
   private schedule(): void {
@@ -207,7 +234,7 @@ export class StepBatcher {
         this.runtime,
         batch.map((p) => ({ session: p.session, input: p.input, options: p.options })),
       )
-      this.cost.add(graph.rows, performance.now() - started)
+      this.measure(batch, performance.now() - started)
       for (const [i, p] of batch.entries()) {
         const o = outcomes[i]
         this.stats.steps++

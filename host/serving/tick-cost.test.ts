@@ -1,46 +1,44 @@
-// The batcher's fit of a graph's cost by its rows, from which a prompt's chunk is cut (step-batcher.ts).
+// The batcher's measure of what its graphs cost, from which a prompt's chunk is cut (step-batcher.ts).
 import { describe, expect, it } from 'vitest'
 import { TickCost } from './tick-cost'
 
 describe('TickCost', () => {
-  it('knows no per-row cost until graphs of two sizes have run', () => {
+  it('knows no chunk until a decode graph and a graph with prompt rows beside it have run', () => {
     const cost = new TickCost()
-    expect(cost.rowsWithin(8, 1.5)).toBeUndefined()
-    for (let i = 0; i < 10; i++) cost.add(8, 20)
-    expect(cost.rowsWithin(8, 1.5)).toBeUndefined()
+    expect(cost.rowsWithin(1.5)).toBeUndefined()
+    cost.mixed(8, 30)
+    expect(cost.rowsWithin(1.5)).toBeUndefined()
+    cost.decodeOnly(20)
+    expect(cost.rowsWithin(1.5)).toBeUndefined()
+    cost.mixed(8, 36)
+    // 8 rows added 16 ms to a 20 ms graph: 2 ms a row, so 5 rows make 30 ms (1.5×)
+    expect(cost.rowsWithin(1.5)).toBe(5)
+    expect(cost.rowsWithin(2)).toBe(10)
   })
 
-  it('gives the rows that keep a graph within the factor of the others’ cost alone', () => {
+  it('follows the prompt as its rows grow dearer (they attend to more of it), and the machine as it slows', () => {
     const cost = new TickCost()
-    // 2 ms a graph plus 1 ms a row: 8 decode rows cost 10 ms, so 5 more rows make 15 ms (1.5×)
-    for (let i = 0; i < 10; i++) {
-      cost.add(8, 10)
-      cost.add(72, 74)
-    }
-    expect(cost.rowsWithin(8, 1.5)).toBe(5)
-    expect(cost.rowsWithin(16, 2)).toBe(18)
-  })
-
-  it('follows the machine as it slows: older graphs weigh less', () => {
-    const cost = new TickCost()
-    for (let i = 0; i < 20; i++) {
-      cost.add(8, 10)
-      cost.add(72, 74)
-    }
-    // now everything costs twice as much (another process took a core): the fit moves to 2 ms a row
-    for (let i = 0; i < 60; i++) {
-      cost.add(8, 20)
-      cost.add(72, 148)
-    }
-    expect(cost.rowsWithin(8, 1.5)).toBe(5)
+    cost.decodeOnly(20)
+    for (let i = 0; i < 50; i++) cost.mixed(8, 36)
+    // 2 ms a row: 0.55 × 20 / 2 = 5.5 rows within 1.55×
+    expect(cost.rowsWithin(1.55)).toBe(5)
+    // later chunks: 4 ms a row
+    for (let i = 0; i < 100; i++) cost.mixed(8, 52)
+    expect(cost.rowsWithin(1.55)).toBe(2)
+    // decode graphs alone now take twice as long (another process took a core), and prompt rows 4 ms
+    for (let i = 0; i < 100; i++) cost.decodeOnly(40)
+    for (let i = 0; i < 100; i++) cost.mixed(8, 72)
+    expect(cost.rowsWithin(1.55)).toBe(5)
   })
 
   it('ignores a graph that reports no time or no rows', () => {
     const cost = new TickCost()
-    cost.add(0, 5)
-    cost.add(8, Number.NaN)
-    cost.add(8, -1)
-    cost.add(72, Number.POSITIVE_INFINITY)
-    expect(cost.rowsWithin(8, 1.5)).toBeUndefined()
+    cost.decodeOnly(Number.NaN)
+    cost.decodeOnly(-1)
+    expect(cost.rowsWithin(1.5)).toBeUndefined()
+    cost.decodeOnly(20)
+    cost.mixed(0, 30)
+    cost.mixed(8, Number.POSITIVE_INFINITY)
+    expect(cost.rowsWithin(1.5)).toBeUndefined()
   })
 })

@@ -1,41 +1,36 @@
-/** How much of the old fit each new graph leaves: about the last 20 graphs count. */
-const DECAY = 0.95
+/** How much each new graph moves an estimate (an exponential average over about the last 10 graphs). */
+const ALPHA = 0.1
 
 /**
- * What one batched graph costs by its rows, fitted over the last graphs run: ms = fixed + perRow × rows (least squares,
- * older graphs weighing less). Decode-only graphs (a row per session) and graphs with a prompt's chunk beside them
- * (many rows) give the fit its two ends; until both exist it knows no per-row cost.
+ * What the batcher's graphs cost, measured as they run: a graph of decode steps alone, and each prompt row a graph
+ * carries beside them (a chunk's rows attend to the prompt so far, so they cost more than a decode row). The batcher
+ * cuts a prompt's chunk from these: as many rows as keep a graph within a factor of the decode steps' cost alone.
  */
 export class TickCost {
-  private n = 0
-  private sx = 0
-  private sy = 0
-  private sxx = 0
-  private sxy = 0
+  private decodeMs: number | undefined
+  private promptRowMs: number | undefined
 
-  add(rows: number, ms: number): void {
-    if (!(rows > 0) || !(ms >= 0) || !Number.isFinite(ms)) return
-    this.n = this.n * DECAY + 1
-    this.sx = this.sx * DECAY + rows
-    this.sy = this.sy * DECAY + ms
-    this.sxx = this.sxx * DECAY + rows * rows
-    this.sxy = this.sxy * DECAY + rows * ms
+  /** A graph of decode steps (no prompt rows) took `ms`. */
+  decodeOnly(ms: number): void {
+    if (!(ms >= 0) || !Number.isFinite(ms)) return
+    this.decodeMs = this.decodeMs === undefined ? ms : this.decodeMs + ALPHA * (ms - this.decodeMs)
+  }
+
+  /** A graph of decode steps and `promptRows` rows of a prompt beside them took `ms`. */
+  mixed(promptRows: number, ms: number): void {
+    if (this.decodeMs === undefined || !(promptRows > 0) || !(ms >= 0) || !Number.isFinite(ms)) return
+    const perRow = Math.max(0, ms - this.decodeMs) / promptRows
+    this.promptRowMs = this.promptRowMs === undefined ? perRow : this.promptRowMs + ALPHA * (perRow - this.promptRowMs)
   }
 
   /**
-   * The prompt rows a graph of `otherRows` other rows may take so that it costs at most `factor` times what those rows
-   * cost alone; undefined while the fit has no per-row cost (every graph so far about the same size).
+   * The prompt rows a graph may carry beside decode steps so that it costs at most `factor` times their graph alone;
+   * undefined until both costs are measured.
    */
-  rowsWithin(otherRows: number, factor: number): number | undefined {
-    if (this.n < 2) return undefined
-    const mx = this.sx / this.n
-    const my = this.sy / this.n
-    const varx = this.sxx / this.n - mx * mx
-    if (varx < 1) return undefined
-    const perRow = (this.sxy / this.n - mx * my) / varx
-    if (!(perRow > 0)) return undefined
-    const alone = Math.max(0, my + perRow * (otherRows - mx))
+  rowsWithin(factor: number): number | undefined {
+    if (this.decodeMs === undefined || this.promptRowMs === undefined) return undefined
+    if (this.promptRowMs <= 0) return Number.POSITIVE_INFINITY
     // (a hair over: an exact fit sums to 4.999…)
-    return Math.floor(((factor - 1) * alone) / perRow + 1e-9)
+    return Math.floor(((factor - 1) * this.decodeMs) / this.promptRowMs + 1e-9)
   }
 }
