@@ -32,7 +32,7 @@ export const PREFILL_CHUNK_TOKENS = MAX_BATCHED_STEP_ROWS
  */
 const CHUNK_TICK_FACTOR = 1.5
 /** The smallest chunk, whatever the costs say (a prompt must still make headway beside a full batch). */
-const MIN_CHUNK_ROWS = 1
+const MIN_CHUNK_ROWS = 2
 /** A prompt's first chunk beside decode steps, before its rows' cost is measured. */
 const FIRST_CHUNK_ROWS = 8
 /** A graph whose steps are all this small is a decode graph: the cost a chunk beside them is measured against. */
@@ -55,8 +55,8 @@ type Pending = {
   session: ServingSession
   input: Input
   options: ForwardOptions
-  /** A chunk of a prompt (inChunks): the position of its first row. */
-  chunk: number | undefined
+  /** A chunk of a prompt (inChunks). */
+  chunk: boolean
   resolve: (out: ForwardOutput, graph: Graph) => void
   reject: (err: unknown) => void
 }
@@ -99,7 +99,7 @@ export class StepBatcher {
     // a prompt (a verify step's rows are a decode step's, and stay whole)
     if (width !== undefined && this.chunkRows > 0 && rows > MIN_CHUNK_ROWS && options.allLogits !== true) {
       const others = this.decodingBeside(session)
-      if (rows > (others > 0 ? this.chunkSize(startOf(options, 0)) : MAX_BATCH_ROWS))
+      if (rows > (others > 0 ? this.chunkSize() : MAX_BATCH_ROWS))
         return this.inChunks(session, input, options, width, rows, others)
     }
     return this.step(session, input, options)
@@ -113,7 +113,7 @@ export class StepBatcher {
     session: ServingSession,
     input: Input,
     options: ForwardOptions,
-    chunk?: number,
+    chunk = false,
   ): Promise<{ output: ForwardOutput; graph: Graph }> {
     this.lastStep.delete(session)
     this.lastStep.set(session, performance.now())
@@ -154,11 +154,10 @@ export class StepBatcher {
     const outputs: ForwardOutput[] = []
     let others = decoding
     for (let from = 0; from < rows; ) {
-      const start = startOf(options, from)
-      const to = Math.min(rows, from + (others > 0 ? this.chunkSize(start) : MAX_BATCH_ROWS))
+      const to = Math.min(rows, from + (others > 0 ? this.chunkSize() : MAX_BATCH_ROWS))
       const piece = input.subarray(from * width, to * width) as Input
       this.stats.promptPieces++
-      const { output, graph } = await this.queued(session, piece, chunkOptions(options, from, to, rows), start)
+      const { output, graph } = await this.queued(session, piece, chunkOptions(options, from, to, rows), true)
       outputs.push(output)
       others = graph.steps > 1 ? graph.rows - (to - from) : this.decodingBeside(session)
       from = to
@@ -179,26 +178,25 @@ export class StepBatcher {
     for (const [s, at] of this.lastStep) if (at < since) this.lastStep.delete(s)
   }
 
-  /** A chunk's rows from position `start` beside decode steps: as the measured costs allow, within the bound. */
-  private chunkSize(start: number): number {
-    const fit = this.cost.rowsWithin(CHUNK_TICK_FACTOR, start, this.chunkRows) ?? FIRST_CHUNK_ROWS
+  /** A chunk's rows beside decode steps: as the measured costs allow, within the configured bound. */
+  private chunkSize(): number {
+    const fit = this.cost.rowsWithin(CHUNK_TICK_FACTOR) ?? FIRST_CHUNK_ROWS
     return Math.min(this.chunkRows, Math.max(MIN_CHUNK_ROWS, fit))
   }
 
   /** A decode graph's cost, or what a prompt's rows added beside decode steps (the batcher's TickCost). */
   private measure(batch: Pending[], ms: number): void {
-    let chunk: { rows: number; start: number } | undefined
+    let promptRows = 0
     let decoding = 0
     for (const p of batch) {
       const n = rowsOf(p)
-      if (p.chunk === undefined && n <= DECODE_STEP_ROWS) decoding++
-      // one chunk beside decode steps is measured; two prompts' chunks at once are not told apart
-      else if (p.chunk !== undefined && chunk === undefined) chunk = { rows: n, start: p.chunk }
+      if (p.chunk) promptRows += n
+      else if (n <= DECODE_STEP_ROWS) decoding++
       else return
     }
     if (decoding === 0) return
-    if (chunk === undefined) this.cost.decodeOnly(ms)
-    else this.cost.mixed(chunk.rows, chunk.start, ms)
+    if (promptRows === 0) this.cost.decodeOnly(ms)
+    else this.cost.mixed(promptRows, ms)
   }
 
   private schedule(): void {
@@ -278,13 +276,6 @@ function widthOf(session: ServingSession, input: Input): number | undefined {
  */
 function rowsOf(p: Pending): number {
   return p.input.length / (widthOf(p.session, p.input) ?? 1)
-}
-
-/** The position of a prompt's row `from`, as its options give it (none: counted from the prompt's start). */
-function startOf(options: ForwardOptions, from: number): number {
-  const { positions } = options
-  if (typeof positions === 'number') return positions + from
-  return positions?.[from] ?? from
 }
 
 /** A chunk's options: rows [from, to) of the prompt's positions, token ids and indices; logits as the prompt asked. */
