@@ -8,11 +8,9 @@
 // Options: --model <gguf> (default: the 1.1B bench llama if cached, else a small generated llama)  --sessions 1,2,4,8
 //          --threads 1  --decode 64  --prompt 16  --rounds 3  --llama-dispatch-ms 5 (0: node-llama-cpp's default)
 import { loadavg } from 'node:os'
-import { getLlama, LlamaLogLevel, type Token } from 'node-llama-cpp'
-import { kvValue, readGguf } from '../gguf/reader'
+import type { Token } from 'node-llama-cpp'
 import { StepBatcher } from '../host/serving/step-batcher'
-import { ShardRuntime } from '../native'
-import { batchBenchModel } from './models'
+import { loadBatchBench, promptOf } from './batch-models'
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)
@@ -29,15 +27,6 @@ function median(xs: number[]): number {
   return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }
 
-/** Deterministic prompt tokens per session, past the special and byte tokens. */
-function promptOf(k: number, n: number, vocab: number): number[] {
-  let s = (k * 7919 + 1) >>> 0
-  return Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
-    return 259 + (s % (vocab - 259))
-  })
-}
-
 const threads = Number(arg('threads', '1'))
 const decode = Number(arg('decode', '64'))
 const promptLen = Number(arg('prompt', '16'))
@@ -46,21 +35,7 @@ const counts = arg('sessions', '1,2,4,8').split(',').map(Number)
 /** How long node-llama-cpp waits to gather its sequences' tokens into one batch (0: its default, the next cycle). */
 const LLAMA_DISPATCH_MS = Number(arg('llama-dispatch-ms', '5'))
 
-const { path, shape } = await batchBenchModel(arg('model', ''))
-const gguf = await readGguf(path)
-const arch = String(kvValue(gguf, 'general.architecture'))
-const nLayer = Number(kvValue(gguf, `${arch}.block_count`))
-const ours = await ShardRuntime.load({
-  artifacts: [path],
-  blocks: [0, nLayer],
-  embed: true,
-  head: true,
-  threads,
-  device: 'cpu',
-})
-const vocab = ours.info().nVocab
-const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error })
-const model = await llama.loadModel({ modelPath: path })
+const { path, shape, ours, vocab, model } = await loadBatchBench(arg('model', ''), threads)
 const batcher = new StepBatcher(ours)
 if (!batcher.batching)
   throw new Error(`${ours.info().arch} cannot batch; bench:batch needs a family with plain K and V caches`)

@@ -9,11 +9,9 @@
 // Options: --model <gguf> (default: the 1.1B bench llama if cached, else a small generated llama)  --threads 1
 //          --decoders 8  --prompt 2000  --chunk 64  --rounds 3  --warm 6 (tokens each decoder has before the prompt)
 import { loadavg } from 'node:os'
-import { getLlama, LlamaLogLevel, type Token } from 'node-llama-cpp'
-import { kvValue, readGguf } from '../gguf/reader'
+import type { Token } from 'node-llama-cpp'
 import { PREFILL_CHUNK_TOKENS, StepBatcher } from '../host/serving/step-batcher'
-import { ShardRuntime } from '../native'
-import { batchBenchModel } from './models'
+import { loadBatchBench, promptOf } from './batch-models'
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`)
@@ -32,15 +30,6 @@ function quantile(xs: readonly number[], q: number): number {
 
 const median = (xs: readonly number[]) => quantile(xs, 0.5)
 
-/** Deterministic prompt tokens, past the special and byte tokens. */
-function promptOf(k: number, n: number, vocab: number): number[] {
-  let s = (k * 7919 + 1) >>> 0
-  return Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
-    return 259 + (s % (vocab - 259))
-  })
-}
-
 const threads = Number(arg('threads', '1'))
 const decoders = Number(arg('decoders', '8'))
 const promptLen = Number(arg('prompt', '2000'))
@@ -54,21 +43,7 @@ const QUIET_TOKENS = 48
 /** Bound on each decoder's tokens in one run (the prompt's window ends long before on any machine). */
 const MAX_TOKENS = 4096
 
-const { path, shape } = await batchBenchModel(arg('model', ''))
-const gguf = await readGguf(path)
-const arch = String(kvValue(gguf, 'general.architecture'))
-const nLayer = Number(kvValue(gguf, `${arch}.block_count`))
-const ours = await ShardRuntime.load({
-  artifacts: [path],
-  blocks: [0, nLayer],
-  embed: true,
-  head: true,
-  threads,
-  device: 'cpu',
-})
-const vocab = ours.info().nVocab
-const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error })
-const model = await llama.loadModel({ modelPath: path })
+const { path, shape, ours, vocab, model } = await loadBatchBench(arg('model', ''), threads)
 const PROMPT = promptOf(999, promptLen, vocab)
 
 type Mode = 'quiet' | 'whole' | 'chunked' | 'llama_cpp'
@@ -91,8 +66,14 @@ function gapsIn(times: readonly number[][], from: number, to: number): number[] 
   return gaps
 }
 
+/** Until each decoder has taken `more[k]` tokens in all (polled every ms). */
+async function untilEach(times: readonly number[][], more: readonly number[]): Promise<void> {
+  while (times.some((t, k) => t.length < (more[k] as number))) await new Promise((r) => setTimeout(r, 1))
+}
+
 /**
- * Runs the decoders until `done()` says stop, each answer's time kept; `arrive` is called once each has `warm` tokens.
+ * The decoders through our batcher, each answer's time kept; unless quiet, the prompt arrives once each has `warm`
+ * tokens, run whole or in chunks as `mode` says, and they stop two tokens after it is answered.
  */
 async function ourRun(mode: Exclude<Mode, 'llama_cpp'>): Promise<Run> {
   const batcher = new StepBatcher(ours, { prefillChunkTokens: mode === 'whole' ? 0 : chunk })
@@ -120,13 +101,18 @@ async function ourRun(mode: Exclude<Mode, 'llama_cpp'>): Promise<Run> {
       }
     })
     if (mode !== 'quiet') {
-      while (times.some((t) => t.length < warm)) await new Promise((r) => setTimeout(r, 1))
+      await untilEach(
+        times,
+        times.map(() => warm),
+      )
       const t0 = performance.now()
       await batcher.forward(prompted, Int32Array.from(PROMPT), {})
       window = [t0, performance.now()]
       // a few tokens more, so the gap the prompt's last chunk held is closed
-      const after = times.map((t) => t.length)
-      while (times.some((t, k) => t.length < (after[k] as number) + 2)) await new Promise((r) => setTimeout(r, 1))
+      await untilEach(
+        times,
+        times.map((t) => t.length + 2),
+      )
       stop = true
     }
     await Promise.all(decoding)
@@ -165,12 +151,17 @@ async function llamaRun(): Promise<Run> {
         if (stop || ++i >= MAX_TOKENS) break
       }
     })
-    while (times.some((t) => t.length < warm)) await new Promise((r) => setTimeout(r, 1))
+    await untilEach(
+      times,
+      times.map(() => warm),
+    )
     const t0 = performance.now()
     await prompted.evaluateWithoutGeneratingNewTokens(PROMPT as Token[])
     const t1 = performance.now()
-    const after = times.map((t) => t.length)
-    while (times.some((t, k) => t.length < (after[k] as number) + 2)) await new Promise((r) => setTimeout(r, 1))
+    await untilEach(
+      times,
+      times.map((t) => t.length + 2),
+    )
     stop = true
     await Promise.all(decoding)
     return { gaps: gapsIn(times, t0, t1), promptMs: t1 - t0 }

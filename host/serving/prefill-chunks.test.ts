@@ -2,9 +2,8 @@
 // tick beside the other sessions' decode steps, and its answer is the whole prompt's, to the batch-shape tolerance.
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { packModel } from '../../gguf/pack'
 import { type ForwardOutput, ShardRuntime } from '../../native'
-import { STORIES_260K, scratchDir } from '../../test/models'
+import { maxAbsDiff, packedStories, removePackedStories, THREADS } from '../../test/native'
 import { StepBatcher } from './step-batcher'
 
 const PROMPT = Array.from({ length: 300 }, (_, i) => (i === 0 ? 1 : 260 + ((i * 37) % 240)))
@@ -18,14 +17,12 @@ const CHUNK = 32
  */
 const CHUNK_TOLERANCE = 1e-3
 
-let cleanup: () => Promise<void> = async () => {}
 let runtime: ShardRuntime
 
+/** The largest difference between two outputs of the same length. */
 function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   expect(a.length).toBe(b.length)
-  let worst = 0
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs((a[i] as number) - (b[i] as number)))
-  return worst
+  return maxAbsDiff(a, b)
 }
 
 /** `steps` greedy decode steps of a session whose prompt is one token, counting each answer into `answered`. */
@@ -53,20 +50,18 @@ async function decoder(
 
 describe('chunked prefill', () => {
   beforeAll(async () => {
-    const scratch = await scratchDir()
-    cleanup = scratch.cleanup
-    const manifest = await packModel({ source: STORIES_260K, out: join(scratch.dir, 'packed') })
+    const { manifest, dir } = await packedStories()
     runtime = await ShardRuntime.load({
-      artifacts: manifest.artifacts.map((a) => join(scratch.dir, 'packed', a.file)),
+      artifacts: manifest.artifacts.map((a) => join(dir, a.file)),
       blocks: [0, 5],
       embed: true,
       head: true,
-      threads: 1,
+      threads: THREADS,
     })
   })
-  afterAll(async () => {
+  afterAll(() => {
     runtime?.dispose()
-    await cleanup()
+    removePackedStories()
   })
 
   /** The prompt through `batcher` on a session of `blocks`, while `decoders` other sessions decode beside it. */

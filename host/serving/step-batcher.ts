@@ -49,15 +49,14 @@ export interface StepBatcherOptions {
 }
 
 type Input = Int32Array | Float32Array | Uint16Array
-/** The graph a step ran in: its steps and rows, the step's own included. */
-type Graph = { steps: number; rows: number }
 type Pending = {
   session: ServingSession
   input: Input
   options: ForwardOptions
   /** A chunk of a prompt (inChunks). */
   chunk: boolean
-  resolve: (out: ForwardOutput, graph: Graph) => void
+  /** `steps`: the steps of the graph it ran in, its own included. */
+  resolve: (out: ForwardOutput, steps: number) => void
   reject: (err: unknown) => void
 }
 
@@ -98,9 +97,9 @@ export class StepBatcher {
     const rows = width === undefined ? 0 : input.length / width
     // a prompt (a verify step's rows are a decode step's, and stay whole)
     if (width !== undefined && this.chunkRows > 0 && rows > MIN_CHUNK_ROWS && options.allLogits !== true) {
-      const others = this.decodingBeside(session)
-      if (rows > (others > 0 ? this.chunkSize() : MAX_BATCH_ROWS))
-        return this.inChunks(session, input, options, width, rows, others)
+      const shared = this.othersDecoding(session)
+      if (rows > (shared ? this.chunkSize() : MAX_BATCH_ROWS))
+        return this.inChunks(session, input, options, width, rows, shared)
     }
     return this.step(session, input, options)
   }
@@ -114,7 +113,7 @@ export class StepBatcher {
     input: Input,
     options: ForwardOptions,
     chunk = false,
-  ): Promise<{ output: ForwardOutput; graph: Graph }> {
+  ): Promise<{ output: ForwardOutput; steps: number }> {
     this.lastStep.delete(session)
     this.lastStep.set(session, performance.now())
     // closed sessions leave it as they go idle (insertion order: the oldest first)
@@ -125,7 +124,7 @@ export class StepBatcher {
         input,
         options,
         chunk,
-        resolve: (output, graph) => resolve({ output, graph }),
+        resolve: (output, steps) => resolve({ output, steps }),
         reject,
       })
       this.schedule()
@@ -147,30 +146,28 @@ export class StepBatcher {
     options: ForwardOptions,
     width: number,
     rows: number,
-    /** Rows of the other steps beside the next chunk: a row per session decoding, then those its last graph had. */
-    decoding: number,
+    /** Whether other sessions decode beside the next chunk: as found now, then as its last graph had them. */
+    shared: boolean,
   ): Promise<ForwardOutput> {
     this.stats.chunkedPrompts++
     const outputs: ForwardOutput[] = []
-    let others = decoding
     for (let from = 0; from < rows; ) {
-      const to = Math.min(rows, from + (others > 0 ? this.chunkSize() : MAX_BATCH_ROWS))
+      const to = Math.min(rows, from + (shared ? this.chunkSize() : MAX_BATCH_ROWS))
       const piece = input.subarray(from * width, to * width) as Input
       this.stats.promptPieces++
-      const { output, graph } = await this.queued(session, piece, chunkOptions(options, from, to, rows), true)
+      const { output, steps } = await this.queued(session, piece, chunkOptions(options, from, to, rows), true)
       outputs.push(output)
-      others = graph.steps > 1 ? graph.rows - (to - from) : this.decodingBeside(session)
+      shared = steps > 1 || this.othersDecoding(session)
       from = to
     }
     return joined(outputs, options.allLogits === true)
   }
 
-  /** Sessions other than `session` that stepped within ACTIVE_MS, or have a step waiting. */
-  private decodingBeside(session: ServingSession): number {
+  /** Whether a session other than `session` stepped within ACTIVE_MS, or has a step waiting. */
+  private othersDecoding(session: ServingSession): boolean {
     this.forgetIdle()
-    let n = 0
-    for (const s of this.lastStep.keys()) if (s !== session) n++
-    return Math.max(n, this.pending.filter((p) => p.session !== session).length)
+    for (const s of this.lastStep.keys()) if (s !== session) return true
+    return this.pending.some((p) => p.session !== session)
   }
 
   private forgetIdle(): void {
@@ -227,7 +224,6 @@ export class StepBatcher {
     if (forwardBatch === undefined) throw new ShardRuntimeError('INTERNAL', 'the runtime lost forwardBatch')
     this.stats.batches++
     this.stats.largest = Math.max(this.stats.largest, batch.length)
-    const graph = { steps: batch.length, rows: batch.reduce((n, p) => n + rowsOf(p), 0) }
     try {
       const started = performance.now()
       const outcomes = await forwardBatch.call(
@@ -240,7 +236,7 @@ export class StepBatcher {
         this.stats.steps++
         if (o === undefined)
           p.reject(new ShardRuntimeError('INTERNAL', `the batch of ${batch.length} answered ${outcomes.length} steps`))
-        else if (o.ok) p.resolve(o.output, graph)
+        else if (o.ok) p.resolve(o.output, batch.length)
         else p.reject(o.error)
       }
     } catch (err) {

@@ -59,8 +59,8 @@ export class HostProbes {
   /** Probes a ready host soon that no probe is running or waiting for (say its model got probes after it joined). */
   probeSoon(hostId: string): void {
     const host = this.registry.get(hostId)
-    const next = this.timers.get(hostId)
     if (!host?.online || host.state.status !== 'ready' || this.probing.has(hostId)) return
+    const next = this.timers.get(hostId)
     // a probe due soon (a retry) is kept; a random wait set while it was verified is not
     if (next === undefined || next.due > Date.now() + RETRY_MS) this.schedule(hostId, 0)
   }
