@@ -19,6 +19,11 @@ const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./tracker')).trackerCommand,
   },
   {
+    name: 'pull',
+    summary: 'download a GGUF model from Hugging Face (resumable, sha256-checked) and pack it for publishing',
+    load: async () => (await import('./pull')).pullCommand,
+  },
+  {
     name: 'publish',
     summary: 'publish a packed model to a tracker and seed its artifacts',
     load: async () => (await import('./publish')).publishCommand,

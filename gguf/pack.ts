@@ -5,12 +5,14 @@ import { GGUFValueType } from '@huggingface/gguf'
 import { MANIFEST_FORMAT, Manifest, type ManifestArtifact, NeuronError } from '../protocol'
 import { alignUp } from './ggml-types'
 import { describeModel, type ModelLayout } from './model'
-import { type GgufFile, type GgufKv, type GgufTensor, readGguf } from './reader'
+import type { GgufFile, GgufKv, GgufTensor } from './reader'
 import { sha256File } from './source-hash'
+import { type GgufModelFiles, readGgufModel } from './split'
 import { tokenizerGgufOf } from './tokenizer'
 import { serializeHeader } from './writer'
 
 export interface PackOptions {
+  /** A GGUF file, or the first part of a split one (`…-00001-of-0000N.gguf`, the other parts beside it). */
   readonly source: string
   /** Directory to create; it must not exist. */
   readonly out: string
@@ -62,22 +64,23 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
       `--max-artifact-bytes must be a whole number above 0, not ${options.maxArtifactBytes}.`,
     )
   }
-  const file = await readGguf(source)
+  const files = await readGgufModel(source)
+  const { file } = files
   const model = describeModel(file)
   const plans = planArtifacts(model, options)
   const pieceBytes = torrentPieceBytes(model.tensorBytes)
-  const modelId = options.modelId ?? slug(basename(source).replace(/\.gguf$/i, ''))
+  const modelId = options.modelId ?? slug(files.stem)
 
   const staging = join(dirname(out), `.${basename(out)}.partial-${process.pid}`)
   await rm(staging, { recursive: true, force: true })
   await mkdir(staging, { recursive: true })
   try {
-    const sourceHash = sha256File(source)
+    const sourceHash = sha256File(files.parts)
     const total = plans.reduce((sum, p) => sum + p.tensors.reduce((s, t) => s + t.bytes, 0), 0)
     let copied = 0
     const buffers = [Buffer.allocUnsafe(CHUNK), Buffer.allocUnsafe(CHUNK)] as const
     const artifacts: ManifestArtifact[] = []
-    const sourceHandle = await open(source, 'r')
+    const handles = await Promise.all(files.parts.map((p) => open(p, 'r')))
     try {
       for (const plan of plans) {
         const written = await writeArtifact(
@@ -85,7 +88,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
           file,
           plan,
           model.hparams.nLayer,
-          sourceHandle,
+          { files, handles },
           buffers,
           pieceBytes,
           (n) => {
@@ -103,7 +106,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
         })
       }
     } finally {
-      await sourceHandle.close()
+      await Promise.all(handles.map((h) => h.close()))
     }
     const { sha256, bytes } = await sourceHash
     const manifest = Manifest.parse({
@@ -127,6 +130,7 @@ export async function packModel(options: PackOptions): Promise<Manifest> {
       tiedEmbeddings: model.tiedEmbeddings,
       alignment: file.alignment,
       pieceBytes,
+      // A split model's bytes and sha256 are its parts' one after the other.
       source: { file: basename(source), bytes, sha256 },
       tokenizerSha256: createHash('sha256').update(tokenizerGgufOf(file)).digest('hex'),
       artifacts,
@@ -182,23 +186,23 @@ function planArtifacts(model: ModelLayout, options: PackOptions): ArtifactPlan[]
 
 async function writeArtifact(
   path: string,
-  source: GgufFile,
+  file: GgufFile,
   plan: ArtifactPlan,
   nLayer: number,
-  sourceHandle: Awaited<ReturnType<typeof open>>,
+  source: { readonly files: GgufModelFiles; readonly handles: readonly Awaited<ReturnType<typeof open>>[] },
   buffers: readonly [Buffer, Buffer],
   pieceBytes: number,
   progress: (bytes: number) => void,
 ): Promise<{ bytes: number; sha256: string }> {
   const kvs: GgufKv[] = [
-    ...source.kvs,
+    ...file.kvs,
     { key: 'neuron.format', type: GGUFValueType.UINT32, value: 1 },
     { key: 'neuron.role', type: GGUFValueType.STRING, value: plan.role },
     { key: 'neuron.block_begin', type: GGUFValueType.UINT32, value: plan.blocks?.[0] ?? 0 },
     { key: 'neuron.block_end', type: GGUFValueType.UINT32, value: plan.blocks?.[1] ?? 0 },
     { key: 'neuron.block_count', type: GGUFValueType.UINT32, value: nLayer },
   ]
-  const header = serializeHeader(kvs, plan.tensors, source.alignment)
+  const header = serializeHeader(kvs, plan.tensors, file.alignment)
   // The artifact as a list of pieces: header, then each tensor's source range after its padding.
   const pieces: Piece[] = [{ bytes: header.bytes }]
   let length = header.bytes.length
@@ -207,6 +211,7 @@ async function writeArtifact(
     if (start > length) pieces.push({ bytes: Buffer.alloc(start - length) })
     for (let done = 0; done < tensor.bytes; done += CHUNK) {
       pieces.push({
+        part: source.files.partOf.get(tensor) ?? 0,
         sourceOffset: tensor.offset + done,
         length: Math.min(CHUNK, tensor.bytes - done),
         tensor: tensor.name,
@@ -223,11 +228,12 @@ async function writeArtifact(
   const out = await open(path, 'wx')
   const read = async (piece: Piece, into: Buffer): Promise<Buffer> => {
     if ('bytes' in piece) return piece.bytes
-    const { bytesRead } = await sourceHandle.read(into, 0, piece.length, piece.sourceOffset)
+    const handle = source.handles[piece.part]
+    const { bytesRead } = (await handle?.read(into, 0, piece.length, piece.sourceOffset)) ?? { bytesRead: 0 }
     if (bytesRead !== piece.length)
       throw new NeuronError(
         'truncated',
-        `${source.path} ended while copying tensor ${piece.tensor}; was it changed during packing?`,
+        `${source.files.parts[piece.part]} ended while copying tensor ${piece.tensor}; was it changed during packing?`,
       )
     return into.subarray(0, bytesRead)
   }
@@ -252,7 +258,7 @@ async function writeArtifact(
 
 type Piece =
   | { readonly bytes: Buffer }
-  | { readonly sourceOffset: number; readonly length: number; readonly tensor: string }
+  | { readonly part: number; readonly sourceOffset: number; readonly length: number; readonly tensor: string }
 
 /**
  * BitTorrent piece size for a model: a power of two from 16 KiB to 4 MiB aiming at about 2000

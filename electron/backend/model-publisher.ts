@@ -1,9 +1,9 @@
-import { open, readdir, rename, rm, stat } from 'node:fs/promises'
-import { basename, join } from 'node:path'
-import { packModel } from '../../gguf/pack'
+import { open, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { packOnce } from '../../host/packs'
 import { type Publication, publishModel, readManifest } from '../../host/publish'
 import type { NodeIdentity } from '../../identity/keys'
-import { type Manifest, NeuronError } from '../../protocol'
+import { NeuronError } from '../../protocol'
 
 const GGUF_MAGIC = Buffer.from('GGUF')
 
@@ -47,7 +47,7 @@ export class ModelPublisher {
   /** Returns the model id; publishing the same model again to the same tracker is a no-op. */
   async publish(source: string, trackerUrl: string, identity: NodeIdentity): Promise<string> {
     await checkGguf(source)
-    const dir = await this.packed(source)
+    const dir = await packOnce(this.publishedDir, source, this.log)
     const manifest = await readManifest(dir)
     if (this.publications.has(manifest.modelId)) return manifest.modelId
     const publication = await publishModel(dir, trackerUrl, identity, join(this.dataDir, 'publisher'))
@@ -61,40 +61,5 @@ export class ModelPublisher {
     const all = [...this.publications.values()]
     this.publications.clear()
     await Promise.all(all.map((p) => p.close()))
-  }
-
-  /** The pack directory of `source`: an existing one with the same source file and size, or a fresh pack. */
-  private async packed(source: string): Promise<string> {
-    const size = (await stat(source)).size
-    for (const [dir, manifest] of await this.existingPacks()) {
-      if (manifest.source.file === basename(source) && manifest.source.bytes === size) return dir
-    }
-    const staging = join(this.publishedDir, `.packing-${process.pid}-${Date.now()}`)
-    const manifest = await packModel({ source, out: staging, blocksPerArtifact: 1 })
-    const target = join(this.publishedDir, manifest.modelId)
-    const clash = await readManifest(target).catch(() => undefined)
-    if (clash !== undefined) {
-      await rm(staging, { recursive: true, force: true })
-      if (clash.source.sha256 === manifest.source.sha256) return target
-      throw new NeuronError(
-        'model_exists',
-        `another model named ${manifest.modelId} is already published from ${target} (source ` +
-          `${clash.source.file}); rename ${basename(source)} and add it again`,
-      )
-    }
-    await rename(staging, target)
-    this.log(`packed ${source} into ${target}: ${manifest.artifacts.length} artifacts`)
-    return target
-  }
-
-  private async existingPacks(): Promise<[string, Manifest][]> {
-    const names = await readdir(this.publishedDir).catch(() => [] as string[])
-    const out: [string, Manifest][] = []
-    for (const name of names.filter((n) => !n.startsWith('.'))) {
-      const dir = join(this.publishedDir, name)
-      const manifest = await readManifest(dir).catch(() => undefined)
-      if (manifest !== undefined) out.push([dir, manifest])
-    }
-    return out
   }
 }
