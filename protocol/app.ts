@@ -3,6 +3,7 @@ import { AccessMethods } from './app-access'
 import { ChatMethods, ConversationMethods } from './app-chat'
 import { EarningsMethods } from './app-earnings'
 import { HostingMethods, HostingStatus } from './app-hosting'
+import { HubMethods } from './app-hub'
 import { SettingsMethods } from './app-settings'
 import { SwarmMethods, TrackerLinkStatus } from './app-swarm'
 import { ChatHop, ChatId, ChatSummary } from './chat'
@@ -24,6 +25,7 @@ export * from './app-access'
 export * from './app-chat'
 export * from './app-earnings'
 export * from './app-hosting'
+export * from './app-hub'
 export * from './app-settings'
 export * from './app-swarm'
 export * from './chat'
@@ -44,6 +46,7 @@ export const AppApi = {
   ...SettingsMethods,
   ...ConversationMethods,
   ...AccessMethods,
+  ...HubMethods,
 } as const
 export type AppApi = typeof AppApi
 

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path'
 import { trackerBase } from '../../dataplane/tracker-connection'
 import { hardwareProfile } from '../../host/hardware'
+import { hubConfigFromEnv } from '../../host/hub/hub-config'
 import { SerialQueue } from '../../host/serial-queue'
 import { NodeIdentity } from '../../identity/keys'
 import { type Ack, type AppHandlers, dispatchAppCall, type HostingStatus, Limits } from '../../protocol'
@@ -12,6 +13,7 @@ import { ComputerController } from './controllers/computer'
 import { ConversationsController } from './controllers/conversations'
 import { EarningsController } from './controllers/earnings'
 import { HostingController } from './controllers/hosting'
+import { HubController } from './controllers/hub'
 import { IdentityController } from './controllers/identity'
 import { LanController } from './controllers/lan'
 import { ModelsController } from './controllers/models'
@@ -24,6 +26,7 @@ import { resolveDataDir } from './data-dir'
 import { DEFAULT_MODEL } from './default-model'
 import { AppEventBus, type AppEventListener } from './events'
 import { HostingRunner } from './hosting'
+import { HubDownloads } from './hub-downloads'
 import { admittedKeys } from './lan/admission'
 import { LanPresence } from './lan/presence'
 import type { SettingsStore } from './settings-store'
@@ -78,6 +81,7 @@ export class AppBackend {
   private readonly chats: ChatRunner
   private readonly earnings: EarningsController
   private readonly lan: LanPresence
+  private readonly hubDownloads: HubDownloads
   private readonly settingsStore: SettingsStore
   private readonly log: (line: string) => void
   private closing = false
@@ -177,9 +181,17 @@ export class AppBackend {
     })
     const limits = () => settings.limits
     const api = new ApiController(swarm, store)
+    const models = new ModelsController({ swarm, store, defaultModels: o.defaultModels, pickFile: o.pickFile })
+    this.hubDownloads = new HubDownloads({
+      dataDir,
+      config: () => hubConfigFromEnv(),
+      add: async (path) => (await models.handlers['models.add']({ path }, undefined)).modelId,
+      log,
+    })
     const registry = {
       computer: new ComputerController({ dataDir, limits }),
-      models: new ModelsController({ swarm, store, defaultModels: o.defaultModels, pickFile: o.pickFile }),
+      models,
+      hub: new HubController(() => hubConfigFromEnv(), this.hubDownloads),
       hosting: new HostingController({ dataDir, limits, swarm, runner: this.hosting, changes }),
       earnings: this.earnings,
       reputation: new ReputationController(swarm, () => this.earnings.dashboard()),
@@ -257,6 +269,7 @@ export class AppBackend {
       )
       void backend.hosting.restore(saved.hosting)
     }
+    void backend.hubDownloads.restore()
     return backend
   }
 
@@ -297,6 +310,7 @@ export class AppBackend {
   async close(): Promise<void> {
     if (this.closing) return
     this.closing = true
+    this.hubDownloads.close()
     await this.swarm.close(async () => {
       this.chats.stopAll()
       // the conversations' sessions end while the client is still connected: hosts free their caches, audits run

@@ -1,5 +1,5 @@
 import { RefreshCw } from 'lucide-react'
-import { useEffect, useState } from 'react'
+import { useCallback, useEffect, useState } from 'react'
 import { useStore } from 'zustand'
 import { ConfirmDialog } from '../components/ConfirmDialog'
 import { ErrorNote } from '../components/ErrorNote'
@@ -10,6 +10,7 @@ import { useStores } from '../stores/context'
 import { phaseText, showsPicker } from '../stores/hosting/selectors'
 import { AddModelForm } from './host/AddModelForm'
 import { HostingProgress } from './host/HostingProgress'
+import { HubPanel } from './host/HubPanel'
 import { ModelList } from './host/ModelList'
 import { PlacementPreview } from './host/PlacementPreview'
 
@@ -20,6 +21,16 @@ export function HostScreen() {
   const { status } = state
   const phase = status?.phase ?? 'idle'
   const [confirmingStop, setConfirmingStop] = useState(false)
+  // A model downloaded from the Hub is published by the backend: list it and show where it would be hosted.
+  const hubReady = useCallback(
+    (modelId: string) => {
+      void hosting
+        .getState()
+        .loadModels()
+        .then(() => hosting.getState().selectModel(modelId))
+    },
+    [hosting],
+  )
 
   useEffect(() => {
     void hosting.getState().loadModels()
@@ -89,6 +100,7 @@ export function HostScreen() {
               />
             )}
           </Panel>
+          <HubPanel onReady={hubReady} />
         </div>
       ) : (
         status !== null && (

@@ -5,6 +5,7 @@ import { createComputerStore } from './computer/store'
 import { createConnectionStore } from './connection/store'
 import { createEarningsStore } from './earnings/store'
 import { createHostingStore } from './hosting/store'
+import { createHubStore } from './hub/store'
 import { createLanStore } from './lan/store'
 import { createReputationStore } from './reputation/store'
 import { createSettingsStore } from './settings/store'
@@ -16,6 +17,7 @@ export function createStores(bridge: ConnectedBridge) {
     connection: createConnectionStore(bridge),
     computer: createComputerStore(bridge),
     hosting: createHostingStore(bridge),
+    hub: createHubStore(bridge),
     earnings: createEarningsStore(bridge),
     reputation: createReputationStore(bridge),
     chat: createChatStore(bridge, { legacy: localStorage }),
