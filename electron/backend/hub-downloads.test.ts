@@ -1,5 +1,5 @@
-// The app's Hugging Face downloads on its real backend (embedded tracker, stories260K), against a local HTTP server that
-// answers as the Hub does: the real Hub cannot be reached on this machine.
+// The app's Hugging Face downloads on its real backend (embedded tracker, stories260K), against a local HTTP server
+// that answers as the Hub does: the real Hub cannot be reached on this machine.
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
