@@ -25,6 +25,8 @@ export class AppHarness {
   page!: Page
   /** Every process started, the app's restarts and the specs' own trackers too: stopped at the end, last first. */
   readonly processes: NeuronProcess[] = []
+  /** Environment for the app process (a spec's HF_ENDPOINT), set before start. */
+  env: NodeJS.ProcessEnv = {}
   private browser: Browser | undefined
   private cleanup: () => Promise<void> = async () => {}
 
@@ -67,6 +69,7 @@ export class AppHarness {
   async startApp(): Promise<void> {
     this.app = startNeuron(['app', '--headless', '--data-dir', join(this.dir, 'app'), '--threads', '1', '--no-open'], {
       NEURON_RENDERER_DIR: join(this.dir, 'renderer'),
+      ...this.env,
     })
     this.processes.push(this.app)
     // The printed link carries the key; the page swaps it for a cookie.
