@@ -7,6 +7,7 @@ import {
   type MoeOptions,
 } from '../gguf/generate'
 import { flagOf, MOE_OPTION_KEYS } from '../gguf/generate-archs'
+import { hfTokenizerMetadata } from '../gguf/hf-tokenizer'
 import { formatBytes } from '../gguf/inspect'
 import { quantizeRows } from '../native/quantize'
 import { intOption, parseCommandArgs, renamedOption, requireOption } from './args'
@@ -24,6 +25,8 @@ q4_K, q5_K and q6_K are llama-quantize's Q4_K_S, Q5_K_S and Q6_K mixes, q4_K_M i
 quantized by ggml; rows not a multiple of 256 fall back to q5_0/q5_1/q8_0 (f16 below 32) as llama.cpp's do.
 
   --tied              no output.weight: the head reuses the token embedding
+  --tokenizer DIR     a real vocabulary and chat template from a Hugging Face folder (tokenizer.json, and
+                      tokenizer_config.json); --vocab is its size. Byte-level BPE: Llama 3, Qwen 2/3, gpt-oss
   --experts N         routed experts (every expert architecture; default 8)
   --experts-used N    experts each token uses (default 2)
   --expert-ff F       each expert's width (default --ff; mixtral's are --ff; qwen35moe's shared expert is --ff)
@@ -68,6 +71,7 @@ Examples:
       out: { type: 'string' },
       tied: { type: 'boolean' },
       'compress-ratios': { type: 'string' },
+      tokenizer: { type: 'string' },
       ...Object.fromEntries(MOE_OPTION_KEYS.map((k) => [flagOf(k).slice(2), { type: 'string' as const }])),
     })
     const raw = values as Record<string, string | undefined>
@@ -80,6 +84,7 @@ Examples:
     }
     const started = performance.now()
     const heads = num('heads')
+    const tokenizer = raw.tokenizer === undefined ? undefined : await hfTokenizerMetadata(raw.tokenizer)
     const result = await generateModel({
       arch: requireOption('arch', values.arch) as GeneratedArch,
       blocks: requireOption('blocks', intOption('blocks', renamedOption(values, 'blocks', 'layers'), { min: 0 })),
@@ -87,7 +92,8 @@ Examples:
       heads,
       kvHeads: raw['kv-heads'] === undefined ? heads : num('kv-heads'),
       ff: num('ff'),
-      vocab: num('vocab'),
+      vocab: tokenizer !== undefined && raw.vocab === undefined ? tokenizer.size : num('vocab'),
+      ...(tokenizer === undefined ? {} : { tokenizer }),
       type: requireOption('type', values.type) as GeneratedType,
       seed: raw.seed === undefined ? 0 : num('seed'),
       out: requireOption('out', values.out),

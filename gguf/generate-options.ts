@@ -1,6 +1,8 @@
 // The architectures gen-model writes and the options each takes, with their defaults; the
 // tensors and keys per architecture live in generate-archs*.ts.
+
 import type { GeneratedType, RowQuantizer } from './generate-quant'
+import type { TokenizerMetadata } from './hf-tokenizer'
 
 export const GENERATED_ARCHS = [
   'llama',
@@ -61,6 +63,8 @@ export interface GenerateOptions extends MoeOptions {
   readonly kvHeads: number
   readonly ff: number
   readonly vocab: number
+  /** A real vocabulary and chat template (hfTokenizerMetadata) instead of the made-up one; `vocab` is its size. */
+  readonly tokenizer?: TokenizerMetadata
   readonly type: GeneratedType
   readonly seed: number
   readonly out: string

