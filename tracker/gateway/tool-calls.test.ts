@@ -85,6 +85,17 @@ describe('tool calls in a chat template’s syntax', () => {
     },
   )
 
+  it('reads a call whose section ends in a newline of its own, as Qwen’s "<|im_end|>\\n" does', () => {
+    const qwen = callSyntaxOf({
+      call: { prefix: '<tool_call>\n{"name": "', paramsPrefix: '", "arguments": ', suffix: '}\n</tool_call>' },
+      parallelism: { call: { sectionPrefix: '', betweenCalls: '\n', sectionSuffix: '<|im_end|>\n' } },
+    })
+    const text = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call><|im_end|>\n'
+    expect(accepts(toolGrammar(TOOLS, 'required', false, qwen), text)).toBe(true)
+    expect(parseToolCalls(text, qwen, TOOLS)?.map((c) => c.function.arguments)).toEqual(['{"a":1,"b":2}'])
+    expect(parseToolCalls(`${text}and more`, qwen, TOOLS)).toBeUndefined()
+  })
+
   it('refuses a template whose call syntax is special tokens with tools_unsupported', () => {
     expect(() =>
       callSyntaxOf({ call: { prefix: [{ type: 'specialToken', value: 'EOT' }], paramsPrefix: '', suffix: '' } }),

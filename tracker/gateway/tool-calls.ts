@@ -190,7 +190,8 @@ export function parseToolCalls(text: string, syntax: CallSyntax, tools: Tools): 
       type: 'function',
       function: { name, arguments: JSON.stringify(args) },
     })
-    if (expect(syntax.sectionSuffix) && at === text.trimEnd().length) return calls
+    // The section may end in white space itself (Qwen's "<|im_end|>\n"): only white space may follow it.
+    if (expect(syntax.sectionSuffix) && text.slice(at).trim() === '') return calls
     if (!expect(syntax.betweenCalls)) return undefined
   }
 }
