@@ -1,6 +1,7 @@
 // Token sampling at the last hop, in llama.cpp's default chain order:
 // repeat penalty -> top-k -> top-p -> min-p -> temperature -> draw (greedy when temperature <= 0).
 import { ShardRuntimeError } from './errors'
+import { bestIds, byLogit, drawToken } from './sampler-draw'
 
 export type SampleParams = {
   /** <= 0 (the default) picks the most likely token. */
@@ -98,19 +99,6 @@ function check(params: SampleParams): void {
     bad('topLogprobs', params.topLogprobs)
 }
 
-/** The ids of the `n` largest values, largest first (one pass; an insertion into the n best so far). */
-function bestIds(values: Float32Array, n: number): number[] {
-  const best: number[] = []
-  for (let i = 0; i < values.length; i++) {
-    if (best.length === n && (values[i] as number) <= (values[best[n - 1] as number] as number)) continue
-    let at = best.length
-    while (at > 0 && (values[best[at - 1] as number] as number) < (values[i] as number)) at--
-    best.splice(at, 0, i)
-    if (best.length > n) best.pop()
-  }
-  return best
-}
-
 /** The `n` largest log-probabilities of `logits`, most likely first. */
 export function topLogprobs(logits: Float32Array, n: number): { token: number; logprob: number }[] {
   let max = Number.NEGATIVE_INFINITY
@@ -141,6 +129,46 @@ function penalized(logits: Float32Array, params: SampleParams, history: readonly
       if (t >= 0 && t < work.length && c > 0) work[t] = (work[t] as number) - c * frequency - presence
   }
   return work
+}
+
+/** The smallest prefix (in sampler order) of the candidates whose probability at T = 1 reaches `topP`. */
+function nucleus(work: Float32Array, ids: number[] | undefined, topP: number): number[] {
+  const n = ids?.length ?? work.length
+  let max = Number.NEGATIVE_INFINITY
+  for (let k = 0; k < n; k++) max = Math.max(max, work[ids === undefined ? k : (ids[k] as number)] as number)
+  const e = new Float64Array(n)
+  let sum = 0
+  for (let k = 0; k < n; k++) {
+    e[k] = Math.exp((work[ids === undefined ? k : (ids[k] as number)] as number) - max)
+    sum += e[k] as number
+  }
+  // A token of the nucleus leaves more than 1 − topP of the mass from it on, in at most n tokens no heavier than it:
+  // only tokens above (1 − topP) / n of the mass can be in it, so only they are sorted.
+  const floor = ((1 - topP) / n) * sum
+  const candidates: number[] = []
+  for (let k = 0; k < n; k++) if ((e[k] as number) > floor) candidates.push(ids === undefined ? k : (ids[k] as number))
+  const ordered = byLogit(work, candidates)
+  let cum = 0
+  for (let i = 0; i < ordered.length; i++) {
+    cum += Math.exp((work[ordered[i] as number] as number) - max) / sum
+    if (cum >= topP) return ordered.slice(0, i + 1)
+  }
+  return ordered // rounding kept the sum a hair under topP: every candidate
+}
+
+/** The candidates at least `minP` times as likely as the most likely, in sampler order. */
+function aboveMinP(work: Float32Array, ids: number[] | undefined, minP: number): number[] {
+  const n = ids?.length ?? work.length
+  let max = Number.NEGATIVE_INFINITY
+  for (let k = 0; k < n; k++) max = Math.max(max, work[ids === undefined ? k : (ids[k] as number)] as number)
+  // p ≥ p_max · minP  ⇔  logit ≥ max + ln(minP)
+  const floor = max + Math.log(minP)
+  const kept: number[] = []
+  for (let k = 0; k < n; k++) {
+    const id = ids === undefined ? k : (ids[k] as number)
+    if ((work[id] as number) >= floor) kept.push(id)
+  }
+  return ids === undefined ? byLogit(work, kept) : kept
 }
 
 function stuck(): never {
@@ -192,52 +220,15 @@ function choose(work: Float32Array, params: SampleParams, rng: () => number): nu
     return allow === undefined || allow(best) ? best : firstAllowed(work, allow, new Set([best]))
   }
 
-  let ids = Array.from(work.keys()).sort((a, b) => (work[b] as number) - (work[a] as number))
-  if (params.topK && params.topK > 0) ids = ids.slice(0, params.topK)
-  const probsOf = (list: number[], temp: number) => {
-    const max = work[list[0] as number] as number
-    const e = list.map((id) => Math.exp(((work[id] as number) - max) / temp))
-    const sum = e.reduce((a, b) => a + b, 0)
-    return e.map((x) => x / sum)
-  }
-  if (params.topP !== undefined && params.topP < 1) {
-    const p = probsOf(ids, 1)
-    let cum = 0
-    let keep = ids.length
-    for (let i = 0; i < p.length; i++) {
-      cum += p[i] as number
-      if (cum >= params.topP) {
-        keep = i + 1
-        break
-      }
-    }
-    ids = ids.slice(0, Math.max(1, keep))
-  }
-  if (params.minP !== undefined && params.minP > 0) {
-    const p = probsOf(ids, 1)
-    const floor = (p[0] as number) * params.minP
-    ids = ids.filter((_, i) => (p[i] as number) >= floor)
-  }
-  const refused = new Set<number>()
-  for (let draws = 0; ids.length > 0 && draws < MAX_REFUSED_DRAWS; draws++) {
-    const p = probsOf(ids, temperature)
-    const r = rng()
-    let cum = 0
-    let at = ids.length - 1
-    for (let i = 0; i < ids.length; i++) {
-      cum += p[i] as number
-      if (r < cum) {
-        at = i
-        break
-      }
-    }
-    const chosen = ids[at] as number
-    if (allow === undefined || allow(chosen)) return chosen
-    refused.add(chosen)
-    ids = ids.filter((_, i) => i !== at)
-  }
+  const truncated = params.topK && params.topK > 0 && params.topK < work.length
+  let ids: number[] | undefined = truncated ? bestIds(work, params.topK as number) : undefined
+  if (params.topP !== undefined && params.topP < 1) ids = nucleus(work, ids, params.topP)
+  if (params.minP !== undefined && params.minP > 0) ids = aboveMinP(work, ids, params.minP)
+  const drawn = drawToken(work, ids, temperature, rng, allow, MAX_REFUSED_DRAWS)
+  if ('chosen' in drawn) return drawn.chosen
+  const { rest, refused } = drawn
   // Refused too often: the rest, in logit order (the truncated candidates first, then the whole vocabulary).
   if (allow === undefined) return stuck()
-  for (const id of ids) if (allow(id)) return id
-  return firstAllowed(work, allow, new Set([...refused, ...ids]))
+  for (const id of rest) if (allow(id)) return id
+  return firstAllowed(work, allow, new Set([...refused, ...rest]))
 }

@@ -87,7 +87,7 @@ for (const vocab of ['llama3', 'qwen3', 'gptoss'] as RealVocab[]) {
       await cleanup()
     })
 
-    it('answers a json_schema response that parses and validates; its prompt is node-llama-cpp’s rendering', async () => {
+    it('answers a json_schema response that parses and validates; its prompt is node-llama-cpp’s', async () => {
       const answer = await openai.chat.completions.create({
         model,
         messages: [{ role: 'user', content: QUESTION }],
