@@ -55,6 +55,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`a model from a local Hub, in the app${NEEDS_CHR
     const card = page.getByTestId(`hub-model-${NAME}`)
     await card.waitFor()
     expect(await card.textContent()).toMatch(/Q8_0.*1\.\d MB.*Fits on this computer whole\./)
+    // The embedded swarm publishes the same bytes (stories260K) already: matched by the Hub's sha256.
+    expect(await page.getByTestId(`hub-on-swarm-${NAME}`).textContent()).toMatch(/Already on this swarm as stories260k/)
     await screenshot(page, 'hub-repository')
     hub.troubleNext(`${NAME}.gguf`, { cutAfter: 400_000 })
     await page.getByTestId(`hub-download-${NAME}`).click()

@@ -27,6 +27,13 @@ export const HubDownloadView = z.object({
 })
 export type HubDownloadView = z.infer<typeof HubDownloadView>
 
+/** A repository's model as the Host screen offers it. */
+export const HubModelChoice = HubGgufModel.extend({
+  /** The swarm's model packed from this very file (same sha256), if any: hosted without the GGUF. */
+  swarmModelId: ModelId.nullable(),
+})
+export type HubModelChoice = z.infer<typeof HubModelChoice>
+
 /** hub.*: the Host screen's "From Hugging Face". */
 export const HubMethods = {
   'hub.search': rpc(
@@ -39,7 +46,7 @@ export const HubMethods = {
     z.object({
       repo: HubRepoId,
       gated: z.boolean(),
-      models: z.array(HubGgufModel).max(1000),
+      models: z.array(HubModelChoice).max(1000),
       /** Files offered as no model, and why (a split with parts missing…). */
       skipped: z.array(z.object({ path: z.string(), why: z.string() })).max(1000),
     }),

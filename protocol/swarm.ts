@@ -44,6 +44,13 @@ export const ModelSummary = z.object({
   infoHash: InfoHash,
   /** Ready hosts serving each block. */
   coverage: z.array(Count).max(MAX_BLOCKS),
+  /** The GGUF it was packed from, by name and sha256 (absent from older trackers): a Hub file's swarm model. */
+  source: z
+    .object({
+      file: z.string().max(512),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    })
+    .optional(),
 })
 export type ModelSummary = z.infer<typeof ModelSummary>
 

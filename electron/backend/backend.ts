@@ -191,7 +191,11 @@ export class AppBackend {
     const registry = {
       computer: new ComputerController({ dataDir, limits }),
       models,
-      hub: new HubController(() => hubConfigFromEnv(), this.hubDownloads),
+      hub: new HubController(
+        () => hubConfigFromEnv(),
+        this.hubDownloads,
+        async () => (await swarm.rpc('models.list', {})).models,
+      ),
       hosting: new HostingController({ dataDir, limits, swarm, runner: this.hosting, changes }),
       earnings: this.earnings,
       reputation: new ReputationController(swarm, () => this.earnings.dashboard()),

@@ -49,10 +49,17 @@ describe('Hugging Face in the app’s backend (local Hub answering as huggingfac
     backends.push(first)
     const { hits } = await call<{ hits: { id: string }[] }>(first, 'hub.search', { query: 'stories' })
     expect(hits.map((h) => h.id)).toEqual(['karpathy/stories260K-GGUF'])
-    const listed = await call<{ models: { name: string; quant: string }[] }>(first, 'hub.models', {
-      repo: 'karpathy/stories260K-GGUF',
-    })
-    expect(listed.models.map((m) => [m.name, m.quant])).toEqual([['stories260K-Q8_0', 'Q8_0']])
+    const listed = await call<{ models: { name: string; quant: string; swarmModelId: string | null }[] }>(
+      first,
+      'hub.models',
+      {
+        repo: 'karpathy/stories260K-GGUF',
+      },
+    )
+    expect(listed.models.map((m) => [m.name, m.quant, m.swarmModelId])).toEqual([
+      // the embedded swarm's default model is packed from these very bytes
+      ['stories260K-Q8_0', 'Q8_0', 'stories260k'],
+    ])
 
     hub.troubleNext('stories260K-Q8_0.gguf', { cutAfter: 400_000 })
     await call(first, 'hub.download', { repo: 'karpathy/stories260K-GGUF', name: 'stories260K-Q8_0' })

@@ -202,6 +202,7 @@ export class ModelCatalog extends EventEmitter<CatalogEvents> {
       bytes: m.manifest.artifacts.reduce((s, a) => s + a.bytes, 0),
       infoHash: m.infoHash,
       coverage: this.registry.coverage(m.manifest.modelId, m.manifest.nLayer),
+      source: { file: m.manifest.source.file, sha256: m.manifest.source.sha256 },
     }))
   }
 }

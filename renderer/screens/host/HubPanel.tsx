@@ -96,6 +96,20 @@ export function HubPanel({ onReady }: { onReady(modelId: string): void }) {
                     </div>
                     <div className="muted small mono">{m.name}</div>
                     <div className={`small ${fit.level === 'none' ? 'warn-text' : 'good-text'}`}>{fit.text}</div>
+                    {m.swarmModelId !== null && (
+                      <div className="small" data-testid={`hub-on-swarm-${m.name}`}>
+                        Already on this swarm as <span className="mono">{m.swarmModelId}</span>: host it without
+                        downloading the file.{' '}
+                        <button
+                          type="button"
+                          className="link-button"
+                          onClick={() => onReady(m.swarmModelId as string)}
+                          data-testid={`hub-host-${m.name}`}
+                        >
+                          Show its placement
+                        </button>
+                      </div>
+                    )}
                     <button
                       type="button"
                       className="button"

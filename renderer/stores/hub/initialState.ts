@@ -1,5 +1,5 @@
-import type { HubDownloadView } from '../../../protocol/app'
-import type { HubGgufModel, HubSearchHit } from '../../../protocol/hub'
+import type { HubDownloadView, HubModelChoice } from '../../../protocol/app'
+import type { HubSearchHit } from '../../../protocol/hub'
 import type { ShownError } from '../../api/errorText'
 
 export interface HubState {
@@ -10,7 +10,7 @@ export interface HubState {
   /** The repository whose models are listed; null before one is opened. */
   repo: string | null
   gated: boolean
-  models: HubGgufModel[] | null
+  models: HubModelChoice[] | null
   loadingModels: boolean
   downloads: HubDownloadView[]
   error: ShownError | null
