@@ -56,10 +56,13 @@ export async function downloadHubFile(options: HubDownloadOptions): Promise<stri
   if (done?.isFile() && done.size === file.bytes) return target
   await mkdir(dirname(target), { recursive: true })
   for (let pass = 0; ; pass++) {
-    const got = await fetchToPart(options, target)
+    const got = await fetchToPart(options, target).catch(async (error: unknown) => {
+      // Bytes from a server that broke the protocol (more than the file, a range it did not ask for) are not kept.
+      if (error instanceof NeuronError && error.code === 'hub_bad_answer') await discard(target)
+      throw error
+    })
     if (got === file.sha256) break
-    await rm(`${target}.part`, { force: true })
-    await rm(`${target}.part.json`, { force: true })
+    await discard(target)
     const why =
       `${options.repo}/${file.path} failed sha256 ` +
       `(expected ${file.sha256.slice(0, 12)}…, got ${got.slice(0, 12)}…)`
@@ -116,6 +119,11 @@ async function fetchToPart(options: HubDownloadOptions, target: string): Promise
     }
   }
   return state.hash.digest('hex')
+}
+
+async function discard(target: string): Promise<void> {
+  await rm(`${target}.part`, { force: true })
+  await rm(`${target}.part.json`, { force: true })
 }
 
 /** A part being filled: its length and the hash of its bytes so far. */
