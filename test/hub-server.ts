@@ -78,6 +78,14 @@ export class HubTestServer {
     return `http://127.0.0.1:${(this.cdn.address() as AddressInfo).port}`
   }
 
+  /** The Range header of each CDN request from request number `since` on (undefined: the whole file asked). */
+  cdnRanges(since = 0): (string | undefined)[] {
+    return this.requests
+      .slice(since)
+      .filter((r) => r.cdn)
+      .map((r) => r.range)
+  }
+
   /** Makes the CDN misbehave on the next downloads of `path` (any repository), one entry per download. */
   troubleNext(path: string, ...what: CdnTrouble[]): void {
     this.trouble.set(path, [...(this.trouble.get(path) ?? []), ...what])

@@ -79,12 +79,7 @@ describe('Hugging Face in the app’s backend (local Hub answering as huggingfac
       return downloads.some((d) => d.phase === 'ready' || d.phase === 'failed')
     })
     expect(downloads[0]).toMatchObject({ phase: 'ready', modelId: 'stories260k-q8_0', quant: 'Q8_0' })
-    expect(
-      hub.requests
-        .slice(before)
-        .filter((r) => r.cdn)
-        .map((r) => r.range),
-    ).toEqual(['bytes=400000-'])
+    expect(hub.cdnRanges(before)).toEqual(['bytes=400000-'])
     const { models } = await call<{ models: { modelId: string }[] }>(second, 'models.list', {})
     expect(models.map((m) => m.modelId)).toContain('stories260k-q8_0')
     expect(JSON.parse(await readFile(join(data, 'hub-downloads.json'), 'utf8')).downloads).toEqual([])
