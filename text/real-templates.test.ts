@@ -1,6 +1,6 @@
 // The app's and `neuron chat`'s prompt rendering (renderChat, on the tokenizer a client loads from the tracker)
-// through real chat templates: Llama 3's, Qwen 3's and gpt-oss's harmony, on models with those real vocabularies
-// (test/real-vocab-models.ts). The reference is node-llama-cpp's rendering of the same conversation on the model.
+// through real chat templates: Llama 3's, Qwen 3's, DeepSeek V3's and gpt-oss's harmony, on models with those real
+// vocabularies (test/real-vocab-models.ts). The reference is node-llama-cpp's rendering of the same conversation.
 import { type ChatHistoryItem, getLlama, LlamaLogLevel, resolveChatWrapper } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readGguf } from '../gguf/reader'

