@@ -2,8 +2,8 @@
 // ways (our runtime, node-llama-cpp), and the deterministic prompts their sessions start from.
 import { getLlama, LlamaLogLevel, type LlamaModel } from 'node-llama-cpp'
 import { kvValue, readGguf } from '../gguf/reader'
-import { ShardRuntime } from '../native'
-import { batchBenchModel } from './models'
+import type { ShardRuntime } from '../native'
+import { batchBenchModel, wholeRuntime } from './models'
 
 /** The model (`given`, else the cached 1.1B, else a small one) as our runtime and as node-llama-cpp load it. */
 export async function loadBatchBench(
@@ -14,14 +14,7 @@ export async function loadBatchBench(
   const gguf = await readGguf(path)
   const arch = String(kvValue(gguf, 'general.architecture'))
   const nLayer = Number(kvValue(gguf, `${arch}.block_count`))
-  const ours = await ShardRuntime.load({
-    artifacts: [path],
-    blocks: [0, nLayer],
-    embed: true,
-    head: true,
-    threads,
-    device: 'cpu',
-  })
+  const ours = await wholeRuntime(path, nLayer, threads)
   const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error })
   const model = await llama.loadModel({ modelPath: path })
   return { path, shape, ours, vocab: ours.info().nVocab, model }

@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type GenerateOptions, generateModel } from '../gguf/generate'
+import { ShardRuntime } from '../native'
 import { quantizeRows } from '../native/quantize'
 
 /** Generated benchmark models are cached here (gitignored): they are large and deterministic. */
@@ -196,4 +197,9 @@ export async function batchBenchModel(given: string): Promise<{ path: string; sh
   const big = join(BENCH_DIR, `llama-${LLAMA_1B.blocks}x${LLAMA_1B.embd}-q8_0-seed1.gguf`)
   if (existsSync(big)) return { path: big, shape: 'llama 1.1B q8_0' }
   return { path: await benchModel('q8_0', SMALL_LLAMA), shape: 'llama 8x768 q8_0' }
+}
+
+/** A model's every block, embedding and head in our runtime on the CPU: the "ours" side of the whole-model benches. */
+export function wholeRuntime(path: string, nLayer: number, threads: number): Promise<ShardRuntime> {
+  return ShardRuntime.load({ artifacts: [path], blocks: [0, nLayer], embed: true, head: true, threads, device: 'cpu' })
 }

@@ -23,6 +23,7 @@ import {
   LLAMA_1B,
   QWEN3_MOE_BENCH,
   QWEN35_MOE_BENCH,
+  wholeRuntime,
 } from './models'
 
 type BenchShape = Omit<GenerateOptions, 'type' | 'out'>
@@ -56,14 +57,7 @@ async function ourSide(
   decode: number,
   prefill: number[],
 ): Promise<Side> {
-  const rt = await ShardRuntime.load({
-    artifacts: [path],
-    blocks: [0, nLayer],
-    embed: true,
-    head: true,
-    threads,
-    device: 'cpu',
-  })
+  const rt = await wholeRuntime(path, nLayer, threads)
   const s = rt.openSession({ maxTokens: 1024 })
   await s.forward(Int32Array.from(prompt.slice(0, 8))) // warm-up: page in weights, size the compute buffers
   return {

@@ -18,6 +18,18 @@ export interface GgufModelFiles {
 }
 
 /**
+ * The files a model is read from, by name alone: the parts a first part `<stem>-00001-of-0000N.gguf` names, else the
+ * file itself (readGgufModel checks the parts' headers; this reads none, for a caller that only needs their sizes).
+ */
+export function splitParts(path: string): string[] {
+  const name = PART_NAME.exec(basename(path))
+  if (name === null || Number(name[2]) !== 1) return [path]
+  return Array.from({ length: Number(name[3]) }, (_, i) =>
+    join(dirname(path), `${name[1]}-${String(i + 1).padStart(5, '0')}-of-${name[3]}.gguf`),
+  )
+}
+
+/**
  * Reads a model from its GGUF file, or from the first part of a split model (as llama.cpp loads one): the other parts
  * are found beside it by name; each must say it is part i of the same count, holding the tensors the first states.
  */
@@ -36,9 +48,7 @@ export async function readGgufModel(path: string): Promise<GgufModelFiles> {
       { path },
     )
   }
-  const parts = Array.from({ length: count }, (_, i) =>
-    join(dirname(path), `${name[1]}-${String(i + 1).padStart(5, '0')}-of-${name[3]}.gguf`),
-  )
+  const parts = splitParts(path)
   const partOf = new Map<GgufTensor, number>(first.tensors.map((t) => [t, 0]))
   const tensors: GgufTensor[] = [...first.tensors]
   for (const [i, part] of parts.entries()) {

@@ -1,7 +1,7 @@
 import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { packModel } from '../gguf/pack'
-import { readGgufModel } from '../gguf/split'
+import { splitParts } from '../gguf/split'
 import { type Manifest, NeuronError } from '../protocol'
 import { readManifest } from './publish'
 
@@ -10,8 +10,16 @@ import { readManifest } from './publish'
  * file and size, or a fresh one named by its model id. A split model is packed from its first part.
  */
 export async function packOnce(publishedDir: string, source: string, log: (line: string) => void): Promise<string> {
-  const { parts } = await readGgufModel(source)
-  const sizes = await Promise.all(parts.map(async (p) => (await stat(p)).size))
+  // By name, not by header: every start publishes the app's models again, and a reused pack needs only the sizes.
+  // A missing part matches no pack; packing it then says which part is missing.
+  const sizes = await Promise.all(
+    splitParts(source).map((p) =>
+      stat(p).then(
+        (s) => s.size,
+        () => Number.NaN,
+      ),
+    ),
+  )
   const size = sizes.reduce((s, b) => s + b, 0)
   for (const [dir, manifest] of await existingPacks(publishedDir)) {
     if (manifest.source.file === basename(source) && manifest.source.bytes === size) return dir

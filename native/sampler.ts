@@ -131,11 +131,18 @@ function penalized(logits: Float32Array, params: SampleParams, history: readonly
   return work
 }
 
+/** The largest logit among `ids` (all when undefined). */
+function largest(work: Float32Array, ids: readonly number[] | undefined): number {
+  let max = Number.NEGATIVE_INFINITY
+  const n = ids?.length ?? work.length
+  for (let k = 0; k < n; k++) max = Math.max(max, work[ids === undefined ? k : (ids[k] as number)] as number)
+  return max
+}
+
 /** The smallest prefix (in sampler order) of the candidates whose probability at T = 1 reaches `topP`. */
 function nucleus(work: Float32Array, ids: number[] | undefined, topP: number): number[] {
   const n = ids?.length ?? work.length
-  let max = Number.NEGATIVE_INFINITY
-  for (let k = 0; k < n; k++) max = Math.max(max, work[ids === undefined ? k : (ids[k] as number)] as number)
+  const max = largest(work, ids)
   const e = new Float64Array(n)
   let sum = 0
   for (let k = 0; k < n; k++) {
@@ -159,8 +166,7 @@ function nucleus(work: Float32Array, ids: number[] | undefined, topP: number): n
 /** The candidates at least `minP` times as likely as the most likely, in sampler order. */
 function aboveMinP(work: Float32Array, ids: number[] | undefined, minP: number): number[] {
   const n = ids?.length ?? work.length
-  let max = Number.NEGATIVE_INFINITY
-  for (let k = 0; k < n; k++) max = Math.max(max, work[ids === undefined ? k : (ids[k] as number)] as number)
+  const max = largest(work, ids)
   // p ≥ p_max · minP  ⇔  logit ≥ max + ln(minP)
   const floor = max + Math.log(minP)
   const kept: number[] = []

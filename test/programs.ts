@@ -126,15 +126,11 @@ export async function startGatewaySwarm(
   model: string,
   gateway: GatewayOptions & { readonly adminToken: string },
   account: string,
+  ranges: readonly (readonly [number, number])[] = [
+    [0, 3],
+    [3, 5],
+  ],
 ): Promise<{ swarm: InProcessSwarm; accountId: string; apiKey: string }> {
-  const swarm = await startSwarm(
-    dir,
-    model,
-    [
-      [0, 3],
-      [3, 5],
-    ],
-    { gateway },
-  )
+  const swarm = await startSwarm(dir, model, ranges, { gateway })
   return { swarm, ...(await createAccount(swarm.tracker.url, gateway.adminToken, { name: account })) }
 }

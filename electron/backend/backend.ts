@@ -182,20 +182,18 @@ export class AppBackend {
     const limits = () => settings.limits
     const api = new ApiController(swarm, store)
     const models = new ModelsController({ swarm, store, defaultModels: o.defaultModels, pickFile: o.pickFile })
+    // Read at each use, as huggingface_hub does: a token saved by `huggingface-cli login` meanwhile counts.
+    const hubConfig = () => hubConfigFromEnv()
     this.hubDownloads = new HubDownloads({
       dataDir,
-      config: () => hubConfigFromEnv(),
+      config: hubConfig,
       add: async (path) => (await models.handlers['models.add']({ path }, undefined)).modelId,
       log,
     })
     const registry = {
       computer: new ComputerController({ dataDir, limits }),
       models,
-      hub: new HubController(
-        () => hubConfigFromEnv(),
-        this.hubDownloads,
-        async () => (await swarm.rpc('models.list', {})).models,
-      ),
+      hub: new HubController(hubConfig, this.hubDownloads, async () => (await swarm.rpc('models.list', {})).models),
       hosting: new HostingController({ dataDir, limits, swarm, runner: this.hosting, changes }),
       earnings: this.earnings,
       reputation: new ReputationController(swarm, () => this.earnings.dashboard()),

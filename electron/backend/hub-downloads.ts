@@ -5,7 +5,7 @@ import { HubApi } from '../../host/hub/hub-api'
 import type { HubConfig } from '../../host/hub/hub-config'
 import { downloadHubModel, findHubModel } from '../../host/hub/pull'
 import { type HubDownloadView, HubRepoId, toWireError } from '../../protocol'
-import { writeFileDurably } from './durable-file'
+import { parseJsonFile, writeFileDurably } from './durable-file'
 
 /** The downloads still to finish, kept in the data dir so that a restart resumes them (their `.part` files stay). */
 const Pending = z.object({
@@ -44,20 +44,12 @@ export class HubDownloads {
   async restore(): Promise<void> {
     const text = await readFile(this.file, 'utf8').catch(() => undefined)
     if (text === undefined) return
-    const parsed = Pending.safeParse(
-      (() => {
-        try {
-          return JSON.parse(text)
-        } catch {
-          return null
-        }
-      })(),
-    )
-    if (!parsed.success) {
-      this.deps.log(`${this.file} is not a list of downloads; starting without it`)
+    const parsed = parseJsonFile(this.file, text, Pending)
+    if ('problem' in parsed) {
+      this.deps.log(`${parsed.problem}; starting without the downloads it listed`)
       return
     }
-    for (const d of parsed.data.downloads) {
+    for (const d of parsed.value.downloads) {
       this.deps.log(`resuming the download of ${d.repo} ${d.name}`)
       void this.start(d.repo, d.name)
     }
@@ -116,26 +108,26 @@ export class HubDownloads {
     try {
       const api = new HubApi(await this.deps.config())
       const found = await findHubModel(api, { repo }, { name })
-      const sizes = found.model.files.map((f) => f.bytes)
-      update({ quant: found.model.quant, totalBytes: found.model.bytes })
+      const { files, bytes } = found.model
+      /** Bytes of the parts before part `n` (1-based): they are done when part n reports. */
+      const before = (n: number) => files.slice(0, n - 1).reduce((sum, f) => sum + f.bytes, 0)
+      update({ quant: found.model.quant, totalBytes: bytes })
       const gguf = await downloadHubModel({
         ...found,
         api,
         dataDir: this.deps.dataDir,
         signal: entry.stop.signal,
         log: (line) => this.deps.log(`hub: ${line}`),
-        onProgress: (p) =>
+        onProgress: (p) => {
+          const downloadedBytes = before(p.part) + p.downloadedBytes
           update({
-            downloadedBytes: sizes.slice(0, p.part - 1).reduce((s, b) => s + b, 0) + p.downloadedBytes,
+            downloadedBytes,
             bytesPerSecond: p.bytesPerSecond,
-            secondsLeft:
-              p.bytesPerSecond > 0
-                ? (found.model.bytes - sizes.slice(0, p.part - 1).reduce((s, b) => s + b, 0) - p.downloadedBytes) /
-                  p.bytesPerSecond
-                : null,
-          }),
+            secondsLeft: p.bytesPerSecond > 0 ? (bytes - downloadedBytes) / p.bytesPerSecond : null,
+          })
+        },
       })
-      update({ phase: 'adding', downloadedBytes: found.model.bytes, bytesPerSecond: 0, secondsLeft: 0 })
+      update({ phase: 'adding', downloadedBytes: bytes, bytesPerSecond: 0, secondsLeft: 0 })
       const modelId = await this.deps.add(gguf)
       update({ phase: 'ready', modelId })
       this.deps.log(`hub: ${repo} ${name} downloaded and published as ${modelId}`)

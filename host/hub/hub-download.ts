@@ -2,6 +2,8 @@ import { createHash, type Hash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { mkdir, open, readFile, rename, rm, stat, statfs, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { isDeepStrictEqual } from 'node:util'
+import { formatBytes } from '../../gguf/inspect'
 import { type HubGgufFile, NeuronError } from '../../protocol'
 import type { HubApi } from './hub-api'
 import { hubGet } from './hub-http'
@@ -199,11 +201,11 @@ async function receive(options: HubDownloadOptions, part: string, state: PartSta
 /** The length of a part that continues the same file; a stranger's part, or one past the end, is discarded. */
 async function resumable(part: string, record: PartRecord): Promise<number> {
   const size = (await stat(part).catch(() => undefined))?.size ?? 0
-  const kept: Partial<PartRecord> = await readFile(`${part}.json`, 'utf8')
-    .then((t) => JSON.parse(t) as Partial<PartRecord>)
-    .catch(() => ({}))
-  const same = kept.sha256 === record.sha256 && kept.bytes === record.bytes && kept.path === record.path
-  if (same && size <= record.bytes) return size
+  // The record is ours, written whole; anything else in its place (another file's, a torn or edited one) restarts.
+  const kept: unknown = await readFile(`${part}.json`, 'utf8')
+    .then((t) => JSON.parse(t))
+    .catch(() => undefined)
+  if (isDeepStrictEqual(kept, record) && size <= record.bytes) return size
   await rm(part, { force: true })
   return 0
 }
@@ -224,15 +226,11 @@ async function checkRoom(dir: string, needed: number, path: string): Promise<voi
   if (free < needed) {
     throw new NeuronError(
       'no_space',
-      `${path} needs ${formatGb(needed)} more but ${dir} has ${formatGb(free)} free; ` +
+      `${path} needs ${formatBytes(needed)} more but ${dir} has ${formatBytes(free)} free; ` +
         'free some space or pass --data-dir',
       { needed, free },
     )
   }
-}
-
-function formatGb(bytes: number): string {
-  return `${(bytes / 1e9).toFixed(bytes < 1e9 ? 3 : 1)} GB`
 }
 
 function progress(file: HubGgufFile, have: number, rate: Rate): HubDownloadProgress {

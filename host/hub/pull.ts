@@ -7,7 +7,7 @@ import { HubApi, repoId } from './hub-api'
 import type { HubConfig } from './hub-config'
 import { downloadHubFile, type HubDownloadProgress } from './hub-download'
 
-/** `owner/name`, `owner/name:Q4_K_M`, or the same as a Hub address (`https://huggingface.co/owner/name`, `hf.co/…`). */
+/** `owner/name` or `owner/name:Q4_K_M`, also as a Hub address (`https://huggingface.co/owner/name`, `hf.co/…`). */
 export interface HubModelRef {
   readonly repo: string
   readonly quant?: string

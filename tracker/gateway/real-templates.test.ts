@@ -14,7 +14,7 @@ import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { scratchDir } from '../../test/models'
-import { createAccount, type InProcessSwarm, startSwarm } from '../../test/programs'
+import { type InProcessSwarm, startGatewaySwarm } from '../../test/programs'
 import { REAL_VOCABS, realVocabModel } from '../../test/real-vocab-models'
 
 const ADMIN = 'admin-token-for-real-templates'
@@ -68,16 +68,11 @@ for (const vocab of REAL_VOCABS) {
       let dir = ''
       ;({ dir, cleanup } = await scratchDir(`neuron-template-${vocab}-`))
       path = await realVocabModel(vocab, dir)
-      swarm = await startSwarm(
-        dir,
-        path,
-        [
-          [0, 1],
-          [1, 2],
-        ],
-        { gateway: { adminToken: ADMIN, requestsPerMinute: 200 } },
-      )
-      const { apiKey } = await createAccount(swarm.tracker.url, ADMIN, { name: vocab })
+      let apiKey = ''
+      ;({ swarm, apiKey } = await startGatewaySwarm(dir, path, { adminToken: ADMIN, requestsPerMinute: 200 }, vocab, [
+        [0, 1],
+        [1, 2],
+      ]))
       openai = new OpenAI({ apiKey, baseURL: `${swarm.tracker.url}/v1`, maxRetries: 0 })
       model = swarm.manifest.modelId
     }, 240_000)

@@ -19,7 +19,7 @@ export class HubController {
       const bySha = new Map(onSwarm.flatMap((m) => (m.source === undefined ? [] : [[m.source.sha256, m.modelId]])))
       return {
         repo: info.id,
-        gated: info.gated !== undefined && info.gated !== false,
+        gated: Boolean(info.gated), // false, or how access is granted ("auto", "manual")
         models: models.map((m) => ({
           ...m,
           swarmModelId: m.files.length === 1 ? (bySha.get(m.files[0]?.sha256 ?? '') ?? null) : null,
