@@ -1,7 +1,7 @@
 // An answer's Markdown in the real page, in Debian's Chromium: a conversation kept by `neuron app --headless`
 // (saved through the app's own API, as the chat screen saves one) holds an answer with a table, a fenced block,
 // links, an image and raw HTML. The page shows them as elements, copies a block's code, opens no URL by itself
-// and runs none of the HTML. Screenshots under test-results/screenshots.
+// and runs none of the HTML (it shows as text). Screenshots under test-results/screenshots.
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -109,6 +109,10 @@ describe.skipIf(!HAVE_CHROMIUM)(`an answer's Markdown in the app${NEEDS_CHROMIUM
   it('runs none of the answer’s HTML, loads no image, and links only to the web, outside the app', async () => {
     const answer = page.getByTestId('chat-message').nth(1).getByTestId('chat-message-text')
     expect(await answer.locator('script, img, iframe').count()).toBe(0)
+    // The HTML is not dropped without a trace: it shows as the literal text the model wrote.
+    expect(await answer.textContent()).toContain(
+      `<script>window.__ran = 1</script><img src="${BAIT}/x.png" onerror="window.__ran = 2">`,
+    )
     // The web link, and the image's link (to open it only if the user clicks), both opening outside the app.
     const links = await answer
       .locator('a')

@@ -35,15 +35,17 @@ describe('an answer’s Markdown as shown', () => {
     expect(html).toContain('data-testid="chat-code-lang">code</span>')
   })
 
-  it('renders HTML in the text inert: no script, no image, no event handler reaches the page', () => {
+  it('shows HTML in the text as literal text: no script, no image, no event handler reaches the page', () => {
     const html = render(
       'Hello <script>alert(1)</script> there <img src=x onerror=alert(2)>\n\n<div ' +
         'onclick="alert(3)">click</div>\n\n<iframe src="https://example.com"></iframe>',
     )
-    // A tag's text stays, as text.
-    expect(html).toContain('Hello alert(1) there')
-    for (const tag of ['<script', '<img', '<div onclick', '<iframe', 'onerror', 'onclick'])
-      expect(html).not.toContain(tag)
+    // The HTML shows as the literal text the model wrote, escaped.
+    expect(html).toContain('Hello &lt;script&gt;alert(1)&lt;/script&gt; there &lt;img src=x onerror=alert(2)&gt;')
+    expect(html).toContain('&lt;div onclick=&quot;alert(3)&quot;&gt;')
+    for (const tag of ['<script', '<img', '<div onclick', '<iframe']) expect(html).not.toContain(tag)
+    // No element carries an event handler.
+    expect(html).not.toMatch(/<[^>]*\son(error|click)=/)
   })
 
   it(

@@ -5,8 +5,9 @@ import { CopyButton } from '../../components/CopyButton'
 import { safeLinkUrl } from './safe-url'
 
 // An answer's Markdown (GFM: tables, lists, headings, emphasis, links, code) through react-markdown, which
-// builds React elements and never sets HTML. Raw HTML in the text is dropped (skipHtml), links go only to
-// http(s)/mailto and open outside the app, and images are not loaded: the answer shows their alt text.
+// builds React elements and never sets HTML. Raw HTML in the text shows as the literal text it is (react-markdown
+// turns it into text nodes when skipHtml is off, so nothing vanishes without a trace and nothing of it runs), links go
+// only to http(s)/mailto and open outside the app, and images are not loaded: the answer shows their alt text.
 
 type HastNode = NonNullable<ExtraProps['node']> | { type: string; value?: string; children?: HastNode[] }
 
@@ -87,7 +88,7 @@ const PLUGINS = [remarkGfm]
 /** Memoized: while one answer streams, the thread re-renders, and only that answer's text has changed. */
 const MarkdownBody = memo(function MarkdownBody({ source }: { source: string }) {
   return (
-    <ReactMarkdown remarkPlugins={PLUGINS} skipHtml urlTransform={safeLinkUrl} components={COMPONENTS}>
+    <ReactMarkdown remarkPlugins={PLUGINS} urlTransform={safeLinkUrl} components={COMPONENTS}>
       {source}
     </ReactMarkdown>
   )
