@@ -26,6 +26,8 @@ export const RecentReceipt = z.object({
   blocks: BlockRange,
   tokens: Count,
   earnedMicro: Micro,
+  /** This computer's own chat through its own host: local use, neither paid nor earned. */
+  local: z.boolean(),
 })
 export const Earnings = z.object({
   hostId: NodeId,

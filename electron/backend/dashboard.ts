@@ -36,6 +36,8 @@ export const HostDashboard = z.object({
       modelId: z.string(),
       hostEarned: z.number().int(),
       createdAt: z.number(),
+      /** Paid by the host's own account: its app's chat through itself, free (a tracker older than that omits it). */
+      local: z.boolean().default(false),
     }),
   ),
   reputation: z.object({
@@ -119,6 +121,7 @@ export function toEarnings(hostId: string, d: HostDashboard, account: Earnings['
         blocks: r.receipt.blocks,
         tokens: r.receipt.tokens,
         earnedMicro: r.hostEarned,
+        local: r.local,
       })),
     account,
   }

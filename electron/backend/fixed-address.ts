@@ -76,7 +76,8 @@ export async function serveAtSavedAddress(
 ): Promise<AppUiServer> {
   const { settings: store, dataDir } = backend
   const key = await loadUiKey(dataDir, options.log)
-  const serve = (port: number) => serveAppUi(backend, { staticDir: options.staticDir, port, key })
+  const keyFile = join(dataDir, UI_KEY_FILE)
+  const serve = (port: number) => serveAppUi(backend, { staticDir: options.staticDir, port, key, keyFile })
   if (options.port !== undefined) return serve(options.port)
   const ui = await onPreferredPort(store.value.uiPort, 'the UI', serve, options.log)
   const port = Number(new URL(ui.url).port)

@@ -15,6 +15,7 @@ import {
   NeuronError,
 } from '../../protocol'
 import type { AppEventListener } from './events'
+import { keyFromPasted, keyPage } from './key-page'
 
 /** The part of AppBackend the browser mode needs. */
 export interface AppCalls {
@@ -35,6 +36,8 @@ export interface AppUiOptions {
   readonly key?: string
   /** Origins besides this server's own that may open the API socket (e.g. a dev server). */
   readonly allowedOrigins?: readonly string[]
+  /** Where the key is kept (the data dir's ui-key), told on the page that asks for it. */
+  readonly keyFile?: string
 }
 
 export interface AppUiServer {
@@ -86,7 +89,7 @@ export async function serveAppUi(backend: AppCalls, options: AppUiOptions): Prom
   const key = options.key ?? randomBytes(24).toString('base64url')
   let cookieName = ''
   const http = createServer((req, res) => {
-    void serveStatic(root, index, req, res, { key, cookieName }).catch(() => {
+    void serveStatic(root, index, req, res, { key, cookieName, keyFile: options.keyFile }).catch(() => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
       res.end('internal error')
     })
@@ -220,15 +223,6 @@ function sameKey(given: string | undefined, key: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
-const NEEDS_KEY_PAGE = `<!doctype html><meta charset="utf-8"><title>Neuron</title>
-<body style="font: 16px system-ui, sans-serif; margin: 3rem; max-width: 40rem">
-<h1>Open Neuron from its link</h1>
-<p>This Neuron host only answers a browser that holds its key: open the link it printed when it started
-(<code>Neuron is running at http://127.0.0.1:…/?key=…</code>), or paste the key, kept in the file
-<code>ui-key</code> in its data dir. The key keeps other programs on this computer from driving your host.</p>
-<form method="get"><label>Key <input name="key" data-testid="ui-key-input" autocomplete="off" size="40"></label>
-<button type="submit">Open</button></form></body>`
-
 /**
  * A file under `root`, or index.html for app routes (paths without an extension); nothing outside
  * `root`. The page itself needs the run's key: from `?key=` (then kept as a cookie, and dropped from
@@ -239,7 +233,7 @@ async function serveStatic(
   index: string,
   req: IncomingMessage,
   res: ServerResponse,
-  auth: { key: string; cookieName: string },
+  auth: { key: string; cookieName: string; keyFile: string | undefined },
 ): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' })
@@ -251,7 +245,7 @@ async function serveStatic(
   try {
     const parsed = new URL(req.url ?? '/', 'http://x')
     path = decodeURIComponent(parsed.pathname)
-    given = parsed.searchParams.get('key')
+    given = keyFromPasted(parsed.searchParams.get('key'))
   } catch {
     res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8' })
     res.end('bad path\n')
@@ -286,7 +280,8 @@ async function serveStatic(
     }
     if (!sameKey(cookieOf(req, auth.cookieName), auth.key)) {
       res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
-      res.end(NEEDS_KEY_PAGE)
+      const keyFile = auth.keyFile === undefined ? {} : { keyFile: auth.keyFile }
+      res.end(keyPage({ refused: given !== null, ...keyFile }))
       return
     }
   }

@@ -17,6 +17,8 @@ import {
   byModel,
   creditsChartDescription,
   creditsOverTime,
+  localUse,
+  receiptEarnedText,
   settlementText,
   type TotalsRow,
 } from '../stores/earnings/selectors'
@@ -33,6 +35,7 @@ export function EarningsScreen() {
   }, [store])
   const chart = earnings === null ? [] : creditsOverTime(earnings.byHour)
   const account = accountCard(earnings?.account ?? null)
+  const local = earnings === null ? null : localUse(earnings.recent)
 
   return (
     <div className="screen" data-testid="screen-earnings">
@@ -83,6 +86,13 @@ export function EarningsScreen() {
               />
             </Panel>
           </div>
+          {local !== null && (
+            <p className="note" data-testid="earnings-local-use">
+              <strong>Local use:</strong> {formatNumber(local.receipts)} recent steps of your own chats ran on this
+              computer's host ({formatNumber(local.blockTokens)} block-tokens). Chatting through your own host is free:
+              it costs your chat account nothing and earns nothing.
+            </p>
+          )}
           <Panel title="Credits over time" actions={<span className="muted small">running total, hour by hour</span>}>
             {earnings.byHour.length === 0 ? (
               <p className="muted empty" data-testid="earnings-chart">
@@ -144,7 +154,7 @@ export function EarningsScreen() {
                 </thead>
                 <tbody>
                   {earnings.recent.map((r) => (
-                    <tr key={`${r.session}-${r.step}`} data-testid="earnings-receipt">
+                    <tr key={`${r.session}-${r.step}`} data-testid="earnings-receipt" data-local={r.local}>
                       <td>{new Date(r.at).toLocaleTimeString()}</td>
                       <td className="mono">{r.modelId}</td>
                       <td className="mono">{formatBlocks(r.blocks)}</td>
@@ -152,7 +162,7 @@ export function EarningsScreen() {
                       <td className="mono muted">
                         {shortId(r.session)} #{r.step}
                       </td>
-                      <td className="num">{formatCredits(r.earnedMicro)}</td>
+                      <td className={r.local ? 'num muted' : 'num'}>{receiptEarnedText(r)}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -1,5 +1,6 @@
 import type { ConnectedBridge } from '../api/socketBridge'
 import { createApiAccessStore } from './api/store'
+import { createAppearanceStore } from './appearance/store'
 import { createChatStore } from './chat/store'
 import { createComputerStore } from './computer/store'
 import { createConnectionStore } from './connection/store'
@@ -25,6 +26,7 @@ export function createStores(bridge: ConnectedBridge) {
     lan: createLanStore(bridge),
     settings: createSettingsStore(bridge),
     api: createApiAccessStore(bridge),
+    appearance: createAppearanceStore(localStorage),
   }
 }
 export type Stores = ReturnType<typeof createStores>

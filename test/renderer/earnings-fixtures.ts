@@ -27,6 +27,7 @@ export const someEarnings: Earnings = {
       blocks: [0, 8],
       tokens: 300,
       earnedMicro: 1_250,
+      local: false,
     },
   ],
   account: { accountId: 'acct-1', balanceMicro: 9_000_000 },

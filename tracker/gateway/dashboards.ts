@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { nodeIdOf } from '../../identity/keys'
 import { escrowAccount, hostAccount } from '../ledger/accounts'
+import type { StoredReceipt } from '../ledger/ledger-store'
 import { authenticate, requireMember } from './auth'
 import type { GatewayDeps } from './deps'
 import { sendJson } from './http'
@@ -23,6 +25,33 @@ export class Dashboards {
     })
   }
 
+  /**
+   * Each receipt with `local`: paid by the host's own account (its app chatting through itself), which costs nothing
+   * (step-pay.ts). The payer's account itself is not shown.
+   */
+  private async markLocalUse(
+    hostId: string,
+    receipts: readonly StoredReceipt[],
+  ): Promise<(Omit<StoredReceipt, 'accountId'> & { local: boolean })[]> {
+    const owners = new Map<string, Promise<string | null>>()
+    const ownerOf = (accountId: string) => {
+      let owner = owners.get(accountId)
+      if (owner === undefined) {
+        owner = this.deps.ledger
+          .getAccount(accountId)
+          .then((a) => (a?.publicKey == null ? null : nodeIdOf(a.publicKey)))
+        owners.set(accountId, owner)
+      }
+      return owner
+    }
+    return Promise.all(
+      receipts.map(async ({ accountId, ...r }) => ({
+        ...r,
+        local: accountId !== null && (await ownerOf(accountId)) === hostId,
+      })),
+    )
+  }
+
   /** Open to anyone on an open swarm; on a private one, to its members (requireMember). */
   async host(req: IncomingMessage, res: ServerResponse, hostId: string): Promise<void> {
     await requireMember(req, this.deps)
@@ -37,7 +66,7 @@ export class Dashboards {
       served_block_tokens: await ledger.servedBlockTokens(hostId),
       earnings_by_hour: await ledger.earnings(hostId, 'hour', now - 48 * 3_600_000),
       earnings_by_day: await ledger.earnings(hostId, 'day', now - 30 * 86_400_000),
-      recent_receipts: await ledger.receipts({ hostId, limit: 20 }),
+      recent_receipts: await this.markLocalUse(hostId, await ledger.receipts({ hostId, limit: 20 })),
       rejected_receipts: await ledger.rejections(hostId, 20),
       reputation: reputation.of(hostId),
       reputation_history: await reputation.history(hostId, 50),

@@ -55,10 +55,14 @@ export class Rent {
   constructor(
     store: LedgerStore,
     /** The hops the tracker issued for a session and its model; undefined for a session it never routed. */
-    private readonly routeOf: (
-      session: string,
-    ) => Promise<
-      { modelId: string; hops: readonly { hostId: string; blocks: readonly [number, number] }[] } | undefined
+    private readonly routeOf: (session: string) => Promise<
+      | {
+          modelId: string
+          hops: readonly { hostId: string; blocks: readonly [number, number] }[]
+          /** The node that asked for the route: its own hosts hold its cache for free (local use). */
+          issuedTo?: string | null
+        }
+      | undefined
     >,
     private readonly manifestOf: (
       modelId: string,
@@ -95,7 +99,9 @@ export class Rent {
       let total = 0
       const owedPerHost: [string, number][] = []
       for (const hop of holdingHops(route.hops)) {
-        const owed = Math.min(left, minutes * rentPerMinute(manifest, hop.blocks, hold.maxTokens, this.pricing))
+        const local = route.issuedTo != null && route.issuedTo === hop.hostId
+        const perMinute = local ? 0 : rentPerMinute(manifest, hop.blocks, hold.maxTokens, this.pricing)
+        const owed = Math.min(left, minutes * perMinute)
         left -= owed
         total += owed
         owedPerHost.push([hop.hostId, owed])

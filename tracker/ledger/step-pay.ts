@@ -21,7 +21,10 @@ export async function payStep(
   now: number,
 ): Promise<ReceiptVerdict> {
   if (r.step >= REPLAY_STEP_BASE) return payReplay(ledger, escrow, session, issued, r, now)
-  const paid = r.step < REPLAY_STEP_BASE && issued.accountId !== null
+  // Local use: a step the payer's own host served (its app chatting through itself) costs nothing. Paying oneself
+  // would only move credits between one's own accounts, less the swarm's fee, and would turn a grant into earnings.
+  const local = issued.issuedTo !== null && issued.issuedTo === r.hostId
+  const paid = issued.accountId !== null && !local
   const charge = paid ? stepCharge(issued, r) : 0
   const result = await ledger.chargeStep(
     { receipt: r, modelId: issued.modelId, accountId: issued.accountId, charge, earnings: escrow },

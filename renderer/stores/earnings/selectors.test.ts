@@ -8,6 +8,8 @@ import {
   byModel,
   creditsChartDescription,
   creditsOverTime,
+  localUse,
+  receiptEarnedText,
   settlementText,
 } from './selectors'
 
@@ -60,5 +62,26 @@ describe('earnings selectors', () => {
       hint: 'what chat spends',
       micro: 4250,
     })
+  })
+})
+
+describe('local use', () => {
+  const receipt = (local: boolean, blocks: [number, number], tokens: number, earnedMicro: number) => ({
+    at: 0,
+    session: 'a'.repeat(32),
+    step: 1,
+    modelId: 'stories260k',
+    blocks,
+    tokens,
+    earnedMicro,
+    local,
+  })
+
+  it('counts the own chats through this host, and shows them as free rather than as 0 credits earned', () => {
+    const recent = [receipt(true, [0, 5], 10, 0), receipt(false, [2, 5], 4, 120), receipt(true, [0, 5], 1, 0)]
+    expect(localUse(recent)).toEqual({ receipts: 2, blockTokens: 55 })
+    expect(receiptEarnedText(recent[0] as (typeof recent)[number])).toBe('local use · free')
+    expect(receiptEarnedText(recent[1] as (typeof recent)[number])).not.toContain('local')
+    expect(localUse([receipt(false, [0, 5], 3, 10)])).toBeNull()
   })
 })

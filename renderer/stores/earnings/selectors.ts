@@ -100,3 +100,21 @@ export function byModel(byDay: Point[]): TotalsRow[] {
 export function byDay(points: Point[]): TotalsRow[] {
   return totals(points, (p) => String(p.start)).sort((a, b) => b.start - a.start)
 }
+
+/**
+ * This computer's own chats through its own host among the recent receipts: local use, free. Null when none, so the
+ * screen says nothing of it.
+ */
+export function localUse(recent: Earnings['recent']): { receipts: number; blockTokens: number } | null {
+  const local = recent.filter((r) => r.local)
+  if (local.length === 0) return null
+  return {
+    receipts: local.length,
+    blockTokens: local.reduce((sum, r) => sum + r.tokens * (r.blocks[1] - r.blocks[0]), 0),
+  }
+}
+
+/** A receipt's Earned cell: what it earned, or that it was local use. */
+export function receiptEarnedText(r: Earnings['recent'][number]): string {
+  return r.local ? 'local use · free' : formatCredits(r.earnedMicro)
+}
