@@ -153,12 +153,13 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
       expect(await page.getByTestId('chat-message').count()).toBe(0)
       expect((await page.getByTestId('chat-input').inputValue()).length).toBeGreaterThan(0)
       await screenshot(page, 'chat-too-long')
-      // Max tokens may be emptied while typing; what is not a valid value says so, and sending waits for it.
+      // Max tokens may be emptied while typing; what is not a valid value says so (its bound: the model's context),
+      // and sending waits for it.
       await page.getByTestId('chat-input').fill('Hi')
       await page.getByTestId('chat-max-tokens').fill('')
       await expect
         .poll(() => page.getByTestId('chat-field-error-maxTokens').textContent())
-        .toBe('Max tokens takes a whole number from 1 to 4096; it is empty.')
+        .toBe('Max tokens takes a whole number from 1 to 2048; it is empty.')
       await page.getByTestId('chat-send').click()
       await expect.poll(() => page.locator('[data-testid="chat-error"][data-code="invalid_field"]').count()).toBe(1)
       expect(await page.getByTestId('chat-message').count()).toBe(0)

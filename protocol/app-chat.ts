@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { ChatCount, ChatCountRequest, ChatId, ChatRequest, Conversation, MAX_CONVERSATION_CHARS } from './chat'
+import { Count, ModelId } from './manifest'
 import { rpc } from './rpc'
 
 // Chat with the swarm's models, and the conversations kept in the data dir: the Chat screen's part of the app's
@@ -16,6 +17,8 @@ export const ChatMethods = {
    * Counts a conversation's prompt tokens with the model's tokenizer and template, and says the model's context length.
    */
   'chat.count': rpc(ChatCountRequest, ChatCount),
+  /** The model's context length (its manifest's), before there is a prompt to count: max tokens is bounded by it. */
+  'chat.context': rpc(z.object({ modelId: ModelId }).strict(), z.object({ contextLength: Count })),
 } as const
 
 /** conversations.*: the chats kept on this computer. */

@@ -97,6 +97,11 @@ export class ChatRunner {
     return { promptTokens: renderChat(tokenizer, messages).length, contextLength }
   }
 
+  /** The model's context length, from its manifest (asked of the tracker once per swarm). */
+  async context(modelId: string): Promise<{ contextLength: number }> {
+    return { contextLength: await this.contextLength(this.deps.client(), modelId) }
+  }
+
   /** The prompt's tokens, when they and `maxTokens` more fit in the model's context. */
   private async fitting(
     client: SwarmClient,

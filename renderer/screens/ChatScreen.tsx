@@ -3,7 +3,7 @@ import { useStore } from 'zustand'
 import { ErrorNote } from '../components/ErrorNote'
 import { contextFit, conversationSettings } from '../stores/chat/fields'
 import { privacyNotice } from '../stores/chat/privacy'
-import { activeConversation, canRegenerate, streamingAnswer } from '../stores/chat/selectors'
+import { activeConversation, canRegenerate, shownModelId, streamingAnswer } from '../stores/chat/selectors'
 import { useStores } from '../stores/context'
 import { Composer } from './chat/Composer'
 import { ConversationList } from './chat/ConversationList'
@@ -24,13 +24,25 @@ export function ChatScreen() {
   const lastContent = conversation?.messages.at(-1)?.content
   const settingsOf = conversationSettings(conversation)
   const [draft, setDraft] = useState('')
-  const onDraft = useCallback((text: string) => setDraft(text), [])
+  const onDraft = useCallback(
+    (text: string) => {
+      setDraft(text)
+      chat.getState().draftChanged()
+    },
+    [chat],
+  )
+  const modelId = shownModelId(conversation, state.models)
+  const contextLength = modelId === null ? undefined : state.contextLengths[modelId]
   const count = state.promptCount
   const fit = count !== null && count.conversationId === conversation?.id ? contextFit(count, state.maxTokens) : null
 
   useEffect(() => {
     void chat.getState().loadModels()
   }, [chat])
+
+  useEffect(() => {
+    if (modelId !== null) void chat.getState().loadContext(modelId)
+  }, [chat, modelId])
 
   // The prompt's tokens, counted again a moment after the user stops typing or the conversation changes.
   // biome-ignore lint/correctness/useExhaustiveDependencies: these are what the count depends on
@@ -98,6 +110,7 @@ export function ChatScreen() {
             field="maxTokens"
             className="max-tokens"
             value={state.maxTokens}
+            limit={contextLength}
             onValue={(value) => value !== null && state.setMaxTokens(value)}
             onInvalid={(message) => state.setFieldError('maxTokens', message)}
           />

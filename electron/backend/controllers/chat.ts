@@ -21,6 +21,7 @@ export class ChatController {
     },
     'chat.stop': ({ chatId }) => this.chats.stop(chatId),
     'chat.count': ({ modelId, messages }) => this.chats.count(modelId, messages),
+    'chat.context': ({ modelId }) => this.chats.context(modelId),
   }
 
   constructor(

@@ -67,14 +67,35 @@ describe('chat fields', () => {
     expect(contextFit({ promptTokens: 100, contextLength: 2048 }, 64)).toEqual({
       text: '100 + 64 tokens of 2048',
       over: false,
+      maxTokens: 64,
+      capped: false,
     })
-    expect(contextFit({ promptTokens: 1984, contextLength: 2048 }, 64).over).toBe(false)
-    expect(contextFit({ promptTokens: 1985, contextLength: 2048 }, 64).over).toBe(true)
-    expect(contextRefusal({ promptTokens: 3950, contextLength: 2048 }, 64)).toMatchObject({
+    expect(contextFit({ promptTokens: 1984, contextLength: 2048 }, 64).capped).toBe(false)
+    expect(contextRefusal({ promptTokens: 3950, contextLength: 2048 })).toMatchObject({
       code: 'context_exceeded',
-      message: expect.stringMatching(
-        /^This prompt is 3950 tokens and the answer may take 64 more: 4014 is past the model's context of 2048 tokens/,
-      ),
+      message: expect.stringMatching(/^This prompt is 3950 tokens, past the model's context of 2048 tokens/),
     })
+  })
+
+  it('caps max tokens to what the context leaves after the prompt, saying so, instead of refusing', () => {
+    expect(contextFit({ promptTokens: 20, contextLength: 2048 }, 4096)).toEqual({
+      text: '20 + 2028 tokens of 2048 · max tokens capped to fit',
+      over: false,
+      maxTokens: 2028,
+      capped: true,
+    })
+    expect(contextFit({ promptTokens: 2047, contextLength: 2048 }, 64)).toMatchObject({ over: false, maxTokens: 1 })
+    // Only a prompt that fills the context alone is over.
+    expect(contextFit({ promptTokens: 2048, contextLength: 2048 }, 64)).toMatchObject({ over: true, maxTokens: 0 })
+  })
+
+  it("clamps the max tokens field to the model's context", () => {
+    expect(parseField('maxTokens', '4096', 2048)).toEqual({
+      ok: false,
+      message: 'Max tokens takes a whole number from 1 to 2048; 4096 is out of range.',
+    })
+    expect(parseField('maxTokens', '2048', 2048)).toEqual({ ok: true, value: 2048 })
+    // A model with a longer context keeps the field's own bound.
+    expect(parseField('maxTokens', '4096', 32_768)).toEqual({ ok: true, value: 4096 })
   })
 })

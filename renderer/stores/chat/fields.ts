@@ -26,11 +26,12 @@ const WHOLE: ReadonlySet<NumberField> = new Set(['topK', 'seed', 'maxTokens'])
 export type ParsedField = { ok: true; value: number | null } | { ok: false; message: string }
 
 /**
- * A field's text as the number it stands for (seed: empty is
- * null, random each time), or what is wrong with it, in words.
+ * A field's text as the number it stands for (seed: empty is null, random each time), or what is wrong with it, in
+ * words. `limit`: a tighter max than the field's own (max tokens: the model's context).
  */
-export function parseField(field: NumberField, text: string): ParsedField {
-  const { min, max } = SAMPLING_BOUNDS[field]
+export function parseField(field: NumberField, text: string, limit?: number): ParsedField {
+  const { min } = SAMPLING_BOUNDS[field]
+  const max = Math.min(SAMPLING_BOUNDS[field].max, limit ?? Number.POSITIVE_INFINITY)
   const whole = WHOLE.has(field)
   const wanted = `${FIELD_LABELS[field]} takes ${whole ? 'a whole number' : 'a number'} from ${min} to ${max}`
   const trimmed = text.trim()
@@ -66,21 +67,29 @@ export function samplingRequest(settings: ChatSettings) {
 /** How the prompt and the answer fill the model's context, shown beside the composer. */
 export interface ContextFit {
   text: string
+  /** The prompt alone fills the context: no room is left for an answer. */
   over: boolean
+  /** Max tokens for this prompt: what the user set, or less where the context leaves less (capped). */
+  maxTokens: number
+  capped: boolean
 }
 
+/** Max tokens as set, capped to what the model's context leaves after the prompt. */
 export function contextFit(count: ChatCount, maxTokens: number): ContextFit {
-  const over = count.promptTokens + maxTokens > count.contextLength
-  return { text: `${count.promptTokens} + ${maxTokens} tokens of ${count.contextLength}`, over }
+  const room = count.contextLength - count.promptTokens
+  const answer = Math.max(0, Math.min(maxTokens, room))
+  const capped = answer < maxTokens && room > 0
+  // Over: the answer as set, which cannot fit at all.
+  const text = `${count.promptTokens} + ${room < 1 ? maxTokens : answer} tokens of ${count.contextLength}`
+  return { text: capped ? `${text} · max tokens capped to fit` : text, over: room < 1, maxTokens: answer, capped }
 }
 
-/** Why a prompt is not sent: it and the answer's max tokens do not fit in the model's context. */
-export function contextRefusal(count: ChatCount, maxTokens: number): ShownError {
-  const total = count.promptTokens + maxTokens
+/** Why a prompt is not sent: it leaves no room in the model's context for an answer. */
+export function contextRefusal(count: ChatCount): ShownError {
   return {
     code: 'context_exceeded',
     message:
-      `This prompt is ${count.promptTokens} tokens and the answer may take ${maxTokens} more: ${total} is ` +
-      `past the model's context of ${count.contextLength} tokens. Shorten it, start a new chat, or lower max tokens.`,
+      `This prompt is ${count.promptTokens} tokens, past the model's context of ${count.contextLength} tokens: ` +
+      `no room is left for an answer. Shorten it or start a new chat.`,
   }
 }

@@ -20,6 +20,8 @@ export interface ChatState {
   promptCount: (ChatCount & { conversationId: string }) | null
   /** Number fields whose text is not a valid value, with why (sending waits until they are fixed). */
   invalidFields: Partial<Record<string, string>>
+  /** Each model's context length, once known (chat.context or a count): max tokens is bounded by it. */
+  contextLengths: Record<string, number>
 }
 
 export const DEFAULT_MAX_TOKENS = 64
@@ -34,4 +36,5 @@ export const initialChatState: ChatState = {
   historyError: null,
   promptCount: null,
   invalidFields: {},
+  contextLengths: {},
 }

@@ -1,4 +1,5 @@
 import type { ChatMessage, ChatSummary } from '../../../protocol/app'
+import type { ModelSummary } from '../../../protocol/swarm'
 import { formatBlocks, formatCredits, formatTokensPerSecond, shortId } from '../../format'
 import type { ChatEntry, ChatState, Conversation } from './initialState'
 
@@ -9,6 +10,25 @@ export function activeConversation(state: Pick<ChatState, 'conversations' | 'act
 /** Most recently used first. */
 export function conversationList(conversations: Conversation[]): Conversation[] {
   return [...conversations].sort((a, b) => b.updatedAt - a.updatedAt)
+}
+
+/** The model to chat with when the tracker lists only one: nothing to pick. */
+export function soleModelId(models: readonly ModelSummary[]): string | null {
+  return models.length === 1 ? (models[0]?.modelId ?? null) : null
+}
+
+/** A model as the picker names it: by its id, with its own name when that says more than its family does. */
+export function modelLabel(model: ModelSummary): string {
+  const name = model.name.trim()
+  const plain = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '')
+  if (name === '' || plain(name) === plain(model.architecture) || plain(name) === plain(model.modelId))
+    return model.modelId
+  return `${name} (${model.modelId})`
+}
+
+/** The model a conversation chats with: its own, or the only one listed. */
+export function shownModelId(conversation: Conversation | null, models: readonly ModelSummary[]): string | null {
+  return conversation?.modelId ?? soleModelId(models)
 }
 
 export function streamingAnswer(conversation: Conversation | null): ChatEntry | null {

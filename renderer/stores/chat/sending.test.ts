@@ -90,22 +90,28 @@ describe('chat store: sampling, context and edits', () => {
   })
 
   it(
-    'refuses before sending a prompt that does not fit the context with max tokens, naming the counts, and adds ' +
-      'no turn',
+    'caps max tokens to what the context leaves after the prompt, and refuses only a prompt that fills the context ' +
+      'alone, naming its count, adding no turn',
     async () => {
       const { store, sends, thread } = await setup()
-      const long = Array.from({ length: 2000 }, () => 'word').join(' ')
-      expect(await store.getState().send(long)).toBe(false)
-      expect(sends()).toEqual([])
-      expect(thread()).toEqual([])
+      const words = (n: number) => Array.from({ length: n }, () => 'word').join(' ')
+      store.getState().setMaxTokens(4096)
+      expect(await store.getState().send('Hi')).toBe(true)
+      expect(sends().at(-1)?.maxTokens).toBe(2047)
+      store.getState().newConversation()
+      store.getState().setMaxTokens(64)
+      expect(await store.getState().send(words(2000))).toBe(true)
+      expect(sends().at(-1)?.maxTokens).toBe(48)
+      store.getState().newConversation()
+      expect(await store.getState().send(words(2048))).toBe(false)
+      expect(sends()).toHaveLength(2)
       expect(store.getState().composerError).toMatchObject({
         code: 'context_exceeded',
-        message: expect.stringContaining('This prompt is 2000 tokens'),
+        message: expect.stringContaining("This prompt is 2048 tokens, past the model's context of 2048 tokens"),
       })
-      expect(store.getState().composerError?.message).toContain("2064 is past the model's context of 2048 tokens")
-      // Lowering max tokens makes it fit.
-      store.getState().setMaxTokens(48)
-      expect(await store.getState().send(long)).toBe(true)
+      expect(thread()).toHaveLength(2)
+      // The refusal was for that text: changing the draft takes it away.
+      store.getState().draftChanged()
       expect(store.getState().composerError).toBeNull()
     },
   )

@@ -1,11 +1,11 @@
 import { createStore } from 'zustand/vanilla'
 import type { ChatSettings, NeuronBridge } from '../../../protocol/app'
-import { NeuronError } from '../../../protocol/errors'
 import { type ShownError, shownError } from '../../api/errorText'
-import { contextFit, contextRefusal, conversationSettings, promptMessages, samplingRequest } from './fields'
+import { conversationSettings } from './fields'
 import { conversationHistory, interrupted, type LegacyStorage } from './history'
 import { type ChatEntry, type ChatState, type Conversation, initialChatState } from './initialState'
-import { activeConversation, conversationList, streamingAnswer, titleFrom } from './selectors'
+import { activeConversation, conversationList, streamingAnswer } from './selectors'
+import { sendingActions } from './sending'
 
 export interface ChatActions {
   /** Loads the conversations the backend keeps (on every connection; those already here stay as they are). */
@@ -33,6 +33,10 @@ export interface ChatActions {
   stop(): Promise<void>
   /** Drops the last answer and asks again with the same turns (a fresh seed unless the conversation fixed one). */
   regenerate(): Promise<void>
+  /** The composer's text changed: a refusal for the old text (context_exceeded) no longer holds. */
+  draftChanged(): void
+  /** Learns the model's context length (contextLengths), which bounds max tokens. */
+  loadContext(modelId: string): Promise<void>
   /**
    * Ends these answers, if still streaming, as cut off by a dropped connection (their chat.done or
    * chat.error may have been pushed while it was down), and asks the backend to stop them.
@@ -82,98 +86,15 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       })
     const fail = (chatId: string, error: ShownError) => updateAnswer(chatId, (m) => ({ ...m, status: 'error', error }))
 
-    /** Asks for an answer to the conversation as it is (ending with the user's turn). */
-    const answer = async (conversation: Conversation, modelId: string) => {
-      const messages = promptMessages(conversation)
-      const pending: ChatEntry = {
-        id: newId(),
-        role: 'assistant',
-        content: '',
-        createdAt: now(),
-        status: 'streaming',
-        modelId,
-      }
-      update(conversation.id, (c) => ({ ...c, messages: [...c.messages, pending], updatedAt: now() }))
-      const sampling = samplingRequest(conversationSettings(conversation))
-      try {
-        await bridge.call('chat.send', {
-          chatId: conversation.id,
-          modelId,
-          messages,
-          maxTokens: get().maxTokens,
-          ...sampling,
-        })
-      } catch (error) {
-        fail(conversation.id, shownError(error))
-      }
-    }
-    const byId = (id: string) => get().conversations.find((c) => c.id === id) ?? null
-
-    /**
-     * Why this prompt is not sent: it and max tokens do not fit the model's context, or the backend refuses
-     * its turns (bad_request: too long to count); null when it fits or could not be counted (chat.send checks again).
-     */
-    const refusal = async (conversation: Conversation, modelId: string, draft?: string): Promise<ShownError | null> => {
-      const maxTokens = get().maxTokens
-      try {
-        const count = await bridge.call('chat.count', { modelId, messages: promptMessages(conversation, draft) })
-        return contextFit(count, maxTokens).over ? contextRefusal(count, maxTokens) : null
-      } catch (error) {
-        return error instanceof NeuronError && error.code === 'bad_request' ? shownError(error) : null
-      }
-    }
-    /** Conversations whose prompt is being counted before sending: a second send waits its turn. */
-    const asking = new Set<string>()
-    /**
-     * Appends `content` as the user's turn after `kept` (the turns before it), once it fits, and asks for the answer.
-     */
-    const ask = async (
-      target: { conversation: Conversation; modelId: string },
-      kept: ChatEntry[],
-      content: string,
-    ): Promise<boolean> => {
-      const { id } = target.conversation
-      if (asking.has(id)) return false
-      asking.add(id)
-      try {
-        const refused = await refusal({ ...target.conversation, messages: kept }, target.modelId, content)
-        if (refused !== null) {
-          set({ composerError: refused })
-          return false
-        }
-        const user: ChatEntry = { id: newId(), role: 'user', content, createdAt: now() }
-        const title = target.conversation.messages.length === 0 ? titleFrom(content) : target.conversation.title
-        update(id, (c) => ({ ...c, title, messages: [...kept, user], updatedAt: now() }))
-      } finally {
-        asking.delete(id)
-      }
-      const conversation = byId(id)
-      if (conversation !== null) await answer(conversation, target.modelId)
-      return true
-    }
-    let counted = 0
-
-    const ready = (): { conversation: Conversation; modelId: string } | null => {
-      const conversation = activeConversation(get())
-      if (conversation === null) return null
-      if (conversation.modelId === null) {
-        set({ composerError: { code: 'no_model', message: 'Pick a model to chat with first.' } })
-        return null
-      }
-      if (streamingAnswer(conversation) !== null) {
-        set({
-          composerError: { code: 'busy', message: 'An answer is still streaming; stop it or wait for it to finish.' },
-        })
-        return null
-      }
-      const invalid = Object.values(get().invalidFields).find((m) => m !== undefined)
-      if (invalid !== undefined) {
-        set({ composerError: { code: 'invalid_field', message: `${invalid} Fix it, then send again.` } })
-        return null
-      }
-      set({ composerError: null })
-      return { conversation, modelId: conversation.modelId }
-    }
+    const sending = sendingActions({
+      bridge,
+      get,
+      set,
+      update,
+      fail,
+      newId,
+      now,
+    })
 
     return {
       ...initialChatState,
@@ -262,54 +183,25 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         const name = title.trim().replace(/\s+/g, ' ').slice(0, 256)
         if (name !== '') update(id, (c) => ({ ...c, title: name, updatedAt: now() }))
       },
-      async countPrompt(draft) {
-        const conversation = activeConversation(get())
-        const asked = ++counted
-        const messages = conversation === null ? [] : promptMessages(conversation, draft)
-        if (conversation?.modelId == null || messages.length === 0) return set({ promptCount: null })
-        try {
-          const count = await bridge.call('chat.count', { modelId: conversation.modelId, messages })
-          if (asked === counted) set({ promptCount: { ...count, conversationId: conversation.id } })
-        } catch {
-          if (asked === counted) set({ promptCount: null })
-        }
-      },
+      countPrompt: sending.countPrompt,
       async send(text) {
-        const content = text.trim()
-        if (content === '') return false
         if (activeConversation(get()) === null) get().newConversation()
-        const target = ready()
-        if (target === null) return false
-        return ask(target, target.conversation.messages, content)
+        return sending.send(text)
       },
-      async resend(messageId, text) {
-        const content = text.trim()
-        const target = ready()
-        if (target === null || content === '') return false
-        const at = target.conversation.messages.findIndex((m) => m.id === messageId && m.role === 'user')
-        if (at < 0) return false
-        return ask(target, target.conversation.messages.slice(0, at), content)
+      resend: sending.resend,
+      stop: sending.stop,
+      regenerate: sending.regenerate,
+      draftChanged() {
+        if (get().composerError?.code === 'context_exceeded') set({ composerError: null })
       },
-      async stop() {
-        const conversation = activeConversation(get())
-        if (conversation === null || streamingAnswer(conversation) === null) return
+      async loadContext(modelId) {
+        if (get().contextLengths[modelId] !== undefined) return
         try {
-          await bridge.call('chat.stop', { chatId: conversation.id })
-        } catch (error) {
-          fail(conversation.id, shownError(error))
+          const { contextLength } = await bridge.call('chat.context', { modelId })
+          set((s) => ({ contextLengths: { ...s.contextLengths, [modelId]: contextLength } }))
+        } catch {
+          // Unknown for now: the field keeps its own bound, and the next count says the context.
         }
-      },
-      async regenerate() {
-        const target = ready()
-        if (target === null) return
-        const last = target.conversation.messages.at(-1)
-        if (last?.role !== 'assistant') return
-        const asked = { ...target.conversation, messages: target.conversation.messages.slice(0, -1) }
-        const refused = await refusal(asked, target.modelId)
-        if (refused !== null) return set({ composerError: refused })
-        update(target.conversation.id, (c) => ({ ...c, messages: c.messages.slice(0, -1) }))
-        const conversation = byId(target.conversation.id)
-        if (conversation !== null) await answer(conversation, target.modelId)
       },
       interrupt(answerIds) {
         const cut = new Set(answerIds)
