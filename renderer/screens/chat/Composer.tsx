@@ -1,5 +1,5 @@
 import { RotateCcw, SendHorizontal, Square } from 'lucide-react'
-import { useEffect, useState } from 'react'
+import { type KeyboardEvent, useEffect, useState } from 'react'
 import type { ContextFit } from '../../stores/chat/fields'
 
 interface ComposerProps {
@@ -15,7 +15,14 @@ interface ComposerProps {
   onRegenerate(): void
 }
 
-const isMac = typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.platform)
+/**
+ * Enter sends (Ctrl/⌘+Enter too); Shift+Enter is a new line. An Enter that ends an IME composition (picking a word
+ * in Japanese or Chinese input) only ends it: isComposing, or keyCode 229 where a browser reports that instead.
+ */
+function sendsOnEnter(event: KeyboardEvent<HTMLTextAreaElement>): boolean {
+  if (event.key !== 'Enter' || event.shiftKey || event.altKey) return false
+  return !event.nativeEvent.isComposing && event.nativeEvent.keyCode !== 229
+}
 
 export function Composer({ streaming, canRegenerate, fit, onSend, onDraft, onStop, onRegenerate }: ComposerProps) {
   const [text, setText] = useState('')
@@ -34,10 +41,10 @@ export function Composer({ streaming, canRegenerate, fit, onSend, onDraft, onSto
         className="input"
         rows={3}
         value={text}
-        placeholder={`Write a message… (${isMac ? '⌘' : 'Ctrl'}+Enter to send, Esc to stop)`}
+        placeholder="Write a message… (Enter to send, Shift+Enter for a new line, Esc to stop)"
         onChange={(event) => setText(event.target.value)}
         onKeyDown={(event) => {
-          if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+          if (sendsOnEnter(event)) {
             event.preventDefault()
             send()
           }
@@ -51,7 +58,11 @@ export function Composer({ streaming, canRegenerate, fit, onSend, onDraft, onSto
             className={`context-fit small ${fit.over ? 'over' : 'muted'}`}
             data-testid="chat-context"
             data-over={fit.over}
-            title="Prompt tokens + max tokens, of the model's context"
+            title={
+              fit.capped
+                ? "Prompt tokens + the answer's max tokens, lowered to what the model's context leaves"
+                : "Prompt tokens + the answer's max tokens, of the model's context"
+            }
           >
             {fit.text}
           </span>

@@ -1,0 +1,117 @@
+// The Chat screen as an LM Studio or Jan user expects it (issue 38), in its browser mode (e2e/app-harness.ts):
+// a refusal in plain words, the sole model picked, max tokens capped to the model's context, Enter to send.
+import type { Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AppHarness, MODEL } from './app-harness'
+import { HAVE_CHROMIUM, NEEDS_CHROMIUM, screenshot } from './browser'
+
+const harness = new AppHarness()
+let page: Page
+
+const answers = () => page.locator('[data-testid="chat-message"][data-role="assistant"]')
+const conversations = () => page.getByTestId('chat-conversation')
+
+describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHROMIUM}`, () => {
+  beforeAll(async () => {
+    await harness.start()
+    page = harness.page
+  }, 240_000)
+
+  afterAll(() => harness.stop())
+
+  it('picks the only model by itself and names it by its id, not its family', async () => {
+    await harness.open('chat')
+    const select = page.getByTestId('chat-model-select')
+    await expect.poll(() => select.inputValue()).toBe(MODEL)
+    const label = (await select.locator(`option[value="${MODEL}"]`).textContent()) ?? ''
+    expect(label).toContain(MODEL)
+    expect(label).not.toMatch(/^llama\b/)
+  })
+
+  it('says in plain words that no computer serves part of the model, without routing jargon', async () => {
+    // Nobody serves blocks [2, 5) yet: this computer starts hosting them in the next test.
+    await page.getByTestId('chat-input').fill('Hello there')
+    await page.getByTestId('chat-send').click()
+    const error = page.getByTestId('chat-thread').getByTestId('chat-error')
+    await error.waitFor({ timeout: 60_000 })
+    const text = (await error.textContent()) ?? ''
+    expect(text).toContain(MODEL)
+    expect(text).toMatch(/host (part of|the missing part of) the model yourself/i)
+    for (const jargon of ['no route for blocks', 'KV', 'free session', 'ready host']) expect(text).not.toContain(jargon)
+    await screenshot(page, 'chat-no-route')
+  })
+
+  it('keeps no empty "New chat" once the user leaves it or makes another', async () => {
+    const before = await conversations().count()
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-new').click()
+    await expect.poll(() => conversations().count()).toBe(before + 1)
+    // Leaving it for the conversation that has messages drops it.
+    await conversations().filter({ hasText: 'Hello there' }).getByRole('button', { name: 'Hello there' }).click()
+    await expect.poll(() => conversations().count()).toBe(before)
+    expect(await conversations().filter({ hasText: 'New chat' }).count()).toBe(0)
+  })
+
+  it('sends with Enter, makes a new line with Shift+Enter, and never sends mid-composition', async () => {
+    await harness.hostTheOtherBlocks()
+    await page.getByTestId('chat-new').click()
+    await harness.setSampling({ temperature: '0' })
+    const input = page.getByTestId('chat-input')
+    expect(await input.getAttribute('placeholder')).toMatch(/Enter to send, Shift\+Enter for a new line/)
+    await input.fill('Once upon a time')
+    await input.press('Shift+Enter')
+    await input.pressSequentially('there was a cat.')
+    expect(await input.inputValue()).toBe('Once upon a time\nthere was a cat.')
+    // An Enter that ends an IME composition (e.g. picking a Japanese word) only ends it.
+    await input.evaluate((box) =>
+      box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', isComposing: true, bubbles: true })),
+    )
+    expect(await page.getByTestId('chat-message').count()).toBe(0)
+    await input.press('Enter')
+    await expect.poll(() => page.getByTestId('chat-message').first().textContent()).toContain('there was a cat.')
+    expect(await input.inputValue()).toBe('')
+    await harness.lastAnswer()
+    // Ctrl+Enter still sends.
+    await input.fill('The dog ran.')
+    await input.press('Control+Enter')
+    await expect.poll(() => answers().count()).toBe(2)
+    await harness.lastAnswer()
+  })
+
+  it("caps max tokens to what the model's context leaves instead of refusing a short prompt", async () => {
+    await page.getByTestId('chat-new').click()
+    const maxTokens = page.getByTestId('chat-max-tokens')
+    // The field takes no more than the model's context (stories260k: 2048 tokens).
+    await maxTokens.fill('4096')
+    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').textContent()).toContain('from 1 to 2048')
+    await maxTokens.fill('2048')
+    await expect.poll(() => page.getByTestId('chat-field-error-maxTokens').count()).toBe(0)
+    await page.getByTestId('chat-input').fill('Hi')
+    const context = page.getByTestId('chat-context')
+    await expect.poll(() => context.textContent()).toMatch(/^\d+ \+ \d+ tokens of 2048/)
+    const [, prompt, answer] = ((await context.textContent()) ?? '').match(/^(\d+) \+ (\d+)/) ?? []
+    expect(Number(prompt) + Number(answer)).toBe(2048)
+    expect(await context.textContent()).toMatch(/capped/)
+    expect(await context.getAttribute('data-over')).toBe('false')
+    await page.getByTestId('chat-send').click()
+    await expect.poll(() => answers().count()).toBe(1)
+    expect(await page.locator('[data-testid="chat-error"][data-code="context_exceeded"]').count()).toBe(0)
+    await page.getByTestId('chat-stop').click()
+    await harness.lastAnswer()
+    await screenshot(page, 'chat-max-tokens-capped')
+
+    // A prompt past the context is refused; the refusal goes as soon as the draft changes.
+    await page.getByTestId('chat-new').click()
+    await maxTokens.fill('64')
+    await page.getByTestId('chat-input').fill('The cat sat on the mat. '.repeat(400))
+    await expect.poll(() => context.getAttribute('data-over')).toBe('true')
+    await page.getByTestId('chat-send').click()
+    const refusal = page.locator('[data-testid="chat-error"][data-code="context_exceeded"]')
+    await refusal.waitFor()
+    await page.getByTestId('chat-input').press('End')
+    await page.getByTestId('chat-input').press('Backspace')
+    await expect.poll(() => refusal.count()).toBe(0)
+    await page.getByTestId('chat-input').fill('')
+  })
+})
