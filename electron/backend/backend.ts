@@ -259,7 +259,8 @@ export class AppBackend {
       trackerSetting,
       defaultModels,
       pickFile: options.pickFile,
-      mdns: options.mdns,
+      // NEURON_MDNS=0: a test outside a network namespace opens the app to the network without multicasting.
+      mdns: options.mdns ?? process.env.NEURON_MDNS !== '0',
       log,
     })
     backend.swarm.watch()

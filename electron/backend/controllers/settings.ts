@@ -140,15 +140,17 @@ export class SettingsController {
         lanOpen,
       })
     if (switching || rebinding) {
+      // A rebind restarts the same swarm: the hosting saved on it (kept by the save) comes back, paused or not.
+      const kept = switching ? (hand?.returning ?? null) : store.value.hosting
       await this.deps.swarm.switchTo(trackerSetting, this.deps.swarm.identity, save, lanOpen)
       this.trackerInForce = trackerSetting
-      if (hand?.returning != null) {
-        const { modelId, blocks, paused } = hand.returning
+      if (kept !== null) {
+        const { modelId, blocks, paused } = kept
         this.deps.log(
-          `back on ${trackerSetting ?? 'the embedded swarm'}: ${paused ? 'hosting paused' : 'resuming hosting'} ` +
-            `${modelId} blocks [${blocks[0]}, ${blocks[1]})`,
+          `${switching ? 'back on' : 'restarted'} ${trackerSetting ?? 'the embedded swarm'}: ` +
+            `${paused ? 'hosting paused' : 'resuming hosting'} ${modelId} blocks [${blocks[0]}, ${blocks[1]})`,
         )
-        await this.deps.restoreHosting(hand.returning)
+        await this.deps.restoreHosting(kept)
       }
     } else {
       await save()
