@@ -17,6 +17,7 @@ import {
   type WireError,
 } from '../../protocol'
 import { renderChat } from '../../text/chat-template'
+import { routingRefusal } from './chat-refusals'
 
 /**
  * Conversations the app keeps open at once (each holds a session on its hops, with its cache, and a credit hold): below
@@ -78,7 +79,7 @@ export class ChatRunner {
     } catch (error) {
       this.running.delete(request.chatId)
       if (error instanceof NeuronError && error.code === 'context_exceeded') throw error
-      const wire = describe(error, client, trackerUrl)
+      const wire = describe(error, client, trackerUrl, request.modelId)
       throw new NeuronError(wire.code, wire.message, wire.details ?? {})
     }
     void this.answer(request, { client, trackerUrl, prompt, contextLength }, controller).finally(() =>
@@ -290,8 +291,10 @@ export class ChatRunner {
         chargedMicro,
       })
     } catch (error) {
-      const wire = stopReason(controller) ?? describe(error, client, trackerUrl)
-      this.deps.log(`chat ${chatId} failed: ${wire.code}: ${wire.message}`)
+      const wire = stopReason(controller) ?? describe(error, client, trackerUrl, request.modelId)
+      // the log keeps the error's own words (a routing refusal's numbers), the chat shows the plain ones
+      const own = error instanceof Error && error.message !== wire.message ? ` (${error.message})` : ''
+      this.deps.log(`chat ${chatId} failed: ${wire.code}: ${wire.message}${own}`)
       this.deps.emit('chat.error', { chatId, error: wire })
     }
   }
@@ -314,13 +317,16 @@ function stopReason(controller: AbortController): WireError | null {
   return controller.signal.aborted && reason instanceof NeuronError ? toWireError(reason) : null
 }
 
-/** `trackerUrl`: the tracker the answer was asked of, not the one connected now. */
-function describe(error: unknown, client: SwarmClient, trackerUrl: string): WireError {
+/**
+ * The error a chat shows: a lost tracker or a routing refusal in plain words, else the error's own. `trackerUrl`: the
+ * tracker the answer was asked of, not the one connected now.
+ */
+function describe(error: unknown, client: SwarmClient, trackerUrl: string, modelId: string): WireError {
   if (!client.tracker.connected || (error instanceof NeuronError && error.code === 'tracker_unreachable')) {
     return {
       code: 'tracker_unreachable',
       message: `lost the tracker at ${trackerUrl}; check that it is running, then send again`,
     }
   }
-  return toWireError(error)
+  return routingRefusal(error, modelId) ?? toWireError(error)
 }

@@ -3,7 +3,7 @@ import { useStore } from 'zustand'
 import { ErrorNote } from '../components/ErrorNote'
 import { contextFit, conversationSettings } from '../stores/chat/fields'
 import { privacyNotice } from '../stores/chat/privacy'
-import { activeConversation, canRegenerate, shownModelId, streamingAnswer } from '../stores/chat/selectors'
+import { activeConversation, canRegenerate, modelLabel, shownModelId, streamingAnswer } from '../stores/chat/selectors'
 import { useStores } from '../stores/context'
 import { Composer } from './chat/Composer'
 import { ConversationList } from './chat/ConversationList'
@@ -89,7 +89,7 @@ export function ChatScreen() {
             <span className="field-label">Model</span>
             <select
               className="input"
-              value={conversation?.modelId ?? ''}
+              value={modelId ?? ''}
               onChange={(event) => {
                 if (conversation === null) state.newConversation()
                 state.setModel(event.target.value)
@@ -101,7 +101,7 @@ export function ChatScreen() {
               </option>
               {state.models.map((m) => (
                 <option key={m.modelId} value={m.modelId}>
-                  {m.name} ({m.modelId})
+                  {modelLabel(m)}
                 </option>
               ))}
             </select>

@@ -1,6 +1,18 @@
 import { describe, expect, it } from 'vitest'
+import { tinyModel } from '../../../test/renderer/hosting-fixtures'
 import type { ChatEntry, Conversation } from './initialState'
-import { answerStats, canRegenerate, conversationList, hopViews, requestMessages, titleFrom } from './selectors'
+import {
+  answerStats,
+  canRegenerate,
+  conversationList,
+  hopViews,
+  modelLabel,
+  requestMessages,
+  shownModelId,
+  soleModelId,
+  titleFrom,
+  withoutEmpty,
+} from './selectors'
 
 const user = (content: string): ChatEntry => ({ id: content, role: 'user', content, createdAt: 0 })
 const answer = (content: string, status: ChatEntry['status']): ChatEntry => ({
@@ -79,5 +91,22 @@ describe('chat selectors', () => {
       'Tell me a story about a dragon who lear…',
     )
     expect(conversationList([conversation([], 1), conversation([], 3)]).map((c) => c.id)).toEqual(['c3', 'c1'])
+  })
+
+  it('picks the only model listed, and names a model by its id unless its own name says more than its family', () => {
+    expect(soleModelId([tinyModel])).toBe('stories260k')
+    expect(soleModelId([tinyModel, { ...tinyModel, modelId: 'other' }])).toBeNull()
+    expect(shownModelId(null, [tinyModel])).toBe('stories260k')
+    expect(shownModelId(conversation([]), [tinyModel])).toBe('m')
+    expect(modelLabel({ ...tinyModel, name: 'TinyStories 260K' })).toBe('TinyStories 260K (stories260k)')
+    expect(modelLabel({ ...tinyModel, name: 'llama' })).toBe('stories260k')
+    expect(modelLabel({ ...tinyModel, name: 'Stories260K' })).toBe('stories260k')
+  })
+
+  it('keeps no conversation without messages but the one the user is in', () => {
+    const empty = { ...conversation([], 1), id: 'empty' }
+    const full = conversation([user('a')], 2)
+    expect(withoutEmpty([empty, full], null)).toEqual([full])
+    expect(withoutEmpty([empty, full], 'empty')).toEqual([empty, full])
   })
 })

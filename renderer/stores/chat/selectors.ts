@@ -31,6 +31,12 @@ export function shownModelId(conversation: Conversation | null, models: readonly
   return conversation?.modelId ?? soleModelId(models)
 }
 
+/** The conversations without those that have no message yet, but for `keep` (the one the user is in). */
+export function withoutEmpty(conversations: Conversation[], keep: string | null): Conversation[] {
+  const kept = conversations.filter((c) => c.messages.length > 0 || c.id === keep)
+  return kept.length === conversations.length ? conversations : kept
+}
+
 export function streamingAnswer(conversation: Conversation | null): ChatEntry | null {
   const last = conversation?.messages.at(-1)
   return last?.role === 'assistant' && last.status === 'streaming' ? last : null

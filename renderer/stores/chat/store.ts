@@ -4,7 +4,7 @@ import { type ShownError, shownError } from '../../api/errorText'
 import { conversationSettings } from './fields'
 import { conversationHistory, interrupted, type LegacyStorage } from './history'
 import { type ChatEntry, type ChatState, type Conversation, initialChatState } from './initialState'
-import { activeConversation, conversationList, streamingAnswer } from './selectors'
+import { activeConversation, conversationList, soleModelId, streamingAnswer, withoutEmpty } from './selectors'
 import { sendingActions } from './sending'
 
 export interface ChatActions {
@@ -102,8 +102,10 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         try {
           const { conversations, problems } = await history.load()
           const here = new Set(get().conversations.map((c) => c.id))
-          const added = conversations.filter((c) => !here.has(c.id)).map(interrupted)
-          history.adopt(added)
+          const loaded = conversations.filter((c) => !here.has(c.id)).map(interrupted)
+          history.adopt(loaded)
+          // An empty "New chat" kept when the app closed is not kept again: the sync this causes deletes it.
+          const added = withoutEmpty(loaded, null)
           set((s) => {
             const all = [...s.conversations, ...added]
             const historyError =
@@ -128,7 +130,8 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       },
       newConversation() {
         const id = newId()
-        const modelId = activeConversation(get())?.modelId ?? get().models[0]?.modelId ?? null
+        const modelId =
+          activeConversation(get())?.modelId ?? soleModelId(get().models) ?? get().models[0]?.modelId ?? null
         const conversation: Conversation = {
           id,
           title: 'New chat',
@@ -137,8 +140,9 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
           createdAt: now(),
           updatedAt: now(),
         }
+        // An empty chat left behind is not kept (one "New chat" at a time).
         set((s) => ({
-          conversations: [conversation, ...s.conversations],
+          conversations: [conversation, ...withoutEmpty(s.conversations, null)],
           activeId: id,
           composerError: null,
           invalidFields: maxTokensOnly(s.invalidFields),
@@ -147,7 +151,13 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       },
       select(id) {
         // The other conversation's fields show its own valid settings; only max tokens, shared by all, stays as typed.
-        set((s) => ({ activeId: id, composerError: null, invalidFields: maxTokensOnly(s.invalidFields) }))
+        // The empty chat the user leaves is not kept.
+        set((s) => ({
+          conversations: withoutEmpty(s.conversations, id),
+          activeId: id,
+          composerError: null,
+          invalidFields: maxTokensOnly(s.invalidFields),
+        }))
       },
       remove(id) {
         const conversation = get().conversations.find((c) => c.id === id)
