@@ -4,6 +4,7 @@ import { ChatMethods, ConversationMethods } from './app-chat'
 import { EarningsMethods } from './app-earnings'
 import { HostingMethods, HostingStatus } from './app-hosting'
 import { HubMethods } from './app-hub'
+import { LogMethods } from './app-log'
 import { SettingsMethods } from './app-settings'
 import { SwarmMethods, TrackerLinkStatus } from './app-swarm'
 import { ChatHop, ChatId, ChatSummary } from './chat'
@@ -26,6 +27,7 @@ export * from './app-chat'
 export * from './app-earnings'
 export * from './app-hosting'
 export * from './app-hub'
+export * from './app-log'
 export * from './app-settings'
 export * from './app-swarm'
 export * from './chat'
@@ -47,6 +49,7 @@ export const AppApi = {
   ...ConversationMethods,
   ...AccessMethods,
   ...HubMethods,
+  ...LogMethods,
 } as const
 export type AppApi = typeof AppApi
 

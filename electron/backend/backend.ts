@@ -6,6 +6,7 @@ import { SerialQueue } from '../../host/serial-queue'
 import { NodeIdentity } from '../../identity/keys'
 import { type Ack, type AppHandlers, dispatchAppCall, type HostingStatus, Limits } from '../../protocol'
 import type { Tracker } from '../../tracker/server'
+import { AppLog } from './app-log'
 import { ChatRunner } from './chat'
 import { ApiController } from './controllers/api'
 import { ChatController } from './controllers/chat'
@@ -16,6 +17,7 @@ import { HostingController } from './controllers/hosting'
 import { HubController } from './controllers/hub'
 import { IdentityController } from './controllers/identity'
 import { LanController } from './controllers/lan'
+import { LogController } from './controllers/log'
 import { ModelsController } from './controllers/models'
 import { type ControllerRegistry, handlersOf } from './controllers/registry'
 import { ReputationController } from './controllers/reputation'
@@ -64,6 +66,8 @@ interface Opened {
   readonly pickFile: (() => Promise<string | null>) | undefined
   readonly mdns: boolean | undefined
   readonly log: (line: string) => void
+  /** The same lines, kept for the Log screen. */
+  readonly appLog: AppLog
 }
 
 /**
@@ -203,6 +207,7 @@ export class AppBackend {
         () => swarm.checkReachable(),
       ),
       conversations: new ConversationsController(dataDir, log),
+      log: new LogController(o.appLog),
       swarm: new SwarmController(swarm, () => store.value.pairedApps),
       lan: new LanController(this.lan),
       api,
@@ -221,7 +226,8 @@ export class AppBackend {
   }
 
   static async start(options: AppBackendOptions): Promise<AppBackend> {
-    const log = options.log ?? (() => {})
+    const appLog = new AppLog(options.log)
+    const log = appLog.add
     const { dataDir, store } = await resolveDataDir(resolve(options.dataDir), log)
     if (store.notice !== null) log(store.notice)
     const identity = await NodeIdentity.loadOrCreate(dataDir)
@@ -262,6 +268,7 @@ export class AppBackend {
       // NEURON_MDNS=0: a test outside a network namespace opens the app to the network without multicasting.
       mdns: options.mdns ?? process.env.NEURON_MDNS !== '0',
       log,
+      appLog,
     })
     backend.swarm.watch()
     await backend.syncLan()

@@ -5,6 +5,7 @@ import {
   type LucideIcon,
   MessageSquare,
   Network,
+  ScrollText,
   Server,
   Settings,
   ShieldCheck,
@@ -15,13 +16,14 @@ import { ChatScreen } from './ChatScreen'
 import { ComputerScreen } from './ComputerScreen'
 import { EarningsScreen } from './EarningsScreen'
 import { HostScreen } from './HostScreen'
+import { LogScreen } from './LogScreen'
 import { ReputationScreen } from './ReputationScreen'
 import { SettingsScreen } from './SettingsScreen'
 import { SwarmScreen } from './SwarmScreen'
 
 export interface ScreenEntry {
-  /** Used in nav-<id>, in the URL hash, and in the order of Ctrl/Cmd+1..8. */
-  id: 'computer' | 'host' | 'earnings' | 'reputation' | 'chat' | 'swarm' | 'api' | 'settings'
+  /** Used in nav-<id>, in the URL hash, and in the order of Ctrl/Cmd+1..9 (the desktop app's). */
+  id: 'computer' | 'host' | 'earnings' | 'reputation' | 'chat' | 'swarm' | 'api' | 'settings' | 'log'
   label: string
   icon: LucideIcon
   Screen: ComponentType
@@ -36,6 +38,7 @@ export const SCREENS: readonly ScreenEntry[] = [
   { id: 'swarm', label: 'Swarm', icon: Network, Screen: SwarmScreen },
   { id: 'api', label: 'API', icon: KeySquare, Screen: ApiScreen },
   { id: 'settings', label: 'Settings', icon: Settings, Screen: SettingsScreen },
+  { id: 'log', label: 'Log', icon: ScrollText, Screen: LogScreen },
 ]
 
 export type ScreenId = ScreenEntry['id']

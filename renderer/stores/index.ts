@@ -8,6 +8,7 @@ import { createEarningsStore } from './earnings/store'
 import { createHostingStore } from './hosting/store'
 import { createHubStore } from './hub/store'
 import { createLanStore } from './lan/store'
+import { createLogStore } from './log/store'
 import { createReputationStore } from './reputation/store'
 import { createSettingsStore } from './settings/store'
 import { createSwarmStore } from './swarm/store'
@@ -27,6 +28,7 @@ export function createStores(bridge: ConnectedBridge) {
     settings: createSettingsStore(bridge),
     api: createApiAccessStore(bridge),
     appearance: createAppearanceStore(localStorage),
+    log: createLogStore(bridge),
   }
 }
 export type Stores = ReturnType<typeof createStores>
