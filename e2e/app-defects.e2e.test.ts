@@ -85,4 +85,33 @@ describe.skipIf(!HAVE_CHROMIUM)(`defects of issue 38 in the app${NEEDS_CHROMIUM}
     await servesAgain()
     await chatAnswers()
   }, 360_000)
+
+  it('says on the Host screen that the app is unreachable, with Pause and Stop off, not a green "Serving"', async () => {
+    await servesAgain()
+    await harness.app.stop(10_000)
+    const badge = page.getByTestId('hosting-phase')
+    await expect.poll(() => badge.textContent(), { timeout: 15_000 }).toBe('Unreachable — the app is not answering')
+    expect(await badge.getAttribute('class')).not.toContain('phase-serving')
+    expect(await page.getByTestId('hosting-pause').isDisabled()).toBe(true)
+    expect(await page.getByTestId('hosting-stop').isDisabled()).toBe(true)
+    expect(await page.getByTestId('hosting-reach-note').textContent()).toContain('The app does not answer')
+    await screenshot(page, 'defects-host-app-unreachable')
+    await harness.startApp()
+    await expect.poll(() => page.getByTestId('status-app').getAttribute('data-state'), { timeout: 30_000 }).toBe('ok')
+    // Hosting resumes with the app; the badge says so again.
+    await servesAgain()
+    expect(await badge.textContent()).toBe('Serving')
+    expect(await page.getByTestId('hosting-stop').isDisabled()).toBe(false)
+  }, 180_000)
+
+  it("shows the stopped computer's blocks as unserved on the model card right after Stop", async () => {
+    await servesAgain()
+    await page.getByTestId('hosting-stop').click()
+    await page.getByTestId('dialog-confirm').click()
+    const card = page.getByTestId(`model-option-${MODEL}`)
+    await card.waitFor({ timeout: 30_000 })
+    // The other volunteer still serves the first two blocks; this computer's three are free now.
+    await expect.poll(() => card.textContent(), { timeout: 10_000 }).toContain('3 of 5 blocks have no host')
+    await screenshot(page, 'defects-host-after-stop')
+  })
 })

@@ -7,7 +7,7 @@ import { Loading } from '../components/Loading'
 import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
 import { useStores } from '../stores/context'
-import { phaseText, showsPicker } from '../stores/hosting/selectors'
+import { hostingBadge, hostingReach, showsPicker } from '../stores/hosting/selectors'
 import { AddModelForm } from './host/AddModelForm'
 import { HostingProgress } from './host/HostingProgress'
 import { HubPanel } from './host/HubPanel'
@@ -15,11 +15,14 @@ import { ModelList } from './host/ModelList'
 import { PlacementPreview } from './host/PlacementPreview'
 
 export function HostScreen() {
-  const { hosting, settings } = useStores()
+  const { hosting, settings, connection } = useStores()
   const state = useStore(hosting)
+  const link = useStore(connection)
+  const reach = hostingReach(link.state, link.tracker)
   const canPickFiles = useStore(settings, (s) => s.settings?.canPickFiles ?? false)
   const { status } = state
   const phase = status?.phase ?? 'idle'
+  const badge = hostingBadge(phase, reach)
   const [confirmingStop, setConfirmingStop] = useState(false)
   // A model downloaded from the Hub is published by the backend: list it and show where it would be hosted.
   const hubReady = useCallback(
@@ -43,8 +46,13 @@ export function HostScreen() {
         title="Host a model"
         subtitle="Serve a range of a model's blocks for the swarm and earn credits for every token."
         actions={
-          <span className={`phase-pill phase-${phase}`} data-testid="hosting-phase" data-phase={phase}>
-            {phaseText(phase)}
+          <span
+            className={`phase-pill phase-${badge.tone}`}
+            data-testid="hosting-phase"
+            data-phase={phase}
+            data-reach={reach}
+          >
+            {badge.text}
           </span>
         }
       />
@@ -95,6 +103,7 @@ export function HostScreen() {
                 preview={state.preview}
                 chosen={state.chosenBlocks}
                 acting={state.acting}
+                reachable={reach === 'ok'}
                 onChoose={state.chooseBlocks}
                 onConfirm={() => void state.start()}
               />
@@ -108,6 +117,7 @@ export function HostScreen() {
             <HostingProgress
               status={status}
               acting={state.acting}
+              reach={reach}
               onPause={() => void state.pause()}
               onResume={() => void state.resume()}
               onStop={() => setConfirmingStop(true)}

@@ -5,17 +5,28 @@ import { Meter } from '../../components/Meter'
 import { Stat } from '../../components/Stat'
 import { useNow } from '../../components/useNow'
 import { formatBlocks, formatNumber, formatTokensPerSecond } from '../../format'
-import { artifactRow, canPause, canResume, canStop, uptimeText } from '../../stores/hosting/selectors'
+import {
+  artifactRow,
+  canPause,
+  canResume,
+  canStop,
+  type HostingReach,
+  reachNote,
+  uptimeText,
+} from '../../stores/hosting/selectors'
 
 interface HostingProgressProps {
   status: HostingStatus
   acting: boolean
+  /** What is out of reach now: the buttons that cannot work are off. */
+  reach: HostingReach
   onPause(): void
   onResume(): void
   onStop(): void
 }
 
-export function HostingProgress({ status, acting, onPause, onResume, onStop }: HostingProgressProps) {
+export function HostingProgress({ status, acting, reach, onPause, onResume, onStop }: HostingProgressProps) {
+  const note = reachNote(reach)
   return (
     <div className="hosting-progress">
       <div className="hosting-target" data-testid="hosting-target">
@@ -63,7 +74,7 @@ export function HostingProgress({ status, acting, onPause, onResume, onStop }: H
           type="button"
           className="button"
           onClick={onPause}
-          disabled={acting || !canPause(status)}
+          disabled={acting || !canPause(status, reach)}
           data-testid="hosting-pause"
         >
           <Pause size={16} aria-hidden /> Pause
@@ -72,7 +83,7 @@ export function HostingProgress({ status, acting, onPause, onResume, onStop }: H
           type="button"
           className="button"
           onClick={onResume}
-          disabled={acting || !canResume(status)}
+          disabled={acting || !canResume(status, reach)}
           data-testid="hosting-resume"
         >
           <Play size={16} aria-hidden /> Resume
@@ -81,12 +92,17 @@ export function HostingProgress({ status, acting, onPause, onResume, onStop }: H
           type="button"
           className="button danger"
           onClick={onStop}
-          disabled={acting || !canStop(status)}
+          disabled={acting || !canStop(status, reach)}
           data-testid="hosting-stop"
         >
           <Square size={16} aria-hidden /> Stop
         </button>
       </div>
+      {note !== null && (
+        <p className="muted small" data-testid="hosting-reach-note">
+          {note}
+        </p>
+      )}
     </div>
   )
 }

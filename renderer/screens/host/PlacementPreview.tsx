@@ -18,11 +18,13 @@ interface PlacementPreviewProps {
   preview: HostingPreview
   chosen: BlockRange | null
   acting: boolean
+  /** The app and its tracker answer: a start can go through. */
+  reachable: boolean
   onChoose(blocks: BlockRange): void
   onConfirm(): void
 }
 
-export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm }: PlacementPreviewProps) {
+export function PlacementPreview({ preview, chosen, acting, reachable, onChoose, onConfirm }: PlacementPreviewProps) {
   const { placement } = preview
   const option = chosenOption(preview, chosen)
   const credits = creditsPerHour(preview, option)
@@ -149,7 +151,7 @@ export function PlacementPreview({ preview, chosen, acting, onChoose, onConfirm 
             type="button"
             className="button primary"
             onClick={onConfirm}
-            disabled={acting}
+            disabled={acting || !reachable}
             data-testid="hosting-confirm"
           >
             <Check size={16} aria-hidden /> {acting ? 'Starting…' : `Host blocks ${formatBlocks(option.blocks)}`}

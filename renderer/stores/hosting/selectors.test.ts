@@ -4,10 +4,14 @@ import { formatBytes } from '../../format'
 import {
   artifactRow,
   cacheFigures,
+  canPause,
   canResume,
+  canStop,
   chosenOption,
   creditsPerHour,
   downloadFigure,
+  hostingBadge,
+  hostingReach,
   phaseText,
   placementCells,
   routeFigures,
@@ -135,7 +139,26 @@ describe('hosting selectors', () => {
     expect(phaseText('loading')).toBe('Loading layers into memory')
     expect(showsPicker({ ...downloading, phase: 'failed' })).toBe(true)
     expect(showsPicker(downloading)).toBe(false)
-    expect(canResume({ ...downloading, phase: 'paused' })).toBe(true)
+    expect(canResume({ ...downloading, phase: 'paused' }, 'ok')).toBe(true)
     expect(uptimeText(0, 65_000)).toBe('1m 05s')
+  })
+
+  it('shows no green "Serving" and no working buttons while the app or its tracker does not answer', () => {
+    const tracker = { trackerUrl: 'http://127.0.0.1:7070', state: 'unreachable' as const, problem: 'x', since: 0 }
+    expect(hostingReach('open', null)).toBe('ok')
+    expect(hostingReach('reconnecting', null)).toBe('app')
+    expect(hostingReach('open', tracker)).toBe('tracker')
+    expect(hostingBadge('serving', 'ok')).toEqual({ text: 'Serving', tone: 'serving' })
+    expect(hostingBadge('serving', 'app')).toEqual({
+      text: 'Unreachable — the app is not answering',
+      tone: 'unreachable',
+    })
+    expect(hostingBadge('serving', 'tracker').text).toMatch(/^Tracker unreachable/)
+    expect(hostingBadge('paused', 'tracker').text).toBe('Paused')
+    const serving = { ...downloading, phase: 'serving' as const }
+    expect([canPause(serving, 'app'), canStop(serving, 'app')]).toEqual([false, false])
+    // Pausing and stopping drain the host here; resuming asks the tracker for the model first.
+    expect([canPause(serving, 'tracker'), canStop(serving, 'tracker')]).toEqual([true, true])
+    expect(canResume({ ...downloading, phase: 'paused' }, 'tracker')).toBe(false)
   })
 })

@@ -1,6 +1,13 @@
-import type { ArtifactProgress, HostingPhase, HostingPreview, HostingStatus } from '../../../protocol/app'
+import type {
+  ArtifactProgress,
+  HostingPhase,
+  HostingPreview,
+  HostingStatus,
+  TrackerLinkStatus,
+} from '../../../protocol/app'
 import type { BlockRange } from '../../../protocol/blocks'
 import type { PlacementOption } from '../../../protocol/placement'
+import type { ConnectionState } from '../../api/socketBridge'
 import { formatBytes, formatDuration, formatRate } from '../../format'
 
 export interface PlacementCell {
@@ -141,6 +148,25 @@ export function phaseText(phase: HostingPhase): string {
   return PHASE_TEXT[phase]
 }
 
+/** What stands between this screen and hosting: nothing, the app's backend, or its tracker. */
+export type HostingReach = 'ok' | 'app' | 'tracker'
+
+export function hostingReach(app: ConnectionState, tracker: TrackerLinkStatus | null): HostingReach {
+  if (app !== 'open') return 'app'
+  return tracker?.state === 'unreachable' ? 'tracker' : 'ok'
+}
+
+/**
+ * The Host screen's badge: the phase the backend last told, unless that cannot be true now (a backend out of
+ * reach tells nothing; a host whose tracker is lost is routed no chats), as the sidebar's status line says.
+ */
+export function hostingBadge(phase: HostingPhase, reach: HostingReach): { text: string; tone: string } {
+  if (reach === 'app') return { text: 'Unreachable — the app is not answering', tone: 'unreachable' }
+  if (reach === 'tracker' && phase !== 'idle' && phase !== 'paused')
+    return { text: 'Tracker unreachable — no chats reach this computer', tone: 'unreachable' }
+  return { text: phaseText(phase), tone: phase }
+}
+
 /** The picker and preview show while nothing is hosted (or hosting failed); otherwise the progress view. */
 export function showsPicker(status: HostingStatus | null): boolean {
   return status === null || status.phase === 'idle' || status.phase === 'failed'
@@ -171,14 +197,27 @@ export function uptimeText(startedAt: number, now: number): string {
   return formatDuration((now - startedAt) / 1000)
 }
 
-export function canPause(status: HostingStatus | null): boolean {
-  return status !== null && (status.phase === 'serving' || status.phase === 'downloading' || status.phase === 'loading')
+// Nothing works while the app's backend is out of reach; pausing and stopping work without the tracker (the host
+// drains here), resuming and starting do not (they ask the tracker for the model first).
+
+export function canPause(status: HostingStatus | null, reach: HostingReach): boolean {
+  const phase = status?.phase
+  return reach !== 'app' && (phase === 'serving' || phase === 'downloading' || phase === 'loading')
 }
 
-export function canResume(status: HostingStatus | null): boolean {
-  return status?.phase === 'paused'
+export function canResume(status: HostingStatus | null, reach: HostingReach): boolean {
+  return reach === 'ok' && status?.phase === 'paused'
 }
 
-export function canStop(status: HostingStatus | null): boolean {
-  return status !== null && status.phase !== 'idle' && status.phase !== 'stopping'
+export function canStop(status: HostingStatus | null, reach: HostingReach): boolean {
+  return reach !== 'app' && status !== null && status.phase !== 'idle' && status.phase !== 'stopping'
+}
+
+/** Why the buttons are off while something is out of reach, for the line under them; null when they work. */
+export function reachNote(reach: HostingReach): string | null {
+  if (reach === 'app')
+    return 'The app does not answer, so this screen cannot change hosting; it reconnects by itself when the app is back.'
+  if (reach === 'tracker')
+    return 'The tracker does not answer: pausing and stopping still work here; starting and resuming wait for it.'
+  return null
 }

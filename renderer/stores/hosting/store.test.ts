@@ -124,4 +124,18 @@ describe('hosting store', () => {
     expect(store.getState().models.map((m) => m.modelId)).toEqual(['stories260k'])
     expect(store.getState().selectedModelId).toBe('stories260k')
   })
+
+  it("asks again for the models' coverage once this computer's blocks join or leave the swarm", async () => {
+    const bridge = fakeBridge({ 'models.list': () => ({ models: [tinyModel] }) })
+    const store = createHostingStore(bridge)
+    store.getState().subscribe()
+    const listed = () => bridge.calls.filter((c) => c.method === 'models.list').length
+    bridge.emit('hosting.status', downloading)
+    expect(listed()).toBe(0)
+    bridge.emit('hosting.status', serving)
+    expect(listed()).toBe(1)
+    bridge.emit('hosting.status', { ...serving, phase: 'stopping' })
+    bridge.emit('hosting.status', { ...serving, phase: 'idle', modelId: null, blocks: null })
+    expect(listed()).toBe(2)
+  })
 })

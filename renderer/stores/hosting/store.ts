@@ -3,6 +3,7 @@ import type { HostingStatus, NeuronBridge } from '../../../protocol/app'
 import type { BlockRange } from '../../../protocol/blocks'
 import { shownError } from '../../api/errorText'
 import { type HostingState, initialHostingState } from './initialState'
+import { showsPicker } from './selectors'
 
 export interface HostingActions {
   /** The tracker's models; a selection it does not list (picked before a switch of tracker) is dropped. */
@@ -126,7 +127,10 @@ export function createHostingStore(bridge: NeuronBridge) {
       subscribe() {
         return bridge.on('hosting.status', (status) => {
           pushes++
+          const before = get().status?.phase
           set({ status })
+          // This computer's blocks joined or left the swarm: the model list's coverage counted them or not.
+          if (before !== status.phase && (status.phase === 'serving' || showsPicker(status))) void get().loadModels()
         })
       },
     }
