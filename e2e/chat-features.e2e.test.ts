@@ -1,8 +1,10 @@
 // The Chat screen as an LM Studio or Jan user expects it (issue 38), in its browser mode (e2e/app-harness.ts):
 // a refusal in plain words, the sole model picked, max tokens capped to the model's context, Enter to send.
+import { readFile } from 'node:fs/promises'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AppHarness, MODEL } from './app-harness'
+import { Conversation } from '../protocol/app'
+import { AppHarness, MODEL, words } from './app-harness'
 import { HAVE_CHROMIUM, NEEDS_CHROMIUM, screenshot } from './browser'
 
 const harness = new AppHarness()
@@ -70,7 +72,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
     expect(await page.getByTestId('chat-message').count()).toBe(0)
     await input.press('Enter')
     await expect.poll(() => page.getByTestId('chat-message').first().textContent()).toContain('there was a cat.')
-    expect(await input.inputValue()).toBe('')
+    await expect.poll(() => input.inputValue()).toBe('')
     await harness.lastAnswer()
     // Ctrl+Enter still sends.
     await input.fill('The dog ran.')
@@ -98,7 +100,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
     await expect.poll(() => answers().count()).toBe(1)
     expect(await page.locator('[data-testid="chat-error"][data-code="context_exceeded"]').count()).toBe(0)
     await page.getByTestId('chat-stop').click()
-    await harness.lastAnswer()
+    // Stopped, maybe before its first token: done, with no error.
+    await expect.poll(() => answers().last().getAttribute('data-status')).toBe('done')
     await screenshot(page, 'chat-max-tokens-capped')
 
     // A prompt past the context is refused; the refusal goes as soon as the draft changes.
@@ -113,5 +116,35 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
     await page.getByTestId('chat-input').press('Backspace')
     await expect.poll(() => refusal.count()).toBe(0)
     await page.getByTestId('chat-input').fill('')
+  })
+
+  it('keeps every regenerated answer to page through; the one shown is kept, exported and continued from', async () => {
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-input').fill('Once upon a time there was a dog.')
+    await page.getByTestId('chat-input').press('Enter')
+    const made = [await harness.lastAnswer()]
+    for (const _ of [1, 2]) {
+      await page.getByTestId('chat-regenerate').click()
+      await expect
+        .poll(() => page.getByTestId('chat-version').textContent())
+        .toBe(`${made.length + 1}/${made.length + 1}`)
+      made.push(await harness.lastAnswer())
+    }
+    expect(await answers().count()).toBe(1)
+    await page.getByTestId('chat-version-previous').click()
+    await expect.poll(() => page.getByTestId('chat-version').textContent()).toBe('2/3')
+    const shown = async () => words(await answers().last().getByTestId('chat-message-text').textContent())
+    expect(await shown()).toBe(words(made[1] ?? ''))
+    await screenshot(page, 'chat-answer-versions')
+    // Kept with the conversation: a fresh load shows the same answer, 2 of 3.
+    await page.reload()
+    await page.getByTestId('app-ready').waitFor()
+    await harness.open('chat')
+    await expect.poll(() => page.getByTestId('chat-version').textContent()).toBe('2/3')
+    expect(await shown()).toBe(words(made[1] ?? ''))
+    const [json] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-json').click()])
+    const exported = Conversation.parse(JSON.parse(await readFile((await json.path()) ?? '', 'utf8')))
+    expect(words(exported.messages[1]?.content ?? '')).toBe(words(made[1] ?? ''))
+    expect(exported.messages[1]?.alternatives).toHaveLength(2)
   })
 })

@@ -129,13 +129,14 @@ export type ChatSummary = z.infer<typeof ChatSummary>
 export const MAX_CONVERSATION_CHARS = 1_000_000
 export const MAX_CONVERSATIONS = 1000
 
-/** One turn of a kept conversation, as the chat screen shows it. */
-export const ChatEntry = z.object({
+/** Answers kept per turn: the one shown and those it replaced by regenerating. */
+export const MAX_ANSWER_VERSIONS = 32
+
+/** An answer as a kept conversation holds it: the one shown, or one kept beside it (`alternatives`). */
+export const AnswerVersion = z.object({
   id: z.string().min(1).max(64),
-  role: z.enum(['user', 'assistant']),
   content: z.string().max(MAX_CONVERSATION_CHARS),
   createdAt: z.number(),
-  /** Assistant answers only. */
   status: z.enum(['streaming', 'done', 'error']).optional(),
   modelId: ModelId.optional(),
   route: z.array(ChatHop).max(1024).optional(),
@@ -144,6 +145,20 @@ export const ChatEntry = z.object({
   error: z
     .object({ code: z.string().max(64), message: z.string().max(8192), detail: z.string().max(8192).optional() })
     .optional(),
+})
+export type AnswerVersion = z.infer<typeof AnswerVersion>
+
+/**
+ * One turn of a kept conversation, as the chat screen shows it. An answer regenerated keeps the ones it replaced in
+ * `alternatives`, in order, with its own place among them at `chosen` (absent from conversations kept before: none).
+ */
+export const ChatEntry = AnswerVersion.extend({
+  role: z.enum(['user', 'assistant']),
+  alternatives: z
+    .array(AnswerVersion)
+    .max(MAX_ANSWER_VERSIONS - 1)
+    .optional(),
+  chosen: z.number().int().min(0).max(MAX_ANSWER_VERSIONS).optional(),
 })
 export type ChatEntry = z.infer<typeof ChatEntry>
 

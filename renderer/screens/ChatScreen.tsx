@@ -154,6 +154,7 @@ export function ChatScreen() {
                 key={message.id}
                 message={message}
                 onResend={streaming ? undefined : (text) => state.resend(message.id, text)}
+                onShow={streaming ? undefined : (index) => state.showAnswer(message.id, index)}
               />
             ))
           )}

@@ -1,7 +1,8 @@
-import { Pencil, Route } from 'lucide-react'
+import { ChevronLeft, ChevronRight, Pencil, Route } from 'lucide-react'
 import { useState } from 'react'
 import { CopyButton } from '../../components/CopyButton'
 import { ErrorNote } from '../../components/ErrorNote'
+import { versionPosition } from '../../stores/chat/alternatives'
 import type { ChatEntry } from '../../stores/chat/initialState'
 import { answerStats, hopViews } from '../../stores/chat/selectors'
 import { Markdown } from './Markdown'
@@ -10,9 +11,11 @@ interface MessageViewProps {
   message: ChatEntry
   /** Replaces a user's turn and asks again from there; absent while that cannot be done (an answer streaming). */
   onResend?: (text: string) => Promise<boolean>
+  /** Shows the answer's version at `index` (0-based) of those regenerated; absent while an answer streams. */
+  onShow?: (index: number) => void
 }
 
-export function MessageView({ message, onResend }: MessageViewProps) {
+export function MessageView({ message, onResend, onShow }: MessageViewProps) {
   const hops = hopViews(message)
   const [editing, setEditing] = useState(false)
   // A failed answer that never got a token shows its error card only, not an empty bubble above it.
@@ -48,6 +51,7 @@ export function MessageView({ message, onResend }: MessageViewProps) {
         <ErrorNote error={message.error} testId="chat-error" />
       )}
       <div className="message-actions">
+        {message.role === 'assistant' && <AnswerPager message={message} onShow={onShow} />}
         {message.role === 'assistant' && message.status === 'done' && message.content !== '' && (
           <CopyButton text={message.content} label="Copy this answer" subtle testId="chat-copy" />
         )}
@@ -131,5 +135,38 @@ function EditTurn({ text, onCancel, onResend }: { text: string; onCancel(): void
         </button>
       </div>
     </div>
+  )
+}
+
+/** "‹ 2/3 ›": which of the regenerated answers is shown, and buttons to page through them. */
+function AnswerPager({ message, onShow }: { message: ChatEntry; onShow: ((index: number) => void) | undefined }) {
+  const { shown, count } = versionPosition(message)
+  if (count < 2) return null
+  return (
+    <span className="answer-pager" data-testid="chat-versions">
+      <button
+        type="button"
+        className="icon-button subtle"
+        disabled={onShow === undefined || shown === 1}
+        onClick={() => onShow?.(shown - 2)}
+        title="Show the answer before"
+        data-testid="chat-version-previous"
+      >
+        <ChevronLeft size={14} aria-label="Show the answer before" />
+      </button>
+      <span className="small muted" data-testid="chat-version">
+        {shown}/{count}
+      </span>
+      <button
+        type="button"
+        className="icon-button subtle"
+        disabled={onShow === undefined || shown === count}
+        onClick={() => onShow?.(shown)}
+        title="Show the answer after"
+        data-testid="chat-version-next"
+      >
+        <ChevronRight size={14} aria-label="Show the answer after" />
+      </button>
+    </span>
   )
 }

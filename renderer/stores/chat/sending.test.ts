@@ -12,6 +12,15 @@ const countWords = ({ messages }: { messages: ChatMessage[] }) => ({
   contextLength: 2048,
 })
 
+const DONE = {
+  promptTokens: 3,
+  completionTokens: 1,
+  finishReason: 'stop',
+  tokensPerSecond: 1,
+  route: [],
+  chargedMicro: 0,
+} as const
+
 async function setup(handlers: FakeHandlers = {}) {
   const backend = keptConversations()
   const bridge = fakeBridge({
@@ -186,6 +195,36 @@ describe('chat store: sampling, context and edits', () => {
       ['assistant', '', 'streaming'],
     ])
     expect(sends().at(-1)?.messages).toEqual([{ role: 'user', content: 'A dog' }])
+  })
+
+  it('keeps the answers a regenerate replaces, pages through them, and goes on from the one shown', async () => {
+    const { bridge, store, chatId, sends, thread, kept } = await setup()
+    const finish = (text: string) => {
+      bridge.emit('chat.token', { chatId, text, token: 0 })
+      bridge.emit('chat.done', { ...DONE, chatId })
+    }
+    await store.getState().send('A cat')
+    finish('Meow')
+    await store.getState().regenerate()
+    finish('Purr')
+    await store.getState().regenerate()
+    finish('Hiss')
+    const answerId = () => thread()[1]?.id ?? ''
+    expect(thread()).toHaveLength(2)
+    expect(thread()[1]).toMatchObject({ content: 'Hiss', chosen: 2 })
+    store.getState().showAnswer(answerId(), 1)
+    expect(thread()[1]).toMatchObject({ content: 'Purr', status: 'done', chosen: 1 })
+    await new Promise((r) => setTimeout(r, 0))
+    expect(kept.get(chatId)?.messages[1]?.alternatives?.map((a) => a.content)).toEqual(['Meow', 'Hiss'])
+    await store.getState().send('And then?')
+    expect(sends().at(-1)?.messages).toEqual([
+      { role: 'user', content: 'A cat' },
+      { role: 'assistant', content: 'Purr' },
+      { role: 'user', content: 'And then?' },
+    ])
+    // No paging while an answer streams.
+    store.getState().showAnswer(answerId(), 0)
+    expect(thread()[1]?.content).toBe('Purr')
   })
 
   it('renames a conversation, ignoring a blank name', async () => {

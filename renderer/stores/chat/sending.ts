@@ -1,6 +1,7 @@
 import type { NeuronBridge } from '../../../protocol/app'
 import { NeuronError } from '../../../protocol/errors'
 import { type ShownError, shownError } from '../../api/errorText'
+import { keptBeside } from './alternatives'
 import { contextFit, contextRefusal, conversationSettings, promptMessages, samplingRequest } from './fields'
 import type { ChatEntry, ChatState, Conversation } from './initialState'
 import { activeConversation, soleModelId, streamingAnswer, titleFrom } from './selectors'
@@ -166,7 +167,10 @@ export function sendingActions(ctx: SendingContext) {
         ctx.fail(conversation.id, shownError(error))
       }
     },
-    /** Drops the last answer and asks again with the same turns (a fresh seed unless the conversation fixed one). */
+    /**
+     * A new answer to the same turns (a fresh seed unless the conversation fixed one); the answer it replaces is kept
+     * beside it, to page back to.
+     */
     async regenerate() {
       const target = ready()
       if (target === null) return
@@ -175,7 +179,7 @@ export function sendingActions(ctx: SendingContext) {
       const before = target.conversation.messages.slice(0, -1)
       const fit = await fitting({ ...target, conversation: { ...target.conversation, messages: before } })
       if ('refused' in fit) return set({ composerError: fit.refused })
-      const pending = streaming(target.modelId)
+      const pending = { ...streaming(target.modelId), ...keptBeside(last) }
       update(target.conversation.id, (c) => ({ ...c, messages: c.messages.slice(0, -1) }))
       const conversation = byId(target.conversation.id)
       if (conversation !== null) await answer(conversation, target.modelId, fit.maxTokens, pending)

@@ -1,6 +1,7 @@
 import { createStore } from 'zustand/vanilla'
 import type { ChatSettings, NeuronBridge } from '../../../protocol/app'
 import { type ShownError, shownError } from '../../api/errorText'
+import { showVersion } from './alternatives'
 import { conversationSettings } from './fields'
 import { conversationHistory, interrupted, type LegacyStorage } from './history'
 import { type ChatEntry, type ChatState, type Conversation, initialChatState } from './initialState'
@@ -31,8 +32,10 @@ export interface ChatActions {
   /** Replaces a user's turn with `text`, drops everything after it, and asks again; false when not sent. */
   resend(messageId: string, text: string): Promise<boolean>
   stop(): Promise<void>
-  /** Drops the last answer and asks again with the same turns (a fresh seed unless the conversation fixed one). */
+  /** Asks again for the last answer (a fresh seed unless fixed); the answer it replaces is kept to page back to. */
   regenerate(): Promise<void>
+  /** Shows a turn's answer at `index` (0-based) of those regenerated: the one the conversation goes on from. */
+  showAnswer(messageId: string, index: number): void
   /** The composer's text changed: a refusal for the old text (context_exceeded) no longer holds. */
   draftChanged(): void
   /** Learns the model's context length (contextLengths), which bounds max tokens. */
@@ -201,6 +204,15 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       resend: sending.resend,
       stop: sending.stop,
       regenerate: sending.regenerate,
+      showAnswer(messageId, index) {
+        const conversation = activeConversation(get())
+        if (conversation === null || streamingAnswer(conversation) !== null) return
+        update(conversation.id, (c) => ({
+          ...c,
+          messages: c.messages.map((m) => (m.id === messageId ? showVersion(m, index) : m)),
+          updatedAt: now(),
+        }))
+      },
       draftChanged() {
         if (get().composerError?.code === 'context_exceeded') set({ composerError: null })
       },
