@@ -147,4 +147,32 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
     expect(words(exported.messages[1]?.content ?? '')).toBe(words(made[1] ?? ''))
     expect(exported.messages[1]?.alternatives).toHaveLength(2)
   })
+
+  it('deletes one message, puts it back on Undo, and the conversation goes on without it', async () => {
+    const messages = page.getByTestId('chat-message')
+    expect(await messages.count()).toBe(2)
+    await answers().last().hover()
+    await answers().last().getByTestId('chat-delete-message').click()
+    await expect.poll(() => messages.count()).toBe(1)
+    await page.getByTestId('chat-undo').click()
+    await expect.poll(() => messages.count()).toBe(2)
+    expect(await page.getByTestId('chat-version').textContent()).toBe('2/3')
+    // Deleted for good: gone after a fresh load too, and the next turn follows the one left.
+    await answers().last().hover()
+    await answers().last().getByTestId('chat-delete-message').click()
+    await expect.poll(() => messages.count()).toBe(1)
+    await screenshot(page, 'chat-message-deleted')
+    await page.reload()
+    await page.getByTestId('app-ready').waitFor()
+    await harness.open('chat')
+    await expect.poll(() => messages.count()).toBe(1)
+    await page.getByTestId('chat-input').fill('The dog barked.')
+    await page.getByTestId('chat-input').press('Enter')
+    await harness.lastAnswer()
+    expect(await messages.evaluateAll((ms) => ms.map((m) => m.getAttribute('data-role')))).toEqual([
+      'user',
+      'user',
+      'assistant',
+    ])
+  })
 })

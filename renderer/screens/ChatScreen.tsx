@@ -12,6 +12,7 @@ import { MessageView } from './chat/MessageView'
 import { NumberField } from './chat/NumberField'
 import { PrivacyConsent, PrivacyNote } from './chat/PrivacyNote'
 import { SettingsPanel } from './chat/SettingsPanel'
+import { UndoDelete } from './chat/UndoDelete'
 
 export function ChatScreen() {
   const { chat, settings } = useStores()
@@ -155,10 +156,14 @@ export function ChatScreen() {
                 message={message}
                 onResend={streaming ? undefined : (text) => state.resend(message.id, text)}
                 onShow={streaming ? undefined : (index) => state.showAnswer(message.id, index)}
+                onDelete={streaming ? undefined : () => state.deleteMessage(message.id)}
               />
             ))
           )}
         </div>
+        {state.deletedMessage !== null && state.deletedMessage.conversationId === conversation?.id && (
+          <UndoDelete role={state.deletedMessage.entry.role} onUndo={state.undoDelete} onForget={state.forgetDeleted} />
+        )}
         <ErrorNote error={state.composerError} testId="chat-error" />
         {privacy?.needsConsent ? (
           <PrivacyConsent

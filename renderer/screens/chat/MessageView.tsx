@@ -1,4 +1,4 @@
-import { ChevronLeft, ChevronRight, Pencil, Route } from 'lucide-react'
+import { ChevronLeft, ChevronRight, Pencil, Route, Trash2 } from 'lucide-react'
 import { useState } from 'react'
 import { CopyButton } from '../../components/CopyButton'
 import { ErrorNote } from '../../components/ErrorNote'
@@ -13,9 +13,11 @@ interface MessageViewProps {
   onResend?: (text: string) => Promise<boolean>
   /** Shows the answer's version at `index` (0-based) of those regenerated; absent while an answer streams. */
   onShow?: (index: number) => void
+  /** Takes this turn out of the conversation (it can be put back); absent while an answer streams. */
+  onDelete?: () => void
 }
 
-export function MessageView({ message, onResend, onShow }: MessageViewProps) {
+export function MessageView({ message, onResend, onShow, onDelete }: MessageViewProps) {
   const hops = hopViews(message)
   const [editing, setEditing] = useState(false)
   // A failed answer that never got a token shows its error card only, not an empty bubble above it.
@@ -64,6 +66,17 @@ export function MessageView({ message, onResend, onShow }: MessageViewProps) {
             data-testid="chat-edit"
           >
             <Pencil size={14} aria-label="Edit and resend" />
+          </button>
+        )}
+        {onDelete !== undefined && !editing && (
+          <button
+            type="button"
+            className="icon-button subtle"
+            onClick={onDelete}
+            title="Delete this message"
+            data-testid="chat-delete-message"
+          >
+            <Trash2 size={14} aria-label="Delete this message" />
           </button>
         )}
       </div>
@@ -146,7 +159,7 @@ function AnswerPager({ message, onShow }: { message: ChatEntry; onShow: ((index:
     <span className="answer-pager" data-testid="chat-versions">
       <button
         type="button"
-        className="icon-button subtle"
+        className="icon-button"
         disabled={onShow === undefined || shown === 1}
         onClick={() => onShow?.(shown - 2)}
         title="Show the answer before"
@@ -159,7 +172,7 @@ function AnswerPager({ message, onShow }: { message: ChatEntry; onShow: ((index:
       </span>
       <button
         type="button"
-        className="icon-button subtle"
+        className="icon-button"
         disabled={onShow === undefined || shown === count}
         onClick={() => onShow?.(shown)}
         title="Show the answer after"

@@ -1,4 +1,4 @@
-import type { ChatCount, Conversation } from '../../../protocol/app'
+import type { ChatCount, ChatEntry, Conversation } from '../../../protocol/app'
 import type { ModelSummary } from '../../../protocol/swarm'
 import type { ShownError } from '../../api/errorText'
 
@@ -22,6 +22,8 @@ export interface ChatState {
   invalidFields: Partial<Record<string, string>>
   /** Each model's context length, once known (chat.context or a count): max tokens is bounded by it. */
   contextLengths: Record<string, number>
+  /** The turn deleted last, where it was, until it is put back (undo) or forgotten. */
+  deletedMessage: { conversationId: string; index: number; entry: ChatEntry } | null
 }
 
 export const DEFAULT_MAX_TOKENS = 64
@@ -37,4 +39,5 @@ export const initialChatState: ChatState = {
   promptCount: null,
   invalidFields: {},
   contextLengths: {},
+  deletedMessage: null,
 }

@@ -227,6 +227,31 @@ describe('chat store: sampling, context and edits', () => {
     expect(thread()[1]?.content).toBe('Purr')
   })
 
+  it('deletes one turn, puts it back on undo, and goes on without it once deleted', async () => {
+    const { bridge, store, chatId, sends, thread, kept } = await setup()
+    await store.getState().send('A cat')
+    bridge.emit('chat.token', { chatId, text: 'Meow', token: 0 })
+    bridge.emit('chat.done', { ...DONE, chatId })
+    const [question, answer] = thread()
+    store.getState().deleteMessage(question?.id ?? '')
+    expect(thread().map((m) => m.content)).toEqual(['Meow'])
+    await new Promise((r) => setTimeout(r, 0))
+    expect(kept.get(chatId)?.messages.map((m) => m.content)).toEqual(['Meow'])
+    store.getState().undoDelete()
+    expect(thread()).toEqual([question, answer])
+    store.getState().deleteMessage(answer?.id ?? '')
+    expect(store.getState().deletedMessage).toMatchObject({ conversationId: chatId, index: 1 })
+    await store.getState().send('A dog')
+    expect(sends().at(-1)?.messages).toEqual([
+      { role: 'user', content: 'A cat' },
+      { role: 'user', content: 'A dog' },
+    ])
+    // Sent since: the deleted answer can no longer be put back, and no turn is deleted while one streams.
+    expect(store.getState().deletedMessage).toBeNull()
+    store.getState().deleteMessage(question?.id ?? '')
+    expect(thread()).toHaveLength(3)
+  })
+
   it('renames a conversation, ignoring a blank name', async () => {
     const { store, chatId } = await setup()
     store.getState().rename(chatId, '  Cat   stories ')

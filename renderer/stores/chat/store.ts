@@ -36,6 +36,12 @@ export interface ChatActions {
   regenerate(): Promise<void>
   /** Shows a turn's answer at `index` (0-based) of those regenerated: the one the conversation goes on from. */
   showAnswer(messageId: string, index: number): void
+  /** Takes one turn out of the active conversation (not while an answer streams); undoDelete puts it back. */
+  deleteMessage(messageId: string): void
+  /** Puts the turn deleted last back where it was. */
+  undoDelete(): void
+  /** Forgets the turn deleted last: it can no longer be put back. */
+  forgetDeleted(): void
   /** The composer's text changed: a refusal for the old text (context_exceeded) no longer holds. */
   draftChanged(): void
   /** Learns the model's context length (contextLengths), which bounds max tokens. */
@@ -199,9 +205,16 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       countPrompt: sending.countPrompt,
       async send(text) {
         if (activeConversation(get()) === null) get().newConversation()
-        return sending.send(text)
+        const sent = await sending.send(text)
+        // The thread went on: a deleted turn put back now would land in the middle of it.
+        if (sent) set({ deletedMessage: null })
+        return sent
       },
-      resend: sending.resend,
+      async resend(messageId, text) {
+        const sent = await sending.resend(messageId, text)
+        if (sent) set({ deletedMessage: null })
+        return sent
+      },
       stop: sending.stop,
       regenerate: sending.regenerate,
       showAnswer(messageId, index) {
@@ -212,6 +225,29 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
           messages: c.messages.map((m) => (m.id === messageId ? showVersion(m, index) : m)),
           updatedAt: now(),
         }))
+      },
+      deleteMessage(messageId) {
+        const conversation = activeConversation(get())
+        if (conversation === null || streamingAnswer(conversation) !== null) return
+        const index = conversation.messages.findIndex((m) => m.id === messageId)
+        const entry = conversation.messages[index]
+        if (entry === undefined) return
+        update(conversation.id, (c) => ({ ...c, messages: c.messages.filter((m) => m !== entry), updatedAt: now() }))
+        set({ deletedMessage: { conversationId: conversation.id, index, entry } })
+      },
+      undoDelete() {
+        const deleted = get().deletedMessage
+        if (deleted === null) return
+        set({ deletedMessage: null })
+        update(deleted.conversationId, (c) => {
+          if (streamingAnswer(c) !== null) return c
+          const messages = [...c.messages]
+          messages.splice(deleted.index, 0, deleted.entry)
+          return { ...c, messages, updatedAt: now() }
+        })
+      },
+      forgetDeleted() {
+        set({ deletedMessage: null })
       },
       draftChanged() {
         if (get().composerError?.code === 'context_exceeded') set({ composerError: null })
