@@ -5,13 +5,19 @@ import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AppHarness, MODEL, PROMPT, words } from './app-harness'
-import { HAVE_CHROMIUM, NEEDS_CHROMIUM, SCREENSHOTS, screenshot } from './browser'
+import { appCall, HAVE_CHROMIUM, NEEDS_CHROMIUM, SCREENSHOTS, screenshot } from './browser'
 
 const harness = new AppHarness()
 // Turning the home-network switch on here must send nothing onto the machine's network.
 harness.env = { NEURON_MDNS: '0' }
 let page: Page
 const open = (screen: string) => harness.open(screen)
+
+/** This computer hosts blocks [2, 5), if it does not already (a spec run alone finds them hosted by beforeAll). */
+async function hosting(): Promise<void> {
+  const { phase } = (await appCall(page, 'hosting.status', {})) as { phase: string }
+  if (phase === 'idle') await harness.hostTheOtherBlocks()
+}
 
 /** The sidebar and the Host screen both say this computer serves its blocks again. */
 async function servesAgain(): Promise<void> {
@@ -113,5 +119,30 @@ describe.skipIf(!HAVE_CHROMIUM)(`defects of issue 38 in the app${NEEDS_CHROMIUM}
     // The other volunteer still serves the first two blocks; this computer's three are free now.
     await expect.poll(() => card.textContent(), { timeout: 10_000 }).toContain('3 of 5 blocks have no host')
     await screenshot(page, 'defects-host-after-stop')
+  })
+
+  it('refuses a wrong tracker URL, or one where no tracker answers, before asking what to do with hosting', async () => {
+    await hosting()
+    await expect.poll(() => page.getByTestId('status-hosting').getAttribute('data-state')).toBe('ok')
+    await open('settings')
+    const url = page.getByTestId('settings-tracker-url')
+    const error = page.getByTestId('settings-tracker-error')
+    const asking = page.getByTestId('settings-switch-hosting')
+    await url.fill('127.0.0.1:7070')
+    await page.getByTestId('settings-tracker-save').click()
+    await expect.poll(() => error.textContent()).toContain('full http(s) URL')
+    expect(await asking.count()).toBe(0)
+    await url.fill('http://127.0.0.1:9')
+    await page.getByTestId('settings-tracker-save').click()
+    await expect.poll(() => error.textContent(), { timeout: 15_000 }).toMatch(/127\.0\.0\.1:9/)
+    expect(await asking.count()).toBe(0)
+    await screenshot(page, 'defects-tracker-refused-first')
+    // A tracker that answers is a real switch: only then is hosting asked about (and here left as it is).
+    await url.fill(harness.trackerUrl)
+    await page.getByTestId('settings-tracker-save').click()
+    await asking.waitFor({ timeout: 15_000 })
+    expect(await error.count()).toBe(0)
+    await page.getByTestId('settings-switch-cancel').click()
+    expect(await page.getByTestId('status-hosting').getAttribute('data-state')).toBe('ok')
   })
 })

@@ -37,12 +37,11 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
 
     await page.getByTestId('settings-tracker-url').fill('http://127.0.0.1:9')
     await page.getByTestId('settings-tracker-save').click()
-    // This computer hosts on the embedded swarm: a switch asks what to do with that first.
-    expect(await page.getByTestId('settings-switch-hosting').textContent()).toContain('stories260k blocks [2, 5)')
-    await page.getByTestId('settings-switch-resume').click()
+    // No tracker answers there: refused before hosting on the embedded swarm is asked about.
     await expect
       .poll(() => page.getByTestId('settings-tracker-error').textContent(), { timeout: 15_000 })
       .toMatch(/127\.0\.0\.1:9/)
+    expect(await page.getByTestId('settings-switch-hosting').count()).toBe(0)
     await screenshot(page, 'settings-errors')
 
     // A fresh load shows what the backend kept: nothing changed.
@@ -101,6 +100,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await open('settings')
     await page.getByTestId('settings-tracker-url').fill(publicUrl)
     await page.getByTestId('settings-tracker-save').click()
+    // This computer hosts on the embedded swarm: a switch to a tracker that answers asks what to do with that.
+    expect(await page.getByTestId('settings-switch-hosting').textContent()).toContain('stories260k blocks [2, 5)')
     await page.getByTestId('settings-switch-resume').click()
     await page.getByTestId('settings-saved').waitFor({ timeout: 30_000 })
     await open('api')

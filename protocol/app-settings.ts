@@ -83,6 +83,16 @@ export const SettingsMethods = {
   'settings.get': rpc(Empty, Settings),
   /** Checks everything first (a tracker URL must answer); on any error nothing changes. */
   'settings.update': rpc(SettingsUpdate, Settings),
+  /**
+   * Checks that a Neuron tracker answers at the URL, changing nothing (tracker_unreachable saying why); the screen
+   * asks what to do with hosting only about a tracker the app can switch to. Answers the URL as it would be saved.
+   */
+  'settings.checkTracker': rpc(
+    z
+      .object({ trackerUrl: z.string().url('the tracker URL must be a full URL such as http://127.0.0.1:7070') })
+      .strict(),
+    z.object({ trackerUrl: z.string().url() }),
+  ),
   /** Records that the user agreed to chat on the tracker in force, a public one (see SwarmPrivacy). */
   'settings.consent': rpc(z.object({ trackerUrl: z.string().url() }).strict(), Settings),
 } as const

@@ -71,6 +71,7 @@ export function SettingsScreen() {
             error={state.trackerError}
             hosting={hostingStatus}
             onSave={(text, hostingOnSwitch) => void state.saveTracker(text, hostingOnSwitch)}
+            onCheck={(text) => state.checkTracker(text)}
           />
           <Panel title="Data">
             <div className="field-label">Data folder</div>

@@ -88,4 +88,16 @@ describe('the privacy of the swarm in force', () => {
       expect((await call('settings.update', { trackerUrl: url })).privacy).toEqual({ level: 'public', consented: true })
     },
   )
+
+  it('checks that a tracker answers at a URL without switching to it', async () => {
+    const before = await call('settings.get', {})
+    const url = await remoteTracker('checked')
+    expect(await call('settings.checkTracker', { trackerUrl: `${url}/` })).toEqual({ trackerUrl: url })
+    const refused = await backend.call('settings.checkTracker', { trackerUrl: 'http://127.0.0.1:9' })
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { code: 'tracker_unreachable', message: expect.stringContaining('no Neuron tracker answers at') },
+    })
+    expect((await call('settings.get', {})).trackerUrl).toBe(before.trackerUrl)
+  })
 })

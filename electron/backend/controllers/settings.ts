@@ -6,7 +6,7 @@ import type { CurrentSwarm } from '../current-swarm'
 import { checkWritableDir } from '../data-dir'
 import { admittedKeys } from '../lan/admission'
 import type { SavedHosting, SettingsStore } from '../settings-store'
-import { embeddedAllowList } from '../swarm-connection'
+import { embeddedAllowList, probeTracker } from '../swarm-connection'
 import type { GroupHandlers } from './registry'
 
 export interface SettingsDeps {
@@ -30,6 +30,10 @@ export class SettingsController {
     'settings.get': () => this.current(),
     'settings.update': (update) => this.deps.changes.run(() => this.update(update)),
     'settings.consent': ({ trackerUrl }) => this.deps.changes.run(() => this.consent(trackerUrl)),
+    'settings.checkTracker': async ({ trackerUrl }) => {
+      await probeTracker(trackerUrl)
+      return { trackerUrl: trackerBase(trackerUrl) }
+    },
   }
 
   constructor(

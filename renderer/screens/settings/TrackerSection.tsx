@@ -14,9 +14,11 @@ interface TrackerSectionProps {
   /** This computer's hosting now: a switch of tracker asks what to do with it. */
   hosting: HostingStatus | null
   onSave(text: string, hostingOnSwitch?: HostingOnSwitch): void
+  /** Whether the app could switch to the typed tracker (its error shows otherwise): asked before asking about hosting. */
+  onCheck(text: string): Promise<boolean>
 }
 
-export function TrackerSection({ settings, saving, error, hosting, onSave }: TrackerSectionProps) {
+export function TrackerSection({ settings, saving, error, hosting, onSave, onCheck }: TrackerSectionProps) {
   const [text, setText] = useState(settings.trackerUrl ?? '')
   /** The hosting the switch would leave, while the user is asked what to do with it. */
   const [asking, setAsking] = useState<string | null>(null)
@@ -27,11 +29,12 @@ export function TrackerSection({ settings, saving, error, hosting, onSave }: Tra
   return (
     <Panel title="Tracker">
       <form
-        onSubmit={(event) => {
+        onSubmit={async (event) => {
           event.preventDefault()
           const left = hostingLeftBySwitch(settings, text, hosting)
           if (left === null) onSave(text)
-          else setAsking(left)
+          // A URL that is wrong, or where no tracker answers, is refused before hosting is asked about.
+          else if (await onCheck(text)) setAsking(left)
         }}
       >
         <label htmlFor="settings-tracker-url" className="field-label">

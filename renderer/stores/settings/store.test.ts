@@ -65,6 +65,29 @@ describe('settings store', () => {
     expect(bridge.calls.at(-1)).toEqual({ method: 'settings.update', input: { trackerUrl: null } })
   })
 
+  it('checks a tracker URL, its form here and that a tracker answers in the backend, changing nothing', async () => {
+    const { bridge, store } = await loaded({
+      'settings.checkTracker': ({ trackerUrl }) => {
+        if (trackerUrl.includes(':9'))
+          throw new NeuronError('tracker_unreachable', `no Neuron tracker answers at ${trackerUrl}`)
+        return { trackerUrl }
+      },
+    })
+    expect(await store.getState().checkTracker('not a url')).toBe(false)
+    expect(store.getState().trackerError?.message).toContain('full http(s) URL')
+    expect(bridge.calls).toHaveLength(1)
+    expect(await store.getState().checkTracker('http://127.0.0.1:9')).toBe(false)
+    expect(store.getState().trackerError?.detail).toContain('no Neuron tracker answers at http://127.0.0.1:9')
+    expect(await store.getState().checkTracker('http://127.0.0.1:7070')).toBe(true)
+    expect(store.getState().trackerError).toBeNull()
+    expect(await store.getState().checkTracker('')).toBe(true)
+    expect(bridge.calls.map((c) => c.method)).toEqual([
+      'settings.get',
+      'settings.checkTracker',
+      'settings.checkTracker',
+    ])
+  })
+
   it('refuses to import text that is not a PEM', async () => {
     const { bridge, store } = await loaded()
     await store.getState().importIdentity('my secret')

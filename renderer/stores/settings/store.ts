@@ -13,6 +13,11 @@ export interface SettingsActions {
    * what the user chose for hosting on the tracker left.
    */
   saveTracker(text: string, hostingOnSwitch?: SettingsUpdate['hostingOnSwitch']): Promise<void>
+  /**
+   * Whether the app could switch to the typed tracker: a full http(s) URL (checked here) at which a tracker answers
+   * (asked of the backend); trackerError says why not. Empty text, the embedded swarm, always can.
+   */
+  checkTracker(text: string): Promise<boolean>
   /** Sends only the limits the form changed from the loaded settings. */
   saveLimits(form: LimitsForm): Promise<void>
   importIdentity(pem: string): Promise<void>
@@ -71,6 +76,24 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
             hostingOnSwitch === undefined ? { trackerUrl } : { trackerUrl, hostingOnSwitch },
           ),
         )
+      },
+      async checkTracker(text) {
+        const trimmed = text.trim()
+        const problem = trackerUrlProblem(trimmed)
+        if (problem !== null) {
+          fail('tracker', problem)
+          return false
+        }
+        if (trimmed === '') return true
+        set({ saving: 'tracker', trackerError: null })
+        try {
+          await bridge.call('settings.checkTracker', { trackerUrl: trimmed })
+          set({ saving: null })
+          return true
+        } catch (error) {
+          set({ saving: null, trackerError: shownError(error) })
+          return false
+        }
       },
       async saveLimits(form) {
         const loaded = get().settings
