@@ -30,14 +30,25 @@ export class AppHarness {
   private browser: Browser | undefined
   private cleanup: () => Promise<void> = async () => {}
 
-  /** The app and the other host, ready, and the app's page open in Chromium. */
-  async start(): Promise<void> {
+  /**
+   * The app and the other host, ready, and the app's page open in Chromium. `otherHost: false`: the app alone, for a
+   * spec whose chats must go through this computer's host only.
+   */
+  async start({ otherHost = true }: { otherHost?: boolean } = {}): Promise<void> {
     ;({ dir: this.dir, cleanup: this.cleanup } = await scratchDir('neuron-e2e-'))
     // Its own build: dist/renderer may be rebuilt meanwhile by another checkout sharing it.
     await buildUi(join(this.dir, 'renderer'))
     await this.startApp()
     this.trackerUrl = (await this.app.waitFor(/tracker (http:\/\/127\.0\.0\.1:\d+)/))[1] ?? ''
-    // Another volunteer already serves the first two blocks: the preview must show them covered.
+    if (otherHost) await this.startOtherHost()
+    this.browser = await launchChromium()
+    this.page = await this.browser.newPage({ viewport: { width: 1280, height: 800 } })
+    await this.page.goto(this.appUrl)
+    await this.page.getByTestId('app-ready').waitFor()
+  }
+
+  /** Another volunteer already serves the first two blocks: the preview must show them covered. */
+  private async startOtherHost(): Promise<void> {
     const other = startNeuron([
       'host',
       '--tracker',
@@ -53,10 +64,13 @@ export class AppHarness {
     ])
     this.processes.push(other)
     await other.waitFor(/host [0-9a-f]{20} ready/, 120_000)
-    this.browser = await launchChromium()
-    this.page = await this.browser.newPage({ viewport: { width: 1280, height: 800 } })
-    await this.page.goto(this.appUrl)
-    await this.page.getByTestId('app-ready').waitFor()
+  }
+
+  /** A page of its own in the same browser (another tab, without this one's cookie when `fresh`). */
+  async newPage(viewport = { width: 1280, height: 800 }): Promise<Page> {
+    if (this.browser === undefined) throw new Error('start the harness first')
+    const context = await this.browser.newContext({ viewport })
+    return context.newPage()
   }
 
   async stop(): Promise<void> {
@@ -102,12 +116,18 @@ export class AppHarness {
    * it serves them. The hosting spec picks the same range on the Host screen.
    */
   async hostTheOtherBlocks(): Promise<void> {
-    await appCall(this.page, 'hosting.start', { modelId: MODEL, blocks: [2, 5] })
+    await this.host([2, 5])
+  }
+
+  /** This computer hosts `blocks` of the model; returns once it serves them. */
+  async host(blocks: [number, number]): Promise<void> {
+    await appCall(this.page, 'hosting.start', { modelId: MODEL, blocks })
     const phase = async () => ((await appCall(this.page, 'hosting.status', {})) as { phase: string }).phase
     // A loop, not expect.poll: this runs in the specs' beforeAll, outside any test.
     const deadline = Date.now() + 90_000
     while ((await phase()) !== 'serving') {
-      if (Date.now() > deadline) throw new Error(`hosting blocks [2, 5) is ${await phase()} after 90 s, not serving`)
+      if (Date.now() > deadline)
+        throw new Error(`hosting blocks [${blocks}) is ${await phase()} after 90 s, not serving`)
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
   }
