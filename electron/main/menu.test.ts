@@ -9,7 +9,7 @@ const viewItems = (menu: MenuItemConstructorOptions[]) => {
 }
 
 describe('application menu', () => {
-  it('View lists the eight screens with CmdOrCtrl+1…8, and a click shows that screen', () => {
+  it('View lists the nine screens with CmdOrCtrl+1…9, and a click shows that screen', () => {
     const show = vi.fn()
     const screens = viewItems(appMenuTemplate('linux', show)).filter((m) => m.accelerator !== undefined)
     expect(screens.map((m) => [m.label, m.accelerator])).toEqual([
@@ -21,6 +21,7 @@ describe('application menu', () => {
       ['Swarm', 'CmdOrCtrl+6'],
       ['API', 'CmdOrCtrl+7'],
       ['Settings', 'CmdOrCtrl+8'],
+      ['Log', 'CmdOrCtrl+9'],
     ])
     for (const item of screens) (item.click as () => void)()
     expect(show.mock.calls.map(([id]) => id)).toEqual([
@@ -32,6 +33,7 @@ describe('application menu', () => {
       'swarm',
       'api',
       'settings',
+      'log',
     ])
   })
 

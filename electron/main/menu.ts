@@ -10,12 +10,13 @@ export const SCREENS = [
   ['swarm', 'Swarm'],
   ['api', 'API'],
   ['settings', 'Settings'],
+  ['log', 'Log'],
 ] as const
 export type ScreenId = (typeof SCREENS)[number][0]
 
 /**
  * The application menu: Electron's standard roles, plus View → one item per screen. Their
- * CmdOrCtrl+1…8 are shown but not registered (Linux, Windows), so the keys still reach the renderer,
+ * CmdOrCtrl+1…9 are shown but not registered (Linux, Windows), so the keys still reach the renderer,
  * which handles them itself; a click goes through `show`.
  */
 export function appMenuTemplate(
