@@ -88,6 +88,18 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app's frame in a browser, hosting alone${NE
     expect(await page.getByTestId('app-ready').getAttribute('data-layout')).toBe('layout-full')
   })
 
+  it('fits every other screen in a phone-sized window too', async () => {
+    await page.setViewportSize({ width: 390, height: 860 })
+    const faults: string[] = []
+    for (const screen of ['computer', 'earnings', 'reputation', 'swarm', 'api', 'log']) {
+      await openOnAnyWidth(page, screen)
+      await screenshot(page, `layout-${screen}-390`)
+      for (const problem of await layoutProblems(page)) faults.push(`${screen}: ${problem}`)
+    }
+    expect(faults).toEqual([])
+    await page.setViewportSize({ width: 1400, height: 860 })
+  })
+
   it('folds the sidebar to icons and back, and keeps the choice over a reload', async () => {
     await page.setViewportSize({ width: 1400, height: 860 })
     await page.getByTestId('sidebar-collapse').click()
