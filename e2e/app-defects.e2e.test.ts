@@ -145,4 +145,34 @@ describe.skipIf(!HAVE_CHROMIUM)(`defects of issue 38 in the app${NEEDS_CHROMIUM}
     await page.getByTestId('settings-switch-cancel').click()
     expect(await page.getByTestId('status-hosting').getAttribute('data-state')).toBe('ok')
   })
+
+  it('refuses a memory limit of 0.0001 GB at the field, marked invalid, and saves nothing; threads too', async () => {
+    await open('settings')
+    const memory = page.getByTestId('settings-limit-memory')
+    const threads = page.getByTestId('settings-limit-threads')
+    const threadsBefore = await threads.inputValue()
+    await memory.fill('0.0001')
+    await threads.fill('0')
+    await page.getByTestId('settings-limits-save').click()
+    const memoryError = page.getByTestId('settings-limit-memory-error')
+    await expect.poll(() => memoryError.textContent()).toContain('at least 1 GB')
+    expect(await memory.getAttribute('aria-invalid')).toBe('true')
+    expect(await page.getByTestId('settings-limit-threads-error').textContent()).toContain('from 1 to 256')
+    expect(await threads.getAttribute('aria-invalid')).toBe('true')
+    expect(await page.getByTestId('settings-limit-disk').getAttribute('aria-invalid')).toBe('false')
+    // At the field: below it and above the Save button, not under the button.
+    const [field, error, save] = await Promise.all(
+      [memory, memoryError, page.getByTestId('settings-limits-save')].map((l) => l.boundingBox()),
+    )
+    expect(error?.y).toBeGreaterThan((field?.y ?? 0) + (field?.height ?? 0) - 1)
+    expect(error?.y).toBeLessThan(save?.y ?? 0)
+    expect(await page.getByTestId('settings-limits-error').count()).toBe(0)
+    await screenshot(page, 'defects-limits-at-field')
+    const saved = (await appCall(page, 'settings.get', {})) as { limits: { memoryBytes: number | null } }
+    expect(saved.limits.memoryBytes).toBeNull()
+    await memory.fill('')
+    await threads.fill(threadsBefore)
+    await page.getByTestId('settings-limits-save').click()
+    await expect.poll(() => memoryError.count()).toBe(0)
+  })
 })

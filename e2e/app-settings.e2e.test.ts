@@ -33,7 +33,8 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     const threadsBefore = await page.getByTestId('settings-limit-threads').inputValue()
     await page.getByTestId('settings-limit-disk').fill('twenty')
     await page.getByTestId('settings-limits-save').click()
-    await expect.poll(() => page.getByTestId('settings-limits-error').textContent()).toMatch(/disk/i)
+    await expect.poll(() => page.getByTestId('settings-limit-disk-error').textContent()).toMatch(/disk/i)
+    expect(await page.getByTestId('settings-limit-disk').getAttribute('aria-invalid')).toBe('true')
 
     await page.getByTestId('settings-tracker-url').fill('http://127.0.0.1:9')
     await page.getByTestId('settings-tracker-save').click()

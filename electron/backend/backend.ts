@@ -8,6 +8,7 @@ import { type Ack, type AppHandlers, dispatchAppCall, type HostingStatus, Limits
 import type { Tracker } from '../../tracker/server'
 import { AppLog } from './app-log'
 import { ChatRunner } from './chat'
+import { rangeMemoryBytes } from './computer'
 import { ApiController } from './controllers/api'
 import { ChatController } from './controllers/chat'
 import { ComputerController } from './controllers/computer'
@@ -128,6 +129,11 @@ export class AppBackend {
         canPickFiles: o.pickFile !== undefined,
         lanChanged: () => this.syncLan(),
         restoreHosting: (choice) => this.hosting.restore(choice),
+        hostingNeeds: async () => {
+          const { phase, modelId, blocks } = this.hosting.status()
+          if (phase === 'idle' || phase === 'failed' || modelId === null || blocks === null) return null
+          return { modelId, blocks, bytes: rangeMemoryBytes(await swarm.manifest(modelId), blocks) }
+        },
         log,
       },
       o.limits,

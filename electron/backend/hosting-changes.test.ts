@@ -125,6 +125,13 @@ describe(`the app backend on its embedded swarm`, () => {
       await call('hosting.start', { modelId: MODEL, blocks: [3, 5] })
       expect([...live].map((h) => h.options.device)).toEqual(['cpu'])
       await until('serving on the CPU', () => backend.hostingStatus.phase === 'serving')
+      // A memory limit under what the hosted range needs is refused: hosting would carry on over it.
+      const refused = await failure('settings.update', { limits: { memoryBytes: 1000 } })
+      expect(refused.code).toBe('memory_limit')
+      expect(refused.message).toMatch(
+        /^this computer hosts layers 4–5 of stories260k, which need about .* over a limit/,
+      )
+      expect((await call('settings.get', {})).limits.memoryBytes).toBe(1e12)
       await call('hosting.stop', {})
       await call('settings.update', { limits: { memoryBytes: null, diskBytes: null, useGpu: true } })
     },

@@ -108,6 +108,7 @@ export function SettingsScreen() {
             limits={settings.limits}
             saving={state.saving === 'limits'}
             error={state.limitsError}
+            fieldErrors={state.limitFieldErrors}
             onSave={(form) => void state.saveLimits(form)}
           />
         </div>

@@ -5,6 +5,7 @@ import { type Limits, NeuronError, type Settings, type SettingsUpdate, type Swar
 import type { CurrentSwarm } from '../current-swarm'
 import { checkWritableDir } from '../data-dir'
 import { admittedKeys } from '../lan/admission'
+import { formatSize } from '../preview'
 import type { SavedHosting, SettingsStore } from '../settings-store'
 import { embeddedAllowList, probeTracker } from '../swarm-connection'
 import type { GroupHandlers } from './registry'
@@ -19,6 +20,8 @@ export interface SettingsDeps {
   readonly canPickFiles: boolean
   /** The home-network switch or the swarm changed: open or close the app to the network. */
   readonly lanChanged: () => Promise<void>
+  /** The memory the range this computer hosts (or has paused) needs, weights and KV cache; null while it hosts none. */
+  readonly hostingNeeds: () => Promise<{ modelId: string; blocks: readonly [number, number]; bytes: number } | null>
   /** Puts back the hosting left on a tracker the app switched back to (HostingRunner.restore). */
   readonly restoreHosting: (choice: SavedHosting) => Promise<void>
   readonly log: (line: string) => void
@@ -117,6 +120,7 @@ export class SettingsController {
     const { store } = this.deps
     // SettingsUpdate's schema has checked each limit; absent ones keep their value.
     const limits: Limits = { ...this.limitsInForce, ...update.limits }
+    if (update.limits?.memoryBytes != null) await this.checkMemoryLimit(update.limits.memoryBytes)
     if (update.dataDir !== undefined) await checkWritableDir(update.dataDir)
     const trackerSetting =
       update.trackerUrl === undefined
@@ -166,6 +170,20 @@ export class SettingsController {
     if (switching || rebinding || update.lanOpen !== undefined) await this.deps.lanChanged()
     if (moved) this.deps.log(`data dir ${dataDir} takes effect at the next start`)
     return this.current()
+  }
+
+  /** Refuses a memory limit under what the hosted range needs: hosting would carry on over it, or fail to resume. */
+  private async checkMemoryLimit(limit: number): Promise<void> {
+    const needs = await this.deps.hostingNeeds()
+    if (needs === null || needs.bytes <= limit) return
+    const [first, end] = needs.blocks
+    throw new NeuronError(
+      'memory_limit',
+      `this computer hosts layers ${first + 1}–${end} of ${needs.modelId}, which need about ` +
+        `${formatSize(needs.bytes)} of memory, over a limit of ${formatSize(limit)}; stop hosting first, or set at ` +
+        `least ${formatSize(needs.bytes)}`,
+      { neededBytes: needs.bytes, limitBytes: limit },
+    )
   }
 }
 

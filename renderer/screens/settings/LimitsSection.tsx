@@ -3,39 +3,46 @@ import type { Limits } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
 import { ErrorNote } from '../../components/ErrorNote'
 import { Panel } from '../../components/Panel'
-import { type LimitsForm, limitsToForm } from '../../stores/settings/limitsForm'
+import { type LimitErrors, type LimitField, type LimitsForm, limitsToForm } from '../../stores/settings/limitsForm'
 
 interface LimitsSectionProps {
   limits: Limits
   saving: boolean
+  /** A refused save that belongs to no one field (shown under the button). */
   error: ShownError | null
+  /** What is wrong with each field, shown under it. */
+  fieldErrors: LimitErrors
   onSave(form: LimitsForm): void
 }
 
-export function LimitsSection({ limits, saving, error, onSave }: LimitsSectionProps) {
+export function LimitsSection({ limits, saving, error, fieldErrors, onSave }: LimitsSectionProps) {
   const [form, setForm] = useState(() => limitsToForm(limits))
-  const field = (
-    key: 'diskGb' | 'memoryGb' | 'threads',
-    label: string,
-    testId: string,
-    placeholder: string,
-    unit: string,
-  ) => (
-    <label className="limit-field">
-      <span className="field-label">{label}</span>
-      <span className="unit-input">
-        <input
-          className="input"
-          inputMode="decimal"
-          value={form[key]}
-          placeholder={placeholder}
-          onChange={(event) => setForm({ ...form, [key]: event.target.value })}
-          data-testid={testId}
-        />
-        <span className="unit">{unit}</span>
-      </span>
-    </label>
-  )
+  const field = (key: LimitField, label: string, testId: string, placeholder: string, unit: string) => {
+    const problem = fieldErrors[key]
+    return (
+      <label className="limit-field">
+        <span className="field-label">{label}</span>
+        <span className="unit-input">
+          <input
+            className="input"
+            inputMode="decimal"
+            value={form[key]}
+            placeholder={placeholder}
+            onChange={(event) => setForm({ ...form, [key]: event.target.value })}
+            aria-invalid={problem !== undefined}
+            aria-describedby={problem === undefined ? undefined : `${testId}-error`}
+            data-testid={testId}
+          />
+          <span className="unit">{unit}</span>
+        </span>
+        {problem !== undefined && (
+          <span className="field-error" id={`${testId}-error`} role="alert" data-testid={`${testId}-error`}>
+            {problem}
+          </span>
+        )}
+      </label>
+    )
+  }
   return (
     <Panel title="Limits">
       <form

@@ -1,5 +1,6 @@
 import type { Settings } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
+import type { LimitErrors } from './limitsForm'
 
 export type SettingsSection = 'tracker' | 'identity' | 'limits' | 'access' | 'consent' | 'lan'
 
@@ -8,7 +9,10 @@ export interface SettingsState {
   loadError: ShownError | null
   trackerError: ShownError | null
   identityError: ShownError | null
+  /** A refused save of the limits that belongs to no one field. */
   limitsError: ShownError | null
+  /** What is wrong with each limit, shown under its field. */
+  limitFieldErrors: LimitErrors
   /** The embedded swarm's allow-list. */
   accessError: ShownError | null
   /** Why agreeing to chat on a public swarm did not go through. */
@@ -29,6 +33,7 @@ export const initialSettingsState: SettingsState = {
   trackerError: null,
   identityError: null,
   limitsError: null,
+  limitFieldErrors: {},
   accessError: null,
   consentError: null,
   lanError: null,

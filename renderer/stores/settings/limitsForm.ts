@@ -37,34 +37,58 @@ export function limitsToForm(limits: Limits): LimitsForm {
   }
 }
 
-function sizeLimit(text: string, what: string, example: number): number | null | { error: string } {
+/** The form's typed fields, each with its own error under it. */
+export type LimitField = 'diskGb' | 'memoryGb' | 'threads'
+export type LimitErrors = Partial<Record<LimitField, string>>
+
+/**
+ * The least a size limit may be set to. Under it nothing useful is hosted: the smallest layer of a real model and
+ * its KV cache take tens of MB, and a downloaded model hundreds; a smaller figure is a slip (0.0001 for 100).
+ */
+export const MIN_LIMIT_GB = { diskGb: 1, memoryGb: 1 } as const
+
+function sizeLimit(
+  text: string,
+  field: 'diskGb' | 'memoryGb',
+  loaded: number | null,
+): { bytes: number | null } | { error: string } {
   const trimmed = text.trim()
-  if (trimmed === '') return null
+  if (trimmed === '') return { bytes: null }
+  const what = field === 'diskGb' ? 'Disk' : 'Memory'
   const bytes = gbToBytes(trimmed)
   if (!(bytes > 0 && Number.isSafeInteger(bytes)))
+    return { error: `${what}: a number of GB, like ${field === 'diskGb' ? 20 : 8}; empty for no limit.` }
+  // A value saved before the floor existed may stay as it is; a new one may not go under it.
+  if (bytes !== loaded && bytes < MIN_LIMIT_GB[field] * GB)
     return {
-      error: `${what} limit must be a number of GB greater than 0, like ${example} (leave it empty for no limit).`,
+      error:
+        `${what}: at least ${MIN_LIMIT_GB[field]} GB, or no model layer ` +
+        `${field === 'diskGb' ? 'can be downloaded' : 'fits with its cache'}; empty for no limit.`,
     }
-  return bytes
+  return { bytes }
 }
 
 /**
- * The limits the user changed from `loaded` (what the form was filled from), or the first thing wrong
- * with the form in words. Unchanged fields are left out, so saving keeps them as they are: a --threads
- * given for one run is not saved for good by saving the disk limit.
+ * The limits the user changed from `loaded` (what the form was filled from), or what is wrong with each field, in
+ * words. Unchanged fields are left out, so saving keeps them as they are: a --threads given for one run is not saved
+ * for good by saving the disk limit.
  */
-export function limitsFromForm(form: LimitsForm, loaded: Limits): { changes: Partial<Limits> } | { error: string } {
-  const diskBytes = sizeLimit(form.diskGb, 'Disk', 20)
-  if (typeof diskBytes === 'object' && diskBytes !== null) return diskBytes
-  const memoryBytes = sizeLimit(form.memoryGb, 'Memory', 8)
-  if (typeof memoryBytes === 'object' && memoryBytes !== null) return memoryBytes
+export function limitsFromForm(
+  form: LimitsForm,
+  loaded: Limits,
+): { changes: Partial<Limits> } | { errors: LimitErrors } {
+  const errors: LimitErrors = {}
+  const disk = sizeLimit(form.diskGb, 'diskGb', loaded.diskBytes)
+  if ('error' in disk) errors.diskGb = disk.error
+  const memory = sizeLimit(form.memoryGb, 'memoryGb', loaded.memoryBytes)
+  if ('error' in memory) errors.memoryGb = memory.error
   const threadsText = form.threads.trim()
   const threads = /^\d+$/.test(threadsText) ? Number(threadsText) : Number.NaN
-  if (!(threads >= 1 && threads <= 256))
-    return { error: 'Threads must be a whole number from 1 to 256, like 8 (at most your physical cores is fastest).' }
+  if (!(threads >= 1 && threads <= 256)) errors.threads = 'Threads: a whole number from 1 to 256.'
+  if ('error' in disk || 'error' in memory || Object.keys(errors).length > 0) return { errors }
   const changes: Partial<Limits> = {}
-  if (diskBytes !== loaded.diskBytes) changes.diskBytes = diskBytes
-  if (memoryBytes !== loaded.memoryBytes) changes.memoryBytes = memoryBytes
+  if (disk.bytes !== loaded.diskBytes) changes.diskBytes = disk.bytes
+  if (memory.bytes !== loaded.memoryBytes) changes.memoryBytes = memory.bytes
   if (threads !== loaded.threads) changes.threads = threads
   if (form.useGpu !== loaded.useGpu) changes.useGpu = form.useGpu
   return { changes }

@@ -74,24 +74,29 @@ describe('limits form', () => {
     })
   })
 
-  it('explains each bad value', () => {
+  it('explains each bad value at its own field', () => {
     const form = limitsToForm(someSettings.limits)
     const from = (change: Partial<typeof form>) => limitsFromForm({ ...form, ...change }, someSettings.limits)
     expect(from({ diskGb: 'lots' })).toEqual({
-      error: expect.stringContaining('Disk limit must be a number of GB greater than 0, like 20'),
+      errors: { diskGb: expect.stringContaining('Disk: a number of GB, like 20') },
     })
-    expect(from({ diskGb: '0' })).toEqual({
-      error: expect.stringContaining('Disk limit must be a number of GB greater than 0'),
+    expect(from({ diskGb: '0' })).toEqual({ errors: { diskGb: expect.stringContaining('a number of GB') } })
+    expect(from({ memoryGb: '-4', threads: '2.5' })).toEqual({
+      errors: {
+        memoryGb: expect.stringContaining('Memory: a number of GB'),
+        threads: expect.stringContaining('Threads: a whole number from 1 to 256'),
+      },
     })
-    expect(from({ diskGb: '0.0000000001' })).toEqual({
-      error: expect.stringContaining('Disk limit must be a number of GB greater than 0'),
+  })
+
+  it('refuses a size limit under 1 GB, a slip under which nothing could be hosted, saying the floor', () => {
+    const form = limitsToForm(someSettings.limits)
+    const from = (change: Partial<typeof form>) => limitsFromForm({ ...form, ...change }, someSettings.limits)
+    expect(from({ memoryGb: '0.0001' })).toEqual({
+      errors: { memoryGb: expect.stringContaining('Memory: at least 1 GB') },
     })
-    expect(from({ memoryGb: '-4' })).toEqual({
-      error: expect.stringContaining('Memory limit must be a number of GB greater than 0'),
-    })
-    expect(from({ threads: '2.5' })).toEqual({
-      error: expect.stringContaining('Threads must be a whole number from 1 to 256'),
-    })
+    expect(from({ diskGb: '0.5' })).toEqual({ errors: { diskGb: expect.stringContaining('at least 1 GB') } })
+    expect(from({ memoryGb: '1' })).toEqual({ changes: { memoryBytes: 1e9 } })
   })
 })
 

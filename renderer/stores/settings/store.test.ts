@@ -17,9 +17,24 @@ describe('settings store', () => {
   it('rejects invalid limits without calling the backend or changing the settings', async () => {
     const { bridge, store } = await loaded()
     await store.getState().saveLimits({ ...limitsToForm(someSettings.limits), diskGb: 'abc' })
-    expect(store.getState().limitsError?.message).toContain('Disk limit must be a number of GB greater than 0, like 20')
+    expect(store.getState().limitFieldErrors.diskGb).toContain('Disk: a number of GB, like 20')
+    expect(store.getState().limitsError).toBeNull()
     expect(bridge.calls.map((c) => c.method)).toEqual(['settings.get'])
     expect(store.getState().settings).toEqual(someSettings)
+  })
+
+  it("shows the backend's refusal of a memory limit under the hosted range's need at the memory field", async () => {
+    const { store } = await loaded({
+      'settings.update': () => {
+        throw new NeuronError('memory_limit', 'blocks [2, 5) of stories260k being hosted need about 6.4 MB')
+      },
+    })
+    await store.getState().saveLimits({ ...limitsToForm(someSettings.limits), memoryGb: '2' })
+    expect(store.getState().limitFieldErrors.memoryGb).toContain('need about 6.4 MB')
+    expect(store.getState().limitsError).toBeNull()
+    // A valid save clears the field's error.
+    await store.getState().saveLimits({ ...limitsToForm(someSettings.limits) })
+    expect(store.getState().limitFieldErrors).toEqual({})
   })
 
   it('saves only the changed limit, in bytes, and confirms', async () => {

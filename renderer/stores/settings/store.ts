@@ -99,11 +99,16 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
         const loaded = get().settings
         if (loaded === null) return fail('limits', 'The settings have not loaded yet; wait for them, then save again.')
         const parsed = limitsFromForm(form, loaded.limits)
-        if ('error' in parsed) return fail('limits', parsed.error)
+        if ('errors' in parsed) return set({ limitsError: null, limitFieldErrors: parsed.errors })
+        set({ limitFieldErrors: {} })
         // Nothing changed: the settings already are what the form shows.
         if (Object.keys(parsed.changes).length === 0)
           return set({ limitsError: null, savedAt: now(), savedSection: 'limits' })
         await save('limits', () => bridge.call('settings.update', { limits: parsed.changes }))
+        // The backend refuses a memory limit under what the hosted range needs: that is the memory field's error.
+        const refused = get().limitsError
+        if (refused?.code === 'memory_limit')
+          set({ limitsError: null, limitFieldErrors: { memoryGb: refused.message } })
       },
       async importIdentity(pem) {
         const trimmed = pem.trim()
