@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Conversation } from '../protocol/app'
-import { AppHarness, MODEL, words } from './app-harness'
+import { AppHarness, MODEL, PROMPT, words } from './app-harness'
 import { HAVE_CHROMIUM, NEEDS_CHROMIUM, screenshot } from './browser'
 
 const harness = new AppHarness()
@@ -174,5 +174,27 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
       'user',
       'assistant',
     ])
+  })
+
+  it('ends an answer at a stop sequence set in the sampling settings, and says at the field what is wrong', async () => {
+    await page.getByTestId('chat-new').click()
+    await harness.setSampling({ temperature: '0' })
+    await page.getByTestId('chat-input').fill(PROMPT)
+    await page.getByTestId('chat-input').press('Enter')
+    const whole = words(await harness.lastAnswer())
+    // A word that first shows (even inside another) well into the answer: the answer cut there is not empty.
+    const word = whole.split(' ').find((w) => w.length >= 3 && whole.indexOf(w) > 10) ?? ''
+    expect(word).not.toBe('')
+    await harness.setSampling({ minP: '2', stop: 'a\nb\nc\nd\ne' })
+    await expect.poll(() => page.getByTestId('chat-field-error-minP').textContent()).toContain('from 0 to 1')
+    expect(await page.getByTestId('chat-field-error-stop').textContent()).toContain('up to 4')
+    await screenshot(page, 'chat-sampling-errors')
+    await harness.setSampling({ minP: '0.1', stop: word })
+    await page.getByTestId('chat-input').focus()
+    await expect.poll(() => page.getByTestId('chat-field-error-stop').count()).toBe(0)
+    await expect.poll(() => page.getByTestId('chat-settings-toggle').textContent()).toContain('1 stop sequence')
+    await page.getByTestId('chat-regenerate').click()
+    await expect.poll(() => page.getByTestId('chat-version').textContent()).toBe('2/2')
+    expect(words(await harness.lastAnswer())).toBe(words(whole.slice(0, whole.indexOf(word))))
   })
 })

@@ -23,9 +23,23 @@ export const SAMPLING_BOUNDS = {
   topK: { min: 0, max: 1000 },
   /** 1: off; above 1 discourages repeating the last 64 tokens. */
   repeatPenalty: { min: 0.5, max: 2 },
+  /** 0: off; else only tokens at least this share as likely as the likeliest are drawn. */
+  minP: { min: 0, max: 1 },
   seed: { min: 0, max: 0xffff_ffff },
   maxTokens: { min: 1, max: 4096 },
 } as const
+/** Stop sequences a chat may ask for (OpenAI's bound), and each one's length in characters. */
+export const MAX_STOP_SEQUENCES = 4
+export const MAX_STOP_CHARS = 64
+/** Strings that end the answer where it first contains one; the answer excludes it. */
+export const StopSequences = z
+  .array(
+    z
+      .string()
+      .min(1, 'a stop sequence is not empty')
+      .max(MAX_STOP_CHARS, `a stop sequence is up to ${MAX_STOP_CHARS} characters`),
+  )
+  .max(MAX_STOP_SEQUENCES, `up to ${MAX_STOP_SEQUENCES} stop sequences`)
 /** A system prompt, in characters. */
 export const MAX_SYSTEM_PROMPT_CHARS = 8192
 /**
@@ -60,6 +74,9 @@ export const ChatRequest = z.object({
   topP: bounded('topP', SAMPLING_BOUNDS.topP).optional(),
   topK: boundedInt('topK', SAMPLING_BOUNDS.topK).optional(),
   repeatPenalty: bounded('repeatPenalty', SAMPLING_BOUNDS.repeatPenalty).optional(),
+  minP: bounded('minP', SAMPLING_BOUNDS.minP).optional(),
+  /** The answer ends where its text first contains one of these, which it leaves out (finishReason 'stop'). */
+  stop: StopSequences.optional(),
   /** Absent: a fresh random seed for every answer (so regenerating samples anew). */
   seed: boundedInt('seed', SAMPLING_BOUNDS.seed).optional(),
 })
@@ -84,20 +101,26 @@ export const ChatSettings = z.object({
   repeatPenalty: bounded('repeatPenalty', SAMPLING_BOUNDS.repeatPenalty),
   /** null: random for every answer. */
   seed: boundedInt('seed', SAMPLING_BOUNDS.seed).nullable(),
+  /** Absent from conversations kept before it could be chosen: the default. */
+  minP: bounded('minP', SAMPLING_BOUNDS.minP).optional(),
+  /** Absent from conversations kept before they could be chosen: none. */
+  stop: StopSequences.optional(),
 })
 export type ChatSettings = z.infer<typeof ChatSettings>
 
 /**
- * llama.cpp's defaults (top-k 40, top-p 0.95, no repeat penalty)
- * at a slightly cooler temperature; a fresh seed per answer.
+ * llama.cpp's defaults (top-k 40, top-p 0.95, min-p 0.05, no repeat penalty)
+ * at a slightly cooler temperature; a fresh seed per answer; no stop sequence.
  */
-export const DEFAULT_CHAT_SETTINGS: ChatSettings = {
+export const DEFAULT_CHAT_SETTINGS: Required<ChatSettings> = {
   systemPrompt: '',
   temperature: 0.7,
   topP: 0.95,
   topK: 40,
   repeatPenalty: 1,
   seed: null,
+  minP: 0.05,
+  stop: [],
 }
 
 export const ChatHop = z.object({

@@ -170,6 +170,30 @@ describe('chat sampling and context on the embedded swarm', () => {
     },
   )
 
+  it(
+    'takes min-p (1 keeps only the likeliest token: greedy at any temperature) and ends an answer at a stop ' +
+      'sequence, leaving it out',
+    async () => {
+      const base = { modelId: MODEL, messages: MESSAGES, maxTokens: 32 }
+      const greedy = await answer({ ...base, chatId: 'min-p-0', temperature: 0 })
+      expect(await answer({ ...base, chatId: 'min-p-1', temperature: 1.5, minP: 1, seed: 9 })).toBe(greedy)
+      // A word well into the greedy answer (where it first shows, even inside another): the same answer, cut there.
+      const word = greedy.split(/\s+/).find((w) => w.length >= 3 && greedy.indexOf(w) > 10) ?? ''
+      expect(word).not.toBe('')
+      const cut = await answer({ ...base, chatId: 'stop', temperature: 0, stop: [word, 'never seen'] })
+      expect(cut).toBe(greedy.slice(0, greedy.indexOf(word)))
+      expect(seen('chat.done').find((d) => d.chatId === 'stop')?.finishReason).toBe('stop')
+      for (const [field, value, says] of [
+        ['minP', 2, 'minP must be a number from 0 to 1'],
+        ['stop', ['a', 'b', 'c', 'd', 'e'], 'up to 4 stop sequences'],
+        ['stop', [''], 'a stop sequence is not empty'],
+      ] as const) {
+        const refused = await failure('chat.send', { ...base, chatId: 'bad', [field]: value })
+        expect(refused.message).toContain(says)
+      }
+    },
+  )
+
   it('refuses sampling out of range with a typed error naming the field and its range', async () => {
     const base = { chatId: 'bad', modelId: MODEL, messages: MESSAGES }
     for (const [field, value, says] of [

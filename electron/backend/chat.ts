@@ -18,6 +18,7 @@ import {
 } from '../../protocol'
 import { renderChat } from '../../text/chat-template'
 import { routingRefusal } from './chat-refusals'
+import { StopScan } from './chat-stops'
 
 /**
  * Conversations the app keeps open at once (each holds a session on its hops, with its cache, and a credit hold): below
@@ -260,12 +261,26 @@ export class ChatRunner {
           }
         },
       })
+      // A stop sequence ends the answer as the user's Stop does (the hops stop at the next step), without its text.
+      const stops = new StopScan(request.stop ?? [])
+      let stopped = false
+      /** The token that ended the text held back (shown with it at the end). */
+      let lastToken = 0
       let next = await generation.next()
       while (!next.done) {
-        if (creditsOut === null)
-          this.deps.emit('chat.token', { chatId, text: next.value.text, token: next.value.token })
+        if (creditsOut === null && !stopped) {
+          lastToken = next.value.token
+          const shown = stops.push(next.value.text)
+          if (shown.text !== '') this.deps.emit('chat.token', { chatId, text: shown.text, token: next.value.token })
+          if (shown.stopped) {
+            stopped = true
+            controller.abort()
+          }
+        }
         next = await generation.next()
       }
+      const rest = stopped || creditsOut !== null ? '' : stops.flush()
+      if (rest !== '') this.deps.emit('chat.token', { chatId, text: rest, token: lastToken })
       // Out of credits, or stopped because the swarm connection changed: no summary, the reason.
       const ended = creditsOut ?? stopReason(controller)
       if (ended !== null) {
@@ -285,7 +300,7 @@ export class ChatRunner {
         promptTokens: s.promptTokens,
         cachedTokens: s.cachedTokens,
         completionTokens: s.completionTokens,
-        finishReason: controller.signal.aborted ? 'aborted' : s.finishReason,
+        finishReason: stopped ? 'stop' : controller.signal.aborted ? 'aborted' : s.finishReason,
         tokensPerSecond: s.decodeTokensPerSecond,
         route,
         chargedMicro,
@@ -307,6 +322,7 @@ export function samplingOf(request: z.output<typeof ChatRequest>) {
     ...(request.topP === undefined ? {} : { topP: request.topP }),
     ...(request.topK === undefined ? {} : { topK: request.topK }),
     ...(request.repeatPenalty === undefined ? {} : { repeatPenalty: request.repeatPenalty }),
+    ...(request.minP === undefined ? {} : { minP: request.minP }),
     seed: request.seed ?? randomInt(SAMPLING_BOUNDS.seed.max),
   }
 }

@@ -336,7 +336,7 @@ function countGenerated(position: number, promptTokens: number): number {
 }
 
 /** Where the earliest stop string in `text` starts, and which it is; `at` -1 and no stop when none is there. */
-function firstStop(text: string, stops: readonly string[]): { at: number; stopSequence: string | undefined } {
+export function firstStop(text: string, stops: readonly string[]): { at: number; stopSequence: string | undefined } {
   let at = -1
   let stopSequence: string | undefined
   for (const s of stops) {

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_CHAT_SETTINGS } from '../../../protocol/app'
-import { contextFit, contextRefusal, conversationSettings, parseField, promptMessages, samplingRequest } from './fields'
+import {
+  contextFit,
+  contextRefusal,
+  conversationSettings,
+  parseField,
+  parseStops,
+  promptMessages,
+  samplingRequest,
+  stopsText,
+} from './fields'
 import type { Conversation } from './initialState'
 
 const conversation = (settings?: Conversation['settings']): Conversation => ({
@@ -59,8 +68,15 @@ describe('chat fields', () => {
   })
 
   it('leaves the seed out when it is random, so the backend draws a fresh one for every answer', () => {
-    expect(samplingRequest(DEFAULT_CHAT_SETTINGS)).toEqual({ temperature: 0.7, topP: 0.95, topK: 40, repeatPenalty: 1 })
+    expect(samplingRequest(DEFAULT_CHAT_SETTINGS)).toEqual({
+      temperature: 0.7,
+      topP: 0.95,
+      topK: 40,
+      minP: 0.05,
+      repeatPenalty: 1,
+    })
     expect(samplingRequest({ ...DEFAULT_CHAT_SETTINGS, seed: 42 }).seed).toBe(42)
+    expect(samplingRequest({ ...DEFAULT_CHAT_SETTINGS, stop: ['User:'] }).stop).toEqual(['User:'])
   })
 
   it('says how the prompt and the answer fill the context, and refuses with the counts when they do not fit', () => {
@@ -97,5 +113,21 @@ describe('chat fields', () => {
     expect(parseField('maxTokens', '2048', 2048)).toEqual({ ok: true, value: 2048 })
     // A model with a longer context keeps the field's own bound.
     expect(parseField('maxTokens', '4096', 32_768)).toEqual({ ok: true, value: 4096 })
+  })
+
+  it('reads stop sequences one a line, with \\n for a line break, and says what is wrong with too many or too long', () => {
+    expect(parseStops('User:\n\n  \n\\n\\nEnd\\t')).toEqual({ ok: true, value: ['User:', '\n\nEnd\t'] })
+    expect(stopsText(['User:', '\n\nEnd'])).toBe('User:\n\\n\\nEnd')
+    expect(parseStops('a\nb\nc\nd\ne')).toEqual({ ok: false, message: 'Stop sequences: up to 4, one a line; 5 given.' })
+    expect(parseStops('x'.repeat(65))).toMatchObject({ ok: false, message: expect.stringMatching(/each up to 64/) })
+    expect(parseField('minP', '1.5')).toEqual({
+      ok: false,
+      message: 'Min-p takes a number from 0 to 1; 1.5 is out of range.',
+    })
+  })
+
+  it('gives a conversation kept before min-p and stop sequences existed their defaults', () => {
+    const { minP: _, stop: __, ...older } = DEFAULT_CHAT_SETTINGS
+    expect(conversationSettings(conversation({ ...older, temperature: 1 }))).toMatchObject({ minP: 0.05, stop: [] })
   })
 })

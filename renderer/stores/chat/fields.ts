@@ -3,6 +3,8 @@ import {
   type ChatMessage,
   type ChatSettings,
   DEFAULT_CHAT_SETTINGS,
+  MAX_STOP_CHARS,
+  MAX_STOP_SEQUENCES,
   SAMPLING_BOUNDS,
 } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
@@ -10,12 +12,13 @@ import type { Conversation } from './initialState'
 import { requestMessages } from './selectors'
 
 /** The chat's number fields: the conversation's sampling, and max tokens. */
-export type NumberField = 'temperature' | 'topP' | 'topK' | 'repeatPenalty' | 'seed' | 'maxTokens'
+export type NumberField = 'temperature' | 'topP' | 'topK' | 'minP' | 'repeatPenalty' | 'seed' | 'maxTokens'
 
 export const FIELD_LABELS: Record<NumberField, string> = {
   temperature: 'Temperature',
   topP: 'Top-p',
   topK: 'Top-k',
+  minP: 'Min-p',
   repeatPenalty: 'Repetition penalty',
   seed: 'Seed',
   maxTokens: 'Max tokens',
@@ -44,9 +47,34 @@ export function parseField(field: NumberField, text: string, limit?: number): Pa
   return { ok: true, value }
 }
 
-/** A conversation's settings; those kept before settings existed get the defaults. */
-export function conversationSettings(conversation: Conversation | null): ChatSettings {
-  return conversation?.settings ?? DEFAULT_CHAT_SETTINGS
+/** A conversation's settings; those kept before a setting existed get its default. */
+export function conversationSettings(conversation: Conversation | null): Required<ChatSettings> {
+  return { ...DEFAULT_CHAT_SETTINGS, ...conversation?.settings }
+}
+
+/**
+ * The stop sequences field's text as the sequences: one a line, `\n` and `\t` standing for a line break and a tab;
+ * blank lines skipped. Or what is wrong with them, in words.
+ */
+export function parseStops(text: string): { ok: true; value: string[] } | { ok: false; message: string } {
+  const stops = text
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== '')
+    .map((line) => line.replaceAll('\\n', '\n').replaceAll('\\t', '\t'))
+  if (stops.length > MAX_STOP_SEQUENCES)
+    return { ok: false, message: `Stop sequences: up to ${MAX_STOP_SEQUENCES}, one a line; ${stops.length} given.` }
+  const long = stops.find((s) => s.length > MAX_STOP_CHARS)
+  if (long !== undefined)
+    return {
+      ok: false,
+      message: `Stop sequences: each up to ${MAX_STOP_CHARS} characters; "${long.slice(0, 20)}…" is ${long.length}.`,
+    }
+  return { ok: true, value: stops }
+}
+
+/** Stop sequences as the field shows them: one a line, a line break or tab in one written `\n` or `\t`. */
+export function stopsText(stops: readonly string[]): string {
+  return stops.map((s) => s.replaceAll('\n', '\\n').replaceAll('\t', '\\t')).join('\n')
 }
 
 /** The turns chat.send and chat.count carry: the system prompt first when there is one, then the conversation's. */
@@ -58,10 +86,21 @@ export function promptMessages(conversation: Conversation, draft?: string): Chat
   return [...system, ...requestMessages(conversation.messages), ...user]
 }
 
-/** The sampling chat.send carries for a conversation; no seed when it is random, so each answer draws a fresh one. */
-export function samplingRequest(settings: ChatSettings) {
-  const { temperature, topP, topK, repeatPenalty, seed } = settings
-  return { temperature, topP, topK, repeatPenalty, ...(seed === null ? {} : { seed }) }
+/**
+ * The sampling chat.send carries for a conversation; no seed when it is random, so each answer draws a fresh one, and
+ * no stop sequences when there are none.
+ */
+export function samplingRequest(settings: Required<ChatSettings>) {
+  const { temperature, topP, topK, minP, repeatPenalty, seed, stop } = settings
+  return {
+    temperature,
+    topP,
+    topK,
+    minP,
+    repeatPenalty,
+    ...(seed === null ? {} : { seed }),
+    ...(stop.length === 0 ? {} : { stop }),
+  }
 }
 
 /** How the prompt and the answer fill the model's context, shown beside the composer. */

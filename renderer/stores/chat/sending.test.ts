@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { ChatMessage } from '../../../protocol/app'
+import type { ChatMessage, ChatSummary } from '../../../protocol/app'
 import { NeuronError } from '../../../protocol/errors'
 import { keptConversations } from '../../../test/renderer/conversation-fixtures'
 import { type FakeHandlers, fakeBridge } from '../../../test/renderer/fake-bridge'
@@ -12,14 +12,14 @@ const countWords = ({ messages }: { messages: ChatMessage[] }) => ({
   contextLength: 2048,
 })
 
-const DONE = {
+const DONE: Omit<ChatSummary, 'chatId'> = {
   promptTokens: 3,
   completionTokens: 1,
   finishReason: 'stop',
   tokensPerSecond: 1,
   route: [],
   chargedMicro: 0,
-} as const
+}
 
 async function setup(handlers: FakeHandlers = {}) {
   const backend = keptConversations()
@@ -58,6 +58,7 @@ describe('chat store: sampling, context and edits', () => {
         temperature: 1.2,
         topP: 0.95,
         topK: 40,
+        minP: 0.05,
         repeatPenalty: 1,
         seed: 7,
       },

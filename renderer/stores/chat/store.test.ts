@@ -55,6 +55,7 @@ describe('chat store', () => {
         temperature: 0.7,
         topP: 0.95,
         topK: 40,
+        minP: 0.05,
         repeatPenalty: 1,
       },
     })
