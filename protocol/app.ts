@@ -5,7 +5,7 @@ import { EarningsMethods } from './app-earnings'
 import { HostingMethods, HostingStatus } from './app-hosting'
 import { HubMethods } from './app-hub'
 import { LogMethods } from './app-log'
-import { SettingsMethods } from './app-settings'
+import { Settings, SettingsMethods } from './app-settings'
 import { SwarmMethods, TrackerLinkStatus } from './app-swarm'
 import { ChatHop, ChatId, ChatSummary } from './chat'
 import { NeuronError } from './errors'
@@ -74,6 +74,8 @@ export const AppEvents = {
   'lan.changed': LanView,
   /** The tracker went away or came back. */
   'swarm.status': TrackerLinkStatus,
+  /** The settings changed (any screen, a pairing, an identity import): every screen shows the ones in force. */
+  'settings.changed': Settings,
 } as const
 export type AppEvents = typeof AppEvents
 export type AppEventName = keyof AppEvents

@@ -134,6 +134,7 @@ export class AppBackend {
           if (phase === 'idle' || phase === 'failed' || modelId === null || blocks === null) return null
           return { modelId, blocks, bytes: rangeMemoryBytes(await swarm.manifest(modelId), blocks) }
         },
+        changed: (current) => this.events.emit('settings.changed', current),
         log,
       },
       o.limits,

@@ -28,7 +28,7 @@ export function StatusLine() {
         </div>
       ))}
       {current !== null && (
-        <span className="status-tracker" title={current.connectedTrackerUrl}>
+        <span className="status-tracker" title={current.connectedTrackerUrl} data-testid="status-tracker-address">
           {trackerShort(current)}
         </span>
       )}

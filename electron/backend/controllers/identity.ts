@@ -10,7 +10,12 @@ export interface IdentityDeps {
   readonly dataDir: string
   readonly swarm: CurrentSwarm
   /** The tracker setting in force (a new identity joins the same swarm) and the settings to answer with. */
-  readonly settings: { readonly trackerSetting: string | null; current(): Settings }
+  readonly settings: {
+    readonly trackerSetting: string | null
+    current(): Settings
+    /** Tells every screen of the settings (a new key and host id) once the change is made. */
+    announced(change: Promise<Settings>): Promise<Settings>
+  }
   hostingPhase(): HostingPhase
   /** The identity was replaced: what belonged to the previous one (its API key) is given up. */
   replaced(previousPublicKey: string): Promise<void>
@@ -26,7 +31,7 @@ export class IdentityController {
       pem: this.deps.swarm.identity.exportPrivatePem(),
       publicKey: this.deps.swarm.identity.publicKey,
     }),
-    'identity.import': ({ pem }) => this.deps.changes.run(() => this.replace(pem)),
+    'identity.import': ({ pem }) => this.deps.changes.run(() => this.deps.settings.announced(this.replace(pem))),
   }
 
   constructor(private readonly deps: IdentityDeps) {}

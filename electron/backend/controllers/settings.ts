@@ -24,6 +24,8 @@ export interface SettingsDeps {
   readonly hostingNeeds: () => Promise<{ modelId: string; blocks: readonly [number, number]; bytes: number } | null>
   /** Puts back the hosting left on a tracker the app switched back to (HostingRunner.restore). */
   readonly restoreHosting: (choice: SavedHosting) => Promise<void>
+  /** The settings in force changed: every screen is told (settings.changed). */
+  readonly changed: (settings: Settings) => void
   readonly log: (line: string) => void
 }
 
@@ -31,8 +33,8 @@ export interface SettingsDeps {
 export class SettingsController {
   readonly handlers: GroupHandlers<'settings'> = {
     'settings.get': () => this.current(),
-    'settings.update': (update) => this.deps.changes.run(() => this.update(update)),
-    'settings.consent': ({ trackerUrl }) => this.deps.changes.run(() => this.consent(trackerUrl)),
+    'settings.update': (update) => this.deps.changes.run(() => this.announced(this.update(update))),
+    'settings.consent': ({ trackerUrl }) => this.deps.changes.run(() => this.announced(this.consent(trackerUrl))),
     'settings.checkTracker': async ({ trackerUrl }) => {
       await probeTracker(trackerUrl)
       return { trackerUrl: trackerBase(trackerUrl) }
@@ -76,6 +78,13 @@ export class SettingsController {
     const tracker = this.trackerInForce
     if (tracker === null) return { level: 'private', consented: true }
     return { level: 'public', consented: this.deps.store.value.consentedTrackers.includes(tracker) }
+  }
+
+  /** Tells every screen of settings that changed, and answers them. */
+  async announced(change: Promise<Settings>): Promise<Settings> {
+    const settings = await change
+    this.deps.changed(settings)
+    return settings
   }
 
   /** Remembers the user's consent for the tracker in force; one named other than that changes nothing. */

@@ -103,6 +103,14 @@ describe('settings store', () => {
     ])
   })
 
+  it('shows settings changed elsewhere (the API tab, a pairing) as the backend pushes them', async () => {
+    const { bridge, store } = await loaded()
+    bridge.emit('settings.changed', { ...someSettings, lanOpen: true, trackerUrl: 'http://10.77.0.1:7070' })
+    expect(store.getState().settings).toMatchObject({ lanOpen: true, trackerUrl: 'http://10.77.0.1:7070' })
+    // Not a save of this screen's: no "Saved" note.
+    expect(store.getState().savedAt).toBeNull()
+  })
+
   it('refuses to import text that is not a PEM', async () => {
     const { bridge, store } = await loaded()
     await store.getState().importIdentity('my secret')

@@ -56,6 +56,8 @@ export function createSettingsStore(bridge: NeuronBridge, now: () => number = Da
         set({ saving: null, [ERROR_FIELD[section]]: shownError(error) })
       }
     }
+    // A change made elsewhere (the API tab's switch, a pairing, another window) shows here at once.
+    bridge.on('settings.changed', (settings) => set({ settings }))
     return {
       ...initialSettingsState,
       async load() {
