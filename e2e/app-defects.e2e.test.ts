@@ -33,7 +33,7 @@ async function everyBlockServed(): Promise<void> {
   await open('swarm')
   await expect
     .poll(() => page.getByTestId('screen-swarm').textContent(), { timeout: 90_000 })
-    .toContain(`all 5 blocks served`)
+    .toContain('all 5 layers served')
 }
 
 /** A new conversation answered greedily; a failed answer's own words say why. */
@@ -92,7 +92,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`defects of issue 38 in the app${NEEDS_CHROMIUM}
     await chatAnswers()
   }, 360_000)
 
-  it('says on the Host screen that the app is unreachable, with Pause and Stop off, not a green "Serving"', async () => {
+  const unreachable =
+    'says on the Host screen that the app is unreachable, with Pause and Stop off, not a green "Serving"'
+  it(unreachable, async () => {
     await servesAgain()
     await harness.app.stop(10_000)
     const badge = page.getByTestId('hosting-phase')
@@ -117,11 +119,13 @@ describe.skipIf(!HAVE_CHROMIUM)(`defects of issue 38 in the app${NEEDS_CHROMIUM}
     const card = page.getByTestId(`model-option-${MODEL}`)
     await card.waitFor({ timeout: 30_000 })
     // The other volunteer still serves the first two blocks; this computer's three are free now.
-    await expect.poll(() => card.textContent(), { timeout: 10_000 }).toContain('3 of 5 blocks have no host')
+    await expect.poll(() => card.textContent(), { timeout: 10_000 }).toContain('3 of 5 layers have no host')
     await screenshot(page, 'defects-host-after-stop')
   })
 
-  it('refuses a wrong tracker URL, or one where no tracker answers, before asking what to do with hosting', async () => {
+  const trackerFirst =
+    'refuses a wrong tracker URL, or one where no tracker answers, before asking what to do with hosting'
+  it(trackerFirst, async () => {
     await hosting()
     await expect.poll(() => page.getByTestId('status-hosting').getAttribute('data-state')).toBe('ok')
     await open('settings')
@@ -174,5 +178,46 @@ describe.skipIf(!HAVE_CHROMIUM)(`defects of issue 38 in the app${NEEDS_CHROMIUM}
     await threads.fill(threadsBefore)
     await page.getByTestId('settings-limits-save').click()
     await expect.poll(() => memoryError.count()).toBe(0)
+  })
+
+  it('shows the home-network switch turned on in the API tab as on in Settings, and off in both', async () => {
+    await open('api')
+    await flip('api-lan-open', true)
+    await open('settings')
+    expect(await page.getByTestId('settings-lan-open').isChecked()).toBe(true)
+    await screenshot(page, 'defects-lan-switch-same-everywhere')
+    await flip('settings-lan-open', false)
+    await open('api')
+    expect(await page.getByTestId('api-lan-open').isChecked()).toBe(false)
+  })
+
+  it('says things plainly: layers counted from 1, "unaudited" explained, the core count and import rule', async () => {
+    await hosting()
+    // Each volunteer alone serves its layers: the route is unaudited, and the screen says what that means.
+    await chatAnswers()
+    expect(await page.getByTestId('chat-hop-unaudited').count()).toBeGreaterThan(0)
+    expect(await page.getByTestId('chat-unaudited-note').last().textContent()).toMatch(
+      /^Unaudited: no other computer serves those layers/,
+    )
+    await open('host')
+    expect(await page.getByTestId('hosting-target').textContent()).toContain('layers 3–5 of 5')
+    expect(await page.getByTestId('screen-host').textContent()).not.toMatch(/\[\d+, \d+\)/)
+    await open('swarm')
+    await expect.poll(() => page.getByTestId('screen-swarm').textContent()).toContain('layers 3–5 of 5')
+    expect(await page.getByTestId('screen-swarm').textContent()).not.toMatch(/\[\d+, \d+\)/)
+
+    await open('settings')
+    const computer = (await appCall(page, 'computer.get', {})) as { profile: { cpu: { physicalCores: number } } }
+    const cores = String(computer.profile.cpu.physicalCores)
+    await expect.poll(() => page.getByTestId('settings-limit-threads').getAttribute('placeholder')).toBe(cores)
+    // Hosting: importing a key waits, and says why; not hosting, it does not claim so.
+    expect(await page.getByTestId('settings-identity-import-note').textContent()).toMatch(/stop it under Host a model/)
+    expect(await page.getByTestId('settings-identity-import').isDisabled()).toBe(true)
+    await appCall(page, 'hosting.stop', {})
+    await expect
+      .poll(() => page.getByTestId('settings-identity-import-note').textContent())
+      .not.toMatch(/stop|stopped/i)
+    expect(await page.getByTestId('settings-identity-import').isDisabled()).toBe(false)
+    await screenshot(page, 'defects-plain-words')
   })
 })

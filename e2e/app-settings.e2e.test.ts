@@ -102,7 +102,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app in a browser against a headless host${N
     await page.getByTestId('settings-tracker-url').fill(publicUrl)
     await page.getByTestId('settings-tracker-save').click()
     // This computer hosts on the embedded swarm: a switch to a tracker that answers asks what to do with that.
-    expect(await page.getByTestId('settings-switch-hosting').textContent()).toContain('stories260k blocks [2, 5)')
+    expect(await page.getByTestId('settings-switch-hosting').textContent()).toContain('stories260k, layers 3–5')
     await page.getByTestId('settings-switch-resume').click()
     await page.getByTestId('settings-saved').waitFor({ timeout: 30_000 })
     await open('api')

@@ -104,6 +104,9 @@ describe.skipIf(!HAVE_CHROMIUM || NO_NAMESPACES !== null)(
         await row.waitFor({ timeout: 30_000 })
         expect(await row.textContent()).toContain(other.net.address)
         expect(await row.getAttribute('data-state')).toBe('not paired')
+        // Both computers share a hostname here: each name carries its host id's short form, so they differ.
+        const hostId = ((await appCall(other.page, 'settings.get', {})) as { hostId: string }).hostId
+        expect(await row.locator('strong').textContent()).toMatch(new RegExp(` · ${hostId.slice(0, 8)}$`))
         // An app never lists itself.
         expect(await c.page.locator(`[data-testid="lan-peer"][data-key="${c.key}"]`).count()).toBe(0)
       }
@@ -135,6 +138,10 @@ describe.skipIf(!HAVE_CHROMIUM || NO_NAMESPACES !== null)(
         .poll(async () => (await settingsOfB()).trackerUrl, { timeout: 30_000 })
         .toBe(`http://10.77.0.1:${trackerPortOfA}`)
       expect((await settingsOfB()).publicKey).toBe(b.key)
+      // B's sidebar names the tracker it joined at once, without a reload.
+      await expect
+        .poll(() => b.page.getByTestId('status-tracker-address').textContent(), { timeout: 10_000 })
+        .toBe(`Tracker · 10.77.0.1:${trackerPortOfA}`)
       const lanOfA = (await appCall(a.page, 'lan.get', {})) as { paired: { key: string; role: string }[] }
       expect(lanOfA.paired).toEqual([expect.objectContaining({ key: b.key, role: 'asked' })])
     })
@@ -153,7 +160,8 @@ describe.skipIf(!HAVE_CHROMIUM || NO_NAMESPACES !== null)(
       // this computer, and the paired one by its name
       expect(who).toHaveLength(2)
       expect(who.filter((w) => w === 'this computer')).toHaveLength(1)
-      expect(who.find((w) => w !== 'this computer')).toMatch(/\S/)
+      const hostIdOfB = ((await appCall(b.page, 'settings.get', {})) as { hostId: string }).hostId
+      expect(who.find((w) => w !== 'this computer')).toMatch(new RegExp(`\\S · ${hostIdOfB.slice(0, 8)}$`))
       await screenshot(a.page, 'lan-swarm')
     }, 360_000)
 

@@ -103,11 +103,13 @@ export class CurrentSwarm {
   checkReachable(): void {
     const { state, problem, since } = this.status
     if (state === 'connected') return
-    const seconds = Math.max(1, Math.round((Date.now() - since) / 1000))
+    // `since` is when the loss was noticed (a ping unanswered for 3 s, say), not when the tracker last answered.
+    const seconds = Math.round((Date.now() - since) / 1000)
+    const when = seconds < 5 ? 'just now' : seconds < 120 ? `${seconds} s ago` : `${Math.round(seconds / 60)} min ago`
     throw new NeuronError(
       'tracker_unreachable',
-      `the tracker at ${this.trackerUrl} has not answered for ${seconds} s (${problem}); the app keeps trying to ` +
-        `join it again: send once it is back, or pick another tracker in Settings`,
+      `the tracker at ${this.trackerUrl} stopped answering ${when} (${problem}); the app keeps trying to reach ` +
+        `it: send again once it is back, or pick another tracker in Settings`,
       { trackerUrl: this.trackerUrl },
     )
   }

@@ -44,7 +44,7 @@ export function HostScreen() {
     <div className="screen" data-testid="screen-host">
       <ScreenHeader
         title="Host a model"
-        subtitle="Serve a range of a model's blocks for the swarm and earn credits for every token."
+        subtitle="Serve a range of a model's layers for the swarm and earn credits for every token."
         actions={
           <span
             className={`phase-pill phase-${badge.tone}`}
@@ -94,7 +94,7 @@ export function HostScreen() {
           </Panel>
           <Panel title="Placement preview">
             {state.selectedModelId === null && (
-              <p className="muted empty">Pick a model to see which blocks this computer should serve.</p>
+              <p className="muted empty">Pick a model to see which layers this computer should serve.</p>
             )}
             {state.previewLoading && <Loading text="Asking the tracker where this computer helps most…" />}
             <ErrorNote error={state.previewError} />
@@ -116,6 +116,7 @@ export function HostScreen() {
           <Panel title="Hosting">
             <HostingProgress
               status={status}
+              totalLayers={state.models.find((m) => m.modelId === status.modelId)?.nLayer}
               acting={state.acting}
               reach={reach}
               onPause={() => void state.pause()}
@@ -133,7 +134,7 @@ export function HostScreen() {
                 onCancel={() => setConfirmingStop(false)}
                 testId="hosting-stop-dialog"
               >
-                This computer stops serving its blocks and earning credits; chats routed through it move to other hosts.
+                This computer stops serving its layers and earning credits; chats routed through it move to other hosts.
                 The downloaded files stay on disk.
               </ConfirmDialog>
             )}

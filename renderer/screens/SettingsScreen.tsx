@@ -1,4 +1,5 @@
 import { Check } from 'lucide-react'
+import { useEffect } from 'react'
 import { useStore } from 'zustand'
 import { ErrorNote } from '../components/ErrorNote'
 import { Loading } from '../components/Loading'
@@ -43,7 +44,12 @@ function SavedNote({ savedAt, section }: { savedAt: number | null; section: Sett
 }
 
 export function SettingsScreen() {
-  const { settings: store, hosting } = useStores()
+  const { settings: store, hosting, computer } = useStores()
+  const cpu = useStore(computer, (s) => s.view?.profile.cpu ?? null)
+  // The threads field's hint is this computer's core count: the Computer view has it.
+  useEffect(() => {
+    if (computer.getState().view === null) void computer.getState().load()
+  }, [computer])
   const state = useStore(store)
   const hostingStatus = useStore(hosting, (s) => s.status)
   const { settings } = state
@@ -84,6 +90,7 @@ export function SettingsScreen() {
             settings={settings}
             saving={state.saving === 'identity'}
             error={state.identityError}
+            hostingPhase={hostingStatus?.phase ?? null}
             onExport={async () => {
               const exported = await state.exportIdentity()
               if (exported !== null) download(identityFileName(settings), exported.pem)
@@ -109,6 +116,7 @@ export function SettingsScreen() {
             saving={state.saving === 'limits'}
             error={state.limitsError}
             fieldErrors={state.limitFieldErrors}
+            cores={cpu === null ? null : { physical: cpu.physicalCores, logical: cpu.cores }}
             onSave={(form) => void state.saveLimits(form)}
           />
         </div>

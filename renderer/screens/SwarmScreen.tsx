@@ -53,8 +53,8 @@ export function SwarmScreen() {
                         </span>
                         <span className={`small ${missing > 0 ? 'warn-text' : 'good-text'}`}>
                           {missing > 0
-                            ? `${missing} of ${model.nLayer} blocks unserved`
-                            : `all ${model.nLayer} blocks served`}{' '}
+                            ? `${missing} of ${model.nLayer} layers have no host`
+                            : `all ${model.nLayer} layers served`}{' '}
                           · {formatBytes(model.bytes)}
                         </span>
                       </div>
@@ -77,10 +77,10 @@ export function SwarmScreen() {
                   <tr>
                     <th>Host</th>
                     <th>Model</th>
-                    <th>Blocks</th>
+                    <th>Layers</th>
                     <th>Status</th>
                     <th>Sessions</th>
-                    <th className="num">Per block</th>
+                    <th className="num">Per layer</th>
                     <th>CPU</th>
                     <th className="num">RAM</th>
                   </tr>

@@ -10,8 +10,8 @@ export class LanAdvertiser {
 
   static publish(bonjour: Bonjour, txt: LanTxt): LanAdvertiser {
     const service = bonjour.publish({
-      // Instance names must be unique on the link; two computers may share a hostname.
-      name: `${txt.name} ${txt.id.slice(0, 8)}`,
+      // Instance names must be unique on the link: the name carries the node id's short form after the hostname.
+      name: txt.name,
       type: LAN_SERVICE_TYPE,
       port: txt.port,
       txt: { ...txt, port: String(txt.port), pair: String(txt.pair) },

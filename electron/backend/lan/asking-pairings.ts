@@ -10,7 +10,8 @@ const STATUS_EVERY_MS = 1_000
 export interface AskingDeps {
   readonly book: PairingBook
   readonly identity: () => NodeIdentity
-  readonly name: string
+  /** This app's name as the other app lists it. */
+  readonly name: () => string
   /** Both confirmed: join the asked app's swarm at `trackerUrl` and remember it as paired. */
   readonly join: (trackerUrl: string, peer: { key: string; name: string }) => Promise<void>
   readonly log: (line: string) => void
@@ -26,7 +27,7 @@ export class AskingPairings {
   async ask(peer: LanPeer): Promise<void> {
     const identity = this.deps.identity()
     const client = new PairingClient(peer.address, peer.pairingPort)
-    const hello = await client.hello(identity.publicKey, this.deps.name)
+    const hello = await client.hello(identity.publicKey, this.deps.name())
     // The advertisement is not signed; the code is what proves the key.
     // A key other than the one listed is refused early all the same.
     if (hello.key !== peer.key) {

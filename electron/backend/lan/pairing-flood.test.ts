@@ -72,7 +72,7 @@ describe('a flood of pairing hellos', () => {
     const asking = new AskingPairings({
       book: askingBook,
       identity: () => b,
-      name: 'study',
+      name: () => 'study',
       join: async () => {},
       log: () => {},
     })

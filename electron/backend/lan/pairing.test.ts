@@ -46,7 +46,7 @@ async function twoApps(ttlMs = 60_000) {
   const asking = new AskingPairings({
     book: askingBook,
     identity: () => b,
-    name: 'study',
+    name: () => 'study',
     join: async (url) => void joined.push(url),
     log: () => {},
   })

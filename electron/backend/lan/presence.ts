@@ -45,7 +45,6 @@ export class LanPresence {
   private readonly book: PairingBook
   private readonly asked: AskedPairings
   private readonly asking: AskingPairings
-  private readonly name = hostname().slice(0, 63) || 'neuron'
   private advertiser: LanAdvertiser | null = null
   private server: PairingServer | null = null
   private trackerPort = 0
@@ -67,10 +66,19 @@ export class LanPresence {
     this.asking = new AskingPairings({
       book: this.book,
       identity: deps.identity,
-      name: this.name,
+      name: () => this.name(),
       join: deps.join,
       log: deps.log,
     })
+  }
+
+  /**
+   * This app's name on the home network: the hostname, which two computers may share (two VMs both called "vm"), then
+   * its host id's short form (as the Swarm screen shows it), so every list and pairing prompt tells them apart.
+   */
+  private name(): string {
+    const short = nodeIdOf(this.deps.identity().publicKey).slice(0, 8)
+    return `${hostname().slice(0, 50) || 'neuron'} · ${short}`
   }
 
   /** The port of the open pairing endpoint; null while closed. */
@@ -95,7 +103,7 @@ export class LanPresence {
       const txt = {
         id: nodeIdOf(identity.publicKey),
         key: identity.publicKey,
-        name: this.name,
+        name: this.name(),
         port: opening.trackerPort,
         pair: this.server.port,
       }

@@ -5,6 +5,7 @@ import { ErrorNote } from '../../components/ErrorNote'
 import { versionPosition } from '../../stores/chat/alternatives'
 import type { ChatEntry } from '../../stores/chat/initialState'
 import { answerStats, hopViews } from '../../stores/chat/selectors'
+import { UNAUDITED_EXPLAINED } from '../../words'
 import { Markdown } from './Markdown'
 
 interface MessageViewProps {
@@ -116,6 +117,11 @@ export function MessageView({ message, onResend, onShow, onDelete }: MessageView
           ))}
           {message.summary !== undefined && <span className="muted stats">{answerStats(message.summary)}</span>}
         </div>
+      )}
+      {message.role === 'assistant' && hops.some((hop) => hop.unaudited) && (
+        <p className="muted small" data-testid="chat-unaudited-note">
+          {UNAUDITED_EXPLAINED}
+        </p>
       )}
     </article>
   )

@@ -4,7 +4,7 @@ import { Loading } from '../../components/Loading'
 import { Meter } from '../../components/Meter'
 import { Stat } from '../../components/Stat'
 import { useNow } from '../../components/useNow'
-import { formatBlocks, formatNumber, formatTokensPerSecond } from '../../format'
+import { formatNumber, formatTokensPerSecond } from '../../format'
 import {
   artifactRow,
   canPause,
@@ -14,9 +14,12 @@ import {
   reachNote,
   uptimeText,
 } from '../../stores/hosting/selectors'
+import { layerRange } from '../../words'
 
 interface HostingProgressProps {
   status: HostingStatus
+  /** The model's layers, to say "layers 3–5 of 5"; unknown until the model list has loaded. */
+  totalLayers: number | undefined
   acting: boolean
   /** What is out of reach now: the buttons that cannot work are off. */
   reach: HostingReach
@@ -25,13 +28,21 @@ interface HostingProgressProps {
   onStop(): void
 }
 
-export function HostingProgress({ status, acting, reach, onPause, onResume, onStop }: HostingProgressProps) {
+export function HostingProgress({
+  status,
+  totalLayers,
+  acting,
+  reach,
+  onPause,
+  onResume,
+  onStop,
+}: HostingProgressProps) {
   const note = reachNote(reach)
   return (
     <div className="hosting-progress">
       <div className="hosting-target" data-testid="hosting-target">
         <span className="mono">{status.modelId ?? '—'}</span>
-        {status.blocks !== null && <span className="muted"> · blocks {formatBlocks(status.blocks)}</span>}
+        {status.blocks !== null && <span className="muted"> · {layerRange(status.blocks, totalLayers)}</span>}
       </div>
       {status.artifacts.length > 0 && (
         <table className="table">
@@ -117,8 +128,12 @@ function ServingPanel({ serving }: { serving: NonNullable<HostingStatus['serving
           value={`${serving.activeSessions} / ${serving.maxSessions}`}
           hint="active / most at once"
         />
-        <Stat label="Speed" value={formatTokensPerSecond(serving.tokensPerSecond)} hint="decode speed of this range" />
-        <Stat label="Served" value={formatNumber(serving.servedBlockTokens)} hint="block-tokens since start" />
+        <Stat
+          label="Speed"
+          value={formatTokensPerSecond(serving.tokensPerSecond)}
+          hint="decode speed of these layers"
+        />
+        <Stat label="Served" value={formatNumber(serving.servedBlockTokens)} hint="layer-tokens since start" />
         <Stat label="Uptime" value={uptimeText(serving.startedAt, now)} />
       </div>
       <div className="muted small">

@@ -2,6 +2,7 @@ import type { ModelSummary } from '../../../protocol/swarm'
 import { CoverageBar } from '../../components/CoverageBar'
 import { formatBytes } from '../../format'
 import { missingBlocks } from '../../stores/swarm/selectors'
+import { layerCount } from '../../words'
 
 interface ModelListProps {
   models: ModelSummary[]
@@ -32,11 +33,11 @@ export function ModelList({ models, selectedModelId, onSelect }: ModelListProps)
                 <span className="muted small">{formatBytes(model.bytes)}</span>
               </div>
               <div className="muted small mono">
-                {model.modelId} · {model.nLayer} blocks · {model.architecture}
+                {model.modelId} · {layerCount(model.nLayer)} · {model.architecture}
               </div>
               <CoverageBar cells={model.coverage.map((before) => ({ before }))} compact />
               <div className={`small ${missing > 0 ? 'warn-text' : 'good-text'}`}>
-                {missing > 0 ? `${missing} of ${model.nLayer} blocks have no host` : 'every block is served'}
+                {missing > 0 ? `${missing} of ${model.nLayer} layers have no host` : 'every layer is served'}
               </div>
             </button>
           </li>

@@ -3,7 +3,7 @@ import type { HostingPreview } from '../../../protocol/app'
 import type { BlockRange } from '../../../protocol/blocks'
 import { CoverageBar } from '../../components/CoverageBar'
 import { Stat } from '../../components/Stat'
-import { formatBlocks, formatBytes, formatTokensPerSecond } from '../../format'
+import { formatBytes, formatTokensPerSecond } from '../../format'
 import {
   cacheFigures,
   chosenOption,
@@ -13,6 +13,7 @@ import {
   routeFigures,
   sameRange,
 } from '../../stores/hosting/selectors'
+import { layerRange } from '../../words'
 
 interface PlacementPreviewProps {
   preview: HostingPreview
@@ -26,6 +27,7 @@ interface PlacementPreviewProps {
 
 export function PlacementPreview({ preview, chosen, acting, reachable, onChoose, onConfirm }: PlacementPreviewProps) {
   const { placement } = preview
+  const total = placement.coverage.length
   const option = chosenOption(preview, chosen)
   const credits = creditsPerHour(preview, option)
   const cache = option === null ? null : cacheFigures(option)
@@ -36,7 +38,7 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
   return (
     <div className="placement">
       <div className="placement-legend">
-        <span>Swarm coverage today, one cell per block</span>
+        <span>Swarm coverage today, one cell per layer</span>
         <span className="legend">
           <i className="swatch empty" /> no host <i className="swatch full" /> more hosts{' '}
           <i className="swatch proposed" /> this computer
@@ -54,8 +56,7 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
       ) : (
         <>
           <p className="placement-range">
-            {isProposal ? 'Proposed' : 'Chosen'}: blocks <strong>{formatBlocks(option.blocks)}</strong> (
-            {option.blocks[1] - option.blocks[0]} of {placement.coverage.length})
+            {isProposal ? 'Proposed' : 'Chosen'}: <strong>{layerRange(option.blocks, total)}</strong>
           </p>
           <div className="stat-grid">
             {download !== null && (
@@ -64,7 +65,7 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
             <Stat label="Memory needed" value={formatBytes(option.memoryBytes)} testId="preview-memory" />
             {cache !== null && (
               <Stat
-                label="KV cache per block"
+                label="KV cache per layer"
                 value={cache.perTokenPerBlock}
                 hint={cache.reserved}
                 testId="preview-cache"
@@ -98,7 +99,7 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
               label="Expected speed"
               value={formatTokensPerSecond(option.expectedTokensPerSecond)}
               hint={
-                `swarm's weakest block after: ${formatTokensPerSecond(option.swarmTokensPerSecond)} (today ` +
+                `swarm's weakest layer after: ${formatTokensPerSecond(option.swarmTokensPerSecond)} (today ` +
                 `${formatTokensPerSecond(placement.swarmTokensPerSecond)})`
               }
               testId="preview-tokens-per-second"
@@ -126,19 +127,19 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
               onClick={() => placement.proposal && onChoose(placement.proposal.blocks)}
               data-testid="preview-proposal"
             >
-              <span className="mono">{formatBlocks(placement.proposal.blocks)}</span>
+              <span>{layerRange(placement.proposal.blocks, total)}</span>
               <span className="muted">the tracker's proposal</span>
             </button>
           )}
           {placement.alternatives.map((alt) => (
             <button
               type="button"
-              key={formatBlocks(alt.blocks)}
+              key={alt.blocks.join('-')}
               className={`alternative ${option !== null && sameRange(option.blocks, alt.blocks) ? 'selected' : ''}`}
               onClick={() => onChoose(alt.blocks)}
               data-testid="preview-alternative"
             >
-              <span className="mono">{formatBlocks(alt.blocks)}</span>
+              <span>{layerRange(alt.blocks, total)}</span>
               <span className="muted">{alt.why}</span>
               <span className="small muted">{formatTokensPerSecond(alt.expectedTokensPerSecond)}</span>
             </button>
@@ -154,7 +155,7 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
             disabled={acting || !reachable}
             data-testid="hosting-confirm"
           >
-            <Check size={16} aria-hidden /> {acting ? 'Starting…' : `Host blocks ${formatBlocks(option.blocks)}`}
+            <Check size={16} aria-hidden /> {acting ? 'Starting…' : `Host ${layerRange(option.blocks, total)}`}
           </button>
         </div>
       )}

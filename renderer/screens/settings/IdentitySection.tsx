@@ -1,20 +1,30 @@
 import { Download, Upload } from 'lucide-react'
 import { useState } from 'react'
-import type { Settings } from '../../../protocol/app'
+import type { HostingPhase, Settings } from '../../../protocol/app'
 import type { ShownError } from '../../api/errorText'
 import { ErrorNote } from '../../components/ErrorNote'
 import { Panel } from '../../components/Panel'
+
+/** Why an import waits, for the phases that are not plainly "hosting". */
+const HOSTING_NOW: Partial<Record<HostingPhase, string>> = {
+  paused: 'Hosting is paused',
+  failed: 'Hosting failed but keeps its range',
+  stopping: 'Hosting is stopping',
+}
 
 interface IdentitySectionProps {
   settings: Settings
   saving: boolean
   error: ShownError | null
+  /** Hosting now (null: not known yet): a key is replaced only while nothing is hosted, paused included. */
+  hostingPhase: HostingPhase | null
   onExport(): void
   onImport(pem: string): void
 }
 
-export function IdentitySection({ settings, saving, error, onExport, onImport }: IdentitySectionProps) {
+export function IdentitySection({ settings, saving, error, hostingPhase, onExport, onImport }: IdentitySectionProps) {
   const [pem, setPem] = useState('')
+  const hosting = hostingPhase !== null && hostingPhase !== 'idle'
   return (
     <Panel title="Identity">
       <dl className="facts">
@@ -53,12 +63,17 @@ export function IdentitySection({ settings, saving, error, onExport, onImport }:
           type="button"
           className="button"
           onClick={() => onImport(pem)}
-          disabled={saving}
+          disabled={saving || hosting}
           data-testid="settings-identity-import"
         >
           <Upload size={16} aria-hidden /> {saving ? 'Importing…' : 'Import'}
         </button>
-        <span className="muted small">Hosting must be stopped first.</span>
+        <span className="muted small" data-testid="settings-identity-import-note">
+          {hosting
+            ? `${HOSTING_NOW[hostingPhase] ?? 'This computer is hosting'}: stop it under Host a model first, since ` +
+              'a new key joins the swarm again.'
+            : "Replaces this computer's key and host id: export the current key first to keep it and its earnings."}
+        </span>
       </div>
       <ErrorNote error={error} testId="settings-identity-error" />
     </Panel>

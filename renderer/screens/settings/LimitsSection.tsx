@@ -12,10 +12,12 @@ interface LimitsSectionProps {
   error: ShownError | null
   /** What is wrong with each field, shown under it. */
   fieldErrors: LimitErrors
+  /** This computer's CPU as detected (null until the Computer view has loaded). */
+  cores: { physical: number; logical: number } | null
   onSave(form: LimitsForm): void
 }
 
-export function LimitsSection({ limits, saving, error, fieldErrors, onSave }: LimitsSectionProps) {
+export function LimitsSection({ limits, saving, error, fieldErrors, cores, onSave }: LimitsSectionProps) {
   const [form, setForm] = useState(() => limitsToForm(limits))
   const field = (key: LimitField, label: string, testId: string, placeholder: string, unit: string) => {
     const problem = fieldErrors[key]
@@ -54,7 +56,7 @@ export function LimitsSection({ limits, saving, error, fieldErrors, onSave }: Li
         <div className="limits-grid">
           {field('diskGb', 'Disk', 'settings-limit-disk', 'no limit', 'GB')}
           {field('memoryGb', 'Memory', 'settings-limit-memory', 'no limit', 'GB')}
-          {field('threads', 'Threads', 'settings-limit-threads', '8', 'threads')}
+          {field('threads', 'Threads', 'settings-limit-threads', String(cores?.physical ?? limits.threads), 'threads')}
           <label className="limit-field checkbox">
             <input
               type="checkbox"
@@ -70,6 +72,9 @@ export function LimitsSection({ limits, saving, error, fieldErrors, onSave }: Li
           core, less one on computers of up to 4 cores, so the app, its swarm connection and your other programs keep a
           core (ggml's threads wait on each other, and one kept waiting slows every step). More threads than physical
           cores slows ggml down.
+          {cores !== null &&
+            ` This computer has ${cores.physical} physical ${cores.physical === 1 ? 'core' : 'cores'} ` +
+              `(${cores.logical} threads).`}
         </p>
         <div className="button-row">
           <button type="submit" className="button primary" disabled={saving} data-testid="settings-limits-save">

@@ -14,7 +14,7 @@ interface TrackerSectionProps {
   /** This computer's hosting now: a switch of tracker asks what to do with it. */
   hosting: HostingStatus | null
   onSave(text: string, hostingOnSwitch?: HostingOnSwitch): void
-  /** Whether the app could switch to the typed tracker (its error shows otherwise): asked before asking about hosting. */
+  /** Whether the app could switch to the typed tracker (else its error shows): asked before hosting is asked about. */
   onCheck(text: string): Promise<boolean>
 }
 

@@ -72,7 +72,9 @@ export function HomeNetworkPanel() {
             {rows.map((row) => (
               <tr key={row.key} data-testid="lan-peer" data-key={row.key} data-state={row.state}>
                 <td>
-                  <strong>{row.name}</strong> <span className="mono muted small">{row.shortId}</span>
+                  <strong>{row.name}</strong>
+                  {/* Names carry the host id's short form; an older app's may not. */}
+                  {!row.name.includes(row.shortId) && <span className="mono muted small"> {row.shortId}</span>}
                 </td>
                 <td className="mono">{row.address}</td>
                 <td className="mono small" title={row.key}>

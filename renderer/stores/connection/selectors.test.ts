@@ -29,6 +29,7 @@ describe('connection selectors', () => {
       ['hosting', 'ok', 'Hosting'],
     ])
     expect(states('open', up, idle).at(2)).toEqual(['hosting', 'off', 'Not hosting'])
+    expect(statusParts('open', up, serving)[2]?.detail).toBe('stories260k, layers 3–5')
   })
 
   it(

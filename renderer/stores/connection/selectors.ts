@@ -1,5 +1,6 @@
 import type { HostingStatus, TrackerLinkStatus } from '../../../protocol/app'
 import type { ConnectionState } from '../../api/socketBridge'
+import { layerRange } from '../../words'
 
 export function connectionText(state: ConnectionState): string {
   if (state === 'open') return 'Connected'
@@ -60,9 +61,7 @@ function hostingPart(
   const id = 'hosting'
   if (app !== 'open' || hosting === null) return { id, state: 'waiting', text: 'Hosting: unknown', detail: null }
   const range =
-    hosting.modelId !== null && hosting.blocks !== null
-      ? `${hosting.modelId} [${hosting.blocks[0]}, ${hosting.blocks[1]})`
-      : null
+    hosting.modelId !== null && hosting.blocks !== null ? `${hosting.modelId}, ${layerRange(hosting.blocks)}` : null
   switch (hosting.phase) {
     case 'idle':
       return { id, state: 'off', text: 'Not hosting', detail: null }

@@ -78,7 +78,7 @@ describe('hosting selectors', () => {
     if (option === null) throw new Error('fixture has a proposal')
     expect(cacheFigures(option)).toEqual({
       perTokenPerBlock: '1 kB per token',
-      reserved: '300 kB reserved for 3 blocks',
+      reserved: '300 kB reserved for 3 layers',
     })
     expect(cacheFigures({ ...option, blocks: [0, 7] })?.perTokenPerBlock).toBe('≈ 429 B per token')
     expect(cacheFigures({ ...option, cacheBytes: undefined })).toBeNull()

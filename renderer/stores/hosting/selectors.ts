@@ -9,6 +9,7 @@ import type { BlockRange } from '../../../protocol/blocks'
 import type { PlacementOption } from '../../../protocol/placement'
 import type { ConnectionState } from '../../api/socketBridge'
 import { formatBytes, formatDuration, formatRate } from '../../format'
+import { layerCount } from '../../words'
 
 export interface PlacementCell {
   block: number
@@ -71,7 +72,7 @@ export function cacheFigures(option: PlacementOption): { perTokenPerBlock: strin
   const perBlock = option.cacheBytesPerToken / blocks
   return {
     perTokenPerBlock: `${Number.isInteger(perBlock) ? '' : '≈ '}${formatBytes(Math.round(perBlock))} per token`,
-    reserved: `${formatBytes(option.cacheBytes)} reserved for ${blocks} ${blocks === 1 ? 'block' : 'blocks'}`,
+    reserved: `${formatBytes(option.cacheBytes)} reserved for ${layerCount(blocks)}`,
   }
 }
 
@@ -216,7 +217,7 @@ export function canStop(status: HostingStatus | null, reach: HostingReach): bool
 /** Why the buttons are off while something is out of reach, for the line under them; null when they work. */
 export function reachNote(reach: HostingReach): string | null {
   if (reach === 'app')
-    return 'The app does not answer, so this screen cannot change hosting; it reconnects by itself when the app is back.'
+    return 'The app does not answer, so this screen cannot change hosting; it reconnects once the app is back.'
   if (reach === 'tracker')
     return 'The tracker does not answer: pausing and stopping still work here; starting and resuming wait for it.'
   return null

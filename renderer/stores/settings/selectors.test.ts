@@ -115,9 +115,9 @@ describe('what a switch of tracker leaves behind', () => {
     'names the hosting a save would stop, so the user is asked, and nothing when the tracker stays or nothing is ' +
       'hosted',
     () => {
-      expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', serving)).toBe('stories260k blocks [1, 4)')
+      expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', serving)).toBe('stories260k, layers 2–4')
       expect(hostingLeftBySwitch(embedded, 'http://10.0.0.9:7070', { ...serving, phase: 'paused' })).toBe(
-        'stories260k blocks [1, 4) (paused)',
+        'stories260k, layers 2–4 (paused)',
       )
       expect(hostingLeftBySwitch(embedded, '  ', serving)).toBeNull()
       expect(

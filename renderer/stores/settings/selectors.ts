@@ -1,4 +1,5 @@
 import type { HostingStatus, Settings } from '../../../protocol/app'
+import { layerRange } from '../../words'
 import type { SettingsSection } from './initialState'
 
 export const EMBEDDED_SWARM = 'Embedded private swarm on this computer'
@@ -31,7 +32,7 @@ export function trackerUrlProblem(text: string): string | null {
 }
 
 /**
- * The hosting a save of the tracker field would leave behind, in words (e.g. "stories260k blocks [1, 4)"),
+ * The hosting a save of the tracker field would leave behind, in words (e.g. "stories260k, layers 2–4"),
  * so the user is asked what to do with it; null when the field names the tracker in force or nothing is hosted.
  */
 export function hostingLeftBySwitch(settings: Settings, text: string, hosting: HostingStatus | null): string | null {
@@ -39,10 +40,7 @@ export function hostingLeftBySwitch(settings: Settings, text: string, hosting: H
   if (next === settings.trackerUrl || hosting === null || hosting.modelId === null || hosting.blocks === null)
     return null
   if (hosting.phase === 'idle' || hosting.phase === 'stopping') return null
-  return (
-    `${hosting.modelId} blocks [${hosting.blocks[0]}, ` +
-    `${hosting.blocks[1]})${hosting.phase === 'paused' ? ' (paused)' : ''}`
-  )
+  return `${hosting.modelId}, ${layerRange(hosting.blocks)}${hosting.phase === 'paused' ? ' (paused)' : ''}`
 }
 
 /** The PEM backup's file name: the host id tells backups of several computers apart. */

@@ -40,7 +40,7 @@ describe('swarm selectors', () => {
     expect(rows.map((r) => r.shortId)).toEqual(['aaaaaaaa', 'bbbbbbbb'])
     expect(rows[0]).toMatchObject({
       model: 'stories260k',
-      blocks: '[0, 3)',
+      blocks: 'layers 1–3',
       status: 'ready',
       msPerBlock: '2.3 ms',
       cpu: '8c/16t',

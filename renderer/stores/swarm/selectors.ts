@@ -1,6 +1,7 @@
 import type { SwarmView } from '../../../protocol/app'
 import type { HostSummary } from '../../../protocol/swarm'
-import { formatBlocks, formatBytes, shortId } from '../../format'
+import { formatBytes, shortId } from '../../format'
+import { layerRange } from '../../words'
 
 export interface HostRow {
   hostId: string
@@ -17,14 +18,14 @@ export interface HostRow {
   who: string
 }
 
-export function hostRow(host: HostSummary, who = ''): HostRow {
+export function hostRow(host: HostSummary, who = '', totalLayers?: number): HostRow {
   const { state, profile } = host
   return {
     hostId: host.hostId,
     shortId: shortId(host.hostId),
     online: host.online,
     model: state.modelId ?? '—',
-    blocks: state.blocks === null ? '—' : formatBlocks(state.blocks),
+    blocks: state.blocks === null ? '—' : layerRange(state.blocks, totalLayers),
     status: state.status,
     msPerBlock: state.msPerBlock === null ? '—' : `${state.msPerBlock.toFixed(1)} ms`,
     cpu: `${profile.cpu.physicalCores}c/${profile.cpu.cores}t`,
@@ -40,7 +41,10 @@ export function hostRows(view: SwarmView): HostRow[] {
   const who = (hostId: string) => (hostId === view.thisHostId ? 'this computer' : (paired.get(hostId) ?? ''))
   return [...view.hosts]
     .sort((a, b) => Number(b.online) - Number(a.online) || a.hostId.localeCompare(b.hostId))
-    .map((host) => hostRow(host, who(host.hostId)))
+    .map((host) => {
+      const model = view.models.find((m) => m.modelId === host.state.modelId)
+      return hostRow(host, who(host.hostId), model?.nLayer)
+    })
 }
 
 /** Blocks no ready host serves: a model with any cannot answer a chat. */
