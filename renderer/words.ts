@@ -11,6 +11,16 @@ export function layerRange(blocks: readonly [number, number], total?: number): s
   return `layers ${start + 1}–${end}${of}`
 }
 
+/**
+ * A message from the tracker (a placement's reason, a refusal) with its block ranges in people's words:
+ * "the weakest blocks [1, 3)" reads "the weakest layers 2–3". The tracker speaks to the CLI too, so the app says it.
+ */
+export function plainRanges(text: string): string {
+  return text.replace(/(?:\bblocks? )?\[(\d+), (\d+)\)/g, (_, start: string, end: string) =>
+    layerRange([Number(start), Number(end)]),
+  )
+}
+
 /** A count of layers: "1 layer", "5 layers". */
 export function layerCount(n: number): string {
   return `${n} ${n === 1 ? 'layer' : 'layers'}`

@@ -108,7 +108,7 @@ describe(`the app backend on its embedded swarm`, () => {
       expect(error.code).toBe('memory_limit')
       expect(error.message).toMatch(
         new RegExp(
-          String.raw`^blocks \[0, 5\) of stories260k need about [\d.]+ (bytes|MB|GB) of memory .* ` +
+          String.raw`^layers 1–5 of stories260k need about [\d.]+ (bytes|MB|GB) of memory .* ` +
             "over this computer's memory limit of 1000 bytes",
         ),
       )

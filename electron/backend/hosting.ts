@@ -16,6 +16,14 @@ import {
 import { rangeMemoryBytes } from './computer'
 import { formatSize } from './preview'
 
+/**
+ * A block range as the app's screens say it (renderer/words.ts): blocks are layers, counted from 1 for people, so
+ * [2, 5) is "layers 3–5". Used in the messages a user reads.
+ */
+export function layerRange(blocks: readonly [number, number]): string {
+  return blocks[1] - blocks[0] === 1 ? `layer ${blocks[0] + 1}` : `layers ${blocks[0] + 1}–${blocks[1]}`
+}
+
 /** What the app remembers of the hosting choice (settings.json), so a restart resumes it. */
 export interface HostingChoice {
   readonly modelId: string
@@ -204,8 +212,8 @@ export class HostingRunner {
     if (!this.idle) {
       throw new NeuronError(
         'hosting_busy',
-        `this computer is already hosting (${this.phase} ${this.modelId} blocks [${this.blocks?.[0]}, ` +
-          `${this.blocks?.[1]})); stop it before starting another range`,
+        `this computer is already hosting (${this.phase} ${this.modelId}` +
+          `${this.blocks === null ? '' : `, ${layerRange(this.blocks)}`}); stop it before starting other layers`,
       )
     }
     await this.check(modelId, blocks)
@@ -231,8 +239,8 @@ export class HostingRunner {
     if (blocks[1] > manifest.nLayer) {
       throw new NeuronError(
         'bad_request',
-        `blocks [${blocks[0]}, ${blocks[1]}) run past ${modelId}'s ${manifest.nLayer} blocks; pick a range within ` +
-          `[0, ${manifest.nLayer})`,
+        `${layerRange(blocks)} run past ${modelId}'s ${manifest.nLayer} layers; pick layers from 1 to ` +
+          `${manifest.nLayer}`,
       )
     }
     const limit = this.deps.limits().memoryBytes
@@ -240,9 +248,9 @@ export class HostingRunner {
     if (limit !== null && needed > limit) {
       throw new NeuronError(
         'memory_limit',
-        `blocks [${blocks[0]}, ${blocks[1]}) of ${modelId} need about ${formatSize(needed)} of memory (weights and ` +
+        `${layerRange(blocks)} of ${modelId} need about ${formatSize(needed)} of memory (weights and ` +
           `KV cache), over this computer's memory limit of ${formatSize(limit)}; raise the limit in Settings or ` +
-          `pick a smaller range`,
+          `pick fewer layers`,
         { neededBytes: needed, limitBytes: limit },
       )
     }

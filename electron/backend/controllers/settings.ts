@@ -4,6 +4,7 @@ import type { SerialQueue } from '../../../host/serial-queue'
 import { type Limits, NeuronError, type Settings, type SettingsUpdate, type SwarmPrivacy } from '../../../protocol'
 import type { CurrentSwarm } from '../current-swarm'
 import { checkWritableDir } from '../data-dir'
+import { layerRange } from '../hosting'
 import { admittedKeys } from '../lan/admission'
 import { formatSize } from '../preview'
 import type { SavedHosting, SettingsStore } from '../settings-store'
@@ -185,10 +186,9 @@ export class SettingsController {
   private async checkMemoryLimit(limit: number): Promise<void> {
     const needs = await this.deps.hostingNeeds()
     if (needs === null || needs.bytes <= limit) return
-    const [first, end] = needs.blocks
     throw new NeuronError(
       'memory_limit',
-      `this computer hosts layers ${first + 1}–${end} of ${needs.modelId}, which need about ` +
+      `this computer hosts ${layerRange(needs.blocks)} of ${needs.modelId}, which need about ` +
         `${formatSize(needs.bytes)} of memory, over a limit of ${formatSize(limit)}; stop hosting first, or set at ` +
         `least ${formatSize(needs.bytes)}`,
       { neededBytes: needs.bytes, limitBytes: limit },

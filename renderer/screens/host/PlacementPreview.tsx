@@ -13,7 +13,7 @@ import {
   routeFigures,
   sameRange,
 } from '../../stores/hosting/selectors'
-import { layerRange } from '../../words'
+import { layerRange, plainRanges } from '../../words'
 
 interface PlacementPreviewProps {
   preview: HostingPreview
@@ -51,7 +51,7 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
       />
       {option === null ? (
         <div className="refusal" data-testid="preview-refusal">
-          {placement.refusal?.reason ?? 'The tracker has no placement for this computer on this model.'}
+          {plainRanges(placement.refusal?.reason ?? 'The tracker has no placement for this computer on this model.')}
         </div>
       ) : (
         <>
@@ -140,7 +140,7 @@ export function PlacementPreview({ preview, chosen, acting, reachable, onChoose,
               data-testid="preview-alternative"
             >
               <span>{layerRange(alt.blocks, total)}</span>
-              <span className="muted">{alt.why}</span>
+              <span className="muted">{plainRanges(alt.why)}</span>
               <span className="small muted">{formatTokensPerSecond(alt.expectedTokensPerSecond)}</span>
             </button>
           ))}
