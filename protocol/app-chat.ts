@@ -1,5 +1,14 @@
 import { z } from 'zod'
-import { ChatCount, ChatCountRequest, ChatId, ChatRequest, Conversation, MAX_CONVERSATION_CHARS } from './chat'
+import {
+  ChatCount,
+  ChatCountRequest,
+  ChatId,
+  ChatRequest,
+  Conversation,
+  MAX_CONVERSATION_CHARS,
+  SystemPromptPreset,
+  SystemPromptPresets,
+} from './chat'
 import { Count, ModelId } from './manifest'
 import { rpc } from './rpc'
 
@@ -38,4 +47,15 @@ export const ConversationMethods = {
     Empty,
   ),
   'conversations.delete': rpc(z.object({ id: ChatId }).strict(), Empty),
+  /** The system prompts kept by name (system-prompts.json in the data dir), by name. */
+  'conversations.presets': rpc(Empty, z.object({ presets: SystemPromptPresets })),
+  /** Keeps a system prompt under its name (replacing one of that name); the presets as they are now. */
+  'conversations.savePreset': rpc(
+    z.object({ preset: SystemPromptPreset }).strict(),
+    z.object({ presets: SystemPromptPresets }),
+  ),
+  'conversations.deletePreset': rpc(
+    z.object({ name: z.string().min(1).max(64) }).strict(),
+    z.object({ presets: SystemPromptPresets }),
+  ),
 } as const

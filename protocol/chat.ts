@@ -197,3 +197,12 @@ export const Conversation = z.object({
   updatedAt: z.number(),
 })
 export type Conversation = z.infer<typeof Conversation>
+
+/** System prompts kept by name, to pick for a chat. */
+export const MAX_SYSTEM_PROMPT_PRESETS = 100
+export const SystemPromptPreset = z.object({
+  name: z.string().trim().min(1, 'a preset needs a name').max(64, 'a preset name is up to 64 characters'),
+  prompt: z.string().max(MAX_SYSTEM_PROMPT_CHARS),
+})
+export type SystemPromptPreset = z.infer<typeof SystemPromptPreset>
+export const SystemPromptPresets = z.array(SystemPromptPreset).max(MAX_SYSTEM_PROMPT_PRESETS)

@@ -10,6 +10,7 @@ import { ConversationList } from './chat/ConversationList'
 import { ExportMenu } from './chat/ExportMenu'
 import { MessageView } from './chat/MessageView'
 import { NumberField } from './chat/NumberField'
+import { PresetPicker } from './chat/PresetPicker'
 import { PrivacyConsent, PrivacyNote } from './chat/PrivacyNote'
 import { SettingsPanel } from './chat/SettingsPanel'
 import { UndoDelete } from './chat/UndoDelete'
@@ -39,6 +40,7 @@ export function ChatScreen() {
 
   useEffect(() => {
     void chat.getState().loadModels()
+    void chat.getState().loadPresets()
   }, [chat])
 
   useEffect(() => {
@@ -124,6 +126,16 @@ export function ChatScreen() {
             settings={settingsOf}
             onChange={state.setSettings}
             onInvalid={(field, message) => state.setFieldError(field, message)}
+            presets={
+              <PresetPicker
+                presets={state.presets}
+                error={state.presetsError}
+                prompt={settingsOf.systemPrompt}
+                onApply={(systemPrompt) => state.setSettings({ systemPrompt })}
+                onSave={state.savePreset}
+                onDelete={state.deletePreset}
+              />
+            }
           />
         )}
         <ErrorNote error={state.modelsError} />

@@ -4,6 +4,7 @@ import { SerialQueue } from '../../../host/serial-queue'
 import { syncDir } from '../../../identity/keys'
 import { Conversation, MAX_CONVERSATIONS, NeuronError } from '../../../protocol'
 import { keepAside, parseJsonFile, writeFileDurably } from '../durable-file'
+import { SystemPromptStore } from '../system-prompts'
 import type { GroupHandlers } from './registry'
 
 /** Where conversations live in the data dir: one `<id>.json` each. */
@@ -13,22 +14,30 @@ const FILE = /^([A-Za-z0-9_-]{1,64})\.json$/
 /**
  * The chat screen's conversations, kept by the backend in the data dir so they outlive the renderer
  * (a browser's storage is per origin, and browser mode's port changes every run). Files are written
- * durably (writeFileDurably), one change at a time.
+ * durably (writeFileDurably), one change at a time. The system prompts kept by name (presets) are the chat's too.
  */
 export class ConversationsController {
   readonly handlers: GroupHandlers<'conversations'> = {
     'conversations.list': () => this.changes.run(() => this.list()),
     'conversations.save': ({ conversation }) => this.changes.run(() => this.save(conversation)),
     'conversations.delete': ({ id }) => this.changes.run(() => this.remove(id)),
+    'conversations.presets': () => this.changes.run(async () => ({ presets: await this.presets.list() })),
+    'conversations.savePreset': ({ preset }) =>
+      this.changes.run(async () => ({ presets: await this.presets.save(preset) })),
+    'conversations.deletePreset': ({ name }) =>
+      this.changes.run(async () => ({ presets: await this.presets.remove(name) })),
   }
   private readonly changes = new SerialQueue()
   private readonly dir: string
+  /** The system prompts kept by name, to start a chat with. */
+  private readonly presets: SystemPromptStore
 
   constructor(
     dataDir: string,
     private readonly log: (line: string) => void,
   ) {
     this.dir = join(dataDir, CONVERSATIONS_DIR)
+    this.presets = new SystemPromptStore(dataDir, log)
   }
 
   /** Every conversation, most recent first; a file that cannot be read is kept aside and named in `unreadable`. */

@@ -1,5 +1,5 @@
 import { SlidersHorizontal } from 'lucide-react'
-import { useState } from 'react'
+import { type ReactNode, useState } from 'react'
 import type { ChatSettings } from '../../../protocol/app'
 import { MAX_SYSTEM_PROMPT_CHARS } from '../../../protocol/app'
 import { type NumberField as Field, parseStops, stopsText } from '../../stores/chat/fields'
@@ -11,6 +11,8 @@ interface SettingsPanelProps {
   settings: Required<ChatSettings>
   onChange(change: Partial<ChatSettings>): void
   onInvalid(field: Field | 'stop', message: string | null): void
+  /** The saved system prompts, under the system prompt. */
+  presets?: ReactNode
 }
 
 const SAMPLING: readonly Exclude<Field, 'maxTokens' | 'seed'>[] = [
@@ -22,7 +24,7 @@ const SAMPLING: readonly Exclude<Field, 'maxTokens' | 'seed'>[] = [
 ]
 
 /** The conversation's system prompt and sampling, folded away until wanted. */
-export function SettingsPanel({ conversationId, settings, onChange, onInvalid }: SettingsPanelProps) {
+export function SettingsPanel({ conversationId, settings, onChange, onInvalid, presets }: SettingsPanelProps) {
   return (
     <details className="chat-settings" data-testid="chat-settings">
       <summary data-testid="chat-settings-toggle">
@@ -43,6 +45,8 @@ export function SettingsPanel({ conversationId, settings, onChange, onInvalid }:
             className="input"
             rows={2}
             maxLength={MAX_SYSTEM_PROMPT_CHARS}
+            // A preset picked replaces the text: a new key shows it.
+            key={settings.systemPrompt}
             defaultValue={settings.systemPrompt}
             placeholder="How the model should answer in this chat (optional)"
             // Taken when the user leaves the box, not per keystroke:
@@ -53,6 +57,7 @@ export function SettingsPanel({ conversationId, settings, onChange, onInvalid }:
             data-testid="chat-setting-system"
           />
         </label>
+        {presets}
         <div className="sampling-fields">
           {SAMPLING.map((field) => (
             <NumberField

@@ -106,7 +106,7 @@ describe('chat selectors', () => {
   it('keeps no conversation without messages but the one the user is in', () => {
     const empty = { ...conversation([], 1), id: 'empty' }
     const full = conversation([user('a')], 2)
-    expect(withoutEmpty([empty, full], null)).toEqual([full])
-    expect(withoutEmpty([empty, full], 'empty')).toEqual([empty, full])
+    expect(withoutEmpty([empty, full], () => false)).toEqual([full])
+    expect(withoutEmpty([empty, full], (id) => id === 'empty')).toEqual([empty, full])
   })
 })

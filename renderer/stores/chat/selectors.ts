@@ -31,9 +31,12 @@ export function shownModelId(conversation: Conversation | null, models: readonly
   return conversation?.modelId ?? soleModelId(models)
 }
 
-/** The conversations without those that have no message yet, but for `keep` (the one the user is in). */
-export function withoutEmpty(conversations: Conversation[], keep: string | null): Conversation[] {
-  const kept = conversations.filter((c) => c.messages.length > 0 || c.id === keep)
+/**
+ * The conversations without those that have no message yet, but for those `keep` names (the one the user is in, one
+ * whose first turn is being sent).
+ */
+export function withoutEmpty(conversations: Conversation[], keep: (id: string) => boolean): Conversation[] {
+  const kept = conversations.filter((c) => c.messages.length > 0 || keep(c.id))
   return kept.length === conversations.length ? conversations : kept
 }
 

@@ -253,6 +253,24 @@ describe('chat store: sampling, context and edits', () => {
     expect(thread()).toHaveLength(3)
   })
 
+  it('drops an empty chat once the user makes another, but not one whose first turn is being sent', async () => {
+    const counts: (() => void)[] = []
+    const { store, chatId } = await setup({
+      'chat.count': (input) => new Promise((resolve) => counts.push(() => resolve(countWords(input)))),
+    })
+    const sent = store.getState().send('A cat')
+    store.getState().newConversation()
+    counts[0]?.()
+    expect(await sent).toBe(true)
+    const ids = () => store.getState().conversations.map((c) => c.id)
+    expect(ids()).toContain(chatId)
+    const empty = store.getState().activeId
+    store.getState().newConversation()
+    expect(ids()).not.toContain(empty)
+    store.getState().select(chatId)
+    expect(ids()).toEqual([chatId])
+  })
+
   it('renames a conversation, ignoring a blank name', async () => {
     const { store, chatId } = await setup()
     store.getState().rename(chatId, '  Cat   stories ')

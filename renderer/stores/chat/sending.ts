@@ -129,6 +129,8 @@ export function sendingActions(ctx: SendingContext) {
 
   return {
     ready,
+    /** Whether a turn is being sent to this conversation (its prompt counted): it is not empty for long. */
+    asking: (chatId: string) => asking.has(chatId),
     async countPrompt(draft: string) {
       const conversation = activeConversation(get())
       const asked = ++counted

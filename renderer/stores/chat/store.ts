@@ -5,6 +5,7 @@ import { showVersion } from './alternatives'
 import { conversationSettings } from './fields'
 import { conversationHistory, interrupted, type LegacyStorage } from './history'
 import { type ChatEntry, type ChatState, type Conversation, initialChatState } from './initialState'
+import { initialPresetState, type PresetActions, type PresetState, presetActions } from './presets'
 import { activeConversation, conversationList, soleModelId, streamingAnswer, withoutEmpty } from './selectors'
 import { sendingActions } from './sending'
 
@@ -54,7 +55,7 @@ export interface ChatActions {
   /** Routes chat.token/route/done/error events into their conversations; returns the unsubscribe. */
   subscribe(): () => void
 }
-export type ChatStore = ChatState & ChatActions
+export type ChatStore = ChatState & ChatActions & PresetState & PresetActions
 
 export interface ChatStoreOptions {
   /**
@@ -107,6 +108,8 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
 
     return {
       ...initialChatState,
+      ...initialPresetState,
+      ...presetActions(bridge, set),
       async loadConversations() {
         try {
           const { conversations, problems } = await history.load()
@@ -114,7 +117,7 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
           const loaded = conversations.filter((c) => !here.has(c.id)).map(interrupted)
           history.adopt(loaded)
           // An empty "New chat" kept when the app closed is not kept again: the sync this causes deletes it.
-          const added = withoutEmpty(loaded, null)
+          const added = withoutEmpty(loaded, () => false)
           set((s) => {
             const all = [...s.conversations, ...added]
             const historyError =
@@ -151,7 +154,7 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         }
         // An empty chat left behind is not kept (one "New chat" at a time).
         set((s) => ({
-          conversations: [conversation, ...withoutEmpty(s.conversations, null)],
+          conversations: [conversation, ...withoutEmpty(s.conversations, sending.asking)],
           activeId: id,
           composerError: null,
           invalidFields: maxTokensOnly(s.invalidFields),
@@ -162,7 +165,7 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
         // The other conversation's fields show its own valid settings; only max tokens, shared by all, stays as typed.
         // The empty chat the user leaves is not kept.
         set((s) => ({
-          conversations: withoutEmpty(s.conversations, id),
+          conversations: withoutEmpty(s.conversations, (c) => c === id || sending.asking(c)),
           activeId: id,
           composerError: null,
           invalidFields: maxTokensOnly(s.invalidFields),
