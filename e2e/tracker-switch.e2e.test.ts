@@ -73,7 +73,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`switching tracker and back in the app${NEEDS_CH
     await page.locator('[data-testid="hosting-phase"][data-phase="serving"]').waitFor({ timeout: 90_000 })
     await page.getByTestId('serving-panel').waitFor()
     servedTarget = (await page.getByTestId('hosting-target').textContent()) ?? ''
-    expect(servedTarget).toMatch(new RegExp(`^${MODEL} · blocks \\[\\d+, \\d+\\)$`))
+    expect(servedTarget).toMatch(new RegExp(`^${MODEL} · layers? \\d+(–\\d+)? of 5$`))
     servedFiles = await artifactFiles()
     expect(servedFiles.length).toBeGreaterThan(0)
     await expect.poll(() => page.getByTestId('status-hosting').getAttribute('data-state')).toBe('ok')
@@ -84,9 +84,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`switching tracker and back in the app${NEEDS_CH
     await switchTo(externalUrl)
     const dialog = page.getByTestId('settings-switch-hosting')
     await dialog.waitFor()
-    // The dialog names what this computer hosts, with the blocks the Host screen showed.
-    const blocks = servedTarget.match(/\[\d+, \d+\)/)?.[0] ?? ''
-    expect(await dialog.textContent()).toContain(`${MODEL} blocks ${blocks}`)
+    // The dialog names what this computer hosts, with the layers the Host screen showed.
+    const layers = servedTarget.match(/layers? \d+(–\d+)?/)?.[0] ?? ''
+    expect(await dialog.textContent()).toContain(`${MODEL}, ${layers} `)
     // The default (primary) answer keeps the range for a return.
     const resume = page.getByTestId('settings-switch-resume')
     expect(await resume.textContent()).toBe('Stop, and host it again when I switch back')
@@ -106,7 +106,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`switching tracker and back in the app${NEEDS_CH
     // The model picked on the embedded tracker is not previewed here: no stale pick, no error about it.
     await expect
       .poll(() => page.getByTestId('screen-host').textContent())
-      .toContain('Pick a model to see which blocks this computer should serve.')
+      .toContain('Pick a model to see which layers this computer should serve.')
     expect(await page.getByTestId('screen-host').getByRole('alert').count()).toBe(0)
     expect(await page.getByTestId('status-hosting').textContent()).toBe('Not hosting')
     await screenshot(page, 'tracker-switch-external')
