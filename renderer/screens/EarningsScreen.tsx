@@ -8,7 +8,7 @@ import { Loading } from '../components/Loading'
 import { Panel } from '../components/Panel'
 import { ScreenHeader } from '../components/ScreenHeader'
 import { Stat } from '../components/Stat'
-import { formatBlocks, formatCredits, formatHour, formatNumber, shortId } from '../format'
+import { formatCredits, formatHour, formatNumber, shortId } from '../format'
 import { useStores } from '../stores/context'
 import {
   accountCard,
@@ -22,6 +22,7 @@ import {
   settlementText,
   type TotalsRow,
 } from '../stores/earnings/selectors'
+import { layerRange } from '../words'
 
 const dayLabel = (ms: number) =>
   new Date(ms).toLocaleDateString(undefined, { weekday: 'short', month: 'short', day: 'numeric' })
@@ -41,7 +42,7 @@ export function EarningsScreen() {
     <div className="screen" data-testid="screen-earnings">
       <ScreenHeader
         title="Earnings"
-        subtitle="Credits this computer earned by serving blocks, settled receipt by receipt."
+        subtitle="Credits this computer earned by serving layers of models, settled receipt by receipt."
       />
       <ErrorNote error={error} />
       {earnings === null ? (
@@ -72,7 +73,11 @@ export function EarningsScreen() {
               />
             </Panel>
             <Panel className="stat-panel">
-              <Stat label="Served" value={formatNumber(earnings.servedBlockTokens)} hint="block-tokens in total" />
+              <Stat
+                label="Served"
+                value={formatNumber(earnings.servedBlockTokens)}
+                hint="layer-tokens in total (tokens × layers)"
+              />
             </Panel>
             <Panel className="stat-panel">
               <Stat
@@ -89,7 +94,7 @@ export function EarningsScreen() {
           {local !== null && (
             <p className="note" data-testid="earnings-local-use">
               <strong>Local use:</strong> {formatNumber(local.receipts)} recent steps of your own chats ran on this
-              computer's host ({formatNumber(local.blockTokens)} block-tokens). Chatting through your own host is free:
+              computer's host ({formatNumber(local.blockTokens)} layer-tokens). Chatting through your own host is free:
               it costs your chat account nothing and earns nothing.
             </p>
           )}
@@ -146,7 +151,7 @@ export function EarningsScreen() {
                   <tr>
                     <th>Time</th>
                     <th>Model</th>
-                    <th>Blocks</th>
+                    <th>Layers</th>
                     <th>Tokens</th>
                     <th>Session</th>
                     <th className="num">Earned</th>
@@ -157,7 +162,7 @@ export function EarningsScreen() {
                     <tr key={`${r.session}-${r.step}`} data-testid="earnings-receipt" data-local={r.local}>
                       <td>{new Date(r.at).toLocaleTimeString()}</td>
                       <td className="mono">{r.modelId}</td>
-                      <td className="mono">{formatBlocks(r.blocks)}</td>
+                      <td>{layerRange(r.blocks)}</td>
                       <td>{formatNumber(r.tokens)}</td>
                       <td className="mono muted">
                         {shortId(r.session)} #{r.step}
@@ -191,7 +196,7 @@ function TotalsTable({
         <tr>
           <th>{first}</th>
           <th className="num">Credits</th>
-          <th className="num">Block-tokens</th>
+          <th className="num">Layer-tokens</th>
           <th className="num">Receipts</th>
         </tr>
       </thead>
