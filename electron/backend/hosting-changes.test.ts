@@ -20,6 +20,8 @@ const events: RecordedEvent[] = []
 const MODEL = 'stories260k'
 
 const { call, failure } = backendCalls(() => backend)
+// The home-network switch is turned on below: nothing is multicast from a test outside a network namespace.
+process.env.NEURON_MDNS = '0'
 const seen = seenIn(events)
 const savedHosting = () => savedHostingIn(join(dir, 'app'))
 
@@ -136,4 +138,17 @@ describe(`the app backend on its embedded swarm`, () => {
       await call('settings.update', { limits: { memoryBytes: null, diskBytes: null, useGpu: true } })
     },
   )
+
+  it('keeps hosting, and a pause, when the home-network switch restarts the embedded swarm', async () => {
+    await call('hosting.start', { modelId: MODEL, blocks: [2, 5] })
+    await until('serving', () => backend.hostingStatus.phase === 'serving')
+    await call('settings.update', { lanOpen: true })
+    await until('serving after the restart', () => backend.hostingStatus.phase === 'serving', 30_000)
+    expect(backend.hostingStatus.blocks).toEqual([2, 5])
+    await call('hosting.pause', {})
+    await call('settings.update', { lanOpen: false })
+    expect(backend.hostingStatus).toMatchObject({ phase: 'paused', blocks: [2, 5] })
+    expect(await savedHosting()).toEqual({ modelId: MODEL, blocks: [2, 5], paused: true })
+    await call('hosting.stop', {})
+  })
 })
