@@ -198,6 +198,52 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
     expect(words(await harness.lastAnswer())).toBe(words(whole.slice(0, whole.indexOf(word))))
   })
 
+  it('imports a chat exported by the app (file picker) and an OpenAI-style one (dropped); a bad file changes nothing', async () => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-json').click()])
+    const exported = Conversation.parse(JSON.parse(await readFile((await download.path()) ?? '', 'utf8')))
+    const before = await conversations().count()
+    await page.getByTestId('chat-import-file').setInputFiles((await download.path()) ?? '')
+    await expect.poll(() => conversations().count()).toBe(before + 1)
+    const shownTurns = () => page.getByTestId('chat-message-text').allTextContents()
+    expect((await shownTurns()).map(words)).toEqual(
+      exported.messages.filter((m) => m.content !== '').map((m) => words(m.content)),
+    )
+
+    const drop = async (name: string, text: string) => {
+      const files = await page.evaluateHandle(
+        ([name, text]) => {
+          const transfer = new DataTransfer()
+          transfer.items.add(new File([text], name, { type: 'application/json' }))
+          return transfer
+        },
+        [name, text] as const,
+      )
+      await page.getByTestId('chat-conversations').dispatchEvent('drop', { dataTransfer: files })
+    }
+    const openAi = {
+      messages: [
+        { role: 'system', content: 'You are a pirate.' },
+        { role: 'user', content: 'Where is the treasure?' },
+        { role: 'assistant', content: 'Under the old oak, matey.' },
+      ],
+    }
+    await drop('pirate.json', JSON.stringify(openAi))
+    await expect.poll(() => conversations().count()).toBe(before + 2)
+    expect(await shownTurns()).toEqual(['Where is the treasure?', 'Under the old oak, matey.'])
+    await harness.setSampling({})
+    expect(await page.getByTestId('chat-setting-system').inputValue()).toBe('You are a pirate.')
+
+    await drop('notes.json', '{"text": "not a chat"}')
+    await expect
+      .poll(() => page.getByTestId('chat-import-error').textContent())
+      .toContain('notes.json was not imported')
+    expect(await conversations().count()).toBe(before + 2)
+    await screenshot(page, 'chat-import-error')
+    // The next good import clears it.
+    await drop('pirate.json', JSON.stringify(openAi))
+    await expect.poll(() => page.getByTestId('chat-import-error').count()).toBe(0)
+  })
+
   it('saves the system prompt as a named preset, picks one in another chat, deletes one; kept across a restart', async () => {
     await page.getByTestId('chat-new').click()
     await harness.setSampling({})

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { useStore } from 'zustand'
+import { MAX_CONVERSATION_CHARS } from '../../protocol/app'
 import { ErrorNote } from '../components/ErrorNote'
 import { contextFit, conversationSettings } from '../stores/chat/fields'
 import { privacyNotice } from '../stores/chat/privacy'
@@ -14,6 +15,9 @@ import { PresetPicker } from './chat/PresetPicker'
 import { PrivacyConsent, PrivacyNote } from './chat/PrivacyNote'
 import { SettingsPanel } from './chat/SettingsPanel'
 import { UndoDelete } from './chat/UndoDelete'
+
+/** A conversation is kept up to MAX_CONVERSATION_CHARS characters: a file past 4 bytes each is none. */
+const MAX_IMPORT_BYTES = 4 * MAX_CONVERSATION_CHARS
 
 export function ChatScreen() {
   const { chat, settings } = useStores()
@@ -42,6 +46,15 @@ export function ChatScreen() {
     void chat.getState().loadModels()
     void chat.getState().loadPresets()
   }, [chat])
+
+  /** Reads a conversation file (refusing one far too big to be a chat before reading it) and imports it. */
+  const importChat = async (file: File) => {
+    if (file.size > MAX_IMPORT_BYTES) {
+      const message = `${file.name} was not imported: at ${file.size} bytes it is too big to be a conversation.`
+      return chat.setState({ importError: { code: 'not_imported', message } })
+    }
+    chat.getState().importFile(file.name, await file.text())
+  }
 
   useEffect(() => {
     if (modelId !== null) void chat.getState().loadContext(modelId)
@@ -85,6 +98,8 @@ export function ChatScreen() {
         onSelect={state.select}
         onDelete={state.remove}
         onRename={state.rename}
+        onImport={(file) => void importChat(file)}
+        importError={state.importError}
       />
       <section className="chat-main">
         <header className="chat-header">

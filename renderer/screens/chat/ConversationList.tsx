@@ -1,6 +1,8 @@
-import { MessageSquare, Pencil, Plus, Search, Trash2 } from 'lucide-react'
+import { MessageSquare, Pencil, Plus, Search, Trash2, Upload } from 'lucide-react'
 import { useRef, useState } from 'react'
+import type { ShownError } from '../../api/errorText'
 import { ConfirmDialog } from '../../components/ConfirmDialog'
+import { ErrorNote } from '../../components/ErrorNote'
 import { searchConversations } from '../../stores/chat/export'
 import type { Conversation } from '../../stores/chat/initialState'
 import { conversationList, streamingAnswer } from '../../stores/chat/selectors'
@@ -12,6 +14,10 @@ interface ConversationListProps {
   onSelect(id: string): void
   onDelete(id: string): void
   onRename(id: string, title: string): void
+  /** A conversation file picked or dropped on the list, to import. */
+  onImport(file: File): void
+  /** Why the last file was not imported. */
+  importError: ShownError | null
 }
 
 export function ConversationList({
@@ -21,16 +27,61 @@ export function ConversationList({
   onSelect,
   onDelete,
   onRename,
+  onImport,
+  importError,
 }: ConversationListProps) {
   const [query, setQuery] = useState('')
+  const [dropping, setDropping] = useState(false)
+  const picker = useRef<HTMLInputElement>(null)
   const [renaming, setRenaming] = useState<string | null>(null)
   const [deleting, setDeleting] = useState<Conversation | null>(null)
   const shown = searchConversations(conversationList(conversations), query)
   return (
-    <aside className="conversations">
-      <button type="button" className="button primary full" onClick={onNew} data-testid="chat-new">
-        <Plus size={16} aria-hidden /> New chat
-      </button>
+    <aside
+      className={`conversations${dropping ? ' dropping' : ''}`}
+      // A conversation file dropped anywhere on the list is imported.
+      onDragOver={(event) => {
+        if (!event.dataTransfer.types.includes('Files')) return
+        event.preventDefault()
+        setDropping(true)
+      }}
+      onDragLeave={() => setDropping(false)}
+      onDrop={(event) => {
+        event.preventDefault()
+        setDropping(false)
+        const file = event.dataTransfer.files[0]
+        if (file !== undefined) onImport(file)
+      }}
+      data-testid="chat-conversations"
+    >
+      <div className="conversation-buttons">
+        <button type="button" className="button primary" onClick={onNew} data-testid="chat-new">
+          <Plus size={16} aria-hidden /> New chat
+        </button>
+        <button
+          type="button"
+          className="button"
+          onClick={() => picker.current?.click()}
+          title="Import a conversation: a JSON file exported by this app, or an OpenAI-style {messages: [...]} chat"
+          data-testid="chat-import"
+        >
+          <Upload size={16} aria-hidden /> Import
+        </button>
+        <input
+          ref={picker}
+          type="file"
+          accept=".json,application/json"
+          hidden
+          onChange={(event) => {
+            const file = event.target.files?.[0]
+            if (file !== undefined) onImport(file)
+            // The same file picked again is imported again.
+            event.target.value = ''
+          }}
+          data-testid="chat-import-file"
+        />
+      </div>
+      <ErrorNote error={importError} testId="chat-import-error" />
       {conversations.length > 0 && (
         <label className="conversation-search">
           <Search size={14} aria-hidden />

@@ -22,6 +22,8 @@ export interface ChatState {
   invalidFields: Partial<Record<string, string>>
   /** Each model's context length, once known (chat.context or a count): max tokens is bounded by it. */
   contextLengths: Record<string, number>
+  /** Why the last file given to import was not imported; null when it was (or none was given). */
+  importError: ShownError | null
   /** The turn deleted last, where it was, until it is put back (undo) or forgotten. */
   deletedMessage: { conversationId: string; index: number; entry: ChatEntry } | null
 }
@@ -40,4 +42,5 @@ export const initialChatState: ChatState = {
   invalidFields: {},
   contextLengths: {},
   deletedMessage: null,
+  importError: null,
 }

@@ -4,9 +4,17 @@ import { type ShownError, shownError } from '../../api/errorText'
 import { showVersion } from './alternatives'
 import { conversationSettings } from './fields'
 import { conversationHistory, interrupted, type LegacyStorage } from './history'
+import { importConversation } from './import'
 import { type ChatEntry, type ChatState, type Conversation, initialChatState } from './initialState'
 import { initialPresetState, type PresetActions, type PresetState, presetActions } from './presets'
-import { activeConversation, conversationList, soleModelId, streamingAnswer, withoutEmpty } from './selectors'
+import {
+  activeConversation,
+  conversationList,
+  shownModelId,
+  soleModelId,
+  streamingAnswer,
+  withoutEmpty,
+} from './selectors'
 import { sendingActions } from './sending'
 
 export interface ChatActions {
@@ -43,6 +51,11 @@ export interface ChatActions {
   undoDelete(): void
   /** Forgets the turn deleted last: it can no longer be put back. */
   forgetDeleted(): void
+  /**
+   * Adds the conversation a file holds (this app's JSON export, or an OpenAI-style chat) and shows it; false, with
+   * importError saying why, when it holds none: nothing changes then.
+   */
+  importFile(fileName: string, text: string): boolean
   /** The composer's text changed: a refusal for the old text (context_exceeded) no longer holds. */
   draftChanged(): void
   /** Learns the model's context length (contextLengths), which bounds max tokens. */
@@ -251,6 +264,28 @@ export function createChatStore(bridge: NeuronBridge, options: ChatStoreOptions 
       },
       forgetDeleted() {
         set({ deletedMessage: null })
+      },
+      importFile(fileName, text) {
+        const { models } = get()
+        const imported = importConversation(fileName, text, {
+          newId,
+          now,
+          modelIds: models.map((m) => m.modelId),
+          modelId: shownModelId(activeConversation(get()), models) ?? models[0]?.modelId ?? null,
+        })
+        if (!imported.ok) {
+          set({ importError: { code: 'not_imported', message: imported.message } })
+          return false
+        }
+        const { conversation } = imported
+        set((s) => ({
+          conversations: [conversation, ...withoutEmpty(s.conversations, sending.asking)],
+          activeId: conversation.id,
+          importError: null,
+          composerError: null,
+          invalidFields: maxTokensOnly(s.invalidFields),
+        }))
+        return true
       },
       draftChanged() {
         if (get().composerError?.code === 'context_exceeded') set({ composerError: null })
