@@ -17,13 +17,13 @@ function render(checks: HostChecksView | null): { html: string; text: string } {
 describe('the Reputation screen', () => {
   it("shows a banned host its ban and the tracker's reason above everything else", () => {
     const { html, text } = render(bannedChecks)
-    expect(text).toContain('Banned: failed a known-answer probe on blocks [0, 3) (answer off by 87 %)')
+    expect(text).toContain('Banned: failed a known-answer probe on layers 1–3 (answer off by 87 %)')
     expect(html.indexOf('data-testid="reputation-ban"')).toBeGreaterThanOrEqual(0)
     expect(html.indexOf('role="alert"')).toBeLessThan(html.indexOf('data-testid="reputation-score"'))
     expect(html).toContain('data-standing="banned"')
     expect(text).toContain('4 passed · 1 failed')
     expect(html).toContain('data-testid="reputation-speed-warning"')
-    expect(text).toContain('40 ms per block')
+    expect(text).toContain('40 ms per layer')
   })
 
   it('shows a host on probation its badge with the probes it has to go, and no ban', () => {
@@ -38,7 +38,7 @@ describe('the Reputation screen', () => {
     const { html, text } = render(passedChecks)
     expect(html).toContain('data-standing="trusted"')
     expect(text).toContain('12 passed · 0 failed')
-    expect(text).toContain('4.2 ms per block')
+    expect(text).toContain('4.2 ms per layer')
     expect(html).not.toContain('role="alert"')
   })
 

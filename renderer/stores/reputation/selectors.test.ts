@@ -90,7 +90,7 @@ describe('check selectors', () => {
 
   it("words a ban with the tracker's reason and its date, and nothing when there is none", () => {
     expect(banNotice(bannedChecks)).toEqual({
-      title: 'Banned: failed a known-answer probe on blocks [0, 3) (answer off by 87 %)',
+      title: 'Banned: failed a known-answer probe on layers 1–3 (answer off by 87 %)',
       since: `since ${formatHour(1_700_000_360_000)}`,
       advice: expect.stringContaining("ask the tracker's operator to review the ban"),
     })
@@ -110,12 +110,12 @@ describe('check selectors', () => {
 
   it('shows measured against claimed speed, and warns how far off a marked claim is', () => {
     expect(speedCheck(passedChecks)).toEqual({
-      measured: '4.2 ms per block',
-      claimed: '4.0 ms per block',
+      measured: '4.2 ms per layer',
+      claimed: '4.0 ms per layer',
       warning: null,
     })
     const marked = speedCheck(bannedChecks)
-    expect(marked.measured).toBe('40 ms per block')
+    expect(marked.measured).toBe('40 ms per layer')
     expect(marked.warning).toMatch(
       /much faster than the tracker measured \(10× slower\)\. Routing uses the measured speed/,
     )

@@ -1,6 +1,7 @@
 import type { ReputationView } from '../../../protocol/app'
 import type { HostChecksView } from '../../../protocol/checks'
 import { formatHour, formatNumber } from '../../format'
+import { plainRanges } from '../../words'
 
 export type ComponentKey = keyof ReputationView['components']
 
@@ -14,7 +15,7 @@ export interface ComponentBar {
 const LABELS: Record<ComponentKey, [string, string]> = {
   uptime: ['Uptime', 'share of the time this host answered heartbeats'],
   completion: ['Completion', 'success rate of the steps it was given'],
-  latency: ['Latency', 'how its time per block compares with the swarm'],
+  latency: ['Latency', 'how its time per layer compares with the swarm'],
   audits: ['Audits', 'share of its checked steps that another host reproduced'],
 }
 const NO_AUDITS_HINT = 'this tracker does not audit hosts yet: neutral'
@@ -112,11 +113,11 @@ export function standing(checks: HostChecksView | null): Standing {
   return { kind: 'trusted', label: 'Passed probation', detail: 'The tracker keeps probing every host now and then.' }
 }
 
-/** The ban in words, the tracker's own reason first: "Banned: failed a known-answer probe on blocks [0, 3) (…)". */
+/** The ban in words, the tracker's own reason first: "Banned: failed a known-answer probe on layers 1–3 (…)". */
 export function banNotice(checks: HostChecksView | null): { title: string; since: string; advice: string } | null {
   if (checks?.ban == null) return null
   return {
-    title: `Banned: ${checks.ban.reason}`,
+    title: `Banned: ${plainRanges(checks.ban.reason)}`,
     since: `since ${formatHour(checks.ban.at)}`,
     advice:
       'A host that does not cheat can still answer wrong, from faulty memory, a GPU driver bug or a damaged model ' +
@@ -167,10 +168,10 @@ export function lastProbe(checks: HostChecksView): string {
   return checks.lastProbeAt === null ? 'no probe yet' : formatHour(checks.lastProbeAt)
 }
 
-/** Time per block, ms: whole milliseconds from 10 up, one decimal below. */
+/** Time per layer (a block), ms: whole milliseconds from 10 up, one decimal below. */
 export function formatMsPerBlock(ms: number | null): string {
   if (ms === null) return 'not known yet'
-  return `${ms >= 10 ? ms.toFixed(0) : ms.toFixed(1)} ms per block`
+  return `${ms >= 10 ? ms.toFixed(0) : ms.toFixed(1)} ms per layer`
 }
 
 /** The speed the tracker measured beside the one the host claims, with a warning when the claim is far off. */
