@@ -293,4 +293,53 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
     await harness.setSampling({})
     await expect.poll(presetOptions).toEqual(['Pirate'])
   })
+
+  it('keeps the message column usable 390 px wide: it does not collapse, and the buttons wrap off the meter', async () => {
+    // A conversation with a long question and answer, shown before the window narrows.
+    const long = 'Tell me about the sea and every ship that ever sailed on it, one by one. '.repeat(3)
+    const chat = {
+      messages: [
+        { role: 'user', content: long },
+        { role: 'assistant', content: long },
+      ],
+    }
+    await page.getByTestId('chat-import-file').setInputFiles({
+      name: 'sea.json',
+      mimeType: 'application/json',
+      buffer: Buffer.from(JSON.stringify(chat)),
+    })
+    await expect.poll(() => page.getByTestId('chat-message').count()).toBe(2)
+    await page.setViewportSize({ width: 390, height: 844 })
+    try {
+      // Still on the chat screen (the sidebar is a drawer at this width), the list above the chat.
+      await page.getByTestId('chat-input').fill('Once upon a time there was a little boat.')
+      await page.getByTestId('chat-context').waitFor()
+      const box = async (testId: string) =>
+        (await page.getByTestId(testId).boundingBox()) ?? { x: 0, y: 0, width: 0, height: 0 }
+      expect((await box('chat-thread')).width).toBeGreaterThan(300)
+      for (const message of await page.getByTestId('chat-message').all())
+        expect((await message.boundingBox())?.width).toBeGreaterThan(250)
+      const meter = await box('chat-context')
+      for (const button of ['chat-regenerate', 'chat-send']) {
+        const b = await box(button)
+        const apart =
+          b.x >= meter.x + meter.width ||
+          b.x + b.width <= meter.x ||
+          b.y >= meter.y + meter.height ||
+          b.y + b.height <= meter.y
+        expect(apart, `${button} overlaps the token meter`).toBe(true)
+      }
+      // Nothing of the chat sticks out sideways: a message's actions stay inside the column.
+      const overflow = await page.locator('.chat-main').evaluate((e) => e.scrollWidth - e.clientWidth)
+      expect(overflow).toBeLessThanOrEqual(0)
+      const main = await page.locator('.chat-main').boundingBox()
+      for (const action of await page.getByTestId('chat-delete-message').all()) {
+        const b = await action.boundingBox()
+        expect((b?.x ?? 0) + (b?.width ?? 0)).toBeLessThanOrEqual((main?.x ?? 0) + (main?.width ?? 0))
+      }
+      await screenshot(page, 'chat-390')
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 })
+    }
+  })
 })
