@@ -47,26 +47,29 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app's frame in a browser, hosting alone${NE
     await screenshot(page, 'earnings-local-use')
   })
 
-  it('takes the whole printed link on the key page, says where the key is kept, and says so when a key is wrong', async () => {
-    const stranger = await harness.newPage()
-    try {
-      const origin = new URL(harness.appUrl).origin
-      await stranger.goto(origin)
-      expect(await stranger.getByTestId('ui-key-file').textContent()).toMatch(/[/\\]app[/\\]ui-key$/)
-      await stranger.getByTestId('ui-key-input').fill('not-the-key')
-      await stranger.getByTestId('ui-key-submit').click()
-      await stranger.getByTestId('ui-key-error').waitFor()
-      expect(await stranger.getByTestId('ui-key-error').textContent()).toMatch(/not this app’s key/)
-      expect(await stranger.getByTestId('ui-key-input').getAttribute('aria-invalid')).toBe('true')
-      await screenshot(stranger, 'key-page-wrong-key')
-      // The whole line neuron printed, pasted as it was copied from the terminal.
-      await stranger.getByTestId('ui-key-input').fill(`  Neuron is running at ${harness.appUrl}  `)
-      await stranger.getByTestId('ui-key-submit').click()
-      await stranger.getByTestId('app-ready').waitFor()
-    } finally {
-      await stranger.context().close()
-    }
-  })
+  it(
+    'takes the whole printed link on the key page, says where the key is kept, ' + 'and says when a key is wrong',
+    async () => {
+      const stranger = await harness.newPage()
+      try {
+        const origin = new URL(harness.appUrl).origin
+        await stranger.goto(origin)
+        expect(await stranger.getByTestId('ui-key-file').textContent()).toMatch(/[/\\]app[/\\]ui-key$/)
+        await stranger.getByTestId('ui-key-input').fill('not-the-key')
+        await stranger.getByTestId('ui-key-submit').click()
+        await stranger.getByTestId('ui-key-error').waitFor()
+        expect(await stranger.getByTestId('ui-key-error').textContent()).toMatch(/not this app’s key/)
+        expect(await stranger.getByTestId('ui-key-input').getAttribute('aria-invalid')).toBe('true')
+        await screenshot(stranger, 'key-page-wrong-key')
+        // The whole line neuron printed, pasted as it was copied from the terminal.
+        await stranger.getByTestId('ui-key-input').fill(`  Neuron is running at ${harness.appUrl}  `)
+        await stranger.getByTestId('ui-key-submit').click()
+        await stranger.getByTestId('app-ready').waitFor()
+      } finally {
+        await stranger.context().close()
+      }
+    },
+  )
 
   it('fits Chat, Host and Settings at 390, 800 and 1400 px: nothing cut, nothing overlapping', async () => {
     const faults: string[] = []

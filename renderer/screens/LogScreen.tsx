@@ -26,7 +26,10 @@ export function LogScreen() {
     <div className="screen" data-testid="screen-log">
       <ScreenHeader
         title="Log"
-        subtitle="What the app did: hosting, the swarm, pairing, downloads. Newest at the bottom; copy it into a bug report."
+        subtitle={
+          'What the app did: hosting, the swarm, pairing, downloads. Newest at the bottom; ' +
+          'copy it into a bug report.'
+        }
       />
       <ErrorNote error={error} />
       <Panel
