@@ -59,7 +59,7 @@ describe('earnings selectors', () => {
     })
     expect(accountCard({ accountId: null, balanceMicro: 4250 })).toEqual({
       value: '0.00425 credits',
-      hint: 'what chat spends',
+      hint: 'what chat spends; layers your own host serves are free',
       micro: 4250,
     })
   })
