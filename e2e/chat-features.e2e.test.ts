@@ -176,170 +176,186 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Chat screen's everyday features${NEEDS_CHRO
     ])
   })
 
-  it('ends an answer at a stop sequence set in the sampling settings, and says at the field what is wrong', async () => {
-    await page.getByTestId('chat-new').click()
-    await harness.setSampling({ temperature: '0' })
-    await page.getByTestId('chat-input').fill(PROMPT)
-    await page.getByTestId('chat-input').press('Enter')
-    const whole = words(await harness.lastAnswer())
-    // A word that first shows (even inside another) well into the answer: the answer cut there is not empty.
-    const word = whole.split(' ').find((w) => w.length >= 3 && whole.indexOf(w) > 10) ?? ''
-    expect(word).not.toBe('')
-    await harness.setSampling({ minP: '2', stop: 'a\nb\nc\nd\ne' })
-    await expect.poll(() => page.getByTestId('chat-field-error-minP').textContent()).toContain('from 0 to 1')
-    expect(await page.getByTestId('chat-field-error-stop').textContent()).toContain('up to 4')
-    await screenshot(page, 'chat-sampling-errors')
-    await harness.setSampling({ minP: '0.1', stop: word })
-    await page.getByTestId('chat-input').focus()
-    await expect.poll(() => page.getByTestId('chat-field-error-stop').count()).toBe(0)
-    await expect.poll(() => page.getByTestId('chat-settings-toggle').textContent()).toContain('1 stop sequence')
-    await page.getByTestId('chat-regenerate').click()
-    await expect.poll(() => page.getByTestId('chat-version').textContent()).toBe('2/2')
-    expect(words(await harness.lastAnswer())).toBe(words(whole.slice(0, whole.indexOf(word))))
-  })
+  it(
+    'ends an answer at a stop sequence set in the sampling settings, and says at the field what is ' + 'wrong',
+    async () => {
+      await page.getByTestId('chat-new').click()
+      await harness.setSampling({ temperature: '0' })
+      await page.getByTestId('chat-input').fill(PROMPT)
+      await page.getByTestId('chat-input').press('Enter')
+      const whole = words(await harness.lastAnswer())
+      // A word that first shows (even inside another) well into the answer: the answer cut there is not empty.
+      const word = whole.split(' ').find((w) => w.length >= 3 && whole.indexOf(w) > 10) ?? ''
+      expect(word).not.toBe('')
+      await harness.setSampling({ minP: '2', stop: 'a\nb\nc\nd\ne' })
+      await expect.poll(() => page.getByTestId('chat-field-error-minP').textContent()).toContain('from 0 to 1')
+      expect(await page.getByTestId('chat-field-error-stop').textContent()).toContain('up to 4')
+      await screenshot(page, 'chat-sampling-errors')
+      await harness.setSampling({ minP: '0.1', stop: word })
+      await page.getByTestId('chat-input').focus()
+      await expect.poll(() => page.getByTestId('chat-field-error-stop').count()).toBe(0)
+      await expect.poll(() => page.getByTestId('chat-settings-toggle').textContent()).toContain('1 stop sequence')
+      await page.getByTestId('chat-regenerate').click()
+      await expect.poll(() => page.getByTestId('chat-version').textContent()).toBe('2/2')
+      expect(words(await harness.lastAnswer())).toBe(words(whole.slice(0, whole.indexOf(word))))
+    },
+  )
 
-  it('imports a chat exported by the app (file picker) and an OpenAI-style one (dropped); a bad file changes nothing', async () => {
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('chat-export-json').click()])
-    const exported = Conversation.parse(JSON.parse(await readFile((await download.path()) ?? '', 'utf8')))
-    const before = await conversations().count()
-    await page.getByTestId('chat-import-file').setInputFiles((await download.path()) ?? '')
-    await expect.poll(() => conversations().count()).toBe(before + 1)
-    const shownTurns = () => page.getByTestId('chat-message-text').allTextContents()
-    expect((await shownTurns()).map(words)).toEqual(
-      exported.messages.filter((m) => m.content !== '').map((m) => words(m.content)),
-    )
-
-    const drop = async (name: string, text: string) => {
-      const files = await page.evaluateHandle(
-        ([name, text]) => {
-          const transfer = new DataTransfer()
-          transfer.items.add(new File([text], name, { type: 'application/json' }))
-          return transfer
-        },
-        [name, text] as const,
+  it(
+    'imports a chat exported by the app (file picker) and an OpenAI-style one (dropped); a bad file ' +
+      'changes nothing',
+    async () => {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByTestId('chat-export-json').click(),
+      ])
+      const exported = Conversation.parse(JSON.parse(await readFile((await download.path()) ?? '', 'utf8')))
+      const before = await conversations().count()
+      await page.getByTestId('chat-import-file').setInputFiles((await download.path()) ?? '')
+      await expect.poll(() => conversations().count()).toBe(before + 1)
+      const shownTurns = () => page.getByTestId('chat-message-text').allTextContents()
+      expect((await shownTurns()).map(words)).toEqual(
+        exported.messages.filter((m) => m.content !== '').map((m) => words(m.content)),
       )
-      await page.getByTestId('chat-conversations').dispatchEvent('drop', { dataTransfer: files })
-    }
-    const openAi = {
-      messages: [
-        { role: 'system', content: 'You are a pirate.' },
-        { role: 'user', content: 'Where is the treasure?' },
-        { role: 'assistant', content: 'Under the old oak, matey.' },
-      ],
-    }
-    await drop('pirate.json', JSON.stringify(openAi))
-    await expect.poll(() => conversations().count()).toBe(before + 2)
-    expect(await shownTurns()).toEqual(['Where is the treasure?', 'Under the old oak, matey.'])
-    await harness.setSampling({})
-    expect(await page.getByTestId('chat-setting-system').inputValue()).toBe('You are a pirate.')
 
-    await drop('notes.json', '{"text": "not a chat"}')
-    await expect
-      .poll(() => page.getByTestId('chat-import-error').textContent())
-      .toContain('notes.json was not imported')
-    expect(await conversations().count()).toBe(before + 2)
-    await screenshot(page, 'chat-import-error')
-    // The next good import clears it.
-    await drop('pirate.json', JSON.stringify(openAi))
-    await expect.poll(() => page.getByTestId('chat-import-error').count()).toBe(0)
-  })
-
-  it('saves the system prompt as a named preset, picks one in another chat, deletes one; kept across a restart', async () => {
-    await page.getByTestId('chat-new').click()
-    await harness.setSampling({})
-    const system = page.getByTestId('chat-setting-system')
-    const presetOptions = () =>
-      page.getByTestId('chat-preset-select').locator('option:not([disabled])').allTextContents()
-    await system.fill('You tell short stories about pirates.')
-    await page.getByTestId('chat-preset-save-open').click()
-    await page.getByTestId('chat-preset-name').fill('Pirate')
-    await page.getByTestId('chat-preset-save').click()
-    await expect.poll(presetOptions).toEqual(['Pirate'])
-    await system.fill('You explain things step by step.')
-    await page.getByTestId('chat-preset-save-open').click()
-    await page.getByTestId('chat-preset-name').fill('Tutor')
-    await page.getByTestId('chat-preset-name').press('Enter')
-    await expect.poll(presetOptions).toEqual(['Pirate', 'Tutor'])
-    // A name is needed.
-    await page.getByTestId('chat-preset-save-open').click()
-    await page.getByTestId('chat-preset-name').fill(' ')
-    await page.getByTestId('chat-preset-save').click()
-    await expect.poll(() => page.getByTestId('chat-preset-error').textContent()).toContain('Name the preset first')
-    await page.getByTestId('chat-preset-name').press('Escape')
-    // Deleting the one picked, after a confirm.
-    await expect.poll(() => page.getByTestId('chat-preset-select').inputValue()).toBe('Tutor')
-    await page.getByTestId('chat-preset-delete').click()
-    await page.getByTestId('chat-preset-delete-dialog').getByRole('button', { name: 'Delete' }).click()
-    await expect.poll(presetOptions).toEqual(['Pirate'])
-
-    // Another chat picks it: its system prompt is the preset's.
-    await page.getByTestId('chat-input').fill('Ahoy')
-    await page.getByTestId('chat-input').press('Enter')
-    // Sent (its answer fails: nobody hosts the rest of the model in this run, or it streams) before leaving it.
-    await page.getByTestId('chat-message').first().waitFor()
-    await page.getByTestId('chat-new').click()
-    await harness.setSampling({})
-    expect(await system.inputValue()).toBe('')
-    await page.getByTestId('chat-preset-select').selectOption('Pirate')
-    await expect.poll(() => system.inputValue()).toBe('You tell short stories about pirates.')
-    expect(await page.getByTestId('chat-settings-toggle').textContent()).toContain('system prompt set')
-    await screenshot(page, 'chat-presets')
-
-    await harness.app.stop(10_000)
-    await harness.startApp()
-    await page.reload()
-    await page.getByTestId('app-ready').waitFor()
-    await harness.open('chat')
-    await harness.setSampling({})
-    await expect.poll(presetOptions).toEqual(['Pirate'])
-  })
-
-  it('keeps the message column usable 390 px wide: it does not collapse, and the buttons wrap off the meter', async () => {
-    // A conversation with a long question and answer, shown before the window narrows.
-    const long = 'Tell me about the sea and every ship that ever sailed on it, one by one. '.repeat(3)
-    const chat = {
-      messages: [
-        { role: 'user', content: long },
-        { role: 'assistant', content: long },
-      ],
-    }
-    await page.getByTestId('chat-import-file').setInputFiles({
-      name: 'sea.json',
-      mimeType: 'application/json',
-      buffer: Buffer.from(JSON.stringify(chat)),
-    })
-    await expect.poll(() => page.getByTestId('chat-message').count()).toBe(2)
-    await page.setViewportSize({ width: 390, height: 844 })
-    try {
-      // Still on the chat screen (the sidebar is a drawer at this width), the list above the chat.
-      await page.getByTestId('chat-input').fill('Once upon a time there was a little boat.')
-      await page.getByTestId('chat-context').waitFor()
-      const box = async (testId: string) =>
-        (await page.getByTestId(testId).boundingBox()) ?? { x: 0, y: 0, width: 0, height: 0 }
-      expect((await box('chat-thread')).width).toBeGreaterThan(300)
-      for (const message of await page.getByTestId('chat-message').all())
-        expect((await message.boundingBox())?.width).toBeGreaterThan(250)
-      const meter = await box('chat-context')
-      for (const button of ['chat-regenerate', 'chat-send']) {
-        const b = await box(button)
-        const apart =
-          b.x >= meter.x + meter.width ||
-          b.x + b.width <= meter.x ||
-          b.y >= meter.y + meter.height ||
-          b.y + b.height <= meter.y
-        expect(apart, `${button} overlaps the token meter`).toBe(true)
+      const drop = async (name: string, text: string) => {
+        const files = await page.evaluateHandle(
+          ([name, text]) => {
+            const transfer = new DataTransfer()
+            transfer.items.add(new File([text], name, { type: 'application/json' }))
+            return transfer
+          },
+          [name, text] as const,
+        )
+        await page.getByTestId('chat-conversations').dispatchEvent('drop', { dataTransfer: files })
       }
-      // Nothing of the chat sticks out sideways: a message's actions stay inside the column.
-      const overflow = await page.locator('.chat-main').evaluate((e) => e.scrollWidth - e.clientWidth)
-      expect(overflow).toBeLessThanOrEqual(0)
-      const main = await page.locator('.chat-main').boundingBox()
-      for (const action of await page.getByTestId('chat-delete-message').all()) {
-        const b = await action.boundingBox()
-        expect((b?.x ?? 0) + (b?.width ?? 0)).toBeLessThanOrEqual((main?.x ?? 0) + (main?.width ?? 0))
+      const openAi = {
+        messages: [
+          { role: 'system', content: 'You are a pirate.' },
+          { role: 'user', content: 'Where is the treasure?' },
+          { role: 'assistant', content: 'Under the old oak, matey.' },
+        ],
       }
-      await screenshot(page, 'chat-390')
-    } finally {
-      await page.setViewportSize({ width: 1280, height: 800 })
-    }
-  })
+      await drop('pirate.json', JSON.stringify(openAi))
+      await expect.poll(() => conversations().count()).toBe(before + 2)
+      expect(await shownTurns()).toEqual(['Where is the treasure?', 'Under the old oak, matey.'])
+      await harness.setSampling({})
+      expect(await page.getByTestId('chat-setting-system').inputValue()).toBe('You are a pirate.')
+
+      await drop('notes.json', '{"text": "not a chat"}')
+      await expect
+        .poll(() => page.getByTestId('chat-import-error').textContent())
+        .toContain('notes.json was not imported')
+      expect(await conversations().count()).toBe(before + 2)
+      await screenshot(page, 'chat-import-error')
+      // The next good import clears it.
+      await drop('pirate.json', JSON.stringify(openAi))
+      await expect.poll(() => page.getByTestId('chat-import-error').count()).toBe(0)
+    },
+  )
+
+  it(
+    'saves the system prompt as a named preset, picks one in another chat, deletes one; kept across ' + 'a restart',
+    async () => {
+      await page.getByTestId('chat-new').click()
+      await harness.setSampling({})
+      const system = page.getByTestId('chat-setting-system')
+      const presetOptions = () =>
+        page.getByTestId('chat-preset-select').locator('option:not([disabled])').allTextContents()
+      await system.fill('You tell short stories about pirates.')
+      await page.getByTestId('chat-preset-save-open').click()
+      await page.getByTestId('chat-preset-name').fill('Pirate')
+      await page.getByTestId('chat-preset-save').click()
+      await expect.poll(presetOptions).toEqual(['Pirate'])
+      await system.fill('You explain things step by step.')
+      await page.getByTestId('chat-preset-save-open').click()
+      await page.getByTestId('chat-preset-name').fill('Tutor')
+      await page.getByTestId('chat-preset-name').press('Enter')
+      await expect.poll(presetOptions).toEqual(['Pirate', 'Tutor'])
+      // A name is needed.
+      await page.getByTestId('chat-preset-save-open').click()
+      await page.getByTestId('chat-preset-name').fill(' ')
+      await page.getByTestId('chat-preset-save').click()
+      await expect.poll(() => page.getByTestId('chat-preset-error').textContent()).toContain('Name the preset first')
+      await page.getByTestId('chat-preset-name').press('Escape')
+      // Deleting the one picked, after a confirm.
+      await expect.poll(() => page.getByTestId('chat-preset-select').inputValue()).toBe('Tutor')
+      await page.getByTestId('chat-preset-delete').click()
+      await page.getByTestId('chat-preset-delete-dialog').getByRole('button', { name: 'Delete' }).click()
+      await expect.poll(presetOptions).toEqual(['Pirate'])
+
+      // Another chat picks it: its system prompt is the preset's.
+      await page.getByTestId('chat-input').fill('Ahoy')
+      await page.getByTestId('chat-input').press('Enter')
+      // Sent (its answer fails: nobody hosts the rest of the model in this run, or it streams) before leaving it.
+      await page.getByTestId('chat-message').first().waitFor()
+      await page.getByTestId('chat-new').click()
+      await harness.setSampling({})
+      expect(await system.inputValue()).toBe('')
+      await page.getByTestId('chat-preset-select').selectOption('Pirate')
+      await expect.poll(() => system.inputValue()).toBe('You tell short stories about pirates.')
+      expect(await page.getByTestId('chat-settings-toggle').textContent()).toContain('system prompt set')
+      await screenshot(page, 'chat-presets')
+
+      await harness.app.stop(10_000)
+      await harness.startApp()
+      await page.reload()
+      await page.getByTestId('app-ready').waitFor()
+      await harness.open('chat')
+      await harness.setSampling({})
+      await expect.poll(presetOptions).toEqual(['Pirate'])
+    },
+  )
+
+  it(
+    'keeps the message column usable 390 px wide: it does not collapse, and the buttons wrap off the ' + 'meter',
+    async () => {
+      // A conversation with a long question and answer, shown before the window narrows.
+      const long = 'Tell me about the sea and every ship that ever sailed on it, one by one. '.repeat(3)
+      const chat = {
+        messages: [
+          { role: 'user', content: long },
+          { role: 'assistant', content: long },
+        ],
+      }
+      await page.getByTestId('chat-import-file').setInputFiles({
+        name: 'sea.json',
+        mimeType: 'application/json',
+        buffer: Buffer.from(JSON.stringify(chat)),
+      })
+      await expect.poll(() => page.getByTestId('chat-message').count()).toBe(2)
+      await page.setViewportSize({ width: 390, height: 844 })
+      try {
+        // Still on the chat screen (the sidebar is a drawer at this width), the list above the chat.
+        await page.getByTestId('chat-input').fill('Once upon a time there was a little boat.')
+        await page.getByTestId('chat-context').waitFor()
+        const box = async (testId: string) =>
+          (await page.getByTestId(testId).boundingBox()) ?? { x: 0, y: 0, width: 0, height: 0 }
+        expect((await box('chat-thread')).width).toBeGreaterThan(300)
+        for (const message of await page.getByTestId('chat-message').all())
+          expect((await message.boundingBox())?.width).toBeGreaterThan(250)
+        const meter = await box('chat-context')
+        for (const button of ['chat-regenerate', 'chat-send']) {
+          const b = await box(button)
+          const apart =
+            b.x >= meter.x + meter.width ||
+            b.x + b.width <= meter.x ||
+            b.y >= meter.y + meter.height ||
+            b.y + b.height <= meter.y
+          expect(apart, `${button} overlaps the token meter`).toBe(true)
+        }
+        // Nothing of the chat sticks out sideways: a message's actions stay inside the column.
+        const overflow = await page.locator('.chat-main').evaluate((e) => e.scrollWidth - e.clientWidth)
+        expect(overflow).toBeLessThanOrEqual(0)
+        const main = await page.locator('.chat-main').boundingBox()
+        for (const action of await page.getByTestId('chat-delete-message').all()) {
+          const b = await action.boundingBox()
+          expect((b?.x ?? 0) + (b?.width ?? 0)).toBeLessThanOrEqual((main?.x ?? 0) + (main?.width ?? 0))
+        }
+        await screenshot(page, 'chat-390')
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 800 })
+      }
+    },
+  )
 })

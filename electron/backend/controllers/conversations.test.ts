@@ -139,22 +139,30 @@ describe('conversations kept by the backend', () => {
     },
   )
 
-  it('keeps system prompt presets by name across a restart: saved, replaced by name, deleted; a bad one refused', async () => {
-    expect(await call('conversations.presets', {})).toEqual({ presets: [] })
-    const pirate = { name: 'Pirate', prompt: 'Answer as a pirate.' }
-    await call('conversations.savePreset', { preset: { name: 'Tutor', prompt: 'Explain step by step.' } })
-    await call('conversations.savePreset', { preset: pirate })
-    const replaced = await call('conversations.savePreset', { preset: { ...pirate, prompt: 'Arr.' } })
-    expect(replaced.presets.map((p) => [p.name, p.prompt])).toEqual([
-      ['Pirate', 'Arr.'],
-      ['Tutor', 'Explain step by step.'],
-    ])
-    await backend.close()
-    backend = await start()
-    expect(await call('conversations.presets', {})).toEqual(replaced)
-    expect((await call('conversations.deletePreset', { name: 'Pirate' })).presets.map((p) => p.name)).toEqual(['Tutor'])
-    const unnamed = await backend.call('conversations.savePreset', { preset: { name: '  ', prompt: 'x' } })
-    expect(unnamed).toMatchObject({ ok: false, error: { code: 'bad_request', message: expect.stringMatching(/name/) } })
-    expect((await call('conversations.presets', {})).presets).toHaveLength(1)
-  })
+  it(
+    'keeps system prompt presets by name across a restart: saved, replaced by name, deleted; a bad one ' + 'refused',
+    async () => {
+      expect(await call('conversations.presets', {})).toEqual({ presets: [] })
+      const pirate = { name: 'Pirate', prompt: 'Answer as a pirate.' }
+      await call('conversations.savePreset', { preset: { name: 'Tutor', prompt: 'Explain step by step.' } })
+      await call('conversations.savePreset', { preset: pirate })
+      const replaced = await call('conversations.savePreset', { preset: { ...pirate, prompt: 'Arr.' } })
+      expect(replaced.presets.map((p) => [p.name, p.prompt])).toEqual([
+        ['Pirate', 'Arr.'],
+        ['Tutor', 'Explain step by step.'],
+      ])
+      await backend.close()
+      backend = await start()
+      expect(await call('conversations.presets', {})).toEqual(replaced)
+      expect((await call('conversations.deletePreset', { name: 'Pirate' })).presets.map((p) => p.name)).toEqual([
+        'Tutor',
+      ])
+      const unnamed = await backend.call('conversations.savePreset', { preset: { name: '  ', prompt: 'x' } })
+      expect(unnamed).toMatchObject({
+        ok: false,
+        error: { code: 'bad_request', message: expect.stringMatching(/name/) },
+      })
+      expect((await call('conversations.presets', {})).presets).toHaveLength(1)
+    },
+  )
 })

@@ -10,7 +10,7 @@ interface NumberFieldProps {
   onInvalid(message: string | null): void
   placeholder?: string
   className?: string
-  /** A tighter max than the field's own (max tokens: the model's context); the text is checked again when it changes. */
+  /** A tighter max than the field's own (max tokens: the model's context); the text is checked again on a change. */
   limit?: number
 }
 

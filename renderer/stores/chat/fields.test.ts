@@ -115,16 +115,22 @@ describe('chat fields', () => {
     expect(parseField('maxTokens', '4096', 32_768)).toEqual({ ok: true, value: 4096 })
   })
 
-  it('reads stop sequences one a line, with \\n for a line break, and says what is wrong with too many or too long', () => {
-    expect(parseStops('User:\n\n  \n\\n\\nEnd\\t')).toEqual({ ok: true, value: ['User:', '\n\nEnd\t'] })
-    expect(stopsText(['User:', '\n\nEnd'])).toBe('User:\n\\n\\nEnd')
-    expect(parseStops('a\nb\nc\nd\ne')).toEqual({ ok: false, message: 'Stop sequences: up to 4, one a line; 5 given.' })
-    expect(parseStops('x'.repeat(65))).toMatchObject({ ok: false, message: expect.stringMatching(/each up to 64/) })
-    expect(parseField('minP', '1.5')).toEqual({
-      ok: false,
-      message: 'Min-p takes a number from 0 to 1; 1.5 is out of range.',
-    })
-  })
+  it(
+    'reads stop sequences one a line, with \\n for a line break, and says what is wrong with too many or ' + 'too long',
+    () => {
+      expect(parseStops('User:\n\n  \n\\n\\nEnd\\t')).toEqual({ ok: true, value: ['User:', '\n\nEnd\t'] })
+      expect(stopsText(['User:', '\n\nEnd'])).toBe('User:\n\\n\\nEnd')
+      expect(parseStops('a\nb\nc\nd\ne')).toEqual({
+        ok: false,
+        message: 'Stop sequences: up to 4, one a line; 5 given.',
+      })
+      expect(parseStops('x'.repeat(65))).toMatchObject({ ok: false, message: expect.stringMatching(/each up to 64/) })
+      expect(parseField('minP', '1.5')).toEqual({
+        ok: false,
+        message: 'Min-p takes a number from 0 to 1; 1.5 is out of range.',
+      })
+    },
+  )
 
   it('gives a conversation kept before min-p and stop sequences existed their defaults', () => {
     const { minP: _, stop: __, ...older } = DEFAULT_CHAT_SETTINGS
