@@ -34,6 +34,10 @@ describe.skipIf(!HAVE_CHROMIUM)(`the app's frame in a browser, hosting alone${NE
     const before = (await appCall(page, 'earnings.get', {})) as EarningsView
     expect(before.account).not.toBeNull()
     await harness.chatGreedily('Tell me about a dog.')
+    // The answer says whose host served it, and that it was free.
+    const answer = page.locator('[data-testid="chat-message"][data-role="assistant"]').last()
+    expect(await answer.getByTestId('chat-hop-own').count()).toBe(1)
+    expect(await answer.getByTestId('chat-route').textContent()).toContain('free: your own host')
     const after = (await appCall(page, 'earnings.get', {})) as EarningsView
     expect(after.account?.balanceMicro).toBe(before.account?.balanceMicro)
     // Nor did the host earn from its own computer's chats.

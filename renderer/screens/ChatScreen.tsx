@@ -184,6 +184,7 @@ export function ChatScreen() {
                 onResend={streaming ? undefined : (text) => state.resend(message.id, text)}
                 onShow={streaming ? undefined : (index) => state.showAnswer(message.id, index)}
                 onDelete={streaming ? undefined : () => state.deleteMessage(message.id)}
+                ownHostId={swarm.settings?.hostId ?? null}
               />
             ))
           )}

@@ -16,10 +16,12 @@ interface MessageViewProps {
   onShow?: (index: number) => void
   /** Takes this turn out of the conversation (it can be put back); absent while an answer streams. */
   onDelete?: () => void
+  /** This computer's host: its hops are marked, and an answer it served alone says it was free (local use). */
+  ownHostId?: string | null
 }
 
-export function MessageView({ message, onResend, onShow, onDelete }: MessageViewProps) {
-  const hops = hopViews(message)
+export function MessageView({ message, onResend, onShow, onDelete, ownHostId = null }: MessageViewProps) {
+  const hops = hopViews(message, ownHostId)
   const [editing, setEditing] = useState(false)
   // A failed answer that never got a token shows its error card only, not an empty bubble above it.
   const bubble = message.content !== '' || message.status === 'streaming'
@@ -89,6 +91,11 @@ export function MessageView({ message, onResend, onShow, onDelete }: MessageView
             <span key={`${hop.hostId}-${hop.blocks}`} className="hop" data-testid="chat-hop" title={hop.hostId}>
               <span className="mono">{hop.shortId}</span> <span className="mono">{hop.blocks}</span>{' '}
               <span className="muted">{hop.ms}</span>
+              {hop.own && (
+                <span className="own-host" data-testid="chat-hop-own" title="This computer's own host: free">
+                  this computer
+                </span>
+              )}
               {hop.unaudited && (
                 <span
                   className="unaudited"
@@ -115,7 +122,9 @@ export function MessageView({ message, onResend, onShow, onDelete }: MessageView
               )}
             </span>
           ))}
-          {message.summary !== undefined && <span className="muted stats">{answerStats(message.summary)}</span>}
+          {message.summary !== undefined && (
+            <span className="muted stats">{answerStats(message.summary, ownHostId)}</span>
+          )}
         </div>
       )}
       {message.role === 'assistant' && hops.some((hop) => hop.unaudited) && (

@@ -63,11 +63,12 @@ describe('chat selectors', () => {
         ms,
         unaudited,
         trackerChecked,
+        own: hostId === 'fedcba98765432100123',
       })
-      expect(hopViews({ ...answer('x', 'done'), route })).toEqual([
-        hop('0123456789abcdef0123', '[0, 3)', '4.3 ms/step', false, false),
-        hop('fedcba98765432100123', '[3, 5)', '— ms/step', true, false),
-        hop('abcdefabcdefabcdef01', '[5, 6)', '2.0 ms/step', false, true),
+      expect(hopViews({ ...answer('x', 'done'), route }, 'fedcba98765432100123')).toEqual([
+        hop('0123456789abcdef0123', 'layers 1–3', '4.3 ms/step', false, false),
+        hop('fedcba98765432100123', 'layers 4–5', '— ms/step', true, false),
+        hop('abcdefabcdefabcdef01', 'layer 6', '2.0 ms/step', false, true),
       ])
     },
   )
@@ -83,6 +84,14 @@ describe('chat selectors', () => {
       chargedMicro: 0,
     }
     expect(answerStats(summary)).toBe('20 tokens · 8.3 tok/s · stopped')
+    // Served by this computer's own host alone: free (local use); another host's steps are charged.
+    const own = { hostId: 'fedcba98765432100123', blocks: [0, 5] as const, medianMs: 2 }
+    expect(answerStats({ ...summary, route: [own], finishReason: 'stop' }, own.hostId)).toBe(
+      '20 tokens · 8.3 tok/s · free: your own host',
+    )
+    expect(answerStats({ ...summary, route: [own], finishReason: 'stop', chargedMicro: 1500 }, 'another')).toBe(
+      '20 tokens · 8.3 tok/s · 0.0015 credits',
+    )
     // a conversation's later turn: what its session kept on the hosts
     expect(answerStats({ ...summary, promptTokens: 2614, cachedTokens: 2175, finishReason: 'stop' })).toBe(
       '20 tokens · 8.3 tok/s · 2,175 of 2,614 prompt tokens reused',

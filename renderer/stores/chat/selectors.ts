@@ -1,6 +1,7 @@
 import type { ChatMessage, ChatSummary } from '../../../protocol/app'
 import type { ModelSummary } from '../../../protocol/swarm'
-import { formatBlocks, formatCredits, formatTokensPerSecond, shortId } from '../../format'
+import { formatCredits, formatTokensPerSecond, shortId } from '../../format'
+import { layerRange } from '../../words'
 import type { ChatEntry, ChatState, Conversation } from './initialState'
 
 export function activeConversation(state: Pick<ChatState, 'conversations' | 'activeId'>): Conversation | null {
@@ -76,26 +77,33 @@ export interface HopView {
   unaudited: boolean
   /** No second host serves its blocks, and the tracker re-runs them itself to check it (shown as "tracker-checked"). */
   trackerChecked: boolean
+  /** This computer's own host (its steps are free: local use). */
+  own: boolean
 }
 
-export function hopViews(entry: ChatEntry): HopView[] {
+/** `ownHostId`: this computer's host, whose hops are marked as its own. */
+export function hopViews(entry: ChatEntry, ownHostId: string | null = null): HopView[] {
   return (entry.route ?? []).map((hop) => ({
     hostId: hop.hostId,
     shortId: shortId(hop.hostId),
-    blocks: formatBlocks(hop.blocks),
+    blocks: layerRange(hop.blocks),
     ms: hop.medianMs === null ? '— ms/step' : `${hop.medianMs.toFixed(1)} ms/step`,
     unaudited: hop.unaudited === true,
     trackerChecked: hop.auditedBy === 'tracker',
+    own: ownHostId !== null && hop.hostId === ownHostId,
   }))
 }
 
-export function answerStats(summary: ChatSummary): string {
+/** `ownHostId`: this computer's host; an answer it served alone was free (local use), and says so. */
+export function answerStats(summary: ChatSummary, ownHostId: string | null = null): string {
   const parts = [`${summary.completionTokens} tokens`, formatTokensPerSecond(summary.tokensPerSecond)]
   // the conversation's earlier turns stayed on the hosts: only the rest of the prompt was sent and computed
   const cached = summary.cachedTokens ?? 0
   if (cached > 0)
     parts.push(`${cached.toLocaleString('en')} of ${summary.promptTokens.toLocaleString('en')} prompt tokens reused`)
   if (summary.chargedMicro > 0) parts.push(`${formatCredits(summary.chargedMicro)} credits`)
+  else if (summary.route.length > 0 && summary.route.every((hop) => hop.hostId === ownHostId))
+    parts.push('free: your own host')
   if (summary.finishReason === 'aborted') parts.push('stopped')
   if (summary.finishReason === 'length') parts.push('hit the token limit')
   return parts.join(' · ')
