@@ -18,7 +18,11 @@ export function accountCard(account: Earnings['account']): { value: string; hint
       hint: 'this tracker has no account for this app yet (a grant comes with the first answer)',
       micro: null,
     }
-  return { value: balanceText(account.balanceMicro), hint: 'what chat spends; layers your own host serves are free', micro: account.balanceMicro }
+  return {
+    value: balanceText(account.balanceMicro),
+    hint: 'what chat spends; layers your own host serves are free',
+    micro: account.balanceMicro,
+  }
 }
 
 /** When pending earnings settle: "released after 24 h" (a tracker that does not say: "until they settle"). */
