@@ -20,6 +20,15 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10
   }
 }
 
+/** What `receipts` cost at the model's prices: the prompt's tokens on step 1 (as its receipt says), one token after. */
+function owedFor(receipts: readonly Receipt[], nLayer: number): number {
+  const prompt = receipts.find((r) => r.step === 1)?.tokens ?? 0
+  return receipts.reduce(
+    (s, r) => s + hopCharge(r.price, nLayer, { step: r.step, blocks: r.blocks, tokens: r.step === 1 ? prompt : 1 }),
+    0,
+  )
+}
+
 describe(`receipts that pay by themselves`, () => {
   it(
     'a client that vanishes mid-generation is charged for the steps served, by the hosts’ receipts; its own ' +
@@ -52,17 +61,7 @@ describe(`receipts that pay by themselves`, () => {
         await until('the hosts’ receipts settled', async () => (await ledger.receipts({ session })).length === 10)
         const account = await swarm.tracker.accounts.byPublicKey(identity.publicKey)
         if (account === undefined) throw new Error('the client got no account')
-        const prompt = seen.find((r) => r.step === 1)?.tokens ?? 0
-        const owed = seen.reduce(
-          (s, r) =>
-            s +
-            hopCharge(r.price, swarm.manifest.nLayer, {
-              step: r.step,
-              blocks: r.blocks,
-              tokens: r.step === 1 ? prompt : 1,
-            }),
-          0,
-        )
+        const owed = owedFor(seen, swarm.manifest.nLayer)
         expect(owed).toBeGreaterThan(0)
         expect(await swarm.tracker.accounts.balance(account.accountId)).toBe(GRANT - owed)
 
@@ -119,18 +118,14 @@ describe(`receipts that pay by themselves`, () => {
         await until('the receipts settled', async () => (await ledger.receipts({ session })).length === seen.length)
         const account = await swarm.tracker.accounts.byPublicKey(own.publicKey)
         if (account === undefined) throw new Error('the client got no account')
-        const prompt = seen.find((r) => r.step === 1)?.tokens ?? 0
-        const owedToOther = seen
-          .filter((r) => r.hostId === other)
-          .reduce(
-            (s, r) =>
-              s +
-              hopCharge(r.price, swarm.manifest.nLayer, {
-                step: r.step,
-                blocks: r.blocks,
-                tokens: r.step === 1 ? prompt : 1,
-              }),
-            0,
+        const owedToOther = owedFor(
+          seen.filter((r) => r.hostId === other),
+          swarm.manifest.nLayer,
+        )
+        owedFor(seen, swarm.manifest.nLayer) -
+          owedFor(
+            seen.filter((r) => r.hostId === mine),
+            swarm.manifest.nLayer,
           )
         expect(seen.filter((r) => r.hostId === mine).length).toBeGreaterThan(0)
         expect(owedToOther).toBeGreaterThan(0)
