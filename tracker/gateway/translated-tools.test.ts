@@ -100,8 +100,16 @@ describe('tools and JSON answers through the Ollama and Anthropic endpoints on a
         for await (const part of await ollama.chat({ ...forced, stream: true })) parts.push(part)
         const withCalls = parts.filter((p) => (p.message.tool_calls?.length ?? 0) > 0)
         expect(withCalls).toHaveLength(1)
-        expect(withCalls[0]?.message.tool_calls).toEqual(first.message.tool_calls)
-        expect(parts.at(-1)).toMatchObject({ done: true, done_reason: 'stop', eval_count: first.eval_count })
+        // The same call in shape, not necessarily in draw: the streamed request may start from the prefix the first
+        // one left in the hosts' cache, so its logits differ from the first's by float noise between batch shapes
+        // (which kernels decide: this differs between AVX2 and AVX-512 machines), and at temperature 1.5 a draw
+        // can follow it.
+        const streamed = withCalls[0]?.message.tool_calls ?? []
+        expect(streamed).toHaveLength(1)
+        expect(streamed[0]?.function.name).toBe('get_weather')
+        expect(WeatherArgs.safeParse(streamed[0]?.function.arguments).success).toBe(true)
+        expect(parts.at(-1)).toMatchObject({ done: true, done_reason: 'stop' })
+        expect(parts.at(-1)?.eval_count).toBeGreaterThan(0)
 
         const final = await ollama.chat({
           model,
