@@ -46,7 +46,9 @@ export function layoutProblems(page: Page): Promise<string[]> {
       .filter((c): c is { el: Element; r: DOMRect } => c.r !== null)
     for (const { el, r } of controls) {
       if (r.right > width + 1 || r.left < -1)
-        problems.push(`${name(el)} reaches past the window (${Math.round(r.left)}–${Math.round(r.right)} of ${width})`)
+        problems.push(
+          `${name(el)} reaches past the window (${Math.round(r.left)} to ${Math.round(r.right)} of ${width})`,
+        )
     }
     for (let i = 0; i < controls.length; i++) {
       for (let j = i + 1; j < controls.length; j++) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { StopScan } from './chat-stops'
+import { StopScan } from './stop-sequences'
 
 /** The text shown piece by piece, and whether a stop sequence ended it. */
 function stream(stops: string[], pieces: string[]): { shown: string[]; stopped: boolean } {

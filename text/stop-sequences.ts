@@ -1,4 +1,21 @@
-import { firstStop } from '../../tracker/gateway/generation'
+// Stop sequences (OpenAI's `stop`, a chat's sampling settings): where one ends a streamed answer, and how much text
+// is held back meanwhile. The tracker's gateway and the app's chat both cut answers by these rules.
+
+/** Where the earliest stop string in `text` starts, and which it is; `at` -1 and no stop when none is there. */
+export function firstStop(text: string, stops: readonly string[]): { at: number; stopSequence: string | undefined } {
+  let at = -1
+  let stopSequence: string | undefined
+  for (const s of stops) {
+    const i = text.indexOf(s)
+    if (i !== -1 && (at === -1 || i < at)) [at, stopSequence] = [i, s]
+  }
+  return { at, stopSequence }
+}
+
+/** Characters a stream holds back at its end: what may be a stop string's start, one short of the longest. */
+export function stopHoldback(stops: readonly string[]): number {
+  return Math.max(0, ...stops.map((s) => s.length - 1))
+}
 
 /**
  * An answer's text as it streams, cut at its first stop sequence (left out), as the tracker's gateway cuts one: the
@@ -11,7 +28,7 @@ export class StopScan {
   private readonly hold: number
 
   constructor(private readonly stops: readonly string[]) {
-    this.hold = Math.max(0, ...stops.map((s) => s.length - 1))
+    this.hold = stopHoldback(stops)
   }
 
   /** Takes the next piece of text: what may be shown now, and whether a stop sequence ended the answer. */

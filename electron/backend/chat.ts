@@ -17,8 +17,8 @@ import {
   type WireError,
 } from '../../protocol'
 import { renderChat } from '../../text/chat-template'
+import { StopScan } from '../../text/stop-sequences'
 import { routingRefusal } from './chat-refusals'
-import { StopScan } from './chat-stops'
 
 /**
  * Conversations the app keeps open at once (each holds a session on its hops, with its cache, and a credit hold): below

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { SwarmClient } from '../../client/swarm-client'
 import { NeuronError, type Receipt, type SamplingParams } from '../../protocol'
+import { firstStop, stopHoldback } from '../../text/stop-sequences'
 import { consumerAccount } from '../ledger/accounts'
 import type { CreditHolds } from '../ledger/credit-holds'
 import type { StoredAccount } from '../ledger/ledger-store'
@@ -210,7 +211,7 @@ export class PaidGenerations {
           unsettled.push({ session, receipts })
         },
       })
-      const longestStop = Math.max(0, ...g.stop.map((s) => s.length))
+      const holdback = stopHoldback(g.stop)
       const logprobs = g.logprobs === undefined ? undefined : new LogprobTrail(await client.tokenizer(g.modelId))
       /** A chunk of the text up to `end`, with the log-probabilities of the tokens that begin before it. */
       const chunk = (from: number, end: number) => ({
@@ -253,7 +254,7 @@ export class PaidGenerations {
           return
         }
         // Hold back what might be the start of a stop string.
-        const safe = Math.max(sent, text.length - Math.max(0, longestStop - 1))
+        const safe = Math.max(sent, text.length - holdback)
         if (safe > sent) {
           yield chunk(sent, safe)
           sent = safe
@@ -333,15 +334,4 @@ function samplingOf(g: Generation): SamplingParams {
 /** SwarmClient's `position` after a token is the prompt plus the tokens before it. */
 function countGenerated(position: number, promptTokens: number): number {
   return position - promptTokens + 1
-}
-
-/** Where the earliest stop string in `text` starts, and which it is; `at` -1 and no stop when none is there. */
-export function firstStop(text: string, stops: readonly string[]): { at: number; stopSequence: string | undefined } {
-  let at = -1
-  let stopSequence: string | undefined
-  for (const s of stops) {
-    const i = text.indexOf(s)
-    if (i !== -1 && (at === -1 || i < at)) [at, stopSequence] = [i, s]
-  }
-  return { at, stopSequence }
 }
