@@ -94,6 +94,11 @@ describe('hop-to-hop forwarding on a real swarm of three hosts', () => {
         expect(last?.bytesIn.get('token')).toBeGreaterThan(0)
         // every hop signed every step; the middle hop's, forwarded, are paid once the client countersigned them
         expect(summary.receipts.length).toBe(3 * TOKENS)
+        // the client's copies carry its signature (the middle hop's once countersigned): none it hands in is refused
+        // as no_client_signature, a refusal counted against the hop that did the work
+        expect(summary.receipts.filter((r) => r.client === undefined)).toEqual([])
+        const { verdicts } = await client.submitReceipts(summary.session, summary.receipts)
+        expect(verdicts.filter((v) => !(v.ok || v.code === 'already_settled'))).toEqual([])
         const middleId = route[1]?.hostId ?? ''
         const stored = () => swarm.tracker.store.ledger.receipts({ hostId: middleId, session: summary.session })
         await vi.waitFor(async () => expect(await stored()).toHaveLength(TOKENS), { timeout: 20_000 })

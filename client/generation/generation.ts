@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { HopInput } from '../../dataplane/hop-frames'
 import { HopFailure } from '../../dataplane/hop-link'
-import { measureHosts, reportLatencies } from '../../dataplane/link-latency'
+import { measureAsked, reportLatencies } from '../../dataplane/link-latency'
 import { ClientToTracker, callRpc, NeuronError, type Receipt, type SampledToken } from '../../protocol'
 import { StreamingDetokenizer } from '../../text/detokenizer'
 import type { ModelTokenizer } from '../../text/tokenizer'
@@ -86,7 +86,7 @@ export class Generation {
     /** The draft when the request asked for speculation. */
     private readonly speculating: Draft | undefined,
     /** Latencies to the hosts the tracker asked about, measured meanwhile and reported at the end. */
-    private readonly probed: ReturnType<typeof measureHosts>,
+    private readonly probed: Promise<Map<string, number[]>>,
     /** A conversation's: the session stays open after a turn for the next (continueWith), until close(). */
     private readonly keep = false,
   ) {
@@ -149,7 +149,7 @@ export class Generation {
       client.endSession(session)
       throw error
     })
-    const probed = measureHosts(route.measure ?? [], client.ca)
+    const probed = measureAsked(route, client.ca, client.tracker)
     request.onRoute?.(runner.hops.map((h) => h.hop))
     const generation = new Generation(
       client,
@@ -243,7 +243,7 @@ export class Generation {
       const stepReceipts: Receipt[] = []
       try {
         const sampled = await this.runner.run(from, at, input, stepReceipts)
-        await this.collect(stepReceipts)
+        await this.collect([...stepReceipts, ...(this.runner.signedReceipts?.() ?? [])])
         return sampled
       } catch (error) {
         await this.collect(stepReceipts)
@@ -359,7 +359,8 @@ export class Generation {
     const { prefixScope, modelId } = this.request
     this.client.prefixes?.record(this.session, prefixScope ?? '', modelId, this.fed, this.runner.hops)
     await this.speculating?.draft.dispose()
-    // the receipts still being handed on, before the session ends at the tracker
+    // the receipts still being handed on (forwarded steps' once countersigned), before the session ends at the tracker
+    await this.collect((await this.runner.allSignedReceipts?.()) ?? []).catch(() => {})
     await this.reported
     const picked = [...this.picked]
     // What the client never saw of the picked hops (forwarded host to host) is fetched while their sessions are open:

@@ -17,11 +17,11 @@ import {
   readTrailer,
   SampledToken,
   StepTrailer,
-  stepMessage,
   withTrailer,
 } from '../../protocol'
 import type { HopState } from '../open-hops'
 import { checkedAnswer, committedSketch, keptRowsOf } from '../step-audits'
+import { Countersigns } from './countersigns'
 import { type StepAt, type StepRunner, stepForward } from './step-runner'
 
 /**
@@ -118,14 +118,26 @@ export class HopToHop implements StepRunner {
     private legs: boolean[],
     /** 'auto': the seams that may be forwarded, turned on at the first step when far from the client (farLegs). */
     private auto?: readonly boolean[],
-  ) {}
+  ) {
+    this.countersigns = new Countersigns(session, client)
+  }
+
+  private readonly countersigns: Countersigns
+
+  signedReceipts(): Receipt[] {
+    return this.countersigns.take()
+  }
+
+  allSignedReceipts(): Promise<Receipt[]> {
+    return this.countersigns.settled()
+  }
 
   run(from: number, at: StepAt, input: HopInput, receipts: Receipt[]): Promise<SampledToken> {
     if (this.auto !== undefined && (at.step > 1 || this.hops.every((h) => (h.link.roundTripsMs?.length ?? 0) > 0))) {
       this.legs = farLegs(this.hops, this.auto)
       this.auto = undefined
     }
-    return runChainStep(this.hops, from, this.session, at, input, receipts, this.client, this.legs)
+    return runChainStep(this.hops, from, this.session, at, input, receipts, this.client, this.legs, this.countersigns)
   }
 
   /**
@@ -218,6 +230,7 @@ async function runChainStep(
   client: StepSigning['identity'],
   /** Whether each seam is forwarded; a seam refused is turned to the client here for the rest of the session. */
   legs: boolean[],
+  countersigns: Countersigns,
 ): Promise<SampledToken> {
   try {
     let input = first
@@ -262,7 +275,8 @@ async function runChainStep(
               'bad_receipt',
               `host ${hj.hop.hostId} signed for other input than it was sent; finding another host`,
             )
-          receipts.push(receipt)
+          // forwarded in: the client's to hand in once countersigned (countersigns.ts)
+          if (j === i) receipts.push(receipt)
           hj.receipts.push(receipt)
           // forwarded on, the client never sees the rows: their commitment is checked where they are fetched
           hj.sketches.push(undefined)
@@ -295,7 +309,7 @@ async function runChainStep(
         for (const w of [...waits, ...troubles]) w?.cancel()
         // forwarded in: signed by the client once the step is through,
         // off the critical path (the host hands in the signed receipt)
-        for (const [h, receipt] of unsigned) countersign(h, session, receipt, client)
+        for (const [h, receipt] of unsigned) countersigns.sign(h, receipt)
       }
     }
     throw new NeuronError('internal', 'the route ended without a last hop')
@@ -338,21 +352,6 @@ async function fetchForwarded(
       `host ${h.hop.hostId} answered other bytes than it signed at step ${step}`,
     )
   return checkedAnswer(h.hop, answer, ids)
-}
-
-/** Signs a forwarded-in step over the input its hop's receipt names; the signed receipt replaces the unsigned one. */
-function countersign(h: HopState, session: string, unsigned: Receipt, client: StepSigning['identity']): void {
-  const { session: s, hostId, blocks, step, position, tokens, input } = unsigned
-  const signature = client.sign(stepMessage({ session: s, hostId, blocks, step, position, tokens, input }))
-  h.link.request(jsonFrame('sign', session, step, { client: signature })).then(
-    (answer) => {
-      const signed = readTrailer(answer, Receipt)
-      const at = h.receipts.indexOf(unsigned)
-      if (signed !== undefined && signed.input === unsigned.input && signed.output === unsigned.output && at >= 0)
-        h.receipts[at] = signed
-    },
-    () => {}, // a hop gone meanwhile: its failover says so
-  )
 }
 
 /**

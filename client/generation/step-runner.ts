@@ -30,6 +30,13 @@ export interface StepRunner {
    * host to host) is fetched from the hops that kept it, checked against their receipts. Client-relayed: nothing to do.
    */
   readyForAudit(picked: readonly HopState[], log: (line: string) => void): Promise<void>
+  /**
+   * Receipts of steps forwarded into a hop, signed by the client since the last call (off the steps' path): they join
+   * the receipts the client hands in. Client-relayed: none (every step is signed as it is sent).
+   */
+  signedReceipts?(): Receipt[]
+  /** The same, once every countersign in flight has its answer (before the session ends). */
+  allSignedReceipts?(): Promise<Receipt[]>
 }
 
 /** Step `at`'s forward frame of `input` to one hop, signed by the client; a verify step flagged as one. */
