@@ -44,6 +44,7 @@ export async function openHops(
             await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, {
               ca: client.ca,
               fingerprint: hop.via.fingerprint,
+              throughRelay: true,
             })
           : hop.endpoint === null
             ? new RelayHopLink(hop.hostId, client.tracker)

@@ -9,7 +9,7 @@ import {
   type RpcSocket,
   type WireError,
 } from '../protocol'
-import { PING_TIMEOUT_MS, Pinger } from './link-latency'
+import { FramePinger, PING_TIMEOUT_MS, Pinger } from './link-latency'
 
 /** A hop's link is pinged on open and then every this many requests. */
 const PING_EVERY_REQUESTS = 16
@@ -28,7 +28,10 @@ export interface HopLink {
   /** Sends a frame and resolves with the hop's answering frame; error frames reject as NeuronError. */
   request(frame: Uint8Array): Promise<Frame>
   close(): void
-  /** WebSocket ping round trips to the host, ms, newest last (none through the relay). */
+  /**
+   * Round trips to the host, ms, newest last: by WebSocket ping on a direct link, by ping frame through a relay (the
+   * tracker's or a volunteer's circuit), so a relayed host is priced by what its path costs.
+   */
   readonly roundTripsMs?: readonly number[]
   /**
    * Waits for a frame the host sends unasked for `session`'s `step` (hop-to-hop forwarding: a hop's digest, or the
@@ -69,7 +72,7 @@ export class WebSocketHopLink implements HopLink {
   private closedWith: HopFailure | undefined
   readonly roundTripsMs: number[] = []
   readonly bytesIn = new Map<string, number>()
-  private readonly pinger: Pinger
+  private readonly pinger: Pinger | FramePinger
   private requests = 0
   /** When the link last carried anything from the host (a frame or a pong), for the liveness watch. */
   private lastHeard = performance.now()
@@ -79,6 +82,8 @@ export class WebSocketHopLink implements HopLink {
     private readonly hostId: string,
     private readonly socket: WebSocket,
     private readonly timeoutMs: number,
+    /** Through a volunteer relay's circuit: its WebSocket pings reach only the relay, ping frames reach the host. */
+    private readonly throughRelay: boolean,
   ) {
     socket.on('pong', () => {
       this.lastHeard = performance.now()
@@ -102,9 +107,10 @@ export class WebSocketHopLink implements HopLink {
         waiter.reject(error as Error)
       }
     })
-    this.pinger = new Pinger(socket)
+    this.pinger = throughRelay ? new FramePinger((frame) => this.exchange(frame)) : new Pinger(socket)
     // Measured by ping, not by a step's time: the host's compute is in neither, and no host-reported figure is trusted.
-    this.measure()
+    // Through a circuit, once its first frame (the session's open, which admits the circuit) is answered.
+    if (!throughRelay) this.measure()
     socket.on('close', () =>
       this.fail(new HopFailure(hostId, 'hop_unreachable', `lost the connection to host ${hostId}`)),
     )
@@ -124,12 +130,19 @@ export class WebSocketHopLink implements HopLink {
       timeoutMs = 120_000,
       ca,
       fingerprint,
-    }: { timeoutMs?: number; ca?: TrustedCa | undefined; fingerprint?: string | undefined } = {},
+      throughRelay = false,
+    }: {
+      timeoutMs?: number
+      ca?: TrustedCa | undefined
+      fingerprint?: string | undefined
+      /** `url` is a volunteer relay's circuit to the host. */
+      throughRelay?: boolean
+    } = {},
   ): Promise<WebSocketHopLink> {
     return new Promise((resolve, reject) => {
       const socket = dataPlaneSocket(url, { fingerprint, ca, maxPayload: 256 * 1024 * 1024 })
       socket.binaryType = 'nodebuffer'
-      socket.once('open', () => resolve(new WebSocketHopLink(hostId, socket, timeoutMs)))
+      socket.once('open', () => resolve(new WebSocketHopLink(hostId, socket, timeoutMs, throughRelay)))
       socket.once('error', (e) =>
         reject(new HopFailure(hostId, 'hop_unreachable', `cannot connect to host ${hostId} at ${url}: ${e.message}`)),
       )
@@ -137,11 +150,21 @@ export class WebSocketHopLink implements HopLink {
   }
 
   request(bytes: Uint8Array): Promise<Frame> {
+    const answer = this.exchange(bytes)
+    const n = ++this.requests
+    if (this.throughRelay && n === 1)
+      answer.then(
+        () => this.measure(),
+        () => {},
+      )
+    else if (!this.closedWith && n % PING_EVERY_REQUESTS === 0) this.measure()
+    return answer
+  }
+
+  /** One frame out, its answer in (a ping frame's too), not counted as a request. */
+  private exchange(bytes: Uint8Array): Promise<Frame> {
     const answer = this.wait(keyOf(bytes))
-    if (!this.closedWith) {
-      this.socket.send(bytes)
-      if (++this.requests % PING_EVERY_REQUESTS === 0) this.measure()
-    }
+    if (!this.closedWith) this.socket.send(bytes)
     return answer
   }
 
@@ -236,20 +259,40 @@ export class WebSocketHopLink implements HopLink {
 
 /** Frames to a host that accepts no connections, carried by the tracker. */
 export class RelayHopLink implements HopLink {
+  readonly roundTripsMs: number[] = []
+  private readonly pinger = new FramePinger((frame) => this.relayed(frame, PING_TIMEOUT_MS))
+  private requests = 0
+
   constructor(
     private readonly hostId: string,
     private readonly tracker: RpcSocket,
     private readonly timeoutMs = 120_000,
-  ) {}
+  ) {
+    this.measure()
+  }
 
   async request(bytes: Uint8Array): Promise<Frame> {
+    if (++this.requests % PING_EVERY_REQUESTS === 0) this.measure()
+    return this.relayed(bytes, this.timeoutMs)
+  }
+
+  /** A ping frame's round trip through the tracker to the host and back, as the session's frames go. */
+  private measure(): void {
+    void this.pinger.ping(PING_TIMEOUT_MS).then((ms) => {
+      if (ms === undefined) return
+      this.roundTripsMs.push(ms)
+      if (this.roundTripsMs.length > MAX_ROUND_TRIPS_PER_LINK) this.roundTripsMs.shift()
+    })
+  }
+
+  private async relayed(bytes: Uint8Array, timeoutMs: number): Promise<Frame> {
     try {
       const { frame } = await callRpc(
         this.tracker,
         ClientToTracker,
         'relay.forward',
         { hostId: this.hostId, frame: bytes },
-        this.timeoutMs,
+        timeoutMs,
       )
       return rejectIfError(this.hostId, decodeFrame(frame))
     } catch (error) {

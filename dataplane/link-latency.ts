@@ -1,15 +1,21 @@
 import { randomBytes } from 'node:crypto'
 /**
- * Round trips from this client to hosts, by WebSocket ping: the swarm client relays every hop itself, so
- * these are the links a session waits on. A ping measures the network alone (no compute, nothing the host
- * reports about itself), and hosts answer it without a session or a ticket.
+ * Round trips from this client to hosts: the swarm client relays every hop itself, so these are the links a session
+ * waits on. A direct link is measured by WebSocket ping; a host behind a relay (the tracker's, a volunteer's) by a
+ * ping frame the host answers with a pong at once, so the round trip counts the relay as the session's frames do.
+ * A ping measures the network alone (no compute, nothing the host reports about itself), and hosts answer it
+ * without a session or a ticket.
  */
 import type WebSocket from 'ws'
 import {
   ClientToTracker,
   callRpc,
+  decodeFrame,
+  encodeFrame,
+  type Frame,
   type LatencyReport,
   MAX_LATENCY_LINKS,
+  NO_SESSION,
   type Route,
   type RpcSocket,
 } from '../protocol'
@@ -55,6 +61,69 @@ export class Pinger {
 }
 
 /**
+ * Pings a host by frame over whatever carries its frames (`exchange`: a relay's RPC, a circuit): the host answers a
+ * ping frame with a pong of the same step and payload (shard-server.ts), so the round trip is the path's, relay
+ * included. Step and payload are random: nobody on the path can answer before the ping has reached the host.
+ */
+export class FramePinger {
+  constructor(private readonly exchange: (frame: Uint8Array) => Promise<Frame>) {}
+
+  /** The round trip of one ping, ms, or undefined when no matching pong came within `timeoutMs`. */
+  async ping(timeoutMs: number): Promise<number | undefined> {
+    const payload = randomBytes(16)
+    const step = payload.readUInt32LE(0)
+    const frame = encodeFrame({
+      ...{ kind: 'ping', dtype: 'json', flags: 0, session: NO_SESSION, step },
+      ...{ position: 0, tokens: 0, width: 0, payload },
+    })
+    const started = performance.now()
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), timeoutMs)
+    })
+    try {
+      const answer = await Promise.race([this.exchange(frame), late])
+      if (answer === undefined) return undefined
+      const ok = answer.kind === 'pong' && answer.step === step && Buffer.from(answer.payload).equals(payload)
+      return ok ? performance.now() - started : undefined
+    } catch {
+      return undefined // an error frame (a host that answers no pings), a lost relay: not measured
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+/** Pings `pinger` PINGS_PER_TARGET times, one after another; the round trips that came back. */
+async function samples(pinger: { ping(timeoutMs: number): Promise<number | undefined> }): Promise<number[]> {
+  const out: number[] = []
+  for (let i = 0; i < PINGS_PER_TARGET; i++) {
+    const ms = await pinger.ping(PING_TIMEOUT_MS)
+    if (ms !== undefined) out.push(ms)
+  }
+  return out
+}
+
+/**
+ * Round trips through the tracker's relay to hosts that take no connections (the route's `measureRelayed`): each a
+ * few ping frames, carried as a step's frames are. Hosts that do not answer are left out.
+ */
+export async function measureRelayed(tracker: RpcSocket, hostIds: readonly string[]): Promise<Map<string, number[]>> {
+  const measured = new Map<string, number[]>()
+  await Promise.all(
+    hostIds.map(async (hostId) => {
+      const relayed = async (frame: Uint8Array) =>
+        decodeFrame(
+          (await callRpc(tracker, ClientToTracker, 'relay.forward', { hostId, frame }, PING_TIMEOUT_MS)).frame,
+        )
+      const found = await samples(new FramePinger(relayed))
+      if (found.length > 0) measured.set(hostId, found)
+    }),
+  )
+  return measured
+}
+
+/**
  * Connects to each host the tracker named, pings it a few times and hangs up; hosts that do not answer are left out.
  */
 export async function measureHosts(
@@ -78,13 +147,8 @@ export async function measureHosts(
           socket.once('open', () => clearTimeout(timer))
         })
         if (!opened) return
-        const pinger = new Pinger(socket)
-        const samples: number[] = []
-        for (let i = 0; i < PINGS_PER_TARGET; i++) {
-          const ms = await pinger.ping(PING_TIMEOUT_MS)
-          if (ms !== undefined) samples.push(ms)
-        }
-        if (samples.length > 0) measured.set(hostId, samples)
+        const found = await samples(new Pinger(socket))
+        if (found.length > 0) measured.set(hostId, found)
       } finally {
         socket.on('error', () => {})
         socket.terminate()
@@ -92,6 +156,19 @@ export async function measureHosts(
     }),
   )
   return measured
+}
+
+/** The hosts a route asked its client to measure: directly where they take connections, else through the relay. */
+export async function measureAsked(
+  route: Pick<Route, 'measure' | 'measureRelayed'>,
+  ca: TrustedCa | undefined,
+  tracker: RpcSocket,
+): Promise<Map<string, number[]>> {
+  const [direct, relayed] = await Promise.all([
+    measureHosts(route.measure ?? [], ca),
+    measureRelayed(tracker, route.measureRelayed ?? []),
+  ])
+  return new Map([...direct, ...relayed])
 }
 
 /** Sends the round trips measured in one session to the tracker (best effort: routing works without them). */

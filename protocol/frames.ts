@@ -19,6 +19,14 @@ export const FRAME_HEADER_BYTES = 48
 export const MAX_GRAMMAR_BYTES = 16 * 1024
 /** The most top log-probabilities a sampled token carries (OpenAI's bound). */
 export const MAX_TOP_LOGPROBS = 20
+/**
+ * A ping frame's payload, at most (bytes): a host answers a ping with a pong of the same session, step and payload at
+ * once, on any path (direct, through the tracker's relay, a volunteer's circuit), so a client measures the round trip
+ * of the path its frames take, relays included. Sent with the all-zero session, which no relay counts or bills.
+ */
+export const MAX_PING_BYTES = 64
+/** The session id of frames that belong to no session (pings, errors about no session). */
+export const NO_SESSION = '0'.repeat(32)
 /** The largest frame a host accepts by default, and the most the tracker's relay carries. */
 export const MAX_FRAME_BYTES = 32 * 1024 * 1024
 const MAGIC = 0x314e524e // "NRN1"
@@ -33,6 +41,8 @@ export const FrameKind = {
   ok: 7,
   fetch: 8,
   sign: 9,
+  ping: 10,
+  pong: 11,
 } as const
 export type FrameKind = keyof typeof FrameKind
 export const Dtype = { json: 0, f32: 1, f16: 2, i32: 3 } as const

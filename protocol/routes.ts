@@ -67,6 +67,11 @@ export const Route = z.object({
     .max(MAX_MEASURE_TARGETS)
     .optional(),
   /**
+   * Hosts of this model behind the tracker's relay the client has not measured lately: it pings them by frame through
+   * the relay (relay.forward), as their steps would go, and reports the round trips; absent from older trackers.
+   */
+  measureRelayed: z.array(NodeId).max(MAX_MEASURE_TARGETS).optional(),
+  /**
    * A failover plan's tickets for the `rebuild` hops it was asked for, in their order: each reopens its hop to replay.
    */
   rebuildTickets: z.array(Ticket).max(MAX_HOST_IDS).optional(),

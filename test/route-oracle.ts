@@ -10,6 +10,9 @@ export function fastestByFullSearch(view: SwarmView, cuts?: Uint8Array): number 
   const { defaultLatencyMs, relayPenaltyMs } = DEFAULT_ROUTE_COSTS
   let best: number | undefined
   const linkMs = (from: string, to: string) => view.latency.ms(from, to) ?? defaultLatencyMs
+  // a relayed host's link, measured, was measured through its relay: the penalty is for a link nobody measured
+  const relayMs = (from: string, span: { hostId: string; relay: boolean }) =>
+    span.relay && view.latency.ms(from, span.hostId) === undefined ? relayPenaltyMs : 0
   const visit = (at: number, sender: string, used: Set<string>, ms: number) => {
     if (at === view.nBlocks) {
       const total = ms + linkMs(sender, CLIENT)
@@ -22,7 +25,7 @@ export function fastestByFullSearch(view: SwarmView, cuts?: Uint8Array): number 
         if (cuts !== undefined && cuts[end] === 0) continue
         const compute = span.msPerBlock * (1 + span.activeSessions / span.maxSessions) * (end - at)
         used.add(span.hostId)
-        visit(end, span.hostId, used, ms + linkMs(sender, span.hostId) + compute + (span.relay ? relayPenaltyMs : 0))
+        visit(end, span.hostId, used, ms + linkMs(sender, span.hostId) + compute + relayMs(sender, span))
         used.delete(span.hostId)
       }
     }

@@ -3,9 +3,7 @@
 // circuit relay v2 bounds reservations and circuits per peer.
 import type { RawData, WebSocket } from 'ws'
 import { verifyTicket } from '../../identity/tickets'
-import { decodeFrame, errorFrame, NeuronError, OpenSession, readJson } from '../../protocol'
-
-const NO_SESSION = '0'.repeat(32)
+import { decodeFrame, errorFrame, NeuronError, NO_SESSION, OpenSession, readJson } from '../../protocol'
 
 /** A circuit must carry its session's ticketed open this soon after connecting, ms. */
 export const OPEN_TIMEOUT_MS = 5_000

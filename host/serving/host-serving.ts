@@ -9,6 +9,7 @@ import {
   type HardwareProfile,
   IDLE_STATE,
   type Manifest,
+  NO_SESSION,
   type RelayAssignment,
   type ServingState,
 } from '../../protocol'
@@ -173,7 +174,7 @@ export class HostServing {
   /** A frame the tracker relays from a client. */
   async handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {
     if (this.server === undefined)
-      return errorFrame('0'.repeat(32), 0, { code: 'not_serving', message: 'this host serves no model yet' })
+      return errorFrame(NO_SESSION, 0, { code: 'not_serving', message: 'this host serves no model yet' })
     return this.server.handle(frame, `relay:${from}`)
   }
 

@@ -5,11 +5,14 @@ import { publicKeyObject } from '../../identity/keys'
 import { ShardRuntimeError } from '../../native'
 import {
   decodeFrame,
+  encodeFrame,
   errorFrame,
   type Frame,
   jsonFrame,
   MAX_FRAME_BYTES,
+  MAX_PING_BYTES,
   NeuronError,
+  NO_SESSION,
   OpenSession,
   readJson,
   type SeamFacts,
@@ -38,7 +41,6 @@ import { StepBatcher } from './step-batcher'
 export type { FrameCaller } from './served-session'
 export type { ShardServerOptions } from './shard-server-options'
 
-const NO_SESSION = '0'.repeat(32)
 /** A session stepped and unused this long while its host drains is between a conversation's turns: it is closed. */
 const DRAIN_IDLE_MS = 1_000
 /** Idle sessions one open may make a host give up (a large open needs several small ones' room). */
@@ -173,6 +175,8 @@ export class ShardServer {
     }
     try {
       switch (frame.kind) {
+        case 'ping':
+          return pong(frame)
         case 'open':
           return this.open(frame, caller)
         case 'forward':
@@ -186,7 +190,7 @@ export class ShardServer {
           this.closeSession(frame.session, true)
           return jsonFrame('ok', frame.session, frame.step, {})
         default:
-          throw new NeuronError('bad_frame', `a host accepts open, forward and close frames, not ${frame.kind}`)
+          throw new NeuronError('bad_frame', `a host accepts open, forward, close and ping frames, not ${frame.kind}`)
       }
     } catch (error) {
       return errorFrame(frame.session, frame.step, wire(error))
@@ -372,4 +376,11 @@ function wire(error: unknown) {
   if (error instanceof ShardRuntimeError)
     return { code: error.code.toLowerCase(), message: error.message, details: { ...error.details } }
   return toWireError(error)
+}
+
+/** A ping answered at once, on whatever path it came (link-latency.ts's FramePinger): same session, step, payload. */
+function pong(frame: Frame): Uint8Array {
+  if (frame.payload.byteLength > MAX_PING_BYTES || frame.trailer !== undefined)
+    throw new NeuronError('bad_frame', `a ping carries at most ${MAX_PING_BYTES} payload bytes and no trailer`)
+  return encodeFrame({ ...frame, kind: 'pong' })
 }

@@ -18,8 +18,10 @@ export class RouteGraph {
   readonly cuts: Uint8Array
   /** Search cost of one block on each host (see searchStepMs). */
   readonly stepMs: Float64Array
-  /** Added when a hop starts on each host, besides the link to it. */
+  /** Added when a hop starts on each host over a link nobody measured (a measured one holds it: a relay's trip). */
   readonly entryPenaltyMs: Float64Array
+  /** The largest of entryPenaltyMs. */
+  readonly maxEntryPenaltyMs: number
   /** Where each host's search states start: one per boundary of its range, begin..end. */
   readonly stateBase: Int32Array
   readonly states: number
@@ -70,6 +72,7 @@ export class RouteGraph {
       states += span.blocks[1] - span.blocks[0] + 1
     }
     this.states = states
+    this.maxEntryPenaltyMs = this.entryPenaltyMs.reduce((a, b) => Math.max(a, b), 0)
 
     // Links are listed by the table per receiver; the sweep pushes along them per sender. Typed buffers, grown by
     // doubling, keep this to a few ms for 10 000 hosts with a dozen measured links each.

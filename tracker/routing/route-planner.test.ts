@@ -309,8 +309,9 @@ describe('planRoute', () => {
 })
 
 /**
- * Every sequence of distinct hosts, each hop costing its round trip from `client` and its compute: measured, else the
- * median of the measured round trips (a host not yet measured is taken as typical), else twice the default.
+ * Every sequence of distinct hosts, each hop costing its round trip from `client` and its compute: measured (through
+ * its relay, for a relayed host), else the median of the measured round trips (a host not yet measured is taken as
+ * typical), else twice the default, plus the relay penalty for a relayed host.
  */
 function fastestRelayed(view: SwarmView, client: string): number | undefined {
   const measured = (h: string) => {
@@ -319,7 +320,7 @@ function fastestRelayed(view: SwarmView, client: string): number | undefined {
   }
   const known = view.spans.flatMap((s) => measured(s.hostId) ?? []).sort((a, b) => a - b)
   const typical = known[Math.floor(known.length / 2)] ?? 2 * LINK
-  const rtt = (h: string) => measured(h) ?? typical
+  const rtt = (h: { hostId: string; relay: boolean }) => measured(h.hostId) ?? typical + (h.relay ? RELAY : 0)
   let best: number | undefined
   const visit = (at: number, used: Set<string>, ms: number) => {
     if (at === view.nBlocks) {
@@ -331,7 +332,7 @@ function fastestRelayed(view: SwarmView, client: string): number | undefined {
       for (let end = at + 1; end <= span.blocks[1]; end++) {
         const compute = span.msPerBlock * (1 + span.activeSessions / span.maxSessions) * (end - at)
         used.add(span.hostId)
-        visit(end, used, ms + rtt(span.hostId) + compute + (span.relay ? RELAY : 0))
+        visit(end, used, ms + rtt(span) + compute)
         used.delete(span.hostId)
       }
     }

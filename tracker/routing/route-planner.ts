@@ -5,7 +5,8 @@
  * Cost of a route, in expected ms per decode token (the rules are in costs.ts):
  *   Σ hops (msPerBlock × blocks in the hop × load factor)  — compute
  * + Σ links (latency previous → hop1 → … → hopN → next)     — network, measured or the default estimate
- * + relay penalty per hop whose host is behind the tracker's relay.
+ * + relay cost per hop whose host is behind a relay and whose link is not measured (one measured is measured through
+ *   the relay, by ping frame: it holds the relay's trip already).
  * Blocks on hosts under the reputation threshold carry a penalty larger than any real route, so those
  * hosts serve only the blocks nothing else serves.
  *
@@ -132,17 +133,17 @@ export class RoutePlanner {
   }
 
   /**
-   * A relayed hop's round trip from its client: measured, else `unmeasuredRoundTripMs` (set by relayEntries). A host
-   * behind a volunteer relay is reached at the relay: the client's round trip to the relay stands for it.
+   * A hop's round trip from the client that relays it: measured (a host behind a relay is measured through it, by ping
+   * frame, so the relay is in the figure); else, behind a volunteer relay, the client's measured round trip to the
+   * relay plus the relay's to the host; else `unmeasuredRoundTripMs` (set by relayEntries) plus the relay's cost.
    */
-  private relayRoundTripMs(client: string, hostId: string): number {
-    const h = this.graph.indexOf.get(hostId)
-    const via = h === undefined ? undefined : this.graph.spans[h]?.viaRelay?.relayHostId
-    return (
-      (via === undefined ? undefined : this.measuredRoundTripMs(client, via)) ??
-      this.measuredRoundTripMs(client, hostId) ??
-      this.unmeasuredRoundTripMs
-    )
+  private hopRoundTripMs(client: string, h: number): number {
+    const span = this.graph.spans[h] as ServedSpan
+    const measured = this.measuredRoundTripMs(client, span.hostId)
+    if (measured !== undefined) return measured
+    const via = span.viaRelay?.relayHostId
+    const toRelay = via === undefined ? undefined : this.measuredRoundTripMs(client, via)
+    return (toRelay ?? this.unmeasuredRoundTripMs) + relayMs(span, this.graph.costs)
   }
 
   private measuredRoundTripMs(client: string, hostId: string): number | undefined {
@@ -169,9 +170,7 @@ export class RoutePlanner {
     this.unmeasuredRoundTripMs = measured[Math.floor(measured.length / 2)] ?? 2 * this.graph.costs.defaultLatencyMs
     for (let h = 0; h < spans.length; h++) {
       this.relayEntryMs[h] =
-        this.eligible[h] === 1
-          ? this.relayRoundTripMs(client, (spans[h] as ServedSpan).hostId) - this.graph.costs.defaultLatencyMs
-          : 0
+        this.eligible[h] === 1 ? this.hopRoundTripMs(client, h) - this.graph.costs.defaultLatencyMs : 0
     }
     return this.relayEntryMs
   }
@@ -237,13 +236,15 @@ export class RoutePlanner {
     let expectedMsPerToken = 0
     if (relayedBy !== undefined) {
       for (const hop of hops)
-        expectedMsPerToken +=
-          this.relayRoundTripMs(relayedBy, hop.hostId) + hop.computeMs + relayMs(hop, this.graph.costs)
+        expectedMsPerToken += this.hopRoundTripMs(relayedBy, indexOf.get(hop.hostId) as number) + hop.computeMs
       return { blocks: [spanBegin, spanEnd], hops, expectedMsPerToken }
     }
     let sender = previousHop
     for (const hop of hops) {
-      expectedMsPerToken += this.graph.linkMs(sender, hop.hostId) + hop.computeMs + relayMs(hop, this.graph.costs)
+      // a measured link into a relayed host was measured through its relay
+      const measured = this.graph.measuredLinkMs(sender, hop.hostId)
+      expectedMsPerToken +=
+        (measured ?? this.graph.costs.defaultLatencyMs + relayMs(hop, this.graph.costs)) + hop.computeMs
       sender = hop.hostId
     }
     expectedMsPerToken += this.graph.linkMs(sender, nextHop)

@@ -75,7 +75,8 @@ export class RouteSearch {
     previousHop: string,
     nextHop: string,
     /**
-     * Per host, added to this request's hops on it besides the graph's entry penalty (a relaying client's round trip).
+     * Per host, added to this request's hops on it in place of the graph's entry penalty (a relaying client's round
+     * trip to the host, its relay included).
      */
     requestEntryMs?: Float64Array,
   ): SearchedHop[] | undefined {
@@ -108,6 +109,7 @@ export class RouteSearch {
     const { graph } = this
     const { begin, end, stepMs, entryPenaltyMs, stateBase, outStart, outTo, outMs, minInMs, minOutMs, cuts } = graph
     const defaultMs = graph.costs.defaultLatencyMs
+    const slack = requestEntryMs === undefined ? graph.maxEntryPenaltyMs : 0
     pushedAt.fill(-1)
     topLinksAt.fill(-1)
     const top = new Int32Array(TOP)
@@ -165,8 +167,9 @@ export class RouteSearch {
 
       // Push arrivals along their measured links. An arrival costlier than the TOP-th cheapest plus the
       // default latency cannot beat the default link from one of the TOP cheapest, so it stays put.
+      // (A default link into a relayed host costs its penalty too, which a measured link does not.)
       const pushBelow =
-        topCount < TOP ? Number.POSITIVE_INFINITY : (arrivalMs[top[TOP - 1] as number] as number) + defaultMs
+        topCount < TOP ? Number.POSITIVE_INFINITY : (arrivalMs[top[TOP - 1] as number] as number) + defaultMs + slack
       for (let k = 0; k < arrivalCount; k++) {
         const g = arrivals[k] as number
         const ms = arrivalMs[g] as number
@@ -200,13 +203,18 @@ export class RouteSearch {
       for (let k = 0; k < activeCount; k++) {
         const h = active[k] as number
         const continuing = cur[h] as number
-        const penalty = (entryPenaltyMs[h] as number) + (requestEntryMs?.[h] ?? 0)
+        // A relay's cost rides on a link nobody measured; a measured link into h (a relayed host is measured through
+        // its relay) holds it already. A relaying client's round trips are this request's, one per hop.
+        const penalty = requestEntryMs?.[h] ?? (entryPenaltyMs[h] as number)
+        const measuredPenalty = requestEntryMs?.[h] ?? 0
         let entryMs = Number.POSITIVE_INFINITY
         let from = NONE
         if (b === spanBegin) {
-          entryMs = graph.linkMs(previousHop, graph.idOf(h)) + penalty
+          // (a relaying client's round trip stands for the link: every route is charged the default for it)
+          const measured = requestEntryMs === undefined ? graph.measuredLinkMs(previousHop, graph.idOf(h)) : undefined
+          entryMs = measured === undefined ? defaultMs + penalty : measured + measuredPenalty
           from = PREVIOUS
-        } else if (continuing > cheapestArrival + (minInMs[h] as number) + penalty) {
+        } else if (continuing > cheapestArrival + (minInMs[h] as number) + measuredPenalty) {
           // The default link: from the cheapest arrival that is neither h nor linked to h by a measurement.
           const measured = topLinksAt[h] === b ? (topLinks[h] as number) : 0
           let found = false
@@ -223,18 +231,18 @@ export class RouteSearch {
             for (let a = 0; a < arrivalCount; a++) {
               const g = arrivals[a] as number
               if (g === h) continue
-              const ms = (arrivalMs[g] as number) + (graph.measuredMs(g, h) ?? defaultMs)
+              const link = graph.measuredMs(g, h)
+              const ms = (arrivalMs[g] as number) + (link === undefined ? defaultMs + penalty : link + measuredPenalty)
               if (ms < entryMs) {
                 entryMs = ms
                 from = g
               }
             }
-          }
-          if (pushedAt[h] === b && (pushedMs[h] as number) < entryMs) {
-            entryMs = pushedMs[h] as number
+          } else entryMs += penalty
+          if (pushedAt[h] === b && (pushedMs[h] as number) + measuredPenalty < entryMs) {
+            entryMs = (pushedMs[h] as number) + measuredPenalty
             from = pushedFrom[h] as number
           }
-          entryMs += penalty
         }
         if (entryMs < continuing) {
           cur[h] = entryMs

@@ -125,6 +125,11 @@ export class SwarmPlanner {
     return { nBlocks: manifest.nLayer, spans, latency: this.latency, cuts: allowedCuts(manifest) }
   }
 
+  /** Whether clients reach this host through a volunteer relay's circuit (else directly, or by the tracker's relay). */
+  behindVolunteerRelay(hostId: string): boolean {
+    return this.relays?.hopOf(hostId) !== undefined
+  }
+
   /**
    * An unreachable host's volunteer relay, as the planner prices
    * it: the relay's round trip to the host (else the default's).

@@ -107,7 +107,7 @@ export async function planRoute(
       }
     }),
     seamDtype: seamDtype(manifest),
-    measure: measureTargets(d.latencies, d.registry, peer.nodeId, route),
+    ...measureTargets(d.latencies, d.registry, peer.nodeId, route, (id) => d.planner.behindVolunteerRelay(id)),
     ...(rebuildTickets === undefined ? {} : { rebuildTickets }),
   }
 }
