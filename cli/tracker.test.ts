@@ -1,4 +1,6 @@
-// `neuron tracker`: its allow-list of keys, its TLS certificate, and its options for re-running sole spans.
+// `neuron tracker`: its allow-list of keys, its TLS certificate, its options for re-running sole spans, its STUN port.
+import { randomBytes } from 'node:crypto'
+import { createSocket } from 'node:dgram'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -7,6 +9,7 @@ import { NodeIdentity } from '../identity/keys'
 import { HAVE_OPENSSL, NEEDS_OPENSSL, selfSignedCertificate } from '../test/certificates'
 import { scratchDir } from '../test/models'
 import { neuron } from '../test/neuron-command'
+import { freePort } from '../test/postgres'
 import { type NeuronProcess, startNeuron } from '../test/processes'
 
 let dir = ''
@@ -78,5 +81,51 @@ describe('neuron tracker --allow-keys, --tls-key/--tls-cert and --rerun-dir', ()
         code: 'not_admitted',
       })
     })
+  })
+})
+
+/** Whether a STUN Binding Request to 127.0.0.1:`port` gets its Binding Success Response within a second. */
+async function stunAnswers(port: number): Promise<boolean> {
+  const socket = createSocket('udp4')
+  const request = Buffer.alloc(20)
+  request.writeUInt16BE(0x0001, 0)
+  request.writeUInt32BE(0x2112a442, 4)
+  randomBytes(12).copy(request, 8)
+  try {
+    return await new Promise<boolean>((resolve) => {
+      socket.on('error', () => resolve(false))
+      socket.once('message', (m) =>
+        resolve(m.readUInt16BE(0) === 0x0101 && m.subarray(8, 20).equals(request.subarray(8))),
+      )
+      setTimeout(() => resolve(false), 1000)
+      socket.send(request, port, '127.0.0.1')
+    })
+  } finally {
+    socket.close()
+  }
+}
+
+describe('neuron tracker --stun-port', () => {
+  it('answers STUN on the UDP port numbered as its --port by default, a free one for 0, none when off', async () => {
+    const port = await freePort()
+    const trackers = [
+      startNeuron(['tracker', '--port', String(port), '--db', ':memory:']),
+      startNeuron(['tracker', '--port', '0', '--db', ':memory:']),
+      startNeuron(['tracker', '--port', '0', '--stun-port', 'off', '--db', ':memory:']),
+    ]
+    try {
+      const said = await Promise.all(trackers.map((t) => t.waitFor(/tracker listening on .*/)))
+      const [same, free, off] = said.map((m) => /STUN on udp port (\d+)/.exec(m[0])?.[1])
+      expect(same).toBe(String(port))
+      expect(free).toMatch(/^[1-9]\d*$/)
+      expect(off).toBeUndefined()
+      expect(await stunAnswers(port)).toBe(true)
+      expect(await stunAnswers(Number(free))).toBe(true)
+    } finally {
+      await Promise.all(trackers.map((t) => t.stop()))
+    }
+    const refused = await neuron('tracker', '--port', '0', '--db', ':memory:', '--stun-port', '70000')
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toMatch(/--stun-port is a UDP port from 0 to 65535 \(0: a free one\) or off, not "70000"/)
   })
 })

@@ -7,13 +7,13 @@ import {
   NeuronError,
   parseAllowedKeys,
 } from '../protocol'
-import { runTracker, TRACKER_DEFAULTS } from '../tracker/main'
+import { parseStunPort, runTracker, stunPortOption, TRACKER_DEFAULTS } from '../tracker/main'
 import { intOption, parseCommandArgs, readOptionFile, tlsOptions } from './args'
 import type { Command } from './command'
 
 export const trackerCommand: Command = {
   name: 'tracker',
-  usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}]
+  usage: `Usage: neuron tracker [--port ${TRACKER_DEFAULTS.port}] [--host ${TRACKER_DEFAULTS.host}] [--stun-port N|off]
        [--db ${TRACKER_DEFAULTS.dbPath}] [--key-file FILE] [--heartbeat-ms ${TRACKER_DEFAULTS.heartbeatMs}]
        [--redis redis://HOST:6379]
        [--new-key-grant-micro N] [--new-accounts-per-minute 30]
@@ -31,6 +31,10 @@ network (IPv4 /24, IPv6 /48, loopback too) takes at most --grants-per-prefix-per
 grants a day. Defaults: $NEURON_GRANT_WORK_BITS, $NEURON_GRANTS_PER_PREFIX_PER_DAY, else
 those shown.
 
+  --stun-port N|off       answer STUN Binding requests (RFC 8489) on this UDP port, on --host: hosts
+                          behind home routers learn there the address their router gives them, to
+                          punch holes to each other. Default: the --port number (UDP, so the same
+                          number is free; a firewall must let UDP in too); 0: a free port; off: none
   --db FILE|URL           the tracker's state: a SQLite file (the default, created if absent), or a
                           PostgreSQL database: postgres://user:password@host:5432/neuron
   --key-file FILE         the tracker's key pair (created if absent); default FILE.tracker-key.pem
@@ -62,6 +66,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
   async run(args) {
     const { values } = parseCommandArgs(args, {
       port: { type: 'string' },
+      'stun-port': { type: 'string' },
       host: { type: 'string' },
       db: { type: 'string' },
       'key-file': { type: 'string' },
@@ -91,6 +96,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
       min: 1,
     })
     const port = intOption('port', values.port)
+    const stunPort = parseStunPort(values['stun-port'], '--stun-port')
     const heartbeatMs = intOption('heartbeat-ms', values['heartbeat-ms'], { min: 50 })
     const settlementWindowMs = intOption('settlement-window-ms', values['settlement-window-ms'], { min: 0 })
     const auditRate = values['audit-rate'] === undefined ? undefined : Number(values['audit-rate'])
@@ -103,6 +109,7 @@ Example: neuron tracker --port 7070 --db /tmp/neuron-tracker.sqlite`,
     const ownReruns = rerunOptions(values)
     await runTracker({
       ...(port === undefined ? {} : { port }),
+      ...stunPortOption(stunPort, port),
       ...(values.host === undefined ? {} : { host: values.host }),
       ...(values.db === undefined ? {} : { dbPath: values.db }),
       ...(values['key-file'] === undefined ? {} : { keyPath: values['key-file'] }),

@@ -17,9 +17,30 @@ export function untilSignal(): Promise<string> {
 export async function runTracker(options: Partial<TrackerOptions>): Promise<void> {
   const stop = untilSignal()
   const tracker = await Tracker.start({ ...TRACKER_DEFAULTS, log: (l) => console.error(`[tracker] ${l}`), ...options })
-  console.log(`tracker listening on ${tracker.url} (announce ${tracker.announceUrl})`)
+  const stun = tracker.stunPort === undefined ? '' : `, STUN on udp port ${tracker.stunPort}`
+  console.log(`tracker listening on ${tracker.url} (announce ${tracker.announceUrl}${stun})`)
   console.error(`[tracker] stopping on ${await stop}`)
   await tracker.close()
+}
+
+/**
+ * The STUN port of `neuron tracker` and of a hosted tracker: the one asked for, none for 'off', else the HTTP port's
+ * number (UDP and TCP ports are apart, so both can be 7070), so a deployed tracker is a STUN server with nothing more
+ * to set up; an HTTP port of 0 (a free one) gives a free UDP port too.
+ */
+export function stunPortOption(asked: number | 'off' | undefined, httpPort: number | undefined): { stunPort?: number } {
+  if (asked === 'off') return {}
+  return { stunPort: asked ?? httpPort ?? TRACKER_DEFAULTS.port }
+}
+
+/** A STUN port as given on the command line or in the environment: a UDP port (0: a free one) or 'off'. */
+export function parseStunPort(raw: string | undefined, name: string): number | 'off' | undefined {
+  if (raw === undefined || raw === '') return undefined
+  if (raw === 'off') return 'off'
+  const n = Number(raw)
+  if (!Number.isSafeInteger(n) || n < 0 || n > 65535)
+    throw new NeuronError('bad_option', `${name} is a UDP port from 0 to 65535 (0: a free one) or off, not "${raw}".`)
+  return n
 }
 
 /** The options a hosted tracker reads from its environment. */
@@ -41,6 +62,7 @@ export function trackerOptionsFromEnv(env: NodeJS.ProcessEnv): Partial<TrackerOp
     ...(env.NEURON_TRACKER_KEY ? { keyPath: env.NEURON_TRACKER_KEY } : {}),
     ...(env.NEURON_TRACKER_REDIS ? { redisUrl: env.NEURON_TRACKER_REDIS } : {}),
     ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
+    ...stunPortOption(parseStunPort(env.NEURON_TRACKER_STUN_PORT, 'NEURON_TRACKER_STUN_PORT'), port),
   }
 }
 

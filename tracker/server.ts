@@ -15,6 +15,7 @@ import type { HostRegistry } from './hosts/registry'
 import type { Accounts } from './ledger/accounts'
 import type { Metering } from './ledger/metering'
 import type { ModelCatalog } from './models/catalog'
+import { StunServer } from './reachability/stun-server'
 import type { TrackerRelay } from './reachability/tracker-relay'
 import type { VolunteerRelays } from './reachability/volunteer-relays'
 import type { Reputation } from './reputation/reputation'
@@ -32,7 +33,7 @@ export type { TrackerOptions } from './tracker-options'
 /**
  * One process, one port: HTTP (challenges, the BitTorrent tracker's /announce and /scrape, each
  * model's public /models/<id> and /models/<id>.torrent), Socket.IO
- * namespaces /hosts and /clients. Every message is parsed with protocol/ schemas; a bad one gets a
+ * namespaces /hosts and /clients; and, when asked, a STUN server on a UDP port. Every message is parsed with protocol/ schemas; a bad one gets a
  * typed error and the tracker keeps serving. The services it serves are built in services.ts.
  */
 export class Tracker {
@@ -43,6 +44,8 @@ export class Tracker {
   private readonly bittorrent = new BitTorrentTracker({ http: false, udp: false, ws: false, stats: false })
   /** Each host's live connection to this instance. */
   private readonly hostSockets = new Map<string, Socket>()
+  /** The STUN server beside the HTTP server (options.stunPort), when asked for. */
+  private stun: StunServer | undefined
 
   private constructor(
     store: TrackerStore,
@@ -97,6 +100,9 @@ export class Tracker {
       this.http.once('error', reject)
       this.http.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve())
     })
+    const { stunPort } = this.options
+    if (stunPort !== undefined)
+      this.stun = await StunServer.listen(stunPort, this.options.host ?? '127.0.0.1', { log: this.services.log })
   }
 
   /** Where the HTTP server (Socket.IO, gateway) is bound: 127.0.0.1 on loopback only, 0.0.0.0 on every interface. */
@@ -108,6 +114,11 @@ export class Tracker {
     return this.address().port
   }
 
+  /** The UDP port its STUN server answers on (on the same host address), or undefined when it runs none. */
+  get stunPort(): number | undefined {
+    return this.stun?.port
+  }
+
   get url(): string {
     return `${this.options.tls === undefined ? 'http' : 'https'}://${this.options.host ?? '127.0.0.1'}:${this.port}`
   }
@@ -117,6 +128,7 @@ export class Tracker {
   }
 
   async close(): Promise<void> {
+    await this.stun?.close()
     await this.services.stop()
     this.io.disconnectSockets(true)
     await new Promise<void>((resolve) => this.io.close(() => resolve()))

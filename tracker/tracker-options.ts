@@ -12,6 +12,12 @@ export interface TrackerOptions extends TicketOfficeOptions {
   /** 0 picks a free port. */
   readonly port?: number
   readonly host?: string
+  /**
+   * The UDP port of the tracker's STUN server on `host` (tracker/reachability/stun-server.ts): a host behind a home
+   * router learns there the address and port its router gave it, for hole punching. 0 picks a free UDP port; absent,
+   * the tracker answers no STUN. `neuron tracker` gives it the HTTP port's number.
+   */
+  readonly stunPort?: number
   /** SQLite file (':memory:' for a throwaway swarm), or a postgres:// URL (tracker/db/postgres-store.ts). */
   readonly dbPath: string
   /**

@@ -5,6 +5,7 @@ import { createSocket, type Socket } from 'node:dgram'
 import { crc32 } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RTCPeerConnection } from 'werift'
+import { Tracker } from '../server'
 import { ipBytes, parseBindingRequest } from './stun-binding'
 import { StunServer } from './stun-server'
 
@@ -142,7 +143,7 @@ describe('the tracker’s STUN server', () => {
     const overrun = request({ attributes: [[0x8022, Buffer.alloc(8)]] }).bytes
     overrun.writeUInt16BE(64, 22) // the attribute claims 64 bytes of an 8-byte message body
     const badFingerprint = request({ fingerprint: true }).bytes
-    badFingerprint.writeUInt32BE(badFingerprint.readUInt32BE(24) ^ 1, 24)
+    badFingerprint.writeUInt32BE((badFingerprint.readUInt32BE(24) ^ 1) >>> 0, 24)
     const malformed = [
       good.subarray(0, 19), // short
       Buffer.alloc(0),
@@ -262,5 +263,25 @@ describe('the STUN server on IPv6', () => {
     } finally {
       await server.close()
     }
+  })
+})
+
+describe('the STUN server of a tracker', () => {
+  it('starts with the tracker on its host address when asked (stunPort), and closes with it', async () => {
+    const tracker = await Tracker.start({ dbPath: ':memory:', host: '127.0.0.1', port: 0, stunPort: 0 })
+    const port = tracker.stunPort as number
+    const me = await client('udp4', '127.0.0.1')
+    const asked = request()
+    const [answer] = await me.ask([asked.bytes], { port, address: '127.0.0.1' })
+    expect(readResponse(answer as Buffer, asked.transactionId).port).toBe(me.port)
+    await tracker.close()
+    expect(await me.ask([request().bytes], { port, address: '127.0.0.1' })).toEqual([])
+    await me.close()
+    // the port is free again
+    const again = await StunServer.listen(port, '127.0.0.1')
+    await again.close()
+    const without = await Tracker.start({ dbPath: ':memory:', port: 0 })
+    expect(without.stunPort).toBeUndefined()
+    await without.close()
   })
 })
