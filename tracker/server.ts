@@ -32,9 +32,9 @@ export type { TrackerOptions } from './tracker-options'
 
 /**
  * One process, one port: HTTP (challenges, the BitTorrent tracker's /announce and /scrape, each
- * model's public /models/<id> and /models/<id>.torrent), Socket.IO
- * namespaces /hosts and /clients; and, when asked, a STUN server on a UDP port. Every message is parsed with protocol/ schemas; a bad one gets a
- * typed error and the tracker keeps serving. The services it serves are built in services.ts.
+ * model's public /models/<id> and /models/<id>.torrent), Socket.IO namespaces /hosts and /clients;
+ * and, when asked, a STUN server on a UDP port. Every message is parsed with protocol/ schemas; a bad
+ * one gets a typed error and the tracker keeps serving. The services it serves are built in services.ts.
  */
 export class Tracker {
   /** Every service of this instance, built and wired (services.ts). */
