@@ -39,6 +39,10 @@ import {
 } from './wan-layouts'
 import { cpuMs, NamespaceSwarms, openDmz, type Swarm } from './wan-swarms'
 
+// The relayed runs measure the relays: their clients punch no channel around them (NEURON_PUNCH=0; test/network
+// /ice-pairs.test.ts and test/punched-path.test.ts measure punching).
+process.env.NEURON_PUNCH = '0'
+
 // `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
 // audited); by default the trackers keep their checks out of the data plane (bench/wan-tracker.ts).
 const { values } = parseArgs({

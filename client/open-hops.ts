@@ -3,12 +3,14 @@
 
 import { expectOk } from '../dataplane/hop-frames'
 import { type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
+import { PunchedHopLink } from '../dataplane/punched-link'
 import type { TrustedCa } from '../dataplane/tls-trust'
 import type { TrackerChannel } from '../dataplane/tracker-link'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import { type ForwardingOpen, jsonFrame, NeuronError, type Route, type Ticket } from '../protocol'
 import type { GenerateRequest } from './generation/request'
+import type { PunchedPaths } from './punched-paths'
 import type { AuditableHop } from './step-audits'
 
 /** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay (and for audits). */
@@ -22,6 +24,8 @@ export interface HopOpener {
   readonly identity: NodeIdentity
   readonly ca: TrustedCa | undefined
   readonly tracker: TrackerChannel
+  /** Channels punched to hosts that accept no connections, tried before their relay (absent: relays only). */
+  readonly punched?: PunchedPaths | undefined
 }
 
 /** Opens the session on each hop; the last one samples when `endsRoute`. Closes the ones it opened when one fails. */
@@ -38,17 +42,25 @@ export async function openHops(
   const states: HopState[] = []
   try {
     for (const [i, hop] of route.entries()) {
+      // direct where the host takes connections; else punched through the routers; else the route's relay
+      const direct = hop.endpoint !== null && hop.via === undefined
+      const punched = direct ? undefined : await client.punched?.to(hop.hostId)
       const link: HopLink =
-        hop.via !== undefined
-          ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
-            await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, {
-              ca: client.ca,
-              fingerprint: hop.via.fingerprint,
-              throughRelay: true,
-            })
-          : hop.endpoint === null
-            ? new RelayHopLink(hop.hostId, client.tracker)
-            : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: client.ca, fingerprint: hop.fingerprint })
+        punched !== undefined
+          ? new PunchedHopLink(punched)
+          : hop.via !== undefined
+            ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
+              await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, {
+                ca: client.ca,
+                fingerprint: hop.via.fingerprint,
+                throughRelay: true,
+              })
+            : hop.endpoint === null
+              ? new RelayHopLink(hop.hostId, client.tracker)
+              : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, {
+                  ca: client.ca,
+                  fingerprint: hop.fingerprint,
+                })
       const sampling = endsRoute && i === route.length - 1 ? (request.sampling ?? {}) : undefined
       states.push({
         hop,

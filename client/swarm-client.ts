@@ -1,5 +1,5 @@
 import type { TrustedCa } from '../dataplane/tls-trust'
-import type { TrackerConnectionOptions } from '../dataplane/tracker-connection'
+import { type TrackerConnectionOptions, trackerUrls } from '../dataplane/tracker-connection'
 import { openTrackerChannel, type TrackerChannel } from '../dataplane/tracker-link'
 import type { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, type Receipt } from '../protocol'
@@ -9,6 +9,7 @@ import { Generation, type GenerationClient } from './generation/generation'
 import { PrefixBook } from './generation/prefix-book'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation/request'
 import type { HopOpener } from './open-hops'
+import { PunchedPaths } from './punched-paths'
 import { type AuditableHop, auditHops, limitAudits } from './step-audits'
 
 export type { GeneratedToken, GenerateRequest, GenerationSummary, HopStats } from './generation/request'
@@ -41,6 +42,8 @@ export class SwarmClient {
     private readonly log: (line: string) => void,
     /** Certificates trusted for wss:// hosts besides the system's: those trusted for the tracker. */
     private readonly ca?: TrustedCa,
+    /** Channels punched to hosts that accept no connections (absent: relays only). */
+    private readonly punched?: PunchedPaths,
   ) {}
 
   /**
@@ -55,7 +58,9 @@ export class SwarmClient {
   ): Promise<SwarmClient> {
     const tracker = await openTrackerChannel(trackerUrl, '/clients', identity, connection, log)
     limitAudits(tracker, connection.auditsInFlight)
-    return new SwarmClient(tracker, identity, log, connection.ca)
+    const punch = connection.punch ?? process.env.NEURON_PUNCH !== '0'
+    const punched = punch ? new PunchedPaths(tracker, trackerUrls(trackerUrl)[0] ?? '', log) : undefined
+    return new SwarmClient(tracker, identity, log, connection.ca, punched)
   }
 
   /** The model's tokenizer, used only when its sha256 is the one the model's manifest names. */
@@ -143,14 +148,20 @@ export class SwarmClient {
       clearTimeout(timer)
     }
     this.closed = true
+    this.punched?.close()
     this.tracker.close()
+  }
+
+  /** How this client reaches the hosts it punched to, or failed to (client/punched-paths.ts): the Swarm screen's. */
+  reached(): { hostId: string; path: 'punched' | 'relayed' }[] {
+    return this.punched?.outcomes() ?? []
   }
 
   /**
    * What opening hops needs of this client: its key, its trusted CA, its tracker connection (span sessions use it too).
    */
   get hopOpener(): HopOpener {
-    return { identity: this.identity, ca: this.ca, tracker: this.tracker }
+    return { identity: this.identity, ca: this.ca, tracker: this.tracker, punched: this.punched }
   }
 
   /** What a generation needs of this client: opening hops, its log, tokenizers, and ending its session. */

@@ -43,6 +43,11 @@ export interface TrackerConnectionOptions {
    * (default MAX_AUDITS_IN_FLIGHT, the tracker's cap per key).
    */
   readonly auditsInFlight?: number
+  /**
+   * Whether a SwarmClient punches a channel through the routers to a host that accepts no connections before it falls
+   * back to a relay (client/punched-paths.ts); default true, false with NEURON_PUNCH=0 (tests and benches of relays).
+   */
+  readonly punch?: boolean
 }
 
 /** An authenticated connection to a tracker, with the key the tracker proved it signs with. */

@@ -14,6 +14,8 @@ import {
 export interface TrackerChannel extends RpcSocket {
   readonly connected: boolean
   readonly trackerKey: string
+  /** The instance it is on now (a swarm of several moves between them). */
+  readonly url?: string
   once(event: 'disconnect', listener: (reason: string) => void): unknown
   close(): void
 }

@@ -90,6 +90,7 @@ export class Host extends EventEmitter<HostEvents> {
       heartbeat: () => serving.heartbeat(),
       onHeartbeat: () => serving.reportMeasuredSpeed(),
       relayed: (frame, from) => serving.handleRelayed(frame, from),
+      punched: (offer, from) => serving.acceptPunch(offer, from),
     })
     const serving: HostServing = new HostServing({
       options,

@@ -17,6 +17,14 @@ export const SwarmView = z.object({
   thisHostId: NodeId,
   /** The computers this app paired with on the home network, by host id. */
   paired: z.array(z.object({ hostId: NodeId, name: LanName })).max(1000),
+  /**
+   * How this app's chats reached hosts that accept no connections: a channel punched through the routers, or the
+   * relay (a punch failed); hosts with an endpoint are reached directly, others not yet tried are absent.
+   */
+  reached: z
+    .array(z.object({ hostId: NodeId, path: z.enum(['punched', 'relayed']) }))
+    .max(10_000)
+    .optional(),
 })
 export type SwarmView = z.infer<typeof SwarmView>
 

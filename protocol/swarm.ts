@@ -19,6 +19,7 @@ import {
 import { Count, Manifest, ModelId } from './manifest'
 import { PlacementProposal } from './placement'
 import { ProbeSetBytes } from './probe-codec'
+import { SessionDescription } from './punch'
 import { RelayAssignment } from './relays'
 import { LatencyReport, Route } from './routes'
 import { rpc } from './rpc'
@@ -120,6 +121,14 @@ export const HostToTracker = {
 export const TrackerToHost = {
   /** `from`: the public key of the client the tracker relays for (it authenticated it). */
   'relay.frame': rpc(z.object({ frame: Bytes, from: PublicKey }), z.object({ frame: Bytes })),
+  /**
+   * A client's WebRTC offer (protocol/punch.ts), for a data channel punched through both routers: the host answers
+   * with its own description, and binds the channel's sessions to `from`, the key the tracker authenticated.
+   */
+  'punch.offer': rpc(
+    z.object({ offer: SessionDescription, from: PublicKey }),
+    z.object({ answer: SessionDescription }),
+  ),
 }
 
 /**
@@ -218,6 +227,8 @@ export const ClientToTracker = {
   ),
   'placement.preview': rpc(z.object({ modelId: ModelId, profile: HardwareProfile }), PlacementProposal),
   'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),
+  /** Signalling for a hole-punched data channel to a host (protocol/punch.ts): the offer to it, its answer back. */
+  'punch.open': rpc(z.object({ hostId: NodeId, offer: SessionDescription }), z.object({ answer: SessionDescription })),
   /** An app's SwarmClient hands in its session's signed receipts; its key pair's account pays. */
   'receipts.submit': rpc(
     z.object({ session: SessionId, receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }),

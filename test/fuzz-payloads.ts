@@ -56,6 +56,8 @@ export function clientEventPayloads(sources: PayloadSources): Payloads {
       const hop = pick(rng, hops)
       return { hostId: hop.hostId, frame: Buffer.from(pick(rng, [hop.open.frame, hop.forward, hop.close])) }
     },
+    // a description with no media: the host refuses it typed (bad_offer), or answers one no channel ever opens on
+    'punch.open': (rng) => ({ hostId: pick(rng, hostIds), offer: 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\n' }),
     'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
     'session.end': (rng) => ({ session: sessionId(rng) }),
     'account.balance': () => ({}),

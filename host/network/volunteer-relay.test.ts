@@ -26,6 +26,9 @@ import { consumerAccount, hostAccount } from '../../tracker/ledger/accounts'
 import { Host } from '../host'
 import { type Publication, publishModel } from '../publish'
 
+/** The volunteer relay under test: no channel punched around it (test/punched-path.test.ts tests punching). */
+const NO_PUNCH = { punch: false }
+
 let dir = ''
 let cleanup: () => Promise<void> = async () => {}
 let tracker: Tracker
@@ -69,7 +72,7 @@ const ErrorBody = z.object({ code: z.string(), message: z.string() })
  * holds a slot there, as a real client's does.
  */
 async function heldSession(as?: SwarmClient): Promise<{ hops: HopState[]; session: string; close(): Promise<void> }> {
-  const holder = as ?? (await SwarmClient.connect(tracker.url, NodeIdentity.generate()))
+  const holder = as ?? (await SwarmClient.connect(tracker.url, NodeIdentity.generate(), () => {}, NO_PUNCH))
   const session = randomBytes(16).toString('hex')
   const plan = { modelId: manifest.modelId, maxTokens: 16, promptTokens: 1, exclude: [], session }
   const route = await planRoute(holder.tracker, holder.hopOpener.identity, plan, () => {})
@@ -110,7 +113,7 @@ describe(`volunteer relays on loopback`, () => {
     publication = await publishModel(join(dir, 'packed'), tracker.url, NodeIdentity.generate(), join(dir, 'publisher'))
     manifest = publication.manifest
     clientIdentity = NodeIdentity.generate()
-    client = await SwarmClient.connect(tracker.url, clientIdentity)
+    client = await SwarmClient.connect(tracker.url, clientIdentity, () => {}, NO_PUNCH)
     relayHost = new Host({
       trackerUrl: tracker.url,
       dataDir: join(dir, 'relay'),
@@ -318,7 +321,7 @@ describe(`volunteer relays on loopback`, () => {
       const chat = await complete(6)
       expect(chat.hops.find((h) => h.hostId === hidden.hostId)?.relayHostId).toBe(relayHost.hostId)
       // one key: its share of this relay's two circuits is one
-      const greedy = await SwarmClient.connect(tracker.url, NodeIdentity.generate())
+      const greedy = await SwarmClient.connect(tracker.url, NodeIdentity.generate(), () => {}, NO_PUNCH)
       const first = await heldSession(greedy)
       try {
         await expect(heldSession(greedy)).rejects.toMatchObject({ code: 'relay_share' })

@@ -1,3 +1,4 @@
+import { iceConfig } from '../../dataplane/punched-channel'
 import { trackerUrls } from '../../dataplane/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256 } from '../../identity/tickets'
@@ -9,6 +10,7 @@ import {
   type HardwareProfile,
   IDLE_STATE,
   type Manifest,
+  NeuronError,
   NO_SESSION,
   type RelayAssignment,
   type ServingState,
@@ -17,6 +19,7 @@ import { ArtifactStore } from '../artifacts/artifact-store'
 import { type FetchProgress, overallProgress } from '../artifacts/fetch-progress'
 import type { HostOptions } from '../host-options'
 import { dialBackProver } from '../network/dial-back-answer'
+import { PunchedPeers } from '../network/punched-peers'
 import { Reachable, type ReachableChange, type ReachablePlan } from '../network/reachable'
 import { HostRelaying } from '../network/relaying'
 import type { StopSignal } from '../stop-signal'
@@ -60,6 +63,7 @@ export class HostServing {
   private plan: ReachablePlan | undefined
   /** The relay this host runs for others, and its own reservation at one while unreachable. */
   private relaying: HostRelaying | undefined
+  private punched: PunchedPeers | undefined
   private askForRelay: NodeJS.Timeout | undefined
 
   constructor(private readonly host: ServingHost) {}
@@ -178,6 +182,18 @@ export class HostServing {
     return this.server.handle(frame, `relay:${from}`)
   }
 
+  /** A client's offer of a channel punched through both routers, through the tracker (punched-peers.ts). */
+  async acceptPunch(offer: string, from: string): Promise<string> {
+    const server = this.server
+    if (server === undefined) throw new NeuronError('not_serving', 'this host serves no model yet')
+    this.punched ??= new PunchedPeers({
+      ice: () => iceConfig(this.host.tracker.url),
+      handle: (bytes, caller) => server.handle(bytes, caller),
+      log: (line) => this.host.log(line),
+    })
+    return this.punched.accept(offer, from)
+  }
+
   /** The volunteer relay the tracker assigned (null: none). */
   assignRelay(relay: RelayAssignment | null): void {
     this.relaying?.assign(relay)
@@ -205,6 +221,7 @@ export class HostServing {
     clearInterval(this.askForRelay)
     await this.reachable?.close()
     await this.relaying?.close()
+    this.punched?.close()
     await this.server?.close()
     this.runtime?.dispose()
     await this.store?.close()

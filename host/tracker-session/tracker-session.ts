@@ -31,6 +31,8 @@ export interface TrackerSessionOptions {
   readonly onHeartbeat: () => void
   /** A frame the tracker relays from a client to this host (for hosts that accept no connections). */
   readonly relayed: (frame: Uint8Array, from: string) => Promise<Uint8Array>
+  /** A client's offer of a punched channel (host/network/punched-peers.ts), through the tracker: the answer. */
+  readonly punched: (offer: string, from: string) => Promise<string>
   readonly log: (line: string) => void
 }
 
@@ -67,9 +69,14 @@ export class TrackerSession {
     return this.socket?.connected === true
   }
 
+  /** The tracker instance this host joined (or tries first). */
+  get url(): string {
+    return trackerUrls(this.options.trackerUrl)[this.trackerIndex] ?? ''
+  }
+
   /** The BitTorrent tracker of the instance this host joined, as the host reaches it. */
   announceUrl(): string {
-    return `${trackerBase(trackerUrls(this.options.trackerUrl)[this.trackerIndex] ?? '')}/announce`
+    return `${trackerBase(this.url)}/announce`
   }
 
   /**
@@ -98,7 +105,10 @@ export class TrackerSession {
     serveRpc(
       socket,
       TrackerToHost,
-      { 'relay.frame': async ({ frame, from }) => ({ frame: await this.options.relayed(frame, from) }) },
+      {
+        'relay.frame': async ({ frame, from }) => ({ frame: await this.options.relayed(frame, from) }),
+        'punch.offer': async ({ offer, from }) => ({ answer: await this.options.punched(offer, from) }),
+      },
       undefined,
     )
     const hello = await callRpc(socket, HostToTracker, 'host.hello', { profile, state: this.options.state() })

@@ -80,6 +80,7 @@ export function SwarmScreen() {
                     <th>Layers</th>
                     <th>Status</th>
                     <th>Sessions</th>
+                    <th>Path</th>
                     <th className="num">Per layer</th>
                     <th>CPU</th>
                     <th className="num">RAM</th>
@@ -113,6 +114,9 @@ export function SwarmScreen() {
                         </span>
                       </td>
                       <td>{row.sessions}</td>
+                      <td title={row.pathTitle} data-testid="swarm-host-path">
+                        {row.path}
+                      </td>
                       <td className="num">{row.msPerBlock}</td>
                       <td>{row.cpu}</td>
                       <td className="num">{row.ram}</td>

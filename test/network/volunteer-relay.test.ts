@@ -37,7 +37,8 @@ const started = (p: NeuronProcess) => {
   return p
 }
 const neuronIn = (place: Place, args: string[]) => started(startNeuronIn(net, place, args))
-const childIn = (place: Place, args: string[]) => started(swarmChildIn(net, place, args))
+// the relays themselves under test: no channel punched around them
+const childIn = (place: Place, args: string[]) => started(swarmChildIn(net, place, args, false))
 
 async function startHost(place: Place, blocks: string, extra: string[] = []): Promise<void> {
   const args = [

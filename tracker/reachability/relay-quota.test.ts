@@ -47,7 +47,10 @@ describe('the relay', () => {
           await released
           return { frame }
         }
-        serveRpc(host, TrackerToHost, { 'relay.frame': slowHost }, undefined)
+        const noPunch = async (): Promise<never> => {
+          throw new Error('this host punches no channels')
+        }
+        serveRpc(host, TrackerToHost, { 'relay.frame': slowHost, 'punch.offer': noPunch }, undefined)
         const frame = jsonFrame('ok', '0'.repeat(32), 0, {})
         const forward = (socket: typeof client) =>
           callRpc(socket, ClientToTracker, 'relay.forward', { hostId, frame }, 10_000)

@@ -6,6 +6,8 @@ import { RelayQuota } from './relay-quota'
  * oldest count is dropped (counts are for operators and tests).
  */
 const MAX_COUNTED_HOSTS = 100_000
+/** How long a host may take to answer an offer (ICE gathering, with its STUN round trip), ms. */
+const PUNCH_ANSWER_MS = 10_000
 
 /**
  * The tracker's relay, the last resort for a host no candidate of which answered the dial-back: frames from a client
@@ -37,6 +39,23 @@ export class TrackerRelay {
     )
     this.count(hostId, frame.byteLength + answer.frame.byteLength)
     return answer
+  }
+
+  /**
+   * A client's WebRTC offer to a host, and the host's answer (protocol/punch.ts): signalling for a channel punched
+   * through both routers, after which this relay carries nothing for that pair. Bounded per client key as frames are.
+   */
+  async punch(hostId: string, offer: string, from: string): Promise<{ answer: string }> {
+    const socket = this.socketOf(hostId)
+    if (socket === undefined)
+      throw new NeuronError(
+        'host_unreachable',
+        `host ${hostId} is not connected to the tracker; ask for a new route.`,
+        { hostId },
+      )
+    return this.quota.run(from, offer.length, () =>
+      this.untilGone(hostId, callRpc(socket, TrackerToHost, 'punch.offer', { offer, from }, PUNCH_ANSWER_MS)),
+    )
   }
 
   /**

@@ -30,7 +30,7 @@ export interface ClientRpcDeps extends RoutePlanDeps {
   readonly store: { readonly holds: CreditHolds }
   readonly latencies: MeasuredLatencies
   readonly auditor: Pick<Auditor, 'audit'>
-  readonly relay: Pick<TrackerRelay, 'forward' | 'bytesFor'>
+  readonly relay: Pick<TrackerRelay, 'forward' | 'punch' | 'bytesFor'>
   readonly pricing: PricingOptions
   /** The gateway's own client's key: its audits are its callers', not limited per key. */
   readonly gatewayIdentity: { readonly publicKey: string }
@@ -73,6 +73,7 @@ export function clientHandlers(d: ClientRpcDeps): RpcHandlers<typeof ClientToTra
       pricedPlacement(d.catalog, d.pricing, d.planner.placement(modelId, profile, null, null)),
     // The host binds relayed sessions to the key the tracker authenticated, never to one a frame names.
     'relay.forward': ({ hostId, frame }, peer) => d.relay.forward(hostId, frame, peer.publicKey),
+    'punch.open': ({ hostId, offer }, peer) => d.relay.punch(hostId, offer, peer.publicKey),
     'receipts.submit': ({ session, receipts }, peer) => settleClientReceipts(d, session, receipts, peer),
     'dashboard.subscribe': ({ hostIds }, peer) => joinHostRooms(peer.socket, hostIds),
   }

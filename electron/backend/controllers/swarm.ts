@@ -12,7 +12,8 @@ export class SwarmController {
         this.swarm.rpc('models.list', {}),
       ])
       const paired = this.paired().map((p) => ({ hostId: nodeIdOf(p.key), name: p.name }))
-      return { trackerUrl: this.swarm.trackerUrl, hosts, models, thisHostId: this.swarm.hostId, paired }
+      const reached = this.swarm.connection.client.reached()
+      return { trackerUrl: this.swarm.trackerUrl, hosts, models, thisHostId: this.swarm.hostId, paired, reached }
     },
     'swarm.status': () => this.swarm.status,
   }

@@ -55,6 +55,32 @@ describe('swarm selectors', () => {
     expect(hostRows({ ...view, thisHostId: 'c'.repeat(20), paired: [] }).map((r) => r.who)).toEqual(['', ''])
   })
 
+  it('says how this app reaches each host: direct, punched through the routers, relayed, or not yet', () => {
+    const relayedHost = (hostId: string) => ({ ...host(hostId, true), state: { ...IDLE_STATE, endpoint: null } })
+    const withPaths: SwarmView = {
+      ...view,
+      thisHostId: 'f'.repeat(20),
+      hosts: [
+        { ...host('d'.repeat(20), true), state: { ...IDLE_STATE, endpoint: 'wss://198.51.100.7:7071' } },
+        relayedHost('p'.repeat(20)),
+        relayedHost('r'.repeat(20)),
+        relayedHost('u'.repeat(20)),
+      ],
+      reached: [
+        { hostId: 'p'.repeat(20), path: 'punched' },
+        { hostId: 'r'.repeat(20), path: 'relayed' },
+      ],
+    }
+    const rows = hostRows(withPaths)
+    expect(rows.map((r) => [r.shortId[0], r.path])).toEqual([
+      ['d', 'direct'],
+      ['p', 'punched'],
+      ['r', 'relayed'],
+      ['u', '—'],
+    ])
+    expect(rows[1]?.pathTitle).toMatch(/no relay carries its traffic/)
+  })
+
   it('counts the blocks nobody serves', () => {
     expect(missingBlocks([2, 0, 1, 0])).toBe(2)
   })

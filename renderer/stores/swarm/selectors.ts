@@ -16,9 +16,27 @@ export interface HostRow {
   sessions: string
   /** 'this computer', a paired computer's name, or '' for any other host. */
   who: string
+  /** How this app's chats reach it: direct, punched, relayed, or '—' (not tried yet, or this computer). */
+  path: string
+  /** The path in a sentence, for its tooltip. */
+  pathTitle: string
 }
 
-export function hostRow(host: HostSummary, who = '', totalLayers?: number): HostRow {
+const PATH_TITLES: Record<string, string> = {
+  direct: 'reached directly: its router maps a port to it, or it is on a public address',
+  punched: 'reached through a channel punched through both routers: no relay carries its traffic',
+  relayed: 'reached through a relay: no direct connection or punched channel got through',
+  '—': 'not reached by this app yet (it takes no connections: the first chat through it tries a punched channel)',
+}
+
+/** How this app reaches `host` (SwarmView.reached): direct where it has an endpoint. */
+export function pathTo(host: HostSummary, reached: SwarmView['reached'], thisHostId?: string): string {
+  if (host.hostId === thisHostId) return '—'
+  if (host.state.endpoint !== null) return 'direct'
+  return reached?.find((r) => r.hostId === host.hostId)?.path ?? '—'
+}
+
+export function hostRow(host: HostSummary, who = '', totalLayers?: number, path = '—'): HostRow {
   const { state, profile } = host
   return {
     hostId: host.hostId,
@@ -32,6 +50,8 @@ export function hostRow(host: HostSummary, who = '', totalLayers?: number): Host
     ram: formatBytes(profile.memory.totalBytes),
     sessions: `${state.activeSessions}/${state.maxSessions}`,
     who,
+    path,
+    pathTitle: PATH_TITLES[path] ?? '',
   }
 }
 
@@ -43,7 +63,7 @@ export function hostRows(view: SwarmView): HostRow[] {
     .sort((a, b) => Number(b.online) - Number(a.online) || a.hostId.localeCompare(b.hostId))
     .map((host) => {
       const model = view.models.find((m) => m.modelId === host.state.modelId)
-      return hostRow(host, who(host.hostId), model?.nLayer)
+      return hostRow(host, who(host.hostId), model?.nLayer, pathTo(host, view.reached, view.thisHostId))
     })
 }
 
