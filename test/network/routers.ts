@@ -17,6 +17,12 @@ export const LAN_BRIDGE = 'br0'
  * internet reaches a computer unless mapped). The router's own traffic is not rewritten, so
  * miniupnpd's STUN check sees its true port behaviour. UPnP homes get the chains miniupnpd fills
  * (table and chain names match the config upnp.ts writes).
+ *
+ * Like a home router's firewall (OpenWrt's wan zone: input REJECT), it rejects what the internet sends
+ * its own address unasked. Without that, such a packet left a conntrack entry (peer:port -> router:port,
+ * to the router itself) whose reply tuple is the mapping the router would give its computer's packets to
+ * that peer, so masquerade picked another port for them and hole punching between two homes failed
+ * whenever the far side's first ICE check arrived first (test/network/ice-pairs.test.ts).
  */
 export function routerRuleset(kind: NatKind, lanCidr: string): string {
   const upnp = kind === 'upnp'
@@ -28,6 +34,12 @@ table inet filter {
     ct state established,related accept
     iifname "${LAN_BRIDGE}" oifname "${WAN_IF}" accept
     ${upnp ? 'jump miniupnpd' : ''}
+  }
+  chain input {
+    type filter hook input priority 0; policy accept;
+    iifname "${WAN_IF}" ct state established,related accept
+    iifname "${WAN_IF}" meta l4proto tcp reject with tcp reset
+    iifname "${WAN_IF}" reject
   }
   ${upnp ? 'chain miniupnpd {\n  }' : ''}
 }
