@@ -3,14 +3,16 @@
 // messages of at most `maxMessage` bytes (SCTP's max-message-size: werift's default is 64 KiB, a browser's 256 KiB),
 // length-prefixed and reassembled, the way a transport over a data channel would have to carry a 2 MiB prefill.
 import { type RTCDataChannel, RTCPeerConnection, type RTCPeerConnectionConfig } from 'werift'
+import { StunServer } from '../tracker/reachability/stun-server'
 import { chunked, type FrameChannel, FrameReassembler } from './punch-frames'
 
 /**
- * Loopback and nothing else: no STUN server (werift's default asks stun.l.google.com), and no pair through another
- * interface's address (werift gathers every interface's; 127.0.0.1 only when asked to).
+ * Loopback and nothing else: a STUN server of this process's own (werift asks stun.l.google.com when given none), and
+ * no pair through another interface's address (werift gathers every interface's; 127.0.0.1 only when asked to).
  */
+const stun = await StunServer.listen(0, '127.0.0.1')
 const LOOPBACK_ONLY: RTCPeerConnectionConfig = {
-  iceServers: [],
+  iceServers: [{ urls: `stun:127.0.0.1:${stun.port}` }],
   iceUseIpv6: false,
   iceAdditionalHostAddresses: ['127.0.0.1'],
   iceFilterCandidatePair: (pair) =>

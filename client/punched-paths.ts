@@ -5,7 +5,7 @@
 import { iceConfig, offerChannel } from '../dataplane/punched-channel'
 import { PunchedPath } from '../dataplane/punched-link'
 import type { TrackerChannel } from '../dataplane/tracker-link'
-import { ClientToTracker, callRpc } from '../protocol'
+import { ClientToTracker, callRpc, NeuronError } from '../protocol'
 
 /** After a failed punch, how long before a host is tried again, ms (its router or ours may have changed). */
 export const RETRY_MS = 5 * 60_000
@@ -18,6 +18,8 @@ export type PathKind = 'punched' | 'relayed'
 export class PunchedPaths {
   private readonly paths = new Map<string, Promise<PunchedPath | undefined>>()
   private readonly failedAt = new Map<string, number>()
+  /** The tracker's STUN port (stun.port), asked once; null: it runs none, and nothing is punched. */
+  private stunPort: Promise<number | null> | undefined
 
   constructor(
     private readonly tracker: TrackerChannel,
@@ -74,9 +76,15 @@ export class PunchedPaths {
     const url = this.tracker.url ?? this.trackerUrl
     const started = performance.now()
     try {
+      this.stunPort ??= callRpc(this.tracker, ClientToTracker, 'stun.port', {}).then((a) => a.port)
+      const stunPort = await this.stunPort.catch((error: Error) => {
+        this.stunPort = undefined // asked again next time
+        throw error
+      })
+      if (stunPort === null) throw new NeuronError('no_stun', 'the tracker runs no STUN server')
       const signal = async (offer: string) =>
         (await callRpc(this.tracker, ClientToTracker, 'punch.open', { hostId, offer })).answer
-      const channel = await offerChannel(signal, iceConfig(url), this.timeoutMs)
+      const channel = await offerChannel(signal, iceConfig(url, stunPort), this.timeoutMs)
       this.failedAt.delete(hostId)
       this.log(`punched a channel to host ${hostId} in ${Math.round(performance.now() - started)} ms`)
       const path = new PunchedPath(hostId, channel)

@@ -2,11 +2,19 @@
 // ways however large, and a peer that breaks the framing (a length past the bound, a text message) gets its channel
 // closed before anything it claims is allocated.
 import { createHash, randomBytes } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
-import type { RTCDataChannel } from 'werift'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { RTCDataChannel, RTCPeerConnectionConfig } from 'werift'
+import { StunServer } from '../tracker/reachability/stun-server'
 import { answerChannel, type FrameChannel, iceConfig, offerChannel } from './punched-channel'
 
-const LOOPBACK = iceConfig('http://127.0.0.1:1')
+// a STUN server of the test's own on loopback (werift asks a public one when given none)
+let stun: StunServer
+let LOOPBACK: Partial<RTCPeerConnectionConfig>
+beforeAll(async () => {
+  stun = await StunServer.listen(0, '127.0.0.1')
+  LOOPBACK = iceConfig('http://127.0.0.1:1', stun.port)
+})
+afterAll(() => stun?.close())
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex')
 
 async function pair(): Promise<[FrameChannel, FrameChannel]> {

@@ -14,22 +14,22 @@ const LOW_WATER = 256 * 1024
 const PREFIX_BYTES = 4
 
 /**
- * ICE's settings for peers of the tracker at `trackerUrl`: its STUN server on the tracker's own port number (UDP),
- * IPv4; a tracker on loopback (a computer's own swarm, tests) is reached at 127.0.0.1 only, with no STUN.
+ * ICE's settings for peers of the tracker at `trackerUrl`, whose STUN server answers on UDP `stunPort` of the same
+ * address (stun.port), IPv4. Always a STUN server of the swarm's own: werift asks a public one when given none. A
+ * tracker on loopback (a computer's own swarm, tests) is reached at 127.0.0.1 only.
  */
-export function iceConfig(trackerUrl: string): Partial<RTCPeerConnectionConfig> {
-  const { hostname, port, protocol } = new URL(trackerUrl)
+export function iceConfig(trackerUrl: string, stunPort: number): Partial<RTCPeerConnectionConfig> {
+  const { hostname } = new URL(trackerUrl)
+  const stun = { iceServers: [{ urls: `stun:${hostname}:${stunPort}` }], iceUseIpv6: false }
   const loopback = hostname === '127.0.0.1' || hostname === 'localhost' || hostname === '[::1]'
-  if (loopback)
-    return {
-      iceServers: [],
-      iceUseIpv6: false,
-      iceAdditionalHostAddresses: ['127.0.0.1'],
-      iceFilterCandidatePair: (pair) =>
-        pair.localCandidate.host === '127.0.0.1' && pair.remoteCandidate.host === '127.0.0.1',
-    }
-  const stunPort = port === '' ? (protocol === 'https:' ? 443 : 80) : Number(port)
-  return { iceServers: [{ urls: `stun:${hostname}:${stunPort}` }], iceUseIpv6: false }
+  if (!loopback) return stun
+  return {
+    ...stun,
+    iceServers: [{ urls: `stun:127.0.0.1:${stunPort}` }],
+    iceAdditionalHostAddresses: ['127.0.0.1'],
+    iceFilterCandidatePair: (pair) =>
+      pair.localCandidate.host === '127.0.0.1' && pair.remoteCandidate.host === '127.0.0.1',
+  }
 }
 
 /** Whole frames both ways over one data channel; the channel is closed on any breach of the framing. */

@@ -2,17 +2,22 @@
 // peers on 127.0.0.1 with one ordered, reliable data channel carry hidden-state frames both ways. A prefill frame is
 // past a data channel's max-message-size (werift's default is 64 KiB), so it goes length-prefixed in pieces.
 import { createHash, randomBytes } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type RTCDataChannel, RTCPeerConnection, type RTCPeerConnectionConfig } from 'werift'
+import { StunServer } from '../tracker/reachability/stun-server'
 
-/** Host candidates on loopback only: werift's default STUN server is on the internet, and no test leaves this host. */
-const LOOPBACK: RTCPeerConnectionConfig = {
-  iceServers: [],
+/**
+ * Host candidates on loopback only, and a STUN server of the test's own there: werift asks stun.l.google.com when
+ * given none, and no test leaves this host.
+ */
+let stun: StunServer
+const loopback = (): RTCPeerConnectionConfig => ({
+  iceServers: [{ urls: `stun:127.0.0.1:${stun.port}` }],
   iceUseIpv6: false,
   iceAdditionalHostAddresses: ['127.0.0.1'],
   iceFilterCandidatePair: (pair) =>
     pair.localCandidate.host === '127.0.0.1' && pair.remoteCandidate.host === '127.0.0.1',
-}
+})
 const MESSAGE_BYTES = 64 * 1024
 
 function loopbackSdp(sdp: string | undefined): string {
@@ -23,7 +28,7 @@ function loopbackSdp(sdp: string | undefined): string {
 }
 
 async function openPair(): Promise<{ peers: RTCPeerConnection[]; channels: RTCDataChannel[] }> {
-  const [offerer, answerer] = [new RTCPeerConnection(LOOPBACK), new RTCPeerConnection(LOOPBACK)]
+  const [offerer, answerer] = [new RTCPeerConnection(loopback()), new RTCPeerConnection(loopback())]
   const sent = offerer.createDataChannel('hop', { ordered: true })
   const opened = sent.stateChanged.watch((state) => state === 'open', 10_000)
   const accepted = answerer.onDataChannel.asPromise(10_000)
@@ -74,6 +79,11 @@ function openHandles(): { udp: number; timers: number } {
 }
 
 describe('a werift data channel on loopback', () => {
+  beforeAll(async () => {
+    stun = await StunServer.listen(0, '127.0.0.1')
+  })
+  afterAll(() => stun?.close())
+
   it('carries a 2 MiB frame cut into messages and a 4 KiB frame intact both ways, and closes its sockets', async () => {
     const before = openHandles()
     const { peers, channels } = await openPair()

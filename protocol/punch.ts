@@ -10,6 +10,9 @@ export const MAX_SDP_CHARS = 16 * 1024
 /** A data channel message, at most (werift's default max-message-size, and what a browser takes). */
 export const PUNCH_MESSAGE_BYTES = 64 * 1024
 
+/** Where the tracker answers STUN: a UDP port on its own address, or null where it runs no STUN server. */
+export const StunPort = z.object({ port: z.number().int().min(1).max(65_535).nullable() })
+
 export const SessionDescription = z
   .string()
   .min(1)

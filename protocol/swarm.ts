@@ -19,7 +19,7 @@ import {
 import { Count, Manifest, ModelId } from './manifest'
 import { PlacementProposal } from './placement'
 import { ProbeSetBytes } from './probe-codec'
-import { SessionDescription } from './punch'
+import { SessionDescription, StunPort } from './punch'
 import { RelayAssignment } from './relays'
 import { LatencyReport, Route } from './routes'
 import { rpc } from './rpc'
@@ -115,6 +115,8 @@ export const HostToTracker = {
   'receipts.submit': rpc(z.object({ receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
   /** A volunteer relay hands in its signed receipts for the frames it carried (RelayReceipt). */
   'relay.receipts': rpc(z.object({ receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
+  /** The UDP port of the tracker's STUN server on its own address (null: it runs none), for hole punching. */
+  'stun.port': rpc(Empty, StunPort),
 }
 
 /** Events the tracker sends a host: frames relayed for hosts that accept no connections. */
@@ -227,6 +229,8 @@ export const ClientToTracker = {
   ),
   'placement.preview': rpc(z.object({ modelId: ModelId, profile: HardwareProfile }), PlacementProposal),
   'relay.forward': rpc(z.object({ hostId: NodeId, frame: Bytes }), z.object({ frame: Bytes })),
+  /** The UDP port of the tracker's STUN server on its own address (null: it runs none), for hole punching. */
+  'stun.port': rpc(Empty, StunPort),
   /** Signalling for a hole-punched data channel to a host (protocol/punch.ts): the offer to it, its answer back. */
   'punch.open': rpc(z.object({ hostId: NodeId, offer: SessionDescription }), z.object({ answer: SessionDescription })),
   /** An app's SwarmClient hands in its session's signed receipts; its key pair's account pays. */

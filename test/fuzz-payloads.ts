@@ -61,6 +61,7 @@ export function clientEventPayloads(sources: PayloadSources): Payloads {
     'receipts.submit': () => ({ session: firstHop.session, receipts: [receipt] }),
     'session.end': (rng) => ({ session: sessionId(rng) }),
     'account.balance': () => ({}),
+    'stun.port': () => ({}),
     'latency.report': (rng) => ({ links: [{ hostId: pick(rng, hostIds), roundTripMs: [rng() * 100] }] }),
     'dashboard.subscribe': () => ({ hostIds }),
     'grant.challenge': () => ({}),
@@ -85,5 +86,6 @@ export function hostEventPayloads(sources: PayloadSources): Payloads {
     'receipts.submit': () => ({ receipts: [receipt] }),
     // a volunteer relay's, from a host that relays for none: refused, never paid
     'relay.receipts': () => ({ receipts: [receipt] }),
+    'stun.port': () => ({}),
   }
 }

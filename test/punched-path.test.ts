@@ -139,8 +139,12 @@ describe('a channel punched to a host that accepts no connections', () => {
       const signal = async (offer: string) =>
         (await callRpc(client.tracker, ClientToTracker, 'punch.open', { hostId: host.hostId, offer })).answer
       for (let i = 1; i < MAX_PUNCHED_PER_KEY; i++)
-        paths.push(new PunchedPath(host.hostId, await offerChannel(signal, iceConfig(tracker.url))))
-      await expect(offerChannel(signal, iceConfig(tracker.url))).rejects.toMatchObject({ code: 'punch_share' })
+        paths.push(
+          new PunchedPath(host.hostId, await offerChannel(signal, iceConfig(tracker.url, tracker.stunPort ?? 0))),
+        )
+      await expect(offerChannel(signal, iceConfig(tracker.url, tracker.stunPort ?? 0))).rejects.toMatchObject({
+        code: 'punch_share',
+      })
       // the session is this key's: another key's close through the relay is refused
       const intruder = await SwarmClient.connect(tracker.url, NodeIdentity.generate(), () => {}, { punch: false })
       try {

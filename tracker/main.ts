@@ -28,8 +28,11 @@ export async function runTracker(options: Partial<TrackerOptions>): Promise<void
  * number (UDP and TCP ports are apart, so both can be 7070), so a deployed tracker is a STUN server with nothing more
  * to set up; an HTTP port of 0 (a free one) gives a free UDP port too.
  */
-export function stunPortOption(asked: number | 'off' | undefined, httpPort: number | undefined): { stunPort?: number } {
-  if (asked === 'off') return {}
+export function stunPortOption(
+  asked: number | 'off' | undefined,
+  httpPort: number | undefined,
+): { stunPort: number | null } {
+  if (asked === 'off') return { stunPort: null }
   return { stunPort: asked ?? httpPort ?? TRACKER_DEFAULTS.port }
 }
 

@@ -100,9 +100,11 @@ export class Tracker {
       this.http.once('error', reject)
       this.http.listen(this.options.port ?? 0, this.options.host ?? '127.0.0.1', () => resolve())
     })
-    const { stunPort } = this.options
-    if (stunPort !== undefined)
+    // every tracker helps its hosts and clients punch through their routers, on a free UDP port unless told one
+    const { stunPort = 0 } = this.options
+    if (stunPort !== null)
       this.stun = await StunServer.listen(stunPort, this.options.host ?? '127.0.0.1', { log: this.services.log })
+    this.services.stunPort = this.stun?.port ?? null
   }
 
   /** Where the HTTP server (Socket.IO, gateway) is bound: 127.0.0.1 on loopback only, 0.0.0.0 on every interface. */

@@ -66,6 +66,8 @@ export class TrackerServices {
   readonly reputation: Reputation
   /** Round trips clients measured to hosts; routes follow them. */
   readonly latencies: MeasuredLatencies
+  /** Where the tracker's STUN server answers (Tracker.listen sets it; null: none), told to hosts and clients. */
+  stunPort: number | null = null
   /** Hosts that relay for others, and which unreachable host reserves at which. */
   readonly volunteerRelays: VolunteerRelays
   readonly planner: SwarmPlanner

@@ -14,10 +14,11 @@ export interface TrackerOptions extends TicketOfficeOptions {
   readonly host?: string
   /**
    * The UDP port of the tracker's STUN server on `host` (tracker/reachability/stun-server.ts): a host behind a home
-   * router learns there the address and port its router gave it, for hole punching. 0 picks a free UDP port; absent,
-   * the tracker answers no STUN. `neuron tracker` gives it the HTTP port's number.
+   * router learns there the address and port its router gave it, for hole punching. 0 or absent picks a free UDP port
+   * (hosts and clients ask for it: stun.port); null: the tracker answers no STUN, and nobody punches through it.
+   * `neuron tracker` gives it the HTTP port's number.
    */
-  readonly stunPort?: number
+  readonly stunPort?: number | null
   /** SQLite file (':memory:' for a throwaway swarm), or a postgres:// URL (tracker/db/postgres-store.ts). */
   readonly dbPath: string
   /**

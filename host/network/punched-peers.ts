@@ -23,8 +23,8 @@ interface Peer {
 }
 
 export interface PunchedPeersOptions {
-  /** ICE's settings (dataplane/punched-channel.ts iceConfig of the tracker the host is on). */
-  readonly ice: () => Partial<RTCPeerConnectionConfig>
+  /** ICE's settings (dataplane/punched-channel.ts iceConfig of the tracker the host is on, with its STUN port). */
+  readonly ice: () => Promise<Partial<RTCPeerConnectionConfig>>
   /** Serves one frame from `caller` (ShardServer.handle): never throws. */
   readonly handle: (bytes: Uint8Array, caller: string) => Promise<Uint8Array>
   readonly log?: (line: string) => void
@@ -62,7 +62,8 @@ export class PunchedPeers {
     }, PUNCH_TIMEOUT_MS + 1_000)
     unopened.unref()
     try {
-      const { answer, close } = await answerChannel(offer, this.options.ice(), (channel) => this.serve(peer, channel))
+      const ice = await this.options.ice()
+      const { answer, close } = await answerChannel(offer, ice, (channel) => this.serve(peer, channel))
       peer.close = close
       return answer
     } catch (error) {

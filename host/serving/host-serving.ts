@@ -187,7 +187,11 @@ export class HostServing {
     const server = this.server
     if (server === undefined) throw new NeuronError('not_serving', 'this host serves no model yet')
     this.punched ??= new PunchedPeers({
-      ice: () => iceConfig(this.host.tracker.url),
+      ice: async () => {
+        const stunPort = await this.host.tracker.stunPort()
+        if (stunPort === null) throw new NeuronError('no_stun', 'this tracker runs no STUN server: nothing is punched')
+        return iceConfig(this.host.tracker.url, stunPort)
+      },
       handle: (bytes, caller) => server.handle(bytes, caller),
       log: (line) => this.host.log(line),
     })

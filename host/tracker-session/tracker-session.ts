@@ -57,6 +57,7 @@ export class TrackerSession {
   private socket: (Socket & RpcSocket) | undefined
   /** Which of the tracker URLs (instances of one swarm) it joined last. */
   private trackerIndex = 0
+  private readonly stunPorts = new WeakMap<object, Promise<number | null>>()
   private heartbeat: NodeJS.Timeout | undefined
   /** Sends a heartbeat now (set once joined). */
   private beat: () => void = () => {}
@@ -67,6 +68,19 @@ export class TrackerSession {
 
   get connected(): boolean {
     return this.socket?.connected === true
+  }
+
+  /** The UDP port of the tracker's STUN server (stun.port; null: none), asked once per connection. */
+  stunPort(): Promise<number | null> {
+    const socket = this.socket
+    if (socket === undefined) return Promise.reject(new NeuronError('not_joined', 'this host has not joined a tracker'))
+    let asked = this.stunPorts.get(socket)
+    if (asked === undefined) {
+      asked = callRpc(socket, HostToTracker, 'stun.port', {}).then((a) => a.port)
+      asked.catch(() => this.stunPorts.delete(socket))
+      this.stunPorts.set(socket, asked)
+    }
+    return asked
   }
 
   /** The tracker instance this host joined (or tries first). */

@@ -267,21 +267,29 @@ describe('the STUN server on IPv6', () => {
 })
 
 describe('the STUN server of a tracker', () => {
-  it('starts with the tracker on its host address when asked (stunPort), and closes with it', async () => {
-    const tracker = await Tracker.start({ dbPath: ':memory:', host: '127.0.0.1', port: 0, stunPort: 0 })
-    const port = tracker.stunPort as number
-    const me = await client('udp4', '127.0.0.1')
-    const asked = request()
-    const [answer] = await me.ask([asked.bytes], { port, address: '127.0.0.1' })
-    expect(readResponse(answer as Buffer, asked.transactionId).port).toBe(me.port)
-    await tracker.close()
-    expect(await me.ask([request().bytes], { port, address: '127.0.0.1' })).toEqual([])
-    await me.close()
-    // the port is free again
-    const again = await StunServer.listen(port, '127.0.0.1')
-    await again.close()
-    const without = await Tracker.start({ dbPath: ':memory:', port: 0 })
-    expect(without.stunPort).toBeUndefined()
-    await without.close()
-  })
+  it(
+    'starts with the tracker on its host address (stunPort: a free one by default, none when null), and closes ' +
+      'with it',
+    async () => {
+      const tracker = await Tracker.start({ dbPath: ':memory:', host: '127.0.0.1', port: 0, stunPort: 0 })
+      const port = tracker.stunPort as number
+      const me = await client('udp4', '127.0.0.1')
+      const asked = request()
+      const [answer] = await me.ask([asked.bytes], { port, address: '127.0.0.1' })
+      expect(readResponse(answer as Buffer, asked.transactionId).port).toBe(me.port)
+      await tracker.close()
+      expect(await me.ask([request().bytes], { port, address: '127.0.0.1' })).toEqual([])
+      await me.close()
+      // the port is free again
+      const again = await StunServer.listen(port, '127.0.0.1')
+      await again.close()
+      // by default on a free port, told to hosts and clients (stun.port); null: none
+      const byDefault = await Tracker.start({ dbPath: ':memory:', port: 0 })
+      expect(byDefault.stunPort).toBeGreaterThan(0)
+      await byDefault.close()
+      const without = await Tracker.start({ dbPath: ':memory:', port: 0, stunPort: null })
+      expect(without.stunPort).toBeUndefined()
+      await without.close()
+    },
+  )
 })

@@ -31,6 +31,8 @@ export interface ClientRpcDeps extends RoutePlanDeps {
   readonly latencies: MeasuredLatencies
   readonly auditor: Pick<Auditor, 'audit'>
   readonly relay: Pick<TrackerRelay, 'forward' | 'punch' | 'bytesFor'>
+  /** Where its STUN server answers (null: none). */
+  readonly stunPort: number | null
   readonly pricing: PricingOptions
   /** The gateway's own client's key: its audits are its callers', not limited per key. */
   readonly gatewayIdentity: { readonly publicKey: string }
@@ -66,6 +68,7 @@ export function clientHandlers(d: ClientRpcDeps): RpcHandlers<typeof ClientToTra
       return d.tickets.endBy(session, peer.publicKey)
     },
     'account.balance': (_request, peer) => balanceOfKey(d.accounts, d.store.holds, peer.publicKey),
+    'stun.port': () => ({ port: d.stunPort }),
     'latency.report': (report, peer) => ({
       recorded: recordLatencyReport(d.latencies, d.registry, peer.nodeId, report),
     }),

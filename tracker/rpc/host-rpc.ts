@@ -20,6 +20,8 @@ export interface HostRpcDeps {
   readonly pricing: PricingOptions
   /** The tracker's key: hosts accept tickets signed by it. */
   readonly identity: { readonly publicKey: string }
+  /** Where its STUN server answers (null: none). */
+  readonly stunPort: number | null
 }
 
 /** What hosts may ask the tracker on /hosts: join, say what they serve, be placed, hand in receipts. */
@@ -44,6 +46,7 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     'model.get': ({ modelId }) => d.catalog.files(modelId),
     'receipts.submit': async ({ receipts }, peer) =>
       wireVerdicts(await d.metering.settleFromHost(d.membership.registered(peer).hostId, receipts)),
+    'stun.port': () => ({ port: d.stunPort }),
     'relay.receipts': async ({ receipts }, peer) =>
       wireVerdicts(await d.metering.relayFees.settle(d.membership.registered(peer).hostId, receipts)),
   }
