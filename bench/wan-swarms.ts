@@ -170,7 +170,7 @@ export class NamespaceSwarms {
 
   /** The tracker's hosts.list rows for the swarm's hosts (or those `ids`), in route order. */
   async hosts(swarm: Swarm, ids: readonly string[] = swarm.hostIds): Promise<HostRow[]> {
-    const child = this.childIn('laptop', ['hosts', swarm.trackerUrl])
+    const child = this.childIn('laptop', false, ['hosts', swarm.trackerUrl])
     const rows = (JSON.parse((await child.waitFor(/^\{"hosts".*$/m, 60_000))[0]) as { hosts: HostRow[] }).hosts
     return ids.map((id) => {
       const row = rows.find((r) => r.hostId === id)
@@ -213,8 +213,10 @@ export class NamespaceSwarms {
     prompt: readonly number[],
     /** default: none asked, as an app's or the API's chat runs ('auto'). */
     forwarding: 'client-relayed' | 'hop-to-hop' | 'default' = 'client-relayed',
+    /** Whether the client punches channels to hosts that accept no connections (else their relay carries them). */
+    punch = false,
   ): Promise<ChatDone> {
-    const child = this.childIn(place, [
+    const child = this.childIn(place, punch, [
       'chat',
       swarm.trackerUrl,
       this.manifest.modelId,
@@ -245,13 +247,14 @@ export class NamespaceSwarms {
     return this.watch(child, `neuron ${args[0]} in ${place}`)
   }
 
-  private childIn(place: Place, args: string[]): NeuronProcess {
-    return this.tsxIn(place, CHILD, args, `swarm client (${args[0]})`)
+  private childIn(place: Place, punch: boolean, args: string[]): NeuronProcess {
+    return this.tsxIn(place, CHILD, args, `swarm client (${args[0]})`, { NEURON_PUNCH: punch ? '1' : '0' })
   }
 
-  private tsxIn(place: Place, script: string, args: string[], name: string): NeuronProcess {
+  private tsxIn(place: Place, script: string, args: string[], name: string, env?: NodeJS.ProcessEnv): NeuronProcess {
     const child = this.net.spawnIn(place, process.execPath, ['--import', 'tsx', script, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(env === undefined ? {} : { env: { ...process.env, ...env } }),
     })
     return this.watch(child, `${name} in ${place}`)
   }

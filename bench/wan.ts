@@ -1,6 +1,7 @@
 // npm run bench:wan — a 3-hop (`--hops N`: 6 cycles A, B, C twice) chat across homes behind NAT routers (test/network)
 // at 10 and 40 ms one-way delay on every home link, each hop direct, each hop relayed by the tracker, and each hop
-// relayed by a volunteer (a host in the cloud started with --relay-for-others, serving another model), against the
+// relayed by a volunteer (a host in the cloud started with --relay-for-others, serving another model), each hop of
+// the relayed swarm punched (the client's channels through the home routers, no relay), against the
 // limit: compute (the same chat with tracker, hosts and client all in the cloud namespace, same run) plus the round
 // trips a token needs (client↔host per direct hop; client↔cloud plus cloud↔host per relayed one, the tracker and the
 // volunteer both being in the cloud), measured each round by TCP connects. The direct swarm runs twice: client-relayed
@@ -39,8 +40,10 @@ import {
 } from './wan-layouts'
 import { cpuMs, NamespaceSwarms, openDmz, type Swarm } from './wan-swarms'
 
-// The relayed runs measure the relays: their clients punch no channel around them (NEURON_PUNCH=0; test/network
-// /ice-pairs.test.ts and test/punched-path.test.ts measure punching).
+// The relayed runs measure the relays: their clients punch no channel around them (NEURON_PUNCH=0). The punched run
+// is the relayed swarm (no host takes connections) with its client punching a channel to each host through its home
+// router (the laptop has a public address: ICE connects it to every home, test/network/punched-homes.test.ts), so its
+// limit is the direct one and the tracker should relay nothing.
 process.env.NEURON_PUNCH = '0'
 
 // `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
@@ -124,6 +127,9 @@ interface DelayResult {
   /** The direct swarm with no forwarding asked: what an app's or the API's chat gets. */
   defaultMode: number[]
   relayed: number[]
+  /** The relayed swarm's hosts reached by channels punched through their routers. */
+  punched: number[]
+  punchedBytesPerToken: number[]
   volunteer: number[]
   /** The round trips a token needs, ms: each round's sum over the route. */
   roundTripsDirectMs: number[]
@@ -142,6 +148,8 @@ const results = new Map<number, DelayResult>(
       hopToHop: [],
       defaultMode: [],
       relayed: [],
+      punched: [],
+      punchedBytesPerToken: [],
       volunteer: [],
       roundTripsDirectMs: [],
       roundTripsRelayedMs: [],
@@ -236,34 +244,43 @@ try {
       )
       const hopToHop = { ...direct, label: 'direct hop-to-hop' }
       const defaultMode = { ...direct, label: 'direct, default mode' }
+      const punched = { ...relayed, label: 'relayed swarm, punched' }
       const modes =
         round % 2 === 0
-          ? [direct, hopToHop, defaultMode, relayed, volunteer]
-          : [volunteer, relayed, defaultMode, hopToHop, direct]
+          ? [direct, hopToHop, defaultMode, relayed, punched, volunteer]
+          : [volunteer, punched, relayed, defaultMode, hopToHop, direct]
       for (const swarm of modes) {
         const forwarding = swarm === hopToHop ? 'hop-to-hop' : swarm === defaultMode ? 'default' : 'client-relayed'
         const before = swarm.relay ? await relayedBytes(swarm) : 0
         const trackerCpuBefore = cpuMs(swarm.trackerPid)
-        const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT, forwarding)
+        const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT, forwarding, swarm === punched)
         const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
-        const limit = swarm.relay
-          ? limitRelayed
-          : swarm === hopToHop || swarm === defaultMode
-            ? limitHopToHop
-            : limitDirect
+        const limit =
+          swarm.relay && swarm !== punched
+            ? limitRelayed
+            : swarm === hopToHop || swarm === defaultMode
+              ? limitHopToHop
+              : limitDirect
         ;(swarm === volunteer
           ? r.volunteer
-          : swarm.relay
-            ? r.relayed
-            : swarm === hopToHop
-              ? r.hopToHop
-              : swarm === defaultMode
-                ? r.defaultMode
-                : r.direct
+          : swarm === punched
+            ? r.punched
+            : swarm.relay
+              ? r.relayed
+              : swarm === hopToHop
+                ? r.hopToHop
+                : swarm === defaultMode
+                  ? r.defaultMode
+                  : r.direct
         ).push(done.decodeTokensPerSecond)
         if (bytesPerToken !== undefined)
-          (swarm === volunteer ? r.volunteerTrackerBytesPerToken : r.relayedBytesPerToken).push(bytesPerToken)
+          (swarm === volunteer
+            ? r.volunteerTrackerBytesPerToken
+            : swarm === punched
+              ? r.punchedBytesPerToken
+              : r.relayedBytesPerToken
+          ).push(bytesPerToken)
         console.log(
           JSON.stringify({
             round,
@@ -311,6 +328,11 @@ try {
       [`default_mode_tokens_per_s_${delayMs}ms`]: round2(median(r.defaultMode)),
       [`default_mode_over_client_relayed_${delayMs}ms`]: round2(median(r.defaultMode) / d),
       [`relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.relayedBytesPerToken)),
+      // the relayed swarm's hosts over channels punched through their routers: the direct path's limit
+      [`punched_tokens_per_s_${delayMs}ms`]: round2(median(r.punched)),
+      [`punched_over_limit_${delayMs}ms`]: round2(median(r.punched) / ld),
+      [`punched_over_direct_${delayMs}ms`]: round2(median(r.punched) / d),
+      [`punched_relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.punchedBytesPerToken)),
       // the volunteer is in the cloud as the tracker is: the same round trips, the same limit
       [`volunteer_relayed_tokens_per_s_${delayMs}ms`]: round2(v),
       [`volunteer_relayed_over_limit_${delayMs}ms`]: round2(v / lr),
