@@ -53,9 +53,36 @@ export class HopFailure extends NeuronError {
   }
 }
 
-function keyOf(frame: Frame | Uint8Array): string {
+/** What a frame's answer is matched by: its session and step. */
+export function keyOf(frame: Frame | Uint8Array): string {
   const f = frame instanceof Uint8Array ? decodeFrame(frame) : frame
   return `${f.session}:${f.step}`
+}
+
+/** Waiters for answers, by keyOf. */
+export type AnswerWaiters = Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void }>
+
+/**
+ * Hands the frame in `bytes` to whoever waits for its session and step (a typed error frame rejects); returns it, or
+ * undefined when it is no frame at all (a peer's garbage is dropped).
+ */
+export function settleAnswer(waiters: AnswerWaiters, hostId: string, bytes: Uint8Array): Frame | undefined {
+  let frame: Frame
+  try {
+    frame = decodeFrame(bytes)
+  } catch {
+    return undefined
+  }
+  const key = keyOf(frame)
+  const waiter = waiters.get(key)
+  if (waiter === undefined) return frame
+  waiters.delete(key)
+  try {
+    waiter.resolve(rejectIfError(hostId, frame))
+  } catch (error) {
+    waiter.reject(error as Error)
+  }
+  return frame
 }
 
 /** A hop's answer, or the typed error it carries (HopFailure where another host can repair it). */
@@ -68,7 +95,7 @@ export function rejectIfError(hostId: string, frame: Frame): Frame {
 }
 
 export class WebSocketHopLink implements HopLink {
-  private readonly pending = new Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void }>()
+  private readonly pending: AnswerWaiters = new Map()
   private closedWith: HopFailure | undefined
   readonly roundTripsMs: number[] = []
   readonly bytesIn = new Map<string, number>()
@@ -90,22 +117,9 @@ export class WebSocketHopLink implements HopLink {
     })
     socket.on('message', (data) => {
       this.lastHeard = performance.now()
-      let frame: Frame
-      try {
-        frame = decodeFrame(data as Buffer)
-      } catch {
-        return
-      }
-      this.bytesIn.set(frame.kind, (this.bytesIn.get(frame.kind) ?? 0) + frame.payload.byteLength)
-      const key = keyOf(frame)
-      const waiter = this.pending.get(key)
-      if (waiter === undefined) return
-      this.pending.delete(key)
-      try {
-        waiter.resolve(rejectIfError(hostId, frame))
-      } catch (error) {
-        waiter.reject(error as Error)
-      }
+      const frame = settleAnswer(this.pending, hostId, data as Buffer)
+      if (frame !== undefined)
+        this.bytesIn.set(frame.kind, (this.bytesIn.get(frame.kind) ?? 0) + frame.payload.byteLength)
     })
     this.pinger = throughRelay ? new FramePinger((frame) => this.exchange(frame)) : new Pinger(socket)
     // Measured by ping, not by a step's time: the host's compute is in neither, and no host-reported figure is trusted.

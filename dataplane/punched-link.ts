@@ -1,7 +1,7 @@
 // A client's hops over a punched channel (punched-channel.ts): one channel to a host carries every session the client
 // has with it, each session's link a view of it; frames and answers are matched by session and step as on a WebSocket.
-import { decodeFrame, type Frame, MAX_ROUND_TRIPS_PER_LINK } from '../protocol'
-import { HopFailure, type HopLink, rejectIfError } from './hop-link'
+import { type Frame, MAX_ROUND_TRIPS_PER_LINK } from '../protocol'
+import { type AnswerWaiters, HopFailure, type HopLink, keyOf, settleAnswer } from './hop-link'
 import { FramePinger, PING_TIMEOUT_MS } from './link-latency'
 import type { FrameChannel } from './punched-channel'
 
@@ -10,30 +10,14 @@ const PING_EVERY_REQUESTS = 16
 
 /** The punched channel to one host, and the answers its sessions wait for. */
 export class PunchedPath {
-  private readonly pending = new Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void }>()
+  private readonly pending: AnswerWaiters = new Map()
   private closedWith: HopFailure | undefined
 
   constructor(
     readonly hostId: string,
     readonly channel: FrameChannel,
   ) {
-    channel.onFrame((bytes) => {
-      let frame: Frame
-      try {
-        frame = decodeFrame(bytes)
-      } catch {
-        return // not a frame: nothing waits on it
-      }
-      const key = `${frame.session}:${frame.step}`
-      const waiter = this.pending.get(key)
-      if (waiter === undefined) return
-      this.pending.delete(key)
-      try {
-        waiter.resolve(rejectIfError(hostId, frame))
-      } catch (error) {
-        waiter.reject(error as Error)
-      }
-    })
+    channel.onFrame((bytes) => settleAnswer(this.pending, hostId, bytes))
     channel.onClose(() => {
       this.closedWith = new HopFailure(hostId, 'hop_unreachable', `the punched channel to host ${hostId} closed`)
       for (const waiter of this.pending.values()) waiter.reject(this.closedWith)
@@ -48,8 +32,7 @@ export class PunchedPath {
   /** `bytes` out, the frame that answers its session and step in (a typed error frame rejects). */
   exchange(bytes: Uint8Array, timeoutMs: number): Promise<Frame> {
     if (this.closedWith !== undefined) return Promise.reject(this.closedWith)
-    const head = decodeFrame(bytes)
-    const key = `${head.session}:${head.step}`
+    const key = keyOf(bytes)
     return new Promise<Frame>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(key)

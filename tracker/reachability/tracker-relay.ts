@@ -27,13 +27,7 @@ export class TrackerRelay {
    * tracker authenticated, to which the host binds the session.
    */
   async forward(hostId: string, frame: Uint8Array, from: string): Promise<{ frame: Uint8Array }> {
-    const socket = this.socketOf(hostId)
-    if (socket === undefined)
-      throw new NeuronError(
-        'host_unreachable',
-        `host ${hostId} is not connected to the tracker; ask for a new route.`,
-        { hostId },
-      )
+    const socket = this.connected(hostId)
     const answer = await this.quota.run(from, frame.byteLength, () =>
       this.untilGone(hostId, callRpc(socket, TrackerToHost, 'relay.frame', { frame, from })),
     )
@@ -46,6 +40,13 @@ export class TrackerRelay {
    * through both routers, after which this relay carries nothing for that pair. Bounded per client key as frames are.
    */
   async punch(hostId: string, offer: string, from: string): Promise<{ answer: string }> {
+    const socket = this.connected(hostId)
+    return this.quota.run(from, offer.length, () =>
+      this.untilGone(hostId, callRpc(socket, TrackerToHost, 'punch.offer', { offer, from }, PUNCH_ANSWER_MS)),
+    )
+  }
+
+  private connected(hostId: string): RpcSocket {
     const socket = this.socketOf(hostId)
     if (socket === undefined)
       throw new NeuronError(
@@ -53,9 +54,7 @@ export class TrackerRelay {
         `host ${hostId} is not connected to the tracker; ask for a new route.`,
         { hostId },
       )
-    return this.quota.run(from, offer.length, () =>
-      this.untilGone(hostId, callRpc(socket, TrackerToHost, 'punch.offer', { offer, from }, PUNCH_ANSWER_MS)),
-    )
+    return socket
   }
 
   /**
