@@ -9,6 +9,11 @@ import { ClientToTracker, callRpc, NeuronError } from '../protocol'
 
 /** After a failed punch, how long before a host is tried again, ms (its router or ours may have changed). */
 export const RETRY_MS = 5 * 60_000
+/**
+ * How long a session waits for a punch before it takes the relay, ms: a punch that works takes 0.2-0.5 s (ICE's
+ * checks, DTLS, SCTP); one that cannot work would hold the session for PUNCH_TIMEOUT_MS.
+ */
+export const PUNCH_WAIT_MS = 2_000
 /** Punched channels one client keeps open at most; past it the least recently used closes. */
 const MAX_PATHS = 32
 
@@ -29,35 +34,40 @@ export class PunchedPaths {
     private readonly timeoutMs?: number,
   ) {}
 
-  /** A punched path to `hostId`, opened now or kept from an earlier session; undefined when none opens. */
-  async to(hostId: string): Promise<PunchedPath | undefined> {
-    const kept = this.paths.get(hostId)
-    if (kept !== undefined) {
-      const path = await kept
-      if (path?.isOpen === true || path === undefined) {
-        // most recently used last
-        this.paths.delete(hostId)
-        this.paths.set(hostId, kept)
-        if (path !== undefined) return path
-      }
-      if (this.paths.get(hostId) === kept) this.paths.delete(hostId)
+  /**
+   * A punched path to `hostId`, kept from an earlier session or opened now; undefined when none opens within
+   * `waitMs` (this session takes the relay; a punch still under way goes on, for the next session) or a punch to it
+   * failed lately.
+   */
+  async to(hostId: string, waitMs = PUNCH_WAIT_MS): Promise<PunchedPath | undefined> {
+    let opening = this.paths.get(hostId)
+    const kept = opening !== undefined
+    if (opening === undefined) {
+      const failed = this.failedAt.get(hostId)
+      if (failed !== undefined && Date.now() - failed < RETRY_MS) return undefined
+      opening = this.punch(hostId)
+      this.remember(hostId, opening)
     }
-    const failed = this.failedAt.get(hostId)
-    if (failed !== undefined && Date.now() - failed < RETRY_MS) return undefined
-    const opening = this.punch(hostId)
+    const path = await within(opening, waitMs)
+    if (path === undefined) return undefined
+    if (!path.isOpen) {
+      // closed since (the host's idle bound, a router's state lost): punched anew, once
+      if (this.paths.get(hostId) === opening) this.paths.delete(hostId)
+      return kept ? this.to(hostId, waitMs) : undefined
+    }
+    this.remember(hostId, opening)
+    return path
+  }
+
+  /** Keeps `opening` as the most recently used path (the oldest closes past MAX_PATHS). */
+  private remember(hostId: string, opening: Promise<PunchedPath | undefined>): void {
+    this.paths.delete(hostId)
     this.paths.set(hostId, opening)
     if (this.paths.size > MAX_PATHS) {
       const [oldest, path] = this.paths.entries().next().value as [string, Promise<PunchedPath | undefined>]
       this.paths.delete(oldest)
       void path.then((p) => p?.close())
     }
-    return opening
-  }
-
-  /** What this client knows of how it reaches `hostId` (undefined: never tried). */
-  outcome(hostId: string): PathKind | undefined {
-    if (this.failedAt.has(hostId)) return 'relayed'
-    return this.paths.has(hostId) ? 'punched' : undefined
   }
 
   /** Every host this client tried to punch to lately, with how it reaches it now. */
@@ -101,5 +111,18 @@ export class PunchedPaths {
       this.log(`no punched channel to host ${hostId} (${(error as Error).message}): through the relay`)
       return undefined
     }
+  }
+}
+
+/** What `promise` resolves within `ms`, else undefined (the promise goes on). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms)
+  })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
   }
 }

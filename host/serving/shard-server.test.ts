@@ -92,7 +92,7 @@ describe(`shard server on loopback`, () => {
       [open(session(1), good), 'session_exists', /already open/],
       [jsonFrame('open', session(4), 0, { modelId: 7 }), 'bad_frame', /modelId/],
       [new Uint8Array(MAX_FRAME + 1), 'frame_too_large', /exceeds this host's 65536/],
-      [jsonFrame('hidden', session(1), 1, {}), 'bad_frame', /accepts open, forward and close/],
+      [jsonFrame('hidden', session(1), 1, {}), 'bad_frame', /accepts open, forward, close and ping/],
     ]
     for (let round = 0; round < 3; round++) {
       for (const [bytes, code, message] of cases) {
