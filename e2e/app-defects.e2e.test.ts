@@ -183,12 +183,14 @@ describe.skipIf(!HAVE_CHROMIUM)(`defects of issue 38 in the app${NEEDS_CHROMIUM}
   it('shows the home-network switch turned on in the API tab as on in Settings, and off in both', async () => {
     await open('api')
     await flip('api-lan-open', true)
+    // each tab shows the switch as the other left it once its state has come (settings.changed, or the tab's own
+    // read on opening): polled, as a loaded machine may take a moment (CI once read the API tab before it came)
     await open('settings')
-    expect(await page.getByTestId('settings-lan-open').isChecked()).toBe(true)
+    await expect.poll(() => page.getByTestId('settings-lan-open').isChecked(), { timeout: 10_000 }).toBe(true)
     await screenshot(page, 'defects-lan-switch-same-everywhere')
     await flip('settings-lan-open', false)
     await open('api')
-    expect(await page.getByTestId('api-lan-open').isChecked()).toBe(false)
+    await expect.poll(() => page.getByTestId('api-lan-open').isChecked(), { timeout: 10_000 }).toBe(false)
   })
 
   it('says things plainly: layers counted from 1, "unaudited" explained, the core count and import rule', async () => {

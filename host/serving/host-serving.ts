@@ -176,23 +176,28 @@ export class HostServing {
   }
 
   /** A frame the tracker relays from a client. */
-  async handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {
+  handleRelayed(frame: Uint8Array, from: string): Promise<Uint8Array> {
+    return this.handleOwn(frame, `relay:${from}`)
+  }
+
+  /** A frame from `caller` (relayed, or on a punched channel) to the server serving now. */
+  private async handleOwn(frame: Uint8Array, caller: string): Promise<Uint8Array> {
     if (this.server === undefined)
       return errorFrame(NO_SESSION, 0, { code: 'not_serving', message: 'this host serves no model yet' })
-    return this.server.handle(frame, `relay:${from}`)
+    return this.server.handle(frame, caller)
   }
 
   /** A client's offer of a channel punched through both routers, through the tracker (punched-peers.ts). */
   async acceptPunch(offer: string, from: string): Promise<string> {
-    const server = this.server
-    if (server === undefined) throw new NeuronError('not_serving', 'this host serves no model yet')
+    if (this.server === undefined) throw new NeuronError('not_serving', 'this host serves no model yet')
     this.punched ??= new PunchedPeers({
       ice: async () => {
         const stunPort = await this.host.tracker.stunPort()
         if (stunPort === null) throw new NeuronError('no_stun', 'this tracker runs no STUN server: nothing is punched')
         return iceConfig(this.host.tracker.url, stunPort)
       },
-      handle: (bytes, caller) => server.handle(bytes, caller),
+      // the server serving now (frames on a channel opened before a change of model reach the new one's checks)
+      handle: (bytes, caller) => this.handleOwn(bytes, caller),
       log: (line) => this.host.log(line),
     })
     return this.punched.accept(offer, from)
