@@ -12,7 +12,7 @@ import {
 import { FramePinger, PING_TIMEOUT_MS, Pinger } from './link-latency'
 
 /** A hop's link is pinged on open and then every this many requests. */
-const PING_EVERY_REQUESTS = 16
+export const PING_EVERY_REQUESTS = 16
 /** While a request waits, the link is pinged this often, ms: a host's socket answers pings even mid-compute. */
 const LIVENESS_PING_MS = 1_000
 /**
@@ -40,6 +40,36 @@ export interface HopLink {
   expect?(session: string, step: number): { answer: Promise<Frame>; cancel(): void }
   /** Payload bytes received, by frame kind (hop-to-hop forwarding keeps hidden states off a middle hop's link). */
   readonly bytesIn?: ReadonlyMap<string, number>
+}
+
+/** The answer to the frame `key` names, from `waiters` (settleAnswer): rejected after `timeoutMs` as hop_timeout. */
+export function waitForAnswer(waiters: AnswerWaiters, key: string, hostId: string, timeoutMs: number): Promise<Frame> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      waiters.delete(key)
+      reject(new HopFailure(hostId, 'hop_timeout', `host ${hostId} did not answer within ${timeoutMs} ms`))
+    }, timeoutMs)
+    waiters.set(key, {
+      resolve: (f) => {
+        clearTimeout(timer)
+        resolve(f)
+      },
+      reject: (e) => {
+        clearTimeout(timer)
+        waiters.delete(key)
+        reject(e)
+      },
+    })
+  })
+}
+
+/** One ping's round trip into `roundTripsMs` (the newest MAX_ROUND_TRIPS_PER_LINK), off the caller's path. */
+export function measureInto(pinger: { ping(timeoutMs: number): Promise<number | undefined> }, roundTripsMs: number[]) {
+  void pinger.ping(PING_TIMEOUT_MS).then((ms) => {
+    if (ms === undefined) return
+    roundTripsMs.push(ms)
+    if (roundTripsMs.length > MAX_ROUND_TRIPS_PER_LINK) roundTripsMs.shift()
+  })
 }
 
 /** A hop failed in a way another host can repair (gone, unreachable, lost our session). */
@@ -196,26 +226,9 @@ export class WebSocketHopLink implements HopLink {
   /** Resolves with the frame for `key` (session:step), failing on timeout, on the link's loss or its silence. */
   private wait(key: string): Promise<Frame> {
     if (this.closedWith) return Promise.reject(this.closedWith)
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(key)
-        reject(
-          new HopFailure(this.hostId, 'hop_timeout', `host ${this.hostId} did not answer within ${this.timeoutMs} ms`),
-        )
-      }, this.timeoutMs)
-      this.pending.set(key, {
-        resolve: (f) => {
-          clearTimeout(timer)
-          resolve(f)
-        },
-        reject: (e) => {
-          clearTimeout(timer)
-          this.pending.delete(key)
-          reject(e)
-        },
-      })
-      this.watchLiveness()
-    })
+    const answer = waitForAnswer(this.pending, key, this.hostId, this.timeoutMs)
+    this.watchLiveness()
+    return answer
   }
 
   /** While requests wait: a ping a second, and the link declared down after LINK_SILENCE_MS of silence. */
@@ -250,11 +263,7 @@ export class WebSocketHopLink implements HopLink {
   }
 
   private measure(): void {
-    void this.pinger.ping(PING_TIMEOUT_MS).then((ms) => {
-      if (ms === undefined) return
-      this.roundTripsMs.push(ms)
-      if (this.roundTripsMs.length > MAX_ROUND_TRIPS_PER_LINK) this.roundTripsMs.shift()
-    })
+    measureInto(this.pinger, this.roundTripsMs)
   }
 
   close(): void {
@@ -292,11 +301,7 @@ export class RelayHopLink implements HopLink {
 
   /** A ping frame's round trip through the tracker to the host and back, as the session's frames go. */
   private measure(): void {
-    void this.pinger.ping(PING_TIMEOUT_MS).then((ms) => {
-      if (ms === undefined) return
-      this.roundTripsMs.push(ms)
-      if (this.roundTripsMs.length > MAX_ROUND_TRIPS_PER_LINK) this.roundTripsMs.shift()
-    })
+    measureInto(this.pinger, this.roundTripsMs)
   }
 
   private async relayed(bytes: Uint8Array, timeoutMs: number): Promise<Frame> {

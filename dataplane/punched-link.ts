@@ -1,12 +1,18 @@
 // A client's hops over a punched channel (punched-channel.ts): one channel to a host carries every session the client
 // has with it, each session's link a view of it; frames and answers are matched by session and step as on a WebSocket.
-import { type Frame, MAX_ROUND_TRIPS_PER_LINK } from '../protocol'
-import { type AnswerWaiters, HopFailure, type HopLink, keyOf, settleAnswer } from './hop-link'
+import type { Frame } from '../protocol'
+import {
+  type AnswerWaiters,
+  HopFailure,
+  type HopLink,
+  keyOf,
+  measureInto,
+  PING_EVERY_REQUESTS,
+  settleAnswer,
+  waitForAnswer,
+} from './hop-link'
 import { FramePinger, PING_TIMEOUT_MS } from './link-latency'
 import type { FrameChannel } from './punched-channel'
-
-/** A session's link is pinged on open and then every this many requests (as a WebSocket link is). */
-const PING_EVERY_REQUESTS = 16
 
 /** The punched channel to one host, and the answers its sessions wait for. */
 export class PunchedPath {
@@ -33,23 +39,9 @@ export class PunchedPath {
   exchange(bytes: Uint8Array, timeoutMs: number): Promise<Frame> {
     if (this.closedWith !== undefined) return Promise.reject(this.closedWith)
     const key = keyOf(bytes)
-    return new Promise<Frame>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(key)
-        reject(new HopFailure(this.hostId, 'hop_timeout', `host ${this.hostId} did not answer within ${timeoutMs} ms`))
-      }, timeoutMs)
-      this.pending.set(key, {
-        resolve: (f) => {
-          clearTimeout(timer)
-          resolve(f)
-        },
-        reject: (e) => {
-          clearTimeout(timer)
-          reject(e)
-        },
-      })
-      this.channel.send(bytes).catch((error: Error) => this.pending.get(key)?.reject(error))
-    })
+    const answer = waitForAnswer(this.pending, key, this.hostId, timeoutMs)
+    this.channel.send(bytes).catch((error: Error) => this.pending.get(key)?.reject(error))
+    return answer
   }
 
   close(): void {
@@ -79,10 +71,6 @@ export class PunchedHopLink implements HopLink {
   close(): void {}
 
   private measure(): void {
-    void this.pinger.ping(PING_TIMEOUT_MS).then((ms) => {
-      if (ms === undefined) return
-      this.roundTripsMs.push(ms)
-      if (this.roundTripsMs.length > MAX_ROUND_TRIPS_PER_LINK) this.roundTripsMs.shift()
-    })
+    measureInto(this.pinger, this.roundTripsMs)
   }
 }
