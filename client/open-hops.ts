@@ -4,13 +4,13 @@
 import { expectOk } from '../dataplane/hop-frames'
 import { type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
 import { PunchedHopLink } from '../dataplane/punched-link'
+import type { PunchedPaths } from '../dataplane/punched-paths'
 import type { TrustedCa } from '../dataplane/tls-trust'
 import type { TrackerChannel } from '../dataplane/tracker-link'
 import type { NodeIdentity } from '../identity/keys'
 import { signOpen } from '../identity/tickets'
 import { type ForwardingOpen, jsonFrame, NeuronError, type Route, type Ticket } from '../protocol'
 import type { GenerateRequest } from './generation/request'
-import type { PunchedPaths } from './punched-paths'
 import type { AuditableHop } from './step-audits'
 
 /** Inputs sent to one hop so far, kept so a replacement can rebuild its KV cache by replay (and for audits). */

@@ -1,3 +1,4 @@
+import { PunchedPaths, type PunchSignalling } from '../dataplane/punched-paths'
 import type { TrustedCa } from '../dataplane/tls-trust'
 import { type TrackerConnectionOptions, trackerUrls } from '../dataplane/tracker-connection'
 import { openTrackerChannel, type TrackerChannel } from '../dataplane/tracker-link'
@@ -9,7 +10,6 @@ import { Generation, type GenerationClient } from './generation/generation'
 import { PrefixBook } from './generation/prefix-book'
 import type { GeneratedToken, GenerateRequest, GenerationSummary } from './generation/request'
 import type { HopOpener } from './open-hops'
-import { PunchedPaths } from './punched-paths'
 import { type AuditableHop, auditHops, limitAudits } from './step-audits'
 
 export type { GeneratedToken, GenerateRequest, GenerationSummary, HopStats } from './generation/request'
@@ -59,7 +59,7 @@ export class SwarmClient {
     const tracker = await openTrackerChannel(trackerUrl, '/clients', identity, connection, log)
     limitAudits(tracker, connection.auditsInFlight)
     const punch = connection.punch ?? process.env.NEURON_PUNCH !== '0'
-    const punched = punch ? new PunchedPaths(tracker, trackerUrls(trackerUrl)[0] ?? '', log) : undefined
+    const punched = punch ? new PunchedPaths(signalling(tracker, trackerUrls(trackerUrl)[0] ?? ''), log) : undefined
     return new SwarmClient(tracker, identity, log, connection.ca, punched)
   }
 
@@ -152,7 +152,7 @@ export class SwarmClient {
     this.tracker.close()
   }
 
-  /** How this client reaches the hosts it punched to, or failed to (client/punched-paths.ts): the Swarm screen's. */
+  /** How this client reaches the hosts it punched to, or failed to (dataplane/punched-paths.ts): the Swarm screen's. */
   reached(): { hostId: string; path: 'punched' | 'relayed' }[] {
     return this.punched?.outcomes() ?? []
   }
@@ -205,5 +205,26 @@ export class SwarmClient {
       )
       .finally(() => this.ending.delete(ending))
     this.ending.add(ending)
+  }
+}
+
+/** A client's punch signalling: its tracker's STUN port (asked once, again after a failure) and punch.open. */
+function signalling(tracker: TrackerChannel, trackerUrl: string): PunchSignalling {
+  let stunPort: Promise<number | null> | undefined
+  return {
+    get url() {
+      return tracker.url ?? trackerUrl
+    },
+    stunPort() {
+      if (stunPort === undefined) {
+        const asked = callRpc(tracker, ClientToTracker, 'stun.port', {}).then((a) => a.port)
+        asked.catch(() => {
+          if (stunPort === asked) stunPort = undefined
+        })
+        stunPort = asked
+      }
+      return stunPort
+    },
+    offer: async (hostId, offer) => (await callRpc(tracker, ClientToTracker, 'punch.open', { hostId, offer })).answer,
   }
 }

@@ -13,15 +13,11 @@ import { FramePinger, PING_TIMEOUT_MS, Pinger } from './link-latency'
 
 /** A hop's link is pinged on open and then every this many requests. */
 export const PING_EVERY_REQUESTS = 16
-/** While a request waits, the link is pinged this often, ms: a host's socket answers pings even mid-compute. */
-const LIVENESS_PING_MS = 1_000
-/**
- * A link that carried nothing, not even a pong, this long while a request waits is down (a router's link cut, a
- * laptop closed): the step fails over then instead of waiting out its timeout, ms.
- */
-export const LINK_SILENCE_MS = 4_000
 
+import { LivenessWatch } from './liveness'
 import { dataPlaneSocket, type TrustedCa } from './tls-trust'
+
+export { LINK_SILENCE_MS } from './liveness'
 
 /** How a client reaches one hop: a direct WebSocket, or the tracker's relay. */
 export interface HopLink {
@@ -131,9 +127,8 @@ export class WebSocketHopLink implements HopLink {
   readonly bytesIn = new Map<string, number>()
   private readonly pinger: Pinger | FramePinger
   private requests = 0
-  /** When the link last carried anything from the host (a frame or a pong), for the liveness watch. */
-  private lastHeard = performance.now()
-  private liveness: NodeJS.Timeout | undefined
+  /** While answers are awaited: a ping a second, the link down after LINK_SILENCE_MS of silence (liveness.ts). */
+  private readonly liveness: LivenessWatch
 
   private constructor(
     private readonly hostId: string,
@@ -142,11 +137,29 @@ export class WebSocketHopLink implements HopLink {
     /** Through a volunteer relay's circuit: its WebSocket pings reach only the relay, ping frames reach the host. */
     private readonly throughRelay: boolean,
   ) {
-    socket.on('pong', () => {
-      this.lastHeard = performance.now()
+    this.liveness = new LivenessWatch({
+      waiting: () => this.pending.size > 0,
+      ping: () => {
+        try {
+          this.socket.ping()
+        } catch {
+          // closing: the close handler fails what waits
+        }
+      },
+      down: (silentMs) => {
+        this.fail(
+          new HopFailure(
+            hostId,
+            'hop_unreachable',
+            `host ${hostId} sent nothing, not even a pong, for ${Math.round(silentMs)} ms: its link is down`,
+          ),
+        )
+        this.socket.terminate()
+      },
     })
+    socket.on('pong', () => this.liveness.heard())
     socket.on('message', (data) => {
-      this.lastHeard = performance.now()
+      this.liveness.heard()
       const frame = settleAnswer(this.pending, hostId, data as Buffer)
       if (frame !== undefined)
         this.bytesIn.set(frame.kind, (this.bytesIn.get(frame.kind) ?? 0) + frame.payload.byteLength)
@@ -227,39 +240,8 @@ export class WebSocketHopLink implements HopLink {
   private wait(key: string): Promise<Frame> {
     if (this.closedWith) return Promise.reject(this.closedWith)
     const answer = waitForAnswer(this.pending, key, this.hostId, this.timeoutMs)
-    this.watchLiveness()
+    this.liveness.watch()
     return answer
-  }
-
-  /** While requests wait: a ping a second, and the link declared down after LINK_SILENCE_MS of silence. */
-  private watchLiveness(): void {
-    if (this.liveness !== undefined) return
-    this.lastHeard = Math.max(this.lastHeard, performance.now() - LIVENESS_PING_MS)
-    this.liveness = setInterval(() => {
-      if (this.pending.size === 0) {
-        clearInterval(this.liveness)
-        this.liveness = undefined
-        return
-      }
-      const silentMs = performance.now() - this.lastHeard
-      if (silentMs > LINK_SILENCE_MS) {
-        this.fail(
-          new HopFailure(
-            this.hostId,
-            'hop_unreachable',
-            `host ${this.hostId} sent nothing, not even a pong, for ${Math.round(silentMs)} ms: its link is down`,
-          ),
-        )
-        this.socket.terminate()
-        return
-      }
-      try {
-        this.socket.ping()
-      } catch {
-        // closing: the close handler fails what waits
-      }
-    }, LIVENESS_PING_MS)
-    this.liveness.unref()
   }
 
   private measure(): void {
@@ -267,13 +249,12 @@ export class WebSocketHopLink implements HopLink {
   }
 
   close(): void {
-    clearInterval(this.liveness)
+    this.liveness.stop()
     this.socket.close()
   }
 
   private fail(error: HopFailure): void {
-    clearInterval(this.liveness)
-    this.liveness = undefined
+    this.liveness.stop()
     this.closedWith ??= error
     for (const waiter of this.pending.values()) waiter.reject(error)
     this.pending.clear()

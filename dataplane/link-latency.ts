@@ -158,17 +158,42 @@ export async function measureHosts(
   return measured
 }
 
-/** The hosts a route asked its client to measure: directly where they take connections, else through the relay. */
+/** A channel that carries frames to one host and its answers back (a punched path, punched-link.ts). */
+interface FramePath {
+  readonly hostId: string
+  exchange(frame: Uint8Array, timeoutMs: number): Promise<Frame>
+}
+
+/**
+ * The hosts a route asked its client to measure: directly where they take connections; else over a channel punched to
+ * them (`punched`: the client's punched paths), which is how the client would reach them; else through the relay.
+ */
 export async function measureAsked(
   route: Pick<Route, 'measure' | 'measureRelayed'>,
   ca: TrustedCa | undefined,
   tracker: RpcSocket,
+  punched?: (hostId: string) => Promise<FramePath | undefined>,
 ): Promise<Map<string, number[]>> {
-  const [direct, relayed] = await Promise.all([
+  const behind = route.measureRelayed ?? []
+  const paths = await Promise.all(behind.map((hostId) => punched?.(hostId)))
+  const overPunched = async () => {
+    const measured = new Map<string, number[]>()
+    for (const path of paths) {
+      if (path === undefined) continue
+      const found = await samples(new FramePinger((frame) => path.exchange(frame, PING_TIMEOUT_MS)))
+      if (found.length > 0) measured.set(path.hostId, found)
+    }
+    return measured
+  }
+  const [direct, punchedTo, relayed] = await Promise.all([
     measureHosts(route.measure ?? [], ca),
-    measureRelayed(tracker, route.measureRelayed ?? []),
+    overPunched(),
+    measureRelayed(
+      tracker,
+      behind.filter((_, i) => paths[i] === undefined),
+    ),
   ])
-  return new Map([...direct, ...relayed])
+  return new Map([...direct, ...punchedTo, ...relayed])
 }
 
 /** Sends the round trips measured in one session to the tracker (best effort: routing works without them). */

@@ -32,6 +32,11 @@ export function iceConfig(trackerUrl: string, stunPort: number): Partial<RTCPeer
   }
 }
 
+/** What a closing side sends its peer, as text (frames are binary, so any text closes the channel). */
+const CLOSING = 'closing'
+/** How long the closing message has to leave before the peer connection closes, ms. */
+const CLOSE_AFTER_MS = 100
+
 /** Whole frames both ways over one data channel; the channel is closed on any breach of the framing. */
 export class FrameChannel {
   private readonly listeners: ((frame: Uint8Array) => void)[] = []
@@ -90,11 +95,18 @@ export class FrameChannel {
     }
   }
 
+  /**
+   * Closes the channel; the peer hears it from a text message (werift tells the far side nothing when a peer
+   * connection closes, and frames never travel as text), then the peer connection closes.
+   */
   close(): void {
     if (this.closed) return
     this.closed = true
     this.pieces = []
-    void this.pc.close().catch(() => {})
+    try {
+      if (this.dc.readyState === 'open') this.dc.send(CLOSING)
+    } catch {}
+    setTimeout(() => void this.pc.close().catch(() => {}), CLOSE_AFTER_MS).unref()
     for (const listener of this.closers.splice(0)) listener()
   }
 

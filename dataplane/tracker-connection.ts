@@ -45,7 +45,7 @@ export interface TrackerConnectionOptions {
   readonly auditsInFlight?: number
   /**
    * Whether a SwarmClient punches a channel through the routers to a host that accepts no connections before it falls
-   * back to a relay (client/punched-paths.ts); default true, false with NEURON_PUNCH=0 (tests and benches of relays).
+   * back to a relay (dataplane/punched-paths.ts); default true, false with NEURON_PUNCH=0 (relay tests and benches).
    */
   readonly punch?: boolean
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { NodeId } from './identity'
 import { MAX_BLOCKS, MAX_URL_CHARS } from './limits'
 import { CertFingerprint } from './reachability'
 import { Receipt } from './receipts'
@@ -21,13 +22,22 @@ export const ForwardingOpen = z.object({
    * (the predecessor was given it); absent: none are taken.
    */
   accept: Capability.optional(),
-  /** Where this hop sends its output on steps the client asks forwarded: the successor, pinned to its certificate. */
+  /**
+   * Where this hop sends its output on steps the client asks forwarded: the successor at its endpoint, pinned to its
+   * certificate; or, where the successor takes no connections, over a channel this hop punches to it (`punch`: its
+   * host id; the tracker carries the offer and the answer, protocol/punch.ts).
+   */
   next: z
     .object({
-      endpoint: z.string().max(MAX_URL_CHARS).url(),
+      endpoint: z.string().max(MAX_URL_CHARS).url().optional(),
+      punch: NodeId.optional(),
       fingerprint: CertFingerprint.optional(),
       capability: Capability,
     })
+    .refine(
+      (n) => (n.endpoint === undefined) !== (n.punch === undefined),
+      'the next hop is named by its endpoint or by its host id to punch to, one of the two',
+    )
     .optional(),
 })
 export type ForwardingOpen = z.infer<typeof ForwardingOpen>

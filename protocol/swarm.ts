@@ -117,6 +117,11 @@ export const HostToTracker = {
   'relay.receipts': rpc(z.object({ receipts: z.array(z.unknown()).max(MAX_RECEIPTS) }), ReceiptVerdicts),
   /** The UDP port of the tracker's STUN server on its own address (null: it runs none), for hole punching. */
   'stun.port': rpc(Empty, StunPort),
+  /**
+   * Signalling for a channel this host punches to another host that takes no connections (protocol/punch.ts), to
+   * forward a session's hidden states to it hop to hop: the offer to it, its answer back.
+   */
+  'punch.open': rpc(z.object({ hostId: NodeId, offer: SessionDescription }), z.object({ answer: SessionDescription })),
 }
 
 /** Events the tracker sends a host: frames relayed for hosts that accept no connections. */

@@ -76,7 +76,7 @@ export function clientEventPayloads(sources: PayloadSources): Payloads {
 
 /** A payload of each /hosts event (HostToTracker). */
 export function hostEventPayloads(sources: PayloadSources): Payloads {
-  const { manifest, profile, state, receipt } = sources
+  const { manifest, profile, state, receipt, hostIds } = sources
   return {
     'host.hello': () => ({ profile, state }),
     'host.state': () => state,
@@ -87,5 +87,7 @@ export function hostEventPayloads(sources: PayloadSources): Payloads {
     // a volunteer relay's, from a host that relays for none: refused, never paid
     'relay.receipts': () => ({ receipts: [receipt] }),
     'stun.port': () => ({}),
+    // a host's offer to another (a hop-to-hop seam): refused typed, or answered with a channel that never opens
+    'punch.open': (rng) => ({ hostId: pick(rng, hostIds), offer: 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\n' }),
   }
 }

@@ -1,5 +1,5 @@
 import { forwardFrame, type HopInput } from '../../dataplane/hop-frames'
-import type { HopFailure } from '../../dataplane/hop-link'
+import { HopFailure } from '../../dataplane/hop-link'
 import { FLAG_NO_SAMPLE, NeuronError, REPLAY_STEP_BASE, Receipt, type Route, readTrailer } from '../../protocol'
 import { WAIT_FOR_SESSION_MS, whenSessionFree } from '../free-session'
 import { planRoute } from '../grant-claim'
@@ -47,12 +47,34 @@ export class Failover {
         `replacement`,
     )
     // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
-    const repaired = await this.replace(runner.hops, dead, request, error.code === 'lied')
+    const repaired = await this.replaceOnce(runner.hops, dead, request, error.code === 'lied')
     runner.reroute(repaired.hops)
     this.replaced.push({ hostId: dead.hop.hostId, blocks: dead.hop.blocks, recoveryMs: performance.now() - started })
     request.onRoute?.(repaired.hops.map((h) => h.hop))
     this.client.log(`replaced in ${(performance.now() - started).toFixed(0)} ms`)
     return { from: repaired.from, pending: repaired.pending }
+  }
+
+  /**
+   * replace(), again with another host where the replacement itself fails while it is rebuilt (its link lost mid-
+   * replay: a channel its router dropped), within MAX_FAILOVERS in all.
+   */
+  private async replaceOnce(
+    hops: HopState[],
+    dead: HopState,
+    request: GenerateRequest,
+    rebuildAfter: boolean,
+  ): Promise<{ hops: HopState[]; from: number; pending: HopInput }> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.replace(hops, dead, request, rebuildAfter)
+      } catch (error) {
+        const again = error instanceof HopFailure && error.hostId !== dead.hop.hostId
+        if (!again || this.replaced.length + tries >= MAX_FAILOVERS) throw error
+        this.failed.push(error.hostId)
+        this.client.log(`replacement ${error.hostId} failed while rebuilt (${error.code}); finding another`)
+      }
+    }
   }
 
   /**
@@ -108,9 +130,14 @@ export class Failover {
     let chunks = dead.inputs.slice(0, -1)
     let replayStep = REPLAY_STEP_BASE
     const after = await reopenRebuilt(this.client, stale, replacement.rebuildTickets, session, request, maxTokens)
-    for (const h of [...fresh, ...after]) {
-      chunks = await this.replay(h, chunks, replayStep)
-      replayStep += h.inputs.length
+    try {
+      for (const h of [...fresh, ...after]) {
+        chunks = await this.replay(h, chunks, replayStep)
+        replayStep += h.inputs.length
+      }
+    } catch (error) {
+      for (const h of fresh) h.link.close()
+      throw error
     }
     return { hops: [...hops.slice(0, at), ...fresh, ...(rebuildAfter ? after : hops.slice(at + 1))], from: at, pending }
   }

@@ -149,7 +149,8 @@ export class Generation {
       client.endSession(session)
       throw error
     })
-    const probed = measureAsked(route, client.ca, client.tracker)
+    const punched = client.punched
+    const probed = measureAsked(route, client.ca, client.tracker, punched && ((hostId) => punched.to(hostId)))
     request.onRoute?.(runner.hops.map((h) => h.hop))
     const generation = new Generation(
       client,

@@ -37,6 +37,22 @@ export function directLegs(route: readonly RouteHop[]): boolean[] {
   return route.slice(1).map((next, i) => direct(route[i] as RouteHop) && direct(next))
 }
 
+/** How the client reaches a hop: its own port, a channel punched through the routers, or a relay. */
+export type Reach = 'direct' | 'punched' | 'relayed'
+
+export const reachOf = (hop: RouteHop, punched: boolean): Reach =>
+  direct(hop) ? 'direct' : punched ? 'punched' : 'relayed'
+
+/**
+ * For each seam, whether its two hops may pass hidden states to each other: both reach the client on a channel it
+ * holds (a hop pushes its digest, or its successor's refusal, unasked: a relay carries only answers), and the first
+ * reaches the second at its port or over a channel it punches itself (a host behind a router the client punched
+ * through answers other hosts' punches alike; one that does not leaves that seam's leg to the client).
+ */
+export function forwardableLegs(reach: readonly Reach[]): boolean[] {
+  return reach.slice(1).map((next, i) => reach[i] !== 'relayed' && next !== 'relayed')
+}
+
 /** The client's median ping to a hop from which forwarding its seams pays (on a LAN the client carries them), ms. */
 export const FORWARD_FROM_RTT_MS = 5
 
@@ -53,21 +69,22 @@ export function farLegs(hops: readonly HopState[], direct: readonly boolean[]): 
   return direct.map((d, i) => d && far[i] === true && far[i + 1] === true)
 }
 
-/** What each hop's open says about forwarding: a fresh capability per direct seam, given to its two hops alone. */
+/** What each hop's open says about forwarding: a fresh capability per forwarded seam, given to its two hops alone. */
 export function chainOpenings(route: readonly RouteHop[], legs: readonly boolean[]): (ForwardingOpen | undefined)[] {
   const caps = legs.map((d) => (d ? randomBytes(32).toString('hex') : undefined))
   return route.map((_, i) => {
     const [accept, capability, next] = [caps[i - 1], caps[i], route[i + 1]]
-    const forward =
-      capability === undefined || next?.endpoint == null
-        ? {}
-        : {
-            next: {
-              endpoint: next.endpoint,
-              capability,
+    // the successor at its port, pinned to its certificate; else through a channel this hop punches to it
+    const where =
+      next === undefined
+        ? undefined
+        : direct(next)
+          ? {
+              endpoint: next.endpoint as string,
               ...(next.fingerprint === undefined ? {} : { fingerprint: next.fingerprint }),
-            },
-          }
+            }
+          : { punch: next.hostId }
+    const forward = capability === undefined || where === undefined ? {} : { next: { ...where, capability } }
     return { ...(accept === undefined ? {} : { accept }), ...forward }
   })
 }

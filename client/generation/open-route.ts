@@ -2,7 +2,7 @@ import type { Route } from '../../protocol'
 import { planRoute } from '../grant-claim'
 import { type HopOpener, openHops } from '../open-hops'
 import { ClientRelayed } from './client-relayed'
-import { chainOpenings, directLegs, HopToHop } from './hop-to-hop'
+import { chainOpenings, forwardableLegs, HopToHop, reachOf } from './hop-to-hop'
 import { forkedAt, forkGone, type PrefixBook, type PrefixMatch } from './prefix-book'
 import type { GenerateRequest } from './request'
 import type { StepRunner } from './step-runner'
@@ -27,8 +27,14 @@ export async function openRoute(
   // on those far from the client once its pings say so. A fork's hops keep every input and receipt at the client
   // (client-relayed), as the session it starts from did.
   const mode = fork !== undefined ? 'client-relayed' : (request.forwarding ?? 'auto')
-  const direct = mode === 'client-relayed' ? undefined : directLegs(route.hops)
-  const legs = direct?.some((d) => d) === true ? direct : undefined
+  // hosts behind routers are punched to first, all at once (openHops then finds the channels open): a seam between
+  // two hosts the client reaches on channels of its own may be forwarded, the first punching to the second itself
+  const punched = await Promise.all(
+    route.hops.map((h) => (reachOf(h, false) === 'direct' ? undefined : client.punched?.to(h.hostId))),
+  )
+  const reach = route.hops.map((h, i) => reachOf(h, punched[i] !== undefined))
+  const forwardable = mode === 'client-relayed' ? undefined : forwardableLegs(reach)
+  const legs = forwardable?.some((d) => d) === true ? forwardable : undefined
   const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
   const hops = await openHops(client, route.hops, session, seamed, maxTokens, true, forwarding).catch(
     (error: unknown) => forkGone(error, client.prefixes, fork),

@@ -79,6 +79,13 @@ export interface HopStats {
   readonly medianMs: number
   /** The volunteer relay this hop was reached through, if any. */
   readonly relayHostId?: string
+  /** How the client reached it: at its own port, over a channel punched through the routers, or through a relay. */
+  readonly reached: 'direct' | 'punched' | 'relayed'
+  /**
+   * Hidden-state bytes the client received from it (where its link counts them): 0 where every step's output went
+   * on to the next hop itself (hop to hop).
+   */
+  readonly hiddenBytesIn?: number
 }
 
 export interface GenerationSummary {

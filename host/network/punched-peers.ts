@@ -33,6 +33,9 @@ export interface PunchedPeersOptions {
 
 export class PunchedPeers {
   private readonly peers = new Set<Peer>()
+  /** Open channels by caller (one per channel): the host pushes a session's frames unasked to its own (hop to hop). */
+  private readonly callers = new Map<string, FrameChannel>()
+  private opened = 0
 
   constructor(private readonly options: PunchedPeersOptions) {}
 
@@ -73,6 +76,14 @@ export class PunchedPeers {
     }
   }
 
+  /** Sends `bytes` to `caller` unasked; false when it is no punched channel open here. */
+  push(caller: string, bytes: Uint8Array): boolean {
+    const channel = this.callers.get(caller)
+    if (channel === undefined || !channel.isOpen) return false
+    void channel.send(bytes).catch(() => {}) // closed meanwhile: its client fails over
+    return true
+  }
+
   close(): void {
     for (const peer of [...this.peers]) this.drop(peer)
   }
@@ -83,13 +94,16 @@ export class PunchedPeers {
       return
     }
     peer.channel = channel
-    const caller = `punch:${peer.from}`
+    // each channel its own caller: a session is bound to the channel that opened it, as to a WebSocket connection
+    const caller = `punch:${peer.from}:${++this.opened}`
+    this.callers.set(caller, channel)
     let inFlight = 0
     const idleMs = this.options.idleMs ?? PUNCHED_IDLE_MS
     let idle = setTimeout(() => channel.close(), idleMs)
     idle.unref()
     channel.onClose(() => {
       clearTimeout(idle)
+      this.callers.delete(caller)
       this.drop(peer)
     })
     channel.onFrame((bytes) => {
@@ -107,13 +121,14 @@ export class PunchedPeers {
         .catch(() => {}) // the channel closed meanwhile: its client fails over
         .finally(() => inFlight--)
     })
-    this.options.log?.(`punched channel open to a client (${this.peers.size} of ${MAX_PUNCHED_PEERS})`)
+    this.options.log?.(`punched channel open to a peer (${this.peers.size} of ${MAX_PUNCHED_PEERS})`)
   }
 
   private drop(peer: Peer): void {
     if (!this.peers.delete(peer)) return
-    peer.channel?.close()
-    peer.close()
+    // an open channel tells its peer before its peer connection closes; one never opened just closes
+    if (peer.channel !== undefined) peer.channel.close()
+    else peer.close()
   }
 }
 

@@ -1,7 +1,7 @@
 // Hop-to-hop forwarding on the host side (docs/architecture.md, "the path of one token"): a step the client asks
 // forwarded goes on from here straight to the next hop, and the client gets this hop's receipt (a digest of its output)
 // instead of the output; the next hop takes it only with the seam's capability and this hop's receipt of it.
-import { WebSocketHopLink } from '../../dataplane/hop-link'
+import { type HopLink, WebSocketHopLink } from '../../dataplane/hop-link'
 import { verifySignature } from '../../identity/keys'
 import {
   type ChainedReceipt,
@@ -32,7 +32,14 @@ export interface ForwardingHost {
   readonly signer?: { sign(message: string): string } | undefined
   /** Told every receipt to hand in: signed ones, and at a session's end its uncountersigned ones with their chain. */
   readonly onReceipt?: ((receipt: Receipt | ChainedReceipt) => void) | undefined
+  /**
+   * A link over a channel punched to `hostId` (a successor that takes no connections; the host's punched paths, kept
+   * across sessions), or undefined where none opens soon: that seam's leg goes through the client.
+   */
+  readonly punchTo?: ((hostId: string) => Promise<HopLink | undefined>) | undefined
 }
+
+type Next = NonNullable<ForwardingOpen['next']>
 
 /** A forward frame's hop-to-hop trailer, when it came from a predecessor hop rather than the session's client. */
 export function chainTrailer(frame: Frame): ChainTrailer | undefined {
@@ -42,7 +49,7 @@ export function chainTrailer(frame: Frame): ChainTrailer | undefined {
 /** Forwards answers to successors and keeps what it forwarded until the client asks (audits, failover replay). */
 export class Forwarder {
   /** One link per session to its successor (a connection's frames in flight are bounded per connection). */
-  private readonly links = new Map<string, Promise<WebSocketHopLink | undefined>>()
+  private readonly links = new Map<string, Promise<HopLink | undefined>>()
   /** The answers forwarded, by session and step: the client, which never saw them, may ask for them. */
   private readonly kept = new Map<string, Map<number, Uint8Array>>()
   /** Receipts of forwarded-in steps waiting for their client's signature, by session and step, with their chain. */
@@ -178,24 +185,37 @@ export class Forwarder {
     this.kept.set(session, steps.set(step, answer))
   }
 
-  private async send(
-    owner: FrameCaller,
-    next: NonNullable<ForwardingOpen['next']>,
-    out: Frame,
-    trailer: ChainTrailer,
-  ): Promise<boolean> {
+  /**
+   * A session opened with a successor to punch to: the punch starts now, so that its first forwarded step finds the
+   * channel open (a punch takes 0.2-0.5 s, a step a few ms).
+   */
+  opened(session: string, next: Next | undefined): void {
+    if (next?.punch !== undefined && !this.links.has(session)) this.links.set(session, this.connect(session, next))
+  }
+
+  /** The session's link to its successor: a WebSocket to its endpoint, else a channel punched to it. */
+  private connect(session: string, next: Next): Promise<HopLink | undefined> {
+    const unreachable = (why: string) => {
+      this.host.log?.(`session ${session}: cannot reach the next hop ${why}; the client carries that leg`)
+      return undefined
+    }
+    if (next.endpoint === undefined) {
+      const hostId = next.punch as string
+      return (this.host.punchTo?.(hostId) ?? Promise.resolve(undefined)).then(
+        (link) => link ?? unreachable(`${hostId} (no channel punched to it)`),
+        (error: Error) => unreachable(`${hostId} (${error.message})`),
+      )
+    }
+    return WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch(
+      (error: Error) => unreachable(`at ${next.endpoint} (${error.message})`),
+    )
+  }
+
+  private async send(owner: FrameCaller, next: Next, out: Frame, trailer: ChainTrailer): Promise<boolean> {
     const session = out.session
     let link = this.links.get(session)
     if (link === undefined) {
-      link = WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch(
-        (error: Error) => {
-          this.host.log?.(
-            `session ${session}: cannot reach the next hop at ${next.endpoint} (${error.message}); the client ` +
-              `carries that leg`,
-          )
-          return undefined
-        },
-      )
+      link = this.connect(session, next)
       this.links.set(session, link)
     }
     const l = await link

@@ -1,4 +1,7 @@
+import type { HopLink } from '../../dataplane/hop-link'
 import { iceConfig } from '../../dataplane/punched-channel'
+import { PunchedHopLink } from '../../dataplane/punched-link'
+import { PunchedPaths } from '../../dataplane/punched-paths'
 import { trackerUrls } from '../../dataplane/tracker-connection'
 import type { NodeIdentity } from '../../identity/keys'
 import { manifestSha256 } from '../../identity/tickets'
@@ -64,6 +67,8 @@ export class HostServing {
   /** The relay this host runs for others, and its own reservation at one while unreachable. */
   private relaying: HostRelaying | undefined
   private punched: PunchedPeers | undefined
+  /** Channels this host punched to successors that take no connections (hop-to-hop seams between homes). */
+  private punchedTo: PunchedPaths | undefined
   private askForRelay: NodeJS.Timeout | undefined
 
   constructor(private readonly host: ServingHost) {}
@@ -203,6 +208,17 @@ export class HostServing {
     return this.punched.accept(offer, from)
   }
 
+  /**
+   * A link to `hostId` over a channel this host punches to it (kept for later sessions), for a seam forwarded hop to
+   * hop; undefined when none opens within PUNCH_WAIT_MS or NEURON_PUNCH=0 (relay tests and benches).
+   */
+  private async punchTo(hostId: string): Promise<HopLink | undefined> {
+    if (process.env.NEURON_PUNCH === '0') return undefined
+    this.punchedTo ??= new PunchedPaths(this.host.tracker, (line) => this.host.log(line))
+    const path = await this.punchedTo.to(hostId)
+    return path === undefined ? undefined : new PunchedHopLink(path)
+  }
+
   /** The volunteer relay the tracker assigned (null: none). */
   assignRelay(relay: RelayAssignment | null): void {
     this.relaying?.assign(relay)
@@ -231,6 +247,7 @@ export class HostServing {
     await this.reachable?.close()
     await this.relaying?.close()
     this.punched?.close()
+    this.punchedTo?.close()
     await this.server?.close()
     this.runtime?.dispose()
     await this.store?.close()
@@ -271,6 +288,9 @@ export class HostServing {
       ...(options.idleSessionMs === undefined ? {} : { idleSessionMs: options.idleSessionMs }),
       dialBack: dialBackProver(identity),
       ...(head ? { vocabularyFrom: paths[0] } : {}),
+      // hop to hop over punched channels: pushes to a client on one, and channels to successors behind routers
+      push: (caller, bytes) => this.punched?.push(caller, bytes) === true,
+      punchTo: (hostId) => this.punchTo(hostId),
     })
   }
 

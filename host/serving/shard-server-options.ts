@@ -1,3 +1,4 @@
+import type { HopLink } from '../../dataplane/hop-link'
 import type { Receipt, SeamFacts } from '../../protocol'
 import type { DialBackProver } from '../network/dial-back-answer'
 import type { AdmissionLimits, TicketTerms } from './admission'
@@ -54,4 +55,11 @@ export interface ShardServerOptions {
    * the first session with a grammar; without it grammars are refused.
    */
   readonly vocabularyFrom?: string | undefined
+  /** Sends to a caller not on the data-plane port (a punched channel) unasked; false where it is none open here. */
+  readonly push?: (caller: string, bytes: Uint8Array) => boolean
+  /**
+   * A link over a channel punched to another host (a successor that takes no connections, forwarded to hop to hop), or
+   * undefined where none opens soon.
+   */
+  readonly punchTo?: (hostId: string) => Promise<HopLink | undefined>
 }

@@ -98,8 +98,13 @@ export class ShardServer {
       },
       owedCountersign: (session, step) => this.forwarder.owedCountersign(session, step),
     }
-    const push = (caller: FrameCaller, bytes: Uint8Array) => this.listener?.push(caller, bytes) ?? false
-    this.forwarder = new Forwarder({ push, log: options.log, signer: options.signer, onReceipt: options.onReceipt })
+    // a caller on the data-plane port, else on a punched channel (options.push)
+    const push = (caller: FrameCaller, bytes: Uint8Array) =>
+      this.listener?.push(caller, bytes) === true || options.push?.(caller, bytes) === true
+    this.forwarder = new Forwarder({
+      ...{ push, log: options.log, signer: options.signer, onReceipt: options.onReceipt },
+      punchTo: options.punchTo,
+    })
     this.reaper = setInterval(
       () => this.reapIdle(Date.now()),
       Math.min(10_000, Math.max(50, (options.unsteppedSessionMs ?? 30_000) / 4)),
@@ -288,6 +293,7 @@ export class ShardServer {
       steps: new SerialQueue(),
     })
     if (ticket.probe !== true) this.seen.opened(frame.session)
+    this.forwarder.opened(frame.session, request.forwarding?.next)
     return jsonFrame('ok', frame.session, frame.step, {})
   }
 

@@ -83,6 +83,14 @@ export class TrackerSession {
     return asked
   }
 
+  /**
+   * This host's offer of a punched channel to `hostId` (a successor it forwards to hop to hop that takes no
+   * connections), through the tracker; resolves with that host's answer (dataplane/punched-paths.ts signalling).
+   */
+  async offer(hostId: string, offer: string): Promise<string> {
+    return (await callRpc(this.requireSocket(), HostToTracker, 'punch.open', { hostId, offer })).answer
+  }
+
   /** The tracker instance this host joined (or tries first). */
   get url(): string {
     return trackerUrls(this.options.trackerUrl)[this.trackerIndex] ?? ''

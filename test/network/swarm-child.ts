@@ -60,6 +60,8 @@ try {
           blocks: h.blocks,
           medianMs: h.medianMs,
           relayHostId: h.relayHostId,
+          reached: h.reached,
+          hiddenBytesIn: h.hiddenBytesIn,
         })),
         failovers,
         decodeTokensPerSecond,

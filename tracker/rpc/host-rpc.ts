@@ -8,6 +8,7 @@ import { wireVerdicts } from '../ledger/metering'
 import type { PricingOptions } from '../ledger/pricing'
 import type { ModelCatalog } from '../models/catalog'
 import { pricedPlacement } from '../placement/priced-placement'
+import type { TrackerRelay } from '../reachability/tracker-relay'
 import type { SwarmPlanner } from '../routing/swarm-planner'
 import { type NamespaceDeps, onPeer, type Peer } from './peers'
 
@@ -22,6 +23,8 @@ export interface HostRpcDeps {
   readonly identity: { readonly publicKey: string }
   /** Where its STUN server answers (null: none). */
   readonly stunPort: number | null
+  /** Carries a host's offer of a punched channel to another host (hop-to-hop seams between homes). */
+  readonly relay: Pick<TrackerRelay, 'punch'>
 }
 
 /** What hosts may ask the tracker on /hosts: join, say what they serve, be placed, hand in receipts. */
@@ -47,6 +50,7 @@ export function hostHandlers(d: HostRpcDeps): RpcHandlers<typeof HostToTracker, 
     'receipts.submit': async ({ receipts }, peer) =>
       wireVerdicts(await d.metering.settleFromHost(d.membership.registered(peer).hostId, receipts)),
     'stun.port': () => ({ port: d.stunPort }),
+    'punch.open': ({ hostId, offer }, peer) => d.relay.punch(hostId, offer, peer.publicKey),
     'relay.receipts': async ({ receipts }, peer) =>
       wireVerdicts(await d.metering.relayFees.settle(d.membership.registered(peer).hostId, receipts)),
   }

@@ -1,11 +1,21 @@
-// Where a client's frames to a host behind a router that maps no port go, in order (issue 39): a channel punched
-// through both routers (dataplane/punched-channel.ts, the tracker carrying the offer and the answer), else the relay
-// the route names (a volunteer's circuit, else the tracker's). Each host's outcome is remembered: an open channel is
-// kept for the client's next sessions with that host, a punch that failed is not tried again for RETRY_MS.
-import { iceConfig, offerChannel } from '../dataplane/punched-channel'
-import { PunchedPath } from '../dataplane/punched-link'
-import type { TrackerChannel } from '../dataplane/tracker-link'
-import { ClientToTracker, callRpc, NeuronError } from '../protocol'
+// Where frames to a host behind a router that maps no port go, in order (issue 39): a channel punched through both
+// routers (punched-channel.ts, the tracker carrying the offer and the answer), else the relay the route names (a
+// volunteer's circuit, else the tracker's). A client keeps one per tracker connection for its hops; a host one for the
+// successors it forwards to hop to hop. Each host's outcome is remembered: an open channel is kept for the next
+// sessions with that host, a punch that failed is not tried again for RETRY_MS.
+import { NeuronError } from '../protocol'
+import { iceConfig, offerChannel } from './punched-channel'
+import { PunchedPath } from './punched-link'
+
+/** What punching needs of a tracker connection: its STUN port, and its signalling (a client's or a host's RPCs). */
+export interface PunchSignalling {
+  /** The tracker's URL (its STUN server answers on its address): the instance the connection is on now. */
+  readonly url: string
+  /** Its STUN port, null where it runs none (nothing is punched then). */
+  stunPort(): Promise<number | null>
+  /** Sends `offer` to `hostId` through the tracker; resolves with the host's answer. */
+  offer(hostId: string, offer: string): Promise<string>
+}
 
 /** After a failed punch, how long before a host is tried again, ms (its router or ours may have changed). */
 export const RETRY_MS = 5 * 60_000
@@ -23,13 +33,9 @@ export type PathKind = 'punched' | 'relayed'
 export class PunchedPaths {
   private readonly paths = new Map<string, Promise<PunchedPath | undefined>>()
   private readonly failedAt = new Map<string, number>()
-  /** The tracker's STUN port (stun.port), asked once; null: it runs none, and nothing is punched. */
-  private stunPort: Promise<number | null> | undefined
 
   constructor(
-    private readonly tracker: TrackerChannel,
-    /** The tracker's URL (its STUN server answers on its port): the instance the channel is on, else this. */
-    private readonly trackerUrl: string,
+    private readonly signalling: PunchSignalling,
     private readonly log: (line: string) => void = () => {},
     private readonly timeoutMs?: number,
   ) {}
@@ -83,18 +89,12 @@ export class PunchedPaths {
   }
 
   private async punch(hostId: string): Promise<PunchedPath | undefined> {
-    const url = this.tracker.url ?? this.trackerUrl
     const started = performance.now()
     try {
-      this.stunPort ??= callRpc(this.tracker, ClientToTracker, 'stun.port', {}).then((a) => a.port)
-      const stunPort = await this.stunPort.catch((error: Error) => {
-        this.stunPort = undefined // asked again next time
-        throw error
-      })
+      const stunPort = await this.signalling.stunPort()
       if (stunPort === null) throw new NeuronError('no_stun', 'the tracker runs no STUN server')
-      const signal = async (offer: string) =>
-        (await callRpc(this.tracker, ClientToTracker, 'punch.open', { hostId, offer })).answer
-      const channel = await offerChannel(signal, iceConfig(url, stunPort), this.timeoutMs)
+      const config = iceConfig(this.signalling.url, stunPort)
+      const channel = await offerChannel((offer) => this.signalling.offer(hostId, offer), config, this.timeoutMs)
       this.failedAt.delete(hostId)
       this.log(`punched a channel to host ${hostId} in ${Math.round(performance.now() - started)} ms`)
       const path = new PunchedPath(hostId, channel)
