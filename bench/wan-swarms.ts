@@ -50,7 +50,16 @@ export interface HostRow {
 
 export interface ChatDone {
   readonly tokens: number[]
-  readonly route: { hostId: string; blocks: [number, number]; medianMs: number; relayHostId?: string }[]
+  readonly route: {
+    hostId: string
+    blocks: [number, number]
+    medianMs: number
+    relayHostId?: string
+    /** How the client reached the hop (direct, punched, relayed). */
+    reached?: string
+    /** Hidden-state bytes the hop sent the client: 0 where its seam went host to host. */
+    hiddenBytesIn?: number
+  }[]
   readonly failovers: unknown[]
   readonly decodeTokensPerSecond: number
   /** The client's wait between consecutive tokens, ms, in order (from its token lines' clock). */

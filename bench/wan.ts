@@ -38,13 +38,15 @@ import {
   routeRoundTrips,
   setLayoutDelay,
 } from './wan-layouts'
+import { type DelayResult, emptyResults, summarise } from './wan-results'
 import { cpuMs, NamespaceSwarms, openDmz, type Swarm } from './wan-swarms'
 
-// The relayed runs measure the relays: their clients punch no channel around them (NEURON_PUNCH=0). The punched run
-// is the relayed swarm (no host takes connections) with its client punching a channel to each host through its home
-// router (the laptop has a public address: ICE connects it to every home, test/network/punched-homes.test.ts), so its
-// limit is the direct one and the tracker should relay nothing.
-process.env.NEURON_PUNCH = '0'
+// The relayed runs measure the relays: their clients punch no channel around them (NEURON_PUNCH=0 in the chat's child,
+// wan-swarms.ts). The punched run is the relayed swarm (no host takes connections) with its client punching a
+// channel to each host through its home router (the laptop has a public address: ICE connects it to every home,
+// test/network/punched-homes.test.ts), so its limit is the direct one and the tracker should relay nothing. The
+// punched hop-to-hop run is a relayed swarm in homes A and C alternately, each host punching its own channel to the
+// next: its limit is the hop-to-hop one over those homes, and the fraction of seams forwarded host to host is printed.
 
 // `--audits`: trackers as `neuron tracker` runs them, new hosts on probation (known-answer probes, half their steps
 // audited); by default the trackers keep their checks out of the data plane (bench/wan-tracker.ts).
@@ -69,6 +71,11 @@ if (!Number.isInteger(HOPS) || HOPS < 1 || HOPS > 12) {
   process.exit(2)
 }
 const HOP_HOMES = hopHomes(HOPS)
+/**
+ * The punched hop-to-hop run's homes: A and C alternately, the pair whose routers both keep source ports, so ICE
+ * connects every seam (ice-pairs.test.ts; home B's randomising router connects to neither).
+ */
+const PUNCHABLE_HOMES = HOP_HOMES.map((_, i) => (i % 2 === 0 ? 'a' : 'c') as HomeName)
 /** Token ids of the generated SentencePiece vocabulary (any will do: the weights are random). */
 const PROMPT = [1, 450, 1200, 3000, 4100, 5200, 6300, 7400]
 
@@ -121,44 +128,7 @@ process.once('SIGINT', () => {
   void teardown().finally(() => process.exit(130))
 })
 
-interface DelayResult {
-  direct: number[]
-  hopToHop: number[]
-  /** The direct swarm with no forwarding asked: what an app's or the API's chat gets. */
-  defaultMode: number[]
-  relayed: number[]
-  /** The relayed swarm's hosts reached by channels punched through their routers. */
-  punched: number[]
-  punchedBytesPerToken: number[]
-  volunteer: number[]
-  /** The round trips a token needs, ms: each round's sum over the route. */
-  roundTripsDirectMs: number[]
-  roundTripsRelayedMs: number[]
-  /** The one-way legs of a hop-to-hop token, ms: client→A, A→B, B→C, C→client. */
-  legsHopToHopMs: number[]
-  relayedBytesPerToken: number[]
-  /** What the tracker relayed per token in the volunteer-relayed chats: 0 unless a hop fell back to it. */
-  volunteerTrackerBytesPerToken: number[]
-}
-const results = new Map<number, DelayResult>(
-  DELAYS_MS.map((d) => [
-    d,
-    {
-      direct: [],
-      hopToHop: [],
-      defaultMode: [],
-      relayed: [],
-      punched: [],
-      punchedBytesPerToken: [],
-      volunteer: [],
-      roundTripsDirectMs: [],
-      roundTripsRelayedMs: [],
-      legsHopToHopMs: [],
-      relayedBytesPerToken: [],
-      volunteerTrackerBytesPerToken: [],
-    },
-  ]),
-)
+const results = emptyResults(DELAYS_MS)
 /** Compute per token, ms: each round's loopback chat. */
 const computeMs: number[] = []
 
@@ -178,6 +148,13 @@ try {
     relay: false,
     audits: AUDITS,
   })
+  const punchable = await s.start({
+    label: 'punchable',
+    port: 7074,
+    places: PUNCHABLE_HOMES.map((h) => COMPUTERS[h]),
+    relay: true,
+    audits: AUDITS,
+  })
   const volunteerRelay = { packed: relayPacked, manifest: relayManifest }
   const volunteer = await s.start({
     label: 'volunteer',
@@ -187,7 +164,7 @@ try {
     audits: AUDITS,
     volunteerRelay,
   })
-  for (const swarm of [direct, relayed, volunteer, loopback]) {
+  for (const swarm of [direct, relayed, volunteer, loopback, punchable]) {
     const rows = await s.untilReachedAsPlanned(swarm)
     console.log(
       JSON.stringify({
@@ -197,7 +174,7 @@ try {
     )
   }
   // warm-up: the clients' first connections, the hosts' first sessions
-  for (const swarm of [direct, relayed, volunteer, loopback])
+  for (const swarm of [direct, relayed, volunteer, loopback, punchable])
     await s.chat(swarm, swarm.label === 'loopback' ? 'cloud' : 'laptop', 8, PROMPT)
 
   const relayedBytes = async (swarm: Swarm) => sum((await s.hosts(swarm)).map((r) => r.relayedBytes ?? 0))
@@ -227,6 +204,9 @@ try {
       const legsHopToHop = hopToHopLegsMs(rtt)
       r.legsHopToHopMs.push(legsHopToHop)
       const limitHopToHop = 1000 / (roundComputeMs + legsHopToHop)
+      const legsPunchable = hopToHopLegsMs(await routeRoundTrips(n, PUNCHABLE_HOMES))
+      r.legsPunchableMs.push(legsPunchable)
+      const limitPunchable = 1000 / (roundComputeMs + legsPunchable)
       const limitDirect = 1000 / (roundComputeMs + roundTripsDirect)
       const limitRelayed = 1000 / (roundComputeMs + roundTripsRelayed)
       console.log(
@@ -245,41 +225,58 @@ try {
       const hopToHop = { ...direct, label: 'direct hop-to-hop' }
       const defaultMode = { ...direct, label: 'direct, default mode' }
       const punched = { ...relayed, label: 'relayed swarm, punched' }
+      const punchedSeams = { ...punchable, label: 'homes A and C, punched, hop-to-hop' }
       const modes =
         round % 2 === 0
-          ? [direct, hopToHop, defaultMode, relayed, punched, volunteer]
-          : [volunteer, punched, relayed, defaultMode, hopToHop, direct]
+          ? [direct, hopToHop, defaultMode, relayed, punched, punchedSeams, volunteer]
+          : [volunteer, punchedSeams, punched, relayed, defaultMode, hopToHop, direct]
       for (const swarm of modes) {
-        const forwarding = swarm === hopToHop ? 'hop-to-hop' : swarm === defaultMode ? 'default' : 'client-relayed'
+        const forwarding =
+          swarm === hopToHop || swarm === punchedSeams
+            ? 'hop-to-hop'
+            : swarm === defaultMode
+              ? 'default'
+              : 'client-relayed'
         const before = swarm.relay ? await relayedBytes(swarm) : 0
         const trackerCpuBefore = cpuMs(swarm.trackerPid)
-        const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT, forwarding, swarm === punched)
+        const isPunched = swarm === punched || swarm === punchedSeams
+        const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT, forwarding, isPunched)
+        // a seam is forwarded where the hop before it sent the client no hidden state
+        const seams = done.route.slice(0, -1)
+        const forwarded = seams.filter((h) => h.hiddenBytesIn === 0).length / Math.max(1, seams.length)
         const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
         const limit =
-          swarm.relay && swarm !== punched
+          swarm.relay && !isPunched
             ? limitRelayed
-            : swarm === hopToHop || swarm === defaultMode
-              ? limitHopToHop
-              : limitDirect
+            : swarm === punchedSeams
+              ? limitPunchable
+              : swarm === hopToHop || swarm === defaultMode
+                ? limitHopToHop
+                : limitDirect
+        if (swarm === punchedSeams) r.punchedSeamsForwarded.push(forwarded)
         ;(swarm === volunteer
           ? r.volunteer
-          : swarm === punched
-            ? r.punched
-            : swarm.relay
-              ? r.relayed
-              : swarm === hopToHop
-                ? r.hopToHop
-                : swarm === defaultMode
-                  ? r.defaultMode
-                  : r.direct
+          : swarm === punchedSeams
+            ? r.punchedHopToHop
+            : swarm === punched
+              ? r.punched
+              : swarm.relay
+                ? r.relayed
+                : swarm === hopToHop
+                  ? r.hopToHop
+                  : swarm === defaultMode
+                    ? r.defaultMode
+                    : r.direct
         ).push(done.decodeTokensPerSecond)
         if (bytesPerToken !== undefined)
           (swarm === volunteer
             ? r.volunteerTrackerBytesPerToken
-            : swarm === punched
-              ? r.punchedBytesPerToken
-              : r.relayedBytesPerToken
+            : swarm === punchedSeams
+              ? r.punchedHopToHopBytesPerToken
+              : swarm === punched
+                ? r.punchedBytesPerToken
+                : r.relayedBytesPerToken
           ).push(bytesPerToken)
         console.log(
           JSON.stringify({
@@ -291,6 +288,8 @@ try {
             limit_tokens_per_s: round2(limit),
             ratio_to_limit: round2(done.decodeTokensPerSecond / limit),
             hop_ms: done.route.map((h) => round2(h.medianMs)),
+            reached: done.route.map((h) => h.reached),
+            ...(forwarding === 'client-relayed' ? {} : { seams_forwarded: round2(forwarded) }),
             token_gap_ms: gapSpread(done.gapsMs),
             tracker_cpu_ms_per_token: round2(trackerCpuPerToken),
             ...(bytesPerToken === undefined ? {} : { relayed_bytes_per_token: Math.round(bytesPerToken) }),
@@ -300,46 +299,7 @@ try {
       }
     }
   }
-  const summary: Record<string, number> = {}
-  for (const [delayMs, r] of results) {
-    // the limit of the medians: one round's compute slowed by a
-    // neighbour's burst moves it less than a median of per-round limits
-    const [d, rl, v, h] = [median(r.direct), median(r.relayed), median(r.volunteer), median(r.hopToHop)]
-    const lh = 1000 / (median(computeMs) + median(r.legsHopToHopMs))
-    const [tripsDirect, tripsRelayed] = [median(r.roundTripsDirectMs), median(r.roundTripsRelayedMs)]
-    const [ld, lr] = [1000 / (median(computeMs) + tripsDirect), 1000 / (median(computeMs) + tripsRelayed)]
-    Object.assign(summary, {
-      [`round_trips_direct_ms_${delayMs}ms`]: round2(tripsDirect),
-      [`round_trips_relayed_ms_${delayMs}ms`]: round2(tripsRelayed),
-      [`direct_tokens_per_s_${delayMs}ms`]: round2(d),
-      [`relayed_tokens_per_s_${delayMs}ms`]: round2(rl),
-      [`limit_direct_tokens_per_s_${delayMs}ms`]: round2(ld),
-      [`limit_relayed_tokens_per_s_${delayMs}ms`]: round2(lr),
-      [`direct_over_limit_${delayMs}ms`]: round2(d / ld),
-      [`relayed_over_limit_${delayMs}ms`]: round2(rl / lr),
-      [`relayed_over_direct_${delayMs}ms`]: round2(rl / d),
-      [`legs_hop_to_hop_ms_${delayMs}ms`]: round2(median(r.legsHopToHopMs)),
-      [`hop_to_hop_tokens_per_s_${delayMs}ms`]: round2(h),
-      [`limit_hop_to_hop_tokens_per_s_${delayMs}ms`]: round2(lh),
-      [`hop_to_hop_over_limit_${delayMs}ms`]: round2(h / lh),
-      // the direct swarm both ways: what forwarding gains over the client carrying every hidden state
-      [`hop_to_hop_over_client_relayed_${delayMs}ms`]: round2(h / d),
-      // no forwarding asked (the planner's 'auto'), as the app and the API chat
-      [`default_mode_tokens_per_s_${delayMs}ms`]: round2(median(r.defaultMode)),
-      [`default_mode_over_client_relayed_${delayMs}ms`]: round2(median(r.defaultMode) / d),
-      [`relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.relayedBytesPerToken)),
-      // the relayed swarm's hosts over channels punched through their routers: the direct path's limit
-      [`punched_tokens_per_s_${delayMs}ms`]: round2(median(r.punched)),
-      [`punched_over_limit_${delayMs}ms`]: round2(median(r.punched) / ld),
-      [`punched_over_direct_${delayMs}ms`]: round2(median(r.punched) / d),
-      [`punched_relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.punchedBytesPerToken)),
-      // the volunteer is in the cloud as the tracker is: the same round trips, the same limit
-      [`volunteer_relayed_tokens_per_s_${delayMs}ms`]: round2(v),
-      [`volunteer_relayed_over_limit_${delayMs}ms`]: round2(v / lr),
-      [`volunteer_relayed_over_direct_${delayMs}ms`]: round2(v / d),
-      [`volunteer_tracker_relayed_bytes_per_token_${delayMs}ms`]: Math.round(median(r.volunteerTrackerBytesPerToken)),
-    })
-  }
+  const summary = summarise(results, computeMs)
   console.log(
     JSON.stringify({
       bench: 'wan',
