@@ -49,6 +49,11 @@ export class Host extends EventEmitter<HostEvents> {
   }
 
   /** Sessions open on this host now (0 before it serves). */
+  /** Next hops this host punched to, or failed to (their seams go through the client): the Swarm screen's. */
+  seams(): { hostId: string; path: 'punched' | 'relayed' }[] {
+    return this.serving?.seams() ?? []
+  }
+
   get activeSessions(): number {
     return this.serving?.activeSessions ?? 0
   }

@@ -25,6 +25,14 @@ export const SwarmView = z.object({
     .array(z.object({ hostId: NodeId, path: z.enum(['punched', 'relayed']) }))
     .max(10_000)
     .optional(),
+  /**
+   * How this computer's host forwards hidden states to the next hops it was given (hop to hop) that take no
+   * connections: over a channel it punched to them, or not (relayed: the chat's client carries that seam).
+   */
+  seams: z
+    .array(z.object({ hostId: NodeId, path: z.enum(['punched', 'relayed']) }))
+    .max(10_000)
+    .optional(),
 })
 export type SwarmView = z.infer<typeof SwarmView>
 

@@ -215,7 +215,11 @@ export class AppBackend {
       ),
       conversations: new ConversationsController(dataDir, log),
       log: new LogController(o.appLog),
-      swarm: new SwarmController(swarm, () => store.value.pairedApps),
+      swarm: new SwarmController(
+        swarm,
+        () => store.value.pairedApps,
+        () => this.hosting.seams(),
+      ),
       lan: new LanController(this.lan),
       api,
       settings,

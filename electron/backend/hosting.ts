@@ -95,6 +95,11 @@ export class HostingRunner {
     this.sessionPoll.unref()
   }
 
+  /** The seams this computer's host forwards over, by next hop (Host.seams): none while it serves nothing. */
+  seams(): { hostId: string; path: 'punched' | 'relayed' }[] {
+    return this.host?.seams() ?? []
+  }
+
   /** Puts back a remembered choice: serving again, or paused where it was paused. */
   restore(choice: HostingChoice): Promise<void> {
     return this.changes.run(async () => {

@@ -208,6 +208,11 @@ export class HostServing {
     return this.punched.accept(offer, from)
   }
 
+  /** How this host reaches the next hops it forwarded to lately: punched, or relayed (the client carries that seam). */
+  seams(): { hostId: string; path: 'punched' | 'relayed' }[] {
+    return this.punchedTo?.outcomes() ?? []
+  }
+
   /**
    * A link to `hostId` over a channel this host punches to it (kept for later sessions), for a seam forwarded hop to
    * hop; undefined when none opens within PUNCH_WAIT_MS or NEURON_PUNCH=0 (relay tests and benches).

@@ -116,6 +116,11 @@ export function SwarmScreen() {
                       <td>{row.sessions}</td>
                       <td title={row.pathTitle} data-testid="swarm-host-path">
                         {row.path}
+                        {row.seam !== '' && (
+                          <span className="host-seam" title={row.seamTitle} data-testid="swarm-host-seam">
+                            seam: {row.seam}
+                          </span>
+                        )}
                       </td>
                       <td className="num">{row.msPerBlock}</td>
                       <td>{row.cpu}</td>

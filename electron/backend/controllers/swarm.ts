@@ -13,7 +13,8 @@ export class SwarmController {
       ])
       const paired = this.paired().map((p) => ({ hostId: nodeIdOf(p.key), name: p.name }))
       const reached = this.swarm.connection.client.reached()
-      return { trackerUrl: this.swarm.trackerUrl, hosts, models, thisHostId: this.swarm.hostId, paired, reached }
+      const seams = this.seams()
+      return { trackerUrl: this.swarm.trackerUrl, hosts, models, thisHostId: this.swarm.hostId, paired, reached, seams }
     },
     'swarm.status': () => this.swarm.status,
   }
@@ -22,5 +23,7 @@ export class SwarmController {
     private readonly swarm: CurrentSwarm,
     /** The apps paired on the home network, as saved. */
     private readonly paired: () => readonly PairedApp[],
+    /** How this computer's host reaches the next hops it forwards to (HostingRunner.seams). */
+    private readonly seams: () => { hostId: string; path: 'punched' | 'relayed' }[] = () => [],
   ) {}
 }

@@ -81,6 +81,25 @@ describe('swarm selectors', () => {
     expect(rows[1]?.pathTitle).toMatch(/no relay carries its traffic/)
   })
 
+  it("says how this computer's host forwards to the next hops it was given: punched, or through the client", () => {
+    const relayedHost = (hostId: string) => ({ ...host(hostId, true), state: { ...IDLE_STATE, endpoint: null } })
+    const rows = hostRows({
+      ...view,
+      thisHostId: 'f'.repeat(20),
+      hosts: [relayedHost('p'.repeat(20)), relayedHost('r'.repeat(20)), relayedHost('u'.repeat(20))],
+      seams: [
+        { hostId: 'p'.repeat(20), path: 'punched' },
+        { hostId: 'r'.repeat(20), path: 'relayed' },
+      ],
+    })
+    expect(rows.map((r) => [r.shortId[0], r.seam])).toEqual([
+      ['p', 'punched'],
+      ['r', 'through the client'],
+      ['u', ''],
+    ])
+    expect(rows[1]?.seamTitle).toMatch(/client carries the hidden states/)
+  })
+
   it('counts the blocks nobody serves', () => {
     expect(missingBlocks([2, 0, 1, 0])).toBe(2)
   })

@@ -20,6 +20,19 @@ export interface HostRow {
   path: string
   /** The path in a sentence, for its tooltip. */
   pathTitle: string
+  /**
+   * How this computer's host forwards to it, where it forwarded to it lately: 'punched', 'through the client', or ''.
+   */
+  seam: string
+  seamTitle: string
+}
+
+const SEAMS: Record<string, [string, string]> = {
+  punched: ['punched', "this computer's host sends it hidden states over a channel it punched through both routers"],
+  relayed: [
+    'through the client',
+    "this computer's host could not punch a channel to it: the chat's client carries the hidden states between them",
+  ],
 }
 
 const PATH_TITLES: Record<string, string> = {
@@ -36,8 +49,9 @@ export function pathTo(host: HostSummary, reached: SwarmView['reached'], thisHos
   return reached?.find((r) => r.hostId === host.hostId)?.path ?? '—'
 }
 
-export function hostRow(host: HostSummary, who = '', totalLayers?: number, path = '—'): HostRow {
+export function hostRow(host: HostSummary, who = '', totalLayers?: number, path = '—', seamPath?: string): HostRow {
   const { state, profile } = host
+  const [seam, seamTitle] = SEAMS[seamPath ?? ''] ?? ['', '']
   return {
     hostId: host.hostId,
     shortId: shortId(host.hostId),
@@ -52,6 +66,8 @@ export function hostRow(host: HostSummary, who = '', totalLayers?: number, path 
     who,
     path,
     pathTitle: PATH_TITLES[path] ?? '',
+    seam,
+    seamTitle,
   }
 }
 
@@ -63,7 +79,8 @@ export function hostRows(view: SwarmView): HostRow[] {
     .sort((a, b) => Number(b.online) - Number(a.online) || a.hostId.localeCompare(b.hostId))
     .map((host) => {
       const model = view.models.find((m) => m.modelId === host.state.modelId)
-      return hostRow(host, who(host.hostId), model?.nLayer, pathTo(host, view.reached, view.thisHostId))
+      const seam = view.seams?.find((s) => s.hostId === host.hostId)?.path
+      return hostRow(host, who(host.hostId), model?.nLayer, pathTo(host, view.reached, view.thisHostId), seam)
     })
 }
 
