@@ -1,8 +1,16 @@
 import type { TlsCertificate } from '../../dataplane/tls-trust'
 import type { NodeIdentity } from '../../identity/keys'
 import type { ServingState } from '../../protocol'
-import { behindRouter, interfaceCandidates, isLoopbackHost, listensEverywhere } from './candidates'
+import {
+  behindRouter,
+  globalAddresses6,
+  interfaceAddresses6,
+  interfaceCandidates,
+  isLoopbackHost,
+  listensEverywhere,
+} from './candidates'
 import { type HostCertificate, hostCertificate } from './certificate'
+import { Pinholes } from './pinhole'
 import { PortMapping } from './port-mapping'
 
 /** How often the host looks at its interfaces for a new address (a DHCP lease, another network). */
@@ -22,7 +30,10 @@ export interface ReachableOptions {
   readonly listenPort?: number
   readonly tls?: TlsCertificate
   readonly advertise?: (listening: string) => string | Promise<string>
+  /** Ask the router for a mapped port and IPv6 pinholes (default: where it listens everywhere, tracker elsewhere). */
   readonly portMapping?: boolean
+  /** The router to ask for IPv6 pinholes (PCP); default the v6 default route's next hop. */
+  readonly pinholeRouter?: string
   readonly log?: (line: string) => void
 }
 
@@ -33,10 +44,12 @@ export interface ReachablePlan extends ReachableOptions {
   readonly secure: boolean
   /** Ask the router to forward the data-plane and BitTorrent ports. */
   readonly mapsPorts: boolean
+  /** Ask the router's IPv6 firewall for a pinhole to the data-plane port on each global IPv6 address. */
+  readonly opensPinholes: boolean
 }
 
 /** What changed: this computer's addresses (its connections from the old one are gone), or the router's mapping. */
-export type ReachableChange = 'addresses' | 'mapping'
+export type ReachableChange = 'addresses' | 'mapping' | 'pinhole'
 
 /** A data-plane server the host listens with: the ShardServer, or anything with its listen(). */
 export interface Listener {
@@ -51,6 +64,7 @@ export interface Listener {
  */
 export class Reachable {
   private mapping: PortMapping | undefined
+  private pinholes: Pinholes | undefined
   private addresses: string[]
   private readonly listeners = new Set<(why: ReachableChange) => void>()
   private readonly watch: NodeJS.Timeout
@@ -67,23 +81,30 @@ export class Reachable {
 
   static plan(options: ReachableOptions): ReachablePlan {
     const local = isLoopbackHost(new URL(options.trackerUrl || 'http://127.0.0.1').hostname)
-    const listenHost = options.listenHost ?? (local ? '127.0.0.1' : '0.0.0.0')
+    // `::` takes IPv4 too (dual stack); only where this computer has IPv6 worth offering
+    const everywhere = interfaceAddresses6().length > 0 ? '::' : '0.0.0.0'
+    const listenHost = options.listenHost ?? (local ? '127.0.0.1' : everywhere)
     const secure = options.tls !== undefined || !isLoopbackHost(listenHost)
     const mapsPorts = options.portMapping ?? (!local && listensEverywhere(listenHost) && behindRouter())
-    return { ...options, listenHost, secure, mapsPorts }
+    const opensPinholes = options.portMapping ?? (!local && listenHost === '::' && globalAddresses6().length > 0)
+    return { ...options, listenHost, secure, mapsPorts, opensPinholes }
   }
 
   /** Starts `server` listening as planned and, where it should, asks the router for the port. */
   static async listen(server: Listener, plan: ReachablePlan): Promise<Reachable> {
     const certificate = plan.secure ? await hostCertificate(plan.dataDir, plan.identity, plan.tls) : undefined
-    const listening = await server.listen(plan.listenPort ?? 0, plan.listenHost, certificate)
+    const listening = bracketed(await server.listen(plan.listenPort ?? 0, plan.listenHost, certificate))
     const advertised = plan.advertise === undefined ? undefined : await plan.advertise(listening)
     const reachable = new Reachable(plan, listening, advertised, certificate)
     plan.log?.(
       `data plane listening at ` +
         `${listening}${certificate === undefined ? '' : ` (certificate ${certificate.fingerprint.slice(0, 16)}…)`}`,
     )
-    if (plan.mapsPorts) await reachable.startMapping(Number(new URL(listening).port))
+    const port = Number(new URL(listening).port)
+    await Promise.all([
+      plan.mapsPorts ? reachable.startMapping(port) : undefined,
+      plan.opensPinholes && plan.listenHost === '::' ? reachable.startPinholes(port) : undefined,
+    ])
     return reachable
   }
 
@@ -91,10 +112,15 @@ export class Reachable {
   offer(): Pick<ServingState, 'endpoint' | 'candidates' | 'tls'> {
     const scheme = new URL(this.listening).protocol
     const mapped = this.mapping?.mapped
+    // an open pinhole's endpoint comes before the interface addresses: the offer changes when one opens, so the
+    // tracker dials again (it reuses a proof only while the candidates stay the same)
     const candidates = [
-      ...(this.advertised === undefined ? [] : [this.advertised]),
-      ...(mapped == null ? [] : [`${scheme}//${mapped.externalIp}:${mapped.externalPort}/`]),
-      ...this.addresses,
+      ...new Set([
+        ...(this.advertised === undefined ? [] : [this.advertised]),
+        ...(mapped == null ? [] : [`${scheme}//${mapped.externalIp}:${mapped.externalPort}/`]),
+        ...(this.pinholes?.open ?? []).map((p) => `${scheme}//[${p.address}]:${p.port}/`),
+        ...this.addresses,
+      ]),
     ].slice(0, 8)
     return {
       // older trackers route to `endpoint` as it is: the best guess, the first candidate
@@ -114,7 +140,7 @@ export class Reachable {
   async close(): Promise<void> {
     clearInterval(this.watch)
     this.listeners.clear()
-    await this.mapping?.close()
+    await Promise.all([this.mapping?.close(), this.pinholes?.close()])
   }
 
   /**
@@ -126,12 +152,18 @@ export class Reachable {
       onChange: () => this.changed('mapping'),
       ...(this.plan.log === undefined ? {} : { log: this.plan.log }),
     })
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([
-      this.mapping.start(),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, FIRST_MAPPING_WAIT_MS))),
-    ])
-    clearTimeout(timer)
+    await awhile(this.mapping.start())
+  }
+
+  /** Asks the router's IPv6 firewall for pinholes to `port`; waits a little for the first answers, as for mapping. */
+  private async startPinholes(port: number): Promise<void> {
+    this.pinholes = new Pinholes(port, {
+      addresses: globalAddresses6,
+      onChange: () => this.changed('pinhole'),
+      ...(this.plan.pinholeRouter === undefined ? {} : { router: this.plan.pinholeRouter }),
+      ...(this.plan.log === undefined ? {} : { log: this.plan.log }),
+    })
+    await awhile(this.pinholes.start())
   }
 
   private checkAddresses(): void {
@@ -144,10 +176,25 @@ export class Reachable {
     this.addresses = now
     // the router's mapping points at the old address: ask for it again from the new one
     void this.mapping?.refresh()
+    void this.pinholes?.refresh()
     this.changed('addresses')
   }
 
   private changed(why: ReachableChange): void {
     for (const l of this.listeners) l(why)
   }
+}
+
+/** A listener's URL with an IPv6 host in brackets (`ws://:::7100/` is no URL; `ws://[::]:7100/` is). */
+function bracketed(listening: string): string {
+  const m = /^(wss?:)\/\/(.*):(\d+)\/?$/.exec(listening)
+  if (m === null || !m[2]?.includes(':') || m[2].startsWith('[')) return listening
+  return `${m[1]}//[${m[2]}]:${m[3]}/`
+}
+
+/** Waits for `asked` at most FIRST_MAPPING_WAIT_MS; it goes on in the background after that. */
+async function awhile(asked: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([asked, new Promise<void>((resolve) => (timer = setTimeout(resolve, FIRST_MAPPING_WAIT_MS)))])
+  clearTimeout(timer)
 }

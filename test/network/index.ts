@@ -1,22 +1,24 @@
 // A network of Linux namespaces for tests and benches: a cloud and a laptop on an "internet" segment
-// (198.18.0.0/24), and three homes behind NAT routers. See README.md for the picture.
+// (198.18.0.0/24 and 2001:db8::/64), and four homes behind NAT routers, one with IPv6 behind a firewall.
+// See README.md for the picture.
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { REPO_ROOT } from '../models'
-import { attachShaped, attachToInternet, buildHome, buildInternet, lease } from './build'
+import { attachShaped, attachToInternet, buildHome, buildInternet, lease, routeToHome6 } from './build'
 import { waitForOutput } from './children'
 import { createNamespace, deleteNamespace, MINIUPNPD, newRunPrefix, removeStaleNamespaces, runIn } from './namespaces'
 import type { LinkShape, Shaper } from './shaper'
 import {
+  type AnyHomeName,
   type Computer,
   HOMES,
-  type HomeName,
   type HomePlan,
   homeOf,
   INTERNET_ADDRESSES,
+  INTERNET6_ADDRESSES,
   PLACES,
   type Place,
 } from './topology'
@@ -25,11 +27,14 @@ import { stunServerSource, writeMiniupnpdConfig } from './upnp'
 export { whyNoMiniupnpd, whyNoNamespaces } from './namespaces'
 export type { NatKind } from './routers'
 export type { LinkShape } from './shaper'
-export type { Computer, HomeName, HomePlan, Place, Router } from './topology'
+export type { AnyHomeName, Computer, HomeName, HomePlan, Place, Router } from './topology'
 export { NAT_PMP_PORT } from './upnp'
 
+/** The homes whose router runs miniupnpd. */
+export type UpnpHome = 'c' | 'd'
+
 /** The links a shaper carries: each home's uplink, and the laptop's line when asked for. */
-export type ShapedLink = HomeName | 'laptop'
+export type ShapedLink = AnyHomeName | 'laptop'
 
 export interface HomeNetworkOptions {
   /**
@@ -37,7 +42,7 @@ export interface HomeNetworkOptions {
    * when given here (`laptop: {}` for a shaped line with no delay yet); without it the laptop is on a plain veth.
    */
   links?: Partial<Record<ShapedLink, LinkShape>>
-  /** Start miniupnpd in home C (default: true when /usr/sbin/miniupnpd exists). */
+  /** Start miniupnpd in homes C and D (default: true when /usr/sbin/miniupnpd exists). */
   upnp?: boolean
 }
 
@@ -47,8 +52,10 @@ export interface HomeNetwork {
   readonly namespaces: Readonly<Record<Place, string>>
   /** Each place's address: a router's is its WAN address, a computer's its current LAN address. */
   readonly addresses: Readonly<Record<Place, string>>
-  readonly homes: Readonly<Record<HomeName, HomePlan>>
-  /** Whether home C's router answers UPnP-IGD and NAT-PMP. */
+  /** IPv6 addresses: the cloud's, the laptop's, the internet's, home D's router (WAN) and computer. */
+  readonly addresses6: Readonly<Partial<Record<Place, string>>>
+  readonly homes: Readonly<Record<AnyHomeName, HomePlan>>
+  /** Whether home C's router answers UPnP-IGD and NAT-PMP, and home D's opens IPv6 pinholes. */
   readonly upnp: boolean
   /** Runs `argv` in `place`; resolves its stdout, rejects with its stderr. */
   exec(place: Place, argv: readonly string[]): Promise<string>
@@ -57,12 +64,17 @@ export interface HomeNetwork {
   /**
    * Takes the home's WAN link down at the internet side, as in an outage: the router stays up and keeps its NAT state.
    */
-  cutLink(home: HomeName): Promise<void>
-  restoreLink(home: HomeName): Promise<void>
+  cutLink(home: AnyHomeName): Promise<void>
+  restoreLink(home: AnyHomeName): Promise<void>
   /** Changes a home link's (or the shaped laptop's) one-way delay and rate, both ways, from now on. */
   setLink(link: ShapedLink, shape: LinkShape): Promise<void>
-  /** Restarts home C's miniupnpd (SIGTERM, as a router reboot would): every port mapping it held is gone. */
-  restartUpnp(): Promise<void>
+  /**
+   * Restarts a home's miniupnpd (C by default; SIGTERM, as a router reboot would): every port mapping or pinhole it
+   * held is gone. Starts it when it was stopped.
+   */
+  restartUpnp(home?: UpnpHome): Promise<void>
+  /** Stops a home's miniupnpd (a router that offers no UPnP or PCP): mappings and pinholes it held are removed. */
+  stopUpnp(home: UpnpHome): Promise<void>
   /** Moves a home computer to a new LAN address, as a new DHCP lease would; resolves the address. */
   changeAddress(computer: Computer): Promise<string>
   /** Kills every process started here and deletes every namespace and link; safe to call twice. */
@@ -75,16 +87,21 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
   const prefix = newRunPrefix()
   const namespaces = Object.fromEntries(PLACES.map((p) => [p, `${prefix}-${p}`])) as Record<Place, string>
   const addresses = { ...INTERNET_ADDRESSES } as Record<Place, string>
+  const addresses6: Partial<Record<Place, string>> = { ...INTERNET6_ADDRESSES }
   for (const home of Object.values(HOMES)) {
     addresses[home.router] = home.wan
-    for (const c of home.computers) addresses[c.place] = c.address
+    if (home.ipv6 !== undefined) addresses6[home.router] = home.ipv6.wan
+    for (const c of home.computers) {
+      addresses[c.place] = c.address
+      if (c.address6 !== undefined) addresses6[c.place] = c.address6
+    }
   }
   const children = new Set<ChildProcess>()
   const shapers = new Map<ShapedLink, Shaper>()
   const dir = await mkdtemp(join(tmpdir(), `${prefix}-`))
   let nextHostNumber = 100
   let closed = false
-  let miniupnpd: ChildProcess | undefined
+  const miniupnpd = new Map<UpnpHome, ChildProcess>()
 
   const spawnIn = (place: Place, command: string, args: readonly string[] = [], spawnOptions: SpawnOptions = {}) => {
     const child = spawn('ip', ['netns', 'exec', namespaces[place], command, ...args], {
@@ -104,13 +121,14 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
       )
     return shaper
   }
-  const uplink = (home: HomeName, state: 'up' | 'down') =>
+  const uplink = (home: AnyHomeName, state: 'up' | 'down') =>
     runIn(namespaces.internet, ['ip', 'link', 'set', HOMES[home].uplink, state])
 
   const network: HomeNetwork = {
     prefix,
     namespaces,
     addresses,
+    addresses6,
     homes: HOMES,
     upnp: false,
     exec: (place, argv) => runIn(namespaces[place], argv),
@@ -122,19 +140,24 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
       await uplink(home, 'up')
     },
     setLink: (home, shape) => shaperOf(home).set(shape),
-    async restartUpnp() {
-      const running = miniupnpd
-      if (running === undefined)
-        throw new Error('home C runs no miniupnpd (built with upnp: false, or miniupnpd is absent)')
+    async restartUpnp(home = 'c') {
+      if (!upnp) throw new Error(`home ${home} runs no miniupnpd (built with upnp: false, or miniupnpd is absent)`)
+      await network.stopUpnp(home)
+      miniupnpd.set(home, await startMiniupnpd(network, HOMES[home], dir))
+    },
+    async stopUpnp(home) {
+      const running = miniupnpd.get(home)
+      miniupnpd.delete(home)
+      if (running === undefined || running.exitCode !== null) return
       const exited = new Promise((resolve) => running.once('exit', resolve))
       running.kill('SIGTERM')
       await exited
-      miniupnpd = await startMiniupnpd(network, dir)
     },
     async changeAddress(computer) {
       const home = homeOf(computer)
       const address = home.gateway.replace(/\.\d+$/, `.${nextHostNumber++}`)
       await lease(namespaces[computer], address, home)
+      // (a v6 home keeps its computer's v6 address: the prefix is the home's, not the lease's)
       addresses[computer] = address
       return address
     },
@@ -148,17 +171,19 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
     },
   }
 
+  const upnp = options.upnp ?? existsSync(MINIUPNPD)
   try {
     for (const place of PLACES) await createNamespace(namespaces[place])
     await buildInternet(namespaces.internet)
-    await attachToInternet(namespaces.internet, namespaces.cloud, 'cloud', addresses.cloud)
+    const { cloud, laptop } = INTERNET6_ADDRESSES
+    await attachToInternet(namespaces.internet, namespaces.cloud, 'cloud', addresses.cloud, cloud)
     const laptopLink = options.links?.laptop
     if (laptopLink === undefined)
-      await attachToInternet(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop)
+      await attachToInternet(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop, laptop)
     else
       shapers.set(
         'laptop',
-        await attachShaped(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop, laptopLink),
+        await attachShaped(namespaces.internet, namespaces.laptop, 'laptop', addresses.laptop, laptop, laptopLink),
       )
     for (const home of Object.values(HOMES)) {
       const names = {
@@ -167,9 +192,9 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
         computers: home.computers.map((c) => namespaces[c.place]),
       }
       shapers.set(home.name, await buildHome(home, names, options.links?.[home.name] ?? {}, dir))
+      for (const place of ['internet', 'cloud', 'laptop'] as const) await routeToHome6(namespaces[place], home)
     }
-    const upnp = options.upnp ?? existsSync(MINIUPNPD)
-    if (upnp) miniupnpd = await startUpnp(network, dir)
+    if (upnp) for (const [home, daemon] of await startUpnp(network, dir)) miniupnpd.set(home, daemon)
     return { ...network, upnp }
   } catch (err) {
     await network.close()
@@ -177,17 +202,17 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
   }
 }
 
-/** The STUN server on the internet, then miniupnpd on home C's router once its STUN check passed. */
-async function startUpnp(network: HomeNetwork, dir: string): Promise<ChildProcess> {
+/** The STUN server on the internet, then miniupnpd on homes C's and D's routers once their STUN checks passed. */
+async function startUpnp(network: HomeNetwork, dir: string): Promise<Array<[UpnpHome, ChildProcess]>> {
   const stun = network.spawnIn('internet', process.execPath, ['-e', stunServerSource(network.addresses.internet)])
   await waitForOutput(stun, /stun ready/, 'the STUN server')
-  return startMiniupnpd(network, dir)
+  return Promise.all((['c', 'd'] as const).map(async (home) => [home, await startMiniupnpd(network, HOMES[home], dir)]))
 }
 
-async function startMiniupnpd(network: HomeNetwork, dir: string): Promise<ChildProcess> {
-  const home = HOMES.c
-  const config = await writeMiniupnpdConfig(dir, home.lan, network.addresses.internet)
-  const miniupnpd = network.spawnIn(home.router, MINIUPNPD, ['-d', '-f', config, '-P', join(dir, 'miniupnpd.pid')])
+async function startMiniupnpd(network: HomeNetwork, home: HomePlan, dir: string): Promise<ChildProcess> {
+  const config = await writeMiniupnpdConfig(dir, home, network.addresses.internet)
+  const pid = join(dir, `miniupnpd-${home.name}.pid`)
+  const miniupnpd = network.spawnIn(home.router, MINIUPNPD, ['-d', '-f', config, '-P', pid])
   const log = await waitForOutput(miniupnpd, /Listening for NAT-PMP/, `miniupnpd in ${network.namespaces[home.router]}`)
   if (!log.includes('Port forwarding is now enabled'))
     throw new Error(`miniupnpd did not enable port forwarding after its STUN check:\n${log}`)

@@ -27,7 +27,13 @@ export async function createNamespace(netns: string): Promise<void> {
   await run(['ip', 'netns', 'add', netns])
   await run(['ip', '-n', netns, 'link', 'set', 'lo', 'up'])
   // br_netfilter would otherwise run bridged frames (LAN to LAN) through the routers' forward chains.
-  if (existsSync('/proc/sys/net/bridge')) await runIn(netns, ['sysctl', '-qw', 'net.bridge.bridge-nf-call-iptables=0'])
+  if (existsSync('/proc/sys/net/bridge'))
+    await runIn(netns, [
+      'sysctl',
+      '-qw',
+      'net.bridge.bridge-nf-call-iptables=0',
+      'net.bridge.bridge-nf-call-ip6tables=0',
+    ])
 }
 
 /** A veth pair made directly inside the two namespaces: nothing ever appears in the machine's own namespace. */

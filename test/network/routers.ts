@@ -1,4 +1,4 @@
-// What makes a home's router a NAT: its nftables ruleset, one per kind of home.
+// What makes a home's router a NAT (and, for v6, a firewall): its nftables ruleset, one per kind of home.
 
 /** How a home's router rewrites its computers' outbound connections. */
 export type NatKind =
@@ -12,10 +12,18 @@ export type NatKind =
 export const WAN_IF = 'wan'
 export const LAN_BRIDGE = 'br0'
 
+/** What the ruleset depends on: the home's NAT, LAN, whether miniupnpd fills chains, and whether it has IPv6. */
+export interface RouterPlan {
+  readonly nat: NatKind
+  readonly lan: string
+  readonly miniupnpd: boolean
+  readonly ipv6?: unknown
+}
+
 /**
  * Forwards LAN to internet and replies back; drops every other forwarded packet (so nothing from the
  * internet reaches a computer unless mapped). The router's own traffic is not rewritten, so
- * miniupnpd's STUN check sees its true port behaviour. UPnP homes get the chains miniupnpd fills
+ * miniupnpd's STUN check sees its true port behaviour. Routers running miniupnpd get the chains it fills
  * (table and chain names match the config upnp.ts writes).
  *
  * Like a home router's firewall (OpenWrt's wan zone: input REJECT), it rejects what the internet sends
@@ -23,10 +31,15 @@ export const LAN_BRIDGE = 'br0'
  * to the router itself) whose reply tuple is the mapping the router would give its computer's packets to
  * that peer, so masquerade picked another port for them and hole punching between two homes failed
  * whenever the far side's first ICE check arrived first (test/network/ice-pairs.test.ts).
+ *
+ * IPv6 (a home with `ipv6`): the same `inet` forward chain is the v6 firewall. Nothing is masqueraded (the rule
+ * names `ip saddr`), so computers keep their global addresses; new inbound v6 meets the policy drop unless
+ * miniupnpd put a pinhole rule in its chain. ICMPv6 to the router itself is accepted: without neighbour discovery on
+ * the WAN nothing v6 reaches it at all.
  */
-export function routerRuleset(kind: NatKind, lanCidr: string): string {
-  const upnp = kind === 'upnp'
-  const masquerade = kind === 'port-randomising' ? 'masquerade random,fully-random' : 'masquerade'
+export function routerRuleset(home: RouterPlan): string {
+  const upnp = home.miniupnpd
+  const masquerade = home.nat === 'port-randomising' ? 'masquerade random,fully-random' : 'masquerade'
   return `
 table inet filter {
   chain forward {
@@ -38,6 +51,7 @@ table inet filter {
   chain input {
     type filter hook input priority 0; policy accept;
     iifname "${WAN_IF}" ct state established,related accept
+    ${home.ipv6 === undefined ? '' : `iifname "${WAN_IF}" meta l4proto ipv6-icmp accept`}
     iifname "${WAN_IF}" meta l4proto tcp reject with tcp reset
     iifname "${WAN_IF}" reject
   }
@@ -51,7 +65,7 @@ table inet nat {
   chain postrouting {
     type nat hook postrouting priority 100; policy accept;
     ${upnp ? 'jump postrouting_miniupnpd' : ''}
-    ip saddr ${lanCidr} oifname "${WAN_IF}" ${masquerade}
+    ip saddr ${home.lan} oifname "${WAN_IF}" ${masquerade}
   }
   ${upnp ? 'chain prerouting_miniupnpd {\n  }\n  chain postrouting_miniupnpd {\n  }' : ''}
 }

@@ -1,16 +1,19 @@
 // Who is where: every place on the network, its namespace suffix and its address.
 import type { NatKind } from './routers'
 
+/** The IPv4-only homes behind NAT (what the benches lay hosts out in). */
 export type HomeName = 'a' | 'b' | 'c'
-export type Computer = 'hostA' | 'peerA' | 'hostB' | 'hostC'
-export type Router = 'routerA' | 'routerB' | 'routerC'
+/** Every home: the NAT homes and home D, whose computers also have global IPv6 behind the router's firewall. */
+export type AnyHomeName = HomeName | 'd'
+export type Computer = 'hostA' | 'peerA' | 'hostB' | 'hostC' | 'hostD'
+export type Router = 'routerA' | 'routerB' | 'routerC' | 'routerD'
 /**
  * Every namespace: the internet bridge (which also runs the STUN server), the cloud, the laptop, routers and computers.
  */
 export type Place = 'internet' | 'cloud' | 'laptop' | Router | Computer
 
 export interface HomePlan {
-  readonly name: HomeName
+  readonly name: AnyHomeName
   readonly nat: NatKind
   readonly router: Router
   /** The router's address on the internet: what the cloud sees as a home computer's address. */
@@ -19,15 +22,26 @@ export interface HomePlan {
   readonly uplink: string
   readonly lan: string
   readonly gateway: string
-  readonly computers: ReadonlyArray<{ readonly place: Computer; readonly address: string }>
+  readonly computers: ReadonlyArray<{ readonly place: Computer; readonly address: string; readonly address6?: string }>
+  /** Whether the router runs miniupnpd (UPnP-IGD, NAT-PMP and PCP on the LAN; see upnp.ts). */
+  readonly miniupnpd: boolean
+  /**
+   * IPv6 beside the NAT: the router routes a global /64 to its computers (no NAT for v6) and its firewall drops new
+   * inbound v6 unless a pinhole is open (miniupnpd's IGDv2 WANIPv6FirewallControl or PCP MAP).
+   */
+  readonly ipv6?: { readonly wan: string; readonly lan: string; readonly gateway: string }
 }
 
 // 198.18.0.0/15 is reserved for benchmarking (RFC 2544): it can never collide with a real address.
 export const INTERNET_CIDR = '198.18.0.0/24'
 export const PREFIX_LENGTH = 24
 export const INTERNET_ADDRESSES = { internet: '198.18.0.1', cloud: '198.18.0.10', laptop: '198.18.0.20' } as const
+// 2001:db8::/32 is the IPv6 documentation prefix (RFC 3849): never routed on the real internet.
+export const INTERNET6_CIDR = '2001:db8::/64'
+export const PREFIX6_LENGTH = 64
+export const INTERNET6_ADDRESSES = { internet: '2001:db8::1', cloud: '2001:db8::10', laptop: '2001:db8::20' } as const
 
-export const HOMES: Readonly<Record<HomeName, HomePlan>> = {
+export const HOMES: Readonly<Record<AnyHomeName, HomePlan>> = {
   a: {
     name: 'a',
     nat: 'port-preserving',
@@ -40,6 +54,7 @@ export const HOMES: Readonly<Record<HomeName, HomePlan>> = {
       { place: 'hostA', address: '10.1.0.10' },
       { place: 'peerA', address: '10.1.0.11' },
     ],
+    miniupnpd: false,
   },
   b: {
     name: 'b',
@@ -50,6 +65,7 @@ export const HOMES: Readonly<Record<HomeName, HomePlan>> = {
     lan: '10.2.0.0/24',
     gateway: '10.2.0.1',
     computers: [{ place: 'hostB', address: '10.2.0.10' }],
+    miniupnpd: false,
   },
   c: {
     name: 'c',
@@ -60,6 +76,20 @@ export const HOMES: Readonly<Record<HomeName, HomePlan>> = {
     lan: '10.3.0.0/24',
     gateway: '10.3.0.1',
     computers: [{ place: 'hostC', address: '10.3.0.10' }],
+    miniupnpd: true,
+  },
+  d: {
+    name: 'd',
+    // v4 behind a randomising NAT that maps nothing (miniupnpd denies every v4 mapping): v6 is this home's way in
+    nat: 'port-randomising',
+    router: 'routerD',
+    wan: '198.18.0.104',
+    uplink: 'home-d',
+    lan: '10.4.0.0/24',
+    gateway: '10.4.0.1',
+    computers: [{ place: 'hostD', address: '10.4.0.10', address6: '2001:db8:4::10' }],
+    miniupnpd: true,
+    ipv6: { wan: '2001:db8::104', lan: '2001:db8:4::/64', gateway: '2001:db8:4::1' },
   },
 }
 
@@ -74,6 +104,8 @@ export const PLACES: readonly Place[] = [
   'hostB',
   'routerC',
   'hostC',
+  'routerD',
+  'hostD',
 ]
 
 export function homeOf(computer: Computer): HomePlan {

@@ -1,4 +1,6 @@
 // miniupnpd on a home router, and the STUN server it needs on the internet segment.
+// Home C's maps IPv4 ports (UPnP-IGD, NAT-PMP, PCP); home D's opens IPv6 pinholes only (IGDv2
+// WANIPv6FirewallControl and PCP MAP for a v6 address), every v4 mapping denied.
 //
 // miniupnpd 2.3 refuses port forwarding when its WAN address is reserved, and 198.18.0.0/15 is
 // (RFC 2544). With ext_perform_stun it asks a STUN server instead; when the answer shows no NAT in
@@ -7,6 +9,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { LAN_BRIDGE, WAN_IF } from './routers'
+import type { HomePlan } from './topology'
 
 export const STUN_PORT = 3478
 export const NAT_PMP_PORT = 5351
@@ -30,12 +33,17 @@ socket.bind(${STUN_PORT}, '${address}', () => console.log('stun ready'))
 `
 }
 
-/** Writes miniupnpd's config into `dir`; any LAN computer may map any port, to its own address only. */
-export async function writeMiniupnpdConfig(dir: string, lanCidr: string, stunAddress: string): Promise<string> {
-  const file = join(dir, 'miniupnpd.conf')
+/**
+ * Writes home `home`'s miniupnpd config into `dir`: any LAN computer may map or open any port, to its own address
+ * only (secure_mode); a home with IPv6 maps no v4 port at all and opens v6 pinholes.
+ */
+export async function writeMiniupnpdConfig(dir: string, home: HomePlan, stunAddress: string): Promise<string> {
+  const file = join(dir, `miniupnpd-${home.name}.conf`)
+  const v4 = home.ipv6 === undefined ? [`allow 1-65535 ${home.lan} 1-65535`] : []
   const config = [
     `ext_ifname=${WAN_IF}`,
     `listening_ip=${LAN_BRIDGE}`,
+    ...(home.ipv6 === undefined ? [] : [`ipv6_listening_ip=${home.ipv6.gateway}`]),
     'enable_natpmp=yes',
     'enable_upnp=yes',
     'secure_mode=yes',
@@ -47,8 +55,8 @@ export async function writeMiniupnpdConfig(dir: string, lanCidr: string, stunAdd
     'upnp_forward_chain=miniupnpd',
     'upnp_nat_chain=prerouting_miniupnpd',
     'upnp_nat_postrouting_chain=postrouting_miniupnpd',
-    'uuid=3c2d7a8e-5f1b-4c1e-9a8d-6e0f4b2c1a00',
-    `allow 1-65535 ${lanCidr} 1-65535`,
+    `uuid=3c2d7a8e-5f1b-4c1e-9a8d-6e0f4b2c1a0${home.name}`,
+    ...v4,
     'deny 0-65535 0.0.0.0/0 0-65535',
   ]
   await writeFile(file, `${config.join('\n')}\n`)

@@ -114,7 +114,7 @@ export class Reachability {
     }
     return [...seen]
       .filter((c) => mayDial(new URL(c).hostname, observed))
-      .sort(byReach)
+      .sort((a, b) => byReach(new URL(a).hostname, new URL(b).hostname))
       .slice(0, MAX_CANDIDATES + 1)
   }
 
