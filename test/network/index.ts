@@ -73,7 +73,7 @@ export interface HomeNetwork {
    * held is gone. Starts it when it was stopped.
    */
   restartUpnp(home?: UpnpHome): Promise<void>
-  /** Stops a home's miniupnpd (a router that offers no UPnP or PCP): mappings and pinholes it held are removed. */
+  /** Stops a home's miniupnpd (a router that offers no UPnP or PCP): mappings and pinholes it held are flushed. */
   stopUpnp(home: UpnpHome): Promise<void>
   /** Moves a home computer to a new LAN address, as a new DHCP lease would; resolves the address. */
   changeAddress(computer: Computer): Promise<string>
@@ -152,6 +152,14 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
       const exited = new Promise((resolve) => running.once('exit', resolve))
       running.kill('SIGTERM')
       await exited
+      // as a reboot would: miniupnpd leaves its IPv6 pinhole rules behind when it exits
+      const router = namespaces[HOMES[home].router]
+      for (const [table, chain] of [
+        ['filter', 'miniupnpd'],
+        ['nat', 'prerouting_miniupnpd'],
+        ['nat', 'postrouting_miniupnpd'],
+      ] as const)
+        await runIn(router, ['nft', 'flush', 'chain', 'inet', table, chain])
     },
     async changeAddress(computer) {
       const home = homeOf(computer)
