@@ -43,6 +43,8 @@ try {
       maxTokens: Number(maxTokens),
       stopAtEog: false,
       ...(forwarding === 'default' ? {} : { forwarding }),
+      // the route as it opens and after each failover: a test may act on the hosts it names
+      onRoute: (hops) => say({ route: hops.map((h) => h.hostId) }),
     })
     const tokens: number[] = []
     let next = await run.next()
