@@ -112,14 +112,17 @@ export class Reachable {
   offer(): Pick<ServingState, 'endpoint' | 'candidates' | 'tls'> {
     const scheme = new URL(this.listening).protocol
     const mapped = this.mapping?.mapped
-    // an open pinhole's endpoint comes before the interface addresses: the offer changes when one opens, so the
-    // tracker dials again (it reuses a proof only while the candidates stay the same)
+    // an open pinhole's endpoint comes first, a global v6 address its router did not open goes last: the order
+    // changes when a pinhole opens (no new address), so the tracker dials again (it reuses a proof for one offer)
+    const pinholed = (this.pinholes?.open ?? []).map((p) => `${scheme}//[${p.address}]:${p.port}/`)
+    const shut = (c: string) => this.pinholes !== undefined && c.startsWith(`${scheme}//[`) && !pinholed.includes(c)
     const candidates = [
       ...new Set([
         ...(this.advertised === undefined ? [] : [this.advertised]),
         ...(mapped == null ? [] : [`${scheme}//${mapped.externalIp}:${mapped.externalPort}/`]),
-        ...(this.pinholes?.open ?? []).map((p) => `${scheme}//[${p.address}]:${p.port}/`),
-        ...this.addresses,
+        ...pinholed,
+        ...this.addresses.filter((c) => !shut(c)),
+        ...this.addresses.filter(shut),
       ]),
     ].slice(0, 8)
     return {

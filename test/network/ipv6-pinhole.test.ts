@@ -40,7 +40,7 @@ describe.skipIf(why !== undefined)(
       expect(await connect6(net, 'laptop', net.addresses6.cloud ?? '', PORT)).toBe(net.addresses6.laptop)
     })
 
-    it('drops new inbound IPv6 to home D’s computer, opens it for the pinholed port only, and closes it again', async () => {
+    it('drops new inbound v6 to home D’s computer, opens the pinholed port only, and closes it again', async () => {
       expect(await connect6(net, 'laptop', hostD, PORT)).toBe('failed timeout')
       const nonce = randomBytes(12).toString('hex')
       expect(await open(600, nonce)).toEqual({

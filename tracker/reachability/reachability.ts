@@ -57,7 +57,9 @@ export class Reachability {
     fingerprint: string | undefined,
   ): Promise<string | null> {
     const candidates = this.candidates(host, state)
-    const key = JSON.stringify([host.observed, fingerprint, candidates])
+    // the offer as the host ordered it: a host moves an endpoint its router just opened (an IPv6 pinhole, which adds
+    // no new address) to the front, and is dialed again
+    const key = JSON.stringify([host.observed, fingerprint, state.endpoint, state.candidates, candidates])
     const known = this.proven.get(host.hostId)
     if (known?.key === key && Date.now() - known.at < (this.options.reuseMs ?? 600_000)) return known.endpoint
     const running = this.dialing.get(host.hostId)
