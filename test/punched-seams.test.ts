@@ -4,7 +4,6 @@
 // first hop that cannot punch leaves the seam to the client (same tokens); channels that die mid-generation (the
 // second host's punched channels all closed, as when its router restarts) fail over and punch anew, same tokens.
 // (Across routers, test/network/punched-homes.test.ts.)
-import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type GenerationSummary, SwarmClient } from '../client/swarm-client'
 import { NodeIdentity } from '../identity/keys'

@@ -93,7 +93,7 @@ export class Reachable {
   /** Starts `server` listening as planned and, where it should, asks the router for the port. */
   static async listen(server: Listener, plan: ReachablePlan): Promise<Reachable> {
     const certificate = plan.secure ? await hostCertificate(plan.dataDir, plan.identity, plan.tls) : undefined
-    const listening = bracketed(await server.listen(plan.listenPort ?? 0, plan.listenHost, certificate))
+    const listening = await server.listen(plan.listenPort ?? 0, plan.listenHost, certificate)
     const advertised = plan.advertise === undefined ? undefined : await plan.advertise(listening)
     const reachable = new Reachable(plan, listening, advertised, certificate)
     plan.log?.(
@@ -186,13 +186,6 @@ export class Reachable {
   private changed(why: ReachableChange): void {
     for (const l of this.listeners) l(why)
   }
-}
-
-/** A listener's URL with an IPv6 host in brackets (`ws://:::7100/` is no URL; `ws://[::]:7100/` is). */
-function bracketed(listening: string): string {
-  const m = /^(wss?:)\/\/(.*):(\d+)\/?$/.exec(listening)
-  if (m === null || !m[2]?.includes(':') || m[2].startsWith('[')) return listening
-  return `${m[1]}//[${m[2]}]:${m[3]}/`
 }
 
 /** Waits for `asked` at most FIRST_MAPPING_WAIT_MS; it goes on in the background after that. */

@@ -67,7 +67,9 @@ export class DataPlaneListener {
     const listener = new DataPlaneListener(
       http,
       wss,
-      `${tls === undefined ? 'ws' : 'wss'}://${host}:${(http.address() as AddressInfo).port}/`,
+      // an IPv6 host in brackets (`ws://:::7100/` is no URL; `ws://[::]:7100/` is)
+      `${tls === undefined ? 'ws' : 'wss'}://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:` +
+        `${(http.address() as AddressInfo).port}/`,
     )
     wss.on('connection', (socket: WebSocket) => listener.serve(socket, o))
     return listener

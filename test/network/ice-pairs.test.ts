@@ -79,8 +79,7 @@ describe.skipIf(why !== undefined)(
       // a router that gives each destination another port: only a peer with no NAT learns where its checks come from
       const randomising = (p: Peer) => p === 'hostB' || p === 'hostD'
       if (a === 'hostA' && b === 'peerA') return { offererSees: ['host', 'peerA'], answererSees: ['host', 'hostA'] }
-      if (randomising(a) && b === 'laptop')
-        return { offererSees: ['host', 'laptop'], answererSees: ['prflx', wan[a]] }
+      if (randomising(a) && b === 'laptop') return { offererSees: ['host', 'laptop'], answererSees: ['prflx', wan[a]] }
       if (randomising(a) || randomising(b)) return null
       if (a === 'laptop' || b === 'peerA') throw new Error(`no expectation for ${a}-${b}`)
       return b === 'laptop'

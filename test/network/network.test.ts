@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildHomeNetwork, type HomeNetwork, whyNoMiniupnpd, whyNoNamespaces } from './index'
 import { listNamespaces } from './namespaces'
 import { connectFrom, mapPortByNatPmp, startServer } from './probes'
+import { PLACES } from './topology'
 
 const noNetwork = whyNoNamespaces()
 const noUpnp = noNetwork ?? whyNoMiniupnpd()
@@ -129,7 +130,7 @@ describe.skipIf(noNetwork !== undefined)(
     })
 
     it('leaves no namespace of its own behind when closed', async () => {
-      expect((await listNamespaces()).filter((n) => n.startsWith(`${net.prefix}-`))).toHaveLength(10)
+      expect((await listNamespaces()).filter((n) => n.startsWith(`${net.prefix}-`))).toHaveLength(PLACES.length)
       await net.close()
       expect((await listNamespaces()).filter((n) => n.startsWith(`${net.prefix}-`))).toEqual([])
     })
