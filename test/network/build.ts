@@ -2,7 +2,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { connectNamespaces, run, runIn } from './namespaces'
-import { LAN_BRIDGE, routerRuleset, WAN_IF } from './routers'
+import { CUSTOMER_IF, carrierRuleset, LAN_BRIDGE, routerRuleset, WAN_IF } from './routers'
 import { type LinkShape, type Shaper, startShaper } from './shaper'
 import { type HomePlan, INTERNET_ADDRESSES, INTERNET6_ADDRESSES, PREFIX_LENGTH, PREFIX6_LENGTH } from './topology'
 
@@ -80,15 +80,15 @@ export async function lease(computer: string, address: string, home: HomePlan, a
  */
 export async function buildHome(
   home: HomePlan,
-  names: { internet: string; router: string; computers: readonly string[] },
+  names: { internet: string; router: string; computers: readonly string[]; carrier?: string | undefined },
   shape: LinkShape,
   dir: string,
 ): Promise<Shaper> {
   const { internet, router } = names
-  const shaper = await startShaper(router, WAN_IF, internet, home.uplink, shape)
-  await ip(internet, 'link', 'set', home.uplink, 'master', LAN_BRIDGE, 'up')
-  await ip(router, 'addr', 'add', `${home.wan}/${PREFIX_LENGTH}`, 'dev', WAN_IF)
-  await ip(router, 'link', 'set', WAN_IF, 'up')
+  const shaper =
+    home.carrier === undefined || names.carrier === undefined
+      ? await uplinkTo(internet, router, home.wan, home, shape)
+      : await behindCarrier(internet, names.carrier, router, home, shape, dir)
   await runIn(router, ['sysctl', '-qw', 'net.ipv4.ip_forward=1'])
   await ip(router, 'link', 'add', LAN_BRIDGE, 'type', 'bridge')
   await ip(router, 'addr', 'add', `${home.gateway}/${home.lan.split('/')[1]}`, 'dev', LAN_BRIDGE)
@@ -110,5 +110,50 @@ export async function buildHome(
   const rules = join(dir, `router-${home.name}.nft`)
   await writeFile(rules, routerRuleset(home))
   await runIn(router, ['nft', '-f', rules])
+  return shaper
+}
+
+/** `namespace`'s WAN (a TAP the shaper joins to the home's uplink on the internet bridge) at `address`. */
+async function uplinkTo(
+  internet: string,
+  namespace: string,
+  address: string,
+  home: HomePlan,
+  shape: LinkShape,
+): Promise<Shaper> {
+  const shaper = await startShaper(namespace, WAN_IF, internet, home.uplink, shape)
+  await ip(internet, 'link', 'set', home.uplink, 'master', LAN_BRIDGE, 'up')
+  await ip(namespace, 'addr', 'add', `${address}/${PREFIX_LENGTH}`, 'dev', WAN_IF)
+  await ip(namespace, 'link', 'set', WAN_IF, 'up')
+  return shaper
+}
+
+/**
+ * A carrier-grade NAT between the internet and the home's router: the carrier holds the shaped uplink and the home's
+ * public address, the router's WAN sits on the carrier's private network (a plain veth), and the carrier masquerades
+ * it keeping ports, as Linux conntrack filters (carrierRuleset).
+ */
+async function behindCarrier(
+  internet: string,
+  carrier: string,
+  router: string,
+  home: HomePlan,
+  shape: LinkShape,
+  dir: string,
+): Promise<Shaper> {
+  const plan = home.carrier
+  if (plan === undefined) throw new Error(`home ${home.name} has no carrier NAT`)
+  const shaper = await uplinkTo(internet, carrier, home.wan, home, shape)
+  await runIn(carrier, ['sysctl', '-qw', 'net.ipv4.ip_forward=1'])
+  await connectNamespaces(router, WAN_IF, carrier, CUSTOMER_IF)
+  const bits = plan.inside.split('/')[1]
+  await ip(carrier, 'addr', 'add', `${plan.gateway}/${bits}`, 'dev', CUSTOMER_IF)
+  await ip(carrier, 'link', 'set', CUSTOMER_IF, 'up')
+  await ip(router, 'addr', 'add', `${plan.routerWan}/${bits}`, 'dev', WAN_IF)
+  await ip(router, 'link', 'set', WAN_IF, 'up')
+  await ip(router, 'route', 'replace', 'default', 'via', plan.gateway)
+  const rules = join(dir, `carrier-${home.name}.nft`)
+  await writeFile(rules, carrierRuleset(plan.inside))
+  await runIn(carrier, ['nft', '-f', rules])
   return shaper
 }

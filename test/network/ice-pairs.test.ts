@@ -17,19 +17,20 @@
 //   server alone. Only a relay joins B to another NAT (the tracker's or a volunteer's).
 // - hostA and peerA (one home, one LAN): host candidates, directly.
 // - home D (randomising for IPv4, as B) against the laptop: as B; against B (two randomising routers), A or C: no.
+// - home E, behind its ISP's carrier NAT as well as its own router (both keep ports, both filter as conntrack does):
+//   as A, its srflx the carrier's address with its computer's own port, through both NATs; not with B or D.
 // With routers whose own stack accepts unsolicited packets (this network before routers.ts's input chain), A and C
 // connected in 1 try of 12 (A or C offering): the answerer's first check reached the offerer's router before the
 // offerer's first check left, left a conntrack entry (C:port -> routerA:port, to the router itself), and masquerade
 // then mapped the offerer's checks to another port (seen in /proc/net/nf_conntrack). Real home routers reject such
 // packets, as these now do: then 8 tries of 8 connected.
-// A double NAT is not tested: test/network has no home behind two routers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildHomeNetwork, type HomeNetwork, type Place, whyNoNamespaces } from '.'
 import { connectPair, IcePeer, type PairOutcome, startStunIn } from './ice-peers'
 
 const why = whyNoNamespaces()
 const STUN_PORT = 3478
-const NAT_AND_LAPTOP = ['hostA', 'hostB', 'hostC', 'hostD', 'laptop'] as const
+const NAT_AND_LAPTOP = ['hostA', 'hostB', 'hostC', 'hostD', 'hostE', 'laptop'] as const
 type Peer = (typeof NAT_AND_LAPTOP)[number] | 'peerA'
 
 /** The candidate (type, address) each end is expected to choose for the other, or null: no channel within 10 s. */
@@ -74,6 +75,7 @@ describe.skipIf(why !== undefined)(
         hostB: 'routerB',
         hostC: 'routerC',
         hostD: 'routerD',
+        hostE: 'carrierE',
         laptop: 'laptop',
       }
       // a router that gives each destination another port: only a peer with no NAT learns where its checks come from

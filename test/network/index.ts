@@ -31,7 +31,7 @@ export type { AnyHomeName, Computer, HomeName, HomePlan, Place, Router } from '.
 export { NAT_PMP_PORT } from './upnp'
 
 /** The homes whose router runs miniupnpd. */
-export type UpnpHome = 'c' | 'd'
+export type UpnpHome = 'c' | 'd' | 'e'
 
 /** The links a shaper carries: each home's uplink, and the laptop's line when asked for. */
 export type ShapedLink = AnyHomeName | 'laptop'
@@ -89,7 +89,9 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
   const addresses = { ...INTERNET_ADDRESSES } as Record<Place, string>
   const addresses6: Partial<Record<Place, string>> = { ...INTERNET6_ADDRESSES }
   for (const home of Object.values(HOMES)) {
-    addresses[home.router] = home.wan
+    // a router behind a carrier NAT: its own WAN address is the carrier's private one, the carrier's is the home's
+    addresses[home.router] = home.carrier?.routerWan ?? home.wan
+    if (home.carrier !== undefined) addresses[home.carrier.place] = home.wan
     if (home.ipv6 !== undefined) addresses6[home.router] = home.ipv6.wan
     for (const c of home.computers) {
       addresses[c.place] = c.address
@@ -198,6 +200,7 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
         internet: namespaces.internet,
         router: namespaces[home.router],
         computers: home.computers.map((c) => namespaces[c.place]),
+        carrier: home.carrier === undefined ? undefined : namespaces[home.carrier.place],
       }
       shapers.set(home.name, await buildHome(home, names, options.links?.[home.name] ?? {}, dir))
       for (const place of ['internet', 'cloud', 'laptop'] as const) await routeToHome6(namespaces[place], home)
@@ -210,11 +213,12 @@ export async function buildHomeNetwork(options: HomeNetworkOptions = {}): Promis
   }
 }
 
-/** The STUN server on the internet, then miniupnpd on homes C's and D's routers once their STUN checks passed. */
+/** The STUN server on the internet, then miniupnpd on homes C's, D's and E's routers once their STUN checks passed. */
 async function startUpnp(network: HomeNetwork, dir: string): Promise<Array<[UpnpHome, ChildProcess]>> {
   const stun = network.spawnIn('internet', process.execPath, ['-e', stunServerSource(network.addresses.internet)])
   await waitForOutput(stun, /stun ready/, 'the STUN server')
-  return Promise.all((['c', 'd'] as const).map(async (home) => [home, await startMiniupnpd(network, HOMES[home], dir)]))
+  const homes = ['c', 'd', 'e'] as const
+  return Promise.all(homes.map(async (home) => [home, await startMiniupnpd(network, HOMES[home], dir)]))
 }
 
 async function startMiniupnpd(network: HomeNetwork, home: HomePlan, dir: string): Promise<ChildProcess> {
@@ -222,6 +226,8 @@ async function startMiniupnpd(network: HomeNetwork, home: HomePlan, dir: string)
   const pid = join(dir, `miniupnpd-${home.name}.pid`)
   const miniupnpd = network.spawnIn(home.router, MINIUPNPD, ['-d', '-f', config, '-P', pid])
   const log = await waitForOutput(miniupnpd, /Listening for NAT-PMP/, `miniupnpd in ${network.namespaces[home.router]}`)
+  // behind a carrier's NAT too (home E): its STUN check cannot tell that the carrier filters (the internet's STUN
+  // server answers no CHANGE-REQUEST), so it maps ports on the home's router alone and names the carrier's address
   if (!log.includes('Port forwarding is now enabled'))
     throw new Error(`miniupnpd did not enable port forwarding after its STUN check:\n${log}`)
   return miniupnpd

@@ -11,6 +11,8 @@ export type NatKind =
 
 export const WAN_IF = 'wan'
 export const LAN_BRIDGE = 'br0'
+/** A carrier NAT's interface toward its customers' routers. */
+export const CUSTOMER_IF = 'cust'
 
 /** What the ruleset depends on: the home's NAT, LAN, whether miniupnpd fills chains, and whether it has IPv6. */
 export interface RouterPlan {
@@ -37,7 +39,7 @@ export interface RouterPlan {
  * miniupnpd put a pinhole rule in its chain. ICMPv6 to the router itself is accepted: without neighbour discovery on
  * the WAN nothing v6 reaches it at all.
  */
-export function routerRuleset(home: RouterPlan): string {
+export function routerRuleset(home: RouterPlan, insideIf = LAN_BRIDGE): string {
   const upnp = home.miniupnpd
   const masquerade = home.nat === 'port-randomising' ? 'masquerade random,fully-random' : 'masquerade'
   return `
@@ -45,7 +47,7 @@ table inet filter {
   chain forward {
     type filter hook forward priority 0; policy drop;
     ct state established,related accept
-    iifname "${LAN_BRIDGE}" oifname "${WAN_IF}" accept
+    iifname "${insideIf}" oifname "${WAN_IF}" accept
     ${upnp ? 'jump miniupnpd' : ''}
   }
   chain input {
@@ -70,4 +72,13 @@ table inet nat {
   ${upnp ? 'chain prerouting_miniupnpd {\n  }\n  chain postrouting_miniupnpd {\n  }' : ''}
 }
 `
+}
+
+/**
+ * An ISP's carrier-grade NAT: its customers' routers (on `inside`, behind CUSTOMER_IF) out to the internet, ports kept
+ * where free, replies back, nothing else forwarded, and what the internet sends it unasked rejected: a home router's
+ * ruleset with no miniupnpd and no IPv6, its LAN the customer network.
+ */
+export function carrierRuleset(inside: string): string {
+  return routerRuleset({ nat: 'port-preserving', lan: inside, miniupnpd: false }, CUSTOMER_IF)
 }

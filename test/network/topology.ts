@@ -3,20 +3,29 @@ import type { NatKind } from './routers'
 
 /** The IPv4-only homes behind NAT (what the benches lay hosts out in). */
 export type HomeName = 'a' | 'b' | 'c'
-/** Every home: the NAT homes and home D, whose computers also have global IPv6 behind the router's firewall. */
-export type AnyHomeName = HomeName | 'd'
-export type Computer = 'hostA' | 'peerA' | 'hostB' | 'hostC' | 'hostD'
-export type Router = 'routerA' | 'routerB' | 'routerC' | 'routerD'
 /**
- * Every namespace: the internet bridge (which also runs the STUN server), the cloud, the laptop, routers and computers.
+ * Every home: the NAT homes, home D, whose computers also have global IPv6 behind the router's firewall, and home E,
+ * behind its ISP's carrier-grade NAT as well as its own router (a double NAT).
  */
-export type Place = 'internet' | 'cloud' | 'laptop' | Router | Computer
+export type AnyHomeName = HomeName | 'd' | 'e'
+export type Computer = 'hostA' | 'peerA' | 'hostB' | 'hostC' | 'hostD' | 'hostE'
+export type Router = 'routerA' | 'routerB' | 'routerC' | 'routerD' | 'routerE'
+/** An ISP's carrier-grade NAT, between the internet and a home's router. */
+export type Carrier = 'carrierE'
+/**
+ * Every namespace: the internet bridge (which also runs the STUN server), the cloud, the laptop, routers, a carrier NAT
+ * and computers.
+ */
+export type Place = 'internet' | 'cloud' | 'laptop' | Router | Carrier | Computer
 
 export interface HomePlan {
   readonly name: AnyHomeName
   readonly nat: NatKind
   readonly router: Router
-  /** The router's address on the internet: what the cloud sees as a home computer's address. */
+  /**
+   * What the cloud sees as a home computer's address: the router's own WAN address, or behind a carrier NAT the
+   * carrier's.
+   */
   readonly wan: string
   /** The router's port on the internet bridge (an interface in the internet namespace). */
   readonly uplink: string
@@ -30,6 +39,17 @@ export interface HomePlan {
    * inbound v6 unless a pinhole is open (miniupnpd's IGDv2 WANIPv6FirewallControl or PCP MAP).
    */
   readonly ipv6?: { readonly wan: string; readonly lan: string; readonly gateway: string }
+  /**
+   * A carrier-grade NAT in front of the router (port-preserving, filtering as Linux conntrack does): the carrier holds
+   * `wan` on the internet; the router's WAN is `routerWan` on the carrier's private `inside` network, so what the
+   * router maps (UPnP, NAT-PMP) is mapped on the router alone.
+   */
+  readonly carrier?: {
+    readonly place: Carrier
+    readonly inside: string
+    readonly gateway: string
+    readonly routerWan: string
+  }
 }
 
 // 198.18.0.0/15 is reserved for benchmarking (RFC 2544): it can never collide with a real address.
@@ -91,6 +111,19 @@ export const HOMES: Readonly<Record<AnyHomeName, HomePlan>> = {
     miniupnpd: true,
     ipv6: { wan: '2001:db8::104', lan: '2001:db8:4::/64', gateway: '2001:db8:4::1' },
   },
+  e: {
+    name: 'e',
+    // its own router keeps ports and runs miniupnpd, which finds it sits behind the carrier's NAT (its STUN check)
+    nat: 'upnp',
+    router: 'routerE',
+    wan: '198.18.0.105',
+    uplink: 'home-e',
+    lan: '10.5.0.0/24',
+    gateway: '10.5.0.1',
+    computers: [{ place: 'hostE', address: '10.5.0.10' }],
+    miniupnpd: true,
+    carrier: { place: 'carrierE', inside: '172.20.0.0/24', gateway: '172.20.0.1', routerWan: '172.20.0.2' },
+  },
 }
 
 export const PLACES: readonly Place[] = [
@@ -106,6 +139,9 @@ export const PLACES: readonly Place[] = [
   'hostC',
   'routerD',
   'hostD',
+  'carrierE',
+  'routerE',
+  'hostE',
 ]
 
 export function homeOf(computer: Computer): HomePlan {
