@@ -190,16 +190,16 @@ export class HubTestServer {
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '')
     const start = range ? Number(range[1]) : 0
     if (start >= body.length && body.length > 0) return refuse(res, 416, 'RangeNotSatisfiable', 'range')
-    const headers = { etag: `"${sum}"`, 'accept-ranges': 'bytes', 'content-length': String(body.length - start) }
+    // a cut: the body ends after exactly `cutAfter` bytes, so the client holds every one of them when it sees the end
+    // (a reset mid-body makes fetch drop the chunks it had queued, and a test would see the cut land anywhere before)
+    const whole = body.subarray(start)
+    const sent =
+      trouble.cutAfter !== undefined && trouble.cutAfter < whole.length ? whole.subarray(0, trouble.cutAfter) : whole
+    const headers = { etag: `"${sum}"`, 'accept-ranges': 'bytes', 'content-length': String(sent.length) }
     res.writeHead(
       range ? 206 : 200,
-      range ? { ...headers, 'content-range': `bytes ${start}-${body.length - 1}/${body.length}` } : headers,
+      range ? { ...headers, 'content-range': `bytes ${start}-${start + sent.length - 1}/${body.length}` } : headers,
     )
-    const sent = body.subarray(start)
-    if (trouble.cutAfter !== undefined && trouble.cutAfter < sent.length) {
-      res.write(sent.subarray(0, trouble.cutAfter), () => setTimeout(() => req.socket.destroy(), 20))
-      return res
-    }
     return res.end(sent)
   }
 }
