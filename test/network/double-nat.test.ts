@@ -2,7 +2,9 @@
 // carrierE; both keep ports, both filter as Linux conntrack does). Its router runs miniupnpd, which maps the host's
 // port on the router alone and names the carrier's address (its STUN check cannot see the carrier filter): the
 // mapping the host offers answers nobody, so the tracker proves no endpoint. ICE still punches through both NATs
-// (ice-pairs.test.ts): the laptop's chat takes a punched channel, llama.cpp's greedy tokens, no byte relayed.
+// (ice-pairs.test.ts): the laptop's chat takes a punched channel, llama.cpp's greedy tokens, no byte relayed; and hop
+// to hop, home A's host punches its own channel into home E and home E's out to home A, neither seam through the
+// client or a relay.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { scratchDir } from '../models'
 import { buildHomeNetwork, type HomeNetwork, whyNoMiniupnpd, whyNoNamespaces } from '.'
@@ -48,5 +50,28 @@ describe.skipIf(why !== undefined)(
       expect(chat.relayed).toEqual([])
       expect(await swarm.relayedBytes('hostE')).toBe(before)
     }, 300_000)
+
+    const seams =
+      'hop to hop from home A into the double NAT and out again to home A: both seams punched host to host, ' +
+      "llama.cpp's greedy tokens, no byte relayed"
+    it(seams, async () => {
+      // one host per span, so the route is A, E, A: home E's host serves the middle blocks now
+      await swarm.hostProcesses.hostE?.stop(2000)
+      await Promise.all([
+        swarm.startHost('hostA', '0:2'),
+        swarm.startHost('hostE', '2:4'),
+        swarm.startHost('peerA', '4:5'),
+      ])
+      const places = ['hostA', 'hostE', 'peerA'] as const
+      const relayed = async () => Promise.all(places.map((p) => swarm.relayedBytes(p)))
+      const before = await relayed()
+      const chat = await swarm.chat('laptop', 'hop-to-hop')
+      expect(chat.tokens).toEqual(swarm.oracle)
+      expect(chat.route.map((h) => h.hostId)).toEqual(places.map((p) => swarm.hostIds[p]))
+      expect(chat.route.map((h) => h.reached)).toEqual(['punched', 'punched', 'punched'])
+      // each hop's output went on to the next itself: none came to the client but the last hop's token
+      expect(chat.route.slice(0, -1).map((h) => h.hiddenBytesIn)).toEqual([0, 0])
+      expect(await relayed()).toEqual(before)
+    }, 420_000)
   },
 )
