@@ -38,13 +38,15 @@ export async function openHops(
   endsRoute: boolean,
   /** Hop-to-hop forwarding, per hop (generation/hop-to-hop.ts's chainOpenings); absent: client-relayed. */
   forwarding?: readonly (ForwardingOpen | undefined)[],
+  /** How long to wait for a punch to each host (0: punched just before, take what opened; default PUNCH_WAIT_MS). */
+  punchWaitMs?: number,
 ): Promise<HopState[]> {
   const states: HopState[] = []
   try {
     for (const [i, hop] of route.entries()) {
       // direct where the host takes connections; else punched through the routers; else the route's relay
       const direct = hop.endpoint !== null && hop.via === undefined
-      const punched = direct ? undefined : await client.punched?.to(hop.hostId)
+      const punched = direct ? undefined : await client.punched?.to(hop.hostId, punchWaitMs)
       const link: HopLink =
         punched !== undefined
           ? new PunchedHopLink(punched)

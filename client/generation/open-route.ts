@@ -36,7 +36,8 @@ export async function openRoute(
   const forwardable = mode === 'client-relayed' ? undefined : forwardableLegs(reach)
   const legs = forwardable?.some((d) => d) === true ? forwardable : undefined
   const forwarding = legs === undefined ? undefined : chainOpenings(route.hops, legs)
-  const hops = await openHops(client, route.hops, session, seamed, maxTokens, true, forwarding).catch(
+  // the punches were waited for just now: what did not open by then takes its relay at once
+  const hops = await openHops(client, route.hops, session, seamed, maxTokens, true, forwarding, 0).catch(
     (error: unknown) => forkGone(error, client.prefixes, fork),
   )
   const runner: StepRunner =
