@@ -26,6 +26,16 @@ export function runIn(netns: string, argv: readonly string[]): Promise<string> {
 export async function createNamespace(netns: string): Promise<void> {
   await run(['ip', 'netns', 'add', netns])
   await run(['ip', '-n', netns, 'link', 'set', 'lo', 'up'])
+  // no duplicate address detection on the interfaces made here (link-local ones included): until it ends (a second
+  // or two, more on a loaded machine) an address is tentative, neighbour discovery waits, and the first v6 packets of
+  // a test went unanswered (the fresh-clone CI saw a v6 connect time out right after the network was built)
+  await runIn(netns, [
+    'sysctl',
+    '-qw',
+    'net.ipv6.conf.all.accept_dad=0',
+    'net.ipv6.conf.default.accept_dad=0',
+    'net.ipv6.conf.default.dad_transmits=0',
+  ])
   // br_netfilter would otherwise run bridged frames (LAN to LAN) through the routers' forward chains.
   if (existsSync('/proc/sys/net/bridge'))
     await runIn(netns, [
