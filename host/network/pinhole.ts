@@ -1,7 +1,9 @@
 // A host's IPv6 pinholes: for each global IPv6 address of this computer, the router's firewall is asked (PCP MAP,
 // pinhole-pcp.ts) to let the internet reach the data-plane port; asked again before the lifetime ends (and every
 // 15 s, as for a mapped port: a router that restarted has forgotten it), and closed when the host stops.
+
 import { readFileSync } from 'node:fs'
+import { AskAgain } from './ask-again'
 import { type PinholeGrant, pinholeNonce, requestPinhole } from './pinhole-pcp'
 
 /** How often a pinhole is asked for again at most, ms (a restarted router forgets it). */
@@ -38,11 +40,11 @@ interface Held {
 /** The pinholes of one port, kept open while the host serves. */
 export class Pinholes {
   private readonly held = new Map<string, Held>()
-  private timer: NodeJS.Timeout | undefined
-  private attempt: Promise<void> | undefined
-  private closed = false
-  private rounds = 0
   private nextMs: number
+  private readonly schedule = new AskAgain(
+    () => this.askAll(),
+    () => this.nextMs,
+  )
 
   constructor(
     readonly port: number,
@@ -65,15 +67,7 @@ export class Pinholes {
 
   /** Asks again now (this computer's addresses changed), then on schedule. */
   refresh(): Promise<void> {
-    clearTimeout(this.timer)
-    const round = ++this.rounds
-    this.attempt = (this.attempt ?? Promise.resolve())
-      .then(() => this.askAll())
-      .finally(() => {
-        if (!this.closed && round === this.rounds)
-          this.timer = setTimeout(() => void this.refresh(), this.nextMs).unref()
-      })
-    return this.attempt
+    return this.schedule.now()
   }
 
   private async askAll(): Promise<void> {
@@ -106,7 +100,7 @@ export class Pinholes {
           held.grant = undefined
         }
       }
-    if (this.closed) return
+    if (this.schedule.closed) return
     // renew at half the shortest lifetime granted, or sooner
     this.nextMs = Math.min(this.options.refreshMs ?? REFRESH_MS, (lifetimeS * 1000) / 2)
     const now = JSON.stringify(this.open)
@@ -122,10 +116,8 @@ export class Pinholes {
 
   /** Stops renewing and closes every pinhole at the router (best effort: one that is gone lapses at its lifetime). */
   async close(): Promise<void> {
-    if (this.closed) return
-    this.closed = true
-    clearTimeout(this.timer)
-    await this.attempt?.catch(() => undefined)
+    if (this.schedule.closed) return
+    await this.schedule.close()
     const router = this.options.router ?? defaultRouter6()
     if (router === undefined) return
     await Promise.all(

@@ -1,4 +1,5 @@
 import NatAPI from '@silentbot1/nat-api'
+import { AskAgain } from './ask-again'
 
 /**
  * How often a mapping is asked for again, ms: a router that
@@ -29,12 +30,12 @@ export interface PortMappingOptions {
  */
 export class PortMapping {
   private readonly nat: NatAPI
-  private timer: NodeJS.Timeout | undefined
   private current: MappedPort | null = null
-  private closed = false
-  private attempt: Promise<void> | undefined
+  private readonly schedule = new AskAgain(
+    () => this.mapOnce(),
+    () => this.options.refreshMs ?? REFRESH_MS,
+  )
   /** Asks made so far: only the latest schedules the next. */
-  private rounds = 0
 
   constructor(
     readonly port: number,
@@ -55,16 +56,7 @@ export class PortMapping {
 
   /** Asks the router again now (this computer's address changed), then every refreshMs. */
   refresh(): Promise<void> {
-    clearTimeout(this.timer)
-    const round = ++this.rounds
-    // one ask at a time: the next waits for the one in flight
-    this.attempt = (this.attempt ?? Promise.resolve())
-      .then(() => this.mapOnce())
-      .finally(() => {
-        if (!this.closed && round === this.rounds)
-          this.timer = setTimeout(() => void this.refresh(), this.options.refreshMs ?? REFRESH_MS).unref()
-      })
-    return this.attempt
+    return this.schedule.now()
   }
 
   private async mapOnce(): Promise<void> {
@@ -76,7 +68,7 @@ export class PortMapping {
     } catch (error) {
       this.options.log?.(`port mapping of ${this.port} failed: ${error instanceof Error ? error.message : error}`)
     }
-    if (this.closed) return
+    if (this.schedule.closed) return
     if (next?.externalIp === this.current?.externalIp && next?.externalPort === this.current?.externalPort) return
     this.current = next
     this.options.log?.(
@@ -92,10 +84,8 @@ export class PortMapping {
    * effort: a router that is gone keeps it until its lease ends).
    */
   async close(): Promise<void> {
-    if (this.closed) return
-    this.closed = true
-    clearTimeout(this.timer)
-    await this.attempt?.catch(() => undefined)
+    if (this.schedule.closed) return
+    await this.schedule.close()
     await this.nat.destroy().catch(() => undefined)
   }
 }
