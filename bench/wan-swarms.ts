@@ -2,6 +2,7 @@
 // publisher on the laptop and `neuron host` processes with pre-seeded stores, in homes or in the cloud; chats and
 // hosts.list are asked by test/network/swarm-child.ts, run where the client should sit.
 import { readFileSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type Manifest, splitBlocks } from '../protocol'
 import { REPO_ROOT } from '../test/models'
@@ -64,6 +65,8 @@ export interface ChatDone {
   readonly decodeTokensPerSecond: number
   /** The client's wait between consecutive tokens, ms, in order (from its token lines' clock). */
   readonly gapsMs: number[]
+  /** From the route's opening to the first token, ms: the prompt's prefill through every hop, and its legs. */
+  readonly prefillMs: number
 }
 
 const CHILD = join(REPO_ROOT, 'test/network/swarm-child.ts')
@@ -236,17 +239,27 @@ export class NamespaceSwarms {
     const done = (JSON.parse((await child.waitFor(/^\{"done".*$/m, 300_000))[0]) as { done: Omit<ChatDone, 'gapsMs'> })
       .done
     const atMs = [...child.output().matchAll(/^\{"token".*"atMs":(\d+)\}$/gm)].map((t) => Number(t[1]))
+    const routedAtMs = Number(child.output().match(/^\{"route".*"atMs":(\d+)\}$/m)?.[1] ?? Number.NaN)
     if (done.route.length !== swarm.hostIds.length)
       throw new Error(`the ${swarm.label} chat took a route of ${done.route.length} hops: ${JSON.stringify(done)}`)
     if (swarm.relayHostId !== undefined && done.route.some((h) => h.relayHostId !== swarm.relayHostId))
       throw new Error(
         `the ${swarm.label} chat went around its volunteer relay ${swarm.relayHostId}: ${JSON.stringify(done.route)}`,
       )
-    return { ...done, gapsMs: atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0)) }
+    return { ...done, gapsMs: atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0)), prefillMs: (atMs[0] ?? 0) - routedAtMs }
   }
 
   async close(): Promise<void> {
     await Promise.all(this.processes.map((p) => p.stop(2000)))
+  }
+
+  /** Any program in `place`, stopped with the swarms (`name` says which in errors). */
+  programIn(place: Place, command: string, args: string[], name: string, env?: NodeJS.ProcessEnv): NeuronProcess {
+    const child = this.net.spawnIn(place, command, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(env === undefined ? {} : { env }),
+    })
+    return this.watch(child, `${name} in ${place}`)
   }
 
   private neuronIn(place: Place, args: string[]): NeuronProcess {
@@ -274,6 +287,32 @@ export class NamespaceSwarms {
     child.once('exit', () => this.processes.splice(this.processes.indexOf(p), 1))
     return p
   }
+}
+
+/**
+ * A bench's teardown of its namespace network, its swarms and its work directory: once, whoever asks first (SIGINT or
+ * the end); a second caller waits on the same teardown, not on a no-op. `parts` reads them when it runs.
+ */
+export function namespaceTeardown(
+  bench: string,
+  work: string,
+  parts: () => { net?: HomeNetwork; swarms?: NamespaceSwarms },
+): () => Promise<void> {
+  let tornDown: Promise<void> | undefined
+  const teardown = () => {
+    tornDown ??= (async () => {
+      const { net, swarms } = parts()
+      await swarms?.close()
+      await net?.close()
+      await rm(work, { recursive: true, force: true })
+    })()
+    return tornDown
+  }
+  process.once('SIGINT', () => {
+    console.error(`${bench} interrupted: tearing the network down`)
+    void teardown().finally(() => process.exit(130))
+  })
+  return teardown
 }
 
 /**

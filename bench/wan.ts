@@ -19,7 +19,7 @@
 // host (a router's "DMZ host" setting). Relayed: the same computers, `neuron host --relay`, reserving at the volunteer
 // relay where the swarm has one, else at the tracker.
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp } from 'node:fs/promises'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -39,7 +39,7 @@ import {
   setLayoutDelay,
 } from './wan-layouts'
 import { type DelayResult, emptyResults, summarise } from './wan-results'
-import { cpuMs, NamespaceSwarms, openDmz, type Swarm } from './wan-swarms'
+import { cpuMs, NamespaceSwarms, namespaceTeardown, openDmz, type Swarm } from './wan-swarms'
 
 // The relayed runs measure the relays: their clients punch no channel around them (NEURON_PUNCH=0 in the chat's child,
 // wan-swarms.ts). The punched run is the relayed swarm (no host takes connections) with its client punching a
@@ -113,20 +113,7 @@ const gapSpread = (gaps: readonly number[]) => {
 let net: HomeNetwork | undefined
 let swarms: NamespaceSwarms | undefined
 const work = await mkdtemp(join(BENCH_DIR, 'wan-'))
-let tornDown: Promise<void> | undefined
-/** Once, whoever asks first (SIGINT or the end): a second caller waits on the same teardown, not on a no-op. */
-const teardown = () => {
-  tornDown ??= (async () => {
-    await swarms?.close()
-    await net?.close()
-    await rm(work, { recursive: true, force: true })
-  })()
-  return tornDown
-}
-process.once('SIGINT', () => {
-  console.error('bench:wan interrupted: tearing the network down')
-  void teardown().finally(() => process.exit(130))
-})
+const teardown = namespaceTeardown('bench:wan', work, () => ({ net, swarms }))
 
 const results = emptyResults(DELAYS_MS)
 /** Compute per token, ms: each round's loopback chat. */

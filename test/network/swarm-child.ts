@@ -44,7 +44,7 @@ try {
       stopAtEog: false,
       ...(forwarding === 'default' ? {} : { forwarding }),
       // the route as it opens and after each failover: a test may act on the hosts it names
-      onRoute: (hops) => say({ route: hops.map((h) => h.hostId) }),
+      onRoute: (hops) => say({ route: hops.map((h) => h.hostId), atMs: Math.round(performance.now() - started) }),
     })
     const tokens: number[] = []
     let next = await run.next()
