@@ -248,6 +248,11 @@ export class WebSocketHopLink implements HopLink {
     measureInto(this.pinger, this.roundTripsMs)
   }
 
+  /** Whether frames can still go out: not failed, not closing. */
+  get open(): boolean {
+    return this.closedWith === undefined && this.socket.readyState === this.socket.OPEN
+  }
+
   close(): void {
     this.liveness.stop()
     this.socket.close()

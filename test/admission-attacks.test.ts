@@ -12,12 +12,12 @@ import { NodeIdentity } from '../identity/keys'
 import { ClientToTracker, callRpc, NeuronError } from '../protocol'
 import { consumerAccount, hostAccount } from '../tracker/ledger/accounts'
 import { STORIES_260K, scratchDir } from './models'
-import { Host, type InProcessSwarm, startSwarm } from './programs'
+import { Host, type InProcessSwarm, QUIET_CHECKS, startSwarm } from './programs'
 
 const SESSIONS = 4
 const sid = () => randomBytes(16).toString('hex')
 // No random probes or audits: the attacks' own traffic is all the hosts see.
-const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 }
+const CHECKS = QUIET_CHECKS
 
 /** A chat that has its first token and holds its session open (stepped once) until `release`. */
 async function heldChat(client: SwarmClient, modelId: string) {

@@ -16,10 +16,10 @@ import { payloadSha256 } from '../identity/tickets'
 import { decodeFrame, encodeFrame, NeuronError, type Receipt, type RouteHop, stepMessage } from '../protocol'
 import { generateAll } from './generations'
 import { STORIES_260K, scratchDir } from './models'
-import { type InProcessSwarm, startSwarm } from './programs'
+import { type InProcessSwarm, QUIET_CHECKS, startSwarm } from './programs'
 
 // No random probes or audits: the attacks' own traffic is all the hosts see.
-const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 }
+const CHECKS = QUIET_CHECKS
 
 describe('hop-to-hop forwarding against its own client', () => {
   let scratch: { dir: string; cleanup: () => Promise<void> }

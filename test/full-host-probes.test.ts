@@ -11,12 +11,12 @@ import { signOpen } from '../identity/tickets'
 import { ClientToTracker, callRpc, jsonFrame, type Ticket } from '../protocol'
 import { AlwaysBusyHost, ProbeRefusingHost } from './lying-host'
 import { STORIES_260K, scratchDir } from './models'
-import { Host as HonestHost, type InProcessSwarm, startSwarm } from './programs'
+import { Host as HonestHost, type InProcessSwarm, QUIET_CHECKS, startSwarm } from './programs'
 
 const SESSIONS = 2
 const TOKENS = 6
 // Probes run when a test asks (no random ones after the first), and no audits: the test's probes are the only ones.
-const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 }
+const CHECKS = QUIET_CHECKS
 
 /** A chat that has its first token and holds its session open until `finish` (which reads the rest) or `release`. */
 async function heldChat(client: SwarmClient, modelId: string) {

@@ -15,11 +15,11 @@ import { damagedCopy } from './draft-models'
 import { generateAll } from './generations'
 import { STORIES_260K, scratchDir } from './models'
 import { startNeuron } from './processes'
-import { Host, type InProcessSwarm, startSwarm } from './programs'
+import { Host, type InProcessSwarm, QUIET_CHECKS, startSwarm } from './programs'
 
 const TOKENS = 24
 // No random probes or audits: the test's own traffic is all the hosts see.
-const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 }
+const CHECKS = QUIET_CHECKS
 
 let scratch: { dir: string; cleanup: () => Promise<void> }
 let swarm: InProcessSwarm

@@ -19,6 +19,14 @@ export { createModelTorrent } from '../host/artifacts/model-torrent'
 export { Host } from '../host/host'
 export { Tracker } from '../tracker/server'
 
+/** Tracker checks for tests whose own traffic must be all the hosts see: no random probes, no audits. */
+export const QUIET_CHECKS = {
+  probationProbeEveryMs: 3_600_000,
+  probeEveryMs: 3_600_000,
+  auditRate: 0,
+  probationAuditRate: 0,
+} as const
+
 export interface InProcessSwarm {
   readonly tracker: Tracker
   readonly manifest: Manifest

@@ -29,11 +29,11 @@ import {
   stepMessage,
 } from '../protocol'
 import { STORIES_260K, scratchDir } from './models'
-import { type InProcessSwarm, startSwarm } from './programs'
+import { type InProcessSwarm, QUIET_CHECKS, startSwarm } from './programs'
 
 const PROMPT = [1, 403, 407, 261, 378]
 // No random probes or audits: the attacks' own traffic is all the host sees.
-const CHECKS = { probationProbeEveryMs: 3_600_000, probeEveryMs: 3_600_000, auditRate: 0, probationAuditRate: 0 }
+const CHECKS = QUIET_CHECKS
 
 /**
  * A raw client of the swarm: plans a one-hop session, opens it, and sends whatever steps it likes (each signed by its

@@ -23,6 +23,7 @@ import {
   receiptMessage,
   stepMessage,
 } from '../../protocol'
+import { IdleLinks } from './idle-links'
 import type { FrameCaller, ServedSession } from './served-session'
 
 /** What forwarding needs of its server: to push a frame to a session's client unasked, and a log. */
@@ -50,6 +51,10 @@ export function chainTrailer(frame: Frame): ChainTrailer | undefined {
 export class Forwarder {
   /** One link per session to its successor (a connection's frames in flight are bounded per connection). */
   private readonly links = new Map<string, Promise<HopLink | undefined>>()
+  /** WebSocket links of sessions gone, for the next session to the same successor (its endpoint and certificate). */
+  private readonly idle = new IdleLinks()
+  /** The successor each session's WebSocket link goes to (punched links are the host's own, kept across sessions). */
+  private readonly successors = new Map<string, string>()
   /** The answers forwarded, by session and step: the client, which never saw them, may ask for them. */
   private readonly kept = new Map<string, Map<number, Uint8Array>>()
   /** Receipts of forwarded-in steps waiting for their client's signature, by session and step, with their chain. */
@@ -176,8 +181,18 @@ export class Forwarder {
     for (const chained of this.unsigned.get(session)?.values() ?? []) this.host.onReceipt?.(chained)
     this.unsigned.delete(session)
     const link = this.links.get(session)
+    const successor = this.successors.get(session)
     this.links.delete(session)
-    void link?.then((l) => l?.close())
+    this.successors.delete(session)
+    void link?.then((l) => {
+      if (successor !== undefined && l instanceof WebSocketHopLink) this.idle.park(successor, l)
+      else l?.close()
+    })
+  }
+
+  /** Closes the links kept idle (the host stops; sessions' own links went with their sessions). */
+  close(): void {
+    this.idle.close()
   }
 
   private keep(session: string, step: number, answer: Uint8Array): void {
@@ -186,11 +201,12 @@ export class Forwarder {
   }
 
   /**
-   * A session opened with a successor to punch to: the punch starts now, so that its first forwarded step finds the
-   * channel open (a punch takes 0.2-0.5 s, a step a few ms).
+   * A session opened with a successor: its link is taken from the idle ones or started now, so that its first
+   * forwarded step finds it open (a punch takes 0.2-0.5 s, a connection's handshakes three round trips, a step a few
+   * ms).
    */
   opened(session: string, next: Next | undefined): void {
-    if (next?.punch !== undefined && !this.links.has(session)) this.links.set(session, this.connect(session, next))
+    if (next !== undefined && !this.links.has(session)) this.links.set(session, this.connect(session, next))
   }
 
   /** The session's link to its successor: a WebSocket to its endpoint, else a channel punched to it. */
@@ -206,6 +222,10 @@ export class Forwarder {
         (error: Error) => unreachable(`${hostId} (${error.message})`),
       )
     }
+    const successor = `${next.endpoint} ${next.fingerprint ?? ''}`
+    this.successors.set(session, successor)
+    const parked = this.idle.take(successor)
+    if (parked !== undefined) return Promise.resolve(parked)
     return WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch(
       (error: Error) => unreachable(`at ${next.endpoint} (${error.message})`),
     )

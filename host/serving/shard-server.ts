@@ -219,6 +219,7 @@ export class ShardServer {
     clearInterval(this.reaper)
     for (const id of [...this.sessions.keys()]) this.closeSession(id)
     this.prefixes.clear()
+    this.forwarder.close()
     await this.listener?.close()
   }
 

@@ -1,0 +1,73 @@
+// Hop-to-hop forwarding keeps the hosts' connections to their successors between sessions (host/serving/idle-links.ts):
+// a real tracker and three real hosts of stories260K on loopback, two chats from one client.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { SwarmClient } from '../client/swarm-client'
+import { WebSocketHopLink } from '../dataplane/hop-link'
+import { NodeIdentity } from '../identity/keys'
+import { oracleGreedy, oracleModel } from '../native/oracle'
+import { generateAll } from './generations'
+import { STORIES_260K, scratchDir } from './models'
+import { type InProcessSwarm, QUIET_CHECKS, startSwarm } from './programs'
+
+const TOKENS = 16
+// No random probes or audits: the test's own traffic is all the hosts see.
+const CHECKS = QUIET_CHECKS
+
+let scratch: { dir: string; cleanup: () => Promise<void> }
+let swarm: InProcessSwarm
+let prompt: number[] = []
+let oracle: number[] = []
+/** Connections the hosts opened to their successors (their Forwarders' links), counted as they open. */
+let hostToHost = 0
+/** The client's links to hosts as it opened them, by host id. */
+const clientLinks = new Map<string, WebSocketHopLink>()
+
+describe('hop-to-hop links between hosts, kept between sessions', () => {
+  beforeAll(async () => {
+    scratch = await scratchDir('neuron-hop-links-')
+    const ranges: [number, number][] = [
+      [0, 2],
+      [2, 4],
+      [4, 5],
+    ]
+    swarm = await startSwarm(scratch.dir, STORIES_260K, ranges, { checks: CHECKS })
+    const llama = await oracleModel(STORIES_260K)
+    prompt = [...llama.tokenize('Once upon a time', true)]
+    oracle = (await oracleGreedy(llama, prompt, TOKENS, swarm.manifest.nVocab, { threads: 1 })).map((s) => s.token)
+    await llama.dispose()
+    const connect = WebSocketHopLink.connect.bind(WebSocketHopLink)
+    vi.spyOn(WebSocketHopLink, 'connect').mockImplementation(async (hostId, url, options) => {
+      const link = await connect(hostId, url, options)
+      if (hostId === 'next-hop') hostToHost++
+      else clientLinks.set(hostId, link)
+      return link
+    })
+  }, 180_000)
+  afterAll(async () => {
+    vi.restoreAllMocks()
+    await swarm?.close()
+    await scratch?.cleanup()
+  })
+
+  it('a second chat forwards over the links the first left between the hosts: no handshake on a seam', async () => {
+    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false }
+    const chat = () => generateAll(client, { ...request, forwarding: 'hop-to-hop' })
+    const allClosed = () =>
+      vi.waitFor(() => expect(swarm.hosts.map((h) => h.activeSessions)).toEqual([0, 0, 0]), { timeout: 10_000 })
+    try {
+      const first = await chat()
+      expect(first.tokens).toEqual(oracle)
+      expect(hostToHost).toBe(2)
+      await allClosed()
+      const second = await chat()
+      expect(second.tokens).toEqual(oracle)
+      expect(second.route.map((h) => h.hostId)).toEqual(first.route.map((h) => h.hostId))
+      // both seams went host to host: the middle hop's link to the client carried no hidden state
+      expect(clientLinks.get(second.route[1]?.hostId ?? '')?.bytesIn.get('hidden') ?? 0).toBe(0)
+      expect(hostToHost).toBe(2)
+    } finally {
+      await client.close()
+    }
+  })
+})
