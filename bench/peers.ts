@@ -180,6 +180,8 @@ try {
             run: 'neuron (default mode)',
             decode_tokens_per_s: round2(decode.decodeTokensPerSecond),
             prefill_tokens_per_s: round2(PROMPT_TOKENS / (prefill.prefillMs / 1000)),
+            // the long prompt's chat from its start: the route's planning and opening, then the prefill
+            first_token_ms: prefill.firstTokenMs,
             seams_forwarded: seams.filter((h) => h.hiddenBytesIn === 0).length,
             hop_ms: decode.route.map((h) => round2(h.medianMs)),
             ...(rtt === undefined ? {} : { client_to_router_rtt_ms: rtt.laptopToRouter.map(round2) }),

@@ -67,6 +67,8 @@ export interface ChatDone {
   readonly gapsMs: number[]
   /** From the route's opening to the first token, ms: the prompt's prefill through every hop, and its legs. */
   readonly prefillMs: number
+  /** From the chat's start (its client connected) to the first token, ms: the route's planning and opening too. */
+  readonly firstTokenMs: number
 }
 
 const CHILD = join(REPO_ROOT, 'test/network/swarm-child.ts')
@@ -246,7 +248,13 @@ export class NamespaceSwarms {
       throw new Error(
         `the ${swarm.label} chat went around its volunteer relay ${swarm.relayHostId}: ${JSON.stringify(done.route)}`,
       )
-    return { ...done, gapsMs: atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0)), prefillMs: (atMs[0] ?? 0) - routedAtMs }
+    const firstTokenMs = atMs[0] ?? Number.NaN
+    return {
+      ...done,
+      gapsMs: atMs.slice(1).map((t, i) => t - (atMs[i] ?? 0)),
+      prefillMs: firstTokenMs - routedAtMs,
+      firstTokenMs,
+    }
   }
 
   async close(): Promise<void> {

@@ -28,7 +28,11 @@ export interface HopOpener {
   readonly punched?: PunchedPaths | undefined
 }
 
-/** Opens the session on each hop; the last one samples when `endsRoute`. Closes the ones it opened when one fails. */
+/**
+ * Opens the session on each hop, every hop at once (a route's opening costs one hop's handshakes and open, not the sum
+ * of them: between homes each is several round trips); the last one samples when `endsRoute`. When one fails, waits
+ * for the others and closes the ones that opened, and throws the failure of the first hop in route order.
+ */
 export async function openHops(
   client: HopOpener,
   route: Route['hops'],
@@ -41,64 +45,65 @@ export async function openHops(
   /** How long to wait for a punch to each host (0: punched just before, take what opened; default PUNCH_WAIT_MS). */
   punchWaitMs?: number,
 ): Promise<HopState[]> {
-  const states: HopState[] = []
-  try {
-    for (const [i, hop] of route.entries()) {
-      // direct where the host takes connections; else punched through the routers; else the route's relay
-      const direct = hop.endpoint !== null && hop.via === undefined
-      const punched = direct ? undefined : await client.punched?.to(hop.hostId, punchWaitMs)
-      const link: HopLink =
-        punched !== undefined
-          ? new PunchedHopLink(punched)
-          : hop.via !== undefined
-            ? // a volunteer relay's circuit to the host, pinned to the relay's certificate
-              await WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, {
-                ca: client.ca,
-                fingerprint: hop.via.fingerprint,
-                throughRelay: true,
-              })
-            : hop.endpoint === null
-              ? new RelayHopLink(hop.hostId, client.tracker)
-              : await WebSocketHopLink.connect(hop.hostId, hop.endpoint, {
-                  ca: client.ca,
-                  fingerprint: hop.fingerprint,
-                })
-      const sampling = endsRoute && i === route.length - 1 ? (request.sampling ?? {}) : undefined
-      states.push({
-        hop,
-        link,
-        inputs: [],
-        receipts: [],
-        sketches: [],
-        lastOutput: undefined,
-        stepMs: [],
-        ...(sampling === undefined ? {} : { sampling }),
-      })
-      if (hop.ticket === undefined)
-        throw new NeuronError(
-          'no_ticket',
-          `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`,
-        )
-      await expectOk(
-        await link.request(
-          jsonFrame('open', session, 0, {
-            modelId: request.modelId,
-            blocks: hop.blocks,
-            maxTokens,
-            ticket: hop.ticket,
-            signature: signOpen(client.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
-            hiddenDtype: request.hiddenDtype ?? 'f16',
-            ...(forwarding?.[i] === undefined ? {} : { forwarding: forwarding[i] }),
-            ...(sampling === undefined ? {} : { sampling }),
-          }),
-        ),
-      )
+  const states: (HopState | undefined)[] = route.map(() => undefined)
+  const openOne = async (hop: Route['hops'][number], i: number) => {
+    if (hop.ticket === undefined)
+      throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
+    const link = await linkTo(client, hop, punchWaitMs)
+    const sampling = endsRoute && i === route.length - 1 ? (request.sampling ?? {}) : undefined
+    states[i] = {
+      hop,
+      link,
+      inputs: [],
+      receipts: [],
+      sketches: [],
+      lastOutput: undefined,
+      stepMs: [],
+      ...(sampling === undefined ? {} : { sampling }),
     }
-  } catch (error) {
-    await closeHops(states, session)
-    throw error
+    await expectOk(
+      await link.request(
+        jsonFrame('open', session, 0, {
+          modelId: request.modelId,
+          blocks: hop.blocks,
+          maxTokens,
+          ticket: hop.ticket,
+          signature: signOpen(client.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
+          hiddenDtype: request.hiddenDtype ?? 'f16',
+          ...(forwarding?.[i] === undefined ? {} : { forwarding: forwarding[i] }),
+          ...(sampling === undefined ? {} : { sampling }),
+        }),
+      ),
+    )
   }
-  return states
+  const outcomes = await Promise.allSettled(route.map((hop, i) => openOne(hop, i)))
+  const opened = states.filter((s) => s !== undefined)
+  const failed = outcomes.find((o) => o.status === 'rejected')
+  if (failed !== undefined) {
+    await closeHops(opened, session)
+    throw failed.reason
+  }
+  return opened
+}
+
+/** A link to the hop: direct where the host takes connections; else punched through the routers; else its relay. */
+async function linkTo(
+  client: HopOpener,
+  hop: Route['hops'][number],
+  punchWaitMs: number | undefined,
+): Promise<HopLink> {
+  const direct = hop.endpoint !== null && hop.via === undefined
+  const punched = direct ? undefined : await client.punched?.to(hop.hostId, punchWaitMs)
+  if (punched !== undefined) return new PunchedHopLink(punched)
+  if (hop.via !== undefined)
+    // a volunteer relay's circuit to the host, pinned to the relay's certificate
+    return WebSocketHopLink.connect(hop.hostId, hop.via.endpoint, {
+      ca: client.ca,
+      fingerprint: hop.via.fingerprint,
+      throughRelay: true,
+    })
+  if (hop.endpoint === null) return new RelayHopLink(hop.hostId, client.tracker)
+  return WebSocketHopLink.connect(hop.hostId, hop.endpoint, { ca: client.ca, fingerprint: hop.fingerprint })
 }
 
 /**

@@ -1,5 +1,6 @@
-// Hop-to-hop forwarding keeps the hosts' connections to their successors between sessions (host/serving/idle-links.ts):
-// a real tracker and three real hosts of stories260K on loopback, two chats from one client.
+// A route's links, against a real tracker and three real hosts of stories260K on loopback: the client opens every hop
+// at once (client/open-hops.ts), and hop-to-hop forwarding keeps the hosts' connections to their successors between
+// sessions (host/serving/idle-links.ts).
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { SwarmClient } from '../client/swarm-client'
 import { WebSocketHopLink } from '../dataplane/hop-link'
@@ -21,8 +22,12 @@ let oracle: number[] = []
 let hostToHost = 0
 /** The client's links to hosts as it opened them, by host id. */
 const clientLinks = new Map<string, WebSocketHopLink>()
+/** Hosts the client started connecting to, in order. */
+const connecting: string[] = []
+/** While set, the client's connection to this host waits for `held` before it starts. */
+let holding: { hostId: string; held: Promise<void> } | undefined
 
-describe('hop-to-hop links between hosts, kept between sessions', () => {
+describe("a route's links", () => {
   beforeAll(async () => {
     scratch = await scratchDir('neuron-hop-links-')
     const ranges: [number, number][] = [
@@ -37,6 +42,8 @@ describe('hop-to-hop links between hosts, kept between sessions', () => {
     await llama.dispose()
     const connect = WebSocketHopLink.connect.bind(WebSocketHopLink)
     vi.spyOn(WebSocketHopLink, 'connect').mockImplementation(async (hostId, url, options) => {
+      if (hostId !== 'next-hop') connecting.push(hostId)
+      if (holding?.hostId === hostId) await holding.held
       const link = await connect(hostId, url, options)
       if (hostId === 'next-hop') hostToHost++
       else clientLinks.set(hostId, link)
@@ -47,6 +54,30 @@ describe('hop-to-hop links between hosts, kept between sessions', () => {
     vi.restoreAllMocks()
     await swarm?.close()
     await scratch?.cleanup()
+  })
+
+  it('the client opens every hop at once: it reaches the later hops while the first one still connects', async () => {
+    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    let release = () => {}
+    const first = swarm.hosts[0]?.hostId ?? ''
+    holding = { hostId: first, held: new Promise<void>((r) => (release = r)) }
+    connecting.length = 0
+    try {
+      const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false }
+      const chat = generateAll(client, { ...request, forwarding: 'client-relayed' })
+      // one after another, the second hop would wait for the first one's open, held here
+      await vi.waitFor(() => expect(new Set(connecting)).toEqual(new Set(swarm.hosts.map((h) => h.hostId))), {
+        timeout: 10_000,
+      })
+      release()
+      const { tokens, route } = await chat
+      expect(tokens).toEqual(oracle)
+      expect(route[0]?.hostId).toBe(first)
+    } finally {
+      release()
+      holding = undefined
+      await client.close()
+    }
   })
 
   it('a second chat forwards over the links the first left between the hosts: no handshake on a seam', async () => {
