@@ -2,7 +2,8 @@
 // the session's open with its ticket, signed by the client's key; and closing them when the session ends.
 
 import { expectOk } from '../dataplane/hop-frames'
-import { type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
+import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
+import { type IdleLinks, linkKey } from '../dataplane/idle-links'
 import { PunchedHopLink } from '../dataplane/punched-link'
 import type { PunchedPaths } from '../dataplane/punched-paths'
 import type { TrustedCa } from '../dataplane/tls-trust'
@@ -17,6 +18,8 @@ import type { AuditableHop } from './step-audits'
 export interface HopState extends AuditableHop {
   link: HopLink
   stepMs: number[]
+  /** Hidden-state bytes the link had carried when the session opened (a kept link carried earlier sessions'). */
+  hiddenBytesAtOpen?: number
 }
 
 /** What opening hops needs of a client. */
@@ -26,6 +29,8 @@ export interface HopOpener {
   readonly tracker: TrackerChannel
   /** Channels punched to hosts that accept no connections, tried before their relay (absent: relays only). */
   readonly punched?: PunchedPaths | undefined
+  /** Direct links of ended sessions, kept for the next session to the same host (absent: each session connects). */
+  readonly idleLinks?: IdleLinks | undefined
 }
 
 /**
@@ -47,34 +52,49 @@ export async function openHops(
 ): Promise<HopState[]> {
   const states: (HopState | undefined)[] = route.map(() => undefined)
   const openOne = async (hop: Route['hops'][number], i: number) => {
-    if (hop.ticket === undefined)
+    const ticket = hop.ticket
+    if (ticket === undefined)
       throw new NeuronError('no_ticket', `the tracker gave no ticket for host ${hop.hostId}; ask it for a route again.`)
-    const link = await linkTo(client, hop, punchWaitMs)
+    const kept = directLink(hop) ? client.idleLinks?.take(linkKey(hop.endpoint as string, hop.fingerprint)) : undefined
     const sampling = endsRoute && i === route.length - 1 ? (request.sampling ?? {}) : undefined
-    states[i] = {
-      hop,
-      link,
-      inputs: [],
-      receipts: [],
-      sketches: [],
-      lastOutput: undefined,
-      stepMs: [],
-      ...(sampling === undefined ? {} : { sampling }),
+    const open = async (link: HopLink) => {
+      states[i] = {
+        hop,
+        link,
+        inputs: [],
+        receipts: [],
+        sketches: [],
+        lastOutput: undefined,
+        stepMs: [],
+        hiddenBytesAtOpen: link.bytesIn?.get('hidden') ?? 0,
+        ...(sampling === undefined ? {} : { sampling }),
+      }
+      await expectOk(
+        await link.request(
+          jsonFrame('open', session, 0, {
+            modelId: request.modelId,
+            blocks: hop.blocks,
+            maxTokens,
+            ticket,
+            signature: signOpen(client.identity, ticket, { blocks: hop.blocks, maxTokens }),
+            hiddenDtype: request.hiddenDtype ?? 'f16',
+            ...(forwarding?.[i] === undefined ? {} : { forwarding: forwarding[i] }),
+            ...(sampling === undefined ? {} : { sampling }),
+          }),
+        ),
+      )
+      // a second ping with the host idle again: the first met it busy connecting or opening (farLegs takes the fastest)
+      link.measure?.()
     }
-    await expectOk(
-      await link.request(
-        jsonFrame('open', session, 0, {
-          modelId: request.modelId,
-          blocks: hop.blocks,
-          maxTokens,
-          ticket: hop.ticket,
-          signature: signOpen(client.identity, hop.ticket, { blocks: hop.blocks, maxTokens }),
-          hiddenDtype: request.hiddenDtype ?? 'f16',
-          ...(forwarding?.[i] === undefined ? {} : { forwarding: forwarding[i] }),
-          ...(sampling === undefined ? {} : { sampling }),
-        }),
-      ),
-    )
+    if (kept === undefined) return open(await linkTo(client, hop, punchWaitMs))
+    try {
+      await open(kept)
+    } catch (error) {
+      // a kept link whose host went quiet while it waited: a fresh connection, once
+      if (!(error instanceof HopFailure && error.code === 'hop_unreachable')) throw error
+      kept.close()
+      await open(await linkTo(client, hop, punchWaitMs))
+    }
   }
   const outcomes = await Promise.allSettled(route.map((hop, i) => openOne(hop, i)))
   const opened = states.filter((s) => s !== undefined)
@@ -86,14 +106,18 @@ export async function openHops(
   return opened
 }
 
+/** Whether the client connects to the hop itself: the host takes connections, and no volunteer relay stands between. */
+function directLink(hop: Route['hops'][number]): boolean {
+  return hop.endpoint !== null && hop.via === undefined
+}
+
 /** A link to the hop: direct where the host takes connections; else punched through the routers; else its relay. */
 async function linkTo(
   client: HopOpener,
   hop: Route['hops'][number],
   punchWaitMs: number | undefined,
 ): Promise<HopLink> {
-  const direct = hop.endpoint !== null && hop.via === undefined
-  const punched = direct ? undefined : await client.punched?.to(hop.hostId, punchWaitMs)
+  const punched = directLink(hop) ? undefined : await client.punched?.to(hop.hostId, punchWaitMs)
   if (punched !== undefined) return new PunchedHopLink(punched)
   if (hop.via !== undefined)
     // a volunteer relay's circuit to the host, pinned to the relay's certificate
@@ -144,12 +168,20 @@ export async function renewHops(
   )
 }
 
-/** Closes the session on every hop (a hop that is gone has nothing left to close) and hangs up. */
-export async function closeHops(hops: readonly HopState[], session: string): Promise<void> {
+/**
+ * Closes the session on every hop (a hop that is gone has nothing left to close) and hangs up; with `keep`, a direct
+ * link whose host acknowledged the close is kept there for this client's next session to that host instead.
+ */
+export async function closeHops(hops: readonly HopState[], session: string, keep?: IdleLinks): Promise<void> {
   await Promise.all(
     hops.map(async (h) => {
-      await h.link.request(jsonFrame('close', session, 0xfffffffe, {})).catch(() => {})
-      h.link.close()
+      const closed = await h.link.request(jsonFrame('close', session, 0xfffffffe, {})).then(
+        (answer) => answer.kind === 'ok',
+        () => false,
+      )
+      if (closed && keep !== undefined && h.link instanceof WebSocketHopLink && directLink(h.hop))
+        keep.park(linkKey(h.hop.endpoint as string, h.hop.fingerprint), h.link)
+      else h.link.close()
     }),
   )
 }

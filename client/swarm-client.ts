@@ -1,3 +1,4 @@
+import { IdleLinks } from '../dataplane/idle-links'
 import { PunchedPaths, type PunchSignalling } from '../dataplane/punched-paths'
 import type { TrustedCa } from '../dataplane/tls-trust'
 import { type TrackerConnectionOptions, trackerUrls } from '../dataplane/tracker-connection'
@@ -31,6 +32,8 @@ export class SwarmClient {
   private readonly auditing = new Set<Promise<void>>()
   /** Hosts the audits found lying (banned at the tracker), not yet told by auditsSettled(). */
   private readonly liars: string[] = []
+  /** Direct links to hosts of ended sessions, for the next session to the same host (dataplane/idle-links.ts). */
+  private readonly idleLinks = new IdleLinks()
   private closed = false
   /** What this client's ended sessions' hops still hold, once reusePrefixes() turned it on (prefix-book.ts). */
   private prefixes: PrefixBook | undefined
@@ -148,6 +151,7 @@ export class SwarmClient {
       clearTimeout(timer)
     }
     this.closed = true
+    this.idleLinks.close()
     this.punched?.close()
     this.tracker.close()
   }
@@ -161,7 +165,13 @@ export class SwarmClient {
    * What opening hops needs of this client: its key, its trusted CA, its tracker connection (span sessions use it too).
    */
   get hopOpener(): HopOpener {
-    return { identity: this.identity, ca: this.ca, tracker: this.tracker, punched: this.punched }
+    return {
+      identity: this.identity,
+      ca: this.ca,
+      tracker: this.tracker,
+      punched: this.punched,
+      idleLinks: this.idleLinks,
+    }
   }
 
   /** What a generation needs of this client: opening hops, its log, tokenizers, and ending its session. */

@@ -36,6 +36,8 @@ export interface HopLink {
   expect?(session: string, step: number): { answer: Promise<Frame>; cancel(): void }
   /** Payload bytes received, by frame kind (hop-to-hop forwarding keeps hidden states off a middle hop's link). */
   readonly bytesIn?: ReadonlyMap<string, number>
+  /** Measures one more round trip into roundTripsMs (a ping after the session's open, the host idle again). */
+  measure?(): void
 }
 
 /** The answer to the frame `key` names, from `waiters` (settleAnswer): rejected after `timeoutMs` as hop_timeout. */
@@ -244,7 +246,7 @@ export class WebSocketHopLink implements HopLink {
     return answer
   }
 
-  private measure(): void {
+  measure(): void {
     measureInto(this.pinger, this.roundTripsMs)
   }
 
@@ -286,7 +288,7 @@ export class RelayHopLink implements HopLink {
   }
 
   /** A ping frame's round trip through the tracker to the host and back, as the session's frames go. */
-  private measure(): void {
+  measure(): void {
     measureInto(this.pinger, this.roundTripsMs)
   }
 

@@ -126,7 +126,7 @@ export class PunchedHopLink implements HopLink {
 
   close(): void {}
 
-  private measure(): void {
+  measure(): void {
     measureInto(this.pinger, this.roundTripsMs)
   }
 }

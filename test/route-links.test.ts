@@ -1,6 +1,6 @@
 // A route's links, against a real tracker and three real hosts of stories260K on loopback: the client opens every hop
-// at once (client/open-hops.ts), and hop-to-hop forwarding keeps the hosts' connections to their successors between
-// sessions (host/serving/idle-links.ts).
+// at once (client/open-hops.ts), and the client's links to the hosts and the hosts' links to their successors stay
+// open between sessions (dataplane/idle-links.ts).
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { SwarmClient } from '../client/swarm-client'
 import { WebSocketHopLink } from '../dataplane/hop-link'
@@ -76,6 +76,26 @@ describe("a route's links", () => {
     } finally {
       release()
       holding = undefined
+      await client.close()
+    }
+  })
+
+  it('a second chat of one client goes over the links its first left to the hosts, counting its bytes', async () => {
+    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+    const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false }
+    const chat = () => generateAll(client, { ...request, forwarding: 'client-relayed' })
+    try {
+      connecting.length = 0
+      const first = await chat()
+      expect(connecting).toHaveLength(3)
+      const second = await chat()
+      expect(second.tokens).toEqual(oracle)
+      expect(connecting).toHaveLength(3)
+      // the first hop's hidden states, per session: the kept link's earlier bytes are not this session's
+      const hidden = (run: typeof first) => run.summary.route.map((h) => h.hiddenBytesIn)
+      expect(hidden(second)).toEqual(hidden(first))
+      expect(hidden(second)[0]).toBeGreaterThan(0)
+    } finally {
       await client.close()
     }
   })

@@ -20,7 +20,8 @@ describe('auto forwarding turns on the seams far from the client (pure: hops sta
     expect(farLegs([hop([far]), hop([far]), hop([far])], [true, false])).toEqual([true, false])
     // no ping measured yet: not far
     expect(farLegs([hop([]), hop([far])], [true])).toEqual([false])
-    // the median decides: one slow ping among fast ones is not far
+    // the fastest ping decides: a slow ping beside a fast one (a busy host, not a far one) is not far
     expect(farLegs([hop([1, 1, far]), hop([far])], [true])).toEqual([false])
+    expect(farLegs([hop([far, 1]), hop([far])], [true])).toEqual([false])
   })
 })

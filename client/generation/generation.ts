@@ -368,7 +368,7 @@ export class Generation {
     // after the answer is out (a fetch per step crosses the internet), then the sessions close and the audit is asked.
     const closed = (async () => {
       if (picked.length > 0) await this.runner.readyForAudit(picked, this.client.log)
-      await closeHops(this.runner.hops, this.session)
+      await closeHops(this.runner.hops, this.session, this.client.idleLinks)
       this.client.endSession(this.session)
     })()
     if (picked.length > 0) this.client.audit(this.session, picked, closed)

@@ -16,7 +16,12 @@ export function reachedBy(hop: RouteHop, link: HopLink): Reach {
  * reached it, and the hidden states it sent the client (none where its seam was forwarded hop to hop).
  */
 export function hopStats(
-  hops: readonly { readonly hop: RouteHop; readonly stepMs: readonly number[]; readonly link: HopLink }[],
+  hops: readonly {
+    readonly hop: RouteHop
+    readonly stepMs: readonly number[]
+    readonly link: HopLink
+    readonly hiddenBytesAtOpen?: number | undefined
+  }[],
 ): HopStats[] {
   return hops.map((h) => ({
     hostId: h.hop.hostId,
@@ -24,6 +29,9 @@ export function hopStats(
     medianMs: median(h.stepMs),
     ...(h.hop.via === undefined ? {} : { relayHostId: h.hop.via.relayHostId }),
     reached: reachedBy(h.hop, h.link),
-    ...(h.link.bytesIn === undefined ? {} : { hiddenBytesIn: h.link.bytesIn.get('hidden') ?? 0 }),
+    // a kept link carried earlier sessions' bytes too: this session's are those since its open
+    ...(h.link.bytesIn === undefined
+      ? {}
+      : { hiddenBytesIn: (h.link.bytesIn.get('hidden') ?? 0) - (h.hiddenBytesAtOpen ?? 0) }),
   }))
 }

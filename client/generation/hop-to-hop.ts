@@ -57,14 +57,16 @@ export function forwardableLegs(reach: readonly Reach[]): boolean[] {
 export const FORWARD_FROM_RTT_MS = 5
 
 /**
- * Of the seams that may be forwarded, those whose two hops are both far from the client (median ping at least
+ * Of the seams that may be forwarded, those whose two hops are both far from the client (fastest ping at least
  * FORWARD_FROM_RTT_MS): there a step saves the client's round trip to each, and with latencies that keep the triangle
- * inequality a host-to-host leg is never longer than the two through the client.
+ * inequality a host-to-host leg is never longer than the two through the client. The fastest, not the median: a ping
+ * slowed by a busy machine (the host opening the session as it answered) says nothing of the distance, and a host
+ * 40 ms away never answers in 5.
  */
 export function farLegs(hops: readonly HopState[], direct: readonly boolean[]): boolean[] {
   const far = hops.map((h) => {
-    const pings = [...(h.link.roundTripsMs ?? [])].sort((a, b) => a - b)
-    return pings.length > 0 && (pings[Math.floor(pings.length / 2)] as number) >= FORWARD_FROM_RTT_MS
+    const pings = h.link.roundTripsMs ?? []
+    return pings.length > 0 && Math.min(...pings) >= FORWARD_FROM_RTT_MS
   })
   return direct.map((d, i) => d && far[i] === true && far[i + 1] === true)
 }
@@ -150,7 +152,8 @@ export class HopToHop implements StepRunner {
   }
 
   run(from: number, at: StepAt, input: HopInput, receipts: Receipt[]): Promise<SampledToken> {
-    if (this.auto !== undefined && (at.step > 1 || this.hops.every((h) => (h.link.roundTripsMs?.length ?? 0) > 0))) {
+    // once every hop has its two pings (link start, after the open), else at step 2: one may have met a busy host
+    if (this.auto !== undefined && (at.step > 1 || this.hops.every((h) => (h.link.roundTripsMs?.length ?? 0) > 1))) {
       this.legs = farLegs(this.hops, this.auto)
       this.auto = undefined
     }

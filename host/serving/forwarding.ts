@@ -2,6 +2,7 @@
 // forwarded goes on from here straight to the next hop, and the client gets this hop's receipt (a digest of its output)
 // instead of the output; the next hop takes it only with the seam's capability and this hop's receipt of it.
 import { type HopLink, WebSocketHopLink } from '../../dataplane/hop-link'
+import { IdleLinks, linkKey } from '../../dataplane/idle-links'
 import { verifySignature } from '../../identity/keys'
 import {
   type ChainedReceipt,
@@ -23,7 +24,6 @@ import {
   receiptMessage,
   stepMessage,
 } from '../../protocol'
-import { IdleLinks } from './idle-links'
 import type { FrameCaller, ServedSession } from './served-session'
 
 /** What forwarding needs of its server: to push a frame to a session's client unasked, and a log. */
@@ -222,7 +222,7 @@ export class Forwarder {
         (error: Error) => unreachable(`${hostId} (${error.message})`),
       )
     }
-    const successor = `${next.endpoint} ${next.fingerprint ?? ''}`
+    const successor = linkKey(next.endpoint, next.fingerprint)
     this.successors.set(session, successor)
     const parked = this.idle.take(successor)
     if (parked !== undefined) return Promise.resolve(parked)

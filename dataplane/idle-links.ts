@@ -1,9 +1,15 @@
-// A host's idle WebSocket links to the next hops it forwards to, kept for the next session that forwards to the same
-// host: that session's first forwarded step then pays no TCP, TLS and WebSocket handshakes. Between homes those are
-// three round trips a seam before the first hidden state moves (bench:peers, homes 40 ms one way: ~1 s on a 3-hop
-// route's first step, measured). A link is used by one session at a time, as before; only between sessions it waits
-// here, a bounded time, a bounded number per successor.
-import type { WebSocketHopLink } from '../../dataplane/hop-link'
+// Idle WebSocket links to hosts, kept for the next session to the same host: a host's links to the next hops it
+// forwards to (host/serving/forwarding.ts), and a long-lived client's (the app's, the gateway's) links to the hops of
+// its routes (client/open-hops.ts). That session's first frame then pays no TCP, TLS and WebSocket handshakes: between
+// homes three round trips a link (bench:peers, homes 40 ms one way: ~1 s on a 3-hop route's first forwarded step,
+// measured). A link is used by one session at a time, as before; only between sessions it waits here, a bounded
+// time, a bounded number per host.
+import type { WebSocketHopLink } from './hop-link'
+
+/** The key a link is kept under: the host's endpoint and the certificate it must present. */
+export function linkKey(endpoint: string, fingerprint: string | undefined): string {
+  return `${endpoint} ${fingerprint ?? ''}`
+}
 
 /** How long an idle link waits for the next session to the same successor. */
 export const IDLE_LINK_MS = 60_000

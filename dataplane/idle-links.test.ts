@@ -3,8 +3,8 @@
 // many successors a client names.
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { WebSocket, WebSocketServer } from 'ws'
-import { WebSocketHopLink } from '../../dataplane/hop-link'
+import { type WebSocket, WebSocketServer } from 'ws'
+import { WebSocketHopLink } from './hop-link'
 import { IdleLinks } from './idle-links'
 
 let server: WebSocketServer
