@@ -24,7 +24,7 @@ import { type LlamaTools, llamaBenchRows, llamaTools } from './llama-tools'
 import { BENCH_DIR, benchModel, LLAMA_100M } from './models'
 import { median } from './seeded-host'
 import { COMPUTERS, type LayoutName, layoutNamed, routeRoundTrips, setLayoutDelay } from './wan-layouts'
-import { NamespaceSwarms, namespaceTeardown, openDmz, type Swarm } from './wan-swarms'
+import { NamespaceSwarms, namespaceTeardown, openDmz, type Swarm, seamsForwarded } from './wan-swarms'
 
 const { values } = parseArgs({
   options: {
@@ -172,7 +172,6 @@ try {
         const prefill = await s.chat(swarm, client, 1, LONG_PROMPT, 'default')
         f.neuronDecode.push(decode.decodeTokensPerSecond)
         f.neuronPrefill.push(PROMPT_TOKENS / (prefill.prefillMs / 1000))
-        const seams = decode.route.slice(0, -1)
         console.log(
           JSON.stringify({
             round,
@@ -182,7 +181,7 @@ try {
             prefill_tokens_per_s: round2(PROMPT_TOKENS / (prefill.prefillMs / 1000)),
             // the long prompt's chat from its start: the route's planning and opening, then the prefill
             first_token_ms: prefill.firstTokenMs,
-            seams_forwarded: seams.filter((h) => h.hiddenBytesIn === 0).length,
+            seams_forwarded: seamsForwarded(decode, SHORT_PROMPT.length, manifest.nEmbd),
             hop_ms: decode.route.map((h) => round2(h.medianMs)),
             ...(rtt === undefined ? {} : { client_to_router_rtt_ms: rtt.laptopToRouter.map(round2) }),
             load_average: load(),

@@ -298,6 +298,19 @@ export class NamespaceSwarms {
 }
 
 /**
+ * The fraction of a chat's seams forwarded host to host: those whose hop sent the client at most the first step's
+ * hidden states (f16 rows of the prompt), as the default mode carries its first step through the client while its
+ * second pings come in (client/generation/hop-to-hop.ts farLegs).
+ */
+export function seamsForwarded(done: ChatDone, promptTokens: number, nEmbd: number): number {
+  const seams = done.route.slice(0, -1)
+  const firstStep = promptTokens * nEmbd * 2
+  return (
+    seams.filter((h) => (h.hiddenBytesIn ?? Number.POSITIVE_INFINITY) <= firstStep).length / Math.max(1, seams.length)
+  )
+}
+
+/**
  * A bench's teardown of its namespace network, its swarms and its work directory: once, whoever asks first (SIGINT or
  * the end); a second caller waits on the same teardown, not on a no-op. `parts` reads them when it runs.
  */

@@ -39,7 +39,7 @@ import {
   setLayoutDelay,
 } from './wan-layouts'
 import { type DelayResult, emptyResults, summarise } from './wan-results'
-import { cpuMs, NamespaceSwarms, namespaceTeardown, openDmz, type Swarm } from './wan-swarms'
+import { cpuMs, NamespaceSwarms, namespaceTeardown, openDmz, type Swarm, seamsForwarded } from './wan-swarms'
 
 // The relayed runs measure the relays: their clients punch no channel around them (NEURON_PUNCH=0 in the chat's child,
 // wan-swarms.ts). The punched run is the relayed swarm (no host takes connections) with its client punching a
@@ -228,9 +228,8 @@ try {
         const trackerCpuBefore = cpuMs(swarm.trackerPid)
         const isPunched = swarm === punched || swarm === punchedSeams
         const done = await s.chat(swarm, 'laptop', TOKENS, PROMPT, forwarding, isPunched)
-        // a seam is forwarded where the hop before it sent the client no hidden state
-        const seams = done.route.slice(0, -1)
-        const forwarded = seams.filter((h) => h.hiddenBytesIn === 0).length / Math.max(1, seams.length)
+        // a seam is forwarded where the hop before it sent the client no hidden state past the first step's
+        const forwarded = seamsForwarded(done, PROMPT.length, manifest.nEmbd)
         const trackerCpuPerToken = (cpuMs(swarm.trackerPid) - trackerCpuBefore) / done.tokens.length
         const bytesPerToken = swarm.relay ? ((await relayedBytes(swarm)) - before) / done.tokens.length : undefined
         const limit =
