@@ -43,8 +43,8 @@ export class Failover {
     const started = performance.now()
     this.failed.push(dead.hop.hostId)
     this.client.log(
-      `hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}); finding a ` +
-        `replacement`,
+      `hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}: ${error.message}); ` +
+        `finding a replacement`,
     )
     // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
     const repaired = await this.replaceOnce(runner.hops, dead, request, error.code === 'lied')

@@ -49,6 +49,10 @@ async function chatUntilBanned(client: SwarmClient, hostId: string) {
       // the liar banned mid-chat, and it was the only host of its span: the chat ends with no route
       if (!swarm.tracker.checks.banned(hostId)) throw error
     }
+    // The chat's audits run after it, off its critical path; a user's next chat comes seconds later, and by then they
+    // are done. Waiting for them here counts the steps served before the audits that ban, not how many more chats a
+    // loaded machine fits in while an audit's re-runs wait for a core (CI once counted 110).
+    await client.auditsSettled()
   }
   return { steps, chats }
 }
