@@ -42,10 +42,8 @@ export class Failover {
     if (dead === undefined || this.replaced.length >= MAX_FAILOVERS) throw error
     const started = performance.now()
     this.failed.push(dead.hop.hostId)
-    this.client.log(
-      `hop ${dead.hop.hostId} [${dead.hop.blocks[0]}, ${dead.hop.blocks[1]}) failed (${error.code}: ${error.message}); ` +
-        `finding a replacement`,
-    )
+    const span = `[${dead.hop.blocks[0]}, ${dead.hop.blocks[1]})`
+    this.client.log(`hop ${dead.hop.hostId} ${span} failed (${error.code}: ${error.message}); finding a replacement`)
     // A liar's answers reached every hop after it: those are rebuilt too, and the step runs again.
     const repaired = await this.replaceOnce(runner.hops, dead, request, error.code === 'lied')
     runner.reroute(repaired.hops)

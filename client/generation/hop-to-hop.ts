@@ -24,15 +24,10 @@ import { checkedAnswer, committedSketch, keptRowsOf } from '../step-audits'
 import { Countersigns } from './countersigns'
 import { type StepAt, type StepRunner, stepForward } from './step-runner'
 
-/**
- * A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay does not.
- */
+/** A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay not. */
 const direct = (h: RouteHop) => h.endpoint !== null && h.via === undefined
 
-/**
- * For each seam of the route, whether its two hops pass hidden
- * states to each other (else that leg goes through the client).
- */
+/** For each seam of the route, whether its two hops pass hidden states to each other (else the client carries it). */
 export function directLegs(route: readonly RouteHop[]): boolean[] {
   return route.slice(1).map((next, i) => direct(route[i] as RouteHop) && direct(next))
 }
@@ -364,7 +359,13 @@ async function fetchForwarded(
   digest: string,
   ids: Int32Array | undefined,
 ): Promise<HopInput> {
-  const answer = await h.link.request(jsonFrame('fetch', session, step, { step }))
+  const ask = () => h.link.request(jsonFrame('fetch', session, step, { step }))
+  // the hop's word that its successor refused the step shares the step's key: it may come in as the fetch's answer
+  // (the client found the successor gone first); asked again, the fetch's own answer settles it, a second is dropped
+  const answer = await ask().catch((error: unknown) => {
+    if (error instanceof NeuronError && error.code === 'forward_refused') return ask()
+    throw error
+  })
   if (payloadSha256(answer.payload) !== digest)
     throw new HopFailure(
       h.hop.hostId,
@@ -390,11 +391,8 @@ async function fillInputs(hops: readonly HopState[], hostId: string, session: st
       h.inputs[k] = wanted.rows === undefined ? fetched : keptRowsOf(firstRows(fetched, wanted.rows), fetched)
     } catch (error) {
       // the predecessor is gone or lied too: the failover of this hop cannot replay, and the generation fails typed
-      throw new HopFailure(
-        before.hop.hostId,
-        'unreachable_input',
-        `cannot fetch what host ${before.hop.hostId} forwarded: ${(error as Error).message}`,
-      )
+      const why = `cannot fetch what host ${before.hop.hostId} forwarded: ${(error as Error).message}`
+      throw new HopFailure(before.hop.hostId, 'unreachable_input', why)
     }
   })
 }
