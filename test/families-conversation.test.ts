@@ -1,0 +1,86 @@
+// A conversation's next turn on every family the swarm serves (issue 35): the hops keep the session's cache, the turn
+// sends only its new tokens, and the answer is a fresh session's, token for token; then, with a hop killed between
+// turns, the turn after starts anew on the spare and answers as before. stories260K (llama) is conversation.test.ts's;
+// here the other families, generated small: plain KV caches (qwen3, qwen3moe), MLA (deepseek2), MLA with the lightning
+// indexer's top-k crossing the cut (glm-dsa), delta-net state that cannot be rolled back (qwen35moe), and
+// hyper-connection streams with compressed caches (deepseek4). A real tracker and three hosts on loopback.
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SwarmClient } from '../client/swarm-client'
+import { type GenerateOptions, generateModel } from '../gguf/generate'
+import { NodeIdentity } from '../identity/keys'
+import { drain } from './generations'
+import { scratchDir } from './models'
+import { type InProcessSwarm, startSwarm } from './programs'
+
+const DENSE = { embd: 128, heads: 4, kvHeads: 2, ff: 256, vocab: 384, seed: 3, type: 'q8_0', blocks: 4 } as const
+const COMMON = { ...DENSE, experts: 8, expertsUsed: 2, expertFf: 128 } as const
+
+const FAMILIES: Record<string, Omit<GenerateOptions, 'out'>> = {
+  qwen3: { ...DENSE, arch: 'qwen3' },
+  qwen3moe: { ...COMMON, arch: 'qwen3moe' },
+  deepseek2: { ...COMMON, arch: 'deepseek2', kvHeads: 1, kvLoraRank: 64, ropeDim: 16, nopeDim: 32 },
+  'glm-dsa': { ...COMMON, arch: 'glm-dsa', kvHeads: 1, fullIndexerInterval: 3, indexerTopK: 8 },
+  qwen35moe: { ...COMMON, arch: 'qwen35moe' },
+  deepseek4: { ...COMMON, arch: 'deepseek4', kvHeads: 1, compressRatios: [0, 4, 128, 4], slidingWindow: 8 },
+}
+const FIRST = [17, 42, 99, 7, 64, 200, 31, 5]
+const MORE = [120, 121, 122, 9]
+const TOKENS = 10
+
+describe.each(Object.entries(FAMILIES))('a conversation on %s', (arch, shape) => {
+  let scratch: { dir: string; cleanup: () => Promise<void> }
+  let swarm: InProcessSwarm
+  let client: SwarmClient
+
+  beforeAll(async () => {
+    scratch = await scratchDir(`neuron-${arch}-conversation-`)
+    const model = join(scratch.dir, `${arch}.gguf`)
+    await generateModel({ ...shape, out: model })
+    // [2, 4) twice: one of them can be killed between turns
+    swarm = await startSwarm(scratch.dir, model, [
+      [0, 2],
+      [2, 4],
+      [2, 4],
+    ])
+    client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+  }, 240_000)
+
+  afterAll(async () => {
+    client?.close()
+    await swarm?.close()
+    await scratch?.cleanup()
+  })
+
+  it('its second turn sends only its new tokens on the same session and answers as a fresh session; after a hop is ' +
+    'killed, the third starts anew and answers as before', async () => {
+    const modelId = swarm.manifest.modelId
+    const conversation = client.conversation({ positions: 128 })
+    try {
+      const ask = (prompt: number[]) => ({ modelId, prompt, maxTokens: TOKENS, stopAtEog: false })
+      const one = await drain(conversation.turn(ask(FIRST)))
+      expect(one.summary.cachedTokens).toBe(0)
+      const second = [...FIRST, ...one.tokens, ...MORE]
+      const two = await drain(conversation.turn(ask(second)))
+      // the hops held the first prompt and every answer token but the last (sampled, never sent)
+      expect(two.summary.session).toBe(one.summary.session)
+      expect(two.summary.cachedTokens).toBe(FIRST.length + TOKENS - 1)
+      const fresh = await drain(client.generate(ask(second)))
+      expect(fresh.summary.cachedTokens).toBe(0)
+      expect(two.tokens).toEqual(fresh.tokens)
+
+      // the route's [2, 4) hop goes away; the spare takes the next turn, which prefills the whole conversation
+      const third = [...second, ...two.tokens, ...MORE]
+      const gone = two.summary.route.at(-1)?.hostId
+      await swarm.hosts.find((h) => h.hostId === gone)?.stop(0)
+      const three = await drain(conversation.turn(ask(third)))
+      expect(three.summary.cachedTokens).toBe(0)
+      expect(three.summary.session).not.toBe(two.summary.session)
+      expect(three.summary.route.at(-1)?.hostId).not.toBe(gone)
+      const again = await drain(client.generate(ask(third)))
+      expect(three.tokens).toEqual(again.tokens)
+    } finally {
+      await conversation.close()
+    }
+  }, 180_000)
+})
