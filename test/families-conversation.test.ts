@@ -1,8 +1,9 @@
 // A conversation's next turn on every family the swarm serves (issue 35): the hops keep the session's cache, the turn
 // sends only its new tokens, and the answer is a fresh session's, token for token; then, with a hop killed between
-// turns, the turn after starts anew on the spare and answers as before. stories260K (llama) is conversation.test.ts's;
-// here the other families, generated small: plain KV caches (qwen3, qwen3moe), MLA (deepseek2), MLA with the lightning
-// indexer's top-k crossing the cut (glm-dsa), delta-net state that cannot be rolled back (qwen35moe), and
+// turns, the turn after starts anew on the spare and answers as before; and a turn edited in the middle goes on from
+// the edit where the family's hops can roll back, else anew, with a fresh session's answer. stories260K (llama) is
+// conversation.test.ts's; here the other families, generated small: plain KV caches (qwen3, qwen3moe), MLA
+// (deepseek2), MLA with the lightning indexer's top-k crossing the cut (glm-dsa), delta-net state (qwen35moe), and
 // hyper-connection streams with compressed caches (deepseek4). A real tracker and three hosts on loopback.
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -16,19 +17,32 @@ import { type InProcessSwarm, startSwarm } from './programs'
 const DENSE = { embd: 128, heads: 4, kvHeads: 2, ff: 256, vocab: 384, seed: 3, type: 'q8_0', blocks: 4 } as const
 const COMMON = { ...DENSE, experts: 8, expertsUsed: 2, expertFf: 128 } as const
 
-const FAMILIES: Record<string, Omit<GenerateOptions, 'out'>> = {
-  qwen3: { ...DENSE, arch: 'qwen3' },
-  qwen3moe: { ...COMMON, arch: 'qwen3moe' },
-  deepseek2: { ...COMMON, arch: 'deepseek2', kvHeads: 1, kvLoraRank: 64, ropeDim: 16, nopeDim: 32 },
-  'glm-dsa': { ...COMMON, arch: 'glm-dsa', kvHeads: 1, fullIndexerInterval: 3, indexerTopK: 8 },
-  qwen35moe: { ...COMMON, arch: 'qwen35moe' },
-  deepseek4: { ...COMMON, arch: 'deepseek4', kvHeads: 1, compressRatios: [0, 4, 128, 4], slidingWindow: 8 },
+/**
+ * Each family's shape, and whether its hops can roll their cache back to an earlier position: plain per-position caches
+ * can; an indexer's, recurrent and compressor states cannot (ShardRuntime.canBatch, which the host's renew asks).
+ */
+const FAMILIES: Record<string, { shape: Omit<GenerateOptions, 'out'>; rollsBack: boolean }> = {
+  qwen3: { shape: { ...DENSE, arch: 'qwen3' }, rollsBack: true },
+  qwen3moe: { shape: { ...COMMON, arch: 'qwen3moe' }, rollsBack: true },
+  deepseek2: {
+    shape: { ...COMMON, arch: 'deepseek2', kvHeads: 1, kvLoraRank: 64, ropeDim: 16, nopeDim: 32 },
+    rollsBack: true,
+  },
+  'glm-dsa': {
+    shape: { ...COMMON, arch: 'glm-dsa', kvHeads: 1, fullIndexerInterval: 3, indexerTopK: 8 },
+    rollsBack: false,
+  },
+  qwen35moe: { shape: { ...COMMON, arch: 'qwen35moe' }, rollsBack: false },
+  deepseek4: {
+    shape: { ...COMMON, arch: 'deepseek4', kvHeads: 1, compressRatios: [0, 4, 128, 4], slidingWindow: 8 },
+    rollsBack: false,
+  },
 }
 const FIRST = [17, 42, 99, 7, 64, 200, 31, 5]
 const MORE = [120, 121, 122, 9]
 const TOKENS = 10
 
-describe.each(Object.entries(FAMILIES))('a conversation on %s', (arch, shape) => {
+describe.each(Object.entries(FAMILIES))('a conversation on %s', (arch, { shape, rollsBack }) => {
   let scratch: { dir: string; cleanup: () => Promise<void> }
   let swarm: InProcessSwarm
   let client: SwarmClient
@@ -52,12 +66,28 @@ describe.each(Object.entries(FAMILIES))('a conversation on %s', (arch, shape) =>
     await scratch?.cleanup()
   })
 
-  it('its second turn sends only its new tokens on the same session and answers as a fresh session; after a hop is ' +
-    'killed, the third starts anew and answers as before', async () => {
-    const modelId = swarm.manifest.modelId
+  const ask = (prompt: number[]) => ({ modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false })
+
+  const how = rollsBack ? 'from the edit: its hops roll back there' : 'anew: its hops cannot roll back'
+  it(`edited in the middle, goes on ${how}, and answers as a fresh session`, async () => {
     const conversation = client.conversation({ positions: 128 })
     try {
-      const ask = (prompt: number[]) => ({ modelId, prompt, maxTokens: TOKENS, stopAtEog: false })
+      const one = await drain(conversation.turn(ask(FIRST)))
+      const edited = [...FIRST.slice(0, 4), 250, 251, 252]
+      const two = await drain(conversation.turn(ask(edited)))
+      expect(two.summary.session === one.summary.session).toBe(rollsBack)
+      expect(two.summary.cachedTokens).toBe(rollsBack ? 4 : 0)
+      const fresh = await drain(client.generate(ask(edited)))
+      expect(two.tokens).toEqual(fresh.tokens)
+    } finally {
+      await conversation.close()
+    }
+  }, 120_000)
+
+  it('its second turn sends only its new tokens on the same session and answers as a fresh session; after a hop is ' +
+    'killed, the third starts anew and answers as before', async () => {
+    const conversation = client.conversation({ positions: 128 })
+    try {
       const one = await drain(conversation.turn(ask(FIRST)))
       expect(one.summary.cachedTokens).toBe(0)
       const second = [...FIRST, ...one.tokens, ...MORE]
