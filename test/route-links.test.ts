@@ -27,6 +27,13 @@ const connecting: string[] = []
 /** While set, the client's connection to this host waits for `held` before it starts. */
 let holding: { hostId: string; held: Promise<void> } | undefined
 
+/** A new client of the swarm, and a chat of it with its seams forwarded as `forwarding` says. */
+async function chatting(forwarding: 'client-relayed' | 'hop-to-hop') {
+  const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
+  const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false, forwarding }
+  return { client, chat: () => generateAll(client, request) }
+}
+
 describe("a route's links", () => {
   beforeAll(async () => {
     scratch = await scratchDir('neuron-hop-links-')
@@ -81,9 +88,7 @@ describe("a route's links", () => {
   })
 
   it('a second chat of one client goes over the links its first left to the hosts, counting its bytes', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false }
-    const chat = () => generateAll(client, { ...request, forwarding: 'client-relayed' })
+    const { client, chat } = await chatting('client-relayed')
     try {
       connecting.length = 0
       const first = await chat()
@@ -100,10 +105,30 @@ describe("a route's links", () => {
     }
   })
 
+  it('a kept link whose path went silent (no close, no reset: a router dropped it) is found dead at the next ' +
+    'open, and that hop is connected afresh: the chat answers as before', async () => {
+    const { client, chat } = await chatting('client-relayed')
+    try {
+      connecting.length = 0
+      const first = await chat()
+      const middle = first.route[1]?.hostId ?? ''
+      // the client hears nothing more on its kept link to the middle hop (what it sends still arrives)
+      const kept = clientLinks.get(middle) as unknown as { socket: { _socket: { pause(): void } } }
+      kept.socket._socket.pause()
+      const started = performance.now()
+      const second = await chat()
+      console.log(`a chat over a kept link gone silent: ${(performance.now() - started).toFixed(0)} ms`)
+      expect(second.tokens).toEqual(oracle)
+      // one new connection, to the silent hop; the others' kept links served
+      expect(connecting.filter((id) => id === middle)).toHaveLength(2)
+      expect(connecting).toHaveLength(4)
+    } finally {
+      await client.close()
+    }
+  }, 60_000)
+
   it('a second chat forwards over the links the first left between the hosts: no handshake on a seam', async () => {
-    const client = await SwarmClient.connect(swarm.tracker.url, NodeIdentity.generate())
-    const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false }
-    const chat = () => generateAll(client, { ...request, forwarding: 'hop-to-hop' })
+    const { client, chat } = await chatting('hop-to-hop')
     const allClosed = () =>
       vi.waitFor(() => expect(swarm.hosts.map((h) => h.activeSessions)).toEqual([0, 0, 0]), { timeout: 10_000 })
     try {

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import { NeuronError, type OpenSession, type Ticket } from '../../protocol'
 import { type TicketTerms, verifyOpen } from './admission'
 import type { FrameCaller, ServedSession } from './served-session'
@@ -62,4 +63,14 @@ export function renewSession(
       { next },
     )
   return ticket
+}
+
+/**
+ * The session's own open again, the same in every field, before its first step, from another connection: the client's
+ * link went silent after its open got here (the answer lost on the way: a router that dropped the connection one way),
+ * and the client opened afresh. The session moves to the new connection, which the old one, dead to its client, loses.
+ * Only the client signs an open, over a connection pinned to this host's certificate, and it signs every step too.
+ */
+export function sameOpenAgain(served: ServedSession, request: OpenSession): boolean {
+  return !served.stepped && !served.probe && isDeepStrictEqual(request, served.open)
 }

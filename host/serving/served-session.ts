@@ -16,8 +16,8 @@ export type FrameCaller = string
 export interface ServedSession {
   readonly runtime: ServingSession
   readonly open: OpenSession
-  /** The caller that opened it: the only one that may step or close it. */
-  readonly owner: FrameCaller
+  /** The caller that opened it: the only one that may step or close it (the same open again moves it: renew.ts). */
+  owner: FrameCaller
   /** The ticket's client key: it counts against that key's session limit, and signs every step. */
   readonly clientKey: string
   /** The same key parsed once: every step's signature is checked against it. */

@@ -169,6 +169,32 @@ describe(`shard server on loopback`, () => {
       intruder.close()
     }
   })
+  it(
+    'the same signed open again from another connection, before the first step, moves the session there (the ' +
+      'client lost the answer on a silent link); another open of it, or the same after a step, is refused',
+    async () => {
+      const [lost, fresh, intruder] = [await connect(url), await connect(url), await connect(url)]
+      try {
+        const s = session(45)
+        const before = server.activeSessions
+        const openFrame = ticketedOpen(s, { modelId: manifest.modelId, blocks: [0, 5], maxTokens: 64 })
+        expect((await lost.exchange(openFrame)).kind).toBe('ok')
+        // another ticket and signature for the same session id is not the client's open
+        const other = ticketedOpen(s, { modelId: manifest.modelId, blocks: [0, 5], maxTokens: 64 })
+        expect(errorOf(await intruder.exchange(other))?.code).toBe('session_exists')
+        expect((await fresh.exchange(openFrame)).kind).toBe('ok')
+        expect(server.activeSessions).toBe(before + 1)
+        // the session is the new connection's: the old one can no longer step it
+        expect(errorOf(await lost.exchange(tokens(s, 1, 0, [1, 403])))?.code).toBe('not_your_session')
+        expect((await fresh.exchange(tokens(s, 1, 0, [1, 403, 407]))).kind).toBe('token')
+        // stepped, it stays where it is, even for its own open
+        expect(errorOf(await intruder.exchange(openFrame))?.code).toBe('session_exists')
+        expect((await fresh.exchange(jsonFrame('close', s, 0, {}))).kind).toBe('ok')
+      } finally {
+        for (const c of [lost, fresh, intruder]) c.close()
+      }
+    },
+  )
   it('serves a step only the tokens its ticket paid for: the declared prompt at step 1, one token after', async () => {
     const s = session(50)
     expect(

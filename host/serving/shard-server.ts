@@ -27,7 +27,7 @@ import { DataPlaneListener } from './data-plane-listener'
 import { Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
 import { PrefixCache } from './prefix-cache'
-import { renewSession } from './renew'
+import { renewSession, sameOpenAgain } from './renew'
 import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
 import type { ShardServerOptions } from './shard-server-options'
@@ -234,6 +234,11 @@ export class ShardServer {
     if (request.modelId !== modelId)
       throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
     const served = this.sessions.get(frame.session)
+    if (served !== undefined && sameOpenAgain(served, request)) {
+      this.options.log?.(`session ${frame.session} opened again on another connection before its first step`)
+      served.owner = caller
+      return jsonFrame('ok', frame.session, frame.step, {})
+    }
     if (served !== undefined) {
       const terms = { ...this.options.tickets, modelId }
       const ticket = renewSession(frame.session, served, caller, request, terms, this.runtime.canBatch === true)
