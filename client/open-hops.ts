@@ -88,9 +88,13 @@ export async function openHops(
     }
     if (kept === undefined) return open(await linkTo(client, hop, punchWaitMs))
     try {
-      await open(kept)
+      const opening = open(kept)
+      // given up for silence, the link is closed under it: that rejection has nobody to hear it
+      opening.catch(() => {})
+      await Promise.race([opening, silent(kept, hop.hostId)])
     } catch (error) {
-      // a kept link whose host went quiet while it waited: a fresh connection, once
+      // a kept link whose path went quiet while it waited: a fresh connection, once (the open, where it got there,
+      // moves over: the host takes the same open again from a later connection)
       if (!(error instanceof HopFailure && error.code === 'hop_unreachable')) throw error
       kept.close()
       await open(await linkTo(client, hop, punchWaitMs))
@@ -104,6 +108,20 @@ export async function openHops(
     throw failed.reason
   }
   return opened
+}
+
+/** How long a kept link's ping may take before the link counts as gone silent: its fastest ping four times, or this. */
+const KEPT_LINK_PING_MS = 1_000
+
+/**
+ * Rejects with hop_unreachable when the kept link's host does not answer a ping in time (a router dropped the
+ * connection without a word: the link's own watch would take LINK_SILENCE_MS to say so); else never settles.
+ */
+async function silent(kept: WebSocketHopLink, hostId: string): Promise<never> {
+  const bound = Math.max(KEPT_LINK_PING_MS, 4 * Math.min(...kept.roundTripsMs, KEPT_LINK_PING_MS))
+  if (!(await kept.answers(bound)))
+    throw new HopFailure(hostId, 'hop_unreachable', `host ${hostId} did not answer a ping within ${bound} ms`)
+  return new Promise<never>(() => {})
 }
 
 /** Whether the client connects to the hop itself: the host takes connections, and no volunteer relay stands between. */

@@ -250,6 +250,11 @@ export class WebSocketHopLink implements HopLink {
     measureInto(this.pinger, this.roundTripsMs)
   }
 
+  /** Whether the host answers a ping within `timeoutMs` (a kept link, before its next session trusts it). */
+  async answers(timeoutMs: number): Promise<boolean> {
+    return (await this.pinger.ping(timeoutMs)) !== undefined
+  }
+
   /** Whether frames can still go out: not failed, not closing. */
   get open(): boolean {
     return this.closedWith === undefined && this.socket.readyState === this.socket.OPEN

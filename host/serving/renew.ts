@@ -66,11 +66,21 @@ export function renewSession(
 }
 
 /**
- * The session's own open again, the same in every field, before its first step, from another connection: the client's
- * link went silent after its open got here (the answer lost on the way: a router that dropped the connection one way),
- * and the client opened afresh. The session moves to the new connection, which the old one, dead to its client, loses.
- * Only the client signs an open, over a connection pinned to this host's certificate, and it signs every step too.
+ * The session's own open again, the same in every field, before its first step, from a connection made after the one
+ * that opened it: the client's link went silent after its open got here (the answer lost on the way: a router that
+ * dropped the connection one way), and the client opened afresh. The session moves to the new connection, which the
+ * old one, dead to its client, loses; never back to an older one (its open, arriving late, is refused). Only the client
+ * signs an open, over a connection pinned to this host's certificate, and it signs every step too.
  */
-export function sameOpenAgain(served: ServedSession, request: OpenSession): boolean {
-  return !served.stepped && !served.probe && isDeepStrictEqual(request, served.open)
+export function sameOpenAgain(served: ServedSession, request: OpenSession, caller: FrameCaller): boolean {
+  return (
+    !served.stepped && !served.probe && laterConnection(caller, served.owner) && isDeepStrictEqual(request, served.open)
+  )
+}
+
+/** Whether `caller` is a connection of the same kind as `owner`'s, made after it (`ws:<n>`, `punch:<peer>:<n>`). */
+function laterConnection(caller: FrameCaller, owner: FrameCaller): boolean {
+  const [kind, n] = [caller.lastIndexOf(':'), owner.lastIndexOf(':')]
+  if (caller.startsWith('relay:') || caller.slice(0, kind) !== owner.slice(0, n)) return false
+  return Number(caller.slice(kind + 1)) > Number(owner.slice(n + 1))
 }

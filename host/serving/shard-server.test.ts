@@ -184,7 +184,8 @@ describe(`shard server on loopback`, () => {
         expect(errorOf(await intruder.exchange(other))?.code).toBe('session_exists')
         expect((await fresh.exchange(openFrame)).kind).toBe('ok')
         expect(server.activeSessions).toBe(before + 1)
-        // the session is the new connection's: the old one can no longer step it
+        // the session is the new connection's: the old one can neither step it nor take it back with its late open
+        expect(errorOf(await lost.exchange(openFrame))?.code).toBe('session_exists')
         expect(errorOf(await lost.exchange(tokens(s, 1, 0, [1, 403])))?.code).toBe('not_your_session')
         expect((await fresh.exchange(tokens(s, 1, 0, [1, 403, 407]))).kind).toBe('token')
         // stepped, it stays where it is, even for its own open

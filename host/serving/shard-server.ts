@@ -234,7 +234,7 @@ export class ShardServer {
     if (request.modelId !== modelId)
       throw new NeuronError('wrong_model', `this host serves ${modelId}, not ${request.modelId}.`)
     const served = this.sessions.get(frame.session)
-    if (served !== undefined && sameOpenAgain(served, request)) {
+    if (served !== undefined && sameOpenAgain(served, request, caller)) {
       this.options.log?.(`session ${frame.session} opened again on another connection before its first step`)
       served.owner = caller
       return jsonFrame('ok', frame.session, frame.step, {})
