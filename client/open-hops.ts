@@ -125,7 +125,7 @@ async function silent(kept: WebSocketHopLink, hostId: string): Promise<never> {
 }
 
 /** Whether the client connects to the hop itself: the host takes connections, and no volunteer relay stands between. */
-function directLink(hop: Route['hops'][number]): boolean {
+export function directLink(hop: Route['hops'][number]): boolean {
   return hop.endpoint !== null && hop.via === undefined
 }
 

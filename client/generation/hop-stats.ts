@@ -2,13 +2,14 @@ import type { HopLink } from '../../dataplane/hop-link'
 import { median } from '../../dataplane/link-latency'
 import { PunchedHopLink } from '../../dataplane/punched-link'
 import type { RouteHop } from '../../protocol'
+import { directLink } from '../open-hops'
 import type { Reach } from './hop-to-hop'
 import type { HopStats } from './request'
 
 /** How the client reached a hop: what its link is. */
 export function reachedBy(hop: RouteHop, link: HopLink): Reach {
   if (link instanceof PunchedHopLink) return 'punched'
-  return hop.endpoint !== null && hop.via === undefined ? 'direct' : 'relayed'
+  return directLink(hop) ? 'direct' : 'relayed'
 }
 
 /**

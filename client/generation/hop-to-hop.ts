@@ -19,13 +19,10 @@ import {
   StepTrailer,
   withTrailer,
 } from '../../protocol'
-import type { HopState } from '../open-hops'
+import { directLink as direct, type HopState } from '../open-hops'
 import { checkedAnswer, committedSketch, keptRowsOf } from '../step-audits'
 import { Countersigns } from './countersigns'
 import { type StepAt, type StepRunner, stepForward } from './step-runner'
-
-/** A host reached directly takes connections from other hosts; one behind the tracker's or a volunteer's relay not. */
-const direct = (h: RouteHop) => h.endpoint !== null && h.via === undefined
 
 /** For each seam of the route, whether its two hops pass hidden states to each other (else the client carries it). */
 export function directLegs(route: readonly RouteHop[]): boolean[] {
