@@ -20,6 +20,8 @@ export interface HopState extends AuditableHop {
   stepMs: number[]
   /** Hidden-state bytes the link had carried when the session opened (a kept link carried earlier sessions'). */
   hiddenBytesAtOpen?: number
+  /** The ping sent after the open, settled once its round trip is in roundTripsMs or given up. */
+  pinged?: Promise<void> | undefined
 }
 
 /** What opening hops needs of a client. */
@@ -58,7 +60,7 @@ export async function openHops(
     const kept = directLink(hop) ? client.idleLinks?.take(linkKey(hop.endpoint as string, hop.fingerprint)) : undefined
     const sampling = endsRoute && i === route.length - 1 ? (request.sampling ?? {}) : undefined
     const open = async (link: HopLink) => {
-      states[i] = {
+      const state: HopState = {
         hop,
         link,
         inputs: [],
@@ -69,6 +71,7 @@ export async function openHops(
         hiddenBytesAtOpen: link.bytesIn?.get('hidden') ?? 0,
         ...(sampling === undefined ? {} : { sampling }),
       }
+      states[i] = state
       await expectOk(
         await link.request(
           jsonFrame('open', session, 0, {
@@ -84,7 +87,7 @@ export async function openHops(
         ),
       )
       // a second ping with the host idle again: the first met it busy connecting or opening (farLegs takes the fastest)
-      link.measure?.()
+      state.pinged = link.measure?.()
     }
     if (kept === undefined) return open(await linkTo(client, hop, punchWaitMs))
     try {

@@ -36,8 +36,11 @@ export interface HopLink {
   expect?(session: string, step: number): { answer: Promise<Frame>; cancel(): void }
   /** Payload bytes received, by frame kind (hop-to-hop forwarding keeps hidden states off a middle hop's link). */
   readonly bytesIn?: ReadonlyMap<string, number>
-  /** Measures one more round trip into roundTripsMs (a ping after the session's open, the host idle again). */
-  measure?(): void
+  /**
+   * Measures one more round trip into roundTripsMs (a ping after the session's open, the host idle again); settles when
+   * the pong is in or the ping is given up.
+   */
+  measure?(): Promise<void>
 }
 
 /** The answer to the frame `key` names, from `waiters` (settleAnswer): rejected after `timeoutMs` as hop_timeout. */
@@ -61,9 +64,15 @@ export function waitForAnswer(waiters: AnswerWaiters, key: string, hostId: strin
   })
 }
 
-/** One ping's round trip into `roundTripsMs` (the newest MAX_ROUND_TRIPS_PER_LINK), off the caller's path. */
-export function measureInto(pinger: { ping(timeoutMs: number): Promise<number | undefined> }, roundTripsMs: number[]) {
-  void pinger.ping(PING_TIMEOUT_MS).then((ms) => {
+/**
+ * One ping's round trip into `roundTripsMs` (the newest MAX_ROUND_TRIPS_PER_LINK), off the caller's path: the promise
+ * settles (never rejects) once it is in or given up, for a caller that wants it.
+ */
+export function measureInto(
+  pinger: { ping(timeoutMs: number): Promise<number | undefined> },
+  roundTripsMs: number[],
+): Promise<void> {
+  return pinger.ping(PING_TIMEOUT_MS).then((ms) => {
     if (ms === undefined) return
     roundTripsMs.push(ms)
     if (roundTripsMs.length > MAX_ROUND_TRIPS_PER_LINK) roundTripsMs.shift()
@@ -246,8 +255,8 @@ export class WebSocketHopLink implements HopLink {
     return answer
   }
 
-  measure(): void {
-    measureInto(this.pinger, this.roundTripsMs)
+  measure(): Promise<void> {
+    return measureInto(this.pinger, this.roundTripsMs)
   }
 
   /** Whether the host answers a ping within `timeoutMs` (a kept link, before its next session trusts it). */
@@ -293,8 +302,8 @@ export class RelayHopLink implements HopLink {
   }
 
   /** A ping frame's round trip through the tracker to the host and back, as the session's frames go. */
-  measure(): void {
-    measureInto(this.pinger, this.roundTripsMs)
+  measure(): Promise<void> {
+    return measureInto(this.pinger, this.roundTripsMs)
   }
 
   private async relayed(bytes: Uint8Array, timeoutMs: number): Promise<Frame> {

@@ -126,7 +126,7 @@ export class PunchedHopLink implements HopLink {
 
   close(): void {}
 
-  measure(): void {
-    measureInto(this.pinger, this.roundTripsMs)
+  measure(): Promise<void> {
+    return measureInto(this.pinger, this.roundTripsMs)
   }
 }

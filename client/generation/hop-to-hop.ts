@@ -22,6 +22,7 @@ import {
 import { directLink as direct, type HopState } from '../open-hops'
 import { checkedAnswer, committedSketch, keptRowsOf } from '../step-audits'
 import { Countersigns } from './countersigns'
+import { farLegs, farLegsSettled } from './far-legs'
 import { type StepAt, type StepRunner, stepForward } from './step-runner'
 
 /** For each seam of the route, whether its two hops pass hidden states to each other (else the client carries it). */
@@ -43,24 +44,6 @@ export const reachOf = (hop: RouteHop, punched: boolean): Reach =>
  */
 export function forwardableLegs(reach: readonly Reach[]): boolean[] {
   return reach.slice(1).map((next, i) => reach[i] !== 'relayed' && next !== 'relayed')
-}
-
-/** The client's median ping to a hop from which forwarding its seams pays (on a LAN the client carries them), ms. */
-export const FORWARD_FROM_RTT_MS = 5
-
-/**
- * Of the seams that may be forwarded, those whose two hops are both far from the client (fastest ping at least
- * FORWARD_FROM_RTT_MS): there a step saves the client's round trip to each, and with latencies that keep the triangle
- * inequality a host-to-host leg is never longer than the two through the client. The fastest, not the median: a ping
- * slowed by a busy machine (the host opening the session as it answered) says nothing of the distance, and a host
- * 40 ms away never answers in 5.
- */
-export function farLegs(hops: readonly HopState[], direct: readonly boolean[]): boolean[] {
-  const far = hops.map((h) => {
-    const pings = h.link.roundTripsMs ?? []
-    return pings.length > 0 && Math.min(...pings) >= FORWARD_FROM_RTT_MS
-  })
-  return direct.map((d, i) => d && far[i] === true && far[i + 1] === true)
 }
 
 /** What each hop's open says about forwarding: a fresh capability per forwarded seam, given to its two hops alone. */
@@ -143,13 +126,22 @@ export class HopToHop implements StepRunner {
     return this.countersigns.settled()
   }
 
-  run(from: number, at: StepAt, input: HopInput, receipts: Receipt[]): Promise<SampledToken> {
-    // once every hop has its two pings (link start, after the open), else at step 2: one may have met a busy host
-    if (this.auto !== undefined && (at.step > 1 || this.hops.every((h) => (h.link.roundTripsMs?.length ?? 0) > 1))) {
-      this.legs = farLegs(this.hops, this.auto)
-      this.auto = undefined
-    }
+  async run(from: number, at: StepAt, input: HopInput, receipts: Receipt[]): Promise<SampledToken> {
+    if (this.auto !== undefined) await this.decide(this.auto, at.step)
     return runChainStep(this.hops, from, this.session, at, input, receipts, this.client, this.legs, this.countersigns)
+  }
+
+  /**
+   * 'auto' decided before the first step, the prompt's (the step that carries the most bytes over each seam), once the
+   * pings after the opens are in; where one is not, the prompt goes through the client and the next step decides.
+   */
+  private async decide(auto: readonly boolean[], step: number): Promise<void> {
+    const legs = step > 1 ? farLegs(this.hops, auto) : await farLegsSettled(this.hops, auto)
+    if (legs === undefined) return
+    // a failover while it waited decided it already (reroute)
+    if (this.auto !== auto) return
+    this.legs = legs
+    this.auto = undefined
   }
 
   /**
