@@ -299,8 +299,8 @@ export class NamespaceSwarms {
 
 /**
  * The fraction of a chat's seams forwarded host to host: those whose hop sent the client at most the first step's
- * hidden states (f16 rows of the prompt), as the default mode carries its first step through the client while its
- * second pings come in (client/generation/hop-to-hop.ts farLegs).
+ * hidden states (f16 rows of the prompt), as the default mode carries its first step through the client when a far
+ * hop's second ping is still out as the prompt goes (client/generation/far-legs.ts farLegsSettled).
  */
 export function seamsForwarded(done: ChatDone, promptTokens: number, nEmbd: number): number {
   const seams = done.route.slice(0, -1)

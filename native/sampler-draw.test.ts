@@ -59,6 +59,27 @@ describe('the sampler’s draw over a whole vocabulary', () => {
     expect(byLogit(values, [3, 5, 2]).slice(0, 2)).toEqual([2, 5])
   })
 
+  it('orders a whole vocabulary (its radix sort) and any subset exactly as a stable sort by logit does', () => {
+    for (const kind of ['flat', 'peaked', 'tied'] as const) {
+      const values = logits(5000, kind, 7)
+      values[10] = -0
+      values[11] = Number.NEGATIVE_INFINITY
+      values[12] = Number.POSITIVE_INFINITY
+      // largest first (+0 before -0, as their bits order them), ties by lower id
+      const negativeZero = (i: number) => (Object.is(values[i], -0) ? 1 : 0)
+      const stable = (ids: number[]) =>
+        ids.sort((a, b) => (values[b] as number) - (values[a] as number) || negativeZero(a) - negativeZero(b) || a - b)
+      const every = Array.from(values.keys())
+      expect(byLogit(values), kind).toEqual(stable([...every]))
+      // a rising subset (radix), one in another order and a short one (a numeric sort of packed keys)
+      const rising = every.filter((i) => i % 3 !== 1)
+      expect(byLogit(values, rising), kind).toEqual(stable([...rising]))
+      const shuffled = [...rising].reverse()
+      expect(byLogit(values, shuffled), kind).toEqual(stable([...rising]))
+      expect(byLogit(values, rising.slice(0, 100)), kind).toEqual(stable(rising.slice(0, 100)))
+    }
+  })
+
   it('chooses exactly the token the plain definition chooses, refusals included, over 3 kinds of logits', () => {
     let compared = 0
     for (const kind of ['flat', 'peaked', 'tied'] as const) {
@@ -79,9 +100,9 @@ describe('the sampler’s draw over a whole vocabulary', () => {
     expect(compared).toBe(360)
   })
 
-  it('reaches the light tail it left unsorted when the random number falls there, and still matches', () => {
+  it('reaches a light tail (1e-8 of the mass) when the random number falls there, and still matches', () => {
     // 10 tokens at 0 and 1 000 between -24 and -23: the tail holds 1e-8 of the mass, each of its tokens 1e-11 (far
-    // above the cumulative sums' rounding), below the 2^-20 of a mean weight that gets sorted first.
+    // above the cumulative sums' rounding), in groups of their own that the draw passes whole until it lands.
     const r = new SeededRandom(3)
     const work = Float32Array.from({ length: 1010 }, (_, i) => (i % 101 === 0 ? 0 : -23 - r.next()))
     const tail = () => 1 - 0.5e-8
