@@ -1,4 +1,5 @@
 // The layer-range runtime: blocks [a, b) of a GGUF model on ggml, with a hidden-state seam.
+import { ROLLBACK_ARCHS, UNROLLABLE_ARCHS } from '../protocol/families'
 import type { NativeInfo, NativeRuntime, NativeSession } from './binding'
 import { ShardRuntimeError, toShardRuntimeError, typed } from './errors'
 import { BATCHED_ARCHS, type BatchOutcome, type BatchStep, forwardBatch } from './forward-batch'
@@ -117,6 +118,16 @@ export class ShardRuntime {
     return this.batches
   }
   private batches: boolean | undefined
+
+  /** Whether a session rolls back to any earlier position (protocol/families.ts ROLLBACK_ARCHS). */
+  get canRollBack(): boolean {
+    return ROLLBACK_ARCHS.has(this.info().arch)
+  }
+
+  /** Whether a session rolls back a verify step's rejected drafts (all but UNROLLABLE_ARCHS: no recurrent state). */
+  get rollsBackDrafts(): boolean {
+    return !UNROLLABLE_ARCHS.has(this.info().arch)
+  }
 
   /** Frees the weights and every session's cache (waits for a forward pass in flight). */
   dispose(): void {

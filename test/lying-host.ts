@@ -104,6 +104,14 @@ class LyingRuntime implements ServingRuntime {
   get canBatch(): boolean | undefined {
     return this.inner.canBatch
   }
+
+  get canRollBack(): boolean {
+    return this.inner.canRollBack
+  }
+
+  get rollsBackDrafts(): boolean {
+    return this.inner.rollsBackDrafts
+  }
 }
 
 class LyingSession implements ServingSession {

@@ -6,6 +6,7 @@ import {
   NeuronError,
   type SampledToken,
   type SamplingParams,
+  UNROLLABLE_ARCHS,
 } from '../../protocol'
 import type { ModelTokenizer } from '../../text/tokenizer'
 import type { HopState } from '../open-hops'
@@ -23,11 +24,6 @@ import type { StepAt } from './step-runner'
 
 /** Drafted tokens per verify step unless the request says. */
 export const DEFAULT_DRAFT_K = 4
-
-/**
- * Families whose blocks keep recurrent or compressor state: a verify step's rejected positions cannot be rolled back.
- */
-const UNROLLABLE_FAMILIES = new Set(['qwen35moe', 'deepseek4'])
 
 /** Refuses speculation before any route is planned: `k` out of range, sampling, or a family that cannot roll back. */
 export function checkSpeculation(
@@ -52,7 +48,7 @@ export function checkSpeculation(
       'speculation is greedy-only for now: drafts are checked by exact match (temperature 0, no penalties, grammar ' +
         'or top log-probabilities); generate without a draft to sample.',
     )
-  if (UNROLLABLE_FAMILIES.has(architecture))
+  if (UNROLLABLE_ARCHS.has(architecture))
     throw new NeuronError(
       'speculation_unsupported',
       `${architecture} blocks keep recurrent or compressor state that a rejected draft would corrupt (no per-step ` +

@@ -30,6 +30,10 @@ export interface ServingRuntime {
   dispose(): void
   /** Whether forwardBatch can run this family (plain per-position K and V caches); absent: one session per graph. */
   readonly canBatch?: boolean
+  /** Whether a session rolls back to any earlier position (a conversation's edit); absent: it does not. */
+  readonly canRollBack?: boolean
+  /** Whether a session rolls back a verify step's rejected drafts (speculation); absent: it does not. */
+  readonly rollsBackDrafts?: boolean
   /**
    * Several sessions' steps in one graph, each settling on its
    * own (ShardRuntime.forwardBatch; its sessions are its own).

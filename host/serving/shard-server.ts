@@ -93,8 +93,8 @@ export class ShardServer {
       owned: (id, caller) => this.owned(id, caller),
       session: (id) => this.sessions.get(id),
       seams: this.seamFacts,
-      get canRollBack() {
-        return runtime.canBatch === true
+      get rollsBackDrafts() {
+        return runtime.rollsBackDrafts === true
       },
       owedCountersign: (session, step) => this.forwarder.owedCountersign(session, step),
     }
@@ -241,7 +241,7 @@ export class ShardServer {
     }
     if (served !== undefined) {
       const terms = { ...this.options.tickets, modelId }
-      const ticket = renewSession(frame.session, served, caller, request, terms, this.runtime.canBatch === true)
+      const ticket = renewSession(frame.session, served, caller, request, terms, this.runtime.canRollBack === true)
       // the turn's sampling (a last hop's): each turn of a conversation draws with its own, as a new session would
       if (request.sampling !== undefined) served.sampling = LastHopSampler.open(request.sampling, this.tokenTexts)
       served.ticket = ticket

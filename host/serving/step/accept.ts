@@ -29,8 +29,8 @@ export interface StepGate {
   session(id: string): ServedSession | undefined
   /** The manifest's seams: what a frame carries into a session's first block. */
   readonly seams: SeamFacts
-  /** Whether the runtime rolls a session's cache back, as a verify step needs. */
-  readonly canRollBack: boolean
+  /** Whether the runtime rolls a session back past a verify step's rejected drafts. */
+  readonly rollsBackDrafts: boolean
   /** The oldest forwarded-in step of the session whose countersign its client owes a step late (forwarding.ts). */
   owedCountersign(session: string, step: number): number | undefined
 }
@@ -63,7 +63,7 @@ export function acceptStep(frame: Frame, caller: FrameCaller, gate: StepGate): A
   const input = seamInput(frame, gate.seams, served.runtime.blocks[0], served.runtime.takesTokens)
   if (frame.tokens === 0) throw new NeuronError('bad_frame', 'a forward frame carries at least one token.')
   checkStepTokens(served.ticket, frame.step, frame.tokens, frame.flags, frame.position)
-  checkVerify(frame, gate.canRollBack, served.sampling)
+  checkVerify(frame, gate.rollsBackDrafts, served.sampling)
   checkReplayTicket(served.ticket, frame.step, frame.position, frame.tokens)
   const signed = chain === undefined ? clientSigned(served, frame) : chainSigned(served, frame, chain)
   // a failover's replay rebuilds a cache with steps of their own numbering: no countersign is owed before those

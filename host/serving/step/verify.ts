@@ -13,12 +13,12 @@ export function isVerify(frame: Pick<Frame, 'flags'>): boolean {
 
 /**
  * Refuses a verify step this session cannot take, before any work: the first step (the prompt is not drafted), more
- * positions than MAX_DRAFT_TOKENS + 1, a family whose per-session state cannot roll back (`canRollBack` false:
- * recurrent or compressor blocks, sliding windows), or, at the last hop, sampling other than plain greedy.
+ * positions than MAX_DRAFT_TOKENS + 1, a family whose per-session state cannot roll back (`rollsBackDrafts` false:
+ * recurrent or compressor blocks), or, at the last hop, sampling other than plain greedy.
  */
 export function checkVerify(
   frame: Pick<Frame, 'flags' | 'step' | 'tokens'>,
-  canRollBack: boolean,
+  rollsBackDrafts: boolean,
   sampling: LastHopSampler | undefined,
 ): void {
   if (!isVerify(frame)) return
@@ -32,10 +32,10 @@ export function checkVerify(
         allowed: MAX_DRAFT_TOKENS + 1,
       },
     )
-  if (!canRollBack)
+  if (!rollsBackDrafts)
     throw new NeuronError(
       'speculation_unsupported',
-      'this model family keeps recurrent, compressor or sliding-window state that a verify step cannot roll back; ' +
+      'this model family keeps recurrent or compressor state that a verify step cannot roll back; ' +
         'generate without a draft.',
     )
   if (sampling !== undefined && !isPlainGreedy(sampling)) throw greedyOnly()
