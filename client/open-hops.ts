@@ -3,7 +3,7 @@
 
 import { expectOk } from '../dataplane/hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
-import { type IdleLinks, linkKey } from '../dataplane/idle-links'
+import { type IdleLinks, keptLinkAnswers, keptLinkPingBound, linkKey } from '../dataplane/idle-links'
 import { PunchedHopLink } from '../dataplane/punched-link'
 import type { PunchedPaths } from '../dataplane/punched-paths'
 import type { TrustedCa } from '../dataplane/tls-trust'
@@ -113,17 +113,17 @@ export async function openHops(
   return opened
 }
 
-/** How long a kept link's ping may take before the link counts as gone silent: its fastest ping four times, or this. */
-const KEPT_LINK_PING_MS = 1_000
-
 /**
  * Rejects with hop_unreachable when the kept link's host does not answer a ping in time (a router dropped the
  * connection without a word: the link's own watch would take LINK_SILENCE_MS to say so); else never settles.
  */
 async function silent(kept: WebSocketHopLink, hostId: string): Promise<never> {
-  const bound = Math.max(KEPT_LINK_PING_MS, 4 * Math.min(...kept.roundTripsMs, KEPT_LINK_PING_MS))
-  if (!(await kept.answers(bound)))
-    throw new HopFailure(hostId, 'hop_unreachable', `host ${hostId} did not answer a ping within ${bound} ms`)
+  if (!(await keptLinkAnswers(kept)))
+    throw new HopFailure(
+      hostId,
+      'hop_unreachable',
+      `host ${hostId} did not answer a ping within ${keptLinkPingBound(kept)} ms`,
+    )
   return new Promise<never>(() => {})
 }
 

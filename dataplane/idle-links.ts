@@ -18,6 +18,23 @@ export const IDLE_LINKS_PER_SUCCESSOR = 4
 /** Idle links kept in all: clients name successors, so a client naming many of its own must not grow this. */
 export const IDLE_LINKS_MAX = 32
 
+/** How long a kept link's ping may take before the link counts as gone silent: its fastest ping four times, or this. */
+export const KEPT_LINK_PING_MS = 1_000
+
+/**
+ * Whether a kept link's host answers a ping within KEPT_LINK_PING_MS (or four times its fastest ping): taken for a new
+ * session, a link whose path a router dropped without a word (no close, no reset) would be found dead only by its own
+ * silence watch, LINK_SILENCE_MS into the session's first step.
+ */
+export function keptLinkAnswers(link: WebSocketHopLink): Promise<boolean> {
+  return link.answers(keptLinkPingBound(link))
+}
+
+/** The longest a kept link's pong may take, ms. */
+export function keptLinkPingBound(link: Pick<WebSocketHopLink, 'roundTripsMs'>): number {
+  return Math.max(KEPT_LINK_PING_MS, 4 * Math.min(...link.roundTripsMs, KEPT_LINK_PING_MS))
+}
+
 interface Parked {
   readonly link: WebSocketHopLink
   readonly timer: NodeJS.Timeout

@@ -20,6 +20,8 @@ let prompt: number[] = []
 let oracle: number[] = []
 /** Connections the hosts opened to their successors (their Forwarders' links), counted as they open. */
 let hostToHost = 0
+/** Those links, as they opened. */
+const hostLinks: WebSocketHopLink[] = []
 /** The client's links to hosts as it opened them, by host id. */
 const clientLinks = new Map<string, WebSocketHopLink>()
 /** Hosts the client started connecting to, in order. */
@@ -33,6 +35,10 @@ async function chatting(forwarding: 'client-relayed' | 'hop-to-hop') {
   const request = { modelId: swarm.manifest.modelId, prompt, maxTokens: TOKENS, stopAtEog: false, forwarding }
   return { client, chat: () => generateAll(client, request) }
 }
+
+/** Until every host's sessions have closed (their links to successors parked for the next session). */
+const allClosed = () =>
+  vi.waitFor(() => expect(swarm.hosts.map((h) => h.activeSessions)).toEqual([0, 0, 0]), { timeout: 10_000 })
 
 describe("a route's links", () => {
   beforeAll(async () => {
@@ -52,8 +58,10 @@ describe("a route's links", () => {
       if (hostId !== 'next-hop') connecting.push(hostId)
       if (holding?.hostId === hostId) await holding.held
       const link = await connect(hostId, url, options)
-      if (hostId === 'next-hop') hostToHost++
-      else clientLinks.set(hostId, link)
+      if (hostId === 'next-hop') {
+        hostToHost++
+        hostLinks.push(link)
+      } else clientLinks.set(hostId, link)
       return link
     })
   }, 180_000)
@@ -129,8 +137,6 @@ describe("a route's links", () => {
 
   it('a second chat forwards over the links the first left between the hosts: no handshake on a seam', async () => {
     const { client, chat } = await chatting('hop-to-hop')
-    const allClosed = () =>
-      vi.waitFor(() => expect(swarm.hosts.map((h) => h.activeSessions)).toEqual([0, 0, 0]), { timeout: 10_000 })
     try {
       const first = await chat()
       expect(first.tokens).toEqual(oracle)
@@ -146,4 +152,34 @@ describe("a route's links", () => {
       await client.close()
     }
   })
+
+  it("a host's kept link to its successor whose path went silent is found dead at the next session's open, and the " +
+    'host connects afresh: the seams stay host to host', async () => {
+    const { client, chat } = await chatting('hop-to-hop')
+    try {
+      const first = await chat()
+      expect(first.tokens).toEqual(oracle)
+      await allClosed()
+      // the paths of the links the hosts keep to their successors die both ways, without a close or a reset: nothing
+      // sent on them arrives, nothing comes back
+      const before = hostToHost
+      for (const link of hostLinks.slice(-2)) {
+        const socket = (link as unknown as { socket: { _socket: { pause(): void }; send(): void; ping(): void } })
+          .socket
+        socket._socket.pause()
+        socket.send = () => {}
+        socket.ping = () => {}
+      }
+      const started = performance.now()
+      const second = await chat()
+      console.log(`a hop-to-hop chat over kept host links gone silent: ${(performance.now() - started).toFixed(0)} ms`)
+      expect(second.tokens).toEqual(oracle)
+      // each host connected to its successor afresh, and both seams still went host to host: the middle hop's link
+      // to the client carried no hidden state (a leg refused for silence would have gone through the client)
+      expect(hostToHost - before).toBe(2)
+      expect(clientLinks.get(second.route[1]?.hostId ?? '')?.bytesIn.get('hidden') ?? 0).toBe(0)
+    } finally {
+      await client.close()
+    }
+  }, 60_000)
 })

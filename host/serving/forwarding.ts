@@ -2,7 +2,7 @@
 // forwarded goes on from here straight to the next hop, and the client gets this hop's receipt (a digest of its output)
 // instead of the output; the next hop takes it only with the seam's capability and this hop's receipt of it.
 import { type HopLink, WebSocketHopLink } from '../../dataplane/hop-link'
-import { IdleLinks, linkKey } from '../../dataplane/idle-links'
+import { IdleLinks, keptLinkAnswers, linkKey } from '../../dataplane/idle-links'
 import { verifySignature } from '../../identity/keys'
 import {
   type ChainedReceipt,
@@ -222,13 +222,23 @@ export class Forwarder {
         (error: Error) => unreachable(`${hostId} (${error.message})`),
       )
     }
-    const successor = linkKey(next.endpoint, next.fingerprint)
+    const { endpoint, fingerprint } = next
+    const successor = linkKey(endpoint, fingerprint)
     this.successors.set(session, successor)
+    const fresh = () =>
+      WebSocketHopLink.connect('next-hop', endpoint, { fingerprint }).catch((error: Error) =>
+        unreachable(`at ${endpoint} (${error.message})`),
+      )
     const parked = this.idle.take(successor)
-    if (parked !== undefined) return Promise.resolve(parked)
-    return WebSocketHopLink.connect('next-hop', next.endpoint, { fingerprint: next.fingerprint }).catch(
-      (error: Error) => unreachable(`at ${next.endpoint} (${error.message})`),
-    )
+    if (parked === undefined) return fresh()
+    // a kept link whose path went silent (a router dropped it without a word) would hold the first forwarded step
+    // until its silence watch gave up, and the client would carry the leg: pinged first, as the client's kept links are
+    return keptLinkAnswers(parked).then((answers) => {
+      if (answers) return parked
+      this.host.log?.(`session ${session}: the kept link to the next hop did not answer a ping; connecting afresh`)
+      parked.close()
+      return fresh()
+    })
   }
 
   private async send(owner: FrameCaller, next: Next, out: Frame, trailer: ChainTrailer): Promise<boolean> {
