@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocketServer } from 'ws'
 import { hostCertificate } from '../host/network/certificate'
 import { NodeIdentity } from '../identity/keys'
-import { jsonFrame } from '../protocol'
+import { decodeFrame, errorFrame, jsonFrame } from '../protocol'
 import { scratchDir } from '../test/models'
 import { LINK_SILENCE_MS, WebSocketHopLink } from './hop-link'
 
@@ -22,10 +22,13 @@ async function server({
   echo,
   pong,
   tls,
+  answer,
 }: {
   echo: boolean
   pong: boolean
   tls?: { key: string; cert: string }
+  /** Answers each frame itself instead (echo is then ignored). */
+  answer?: (send: (bytes: Uint8Array) => void, data: Buffer) => void
 }): Promise<{ url: string; received: () => number }> {
   let received = 0
   const https: Server | undefined = tls === undefined ? undefined : createServer(tls)
@@ -36,7 +39,8 @@ async function server({
   wss.on('connection', (socket) =>
     socket.on('message', (data) => {
       received++
-      if (echo) socket.send(data as Buffer)
+      if (answer !== undefined) answer((bytes) => socket.send(bytes), data as Buffer)
+      else if (echo) socket.send(data as Buffer)
     }),
   )
   if (https !== undefined) await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve))
@@ -106,4 +110,28 @@ describe('a hop link', () => {
       expect(impostor.received()).toBe(0)
     },
   )
+
+  it("takes a hop's pushed refusal only as a push: a fetch of the same step gets its own answer", async () => {
+    // the hop pushes "my successor refused step 7" just before it answers the client's fetch of step 7 (both carry
+    // session and step 7): the client found the successor gone at the same moment and asked for what was forwarded
+    const session = 'ab'.repeat(16)
+    const { url } = await server({
+      echo: false,
+      pong: true,
+      answer: (send, data) => {
+        const asked = decodeFrame(data)
+        send(errorFrame(session, asked.step, { code: 'forward_refused', message: 'the next hop is gone' }))
+        send(jsonFrame('hidden', session, asked.step, { fetched: true }))
+      },
+    })
+    const link = await WebSocketHopLink.connect('forwarding', url)
+    const fetched = await link.request(jsonFrame('fetch', session, 7, { step: 7 }))
+    expect(fetched.kind).toBe('hidden')
+    // and one waiting for the push beside a request of the same step gets the refusal, the request its answer
+    const trouble = link.expect(session, 8)
+    const again = await link.request(jsonFrame('fetch', session, 8, { step: 8 }))
+    expect(again.kind).toBe('hidden')
+    await expect(trouble.answer).rejects.toMatchObject({ code: 'forward_refused' })
+    link.close()
+  })
 })

@@ -96,7 +96,19 @@ export function keyOf(frame: Frame | Uint8Array): string {
   return `${f.session}:${f.step}`
 }
 
-/** Waiters for answers, by keyOf. */
+/**
+ * The key a frame the host sends unasked (`expect`) is waited for under: apart from the answers to requests of the same
+ * session and step, which a push must never settle (hop to hop, a hop's "my successor refused step 7" crossed the
+ * answer to the client's fetch of step 7, and the fetch failed).
+ */
+export function pushKey(session: string, step: number): string {
+  return `${session}:${step}:push`
+}
+
+/** Error codes only a push carries: never an answer to a request of the frame's session and step. */
+const PUSHED_ONLY = new Set(['forward_refused'])
+
+/** Waiters for answers, by keyOf, and for pushes, by pushKey. */
 export type AnswerWaiters = Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void }>
 
 /**
@@ -110,7 +122,10 @@ export function settleAnswer(waiters: AnswerWaiters, hostId: string, bytes: Uint
   } catch {
     return undefined
   }
-  const key = keyOf(frame)
+  const asked = keyOf(frame)
+  const pushed = pushKey(frame.session, frame.step)
+  // a push-only refusal goes to whoever waits for a push; any other frame answers a request first
+  const key = pushedOnly(frame) ? pushed : waiters.has(asked) ? asked : pushed
   const waiter = waiters.get(key)
   if (waiter === undefined) return frame
   waiters.delete(key)
@@ -120,6 +135,15 @@ export function settleAnswer(waiters: AnswerWaiters, hostId: string, bytes: Uint
     waiter.reject(error as Error)
   }
   return frame
+}
+
+function pushedOnly(frame: Frame): boolean {
+  if (frame.kind !== 'error') return false
+  try {
+    return PUSHED_ONLY.has((JSON.parse(new TextDecoder().decode(frame.payload)) as WireError).code)
+  } catch {
+    return false
+  }
 }
 
 /** A hop's answer, or the typed error it carries (HopFailure where another host can repair it). */
@@ -237,7 +261,7 @@ export class WebSocketHopLink implements HopLink {
   }
 
   expect(session: string, step: number): { answer: Promise<Frame>; cancel(): void } {
-    const key = `${session}:${step}`
+    const key = pushKey(session, step)
     const answer = this.wait(key)
     // a wait cancelled or failed before anyone awaits it is no unhandled rejection
     answer.catch(() => {})

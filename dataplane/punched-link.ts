@@ -8,6 +8,7 @@ import {
   keyOf,
   measureInto,
   PING_EVERY_REQUESTS,
+  pushKey,
   settleAnswer,
   waitForAnswer,
 } from './hop-link'
@@ -60,7 +61,7 @@ export class PunchedPath {
 
   /** Waits for a frame the host sends unasked for `session`'s `step` (hop to hop); `cancel` stops waiting. */
   expect(session: string, step: number, timeoutMs: number): { answer: Promise<Frame>; cancel(): void } {
-    const key = `${session}:${step}`
+    const key = pushKey(session, step)
     const answer = this.wait(key, timeoutMs)
     // a wait cancelled or failed before anyone awaits it is no unhandled rejection
     answer.catch(() => {})

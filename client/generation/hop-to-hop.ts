@@ -348,13 +348,8 @@ async function fetchForwarded(
   digest: string,
   ids: Int32Array | undefined,
 ): Promise<HopInput> {
-  const ask = () => h.link.request(jsonFrame('fetch', session, step, { step }))
-  // the hop's word that its successor refused the step shares the step's key: it may come in as the fetch's answer
-  // (the client found the successor gone first); asked again, the fetch's own answer settles it, a second is dropped
-  const answer = await ask().catch((error: unknown) => {
-    if (error instanceof NeuronError && error.code === 'forward_refused') return ask()
-    throw error
-  })
+  // the hop's word that its successor refused the step, pushed as this is asked, waits under its own key (pushKey)
+  const answer = await h.link.request(jsonFrame('fetch', session, step, { step }))
   if (payloadSha256(answer.payload) !== digest)
     throw new HopFailure(
       h.hop.hostId,
