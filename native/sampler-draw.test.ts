@@ -2,7 +2,7 @@
 // token by logit (largest first, ties by lower id), walk the cumulative weights to the random number, refuse and draw
 // again. The definition is written out here, slow and obvious, and compared over flat, peaked and tied logits.
 import { describe, expect, it } from 'vitest'
-import { SeededRandom } from './sampler'
+import { logSoftmaxAt, SeededRandom, sampleToken } from './sampler'
 import { byLogit, drawToken } from './sampler-draw'
 
 function definition(work: Float32Array, temperature: number, rng: () => number, allow?: (t: number) => boolean) {
@@ -110,5 +110,16 @@ describe('the sampler’s draw over a whole vocabulary', () => {
     const chosen = 'chosen' in drawn ? drawn.chosen : -1
     expect(chosen).toBe(definition(work, 1, tail))
     expect(work[chosen]).toBeLessThan(-23)
+  })
+
+  it("gives a temperature-1 token logSoftmaxAt's log-probability, to the last bit, from the draw's own sums", () => {
+    for (const kind of ['flat', 'peaked', 'tied'] as const) {
+      const work = logits(20_000, kind, 5)
+      const rng = new SeededRandom(9)
+      for (let k = 0; k < 20; k++) {
+        const { token, logprob } = sampleToken(work, { temperature: 1 }, [], () => rng.next())
+        expect(logprob, `${kind} ${k}`).toBe(logSoftmaxAt(work, token))
+      }
+    }
   })
 })

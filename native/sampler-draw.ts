@@ -100,8 +100,14 @@ export function bestIds(values: Float32Array, k: number): number[] {
   return best
 }
 
-/** What the draw gives: the chosen token, or (every draw refused) the candidates left in order and those refused. */
-export type Drawn = { readonly chosen: number } | { readonly rest: number[]; readonly refused: ReadonlySet<number> }
+/**
+ * What the draw gives: the chosen token, or (every draw refused) the candidates left in order and those refused. A
+ * whole vocabulary's draw at temperature 1 gives its largest logit and the sum of every exp(logit − max) too: the
+ * terms of the chosen token's log-probability, summed in the same order as logSoftmaxAt sums them.
+ */
+export type Drawn =
+  | { readonly chosen: number; readonly whole?: { readonly max: number; readonly total: number } }
+  | { readonly rest: number[]; readonly refused: ReadonlySet<number> }
 
 /** The whole vocabulary's draw groups tokens by the top bits of their key (sign, exponent, 7 bits of mantissa). */
 const GROUP_SHIFT = 16
@@ -183,6 +189,7 @@ function drawFromAll(
     groupWeight[g] = (groupWeight[g] as number) + w
     total += w
   }
+  const whole = temperature === 1 ? { max, total } : undefined
   const refused = new Set<number>()
   for (let draws = 0; draws < maxDraws && refused.size < n; draws++) {
     const r = rng() * total
@@ -199,7 +206,8 @@ function drawFromAll(
     const members: number[] = []
     for (let i = 0; i < n; i++) if (groupOf[i] === group) members.push(i)
     const chosen = walk(weightOf, byLogit(work, members), r - before)
-    if (chosen !== -1 && (allow === undefined || allow(chosen))) return { chosen }
+    if (chosen !== -1 && (allow === undefined || allow(chosen)))
+      return whole === undefined ? { chosen } : { chosen, whole }
     if (chosen !== -1) refused.add(chosen)
     total -= chosen === -1 ? 0 : (weightOf[chosen] as number)
     if (chosen !== -1) weightOf[chosen] = 0

@@ -212,18 +212,26 @@ export function sampleToken(
   rng: () => number,
 ): Sampled {
   check(params)
-  const token = choose(penalized(logits, params, history), params, rng)
+  const work = penalized(logits, params, history)
+  const { token, whole } = choose(work, params, rng)
   const top = params.topLogprobs ? { top: topLogprobs(logits, params.topLogprobs) } : {}
-  return { token, logprob: logSoftmaxAt(logits, token), ...top }
+  // a draw over these very logits at temperature 1 summed logSoftmaxAt's terms already, in its order
+  const logprob =
+    whole !== undefined && work === logits
+      ? (logits[token] as number) - whole.max - Math.log(whole.total)
+      : logSoftmaxAt(logits, token)
+  return { token, logprob, ...top }
 }
 
-function choose(work: Float32Array, params: SampleParams, rng: () => number): number {
+type Chosen = { token: number; whole?: { max: number; total: number } | undefined }
+
+function choose(work: Float32Array, params: SampleParams, rng: () => number): Chosen {
   const temperature = params.temperature ?? 0
   const allow = params.allow
   if (temperature <= 0) {
     let best = 0
     for (let i = 1; i < work.length; i++) if ((work[i] as number) > (work[best] as number)) best = i
-    return allow === undefined || allow(best) ? best : firstAllowed(work, allow, new Set([best]))
+    return { token: allow === undefined || allow(best) ? best : firstAllowed(work, allow, new Set([best])) }
   }
 
   const truncated = params.topK && params.topK > 0 && params.topK < work.length
@@ -231,10 +239,10 @@ function choose(work: Float32Array, params: SampleParams, rng: () => number): nu
   if (params.topP !== undefined && params.topP < 1) ids = nucleus(work, ids, params.topP)
   if (params.minP !== undefined && params.minP > 0) ids = aboveMinP(work, ids, params.minP)
   const drawn = drawToken(work, ids, temperature, rng, allow, MAX_REFUSED_DRAWS)
-  if ('chosen' in drawn) return drawn.chosen
+  if ('chosen' in drawn) return { token: drawn.chosen, whole: drawn.whole }
   const { rest, refused } = drawn
   // Refused too often: the rest, in logit order (the truncated candidates first, then the whole vocabulary).
   if (allow === undefined) return stuck()
-  for (const id of rest) if (allow(id)) return id
-  return firstAllowed(work, allow, new Set([...refused, ...rest]))
+  for (const id of rest) if (allow(id)) return { token: id }
+  return { token: firstAllowed(work, allow, new Set([...refused, ...rest])) }
 }
