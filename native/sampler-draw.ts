@@ -194,11 +194,14 @@ function drawFromAll(
   for (let draws = 0; draws < maxDraws && refused.size < n; draws++) {
     const r = rng() * total
     // the group the number lands in (the last weighted one when rounding keeps the sum a hair under it)
-    let [cum, group, before] = [0, -1, 0]
+    let cum = 0
+    let group = -1
+    let before = 0
     for (let k = 0; k < groupWeight.length; k++) {
       const w = groupWeight[k] as number
       if (w === 0) continue
-      ;[group, before] = [k, cum]
+      group = k
+      before = cum
       cum += w
       if (r < cum) break
     }
