@@ -44,6 +44,7 @@ async function decoder(
       if (roundTripMs > 0) await new Promise((r) => setTimeout(r, roundTripMs))
     }
   } finally {
+    batcher.forget(session)
     session.close()
   }
 }
@@ -130,6 +131,16 @@ describe('chunked prefill', () => {
     expect(batcher.stats.batches).toBe(1)
     const whole = await prompt(new StepBatcher(runtime, { prefillChunkTokens: 0 }), [0, 5], 0)
     expect(maxDiff((alone.output as ForwardOutput).data, whole.output.data)).toBeLessThan(CHUNK_TOLERANCE)
+  })
+
+  it('a prompt right after another session closed runs whole: a closed session decodes no more', async () => {
+    const batcher = new StepBatcher(runtime, { prefillChunkTokens: CHUNK })
+    // a chat's last step, and its session closed (as a host closes it at the client's close), moments ago
+    await decoder(batcher, 0, 3, [])
+    const before = batcher.stats.batches
+    await prompt(batcher, [0, 5], 0)
+    expect(batcher.stats.chunkedPrompts).toBe(0)
+    expect(batcher.stats.batches - before).toBe(1)
   })
 
   it('refuses a chunk bound it cannot batch, saying which are allowed', () => {

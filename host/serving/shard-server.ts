@@ -364,6 +364,7 @@ export class ShardServer {
     if (served === undefined) return
     this.sessions.delete(id)
     this.forwarder.forget(id)
+    this.batcher.forget(served.runtime)
     this.options.onSessionFreed?.()
     if (keep && !this.draining && this.prefixes.keep(id, served, Date.now())) return
     // Close after any step still running on it.

@@ -163,6 +163,14 @@ export class StepBatcher {
     return joined(outputs, options.allLogits === true)
   }
 
+  /**
+   * `session` closed: it decodes no more. Until it is forgotten, a prompt that came within ACTIVE_MS of its last step
+   * ran in chunks beside nobody (a gateway's next request, another client's chat just after one ended).
+   */
+  forget(session: ServingSession): void {
+    this.lastStep.delete(session)
+  }
+
   /** Whether a session other than `session` stepped within ACTIVE_MS, or has a step waiting. */
   private othersDecoding(session: ServingSession): boolean {
     this.forgetIdle()
