@@ -27,6 +27,10 @@ describe('auto forwarding turns on the seams far from the client (pure: hops sta
     expect(farLegs([hop([far]), hop([far]), hop([far])], [true, false])).toEqual([true, false])
     // no ping measured yet: not far
     expect(farLegs([hop([]), hop([far])], [true])).toEqual([false])
+    // a hop on this machine's loopback is near, however slow a ping that met a busy moment
+    const local = (endpoint: string) => ({ ...hop([far]), hop: { endpoint } }) as unknown as HopState
+    expect(farLegs([local('wss://127.0.0.1:7001'), local('ws://[::1]:7002')], [true])).toEqual([false])
+    expect(farLegs([local('wss://198.18.0.5:7001'), local('wss://198.18.0.6:7002')], [true])).toEqual([true])
     // the fastest ping decides: a slow ping beside a fast one (a busy host, not a far one) is not far
     expect(farLegs([hop([1, 1, far]), hop([far])], [true])).toEqual([false])
     expect(farLegs([hop([far, 1]), hop([far])], [true])).toEqual([false])
