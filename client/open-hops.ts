@@ -3,7 +3,7 @@
 
 import { expectOk } from '../dataplane/hop-frames'
 import { HopFailure, type HopLink, RelayHopLink, WebSocketHopLink } from '../dataplane/hop-link'
-import { type IdleLinks, keptLinkAnswers, keptLinkPingBound, linkKey } from '../dataplane/idle-links'
+import { type IdleLinks, keptLinkPingBound, linkKey } from '../dataplane/idle-links'
 import { PunchedHopLink } from '../dataplane/punched-link'
 import type { PunchedPaths } from '../dataplane/punched-paths'
 import type { TrustedCa } from '../dataplane/tls-trust'
@@ -118,12 +118,9 @@ export async function openHops(
  * connection without a word: the link's own watch would take LINK_SILENCE_MS to say so); else never settles.
  */
 async function silent(kept: WebSocketHopLink, hostId: string): Promise<never> {
-  if (!(await keptLinkAnswers(kept)))
-    throw new HopFailure(
-      hostId,
-      'hop_unreachable',
-      `host ${hostId} did not answer a ping within ${keptLinkPingBound(kept)} ms`,
-    )
+  const bound = keptLinkPingBound(kept)
+  if (!(await kept.answers(bound)))
+    throw new HopFailure(hostId, 'hop_unreachable', `host ${hostId} did not answer a ping within ${bound} ms`)
   return new Promise<never>(() => {})
 }
 

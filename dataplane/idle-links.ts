@@ -19,7 +19,7 @@ export const IDLE_LINKS_PER_SUCCESSOR = 4
 export const IDLE_LINKS_MAX = 32
 
 /** How long a kept link's ping may take before the link counts as gone silent: its fastest ping four times, or this. */
-export const KEPT_LINK_PING_MS = 1_000
+const KEPT_LINK_PING_MS = 1_000
 
 /**
  * Whether a kept link's host answers a ping within KEPT_LINK_PING_MS (or four times its fastest ping): taken for a new
