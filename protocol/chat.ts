@@ -131,6 +131,8 @@ export const ChatHop = z.object({
   unaudited: z.boolean().optional(),
   /** Who re-runs its steps when a session is audited: other hosts of its blocks, or the tracker (route's). */
   auditedBy: z.enum(['twins', 'tracker']).optional(),
+  /** Twins paid to stand by for its audits (the route's `standby`). */
+  standby: z.number().int().min(1).max(8).optional(),
 })
 export type ChatHop = z.infer<typeof ChatHop>
 

@@ -47,6 +47,11 @@ export const RouteHop = z.object({
    * host serves them, and they fit what the tracker runs). Absent where `unaudited`, and from older trackers.
    */
   auditedBy: z.enum(['twins', 'tracker']).optional(),
+  /**
+   * Twins of this hop's blocks named to stand by for its audits: they share the standby fee, a share of what the
+   * session pays this hop, charged when it ends (absent: none, and from older trackers).
+   */
+  standby: z.number().int().min(1).max(8).optional(),
 })
 export type RouteHop = z.infer<typeof RouteHop>
 export const Route = z.object({

@@ -277,6 +277,11 @@ export class TrackerServices {
     this.push(session, v, accountId, modelId).catch((e: Error) =>
       this.log(`a dashboard push for session ${session} failed: ${e.message}`),
     )
+    // each twin's dashboard hears of its standby fee (its host's room only: the payer's hears the step once)
+    for (const [twin, share] of v.standby ?? []) {
+      const paid: ReceiptVerdict = { hostId: twin, step: v.step, ok: true, code: 'standby', charged: share }
+      this.push(session, paid, null, modelId).catch(() => {})
+    }
   }
 
   /** A verdict to the dashboards of its host and its payer's account (rpc/dashboard-push.ts). */

@@ -222,6 +222,8 @@ export class ChatRunner {
       /** Hosts a route marked unaudited (nobody can re-run their blocks), and who audits the others. */
       const unaudited = new Set<string>()
       const auditedBy = new Map<string, 'twins' | 'tracker'>()
+      /** Twins paid to stand by for a hop's audits, by its host. */
+      const standby = new Map<string, number>()
       const generation = (await this.conversation(chatId, client, positions)).turn({
         modelId: request.modelId,
         prompt,
@@ -233,6 +235,7 @@ export class ChatRunner {
           for (const h of hops) {
             if (h.unaudited === true) unaudited.add(h.hostId)
             if (h.auditedBy !== undefined) auditedBy.set(h.hostId, h.auditedBy)
+            if (h.standby !== undefined) standby.set(h.hostId, h.standby)
           }
           this.deps.emit('chat.route', {
             chatId,
@@ -242,6 +245,7 @@ export class ChatRunner {
               medianMs: null,
               unaudited: h.unaudited === true,
               ...(h.auditedBy === undefined ? {} : { auditedBy: h.auditedBy }),
+              ...(h.standby === undefined ? {} : { standby: h.standby }),
             })),
           })
         },
@@ -294,6 +298,7 @@ export class ChatRunner {
         medianMs: h.medianMs,
         unaudited: unaudited.has(h.hostId),
         ...(auditedBy.has(h.hostId) ? { auditedBy: auditedBy.get(h.hostId) } : {}),
+        ...(standby.has(h.hostId) ? { standby: standby.get(h.hostId) } : {}),
       }))
       this.deps.emit('chat.done', {
         chatId,

@@ -14,11 +14,15 @@ import {
 } from '../../protocol'
 
 import type { HostRegistry } from '../hosts/registry'
+import { STANDBY_TWINS } from '../ledger/standby'
 import { AuditEvidence, comparing, type Rows, times } from './audit-evidence'
 import { headJudge, type Judge, type SampledRerun } from './head-audit'
 import type { HostChecks } from './host-checks'
 import type { OwnReruns } from './own-reruns'
 import { frameValues, type Prober } from './prober'
+
+/** Who re-runs a hop's steps for its audits: named twins (paid to stand by), or the tracker's own re-run. */
+export type AuditedBy = { readonly by: 'twins'; readonly twins: readonly string[] } | { readonly by: 'tracker' }
 
 export interface AuditorDeps {
   readonly registry: HostRegistry
@@ -317,12 +321,14 @@ export class Auditor {
   }
 
   /**
-   * Who may re-run `hostId`'s steps of `blocks`: other hosts of them, else the tracker where it runs them itself
-   * (asking starts loading them); undefined for nobody (a route marks the hop unaudited).
+   * Who may re-run `hostId`'s steps of `blocks`: other hosts of them (twins: up to STANDBY_TWINS of them, at random,
+   * are named to stand by, paid by the session: tracker/ledger/standby.ts), else the tracker where it runs them
+   * itself (asking starts loading them); undefined for nobody (a route marks the hop unaudited).
    */
-  auditedBy(modelId: string, blocks: readonly [number, number], hostId: string): 'twins' | 'tracker' | undefined {
-    if (this.others(modelId, blocks, [hostId]).length > 0) return 'twins'
-    return this.deps.own?.reruns.serves(modelId, blocks) === true ? 'tracker' : undefined
+  auditedBy(modelId: string, blocks: readonly [number, number], hostId: string): AuditedBy | undefined {
+    const twins = this.others(modelId, blocks, [hostId])
+    if (twins.length > 0) return { by: 'twins', twins: twins.slice(0, STANDBY_TWINS) }
+    return this.deps.own?.reruns.serves(modelId, blocks) === true ? { by: 'tracker' } : undefined
   }
 
   /** Hosts that may re-run `blocks`: routable, serving all of them, not the ones named. */

@@ -7,8 +7,16 @@ export interface IssuedSession {
   readonly nLayer: number
   /** Priced once when the route is issued: looking the model up per receipt is slow. */
   readonly price: Price
-  /** `relayId`: the volunteer relay the route reached the host through (it is paid per frame, relay-fees.ts). */
-  readonly hops: { readonly hostId: string; readonly blocks: readonly [number, number]; readonly relayId?: string }[]
+  /**
+   * `relayId`: the volunteer relay the route reached the host through (it is paid per frame, relay-fees.ts);
+   * `standby`: the twins named to stand by for the hop (paid at the hold's end, standby.ts).
+   */
+  readonly hops: {
+    readonly hostId: string
+    readonly blocks: readonly [number, number]
+    readonly relayId?: string
+    readonly standby?: readonly string[]
+  }[]
   accountId: string | null
   /** The node that asked for the route: only it may hand in the session's receipts over Socket.IO. */
   readonly issuedTo: string | null

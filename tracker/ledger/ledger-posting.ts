@@ -30,7 +30,10 @@ export interface Transaction {
     readonly modelId: string
     readonly accountId: string | null
     readonly hostEarned: number
-    /** What the consumer paid for it and the fee out of that: a void refunds exactly these. */
+    /**
+     * What the consumer paid for it, and what of that a void takes back from the swarm's fee account (the fee, and the
+     * twins' standby shares: standby.ts): a void refunds exactly the charge.
+     */
     readonly charged?: number
     readonly fee?: number
     /** 'pending' while the earnings wait in the host's escrow (default 'released': paid to its settled account). */

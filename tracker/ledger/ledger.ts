@@ -27,6 +27,8 @@ export interface StepCharge {
   /** What the consumer pays, micro-credits: the swarm's fee comes out of it, the host earns the rest. */
   readonly charge: number
   readonly earnings: HostEarnings
+  /** The twins' standby fees out of the host's share, each to its settled account (standby.ts). */
+  readonly standby?: readonly (readonly [string, number])[]
 }
 
 /** A replay after a failover, paid first from the failed host's earnings in the session, then by the consumer. */
@@ -110,6 +112,9 @@ export class Ledger {
     const r = c.receipt
     const fee = this.fee(c.charge)
     const consumer = c.accountId === null ? null : consumerAccount(c.accountId)
+    const standby = consumer === null ? [] : standbyWithin(c.standby ?? [], c.charge - fee)
+    const standbyTotal = standby.reduce((sum, [, share]) => sum + share, 0)
+    const earned = c.charge - fee - standbyTotal
     return this.store.post({
       kind: 'charge',
       idempotencyKey: receiptKey(r),
@@ -117,19 +122,22 @@ export class Ledger {
       entries:
         consumer === null
           ? []
-          : [
+          : merged([
               { account: consumer, amount: -c.charge },
-              { account: c.earnings.earningsAccount(r.hostId), amount: c.charge - fee },
+              { account: c.earnings.earningsAccount(r.hostId), amount: earned },
               { account: FEE_ACCOUNT, amount: fee },
-            ],
+              ...standby.map(([twin, share]) => ({ account: hostAccount(twin), amount: share })),
+            ]),
       ...(consumer === null ? {} : { noOverdraft: consumer }),
       receipt: {
         body: r,
         modelId: c.modelId,
         accountId: c.accountId,
-        hostEarned: c.charge - fee,
+        hostEarned: earned,
         charged: c.charge,
-        fee,
+        // what a void takes back from the swarm's fee account: its fee and the twins' standby shares, so the payer is
+        // refunded in full while the twins keep theirs (standby.ts)
+        fee: fee + standbyTotal,
         escrow: c.earnings.newState,
       },
       at,
@@ -261,6 +269,13 @@ function voidEntries(m: VoidMove): Entry[] {
     { account: escrowAccount(m.failedHost), amount: m.toEscrow },
     ...(m.toSettled === undefined ? [] : [{ account: hostAccount(m.failedHost), amount: m.toSettled }]),
   ]
+}
+
+/** Standby shares only while they fit in the host's share (a standby fee above it pays no twin: a bad setting). */
+function standbyWithin(shares: readonly (readonly [string, number])[], hostShare: number): [string, number][] {
+  const valid = shares.filter(([, share]) => Number.isInteger(share) && share > 0)
+  const total = valid.reduce((sum, [, share]) => sum + share, 0)
+  return total <= hostShare ? valid.map(([twin, share]) => [twin, share]) : []
 }
 
 /** One leg per account: a void touches the same accounts many times. */

@@ -81,7 +81,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
   async issue(
     session: string,
     modelId: string,
-    hops: readonly { hostId: string; blocks: readonly [number, number]; relayId?: string }[],
+    hops: readonly { hostId: string; blocks: readonly [number, number]; relayId?: string; standby?: string[] }[],
     issuedTo: string | null = null,
     now = Date.now(),
     /**
@@ -177,7 +177,7 @@ export class Metering extends EventEmitter<MeteringEvents> {
   async route(session: string): Promise<
     | {
         modelId: string
-        hops: readonly { hostId: string; blocks: readonly [number, number] }[]
+        hops: readonly { hostId: string; blocks: readonly [number, number]; standby?: readonly string[] }[]
         issuedTo: string | null
         routed: RoutedTokens | undefined
       }
@@ -277,7 +277,9 @@ export class Metering extends EventEmitter<MeteringEvents> {
           continue
         }
         for (const message of checked.seams) seams.push([checked.payable.step, message])
-        settled.push(await payStep(ledger, this.escrow, session, checked.issued, checked.payable, now))
+        settled.push(
+          await payStep(ledger, this.escrow, session, checked.issued, checked.payable, now, this.pricing.standbyBps),
+        )
       }
       return settled
     })

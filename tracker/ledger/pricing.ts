@@ -19,6 +19,11 @@ export interface PricingOptions {
   readonly rentMicroPerGbMinute?: number
   /** What a volunteer relay earns per frame it carries, micro-credits (default DEFAULT_RELAY_MICRO_PER_FRAME). */
   readonly relayMicroPerFrame?: number
+  /**
+   * The standby fee, basis points of what a session paid a hop: shared by the hop's twins the route named, who stand
+   * by to re-run its steps (default DEFAULT_STANDBY_BPS, tracker/ledger/standby.ts).
+   */
+  readonly standbyBps?: number
 }
 
 /**
@@ -86,10 +91,10 @@ const EnvPrices = z.record(
 /**
  * Prices and fee from the environment of `neuron tracker`: NEURON_PRICES is JSON
  * `{ "<model id>": { "prompt": <micro per token>, "completion": <micro per token> } }`,
- * NEURON_FEE_BPS the swarm's share in basis points.
+ * NEURON_FEE_BPS the swarm's share in basis points, NEURON_STANDBY_BPS the twins' standby fee (standby.ts).
  */
 export function pricingFromEnv(env: NodeJS.ProcessEnv): PricingOptions {
-  const out: { prices?: Record<string, Price>; feeBps?: number } = {}
+  const out: { prices?: Record<string, Price>; feeBps?: number; standbyBps?: number } = {}
   if (env.NEURON_PRICES !== undefined && env.NEURON_PRICES !== '') {
     const parsed = EnvPrices.safeParse(JSON.parse(env.NEURON_PRICES))
     if (!parsed.success)
@@ -103,6 +108,15 @@ export function pricingFromEnv(env: NodeJS.ProcessEnv): PricingOptions {
         { promptMicroPerToken: p.prompt, completionMicroPerToken: p.completion },
       ]),
     )
+  }
+  const standby = Number(env.NEURON_STANDBY_BPS)
+  if (env.NEURON_STANDBY_BPS !== undefined && env.NEURON_STANDBY_BPS !== '') {
+    if (!Number.isInteger(standby) || standby < 0 || standby > 10_000)
+      throw new NeuronError(
+        'bad_option',
+        `NEURON_STANDBY_BPS is basis points 0..10000 of what a session pays a hop, not "${env.NEURON_STANDBY_BPS}".`,
+      )
+    out.standbyBps = standby
   }
   const fee = Number(env.NEURON_FEE_BPS)
   if (env.NEURON_FEE_BPS !== undefined && env.NEURON_FEE_BPS !== '') {

@@ -4,6 +4,7 @@ import type { IssuedSession } from './issued-session'
 import type { Ledger } from './ledger'
 import { stepCharge } from './receipt-terms'
 import { payReplay } from './replay-pay'
+import { DEFAULT_STANDBY_BPS, standbyShares } from './standby'
 import { balancesAfter, type ReceiptVerdict } from './verdicts'
 
 /**
@@ -19,15 +20,18 @@ export async function payStep(
   issued: IssuedSession,
   r: Receipt,
   now: number,
+  /** The standby fee, basis points of the step's charge to the hop's named twins (standby.ts). */
+  standbyBps = DEFAULT_STANDBY_BPS,
 ): Promise<ReceiptVerdict> {
-  if (r.step >= REPLAY_STEP_BASE) return payReplay(ledger, escrow, session, issued, r, now)
+  if (r.step >= REPLAY_STEP_BASE) return payReplay(ledger, escrow, session, issued, r, now, standbyBps)
   // Local use: a step the payer's own host served (its app chatting through itself) costs nothing. Paying oneself
   // would only move credits between one's own accounts, less the swarm's fee, and would turn a grant into earnings.
   const local = issued.issuedTo !== null && issued.issuedTo === r.hostId
   const paid = issued.accountId !== null && !local
   const charge = paid ? stepCharge(issued, r) : 0
+  const standby = standbyShares(issued.hops, r, charge, standbyBps, issued.issuedTo)
   const result = await ledger.chargeStep(
-    { receipt: r, modelId: issued.modelId, accountId: issued.accountId, charge, earnings: escrow },
+    { receipt: r, modelId: issued.modelId, accountId: issued.accountId, charge, earnings: escrow, standby },
     now,
   )
   if (!result.posted && result.reason === 'duplicate') {
@@ -58,5 +62,6 @@ export async function payStep(
     ok: true,
     charged: charge,
     balances: await balancesAfter(ledger.store, r.hostId, issued.accountId),
+    ...(standby.length === 0 ? {} : { standby }),
   }
 }

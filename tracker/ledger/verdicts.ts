@@ -30,6 +30,8 @@ export interface ReceiptVerdict {
    * transaction: exact pushes for a batch.
    */
   readonly balances?: { readonly host: number; readonly pending: number; readonly account: number | null }
+  /** On a settled receipt, the standby fee each twin named for the hop was paid out of it (standby.ts). */
+  readonly standby?: readonly (readonly [string, number])[]
 }
 
 export interface MeteringEvents {

@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import { type ClientToTracker, type RpcResponse, seamAt, seamDtype } from '../../protocol'
+import type { AuditedBy } from '../checks/auditor'
 import type { HostChecks } from '../checks/host-checks'
 import type { HostRegistry } from '../hosts/registry'
 import type { Metering } from '../ledger/metering'
@@ -21,12 +22,11 @@ export interface RoutePlanDeps {
   readonly checks: HostChecks
   readonly latencies: MeasuredLatencies
   readonly registry: HostRegistry
-  /** Who may re-run a hop's blocks (Auditor.auditedBy): a hop nobody can re-run is marked unaudited. */
-  readonly auditedBy: (
-    modelId: string,
-    blocks: readonly [number, number],
-    hostId: string,
-  ) => 'twins' | 'tracker' | undefined
+  /**
+   * Who may re-run a hop's blocks (Auditor.auditedBy): a hop nobody can re-run is marked unaudited; twins named stand
+   * by, paid when the session's hold ends (tracker/ledger/standby.ts).
+   */
+  readonly auditedBy: (modelId: string, blocks: readonly [number, number], hostId: string) => AuditedBy | undefined
   /** Logs each planned route (`--log-routes`), or nothing. */
   readonly logRoute?: (line: string) => void
 }
@@ -79,11 +79,16 @@ export async function planRoute(
           peer.publicKey,
           payer,
         )
-  const issued = route.hops.map((h) => ({
-    hostId: h.hostId,
-    blocks: h.blocks,
-    ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }),
-  }))
+  const audits = route.hops.map((h) => d.auditedBy(request.modelId, h.blocks, h.hostId))
+  const issued = route.hops.map((h, i) => {
+    const audit = audits[i]
+    return {
+      hostId: h.hostId,
+      blocks: h.blocks,
+      ...(h.via === undefined ? {} : { relayId: h.via.relayHostId }),
+      ...(audit?.by === 'twins' ? { standby: [...audit.twins] } : {}),
+    }
+  })
   const failed = await d.metering.issue(request.session, request.modelId, issued, peer.nodeId, Date.now(), {
     ...request,
     ...forked,
@@ -97,13 +102,14 @@ export async function planRoute(
   const seamOut = (b: number) => (b < manifest.nLayer ? { seamOut: seamAt(manifest, b) } : {})
   return {
     ...ticketed,
-    hops: ticketed.hops.map((h) => {
-      const by = d.auditedBy(request.modelId, h.blocks, h.hostId)
+    hops: ticketed.hops.map((h, i) => {
+      const audit = audits[i]
       return {
         ...h,
         audit: d.checks.auditRate(h.hostId, peer.nodeId),
         ...seamOut(h.blocks[1]),
-        ...(by === undefined ? { unaudited: true as const } : { auditedBy: by }),
+        ...(audit === undefined ? { unaudited: true as const } : { auditedBy: audit.by }),
+        ...(audit?.by === 'twins' ? { standby: audit.twins.length } : {}),
       }
     }),
     seamDtype: seamDtype(manifest),

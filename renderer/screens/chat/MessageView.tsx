@@ -120,6 +120,18 @@ export function MessageView({ message, onResend, onShow, onDelete, ownHostId = n
                   tracker-checked
                 </span>
               )}
+              {hop.standby > 0 && (
+                <span
+                  className="standby"
+                  data-testid="chat-hop-standby"
+                  title={
+                    'Other hosts of these blocks stand by to re-run its steps when the session is audited; this ' +
+                    'chat pays them a small standby fee'
+                  }
+                >
+                  {hop.standby === 1 ? '1 twin on standby' : `${hop.standby} twins on standby`}
+                </span>
+              )}
             </span>
           ))}
           {message.summary !== undefined && (

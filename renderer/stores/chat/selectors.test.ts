@@ -49,24 +49,38 @@ describe('chat selectors', () => {
 
   it(
     'shows the route hop by hop with a short host id, its blocks and ms per step, which hops nobody can check, and ' +
-      'which the tracker checks itself',
+      'which the tracker checks itself, and how many twins stand by',
     () => {
       const route = [
-        { hostId: '0123456789abcdef0123', blocks: [0, 3] as const, medianMs: 4.25, auditedBy: 'twins' as const },
+        {
+          hostId: '0123456789abcdef0123',
+          blocks: [0, 3] as const,
+          medianMs: 4.25,
+          auditedBy: 'twins' as const,
+          standby: 2,
+        },
         { hostId: 'fedcba98765432100123', blocks: [3, 5] as const, medianMs: null, unaudited: true },
         { hostId: 'abcdefabcdefabcdef01', blocks: [5, 6] as const, medianMs: 2, auditedBy: 'tracker' as const },
       ]
-      const hop = (hostId: string, blocks: string, ms: string, unaudited: boolean, trackerChecked: boolean) => ({
+      const hop = (
+        hostId: string,
+        blocks: string,
+        ms: string,
+        unaudited: boolean,
+        trackerChecked: boolean,
+        standby = 0,
+      ) => ({
         hostId,
         shortId: hostId.slice(0, 8),
         blocks,
         ms,
         unaudited,
         trackerChecked,
+        standby,
         own: hostId === 'fedcba98765432100123',
       })
       expect(hopViews({ ...answer('x', 'done'), route }, 'fedcba98765432100123')).toEqual([
-        hop('0123456789abcdef0123', 'layers 1–3', '4.3 ms/step', false, false),
+        hop('0123456789abcdef0123', 'layers 1–3', '4.3 ms/step', false, false, 2),
         hop('fedcba98765432100123', 'layers 4–5', '— ms/step', true, false),
         hop('abcdefabcdefabcdef01', 'layer 6', '2.0 ms/step', false, true),
       ])

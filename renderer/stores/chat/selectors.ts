@@ -77,6 +77,8 @@ export interface HopView {
   unaudited: boolean
   /** No second host serves its blocks, and the tracker re-runs them itself to check it (shown as "tracker-checked"). */
   trackerChecked: boolean
+  /** Twins paid to stand by for its audits (shown as "2 twins on standby"); 0 for none named. */
+  standby: number
   /** This computer's own host (its steps are free: local use). */
   own: boolean
 }
@@ -90,6 +92,7 @@ export function hopViews(entry: ChatEntry, ownHostId: string | null = null): Hop
     ms: hop.medianMs === null ? '— ms/step' : `${hop.medianMs.toFixed(1)} ms/step`,
     unaudited: hop.unaudited === true,
     trackerChecked: hop.auditedBy === 'tracker',
+    standby: hop.standby ?? 0,
     own: ownHostId !== null && hop.hostId === ownHostId,
   }))
 }
