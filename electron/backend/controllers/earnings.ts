@@ -96,10 +96,12 @@ export class EarningsController {
     if (p.hostId !== this.deps.swarm.hostId) return
     this.receiptPushes++
     // The tracker's balance change, settled and pending together (a release moves credits between them, earning
-    // nothing); before any balance is known, the host's share of the charge at the default fee.
+    // nothing); before any balance is known, the host's share of the charge at the default fee (a twin's standby fee
+    // is its own: the fee came out of the step before).
     const total = p.hostBalanceMicro + (p.hostPendingMicro ?? 0)
+    const shareOf = (charged: number) => (p.code === 'standby' ? charged : hostShare(charged))
     const earnedMicro =
-      this.hostBalanceSeen !== null ? total - this.hostBalanceSeen : p.ok ? hostShare(p.chargedMicro) : 0
+      this.hostBalanceSeen !== null ? total - this.hostBalanceSeen : p.ok ? shareOf(p.chargedMicro) : 0
     this.hostBalanceSeen = total
     const pending = p.hostPendingMicro === undefined ? {} : { pendingMicro: p.hostPendingMicro }
     this.deps.events.emit('earnings.receipt', {
