@@ -73,3 +73,25 @@ export class SessionsSeen {
     return listed
   }
 }
+
+/** A session's per-block decode time assumed before the host has measured its own (ms per token per block). */
+const UNMEASURED_MS_PER_BLOCK = 5
+/** The most an open's wait for its prompt from upstream extends the unstepped bound (the stepped idle bound). */
+const MAX_UPSTREAM_WAIT_MS = 10 * 60_000
+
+/**
+ * How long a session's first step may take to reach this host after its open, beyond the unstepped bound: a hop
+ * after the first waits while the hops before it prefill the prompt (the route opens every hop first), which on slow
+ * hosts and long prompts takes longer than the bound itself (a 2 600-token prompt through 14 of 22 blocks of a 1.1B
+ * model on one CPU thread a host: ~40 s). Bounded by the ticket's prompt (what the payer's credit hold covers) times
+ * the blocks before this one, at this host's own decode time per block (a prompt's rows cost less each: a margin for
+ * slower hosts upstream), and at most MAX_UPSTREAM_WAIT_MS. Only the reaping of idle opens takes it: a full host
+ * still gives an open unstepped for EVICT_IDLE_MS to a waiting key (admission's squattedSession).
+ */
+export function upstreamWaitMs(
+  ticket: { readonly promptTokens: number; readonly blocks: readonly [number, number] },
+  msPerBlock: number | undefined,
+): number {
+  const perBlock = msPerBlock !== undefined && Number.isFinite(msPerBlock) ? msPerBlock : UNMEASURED_MS_PER_BLOCK
+  return Math.min(MAX_UPSTREAM_WAIT_MS, Math.max(0, ticket.promptTokens * ticket.blocks[0] * perBlock))
+}

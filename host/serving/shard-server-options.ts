@@ -43,7 +43,10 @@ export interface ShardServerOptions {
    * decode step waits on another session's prompt, at most. 0: prompts run whole.
    */
   readonly prefillChunkTokens?: number
-  /** A session opened and never stepped is closed after this long (default 30 s): an open alone holds a slot. */
+  /**
+   * A session opened and never stepped is closed after this long (default 30 s): an open alone holds a slot. A hop
+   * after the first has longer by the time its prompt may take upstream (admission's upstreamWaitMs).
+   */
   readonly unsteppedSessionMs?: number
   /** WebSocket connections at once (default 256), and frames one connection may have in flight (default 8). */
   readonly maxConnections?: number

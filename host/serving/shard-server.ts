@@ -28,7 +28,7 @@ import { Forwarder } from './forwarding'
 import { LastHopSampler } from './last-hop-sampler'
 import { PrefixCache } from './prefix-cache'
 import { renewSession, sameOpenAgain } from './renew'
-import { type FrameCaller, type ServedSession, SessionsSeen } from './served-session'
+import { type FrameCaller, type ServedSession, SessionsSeen, upstreamWaitMs } from './served-session'
 import type { ServingRuntime } from './serving-runtime'
 import type { ShardServerOptions } from './shard-server-options'
 import { acceptStep, type StepGate } from './step/accept'
@@ -376,7 +376,8 @@ export class ShardServer {
     const unstepped = this.options.unsteppedSessionMs ?? 30_000
     this.prefixes.sweep(now)
     for (const [id, s] of this.sessions) {
-      if (now - s.lastUsed > (s.stepped ? idle : unstepped)) {
+      // an open not yet stepped may be waiting for its prompt from the hops before it
+      if (now - s.lastUsed > (s.stepped ? idle : unstepped + upstreamWaitMs(s.ticket, this.msPerBlock))) {
         this.options.log?.(`session ${id} idle for ${Math.round((now - s.lastUsed) / 1000)} s; closed`)
         this.closeSession(id)
       }
