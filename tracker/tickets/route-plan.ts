@@ -24,7 +24,7 @@ export interface RoutePlanDeps {
   readonly registry: HostRegistry
   /**
    * Who may re-run a hop's blocks (Auditor.auditedBy): a hop nobody can re-run is marked unaudited; twins named stand
-   * by, paid when the session's hold ends (tracker/ledger/standby.ts).
+   * by, paid a share of each of the hop's steps (tracker/ledger/standby.ts).
    */
   readonly auditedBy: (modelId: string, blocks: readonly [number, number], hostId: string) => AuditedBy | undefined
   /** Logs each planned route (`--log-routes`), or nothing. */
