@@ -136,19 +136,20 @@ export const errorOf = (f: Frame) =>
   f.kind === 'error' ? (JSON.parse(Buffer.from(f.payload).toString()) as { code: string; message: string }) : undefined
 
 /**
- * stories260K packed in a scratch directory and its whole model loaded (one thread), with the tickets and server
- * options of a host of it (`ticketing`); `close()` frees the runtime and the directory. The host tests' common setup.
+ * stories260K packed in a scratch directory and its whole model (or `blocks` of it) loaded (one thread), with the
+ * tickets and server options of a host of it (`ticketing`: a whole-model host unless the test says otherwise);
+ * `close()` frees the runtime and the directory. The host tests' common setup.
  */
-export async function wholeStories(): Promise<
-  ReturnType<typeof ticketing> & { manifest: Manifest; runtime: ShardRuntime; close(): Promise<void> }
-> {
+export async function wholeStories(
+  blocks: [number, number] = [0, 5],
+): Promise<ReturnType<typeof ticketing> & { manifest: Manifest; runtime: ShardRuntime; close(): Promise<void> }> {
   const { dir, cleanup } = await scratchDir()
   const manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })
   const runtime = await ShardRuntime.load({
     artifacts: manifest.artifacts.map((a) => join(dir, 'packed', a.file)),
-    blocks: [0, 5],
-    embed: true,
-    head: true,
+    blocks,
+    embed: blocks[0] === 0,
+    head: blocks[1] === manifest.nLayer,
     threads: 1,
   })
   return {

@@ -45,7 +45,7 @@ export interface ShardServerOptions {
   readonly prefillChunkTokens?: number
   /**
    * A session opened and never stepped is closed after this long (default 30 s): an open alone holds a slot. A hop
-   * after the first has longer by the time its prompt may take upstream (admission's upstreamWaitMs).
+   * after the first has longer by the time its prompt may take upstream (served-session.ts's upstreamWaitMs).
    */
   readonly unsteppedSessionMs?: number
   /** WebSocket connections at once (default 256), and frames one connection may have in flight (default 8). */

@@ -2,48 +2,28 @@
 // before it (found by bench:conversation: a 2 600-token prompt through 3 hosts of a 1.1B model on one CPU thread each
 // reached the last hop ~40 s after its open, the host had closed it at 30 s, and the chat failed with
 // `unknown_session`). A real host of stories260K's blocks [2, 5) on loopback, with the unstepped bound cut to 300 ms.
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { packModel } from '../../gguf/pack'
-import { ShardRuntime } from '../../native'
-import type { Manifest } from '../../protocol'
-import { STORIES_260K, scratchDir } from '../../test/models'
-import { connect, session, ticketing } from '../../test/shard-client'
+import { connect, session, wholeStories } from '../../test/shard-client'
 import { upstreamWaitMs } from './served-session'
 import { ShardServer } from './shard-server'
 
 const UNSTEPPED_MS = 300
-let dir = ''
-let cleanup: () => Promise<void> = async () => {}
-let manifest: Manifest
-let runtime: ShardRuntime
+let stories: Awaited<ReturnType<typeof wholeStories>>
 let server: ShardServer
 let url = ''
-let ticketedOpen: ReturnType<typeof ticketing>['ticketedOpen']
 
 beforeAll(async () => {
-  ;({ dir, cleanup } = await scratchDir())
-  manifest = await packModel({ source: STORIES_260K, out: join(dir, 'packed') })
-  const t = ticketing(manifest)
-  ticketedOpen = t.ticketedOpen
-  runtime = await ShardRuntime.load({
-    artifacts: manifest.artifacts.map((a) => join(dir, 'packed', a.file)),
-    blocks: [2, 5],
-    embed: false,
-    head: true,
-    threads: 1,
-  })
+  stories = await wholeStories([2, 5])
   server = new ShardServer(
-    runtime,
-    t.serverOptions({ maxSessions: 4, blocks: [2, 5], embed: false, unsteppedSessionMs: UNSTEPPED_MS }),
+    stories.runtime,
+    stories.serverOptions({ maxSessions: 4, blocks: [2, 5], embed: false, unsteppedSessionMs: UNSTEPPED_MS }),
   )
   url = await server.listen()
 })
 
 afterAll(async () => {
   await server?.close()
-  runtime?.dispose()
-  await cleanup()
+  await stories?.close()
 })
 
 describe('opens never stepped', () => {
@@ -51,11 +31,11 @@ describe('opens never stepped', () => {
     'prompt is short', async () => {
     const c = await connect(url)
     try {
-      const body = { modelId: manifest.modelId, blocks: [2, 5] as [number, number], maxTokens: 256 }
+      const body = { modelId: stories.manifest.modelId, blocks: [2, 5] as [number, number], maxTokens: 256 }
       // 256 prompt tokens through the 2 blocks before this hop: seconds of upstream prefill at 5 ms a token-block
-      expect((await c.exchange(ticketedOpen(session(1), body, { promptTokens: 256 }))).kind).toBe('ok')
+      expect((await c.exchange(stories.ticketedOpen(session(1), body, { promptTokens: 256 }))).kind).toBe('ok')
       // a 1-token prompt is there in milliseconds: its open is reaped at the unstepped bound, as before
-      expect((await c.exchange(ticketedOpen(session(2), body, { promptTokens: 1 }))).kind).toBe('ok')
+      expect((await c.exchange(stories.ticketedOpen(session(2), body, { promptTokens: 1 }))).kind).toBe('ok')
       expect(upstreamWaitMs({ promptTokens: 256, blocks: [2, 5] }, undefined)).toBeGreaterThan(2_000)
       expect(server.activeSessions).toBe(2)
       await new Promise((r) => setTimeout(r, UNSTEPPED_MS * 5))

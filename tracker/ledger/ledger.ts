@@ -272,10 +272,11 @@ function voidEntries(m: VoidMove): Entry[] {
 }
 
 /** Standby shares only while they fit in the host's share (a standby fee above it pays no twin: a bad setting). */
-function standbyWithin(shares: readonly (readonly [string, number])[], hostShare: number): [string, number][] {
-  const valid = shares.filter(([, share]) => Number.isInteger(share) && share > 0)
-  const total = valid.reduce((sum, [, share]) => sum + share, 0)
-  return total <= hostShare ? valid.map(([twin, share]) => [twin, share]) : []
+function standbyWithin(
+  shares: readonly (readonly [string, number])[],
+  hostShare: number,
+): readonly (readonly [string, number])[] {
+  return shares.reduce((sum, [, share]) => sum + share, 0) <= hostShare ? shares : []
 }
 
 /** One leg per account: a void touches the same accounts many times. */
