@@ -3,6 +3,12 @@
 import { z } from 'zod'
 import { MAX_NONCE_CHARS } from './limits'
 
+/** A host name on this computer's loopback (127.0.0.0/8, ::1 with or without brackets, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '')
+  return bare === 'localhost' || bare === '::1' || bare.startsWith('127.')
+}
+
 /** Candidate endpoints one host offers: its interfaces, a mapped port on its router, and the one the tracker adds. */
 export const MAX_CANDIDATES = 8
 /** Where a host answers the tracker's dial-back on its data-plane port (HTTP GET, `?nonce=`). */

@@ -1,6 +1,7 @@
 // Which seams 'auto' forwards: those far from the client, judged by the client's pings to the hops, before the
 // prompt's step.
 
+import { isLoopbackHost } from '../../protocol'
 import type { HopState } from '../open-hops'
 
 /** The client's median ping to a hop from which forwarding its seams pays (on a LAN the client carries them), ms. */
@@ -43,8 +44,7 @@ function onLoopback(h: HopState): boolean {
   const endpoint = h.hop?.endpoint
   if (endpoint === undefined || endpoint === null) return false
   try {
-    const host = new URL(endpoint).hostname
-    return host === 'localhost' || host === '[::1]' || host.startsWith('127.')
+    return isLoopbackHost(new URL(endpoint).hostname)
   } catch {
     return false
   }

@@ -5,11 +5,6 @@ export function listensEverywhere(host: string): boolean {
   return host === '0.0.0.0' || host === '::' || host === ''
 }
 
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '')
-  return bare === 'localhost' || bare === '::1' || bare.startsWith('127.')
-}
-
 /** The IPv4 addresses of this computer's interfaces, loopback last (a tracker on this computer may still use it). */
 export function interfaceAddresses(): string[] {
   const external: string[] = []

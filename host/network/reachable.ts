@@ -1,12 +1,11 @@
 import type { TlsCertificate } from '../../dataplane/tls-trust'
 import type { NodeIdentity } from '../../identity/keys'
-import type { ServingState } from '../../protocol'
+import { isLoopbackHost, type ServingState } from '../../protocol'
 import {
   behindRouter,
   globalAddresses6,
   interfaceAddresses6,
   interfaceCandidates,
-  isLoopbackHost,
   listensEverywhere,
 } from './candidates'
 import { type HostCertificate, hostCertificate } from './certificate'
